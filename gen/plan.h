@@ -33,7 +33,8 @@ typedef enum { HOT_ROUND_RTN = 0, HOT_ROUND_SR } hot_round;
 typedef enum { HOT_GRAN_TENSOR = 0, HOT_GRAN_ROW, HOT_GRAN_AUTO } hot_gran;
 typedef enum { HOT_RULE_ABSMAX = 0, HOT_RULE_SAWB } hot_rule;
 typedef enum { HOT_SEL_TRI = 0, HOT_SEL_PREFIX, HOT_SEL_FULL } hot_selection;
-typedef enum { HOT_LAYOUT_SAMPLE = 0, HOT_LAYOUT_FLAT } hot_layout;
+/* Token blocking of HLA. AUTO (spec only; the plan resolves it): sample when p divides L, else flat. */
+typedef enum { HOT_LAYOUT_SAMPLE = 0, HOT_LAYOUT_FLAT, HOT_LAYOUT_AUTO } hot_layout;
 typedef enum { HOT_RECIPE_HOT = 0, HOT_RECIPE_PAPER, HOT_RECIPE_PAPER_CODE } hot_recipe;
 typedef enum {
   HOT_ARCH_SM80 = 0, HOT_ARCH_SM86, HOT_ARCH_SM89, HOT_ARCH_SM90, HOT_ARCH_SM90A, HOT_ARCH_COUNT
@@ -81,7 +82,7 @@ typedef struct {
   hot_dtype dtype;          /* dtype of x, w and g_y as handed to the kernels */
   struct {
     int enabled;            /* 0: g_x is an fp32 product (for ablations and tests) */
-    int block;              /* b, power of two 2..256 */
+    int block;              /* b, power of two 2..256 (1 allowed only when pad = 0) */
     hot_quant g;            /* g' quantizer: bits (default 4), SR, gran tensor/row/auto */
     hot_quant w;            /* w' quantizer: bits (default 4), RTN, per tensor, absmax/sawb */
     int pad;                /* 1: zero-pad O to a multiple of b; 0: shrink b to divide O (paper code) */
@@ -206,5 +207,42 @@ typedef struct {
   int n_kernels;
   hot_kernel_plan kernels[HOT_MAX_KERNELS];
 } hot_layer_plan;
+
+
+/* ---- planner API (plan.c: pure C, no Lua, no allocation) --------------------------------- */
+
+/* Capabilities of `arch` (static storage), or NULL for an out-of-range value. */
+const hot_arch_caps *plan_arch_caps(hot_arch arch);
+/* Parses "sm_80" ... "sm_90a" into *out. Returns 0, or -1 for an unknown name (*out untouched). */
+int plan_arch_parse(const char *name, hot_arch *out);
+
+/* Static names of enumeration values ("f32", "sr", "row", "sawb", "tri", "flat", ...). */
+const char *plan_dtype_name(hot_dtype v);
+const char *plan_round_name(hot_round v);
+const char *plan_gran_name(hot_gran v);
+const char *plan_rule_name(hot_rule v);
+const char *plan_selection_name(hot_selection v);
+const char *plan_layout_name(hot_layout v);
+const char *plan_recipe_name(hot_recipe v);
+const char *plan_gemm_path_name(hot_gemm_path v);
+const char *plan_codes_name(hot_codes v);
+const char *plan_role_name(hot_kernel_role v);
+
+/* Fills *spec with the defaults of `recipe` (name empty, features 0: the caller sets them).
+ * The same defaults the Lua DSL applies (lua/hot/schema.lua); tests keep the two in step. */
+void plan_spec_defaults(hot_layer_spec *spec, hot_recipe recipe);
+
+/* Plans one layer for one arch. `spec` must outlive *out (out->spec borrows it).
+ * Returns 0, or -1 with a one-line reason in err (an illegal request is an error, never a
+ * silent change). */
+int plan_layer(const hot_layer_spec *spec, int64_t batch, int64_t tokens, hot_recipe recipe,
+               hot_arch arch, int layer_id, hot_layer_plan *out, char *err, size_t errlen);
+
+/* Index of the kernel with `role` in plan->kernels, or -1 when the plan has none. */
+int plan_kernel_index(const hot_layer_plan *plan, hot_kernel_role role);
+
+/* Bytes of dynamic shared memory a GEMM tile configuration needs (the formula of
+ * templates/gemm_int.cu). */
+unsigned plan_gemm_smem(hot_codes codes, int tile_m, int tile_n, int tile_k, int stages);
 
 #endif /* HOT_PLAN_H */
