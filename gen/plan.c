@@ -1,0 +1,401 @@
+/* plan.c — from a layer spec and a target arch to everything the kernels, their CPU twins and
+ * the runtime need (padded sizes, ranks and rows, quantizers, GEMM paths, tiles, launch geometry,
+ * ABC bytes, operation counts). Pure C: no Lua, no allocation, no I/O. */
+#include "plan.h"
+
+#include <stdarg.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "basis.h"
+
+/* ---- arch capability table --------------------------------------------------------------- */
+
+/* Shared memory figures are the CUDA programming guide's per-arch limits (opt-in maximum per
+ * block, and per SM). */
+static const hot_arch_caps k_caps[HOT_ARCH_COUNT] = {
+    {HOT_ARCH_SM80, "sm_80", 80, 1, 0, 1024, 166912, 167936, 255},
+    {HOT_ARCH_SM86, "sm_86", 86, 1, 0, 1024, 101376, 102400, 255},
+    {HOT_ARCH_SM89, "sm_89", 89, 1, 0, 1024, 101376, 102400, 255},
+    /* Hopper has no INT4 tensor cores: mma.sync .s4 compiles but is emulated (HOT.md 7). */
+    {HOT_ARCH_SM90, "sm_90", 90, 0, 0, 1024, 232448, 233472, 255},
+    {HOT_ARCH_SM90A, "sm_90a", 90, 0, 1, 1024, 232448, 233472, 255},
+};
+
+const hot_arch_caps *plan_arch_caps(hot_arch arch) {
+  return ((int)arch >= 0 && arch < HOT_ARCH_COUNT) ? &k_caps[arch] : NULL;
+}
+
+int plan_arch_parse(const char *name, hot_arch *out) {
+  if (!name) return -1;
+  for (int a = 0; a < HOT_ARCH_COUNT; ++a)
+    if (strcmp(name, k_caps[a].name) == 0) {
+      *out = (hot_arch)a;
+      return 0;
+    }
+  return -1;
+}
+
+/* ---- names ----------------------------------------------------------------------------- */
+
+#define NAME_FN(fn, type, ...)                                              \
+  const char *fn(type v) {                                                  \
+    static const char *const names[] = {__VA_ARGS__};                       \
+    return ((int)v >= 0 && (size_t)v < sizeof names / sizeof names[0]) ? names[v] : "?"; \
+  }
+NAME_FN(plan_dtype_name, hot_dtype, "f32", "bf16", "f16")
+NAME_FN(plan_round_name, hot_round, "rtn", "sr")
+NAME_FN(plan_gran_name, hot_gran, "tensor", "row", "auto")
+NAME_FN(plan_rule_name, hot_rule, "absmax", "sawb")
+NAME_FN(plan_selection_name, hot_selection, "tri", "prefix", "full")
+NAME_FN(plan_layout_name, hot_layout, "sample", "flat", "auto")
+NAME_FN(plan_recipe_name, hot_recipe, "hot", "paper", "paper_code")
+NAME_FN(plan_gemm_path_name, hot_gemm_path, "mma_s4", "mma_s8", "wgmma_s8")
+NAME_FN(plan_codes_name, hot_codes, "s8", "s4_packed")
+NAME_FN(plan_role_name, hot_kernel_role, "abc_x", "hq_g", "hq_w", "hla_g", "gemm_gx", "gemm_gw",
+        "bias", "lqs")
+#undef NAME_FN
+
+/* ---- defaults -------------------------------------------------------------------------- */
+
+void plan_spec_defaults(hot_layer_spec *s, hot_recipe recipe) {
+  memset(s, 0, sizeof *s);
+  s->bias = 1;
+  s->dtype = HOT_DT_F32;
+  s->hq.enabled = 1;
+  s->hq.block = 16;
+  s->hq.g = (hot_quant){4, HOT_ROUND_SR, HOT_GRAN_AUTO, HOT_RULE_ABSMAX};
+  s->hq.w = (hot_quant){4, HOT_ROUND_RTN, HOT_GRAN_TENSOR, HOT_RULE_ABSMAX};
+  s->hq.pad = 1;
+  s->hla.enabled = 1;
+  s->hla.block = 64;
+  s->hla.selection = HOT_SEL_TRI;
+  s->hla.keep = 50;
+  s->hla.rank = 0;
+  s->hla.layout = HOT_LAYOUT_SAMPLE;
+  s->hla.pad = 1;
+  s->hla.g = (hot_quant){8, HOT_ROUND_SR, HOT_GRAN_TENSOR, HOT_RULE_ABSMAX};
+  s->hla.x = (hot_quant){8, HOT_ROUND_RTN, HOT_GRAN_TENSOR, HOT_RULE_ABSMAX};
+  s->abc.enabled = 1;
+  switch (recipe) {
+  case HOT_RECIPE_HOT:
+    /* Project default: a batch whose L is not a multiple of p is blocked across samples (flat),
+     * which pads only the tail of the batch instead of every sample. */
+    s->hla.layout = HOT_LAYOUT_AUTO;
+    break;
+  case HOT_RECIPE_PAPER:
+    break;
+  case HOT_RECIPE_PAPER_CODE:
+    /* The authors' code: b shrinks to divide O, p = largest power of two dividing L (no
+     * padding), SAWB scales for the RTN quantizers. */
+    s->hq.pad = 0;
+    s->hq.w.rule = HOT_RULE_SAWB;
+    s->hla.block = 0;
+    s->hla.pad = 0;
+    s->hla.x.rule = HOT_RULE_SAWB;
+    break;
+  }
+}
+
+/* ---- helpers --------------------------------------------------------------------------- */
+
+static int fail(char *err, size_t n, const char *fmt, ...) {
+  if (err && n) {
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(err, n, fmt, ap);
+    va_end(ap);
+  }
+  return -1;
+}
+
+static int is_pow2(int64_t v) { return v > 0 && (v & (v - 1)) == 0; }
+static int64_t round_up(int64_t v, int64_t m) { return (v + m - 1) / m * m; }
+static int64_t cdiv(int64_t a, int64_t b) { return (a + b - 1) / b; }
+static int ilog2(int64_t v) {
+  int k = 0;
+  while (((int64_t)1 << k) < v) ++k;
+  return k;
+}
+/* Largest power of two dividing v (v >= 1), capped at cap. */
+static int pow2_dividing(int64_t v, int cap) {
+  int p = 1;
+  while (p < cap && v % (2 * p) == 0) p *= 2;
+  return p;
+}
+
+static int quant_ok(const hot_quant *q, const char *what, char *err, size_t n) {
+  if (q->bits < 2 || q->bits > 8)
+    return fail(err, n, "%s.bits must be in [2, 8] (got %d)", what, q->bits);
+  return 0;
+}
+
+unsigned plan_gemm_smem(hot_codes codes, int tile_m, int tile_n, int tile_k, int stages) {
+  /* Per stage one A tile (tile_m rows) and one B tile (tile_n rows) of tile_k codes each,
+   * rows padded by 16 bytes against bank conflicts. */
+  int64_t row_bytes = (codes == HOT_CODES_S4_PACKED ? tile_k / 2 : tile_k) + 16;
+  return (unsigned)((int64_t)stages * (tile_m + tile_n) * row_bytes);
+}
+
+/* Chooses and checks the tile configuration of one GEMM (m x n x k). */
+static int plan_gemm(hot_gemm_plan *g, const hot_tile *req, const hot_arch_caps *caps,
+                     hot_gemm_path path, const char *what, char *err, size_t n) {
+  g->path = path;
+  g->codes = path == HOT_GEMM_MMA_S4 ? HOT_CODES_S4_PACKED : HOT_CODES_S8;
+  /* Small problems (fewer 128x128 tiles than about two waves of 100+ SMs) use 64x64 tiles. */
+  int big = cdiv(g->m, 128) * cdiv(g->n, 128) >= 200;
+  g->tile_m = req->tile_m ? req->tile_m : (big ? 128 : 64);
+  g->tile_n = req->tile_n ? req->tile_n : (big ? 128 : 64);
+  int k_step = path == HOT_GEMM_MMA_S4 ? 64 : 32; /* K of one mma instruction */
+  g->tile_k = req->tile_k ? req->tile_k : 2 * k_step;
+  g->warps_m = req->warps_m ? req->warps_m : 2;
+  g->warps_n = req->warps_n ? req->warps_n : 2;
+  g->stages = req->stages ? req->stages : (big ? 3 : 4);
+  if (g->tile_m != 64 && g->tile_m != 128 && g->tile_m != 256)
+    return fail(err, n, "%s.tile_m must be 64, 128 or 256 (got %d)", what, g->tile_m);
+  if (g->tile_n != 64 && g->tile_n != 128 && g->tile_n != 256)
+    return fail(err, n, "%s.tile_n must be 64, 128 or 256 (got %d)", what, g->tile_n);
+  if (g->tile_k % k_step != 0 || g->tile_k < k_step || g->tile_k > 4 * k_step)
+    return fail(err, n, "%s.tile_k must be a multiple of %d in [%d, %d] for %s (got %d)", what,
+                k_step, k_step, 4 * k_step, plan_gemm_path_name(path), g->tile_k);
+  if (g->warps_m < 1 || g->warps_n < 1 || g->warps_m * g->warps_n > 8)
+    return fail(err, n, "%s: warps_m x warps_n must be in [1, 8] (got %d x %d)", what, g->warps_m,
+                g->warps_n);
+  if (g->tile_m % (16 * g->warps_m) != 0 || g->tile_n % (8 * g->warps_n) != 0)
+    return fail(err, n, "%s: tile %dx%d does not split into %dx%d warps of mma tiles", what,
+                g->tile_m, g->tile_n, g->warps_m, g->warps_n);
+  if (g->stages < 2 || g->stages > 6)
+    return fail(err, n, "%s.stages must be in [2, 6] (got %d)", what, g->stages);
+  g->k_pad = round_up(g->k, g->tile_k);
+  g->smem = plan_gemm_smem(g->codes, g->tile_m, g->tile_n, g->tile_k, g->stages);
+  if (g->smem > (unsigned)caps->max_smem_optin)
+    return fail(err, n, "%s: tile %dx%dx%d with %d stages needs %u bytes of shared memory, %s "
+                "allows %d", what, g->tile_m, g->tile_n, g->tile_k, g->stages, g->smem,
+                caps->name, caps->max_smem_optin);
+  return 0;
+}
+
+static hot_kernel_plan *add_kernel(hot_layer_plan *p, hot_kernel_role role, const char *templ) {
+  hot_kernel_plan *k = &p->kernels[p->n_kernels++];
+  memset(k, 0, sizeof *k);
+  k->role = role;
+  k->templ = templ;
+  k->block[0] = k->block[1] = k->block[2] = 1;
+  k->grid[0] = k->grid[1] = k->grid[2] = 1;
+  return k;
+}
+
+static void set_geom(hot_kernel_plan *k, int64_t gx, int64_t gy, unsigned bx, unsigned smem) {
+  k->grid[0] = (unsigned)gx;
+  k->grid[1] = (unsigned)gy;
+  k->block[0] = bx;
+  k->smem = smem;
+}
+
+/* Kernel names encode every parameter that changes the generated code, so two layers with
+ * the same parameters share one binary and the name alone identifies it. */
+static void name_kernels(hot_layer_plan *p) {
+  const hot_layer_spec *s = p->spec;
+  const char *dt = plan_dtype_name(s->dtype);
+  for (int i = 0; i < p->n_kernels; ++i) {
+    hot_kernel_plan *k = &p->kernels[i];
+    char *nm = k->name;
+    size_t n = sizeof k->name;
+    switch (k->role) {
+    case HOT_K_HQ_G:
+      snprintf(nm, n, "hot_hq_g_%s_b%d_k%d_%s", dt, p->hq.block, p->hq.g.bits,
+               plan_codes_name(p->hq.codes));
+      break;
+    case HOT_K_HQ_W:
+      snprintf(nm, n, "hot_hq_w_%s_b%d_k%d_%s", dt, p->hq.block, p->hq.w.bits,
+               plan_codes_name(p->hq.codes));
+      break;
+    case HOT_K_ABC_X:
+      snprintf(nm, n, "hot_hla_x_%s_p%d_r%d_%s", dt, p->hla.block, p->hla.rank,
+               plan_selection_name(p->hla.selection));
+      break;
+    case HOT_K_HLA_G:
+      snprintf(nm, n, "hot_hla_g_%s_p%d_r%d_%s", dt, p->hla.block, p->hla.rank,
+               plan_selection_name(p->hla.selection));
+      break;
+    case HOT_K_GEMM_GX:
+    case HOT_K_GEMM_GW: {
+      const hot_gemm_plan *g = k->role == HOT_K_GEMM_GX ? &p->hq.gemm : &p->hla.gemm;
+      snprintf(nm, n, "hot_gemm_%s_%dx%dx%d_w%dx%d_s%d", plan_gemm_path_name(g->path), g->tile_m,
+               g->tile_n, g->tile_k, g->warps_m, g->warps_n, g->stages);
+      break;
+    }
+    case HOT_K_BIAS:
+      snprintf(nm, n, "hot_bias_%s", dt);
+      break;
+    case HOT_K_LQS:
+      snprintf(nm, n, "hot_lqs_%s_k%d", dt, p->hq.g.bits);
+      break;
+    default:
+      snprintf(nm, n, "hot_unknown");
+    }
+  }
+}
+
+/* ---- the planner ----------------------------------------------------------------------- */
+
+int plan_layer(const hot_layer_spec *s, int64_t batch, int64_t tokens, hot_recipe recipe,
+               hot_arch arch, int layer_id, hot_layer_plan *p, char *err, size_t n) {
+  if (!s || !p) return fail(err, n, "plan_layer: NULL argument");
+  memset(p, 0, sizeof *p);
+  const hot_arch_caps *caps = plan_arch_caps(arch);
+  if (!caps) return fail(err, n, "unknown arch %d", (int)arch);
+  if (batch < 1 || tokens < 1) return fail(err, n, "batch and tokens must be >= 1");
+  if (s->in_features < 1 || s->out_features < 1)
+    return fail(err, n, "in_features and out_features must be >= 1");
+  const int64_t lim = (int64_t)1 << 31;
+  if (batch * tokens >= lim || s->in_features >= lim / 2 || s->out_features >= lim / 2)
+    return fail(err, n, "sizes too large: T = %lld, O = %lld, I = %lld (each must stay below 2^30)",
+                (long long)(batch * tokens), (long long)s->out_features,
+                (long long)s->in_features);
+  (void)recipe;
+  p->spec = s;
+  p->arch = arch;
+  p->layer_id = layer_id;
+  p->B = batch;
+  p->L = tokens;
+  p->T = batch * tokens;
+  p->O = s->out_features;
+  p->I = s->in_features;
+
+  /* HQ (HOT.md 3). */
+  p->hq.enabled = s->hq.enabled;
+  p->hq.g = s->hq.g;
+  p->hq.w = s->hq.w;
+  if (quant_ok(&s->hq.g, "hq.bits", err, n) || quant_ok(&s->hq.w, "hq.w_bits", err, n)) return -1;
+  if (s->hq.pad) {
+    if (!is_pow2(s->hq.block) || s->hq.block < 2 || s->hq.block > 256)
+      return fail(err, n, "hq.block must be a power of two in [2, 256] (got %d)", s->hq.block);
+    p->hq.block = s->hq.block;
+  } else {
+    if (!is_pow2(s->hq.block) || s->hq.block > 256)
+      return fail(err, n, "hq.block must be a power of two in [1, 256] (got %d)", s->hq.block);
+    p->hq.block = pow2_dividing(p->O, s->hq.block); /* the paper code's shrinking rule */
+  }
+  p->hq.o_pad = round_up(p->O, p->hq.block);
+  hot_gemm_path gx_path =
+      (caps->int4_mma && p->hq.g.bits <= 4 && p->hq.w.bits <= 4) ? HOT_GEMM_MMA_S4 : HOT_GEMM_MMA_S8;
+  p->hq.gemm.m = p->T;
+  p->hq.gemm.n = p->I;
+  p->hq.gemm.k = p->hq.o_pad;
+  if (plan_gemm(&p->hq.gemm, &s->tile_gx, caps, gx_path, "tile_gx", err, n)) return -1;
+  p->hq.codes = p->hq.gemm.codes;
+
+  /* HLA (HOT.md 4). */
+  p->hla.enabled = s->hla.enabled;
+  p->hla.selection = s->hla.selection;
+  p->hla.keep = s->hla.keep;
+  p->hla.g = s->hla.g;
+  p->hla.x = s->hla.x;
+  if (quant_ok(&s->hla.g, "hla.bits", err, n) || quant_ok(&s->hla.x, "hla.x_bits", err, n))
+    return -1;
+  int pb = s->hla.block;
+  if (pb == 0) {
+    pb = pow2_dividing(tokens, HOT_MAX_P); /* paper code: may be 1 (HLA is then a no-op) */
+  } else if (!is_pow2(pb) || pb < 2 || pb > HOT_MAX_P) {
+    return fail(err, n, "hla.block must be a power of two in [2, %d] (got %d)", HOT_MAX_P, pb);
+  }
+  p->hla.block = pb;
+  hot_layout layout = s->hla.layout;
+  if (layout == HOT_LAYOUT_AUTO) layout = tokens % pb == 0 ? HOT_LAYOUT_SAMPLE : HOT_LAYOUT_FLAT;
+  p->hla.layout = layout;
+  int64_t seg = layout == HOT_LAYOUT_SAMPLE ? tokens : p->T;
+  if (!s->hla.pad && seg % pb != 0)
+    return fail(err, n, "hla.block %d does not divide the %s length %lld and padding is off", pb,
+                layout == HOT_LAYOUT_SAMPLE ? "sample" : "batch", (long long)seg);
+  p->hla.segments = layout == HOT_LAYOUT_SAMPLE ? batch : 1;
+  p->hla.seg_len = round_up(seg, pb);
+  p->hla.blocks = p->hla.segments * (p->hla.seg_len / pb);
+  if (pb == 1) {
+    p->hla.rank = 1; /* H_1 = [1]: the projection is the identity */
+    p->hla.rows[0] = 0;
+  } else {
+    if (s->hla.selection == HOT_SEL_TRI && (s->hla.keep < 1 || s->hla.keep > 50))
+      return fail(err, n, "hla.keep must be in [1, 50] (got %d)", s->hla.keep);
+    if (s->hla.selection == HOT_SEL_PREFIX && (s->hla.rank < 1 || s->hla.rank > pb))
+      return fail(err, n, "hla.rank must be in [1, %d] for hla.block %d (got %d)", pb, pb,
+                  s->hla.rank);
+    p->hla.rank = basis_select(s->hla.selection, pb, s->hla.keep, s->hla.rank, p->hla.rows);
+    if (p->hla.rank < 1) return fail(err, n, "hla: invalid basis selection");
+  }
+  p->hla.k = p->hla.blocks * p->hla.rank;
+  p->hla.gemm.m = p->O;
+  p->hla.gemm.n = p->I;
+  p->hla.gemm.k = p->hla.k;
+  if (plan_gemm(&p->hla.gemm, &s->tile_gw, caps, HOT_GEMM_MMA_S8, "tile_gw", err, n)) return -1;
+
+  /* ABC (HOT.md 5). */
+  p->abc.enabled = s->abc.enabled && s->hla.enabled;
+  p->abc.fp32_bytes = p->T * p->I * 4;
+  p->abc.bf16_bytes = p->T * p->I * 2;
+  p->abc.bytes = p->abc.enabled ? p->hla.k * p->I + 4 : p->abc.fp32_bytes;
+
+  /* Operation counts of one backward. */
+  int lb = ilog2(p->hq.block), lp = ilog2(p->hla.block);
+  p->ops.gx_macs = p->T * p->I * p->hq.o_pad;
+  p->ops.gw_macs = p->O * p->I * p->hla.k;
+  p->ops.fp32_gx_macs = p->T * p->I * p->O;
+  p->ops.fp32_gw_macs = p->O * p->I * p->T;
+  p->ops.fwht_adds = (p->T + p->I) * p->hq.o_pad * lb +
+                     p->hla.segments * p->hla.seg_len * (p->O + p->I) * lp;
+
+  /* Kernels and launch geometry (launch order of one step). Element-wise kernels use 256
+   * threads; one warp per row for the row-wise transforms. */
+  if (p->abc.enabled) {
+    hot_kernel_plan *k = add_kernel(p, HOT_K_ABC_X, "templates/hla_project.cu");
+    set_geom(k, p->hla.blocks, cdiv(p->I, 256), 256, 0);
+  }
+  if (p->hq.enabled) {
+    hot_kernel_plan *k = add_kernel(p, HOT_K_HQ_G, "templates/hadamard_quant.cu");
+    set_geom(k, cdiv(p->T, 8), 1, 256, 0);
+    k = add_kernel(p, HOT_K_HQ_W, "templates/hadamard_quant.cu");
+    set_geom(k, cdiv(p->I, 8), 1, 256, 0);
+  }
+  if (p->hla.enabled) {
+    hot_kernel_plan *k = add_kernel(p, HOT_K_HLA_G, "templates/hla_project.cu");
+    set_geom(k, p->hla.blocks, cdiv(p->O, 256), 256, 0);
+  }
+  if (p->hq.enabled) {
+    const hot_gemm_plan *g = &p->hq.gemm;
+    hot_kernel_plan *k = add_kernel(p, HOT_K_GEMM_GX, "templates/gemm_int.cu");
+    set_geom(k, cdiv(g->n, g->tile_n), cdiv(g->m, g->tile_m), (unsigned)(32 * g->warps_m * g->warps_n),
+             g->smem);
+  }
+  if (p->hla.enabled) {
+    const hot_gemm_plan *g = &p->hla.gemm;
+    hot_kernel_plan *k = add_kernel(p, HOT_K_GEMM_GW, "templates/gemm_int.cu");
+    set_geom(k, cdiv(g->n, g->tile_n), cdiv(g->m, g->tile_m), (unsigned)(32 * g->warps_m * g->warps_n),
+             g->smem);
+  }
+  if (s->bias) {
+    hot_kernel_plan *k = add_kernel(p, HOT_K_BIAS, "templates/bias.cu");
+    set_geom(k, cdiv(p->O, 256), 1, 256, 0);
+  }
+  if (p->hq.enabled && p->hq.g.gran == HOT_GRAN_AUTO) {
+    hot_kernel_plan *k = add_kernel(p, HOT_K_LQS, "templates/lqs.cu");
+    set_geom(k, cdiv(p->T, 8), 1, 256, 0);
+  }
+  for (int i = 0; i < p->n_kernels; ++i) {
+    const hot_kernel_plan *k = &p->kernels[i];
+    if (k->grid[1] > 65535 || k->grid[0] > 2147483647u)
+      return fail(err, n, "kernel %s: grid %ux%u exceeds the launch limits",
+                  plan_role_name(k->role), k->grid[0], k->grid[1]);
+    if (k->block[0] > (unsigned)caps->max_threads || k->smem > (unsigned)caps->max_smem_optin)
+      return fail(err, n, "kernel %s: block of %u threads / %u bytes of shared memory exceeds %s",
+                  plan_role_name(k->role), k->block[0], k->smem, caps->name);
+  }
+  name_kernels(p);
+  return 0;
+}
+
+int plan_kernel_index(const hot_layer_plan *plan, hot_kernel_role role) {
+  if (!plan) return -1;
+  for (int i = 0; i < plan->n_kernels; ++i)
+    if (plan->kernels[i].role == role) return i;
+  return -1;
+}
