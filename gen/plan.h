@@ -76,6 +76,7 @@ typedef struct {
 typedef struct {
   char name[HOT_NAME_MAX];
   int line;                 /* line of the spec that declared the layer (for messages) */
+  int64_t tokens;           /* L of this layer; 0 = the model's (convolutions set their own) */
   int64_t in_features;      /* I */
   int64_t out_features;     /* O */
   int bias;                 /* compute g_b */
