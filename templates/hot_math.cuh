@@ -152,4 +152,46 @@ HOT_FN float hot_f16_to_f32(unsigned short h) {
   return c.f;
 }
 
+/* ---- appended for the CPU reference and the kernels that follow it (templates/CONTRACT.md) -- */
+
+/* fp64 operations that round once (no FMA contraction under nvcc either). */
+#ifdef __CUDACC__
+#define HOT_DADD(a, b) __dadd_rn((a), (b))
+#define HOT_DSUB(a, b) __dsub_rn((a), (b))
+#define HOT_DMUL(a, b) __dmul_rn((a), (b))
+#define HOT_DDIV(a, b) __ddiv_rn((a), (b))
+#define HOT_DSQRT(a) __dsqrt_rn(a)
+#else
+#define HOT_DADD(a, b) ((double)((a) + (b)))
+#define HOT_DSUB(a, b) ((double)((a) - (b)))
+#define HOT_DMUL(a, b) ((double)((a) * (b)))
+#define HOT_DDIV(a, b) ((double)((a) / (b)))
+#define HOT_DSQRT(a) sqrt(a)
+#endif
+
+/* SAWB clip of HOT.md 3.4 from the canonical fp64 sums s1 = sum |v|, s2 = sum v^2 over n
+ * elements: (float)(12.1 * sqrt(s2 / n) - 12.2 * (s1 / n)), each fp64 step rounded once. */
+HOT_FN float hot_sawb_clip(double s1, double s2, double n) {
+  double a = HOT_DMUL(12.1, HOT_DSQRT(HOT_DDIV(s2, n)));
+  double b = HOT_DMUL(12.2, HOT_DDIV(s1, n));
+  return (float)HOT_DSUB(a, b);
+}
+
+/* SAWB scale: clip / qmax when clip > 0, else the absmax scale. */
+HOT_FN float hot_scale_sawb(double s1, double s2, double n, float amax, int bits) {
+  float clip = hot_sawb_clip(s1, s2, n);
+  return clip > 0.0f ? HOT_DIV(clip, HOT_I2F(hot_qmax(bits))) : hot_scale(amax, bits);
+}
+
+/* Two's-complement nibble packing (HOT.md 6): element 2j in the low nibble of byte j. */
+HOT_FN unsigned char hot_pack_s4(int lo, int hi) {
+  return (unsigned char)((lo & 0xf) | ((hi & 0xf) << 4));
+}
+
+/* Nibble `hi` (0: low, 1: high) of a packed byte, sign-extended. */
+HOT_FN int hot_unpack_s4(unsigned char byte, int hi) {
+  int v = (hi ? (byte >> 4) : byte) & 0xf;
+  return v >= 8 ? v - 16 : v;
+}
+
 #endif /* HOT_MATH_CUH */

@@ -1,0 +1,111 @@
+/* gemm_ref.c — CPU twin of templates/gemm_int.cu (kernels HOT_K_GEMM_GX and HOT_K_GEMM_GW):
+ * integer GEMMs of K-contiguous operands with int32 accumulation (exact, so any summation order
+ * gives the same bits) and the fused dequantization epilogues of HOT.md 3.5 and 4.6. */
+#include <limits.h>
+#include <stdlib.h>
+
+#include "hot_math.cuh"
+#include "ref.h"
+
+/* Unpacks `rows` stored rows of k_pad codes (int8 or packed nibbles) into int8. */
+static void unpack_rows(const void *src, int64_t rows, int64_t k_pad, int packed, int8_t *dst) {
+  const unsigned char *s = src;
+  int64_t rb = packed ? k_pad / 2 : k_pad;
+  for (int64_t a = 0; a < rows; ++a)
+    for (int64_t k = 0; k < k_pad; ++k) dst[a * k_pad + k] = (int8_t)ref_code_at(s + a * rb, packed, k);
+}
+
+/* c[m][n] = sum_k a[m][k] * b[n][k] in int32 over a 4 x 4 register block; rows past ma/nb are
+ * skipped. Integer sums are exact and associative below the overflow bound checked by callers. */
+static void dot_block(const int8_t *a, int64_t lda, int ma, const int8_t *b, int64_t ldb, int nb,
+                      int64_t k_pad, int32_t acc[4][4]) {
+  for (int m = 0; m < 4; ++m)
+    for (int n = 0; n < 4; ++n) acc[m][n] = 0;
+  if (ma == 4 && nb == 4) {
+    const int8_t *a0 = a, *a1 = a + lda, *a2 = a + 2 * lda, *a3 = a + 3 * lda;
+    const int8_t *b0 = b, *b1 = b + ldb, *b2 = b + 2 * ldb, *b3 = b + 3 * ldb;
+    int32_t c00 = 0, c01 = 0, c02 = 0, c03 = 0, c10 = 0, c11 = 0, c12 = 0, c13 = 0;
+    int32_t c20 = 0, c21 = 0, c22 = 0, c23 = 0, c30 = 0, c31 = 0, c32 = 0, c33 = 0;
+    for (int64_t k = 0; k < k_pad; ++k) {
+      int32_t x0 = a0[k], x1 = a1[k], x2 = a2[k], x3 = a3[k];
+      int32_t y0 = b0[k], y1 = b1[k], y2 = b2[k], y3 = b3[k];
+      c00 += x0 * y0; c01 += x0 * y1; c02 += x0 * y2; c03 += x0 * y3;
+      c10 += x1 * y0; c11 += x1 * y1; c12 += x1 * y2; c13 += x1 * y3;
+      c20 += x2 * y0; c21 += x2 * y1; c22 += x2 * y2; c23 += x2 * y3;
+      c30 += x3 * y0; c31 += x3 * y1; c32 += x3 * y2; c33 += x3 * y3;
+    }
+    acc[0][0] = c00; acc[0][1] = c01; acc[0][2] = c02; acc[0][3] = c03;
+    acc[1][0] = c10; acc[1][1] = c11; acc[1][2] = c12; acc[1][3] = c13;
+    acc[2][0] = c20; acc[2][1] = c21; acc[2][2] = c22; acc[2][3] = c23;
+    acc[3][0] = c30; acc[3][1] = c31; acc[3][2] = c32; acc[3][3] = c33;
+    return;
+  }
+  for (int m = 0; m < ma; ++m)
+    for (int n = 0; n < nb; ++n) {
+      int32_t s = 0;
+      for (int64_t k = 0; k < k_pad; ++k) s += (int32_t)a[m * lda + k] * (int32_t)b[n * ldb + k];
+      acc[m][n] = s;
+    }
+}
+
+/* 1 when k * qa * qb cannot exceed INT32_MAX. */
+static int acc_fits(int64_t k, int bits_a, int bits_b) {
+  return k * (int64_t)hot_qmax(bits_a) * (int64_t)hot_qmax(bits_b) <= (int64_t)INT32_MAX;
+}
+
+/* out[m, n] = (float)acc * row_scale[m] (row_scale NULL: scale1) for an M x N product of
+ * M x k_pad and N x k_pad int8 operands. */
+static void gemm_epilogue(const int8_t *a, int64_t M, const int8_t *b, int64_t N, int64_t k_pad,
+                          const float *row_scale, float scale1, float *out) {
+  int32_t acc[4][4];
+  for (int64_t m0 = 0; m0 < M; m0 += 4) {
+    int ma = (int)(M - m0 < 4 ? M - m0 : 4);
+    for (int64_t n0 = 0; n0 < N; n0 += 4) {
+      int nb = (int)(N - n0 < 4 ? N - n0 : 4);
+      dot_block(a + m0 * k_pad, k_pad, ma, b + n0 * k_pad, k_pad, nb, k_pad, acc);
+      for (int m = 0; m < ma; ++m) {
+        float sc = row_scale ? row_scale[m0 + m] : scale1;
+        for (int n = 0; n < nb; ++n) out[(m0 + m) * N + n0 + n] = HOT_MUL(HOT_I2F(acc[m][n]), sc);
+      }
+    }
+  }
+}
+
+int hot_ref_gemm_gx(const hot_layer_plan *pl, const void *q_g, const float *s_g, const void *q_w,
+                    float s_w, float *g_x) {
+  if (!pl || !q_g || !s_g || !q_w || !g_x) return HOT_REF_EARG;
+  int rc = hot_ref_plan_check(pl);
+  if (rc) return rc;
+  if (!pl->hq.enabled) return HOT_REF_ESHAPE;
+  if (!acc_fits(pl->hq.o_pad, pl->hq.g.bits, pl->hq.w.bits)) return HOT_REF_ERANGE;
+  int64_t T = pl->T, I = pl->I, kp = pl->hq.gemm.k_pad;
+  int packed = pl->hq.codes == HOT_CODES_S4_PACKED;
+  int8_t *a = malloc((size_t)(T * kp)), *b = malloc((size_t)(I * kp));
+  float *rs = malloc((size_t)T * sizeof *rs);
+  if (!a || !b || !rs) {
+    rc = HOT_REF_ENOMEM;
+    goto done;
+  }
+  unpack_rows(q_g, T, kp, packed, a);
+  unpack_rows(q_w, I, kp, packed, b);
+  float c_w = HOT_DIV(s_w, HOT_I2F(pl->hq.block)); /* exact: b is a power of two */
+  for (int64_t t = 0; t < T; ++t) rs[t] = HOT_MUL(s_g[t], c_w);
+  gemm_epilogue(a, T, b, I, kp, rs, 0.0f, g_x);
+done:
+  free(a);
+  free(b);
+  free(rs);
+  return rc;
+}
+
+int hot_ref_gemm_gw(const hot_layer_plan *pl, const int8_t *q_g, float s_g, const int8_t *q_x,
+                    float s_x, float *g_w) {
+  if (!pl || !q_g || !q_x || !g_w) return HOT_REF_EARG;
+  int rc = hot_ref_plan_check(pl);
+  if (rc) return rc;
+  if (!pl->hla.enabled) return HOT_REF_ESHAPE;
+  if (!acc_fits(pl->hla.k, pl->hla.g.bits, pl->hla.x.bits)) return HOT_REF_ERANGE;
+  float c = HOT_DIV(HOT_MUL(s_g, s_x), HOT_I2F(pl->hla.block));
+  gemm_epilogue(q_g, pl->O, q_x, pl->I, pl->hla.gemm.k_pad, NULL, c, g_w);
+  return HOT_REF_OK;
+}

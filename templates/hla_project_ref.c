@@ -1,0 +1,96 @@
+/* hla_project_ref.c — CPU twin of templates/hla_project.cu (kernels HOT_K_ABC_X and
+ * HOT_K_HLA_G): the per-block Walsh projection of HOT.md 4 along the token axis, then the
+ * 8-bit per-tensor quantizers (RTN for x^, SR for g^), stored transposed for the g_w GEMM. */
+#include <stdlib.h>
+#include <string.h>
+
+#include "hot_math.cuh"
+#include "ref.h"
+
+static int hla_ready(const hot_layer_plan *pl) {
+  int rc = hot_ref_plan_check(pl);
+  if (rc) return rc;
+  return pl->hla.enabled ? HOT_REF_OK : HOT_REF_ESHAPE;
+}
+
+int hot_ref_hla_transform(const hot_layer_plan *pl, const void *src, hot_dtype dt, int64_t cols,
+                          float *out) {
+  if (!pl || !src || !out || cols <= 0) return HOT_REF_EARG;
+  int rc = hla_ready(pl);
+  if (rc) return rc;
+  int p = pl->hla.block, r = pl->hla.rank;
+  int flat = pl->hla.layout == HOT_LAYOUT_FLAT;
+  int64_t per_seg = pl->hla.seg_len / p;
+  int64_t seg_real = flat ? pl->T : pl->L; /* real tokens of a segment; the rest are zeros */
+  float *buf = malloc((size_t)((int64_t)p * cols) * sizeof *buf);
+  if (!buf) return HOT_REF_ENOMEM;
+  for (int64_t seg = 0; seg < pl->hla.segments; ++seg) {
+    int64_t base = flat ? 0 : seg * pl->L; /* token index of the segment's first position */
+    for (int64_t blk = 0; blk < per_seg; ++blk) {
+      for (int j = 0; j < p; ++j) {
+        int64_t pos = blk * p + j;
+        float *row = buf + (int64_t)j * cols;
+        if (pos < seg_real) {
+          for (int64_t c = 0; c < cols; ++c) row[c] = ref_load(src, dt, (base + pos) * cols + c);
+        } else {
+          memset(row, 0, (size_t)cols * sizeof *row);
+        }
+      }
+      ref_fwht_rows(buf, p, cols);
+      int64_t kb = (seg * per_seg + blk) * r; /* first output row of this block */
+      for (int j = 0; j < r; ++j) {
+        const float *srow = buf + (int64_t)pl->hla.rows[j] * cols;
+        float *drow = out + (kb + j) * cols;
+        for (int64_t c = 0; c < cols; ++c) {
+          if (!isfinite(srow[c])) {
+            free(buf);
+            return HOT_REF_ENONFINITE;
+          }
+          drow[c] = srow[c];
+        }
+      }
+    }
+  }
+  free(buf);
+  return HOT_REF_OK;
+}
+
+/* Projects src (T x cols), quantizes the K x cols result per tensor with q and stores it
+ * transposed (cols rows of hla.gemm.k_pad). */
+static int project_quant(const hot_layer_plan *pl, const void *src, hot_dtype dt, int64_t cols,
+                         const hot_quant *q, uint64_t seed, uint32_t tag, uint32_t step,
+                         int8_t *dst, float *scale) {
+  int rc = hla_ready(pl);
+  if (rc) return rc;
+  int64_t K = pl->hla.k;
+  float *t = malloc((size_t)(K * cols) * sizeof *t);
+  int8_t *codes = malloc((size_t)(K * cols));
+  if (!t || !codes) {
+    rc = HOT_REF_ENOMEM;
+    goto done;
+  }
+  rc = hot_ref_hla_transform(pl, src, dt, cols, t);
+  if (rc) goto done;
+  rc = hot_ref_quantize(t, K, cols, q, HOT_GRAN_TENSOR, seed, tag, step, codes, scale);
+  if (rc) goto done;
+  ref_store_codes(codes, K, cols, 1, pl->hla.gemm.k_pad, 0, dst);
+done:
+  free(t);
+  free(codes);
+  return rc;
+}
+
+int hot_ref_hla_quant_x(const hot_layer_plan *pl, const void *x, hot_dtype dt, int8_t *q_x,
+                        float *s_x) {
+  if (!pl || !x || !q_x || !s_x) return HOT_REF_EARG;
+  hot_quant q = pl->hla.x;
+  q.round = HOT_ROUND_RTN; /* x^ is always RTN: HOT.md defines no random stream for it */
+  return project_quant(pl, x, dt, pl->I, &q, 0, 0, 0, q_x, s_x);
+}
+
+int hot_ref_hla_quant_g(const hot_layer_plan *pl, const void *g_y, hot_dtype dt, uint64_t seed,
+                        uint32_t step, int8_t *q_g, float *s_g) {
+  if (!pl || !g_y || !q_g || !s_g) return HOT_REF_EARG;
+  uint32_t tag = (uint32_t)pl->layer_id * 16u + HOT_TENSOR_HLA_G;
+  return project_quant(pl, g_y, dt, pl->O, &pl->hla.g, seed, tag, step, q_g, s_g);
+}

@@ -1,0 +1,229 @@
+/* ref.h — the CPU reference of HOT: one C twin per GPU kernel (templates/<kernel>_ref.c beside
+ * templates/<kernel>.cu), whole-layer operations built from them, and an fp64 exact path for
+ * tests and error reports. Everything follows ../shared/HOT.md and templates/CONTRACT.md; the
+ * twins and the kernels agree bit for bit on codes, scales and outputs.
+ *
+ * Conventions of every function below:
+ *  - `pl` is a plan from plan_layer (or built by hand with the same invariants); it is only read,
+ *    and it is checked with hot_ref_plan_check first (HOT_REF_ESHAPE when inconsistent);
+ *  - input tensors are row-major, of dtype `dt` (f32, bf16 or f16 bit patterns), converted to
+ *    fp32 on load; x is T x I, w is O x I, g_y is T x O; they are only read;
+ *  - outputs are written by the function into buffers the caller owns and sized as stated;
+ *    on an error their contents are unspecified (partially written);
+ *  - scratch memory is allocated with malloc and freed before returning (HOT_REF_ENOMEM when
+ *    it cannot be had); no function keeps a pointer past its return;
+ *  - inputs must be finite: a NaN or Inf (also one produced by the transform) gives
+ *    HOT_REF_ENONFINITE;
+ *  - the functions never print and never exit; they are reentrant (no global state).
+ */
+#ifndef HOT_REF_H
+#define HOT_REF_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "plan.h"
+
+/* ---- status ------------------------------------------------------------------------------- */
+
+typedef enum {
+  HOT_REF_OK = 0,
+  HOT_REF_EARG = -1,       /* NULL pointer, zero or negative size, unsupported enum value */
+  HOT_REF_ESHAPE = -2,     /* plan fields inconsistent (T != B*L, o_pad, k_pad, rank, rows, ...) */
+  HOT_REF_ENOMEM = -3,     /* scratch allocation failed */
+  HOT_REF_ENONFINITE = -4, /* NaN or Inf in an input or a transformed tensor */
+  HOT_REF_ERANGE = -5      /* an int32 GEMM accumulator could overflow for this K and bit width */
+} hot_ref_status;
+
+/* Static name of a status ("ok", "bad argument", ...); "unknown status" for other values. */
+const char *hot_ref_status_name(int status);
+
+/* Checks the fields of `pl` the twins read: T = B*L > 0, O, I > 0; when HQ is enabled
+ * 1 <= b <= 256 a power of two, o_pad = ceil(O/b)*b, gemm.k_pad >= o_pad (even for packed
+ * codes), bits 2..8; when HLA is enabled 1 <= p <= 1024 a power of two, 1 <= rank <= p, rows
+ * distinct and < p, seg_len/segments/blocks/k consistent with the layout, gemm.k_pad >= k.
+ * Returns HOT_REF_OK, HOT_REF_EARG (pl NULL) or HOT_REF_ESHAPE. */
+int hot_ref_plan_check(const hot_layer_plan *pl);
+
+/* ---- buffer sizes (bytes) of the stored codes; 0 when pl is NULL ------------------------- */
+
+int64_t hot_ref_hq_g_bytes(const hot_layer_plan *pl);  /* q_g': T rows of k_pad (or k_pad/2) */
+int64_t hot_ref_hq_w_bytes(const hot_layer_plan *pl);  /* q_w': I rows of k_pad (or k_pad/2) */
+int64_t hot_ref_hla_g_bytes(const hot_layer_plan *pl); /* q_g^: O x hla.gemm.k_pad int8 */
+int64_t hot_ref_hla_x_bytes(const hot_layer_plan *pl); /* q_x^: I x hla.gemm.k_pad int8 */
+
+/* ---- the quantizer of HOT.md section 6 (quant_ref.c) ------------------------------------- */
+
+/* Quantizes the row-major rows x cols fp32 tensor v (the "math" tensor; linear index
+ * idx = r*cols + c is the Philox element index) with q->bits, q->round, q->rule and the
+ * granularity `gran` (HOT_GRAN_TENSOR: one scale; HOT_GRAN_ROW: one per row). SR draws use
+ * (seed, tag, step); RTN ignores them. Writes codes[rows*cols] (int8, in [-qmax, qmax]) and
+ * scales[1] or scales[rows]. Errors: EARG (NULL, sizes <= 0, bits outside 2..8, gran AUTO),
+ * ENONFINITE. */
+int hot_ref_quantize(const float *v, int64_t rows, int64_t cols, const hot_quant *q, hot_gran gran,
+                     uint64_t seed, uint32_t tag, uint32_t step, int8_t *codes, float *scales);
+
+/* ---- HQ, the g_x path (hadamard_quant_ref.c; kernels HOT_K_HQ_G and HOT_K_HQ_W) ---------- */
+
+/* g' in fp32: every row of g_y zero-padded to o_pad and transformed by H_b block by block.
+ * Writes g_t[T * o_pad]. Errors: EARG, ESHAPE (also when HQ is disabled), ENONFINITE. */
+int hot_ref_hq_transform_g(const hot_layer_plan *pl, const void *g_y, hot_dtype dt, float *g_t);
+
+/* w' in fp32, math layout o_pad x I: the rows of w zero-padded to o_pad, every group of b rows
+ * transformed column by column by H_b. Writes w_t[o_pad * I]. Errors as above. */
+int hot_ref_hq_transform_w(const hot_layer_plan *pl, const void *w, hot_dtype dt, float *w_t);
+
+/* Twin of HOT_K_HQ_G: q_g' (SR, pl->hq.g bits and rule, granularity `gran`, which must be
+ * TENSOR or ROW: resolve a plan's AUTO with hot_ref_lqs first) and its scales.
+ * q_g: hot_ref_hq_g_bytes(pl) bytes, T rows of hq.gemm.k_pad int8 codes, or of k_pad/2 bytes
+ * when hq.codes is HOT_CODES_S4_PACKED; zero beyond o_pad. s_g: T floats (per tensor: the same
+ * value T times). Philox: tag = layer_id*16 + HOT_TENSOR_HQ_G, idx = t*o_pad + o. */
+int hot_ref_hq_quant_g(const hot_layer_plan *pl, const void *g_y, hot_dtype dt, hot_gran gran,
+                       uint64_t seed, uint32_t step, void *q_g, float *s_g);
+
+/* Twin of HOT_K_HQ_W: q_w' (RTN, pl->hq.w bits, per tensor, absmax or SAWB) stored transposed,
+ * I rows of k_pad codes (or k_pad/2 bytes packed), zero beyond o_pad; *s_w its scale.
+ * q_w: hot_ref_hq_w_bytes(pl) bytes. */
+int hot_ref_hq_quant_w(const hot_layer_plan *pl, const void *w, hot_dtype dt, void *q_w,
+                       float *s_w);
+
+/* ---- HLA / ABC, the g_w path (hla_project_ref.c; HOT_K_ABC_X and HOT_K_HLA_G) ----------- */
+
+/* The projection H_r per token block of a T x cols tensor src (cols = I for x, O for g_y):
+ * writes out[hla.k * cols] fp32, block-major, r rows per block in ascending sequency (row
+ * k = block*r + j is natural row pl->hla.rows[j] of H_p applied to the block's tokens; padded
+ * tokens are zero). Errors: EARG, ESHAPE (also when HLA is disabled), ENONFINITE. */
+int hot_ref_hla_transform(const hot_layer_plan *pl, const void *src, hot_dtype dt, int64_t cols,
+                          float *out);
+
+/* Twin of HOT_K_ABC_X: x^ quantized with pl->hla.x (8-bit RTN per tensor, absmax or SAWB),
+ * stored transposed: q_x[I * hla.gemm.k_pad], zero beyond hla.k; *s_x its scale. */
+int hot_ref_hla_quant_x(const hot_layer_plan *pl, const void *x, hot_dtype dt, int8_t *q_x,
+                        float *s_x);
+
+/* Twin of HOT_K_HLA_G: g^ quantized with pl->hla.g (8-bit SR per tensor), stored transposed:
+ * q_g[O * hla.gemm.k_pad], zero beyond hla.k; *s_g its scale. Philox: tag = layer_id*16 +
+ * HOT_TENSOR_HLA_G, idx = k*O + o in the K x O math tensor. */
+int hot_ref_hla_quant_g(const hot_layer_plan *pl, const void *g_y, hot_dtype dt, uint64_t seed,
+                        uint32_t step, int8_t *q_g, float *s_g);
+
+/* ---- integer GEMMs with the fused epilogues (gemm_ref.c) -------------------------------- */
+
+/* Twin of HOT_K_GEMM_GX: acc[t,i] = sum_k q_g[t,k] * q_w[i,k] over k < hq.gemm.k_pad in int32,
+ * g_x[t,i] = (float)acc * (s_g[t] * c_w), c_w = s_w / b (fp32). Operands as written by
+ * hot_ref_hq_quant_g/_w (layout per hq.codes); writes g_x[T * I]. ERANGE when
+ * k_pad * qmax_g * qmax_w > INT32_MAX. */
+int hot_ref_gemm_gx(const hot_layer_plan *pl, const void *q_g, const float *s_g, const void *q_w,
+                    float s_w, float *g_x);
+
+/* Twin of HOT_K_GEMM_GW: acc[o,i] = sum_k q_g[o,k] * q_x[i,k] over k < hla.gemm.k_pad in int32,
+ * g_w[o,i] = (float)acc * c, c = (s_g * s_x) / p (fp32, product first). Writes g_w[O * I]. */
+int hot_ref_gemm_gw(const hot_layer_plan *pl, const int8_t *q_g, float s_g, const int8_t *q_x,
+                    float s_x, float *g_w);
+
+/* ---- bias (bias_ref.c; HOT_K_BIAS) ------------------------------------------------------- */
+
+/* g_b[o] = sum over t of g_y[t,o] in fp32, in the blocked order of CONTRACT.md (chunks of
+ * HOT_REF_BIAS_CHUNK tokens). Writes g_b[O]. */
+#define HOT_REF_BIAS_CHUNK 256
+int hot_ref_bias(const hot_layer_plan *pl, const void *g_y, hot_dtype dt, float *g_b);
+
+/* ---- LQS (lqs_ref.c; HOT_K_LQS) ---------------------------------------------------------- */
+
+typedef struct {
+  double e_tensor;  /* ||g - deq(Q_tensor(g))||_F */
+  double e_token;   /* ||g - deq(Q_row(g))||_F */
+  hot_gran choice;  /* HOT_GRAN_ROW iff e_token < 0.5 * e_tensor, else HOT_GRAN_TENSOR */
+} hot_ref_lqs_result;
+
+/* Layer-wise quantizer selection on the raw T x O g_y with pl->hq.g.bits, SR and absmax (both
+ * quantizations share the draws tag = layer_id*16 + HOT_TENSOR_LQS, idx = t*O + o). Works
+ * whether or not HQ is enabled. Writes *out. */
+int hot_ref_lqs(const hot_layer_plan *pl, const void *g_y, hot_dtype dt, uint64_t seed,
+                uint32_t step, hot_ref_lqs_result *out);
+
+/* ---- fp64 exact and quantization-free paths (exact_ref.c; tests and error reports) ------ */
+
+/* g_x[t,i] = sum_o g_y[t,o] w[o,i] in fp64 (g_y T x O, w O x I, fp32). Writes g_x[T*I]. */
+int hot_ref_exact_gx(int64_t T, int64_t O, int64_t I, const float *g_y, const float *w,
+                     double *g_x);
+/* g_w[o,i] = sum_t g_y[t,o] x[t,i] in fp64 (g_y T x O, x T x I). Writes g_w[O*I]. */
+int hot_ref_exact_gw(int64_t T, int64_t O, int64_t I, const float *g_y, const float *x,
+                     double *g_w);
+/* HQ without quantization, all in fp64: (g_y (I (x) H_b)) ((I (x) H_b)^T-side w) / b with the
+ * padding of pl; equals hot_ref_exact_gx up to fp64 round-off. Writes g_x[T*I]. */
+int hot_ref_hq_gx_f64(const hot_layer_plan *pl, const float *g_y, const float *w, double *g_x);
+/* HLA without quantization, all in fp64: g^T x^ / p = g_y^T P x with the plan's basis and
+ * blocking (exact for `full`). Writes g_w[O*I]. */
+int hot_ref_hla_gw_f64(const hot_layer_plan *pl, const float *g_y, const float *x, double *g_w);
+/* ||a - ref||_F / ||ref||_F over n entries (0 when both are 0; +Inf when only ref is 0; NaN
+ * for NULL or n <= 0). */
+double hot_ref_rel_err(const float *a, const double *ref, int64_t n);
+/* The same with a fp64 `a`. */
+double hot_ref_rel_err_f64(const double *a, const double *ref, int64_t n);
+
+/* ---- whole layer (layer_ref.c) ----------------------------------------------------------- */
+
+/* What the forward pass keeps for the backward. With HLA and ABC enabled: q_x (I x
+ * hla.gemm.k_pad int8) and s_x; otherwise x (T x I fp32 copy, dt converted). `bytes` = bytes
+ * kept (I*k_pad codes + one fp32 scale, or T*I*4). Owned by the struct: release with hot_ref_saved_free. */
+typedef struct {
+  int8_t *q_x;
+  float s_x;
+  float *x;
+  int64_t bytes;
+} hot_ref_saved;
+
+/* Forward (ABC): fills *out (previous contents ignored and overwritten). On error *out is
+ * left empty (all NULL). */
+int hot_ref_layer_save(const hot_layer_plan *pl, const void *x, hot_dtype dt, hot_ref_saved *out);
+/* Frees what *s holds and empties it; NULL-safe, idempotent. */
+void hot_ref_saved_free(hot_ref_saved *s);
+
+/* Backward of one layer: g_x[T*I] (HQ: quant g' with granularity `gran` — TENSOR or ROW —
+ * and w', GEMM; HQ disabled: fp64 product rounded to fp32), g_w[O*I] (HLA: q_g^ and the saved
+ * or freshly projected q_x^, GEMM; HLA disabled: fp64 g_y^T x rounded to fp32, which needs a
+ * saved x), and g_b[O] when g_b is not NULL. g_x and g_w must not be NULL. x, w and g_y share
+ * dtype dt (the saved buffer is already fp32/int8). */
+int hot_ref_layer_backward(const hot_layer_plan *pl, const hot_ref_saved *saved, const void *g_y,
+                           const void *w, hot_dtype dt, hot_gran gran, uint64_t seed,
+                           uint32_t step, float *g_x, float *g_w, float *g_b);
+
+/* Calibration: hot_ref_lqs on g_y; out->choice is the granularity to pass to backward. */
+int hot_ref_layer_calibrate(const hot_layer_plan *pl, const void *g_y, hot_dtype dt,
+                            uint64_t seed, uint32_t step, hot_ref_lqs_result *out);
+
+/* ---- internal helpers shared by the twins (not for the runtime) ------------------------- */
+
+/* Element i of a dtype-tagged array, as fp32. */
+float ref_load(const void *p, hot_dtype dt, int64_t i);
+/* Canonical fp64 sum (CONTRACT.md): chunks of HOT_REF_SUM_CHUNK terms summed sequentially,
+ * chunk partials summed sequentially. Init with ref_sum_init, feed terms in index order. */
+#define HOT_REF_SUM_CHUNK 1024
+typedef struct {
+  double total, chunk;
+  int64_t n;
+} ref_sum;
+void ref_sum_init(ref_sum *s);
+void ref_sum_add(ref_sum *s, double v);
+double ref_sum_end(const ref_sum *s);
+/* The Philox word of element idx, caching the last 4-word block (sequential access is cheap). */
+typedef struct {
+  uint64_t seed, block;
+  uint32_t tag, step, w[4];
+  int valid;
+} ref_rng;
+void ref_rng_init(ref_rng *r, uint64_t seed, uint32_t tag, uint32_t step);
+uint32_t ref_rng_word(ref_rng *r, uint64_t idx);
+/* Stores the rows x cols int8 math tensor `codes` as GEMM operand rows of k_pad codes (int8,
+ * or packed nibbles, k_pad/2 bytes a row, when packed != 0): transpose = 0 gives `rows` rows
+ * along cols, transpose = 1 gives `cols` rows along rows; zeros past the math extent. */
+void ref_store_codes(const int8_t *codes, int64_t rows, int64_t cols, int transpose,
+                     int64_t k_pad, int packed, void *dst);
+/* In-place length-n FWHT (HOT.md 2 stage order) of every column of the n x cols row-major m:
+ * the same operations per column as hot_fwht, vectorized across columns. */
+void ref_fwht_rows(float *m, int n, int64_t cols);
+/* Code k of a stored row (int8 or packed nibbles). */
+int ref_code_at(const void *row, int packed, int64_t k);
+
+#endif /* HOT_REF_H */
