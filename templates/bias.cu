@@ -1,0 +1,89 @@
+/* @hot-params: HOT_KNAME HOT_DTYPE */
+/* bias.cu — the bias gradient g_b[o] = sum_t g_y[t, o] in fp32 (HOT.md section 1), bit-identical
+ * to the CPU twin templates/bias_ref.c.
+ *
+ * Summation order (fixed, shared with the twin; HOT_BIAS_CHUNK == HOT_REF_BIAS_CHUNK of ref.h):
+ * for each column o, the tokens are cut into chunks of HOT_BIAS_CHUNK; chunk c's partial is
+ *   p_c = (((0.0f + g[c*CH, o]) + g[c*CH+1, o]) + ...)          (token order, HOT_ADD)
+ * and g_b[o] = (((0.0f + p_0) + p_1) + ...)                      (chunk order, HOT_ADD).
+ * T = 0 gives g_b = 0. Every add is a single-rounding __fadd_rn, so the bits match the twin.
+ *
+ * Parallel schedule (any schedule that keeps the order above gives the same bits): a block owns
+ * 32 consecutive columns (lane = column, so each row read is one coalesced 128-byte f32 /
+ * 64-byte bf16/f16 segment) and has HOT_BIAS_WARPS warps; in round j, warp w sums chunk
+ * j*HOT_BIAS_WARPS + w (loads unrolled HOT_BIAS_UNROLL deep for memory-level parallelism, the
+ * adds stay in token order), writes its partial to shared memory, and after one barrier warp 0
+ * folds the round's partials into the running total in chunk order. Partials are double-buffered
+ * so one barrier per round suffices.
+ *
+ * Launch: grid = (ceil(O / 32), 1, 1), block = (32 * HOT_BIAS_WARPS = 256, 1, 1), no dynamic
+ * shared memory (2 KiB static). gy: T x O row-major, dtype HOT_DTYPE (0 f32, 1 bf16, 2 f16),
+ * 4-byte (f32) / 2-byte aligned; gb: O floats. T, O >= 0; T * O may exceed 2^31.
+ */
+#ifndef HOT_GENERATED
+#define HOT_KNAME hot_bias
+#define HOT_DTYPE 0
+#endif
+
+#include "hot_math.cuh"
+
+#define HOT_BIAS_CHUNK 256 /* tokens per partial sum: must equal HOT_REF_BIAS_CHUNK (ref.h) */
+#define HOT_BIAS_WARPS 8
+#define HOT_BIAS_UNROLL 16 /* loads in flight per lane */
+#define HOT_BIAS_THREADS (32 * HOT_BIAS_WARPS)
+
+static_assert(HOT_DTYPE >= 0 && HOT_DTYPE <= 2, "HOT_DTYPE must be 0 (f32), 1 (bf16) or 2 (f16)");
+static_assert(HOT_BIAS_CHUNK % HOT_BIAS_UNROLL == 0, "chunk must split into unrolled batches");
+
+/* Element idx of g_y as fp32 (exact conversions of hot_math.cuh). */
+static __device__ __forceinline__ float hot_bias_load(const void *__restrict__ gy, long long idx) {
+#if HOT_DTYPE == 0
+  return __ldg(static_cast<const float *>(gy) + idx);
+#elif HOT_DTYPE == 1
+  return hot_bf16_to_f32(__ldg(static_cast<const unsigned short *>(gy) + idx));
+#else
+  return hot_f16_to_f32(__ldg(static_cast<const unsigned short *>(gy) + idx));
+#endif
+}
+
+extern "C" __global__ void __launch_bounds__(HOT_BIAS_THREADS)
+    HOT_KNAME(const void *__restrict__ gy, float *__restrict__ gb, int T, int O) {
+  __shared__ float part[2][HOT_BIAS_WARPS][32];
+  const int lane = (int)threadIdx.x & 31, warp = (int)threadIdx.x >> 5;
+  const int o = (int)blockIdx.x * 32 + lane;
+  const bool col_ok = o < O;
+  const int nchunks = (T + HOT_BIAS_CHUNK - 1) / HOT_BIAS_CHUNK;
+  const int rounds = (nchunks + HOT_BIAS_WARPS - 1) / HOT_BIAS_WARPS;
+  float total = 0.0f; /* meaningful in warp 0 only */
+
+  for (int j = 0; j < rounds; ++j) {
+    const int c = j * HOT_BIAS_WARPS + warp;
+    float p = 0.0f;
+    if (col_ok && c < nchunks) {
+      const int t0 = c * HOT_BIAS_CHUNK;
+      const int t1 = min(T, t0 + HOT_BIAS_CHUNK);
+      const long long base = (long long)t0 * O + o;
+      int t = t0;
+      /* full batches: HOT_BIAS_UNROLL independent loads, then the adds in token order */
+      for (; t + HOT_BIAS_UNROLL <= t1; t += HOT_BIAS_UNROLL) {
+        float v[HOT_BIAS_UNROLL];
+        const long long b = base + (long long)(t - t0) * O;
+#pragma unroll
+        for (int u = 0; u < HOT_BIAS_UNROLL; ++u) v[u] = hot_bias_load(gy, b + (long long)u * O);
+#pragma unroll
+        for (int u = 0; u < HOT_BIAS_UNROLL; ++u) p = HOT_ADD(p, v[u]);
+      }
+      for (; t < t1; ++t) p = HOT_ADD(p, hot_bias_load(gy, base + (long long)(t - t0) * O));
+    }
+    part[j & 1][warp][lane] = p;
+    __syncthreads();
+    /* warp 0 folds this round's partials in chunk order; the buffer (j & 1) is rewritten only in
+     * round j + 2, after the barrier of round j + 1, which warp 0 reaches after this fold */
+    if (warp == 0) {
+#pragma unroll
+      for (int w = 0; w < HOT_BIAS_WARPS; ++w)
+        if (j * HOT_BIAS_WARPS + w < nchunks) total = HOT_ADD(total, part[j & 1][w][lane]);
+    }
+  }
+  if (warp == 0 && col_ok) gb[o] = total;
+}

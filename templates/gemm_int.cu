@@ -1,0 +1,392 @@
+/* @hot-params: HOT_KNAME HOT_CODES HOT_TILE_M HOT_TILE_N HOT_TILE_K HOT_WARPS_M HOT_WARPS_N HOT_STAGES */
+/* gemm_int.cu — integer tensor-core GEMM with the fused HOT dequantization epilogue
+ * (HOT.md sections 3.5, 4.6 and 7).
+ *
+ *   C[m*ldc + n] = HOT_MUL(HOT_I2F(acc[m][n]), factor(m)),   acc[m][n] = sum_k A[m][k] * B[n][k]
+ *   factor(m)    = row_scale ? HOT_MUL(row_scale[m], alpha) : alpha
+ *
+ * int32 accumulation (exact while |acc| < 2^31); HQ passes row_scale = s_g, alpha = c_w; HLA
+ * passes row_scale = NULL, alpha = c. Integer products are exact and the epilogue is two
+ * single-rounding fp32 operations, so every arch and tile configuration gives the same bits as
+ * the CPU twin.
+ *
+ * ==== Design note (what the planner and the runtime must respect) ===========================
+ *
+ * Operands ("TN", i.e. mma .row.col): A is M x Kpad, B is N x Kpad, both row-major with K
+ * contiguous. HOT_CODES = 0: one signed byte per code, row pitch Kpad bytes. HOT_CODES = 1:
+ * packed two's-complement nibbles, element 2j in the low nibble of byte j, row pitch Kpad/2
+ * bytes. The kernel works in BYTES of K throughout: one mma consumes 32 bytes of K per row
+ * (m16n8k32 .s8 = 32 codes, m16n8k64 .s4 = 64 codes), and the fragment byte layouts of the two
+ * instructions are identical (see "Fragment layouts" below).
+ *
+ * Constraints on the arguments (not checked at run time):
+ *  - Kpad % HOT_TILE_K == 0 and Kpad >= 0 (Kpad == 0 writes C = 0 * factor); codes in
+ *    [Kreal, Kpad) are zero (the planner zero-fills);
+ *  - A and B 16-byte aligned (cudaMalloc gives 256); the row pitch is then a multiple of 16
+ *    bytes because HOT_TILE_K bytes are a multiple of 32;
+ *  - M, N >= 0 arbitrary: rows past M (A) or N (B) are zero-filled in shared memory, never read;
+ *    C is written only for m < M, n < N; ldc >= N. float2 stores are used when ldc is even and
+ *    C is 8-byte aligned, scalar stores otherwise;
+ *  - row_scale: NULL or M floats;
+ *  - grid.y = ceil(M / HOT_TILE_M) <= 65535.
+ *
+ * Launch geometry:
+ *   grid  = (ceil(N / HOT_TILE_N), ceil(M / HOT_TILE_M), 1)   x over N tiles, y over M tiles
+ *   block = (HOT_THREADS, 1, 1),  HOT_THREADS = 32 * HOT_WARPS_M * HOT_WARPS_N
+ *   dynamic shared memory (bytes), no padding (the layout is XOR-swizzled):
+ *     HOT_SMEM_BYTES = HOT_STAGES * (HOT_TILE_M + HOT_TILE_N) * KB,
+ *     KB = HOT_TILE_K (HOT_CODES = 0) or HOT_TILE_K / 2 (HOT_CODES = 1)   [bytes of K per row]
+ *   e.g. 128x128x64 s8 (or 128x128x128 s4), 3 stages: 49152; 4 stages: 65536;
+ *        64x64x64 s8 4 stages: 32768. Above 48 KiB the runtime must raise
+ *        CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES before the launch.
+ *
+ * Legal parameters (static_asserts below enforce them):
+ *   HOT_CODES 0 or 1; KB in {32, 64, 96, 128, 256} bytes, i.e. HOT_TILE_K in {32, 64, 96, 128, 256}
+ *   for s8 and {64, 128, 192, 256, 512} for s4; HOT_TILE_M % (16 * HOT_WARPS_M) == 0;
+ *   HOT_TILE_N % (8 * HOT_WARPS_N) == 0; 1 <= HOT_WARPS_M * HOT_WARPS_N <= 8 (threads <= 256);
+ *   2 <= HOT_STAGES <= 8. Tested tiles: 128x128 and 64x64 with 2x2 / 2x4 / 4x2 warps, 3-4 stages.
+ *
+ * Block/warp mapping: warp w (0 .. WARPS_M*WARPS_N-1) owns the warp tile of rows
+ * (w / WARPS_N) * WM ... + WM-1 and columns (w % WARPS_N) * WN ... + WN-1 of the block tile,
+ * WM = TILE_M / WARPS_M, WN = TILE_N / WARPS_N; it holds MI x NI accumulator fragments of
+ * 16 x 8 (MI = WM / 16, NI = WN / 8).
+ *
+ * Pipeline: HOT_STAGES shared-memory stages filled by 16-byte cp.async.cg (L2 only, zero-fill
+ * for rows past M/N via src-size 0), one commit group per K tile, cp.async.wait_group
+ * (STAGES-2) + one __syncthreads per K tile; ldmatrix fragments double-buffered in registers
+ * (the fragments of the next 32-byte K step, also across the K-tile boundary, are loaded
+ * before the mma of the current one).
+ *
+ * Shared layout per stage: [A tile: TILE_M rows x KB bytes][B tile: TILE_N rows x KB bytes],
+ * rows unpadded; the 16-byte chunk c of row r is stored at chunk c ^ swz(r), where swz is chosen
+ * so that the 8 row addresses of every ldmatrix phase (8 consecutive rows, one logical chunk)
+ * fall into 8 distinct 16-byte bank groups:
+ *   KB = 32  (2 chunks/row, 4 rows per 128 B): swz = (r >> 2) & 1
+ *   KB = 64  (4 chunks/row, 2 rows per 128 B): swz = (r >> 1) & 3
+ *   KB = 96  (6 chunks/row):                     swz = (r >> 2) & 1   (rows r, r+4 collide unswizzled)
+ *   KB >= 128 (8+ chunks/row):                   swz = r & 7
+ * swz only depends on r & 7, so with every fragment row base a multiple of 8 it is a per-lane
+ * constant.
+ * =============================================================================================
+ */
+#ifndef HOT_GENERATED
+#define HOT_KNAME hot_gemm_int
+#define HOT_CODES 0
+#define HOT_TILE_M 128
+#define HOT_TILE_N 128
+#define HOT_TILE_K 64
+#define HOT_WARPS_M 2
+#define HOT_WARPS_N 2
+#define HOT_STAGES 4
+#endif
+
+#include "hot_math.cuh"
+
+/* ---- derived compile-time quantities (macros, not namespace constexpr: see DESIGN.md) ----- */
+#define HOT_THREADS (32 * HOT_WARPS_M * HOT_WARPS_N)
+#define HOT_KB (HOT_CODES ? HOT_TILE_K / 2 : HOT_TILE_K) /* bytes of K per row per stage */
+#define HOT_CPR (HOT_KB / 16)                           /* 16-byte chunks per row */
+#define HOT_KSTEPS (HOT_KB / 32)                        /* mma K steps per stage */
+#define HOT_WM (HOT_TILE_M / HOT_WARPS_M)
+#define HOT_WN (HOT_TILE_N / HOT_WARPS_N)
+#define HOT_MI (HOT_WM / 16)
+#define HOT_NI (HOT_WN / 8)
+#define HOT_A_BYTES (HOT_TILE_M * HOT_KB)
+#define HOT_STAGE_BYTES ((HOT_TILE_M + HOT_TILE_N) * HOT_KB)
+#define HOT_SMEM_BYTES (HOT_STAGES * HOT_STAGE_BYTES)
+#define HOT_A_CHUNKS (HOT_TILE_M * HOT_CPR)
+#define HOT_B_CHUNKS (HOT_TILE_N * HOT_CPR)
+#define HOT_A_ITERS ((HOT_A_CHUNKS + HOT_THREADS - 1) / HOT_THREADS)
+#define HOT_B_ITERS ((HOT_B_CHUNKS + HOT_THREADS - 1) / HOT_THREADS)
+/* swizzle of 16-byte chunks as a function of the row (see the design note) */
+#define HOT_SWZ(r)                                                                              \
+  (HOT_CPR == 4 ? (((r) >> 1) & 3) : (HOT_CPR == 2 || HOT_CPR == 6) ? (((r) >> 2) & 1) : ((r)&7))
+
+static_assert(HOT_CODES == 0 || HOT_CODES == 1, "HOT_CODES must be 0 (int8) or 1 (packed int4)");
+static_assert(HOT_CODES == 0 || HOT_TILE_K % 2 == 0, "packed int4 needs an even HOT_TILE_K");
+static_assert(HOT_KB % 32 == 0, "HOT_TILE_K must be a multiple of the mma K (32 s8, 64 s4)");
+static_assert(HOT_CPR == 2 || HOT_CPR == 4 || HOT_CPR == 6 || HOT_CPR == 8 || HOT_CPR == 16,
+              "HOT_TILE_K bytes must be 32, 64, 96, 128 or 256 (swizzle patterns)");
+static_assert(HOT_WARPS_M >= 1 && HOT_WARPS_N >= 1 && HOT_WARPS_M * HOT_WARPS_N <= 8,
+              "1..8 warps per block");
+static_assert(HOT_TILE_M % (16 * HOT_WARPS_M) == 0, "HOT_TILE_M must split into warps of 16 rows");
+static_assert(HOT_TILE_N % (8 * HOT_WARPS_N) == 0, "HOT_TILE_N must split into warps of 8 columns");
+static_assert(HOT_STAGES >= 2 && HOT_STAGES <= 8, "HOT_STAGES must be in [2, 8]");
+static_assert(HOT_A_BYTES % 128 == 0 && HOT_STAGE_BYTES % 128 == 0,
+              "stage and B-tile bases must stay 128-byte aligned (swizzle assumes it)");
+static_assert(HOT_MI * HOT_NI <= 64, "warp tile too large for the register file");
+
+/* ---- PTX wrappers ------------------------------------------------------------------------- */
+
+/* 32-bit shared-state address of a generic pointer into shared memory. */
+static __device__ __forceinline__ unsigned hot_smem_u32(const void *p) {
+  return (unsigned)__cvta_generic_to_shared(p);
+}
+
+/* cp.async.cg: 16 bytes global -> shared, bypassing L1; src_bytes = 0 writes 16 zero bytes and
+ * reads nothing (PTX ISA 9.7.9.25.3.1 cp.async: "src-size ... remaining bytes are zero-filled"). */
+static __device__ __forceinline__ void hot_cp_async16(unsigned dst, const void *src, int src_bytes) {
+  asm volatile("cp.async.cg.shared.global.L2::128B [%0], [%1], 16, %2;\n" ::"r"(dst), "l"(src),
+               "r"(src_bytes)
+               : "memory");
+}
+
+static __device__ __forceinline__ void hot_cp_async_commit(void) {
+  asm volatile("cp.async.commit_group;\n" ::: "memory");
+}
+
+template <int N>
+static __device__ __forceinline__ void hot_cp_async_wait(void) {
+  asm volatile("cp.async.wait_group %0;\n" ::"n"(N) : "memory");
+}
+
+/* ldmatrix .m8n8 .b16: each 8x8 b16 matrix is 8 rows of 16 bytes; lanes 8j..8j+7 give the row
+ * addresses of matrix j; lane l receives, from matrix j, the 32-bit word at row l/4, bytes
+ * 4*(l%4) .. 4*(l%4)+3 (PTX ISA 9.7.14.5.15 ldmatrix, "fragment of the loaded matrix"). We treat
+ * the data as raw bytes: 16 bytes = 16 s8 codes or 32 packed s4 codes. */
+static __device__ __forceinline__ void hot_ldmatrix_x4(unsigned addr, unsigned &r0, unsigned &r1,
+                                                       unsigned &r2, unsigned &r3) {
+  asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0, %1, %2, %3}, [%4];\n"
+               : "=r"(r0), "=r"(r1), "=r"(r2), "=r"(r3)
+               : "r"(addr));
+}
+
+static __device__ __forceinline__ void hot_ldmatrix_x2(unsigned addr, unsigned &r0, unsigned &r1) {
+  asm volatile("ldmatrix.sync.aligned.m8n8.x2.shared.b16 {%0, %1}, [%2];\n"
+               : "=r"(r0), "=r"(r1)
+               : "r"(addr));
+}
+
+/* One 16 x 8 x (32 bytes of K) tensor-core product, d += a * b. */
+static __device__ __forceinline__ void hot_mma(int *d, const unsigned *a, const unsigned *b) {
+#if HOT_CODES
+  asm volatile("mma.sync.aligned.m16n8k64.row.col.s32.s4.s4.s32 "
+               "{%0, %1, %2, %3}, {%4, %5, %6, %7}, {%8, %9}, {%0, %1, %2, %3};\n"
+               : "+r"(d[0]), "+r"(d[1]), "+r"(d[2]), "+r"(d[3])
+               : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b[0]), "r"(b[1]));
+#else
+  asm volatile("mma.sync.aligned.m16n8k32.row.col.s32.s8.s8.s32 "
+               "{%0, %1, %2, %3}, {%4, %5, %6, %7}, {%8, %9}, {%0, %1, %2, %3};\n"
+               : "+r"(d[0]), "+r"(d[1]), "+r"(d[2]), "+r"(d[3])
+               : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b[0]), "r"(b[1]));
+#endif
+}
+
+/* ---- Fragment layouts (PTX ISA 9.7.14.5.x "Matrix Fragments for mma.m16n8k32" (.s8) and
+ * "... for mma.m16n8k64" (.s4)); g = lane >> 2 (groupID), t = lane & 3 (threadID_in_group).
+ * In bytes of K both instructions agree:
+ *   A (16 x 32 bytes): a[0] = row g,   bytes 4t..4t+3       a[1] = row g+8, bytes 4t..4t+3
+ *                      a[2] = row g,   bytes 16+4t..+3      a[3] = row g+8, bytes 16+4t..+3
+ *     (.s8: a_i row g for i in [0,4)u[8,12), col 4t + (i&3) (+16 for i >= 8);
+ *      .s4: a_i row g for i in [0,8)u[16,24), col 8t + (i&7) (+32 for i >= 16); nibble i of a
+ *      register is element i, so the low nibble of a byte is the lower K index = our packing.)
+ *   B (32 bytes x 8, stored as N rows of K): b[0] = column n = g, bytes 4t..4t+3,
+ *                                            b[1] = column n = g, bytes 16+4t..+3
+ *   C/D (16 x 8 s32): d[0], d[1] = row g, cols 2t, 2t+1;  d[2], d[3] = row g+8, cols 2t, 2t+1.
+ * ldmatrix.x4 on A with lane l addressing row (l & 15), chunk (l >> 4) of the 16 x 32-byte
+ * slice gives matrices {rows 0-7 chunk 0, rows 8-15 chunk 0, rows 0-7 chunk 1, rows 8-15
+ * chunk 1} = exactly a[0..3]. ldmatrix.x4 on B with lane l addressing n-row (l & 7) + 8*(l >> 4),
+ * chunk (l >> 3) & 1 gives {n 0-7 chunk 0, n 0-7 chunk 1, n 8-15 chunk 0, n 8-15 chunk 1} =
+ * b[0..1] of n-block 0 then of n-block 1 (x2: lanes 0-15, the first n-block only). */
+
+/* Loads one K tile (KB bytes of every row) of A and B into stage `st`, or nothing when
+ * kt >= ktiles (the caller still commits an empty group, keeping the group count uniform). */
+static __device__ __forceinline__ void hot_load_tile(unsigned smem, int st, int kt, int ktiles,
+                                                     const signed char *__restrict__ A,
+                                                     const signed char *__restrict__ B,
+                                                     long long pitch, int m0, int n0, int M,
+                                                     int N, int tid) {
+  if (kt >= ktiles) return;
+  const unsigned sa = smem + (unsigned)(st * HOT_STAGE_BYTES);
+  const unsigned sb = sa + HOT_A_BYTES;
+  const long long koff = (long long)kt * HOT_KB;
+#pragma unroll
+  for (int i = 0; i < HOT_A_ITERS; ++i) {
+    const int id = tid + i * HOT_THREADS;
+    if (HOT_A_CHUNKS % HOT_THREADS == 0 || id < HOT_A_CHUNKS) {
+      const int r = id / HOT_CPR, c = id % HOT_CPR;
+      const int gr = m0 + r;
+      const bool ok = gr < M;
+      /* rows past M: a valid address (row 0 of A), zero bytes read, 16 zero bytes written */
+      const signed char *src = A + (ok ? (long long)gr * pitch + koff + c * 16 : 0);
+      hot_cp_async16(sa + (unsigned)(r * HOT_KB + ((c ^ HOT_SWZ(r)) << 4)), src, ok ? 16 : 0);
+    }
+  }
+#pragma unroll
+  for (int i = 0; i < HOT_B_ITERS; ++i) {
+    const int id = tid + i * HOT_THREADS;
+    if (HOT_B_CHUNKS % HOT_THREADS == 0 || id < HOT_B_CHUNKS) {
+      const int r = id / HOT_CPR, c = id % HOT_CPR;
+      const int gr = n0 + r;
+      const bool ok = gr < N;
+      const signed char *src = B + (ok ? (long long)gr * pitch + koff + c * 16 : 0);
+      hot_cp_async16(sb + (unsigned)(r * HOT_KB + ((c ^ HOT_SWZ(r)) << 4)), src, ok ? 16 : 0);
+    }
+  }
+}
+
+/* Fragments of K step ks (32 bytes) of stage st into af / bf.
+ * a_off[mi]: byte offset of this lane's ldmatrix row (warp row base + mi*16 + (lane & 15)) in
+ * the A tile; b_off[nj]: the same for B n-row (warp col base + nj*16 + (lane & 7) + 8*(lane>>4));
+ * a_hi / b_hi: this lane's chunk within the 32-byte step; swz: HOT_SWZ of this lane's row. */
+static __device__ __forceinline__ void hot_load_frags(unsigned (&af)[HOT_MI][4],
+                                                      unsigned (&bf)[HOT_NI][2], unsigned smem,
+                                                      int st, int ks, const unsigned (&a_off)[HOT_MI],
+                                                      const unsigned (&b_off)[(HOT_NI + 1) / 2],
+                                                      int a_hi, int b_hi, int swz) {
+  const unsigned sa = smem + (unsigned)(st * HOT_STAGE_BYTES);
+  const unsigned sb = sa + HOT_A_BYTES;
+  const unsigned ca = (unsigned)(((2 * ks + a_hi) ^ swz) << 4);
+  const unsigned cb = (unsigned)(((2 * ks + b_hi) ^ swz) << 4);
+#pragma unroll
+  for (int mi = 0; mi < HOT_MI; ++mi)
+    hot_ldmatrix_x4(sa + a_off[mi] + ca, af[mi][0], af[mi][1], af[mi][2], af[mi][3]);
+#pragma unroll
+  for (int nj = 0; nj < HOT_NI / 2; ++nj)
+    hot_ldmatrix_x4(sb + b_off[nj] + cb, bf[2 * nj][0], bf[2 * nj][1], bf[2 * nj + 1][0],
+                    bf[2 * nj + 1][1]);
+  if (HOT_NI % 2) /* odd number of n8 blocks: the last one alone (lanes 0-15 give addresses) */
+    hot_ldmatrix_x2(sb + b_off[HOT_NI / 2] + cb, bf[HOT_NI - 1][0], bf[HOT_NI - 1][1]);
+}
+
+/* Mutable main-loop state shared by the K-tile steps. */
+struct hot_gemm_state {
+  int acc[HOT_MI][HOT_NI][4];
+  unsigned af[2][HOT_MI][4];
+  unsigned bf[2][HOT_NI][2];
+  int rd, wr; /* stage holding the tile being computed; stage the next prefetch goes to */
+};
+
+/* One K tile. P = register buffer that holds the fragments of its first K step; the step
+ * leaves the fragments of the next tile's first K step in buffer (P + KSTEPS) & 1. With an
+ * even KSTEPS that is always P = 0; with an odd one the caller alternates P = 0, 1, so every
+ * buffer index is a compile-time constant (no local-memory arrays).
+ *
+ * Hazards: the prefetch into stage wr = (kt-1) % STAGES is issued at ks = 0; the last ldmatrix
+ * from that stage (tile kt-1) happened before the __syncthreads of the previous tile's last K
+ * step (or, with KSTEPS = 1, of the tile step before), so no warp still reads it. At the last K
+ * step, wait_group(STAGES-2) leaves only the STAGES-2 youngest groups in flight, so tile kt+1 has
+ * landed; the barrier then publishes it to all warps before its first ldmatrix. */
+template <int P>
+static __device__ __forceinline__ void hot_ktile(hot_gemm_state &s, unsigned smem, int kt,
+                                                 int ktiles, const signed char *__restrict__ A,
+                                                 const signed char *__restrict__ B, long long pitch,
+                                                 int m0, int n0, int M, int N, int tid,
+                                                 const unsigned (&a_off)[HOT_MI],
+                                                 const unsigned (&b_off)[(HOT_NI + 1) / 2],
+                                                 int a_hi, int b_hi, int swz) {
+#pragma unroll
+  for (int ks = 0; ks < HOT_KSTEPS; ++ks) {
+    const int cur = (P + ks) & 1;
+    if (ks == 0) {
+      hot_load_tile(smem, s.wr, kt + HOT_STAGES - 1, ktiles, A, B, pitch, m0, n0, M, N, tid);
+      hot_cp_async_commit();
+      s.wr = s.wr + 1 == HOT_STAGES ? 0 : s.wr + 1;
+    }
+    if (ks == HOT_KSTEPS - 1) {
+      hot_cp_async_wait<HOT_STAGES - 2>();
+      __syncthreads();
+      s.rd = s.rd + 1 == HOT_STAGES ? 0 : s.rd + 1;
+    }
+    /* next K step's fragments (the next tile's first one at the last step) */
+    hot_load_frags(s.af[cur ^ 1], s.bf[cur ^ 1], smem, s.rd, (ks + 1) % HOT_KSTEPS, a_off, b_off,
+                   a_hi, b_hi, swz);
+#pragma unroll
+    for (int mi = 0; mi < HOT_MI; ++mi)
+#pragma unroll
+      for (int ni = 0; ni < HOT_NI; ++ni) {
+        /* serpentine over n: consecutive mmas share the B fragment at the turns */
+        const int nn = (mi & 1) ? HOT_NI - 1 - ni : ni;
+        hot_mma(s.acc[mi][nn], s.af[cur][mi], s.bf[cur][nn]);
+      }
+  }
+}
+
+extern "C" __global__ void __launch_bounds__(HOT_THREADS)
+    HOT_KNAME(const signed char *__restrict__ A, const signed char *__restrict__ B,
+              float *__restrict__ C, const float *__restrict__ row_scale, float alpha, int M,
+              int N, int Kpad, int ldc) {
+  extern __shared__ __align__(128) unsigned char hot_smem[];
+  const unsigned smem = hot_smem_u32(hot_smem);
+
+  const int tid = (int)threadIdx.x;
+  const int lane = tid & 31;
+  const int warp = tid >> 5;
+  const int wm = warp / HOT_WARPS_N, wn = warp % HOT_WARPS_N;
+  const int m0 = (int)blockIdx.y * HOT_TILE_M;
+  const int n0 = (int)blockIdx.x * HOT_TILE_N;
+  const long long pitch = HOT_CODES ? (long long)(Kpad / 2) : (long long)Kpad; /* row bytes */
+  const int ktiles = Kpad / HOT_TILE_K;
+
+  /* per-lane ldmatrix row offsets and chunk selectors (see "Fragment layouts") */
+  unsigned a_off[HOT_MI];
+  unsigned b_off[(HOT_NI + 1) / 2];
+#pragma unroll
+  for (int mi = 0; mi < HOT_MI; ++mi)
+    a_off[mi] = (unsigned)((wm * HOT_WM + mi * 16 + (lane & 15)) * HOT_KB);
+#pragma unroll
+  for (int nj = 0; nj < (HOT_NI + 1) / 2; ++nj)
+    b_off[nj] = (unsigned)((wn * HOT_WN + nj * 16 + (lane & 7) + ((lane >> 4) << 3)) * HOT_KB);
+  const int a_hi = lane >> 4;
+  const int b_hi = (lane >> 3) & 1;
+  /* every fragment row base is a multiple of 8 (WM % 16 == 0, WN % 8 == 0), so the row's
+   * low three bits, hence its swizzle, are those of lane & 7 for A and B alike */
+  const int swz = HOT_SWZ(lane & 7);
+
+  hot_gemm_state s;
+#pragma unroll
+  for (int mi = 0; mi < HOT_MI; ++mi)
+#pragma unroll
+    for (int ni = 0; ni < HOT_NI; ++ni)
+#pragma unroll
+      for (int q = 0; q < 4; ++q) s.acc[mi][ni][q] = 0;
+
+  /* prologue: tiles 0 .. STAGES-2 in flight, one group each */
+#pragma unroll
+  for (int st = 0; st < HOT_STAGES - 1; ++st) {
+    hot_load_tile(smem, st, st, ktiles, A, B, pitch, m0, n0, M, N, tid);
+    hot_cp_async_commit();
+  }
+  hot_cp_async_wait<HOT_STAGES - 2>();
+  __syncthreads();
+  s.rd = 0;
+  s.wr = HOT_STAGES - 1;
+  hot_load_frags(s.af[0], s.bf[0], smem, 0, 0, a_off, b_off, a_hi, b_hi, swz);
+
+  for (int kt = 0; kt < ktiles; ++kt) {
+    hot_ktile<0>(s, smem, kt, ktiles, A, B, pitch, m0, n0, M, N, tid, a_off, b_off, a_hi, b_hi,
+                 swz);
+    if (HOT_KSTEPS % 2 == 1 && kt + 1 < ktiles) {
+      ++kt;
+      hot_ktile<1>(s, smem, kt, ktiles, A, B, pitch, m0, n0, M, N, tid, a_off, b_off, a_hi,
+                   b_hi, swz);
+    }
+  }
+  hot_cp_async_wait<0>(); /* only empty groups can remain; keep the exit clean */
+
+  /* ---- epilogue: C = HOT_MUL(HOT_I2F(acc), factor(row)), never fused ---------------------- */
+  const int g = lane >> 2, t = lane & 3;
+  const bool vec = ((ldc & 1) == 0) && ((((unsigned long long)C) & 7ull) == 0);
+#pragma unroll
+  for (int mi = 0; mi < HOT_MI; ++mi) {
+#pragma unroll
+    for (int h = 0; h < 2; ++h) {
+      const int m = m0 + wm * HOT_WM + mi * 16 + g + 8 * h;
+      if (m >= M) continue;
+      const float factor = row_scale ? HOT_MUL(row_scale[m], alpha) : alpha;
+      float *crow = C + (long long)m * ldc;
+#pragma unroll
+      for (int ni = 0; ni < HOT_NI; ++ni) {
+        const int n = n0 + wn * HOT_WN + ni * 8 + 2 * t;
+        const float v0 = HOT_MUL(HOT_I2F(s.acc[mi][ni][2 * h]), factor);
+        const float v1 = HOT_MUL(HOT_I2F(s.acc[mi][ni][2 * h + 1]), factor);
+        if (vec && n + 1 < N) {
+          *reinterpret_cast<float2 *>(crow + n) = make_float2(v0, v1);
+        } else {
+          if (n < N) crow[n] = v0;
+          if (n + 1 < N) crow[n + 1] = v1;
+        }
+      }
+    }
+  }
+}

@@ -1,0 +1,119 @@
+#!/usr/bin/env bash
+# check-templates.sh — compile the GEMM and bias templates standalone, the way the generator will
+# instantiate them (-DHOT_GENERATED plus every @hot-params macro), for sm_80, sm_86, sm_89 and
+# sm_90; print registers and spills (ptxas -v) and check the PTX for the instructions each path
+# must use. Exits non-zero on any compile error, any spill, or a missing instruction.
+#
+# Usage: tools/check-templates.sh [arch ...]     (default: 80 86 89 90)
+# Env:   NVCC (default: nvcc on PATH, else /usr/local/cuda/bin/nvcc), KEEP=1 keeps the work dir.
+# One compile at a time (build machines are shared).
+set -u
+here=$(cd "$(dirname "$0")/.." && pwd)
+tdir="$here/templates"
+NVCC=${NVCC:-$(command -v nvcc || echo /usr/local/cuda/bin/nvcc)}
+archs=${*:-"80 86 89 90"}
+work=$(mktemp -d "${TMPDIR:-/tmp}/hot-check.XXXXXX")
+[ "${KEEP:-0}" = 1 ] || trap 'rm -rf "$work"' EXIT
+fail=0
+rows=()
+
+# count PATTERN FILE -> number of lines matching the extended regex
+count() { grep -cE "$1" "$2" 2>/dev/null || true; }
+
+# run_one LABEL TEMPLATE ARCH "DEFINES" "REQUIRED-REGEX ..."
+run_one() {
+  local label=$1 tpl=$2 arch=$3 defs=$4 req=$5
+  local base="$work/${label}_sm$arch"
+  # shellcheck disable=SC2086
+  if ! "$NVCC" -cubin -arch=sm_$arch -I"$tdir" -DHOT_GENERATED $defs -Xptxas -v \
+      "$tdir/$tpl" -o "$base.cubin" >"$base.log" 2>&1; then
+    echo "FAIL compile: $label sm_$arch"; sed 's/^/    /' "$base.log" | head -20; fail=1; return
+  fi
+  local regs spill_st spill_ld stack
+  regs=$(sed -n 's/.*Used \([0-9]*\) registers.*/\1/p' "$base.log" | head -1)
+  spill_st=$(sed -n 's/.* \([0-9]*\) bytes spill stores.*/\1/p' "$base.log" | head -1)
+  spill_ld=$(sed -n 's/.*stores, \([0-9]*\) bytes spill loads.*/\1/p' "$base.log" | head -1)
+  stack=$(sed -n 's/.* \([0-9]*\) bytes stack frame.*/\1/p' "$base.log" | head -1)
+  local status=ok
+  if [ "${spill_st:-0}" != 0 ] || [ "${spill_ld:-0}" != 0 ] || [ "${stack:-0}" != 0 ]; then
+    status="SPILL"; fail=1
+  fi
+  # shellcheck disable=SC2086
+  if ! "$NVCC" -ptx -arch=sm_$arch -I"$tdir" -DHOT_GENERATED $defs "$tdir/$tpl" -o "$base.ptx" \
+      >>"$base.log" 2>&1; then
+    echo "FAIL ptx: $label sm_$arch"; fail=1; return
+  fi
+  local r n missing=""
+  for r in $req; do
+    n=$(count "$r" "$base.ptx")
+    [ "${n:-0}" -gt 0 ] || missing="$missing $r"
+  done
+  if [ -n "$missing" ]; then status="MISSING:$missing"; fail=1; fi
+  if [ "$(count 'ld\.local|st\.local' "$base.ptx")" != 0 ]; then status="$status local-mem"; fail=1; fi
+  rows+=("$(printf '%-34s sm_%-3s regs %3s  spill %s/%s  %s' "$label" "$arch" "${regs:-?}" \
+    "${spill_st:-?}" "${spill_ld:-?}" "$status")")
+}
+
+MMA_S8='mma\.sync\.aligned\.m16n8k32\.row\.col\.s32\.s8\.s8\.s32'
+MMA_S4='mma\.sync\.aligned\.m16n8k64\.row\.col\.s32\.s4\.s4\.s32'
+PIPE='cp\.async\.cg\.shared\.global ldmatrix\.sync\.aligned\.m8n8\.x4 cp\.async\.commit_group cp\.async\.wait_group'
+
+# gemm DEFS: codes tm tn tk wm wn stages
+gemm_defs() {
+  echo "-DHOT_KNAME=hot_gemm_c$1_$2x$3x$4_w$5x$6_s$7 -DHOT_CODES=$1 -DHOT_TILE_M=$2 -DHOT_TILE_N=$3" \
+       "-DHOT_TILE_K=$4 -DHOT_WARPS_M=$5 -DHOT_WARPS_N=$6 -DHOT_STAGES=$7"
+}
+
+# Parameter sets: the planner's defaults (128x128 / 64x64, 2x2 warps, 3 / 4 stages, K = 2 mma
+# steps), the recommended 2x4 warps, odd K steps (1 and 3), wide K, 256-row tiles and a warp
+# layout with an odd number of n8 blocks per warp (ldmatrix .x2 path).
+S8_SETS=(
+  "0 128 128 64 2 2 3" "0 128 128 64 2 2 4" "0 128 128 64 2 4 4" "0 128 128 64 4 2 3"
+  "0 64 64 64 2 2 4" "0 64 64 32 2 2 4" "0 128 128 96 2 4 3" "0 128 128 128 2 4 3"
+  "0 256 128 64 4 2 3" "0 64 64 64 1 8 3"
+)
+S4_SETS=(
+  "1 128 128 128 2 2 3" "1 128 128 128 2 2 4" "1 128 128 128 2 4 4" "1 64 64 128 2 2 4"
+  "1 64 64 64 2 2 4" "1 128 128 256 2 4 3"
+)
+
+for arch in $archs; do
+  for s in "${S8_SETS[@]}"; do
+    # shellcheck disable=SC2086
+    set -- $s
+    run_one "gemm_s8_$2x$3x$4_w$5x$6_s$7" gemm_int.cu "$arch" "$(gemm_defs $s)" "$MMA_S8 $PIPE"
+  done
+  # Packed int4 runs on sm_80/86/89; sm_90 gets int8 codes from the planner (HOT.md section 7).
+  if [ "$arch" != 90 ]; then
+    for s in "${S4_SETS[@]}"; do
+      # shellcheck disable=SC2086
+      set -- $s
+      run_one "gemm_s4_$2x$3x$4_w$5x$6_s$7" gemm_int.cu "$arch" "$(gemm_defs $s)" "$MMA_S4 $PIPE"
+    done
+  fi
+  for dt in 0 1 2; do
+    run_one "bias_dt$dt" bias.cu "$arch" "-DHOT_KNAME=hot_bias_dt$dt -DHOT_DTYPE=$dt" \
+      'add\.rn\.f32|add\.f32'
+  done
+done
+
+# Illegal parameter combinations must be rejected at compile time (static_assert).
+neg() {
+  local label=$1 defs=$2
+  # shellcheck disable=SC2086
+  if "$NVCC" -cubin -arch=sm_80 -I"$tdir" -DHOT_GENERATED $defs "$tdir/gemm_int.cu" \
+      -o "$work/neg.cubin" >"$work/neg.log" 2>&1; then
+    echo "FAIL: illegal parameters accepted: $label"; fail=1
+  elif ! grep -q 'static assertion failed\|static_assert' "$work/neg.log"; then
+    echo "FAIL: $label rejected without a static_assert"; sed 's/^/    /' "$work/neg.log" | head; fail=1
+  else
+    rows+=("$(printf '%-34s rejected by static_assert (expected)' "$label")")
+  fi
+}
+neg "gemm tile_k=48 (s8)" "$(gemm_defs 0 128 128 48 2 2 3)"
+neg "gemm tile_m=96 w4x2" "$(gemm_defs 0 96 128 64 4 2 3)"
+neg "gemm stages=1" "$(gemm_defs 0 128 128 64 2 2 1)"
+
+printf '%s\n' "${rows[@]}"
+if [ $fail = 0 ]; then echo "check-templates: all OK"; else echo "check-templates: FAILED"; fi
+exit $fail
