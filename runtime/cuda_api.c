@@ -1,0 +1,256 @@
+/* cuda_api.c — dlopen tables for the CUDA driver and NVRTC (see cuda_api.h). */
+#define _GNU_SOURCE
+#include "cuda_api.h"
+
+#include <dlfcn.h>
+#include <pthread.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#ifndef HOT_CUDA_HOME_DEFAULT
+#define HOT_CUDA_HOME_DEFAULT "/usr/local/cuda"
+#endif
+#ifndef HOT_CUDA_INCLUDE_DEFAULT
+#define HOT_CUDA_INCLUDE_DEFAULT "/usr/local/cuda/include"
+#endif
+#ifndef HOT_CUDA_LIBDIR_DEFAULT
+#define HOT_CUDA_LIBDIR_DEFAULT "/usr/local/cuda/lib64"
+#endif
+
+static const char *const status_names[RT_STATUS_COUNT] = {
+    "RT_OK",           "RT_ERR_INVALID",   "RT_ERR_NOMEM",      "RT_ERR_IO",
+    "RT_ERR_NO_DRIVER", "RT_ERR_NO_DEVICE", "RT_ERR_NO_NVRTC",   "RT_ERR_COMPILE",
+    "RT_ERR_BAD_BINARY", "RT_ERR_NOT_FOUND", "RT_ERR_DEVICE_OOM", "RT_ERR_LAUNCH",
+    "RT_ERR_CUDA",
+};
+
+const char *rt_status_name(rt_status s) {
+  if ((int)s < 0 || s >= RT_STATUS_COUNT) return "RT_ERR_?";
+  return status_names[s];
+}
+
+static void put(char *err, size_t n, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+static void put(char *err, size_t n, const char *fmt, ...) {
+  if (!err || n == 0) return;
+  va_list ap;
+  va_start(ap, fmt);
+  vsnprintf(err, n, fmt, ap);
+  va_end(ap);
+}
+
+/* dlsym returns an object pointer; copying its bytes is the portable way to a function pointer. */
+static int resolve(void *lib, const char *sym, void *fnp, size_t fnsize) {
+  void *p = dlsym(lib, sym);
+  if (!p) return -1;
+  memcpy(fnp, &p, fnsize);
+  return 0;
+}
+
+/* ---- driver ------------------------------------------------------------------------------- */
+static pthread_once_t drv_once = PTHREAD_ONCE_INIT;
+static cuda_driver drv;
+static rt_status drv_status;
+static char drv_msg[512];
+static int drv_loaded; /* the table is resolved (error names usable), even if cuInit failed */
+
+static void drv_load(void) {
+  const char *env = getenv("HOT_CUDA_DRIVER");
+  const char *path = (env && *env) ? env : "libcuda.so.1";
+  snprintf(drv.path, sizeof drv.path, "%s", path);
+  void *lib = dlopen(path, RTLD_NOW | RTLD_LOCAL);
+  if (!lib) {
+    const char *why = dlerror();
+    drv_status = RT_ERR_NO_DRIVER;
+    snprintf(drv_msg, sizeof drv_msg, "no CUDA driver: cannot load %s (%s)", path,
+             why ? why : "unknown reason");
+    return;
+  }
+#define LOAD(ret, name, sym, params)                                                           \
+  if (resolve(lib, sym, &drv.name, sizeof drv.name) != 0) {                                    \
+    drv_status = RT_ERR_NO_DRIVER;                                                             \
+    snprintf(drv_msg, sizeof drv_msg, "no CUDA driver: %s lacks %s (driver too old?)", path, sym); \
+    return;                                                                                    \
+  }
+  CUDA_DRIVER_FUNCS(LOAD)
+#undef LOAD
+  drv_loaded = 1;
+  /* The library stays loaded for the life of the process (the table points into it). */
+  CUresult r = drv.cuInit(0);
+  if (r == CUDA_ERROR_STUB_LIBRARY) {
+    drv_status = RT_ERR_NO_DRIVER;
+    snprintf(drv_msg, sizeof drv_msg,
+             "no CUDA driver: %s is the toolkit's stub library (CUDA_ERROR_STUB_LIBRARY)", path);
+    return;
+  }
+  if (r == CUDA_ERROR_NO_DEVICE) {
+    drv_status = RT_ERR_NO_DEVICE;
+    snprintf(drv_msg, sizeof drv_msg, "no CUDA device: cuInit reports CUDA_ERROR_NO_DEVICE");
+    return;
+  }
+  if (r != CUDA_SUCCESS) {
+    char nb[32];
+    drv_status = RT_ERR_NO_DRIVER;
+    snprintf(drv_msg, sizeof drv_msg, "no CUDA driver: cuInit failed with %s",
+             cuda_result_name(r, nb));
+    return;
+  }
+  int count = 0;
+  r = drv.cuDeviceGetCount(&count);
+  if (r != CUDA_SUCCESS || count <= 0) {
+    drv_status = RT_ERR_NO_DEVICE;
+    snprintf(drv_msg, sizeof drv_msg, "no CUDA device: the driver reports %d devices", count);
+    return;
+  }
+  drv.device_count = count;
+  if (drv.cuDriverGetVersion(&drv.version) != CUDA_SUCCESS) drv.version = 0;
+  drv_status = RT_OK;
+}
+
+rt_status cuda_driver_get(const cuda_driver **out, char *err, size_t errlen) {
+  pthread_once(&drv_once, drv_load);
+  if (out) *out = drv_status == RT_OK ? &drv : NULL;
+  if (drv_status != RT_OK) put(err, errlen, "%s", drv_msg);
+  return drv_status;
+}
+
+/* ---- NVRTC -------------------------------------------------------------------------------- */
+static pthread_once_t nv_once = PTHREAD_ONCE_INIT;
+static cuda_nvrtc nv;
+static rt_status nv_status;
+static char nv_msg[2048];
+
+static void nv_load(void) {
+  char cand[3][512];
+  int nc = 0;
+  const char *home = getenv("HOT_CUDA_HOME");
+  if (home && *home) snprintf(cand[nc++], sizeof cand[0], "%s/lib64/libnvrtc.so.13", home);
+  snprintf(cand[nc++], sizeof cand[0], "%s/libnvrtc.so.13", HOT_CUDA_LIBDIR_DEFAULT);
+  snprintf(cand[nc++], sizeof cand[0], "libnvrtc.so.13");
+  void *lib = NULL;
+  size_t used = 0;
+  nv_msg[0] = '\0';
+  used = (size_t)snprintf(nv_msg, sizeof nv_msg, "NVRTC not found: tried");
+  for (int i = 0; i < nc && !lib; i++) {
+    lib = dlopen(cand[i], RTLD_NOW | RTLD_LOCAL);
+    if (lib) {
+      memcpy(nv.path, cand[i], sizeof nv.path);  /* same size; cand[i] is NUL-terminated */
+    } else if (used < sizeof nv_msg) {
+      used += (size_t)snprintf(nv_msg + used, sizeof nv_msg - used, "%s %s", i ? "," : "", cand[i]);
+    }
+  }
+  if (!lib) {
+    if (used < sizeof nv_msg)
+      snprintf(nv_msg + used, sizeof nv_msg - used, " (set HOT_CUDA_HOME to the CUDA 13 toolkit)");
+    nv_status = RT_ERR_NO_NVRTC;
+    return;
+  }
+#define LOAD(ret, name, sym, params)                                                           \
+  if (resolve(lib, sym, &nv.name, sizeof nv.name) != 0) {                                      \
+    nv_status = RT_ERR_NO_NVRTC;                                                               \
+    snprintf(nv_msg, sizeof nv_msg, "NVRTC not usable: %s lacks %s", nv.path, sym);            \
+    return;                                                                                    \
+  }
+  CUDA_NVRTC_FUNCS(LOAD)
+#undef LOAD
+  if (nv.nvrtcVersion(&nv.major, &nv.minor) != NVRTC_SUCCESS) {
+    nv_status = RT_ERR_NO_NVRTC;
+    snprintf(nv_msg, sizeof nv_msg, "NVRTC not usable: nvrtcVersion failed (%s)", nv.path);
+    return;
+  }
+  nv_status = RT_OK;
+}
+
+rt_status cuda_nvrtc_get(const cuda_nvrtc **out, char *err, size_t errlen) {
+  pthread_once(&nv_once, nv_load);
+  if (out) *out = nv_status == RT_OK ? &nv : NULL;
+  if (nv_status != RT_OK) put(err, errlen, "%s", nv_msg);
+  return nv_status;
+}
+
+static pthread_once_t inc_once = PTHREAD_ONCE_INIT;
+static char inc_path[512];
+
+static void inc_load(void) {
+  const char *home = getenv("HOT_CUDA_HOME");
+  if (home && *home)
+    snprintf(inc_path, sizeof inc_path, "%s/include", home);
+  else
+    snprintf(inc_path, sizeof inc_path, "%s", HOT_CUDA_INCLUDE_DEFAULT);
+}
+
+const char *cuda_toolkit_include(void) {
+  pthread_once(&inc_once, inc_load);
+  return inc_path;
+}
+
+/* ---- results ------------------------------------------------------------------------------ */
+static const struct {
+  CUresult r;
+  const char *name;
+} known[] = {
+    {0, "CUDA_SUCCESS"},
+    {CUDA_ERROR_INVALID_VALUE, "CUDA_ERROR_INVALID_VALUE"},
+    {CUDA_ERROR_OUT_OF_MEMORY, "CUDA_ERROR_OUT_OF_MEMORY"},
+    {CUDA_ERROR_NOT_INITIALIZED, "CUDA_ERROR_NOT_INITIALIZED"},
+    {CUDA_ERROR_DEINITIALIZED, "CUDA_ERROR_DEINITIALIZED"},
+    {CUDA_ERROR_STUB_LIBRARY, "CUDA_ERROR_STUB_LIBRARY"},
+    {CUDA_ERROR_NO_DEVICE, "CUDA_ERROR_NO_DEVICE"},
+    {CUDA_ERROR_INVALID_DEVICE, "CUDA_ERROR_INVALID_DEVICE"},
+    {CUDA_ERROR_INVALID_IMAGE, "CUDA_ERROR_INVALID_IMAGE"},
+    {CUDA_ERROR_INVALID_CONTEXT, "CUDA_ERROR_INVALID_CONTEXT"},
+    {CUDA_ERROR_NO_BINARY_FOR_GPU, "CUDA_ERROR_NO_BINARY_FOR_GPU"},
+    {CUDA_ERROR_UNSUPPORTED_PTX_VERSION, "CUDA_ERROR_UNSUPPORTED_PTX_VERSION"},
+    {CUDA_ERROR_INVALID_HANDLE, "CUDA_ERROR_INVALID_HANDLE"},
+    {CUDA_ERROR_NOT_FOUND, "CUDA_ERROR_NOT_FOUND"},
+    {CUDA_ERROR_LAUNCH_OUT_OF_RESOURCES, "CUDA_ERROR_LAUNCH_OUT_OF_RESOURCES"},
+    {CUDA_ERROR_LAUNCH_TIMEOUT, "CUDA_ERROR_LAUNCH_TIMEOUT"},
+    {CUDA_ERROR_LAUNCH_FAILED, "CUDA_ERROR_LAUNCH_FAILED"},
+};
+
+const char *cuda_result_name(CUresult r, char buf[32]) {
+  if (drv_loaded) {
+    const char *s = NULL;
+    if (drv.cuGetErrorName(r, &s) == CUDA_SUCCESS && s) return s;
+  }
+  for (size_t i = 0; i < sizeof known / sizeof known[0]; i++)
+    if (known[i].r == r) return known[i].name;
+  snprintf(buf, 32, "CUDA_ERROR_%d", r);
+  return buf;
+}
+
+rt_status cuda_result_status(CUresult r) {
+  switch (r) {
+  case CUDA_SUCCESS: return RT_OK;
+  case CUDA_ERROR_INVALID_VALUE:
+  case CUDA_ERROR_INVALID_HANDLE:
+  case CUDA_ERROR_INVALID_CONTEXT: return RT_ERR_INVALID;
+  case CUDA_ERROR_OUT_OF_MEMORY: return RT_ERR_DEVICE_OOM;
+  case CUDA_ERROR_NOT_INITIALIZED:
+  case CUDA_ERROR_DEINITIALIZED:
+  case CUDA_ERROR_STUB_LIBRARY: return RT_ERR_NO_DRIVER;
+  case CUDA_ERROR_NO_DEVICE:
+  case CUDA_ERROR_INVALID_DEVICE: return RT_ERR_NO_DEVICE;
+  case CUDA_ERROR_INVALID_IMAGE:
+  case CUDA_ERROR_NO_BINARY_FOR_GPU:
+  case CUDA_ERROR_UNSUPPORTED_PTX_VERSION: return RT_ERR_BAD_BINARY;
+  case CUDA_ERROR_NOT_FOUND: return RT_ERR_NOT_FOUND;
+  case CUDA_ERROR_LAUNCH_OUT_OF_RESOURCES:
+  case CUDA_ERROR_LAUNCH_TIMEOUT:
+  case CUDA_ERROR_LAUNCH_FAILED: return RT_ERR_LAUNCH;
+  default: return RT_ERR_CUDA;
+  }
+}
+
+rt_status cuda_result_error(CUresult r, const char *what, char *err, size_t errlen) {
+  char nb[32];
+  const char *name = cuda_result_name(r, nb);
+  const char *text = NULL;
+  if (drv_loaded && drv.cuGetErrorString(r, &text) != CUDA_SUCCESS) text = NULL;
+  if (text)
+    put(err, errlen, "%s: %s (%s)", what ? what : "CUDA", name, text);
+  else
+    put(err, errlen, "%s: %s", what ? what : "CUDA", name);
+  return cuda_result_status(r);
+}

@@ -1,0 +1,190 @@
+/* cuda_api.h — the CUDA driver (libcuda.so.1) and NVRTC (libnvrtc.so.13), loaded with dlopen on
+ * first need and called through one function table per library. Nothing in hot links either
+ * library (DESIGN.md, "the stub trap"): a binary that NEEDs libcuda.so.1 dies before main on a
+ * machine without a driver, so the tables below are the only way in.
+ *
+ * Also home of the runtime's status codes (rt_status), shared by every layer under hot.h.
+ *
+ * Loading is done once per process per library (pthread_once) and is thread-safe; the outcome,
+ * success or failure with its message, is remembered and returned by every later call.
+ *
+ * Environment (read once, at the first call):
+ *   HOT_CUDA_DRIVER  path of the driver library to load instead of "libcuda.so.1" (tests, odd installs)
+ *   HOT_CUDA_HOME    toolkit root; NVRTC is tried as $HOT_CUDA_HOME/lib64/libnvrtc.so.13 first,
+ *                    then in the toolkit library folder baked at build time, then by the loader path.
+ */
+#ifndef HOT_CUDA_API_H
+#define HOT_CUDA_API_H
+
+#include <stddef.h>
+
+/* ---- status codes of the runtime layers (stable numbers; hot.h maps its public status 1:1) -- */
+typedef enum {
+  RT_OK = 0,
+  RT_ERR_INVALID,      /* a NULL or malformed argument, or misuse */
+  RT_ERR_NOMEM,        /* host allocation failed */
+  RT_ERR_IO,           /* a file or directory operation failed (cache) */
+  RT_ERR_NO_DRIVER,    /* no usable CUDA driver: missing, stub (error 34) or cuInit failed */
+  RT_ERR_NO_DEVICE,    /* a driver, but zero devices (or the asked-for index does not exist) */
+  RT_ERR_NO_NVRTC,     /* NVRTC could not be loaded (needed only on a cache miss) */
+  RT_ERR_COMPILE,      /* the kernel source failed to compile; the log is kept separately */
+  RT_ERR_BAD_BINARY,   /* a cubin the driver refuses (wrong arch, corrupt) */
+  RT_ERR_NOT_FOUND,    /* a kernel name absent from a module */
+  RT_ERR_DEVICE_OOM,   /* device memory exhausted */
+  RT_ERR_LAUNCH,       /* a launch was refused or failed (resources, configuration) */
+  RT_ERR_CUDA,         /* any other CUDA driver error; the message names it */
+  RT_STATUS_COUNT
+} rt_status;
+
+/* Static name of a status ("RT_OK", "RT_ERR_NO_DRIVER", ...); "RT_ERR_?" when out of range. */
+const char *rt_status_name(rt_status s);
+
+/* ---- the few driver types and constants hot needs (ABI-compatible with cuda.h) ------------- */
+typedef int CUresult;                       /* CUDA_SUCCESS = 0 */
+typedef int CUdevice;
+typedef unsigned long long CUdeviceptr;     /* 64-bit platforms only */
+typedef struct CUctx_st *CUcontext;
+typedef struct CUmod_st *CUmodule;
+typedef struct CUfunc_st *CUfunction;
+typedef struct CUstream_st *CUstream;
+typedef struct CUevent_st *CUevent;
+
+#define CUDA_SUCCESS 0
+#define CUDA_ERROR_INVALID_VALUE 1
+#define CUDA_ERROR_OUT_OF_MEMORY 2
+#define CUDA_ERROR_NOT_INITIALIZED 3
+#define CUDA_ERROR_DEINITIALIZED 4
+#define CUDA_ERROR_STUB_LIBRARY 34
+#define CUDA_ERROR_NO_DEVICE 100
+#define CUDA_ERROR_INVALID_DEVICE 101
+#define CUDA_ERROR_INVALID_IMAGE 200
+#define CUDA_ERROR_INVALID_CONTEXT 201
+#define CUDA_ERROR_NO_BINARY_FOR_GPU 209
+#define CUDA_ERROR_UNSUPPORTED_PTX_VERSION 222
+#define CUDA_ERROR_INVALID_HANDLE 400
+#define CUDA_ERROR_NOT_FOUND 500
+#define CUDA_ERROR_LAUNCH_OUT_OF_RESOURCES 701
+#define CUDA_ERROR_LAUNCH_TIMEOUT 702
+#define CUDA_ERROR_LAUNCH_FAILED 719
+
+#define CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT 16
+#define CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR 75
+#define CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR 76
+#define CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK_OPTIN 97
+#define CU_FUNC_ATTRIBUTE_MAX_THREADS_PER_BLOCK 0
+#define CU_FUNC_ATTRIBUTE_SHARED_SIZE_BYTES 1
+#define CU_FUNC_ATTRIBUTE_NUM_REGS 4
+#define CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES 8
+#define CU_STREAM_NON_BLOCKING 0x1u
+#define CU_EVENT_DEFAULT 0x0u
+
+/* ---- the driver table: X(return type, member, exported symbol, parameter list) -------------
+ * The symbol is the ABI name (cuda.h #defines many API names to _v2 symbols). Every entry is
+ * required: a driver lacking one is reported as "no CUDA driver" with the symbol named. */
+#define CUDA_DRIVER_FUNCS(X)                                                                     \
+  X(CUresult, cuInit, "cuInit", (unsigned int flags))                                            \
+  X(CUresult, cuDriverGetVersion, "cuDriverGetVersion", (int *version))                          \
+  X(CUresult, cuGetErrorName, "cuGetErrorName", (CUresult error, const char **name))             \
+  X(CUresult, cuGetErrorString, "cuGetErrorString", (CUresult error, const char **text))         \
+  X(CUresult, cuDeviceGetCount, "cuDeviceGetCount", (int *count))                                \
+  X(CUresult, cuDeviceGet, "cuDeviceGet", (CUdevice * device, int ordinal))                      \
+  X(CUresult, cuDeviceGetName, "cuDeviceGetName", (char *name, int len, CUdevice dev))           \
+  X(CUresult, cuDeviceGetAttribute, "cuDeviceGetAttribute", (int *value, int attrib, CUdevice dev)) \
+  X(CUresult, cuDevicePrimaryCtxRetain, "cuDevicePrimaryCtxRetain", (CUcontext * ctx, CUdevice dev)) \
+  X(CUresult, cuDevicePrimaryCtxRelease, "cuDevicePrimaryCtxRelease_v2", (CUdevice dev))         \
+  X(CUresult, cuCtxGetCurrent, "cuCtxGetCurrent", (CUcontext * ctx))                             \
+  X(CUresult, cuCtxSetCurrent, "cuCtxSetCurrent", (CUcontext ctx))                               \
+  X(CUresult, cuCtxPushCurrent, "cuCtxPushCurrent_v2", (CUcontext ctx))                          \
+  X(CUresult, cuCtxPopCurrent, "cuCtxPopCurrent_v2", (CUcontext * ctx))                          \
+  X(CUresult, cuCtxSynchronize, "cuCtxSynchronize", (void))                                      \
+  X(CUresult, cuModuleLoadData, "cuModuleLoadData", (CUmodule * module, const void *image))      \
+  X(CUresult, cuModuleUnload, "cuModuleUnload", (CUmodule module))                               \
+  X(CUresult, cuModuleGetFunction, "cuModuleGetFunction",                                        \
+    (CUfunction * fn, CUmodule module, const char *name))                                        \
+  X(CUresult, cuFuncGetAttribute, "cuFuncGetAttribute", (int *value, int attrib, CUfunction fn)) \
+  X(CUresult, cuFuncSetAttribute, "cuFuncSetAttribute", (CUfunction fn, int attrib, int value))  \
+  X(CUresult, cuLaunchKernel, "cuLaunchKernel",                                                  \
+    (CUfunction fn, unsigned int gx, unsigned int gy, unsigned int gz, unsigned int bx,          \
+     unsigned int by, unsigned int bz, unsigned int shared_bytes, CUstream stream,              \
+     void **params, void **extra))                                                               \
+  X(CUresult, cuMemAlloc, "cuMemAlloc_v2", (CUdeviceptr * ptr, size_t bytes))                    \
+  X(CUresult, cuMemFree, "cuMemFree_v2", (CUdeviceptr ptr))                                      \
+  X(CUresult, cuMemcpyHtoD, "cuMemcpyHtoD_v2", (CUdeviceptr dst, const void *src, size_t bytes)) \
+  X(CUresult, cuMemcpyDtoH, "cuMemcpyDtoH_v2", (void *dst, CUdeviceptr src, size_t bytes))       \
+  X(CUresult, cuMemsetD8, "cuMemsetD8_v2", (CUdeviceptr dst, unsigned char value, size_t n))     \
+  X(CUresult, cuStreamCreate, "cuStreamCreate", (CUstream * stream, unsigned int flags))         \
+  X(CUresult, cuStreamDestroy, "cuStreamDestroy_v2", (CUstream stream))                          \
+  X(CUresult, cuStreamSynchronize, "cuStreamSynchronize", (CUstream stream))                     \
+  X(CUresult, cuEventCreate, "cuEventCreate", (CUevent * event, unsigned int flags))             \
+  X(CUresult, cuEventDestroy, "cuEventDestroy_v2", (CUevent event))                              \
+  X(CUresult, cuEventRecord, "cuEventRecord", (CUevent event, CUstream stream))                  \
+  X(CUresult, cuEventSynchronize, "cuEventSynchronize", (CUevent event))                         \
+  X(CUresult, cuEventElapsedTime, "cuEventElapsedTime", (float *ms, CUevent start, CUevent end))
+
+/* ---- NVRTC: types and table ---------------------------------------------------------------- */
+typedef int nvrtcResult;                    /* NVRTC_SUCCESS = 0 */
+typedef struct _nvrtcProgram *nvrtcProgram;
+#define NVRTC_SUCCESS 0
+#define NVRTC_ERROR_COMPILATION 6
+
+#define CUDA_NVRTC_FUNCS(X)                                                                      \
+  X(nvrtcResult, nvrtcVersion, "nvrtcVersion", (int *major, int *minor))                         \
+  X(const char *, nvrtcGetErrorString, "nvrtcGetErrorString", (nvrtcResult result))              \
+  X(nvrtcResult, nvrtcCreateProgram, "nvrtcCreateProgram",                                       \
+    (nvrtcProgram * prog, const char *src, const char *name, int num_headers,                    \
+     const char *const *headers, const char *const *include_names))                              \
+  X(nvrtcResult, nvrtcDestroyProgram, "nvrtcDestroyProgram", (nvrtcProgram * prog))              \
+  X(nvrtcResult, nvrtcCompileProgram, "nvrtcCompileProgram",                                     \
+    (nvrtcProgram prog, int num_options, const char *const *options))                            \
+  X(nvrtcResult, nvrtcGetProgramLogSize, "nvrtcGetProgramLogSize", (nvrtcProgram prog, size_t *n)) \
+  X(nvrtcResult, nvrtcGetProgramLog, "nvrtcGetProgramLog", (nvrtcProgram prog, char *log))       \
+  X(nvrtcResult, nvrtcGetCUBINSize, "nvrtcGetCUBINSize", (nvrtcProgram prog, size_t *n))         \
+  X(nvrtcResult, nvrtcGetCUBIN, "nvrtcGetCUBIN", (nvrtcProgram prog, char *cubin))
+
+#define CUDA_API_MEMBER(ret, name, sym, params) ret(*name) params;
+
+/* The driver, loaded and initialised. Static storage, valid for the life of the process. */
+typedef struct {
+  CUDA_DRIVER_FUNCS(CUDA_API_MEMBER)
+  int version;        /* cuDriverGetVersion, e.g. 13000 */
+  int device_count;   /* >= 1 */
+  char path[256];     /* the library that was loaded */
+} cuda_driver;
+
+/* NVRTC, loaded. Static storage, valid for the life of the process. */
+typedef struct {
+  CUDA_NVRTC_FUNCS(CUDA_API_MEMBER)
+  int major, minor;   /* nvrtcVersion */
+  char path[512];     /* the library that was loaded */
+} cuda_nvrtc;
+
+/* The driver table. Loads libcuda.so.1 (or $HOT_CUDA_DRIVER), resolves every entry, calls
+ * cuInit(0) and counts devices, once per process. On success sets *out and returns RT_OK.
+ * Errors (message in err, one line, always NUL-terminated when errlen > 0; *out = NULL):
+ *   RT_ERR_NO_DRIVER  "no CUDA driver: ..." — library missing, stub library (CUresult 34),
+ *                     a missing symbol, or cuInit failing;
+ *   RT_ERR_NO_DEVICE  "no CUDA device: ..." — the driver works but reports zero devices.
+ * err may be NULL. Thread-safe. Never prints. */
+rt_status cuda_driver_get(const cuda_driver **out, char *err, size_t errlen);
+
+/* The NVRTC table, loaded once per process (see the search order above). RT_ERR_NO_NVRTC with
+ * "NVRTC not found: ..." naming the paths tried when it cannot be loaded. Thread-safe. */
+rt_status cuda_nvrtc_get(const cuda_nvrtc **out, char *err, size_t errlen);
+
+/* The toolkit's include folder for NVRTC's --include-path: $HOT_CUDA_HOME/include when the
+ * variable is set and non-empty, else the folder baked at build time. Static storage. */
+const char *cuda_toolkit_include(void);
+
+/* Name of a driver result, e.g. "CUDA_ERROR_OUT_OF_MEMORY": from cuGetErrorName when the driver
+ * is loaded, else from a small built-in list, else "CUDA_ERROR_<n>" (written into buf).
+ * Returns buf or a static string; buf must hold 32 bytes. */
+const char *cuda_result_name(CUresult r, char buf[32]);
+
+/* The runtime status a driver result maps to (RT_OK for CUDA_SUCCESS). Pure; no driver needed. */
+rt_status cuda_result_status(CUresult r);
+
+/* Writes "<what>: <CUDA_ERROR_NAME> (<driver's description>)" into err and returns
+ * cuda_result_status(r). For callers turning a failed driver call into a message. */
+rt_status cuda_result_error(CUresult r, const char *what, char *err, size_t errlen);
+
+#endif
