@@ -203,12 +203,10 @@ static void name_kernels(hot_layer_plan *p) {
     size_t n = sizeof k->name;
     switch (k->role) {
     case HOT_K_HQ_G:
-      snprintf(nm, n, "hot_hq_g_%s_b%d_k%d_%s", dt, p->hq.block, p->hq.g.bits,
-               plan_codes_name(p->hq.codes));
-      break;
     case HOT_K_HQ_W:
-      snprintf(nm, n, "hot_hq_w_%s_b%d_k%d_%s", dt, p->hq.block, p->hq.w.bits,
-               plan_codes_name(p->hq.codes));
+      snprintf(nm, n, "hot_hq_%s_%s_b%d_k%d_%s_c%lld", k->role == HOT_K_HQ_G ? "g" : "w", dt,
+               p->hq.block, k->role == HOT_K_HQ_G ? p->hq.g.bits : p->hq.w.bits,
+               plan_codes_name(p->hq.codes), (long long)cdiv(p->hq.gemm.k_pad, 256));
       break;
     case HOT_K_ABC_X:
       snprintf(nm, n, "hot_hla_x_%s_p%d_r%d_%s", dt, p->hla.block, p->hla.rank,
@@ -351,10 +349,12 @@ int plan_layer(const hot_layer_spec *s, int64_t batch, int64_t tokens, hot_recip
     set_geom(k, p->hla.blocks, cdiv(p->I, 256), 256, 0);
   }
   if (p->hq.enabled) {
+    /* templates/hadamard_quant.cu: one warp per row of g_y; 32 columns of w x 256 rows of O
+     * per block (a transposing shared tile). */
     hot_kernel_plan *k = add_kernel(p, HOT_K_HQ_G, "templates/hadamard_quant.cu");
     set_geom(k, cdiv(p->T, 8), 1, 256, 0);
     k = add_kernel(p, HOT_K_HQ_W, "templates/hadamard_quant.cu");
-    set_geom(k, cdiv(p->I, 8), 1, 256, 0);
+    set_geom(k, cdiv(p->I, 32), cdiv(p->hq.gemm.k_pad, 256), 256, 0);
   }
   if (p->hla.enabled) {
     hot_kernel_plan *k = add_kernel(p, HOT_K_HLA_G, "templates/hla_project.cu");

@@ -1,0 +1,45 @@
+/* emit.h — from a layer plan to one CUDA source holding all of the layer's kernels (one NVRTC
+ * program per layer). Deterministic: the same plan gives byte-identical text.
+ *
+ * Templates are real .cu files under templates/ (embedded at build time). Each starts with
+ *   / * @hot-params: NAME NAME ... * /
+ * listing every macro the generator must define, followed by an #ifndef HOT_GENERATED block of
+ * stand-alone defaults. The generator defines HOT_GENERATED, hoists the templates' #include "x"
+ * files to the top (once), and for each kernel writes its #defines, the template body inside
+ * its own namespace (extern "C" keeps the entry name), and #undefs of every macro the template
+ * defines. A parameter the plan does not provide, a parameter the template does not declare, or
+ * any other @hot- marker is an error.
+ */
+#ifndef HOT_EMIT_H
+#define HOT_EMIT_H
+
+#include <stddef.h>
+
+#include "plan.h"
+
+typedef struct {
+  char *source;                       /* owned: the CUDA source (NUL-terminated) */
+  size_t source_len;
+  int n_kernels;                      /* distinct kernels emitted */
+  const char *kernels[HOT_MAX_KERNELS];      /* their entry names (borrowed from the plan) */
+  const char *templates[HOT_MAX_KERNELS];    /* and template files */
+  int n_missing;                      /* planned kernels whose template does not exist yet */
+  hot_kernel_role missing[HOT_MAX_KERNELS];
+} hot_emitted;
+
+/* Emits the source of every kernel of `plan` whose template exists. `origin` names the spec in
+ * the first line ("generated from <origin> ..."). Returns 0, or -1 with a one-line reason in err
+ * (unknown/unfilled marker, unreadable template, out of memory). On success the caller owns
+ * out->source and frees it with emit_free; `plan` must outlive out (names are borrowed). */
+int emit_layer(const hot_layer_plan *plan, const char *origin, hot_emitted *out, char *err,
+               size_t errlen);
+
+/* Frees out->source; NULL-safe. */
+void emit_free(hot_emitted *out);
+
+/* Emits one template with explicit parameters (names[i] = values[i], n of them) as a stand-alone
+ * source; used by tests and tools. Same errors and ownership as emit_layer (*source is malloc'd). */
+int emit_template(const char *templ, const char *const *names, const char *const *values, int n,
+                  char **source, char *err, size_t errlen);
+
+#endif

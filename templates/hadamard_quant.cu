@@ -1,0 +1,278 @@
+/* @hot-params: HOT_KNAME HOT_OPERAND HOT_DTYPE HOT_B HOT_BITS HOT_CODES HOT_CHUNKS */
+/* hadamard_quant.cu — HQ operand kernels (HOT.md section 3): block FWHT of size b along O, amax
+ * (per row or per tensor), quantization (SR with the Philox stream for g', RTN for w'), int8
+ * codes or packed int4 nibbles, and the scales. CPU twin: templates/hadamard_quant_ref.c.
+ *
+ * Parameters (the generator defines them; the defaults below let the file compile alone):
+ *   HOT_KNAME    entry point name
+ *   HOT_OPERAND  0 = g' (rows of g_y, T x O, stochastic rounding, scale per row or tensor)
+ *                1 = w' (columns of w, O x I, round to nearest, scale per tensor, stored I x k_pad)
+ *   HOT_DTYPE    0 = f32, 1 = bf16, 2 = f16 input
+ *   HOT_B        Hadamard block b (power of two, 2..256)
+ *   HOT_BITS     code bits (qmax = 2^(bits-1) - 1)
+ *   HOT_CODES    0 = one int8 per code, 1 = packed int4 (element 2j in the low nibble of byte j)
+ *   HOT_CHUNKS   256-element chunks covering k_pad (the padded contraction length)
+ *
+ * Mapping. A "line" is one row of g_y (operand 0) or one column of w (operand 1), transformed and
+ * quantized along O. One warp owns one line; each lane holds 8 consecutive elements of a
+ * 256-element chunk, so stages h = 1, 2, 4 run in registers and stages h = 8 ... b/2 run as warp
+ * shuffles between lanes lane ^ (h / 8) — the stage order of HOT.md section 2, so the bits equal
+ * the CPU twin's. Lines of up to 8 chunks stay in registers between the amax and the quantization
+ * (one pass over memory); longer lines reload their chunks (L2 hits).
+ *   operand 0: block 256 = 8 warps = 8 rows; grid.x = ceil(T / 8). 16-byte loads when aligned.
+ *   operand 1: block 256 handles 32 columns x one 256-row slab of w through a transposing shared
+ *     tile (coalesced loads along I); grid = (ceil(I / 32), HOT_CHUNKS); the slab is one chunk.
+ *
+ * Phases (argument `phase`): 0 = amax only (atomicMax of the float bits into *amax_bits, which
+ * the caller zeroes first); 1 = quantize with the tensor scale amax_bits -> s; 2 = per-row scale,
+ * one launch (operand 0 only). Codes are written for every position in [0, k_pad): zeros beyond
+ * O, so code buffers need no clearing.
+ */
+#ifndef HOT_GENERATED
+#define HOT_KNAME hot_hq_standalone
+#define HOT_OPERAND 0
+#define HOT_DTYPE 0
+#define HOT_B 16
+#define HOT_BITS 4
+#define HOT_CODES 1
+#define HOT_CHUNKS 3
+#endif
+
+#include "hot_math.cuh"
+
+#define HQ_LANE_ELEMS 8
+#define HQ_CHUNK 256
+#define HQ_REG_CHUNKS (HOT_CHUNKS < 8 ? HOT_CHUNKS : 8)
+#define HQ_QMAX ((1 << (HOT_BITS - 1)) - 1)
+#define HQ_TILE_COLS 32
+#define HQ_TILE_LD (HQ_CHUNK + 4) /* floats per shared row: +4 keeps 16-byte alignment, shifts banks */
+
+static_assert(HOT_B >= 2 && HOT_B <= 256 && (HOT_B & (HOT_B - 1)) == 0, "b must be a power of two in [2, 256]");
+static_assert(HOT_BITS >= 2 && HOT_BITS <= 8, "bits in [2, 8]");
+static_assert(HOT_CODES == 0 || HOT_BITS <= 4, "packed int4 codes need bits <= 4");
+static_assert(HOT_CHUNKS >= 1, "at least one chunk");
+
+/* Loads element e of line `line` as f32 (0 beyond the real length). */
+static __device__ __forceinline__ float hq_load1(const void *src, long long off) {
+#if HOT_DTYPE == 0
+  return ((const float *)src)[off];
+#elif HOT_DTYPE == 1
+  return hot_bf16_to_f32(((const unsigned short *)src)[off]);
+#else
+  return hot_f16_to_f32(((const unsigned short *)src)[off]);
+#endif
+}
+
+/* Eight consecutive elements [c, c + 8) of a row of length n starting at row_off. */
+static __device__ __forceinline__ void hq_load8(const void *src, long long row_off, int c, int n,
+                                                bool vec_ok, float v[8]) {
+  if (vec_ok && c + 8 <= n) {
+#if HOT_DTYPE == 0
+    const float4 *p = (const float4 *)((const float *)src + row_off + c);
+    float4 a = __ldg(p), b = __ldg(p + 1);
+    v[0] = a.x; v[1] = a.y; v[2] = a.z; v[3] = a.w;
+    v[4] = b.x; v[5] = b.y; v[6] = b.z; v[7] = b.w;
+#else
+    uint4 a = __ldg((const uint4 *)((const unsigned short *)src + row_off + c));
+    unsigned w[4] = {a.x, a.y, a.z, a.w};
+#pragma unroll
+    for (int i = 0; i < 4; ++i) {
+#if HOT_DTYPE == 1
+      v[2 * i] = hot_bf16_to_f32((unsigned short)(w[i] & 0xffffu));
+      v[2 * i + 1] = hot_bf16_to_f32((unsigned short)(w[i] >> 16));
+#else
+      v[2 * i] = hot_f16_to_f32((unsigned short)(w[i] & 0xffffu));
+      v[2 * i + 1] = hot_f16_to_f32((unsigned short)(w[i] >> 16));
+#endif
+    }
+#endif
+  } else {
+#pragma unroll
+    for (int i = 0; i < 8; ++i) v[i] = (c + i < n) ? hq_load1(src, row_off + c + i) : 0.0f;
+  }
+}
+
+/* The block FWHT of one chunk held as 8 elements per lane, in HOT.md stage order. */
+static __device__ __forceinline__ void hq_fwht_chunk(float v[8], int lane) {
+#pragma unroll
+  for (int h = 1; h < HOT_B && h < HQ_LANE_ELEMS; h <<= 1) {
+#pragma unroll
+    for (int j = 0; j < HQ_LANE_ELEMS; ++j) {
+      if (j & h) continue;
+      float a = v[j], b = v[j + h];
+      v[j] = HOT_ADD(a, b);
+      v[j + h] = HOT_SUB(a, b);
+    }
+  }
+#pragma unroll
+  for (int h = HQ_LANE_ELEMS; h < HOT_B; h <<= 1) {
+    int d = h / HQ_LANE_ELEMS;
+    bool upper = (lane & d) != 0;
+#pragma unroll
+    for (int j = 0; j < HQ_LANE_ELEMS; ++j) {
+      float other = __shfl_xor_sync(0xffffffffu, v[j], d);
+      /* lower half: a + b (a = mine); upper half: a - b (a = other, b = mine) */
+      v[j] = upper ? HOT_SUB(other, v[j]) : HOT_ADD(v[j], other);
+    }
+  }
+}
+
+static __device__ __forceinline__ float hq_warp_max(float m) {
+#pragma unroll
+  for (int d = 16; d > 0; d >>= 1) m = fmaxf(m, __shfl_xor_sync(0xffffffffu, m, d));
+  return m;
+}
+
+static __device__ __forceinline__ float hq_chunk_amax(const float v[8]) {
+  float m = 0.0f;
+#pragma unroll
+  for (int j = 0; j < 8; ++j) m = fmaxf(m, fabsf(v[j]));
+  return m;
+}
+
+/* Quantizes 8 elements and stores their codes at position c of a code row. idx0 is the Philox
+ * index of element c (line * o_pad + c for g'). */
+static __device__ __forceinline__ void hq_store8(unsigned char *code_row, int c, const float v[8],
+                                                 float s, unsigned long long idx0,
+                                                 unsigned long long seed, unsigned tag,
+                                                 unsigned step) {
+  int q[8];
+#if HOT_OPERAND == 0
+  hot_philox_out r;
+#pragma unroll
+  for (int j = 0; j < 8; ++j) {
+    unsigned long long idx = idx0 + (unsigned long long)j;
+    if (j == 0 || (idx & 3ull) == 0) {
+      unsigned long long b = idx >> 2;
+      r = hot_philox4x32_10((unsigned)(b & 0xffffffffull), (unsigned)(b >> 32), tag, step,
+                            (unsigned)(seed & 0xffffffffull), (unsigned)(seed >> 32));
+    }
+    q[j] = hot_quant_sr(v[j], s, HQ_QMAX, r.v[idx & 3ull]);
+  }
+#else
+  (void)idx0; (void)seed; (void)tag; (void)step;
+#pragma unroll
+  for (int j = 0; j < 8; ++j) q[j] = hot_quant_rtn(v[j], s, HQ_QMAX);
+#endif
+#if HOT_CODES == 1
+  unsigned packed = 0;
+#pragma unroll
+  for (int j = 0; j < 8; ++j) packed |= ((unsigned)q[j] & 0xfu) << (4 * j);
+  *(unsigned *)(code_row + c / 2) = packed;
+#else
+  unsigned lo = 0, hi = 0;
+#pragma unroll
+  for (int j = 0; j < 4; ++j) {
+    lo |= ((unsigned)q[j] & 0xffu) << (8 * j);
+    hi |= ((unsigned)q[j + 4] & 0xffu) << (8 * j);
+  }
+  *(uint2 *)(code_row + c) = make_uint2(lo, hi);
+#endif
+}
+
+#if HOT_OPERAND == 0
+/* g': rows of g_y (rows x cols, leading dimension ld_src elements). o_pad = cols rounded up to b;
+ * codes rows have HOT_CHUNKS * 256 >= k_pad positions of which [0, k_pad) are stored
+ * (ld_codes bytes per row). scales: one per row. */
+extern "C" __global__ void __launch_bounds__(256)
+HOT_KNAME(const void *__restrict__ src, int rows, int cols, int ld_src, int o_pad, int k_pad,
+          unsigned char *__restrict__ codes, int ld_codes, float *__restrict__ scales,
+          unsigned int *__restrict__ amax_bits, int phase, unsigned long long seed, unsigned tag,
+          unsigned step) {
+  const int lane = threadIdx.x & 31;
+  const int row = blockIdx.x * 8 + (threadIdx.x >> 5);
+  if (row >= rows) return;
+  const long long row_off = (long long)row * ld_src;
+#if HOT_DTYPE == 0
+  const bool vec_ok = ((ld_src & 3) == 0) && ((((unsigned long long)src) & 15ull) == 0);
+#else
+  const bool vec_ok = ((ld_src & 7) == 0) && ((((unsigned long long)src) & 15ull) == 0);
+#endif
+  float cache[HQ_REG_CHUNKS][8];
+  float amax = 0.0f;
+  if (phase != 1) {
+#pragma unroll
+    for (int k = 0; k < HOT_CHUNKS; ++k) {
+      float v[8];
+      hq_load8(src, row_off, k * HQ_CHUNK + lane * 8, cols, vec_ok, v);
+      hq_fwht_chunk(v, lane);
+      amax = fmaxf(amax, hq_chunk_amax(v));
+      if (k < HQ_REG_CHUNKS) {
+#pragma unroll
+        for (int j = 0; j < 8; ++j) cache[k][j] = v[j];
+      }
+    }
+    amax = hq_warp_max(amax);
+    if (phase == 0) {
+      if (lane == 0) atomicMax(amax_bits, __float_as_uint(amax));
+      return;
+    }
+  } else {
+    amax = __uint_as_float(*amax_bits);
+  }
+  const float s = hot_scale(amax, HOT_BITS);
+  if (lane == 0) scales[row] = s;
+  unsigned char *code_row = codes + (long long)row * ld_codes;
+#pragma unroll
+  for (int k = 0; k < HOT_CHUNKS; ++k) {
+    const int c = k * HQ_CHUNK + lane * 8;
+    float v[8];
+    if (phase != 1 && k < HQ_REG_CHUNKS) {
+#pragma unroll
+      for (int j = 0; j < 8; ++j) v[j] = cache[k][j];
+    } else { /* every lane takes part: the transform shuffles across the warp */
+      hq_load8(src, row_off, c, cols, vec_ok, v);
+      hq_fwht_chunk(v, lane);
+    }
+    if (c < k_pad)
+      hq_store8(code_row, c, v, s, (unsigned long long)row * (unsigned long long)o_pad + (unsigned long long)c,
+              seed, tag, step);
+  }
+}
+#else
+/* w': w is rows x cols = O x I (leading dimension ld_src); lines are its columns. Codes are
+ * stored transposed: cols rows of ld_codes bytes, positions [0, k_pad). scales[0] = s_w. */
+extern "C" __global__ void __launch_bounds__(256)
+HOT_KNAME(const void *__restrict__ src, int rows, int cols, int ld_src, int o_pad, int k_pad,
+          unsigned char *__restrict__ codes, int ld_codes, float *__restrict__ scales,
+          unsigned int *__restrict__ amax_bits, int phase, unsigned long long seed, unsigned tag,
+          unsigned step) {
+  (void)o_pad;
+  __shared__ __align__(16) float tile[HQ_TILE_COLS][HQ_TILE_LD];
+  const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
+  const int col0 = blockIdx.x * HQ_TILE_COLS;
+  const int row0 = blockIdx.y * HQ_CHUNK;
+  /* Coalesced load of the 256 x 32 slab (rows row0.., columns col0..), transposed into tile. */
+  for (int r = warp; r < HQ_CHUNK; r += 8) {
+    const int o = row0 + r, i = col0 + lane;
+    tile[lane][r] = (o < rows && i < cols) ? hq_load1(src, (long long)o * ld_src + i) : 0.0f;
+  }
+  __syncthreads();
+  float amax = 0.0f;
+  float s = 0.0f;
+  if (phase == 1) s = hot_scale(__uint_as_float(*amax_bits), HOT_BITS);
+  if (phase == 1 && blockIdx.x == 0 && blockIdx.y == 0 && threadIdx.x == 0) scales[0] = s;
+  /* Each warp transforms 4 of the 32 columns. */
+#pragma unroll
+  for (int cc = 0; cc < HQ_TILE_COLS / 8; ++cc) {
+    const int lc = warp * (HQ_TILE_COLS / 8) + cc;
+    const int i = col0 + lc;
+    float v[8];
+    const float4 *p = (const float4 *)&tile[lc][lane * 8];
+    float4 a = p[0], b = p[1];
+    v[0] = a.x; v[1] = a.y; v[2] = a.z; v[3] = a.w;
+    v[4] = b.x; v[5] = b.y; v[6] = b.z; v[7] = b.w;
+    hq_fwht_chunk(v, lane);
+    if (phase == 0) {
+      amax = fmaxf(amax, hq_chunk_amax(v));
+    } else if (i < cols) {
+      const int c = row0 + lane * 8;
+      if (c < k_pad) hq_store8(codes + (long long)i * ld_codes, c, v, s, 0ull, seed, tag, step);
+    }
+  }
+  if (phase == 0) {
+    amax = hq_warp_max(amax);
+    if (lane == 0) atomicMax(amax_bits, __float_as_uint(amax));
+  }
+}
+#endif
