@@ -189,73 +189,101 @@ static __device__ __forceinline__ void hot_mma(int *d, const unsigned *a, const 
  * chunk (l >> 3) & 1 gives {n 0-7 chunk 0, n 0-7 chunk 1, n 8-15 chunk 0, n 8-15 chunk 1} =
  * b[0..1] of n-block 0 then of n-block 1 (x2: lanes 0-15, the first n-block only). */
 
-/* Loads one K tile (KB bytes of every row) of A and B into stage `st`, or nothing when
- * kt >= ktiles (the caller still commits an empty group, keeping the group count uniform). */
-static __device__ __forceinline__ void hot_load_tile(unsigned smem, int st, int kt, int ktiles,
-                                                     const signed char *__restrict__ A,
-                                                     const signed char *__restrict__ B,
-                                                     long long pitch, int m0, int n0, int M,
-                                                     int N, int tid) {
-  if (kt >= ktiles) return;
-  const unsigned sa = smem + (unsigned)(st * HOT_STAGE_BYTES);
-  const unsigned sb = sa + HOT_A_BYTES;
-  const long long koff = (long long)kt * HOT_KB;
+/* Per-thread constants of the main loop (kept in registers once the helpers are inlined). */
+struct hot_gemm_ctx {
+  unsigned smem;            /* shared-state address of stage 0 */
+  /* ldmatrix: this lane's row offset in the A / B tile for mi = 0 / nj = 0 (further mi, nj add
+   * compile-time multiples of 16 rows) and its 16-byte chunk within a 32-byte K step */
+  unsigned a_ld, b_ld;
+  int a_hi, b_hi, swz;
+  /* cp.async loader: rows m0 / n0 of A / B; this thread's first chunk (row r0, chunk c0) */
+  const signed char *a_tile, *b_tile;
+  long long pitch;          /* row bytes: Kpad (s8) or Kpad / 2 (s4) */
+  int r0, c0;
+  int a_left, b_left;       /* M - m0 - r0, N - n0 - r0: rows r0 + x are real iff x < left */
+  int tid, ktiles;
+};
+
+/* Rows one pass of all threads covers when THREADS is a multiple of the chunks per row (then
+ * every thread keeps one chunk column c0 and steps down by HOT_RSTEP rows); else 0 and the
+ * generic path below maps chunk ids one by one (KB = 96). */
+#define HOT_RSTEP (HOT_THREADS % HOT_CPR == 0 ? HOT_THREADS / HOT_CPR : 0)
+
+/* Issues the cp.async of one operand tile (ROWS rows of KB bytes) of K tile kt into the shared
+ * tile at dst. Rows past the matrix are zero-filled: src-size 0, and the address used is row 0
+ * of the block tile (always real: m0 < M), so nothing outside the operand is ever addressed. */
+template <int ROWS>
+static __device__ __forceinline__ void hot_load_operand(const hot_gemm_ctx &x, unsigned dst,
+                                                        const signed char *tile, int left,
+                                                        long long koff) {
+  const signed char *row0 = tile + koff;
+  if (HOT_RSTEP != 0) {
+    /* thread -> (row r0 + i*RSTEP, chunk c0); with RSTEP % 8 == 0 the swizzle is that of r0 */
+    const int sw0 = HOT_SWZ(x.r0);
+    const long long off0 = (long long)x.r0 * x.pitch + x.c0 * 16;
 #pragma unroll
-  for (int i = 0; i < HOT_A_ITERS; ++i) {
-    const int id = tid + i * HOT_THREADS;
-    if (HOT_A_CHUNKS % HOT_THREADS == 0 || id < HOT_A_CHUNKS) {
-      const int r = id / HOT_CPR, c = id % HOT_CPR;
-      const int gr = m0 + r;
-      const bool ok = gr < M;
-      /* rows past M: a valid address (row 0 of A), zero bytes read, 16 zero bytes written */
-      const signed char *src = A + (ok ? (long long)gr * pitch + koff + c * 16 : 0);
-      hot_cp_async16(sa + (unsigned)(r * HOT_KB + ((c ^ HOT_SWZ(r)) << 4)), src, ok ? 16 : 0);
+    for (int i = 0; i < (ROWS + HOT_RSTEP - 1) / HOT_RSTEP; ++i) {
+      const int r = x.r0 + i * HOT_RSTEP;
+      if (ROWS % HOT_RSTEP == 0 || r < ROWS) {
+        const int sw = HOT_RSTEP % 8 == 0 ? sw0 : HOT_SWZ(r);
+        const bool ok = i * HOT_RSTEP < left;
+        const signed char *src = row0 + (ok ? off0 + (long long)(i * HOT_RSTEP) * x.pitch : 0);
+        hot_cp_async16(dst + (unsigned)(r * HOT_KB + ((x.c0 ^ sw) << 4)), src, ok ? 16 : 0);
+      }
     }
-  }
+  } else {
 #pragma unroll
-  for (int i = 0; i < HOT_B_ITERS; ++i) {
-    const int id = tid + i * HOT_THREADS;
-    if (HOT_B_CHUNKS % HOT_THREADS == 0 || id < HOT_B_CHUNKS) {
-      const int r = id / HOT_CPR, c = id % HOT_CPR;
-      const int gr = n0 + r;
-      const bool ok = gr < N;
-      const signed char *src = B + (ok ? (long long)gr * pitch + koff + c * 16 : 0);
-      hot_cp_async16(sb + (unsigned)(r * HOT_KB + ((c ^ HOT_SWZ(r)) << 4)), src, ok ? 16 : 0);
+    for (int i = 0; i < (ROWS * HOT_CPR + HOT_THREADS - 1) / HOT_THREADS; ++i) {
+      const int id = x.tid + i * HOT_THREADS;
+      if ((ROWS * HOT_CPR) % HOT_THREADS == 0 || id < ROWS * HOT_CPR) {
+        const int r = id / HOT_CPR, c = id % HOT_CPR;
+        const bool ok = r - x.r0 < left; /* left counts from r0 */
+        const signed char *src = row0 + (ok ? (long long)r * x.pitch + c * 16 : 0);
+        hot_cp_async16(dst + (unsigned)(r * HOT_KB + ((c ^ HOT_SWZ(r)) << 4)), src, ok ? 16 : 0);
+      }
     }
   }
 }
 
-/* Fragments of K step ks (32 bytes) of stage st into af / bf.
- * a_off[mi]: byte offset of this lane's ldmatrix row (warp row base + mi*16 + (lane & 15)) in
- * the A tile; b_off[nj]: the same for B n-row (warp col base + nj*16 + (lane & 7) + 8*(lane>>4));
- * a_hi / b_hi: this lane's chunk within the 32-byte step; swz: HOT_SWZ of this lane's row. */
-static __device__ __forceinline__ void hot_load_frags(unsigned (&af)[HOT_MI][4],
-                                                      unsigned (&bf)[HOT_NI][2], unsigned smem,
-                                                      int st, int ks, const unsigned (&a_off)[HOT_MI],
-                                                      const unsigned (&b_off)[(HOT_NI + 1) / 2],
-                                                      int a_hi, int b_hi, int swz) {
-  const unsigned sa = smem + (unsigned)(st * HOT_STAGE_BYTES);
-  const unsigned sb = sa + HOT_A_BYTES;
-  const unsigned ca = (unsigned)(((2 * ks + a_hi) ^ swz) << 4);
-  const unsigned cb = (unsigned)(((2 * ks + b_hi) ^ swz) << 4);
+/* Loads K tile kt (KB bytes of every row of the A and B block tiles) into the stage at shared
+ * address st, or nothing when kt >= ktiles (the caller still commits an empty group, keeping
+ * the group count uniform). */
+static __device__ __forceinline__ void hot_load_tile(const hot_gemm_ctx &x, unsigned st, int kt) {
+  if (kt >= x.ktiles) return;
+  const long long koff = (long long)kt * HOT_KB;
+  hot_load_operand<HOT_TILE_M>(x, st, x.a_tile, x.a_left, koff);
+  hot_load_operand<HOT_TILE_N>(x, st + HOT_A_BYTES, x.b_tile, x.b_left, koff);
+}
+
+/* Fragments of K step ks (32 bytes) of the stage at shared address st into af / bf. */
+static __device__ __forceinline__ void hot_load_frags(const hot_gemm_ctx &x,
+                                                      unsigned (&af)[HOT_MI][4],
+                                                      unsigned (&bf)[HOT_NI][2], unsigned st,
+                                                      int ks) {
+  const unsigned pa = st + x.a_ld + (unsigned)(((2 * ks + x.a_hi) ^ x.swz) << 4);
+  const unsigned pb = st + HOT_A_BYTES + x.b_ld + (unsigned)(((2 * ks + x.b_hi) ^ x.swz) << 4);
 #pragma unroll
   for (int mi = 0; mi < HOT_MI; ++mi)
-    hot_ldmatrix_x4(sa + a_off[mi] + ca, af[mi][0], af[mi][1], af[mi][2], af[mi][3]);
+    hot_ldmatrix_x4(pa + mi * 16 * HOT_KB, af[mi][0], af[mi][1], af[mi][2], af[mi][3]);
 #pragma unroll
   for (int nj = 0; nj < HOT_NI / 2; ++nj)
-    hot_ldmatrix_x4(sb + b_off[nj] + cb, bf[2 * nj][0], bf[2 * nj][1], bf[2 * nj + 1][0],
+    hot_ldmatrix_x4(pb + nj * 16 * HOT_KB, bf[2 * nj][0], bf[2 * nj][1], bf[2 * nj + 1][0],
                     bf[2 * nj + 1][1]);
   if (HOT_NI % 2) /* odd number of n8 blocks: the last one alone (lanes 0-15 give addresses) */
-    hot_ldmatrix_x2(sb + b_off[HOT_NI / 2] + cb, bf[HOT_NI - 1][0], bf[HOT_NI - 1][1]);
+    hot_ldmatrix_x2(pb + (HOT_NI / 2) * 16 * HOT_KB, bf[HOT_NI - 1][0], bf[HOT_NI - 1][1]);
 }
 
-/* Mutable main-loop state shared by the K-tile steps. */
+/* Mutable main-loop state. */
 struct hot_gemm_state {
   int acc[HOT_MI][HOT_NI][4];
   unsigned af[2][HOT_MI][4];
   unsigned bf[2][HOT_NI][2];
-  int rd, wr; /* stage holding the tile being computed; stage the next prefetch goes to */
+  unsigned rd, wr; /* shared address of the stage being computed / the next prefetch target */
 };
+
+static __device__ __forceinline__ unsigned hot_next_stage(const hot_gemm_ctx &x, unsigned st) {
+  return st + HOT_STAGE_BYTES == x.smem + HOT_SMEM_BYTES ? x.smem : st + HOT_STAGE_BYTES;
+}
 
 /* One K tile. P = register buffer that holds the fragments of its first K step; the step
  * leaves the fragments of the next tile's first K step in buffer (P + KSTEPS) & 1. With an
@@ -268,29 +296,23 @@ struct hot_gemm_state {
  * step, wait_group(STAGES-2) leaves only the STAGES-2 youngest groups in flight, so tile kt+1 has
  * landed; the barrier then publishes it to all warps before its first ldmatrix. */
 template <int P>
-static __device__ __forceinline__ void hot_ktile(hot_gemm_state &s, unsigned smem, int kt,
-                                                 int ktiles, const signed char *__restrict__ A,
-                                                 const signed char *__restrict__ B, long long pitch,
-                                                 int m0, int n0, int M, int N, int tid,
-                                                 const unsigned (&a_off)[HOT_MI],
-                                                 const unsigned (&b_off)[(HOT_NI + 1) / 2],
-                                                 int a_hi, int b_hi, int swz) {
+static __device__ __forceinline__ void hot_ktile(const hot_gemm_ctx &x, hot_gemm_state &s,
+                                                 int kt) {
 #pragma unroll
   for (int ks = 0; ks < HOT_KSTEPS; ++ks) {
     const int cur = (P + ks) & 1;
     if (ks == 0) {
-      hot_load_tile(smem, s.wr, kt + HOT_STAGES - 1, ktiles, A, B, pitch, m0, n0, M, N, tid);
+      hot_load_tile(x, s.wr, kt + HOT_STAGES - 1);
       hot_cp_async_commit();
-      s.wr = s.wr + 1 == HOT_STAGES ? 0 : s.wr + 1;
+      s.wr = hot_next_stage(x, s.wr);
     }
     if (ks == HOT_KSTEPS - 1) {
       hot_cp_async_wait<HOT_STAGES - 2>();
       __syncthreads();
-      s.rd = s.rd + 1 == HOT_STAGES ? 0 : s.rd + 1;
+      s.rd = hot_next_stage(x, s.rd);
     }
     /* next K step's fragments (the next tile's first one at the last step) */
-    hot_load_frags(s.af[cur ^ 1], s.bf[cur ^ 1], smem, s.rd, (ks + 1) % HOT_KSTEPS, a_off, b_off,
-                   a_hi, b_hi, swz);
+    hot_load_frags(x, s.af[cur ^ 1], s.bf[cur ^ 1], s.rd, (ks + 1) % HOT_KSTEPS);
 #pragma unroll
     for (int mi = 0; mi < HOT_MI; ++mi)
 #pragma unroll
@@ -302,12 +324,11 @@ static __device__ __forceinline__ void hot_ktile(hot_gemm_state &s, unsigned sme
   }
 }
 
-extern "C" __global__ void __launch_bounds__(HOT_THREADS)
+extern "C" __global__ void __launch_bounds__(HOT_THREADS, 1)
     HOT_KNAME(const signed char *__restrict__ A, const signed char *__restrict__ B,
               float *__restrict__ C, const float *__restrict__ row_scale, float alpha, int M,
               int N, int Kpad, int ldc) {
   extern __shared__ __align__(128) unsigned char hot_smem[];
-  const unsigned smem = hot_smem_u32(hot_smem);
 
   const int tid = (int)threadIdx.x;
   const int lane = tid & 31;
@@ -315,23 +336,25 @@ extern "C" __global__ void __launch_bounds__(HOT_THREADS)
   const int wm = warp / HOT_WARPS_N, wn = warp % HOT_WARPS_N;
   const int m0 = (int)blockIdx.y * HOT_TILE_M;
   const int n0 = (int)blockIdx.x * HOT_TILE_N;
-  const long long pitch = HOT_CODES ? (long long)(Kpad / 2) : (long long)Kpad; /* row bytes */
-  const int ktiles = Kpad / HOT_TILE_K;
 
-  /* per-lane ldmatrix row offsets and chunk selectors (see "Fragment layouts") */
-  unsigned a_off[HOT_MI];
-  unsigned b_off[(HOT_NI + 1) / 2];
-#pragma unroll
-  for (int mi = 0; mi < HOT_MI; ++mi)
-    a_off[mi] = (unsigned)((wm * HOT_WM + mi * 16 + (lane & 15)) * HOT_KB);
-#pragma unroll
-  for (int nj = 0; nj < (HOT_NI + 1) / 2; ++nj)
-    b_off[nj] = (unsigned)((wn * HOT_WN + nj * 16 + (lane & 7) + ((lane >> 4) << 3)) * HOT_KB);
-  const int a_hi = lane >> 4;
-  const int b_hi = (lane >> 3) & 1;
-  /* every fragment row base is a multiple of 8 (WM % 16 == 0, WN % 8 == 0), so the row's
-   * low three bits, hence its swizzle, are those of lane & 7 for A and B alike */
-  const int swz = HOT_SWZ(lane & 7);
+  hot_gemm_ctx x;
+  x.smem = hot_smem_u32(hot_smem);
+  x.a_ld = (unsigned)((wm * HOT_WM + (lane & 15)) * HOT_KB);
+  x.b_ld = (unsigned)((wn * HOT_WN + (lane & 7) + ((lane >> 4) << 3)) * HOT_KB);
+  x.a_hi = lane >> 4;
+  x.b_hi = (lane >> 3) & 1;
+  /* every fragment row base is a multiple of 8 (WM % 16 == 0, WN % 8 == 0), so the row's low
+   * three bits, hence its swizzle, are those of lane & 7 for A and B alike */
+  x.swz = HOT_SWZ(lane & 7);
+  x.pitch = HOT_CODES ? (long long)(Kpad / 2) : (long long)Kpad;
+  x.a_tile = A + (long long)m0 * x.pitch;
+  x.b_tile = B + (long long)n0 * x.pitch;
+  x.r0 = HOT_RSTEP != 0 ? tid / HOT_CPR : 0;
+  x.c0 = HOT_RSTEP != 0 ? tid % HOT_CPR : 0;
+  x.a_left = M - m0 - x.r0;
+  x.b_left = N - n0 - x.r0;
+  x.tid = tid;
+  x.ktiles = Kpad / HOT_TILE_K;
 
   hot_gemm_state s;
 #pragma unroll
@@ -344,22 +367,20 @@ extern "C" __global__ void __launch_bounds__(HOT_THREADS)
   /* prologue: tiles 0 .. STAGES-2 in flight, one group each */
 #pragma unroll
   for (int st = 0; st < HOT_STAGES - 1; ++st) {
-    hot_load_tile(smem, st, st, ktiles, A, B, pitch, m0, n0, M, N, tid);
+    hot_load_tile(x, x.smem + st * HOT_STAGE_BYTES, st);
     hot_cp_async_commit();
   }
   hot_cp_async_wait<HOT_STAGES - 2>();
   __syncthreads();
-  s.rd = 0;
-  s.wr = HOT_STAGES - 1;
-  hot_load_frags(s.af[0], s.bf[0], smem, 0, 0, a_off, b_off, a_hi, b_hi, swz);
+  s.rd = x.smem;
+  s.wr = x.smem + (HOT_STAGES - 1) * HOT_STAGE_BYTES;
+  hot_load_frags(x, s.af[0], s.bf[0], s.rd, 0);
 
-  for (int kt = 0; kt < ktiles; ++kt) {
-    hot_ktile<0>(s, smem, kt, ktiles, A, B, pitch, m0, n0, M, N, tid, a_off, b_off, a_hi, b_hi,
-                 swz);
-    if (HOT_KSTEPS % 2 == 1 && kt + 1 < ktiles) {
+  for (int kt = 0; kt < x.ktiles; ++kt) {
+    hot_ktile<0>(x, s, kt);
+    if (HOT_KSTEPS % 2 == 1 && kt + 1 < x.ktiles) {
       ++kt;
-      hot_ktile<1>(s, smem, kt, ktiles, A, B, pitch, m0, n0, M, N, tid, a_off, b_off, a_hi,
-                   b_hi, swz);
+      hot_ktile<1>(x, s, kt);
     }
   }
   hot_cp_async_wait<0>(); /* only empty groups can remain; keep the exit clean */
