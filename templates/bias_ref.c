@@ -8,7 +8,7 @@
 #include "ref.h"
 
 int hot_ref_bias(const hot_layer_plan *pl, const void *g_y, hot_dtype dt, float *g_b) {
-  if (!pl || !g_y || !g_b) return HOT_REF_EARG;
+  if (!pl || !g_y || !g_b || !ref_dt_ok(dt)) return HOT_REF_EARG;
   int rc = hot_ref_plan_check(pl);
   if (rc) return rc;
   int64_t T = pl->T, O = pl->O;

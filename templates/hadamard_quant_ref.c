@@ -33,7 +33,7 @@ static int all_finite(const float *v, int64_t n) {
 }
 
 int hot_ref_hq_transform_g(const hot_layer_plan *pl, const void *g_y, hot_dtype dt, float *g_t) {
-  if (!pl || !g_y || !g_t) return HOT_REF_EARG;
+  if (!pl || !g_y || !g_t || !ref_dt_ok(dt)) return HOT_REF_EARG;
   int rc = hq_ready(pl);
   if (rc) return rc;
   int b = pl->hq.block;
@@ -48,7 +48,7 @@ int hot_ref_hq_transform_g(const hot_layer_plan *pl, const void *g_y, hot_dtype 
 }
 
 int hot_ref_hq_transform_w(const hot_layer_plan *pl, const void *w, hot_dtype dt, float *w_t) {
-  if (!pl || !w || !w_t) return HOT_REF_EARG;
+  if (!pl || !w || !w_t || !ref_dt_ok(dt)) return HOT_REF_EARG;
   int rc = hq_ready(pl);
   if (rc) return rc;
   int b = pl->hq.block;

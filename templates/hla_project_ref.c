@@ -15,7 +15,7 @@ static int hla_ready(const hot_layer_plan *pl) {
 
 int hot_ref_hla_transform(const hot_layer_plan *pl, const void *src, hot_dtype dt, int64_t cols,
                           float *out) {
-  if (!pl || !src || !out || cols <= 0) return HOT_REF_EARG;
+  if (!pl || !src || !out || cols <= 0 || !ref_dt_ok(dt)) return HOT_REF_EARG;
   int rc = hla_ready(pl);
   if (rc) return rc;
   int p = pl->hla.block, r = pl->hla.rank;

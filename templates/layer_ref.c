@@ -25,7 +25,7 @@ void hot_ref_saved_free(hot_ref_saved *s) {
 int hot_ref_layer_save(const hot_layer_plan *pl, const void *x, hot_dtype dt, hot_ref_saved *out) {
   if (!out) return HOT_REF_EARG;
   memset(out, 0, sizeof *out);
-  if (!pl || !x) return HOT_REF_EARG;
+  if (!pl || !x || !ref_dt_ok(dt)) return HOT_REF_EARG;
   int rc = hot_ref_plan_check(pl);
   if (rc) return rc;
   if (pl->hla.enabled && pl->abc.enabled) {
@@ -113,7 +113,7 @@ static int backward_plain(const hot_layer_plan *pl, int gx, const void *g_y, con
 int hot_ref_layer_backward(const hot_layer_plan *pl, const hot_ref_saved *saved, const void *g_y,
                            const void *w, hot_dtype dt, hot_gran gran, uint64_t seed,
                            uint32_t step, float *g_x, float *g_w, float *g_b) {
-  if (!pl || !saved || !g_y || !w || !g_x || !g_w) return HOT_REF_EARG;
+  if (!pl || !saved || !g_y || !w || !g_x || !g_w || !ref_dt_ok(dt)) return HOT_REF_EARG;
   int rc = hot_ref_plan_check(pl);
   if (rc) return rc;
   if (pl->hq.enabled && gran != HOT_GRAN_TENSOR && gran != HOT_GRAN_ROW) return HOT_REF_EARG;

@@ -26,7 +26,7 @@ static double sq_error(const float *v, const int8_t *q, const float *s, int per_
 
 int hot_ref_lqs(const hot_layer_plan *pl, const void *g_y, hot_dtype dt, uint64_t seed,
                 uint32_t step, hot_ref_lqs_result *out) {
-  if (!pl || !g_y || !out) return HOT_REF_EARG;
+  if (!pl || !g_y || !out || !ref_dt_ok(dt)) return HOT_REF_EARG;
   int rc = hot_ref_plan_check(pl);
   if (rc) return rc;
   int64_t T = pl->T, O = pl->O, n = T * O;

@@ -81,6 +81,8 @@ int64_t hot_ref_hq_w_bytes(const hot_layer_plan *pl) {
 int64_t hot_ref_hla_g_bytes(const hot_layer_plan *pl) { return pl ? pl->O * pl->hla.gemm.k_pad : 0; }
 int64_t hot_ref_hla_x_bytes(const hot_layer_plan *pl) { return pl ? pl->I * pl->hla.gemm.k_pad : 0; }
 
+int ref_dt_ok(hot_dtype dt) { return dt == HOT_DT_F32 || dt == HOT_DT_BF16 || dt == HOT_DT_F16; }
+
 float ref_load(const void *p, hot_dtype dt, int64_t i) {
   switch (dt) {
   case HOT_DT_BF16: return hot_bf16_to_f32(((const unsigned short *)p)[i]);

@@ -7,7 +7,8 @@
  *  - `pl` is a plan from plan_layer (or built by hand with the same invariants); it is only read,
  *    and it is checked with hot_ref_plan_check first (HOT_REF_ESHAPE when inconsistent);
  *  - input tensors are row-major, of dtype `dt` (f32, bf16 or f16 bit patterns), converted to
- *    fp32 on load; x is T x I, w is O x I, g_y is T x O; they are only read;
+ *    fp32 on load; x is T x I, w is O x I, g_y is T x O; they are only read; another dt value
+ *    gives HOT_REF_EARG;
  *  - outputs are written by the function into buffers the caller owns and sized as stated;
  *    on an error their contents are unspecified (partially written);
  *  - scratch memory is allocated with malloc and freed before returning (HOT_REF_ENOMEM when
@@ -150,8 +151,9 @@ int hot_ref_exact_gx(int64_t T, int64_t O, int64_t I, const float *g_y, const fl
 /* g_w[o,i] = sum_t g_y[t,o] x[t,i] in fp64 (g_y T x O, x T x I). Writes g_w[O*I]. */
 int hot_ref_exact_gw(int64_t T, int64_t O, int64_t I, const float *g_y, const float *x,
                      double *g_w);
-/* HQ without quantization, all in fp64: (g_y (I (x) H_b)) ((I (x) H_b)^T-side w) / b with the
- * padding of pl; equals hot_ref_exact_gx up to fp64 round-off. Writes g_x[T*I]. */
+/* HQ without quantization, all in fp64: g' w' / b with g' = g_y (I (x) H_b) and
+ * w' = (I (x) H_b) w on O padded to o_pad; equals hot_ref_exact_gx up to fp64 round-off.
+ * Writes g_x[T*I]. */
 int hot_ref_hq_gx_f64(const hot_layer_plan *pl, const float *g_y, const float *w, double *g_x);
 /* HLA without quantization, all in fp64: g^T x^ / p = g_y^T P x with the plan's basis and
  * blocking (exact for `full`). Writes g_w[O*I]. */
@@ -195,6 +197,8 @@ int hot_ref_layer_calibrate(const hot_layer_plan *pl, const void *g_y, hot_dtype
 
 /* ---- internal helpers shared by the twins (not for the runtime) ------------------------- */
 
+/* 1 when dt is f32, bf16 or f16. */
+int ref_dt_ok(hot_dtype dt);
 /* Element i of a dtype-tagged array, as fp32. */
 float ref_load(const void *p, hot_dtype dt, int64_t i);
 /* Canonical fp64 sum (CONTRACT.md): chunks of HOT_REF_SUM_CHUNK terms summed sequentially,

@@ -356,6 +356,8 @@ START_TEST(bad_arguments) {
   ck_assert_int_eq(hot_ref_exact_gw(1, 1, 1, f, NULL, (double *)(void *)c8), HOT_REF_EARG);
   ck_assert(isnan(hot_ref_rel_err(NULL, NULL, 3)));
   hot_ref_saved_free(NULL);
+  ck_assert_int_eq(hot_ref_bias(&pl, f, (hot_dtype)7, s), HOT_REF_EARG);
+  ck_assert_int_eq(hot_ref_layer_save(&pl, f, (hot_dtype)-1, &sv), HOT_REF_EARG);
   /* AUTO granularity must be resolved first */
   ck_assert_int_eq(hot_ref_hq_quant_g(&pl, f, HOT_DT_F32, HOT_GRAN_AUTO, 0, 0, c8, s), HOT_REF_EARG);
   /* zero sizes and mismatched shapes */
