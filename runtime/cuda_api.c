@@ -75,7 +75,7 @@ static void drv_load(void) {
   }
   CUDA_DRIVER_FUNCS(LOAD)
 #undef LOAD
-  drv_loaded = 1;
+  __atomic_store_n(&drv_loaded, 1, __ATOMIC_RELEASE);  /* error names usable from here on */
   /* The library stays loaded for the life of the process (the table points into it). */
   CUresult r = drv.cuInit(0);
   if (r == CUDA_ERROR_STUB_LIBRARY) {
@@ -210,7 +210,7 @@ static const struct {
 };
 
 const char *cuda_result_name(CUresult r, char buf[32]) {
-  if (drv_loaded) {
+  if (__atomic_load_n(&drv_loaded, __ATOMIC_ACQUIRE)) {
     const char *s = NULL;
     if (drv.cuGetErrorName(r, &s) == CUDA_SUCCESS && s) return s;
   }
@@ -247,7 +247,9 @@ rt_status cuda_result_error(CUresult r, const char *what, char *err, size_t errl
   char nb[32];
   const char *name = cuda_result_name(r, nb);
   const char *text = NULL;
-  if (drv_loaded && drv.cuGetErrorString(r, &text) != CUDA_SUCCESS) text = NULL;
+  if (__atomic_load_n(&drv_loaded, __ATOMIC_ACQUIRE) &&
+      drv.cuGetErrorString(r, &text) != CUDA_SUCCESS)
+    text = NULL;
   if (text)
     put(err, errlen, "%s: %s (%s)", what ? what : "CUDA", name, text);
   else

@@ -56,7 +56,7 @@ static rt_status fake_compile(void *user, const hot_kernel_source *src, hot_comp
                               char *err, size_t errlen) {
   fake_cc *f = user;
   memset(out, 0, sizeof *out);
-  f->compiles++;
+  __atomic_fetch_add(&f->compiles, 1, __ATOMIC_RELAXED);  /* threads share one fake */
   out->log = strdup(f->fail ? "fake.cu(3): error: forced failure\n" : "fake log\n");
   out->log_size = strlen(out->log);
   if (f->fail) {

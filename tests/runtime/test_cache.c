@@ -6,6 +6,7 @@
 #include <check.h>
 #include <dirent.h>
 #include <fcntl.h>
+#include <pthread.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <time.h>
@@ -283,6 +284,54 @@ START_TEST(concurrent_fill) {
 }
 END_TEST
 
+/* ---- threads sharing one cache -------------------------------------------------------------- */
+typedef struct {
+  hot_kcache *kc;
+  int id;
+  int bad;
+} worker;
+
+static void *work(void *arg) {
+  worker *w = arg;
+  for (int i = 0; i < 12; i++) {
+    char text[64], err[512];
+    key_text((i + w->id) % 6, text);
+    hot_kernel_source src = fake_src(text);
+    const hot_kernel_binary *b;
+    unsigned char want[2000];
+    if (hot_kcache_get(w->kc, &src, &b, NULL, NULL, err, sizeof err) != RT_OK) w->bad = 1;
+    fake_bytes(&src, sizeof want, want);
+    if (!w->bad && (b->cubin_size != sizeof want || memcmp(b->cubin, want, sizeof want))) w->bad = 1;
+  }
+  return NULL;
+}
+
+START_TEST(threads_share_a_cache) {
+  char dir[256];
+  ck_assert_ptr_nonnull(tmp_dir(dir));
+  fake_cc f = {.version = "fake-1", .size = 2000};
+  hot_compiler cc = FAKE_COMPILER(f);
+  hot_kcache *kc = open_fake(dir, &f, &cc, 0);
+  pthread_t t[8];
+  worker w[8];
+  for (int i = 0; i < 8; i++) {
+    w[i] = (worker){kc, i, 0};
+    ck_assert_int_eq(pthread_create(&t[i], NULL, work, &w[i]), 0);
+  }
+  for (int i = 0; i < 8; i++) {
+    ck_assert_int_eq(pthread_join(t[i], NULL), 0);
+    ck_assert_int_eq(w[i].bad, 0);
+  }
+  hot_kcache_stats st;
+  hot_kcache_stats_get(kc, &st);
+  ck_assert_uint_eq(st.compiles + st.memory_hits + st.disk_hits, 8 * 12);
+  ck_assert_uint_ge(st.compiles, 6);  /* a race may compile a key twice; one result is kept */
+  ck_assert_int_eq(count_files(dir, ".hotk"), 6);
+  hot_kcache_close(kc);
+  rm_tree(dir);
+}
+END_TEST
+
 /* ---- LRU ---------------------------------------------------------------------------------- */
 START_TEST(lru_eviction) {
   char dir[256], err[512], path[4][4096];
@@ -549,6 +598,7 @@ int main(void) {
   tcase_add_test(tc, empty_entry);
   tcase_add_test(tc, wrong_key_entry);
   tcase_add_test(tc, concurrent_fill);
+  tcase_add_test(tc, threads_share_a_cache);
   tcase_add_test(tc, lru_eviction);
   tcase_add_test(tc, env_max_mb);
   tcase_add_test(tc, no_disk_cache_env);
