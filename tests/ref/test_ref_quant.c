@@ -10,7 +10,7 @@
 #include "ref_util.h"
 
 START_TEST(sr_unbiased) {
-  /* row: the values under test plus the amax element 7 (4-bit: s = 1 exactly... times 0.37) */
+  /* one row: the values under test and the amax element (4-bit: s = 0.37 * 7 / 7) */
   const float sc = 0.37f;
   float v[6] = {0.3f * sc, -2.7f * sc, 5.5f * sc, 0.999f * sc, -0.01f * sc, 7.0f * sc};
   hot_quant q = {4, HOT_ROUND_SR, HOT_GRAN_TENSOR, HOT_RULE_ABSMAX};
