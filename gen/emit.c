@@ -257,8 +257,7 @@ static void add_instance(hot_buf *b, const templ_info *t, const params *p, const
 
 /* ---- entry points ---------------------------------------------------------------------- */
 
-int emit_layer(const hot_layer_plan *plan, const char *origin, hot_emitted *out, char *err,
-               size_t n) {
+int emit_layer(const hot_layer_plan *plan, hot_emitted *out, char *err, size_t n) {
   if (!plan || !out || !plan->spec) return fail(err, n, "emit_layer: NULL argument");
   memset(out, 0, sizeof *out);
   templ_info *infos = calloc(HOT_MAX_KERNELS, sizeof *infos);
@@ -293,9 +292,16 @@ int emit_layer(const hot_layer_plan *plan, const char *origin, hot_emitted *out,
   }
   if (rc == 0) {
     hot_buf b = {0};
-    buf_printf(&b, "// generated from %s (layer '%s', %s) by hot-gen %s; do not edit\n",
-               origin ? origin : "a C layer description", plan->spec->name,
-               plan_arch_caps(plan->arch)->name, HOT_VERSION);
+    /* The text depends only on the kernels (not on the layer or spec name), so layers with the
+     * same kernels share one cached binary. */
+    buf_puts(&b, "// generated from");
+    for (int i = 0; i < out->n_kernels; ++i) {
+      int seen = 0;
+      for (int j = 0; j < i; ++j) seen |= strcmp(out->templates[j], out->templates[i]) == 0;
+      if (!seen) buf_printf(&b, "%s %s", i ? "," : "", out->templates[i]);
+    }
+    buf_printf(&b, " by hot-gen %s for %s; do not edit\n", HOT_VERSION,
+               plan_arch_caps(plan->arch)->name);
     buf_puts(&b, "#define HOT_GENERATED 1\n");
     char done[MAX_INCLUDES * 2][128];
     int n_done = 0;

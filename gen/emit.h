@@ -27,12 +27,13 @@ typedef struct {
   hot_kernel_role missing[HOT_MAX_KERNELS];
 } hot_emitted;
 
-/* Emits the source of every kernel of `plan` whose template exists. `origin` names the spec in
- * the first line ("generated from <origin> ..."). Returns 0, or -1 with a one-line reason in err
- * (unknown/unfilled marker, unreadable template, out of memory). On success the caller owns
- * out->source and frees it with emit_free; `plan` must outlive out (names are borrowed). */
-int emit_layer(const hot_layer_plan *plan, const char *origin, hot_emitted *out, char *err,
-               size_t errlen);
+/* Emits the source of every kernel of `plan` whose template exists. The first line names the
+ * templates ("// generated from templates/x.cu, ... by hot-gen V for sm_XX; do not edit"); the
+ * text depends only on the kernels, so layers with equal kernels share a cached binary.
+ * Returns 0, or -1 with a one-line reason in err (unknown/unfilled marker, unreadable template,
+ * out of memory). On success the caller owns out->source and frees it with emit_free; `plan`
+ * must outlive out (names are borrowed). */
+int emit_layer(const hot_layer_plan *plan, hot_emitted *out, char *err, size_t errlen);
 
 /* Frees out->source; NULL-safe. */
 void emit_free(hot_emitted *out);

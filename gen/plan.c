@@ -131,9 +131,9 @@ static int quant_ok(const hot_quant *q, const char *what, char *err, size_t n) {
 }
 
 unsigned plan_gemm_smem(hot_codes codes, int tile_m, int tile_n, int tile_k, int stages) {
-  /* Per stage one A tile (tile_m rows) and one B tile (tile_n rows) of tile_k codes each,
-   * rows padded by 16 bytes against bank conflicts. */
-  int64_t row_bytes = (codes == HOT_CODES_S4_PACKED ? tile_k / 2 : tile_k) + 16;
+  /* templates/gemm_int.cu: per stage one A tile (tile_m rows) and one B tile (tile_n rows) of
+   * tile_k codes each, XOR-swizzled (no padding). */
+  int64_t row_bytes = codes == HOT_CODES_S4_PACKED ? tile_k / 2 : tile_k;
   return (unsigned)((int64_t)stages * (tile_m + tile_n) * row_bytes);
 }
 

@@ -8,7 +8,7 @@
  *   HOT_OPERAND  0 = g' (rows of g_y, T x O, stochastic rounding, scale per row or tensor)
  *                1 = w' (columns of w, O x I, round to nearest, scale per tensor, stored I x k_pad)
  *   HOT_DTYPE    0 = f32, 1 = bf16, 2 = f16 input
- *   HOT_B        Hadamard block b (power of two, 2..256)
+ *   HOT_B        Hadamard block b (power of two, 1..256; 1 = no transform, paper_code on odd O)
  *   HOT_BITS     code bits (qmax = 2^(bits-1) - 1)
  *   HOT_CODES    0 = one int8 per code, 1 = packed int4 (element 2j in the low nibble of byte j)
  *   HOT_CHUNKS   256-element chunks covering k_pad (the padded contraction length)
@@ -47,7 +47,7 @@
 #define HQ_TILE_COLS 32
 #define HQ_TILE_LD (HQ_CHUNK + 4) /* floats per shared row: +4 keeps 16-byte alignment, shifts banks */
 
-static_assert(HOT_B >= 2 && HOT_B <= 256 && (HOT_B & (HOT_B - 1)) == 0, "b must be a power of two in [2, 256]");
+static_assert(HOT_B >= 1 && HOT_B <= 256 && (HOT_B & (HOT_B - 1)) == 0, "b must be a power of two in [1, 256] (1: the paper code's shrinking rule left no transform)");
 static_assert(HOT_BITS >= 2 && HOT_BITS <= 8, "bits in [2, 8]");
 static_assert(HOT_CODES == 0 || HOT_BITS <= 4, "packed int4 codes need bits <= 4");
 static_assert(HOT_CHUNKS >= 1, "at least one chunk");

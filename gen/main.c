@@ -1,0 +1,575 @@
+/* main.c — hot-gen: validate a spec, print its plan (table or JSON), emit the CUDA sources and
+ * compile them with NVRTC into the kernel cache, without a GPU. */
+#define _POSIX_C_SOURCE 200809L
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "buf.h"
+#include "cache.h"
+#include "diag.h"
+#include "emit.h"
+#include "plan.h"
+#include "spec.h"
+
+#ifndef HOT_VERSION
+#define HOT_VERSION "0"
+#endif
+
+static const char *k_usage =
+    "usage: hot-gen SPEC [options]\n"
+    "\n"
+    "Validates a Lua spec, plans every layer, emits specialized CUDA sources and compiles them\n"
+    "with NVRTC (no GPU needed). Without an action option, --plan is implied.\n"
+    "\n"
+    "options:\n"
+    "  --plan               print the plan of every layer as a table (default action)\n"
+    "  --json               print the plan as one JSON object on stdout\n"
+    "  --arch ARCH          plan for ARCH (sm_80, sm_86, sm_89, sm_90, sm_90a) instead of the\n"
+    "                       spec's first target arch (--plan, --json)\n"
+    "  --layer NAME         only this layer\n"
+    "  --emit DIR           write one .cu per layer and arch plus manifest.json into DIR\n"
+    "  --compile ARCHS      compile every emitted kernel to CUBIN for each arch of the\n"
+    "                       comma-separated list ('target' = the spec's archs) through the kernel\n"
+    "                       cache, and report time, registers and spills per kernel\n"
+    "  --cache-dir DIR      kernel cache directory (default: $HOT_CACHE_DIR, else\n"
+    "                       $XDG_CACHE_HOME/hot, else ~/.cache/hot)\n"
+    "  --no-disk-cache      keep compiled kernels in memory only (as HOT_NO_DISK_CACHE=1)\n"
+    "  --help-spec          print every spec field with its kind, range, default and doc\n"
+    "  --version            print the version\n"
+    "  -h, --help           this text\n"
+    "\n"
+    "exit status: 0 success; 1 the spec, a plan or a compile failed (messages on stderr,\n"
+    "'file:line: layer 'name': ...'); 2 bad command line.\n";
+
+typedef struct {
+  const char *spec;
+  int plan, json, help_spec;
+  const char *arch, *layer, *emit_dir, *compile, *cache_dir;
+  int no_disk;
+} options;
+
+static int usage_error(const char *fmt, const char *arg) {
+  fprintf(stderr, "hot-gen: ");
+  fprintf(stderr, fmt, arg);
+  fprintf(stderr, "\n(try 'hot-gen --help')\n");
+  return 2;
+}
+
+static int parse_args(int argc, char **argv, options *o) {
+  memset(o, 0, sizeof *o);
+  for (int i = 1; i < argc; ++i) {
+    const char *a = argv[i];
+    const char **slot = NULL;
+    if (!strcmp(a, "-h") || !strcmp(a, "--help")) {
+      fputs(k_usage, stdout);
+      exit(0);
+    } else if (!strcmp(a, "--version")) {
+      printf("hot-gen %s\n", HOT_VERSION);
+      exit(0);
+    } else if (!strcmp(a, "--plan")) o->plan = 1;
+    else if (!strcmp(a, "--json")) o->json = 1;
+    else if (!strcmp(a, "--help-spec")) o->help_spec = 1;
+    else if (!strcmp(a, "--no-disk-cache")) o->no_disk = 1;
+    else if (!strcmp(a, "--arch")) slot = &o->arch;
+    else if (!strcmp(a, "--layer")) slot = &o->layer;
+    else if (!strcmp(a, "--emit")) slot = &o->emit_dir;
+    else if (!strcmp(a, "--compile")) slot = &o->compile;
+    else if (!strcmp(a, "--cache-dir")) slot = &o->cache_dir;
+    else if (a[0] == '-' && a[1]) return usage_error("unknown option '%s'", a);
+    else if (!o->spec) o->spec = a;
+    else return usage_error("more than one spec given ('%s')", a);
+    if (slot) {
+      if (i + 1 >= argc) return usage_error("option '%s' needs a value", a);
+      *slot = argv[++i];
+    }
+  }
+  if (!o->spec && !o->help_spec) return usage_error("%s", "no spec given");
+  if (!o->plan && !o->json && !o->emit_dir && !o->compile) o->plan = 1;
+  return 0;
+}
+
+/* ---- planning ----------------------------------------------------------------------------- */
+
+/* Plans `layer` of m for `arch`; on failure appends "file:line: layer 'x': msg (arch)". */
+static int plan_one(const hot_model *m, int layer, hot_arch arch, hot_layer_plan *p, hot_diag *d) {
+  const hot_layer_spec *s = &m->layers[layer];
+  char err[512];
+  int64_t tokens = s->tokens ? s->tokens : m->tokens;
+  if (plan_layer(s, m->batch, tokens, m->recipe, arch, layer, p, err, sizeof err) == 0) return 0;
+  diag_add(d, "%s:%d: layer '%s': %s (planning for %s)", m->file, s->line, s->name, err,
+           plan_arch_caps(arch)->name);
+  return -1;
+}
+
+static int layer_selected(const options *o, const hot_layer_spec *s) {
+  return !o->layer || strcmp(o->layer, s->name) == 0;
+}
+
+/* ---- the plan as a table ------------------------------------------------------------------- */
+
+static double mib(int64_t b) { return (double)b / (1024.0 * 1024.0); }
+
+static void print_quant(const char *what, const hot_quant *q, int g_path) {
+  printf("%s %d-bit %s %s/%s", what, q->bits, plan_round_name(g_path ? HOT_ROUND_SR : HOT_ROUND_RTN),
+         plan_gran_name(q->gran), plan_rule_name(q->rule));
+}
+
+static void print_gemm(const hot_gemm_plan *g) {
+  printf("gemm %s %lldx%lldx%lld (k_pad %lld) tile %dx%dx%d warps %dx%d stages %d smem %u",
+         plan_gemm_path_name(g->path), (long long)g->m, (long long)g->n, (long long)g->k,
+         (long long)g->k_pad, g->tile_m, g->tile_n, g->tile_k, g->warps_m, g->warps_n, g->stages,
+         g->smem);
+}
+
+static void print_plan(const hot_layer_plan *p) {
+  const hot_layer_spec *s = p->spec;
+  printf("layer %s: O=%lld I=%lld T=%lld (B=%lld x L=%lld) dtype %s%s\n", s->name, (long long)p->O,
+         (long long)p->I, (long long)p->T, (long long)p->B, (long long)p->L,
+         plan_dtype_name(s->dtype), s->bias ? ", bias" : "");
+  if (p->hq.enabled) {
+    printf("  HQ   b=%d o_pad=%lld codes %s; ", p->hq.block, (long long)p->hq.o_pad,
+           plan_codes_name(p->hq.codes));
+    print_quant("g'", &p->hq.g, 1);
+    printf("; ");
+    print_quant("w'", &p->hq.w, 0);
+    printf("\n       ");
+    print_gemm(&p->hq.gemm);
+    printf("\n");
+  } else {
+    printf("  HQ   off (g_x in fp32)\n");
+  }
+  if (p->hla.enabled) {
+    printf("  HLA  p=%d %s", p->hla.block, plan_selection_name(p->hla.selection));
+    if (p->hla.selection == HOT_SEL_TRI) printf(" keep %d", p->hla.keep);
+    printf(" r=%d layout %s: %lld segment(s) of %lld tokens, %lld blocks, K=%lld; ", p->hla.rank,
+           plan_layout_name(p->hla.layout), (long long)p->hla.segments, (long long)p->hla.seg_len,
+           (long long)p->hla.blocks, (long long)p->hla.k);
+    print_quant("g^", &p->hla.g, 1);
+    printf("; ");
+    print_quant("x^", &p->hla.x, 0);
+    printf("\n       rows (ascending sequency):");
+    for (int i = 0; i < p->hla.rank; ++i) {
+      if (i == 24 && p->hla.rank > 28) {
+        printf(" ... (%d more)", p->hla.rank - 24);
+        break;
+      }
+      printf(" %u", p->hla.rows[i]);
+    }
+    printf("\n       ");
+    print_gemm(&p->hla.gemm);
+    printf("\n");
+  } else {
+    printf("  HLA  off (g_w in fp32)\n");
+  }
+  if (p->abc.enabled)
+    printf("  ABC  %.2f MiB saved buffer vs fp32 x %.2f MiB (%.3f) and bf16 x %.2f MiB (%.3f)\n",
+           mib(p->abc.bytes), mib(p->abc.fp32_bytes), (double)p->abc.bytes / (double)p->abc.fp32_bytes,
+           mib(p->abc.bf16_bytes), (double)p->abc.bytes / (double)p->abc.bf16_bytes);
+  else
+    printf("  ABC  off (x kept in full: %.2f MiB fp32)\n", mib(p->abc.fp32_bytes));
+  printf("  ops  g_x %.3f G int MACs (fp32 %.3f G), g_w %.3f G int MACs (fp32 %.3f G), FWHT %.3f G adds\n",
+         (double)p->ops.gx_macs * 1e-9, (double)p->ops.fp32_gx_macs * 1e-9,
+         (double)p->ops.gw_macs * 1e-9, (double)p->ops.fp32_gw_macs * 1e-9,
+         (double)p->ops.fwht_adds * 1e-9);
+  for (int i = 0; i < p->n_kernels; ++i) {
+    const hot_kernel_plan *k = &p->kernels[i];
+    printf("  %-8s %-44s grid %ux%u block %u smem %u  %s\n", plan_role_name(k->role), k->name,
+           k->grid[0], k->grid[1], k->block[0], k->smem, k->templ);
+  }
+}
+
+/* ---- the plan as JSON ---------------------------------------------------------------------- */
+
+static void json_str(hot_buf *b, const char *s) {
+  buf_puts(b, "\"");
+  for (; *s; ++s) {
+    unsigned char c = (unsigned char)*s;
+    if (c == '"' || c == '\\') buf_printf(b, "\\%c", c);
+    else if (c < 0x20) buf_printf(b, "\\u%04x", c);
+    else buf_add(b, (const char *)&c, 1);
+  }
+  buf_puts(b, "\"");
+}
+
+static void json_quant(hot_buf *b, const hot_quant *q, int sr) {
+  buf_printf(b, "{\"bits\":%d,\"round\":\"%s\",\"scale\":\"%s\",\"rule\":\"%s\"}", q->bits,
+             plan_round_name(sr ? HOT_ROUND_SR : HOT_ROUND_RTN), plan_gran_name(q->gran),
+             plan_rule_name(q->rule));
+}
+
+static void json_gemm(hot_buf *b, const hot_gemm_plan *g) {
+  buf_printf(b,
+             "{\"path\":\"%s\",\"codes\":\"%s\",\"m\":%lld,\"n\":%lld,\"k\":%lld,\"k_pad\":%lld,"
+             "\"tile\":[%d,%d,%d],\"warps\":[%d,%d],\"stages\":%d,\"smem\":%u}",
+             plan_gemm_path_name(g->path), plan_codes_name(g->codes), (long long)g->m,
+             (long long)g->n, (long long)g->k, (long long)g->k_pad, g->tile_m, g->tile_n, g->tile_k,
+             g->warps_m, g->warps_n, g->stages, g->smem);
+}
+
+static void json_plan(hot_buf *b, const hot_layer_plan *p) {
+  const hot_layer_spec *s = p->spec;
+  buf_puts(b, "{\"name\":");
+  json_str(b, s->name);
+  buf_printf(b, ",\"line\":%d,\"arch\":\"%s\",\"dtype\":\"%s\",\"bias\":%s,\"T\":%lld,\"B\":%lld,"
+                "\"L\":%lld,\"O\":%lld,\"I\":%lld,",
+             s->line, plan_arch_caps(p->arch)->name, plan_dtype_name(s->dtype),
+             s->bias ? "true" : "false", (long long)p->T, (long long)p->B, (long long)p->L,
+             (long long)p->O, (long long)p->I);
+  buf_printf(b, "\"hq\":{\"enabled\":%s,\"block\":%d,\"o_pad\":%lld,\"g\":",
+             p->hq.enabled ? "true" : "false", p->hq.block, (long long)p->hq.o_pad);
+  json_quant(b, &p->hq.g, 1);
+  buf_puts(b, ",\"w\":");
+  json_quant(b, &p->hq.w, 0);
+  buf_puts(b, ",\"gemm\":");
+  json_gemm(b, &p->hq.gemm);
+  buf_printf(b, "},\"hla\":{\"enabled\":%s,\"block\":%d,\"selection\":\"%s\",\"keep\":%d,"
+                "\"rank\":%d,\"layout\":\"%s\",\"segments\":%lld,\"seg_len\":%lld,\"blocks\":%lld,"
+                "\"k\":%lld,\"rows\":[",
+             p->hla.enabled ? "true" : "false", p->hla.block, plan_selection_name(p->hla.selection),
+             p->hla.keep, p->hla.rank, plan_layout_name(p->hla.layout), (long long)p->hla.segments,
+             (long long)p->hla.seg_len, (long long)p->hla.blocks, (long long)p->hla.k);
+  for (int i = 0; i < p->hla.rank; ++i) buf_printf(b, "%s%u", i ? "," : "", p->hla.rows[i]);
+  buf_puts(b, "],\"g\":");
+  json_quant(b, &p->hla.g, 1);
+  buf_puts(b, ",\"x\":");
+  json_quant(b, &p->hla.x, 0);
+  buf_puts(b, ",\"gemm\":");
+  json_gemm(b, &p->hla.gemm);
+  buf_printf(b, "},\"abc\":{\"enabled\":%s,\"bytes\":%lld,\"fp32_bytes\":%lld,\"bf16_bytes\":%lld,"
+                "\"fp32_ratio\":%.6f},",
+             p->abc.enabled ? "true" : "false", (long long)p->abc.bytes,
+             (long long)p->abc.fp32_bytes, (long long)p->abc.bf16_bytes,
+             (double)p->abc.bytes / (double)p->abc.fp32_bytes);
+  buf_printf(b, "\"ops\":{\"gx_macs\":%lld,\"gw_macs\":%lld,\"fp32_gx_macs\":%lld,"
+                "\"fp32_gw_macs\":%lld,\"fwht_adds\":%lld},\"kernels\":[",
+             (long long)p->ops.gx_macs, (long long)p->ops.gw_macs, (long long)p->ops.fp32_gx_macs,
+             (long long)p->ops.fp32_gw_macs, (long long)p->ops.fwht_adds);
+  for (int i = 0; i < p->n_kernels; ++i) {
+    const hot_kernel_plan *k = &p->kernels[i];
+    buf_printf(b, "%s{\"name\":\"%s\",\"role\":\"%s\",\"template\":\"%s\",\"grid\":[%u,%u,%u],"
+                  "\"block\":[%u,%u,%u],\"smem\":%u}",
+               i ? "," : "", k->name, plan_role_name(k->role), k->templ, k->grid[0], k->grid[1],
+               k->grid[2], k->block[0], k->block[1], k->block[2], k->smem);
+  }
+  buf_puts(b, "]}");
+}
+
+/* ---- emission ----------------------------------------------------------------------------- */
+
+static int mkdirs(const char *dir) {
+  char tmp[HOT_PATH_MAX];
+  if (snprintf(tmp, sizeof tmp, "%s", dir) >= (int)sizeof tmp) return -1;
+  for (char *q = tmp + 1; *q; ++q) {
+    if (*q != '/') continue;
+    *q = '\0';
+    if (mkdir(tmp, 0755) != 0 && errno != EEXIST) return -1;
+    *q = '/';
+  }
+  return (mkdir(tmp, 0755) != 0 && errno != EEXIST) ? -1 : 0;
+}
+
+/* Writes text to path through a temp file and rename (never a torn file). */
+static int write_file(const char *path, const char *text, size_t len, hot_diag *d) {
+  char tmp[HOT_PATH_MAX + 32];
+  snprintf(tmp, sizeof tmp, "%s.tmp.%ld", path, (long)getpid());
+  FILE *f = fopen(tmp, "wb");
+  if (!f) {
+    diag_add(d, "%s: cannot write: %s", path, strerror(errno));
+    return -1;
+  }
+  size_t w = fwrite(text, 1, len, f);
+  int bad = w != len;
+  bad |= fclose(f) != 0;
+  if (bad || rename(tmp, path) != 0) {
+    diag_add(d, "%s: cannot write: %s", path, strerror(errno));
+    remove(tmp);
+    return -1;
+  }
+  return 0;
+}
+
+/* ---- main ------------------------------------------------------------------------------- */
+
+/* Parses the --compile list into archs; "target" = the spec's archs. */
+static int parse_archs(const char *list, const hot_model *m, hot_arch *archs, int *n) {
+  *n = 0;
+  char buf[256];
+  snprintf(buf, sizeof buf, "%s", list);
+  for (char *save = NULL, *tok = strtok_r(buf, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
+    if (!strcmp(tok, "target")) {
+      for (int i = 0; i < m->n_archs && *n < HOT_MAX_ARCHS; ++i) archs[(*n)++] = m->archs[i];
+      continue;
+    }
+    hot_arch a;
+    if (plan_arch_parse(tok, &a) != 0) {
+      fprintf(stderr, "hot-gen: unknown arch '%s' (known: sm_80, sm_86, sm_89, sm_90, sm_90a)\n", tok);
+      return -1;
+    }
+    if (*n < HOT_MAX_ARCHS) archs[(*n)++] = a;
+  }
+  if (*n == 0) {
+    fprintf(stderr, "hot-gen: --compile needs at least one arch\n");
+    return -1;
+  }
+  return 0;
+}
+
+static void print_diag(const hot_diag *d) {
+  for (int i = 0; i < d->count; ++i) fprintf(stderr, "%s\n", d->lines[i]);
+  if (d->oom) fprintf(stderr, "hot-gen: out of memory (some messages were lost)\n");
+}
+
+int main(int argc, char **argv) {
+  options o;
+  int rc = parse_args(argc, argv, &o);
+  if (rc) return rc;
+  hot_diag d = {0};
+  if (o.help_spec) {
+    char *t = spec_help_text(&d);
+    if (!t) {
+      print_diag(&d);
+      diag_free(&d);
+      return 1;
+    }
+    fputs(t, stdout);
+    free(t);
+    if (!o.spec) return 0;
+  }
+  hot_model m;
+  if (spec_load_file(o.spec, NULL, &m, &d) != 0) {
+    print_diag(&d);
+    fprintf(stderr, "hot-gen: %s: %d error%s\n", o.spec, d.count, d.count == 1 ? "" : "s");
+    diag_free(&d);
+    return 1;
+  }
+  if (o.layer && spec_find_layer(&m, o.layer) < 0) {
+    fprintf(stderr, "hot-gen: %s has no layer '%s'\n", o.spec, o.layer);
+    spec_model_free(&m);
+    return 2;
+  }
+  hot_arch primary = m.archs[0];
+  if (o.arch && plan_arch_parse(o.arch, &primary) != 0) {
+    fprintf(stderr, "hot-gen: unknown arch '%s' (known: sm_80, sm_86, sm_89, sm_90, sm_90a)\n", o.arch);
+    spec_model_free(&m);
+    return 2;
+  }
+  hot_arch carchs[HOT_MAX_ARCHS];
+  int n_carchs = 0;
+  if (o.compile && parse_archs(o.compile, &m, carchs, &n_carchs) != 0) {
+    spec_model_free(&m);
+    return 2;
+  }
+  hot_layer_plan *plan = malloc(sizeof *plan);
+  if (!plan) {
+    fprintf(stderr, "hot-gen: out of memory\n");
+    spec_model_free(&m);
+    return 1;
+  }
+
+  /* Every layer is planned for every arch that will be used, and all errors are reported. */
+  hot_arch all[HOT_ARCH_COUNT];
+  int n_all = 0;
+  int want[HOT_ARCH_COUNT] = {0};
+  if (o.plan || o.json) want[primary] = 1;
+  if (o.emit_dir)
+    for (int i = 0; i < m.n_archs; ++i) want[m.archs[i]] = 1;
+  for (int i = 0; i < n_carchs; ++i) want[carchs[i]] = 1;
+  for (int a = 0; a < HOT_ARCH_COUNT; ++a)
+    if (want[a]) all[n_all++] = (hot_arch)a;
+  for (int a = 0; a < n_all; ++a)
+    for (int l = 0; l < m.n_layers; ++l)
+      if (layer_selected(&o, &m.layers[l])) plan_one(&m, l, all[a], plan, &d);
+  if (d.count) {
+    print_diag(&d);
+    fprintf(stderr, "hot-gen: %s: %d error%s\n", o.spec, d.count, d.count == 1 ? "" : "s");
+    rc = 1;
+    goto done;
+  }
+
+  if (o.plan) {
+    printf("model %s (%s): batch %lld, tokens %lld, recipe %s, seed 0x%016llx, arch %s\n", m.name,
+           m.file, (long long)m.batch, (long long)m.tokens, plan_recipe_name(m.recipe),
+           (unsigned long long)m.seed, plan_arch_caps(primary)->name);
+    int64_t abc = 0, fp32 = 0;
+    for (int l = 0; l < m.n_layers; ++l) {
+      if (!layer_selected(&o, &m.layers[l])) continue;
+      plan_one(&m, l, primary, plan, &d);
+      print_plan(plan);
+      abc += plan->abc.bytes;
+      fp32 += plan->abc.fp32_bytes;
+    }
+    printf("total saved activations: %.2f MiB vs fp32 %.2f MiB (%.3f)\n", mib(abc), mib(fp32),
+           fp32 ? (double)abc / (double)fp32 : 0.0);
+  }
+  if (o.json) {
+    hot_buf b = {0};
+    buf_puts(&b, "{\"generator\":\"hot-gen " HOT_VERSION "\",\"model\":");
+    json_str(&b, m.name);
+    buf_puts(&b, ",\"file\":");
+    json_str(&b, m.file);
+    buf_printf(&b, ",\"batch\":%lld,\"tokens\":%lld,\"recipe\":\"%s\",\"seed\":%llu,\"arch\":\"%s\","
+                   "\"archs\":[",
+               (long long)m.batch, (long long)m.tokens, plan_recipe_name(m.recipe),
+               (unsigned long long)m.seed, plan_arch_caps(primary)->name);
+    for (int i = 0; i < m.n_archs; ++i)
+      buf_printf(&b, "%s\"%s\"", i ? "," : "", plan_arch_caps(m.archs[i])->name);
+    buf_puts(&b, "],\"layers\":[");
+    int first = 1;
+    for (int l = 0; l < m.n_layers; ++l) {
+      if (!layer_selected(&o, &m.layers[l])) continue;
+      plan_one(&m, l, primary, plan, &d);
+      if (!first) buf_puts(&b, ",");
+      first = 0;
+      json_plan(&b, plan);
+    }
+    buf_puts(&b, "]}\n");
+    if (!buf_ok(&b)) {
+      fprintf(stderr, "hot-gen: out of memory\n");
+      rc = 1;
+    } else {
+      fputs(b.data, stdout);
+    }
+    buf_free(&b);
+  }
+
+  if (o.emit_dir) {
+    if (mkdirs(o.emit_dir) != 0) {
+      fprintf(stderr, "hot-gen: %s: cannot create directory: %s\n", o.emit_dir, strerror(errno));
+      rc = 1;
+      goto done;
+    }
+    hot_buf man = {0};
+    buf_puts(&man, "{\"generator\":\"hot-gen " HOT_VERSION "\",\"spec\":");
+    json_str(&man, m.file);
+    buf_puts(&man, ",\"model\":");
+    json_str(&man, m.name);
+    buf_puts(&man, ",\"files\":[");
+    int nfiles = 0, nmissing = 0;
+    for (int a = 0; a < m.n_archs && rc == 0; ++a) {
+      for (int l = 0; l < m.n_layers && rc == 0; ++l) {
+        if (!layer_selected(&o, &m.layers[l])) continue;
+        plan_one(&m, l, m.archs[a], plan, &d);
+        hot_emitted e;
+        char err[512];
+        if (emit_layer(plan, &e, err, sizeof err) != 0) {
+          fprintf(stderr, "hot-gen: layer '%s' (%s): %s\n", m.layers[l].name,
+                  plan_arch_caps(m.archs[a])->name, err);
+          rc = 1;
+          break;
+        }
+        char name[HOT_NAME_MAX * 2 + 16], path[HOT_PATH_MAX * 2];
+        snprintf(name, sizeof name, "%s.%s.%s.cu", m.name, m.layers[l].name,
+                 plan_arch_caps(m.archs[a])->name);
+        snprintf(path, sizeof path, "%s/%s", o.emit_dir, name);
+        if (write_file(path, e.source, e.source_len, &d) != 0) rc = 1;
+        buf_printf(&man, "%s{\"file\":\"%s\",\"layer\":\"%s\",\"arch\":\"%s\",\"kernels\":[",
+                   nfiles++ ? "," : "", name, m.layers[l].name, plan_arch_caps(m.archs[a])->name);
+        for (int k = 0; k < e.n_kernels; ++k)
+          buf_printf(&man, "%s{\"name\":\"%s\",\"template\":\"%s\"}", k ? "," : "", e.kernels[k],
+                     e.templates[k]);
+        buf_puts(&man, "],\"pending\":[");
+        for (int k = 0; k < e.n_missing; ++k)
+          buf_printf(&man, "%s\"%s\"", k ? "," : "", plan_role_name(e.missing[k]));
+        buf_puts(&man, "]}");
+        nmissing += e.n_missing;
+        emit_free(&e);
+      }
+    }
+    buf_puts(&man, "]}\n");
+    char mpath[HOT_PATH_MAX + 32];
+    snprintf(mpath, sizeof mpath, "%s/manifest.json", o.emit_dir);
+    if (rc == 0 && (!buf_ok(&man) || write_file(mpath, man.data, man.len, &d) != 0)) rc = 1;
+    buf_free(&man);
+    if (rc == 0)
+      fprintf(stderr, "hot-gen: wrote %d source%s and manifest.json to %s%s\n", nfiles,
+              nfiles == 1 ? "" : "s", o.emit_dir,
+              nmissing ? " (some kernels have no template yet: see \"pending\" in the manifest)" : "");
+    print_diag(&d);
+    if (rc) goto done;
+  }
+
+  if (o.compile) {
+    hot_kcache_config cfg;
+    memset(&cfg, 0, sizeof cfg);
+    cfg.dir = o.cache_dir;
+    cfg.disk = o.no_disk ? -1 : 0;
+    hot_kcache *kc = NULL;
+    char err[1024];
+    if (hot_kcache_open(&kc, &cfg, err, sizeof err) != RT_OK) {
+      fprintf(stderr, "hot-gen: %s\n", err);
+      rc = 1;
+      goto done;
+    }
+    printf("%-7s %-8s %-44s %9s %-8s %5s %7s %6s\n", "arch", "layer", "kernel", "ms", "origin",
+           "regs", "spills", "smem");
+    int failures = 0;
+    for (int a = 0; a < n_carchs; ++a) {
+      for (int l = 0; l < m.n_layers; ++l) {
+        if (!layer_selected(&o, &m.layers[l])) continue;
+        plan_one(&m, l, carchs[a], plan, &d);
+        hot_emitted e;
+        if (emit_layer(plan, &e, err, sizeof err) != 0) {
+          fprintf(stderr, "hot-gen: layer '%s': %s\n", m.layers[l].name, err);
+          ++failures;
+          continue;
+        }
+        const char *arch = plan_arch_caps(carchs[a])->name;
+        hot_kernel_source src = {"hot.cu", e.source, e.kernels, (size_t)e.n_kernels, arch, NULL, 0};
+        const hot_kernel_binary *bin = NULL;
+        hot_kcache_origin how;
+        char *log = NULL;
+        if (e.n_kernels == 0) {
+          emit_free(&e);
+          continue;
+        }
+        if (hot_kcache_get(kc, &src, &bin, &how, &log, err, sizeof err) != RT_OK) {
+          fprintf(stderr, "hot-gen: layer '%s' (%s): %s\n", m.layers[l].name, arch, err);
+          if (log && *log) fprintf(stderr, "%s\n", log);
+          free(log);
+          ++failures;
+          emit_free(&e);
+          continue;
+        }
+        for (size_t k = 0; k < bin->n_kernels; ++k) {
+          const hot_kernel_info *ki = &bin->kernels[k];
+          int spills = ki->spill_store_bytes + ki->spill_load_bytes;
+          printf("%-7s %-8s %-44s %9.1f %-8s %5d %7d %6d\n", arch, m.layers[l].name, ki->name,
+                 bin->compile_ms, hot_kcache_origin_name(how), ki->registers, spills,
+                 ki->shared_bytes);
+          int idx = -1;
+          for (int j = 0; j < plan->n_kernels; ++j)
+            if (!strcmp(plan->kernels[j].name, ki->name)) idx = j;
+          int allowed = idx >= 0 ? plan->kernels[idx].max_spills : 0;
+          if (spills > allowed) {
+            fprintf(stderr, "hot-gen: kernel %s spills %d bytes on %s (the plan allows %d)\n",
+                    ki->name, spills, arch, allowed);
+            ++failures;
+          }
+        }
+        for (int k = 0; k < e.n_missing; ++k)
+          printf("%-7s %-8s %-44s %9s %-8s\n", arch, m.layers[l].name, plan_role_name(e.missing[k]),
+                 "-", "pending");
+        emit_free(&e);
+      }
+    }
+    hot_kcache_stats st;
+    hot_kcache_stats_get(kc, &st);
+    printf("compiles %llu (%.1f ms), memory hits %llu, disk hits %llu, cache %s\n",
+           (unsigned long long)st.compiles, st.compile_ms, (unsigned long long)st.memory_hits,
+           (unsigned long long)st.disk_hits, hot_kcache_dir(kc) ? hot_kcache_dir(kc) : "(memory only)");
+    hot_kcache_close(kc);
+    if (failures) {
+      fprintf(stderr, "hot-gen: %d compile failure%s\n", failures, failures == 1 ? "" : "s");
+      rc = 1;
+    }
+  }
+done:
+  free(plan);
+  spec_model_free(&m);
+  diag_free(&d);
+  return rc;
+}
