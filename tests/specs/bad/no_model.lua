@@ -1,0 +1,3 @@
+-- expect: no_model.lua: the spec must return hot.model { ... }
+local hot = require "hot"
+return { name = "m", batch = 1, tokens = 1, layers = { hot.linear { name = "fc", in_features = 8, out_features = 8 } } }
