@@ -124,9 +124,11 @@ static size_t read_ident(const char *s, char *dst, size_t n) {
   return i;
 }
 
-static int parse_template(const char *path, templ_info *t, char *err, size_t n) {
+/* Parses template `path` (its text: `file`, or the embedded file when NULL). */
+static int parse_template(const char *path, const hot_embedded_file *file, templ_info *t,
+                          char *err, size_t n) {
   memset(t, 0, sizeof *t);
-  t->file = embed_find(path);
+  t->file = file ? file : embed_find(path);
   if (!t->file) return fail(err, n, "%s: template not found", path);
   const char *s = t->file->data;
   int line = 1, seen_params = 0;
@@ -258,6 +260,11 @@ static void add_instance(hot_buf *b, const templ_info *t, const params *p, const
 /* ---- entry points ---------------------------------------------------------------------- */
 
 int emit_layer(const hot_layer_plan *plan, hot_emitted *out, char *err, size_t n) {
+  return emit_layer_select(plan, ~0u, out, err, n);
+}
+
+int emit_layer_select(const hot_layer_plan *plan, unsigned mask, hot_emitted *out, char *err,
+                      size_t n) {
   if (!plan || !out || !plan->spec) return fail(err, n, "emit_layer: NULL argument");
   memset(out, 0, sizeof *out);
   templ_info *infos = calloc(HOT_MAX_KERNELS, sizeof *infos);
@@ -270,6 +277,7 @@ int emit_layer(const hot_layer_plan *plan, hot_emitted *out, char *err, size_t n
   int use[HOT_MAX_KERNELS] = {0}, rc = 0;
   for (int i = 0; i < plan->n_kernels && rc == 0; ++i) {
     const hot_kernel_plan *k = &plan->kernels[i];
+    if (!(mask & (1u << i))) continue;
     if (!embed_find(k->templ)) { /* not written yet: reported, not emitted */
       out->missing[out->n_missing++] = k->role;
       continue;
@@ -277,7 +285,7 @@ int emit_layer(const hot_layer_plan *plan, hot_emitted *out, char *err, size_t n
     int dup = 0;
     for (int j = 0; j < out->n_kernels; ++j) dup |= strcmp(out->kernels[j], k->name) == 0;
     if (dup) continue;
-    if (parse_template(k->templ, &infos[i], err, n)) {
+    if (parse_template(k->templ, NULL, &infos[i], err, n)) {
       rc = -1;
       break;
     }
@@ -332,13 +340,20 @@ void emit_free(hot_emitted *out) {
 
 int emit_template(const char *templ, const char *const *names, const char *const *values, int n,
                   char **source, char *err, size_t errlen) {
+  return emit_template_text(templ, NULL, names, values, n, source, err, errlen);
+}
+
+int emit_template_text(const char *templ, const char *text, const char *const *names,
+                       const char *const *values, int n, char **source, char *err, size_t errlen) {
   if (!templ || !source || (n > 0 && (!names || !values)))
     return fail(err, errlen, "emit_template: NULL argument");
   *source = NULL;
   if (n > MAX_PARAMS) return fail(err, errlen, "emit_template: too many parameters");
+  hot_embedded_file given = {templ, text, text ? strlen(text) : 0};
   templ_info *t = calloc(1, sizeof *t);
   params *p = calloc(1, sizeof *p);
-  int rc = (!t || !p) ? fail(err, errlen, "out of memory") : parse_template(templ, t, err, errlen);
+  int rc = (!t || !p) ? fail(err, errlen, "out of memory")
+                      : parse_template(templ, text ? &given : NULL, t, err, errlen);
   if (rc == 0) {
     for (int i = 0; i < n; ++i) param_set(p, names[i], "%s", values[i]);
     /* HOT_KNAME first: it names the instance in the emitted comment. */

@@ -35,6 +35,10 @@ typedef struct {
  * must outlive out (names are borrowed). */
 int emit_layer(const hot_layer_plan *plan, hot_emitted *out, char *err, size_t errlen);
 
+/* The same for the kernels i of the plan with bit i set in `mask` (tests, per-kernel compiles). */
+int emit_layer_select(const hot_layer_plan *plan, unsigned mask, hot_emitted *out, char *err,
+                      size_t errlen);
+
 /* Frees out->source; NULL-safe. */
 void emit_free(hot_emitted *out);
 
@@ -42,5 +46,10 @@ void emit_free(hot_emitted *out);
  * source; used by tests and tools. Same errors and ownership as emit_layer (*source is malloc'd). */
 int emit_template(const char *templ, const char *const *names, const char *const *values, int n,
                   char **source, char *err, size_t errlen);
+
+/* The same for a template given as text (named `templ` in messages); its #include files still
+ * come from the embedded templates/. For tests of the marker rules. */
+int emit_template_text(const char *templ, const char *text, const char *const *names,
+                       const char *const *values, int n, char **source, char *err, size_t errlen);
 
 #endif

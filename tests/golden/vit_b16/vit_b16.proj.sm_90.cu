@@ -1,0 +1,1810 @@
+// generated from templates/hadamard_quant.cu, templates/gemm_int.cu, templates/bias.cu by hot-gen 0.1.0 for sm_90; do not edit
+#define HOT_GENERATED 1
+#line 1 "templates/hot_math.cuh"
+/* hot_math.cuh — the scalar numerics of HOT.md, written once for both sides: included by the CUDA
+ * templates (compiled by NVRTC) and by the CPU twins (compiled as C11). Every rounding step is
+ * spelled out with explicit single-rounding operations, so the two sides give the same bits.
+ *
+ * Contract (HOT.md sections 2 and 6):
+ *  - butterflies are fp32 add/sub, round-to-nearest, never fused;
+ *  - scale s = amax / qmax (IEEE division), s = 0 when amax = 0 (all codes 0);
+ *  - u = v / s (IEEE division), clamped to [-qmax, qmax];
+ *  - RTN = rint (ties to even); SR = floor(u) + (rho < u - floor(u)), rho = (word >> 8) * 2^-24;
+ *  - Philox4x32-10, key = seed, counter = {idx>>2 low, idx>>2 high, tag, step}, word idx & 3.
+ */
+#ifndef HOT_MATH_CUH
+#define HOT_MATH_CUH
+
+#ifdef __CUDACC__
+#define HOT_FN static __device__ __forceinline__
+typedef unsigned int hot_u32;
+typedef unsigned long long hot_u64;
+#define HOT_ADD(a, b) __fadd_rn((a), (b))
+#define HOT_SUB(a, b) __fsub_rn((a), (b))
+#define HOT_MUL(a, b) __fmul_rn((a), (b))
+#define HOT_DIV(a, b) __fdiv_rn((a), (b))
+#define HOT_FLOOR(a) floorf(a)
+#define HOT_RINT(a) rintf(a)
+#define HOT_I2F(a) __int2float_rn(a)
+#define HOT_MULHI(a, b) __umulhi((a), (b))
+#else
+#include <math.h>
+#include <stdint.h>
+#define HOT_FN static inline
+typedef uint32_t hot_u32;
+typedef uint64_t hot_u64;
+/* Built with -ffp-contract=off and SSE arithmetic: each operator rounds once. */
+#define HOT_ADD(a, b) ((float)((a) + (b)))
+#define HOT_SUB(a, b) ((float)((a) - (b)))
+#define HOT_MUL(a, b) ((float)((a) * (b)))
+#define HOT_DIV(a, b) ((float)((a) / (b)))
+#define HOT_FLOOR(a) floorf(a)
+#define HOT_RINT(a) rintf(a)
+#define HOT_I2F(a) ((float)(a))
+#define HOT_MULHI(a, b) ((hot_u32)(((hot_u64)(a) * (hot_u64)(b)) >> 32))
+#endif
+
+/* Philox tensor ids of HOT.md section 6: tag = layer_id * 16 + tensor. */
+#define HOT_TENSOR_HQ_G 1
+#define HOT_TENSOR_HLA_G 2
+#define HOT_TENSOR_LQS 3
+
+typedef struct { hot_u32 v[4]; } hot_philox_out;
+
+/* Philox4x32-10 (Salmon et al., SC'11): ten rounds, multipliers and Weyl key increments of the
+ * published algorithm. Checked against Random123's known-answer vectors in tests/ref. */
+HOT_FN hot_philox_out hot_philox4x32_10(hot_u32 c0, hot_u32 c1, hot_u32 c2, hot_u32 c3,
+                                         hot_u32 k0, hot_u32 k1) {
+  hot_philox_out o;
+  for (int round = 0; round < 10; ++round) {
+    if (round > 0) {
+      k0 += 0x9E3779B9u;
+      k1 += 0xBB67AE85u;
+    }
+    hot_u32 hi0 = HOT_MULHI(0xD2511F53u, c0), lo0 = 0xD2511F53u * c0;
+    hot_u32 hi1 = HOT_MULHI(0xCD9E8D57u, c2), lo1 = 0xCD9E8D57u * c2;
+    hot_u32 n0 = hi1 ^ c1 ^ k0, n2 = hi0 ^ c3 ^ k1;
+    c0 = n0;
+    c1 = lo1;
+    c2 = n2;
+    c3 = lo0;
+  }
+  o.v[0] = c0;
+  o.v[1] = c1;
+  o.v[2] = c2;
+  o.v[3] = c3;
+  return o;
+}
+
+/* The 32-bit random word of element idx of tensor `tag` at training step `step`. */
+HOT_FN hot_u32 hot_rand_word(hot_u64 seed, hot_u32 tag, hot_u32 step, hot_u64 idx) {
+  hot_u64 q = idx >> 2;
+  hot_philox_out o = hot_philox4x32_10((hot_u32)(q & 0xffffffffu), (hot_u32)(q >> 32), tag, step,
+                                       (hot_u32)(seed & 0xffffffffu), (hot_u32)(seed >> 32));
+  return o.v[idx & 3u];
+}
+
+/* rho in [0, 1): the top 24 bits of the word, exact in fp32. */
+HOT_FN float hot_rho(hot_u32 word) { return HOT_I2F((int)(word >> 8)) * 5.9604644775390625e-8f; }
+
+/* qmax = 2^(bits-1) - 1 */
+HOT_FN int hot_qmax(int bits) { return (1 << (bits - 1)) - 1; }
+
+/* s = amax / qmax; 0 when amax is 0. */
+HOT_FN float hot_scale(float amax, int bits) {
+  return amax > 0.0f ? HOT_DIV(amax, HOT_I2F(hot_qmax(bits))) : 0.0f;
+}
+
+/* u = clamp(v / s, -qmax, qmax); 0 when s is 0. */
+HOT_FN float hot_scaled(float v, float s, int qmax) {
+  if (!(s > 0.0f)) return 0.0f;
+  float u = HOT_DIV(v, s);
+  float q = HOT_I2F(qmax);
+  return u > q ? q : (u < -q ? -q : u);
+}
+
+/* Round-to-nearest-even code of v under scale s. */
+HOT_FN int hot_quant_rtn(float v, float s, int qmax) {
+  return (int)HOT_RINT(hot_scaled(v, s, qmax));
+}
+
+/* Stochastic-rounding code of v under scale s with random word `word`. */
+HOT_FN int hot_quant_sr(float v, float s, int qmax, hot_u32 word) {
+  float u = hot_scaled(v, s, qmax);
+  float f = HOT_FLOOR(u);
+  float frac = HOT_SUB(u, f); /* exact: |u| <= qmax < 2^7 */
+  return (int)f + (hot_rho(word) < frac ? 1 : 0);
+}
+
+/* One butterfly stage h of a length-n FWHT on a[0..n), in place (HOT.md stage order:
+ * callers run h = 1, 2, 4, ..., n/2). */
+HOT_FN void hot_fwht_stage(float *a, int n, int h) {
+  for (int j = 0; j < n; ++j) {
+    if (j & h) continue;
+    float x = a[j], y = a[j + h];
+    a[j] = HOT_ADD(x, y);
+    a[j + h] = HOT_SUB(x, y);
+  }
+}
+
+/* The full length-n FWHT (n a power of two) of a[0..n), in place, natural order, unnormalized. */
+HOT_FN void hot_fwht(float *a, int n) {
+  for (int h = 1; h < n; h <<= 1) hot_fwht_stage(a, n, h);
+}
+
+/* bf16 and f16 bit patterns to f32 (exact). */
+HOT_FN float hot_bf16_to_f32(unsigned short b) {
+  union { hot_u32 u; float f; } c;
+  c.u = ((hot_u32)b) << 16;
+  return c.f;
+}
+
+HOT_FN float hot_f16_to_f32(unsigned short h) {
+  hot_u32 sign = ((hot_u32)h & 0x8000u) << 16, e = ((hot_u32)h >> 10) & 0x1fu, m = (hot_u32)h & 0x3ffu;
+  union { hot_u32 u; float f; } c;
+  if (e == 0x1fu) {
+    c.u = sign | 0x7f800000u | (m << 13);            /* inf / nan */
+  } else if (e != 0) {
+    c.u = sign | ((e + 112u) << 23) | (m << 13);     /* normal */
+  } else if (m == 0) {
+    c.u = sign;                                       /* +-0 */
+  } else {                                            /* subnormal: m * 2^-24, exact */
+    c.f = HOT_I2F((int)m) * 5.9604644775390625e-8f;
+    c.u |= sign;
+  }
+  return c.f;
+}
+
+/* ---- appended for the CPU reference and the kernels that follow it (templates/CONTRACT.md) -- */
+
+/* fp64 operations that round once (no FMA contraction under nvcc either). */
+#ifdef __CUDACC__
+#define HOT_DADD(a, b) __dadd_rn((a), (b))
+#define HOT_DSUB(a, b) __dsub_rn((a), (b))
+#define HOT_DMUL(a, b) __dmul_rn((a), (b))
+#define HOT_DDIV(a, b) __ddiv_rn((a), (b))
+#define HOT_DSQRT(a) __dsqrt_rn(a)
+#else
+#define HOT_DADD(a, b) ((double)((a) + (b)))
+#define HOT_DSUB(a, b) ((double)((a) - (b)))
+#define HOT_DMUL(a, b) ((double)((a) * (b)))
+#define HOT_DDIV(a, b) ((double)((a) / (b)))
+#define HOT_DSQRT(a) sqrt(a)
+#endif
+
+/* SAWB clip of HOT.md 3.4 from the canonical fp64 sums s1 = sum |v|, s2 = sum v^2 over n
+ * elements: (float)(12.1 * sqrt(s2 / n) - 12.2 * (s1 / n)), each fp64 step rounded once. */
+HOT_FN float hot_sawb_clip(double s1, double s2, double n) {
+  double a = HOT_DMUL(12.1, HOT_DSQRT(HOT_DDIV(s2, n)));
+  double b = HOT_DMUL(12.2, HOT_DDIV(s1, n));
+  return (float)HOT_DSUB(a, b);
+}
+
+/* SAWB scale: clip / qmax when clip > 0, else the absmax scale. */
+HOT_FN float hot_scale_sawb(double s1, double s2, double n, float amax, int bits) {
+  float clip = hot_sawb_clip(s1, s2, n);
+  return clip > 0.0f ? HOT_DIV(clip, HOT_I2F(hot_qmax(bits))) : hot_scale(amax, bits);
+}
+
+/* Two's-complement nibble packing (HOT.md 6): element 2j in the low nibble of byte j. */
+HOT_FN unsigned char hot_pack_s4(int lo, int hi) {
+  return (unsigned char)((lo & 0xf) | ((hi & 0xf) << 4));
+}
+
+/* Nibble `hi` (0: low, 1: high) of a packed byte, sign-extended. */
+HOT_FN int hot_unpack_s4(unsigned char byte, int hi) {
+  int v = (hi ? (byte >> 4) : byte) & 0xf;
+  return v >= 8 ? v - 16 : v;
+}
+
+#endif /* HOT_MATH_CUH */
+
+/* ---- hot_hq_g_f32_b16_k4_s8_c3 from templates/hadamard_quant.cu */
+#define HOT_KNAME hot_hq_g_f32_b16_k4_s8_c3
+#define HOT_OPERAND 0
+#define HOT_DTYPE 0
+#define HOT_B 16
+#define HOT_BITS 4
+#define HOT_CODES 0
+#define HOT_CHUNKS 3
+namespace hot_k1 {
+#line 1 "templates/hadamard_quant.cu"
+/* @hot-params: HOT_KNAME HOT_OPERAND HOT_DTYPE HOT_B HOT_BITS HOT_CODES HOT_CHUNKS */
+/* hadamard_quant.cu — HQ operand kernels (HOT.md section 3): block FWHT of size b along O, amax
+ * (per row or per tensor), quantization (SR with the Philox stream for g', RTN for w'), int8
+ * codes or packed int4 nibbles, and the scales. CPU twin: templates/hadamard_quant_ref.c.
+ *
+ * Parameters (the generator defines them; the defaults below let the file compile alone):
+ *   HOT_KNAME    entry point name
+ *   HOT_OPERAND  0 = g' (rows of g_y, T x O, stochastic rounding, scale per row or tensor)
+ *                1 = w' (columns of w, O x I, round to nearest, scale per tensor, stored I x k_pad)
+ *   HOT_DTYPE    0 = f32, 1 = bf16, 2 = f16 input
+ *   HOT_B        Hadamard block b (power of two, 1..256; 1 = no transform, paper_code on odd O)
+ *   HOT_BITS     code bits (qmax = 2^(bits-1) - 1)
+ *   HOT_CODES    0 = one int8 per code, 1 = packed int4 (element 2j in the low nibble of byte j)
+ *   HOT_CHUNKS   256-element chunks covering k_pad (the padded contraction length)
+ *
+ * Mapping. A "line" is one row of g_y (operand 0) or one column of w (operand 1), transformed and
+ * quantized along O. One warp owns one line; each lane holds 8 consecutive elements of a
+ * 256-element chunk, so stages h = 1, 2, 4 run in registers and stages h = 8 ... b/2 run as warp
+ * shuffles between lanes lane ^ (h / 8) — the stage order of HOT.md section 2, so the bits equal
+ * the CPU twin's. Lines of up to 8 chunks stay in registers between the amax and the quantization
+ * (one pass over memory); longer lines reload their chunks (L2 hits).
+ *   operand 0: block 256 = 8 warps = 8 rows; grid.x = ceil(T / 8). 16-byte loads when aligned.
+ *   operand 1: block 256 handles 32 columns x one 256-row slab of w through a transposing shared
+ *     tile (coalesced loads along I); grid = (ceil(I / 32), HOT_CHUNKS); the slab is one chunk.
+ *
+ * Phases (argument `phase`): 0 = amax only (atomicMax of the float bits into *amax_bits, which
+ * the caller zeroes first); 1 = quantize with the tensor scale amax_bits -> s; 2 = per-row scale,
+ * one launch (operand 0 only). Codes are written for every position in [0, k_pad): zeros beyond
+ * O, so code buffers need no clearing.
+ */
+#ifndef HOT_GENERATED
+#define HOT_KNAME hot_hq_standalone
+#define HOT_OPERAND 0
+#define HOT_DTYPE 0
+#define HOT_B 16
+#define HOT_BITS 4
+#define HOT_CODES 1
+#define HOT_CHUNKS 3
+#endif
+
+
+
+#define HQ_LANE_ELEMS 8
+#define HQ_CHUNK 256
+#define HQ_REG_CHUNKS (HOT_CHUNKS < 8 ? HOT_CHUNKS : 8)
+#define HQ_QMAX ((1 << (HOT_BITS - 1)) - 1)
+#define HQ_TILE_COLS 32
+#define HQ_TILE_LD (HQ_CHUNK + 4) /* floats per shared row: +4 keeps 16-byte alignment, shifts banks */
+
+static_assert(HOT_B >= 1 && HOT_B <= 256 && (HOT_B & (HOT_B - 1)) == 0, "b must be a power of two in [1, 256] (1: the paper code's shrinking rule left no transform)");
+static_assert(HOT_BITS >= 2 && HOT_BITS <= 8, "bits in [2, 8]");
+static_assert(HOT_CODES == 0 || HOT_BITS <= 4, "packed int4 codes need bits <= 4");
+static_assert(HOT_CHUNKS >= 1, "at least one chunk");
+
+/* Loads element e of line `line` as f32 (0 beyond the real length). */
+static __device__ __forceinline__ float hq_load1(const void *src, long long off) {
+#if HOT_DTYPE == 0
+  return ((const float *)src)[off];
+#elif HOT_DTYPE == 1
+  return hot_bf16_to_f32(((const unsigned short *)src)[off]);
+#else
+  return hot_f16_to_f32(((const unsigned short *)src)[off]);
+#endif
+}
+
+/* Eight consecutive elements [c, c + 8) of a row of length n starting at row_off. */
+static __device__ __forceinline__ void hq_load8(const void *src, long long row_off, int c, int n,
+                                                bool vec_ok, float v[8]) {
+  if (vec_ok && c + 8 <= n) {
+#if HOT_DTYPE == 0
+    const float4 *p = (const float4 *)((const float *)src + row_off + c);
+    float4 a = __ldg(p), b = __ldg(p + 1);
+    v[0] = a.x; v[1] = a.y; v[2] = a.z; v[3] = a.w;
+    v[4] = b.x; v[5] = b.y; v[6] = b.z; v[7] = b.w;
+#else
+    uint4 a = __ldg((const uint4 *)((const unsigned short *)src + row_off + c));
+    unsigned w[4] = {a.x, a.y, a.z, a.w};
+#pragma unroll
+    for (int i = 0; i < 4; ++i) {
+#if HOT_DTYPE == 1
+      v[2 * i] = hot_bf16_to_f32((unsigned short)(w[i] & 0xffffu));
+      v[2 * i + 1] = hot_bf16_to_f32((unsigned short)(w[i] >> 16));
+#else
+      v[2 * i] = hot_f16_to_f32((unsigned short)(w[i] & 0xffffu));
+      v[2 * i + 1] = hot_f16_to_f32((unsigned short)(w[i] >> 16));
+#endif
+    }
+#endif
+  } else {
+#pragma unroll
+    for (int i = 0; i < 8; ++i) v[i] = (c + i < n) ? hq_load1(src, row_off + c + i) : 0.0f;
+  }
+}
+
+/* The block FWHT of one chunk held as 8 elements per lane, in HOT.md stage order. */
+static __device__ __forceinline__ void hq_fwht_chunk(float v[8], int lane) {
+#pragma unroll
+  for (int h = 1; h < HOT_B && h < HQ_LANE_ELEMS; h <<= 1) {
+#pragma unroll
+    for (int j = 0; j < HQ_LANE_ELEMS; ++j) {
+      if (j & h) continue;
+      float a = v[j], b = v[j + h];
+      v[j] = HOT_ADD(a, b);
+      v[j + h] = HOT_SUB(a, b);
+    }
+  }
+#pragma unroll
+  for (int h = HQ_LANE_ELEMS; h < HOT_B; h <<= 1) {
+    int d = h / HQ_LANE_ELEMS;
+    bool upper = (lane & d) != 0;
+#pragma unroll
+    for (int j = 0; j < HQ_LANE_ELEMS; ++j) {
+      float other = __shfl_xor_sync(0xffffffffu, v[j], d);
+      /* lower half: a + b (a = mine); upper half: a - b (a = other, b = mine) */
+      v[j] = upper ? HOT_SUB(other, v[j]) : HOT_ADD(v[j], other);
+    }
+  }
+}
+
+static __device__ __forceinline__ float hq_warp_max(float m) {
+#pragma unroll
+  for (int d = 16; d > 0; d >>= 1) m = fmaxf(m, __shfl_xor_sync(0xffffffffu, m, d));
+  return m;
+}
+
+static __device__ __forceinline__ float hq_chunk_amax(const float v[8]) {
+  float m = 0.0f;
+#pragma unroll
+  for (int j = 0; j < 8; ++j) m = fmaxf(m, fabsf(v[j]));
+  return m;
+}
+
+/* Quantizes 8 elements and stores their codes at position c of a code row. idx0 is the Philox
+ * index of element c (line * o_pad + c for g'). */
+static __device__ __forceinline__ void hq_store8(unsigned char *code_row, int c, const float v[8],
+                                                 float s, unsigned long long idx0,
+                                                 unsigned long long seed, unsigned tag,
+                                                 unsigned step) {
+  int q[8];
+#if HOT_OPERAND == 0
+  hot_philox_out r;
+#pragma unroll
+  for (int j = 0; j < 8; ++j) {
+    unsigned long long idx = idx0 + (unsigned long long)j;
+    if (j == 0 || (idx & 3ull) == 0) {
+      unsigned long long b = idx >> 2;
+      r = hot_philox4x32_10((unsigned)(b & 0xffffffffull), (unsigned)(b >> 32), tag, step,
+                            (unsigned)(seed & 0xffffffffull), (unsigned)(seed >> 32));
+    }
+    q[j] = hot_quant_sr(v[j], s, HQ_QMAX, r.v[idx & 3ull]);
+  }
+#else
+  (void)idx0; (void)seed; (void)tag; (void)step;
+#pragma unroll
+  for (int j = 0; j < 8; ++j) q[j] = hot_quant_rtn(v[j], s, HQ_QMAX);
+#endif
+#if HOT_CODES == 1
+  unsigned packed = 0;
+#pragma unroll
+  for (int j = 0; j < 8; ++j) packed |= ((unsigned)q[j] & 0xfu) << (4 * j);
+  *(unsigned *)(code_row + c / 2) = packed;
+#else
+  unsigned lo = 0, hi = 0;
+#pragma unroll
+  for (int j = 0; j < 4; ++j) {
+    lo |= ((unsigned)q[j] & 0xffu) << (8 * j);
+    hi |= ((unsigned)q[j + 4] & 0xffu) << (8 * j);
+  }
+  *(uint2 *)(code_row + c) = make_uint2(lo, hi);
+#endif
+}
+
+#if HOT_OPERAND == 0
+/* g': rows of g_y (rows x cols, leading dimension ld_src elements). o_pad = cols rounded up to b;
+ * codes rows have HOT_CHUNKS * 256 >= k_pad positions of which [0, k_pad) are stored
+ * (ld_codes bytes per row). scales: one per row. */
+extern "C" __global__ void __launch_bounds__(256)
+HOT_KNAME(const void *__restrict__ src, int rows, int cols, int ld_src, int o_pad, int k_pad,
+          unsigned char *__restrict__ codes, int ld_codes, float *__restrict__ scales,
+          unsigned int *__restrict__ amax_bits, int phase, unsigned long long seed, unsigned tag,
+          unsigned step) {
+  const int lane = threadIdx.x & 31;
+  const int row = blockIdx.x * 8 + (threadIdx.x >> 5);
+  if (row >= rows) return;
+  const long long row_off = (long long)row * ld_src;
+#if HOT_DTYPE == 0
+  const bool vec_ok = ((ld_src & 3) == 0) && ((((unsigned long long)src) & 15ull) == 0);
+#else
+  const bool vec_ok = ((ld_src & 7) == 0) && ((((unsigned long long)src) & 15ull) == 0);
+#endif
+  float cache[HQ_REG_CHUNKS][8];
+  float amax = 0.0f;
+  if (phase != 1) {
+#pragma unroll
+    for (int k = 0; k < HOT_CHUNKS; ++k) {
+      float v[8];
+      hq_load8(src, row_off, k * HQ_CHUNK + lane * 8, cols, vec_ok, v);
+      hq_fwht_chunk(v, lane);
+      amax = fmaxf(amax, hq_chunk_amax(v));
+      if (k < HQ_REG_CHUNKS) {
+#pragma unroll
+        for (int j = 0; j < 8; ++j) cache[k][j] = v[j];
+      }
+    }
+    amax = hq_warp_max(amax);
+    if (phase == 0) {
+      if (lane == 0) atomicMax(amax_bits, __float_as_uint(amax));
+      return;
+    }
+  } else {
+    amax = __uint_as_float(*amax_bits);
+  }
+  const float s = hot_scale(amax, HOT_BITS);
+  if (lane == 0) scales[row] = s;
+  unsigned char *code_row = codes + (long long)row * ld_codes;
+#pragma unroll
+  for (int k = 0; k < HOT_CHUNKS; ++k) {
+    const int c = k * HQ_CHUNK + lane * 8;
+    float v[8];
+    if (phase != 1 && k < HQ_REG_CHUNKS) {
+#pragma unroll
+      for (int j = 0; j < 8; ++j) v[j] = cache[k][j];
+    } else { /* every lane takes part: the transform shuffles across the warp */
+      hq_load8(src, row_off, c, cols, vec_ok, v);
+      hq_fwht_chunk(v, lane);
+    }
+    if (c < k_pad)
+      hq_store8(code_row, c, v, s, (unsigned long long)row * (unsigned long long)o_pad + (unsigned long long)c,
+              seed, tag, step);
+  }
+}
+#else
+/* w': w is rows x cols = O x I (leading dimension ld_src); lines are its columns. Codes are
+ * stored transposed: cols rows of ld_codes bytes, positions [0, k_pad). scales[0] = s_w. */
+extern "C" __global__ void __launch_bounds__(256)
+HOT_KNAME(const void *__restrict__ src, int rows, int cols, int ld_src, int o_pad, int k_pad,
+          unsigned char *__restrict__ codes, int ld_codes, float *__restrict__ scales,
+          unsigned int *__restrict__ amax_bits, int phase, unsigned long long seed, unsigned tag,
+          unsigned step) {
+  (void)o_pad;
+  __shared__ __align__(16) float tile[HQ_TILE_COLS][HQ_TILE_LD];
+  const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
+  const int col0 = blockIdx.x * HQ_TILE_COLS;
+  const int row0 = blockIdx.y * HQ_CHUNK;
+  /* Coalesced load of the 256 x 32 slab (rows row0.., columns col0..), transposed into tile. */
+  for (int r = warp; r < HQ_CHUNK; r += 8) {
+    const int o = row0 + r, i = col0 + lane;
+    tile[lane][r] = (o < rows && i < cols) ? hq_load1(src, (long long)o * ld_src + i) : 0.0f;
+  }
+  __syncthreads();
+  float amax = 0.0f;
+  float s = 0.0f;
+  if (phase == 1) s = hot_scale(__uint_as_float(*amax_bits), HOT_BITS);
+  if (phase == 1 && blockIdx.x == 0 && blockIdx.y == 0 && threadIdx.x == 0) scales[0] = s;
+  /* Each warp transforms 4 of the 32 columns. */
+#pragma unroll
+  for (int cc = 0; cc < HQ_TILE_COLS / 8; ++cc) {
+    const int lc = warp * (HQ_TILE_COLS / 8) + cc;
+    const int i = col0 + lc;
+    float v[8];
+    const float4 *p = (const float4 *)&tile[lc][lane * 8];
+    float4 a = p[0], b = p[1];
+    v[0] = a.x; v[1] = a.y; v[2] = a.z; v[3] = a.w;
+    v[4] = b.x; v[5] = b.y; v[6] = b.z; v[7] = b.w;
+    hq_fwht_chunk(v, lane);
+    if (phase == 0) {
+      amax = fmaxf(amax, hq_chunk_amax(v));
+    } else if (i < cols) {
+      const int c = row0 + lane * 8;
+      if (c < k_pad) hq_store8(codes + (long long)i * ld_codes, c, v, s, 0ull, seed, tag, step);
+    }
+  }
+  if (phase == 0) {
+    amax = hq_warp_max(amax);
+    if (lane == 0) atomicMax(amax_bits, __float_as_uint(amax));
+  }
+}
+#endif
+} /* namespace hot_k1 */
+#undef HOT_KNAME
+#undef HOT_OPERAND
+#undef HOT_DTYPE
+#undef HOT_B
+#undef HOT_BITS
+#undef HOT_CODES
+#undef HOT_CHUNKS
+#undef HQ_LANE_ELEMS
+#undef HQ_CHUNK
+#undef HQ_REG_CHUNKS
+#undef HQ_QMAX
+#undef HQ_TILE_COLS
+#undef HQ_TILE_LD
+
+/* ---- hot_hq_w_f32_b16_k4_s8_c3 from templates/hadamard_quant.cu */
+#define HOT_KNAME hot_hq_w_f32_b16_k4_s8_c3
+#define HOT_OPERAND 1
+#define HOT_DTYPE 0
+#define HOT_B 16
+#define HOT_BITS 4
+#define HOT_CODES 0
+#define HOT_CHUNKS 3
+namespace hot_k2 {
+#line 1 "templates/hadamard_quant.cu"
+/* @hot-params: HOT_KNAME HOT_OPERAND HOT_DTYPE HOT_B HOT_BITS HOT_CODES HOT_CHUNKS */
+/* hadamard_quant.cu — HQ operand kernels (HOT.md section 3): block FWHT of size b along O, amax
+ * (per row or per tensor), quantization (SR with the Philox stream for g', RTN for w'), int8
+ * codes or packed int4 nibbles, and the scales. CPU twin: templates/hadamard_quant_ref.c.
+ *
+ * Parameters (the generator defines them; the defaults below let the file compile alone):
+ *   HOT_KNAME    entry point name
+ *   HOT_OPERAND  0 = g' (rows of g_y, T x O, stochastic rounding, scale per row or tensor)
+ *                1 = w' (columns of w, O x I, round to nearest, scale per tensor, stored I x k_pad)
+ *   HOT_DTYPE    0 = f32, 1 = bf16, 2 = f16 input
+ *   HOT_B        Hadamard block b (power of two, 1..256; 1 = no transform, paper_code on odd O)
+ *   HOT_BITS     code bits (qmax = 2^(bits-1) - 1)
+ *   HOT_CODES    0 = one int8 per code, 1 = packed int4 (element 2j in the low nibble of byte j)
+ *   HOT_CHUNKS   256-element chunks covering k_pad (the padded contraction length)
+ *
+ * Mapping. A "line" is one row of g_y (operand 0) or one column of w (operand 1), transformed and
+ * quantized along O. One warp owns one line; each lane holds 8 consecutive elements of a
+ * 256-element chunk, so stages h = 1, 2, 4 run in registers and stages h = 8 ... b/2 run as warp
+ * shuffles between lanes lane ^ (h / 8) — the stage order of HOT.md section 2, so the bits equal
+ * the CPU twin's. Lines of up to 8 chunks stay in registers between the amax and the quantization
+ * (one pass over memory); longer lines reload their chunks (L2 hits).
+ *   operand 0: block 256 = 8 warps = 8 rows; grid.x = ceil(T / 8). 16-byte loads when aligned.
+ *   operand 1: block 256 handles 32 columns x one 256-row slab of w through a transposing shared
+ *     tile (coalesced loads along I); grid = (ceil(I / 32), HOT_CHUNKS); the slab is one chunk.
+ *
+ * Phases (argument `phase`): 0 = amax only (atomicMax of the float bits into *amax_bits, which
+ * the caller zeroes first); 1 = quantize with the tensor scale amax_bits -> s; 2 = per-row scale,
+ * one launch (operand 0 only). Codes are written for every position in [0, k_pad): zeros beyond
+ * O, so code buffers need no clearing.
+ */
+#ifndef HOT_GENERATED
+#define HOT_KNAME hot_hq_standalone
+#define HOT_OPERAND 0
+#define HOT_DTYPE 0
+#define HOT_B 16
+#define HOT_BITS 4
+#define HOT_CODES 1
+#define HOT_CHUNKS 3
+#endif
+
+
+
+#define HQ_LANE_ELEMS 8
+#define HQ_CHUNK 256
+#define HQ_REG_CHUNKS (HOT_CHUNKS < 8 ? HOT_CHUNKS : 8)
+#define HQ_QMAX ((1 << (HOT_BITS - 1)) - 1)
+#define HQ_TILE_COLS 32
+#define HQ_TILE_LD (HQ_CHUNK + 4) /* floats per shared row: +4 keeps 16-byte alignment, shifts banks */
+
+static_assert(HOT_B >= 1 && HOT_B <= 256 && (HOT_B & (HOT_B - 1)) == 0, "b must be a power of two in [1, 256] (1: the paper code's shrinking rule left no transform)");
+static_assert(HOT_BITS >= 2 && HOT_BITS <= 8, "bits in [2, 8]");
+static_assert(HOT_CODES == 0 || HOT_BITS <= 4, "packed int4 codes need bits <= 4");
+static_assert(HOT_CHUNKS >= 1, "at least one chunk");
+
+/* Loads element e of line `line` as f32 (0 beyond the real length). */
+static __device__ __forceinline__ float hq_load1(const void *src, long long off) {
+#if HOT_DTYPE == 0
+  return ((const float *)src)[off];
+#elif HOT_DTYPE == 1
+  return hot_bf16_to_f32(((const unsigned short *)src)[off]);
+#else
+  return hot_f16_to_f32(((const unsigned short *)src)[off]);
+#endif
+}
+
+/* Eight consecutive elements [c, c + 8) of a row of length n starting at row_off. */
+static __device__ __forceinline__ void hq_load8(const void *src, long long row_off, int c, int n,
+                                                bool vec_ok, float v[8]) {
+  if (vec_ok && c + 8 <= n) {
+#if HOT_DTYPE == 0
+    const float4 *p = (const float4 *)((const float *)src + row_off + c);
+    float4 a = __ldg(p), b = __ldg(p + 1);
+    v[0] = a.x; v[1] = a.y; v[2] = a.z; v[3] = a.w;
+    v[4] = b.x; v[5] = b.y; v[6] = b.z; v[7] = b.w;
+#else
+    uint4 a = __ldg((const uint4 *)((const unsigned short *)src + row_off + c));
+    unsigned w[4] = {a.x, a.y, a.z, a.w};
+#pragma unroll
+    for (int i = 0; i < 4; ++i) {
+#if HOT_DTYPE == 1
+      v[2 * i] = hot_bf16_to_f32((unsigned short)(w[i] & 0xffffu));
+      v[2 * i + 1] = hot_bf16_to_f32((unsigned short)(w[i] >> 16));
+#else
+      v[2 * i] = hot_f16_to_f32((unsigned short)(w[i] & 0xffffu));
+      v[2 * i + 1] = hot_f16_to_f32((unsigned short)(w[i] >> 16));
+#endif
+    }
+#endif
+  } else {
+#pragma unroll
+    for (int i = 0; i < 8; ++i) v[i] = (c + i < n) ? hq_load1(src, row_off + c + i) : 0.0f;
+  }
+}
+
+/* The block FWHT of one chunk held as 8 elements per lane, in HOT.md stage order. */
+static __device__ __forceinline__ void hq_fwht_chunk(float v[8], int lane) {
+#pragma unroll
+  for (int h = 1; h < HOT_B && h < HQ_LANE_ELEMS; h <<= 1) {
+#pragma unroll
+    for (int j = 0; j < HQ_LANE_ELEMS; ++j) {
+      if (j & h) continue;
+      float a = v[j], b = v[j + h];
+      v[j] = HOT_ADD(a, b);
+      v[j + h] = HOT_SUB(a, b);
+    }
+  }
+#pragma unroll
+  for (int h = HQ_LANE_ELEMS; h < HOT_B; h <<= 1) {
+    int d = h / HQ_LANE_ELEMS;
+    bool upper = (lane & d) != 0;
+#pragma unroll
+    for (int j = 0; j < HQ_LANE_ELEMS; ++j) {
+      float other = __shfl_xor_sync(0xffffffffu, v[j], d);
+      /* lower half: a + b (a = mine); upper half: a - b (a = other, b = mine) */
+      v[j] = upper ? HOT_SUB(other, v[j]) : HOT_ADD(v[j], other);
+    }
+  }
+}
+
+static __device__ __forceinline__ float hq_warp_max(float m) {
+#pragma unroll
+  for (int d = 16; d > 0; d >>= 1) m = fmaxf(m, __shfl_xor_sync(0xffffffffu, m, d));
+  return m;
+}
+
+static __device__ __forceinline__ float hq_chunk_amax(const float v[8]) {
+  float m = 0.0f;
+#pragma unroll
+  for (int j = 0; j < 8; ++j) m = fmaxf(m, fabsf(v[j]));
+  return m;
+}
+
+/* Quantizes 8 elements and stores their codes at position c of a code row. idx0 is the Philox
+ * index of element c (line * o_pad + c for g'). */
+static __device__ __forceinline__ void hq_store8(unsigned char *code_row, int c, const float v[8],
+                                                 float s, unsigned long long idx0,
+                                                 unsigned long long seed, unsigned tag,
+                                                 unsigned step) {
+  int q[8];
+#if HOT_OPERAND == 0
+  hot_philox_out r;
+#pragma unroll
+  for (int j = 0; j < 8; ++j) {
+    unsigned long long idx = idx0 + (unsigned long long)j;
+    if (j == 0 || (idx & 3ull) == 0) {
+      unsigned long long b = idx >> 2;
+      r = hot_philox4x32_10((unsigned)(b & 0xffffffffull), (unsigned)(b >> 32), tag, step,
+                            (unsigned)(seed & 0xffffffffull), (unsigned)(seed >> 32));
+    }
+    q[j] = hot_quant_sr(v[j], s, HQ_QMAX, r.v[idx & 3ull]);
+  }
+#else
+  (void)idx0; (void)seed; (void)tag; (void)step;
+#pragma unroll
+  for (int j = 0; j < 8; ++j) q[j] = hot_quant_rtn(v[j], s, HQ_QMAX);
+#endif
+#if HOT_CODES == 1
+  unsigned packed = 0;
+#pragma unroll
+  for (int j = 0; j < 8; ++j) packed |= ((unsigned)q[j] & 0xfu) << (4 * j);
+  *(unsigned *)(code_row + c / 2) = packed;
+#else
+  unsigned lo = 0, hi = 0;
+#pragma unroll
+  for (int j = 0; j < 4; ++j) {
+    lo |= ((unsigned)q[j] & 0xffu) << (8 * j);
+    hi |= ((unsigned)q[j + 4] & 0xffu) << (8 * j);
+  }
+  *(uint2 *)(code_row + c) = make_uint2(lo, hi);
+#endif
+}
+
+#if HOT_OPERAND == 0
+/* g': rows of g_y (rows x cols, leading dimension ld_src elements). o_pad = cols rounded up to b;
+ * codes rows have HOT_CHUNKS * 256 >= k_pad positions of which [0, k_pad) are stored
+ * (ld_codes bytes per row). scales: one per row. */
+extern "C" __global__ void __launch_bounds__(256)
+HOT_KNAME(const void *__restrict__ src, int rows, int cols, int ld_src, int o_pad, int k_pad,
+          unsigned char *__restrict__ codes, int ld_codes, float *__restrict__ scales,
+          unsigned int *__restrict__ amax_bits, int phase, unsigned long long seed, unsigned tag,
+          unsigned step) {
+  const int lane = threadIdx.x & 31;
+  const int row = blockIdx.x * 8 + (threadIdx.x >> 5);
+  if (row >= rows) return;
+  const long long row_off = (long long)row * ld_src;
+#if HOT_DTYPE == 0
+  const bool vec_ok = ((ld_src & 3) == 0) && ((((unsigned long long)src) & 15ull) == 0);
+#else
+  const bool vec_ok = ((ld_src & 7) == 0) && ((((unsigned long long)src) & 15ull) == 0);
+#endif
+  float cache[HQ_REG_CHUNKS][8];
+  float amax = 0.0f;
+  if (phase != 1) {
+#pragma unroll
+    for (int k = 0; k < HOT_CHUNKS; ++k) {
+      float v[8];
+      hq_load8(src, row_off, k * HQ_CHUNK + lane * 8, cols, vec_ok, v);
+      hq_fwht_chunk(v, lane);
+      amax = fmaxf(amax, hq_chunk_amax(v));
+      if (k < HQ_REG_CHUNKS) {
+#pragma unroll
+        for (int j = 0; j < 8; ++j) cache[k][j] = v[j];
+      }
+    }
+    amax = hq_warp_max(amax);
+    if (phase == 0) {
+      if (lane == 0) atomicMax(amax_bits, __float_as_uint(amax));
+      return;
+    }
+  } else {
+    amax = __uint_as_float(*amax_bits);
+  }
+  const float s = hot_scale(amax, HOT_BITS);
+  if (lane == 0) scales[row] = s;
+  unsigned char *code_row = codes + (long long)row * ld_codes;
+#pragma unroll
+  for (int k = 0; k < HOT_CHUNKS; ++k) {
+    const int c = k * HQ_CHUNK + lane * 8;
+    float v[8];
+    if (phase != 1 && k < HQ_REG_CHUNKS) {
+#pragma unroll
+      for (int j = 0; j < 8; ++j) v[j] = cache[k][j];
+    } else { /* every lane takes part: the transform shuffles across the warp */
+      hq_load8(src, row_off, c, cols, vec_ok, v);
+      hq_fwht_chunk(v, lane);
+    }
+    if (c < k_pad)
+      hq_store8(code_row, c, v, s, (unsigned long long)row * (unsigned long long)o_pad + (unsigned long long)c,
+              seed, tag, step);
+  }
+}
+#else
+/* w': w is rows x cols = O x I (leading dimension ld_src); lines are its columns. Codes are
+ * stored transposed: cols rows of ld_codes bytes, positions [0, k_pad). scales[0] = s_w. */
+extern "C" __global__ void __launch_bounds__(256)
+HOT_KNAME(const void *__restrict__ src, int rows, int cols, int ld_src, int o_pad, int k_pad,
+          unsigned char *__restrict__ codes, int ld_codes, float *__restrict__ scales,
+          unsigned int *__restrict__ amax_bits, int phase, unsigned long long seed, unsigned tag,
+          unsigned step) {
+  (void)o_pad;
+  __shared__ __align__(16) float tile[HQ_TILE_COLS][HQ_TILE_LD];
+  const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
+  const int col0 = blockIdx.x * HQ_TILE_COLS;
+  const int row0 = blockIdx.y * HQ_CHUNK;
+  /* Coalesced load of the 256 x 32 slab (rows row0.., columns col0..), transposed into tile. */
+  for (int r = warp; r < HQ_CHUNK; r += 8) {
+    const int o = row0 + r, i = col0 + lane;
+    tile[lane][r] = (o < rows && i < cols) ? hq_load1(src, (long long)o * ld_src + i) : 0.0f;
+  }
+  __syncthreads();
+  float amax = 0.0f;
+  float s = 0.0f;
+  if (phase == 1) s = hot_scale(__uint_as_float(*amax_bits), HOT_BITS);
+  if (phase == 1 && blockIdx.x == 0 && blockIdx.y == 0 && threadIdx.x == 0) scales[0] = s;
+  /* Each warp transforms 4 of the 32 columns. */
+#pragma unroll
+  for (int cc = 0; cc < HQ_TILE_COLS / 8; ++cc) {
+    const int lc = warp * (HQ_TILE_COLS / 8) + cc;
+    const int i = col0 + lc;
+    float v[8];
+    const float4 *p = (const float4 *)&tile[lc][lane * 8];
+    float4 a = p[0], b = p[1];
+    v[0] = a.x; v[1] = a.y; v[2] = a.z; v[3] = a.w;
+    v[4] = b.x; v[5] = b.y; v[6] = b.z; v[7] = b.w;
+    hq_fwht_chunk(v, lane);
+    if (phase == 0) {
+      amax = fmaxf(amax, hq_chunk_amax(v));
+    } else if (i < cols) {
+      const int c = row0 + lane * 8;
+      if (c < k_pad) hq_store8(codes + (long long)i * ld_codes, c, v, s, 0ull, seed, tag, step);
+    }
+  }
+  if (phase == 0) {
+    amax = hq_warp_max(amax);
+    if (lane == 0) atomicMax(amax_bits, __float_as_uint(amax));
+  }
+}
+#endif
+} /* namespace hot_k2 */
+#undef HOT_KNAME
+#undef HOT_OPERAND
+#undef HOT_DTYPE
+#undef HOT_B
+#undef HOT_BITS
+#undef HOT_CODES
+#undef HOT_CHUNKS
+#undef HQ_LANE_ELEMS
+#undef HQ_CHUNK
+#undef HQ_REG_CHUNKS
+#undef HQ_QMAX
+#undef HQ_TILE_COLS
+#undef HQ_TILE_LD
+
+/* ---- hot_gemm_mma_s8_128x128x64_w2x2_s3 from templates/gemm_int.cu */
+#define HOT_KNAME hot_gemm_mma_s8_128x128x64_w2x2_s3
+#define HOT_CODES 0
+#define HOT_TILE_M 128
+#define HOT_TILE_N 128
+#define HOT_TILE_K 64
+#define HOT_WARPS_M 2
+#define HOT_WARPS_N 2
+#define HOT_STAGES 3
+namespace hot_k4 {
+#line 1 "templates/gemm_int.cu"
+/* @hot-params: HOT_KNAME HOT_CODES HOT_TILE_M HOT_TILE_N HOT_TILE_K HOT_WARPS_M HOT_WARPS_N HOT_STAGES */
+/* gemm_int.cu — integer tensor-core GEMM with the fused HOT dequantization epilogue
+ * (HOT.md sections 3.5, 4.6 and 7).
+ *
+ *   C[m*ldc + n] = HOT_MUL(HOT_I2F(acc[m][n]), factor(m)),   acc[m][n] = sum_k A[m][k] * B[n][k]
+ *   factor(m)    = row_scale ? HOT_MUL(row_scale[m], alpha) : alpha
+ *
+ * int32 accumulation (exact while |acc| < 2^31); HQ passes row_scale = s_g, alpha = c_w; HLA
+ * passes row_scale = NULL, alpha = c. Integer products are exact and the epilogue is two
+ * single-rounding fp32 operations, so every arch and tile configuration gives the same bits as
+ * the CPU twin.
+ *
+ * ==== Design note (what the planner and the runtime must respect) ===========================
+ *
+ * Operands ("TN", i.e. mma .row.col): A is M x Kpad, B is N x Kpad, both row-major with K
+ * contiguous. HOT_CODES = 0: one signed byte per code, row pitch Kpad bytes. HOT_CODES = 1:
+ * packed two's-complement nibbles, element 2j in the low nibble of byte j, row pitch Kpad/2
+ * bytes. The kernel works in BYTES of K throughout: one mma consumes 32 bytes of K per row
+ * (m16n8k32 .s8 = 32 codes, m16n8k64 .s4 = 64 codes), and the fragment byte layouts of the two
+ * instructions are identical (see "Fragment layouts" below).
+ *
+ * Constraints on the arguments (not checked at run time):
+ *  - Kpad % HOT_TILE_K == 0 and Kpad >= 0 (Kpad == 0 writes C = 0 * factor); codes in
+ *    [Kreal, Kpad) are zero (the planner zero-fills);
+ *  - A and B 16-byte aligned (cudaMalloc gives 256); the row pitch is then a multiple of 16
+ *    bytes because HOT_TILE_K bytes are a multiple of 32;
+ *  - M, N >= 0 arbitrary: rows past M (A) or N (B) are zero-filled in shared memory, never read;
+ *    C is written only for m < M, n < N; ldc >= N. float2 stores are used when ldc is even and
+ *    C is 8-byte aligned, scalar stores otherwise;
+ *  - row_scale: NULL or M floats;
+ *  - grid.y = ceil(M / HOT_TILE_M) <= 65535.
+ *
+ * Launch geometry:
+ *   grid  = (ceil(N / HOT_TILE_N), ceil(M / HOT_TILE_M), 1)   x over N tiles, y over M tiles
+ *   block = (HOT_THREADS, 1, 1),  HOT_THREADS = 32 * HOT_WARPS_M * HOT_WARPS_N
+ *   dynamic shared memory (bytes), no padding (the layout is XOR-swizzled):
+ *     HOT_SMEM_BYTES = HOT_STAGES * (HOT_TILE_M + HOT_TILE_N) * KB,
+ *     KB = HOT_TILE_K (HOT_CODES = 0) or HOT_TILE_K / 2 (HOT_CODES = 1)   [bytes of K per row]
+ *   e.g. 128x128x64 s8 (or 128x128x128 s4), 3 stages: 49152; 4 stages: 65536;
+ *        64x64x64 s8 4 stages: 32768. Above 48 KiB the runtime must raise
+ *        CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES before the launch.
+ *
+ * Legal parameters (static_asserts below enforce them):
+ *   HOT_CODES 0 or 1; KB in {32, 64, 96, 128, 256} bytes, i.e. HOT_TILE_K in {32, 64, 96, 128, 256}
+ *   for s8 and {64, 128, 192, 256, 512} for s4; HOT_TILE_M % (16 * HOT_WARPS_M) == 0;
+ *   HOT_TILE_N % (8 * HOT_WARPS_N) == 0; 1 <= HOT_WARPS_M * HOT_WARPS_N <= 8 (threads <= 256);
+ *   2 <= HOT_STAGES <= 8. Tested tiles: 128x128 and 64x64 with 2x2 / 2x4 / 4x2 warps, 3-4 stages.
+ *
+ * Block/warp mapping: warp w (0 .. WARPS_M*WARPS_N-1) owns the warp tile of rows
+ * (w / WARPS_N) * WM ... + WM-1 and columns (w % WARPS_N) * WN ... + WN-1 of the block tile,
+ * WM = TILE_M / WARPS_M, WN = TILE_N / WARPS_N; it holds MI x NI accumulator fragments of
+ * 16 x 8 (MI = WM / 16, NI = WN / 8).
+ *
+ * Pipeline: HOT_STAGES shared-memory stages filled by 16-byte cp.async.cg (L2 only, zero-fill
+ * for rows past M/N via src-size 0), one commit group per K tile, cp.async.wait_group
+ * (STAGES-2) + one __syncthreads per K tile; ldmatrix fragments double-buffered in registers
+ * (the fragments of the next 32-byte K step, also across the K-tile boundary, are loaded
+ * before the mma of the current one).
+ *
+ * Shared layout per stage: [A tile: TILE_M rows x KB bytes][B tile: TILE_N rows x KB bytes],
+ * rows unpadded; the 16-byte chunk c of row r is stored at chunk c ^ swz(r), where swz is chosen
+ * so that the 8 row addresses of every ldmatrix phase (8 consecutive rows, one logical chunk)
+ * fall into 8 distinct 16-byte bank groups:
+ *   KB = 32  (2 chunks/row, 4 rows per 128 B): swz = (r >> 2) & 1
+ *   KB = 64  (4 chunks/row, 2 rows per 128 B): swz = (r >> 1) & 3
+ *   KB = 96  (6 chunks/row):                     swz = (r >> 2) & 1   (rows r, r+4 collide unswizzled)
+ *   KB >= 128 (8+ chunks/row):                   swz = r & 7
+ * swz only depends on r & 7, so with every fragment row base a multiple of 8 it is a per-lane
+ * constant.
+ * =============================================================================================
+ */
+#ifndef HOT_GENERATED
+#define HOT_KNAME hot_gemm_int
+#define HOT_CODES 0
+#define HOT_TILE_M 128
+#define HOT_TILE_N 128
+#define HOT_TILE_K 64
+#define HOT_WARPS_M 2
+#define HOT_WARPS_N 2
+#define HOT_STAGES 4
+#endif
+
+
+
+/* ---- derived compile-time quantities (macros, not namespace constexpr: see DESIGN.md) ----- */
+#define HOT_THREADS (32 * HOT_WARPS_M * HOT_WARPS_N)
+#define HOT_KB (HOT_CODES ? HOT_TILE_K / 2 : HOT_TILE_K) /* bytes of K per row per stage */
+#define HOT_CPR (HOT_KB / 16)                           /* 16-byte chunks per row */
+#define HOT_KSTEPS (HOT_KB / 32)                        /* mma K steps per stage */
+#define HOT_WM (HOT_TILE_M / HOT_WARPS_M)
+#define HOT_WN (HOT_TILE_N / HOT_WARPS_N)
+#define HOT_MI (HOT_WM / 16)
+#define HOT_NI (HOT_WN / 8)
+#define HOT_A_BYTES (HOT_TILE_M * HOT_KB)
+#define HOT_STAGE_BYTES ((HOT_TILE_M + HOT_TILE_N) * HOT_KB)
+#define HOT_SMEM_BYTES (HOT_STAGES * HOT_STAGE_BYTES)
+#define HOT_A_CHUNKS (HOT_TILE_M * HOT_CPR)
+#define HOT_B_CHUNKS (HOT_TILE_N * HOT_CPR)
+#define HOT_A_ITERS ((HOT_A_CHUNKS + HOT_THREADS - 1) / HOT_THREADS)
+#define HOT_B_ITERS ((HOT_B_CHUNKS + HOT_THREADS - 1) / HOT_THREADS)
+/* swizzle of 16-byte chunks as a function of the row (see the design note) */
+#define HOT_SWZ(r)                                                                              \
+  (HOT_CPR == 4 ? (((r) >> 1) & 3) : (HOT_CPR == 2 || HOT_CPR == 6) ? (((r) >> 2) & 1) : ((r)&7))
+
+static_assert(HOT_CODES == 0 || HOT_CODES == 1, "HOT_CODES must be 0 (int8) or 1 (packed int4)");
+static_assert(HOT_CODES == 0 || HOT_TILE_K % 2 == 0, "packed int4 needs an even HOT_TILE_K");
+static_assert(HOT_KB % 32 == 0, "HOT_TILE_K must be a multiple of the mma K (32 s8, 64 s4)");
+static_assert(HOT_CPR == 2 || HOT_CPR == 4 || HOT_CPR == 6 || HOT_CPR == 8 || HOT_CPR == 16,
+              "HOT_TILE_K bytes must be 32, 64, 96, 128 or 256 (swizzle patterns)");
+static_assert(HOT_WARPS_M >= 1 && HOT_WARPS_N >= 1 && HOT_WARPS_M * HOT_WARPS_N <= 8,
+              "1..8 warps per block");
+static_assert(HOT_TILE_M % (16 * HOT_WARPS_M) == 0, "HOT_TILE_M must split into warps of 16 rows");
+static_assert(HOT_TILE_N % (8 * HOT_WARPS_N) == 0, "HOT_TILE_N must split into warps of 8 columns");
+static_assert(HOT_STAGES >= 2 && HOT_STAGES <= 8, "HOT_STAGES must be in [2, 8]");
+static_assert(HOT_A_BYTES % 128 == 0 && HOT_STAGE_BYTES % 128 == 0,
+              "stage and B-tile bases must stay 128-byte aligned (swizzle assumes it)");
+static_assert(HOT_MI * HOT_NI <= 64, "warp tile too large for the register file");
+
+/* ---- PTX wrappers ------------------------------------------------------------------------- */
+
+/* 32-bit shared-state address of a generic pointer into shared memory. */
+static __device__ __forceinline__ unsigned hot_smem_u32(const void *p) {
+  return (unsigned)__cvta_generic_to_shared(p);
+}
+
+/* cp.async.cg: 16 bytes global -> shared, bypassing L1; src_bytes = 0 writes 16 zero bytes and
+ * reads nothing (PTX ISA 9.7.9.25.3.1 cp.async: "src-size ... remaining bytes are zero-filled"). */
+static __device__ __forceinline__ void hot_cp_async16(unsigned dst, const void *src, int src_bytes) {
+  asm volatile("cp.async.cg.shared.global.L2::128B [%0], [%1], 16, %2;\n" ::"r"(dst), "l"(src),
+               "r"(src_bytes)
+               : "memory");
+}
+
+static __device__ __forceinline__ void hot_cp_async_commit(void) {
+  asm volatile("cp.async.commit_group;\n" ::: "memory");
+}
+
+template <int N>
+static __device__ __forceinline__ void hot_cp_async_wait(void) {
+  asm volatile("cp.async.wait_group %0;\n" ::"n"(N) : "memory");
+}
+
+/* ldmatrix .m8n8 .b16: each 8x8 b16 matrix is 8 rows of 16 bytes; lanes 8j..8j+7 give the row
+ * addresses of matrix j; lane l receives, from matrix j, the 32-bit word at row l/4, bytes
+ * 4*(l%4) .. 4*(l%4)+3 (PTX ISA 9.7.14.5.15 ldmatrix, "fragment of the loaded matrix"). We treat
+ * the data as raw bytes: 16 bytes = 16 s8 codes or 32 packed s4 codes. */
+static __device__ __forceinline__ void hot_ldmatrix_x4(unsigned addr, unsigned &r0, unsigned &r1,
+                                                       unsigned &r2, unsigned &r3) {
+  asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0, %1, %2, %3}, [%4];\n"
+               : "=r"(r0), "=r"(r1), "=r"(r2), "=r"(r3)
+               : "r"(addr));
+}
+
+static __device__ __forceinline__ void hot_ldmatrix_x2(unsigned addr, unsigned &r0, unsigned &r1) {
+  asm volatile("ldmatrix.sync.aligned.m8n8.x2.shared.b16 {%0, %1}, [%2];\n"
+               : "=r"(r0), "=r"(r1)
+               : "r"(addr));
+}
+
+/* One 16 x 8 x (32 bytes of K) tensor-core product, d += a * b. */
+static __device__ __forceinline__ void hot_mma(int *d, const unsigned *a, const unsigned *b) {
+#if HOT_CODES
+  asm volatile("mma.sync.aligned.m16n8k64.row.col.s32.s4.s4.s32 "
+               "{%0, %1, %2, %3}, {%4, %5, %6, %7}, {%8, %9}, {%0, %1, %2, %3};\n"
+               : "+r"(d[0]), "+r"(d[1]), "+r"(d[2]), "+r"(d[3])
+               : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b[0]), "r"(b[1]));
+#else
+  asm volatile("mma.sync.aligned.m16n8k32.row.col.s32.s8.s8.s32 "
+               "{%0, %1, %2, %3}, {%4, %5, %6, %7}, {%8, %9}, {%0, %1, %2, %3};\n"
+               : "+r"(d[0]), "+r"(d[1]), "+r"(d[2]), "+r"(d[3])
+               : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b[0]), "r"(b[1]));
+#endif
+}
+
+/* ---- Fragment layouts (PTX ISA 9.7.14.5.x "Matrix Fragments for mma.m16n8k32" (.s8) and
+ * "... for mma.m16n8k64" (.s4)); g = lane >> 2 (groupID), t = lane & 3 (threadID_in_group).
+ * In bytes of K both instructions agree:
+ *   A (16 x 32 bytes): a[0] = row g,   bytes 4t..4t+3       a[1] = row g+8, bytes 4t..4t+3
+ *                      a[2] = row g,   bytes 16+4t..+3      a[3] = row g+8, bytes 16+4t..+3
+ *     (.s8: a_i row g for i in [0,4)u[8,12), col 4t + (i&3) (+16 for i >= 8);
+ *      .s4: a_i row g for i in [0,8)u[16,24), col 8t + (i&7) (+32 for i >= 16); nibble i of a
+ *      register is element i, so the low nibble of a byte is the lower K index = our packing.)
+ *   B (32 bytes x 8, stored as N rows of K): b[0] = column n = g, bytes 4t..4t+3,
+ *                                            b[1] = column n = g, bytes 16+4t..+3
+ *   C/D (16 x 8 s32): d[0], d[1] = row g, cols 2t, 2t+1;  d[2], d[3] = row g+8, cols 2t, 2t+1.
+ * ldmatrix.x4 on A with lane l addressing row (l & 15), chunk (l >> 4) of the 16 x 32-byte
+ * slice gives matrices {rows 0-7 chunk 0, rows 8-15 chunk 0, rows 0-7 chunk 1, rows 8-15
+ * chunk 1} = exactly a[0..3]. ldmatrix.x4 on B with lane l addressing n-row (l & 7) + 8*(l >> 4),
+ * chunk (l >> 3) & 1 gives {n 0-7 chunk 0, n 0-7 chunk 1, n 8-15 chunk 0, n 8-15 chunk 1} =
+ * b[0..1] of n-block 0 then of n-block 1 (x2: lanes 0-15, the first n-block only). */
+
+/* Per-thread constants of the main loop (kept in registers once the helpers are inlined). */
+struct hot_gemm_ctx {
+  unsigned smem;            /* shared-state address of stage 0 */
+  /* ldmatrix: this lane's row offset in the A / B tile for mi = 0 / nj = 0 (further mi, nj add
+   * compile-time multiples of 16 rows) and its 16-byte chunk within a 32-byte K step */
+  unsigned a_ld, b_ld;
+  int a_hi, b_hi, swz;
+  /* cp.async loader: rows m0 / n0 of A / B; this thread's first chunk (row r0, chunk c0) */
+  const signed char *a_tile, *b_tile;
+  long long pitch;          /* row bytes: Kpad (s8) or Kpad / 2 (s4) */
+  int r0, c0;
+  int a_left, b_left;       /* M - m0 - r0, N - n0 - r0: rows r0 + x are real iff x < left */
+  int tid, ktiles;
+};
+
+/* Rows one pass of all threads covers when THREADS is a multiple of the chunks per row (then
+ * every thread keeps one chunk column c0 and steps down by HOT_RSTEP rows); else 0 and the
+ * generic path below maps chunk ids one by one (KB = 96). */
+#define HOT_RSTEP (HOT_THREADS % HOT_CPR == 0 ? HOT_THREADS / HOT_CPR : 0)
+
+/* Issues the cp.async of one operand tile (ROWS rows of KB bytes) of K tile kt into the shared
+ * tile at dst. Rows past the matrix are zero-filled: src-size 0, and the address used is row 0
+ * of the block tile (always real: m0 < M), so nothing outside the operand is ever addressed. */
+template <int ROWS>
+static __device__ __forceinline__ void hot_load_operand(const hot_gemm_ctx &x, unsigned dst,
+                                                        const signed char *tile, int left,
+                                                        long long koff) {
+  const signed char *row0 = tile + koff;
+  if (HOT_RSTEP != 0) {
+    /* thread -> (row r0 + i*RSTEP, chunk c0); with RSTEP % 8 == 0 the swizzle is that of r0 */
+    const int sw0 = HOT_SWZ(x.r0);
+    const long long off0 = (long long)x.r0 * x.pitch + x.c0 * 16;
+#pragma unroll
+    for (int i = 0; i < (ROWS + HOT_RSTEP - 1) / HOT_RSTEP; ++i) {
+      const int r = x.r0 + i * HOT_RSTEP;
+      if (ROWS % HOT_RSTEP == 0 || r < ROWS) {
+        const int sw = HOT_RSTEP % 8 == 0 ? sw0 : HOT_SWZ(r);
+        const bool ok = i * HOT_RSTEP < left;
+        const signed char *src = row0 + (ok ? off0 + (long long)(i * HOT_RSTEP) * x.pitch : 0);
+        hot_cp_async16(dst + (unsigned)(r * HOT_KB + ((x.c0 ^ sw) << 4)), src, ok ? 16 : 0);
+      }
+    }
+  } else {
+#pragma unroll
+    for (int i = 0; i < (ROWS * HOT_CPR + HOT_THREADS - 1) / HOT_THREADS; ++i) {
+      const int id = x.tid + i * HOT_THREADS;
+      if ((ROWS * HOT_CPR) % HOT_THREADS == 0 || id < ROWS * HOT_CPR) {
+        const int r = id / HOT_CPR, c = id % HOT_CPR;
+        const bool ok = r - x.r0 < left; /* left counts from r0 */
+        const signed char *src = row0 + (ok ? (long long)r * x.pitch + c * 16 : 0);
+        hot_cp_async16(dst + (unsigned)(r * HOT_KB + ((c ^ HOT_SWZ(r)) << 4)), src, ok ? 16 : 0);
+      }
+    }
+  }
+}
+
+/* Loads K tile kt (KB bytes of every row of the A and B block tiles) into the stage at shared
+ * address st, or nothing when kt >= ktiles (the caller still commits an empty group, keeping
+ * the group count uniform). */
+static __device__ __forceinline__ void hot_load_tile(const hot_gemm_ctx &x, unsigned st, int kt) {
+  if (kt >= x.ktiles) return;
+  const long long koff = (long long)kt * HOT_KB;
+  hot_load_operand<HOT_TILE_M>(x, st, x.a_tile, x.a_left, koff);
+  hot_load_operand<HOT_TILE_N>(x, st + HOT_A_BYTES, x.b_tile, x.b_left, koff);
+}
+
+/* Fragments of K step ks (32 bytes) of the stage at shared address st into af / bf. */
+static __device__ __forceinline__ void hot_load_frags(const hot_gemm_ctx &x,
+                                                      unsigned (&af)[HOT_MI][4],
+                                                      unsigned (&bf)[HOT_NI][2], unsigned st,
+                                                      int ks) {
+  const unsigned pa = st + x.a_ld + (unsigned)(((2 * ks + x.a_hi) ^ x.swz) << 4);
+  const unsigned pb = st + HOT_A_BYTES + x.b_ld + (unsigned)(((2 * ks + x.b_hi) ^ x.swz) << 4);
+#pragma unroll
+  for (int mi = 0; mi < HOT_MI; ++mi)
+    hot_ldmatrix_x4(pa + mi * 16 * HOT_KB, af[mi][0], af[mi][1], af[mi][2], af[mi][3]);
+#pragma unroll
+  for (int nj = 0; nj < HOT_NI / 2; ++nj)
+    hot_ldmatrix_x4(pb + nj * 16 * HOT_KB, bf[2 * nj][0], bf[2 * nj][1], bf[2 * nj + 1][0],
+                    bf[2 * nj + 1][1]);
+  if (HOT_NI % 2) /* odd number of n8 blocks: the last one alone (lanes 0-15 give addresses) */
+    hot_ldmatrix_x2(pb + (HOT_NI / 2) * 16 * HOT_KB, bf[HOT_NI - 1][0], bf[HOT_NI - 1][1]);
+}
+
+/* Mutable main-loop state. */
+struct hot_gemm_state {
+  int acc[HOT_MI][HOT_NI][4];
+  unsigned af[2][HOT_MI][4];
+  unsigned bf[2][HOT_NI][2];
+  unsigned rd, wr; /* shared address of the stage being computed / the next prefetch target */
+};
+
+static __device__ __forceinline__ unsigned hot_next_stage(const hot_gemm_ctx &x, unsigned st) {
+  return st + HOT_STAGE_BYTES == x.smem + HOT_SMEM_BYTES ? x.smem : st + HOT_STAGE_BYTES;
+}
+
+/* One K tile. P = register buffer that holds the fragments of its first K step; the step
+ * leaves the fragments of the next tile's first K step in buffer (P + KSTEPS) & 1. With an
+ * even KSTEPS that is always P = 0; with an odd one the caller alternates P = 0, 1, so every
+ * buffer index is a compile-time constant (no local-memory arrays).
+ *
+ * Hazards: the prefetch into stage wr = (kt-1) % STAGES is issued at ks = 0; the last ldmatrix
+ * from that stage (tile kt-1) happened before the __syncthreads of the previous tile's last K
+ * step (or, with KSTEPS = 1, of the tile step before), so no warp still reads it. At the last K
+ * step, wait_group(STAGES-2) leaves only the STAGES-2 youngest groups in flight, so tile kt+1 has
+ * landed; the barrier then publishes it to all warps before its first ldmatrix. */
+template <int P>
+static __device__ __forceinline__ void hot_ktile(const hot_gemm_ctx &x, hot_gemm_state &s,
+                                                 int kt) {
+#pragma unroll
+  for (int ks = 0; ks < HOT_KSTEPS; ++ks) {
+    const int cur = (P + ks) & 1;
+    if (ks == 0) {
+      hot_load_tile(x, s.wr, kt + HOT_STAGES - 1);
+      hot_cp_async_commit();
+      s.wr = hot_next_stage(x, s.wr);
+    }
+    if (ks == HOT_KSTEPS - 1) {
+      hot_cp_async_wait<HOT_STAGES - 2>();
+      __syncthreads();
+      s.rd = hot_next_stage(x, s.rd);
+    }
+    /* next K step's fragments (the next tile's first one at the last step) */
+    hot_load_frags(x, s.af[cur ^ 1], s.bf[cur ^ 1], s.rd, (ks + 1) % HOT_KSTEPS);
+#pragma unroll
+    for (int mi = 0; mi < HOT_MI; ++mi)
+#pragma unroll
+      for (int ni = 0; ni < HOT_NI; ++ni) {
+        /* serpentine over n: consecutive mmas share the B fragment at the turns */
+        const int nn = (mi & 1) ? HOT_NI - 1 - ni : ni;
+        hot_mma(s.acc[mi][nn], s.af[cur][mi], s.bf[cur][nn]);
+      }
+  }
+}
+
+extern "C" __global__ void __launch_bounds__(HOT_THREADS, 1)
+    HOT_KNAME(const signed char *__restrict__ A, const signed char *__restrict__ B,
+              float *__restrict__ C, const float *__restrict__ row_scale, float alpha, int M,
+              int N, int Kpad, int ldc) {
+  extern __shared__ __align__(128) unsigned char hot_smem[];
+
+  const int tid = (int)threadIdx.x;
+  const int lane = tid & 31;
+  const int warp = tid >> 5;
+  const int wm = warp / HOT_WARPS_N, wn = warp % HOT_WARPS_N;
+  const int m0 = (int)blockIdx.y * HOT_TILE_M;
+  const int n0 = (int)blockIdx.x * HOT_TILE_N;
+
+  hot_gemm_ctx x;
+  x.smem = hot_smem_u32(hot_smem);
+  x.a_ld = (unsigned)((wm * HOT_WM + (lane & 15)) * HOT_KB);
+  x.b_ld = (unsigned)((wn * HOT_WN + (lane & 7) + ((lane >> 4) << 3)) * HOT_KB);
+  x.a_hi = lane >> 4;
+  x.b_hi = (lane >> 3) & 1;
+  /* every fragment row base is a multiple of 8 (WM % 16 == 0, WN % 8 == 0), so the row's low
+   * three bits, hence its swizzle, are those of lane & 7 for A and B alike */
+  x.swz = HOT_SWZ(lane & 7);
+  x.pitch = HOT_CODES ? (long long)(Kpad / 2) : (long long)Kpad;
+  x.a_tile = A + (long long)m0 * x.pitch;
+  x.b_tile = B + (long long)n0 * x.pitch;
+  x.r0 = HOT_RSTEP != 0 ? tid / HOT_CPR : 0;
+  x.c0 = HOT_RSTEP != 0 ? tid % HOT_CPR : 0;
+  x.a_left = M - m0 - x.r0;
+  x.b_left = N - n0 - x.r0;
+  x.tid = tid;
+  x.ktiles = Kpad / HOT_TILE_K;
+
+  hot_gemm_state s;
+#pragma unroll
+  for (int mi = 0; mi < HOT_MI; ++mi)
+#pragma unroll
+    for (int ni = 0; ni < HOT_NI; ++ni)
+#pragma unroll
+      for (int q = 0; q < 4; ++q) s.acc[mi][ni][q] = 0;
+
+  /* prologue: tiles 0 .. STAGES-2 in flight, one group each */
+#pragma unroll
+  for (int st = 0; st < HOT_STAGES - 1; ++st) {
+    hot_load_tile(x, x.smem + st * HOT_STAGE_BYTES, st);
+    hot_cp_async_commit();
+  }
+  hot_cp_async_wait<HOT_STAGES - 2>();
+  __syncthreads();
+  s.rd = x.smem;
+  s.wr = x.smem + (HOT_STAGES - 1) * HOT_STAGE_BYTES;
+  hot_load_frags(x, s.af[0], s.bf[0], s.rd, 0);
+
+  for (int kt = 0; kt < x.ktiles; ++kt) {
+    hot_ktile<0>(x, s, kt);
+    if (HOT_KSTEPS % 2 == 1 && kt + 1 < x.ktiles) {
+      ++kt;
+      hot_ktile<1>(x, s, kt);
+    }
+  }
+  hot_cp_async_wait<0>(); /* only empty groups can remain; keep the exit clean */
+
+  /* ---- epilogue: C = HOT_MUL(HOT_I2F(acc), factor(row)), never fused ---------------------- */
+  const int g = lane >> 2, t = lane & 3;
+  const bool vec = ((ldc & 1) == 0) && ((((unsigned long long)C) & 7ull) == 0);
+#pragma unroll
+  for (int mi = 0; mi < HOT_MI; ++mi) {
+#pragma unroll
+    for (int h = 0; h < 2; ++h) {
+      const int m = m0 + wm * HOT_WM + mi * 16 + g + 8 * h;
+      if (m >= M) continue;
+      const float factor = row_scale ? HOT_MUL(row_scale[m], alpha) : alpha;
+      float *crow = C + (long long)m * ldc;
+#pragma unroll
+      for (int ni = 0; ni < HOT_NI; ++ni) {
+        const int n = n0 + wn * HOT_WN + ni * 8 + 2 * t;
+        const float v0 = HOT_MUL(HOT_I2F(s.acc[mi][ni][2 * h]), factor);
+        const float v1 = HOT_MUL(HOT_I2F(s.acc[mi][ni][2 * h + 1]), factor);
+        if (vec && n + 1 < N) {
+          *reinterpret_cast<float2 *>(crow + n) = make_float2(v0, v1);
+        } else {
+          if (n < N) crow[n] = v0;
+          if (n + 1 < N) crow[n + 1] = v1;
+        }
+      }
+    }
+  }
+}
+} /* namespace hot_k4 */
+#undef HOT_KNAME
+#undef HOT_CODES
+#undef HOT_TILE_M
+#undef HOT_TILE_N
+#undef HOT_TILE_K
+#undef HOT_WARPS_M
+#undef HOT_WARPS_N
+#undef HOT_STAGES
+#undef HOT_THREADS
+#undef HOT_KB
+#undef HOT_CPR
+#undef HOT_KSTEPS
+#undef HOT_WM
+#undef HOT_WN
+#undef HOT_MI
+#undef HOT_NI
+#undef HOT_A_BYTES
+#undef HOT_STAGE_BYTES
+#undef HOT_SMEM_BYTES
+#undef HOT_A_CHUNKS
+#undef HOT_B_CHUNKS
+#undef HOT_A_ITERS
+#undef HOT_B_ITERS
+#undef HOT_SWZ
+#undef HOT_RSTEP
+
+/* ---- hot_gemm_mma_s8_64x64x64_w2x2_s4 from templates/gemm_int.cu */
+#define HOT_KNAME hot_gemm_mma_s8_64x64x64_w2x2_s4
+#define HOT_CODES 0
+#define HOT_TILE_M 64
+#define HOT_TILE_N 64
+#define HOT_TILE_K 64
+#define HOT_WARPS_M 2
+#define HOT_WARPS_N 2
+#define HOT_STAGES 4
+namespace hot_k5 {
+#line 1 "templates/gemm_int.cu"
+/* @hot-params: HOT_KNAME HOT_CODES HOT_TILE_M HOT_TILE_N HOT_TILE_K HOT_WARPS_M HOT_WARPS_N HOT_STAGES */
+/* gemm_int.cu — integer tensor-core GEMM with the fused HOT dequantization epilogue
+ * (HOT.md sections 3.5, 4.6 and 7).
+ *
+ *   C[m*ldc + n] = HOT_MUL(HOT_I2F(acc[m][n]), factor(m)),   acc[m][n] = sum_k A[m][k] * B[n][k]
+ *   factor(m)    = row_scale ? HOT_MUL(row_scale[m], alpha) : alpha
+ *
+ * int32 accumulation (exact while |acc| < 2^31); HQ passes row_scale = s_g, alpha = c_w; HLA
+ * passes row_scale = NULL, alpha = c. Integer products are exact and the epilogue is two
+ * single-rounding fp32 operations, so every arch and tile configuration gives the same bits as
+ * the CPU twin.
+ *
+ * ==== Design note (what the planner and the runtime must respect) ===========================
+ *
+ * Operands ("TN", i.e. mma .row.col): A is M x Kpad, B is N x Kpad, both row-major with K
+ * contiguous. HOT_CODES = 0: one signed byte per code, row pitch Kpad bytes. HOT_CODES = 1:
+ * packed two's-complement nibbles, element 2j in the low nibble of byte j, row pitch Kpad/2
+ * bytes. The kernel works in BYTES of K throughout: one mma consumes 32 bytes of K per row
+ * (m16n8k32 .s8 = 32 codes, m16n8k64 .s4 = 64 codes), and the fragment byte layouts of the two
+ * instructions are identical (see "Fragment layouts" below).
+ *
+ * Constraints on the arguments (not checked at run time):
+ *  - Kpad % HOT_TILE_K == 0 and Kpad >= 0 (Kpad == 0 writes C = 0 * factor); codes in
+ *    [Kreal, Kpad) are zero (the planner zero-fills);
+ *  - A and B 16-byte aligned (cudaMalloc gives 256); the row pitch is then a multiple of 16
+ *    bytes because HOT_TILE_K bytes are a multiple of 32;
+ *  - M, N >= 0 arbitrary: rows past M (A) or N (B) are zero-filled in shared memory, never read;
+ *    C is written only for m < M, n < N; ldc >= N. float2 stores are used when ldc is even and
+ *    C is 8-byte aligned, scalar stores otherwise;
+ *  - row_scale: NULL or M floats;
+ *  - grid.y = ceil(M / HOT_TILE_M) <= 65535.
+ *
+ * Launch geometry:
+ *   grid  = (ceil(N / HOT_TILE_N), ceil(M / HOT_TILE_M), 1)   x over N tiles, y over M tiles
+ *   block = (HOT_THREADS, 1, 1),  HOT_THREADS = 32 * HOT_WARPS_M * HOT_WARPS_N
+ *   dynamic shared memory (bytes), no padding (the layout is XOR-swizzled):
+ *     HOT_SMEM_BYTES = HOT_STAGES * (HOT_TILE_M + HOT_TILE_N) * KB,
+ *     KB = HOT_TILE_K (HOT_CODES = 0) or HOT_TILE_K / 2 (HOT_CODES = 1)   [bytes of K per row]
+ *   e.g. 128x128x64 s8 (or 128x128x128 s4), 3 stages: 49152; 4 stages: 65536;
+ *        64x64x64 s8 4 stages: 32768. Above 48 KiB the runtime must raise
+ *        CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES before the launch.
+ *
+ * Legal parameters (static_asserts below enforce them):
+ *   HOT_CODES 0 or 1; KB in {32, 64, 96, 128, 256} bytes, i.e. HOT_TILE_K in {32, 64, 96, 128, 256}
+ *   for s8 and {64, 128, 192, 256, 512} for s4; HOT_TILE_M % (16 * HOT_WARPS_M) == 0;
+ *   HOT_TILE_N % (8 * HOT_WARPS_N) == 0; 1 <= HOT_WARPS_M * HOT_WARPS_N <= 8 (threads <= 256);
+ *   2 <= HOT_STAGES <= 8. Tested tiles: 128x128 and 64x64 with 2x2 / 2x4 / 4x2 warps, 3-4 stages.
+ *
+ * Block/warp mapping: warp w (0 .. WARPS_M*WARPS_N-1) owns the warp tile of rows
+ * (w / WARPS_N) * WM ... + WM-1 and columns (w % WARPS_N) * WN ... + WN-1 of the block tile,
+ * WM = TILE_M / WARPS_M, WN = TILE_N / WARPS_N; it holds MI x NI accumulator fragments of
+ * 16 x 8 (MI = WM / 16, NI = WN / 8).
+ *
+ * Pipeline: HOT_STAGES shared-memory stages filled by 16-byte cp.async.cg (L2 only, zero-fill
+ * for rows past M/N via src-size 0), one commit group per K tile, cp.async.wait_group
+ * (STAGES-2) + one __syncthreads per K tile; ldmatrix fragments double-buffered in registers
+ * (the fragments of the next 32-byte K step, also across the K-tile boundary, are loaded
+ * before the mma of the current one).
+ *
+ * Shared layout per stage: [A tile: TILE_M rows x KB bytes][B tile: TILE_N rows x KB bytes],
+ * rows unpadded; the 16-byte chunk c of row r is stored at chunk c ^ swz(r), where swz is chosen
+ * so that the 8 row addresses of every ldmatrix phase (8 consecutive rows, one logical chunk)
+ * fall into 8 distinct 16-byte bank groups:
+ *   KB = 32  (2 chunks/row, 4 rows per 128 B): swz = (r >> 2) & 1
+ *   KB = 64  (4 chunks/row, 2 rows per 128 B): swz = (r >> 1) & 3
+ *   KB = 96  (6 chunks/row):                     swz = (r >> 2) & 1   (rows r, r+4 collide unswizzled)
+ *   KB >= 128 (8+ chunks/row):                   swz = r & 7
+ * swz only depends on r & 7, so with every fragment row base a multiple of 8 it is a per-lane
+ * constant.
+ * =============================================================================================
+ */
+#ifndef HOT_GENERATED
+#define HOT_KNAME hot_gemm_int
+#define HOT_CODES 0
+#define HOT_TILE_M 128
+#define HOT_TILE_N 128
+#define HOT_TILE_K 64
+#define HOT_WARPS_M 2
+#define HOT_WARPS_N 2
+#define HOT_STAGES 4
+#endif
+
+
+
+/* ---- derived compile-time quantities (macros, not namespace constexpr: see DESIGN.md) ----- */
+#define HOT_THREADS (32 * HOT_WARPS_M * HOT_WARPS_N)
+#define HOT_KB (HOT_CODES ? HOT_TILE_K / 2 : HOT_TILE_K) /* bytes of K per row per stage */
+#define HOT_CPR (HOT_KB / 16)                           /* 16-byte chunks per row */
+#define HOT_KSTEPS (HOT_KB / 32)                        /* mma K steps per stage */
+#define HOT_WM (HOT_TILE_M / HOT_WARPS_M)
+#define HOT_WN (HOT_TILE_N / HOT_WARPS_N)
+#define HOT_MI (HOT_WM / 16)
+#define HOT_NI (HOT_WN / 8)
+#define HOT_A_BYTES (HOT_TILE_M * HOT_KB)
+#define HOT_STAGE_BYTES ((HOT_TILE_M + HOT_TILE_N) * HOT_KB)
+#define HOT_SMEM_BYTES (HOT_STAGES * HOT_STAGE_BYTES)
+#define HOT_A_CHUNKS (HOT_TILE_M * HOT_CPR)
+#define HOT_B_CHUNKS (HOT_TILE_N * HOT_CPR)
+#define HOT_A_ITERS ((HOT_A_CHUNKS + HOT_THREADS - 1) / HOT_THREADS)
+#define HOT_B_ITERS ((HOT_B_CHUNKS + HOT_THREADS - 1) / HOT_THREADS)
+/* swizzle of 16-byte chunks as a function of the row (see the design note) */
+#define HOT_SWZ(r)                                                                              \
+  (HOT_CPR == 4 ? (((r) >> 1) & 3) : (HOT_CPR == 2 || HOT_CPR == 6) ? (((r) >> 2) & 1) : ((r)&7))
+
+static_assert(HOT_CODES == 0 || HOT_CODES == 1, "HOT_CODES must be 0 (int8) or 1 (packed int4)");
+static_assert(HOT_CODES == 0 || HOT_TILE_K % 2 == 0, "packed int4 needs an even HOT_TILE_K");
+static_assert(HOT_KB % 32 == 0, "HOT_TILE_K must be a multiple of the mma K (32 s8, 64 s4)");
+static_assert(HOT_CPR == 2 || HOT_CPR == 4 || HOT_CPR == 6 || HOT_CPR == 8 || HOT_CPR == 16,
+              "HOT_TILE_K bytes must be 32, 64, 96, 128 or 256 (swizzle patterns)");
+static_assert(HOT_WARPS_M >= 1 && HOT_WARPS_N >= 1 && HOT_WARPS_M * HOT_WARPS_N <= 8,
+              "1..8 warps per block");
+static_assert(HOT_TILE_M % (16 * HOT_WARPS_M) == 0, "HOT_TILE_M must split into warps of 16 rows");
+static_assert(HOT_TILE_N % (8 * HOT_WARPS_N) == 0, "HOT_TILE_N must split into warps of 8 columns");
+static_assert(HOT_STAGES >= 2 && HOT_STAGES <= 8, "HOT_STAGES must be in [2, 8]");
+static_assert(HOT_A_BYTES % 128 == 0 && HOT_STAGE_BYTES % 128 == 0,
+              "stage and B-tile bases must stay 128-byte aligned (swizzle assumes it)");
+static_assert(HOT_MI * HOT_NI <= 64, "warp tile too large for the register file");
+
+/* ---- PTX wrappers ------------------------------------------------------------------------- */
+
+/* 32-bit shared-state address of a generic pointer into shared memory. */
+static __device__ __forceinline__ unsigned hot_smem_u32(const void *p) {
+  return (unsigned)__cvta_generic_to_shared(p);
+}
+
+/* cp.async.cg: 16 bytes global -> shared, bypassing L1; src_bytes = 0 writes 16 zero bytes and
+ * reads nothing (PTX ISA 9.7.9.25.3.1 cp.async: "src-size ... remaining bytes are zero-filled"). */
+static __device__ __forceinline__ void hot_cp_async16(unsigned dst, const void *src, int src_bytes) {
+  asm volatile("cp.async.cg.shared.global.L2::128B [%0], [%1], 16, %2;\n" ::"r"(dst), "l"(src),
+               "r"(src_bytes)
+               : "memory");
+}
+
+static __device__ __forceinline__ void hot_cp_async_commit(void) {
+  asm volatile("cp.async.commit_group;\n" ::: "memory");
+}
+
+template <int N>
+static __device__ __forceinline__ void hot_cp_async_wait(void) {
+  asm volatile("cp.async.wait_group %0;\n" ::"n"(N) : "memory");
+}
+
+/* ldmatrix .m8n8 .b16: each 8x8 b16 matrix is 8 rows of 16 bytes; lanes 8j..8j+7 give the row
+ * addresses of matrix j; lane l receives, from matrix j, the 32-bit word at row l/4, bytes
+ * 4*(l%4) .. 4*(l%4)+3 (PTX ISA 9.7.14.5.15 ldmatrix, "fragment of the loaded matrix"). We treat
+ * the data as raw bytes: 16 bytes = 16 s8 codes or 32 packed s4 codes. */
+static __device__ __forceinline__ void hot_ldmatrix_x4(unsigned addr, unsigned &r0, unsigned &r1,
+                                                       unsigned &r2, unsigned &r3) {
+  asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0, %1, %2, %3}, [%4];\n"
+               : "=r"(r0), "=r"(r1), "=r"(r2), "=r"(r3)
+               : "r"(addr));
+}
+
+static __device__ __forceinline__ void hot_ldmatrix_x2(unsigned addr, unsigned &r0, unsigned &r1) {
+  asm volatile("ldmatrix.sync.aligned.m8n8.x2.shared.b16 {%0, %1}, [%2];\n"
+               : "=r"(r0), "=r"(r1)
+               : "r"(addr));
+}
+
+/* One 16 x 8 x (32 bytes of K) tensor-core product, d += a * b. */
+static __device__ __forceinline__ void hot_mma(int *d, const unsigned *a, const unsigned *b) {
+#if HOT_CODES
+  asm volatile("mma.sync.aligned.m16n8k64.row.col.s32.s4.s4.s32 "
+               "{%0, %1, %2, %3}, {%4, %5, %6, %7}, {%8, %9}, {%0, %1, %2, %3};\n"
+               : "+r"(d[0]), "+r"(d[1]), "+r"(d[2]), "+r"(d[3])
+               : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b[0]), "r"(b[1]));
+#else
+  asm volatile("mma.sync.aligned.m16n8k32.row.col.s32.s8.s8.s32 "
+               "{%0, %1, %2, %3}, {%4, %5, %6, %7}, {%8, %9}, {%0, %1, %2, %3};\n"
+               : "+r"(d[0]), "+r"(d[1]), "+r"(d[2]), "+r"(d[3])
+               : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b[0]), "r"(b[1]));
+#endif
+}
+
+/* ---- Fragment layouts (PTX ISA 9.7.14.5.x "Matrix Fragments for mma.m16n8k32" (.s8) and
+ * "... for mma.m16n8k64" (.s4)); g = lane >> 2 (groupID), t = lane & 3 (threadID_in_group).
+ * In bytes of K both instructions agree:
+ *   A (16 x 32 bytes): a[0] = row g,   bytes 4t..4t+3       a[1] = row g+8, bytes 4t..4t+3
+ *                      a[2] = row g,   bytes 16+4t..+3      a[3] = row g+8, bytes 16+4t..+3
+ *     (.s8: a_i row g for i in [0,4)u[8,12), col 4t + (i&3) (+16 for i >= 8);
+ *      .s4: a_i row g for i in [0,8)u[16,24), col 8t + (i&7) (+32 for i >= 16); nibble i of a
+ *      register is element i, so the low nibble of a byte is the lower K index = our packing.)
+ *   B (32 bytes x 8, stored as N rows of K): b[0] = column n = g, bytes 4t..4t+3,
+ *                                            b[1] = column n = g, bytes 16+4t..+3
+ *   C/D (16 x 8 s32): d[0], d[1] = row g, cols 2t, 2t+1;  d[2], d[3] = row g+8, cols 2t, 2t+1.
+ * ldmatrix.x4 on A with lane l addressing row (l & 15), chunk (l >> 4) of the 16 x 32-byte
+ * slice gives matrices {rows 0-7 chunk 0, rows 8-15 chunk 0, rows 0-7 chunk 1, rows 8-15
+ * chunk 1} = exactly a[0..3]. ldmatrix.x4 on B with lane l addressing n-row (l & 7) + 8*(l >> 4),
+ * chunk (l >> 3) & 1 gives {n 0-7 chunk 0, n 0-7 chunk 1, n 8-15 chunk 0, n 8-15 chunk 1} =
+ * b[0..1] of n-block 0 then of n-block 1 (x2: lanes 0-15, the first n-block only). */
+
+/* Per-thread constants of the main loop (kept in registers once the helpers are inlined). */
+struct hot_gemm_ctx {
+  unsigned smem;            /* shared-state address of stage 0 */
+  /* ldmatrix: this lane's row offset in the A / B tile for mi = 0 / nj = 0 (further mi, nj add
+   * compile-time multiples of 16 rows) and its 16-byte chunk within a 32-byte K step */
+  unsigned a_ld, b_ld;
+  int a_hi, b_hi, swz;
+  /* cp.async loader: rows m0 / n0 of A / B; this thread's first chunk (row r0, chunk c0) */
+  const signed char *a_tile, *b_tile;
+  long long pitch;          /* row bytes: Kpad (s8) or Kpad / 2 (s4) */
+  int r0, c0;
+  int a_left, b_left;       /* M - m0 - r0, N - n0 - r0: rows r0 + x are real iff x < left */
+  int tid, ktiles;
+};
+
+/* Rows one pass of all threads covers when THREADS is a multiple of the chunks per row (then
+ * every thread keeps one chunk column c0 and steps down by HOT_RSTEP rows); else 0 and the
+ * generic path below maps chunk ids one by one (KB = 96). */
+#define HOT_RSTEP (HOT_THREADS % HOT_CPR == 0 ? HOT_THREADS / HOT_CPR : 0)
+
+/* Issues the cp.async of one operand tile (ROWS rows of KB bytes) of K tile kt into the shared
+ * tile at dst. Rows past the matrix are zero-filled: src-size 0, and the address used is row 0
+ * of the block tile (always real: m0 < M), so nothing outside the operand is ever addressed. */
+template <int ROWS>
+static __device__ __forceinline__ void hot_load_operand(const hot_gemm_ctx &x, unsigned dst,
+                                                        const signed char *tile, int left,
+                                                        long long koff) {
+  const signed char *row0 = tile + koff;
+  if (HOT_RSTEP != 0) {
+    /* thread -> (row r0 + i*RSTEP, chunk c0); with RSTEP % 8 == 0 the swizzle is that of r0 */
+    const int sw0 = HOT_SWZ(x.r0);
+    const long long off0 = (long long)x.r0 * x.pitch + x.c0 * 16;
+#pragma unroll
+    for (int i = 0; i < (ROWS + HOT_RSTEP - 1) / HOT_RSTEP; ++i) {
+      const int r = x.r0 + i * HOT_RSTEP;
+      if (ROWS % HOT_RSTEP == 0 || r < ROWS) {
+        const int sw = HOT_RSTEP % 8 == 0 ? sw0 : HOT_SWZ(r);
+        const bool ok = i * HOT_RSTEP < left;
+        const signed char *src = row0 + (ok ? off0 + (long long)(i * HOT_RSTEP) * x.pitch : 0);
+        hot_cp_async16(dst + (unsigned)(r * HOT_KB + ((x.c0 ^ sw) << 4)), src, ok ? 16 : 0);
+      }
+    }
+  } else {
+#pragma unroll
+    for (int i = 0; i < (ROWS * HOT_CPR + HOT_THREADS - 1) / HOT_THREADS; ++i) {
+      const int id = x.tid + i * HOT_THREADS;
+      if ((ROWS * HOT_CPR) % HOT_THREADS == 0 || id < ROWS * HOT_CPR) {
+        const int r = id / HOT_CPR, c = id % HOT_CPR;
+        const bool ok = r - x.r0 < left; /* left counts from r0 */
+        const signed char *src = row0 + (ok ? (long long)r * x.pitch + c * 16 : 0);
+        hot_cp_async16(dst + (unsigned)(r * HOT_KB + ((c ^ HOT_SWZ(r)) << 4)), src, ok ? 16 : 0);
+      }
+    }
+  }
+}
+
+/* Loads K tile kt (KB bytes of every row of the A and B block tiles) into the stage at shared
+ * address st, or nothing when kt >= ktiles (the caller still commits an empty group, keeping
+ * the group count uniform). */
+static __device__ __forceinline__ void hot_load_tile(const hot_gemm_ctx &x, unsigned st, int kt) {
+  if (kt >= x.ktiles) return;
+  const long long koff = (long long)kt * HOT_KB;
+  hot_load_operand<HOT_TILE_M>(x, st, x.a_tile, x.a_left, koff);
+  hot_load_operand<HOT_TILE_N>(x, st + HOT_A_BYTES, x.b_tile, x.b_left, koff);
+}
+
+/* Fragments of K step ks (32 bytes) of the stage at shared address st into af / bf. */
+static __device__ __forceinline__ void hot_load_frags(const hot_gemm_ctx &x,
+                                                      unsigned (&af)[HOT_MI][4],
+                                                      unsigned (&bf)[HOT_NI][2], unsigned st,
+                                                      int ks) {
+  const unsigned pa = st + x.a_ld + (unsigned)(((2 * ks + x.a_hi) ^ x.swz) << 4);
+  const unsigned pb = st + HOT_A_BYTES + x.b_ld + (unsigned)(((2 * ks + x.b_hi) ^ x.swz) << 4);
+#pragma unroll
+  for (int mi = 0; mi < HOT_MI; ++mi)
+    hot_ldmatrix_x4(pa + mi * 16 * HOT_KB, af[mi][0], af[mi][1], af[mi][2], af[mi][3]);
+#pragma unroll
+  for (int nj = 0; nj < HOT_NI / 2; ++nj)
+    hot_ldmatrix_x4(pb + nj * 16 * HOT_KB, bf[2 * nj][0], bf[2 * nj][1], bf[2 * nj + 1][0],
+                    bf[2 * nj + 1][1]);
+  if (HOT_NI % 2) /* odd number of n8 blocks: the last one alone (lanes 0-15 give addresses) */
+    hot_ldmatrix_x2(pb + (HOT_NI / 2) * 16 * HOT_KB, bf[HOT_NI - 1][0], bf[HOT_NI - 1][1]);
+}
+
+/* Mutable main-loop state. */
+struct hot_gemm_state {
+  int acc[HOT_MI][HOT_NI][4];
+  unsigned af[2][HOT_MI][4];
+  unsigned bf[2][HOT_NI][2];
+  unsigned rd, wr; /* shared address of the stage being computed / the next prefetch target */
+};
+
+static __device__ __forceinline__ unsigned hot_next_stage(const hot_gemm_ctx &x, unsigned st) {
+  return st + HOT_STAGE_BYTES == x.smem + HOT_SMEM_BYTES ? x.smem : st + HOT_STAGE_BYTES;
+}
+
+/* One K tile. P = register buffer that holds the fragments of its first K step; the step
+ * leaves the fragments of the next tile's first K step in buffer (P + KSTEPS) & 1. With an
+ * even KSTEPS that is always P = 0; with an odd one the caller alternates P = 0, 1, so every
+ * buffer index is a compile-time constant (no local-memory arrays).
+ *
+ * Hazards: the prefetch into stage wr = (kt-1) % STAGES is issued at ks = 0; the last ldmatrix
+ * from that stage (tile kt-1) happened before the __syncthreads of the previous tile's last K
+ * step (or, with KSTEPS = 1, of the tile step before), so no warp still reads it. At the last K
+ * step, wait_group(STAGES-2) leaves only the STAGES-2 youngest groups in flight, so tile kt+1 has
+ * landed; the barrier then publishes it to all warps before its first ldmatrix. */
+template <int P>
+static __device__ __forceinline__ void hot_ktile(const hot_gemm_ctx &x, hot_gemm_state &s,
+                                                 int kt) {
+#pragma unroll
+  for (int ks = 0; ks < HOT_KSTEPS; ++ks) {
+    const int cur = (P + ks) & 1;
+    if (ks == 0) {
+      hot_load_tile(x, s.wr, kt + HOT_STAGES - 1);
+      hot_cp_async_commit();
+      s.wr = hot_next_stage(x, s.wr);
+    }
+    if (ks == HOT_KSTEPS - 1) {
+      hot_cp_async_wait<HOT_STAGES - 2>();
+      __syncthreads();
+      s.rd = hot_next_stage(x, s.rd);
+    }
+    /* next K step's fragments (the next tile's first one at the last step) */
+    hot_load_frags(x, s.af[cur ^ 1], s.bf[cur ^ 1], s.rd, (ks + 1) % HOT_KSTEPS);
+#pragma unroll
+    for (int mi = 0; mi < HOT_MI; ++mi)
+#pragma unroll
+      for (int ni = 0; ni < HOT_NI; ++ni) {
+        /* serpentine over n: consecutive mmas share the B fragment at the turns */
+        const int nn = (mi & 1) ? HOT_NI - 1 - ni : ni;
+        hot_mma(s.acc[mi][nn], s.af[cur][mi], s.bf[cur][nn]);
+      }
+  }
+}
+
+extern "C" __global__ void __launch_bounds__(HOT_THREADS, 1)
+    HOT_KNAME(const signed char *__restrict__ A, const signed char *__restrict__ B,
+              float *__restrict__ C, const float *__restrict__ row_scale, float alpha, int M,
+              int N, int Kpad, int ldc) {
+  extern __shared__ __align__(128) unsigned char hot_smem[];
+
+  const int tid = (int)threadIdx.x;
+  const int lane = tid & 31;
+  const int warp = tid >> 5;
+  const int wm = warp / HOT_WARPS_N, wn = warp % HOT_WARPS_N;
+  const int m0 = (int)blockIdx.y * HOT_TILE_M;
+  const int n0 = (int)blockIdx.x * HOT_TILE_N;
+
+  hot_gemm_ctx x;
+  x.smem = hot_smem_u32(hot_smem);
+  x.a_ld = (unsigned)((wm * HOT_WM + (lane & 15)) * HOT_KB);
+  x.b_ld = (unsigned)((wn * HOT_WN + (lane & 7) + ((lane >> 4) << 3)) * HOT_KB);
+  x.a_hi = lane >> 4;
+  x.b_hi = (lane >> 3) & 1;
+  /* every fragment row base is a multiple of 8 (WM % 16 == 0, WN % 8 == 0), so the row's low
+   * three bits, hence its swizzle, are those of lane & 7 for A and B alike */
+  x.swz = HOT_SWZ(lane & 7);
+  x.pitch = HOT_CODES ? (long long)(Kpad / 2) : (long long)Kpad;
+  x.a_tile = A + (long long)m0 * x.pitch;
+  x.b_tile = B + (long long)n0 * x.pitch;
+  x.r0 = HOT_RSTEP != 0 ? tid / HOT_CPR : 0;
+  x.c0 = HOT_RSTEP != 0 ? tid % HOT_CPR : 0;
+  x.a_left = M - m0 - x.r0;
+  x.b_left = N - n0 - x.r0;
+  x.tid = tid;
+  x.ktiles = Kpad / HOT_TILE_K;
+
+  hot_gemm_state s;
+#pragma unroll
+  for (int mi = 0; mi < HOT_MI; ++mi)
+#pragma unroll
+    for (int ni = 0; ni < HOT_NI; ++ni)
+#pragma unroll
+      for (int q = 0; q < 4; ++q) s.acc[mi][ni][q] = 0;
+
+  /* prologue: tiles 0 .. STAGES-2 in flight, one group each */
+#pragma unroll
+  for (int st = 0; st < HOT_STAGES - 1; ++st) {
+    hot_load_tile(x, x.smem + st * HOT_STAGE_BYTES, st);
+    hot_cp_async_commit();
+  }
+  hot_cp_async_wait<HOT_STAGES - 2>();
+  __syncthreads();
+  s.rd = x.smem;
+  s.wr = x.smem + (HOT_STAGES - 1) * HOT_STAGE_BYTES;
+  hot_load_frags(x, s.af[0], s.bf[0], s.rd, 0);
+
+  for (int kt = 0; kt < x.ktiles; ++kt) {
+    hot_ktile<0>(x, s, kt);
+    if (HOT_KSTEPS % 2 == 1 && kt + 1 < x.ktiles) {
+      ++kt;
+      hot_ktile<1>(x, s, kt);
+    }
+  }
+  hot_cp_async_wait<0>(); /* only empty groups can remain; keep the exit clean */
+
+  /* ---- epilogue: C = HOT_MUL(HOT_I2F(acc), factor(row)), never fused ---------------------- */
+  const int g = lane >> 2, t = lane & 3;
+  const bool vec = ((ldc & 1) == 0) && ((((unsigned long long)C) & 7ull) == 0);
+#pragma unroll
+  for (int mi = 0; mi < HOT_MI; ++mi) {
+#pragma unroll
+    for (int h = 0; h < 2; ++h) {
+      const int m = m0 + wm * HOT_WM + mi * 16 + g + 8 * h;
+      if (m >= M) continue;
+      const float factor = row_scale ? HOT_MUL(row_scale[m], alpha) : alpha;
+      float *crow = C + (long long)m * ldc;
+#pragma unroll
+      for (int ni = 0; ni < HOT_NI; ++ni) {
+        const int n = n0 + wn * HOT_WN + ni * 8 + 2 * t;
+        const float v0 = HOT_MUL(HOT_I2F(s.acc[mi][ni][2 * h]), factor);
+        const float v1 = HOT_MUL(HOT_I2F(s.acc[mi][ni][2 * h + 1]), factor);
+        if (vec && n + 1 < N) {
+          *reinterpret_cast<float2 *>(crow + n) = make_float2(v0, v1);
+        } else {
+          if (n < N) crow[n] = v0;
+          if (n + 1 < N) crow[n + 1] = v1;
+        }
+      }
+    }
+  }
+}
+} /* namespace hot_k5 */
+#undef HOT_KNAME
+#undef HOT_CODES
+#undef HOT_TILE_M
+#undef HOT_TILE_N
+#undef HOT_TILE_K
+#undef HOT_WARPS_M
+#undef HOT_WARPS_N
+#undef HOT_STAGES
+#undef HOT_THREADS
+#undef HOT_KB
+#undef HOT_CPR
+#undef HOT_KSTEPS
+#undef HOT_WM
+#undef HOT_WN
+#undef HOT_MI
+#undef HOT_NI
+#undef HOT_A_BYTES
+#undef HOT_STAGE_BYTES
+#undef HOT_SMEM_BYTES
+#undef HOT_A_CHUNKS
+#undef HOT_B_CHUNKS
+#undef HOT_A_ITERS
+#undef HOT_B_ITERS
+#undef HOT_SWZ
+#undef HOT_RSTEP
+
+/* ---- hot_bias_f32 from templates/bias.cu */
+#define HOT_KNAME hot_bias_f32
+#define HOT_DTYPE 0
+namespace hot_k6 {
+#line 1 "templates/bias.cu"
+/* @hot-params: HOT_KNAME HOT_DTYPE */
+/* bias.cu — the bias gradient g_b[o] = sum_t g_y[t, o] in fp32 (HOT.md section 1), bit-identical
+ * to the CPU twin templates/bias_ref.c.
+ *
+ * Summation order (fixed, shared with the twin; HOT_BIAS_CHUNK == HOT_REF_BIAS_CHUNK of ref.h):
+ * for each column o, the tokens are cut into chunks of HOT_BIAS_CHUNK; chunk c's partial is
+ *   p_c = (((0.0f + g[c*CH, o]) + g[c*CH+1, o]) + ...)          (token order, HOT_ADD)
+ * and g_b[o] = (((0.0f + p_0) + p_1) + ...)                      (chunk order, HOT_ADD).
+ * T = 0 gives g_b = 0. Every add is a single-rounding __fadd_rn, so the bits match the twin.
+ *
+ * Parallel schedule (any schedule that keeps the order above gives the same bits): a block owns
+ * 32 consecutive columns (lane = column, so each row read is one coalesced 128-byte f32 /
+ * 64-byte bf16/f16 segment) and has HOT_BIAS_WARPS warps; in round j, warp w sums chunk
+ * j*HOT_BIAS_WARPS + w (loads unrolled HOT_BIAS_UNROLL deep for memory-level parallelism, the
+ * adds stay in token order), writes its partial to shared memory, and after one barrier warp 0
+ * folds the round's partials into the running total in chunk order. Partials are double-buffered
+ * so one barrier per round suffices.
+ *
+ * Launch: grid = (ceil(O / 32), 1, 1), block = (32 * HOT_BIAS_WARPS = 256, 1, 1), no dynamic
+ * shared memory (2 KiB static). gy: T x O row-major, dtype HOT_DTYPE (0 f32, 1 bf16, 2 f16),
+ * 4-byte (f32) / 2-byte aligned; gb: O floats. T, O >= 0; T * O may exceed 2^31.
+ */
+#ifndef HOT_GENERATED
+#define HOT_KNAME hot_bias
+#define HOT_DTYPE 0
+#endif
+
+
+
+#define HOT_BIAS_CHUNK 256 /* tokens per partial sum: must equal HOT_REF_BIAS_CHUNK (ref.h) */
+#define HOT_BIAS_WARPS 8
+#define HOT_BIAS_UNROLL 16 /* loads in flight per lane */
+#define HOT_BIAS_THREADS (32 * HOT_BIAS_WARPS)
+
+static_assert(HOT_DTYPE >= 0 && HOT_DTYPE <= 2, "HOT_DTYPE must be 0 (f32), 1 (bf16) or 2 (f16)");
+static_assert(HOT_BIAS_CHUNK % HOT_BIAS_UNROLL == 0, "chunk must split into unrolled batches");
+
+/* Element idx of g_y as fp32 (exact conversions of hot_math.cuh). */
+static __device__ __forceinline__ float hot_bias_load(const void *__restrict__ gy, long long idx) {
+#if HOT_DTYPE == 0
+  return __ldg(static_cast<const float *>(gy) + idx);
+#elif HOT_DTYPE == 1
+  return hot_bf16_to_f32(__ldg(static_cast<const unsigned short *>(gy) + idx));
+#else
+  return hot_f16_to_f32(__ldg(static_cast<const unsigned short *>(gy) + idx));
+#endif
+}
+
+extern "C" __global__ void __launch_bounds__(HOT_BIAS_THREADS)
+    HOT_KNAME(const void *__restrict__ gy, float *__restrict__ gb, int T, int O) {
+  __shared__ float part[2][HOT_BIAS_WARPS][32];
+  const int lane = (int)threadIdx.x & 31, warp = (int)threadIdx.x >> 5;
+  const int o = (int)blockIdx.x * 32 + lane;
+  const bool col_ok = o < O;
+  const int nchunks = (T + HOT_BIAS_CHUNK - 1) / HOT_BIAS_CHUNK;
+  const int rounds = (nchunks + HOT_BIAS_WARPS - 1) / HOT_BIAS_WARPS;
+  float total = 0.0f; /* meaningful in warp 0 only */
+
+  for (int j = 0; j < rounds; ++j) {
+    const int c = j * HOT_BIAS_WARPS + warp;
+    float p = 0.0f;
+    if (col_ok && c < nchunks) {
+      const int t0 = c * HOT_BIAS_CHUNK;
+      const int t1 = min(T, t0 + HOT_BIAS_CHUNK);
+      const long long base = (long long)t0 * O + o;
+      int t = t0;
+      /* full batches: HOT_BIAS_UNROLL independent loads, then the adds in token order */
+      for (; t + HOT_BIAS_UNROLL <= t1; t += HOT_BIAS_UNROLL) {
+        float v[HOT_BIAS_UNROLL];
+        const long long b = base + (long long)(t - t0) * O;
+#pragma unroll
+        for (int u = 0; u < HOT_BIAS_UNROLL; ++u) v[u] = hot_bias_load(gy, b + (long long)u * O);
+#pragma unroll
+        for (int u = 0; u < HOT_BIAS_UNROLL; ++u) p = HOT_ADD(p, v[u]);
+      }
+      for (; t < t1; ++t) p = HOT_ADD(p, hot_bias_load(gy, base + (long long)(t - t0) * O));
+    }
+    part[j & 1][warp][lane] = p;
+    __syncthreads();
+    /* warp 0 folds this round's partials in chunk order; the buffer (j & 1) is rewritten only in
+     * round j + 2, after the barrier of round j + 1, which warp 0 reaches after this fold */
+    if (warp == 0) {
+#pragma unroll
+      for (int w = 0; w < HOT_BIAS_WARPS; ++w)
+        if (j * HOT_BIAS_WARPS + w < nchunks) total = HOT_ADD(total, part[j & 1][w][lane]);
+    }
+  }
+  if (warp == 0 && col_ok) gb[o] = total;
+}
+} /* namespace hot_k6 */
+#undef HOT_KNAME
+#undef HOT_DTYPE
+#undef HOT_BIAS_CHUNK
+#undef HOT_BIAS_WARPS
+#undef HOT_BIAS_UNROLL
+#undef HOT_BIAS_THREADS
