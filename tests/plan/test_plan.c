@@ -1,0 +1,538 @@
+/* test_plan.c — the pure planner (gen/plan.c, gen/basis.c) against shared/HOT.md:
+ * HLA ranks and rows (section 4.2) for p = 2..1024 and keep in {10, 25, 40, 50}, the sequency
+ * mapping, padding and layout rules (3.1, 4.1), GEMM paths per arch (7), K padding, ABC bytes (5),
+ * illegal requests, and deterministic kernel names. No Lua: layers are described in C. */
+#include <check.h>
+#include <math.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "basis.h"
+#include "plan.h"
+
+static hot_layer_plan g_plan, g_plan2; /* large: keep off the stack */
+
+static int ilog2i(int n) {
+  int k = 0;
+  while ((1 << k) < n) ++k;
+  return k;
+}
+
+/* A layer with the recipe's defaults. */
+static hot_layer_spec layer(hot_recipe r, int64_t in, int64_t out) {
+  hot_layer_spec s;
+  plan_spec_defaults(&s, r);
+  snprintf(s.name, sizeof s.name, "t");
+  s.line = 1;
+  s.in_features = in;
+  s.out_features = out;
+  return s;
+}
+
+static void plan_ok(const hot_layer_spec *s, int64_t B, int64_t L, hot_recipe r, hot_arch a,
+                    hot_layer_plan *p) {
+  char err[256] = "";
+  int rc = plan_layer(s, B, L, r, a, 0, p, err, sizeof err);
+  ck_assert_msg(rc == 0, "plan_layer failed: %s", err);
+}
+
+/* Expects a planner error containing `want`. */
+static void plan_err(const hot_layer_spec *s, int64_t B, int64_t L, hot_arch a, const char *want) {
+  char err[256] = "";
+  int rc = plan_layer(s, B, L, HOT_RECIPE_HOT, a, 0, &g_plan, err, sizeof err);
+  printf("%s: %s\n", plan_arch_caps(a)->name, err);
+  ck_assert_msg(rc != 0, "accepted; expected an error containing \"%s\"", want);
+  ck_assert_msg(strstr(err, want) != NULL, "error \"%s\" lacks \"%s\"", err, want);
+}
+
+/* ---- sequency ------------------------------------------------------------------------------ */
+
+static int popc(uint32_t v) {
+  int c = 0;
+  for (; v; v &= v - 1) ++c;
+  return c;
+}
+/* Sign changes along natural row r of the Sylvester H_n: H[r][c] = (-1)^popcount(r & c). */
+static uint32_t sign_changes(uint32_t r, uint32_t n) {
+  uint32_t ch = 0;
+  for (uint32_t c = 1; c < n; ++c) ch += (popc(r & c) & 1) != (popc(r & (c - 1)) & 1);
+  return ch;
+}
+
+START_TEST(sequency_bijection) {
+  static unsigned char seen[HOT_MAX_P];
+  for (int lg = 0; lg <= 10; ++lg) {
+    uint32_t n = 1u << lg;
+    memset(seen, 0, sizeof seen);
+    for (uint32_t r = 0; r < n; ++r) {
+      uint32_t s = basis_row_to_seq(r, lg);
+      ck_assert_uint_lt(s, n);
+      ck_assert_msg(!seen[s], "n=%u: sequency %u twice", n, s);
+      seen[s] = 1;
+      ck_assert_uint_eq(s, sign_changes(r, n));
+      ck_assert_uint_eq(basis_seq_to_row(s, lg), r);
+    }
+  }
+}
+END_TEST
+
+/* ---- HLA ranks and rows ---------------------------------------------------------------- */
+
+/* HOT.md 4.2, written out again: the sequencies `tri` keeps, ascending. */
+static int tri_expected(int p, int keep, uint32_t *seq) {
+  int m2 = 1;
+  while (m2 * 4 <= p) m2 *= 4;
+  int m = (int)lround(sqrt((double)m2));
+  int sf = (int)(0.1 * (-sqrt(2.0 * m * m * keep + 25.0) + 10.0 * m + 5.0));
+  int r = 0;
+  for (int i = 0; i < m; ++i) {
+    int lo = i % 2 == 0 ? m * i : m * i + i + sf;
+    int hi = i % 2 == 0 ? m * (i + 1) - (i + sf) : m * (i + 1);
+    for (int s = lo; s < hi; ++s) seq[r++] = (uint32_t)s;
+  }
+  return r;
+}
+
+static void check_rows(const uint16_t *rows, int r, int p) {
+  static unsigned char seen[HOT_MAX_P];
+  memset(seen, 0, sizeof seen);
+  int lg = ilog2i(p);
+  for (int i = 0; i < r; ++i) {
+    ck_assert_int_lt(rows[i], p);
+    ck_assert_msg(!seen[rows[i]], "p=%d: row %u twice", p, rows[i]);
+    seen[rows[i]] = 1;
+    if (i > 0)
+      ck_assert_msg(basis_row_to_seq(rows[i], lg) > basis_row_to_seq(rows[i - 1], lg),
+                    "p=%d: rows not ascending in sequency at %d", p, i);
+  }
+}
+
+START_TEST(tri_ranks_and_rows) {
+  static uint16_t rows[HOT_MAX_P];
+  static uint32_t seq[HOT_MAX_P];
+  const int keeps[] = {10, 25, 40, 50};
+  for (int p = 2; p <= 1024; p *= 2) {
+    int prev = 0;
+    printf("p=%4d:", p);
+    for (int k = 0; k < 4; ++k) {
+      int r = basis_select(HOT_SEL_TRI, p, keeps[k], 0, rows);
+      int want = tri_expected(p, keeps[k], seq);
+      printf(" keep %d -> r %d", keeps[k], r);
+      ck_assert_int_eq(r, want);
+      ck_assert_int_ge(r, 1);
+      ck_assert_int_ge(r, prev); /* more keep, no fewer rows */
+      prev = r;
+      check_rows(rows, r, p);
+      for (int i = 0; i < r; ++i) ck_assert_uint_eq(rows[i], basis_seq_to_row(seq[i], ilog2i(p)));
+      /* The planner carries the same rows. */
+      hot_layer_spec s = layer(HOT_RECIPE_HOT, 32, 32);
+      s.hla.block = p;
+      s.hla.keep = keeps[k];
+      plan_ok(&s, 2, p, HOT_RECIPE_HOT, HOT_ARCH_SM80, &g_plan);
+      ck_assert_int_eq(g_plan.hla.rank, r);
+      ck_assert(memcmp(g_plan.hla.rows, rows, (size_t)r * sizeof *rows) == 0);
+    }
+    printf("\n");
+  }
+  /* Figures of HOT.md 4.2 at keep 50: r = m(m+1)/2. */
+  const int ps[] = {16, 32, 64, 128, 256, 1024}, rs[] = {10, 10, 36, 36, 136, 528};
+  for (int i = 0; i < 6; ++i) ck_assert_int_eq(basis_select(HOT_SEL_TRI, ps[i], 50, 0, rows), rs[i]);
+  const uint16_t p16[] = {0, 8, 12, 4, 14, 10, 2, 3, 11, 1};
+  ck_assert_int_eq(basis_select(HOT_SEL_TRI, 16, 50, 0, rows), 10);
+  for (int i = 0; i < 10; ++i) ck_assert_uint_eq(rows[i], p16[i]);
+  const uint32_t s16[] = {0, 1, 2, 3, 5, 6, 7, 8, 9, 15};
+  for (int i = 0; i < 10; ++i) ck_assert_uint_eq(basis_row_to_seq(rows[i], 4), s16[i]);
+  /* Invalid requests. */
+  ck_assert_int_eq(basis_select(HOT_SEL_TRI, 16, 51, 0, rows), -1);
+  ck_assert_int_eq(basis_select(HOT_SEL_TRI, 16, 0, 0, rows), -1);
+  ck_assert_int_eq(basis_select(HOT_SEL_TRI, 24, 50, 0, rows), -1);
+  ck_assert_int_eq(basis_select(HOT_SEL_TRI, 2048, 50, 0, rows), -1);
+  ck_assert_int_eq(basis_select(HOT_SEL_TRI, 1, 50, 0, rows), -1);
+}
+END_TEST
+
+START_TEST(prefix_and_full) {
+  static uint16_t rows[HOT_MAX_P];
+  for (int p = 2; p <= 1024; p *= 2) {
+    int lg = ilog2i(p);
+    ck_assert_int_eq(basis_select(HOT_SEL_FULL, p, 0, 0, rows), p);
+    check_rows(rows, p, p);
+    for (int i = 0; i < p; ++i) ck_assert_uint_eq(basis_row_to_seq(rows[i], lg), (uint32_t)i);
+    const int ranks[] = {1, p / 4 ? p / 4 : 1, p / 2, p};
+    for (int k = 0; k < 4; ++k) {
+      ck_assert_int_eq(basis_select(HOT_SEL_PREFIX, p, 0, ranks[k], rows), ranks[k]);
+      check_rows(rows, ranks[k], p);
+      for (int i = 0; i < ranks[k]; ++i) ck_assert_uint_eq(basis_row_to_seq(rows[i], lg), (uint32_t)i);
+    }
+    ck_assert_int_eq(basis_select(HOT_SEL_PREFIX, p, 0, p + 1, rows), -1);
+    ck_assert_int_eq(basis_select(HOT_SEL_PREFIX, p, 0, 0, rows), -1);
+  }
+  /* The planner: prefix rank > block is an error, full keeps p rows. */
+  hot_layer_spec s = layer(HOT_RECIPE_HOT, 64, 64);
+  s.hla.block = 16;
+  s.hla.selection = HOT_SEL_PREFIX;
+  s.hla.rank = 32;
+  plan_err(&s, 2, 64, HOT_ARCH_SM90, "hla.rank must be in [1, 16] for hla.block 16 (got 32)");
+  s.hla.rank = 16;
+  plan_ok(&s, 2, 64, HOT_RECIPE_HOT, HOT_ARCH_SM90, &g_plan);
+  ck_assert_int_eq(g_plan.hla.rank, 16);
+  s.hla.selection = HOT_SEL_FULL;
+  plan_ok(&s, 2, 64, HOT_RECIPE_HOT, HOT_ARCH_SM90, &g_plan);
+  ck_assert_int_eq(g_plan.hla.rank, 16);
+}
+END_TEST
+
+/* ---- padding and layouts -------------------------------------------------------------------- */
+
+START_TEST(padding_rules) {
+  hot_layer_plan *p = &g_plan;
+  /* HQ: O = 100, b = 16 -> o_pad 112; the g_x GEMM's K is o_pad. */
+  hot_layer_spec s = layer(HOT_RECIPE_HOT, 64, 100);
+  plan_ok(&s, 2, 64, HOT_RECIPE_HOT, HOT_ARCH_SM80, p);
+  ck_assert_int_eq(p->hq.block, 16);
+  ck_assert_int_eq(p->hq.o_pad, 112);
+  ck_assert_int_eq(p->hq.gemm.k, 112);
+  ck_assert_int_eq(p->hq.gemm.m, p->T);
+  ck_assert_int_eq(p->hq.gemm.n, 64);
+  /* HLA, sample layout: L = 197, p = 64 -> each sample padded to 256 = 4 blocks. */
+  s = layer(HOT_RECIPE_PAPER, 768, 768);
+  plan_ok(&s, 3, 197, HOT_RECIPE_PAPER, HOT_ARCH_SM90, p);
+  ck_assert_int_eq(p->hla.layout, HOT_LAYOUT_SAMPLE);
+  ck_assert_int_eq(p->hla.block, 64);
+  ck_assert_int_eq(p->hla.seg_len, 256);
+  ck_assert_int_eq(p->hla.segments, 3);
+  ck_assert_int_eq(p->hla.blocks, 12);
+  ck_assert_int_eq(p->hla.rank, 36);
+  ck_assert_int_eq(p->hla.k, 12 * 36);
+  ck_assert_int_eq(p->hla.gemm.k, 12 * 36);
+  ck_assert_int_eq(p->hla.gemm.m, 768);
+  ck_assert_int_eq(p->T, 3 * 197);
+  /* flat: T = 591 tokens cut across samples, the tail padded: 640 = 10 blocks. */
+  s.hla.layout = HOT_LAYOUT_FLAT;
+  plan_ok(&s, 3, 197, HOT_RECIPE_PAPER, HOT_ARCH_SM90, p);
+  ck_assert_int_eq(p->hla.layout, HOT_LAYOUT_FLAT);
+  ck_assert_int_eq(p->hla.segments, 1);
+  ck_assert_int_eq(p->hla.seg_len, 640);
+  ck_assert_int_eq(p->hla.blocks, 10);
+  /* auto (recipe hot): flat when p does not divide L, sample when it does. */
+  s = layer(HOT_RECIPE_HOT, 768, 768);
+  ck_assert_int_eq(s.hla.layout, HOT_LAYOUT_AUTO);
+  plan_ok(&s, 3, 197, HOT_RECIPE_HOT, HOT_ARCH_SM90, p);
+  ck_assert_int_eq(p->hla.layout, HOT_LAYOUT_FLAT);
+  ck_assert_int_eq(p->hla.seg_len, 640);
+  plan_ok(&s, 3, 256, HOT_RECIPE_HOT, HOT_ARCH_SM90, p);
+  ck_assert_int_eq(p->hla.layout, HOT_LAYOUT_SAMPLE);
+  ck_assert_int_eq(p->hla.seg_len, 256);
+  ck_assert_int_eq(p->hla.segments, 3);
+  ck_assert_int_eq(p->hla.blocks, 12);
+  /* paper_code on L = 197 (prime): p = 1, r = 1, HLA is the identity. */
+  s = layer(HOT_RECIPE_PAPER_CODE, 768, 2304);
+  plan_ok(&s, 4, 197, HOT_RECIPE_PAPER_CODE, HOT_ARCH_SM86, p);
+  ck_assert_int_eq(p->hla.block, 1);
+  ck_assert_int_eq(p->hla.rank, 1);
+  ck_assert_uint_eq(p->hla.rows[0], 0);
+  ck_assert_int_eq(p->hla.k, 4 * 197);
+  ck_assert_int_eq(p->hla.blocks, 4 * 197);
+  /* paper_code: p = largest power of two dividing L, capped at 1024. */
+  plan_ok(&s, 4, 196, HOT_RECIPE_PAPER_CODE, HOT_ARCH_SM86, p);
+  ck_assert_int_eq(p->hla.block, 4);
+  plan_ok(&s, 4, 256, HOT_RECIPE_PAPER_CODE, HOT_ARCH_SM86, p);
+  ck_assert_int_eq(p->hla.block, 256);
+  ck_assert_int_eq(p->hla.rank, 136);
+  plan_ok(&s, 1, 4096, HOT_RECIPE_PAPER_CODE, HOT_ARCH_SM86, p);
+  ck_assert_int_eq(p->hla.block, 1024);
+  ck_assert_int_eq(p->hla.rank, 528);
+  /* paper_code, pad = 0: b shrinks to the largest power of two (<= b) dividing O. */
+  const int64_t os[] = {2304, 100, 96, 97, 24};
+  const int bs[] = {16, 4, 16, 1, 8};
+  for (int i = 0; i < 5; ++i) {
+    s = layer(HOT_RECIPE_PAPER_CODE, 64, os[i]);
+    plan_ok(&s, 2, 64, HOT_RECIPE_PAPER_CODE, HOT_ARCH_SM80, p);
+    ck_assert_int_eq(p->hq.block, bs[i]);
+    ck_assert_int_eq(p->hq.o_pad, os[i]);
+  }
+  /* No padding with a p that does not divide L is an error, never a silent change. */
+  s = layer(HOT_RECIPE_PAPER_CODE, 64, 64);
+  s.hla.block = 64;
+  char err[256] = "";
+  ck_assert_int_ne(plan_layer(&s, 2, 197, HOT_RECIPE_PAPER_CODE, HOT_ARCH_SM80, 0, p, err, sizeof err), 0);
+  ck_assert_ptr_nonnull(strstr(err, "hla.block 64 does not divide the sample length 197 and padding is off"));
+  s.hla.layout = HOT_LAYOUT_FLAT; /* T = 394 is not a multiple of 64 either */
+  ck_assert_int_ne(plan_layer(&s, 2, 197, HOT_RECIPE_PAPER_CODE, HOT_ARCH_SM80, 0, p, err, sizeof err), 0);
+  ck_assert_ptr_nonnull(strstr(err, "batch length 394"));
+  plan_ok(&s, 64, 197, HOT_RECIPE_PAPER_CODE, HOT_ARCH_SM80, p); /* T = 12608 = 197 * 64 */
+  ck_assert_int_eq(p->hla.seg_len, 64 * 197);
+}
+END_TEST
+
+/* ---- GEMM paths, K padding ------------------------------------------------------------------ */
+
+START_TEST(gemm_paths_per_arch) {
+  hot_layer_plan *p = &g_plan;
+  for (int a = 0; a < HOT_ARCH_COUNT; ++a) {
+    const hot_arch_caps *c = plan_arch_caps((hot_arch)a);
+    ck_assert_ptr_nonnull(c);
+    hot_arch back;
+    ck_assert_int_eq(plan_arch_parse(c->name, &back), 0);
+    ck_assert_int_eq(back, a);
+    hot_layer_spec s = layer(HOT_RECIPE_HOT, 768, 3072);
+    plan_ok(&s, 32, 197, HOT_RECIPE_HOT, (hot_arch)a, p);
+    int s4 = a == HOT_ARCH_SM80 || a == HOT_ARCH_SM86 || a == HOT_ARCH_SM89;
+    printf("%s: g_x %s/%s, g_w %s/%s\n", c->name, plan_gemm_path_name(p->hq.gemm.path),
+           plan_codes_name(p->hq.codes), plan_gemm_path_name(p->hla.gemm.path),
+           plan_codes_name(p->hla.gemm.codes));
+    ck_assert_int_eq(p->hq.gemm.path, s4 ? HOT_GEMM_MMA_S4 : HOT_GEMM_MMA_S8);
+    ck_assert_int_eq(p->hq.codes, s4 ? HOT_CODES_S4_PACKED : HOT_CODES_S8);
+    ck_assert_int_eq(p->hq.gemm.codes, p->hq.codes);
+    ck_assert_int_eq(p->hla.gemm.path, HOT_GEMM_MMA_S8);
+    ck_assert_int_eq(p->hla.gemm.codes, HOT_CODES_S8);
+    ck_assert_int_eq(p->hq.gemm.tile_k % (s4 ? 64 : 32), 0);
+    /* 8-bit HQ: INT8 everywhere; one 8-bit operand is enough. */
+    s.hq.g.bits = 8;
+    plan_ok(&s, 32, 197, HOT_RECIPE_HOT, (hot_arch)a, p);
+    ck_assert_int_eq(p->hq.gemm.path, HOT_GEMM_MMA_S8);
+    ck_assert_int_eq(p->hq.codes, HOT_CODES_S8);
+    s.hq.g.bits = 4;
+    s.hq.w.bits = 8;
+    plan_ok(&s, 32, 197, HOT_RECIPE_HOT, (hot_arch)a, p);
+    ck_assert_int_eq(p->hq.gemm.path, HOT_GEMM_MMA_S8);
+  }
+  hot_arch x;
+  ck_assert_int_eq(plan_arch_parse("sm_75", &x), -1);
+  ck_assert_int_eq(plan_arch_parse(NULL, &x), -1);
+  ck_assert_ptr_null(plan_arch_caps(HOT_ARCH_COUNT));
+  ck_assert_int_eq(plan_arch_caps(HOT_ARCH_SM90A)->wgmma, 1);
+  ck_assert_int_eq(plan_arch_caps(HOT_ARCH_SM90)->int4_mma, 0);
+}
+END_TEST
+
+static void check_gemm(const hot_gemm_plan *g) {
+  ck_assert_int_eq(g->k_pad % g->tile_k, 0);
+  ck_assert_int_ge(g->k_pad, g->k);
+  ck_assert_int_lt(g->k_pad, g->k + g->tile_k);
+  ck_assert_int_eq(g->tile_m % (16 * g->warps_m), 0);
+  ck_assert_int_eq(g->tile_n % (8 * g->warps_n), 0);
+  ck_assert_uint_eq(g->smem, plan_gemm_smem(g->codes, g->tile_m, g->tile_n, g->tile_k, g->stages));
+}
+
+START_TEST(k_pad_multiple_of_tile_k) {
+  const int64_t shapes[][4] = {{32, 197, 768, 2304}, {32, 197, 3072, 768}, {1, 4096, 11008, 4096},
+                               {3, 100, 40, 100},    {1, 1, 8, 8},          {7, 13, 97, 33}};
+  for (size_t i = 0; i < sizeof shapes / sizeof *shapes; ++i)
+    for (int a = 0; a < HOT_ARCH_COUNT; ++a) {
+      hot_layer_spec s = layer(HOT_RECIPE_HOT, shapes[i][2], shapes[i][3]);
+      plan_ok(&s, shapes[i][0], shapes[i][1], HOT_RECIPE_HOT, (hot_arch)a, &g_plan);
+      check_gemm(&g_plan.hq.gemm);
+      check_gemm(&g_plan.hla.gemm);
+      ck_assert_uint_le(g_plan.hq.gemm.smem, (unsigned)plan_arch_caps((hot_arch)a)->max_smem_optin);
+      /* explicit tile_k (64x64 tiles: 128x128x128 with 3 stages exceeds sm_86's shared memory) */
+      s.tile_gw = (hot_tile){64, 64, 128, 0, 0, 0};
+      plan_ok(&s, shapes[i][0], shapes[i][1], HOT_RECIPE_HOT, (hot_arch)a, &g_plan);
+      ck_assert_int_eq(g_plan.hla.gemm.tile_k, 128);
+      check_gemm(&g_plan.hla.gemm);
+    }
+}
+END_TEST
+
+/* ---- ABC bytes ------------------------------------------------------------------------------ */
+
+START_TEST(abc_bytes) {
+  hot_layer_plan *p = &g_plan;
+  static uint16_t rows[HOT_MAX_P];
+  int checked = 0;
+  /* Blocks divide L evenly; every selection with r/p <= 1/2 saves at least 7/8 of fp32. */
+  for (int pb = 2; pb <= 1024; pb *= 2)
+    for (int sel = 0; sel < 3; ++sel) {
+      hot_layer_spec s = layer(HOT_RECIPE_HOT, 96, 64);
+      s.hla.block = pb;
+      s.hla.selection = (hot_selection)sel;
+      s.hla.keep = 25;
+      s.hla.rank = pb / 2;
+      plan_ok(&s, 2, 2 * pb, HOT_RECIPE_HOT, HOT_ARCH_SM90, p);
+      ck_assert_int_eq(p->abc.enabled, 1);
+      ck_assert_int_eq(p->abc.fp32_bytes, p->T * 96 * 4);
+      ck_assert_int_eq(p->abc.bf16_bytes, p->T * 96 * 2);
+      ck_assert_int_eq(p->abc.bytes, p->hla.k * 96 + 4); /* int8 codes + one fp32 scale */
+      ck_assert_int_eq(p->hla.k * pb, p->T * p->hla.rank);
+      if (2 * p->hla.rank <= pb) {
+        ck_assert_int_le(8 * (p->abc.bytes - 4), p->abc.fp32_bytes);
+        ++checked;
+      }
+      (void)rows;
+    }
+  ck_assert_int_ge(checked, 15);
+  /* ViT-B fc1 (hot recipe, flat layout): 36/64 rows of 6304 -> 6336 padded tokens. */
+  hot_layer_spec s = layer(HOT_RECIPE_HOT, 768, 3072);
+  plan_ok(&s, 32, 197, HOT_RECIPE_HOT, HOT_ARCH_SM80, p);
+  ck_assert_int_eq(p->abc.bytes, (6336 / 64) * 36 * 768 + 4);
+  ck_assert_double_lt((double)p->abc.bytes / (double)p->abc.fp32_bytes, 0.15);
+  /* ABC off: the fp32 buffer stays. */
+  s.abc.enabled = 0;
+  plan_ok(&s, 32, 197, HOT_RECIPE_HOT, HOT_ARCH_SM80, p);
+  ck_assert_int_eq(p->abc.enabled, 0);
+  ck_assert_int_eq(p->abc.bytes, p->abc.fp32_bytes);
+  ck_assert_int_eq(plan_kernel_index(p, HOT_K_ABC_X), -1);
+}
+END_TEST
+
+/* ---- illegal requests ---------------------------------------------------------------------- */
+
+START_TEST(illegal_requests) {
+  hot_layer_spec s = layer(HOT_RECIPE_HOT, 1024, 1024);
+  /* A tile that fits sm_80's and sm_90's shared memory but not sm_86's / sm_89's. */
+  s.tile_gw = (hot_tile){256, 128, 128, 2, 2, 3};
+  plan_ok(&s, 8, 256, HOT_RECIPE_HOT, HOT_ARCH_SM80, &g_plan);
+  plan_ok(&s, 8, 256, HOT_RECIPE_HOT, HOT_ARCH_SM90, &g_plan);
+  plan_err(&s, 8, 256, HOT_ARCH_SM86, "tile_gw: tile 256x128x128 with 3 stages needs 165888 bytes of shared memory, sm_86 allows 101376");
+  plan_err(&s, 8, 256, HOT_ARCH_SM89, "sm_89 allows 101376");
+  /* Warps that do not divide the tile. */
+  s = layer(HOT_RECIPE_HOT, 256, 256);
+  s.tile_gx = (hot_tile){64, 64, 0, 8, 1, 0};
+  plan_err(&s, 8, 64, HOT_ARCH_SM80, "tile_gx: tile 64x64 does not split into 8x1 warps of mma tiles");
+  s.tile_gx = (hot_tile){64, 64, 0, 3, 3, 0};
+  plan_err(&s, 8, 64, HOT_ARCH_SM80, "warps_m x warps_n must be in [1, 8] (got 3 x 3)");
+  s.tile_gx = (hot_tile){96, 64, 0, 0, 0, 0};
+  plan_err(&s, 8, 64, HOT_ARCH_SM80, "tile_gx.tile_m must be 64, 128 or 256 (got 96)");
+  s.tile_gx = (hot_tile){0, 0, 96, 0, 0, 0};
+  plan_err(&s, 8, 64, HOT_ARCH_SM86, "tile_gx.tile_k must be a multiple of 64 in [64, 256] for mma_s4 (got 96)");
+  s.tile_gx = (hot_tile){0, 0, 0, 0, 0, 7};
+  plan_err(&s, 8, 64, HOT_ARCH_SM80, "tile_gx.stages must be in [2, 6] (got 7)");
+  /* Bits out of range (a layer described in C; the DSL rejects these earlier). The message
+   * names the field: "hq.bits" (the exact wording is checked by the spec known-issue suite). */
+  s = layer(HOT_RECIPE_HOT, 256, 256);
+  s.hq.g.bits = 9;
+  plan_err(&s, 8, 64, HOT_ARCH_SM80, "hq.bits");
+  plan_err(&s, 8, 64, HOT_ARCH_SM80, "(got 9)");
+  s = layer(HOT_RECIPE_HOT, 256, 256);
+  s.hla.x.bits = 1;
+  plan_err(&s, 8, 64, HOT_ARCH_SM80, "(got 1)");
+  /* Blocks, keep, sizes. */
+  s = layer(HOT_RECIPE_HOT, 256, 256);
+  s.hq.block = 24;
+  plan_err(&s, 8, 64, HOT_ARCH_SM80, "hq.block must be a power of two in [2, 256] (got 24)");
+  s = layer(HOT_RECIPE_HOT, 256, 256);
+  s.hla.block = 2048;
+  plan_err(&s, 8, 64, HOT_ARCH_SM80, "hla.block must be a power of two in [2, 1024] (got 2048)");
+  s = layer(HOT_RECIPE_HOT, 256, 256);
+  s.hla.keep = 60;
+  plan_err(&s, 8, 64, HOT_ARCH_SM80, "hla.keep must be in [1, 50] (got 60)");
+  s = layer(HOT_RECIPE_HOT, 256, 256);
+  plan_err(&s, 0, 64, HOT_ARCH_SM80, "batch and tokens must be >= 1");
+  plan_err(&s, (int64_t)1 << 20, (int64_t)1 << 12, HOT_ARCH_SM80, "sizes too large");
+  s.in_features = 0;
+  plan_err(&s, 8, 64, HOT_ARCH_SM80, "in_features and out_features must be >= 1");
+  char err[64];
+  ck_assert_int_ne(plan_layer(&s, 8, 64, HOT_RECIPE_HOT, HOT_ARCH_COUNT, 0, &g_plan, err, sizeof err), 0);
+}
+END_TEST
+
+/* ---- kernels ------------------------------------------------------------------------------ */
+
+static int is_c_ident(const char *s) {
+  if (!s[0] || (s[0] >= '0' && s[0] <= '9')) return 0;
+  for (; *s; ++s)
+    if (!((*s >= 'a' && *s <= 'z') || (*s >= 'A' && *s <= 'Z') || (*s >= '0' && *s <= '9') || *s == '_'))
+      return 0;
+  return 1;
+}
+
+START_TEST(kernel_names) {
+  hot_layer_spec s = layer(HOT_RECIPE_HOT, 768, 3072);
+  for (int a = 0; a < HOT_ARCH_COUNT; ++a) {
+    plan_ok(&s, 32, 197, HOT_RECIPE_HOT, (hot_arch)a, &g_plan);
+    plan_ok(&s, 32, 197, HOT_RECIPE_HOT, (hot_arch)a, &g_plan2);
+    ck_assert_int_eq(g_plan.n_kernels, g_plan2.n_kernels);
+    /* All roles in launch order: abc_x, hq_g, hq_w, hla_g, gemm_gx, gemm_gw, bias, lqs. */
+    ck_assert_int_eq(g_plan.n_kernels, 8);
+    for (int k = 0; k < g_plan.n_kernels; ++k) {
+      const hot_kernel_plan *kp = &g_plan.kernels[k];
+      ck_assert_int_eq(kp->role, (hot_kernel_role)k);
+      ck_assert_str_eq(kp->name, g_plan2.kernels[k].name); /* deterministic */
+      ck_assert_msg(is_c_ident(kp->name), "kernel name %s is not a C identifier", kp->name);
+      ck_assert_ptr_nonnull(kp->templ);
+      ck_assert_uint_ge(kp->block[0], 32);
+      ck_assert_uint_le(kp->block[0], 1024);
+      ck_assert_uint_ge(kp->grid[0], 1);
+      ck_assert_int_eq(plan_kernel_index(&g_plan, kp->role), k);
+      if (a == 0) printf("%-8s %-40s %s grid %ux%u block %u smem %u\n", plan_role_name(kp->role),
+                         kp->name, kp->templ, kp->grid[0], kp->grid[1], kp->block[0], kp->smem);
+    }
+  }
+  /* Names encode the parameters. */
+  plan_ok(&s, 32, 197, HOT_RECIPE_HOT, HOT_ARCH_SM80, &g_plan);
+  const char *hq_g = g_plan.kernels[plan_kernel_index(&g_plan, HOT_K_HQ_G)].name;
+  ck_assert_ptr_nonnull(strstr(hq_g, "_b16"));
+  ck_assert_ptr_nonnull(strstr(hq_g, "_k4"));
+  ck_assert_ptr_nonnull(strstr(hq_g, "f32"));
+  ck_assert_ptr_nonnull(strstr(hq_g, "s4_packed"));
+  const char *hla_g = g_plan.kernels[plan_kernel_index(&g_plan, HOT_K_HLA_G)].name;
+  ck_assert_ptr_nonnull(strstr(hla_g, "_p64"));
+  ck_assert_ptr_nonnull(strstr(hla_g, "_r36"));
+  ck_assert_ptr_nonnull(strstr(hla_g, "tri"));
+  const char *gx = g_plan.kernels[plan_kernel_index(&g_plan, HOT_K_GEMM_GX)].name;
+  ck_assert_ptr_nonnull(strstr(gx, "mma_s4"));
+  hot_layer_spec t = s;
+  t.hq.block = 32;
+  t.dtype = HOT_DT_BF16;
+  t.hla.block = 16;
+  plan_ok(&t, 32, 197, HOT_RECIPE_HOT, HOT_ARCH_SM90, &g_plan2);
+  const char *hq_g2 = g_plan2.kernels[plan_kernel_index(&g_plan2, HOT_K_HQ_G)].name;
+  ck_assert_ptr_nonnull(strstr(hq_g2, "_b32"));
+  ck_assert_ptr_nonnull(strstr(hq_g2, "bf16"));
+  ck_assert_ptr_nonnull(strstr(hq_g2, "_s8"));
+  ck_assert_str_ne(hq_g, hq_g2);
+  const char *hla_g2 = g_plan2.kernels[plan_kernel_index(&g_plan2, HOT_K_HLA_G)].name;
+  ck_assert_ptr_nonnull(strstr(hla_g2, "_p16_r10"));
+  ck_assert_ptr_nonnull(strstr(g_plan2.kernels[plan_kernel_index(&g_plan2, HOT_K_GEMM_GX)].name, "mma_s8"));
+  /* Disabled parts have no kernels; bias and LQS only when asked for. */
+  t = s;
+  t.hq.enabled = 0;
+  t.hla.enabled = 0;
+  t.bias = 0;
+  plan_ok(&t, 32, 197, HOT_RECIPE_HOT, HOT_ARCH_SM80, &g_plan2);
+  ck_assert_int_eq(g_plan2.n_kernels, 0);
+  t = s;
+  t.hq.g.gran = HOT_GRAN_ROW;
+  plan_ok(&t, 32, 197, HOT_RECIPE_HOT, HOT_ARCH_SM80, &g_plan2);
+  ck_assert_int_eq(plan_kernel_index(&g_plan2, HOT_K_LQS), -1);
+  ck_assert_int_eq(plan_kernel_index(&g_plan2, HOT_K_BIAS), 6);
+}
+END_TEST
+
+START_TEST(op_counts) {
+  hot_layer_spec s = layer(HOT_RECIPE_HOT, 768, 3072);
+  plan_ok(&s, 32, 197, HOT_RECIPE_HOT, HOT_ARCH_SM90, &g_plan);
+  const hot_layer_plan *p = &g_plan;
+  ck_assert_int_eq(p->ops.fp32_gx_macs, p->T * 768 * 3072);
+  ck_assert_int_eq(p->ops.fp32_gw_macs, p->T * 768 * 3072);
+  ck_assert_int_eq(p->ops.gx_macs, p->T * 768 * p->hq.o_pad);
+  ck_assert_int_eq(p->ops.gw_macs, 3072 * 768 * p->hla.k);
+  ck_assert_int_lt(p->ops.gw_macs, p->ops.fp32_gw_macs); /* r/p < 1 with little padding */
+  ck_assert_int_gt(p->ops.fwht_adds, 0);
+  ck_assert_int_eq(p->layer_id, 0);
+  ck_assert_ptr_eq(p->spec, &s);
+}
+END_TEST
+
+int main(void) {
+  Suite *su = suite_create("plan");
+  TCase *tc = tcase_create("basis");
+  tcase_add_test(tc, sequency_bijection);
+  tcase_add_test(tc, tri_ranks_and_rows);
+  tcase_add_test(tc, prefix_and_full);
+  suite_add_tcase(su, tc);
+  tc = tcase_create("layer");
+  tcase_add_test(tc, padding_rules);
+  tcase_add_test(tc, gemm_paths_per_arch);
+  tcase_add_test(tc, k_pad_multiple_of_tile_k);
+  tcase_add_test(tc, abc_bytes);
+  tcase_add_test(tc, illegal_requests);
+  tcase_add_test(tc, kernel_names);
+  tcase_add_test(tc, op_counts);
+  suite_add_tcase(su, tc);
+  SRunner *sr = srunner_create(su);
+  srunner_run_all(sr, CK_NORMAL);
+  int failed = srunner_ntests_failed(sr);
+  srunner_free(sr);
+  return failed ? 1 : 0;
+}
