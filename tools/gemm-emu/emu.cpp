@@ -1,0 +1,305 @@
+// emu.cpp — a small SIMT emulator that runs templates/gemm_int.cu on the CPU, one OS thread per
+// CUDA thread, with the warp-collective PTX instructions (ldmatrix, mma.sync) and the cp.async
+// pipeline implemented from the PTX ISA definitions, independently of the kernel's own
+// reasoning. It checks the kernel's index arithmetic (loader, swizzle, fragment bookkeeping,
+// pipeline order, predicates, epilogue) against a plain reference GEMM, bit for bit.
+//
+// What it cannot check: that the PTX definitions encoded here (ldmatrix lane mapping, mma
+// fragment layouts) match the hardware; they are written from PTX ISA 9.7.14.5.x and
+// 9.7.14.5.15, the same sections the kernel cites, so a GPU run remains the final word.
+//
+// cp.async modes: EMU_CP_LATE=1 performs each group's copies only when a wait_group retires it
+// (exposes a wait that is too weak: a stage read before its data landed); EMU_CP_LATE=0 copies
+// at issue (exposes a prefetch that overwrites a stage other warps may still read, when the
+// schedule lets the issuing warp run ahead). Both are run by tools/gemm-emu.sh.
+#include <cmath>
+#include <condition_variable>
+#include <cstdint>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <mutex>
+#include <thread>
+#include <chrono>
+#include <vector>
+
+// ---- CUDA spellings on the host -------------------------------------------------------------
+#define __device__
+#define __global__
+#define __forceinline__ inline
+#define __launch_bounds__(...)
+#define __align__(n)
+#define __restrict__ __restrict
+#define __shared__
+struct emu_dim3 { unsigned x, y, z; };
+static thread_local emu_dim3 threadIdx, blockIdx;
+struct float2 { float x, y; };
+static inline float2 make_float2(float a, float b) { return float2{a, b}; }
+
+#define HOT_STR2(x) #x
+#define HOT_STR(x) HOT_STR2(x)
+
+#ifndef EMU_CP_LATE
+#define EMU_CP_LATE 1
+#endif
+
+static void die(const char *m) {
+  std::fprintf(stderr, "EMU ERROR: %s\n", m);
+  std::exit(1);
+}
+
+// ---- barriers --------------------------------------------------------------------------------
+struct emu_barrier {
+  std::mutex mu;
+  std::condition_variable cv;
+  int n = 0, count = 0;
+  unsigned long gen = 0;
+  void init(int k) { n = k; count = 0; gen = 0; }
+  void wait() {
+    std::unique_lock<std::mutex> lk(mu);
+    unsigned long g = gen;
+    if (++count == n) {
+      count = 0;
+      ++gen;
+      cv.notify_all();
+    } else {
+      cv.wait(lk, [&] { return gen != g; });
+    }
+  }
+};
+
+// ---- the emulated block ------------------------------------------------------------------------
+static std::vector<unsigned char> g_smem;
+static size_t g_smem_bytes;
+static emu_barrier g_block_bar;
+struct emu_warp {
+  emu_barrier bar;
+  unsigned addr[32];
+  unsigned a[32][4], b[32][2];
+  int c[32][4];
+};
+static std::vector<emu_warp> g_warps(8);
+static const unsigned char *g_lo[2], *g_hi[2]; // the operand buffers (A, B): legal cp.async sources
+
+static unsigned char *emu_smem() { return g_smem.data(); }
+static unsigned emu_smem_u32(const void *p) {
+  const unsigned char *q = (const unsigned char *)p;
+  if (q < g_smem.data() || q > g_smem.data() + g_smem_bytes) die("cvta of a non-shared pointer");
+  return (unsigned)(q - g_smem.data());
+}
+static void __syncthreads() { g_block_bar.wait(); }
+
+// Random delays of whole warps (lane 0 sleeps before a collective, the warp waits for it), so
+// that warps drift apart and a missing barrier shows up as a race (EMU_JITTER=1, default with
+// early copies).
+#ifndef EMU_JITTER
+#define EMU_JITTER (!EMU_CP_LATE)
+#endif
+static thread_local unsigned t_rng;
+static void emu_jitter() {
+  if (!EMU_JITTER) return;
+  t_rng = t_rng * 1103515245u + 12345u;
+  if ((t_rng >> 16) % 8 == 0) std::this_thread::sleep_for(std::chrono::microseconds(200));
+}
+
+// cp.async: per-thread queue of (group, dst, src, bytes)
+struct emu_copy { long group; unsigned dst; const unsigned char *src; int bytes; };
+static thread_local std::vector<emu_copy> t_copies;
+static thread_local long t_group;
+
+static void do_copy(const emu_copy &c) {
+  if (c.dst % 16 || (size_t)c.dst + 16 > g_smem_bytes) die("cp.async destination outside smem");
+  if ((uintptr_t)c.src % 16) die("cp.async source not 16-byte aligned");
+  bool in = false;
+  for (int i = 0; i < 2; ++i) in |= c.src >= g_lo[i] && c.src + 16 <= g_hi[i];
+  if (!in) die("cp.async source address outside the operands (even with src-size 0)");
+  for (int i = 0; i < 16; ++i) g_smem[c.dst + i] = i < c.bytes ? c.src[i] : 0;
+}
+static void emu_cp_async16(unsigned dst, const void *src, int bytes) {
+  if (bytes != 0 && bytes != 16) die("cp.async src-size must be 0 or 16 here");
+  emu_copy c{t_group, dst, (const unsigned char *)src, bytes};
+  if (EMU_CP_LATE) t_copies.push_back(c);
+  else do_copy(c);
+}
+static void emu_cp_commit() { ++t_group; }
+static void emu_cp_wait(int n) { // groups older than the n youngest committed ones complete
+  std::vector<emu_copy> keep;
+  for (const emu_copy &c : t_copies)
+    if (c.group < t_group - n) do_copy(c);
+    else keep.push_back(c);
+  t_copies.swap(keep);
+}
+
+// ldmatrix.sync.aligned.m8n8.{x2,x4}.shared.b16 (PTX ISA 9.7.14.5.15): lanes 8j..8j+7 hold the
+// row addresses of matrix j (rows of 8 b16 = 16 bytes); lane l receives, of matrix j, row l/4,
+// b16 elements 2*(l%4) and 2*(l%4)+1, i.e. bytes 4*(l%4) .. 4*(l%4)+3 of that row.
+static void emu_jitter();
+static void emu_ldmatrix(unsigned addr, int num, unsigned *r0, unsigned *r1, unsigned *r2,
+                         unsigned *r3) {
+  int tid = (int)threadIdx.x, lane = tid & 31;
+  if (lane == 0) emu_jitter();
+  emu_warp &w = g_warps[tid >> 5];
+  w.addr[lane] = addr;
+  w.bar.wait();
+  unsigned *out[4] = {r0, r1, r2, r3};
+  for (int j = 0; j < num; ++j) {
+    unsigned ra = w.addr[8 * j + lane / 4];
+    if (ra % 16 || (size_t)ra + 16 > g_smem_bytes) die("ldmatrix row address invalid");
+    unsigned v;
+    std::memcpy(&v, &g_smem[ra + 4 * (lane % 4)], 4);
+    *out[j] = v;
+  }
+  w.bar.wait();
+}
+
+// mma.sync.aligned.{m16n8k32 .s8, m16n8k64 .s4}.row.col.s32 (PTX ISA 9.7.14.5.x), element-wise
+// definitions of the fragment layouts, groupID g = lane >> 2, threadID_in_group t = lane % 4.
+// Scatter the warp's A and B fragments into full matrices (each element must be covered once).
+static void gather_ab(const unsigned (*a)[4], const unsigned (*b)[2], int (*Am)[64], int (*Bm)[8]) {
+  int cov_a[16][64] = {}, cov_b[64][8] = {};
+  for (int l = 0; l < 32; ++l) {
+    int g = l >> 2, t = l & 3;
+#if HOT_CODES
+    for (int i = 0; i < 32; ++i) { // m16n8k64 .s4: A element a_i = nibble i%8 of register i/8
+      int r = (i < 8 || (i >= 16 && i < 24)) ? g : g + 8;
+      int c = t * 8 + (i & 7) + (i >= 16 ? 32 : 0);
+      int nib = (int)((a[l][i / 8] >> (4 * (i % 8))) & 0xf);
+      Am[r][c] = nib >= 8 ? nib - 16 : nib;
+      ++cov_a[r][c];
+    }
+    for (int i = 0; i < 16; ++i) { // B element b_i: row (k) t*8 + (i&7) (+32 for i >= 8), col g
+      int r = t * 8 + (i & 7) + (i >= 8 ? 32 : 0);
+      int nib = (int)((b[l][i / 8] >> (4 * (i % 8))) & 0xf);
+      Bm[r][g] = nib >= 8 ? nib - 16 : nib;
+      ++cov_b[r][g];
+    }
+#else
+    for (int i = 0; i < 16; ++i) { // m16n8k32 .s8: a_i = byte i%4 of register i/4
+      int r = (i < 4 || (i >= 8 && i < 12)) ? g : g + 8;
+      int c = t * 4 + (i & 3) + (i >= 8 ? 16 : 0);
+      Am[r][c] = (int)(signed char)((a[l][i / 4] >> (8 * (i % 4))) & 0xff);
+      ++cov_a[r][c];
+    }
+    for (int i = 0; i < 8; ++i) { // b_i: row (k) t*4 + (i&3) (+16 for i >= 4), col g
+      int r = t * 4 + (i & 3) + (i >= 4 ? 16 : 0);
+      Bm[r][g] = (int)(signed char)((b[l][i / 4] >> (8 * (i % 4))) & 0xff);
+      ++cov_b[r][g];
+    }
+#endif
+  }
+  const int K = HOT_CODES ? 64 : 32;
+  for (int r = 0; r < 16; ++r)
+    for (int k = 0; k < K; ++k)
+      if (cov_a[r][k] != 1) die("A fragment layout does not cover the matrix once");
+  for (int k = 0; k < K; ++k)
+    for (int n = 0; n < 8; ++n)
+      if (cov_b[k][n] != 1) die("B fragment layout does not cover the matrix once");
+}
+static void emu_mma(int *d, const unsigned *a, const unsigned *b) {
+  int tid = (int)threadIdx.x, lane = tid & 31;
+  emu_warp &w = g_warps[tid >> 5];
+  for (int i = 0; i < 4; ++i) w.a[lane][i] = a[i], w.c[lane][i] = d[i];
+  for (int i = 0; i < 2; ++i) w.b[lane][i] = b[i];
+  w.bar.wait();
+  const int K = HOT_CODES ? 64 : 32;
+  static thread_local int Am[16][64], Bm[64][8];
+  gather_ab(w.a, w.b, Am, Bm);
+  int g = lane >> 2, t = lane & 3;
+  for (int i = 0; i < 4; ++i) { // C/D: row g (+8 for i >= 2), col 2t + (i & 1)
+    int r = g + (i >= 2 ? 8 : 0), c = 2 * t + (i & 1);
+    int s = w.c[lane][i];
+    for (int k = 0; k < K; ++k) s += Am[r][k] * Bm[k][c];
+    d[i] = s;
+  }
+  w.bar.wait();
+}
+
+// ---- the kernel, compiled from the template ------------------------------------------------
+#include "kernel.inc"
+
+// ---- driver ------------------------------------------------------------------------------------
+static unsigned rng_state = 12345;
+static unsigned rnd() { rng_state = rng_state * 1664525u + 1013904223u; return rng_state >> 8; }
+
+static int code_at(const signed char *row, int k) {
+#if HOT_CODES
+  int byte = (unsigned char)row[k / 2];
+  int nib = k % 2 ? byte >> 4 : byte & 0xf;
+  return nib >= 8 ? nib - 16 : nib;
+#else
+  return row[k];
+#endif
+}
+
+int main(int argc, char **argv) {
+  if (argc < 6) die("usage: emu M N Kpad ldc use_row_scale");
+  int M = std::atoi(argv[1]), N = std::atoi(argv[2]), Kpad = std::atoi(argv[3]);
+  int ldc = std::atoi(argv[4]), use_rs = std::atoi(argv[5]);
+  if (Kpad % HOT_TILE_K) die("Kpad must be a multiple of HOT_TILE_K");
+  long pitch = HOT_CODES ? Kpad / 2 : Kpad;
+  // operands exactly as large as the matrices (no slack), so any stray read is caught
+  std::vector<signed char> A((size_t)M * pitch + 1), B((size_t)N * pitch + 1); // +1: non-empty
+  for (auto &v : A) v = (signed char)(HOT_CODES ? rnd() & 0xff : (int)(rnd() % 255) - 127);
+  for (auto &v : B) v = (signed char)(HOT_CODES ? rnd() & 0xff : (int)(rnd() % 255) - 127);
+  // 16-byte aligned copies
+  size_t asz = (size_t)M * pitch, bsz = (size_t)N * pitch;
+  signed char *Ad = (signed char *)std::aligned_alloc(16, asz + 16);
+  signed char *Bd = (signed char *)std::aligned_alloc(16, bsz + 16);
+  std::memcpy(Ad, A.data(), asz);
+  std::memcpy(Bd, B.data(), bsz);
+  g_lo[0] = (const unsigned char *)Ad; g_hi[0] = g_lo[0] + asz;
+  g_lo[1] = (const unsigned char *)Bd; g_hi[1] = g_lo[1] + bsz;
+  std::vector<float> rs(M);
+  for (auto &v : rs) v = (float)(rnd() % 1000 + 1) * 1.37e-4f;
+  float alpha = 0.0123f;
+  const float NaNpat = std::nanf("7");
+  size_t csz = (size_t)(M ? (M - 1) : 0) * ldc + N + 64;
+  std::vector<float> C(csz, NaNpat);
+
+  g_smem_bytes = HOT_SMEM_BYTES;
+  g_smem.assign(g_smem_bytes, 0xCD);
+  int gx = (N + HOT_TILE_N - 1) / HOT_TILE_N, gy = (M + HOT_TILE_M - 1) / HOT_TILE_M;
+  for (int by = 0; by < gy; ++by)
+    for (int bx = 0; bx < gx; ++bx) {
+      std::fill(g_smem.begin(), g_smem.end(), 0xCD); // stale garbage, like real smem
+      g_block_bar.init(HOT_THREADS);
+      for (int w = 0; w < HOT_THREADS / 32; ++w) g_warps[w].bar.init(32);
+      std::vector<std::thread> th;
+      for (int t = 0; t < HOT_THREADS; ++t)
+        th.emplace_back([&, t] {
+          threadIdx = {(unsigned)t, 0, 0};
+          blockIdx = {(unsigned)bx, (unsigned)by, 0};
+          t_copies.clear();
+          t_group = 0;
+          t_rng = 0x9e3779b9u * (unsigned)(t + 1) + 977u * (unsigned)(bx + 7 * by);
+          HOT_KNAME(Ad, Bd, C.data(), use_rs ? rs.data() : nullptr, alpha, M, N, Kpad, ldc);
+          if (!t_copies.empty()) die("cp.async copies still pending at exit");
+        });
+      for (auto &x : th) x.join();
+    }
+
+  long bad = 0;
+  for (int m = 0; m < M; ++m) {
+    float factor = use_rs ? HOT_MUL(rs[m], alpha) : alpha;
+    for (int n = 0; n < N; ++n) {
+      int acc = 0;
+      for (int k = 0; k < Kpad; ++k)
+        acc += code_at(Ad + (size_t)m * pitch, k) * code_at(Bd + (size_t)n * pitch, k);
+      float want = HOT_MUL(HOT_I2F(acc), factor), got = C[(size_t)m * ldc + n];
+      if (std::memcmp(&want, &got, 4) != 0 && bad++ < 5)
+        std::printf("  mismatch C[%d,%d]: got %.9g want %.9g (acc %d)\n", m, n, got, want, acc);
+    }
+  }
+  // nothing outside the M x N window of C may be written
+  for (size_t i = 0; i < csz; ++i) {
+    long m = (long)(i / ldc), n = (long)(i % ldc);
+    bool inside = m < M && n < N;
+    if (!inside && std::memcmp(&C[i], &NaNpat, 4) != 0 && bad++ < 5)
+      std::printf("  write outside C's window at m=%ld n=%ld\n", m, n);
+  }
+  std::printf("%s M=%d N=%d Kpad=%d ldc=%d rs=%d cp=%s: %s\n", HOT_STR(HOT_KNAME), M, N, Kpad, ldc,
+              use_rs, EMU_CP_LATE ? "late" : "early", bad ? "FAIL" : "ok");
+  std::free(Ad);
+  std::free(Bd);
+  return bad ? 1 : 0;
+}

@@ -1,0 +1,52 @@
+#!/usr/bin/env python3
+"""mkemu.py — turn templates/gemm_int.cu into host C++ for the SIMT emulator (emu.cpp).
+
+Only the PTX wrappers change: the body of each hot_* wrapper below is replaced by a call into
+the emulator, and the dynamic shared array becomes the emulated block's buffer. Everything
+else (tiling, swizzle, loader, pipeline, fragment bookkeeping, epilogue) is the template's own
+code, compiled unchanged.  Usage: mkemu.py templates/gemm_int.cu out.inc
+"""
+import re
+import sys
+
+BODIES = {
+    "hot_smem_u32": "{ return emu_smem_u32(p); }",
+    "hot_cp_async16": "{ emu_cp_async16(dst, src, src_bytes); }",
+    "hot_cp_async_commit": "{ emu_cp_commit(); }",
+    "hot_cp_async_wait": "{ emu_cp_wait(N); }",
+    "hot_ldmatrix_x4": "{ emu_ldmatrix(addr, 4, &r0, &r1, &r2, &r3); }",
+    "hot_ldmatrix_x2": "{ emu_ldmatrix(addr, 2, &r0, &r1, 0, 0); }",
+    "hot_mma": "{ emu_mma(d, a, b); }",
+}
+
+
+def replace_body(src, name, body):
+    m = re.search(r"\b" + name + r"\s*\(", src)
+    if not m:
+        sys.exit("mkemu: wrapper %s not found" % name)
+    start = src.index("{", m.end())
+    depth = 0
+    for i in range(start, len(src)):
+        if src[i] == "{":
+            depth += 1
+        elif src[i] == "}":
+            depth -= 1
+            if depth == 0:
+                return src[:start] + body + src[i + 1:]
+    sys.exit("mkemu: unbalanced braces in %s" % name)
+
+
+def main():
+    src = open(sys.argv[1]).read()
+    for name, body in BODIES.items():
+        src = replace_body(src, name, body)
+    decl = "extern __shared__ __align__(128) unsigned char hot_smem[];"
+    if decl not in src:
+        sys.exit("mkemu: shared declaration not found")
+    src = src.replace(decl, "unsigned char *hot_smem = emu_smem();")
+    if "asm" in re.sub(r"/\*.*?\*/", "", src, flags=re.S):
+        sys.exit("mkemu: inline asm left outside the known wrappers")
+    open(sys.argv[2], "w").write(src)
+
+
+main()
