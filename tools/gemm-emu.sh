@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# gemm-emu.sh — run templates/gemm_int.cu in the CPU SIMT emulator (tools/gemm-emu/emu.cpp) for
+# gemm-emu.sh — run templates/gemm_int.cu (and templates/bias.cu) in the CPU SIMT emulator (tools/gemm-emu/emu.cpp) for
 # several tile configurations and awkward sizes, comparing with a reference GEMM bit for bit.
 # Checks the kernel's own index arithmetic and pipeline order without a GPU (see emu.cpp for what
 # it cannot check). Needs python3 and a C++17 compiler (CXX, default g++). One build at a time.
@@ -39,6 +39,22 @@ for cfg in "${CONFIGS[@]}"; do
     fi
   done
 done
+# bias.cu against the summation order of templates/bias_ref.c (its __shared__ array made static:
+# the emulated block's threads share it; blocks run one after another)
+sed 's/__shared__ float part/static float part/' "$here/templates/bias.cu" >"$work/bias.inc"
+grep -q 'static float part' "$work/bias.inc" || { echo "FAIL: bias.cu shared array not found"; fail=1; }
+for dt in 0 1 2; do
+  if $CXX -std=c++17 -O2 -pthread -ffp-contract=off -I"$work" -I"$here/templates" -DHOT_GENERATED \
+      -DHOT_KNAME=emu_bias -DHOT_DTYPE=$dt "$here/tools/gemm-emu/bias_emu.cpp" -o "$work/bias_emu"; then
+    for sz in "1 1" "0 5" "197 100" "2100 70" "4099 33"; do
+      # shellcheck disable=SC2086
+      "$work/bias_emu" $sz || fail=1
+    done
+  else
+    echo "FAIL build: bias_emu dtype $dt"; fail=1
+  fi
+done
+
 # The emulator must notice a broken pipeline: drop the per-tile barrier and expect a failure.
 python3 - "$here/templates/gemm_int.cu" "$work/mut.cu" <<'PY' || fail=1
 import sys
