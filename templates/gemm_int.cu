@@ -44,7 +44,12 @@
  *   HOT_CODES 0 or 1; KB in {32, 64, 96, 128, 256} bytes, i.e. HOT_TILE_K in {32, 64, 96, 128, 256}
  *   for s8 and {64, 128, 192, 256, 512} for s4; HOT_TILE_M % (16 * HOT_WARPS_M) == 0;
  *   HOT_TILE_N % (8 * HOT_WARPS_N) == 0; 1 <= HOT_WARPS_M * HOT_WARPS_N <= 8 (threads <= 256);
- *   2 <= HOT_STAGES <= 8. Tested tiles: 128x128 and 64x64 with 2x2 / 2x4 / 4x2 warps, 3-4 stages.
+ *   2 <= HOT_STAGES <= 8. This covers every tile the planner accepts (tile_k = 1..4 mma K steps).
+ *   tools/check-templates.sh compiles a spread of them for sm_80/86/89/90 (no spills allowed);
+ *   tools/gemm-emu.sh runs them in a CPU emulator of the PTX instructions against a reference.
+ *   Registers: 64x64 warp tiles (e.g. 128x128 with 2x2 warps) take ~240 (2 blocks of 4 warps
+ *   per SM), 64x32 warp tiles (128x128, 2x4) ~140. __launch_bounds__(threads, 1) is deliberate:
+ *   without the explicit 1, ptxas for sm_90 caps 256-thread blocks at 128 registers and spills.
  *
  * Block/warp mapping: warp w (0 .. WARPS_M*WARPS_N-1) owns the warp tile of rows
  * (w / WARPS_N) * WM ... + WM-1 and columns (w % WARPS_N) * WN ... + WN-1 of the block tile,
