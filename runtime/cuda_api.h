@@ -75,6 +75,11 @@ typedef struct CUevent_st *CUevent;
 #define CU_FUNC_ATTRIBUTE_SHARED_SIZE_BYTES 1
 #define CU_FUNC_ATTRIBUTE_NUM_REGS 4
 #define CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES 8
+#define CU_POINTER_ATTRIBUTE_MEMORY_TYPE 2
+#define CU_MEMORYTYPE_HOST 1
+#define CU_MEMORYTYPE_DEVICE 2
+#define CU_MEMORYTYPE_ARRAY 3
+#define CU_MEMORYTYPE_UNIFIED 4
 #define CU_STREAM_NON_BLOCKING 0x1u
 #define CU_EVENT_DEFAULT 0x0u
 
@@ -112,6 +117,10 @@ typedef struct CUevent_st *CUevent;
   X(CUresult, cuMemcpyHtoD, "cuMemcpyHtoD_v2", (CUdeviceptr dst, const void *src, size_t bytes)) \
   X(CUresult, cuMemcpyDtoH, "cuMemcpyDtoH_v2", (void *dst, CUdeviceptr src, size_t bytes))       \
   X(CUresult, cuMemsetD8, "cuMemsetD8_v2", (CUdeviceptr dst, unsigned char value, size_t n))     \
+  X(CUresult, cuMemsetD32Async, "cuMemsetD32Async",                                              \
+    (CUdeviceptr dst, unsigned int value, size_t n, CUstream stream))                            \
+  X(CUresult, cuPointerGetAttribute, "cuPointerGetAttribute",                                    \
+    (void *data, int attribute, CUdeviceptr ptr))                                                \
   X(CUresult, cuStreamCreate, "cuStreamCreate", (CUstream * stream, unsigned int flags))         \
   X(CUresult, cuStreamDestroy, "cuStreamDestroy_v2", (CUstream stream))                          \
   X(CUresult, cuStreamSynchronize, "cuStreamSynchronize", (CUstream stream))                     \

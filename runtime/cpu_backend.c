@@ -1,0 +1,97 @@
+/* cpu_backend.c — the per-step calls on the CPU reference twins (templates/ref.h): the same
+ * functions the GPU kernels are compared with, so the results are the reference's bit for bit.
+ *
+ * The saved buffer holds what hot_ref_saved holds, flat: with ABC the q_x^ codes (I rows of
+ * hla.gemm.k_pad int8) followed by s_x^ (fp32, at a multiple of 32 bytes); without ABC the fp32
+ * copy of x (T * I floats). The same layout as the CUDA backend's. */
+#include <stdlib.h>
+#include <string.h>
+
+#include "hot_internal.h"
+#include "ref.h"
+
+hot_status cpu_ref_status(hot_layer *layer, int rc, const char *what) {
+  hot_ctx *ctx = layer->ctx;
+  const char *n = layer->spec.name;
+  switch (rc) {
+  case HOT_REF_OK: return HOT_OK;
+  case HOT_REF_EARG: return ctx_fail(ctx, HOT_ERR_INVALID, "layer '%s': %s: bad argument", n, what);
+  case HOT_REF_ENOMEM: return ctx_fail(ctx, HOT_ERR_NOMEM, "layer '%s': %s: out of memory", n, what);
+  case HOT_REF_ENONFINITE:
+    return ctx_fail(ctx, HOT_ERR_NONFINITE, "layer '%s': %s: NaN or Inf in the input (or the "
+                    "transform overflowed fp32)", n, what);
+  case HOT_REF_ERANGE:
+    return ctx_fail(ctx, HOT_ERR_PLAN, "layer '%s': %s: the int32 accumulator could overflow for "
+                    "this contraction length and bit width", n, what);
+  case HOT_REF_ESHAPE:
+  default:
+    return ctx_fail(ctx, HOT_ERR_INTERNAL, "layer '%s': %s: %s (plan inconsistent)", n, what,
+                    hot_ref_status_name(rc));
+  }
+}
+
+/* Offset of s_x^ in an ABC buffer (the codes' size: a multiple of 32 bytes). */
+static int64_t scale_offset(const hot_layer_plan *pl) { return hot_ref_hla_x_bytes(pl); }
+
+/* The layer's own buffer, allocated on first use (16-byte aligned). */
+static void *own_buffer(hot_layer *layer) {
+  if (!layer->host_saved) {
+    size_t n = (size_t)launch_saved_bytes(layer->plan);
+    n = (n + 63) & ~(size_t)63;
+    layer->host_saved = aligned_alloc(64, n ? n : 64);
+  }
+  return layer->host_saved;
+}
+
+hot_status cpu_layer_save(hot_layer *layer, const void *x, void *saved) {
+  const hot_layer_plan *pl = layer->plan;
+  void *dst = saved ? saved : own_buffer(layer);
+  if (!dst) return ctx_fail(layer->ctx, HOT_ERR_NOMEM, "hot_layer_save: out of memory");
+  if (!saved) layer->saved_valid = 0; /* until this save succeeds */
+  hot_ref_saved s;
+  int rc = hot_ref_layer_save(pl, x, layer->spec.dtype, &s);
+  if (rc) return cpu_ref_status(layer, rc, "save");
+  if (s.q_x) {
+    memcpy(dst, s.q_x, (size_t)hot_ref_hla_x_bytes(pl));
+    memcpy((char *)dst + scale_offset(pl), &s.s_x, sizeof s.s_x);
+  } else {
+    memcpy(dst, s.x, (size_t)(pl->T * pl->I) * sizeof(float));
+  }
+  hot_ref_saved_free(&s);
+  return HOT_OK;
+}
+
+hot_status cpu_layer_backward(hot_layer *layer, const void *g_y, const void *w, const void *saved,
+                              float *g_x, float *g_w, float *g_b, uint32_t step) {
+  const hot_layer_plan *pl = layer->plan;
+  const void *src = saved ? saved : layer->host_saved;
+  /* A view of the flat buffer as the twin's struct (nothing is freed through it). */
+  hot_ref_saved s;
+  memset(&s, 0, sizeof s);
+  if (pl->hla.enabled && pl->abc.enabled) {
+    s.q_x = (int8_t *)(uintptr_t)src;
+    memcpy(&s.s_x, (const char *)src + scale_offset(pl), sizeof s.s_x);
+  } else {
+    s.x = (float *)(uintptr_t)src;
+  }
+  s.bytes = launch_saved_bytes(pl);
+  int rc = hot_ref_layer_backward(pl, &s, g_y, w, layer->spec.dtype, layer->gran, layer->seed, step,
+                                  g_x, g_w, g_b);
+  return cpu_ref_status(layer, rc, "backward");
+}
+
+hot_status cpu_layer_calibrate(hot_layer *layer, const void *g_y, uint32_t step) {
+  hot_ref_lqs_result r;
+  int rc = hot_ref_layer_calibrate(layer->plan, g_y, layer->spec.dtype, layer->seed, step, &r);
+  if (rc) return cpu_ref_status(layer, rc, "calibrate");
+  layer->gran = r.choice;
+  layer->lqs_e_tensor = r.e_tensor;
+  layer->lqs_e_token = r.e_token;
+  return HOT_OK;
+}
+
+void cpu_layer_free(hot_layer *layer) {
+  free(layer->host_saved);
+  layer->host_saved = NULL;
+  layer->saved_valid = 0;
+}

@@ -1,0 +1,270 @@
+/* ctx.c — contexts: options and environment (read once), the backend choice (auto: CUDA when
+ * usable, else the CPU reference, with the reason kept), messages, statistics. */
+#define _POSIX_C_SOURCE 200809L
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "hot_internal.h"
+
+_Static_assert((int)HOT_ERR_CUDA == (int)RT_ERR_CUDA && (int)HOT_ERR_INVALID == (int)RT_ERR_INVALID &&
+                   (int)HOT_ERR_NO_DRIVER == (int)RT_ERR_NO_DRIVER &&
+                   (int)HOT_ERR_COMPILE == (int)RT_ERR_COMPILE &&
+                   (int)RT_STATUS_COUNT == (int)HOT_ERR_SPEC,
+               "hot_status must map rt_status one for one");
+
+static const char *const k_status_names[HOT_STATUS_COUNT] = {
+    "HOT_OK",           "HOT_ERR_INVALID",     "HOT_ERR_NOMEM",      "HOT_ERR_IO",
+    "HOT_ERR_NO_DRIVER", "HOT_ERR_NO_DEVICE",  "HOT_ERR_NO_NVRTC",   "HOT_ERR_COMPILE",
+    "HOT_ERR_BAD_BINARY", "HOT_ERR_NOT_FOUND", "HOT_ERR_DEVICE_OOM", "HOT_ERR_LAUNCH",
+    "HOT_ERR_CUDA",     "HOT_ERR_SPEC",        "HOT_ERR_PLAN",       "HOT_ERR_SHAPE",
+    "HOT_ERR_MISUSE",   "HOT_ERR_UNSUPPORTED", "HOT_ERR_NONFINITE",  "HOT_ERR_INTERNAL"};
+
+const char *hot_status_name(hot_status s) {
+  return ((unsigned)s < HOT_STATUS_COUNT) ? k_status_names[s] : "HOT_ERR_?";
+}
+
+const char *hot_backend_name(hot_backend b) {
+  switch (b) {
+  case HOT_BACKEND_DEFAULT: return "default";
+  case HOT_BACKEND_AUTO: return "auto";
+  case HOT_BACKEND_CUDA: return "cuda";
+  case HOT_BACKEND_CPU: return "cpu";
+  }
+  return "?";
+}
+
+hot_status ctx_rt(rt_status s) { return (hot_status)s; }
+
+void ctx_copy(char *dst, size_t n, const char *src) {
+  if (!n) return;
+  size_t k = src ? strlen(src) : 0;
+  if (k >= n) k = n - 1;
+  if (k) memcpy(dst, src, k);
+  dst[k] = '\0';
+}
+
+hot_status ctx_fail(hot_ctx *ctx, hot_status s, const char *fmt, ...) {
+  if (ctx) {
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(ctx->errmsg, sizeof ctx->errmsg, fmt, ap);
+    va_end(ap);
+    for (char *p = ctx->errmsg; *p; ++p) /* one line */
+      if (*p == '\n' || *p == '\r') *p = ' ';
+  }
+  return s;
+}
+
+void ctx_clear(hot_ctx *ctx) {
+  if (ctx) ctx->errmsg[0] = '\0';
+}
+
+void ctx_set_log(hot_ctx *ctx, const char *log) {
+  free(ctx->log);
+  ctx->log = log ? strdup(log) : NULL;
+}
+
+const char *hot_errmsg(const hot_ctx *ctx) { return ctx ? ctx->errmsg : "no context (NULL)"; }
+
+const char *hot_compile_log(const hot_ctx *ctx) { return ctx && ctx->log ? ctx->log : ""; }
+
+hot_backend hot_ctx_backend(const hot_ctx *ctx) {
+  return ctx && !ctx->failed ? ctx->backend : HOT_BACKEND_DEFAULT;
+}
+
+void hot_options_init(hot_options *opt) {
+  if (!opt) return;
+  memset(opt, 0, sizeof *opt);
+  opt->backend = HOT_BACKEND_DEFAULT;
+  opt->device = -1;
+}
+
+/* ---- environment ------------------------------------------------------------------------- */
+
+static const char *env(const char *name) {
+  const char *v = getenv(name);
+  return v && *v ? v : NULL;
+}
+
+static int env_flag(const char *name) {
+  const char *v = env(name);
+  return v && strcmp(v, "0") != 0;
+}
+
+static hot_status parse_u64(hot_ctx *ctx, const char *what, const char *s, uint64_t *out) {
+  char *end = NULL;
+  errno = 0;
+  unsigned long long v = strtoull(s, &end, 0);
+  if (errno || !end || end == s || *end || s[0] == '-')
+    return ctx_fail(ctx, HOT_ERR_INVALID, "%s='%s': expected an unsigned integer", what, s);
+  *out = (uint64_t)v;
+  return HOT_OK;
+}
+
+static char *dup_opt(const char *s) { return s ? strdup(s) : NULL; }
+
+/* Resolves every option (code first, then the environment, then the default). */
+static hot_status resolve(hot_ctx *ctx, const hot_options *o, hot_backend *backend) {
+  const char *v;
+  *backend = o->backend;
+  if (*backend == HOT_BACKEND_DEFAULT) {
+    *backend = HOT_BACKEND_AUTO;
+    if ((v = env("HOT_BACKEND"))) {
+      if (!strcmp(v, "auto")) *backend = HOT_BACKEND_AUTO;
+      else if (!strcmp(v, "cuda")) *backend = HOT_BACKEND_CUDA;
+      else if (!strcmp(v, "cpu")) *backend = HOT_BACKEND_CPU;
+      else return ctx_fail(ctx, HOT_ERR_INVALID, "HOT_BACKEND='%s': expected auto, cuda or cpu", v);
+    }
+  } else if (*backend != HOT_BACKEND_AUTO && *backend != HOT_BACKEND_CUDA &&
+             *backend != HOT_BACKEND_CPU) {
+    return ctx_fail(ctx, HOT_ERR_INVALID, "options.backend = %d: not a hot_backend", (int)*backend);
+  }
+  ctx->device = o->device;
+  if (ctx->device < 0) {
+    ctx->device = 0;
+    if ((v = env("HOT_DEVICE"))) {
+      uint64_t d;
+      if (parse_u64(ctx, "HOT_DEVICE", v, &d) != HOT_OK || d > 1024)
+        return ctx_fail(ctx, HOT_ERR_INVALID, "HOT_DEVICE='%s': expected a device index", v);
+      ctx->device = (int)d;
+    }
+  }
+  const char *arch = o->arch ? o->arch : env("HOT_ARCH");
+  if (arch) {
+    if (plan_arch_parse(arch, &ctx->arch) != 0)
+      return ctx_fail(ctx, HOT_ERR_INVALID, "%s '%s': unknown arch (known: sm_80, sm_86, sm_89, "
+                      "sm_90, sm_90a)", o->arch ? "options.arch" : "HOT_ARCH", arch);
+    ctx->arch_known = 1;
+  } else {
+    ctx->arch = HOT_ARCH_SM80; /* CPU storage layout until a device says otherwise */
+  }
+  const char *dir = o->cache_dir ? o->cache_dir : env("HOT_CACHE_DIR");
+  if (dir && !(ctx->cache_dir = dup_opt(dir))) return ctx_fail(ctx, HOT_ERR_NOMEM, "out of memory");
+  ctx->disk_cache = o->disk_cache ? (o->disk_cache > 0 ? 1 : -1)
+                                  : (env_flag("HOT_NO_DISK_CACHE") ? -1 : 1);
+  ctx->seed_set = 0;
+  ctx->seed = HOT_DEFAULT_SEED;
+  if (o->seed_set) {
+    ctx->seed_set = 1;
+    ctx->seed = o->seed;
+  } else if ((v = env("HOT_SEED"))) {
+    if (parse_u64(ctx, "HOT_SEED", v, &ctx->seed) != HOT_OK) return HOT_ERR_INVALID;
+    ctx->seed_set = 1;
+  }
+  ctx->jit_debug = o->jit_debug ? o->jit_debug > 0 : env_flag("HOT_JIT_DEBUG");
+  const char *dd = o->debug_dir ? o->debug_dir : env("HOT_JIT_DEBUG_DIR");
+  if (dd && !(ctx->debug_dir = dup_opt(dd))) return ctx_fail(ctx, HOT_ERR_NOMEM, "out of memory");
+  return HOT_OK;
+}
+
+hot_status hot_ctx_create_with_compiler(hot_ctx **out, const hot_options *opt,
+                                        const hot_compiler *cc) {
+  if (!out) return HOT_ERR_INVALID;
+  *out = NULL;
+  hot_ctx *ctx = calloc(1, sizeof *ctx);
+  if (!ctx) return HOT_ERR_NOMEM;
+  *out = ctx;
+  ctx->compiler = cc;
+  hot_options defaults;
+  hot_options_init(&defaults);
+  hot_backend want;
+  hot_status st = resolve(ctx, opt ? opt : &defaults, &want);
+  if (st == HOT_OK) {
+    if (want == HOT_BACKEND_CPU) {
+      ctx->backend = HOT_BACKEND_CPU;
+    } else {
+      st = cuda_ctx_init(ctx);
+      if (st == HOT_OK) {
+        ctx->backend = HOT_BACKEND_CUDA;
+      } else if (want == HOT_BACKEND_AUTO) { /* fall back, keeping the reason */
+        ctx->backend = HOT_BACKEND_CPU;
+        ctx->fell_back = 1;
+        ctx_copy(ctx->fallback_reason, sizeof ctx->fallback_reason, ctx->errmsg);
+        ctx_clear(ctx);
+        st = HOT_OK;
+      }
+    }
+  }
+  if (st != HOT_OK) {
+    ctx->failed = 1;
+    ctx->backend = HOT_BACKEND_DEFAULT;
+  }
+  return st;
+}
+
+hot_status hot_ctx_create(hot_ctx **out, const hot_options *opt) {
+  return hot_ctx_create_with_compiler(out, opt, NULL);
+}
+
+void hot_ctx_destroy(hot_ctx *ctx) {
+  if (!ctx) return;
+  hot_layer *l = ctx->layers;
+  int pushed = ctx->backend == HOT_BACKEND_CUDA && cuda_push(ctx) == HOT_OK;
+  while (l) {
+    hot_layer *next = l->next;
+    if (l->magic == HOT_LAYER_LIVE) layer_release(l);
+    l->magic = 0;
+    free(l);
+    l = next;
+  }
+  if (pushed) cuda_pop(ctx);
+  cuda_ctx_fini(ctx);
+  hot_kcache_close(ctx->kc);
+  free(ctx->cache_dir);
+  free(ctx->debug_dir);
+  free(ctx->log);
+  free(ctx);
+}
+
+hot_status ctx_kcache(hot_ctx *ctx, hot_kcache **out) {
+  if (!ctx->kc) {
+    hot_kcache_config cfg;
+    memset(&cfg, 0, sizeof cfg);
+    cfg.dir = ctx->cache_dir;
+    cfg.disk = ctx->disk_cache;
+    cfg.compiler = ctx->compiler;
+    char err[768];
+    rt_status r = hot_kcache_open(&ctx->kc, &cfg, err, sizeof err);
+    if (r != RT_OK) return ctx_fail(ctx, ctx_rt(r), "%s", err);
+  }
+  *out = ctx->kc;
+  return HOT_OK;
+}
+
+hot_status hot_ctx_stats(hot_ctx *ctx, hot_stats *out) {
+  if (!ctx || !out) return ctx_fail(ctx, HOT_ERR_INVALID, "hot_ctx_stats: NULL argument");
+  memset(out, 0, sizeof *out);
+  out->backend = ctx->failed ? HOT_BACKEND_DEFAULT : ctx->backend;
+  out->fell_back = ctx->fell_back;
+  ctx_copy(out->fallback_reason, sizeof out->fallback_reason,
+           ctx->failed ? ctx->errmsg : ctx->fallback_reason);
+  ctx_copy(out->device_name, sizeof out->device_name, ctx->device_name);
+  if (ctx->arch_known) snprintf(out->arch, sizeof out->arch, "%s", plan_arch_caps(ctx->arch)->name);
+  if (ctx->kc) {
+    hot_kcache_stats ks;
+    hot_kcache_stats_get(ctx->kc, &ks);
+    out->compiles = ks.compiles;
+    out->compile_failures = ks.compile_failures;
+    out->memory_hits = ks.memory_hits;
+    out->disk_hits = ks.disk_hits;
+    out->disk_rejects = ks.disk_rejects;
+    out->compile_ms = ks.compile_ms;
+    const char *d = hot_kcache_dir(ctx->kc);
+    if (d) ctx_copy(out->cache_dir, sizeof out->cache_dir, d);
+  }
+  for (const hot_layer *l = ctx->layers; l; l = l->next) {
+    if (l->magic != HOT_LAYER_LIVE) continue;
+    out->layers++;
+    if (l->last_saved_bytes) {
+      out->saved_bytes += l->last_saved_bytes;
+      out->saved_fp32_bytes += l->plan->T * l->plan->I * 4;
+    }
+  }
+  out->saves = ctx->saves;
+  out->backwards = ctx->backwards;
+  out->calibrations = ctx->calibrations;
+  out->launches = ctx->launches;
+  return HOT_OK;
+}

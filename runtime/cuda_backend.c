@@ -1,0 +1,248 @@
+/* cuda_backend.c — the CUDA side: driver and device at context creation (primary context, arch
+ * from the compute capability), caller pointers checked with cuPointerGetAttribute, per-layer
+ * module and device scratch, and the order of a step's kernels on the caller's stream.
+ *
+ * NOT RUN on a machine without a GPU: every path here is exercised only on a device machine
+ * (tests/runtime/test_api_gpu.c). Keep it small; each driver call's failure is a status. */
+#include <stdio.h>
+#include <string.h>
+
+#include "hot_internal.h"
+#include "ref.h"
+
+#define ALIGN_UP(n, a) (((n) + (a) - 1) / (a) * (a))
+
+/* A failed driver call -> the mapped status with "what: CUDA_ERROR_X (description)". */
+static hot_status cu_fail(hot_ctx *ctx, CUresult r, const char *what) {
+  char err[384];
+  rt_status s = cuda_result_error(r, what, err, sizeof err);
+  return ctx_fail(ctx, ctx_rt(s), "%s", err);
+}
+
+/* sm_XY cubins run on devices of the same major and a minor >= Y. */
+static int arch_of(int major, int minor, hot_arch *out) {
+  if (major == 8) {
+    *out = minor >= 9 ? HOT_ARCH_SM89 : minor >= 6 ? HOT_ARCH_SM86 : HOT_ARCH_SM80;
+    return 0;
+  }
+  if (major == 9) {
+    *out = HOT_ARCH_SM90; /* sm_90a (wgmma) only when forced: HOT_ARCH=sm_90a */
+    return 0;
+  }
+  return -1;
+}
+
+hot_status cuda_ctx_init(hot_ctx *ctx) {
+  hot_cuda_ctx *cu = &ctx->cu;
+  char err[512];
+  rt_status r = cuda_driver_get(&cu->drv, err, sizeof err);
+  if (r != RT_OK) return ctx_fail(ctx, ctx_rt(r), "%s", err);
+  const cuda_driver *d = cu->drv;
+  if (ctx->device >= d->device_count)
+    return ctx_fail(ctx, HOT_ERR_NO_DEVICE, "no CUDA device: index %d requested, the driver "
+                    "reports %d", ctx->device, d->device_count);
+  CUresult c = d->cuDeviceGet(&cu->dev, ctx->device);
+  if (c != CUDA_SUCCESS) return cu_fail(ctx, c, "cuDeviceGet");
+  c = d->cuDeviceGetAttribute(&cu->cc_major, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR, cu->dev);
+  if (c == CUDA_SUCCESS)
+    c = d->cuDeviceGetAttribute(&cu->cc_minor, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR, cu->dev);
+  if (c != CUDA_SUCCESS) return cu_fail(ctx, c, "cuDeviceGetAttribute (compute capability)");
+  if (d->cuDeviceGetName(ctx->device_name, (int)sizeof ctx->device_name, cu->dev) != CUDA_SUCCESS)
+    snprintf(ctx->device_name, sizeof ctx->device_name, "device %d", ctx->device);
+  hot_arch dev_arch;
+  if (arch_of(cu->cc_major, cu->cc_minor, &dev_arch) != 0)
+    return ctx_fail(ctx, HOT_ERR_UNSUPPORTED, "CUDA device %d (%s) has compute capability %d.%d; "
+                    "hot generates kernels for 8.x and 9.0 (sm_80 ... sm_90a)", ctx->device,
+                    ctx->device_name, cu->cc_major, cu->cc_minor);
+  if (!ctx->arch_known) {
+    ctx->arch = dev_arch;
+    ctx->arch_known = 1;
+  }
+  c = d->cuDevicePrimaryCtxRetain(&cu->cuctx, cu->dev);
+  if (c != CUDA_SUCCESS) return cu_fail(ctx, c, "cuDevicePrimaryCtxRetain");
+  cu->retained = 1;
+  return HOT_OK;
+}
+
+void cuda_ctx_fini(hot_ctx *ctx) {
+  if (ctx->cu.retained) ctx->cu.drv->cuDevicePrimaryCtxRelease(ctx->cu.dev);
+  ctx->cu.retained = 0;
+}
+
+hot_status cuda_push(hot_ctx *ctx) {
+  CUresult c = ctx->cu.drv->cuCtxPushCurrent(ctx->cu.cuctx);
+  return c == CUDA_SUCCESS ? HOT_OK : cu_fail(ctx, c, "cuCtxPushCurrent");
+}
+
+void cuda_pop(hot_ctx *ctx) {
+  CUcontext prev;
+  ctx->cu.drv->cuCtxPopCurrent(&prev);
+}
+
+/* p must be device (or managed) memory of the current context. */
+static hot_status check_ptr(hot_layer *layer, const void *p, const char *what) {
+  unsigned int type = 0;
+  CUresult c = layer->ctx->cu.drv->cuPointerGetAttribute(&type, CU_POINTER_ATTRIBUTE_MEMORY_TYPE,
+                                                         (CUdeviceptr)(uintptr_t)p);
+  if (c == CUDA_ERROR_INVALID_VALUE || (c == CUDA_SUCCESS && type == CU_MEMORYTYPE_HOST))
+    return ctx_fail(layer->ctx, HOT_ERR_INVALID, "layer '%s': %s (%p) is host memory: the CUDA "
+                    "backend expects device pointers", layer->spec.name, what, p);
+  if (c != CUDA_SUCCESS) return cu_fail(layer->ctx, c, "cuPointerGetAttribute");
+  return HOT_OK;
+}
+
+/* Device scratch of one backward: codes and scales of g', w', g^ and the amax words. */
+static hot_status alloc_scratch(hot_layer *layer) {
+  hot_cuda_layer *cu = &layer->cu;
+  if (cu->scratch) return HOT_OK;
+  const hot_layer_plan *pl = layer->plan;
+  size_t sz[7] = {
+      pl->hq.enabled ? (size_t)hot_ref_hq_g_bytes(pl) : 0, /* q_g */
+      pl->hq.enabled ? (size_t)pl->T * 4 : 0,             /* s_g: T floats */
+      pl->hq.enabled ? (size_t)hot_ref_hq_w_bytes(pl) : 0, /* q_w */
+      4,                                                   /* s_w */
+      pl->hla.enabled ? (size_t)hot_ref_hla_g_bytes(pl) : 0, /* q_g^ */
+      4,                                                   /* s_g^ */
+      HOT_AMAX_WORDS * 4};
+  size_t off[7], total = 0;
+  for (int i = 0; i < 7; ++i) {
+    off[i] = total;
+    total += ALIGN_UP(sz[i], 256); /* GEMM operands need 16 bytes; 256 keeps rows apart */
+  }
+  CUresult c = layer->ctx->cu.drv->cuMemAlloc(&cu->scratch, total);
+  if (c != CUDA_SUCCESS) {
+    cu->scratch = 0;
+    return cu_fail(layer->ctx, c, "cuMemAlloc (layer scratch)");
+  }
+  cu->scratch_bytes = total;
+  cu->q_g = cu->scratch + off[0];
+  cu->s_g = cu->scratch + off[1];
+  cu->q_w = cu->scratch + off[2];
+  cu->s_w = cu->scratch + off[3];
+  cu->q_hg = cu->scratch + off[4];
+  cu->s_hg = cu->scratch + off[5];
+  cu->amax = cu->scratch + off[6];
+  return HOT_OK;
+}
+
+hot_status cuda_layer_load(hot_layer *layer) {
+  hot_cuda_layer *cu = &layer->cu;
+  if (cu->module || !layer->bin) return HOT_OK; /* loaded, or nothing compiled (all pending) */
+  char err[512];
+  rt_status r = module_load(&cu->module, layer->bin->cubin, layer->bin->cubin_size,
+                            layer->spec.name, err, sizeof err);
+  if (r != RT_OK) return ctx_fail(layer->ctx, ctx_rt(r), "layer '%s': %s", layer->spec.name, err);
+  const hot_layer_plan *pl = layer->plan;
+  for (int i = 0; i < pl->n_kernels; ++i) {
+    int missing = 0;
+    for (int j = 0; j < layer->n_missing; ++j) missing |= layer->missing[j] == pl->kernels[i].role;
+    if (missing) continue;
+    r = module_function(cu->module, pl->kernels[i].name, &cu->fn[i], err, sizeof err);
+    if (r != RT_OK) return ctx_fail(layer->ctx, ctx_rt(r), "layer '%s': %s", layer->spec.name, err);
+  }
+  return alloc_scratch(layer);
+}
+
+void cuda_layer_free(hot_layer *layer) {
+  hot_cuda_layer *cu = &layer->cu;
+  const cuda_driver *d = layer->ctx->cu.drv;
+  if (cu->saved) d->cuMemFree(cu->saved);
+  if (cu->scratch) d->cuMemFree(cu->scratch);
+  module_unload(cu->module);
+  memset(cu, 0, sizeof *cu);
+}
+
+/* Kernels the layer's features need that this backend can run at all. */
+static hot_status check_features(hot_layer *layer, int backward) {
+  const hot_layer_plan *pl = layer->plan;
+  const char *why = NULL;
+  if (!pl->abc.enabled) why = "saving x without ABC (abc or hla disabled)";
+  else if (backward && !pl->hq.enabled) why = "g_x without HQ (an fp32 product)";
+  else if (backward && (pl->hq.g.rule != HOT_RULE_ABSMAX || pl->hq.w.rule != HOT_RULE_ABSMAX))
+    why = "SAWB scales in HQ (templates/hadamard_quant.cu computes absmax scales)";
+  if (!why) return HOT_OK;
+  return ctx_fail(layer->ctx, HOT_ERR_UNSUPPORTED, "layer '%s': %s is not implemented on the CUDA "
+                  "backend (the CPU backend runs it)", layer->spec.name, why);
+}
+
+#define ROLE(r) (1u << (r))
+
+hot_status cuda_layer_save(hot_layer *layer, const void *x, void *saved, CUstream stream) {
+  hot_status st = check_features(layer, 0);
+  unsigned need = ROLE(HOT_K_ABC_X);
+  if (!st) st = layer_need_kernels(layer, need);
+  if (!st) st = launch_check(layer, need);
+  if (!st) st = check_ptr(layer, x, "x");
+  if (!st && saved) st = check_ptr(layer, saved, "saved");
+  if (st) return st;
+  if (!saved && !layer->cu.saved) { /* the layer's own buffer, kept until destroy */
+    CUresult c = layer->ctx->cu.drv->cuMemAlloc(&layer->cu.saved,
+                                                (size_t)launch_saved_bytes(layer->plan));
+    if (c != CUDA_SUCCESS) {
+      layer->cu.saved = 0;
+      return cu_fail(layer->ctx, c, "cuMemAlloc (saved activations)");
+    }
+  }
+  /* The launch of HOT_K_ABC_X goes here (x -> q_x^ at dst, s_x^ at dst + hot_ref_hla_x_bytes):
+   * launch_check refuses it until launch.c knows templates/hla_project.cu's arguments. */
+  (void)stream;
+  return ctx_fail(layer->ctx, HOT_ERR_INTERNAL, "layer '%s': abc_x launch missing",
+                  layer->spec.name);
+}
+
+hot_status cuda_layer_backward(hot_layer *layer, const void *g_y, const void *w, const void *saved,
+                               float *g_x, float *g_w, float *g_b, uint32_t step,
+                               CUstream stream) {
+  hot_status st = check_features(layer, 1);
+  unsigned need = ROLE(HOT_K_HQ_G) | ROLE(HOT_K_HQ_W) | ROLE(HOT_K_HLA_G) | ROLE(HOT_K_GEMM_GX) |
+                  ROLE(HOT_K_GEMM_GW) | (g_b ? ROLE(HOT_K_BIAS) : 0u);
+  if (!st) st = layer_need_kernels(layer, need);
+  if (!st) st = launch_check(layer, need); /* nothing is launched unless everything can be */
+  if (!st) st = check_ptr(layer, g_y, "g_y");
+  if (!st) st = check_ptr(layer, w, "w");
+  if (!st) st = check_ptr(layer, g_x, "g_x");
+  if (!st) st = check_ptr(layer, g_w, "g_w");
+  if (!st && g_b) st = check_ptr(layer, g_b, "g_b");
+  if (!st && saved) st = check_ptr(layer, saved, "saved");
+  if (st) return st;
+  const hot_layer_plan *pl = layer->plan;
+  hot_cuda_layer *cu = &layer->cu;
+  CUdeviceptr gy = (CUdeviceptr)(uintptr_t)g_y, wp = (CUdeviceptr)(uintptr_t)w;
+  CUdeviceptr sv = saved ? (CUdeviceptr)(uintptr_t)saved : cu->saved;
+  CUdeviceptr amax_g = cu->amax + 4 * HOT_AMAX_HQ_G, amax_w = cu->amax + 4 * HOT_AMAX_HQ_W;
+  st = launch_zero(layer, cu->amax, HOT_AMAX_WORDS, stream);
+  /* g': per token = phase 2 (one launch); per tensor = amax (0) then quantize (1). */
+  if (!st && layer->gran == HOT_GRAN_ROW)
+    st = launch_hq(layer, HOT_K_HQ_G, gy, cu->q_g, cu->s_g, amax_g, 2, step, stream);
+  else if (!st) {
+    st = launch_hq(layer, HOT_K_HQ_G, gy, cu->q_g, cu->s_g, amax_g, 0, step, stream);
+    if (!st) st = launch_hq(layer, HOT_K_HQ_G, gy, cu->q_g, cu->s_g, amax_g, 1, step, stream);
+  }
+  /* w': always per tensor. */
+  if (!st) st = launch_hq(layer, HOT_K_HQ_W, wp, cu->q_w, cu->s_w, amax_w, 0, step, stream);
+  if (!st) st = launch_hq(layer, HOT_K_HQ_W, wp, cu->q_w, cu->s_w, amax_w, 1, step, stream);
+  /* The launch of HOT_K_HLA_G goes here (g_y -> q_g^ at cu->q_hg, s_g^ at cu->s_hg);
+   * launch_check refused the call above until launch.c knows its arguments. */
+  if (!st)
+    st = launch_gemm(layer, HOT_K_GEMM_GX, cu->q_g, cu->q_w, (CUdeviceptr)(uintptr_t)g_x, cu->s_g,
+                     cu->s_w, 0, stream);
+  if (!st)
+    st = launch_gemm(layer, HOT_K_GEMM_GW, cu->q_hg, sv, (CUdeviceptr)(uintptr_t)g_w, 0, cu->s_hg,
+                     sv + (CUdeviceptr)hot_ref_hla_x_bytes(pl), stream);
+  if (!st && g_b) st = launch_bias(layer, gy, (CUdeviceptr)(uintptr_t)g_b, stream);
+  return st;
+}
+
+hot_status cuda_layer_calibrate(hot_layer *layer, const void *g_y, uint32_t step,
+                                CUstream stream) {
+  unsigned need = ROLE(HOT_K_LQS);
+  hot_status st = layer_need_kernels(layer, need);
+  if (!st) st = launch_check(layer, need);
+  if (!st) st = check_ptr(layer, g_y, "g_y");
+  if (st) return st;
+  /* The launch of HOT_K_LQS goes here: both errors into scratch, cuStreamSynchronize, read back,
+   * layer->gran = e_token < 0.5 e_tensor ? ROW : TENSOR. */
+  (void)step;
+  (void)stream;
+  return ctx_fail(layer->ctx, HOT_ERR_INTERNAL, "layer '%s': lqs launch missing", layer->spec.name);
+}

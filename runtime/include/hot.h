@@ -1,0 +1,309 @@
+/* hot.h — the public C API of libhot: HOT (Hadamard-based Optimized Training) layers whose
+ * kernels are generated, JIT-compiled with NVRTC, cached in memory and on disk, and launched on
+ * the caller's CUDA stream — or run on the CPU reference when there is no GPU.
+ *
+ * Usage (error handling shortened; every call returns a hot_status):
+ *
+ *   hot_ctx *ctx; hot_layer *fc1;
+ *   if (hot_ctx_create(&ctx, NULL) != HOT_OK) {             // options from the environment
+ *     fprintf(stderr, "hot: %s\n", hot_errmsg(ctx));        // ctx may be a failed context
+ *     hot_ctx_destroy(ctx); return 1;
+ *   }
+ *   hot_status st = hot_layer_from_spec(ctx, "specs/vit_b16.lua", "fc1", 0, &fc1);
+ *   if (st != HOT_OK) die(hot_status_name(st), hot_errmsg(ctx));
+ *   hot_layer_compile(fc1);                                 // optional warm-up (JIT + cache)
+ *   for (uint32_t step = 0; step < steps; ++step) {
+ *     // forward: y = x w^T is the framework's; hot keeps the compressed activations (ABC)
+ *     hot_layer_save(fc1, x, HOT_DT_F32, NULL, stream);      // NULL: the layer owns the buffer
+ *     // backward: g_y in; g_x, g_w (and g_b) out
+ *     st = hot_layer_backward(fc1, g_y, w, HOT_DT_F32, NULL, g_x, g_w, g_b, step, stream);
+ *     if (st != HOT_OK) die(hot_status_name(st), hot_errmsg(ctx));
+ *   }
+ *   hot_stats s; hot_ctx_stats(ctx, &s);
+ *   printf("%s: %llu compiles, %llu disk hits\n", hot_backend_name(s.backend),
+ *          (unsigned long long)s.compiles, (unsigned long long)s.disk_hits);
+ *   hot_ctx_destroy(ctx);                                   // destroys fc1 too
+ *
+ * Conventions of every function below:
+ *  - The library never prints and never exits. Every call returns a hot_status; when a context
+ *    is reachable (the ctx argument, or the layer's context), a one-line message of the last
+ *    call is kept there (hot_errmsg; "" after a success). The compiler log of the latest
+ *    compile is kept separately (hot_compile_log).
+ *  - Pointers to tensors are DEVICE pointers on the CUDA backend (cuMemAlloc / cudaMalloc /
+ *    managed memory, 16-byte aligned) and HOST pointers on the CPU backend; hot_ctx_stats (or
+ *    hot_ctx_backend) says which backend a context runs. The CUDA backend checks each pointer
+ *    with cuPointerGetAttribute and refuses host memory; the CPU backend can only check NULL.
+ *  - `stream` is a CUstream (as void *) of the device's primary context (the one the CUDA runtime
+ *    uses); NULL is the default stream. Calls on the CUDA backend are asynchronous like kernel
+ *    launches: results are ready when the stream is. The CPU backend ignores `stream` and returns
+ *    when the results are written.
+ *  - Tensors are row-major: x is T x I, w is O x I, g_y is T x O (T = batch * tokens, sample
+ *    major), all of the layer's dtype (f32, or bf16/f16 bit patterns); outputs g_x (T x I), g_w
+ *    (O x I) and g_b (O) are fp32. Inputs are only read. Numerics: ../shared/HOT.md and
+ *    templates/CONTRACT.md; both backends give the same bits.
+ *  - A context and its layers are used by one thread at a time; distinct contexts are
+ *    independent (the kernel cache on disk is shared safely, also across processes).
+ *
+ * Environment (read once, by hot_ctx_create; an option set in code wins over the variable):
+ *
+ *   | variable            | values                      | meaning                                        |
+ *   |---------------------|-----------------------------|------------------------------------------------|
+ *   | HOT_BACKEND         | auto (default), cuda, cpu   | auto: CUDA when a driver and device work, else |
+ *   |                     |                             | the CPU reference (the reason is in the stats) |
+ *   | HOT_DEVICE          | 0, 1, ... (default 0)       | CUDA device index                              |
+ *   | HOT_ARCH            | sm_80 sm_86 sm_89 sm_90     | plan and compile for this arch instead of the  |
+ *   |                     | sm_90a                      | device's (sm_90a: opt-in wgmma); on the CPU    |
+ *   |                     |                             | backend it lets hot_layer_compile fill caches  |
+ *   | HOT_CACHE_DIR       | a directory                 | kernel cache (default $XDG_CACHE_HOME/hot,     |
+ *   |                     |                             | else ~/.cache/hot); shared with hot-gen        |
+ *   | HOT_NO_DISK_CACHE   | 1                           | keep compiled kernels in memory only           |
+ *   | HOT_CACHE_MAX_MB    | MiB (default 256)           | size bound of the cache directory (LRU)        |
+ *   | HOT_SEED            | 64-bit integer (0x.. ok)    | Philox key of stochastic rounding (default:    |
+ *   |                     |                             | the spec's seed, else 0x243F6A8885A308D3)      |
+ *   | HOT_JIT_DEBUG       | 1                           | write every emitted source and compile log     |
+ *   | HOT_JIT_DEBUG_DIR   | a directory                 | where (default <cache dir>/debug, or           |
+ *   |                     |                             | ./hot-debug with a memory-only cache)          |
+ *   | HOT_CUDA_DRIVER     | a path                      | driver library instead of libcuda.so.1         |
+ *   | HOT_CUDA_HOME       | toolkit root                | where NVRTC and its headers are (cache misses) |
+ */
+#ifndef HOT_H
+#define HOT_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "plan.h" /* hot_layer_spec, hot_dtype, hot_recipe, hot_gran, hot_layer_plan */
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* ---- status ---------------------------------------------------------------------------------
+ * Codes 0..12 equal the runtime's rt_status values one for one; the rest are HOT-level. */
+typedef enum {
+  HOT_OK = 0,
+  HOT_ERR_INVALID,      /* a NULL or malformed argument (pointer, dtype, option, env value) */
+  HOT_ERR_NOMEM,        /* host memory exhausted */
+  HOT_ERR_IO,           /* a file or directory could not be used (cache dir, spec file) */
+  HOT_ERR_NO_DRIVER,    /* backend cuda: no usable CUDA driver ("no CUDA driver: ...") */
+  HOT_ERR_NO_DEVICE,    /* backend cuda: a driver but no (such) device */
+  HOT_ERR_NO_NVRTC,     /* a kernel must be compiled and NVRTC cannot be loaded */
+  HOT_ERR_COMPILE,      /* NVRTC rejected a generated source (log: hot_compile_log) */
+  HOT_ERR_BAD_BINARY,   /* the driver refused a cubin (wrong arch: check HOT_ARCH) */
+  HOT_ERR_NOT_FOUND,    /* a kernel missing from a module, or a layer missing from a spec */
+  HOT_ERR_DEVICE_OOM,   /* device memory exhausted */
+  HOT_ERR_LAUNCH,       /* a kernel launch was refused (resources, shared memory) */
+  HOT_ERR_CUDA,         /* any other CUDA error; the message names it and the kernel */
+  HOT_ERR_SPEC,         /* the spec file failed to load or validate (message: file:line) */
+  HOT_ERR_PLAN,         /* the planner refused the layer (sizes, tiles, limits of the arch) */
+  HOT_ERR_SHAPE,        /* a size is zero, negative or too large */
+  HOT_ERR_MISUSE,       /* wrong call order or handle: destroyed layer, another context's layer,
+                           backward without a save, calibrate on a fixed granularity, a failed
+                           context */
+  HOT_ERR_UNSUPPORTED,  /* not available on this backend or in this build (e.g. a kernel whose
+                           template does not exist yet) */
+  HOT_ERR_NONFINITE,    /* NaN or Inf in an input (CPU backend; kernels promise nothing) */
+  HOT_ERR_INTERNAL,     /* an inconsistency inside hot (a bug: please report the message) */
+  HOT_STATUS_COUNT
+} hot_status;
+
+/* Static name of a status: "HOT_OK", "HOT_ERR_NO_DRIVER", ...; "HOT_ERR_?" when out of range. */
+const char *hot_status_name(hot_status s);
+
+/* ---- options and contexts ------------------------------------------------------------------ */
+
+typedef enum {
+  HOT_BACKEND_DEFAULT = 0, /* options only: from HOT_BACKEND, else auto */
+  HOT_BACKEND_AUTO,        /* CUDA when usable, else CPU (stats say why) */
+  HOT_BACKEND_CUDA,
+  HOT_BACKEND_CPU
+} hot_backend;
+
+/* Static name: "default", "auto", "cuda", "cpu" ("?" when out of range). */
+const char *hot_backend_name(hot_backend b);
+
+/* Options of hot_ctx_create. Start from hot_options_init (every field "take it from the
+ * environment, else the default"), then set what the code decides. Strings are copied by
+ * hot_ctx_create; the struct may be discarded after the call. */
+typedef struct {
+  hot_backend backend;      /* HOT_BACKEND_DEFAULT: $HOT_BACKEND, else auto */
+  int device;               /* -1: $HOT_DEVICE, else 0 */
+  const char *arch;         /* NULL: $HOT_ARCH, else the device's arch (CPU: none, plans use
+                               sm_80's storage and hot_layer_compile does nothing) */
+  const char *cache_dir;    /* NULL: $HOT_CACHE_DIR, else $XDG_CACHE_HOME/hot, ~/.cache/hot */
+  int disk_cache;           /* 0: on unless HOT_NO_DISK_CACHE=1; 1: on; -1: off */
+  int seed_set;             /* 1: use `seed`; 0: $HOT_SEED, else the spec's, else the default */
+  uint64_t seed;
+  int jit_debug;            /* 0: $HOT_JIT_DEBUG; 1: on; -1: off */
+  const char *debug_dir;    /* NULL: $HOT_JIT_DEBUG_DIR, else <cache dir>/debug or ./hot-debug */
+} hot_options;
+
+/* Fills *opt with "from the environment" for every field. opt may not be NULL. */
+void hot_options_init(hot_options *opt);
+
+typedef struct hot_ctx hot_ctx;
+typedef struct hot_layer hot_layer;
+
+/* Creates a context: reads the environment, resolves the options, picks the backend (for
+ * CUDA: loads the driver, retains the device's primary context, maps its compute capability to
+ * sm_80/86/89/90). opt NULL = hot_options_init. Does not load NVRTC or open the kernel cache
+ * (both on first need).
+ * On HOT_OK *out is a context the caller owns (hot_ctx_destroy). On an error *out is, like
+ * sqlite3_open's handle, a FAILED context whose only uses are hot_errmsg and hot_ctx_destroy
+ * (NULL only when out is NULL or memory ran out). Errors: HOT_ERR_INVALID (a bad option or
+ * environment value, named in the message), HOT_ERR_NO_DRIVER / HOT_ERR_NO_DEVICE (backend
+ * cuda only: auto falls back to the CPU), HOT_ERR_UNSUPPORTED (backend cuda on a device of an
+ * unknown compute capability), HOT_ERR_CUDA, HOT_ERR_NOMEM. */
+hot_status hot_ctx_create(hot_ctx **out, const hot_options *opt);
+
+/* Destroys every layer still alive in ctx (their handles become invalid), unloads modules,
+ * frees device memory, releases the device and closes the kernel cache (the disk stays).
+ * NULL-safe. Pending work on the caller's streams must be finished first (hot does not
+ * synchronise streams it does not own). */
+void hot_ctx_destroy(hot_ctx *ctx);
+
+/* The message of the last call on ctx (or on one of its layers): one line, no trailing
+ * newline, "" after a success. Static "no context (NULL)" when ctx is NULL. Valid until the
+ * next call on ctx or its layers. */
+const char *hot_errmsg(const hot_ctx *ctx);
+
+/* The compiler log of the latest compile in ctx (errors and ptxas lines), "" when none. Valid
+ * until the next compile in ctx. NULL ctx: "". */
+const char *hot_compile_log(const hot_ctx *ctx);
+
+/* The backend ctx runs: HOT_BACKEND_CUDA or HOT_BACKEND_CPU (HOT_BACKEND_DEFAULT for NULL or a
+ * failed context). Tells which kind of pointers the layer calls expect. */
+hot_backend hot_ctx_backend(const hot_ctx *ctx);
+
+/* What a context did so far. */
+typedef struct {
+  hot_backend backend;         /* CUDA or CPU */
+  int fell_back;               /* 1: auto chose the CPU because CUDA was unusable */
+  char fallback_reason[256];   /* why ("no CUDA driver: ..."); "" when fell_back is 0 */
+  char device_name[128];       /* CUDA device name; "" on the CPU */
+  char arch[16];               /* arch of the kernels ("sm_90"); "" on the CPU without HOT_ARCH */
+  char cache_dir[512];         /* kernel cache directory; "" before first use or memory only */
+  uint64_t compiles;           /* NVRTC compiles that succeeded */
+  uint64_t compile_failures;
+  uint64_t memory_hits;        /* kernel binaries found in this context's memory cache */
+  uint64_t disk_hits;          /* ... and on disk */
+  uint64_t disk_rejects;       /* corrupt/truncated/foreign cache entries replaced */
+  double compile_ms;           /* total wall time of the compiles */
+  uint64_t layers;             /* layers alive */
+  uint64_t saves, backwards, calibrations, launches;  /* successful calls; kernel launches */
+  int64_t saved_bytes;         /* bytes of saved activations of the live layers' last saves */
+  int64_t saved_fp32_bytes;    /* what fp32 copies of those x would take */
+} hot_stats;
+
+/* Copies the statistics of ctx into *out. HOT_ERR_INVALID on NULL arguments. Works on a
+ * failed context too (backend DEFAULT, reason = the error). */
+hot_status hot_ctx_stats(hot_ctx *ctx, hot_stats *out);
+
+/* ---- layers -------------------------------------------------------------------------------- */
+
+/* A layer from a spec file: loads and validates `path` (sandboxed Lua, see gen/spec.h), takes
+ * layer `layer_name`, the model's batch (or `batch_override` when > 0), tokens, recipe, seed
+ * (unless the context sets one) and the layer's index as its Philox layer id, and plans it for
+ * the context's arch. The spec is read during the call only.
+ * On HOT_OK *out is a layer owned by the caller (hot_layer_destroy) and by ctx (destroyed with
+ * it). Errors (*out = NULL): HOT_ERR_INVALID (NULL arguments), HOT_ERR_SPEC (load/validation:
+ * "file:line: ..."), HOT_ERR_NOT_FOUND (no such layer; the message lists the spec's layers),
+ * HOT_ERR_SHAPE (batch_override < 0), HOT_ERR_PLAN, HOT_ERR_MISUSE (failed ctx), HOT_ERR_NOMEM.
+ * Kernels are compiled at the first use or by hot_layer_compile. */
+hot_status hot_layer_from_spec(hot_ctx *ctx, const char *path, const char *layer_name,
+                               int64_t batch_override, hot_layer **out);
+
+/* A layer described in C: `spec` filled by plan_spec_defaults(&spec, recipe) and then the
+ * caller's fields (name, in_features, out_features, bias, dtype, hq/hla/abc settings); copied,
+ * so the caller may discard it. T = batch * tokens. The Philox layer id is the number of layers
+ * created by hot_layer_create in ctx before this one (0, 1, ...). Same ownership as above.
+ * Errors: HOT_ERR_INVALID (NULLs, bad enum values), HOT_ERR_SHAPE (batch, tokens or a feature
+ * count < 1), HOT_ERR_PLAN (the planner's reason), HOT_ERR_MISUSE, HOT_ERR_NOMEM. */
+hot_status hot_layer_create(hot_ctx *ctx, const hot_layer_spec *spec, int64_t batch,
+                            int64_t tokens, hot_recipe recipe, hot_layer **out);
+
+/* Destroys a layer: frees its buffers (including a layer-owned saved buffer) and device
+ * scratch, unloads its module. NULL-safe and safe to repeat: the small handle stays known to its
+ * context until hot_ctx_destroy, so later calls with it fail with HOT_ERR_MISUSE instead of
+ * touching freed memory. Pending work on the caller's stream must be finished first. */
+void hot_layer_destroy(hot_layer *layer);
+
+/* What a layer is. Strings are copies. */
+typedef struct {
+  char name[HOT_NAME_MAX];
+  int layer_id;                /* Philox tag = layer_id * 16 + tensor */
+  int64_t T, O, I, B, L;
+  hot_dtype dtype;             /* dtype the calls must pass */
+  int bias;                    /* the spec computes g_b */
+  hot_gran gran;               /* g' scale granularity in effect (TENSOR or ROW) */
+  int gran_auto;               /* 1: the spec says auto (LQS); before calibration: per tensor */
+  int calibrated;              /* 1 after a successful hot_layer_calibrate */
+  double lqs_e_tensor, lqs_e_token; /* errors measured by the last calibration (CPU backend) */
+  size_t saved_bytes;          /* hot_layer_saved_bytes */
+  int64_t fp32_bytes;          /* T * I * 4: what keeping x in fp32 would take */
+  int compiled;                /* 1 once the kernels are compiled (or found in the cache) */
+  char arch[16];               /* arch the layer is planned for */
+  uint64_t seed;               /* the Philox key in use */
+} hot_layer_info;
+
+/* Fills *out. HOT_ERR_INVALID (NULLs), HOT_ERR_MISUSE (destroyed layer). */
+hot_status hot_layer_get_info(const hot_layer *layer, hot_layer_info *out);
+
+/* The plan the layer runs (planner output; read-only, valid until the layer is destroyed), or
+ * NULL for a NULL or destroyed layer. For tests and tools comparing with templates/ref.h. */
+const hot_layer_plan *hot_layer_get_plan(const hot_layer *layer);
+
+/* Bytes of the saved-activation buffer of hot_layer_save: with ABC, the q_x^ codes (I rows of
+ * hla.gemm.k_pad int8) then the fp32 scale s_x^; without ABC an fp32 copy of x (T * I * 4).
+ * 0 for a NULL or destroyed layer. */
+size_t hot_layer_saved_bytes(const hot_layer *layer);
+
+/* Explicit JIT / warm-up: emits the layer's kernels and finds or compiles them through the
+ * kernel cache (memory, then disk, then NVRTC); on the CUDA backend also loads them. On the
+ * CPU backend it compiles only when an arch is forced (HOT_ARCH or the option; no GPU needed,
+ * e.g. to fill a cache) and is otherwise a no-op. Kernels whose template is not in this build
+ * are skipped here; the calls that need them fail with HOT_ERR_UNSUPPORTED.
+ * Errors: HOT_ERR_INVALID, HOT_ERR_MISUSE, HOT_ERR_COMPILE (hot_compile_log has the log),
+ * HOT_ERR_NO_NVRTC, HOT_ERR_IO (cache directory), HOT_ERR_BAD_BINARY and other CUDA errors. */
+hot_status hot_layer_compile(hot_layer *layer);
+
+/* The same for n layers of ctx, in order; stops at the first error. HOT_ERR_MISUSE when a layer
+ * belongs to another context (nothing is compiled then). */
+hot_status hot_ctx_compile(hot_ctx *ctx, hot_layer *const *layers, size_t n);
+
+/* Forward (ABC): x (T x I, dtype) -> the saved buffer (see hot_layer_saved_bytes). `saved` is
+ * either a buffer the caller owns of hot_layer_saved_bytes(layer) bytes, 16-byte aligned, in
+ * the backend's memory (device/host), which the caller keeps until the matching backward — or
+ * NULL: the layer's own buffer (allocated at the first save, freed with the layer; each save
+ * overwrites it). Errors: HOT_ERR_INVALID (NULL x, dtype other than the layer's, a misaligned
+ * or host buffer on CUDA), HOT_ERR_MISUSE, HOT_ERR_NONFINITE (CPU), HOT_ERR_UNSUPPORTED (CUDA:
+ * kernel not in this build), compile and CUDA errors (first use compiles). */
+hot_status hot_layer_save(hot_layer *layer, const void *x, hot_dtype dtype, void *saved,
+                          void *stream);
+
+/* Backward: g_y (T x O), w (O x I), both of `dtype`, and the buffer written by hot_layer_save
+ * (`saved`, or NULL for the layer's own) -> g_x (T x I), g_w (O x I) and, when g_b is not NULL,
+ * g_b (O), fp32, in memory the caller owns. `step` is the training step (Philox counter of the
+ * stochastic rounding: use a new value each step). g' uses the layer's granularity in effect
+ * (hot_layer_get_info: a spec's auto is per tensor until hot_layer_calibrate).
+ * Errors: HOT_ERR_INVALID (NULLs, dtype, g_b given for a spec with bias = false is allowed),
+ * HOT_ERR_MISUSE (saved NULL before any save), HOT_ERR_NONFINITE (CPU), HOT_ERR_UNSUPPORTED,
+ * compile and CUDA errors. */
+hot_status hot_layer_backward(hot_layer *layer, const void *g_y, const void *w, hot_dtype dtype,
+                              const void *saved, float *g_x, float *g_w, float *g_b,
+                              uint32_t step, void *stream);
+
+/* Calibration (LQS, HOT.md 6) on a calibration g_y (T x O, dtype): measures the per-tensor and
+ * per-token quantization errors of g_y and fixes the layer's g' granularity (per token iff
+ * e_token < 0.5 e_tensor). Only for layers whose spec says scale = "auto"; until calibrated they
+ * run per tensor. May be repeated (the latest result holds). Synchronous on the CUDA backend
+ * (the choice is read back). Errors: HOT_ERR_INVALID, HOT_ERR_MISUSE (granularity fixed by the
+ * spec), HOT_ERR_NONFINITE, HOT_ERR_UNSUPPORTED (CUDA: LQS kernel not in this build). */
+hot_status hot_layer_calibrate(hot_layer *layer, const void *g_y, hot_dtype dtype, uint32_t step,
+                               void *stream);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* HOT_H */

@@ -1,0 +1,415 @@
+/* layer.c — layers: from a spec file or a C description, planned for the context's arch;
+ * argument checks of every per-step call; the JIT (emit_layer -> kernel cache, exactly as
+ * hot-gen --compile does, so caches filled by hot-gen are hits here); dispatch to a backend. */
+#define _POSIX_C_SOURCE 200809L
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include "hot_internal.h"
+#include "ref.h"
+#include "spec.h"
+
+/* Checks a layer handle at the start of a public call and clears its context's message. */
+static hot_status enter(const hot_layer *layer, const char *fn) {
+  if (!layer) return HOT_ERR_INVALID; /* no context to hold a message */
+  if (layer->magic == HOT_LAYER_DEAD)
+    return ctx_fail(layer->ctx, HOT_ERR_MISUSE, "%s: layer '%s' was destroyed", fn,
+                    layer->spec.name);
+  if (layer->magic != HOT_LAYER_LIVE) return HOT_ERR_INVALID; /* not a layer handle */
+  ctx_clear(layer->ctx);
+  return HOT_OK;
+}
+
+static hot_status enter_ctx(hot_ctx *ctx, const char *fn) {
+  if (!ctx) return HOT_ERR_INVALID;
+  ctx_clear(ctx);
+  if (ctx->failed)
+    return ctx_fail(ctx, HOT_ERR_MISUSE, "%s: the context failed to initialise", fn);
+  return HOT_OK;
+}
+
+/* ---- creation ---------------------------------------------------------------------------- */
+
+/* Plans a new layer from *spec and links it into ctx. */
+static hot_status layer_new(hot_ctx *ctx, const hot_layer_spec *spec, int64_t batch,
+                            int64_t tokens, hot_recipe recipe, int layer_id, uint64_t seed,
+                            hot_layer **out) {
+  if (batch < 1 || tokens < 1)
+    return ctx_fail(ctx, HOT_ERR_SHAPE, "layer '%s': batch and tokens must be >= 1 (got %lld, %lld)",
+                    spec->name, (long long)batch, (long long)tokens);
+  if (spec->in_features < 1 || spec->out_features < 1)
+    return ctx_fail(ctx, HOT_ERR_SHAPE,
+                    "layer '%s': in_features and out_features must be >= 1 (got %lld, %lld)",
+                    spec->name, (long long)spec->in_features, (long long)spec->out_features);
+  if ((unsigned)spec->dtype > HOT_DT_F16 || (unsigned)recipe > HOT_RECIPE_PAPER_CODE)
+    return ctx_fail(ctx, HOT_ERR_INVALID, "layer '%s': dtype %d / recipe %d out of range",
+                    spec->name, (int)spec->dtype, (int)recipe);
+  hot_layer *l = calloc(1, sizeof *l);
+  hot_layer_plan *pl = malloc(sizeof *pl);
+  if (!l || !pl) {
+    free(l);
+    free(pl);
+    return ctx_fail(ctx, HOT_ERR_NOMEM, "out of memory");
+  }
+  l->spec = *spec;
+  l->spec.name[HOT_NAME_MAX - 1] = '\0';
+  char err[512];
+  if (plan_layer(&l->spec, batch, tokens, recipe, ctx->arch, layer_id, pl, err, sizeof err) != 0) {
+    free(l);
+    free(pl);
+    return ctx_fail(ctx, HOT_ERR_PLAN, "layer '%s': %s (planning for %s)", spec->name, err,
+                    plan_arch_caps(ctx->arch)->name);
+  }
+  l->magic = HOT_LAYER_LIVE;
+  l->ctx = ctx;
+  l->plan = pl;
+  l->seed = seed;
+  l->gran_auto = pl->hq.enabled && pl->hq.g.gran == HOT_GRAN_AUTO;
+  /* auto: per tensor until calibrated */
+  l->gran = pl->hq.g.gran == HOT_GRAN_AUTO ? HOT_GRAN_TENSOR : pl->hq.g.gran;
+  l->next = ctx->layers;
+  ctx->layers = l;
+  *out = l;
+  return HOT_OK;
+}
+
+hot_status hot_layer_create(hot_ctx *ctx, const hot_layer_spec *spec, int64_t batch,
+                            int64_t tokens, hot_recipe recipe, hot_layer **out) {
+  if (out) *out = NULL;
+  hot_status st = enter_ctx(ctx, "hot_layer_create");
+  if (st) return st;
+  if (!spec || !out) return ctx_fail(ctx, HOT_ERR_INVALID, "hot_layer_create: NULL argument");
+  st = layer_new(ctx, spec, batch, tokens, recipe, ctx->next_layer_id, ctx->seed, out);
+  if (st == HOT_OK) ctx->next_layer_id++;
+  return st;
+}
+
+hot_status hot_layer_from_spec(hot_ctx *ctx, const char *path, const char *layer_name,
+                               int64_t batch_override, hot_layer **out) {
+  if (out) *out = NULL;
+  hot_status st = enter_ctx(ctx, "hot_layer_from_spec");
+  if (st) return st;
+  if (!path || !layer_name || !out)
+    return ctx_fail(ctx, HOT_ERR_INVALID, "hot_layer_from_spec: NULL argument");
+  if (batch_override < 0)
+    return ctx_fail(ctx, HOT_ERR_SHAPE, "hot_layer_from_spec: batch_override %lld < 0",
+                    (long long)batch_override);
+  hot_model m;
+  hot_diag d = {0};
+  if (spec_load_file(path, NULL, &m, &d) != 0) {
+    st = ctx_fail(ctx, HOT_ERR_SPEC, "%s%s", d.count ? d.lines[0] : path,
+                  d.count > 1 ? " (and more errors)" : "");
+    diag_free(&d);
+    spec_model_free(&m);
+    return st;
+  }
+  diag_free(&d);
+  int idx = spec_find_layer(&m, layer_name);
+  if (idx < 0) {
+    char names[512] = "";
+    size_t o = 0;
+    for (int i = 0; i < m.n_layers && o < sizeof names - 1; ++i) {
+      int n = snprintf(names + o, sizeof names - o, "%s%s", i ? ", " : "", m.layers[i].name);
+      if (n < 0) break;
+      o += (size_t)n;
+    }
+    st = ctx_fail(ctx, HOT_ERR_NOT_FOUND, "%s: no layer '%s' (layers: %s)", path, layer_name, names);
+  } else {
+    const hot_layer_spec *s = &m.layers[idx];
+    int64_t tokens = s->tokens ? s->tokens : m.tokens;
+    st = layer_new(ctx, s, batch_override > 0 ? batch_override : m.batch, tokens, m.recipe, idx,
+                   ctx->seed_set ? ctx->seed : m.seed, out);
+  }
+  spec_model_free(&m);
+  return st;
+}
+
+void layer_release(hot_layer *layer) {
+  if (layer->ctx->backend == HOT_BACKEND_CUDA) cuda_layer_free(layer);
+  cpu_layer_free(layer);
+  free(layer->plan);
+  layer->plan = NULL;
+  layer->bin = NULL;
+}
+
+void hot_layer_destroy(hot_layer *layer) {
+  if (!layer || layer->magic != HOT_LAYER_LIVE) return;
+  hot_ctx *ctx = layer->ctx;
+  int pushed = ctx->backend == HOT_BACKEND_CUDA && cuda_push(ctx) == HOT_OK;
+  layer_release(layer);
+  if (pushed) cuda_pop(ctx);
+  layer->magic = HOT_LAYER_DEAD; /* the handle stays known to ctx: later use is detected */
+}
+
+/* ---- queries ----------------------------------------------------------------------------- */
+
+size_t hot_layer_saved_bytes(const hot_layer *layer) {
+  if (!layer || layer->magic != HOT_LAYER_LIVE) return 0;
+  return (size_t)launch_saved_bytes(layer->plan);
+}
+
+const hot_layer_plan *hot_layer_get_plan(const hot_layer *layer) {
+  return layer && layer->magic == HOT_LAYER_LIVE ? layer->plan : NULL;
+}
+
+hot_status hot_layer_get_info(const hot_layer *layer, hot_layer_info *out) {
+  hot_status st = enter(layer, "hot_layer_get_info");
+  if (st) return st;
+  if (!out) return ctx_fail(layer->ctx, HOT_ERR_INVALID, "hot_layer_get_info: NULL output");
+  const hot_layer_plan *p = layer->plan;
+  memset(out, 0, sizeof *out);
+  snprintf(out->name, sizeof out->name, "%s", layer->spec.name);
+  out->layer_id = p->layer_id;
+  out->T = p->T;
+  out->O = p->O;
+  out->I = p->I;
+  out->B = p->B;
+  out->L = p->L;
+  out->dtype = layer->spec.dtype;
+  out->bias = layer->spec.bias;
+  out->gran = layer->gran;
+  out->gran_auto = layer->gran_auto;
+  out->calibrated = layer->calibrated;
+  out->lqs_e_tensor = layer->lqs_e_tensor;
+  out->lqs_e_token = layer->lqs_e_token;
+  out->saved_bytes = (size_t)launch_saved_bytes(p);
+  out->fp32_bytes = p->abc.fp32_bytes;
+  out->compiled = layer->compiled;
+  snprintf(out->arch, sizeof out->arch, "%s", plan_arch_caps(p->arch)->name);
+  out->seed = layer->seed;
+  return HOT_OK;
+}
+
+/* ---- JIT ----------------------------------------------------------------------------------- */
+
+static int mkdirs(const char *path) {
+  char tmp[1024];
+  if (snprintf(tmp, sizeof tmp, "%s", path) >= (int)sizeof tmp) return -1;
+  for (char *p = tmp + 1; *p; ++p) {
+    if (*p != '/') continue;
+    *p = '\0';
+    if (mkdir(tmp, 0700) != 0 && errno != EEXIST) return -1;
+    *p = '/';
+  }
+  return (mkdir(tmp, 0700) != 0 && errno != EEXIST) ? -1 : 0;
+}
+
+static void write_text(const char *dir, const char *base, const char *ext, const char *text) {
+  char path[1400];
+  snprintf(path, sizeof path, "%s/%s%s", dir, base, ext);
+  FILE *f = fopen(path, "w");
+  if (!f) return;
+  fputs(text ? text : "", f);
+  fclose(f);
+}
+
+/* HOT_JIT_DEBUG: <dir>/<layer>.<arch>.cu and .log. Best effort: a dump that cannot be written
+ * never fails the call (the library does not print, so it stays silent). */
+static void debug_dump(hot_layer *layer, const char *source, const char *log) {
+  hot_ctx *ctx = layer->ctx;
+  char dir[1024];
+  const char *cdir = ctx->kc ? hot_kcache_dir(ctx->kc) : NULL;
+  if (ctx->debug_dir) snprintf(dir, sizeof dir, "%s", ctx->debug_dir);
+  else if (cdir) snprintf(dir, sizeof dir, "%s/debug", cdir);
+  else snprintf(dir, sizeof dir, "hot-debug");
+  if (mkdirs(dir) != 0) return;
+  char base[HOT_NAME_MAX + 32];
+  snprintf(base, sizeof base, "%s.%s", layer->spec.name[0] ? layer->spec.name : "layer",
+           plan_arch_caps(layer->plan->arch)->name);
+  for (char *p = base; *p; ++p) /* names from C may hold anything */
+    if (!((*p >= 'a' && *p <= 'z') || (*p >= 'A' && *p <= 'Z') || (*p >= '0' && *p <= '9') ||
+          *p == '_' || *p == '-' || *p == '.'))
+      *p = '_';
+  write_text(dir, base, ".cu", source);
+  write_text(dir, base, ".log", log);
+}
+
+hot_status layer_jit(hot_layer *layer) {
+  if (layer->compiled) return HOT_OK;
+  hot_ctx *ctx = layer->ctx;
+  hot_emitted e;
+  char err[768];
+  if (emit_layer(layer->plan, &e, err, sizeof err) != 0)
+    return ctx_fail(ctx, HOT_ERR_INTERNAL, "layer '%s': emit: %s", layer->spec.name, err);
+  layer->n_missing = e.n_missing;
+  memcpy(layer->missing, e.missing, sizeof layer->missing);
+  hot_status st = HOT_OK;
+  if (e.n_kernels > 0) {
+    hot_kcache *kc;
+    st = ctx_kcache(ctx, &kc);
+    if (st == HOT_OK) {
+      /* Exactly hot-gen --compile's request: same program name, source, kernels, options. */
+      hot_kernel_source src = {"hot.cu", e.source, e.kernels, (size_t)e.n_kernels,
+                               plan_arch_caps(layer->plan->arch)->name, NULL, 0};
+      const hot_kernel_binary *bin = NULL;
+      char *log = NULL;
+      rt_status r = hot_kcache_get(kc, &src, &bin, NULL, &log, err, sizeof err);
+      if (r == RT_OK) {
+        layer->bin = bin;
+        ctx_set_log(ctx, bin->log);
+        if (ctx->jit_debug) debug_dump(layer, e.source, bin->log);
+      } else {
+        ctx_set_log(ctx, log);
+        if (ctx->jit_debug) debug_dump(layer, e.source, log ? log : err);
+        st = ctx_fail(ctx, ctx_rt(r), "layer '%s': %s", layer->spec.name, err);
+      }
+      free(log);
+    }
+  }
+  emit_free(&e);
+  if (st == HOT_OK) layer->compiled = 1;
+  return st;
+}
+
+hot_status layer_need_kernels(hot_layer *layer, unsigned need) {
+  for (int i = 0; i < layer->n_missing; ++i) {
+    hot_kernel_role r = layer->missing[i];
+    if (!(need & (1u << r))) continue;
+    int k = plan_kernel_index(layer->plan, r);
+    return ctx_fail(layer->ctx, HOT_ERR_UNSUPPORTED,
+                    "layer '%s': kernel %s: template %s not available in this build",
+                    layer->spec.name, plan_role_name(r),
+                    k >= 0 ? layer->plan->kernels[k].templ : "?");
+  }
+  return HOT_OK;
+}
+
+/* JIT + (CUDA) module load, with the device context current. */
+static hot_status layer_ready(hot_layer *layer) {
+  hot_status st = layer_jit(layer);
+  if (st == HOT_OK && layer->ctx->backend == HOT_BACKEND_CUDA) st = cuda_layer_load(layer);
+  return st;
+}
+
+hot_status hot_layer_compile(hot_layer *layer) {
+  hot_status st = enter(layer, "hot_layer_compile");
+  if (st) return st;
+  hot_ctx *ctx = layer->ctx;
+  if (ctx->backend == HOT_BACKEND_CPU) /* the CPU needs no kernels; a forced arch fills caches */
+    return ctx->arch_known ? layer_jit(layer) : HOT_OK;
+  if ((st = cuda_push(ctx)) != HOT_OK) return st;
+  st = layer_ready(layer);
+  cuda_pop(ctx);
+  return st;
+}
+
+hot_status hot_ctx_compile(hot_ctx *ctx, hot_layer *const *layers, size_t n) {
+  hot_status st = enter_ctx(ctx, "hot_ctx_compile");
+  if (st) return st;
+  if (!layers && n) return ctx_fail(ctx, HOT_ERR_INVALID, "hot_ctx_compile: NULL layers");
+  for (size_t i = 0; i < n; ++i) {
+    const hot_layer *l = layers[i];
+    if (!l) return ctx_fail(ctx, HOT_ERR_INVALID, "hot_ctx_compile: layers[%zu] is NULL", i);
+    if (l->ctx != ctx)
+      return ctx_fail(ctx, HOT_ERR_MISUSE, "hot_ctx_compile: layers[%zu] belongs to another context", i);
+    if (l->magic != HOT_LAYER_LIVE)
+      return ctx_fail(ctx, HOT_ERR_MISUSE, "hot_ctx_compile: layers[%zu] ('%s') was destroyed", i,
+                      l->spec.name);
+  }
+  for (size_t i = 0; i < n; ++i)
+    if ((st = hot_layer_compile(layers[i])) != HOT_OK) return st;
+  return HOT_OK;
+}
+
+/* ---- per step ------------------------------------------------------------------------------ */
+
+static hot_status check_dtype(hot_layer *layer, hot_dtype dtype, const char *fn) {
+  if ((unsigned)dtype > HOT_DT_F16)
+    return ctx_fail(layer->ctx, HOT_ERR_INVALID, "%s: dtype %d is not a hot_dtype", fn, (int)dtype);
+  if (dtype != layer->spec.dtype)
+    return ctx_fail(layer->ctx, HOT_ERR_INVALID, "%s: dtype %s given, layer '%s' is %s (its "
+                    "kernels are generated for one dtype)", fn, plan_dtype_name(dtype),
+                    layer->spec.name, plan_dtype_name(layer->spec.dtype));
+  return HOT_OK;
+}
+
+static int aligned16(const void *p) { return ((uintptr_t)p & 15u) == 0; }
+
+hot_status hot_layer_save(hot_layer *layer, const void *x, hot_dtype dtype, void *saved,
+                          void *stream) {
+  hot_status st = enter(layer, "hot_layer_save");
+  if (st) return st;
+  hot_ctx *ctx = layer->ctx;
+  if (!x) return ctx_fail(ctx, HOT_ERR_INVALID, "hot_layer_save: x is NULL");
+  if ((st = check_dtype(layer, dtype, "hot_layer_save"))) return st;
+  if (saved && !aligned16(saved))
+    return ctx_fail(ctx, HOT_ERR_INVALID, "hot_layer_save: saved buffer %p is not 16-byte aligned",
+                    saved);
+  if (ctx->backend == HOT_BACKEND_CPU) {
+    st = cpu_layer_save(layer, x, saved);
+  } else {
+    if ((st = cuda_push(ctx)) != HOT_OK) return st;
+    st = layer_ready(layer);
+    if (st == HOT_OK) st = cuda_layer_save(layer, x, saved, (CUstream)stream);
+    cuda_pop(ctx);
+  }
+  if (st == HOT_OK) {
+    ctx->saves++;
+    layer->last_saved_bytes = launch_saved_bytes(layer->plan);
+    if (!saved) layer->saved_valid = 1;
+  }
+  return st;
+}
+
+hot_status hot_layer_backward(hot_layer *layer, const void *g_y, const void *w, hot_dtype dtype,
+                              const void *saved, float *g_x, float *g_w, float *g_b,
+                              uint32_t step, void *stream) {
+  hot_status st = enter(layer, "hot_layer_backward");
+  if (st) return st;
+  hot_ctx *ctx = layer->ctx;
+  if (!g_y || !w || !g_x || !g_w)
+    return ctx_fail(ctx, HOT_ERR_INVALID, "hot_layer_backward: %s is NULL",
+                    !g_y ? "g_y" : !w ? "w" : !g_x ? "g_x" : "g_w");
+  if ((st = check_dtype(layer, dtype, "hot_layer_backward"))) return st;
+  if (g_b && !layer->spec.bias)
+    return ctx_fail(ctx, HOT_ERR_INVALID, "hot_layer_backward: g_b given but layer '%s' has no "
+                    "bias (spec bias = false): pass NULL", layer->spec.name);
+  if (saved && !aligned16(saved))
+    return ctx_fail(ctx, HOT_ERR_INVALID, "hot_layer_backward: saved buffer %p is not 16-byte "
+                    "aligned", saved);
+  if (!saved && !layer->saved_valid)
+    return ctx_fail(ctx, HOT_ERR_MISUSE, "hot_layer_backward: layer '%s' has no saved activations "
+                    "(call hot_layer_save with saved = NULL first, or pass the caller's buffer)",
+                    layer->spec.name);
+  if (ctx->backend == HOT_BACKEND_CPU) {
+    st = cpu_layer_backward(layer, g_y, w, saved, g_x, g_w, g_b, step);
+  } else {
+    if ((st = cuda_push(ctx)) != HOT_OK) return st;
+    st = layer_ready(layer);
+    if (st == HOT_OK)
+      st = cuda_layer_backward(layer, g_y, w, saved, g_x, g_w, g_b, step, (CUstream)stream);
+    cuda_pop(ctx);
+  }
+  if (st == HOT_OK) ctx->backwards++;
+  return st;
+}
+
+hot_status hot_layer_calibrate(hot_layer *layer, const void *g_y, hot_dtype dtype, uint32_t step,
+                               void *stream) {
+  hot_status st = enter(layer, "hot_layer_calibrate");
+  if (st) return st;
+  hot_ctx *ctx = layer->ctx;
+  if (!g_y) return ctx_fail(ctx, HOT_ERR_INVALID, "hot_layer_calibrate: g_y is NULL");
+  if ((st = check_dtype(layer, dtype, "hot_layer_calibrate"))) return st;
+  if (!layer->gran_auto)
+    return ctx_fail(ctx, HOT_ERR_MISUSE, "hot_layer_calibrate: layer '%s' has a fixed g' scale "
+                    "(%s%s); calibration (LQS) applies to scale = \"auto\" only", layer->spec.name,
+                    layer->plan->hq.enabled ? "per " : "HQ disabled",
+                    layer->plan->hq.enabled ? (layer->gran == HOT_GRAN_ROW ? "token" : "tensor") : "");
+  if (ctx->backend == HOT_BACKEND_CPU) {
+    st = cpu_layer_calibrate(layer, g_y, step);
+  } else {
+    if ((st = cuda_push(ctx)) != HOT_OK) return st;
+    st = layer_ready(layer);
+    if (st == HOT_OK) st = cuda_layer_calibrate(layer, g_y, step, (CUstream)stream);
+    cuda_pop(ctx);
+  }
+  if (st == HOT_OK) {
+    ctx->calibrations++;
+    layer->calibrated = 1;
+  }
+  return st;
+}
