@@ -187,7 +187,8 @@ hot_status hot_ctx_create_with_compiler(hot_ctx **out, const hot_options *opt,
       }
     }
   }
-  if (st != HOT_OK) {
+  if (st != HOT_OK) { /* the reason stays available (stats, later misuse messages) */
+    ctx_copy(ctx->fallback_reason, sizeof ctx->fallback_reason, ctx->errmsg);
     ctx->failed = 1;
     ctx->backend = HOT_BACKEND_DEFAULT;
   }
@@ -238,8 +239,7 @@ hot_status hot_ctx_stats(hot_ctx *ctx, hot_stats *out) {
   memset(out, 0, sizeof *out);
   out->backend = ctx->failed ? HOT_BACKEND_DEFAULT : ctx->backend;
   out->fell_back = ctx->fell_back;
-  ctx_copy(out->fallback_reason, sizeof out->fallback_reason,
-           ctx->failed ? ctx->errmsg : ctx->fallback_reason);
+  ctx_copy(out->fallback_reason, sizeof out->fallback_reason, ctx->fallback_reason);
   ctx_copy(out->device_name, sizeof out->device_name, ctx->device_name);
   if (ctx->arch_known) snprintf(out->arch, sizeof out->arch, "%s", plan_arch_caps(ctx->arch)->name);
   if (ctx->kc) {

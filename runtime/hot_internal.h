@@ -72,7 +72,7 @@ struct hot_ctx {
   int failed;                /* creation failed: only errmsg/destroy/stats are valid */
   hot_backend backend;       /* CUDA or CPU once created */
   int fell_back;
-  char fallback_reason[256];
+  char fallback_reason[256]; /* auto fell back: why; failed creation: the error */
   char device_name[128];
   hot_arch arch;             /* arch layers are planned for */
   int arch_known;            /* 1: CUDA device arch or forced; 0: CPU default (sm_80 storage) */

@@ -27,7 +27,8 @@ static hot_status enter_ctx(hot_ctx *ctx, const char *fn) {
   if (!ctx) return HOT_ERR_INVALID;
   ctx_clear(ctx);
   if (ctx->failed)
-    return ctx_fail(ctx, HOT_ERR_MISUSE, "%s: the context failed to initialise", fn);
+    return ctx_fail(ctx, HOT_ERR_MISUSE, "%s: the context failed to initialise (%s)", fn,
+                    ctx->fallback_reason);
   return HOT_OK;
 }
 

@@ -179,7 +179,7 @@ hot_backend hot_ctx_backend(const hot_ctx *ctx);
 typedef struct {
   hot_backend backend;         /* CUDA or CPU */
   int fell_back;               /* 1: auto chose the CPU because CUDA was unusable */
-  char fallback_reason[256];   /* why ("no CUDA driver: ..."); "" when fell_back is 0 */
+  char fallback_reason[256];   /* why ("no CUDA driver: ..."); a failed context: its error */
   char device_name[128];       /* CUDA device name; "" on the CPU */
   char arch[16];               /* arch of the kernels ("sm_90"); "" on the CPU without HOT_ARCH */
   char cache_dir[512];         /* kernel cache directory; "" before first use or memory only */

@@ -13,19 +13,19 @@
 #include "hash.h"
 #include "nvrtc.h"
 
-static int rm_one(const char *p, const struct stat *sb, int flag, struct FTW *f) {
+static inline int rm_one(const char *p, const struct stat *sb, int flag, struct FTW *f) {
   (void)sb; (void)flag; (void)f;
   return remove(p);
 }
 
 /* A fresh folder under $TMPDIR or /tmp; the path is static per call site's buffer. */
-static char *tmp_dir(char buf[256]) {
+static inline char *tmp_dir(char buf[256]) {
   const char *t = getenv("TMPDIR");
   snprintf(buf, 256, "%s/hot-rt-XXXXXX", t && *t ? t : "/tmp");
   return mkdtemp(buf);
 }
 
-static void rm_tree(const char *dir) { nftw(dir, rm_one, 16, FTW_DEPTH | FTW_PHYS); }
+static inline void rm_tree(const char *dir) { nftw(dir, rm_one, 16, FTW_DEPTH | FTW_PHYS); }
 
 /* The fake compiler: a "cubin" of `size` bytes derived from the source, so its content can be
  * checked after a round trip; counts calls; fails (RT_ERR_COMPILE) while `fail` is set. */
@@ -36,13 +36,13 @@ typedef struct {
   const char *version;  /* NULL: version unavailable */
 } fake_cc;
 
-static void fake_bytes(const hot_kernel_source *src, size_t size, unsigned char *out) {
+static inline void fake_bytes(const hot_kernel_source *src, size_t size, unsigned char *out) {
   unsigned char d[HASH_SHA256_BYTES];
   hash_sha256_digest(src->source, strlen(src->source), d);
   for (size_t i = 0; i < size; i++) out[i] = (unsigned char)(d[i % 32] ^ (unsigned char)(i / 32));
 }
 
-static rt_status fake_version(void *user, char *buf, size_t n, char *err, size_t errlen) {
+static inline rt_status fake_version(void *user, char *buf, size_t n, char *err, size_t errlen) {
   fake_cc *f = user;
   if (!f->version) {
     snprintf(err, errlen, "fake: no version");
@@ -52,7 +52,7 @@ static rt_status fake_version(void *user, char *buf, size_t n, char *err, size_t
   return RT_OK;
 }
 
-static rt_status fake_compile(void *user, const hot_kernel_source *src, hot_compile_result *out,
+static inline rt_status fake_compile(void *user, const hot_kernel_source *src, hot_compile_result *out,
                               char *err, size_t errlen) {
   fake_cc *f = user;
   memset(out, 0, sizeof *out);

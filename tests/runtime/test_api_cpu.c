@@ -1,0 +1,567 @@
+/* test_api_cpu.c — the public API (hot.h) without a GPU: backend choice and fallback, the CPU
+ * backend bit for bit against the reference twins at awkward sizes, specs, options and the
+ * environment, the JIT through an injected compiler, and misuse.
+ *
+ * main() points HOT_CUDA_DRIVER at a missing library before anything runs, so the suite behaves
+ * the same on a GPU machine ("no CUDA driver" is what it tests). */
+#ifndef _GNU_SOURCE
+#define _GNU_SOURCE
+#endif
+#include <check.h>
+#include <sys/stat.h>
+
+#include "api_util.h"
+#include "hot_internal.h"
+#include "rt_util.h"
+
+/* ---- backend choice ---------------------------------------------------------------------- */
+
+START_TEST(cuda_without_driver) {
+  hot_options o;
+  hot_options_init(&o);
+  o.backend = HOT_BACKEND_CUDA;
+  hot_ctx *ctx = NULL;
+  hot_status st = hot_ctx_create(&ctx, &o);
+  ck_assert_int_eq(st, HOT_ERR_NO_DRIVER);
+  ck_assert_ptr_nonnull(ctx); /* a failed context, for the message */
+  ck_assert_msg(strstr(hot_errmsg(ctx), "no CUDA driver"), "%s", hot_errmsg(ctx));
+  ck_assert_int_eq(hot_ctx_backend(ctx), HOT_BACKEND_DEFAULT);
+  hot_layer *l = NULL;
+  hot_layer_spec s;
+  plan_spec_defaults(&s, HOT_RECIPE_HOT);
+  s.in_features = s.out_features = 16;
+  ck_assert_int_eq(hot_layer_create(ctx, &s, 1, 16, HOT_RECIPE_HOT, &l), HOT_ERR_MISUSE);
+  ck_assert_ptr_null(l);
+  hot_stats stats;
+  ck_assert_int_eq(hot_ctx_stats(ctx, &stats), HOT_OK);
+  ck_assert_msg(strstr(stats.fallback_reason, "no CUDA driver"), "%s", stats.fallback_reason);
+  hot_ctx_destroy(ctx);
+  /* the same through the environment */
+  setenv("HOT_BACKEND", "cuda", 1);
+  ck_assert_int_eq(hot_ctx_create(&ctx, NULL), HOT_ERR_NO_DRIVER);
+  hot_ctx_destroy(ctx);
+}
+END_TEST
+
+START_TEST(auto_falls_back_to_cpu) {
+  hot_ctx *ctx = NULL;
+  ck_assert_int_eq(hot_ctx_create(&ctx, NULL), HOT_OK);
+  ck_assert_int_eq(hot_ctx_backend(ctx), HOT_BACKEND_CPU);
+  ck_assert_str_eq(hot_errmsg(ctx), "");
+  hot_stats s;
+  ck_assert_int_eq(hot_ctx_stats(ctx, &s), HOT_OK);
+  ck_assert_int_eq(s.backend, HOT_BACKEND_CPU);
+  ck_assert_int_eq(s.fell_back, 1);
+  ck_assert_msg(strstr(s.fallback_reason, "no CUDA driver"), "%s", s.fallback_reason);
+  ck_assert_str_eq(s.arch, "");
+  hot_ctx_destroy(ctx);
+  /* an explicit cpu backend is not a fallback */
+  setenv("HOT_BACKEND", "cpu", 1);
+  ck_assert_int_eq(hot_ctx_create(&ctx, NULL), HOT_OK);
+  ck_assert_int_eq(hot_ctx_stats(ctx, &s), HOT_OK);
+  ck_assert_int_eq(s.fell_back, 0);
+  ck_assert_str_eq(s.fallback_reason, "");
+  hot_ctx_destroy(ctx);
+  hot_ctx_destroy(NULL); /* NULL-safe */
+}
+END_TEST
+
+/* ---- bit for bit against the reference ----------------------------------------------------- */
+
+/* Runs save + backward through the API and through the twins (same plan, seed, granularity)
+ * and compares every output byte. own: let the layer own the saved buffer. */
+static void compare_layer(hot_ctx *ctx, hot_layer *l, const au_io *io_in, int own, uint32_t step,
+                          int with_bias) {
+  au_io *io = (au_io *)io_in;
+  const hot_layer_plan *pl = hot_layer_get_plan(l);
+  ck_assert_ptr_nonnull(pl);
+  hot_layer_info info;
+  ck_assert_int_eq(hot_layer_get_info(l, &info), HOT_OK);
+  const void *x = io->x, *w = io->w, *gy = io->gy;
+  uint16_t *hx = NULL, *hw = NULL, *hgy = NULL;
+  if (info.dtype == HOT_DT_BF16) {
+    hx = malloc((size_t)(io->T * io->I) * 2);
+    hw = malloc((size_t)(io->O * io->I) * 2);
+    hgy = malloc((size_t)(io->T * io->O) * 2);
+    au_to_bf16(io->x, hx, io->T * io->I);
+    au_to_bf16(io->w, hw, io->O * io->I);
+    au_to_bf16(io->gy, hgy, io->T * io->O);
+    x = hx;
+    w = hw;
+    gy = hgy;
+  }
+  size_t nb = hot_layer_saved_bytes(l);
+  ck_assert_uint_gt(nb, 0);
+  void *buf = own ? NULL : aligned_alloc(64, (nb + 63) & ~(size_t)63);
+  ck_assert_int_eq(hot_layer_save(l, x, info.dtype, buf, NULL), HOT_OK);
+  float *gb = with_bias ? io->gb : NULL;
+  hot_status st = hot_layer_backward(l, gy, w, info.dtype, buf, io->gx, io->gw, gb, step, NULL);
+  ck_assert_msg(st == HOT_OK, "%s: %s", hot_status_name(st), hot_errmsg(ctx));
+
+  hot_ref_saved rs;
+  ck_assert_int_eq(hot_ref_layer_save(pl, x, info.dtype, &rs), HOT_REF_OK);
+  ck_assert_int_eq((int64_t)nb, rs.bytes);
+  if (buf) { /* the caller's buffer holds exactly the twin's saved state */
+    if (rs.q_x) {
+      ck_assert_int_eq(memcmp(buf, rs.q_x, nb - 4), 0);
+      ck_assert_int_eq(memcmp((char *)buf + nb - 4, &rs.s_x, 4), 0);
+    } else {
+      ck_assert_int_eq(memcmp(buf, rs.x, nb), 0);
+    }
+  }
+  ck_assert_int_eq(hot_ref_layer_backward(pl, &rs, gy, w, info.dtype, info.gran, info.seed, step,
+                                          io->rgx, io->rgw, with_bias ? io->rgb : NULL),
+                   HOT_REF_OK);
+  ck_assert_int_eq(memcmp(io->gx, io->rgx, (size_t)(io->T * io->I) * 4), 0);
+  ck_assert_int_eq(memcmp(io->gw, io->rgw, (size_t)(io->O * io->I) * 4), 0);
+  if (with_bias) ck_assert_int_eq(memcmp(io->gb, io->rgb, (size_t)io->O * 4), 0);
+  /* sanity: not all zero */
+  double sx = 0, sw = 0;
+  for (int64_t i = 0; i < io->T * io->I; ++i) sx += fabs(io->gx[i]);
+  for (int64_t i = 0; i < io->O * io->I; ++i) sw += fabs(io->gw[i]);
+  ck_assert(sx > 0 && sw > 0);
+  hot_ref_saved_free(&rs);
+  free(buf);
+  free(hx);
+  free(hw);
+  free(hgy);
+}
+
+START_TEST(cpu_equals_reference) {
+  hot_ctx *ctx = NULL;
+  ck_assert_int_eq(hot_ctx_create(&ctx, NULL), HOT_OK); /* auto -> CPU */
+  au_io io;
+  au_io_init(&io, 3 * 197, 100, 137, 42);
+  hot_layer_spec s;
+  plan_spec_defaults(&s, HOT_RECIPE_HOT);
+  snprintf(s.name, sizeof s.name, "awkward");
+  s.in_features = 137;
+  s.out_features = 100;
+  hot_layer *l = NULL;
+  ck_assert_int_eq(hot_layer_create(ctx, &s, 3, 197, HOT_RECIPE_HOT, &l), HOT_OK);
+  hot_layer_info info;
+  ck_assert_int_eq(hot_layer_get_info(l, &info), HOT_OK);
+  ck_assert_int_eq(info.T, 591);
+  ck_assert_int_eq(info.gran_auto, 1);
+  ck_assert_int_eq(info.gran, HOT_GRAN_TENSOR); /* auto before calibration = per tensor */
+  ck_assert_int_eq(info.layer_id, 0);
+  ck_assert_uint_eq(info.seed, HOT_DEFAULT_SEED);
+  compare_layer(ctx, l, &io, 0, 7, 1); /* caller's buffer */
+  compare_layer(ctx, l, &io, 1, 8, 1); /* layer's buffer */
+  compare_layer(ctx, l, &io, 1, 9, 0); /* no g_b */
+
+  /* calibrate: the LQS choice is used by the next backward */
+  ck_assert_int_eq(hot_layer_calibrate(l, io.gy, HOT_DT_F32, 3, NULL), HOT_OK);
+  ck_assert_int_eq(hot_layer_get_info(l, &info), HOT_OK);
+  ck_assert_int_eq(info.calibrated, 1);
+  hot_ref_lqs_result r;
+  ck_assert_int_eq(hot_ref_layer_calibrate(hot_layer_get_plan(l), io.gy, HOT_DT_F32, info.seed, 3, &r),
+                   HOT_REF_OK);
+  ck_assert_int_eq(info.gran, r.choice);
+  ck_assert(info.lqs_e_tensor == r.e_tensor && info.lqs_e_token == r.e_token);
+  compare_layer(ctx, l, &io, 0, 10, 1);
+
+  /* token outliers: LQS picks per token, and the backward follows */
+  for (int64_t t = 0; t < io.T; t += 37)
+    for (int64_t o = 0; o < io.O; ++o) io.gy[t * io.O + o] *= 20.0f;
+  ck_assert_int_eq(hot_layer_calibrate(l, io.gy, HOT_DT_F32, 4, NULL), HOT_OK);
+  ck_assert_int_eq(hot_layer_get_info(l, &info), HOT_OK);
+  ck_assert_int_eq(info.gran, HOT_GRAN_ROW);
+  compare_layer(ctx, l, &io, 1, 11, 1);
+
+  hot_stats st;
+  ck_assert_int_eq(hot_ctx_stats(ctx, &st), HOT_OK);
+  ck_assert_uint_eq(st.saves, 5);
+  ck_assert_uint_eq(st.backwards, 5);
+  ck_assert_uint_eq(st.calibrations, 2);
+  ck_assert_uint_eq(st.layers, 1);
+  ck_assert_int_eq(st.saved_bytes, (int64_t)hot_layer_saved_bytes(l));
+  ck_assert_int_eq(st.saved_fp32_bytes, 591 * 137 * 4);
+  ck_assert(st.saved_bytes * 4 < st.saved_fp32_bytes); /* ABC: well under fp32 */
+  ck_assert_uint_eq(st.compiles, 0);
+  hot_layer_destroy(l);
+  au_io_free(&io);
+  hot_ctx_destroy(ctx);
+}
+END_TEST
+
+START_TEST(cpu_equals_reference_variants) {
+  hot_ctx *ctx = NULL;
+  ck_assert_int_eq(hot_ctx_create(&ctx, NULL), HOT_OK);
+  au_io io;
+  au_io_init(&io, 2 * 61, 33, 45, 7);
+  hot_layer_spec s;
+  /* bf16, per-token g', sm_80 storage (packed int4) */
+  plan_spec_defaults(&s, HOT_RECIPE_HOT);
+  s.in_features = 45;
+  s.out_features = 33;
+  s.dtype = HOT_DT_BF16;
+  s.hq.g.gran = HOT_GRAN_ROW;
+  hot_layer *a = NULL, *b = NULL, *c = NULL;
+  ck_assert_int_eq(hot_layer_create(ctx, &s, 2, 61, HOT_RECIPE_HOT, &a), HOT_OK);
+  compare_layer(ctx, a, &io, 0, 1, 1);
+  /* paper_code: SAWB scales, p from L, b shrinking */
+  plan_spec_defaults(&s, HOT_RECIPE_PAPER_CODE);
+  s.in_features = 45;
+  s.out_features = 33;
+  ck_assert_int_eq(hot_layer_create(ctx, &s, 2, 64, HOT_RECIPE_PAPER_CODE, &b), HOT_OK);
+  au_io io2;
+  au_io_init(&io2, 2 * 64, 33, 45, 8);
+  compare_layer(ctx, b, &io2, 1, 2, 1);
+  /* no ABC: the saved buffer is x in fp32 */
+  plan_spec_defaults(&s, HOT_RECIPE_HOT);
+  s.in_features = 45;
+  s.out_features = 33;
+  s.abc.enabled = 0;
+  ck_assert_int_eq(hot_layer_create(ctx, &s, 2, 61, HOT_RECIPE_HOT, &c), HOT_OK);
+  ck_assert_uint_eq(hot_layer_saved_bytes(c), 2 * 61 * 45 * 4);
+  compare_layer(ctx, c, &io, 0, 3, 1);
+  hot_layer_info ia, ib, ic;
+  hot_layer_get_info(a, &ia);
+  hot_layer_get_info(b, &ib);
+  hot_layer_get_info(c, &ic);
+  ck_assert_int_eq(ia.layer_id, 0);
+  ck_assert_int_eq(ib.layer_id, 1);
+  ck_assert_int_eq(ic.layer_id, 2);
+  au_io_free(&io);
+  au_io_free(&io2);
+  hot_ctx_destroy(ctx); /* destroys a, b, c */
+}
+END_TEST
+
+/* ---- specs, options, environment --------------------------------------------------------- */
+
+START_TEST(layer_from_spec) {
+  char dir[256], path[300];
+  ck_assert_ptr_nonnull(tmp_dir(dir));
+  au_write_spec(dir, path, sizeof path);
+  hot_ctx *ctx = NULL;
+  ck_assert_int_eq(hot_ctx_create(&ctx, NULL), HOT_OK);
+  hot_layer *fc = NULL, *proj = NULL;
+  ck_assert_int_eq(hot_layer_from_spec(ctx, path, "fc", 0, &fc), HOT_OK);
+  ck_assert_int_eq(hot_layer_from_spec(ctx, path, "proj", 2, &proj), HOT_OK);
+  hot_layer_info i;
+  ck_assert_int_eq(hot_layer_get_info(fc, &i), HOT_OK);
+  ck_assert_str_eq(i.name, "fc");
+  ck_assert_int_eq(i.T, 3 * 197);
+  ck_assert_int_eq(i.O, 100);
+  ck_assert_int_eq(i.I, 137);
+  ck_assert_int_eq(i.layer_id, 0);
+  ck_assert_uint_eq(i.seed, 12345); /* the spec's */
+  ck_assert_int_eq(hot_layer_get_info(proj, &i), HOT_OK);
+  ck_assert_int_eq(i.T, 2 * 197); /* batch override */
+  ck_assert_int_eq(i.layer_id, 1);
+  ck_assert_int_eq(i.gran, HOT_GRAN_ROW);
+  ck_assert_int_eq(i.bias, 0);
+  au_io io;
+  au_io_init(&io, 3 * 197, 100, 137, 99);
+  compare_layer(ctx, fc, &io, 0, 5, 1);
+  au_io_free(&io);
+  hot_ctx_destroy(ctx);
+
+  /* HOT_SEED overrides the spec's seed; an option overrides HOT_SEED */
+  setenv("HOT_SEED", "0x10", 1);
+  ck_assert_int_eq(hot_ctx_create(&ctx, NULL), HOT_OK);
+  ck_assert_int_eq(hot_layer_from_spec(ctx, path, "fc", 0, &fc), HOT_OK);
+  hot_layer_get_info(fc, &i);
+  ck_assert_uint_eq(i.seed, 16);
+  hot_ctx_destroy(ctx);
+  hot_options o;
+  hot_options_init(&o);
+  o.seed_set = 1;
+  o.seed = 77;
+  ck_assert_int_eq(hot_ctx_create(&ctx, &o), HOT_OK);
+  ck_assert_int_eq(hot_layer_from_spec(ctx, path, "fc", 0, &fc), HOT_OK);
+  hot_layer_get_info(fc, &i);
+  ck_assert_uint_eq(i.seed, 77);
+  hot_ctx_destroy(ctx);
+  rm_tree(dir);
+}
+END_TEST
+
+START_TEST(bad_options_and_environment) {
+  hot_ctx *ctx = NULL;
+  setenv("HOT_BACKEND", "gpu", 1);
+  ck_assert_int_eq(hot_ctx_create(&ctx, NULL), HOT_ERR_INVALID);
+  ck_assert_msg(strstr(hot_errmsg(ctx), "HOT_BACKEND='gpu'"), "%s", hot_errmsg(ctx));
+  hot_ctx_destroy(ctx);
+  hot_options o;
+  hot_options_init(&o);
+  o.backend = HOT_BACKEND_CPU; /* code wins over the environment */
+  ck_assert_int_eq(hot_ctx_create(&ctx, &o), HOT_OK);
+  hot_ctx_destroy(ctx);
+  unsetenv("HOT_BACKEND");
+  setenv("HOT_ARCH", "sm_70", 1);
+  ck_assert_int_eq(hot_ctx_create(&ctx, NULL), HOT_ERR_INVALID);
+  ck_assert_msg(strstr(hot_errmsg(ctx), "HOT_ARCH 'sm_70'"), "%s", hot_errmsg(ctx));
+  hot_ctx_destroy(ctx);
+  setenv("HOT_ARCH", "sm_90a", 1);
+  ck_assert_int_eq(hot_ctx_create(&ctx, NULL), HOT_OK);
+  hot_stats s;
+  hot_ctx_stats(ctx, &s);
+  ck_assert_str_eq(s.arch, "sm_90a");
+  hot_ctx_destroy(ctx);
+  unsetenv("HOT_ARCH");
+  setenv("HOT_SEED", "-3", 1);
+  ck_assert_int_eq(hot_ctx_create(&ctx, NULL), HOT_ERR_INVALID);
+  ck_assert_msg(strstr(hot_errmsg(ctx), "HOT_SEED"), "%s", hot_errmsg(ctx));
+  hot_ctx_destroy(ctx);
+  unsetenv("HOT_SEED");
+  setenv("HOT_DEVICE", "one", 1);
+  ck_assert_int_eq(hot_ctx_create(&ctx, NULL), HOT_ERR_INVALID);
+  hot_ctx_destroy(ctx);
+  unsetenv("HOT_DEVICE");
+  o.backend = (hot_backend)9;
+  ck_assert_int_eq(hot_ctx_create(&ctx, &o), HOT_ERR_INVALID);
+  hot_ctx_destroy(ctx);
+  ck_assert_int_eq(hot_ctx_create(NULL, NULL), HOT_ERR_INVALID);
+}
+END_TEST
+
+/* ---- JIT through an injected compiler ------------------------------------------------------ */
+
+START_TEST(compile_with_fake_compiler) {
+  char dir[256];
+  ck_assert_ptr_nonnull(tmp_dir(dir));
+  fake_cc f = {0, 0, 0, "fake-1"};
+  hot_compiler cc = FAKE_COMPILER(f);
+  hot_options o;
+  hot_options_init(&o);
+  o.cache_dir = dir;
+  hot_ctx *ctx = NULL;
+  hot_layer_spec s;
+  plan_spec_defaults(&s, HOT_RECIPE_HOT);
+  snprintf(s.name, sizeof s.name, "fc/1"); /* a name that is no file name */
+  s.in_features = 64;
+  s.out_features = 32;
+  hot_layer *a = NULL, *b = NULL;
+
+  /* CPU without a forced arch: nothing to compile */
+  ck_assert_int_eq(hot_ctx_create_with_compiler(&ctx, &o, &cc), HOT_OK);
+  ck_assert_int_eq(hot_layer_create(ctx, &s, 2, 64, HOT_RECIPE_HOT, &a), HOT_OK);
+  ck_assert_int_eq(hot_layer_compile(a), HOT_OK);
+  ck_assert_int_eq(f.compiles, 0);
+  hot_ctx_destroy(ctx);
+
+  /* forced arch: emit + cache; a second layer with the same kernels is a memory hit */
+  o.arch = "sm_90";
+  o.jit_debug = 1;
+  ck_assert_int_eq(hot_ctx_create_with_compiler(&ctx, &o, &cc), HOT_OK);
+  ck_assert_int_eq(hot_layer_create(ctx, &s, 2, 64, HOT_RECIPE_HOT, &a), HOT_OK);
+  ck_assert_int_eq(hot_layer_create(ctx, &s, 2, 64, HOT_RECIPE_HOT, &b), HOT_OK);
+  hot_layer *both[] = {a, b};
+  ck_assert_int_eq(hot_ctx_compile(ctx, both, 2), HOT_OK);
+  ck_assert_int_eq(f.compiles, 1);
+  hot_stats st;
+  hot_ctx_stats(ctx, &st);
+  ck_assert_uint_eq(st.compiles, 1);
+  ck_assert_uint_eq(st.memory_hits, 1);
+  ck_assert_str_eq(st.cache_dir, dir);
+  ck_assert_str_eq(hot_compile_log(ctx), "fake log\n");
+  hot_layer_info i;
+  hot_layer_get_info(a, &i);
+  ck_assert_int_eq(i.compiled, 1);
+  ck_assert_str_eq(i.arch, "sm_90");
+  char p[600];
+  struct stat sb;
+  snprintf(p, sizeof p, "%s/debug/fc_1.sm_90.cu", dir);
+  ck_assert_msg(stat(p, &sb) == 0 && sb.st_size > 1000, "%s", p);
+  snprintf(p, sizeof p, "%s/debug/fc_1.sm_90.log", dir);
+  ck_assert_msg(stat(p, &sb) == 0, "%s", p);
+  /* compiling again does nothing */
+  ck_assert_int_eq(hot_layer_compile(a), HOT_OK);
+  ck_assert_int_eq(f.compiles, 1);
+  hot_ctx_destroy(ctx);
+
+  /* a new context finds the entry on disk */
+  o.jit_debug = -1;
+  ck_assert_int_eq(hot_ctx_create_with_compiler(&ctx, &o, &cc), HOT_OK);
+  ck_assert_int_eq(hot_layer_create(ctx, &s, 2, 64, HOT_RECIPE_HOT, &a), HOT_OK);
+  ck_assert_int_eq(hot_layer_compile(a), HOT_OK);
+  ck_assert_int_eq(f.compiles, 1);
+  hot_ctx_stats(ctx, &st);
+  ck_assert_uint_eq(st.disk_hits, 1);
+  hot_ctx_destroy(ctx);
+
+  /* a compile failure: status, message, log kept separately; memory-only cache */
+  f.fail = 1;
+  o.disk_cache = -1;
+  s.out_features = 48; /* other kernels: a miss */
+  ck_assert_int_eq(hot_ctx_create_with_compiler(&ctx, &o, &cc), HOT_OK);
+  ck_assert_int_eq(hot_layer_create(ctx, &s, 2, 64, HOT_RECIPE_HOT, &a), HOT_OK);
+  hot_status r = hot_layer_compile(a);
+  ck_assert_int_eq(r, HOT_ERR_COMPILE);
+  ck_assert_msg(strstr(hot_errmsg(ctx), "forced"), "%s", hot_errmsg(ctx));
+  ck_assert_msg(strstr(hot_compile_log(ctx), "forced failure"), "%s", hot_compile_log(ctx));
+  ck_assert_ptr_null(strchr(hot_errmsg(ctx), '\n'));
+  hot_ctx_stats(ctx, &st);
+  ck_assert_uint_eq(st.compile_failures, 1);
+  ck_assert_str_eq(st.cache_dir, "");
+  hot_ctx_destroy(ctx);
+  rm_tree(dir);
+}
+END_TEST
+
+/* ---- misuse ------------------------------------------------------------------------------ */
+
+START_TEST(misuse) {
+  char dir[256], path[300];
+  ck_assert_ptr_nonnull(tmp_dir(dir));
+  au_write_spec(dir, path, sizeof path);
+  hot_ctx *ctx = NULL, *other = NULL;
+  ck_assert_int_eq(hot_ctx_create(&ctx, NULL), HOT_OK);
+  ck_assert_int_eq(hot_ctx_create(&other, NULL), HOT_OK);
+  hot_layer_spec s;
+  plan_spec_defaults(&s, HOT_RECIPE_HOT);
+  snprintf(s.name, sizeof s.name, "m");
+  s.in_features = 40;
+  s.out_features = 24;
+  hot_layer *l = NULL, *x_l = NULL;
+  float x[64 * 40] = {0}, w[24 * 40] = {0}, gy[64 * 24] = {0}, gx[64 * 40], gw[24 * 40], gb[24];
+
+  /* creation */
+  ck_assert_int_eq(hot_layer_create(NULL, &s, 1, 64, HOT_RECIPE_HOT, &l), HOT_ERR_INVALID);
+  ck_assert_int_eq(hot_layer_create(ctx, NULL, 1, 64, HOT_RECIPE_HOT, &l), HOT_ERR_INVALID);
+  ck_assert_int_eq(hot_layer_create(ctx, &s, 1, 64, HOT_RECIPE_HOT, NULL), HOT_ERR_INVALID);
+  ck_assert_int_eq(hot_layer_create(ctx, &s, 0, 64, HOT_RECIPE_HOT, &l), HOT_ERR_SHAPE);
+  ck_assert_msg(strstr(hot_errmsg(ctx), "batch and tokens must be >= 1"), "%s", hot_errmsg(ctx));
+  ck_assert_ptr_null(l);
+  ck_assert_int_eq(hot_layer_create(ctx, &s, 1, 0, HOT_RECIPE_HOT, &l), HOT_ERR_SHAPE);
+  s.in_features = 0;
+  ck_assert_int_eq(hot_layer_create(ctx, &s, 1, 64, HOT_RECIPE_HOT, &l), HOT_ERR_SHAPE);
+  ck_assert_msg(strstr(hot_errmsg(ctx), "in_features"), "%s", hot_errmsg(ctx));
+  s.in_features = 40;
+  s.hq.block = 24; /* not a power of two: the planner says why */
+  ck_assert_int_eq(hot_layer_create(ctx, &s, 1, 64, HOT_RECIPE_HOT, &l), HOT_ERR_PLAN);
+  ck_assert_msg(strstr(hot_errmsg(ctx), "layer 'm'"), "%s", hot_errmsg(ctx));
+  s.hq.block = 16;
+  s.dtype = (hot_dtype)7;
+  ck_assert_int_eq(hot_layer_create(ctx, &s, 1, 64, HOT_RECIPE_HOT, &l), HOT_ERR_INVALID);
+  s.dtype = HOT_DT_F32;
+  ck_assert_int_eq(hot_layer_create(ctx, &s, 1, 64, HOT_RECIPE_HOT, &l), HOT_OK);
+  ck_assert_str_eq(hot_errmsg(ctx), ""); /* cleared by the success */
+
+  /* specs */
+  ck_assert_int_eq(hot_layer_from_spec(ctx, path, "nope", 0, &x_l), HOT_ERR_NOT_FOUND);
+  ck_assert_msg(strstr(hot_errmsg(ctx), "no layer 'nope' (layers: fc, proj)"), "%s", hot_errmsg(ctx));
+  ck_assert_ptr_null(x_l);
+  ck_assert_int_eq(hot_layer_from_spec(ctx, "/nonexistent/x.lua", "fc", 0, &x_l), HOT_ERR_SPEC);
+  ck_assert_msg(strstr(hot_errmsg(ctx), "/nonexistent/x.lua"), "%s", hot_errmsg(ctx));
+  ck_assert_int_eq(hot_layer_from_spec(ctx, NULL, "fc", 0, &x_l), HOT_ERR_INVALID);
+  ck_assert_int_eq(hot_layer_from_spec(ctx, path, "fc", -1, &x_l), HOT_ERR_SHAPE);
+
+  /* per-step arguments */
+  ck_assert_int_eq(hot_layer_save(NULL, x, HOT_DT_F32, NULL, NULL), HOT_ERR_INVALID);
+  ck_assert_int_eq(hot_layer_save(l, NULL, HOT_DT_F32, NULL, NULL), HOT_ERR_INVALID);
+  ck_assert_msg(strstr(hot_errmsg(ctx), "x is NULL"), "%s", hot_errmsg(ctx));
+  ck_assert_int_eq(hot_layer_save(l, x, HOT_DT_BF16, NULL, NULL), HOT_ERR_INVALID);
+  ck_assert_msg(strstr(hot_errmsg(ctx), "dtype bf16 given, layer 'm' is f32"), "%s", hot_errmsg(ctx));
+  ck_assert_int_eq(hot_layer_save(l, x, (hot_dtype)5, NULL, NULL), HOT_ERR_INVALID);
+  char *raw = malloc(hot_layer_saved_bytes(l) + 32);
+  ck_assert_int_eq(hot_layer_save(l, x, HOT_DT_F32, raw + 1 + (16 - ((uintptr_t)raw & 15)) % 16, NULL),
+                   HOT_ERR_INVALID);
+  ck_assert_msg(strstr(hot_errmsg(ctx), "16-byte aligned"), "%s", hot_errmsg(ctx));
+  free(raw);
+  ck_assert_int_eq(hot_layer_backward(l, gy, w, HOT_DT_F32, NULL, gx, gw, gb, 0, NULL), HOT_ERR_MISUSE);
+  ck_assert_msg(strstr(hot_errmsg(ctx), "no saved activations"), "%s", hot_errmsg(ctx));
+  ck_assert_int_eq(hot_layer_save(l, x, HOT_DT_F32, NULL, NULL), HOT_OK);
+  ck_assert_int_eq(hot_layer_backward(l, NULL, w, HOT_DT_F32, NULL, gx, gw, gb, 0, NULL), HOT_ERR_INVALID);
+  ck_assert_msg(strstr(hot_errmsg(ctx), "g_y is NULL"), "%s", hot_errmsg(ctx));
+  ck_assert_int_eq(hot_layer_backward(l, gy, w, HOT_DT_F32, NULL, gx, NULL, gb, 0, NULL), HOT_ERR_INVALID);
+  ck_assert_int_eq(hot_layer_backward(l, gy, w, HOT_DT_F16, NULL, gx, gw, gb, 0, NULL), HOT_ERR_INVALID);
+  ck_assert_int_eq(hot_layer_backward(l, gy, w, HOT_DT_F32, NULL, gx, gw, gb, 0, NULL), HOT_OK);
+  ck_assert_int_eq(hot_layer_calibrate(l, NULL, HOT_DT_F32, 0, NULL), HOT_ERR_INVALID);
+
+  /* non-finite input */
+  x[5] = NAN;
+  ck_assert_int_eq(hot_layer_save(l, x, HOT_DT_F32, NULL, NULL), HOT_ERR_NONFINITE);
+  ck_assert_msg(strstr(hot_errmsg(ctx), "NaN"), "%s", hot_errmsg(ctx));
+  x[5] = 0;
+  /* a failed save of the layer's buffer invalidates it */
+  ck_assert_int_eq(hot_layer_backward(l, gy, w, HOT_DT_F32, NULL, gx, gw, gb, 0, NULL), HOT_ERR_MISUSE);
+
+  /* calibrate on a fixed granularity; g_b on a layer without bias */
+  hot_layer *proj = NULL;
+  ck_assert_int_eq(hot_layer_from_spec(ctx, path, "proj", 0, &proj), HOT_OK);
+  float *pgy = calloc(3 * 197 * 48, 4), *px = calloc(3 * 197 * 64, 4), *pw = calloc(48 * 64, 4);
+  float *pgx = malloc(3 * 197 * 64 * 4), *pgw = malloc(48 * 64 * 4), pgb[48];
+  ck_assert_int_eq(hot_layer_calibrate(proj, pgy, HOT_DT_F32, 0, NULL), HOT_ERR_MISUSE);
+  ck_assert_msg(strstr(hot_errmsg(ctx), "fixed g' scale (per token)"), "%s", hot_errmsg(ctx));
+  ck_assert_int_eq(hot_layer_save(proj, px, HOT_DT_F32, NULL, NULL), HOT_OK);
+  ck_assert_int_eq(hot_layer_backward(proj, pgy, pw, HOT_DT_F32, NULL, pgx, pgw, pgb, 0, NULL),
+                   HOT_ERR_INVALID);
+  ck_assert_msg(strstr(hot_errmsg(ctx), "no bias"), "%s", hot_errmsg(ctx));
+  ck_assert_int_eq(hot_layer_backward(proj, pgy, pw, HOT_DT_F32, NULL, pgx, pgw, NULL, 0, NULL), HOT_OK);
+  free(pgy); free(px); free(pw); free(pgx); free(pgw);
+
+  /* a layer of another context */
+  hot_layer *foreign = NULL;
+  ck_assert_int_eq(hot_layer_create(other, &s, 1, 64, HOT_RECIPE_HOT, &foreign), HOT_OK);
+  hot_layer *mix[] = {l, foreign};
+  ck_assert_int_eq(hot_ctx_compile(ctx, mix, 2), HOT_ERR_MISUSE);
+  ck_assert_msg(strstr(hot_errmsg(ctx), "layers[1] belongs to another context"), "%s", hot_errmsg(ctx));
+  ck_assert_int_eq(hot_ctx_compile(ctx, NULL, 1), HOT_ERR_INVALID);
+  ck_assert_int_eq(hot_ctx_compile(ctx, mix, 1), HOT_OK);
+
+  /* destroyed handles: detected until the context goes */
+  hot_layer_destroy(l);
+  hot_layer_destroy(l); /* harmless */
+  ck_assert_int_eq(hot_layer_save(l, x, HOT_DT_F32, NULL, NULL), HOT_ERR_MISUSE);
+  ck_assert_msg(strstr(hot_errmsg(ctx), "layer 'm' was destroyed"), "%s", hot_errmsg(ctx));
+  ck_assert_int_eq(hot_layer_backward(l, gy, w, HOT_DT_F32, NULL, gx, gw, gb, 0, NULL), HOT_ERR_MISUSE);
+  ck_assert_int_eq(hot_layer_compile(l), HOT_ERR_MISUSE);
+  ck_assert_uint_eq(hot_layer_saved_bytes(l), 0);
+  ck_assert_ptr_null(hot_layer_get_plan(l));
+  ck_assert_int_eq(hot_ctx_compile(ctx, &l, 1), HOT_ERR_MISUSE);
+  hot_stats st;
+  hot_ctx_stats(ctx, &st);
+  ck_assert_uint_eq(st.layers, 1); /* proj */
+
+  /* NULLs everywhere else */
+  ck_assert_int_eq(hot_ctx_stats(NULL, &st), HOT_ERR_INVALID);
+  ck_assert_int_eq(hot_ctx_stats(ctx, NULL), HOT_ERR_INVALID);
+  ck_assert_int_eq(hot_layer_get_info(NULL, NULL), HOT_ERR_INVALID);
+  ck_assert_int_eq(hot_layer_compile(NULL), HOT_ERR_INVALID);
+  ck_assert_int_eq(hot_layer_calibrate(NULL, gy, HOT_DT_F32, 0, NULL), HOT_ERR_INVALID);
+  ck_assert_uint_eq(hot_layer_saved_bytes(NULL), 0);
+  ck_assert_str_eq(hot_errmsg(NULL), "no context (NULL)");
+  ck_assert_str_eq(hot_compile_log(NULL), "");
+  hot_layer_destroy(NULL);
+  ck_assert_str_eq(hot_status_name(HOT_ERR_MISUSE), "HOT_ERR_MISUSE");
+  ck_assert_str_eq(hot_status_name(HOT_ERR_NO_DRIVER), "HOT_ERR_NO_DRIVER");
+  ck_assert_str_eq(hot_status_name((hot_status)99), "HOT_ERR_?");
+  for (int i = 0; i < RT_STATUS_COUNT; ++i) /* 1:1 with the runtime's codes */
+    ck_assert_str_eq(hot_status_name((hot_status)i) + 4, rt_status_name((rt_status)i) + 3);
+  ck_assert_str_eq(hot_backend_name(HOT_BACKEND_CPU), "cpu");
+  hot_ctx_destroy(other);
+  hot_ctx_destroy(ctx);
+  rm_tree(dir);
+}
+END_TEST
+
+int main(void) {
+  /* No driver, whatever the machine has: this suite tests the fallback. */
+  setenv("HOT_CUDA_DRIVER", "/nonexistent/libcuda.so.1", 1);
+  unsetenv("HOT_BACKEND");
+  unsetenv("HOT_ARCH");
+  unsetenv("HOT_SEED");
+  unsetenv("HOT_JIT_DEBUG");
+  Suite *s = suite_create("runtime_api_cpu");
+  TCase *tc = tcase_create("api");
+  tcase_set_timeout(tc, 120);
+  tcase_add_test(tc, cuda_without_driver);
+  tcase_add_test(tc, auto_falls_back_to_cpu);
+  tcase_add_test(tc, cpu_equals_reference);
+  tcase_add_test(tc, cpu_equals_reference_variants);
+  tcase_add_test(tc, layer_from_spec);
+  tcase_add_test(tc, bad_options_and_environment);
+  tcase_add_test(tc, compile_with_fake_compiler);
+  tcase_add_test(tc, misuse);
+  suite_add_tcase(s, tc);
+  SRunner *sr = srunner_create(s);
+  srunner_set_fork_status(sr, CK_FORK); /* tests set environment variables */
+  srunner_run_all(sr, CK_NORMAL);
+  int failed = srunner_ntests_failed(sr);
+  srunner_free(sr);
+  return failed ? 1 : 0;
+}
