@@ -69,11 +69,12 @@ static int entry_params(const char *text, char *out, size_t n) {
 static hot_status check_role(hot_layer *layer, hot_kernel_role role) {
   int k = plan_kernel_index(layer->plan, role);
   const char *templ = k >= 0 ? layer->plan->kernels[k].templ : "?";
-  if (!k_sig[role])
-    return ctx_fail(layer->ctx, HOT_ERR_UNSUPPORTED, "layer '%s': kernel %s: %s is in this build "
-                    "but runtime/launch.c has no launch code for it yet", layer->spec.name,
-                    plan_role_name(role), templ);
   const hot_embedded_file *f = embed_find(templ);
+  if (!k_sig[role])
+    return ctx_fail(layer->ctx, HOT_ERR_UNSUPPORTED, "layer '%s': kernel %s: %s%s", layer->spec.name,
+                    plan_role_name(role), templ,
+                    f ? " is in this build but runtime/launch.c has no launch code for it yet"
+                      : " not available in this build");
   char got[512];
   if (!f || entry_params(f->data, got, sizeof got) != 0)
     return ctx_fail(layer->ctx, HOT_ERR_INTERNAL, "layer '%s': kernel %s: cannot read the entry "
@@ -85,33 +86,80 @@ static hot_status check_role(hot_layer *layer, hot_kernel_role role) {
   return HOT_OK;
 }
 
+static unsigned cdiv(int64_t a, int64_t b) { return (unsigned)((a + b - 1) / b); }
+
+/* The launch geometry each template documents in its header, from the plan's sizes. */
+static void expected_geometry(const hot_layer_plan *pl, hot_kernel_role role, unsigned grid[2],
+                              unsigned *block, unsigned *smem) {
+  const hot_gemm_plan *g = role == HOT_K_GEMM_GX ? &pl->hq.gemm : &pl->hla.gemm;
+  grid[1] = 1;
+  *block = 256;
+  *smem = 0;
+  switch (role) {
+  case HOT_K_HQ_G: /* one warp per row of g_y, 8 rows per block */
+    grid[0] = cdiv(pl->T, 8);
+    break;
+  case HOT_K_HQ_W: /* 32 columns of w x one 256-row chunk of k_pad per block */
+    grid[0] = cdiv(pl->I, 32);
+    grid[1] = cdiv(pl->hq.gemm.k_pad, 256);
+    break;
+  case HOT_K_GEMM_GX:
+  case HOT_K_GEMM_GW: /* x over N tiles, y over M tiles */
+    grid[0] = cdiv(g->n, g->tile_n);
+    grid[1] = cdiv(g->m, g->tile_m);
+    *block = (unsigned)(32 * g->warps_m * g->warps_n);
+    *smem = plan_gemm_smem(g->codes, g->tile_m, g->tile_n, g->tile_k, g->stages);
+    break;
+  case HOT_K_BIAS: /* 32 columns of g_y per block */
+    grid[0] = cdiv(pl->O, 32);
+    break;
+  default:
+    grid[0] = 0; /* no launch code: never matches */
+    break;
+  }
+}
+
+/* HOT_OK when the plan launches `role` as its template documents. */
+static hot_status check_geometry(hot_layer *layer, hot_kernel_role role) {
+  const hot_layer_plan *pl = layer->plan;
+  int k = plan_kernel_index(pl, role);
+  if (k < 0)
+    return ctx_fail(layer->ctx, HOT_ERR_INTERNAL, "layer '%s': the plan has no kernel %s",
+                    layer->spec.name, plan_role_name(role));
+  const hot_kernel_plan *kp = &pl->kernels[k];
+  unsigned grid[2], block, smem;
+  expected_geometry(pl, role, grid, &block, &smem);
+  if (kp->grid[0] != grid[0] || kp->grid[1] != grid[1] || kp->grid[2] != 1 ||
+      kp->block[0] != block || kp->block[1] != 1 || kp->block[2] != 1 || kp->smem != smem)
+    return ctx_fail(layer->ctx, HOT_ERR_INTERNAL, "layer '%s': kernel %s: the plan launches grid "
+                    "%ux%ux%u block %u smem %u, %s documents grid %ux%u block %u smem %u "
+                    "(planner and template out of step)", layer->spec.name, kp->name, kp->grid[0],
+                    kp->grid[1], kp->grid[2], kp->block[0], kp->smem, kp->templ, grid[0], grid[1],
+                    block, smem);
+  return HOT_OK;
+}
+
 hot_status launch_check(hot_layer *layer, unsigned need) {
   for (int r = 0; r < HOT_K_ROLE_COUNT; ++r) {
     if (!(need & (1u << r))) continue;
     hot_status st = check_role(layer, (hot_kernel_role)r);
+    if (!st) st = check_geometry(layer, (hot_kernel_role)r);
     if (st) return st;
   }
   return HOT_OK;
 }
 
-static unsigned cdiv(int64_t a, int64_t b) { return (unsigned)((a + b - 1) / b); }
-
-/* Launches the plan's kernel of `role` with its geometry after checking that geometry against
- * the template's formula (grid, block, smem). */
-static hot_status launch_role(hot_layer *layer, hot_kernel_role role, unsigned gx, unsigned gy,
-                              unsigned bx, unsigned smem, void **args, CUstream stream) {
+/* Launches the plan's kernel of `role` with the plan's geometry (checked again: cheap). */
+static hot_status launch_role(hot_layer *layer, hot_kernel_role role, void **args,
+                              CUstream stream) {
   const hot_layer_plan *pl = layer->plan;
   int k = plan_kernel_index(pl, role);
   if (k < 0 || !layer->cu.fn[k])
     return ctx_fail(layer->ctx, HOT_ERR_INTERNAL, "layer '%s': kernel %s not loaded",
                     layer->spec.name, plan_role_name(role));
+  hot_status st = check_geometry(layer, role);
+  if (st) return st;
   const hot_kernel_plan *kp = &pl->kernels[k];
-  if (kp->grid[0] != gx || kp->grid[1] != gy || kp->grid[2] != 1 || kp->block[0] != bx ||
-      kp->block[1] != 1 || kp->block[2] != 1 || kp->smem != smem)
-    return ctx_fail(layer->ctx, HOT_ERR_INTERNAL, "layer '%s': kernel %s: the plan launches grid "
-                    "%ux%ux%u block %u smem %u, %s documents grid %ux%u block %u smem %u "
-                    "(planner and template out of step)", layer->spec.name, kp->name, kp->grid[0],
-                    kp->grid[1], kp->grid[2], kp->block[0], kp->smem, kp->templ, gx, gy, bx, smem);
   hot_launch_cfg cfg = {{kp->grid[0], kp->grid[1], kp->grid[2]},
                         {kp->block[0], kp->block[1], kp->block[2]},
                         kp->smem,
@@ -147,10 +195,7 @@ hot_status launch_hq(hot_layer *layer, hot_kernel_role role, CUdeviceptr src, CU
   unsigned st = step;
   void *args[] = {&src, &rows, &cols, &ld_src, &o_pad, &k_pad, &codes, &ld_codes,
                   &scales, &amax, &phase, &seed, &tag, &st};
-  if (is_g)
-    return launch_role(layer, role, cdiv(pl->T, 8), 1, 256, 0, args, stream);
-  return launch_role(layer, role, cdiv(pl->I, 32), cdiv(pl->hq.gemm.k_pad, 256), 256, 0, args,
-                     stream);
+  return launch_role(layer, role, args, stream);
 }
 
 /* templates/gemm_int.cu: C = (float)(A . B^T) * factor(m), alpha = (*alpha_a * (alpha_b ?
@@ -170,9 +215,7 @@ hot_status launch_gemm(hot_layer *layer, hot_kernel_role role, CUdeviceptr a, CU
                     "layer is %dx%d", layer->spec.name, gx ? "g_x" : "g_w", (long long)g->m,
                     (long long)g->n, M, N);
   void *args[] = {&a, &b, &c, &row_scale, &alpha_a, &alpha_b, &alpha_div, &M, &N, &Kpad, &ldc};
-  unsigned smem = plan_gemm_smem(g->codes, g->tile_m, g->tile_n, g->tile_k, g->stages);
-  return launch_role(layer, role, cdiv(N, g->tile_n), cdiv(M, g->tile_m),
-                     (unsigned)(32 * g->warps_m * g->warps_n), smem, args, stream);
+  return launch_role(layer, role, args, stream);
 }
 
 /* templates/bias.cu: grid ceil(O / 32) blocks of 256 threads, each owning 32 columns. */
@@ -180,5 +223,5 @@ hot_status launch_bias(hot_layer *layer, CUdeviceptr g_y, CUdeviceptr g_b, CUstr
   const hot_layer_plan *pl = layer->plan;
   int T = (int)pl->T, O = (int)pl->O;
   void *args[] = {&g_y, &g_b, &T, &O};
-  return launch_role(layer, HOT_K_BIAS, cdiv(O, 32), 1, 256, 0, args, stream);
+  return launch_role(layer, HOT_K_BIAS, args, stream);
 }

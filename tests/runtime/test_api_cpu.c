@@ -539,6 +539,41 @@ START_TEST(misuse) {
 }
 END_TEST
 
+
+/* ---- the CUDA launch code's safety net, checked on the CPU ---------------------------------- */
+
+START_TEST(launch_signatures_and_geometry) {
+  hot_options o;
+  hot_options_init(&o);
+  o.arch = "sm_90";
+  hot_ctx *ctx = NULL;
+  ck_assert_int_eq(hot_ctx_create(&ctx, &o), HOT_OK);
+  hot_layer_spec s;
+  plan_spec_defaults(&s, HOT_RECIPE_HOT);
+  snprintf(s.name, sizeof s.name, "sig");
+  s.in_features = 137;
+  s.out_features = 100;
+  hot_layer *l = NULL;
+  ck_assert_int_eq(hot_layer_create(ctx, &s, 3, 197, HOT_RECIPE_HOT, &l), HOT_OK);
+  /* the HQ operand kernels: argument names and geometry as hadamard_quant.cu documents */
+  hot_status st = launch_check(l, 1u << HOT_K_HQ_G | 1u << HOT_K_HQ_W);
+  ck_assert_msg(st == HOT_OK, "%s", hot_errmsg(ctx));
+  /* roles without launch code are refused, never launched with guessed arguments */
+  ck_assert_int_eq(launch_check(l, 1u << HOT_K_HLA_G), HOT_ERR_UNSUPPORTED);
+  ck_assert_msg(strstr(hot_errmsg(ctx), "kernel hla_g: templates/hla_project.cu"), "%s", hot_errmsg(ctx));
+  ck_assert_int_eq(launch_check(l, 1u << HOT_K_LQS), HOT_ERR_UNSUPPORTED);
+  /* the GEMM epilogue (alpha_a, alpha_b, alpha_div) and bias: OK, or a clear refusal while the
+   * template and the planner are being changed (printed for the record) */
+  const hot_kernel_role roles[] = {HOT_K_GEMM_GX, HOT_K_GEMM_GW, HOT_K_BIAS};
+  for (size_t i = 0; i < 3; ++i) {
+    st = launch_check(l, 1u << roles[i]);
+    if (st) printf("launch_check %s: %s %s\n", plan_role_name(roles[i]), hot_status_name(st), hot_errmsg(ctx));
+    ck_assert_msg(st == HOT_OK || strstr(hot_errmsg(ctx), "out of step"), "%s", hot_errmsg(ctx));
+  }
+  hot_ctx_destroy(ctx);
+}
+END_TEST
+
 int main(void) {
   /* No driver, whatever the machine has: this suite tests the fallback. */
   setenv("HOT_CUDA_DRIVER", "/nonexistent/libcuda.so.1", 1);
@@ -557,6 +592,7 @@ int main(void) {
   tcase_add_test(tc, bad_options_and_environment);
   tcase_add_test(tc, compile_with_fake_compiler);
   tcase_add_test(tc, misuse);
+  tcase_add_test(tc, launch_signatures_and_geometry);
   suite_add_tcase(s, tc);
   SRunner *sr = srunner_create(s);
   srunner_set_fork_status(sr, CK_FORK); /* tests set environment variables */
