@@ -4,11 +4,21 @@
  *
  *   C[m*ldc + n] = HOT_MUL(HOT_I2F(acc[m][n]), factor(m)),   acc[m][n] = sum_k A[m][k] * B[n][k]
  *   factor(m)    = row_scale ? HOT_MUL(row_scale[m], alpha) : alpha
+ *   alpha        = HOT_DIV(HOT_MUL(*alpha_a, alpha_b ? *alpha_b : 1.0f), alpha_div)
  *
- * int32 accumulation (exact while |acc| < 2^31); HQ passes row_scale = s_g, alpha = c_w; HLA
- * passes row_scale = NULL, alpha = c. Integer products are exact and the epilogue is two
- * single-rounding fp32 operations, so every arch and tile configuration gives the same bits as
- * the CPU twin.
+ * Entry:
+ *   HOT_KNAME (const signed char *A, const signed char *B, float *C, const float *row_scale,
+ *             const float *alpha_a, const float *alpha_b, float alpha_div, int M, int N,
+ *             int Kpad, int ldc)
+ * alpha is computed on the device (once per thread, from two device words), so the scales
+ * written by the operand kernels never travel through the host:
+ *   HQ  (CONTRACT 6): row_scale = s_g (T floats), alpha_a = &s_w,  alpha_b = NULL,  div = b
+ *        -> alpha = (s_w * 1.0f) / b = s_w / b = c_w exactly (x * 1.0f == x in IEEE);
+ *   HLA (CONTRACT 6): row_scale = NULL, alpha_a = &s_g^, alpha_b = &s_x^, div = p
+ *        -> alpha = (s_g^ * s_x^) / p = c.
+ * int32 accumulation (exact while |acc| < 2^31). Integer products are exact and the epilogue is
+ * single-rounding fp32 operations in the twin's order, so every arch and tile configuration
+ * gives the same bits as the CPU twin.
  *
  * ==== Design note (what the planner and the runtime must respect) ===========================
  *
@@ -27,7 +37,8 @@
  *  - M, N >= 0 arbitrary: rows past M (A) or N (B) are zero-filled in shared memory, never read;
  *    C is written only for m < M, n < N; ldc >= N. float2 stores are used when ldc is even and
  *    C is 8-byte aligned, scalar stores otherwise;
- *  - row_scale: NULL or M floats;
+ *  - row_scale: NULL or M floats; alpha_a: one float (never NULL); alpha_b: NULL or one float;
+ *    alpha_div: a power of two (b or p), so the division is exact unless it underflows;
  *  - grid.y = ceil(M / HOT_TILE_M) <= 65535.
  *
  * Launch geometry:
@@ -331,8 +342,9 @@ static __device__ __forceinline__ void hot_ktile(const hot_gemm_ctx &x, hot_gemm
 
 extern "C" __global__ void __launch_bounds__(HOT_THREADS, 1)
     HOT_KNAME(const signed char *__restrict__ A, const signed char *__restrict__ B,
-              float *__restrict__ C, const float *__restrict__ row_scale, float alpha, int M,
-              int N, int Kpad, int ldc) {
+              float *__restrict__ C, const float *__restrict__ row_scale,
+              const float *__restrict__ alpha_a, const float *__restrict__ alpha_b,
+              float alpha_div, int M, int N, int Kpad, int ldc) {
   extern __shared__ __align__(128) unsigned char hot_smem[];
 
   const int tid = (int)threadIdx.x;
@@ -391,6 +403,8 @@ extern "C" __global__ void __launch_bounds__(HOT_THREADS, 1)
   hot_cp_async_wait<0>(); /* only empty groups can remain; keep the exit clean */
 
   /* ---- epilogue: C = HOT_MUL(HOT_I2F(acc), factor(row)), never fused ---------------------- */
+  /* the epilogue constant of CONTRACT 6 from the scales on the device: product, then division */
+  const float alpha = HOT_DIV(HOT_MUL(*alpha_a, alpha_b ? *alpha_b : 1.0f), alpha_div);
   const int g = lane >> 2, t = lane & 3;
   const bool vec = ((ldc & 1) == 0) && ((((unsigned long long)C) & 7ull) == 0);
 #pragma unroll

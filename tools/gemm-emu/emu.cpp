@@ -251,7 +251,13 @@ int main(int argc, char **argv) {
   g_lo[1] = (const unsigned char *)Bd; g_hi[1] = g_lo[1] + bsz;
   std::vector<float> rs(M);
   for (auto &v : rs) v = (float)(rnd() % 1000 + 1) * 1.37e-4f;
-  float alpha = 0.0123f;
+  // epilogue constant from device words (CONTRACT 6): HQ style (row scale, alpha_b = NULL,
+  // div = b = 16) when use_rs, HLA style (no row scale, alpha_b = s_x, div = p = 64) otherwise
+  float s_a = 0.0123f * 1.7f, s_b = 3.3e-3f;
+  const float *alpha_b = use_rs ? nullptr : &s_b;
+  float alpha_div = use_rs ? 16.0f : 64.0f;
+  // the twins' formulas (gemm_ref.c), not the kernel's: c_w = s_w / b; c = (s_g * s_x) / p
+  float alpha = use_rs ? HOT_DIV(s_a, 16.0f) : HOT_DIV(HOT_MUL(s_a, s_b), 64.0f);
   const float NaNpat = std::nanf("7");
   size_t csz = (size_t)(M ? (M - 1) : 0) * ldc + N + 64;
   std::vector<float> C(csz, NaNpat);
@@ -272,7 +278,8 @@ int main(int argc, char **argv) {
           t_copies.clear();
           t_group = 0;
           t_rng = 0x9e3779b9u * (unsigned)(t + 1) + 977u * (unsigned)(bx + 7 * by);
-          HOT_KNAME(Ad, Bd, C.data(), use_rs ? rs.data() : nullptr, alpha, M, N, Kpad, ldc);
+          HOT_KNAME(Ad, Bd, C.data(), use_rs ? rs.data() : nullptr, &s_a, alpha_b, alpha_div, M, N,
+                    Kpad, ldc);
           if (!t_copies.empty()) die("cp.async copies still pending at exit");
         });
       for (auto &x : th) x.join();
