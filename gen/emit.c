@@ -57,7 +57,6 @@ static void kernel_params(const hot_layer_plan *pl, const hot_kernel_plan *k, pa
     param_set(p, "HOT_B", "%d", pl->hq.block);
     param_set(p, "HOT_BITS", "%d", k->role == HOT_K_HQ_W ? pl->hq.w.bits : pl->hq.g.bits);
     param_set(p, "HOT_CODES", "%d", (int)pl->hq.codes);
-    param_set(p, "HOT_CHUNKS", "%lld", (long long)((pl->hq.gemm.k_pad + 255) / 256));
     break;
   case HOT_K_ABC_X:
   case HOT_K_HLA_G: {

@@ -126,7 +126,7 @@ static int pow2_dividing(int64_t v, int cap) {
 
 static int quant_ok(const hot_quant *q, const char *what, char *err, size_t n) {
   if (q->bits < 2 || q->bits > 8)
-    return fail(err, n, "%s.bits must be in [2, 8] (got %d)", what, q->bits);
+    return fail(err, n, "%s must be in [2, 8] (got %d)", what, q->bits);
   return 0;
 }
 
@@ -204,9 +204,9 @@ static void name_kernels(hot_layer_plan *p) {
     switch (k->role) {
     case HOT_K_HQ_G:
     case HOT_K_HQ_W:
-      snprintf(nm, n, "hot_hq_%s_%s_b%d_k%d_%s_c%lld", k->role == HOT_K_HQ_G ? "g" : "w", dt,
+      snprintf(nm, n, "hot_hq_%s_%s_b%d_k%d_%s", k->role == HOT_K_HQ_G ? "g" : "w", dt,
                p->hq.block, k->role == HOT_K_HQ_G ? p->hq.g.bits : p->hq.w.bits,
-               plan_codes_name(p->hq.codes), (long long)cdiv(p->hq.gemm.k_pad, 256));
+               plan_codes_name(p->hq.codes));
       break;
     case HOT_K_ABC_X:
       snprintf(nm, n, "hot_hla_x_%s_p%d_r%d_%s", dt, p->hla.block, p->hla.rank,
@@ -248,7 +248,7 @@ int plan_layer(const hot_layer_spec *s, int64_t batch, int64_t tokens, hot_recip
     return fail(err, n, "in_features and out_features must be >= 1");
   const int64_t lim = (int64_t)1 << 31;
   if (batch * tokens >= lim || s->in_features >= lim / 2 || s->out_features >= lim / 2)
-    return fail(err, n, "sizes too large: T = %lld, O = %lld, I = %lld (each must stay below 2^30)",
+    return fail(err, n, "sizes too large: T = %lld, O = %lld, I = %lld (T must stay below 2^31, O and I below 2^30)",
                 (long long)(batch * tokens), (long long)s->out_features,
                 (long long)s->in_features);
   (void)recipe;

@@ -23,6 +23,9 @@ typedef struct {
   long long steps, max_steps;
   double deadline;          /* CLOCK_MONOTONIC seconds */
   int tripped;              /* the instruction/time limit was hit */
+  const void *spec_fn;      /* the spec chunk's closure (NULL before it runs) */
+  const char *spec_file;    /* path as given, for messages */
+  int last_line;            /* the spec line that ran last (line hook) */
 } sandbox;
 
 #define HOOK_EVERY 1000     /* VM instructions between two hook calls */
@@ -53,6 +56,13 @@ static void *bounded_alloc(void *ud, void *ptr, size_t osize, size_t nsize) {
 static void limit_hook(lua_State *L, lua_Debug *ar) {
   sandbox *sb;
   lua_getallocf(L, (void **)&sb);
+  if (ar->event == LUA_HOOKLINE) { /* remember the spec's current line (for tail calls) */
+    if (sb->spec_fn && lua_getinfo(L, "f", ar)) { /* cheap: pushes the running function */
+      if (lua_topointer(L, -1) == sb->spec_fn) sb->last_line = ar->currentline;
+      lua_pop(L, 1);
+    }
+    return;
+  }
   sb->steps += HOOK_EVERY;
   if (sb->tripped || sb->steps > sb->max_steps || now_seconds() > sb->deadline) {
     sb->tripped = 1;
@@ -71,14 +81,59 @@ static int msg_handler(lua_State *L) {
   return 1;
 }
 
+/* spec_line() for the DSL: the spec file and the line that ran last. */
+static int l_spec_line(lua_State *L) {
+  sandbox *sb;
+  lua_getallocf(L, (void **)&sb);
+  lua_pushstring(L, sb->spec_file ? sb->spec_file : "?");
+  lua_pushinteger(L, sb->last_line);
+  return 2;
+}
+
+static int l_readonly(lua_State *L) { return luaL_error(L, "the hot module is read-only"); }
+
+/* __index of the spec's view of the module: public names only (no "_" internals). */
+static int l_public_index(lua_State *L) {
+  const char *k = lua_tostring(L, 2);
+  if (!k || k[0] == '_') return 0;
+  lua_pushvalue(L, 2);
+  lua_rawget(L, lua_upvalueindex(1));
+  return 1;
+}
+
 /* require(name) for the DSL modules, served from the embedded lua/ files. The module table is
- * cached in the registry. Modules run in the DSL environment (upvalue 1). */
+ * cached in the registry. Modules run in the DSL environment (upvalue 1). Specs (upvalue 2 true)
+ * get only "hot", as a read-only view without its internals. */
 static int l_require(lua_State *L) {
   const char *name = luaL_checkstring(L, 1);
   const char *path = NULL;
+  int for_spec = lua_toboolean(L, lua_upvalueindex(2));
   if (strcmp(name, "hot") == 0) path = "lua/hot/init.lua";
-  else if (strcmp(name, "hot.schema") == 0) path = "lua/hot/schema.lua";
+  else if (strcmp(name, "hot.schema") == 0 && !for_spec) path = "lua/hot/schema.lua";
   else return luaL_error(L, "module '%s' not found (specs may only require \"hot\")", name);
+  if (for_spec) {
+    lua_getfield(L, LUA_REGISTRYINDEX, "hot.public");
+    if (!lua_isnil(L, -1)) return 1;
+    lua_pop(L, 1);
+    lua_pushvalue(L, lua_upvalueindex(1));
+    lua_pushboolean(L, 0);
+    lua_pushcclosure(L, l_require, 2);
+    lua_pushstring(L, "hot");
+    lua_call(L, 1, 1); /* the module itself */
+    lua_newtable(L);   /* the view */
+    lua_newtable(L);   /* its metatable */
+    lua_pushvalue(L, -3);
+    lua_pushcclosure(L, l_public_index, 1);
+    lua_setfield(L, -2, "__index");
+    lua_pushcfunction(L, l_readonly);
+    lua_setfield(L, -2, "__newindex");
+    lua_pushboolean(L, 0);
+    lua_setfield(L, -2, "__metatable");
+    lua_setmetatable(L, -2);
+    lua_pushvalue(L, -1);
+    lua_setfield(L, LUA_REGISTRYINDEX, "hot.public");
+    return 1;
+  }
   lua_getfield(L, LUA_REGISTRYINDEX, "hot.loaded");
   if (lua_getfield(L, -1, name) != LUA_TNIL) return 1;
   lua_pop(L, 1);
@@ -117,7 +172,7 @@ static void push_lib_copy(lua_State *L, const char *lib, const char *const *skip
 
 static const char *const k_base_safe[] = {"assert", "error", "ipairs", "next", "pairs", "rawequal",
                                           "rawget", "rawlen", "select", "tonumber", "tostring",
-                                          "type", "setmetatable", NULL};
+                                          "type", NULL};
 /* Pattern matching can backtrack for a long time inside one C call, beyond the hook's reach. */
 static const char *const k_string_skip[] = {"dump", "find", "match", "gmatch", "gsub", NULL};
 
@@ -155,8 +210,13 @@ static void build_envs(lua_State *L) {
   lua_setfield(L, -3, "getinfo");
   lua_pop(L, 1);
   lua_setfield(L, -2, "debug");
+  lua_getglobal(L, "setmetatable"); /* the DSL freezes validated models */
+  lua_setfield(L, -2, "setmetatable");
+  lua_pushcfunction(L, l_spec_line);
+  lua_setfield(L, -2, "spec_line");
   lua_pushvalue(L, -1);
-  lua_pushcclosure(L, l_require, 1);
+  lua_pushboolean(L, 0);
+  lua_pushcclosure(L, l_require, 2);
   lua_setfield(L, -2, "require");
   lua_pushvalue(L, -1);
   lua_setfield(L, LUA_REGISTRYINDEX, "hot.dslenv");
@@ -168,13 +228,23 @@ static void build_envs(lua_State *L) {
     lua_setfield(L, -2, *n);
   }
   push_lib_copy(L, "string", k_string_skip);
+  /* Method calls on strings ("x"):find(...) go through the string metatable: point it at the
+   * restricted copy too (no backtracking pattern search, no dump). */
+  lua_pushliteral(L, "");
+  if (lua_getmetatable(L, -1)) {
+    lua_pushvalue(L, -3);
+    lua_setfield(L, -2, "__index");
+    lua_pop(L, 1);
+  }
+  lua_pop(L, 1);
   lua_setfield(L, -2, "string");
   push_lib_copy(L, "table", NULL);
   lua_setfield(L, -2, "table");
   push_lib_copy(L, "math", NULL);
   lua_setfield(L, -2, "math");
   lua_pushvalue(L, -2);
-  lua_pushcclosure(L, l_require, 1);
+  lua_pushboolean(L, 1);
+  lua_pushcclosure(L, l_require, 2);
   lua_setfield(L, -2, "require");
   lua_remove(L, -2); /* the DSL env stays in the registry */
 
@@ -375,7 +445,7 @@ static int read_model(lua_State *L, int t, const char *file, hot_model *out, hot
 /* ---- entry points ----------------------------------------------------------------------- */
 
 spec_limits spec_default_limits(void) {
-  spec_limits l = {64u << 20, 200000000LL, 5.0};
+  spec_limits l = {64u << 20, 50000000LL, 5.0};
   return l;
 }
 
@@ -394,14 +464,24 @@ static int run_spec(lua_State *L, sandbox *sb, const char *file, hot_model *out,
   }
   lua_pushfstring(L, "@%s", file);
   lua_setfield(L, -2, "_spec_source");
+  sb->spec_file = file;
+  /* The functions that read the verdict, kept where the spec cannot reach them. */
+  lua_getfield(L, -1, "_errors");
+  lua_setfield(L, LUA_REGISTRYINDEX, "hot.errorsfn");
+  lua_getfield(L, -1, "_validated");
+  lua_setfield(L, LUA_REGISTRYINDEX, "hot.validfn");
   lua_pop(L, 2);
 
-  lua_sethook(L, limit_hook, LUA_MASKCOUNT, HOOK_EVERY);
+  sb->spec_fn = lua_topointer(L, -1); /* the chunk, about to run (kept alive on the stack) */
+  lua_sethook(L, limit_hook, LUA_MASKCOUNT | LUA_MASKLINE, HOOK_EVERY);
   int st = lua_pcall(L, 0, 1, 1);
   lua_sethook(L, NULL, 0, 0);
   if (st != LUA_OK) {
     const char *msg = lua_tostring(L, -1);
-    if (st == LUA_ERRMEM || sb->refused)
+    if ((st == LUA_ERRMEM || sb->refused) && sb->last_line > 0)
+      diag_add(diag, "%s:%d: spec exceeded its memory limit of %zu MiB", file, sb->last_line,
+               sb->limit >> 20);
+    else if (st == LUA_ERRMEM || sb->refused)
       diag_add(diag, "%s: spec exceeded its memory limit of %zu MiB", file, sb->limit >> 20);
     else
       diag_add(diag, "%s", msg ? msg : "unknown error");
@@ -409,15 +489,12 @@ static int run_spec(lua_State *L, sandbox *sb, const char *file, hot_model *out,
   }
   int t = lua_gettop(L);
   int is_model = 0;
-  if (lua_istable(L, t)) {
-    lua_getfield(L, t, "__hot_model");
-    is_model = lua_toboolean(L, -1);
-    lua_pop(L, 1);
-  }
+  lua_getfield(L, LUA_REGISTRYINDEX, "hot.validfn");
+  lua_pushvalue(L, t);
+  if (lua_pcall(L, 1, 1, 1) == LUA_OK) is_model = lua_toboolean(L, -1);
+  lua_settop(L, t);
   /* Diagnostics the DSL collected (also those outside hot.model). */
-  lua_getfield(L, LUA_REGISTRYINDEX, "hot.loaded");
-  lua_getfield(L, -1, "hot");
-  lua_getfield(L, -1, "_errors");
+  lua_getfield(L, LUA_REGISTRYINDEX, "hot.errorsfn");
   int errs = 0;
   if (lua_pcall(L, 0, 1, 1) == LUA_OK && lua_istable(L, -1)) {
     lua_Integer n = luaL_len(L, -1);
@@ -446,7 +523,8 @@ static int load_common(const char *file, const char *text, size_t len, const spe
     diag_add(diag, "%s: precompiled (bytecode) specs are not accepted; give the Lua source", file);
     return -1;
   }
-  sandbox sb = {0, lim->memory_bytes, 0, 0, lim->instructions, now_seconds() + lim->seconds, 0};
+  sandbox sb = {0, lim->memory_bytes, 0, 0, lim->instructions, now_seconds() + lim->seconds, 0,
+                NULL, NULL, 0};
   lua_State *L = lua_newstate(bounded_alloc, &sb);
   if (!L) {
     diag_add(diag, "%s: cannot create a Lua state (out of memory)", file);
@@ -615,7 +693,8 @@ static void push_defaults(lua_State *L) {
 
 char *spec_help_text(hot_diag *diag) {
   spec_limits lim = spec_default_limits();
-  sandbox sb = {0, lim.memory_bytes, 0, 0, lim.instructions, now_seconds() + lim.seconds, 0};
+  sandbox sb = {0, lim.memory_bytes, 0, 0, lim.instructions, now_seconds() + lim.seconds, 0,
+                NULL, NULL, 0};
   lua_State *L = lua_newstate(bounded_alloc, &sb);
   if (!L) {
     diag_add(diag, "cannot create a Lua state");

@@ -15,7 +15,7 @@
 
 typedef struct {
   size_t memory_bytes;       /* Lua heap limit (default 64 MiB) */
-  long long instructions;    /* VM instruction limit (default 200 million) */
+  long long instructions;    /* VM instruction limit (default 50 million) */
   double seconds;            /* wall-clock limit (default 5 s) */
 } spec_limits;
 

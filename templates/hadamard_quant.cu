@@ -1,4 +1,4 @@
-/* @hot-params: HOT_KNAME HOT_OPERAND HOT_DTYPE HOT_B HOT_BITS HOT_CODES HOT_CHUNKS */
+/* @hot-params: HOT_KNAME HOT_OPERAND HOT_DTYPE HOT_B HOT_BITS HOT_CODES */
 /* hadamard_quant.cu — HQ operand kernels (HOT.md section 3): block FWHT of size b along O, amax
  * (per row or per tensor), quantization (SR with the Philox stream for g', RTN for w'), int8
  * codes or packed int4 nibbles, and the scales. CPU twin: templates/hadamard_quant_ref.c.
@@ -11,17 +11,17 @@
  *   HOT_B        Hadamard block b (power of two, 1..256; 1 = no transform, paper_code on odd O)
  *   HOT_BITS     code bits (qmax = 2^(bits-1) - 1)
  *   HOT_CODES    0 = one int8 per code, 1 = packed int4 (element 2j in the low nibble of byte j)
- *   HOT_CHUNKS   256-element chunks covering k_pad (the padded contraction length)
  *
  * Mapping. A "line" is one row of g_y (operand 0) or one column of w (operand 1), transformed and
  * quantized along O. One warp owns one line; each lane holds 8 consecutive elements of a
  * 256-element chunk, so stages h = 1, 2, 4 run in registers and stages h = 8 ... b/2 run as warp
  * shuffles between lanes lane ^ (h / 8) — the stage order of HOT.md section 2, so the bits equal
  * the CPU twin's. Lines of up to 8 chunks stay in registers between the amax and the quantization
- * (one pass over memory); longer lines reload their chunks (L2 hits).
+ * (one pass over memory); longer lines reload their chunks (L2 hits). The number of 256-element
+ * chunks, ceil(k_pad / 256), is a run-time value: one kernel serves every O.
  *   operand 0: block 256 = 8 warps = 8 rows; grid.x = ceil(T / 8). 16-byte loads when aligned.
  *   operand 1: block 256 handles 32 columns x one 256-row slab of w through a transposing shared
- *     tile (coalesced loads along I); grid = (ceil(I / 32), HOT_CHUNKS); the slab is one chunk.
+ *     tile (coalesced loads along I); grid = (ceil(I / 32), ceil(k_pad / 256)); a slab is a chunk.
  *
  * Phases (argument `phase`): 0 = amax only (atomicMax of the float bits into *amax_bits, which
  * the caller zeroes first); 1 = quantize with the tensor scale amax_bits -> s; 2 = per-row scale,
@@ -35,14 +35,13 @@
 #define HOT_B 16
 #define HOT_BITS 4
 #define HOT_CODES 1
-#define HOT_CHUNKS 3
 #endif
 
 #include "hot_math.cuh"
 
 #define HQ_LANE_ELEMS 8
 #define HQ_CHUNK 256
-#define HQ_REG_CHUNKS (HOT_CHUNKS < 8 ? HOT_CHUNKS : 8)
+#define HQ_REG_CHUNKS 8 /* chunks of a line kept in registers between amax and quantization */
 #define HQ_QMAX ((1 << (HOT_BITS - 1)) - 1)
 #define HQ_TILE_COLS 32
 #define HQ_TILE_LD (HQ_CHUNK + 4) /* floats per shared row: +4 keeps 16-byte alignment, shifts banks */
@@ -50,7 +49,6 @@
 static_assert(HOT_B >= 1 && HOT_B <= 256 && (HOT_B & (HOT_B - 1)) == 0, "b must be a power of two in [1, 256] (1: the paper code's shrinking rule left no transform)");
 static_assert(HOT_BITS >= 2 && HOT_BITS <= 8, "bits in [2, 8]");
 static_assert(HOT_CODES == 0 || HOT_BITS <= 4, "packed int4 codes need bits <= 4");
-static_assert(HOT_CHUNKS >= 1, "at least one chunk");
 
 /* Loads element e of line `line` as f32 (0 beyond the real length). */
 static __device__ __forceinline__ float hq_load1(const void *src, long long off) {
@@ -172,7 +170,7 @@ static __device__ __forceinline__ void hq_store8(unsigned char *code_row, int c,
 
 #if HOT_OPERAND == 0
 /* g': rows of g_y (rows x cols, leading dimension ld_src elements). o_pad = cols rounded up to b;
- * codes rows have HOT_CHUNKS * 256 >= k_pad positions of which [0, k_pad) are stored
+ * codes rows hold ceil(k_pad / 256) * 256 >= k_pad positions of which [0, k_pad) are stored
  * (ld_codes bytes per row). scales: one per row. */
 extern "C" __global__ void __launch_bounds__(256)
 HOT_KNAME(const void *__restrict__ src, int rows, int cols, int ld_src, int o_pad, int k_pad,
@@ -188,19 +186,26 @@ HOT_KNAME(const void *__restrict__ src, int rows, int cols, int ld_src, int o_pa
 #else
   const bool vec_ok = ((ld_src & 7) == 0) && ((((unsigned long long)src) & 15ull) == 0);
 #endif
+  const int chunks = (k_pad + HQ_CHUNK - 1) / HQ_CHUNK; /* warp-uniform */
   float cache[HQ_REG_CHUNKS][8];
   float amax = 0.0f;
   if (phase != 1) {
 #pragma unroll
-    for (int k = 0; k < HOT_CHUNKS; ++k) {
+    for (int k = 0; k < HQ_REG_CHUNKS; ++k) {
+      if (k < chunks) {
+        float v[8];
+        hq_load8(src, row_off, k * HQ_CHUNK + lane * 8, cols, vec_ok, v);
+        hq_fwht_chunk(v, lane);
+        amax = fmaxf(amax, hq_chunk_amax(v));
+#pragma unroll
+        for (int j = 0; j < 8; ++j) cache[k][j] = v[j];
+      }
+    }
+    for (int k = HQ_REG_CHUNKS; k < chunks; ++k) { /* long lines: transformed twice */
       float v[8];
       hq_load8(src, row_off, k * HQ_CHUNK + lane * 8, cols, vec_ok, v);
       hq_fwht_chunk(v, lane);
       amax = fmaxf(amax, hq_chunk_amax(v));
-      if (k < HQ_REG_CHUNKS) {
-#pragma unroll
-        for (int j = 0; j < 8; ++j) cache[k][j] = v[j];
-      }
     }
     amax = hq_warp_max(amax);
     if (phase == 0) {
@@ -213,20 +218,21 @@ HOT_KNAME(const void *__restrict__ src, int rows, int cols, int ld_src, int o_pa
   const float s = hot_scale(amax, HOT_BITS);
   if (lane == 0) scales[row] = s;
   unsigned char *code_row = codes + (long long)row * ld_codes;
+  const unsigned long long idx_row = (unsigned long long)row * (unsigned long long)o_pad;
+  if (phase != 1) {
 #pragma unroll
-  for (int k = 0; k < HOT_CHUNKS; ++k) {
-    const int c = k * HQ_CHUNK + lane * 8;
-    float v[8];
-    if (phase != 1 && k < HQ_REG_CHUNKS) {
-#pragma unroll
-      for (int j = 0; j < 8; ++j) v[j] = cache[k][j];
-    } else { /* every lane takes part: the transform shuffles across the warp */
-      hq_load8(src, row_off, c, cols, vec_ok, v);
-      hq_fwht_chunk(v, lane);
+    for (int k = 0; k < HQ_REG_CHUNKS; ++k) {
+      const int c = k * HQ_CHUNK + lane * 8;
+      if (k < chunks && c < k_pad)
+        hq_store8(code_row, c, cache[k], s, idx_row + (unsigned long long)c, seed, tag, step);
     }
-    if (c < k_pad)
-      hq_store8(code_row, c, v, s, (unsigned long long)row * (unsigned long long)o_pad + (unsigned long long)c,
-              seed, tag, step);
+  }
+  for (int k = phase != 1 ? HQ_REG_CHUNKS : 0; k < chunks; ++k) {
+    const int c = k * HQ_CHUNK + lane * 8;
+    float v[8]; /* every lane takes part: the transform shuffles across the warp */
+    hq_load8(src, row_off, c, cols, vec_ok, v);
+    hq_fwht_chunk(v, lane);
+    if (c < k_pad) hq_store8(code_row, c, v, s, idx_row + (unsigned long long)c, seed, tag, step);
   }
 }
 #else

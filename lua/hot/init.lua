@@ -20,8 +20,12 @@
 local S = require "hot.schema"
 local getinfo = debug.getinfo
 local fmt, concat, sort = string.format, table.concat, table.sort
+-- Captured once: specs see a string metatable without the pattern functions, so the DSL calls
+-- them as locals (never as methods on spec-provided strings).
+local match, sub = string.match, string.sub
+local setmetatable, spec_line = setmetatable, spec_line
 
-local hot = { schema = S }
+local hot = {}
 local errors = {}        -- every diagnostic of the spec, in the order found
 local TAG = {}           -- private key marking constructor results
 hot._spec_source = nil   -- "@path" of the spec chunk, set by the loader
@@ -34,8 +38,10 @@ local function where()
     if not info then break end
     if info.source == hot._spec_source then return info.short_src, info.currentline end
   end
-  local info = getinfo(3, "Sl") or { short_src = "?", currentline = 0 }
-  return info.short_src, info.currentline
+  -- No spec frame: `return hot.model { ... }` is a tail call. The loader's line hook knows the
+  -- spec line that ran last.
+  local file, line = spec_line()
+  return file, line
 end
 
 local function report(ctx, msg)
@@ -56,7 +62,7 @@ local function distance(a, b)
   for i = 1, #a do
     local cur = { [0] = i }
     for j = 1, #b do
-      local cost = a:sub(i, i) == b:sub(j, j) and 0 or 1
+      local cost = sub(a, i, i) == sub(b, j, j) and 0 or 1
       cur[j] = math.min(prev[j] + 1, cur[j - 1] + 1, prev[j - 1] + cost)
     end
     prev = cur
@@ -226,7 +232,7 @@ local function check_sweep(t, ctx)
   sort(keys, function(a, b) return tostring(a) < tostring(b) end)
   for _, key in ipairs(keys) do
     local fd, path = nil, tostring(key)
-    local head, tail = path:match("^([%w_]+)%.([%w_]+)$")
+    local head, tail = match(path, "^([%w_]+)%.([%w_]+)$")
     if head and S.linear.fields[head] and S.linear.fields[head].kind == "table" then
       fd = S.linear.fields[head].schema.fields[tail]
     elseif S.linear.fields[path] and S.linear.fields[path].kind == "int" then
@@ -247,7 +253,19 @@ local function check_sweep(t, ctx)
   return axes
 end
 
--- Validates the whole model; returns the normalized model (plain tables) with `errors`.
+-- A validated model is handed back read-only (deep), so a spec cannot change it after the
+-- checks; the loader accepts only models produced here.
+local validated = setmetatable({}, { __mode = "k" })
+local function readonly() error("a validated hot.model is read-only", 2) end
+local function freeze(t)
+  for k, v in pairs(t) do
+    if type(v) == "table" then t[k] = freeze(v) end
+  end
+  return setmetatable({}, { __index = t, __newindex = readonly, __len = function() return #t end,
+                            __pairs = function() return next, t, nil end, __metatable = false })
+end
+
+-- Validates the whole model; returns the normalized model, read-only.
 function hot.model(t)
   local r = record("model", t)
   local info = r[TAG]
@@ -272,7 +290,7 @@ function hot.model(t)
         local ctx = { file = li.file, line = li.line, layer = lname }
         local l = check_table(lt, S.linear, nil, ctx)
         if l then
-          if l.name and (#l.name >= 64 or not l.name:match(NAME_PATTERN)) then
+          if l.name and (#l.name >= 64 or not match(l.name, NAME_PATTERN)) then
             report(ctx, fmt("name must match [A-Za-z0-9_.-]{1,63} (got %q)", l.name))
           end
           if l.name and seen[l.name] then
@@ -286,17 +304,24 @@ function hot.model(t)
       end
     end
   end
-  if m.name and (#m.name >= 64 or not m.name:match(NAME_PATTERN)) then
+  if m.name and (#m.name >= 64 or not match(m.name, NAME_PATTERN)) then
     report(mctx, fmt("name must match [A-Za-z0-9_.-]{1,63} (got %q)", m.name))
   end
   if t.sweep ~= nil then m.sweep = check_sweep(t.sweep, mctx) end
-  m.errors = errors
-  m.__hot_model = true
-  return m
+  local frozen = freeze(m)
+  validated[frozen] = true
+  return frozen
 end
 
--- Diagnostics found outside hot.model (a constructor given a non-table, ...).
-function hot._errors() return errors end
+-- Every diagnostic of the spec (a copy: the loader reads it after the spec has run).
+function hot._errors()
+  local copy = {}
+  for i, e in ipairs(errors) do copy[i] = e end
+  return copy
+end
+
+-- true when t is a model returned by hot.model (and not a table the spec made up).
+function hot._validated(t) return validated[t] == true end
 
 -- The text of `hot-gen --help-spec`: every field with kind, range, default and doc.
 -- `defaults` is a table built by the C loader from plan_spec_defaults (per recipe).

@@ -1,5 +1,4 @@
 -- expect: negative_batch.lua:4: model: batch must be in [1, 16777216] (got -4)
--- known-issue: model-level messages name lua/hot/init.lua:252 instead of the spec line (return hot.model {...} is a tail call)
 local hot = require "hot"
 return hot.model {
   name = "m", batch = -4, tokens = 64,

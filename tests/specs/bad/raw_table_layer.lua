@@ -1,5 +1,4 @@
 -- expect: raw_table_layer.lua:4: model: layers[1] must be hot.linear { ... } or hot.conv2d { ... } (got a table)
--- known-issue: model-level messages name lua/hot/init.lua:252 instead of the spec line (return hot.model {...} is a tail call)
 local hot = require "hot"
 return hot.model {
   name = "m", batch = 2, tokens = 64,

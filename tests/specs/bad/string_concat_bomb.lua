@@ -1,4 +1,4 @@
--- expect: string_concat_bomb.lua: spec exceeded its memory limit
+-- expect: string_concat_bomb.lua:4: spec exceeded its memory limit of 64 MiB
 local hot = require "hot"
 local s = "0123456789abcdef"
 while true do s = s .. s end

@@ -1,0 +1,177 @@
+/* test_nvrtc_kernels — compiles, without a GPU, (1) the first template (hadamard_quant.cu) alone
+ * over a grid of its parameters and (2) every distinct kernel of every shipped spec, for sm_80,
+ * sm_86, sm_89, sm_90 and sm_90a, to CUBIN through the kernel cache; asserts zero spills (the
+ * plans allow none) and that each kernel's registers, threads and shared memory fit the arch.
+ * Prints per kernel: arch, name, ms, registers, spills. Compiles are cached in
+ * $HOT_TEST_KCACHE (a build-tree folder), so reruns only recompile what changed. */
+#define _POSIX_C_SOURCE 200809L
+#include <check.h>
+#include <dirent.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cache.h"
+#include "emit.h"
+#include "spec.h"
+
+static hot_kcache *g_kc;
+
+static void open_cache(void) {
+  hot_kcache_config cfg;
+  memset(&cfg, 0, sizeof cfg);
+  cfg.dir = getenv("HOT_TEST_KCACHE");
+  cfg.disk = cfg.dir ? 1 : -1;
+  char err[512];
+  ck_assert_msg(hot_kcache_open(&g_kc, &cfg, err, sizeof err) == RT_OK, "%s", err);
+}
+
+/* Compiles src (kernels names) for arch; checks spills and limits against caps. */
+static void compile_check(const char *src, const char *const *names, size_t n, hot_arch arch,
+                          const unsigned *threads, const unsigned *dyn_smem) {
+  const hot_arch_caps *caps = plan_arch_caps(arch);
+  hot_kernel_source ks = {"hot.cu", src, names, n, caps->name, NULL, 0};
+  const hot_kernel_binary *bin = NULL;
+  char err[1024], *log = NULL;
+  hot_kcache_origin how;
+  rt_status st = hot_kcache_get(g_kc, &ks, &bin, &how, &log, err, sizeof err);
+  ck_assert_msg(st == RT_OK, "%s\n%s", err, log ? log : "");
+  free(log);
+  for (size_t k = 0; k < bin->n_kernels; ++k) {
+    const hot_kernel_info *ki = &bin->kernels[k];
+    int spills = ki->spill_store_bytes + ki->spill_load_bytes;
+    printf("%-6s %-46s %8.1f ms %-8s regs %3d spills %d smem %d+%u\n", caps->name, ki->name,
+           bin->compile_ms, hot_kcache_origin_name(how), ki->registers, spills, ki->shared_bytes,
+           dyn_smem[k]);
+    ck_assert_msg(ki->found, "%s: no ptxas info", ki->name);
+    ck_assert_msg(spills == 0, "%s spills %d bytes on %s", ki->name, spills, caps->name);
+    ck_assert_int_le(ki->registers, caps->regs_per_thread);
+    ck_assert_msg((long)ki->registers * (long)threads[k] <= 65536, "%s: %d regs x %u threads",
+                  ki->name, ki->registers, threads[k]);
+    ck_assert_msg((unsigned)ki->shared_bytes + dyn_smem[k] <= (unsigned)caps->max_smem_optin,
+                  "%s: %d + %u bytes of shared memory on %s", ki->name, ki->shared_bytes,
+                  dyn_smem[k], caps->name);
+  }
+}
+
+static const hot_arch k_archs[] = {HOT_ARCH_SM80, HOT_ARCH_SM86, HOT_ARCH_SM89, HOT_ARCH_SM90,
+                                   HOT_ARCH_SM90A};
+
+START_TEST(first_template_alone) {
+  open_cache();
+  /* operand, dtype, b, bits, codes */
+  static const int sets[][5] = {{0, 0, 16, 4, 1}, {0, 1, 256, 4, 0}, {0, 2, 2, 8, 0},
+                                {1, 0, 16, 4, 1}, {1, 1, 32, 4, 0},  {0, 0, 1, 4, 0}};
+  for (size_t a = 0; a < 4; ++a) {
+    for (size_t i = 0; i < sizeof sets / sizeof sets[0]; ++i) {
+      const int *v = sets[i];
+      if (v[4] == 1 && !plan_arch_caps(k_archs[a])->int4_mma) continue;
+      char name[64], vals[5][16];
+      snprintf(name, sizeof name, "hq_t%zu", i);
+      for (int j = 0; j < 5; ++j) snprintf(vals[j], sizeof vals[j], "%d", v[j]);
+      const char *names[] = {"HOT_KNAME", "HOT_OPERAND", "HOT_DTYPE", "HOT_B", "HOT_BITS",
+                             "HOT_CODES"};
+      const char *values[] = {name, vals[0], vals[1], vals[2], vals[3], vals[4]};
+      char *src = NULL, err[256];
+      ck_assert_msg(emit_template("templates/hadamard_quant.cu", names, values, 6, &src, err,
+                                  sizeof err) == 0, "%s", err);
+      const char *kn[] = {name};
+      unsigned thr[] = {256}, smem[] = {0};
+      compile_check(src, kn, 1, k_archs[a], thr, smem);
+      free(src);
+    }
+  }
+  hot_kcache_close(g_kc);
+}
+END_TEST
+
+/* Distinct (arch, kernel name) pairs already compiled. */
+static char (*g_seen)[160];
+static int g_nseen, g_capseen;
+
+static int seen(const char *arch, const char *name) {
+  char key[160];
+  snprintf(key, sizeof key, "%s/%s", arch, name);
+  for (int i = 0; i < g_nseen; ++i)
+    if (!strcmp(g_seen[i], key)) return 1;
+  if (g_nseen == g_capseen) {
+    g_capseen = g_capseen ? 2 * g_capseen : 64;
+    g_seen = realloc(g_seen, sizeof *g_seen * (size_t)g_capseen);
+    ck_assert_ptr_nonnull(g_seen);
+  }
+  snprintf(g_seen[g_nseen++], sizeof g_seen[0], "%s", key);
+  return 0;
+}
+
+START_TEST(every_shipped_kernel) {
+  open_cache();
+  char dir[1024];
+  const char *root = getenv("HOT_SOURCE_DIR");
+  snprintf(dir, sizeof dir, "%s/specs", root ? root : ".");
+  DIR *d = opendir(dir);
+  ck_assert_ptr_nonnull(d);
+  char *names[64];
+  int nspec = 0;
+  for (struct dirent *e; (e = readdir(d)) && nspec < 64;) {
+    size_t l = strlen(e->d_name);
+    if (l > 4 && !strcmp(e->d_name + l - 4, ".lua")) names[nspec++] = strdup(e->d_name);
+  }
+  closedir(d);
+  int kernels = 0;
+  for (int s = 0; s < nspec; ++s) {
+    char path[1400];
+    snprintf(path, sizeof path, "%s/%s", dir, names[s]);
+    hot_model m;
+    hot_diag dg = {0};
+    ck_assert_msg(spec_load_file(path, NULL, &m, &dg) == 0, "%s", dg.count ? dg.lines[0] : path);
+    for (size_t a = 0; a < sizeof k_archs / sizeof k_archs[0]; ++a)
+      for (int l = 0; l < m.n_layers; ++l) {
+        hot_layer_plan p;
+        char err[512];
+        int64_t tokens = m.layers[l].tokens ? m.layers[l].tokens : m.tokens;
+        ck_assert_msg(plan_layer(&m.layers[l], m.batch, tokens, m.recipe, k_archs[a], l, &p, err,
+                                 sizeof err) == 0, "%s layer %s: %s", names[s], m.layers[l].name, err);
+        for (int k = 0; k < p.n_kernels; ++k) {
+          if (seen(plan_arch_caps(k_archs[a])->name, p.kernels[k].name)) continue;
+          hot_emitted e;
+          ck_assert_msg(emit_layer_select(&p, 1u << k, &e, err, sizeof err) == 0, "%s", err);
+          if (e.n_kernels == 1) {
+            unsigned thr[] = {p.kernels[k].block[0] * p.kernels[k].block[1] * p.kernels[k].block[2]};
+            unsigned smem[] = {p.kernels[k].smem};
+            compile_check(e.source, e.kernels, 1, k_archs[a], thr, smem);
+            ++kernels;
+          } else {
+            printf("%-6s %-46s pending (no template yet)\n", plan_arch_caps(k_archs[a])->name,
+                   p.kernels[k].name);
+          }
+          emit_free(&e);
+        }
+      }
+    spec_model_free(&m);
+    diag_free(&dg);
+    free(names[s]);
+  }
+  hot_kcache_stats st;
+  hot_kcache_stats_get(g_kc, &st);
+  printf("%d distinct kernels from %d specs: %llu compiled (%.1f s), %llu from the disk cache\n",
+         kernels, nspec, (unsigned long long)st.compiles, st.compile_ms / 1000.0,
+         (unsigned long long)st.disk_hits);
+  ck_assert_int_gt(kernels, 10);
+  hot_kcache_close(g_kc);
+  free(g_seen);
+}
+END_TEST
+
+int main(void) {
+  Suite *s = suite_create("nvrtc");
+  TCase *tc = tcase_create("nvrtc");
+  tcase_set_timeout(tc, 1800);
+  tcase_add_test(tc, first_template_alone);
+  tcase_add_test(tc, every_shipped_kernel);
+  suite_add_tcase(s, tc);
+  SRunner *r = srunner_create(s);
+  srunner_run_all(r, CK_NORMAL);
+  int failed = srunner_ntests_failed(r);
+  srunner_free(r);
+  return failed ? 1 : 0;
+}
