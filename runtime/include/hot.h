@@ -72,11 +72,11 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "plan.h" /* hot_layer_spec, hot_dtype, hot_recipe, hot_gran, hot_layer_plan */
-
 #ifdef __cplusplus
 extern "C" {
 #endif
+
+#include "plan.h" /* hot_layer_spec, hot_dtype, hot_recipe, hot_gran, hot_layer_plan */
 
 /* ---- status ---------------------------------------------------------------------------------
  * Codes 0..12 equal the runtime's rt_status values one for one; the rest are HOT-level. */
@@ -286,7 +286,7 @@ hot_status hot_layer_save(hot_layer *layer, const void *x, hot_dtype dtype, void
  * g_b (O), fp32, in memory the caller owns. `step` is the training step (Philox counter of the
  * stochastic rounding: use a new value each step). g' uses the layer's granularity in effect
  * (hot_layer_get_info: a spec's auto is per tensor until hot_layer_calibrate).
- * Errors: HOT_ERR_INVALID (NULLs, dtype, g_b given for a spec with bias = false is allowed),
+ * Errors: HOT_ERR_INVALID (NULLs, dtype, g_b given for a layer whose spec has bias = false),
  * HOT_ERR_MISUSE (saved NULL before any save), HOT_ERR_NONFINITE (CPU), HOT_ERR_UNSUPPORTED,
  * compile and CUDA errors. */
 hot_status hot_layer_backward(hot_layer *layer, const void *g_y, const void *w, hot_dtype dtype,
