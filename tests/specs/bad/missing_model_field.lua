@@ -1,4 +1,4 @@
--- expect: missing_model_field.lua:4: model: missing field tokens
+-- expect: missing_model_field.lua:3: model: missing field tokens
 local hot = require "hot"
 return hot.model {
   name = "m", batch = 2,

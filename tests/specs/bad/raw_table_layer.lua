@@ -1,4 +1,4 @@
--- expect: raw_table_layer.lua:4: model: layers[1] must be hot.linear { ... } or hot.conv2d { ... } (got a table)
+-- expect: raw_table_layer.lua:3: model: layers[1] must be hot.linear { ... } or hot.conv2d { ... } (got a table)
 local hot = require "hot"
 return hot.model {
   name = "m", batch = 2, tokens = 64,
