@@ -373,8 +373,9 @@ int plan_layer(const hot_layer_spec *s, int64_t batch, int64_t tokens, hot_recip
              g->smem);
   }
   if (s->bias) {
+    /* templates/bias.cu: 32 columns per block, 8 warps splitting the token chunks. */
     hot_kernel_plan *k = add_kernel(p, HOT_K_BIAS, "templates/bias.cu");
-    set_geom(k, cdiv(p->O, 256), 1, 256, 0);
+    set_geom(k, cdiv(p->O, 32), 1, 256, 0);
   }
   if (p->hq.enabled && p->hq.g.gran == HOT_GRAN_AUTO) {
     hot_kernel_plan *k = add_kernel(p, HOT_K_LQS, "templates/lqs.cu");
