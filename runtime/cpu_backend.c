@@ -47,7 +47,6 @@ hot_status cpu_layer_save(hot_layer *layer, const void *x, void *saved) {
   const hot_layer_plan *pl = layer->plan;
   void *dst = saved ? saved : own_buffer(layer);
   if (!dst) return ctx_fail(layer->ctx, HOT_ERR_NOMEM, "hot_layer_save: out of memory");
-  if (!saved) layer->saved_valid = 0; /* until this save succeeds */
   hot_ref_saved s;
   int rc = hot_ref_layer_save(pl, x, layer->spec.dtype, &s);
   if (rc) return cpu_ref_status(layer, rc, "save");

@@ -339,6 +339,7 @@ hot_status hot_layer_save(hot_layer *layer, const void *x, hot_dtype dtype, void
   if (saved && !aligned16(saved))
     return ctx_fail(ctx, HOT_ERR_INVALID, "hot_layer_save: saved buffer %p is not 16-byte aligned",
                     saved);
+  if (!saved) layer->saved_valid = 0; /* until this save succeeds */
   if (ctx->backend == HOT_BACKEND_CPU) {
     st = cpu_layer_save(layer, x, saved);
   } else {

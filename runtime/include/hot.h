@@ -42,7 +42,10 @@
  *    (O x I) and g_b (O) are fp32. Inputs are only read. Numerics: ../shared/HOT.md and
  *    templates/CONTRACT.md; both backends give the same bits.
  *  - A context and its layers are used by one thread at a time; distinct contexts are
- *    independent (the kernel cache on disk is shared safely, also across processes).
+ *    independent (the kernel cache on disk is shared safely, also across processes). On CUDA a
+ *    layer's device scratch (codes, scales) is reused by each call: calls on one layer must be
+ *    ordered on one stream (or synchronised by the caller), and a save's buffer must be ready
+ *    (same stream, or an event) before the backward that reads it.
  *
  * Environment (read once, by hot_ctx_create; an option set in code wins over the variable):
  *
