@@ -38,6 +38,8 @@ static const char *k_usage =
     "  --cache-dir DIR      kernel cache directory (default: $HOT_CACHE_DIR, else\n"
     "                       $XDG_CACHE_HOME/hot, else ~/.cache/hot)\n"
     "  --no-disk-cache      keep compiled kernels in memory only (as HOT_NO_DISK_CACHE=1)\n"
+    "  --dump-cubin DIR     with --compile: also write each layer's CUBIN to\n"
+    "                       DIR/<model>.<layer>.<arch>.cubin (for cuobjdump)\n"
     "  --help-spec          print every spec field with its kind, range, default and doc\n"
     "  --version            print the version\n"
     "  -h, --help           this text\n"
@@ -48,7 +50,7 @@ static const char *k_usage =
 typedef struct {
   const char *spec;
   int plan, json, help_spec;
-  const char *arch, *layer, *emit_dir, *compile, *cache_dir;
+  const char *arch, *layer, *emit_dir, *compile, *cache_dir, *dump_dir;
   int no_disk;
 } options;
 
@@ -79,6 +81,7 @@ static int parse_args(int argc, char **argv, options *o) {
     else if (!strcmp(a, "--emit")) slot = &o->emit_dir;
     else if (!strcmp(a, "--compile")) slot = &o->compile;
     else if (!strcmp(a, "--cache-dir")) slot = &o->cache_dir;
+    else if (!strcmp(a, "--dump-cubin")) slot = &o->dump_dir;
     else if (a[0] == '-' && a[1]) return usage_error("unknown option '%s'", a);
     else if (!o->spec) o->spec = a;
     else return usage_error("more than one spec given ('%s')", a);
@@ -534,6 +537,14 @@ int main(int argc, char **argv) {
           emit_free(&e);
           continue;
         }
+        if (o.dump_dir) {
+          char cpath[HOT_PATH_MAX * 2];
+          snprintf(cpath, sizeof cpath, "%s/%s.%s.%s.cubin", o.dump_dir, m.name, m.layers[l].name,
+                   arch);
+          if (mkdirs(o.dump_dir) != 0 ||
+              write_file(cpath, (const char *)bin->cubin, bin->cubin_size, &d) != 0)
+            ++failures;
+        }
         for (size_t k = 0; k < bin->n_kernels; ++k) {
           const hot_kernel_info *ki = &bin->kernels[k];
           int spills = ki->spill_store_bytes + ki->spill_load_bytes;
@@ -562,6 +573,7 @@ int main(int argc, char **argv) {
            (unsigned long long)st.compiles, st.compile_ms, (unsigned long long)st.memory_hits,
            (unsigned long long)st.disk_hits, hot_kcache_dir(kc) ? hot_kcache_dir(kc) : "(memory only)");
     hot_kcache_close(kc);
+    print_diag(&d);
     if (failures) {
       fprintf(stderr, "hot-gen: %d compile failure%s\n", failures, failures == 1 ? "" : "s");
       rc = 1;

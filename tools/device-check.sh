@@ -1,0 +1,102 @@
+#!/usr/bin/env bash
+# tools/device-check.sh — the one GPU check of hot. On a GPU machine with the CUDA toolkit
+# (nvcc, cuobjdump), CMake and a C compiler but no package registry: unpacks the Debian packages
+# that tools/fetch-deps.sh put in .deps/debs into .deps/prefix (never into /), builds hot, runs
+# the GPU tests (ctest -L gpu: every kernel against its CPU twin bit for bit, and a whole layer
+# through the API), the CPU suites, disassembles one GEMM per arch path to confirm the integer
+# tensor-core (IMMA) instructions, and prints a short table last. On a machine without a GPU it
+# runs the CPU part and says that the GPU part did not run.
+# Usage: tools/device-check.sh        (about 5 minutes on 16 cores)
+set -uo pipefail
+cd "$(dirname "$0")/.."
+root=$PWD
+start=$(date +%s)
+rows=()
+row() { rows+=("$(printf '%-34s %s' "$1" "$2")"); }
+log() { echo "device-check: $*" >&2; }
+
+# 1. dependencies: system ones, else the carried packages
+depsflag=()
+if ! { pkg-config --exists lua5.4 check 2>/dev/null; }; then
+  prefix=$root/.deps/prefix
+  if [ ! -d "$prefix/usr/include" ]; then
+    debs=("$root"/.deps/debs/*.deb)
+    if [ ! -e "${debs[0]}" ]; then
+      log "no Lua/Check on this machine and no .deps/debs (run tools/fetch-deps.sh where a registry is reachable)"
+      exit 2
+    fi
+    mkdir -p "$prefix"
+    for d in "${debs[@]}"; do
+      if command -v dpkg >/dev/null; then dpkg -x "$d" "$prefix"
+      else (tmp=$(mktemp -d); cd "$tmp" && ar x "$d" && tar -xf data.tar.* -C "$prefix"; rm -rf "$tmp"); fi
+    done
+  fi
+  depsflag=(-DHOT_DEPS_PREFIX="$prefix")
+  row "dependencies" "unpacked from .deps/debs"
+else
+  row "dependencies" "system packages"
+fi
+
+# 2. build
+bdir=$root/build-device
+if cmake -S . -B "$bdir" -DCMAKE_BUILD_TYPE=Release "${depsflag[@]}" >"$bdir.configure.log" 2>&1 &&
+   cmake --build "$bdir" -j"$(nproc)" >"$bdir.build.log" 2>&1; then
+  row "build" "ok"
+else
+  tail -30 "$bdir.configure.log" "$bdir.build.log" 2>/dev/null >&2
+  row "build" "FAILED (see $bdir.build.log)"
+  printf '%s\n' "${rows[@]}"
+  exit 1
+fi
+
+# 3. the GPU
+gpu="none"
+if command -v nvidia-smi >/dev/null && nvidia-smi -L >/dev/null 2>&1; then
+  gpu=$(nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader | head -1)
+fi
+row "GPU" "$gpu"
+
+# 4. GPU tests (skip with exit 77 = 'SKIP: no CUDA driver' without one)
+cd "$bdir"
+gpu_out=$(ctest -L gpu --output-on-failure 2>&1)
+echo "$gpu_out" | tail -40 >&2
+gsum=$(echo "$gpu_out" | grep -E "tests passed|tests failed" | tail -1)
+gskip=$(echo "$gpu_out" | grep -c "Skipped")
+if [ "$gpu" = "none" ]; then
+  row "ctest -L gpu" "NOT RUN on a GPU (no GPU here; $gskip skipped)"
+else
+  row "ctest -L gpu" "${gsum:-no gpu tests} ($gskip skipped)"
+fi
+
+# 5. CPU suites (fast ones; the full suite is the README's test command)
+cpu_out=$(ctest -L 'ref|plan|emit|runtime|spec' 2>&1)
+row "ctest ref|plan|emit|runtime|spec" "$(echo "$cpu_out" | grep -E "tests passed" | tail -1)"
+cd "$root"
+
+# 6. IMMA instructions in one GEMM of each arch path
+if command -v cuobjdump >/dev/null; then
+  cub=$(mktemp -d)
+  if "$bdir/gen/hot-gen" specs/vit_b16.lua --layer qkv --compile sm_80,sm_89,sm_90 --cache-dir "$cub/cache" \
+       --dump-cubin "$cub" >/dev/null 2>"$cub/err"; then
+    for a in sm_80 sm_89 sm_90; do
+      f="$cub/vit_b16.qkv.$a.cubin"
+      sass=$(cuobjdump --dump-sass "$f" 2>/dev/null)
+      n8=$(echo "$sass" | grep -cE "IMMA.*S8")
+      n4=$(echo "$sass" | grep -cE "IMMA.*S4")
+      row "SASS $a (qkv layer)" "IMMA.S8 x$n8, IMMA.S4 x$n4"
+    done
+  else
+    row "SASS" "hot-gen --compile failed: $(head -1 "$cub/err")"
+  fi
+  rm -rf "$cub"
+else
+  row "SASS" "cuobjdump not installed: not checked"
+fi
+
+row "wall time" "$(( $(date +%s) - start )) s"
+echo
+echo "== hot device check ($(date -u +%Y-%m-%d), $(uname -n)) =="
+printf '%s\n' "${rows[@]}"
+if [ "$gpu" = "none" ]; then
+  echo "NOTE: no GPU on this machine: the GPU part did not run; nothing above proves GPU results."
+fi
