@@ -1,0 +1,394 @@
+/* test_gpu_kernels — every generated kernel against its CPU twin, bit for bit, on the GPU: fresh
+ * seeded inputs (with outliers), awkward sizes (T = 197 x 3, O = 100 with b = 16, I = 137,
+ * K not a multiple of 32), both HLA layouts, f32/bf16/f16, per-row and per-tensor scales. The
+ * first mismatch is reported with its index and both values. Kernels run one at a time through
+ * the same emit -> NVRTC -> cache -> module path the runtime uses, with the plan's geometry.
+ * Without a driver: "SKIP: no CUDA driver", exit 77 (counted as skipped by CTest). */
+#define _POSIX_C_SOURCE 200809L
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cache.h"
+#include "emit.h"
+#include "hot_math.cuh"
+#include "module.h"
+#include "ref.h"
+
+#define FAIL(...)                                                                                  \
+  do {                                                                                             \
+    printf("FAIL %s:%d: ", __FILE__, __LINE__);                                                    \
+    printf(__VA_ARGS__);                                                                           \
+    printf("\n");                                                                                  \
+    exit(1);                                                                                       \
+  } while (0)
+#define CK(call)                                                                                   \
+  do {                                                                                             \
+    CUresult r_ = (call);                                                                          \
+    char nb_[32];                                                                                  \
+    if (r_ != CUDA_SUCCESS) FAIL("%s: %s", #call, cuda_result_name(r_, nb_));                      \
+  } while (0)
+#define CKRT(call)                                                                                 \
+  do {                                                                                             \
+    if ((call) != RT_OK) FAIL("%s: %s", #call, err);                                               \
+  } while (0)
+
+static const cuda_driver *d;
+static hot_kcache *kc;
+static hot_arch g_arch;
+static char err[2048];
+static int g_checks, g_kernels;
+static const uint64_t k_seed = 0x9E3779B97F4A7C15ull;
+
+/* ---- data ------------------------------------------------------------------------------- */
+
+static uint64_t rng_state;
+static double uniform(void) {
+  rng_state = rng_state * 6364136223846793005ull + 1442695040888963407ull;
+  return (double)(rng_state >> 11) * 0x1.0p-53;
+}
+static float gaussian(void) {
+  double u = uniform() + 1e-300, v = uniform();
+  return (float)(sqrt(-2.0 * log(u)) * cos(6.283185307179586 * v));
+}
+
+/* Round-to-nearest-even f32 -> bf16 / f16 bit patterns (inputs are finite and moderate). */
+static unsigned short to_bf16(float f) {
+  uint32_t u;
+  memcpy(&u, &f, 4);
+  u += 0x7fffu + ((u >> 16) & 1u);
+  return (unsigned short)(u >> 16);
+}
+static unsigned short to_f16(float f) {
+  /* f16 has 10 mantissa bits; values here are |f| < 65504 (no overflow handling needed). */
+  float a = fabsf(f);
+  unsigned short sign = f < 0 ? 0x8000u : 0;
+  if (a < 6.103515625e-05f) { /* subnormal: multiples of 2^-24 */
+    long m = lrintf(a * 16777216.0f);
+    return (unsigned short)(sign | (unsigned short)m);
+  }
+  int e;
+  float mant = frexpf(a, &e); /* a = mant * 2^e, mant in [0.5, 1) */
+  long m = lrintf(mant * 2048.0f); /* 11 significant bits */
+  if (m == 2048) {
+    m = 1024;
+    ++e;
+  }
+  return (unsigned short)(sign | (unsigned short)((e + 14) << 10) | (unsigned short)(m - 1024));
+}
+
+/* A T x C tensor of dtype dt (f32 or bf16/f16 bits): Gaussian with a few x20 outliers. */
+static void *make_tensor(int64_t rows, int64_t cols, hot_dtype dt, int outliers) {
+  size_t es = dt == HOT_DT_F32 ? 4 : 2;
+  unsigned char *p = malloc((size_t)(rows * cols) * es);
+  if (!p) FAIL("out of memory");
+  for (int64_t i = 0; i < rows * cols; ++i) {
+    float v = gaussian();
+    if (outliers && (i % cols) % 37 == 3) v *= 20.0f;
+    if (dt == HOT_DT_F32) memcpy(p + 4 * i, &v, 4);
+    else {
+      unsigned short b = dt == HOT_DT_BF16 ? to_bf16(v) : to_f16(v);
+      memcpy(p + 2 * i, &b, 2);
+    }
+  }
+  return p;
+}
+
+/* ---- device helpers ------------------------------------------------------------------- */
+
+static CUdeviceptr dev_alloc(size_t n, const void *h) {
+  CUdeviceptr p = 0;
+  CK(d->cuMemAlloc(&p, n ? n : 4));
+  if (h) CK(d->cuMemcpyHtoD(p, h, n));
+  else CK(d->cuMemsetD8(p, 0xA5, n ? n : 4)); /* garbage: kernels must write every byte */
+  return p;
+}
+
+static void *dev_fetch(CUdeviceptr p, size_t n) {
+  void *h = malloc(n ? n : 1);
+  if (!h) FAIL("out of memory");
+  CK(d->cuCtxSynchronize());
+  CK(d->cuMemcpyDtoH(h, p, n));
+  return h;
+}
+
+typedef struct {
+  hot_module *mod;
+  const hot_kfunc *fn;
+  const hot_kernel_plan *kp;
+} kernel;
+
+/* Compiles (through the cache) and loads the plan's kernel of `role`. */
+static kernel load_kernel(const hot_layer_plan *pl, hot_kernel_role role) {
+  kernel k = {0};
+  int idx = plan_kernel_index(pl, role);
+  if (idx < 0) FAIL("plan has no %s kernel", plan_role_name(role));
+  k.kp = &pl->kernels[idx];
+  hot_emitted e;
+  if (emit_layer_select(pl, 1u << idx, &e, err, sizeof err) != 0) FAIL("emit: %s", err);
+  if (e.n_kernels != 1) FAIL("%s: template %s not in this build", k.kp->name, k.kp->templ);
+  hot_kernel_source src = {"hot.cu", e.source, e.kernels, 1, plan_arch_caps(pl->arch)->name, NULL, 0};
+  const hot_kernel_binary *bin;
+  char *log = NULL;
+  if (hot_kcache_get(kc, &src, &bin, NULL, &log, err, sizeof err) != RT_OK)
+    FAIL("compile %s: %s\n%s", k.kp->name, err, log ? log : "");
+  CKRT(module_load(&k.mod, bin->cubin, bin->cubin_size, k.kp->name, err, sizeof err));
+  CKRT(module_function(k.mod, k.kp->name, &k.fn, err, sizeof err));
+  emit_free(&e);
+  ++g_kernels;
+  return k;
+}
+
+static void launch(const kernel *k, const unsigned *grid, void **args) {
+  hot_launch_cfg cfg = {{grid ? grid[0] : k->kp->grid[0], grid ? grid[1] : k->kp->grid[1],
+                         grid ? grid[2] : k->kp->grid[2]},
+                        {k->kp->block[0], k->kp->block[1], k->kp->block[2]}, k->kp->smem, NULL};
+  CKRT(module_launch(k->fn, &cfg, args, err, sizeof err));
+}
+
+/* ---- comparisons -------------------------------------------------------------------------- */
+
+static void same_bytes(const char *what, const void *gpu, const void *cpu, size_t n) {
+  const unsigned char *a = gpu, *b = cpu;
+  for (size_t i = 0; i < n; ++i)
+    if (a[i] != b[i]) FAIL("%s: first mismatch at byte %zu: gpu 0x%02x, cpu 0x%02x", what, i, a[i], b[i]);
+  ++g_checks;
+}
+
+static void same_floats(const char *what, const float *gpu, const float *cpu, size_t n) {
+  for (size_t i = 0; i < n; ++i)
+    if (memcmp(&gpu[i], &cpu[i], 4) != 0)
+      FAIL("%s: first mismatch at [%zu]: gpu %.9g, cpu %.9g", what, i, (double)gpu[i], (double)cpu[i]);
+  ++g_checks;
+}
+
+/* ---- the plan of a test layer ---------------------------------------------------------- */
+
+static hot_layer_spec g_spec;
+
+static hot_layer_plan plan_for(int64_t B, int64_t L, int64_t O, int64_t I, hot_dtype dt,
+                               hot_layout layout, int p) {
+  plan_spec_defaults(&g_spec, HOT_RECIPE_HOT);
+  snprintf(g_spec.name, sizeof g_spec.name, "gpu");
+  g_spec.in_features = I;
+  g_spec.out_features = O;
+  g_spec.dtype = dt;
+  g_spec.hla.layout = layout;
+  g_spec.hla.block = p;
+  hot_layer_plan pl;
+  if (plan_layer(&g_spec, B, L, HOT_RECIPE_HOT, g_arch, 3, &pl, err, sizeof err) != 0)
+    FAIL("plan: %s", err);
+  return pl;
+}
+
+static size_t code_row_bytes(const hot_layer_plan *pl) {
+  return (size_t)(pl->hq.codes == HOT_CODES_S4_PACKED ? pl->hq.gemm.k_pad / 2 : pl->hq.gemm.k_pad);
+}
+
+/* ---- kernels ----------------------------------------------------------------------------- */
+
+/* HQ g': both granularities; returns the twin's codes/scales for the GEMM test. */
+static void check_hq_g(const hot_layer_plan *pl, const void *gy, hot_gran gran) {
+  kernel k = load_kernel(pl, HOT_K_HQ_G);
+  size_t es = pl->spec->dtype == HOT_DT_F32 ? 4 : 2, rb = code_row_bytes(pl);
+  int rows = (int)pl->T, cols = (int)pl->O, ld = cols, o_pad = (int)pl->hq.o_pad,
+      k_pad = (int)pl->hq.gemm.k_pad, ldc = (int)rb;
+  CUdeviceptr src = dev_alloc((size_t)(pl->T * pl->O) * es, gy);
+  CUdeviceptr codes = dev_alloc((size_t)pl->T * rb, NULL), scales = dev_alloc((size_t)pl->T * 4, NULL);
+  CUdeviceptr amax = dev_alloc(4, NULL);
+  CK(d->cuMemsetD8(amax, 0, 4));
+  unsigned long long seed = k_seed;
+  unsigned tag = (unsigned)pl->layer_id * 16u + HOT_TENSOR_HQ_G, step = 7;
+  int phase;
+  void *args[] = {&src, &rows, &cols, &ld, &o_pad, &k_pad, &codes, &ldc, &scales, &amax, &phase,
+                  &seed, &tag, &step};
+  if (gran == HOT_GRAN_ROW) {
+    phase = 2;
+    launch(&k, NULL, args);
+  } else {
+    phase = 0;
+    launch(&k, NULL, args);
+    phase = 1;
+    launch(&k, NULL, args);
+  }
+  void *gc = dev_fetch(codes, (size_t)pl->T * rb);
+  float *gs = dev_fetch(scales, (size_t)pl->T * 4);
+  void *cc = malloc((size_t)pl->T * rb);
+  float *cs = malloc((size_t)pl->T * 4);
+  int rc = hot_ref_hq_quant_g(pl, gy, pl->spec->dtype, gran, seed, step, cc, cs);
+  if (rc != HOT_REF_OK) FAIL("twin: %s", hot_ref_status_name(rc));
+  char what[160];
+  snprintf(what, sizeof what, "%s (%s) codes", k.kp->name, plan_gran_name(gran));
+  same_bytes(what, gc, cc, (size_t)pl->T * rb);
+  snprintf(what, sizeof what, "%s (%s) scales", k.kp->name, plan_gran_name(gran));
+  same_floats(what, gs, cs, (size_t)pl->T);
+  free(gc); free(gs); free(cc); free(cs);
+  d->cuMemFree(src); d->cuMemFree(codes); d->cuMemFree(scales); d->cuMemFree(amax);
+  module_unload(k.mod);
+}
+
+static void check_hq_w(const hot_layer_plan *pl, const void *w) {
+  kernel k = load_kernel(pl, HOT_K_HQ_W);
+  size_t es = pl->spec->dtype == HOT_DT_F32 ? 4 : 2, rb = code_row_bytes(pl);
+  int rows = (int)pl->O, cols = (int)pl->I, ld = cols, o_pad = (int)pl->hq.o_pad,
+      k_pad = (int)pl->hq.gemm.k_pad, ldc = (int)rb;
+  CUdeviceptr src = dev_alloc((size_t)(pl->O * pl->I) * es, w);
+  CUdeviceptr codes = dev_alloc((size_t)pl->I * rb, NULL), scale = dev_alloc(4, NULL),
+              amax = dev_alloc(4, NULL);
+  CK(d->cuMemsetD8(amax, 0, 4));
+  unsigned long long seed = 0;
+  unsigned tag = 0, step = 0;
+  int phase = 0;
+  void *args[] = {&src, &rows, &cols, &ld, &o_pad, &k_pad, &codes, &ldc, &scale, &amax, &phase,
+                  &seed, &tag, &step};
+  launch(&k, NULL, args);
+  phase = 1;
+  launch(&k, NULL, args);
+  void *gc = dev_fetch(codes, (size_t)pl->I * rb);
+  float *gs = dev_fetch(scale, 4);
+  void *cc = malloc((size_t)pl->I * rb);
+  float cs;
+  int rc = hot_ref_hq_quant_w(pl, w, pl->spec->dtype, cc, &cs);
+  if (rc != HOT_REF_OK) FAIL("twin: %s", hot_ref_status_name(rc));
+  same_bytes(k.kp->name, gc, cc, (size_t)pl->I * rb);
+  same_floats("s_w", gs, &cs, 1);
+  free(gc); free(gs); free(cc);
+  d->cuMemFree(src); d->cuMemFree(codes); d->cuMemFree(scale); d->cuMemFree(amax);
+  module_unload(k.mod);
+}
+
+/* The two GEMMs on the twins' codes (random codes would do; these are the real ones). */
+static void check_gemms(const hot_layer_plan *pl, const void *gy, const void *w, const void *x) {
+  hot_dtype dt = pl->spec->dtype;
+  size_t rb = code_row_bytes(pl);
+  /* g_x */
+  void *qg = malloc((size_t)pl->T * rb), *qw = malloc((size_t)pl->I * rb);
+  float *sg = malloc((size_t)pl->T * 4), sw;
+  if (hot_ref_hq_quant_g(pl, gy, dt, HOT_GRAN_ROW, k_seed, 1, qg, sg) ||
+      hot_ref_hq_quant_w(pl, w, dt, qw, &sw))
+    FAIL("twin quantizers");
+  float *cx = malloc((size_t)(pl->T * pl->I) * 4);
+  if (hot_ref_gemm_gx(pl, qg, sg, qw, sw, cx)) FAIL("twin gemm_gx");
+  kernel k = load_kernel(pl, HOT_K_GEMM_GX);
+  CUdeviceptr A = dev_alloc((size_t)pl->T * rb, qg), Bm = dev_alloc((size_t)pl->I * rb, qw),
+              C = dev_alloc((size_t)(pl->T * pl->I) * 4, NULL), rs = dev_alloc((size_t)pl->T * 4, sg),
+              aa = dev_alloc(4, &sw), ab = 0;
+  float div = (float)pl->hq.block;
+  int M = (int)pl->T, N = (int)pl->I, Kp = (int)pl->hq.gemm.k_pad, ldc = (int)pl->I;
+  void *args[] = {&A, &Bm, &C, &rs, &aa, &ab, &div, &M, &N, &Kp, &ldc};
+  launch(&k, NULL, args);
+  float *gx = dev_fetch(C, (size_t)(pl->T * pl->I) * 4);
+  same_floats(k.kp->name, gx, cx, (size_t)(pl->T * pl->I));
+  module_unload(k.mod);
+  d->cuMemFree(A); d->cuMemFree(Bm); d->cuMemFree(C); d->cuMemFree(rs); d->cuMemFree(aa);
+  free(qg); free(qw); free(sg); free(cx); free(gx);
+
+  /* g_w */
+  size_t kp = (size_t)pl->hla.gemm.k_pad;
+  int8_t *qgh = malloc((size_t)pl->O * kp), *qx = malloc((size_t)pl->I * kp);
+  float sgh, sx;
+  if (hot_ref_hla_quant_g(pl, gy, dt, k_seed, 1, qgh, &sgh) || hot_ref_hla_quant_x(pl, x, dt, qx, &sx))
+    FAIL("twin HLA quantizers");
+  float *cw = malloc((size_t)(pl->O * pl->I) * 4);
+  if (hot_ref_gemm_gw(pl, qgh, sgh, qx, sx, cw)) FAIL("twin gemm_gw");
+  k = load_kernel(pl, HOT_K_GEMM_GW);
+  A = dev_alloc((size_t)pl->O * kp, qgh);
+  Bm = dev_alloc((size_t)pl->I * kp, qx);
+  C = dev_alloc((size_t)(pl->O * pl->I) * 4, NULL);
+  aa = dev_alloc(4, &sgh);
+  ab = dev_alloc(4, &sx);
+  CUdeviceptr none = 0;
+  div = (float)pl->hla.block;
+  M = (int)pl->O;
+  N = (int)pl->I;
+  Kp = (int)kp;
+  ldc = (int)pl->I;
+  void *args2[] = {&A, &Bm, &C, &none, &aa, &ab, &div, &M, &N, &Kp, &ldc};
+  launch(&k, NULL, args2);
+  float *gw = dev_fetch(C, (size_t)(pl->O * pl->I) * 4);
+  same_floats(k.kp->name, gw, cw, (size_t)(pl->O * pl->I));
+  module_unload(k.mod);
+  d->cuMemFree(A); d->cuMemFree(Bm); d->cuMemFree(C); d->cuMemFree(aa); d->cuMemFree(ab);
+  free(qgh); free(qx); free(cw); free(gw);
+}
+
+static void check_bias(const hot_layer_plan *pl, const void *gy) {
+  kernel k = load_kernel(pl, HOT_K_BIAS);
+  size_t es = pl->spec->dtype == HOT_DT_F32 ? 4 : 2;
+  CUdeviceptr src = dev_alloc((size_t)(pl->T * pl->O) * es, gy), gb = dev_alloc((size_t)pl->O * 4, NULL);
+  int T = (int)pl->T, O = (int)pl->O;
+  void *args[] = {&src, &gb, &T, &O};
+  launch(&k, NULL, args);
+  float *g = dev_fetch(gb, (size_t)pl->O * 4), *c = malloc((size_t)pl->O * 4);
+  if (hot_ref_bias(pl, gy, pl->spec->dtype, c)) FAIL("twin bias");
+  same_floats(k.kp->name, g, c, (size_t)pl->O);
+  free(g); free(c);
+  d->cuMemFree(src); d->cuMemFree(gb);
+  module_unload(k.mod);
+}
+
+int main(void) {
+  rt_status r = cuda_driver_get(&d, err, sizeof err);
+  if (r != RT_OK) {
+    printf("SKIP: %s (%s)\n", r == RT_ERR_NO_DRIVER ? "no CUDA driver" : "no CUDA device", err);
+    return 77;
+  }
+  CUdevice dev;
+  CUcontext ctx;
+  int major = 0, minor = 0;
+  CK(d->cuDeviceGet(&dev, 0));
+  CK(d->cuDeviceGetAttribute(&major, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR, dev));
+  CK(d->cuDeviceGetAttribute(&minor, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR + 1, dev));
+  char arch[16];
+  snprintf(arch, sizeof arch, "sm_%d%d", major, minor);
+  if (plan_arch_parse(arch, &g_arch) != 0) {
+    printf("SKIP: %s is not an arch hot plans for (sm_80, sm_86, sm_89, sm_90)\n", arch);
+    return 77;
+  }
+  CK(d->cuDevicePrimaryCtxRetain(&ctx, dev));
+  CK(d->cuCtxSetCurrent(ctx));
+  hot_kcache_config cfg;
+  memset(&cfg, 0, sizeof cfg);
+  cfg.disk = -1;
+  CKRT(hot_kcache_open(&kc, &cfg, err, sizeof err));
+  printf("device arch %s\n", arch);
+
+  static const hot_dtype dts[] = {HOT_DT_F32, HOT_DT_BF16, HOT_DT_F16};
+  for (size_t t = 0; t < 3; ++t) {
+    for (int layout = 0; layout < 2; ++layout) {
+      rng_state = 0x1234u + t * 7u + (uint64_t)layout;
+      hot_dtype dt = dts[t];
+      /* T = 3 x 197, O = 100 (b = 16 pads to 112), I = 137; p = 64 gives K = 4 x 36 x 3 = 432
+       * (sample) or 10 x 36 = 360 (flat): not multiples of 32. */
+      hot_layer_plan pl = plan_for(3, 197, 100, 137, dt, (hot_layout)layout, 64);
+      void *gy = make_tensor(pl.T, pl.O, dt, 1), *w = make_tensor(pl.O, pl.I, dt, 0),
+           *x = make_tensor(pl.T, pl.I, dt, 1);
+      check_hq_g(&pl, gy, HOT_GRAN_ROW);
+      check_hq_g(&pl, gy, HOT_GRAN_TENSOR);
+      check_hq_w(&pl, w);
+      check_gemms(&pl, gy, w, x);
+      check_bias(&pl, gy);
+      printf("dtype %s layout %s: HQ g (row, tensor), HQ w, GEMM g_x, GEMM g_w, bias bit-exact\n",
+             plan_dtype_name(dt), plan_layout_name(pl.hla.layout));
+      free(gy); free(w); free(x);
+    }
+  }
+  /* A large layer: many chunks per row (O = 3072 > 8 x 256 register chunks) and big tiles. */
+  {
+    rng_state = 99;
+    hot_layer_plan pl = plan_for(8, 256, 3072, 768, HOT_DT_BF16, HOT_LAYOUT_SAMPLE, 64);
+    void *gy = make_tensor(pl.T, pl.O, HOT_DT_BF16, 1), *w = make_tensor(pl.O, pl.I, HOT_DT_BF16, 0),
+         *x = make_tensor(pl.T, pl.I, HOT_DT_BF16, 1);
+    check_hq_g(&pl, gy, HOT_GRAN_ROW);
+    check_hq_g(&pl, gy, HOT_GRAN_TENSOR);
+    check_hq_w(&pl, w);
+    check_gemms(&pl, gy, w, x);
+    printf("large layer (T=2048, O=3072, I=768, bf16) bit-exact\n");
+    free(gy); free(w); free(x);
+  }
+  hot_kcache_close(kc);
+  d->cuDevicePrimaryCtxRelease(dev);
+  printf("PASS: %d kernel loads, %d bit-exact comparisons on %s\n", g_kernels, g_checks, arch);
+  return 0;
+}
