@@ -33,3 +33,13 @@ void diag_free(hot_diag *d) {
   d->count = 0;
   d->oom = 0;
 }
+
+int hot_errf(char *err, size_t n, const char *fmt, ...) {
+  if (err && n) {
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(err, n, fmt, ap);
+    va_end(ap);
+  }
+  return -1;
+}

@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "buf.h"
+#include "diag.h"
 #include "embed.h"
 
 #ifndef HOT_VERSION
@@ -23,16 +24,6 @@ typedef struct {
   char name[MAX_PARAMS][PARAM_LEN];
   char value[MAX_PARAMS][1024];
 } params;
-
-static int fail(char *err, size_t n, const char *fmt, ...) {
-  if (err && n) {
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(err, n, fmt, ap);
-    va_end(ap);
-  }
-  return -1;
-}
 
 static void param_set(params *p, const char *name, const char *fmt, ...) {
   if (p->n >= MAX_PARAMS) return;
@@ -128,7 +119,7 @@ static int parse_template(const char *path, const hot_embedded_file *file, templ
                           char *err, size_t n) {
   memset(t, 0, sizeof *t);
   t->file = file ? file : embed_find(path);
-  if (!t->file) return fail(err, n, "%s: template not found", path);
+  if (!t->file) return hot_errf(err, n, "%s: template not found", path);
   const char *s = t->file->data;
   int line = 1, seen_params = 0;
   for (const char *l = s; *l; ++line) {
@@ -139,9 +130,9 @@ static int parse_template(const char *path, const hot_embedded_file *file, templ
       if (strncmp(m, "@hot-params:", 12) != 0) {
         char bad[32];
         read_ident(m + 5, bad, sizeof bad);
-        return fail(err, n, "%s:%d: unknown marker @hot-%s", path, line, bad);
+        return hot_errf(err, n, "%s:%d: unknown marker @hot-%s", path, line, bad);
       }
-      if (seen_params) return fail(err, n, "%s:%d: second @hot-params marker", path, line);
+      if (seen_params) return hot_errf(err, n, "%s:%d: second @hot-params marker", path, line);
       seen_params = 1;
       const char *q = m + 12;
       while (q < l + len) {
@@ -150,7 +141,7 @@ static int parse_template(const char *path, const hot_embedded_file *file, templ
           ++q;
         }
         if (q >= l + len || *q == '*') break;
-        if (t->n_params >= MAX_PARAMS) return fail(err, n, "%s: too many parameters", path);
+        if (t->n_params >= MAX_PARAMS) return hot_errf(err, n, "%s: too many parameters", path);
         q += read_ident(q, t->params[t->n_params++], PARAM_LEN);
       }
       m += 12;
@@ -173,19 +164,19 @@ static int parse_template(const char *path, const hot_embedded_file *file, templ
         const char *q = strchr(d, '"');
         const char *r = q ? strchr(q + 1, '"') : NULL;
         if (!q || !r || r > l + len || (size_t)(r - q - 1) >= 100)
-          return fail(err, n, "%s:%d: only #include \"file.cuh\" of templates/ is allowed", path,
+          return hot_errf(err, n, "%s:%d: only #include \"file.cuh\" of templates/ is allowed", path,
                       line);
-        if (t->n_includes >= MAX_INCLUDES) return fail(err, n, "%s: too many includes", path);
+        if (t->n_includes >= MAX_INCLUDES) return hot_errf(err, n, "%s: too many includes", path);
         snprintf(t->includes[t->n_includes++], 128, "templates/%.*s", (int)(r - q - 1), q + 1);
       }
     }
     if (!e) break;
     l = e + 1;
   }
-  if (!seen_params) return fail(err, n, "%s: no @hot-params marker", path);
+  if (!seen_params) return hot_errf(err, n, "%s: no @hot-params marker", path);
   for (int i = 0; i < t->n_includes; ++i)
     if (!embed_find(t->includes[i]))
-      return fail(err, n, "%s: included file %s not found", path, t->includes[i]);
+      return hot_errf(err, n, "%s: included file %s not found", path, t->includes[i]);
   return 0;
 }
 
@@ -195,12 +186,12 @@ static int check_params(const templ_info *t, const params *p, const char *path, 
   for (int i = 0; i < t->n_params; ++i) {
     int found = 0;
     for (int j = 0; j < p->n; ++j) found |= strcmp(t->params[i], p->name[j]) == 0;
-    if (!found) return fail(err, n, "%s: parameter %s is not filled by the plan", path, t->params[i]);
+    if (!found) return hot_errf(err, n, "%s: parameter %s is not filled by the plan", path, t->params[i]);
   }
   for (int j = 0; j < p->n; ++j) {
     int found = 0;
     for (int i = 0; i < t->n_params; ++i) found |= strcmp(t->params[i], p->name[j]) == 0;
-    if (!found) return fail(err, n, "%s: unknown parameter %s (not in @hot-params)", path, p->name[j]);
+    if (!found) return hot_errf(err, n, "%s: unknown parameter %s (not in @hot-params)", path, p->name[j]);
   }
   return 0;
 }
@@ -264,14 +255,14 @@ int emit_layer(const hot_layer_plan *plan, hot_emitted *out, char *err, size_t n
 
 int emit_layer_select(const hot_layer_plan *plan, unsigned mask, hot_emitted *out, char *err,
                       size_t n) {
-  if (!plan || !out || !plan->spec) return fail(err, n, "emit_layer: NULL argument");
+  if (!plan || !out || !plan->spec) return hot_errf(err, n, "emit_layer: NULL argument");
   memset(out, 0, sizeof *out);
   templ_info *infos = calloc(HOT_MAX_KERNELS, sizeof *infos);
   params *ps = calloc(HOT_MAX_KERNELS, sizeof *ps);
   if (!infos || !ps) {
     free(infos);
     free(ps);
-    return fail(err, n, "out of memory");
+    return hot_errf(err, n, "out of memory");
   }
   int use[HOT_MAX_KERNELS] = {0}, rc = 0;
   for (int i = 0; i < plan->n_kernels && rc == 0; ++i) {
@@ -318,7 +309,7 @@ int emit_layer_select(const hot_layer_plan *plan, unsigned mask, hot_emitted *ou
       if (use[i]) add_instance(&b, &infos[i], &ps[i], plan->kernels[i].templ, i);
     if (!buf_ok(&b)) {
       buf_free(&b);
-      rc = fail(err, n, "out of memory");
+      rc = hot_errf(err, n, "out of memory");
     } else {
       out->source_len = b.len;
       out->source = buf_take(&b);
@@ -345,13 +336,13 @@ int emit_template(const char *templ, const char *const *names, const char *const
 int emit_template_text(const char *templ, const char *text, const char *const *names,
                        const char *const *values, int n, char **source, char *err, size_t errlen) {
   if (!templ || !source || (n > 0 && (!names || !values)))
-    return fail(err, errlen, "emit_template: NULL argument");
+    return hot_errf(err, errlen, "emit_template: NULL argument");
   *source = NULL;
-  if (n > MAX_PARAMS) return fail(err, errlen, "emit_template: too many parameters");
+  if (n > MAX_PARAMS) return hot_errf(err, errlen, "emit_template: too many parameters");
   hot_embedded_file given = {templ, text, text ? strlen(text) : 0};
   templ_info *t = calloc(1, sizeof *t);
   params *p = calloc(1, sizeof *p);
-  int rc = (!t || !p) ? fail(err, errlen, "out of memory")
+  int rc = (!t || !p) ? hot_errf(err, errlen, "out of memory")
                       : parse_template(templ, text ? &given : NULL, t, err, errlen);
   if (rc == 0) {
     for (int i = 0; i < n; ++i) param_set(p, names[i], "%s", values[i]);
@@ -377,7 +368,7 @@ int emit_template_text(const char *templ, const char *text, const char *const *n
     add_includes(&b, t, done, &n_done);
     add_instance(&b, t, p, templ, 0);
     *source = buf_take(&b);
-    if (!*source) rc = fail(err, errlen, "out of memory");
+    if (!*source) rc = hot_errf(err, errlen, "out of memory");
   }
   free(t);
   free(p);

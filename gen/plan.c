@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "basis.h"
+#include "diag.h"
 
 /* ---- arch capability table --------------------------------------------------------------- */
 
@@ -99,16 +100,6 @@ void plan_spec_defaults(hot_layer_spec *s, hot_recipe recipe) {
 
 /* ---- helpers --------------------------------------------------------------------------- */
 
-static int fail(char *err, size_t n, const char *fmt, ...) {
-  if (err && n) {
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(err, n, fmt, ap);
-    va_end(ap);
-  }
-  return -1;
-}
-
 static int is_pow2(int64_t v) { return v > 0 && (v & (v - 1)) == 0; }
 static int64_t round_up(int64_t v, int64_t m) { return (v + m - 1) / m * m; }
 static int64_t cdiv(int64_t a, int64_t b) { return (a + b - 1) / b; }
@@ -126,7 +117,7 @@ static int pow2_dividing(int64_t v, int cap) {
 
 static int quant_ok(const hot_quant *q, const char *what, char *err, size_t n) {
   if (q->bits < 2 || q->bits > 8)
-    return fail(err, n, "%s must be in [2, 8] (got %d)", what, q->bits);
+    return hot_errf(err, n, "%s must be in [2, 8] (got %d)", what, q->bits);
   return 0;
 }
 
@@ -152,24 +143,24 @@ static int plan_gemm(hot_gemm_plan *g, const hot_tile *req, const hot_arch_caps 
   g->warps_n = req->warps_n ? req->warps_n : 2;
   g->stages = req->stages ? req->stages : (big ? 3 : 4);
   if (g->tile_m != 64 && g->tile_m != 128 && g->tile_m != 256)
-    return fail(err, n, "%s.tile_m must be 64, 128 or 256 (got %d)", what, g->tile_m);
+    return hot_errf(err, n, "%s.tile_m must be 64, 128 or 256 (got %d)", what, g->tile_m);
   if (g->tile_n != 64 && g->tile_n != 128 && g->tile_n != 256)
-    return fail(err, n, "%s.tile_n must be 64, 128 or 256 (got %d)", what, g->tile_n);
+    return hot_errf(err, n, "%s.tile_n must be 64, 128 or 256 (got %d)", what, g->tile_n);
   if (g->tile_k % k_step != 0 || g->tile_k < k_step || g->tile_k > 4 * k_step)
-    return fail(err, n, "%s.tile_k must be a multiple of %d in [%d, %d] for %s (got %d)", what,
+    return hot_errf(err, n, "%s.tile_k must be a multiple of %d in [%d, %d] for %s (got %d)", what,
                 k_step, k_step, 4 * k_step, plan_gemm_path_name(path), g->tile_k);
   if (g->warps_m < 1 || g->warps_n < 1 || g->warps_m * g->warps_n > 8)
-    return fail(err, n, "%s: warps_m x warps_n must be in [1, 8] (got %d x %d)", what, g->warps_m,
+    return hot_errf(err, n, "%s: warps_m x warps_n must be in [1, 8] (got %d x %d)", what, g->warps_m,
                 g->warps_n);
   if (g->tile_m % (16 * g->warps_m) != 0 || g->tile_n % (8 * g->warps_n) != 0)
-    return fail(err, n, "%s: tile %dx%d does not split into %dx%d warps of mma tiles", what,
+    return hot_errf(err, n, "%s: tile %dx%d does not split into %dx%d warps of mma tiles", what,
                 g->tile_m, g->tile_n, g->warps_m, g->warps_n);
   if (g->stages < 2 || g->stages > 6)
-    return fail(err, n, "%s.stages must be in [2, 6] (got %d)", what, g->stages);
+    return hot_errf(err, n, "%s.stages must be in [2, 6] (got %d)", what, g->stages);
   g->k_pad = round_up(g->k, g->tile_k);
   g->smem = plan_gemm_smem(g->codes, g->tile_m, g->tile_n, g->tile_k, g->stages);
   if (g->smem > (unsigned)caps->max_smem_optin)
-    return fail(err, n, "%s: tile %dx%dx%d with %d stages needs %u bytes of shared memory, %s "
+    return hot_errf(err, n, "%s: tile %dx%dx%d with %d stages needs %u bytes of shared memory, %s "
                 "allows %d", what, g->tile_m, g->tile_n, g->tile_k, g->stages, g->smem,
                 caps->name, caps->max_smem_optin);
   return 0;
@@ -239,16 +230,16 @@ static void name_kernels(hot_layer_plan *p) {
 
 int plan_layer(const hot_layer_spec *s, int64_t batch, int64_t tokens, hot_recipe recipe,
                hot_arch arch, int layer_id, hot_layer_plan *p, char *err, size_t n) {
-  if (!s || !p) return fail(err, n, "plan_layer: NULL argument");
+  if (!s || !p) return hot_errf(err, n, "plan_layer: NULL argument");
   memset(p, 0, sizeof *p);
   const hot_arch_caps *caps = plan_arch_caps(arch);
-  if (!caps) return fail(err, n, "unknown arch %d", (int)arch);
-  if (batch < 1 || tokens < 1) return fail(err, n, "batch and tokens must be >= 1");
+  if (!caps) return hot_errf(err, n, "unknown arch %d", (int)arch);
+  if (batch < 1 || tokens < 1) return hot_errf(err, n, "batch and tokens must be >= 1");
   if (s->in_features < 1 || s->out_features < 1)
-    return fail(err, n, "in_features and out_features must be >= 1");
+    return hot_errf(err, n, "in_features and out_features must be >= 1");
   const int64_t lim = (int64_t)1 << 31;
   if (batch * tokens >= lim || s->in_features >= lim / 2 || s->out_features >= lim / 2)
-    return fail(err, n, "sizes too large: T = %lld, O = %lld, I = %lld (T must stay below 2^31, O and I below 2^30)",
+    return hot_errf(err, n, "sizes too large: T = %lld, O = %lld, I = %lld (T must stay below 2^31, O and I below 2^30)",
                 (long long)(batch * tokens), (long long)s->out_features,
                 (long long)s->in_features);
   (void)recipe;
@@ -268,11 +259,11 @@ int plan_layer(const hot_layer_spec *s, int64_t batch, int64_t tokens, hot_recip
   if (quant_ok(&s->hq.g, "hq.bits", err, n) || quant_ok(&s->hq.w, "hq.w_bits", err, n)) return -1;
   if (s->hq.pad) {
     if (!is_pow2(s->hq.block) || s->hq.block < 2 || s->hq.block > 256)
-      return fail(err, n, "hq.block must be a power of two in [2, 256] (got %d)", s->hq.block);
+      return hot_errf(err, n, "hq.block must be a power of two in [2, 256] (got %d)", s->hq.block);
     p->hq.block = s->hq.block;
   } else {
     if (!is_pow2(s->hq.block) || s->hq.block > 256)
-      return fail(err, n, "hq.block must be a power of two in [1, 256] (got %d)", s->hq.block);
+      return hot_errf(err, n, "hq.block must be a power of two in [1, 256] (got %d)", s->hq.block);
     p->hq.block = pow2_dividing(p->O, s->hq.block); /* the paper code's shrinking rule */
   }
   p->hq.o_pad = round_up(p->O, p->hq.block);
@@ -296,7 +287,7 @@ int plan_layer(const hot_layer_spec *s, int64_t batch, int64_t tokens, hot_recip
   if (pb == 0) {
     pb = pow2_dividing(tokens, HOT_MAX_P); /* paper code: may be 1 (HLA is then a no-op) */
   } else if (!is_pow2(pb) || pb < 2 || pb > HOT_MAX_P) {
-    return fail(err, n, "hla.block must be a power of two in [2, %d] (got %d)", HOT_MAX_P, pb);
+    return hot_errf(err, n, "hla.block must be a power of two in [2, %d] (got %d)", HOT_MAX_P, pb);
   }
   p->hla.block = pb;
   hot_layout layout = s->hla.layout;
@@ -304,7 +295,7 @@ int plan_layer(const hot_layer_spec *s, int64_t batch, int64_t tokens, hot_recip
   p->hla.layout = layout;
   int64_t seg = layout == HOT_LAYOUT_SAMPLE ? tokens : p->T;
   if (!s->hla.pad && seg % pb != 0)
-    return fail(err, n, "hla.block %d does not divide the %s length %lld and padding is off", pb,
+    return hot_errf(err, n, "hla.block %d does not divide the %s length %lld and padding is off", pb,
                 layout == HOT_LAYOUT_SAMPLE ? "sample" : "batch", (long long)seg);
   p->hla.segments = layout == HOT_LAYOUT_SAMPLE ? batch : 1;
   p->hla.seg_len = round_up(seg, pb);
@@ -314,12 +305,12 @@ int plan_layer(const hot_layer_spec *s, int64_t batch, int64_t tokens, hot_recip
     p->hla.rows[0] = 0;
   } else {
     if (s->hla.selection == HOT_SEL_TRI && (s->hla.keep < 1 || s->hla.keep > 50))
-      return fail(err, n, "hla.keep must be in [1, 50] (got %d)", s->hla.keep);
+      return hot_errf(err, n, "hla.keep must be in [1, 50] (got %d)", s->hla.keep);
     if (s->hla.selection == HOT_SEL_PREFIX && (s->hla.rank < 1 || s->hla.rank > pb))
-      return fail(err, n, "hla.rank must be in [1, %d] for hla.block %d (got %d)", pb, pb,
+      return hot_errf(err, n, "hla.rank must be in [1, %d] for hla.block %d (got %d)", pb, pb,
                   s->hla.rank);
     p->hla.rank = basis_select(s->hla.selection, pb, s->hla.keep, s->hla.rank, p->hla.rows);
-    if (p->hla.rank < 1) return fail(err, n, "hla: invalid basis selection");
+    if (p->hla.rank < 1) return hot_errf(err, n, "hla: invalid basis selection");
   }
   p->hla.k = p->hla.blocks * p->hla.rank;
   p->hla.gemm.m = p->O;
@@ -384,10 +375,10 @@ int plan_layer(const hot_layer_spec *s, int64_t batch, int64_t tokens, hot_recip
   for (int i = 0; i < p->n_kernels; ++i) {
     const hot_kernel_plan *k = &p->kernels[i];
     if (k->grid[1] > 65535 || k->grid[0] > 2147483647u)
-      return fail(err, n, "kernel %s: grid %ux%u exceeds the launch limits",
+      return hot_errf(err, n, "kernel %s: grid %ux%u exceeds the launch limits",
                   plan_role_name(k->role), k->grid[0], k->grid[1]);
     if (k->block[0] > (unsigned)caps->max_threads || k->smem > (unsigned)caps->max_smem_optin)
-      return fail(err, n, "kernel %s: block of %u threads / %u bytes of shared memory exceeds %s",
+      return hot_errf(err, n, "kernel %s: block of %u threads / %u bytes of shared memory exceeds %s",
                   plan_role_name(k->role), k->block[0], k->smem, caps->name);
   }
   name_kernels(p);

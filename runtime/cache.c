@@ -1,6 +1,7 @@
 /* cache.c — memory + disk kernel cache (see cache.h for the contract and the file format). */
 #define _GNU_SOURCE
 #include "cache.h"
+#include "diag.h"
 
 #include <dirent.h>
 #include <errno.h>
@@ -44,14 +45,6 @@ struct hot_kcache {
   char ver[32];
 };
 
-static void put(char *err, size_t n, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
-static void put(char *err, size_t n, const char *fmt, ...) {
-  if (!err || n == 0) return;
-  va_list ap;
-  va_start(ap, fmt);
-  vsnprintf(err, n, fmt, ap);
-  va_end(ap);
-}
 
 const char *hot_kcache_origin_name(hot_kcache_origin o) {
   switch (o) {
@@ -97,7 +90,7 @@ static int env_on(const char *name) {
 rt_status hot_kcache_open(hot_kcache **out, const hot_kcache_config *config, char *err,
                           size_t errlen) {
   if (!out) {
-    put(err, errlen, "kernel cache: NULL output handle");
+    hot_errf(err, errlen, "kernel cache: NULL output handle");
     return RT_ERR_INVALID;
   }
   *out = NULL;
@@ -105,7 +98,7 @@ rt_status hot_kcache_open(hot_kcache **out, const hot_kcache_config *config, cha
   if (config) cfg = *config;
   hot_kcache *kc = calloc(1, sizeof *kc);
   if (!kc) {
-    put(err, errlen, "kernel cache: out of memory");
+    hot_errf(err, errlen, "kernel cache: out of memory");
     return RT_ERR_NOMEM;
   }
   pthread_mutex_init(&kc->mu, NULL);
@@ -136,25 +129,25 @@ rt_status hot_kcache_open(hot_kcache **out, const hot_kcache_config *config, cha
       n = snprintf(path, sizeof path, "%s/.cache/hot", home);
     else {
       hot_kcache_close(kc);
-      put(err, errlen, "kernel cache: no directory (HOME unset): set HOT_CACHE_DIR or HOT_NO_DISK_CACHE=1");
+      hot_errf(err, errlen, "kernel cache: no directory (HOME unset): set HOT_CACHE_DIR or HOT_NO_DISK_CACHE=1");
       return RT_ERR_IO;
     }
     if (n < 0 || (size_t)n >= sizeof path - 160) {  /* room for entry names */
       hot_kcache_close(kc);
-      put(err, errlen, "kernel cache: directory path too long");
+      hot_errf(err, errlen, "kernel cache: directory path too long");
       return RT_ERR_IO;
     }
     if (make_dirs(path) != 0 || access(path, W_OK | X_OK) != 0) {
       int e = errno;
       hot_kcache_close(kc);
-      put(err, errlen, "kernel cache: cannot use directory %s (%s): set HOT_CACHE_DIR or "
+      hot_errf(err, errlen, "kernel cache: cannot use directory %s (%s): set HOT_CACHE_DIR or "
           "HOT_NO_DISK_CACHE=1", path, strerror(e));
       return RT_ERR_IO;
     }
     kc->dir = strdup(path);
     if (!kc->dir) {
       hot_kcache_close(kc);
-      put(err, errlen, "kernel cache: out of memory");
+      hot_errf(err, errlen, "kernel cache: out of memory");
       return RT_ERR_NOMEM;
     }
   }
@@ -650,18 +643,18 @@ static uint64_t evict(const hot_kcache *kc, const char *keep) {
 rt_status hot_kcache_entry_path(hot_kcache *kc, const hot_kernel_source *src, char *buf,
                                 size_t n, char *err, size_t errlen) {
   if (!kc || !buf || !n) {
-    put(err, errlen, "kernel cache: NULL argument");
+    hot_errf(err, errlen, "kernel cache: NULL argument");
     return RT_ERR_INVALID;
   }
   rt_status st = nvrtc_check_source(src, err, errlen);
   if (st != RT_OK) return st;
   if (!kc->dir) {
-    put(err, errlen, "kernel cache: memory only, no entry files");
+    hot_errf(err, errlen, "kernel cache: memory only, no entry files");
     return RT_ERR_INVALID;
   }
   char ver[32];
   if (!compiler_version(kc, ver)) {
-    put(err, errlen, "kernel cache: the compiler's version is unknown (no NVRTC?)");
+    hot_errf(err, errlen, "kernel cache: the compiler's version is unknown (no NVRTC?)");
     return RT_ERR_NO_NVRTC;
   }
   unsigned char h[HASH_SHA256_BYTES];
@@ -685,7 +678,7 @@ rt_status hot_kcache_get(hot_kcache *kc, const hot_kernel_source *src,
   if (out) *out = NULL;
   if (log) *log = NULL;
   if (!kc || !out) {
-    put(err, errlen, "kernel cache: NULL %s", kc ? "output" : "cache");
+    hot_errf(err, errlen, "kernel cache: NULL %s", kc ? "output" : "cache");
     return RT_ERR_INVALID;
   }
   rt_status st = nvrtc_check_source(src, err, errlen);
@@ -719,7 +712,7 @@ rt_status hot_kcache_get(hot_kcache *kc, const hot_kernel_source *src,
       utimensat(AT_FDCWD, path, NULL, 0);  /* LRU: a hit makes the entry the newest */
       entry *got = adopt(kc, e);
       if (!got) {
-        put(err, errlen, "kernel cache: out of memory");
+        hot_errf(err, errlen, "kernel cache: out of memory");
         return RT_ERR_NOMEM;
       }
       pthread_mutex_lock(&kc->mu);
@@ -739,14 +732,14 @@ rt_status hot_kcache_get(hot_kcache *kc, const hot_kernel_source *src,
   /* A miss: compile. */
   e = calloc(1, sizeof *e);
   if (!e) {
-    put(err, errlen, "kernel cache: out of memory");
+    hot_errf(err, errlen, "kernel cache: out of memory");
     return RT_ERR_NOMEM;
   }
   memcpy(e->h, h, HASH_SHA256_BYTES);
   st = kc->cc->compile(kc->cc->user, src, &e->res, err, errlen);
   if (st == RT_OK && (!e->res.cubin || !e->res.cubin_size || e->res.n_kernels != src->n_kernels ||
                       !e->res.kernels)) {
-    put(err, errlen, "compile '%s' for %s: the compiler returned an incomplete result",
+    hot_errf(err, errlen, "compile '%s' for %s: the compiler returned an incomplete result",
         src->program ? src->program : "hot.cu", src->arch);
     st = RT_ERR_COMPILE;
   }
@@ -757,7 +750,7 @@ rt_status hot_kcache_get(hot_kcache *kc, const hot_kernel_source *src,
     e->res.log = calloc(1, 1);
     if (!e->res.log) st = RT_ERR_NOMEM;
   }
-  if (st == RT_ERR_NOMEM) put(err, errlen, "kernel cache: out of memory");
+  if (st == RT_ERR_NOMEM) hot_errf(err, errlen, "kernel cache: out of memory");
   if (st != RT_OK) {
     if (log && e->res.log) *log = strdup(e->res.log);
     pthread_mutex_lock(&kc->mu);
@@ -785,7 +778,7 @@ rt_status hot_kcache_get(hot_kcache *kc, const hot_kernel_source *src,
   }
   entry *got = adopt(kc, e);
   if (!got) {
-    put(err, errlen, "kernel cache: out of memory");
+    hot_errf(err, errlen, "kernel cache: out of memory");
     return RT_ERR_NOMEM;
   }
   *out = &got->pub;

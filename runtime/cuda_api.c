@@ -1,6 +1,7 @@
 /* cuda_api.c — dlopen tables for the CUDA driver and NVRTC (see cuda_api.h). */
 #define _GNU_SOURCE
 #include "cuda_api.h"
+#include "diag.h"
 
 #include <dlfcn.h>
 #include <pthread.h>
@@ -31,14 +32,6 @@ const char *rt_status_name(rt_status s) {
   return status_names[s];
 }
 
-static void put(char *err, size_t n, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
-static void put(char *err, size_t n, const char *fmt, ...) {
-  if (!err || n == 0) return;
-  va_list ap;
-  va_start(ap, fmt);
-  vsnprintf(err, n, fmt, ap);
-  va_end(ap);
-}
 
 /* dlsym returns an object pointer; copying its bytes is the portable way to a function pointer. */
 static int resolve(void *lib, const char *sym, void *fnp, size_t fnsize) {
@@ -111,7 +104,7 @@ static void drv_load(void) {
 rt_status cuda_driver_get(const cuda_driver **out, char *err, size_t errlen) {
   pthread_once(&drv_once, drv_load);
   if (out) *out = drv_status == RT_OK ? &drv : NULL;
-  if (drv_status != RT_OK) put(err, errlen, "%s", drv_msg);
+  if (drv_status != RT_OK) hot_errf(err, errlen, "%s", drv_msg);
   return drv_status;
 }
 
@@ -165,7 +158,7 @@ static void nv_load(void) {
 rt_status cuda_nvrtc_get(const cuda_nvrtc **out, char *err, size_t errlen) {
   pthread_once(&nv_once, nv_load);
   if (out) *out = nv_status == RT_OK ? &nv : NULL;
-  if (nv_status != RT_OK) put(err, errlen, "%s", nv_msg);
+  if (nv_status != RT_OK) hot_errf(err, errlen, "%s", nv_msg);
   return nv_status;
 }
 
@@ -251,8 +244,8 @@ rt_status cuda_result_error(CUresult r, const char *what, char *err, size_t errl
       drv.cuGetErrorString(r, &text) != CUDA_SUCCESS)
     text = NULL;
   if (text)
-    put(err, errlen, "%s: %s (%s)", what ? what : "CUDA", name, text);
+    hot_errf(err, errlen, "%s: %s (%s)", what ? what : "CUDA", name, text);
   else
-    put(err, errlen, "%s: %s", what ? what : "CUDA", name);
+    hot_errf(err, errlen, "%s: %s", what ? what : "CUDA", name);
   return cuda_result_status(r);
 }

@@ -1,6 +1,7 @@
 /* module.c — CUBIN loading, kernel lookup and launch through the driver table (see module.h). */
 #define _POSIX_C_SOURCE 200809L
 #include "module.h"
+#include "diag.h"
 
 #include <pthread.h>
 #include <stdarg.h>
@@ -17,25 +18,17 @@ struct hot_module {
   size_t n, cap;
 };
 
-static void put(char *err, size_t n, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
-static void put(char *err, size_t n, const char *fmt, ...) {
-  if (!err || n == 0) return;
-  va_list ap;
-  va_start(ap, fmt);
-  vsnprintf(err, n, fmt, ap);
-  va_end(ap);
-}
 
 rt_status module_load(hot_module **out, const void *cubin, size_t size, const char *label,
                       char *err, size_t errlen) {
   if (out) *out = NULL;
   if (!label) label = "module";
   if (!out || !cubin || size < 4) {
-    put(err, errlen, "load of module '%s': %s", label, !out ? "NULL output" : "no CUBIN given");
+    hot_errf(err, errlen, "load of module '%s': %s", label, !out ? "NULL output" : "no CUBIN given");
     return RT_ERR_INVALID;
   }
   if (memcmp(cubin, "\177ELF", 4) != 0) {  /* PTX or garbage would be JIT-compiled or refused */
-    put(err, errlen, "load of module '%s': not a CUBIN (ELF) image", label);
+    hot_errf(err, errlen, "load of module '%s': not a CUBIN (ELF) image", label);
     return RT_ERR_BAD_BINARY;
   }
   const cuda_driver *drv = NULL;
@@ -49,7 +42,7 @@ rt_status module_load(hot_module **out, const void *cubin, size_t size, const ch
     return cuda_result_error(r, what, err, errlen);
   }
   if (!ctx) {
-    put(err, errlen, "load of module '%s': no current CUDA context", label);
+    hot_errf(err, errlen, "load of module '%s': no current CUDA context", label);
     return RT_ERR_INVALID;
   }
   hot_module *m = calloc(1, sizeof *m);
@@ -57,7 +50,7 @@ rt_status module_load(hot_module **out, const void *cubin, size_t size, const ch
   if (!m || !lab) {
     free(m);
     free(lab);
-    put(err, errlen, "load of module '%s': out of memory", label);
+    hot_errf(err, errlen, "load of module '%s': out of memory", label);
     return RT_ERR_NOMEM;
   }
   r = drv->cuModuleLoadData(&m->mod, cubin);
@@ -90,7 +83,7 @@ rt_status module_function(hot_module *m, const char *kernel, const hot_kfunc **o
                           size_t errlen) {
   if (out) *out = NULL;
   if (!m || !kernel || !*kernel || !out) {
-    put(err, errlen, "kernel lookup: NULL %s", !m ? "module" : !out ? "output" : "kernel name");
+    hot_errf(err, errlen, "kernel lookup: NULL %s", !m ? "module" : !out ? "output" : "kernel name");
     return RT_ERR_INVALID;
   }
   rt_status st = RT_OK;
@@ -106,7 +99,7 @@ rt_status module_function(hot_module *m, const char *kernel, const hot_kfunc **o
   if (!f) {
     free(f);
     pthread_mutex_unlock(&m->mu);
-    put(err, errlen, "kernel '%s' of module '%s': out of memory", kernel, m->label);
+    hot_errf(err, errlen, "kernel '%s' of module '%s': out of memory", kernel, m->label);
     return RT_ERR_NOMEM;
   }
   char *name = (char *)(f + 1);
@@ -116,7 +109,7 @@ rt_status module_function(hot_module *m, const char *kernel, const hot_kfunc **o
   f->owner = m;
   CUresult r = m->drv->cuModuleGetFunction(&f->fn, m->mod, kernel);
   if (r == CUDA_ERROR_NOT_FOUND) {
-    put(err, errlen, "module '%s' has no kernel '%s'", m->label, kernel);
+    hot_errf(err, errlen, "module '%s' has no kernel '%s'", m->label, kernel);
     st = RT_ERR_NOT_FOUND;
   } else if (r != CUDA_SUCCESS) {
     char what[300];
@@ -143,7 +136,7 @@ rt_status module_function(hot_module *m, const char *kernel, const hot_kfunc **o
     size_t cap = m->cap ? 2 * m->cap : 8;
     hot_kfunc **v = realloc(m->fns, cap * sizeof *v);
     if (!v) {
-      put(err, errlen, "kernel '%s' of module '%s': out of memory", kernel, m->label);
+      hot_errf(err, errlen, "kernel '%s' of module '%s': out of memory", kernel, m->label);
       st = RT_ERR_NOMEM;
     } else {
       m->fns = v;
@@ -163,7 +156,7 @@ rt_status module_function(hot_module *m, const char *kernel, const hot_kfunc **o
 rt_status module_launch(const hot_kfunc *f, const hot_launch_cfg *cfg, void **args, char *err,
                         size_t errlen) {
   if (!f || !cfg || !f->owner) {
-    put(err, errlen, "launch: NULL %s", !f ? "kernel" : "configuration");
+    hot_errf(err, errlen, "launch: NULL %s", !f ? "kernel" : "configuration");
     return RT_ERR_INVALID;
   }
   char shape[160];
@@ -173,12 +166,12 @@ rt_status module_launch(const hot_kfunc *f, const hot_launch_cfg *cfg, void **ar
   unsigned long long threads =
       (unsigned long long)cfg->block[0] * cfg->block[1] * (unsigned long long)cfg->block[2];
   if (!cfg->grid[0] || !cfg->grid[1] || !cfg->grid[2] || !threads) {
-    put(err, errlen, "launch of kernel '%s' (module '%s'): a zero dimension (%s)", f->name,
+    hot_errf(err, errlen, "launch of kernel '%s' (module '%s'): a zero dimension (%s)", f->name,
         f->module, shape);
     return RT_ERR_INVALID;
   }
   if (threads > (unsigned long long)f->max_threads) {
-    put(err, errlen, "launch of kernel '%s' (module '%s'): %llu threads per block, the kernel "
+    hot_errf(err, errlen, "launch of kernel '%s' (module '%s'): %llu threads per block, the kernel "
         "allows %d (%s)", f->name, f->module, threads, f->max_threads, shape);
     return RT_ERR_INVALID;
   }

@@ -1,6 +1,7 @@
 /* nvrtc.c — NVRTC to CUBIN, ptxas info parsing, the default injectable compiler (see nvrtc.h). */
 #define _POSIX_C_SOURCE 200809L
 #include "nvrtc.h"
+#include "diag.h"
 
 #include <ctype.h>
 #include <stdarg.h>
@@ -11,14 +12,6 @@
 
 #define FIXED_OPTIONS "-std=c++17 --ptxas-options=-v -default-device --include-path=<toolkit>"
 
-static void put(char *err, size_t n, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
-static void put(char *err, size_t n, const char *fmt, ...) {
-  if (!err || n == 0) return;
-  va_list ap;
-  va_start(ap, fmt);
-  vsnprintf(err, n, fmt, ap);
-  va_end(ap);
-}
 
 void hot_compile_result_free(hot_compile_result *r) {
   if (!r) return;
@@ -42,31 +35,31 @@ int nvrtc_arch_valid(const char *arch) {
 
 rt_status nvrtc_check_source(const hot_kernel_source *src, char *err, size_t errlen) {
   if (!src || !src->source) {
-    put(err, errlen, "compile: no source given");
+    hot_errf(err, errlen, "compile: no source given");
     return RT_ERR_INVALID;
   }
   if (!src->kernels || src->n_kernels == 0 || src->n_kernels > HOT_MAX_PROGRAM_KERNELS) {
-    put(err, errlen, "compile: a program needs 1..%d kernel names (got %zu)",
+    hot_errf(err, errlen, "compile: a program needs 1..%d kernel names (got %zu)",
         HOT_MAX_PROGRAM_KERNELS, src->kernels ? src->n_kernels : 0);
     return RT_ERR_INVALID;
   }
   for (size_t i = 0; i < src->n_kernels; i++)
     if (!src->kernels[i] || !src->kernels[i][0]) {
-      put(err, errlen, "compile: kernel name %zu is empty", i);
+      hot_errf(err, errlen, "compile: kernel name %zu is empty", i);
       return RT_ERR_INVALID;
     }
   if (!nvrtc_arch_valid(src->arch)) {
-    put(err, errlen, "compile: arch '%s' is not of the form sm_XX or sm_XXa",
+    hot_errf(err, errlen, "compile: arch '%s' is not of the form sm_XX or sm_XXa",
         src->arch ? src->arch : "(null)");
     return RT_ERR_INVALID;
   }
   if (src->n_options && !src->options) {
-    put(err, errlen, "compile: %zu options announced but none given", src->n_options);
+    hot_errf(err, errlen, "compile: %zu options announced but none given", src->n_options);
     return RT_ERR_INVALID;
   }
   for (size_t i = 0; i < src->n_options; i++)
     if (!src->options[i]) {
-      put(err, errlen, "compile: option %zu is NULL", i);
+      hot_errf(err, errlen, "compile: option %zu is NULL", i);
       return RT_ERR_INVALID;
     }
   return RT_OK;
@@ -187,7 +180,7 @@ static void first_error(const char *log, char *buf, size_t n) {
 rt_status nvrtc_compile(const hot_kernel_source *src, hot_compile_result *out, char *err,
                         size_t errlen) {
   if (!out) {
-    put(err, errlen, "compile: no result given");
+    hot_errf(err, errlen, "compile: no result given");
     return RT_ERR_INVALID;
   }
   memset(out, 0, sizeof *out);
@@ -204,7 +197,7 @@ rt_status nvrtc_compile(const hot_kernel_source *src, hot_compile_result *out, c
   out->kernels = calloc(src->n_kernels, sizeof *out->kernels);
   if (!opts || !out->kernels) {
     free(opts);
-    put(err, errlen, "compile '%s': out of memory", prog_name);
+    hot_errf(err, errlen, "compile '%s': out of memory", prog_name);
     return RT_ERR_NOMEM;
   }
   out->n_kernels = src->n_kernels;
@@ -212,7 +205,7 @@ rt_status nvrtc_compile(const hot_kernel_source *src, hot_compile_result *out, c
     out->kernels[i].name = strdup(src->kernels[i]);
     if (!out->kernels[i].name) {
       free(opts);
-      put(err, errlen, "compile '%s': out of memory", prog_name);
+      hot_errf(err, errlen, "compile '%s': out of memory", prog_name);
       return RT_ERR_NOMEM;
     }
   }
@@ -230,7 +223,7 @@ rt_status nvrtc_compile(const hot_kernel_source *src, hot_compile_result *out, c
   nvrtcResult r = nv->nvrtcCreateProgram(&prog, src->source, prog_name, 0, NULL, NULL);
   if (r != NVRTC_SUCCESS) {
     free(opts);
-    put(err, errlen, "compile '%s' for %s: nvrtcCreateProgram failed (%s)", prog_name, src->arch,
+    hot_errf(err, errlen, "compile '%s' for %s: nvrtcCreateProgram failed (%s)", prog_name, src->arch,
         nv->nvrtcGetErrorString(r));
     return RT_ERR_COMPILE;
   }
@@ -241,7 +234,7 @@ rt_status nvrtc_compile(const hot_kernel_source *src, hot_compile_result *out, c
   out->log = malloc(log_n + 1);
   if (!out->log) {
     nv->nvrtcDestroyProgram(&prog);
-    put(err, errlen, "compile '%s': out of memory", prog_name);
+    hot_errf(err, errlen, "compile '%s': out of memory", prog_name);
     return RT_ERR_NOMEM;
   }
   out->log[0] = '\0';
@@ -253,27 +246,27 @@ rt_status nvrtc_compile(const hot_kernel_source *src, hot_compile_result *out, c
     first_error(out->log, first, sizeof first);
     nv->nvrtcDestroyProgram(&prog);
     out->compile_ms = now_ms() - t0;
-    put(err, errlen, "compile '%s' for %s failed (%s)%s%s", prog_name, src->arch,
+    hot_errf(err, errlen, "compile '%s' for %s failed (%s)%s%s", prog_name, src->arch,
         nv->nvrtcGetErrorString(cr), first[0] ? ": " : "", first);
     return RT_ERR_COMPILE;
   }
   size_t cn = 0;
   if (nv->nvrtcGetCUBINSize(prog, &cn) != NVRTC_SUCCESS || cn == 0) {
     nv->nvrtcDestroyProgram(&prog);
-    put(err, errlen, "compile '%s' for %s: NVRTC produced no CUBIN", prog_name, src->arch);
+    hot_errf(err, errlen, "compile '%s' for %s: NVRTC produced no CUBIN", prog_name, src->arch);
     return RT_ERR_COMPILE;
   }
   out->cubin = malloc(cn);
   if (!out->cubin) {
     nv->nvrtcDestroyProgram(&prog);
-    put(err, errlen, "compile '%s': out of memory", prog_name);
+    hot_errf(err, errlen, "compile '%s': out of memory", prog_name);
     return RT_ERR_NOMEM;
   }
   if (nv->nvrtcGetCUBIN(prog, (char *)out->cubin) != NVRTC_SUCCESS) {
     nv->nvrtcDestroyProgram(&prog);
     free(out->cubin);
     out->cubin = NULL;
-    put(err, errlen, "compile '%s' for %s: nvrtcGetCUBIN failed", prog_name, src->arch);
+    hot_errf(err, errlen, "compile '%s' for %s: nvrtcGetCUBIN failed", prog_name, src->arch);
     return RT_ERR_COMPILE;
   }
   out->cubin_size = cn;
@@ -285,7 +278,7 @@ rt_status nvrtc_compile(const hot_kernel_source *src, hot_compile_result *out, c
      * extern "C" (the cubin would fail at lookup on the GPU, so fail here, without one). */
     for (size_t i = 0; i < out->n_kernels; i++)
       if (!out->kernels[i].found) {
-        put(err, errlen,
+        hot_errf(err, errlen,
             "compile '%s' for %s: no kernel '%s' in the program (missing extern \"C\" "
             "__global__?)", prog_name, src->arch, out->kernels[i].name);
         break;
