@@ -16,7 +16,7 @@
  * quantized along O. One warp owns one line; each lane holds 8 consecutive elements of a
  * 256-element chunk, so stages h = 1, 2, 4 run in registers and stages h = 8 ... b/2 run as warp
  * shuffles between lanes lane ^ (h / 8) — the stage order of HOT.md section 2, so the bits equal
- * the CPU twin's. Lines of up to 8 chunks stay in registers between the amax and the quantization
+ * the CPU twin's. Lines of up to 4 chunks (O <= 1024) stay in registers between the amax and the quantization
  * (one pass over memory); longer lines reload their chunks (L2 hits). The number of 256-element
  * chunks, ceil(k_pad / 256), is a run-time value: one kernel serves every O.
  *   operand 0: block 256 = 8 warps = 8 rows; grid.x = ceil(T / 8). 16-byte loads when aligned.
@@ -41,7 +41,7 @@
 
 #define HQ_LANE_ELEMS 8
 #define HQ_CHUNK 256
-#define HQ_REG_CHUNKS 8 /* chunks of a line kept in registers between amax and quantization */
+#define HQ_REG_CHUNKS 4 /* kept in registers: 64 registers per thread, a short NVRTC compile */
 #define HQ_QMAX ((1 << (HOT_BITS - 1)) - 1)
 #define HQ_TILE_COLS 32
 #define HQ_TILE_LD (HQ_CHUNK + 4) /* floats per shared row: +4 keeps 16-byte alignment, shifts banks */
