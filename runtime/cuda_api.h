@@ -128,7 +128,10 @@ typedef struct CUevent_st *CUevent;
   X(CUresult, cuEventDestroy, "cuEventDestroy_v2", (CUevent event))                              \
   X(CUresult, cuEventRecord, "cuEventRecord", (CUevent event, CUstream stream))                  \
   X(CUresult, cuEventSynchronize, "cuEventSynchronize", (CUevent event))                         \
-  X(CUresult, cuEventElapsedTime, "cuEventElapsedTime", (float *ms, CUevent start, CUevent end))
+  X(CUresult, cuEventElapsedTime, "cuEventElapsedTime", (float *ms, CUevent start, CUevent end)) \
+  X(CUresult, cuMemcpyDtoDAsync, "cuMemcpyDtoDAsync_v2",                                         \
+    (CUdeviceptr dst, CUdeviceptr src, size_t bytes, CUstream stream))                           \
+  X(CUresult, cuMemGetInfo, "cuMemGetInfo_v2", (size_t *free_bytes, size_t *total_bytes))
 
 /* ---- NVRTC: types and table ---------------------------------------------------------------- */
 typedef int nvrtcResult;                    /* NVRTC_SUCCESS = 0 */

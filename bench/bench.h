@@ -1,0 +1,189 @@
+/* bench.h — hot-bench: runs every layer of a spec through the public API (hot.h) on seeded data
+ * and reports correctness (errors against fp64, bit-exactness GPU vs CPU), memory (ABC bytes),
+ * JIT times and, on a GPU, speed against cuBLAS. One stage per file:
+ *
+ *   main.c    CLI, sizes, orchestration          data.c    seeded inputs, bf16 conversion
+ *   check.c   CPU reference run and fp64 errors  jit.c     cold/warm JIT through fresh contexts
+ *   gpu.c     device buffers, HOT and cuBLAS     cublas.c  cuBLAS loaded with dlopen
+ *             timings, ceilings, bit-exactness   timing.c  CUDA-event timing, statistics
+ *   report.c  the table (stdout) and the JSON
+ *
+ * Nothing here links the CUDA driver or cuBLAS: both come through dlopen (cuda_api.h, cublas.c).
+ */
+#ifndef HOT_BENCH_H
+#define HOT_BENCH_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+
+#include "cuda_api.h"
+#include "hot.h"
+
+/* ---- options ------------------------------------------------------------------------------ */
+typedef struct {
+  const char *spec;        /* spec file */
+  const char *layer;       /* NULL: every layer */
+  hot_backend backend;     /* AUTO, CUDA or CPU */
+  int64_t batch;           /* 0: the spec's */
+  int64_t tokens;          /* 0: the spec's (per layer for convolutions) */
+  int iters;               /* timed runs per measurement (GPU) */
+  int warmup;              /* untimed runs before them */
+  int json;                /* JSON on stdout instead of the table */
+  const char *out;         /* also write the JSON here */
+  const char *arch;        /* JIT arch on the CPU backend (NULL: $HOT_ARCH, else sm_90) */
+  int jit;                 /* measure JIT */
+  int full;                /* check correctness at the benchmark size, whatever it costs */
+  double check_macs;       /* largest T*O*I of the correctness check (CPU reference cost) */
+} bench_opts;
+
+/* ---- statistics of repeated timings ------------------------------------------------------ */
+typedef struct {
+  int n;                          /* samples; 0 = not measured */
+  double med, p10, p90, min, max; /* milliseconds */
+} bench_stat;
+
+/* Sorts ms[0..n) in place and fills *out (n = 0 gives an empty stat). Nearest-rank percentiles. */
+void bench_stat_of(double *ms, int n, bench_stat *out);
+
+/* ---- one layer's results ------------------------------------------------------------------ */
+typedef struct {
+  char name[HOT_NAME_MAX];
+  int index;                      /* in the spec */
+  int64_t B, L, T, O, I;          /* benchmark size (memory figures, speed) */
+  int64_t cB, cL, cT;             /* correctness-check size (may be smaller, see main.c) */
+  int bias;
+  char gran[16];                  /* g' scale in effect after calibration: "tensor"/"token" */
+  int hq_b, hla_p, hla_r, hla_blocks;
+  /* memory (plan at the benchmark size) */
+  int64_t abc_bytes, fp32_bytes, bf16_bytes;
+  /* operation counts of one backward (plan) */
+  int64_t gx_macs, gw_macs, fp32_gx_macs, fp32_gw_macs, fwht_adds;
+  /* correctness (CPU reference at the check size) */
+  int have_err;
+  double gx_err, gw_err, gb_err;  /* relative Frobenius vs fp64; gb_err < 0: no bias */
+  double cpu_ref_ms;              /* wall time of the CPU save + backward at the check size */
+  int bitexact;                   /* -1 not checked; 0/1 GPU vs CPU, g_x, g_w, g_b, saved */
+  char bitexact_note[160];
+  /* JIT */
+  int have_jit;
+  double jit_cold_ms, jit_store_ms, jit_warm_ms;
+  uint64_t jit_compiles, jit_disk_hits;
+  char jit_note[200];
+  /* speed (GPU) */
+  bench_stat hot_bwd, hot_fwd, bf16, fp32, tf32;
+  double nsets_hot, nsets_blas;   /* buffer sets rotated (cold L2) */
+  /* status: "" = ok; otherwise the first error of this layer */
+  char status[320];
+  int unsupported;                /* the status is HOT_ERR_UNSUPPORTED (kernels not landed) */
+} bench_layer;
+
+/* ---- the run ------------------------------------------------------------------------------ */
+typedef struct {
+  bench_opts opt;
+  char model[HOT_NAME_MAX];
+  char recipe[16];
+  uint64_t seed;
+  hot_backend backend;            /* CUDA or CPU */
+  char fallback[300];             /* why the CPU when auto fell back */
+  char device[128], arch[16];     /* CUDA device and arch; JIT arch on the CPU */
+  char date[32], host[64];
+  int n;
+  bench_layer *layers;
+  /* ceilings measured in the same run (GPU; 0 = not measured) */
+  double copy_gbs, bf16_tflops, int8_tops;
+  char ceil_note[200];
+  int l2_bytes;
+  double wall_s;
+} bench_run;
+
+/* ---- data.c -------------------------------------------------------------------------------- */
+/* n standard-normal floats from (seed, stream): the same values on every machine. */
+void bench_fill_normal(float *dst, size_t n, uint64_t seed, uint64_t stream);
+/* fp32 -> bf16 bit patterns, round to nearest even (NaN kept quiet). */
+void bench_to_bf16(const float *src, uint16_t *dst, size_t n);
+/* Seeded inputs of one layer at size (T, O, I): x T*I, w O*I, g_y T*O; malloc'd, NULL on OOM. */
+typedef struct {
+  int64_t T, O, I;
+  float *x, *w, *gy;
+} bench_data;
+int bench_data_make(bench_data *d, int64_t T, int64_t O, int64_t I, uint64_t seed, int layer);
+void bench_data_free(bench_data *d);
+
+/* ---- layer creation shared by every stage (main.c) ----------------------------------------- */
+/* A layer of the spec at (batch, tokens) in ctx: hot_layer_from_spec when tokens is the spec's,
+ * else hot_layer_create with the spec's fields (same seed). Message in err on failure. */
+hot_status bench_layer_open(hot_ctx *ctx, const bench_run *run, const bench_layer *bl,
+                            int64_t batch, int64_t tokens, hot_layer **out, char *err, size_t n);
+/* hot_ctx_create with the bench's seed and the given backend/arch/cache settings. */
+hot_status bench_ctx_open(hot_ctx **out, const bench_run *run, hot_backend backend,
+                          const char *arch, int disk_cache, const char *cache_dir, char *err,
+                          size_t n);
+/* Milliseconds of a monotonic clock. */
+double bench_now_ms(void);
+
+/* ---- check.c ------------------------------------------------------------------------------- */
+/* The CPU reference at the check size: save, calibrate (scale auto), backward at step 1 on the
+ * CPU backend (arch: `arch` or NULL); errors vs fp64 into bl. Keeps the outputs in *out when out
+ * is not NULL (for the GPU comparison; free with bench_outputs_free). Returns 0, -1 on error
+ * (bl->status says why). */
+typedef struct {
+  float *gx, *gw, *gb;
+  uint8_t *saved;
+  size_t saved_bytes;
+  int gran_row;                   /* calibration chose per token */
+} bench_outputs;
+int bench_check_cpu(const bench_run *run, bench_layer *bl, const bench_data *d, const char *arch,
+                    bench_outputs *out);
+void bench_outputs_free(bench_outputs *o);
+
+/* ---- jit.c --------------------------------------------------------------------------------- */
+/* Cold compile (fresh memory-only context), store (compile into an empty disk cache) and warm
+ * (a second context hitting that cache) of the layer's kernels. Fills bl->jit_*. */
+void bench_jit(const bench_run *run, bench_layer *bl, hot_backend backend, const char *arch);
+
+/* ---- gpu.c --------------------------------------------------------------------------------- */
+typedef struct bench_gpu bench_gpu;
+/* Driver, primary context, stream, cuBLAS, L2 size. NULL with a message on failure. */
+bench_gpu *bench_gpu_open(char *err, size_t n);
+void bench_gpu_close(bench_gpu *g);
+/* Copy bandwidth, large BF16 and INT8 cuBLAS GEMM rates into run. */
+void bench_gpu_ceilings(bench_gpu *g, bench_run *run);
+/* Bit-exactness at the check size against `ref` (CPU outputs) on ctx (CUDA backend). */
+void bench_gpu_bitexact(bench_gpu *g, hot_ctx *ctx, const bench_run *run, bench_layer *bl,
+                        const bench_data *d, const bench_outputs *ref);
+/* Speed at the benchmark size: HOT backward and forward (ctx), cuBLAS BF16/FP32/TF32. */
+void bench_gpu_speed(bench_gpu *g, hot_ctx *ctx, const bench_run *run, bench_layer *bl);
+
+/* ---- cublas.c ------------------------------------------------------------------------------ */
+typedef struct bench_cublas bench_cublas;
+typedef enum { BENCH_BF16 = 0, BENCH_FP32, BENCH_TF32, BENCH_INT8 } bench_prec;
+/* dlopen libcublas.so.13 / .12 ($HOT_CUDA_HOME/lib64, the toolkit folder, the loader path),
+ * cublasCreate, cublasSetStream. NULL with a message on failure. */
+bench_cublas *bench_cublas_open(void *stream, char *err, size_t n);
+void bench_cublas_close(bench_cublas *c);
+const char *bench_cublas_path(const bench_cublas *c);
+/* Row-major C (m x n) = A (m x k) . B (k x n), with A transposed in memory when a_t (A stored
+ * k x m) — the two products of a backward: g_x = g_y . w (a_t 0), g_w = g_y^T . x (a_t 1).
+ * Operands of `prec` (bf16 in, bf16 out; fp32 in/out; int8 in, int32 out); fp32 accumulate.
+ * Returns the cublasStatus (0 = ok). */
+int bench_cublas_gemm(bench_cublas *c, bench_prec prec, int a_t, int64_t m, int64_t n, int64_t k,
+                      CUdeviceptr A, CUdeviceptr B, CUdeviceptr C);
+/* The INT8 ceiling GEMM (square, TN layout as IMMA wants). */
+int bench_cublas_gemm_i8(bench_cublas *c, int64_t m, CUdeviceptr A, CUdeviceptr B, CUdeviceptr C);
+
+/* ---- timing.c ------------------------------------------------------------------------------ */
+/* One timed run: iteration `it` (buffer set it % nsets). Returns 0 or a nonzero error. */
+typedef int (*bench_fn)(void *arg, int it);
+/* warmup untimed runs, then `iters` runs each between two CUDA events on `stream`; the samples
+ * into *out. Returns 0, or the first nonzero value of fn / -1 for an event error (message). */
+int bench_time(const cuda_driver *d, CUstream stream, int warmup, int iters, bench_fn fn,
+               void *arg, bench_stat *out, char *err, size_t n);
+/* Buffer sets to rotate so that consecutive runs touch more than 2x the L2 size: at least 2. */
+int bench_sets_for(size_t set_bytes, int l2_bytes, size_t budget_bytes);
+
+/* ---- report.c ------------------------------------------------------------------------------ */
+void bench_report_table(const bench_run *run, FILE *f);
+int bench_report_json(const bench_run *run, FILE *f);
+
+#endif

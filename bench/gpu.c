@@ -1,0 +1,397 @@
+/* gpu.c — the device side of hot-bench: buffers made with libhot's driver table (cuda_api.h;
+ * no CUDA runtime, no link against libcuda), bit-exactness of the CUDA backend against the CPU
+ * reference, the speed of HOT's backward and forward against cuBLAS, and the ceilings of the
+ * same run (device-to-device copy bandwidth, large BF16 and INT8 cuBLAS GEMMs). */
+#include <stdlib.h>
+#include <string.h>
+
+#include "bench.h"
+
+#define ATTR_L2_CACHE_SIZE 38 /* CU_DEVICE_ATTRIBUTE_L2_CACHE_SIZE (cuda.h) */
+#define DP(p) ((void *)(uintptr_t)(p))
+#define MAX_SETS 64
+
+struct bench_gpu {
+  const cuda_driver *d;
+  CUdevice dev;
+  CUcontext pctx;
+  CUstream s;
+  bench_cublas *cb;
+  char cublas_err[400];
+  int l2;
+  size_t free_b, total_b;
+};
+
+bench_gpu *bench_gpu_open(char *err, size_t n) {
+  bench_gpu *g = calloc(1, sizeof *g);
+  if (!g) {
+    snprintf(err, n, "out of host memory");
+    return NULL;
+  }
+  if (cuda_driver_get(&g->d, err, n) != RT_OK) {
+    free(g);
+    return NULL;
+  }
+  const char *dv = getenv("HOT_DEVICE");
+  int ord = dv && *dv ? atoi(dv) : 0;
+  const cuda_driver *d = g->d;
+  CUresult r = d->cuDeviceGet(&g->dev, ord);
+  if (!r) r = d->cuDevicePrimaryCtxRetain(&g->pctx, g->dev);
+  if (!r) r = d->cuCtxSetCurrent(g->pctx);
+  if (!r) r = d->cuStreamCreate(&g->s, CU_STREAM_NON_BLOCKING);
+  if (r) {
+    cuda_result_error(r, "device setup", err, n);
+    if (g->pctx) d->cuDevicePrimaryCtxRelease(g->dev);
+    free(g);
+    return NULL;
+  }
+  if (d->cuDeviceGetAttribute(&g->l2, ATTR_L2_CACHE_SIZE, g->dev)) g->l2 = 0;
+  if (d->cuMemGetInfo(&g->free_b, &g->total_b)) g->free_b = g->total_b = 0;
+  g->cb = bench_cublas_open(g->s, g->cublas_err, sizeof g->cublas_err);
+  return g;
+}
+
+void bench_gpu_close(bench_gpu *g) {
+  if (!g) return;
+  bench_cublas_close(g->cb);
+  g->d->cuStreamSynchronize(g->s);
+  g->d->cuStreamDestroy(g->s);
+  g->d->cuDevicePrimaryCtxRelease(g->dev);
+  free(g);
+}
+
+/* ---- device allocations tracked for one stage ---------------------------------------------- */
+typedef struct {
+  bench_gpu *g;
+  int n;
+  CUdeviceptr p[256];
+  char err[300];
+} arena;
+
+static CUdeviceptr dalloc(arena *a, size_t bytes) {
+  CUdeviceptr p = 0;
+  if (a->err[0] || a->n >= 256) return 0;
+  CUresult r = a->g->d->cuMemAlloc(&p, bytes ? (bytes + 255) & ~(size_t)255 : 256);
+  if (r) {
+    char what[96];
+    snprintf(what, sizeof what, "cuMemAlloc(%zu bytes)", bytes);
+    cuda_result_error(r, what, a->err, sizeof a->err);
+    return 0;
+  }
+  a->p[a->n++] = p;
+  return p;
+}
+
+static void arena_free(arena *a) {
+  a->g->d->cuStreamSynchronize(a->g->s);
+  for (int i = 0; i < a->n; ++i) a->g->d->cuMemFree(a->p[i]);
+  a->n = 0;
+}
+
+/* Copies `bytes` of host data into set 0 and the device copy of set 0 into the others. */
+static int upload(arena *a, CUdeviceptr *sets, int nsets, const void *h, size_t bytes) {
+  const cuda_driver *d = a->g->d;
+  CUresult r = d->cuMemcpyHtoD(sets[0], h, bytes);
+  for (int i = 1; i < nsets && !r; ++i) r = d->cuMemcpyDtoDAsync(sets[i], sets[0], bytes, a->g->s);
+  if (!r) r = d->cuStreamSynchronize(a->g->s);
+  if (r) cuda_result_error(r, "upload", a->err, sizeof a->err);
+  return r ? -1 : 0;
+}
+
+/* ---- ceilings ------------------------------------------------------------------------------ */
+typedef struct {
+  bench_gpu *g;
+  CUdeviceptr a, b, c;
+  size_t bytes;
+  int64_t m;
+  int i8;
+} ceil_arg;
+
+static int run_copy(void *p, int it) {
+  ceil_arg *c = p;
+  (void)it;
+  return c->g->d->cuMemcpyDtoDAsync(c->b, c->a, c->bytes, c->g->s) ? -1 : 0;
+}
+
+static int run_big_gemm(void *p, int it) {
+  ceil_arg *c = p;
+  (void)it;
+  if (c->i8) return bench_cublas_gemm_i8(c->g->cb, c->m, c->a, c->b, c->c);
+  return bench_cublas_gemm(c->g->cb, BENCH_BF16, 0, c->m, c->m, c->m, c->a, c->b, c->c);
+}
+
+void bench_gpu_ceilings(bench_gpu *g, bench_run *run) {
+  arena a = {.g = g};
+  char err[300] = "";
+  bench_stat st;
+  run->l2_bytes = g->l2;
+  size_t bytes = (size_t)1 << 30;
+  if (g->free_b && bytes > g->free_b / 4) bytes = g->free_b / 4;
+  ceil_arg c = {.g = g, .bytes = bytes};
+  c.a = dalloc(&a, bytes);
+  c.b = dalloc(&a, bytes);
+  if (!a.err[0] && !bench_time(g->d, g->s, 3, 20, run_copy, &c, &st, err, sizeof err))
+    run->copy_gbs = 2.0 * (double)bytes / st.med / 1e6; /* read + write, bytes per ms -> GB/s */
+  arena_free(&a);
+  if (!g->cb) {
+    snprintf(run->ceil_note, sizeof run->ceil_note, "no cuBLAS: %.180s", g->cublas_err);
+    return;
+  }
+  c.m = 8192;
+  size_t e = (size_t)(c.m * c.m);
+  c.a = dalloc(&a, e * 2);
+  c.b = dalloc(&a, e * 2);
+  c.c = dalloc(&a, e * 4); /* room for the int32 output below */
+  c.i8 = 0;
+  if (!a.err[0] && !bench_time(g->d, g->s, 3, 10, run_big_gemm, &c, &st, err, sizeof err))
+    run->bf16_tflops = 2.0 * (double)c.m * (double)c.m * (double)c.m / st.med / 1e9;
+  c.i8 = 1;
+  err[0] = 0;
+  int rc = a.err[0] ? -1 : bench_time(g->d, g->s, 3, 10, run_big_gemm, &c, &st, err, sizeof err);
+  if (!rc) run->int8_tops = 2.0 * (double)c.m * (double)c.m * (double)c.m / st.med / 1e9;
+  else snprintf(run->ceil_note, sizeof run->ceil_note, "INT8 cuBLAS GEMM refused (status %d)", rc);
+  if (a.err[0]) snprintf(run->ceil_note, sizeof run->ceil_note, "%.190s", a.err);
+  arena_free(&a);
+}
+
+/* ---- bit-exactness ------------------------------------------------------------------------- */
+static void set_status(bench_layer *bl, hot_status st, hot_ctx *ctx, const char *what) {
+  if (bl->status[0]) return;
+  snprintf(bl->status, sizeof bl->status, "cuda %s: %s: %.250s", what, hot_status_name(st),
+           hot_errmsg(ctx));
+  bl->unsupported = st == HOT_ERR_UNSUPPORTED;
+}
+
+/* Index of the first differing float, or -1. */
+static int64_t first_diff(const float *a, const float *b, int64_t n) {
+  for (int64_t i = 0; i < n; ++i)
+    if (memcmp(&a[i], &b[i], 4) != 0) return i;
+  return -1;
+}
+
+void bench_gpu_bitexact(bench_gpu *g, hot_ctx *ctx, const bench_run *run, bench_layer *bl,
+                        const bench_data *dt, const bench_outputs *ref) {
+  const cuda_driver *d = g->d;
+  arena a = {.g = g};
+  hot_layer *layer = NULL;
+  char err[400];
+  bl->bitexact = -1;
+  hot_status st = bench_layer_open(ctx, run, bl, bl->cB, bl->cL, &layer, err, sizeof err);
+  if (st != HOT_OK) {
+    snprintf(bl->status, sizeof bl->status, "cuda layer: %s: %.250s", hot_status_name(st), err);
+    return;
+  }
+  int64_t T = dt->T, O = dt->O, I = dt->I;
+  size_t sb = hot_layer_saved_bytes(layer);
+  CUdeviceptr x = dalloc(&a, (size_t)(T * I) * 4), w = dalloc(&a, (size_t)(O * I) * 4);
+  CUdeviceptr gy = dalloc(&a, (size_t)(T * O) * 4), gx = dalloc(&a, (size_t)(T * I) * 4);
+  CUdeviceptr gw = dalloc(&a, (size_t)(O * I) * 4), gb = dalloc(&a, (size_t)O * 4);
+  CUdeviceptr sv = dalloc(&a, sb);
+  float *hx = malloc((size_t)(T * I) * 4), *hw = malloc((size_t)(O * I) * 4), *hb = malloc((size_t)O * 4);
+  uint8_t *hs = malloc(sb + 1);
+  if (a.err[0] || !hx || !hw || !hb || !hs) {
+    snprintf(bl->status, sizeof bl->status, "bit-exactness buffers: %.250s", a.err[0] ? a.err : "out of host memory");
+    goto done;
+  }
+  if (d->cuMemcpyHtoD(x, dt->x, (size_t)(T * I) * 4) || d->cuMemcpyHtoD(w, dt->w, (size_t)(O * I) * 4) ||
+      d->cuMemcpyHtoD(gy, dt->gy, (size_t)(T * O) * 4)) {
+    snprintf(bl->status, sizeof bl->status, "bit-exactness: upload failed");
+    goto done;
+  }
+  st = hot_layer_save(layer, DP(x), HOT_DT_F32, DP(sv), g->s);
+  if (st != HOT_OK) { set_status(bl, st, ctx, "save"); goto done; }
+  hot_layer_info info;
+  if (hot_layer_get_info(layer, &info) == HOT_OK && info.gran_auto) {
+    st = hot_layer_calibrate(layer, DP(gy), HOT_DT_F32, 0, g->s);
+    if (st != HOT_OK) { set_status(bl, st, ctx, "calibrate"); goto done; }
+    hot_layer_get_info(layer, &info);
+  }
+  st = hot_layer_backward(layer, DP(gy), DP(w), HOT_DT_F32, DP(sv), (float *)DP(gx), (float *)DP(gw),
+                          bl->bias ? (float *)DP(gb) : NULL, 1, g->s);
+  if (st != HOT_OK) { set_status(bl, st, ctx, "backward"); goto done; }
+  CUresult r = d->cuStreamSynchronize(g->s);
+  if (!r) r = d->cuMemcpyDtoH(hx, gx, (size_t)(T * I) * 4);
+  if (!r) r = d->cuMemcpyDtoH(hw, gw, (size_t)(O * I) * 4);
+  if (!r && bl->bias) r = d->cuMemcpyDtoH(hb, gb, (size_t)O * 4);
+  if (!r) r = d->cuMemcpyDtoH(hs, sv, sb);
+  if (r) {
+    cuda_result_error(r, "bit-exactness: run or copy back", bl->status, sizeof bl->status);
+    goto done;
+  }
+  int64_t i;
+  bl->bitexact = 1;
+  if ((info.gran == HOT_GRAN_ROW) != (ref->gran_row != 0)) {
+    bl->bitexact = 0;
+    snprintf(bl->bitexact_note, sizeof bl->bitexact_note, "LQS chose per %s on the GPU, per %s on the CPU",
+             info.gran == HOT_GRAN_ROW ? "token" : "tensor", ref->gran_row ? "token" : "tensor");
+  } else if (sb != ref->saved_bytes || memcmp(hs, ref->saved, sb) != 0) {
+    bl->bitexact = 0;
+    snprintf(bl->bitexact_note, sizeof bl->bitexact_note, "saved ABC buffer differs");
+  } else if ((i = first_diff(hx, ref->gx, T * I)) >= 0) {
+    bl->bitexact = 0;
+    snprintf(bl->bitexact_note, sizeof bl->bitexact_note, "g_x[%lld] gpu %.9g cpu %.9g", (long long)i,
+             (double)hx[i], (double)ref->gx[i]);
+  } else if ((i = first_diff(hw, ref->gw, O * I)) >= 0) {
+    bl->bitexact = 0;
+    snprintf(bl->bitexact_note, sizeof bl->bitexact_note, "g_w[%lld] gpu %.9g cpu %.9g", (long long)i,
+             (double)hw[i], (double)ref->gw[i]);
+  } else if (bl->bias && (i = first_diff(hb, ref->gb, O)) >= 0) {
+    bl->bitexact = 0;
+    snprintf(bl->bitexact_note, sizeof bl->bitexact_note, "g_b[%lld] gpu %.9g cpu %.9g", (long long)i,
+             (double)hb[i], (double)ref->gb[i]);
+  }
+done:
+  arena_free(&a);
+  hot_layer_destroy(layer);
+  free(hx);
+  free(hw);
+  free(hb);
+  free(hs);
+}
+
+/* ---- speed --------------------------------------------------------------------------------- */
+typedef struct {
+  bench_gpu *g;
+  hot_layer *layer;
+  int nsets, bias;
+  CUdeviceptr x[MAX_SETS], w[MAX_SETS], gy[MAX_SETS], sv[MAX_SETS];
+  CUdeviceptr gx, gw, gb;
+  /* cuBLAS */
+  bench_prec prec;
+  int64_t T, O, I;
+  CUdeviceptr bx[MAX_SETS], bw[MAX_SETS], bgy[MAX_SETS], bgx, bgw;
+} speed_arg;
+
+static int run_save(void *p, int it) {
+  speed_arg *s = p;
+  int k = it % s->nsets;
+  return (int)hot_layer_save(s->layer, DP(s->x[k]), HOT_DT_F32, DP(s->sv[k]), s->g->s);
+}
+
+static int run_backward(void *p, int it) {
+  speed_arg *s = p;
+  int k = it % s->nsets;
+  return (int)hot_layer_backward(s->layer, DP(s->gy[k]), DP(s->w[k]), HOT_DT_F32, DP(s->sv[k]),
+                                 (float *)DP(s->gx), (float *)DP(s->gw),
+                                 s->bias ? (float *)DP(s->gb) : NULL, (uint32_t)it + 1, s->g->s);
+}
+
+static int run_blas(void *p, int it) {
+  speed_arg *s = p;
+  int k = it % s->nsets;
+  int bf = s->prec == BENCH_BF16;
+  CUdeviceptr gy = bf ? s->bgy[k] : s->gy[k], w = bf ? s->bw[k] : s->w[k], x = bf ? s->bx[k] : s->x[k];
+  CUdeviceptr gx = bf ? s->bgx : s->gx, gw = bf ? s->bgw : s->gw;
+  int r = bench_cublas_gemm(s->g->cb, s->prec, 0, s->T, s->I, s->O, gy, w, gx); /* g_x = g_y w */
+  if (!r) r = bench_cublas_gemm(s->g->cb, s->prec, 1, s->O, s->I, s->T, gy, x, gw); /* g_w = g_y^T x */
+  return r;
+}
+
+void bench_gpu_speed(bench_gpu *g, hot_ctx *ctx, const bench_run *run, bench_layer *bl) {
+  arena a = {.g = g};
+  speed_arg *s = calloc(1, sizeof *s);
+  bench_data dt;
+  memset(&dt, 0, sizeof dt);
+  uint16_t *hb = NULL;
+  char err[400] = "";
+  hot_layer *layer = NULL;
+  if (!s) return;
+  int64_t T = bl->T, O = bl->O, I = bl->I;
+  hot_status st = bench_layer_open(ctx, run, bl, bl->B, bl->L, &layer, err, sizeof err);
+  if (st != HOT_OK) {
+    if (!bl->status[0])
+      snprintf(bl->status, sizeof bl->status, "cuda layer: %s: %.250s", hot_status_name(st), err);
+    free(s);
+    return;
+  }
+  if (bench_data_make(&dt, T, O, I, run->seed, bl->index) != 0) {
+    snprintf(bl->status, sizeof bl->status, "speed: out of host memory");
+    goto done;
+  }
+  size_t sb = hot_layer_saved_bytes(layer);
+  size_t bx = (size_t)(T * I), bw = (size_t)(O * I), bg = (size_t)(T * O);
+  size_t set = (bx + bw + bg) * 4 + sb;
+  size_t budget = g->free_b ? g->free_b / 2 : ((size_t)8 << 30);
+  s->g = g;
+  s->layer = layer;
+  s->bias = bl->bias;
+  s->T = T;
+  s->O = O;
+  s->I = I;
+  s->nsets = bench_sets_for(set + (bx + bw + bg) * 2, g->l2, budget);
+  bl->nsets_hot = bl->nsets_blas = s->nsets;
+  for (int k = 0; k < s->nsets; ++k) {
+    s->x[k] = dalloc(&a, bx * 4);
+    s->w[k] = dalloc(&a, bw * 4);
+    s->gy[k] = dalloc(&a, bg * 4);
+    s->sv[k] = dalloc(&a, sb);
+    s->bx[k] = dalloc(&a, bx * 2);
+    s->bw[k] = dalloc(&a, bw * 2);
+    s->bgy[k] = dalloc(&a, bg * 2);
+  }
+  s->gx = dalloc(&a, bx * 4);
+  s->gw = dalloc(&a, bw * 4);
+  s->gb = dalloc(&a, (size_t)O * 4);
+  s->bgx = dalloc(&a, bx * 2);
+  s->bgw = dalloc(&a, bw * 2);
+  hb = malloc((bx > bg ? (bx > bw ? bx : bw) : (bg > bw ? bg : bw)) * 2);
+  if (a.err[0] || !hb) {
+    snprintf(bl->status, sizeof bl->status, "speed buffers: %s", a.err[0] ? a.err : "out of host memory");
+    goto done;
+  }
+  if (upload(&a, s->x, s->nsets, dt.x, bx * 4) || upload(&a, s->w, s->nsets, dt.w, bw * 4) ||
+      upload(&a, s->gy, s->nsets, dt.gy, bg * 4)) {
+    snprintf(bl->status, sizeof bl->status, "speed: %s", a.err);
+    goto done;
+  }
+  bench_to_bf16(dt.x, hb, bx);
+  int up = upload(&a, s->bx, s->nsets, hb, bx * 2);
+  bench_to_bf16(dt.w, hb, bw);
+  if (!up) up = upload(&a, s->bw, s->nsets, hb, bw * 2);
+  bench_to_bf16(dt.gy, hb, bg);
+  if (!up) up = upload(&a, s->bgy, s->nsets, hb, bg * 2);
+  if (up) {
+    snprintf(bl->status, sizeof bl->status, "speed: %s", a.err);
+    goto done;
+  }
+  bench_data_free(&dt);
+  int iters = run->opt.iters, warm = run->opt.warmup;
+
+  /* HOT: calibrate (scale auto), forward on every set (the backward reads them), then time. */
+  hot_layer_info info;
+  st = HOT_OK;
+  if (hot_layer_get_info(layer, &info) == HOT_OK && info.gran_auto)
+    st = hot_layer_calibrate(layer, DP(s->gy[0]), HOT_DT_F32, 0, g->s);
+  if (st != HOT_OK) set_status(bl, st, ctx, "calibrate");
+  for (int k = 0; k < s->nsets && st == HOT_OK; ++k) {
+    st = (hot_status)run_save(s, k);
+    if (st != HOT_OK) set_status(bl, st, ctx, "save");
+  }
+  if (st == HOT_OK) {
+    int rc = bench_time(g->d, g->s, warm, iters, run_save, s, &bl->hot_fwd, err, sizeof err);
+    if (rc > 0) set_status(bl, (hot_status)rc, ctx, "save (timed)");
+    rc = rc ? rc : bench_time(g->d, g->s, warm, iters, run_backward, s, &bl->hot_bwd, err, sizeof err);
+    if (rc > 0) set_status(bl, (hot_status)rc, ctx, "backward (timed)");
+    if (rc < 0 && !bl->status[0]) snprintf(bl->status, sizeof bl->status, "timing: %s", err);
+  }
+  /* cuBLAS: the same two products in BF16, FP32 (no TF32) and FP32 with TF32. */
+  if (g->cb) {
+    bench_prec ps[3] = {BENCH_BF16, BENCH_FP32, BENCH_TF32};
+    bench_stat *out[3] = {&bl->bf16, &bl->fp32, &bl->tf32};
+    for (int p = 0; p < 3; ++p) {
+      s->prec = ps[p];
+      err[0] = 0;
+      int rc = bench_time(g->d, g->s, warm, iters, run_blas, s, out[p], err, sizeof err);
+      if (rc && !bl->status[0])
+        snprintf(bl->status, sizeof bl->status, "cuBLAS %s: status %d %s", p == 0 ? "bf16" : p == 1 ? "fp32" : "tf32", rc, err);
+    }
+  } else if (!bl->status[0]) {
+    snprintf(bl->status, sizeof bl->status, "no cuBLAS: %.250s", g->cublas_err);
+  }
+done:
+  arena_free(&a);
+  hot_layer_destroy(layer);
+  bench_data_free(&dt);
+  free(hb);
+  free(s);
+}

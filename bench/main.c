@@ -1,0 +1,361 @@
+/* main.c — hot-bench: the CLI, the sizes of each stage, and the order of the stages. */
+#define _POSIX_C_SOURCE 200809L
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "bench.h"
+#include "diag.h"
+#include "spec.h"
+
+static hot_model g_model; /* the spec, loaded once: names, shapes, recipe, seed */
+
+static const char *usage =
+    "usage: hot-bench SPEC [--layer NAME] [--backend auto|cuda|cpu] [--batch N] [--tokens N]\n"
+    "                 [--iters N] [--warmup N] [--json] [--out FILE] [--arch ARCH] [--no-jit]\n"
+    "                 [--full] [--check-macs N] [--help]\n";
+
+static const char *help_text =
+    "Runs every layer of SPEC through libhot's public API (hot.h) on seeded Gaussian data and\n"
+    "reports, per layer and in total:\n"
+    "  correctness  relative Frobenius error of g_x, g_w (and g_b) against the fp64 products\n"
+    "               (CPU reference; templates/ref.h); on a GPU also whether the CUDA backend's\n"
+    "               saved buffer, g_x, g_w, g_b equal the CPU backend's bit for bit (first step)\n"
+    "  memory       bytes of the saved activations (ABC) against an fp32 and a bf16 x\n"
+    "  operations   the plan's integer MACs of both GEMMs, their fp32 equivalents, FWHT adds\n"
+    "  JIT          cold compile (fresh memory-only cache), store (into an empty disk cache) and\n"
+    "               warm load (a second context hitting that cache) of each layer's kernels;\n"
+    "               on the CPU backend the kernels are compiled for --arch (NVRTC, no GPU)\n"
+    "  speed (GPU)  HOT backward (all kernels) and forward (ABC) against cuBLAS g_x = g_y w and\n"
+    "               g_w = g_y^T x in BF16 (fp32 accumulate), FP32 and FP32+TF32: CUDA events,\n"
+    "               warm-up excluded, median and p10/p90 of --iters runs, input buffers rotated\n"
+    "               over more than 2x the L2 size (cold L2); ceilings of the same run: a\n"
+    "               device-to-device copy and 8192^3 BF16 and INT8 cuBLAS GEMMs\n"
+    "Without a GPU it runs on the CPU backend, says so in its first line and measures no speed.\n"
+    "\n"
+    "Sizes: memory, operation counts, JIT and speed use the spec's batch and tokens (or --batch,\n"
+    "--tokens). The correctness check runs the CPU reference (plain C, single thread), so it is\n"
+    "capped: when T*O*I exceeds --check-macs (default 2^30) the check uses a smaller batch\n"
+    "(unless --batch is given), then fewer tokens per sample (unless --tokens is given; at least\n"
+    "64). The table prints the checked T. --full checks at the benchmark size whatever it costs.\n"
+    "On a GPU the bit-exactness check runs at the checked size too.\n"
+    "\n"
+    "Options:\n"
+    "  --layer NAME     only this layer\n"
+    "  --backend B      auto (default: CUDA when a driver and a device work, else CPU), cuda\n"
+    "                   (fail when CUDA is unusable), cpu\n"
+    "  --batch N        samples per step (default: the spec's)\n"
+    "  --tokens N       tokens per sample (default: the spec's)\n"
+    "  --iters N        timed runs per GPU measurement (default 50); --warmup N (default 5)\n"
+    "  --json           JSON on stdout instead of the table; --out FILE also writes it to FILE\n"
+    "  --arch ARCH      JIT arch on the CPU backend (default $HOT_ARCH, else sm_90)\n"
+    "  --no-jit         skip the JIT figures\n"
+    "  --full           correctness at the benchmark size (slow on large layers)\n"
+    "  --check-macs N   cap of T*O*I for the correctness check (default 1073741824)\n"
+    "Environment: as libhot (HOT_DEVICE, HOT_SEED, HOT_CUDA_HOME, HOT_CUDA_DRIVER, ...).\n"
+    "Exit status: 0 every layer ran; 2 a layer failed or is unsupported on this backend (the\n"
+    "table says which and why); 1 bad arguments, a bad spec, or --backend cuda without CUDA.\n";
+
+double bench_now_ms(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec * 1e-6;
+}
+
+hot_status bench_ctx_open(hot_ctx **out, const bench_run *run, hot_backend backend,
+                          const char *arch, int disk_cache, const char *cache_dir, char *err,
+                          size_t n) {
+  hot_options o;
+  hot_options_init(&o);
+  o.backend = backend;
+  o.arch = arch;
+  o.disk_cache = disk_cache;
+  o.cache_dir = cache_dir;
+  o.seed_set = 1;
+  o.seed = run->seed;
+  o.jit_debug = -1;
+  hot_status st = hot_ctx_create(out, &o);
+  if (st != HOT_OK) snprintf(err, n, "%s", hot_errmsg(*out));
+  return st;
+}
+
+hot_status bench_layer_open(hot_ctx *ctx, const bench_run *run, const bench_layer *bl,
+                            int64_t batch, int64_t tokens, hot_layer **out, char *err, size_t n) {
+  const hot_layer_spec *s = &g_model.layers[bl->index];
+  int64_t spec_tokens = s->tokens ? s->tokens : g_model.tokens;
+  hot_status st;
+  if (tokens == spec_tokens)
+    st = hot_layer_from_spec(ctx, run->opt.spec, s->name, batch, out);
+  else /* fewer tokens than the spec: describe the layer in C (same fields, same seed) */
+    st = hot_layer_create(ctx, s, batch, tokens, g_model.recipe, out);
+  if (st != HOT_OK) snprintf(err, n, "%s", hot_errmsg(ctx));
+  return st;
+}
+
+static int parse_i64(const char *s, int64_t lo, int64_t *out) {
+  char *end;
+  long long v = strtoll(s, &end, 0);
+  if (!*s || *end || v < lo) return -1;
+  *out = v;
+  return 0;
+}
+
+static int parse_args(int argc, char **argv, bench_opts *o) {
+  memset(o, 0, sizeof *o);
+  o->backend = HOT_BACKEND_AUTO;
+  o->iters = 50;
+  o->warmup = 5;
+  o->jit = 1;
+  o->check_macs = 1073741824.0;
+  for (int i = 1; i < argc; ++i) {
+    const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
+    int64_t k;
+#define NEED_VALUE                                                       \
+  if (!v) {                                                              \
+    fprintf(stderr, "hot-bench: %s needs a value\n%s", a, usage);        \
+    return -1;                                                           \
+  }                                                                      \
+  ++i;
+    if (!strcmp(a, "--help") || !strcmp(a, "-h")) {
+      printf("%s\n%s", usage, help_text);
+      exit(0);
+    } else if (!strcmp(a, "--layer")) { NEED_VALUE o->layer = v;
+    } else if (!strcmp(a, "--backend")) {
+      NEED_VALUE
+      if (!strcmp(v, "auto")) o->backend = HOT_BACKEND_AUTO;
+      else if (!strcmp(v, "cuda")) o->backend = HOT_BACKEND_CUDA;
+      else if (!strcmp(v, "cpu")) o->backend = HOT_BACKEND_CPU;
+      else { fprintf(stderr, "hot-bench: --backend must be auto, cuda or cpu (got '%s')\n", v); return -1; }
+    } else if (!strcmp(a, "--batch") || !strcmp(a, "--tokens") || !strcmp(a, "--iters") ||
+               !strcmp(a, "--warmup") || !strcmp(a, "--check-macs")) {
+      NEED_VALUE
+      int64_t lo = !strcmp(a, "--warmup") ? 0 : 1;
+      if (parse_i64(v, lo, &k) != 0 || k > ((int64_t)1 << 40)) {
+        fprintf(stderr, "hot-bench: %s needs an integer >= %lld (got '%s')\n", a, (long long)lo, v);
+        return -1;
+      }
+      if (!strcmp(a, "--batch")) o->batch = k;
+      else if (!strcmp(a, "--tokens")) o->tokens = k;
+      else if (!strcmp(a, "--iters")) o->iters = (int)(k > 100000 ? 100000 : k);
+      else if (!strcmp(a, "--warmup")) o->warmup = (int)(k > 1000 ? 1000 : k);
+      else o->check_macs = (double)k;
+    } else if (!strcmp(a, "--json")) { o->json = 1;
+    } else if (!strcmp(a, "--out")) { NEED_VALUE o->out = v;
+    } else if (!strcmp(a, "--arch")) {
+      NEED_VALUE
+      hot_arch ar;
+      if (plan_arch_parse(v, &ar) != 0) { fprintf(stderr, "hot-bench: unknown arch '%s' (sm_80 sm_86 sm_89 sm_90 sm_90a)\n", v); return -1; }
+      o->arch = v;
+    } else if (!strcmp(a, "--no-jit")) { o->jit = 0;
+    } else if (!strcmp(a, "--full")) { o->full = 1;
+    } else if (a[0] == '-' && a[1]) {
+      fprintf(stderr, "hot-bench: unknown option %s\n%s", a, usage);
+      return -1;
+    } else if (!o->spec) { o->spec = a;
+    } else {
+      fprintf(stderr, "hot-bench: one SPEC only (got '%s' and '%s')\n%s", o->spec, a, usage);
+      return -1;
+    }
+  }
+  if (!o->spec) {
+    fprintf(stderr, "hot-bench: no SPEC given\n%s", usage);
+    return -1;
+  }
+  return 0;
+}
+
+/* Sizes of one layer: the benchmark's (B, L) and the correctness check's (cB, cL). */
+static void layer_sizes(const bench_opts *o, bench_layer *bl, const hot_layer_spec *s) {
+  bl->B = o->batch ? o->batch : g_model.batch;
+  bl->L = o->tokens ? o->tokens : (s->tokens ? s->tokens : g_model.tokens);
+  bl->T = bl->B * bl->L;
+  bl->O = s->out_features;
+  bl->I = s->in_features;
+  bl->cB = bl->B;
+  bl->cL = bl->L;
+  double w = (double)bl->O * (double)bl->I, cap = o->check_macs;
+  if (!o->full && (double)bl->T * w > cap) {
+    if (!o->batch) {
+      double b = cap / ((double)bl->L * w);
+      bl->cB = b < 1 ? 1 : (int64_t)b;
+    }
+    if ((double)(bl->cB * bl->cL) * w > cap && !o->tokens) {
+      double l = cap / ((double)bl->cB * w);
+      int64_t floor_l = bl->L < 64 ? bl->L : 64;
+      bl->cL = l < (double)floor_l ? floor_l : (int64_t)l;
+    }
+  }
+  bl->cT = bl->cB * bl->cL;
+}
+
+static void plan_figures(bench_layer *bl, const hot_layer_plan *pl) {
+  bl->abc_bytes = pl->abc.enabled ? pl->abc.bytes : pl->abc.fp32_bytes;
+  bl->fp32_bytes = pl->abc.fp32_bytes;
+  bl->bf16_bytes = pl->abc.bf16_bytes;
+  bl->gx_macs = pl->ops.gx_macs;
+  bl->gw_macs = pl->ops.gw_macs;
+  bl->fp32_gx_macs = pl->ops.fp32_gx_macs;
+  bl->fp32_gw_macs = pl->ops.fp32_gw_macs;
+  bl->fwht_adds = pl->ops.fwht_adds;
+  bl->hq_b = pl->hq.enabled ? pl->hq.block : 0;
+  bl->hla_p = pl->hla.enabled ? pl->hla.block : 0;
+  bl->hla_r = pl->hla.enabled ? pl->hla.rank : 0;
+  bl->hla_blocks = pl->hla.enabled ? (int)pl->hla.blocks : 0;
+}
+
+int main(int argc, char **argv) {
+  bench_run run;
+  memset(&run, 0, sizeof run);
+  if (parse_args(argc, argv, &run.opt) != 0) return 1;
+  double t_start = bench_now_ms();
+  bench_opts *o = &run.opt;
+
+  hot_diag dg = {0};
+  if (spec_load_file(o->spec, NULL, &g_model, &dg) != 0) {
+    for (int i = 0; i < dg.count; ++i) fprintf(stderr, "%s\n", dg.lines[i]);
+    if (!dg.count) fprintf(stderr, "hot-bench: %s: cannot load the spec\n", o->spec);
+    diag_free(&dg);
+    return 1;
+  }
+  diag_free(&dg);
+  snprintf(run.model, sizeof run.model, "%s", g_model.name);
+  snprintf(run.recipe, sizeof run.recipe, "%s", plan_recipe_name(g_model.recipe));
+  run.seed = g_model.seed;
+  const char *se = getenv("HOT_SEED");
+  if (se && *se) run.seed = strtoull(se, NULL, 0);
+
+  /* The layers to run. */
+  run.layers = calloc((size_t)g_model.n_layers + 1, sizeof *run.layers);
+  if (!run.layers) return 1;
+  for (int i = 0; i < g_model.n_layers; ++i) {
+    const hot_layer_spec *s = &g_model.layers[i];
+    if (o->layer && strcmp(o->layer, s->name) != 0) continue;
+    bench_layer *bl = &run.layers[run.n++];
+    snprintf(bl->name, sizeof bl->name, "%s", s->name);
+    bl->index = i;
+    bl->bias = s->bias;
+    bl->bitexact = -1;
+    layer_sizes(o, bl, s);
+  }
+  if (!run.n) {
+    fprintf(stderr, "hot-bench: %s: no layer '%s' (layers:", o->spec, o->layer ? o->layer : "");
+    for (int i = 0; i < g_model.n_layers; ++i) fprintf(stderr, " %s", g_model.layers[i].name);
+    fprintf(stderr, ")\n");
+    return 1;
+  }
+
+  /* The backend. */
+  char err[600];
+  hot_ctx *ctx = NULL;
+  hot_status st = bench_ctx_open(&ctx, &run, o->backend, NULL, 0, NULL, err, sizeof err);
+  if (st != HOT_OK) {
+    fprintf(stderr, "hot-bench: --backend %s: %s: %s\n", hot_backend_name(o->backend),
+            hot_status_name(st), err);
+    hot_ctx_destroy(ctx);
+    return 1;
+  }
+  hot_stats hs;
+  hot_ctx_stats(ctx, &hs);
+  run.backend = hs.backend;
+  snprintf(run.fallback, sizeof run.fallback, "%s", hs.fell_back ? hs.fallback_reason : "");
+  snprintf(run.device, sizeof run.device, "%s", hs.device_name);
+  bench_gpu *gpu = NULL;
+  const char *jit_arch = NULL;
+  if (run.backend == HOT_BACKEND_CUDA) {
+    snprintf(run.arch, sizeof run.arch, "%s", hs.arch);
+    gpu = bench_gpu_open(err, sizeof err);
+    if (!gpu) {
+      fprintf(stderr, "hot-bench: CUDA backend, but the benchmark's device setup failed: %s\n", err);
+      hot_ctx_destroy(ctx);
+      return 1;
+    }
+  } else {
+    const char *ea = getenv("HOT_ARCH");
+    jit_arch = o->arch ? o->arch : (ea && *ea ? ea : "sm_90");
+    snprintf(run.arch, sizeof run.arch, "%s", jit_arch);
+  }
+  time_t now = time(NULL);
+  strftime(run.date, sizeof run.date, "%Y-%m-%d %H:%M UTC", gmtime(&now));
+  if (gethostname(run.host, sizeof run.host) != 0) snprintf(run.host, sizeof run.host, "?");
+  run.host[sizeof run.host - 1] = 0;
+
+  /* The first line says which backend runs (stderr too, for long runs). */
+  char first[800];
+  if (run.backend == HOT_BACKEND_CPU)
+    snprintf(first, sizeof first, "hot-bench: CPU backend%s%s%s - correctness, memory, operation "
+             "counts and JIT only; no speed is measured without a GPU",
+             run.fallback[0] ? " (no GPU: " : "", run.fallback, run.fallback[0] ? ")" : "");
+  else
+    snprintf(first, sizeof first, "hot-bench: CUDA backend on %s (%s)", run.device, run.arch);
+  fprintf(stderr, "%s\n", first);
+  if (!o->json) printf("%s\n", first);
+
+  if (gpu) {
+    fprintf(stderr, "hot-bench: ceilings (copy bandwidth, cuBLAS BF16/INT8 8192^3)...\n");
+    bench_gpu_ceilings(gpu, &run);
+  }
+
+  for (int li = 0; li < run.n; ++li) {
+    bench_layer *bl = &run.layers[li];
+    double t0 = bench_now_ms();
+    fprintf(stderr, "[%d/%d] %s: T=%lld O=%lld I=%lld", li + 1, run.n, bl->name, (long long)bl->T,
+            (long long)bl->O, (long long)bl->I);
+    /* Plan figures at the benchmark size. */
+    hot_layer *layer = NULL;
+    st = bench_layer_open(ctx, &run, bl, bl->B, bl->L, &layer, err, sizeof err);
+    if (st != HOT_OK) {
+      snprintf(bl->status, sizeof bl->status, "layer: %s: %.250s", hot_status_name(st), err);
+      fprintf(stderr, " - %s\n", bl->status);
+      continue;
+    }
+    plan_figures(bl, hot_layer_get_plan(layer));
+    hot_layer_destroy(layer);
+    if (o->jit) {
+      fprintf(stderr, ", jit");
+      bench_jit(&run, bl, run.backend, jit_arch);
+      if (bl->have_jit) fprintf(stderr, " %.0f ms cold, %.1f ms warm", bl->jit_cold_ms, bl->jit_warm_ms);
+    }
+    /* Correctness at the check size. */
+    fprintf(stderr, ", cpu check T=%lld", (long long)bl->cT);
+    bench_data d;
+    if (bench_data_make(&d, bl->cT, bl->O, bl->I, run.seed, bl->index) != 0) {
+      snprintf(bl->status, sizeof bl->status, "out of host memory for T=%lld", (long long)bl->cT);
+      fprintf(stderr, " - %s\n", bl->status);
+      continue;
+    }
+    bench_outputs ref;
+    memset(&ref, 0, sizeof ref);
+    int ok = bench_check_cpu(&run, bl, &d, gpu ? run.arch : NULL, gpu ? &ref : NULL) == 0;
+    if (ok) fprintf(stderr, " (%.0f ms)", bl->cpu_ref_ms);
+    if (gpu) {
+      fprintf(stderr, ", gpu");
+      if (ok) bench_gpu_bitexact(gpu, ctx, &run, bl, &d, &ref);
+      bench_gpu_speed(gpu, ctx, &run, bl);
+    }
+    bench_outputs_free(&ref);
+    bench_data_free(&d);
+    fprintf(stderr, " - %s (%.1f s)\n", bl->status[0] ? bl->status : "ok", (bench_now_ms() - t0) / 1e3);
+  }
+  run.wall_s = (bench_now_ms() - t_start) / 1e3;
+
+  int rc = 0;
+  for (int i = 0; i < run.n; ++i)
+    if (run.layers[i].status[0]) rc = 2;
+  if (o->json) bench_report_json(&run, stdout);
+  else bench_report_table(&run, stdout);
+  if (o->out) {
+    FILE *f = fopen(o->out, "w");
+    if (!f || bench_report_json(&run, f) != 0) {
+      fprintf(stderr, "hot-bench: cannot write %s\n", o->out);
+      rc = 1;
+    }
+    if (f && fclose(f) != 0) rc = 1;
+  }
+  bench_gpu_close(gpu);
+  hot_ctx_destroy(ctx);
+  free(run.layers);
+  spec_model_free(&g_model);
+  return rc;
+}
