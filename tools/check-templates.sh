@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# check-templates.sh — compile the GEMM and bias templates standalone, the way the generator will
+# check-templates.sh — compile the GEMM, bias, HLA projection, LQS and SAWB templates standalone, the way the generator will
 # instantiate them (-DHOT_GENERATED plus every @hot-params macro), for sm_80, sm_86, sm_89 and
 # sm_90; print registers and spills (ptxas -v) and check the PTX for the instructions each path
 # must use. Exits non-zero on any compile error, any spill, or a missing instruction.
@@ -23,10 +23,11 @@ count() { grep -cE "$1" "$2" 2>/dev/null || true; }
 # run_one LABEL TEMPLATE ARCH "DEFINES" "REQUIRED-REGEX ..."
 run_one() {
   local label=$1 tpl=$2 arch=$3 defs=$4 req=$5
-  local base="$work/${label}_sm$arch"
+  local base="$work/${label}_sm$arch" src="$tdir/$tpl"
+  case $tpl in /*) src=$tpl ;; esac
   # shellcheck disable=SC2086
   if ! "$NVCC" -cubin -arch=sm_$arch -I"$tdir" -DHOT_GENERATED $defs -Xptxas -v \
-      "$tdir/$tpl" -o "$base.cubin" >"$base.log" 2>&1; then
+      "$src" -o "$base.cubin" >"$base.log" 2>&1; then
     echo "FAIL compile: $label sm_$arch"; sed 's/^/    /' "$base.log" | head -20; fail=1; return
   fi
   local regs spill_st spill_ld stack
@@ -39,7 +40,7 @@ run_one() {
     status="SPILL"; fail=1
   fi
   # shellcheck disable=SC2086
-  if ! "$NVCC" -ptx -arch=sm_$arch -I"$tdir" -DHOT_GENERATED $defs "$tdir/$tpl" -o "$base.ptx" \
+  if ! "$NVCC" -ptx -arch=sm_$arch -I"$tdir" -DHOT_GENERATED $defs "$src" -o "$base.ptx" \
       >>"$base.log" 2>&1; then
     echo "FAIL ptx: $label sm_$arch"; fail=1; return
   fi
@@ -77,6 +78,19 @@ S4_SETS=(
   "1 64 64 64 2 2 4" "1 128 128 256 2 4 3"
 )
 
+# hla_project.cu takes HOT_ROWS as a comma list, which nvcc's -D would split: instantiate it
+# through a wrapper file, as the generator's prelude does. hla_wrapper MODE DTYPE P R -> path
+hla_wrapper() {
+  local f="$work/hla_m$1_dt$2_p$3_r$4.cu" rows
+  rows=$(seq -s, 0 $(($4 - 1)))
+  [ "$3" = 16 ] && [ "$4" = 10 ] && rows="0,8,12,4,14,10,2,3,11,1"
+  printf '#define HOT_KNAME hot_hla_m%s_dt%s_p%s\n#define HOT_MODE %s\n#define HOT_DTYPE %s\n#define HOT_P %s\n#define HOT_R %s\n#define HOT_BITS 8\n#define HOT_ROWS %s\n#include "hla_project.cu"\n' \
+    "$1" "$2" "$3" "$1" "$2" "$3" "$4" "$rows" >"$f"
+  echo "$f"
+}
+# p dtype r
+HLA_SETS=("1 0 1" "16 0 10" "16 1 10" "16 2 10" "64 1 36" "256 1 136" "1024 1 528" "1024 2 4")
+
 for arch in $archs; do
   for s in "${S8_SETS[@]}"; do
     # shellcheck disable=SC2086
@@ -95,6 +109,24 @@ for arch in $archs; do
     run_one "bias_dt$dt" bias.cu "$arch" "-DHOT_KNAME=hot_bias_dt$dt -DHOT_DTYPE=$dt" \
       'add\.rn\.f32|add\.f32'
   done
+  # HLA / ABC projection: p = 1 (paper_code), 16 (tri r = 10), 64 (r = 36), 256 (r = 136),
+  # 1024 (r = 528), both modes; row values do not change the code, only r does
+  for s in "${HLA_SETS[@]}"; do
+    # shellcheck disable=SC2086
+    set -- $s
+    for mode in 0 1; do
+      w=$(hla_wrapper "$mode" "$2" "$1" "$3")
+      req='bar\.sync|barrier\.sync'
+      [ "$mode" = 1 ] && req="$req mul\.hi\.u32"
+      run_one "hla_m${mode}_dt$2_p$1_r$3" "$w" "$arch" "" "$req"
+    done
+  done
+  for dt in 0 1 2; do
+    run_one "lqs_dt${dt}_k4" lqs.cu "$arch" "-DHOT_KNAME=hot_lqs_dt$dt -DHOT_DTYPE=$dt -DHOT_BITS=4" \
+      'add\.rn\.f64 mul\.rn\.f64 sqrt\.rn\.f64'
+  done
+  run_one "sawb_k4" sawb.cu "$arch" "-DHOT_KNAME=hot_sawb_k4 -DHOT_BITS=4" 'add\.rn\.f64 sqrt\.rn\.f64'
+  run_one "sawb_k8" sawb.cu "$arch" "-DHOT_KNAME=hot_sawb_k8 -DHOT_BITS=8" 'add\.rn\.f64 sqrt\.rn\.f64'
 done
 
 # Illegal parameter combinations must be rejected at compile time (static_assert).

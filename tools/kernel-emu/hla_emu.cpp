@@ -1,0 +1,134 @@
+// hla_emu.cpp — runs templates/hla_project.cu (and templates/sawb.cu for the SAWB rule) in the
+// SIMT model of kemu.h and compares codes, scale and (SAWB) the fp32 math tensor with the CPU
+// twins hot_ref_hla_quant_x / hot_ref_hla_quant_g / hot_ref_hla_transform, bit for bit.
+// Built by tools/kernel-emu.sh with params.h defining HOT_KNAME HOT_MODE HOT_DTYPE HOT_P HOT_R
+// HOT_BITS HOT_ROWS (as the generator would).
+// Usage: hla_emu B L cols layout(0 sample, 1 flat) rule(0 absmax, 1 sawb) ld_extra kpad_step
+//                seed step layer_id
+#include "kemu.h"
+
+#include "hot_math.cuh"
+extern "C" {
+#include "ref.h"
+}
+#include "params.h"
+
+namespace k_hla {
+#include "hla_project.cu"
+}
+#undef HOT_KNAME
+#undef HOT_BITS
+#define HOT_KNAME emu_sawb
+#define HOT_BITS HLA_BITS_FOR_SAWB
+namespace k_sawb {
+#include "sawb.cu"
+}
+
+static const unsigned short k_rows[] = {HOT_ROWS};
+
+int main(int argc, char **argv) {
+  if (argc < 11) emu_die("usage: hla_emu B L cols layout rule ld_extra kpad_step seed step layer");
+  long long B = atoll(argv[1]), L = atoll(argv[2]);
+  int cols = atoi(argv[3]), layout = atoi(argv[4]), rule = atoi(argv[5]);
+  int ld_extra = atoi(argv[6]), kpad_step = atoi(argv[7]);
+  unsigned long long seed = strtoull(argv[8], 0, 0);
+  unsigned step = (unsigned)atoi(argv[9]);
+  int layer = atoi(argv[10]);
+  const int p = HOT_P, r = HOT_R, dt = HOT_DTYPE;
+  long long T = B * L;
+
+  // the plan, by hand (hot_ref_plan_check validates it)
+  static hot_layer_plan pl;
+  std::memset(&pl, 0, sizeof pl);
+  pl.layer_id = layer;
+  pl.B = B; pl.L = L; pl.T = T; pl.O = cols; pl.I = cols;
+  pl.hla.enabled = 1;
+  pl.hla.block = p;
+  pl.hla.rank = r;
+  for (int j = 0; j < r; ++j) pl.hla.rows[j] = k_rows[j];
+  pl.hla.layout = layout ? HOT_LAYOUT_FLAT : HOT_LAYOUT_SAMPLE;
+  long long seg = layout ? T : L;
+  pl.hla.segments = layout ? 1 : B;
+  pl.hla.seg_len = (seg + p - 1) / p * p;
+  pl.hla.blocks = pl.hla.segments * (pl.hla.seg_len / p);
+  pl.hla.k = pl.hla.blocks * r;
+  pl.hla.gemm.k = pl.hla.k;
+  pl.hla.gemm.k_pad = (pl.hla.k + kpad_step - 1) / kpad_step * kpad_step;
+  hot_quant q = {HOT_BITS_VALUE, HOT_MODE ? HOT_ROUND_SR : HOT_ROUND_RTN, HOT_GRAN_TENSOR,
+                 rule ? HOT_RULE_SAWB : HOT_RULE_ABSMAX};
+  pl.hla.g = q;
+  pl.hla.x = q;
+  if (hot_ref_plan_check(&pl) != HOT_REF_OK) emu_die("plan check failed");
+  const long long K = pl.hla.k, k_pad = pl.hla.gemm.k_pad;
+  hot_dtype hdt = dt == 0 ? HOT_DT_F32 : dt == 1 ? HOT_DT_BF16 : HOT_DT_F16;
+  const size_t esz = dt == 0 ? 4 : 2;
+
+  // input: contiguous for the twin, strided copy (ld_src = cols + ld_extra) for the kernel;
+  // a few outlier columns and tokens
+  std::vector<unsigned char> src((size_t)(T * cols) * esz);
+  for (long long t = 0; t < T; ++t)
+    for (int c = 0; c < cols; ++c)
+      emu_fill(src.data(), dt, t * cols + c, (c % 37 == 5) || (t % 53 == 7));
+  const int ld_src = cols + ld_extra;
+  std::vector<unsigned char> srck((size_t)(T * ld_src) * esz, 0xEE);
+  for (long long t = 0; t < T; ++t)
+    std::memcpy(&srck[(size_t)(t * ld_src) * esz], &src[(size_t)(t * cols) * esz], cols * esz);
+
+  // twin
+  std::vector<signed char> q_ref((size_t)(cols * k_pad));
+  float s_ref = -1.0f;
+  int rc = HOT_MODE ? hot_ref_hla_quant_g(&pl, src.data(), hdt, seed, step, q_ref.data(), &s_ref)
+                    : hot_ref_hla_quant_x(&pl, src.data(), hdt, q_ref.data(), &s_ref);
+  if (rc != HOT_REF_OK) { std::printf("twin failed: %s\n", hot_ref_status_name(rc)); return 2; }
+
+  // kernel
+  const int ld_codes = (int)k_pad;
+  std::vector<unsigned char> codes((size_t)(cols * ld_codes), 0xAB); // garbage: tail must be zeroed
+  std::vector<float> math(rule ? (size_t)(K * cols) : 1, std::nanf("1"));
+  unsigned amax_bits = 0;
+  float s_k = -2.0f, s_sawb = -3.0f;
+  const unsigned tag = (unsigned)layer * 16u + (HOT_MODE ? HOT_TENSOR_HLA_G : 0u);
+  emu_dim3 grid = {(unsigned)pl.hla.blocks, (unsigned)((cols + HLA_COLS - 1) / HLA_COLS), 1};
+  auto run = [&](int phase, const float *scale_in, float *math_out) {
+    emu_launch(grid, 256, [&] {
+      k_hla::HOT_KNAME_HLA(srck.data(), (int)T, cols, ld_src, (int)L, layout, pl.hla.seg_len,
+                           pl.hla.segments, (int)K, (int)k_pad, codes.data(), ld_codes, &s_k,
+                           &amax_bits, scale_in, math_out, phase, seed, tag, step);
+    });
+  };
+  run(0, nullptr, rule ? math.data() : nullptr);
+  long bad = 0;
+  if (rule) {
+    long long n = K * cols, nch = (n + 1023) / 1024;
+    std::vector<double> part((size_t)(2 * nch), std::nan("2"));
+    emu_launch({(unsigned)((nch + 7) / 8), 1, 1}, 256,
+               [&] { k_sawb::emu_sawb(math.data(), n, part.data(), &amax_bits, &s_sawb, 0); });
+    emu_launch({2, 1, 1}, 256,
+               [&] { k_sawb::emu_sawb(math.data(), n, part.data(), &amax_bits, &s_sawb, 1); });
+    run(1, &s_sawb, nullptr);
+    // the math tensor against the twin's transform
+    std::vector<float> t_ref((size_t)(K * cols));
+    if (hot_ref_hla_transform(&pl, src.data(), hdt, cols, t_ref.data()) != HOT_REF_OK)
+      emu_die("twin transform failed");
+    for (long long i = 0; i < K * cols; ++i)
+      if (std::memcmp(&t_ref[i], &math[i], 4) != 0 && bad++ < 5)
+        std::printf("  math mismatch at k=%lld c=%lld: got %.9g want %.9g\n", i / cols, i % cols,
+                    math[i], t_ref[i]);
+  } else {
+    run(1, nullptr, nullptr);
+  }
+  if (std::memcmp(&s_k, &s_ref, 4) != 0) {
+    std::printf("  scale mismatch: got %.9g want %.9g\n", s_k, s_ref);
+    ++bad;
+  }
+  for (long long i = 0; i < cols * k_pad; ++i)
+    if ((unsigned char)q_ref[i] != codes[i] && bad++ < 5)
+      std::printf("  code mismatch at row c=%lld k=%lld: got %d want %d\n", i / k_pad, i % k_pad,
+                  (int)(signed char)codes[i], (int)q_ref[i]);
+  long nz = 0;
+  for (long long i = 0; i < cols * k_pad; ++i) nz += q_ref[i] != 0;
+  std::printf("%s B=%lld L=%lld cols=%d %s %s ld+%d K=%lld k_pad=%lld s=%.6g nonzero=%ld: %s\n",
+              HOT_STR(HOT_KNAME_HLA), B, L, cols, layout ? "flat" : "sample",
+              rule ? "sawb" : "absmax", ld_extra, K, k_pad, s_ref, nz, bad ? "FAIL" : "ok");
+  return bad ? 1 : 0;
+}
