@@ -1,0 +1,186 @@
+/* test_bench.c — hot-bench's CPU mode (label bench): runs the binary on tests/bench/tiny.lua and
+ * checks its output, not its internals:
+ *  - the first line of the table names the CPU backend and says no speed is measured;
+ *  - the JSON has backend "cpu", every layer's name, errors in the bands of seeded Gaussian data
+ *    (HOT.md 8, widened for these sizes), ABC ratios equal to the plan's (libhot's own plan of
+ *    the same layer), JIT figures (cold compile > warm disk hit), and null speed fields;
+ *  - --backend cuda without a driver fails with a message naming the missing driver, exit 1. */
+#define _POSIX_C_SOURCE 200809L
+#include <check.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+
+#include "hot.h"
+
+/* Runs cmd under sh, output (stdout, and stderr when `both`) into a malloc'd string; *status is
+ * the exit status (or -1). */
+static char *run(const char *cmd, int *status) {
+  FILE *p = popen(cmd, "r");
+  ck_assert_msg(p != NULL, "popen %s", cmd);
+  size_t cap = 1 << 16, n = 0;
+  char *buf = malloc(cap);
+  ck_assert_ptr_nonnull(buf);
+  size_t k;
+  while ((k = fread(buf + n, 1, cap - n - 1, p)) > 0) {
+    n += k;
+    if (cap - n < 4096) {
+      cap *= 2;
+      buf = realloc(buf, cap);
+      ck_assert_ptr_nonnull(buf);
+    }
+  }
+  buf[n] = 0;
+  int st = pclose(p);
+  *status = WIFEXITED(st) ? WEXITSTATUS(st) : -1;
+  return buf;
+}
+
+/* The JSON object of layer `name` (from its "name" key to the next layer or the end). */
+static const char *layer_obj(const char *json, const char *name, const char **end) {
+  char key[96];
+  snprintf(key, sizeof key, "\"name\": \"%s\"", name);
+  const char *p = strstr(json, key);
+  ck_assert_msg(p != NULL, "layer %s missing from the JSON", name);
+  const char *e = strstr(p + 1, "\"name\": ");
+  *end = e ? e : p + strlen(p);
+  return p;
+}
+
+/* Number after "key": inside [obj, end); NAN for null; fails when absent. */
+static double num_in(const char *obj, const char *end, const char *key) {
+  char k[96];
+  snprintf(k, sizeof k, "\"%s\": ", key);
+  const char *p = strstr(obj, k);
+  ck_assert_msg(p != NULL && p < end, "key %s missing", key);
+  p += strlen(k);
+  if (!strncmp(p, "null", 4)) return NAN;
+  char *q;
+  double v = strtod(p, &q);
+  ck_assert_msg(q != p, "key %s: not a number", key);
+  return v;
+}
+
+static int is_null(const char *obj, const char *end, const char *key) {
+  char k[96];
+  snprintf(k, sizeof k, "\"%s\": null", key);
+  const char *p = strstr(obj, k);
+  return p != NULL && p < end;
+}
+
+/* ABC bytes / fp32 bytes of the plan libhot makes for the layer (CPU backend, spec sizes). */
+static double plan_ratio(const char *name) {
+  hot_options o;
+  hot_options_init(&o);
+  o.backend = HOT_BACKEND_CPU;
+  hot_ctx *ctx = NULL;
+  ck_assert_int_eq(hot_ctx_create(&ctx, &o), HOT_OK);
+  hot_layer *l = NULL;
+  ck_assert_int_eq(hot_layer_from_spec(ctx, HOT_BENCH_SPEC, name, 0, &l), HOT_OK);
+  const hot_layer_plan *pl = hot_layer_get_plan(l);
+  double r = (double)pl->abc.bytes / (double)pl->abc.fp32_bytes;
+  hot_ctx_destroy(ctx);
+  return r;
+}
+
+START_TEST(test_json_cpu) {
+  int st;
+  char *out = run("HOT_CUDA_DRIVER=/nonexistent/libcuda.so.1 " HOT_BENCH_EXE " " HOT_BENCH_SPEC
+                  " --json --no-jit 2>/dev/null", &st);
+  ck_assert_msg(st == 0, "exit %d:\n%s", st, out);
+  ck_assert_msg(strstr(out, "\"backend\": \"cpu\"") != NULL, "%s", out);
+  ck_assert_msg(strstr(out, "\"speed_measured\": false") != NULL, "%s", out);
+  const char *names[2] = {"a", "b"};
+  for (int i = 0; i < 2; ++i) {
+    const char *end, *o = layer_obj(out, names[i], &end);
+    double gx = num_in(o, end, "gx_rel_err"), gw = num_in(o, end, "gw_rel_err");
+    double ratio = num_in(o, end, "abc_fp32_ratio"), want = plan_ratio(names[i]);
+    printf("layer %s: g_x %.4f g_w %.4f ABC/fp32 %.5f (plan %.5f)\n", names[i], gx, gw, ratio, want);
+    /* Gaussian data: HQ 4-bit per-tensor g_x 0.27-0.30 at 128x128 (HOT.md 8), larger tensors a
+     * little more (the absmax grows); HLA tri 50 %: sqrt(1 - r/p) = 0.61 (p 16), 0.66 (p 64). */
+    ck_assert_msg(gx > 0.2 && gx < 0.45, "g_x error %g", gx);
+    ck_assert_msg(gw > 0.55 && gw < 0.72, "g_w error %g", gw);
+    ck_assert_msg(fabs(ratio - want) <= 1e-5 * want, "ratio %g vs plan %g", ratio, want);
+    ck_assert_msg(ratio > 0.05 && ratio < 0.3, "ratio %g", ratio);
+    ck_assert(num_in(o, end, "check_T") == 394);
+    ck_assert(num_in(o, end, "gx_macs") > 0 && num_in(o, end, "gw_macs") > 0);
+    /* No GPU: every speed field is null, never a number. */
+    const char *gpu[] = {"bitexact", "hot_ms", "bf16_ms", "fp32_ms", "speedup_bf16", "speedup_fp32"};
+    for (size_t k = 0; k < sizeof gpu / sizeof gpu[0]; ++k)
+      ck_assert_msg(is_null(o, end, gpu[k]), "layer %s: %s should be null", names[i], gpu[k]);
+  }
+  /* bias: layer a has one (fp32 sums: tiny error), b has none (null). */
+  const char *end, *o = layer_obj(out, "a", &end);
+  double gb = num_in(o, end, "gb_rel_err");
+  ck_assert_msg(gb >= 0 && gb < 1e-5, "g_b error %g", gb);
+  o = layer_obj(out, "b", &end);
+  ck_assert(is_null(o, end, "gb_rel_err"));
+  free(out);
+}
+END_TEST
+
+START_TEST(test_table_first_line_and_jit) {
+  int st;
+  char *out = run("HOT_CUDA_DRIVER=/nonexistent/libcuda.so.1 " HOT_BENCH_EXE " " HOT_BENCH_SPEC
+                  " --layer a --out bench_a.json 2>/dev/null", &st);
+  ck_assert_msg(st == 0, "exit %d:\n%s", st, out);
+  printf("%s", out);
+  ck_assert_msg(!strncmp(out, "hot-bench: CPU backend", 22), "first line: %.200s", out);
+  char *nl = strchr(out, '\n');
+  ck_assert_ptr_nonnull(nl);
+  *nl = 0;
+  ck_assert_msg(strstr(out, "no speed is measured") != NULL, "%s", out);
+  free(out);
+  FILE *f = fopen("bench_a.json", "r");
+  ck_assert_ptr_nonnull(f);
+  char buf[1 << 14];
+  size_t n = fread(buf, 1, sizeof buf - 1, f);
+  buf[n] = 0;
+  fclose(f);
+  const char *end, *o = layer_obj(buf, "a", &end);
+  double cold = num_in(o, end, "cold_ms"), warm = num_in(o, end, "warm_ms");
+  double hits = num_in(o, end, "disk_hits");
+  printf("JIT: cold %.1f ms, warm %.2f ms, disk hits %.0f\n", cold, warm, hits);
+  ck_assert_msg(cold > 0 && warm >= 0 && warm < cold, "cold %g warm %g", cold, warm);
+  ck_assert_msg(hits >= 1, "the warm context should hit the disk cache");
+  ck_assert(strstr(buf, "\"name\": \"b\"") == NULL); /* --layer a only */
+  remove("bench_a.json");
+}
+END_TEST
+
+START_TEST(test_cuda_without_driver) {
+  int st;
+  char *out = run("HOT_CUDA_DRIVER=/nonexistent/libcuda.so.1 " HOT_BENCH_EXE " " HOT_BENCH_SPEC
+                  " --backend cuda --no-jit 2>&1", &st);
+  printf("%s", out);
+  ck_assert_msg(st == 1, "exit %d", st);
+  ck_assert_msg(strstr(out, "--backend cuda") && strstr(out, "no CUDA driver"), "%s", out);
+  ck_assert_msg(strstr(out, "correctness") == NULL, "no table after the refusal: %s", out);
+  free(out);
+  /* Bad arguments: exit 1 with the usage. */
+  out = run(HOT_BENCH_EXE " " HOT_BENCH_SPEC " --backend gpu 2>&1", &st);
+  ck_assert_int_eq(st, 1);
+  free(out);
+  out = run(HOT_BENCH_EXE " " HOT_BENCH_SPEC " --layer nosuch --no-jit 2>&1", &st);
+  ck_assert_int_eq(st, 1);
+  ck_assert_msg(strstr(out, "no layer 'nosuch'") != NULL, "%s", out);
+  free(out);
+}
+END_TEST
+
+int main(void) {
+  Suite *s = suite_create("bench");
+  TCase *tc = tcase_create("cpu");
+  tcase_set_timeout(tc, 110);
+  tcase_add_test(tc, test_json_cpu);
+  tcase_add_test(tc, test_table_first_line_and_jit);
+  tcase_add_test(tc, test_cuda_without_driver);
+  suite_add_tcase(s, tc);
+  SRunner *r = srunner_create(s);
+  srunner_run_all(r, CK_NORMAL);
+  int failed = srunner_ntests_failed(r);
+  srunner_free(r);
+  return failed ? 1 : 0;
+}
