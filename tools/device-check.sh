@@ -4,9 +4,10 @@
 # that tools/fetch-deps.sh put in .deps/debs into .deps/prefix (never into /), builds hot, runs
 # the GPU tests (ctest -L gpu: every kernel against its CPU twin bit for bit, and a whole layer
 # through the API), the CPU suites, disassembles one GEMM per arch path to confirm the integer
-# tensor-core (IMMA) instructions, and prints a short table last. On a machine without a GPU it
-# runs the CPU part and says that the GPU part did not run.
-# Usage: tools/device-check.sh        (about 5 minutes on 16 cores)
+# tensor-core (IMMA) instructions, runs hot-bench on specs/vit_b16.lua and specs/bench_large.lua
+# (speed against cuBLAS), and prints a short table, then the benchmark's speed tables, last. On a
+# machine without a GPU it runs the CPU part and says that the GPU part did not run.
+# Usage: tools/device-check.sh        (about 6 minutes on 16 cores; under 8)
 set -uo pipefail
 cd "$(dirname "$0")/.."
 root=$PWD
@@ -93,6 +94,22 @@ else
   row "SASS" "cuobjdump not installed: not checked"
 fi
 
+# 7. hot-bench: the default spec and the large layers (on a GPU: bit-exactness against the CPU
+# backend and speed against cuBLAS; without one: its CPU mode). Each run is bounded so the whole
+# script stays under 8 minutes; the speed tables are printed last, after the summary table.
+bench_specs=(vit_b16 bench_large)
+for s in "${bench_specs[@]}"; do
+  out=$bdir/bench-$s
+  timeout 150 "$bdir/bench/hot-bench" "specs/$s.lua" --iters 30 --out "$out.json" >"$out.txt" 2>"$out.log"
+  rc=$?
+  case $rc in
+    0) row "hot-bench $s" "ok ($(head -1 "$out.txt" | sed 's/^hot-bench: //; s/ (no GPU.*//' | cut -c1-60))" ;;
+    2) row "hot-bench $s" "ran; $(grep '"status": ' "$out.json" | grep -vc '"status": "ok"') layer(s) not ok, $(grep -c '"unsupported": true' "$out.json") of them unsupported (see $out.txt)" ;;
+    124) row "hot-bench $s" "TIMED OUT after 150 s (see $out.log)" ;;
+    *) row "hot-bench $s" "FAILED, exit $rc: $(tail -1 "$out.log")" ;;
+  esac
+done
+
 row "wall time" "$(( $(date +%s) - start )) s"
 echo
 echo "== hot device check ($(date -u +%Y-%m-%d), $(uname -n)) =="
@@ -100,3 +117,13 @@ printf '%s\n' "${rows[@]}"
 if [ "$gpu" = "none" ]; then
   echo "NOTE: no GPU on this machine: the GPU part did not run; nothing above proves GPU results."
 fi
+# The benchmark's verdicts last: per spec its first line (backend), the layers that did not run,
+# the ceilings and the speed table (or the CPU backend's "speed: not measured").
+for s in "${bench_specs[@]}"; do
+  out=$bdir/bench-$s.txt
+  [ -s "$out" ] || continue
+  echo
+  echo "== hot-bench specs/$s.lua =="
+  head -1 "$out"
+  awk '/^layers that did not run completely|^ceilings measured|^speed: not measured/ {on = 1} on' "$out"
+done
