@@ -65,6 +65,7 @@ typedef struct {
   double cpu_ref_ms;              /* wall time of the CPU save + backward at the check size */
   int bitexact;                   /* -1 not checked; 0/1 GPU vs CPU, g_x, g_w, g_b, saved */
   char bitexact_note[160];
+  char gpu_note[160];             /* e.g. LQS not available on the CUDA backend */
   /* JIT */
   int have_jit;
   double jit_cold_ms, jit_store_ms, jit_warm_ms;
@@ -149,8 +150,8 @@ bench_gpu *bench_gpu_open(char *err, size_t n);
 void bench_gpu_close(bench_gpu *g);
 /* Copy bandwidth, large BF16 and INT8 cuBLAS GEMM rates into run. */
 void bench_gpu_ceilings(bench_gpu *g, bench_run *run);
-/* Bit-exactness at the check size against `ref` (CPU outputs) on ctx (CUDA backend). */
-void bench_gpu_bitexact(bench_gpu *g, hot_ctx *ctx, const bench_run *run, bench_layer *bl,
+/* Bit-exactness at the check size against `ref` (CPU outputs) in a fresh CUDA context. */
+void bench_gpu_bitexact(bench_gpu *g, const bench_run *run, bench_layer *bl,
                         const bench_data *d, const bench_outputs *ref);
 /* Speed at the benchmark size: HOT backward and forward (ctx), cuBLAS BF16/FP32/TF32. */
 void bench_gpu_speed(bench_gpu *g, hot_ctx *ctx, const bench_run *run, bench_layer *bl);

@@ -331,7 +331,7 @@ int main(int argc, char **argv) {
     if (ok) fprintf(stderr, " (%.0f ms)", bl->cpu_ref_ms);
     if (gpu) {
       fprintf(stderr, ", gpu");
-      if (ok) bench_gpu_bitexact(gpu, ctx, &run, bl, &d, &ref);
+      if (ok) bench_gpu_bitexact(gpu, &run, bl, &d, &ref);
       bench_gpu_speed(gpu, ctx, &run, bl);
     }
     bench_outputs_free(&ref);

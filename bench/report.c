@@ -143,6 +143,7 @@ void bench_report_table(const bench_run *r, FILE *f) {
             num(speedup(&l->tf32, &l->hot_bwd), "%.2f", speedup(&l->tf32, &l->hot_bwd) > 0, h, sizeof h),
             l->bitexact < 0 ? "-" : l->bitexact ? "yes" : "NO", tp, gb);
     if (l->bitexact == 0) fprintf(f, "%-12s   first difference: %s\n", "", l->bitexact_note);
+    if (l->gpu_note[0]) fprintf(f, "%-12s   note: %s\n", "", l->gpu_note);
     all &= l->hot_bwd.n && l->bf16.n && l->fp32.n && l->tf32.n;
     th.med += l->hot_bwd.med;
     tb.med += l->bf16.med;
@@ -268,6 +269,10 @@ int bench_report_json(const bench_run *r, FILE *f) {
     if (l->bitexact == 0) {
       KEY("bitexact_note");
       jstr(f, l->bitexact_note);
+    }
+    if (l->gpu_note[0]) {
+      KEY("gpu_note");
+      jstr(f, l->gpu_note);
     }
     KEY("hot_ms"); jnum(f, l->hot_bwd.med, l->hot_bwd.n);
     KEY("hot_fwd_ms"); jnum(f, l->hot_fwd.med, l->hot_fwd.n);
