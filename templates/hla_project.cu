@@ -114,6 +114,7 @@ static __device__ __forceinline__ float hla_load1(const void *__restrict__ src, 
 #endif
 }
 
+#if HOT_MODE == 1
 /* hot_rand_word without the dynamically indexed struct (which would live in local memory). */
 static __device__ __forceinline__ unsigned hla_rand_word(unsigned long long seed, unsigned tag,
                                                          unsigned step, unsigned long long idx) {
@@ -124,6 +125,7 @@ static __device__ __forceinline__ unsigned hla_rand_word(unsigned long long seed
   const unsigned w = (unsigned)(idx & 3ull);
   return w == 0 ? o.v[0] : w == 1 ? o.v[1] : w == 2 ? o.v[2] : o.v[3];
 }
+#endif
 
 /* Stages h = 1, 2, ..., E/2 of the E elements held by a thread (local index order). */
 template <int E>
@@ -160,7 +162,7 @@ static __device__ __forceinline__ void hla_pass(float *tile, int tid) {
   }
 }
 
-extern "C" __global__ void __launch_bounds__(HLA_THREADS)
+extern "C" __global__ void __launch_bounds__(HLA_THREADS, 2) /* <= 128 registers: 2 CTAs per SM */
 HOT_KNAME(const void *__restrict__ src, int T, int cols, int ld_src, int L, int layout,
           long long seg_len, long long segments, int k_real, int k_pad,
           unsigned char *__restrict__ codes, int ld_codes, float *__restrict__ scale,
