@@ -82,6 +82,10 @@ static void kernel_params(const hot_layer_plan *pl, const hot_kernel_plan *k, pa
     param_set(p, "HOT_DTYPE", "%d", dt);
     param_set(p, "HOT_BITS", "%d", pl->hq.g.bits);
     break;
+  case HOT_K_SAWB_W:
+  case HOT_K_SAWB_X:
+    param_set(p, "HOT_BITS", "%d", k->role == HOT_K_SAWB_W ? pl->hq.w.bits : pl->hla.x.bits);
+    break;
   default:
     break;
   }

@@ -54,7 +54,7 @@ NAME_FN(plan_recipe_name, hot_recipe, "hot", "paper", "paper_code")
 NAME_FN(plan_gemm_path_name, hot_gemm_path, "mma_s4", "mma_s8", "wgmma_s8")
 NAME_FN(plan_codes_name, hot_codes, "s8", "s4_packed")
 NAME_FN(plan_role_name, hot_kernel_role, "abc_x", "hq_g", "hq_w", "hla_g", "gemm_gx", "gemm_gw",
-        "bias", "lqs")
+        "bias", "lqs", "sawb_w", "sawb_x")
 #undef NAME_FN
 
 /* ---- defaults -------------------------------------------------------------------------- */
@@ -220,6 +220,10 @@ static void name_kernels(hot_layer_plan *p) {
     case HOT_K_LQS:
       snprintf(nm, n, "hot_lqs_%s_k%d", dt, p->hq.g.bits);
       break;
+    case HOT_K_SAWB_W:
+    case HOT_K_SAWB_X:
+      snprintf(nm, n, "hot_sawb_k%d", k->role == HOT_K_SAWB_W ? p->hq.w.bits : p->hla.x.bits);
+      break;
     default:
       snprintf(nm, n, "hot_unknown");
     }
@@ -335,9 +339,17 @@ int plan_layer(const hot_layer_spec *s, int64_t batch, int64_t tokens, hot_recip
 
   /* Kernels and launch geometry (launch order of one step). Element-wise kernels use 256
    * threads; one warp per row for the row-wise transforms. */
+  /* templates/hla_project.cu: one token block x a tile of columns per block (the p x columns
+   * tile stays under 32 KiB of fp32). */
+  const int64_t hla_cols = p->hla.block <= 32 ? 256 : 8192 / p->hla.block;
+  /* templates/sawb.cu: one thread per 1024-element chunk in phase 0 (phase 1 is one block). */
   if (p->abc.enabled) {
     hot_kernel_plan *k = add_kernel(p, HOT_K_ABC_X, "templates/hla_project.cu");
-    set_geom(k, p->hla.blocks, cdiv(p->I, 256), 256, 0);
+    set_geom(k, p->hla.blocks, cdiv(p->I, hla_cols), 256, 0);
+    if (p->hla.x.rule == HOT_RULE_SAWB) {
+      k = add_kernel(p, HOT_K_SAWB_X, "templates/sawb.cu");
+      set_geom(k, cdiv(cdiv(p->hla.k * p->I, 1024), 8), 1, 256, 0);
+    }
   }
   if (p->hq.enabled) {
     /* templates/hadamard_quant.cu: one warp per row of g_y; 32 columns of w x 256 rows of O
@@ -346,10 +358,14 @@ int plan_layer(const hot_layer_spec *s, int64_t batch, int64_t tokens, hot_recip
     set_geom(k, cdiv(p->T, 8), 1, 256, 0);
     k = add_kernel(p, HOT_K_HQ_W, "templates/hadamard_quant.cu");
     set_geom(k, cdiv(p->I, 32), cdiv(p->hq.gemm.k_pad, 256), 256, 0);
+    if (p->hq.w.rule == HOT_RULE_SAWB) {
+      k = add_kernel(p, HOT_K_SAWB_W, "templates/sawb.cu");
+      set_geom(k, cdiv(cdiv(p->hq.o_pad * p->I, 1024), 8), 1, 256, 0);
+    }
   }
   if (p->hla.enabled) {
     hot_kernel_plan *k = add_kernel(p, HOT_K_HLA_G, "templates/hla_project.cu");
-    set_geom(k, p->hla.blocks, cdiv(p->O, 256), 256, 0);
+    set_geom(k, p->hla.blocks, cdiv(p->O, hla_cols), 256, 0);
   }
   if (p->hq.enabled) {
     const hot_gemm_plan *g = &p->hq.gemm;

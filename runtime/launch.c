@@ -28,8 +28,8 @@ int64_t launch_saved_bytes(const hot_layer_plan *pl) {
 /* Parameter names of each role's entry point, in order; NULL: no launch code yet. */
 static const char *const k_sig[HOT_K_ROLE_COUNT] = {
     [HOT_K_ABC_X] = NULL,
-    [HOT_K_HQ_G] = "src,rows,cols,ld_src,o_pad,k_pad,codes,ld_codes,scales,amax_bits,phase,seed,tag,step",
-    [HOT_K_HQ_W] = "src,rows,cols,ld_src,o_pad,k_pad,codes,ld_codes,scales,amax_bits,phase,seed,tag,step",
+    [HOT_K_HQ_G] = "src,rows,cols,ld_src,o_pad,k_pad,codes,ld_codes,scales,amax_bits,scale_in,math_out,phase,seed,tag,step",
+    [HOT_K_HQ_W] = "src,rows,cols,ld_src,o_pad,k_pad,codes,ld_codes,scales,amax_bits,scale_in,math_out,phase,seed,tag,step",
     [HOT_K_HLA_G] = NULL,
     [HOT_K_GEMM_GX] = "A,B,C,row_scale,alpha_a,alpha_b,alpha_div,M,N,Kpad,ldc",
     [HOT_K_GEMM_GW] = "A,B,C,row_scale,alpha_a,alpha_b,alpha_div,M,N,Kpad,ldc",
@@ -193,8 +193,9 @@ hot_status launch_hq(hot_layer *layer, hot_kernel_role role, CUdeviceptr src, CU
   unsigned long long seed = layer->seed;
   unsigned tag = (unsigned)pl->layer_id * 16u + (is_g ? HOT_TENSOR_HQ_G : 0u); /* w': RTN */
   unsigned st = step;
+  CUdeviceptr scale_in = 0, math_out = 0; /* absmax scales (SAWB: not yet wired on CUDA) */
   void *args[] = {&src, &rows, &cols, &ld_src, &o_pad, &k_pad, &codes, &ld_codes,
-                  &scales, &amax, &phase, &seed, &tag, &st};
+                  &scales, &amax, &scale_in, &math_out, &phase, &seed, &tag, &st};
   return launch_role(layer, role, args, stream);
 }
 

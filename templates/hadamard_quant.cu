@@ -25,8 +25,12 @@
  *
  * Phases (argument `phase`): 0 = amax only (atomicMax of the float bits into *amax_bits, which
  * the caller zeroes first); 1 = quantize with the tensor scale amax_bits -> s; 2 = per-row scale,
- * one launch (operand 0 only). Codes are written for every position in [0, k_pad): zeros beyond
- * O, so code buffers need no clearing.
+ * one launch (operand 0 only).
+ * SAWB (operand 1, hq.w.rule = sawb): phase 0 with math_out != NULL also writes w' in math
+ * layout (o_pad x I floats, linear idx o*I + i); templates/sawb.cu (n = o_pad*I) turns it and
+ * amax_bits into s_w; phase 1 with scale_in = &s_w quantizes with it. Operand 0 ignores both.
+ * Codes are written for every position in [0, k_pad): zeros beyond O, so code buffers need no
+ * clearing.
  */
 #ifndef HOT_GENERATED
 #define HOT_KNAME hot_hq_standalone
@@ -175,8 +179,10 @@ static __device__ __forceinline__ void hq_store8(unsigned char *code_row, int c,
 extern "C" __global__ void __launch_bounds__(256)
 HOT_KNAME(const void *__restrict__ src, int rows, int cols, int ld_src, int o_pad, int k_pad,
           unsigned char *__restrict__ codes, int ld_codes, float *__restrict__ scales,
-          unsigned int *__restrict__ amax_bits, int phase, unsigned long long seed, unsigned tag,
+          unsigned int *__restrict__ amax_bits, const float *__restrict__ scale_in,
+          float *__restrict__ math_out, int phase, unsigned long long seed, unsigned tag,
           unsigned step) {
+  (void)scale_in; (void)math_out; /* SAWB applies to w' only (CONTRACT 3) */
   const int lane = threadIdx.x & 31;
   const int row = blockIdx.x * 8 + (threadIdx.x >> 5);
   if (row >= rows) return;
@@ -241,9 +247,9 @@ HOT_KNAME(const void *__restrict__ src, int rows, int cols, int ld_src, int o_pa
 extern "C" __global__ void __launch_bounds__(256)
 HOT_KNAME(const void *__restrict__ src, int rows, int cols, int ld_src, int o_pad, int k_pad,
           unsigned char *__restrict__ codes, int ld_codes, float *__restrict__ scales,
-          unsigned int *__restrict__ amax_bits, int phase, unsigned long long seed, unsigned tag,
+          unsigned int *__restrict__ amax_bits, const float *__restrict__ scale_in,
+          float *__restrict__ math_out, int phase, unsigned long long seed, unsigned tag,
           unsigned step) {
-  (void)o_pad;
   __shared__ __align__(16) float tile[HQ_TILE_COLS][HQ_TILE_LD];
   const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
   const int col0 = blockIdx.x * HQ_TILE_COLS;
@@ -256,7 +262,7 @@ HOT_KNAME(const void *__restrict__ src, int rows, int cols, int ld_src, int o_pa
   __syncthreads();
   float amax = 0.0f;
   float s = 0.0f;
-  if (phase == 1) s = hot_scale(__uint_as_float(*amax_bits), HOT_BITS);
+  if (phase == 1) s = scale_in ? *scale_in : hot_scale(__uint_as_float(*amax_bits), HOT_BITS);
   if (phase == 1 && blockIdx.x == 0 && blockIdx.y == 0 && threadIdx.x == 0) scales[0] = s;
   /* Each warp transforms 4 of the 32 columns. */
 #pragma unroll
@@ -271,6 +277,11 @@ HOT_KNAME(const void *__restrict__ src, int rows, int cols, int ld_src, int o_pa
     hq_fwht_chunk(v, lane);
     if (phase == 0) {
       amax = fmaxf(amax, hq_chunk_amax(v));
+      if (math_out) { /* back into this warp's own tile row, stored coalesced below */
+        float4 *q = (float4 *)&tile[lc][lane * 8];
+        q[0] = make_float4(v[0], v[1], v[2], v[3]);
+        q[1] = make_float4(v[4], v[5], v[6], v[7]);
+      }
     } else if (i < cols) {
       const int c = row0 + lane * 8;
       if (c < k_pad) hq_store8(codes + (long long)i * ld_codes, c, v, s, 0ull, seed, tag, step);
@@ -279,6 +290,13 @@ HOT_KNAME(const void *__restrict__ src, int rows, int cols, int ld_src, int o_pa
   if (phase == 0) {
     amax = hq_warp_max(amax);
     if (lane == 0) atomicMax(amax_bits, __float_as_uint(amax));
+    if (math_out) { /* w' in math layout o_pad x I (linear idx o*I + i), rows < o_pad only */
+      __syncthreads();
+      for (int r = warp; r < HQ_CHUNK; r += 8) {
+        const int o = row0 + r, i = col0 + lane;
+        if (o < o_pad && i < cols) math_out[(long long)o * cols + i] = tile[lane][r];
+      }
+    }
   }
 }
 #endif

@@ -201,8 +201,9 @@ static void check_hq_g(const hot_layer_plan *pl, const void *gy, hot_gran gran) 
   unsigned long long seed = k_seed;
   unsigned tag = (unsigned)pl->layer_id * 16u + HOT_TENSOR_HQ_G, step = 7;
   int phase;
-  void *args[] = {&src, &rows, &cols, &ld, &o_pad, &k_pad, &codes, &ldc, &scales, &amax, &phase,
-                  &seed, &tag, &step};
+  CUdeviceptr none = 0;
+  void *args[] = {&src, &rows, &cols, &ld, &o_pad, &k_pad, &codes, &ldc, &scales, &amax, &none,
+                  &none, &phase, &seed, &tag, &step};
   if (gran == HOT_GRAN_ROW) {
     phase = 2;
     launch(&k, NULL, args);
@@ -240,8 +241,9 @@ static void check_hq_w(const hot_layer_plan *pl, const void *w) {
   unsigned long long seed = 0;
   unsigned tag = 0, step = 0;
   int phase = 0;
-  void *args[] = {&src, &rows, &cols, &ld, &o_pad, &k_pad, &codes, &ldc, &scale, &amax, &phase,
-                  &seed, &tag, &step};
+  CUdeviceptr none = 0;
+  void *args[] = {&src, &rows, &cols, &ld, &o_pad, &k_pad, &codes, &ldc, &scale, &amax, &none,
+                  &none, &phase, &seed, &tag, &step};
   launch(&k, NULL, args);
   phase = 1;
   launch(&k, NULL, args);

@@ -1,4 +1,4 @@
-// generated from templates/hadamard_quant.cu, templates/gemm_int.cu, templates/bias.cu by hot-gen 0.1.0 for sm_90; do not edit
+// generated from templates/hla_project.cu, templates/hadamard_quant.cu, templates/gemm_int.cu, templates/bias.cu, templates/lqs.cu by hot-gen 0.1.0 for sm_90; do not edit
 #define HOT_GENERATED 1
 #line 1 "templates/hot_math.cuh"
 /* hot_math.cuh — the scalar numerics of HOT.md, written once for both sides: included by the CUDA
@@ -199,17 +199,329 @@ HOT_FN int hot_unpack_s4(unsigned char byte, int hi) {
 
 #endif /* HOT_MATH_CUH */
 
-/* ---- hot_hq_g_f32_b16_k4_s8_c3 from templates/hadamard_quant.cu */
-#define HOT_KNAME hot_hq_g_f32_b16_k4_s8_c3
+/* ---- hot_hla_x_f32_p64_r36_tri from templates/hla_project.cu */
+#define HOT_KNAME hot_hla_x_f32_p64_r36_tri
+#define HOT_MODE 0
+#define HOT_DTYPE 0
+#define HOT_P 64
+#define HOT_R 36
+#define HOT_BITS 8
+#define HOT_ROWS 0,32,48,16,24,56,40,8,44,60,28,20,52,36,4,6,38,54,22,30,62,26,18,50,34,2,3,35,51,19,55,39,7,5,37,1
+namespace hot_k0 {
+#line 1 "templates/hla_project.cu"
+/* @hot-params: HOT_KNAME HOT_MODE HOT_DTYPE HOT_P HOT_R HOT_BITS HOT_ROWS */
+/* hla_project.cu — HLA / ABC projection kernels (HOT.md sections 4 and 5, CONTRACT.md 1-4):
+ * per token block, the p-point FWHT down every column (fp32, HOT.md 2 stage order), the gather of
+ * the r selected natural rows of H_p, a per-tensor 8-bit quantizer (RTN for x^, SR for g^) and
+ * the codes stored TRANSPOSED for the g_w GEMM. CPU twins: hot_ref_hla_quant_x /
+ * hot_ref_hla_quant_g (templates/hla_project_ref.c).
+ *
+ * Parameters (the generator defines them; the defaults below let the file compile alone):
+ *   HOT_KNAME  entry point name
+ *   HOT_MODE   0 = x^ (role HOT_K_ABC_X, round to nearest), 1 = g^ (role HOT_K_HLA_G, stochastic
+ *              rounding, Philox tag = layer_id*16 + 2, idx = k*cols + c of the K x cols math tensor)
+ *   HOT_DTYPE  0 = f32, 1 = bf16, 2 = f16 input
+ *   HOT_P      token block p (power of two, 1..1024; 1 = identity, paper_code on prime L)
+ *   HOT_R      rank r (1..p)
+ *   HOT_BITS   code bits (8 in every shipped recipe; 2..8 accepted)
+ *   HOT_ROWS   the r selected natural rows of H_p, ascending sequency, comma-separated
+ *
+ * Entry (one signature for both modes):
+ *   extern "C" __global__ void HOT_KNAME (const void *src, int T, int cols, int ld_src, int L,
+ *       int layout, long long seg_len, long long segments, int k_real, int k_pad,
+ *       unsigned char *codes, int ld_codes, float *scale, unsigned int *amax_bits,
+ *       const float *scale_in, float *math_out, int phase, unsigned long long seed,
+ *       unsigned tag, unsigned step)
+ *   src       x (T x I) or g_y (T x O), row-major, dtype HOT_DTYPE, row stride ld_src elements;
+ *             cols = I or O. Only read; padded tokens are never materialized (read as zeros).
+ *   L, layout plan T = B*L; layout 0 = sample (segment s = sample s, real tokens s*L + j for
+ *             j < L), 1 = flat (one segment, real tokens j < T). seg_len = hla.seg_len,
+ *             segments = hla.segments; block beta = blockIdx.x in [0, segments*seg_len/p).
+ *   k_real    K = hla.k = blocks * r;  k_pad = hla.gemm.k_pad;  ld_codes = bytes per code row
+ *             (k_pad). codes: cols rows, column c of the math tensor is code row c, position
+ *             k = beta*r + rho (rho: index into HOT_ROWS).
+ *   scale     1 float out (s_x^ / s_g^), written in phase 1 by block (0, 0).
+ *   amax_bits 1 word, zeroed by the caller before phase 0 (cuMemsetD32Async); phase 0 does
+ *             atomicMax of the fp32 bits of |v| (amax >= 0, so bit order = value order).
+ *   scale_in  NULL, or 1 float: phase 1 quantizes with *scale_in instead of hot_scale(amax)
+ *             (SAWB: the scale from templates/sawb.cu).
+ *   math_out  NULL, or K x cols floats: phase 0 also writes the fp32 math tensor x^ / g^ in
+ *             linear index order k*cols + c (the input of templates/sawb.cu).
+ *   seed, tag, step  Philox key, tag, step (HOT_MODE 1; ignored by HOT_MODE 0).
+ *
+ * Phases (same grid for both, stream-ordered):
+ *   0: transform, block max |v| -> atomicMax(amax_bits); math_out when non-NULL. No codes.
+ *   1: transform again (the input is re-read: an L2 hit for moderate sizes), s = scale_in ?
+ *      *scale_in : hot_scale(amax), quantize, store codes; the block of the LAST token block
+ *      (beta = blocks - 1) also writes zeros at k in [k_real, k_pad) of its columns, so code
+ *      buffers never need clearing.
+ *   absmax:  memset(amax_bits) ; phase 0 ; phase 1 (scale_in = NULL)
+ *   SAWB:    memset(amax_bits) ; phase 0 with math_out ; sawb.cu phase 0, 1 (reads amax_bits,
+ *            writes s) ; phase 1 with scale_in = s
+ *
+ * Launch geometry:
+ *   grid  = (hla.blocks, ceil(cols / HLA_COLS), 1),  block = (256, 1, 1), no dynamic smem;
+ *   HLA_COLS = 256 for p <= 32, else 8192 / p (p = 64: 128, 128: 64, 256: 32, 512: 16,
+ *   1024: 8), so the fp32 tile p x HLA_COLS is at most 32 KiB (static shared memory: at most
+ *   32 KiB tile + r*HLA_COLS <= 8 KiB of codes + 2r bytes of rows + 32 B).
+ *
+ * Mapping. A CTA owns one token block and HLA_COLS consecutive columns; thread t of a pass works
+ * on column c = id % HLA_COLS, so a warp's loads of one token row are consecutive columns
+ * (coalesced: 128 B f32 / 64 B bf16 and f16 per warp per row). The FWHT of each column runs
+ * in radix-8 passes: pass 0 loads 8 consecutive tokens per column into registers (zeros for
+ * padded tokens and columns >= cols) and runs stages h = 1, 2, 4 there; each further pass
+ * (bits 3-5, 6-8, 9) reads the 8 elements that differ in its three token bits from the shared
+ * tile, runs its stages in registers and writes them back — stage order h = 1, 2, 4, ..., p/2
+ * exactly as HOT.md 2, so the bits equal the twin's. The gather reads the r selected rows; the
+ * codes go through a small shared byte tile so that each column's r codes are stored as one
+ * contiguous run of bytes.
+ */
+#ifndef HOT_GENERATED
+#define HOT_KNAME hot_hla_project
+#define HOT_MODE 1
+#define HOT_DTYPE 0
+#define HOT_P 16
+#define HOT_R 10
+#define HOT_BITS 8
+#define HOT_ROWS 0, 8, 12, 4, 14, 10, 2, 3, 11, 1
+#endif
+
+
+
+#define HLA_THREADS 256
+#define HLA_COLS (HOT_P <= 32 ? 256 : 8192 / HOT_P)
+#define HLA_QMAX ((1 << (HOT_BITS - 1)) - 1)
+#define HLA_LP                                                                                  \
+  (HOT_P >= 1024 ? 10 : HOT_P >= 512 ? 9 : HOT_P >= 256 ? 8 : HOT_P >= 128 ? 7 : HOT_P >= 64 ? 6 \
+   : HOT_P >= 32 ? 5 : HOT_P >= 16 ? 4 : HOT_P >= 8 ? 3 : HOT_P >= 4 ? 2 : HOT_P >= 2 ? 1 : 0)
+/* token bits handled by the pass starting at bit b (1 when the pass does not exist: keeps the
+ * template arguments legal in branches that are compiled out) */
+#define HLA_NB(b) (HLA_LP > (b) ? (HLA_LP - (b) < 3 ? HLA_LP - (b) : 3) : 1)
+#define HLA_NB0 (HLA_LP < 3 ? HLA_LP : 3)
+#define HLA_E0 (1 << HLA_NB0)
+#define HLA_ITEMS0 (HOT_P * HLA_COLS / HLA_E0 / HLA_THREADS)
+
+static_assert(HOT_MODE == 0 || HOT_MODE == 1, "HOT_MODE 0 (x^, RTN) or 1 (g^, SR)");
+static_assert(HOT_DTYPE >= 0 && HOT_DTYPE <= 2, "HOT_DTYPE 0 (f32), 1 (bf16) or 2 (f16)");
+static_assert(HOT_P >= 1 && HOT_P <= 1024 && (HOT_P & (HOT_P - 1)) == 0,
+              "p must be a power of two in [1, 1024]");
+static_assert((1 << HLA_LP) == HOT_P, "log2 p");
+static_assert(HOT_R >= 1 && HOT_R <= HOT_P, "rank in [1, p]");
+static_assert(HOT_BITS >= 2 && HOT_BITS <= 8, "bits in [2, 8]");
+static_assert(HLA_ITEMS0 >= 1 && HOT_P * HLA_COLS % (HLA_E0 * HLA_THREADS) == 0,
+              "tile must split evenly into pass-0 items");
+
+/* The selected natural rows of H_p (ascending sequency). */
+__constant__ unsigned short hla_rows[HOT_R] = {HOT_ROWS};
+
+/* Element off of src as fp32 (exact conversions of hot_math.cuh). */
+static __device__ __forceinline__ float hla_load1(const void *__restrict__ src, long long off) {
+#if HOT_DTYPE == 0
+  return __ldg((const float *)src + off);
+#elif HOT_DTYPE == 1
+  return hot_bf16_to_f32(__ldg((const unsigned short *)src + off));
+#else
+  return hot_f16_to_f32(__ldg((const unsigned short *)src + off));
+#endif
+}
+
+#if HOT_MODE == 1
+/* hot_rand_word without the dynamically indexed struct (which would live in local memory). */
+static __device__ __forceinline__ unsigned hla_rand_word(unsigned long long seed, unsigned tag,
+                                                         unsigned step, unsigned long long idx) {
+  const unsigned long long b = idx >> 2;
+  const hot_philox_out o = hot_philox4x32_10((unsigned)(b & 0xffffffffull), (unsigned)(b >> 32),
+                                             tag, step, (unsigned)(seed & 0xffffffffull),
+                                             (unsigned)(seed >> 32));
+  const unsigned w = (unsigned)(idx & 3ull);
+  return w == 0 ? o.v[0] : w == 1 ? o.v[1] : w == 2 ? o.v[2] : o.v[3];
+}
+#endif
+
+/* Stages h = 1, 2, ..., E/2 of the E elements held by a thread (local index order). */
+template <int E>
+static __device__ __forceinline__ void hla_fwht_regs(float (&v)[E]) {
+#pragma unroll
+  for (int h = 1; h < E; h <<= 1) {
+#pragma unroll
+    for (int j = 0; j < E; ++j) {
+      if (j & h) continue;
+      const float a = v[j], b = v[j + h];
+      v[j] = HOT_ADD(a, b);
+      v[j + h] = HOT_SUB(a, b);
+    }
+  }
+}
+
+/* One radix-2^NB pass on the shared tile (p rows x HLA_COLS columns): stages h = 2^B0 ...
+ * 2^(B0+NB-1). Item = (column, base token with bits B0 .. B0+NB-1 clear); items are disjoint,
+ * so the pass is race-free between barriers. */
+template <int B0, int NB>
+static __device__ __forceinline__ void hla_pass(float *tile, int tid) {
+  enum { E = 1 << NB, ITEMS = HOT_P * HLA_COLS / E / HLA_THREADS };
+#pragma unroll
+  for (int it = 0; it < ITEMS; ++it) {
+    const int id = tid + it * HLA_THREADS;
+    const int c = id % HLA_COLS, rest = id / HLA_COLS;
+    const int base = ((rest >> B0) << (B0 + NB)) | (rest & ((1 << B0) - 1));
+    float v[E];
+#pragma unroll
+    for (int i = 0; i < E; ++i) v[i] = tile[(base + (i << B0)) * HLA_COLS + c];
+    hla_fwht_regs<E>(v);
+#pragma unroll
+    for (int i = 0; i < E; ++i) tile[(base + (i << B0)) * HLA_COLS + c] = v[i];
+  }
+}
+
+extern "C" __global__ void __launch_bounds__(HLA_THREADS, 2) /* <= 128 registers: 2 CTAs per SM */
+HOT_KNAME(const void *__restrict__ src, int T, int cols, int ld_src, int L, int layout,
+          long long seg_len, long long segments, int k_real, int k_pad,
+          unsigned char *__restrict__ codes, int ld_codes, float *__restrict__ scale,
+          unsigned int *__restrict__ amax_bits, const float *__restrict__ scale_in,
+          float *__restrict__ math_out, int phase, unsigned long long seed, unsigned tag,
+          unsigned step) {
+  __shared__ __align__(16) float tile[HOT_P * HLA_COLS];
+  __shared__ unsigned char qtile[HOT_R * HLA_COLS];
+  __shared__ unsigned short rows_s[HOT_R];
+  __shared__ float red[HLA_THREADS / 32];
+
+  const int tid = (int)threadIdx.x;
+  const long long per_seg = seg_len / HOT_P;
+  const long long beta = (long long)blockIdx.x;
+  if (beta >= segments * per_seg) return; /* whole CTA: no barrier is skipped by part of it */
+  const long long seg = beta / per_seg, blk = beta % per_seg;
+  const long long seg_real = layout == 1 ? (long long)T : (long long)L;
+  const long long seg_base = layout == 1 ? 0ll : seg * (long long)L; /* token of position 0 */
+  const long long pos0 = blk * HOT_P;                                /* first position */
+  const int col0 = (int)blockIdx.y * HLA_COLS;
+  const long long k0 = beta * HOT_R; /* first math row of this block */
+
+  for (int i = tid; i < HOT_R; i += HLA_THREADS) rows_s[i] = hla_rows[i];
+
+  /* ---- pass 0: global -> registers (stages 1, 2, 4) -> shared tile ---------------------- */
+  {
+    float v[HLA_ITEMS0][HLA_E0];
+#pragma unroll
+    for (int it = 0; it < HLA_ITEMS0; ++it) { /* all loads first: memory-level parallelism */
+      const int id = tid + it * HLA_THREADS;
+      const int c = id % HLA_COLS, base = (id / HLA_COLS) * HLA_E0;
+      const int col = col0 + c;
+#pragma unroll
+      for (int i = 0; i < HLA_E0; ++i) {
+        const long long pos = pos0 + base + i;
+        v[it][i] = (col < cols && pos < seg_real)
+                       ? hla_load1(src, (seg_base + pos) * (long long)ld_src + col)
+                       : 0.0f;
+      }
+    }
+#pragma unroll
+    for (int it = 0; it < HLA_ITEMS0; ++it) {
+      const int id = tid + it * HLA_THREADS;
+      const int c = id % HLA_COLS, base = (id / HLA_COLS) * HLA_E0;
+      hla_fwht_regs<HLA_E0>(v[it]);
+#pragma unroll
+      for (int i = 0; i < HLA_E0; ++i) tile[(base + i) * HLA_COLS + c] = v[it][i];
+    }
+  }
+  /* ---- passes over token bits 3-5, 6-8, 9 ----------------------------------------------- */
+  if (HLA_LP > 3) {
+    __syncthreads();
+    hla_pass<3, HLA_NB(3)>(tile, tid);
+  }
+  if (HLA_LP > 6) {
+    __syncthreads();
+    hla_pass<6, HLA_NB(6)>(tile, tid);
+  }
+  if (HLA_LP > 9) {
+    __syncthreads();
+    hla_pass<9, HLA_NB(9)>(tile, tid);
+  }
+  __syncthreads(); /* the tile and rows_s are complete */
+
+  if (phase == 0) {
+    /* ---- amax (and the math tensor) over the gathered rows; c fastest: coalesced -------- */
+    float amax = 0.0f;
+    for (int id = tid; id < HOT_R * HLA_COLS; id += HLA_THREADS) {
+      const int c = id % HLA_COLS, rho = id / HLA_COLS;
+      const int col = col0 + c;
+      if (col >= cols) continue;
+      const float val = tile[(int)rows_s[rho] * HLA_COLS + c];
+      amax = fmaxf(amax, fabsf(val));
+      if (math_out) math_out[(k0 + rho) * (long long)cols + col] = val;
+    }
+#pragma unroll
+    for (int d = 16; d > 0; d >>= 1) amax = fmaxf(amax, __shfl_xor_sync(0xffffffffu, amax, d));
+    if ((tid & 31) == 0) red[tid >> 5] = amax;
+    __syncthreads();
+    if (tid == 0) {
+      float m = red[0];
+#pragma unroll
+      for (int w = 1; w < HLA_THREADS / 32; ++w) m = fmaxf(m, red[w]);
+      atomicMax(amax_bits, __float_as_uint(m));
+    }
+    return;
+  }
+
+  /* ---- phase 1: quantize into the byte tile (c fastest), then store runs of r codes ------ */
+  const float s = scale_in ? *scale_in : hot_scale(__uint_as_float(*amax_bits), HOT_BITS);
+  if (blockIdx.x == 0 && blockIdx.y == 0 && tid == 0) *scale = s;
+  for (int id = tid; id < HOT_R * HLA_COLS; id += HLA_THREADS) {
+    const int c = id % HLA_COLS, rho = id / HLA_COLS;
+    const float val = tile[(int)rows_s[rho] * HLA_COLS + c];
+#if HOT_MODE == 1
+    const unsigned long long idx =
+        (unsigned long long)(k0 + rho) * (unsigned long long)cols + (unsigned long long)(col0 + c);
+    const int q = hot_quant_sr(val, s, HLA_QMAX, hla_rand_word(seed, tag, step, idx));
+#else
+    const int q = hot_quant_rtn(val, s, HLA_QMAX);
+#endif
+    qtile[c * HOT_R + rho] = (unsigned char)q;
+  }
+#if HOT_MODE == 0
+  (void)seed; (void)tag; (void)step;
+#endif
+  __syncthreads();
+  for (int id = tid; id < HOT_R * HLA_COLS; id += HLA_THREADS) {
+    const int c = id / HOT_R, rho = id % HOT_R; /* rho fastest: contiguous bytes of a code row */
+    const int col = col0 + c;
+    if (col < cols) codes[(long long)col * ld_codes + k0 + rho] = qtile[id];
+  }
+  if (beta == segments * per_seg - 1) { /* zero tail [k_real, k_pad) of this CTA's columns */
+    const int tail = k_pad - k_real;
+    for (int id = tid; id < tail * HLA_COLS; id += HLA_THREADS) {
+      const int c = id / tail, kk = id % tail;
+      const int col = col0 + c;
+      if (col < cols) codes[(long long)col * ld_codes + k_real + kk] = 0;
+    }
+  }
+}
+} /* namespace hot_k0 */
+#undef HOT_KNAME
+#undef HOT_MODE
+#undef HOT_DTYPE
+#undef HOT_P
+#undef HOT_R
+#undef HOT_BITS
+#undef HOT_ROWS
+#undef HLA_THREADS
+#undef HLA_COLS
+#undef HLA_QMAX
+#undef HLA_LP
+#undef HLA_NB
+#undef HLA_NB0
+#undef HLA_E0
+#undef HLA_ITEMS0
+
+/* ---- hot_hq_g_f32_b16_k4_s8 from templates/hadamard_quant.cu */
+#define HOT_KNAME hot_hq_g_f32_b16_k4_s8
 #define HOT_OPERAND 0
 #define HOT_DTYPE 0
 #define HOT_B 16
 #define HOT_BITS 4
 #define HOT_CODES 0
-#define HOT_CHUNKS 3
 namespace hot_k1 {
 #line 1 "templates/hadamard_quant.cu"
-/* @hot-params: HOT_KNAME HOT_OPERAND HOT_DTYPE HOT_B HOT_BITS HOT_CODES HOT_CHUNKS */
+/* @hot-params: HOT_KNAME HOT_OPERAND HOT_DTYPE HOT_B HOT_BITS HOT_CODES */
 /* hadamard_quant.cu — HQ operand kernels (HOT.md section 3): block FWHT of size b along O, amax
  * (per row or per tensor), quantization (SR with the Philox stream for g', RTN for w'), int8
  * codes or packed int4 nibbles, and the scales. CPU twin: templates/hadamard_quant_ref.c.
@@ -222,22 +534,26 @@ namespace hot_k1 {
  *   HOT_B        Hadamard block b (power of two, 1..256; 1 = no transform, paper_code on odd O)
  *   HOT_BITS     code bits (qmax = 2^(bits-1) - 1)
  *   HOT_CODES    0 = one int8 per code, 1 = packed int4 (element 2j in the low nibble of byte j)
- *   HOT_CHUNKS   256-element chunks covering k_pad (the padded contraction length)
  *
  * Mapping. A "line" is one row of g_y (operand 0) or one column of w (operand 1), transformed and
  * quantized along O. One warp owns one line; each lane holds 8 consecutive elements of a
  * 256-element chunk, so stages h = 1, 2, 4 run in registers and stages h = 8 ... b/2 run as warp
  * shuffles between lanes lane ^ (h / 8) — the stage order of HOT.md section 2, so the bits equal
- * the CPU twin's. Lines of up to 8 chunks stay in registers between the amax and the quantization
- * (one pass over memory); longer lines reload their chunks (L2 hits).
+ * the CPU twin's. Lines of up to 4 chunks (O <= 1024) stay in registers between the amax and the quantization
+ * (one pass over memory); longer lines reload their chunks (L2 hits). The number of 256-element
+ * chunks, ceil(k_pad / 256), is a run-time value: one kernel serves every O.
  *   operand 0: block 256 = 8 warps = 8 rows; grid.x = ceil(T / 8). 16-byte loads when aligned.
  *   operand 1: block 256 handles 32 columns x one 256-row slab of w through a transposing shared
- *     tile (coalesced loads along I); grid = (ceil(I / 32), HOT_CHUNKS); the slab is one chunk.
+ *     tile (coalesced loads along I); grid = (ceil(I / 32), ceil(k_pad / 256)); a slab is a chunk.
  *
  * Phases (argument `phase`): 0 = amax only (atomicMax of the float bits into *amax_bits, which
  * the caller zeroes first); 1 = quantize with the tensor scale amax_bits -> s; 2 = per-row scale,
- * one launch (operand 0 only). Codes are written for every position in [0, k_pad): zeros beyond
- * O, so code buffers need no clearing.
+ * one launch (operand 0 only).
+ * SAWB (operand 1, hq.w.rule = sawb): phase 0 with math_out != NULL also writes w' in math
+ * layout (o_pad x I floats, linear idx o*I + i); templates/sawb.cu (n = o_pad*I) turns it and
+ * amax_bits into s_w; phase 1 with scale_in = &s_w quantizes with it. Operand 0 ignores both.
+ * Codes are written for every position in [0, k_pad): zeros beyond O, so code buffers need no
+ * clearing.
  */
 #ifndef HOT_GENERATED
 #define HOT_KNAME hot_hq_standalone
@@ -246,14 +562,13 @@ namespace hot_k1 {
 #define HOT_B 16
 #define HOT_BITS 4
 #define HOT_CODES 1
-#define HOT_CHUNKS 3
 #endif
 
 
 
 #define HQ_LANE_ELEMS 8
 #define HQ_CHUNK 256
-#define HQ_REG_CHUNKS (HOT_CHUNKS < 8 ? HOT_CHUNKS : 8)
+#define HQ_REG_CHUNKS 4 /* kept in registers: 64 registers per thread, a short NVRTC compile */
 #define HQ_QMAX ((1 << (HOT_BITS - 1)) - 1)
 #define HQ_TILE_COLS 32
 #define HQ_TILE_LD (HQ_CHUNK + 4) /* floats per shared row: +4 keeps 16-byte alignment, shifts banks */
@@ -261,7 +576,6 @@ namespace hot_k1 {
 static_assert(HOT_B >= 1 && HOT_B <= 256 && (HOT_B & (HOT_B - 1)) == 0, "b must be a power of two in [1, 256] (1: the paper code's shrinking rule left no transform)");
 static_assert(HOT_BITS >= 2 && HOT_BITS <= 8, "bits in [2, 8]");
 static_assert(HOT_CODES == 0 || HOT_BITS <= 4, "packed int4 codes need bits <= 4");
-static_assert(HOT_CHUNKS >= 1, "at least one chunk");
 
 /* Loads element e of line `line` as f32 (0 beyond the real length). */
 static __device__ __forceinline__ float hq_load1(const void *src, long long off) {
@@ -383,13 +697,15 @@ static __device__ __forceinline__ void hq_store8(unsigned char *code_row, int c,
 
 #if HOT_OPERAND == 0
 /* g': rows of g_y (rows x cols, leading dimension ld_src elements). o_pad = cols rounded up to b;
- * codes rows have HOT_CHUNKS * 256 >= k_pad positions of which [0, k_pad) are stored
+ * codes rows hold ceil(k_pad / 256) * 256 >= k_pad positions of which [0, k_pad) are stored
  * (ld_codes bytes per row). scales: one per row. */
 extern "C" __global__ void __launch_bounds__(256)
 HOT_KNAME(const void *__restrict__ src, int rows, int cols, int ld_src, int o_pad, int k_pad,
           unsigned char *__restrict__ codes, int ld_codes, float *__restrict__ scales,
-          unsigned int *__restrict__ amax_bits, int phase, unsigned long long seed, unsigned tag,
+          unsigned int *__restrict__ amax_bits, const float *__restrict__ scale_in,
+          float *__restrict__ math_out, int phase, unsigned long long seed, unsigned tag,
           unsigned step) {
+  (void)scale_in; (void)math_out; /* SAWB applies to w' only (CONTRACT 3) */
   const int lane = threadIdx.x & 31;
   const int row = blockIdx.x * 8 + (threadIdx.x >> 5);
   if (row >= rows) return;
@@ -399,19 +715,26 @@ HOT_KNAME(const void *__restrict__ src, int rows, int cols, int ld_src, int o_pa
 #else
   const bool vec_ok = ((ld_src & 7) == 0) && ((((unsigned long long)src) & 15ull) == 0);
 #endif
+  const int chunks = (k_pad + HQ_CHUNK - 1) / HQ_CHUNK; /* warp-uniform */
   float cache[HQ_REG_CHUNKS][8];
   float amax = 0.0f;
   if (phase != 1) {
 #pragma unroll
-    for (int k = 0; k < HOT_CHUNKS; ++k) {
+    for (int k = 0; k < HQ_REG_CHUNKS; ++k) {
+      if (k < chunks) {
+        float v[8];
+        hq_load8(src, row_off, k * HQ_CHUNK + lane * 8, cols, vec_ok, v);
+        hq_fwht_chunk(v, lane);
+        amax = fmaxf(amax, hq_chunk_amax(v));
+#pragma unroll
+        for (int j = 0; j < 8; ++j) cache[k][j] = v[j];
+      }
+    }
+    for (int k = HQ_REG_CHUNKS; k < chunks; ++k) { /* long lines: transformed twice */
       float v[8];
       hq_load8(src, row_off, k * HQ_CHUNK + lane * 8, cols, vec_ok, v);
       hq_fwht_chunk(v, lane);
       amax = fmaxf(amax, hq_chunk_amax(v));
-      if (k < HQ_REG_CHUNKS) {
-#pragma unroll
-        for (int j = 0; j < 8; ++j) cache[k][j] = v[j];
-      }
     }
     amax = hq_warp_max(amax);
     if (phase == 0) {
@@ -424,20 +747,21 @@ HOT_KNAME(const void *__restrict__ src, int rows, int cols, int ld_src, int o_pa
   const float s = hot_scale(amax, HOT_BITS);
   if (lane == 0) scales[row] = s;
   unsigned char *code_row = codes + (long long)row * ld_codes;
+  const unsigned long long idx_row = (unsigned long long)row * (unsigned long long)o_pad;
+  if (phase != 1) {
 #pragma unroll
-  for (int k = 0; k < HOT_CHUNKS; ++k) {
-    const int c = k * HQ_CHUNK + lane * 8;
-    float v[8];
-    if (phase != 1 && k < HQ_REG_CHUNKS) {
-#pragma unroll
-      for (int j = 0; j < 8; ++j) v[j] = cache[k][j];
-    } else { /* every lane takes part: the transform shuffles across the warp */
-      hq_load8(src, row_off, c, cols, vec_ok, v);
-      hq_fwht_chunk(v, lane);
+    for (int k = 0; k < HQ_REG_CHUNKS; ++k) {
+      const int c = k * HQ_CHUNK + lane * 8;
+      if (k < chunks && c < k_pad)
+        hq_store8(code_row, c, cache[k], s, idx_row + (unsigned long long)c, seed, tag, step);
     }
-    if (c < k_pad)
-      hq_store8(code_row, c, v, s, (unsigned long long)row * (unsigned long long)o_pad + (unsigned long long)c,
-              seed, tag, step);
+  }
+  for (int k = phase != 1 ? HQ_REG_CHUNKS : 0; k < chunks; ++k) {
+    const int c = k * HQ_CHUNK + lane * 8;
+    float v[8]; /* every lane takes part: the transform shuffles across the warp */
+    hq_load8(src, row_off, c, cols, vec_ok, v);
+    hq_fwht_chunk(v, lane);
+    if (c < k_pad) hq_store8(code_row, c, v, s, idx_row + (unsigned long long)c, seed, tag, step);
   }
 }
 #else
@@ -446,9 +770,9 @@ HOT_KNAME(const void *__restrict__ src, int rows, int cols, int ld_src, int o_pa
 extern "C" __global__ void __launch_bounds__(256)
 HOT_KNAME(const void *__restrict__ src, int rows, int cols, int ld_src, int o_pad, int k_pad,
           unsigned char *__restrict__ codes, int ld_codes, float *__restrict__ scales,
-          unsigned int *__restrict__ amax_bits, int phase, unsigned long long seed, unsigned tag,
+          unsigned int *__restrict__ amax_bits, const float *__restrict__ scale_in,
+          float *__restrict__ math_out, int phase, unsigned long long seed, unsigned tag,
           unsigned step) {
-  (void)o_pad;
   __shared__ __align__(16) float tile[HQ_TILE_COLS][HQ_TILE_LD];
   const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
   const int col0 = blockIdx.x * HQ_TILE_COLS;
@@ -461,7 +785,7 @@ HOT_KNAME(const void *__restrict__ src, int rows, int cols, int ld_src, int o_pa
   __syncthreads();
   float amax = 0.0f;
   float s = 0.0f;
-  if (phase == 1) s = hot_scale(__uint_as_float(*amax_bits), HOT_BITS);
+  if (phase == 1) s = scale_in ? *scale_in : hot_scale(__uint_as_float(*amax_bits), HOT_BITS);
   if (phase == 1 && blockIdx.x == 0 && blockIdx.y == 0 && threadIdx.x == 0) scales[0] = s;
   /* Each warp transforms 4 of the 32 columns. */
 #pragma unroll
@@ -476,6 +800,11 @@ HOT_KNAME(const void *__restrict__ src, int rows, int cols, int ld_src, int o_pa
     hq_fwht_chunk(v, lane);
     if (phase == 0) {
       amax = fmaxf(amax, hq_chunk_amax(v));
+      if (math_out) { /* back into this warp's own tile row, stored coalesced below */
+        float4 *q = (float4 *)&tile[lc][lane * 8];
+        q[0] = make_float4(v[0], v[1], v[2], v[3]);
+        q[1] = make_float4(v[4], v[5], v[6], v[7]);
+      }
     } else if (i < cols) {
       const int c = row0 + lane * 8;
       if (c < k_pad) hq_store8(codes + (long long)i * ld_codes, c, v, s, 0ull, seed, tag, step);
@@ -484,6 +813,13 @@ HOT_KNAME(const void *__restrict__ src, int rows, int cols, int ld_src, int o_pa
   if (phase == 0) {
     amax = hq_warp_max(amax);
     if (lane == 0) atomicMax(amax_bits, __float_as_uint(amax));
+    if (math_out) { /* w' in math layout o_pad x I (linear idx o*I + i), rows < o_pad only */
+      __syncthreads();
+      for (int r = warp; r < HQ_CHUNK; r += 8) {
+        const int o = row0 + r, i = col0 + lane;
+        if (o < o_pad && i < cols) math_out[(long long)o * cols + i] = tile[lane][r];
+      }
+    }
   }
 }
 #endif
@@ -494,7 +830,6 @@ HOT_KNAME(const void *__restrict__ src, int rows, int cols, int ld_src, int o_pa
 #undef HOT_B
 #undef HOT_BITS
 #undef HOT_CODES
-#undef HOT_CHUNKS
 #undef HQ_LANE_ELEMS
 #undef HQ_CHUNK
 #undef HQ_REG_CHUNKS
@@ -502,17 +837,16 @@ HOT_KNAME(const void *__restrict__ src, int rows, int cols, int ld_src, int o_pa
 #undef HQ_TILE_COLS
 #undef HQ_TILE_LD
 
-/* ---- hot_hq_w_f32_b16_k4_s8_c3 from templates/hadamard_quant.cu */
-#define HOT_KNAME hot_hq_w_f32_b16_k4_s8_c3
+/* ---- hot_hq_w_f32_b16_k4_s8 from templates/hadamard_quant.cu */
+#define HOT_KNAME hot_hq_w_f32_b16_k4_s8
 #define HOT_OPERAND 1
 #define HOT_DTYPE 0
 #define HOT_B 16
 #define HOT_BITS 4
 #define HOT_CODES 0
-#define HOT_CHUNKS 3
 namespace hot_k2 {
 #line 1 "templates/hadamard_quant.cu"
-/* @hot-params: HOT_KNAME HOT_OPERAND HOT_DTYPE HOT_B HOT_BITS HOT_CODES HOT_CHUNKS */
+/* @hot-params: HOT_KNAME HOT_OPERAND HOT_DTYPE HOT_B HOT_BITS HOT_CODES */
 /* hadamard_quant.cu — HQ operand kernels (HOT.md section 3): block FWHT of size b along O, amax
  * (per row or per tensor), quantization (SR with the Philox stream for g', RTN for w'), int8
  * codes or packed int4 nibbles, and the scales. CPU twin: templates/hadamard_quant_ref.c.
@@ -525,22 +859,26 @@ namespace hot_k2 {
  *   HOT_B        Hadamard block b (power of two, 1..256; 1 = no transform, paper_code on odd O)
  *   HOT_BITS     code bits (qmax = 2^(bits-1) - 1)
  *   HOT_CODES    0 = one int8 per code, 1 = packed int4 (element 2j in the low nibble of byte j)
- *   HOT_CHUNKS   256-element chunks covering k_pad (the padded contraction length)
  *
  * Mapping. A "line" is one row of g_y (operand 0) or one column of w (operand 1), transformed and
  * quantized along O. One warp owns one line; each lane holds 8 consecutive elements of a
  * 256-element chunk, so stages h = 1, 2, 4 run in registers and stages h = 8 ... b/2 run as warp
  * shuffles between lanes lane ^ (h / 8) — the stage order of HOT.md section 2, so the bits equal
- * the CPU twin's. Lines of up to 8 chunks stay in registers between the amax and the quantization
- * (one pass over memory); longer lines reload their chunks (L2 hits).
+ * the CPU twin's. Lines of up to 4 chunks (O <= 1024) stay in registers between the amax and the quantization
+ * (one pass over memory); longer lines reload their chunks (L2 hits). The number of 256-element
+ * chunks, ceil(k_pad / 256), is a run-time value: one kernel serves every O.
  *   operand 0: block 256 = 8 warps = 8 rows; grid.x = ceil(T / 8). 16-byte loads when aligned.
  *   operand 1: block 256 handles 32 columns x one 256-row slab of w through a transposing shared
- *     tile (coalesced loads along I); grid = (ceil(I / 32), HOT_CHUNKS); the slab is one chunk.
+ *     tile (coalesced loads along I); grid = (ceil(I / 32), ceil(k_pad / 256)); a slab is a chunk.
  *
  * Phases (argument `phase`): 0 = amax only (atomicMax of the float bits into *amax_bits, which
  * the caller zeroes first); 1 = quantize with the tensor scale amax_bits -> s; 2 = per-row scale,
- * one launch (operand 0 only). Codes are written for every position in [0, k_pad): zeros beyond
- * O, so code buffers need no clearing.
+ * one launch (operand 0 only).
+ * SAWB (operand 1, hq.w.rule = sawb): phase 0 with math_out != NULL also writes w' in math
+ * layout (o_pad x I floats, linear idx o*I + i); templates/sawb.cu (n = o_pad*I) turns it and
+ * amax_bits into s_w; phase 1 with scale_in = &s_w quantizes with it. Operand 0 ignores both.
+ * Codes are written for every position in [0, k_pad): zeros beyond O, so code buffers need no
+ * clearing.
  */
 #ifndef HOT_GENERATED
 #define HOT_KNAME hot_hq_standalone
@@ -549,14 +887,13 @@ namespace hot_k2 {
 #define HOT_B 16
 #define HOT_BITS 4
 #define HOT_CODES 1
-#define HOT_CHUNKS 3
 #endif
 
 
 
 #define HQ_LANE_ELEMS 8
 #define HQ_CHUNK 256
-#define HQ_REG_CHUNKS (HOT_CHUNKS < 8 ? HOT_CHUNKS : 8)
+#define HQ_REG_CHUNKS 4 /* kept in registers: 64 registers per thread, a short NVRTC compile */
 #define HQ_QMAX ((1 << (HOT_BITS - 1)) - 1)
 #define HQ_TILE_COLS 32
 #define HQ_TILE_LD (HQ_CHUNK + 4) /* floats per shared row: +4 keeps 16-byte alignment, shifts banks */
@@ -564,7 +901,6 @@ namespace hot_k2 {
 static_assert(HOT_B >= 1 && HOT_B <= 256 && (HOT_B & (HOT_B - 1)) == 0, "b must be a power of two in [1, 256] (1: the paper code's shrinking rule left no transform)");
 static_assert(HOT_BITS >= 2 && HOT_BITS <= 8, "bits in [2, 8]");
 static_assert(HOT_CODES == 0 || HOT_BITS <= 4, "packed int4 codes need bits <= 4");
-static_assert(HOT_CHUNKS >= 1, "at least one chunk");
 
 /* Loads element e of line `line` as f32 (0 beyond the real length). */
 static __device__ __forceinline__ float hq_load1(const void *src, long long off) {
@@ -686,13 +1022,15 @@ static __device__ __forceinline__ void hq_store8(unsigned char *code_row, int c,
 
 #if HOT_OPERAND == 0
 /* g': rows of g_y (rows x cols, leading dimension ld_src elements). o_pad = cols rounded up to b;
- * codes rows have HOT_CHUNKS * 256 >= k_pad positions of which [0, k_pad) are stored
+ * codes rows hold ceil(k_pad / 256) * 256 >= k_pad positions of which [0, k_pad) are stored
  * (ld_codes bytes per row). scales: one per row. */
 extern "C" __global__ void __launch_bounds__(256)
 HOT_KNAME(const void *__restrict__ src, int rows, int cols, int ld_src, int o_pad, int k_pad,
           unsigned char *__restrict__ codes, int ld_codes, float *__restrict__ scales,
-          unsigned int *__restrict__ amax_bits, int phase, unsigned long long seed, unsigned tag,
+          unsigned int *__restrict__ amax_bits, const float *__restrict__ scale_in,
+          float *__restrict__ math_out, int phase, unsigned long long seed, unsigned tag,
           unsigned step) {
+  (void)scale_in; (void)math_out; /* SAWB applies to w' only (CONTRACT 3) */
   const int lane = threadIdx.x & 31;
   const int row = blockIdx.x * 8 + (threadIdx.x >> 5);
   if (row >= rows) return;
@@ -702,19 +1040,26 @@ HOT_KNAME(const void *__restrict__ src, int rows, int cols, int ld_src, int o_pa
 #else
   const bool vec_ok = ((ld_src & 7) == 0) && ((((unsigned long long)src) & 15ull) == 0);
 #endif
+  const int chunks = (k_pad + HQ_CHUNK - 1) / HQ_CHUNK; /* warp-uniform */
   float cache[HQ_REG_CHUNKS][8];
   float amax = 0.0f;
   if (phase != 1) {
 #pragma unroll
-    for (int k = 0; k < HOT_CHUNKS; ++k) {
+    for (int k = 0; k < HQ_REG_CHUNKS; ++k) {
+      if (k < chunks) {
+        float v[8];
+        hq_load8(src, row_off, k * HQ_CHUNK + lane * 8, cols, vec_ok, v);
+        hq_fwht_chunk(v, lane);
+        amax = fmaxf(amax, hq_chunk_amax(v));
+#pragma unroll
+        for (int j = 0; j < 8; ++j) cache[k][j] = v[j];
+      }
+    }
+    for (int k = HQ_REG_CHUNKS; k < chunks; ++k) { /* long lines: transformed twice */
       float v[8];
       hq_load8(src, row_off, k * HQ_CHUNK + lane * 8, cols, vec_ok, v);
       hq_fwht_chunk(v, lane);
       amax = fmaxf(amax, hq_chunk_amax(v));
-      if (k < HQ_REG_CHUNKS) {
-#pragma unroll
-        for (int j = 0; j < 8; ++j) cache[k][j] = v[j];
-      }
     }
     amax = hq_warp_max(amax);
     if (phase == 0) {
@@ -727,20 +1072,21 @@ HOT_KNAME(const void *__restrict__ src, int rows, int cols, int ld_src, int o_pa
   const float s = hot_scale(amax, HOT_BITS);
   if (lane == 0) scales[row] = s;
   unsigned char *code_row = codes + (long long)row * ld_codes;
+  const unsigned long long idx_row = (unsigned long long)row * (unsigned long long)o_pad;
+  if (phase != 1) {
 #pragma unroll
-  for (int k = 0; k < HOT_CHUNKS; ++k) {
-    const int c = k * HQ_CHUNK + lane * 8;
-    float v[8];
-    if (phase != 1 && k < HQ_REG_CHUNKS) {
-#pragma unroll
-      for (int j = 0; j < 8; ++j) v[j] = cache[k][j];
-    } else { /* every lane takes part: the transform shuffles across the warp */
-      hq_load8(src, row_off, c, cols, vec_ok, v);
-      hq_fwht_chunk(v, lane);
+    for (int k = 0; k < HQ_REG_CHUNKS; ++k) {
+      const int c = k * HQ_CHUNK + lane * 8;
+      if (k < chunks && c < k_pad)
+        hq_store8(code_row, c, cache[k], s, idx_row + (unsigned long long)c, seed, tag, step);
     }
-    if (c < k_pad)
-      hq_store8(code_row, c, v, s, (unsigned long long)row * (unsigned long long)o_pad + (unsigned long long)c,
-              seed, tag, step);
+  }
+  for (int k = phase != 1 ? HQ_REG_CHUNKS : 0; k < chunks; ++k) {
+    const int c = k * HQ_CHUNK + lane * 8;
+    float v[8]; /* every lane takes part: the transform shuffles across the warp */
+    hq_load8(src, row_off, c, cols, vec_ok, v);
+    hq_fwht_chunk(v, lane);
+    if (c < k_pad) hq_store8(code_row, c, v, s, idx_row + (unsigned long long)c, seed, tag, step);
   }
 }
 #else
@@ -749,9 +1095,9 @@ HOT_KNAME(const void *__restrict__ src, int rows, int cols, int ld_src, int o_pa
 extern "C" __global__ void __launch_bounds__(256)
 HOT_KNAME(const void *__restrict__ src, int rows, int cols, int ld_src, int o_pad, int k_pad,
           unsigned char *__restrict__ codes, int ld_codes, float *__restrict__ scales,
-          unsigned int *__restrict__ amax_bits, int phase, unsigned long long seed, unsigned tag,
+          unsigned int *__restrict__ amax_bits, const float *__restrict__ scale_in,
+          float *__restrict__ math_out, int phase, unsigned long long seed, unsigned tag,
           unsigned step) {
-  (void)o_pad;
   __shared__ __align__(16) float tile[HQ_TILE_COLS][HQ_TILE_LD];
   const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
   const int col0 = blockIdx.x * HQ_TILE_COLS;
@@ -764,7 +1110,7 @@ HOT_KNAME(const void *__restrict__ src, int rows, int cols, int ld_src, int o_pa
   __syncthreads();
   float amax = 0.0f;
   float s = 0.0f;
-  if (phase == 1) s = hot_scale(__uint_as_float(*amax_bits), HOT_BITS);
+  if (phase == 1) s = scale_in ? *scale_in : hot_scale(__uint_as_float(*amax_bits), HOT_BITS);
   if (phase == 1 && blockIdx.x == 0 && blockIdx.y == 0 && threadIdx.x == 0) scales[0] = s;
   /* Each warp transforms 4 of the 32 columns. */
 #pragma unroll
@@ -779,6 +1125,11 @@ HOT_KNAME(const void *__restrict__ src, int rows, int cols, int ld_src, int o_pa
     hq_fwht_chunk(v, lane);
     if (phase == 0) {
       amax = fmaxf(amax, hq_chunk_amax(v));
+      if (math_out) { /* back into this warp's own tile row, stored coalesced below */
+        float4 *q = (float4 *)&tile[lc][lane * 8];
+        q[0] = make_float4(v[0], v[1], v[2], v[3]);
+        q[1] = make_float4(v[4], v[5], v[6], v[7]);
+      }
     } else if (i < cols) {
       const int c = row0 + lane * 8;
       if (c < k_pad) hq_store8(codes + (long long)i * ld_codes, c, v, s, 0ull, seed, tag, step);
@@ -787,6 +1138,13 @@ HOT_KNAME(const void *__restrict__ src, int rows, int cols, int ld_src, int o_pa
   if (phase == 0) {
     amax = hq_warp_max(amax);
     if (lane == 0) atomicMax(amax_bits, __float_as_uint(amax));
+    if (math_out) { /* w' in math layout o_pad x I (linear idx o*I + i), rows < o_pad only */
+      __syncthreads();
+      for (int r = warp; r < HQ_CHUNK; r += 8) {
+        const int o = row0 + r, i = col0 + lane;
+        if (o < o_pad && i < cols) math_out[(long long)o * cols + i] = tile[lane][r];
+      }
+    }
   }
 }
 #endif
@@ -797,13 +1155,325 @@ HOT_KNAME(const void *__restrict__ src, int rows, int cols, int ld_src, int o_pa
 #undef HOT_B
 #undef HOT_BITS
 #undef HOT_CODES
-#undef HOT_CHUNKS
 #undef HQ_LANE_ELEMS
 #undef HQ_CHUNK
 #undef HQ_REG_CHUNKS
 #undef HQ_QMAX
 #undef HQ_TILE_COLS
 #undef HQ_TILE_LD
+
+/* ---- hot_hla_g_f32_p64_r36_tri from templates/hla_project.cu */
+#define HOT_KNAME hot_hla_g_f32_p64_r36_tri
+#define HOT_MODE 1
+#define HOT_DTYPE 0
+#define HOT_P 64
+#define HOT_R 36
+#define HOT_BITS 8
+#define HOT_ROWS 0,32,48,16,24,56,40,8,44,60,28,20,52,36,4,6,38,54,22,30,62,26,18,50,34,2,3,35,51,19,55,39,7,5,37,1
+namespace hot_k3 {
+#line 1 "templates/hla_project.cu"
+/* @hot-params: HOT_KNAME HOT_MODE HOT_DTYPE HOT_P HOT_R HOT_BITS HOT_ROWS */
+/* hla_project.cu — HLA / ABC projection kernels (HOT.md sections 4 and 5, CONTRACT.md 1-4):
+ * per token block, the p-point FWHT down every column (fp32, HOT.md 2 stage order), the gather of
+ * the r selected natural rows of H_p, a per-tensor 8-bit quantizer (RTN for x^, SR for g^) and
+ * the codes stored TRANSPOSED for the g_w GEMM. CPU twins: hot_ref_hla_quant_x /
+ * hot_ref_hla_quant_g (templates/hla_project_ref.c).
+ *
+ * Parameters (the generator defines them; the defaults below let the file compile alone):
+ *   HOT_KNAME  entry point name
+ *   HOT_MODE   0 = x^ (role HOT_K_ABC_X, round to nearest), 1 = g^ (role HOT_K_HLA_G, stochastic
+ *              rounding, Philox tag = layer_id*16 + 2, idx = k*cols + c of the K x cols math tensor)
+ *   HOT_DTYPE  0 = f32, 1 = bf16, 2 = f16 input
+ *   HOT_P      token block p (power of two, 1..1024; 1 = identity, paper_code on prime L)
+ *   HOT_R      rank r (1..p)
+ *   HOT_BITS   code bits (8 in every shipped recipe; 2..8 accepted)
+ *   HOT_ROWS   the r selected natural rows of H_p, ascending sequency, comma-separated
+ *
+ * Entry (one signature for both modes):
+ *   extern "C" __global__ void HOT_KNAME (const void *src, int T, int cols, int ld_src, int L,
+ *       int layout, long long seg_len, long long segments, int k_real, int k_pad,
+ *       unsigned char *codes, int ld_codes, float *scale, unsigned int *amax_bits,
+ *       const float *scale_in, float *math_out, int phase, unsigned long long seed,
+ *       unsigned tag, unsigned step)
+ *   src       x (T x I) or g_y (T x O), row-major, dtype HOT_DTYPE, row stride ld_src elements;
+ *             cols = I or O. Only read; padded tokens are never materialized (read as zeros).
+ *   L, layout plan T = B*L; layout 0 = sample (segment s = sample s, real tokens s*L + j for
+ *             j < L), 1 = flat (one segment, real tokens j < T). seg_len = hla.seg_len,
+ *             segments = hla.segments; block beta = blockIdx.x in [0, segments*seg_len/p).
+ *   k_real    K = hla.k = blocks * r;  k_pad = hla.gemm.k_pad;  ld_codes = bytes per code row
+ *             (k_pad). codes: cols rows, column c of the math tensor is code row c, position
+ *             k = beta*r + rho (rho: index into HOT_ROWS).
+ *   scale     1 float out (s_x^ / s_g^), written in phase 1 by block (0, 0).
+ *   amax_bits 1 word, zeroed by the caller before phase 0 (cuMemsetD32Async); phase 0 does
+ *             atomicMax of the fp32 bits of |v| (amax >= 0, so bit order = value order).
+ *   scale_in  NULL, or 1 float: phase 1 quantizes with *scale_in instead of hot_scale(amax)
+ *             (SAWB: the scale from templates/sawb.cu).
+ *   math_out  NULL, or K x cols floats: phase 0 also writes the fp32 math tensor x^ / g^ in
+ *             linear index order k*cols + c (the input of templates/sawb.cu).
+ *   seed, tag, step  Philox key, tag, step (HOT_MODE 1; ignored by HOT_MODE 0).
+ *
+ * Phases (same grid for both, stream-ordered):
+ *   0: transform, block max |v| -> atomicMax(amax_bits); math_out when non-NULL. No codes.
+ *   1: transform again (the input is re-read: an L2 hit for moderate sizes), s = scale_in ?
+ *      *scale_in : hot_scale(amax), quantize, store codes; the block of the LAST token block
+ *      (beta = blocks - 1) also writes zeros at k in [k_real, k_pad) of its columns, so code
+ *      buffers never need clearing.
+ *   absmax:  memset(amax_bits) ; phase 0 ; phase 1 (scale_in = NULL)
+ *   SAWB:    memset(amax_bits) ; phase 0 with math_out ; sawb.cu phase 0, 1 (reads amax_bits,
+ *            writes s) ; phase 1 with scale_in = s
+ *
+ * Launch geometry:
+ *   grid  = (hla.blocks, ceil(cols / HLA_COLS), 1),  block = (256, 1, 1), no dynamic smem;
+ *   HLA_COLS = 256 for p <= 32, else 8192 / p (p = 64: 128, 128: 64, 256: 32, 512: 16,
+ *   1024: 8), so the fp32 tile p x HLA_COLS is at most 32 KiB (static shared memory: at most
+ *   32 KiB tile + r*HLA_COLS <= 8 KiB of codes + 2r bytes of rows + 32 B).
+ *
+ * Mapping. A CTA owns one token block and HLA_COLS consecutive columns; thread t of a pass works
+ * on column c = id % HLA_COLS, so a warp's loads of one token row are consecutive columns
+ * (coalesced: 128 B f32 / 64 B bf16 and f16 per warp per row). The FWHT of each column runs
+ * in radix-8 passes: pass 0 loads 8 consecutive tokens per column into registers (zeros for
+ * padded tokens and columns >= cols) and runs stages h = 1, 2, 4 there; each further pass
+ * (bits 3-5, 6-8, 9) reads the 8 elements that differ in its three token bits from the shared
+ * tile, runs its stages in registers and writes them back — stage order h = 1, 2, 4, ..., p/2
+ * exactly as HOT.md 2, so the bits equal the twin's. The gather reads the r selected rows; the
+ * codes go through a small shared byte tile so that each column's r codes are stored as one
+ * contiguous run of bytes.
+ */
+#ifndef HOT_GENERATED
+#define HOT_KNAME hot_hla_project
+#define HOT_MODE 1
+#define HOT_DTYPE 0
+#define HOT_P 16
+#define HOT_R 10
+#define HOT_BITS 8
+#define HOT_ROWS 0, 8, 12, 4, 14, 10, 2, 3, 11, 1
+#endif
+
+
+
+#define HLA_THREADS 256
+#define HLA_COLS (HOT_P <= 32 ? 256 : 8192 / HOT_P)
+#define HLA_QMAX ((1 << (HOT_BITS - 1)) - 1)
+#define HLA_LP                                                                                  \
+  (HOT_P >= 1024 ? 10 : HOT_P >= 512 ? 9 : HOT_P >= 256 ? 8 : HOT_P >= 128 ? 7 : HOT_P >= 64 ? 6 \
+   : HOT_P >= 32 ? 5 : HOT_P >= 16 ? 4 : HOT_P >= 8 ? 3 : HOT_P >= 4 ? 2 : HOT_P >= 2 ? 1 : 0)
+/* token bits handled by the pass starting at bit b (1 when the pass does not exist: keeps the
+ * template arguments legal in branches that are compiled out) */
+#define HLA_NB(b) (HLA_LP > (b) ? (HLA_LP - (b) < 3 ? HLA_LP - (b) : 3) : 1)
+#define HLA_NB0 (HLA_LP < 3 ? HLA_LP : 3)
+#define HLA_E0 (1 << HLA_NB0)
+#define HLA_ITEMS0 (HOT_P * HLA_COLS / HLA_E0 / HLA_THREADS)
+
+static_assert(HOT_MODE == 0 || HOT_MODE == 1, "HOT_MODE 0 (x^, RTN) or 1 (g^, SR)");
+static_assert(HOT_DTYPE >= 0 && HOT_DTYPE <= 2, "HOT_DTYPE 0 (f32), 1 (bf16) or 2 (f16)");
+static_assert(HOT_P >= 1 && HOT_P <= 1024 && (HOT_P & (HOT_P - 1)) == 0,
+              "p must be a power of two in [1, 1024]");
+static_assert((1 << HLA_LP) == HOT_P, "log2 p");
+static_assert(HOT_R >= 1 && HOT_R <= HOT_P, "rank in [1, p]");
+static_assert(HOT_BITS >= 2 && HOT_BITS <= 8, "bits in [2, 8]");
+static_assert(HLA_ITEMS0 >= 1 && HOT_P * HLA_COLS % (HLA_E0 * HLA_THREADS) == 0,
+              "tile must split evenly into pass-0 items");
+
+/* The selected natural rows of H_p (ascending sequency). */
+__constant__ unsigned short hla_rows[HOT_R] = {HOT_ROWS};
+
+/* Element off of src as fp32 (exact conversions of hot_math.cuh). */
+static __device__ __forceinline__ float hla_load1(const void *__restrict__ src, long long off) {
+#if HOT_DTYPE == 0
+  return __ldg((const float *)src + off);
+#elif HOT_DTYPE == 1
+  return hot_bf16_to_f32(__ldg((const unsigned short *)src + off));
+#else
+  return hot_f16_to_f32(__ldg((const unsigned short *)src + off));
+#endif
+}
+
+#if HOT_MODE == 1
+/* hot_rand_word without the dynamically indexed struct (which would live in local memory). */
+static __device__ __forceinline__ unsigned hla_rand_word(unsigned long long seed, unsigned tag,
+                                                         unsigned step, unsigned long long idx) {
+  const unsigned long long b = idx >> 2;
+  const hot_philox_out o = hot_philox4x32_10((unsigned)(b & 0xffffffffull), (unsigned)(b >> 32),
+                                             tag, step, (unsigned)(seed & 0xffffffffull),
+                                             (unsigned)(seed >> 32));
+  const unsigned w = (unsigned)(idx & 3ull);
+  return w == 0 ? o.v[0] : w == 1 ? o.v[1] : w == 2 ? o.v[2] : o.v[3];
+}
+#endif
+
+/* Stages h = 1, 2, ..., E/2 of the E elements held by a thread (local index order). */
+template <int E>
+static __device__ __forceinline__ void hla_fwht_regs(float (&v)[E]) {
+#pragma unroll
+  for (int h = 1; h < E; h <<= 1) {
+#pragma unroll
+    for (int j = 0; j < E; ++j) {
+      if (j & h) continue;
+      const float a = v[j], b = v[j + h];
+      v[j] = HOT_ADD(a, b);
+      v[j + h] = HOT_SUB(a, b);
+    }
+  }
+}
+
+/* One radix-2^NB pass on the shared tile (p rows x HLA_COLS columns): stages h = 2^B0 ...
+ * 2^(B0+NB-1). Item = (column, base token with bits B0 .. B0+NB-1 clear); items are disjoint,
+ * so the pass is race-free between barriers. */
+template <int B0, int NB>
+static __device__ __forceinline__ void hla_pass(float *tile, int tid) {
+  enum { E = 1 << NB, ITEMS = HOT_P * HLA_COLS / E / HLA_THREADS };
+#pragma unroll
+  for (int it = 0; it < ITEMS; ++it) {
+    const int id = tid + it * HLA_THREADS;
+    const int c = id % HLA_COLS, rest = id / HLA_COLS;
+    const int base = ((rest >> B0) << (B0 + NB)) | (rest & ((1 << B0) - 1));
+    float v[E];
+#pragma unroll
+    for (int i = 0; i < E; ++i) v[i] = tile[(base + (i << B0)) * HLA_COLS + c];
+    hla_fwht_regs<E>(v);
+#pragma unroll
+    for (int i = 0; i < E; ++i) tile[(base + (i << B0)) * HLA_COLS + c] = v[i];
+  }
+}
+
+extern "C" __global__ void __launch_bounds__(HLA_THREADS, 2) /* <= 128 registers: 2 CTAs per SM */
+HOT_KNAME(const void *__restrict__ src, int T, int cols, int ld_src, int L, int layout,
+          long long seg_len, long long segments, int k_real, int k_pad,
+          unsigned char *__restrict__ codes, int ld_codes, float *__restrict__ scale,
+          unsigned int *__restrict__ amax_bits, const float *__restrict__ scale_in,
+          float *__restrict__ math_out, int phase, unsigned long long seed, unsigned tag,
+          unsigned step) {
+  __shared__ __align__(16) float tile[HOT_P * HLA_COLS];
+  __shared__ unsigned char qtile[HOT_R * HLA_COLS];
+  __shared__ unsigned short rows_s[HOT_R];
+  __shared__ float red[HLA_THREADS / 32];
+
+  const int tid = (int)threadIdx.x;
+  const long long per_seg = seg_len / HOT_P;
+  const long long beta = (long long)blockIdx.x;
+  if (beta >= segments * per_seg) return; /* whole CTA: no barrier is skipped by part of it */
+  const long long seg = beta / per_seg, blk = beta % per_seg;
+  const long long seg_real = layout == 1 ? (long long)T : (long long)L;
+  const long long seg_base = layout == 1 ? 0ll : seg * (long long)L; /* token of position 0 */
+  const long long pos0 = blk * HOT_P;                                /* first position */
+  const int col0 = (int)blockIdx.y * HLA_COLS;
+  const long long k0 = beta * HOT_R; /* first math row of this block */
+
+  for (int i = tid; i < HOT_R; i += HLA_THREADS) rows_s[i] = hla_rows[i];
+
+  /* ---- pass 0: global -> registers (stages 1, 2, 4) -> shared tile ---------------------- */
+  {
+    float v[HLA_ITEMS0][HLA_E0];
+#pragma unroll
+    for (int it = 0; it < HLA_ITEMS0; ++it) { /* all loads first: memory-level parallelism */
+      const int id = tid + it * HLA_THREADS;
+      const int c = id % HLA_COLS, base = (id / HLA_COLS) * HLA_E0;
+      const int col = col0 + c;
+#pragma unroll
+      for (int i = 0; i < HLA_E0; ++i) {
+        const long long pos = pos0 + base + i;
+        v[it][i] = (col < cols && pos < seg_real)
+                       ? hla_load1(src, (seg_base + pos) * (long long)ld_src + col)
+                       : 0.0f;
+      }
+    }
+#pragma unroll
+    for (int it = 0; it < HLA_ITEMS0; ++it) {
+      const int id = tid + it * HLA_THREADS;
+      const int c = id % HLA_COLS, base = (id / HLA_COLS) * HLA_E0;
+      hla_fwht_regs<HLA_E0>(v[it]);
+#pragma unroll
+      for (int i = 0; i < HLA_E0; ++i) tile[(base + i) * HLA_COLS + c] = v[it][i];
+    }
+  }
+  /* ---- passes over token bits 3-5, 6-8, 9 ----------------------------------------------- */
+  if (HLA_LP > 3) {
+    __syncthreads();
+    hla_pass<3, HLA_NB(3)>(tile, tid);
+  }
+  if (HLA_LP > 6) {
+    __syncthreads();
+    hla_pass<6, HLA_NB(6)>(tile, tid);
+  }
+  if (HLA_LP > 9) {
+    __syncthreads();
+    hla_pass<9, HLA_NB(9)>(tile, tid);
+  }
+  __syncthreads(); /* the tile and rows_s are complete */
+
+  if (phase == 0) {
+    /* ---- amax (and the math tensor) over the gathered rows; c fastest: coalesced -------- */
+    float amax = 0.0f;
+    for (int id = tid; id < HOT_R * HLA_COLS; id += HLA_THREADS) {
+      const int c = id % HLA_COLS, rho = id / HLA_COLS;
+      const int col = col0 + c;
+      if (col >= cols) continue;
+      const float val = tile[(int)rows_s[rho] * HLA_COLS + c];
+      amax = fmaxf(amax, fabsf(val));
+      if (math_out) math_out[(k0 + rho) * (long long)cols + col] = val;
+    }
+#pragma unroll
+    for (int d = 16; d > 0; d >>= 1) amax = fmaxf(amax, __shfl_xor_sync(0xffffffffu, amax, d));
+    if ((tid & 31) == 0) red[tid >> 5] = amax;
+    __syncthreads();
+    if (tid == 0) {
+      float m = red[0];
+#pragma unroll
+      for (int w = 1; w < HLA_THREADS / 32; ++w) m = fmaxf(m, red[w]);
+      atomicMax(amax_bits, __float_as_uint(m));
+    }
+    return;
+  }
+
+  /* ---- phase 1: quantize into the byte tile (c fastest), then store runs of r codes ------ */
+  const float s = scale_in ? *scale_in : hot_scale(__uint_as_float(*amax_bits), HOT_BITS);
+  if (blockIdx.x == 0 && blockIdx.y == 0 && tid == 0) *scale = s;
+  for (int id = tid; id < HOT_R * HLA_COLS; id += HLA_THREADS) {
+    const int c = id % HLA_COLS, rho = id / HLA_COLS;
+    const float val = tile[(int)rows_s[rho] * HLA_COLS + c];
+#if HOT_MODE == 1
+    const unsigned long long idx =
+        (unsigned long long)(k0 + rho) * (unsigned long long)cols + (unsigned long long)(col0 + c);
+    const int q = hot_quant_sr(val, s, HLA_QMAX, hla_rand_word(seed, tag, step, idx));
+#else
+    const int q = hot_quant_rtn(val, s, HLA_QMAX);
+#endif
+    qtile[c * HOT_R + rho] = (unsigned char)q;
+  }
+#if HOT_MODE == 0
+  (void)seed; (void)tag; (void)step;
+#endif
+  __syncthreads();
+  for (int id = tid; id < HOT_R * HLA_COLS; id += HLA_THREADS) {
+    const int c = id / HOT_R, rho = id % HOT_R; /* rho fastest: contiguous bytes of a code row */
+    const int col = col0 + c;
+    if (col < cols) codes[(long long)col * ld_codes + k0 + rho] = qtile[id];
+  }
+  if (beta == segments * per_seg - 1) { /* zero tail [k_real, k_pad) of this CTA's columns */
+    const int tail = k_pad - k_real;
+    for (int id = tid; id < tail * HLA_COLS; id += HLA_THREADS) {
+      const int c = id / tail, kk = id % tail;
+      const int col = col0 + c;
+      if (col < cols) codes[(long long)col * ld_codes + k_real + kk] = 0;
+    }
+  }
+}
+} /* namespace hot_k3 */
+#undef HOT_KNAME
+#undef HOT_MODE
+#undef HOT_DTYPE
+#undef HOT_P
+#undef HOT_R
+#undef HOT_BITS
+#undef HOT_ROWS
+#undef HLA_THREADS
+#undef HLA_COLS
+#undef HLA_QMAX
+#undef HLA_LP
+#undef HLA_NB
+#undef HLA_NB0
+#undef HLA_E0
+#undef HLA_ITEMS0
 
 /* ---- hot_gemm_mma_s8_128x128x64_w2x2_s3 from templates/gemm_int.cu */
 #define HOT_KNAME hot_gemm_mma_s8_128x128x64_w2x2_s3
@@ -822,11 +1492,21 @@ namespace hot_k4 {
  *
  *   C[m*ldc + n] = HOT_MUL(HOT_I2F(acc[m][n]), factor(m)),   acc[m][n] = sum_k A[m][k] * B[n][k]
  *   factor(m)    = row_scale ? HOT_MUL(row_scale[m], alpha) : alpha
+ *   alpha        = HOT_DIV(HOT_MUL(*alpha_a, alpha_b ? *alpha_b : 1.0f), alpha_div)
  *
- * int32 accumulation (exact while |acc| < 2^31); HQ passes row_scale = s_g, alpha = c_w; HLA
- * passes row_scale = NULL, alpha = c. Integer products are exact and the epilogue is two
- * single-rounding fp32 operations, so every arch and tile configuration gives the same bits as
- * the CPU twin.
+ * Entry:
+ *   HOT_KNAME (const signed char *A, const signed char *B, float *C, const float *row_scale,
+ *             const float *alpha_a, const float *alpha_b, float alpha_div, int M, int N,
+ *             int Kpad, int ldc)
+ * alpha is computed on the device (once per thread, from two device words), so the scales
+ * written by the operand kernels never travel through the host:
+ *   HQ  (CONTRACT 6): row_scale = s_g (T floats), alpha_a = &s_w,  alpha_b = NULL,  div = b
+ *        -> alpha = (s_w * 1.0f) / b = s_w / b = c_w exactly (x * 1.0f == x in IEEE);
+ *   HLA (CONTRACT 6): row_scale = NULL, alpha_a = &s_g^, alpha_b = &s_x^, div = p
+ *        -> alpha = (s_g^ * s_x^) / p = c.
+ * int32 accumulation (exact while |acc| < 2^31). Integer products are exact and the epilogue is
+ * single-rounding fp32 operations in the twin's order, so every arch and tile configuration
+ * gives the same bits as the CPU twin.
  *
  * ==== Design note (what the planner and the runtime must respect) ===========================
  *
@@ -845,7 +1525,8 @@ namespace hot_k4 {
  *  - M, N >= 0 arbitrary: rows past M (A) or N (B) are zero-filled in shared memory, never read;
  *    C is written only for m < M, n < N; ldc >= N. float2 stores are used when ldc is even and
  *    C is 8-byte aligned, scalar stores otherwise;
- *  - row_scale: NULL or M floats;
+ *  - row_scale: NULL or M floats; alpha_a: one float (never NULL); alpha_b: NULL or one float;
+ *    alpha_div: a power of two (b or p), so the division is exact unless it underflows;
  *  - grid.y = ceil(M / HOT_TILE_M) <= 65535.
  *
  * Launch geometry:
@@ -862,7 +1543,12 @@ namespace hot_k4 {
  *   HOT_CODES 0 or 1; KB in {32, 64, 96, 128, 256} bytes, i.e. HOT_TILE_K in {32, 64, 96, 128, 256}
  *   for s8 and {64, 128, 192, 256, 512} for s4; HOT_TILE_M % (16 * HOT_WARPS_M) == 0;
  *   HOT_TILE_N % (8 * HOT_WARPS_N) == 0; 1 <= HOT_WARPS_M * HOT_WARPS_N <= 8 (threads <= 256);
- *   2 <= HOT_STAGES <= 8. Tested tiles: 128x128 and 64x64 with 2x2 / 2x4 / 4x2 warps, 3-4 stages.
+ *   2 <= HOT_STAGES <= 8. This covers every tile the planner accepts (tile_k = 1..4 mma K steps).
+ *   tools/check-templates.sh compiles a spread of them for sm_80/86/89/90 (no spills allowed);
+ *   tools/gemm-emu.sh runs them in a CPU emulator of the PTX instructions against a reference.
+ *   Registers: 64x64 warp tiles (e.g. 128x128 with 2x2 warps) take ~240 (2 blocks of 4 warps
+ *   per SM), 64x32 warp tiles (128x128, 2x4) ~140. __launch_bounds__(threads, 1) is deliberate:
+ *   without the explicit 1, ptxas for sm_90 caps 256-thread blocks at 128 registers and spills.
  *
  * Block/warp mapping: warp w (0 .. WARPS_M*WARPS_N-1) owns the warp tile of rows
  * (w / WARPS_N) * WM ... + WM-1 and columns (w % WARPS_N) * WN ... + WN-1 of the block tile,
@@ -1144,8 +1830,9 @@ static __device__ __forceinline__ void hot_ktile(const hot_gemm_ctx &x, hot_gemm
 
 extern "C" __global__ void __launch_bounds__(HOT_THREADS, 1)
     HOT_KNAME(const signed char *__restrict__ A, const signed char *__restrict__ B,
-              float *__restrict__ C, const float *__restrict__ row_scale, float alpha, int M,
-              int N, int Kpad, int ldc) {
+              float *__restrict__ C, const float *__restrict__ row_scale,
+              const float *__restrict__ alpha_a, const float *__restrict__ alpha_b,
+              float alpha_div, int M, int N, int Kpad, int ldc) {
   extern __shared__ __align__(128) unsigned char hot_smem[];
 
   const int tid = (int)threadIdx.x;
@@ -1204,6 +1891,8 @@ extern "C" __global__ void __launch_bounds__(HOT_THREADS, 1)
   hot_cp_async_wait<0>(); /* only empty groups can remain; keep the exit clean */
 
   /* ---- epilogue: C = HOT_MUL(HOT_I2F(acc), factor(row)), never fused ---------------------- */
+  /* the epilogue constant of CONTRACT 6 from the scales on the device: product, then division */
+  const float alpha = HOT_DIV(HOT_MUL(*alpha_a, alpha_b ? *alpha_b : 1.0f), alpha_div);
   const int g = lane >> 2, t = lane & 3;
   const bool vec = ((ldc & 1) == 0) && ((((unsigned long long)C) & 7ull) == 0);
 #pragma unroll
@@ -1273,11 +1962,21 @@ namespace hot_k5 {
  *
  *   C[m*ldc + n] = HOT_MUL(HOT_I2F(acc[m][n]), factor(m)),   acc[m][n] = sum_k A[m][k] * B[n][k]
  *   factor(m)    = row_scale ? HOT_MUL(row_scale[m], alpha) : alpha
+ *   alpha        = HOT_DIV(HOT_MUL(*alpha_a, alpha_b ? *alpha_b : 1.0f), alpha_div)
  *
- * int32 accumulation (exact while |acc| < 2^31); HQ passes row_scale = s_g, alpha = c_w; HLA
- * passes row_scale = NULL, alpha = c. Integer products are exact and the epilogue is two
- * single-rounding fp32 operations, so every arch and tile configuration gives the same bits as
- * the CPU twin.
+ * Entry:
+ *   HOT_KNAME (const signed char *A, const signed char *B, float *C, const float *row_scale,
+ *             const float *alpha_a, const float *alpha_b, float alpha_div, int M, int N,
+ *             int Kpad, int ldc)
+ * alpha is computed on the device (once per thread, from two device words), so the scales
+ * written by the operand kernels never travel through the host:
+ *   HQ  (CONTRACT 6): row_scale = s_g (T floats), alpha_a = &s_w,  alpha_b = NULL,  div = b
+ *        -> alpha = (s_w * 1.0f) / b = s_w / b = c_w exactly (x * 1.0f == x in IEEE);
+ *   HLA (CONTRACT 6): row_scale = NULL, alpha_a = &s_g^, alpha_b = &s_x^, div = p
+ *        -> alpha = (s_g^ * s_x^) / p = c.
+ * int32 accumulation (exact while |acc| < 2^31). Integer products are exact and the epilogue is
+ * single-rounding fp32 operations in the twin's order, so every arch and tile configuration
+ * gives the same bits as the CPU twin.
  *
  * ==== Design note (what the planner and the runtime must respect) ===========================
  *
@@ -1296,7 +1995,8 @@ namespace hot_k5 {
  *  - M, N >= 0 arbitrary: rows past M (A) or N (B) are zero-filled in shared memory, never read;
  *    C is written only for m < M, n < N; ldc >= N. float2 stores are used when ldc is even and
  *    C is 8-byte aligned, scalar stores otherwise;
- *  - row_scale: NULL or M floats;
+ *  - row_scale: NULL or M floats; alpha_a: one float (never NULL); alpha_b: NULL or one float;
+ *    alpha_div: a power of two (b or p), so the division is exact unless it underflows;
  *  - grid.y = ceil(M / HOT_TILE_M) <= 65535.
  *
  * Launch geometry:
@@ -1313,7 +2013,12 @@ namespace hot_k5 {
  *   HOT_CODES 0 or 1; KB in {32, 64, 96, 128, 256} bytes, i.e. HOT_TILE_K in {32, 64, 96, 128, 256}
  *   for s8 and {64, 128, 192, 256, 512} for s4; HOT_TILE_M % (16 * HOT_WARPS_M) == 0;
  *   HOT_TILE_N % (8 * HOT_WARPS_N) == 0; 1 <= HOT_WARPS_M * HOT_WARPS_N <= 8 (threads <= 256);
- *   2 <= HOT_STAGES <= 8. Tested tiles: 128x128 and 64x64 with 2x2 / 2x4 / 4x2 warps, 3-4 stages.
+ *   2 <= HOT_STAGES <= 8. This covers every tile the planner accepts (tile_k = 1..4 mma K steps).
+ *   tools/check-templates.sh compiles a spread of them for sm_80/86/89/90 (no spills allowed);
+ *   tools/gemm-emu.sh runs them in a CPU emulator of the PTX instructions against a reference.
+ *   Registers: 64x64 warp tiles (e.g. 128x128 with 2x2 warps) take ~240 (2 blocks of 4 warps
+ *   per SM), 64x32 warp tiles (128x128, 2x4) ~140. __launch_bounds__(threads, 1) is deliberate:
+ *   without the explicit 1, ptxas for sm_90 caps 256-thread blocks at 128 registers and spills.
  *
  * Block/warp mapping: warp w (0 .. WARPS_M*WARPS_N-1) owns the warp tile of rows
  * (w / WARPS_N) * WM ... + WM-1 and columns (w % WARPS_N) * WN ... + WN-1 of the block tile,
@@ -1595,8 +2300,9 @@ static __device__ __forceinline__ void hot_ktile(const hot_gemm_ctx &x, hot_gemm
 
 extern "C" __global__ void __launch_bounds__(HOT_THREADS, 1)
     HOT_KNAME(const signed char *__restrict__ A, const signed char *__restrict__ B,
-              float *__restrict__ C, const float *__restrict__ row_scale, float alpha, int M,
-              int N, int Kpad, int ldc) {
+              float *__restrict__ C, const float *__restrict__ row_scale,
+              const float *__restrict__ alpha_a, const float *__restrict__ alpha_b,
+              float alpha_div, int M, int N, int Kpad, int ldc) {
   extern __shared__ __align__(128) unsigned char hot_smem[];
 
   const int tid = (int)threadIdx.x;
@@ -1655,6 +2361,8 @@ extern "C" __global__ void __launch_bounds__(HOT_THREADS, 1)
   hot_cp_async_wait<0>(); /* only empty groups can remain; keep the exit clean */
 
   /* ---- epilogue: C = HOT_MUL(HOT_I2F(acc), factor(row)), never fused ---------------------- */
+  /* the epilogue constant of CONTRACT 6 from the scales on the device: product, then division */
+  const float alpha = HOT_DIV(HOT_MUL(*alpha_a, alpha_b ? *alpha_b : 1.0f), alpha_div);
   const int g = lane >> 2, t = lane & 3;
   const bool vec = ((ldc & 1) == 0) && ((((unsigned long long)C) & 7ull) == 0);
 #pragma unroll
@@ -1808,3 +2516,177 @@ extern "C" __global__ void __launch_bounds__(HOT_BIAS_THREADS)
 #undef HOT_BIAS_WARPS
 #undef HOT_BIAS_UNROLL
 #undef HOT_BIAS_THREADS
+
+/* ---- hot_lqs_f32_k4 from templates/lqs.cu */
+#define HOT_KNAME hot_lqs_f32_k4
+#define HOT_DTYPE 0
+#define HOT_BITS 4
+namespace hot_k7 {
+#line 1 "templates/lqs.cu"
+/* @hot-params: HOT_KNAME HOT_DTYPE HOT_BITS */
+/* lqs.cu — layer-wise quantizer selection (HOT.md 6, CONTRACT.md 7) on the raw g_y (T x O, no
+ * transform): e_tensor = ||g - deq(Q_tensor(g))||_F and e_token = ||g - deq(Q_row(g))||_F with
+ * HOT_BITS-bit SR, absmax; choice = per-row iff e_token < 0.5 * e_tensor. Bit-identical to the
+ * CPU twin hot_ref_lqs (templates/lqs_ref.c): both quantizations use the same Philox draws
+ * (tag = layer_id*16 + 3, idx = t*O + o), the squared errors are summed by the canonical fp64
+ * sum of CONTRACT 5 (chunks of 1024 terms in idx order, each summed sequentially from 0.0,
+ * then the partials sequentially in chunk order from 0.0).
+ *
+ * Parameters: HOT_KNAME entry name; HOT_DTYPE 0 = f32, 1 = bf16, 2 = f16; HOT_BITS = hq.g.bits.
+ *
+ * Entry:
+ *   extern "C" __global__ void HOT_KNAME (const void *g_y, int T, int O, int ld_src,
+ *       unsigned int *amax_bits, float *row_scale, double *partials, double *result,
+ *       int *choice, int phase, unsigned long long seed, unsigned tag, unsigned step)
+ *   g_y        T x O, row-major, row stride ld_src elements (idx = t*O + o regardless of ld_src)
+ *   amax_bits  1 word, zeroed by the caller before phase 0
+ *   row_scale  scratch, T floats (phase 0 writes the per-row scales s_t = hot_scale(amax_t))
+ *   partials   scratch, 2 * ceil(T*O / 1024) doubles: [2j] = chunk j of e_tensor^2,
+ *              [2j + 1] = chunk j of e_token^2
+ *   result     2 doubles out: e_tensor, e_token (phase 2)
+ *   choice     1 int out: 1 = per row (HOT_GRAN_ROW), 0 = per tensor (HOT_GRAN_TENSOR)
+ *
+ * Phases (three launches, same geometry, stream-ordered):
+ *   0: one warp per row t (grid-stride over rows): amax_t (lanes stride over O, coalesced),
+ *      row_scale[t] = hot_scale(amax_t); one atomicMax(amax_bits, max of the warp's row maxima)
+ *      per warp (per-tensor amax = max of row maxima);
+ *   1: one warp per 1024-term chunk (grid-stride over chunks): in rounds of 32 consecutive
+ *      idx, each lane computes its term's two squared errors (Philox word, both SR codes, both
+ *      dequantizations) into shared memory, then lane 0 adds the 32 terms in idx order to its
+ *      running chunk sums; lane 0 writes the chunk's two partials;
+ *   2: thread 0 of block 0 sums the partials in chunk order, takes the square roots and writes
+ *      result[0..1] and *choice. (Other threads do nothing; a 1-thread launch works too.)
+ *
+ * Launch geometry (the planner's, unchanged): grid = (ceil(T / 8), 1, 1), block = (256, 1, 1),
+ * 4 KiB static shared memory. Phases 0 and 1 loop over rows / chunks with a grid stride, so any grid works
+ * (ceil(T/8) blocks give T warps >= ceil(T*O/1024) chunks whenever O <= 1024).
+ */
+#ifndef HOT_GENERATED
+#define HOT_KNAME hot_lqs
+#define HOT_DTYPE 0
+#define HOT_BITS 4
+#endif
+
+
+
+#define LQS_THREADS 256
+#define LQS_WARPS (LQS_THREADS / 32)
+#define LQS_CHUNK 1024 /* HOT_REF_SUM_CHUNK of ref.h */
+#define LQS_QMAX ((1 << (HOT_BITS - 1)) - 1)
+
+static_assert(HOT_DTYPE >= 0 && HOT_DTYPE <= 2, "HOT_DTYPE 0 (f32), 1 (bf16) or 2 (f16)");
+static_assert(HOT_BITS >= 2 && HOT_BITS <= 8, "bits in [2, 8]");
+
+static __device__ __forceinline__ float lqs_load1(const void *__restrict__ src, long long off) {
+#if HOT_DTYPE == 0
+  return __ldg((const float *)src + off);
+#elif HOT_DTYPE == 1
+  return hot_bf16_to_f32(__ldg((const unsigned short *)src + off));
+#else
+  return hot_f16_to_f32(__ldg((const unsigned short *)src + off));
+#endif
+}
+
+/* hot_rand_word without the dynamically indexed struct (which would live in local memory). */
+static __device__ __forceinline__ unsigned lqs_rand_word(unsigned long long seed, unsigned tag,
+                                                         unsigned step, unsigned long long idx) {
+  const unsigned long long b = idx >> 2;
+  const hot_philox_out o = hot_philox4x32_10((unsigned)(b & 0xffffffffull), (unsigned)(b >> 32),
+                                             tag, step, (unsigned)(seed & 0xffffffffull),
+                                             (unsigned)(seed >> 32));
+  const unsigned w = (unsigned)(idx & 3ull);
+  return w == 0 ? o.v[0] : w == 1 ? o.v[1] : w == 2 ? o.v[2] : o.v[3];
+}
+
+/* (v - deq(q, s))^2 in fp64, deq = fp32 q * s (CONTRACT 7). */
+static __device__ __forceinline__ double lqs_sq(float v, int q, float s) {
+  const float deq = HOT_MUL(HOT_I2F(q), s);
+  const double d = HOT_DSUB((double)v, (double)deq);
+  return HOT_DMUL(d, d);
+}
+
+extern "C" __global__ void __launch_bounds__(LQS_THREADS)
+HOT_KNAME(const void *__restrict__ g_y, int T, int O, int ld_src,
+          unsigned int *__restrict__ amax_bits, float *__restrict__ row_scale,
+          double *__restrict__ partials, double *__restrict__ result, int *__restrict__ choice,
+          int phase, unsigned long long seed, unsigned tag, unsigned step) {
+  __shared__ double terms[LQS_WARPS][2][32];
+  const int lane = (int)threadIdx.x & 31, warp = (int)threadIdx.x >> 5;
+
+  if (phase == 0) {
+    /* whole warps per row (grid-stride over rows); no block barrier in this phase */
+    float tmax = 0.0f;
+    for (int t = (int)blockIdx.x * LQS_WARPS + warp; t < T; t += (int)gridDim.x * LQS_WARPS) {
+      const long long off = (long long)t * ld_src;
+      float m = 0.0f;
+      for (int o = lane; o < O; o += 32) m = fmaxf(m, fabsf(lqs_load1(g_y, off + o)));
+#pragma unroll
+      for (int d = 16; d > 0; d >>= 1) m = fmaxf(m, __shfl_xor_sync(0xffffffffu, m, d));
+      if (lane == 0) row_scale[t] = hot_scale(m, HOT_BITS);
+      tmax = fmaxf(tmax, m);
+    }
+    if (lane == 0 && tmax > 0.0f) atomicMax(amax_bits, __float_as_uint(tmax));
+    return;
+  }
+
+  const long long n = (long long)T * O;
+  const long long nchunks = (n + LQS_CHUNK - 1) / LQS_CHUNK;
+
+  if (phase == 1) {
+    const float s_ten = hot_scale(__uint_as_float(*amax_bits), HOT_BITS);
+    const long long wstride = (long long)gridDim.x * LQS_WARPS;
+    for (long long j = (long long)blockIdx.x * LQS_WARPS + warp; j < nchunks; j += wstride) {
+      const long long i0 = j * LQS_CHUNK;
+      const long long i1 = i0 + LQS_CHUNK < n ? i0 + LQS_CHUNK : n;
+      double e_ten = 0.0, e_row = 0.0; /* lane 0's running chunk sums */
+      for (long long r0 = i0; r0 < i1; r0 += 32) {
+        const long long idx = r0 + lane;
+        double a = 0.0, b = 0.0;
+        if (idx < i1) {
+          const int t = (int)(idx / O), o = (int)(idx % O);
+          const float v = lqs_load1(g_y, (long long)t * ld_src + o);
+          const unsigned word = lqs_rand_word(seed, tag, step, (unsigned long long)idx);
+          const float s_row = row_scale[t];
+          a = lqs_sq(v, hot_quant_sr(v, s_ten, LQS_QMAX, word), s_ten);
+          b = lqs_sq(v, hot_quant_sr(v, s_row, LQS_QMAX, word), s_row);
+        }
+        terms[warp][0][lane] = a;
+        terms[warp][1][lane] = b;
+        __syncwarp();
+        if (lane == 0) {
+          const int cnt = i1 - r0 < 32 ? (int)(i1 - r0) : 32;
+          for (int k = 0; k < cnt; ++k) { /* idx order: sequential, as the canonical sum */
+            e_ten = HOT_DADD(e_ten, terms[warp][0][k]);
+            e_row = HOT_DADD(e_row, terms[warp][1][k]);
+          }
+        }
+        __syncwarp();
+      }
+      if (lane == 0) {
+        partials[2 * j] = e_ten;
+        partials[2 * j + 1] = e_row;
+      }
+    }
+    return;
+  }
+
+  /* phase 2: the ordered pass over the partials */
+  if (blockIdx.x != 0 || threadIdx.x != 0) return;
+  double e_ten = 0.0, e_row = 0.0;
+  for (long long j = 0; j < nchunks; ++j) {
+    e_ten = HOT_DADD(e_ten, partials[2 * j]);
+    e_row = HOT_DADD(e_row, partials[2 * j + 1]);
+  }
+  const double et = HOT_DSQRT(e_ten), er = HOT_DSQRT(e_row);
+  result[0] = et;
+  result[1] = er;
+  *choice = er < HOT_DMUL(0.5, et) ? 1 : 0;
+}
+} /* namespace hot_k7 */
+#undef HOT_KNAME
+#undef HOT_DTYPE
+#undef HOT_BITS
+#undef LQS_THREADS
+#undef LQS_WARPS
+#undef LQS_CHUNK
+#undef LQS_QMAX
