@@ -91,21 +91,48 @@ static hot_status check_ptr(hot_layer *layer, const void *p, const char *what) {
   return HOT_OK;
 }
 
-/* Device scratch of one backward: codes and scales of g', w', g^ and the amax words. */
+static int64_t max64(int64_t a, int64_t b) { return a > b ? a : b; }
+static int64_t chunks1024(int64_t n) { return (n + 1023) / 1024; }
+
+/* Device scratch of the layer's calls, one allocation (each piece 256-byte aligned):
+ *   q_g, s_g      HQ g' codes (hot_ref_hq_g_bytes) and T scales            (backward, HQ)
+ *   q_w, s_w      HQ w' codes (hot_ref_hq_w_bytes) and its scale           (backward, HQ)
+ *   q_hg, s_hg    HLA g^ codes (hot_ref_hla_g_bytes) and its scale         (backward, HLA)
+ *   amax          HOT_AMAX_WORDS words, one per per-tensor amax            (every call)
+ *   s_sawb        2 floats: SAWB scales of w' and x^                       (SAWB roles)
+ *   math          fp32 math tensor read by sawb.cu: max(o_pad*I, K*I) of the planned SAWB roles
+ *   partials      doubles: max(2 ceil(n/1024)) over the planned SAWB roles and LQS (n = T*O)
+ *   lqs_rs, lqs_res, lqs_choice   T floats, 2 doubles, 1 int                (LQS)
+ * Pieces of roles the plan does not have are not allocated (their pointers stay 0). */
 static hot_status alloc_scratch(hot_layer *layer) {
   hot_cuda_layer *cu = &layer->cu;
   if (cu->scratch) return HOT_OK;
   const hot_layer_plan *pl = layer->plan;
-  size_t sz[7] = {
-      pl->hq.enabled ? (size_t)hot_ref_hq_g_bytes(pl) : 0, /* q_g */
-      pl->hq.enabled ? (size_t)pl->T * 4 : 0,             /* s_g: T floats */
-      pl->hq.enabled ? (size_t)hot_ref_hq_w_bytes(pl) : 0, /* q_w */
-      4,                                                   /* s_w */
+  int sawb_w = plan_kernel_index(pl, HOT_K_SAWB_W) >= 0;
+  int sawb_x = plan_kernel_index(pl, HOT_K_SAWB_X) >= 0;
+  int lqs = plan_kernel_index(pl, HOT_K_LQS) >= 0;
+  int64_t nw = sawb_w ? launch_sawb_elems(pl, HOT_K_SAWB_W) : 0;
+  int64_t nx = sawb_x ? launch_sawb_elems(pl, HOT_K_SAWB_X) : 0;
+  int64_t nl = lqs ? pl->T * pl->O : 0;
+  int64_t math = max64(nw, nx);
+  int64_t parts = max64(max64(2 * chunks1024(nw), 2 * chunks1024(nx)), 2 * chunks1024(nl));
+  enum { N_PIECES = 13 };
+  size_t sz[N_PIECES] = {
+      pl->hq.enabled ? (size_t)hot_ref_hq_g_bytes(pl) : 0,   /* q_g */
+      pl->hq.enabled ? (size_t)pl->T * 4 : 0,               /* s_g: T floats */
+      pl->hq.enabled ? (size_t)hot_ref_hq_w_bytes(pl) : 0,   /* q_w */
+      4,                                                     /* s_w */
       pl->hla.enabled ? (size_t)hot_ref_hla_g_bytes(pl) : 0, /* q_g^ */
-      4,                                                   /* s_g^ */
-      HOT_AMAX_WORDS * 4};
-  size_t off[7], total = 0;
-  for (int i = 0; i < 7; ++i) {
+      4,                                                     /* s_g^ */
+      HOT_AMAX_WORDS * 4,                                    /* amax words */
+      (sawb_w || sawb_x) ? 2 * 4 : 0,                        /* s_sawb */
+      (size_t)math * 4,                                      /* math */
+      (size_t)parts * 8,                                     /* partials */
+      lqs ? (size_t)pl->T * 4 : 0,                           /* lqs_rs */
+      lqs ? 2 * 8 : 0,                                       /* lqs_res */
+      lqs ? 4 : 0};                                          /* lqs_choice */
+  size_t off[N_PIECES], total = 0;
+  for (int i = 0; i < N_PIECES; ++i) {
     off[i] = total;
     total += ALIGN_UP(sz[i], 256); /* GEMM operands need 16 bytes; 256 keeps rows apart */
   }
@@ -114,14 +141,11 @@ static hot_status alloc_scratch(hot_layer *layer) {
     cu->scratch = 0;
     return cu_fail(layer->ctx, c, "cuMemAlloc (layer scratch)");
   }
+  CUdeviceptr *dst[N_PIECES] = {&cu->q_g,  &cu->s_g,  &cu->q_w,      &cu->s_w,    &cu->q_hg,
+                                &cu->s_hg, &cu->amax, &cu->s_sawb,   &cu->math,   &cu->partials,
+                                &cu->lqs_rs, &cu->lqs_res, &cu->lqs_choice};
   cu->scratch_bytes = total;
-  cu->q_g = cu->scratch + off[0];
-  cu->s_g = cu->scratch + off[1];
-  cu->q_w = cu->scratch + off[2];
-  cu->s_w = cu->scratch + off[3];
-  cu->q_hg = cu->scratch + off[4];
-  cu->s_hg = cu->scratch + off[5];
-  cu->amax = cu->scratch + off[6];
+  for (int i = 0; i < N_PIECES; ++i) *dst[i] = sz[i] ? cu->scratch + off[i] : 0;
   return HOT_OK;
 }
 
@@ -152,14 +176,14 @@ void cuda_layer_free(hot_layer *layer) {
   memset(cu, 0, sizeof *cu);
 }
 
-/* Kernels the layer's features need that this backend can run at all. */
+/* What the CUDA backend cannot run (the CPU backend runs it): layers whose save keeps an fp32
+ * copy of x (abc or hla disabled: the plan then has no abc_x kernel, and g_w would be an fp32
+ * product), and g_x without HQ (an fp32 product). Every planned kernel role has launch code. */
 static hot_status check_features(hot_layer *layer, int backward) {
   const hot_layer_plan *pl = layer->plan;
   const char *why = NULL;
   if (!pl->abc.enabled) why = "saving x without ABC (abc or hla disabled)";
   else if (backward && !pl->hq.enabled) why = "g_x without HQ (an fp32 product)";
-  else if (backward && (pl->hq.g.rule != HOT_RULE_ABSMAX || pl->hq.w.rule != HOT_RULE_ABSMAX))
-    why = "SAWB scales in HQ (templates/hadamard_quant.cu computes absmax scales)";
   if (!why) return HOT_OK;
   return ctx_fail(layer->ctx, HOT_ERR_UNSUPPORTED, "layer '%s': %s is not implemented on the CUDA "
                   "backend (the CPU backend runs it)", layer->spec.name, why);
@@ -167,9 +191,20 @@ static hot_status check_features(hot_layer *layer, int backward) {
 
 #define ROLE(r) (1u << (r))
 
+/* The role's bit when the plan has that kernel (SAWB roles exist only for rule = sawb). */
+static unsigned role_if_planned(const hot_layer_plan *pl, hot_kernel_role r) {
+  return plan_kernel_index(pl, r) >= 0 ? ROLE(r) : 0u;
+}
+
+/* Forward (ABC): x -> q_x^ codes at dst (I rows of hla.gemm.k_pad int8, the zero tail written by
+ * the kernel) and s_x^ at dst + hot_ref_hla_x_bytes, the CPU backend's layout. absmax:
+ * memset(amax) ; abc_x phase 0 ; abc_x phase 1. SAWB: memset ; abc_x phase 0 with math_out ;
+ * sawb_x phases 0, 1 ; abc_x phase 1 with scale_in. */
 hot_status cuda_layer_save(hot_layer *layer, const void *x, void *saved, CUstream stream) {
+  const hot_layer_plan *pl = layer->plan;
   hot_status st = check_features(layer, 0);
-  unsigned need = ROLE(HOT_K_ABC_X);
+  unsigned need = ROLE(HOT_K_ABC_X) | role_if_planned(pl, HOT_K_SAWB_X);
+  int sawb = (need & ROLE(HOT_K_SAWB_X)) != 0;
   if (!st) st = layer_need_kernels(layer, need);
   if (!st) st = launch_check(layer, need);
   if (!st) st = check_ptr(layer, x, "x");
@@ -177,25 +212,37 @@ hot_status cuda_layer_save(hot_layer *layer, const void *x, void *saved, CUstrea
   if (st) return st;
   if (!saved && !layer->cu.saved) { /* the layer's own buffer, kept until destroy */
     CUresult c = layer->ctx->cu.drv->cuMemAlloc(&layer->cu.saved,
-                                                (size_t)launch_saved_bytes(layer->plan));
+                                                (size_t)launch_saved_bytes(pl));
     if (c != CUDA_SUCCESS) {
       layer->cu.saved = 0;
       return cu_fail(layer->ctx, c, "cuMemAlloc (saved activations)");
     }
   }
-  /* The launch of HOT_K_ABC_X goes here (x -> q_x^ at dst, s_x^ at dst + hot_ref_hla_x_bytes):
-   * launch_check refuses it until launch.c knows templates/hla_project.cu's arguments. */
-  (void)stream;
-  return ctx_fail(layer->ctx, HOT_ERR_INTERNAL, "layer '%s': abc_x launch missing",
-                  layer->spec.name);
+  hot_cuda_layer *cu = &layer->cu;
+  CUdeviceptr src = (CUdeviceptr)(uintptr_t)x;
+  CUdeviceptr dst = saved ? (CUdeviceptr)(uintptr_t)saved : cu->saved;
+  CUdeviceptr s_x = dst + (CUdeviceptr)hot_ref_hla_x_bytes(pl);
+  CUdeviceptr amax = cu->amax + 4 * HOT_AMAX_ABC_X, s_sawb = sawb ? cu->s_sawb + 4 : 0;
+  st = launch_zero(layer, amax, 1, stream);
+  if (!st) st = launch_hla(layer, HOT_K_ABC_X, src, dst, s_x, amax, 0, sawb ? cu->math : 0, 0, 0, stream);
+  if (!st && sawb) st = launch_sawb(layer, HOT_K_SAWB_X, cu->math, cu->partials, amax, s_sawb, 0, stream);
+  if (!st && sawb) st = launch_sawb(layer, HOT_K_SAWB_X, cu->math, cu->partials, amax, s_sawb, 1, stream);
+  if (!st) st = launch_hla(layer, HOT_K_ABC_X, src, dst, s_x, amax, s_sawb, 0, 1, 0, stream);
+  return st;
 }
 
+/* Backward: memset(amax words) ; HQ g' (per token: phase 2; per tensor: phases 0, 1) ; HQ w'
+ * phase 0 (SAWB: with math_out, then sawb_w phases 0, 1) and phase 1 (SAWB: scale_in) ; HLA g^
+ * phases 0, 1 ; GEMM g_x ; GEMM g_w (q_x^ and s_x^ from the saved buffer) ; bias. */
 hot_status cuda_layer_backward(hot_layer *layer, const void *g_y, const void *w, const void *saved,
                                float *g_x, float *g_w, float *g_b, uint32_t step,
                                CUstream stream) {
+  const hot_layer_plan *pl = layer->plan;
   hot_status st = check_features(layer, 1);
   unsigned need = ROLE(HOT_K_HQ_G) | ROLE(HOT_K_HQ_W) | ROLE(HOT_K_HLA_G) | ROLE(HOT_K_GEMM_GX) |
-                  ROLE(HOT_K_GEMM_GW) | (g_b ? ROLE(HOT_K_BIAS) : 0u);
+                  ROLE(HOT_K_GEMM_GW) | (g_b ? ROLE(HOT_K_BIAS) : 0u) |
+                  role_if_planned(pl, HOT_K_SAWB_W);
+  int sawb = (need & ROLE(HOT_K_SAWB_W)) != 0;
   if (!st) st = layer_need_kernels(layer, need);
   if (!st) st = launch_check(layer, need); /* nothing is launched unless everything can be */
   if (!st) st = check_ptr(layer, g_y, "g_y");
@@ -205,24 +252,29 @@ hot_status cuda_layer_backward(hot_layer *layer, const void *g_y, const void *w,
   if (!st && g_b) st = check_ptr(layer, g_b, "g_b");
   if (!st && saved) st = check_ptr(layer, saved, "saved");
   if (st) return st;
-  const hot_layer_plan *pl = layer->plan;
   hot_cuda_layer *cu = &layer->cu;
   CUdeviceptr gy = (CUdeviceptr)(uintptr_t)g_y, wp = (CUdeviceptr)(uintptr_t)w;
   CUdeviceptr sv = saved ? (CUdeviceptr)(uintptr_t)saved : cu->saved;
   CUdeviceptr amax_g = cu->amax + 4 * HOT_AMAX_HQ_G, amax_w = cu->amax + 4 * HOT_AMAX_HQ_W;
+  CUdeviceptr amax_hg = cu->amax + 4 * HOT_AMAX_HLA_G, s_sawb = sawb ? cu->s_sawb : 0;
   st = launch_zero(layer, cu->amax, HOT_AMAX_WORDS, stream);
   /* g': per token = phase 2 (one launch); per tensor = amax (0) then quantize (1). */
   if (!st && layer->gran == HOT_GRAN_ROW)
-    st = launch_hq(layer, HOT_K_HQ_G, gy, cu->q_g, cu->s_g, amax_g, 2, step, stream);
+    st = launch_hq(layer, HOT_K_HQ_G, gy, cu->q_g, cu->s_g, amax_g, 0, 0, 2, step, stream);
   else if (!st) {
-    st = launch_hq(layer, HOT_K_HQ_G, gy, cu->q_g, cu->s_g, amax_g, 0, step, stream);
-    if (!st) st = launch_hq(layer, HOT_K_HQ_G, gy, cu->q_g, cu->s_g, amax_g, 1, step, stream);
+    st = launch_hq(layer, HOT_K_HQ_G, gy, cu->q_g, cu->s_g, amax_g, 0, 0, 0, step, stream);
+    if (!st) st = launch_hq(layer, HOT_K_HQ_G, gy, cu->q_g, cu->s_g, amax_g, 0, 0, 1, step, stream);
   }
-  /* w': always per tensor. */
-  if (!st) st = launch_hq(layer, HOT_K_HQ_W, wp, cu->q_w, cu->s_w, amax_w, 0, step, stream);
-  if (!st) st = launch_hq(layer, HOT_K_HQ_W, wp, cu->q_w, cu->s_w, amax_w, 1, step, stream);
-  /* The launch of HOT_K_HLA_G goes here (g_y -> q_g^ at cu->q_hg, s_g^ at cu->s_hg);
-   * launch_check refused the call above until launch.c knows its arguments. */
+  /* w': always per tensor; SAWB from its math tensor. */
+  if (!st)
+    st = launch_hq(layer, HOT_K_HQ_W, wp, cu->q_w, cu->s_w, amax_w, 0, sawb ? cu->math : 0, 0,
+                   step, stream);
+  if (!st && sawb) st = launch_sawb(layer, HOT_K_SAWB_W, cu->math, cu->partials, amax_w, s_sawb, 0, stream);
+  if (!st && sawb) st = launch_sawb(layer, HOT_K_SAWB_W, cu->math, cu->partials, amax_w, s_sawb, 1, stream);
+  if (!st) st = launch_hq(layer, HOT_K_HQ_W, wp, cu->q_w, cu->s_w, amax_w, s_sawb, 0, 1, step, stream);
+  /* g^: 8-bit SR per tensor (absmax). */
+  if (!st) st = launch_hla(layer, HOT_K_HLA_G, gy, cu->q_hg, cu->s_hg, amax_hg, 0, 0, 0, step, stream);
+  if (!st) st = launch_hla(layer, HOT_K_HLA_G, gy, cu->q_hg, cu->s_hg, amax_hg, 0, 0, 1, step, stream);
   if (!st)
     st = launch_gemm(layer, HOT_K_GEMM_GX, cu->q_g, cu->q_w, (CUdeviceptr)(uintptr_t)g_x, cu->s_g,
                      cu->s_w, 0, stream);
@@ -233,6 +285,9 @@ hot_status cuda_layer_backward(hot_layer *layer, const void *g_y, const void *w,
   return st;
 }
 
+/* Calibration (LQS): memset(amax word) ; lqs phases 0, 1, 2 ; cuStreamSynchronize ; read back
+ * choice and both errors ; the layer's granularity = choice (hot_ref_layer_calibrate's rule,
+ * evaluated on the device bit for bit). */
 hot_status cuda_layer_calibrate(hot_layer *layer, const void *g_y, uint32_t step,
                                 CUstream stream) {
   unsigned need = ROLE(HOT_K_LQS);
@@ -240,9 +295,24 @@ hot_status cuda_layer_calibrate(hot_layer *layer, const void *g_y, uint32_t step
   if (!st) st = launch_check(layer, need);
   if (!st) st = check_ptr(layer, g_y, "g_y");
   if (st) return st;
-  /* The launch of HOT_K_LQS goes here: both errors into scratch, cuStreamSynchronize, read back,
-   * layer->gran = e_token < 0.5 e_tensor ? ROW : TENSOR. */
-  (void)step;
-  (void)stream;
-  return ctx_fail(layer->ctx, HOT_ERR_INTERNAL, "layer '%s': lqs launch missing", layer->spec.name);
+  hot_cuda_layer *cu = &layer->cu;
+  const cuda_driver *d = layer->ctx->cu.drv;
+  CUdeviceptr gy = (CUdeviceptr)(uintptr_t)g_y;
+  st = launch_zero(layer, cu->amax + 4 * HOT_AMAX_LQS, 1, stream);
+  for (int phase = 0; phase < 3 && !st; ++phase) st = launch_lqs(layer, gy, phase, step, stream);
+  if (st) return st;
+  CUresult c = d->cuStreamSynchronize(stream);
+  if (c != CUDA_SUCCESS) return cu_fail(layer->ctx, c, "cuStreamSynchronize (LQS)");
+  double res[2];
+  int choice = -1;
+  c = d->cuMemcpyDtoH(res, cu->lqs_res, sizeof res);
+  if (c == CUDA_SUCCESS) c = d->cuMemcpyDtoH(&choice, cu->lqs_choice, sizeof choice);
+  if (c != CUDA_SUCCESS) return cu_fail(layer->ctx, c, "cuMemcpyDtoH (LQS result)");
+  if (choice != 0 && choice != 1)
+    return ctx_fail(layer->ctx, HOT_ERR_INTERNAL, "layer '%s': LQS kernel wrote choice %d",
+                    layer->spec.name, choice);
+  layer->gran = choice ? HOT_GRAN_ROW : HOT_GRAN_TENSOR;
+  layer->lqs_e_tensor = res[0];
+  layer->lqs_e_token = res[1];
+  return HOT_OK;
 }

@@ -7,9 +7,10 @@
  * whose signature changed, or one that exists but has no launch code here yet, gives
  * HOT_ERR_UNSUPPORTED naming both lists — never a launch with the wrong arguments.
  *
- * Adding a role (e.g. HOT_K_HLA_G when templates/hla_project.cu lands): put its parameter names
- * in k_sig, write a launch_<role> that fills the arguments in that order (copy launch_hq), and
- * call it from cuda_backend.c where the role's "not wired" error is returned today.
+ * Every planned role has launch code (abc_x, hq_g, hq_w, hla_g, gemm_gx, gemm_gw, bias, lqs,
+ * sawb_w, sawb_x). Adding a role: put its parameter names in k_sig, its documented geometry in
+ * expected_geometry, write a launch_<role> that fills the arguments in that order (copy
+ * launch_hq), and call it from cuda_backend.c.
  */
 #include <stdio.h>
 #include <string.h>
@@ -27,14 +28,16 @@ int64_t launch_saved_bytes(const hot_layer_plan *pl) {
 
 /* Parameter names of each role's entry point, in order; NULL: no launch code yet. */
 static const char *const k_sig[HOT_K_ROLE_COUNT] = {
-    [HOT_K_ABC_X] = NULL,
+    [HOT_K_ABC_X] = "src,T,cols,ld_src,L,layout,seg_len,segments,k_real,k_pad,codes,ld_codes,scale,amax_bits,scale_in,math_out,phase,seed,tag,step",
     [HOT_K_HQ_G] = "src,rows,cols,ld_src,o_pad,k_pad,codes,ld_codes,scales,amax_bits,scale_in,math_out,phase,seed,tag,step",
     [HOT_K_HQ_W] = "src,rows,cols,ld_src,o_pad,k_pad,codes,ld_codes,scales,amax_bits,scale_in,math_out,phase,seed,tag,step",
-    [HOT_K_HLA_G] = NULL,
+    [HOT_K_HLA_G] = "src,T,cols,ld_src,L,layout,seg_len,segments,k_real,k_pad,codes,ld_codes,scale,amax_bits,scale_in,math_out,phase,seed,tag,step",
     [HOT_K_GEMM_GX] = "A,B,C,row_scale,alpha_a,alpha_b,alpha_div,M,N,Kpad,ldc",
     [HOT_K_GEMM_GW] = "A,B,C,row_scale,alpha_a,alpha_b,alpha_div,M,N,Kpad,ldc",
     [HOT_K_BIAS] = "gy,gb,T,O",
-    [HOT_K_LQS] = NULL,
+    [HOT_K_LQS] = "g_y,T,O,ld_src,amax_bits,row_scale,partials,result,choice,phase,seed,tag,step",
+    [HOT_K_SAWB_W] = "v,n,partials,amax_bits,scale,phase",
+    [HOT_K_SAWB_X] = "v,n,partials,amax_bits,scale,phase",
 };
 
 static int ident_char(char c) {
@@ -88,14 +91,32 @@ static hot_status check_role(hot_layer *layer, hot_kernel_role role) {
 
 static unsigned cdiv(int64_t a, int64_t b) { return (unsigned)((a + b - 1) / b); }
 
-/* The launch geometry each template documents in its header, from the plan's sizes. */
-static void expected_geometry(const hot_layer_plan *pl, hot_kernel_role role, unsigned grid[2],
-                              unsigned *block, unsigned *smem) {
+int64_t launch_sawb_elems(const hot_layer_plan *pl, hot_kernel_role role) {
+  if (role == HOT_K_SAWB_W) return pl->hq.o_pad * pl->I;
+  if (role == HOT_K_SAWB_X) return pl->hla.k * pl->I;
+  return 0;
+}
+
+/* The launch geometry each template documents in its header for `phase`, from the plan's
+ * sizes. The plan holds one geometry per kernel: the one of phase 0 (every role's phases share
+ * it, except sawb.cu's phase 1, documented as one block). */
+static void expected_geometry(const hot_layer_plan *pl, hot_kernel_role role, int phase,
+                              unsigned grid[2], unsigned *block, unsigned *smem) {
   const hot_gemm_plan *g = role == HOT_K_GEMM_GX ? &pl->hq.gemm : &pl->hla.gemm;
+  /* hla_project.cu: HLA_COLS = 256 for p <= 32, else 8192 / p */
+  const int64_t hla_cols = pl->hla.block <= 32 ? 256 : 8192 / pl->hla.block;
   grid[1] = 1;
   *block = 256;
   *smem = 0;
   switch (role) {
+  case HOT_K_ABC_X: /* one token block x HLA_COLS columns of x per block */
+    grid[0] = (unsigned)pl->hla.blocks;
+    grid[1] = cdiv(pl->I, hla_cols);
+    break;
+  case HOT_K_HLA_G: /* the same over the columns of g_y */
+    grid[0] = (unsigned)pl->hla.blocks;
+    grid[1] = cdiv(pl->O, hla_cols);
+    break;
   case HOT_K_HQ_G: /* one warp per row of g_y, 8 rows per block */
     grid[0] = cdiv(pl->T, 8);
     break;
@@ -113,13 +134,20 @@ static void expected_geometry(const hot_layer_plan *pl, hot_kernel_role role, un
   case HOT_K_BIAS: /* 32 columns of g_y per block */
     grid[0] = cdiv(pl->O, 32);
     break;
+  case HOT_K_LQS: /* one warp per row (phase 0) / per 1024-term chunk (phase 1), grid-stride */
+    grid[0] = cdiv(pl->T, 8);
+    break;
+  case HOT_K_SAWB_W:
+  case HOT_K_SAWB_X: /* phase 0: one warp per 1024-element chunk; phase 1: one block */
+    grid[0] = phase == 1 ? 1u : cdiv(cdiv(launch_sawb_elems(pl, role), 1024), 8);
+    break;
   default:
     grid[0] = 0; /* no launch code: never matches */
     break;
   }
 }
 
-/* HOT_OK when the plan launches `role` as its template documents. */
+/* HOT_OK when the plan launches `role` as its template documents (phase 0's geometry). */
 static hot_status check_geometry(hot_layer *layer, hot_kernel_role role) {
   const hot_layer_plan *pl = layer->plan;
   int k = plan_kernel_index(pl, role);
@@ -128,7 +156,7 @@ static hot_status check_geometry(hot_layer *layer, hot_kernel_role role) {
                     layer->spec.name, plan_role_name(role));
   const hot_kernel_plan *kp = &pl->kernels[k];
   unsigned grid[2], block, smem;
-  expected_geometry(pl, role, grid, &block, &smem);
+  expected_geometry(pl, role, 0, grid, &block, &smem);
   if (kp->grid[0] != grid[0] || kp->grid[1] != grid[1] || kp->grid[2] != 1 ||
       kp->block[0] != block || kp->block[1] != 1 || kp->block[2] != 1 || kp->smem != smem)
     return ctx_fail(layer->ctx, HOT_ERR_INTERNAL, "layer '%s': kernel %s: the plan launches grid "
@@ -149,8 +177,28 @@ hot_status launch_check(hot_layer *layer, unsigned need) {
   return HOT_OK;
 }
 
-/* Launches the plan's kernel of `role` with the plan's geometry (checked again: cheap). */
-static hot_status launch_role(hot_layer *layer, hot_kernel_role role, void **args,
+void launch_grid(const hot_layer_plan *pl, hot_kernel_role role, int phase, unsigned grid[3]) {
+  int k = plan_kernel_index(pl, role);
+  grid[0] = grid[1] = grid[2] = 0;
+  if (k < 0) return;
+  const hot_kernel_plan *kp = &pl->kernels[k];
+  grid[0] = kp->grid[0];
+  grid[1] = kp->grid[1];
+  grid[2] = kp->grid[2];
+  if (phase == 0) return;
+  unsigned g0[2], gp[2], block, smem;
+  expected_geometry(pl, role, 0, g0, &block, &smem);
+  expected_geometry(pl, role, phase, gp, &block, &smem);
+  if (gp[0] != g0[0] || gp[1] != g0[1]) { /* a phase with its own documented grid */
+    grid[0] = gp[0];
+    grid[1] = gp[1];
+    grid[2] = 1;
+  }
+}
+
+/* Launches the plan's kernel of `role` for `phase` on launch_grid's grid and the plan's block
+ * and shared memory (the plan's geometry checked again: cheap). */
+static hot_status launch_role(hot_layer *layer, hot_kernel_role role, int phase, void **args,
                               CUstream stream) {
   const hot_layer_plan *pl = layer->plan;
   int k = plan_kernel_index(pl, role);
@@ -160,10 +208,8 @@ static hot_status launch_role(hot_layer *layer, hot_kernel_role role, void **arg
   hot_status st = check_geometry(layer, role);
   if (st) return st;
   const hot_kernel_plan *kp = &pl->kernels[k];
-  hot_launch_cfg cfg = {{kp->grid[0], kp->grid[1], kp->grid[2]},
-                        {kp->block[0], kp->block[1], kp->block[2]},
-                        kp->smem,
-                        stream};
+  hot_launch_cfg cfg = {{0, 0, 0}, {kp->block[0], kp->block[1], kp->block[2]}, kp->smem, stream};
+  launch_grid(pl, role, phase, cfg.grid);
   char err[512];
   rt_status r = module_launch(layer->cu.fn[k], &cfg, args, err, sizeof err);
   if (r != RT_OK) return ctx_fail(layer->ctx, ctx_rt(r), "layer '%s': %s", layer->spec.name, err);
@@ -180,11 +226,12 @@ hot_status launch_zero(hot_layer *layer, CUdeviceptr p, size_t words, CUstream s
 }
 
 /* templates/hadamard_quant.cu. g' (HOT_K_HQ_G): rows of g_y, T x O; w' (HOT_K_HQ_W): columns
- * of w, O x I, codes stored I x k_pad. Phases: 0 amax, 1 quantize with the tensor scale,
- * 2 per-row (g' only). */
+ * of w, O x I, codes stored I x k_pad. Phases: 0 amax (w' with math_out: also w' in math layout,
+ * o_pad x I floats, for SAWB), 1 quantize with the tensor scale (scale_in: a precomputed one,
+ * SAWB), 2 per-row (g' only). */
 hot_status launch_hq(hot_layer *layer, hot_kernel_role role, CUdeviceptr src, CUdeviceptr codes,
-                     CUdeviceptr scales, CUdeviceptr amax, int phase, uint32_t step,
-                     CUstream stream) {
+                     CUdeviceptr scales, CUdeviceptr amax, CUdeviceptr scale_in,
+                     CUdeviceptr math_out, int phase, uint32_t step, CUstream stream) {
   const hot_layer_plan *pl = layer->plan;
   int is_g = role == HOT_K_HQ_G;
   int rows = (int)(is_g ? pl->T : pl->O), cols = (int)(is_g ? pl->O : pl->I), ld_src = cols;
@@ -193,10 +240,64 @@ hot_status launch_hq(hot_layer *layer, hot_kernel_role role, CUdeviceptr src, CU
   unsigned long long seed = layer->seed;
   unsigned tag = (unsigned)pl->layer_id * 16u + (is_g ? HOT_TENSOR_HQ_G : 0u); /* w': RTN */
   unsigned st = step;
-  CUdeviceptr scale_in = 0, math_out = 0; /* absmax scales (SAWB: not yet wired on CUDA) */
   void *args[] = {&src, &rows, &cols, &ld_src, &o_pad, &k_pad, &codes, &ld_codes,
                   &scales, &amax, &scale_in, &math_out, &phase, &seed, &tag, &st};
-  return launch_role(layer, role, args, stream);
+  return launch_role(layer, role, phase, args, stream);
+}
+
+/* templates/hla_project.cu. x^ (HOT_K_ABC_X, RTN): x, T x I; g^ (HOT_K_HLA_G, SR, tag =
+ * layer_id*16 + 2): g_y, T x O. Codes cols x hla.gemm.k_pad int8 (zero tail written by phase 1).
+ * Phases: 0 amax (+ math_out K x cols floats for SAWB), 1 quantize (scale_in: SAWB's scale). */
+hot_status launch_hla(hot_layer *layer, hot_kernel_role role, CUdeviceptr src, CUdeviceptr codes,
+                      CUdeviceptr scale, CUdeviceptr amax, CUdeviceptr scale_in,
+                      CUdeviceptr math_out, int phase, uint32_t step, CUstream stream) {
+  const hot_layer_plan *pl = layer->plan;
+  int is_g = role == HOT_K_HLA_G;
+  int T = (int)pl->T, cols = (int)(is_g ? pl->O : pl->I), ld_src = cols, L = (int)pl->L;
+  int layout = pl->hla.layout == HOT_LAYOUT_FLAT ? 1 : 0;
+  long long seg_len = (long long)pl->hla.seg_len, segments = (long long)pl->hla.segments;
+  int k_real = (int)pl->hla.k, k_pad = (int)pl->hla.gemm.k_pad, ld_codes = k_pad;
+  unsigned long long seed = layer->seed;
+  unsigned tag = (unsigned)pl->layer_id * 16u + (is_g ? HOT_TENSOR_HLA_G : 0u); /* x^: RTN */
+  unsigned st = step;
+  if (pl->hla.k > 2147483647 || pl->hla.gemm.k_pad > 2147483647)
+    return ctx_fail(layer->ctx, HOT_ERR_SHAPE, "layer '%s': hla K = %lld does not fit the "
+                    "kernel's int argument", layer->spec.name, (long long)pl->hla.gemm.k_pad);
+  void *args[] = {&src, &T, &cols, &ld_src, &L, &layout, &seg_len, &segments, &k_real, &k_pad,
+                  &codes, &ld_codes, &scale, &amax, &scale_in, &math_out, &phase, &seed, &tag,
+                  &st};
+  return launch_role(layer, role, phase, args, stream);
+}
+
+/* templates/sawb.cu: phase 0 per-chunk partials of S1 = sum |v|, S2 = sum v*v (plan's grid),
+ * phase 1 the scale from them and the amax word (one block). */
+hot_status launch_sawb(hot_layer *layer, hot_kernel_role role, CUdeviceptr v, CUdeviceptr partials,
+                       CUdeviceptr amax, CUdeviceptr scale, int phase, CUstream stream) {
+  long long n = (long long)launch_sawb_elems(layer->plan, role);
+  if (n < 1)
+    return ctx_fail(layer->ctx, HOT_ERR_INTERNAL, "layer '%s': kernel %s is not a SAWB role",
+                    layer->spec.name, plan_role_name(role));
+  void *args[] = {&v, &n, &partials, &amax, &scale, &phase};
+  return launch_role(layer, role, phase, args, stream);
+}
+
+/* templates/lqs.cu on the raw g_y (T x O): phase 0 row scales + tensor amax (the word zeroed by
+ * the caller), 1 chunk partials of both squared errors, 2 result[0..1] and *choice. Scratch: the
+ * layer's lqs_rs (T floats), partials (2 ceil(T*O / 1024) doubles), lqs_res, lqs_choice. */
+hot_status launch_lqs(hot_layer *layer, CUdeviceptr g_y, int phase, uint32_t step,
+                      CUstream stream) {
+  const hot_layer_plan *pl = layer->plan;
+  const hot_cuda_layer *cu = &layer->cu;
+  int T = (int)pl->T, O = (int)pl->O, ld_src = O;
+  CUdeviceptr amax = cu->amax + 4 * HOT_AMAX_LQS, rs = cu->lqs_rs, part = cu->partials,
+              res = cu->lqs_res, choice = cu->lqs_choice;
+  unsigned long long seed = layer->seed;
+  unsigned tag = (unsigned)pl->layer_id * 16u + HOT_TENSOR_LQS, st = step;
+  if (!rs || !part || !res || !choice)
+    return ctx_fail(layer->ctx, HOT_ERR_INTERNAL, "layer '%s': no LQS scratch", layer->spec.name);
+  void *args[] = {&g_y, &T, &O, &ld_src, &amax, &rs, &part, &res, &choice, &phase, &seed, &tag,
+                  &st};
+  return launch_role(layer, HOT_K_LQS, phase, args, stream);
 }
 
 /* templates/gemm_int.cu: C = (float)(A . B^T) * factor(m), alpha = (*alpha_a * (alpha_b ?
@@ -216,7 +317,7 @@ hot_status launch_gemm(hot_layer *layer, hot_kernel_role role, CUdeviceptr a, CU
                     "layer is %dx%d", layer->spec.name, gx ? "g_x" : "g_w", (long long)g->m,
                     (long long)g->n, M, N);
   void *args[] = {&a, &b, &c, &row_scale, &alpha_a, &alpha_b, &alpha_div, &M, &N, &Kpad, &ldc};
-  return launch_role(layer, role, args, stream);
+  return launch_role(layer, role, 0, args, stream);
 }
 
 /* templates/bias.cu: grid ceil(O / 32) blocks of 256 threads, each owning 32 columns. */
@@ -224,5 +325,5 @@ hot_status launch_bias(hot_layer *layer, CUdeviceptr g_y, CUdeviceptr g_b, CUstr
   const hot_layer_plan *pl = layer->plan;
   int T = (int)pl->T, O = (int)pl->O;
   void *args[] = {&g_y, &g_b, &T, &O};
-  return launch_role(layer, HOT_K_BIAS, args, stream);
+  return launch_role(layer, HOT_K_BIAS, 0, args, stream);
 }

@@ -550,6 +550,22 @@ END_TEST
 
 /* ---- the CUDA launch code's safety net, checked on the CPU ---------------------------------- */
 
+/* Every role in the plan of l: OK from launch_check (argument names and the plan's geometry as
+ * the template documents). Returns the mask checked. */
+static unsigned check_all_roles(hot_layer *l) {
+  const hot_layer_plan *pl = hot_layer_get_plan(l);
+  unsigned all = 0;
+  for (int i = 0; i < pl->n_kernels; ++i) {
+    hot_kernel_role r = pl->kernels[i].role;
+    all |= 1u << r;
+    hot_status st = launch_check(l, 1u << r);
+    ck_assert_msg(st == HOT_OK, "%s: %s: %s", plan_role_name(r), hot_status_name(st),
+                  hot_errmsg(l->ctx));
+  }
+  ck_assert_int_eq(launch_check(l, all), HOT_OK);
+  return all;
+}
+
 START_TEST(launch_signatures_and_geometry) {
   hot_options o;
   hot_options_init(&o);
@@ -563,21 +579,90 @@ START_TEST(launch_signatures_and_geometry) {
   s.out_features = 100;
   hot_layer *l = NULL;
   ck_assert_int_eq(hot_layer_create(ctx, &s, 3, 197, HOT_RECIPE_HOT, &l), HOT_OK);
-  /* the HQ operand kernels: argument names and geometry as hadamard_quant.cu documents */
-  hot_status st = launch_check(l, 1u << HOT_K_HQ_G | 1u << HOT_K_HQ_W);
-  ck_assert_msg(st == HOT_OK, "%s", hot_errmsg(ctx));
-  /* roles without launch code are refused, never launched with guessed arguments */
-  ck_assert_int_eq(launch_check(l, 1u << HOT_K_HLA_G), HOT_ERR_UNSUPPORTED);
-  ck_assert_msg(strstr(hot_errmsg(ctx), "kernel hla_g: templates/hla_project.cu"), "%s", hot_errmsg(ctx));
-  ck_assert_int_eq(launch_check(l, 1u << HOT_K_LQS), HOT_ERR_UNSUPPORTED);
-  /* the GEMM epilogue (alpha_a, alpha_b, alpha_div) and bias: OK, or a clear refusal while the
-   * template and the planner are being changed (printed for the record) */
-  const hot_kernel_role roles[] = {HOT_K_GEMM_GX, HOT_K_GEMM_GW, HOT_K_BIAS};
-  for (size_t i = 0; i < 3; ++i) {
-    st = launch_check(l, 1u << roles[i]);
-    if (st) printf("launch_check %s: %s %s\n", plan_role_name(roles[i]), hot_status_name(st), hot_errmsg(ctx));
-    ck_assert_msg(st == HOT_OK || strstr(hot_errmsg(ctx), "out of step"), "%s", hot_errmsg(ctx));
+  /* the default recipe: abc_x, hq_g, hq_w, hla_g, both GEMMs, bias and lqs all have launch code
+   * whose arguments match the templates' entries, and the planner's geometry matches theirs */
+  unsigned all = check_all_roles(l);
+  const hot_kernel_role want[] = {HOT_K_ABC_X, HOT_K_HQ_G, HOT_K_HQ_W, HOT_K_HLA_G,
+                                  HOT_K_GEMM_GX, HOT_K_GEMM_GW, HOT_K_BIAS, HOT_K_LQS};
+  for (size_t i = 0; i < sizeof want / sizeof want[0]; ++i)
+    ck_assert_msg(all & 1u << want[i], "plan lacks %s", plan_role_name(want[i]));
+  ck_assert(!(all & (1u << HOT_K_SAWB_W | 1u << HOT_K_SAWB_X))); /* absmax: no SAWB kernels */
+  /* the grid of each launch: the plan's, except sawb.cu's phase 1 (one block) */
+  const hot_layer_plan *pl = hot_layer_get_plan(l);
+  unsigned g[3];
+  for (int ph = 0; ph < 3; ++ph) {
+    launch_grid(pl, HOT_K_LQS, ph, g);
+    ck_assert(g[0] == (unsigned)((pl->T + 7) / 8) && g[1] == 1 && g[2] == 1);
   }
+  launch_grid(pl, HOT_K_HLA_G, 1, g);
+  ck_assert_uint_eq(g[0], (unsigned)pl->hla.blocks);
+  ck_assert_uint_eq(g[1], (unsigned)((pl->O + 127) / 128)); /* p = 64: 128 columns a block */
+  launch_grid(pl, HOT_K_SAWB_W, 0, g);
+  ck_assert(g[0] == 0 && g[1] == 0 && g[2] == 0); /* not in this plan */
+
+  /* the safety net: a plan whose geometry is not the template's is refused, never launched */
+  hot_layer_plan *mp = l->plan;
+  int k = plan_kernel_index(mp, HOT_K_HLA_G);
+  ck_assert_int_ge(k, 0);
+  mp->kernels[k].grid[1]++;
+  ck_assert_int_eq(launch_check(l, 1u << HOT_K_HLA_G), HOT_ERR_INTERNAL);
+  ck_assert_msg(strstr(hot_errmsg(ctx), "templates/hla_project.cu documents") &&
+                strstr(hot_errmsg(ctx), "out of step"), "%s", hot_errmsg(ctx));
+  mp->kernels[k].grid[1]--;
+  k = plan_kernel_index(mp, HOT_K_LQS);
+  mp->kernels[k].block[0] = 128;
+  ck_assert_int_eq(launch_check(l, 1u << HOT_K_LQS), HOT_ERR_INTERNAL);
+  mp->kernels[k].block[0] = 256;
+  ck_assert_int_eq(launch_check(l, all), HOT_OK);
+
+  /* other blockings: p = 16 / 256 / 1024, both layouts, a prefix basis */
+  const int ps[] = {16, 256, 1024};
+  for (size_t i = 0; i < 3; ++i)
+    for (int lay = 0; lay < 2; ++lay) {
+      hot_layer_spec v = s;
+      v.hla.block = ps[i];
+      v.hla.layout = (hot_layout)lay;
+      if (i == 1) {
+        v.hla.selection = HOT_SEL_PREFIX;
+        v.hla.rank = 7;
+      }
+      hot_layer *lv = NULL;
+      ck_assert_int_eq(hot_layer_create(ctx, &v, 3, 197, HOT_RECIPE_HOT, &lv), HOT_OK);
+      check_all_roles(lv);
+      hot_layer_destroy(lv);
+    }
+
+  /* paper_code on L = 197: p = 1 (identity projection), b = 4, SAWB scales for w' and x^ */
+  hot_layer_spec pc;
+  plan_spec_defaults(&pc, HOT_RECIPE_PAPER_CODE);
+  snprintf(pc.name, sizeof pc.name, "sig_pc");
+  pc.in_features = 137;
+  pc.out_features = 100;
+  hot_layer *lp = NULL;
+  ck_assert_int_eq(hot_layer_create(ctx, &pc, 3, 197, HOT_RECIPE_PAPER_CODE, &lp), HOT_OK);
+  pl = hot_layer_get_plan(lp);
+  ck_assert_int_eq(pl->hla.block, 1);
+  ck_assert_int_eq(pl->hq.block, 4);
+  all = check_all_roles(lp);
+  ck_assert(all & 1u << HOT_K_SAWB_W);
+  ck_assert(all & 1u << HOT_K_SAWB_X);
+  ck_assert_int_eq(launch_sawb_elems(pl, HOT_K_SAWB_W), pl->hq.o_pad * pl->I);
+  ck_assert_int_eq(launch_sawb_elems(pl, HOT_K_SAWB_X), pl->hla.k * pl->I);
+  ck_assert_int_eq(pl->hla.k, pl->T);
+  launch_grid(pl, HOT_K_SAWB_X, 0, g);
+  ck_assert_uint_eq(g[0], (unsigned)(((pl->T * pl->I + 1023) / 1024 + 7) / 8));
+  launch_grid(pl, HOT_K_SAWB_X, 1, g);
+  ck_assert(g[0] == 1 && g[1] == 1 && g[2] == 1);
+  launch_grid(pl, HOT_K_SAWB_W, 1, g);
+  ck_assert(g[0] == 1 && g[1] == 1 && g[2] == 1);
+  launch_grid(pl, HOT_K_ABC_X, 1, g);
+  ck_assert(g[0] == (unsigned)pl->T && g[1] == 1); /* p = 1: 256 columns a block, I = 137 */
+  mp = lp->plan;
+  k = plan_kernel_index(mp, HOT_K_SAWB_X);
+  mp->kernels[k].grid[0]++;
+  ck_assert_int_eq(launch_check(lp, 1u << HOT_K_SAWB_X), HOT_ERR_INTERNAL);
+  ck_assert_msg(strstr(hot_errmsg(ctx), "templates/sawb.cu documents"), "%s", hot_errmsg(ctx));
+  mp->kernels[k].grid[0]--;
   hot_ctx_destroy(ctx);
 }
 END_TEST
