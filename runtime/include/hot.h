@@ -241,7 +241,8 @@ typedef struct {
   hot_gran gran;               /* g' scale granularity in effect (TENSOR or ROW) */
   int gran_auto;               /* 1: the spec says auto (LQS); before calibration: per tensor */
   int calibrated;              /* 1 after a successful hot_layer_calibrate */
-  double lqs_e_tensor, lqs_e_token; /* errors measured by the last calibration (CPU backend) */
+  double lqs_e_tensor, lqs_e_token; /* errors measured by the last calibration (both backends,
+                                       the same bits) */
   size_t saved_bytes;          /* hot_layer_saved_bytes */
   int64_t fp32_bytes;          /* T * I * 4: what keeping x in fp32 would take */
   int compiled;                /* 1 once the kernels are compiled (or found in the cache) */
@@ -280,7 +281,8 @@ hot_status hot_ctx_compile(hot_ctx *ctx, hot_layer *const *layers, size_t n);
  * NULL: the layer's own buffer (allocated at the first save, freed with the layer; each save
  * overwrites it). Errors: HOT_ERR_INVALID (NULL x, dtype other than the layer's, a misaligned
  * or host buffer on CUDA), HOT_ERR_MISUSE, HOT_ERR_NONFINITE (CPU), HOT_ERR_UNSUPPORTED (CUDA:
- * kernel not in this build), compile and CUDA errors (first use compiles). */
+ * a kernel not in this build, or a layer without ABC — abc or hla disabled — whose fp32 copy of
+ * x only the CPU backend keeps), compile and CUDA errors (first use compiles). */
 hot_status hot_layer_save(hot_layer *layer, const void *x, hot_dtype dtype, void *saved,
                           void *stream);
 
@@ -290,8 +292,9 @@ hot_status hot_layer_save(hot_layer *layer, const void *x, hot_dtype dtype, void
  * stochastic rounding: use a new value each step). g' uses the layer's granularity in effect
  * (hot_layer_get_info: a spec's auto is per tensor until hot_layer_calibrate).
  * Errors: HOT_ERR_INVALID (NULLs, dtype, g_b given for a layer whose spec has bias = false),
- * HOT_ERR_MISUSE (saved NULL before any save), HOT_ERR_NONFINITE (CPU), HOT_ERR_UNSUPPORTED,
- * compile and CUDA errors. */
+ * HOT_ERR_MISUSE (saved NULL before any save), HOT_ERR_NONFINITE (CPU), HOT_ERR_UNSUPPORTED
+ * (CUDA: a kernel not in this build, or a layer without HQ or without ABC: only the CPU backend
+ * computes their fp32 products), compile and CUDA errors. */
 hot_status hot_layer_backward(hot_layer *layer, const void *g_y, const void *w, hot_dtype dtype,
                               const void *saved, float *g_x, float *g_w, float *g_b,
                               uint32_t step, void *stream);
@@ -300,7 +303,8 @@ hot_status hot_layer_backward(hot_layer *layer, const void *g_y, const void *w, 
  * per-token quantization errors of g_y and fixes the layer's g' granularity (per token iff
  * e_token < 0.5 e_tensor). Only for layers whose spec says scale = "auto"; until calibrated they
  * run per tensor. May be repeated (the latest result holds). Synchronous on the CUDA backend
- * (the choice is read back). Errors: HOT_ERR_INVALID, HOT_ERR_MISUSE (granularity fixed by the
+ * (the stream is synchronised and the choice and both errors are read back; the same bits as the
+ * CPU backend's). Errors: HOT_ERR_INVALID, HOT_ERR_MISUSE (granularity fixed by the
  * spec), HOT_ERR_NONFINITE, HOT_ERR_UNSUPPORTED (CUDA: LQS kernel not in this build). */
 hot_status hot_layer_calibrate(hot_layer *layer, const void *g_y, hot_dtype dtype, uint32_t step,
                                void *stream);

@@ -3,6 +3,9 @@
  * K not a multiple of 32), both HLA layouts, f32/bf16/f16, per-row and per-tensor scales. The
  * first mismatch is reported with its index and both values. Kernels run one at a time through
  * the same emit -> NVRTC -> cache -> module path the runtime uses, with the plan's geometry.
+ * Covered: HQ g' / w' (absmax and, on a paper_code plan, SAWB through sawb.cu), HLA x^ / g^
+ * (p = 16 and 64, both layouts; p = 1 on a paper_code plan with L = 197, x^ with SAWB), LQS
+ * (errors and choice; token outliers pick per row, Gaussian data per tensor), both GEMMs, bias.
  * Without a driver: "SKIP: no CUDA driver", exit 77 (counted as skipped by CTest). */
 #define _POSIX_C_SOURCE 200809L
 #include <math.h>
@@ -156,6 +159,13 @@ static void same_bytes(const char *what, const void *gpu, const void *cpu, size_
   ++g_checks;
 }
 
+static void same_doubles(const char *what, const double *gpu, const double *cpu, size_t n) {
+  for (size_t i = 0; i < n; ++i)
+    if (memcmp(&gpu[i], &cpu[i], 8) != 0)
+      FAIL("%s: first mismatch at [%zu]: gpu %.17g, cpu %.17g", what, i, gpu[i], cpu[i]);
+  ++g_checks;
+}
+
 static void same_floats(const char *what, const float *gpu, const float *cpu, size_t n) {
   for (size_t i = 0; i < n; ++i)
     if (memcmp(&gpu[i], &cpu[i], 4) != 0)
@@ -179,6 +189,22 @@ static hot_layer_plan plan_for(int64_t B, int64_t L, int64_t O, int64_t I, hot_d
   hot_layer_plan pl;
   if (plan_layer(&g_spec, B, L, HOT_RECIPE_HOT, g_arch, 3, &pl, err, sizeof err) != 0)
     FAIL("plan: %s", err);
+  return pl;
+}
+
+/* The paper_code recipe (b shrinks to divide O, p = largest power of two dividing L, SAWB for
+ * w' and x^): on L = 197, p = 1 and K = T. */
+static hot_layer_plan plan_paper_code(int64_t B, int64_t L, int64_t O, int64_t I, hot_dtype dt) {
+  plan_spec_defaults(&g_spec, HOT_RECIPE_PAPER_CODE);
+  snprintf(g_spec.name, sizeof g_spec.name, "gpu_pc");
+  g_spec.in_features = I;
+  g_spec.out_features = O;
+  g_spec.dtype = dt;
+  hot_layer_plan pl;
+  if (plan_layer(&g_spec, B, L, HOT_RECIPE_PAPER_CODE, g_arch, 5, &pl, err, sizeof err) != 0)
+    FAIL("plan (paper_code): %s", err);
+  if (pl.hq.w.rule != HOT_RULE_SAWB || pl.hla.x.rule != HOT_RULE_SAWB)
+    FAIL("paper_code plan without SAWB rules");
   return pl;
 }
 
@@ -257,6 +283,183 @@ static void check_hq_w(const hot_layer_plan *pl, const void *w) {
   same_floats("s_w", gs, &cs, 1);
   free(gc); free(gs); free(cc);
   d->cuMemFree(src); d->cuMemFree(codes); d->cuMemFree(scale); d->cuMemFree(amax);
+  module_unload(k.mod);
+}
+
+/* sawb.cu over the math tensor v (n floats) with the amax word of the operand's phase 0:
+ * phase 0 on the plan's grid, phase 1 on one block (as the header documents). */
+static void run_sawb(const kernel *k, CUdeviceptr v, long long n, CUdeviceptr amax,
+                     CUdeviceptr scale) {
+  CUdeviceptr parts = dev_alloc((size_t)(2 * ((n + 1023) / 1024)) * 8, NULL);
+  int phase = 0;
+  void *args[] = {&v, &n, &parts, &amax, &scale, &phase};
+  launch(k, NULL, args);
+  phase = 1;
+  const unsigned one[3] = {1, 1, 1};
+  launch(k, one, args);
+  CK(d->cuCtxSynchronize());
+  d->cuMemFree(parts);
+}
+
+/* HQ w' with the SAWB rule (paper_code plan): phase 0 with math_out (compared with the twin's
+ * w' transform), sawb.cu phases 0 and 1 (scale compared with the twin's s_w), phase 1 with
+ * scale_in (codes compared). */
+static void check_hq_w_sawb(const hot_layer_plan *pl, const void *w) {
+  kernel k = load_kernel(pl, HOT_K_HQ_W), ks = load_kernel(pl, HOT_K_SAWB_W);
+  size_t es = pl->spec->dtype == HOT_DT_F32 ? 4 : 2, rb = code_row_bytes(pl);
+  size_t nm = (size_t)(pl->hq.o_pad * pl->I);
+  int rows = (int)pl->O, cols = (int)pl->I, ld = cols, o_pad = (int)pl->hq.o_pad,
+      k_pad = (int)pl->hq.gemm.k_pad, ldc = (int)rb;
+  CUdeviceptr src = dev_alloc((size_t)(pl->O * pl->I) * es, w);
+  CUdeviceptr codes = dev_alloc((size_t)pl->I * rb, NULL), scale = dev_alloc(4, NULL),
+              amax = dev_alloc(4, NULL), math = dev_alloc(nm * 4, NULL),
+              sawb_s = dev_alloc(4, NULL);
+  CK(d->cuMemsetD8(amax, 0, 4));
+  unsigned long long seed = 0;
+  unsigned tag = 0, step = 0;
+  int phase = 0;
+  CUdeviceptr none = 0, math_out = math, scale_in = 0;
+  void *args[] = {&src, &rows, &cols, &ld, &o_pad, &k_pad, &codes, &ldc, &scale, &amax, &scale_in,
+                  &math_out, &phase, &seed, &tag, &step};
+  launch(&k, NULL, args);
+  float *gm = dev_fetch(math, nm * 4), *cm = malloc(nm * 4);
+  if (hot_ref_hq_transform_w(pl, w, pl->spec->dtype, cm)) FAIL("twin transform_w");
+  same_floats("w' math tensor (hadamard_quant.cu math_out)", gm, cm, nm);
+  run_sawb(&ks, math, (long long)nm, amax, sawb_s);
+  void *cc = malloc((size_t)pl->I * rb);
+  float cs;
+  int rc = hot_ref_hq_quant_w(pl, w, pl->spec->dtype, cc, &cs);
+  if (rc != HOT_REF_OK) FAIL("twin: %s", hot_ref_status_name(rc));
+  float *gss = dev_fetch(sawb_s, 4);
+  same_floats("s_w (sawb.cu)", gss, &cs, 1);
+  phase = 1;
+  math_out = none;
+  scale_in = sawb_s;
+  launch(&k, NULL, args);
+  void *gc = dev_fetch(codes, (size_t)pl->I * rb);
+  float *gs = dev_fetch(scale, 4);
+  char what[200];
+  snprintf(what, sizeof what, "%s (sawb) codes", k.kp->name);
+  same_bytes(what, gc, cc, (size_t)pl->I * rb);
+  same_floats("s_w (hadamard_quant.cu phase 1, scale_in)", gs, &cs, 1);
+  free(gm); free(cm); free(cc); free(gss); free(gc); free(gs);
+  CUdeviceptr all[] = {src, codes, scale, amax, math, sawb_s};
+  for (size_t i = 0; i < sizeof all / sizeof all[0]; ++i) d->cuMemFree(all[i]);
+  module_unload(k.mod);
+  module_unload(ks.mod);
+}
+
+/* HLA projection x^ (HOT_K_ABC_X, RTN) or g^ (HOT_K_HLA_G, SR): absmax = phases 0, 1; x^ with
+ * the SAWB rule = phase 0 with math_out (compared with the twin's transform), sawb.cu, phase 1
+ * with scale_in. Codes (cols x k_pad, the zero tail included: the buffer starts as garbage) and
+ * the scale are compared with hot_ref_hla_quant_x / _g. */
+static void check_hla(const hot_layer_plan *pl, const void *src_h, hot_kernel_role role) {
+  kernel k = load_kernel(pl, role);
+  int is_g = role == HOT_K_HLA_G;
+  int sawb = !is_g && pl->hla.x.rule == HOT_RULE_SAWB;
+  size_t es = pl->spec->dtype == HOT_DT_F32 ? 4 : 2;
+  int T = (int)pl->T, cols = (int)(is_g ? pl->O : pl->I), ld = cols, L = (int)pl->L;
+  int layout = pl->hla.layout == HOT_LAYOUT_FLAT ? 1 : 0;
+  long long seg_len = pl->hla.seg_len, segments = pl->hla.segments;
+  int k_real = (int)pl->hla.k, k_pad = (int)pl->hla.gemm.k_pad, ldc = k_pad;
+  size_t ncodes = (size_t)cols * (size_t)k_pad, nm = (size_t)pl->hla.k * (size_t)cols;
+  CUdeviceptr src = dev_alloc((size_t)(pl->T * cols) * es, src_h);
+  CUdeviceptr codes = dev_alloc(ncodes, NULL), scale = dev_alloc(4, NULL), amax = dev_alloc(4, NULL);
+  CUdeviceptr math = sawb ? dev_alloc(nm * 4, NULL) : 0, sawb_s = sawb ? dev_alloc(4, NULL) : 0;
+  CK(d->cuMemsetD8(amax, 0, 4));
+  unsigned long long seed = k_seed;
+  unsigned tag = (unsigned)pl->layer_id * 16u + (is_g ? HOT_TENSOR_HLA_G : 0u), step = 11;
+  int phase = 0;
+  CUdeviceptr scale_in = 0, math_out = math;
+  void *args[] = {&src, &T, &cols, &ld, &L, &layout, &seg_len, &segments, &k_real, &k_pad,
+                  &codes, &ldc, &scale, &amax, &scale_in, &math_out, &phase, &seed, &tag, &step};
+  launch(&k, NULL, args);
+  int8_t *cc = malloc(ncodes);
+  float cs;
+  int rc = is_g ? hot_ref_hla_quant_g(pl, src_h, pl->spec->dtype, seed, step, cc, &cs)
+                : hot_ref_hla_quant_x(pl, src_h, pl->spec->dtype, cc, &cs);
+  if (rc != HOT_REF_OK) FAIL("twin: %s", hot_ref_status_name(rc));
+  char what[200];
+  if (sawb) {
+    kernel ks = load_kernel(pl, HOT_K_SAWB_X);
+    float *gm = dev_fetch(math, nm * 4), *cm = malloc(nm * 4);
+    if (hot_ref_hla_transform(pl, src_h, pl->spec->dtype, pl->I, cm)) FAIL("twin hla_transform");
+    snprintf(what, sizeof what, "%s x^ math tensor (math_out)", k.kp->name);
+    same_floats(what, gm, cm, nm);
+    run_sawb(&ks, math, (long long)nm, amax, sawb_s);
+    float *gss = dev_fetch(sawb_s, 4);
+    same_floats("s_x^ (sawb.cu)", gss, &cs, 1);
+    free(gm); free(cm); free(gss);
+    module_unload(ks.mod);
+    scale_in = sawb_s;
+    math_out = 0;
+  }
+  phase = 1;
+  launch(&k, NULL, args);
+  void *gc = dev_fetch(codes, ncodes);
+  float *gs = dev_fetch(scale, 4);
+  snprintf(what, sizeof what, "%s (%s, p=%d, %s) codes", k.kp->name, sawb ? "sawb" : "absmax",
+           pl->hla.block, plan_layout_name(pl->hla.layout));
+  same_bytes(what, gc, cc, ncodes);
+  snprintf(what, sizeof what, "%s (p=%d) scale", k.kp->name, pl->hla.block);
+  same_floats(what, gs, &cs, 1);
+  free(cc); free(gc); free(gs);
+  d->cuMemFree(src); d->cuMemFree(codes); d->cuMemFree(scale); d->cuMemFree(amax);
+  if (sawb) { d->cuMemFree(math); d->cuMemFree(sawb_s); }
+  module_unload(k.mod);
+}
+
+/* g_y with 4 of every 128 tokens (rows) scaled x20: LQS must pick per row there. */
+static void *make_token_outliers(int64_t rows, int64_t cols, hot_dtype dt) {
+  size_t es = dt == HOT_DT_F32 ? 4 : 2;
+  unsigned char *p = malloc((size_t)(rows * cols) * es);
+  if (!p) FAIL("out of memory");
+  for (int64_t i = 0; i < rows * cols; ++i) {
+    float v = gaussian();
+    if ((i / cols) % 32 == 5) v *= 20.0f;
+    if (dt == HOT_DT_F32) memcpy(p + 4 * i, &v, 4);
+    else {
+      unsigned short b = dt == HOT_DT_BF16 ? to_bf16(v) : to_f16(v);
+      memcpy(p + 2 * i, &b, 2);
+    }
+  }
+  return p;
+}
+
+/* LQS: phases 0, 1, 2 on the plan's grid; e_tensor, e_token (fp64 bits) and the choice against
+ * hot_ref_lqs. want: the choice the data must give (-1: no expectation). */
+static void check_lqs(const hot_layer_plan *pl, const void *gy, int want, const char *label) {
+  kernel k = load_kernel(pl, HOT_K_LQS);
+  size_t es = pl->spec->dtype == HOT_DT_F32 ? 4 : 2;
+  long long n = pl->T * pl->O, nch = (n + 1023) / 1024;
+  int T = (int)pl->T, O = (int)pl->O, ld = O;
+  CUdeviceptr src = dev_alloc((size_t)n * es, gy), amax = dev_alloc(4, NULL),
+              rs = dev_alloc((size_t)pl->T * 4, NULL), parts = dev_alloc((size_t)(2 * nch) * 8, NULL),
+              res = dev_alloc(16, NULL), choice = dev_alloc(4, NULL);
+  CK(d->cuMemsetD8(amax, 0, 4));
+  unsigned long long seed = k_seed;
+  unsigned tag = (unsigned)pl->layer_id * 16u + HOT_TENSOR_LQS, step = 3;
+  int phase = 0;
+  void *args[] = {&src, &T, &O, &ld, &amax, &rs, &parts, &res, &choice, &phase, &seed, &tag, &step};
+  for (phase = 0; phase < 3; ++phase) launch(&k, NULL, args);
+  double *gr = dev_fetch(res, 16);
+  int *gch = dev_fetch(choice, 4);
+  hot_ref_lqs_result r;
+  int rc = hot_ref_lqs(pl, gy, pl->spec->dtype, seed, step, &r);
+  if (rc != HOT_REF_OK) FAIL("twin lqs: %s", hot_ref_status_name(rc));
+  double cr[2] = {r.e_tensor, r.e_token};
+  char what[200];
+  snprintf(what, sizeof what, "%s (%s) [e_tensor, e_token]", k.kp->name, label);
+  same_doubles(what, gr, cr, 2);
+  if (*gch != (r.choice == HOT_GRAN_ROW ? 1 : 0))
+    FAIL("%s (%s) choice: gpu %d, cpu %s", k.kp->name, label, *gch, plan_gran_name(r.choice));
+  ++g_checks;
+  if (want >= 0 && (int)r.choice != want)
+    FAIL("%s: LQS picked %s (e_tensor %g, e_token %g), HOT.md 8 says %s", label,
+         plan_gran_name(r.choice), r.e_tensor, r.e_token, plan_gran_name((hot_gran)want));
+  free(gr); free(gch);
+  CUdeviceptr all[] = {src, amax, rs, parts, res, choice};
+  for (size_t i = 0; i < sizeof all / sizeof all[0]; ++i) d->cuMemFree(all[i]);
   module_unload(k.mod);
 }
 
@@ -371,9 +574,48 @@ int main(void) {
       check_hq_w(&pl, w);
       check_gemms(&pl, gy, w, x);
       check_bias(&pl, gy);
-      printf("dtype %s layout %s: HQ g (row, tensor), HQ w, GEMM g_x, GEMM g_w, bias bit-exact\n",
-             plan_dtype_name(dt), plan_layout_name(pl.hla.layout));
+      check_lqs(&pl, gy, -1, "awkward sizes");
+      printf("dtype %s layout %s: HQ g (row, tensor), HQ w, GEMM g_x, GEMM g_w, bias, LQS "
+             "bit-exact\n", plan_dtype_name(dt), plan_layout_name(pl.hla.layout));
+      /* HLA x^ and g^ for p = 16 and 64 (p = 16: K = 3 x 13 x 10 = 390 / 37 x 10 = 370) */
+      static const int ps[] = {16, 64};
+      for (int i = 0; i < 2; ++i) {
+        hot_layer_plan ph = plan_for(3, 197, 100, 137, dt, (hot_layout)layout, ps[i]);
+        check_hla(&ph, x, HOT_K_ABC_X);
+        check_hla(&ph, gy, HOT_K_HLA_G);
+        printf("dtype %s layout %s p %d: HLA x^, g^ bit-exact (K = %lld)\n", plan_dtype_name(dt),
+               plan_layout_name(ph.hla.layout), ps[i], (long long)ph.hla.k);
+      }
       free(gy); free(w); free(x);
+    }
+    /* paper_code on L = 197: p = 1 (K = T), b = 4, SAWB for w' and x^ */
+    {
+      rng_state = 0x777u + t;
+      hot_dtype dt = dts[t];
+      hot_layer_plan pl = plan_paper_code(3, 197, 100, 137, dt);
+      if (pl.hla.block != 1 || pl.hla.k != pl.T) FAIL("paper_code plan: p = %d", pl.hla.block);
+      void *gy = make_tensor(pl.T, pl.O, dt, 1), *w = make_tensor(pl.O, pl.I, dt, 0),
+           *x = make_tensor(pl.T, pl.I, dt, 1);
+      check_hla(&pl, x, HOT_K_ABC_X); /* SAWB */
+      check_hla(&pl, gy, HOT_K_HLA_G);
+      check_hq_w_sawb(&pl, w);
+      check_hq_g(&pl, gy, HOT_GRAN_TENSOR);
+      check_gemms(&pl, gy, w, x);
+      printf("dtype %s paper_code (p = 1, b = %d): HLA x^ (sawb), g^, HQ w' (sawb), g', GEMMs "
+             "bit-exact\n", plan_dtype_name(dt), pl.hq.block);
+      free(gy); free(w); free(x);
+    }
+    /* LQS picks per row on token outliers and per tensor on Gaussian data (HOT.md 8) */
+    {
+      rng_state = 0x5150u + t;
+      hot_dtype dt = dts[t];
+      hot_layer_plan pl = plan_for(2, 64, 128, 64, dt, HOT_LAYOUT_SAMPLE, 64);
+      void *tok = make_token_outliers(pl.T, pl.O, dt), *gau = make_tensor(pl.T, pl.O, dt, 0);
+      check_lqs(&pl, tok, HOT_GRAN_ROW, "token outliers");
+      check_lqs(&pl, gau, HOT_GRAN_TENSOR, "gaussian");
+      printf("dtype %s: LQS token outliers -> row, gaussian -> tensor, bit-exact\n",
+             plan_dtype_name(dt));
+      free(tok); free(gau);
     }
   }
   /* A large layer: many chunks per row (O = 3072 > 8 x 256 register chunks) and big tiles. */
@@ -386,7 +628,10 @@ int main(void) {
     check_hq_g(&pl, gy, HOT_GRAN_TENSOR);
     check_hq_w(&pl, w);
     check_gemms(&pl, gy, w, x);
-    printf("large layer (T=2048, O=3072, I=768, bf16) bit-exact\n");
+    check_hla(&pl, x, HOT_K_ABC_X);
+    check_hla(&pl, gy, HOT_K_HLA_G);
+    check_lqs(&pl, gy, -1, "large");
+    printf("large layer (T=2048, O=3072, I=768, bf16) bit-exact (HLA and LQS included)\n");
     free(gy); free(w); free(x);
   }
   hot_kcache_close(kc);
