@@ -1,8 +1,12 @@
-/* test_api_gpu.c — the CUDA backend through the public API, on a GPU: a layer of awkward sizes
- * (T = 3 x 197, O = 100, I = 137) saved and back-propagated on the device must equal the CPU
- * backend bit for bit (g_x, g_w, g_b, saved buffer). Without a driver it prints
- * "SKIP: no CUDA driver" and exits 77 (counted as skipped). While a kernel's template is not in
- * the build the CUDA backend answers HOT_ERR_UNSUPPORTED: reported as a skip with the reason. */
+/* test_api_gpu.c — the CUDA backend through the public API, on a GPU: layers of awkward sizes
+ * (T = 3 x 197, O = 100, I = 137) calibrated, saved and back-propagated on the device must equal
+ * the CPU backend bit for bit (LQS choice and both errors, saved buffer, g_x, g_w, g_b), for
+ *  - the default recipe in f32 (p = 64 flat blocking, absmax scales), and
+ *  - a paper_code layer in bf16 (p = 1 on L = 197, b = 4, SAWB scales for w' and x^),
+ * each run per tensor before calibration and with the calibrated granularity after it (token
+ * outliers -> per row for the first, Gaussian -> per tensor for the second), through a caller's
+ * saved buffer and through the layer's own. The honest refusals of the CUDA backend (no HQ, no
+ * ABC) are checked too. Without a driver it prints "SKIP: no CUDA driver" and exits 77. */
 #ifndef _GNU_SOURCE
 #define _GNU_SOURCE
 #endif
@@ -37,8 +41,184 @@ static CUdeviceptr upload(const void *h, size_t n) {
   CUdeviceptr p = 0;
   CHECK_CU(d->cuMemAlloc(&p, n));
   if (h) CHECK_CU(d->cuMemcpyHtoD(p, h, n));
-  else CHECK_CU(d->cuMemsetD8(p, 0, n));
+  else CHECK_CU(d->cuMemsetD8(p, 0xA5, n)); /* garbage: kernels must write every byte */
   return p;
+}
+
+static void *dptr(CUdeviceptr p) { return (void *)(uintptr_t)p; }
+
+/* First differing float of two arrays, bit for bit. */
+static void same_floats(const char *case_name, const char *what, const float *gpu,
+                        const float *cpu, int64_t n) {
+  for (int64_t i = 0; i < n; ++i)
+    if (memcmp(&gpu[i], &cpu[i], 4))
+      FAIL("%s: %s[%lld]: cuda %.9g, cpu %.9g", case_name, what, (long long)i, (double)gpu[i],
+           (double)cpu[i]);
+}
+
+static void same_bytes(const char *case_name, const char *what, const void *gpu, const void *cpu,
+                       size_t n) {
+  const unsigned char *a = gpu, *b = cpu;
+  for (size_t i = 0; i < n; ++i)
+    if (a[i] != b[i])
+      FAIL("%s: %s byte %zu: cuda 0x%02x, cpu 0x%02x", case_name, what, i, a[i], b[i]);
+}
+
+/* A host tensor in the layer's dtype (f32 as is, bf16 bit patterns). */
+static void *as_dtype(const float *v, int64_t n, hot_dtype dt, size_t *bytes) {
+  if (dt == HOT_DT_F32) {
+    *bytes = (size_t)n * 4;
+    void *p = malloc(*bytes);
+    memcpy(p, v, *bytes);
+    return p;
+  }
+  *bytes = (size_t)n * 2;
+  uint16_t *p = malloc(*bytes);
+  au_to_bf16(v, p, n);
+  return p;
+}
+
+typedef struct {
+  const char *name;
+  hot_recipe recipe;
+  hot_dtype dtype;
+  int token_outliers; /* calibration data: 4 of every 128 tokens x20 (LQS -> per row) */
+  hot_gran want;      /* the granularity the calibration must give */
+} api_case;
+
+/* One backward on both backends (CUDA with the given saved buffer, 0 = the layer's own) and the
+ * comparison of every output. */
+static void backward_both(const api_case *c, hot_ctx *ctx, hot_ctx *cpu, hot_layer *g,
+                          hot_layer *h, au_io *io, const void *gy, const void *w, CUdeviceptr dgy,
+                          CUdeviceptr dw, CUdeviceptr dsv, const void *csaved, uint32_t step,
+                          const char *what) {
+  int64_t T = io->T, O = io->O, I = io->I;
+  CUdeviceptr dgx = upload(NULL, (size_t)(T * I) * 4), dgw = upload(NULL, (size_t)(O * I) * 4),
+              dgb = upload(NULL, (size_t)O * 4);
+  CHECK_HOT(ctx, hot_layer_backward(g, dptr(dgy), dptr(dw), c->dtype, dsv ? dptr(dsv) : NULL,
+                                    dptr(dgx), dptr(dgw), dptr(dgb), step, NULL));
+  CHECK_CU(d->cuCtxSynchronize());
+  CHECK_CU(d->cuMemcpyDtoH(io->gx, dgx, (size_t)(T * I) * 4));
+  CHECK_CU(d->cuMemcpyDtoH(io->gw, dgw, (size_t)(O * I) * 4));
+  CHECK_CU(d->cuMemcpyDtoH(io->gb, dgb, (size_t)O * 4));
+  CHECK_HOT(cpu, hot_layer_backward(h, gy, w, c->dtype, csaved, io->rgx, io->rgw, io->rgb, step, NULL));
+  char label[160];
+  snprintf(label, sizeof label, "%s, %s, step %u", c->name, what, step);
+  same_floats(label, "g_x", io->gx, io->rgx, T * I);
+  same_floats(label, "g_w", io->gw, io->rgw, O * I);
+  same_floats(label, "g_b", io->gb, io->rgb, O);
+  d->cuMemFree(dgx);
+  d->cuMemFree(dgw);
+  d->cuMemFree(dgb);
+  printf("  %s: g_x, g_w, g_b equal\n", label);
+}
+
+static void run_case(const api_case *c, hot_ctx *ctx, hot_ctx *cpu) {
+  const int64_t B = 3, L = 197, O = 100, I = 137, T = B * L;
+  hot_layer_spec spec;
+  plan_spec_defaults(&spec, c->recipe);
+  snprintf(spec.name, sizeof spec.name, "gpu_%s", c->name);
+  spec.in_features = I;
+  spec.out_features = O;
+  spec.dtype = c->dtype;
+  hot_layer *g = NULL, *h = NULL;
+  CHECK_HOT(ctx, hot_layer_create(ctx, &spec, B, L, c->recipe, &g));
+  CHECK_HOT(cpu, hot_layer_create(cpu, &spec, B, L, c->recipe, &h));
+  CHECK_HOT(ctx, hot_layer_compile(g));
+  const hot_layer_plan *pl = hot_layer_get_plan(g);
+  printf("%s: p = %d (%s, K = %lld), b = %d, w' %s, x^ %s, %d kernels\n", c->name, pl->hla.block,
+         plan_layout_name(pl->hla.layout), (long long)pl->hla.k, pl->hq.block,
+         plan_rule_name(pl->hq.w.rule), plan_rule_name(pl->hla.x.rule), pl->n_kernels);
+
+  au_io io;
+  au_io_init(&io, T, O, I, 2024 + (uint64_t)c->recipe);
+  float *calib = malloc((size_t)(T * O) * 4);
+  memcpy(calib, io.gy, (size_t)(T * O) * 4);
+  if (c->token_outliers)
+    for (int64_t i = 0; i < T * O; ++i)
+      if ((i / O) % 32 == 5) calib[i] *= 20.0f;
+  size_t bx, bw, bg, bc;
+  void *x = as_dtype(io.x, T * I, c->dtype, &bx), *w = as_dtype(io.w, O * I, c->dtype, &bw),
+       *gy = as_dtype(io.gy, T * O, c->dtype, &bg), *cal = as_dtype(calib, T * O, c->dtype, &bc);
+  CUdeviceptr dx = upload(x, bx), dw = upload(w, bw), dgy = upload(gy, bg), dcal = upload(cal, bc);
+  size_t nb = hot_layer_saved_bytes(g);
+  if (nb != hot_layer_saved_bytes(h)) FAIL("%s: saved bytes differ", c->name);
+  CUdeviceptr dsv = upload(NULL, nb);
+  unsigned char *saved = malloc(nb), *csaved = aligned_alloc(64, (nb + 63) & ~(size_t)63);
+
+  /* save into the caller's buffer: q_x^ codes then s_x^, as the CPU backend writes them */
+  CHECK_HOT(ctx, hot_layer_save(g, dptr(dx), c->dtype, dptr(dsv), NULL));
+  CHECK_HOT(cpu, hot_layer_save(h, x, c->dtype, csaved, NULL));
+  CHECK_CU(d->cuCtxSynchronize());
+  CHECK_CU(d->cuMemcpyDtoH(saved, dsv, nb));
+  same_bytes(c->name, "saved buffer", saved, csaved, nb);
+  printf("  save: %zu bytes equal (s_x^ %.9g)\n", nb,
+         (double)*(const float *)(const void *)(csaved + hot_ref_hla_x_bytes(pl)));
+
+  /* before calibration: per tensor */
+  backward_both(c, ctx, cpu, g, h, &io, gy, w, dgy, dw, dsv, csaved, 5, "uncalibrated, caller's buffer");
+
+  /* calibration: the same choice and the same error bits on both backends */
+  CHECK_HOT(ctx, hot_layer_calibrate(g, dptr(dcal), c->dtype, 9, NULL));
+  CHECK_HOT(cpu, hot_layer_calibrate(h, cal, c->dtype, 9, NULL));
+  hot_layer_info ig, ih;
+  CHECK_HOT(ctx, hot_layer_get_info(g, &ig));
+  CHECK_HOT(cpu, hot_layer_get_info(h, &ih));
+  if (ig.gran != ih.gran || memcmp(&ig.lqs_e_tensor, &ih.lqs_e_tensor, 8) ||
+      memcmp(&ig.lqs_e_token, &ih.lqs_e_token, 8))
+    FAIL("%s: LQS cuda %s (%.17g, %.17g), cpu %s (%.17g, %.17g)", c->name, plan_gran_name(ig.gran),
+         ig.lqs_e_tensor, ig.lqs_e_token, plan_gran_name(ih.gran), ih.lqs_e_tensor, ih.lqs_e_token);
+  if (ih.gran != c->want)
+    FAIL("%s: LQS picked %s, the data should give %s", c->name, plan_gran_name(ih.gran),
+         plan_gran_name(c->want));
+  printf("  calibrate: %s (e_tensor %.9g, e_token %.9g) on both\n", plan_gran_name(ig.gran),
+         ig.lqs_e_tensor, ig.lqs_e_token);
+
+  /* after calibration, through the layer-owned buffer */
+  CHECK_HOT(ctx, hot_layer_save(g, dptr(dx), c->dtype, NULL, NULL));
+  CHECK_HOT(cpu, hot_layer_save(h, x, c->dtype, NULL, NULL));
+  backward_both(c, ctx, cpu, g, h, &io, gy, w, dgy, dw, 0, NULL, 6, "calibrated, layer's buffer");
+
+  CUdeviceptr all[] = {dx, dw, dgy, dcal, dsv};
+  for (size_t i = 0; i < sizeof all / sizeof all[0]; ++i) d->cuMemFree(all[i]);
+  free(saved); free(csaved); free(calib); free(x); free(w); free(gy); free(cal);
+  au_io_free(&io);
+  hot_layer_destroy(g);
+  hot_layer_destroy(h);
+}
+
+/* What the CUDA backend still refuses (the CPU backend runs it): HOT_ERR_UNSUPPORTED with a
+ * message, nothing launched. */
+static void refusals(hot_ctx *ctx) {
+  hot_layer_spec spec;
+  plan_spec_defaults(&spec, HOT_RECIPE_HOT);
+  snprintf(spec.name, sizeof spec.name, "gpu_nohq");
+  spec.in_features = 64;
+  spec.out_features = 32;
+  spec.hq.enabled = 0;
+  hot_layer *l = NULL;
+  CHECK_HOT(ctx, hot_layer_create(ctx, &spec, 2, 64, HOT_RECIPE_HOT, &l));
+  CUdeviceptr x = upload(NULL, 128 * 64 * 4), w = upload(NULL, 32 * 64 * 4),
+              gy = upload(NULL, 128 * 32 * 4), gx = upload(NULL, 128 * 64 * 4),
+              gw = upload(NULL, 32 * 64 * 4);
+  CHECK_CU(d->cuMemsetD8(x, 0, 128 * 64 * 4));
+  CHECK_HOT(ctx, hot_layer_save(l, dptr(x), HOT_DT_F32, NULL, NULL));
+  hot_status st = hot_layer_backward(l, dptr(gy), dptr(w), HOT_DT_F32, NULL, dptr(gx), dptr(gw),
+                                     NULL, 0, NULL);
+  if (st != HOT_ERR_UNSUPPORTED || !strstr(hot_errmsg(ctx), "without HQ"))
+    FAIL("no-HQ backward: %s: %s", hot_status_name(st), hot_errmsg(ctx));
+  hot_layer_destroy(l);
+  spec.hq.enabled = 1;
+  spec.abc.enabled = 0;
+  snprintf(spec.name, sizeof spec.name, "gpu_noabc");
+  CHECK_HOT(ctx, hot_layer_create(ctx, &spec, 2, 64, HOT_RECIPE_HOT, &l));
+  st = hot_layer_save(l, dptr(x), HOT_DT_F32, NULL, NULL);
+  if (st != HOT_ERR_UNSUPPORTED || !strstr(hot_errmsg(ctx), "without ABC"))
+    FAIL("no-ABC save: %s: %s", hot_status_name(st), hot_errmsg(ctx));
+  hot_layer_destroy(l);
+  CUdeviceptr all[] = {x, w, gy, gx, gw};
+  for (size_t i = 0; i < sizeof all / sizeof all[0]; ++i) d->cuMemFree(all[i]);
+  printf("refusals: no HQ (backward), no ABC (save): HOT_ERR_UNSUPPORTED\n");
 }
 
 int main(void) {
@@ -62,19 +242,7 @@ int main(void) {
   hot_stats s;
   hot_ctx_stats(ctx, &s);
   printf("device: %s, arch %s\n", s.device_name, s.arch);
-
-  hot_layer_spec spec;
-  plan_spec_defaults(&spec, HOT_RECIPE_HOT);
-  snprintf(spec.name, sizeof spec.name, "gpu");
-  spec.in_features = 137;
-  spec.out_features = 100;
-  hot_layer *g = NULL, *c = NULL;
-  CHECK_HOT(ctx, hot_layer_create(ctx, &spec, 3, 197, HOT_RECIPE_HOT, &g));
-  CHECK_HOT(cpu, hot_layer_create(cpu, &spec, 3, 197, HOT_RECIPE_HOT, &c));
-  CHECK_HOT(ctx, hot_layer_compile(g));
-  hot_ctx_stats(ctx, &s);
-  printf("compile: %llu compiles (%.1f ms), %llu disk hits\n", (unsigned long long)s.compiles,
-         s.compile_ms, (unsigned long long)s.disk_hits);
+  if (s.backend != HOT_BACKEND_CUDA) FAIL("backend %s", hot_backend_name(s.backend));
 
   /* The device's primary context current for our own allocations. */
   CUcontext pc;
@@ -82,53 +250,35 @@ int main(void) {
   CHECK_CU(d->cuDeviceGet(&dev, 0));
   CHECK_CU(d->cuDevicePrimaryCtxRetain(&pc, dev));
   CHECK_CU(d->cuCtxSetCurrent(pc));
-  au_io io;
-  au_io_init(&io, 591, 100, 137, 2024);
-  size_t nb = hot_layer_saved_bytes(g);
-  CUdeviceptr dx = upload(io.x, 591 * 137 * 4), dw = upload(io.w, 100 * 137 * 4);
-  CUdeviceptr dgy = upload(io.gy, 591 * 100 * 4), dgx = upload(NULL, 591 * 137 * 4);
-  CUdeviceptr dgw = upload(NULL, 100 * 137 * 4), dgb = upload(NULL, 100 * 4), dsv = upload(NULL, nb);
 
   /* host memory is refused by the CUDA backend */
-  hot_status st = hot_layer_save(g, io.x, HOT_DT_F32, NULL, NULL);
-  if (st != HOT_ERR_INVALID && st != HOT_ERR_UNSUPPORTED)
-    FAIL("host x: %s: %s", hot_status_name(st), hot_errmsg(ctx));
-  if (st == HOT_ERR_INVALID && !strstr(hot_errmsg(ctx), "host memory"))
-    FAIL("host x: %s", hot_errmsg(ctx));
-
-  st = hot_layer_save(g, (void *)(uintptr_t)dx, HOT_DT_F32, (void *)(uintptr_t)dsv, NULL);
-  if (st == HOT_OK)
-    st = hot_layer_backward(g, (void *)(uintptr_t)dgy, (void *)(uintptr_t)dw, HOT_DT_F32,
-                            (void *)(uintptr_t)dsv, (float *)(uintptr_t)dgx,
-                            (float *)(uintptr_t)dgw, (float *)(uintptr_t)dgb, 5, NULL);
-  if (st == HOT_ERR_UNSUPPORTED) {
-    printf("SKIP: %s\n", hot_errmsg(ctx));
-    return 77;
+  {
+    hot_layer_spec spec;
+    plan_spec_defaults(&spec, HOT_RECIPE_HOT);
+    snprintf(spec.name, sizeof spec.name, "gpu_host");
+    spec.in_features = spec.out_features = 32;
+    hot_layer *l = NULL, *lc = NULL;
+    CHECK_HOT(ctx, hot_layer_create(ctx, &spec, 1, 64, HOT_RECIPE_HOT, &l));
+    CHECK_HOT(cpu, hot_layer_create(cpu, &spec, 1, 64, HOT_RECIPE_HOT, &lc)); /* same layer ids */
+    float *hx = calloc(64 * 32, 4);
+    hot_status st = hot_layer_save(l, hx, HOT_DT_F32, NULL, NULL);
+    if (st != HOT_ERR_INVALID || !strstr(hot_errmsg(ctx), "host memory"))
+      FAIL("host x: %s: %s", hot_status_name(st), hot_errmsg(ctx));
+    free(hx);
+    hot_layer_destroy(l);
+    hot_layer_destroy(lc);
   }
-  if (st != HOT_OK) FAIL("%s: %s", hot_status_name(st), hot_errmsg(ctx));
-  CHECK_CU(d->cuCtxSynchronize());
-  unsigned char *saved = malloc(nb), *csaved = aligned_alloc(64, (nb + 63) & ~(size_t)63);
-  CHECK_CU(d->cuMemcpyDtoH(io.gx, dgx, 591 * 137 * 4));
-  CHECK_CU(d->cuMemcpyDtoH(io.gw, dgw, 100 * 137 * 4));
-  CHECK_CU(d->cuMemcpyDtoH(io.gb, dgb, 100 * 4));
-  CHECK_CU(d->cuMemcpyDtoH(saved, dsv, nb));
-  CHECK_HOT(cpu, hot_layer_save(c, io.x, HOT_DT_F32, csaved, NULL));
-  CHECK_HOT(cpu, hot_layer_backward(c, io.gy, io.w, HOT_DT_F32, csaved, io.rgx, io.rgw, io.rgb, 5, NULL));
-  int bad = 0;
-  if (memcmp(saved, csaved, nb)) { printf("saved buffer differs\n"); bad = 1; }
-  for (int64_t i = 0; i < 591 * 137 && !bad; ++i)
-    if (memcmp(&io.gx[i], &io.rgx[i], 4)) { printf("g_x[%lld] %g vs %g\n", (long long)i, io.gx[i], io.rgx[i]); bad = 1; }
-  for (int64_t i = 0; i < 100 * 137 && !bad; ++i)
-    if (memcmp(&io.gw[i], &io.rgw[i], 4)) { printf("g_w[%lld] %g vs %g\n", (long long)i, io.gw[i], io.rgw[i]); bad = 1; }
-  for (int64_t i = 0; i < 100 && !bad; ++i)
-    if (memcmp(&io.gb[i], &io.rgb[i], 4)) { printf("g_b[%lld] %g vs %g\n", (long long)i, io.gb[i], io.rgb[i]); bad = 1; }
-  if (bad) FAIL("CUDA backend differs from the CPU backend");
-  printf("OK: CUDA backend equals the CPU reference bit for bit (T=591, O=100, I=137)\n");
-  CUdeviceptr all[] = {dx, dw, dgy, dgx, dgw, dgb, dsv};
-  for (size_t i = 0; i < sizeof all / sizeof all[0]; ++i) d->cuMemFree(all[i]);
-  free(saved);
-  free(csaved);
-  au_io_free(&io);
+
+  static const api_case cases[] = {
+      {"default", HOT_RECIPE_HOT, HOT_DT_F32, 1, HOT_GRAN_ROW},
+      {"paper_code", HOT_RECIPE_PAPER_CODE, HOT_DT_BF16, 0, HOT_GRAN_TENSOR},
+  };
+  for (size_t i = 0; i < sizeof cases / sizeof cases[0]; ++i) run_case(&cases[i], ctx, cpu);
+  refusals(ctx);
+  hot_ctx_stats(ctx, &s);
+  printf("OK: CUDA backend equals the CPU reference bit for bit (T=591, O=100, I=137; %llu "
+         "launches, %llu compiles)\n", (unsigned long long)s.launches,
+         (unsigned long long)s.compiles);
   hot_ctx_destroy(ctx);
   hot_ctx_destroy(cpu);
   d->cuDevicePrimaryCtxRelease(dev);
