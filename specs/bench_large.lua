@@ -1,4 +1,4 @@
--- Large layers for hot-bench's headline measurement (issue 6): T = 8192 tokens per step, as
+-- Large layers for hot-bench's headline measurement: T = 8192 tokens per step, as
 -- batch 8 x 1024 tokens — a usual training micro-batch of 1024-token sequences. With L = 1024 the
 -- HLA block (p = 64) divides every sample, so token blocks never straddle two samples and no
 -- padding is added (ABC keeps exactly r/p = 36/64 of the token rows: 0.141 of fp32 bytes); the

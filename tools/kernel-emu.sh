@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# kernel-emu.sh — run templates/hla_project.cu, templates/lqs.cu and templates/sawb.cu in the CPU
+# kernel-emu.sh — run templates/hadamard_quant.cu, hla_project.cu, lqs.cu and sawb.cu in the CPU
 # SIMT model (tools/kernel-emu/kemu.h: one OS thread per CUDA thread, barriers, warp shuffles,
 # shared memory, atomics) against their CPU twins (templates/*_ref.c, compiled here from source),
 # bit for bit, on awkward sizes (T = 197*3, O = 100, I = 137), both layouts, f32/bf16/f16,
@@ -118,6 +118,40 @@ for bits in 4 8; do
   done
 done
 
+# HQ operand kernels (hadamard_quant.cu) with plans from the real planner: g' per row and per
+# tensor, w' absmax and SAWB (math tensor + scale_in), packed int4 (sm_80) and int8 (sm_90)
+# codes, b = 1 ... 256, O = 100 (padded), O = 1200 (longer than the register-cached chunks).
+for f in plan basis diag; do
+  $CC -std=c11 $CFL -c "$here/gen/$f.c" -o "$work/gen_$f.o" || { echo "FAIL: build gen/$f.c"; exit 1; }
+done
+ar rcs "$work/libgen.a" "$work"/gen_*.o
+build_hq() { # OPERAND DTYPE B BITS CODES
+  $CXX -std=c++17 -O2 -pthread $CFL -DHOT_GENERATED -DHOT_KNAME=emu_hq -DHOT_OPERAND=$1 \
+    -DHOT_DTYPE=$2 -DHOT_B=$3 -DHOT_BITS=$4 -DHOT_CODES=$5 "$here/tools/kernel-emu/hq_emu.cpp" \
+    "$work/libref.a" "$work/libgen.a" -o "$work/hq" -lm 2>"$work/cc.log" ||
+    { head -30 "$work/cc.log"; echo "FAIL build hq $*"; fail=1; return 1; }
+}
+HQ_SETS=("0 16 4 1 sm_80" "2 16 4 0 sm_90")
+[ -n "$quick" ] || HQ_SETS+=("1 256 4 0 sm_90" "0 2 4 1 sm_86" "1 32 4 1 sm_89" "0 1 4 0 sm_90" "2 64 8 0 sm_90")
+for s in "${HQ_SETS[@]}"; do
+  # shellcheck disable=SC2086
+  set -- $s
+  for op in 0 1; do
+    build_hq $op $1 $2 $3 $4 || continue
+    #        B  L   O    I   arch gran sawb seed      step layer
+    if [ $op = 0 ]; then
+      run "$work/hq" 3 197 100 137 $5 1 0 0x1234abcd 7 5
+      run "$work/hq" 3 197 100 137 $5 0 0 0x1234abcd 7 5
+      run "$work/hq" 1 40 1200 64 $5 1 0 99 1 0
+      run "$work/hq" 1 40 1200 64 $5 0 0 99 1 0
+    else
+      run "$work/hq" 3 197 100 137 $5 0 0 0 0 5
+      run "$work/hq" 3 197 100 137 $5 0 1 0 0 5
+      run "$work/hq" 1 8 1200 70 $5 0 0 0 0 0
+    fi
+  done
+done
+
 # Mutants: the check must catch them.
 mutant() { # LABEL PYTHON-REPLACEMENT (old, new) -> expects a failure of a p=64 g^ run
   local label=$1 old=$2 new=$3
@@ -144,6 +178,28 @@ mutant "no barrier before the pass over token bits 3-5" \
 mutant "stage order h = 2 before h = 1 in registers" \
   "for (int h = 1; h < E; h <<= 1)" "for (int h = E / 2; h >= 1; h >>= 1)"
 mutant "zero tail not written" "if (col < cols) codes[(long long)col * ld_codes + k_real + kk] = 0;" ";"
+
+# An HQ mutant: the upper half of a shuffle butterfly computing b - a instead of a - b.
+mkdir -p "$work/mut_hq"
+python3 - "$here/templates/hadamard_quant.cu" "$work/mut_hq/hadamard_quant.cu" <<'PY' || fail=1
+import sys
+s = open(sys.argv[1]).read()
+old = "v[j] = upper ? HOT_SUB(other, v[j]) : HOT_ADD(v[j], other);"
+if old not in s:
+    sys.exit("kernel-emu: HQ mutation anchor not found")
+open(sys.argv[2], "w").write(s.replace(old, "v[j] = upper ? HOT_SUB(v[j], other) : HOT_ADD(v[j], other);", 1))
+PY
+if $CXX -std=c++17 -O2 -pthread -I"$work/mut_hq" $CFL -DHOT_GENERATED -DHOT_KNAME=emu_hq \
+     -DHOT_OPERAND=0 -DHOT_DTYPE=0 -DHOT_B=32 -DHOT_BITS=4 -DHOT_CODES=0 \
+     "$here/tools/kernel-emu/hq_emu.cpp" "$work/libref.a" "$work/libgen.a" -o "$work/hq_mut" -lm; then
+  if "$work/hq_mut" 1 40 100 64 sm_90 1 0 5 5 5 >"$work/mut.log" 2>&1; then
+    echo "FAIL: mutant not detected: HQ shuffle butterfly sign"; fail=1
+  else
+    echo "mutant 'HQ shuffle butterfly sign': detected, as it must be"
+  fi
+else
+  echo "FAIL: HQ mutant does not build"; fail=1
+fi
 
 if [ $fail = 0 ]; then echo "kernel-emu: all OK"; else echo "kernel-emu: FAILED"; fi
 exit $fail
