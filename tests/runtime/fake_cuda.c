@@ -1,0 +1,179 @@
+/* fake_cuda.c — a recording stand-in for libcuda.so.1 (loaded through HOT_CUDA_DRIVER) so that
+ * the CUDA backend's host code (runtime/cuda_backend.c, launch.c) runs on a machine without a
+ * GPU: one device of compute capability 9.0, "device" memory = host memory it tracks (any other
+ * pointer is reported as host memory), memsets and copies done for real, and every kernel launch
+ * recorded with its geometry and its arguments decoded by the kernel's name prefix (the entry
+ * signatures of the templates). Kernels do not run; an LQS phase-2 launch writes the result and
+ * choice that the test asks for (fake_cuda_set_lqs), so the read-back path is exercised.
+ * Test-side API: fake_cuda_log (the launches so far), fake_cuda_reset, fake_cuda_set_lqs. */
+#define _GNU_SOURCE
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "fake_cuda.h"
+
+typedef int CUresult;
+typedef unsigned long long CUdeviceptr;
+#define OK 0
+#define EXPORT __attribute__((visibility("default")))
+
+static fake_cuda_log_t g_log;
+static double g_lqs_res[2] = {2.0, 0.5};
+static int g_lqs_choice = 1;
+struct alloc { uintptr_t p; size_t n; };
+static struct alloc g_allocs[4096];
+static int g_n_allocs;
+static int g_ctx_depth; /* 0: no current context */
+static int g_primary = 0x5a;
+
+EXPORT fake_cuda_log_t *fake_cuda_log(void) { return &g_log; }
+EXPORT void fake_cuda_reset(void) { memset(&g_log, 0, sizeof g_log); }
+EXPORT void fake_cuda_set_lqs(double e_tensor, double e_token, int choice) {
+  g_lqs_res[0] = e_tensor;
+  g_lqs_res[1] = e_token;
+  g_lqs_choice = choice;
+}
+
+EXPORT CUresult cuInit(unsigned flags) { (void)flags; return OK; }
+EXPORT CUresult cuDriverGetVersion(int *v) { *v = 13000; return OK; }
+EXPORT CUresult cuGetErrorName(CUresult e, const char **s) { (void)e; *s = "CUDA_ERROR_FAKE"; return OK; }
+EXPORT CUresult cuGetErrorString(CUresult e, const char **s) { (void)e; *s = "fake driver"; return OK; }
+EXPORT CUresult cuDeviceGetCount(int *c) { *c = 1; return OK; }
+EXPORT CUresult cuDeviceGet(int *d, int i) { *d = i; return i == 0 ? OK : 101; }
+EXPORT CUresult cuDeviceGetName(char *n, int len, int d) {
+  (void)d;
+  strncpy(n, "fake sm_90", (size_t)len);
+  n[len - 1] = '\0';
+  return OK;
+}
+EXPORT CUresult cuDeviceGetAttribute(int *v, int a, int d) {
+  (void)d;
+  *v = a == 75 ? 9 : a == 76 ? 0 : a == 16 ? 132 : a == 97 ? 232448 : 0;
+  return OK;
+}
+EXPORT CUresult cuDevicePrimaryCtxRetain(void **c, int d) { (void)d; *c = &g_primary; return OK; }
+EXPORT CUresult cuDevicePrimaryCtxRelease_v2(int d) { (void)d; return OK; }
+EXPORT CUresult cuCtxGetCurrent(void **c) { *c = g_ctx_depth ? &g_primary : NULL; return OK; }
+EXPORT CUresult cuCtxSetCurrent(void *c) { g_ctx_depth = c != NULL; return OK; }
+EXPORT CUresult cuCtxPushCurrent_v2(void *c) { (void)c; g_ctx_depth++; return OK; }
+EXPORT CUresult cuCtxPopCurrent_v2(void **c) {
+  if (c) *c = &g_primary;
+  if (g_ctx_depth > 0) g_ctx_depth--;
+  return OK;
+}
+EXPORT CUresult cuCtxSynchronize(void) { return OK; }
+EXPORT CUresult cuModuleLoadData(void **m, const void *img) { (void)img; *m = malloc(1); return OK; }
+EXPORT CUresult cuModuleUnload(void *m) { free(m); return OK; }
+EXPORT CUresult cuModuleGetFunction(void **f, void *m, const char *name) {
+  (void)m;
+  *f = strdup(name); /* the handle is the name (leaked: a test process) */
+  return OK;
+}
+EXPORT CUresult cuFuncGetAttribute(int *v, int a, void *f) {
+  (void)f;
+  *v = a == 0 ? 1024 : a == 8 ? 49152 : a == 4 ? 64 : 0;
+  return OK;
+}
+EXPORT CUresult cuFuncSetAttribute(void *f, int a, int v) { (void)f; (void)a; (void)v; return OK; }
+
+/* Argument types by entry point (templates' headers): p pointer, i int, l long long / u64,
+ * u unsigned, f float. */
+static const char *sig_of(const char *name) {
+  if (!strncmp(name, "hot_hq_", 7)) return "piiiiipippppiluu";
+  if (!strncmp(name, "hot_hla_", 8)) return "piiiiilliipipppp" "iluu";
+  if (!strncmp(name, "hot_gemm_", 9)) return "ppppppfiiii";
+  if (!strncmp(name, "hot_bias_", 9)) return "ppii";
+  if (!strncmp(name, "hot_lqs_", 8)) return "piiipppppiluu";
+  if (!strncmp(name, "hot_sawb_", 9)) return "plpppi";
+  return "";
+}
+
+EXPORT CUresult cuLaunchKernel(void *f, unsigned gx, unsigned gy, unsigned gz, unsigned bx,
+                               unsigned by, unsigned bz, unsigned smem, void *stream,
+                               void **params, void **extra) {
+  (void)stream;
+  (void)extra;
+  if (g_log.n >= FAKE_CUDA_MAX_LAUNCHES) return 719;
+  fake_cuda_launch *l = &g_log.l[g_log.n++];
+  memset(l, 0, sizeof *l);
+  strncpy(l->name, (const char *)f, sizeof l->name - 1);
+  l->grid[0] = gx; l->grid[1] = gy; l->grid[2] = gz;
+  l->block[0] = bx; l->block[1] = by; l->block[2] = bz;
+  l->smem = smem;
+  const char *sig = sig_of(l->name);
+  l->n_args = (int)strlen(sig);
+  for (int i = 0; i < l->n_args; ++i) {
+    switch (sig[i]) {
+    case 'p': { unsigned long long v; memcpy(&v, params[i], 8); l->arg[i] = (int64_t)v; break; }
+    case 'l': { long long v; memcpy(&v, params[i], 8); l->arg[i] = v; break; }
+    case 'i': { int v; memcpy(&v, params[i], 4); l->arg[i] = v; break; }
+    case 'u': { unsigned v; memcpy(&v, params[i], 4); l->arg[i] = v; break; }
+    case 'f': { float v; memcpy(&v, params[i], 4); l->farg[i] = v; break; }
+    }
+  }
+  /* LQS phase 2 writes result[0..1] and *choice */
+  if (!strncmp(l->name, "hot_lqs_", 8) && l->arg[9] == 2) {
+    memcpy((void *)(uintptr_t)l->arg[7], g_lqs_res, sizeof g_lqs_res);
+    memcpy((void *)(uintptr_t)l->arg[8], &g_lqs_choice, sizeof g_lqs_choice);
+  }
+  return OK;
+}
+
+EXPORT CUresult cuMemAlloc_v2(CUdeviceptr *p, size_t n) {
+  if (g_n_allocs >= 4096) return 2;
+  void *m = aligned_alloc(256, (n + 255) / 256 * 256 + 256);
+  if (!m) return 2;
+  g_allocs[g_n_allocs].p = (uintptr_t)m;
+  g_allocs[g_n_allocs++].n = n;
+  *p = (CUdeviceptr)(uintptr_t)m;
+  return OK;
+}
+EXPORT CUresult cuMemFree_v2(CUdeviceptr p) {
+  for (int i = 0; i < g_n_allocs; ++i)
+    if (g_allocs[i].p == (uintptr_t)p) {
+      free((void *)g_allocs[i].p);
+      g_allocs[i] = g_allocs[--g_n_allocs];
+      return OK;
+    }
+  return 1;
+}
+EXPORT CUresult cuMemcpyHtoD_v2(CUdeviceptr d, const void *s, size_t n) { memcpy((void *)(uintptr_t)d, s, n); return OK; }
+EXPORT CUresult cuMemcpyDtoH_v2(void *d, CUdeviceptr s, size_t n) { memcpy(d, (const void *)(uintptr_t)s, n); return OK; }
+EXPORT CUresult cuMemsetD8_v2(CUdeviceptr d, unsigned char v, size_t n) { memset((void *)(uintptr_t)d, v, n); return OK; }
+EXPORT CUresult cuMemsetD32Async(CUdeviceptr d, unsigned v, size_t n, void *s) {
+  (void)s;
+  unsigned *p = (unsigned *)(uintptr_t)d;
+  for (size_t i = 0; i < n; ++i) p[i] = v;
+  if (g_log.n < FAKE_CUDA_MAX_LAUNCHES) { /* recorded in launch order as "memset32" */
+    fake_cuda_launch *l = &g_log.l[g_log.n++];
+    memset(l, 0, sizeof *l);
+    strcpy(l->name, "memset32");
+    l->arg[0] = (int64_t)d;
+    l->arg[1] = (int64_t)n;
+  }
+  return OK;
+}
+EXPORT CUresult cuPointerGetAttribute(void *data, int a, CUdeviceptr p) {
+  (void)a;
+  for (int i = 0; i < g_n_allocs; ++i)
+    if ((uintptr_t)p >= g_allocs[i].p && (uintptr_t)p < g_allocs[i].p + g_allocs[i].n + 1) {
+      *(unsigned *)data = 2; /* CU_MEMORYTYPE_DEVICE */
+      return OK;
+    }
+  return 1; /* CUDA_ERROR_INVALID_VALUE: not device memory */
+}
+EXPORT CUresult cuStreamCreate(void **s, unsigned f) { (void)f; *s = malloc(1); return OK; }
+EXPORT CUresult cuStreamDestroy_v2(void *s) { free(s); return OK; }
+EXPORT CUresult cuStreamSynchronize(void *s) { (void)s; g_log.syncs++; return OK; }
+EXPORT CUresult cuEventCreate(void **e, unsigned f) { (void)f; *e = malloc(1); return OK; }
+EXPORT CUresult cuEventDestroy_v2(void *e) { free(e); return OK; }
+EXPORT CUresult cuEventRecord(void *e, void *s) { (void)e; (void)s; return OK; }
+EXPORT CUresult cuEventSynchronize(void *e) { (void)e; return OK; }
+EXPORT CUresult cuEventElapsedTime(float *ms, void *a, void *b) { (void)a; (void)b; *ms = 1.0f; return OK; }
+EXPORT CUresult cuMemcpyDtoDAsync_v2(CUdeviceptr d, CUdeviceptr s, size_t n, void *st) {
+  (void)st;
+  memcpy((void *)(uintptr_t)d, (const void *)(uintptr_t)s, n);
+  return OK;
+}
+EXPORT CUresult cuMemGetInfo_v2(size_t *f, size_t *t) { *f = (size_t)1 << 34; *t = (size_t)1 << 35; return OK; }

@@ -1,0 +1,27 @@
+/* fake_cuda.h — what the recording fake driver (fake_cuda.c) shows the test. */
+#ifndef HOT_TESTS_FAKE_CUDA_H
+#define HOT_TESTS_FAKE_CUDA_H
+#include <stdint.h>
+
+#define FAKE_CUDA_MAX_LAUNCHES 256
+#define FAKE_CUDA_MAX_ARGS 24
+
+typedef struct {
+  char name[128];          /* kernel name, or "memset32" for cuMemsetD32Async */
+  unsigned grid[3], block[3], smem;
+  int n_args;
+  int64_t arg[FAKE_CUDA_MAX_ARGS]; /* integers and pointers (memset32: dst, words) */
+  float farg[FAKE_CUDA_MAX_ARGS];  /* float arguments */
+} fake_cuda_launch;
+
+typedef struct {
+  int n;
+  int syncs;               /* cuStreamSynchronize calls */
+  fake_cuda_launch l[FAKE_CUDA_MAX_LAUNCHES];
+} fake_cuda_log_t;
+
+typedef fake_cuda_log_t *(*fake_cuda_log_fn)(void);
+typedef void (*fake_cuda_reset_fn)(void);
+typedef void (*fake_cuda_set_lqs_fn)(double e_tensor, double e_token, int choice);
+
+#endif

@@ -1,0 +1,406 @@
+/* test_api_fakecuda.c — the CUDA backend's host code without a GPU: HOT_CUDA_DRIVER points at
+ * the recording fake driver (fake_cuda.c), kernels are "compiled" by the fake compiler of
+ * rt_util.h, and every save / backward / calibrate is checked launch by launch: which kernels,
+ * in which order, which phase, on which grid, with which pointers (codes and scales into the
+ * saved buffer, SAWB math tensor and scale handed from one kernel to the next, scratch pieces
+ * inside the layer's allocation), Philox tags and steps; the LQS read-back sets the layer's
+ * granularity. Kernels do not run here: their numerics are tests/gpu's (on a GPU). */
+#ifndef _GNU_SOURCE
+#define _GNU_SOURCE
+#endif
+#include <check.h>
+#include <dlfcn.h>
+
+#include "api_util.h"
+#include "fake_cuda.h"
+#include "hot_internal.h"
+#include "hot_math.cuh" /* HOT_TENSOR_* tags */
+#include "rt_util.h"
+
+static fake_cuda_log_t *g_log;
+static fake_cuda_reset_fn g_reset;
+static fake_cuda_set_lqs_fn g_set_lqs;
+static const cuda_driver *d;
+static fake_cc g_fcc = {0, 0, 0, "fake-1"};
+
+/* rt_util.h's fake compiler with an ELF magic, so module_load takes the "cubin" to the driver. */
+static rt_status elf_compile(void *user, const hot_kernel_source *src, hot_compile_result *out,
+                             char *err, size_t errlen) {
+  rt_status r = fake_compile(user, src, out, err, errlen);
+  if (r == RT_OK) memcpy(out->cubin, "\177ELF", 4);
+  return r;
+}
+static hot_compiler g_cc = {&g_fcc, fake_version, "fake-options", elf_compile};
+
+static void setup(void) {
+  char err[512];
+  ck_assert_msg(cuda_driver_get(&d, err, sizeof err) == RT_OK, "%s", err);
+  void *h = dlopen(HOT_FAKE_CUDA, RTLD_NOW | RTLD_NOLOAD);
+  ck_assert_ptr_nonnull(h);
+  g_log = ((fake_cuda_log_fn)dlsym(h, "fake_cuda_log"))();
+  g_reset = (fake_cuda_reset_fn)dlsym(h, "fake_cuda_reset");
+  g_set_lqs = (fake_cuda_set_lqs_fn)dlsym(h, "fake_cuda_set_lqs");
+  ck_assert(g_log && g_reset && g_set_lqs);
+}
+
+static hot_ctx *cuda_ctx(void) {
+  hot_options o;
+  hot_options_init(&o);
+  o.backend = HOT_BACKEND_CUDA;
+  o.disk_cache = -1;
+  hot_ctx *ctx = NULL;
+  hot_status st = hot_ctx_create_with_compiler(&ctx, &o, &g_cc);
+  ck_assert_msg(st == HOT_OK, "%s", hot_errmsg(ctx));
+  ck_assert_int_eq(hot_ctx_backend(ctx), HOT_BACKEND_CUDA);
+  return ctx;
+}
+
+static hot_layer *layer(hot_ctx *ctx, hot_recipe recipe, const char *name) {
+  hot_layer_spec s;
+  plan_spec_defaults(&s, recipe);
+  snprintf(s.name, sizeof s.name, "%s", name);
+  s.in_features = 137;
+  s.out_features = 100;
+  hot_layer *l = NULL;
+  hot_status st = hot_layer_create(ctx, &s, 3, 197, recipe, &l);
+  ck_assert_msg(st == HOT_OK, "%s", hot_errmsg(ctx));
+  st = hot_layer_compile(l);
+  ck_assert_msg(st == HOT_OK, "%s", hot_errmsg(ctx));
+  return l;
+}
+
+static CUdeviceptr dalloc(size_t n) {
+  CUdeviceptr p = 0;
+  ck_assert_int_eq(d->cuMemAlloc(&p, n), CUDA_SUCCESS);
+  return p;
+}
+static void *vp(CUdeviceptr p) { return (void *)(uintptr_t)p; }
+
+/* The i-th recorded launch, which must be `prefix...` (phase checked when >= 0 at arg index). */
+static const fake_cuda_launch *at(int i, const char *prefix, int phase_arg, int phase) {
+  ck_assert_msg(i < g_log->n, "launch %d missing (only %d recorded)", i, g_log->n);
+  const fake_cuda_launch *l = &g_log->l[i];
+  ck_assert_msg(!strncmp(l->name, prefix, strlen(prefix)), "launch %d: %s, expected %s", i, l->name,
+                prefix);
+  if (phase_arg >= 0)
+    ck_assert_msg(l->arg[phase_arg] == phase, "launch %d (%s): phase %lld, expected %d", i, l->name,
+                  (long long)l->arg[phase_arg], phase);
+  return l;
+}
+
+/* The grid of the plan's kernel of `role`, block 256 (every non-GEMM role). */
+static void plan_grid(const fake_cuda_launch *l, const hot_layer_plan *pl, hot_kernel_role role) {
+  const hot_kernel_plan *kp = &pl->kernels[plan_kernel_index(pl, role)];
+  ck_assert_msg(l->grid[0] == kp->grid[0] && l->grid[1] == kp->grid[1] && l->grid[2] == 1,
+                "%s: grid %ux%ux%u, plan %ux%u", l->name, l->grid[0], l->grid[1], l->grid[2],
+                kp->grid[0], kp->grid[1]);
+  ck_assert_uint_eq(l->block[0], kp->block[0]);
+  ck_assert_str_eq(l->name, kp->name);
+}
+
+/* A pointer inside the layer's scratch allocation, with n bytes available from it. */
+static void in_scratch(const hot_layer *l, int64_t p, int64_t n) {
+  int64_t lo = (int64_t)l->cu.scratch, hi = lo + (int64_t)l->cu.scratch_bytes;
+  ck_assert_msg(p >= lo && p + n <= hi, "pointer %llx (+%lld) outside scratch [%llx, %llx)",
+                (unsigned long long)p, (long long)n, (unsigned long long)lo, (unsigned long long)hi);
+}
+
+/* HLA argument indexes (hla_project.cu): 0 src 1 T 2 cols 3 ld 4 L 5 layout 6 seg_len
+ * 7 segments 8 k_real 9 k_pad 10 codes 11 ld_codes 12 scale 13 amax 14 scale_in 15 math_out
+ * 16 phase 17 seed 18 tag 19 step. */
+static void hla_args(const fake_cuda_launch *l, const hot_layer *ly, int is_g, CUdeviceptr src) {
+  const hot_layer_plan *pl = ly->plan;
+  int64_t cols = is_g ? pl->O : pl->I;
+  ck_assert_int_eq(l->arg[0], (int64_t)src);
+  ck_assert_int_eq(l->arg[1], pl->T);
+  ck_assert_int_eq(l->arg[2], cols);
+  ck_assert_int_eq(l->arg[3], cols);
+  ck_assert_int_eq(l->arg[4], pl->L);
+  ck_assert_int_eq(l->arg[5], pl->hla.layout == HOT_LAYOUT_FLAT);
+  ck_assert_int_eq(l->arg[6], pl->hla.seg_len);
+  ck_assert_int_eq(l->arg[7], pl->hla.segments);
+  ck_assert_int_eq(l->arg[8], pl->hla.k);
+  ck_assert_int_eq(l->arg[9], pl->hla.gemm.k_pad);
+  ck_assert_int_eq(l->arg[11], pl->hla.gemm.k_pad);
+  ck_assert_int_eq(l->arg[17], (int64_t)ly->seed);
+  ck_assert_int_eq(l->arg[18], pl->layer_id * 16 + (is_g ? HOT_TENSOR_HLA_G : 0));
+}
+
+START_TEST(default_recipe_sequence) {
+  hot_ctx *ctx = cuda_ctx();
+  hot_layer *l = layer(ctx, HOT_RECIPE_HOT, "fc");
+  const hot_layer_plan *pl = l->plan;
+  int64_t T = pl->T, O = pl->O, I = pl->I, xb = hot_ref_hla_x_bytes(pl);
+  size_t nb = hot_layer_saved_bytes(l);
+  ck_assert_int_eq((int64_t)nb, xb + 4);
+  CUdeviceptr x = dalloc((size_t)(T * I) * 4), w = dalloc((size_t)(O * I) * 4),
+              gy = dalloc((size_t)(T * O) * 4), gx = dalloc((size_t)(T * I) * 4),
+              gw = dalloc((size_t)(O * I) * 4), gb = dalloc((size_t)O * 4), sv = dalloc(nb);
+  ck_assert_ptr_nonnull((void *)(uintptr_t)l->cu.lqs_res); /* auto: LQS scratch */
+  ck_assert(!l->cu.math);                                   /* absmax: no SAWB scratch */
+
+  /* save into the caller's buffer: memset(amax) ; hla_x 0 ; hla_x 1 */
+  g_reset();
+  ck_assert_int_eq(hot_layer_save(l, vp(x), HOT_DT_F32, vp(sv), NULL), HOT_OK);
+  ck_assert_int_eq(g_log->n, 3);
+  const fake_cuda_launch *m = at(0, "memset32", -1, 0);
+  ck_assert_int_eq(m->arg[0], (int64_t)(l->cu.amax + 4 * HOT_AMAX_ABC_X));
+  ck_assert_int_eq(m->arg[1], 1);
+  for (int ph = 0; ph < 2; ++ph) {
+    const fake_cuda_launch *k = at(1 + ph, "hot_hla_x_", 16, ph);
+    plan_grid(k, pl, HOT_K_ABC_X);
+    hla_args(k, l, 0, x);
+    ck_assert_int_eq(k->arg[10], (int64_t)sv);      /* codes at the buffer's start */
+    ck_assert_int_eq(k->arg[12], (int64_t)sv + xb); /* s_x^ after them */
+    ck_assert_int_eq(k->arg[13], m->arg[0]);
+    ck_assert_int_eq(k->arg[14], 0);
+    ck_assert_int_eq(k->arg[15], 0);
+  }
+
+  /* backward, per tensor */
+  g_reset();
+  ck_assert_int_eq(hot_layer_backward(l, vp(gy), vp(w), HOT_DT_F32, vp(sv), vp(gx), vp(gw), vp(gb),
+                                      7, NULL), HOT_OK);
+  ck_assert_int_eq(g_log->n, 10);
+  m = at(0, "memset32", -1, 0);
+  ck_assert_int_eq(m->arg[0], (int64_t)l->cu.amax);
+  ck_assert_int_eq(m->arg[1], HOT_AMAX_WORDS);
+  const fake_cuda_launch *g0 = at(1, "hot_hq_g_", 12, 0), *g1 = at(2, "hot_hq_g_", 12, 1);
+  const fake_cuda_launch *w0 = at(3, "hot_hq_w_", 12, 0), *w1 = at(4, "hot_hq_w_", 12, 1);
+  const fake_cuda_launch *h0 = at(5, "hot_hla_g_", 16, 0), *h1 = at(6, "hot_hla_g_", 16, 1);
+  const fake_cuda_launch *mx = at(7, "hot_gemm_", -1, 0), *mw = at(8, "hot_gemm_", -1, 0);
+  const fake_cuda_launch *b = at(9, "hot_bias_", -1, 0);
+  plan_grid(g0, pl, HOT_K_HQ_G);
+  plan_grid(w1, pl, HOT_K_HQ_W);
+  plan_grid(h0, pl, HOT_K_HLA_G);
+  plan_grid(h1, pl, HOT_K_HLA_G);
+  plan_grid(mx, pl, HOT_K_GEMM_GX);
+  plan_grid(mw, pl, HOT_K_GEMM_GW);
+  plan_grid(b, pl, HOT_K_BIAS);
+  ck_assert_int_eq(g1->arg[14], pl->layer_id * 16 + HOT_TENSOR_HQ_G);
+  ck_assert_int_eq(g1->arg[15], 7);
+  ck_assert_int_eq(w0->arg[10], 0); /* absmax: no scale_in, no math_out */
+  ck_assert_int_eq(w0->arg[11], 0);
+  ck_assert_int_eq(w1->arg[10], 0);
+  hla_args(h0, l, 1, gy);
+  hla_args(h1, l, 1, gy);
+  ck_assert_int_eq(h1->arg[19], 7);
+  ck_assert_int_eq(h1->arg[13], (int64_t)(l->cu.amax + 4 * HOT_AMAX_HLA_G));
+  ck_assert_int_eq(h1->arg[14], 0);
+  in_scratch(l, h1->arg[10], hot_ref_hla_g_bytes(pl));
+  /* GEMM g_x: A = q_g', B = q_w', row_scale = s_g, alpha_a = s_w, div = b */
+  ck_assert_int_eq(mx->arg[0], g1->arg[6]);
+  ck_assert_int_eq(mx->arg[1], w1->arg[6]);
+  ck_assert_int_eq(mx->arg[2], (int64_t)gx);
+  ck_assert_int_eq(mx->arg[3], g1->arg[8]);
+  ck_assert_int_eq(mx->arg[4], w1->arg[8]);
+  ck_assert_int_eq(mx->arg[5], 0);
+  ck_assert(mx->farg[6] == (float)pl->hq.block);
+  /* GEMM g_w: A = q_g^, B = q_x^ (saved), alpha_a = s_g^, alpha_b = s_x^ (saved), div = p */
+  ck_assert_int_eq(mw->arg[0], h1->arg[10]);
+  ck_assert_int_eq(mw->arg[1], (int64_t)sv);
+  ck_assert_int_eq(mw->arg[2], (int64_t)gw);
+  ck_assert_int_eq(mw->arg[3], 0);
+  ck_assert_int_eq(mw->arg[4], h1->arg[12]);
+  ck_assert_int_eq(mw->arg[5], (int64_t)sv + xb);
+  ck_assert(mw->farg[6] == (float)pl->hla.block);
+  ck_assert_int_eq(mw->arg[7], O);
+  ck_assert_int_eq(b->arg[0], (int64_t)gy);
+  ck_assert_int_eq(b->arg[1], (int64_t)gb);
+
+  /* calibrate: memset ; lqs 0, 1, 2 (plan's grid) ; sync ; read back -> per row */
+  g_reset();
+  g_set_lqs(3.0, 1.25, 1);
+  ck_assert_int_eq(hot_layer_calibrate(l, vp(gy), HOT_DT_F32, 9, NULL), HOT_OK);
+  ck_assert_int_eq(g_log->n, 4);
+  m = at(0, "memset32", -1, 0);
+  ck_assert_int_eq(m->arg[0], (int64_t)(l->cu.amax + 4 * HOT_AMAX_LQS));
+  for (int ph = 0; ph < 3; ++ph) {
+    const fake_cuda_launch *q = at(1 + ph, "hot_lqs_", 9, ph);
+    plan_grid(q, pl, HOT_K_LQS);
+    ck_assert_int_eq(q->arg[0], (int64_t)gy);
+    ck_assert_int_eq(q->arg[1], T);
+    ck_assert_int_eq(q->arg[2], O);
+    ck_assert_int_eq(q->arg[3], O);
+    ck_assert_int_eq(q->arg[4], m->arg[0]);
+    in_scratch(l, q->arg[5], T * 4);
+    in_scratch(l, q->arg[6], 2 * ((T * O + 1023) / 1024) * 8);
+    in_scratch(l, q->arg[7], 16);
+    in_scratch(l, q->arg[8], 4);
+    ck_assert_int_eq(q->arg[11], pl->layer_id * 16 + HOT_TENSOR_LQS);
+    ck_assert_int_eq(q->arg[12], 9);
+  }
+  ck_assert_int_ge(g_log->syncs, 1);
+  hot_layer_info info;
+  ck_assert_int_eq(hot_layer_get_info(l, &info), HOT_OK);
+  ck_assert_int_eq(info.gran, HOT_GRAN_ROW);
+  ck_assert(info.lqs_e_tensor == 3.0 && info.lqs_e_token == 1.25);
+  ck_assert_int_eq(info.calibrated, 1);
+
+  /* per row: g' in one phase-2 launch; through the layer's own buffer */
+  ck_assert_int_eq(hot_layer_save(l, vp(x), HOT_DT_F32, NULL, NULL), HOT_OK);
+  ck_assert_int_ne((int64_t)l->cu.saved, 0);
+  g_reset();
+  ck_assert_int_eq(hot_layer_backward(l, vp(gy), vp(w), HOT_DT_F32, NULL, vp(gx), vp(gw), NULL, 8,
+                                      NULL), HOT_OK);
+  ck_assert_int_eq(g_log->n, 8); /* memset, hq_g 2, hq_w 0/1, hla_g 0/1, 2 GEMMs; no bias */
+  at(1, "hot_hq_g_", 12, 2);
+  at(2, "hot_hq_w_", 12, 0);
+  mw = at(7, "hot_gemm_", -1, 0);
+  ck_assert_int_eq(mw->arg[1], (int64_t)l->cu.saved);
+  ck_assert_int_eq(mw->arg[5], (int64_t)l->cu.saved + xb);
+
+  /* a calibration that picks per tensor; an invalid choice is an internal error */
+  g_set_lqs(1.0, 0.75, 0);
+  ck_assert_int_eq(hot_layer_calibrate(l, vp(gy), HOT_DT_F32, 10, NULL), HOT_OK);
+  ck_assert_int_eq(hot_layer_get_info(l, &info), HOT_OK);
+  ck_assert_int_eq(info.gran, HOT_GRAN_TENSOR);
+  g_set_lqs(1.0, 0.75, 7);
+  ck_assert_int_eq(hot_layer_calibrate(l, vp(gy), HOT_DT_F32, 10, NULL), HOT_ERR_INTERNAL);
+  ck_assert_int_eq(hot_layer_get_info(l, &info), HOT_OK);
+  ck_assert_int_eq(info.gran, HOT_GRAN_TENSOR);
+
+  /* host memory is refused before anything is launched */
+  float *hx = calloc((size_t)(T * I), 4);
+  g_reset();
+  ck_assert_int_eq(hot_layer_save(l, hx, HOT_DT_F32, NULL, NULL), HOT_ERR_INVALID);
+  ck_assert_msg(strstr(hot_errmsg(ctx), "host memory"), "%s", hot_errmsg(ctx));
+  ck_assert_int_eq(g_log->n, 0);
+  free(hx);
+  hot_stats s;
+  hot_ctx_stats(ctx, &s);
+  ck_assert_uint_eq(s.calibrations, 2);
+  CUdeviceptr all[] = {x, w, gy, gx, gw, gb, sv};
+  for (size_t i = 0; i < sizeof all / sizeof all[0]; ++i) d->cuMemFree(all[i]);
+  hot_ctx_destroy(ctx);
+}
+END_TEST
+
+/* sawb.cu's arguments (0 v 1 n 2 partials 3 amax 4 scale 5 phase) and grid. */
+static void sawb_launch(const fake_cuda_launch *k, const hot_layer *l, hot_kernel_role role,
+                        int phase, int64_t math, int64_t amax) {
+  const hot_layer_plan *pl = l->plan;
+  int64_t n = role == HOT_K_SAWB_W ? pl->hq.o_pad * pl->I : pl->hla.k * pl->I;
+  ck_assert_int_eq(k->arg[5], phase);
+  ck_assert_int_eq(k->arg[0], math);
+  ck_assert_int_eq(k->arg[1], n);
+  ck_assert_int_eq(k->arg[3], amax);
+  in_scratch(l, k->arg[0], n * 4);
+  in_scratch(l, k->arg[2], 2 * ((n + 1023) / 1024) * 8);
+  in_scratch(l, k->arg[4], 4);
+  if (phase == 0) plan_grid(k, pl, role);
+  else ck_assert(k->grid[0] == 1 && k->grid[1] == 1 && k->grid[2] == 1);
+  ck_assert_uint_eq(k->block[0], 256);
+}
+
+START_TEST(paper_code_sawb_sequence) {
+  hot_ctx *ctx = cuda_ctx();
+  hot_layer *l = layer(ctx, HOT_RECIPE_PAPER_CODE, "pc");
+  const hot_layer_plan *pl = l->plan;
+  ck_assert_int_eq(pl->hla.block, 1);
+  ck_assert_int_ge(plan_kernel_index(pl, HOT_K_SAWB_W), 0);
+  ck_assert_int_ge(plan_kernel_index(pl, HOT_K_SAWB_X), 0);
+  int64_t T = pl->T, O = pl->O, I = pl->I, xb = hot_ref_hla_x_bytes(pl);
+  CUdeviceptr x = dalloc((size_t)(T * I) * 4), w = dalloc((size_t)(O * I) * 4),
+              gy = dalloc((size_t)(T * O) * 4), gx = dalloc((size_t)(T * I) * 4),
+              gw = dalloc((size_t)(O * I) * 4), sv = dalloc(hot_layer_saved_bytes(l));
+
+  /* save: memset ; hla_x 0 (math_out) ; sawb_x 0 ; sawb_x 1 (one block) ; hla_x 1 (scale_in) */
+  g_reset();
+  ck_assert_int_eq(hot_layer_save(l, vp(x), HOT_DT_F32, vp(sv), NULL), HOT_OK);
+  ck_assert_int_eq(g_log->n, 5);
+  const fake_cuda_launch *m = at(0, "memset32", -1, 0);
+  const fake_cuda_launch *h0 = at(1, "hot_hla_x_", 16, 0), *s0 = at(2, "hot_sawb_k8", 5, 0),
+                         *s1 = at(3, "hot_sawb_k8", 5, 1), *h1 = at(4, "hot_hla_x_", 16, 1);
+  hla_args(h0, l, 0, x);
+  hla_args(h1, l, 0, x);
+  plan_grid(h0, pl, HOT_K_ABC_X);
+  ck_assert_int_ne(h0->arg[15], 0);
+  ck_assert_int_eq(h0->arg[14], 0);
+  sawb_launch(s0, l, HOT_K_SAWB_X, 0, h0->arg[15], m->arg[0]);
+  sawb_launch(s1, l, HOT_K_SAWB_X, 1, h0->arg[15], m->arg[0]);
+  ck_assert_int_eq(s0->arg[4], s1->arg[4]);
+  ck_assert_int_eq(h1->arg[14], s1->arg[4]); /* scale_in = the SAWB scale */
+  ck_assert_int_eq(h1->arg[15], 0);
+  ck_assert_int_eq(h1->arg[12], (int64_t)sv + xb);
+  ck_assert_int_ne(h1->arg[14], h1->arg[12]); /* read and written scales are distinct words */
+
+  /* backward: ... hq_w 0 (math_out) ; sawb_w 0 ; sawb_w 1 ; hq_w 1 (scale_in) ... */
+  g_reset();
+  ck_assert_int_eq(hot_layer_backward(l, vp(gy), vp(w), HOT_DT_F32, vp(sv), vp(gx), vp(gw), NULL, 3,
+                                      NULL), HOT_OK);
+  ck_assert_int_eq(g_log->n, 11);
+  at(1, "hot_hq_g_", 12, 0);
+  at(2, "hot_hq_g_", 12, 1);
+  const fake_cuda_launch *w0 = at(3, "hot_hq_w_", 12, 0), *t0 = at(4, "hot_sawb_k4", 5, 0),
+                         *t1 = at(5, "hot_sawb_k4", 5, 1), *w1 = at(6, "hot_hq_w_", 12, 1);
+  at(7, "hot_hla_g_", 16, 0);
+  at(8, "hot_hla_g_", 16, 1);
+  const fake_cuda_launch *mx = at(9, "hot_gemm_", -1, 0);
+  at(10, "hot_gemm_", -1, 0);
+  ck_assert_int_ne(w0->arg[11], 0);
+  ck_assert_int_eq(w0->arg[10], 0);
+  sawb_launch(t0, l, HOT_K_SAWB_W, 0, w0->arg[11], w0->arg[9]);
+  sawb_launch(t1, l, HOT_K_SAWB_W, 1, w0->arg[11], w0->arg[9]);
+  ck_assert_int_eq(w1->arg[10], t1->arg[4]);
+  ck_assert_int_eq(w1->arg[11], 0);
+  ck_assert_int_ne(w1->arg[10], w1->arg[8]);
+  ck_assert_int_eq(mx->arg[4], w1->arg[8]); /* the GEMM reads s_w as written by phase 1 */
+  ck_assert(mx->farg[6] == (float)pl->hq.block);
+  CUdeviceptr all[] = {x, w, gy, gx, gw, sv};
+  for (size_t i = 0; i < sizeof all / sizeof all[0]; ++i) d->cuMemFree(all[i]);
+  hot_ctx_destroy(ctx);
+}
+END_TEST
+
+START_TEST(refusals) {
+  hot_ctx *ctx = cuda_ctx();
+  hot_layer_spec s;
+  plan_spec_defaults(&s, HOT_RECIPE_HOT);
+  snprintf(s.name, sizeof s.name, "nohq");
+  s.in_features = 64;
+  s.out_features = 32;
+  s.hq.enabled = 0;
+  hot_layer *l = NULL;
+  ck_assert_int_eq(hot_layer_create(ctx, &s, 2, 64, HOT_RECIPE_HOT, &l), HOT_OK);
+  CUdeviceptr x = dalloc(128 * 64 * 4), w = dalloc(32 * 64 * 4), gy = dalloc(128 * 32 * 4),
+              gx = dalloc(128 * 64 * 4), gw = dalloc(32 * 64 * 4);
+  ck_assert_int_eq(hot_layer_save(l, vp(x), HOT_DT_F32, NULL, NULL), HOT_OK);
+  g_reset();
+  ck_assert_int_eq(hot_layer_backward(l, vp(gy), vp(w), HOT_DT_F32, NULL, vp(gx), vp(gw), NULL, 0,
+                                      NULL), HOT_ERR_UNSUPPORTED);
+  ck_assert_msg(strstr(hot_errmsg(ctx), "g_x without HQ"), "%s", hot_errmsg(ctx));
+  ck_assert_int_eq(g_log->n, 0);
+  s.hq.enabled = 1;
+  s.abc.enabled = 0;
+  snprintf(s.name, sizeof s.name, "noabc");
+  ck_assert_int_eq(hot_layer_create(ctx, &s, 2, 64, HOT_RECIPE_HOT, &l), HOT_OK);
+  ck_assert_int_eq(hot_layer_save(l, vp(x), HOT_DT_F32, NULL, NULL), HOT_ERR_UNSUPPORTED);
+  ck_assert_msg(strstr(hot_errmsg(ctx), "without ABC"), "%s", hot_errmsg(ctx));
+  ck_assert_int_eq(g_log->n, 0);
+  CUdeviceptr all[] = {x, w, gy, gx, gw};
+  for (size_t i = 0; i < sizeof all / sizeof all[0]; ++i) d->cuMemFree(all[i]);
+  hot_ctx_destroy(ctx);
+}
+END_TEST
+
+int main(void) {
+  setenv("HOT_CUDA_DRIVER", HOT_FAKE_CUDA, 1);
+  unsetenv("HOT_BACKEND");
+  unsetenv("HOT_ARCH");
+  unsetenv("HOT_SEED");
+  unsetenv("HOT_JIT_DEBUG");
+  Suite *su = suite_create("runtime_api_fakecuda");
+  TCase *tc = tcase_create("fake driver");
+  tcase_set_timeout(tc, 120);
+  tcase_add_checked_fixture(tc, setup, NULL);
+  tcase_add_test(tc, default_recipe_sequence);
+  tcase_add_test(tc, paper_code_sawb_sequence);
+  tcase_add_test(tc, refusals);
+  suite_add_tcase(su, tc);
+  SRunner *sr = srunner_create(su);
+  srunner_run_all(sr, CK_NORMAL);
+  int failed = srunner_ntests_failed(sr);
+  srunner_free(sr);
+  return failed ? 1 : 0;
+}
