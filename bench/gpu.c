@@ -209,7 +209,7 @@ void bench_gpu_bitexact(bench_gpu *g, const bench_run *run, bench_layer *bl,
   if (hot_layer_get_info(layer, &info) == HOT_OK && info.gran_auto) {
     st = hot_layer_calibrate(layer, DP(gy), HOT_DT_F32, 0, g->s);
     if (st == HOT_ERR_UNSUPPORTED) /* no LQS kernel yet: run uncalibrated (per tensor) */
-      snprintf(bl->gpu_note, sizeof bl->gpu_note, "LQS not on the CUDA backend yet: g' per tensor");
+      snprintf(bl->gpu_note, sizeof bl->gpu_note, "LQS kernel not in this build: g' per tensor");
     else if (st != HOT_OK) { set_status(bl, st, ctx, "calibrate"); goto done; }
     hot_layer_get_info(layer, &info);
   }
@@ -371,7 +371,7 @@ void bench_gpu_speed(bench_gpu *g, hot_ctx *ctx, const bench_run *run, bench_lay
   if (hot_layer_get_info(layer, &info) == HOT_OK && info.gran_auto)
     st = hot_layer_calibrate(layer, DP(s->gy[0]), HOT_DT_F32, 0, g->s);
   if (st == HOT_ERR_UNSUPPORTED) { /* no LQS kernel yet: time the uncalibrated layer */
-    snprintf(bl->gpu_note, sizeof bl->gpu_note, "LQS not on the CUDA backend yet: g' per tensor");
+    snprintf(bl->gpu_note, sizeof bl->gpu_note, "LQS kernel not in this build: g' per tensor");
     st = HOT_OK;
   }
   if (st != HOT_OK) set_status(bl, st, ctx, "calibrate");
