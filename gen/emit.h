@@ -1,5 +1,6 @@
-/* emit.h — from a layer plan to one CUDA source holding all of the layer's kernels (one NVRTC
- * program per layer). Deterministic: the same plan gives byte-identical text.
+/* emit.h — from a layer plan to CUDA source: all of the layer's kernels in one file (hot-gen
+ * --emit), or any subset (emit_layer_select: the runtime compiles one program per distinct
+ * kernel, runtime/jit.h). Deterministic: the same plan gives byte-identical text.
  *
  * Templates are real .cu files under templates/ (embedded at build time). Each starts with
  *   / * @hot-params: NAME NAME ... * /

@@ -10,6 +10,7 @@
 
 #include "buf.h"
 #include "cache.h"
+#include "jit.h"
 #include "diag.h"
 #include "emit.h"
 #include "plan.h"
@@ -38,8 +39,9 @@ static const char *k_usage =
     "  --cache-dir DIR      kernel cache directory (default: $HOT_CACHE_DIR, else\n"
     "                       $XDG_CACHE_HOME/hot, else ~/.cache/hot)\n"
     "  --no-disk-cache      keep compiled kernels in memory only (as HOT_NO_DISK_CACHE=1)\n"
-    "  --dump-cubin DIR     with --compile: also write each layer's CUBIN to\n"
-    "                       DIR/<model>.<layer>.<arch>.cubin (for cuobjdump)\n"
+    "  --dump-cubin DIR     with --compile: also write each kernel's CUBIN to\n"
+    "                       DIR/<kernel>.<arch>.cubin (for cuobjdump)\n"
+    "  --jobs N             concurrent NVRTC compiles (default: $HOT_JIT_THREADS, else the CPUs)\n"
     "  --help-spec          print every spec field with its kind, range, default and doc\n"
     "  --version            print the version\n"
     "  -h, --help           this text\n"
@@ -50,8 +52,8 @@ static const char *k_usage =
 typedef struct {
   const char *spec;
   int plan, json, help_spec;
-  const char *arch, *layer, *emit_dir, *compile, *cache_dir, *dump_dir;
-  int no_disk;
+  const char *arch, *layer, *emit_dir, *compile, *cache_dir, *dump_dir, *jobs;
+  int no_disk, threads;
 } options;
 
 static int usage_error(const char *fmt, const char *arg) {
@@ -82,6 +84,7 @@ static int parse_args(int argc, char **argv, options *o) {
     else if (!strcmp(a, "--compile")) slot = &o->compile;
     else if (!strcmp(a, "--cache-dir")) slot = &o->cache_dir;
     else if (!strcmp(a, "--dump-cubin")) slot = &o->dump_dir;
+    else if (!strcmp(a, "--jobs")) slot = &o->jobs;
     else if (a[0] == '-' && a[1]) return usage_error("unknown option '%s'", a);
     else if (!o->spec) o->spec = a;
     else return usage_error("more than one spec given ('%s')", a);
@@ -91,6 +94,12 @@ static int parse_args(int argc, char **argv, options *o) {
     }
   }
   if (!o->spec && !o->help_spec) return usage_error("%s", "no spec given");
+  if (o->jobs) {
+    char *end;
+    long v = strtol(o->jobs, &end, 10);
+    if (*end || v < 1 || v > 64) return usage_error("--jobs must be in [1, 64] (got '%s')", o->jobs);
+    o->threads = (int)v;
+  }
   if (!o->plan && !o->json && !o->emit_dir && !o->compile) o->plan = 1;
   return 0;
 }
@@ -514,57 +523,46 @@ int main(int argc, char **argv) {
       for (int l = 0; l < m.n_layers; ++l) {
         if (!layer_selected(&o, &m.layers[l])) continue;
         plan_one(&m, l, carchs[a], plan, &d);
-        hot_emitted e;
-        if (emit_layer(plan, &e, err, sizeof err) != 0) {
-          fprintf(stderr, "hot-gen: layer '%s': %s\n", m.layers[l].name, err);
-          ++failures;
-          continue;
-        }
         const char *arch = plan_arch_caps(carchs[a])->name;
-        hot_kernel_source src = {"hot.cu", e.source, e.kernels, (size_t)e.n_kernels, arch, NULL, 0};
-        const hot_kernel_binary *bin = NULL;
-        hot_kcache_origin how;
+        /* Exactly the runtime's requests (jit.h): one program per distinct kernel. */
+        hot_jit j;
         char *log = NULL;
-        if (e.n_kernels == 0) {
-          emit_free(&e);
-          continue;
-        }
-        if (hot_kcache_get(kc, &src, &bin, &how, &log, err, sizeof err) != RT_OK) {
+        if (jit_layer(kc, plan, o.threads, &j, &log, err, sizeof err) != RT_OK) {
           fprintf(stderr, "hot-gen: layer '%s' (%s): %s\n", m.layers[l].name, arch, err);
           if (log && *log) fprintf(stderr, "%s\n", log);
           free(log);
           ++failures;
-          emit_free(&e);
           continue;
         }
-        if (o.dump_dir) {
-          char cpath[HOT_PATH_MAX * 2];
-          snprintf(cpath, sizeof cpath, "%s/%s.%s.%s.cubin", o.dump_dir, m.name, m.layers[l].name,
-                   arch);
-          if (mkdirs(o.dump_dir) != 0 ||
-              write_file(cpath, (const char *)bin->cubin, bin->cubin_size, &d) != 0)
-            ++failures;
-        }
-        for (size_t k = 0; k < bin->n_kernels; ++k) {
-          const hot_kernel_info *ki = &bin->kernels[k];
+        for (int k = 0; k < plan->n_kernels; ++k) {
+          const hot_kernel_plan *kp = &plan->kernels[k];
+          const hot_kernel_binary *bin = j.bin[k];
+          if (!bin) {
+            printf("%-7s %-8s %-44s %9s %-8s\n", arch, m.layers[l].name, kp->name, "-", "pending");
+            continue;
+          }
+          const hot_kernel_info *ki = &bin->kernels[0];
           int spills = ki->spill_store_bytes + ki->spill_load_bytes;
           printf("%-7s %-8s %-44s %9.1f %-8s %5d %7d %6d\n", arch, m.layers[l].name, ki->name,
-                 bin->compile_ms, hot_kcache_origin_name(how), ki->registers, spills,
+                 bin->compile_ms, hot_kcache_origin_name(j.origin[k]), ki->registers, spills,
                  ki->shared_bytes);
-          int idx = -1;
-          for (int j = 0; j < plan->n_kernels; ++j)
-            if (!strcmp(plan->kernels[j].name, ki->name)) idx = j;
-          int allowed = idx >= 0 ? plan->kernels[idx].max_spills : 0;
-          if (spills > allowed) {
+          if (spills > kp->max_spills) {
             fprintf(stderr, "hot-gen: kernel %s spills %d bytes on %s (the plan allows %d)\n",
-                    ki->name, spills, arch, allowed);
+                    ki->name, spills, arch, kp->max_spills);
             ++failures;
           }
+          if (o.dump_dir && j.source[k]) { /* once per distinct kernel */
+            char cpath[HOT_PATH_MAX * 2];
+            snprintf(cpath, sizeof cpath, "%s/%s.%s.cubin", o.dump_dir, ki->name, arch);
+            if (mkdirs(o.dump_dir) != 0 ||
+                write_file(cpath, (const char *)bin->cubin, bin->cubin_size, &d) != 0)
+              ++failures;
+          }
         }
-        for (int k = 0; k < e.n_missing; ++k)
-          printf("%-7s %-8s %-44s %9s %-8s\n", arch, m.layers[l].name, plan_role_name(e.missing[k]),
-                 "-", "pending");
-        emit_free(&e);
+        printf("%-7s %-8s %d program%s, %d thread%s, %.1f ms wall\n", arch, m.layers[l].name,
+               j.n_programs, j.n_programs == 1 ? "" : "s", j.threads, j.threads == 1 ? "" : "s",
+               j.wall_ms);
+        jit_free(&j);
       }
     }
     hot_kcache_stats st;

@@ -151,20 +151,29 @@ static hot_status alloc_scratch(hot_layer *layer) {
 
 hot_status cuda_layer_load(hot_layer *layer) {
   hot_cuda_layer *cu = &layer->cu;
-  if (cu->module || !layer->bin) return HOT_OK; /* loaded, or nothing compiled (all pending) */
+  if (cu->loaded) return HOT_OK;
   char err[512];
-  rt_status r = module_load(&cu->module, layer->bin->cubin, layer->bin->cubin_size,
-                            layer->spec.name, err, sizeof err);
-  if (r != RT_OK) return ctx_fail(layer->ctx, ctx_rt(r), "layer '%s': %s", layer->spec.name, err);
   const hot_layer_plan *pl = layer->plan;
+  /* One module per distinct binary (a layer's kernels are separate programs, jit.h). */
   for (int i = 0; i < pl->n_kernels; ++i) {
-    int missing = 0;
-    for (int j = 0; j < layer->n_missing; ++j) missing |= layer->missing[j] == pl->kernels[i].role;
-    if (missing) continue;
-    r = module_function(cu->module, pl->kernels[i].name, &cu->fn[i], err, sizeof err);
+    const hot_kernel_binary *bin = layer->jit.bin[i];
+    if (!bin) continue; /* template not in this build */
+    int m = 0;
+    while (m < cu->n_modules && cu->module_bin[m] != bin) ++m;
+    if (m == cu->n_modules) {
+      rt_status r = module_load(&cu->modules[m], bin->cubin, bin->cubin_size, pl->kernels[i].name,
+                                err, sizeof err);
+      if (r != RT_OK)
+        return ctx_fail(layer->ctx, ctx_rt(r), "layer '%s': %s", layer->spec.name, err);
+      cu->module_bin[m] = bin;
+      cu->n_modules++;
+    }
+    rt_status r = module_function(cu->modules[m], pl->kernels[i].name, &cu->fn[i], err, sizeof err);
     if (r != RT_OK) return ctx_fail(layer->ctx, ctx_rt(r), "layer '%s': %s", layer->spec.name, err);
   }
-  return alloc_scratch(layer);
+  hot_status st = alloc_scratch(layer);
+  if (st == HOT_OK) cu->loaded = 1;
+  return st;
 }
 
 void cuda_layer_free(hot_layer *layer) {
@@ -172,7 +181,7 @@ void cuda_layer_free(hot_layer *layer) {
   const cuda_driver *d = layer->ctx->cu.drv;
   if (cu->saved) d->cuMemFree(cu->saved);
   if (cu->scratch) d->cuMemFree(cu->scratch);
-  module_unload(cu->module);
+  for (int m = 0; m < cu->n_modules; ++m) module_unload(cu->modules[m]);
   memset(cu, 0, sizeof *cu);
 }
 

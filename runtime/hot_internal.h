@@ -17,6 +17,7 @@
 #include "cuda_api.h"
 #include "emit.h"
 #include "hot.h"
+#include "jit.h"
 #include "module.h"
 #include "plan.h"
 
@@ -39,7 +40,10 @@ typedef struct {
  * next (the saved buffer is the only state between a save and its backward), so the SAWB and
  * LQS pieces are shared by save, backward and calibrate, which hot.h orders on one stream. */
 typedef struct {
-  hot_module *module;
+  hot_module *modules[HOT_MAX_KERNELS];  /* one per distinct binary (n_modules of them) */
+  const hot_kernel_binary *module_bin[HOT_MAX_KERNELS]; /* the binary each module holds */
+  int n_modules;
+  int loaded;                            /* modules loaded and kernels looked up */
   const hot_kfunc *fn[HOT_MAX_KERNELS];  /* by plan kernel index; NULL: not in this build */
   CUdeviceptr scratch;                   /* one allocation, carved below */
   size_t scratch_bytes;
@@ -65,9 +69,10 @@ struct hot_layer {
   hot_gran gran;             /* in effect: TENSOR or ROW */
   int gran_auto, calibrated;
   double lqs_e_tensor, lqs_e_token;
-  int compiled;              /* the cache returned the binary (emit + get done) */
-  const hot_kernel_binary *bin; /* owned by the context's cache; NULL when nothing to compile */
-  int n_missing;             /* planned kernels whose template is not in this build */
+  int compiled;              /* the cache returned every binary (emit + get done) */
+  hot_jit jit;               /* binaries by plan kernel index (owned by the context's cache),
+                                the kernels whose template is not in this build */
+  int n_missing;             /* = jit.n_missing, jit.missing */
   hot_kernel_role missing[HOT_MAX_KERNELS];
   int saved_valid;           /* the layer-owned buffer holds a save */
   void *host_saved;          /* CPU backend: the layer-owned saved buffer */
@@ -127,8 +132,9 @@ hot_status ctx_rt(rt_status s);
  * context's list, marked dead, until hot_ctx_destroy. */
 void layer_release(hot_layer *layer);
 
-/* Emits and finds/compiles the layer's kernels for ctx->arch (once per layer); sets layer->bin,
- * layer->missing. With HOT_JIT_DEBUG writes the source and log into the debug folder. */
+/* Emits and finds/compiles the layer's kernels for ctx->arch (once per layer, one program per
+ * distinct kernel, concurrently: jit.h); sets layer->jit, layer->missing. With HOT_JIT_DEBUG
+ * writes the sources and logs into the debug folder. */
 hot_status layer_jit(hot_layer *layer);
 /* "kernel hla_g: template templates/hla_project.cu not available in this build" for the first
  * missing kernel among the roles set in `need` (bit per hot_kernel_role); HOT_OK when none. */

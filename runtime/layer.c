@@ -133,7 +133,7 @@ void layer_release(hot_layer *layer) {
   cpu_layer_free(layer);
   free(layer->plan);
   layer->plan = NULL;
-  layer->bin = NULL;
+  jit_free(&layer->jit);
 }
 
 void hot_layer_destroy(hot_layer *layer) {
@@ -228,41 +228,63 @@ static void debug_dump(hot_layer *layer, const char *source, const char *log) {
   write_text(dir, base, ".log", log);
 }
 
+/* The compile logs of a layer's programs, one after another under a line naming the kernel
+ * (malloc'd; NULL when out of memory). */
+static char *joined_logs(const hot_layer *layer) {
+  const hot_layer_plan *pl = layer->plan;
+  size_t n = 1;
+  for (int k = 0; k < pl->n_kernels; ++k)
+    if (layer->jit.source[k] && layer->jit.bin[k])
+      n += strlen(layer->jit.bin[k]->log) + strlen(pl->kernels[k].name) + 16;
+  char *out = malloc(n), *p = out;
+  if (!out) return NULL;
+  *p = '\0';
+  for (int k = 0; k < pl->n_kernels; ++k)
+    if (layer->jit.source[k] && layer->jit.bin[k])
+      p += sprintf(p, "== %s ==\n%s", pl->kernels[k].name, layer->jit.bin[k]->log);
+  return out;
+}
+
+/* The programs' sources one after another (for the debug dump; malloc'd, NULL when none). */
+static char *joined_sources(const hot_jit *j, int n) {
+  size_t len = 1;
+  for (int k = 0; k < n; ++k)
+    if (j->source[k]) len += strlen(j->source[k]) + 64;
+  char *out = malloc(len), *p = out;
+  if (!out) return NULL;
+  *p = '\0';
+  for (int k = 0, prog = 0; k < n; ++k)
+    if (j->source[k]) p += sprintf(p, "// ==== program %d ====\n%s", ++prog, j->source[k]);
+  return out;
+}
+
 hot_status layer_jit(hot_layer *layer) {
   if (layer->compiled) return HOT_OK;
   hot_ctx *ctx = layer->ctx;
-  hot_emitted e;
-  char err[768];
-  if (emit_layer(layer->plan, &e, err, sizeof err) != 0)
-    return ctx_fail(ctx, HOT_ERR_INTERNAL, "layer '%s': emit: %s", layer->spec.name, err);
-  layer->n_missing = e.n_missing;
-  memcpy(layer->missing, e.missing, sizeof layer->missing);
-  hot_status st = HOT_OK;
-  if (e.n_kernels > 0) {
-    hot_kcache *kc;
-    st = ctx_kcache(ctx, &kc);
-    if (st == HOT_OK) {
-      /* Exactly hot-gen --compile's request: same program name, source, kernels, options. */
-      hot_kernel_source src = {"hot.cu", e.source, e.kernels, (size_t)e.n_kernels,
-                               plan_arch_caps(layer->plan->arch)->name, NULL, 0};
-      const hot_kernel_binary *bin = NULL;
-      char *log = NULL;
-      rt_status r = hot_kcache_get(kc, &src, &bin, NULL, &log, err, sizeof err);
-      if (r == RT_OK) {
-        layer->bin = bin;
-        ctx_set_log(ctx, bin->log);
-        if (ctx->jit_debug) debug_dump(layer, e.source, bin->log);
-      } else {
-        ctx_set_log(ctx, log);
-        if (ctx->jit_debug) debug_dump(layer, e.source, log ? log : err);
-        st = ctx_fail(ctx, ctx_rt(r), "layer '%s': %s", layer->spec.name, err);
-      }
-      free(log);
-    }
+  hot_kcache *kc;
+  hot_status st = ctx_kcache(ctx, &kc);
+  if (st != HOT_OK) return st;
+  char err[768], *log = NULL;
+  jit_free(&layer->jit);
+  rt_status r = jit_layer(kc, layer->plan, 0, &layer->jit, &log, err, sizeof err);
+  if (r != RT_OK) {
+    ctx_set_log(ctx, log);
+    if (ctx->jit_debug) debug_dump(layer, NULL, log ? log : err);
+    free(log);
+    return ctx_fail(ctx, ctx_rt(r), "layer '%s': %s", layer->spec.name, err);
   }
-  emit_free(&e);
-  if (st == HOT_OK) layer->compiled = 1;
-  return st;
+  layer->n_missing = layer->jit.n_missing;
+  memcpy(layer->missing, layer->jit.missing, sizeof layer->missing);
+  char *logs = joined_logs(layer);
+  ctx_set_log(ctx, logs);
+  if (ctx->jit_debug) {
+    char *src = joined_sources(&layer->jit, layer->plan->n_kernels);
+    debug_dump(layer, src, logs);
+    free(src);
+  }
+  free(logs);
+  layer->compiled = 1;
+  return HOT_OK;
 }
 
 hot_status layer_need_kernels(hot_layer *layer, unsigned need) {

@@ -1,5 +1,6 @@
-/* nvrtc.h — compile one CUDA program (one source, one or more extern "C" kernels: "one NVRTC
- * program per layer batch") to CUBIN for one exact arch, and the injectable compiler interface
+/* nvrtc.h — compile one CUDA program (one source, one or more extern "C" kernels; runtime/jit.h
+ * makes one program per distinct kernel of a layer) to CUBIN for one exact arch, and the
+ * injectable compiler interface
  * the kernel cache calls (so tests can count compiles and force failures).
  *
  * Every compile uses, in this order:

@@ -80,11 +80,13 @@ if command -v cuobjdump >/dev/null; then
   if "$bdir/gen/hot-gen" specs/vit_b16.lua --layer qkv --compile sm_80,sm_89,sm_90 --cache-dir "$cub/cache" \
        --dump-cubin "$cub" >/dev/null 2>"$cub/err"; then
     for a in sm_80 sm_89 sm_90; do
-      f="$cub/vit_b16.qkv.$a.cubin"
-      sass=$(cuobjdump --dump-sass "$f" 2>/dev/null)
+      sass=""
+      for f in "$cub"/hot_gemm_*."$a".cubin; do
+        [ -e "$f" ] && sass+=$(cuobjdump --dump-sass "$f" 2>/dev/null)$'\n'
+      done
       n8=$(echo "$sass" | grep -cE "IMMA.*S8")
       n4=$(echo "$sass" | grep -cE "IMMA.*S4")
-      row "SASS $a (qkv layer)" "IMMA.S8 x$n8, IMMA.S4 x$n4"
+      row "SASS $a (qkv GEMMs)" "IMMA.S8 x$n8, IMMA.S4 x$n4"
     done
   else
     row "SASS" "hot-gen --compile failed: $(head -1 "$cub/err")"

@@ -68,6 +68,8 @@
  *   |                     |                             | ./hot-debug with a memory-only cache)          |
  *   | HOT_CUDA_DRIVER     | a path                      | driver library instead of libcuda.so.1         |
  *   | HOT_CUDA_HOME       | toolkit root                | where NVRTC and its headers are (cache misses) |
+ *   | HOT_JIT_THREADS     | 1 ... 64 (default: CPUs,    | concurrent NVRTC compiles of a layer's kernels |
+ *   |                     | at most 16)                 | (one program per distinct kernel)              |
  */
 #ifndef HOT_H
 #define HOT_H

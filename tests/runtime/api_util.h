@@ -9,6 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "embed.h"
 #include "hot.h"
 #include "ref.h"
 
@@ -93,6 +94,19 @@ static inline void au_io_free(au_io *io) {
   free(io->x); free(io->w); free(io->gy);
   free(io->gx); free(io->gw); free(io->gb);
   free(io->rgx); free(io->rgw); free(io->rgb);
+}
+
+/* The programs a layer's JIT asks the cache for: one per distinct kernel whose template is in
+ * this build (runtime/jit.h). */
+static inline unsigned au_programs(const hot_layer *l) {
+  const hot_layer_plan *p = hot_layer_get_plan(l);
+  unsigned n = 0;
+  for (int k = 0; k < p->n_kernels; ++k) {
+    int dup = 0;
+    for (int j = 0; j < k; ++j) dup |= strcmp(p->kernels[j].name, p->kernels[k].name) == 0;
+    if (!dup && embed_find(p->kernels[k].templ)) ++n;
+  }
+  return n;
 }
 
 #endif

@@ -352,13 +352,16 @@ START_TEST(compile_with_fake_compiler) {
   ck_assert_int_eq(hot_layer_create(ctx, &s, 2, 64, HOT_RECIPE_HOT, &b), HOT_OK);
   hot_layer *both[] = {a, b};
   ck_assert_int_eq(hot_ctx_compile(ctx, both, 2), HOT_OK);
-  ck_assert_int_eq(f.compiles, 1);
+  const unsigned np = au_programs(a); /* one program per distinct kernel (runtime/jit.h) */
+  ck_assert_uint_ge(np, 5);
+  ck_assert_int_eq(f.compiles, (int)np);
   hot_stats st;
   hot_ctx_stats(ctx, &st);
-  ck_assert_uint_eq(st.compiles, 1);
-  ck_assert_uint_eq(st.memory_hits, 1);
+  ck_assert_uint_eq(st.compiles, np);
+  ck_assert_uint_eq(st.memory_hits, np);
   ck_assert_str_eq(st.cache_dir, dir);
-  ck_assert_str_eq(hot_compile_log(ctx), "fake log\n");
+  ck_assert_msg(strstr(hot_compile_log(ctx), "fake log\n") && strstr(hot_compile_log(ctx), "== hot_"),
+                "%s", hot_compile_log(ctx));
   hot_layer_info i;
   hot_layer_get_info(a, &i);
   ck_assert_int_eq(i.compiled, 1);
@@ -378,7 +381,7 @@ START_TEST(compile_with_fake_compiler) {
   ck_assert_int_eq(layer_need_kernels(a, 1u << HOT_K_HQ_G | 1u << HOT_K_GEMM_GX), HOT_OK);
   /* compiling again does nothing */
   ck_assert_int_eq(hot_layer_compile(a), HOT_OK);
-  ck_assert_int_eq(f.compiles, 1);
+  ck_assert_int_eq(f.compiles, (int)np);
   hot_ctx_destroy(ctx);
 
   /* a new context finds the entry on disk */
@@ -386,9 +389,9 @@ START_TEST(compile_with_fake_compiler) {
   ck_assert_int_eq(hot_ctx_create_with_compiler(&ctx, &o, &cc), HOT_OK);
   ck_assert_int_eq(hot_layer_create(ctx, &s, 2, 64, HOT_RECIPE_HOT, &a), HOT_OK);
   ck_assert_int_eq(hot_layer_compile(a), HOT_OK);
-  ck_assert_int_eq(f.compiles, 1);
+  ck_assert_int_eq(f.compiles, (int)np);
   hot_ctx_stats(ctx, &st);
-  ck_assert_uint_eq(st.disk_hits, 1);
+  ck_assert_uint_eq(st.disk_hits, np);
   hot_ctx_destroy(ctx);
 
   /* a compile failure: status, message, log kept separately; memory-only cache */
@@ -403,7 +406,7 @@ START_TEST(compile_with_fake_compiler) {
   ck_assert_msg(strstr(hot_compile_log(ctx), "forced failure"), "%s", hot_compile_log(ctx));
   ck_assert_ptr_null(strchr(hot_errmsg(ctx), '\n'));
   hot_ctx_stats(ctx, &st);
-  ck_assert_uint_eq(st.compile_failures, 1);
+  ck_assert_uint_ge(st.compile_failures, 1); /* every program that was tried */
   ck_assert_str_eq(st.cache_dir, "");
   hot_ctx_destroy(ctx);
   rm_tree(dir);

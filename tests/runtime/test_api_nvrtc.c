@@ -21,6 +21,8 @@ static double now_ms(void) {
 
 /* A context compiling for sm_90 into dir, one layer "fc" of the small spec, compiled. Returns
  * the stats after the compile and the compile's wall time. */
+static unsigned g_np; /* programs of the "fc" layer (one per distinct kernel) */
+
 static void compile_once(const char *dir, const char *spec, hot_stats *st, double *ms) {
   hot_options o;
   hot_options_init(&o);
@@ -35,12 +37,14 @@ static void compile_once(const char *dir, const char *spec, hot_stats *st, doubl
   *ms = now_ms() - t0;
   ck_assert_msg(r == HOT_OK, "%s: %s\n%s", hot_status_name(r), hot_errmsg(ctx), hot_compile_log(ctx));
   ck_assert_int_eq(hot_ctx_stats(ctx, st), HOT_OK);
+  g_np = au_programs(l);
   /* the log of a real compile holds ptxas's lines */
   if (st->compiles) ck_assert_msg(strstr(hot_compile_log(ctx), "registers"), "%s", hot_compile_log(ctx));
   hot_ctx_destroy(ctx);
 }
 
-/* The cache entry path of the "fc" layer's program (what hot_layer_compile asks the cache). */
+/* The cache entry path of the "fc" layer's first program (what hot_layer_compile asks the
+ * cache for its first kernel). */
 static void entry_path(const char *dir, const char *spec, char *path, size_t n) {
   hot_options o;
   hot_options_init(&o);
@@ -51,7 +55,7 @@ static void entry_path(const char *dir, const char *spec, char *path, size_t n) 
   ck_assert_int_eq(hot_layer_from_spec(ctx, spec, "fc", 0, &l), HOT_OK);
   hot_emitted e;
   char err[512];
-  ck_assert_int_eq(emit_layer(hot_layer_get_plan(l), &e, err, sizeof err), 0);
+  ck_assert_int_eq(emit_layer_select(hot_layer_get_plan(l), 1u, &e, err, sizeof err), 0);
   hot_kernel_source src = {"hot.cu", e.source, e.kernels, (size_t)e.n_kernels, "sm_90", NULL, 0};
   hot_kcache_config cfg = {0};
   cfg.dir = dir;
@@ -71,12 +75,14 @@ START_TEST(compile_then_disk_then_corrupt) {
   hot_stats st;
   double ms;
   compile_once(dir, spec, &st, &ms);
-  ck_assert_uint_eq(st.compiles, 1);
+  ck_assert_uint_ge(g_np, 5);
+  ck_assert_uint_eq(st.compiles, g_np);
   ck_assert_uint_eq(st.disk_hits, 0);
-  printf("api_nvrtc: first use: NVRTC compile %.1f ms (hot_layer_compile %.1f ms)\n", st.compile_ms, ms);
+  printf("api_nvrtc: first use: %u NVRTC programs, %.1f ms of compiles (hot_layer_compile %.1f ms wall)\n",
+         g_np, st.compile_ms, ms);
   compile_once(dir, spec, &st, &ms);
   ck_assert_uint_eq(st.compiles, 0);
-  ck_assert_uint_eq(st.disk_hits, 1);
+  ck_assert_uint_eq(st.disk_hits, g_np);
   printf("api_nvrtc: second context: disk hit, hot_layer_compile %.1f ms\n", ms);
 
   char path[1024];
@@ -106,7 +112,7 @@ START_TEST(compile_then_disk_then_corrupt) {
   /* and the replacement is good */
   compile_once(dir, spec, &st, &ms);
   ck_assert_uint_eq(st.compiles, 0);
-  ck_assert_uint_eq(st.disk_hits, 1);
+  ck_assert_uint_eq(st.disk_hits, g_np);
   rm_tree(dir);
   rm_tree(sdir);
 }
@@ -131,7 +137,7 @@ START_TEST(hotgen_fills_the_same_cache) {
   au_write_spec(sdir, spec, sizeof spec);
   snprintf(args, sizeof args, "'%s' --layer fc --compile sm_90 --cache-dir '%s'", spec, dir);
   ck_assert_msg(run_hotgen(args, out, sizeof out) == 0, "%s", out);
-  ck_assert_msg(strstr(out, "compiles 1 "), "%s", out);
+  ck_assert_msg(!strstr(out, "compiles 0 "), "%s", out);
   ck_assert_msg(run_hotgen(args, out, sizeof out) == 0, "%s", out);
   ck_assert_msg(strstr(out, "compiles 0 "), "%s", out);
   /* an application with HOT_ARCH and HOT_CACHE_DIR starts with zero compiles */
