@@ -176,9 +176,41 @@ hot_status cuda_layer_load(hot_layer *layer) {
   return st;
 }
 
+void cuda_prof_begin(hot_layer *layer) {
+  hot_cuda_layer *cu = &layer->cu;
+  cu->prof_on = layer->ctx->profiling;
+  cu->prof_n = 0;
+  cu->prof_valid = 0;
+}
+
+hot_status cuda_prof_end(hot_layer *layer, hot_status st, CUstream stream) {
+  hot_cuda_layer *cu = &layer->cu;
+  int on = cu->prof_on;
+  cu->prof_on = 0;
+  if (!on || st != HOT_OK) {
+    cu->prof_n = 0;
+    return st;
+  }
+  const cuda_driver *d = layer->ctx->cu.drv;
+  CUresult c = d->cuStreamSynchronize(stream);
+  if (c != CUDA_SUCCESS) return cu_fail(layer->ctx, c, "cuStreamSynchronize (profiling)");
+  for (int i = 0; i < cu->prof_n; ++i) {
+    float ms = 0.0f;
+    c = d->cuEventElapsedTime(&ms, cu->prof_ev[2 * i], cu->prof_ev[2 * i + 1]);
+    if (c != CUDA_SUCCESS) {
+      cu->prof_n = 0;
+      return cu_fail(layer->ctx, c, "cuEventElapsedTime (profiling)");
+    }
+    cu->prof[i].ms = (double)ms;
+  }
+  cu->prof_valid = 1;
+  return HOT_OK;
+}
+
 void cuda_layer_free(hot_layer *layer) {
   hot_cuda_layer *cu = &layer->cu;
   const cuda_driver *d = layer->ctx->cu.drv;
+  for (int i = 0; i < cu->prof_events; ++i) d->cuEventDestroy(cu->prof_ev[i]);
   if (cu->saved) d->cuMemFree(cu->saved);
   if (cu->scratch) d->cuMemFree(cu->scratch);
   for (int m = 0; m < cu->n_modules; ++m) module_unload(cu->modules[m]);

@@ -53,6 +53,14 @@ typedef struct {
   CUdeviceptr partials;                  /* SAWB / LQS chunk partials (doubles); 0 without */
   CUdeviceptr lqs_rs, lqs_res, lqs_choice; /* LQS: T floats, 2 doubles, 1 int; 0 without */
   CUdeviceptr saved;                     /* the layer-owned saved buffer (0 until first save) */
+  /* Profiling (hot_ctx_set_profiling): a start and an end event per launch of the current call,
+   * created on first need and kept until the layer is released; the launches of the last call. */
+  CUevent prof_ev[2 * HOT_MAX_KERNEL_TIMES];
+  int prof_events;                       /* events created so far */
+  int prof_on;                           /* the current call records events */
+  int prof_n;                            /* launches recorded by the current call */
+  int prof_valid;                        /* times of the last call read back (0: none) */
+  struct { int kernel, role, phase; double ms; } prof[HOT_MAX_KERNEL_TIMES];
 } hot_cuda_layer;
 
 /* amax words of the per-tensor scales (zeroed before each phase-0 launch). */
@@ -100,6 +108,7 @@ struct hot_ctx {
   int next_layer_id;         /* ids of hot_layer_create layers */
   hot_layer *layers;         /* every handle made by this context */
   uint64_t saves, backwards, calibrations, launches;
+  int profiling;             /* hot_ctx_set_profiling (CUDA only) */
   char errmsg[HOT_ERRMSG_MAX];
   char *log;                 /* latest compile log (malloc'd), NULL = "" */
   hot_cuda_ctx cu;
@@ -165,6 +174,11 @@ hot_status cuda_layer_backward(hot_layer *layer, const void *g_y, const void *w,
 hot_status cuda_layer_calibrate(hot_layer *layer, const void *g_y, uint32_t step,
                                 CUstream stream);
 void cuda_layer_free(hot_layer *layer);
+/* Profiling around one call of a layer (no-ops unless ctx->profiling): begin forgets the last
+ * call's times; end, after a successful call, synchronises `stream` and reads each launch's
+ * time (a failed call leaves no times). */
+void cuda_prof_begin(hot_layer *layer);
+hot_status cuda_prof_end(hot_layer *layer, hot_status st, CUstream stream);
 /* Makes ctx's device context current (push) / restores the previous one (pop). */
 hot_status cuda_push(hot_ctx *ctx);
 void cuda_pop(hot_ctx *ctx);

@@ -196,6 +196,22 @@ void launch_grid(const hot_layer_plan *pl, hot_kernel_role role, int phase, unsi
   }
 }
 
+/* Profiling: records the layer's event i on stream (created on first need, kept). */
+static hot_status prof_record(hot_layer *layer, int i, CUstream stream) {
+  hot_cuda_layer *cu = &layer->cu;
+  const cuda_driver *d = layer->ctx->cu.drv;
+  CUresult c = CUDA_SUCCESS;
+  while (c == CUDA_SUCCESS && cu->prof_events <= i) {
+    c = d->cuEventCreate(&cu->prof_ev[cu->prof_events], 0 /* CU_EVENT_DEFAULT: timed */);
+    if (c == CUDA_SUCCESS) cu->prof_events++;
+  }
+  if (c == CUDA_SUCCESS) c = d->cuEventRecord(cu->prof_ev[i], stream);
+  if (c == CUDA_SUCCESS) return HOT_OK;
+  char err[256];
+  rt_status r = cuda_result_error(c, "profiling: cuEventCreate / cuEventRecord", err, sizeof err);
+  return ctx_fail(layer->ctx, ctx_rt(r), "layer '%s': %s", layer->spec.name, err);
+}
+
 /* Launches the plan's kernel of `role` for `phase` on launch_grid's grid and the plan's block
  * and shared memory (the plan's geometry checked again: cheap). */
 static hot_status launch_role(hot_layer *layer, hot_kernel_role role, int phase, void **args,
@@ -211,8 +227,19 @@ static hot_status launch_role(hot_layer *layer, hot_kernel_role role, int phase,
   hot_launch_cfg cfg = {{0, 0, 0}, {kp->block[0], kp->block[1], kp->block[2]}, kp->smem, stream};
   launch_grid(pl, role, phase, cfg.grid);
   char err[512];
-  rt_status r = module_launch(layer->cu.fn[k], &cfg, args, err, sizeof err);
+  hot_cuda_layer *cu = &layer->cu;
+  int prof = cu->prof_on && cu->prof_n < HOT_MAX_KERNEL_TIMES; /* off: one test, no driver call */
+  if (prof && (st = prof_record(layer, 2 * cu->prof_n, stream))) return st;
+  rt_status r = module_launch(cu->fn[k], &cfg, args, err, sizeof err);
   if (r != RT_OK) return ctx_fail(layer->ctx, ctx_rt(r), "layer '%s': %s", layer->spec.name, err);
+  if (prof) {
+    if ((st = prof_record(layer, 2 * cu->prof_n + 1, stream))) return st;
+    cu->prof[cu->prof_n].kernel = k;
+    cu->prof[cu->prof_n].role = (int)role;
+    cu->prof[cu->prof_n].phase = phase;
+    cu->prof[cu->prof_n].ms = 0.0;
+    cu->prof_n++;
+  }
   layer->ctx->launches++;
   return HOT_OK;
 }

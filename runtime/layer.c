@@ -356,6 +356,7 @@ hot_status hot_layer_save(hot_layer *layer, const void *x, hot_dtype dtype, void
   hot_status st = enter(layer, "hot_layer_save");
   if (st) return st;
   hot_ctx *ctx = layer->ctx;
+  layer->cu.prof_valid = 0; /* kernel times: none unless this call succeeds */
   if (!x) return ctx_fail(ctx, HOT_ERR_INVALID, "hot_layer_save: x is NULL");
   if ((st = check_dtype(layer, dtype, "hot_layer_save"))) return st;
   if (saved && !aligned16(saved))
@@ -367,7 +368,11 @@ hot_status hot_layer_save(hot_layer *layer, const void *x, hot_dtype dtype, void
   } else {
     if ((st = cuda_push(ctx)) != HOT_OK) return st;
     st = layer_ready(layer);
-    if (st == HOT_OK) st = cuda_layer_save(layer, x, saved, (CUstream)stream);
+    if (st == HOT_OK) {
+      cuda_prof_begin(layer);
+      st = cuda_layer_save(layer, x, saved, (CUstream)stream);
+      st = cuda_prof_end(layer, st, (CUstream)stream);
+    }
     cuda_pop(ctx);
   }
   if (st == HOT_OK) {
@@ -384,6 +389,7 @@ hot_status hot_layer_backward(hot_layer *layer, const void *g_y, const void *w, 
   hot_status st = enter(layer, "hot_layer_backward");
   if (st) return st;
   hot_ctx *ctx = layer->ctx;
+  layer->cu.prof_valid = 0; /* kernel times: none unless this call succeeds */
   if (!g_y || !w || !g_x || !g_w)
     return ctx_fail(ctx, HOT_ERR_INVALID, "hot_layer_backward: %s is NULL",
                     !g_y ? "g_y" : !w ? "w" : !g_x ? "g_x" : "g_w");
@@ -403,8 +409,11 @@ hot_status hot_layer_backward(hot_layer *layer, const void *g_y, const void *w, 
   } else {
     if ((st = cuda_push(ctx)) != HOT_OK) return st;
     st = layer_ready(layer);
-    if (st == HOT_OK)
+    if (st == HOT_OK) {
+      cuda_prof_begin(layer);
       st = cuda_layer_backward(layer, g_y, w, saved, g_x, g_w, g_b, step, (CUstream)stream);
+      st = cuda_prof_end(layer, st, (CUstream)stream);
+    }
     cuda_pop(ctx);
   }
   if (st == HOT_OK) ctx->backwards++;
@@ -416,6 +425,7 @@ hot_status hot_layer_calibrate(hot_layer *layer, const void *g_y, hot_dtype dtyp
   hot_status st = enter(layer, "hot_layer_calibrate");
   if (st) return st;
   hot_ctx *ctx = layer->ctx;
+  layer->cu.prof_valid = 0; /* kernel times: none unless this call succeeds */
   if (!g_y) return ctx_fail(ctx, HOT_ERR_INVALID, "hot_layer_calibrate: g_y is NULL");
   if ((st = check_dtype(layer, dtype, "hot_layer_calibrate"))) return st;
   if (!layer->gran_auto)
@@ -428,7 +438,11 @@ hot_status hot_layer_calibrate(hot_layer *layer, const void *g_y, hot_dtype dtyp
   } else {
     if ((st = cuda_push(ctx)) != HOT_OK) return st;
     st = layer_ready(layer);
-    if (st == HOT_OK) st = cuda_layer_calibrate(layer, g_y, step, (CUstream)stream);
+    if (st == HOT_OK) {
+      cuda_prof_begin(layer);
+      st = cuda_layer_calibrate(layer, g_y, step, (CUstream)stream);
+      st = cuda_prof_end(layer, st, (CUstream)stream);
+    }
     cuda_pop(ctx);
   }
   if (st == HOT_OK) {
@@ -436,4 +450,40 @@ hot_status hot_layer_calibrate(hot_layer *layer, const void *g_y, hot_dtype dtyp
     layer->calibrated = 1;
   }
   return st;
+}
+
+/* ---- profiling ---------------------------------------------------------------------------- */
+
+hot_status hot_ctx_set_profiling(hot_ctx *ctx, int on) {
+  hot_status st = enter_ctx(ctx, "hot_ctx_set_profiling");
+  if (st) return st;
+  if (ctx->backend != HOT_BACKEND_CUDA) {
+    if (!on) return HOT_OK; /* nothing to turn off */
+    return ctx_fail(ctx, HOT_ERR_UNSUPPORTED, "hot_ctx_set_profiling: kernel timing needs the "
+                    "CUDA backend (this context runs the CPU reference, which launches no kernels)");
+  }
+  ctx->profiling = on != 0;
+  return HOT_OK;
+}
+
+hot_status hot_layer_kernel_times(const hot_layer *layer, hot_kernel_time *out, int max, int *n) {
+  hot_status st = enter(layer, "hot_layer_kernel_times");
+  if (st) return st;
+  hot_ctx *ctx = layer->ctx;
+  if (!n || max < 0 || (max > 0 && !out))
+    return ctx_fail(ctx, HOT_ERR_INVALID, "hot_layer_kernel_times: %s", !n ? "n is NULL" :
+                    max < 0 ? "max < 0" : "out is NULL with max > 0");
+  if (ctx->backend != HOT_BACKEND_CUDA)
+    return ctx_fail(ctx, HOT_ERR_UNSUPPORTED, "hot_layer_kernel_times: kernel timing needs the "
+                    "CUDA backend (layer '%s' runs on the CPU reference)", layer->spec.name);
+  const hot_cuda_layer *cu = &layer->cu;
+  int total = cu->prof_valid ? cu->prof_n : 0;
+  for (int i = 0; i < total && i < max; ++i) {
+    out[i].name = layer->plan->kernels[cu->prof[i].kernel].name;
+    out[i].role = cu->prof[i].role;
+    out[i].phase = cu->prof[i].phase;
+    out[i].ms = cu->prof[i].ms;
+  }
+  *n = total;
+  return HOT_OK;
 }

@@ -311,6 +311,36 @@ hot_status hot_layer_backward(hot_layer *layer, const void *g_y, const void *w, 
 hot_status hot_layer_calibrate(hot_layer *layer, const void *g_y, hot_dtype dtype, uint32_t step,
                                void *stream);
 
+/* ---- per-kernel timing (CUDA backend) ------------------------------------------------------
+ * With profiling on, every kernel launch of a layer's save, backward and calibrate is bracketed
+ * by two CUDA events (created once per layer, at most 2 * HOT_MAX_KERNEL_TIMES, destroyed with
+ * the layer), and the call SYNCHRONISES its stream at its end to read the times: profiling
+ * serialises the caller's stream with the host, so use it for measurement, not in training.
+ * Off (the default): no event is created or recorded, no synchronisation, no cost. */
+#define HOT_MAX_KERNEL_TIMES 32 /* launches timed per call; later ones are not timed */
+
+/* Turns profiling of ctx's layers on (on != 0) or off; applies from the next call. Errors:
+ * HOT_ERR_INVALID (NULL ctx), HOT_ERR_MISUSE (failed context), HOT_ERR_UNSUPPORTED (turning it
+ * on in a CPU-backend context: the CPU reference launches no kernels; off is accepted). */
+hot_status hot_ctx_set_profiling(hot_ctx *ctx, int on);
+
+/* One timed kernel launch. */
+typedef struct {
+  const char *name;  /* the kernel's entry name; borrowed from the layer's plan, valid until the
+                        layer is destroyed */
+  int role;          /* hot_kernel_role (plan.h): which kernel of the layer */
+  int phase;         /* the launch's phase argument (0 for kernels without phases) */
+  double ms;         /* GPU time between the events around the launch, milliseconds */
+} hot_kernel_time;
+
+/* The kernel times of the layer's LAST save, backward or calibrate, one entry per launch in
+ * launch order (memsets not included). Copies min(max, total) entries into out and sets *n to
+ * total, so max = 0 (out may then be NULL) asks for the count. total is 0 when that call ran
+ * with profiling off, failed, or there has been no call yet. Errors: HOT_ERR_INVALID (NULL layer
+ * or n, max < 0, out NULL with max > 0), HOT_ERR_MISUSE (destroyed layer), HOT_ERR_UNSUPPORTED
+ * (CPU backend). */
+hot_status hot_layer_kernel_times(const hot_layer *layer, hot_kernel_time *out, int max, int *n);
+
 #ifdef __cplusplus
 }
 #endif

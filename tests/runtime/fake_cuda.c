@@ -175,11 +175,13 @@ EXPORT CUresult cuPointerGetAttribute(void *data, int a, CUdeviceptr p) {
 EXPORT CUresult cuStreamCreate(void **s, unsigned f) { (void)f; *s = malloc(1); return OK; }
 EXPORT CUresult cuStreamDestroy_v2(void *s) { free(s); return OK; }
 EXPORT CUresult cuStreamSynchronize(void *s) { (void)s; g_log.syncs++; return OK; }
-EXPORT CUresult cuEventCreate(void **e, unsigned f) { (void)f; *e = malloc(1); return OK; }
-EXPORT CUresult cuEventDestroy_v2(void *e) { free(e); return OK; }
-EXPORT CUresult cuEventRecord(void *e, void *s) { (void)e; (void)s; return OK; }
+/* Events: created / recorded / destroyed counted in the log (fake_cuda_reset zeroes them); every
+ * timed interval reads 0.01 ms, a plausible kernel time. */
+EXPORT CUresult cuEventCreate(void **e, unsigned f) { (void)f; *e = malloc(1); g_log.events_created++; return OK; }
+EXPORT CUresult cuEventDestroy_v2(void *e) { free(e); g_log.events_destroyed++; return OK; }
+EXPORT CUresult cuEventRecord(void *e, void *s) { (void)e; (void)s; g_log.events_recorded++; return OK; }
 EXPORT CUresult cuEventSynchronize(void *e) { (void)e; return OK; }
-EXPORT CUresult cuEventElapsedTime(float *ms, void *a, void *b) { (void)a; (void)b; *ms = 1.0f; return OK; }
+EXPORT CUresult cuEventElapsedTime(float *ms, void *a, void *b) { (void)a; (void)b; *ms = 0.01f; return OK; }
 EXPORT CUresult cuMemcpyDtoDAsync_v2(CUdeviceptr d, CUdeviceptr s, size_t n, void *st) {
   (void)st;
   memcpy((void *)(uintptr_t)d, (const void *)(uintptr_t)s, n);

@@ -17,6 +17,9 @@ typedef struct {
 typedef struct {
   int n;
   int syncs;               /* cuStreamSynchronize calls */
+  int events_created;      /* cuEventCreate calls */
+  int events_recorded;     /* cuEventRecord calls */
+  int events_destroyed;    /* cuEventDestroy calls */
   fake_cuda_launch l[FAKE_CUDA_MAX_LAUNCHES];
 } fake_cuda_log_t;
 

@@ -384,6 +384,150 @@ START_TEST(refusals) {
 }
 END_TEST
 
+/* The phase argument of a recorded launch, by the template's argument list (0: no phases). */
+static int64_t rec_phase(const fake_cuda_launch *l) {
+  if (!strncmp(l->name, "hot_hq_", 7)) return l->arg[12];
+  if (!strncmp(l->name, "hot_hla_", 8)) return l->arg[16];
+  if (!strncmp(l->name, "hot_lqs_", 8)) return l->arg[9];
+  if (!strncmp(l->name, "hot_sawb_", 9)) return l->arg[5];
+  return 0;
+}
+
+/* hot_layer_kernel_times against the fake's record of the last call: one entry per kernel
+ * launch (memsets excluded), same names and phases, the plan's roles, the fake's 0.01 ms. */
+static void times_match_log(const hot_layer *l, int expect_n) {
+  hot_kernel_time t[HOT_MAX_KERNEL_TIMES];
+  int n = -1;
+  ck_assert_int_eq(hot_layer_kernel_times(l, t, HOT_MAX_KERNEL_TIMES, &n), HOT_OK);
+  ck_assert_int_eq(n, expect_n);
+  const hot_layer_plan *pl = hot_layer_get_plan(l);
+  int j = 0;
+  for (int i = 0; i < g_log->n; ++i) {
+    const fake_cuda_launch *rec = &g_log->l[i];
+    if (!strcmp(rec->name, "memset32")) continue;
+    ck_assert_msg(j < n, "launch %d (%s) has no time", i, rec->name);
+    ck_assert_str_eq(t[j].name, rec->name);
+    ck_assert_int_eq(t[j].phase, rec_phase(rec));
+    int k = plan_kernel_index(pl, (hot_kernel_role)t[j].role);
+    ck_assert_int_ge(k, 0);
+    ck_assert_str_eq(pl->kernels[k].name, rec->name);
+    ck_assert_msg(t[j].ms > 0.0099 && t[j].ms < 0.0101, "%s: %g ms", t[j].name, t[j].ms);
+    ++j;
+  }
+  ck_assert_int_eq(j, n);
+}
+
+START_TEST(profiling) {
+  hot_ctx *ctx = cuda_ctx();
+  hot_layer *l = layer(ctx, HOT_RECIPE_HOT, "fc");
+  const hot_layer_plan *pl = l->plan;
+  int64_t T = pl->T, O = pl->O, I = pl->I;
+  size_t nb = hot_layer_saved_bytes(l);
+  CUdeviceptr x = dalloc((size_t)(T * I) * 4), w = dalloc((size_t)(O * I) * 4),
+              gy = dalloc((size_t)(T * O) * 4), gx = dalloc((size_t)(T * I) * 4),
+              gw = dalloc((size_t)(O * I) * 4), gb = dalloc((size_t)O * 4), sv = dalloc(nb);
+  hot_kernel_time t[HOT_MAX_KERNEL_TIMES];
+  int n = -1;
+
+  /* off (the default): no event created or recorded, no synchronisation, no times */
+  g_reset();
+  ck_assert_int_eq(hot_layer_save(l, vp(x), HOT_DT_F32, vp(sv), NULL), HOT_OK);
+  ck_assert_int_eq(hot_layer_backward(l, vp(gy), vp(w), HOT_DT_F32, vp(sv), vp(gx), vp(gw), vp(gb),
+                                      1, NULL), HOT_OK);
+  ck_assert_int_eq(g_log->n, 13);
+  ck_assert_int_eq(g_log->events_created, 0);
+  ck_assert_int_eq(g_log->events_recorded, 0);
+  ck_assert_int_eq(g_log->syncs, 0);
+  ck_assert_int_eq(hot_layer_kernel_times(l, t, HOT_MAX_KERNEL_TIMES, &n), HOT_OK);
+  ck_assert_int_eq(n, 0);
+
+  /* on: a backward times each of its 9 launches (not the memset), in the recorded order */
+  ck_assert_int_eq(hot_ctx_set_profiling(ctx, 1), HOT_OK);
+  g_reset();
+  ck_assert_int_eq(hot_layer_backward(l, vp(gy), vp(w), HOT_DT_F32, vp(sv), vp(gx), vp(gw), vp(gb),
+                                      2, NULL), HOT_OK);
+  ck_assert_int_eq(g_log->n, 10);
+  times_match_log(l, 9);
+  ck_assert_int_eq(g_log->events_created, 18);
+  ck_assert_int_eq(g_log->events_recorded, 18);
+  ck_assert_int_eq(g_log->syncs, 1); /* profiling serialises: one sync at the call's end */
+  n = -1;
+  ck_assert_int_eq(hot_layer_kernel_times(l, NULL, 0, &n), HOT_OK); /* the count only */
+  ck_assert_int_eq(n, 9);
+  memset(t, 0, sizeof t);
+  ck_assert_int_eq(hot_layer_kernel_times(l, t, 2, &n), HOT_OK);
+  ck_assert_int_eq(n, 9);
+  ck_assert_int_eq(t[0].role, HOT_K_HQ_G);
+  ck_assert_int_eq(t[0].phase, 0);
+  ck_assert_int_eq(t[1].role, HOT_K_HQ_G);
+  ck_assert_int_eq(t[1].phase, 1);
+  ck_assert_ptr_null(t[2].name); /* only max entries written */
+
+  /* a second call reuses the layer's events; a save replaces the times (abc_x phases 0, 1) */
+  g_reset();
+  ck_assert_int_eq(hot_layer_backward(l, vp(gy), vp(w), HOT_DT_F32, vp(sv), vp(gx), vp(gw), NULL,
+                                      3, NULL), HOT_OK);
+  times_match_log(l, 8);
+  ck_assert_int_eq(g_log->events_created, 0);
+  ck_assert_int_eq(g_log->events_recorded, 16);
+  g_reset();
+  ck_assert_int_eq(hot_layer_save(l, vp(x), HOT_DT_F32, vp(sv), NULL), HOT_OK);
+  times_match_log(l, 2);
+  ck_assert_int_eq(g_log->events_created, 0);
+
+  /* a failed call leaves no times (the layer's own buffer was never saved) */
+  ck_assert_int_eq(hot_layer_backward(l, vp(gy), vp(w), HOT_DT_F32, NULL, vp(gx), vp(gw), NULL, 4,
+                                      NULL), HOT_ERR_MISUSE);
+  ck_assert_int_eq(hot_layer_kernel_times(l, t, HOT_MAX_KERNEL_TIMES, &n), HOT_OK);
+  ck_assert_int_eq(n, 0);
+
+  /* off again: nothing recorded, no times */
+  ck_assert_int_eq(hot_ctx_set_profiling(ctx, 0), HOT_OK);
+  g_reset();
+  ck_assert_int_eq(hot_layer_backward(l, vp(gy), vp(w), HOT_DT_F32, vp(sv), vp(gx), vp(gw), NULL,
+                                      5, NULL), HOT_OK);
+  ck_assert_int_eq(g_log->events_recorded, 0);
+  ck_assert_int_eq(g_log->syncs, 0);
+  ck_assert_int_eq(hot_layer_kernel_times(l, t, HOT_MAX_KERNEL_TIMES, &n), HOT_OK);
+  ck_assert_int_eq(n, 0);
+
+  /* argument errors; the events are destroyed with the layer; a destroyed layer is refused */
+  ck_assert_int_eq(hot_layer_kernel_times(l, t, HOT_MAX_KERNEL_TIMES, NULL), HOT_ERR_INVALID);
+  ck_assert_int_eq(hot_layer_kernel_times(l, NULL, 1, &n), HOT_ERR_INVALID);
+  ck_assert_int_eq(hot_layer_kernel_times(l, t, -1, &n), HOT_ERR_INVALID);
+  ck_assert_int_eq(hot_layer_kernel_times(NULL, t, 1, &n), HOT_ERR_INVALID);
+  ck_assert_int_eq(hot_ctx_set_profiling(NULL, 1), HOT_ERR_INVALID);
+  g_reset();
+  hot_layer_destroy(l);
+  ck_assert_int_eq(g_log->events_destroyed, 18);
+  ck_assert_int_eq(hot_layer_kernel_times(l, t, HOT_MAX_KERNEL_TIMES, &n), HOT_ERR_MISUSE);
+  CUdeviceptr all[] = {x, w, gy, gx, gw, gb, sv};
+  for (size_t i = 0; i < sizeof all / sizeof all[0]; ++i) d->cuMemFree(all[i]);
+  hot_ctx_destroy(ctx);
+
+  /* the CPU backend refuses, saying why */
+  hot_options o;
+  hot_options_init(&o);
+  o.backend = HOT_BACKEND_CPU;
+  o.disk_cache = -1;
+  hot_ctx *cpu = NULL;
+  ck_assert_int_eq(hot_ctx_create(&cpu, &o), HOT_OK);
+  ck_assert_int_eq(hot_ctx_set_profiling(cpu, 1), HOT_ERR_UNSUPPORTED);
+  ck_assert_ptr_nonnull(strstr(hot_errmsg(cpu), "CUDA backend"));
+  ck_assert_int_eq(hot_ctx_set_profiling(cpu, 0), HOT_OK);
+  hot_layer_spec s;
+  plan_spec_defaults(&s, HOT_RECIPE_HOT);
+  snprintf(s.name, sizeof s.name, "cpu");
+  s.in_features = 64;
+  s.out_features = 32;
+  hot_layer *c = NULL;
+  ck_assert_int_eq(hot_layer_create(cpu, &s, 1, 16, HOT_RECIPE_HOT, &c), HOT_OK);
+  ck_assert_int_eq(hot_layer_kernel_times(c, t, HOT_MAX_KERNEL_TIMES, &n), HOT_ERR_UNSUPPORTED);
+  ck_assert_ptr_nonnull(strstr(hot_errmsg(cpu), "CUDA backend"));
+  hot_ctx_destroy(cpu);
+}
+END_TEST
+
 int main(void) {
   setenv("HOT_CUDA_DRIVER", HOT_FAKE_CUDA, 1);
   unsetenv("HOT_BACKEND");
@@ -397,6 +541,7 @@ int main(void) {
   tcase_add_test(tc, default_recipe_sequence);
   tcase_add_test(tc, paper_code_sawb_sequence);
   tcase_add_test(tc, refusals);
+  tcase_add_test(tc, profiling);
   suite_add_tcase(su, tc);
   SRunner *sr = srunner_create(su);
   srunner_run_all(sr, CK_NORMAL);
