@@ -37,13 +37,7 @@ static_assert(HOT_BIAS_CHUNK % HOT_BIAS_UNROLL == 0, "chunk must split into unro
 
 /* Element idx of g_y as fp32 (exact conversions of hot_math.cuh). */
 static __device__ __forceinline__ float hot_bias_load(const void *__restrict__ gy, long long idx) {
-#if HOT_DTYPE == 0
-  return __ldg(static_cast<const float *>(gy) + idx);
-#elif HOT_DTYPE == 1
-  return hot_bf16_to_f32(__ldg(static_cast<const unsigned short *>(gy) + idx));
-#else
-  return hot_f16_to_f32(__ldg(static_cast<const unsigned short *>(gy) + idx));
-#endif
+  return hot_load_f32(gy, idx, HOT_DTYPE);
 }
 
 extern "C" __global__ void __launch_bounds__(HOT_BIAS_THREADS)

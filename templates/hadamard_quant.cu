@@ -56,13 +56,7 @@ static_assert(HOT_CODES == 0 || HOT_BITS <= 4, "packed int4 codes need bits <= 4
 
 /* Loads element e of line `line` as f32 (0 beyond the real length). */
 static __device__ __forceinline__ float hq_load1(const void *src, long long off) {
-#if HOT_DTYPE == 0
-  return ((const float *)src)[off];
-#elif HOT_DTYPE == 1
-  return hot_bf16_to_f32(((const unsigned short *)src)[off]);
-#else
-  return hot_f16_to_f32(((const unsigned short *)src)[off]);
-#endif
+  return hot_load_f32(src, off, HOT_DTYPE);
 }
 
 /* Eight consecutive elements [c, c + 8) of a row of length n starting at row_off. */

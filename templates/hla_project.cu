@@ -105,13 +105,7 @@ __constant__ unsigned short hla_rows[HOT_R] = {HOT_ROWS};
 
 /* Element off of src as fp32 (exact conversions of hot_math.cuh). */
 static __device__ __forceinline__ float hla_load1(const void *__restrict__ src, long long off) {
-#if HOT_DTYPE == 0
-  return __ldg((const float *)src + off);
-#elif HOT_DTYPE == 1
-  return hot_bf16_to_f32(__ldg((const unsigned short *)src + off));
-#else
-  return hot_f16_to_f32(__ldg((const unsigned short *)src + off));
-#endif
+  return hot_load_f32(src, off, HOT_DTYPE);
 }
 
 #if HOT_MODE == 1

@@ -155,6 +155,19 @@ HOT_FN float hot_f16_to_f32(unsigned short h) {
 /* ---- appended for the CPU reference and the kernels that follow it (templates/CONTRACT.md) -- */
 
 /* fp64 operations that round once (no FMA contraction under nvcc either). */
+/* Element off of a tensor of dtype dt (0 = f32, 1 = bf16, 2 = f16 bit patterns) as fp32, exact.
+ * Kernels pass their compile-time HOT_DTYPE, so the branches fold away; read-only loads on the GPU. */
+HOT_FN float hot_load_f32(const void *p, long long off, int dt) {
+#ifdef __CUDACC__
+  if (dt == 0) return __ldg((const float *)p + off);
+  const unsigned short h = __ldg((const unsigned short *)p + off);
+#else
+  if (dt == 0) return ((const float *)p)[off];
+  const unsigned short h = ((const unsigned short *)p)[off];
+#endif
+  return dt == 1 ? hot_bf16_to_f32(h) : hot_f16_to_f32(h);
+}
+
 #ifdef __CUDACC__
 #define HOT_DADD(a, b) __dadd_rn((a), (b))
 #define HOT_DSUB(a, b) __dsub_rn((a), (b))

@@ -53,13 +53,7 @@ static_assert(HOT_DTYPE >= 0 && HOT_DTYPE <= 2, "HOT_DTYPE 0 (f32), 1 (bf16) or 
 static_assert(HOT_BITS >= 2 && HOT_BITS <= 8, "bits in [2, 8]");
 
 static __device__ __forceinline__ float lqs_load1(const void *__restrict__ src, long long off) {
-#if HOT_DTYPE == 0
-  return __ldg((const float *)src + off);
-#elif HOT_DTYPE == 1
-  return hot_bf16_to_f32(__ldg((const unsigned short *)src + off));
-#else
-  return hot_f16_to_f32(__ldg((const unsigned short *)src + off));
-#endif
+  return hot_load_f32(src, off, HOT_DTYPE);
 }
 
 /* hot_rand_word without the dynamically indexed struct (which would live in local memory). */

@@ -83,13 +83,7 @@ int64_t hot_ref_hla_x_bytes(const hot_layer_plan *pl) { return pl ? pl->I * pl->
 
 int ref_dt_ok(hot_dtype dt) { return dt == HOT_DT_F32 || dt == HOT_DT_BF16 || dt == HOT_DT_F16; }
 
-float ref_load(const void *p, hot_dtype dt, int64_t i) {
-  switch (dt) {
-  case HOT_DT_BF16: return hot_bf16_to_f32(((const unsigned short *)p)[i]);
-  case HOT_DT_F16: return hot_f16_to_f32(((const unsigned short *)p)[i]);
-  default: return ((const float *)p)[i];
-  }
-}
+float ref_load(const void *p, hot_dtype dt, int64_t i) { return hot_load_f32(p, (long long)i, (int)dt); }
 
 void ref_sum_init(ref_sum *s) {
   s->total = 0.0;

@@ -158,6 +158,19 @@ HOT_FN float hot_f16_to_f32(unsigned short h) {
 /* ---- appended for the CPU reference and the kernels that follow it (templates/CONTRACT.md) -- */
 
 /* fp64 operations that round once (no FMA contraction under nvcc either). */
+/* Element off of a tensor of dtype dt (0 = f32, 1 = bf16, 2 = f16 bit patterns) as fp32, exact.
+ * Kernels pass their compile-time HOT_DTYPE, so the branches fold away; read-only loads on the GPU. */
+HOT_FN float hot_load_f32(const void *p, long long off, int dt) {
+#ifdef __CUDACC__
+  if (dt == 0) return __ldg((const float *)p + off);
+  const unsigned short h = __ldg((const unsigned short *)p + off);
+#else
+  if (dt == 0) return ((const float *)p)[off];
+  const unsigned short h = ((const unsigned short *)p)[off];
+#endif
+  return dt == 1 ? hot_bf16_to_f32(h) : hot_f16_to_f32(h);
+}
+
 #ifdef __CUDACC__
 #define HOT_DADD(a, b) __dadd_rn((a), (b))
 #define HOT_DSUB(a, b) __dsub_rn((a), (b))
@@ -316,13 +329,7 @@ __constant__ unsigned short hla_rows[HOT_R] = {HOT_ROWS};
 
 /* Element off of src as fp32 (exact conversions of hot_math.cuh). */
 static __device__ __forceinline__ float hla_load1(const void *__restrict__ src, long long off) {
-#if HOT_DTYPE == 0
-  return __ldg((const float *)src + off);
-#elif HOT_DTYPE == 1
-  return hot_bf16_to_f32(__ldg((const unsigned short *)src + off));
-#else
-  return hot_f16_to_f32(__ldg((const unsigned short *)src + off));
-#endif
+  return hot_load_f32(src, off, HOT_DTYPE);
 }
 
 #if HOT_MODE == 1
@@ -579,13 +586,7 @@ static_assert(HOT_CODES == 0 || HOT_BITS <= 4, "packed int4 codes need bits <= 4
 
 /* Loads element e of line `line` as f32 (0 beyond the real length). */
 static __device__ __forceinline__ float hq_load1(const void *src, long long off) {
-#if HOT_DTYPE == 0
-  return ((const float *)src)[off];
-#elif HOT_DTYPE == 1
-  return hot_bf16_to_f32(((const unsigned short *)src)[off]);
-#else
-  return hot_f16_to_f32(((const unsigned short *)src)[off]);
-#endif
+  return hot_load_f32(src, off, HOT_DTYPE);
 }
 
 /* Eight consecutive elements [c, c + 8) of a row of length n starting at row_off. */
@@ -904,13 +905,7 @@ static_assert(HOT_CODES == 0 || HOT_BITS <= 4, "packed int4 codes need bits <= 4
 
 /* Loads element e of line `line` as f32 (0 beyond the real length). */
 static __device__ __forceinline__ float hq_load1(const void *src, long long off) {
-#if HOT_DTYPE == 0
-  return ((const float *)src)[off];
-#elif HOT_DTYPE == 1
-  return hot_bf16_to_f32(((const unsigned short *)src)[off]);
-#else
-  return hot_f16_to_f32(((const unsigned short *)src)[off]);
-#endif
+  return hot_load_f32(src, off, HOT_DTYPE);
 }
 
 /* Eight consecutive elements [c, c + 8) of a row of length n starting at row_off. */
@@ -1279,13 +1274,7 @@ __constant__ unsigned short hla_rows[HOT_R] = {HOT_ROWS};
 
 /* Element off of src as fp32 (exact conversions of hot_math.cuh). */
 static __device__ __forceinline__ float hla_load1(const void *__restrict__ src, long long off) {
-#if HOT_DTYPE == 0
-  return __ldg((const float *)src + off);
-#elif HOT_DTYPE == 1
-  return hot_bf16_to_f32(__ldg((const unsigned short *)src + off));
-#else
-  return hot_f16_to_f32(__ldg((const unsigned short *)src + off));
-#endif
+  return hot_load_f32(src, off, HOT_DTYPE);
 }
 
 #if HOT_MODE == 1
@@ -2459,13 +2448,7 @@ static_assert(HOT_BIAS_CHUNK % HOT_BIAS_UNROLL == 0, "chunk must split into unro
 
 /* Element idx of g_y as fp32 (exact conversions of hot_math.cuh). */
 static __device__ __forceinline__ float hot_bias_load(const void *__restrict__ gy, long long idx) {
-#if HOT_DTYPE == 0
-  return __ldg(static_cast<const float *>(gy) + idx);
-#elif HOT_DTYPE == 1
-  return hot_bf16_to_f32(__ldg(static_cast<const unsigned short *>(gy) + idx));
-#else
-  return hot_f16_to_f32(__ldg(static_cast<const unsigned short *>(gy) + idx));
-#endif
+  return hot_load_f32(gy, idx, HOT_DTYPE);
 }
 
 extern "C" __global__ void __launch_bounds__(HOT_BIAS_THREADS)
@@ -2578,13 +2561,7 @@ static_assert(HOT_DTYPE >= 0 && HOT_DTYPE <= 2, "HOT_DTYPE 0 (f32), 1 (bf16) or 
 static_assert(HOT_BITS >= 2 && HOT_BITS <= 8, "bits in [2, 8]");
 
 static __device__ __forceinline__ float lqs_load1(const void *__restrict__ src, long long off) {
-#if HOT_DTYPE == 0
-  return __ldg((const float *)src + off);
-#elif HOT_DTYPE == 1
-  return hot_bf16_to_f32(__ldg((const unsigned short *)src + off));
-#else
-  return hot_f16_to_f32(__ldg((const unsigned short *)src + off));
-#endif
+  return hot_load_f32(src, off, HOT_DTYPE);
 }
 
 /* hot_rand_word without the dynamically indexed struct (which would live in local memory). */
