@@ -46,6 +46,18 @@ typedef struct {
 /* Sorts ms[0..n) in place and fills *out (n = 0 gives an empty stat). Nearest-rank percentiles. */
 void bench_stat_of(double *ms, int n, bench_stat *out);
 
+/* ---- one kernel launch of a profiled save or backward (GPU) -------------------------------- */
+typedef struct {
+  char name[128];                 /* kernel entry name */
+  int role, phase;                /* hot_kernel_role (plan.h) and the launch's phase argument */
+  int bwd;                        /* 0: in hot_layer_save, 1: in hot_layer_backward */
+  bench_stat t;                   /* ms between the events around the launch (profiled runs) */
+  int64_t bytes, ops;             /* compulsory bytes and integer ops (gen/cost.h); -1 unknown */
+  int bound;                      /* 1: report TOP/s against the INT8 ceiling, else GB/s vs copy */
+} bench_kernel;
+
+#define BENCH_MAX_KERNELS (2 * HOT_MAX_KERNEL_TIMES)
+
 /* ---- one layer's results ------------------------------------------------------------------ */
 typedef struct {
   char name[HOT_NAME_MAX];
@@ -74,6 +86,10 @@ typedef struct {
   /* speed (GPU) */
   bench_stat hot_bwd, hot_fwd, bf16, fp32, tf32;
   double nsets_hot, nsets_blas;   /* buffer sets rotated (cold L2) */
+  int nk;                         /* profiled launches: save's, then backward's */
+  int prof_runs;                  /* profiled runs behind each median */
+  bench_kernel kern[BENCH_MAX_KERNELS];
+  char prof_note[160];            /* why the per-kernel figures are missing, if they are */
   /* status: "" = ok; otherwise the first error of this layer */
   char status[320];
   int unsupported;                /* the status is HOT_ERR_UNSUPPORTED (kernels not landed) */

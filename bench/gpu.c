@@ -6,6 +6,8 @@
 #include <string.h>
 
 #include "bench.h"
+#include "cost.h"
+#include "plan.h"
 
 #define ATTR_L2_CACHE_SIZE 38 /* CU_DEVICE_ATTRIBUTE_L2_CACHE_SIZE (cuda.h) */
 #define DP(p) ((void *)(uintptr_t)(p))
@@ -61,16 +63,21 @@ void bench_gpu_close(bench_gpu *g) {
 }
 
 /* ---- device allocations tracked for one stage ---------------------------------------------- */
+#define ARENA_MAX (8 * MAX_SETS + 32) /* the speed stage: 7 buffers per rotated set + 5 */
 typedef struct {
   bench_gpu *g;
   int n;
-  CUdeviceptr p[256];
+  CUdeviceptr p[ARENA_MAX];
   char err[300];
 } arena;
 
 static CUdeviceptr dalloc(arena *a, size_t bytes) {
   CUdeviceptr p = 0;
-  if (a->err[0] || a->n >= 256) return 0;
+  if (a->err[0]) return 0;
+  if (a->n >= ARENA_MAX) {
+    snprintf(a->err, sizeof a->err, "more than %d device buffers in one stage", ARENA_MAX);
+    return 0;
+  }
   CUresult r = a->g->d->cuMemAlloc(&p, bytes ? (bytes + 255) & ~(size_t)255 : 256);
   if (r) {
     char what[96];
@@ -295,6 +302,75 @@ static int run_blas(void *p, int it) {
   return r;
 }
 
+/* Per-kernel times: `runs` profiled saves and backwards (hot_ctx_set_profiling), each launch's
+ * median, and the compulsory bytes / integer ops of the launch from the plan (gen/cost.h), so
+ * the report can state GB/s against the copy ceiling or TOP/s against the INT8 one. Profiling
+ * synchronises after every call; the end-to-end timings above ran without it. */
+#define PROF_RUNS_MAX 64
+static void profile_kernels(bench_gpu *g, hot_ctx *ctx, speed_arg *s, bench_layer *bl, int runs) {
+  static double samples[BENCH_MAX_KERNELS][PROF_RUNS_MAX];
+  hot_kernel_time kt[HOT_MAX_KERNEL_TIMES];
+  if (runs > PROF_RUNS_MAX) runs = PROF_RUNS_MAX;
+  bl->nk = 0;
+  if (hot_ctx_set_profiling(ctx, 1) != HOT_OK) {
+    snprintf(bl->prof_note, sizeof bl->prof_note, "profiling refused: %.120s", hot_errmsg(ctx));
+    return;
+  }
+  const hot_layer_plan *pl = hot_layer_get_plan(s->layer);
+  int ok = 1, count[2] = {0, 0};
+  for (int it = 0; it < runs && ok; ++it) {
+    int base = 0;
+    for (int bwd = 0; bwd < 2 && ok; ++bwd) {
+      int rc = bwd ? run_backward(s, it) : run_save(s, it);
+      int n = 0;
+      if (rc || hot_layer_kernel_times(s->layer, kt, HOT_MAX_KERNEL_TIMES, &n) != HOT_OK) {
+        snprintf(bl->prof_note, sizeof bl->prof_note, "profiled %s failed: %.120s",
+                 bwd ? "backward" : "save", hot_errmsg(ctx));
+        ok = 0;
+        break;
+      }
+      if (n > HOT_MAX_KERNEL_TIMES) n = HOT_MAX_KERNEL_TIMES;
+      if (it == 0) count[bwd] = n;
+      if (n != count[bwd]) {
+        snprintf(bl->prof_note, sizeof bl->prof_note, "launch count changed between runs");
+        ok = 0;
+      }
+      for (int i = 0; i < n && ok; ++i) {
+        bench_kernel *k = &bl->kern[base + i];
+        if (it == 0) {
+          memset(k, 0, sizeof *k);
+          snprintf(k->name, sizeof k->name, "%s", kt[i].name ? kt[i].name : "?");
+          k->role = kt[i].role;
+          k->phase = kt[i].phase;
+          k->bwd = bwd;
+          hot_kernel_cost c;
+          if (pl && plan_kernel_cost(pl, (hot_kernel_role)k->role, k->phase, k->phase == 2, &c) == 0) {
+            k->bytes = c.bytes_read + c.bytes_written;
+            k->ops = c.int_ops;
+            k->bound = c.bound;
+          } else {
+            k->bytes = k->ops = -1;
+          }
+        } else if (k->role != kt[i].role || k->phase != kt[i].phase || k->bwd != bwd) {
+          snprintf(bl->prof_note, sizeof bl->prof_note, "launch sequence changed between runs");
+          ok = 0;
+        }
+        samples[base + i][it] = kt[i].ms;
+      }
+      base += n;
+      if (it == 0) bl->nk = base;
+    }
+    if (ok) bl->prof_runs = it + 1;
+  }
+  hot_ctx_set_profiling(ctx, 0);
+  if (!ok || !bl->prof_runs) {
+    bl->nk = 0;
+    return;
+  }
+  for (int i = 0; i < bl->nk; ++i) bench_stat_of(samples[i], bl->prof_runs, &bl->kern[i].t);
+  (void)g;
+}
+
 void bench_gpu_speed(bench_gpu *g, hot_ctx *ctx, const bench_run *run, bench_layer *bl) {
   arena a = {.g = g};
   speed_arg *s = calloc(1, sizeof *s);
@@ -385,6 +461,7 @@ void bench_gpu_speed(bench_gpu *g, hot_ctx *ctx, const bench_run *run, bench_lay
     rc = rc ? rc : bench_time(g->d, g->s, warm, iters, run_backward, s, &bl->hot_bwd, err, sizeof err);
     if (rc > 0) set_status(bl, (hot_status)rc, ctx, "backward (timed)");
     if (rc < 0 && !bl->status[0]) snprintf(bl->status, sizeof bl->status, "timing: %s", err);
+    if (!rc) profile_kernels(g, ctx, s, bl, iters < 20 ? iters : 20);
   }
   /* cuBLAS: the same two products in BF16, FP32 (no TF32) and FP32 with TF32. */
   if (g->cb) {

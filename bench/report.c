@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "bench.h"
+#include "plan.h"
 
 static double ratio(int64_t a, int64_t b) { return b > 0 ? (double)a / (double)b : 0; }
 static double speedup(const bench_stat *base, const bench_stat *hot) {
@@ -25,6 +26,41 @@ static const char *num(double v, const char *fmt, int ok, char *buf, size_t n) {
 }
 
 static int gpu_ran(const bench_run *r) { return r->backend == HOT_BACKEND_CUDA; }
+
+/* Achieved rate of one profiled launch: TOP/s (math-bound) or GB/s, and its share of the
+ * ceiling measured in the same run (0 when that ceiling or the cost is unknown). */
+static double kernel_rate(const bench_kernel *k, const bench_run *r, double *pct) {
+  *pct = 0;
+  if (!k->t.n || k->t.med <= 0 || k->bytes < 0) return 0;
+  double v = k->bound ? (double)k->ops / k->t.med / 1e9 : (double)k->bytes / k->t.med / 1e6;
+  double ceil = k->bound ? r->int8_tops : r->copy_gbs;
+  if (ceil > 0) *pct = 100 * v / ceil;
+  return v;
+}
+
+/* Per-kernel medians of the profiled runs, against the ceilings of the same run. */
+static void kernel_table(const bench_run *r, FILE *f) {
+  int any = 0;
+  for (int i = 0; i < r->n; ++i) any |= r->layers[i].nk > 0 || r->layers[i].prof_note[0];
+  if (!any) return;
+  fprintf(f, "\nper kernel (median ms of the profiled runs, events around each launch; rate = "
+             "compulsory bytes / time vs the copy ceiling, or integer ops / time vs INT8 cuBLAS)\n");
+  fprintf(f, "%-12s %-4s %-8s %2s %-44s %9s %12s %7s\n", "layer", "call", "role", "ph", "kernel",
+          "ms", "rate", "ceil%");
+  for (int i = 0; i < r->n; ++i) {
+    const bench_layer *l = &r->layers[i];
+    if (!l->nk && l->prof_note[0]) fprintf(f, "%-12s   no per-kernel figures: %s\n", l->name, l->prof_note);
+    for (int j = 0; j < l->nk; ++j) {
+      const bench_kernel *k = &l->kern[j];
+      double pct, v = kernel_rate(k, r, &pct);
+      char rate[32] = "-", pc[16] = "-";
+      if (v > 0) snprintf(rate, sizeof rate, "%.1f %s", v, k->bound ? "TOP/s" : "GB/s");
+      if (pct > 0) snprintf(pc, sizeof pc, "%.0f%%", pct);
+      fprintf(f, "%-12s %-4s %-8s %2d %-44.44s %9.4f %12s %7s\n", j ? "" : l->name, k->bwd ? "bwd" : "fwd",
+              plan_role_name((hot_kernel_role)k->role), k->phase, k->name, k->t.med, rate, pc);
+    }
+  }
+}
 
 void bench_report_table(const bench_run *r, FILE *f) {
   char a[32], b[32], c[32], d[32], e[32], g[32], h[32];
@@ -155,6 +191,7 @@ void bench_report_table(const bench_run *r, FILE *f) {
           num(tb.med, "%.3f", all, b, sizeof b), num(tf.med, "%.3f", all, c, sizeof c),
           num(tt.med, "%.3f", all, d, sizeof d), num(speedup(&tb, &th), "%.2f", all, e, sizeof e),
           num(speedup(&tf, &th), "%.2f", all, g, sizeof g), num(speedup(&tt, &th), "%.2f", all, h, sizeof h));
+  kernel_table(r, f);
   fprintf(f, "%d layer(s), %.1f s\n", r->n, r->wall_s);
 }
 
@@ -288,6 +325,28 @@ int bench_report_json(const bench_run *r, FILE *f) {
     jstat(f, "cublas_fp32", &l->fp32);
     jstat(f, "cublas_tf32", &l->tf32);
     KEY("buffer_sets"); jnum(f, l->nsets_hot, l->nsets_hot > 0);
+    KEY("kernels");
+    fputc('[', f);
+    for (int j = 0; j < l->nk; ++j) {
+      const bench_kernel *k = &l->kern[j];
+      double pct, v = kernel_rate(k, r, &pct);
+      fprintf(f, "%s\n        {\"kernel\": ", j ? "," : "");
+      jstr(f, k->name);
+      fprintf(f, ", \"role\": \"%s\", \"phase\": %d, \"call\": \"%s\", \"ms\": ",
+              plan_role_name((hot_kernel_role)k->role), k->phase, k->bwd ? "backward" : "save");
+      jnum(f, k->t.med, k->t.n);
+      fprintf(f, ", \"bytes\": %lld, \"int_ops\": %lld, \"%s\": ", (long long)k->bytes,
+              (long long)k->ops, k->bound ? "tops" : "gbs");
+      jnum(f, v, v > 0);
+      fputs(", \"ceiling_pct\": ", f);
+      jnum(f, pct, pct > 0);
+      fputc('}', f);
+    }
+    fputs(l->nk ? "\n      ]" : "]", f);
+    if (l->prof_note[0]) {
+      KEY("kernels_note");
+      jstr(f, l->prof_note);
+    }
     fputs("\n    }", f);
     sa += l->abc_bytes;
     sf += l->fp32_bytes;

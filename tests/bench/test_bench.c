@@ -4,7 +4,12 @@
  *  - the JSON has backend "cpu", every layer's name, errors in the bands of seeded Gaussian data
  *    (HOT.md 8, widened for these sizes), ABC ratios equal to the plan's (libhot's own plan of
  *    the same layer), JIT figures (cold compile > warm disk hit), and null speed fields;
- *  - --backend cuda without a driver fails with a message naming the missing driver, exit 1. */
+ *  - --backend cuda without a driver fails with a message naming the missing driver, exit 1;
+ *  - the GPU path end to end against the recording fake driver (tests/runtime/fake_cuda.c:
+ *    kernels compute nothing, every event interval is 0.01 ms): the speed fields are filled,
+ *    and the per-kernel list has every launch of the plan with the compulsory bytes of
+ *    gen/cost.h and the rate bytes / 0.01 ms. Numbers are the fake's, so only the plumbing is
+ *    checked; bit-exactness is necessarily "false" there. */
 #define _POSIX_C_SOURCE 200809L
 #include <check.h>
 #include <math.h>
@@ -13,6 +18,7 @@
 #include <string.h>
 #include <sys/wait.h>
 
+#include "cost.h"
 #include "hot.h"
 
 /* Runs cmd under sh, output (stdout, and stderr when `both`) into a malloc'd string; *status is
@@ -170,6 +176,72 @@ START_TEST(test_cuda_without_driver) {
 }
 END_TEST
 
+#ifdef HOT_FAKE_CUDA
+/* Count of `needle` in [p, end). */
+static int count_in(const char *p, const char *end, const char *needle) {
+  int n = 0;
+  for (const char *q = strstr(p, needle); q && q < end; q = strstr(q + 1, needle)) ++n;
+  return n;
+}
+
+START_TEST(test_gpu_path_on_fake_driver) {
+  int st;
+  char *out = run("HOT_CUDA_DRIVER=" HOT_FAKE_CUDA " HOT_CACHE_DIR=bench_fake_cache " HOT_BENCH_EXE
+                  " " HOT_BENCH_SPEC " --backend cuda --json --no-jit --iters 3 --warmup 1 2>/dev/null",
+                  &st);
+  /* exit 2: the layers ran, but cuBLAS (real library, fake driver) could not start */
+  ck_assert_msg(st == 0 || st == 2, "exit %d:\n%s", st, out);
+  ck_assert_msg(strstr(out, "\"backend\": \"cuda\"") != NULL, "%s", out);
+  hot_options o;
+  hot_options_init(&o);
+  o.backend = HOT_BACKEND_CPU;
+  o.arch = "sm_90"; /* the fake device's */
+  hot_ctx *ctx = NULL;
+  ck_assert_int_eq(hot_ctx_create(&ctx, &o), HOT_OK);
+  const char *names[2] = {"a", "b"};
+  for (int i = 0; i < 2; ++i) {
+    const char *end, *ob = layer_obj(out, names[i], &end);
+    ck_assert_msg(num_in(ob, end, "hot_ms") > 0, "layer %s: no HOT time", names[i]);
+    ck_assert_msg(num_in(ob, end, "hot_fwd_ms") > 0, "layer %s: no forward time", names[i]);
+    const char *k = strstr(ob, "\"kernels\": [");
+    ck_assert_msg(k && k < end, "layer %s: no kernel list", names[i]);
+    hot_layer *l = NULL;
+    ck_assert_int_eq(hot_layer_from_spec(ctx, HOT_BENCH_SPEC, names[i], 0, &l), HOT_OK);
+    const hot_layer_plan *pl = hot_layer_get_plan(l);
+    /* every planned role appears (LQS only runs in calibration, which is not profiled) */
+    for (int r = 0; r < pl->n_kernels; ++r) {
+      if (pl->kernels[r].role == HOT_K_LQS) continue;
+      char key[160];
+      snprintf(key, sizeof key, "\"kernel\": \"%s\", \"role\": \"%s\"", pl->kernels[r].name,
+               plan_role_name(pl->kernels[r].role));
+      ck_assert_msg(count_in(k, end, key) >= 1, "layer %s: %s not profiled", names[i], key);
+    }
+    /* the GEMM g_x entry: bytes and ops from gen/cost.h, rate = ops / 0.01 ms */
+    hot_kernel_cost c;
+    ck_assert_int_eq(plan_kernel_cost(pl, HOT_K_GEMM_GX, 0, 0, &c), 0);
+    const char *g = strstr(k, "\"role\": \"gemm_gx\"");
+    ck_assert_msg(g && g < end, "no gemm_gx entry");
+    const char *ge = strchr(g, '}');
+    ck_assert(num_in(g, ge, "ms") == 0.01);
+    ck_assert(num_in(g, ge, "bytes") == (double)(c.bytes_read + c.bytes_written));
+    ck_assert(num_in(g, ge, "int_ops") == (double)c.int_ops);
+    double tops = num_in(g, ge, "tops");
+    ck_assert_msg(fabs(tops - (double)c.int_ops / 0.01 / 1e9) < 1e-5 * tops, "tops %g", tops);
+    /* an HQ entry reports GB/s */
+    const char *h = strstr(k, "\"role\": \"hq_w\", \"phase\": 1");
+    ck_assert_msg(h && h < end, "no hq_w phase 1 entry");
+    ck_assert_int_eq(plan_kernel_cost(pl, HOT_K_HQ_W, 1, 0, &c), 0);
+    double gbs = num_in(h, strchr(h, '}'), "gbs");
+    double want = (double)(c.bytes_read + c.bytes_written) / 0.01 / 1e6;
+    ck_assert_msg(fabs(gbs - want) < 1e-5 * want, "gbs %g want %g", gbs, want);
+    hot_layer_destroy(l);
+  }
+  hot_ctx_destroy(ctx);
+  free(out);
+}
+END_TEST
+#endif
+
 int main(void) {
   Suite *s = suite_create("bench");
   TCase *tc = tcase_create("cpu");
@@ -177,6 +249,9 @@ int main(void) {
   tcase_add_test(tc, test_json_cpu);
   tcase_add_test(tc, test_table_first_line_and_jit);
   tcase_add_test(tc, test_cuda_without_driver);
+#ifdef HOT_FAKE_CUDA
+  tcase_add_test(tc, test_gpu_path_on_fake_driver);
+#endif
   suite_add_tcase(s, tc);
   SRunner *r = srunner_create(s);
   srunner_run_all(r, CK_NORMAL);

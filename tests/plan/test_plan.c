@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "basis.h"
+#include "cost.h"
 #include "plan.h"
 
 static hot_layer_plan g_plan, g_plan2; /* large: keep off the stack */
@@ -518,6 +519,59 @@ START_TEST(op_counts) {
 }
 END_TEST
 
+/* Compulsory traffic of each launch (gen/cost.c), by hand for a ViT fc1 layer (B = 2, L = 197,
+ * O = 3072, I = 768, f32, b = 16, p = 16 tri: r = 10) on sm_80 (packed int4 HQ codes) and sm_90
+ * (int8 codes); illegal role/phase pairs refused. */
+START_TEST(kernel_costs) {
+  hot_layer_spec s = layer(HOT_RECIPE_HOT, 768, 3072);
+  s.bias = 1;
+  s.hq.g.gran = HOT_GRAN_AUTO;
+  for (int a = 0; a < 2; ++a) {
+    plan_ok(&s, 2, 197, HOT_RECIPE_HOT, a ? HOT_ARCH_SM90 : HOT_ARCH_SM80, &g_plan);
+    const hot_layer_plan *p = &g_plan;
+    const int64_t T = 394, O = 3072, I = 768, kq = p->hq.gemm.k_pad, kh = p->hla.gemm.k_pad;
+    const int64_t cb = a ? kq : kq / 2; /* code bytes per HQ row */
+    ck_assert_int_eq(p->hq.codes, a ? HOT_CODES_S8 : HOT_CODES_S4_PACKED);
+    hot_kernel_cost c;
+    ck_assert_int_eq(plan_kernel_cost(p, HOT_K_HQ_G, 0, 0, &c), 0);
+    ck_assert_int_eq(c.bytes_read, T * O * 4);
+    ck_assert_int_eq(c.bytes_written, 0);
+    ck_assert_int_eq(plan_kernel_cost(p, HOT_K_HQ_G, 1, 0, &c), 0);
+    ck_assert_int_eq(c.bytes_written, T * cb + 4);
+    ck_assert_int_eq(plan_kernel_cost(p, HOT_K_HQ_G, 2, 1, &c), 0);
+    ck_assert_int_eq(c.bytes_written, T * cb + T * 4);
+    ck_assert_int_eq(plan_kernel_cost(p, HOT_K_HQ_G, 2, 0, &c), -1); /* phase 2 is per token */
+    ck_assert_int_eq(plan_kernel_cost(p, HOT_K_HQ_W, 1, 0, &c), 0);
+    ck_assert_int_eq(c.bytes_read, O * I * 4);
+    ck_assert_int_eq(c.bytes_written, I * cb + 4);
+    ck_assert_int_eq(plan_kernel_cost(p, HOT_K_ABC_X, 1, 0, &c), 0);
+    ck_assert_int_eq(c.bytes_read, T * I * 4);
+    ck_assert_int_eq(c.bytes_written, I * kh + 4);
+    ck_assert_int_eq(plan_kernel_cost(p, HOT_K_HLA_G, 1, 0, &c), 0);
+    ck_assert_int_eq(c.bytes_written, O * kh + 4);
+    ck_assert_int_eq(plan_kernel_cost(p, HOT_K_GEMM_GX, 0, 0, &c), 0);
+    ck_assert_int_eq(c.bound, 1);
+    ck_assert_int_eq(c.int_ops, 2 * T * I * kq);
+    ck_assert_int_eq(c.bytes_read, (T + I) * cb + T * 4);
+    ck_assert_int_eq(c.bytes_written, T * I * 4);
+    ck_assert_int_eq(plan_kernel_cost(p, HOT_K_GEMM_GW, 0, 0, &c), 0);
+    ck_assert_int_eq(c.int_ops, 2 * O * I * kh);
+    ck_assert_int_eq(c.bytes_read, (O + I) * kh);
+    ck_assert_int_eq(plan_kernel_cost(p, HOT_K_BIAS, 0, 0, &c), 0);
+    ck_assert_int_eq(c.bytes_read, T * O * 4);
+    ck_assert_int_eq(c.bytes_written, O * 4);
+    ck_assert_int_eq(c.bound, 0);
+    ck_assert_int_eq(plan_kernel_cost(p, HOT_K_LQS, 1, 0, &c), 0);
+    ck_assert_int_eq(c.bytes_read, T * O * 4 + T * 4);
+    ck_assert_int_eq(plan_kernel_cost(p, HOT_K_GEMM_GX, 1, 0, &c), -1);
+    ck_assert_int_eq(plan_kernel_cost(p, HOT_K_LQS, 3, 0, &c), -1);
+    ck_assert_int_eq(plan_kernel_cost(p, HOT_K_SAWB_W, 0, 0, &c), -1); /* absmax: no SAWB */
+    ck_assert_int_eq(c.bytes_read + c.bytes_written + c.int_ops, 0);   /* zeroed on error */
+  }
+  ck_assert_int_eq(plan_kernel_cost(NULL, HOT_K_BIAS, 0, 0, &(hot_kernel_cost){0}), -1);
+}
+END_TEST
+
 int main(void) {
   Suite *su = suite_create("plan");
   TCase *tc = tcase_create("basis");
@@ -533,6 +587,7 @@ int main(void) {
   tcase_add_test(tc, illegal_requests);
   tcase_add_test(tc, kernel_names);
   tcase_add_test(tc, op_counts);
+  tcase_add_test(tc, kernel_costs);
   suite_add_tcase(su, tc);
   SRunner *sr = srunner_create(su);
   srunner_run_all(sr, CK_NORMAL);

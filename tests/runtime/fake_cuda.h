@@ -15,7 +15,8 @@ typedef struct {
 } fake_cuda_launch;
 
 typedef struct {
-  int n;
+  int n;                   /* launches recorded in l[] (at most FAKE_CUDA_MAX_LAUNCHES) */
+  long total;              /* kernel launches in all (recorded or not) */
   int syncs;               /* cuStreamSynchronize calls */
   int events_created;      /* cuEventCreate calls */
   int events_recorded;     /* cuEventRecord calls */
