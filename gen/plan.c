@@ -3,6 +3,8 @@
  * ABC bytes, operation counts). Pure C: no Lua, no allocation, no I/O. */
 #include "plan.h"
 
+#include <stdint.h>
+
 #include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
@@ -115,17 +117,57 @@ static int pow2_dividing(int64_t v, int cap) {
   return p;
 }
 
+/* 1 when k products of codes with at most qmax(bits_a) x qmax(bits_b) cannot exceed INT32_MAX. */
+static int int32_sum_fits(int64_t k, int bits_a, int bits_b) {
+  const int64_t qa = (1 << (bits_a - 1)) - 1, qb = (1 << (bits_b - 1)) - 1;
+  return k * qa * qb <= (int64_t)INT32_MAX;
+}
+
 static int quant_ok(const hot_quant *q, const char *what, char *err, size_t n) {
   if (q->bits < 2 || q->bits > 8)
     return hot_errf(err, n, "%s must be in [2, 8] (got %d)", what, q->bits);
   return 0;
 }
 
-unsigned plan_gemm_smem(hot_codes codes, int tile_m, int tile_n, int tile_k, int stages) {
+unsigned plan_gemm_smem(hot_gemm_path path, hot_codes codes, int tile_m, int tile_n, int tile_k,
+                        int stages) {
+  if (path == HOT_GEMM_WGMMA_S8) /* templates/gemm_wgmma.cu: 128-byte rows, +1024 to align */
+    return (unsigned)((int64_t)stages * (tile_m + tile_n) * tile_k + 1024);
   /* templates/gemm_int.cu: per stage one A tile (tile_m rows) and one B tile (tile_n rows) of
    * tile_k codes each, XOR-swizzled (no padding). */
   int64_t row_bytes = codes == HOT_CODES_S4_PACKED ? tile_k / 2 : tile_k;
   return (unsigned)((int64_t)stages * (tile_m + tile_n) * row_bytes);
+}
+
+/* Problems with fewer 128x128 tiles than about two waves of 100+ SMs use smaller tiles. */
+static int gemm_is_big(const hot_gemm_plan *g) { return cdiv(g->m, 128) * cdiv(g->n, 128) >= 200; }
+
+/* The wgmma path (templates/gemm_wgmma.cu): warpgroups of 64 rows, one 128-byte K slab per
+ * stage; warps follow from tile_m (4 per warpgroup), so requests for them must agree. */
+static int plan_gemm_wgmma(hot_gemm_plan *g, const hot_tile *req, const char *what, char *err,
+                           size_t n) {
+  const int big = gemm_is_big(g);
+  g->tile_m = req->tile_m ? req->tile_m : 128;
+  g->tile_n = req->tile_n ? req->tile_n : (big ? 256 : 128);
+  g->tile_k = req->tile_k ? req->tile_k : 128;
+  g->stages = req->stages ? req->stages : 4;
+  if (g->tile_m != 64 && g->tile_m != 128)
+    return hot_errf(err, n, "%s.tile_m must be 64 or 128 for wgmma_s8 (got %d)", what, g->tile_m);
+  if (g->tile_n != 64 && g->tile_n != 128 && g->tile_n != 256)
+    return hot_errf(err, n, "%s.tile_n must be 64, 128 or 256 for wgmma_s8 (got %d)", what,
+                    g->tile_n);
+  if (g->tile_k != 128)
+    return hot_errf(err, n, "%s.tile_k must be 128 for wgmma_s8 (one 128-byte swizzled slab; got "
+                    "%d)", what, g->tile_k);
+  g->warps_m = g->tile_m / 16;
+  g->warps_n = 1;
+  if ((req->warps_m && req->warps_m != g->warps_m) || (req->warps_n && req->warps_n != 1))
+    return hot_errf(err, n, "%s: wgmma_s8 uses %d x 1 warps for tile_m = %d (4 warps per 64-row "
+                    "warpgroup; got %d x %d)", what, g->warps_m, g->tile_m, req->warps_m,
+                    req->warps_n);
+  if (g->stages < 3 || g->stages > 8)
+    return hot_errf(err, n, "%s.stages must be in [3, 8] for wgmma_s8 (got %d)", what, g->stages);
+  return 0;
 }
 
 /* Chooses and checks the tile configuration of one GEMM (m x n x k). */
@@ -133,37 +175,44 @@ static int plan_gemm(hot_gemm_plan *g, const hot_tile *req, const hot_arch_caps 
                      hot_gemm_path path, const char *what, char *err, size_t n) {
   g->path = path;
   g->codes = path == HOT_GEMM_MMA_S4 ? HOT_CODES_S4_PACKED : HOT_CODES_S8;
-  /* Small problems (fewer 128x128 tiles than about two waves of 100+ SMs) use 64x64 tiles. */
-  int big = cdiv(g->m, 128) * cdiv(g->n, 128) >= 200;
-  g->tile_m = req->tile_m ? req->tile_m : (big ? 128 : 64);
-  g->tile_n = req->tile_n ? req->tile_n : (big ? 128 : 64);
-  int k_step = path == HOT_GEMM_MMA_S4 ? 64 : 32; /* K of one mma instruction */
-  g->tile_k = req->tile_k ? req->tile_k : 2 * k_step;
-  g->warps_m = req->warps_m ? req->warps_m : 2;
-  g->warps_n = req->warps_n ? req->warps_n : 2;
-  g->stages = req->stages ? req->stages : (big ? 3 : 4);
-  if (g->tile_m != 64 && g->tile_m != 128 && g->tile_m != 256)
-    return hot_errf(err, n, "%s.tile_m must be 64, 128 or 256 (got %d)", what, g->tile_m);
-  if (g->tile_n != 64 && g->tile_n != 128 && g->tile_n != 256)
-    return hot_errf(err, n, "%s.tile_n must be 64, 128 or 256 (got %d)", what, g->tile_n);
-  if (g->tile_k % k_step != 0 || g->tile_k < k_step || g->tile_k > 4 * k_step)
-    return hot_errf(err, n, "%s.tile_k must be a multiple of %d in [%d, %d] for %s (got %d)", what,
-                k_step, k_step, 4 * k_step, plan_gemm_path_name(path), g->tile_k);
-  if (g->warps_m < 1 || g->warps_n < 1 || g->warps_m * g->warps_n > 8)
-    return hot_errf(err, n, "%s: warps_m x warps_n must be in [1, 8] (got %d x %d)", what, g->warps_m,
-                g->warps_n);
-  if (g->tile_m % (16 * g->warps_m) != 0 || g->tile_n % (8 * g->warps_n) != 0)
-    return hot_errf(err, n, "%s: tile %dx%d does not split into %dx%d warps of mma tiles", what,
-                g->tile_m, g->tile_n, g->warps_m, g->warps_n);
-  if (g->stages < 2 || g->stages > 6)
-    return hot_errf(err, n, "%s.stages must be in [2, 6] (got %d)", what, g->stages);
+  if (path == HOT_GEMM_WGMMA_S8) {
+    if (plan_gemm_wgmma(g, req, what, err, n)) return -1;
+  } else {
+    const int big = gemm_is_big(g);
+    g->tile_m = req->tile_m ? req->tile_m : (big ? 128 : 64);
+    g->tile_n = req->tile_n ? req->tile_n : (big ? 128 : 64);
+    int k_step = path == HOT_GEMM_MMA_S4 ? 64 : 32; /* K of one mma instruction */
+    g->tile_k = req->tile_k ? req->tile_k : 2 * k_step;
+    g->warps_m = req->warps_m ? req->warps_m : 2;
+    g->warps_n = req->warps_n ? req->warps_n : 2;
+    g->stages = req->stages ? req->stages : (big ? 3 : 4);
+    if (g->tile_m != 64 && g->tile_m != 128 && g->tile_m != 256)
+      return hot_errf(err, n, "%s.tile_m must be 64, 128 or 256 (got %d)", what, g->tile_m);
+    if (g->tile_n != 64 && g->tile_n != 128 && g->tile_n != 256)
+      return hot_errf(err, n, "%s.tile_n must be 64, 128 or 256 (got %d)", what, g->tile_n);
+    if (g->tile_k % k_step != 0 || g->tile_k < k_step || g->tile_k > 4 * k_step)
+      return hot_errf(err, n, "%s.tile_k must be a multiple of %d in [%d, %d] for %s (got %d)",
+                      what, k_step, k_step, 4 * k_step, plan_gemm_path_name(path), g->tile_k);
+    if (g->warps_m < 1 || g->warps_n < 1 || g->warps_m * g->warps_n > 8)
+      return hot_errf(err, n, "%s: warps_m x warps_n must be in [1, 8] (got %d x %d)", what,
+                      g->warps_m, g->warps_n);
+    if (g->tile_m % (16 * g->warps_m) != 0 || g->tile_n % (8 * g->warps_n) != 0)
+      return hot_errf(err, n, "%s: tile %dx%d does not split into %dx%d warps of mma tiles", what,
+                      g->tile_m, g->tile_n, g->warps_m, g->warps_n);
+    if (g->stages < 2 || g->stages > 6)
+      return hot_errf(err, n, "%s.stages must be in [2, 6] (got %d)", what, g->stages);
+  }
   g->k_pad = round_up(g->k, g->tile_k);
-  g->smem = plan_gemm_smem(g->codes, g->tile_m, g->tile_n, g->tile_k, g->stages);
+  g->smem = plan_gemm_smem(path, g->codes, g->tile_m, g->tile_n, g->tile_k, g->stages);
   if (g->smem > (unsigned)caps->max_smem_optin)
     return hot_errf(err, n, "%s: tile %dx%dx%d with %d stages needs %u bytes of shared memory, %s "
                 "allows %d", what, g->tile_m, g->tile_n, g->tile_k, g->stages, g->smem,
                 caps->name, caps->max_smem_optin);
   return 0;
+}
+
+static const char *gemm_template(const hot_gemm_plan *g) {
+  return g->path == HOT_GEMM_WGMMA_S8 ? "templates/gemm_wgmma.cu" : "templates/gemm_int.cu";
 }
 
 static hot_kernel_plan *add_kernel(hot_layer_plan *p, hot_kernel_role role, const char *templ) {
@@ -271,8 +320,12 @@ int plan_layer(const hot_layer_spec *s, int64_t batch, int64_t tokens, hot_recip
     p->hq.block = pow2_dividing(p->O, s->hq.block); /* the paper code's shrinking rule */
   }
   p->hq.o_pad = round_up(p->O, p->hq.block);
-  hot_gemm_path gx_path =
-      (caps->int4_mma && p->hq.g.bits <= 4 && p->hq.w.bits <= 4) ? HOT_GEMM_MMA_S4 : HOT_GEMM_MMA_S8;
+  /* HOT.md 7: INT4 MMA where the tensor cores have it and both operands fit 4 bits; wgmma on
+   * sm_90a; INT8 mma.sync otherwise. */
+  hot_gemm_path gx_path = caps->wgmma ? HOT_GEMM_WGMMA_S8
+                          : (caps->int4_mma && p->hq.g.bits <= 4 && p->hq.w.bits <= 4)
+                              ? HOT_GEMM_MMA_S4
+                              : HOT_GEMM_MMA_S8;
   p->hq.gemm.m = p->T;
   p->hq.gemm.n = p->I;
   p->hq.gemm.k = p->hq.o_pad;
@@ -317,10 +370,24 @@ int plan_layer(const hot_layer_spec *s, int64_t batch, int64_t tokens, hot_recip
     if (p->hla.rank < 1) return hot_errf(err, n, "hla: invalid basis selection");
   }
   p->hla.k = p->hla.blocks * p->hla.rank;
+  /* Exact int32 sums (HOT.md 3.5, 4.6): every path and the twin agree only while no sum can
+   * overflow, so a contraction that could is refused here, on every backend alike. */
+  if (p->hq.enabled && !int32_sum_fits(p->hq.o_pad, p->hq.g.bits, p->hq.w.bits))
+    return hot_errf(err, n, "hq: O = %lld is too long for exact int32 sums of %d x %d-bit codes",
+                    (long long)p->O, p->hq.g.bits, p->hq.w.bits);
+  if (p->hla.enabled && !int32_sum_fits(p->hla.k, p->hla.g.bits, p->hla.x.bits))
+    return hot_errf(err, n, "hla: K = blocks x r = %lld x %d = %lld could overflow the int32 sums "
+                    "of %d x %d-bit codes (at most %lld): use fewer tokens per call or a lower "
+                    "hla.keep", (long long)p->hla.blocks, p->hla.rank, (long long)p->hla.k,
+                    p->hla.g.bits, p->hla.x.bits,
+                    (long long)(INT32_MAX / (((1 << (p->hla.g.bits - 1)) - 1) *
+                                             ((1 << (p->hla.x.bits - 1)) - 1))));
   p->hla.gemm.m = p->O;
   p->hla.gemm.n = p->I;
   p->hla.gemm.k = p->hla.k;
-  if (plan_gemm(&p->hla.gemm, &s->tile_gw, caps, HOT_GEMM_MMA_S8, "tile_gw", err, n)) return -1;
+  if (plan_gemm(&p->hla.gemm, &s->tile_gw, caps, caps->wgmma ? HOT_GEMM_WGMMA_S8 : HOT_GEMM_MMA_S8,
+                "tile_gw", err, n))
+    return -1;
 
   /* ABC (HOT.md 5). */
   p->abc.enabled = s->abc.enabled && s->hla.enabled;
@@ -369,13 +436,13 @@ int plan_layer(const hot_layer_spec *s, int64_t batch, int64_t tokens, hot_recip
   }
   if (p->hq.enabled) {
     const hot_gemm_plan *g = &p->hq.gemm;
-    hot_kernel_plan *k = add_kernel(p, HOT_K_GEMM_GX, "templates/gemm_int.cu");
+    hot_kernel_plan *k = add_kernel(p, HOT_K_GEMM_GX, gemm_template(g));
     set_geom(k, cdiv(g->n, g->tile_n), cdiv(g->m, g->tile_m), (unsigned)(32 * g->warps_m * g->warps_n),
              g->smem);
   }
   if (p->hla.enabled) {
     const hot_gemm_plan *g = &p->hla.gemm;
-    hot_kernel_plan *k = add_kernel(p, HOT_K_GEMM_GW, "templates/gemm_int.cu");
+    hot_kernel_plan *k = add_kernel(p, HOT_K_GEMM_GW, gemm_template(g));
     set_geom(k, cdiv(g->n, g->tile_n), cdiv(g->m, g->tile_m), (unsigned)(32 * g->warps_m * g->warps_n),
              g->smem);
   }

@@ -244,8 +244,9 @@ int plan_layer(const hot_layer_spec *spec, int64_t batch, int64_t tokens, hot_re
 /* Index of the kernel with `role` in plan->kernels, or -1 when the plan has none. */
 int plan_kernel_index(const hot_layer_plan *plan, hot_kernel_role role);
 
-/* Bytes of dynamic shared memory a GEMM tile configuration needs (the formula of
- * templates/gemm_int.cu). */
-unsigned plan_gemm_smem(hot_codes codes, int tile_m, int tile_n, int tile_k, int stages);
+/* Bytes of dynamic shared memory a GEMM tile configuration needs (the formula in the header of
+ * templates/gemm_int.cu, or of templates/gemm_wgmma.cu for path wgmma_s8). */
+unsigned plan_gemm_smem(hot_gemm_path path, hot_codes codes, int tile_m, int tile_n, int tile_k,
+                        int stages);
 
 #endif /* HOT_PLAN_H */

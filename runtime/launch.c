@@ -129,7 +129,7 @@ static void expected_geometry(const hot_layer_plan *pl, hot_kernel_role role, in
     grid[0] = cdiv(g->n, g->tile_n);
     grid[1] = cdiv(g->m, g->tile_m);
     *block = (unsigned)(32 * g->warps_m * g->warps_n);
-    *smem = plan_gemm_smem(g->codes, g->tile_m, g->tile_n, g->tile_k, g->stages);
+    *smem = plan_gemm_smem(g->path, g->codes, g->tile_m, g->tile_n, g->tile_k, g->stages);
     break;
   case HOT_K_BIAS: /* 32 columns of g_y per block */
     grid[0] = cdiv(pl->O, 32);

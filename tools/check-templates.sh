@@ -1,17 +1,18 @@
 #!/usr/bin/env bash
 # check-templates.sh — compile the GEMM, bias, HLA projection, LQS and SAWB templates standalone, the way the generator will
 # instantiate them (-DHOT_GENERATED plus every @hot-params macro), for sm_80, sm_86, sm_89 and
-# sm_90; print registers and spills (ptxas -v) and check the PTX for the instructions each path
-# must use. Exits non-zero on any compile error, any spill, or a missing instruction.
+# sm_90, and the wgmma GEMM (gemm_wgmma.cu) for sm_90a; print registers and spills (ptxas -v)
+# and check the PTX for the instructions each path must use. Exits non-zero on any compile
+# error, any spill, or a missing instruction.
 #
-# Usage: tools/check-templates.sh [arch ...]     (default: 80 86 89 90)
+# Usage: tools/check-templates.sh [arch ...]     (default: 80 86 89 90 90a; 90a = wgmma GEMMs only)
 # Env:   NVCC (default: nvcc on PATH, else /usr/local/cuda/bin/nvcc), KEEP=1 keeps the work dir.
 # One compile at a time (build machines are shared).
 set -u
 here=$(cd "$(dirname "$0")/.." && pwd)
 tdir="$here/templates"
 NVCC=${NVCC:-$(command -v nvcc || echo /usr/local/cuda/bin/nvcc)}
-archs=${*:-"80 86 89 90"}
+archs=${*:-"80 86 89 90 90a"}
 work=$(mktemp -d "${TMPDIR:-/tmp}/hot-check.XXXXXX")
 [ "${KEEP:-0}" = 1 ] || trap 'rm -rf "$work"' EXIT
 fail=0
@@ -24,9 +25,12 @@ count() { grep -cE "$1" "$2" 2>/dev/null || true; }
 run_one() {
   local label=$1 tpl=$2 arch=$3 defs=$4 req=$5
   local base="$work/${label}_sm$arch" src="$tdir/$tpl"
+  # sm_90a: the -gencode form (the -arch shorthand may also run a plain sm_90 pass)
+  local cub_arch="-arch=sm_$arch" ptx_arch="-arch=sm_$arch"
+  if [ "$arch" = 90a ]; then cub_arch="-gencode=arch=compute_90a,code=sm_90a"; ptx_arch="-arch=compute_90a"; fi
   case $tpl in /*) src=$tpl ;; esac
   # shellcheck disable=SC2086
-  if ! "$NVCC" -cubin -arch=sm_$arch -I"$tdir" -DHOT_GENERATED $defs -Xptxas -v \
+  if ! "$NVCC" -cubin $cub_arch -I"$tdir" -DHOT_GENERATED $defs -Xptxas -v \
       "$src" -o "$base.cubin" >"$base.log" 2>&1; then
     echo "FAIL compile: $label sm_$arch"; sed 's/^/    /' "$base.log" | head -20; fail=1; return
   fi
@@ -40,7 +44,7 @@ run_one() {
     status="SPILL"; fail=1
   fi
   # shellcheck disable=SC2086
-  if ! "$NVCC" -ptx -arch=sm_$arch -I"$tdir" -DHOT_GENERATED $defs "$src" -o "$base.ptx" \
+  if ! "$NVCC" -ptx $ptx_arch -I"$tdir" -DHOT_GENERATED $defs "$src" -o "$base.ptx" \
       >>"$base.log" 2>&1; then
     echo "FAIL ptx: $label sm_$arch"; fail=1; return
   fi
@@ -91,7 +95,20 @@ hla_wrapper() {
 # p dtype r
 HLA_SETS=("1 0 1" "16 0 10" "16 1 10" "16 2 10" "64 1 36" "256 1 136" "1024 1 528" "1024 2 4")
 
+# wgmma GEMMs (sm_90a): tile_m tile_n stages
+WG_SETS=("64 64 3" "64 128 4" "64 256 4" "128 64 5" "128 128 4" "128 256 4" "128 256 3")
+WG_PIPE='wgmma\.fence\.sync\.aligned wgmma\.commit_group\.sync\.aligned wgmma\.wait_group\.sync\.aligned fence\.proxy\.async\.shared::cta cp\.async\.cg\.shared\.global'
 for arch in $archs; do
+  if [ "$arch" = 90a ]; then
+    for s in "${WG_SETS[@]}"; do
+      # shellcheck disable=SC2086
+      set -- $s
+      run_one "gemm_wgmma_$1x$2_s$3" gemm_wgmma.cu 90a \
+        "$(gemm_defs 0 "$1" "$2" 128 $(($1 / 16)) 1 "$3")" \
+        "wgmma\.mma_async\.sync\.aligned\.m64n$2k32\.s32\.s8\.s8 $WG_PIPE"
+    done
+    continue
+  fi
   for s in "${S8_SETS[@]}"; do
     # shellcheck disable=SC2086
     set -- $s
@@ -130,10 +147,10 @@ for arch in $archs; do
 done
 
 # Illegal parameter combinations must be rejected at compile time (static_assert).
-neg() {
-  local label=$1 defs=$2
+neg() { # LABEL DEFINES [TEMPLATE (default gemm_int.cu)]
+  local label=$1 defs=$2 tpl=${3:-gemm_int.cu}
   # shellcheck disable=SC2086
-  if "$NVCC" -cubin -arch=sm_80 -I"$tdir" -DHOT_GENERATED $defs "$tdir/gemm_int.cu" \
+  if "$NVCC" -cubin -arch=sm_80 -I"$tdir" -DHOT_GENERATED $defs "$tdir/$tpl" \
       -o "$work/neg.cubin" >"$work/neg.log" 2>&1; then
     echo "FAIL: illegal parameters accepted: $label"; fail=1
   elif ! grep -q 'static assertion failed\|static_assert' "$work/neg.log"; then
@@ -145,6 +162,9 @@ neg() {
 neg "gemm tile_k=48 (s8)" "$(gemm_defs 0 128 128 48 2 2 3)"
 neg "gemm tile_m=96 w4x2" "$(gemm_defs 0 96 128 64 4 2 3)"
 neg "gemm stages=1" "$(gemm_defs 0 128 128 64 2 2 1)"
+neg "wgmma tile_k=64" "$(gemm_defs 0 128 128 64 8 1 4)" gemm_wgmma.cu
+neg "wgmma warps 2x2" "$(gemm_defs 0 128 128 128 2 2 4)" gemm_wgmma.cu
+neg "wgmma int4 codes" "$(gemm_defs 1 128 128 128 8 1 4)" gemm_wgmma.cu
 
 printf '%s\n' "${rows[@]}"
 if [ $fail = 0 ]; then echo "check-templates: all OK"; else echo "check-templates: FAILED"; fi

@@ -2,11 +2,14 @@
 # tools/device-check.sh — the one GPU check of hot. On a GPU machine with the CUDA toolkit
 # (nvcc, cuobjdump), CMake and a C compiler but no package registry: unpacks the Debian packages
 # that tools/fetch-deps.sh put in .deps/debs into .deps/prefix (never into /), builds hot, runs
-# the GPU tests (ctest -L gpu: every kernel against its CPU twin bit for bit, and a whole layer
-# through the API), the CPU suites, disassembles one GEMM per arch path to confirm the integer
-# tensor-core (IMMA) instructions, runs hot-bench on specs/vit_b16.lua and specs/bench_large.lua
-# (speed against cuBLAS), and prints a short table, then the benchmark's speed tables, last. On a
-# machine without a GPU it runs the CPU part and says that the GPU part did not run.
+# the GPU tests (ctest -L gpu: every kernel against its CPU twin bit for bit — on a 9.0 device
+# also the sm_90a plans with the wgmma GEMMs — and a whole layer through the API, again with
+# HOT_ARCH=sm_90a there), the CPU suites, disassembles one GEMM per arch path to confirm the
+# integer tensor-core instructions (IMMA; IGMMA for wgmma), runs hot-bench on specs/vit_b16.lua
+# and specs/bench_large.lua (speed against cuBLAS; the large layers with the sm_90a kernels on a
+# 9.0 device), and prints a short table, then the benchmark's speed tables, last. Full outputs
+# (per-kernel tables, JSON) go to build-device/, and also to $OUT when it is set. On a machine
+# without a GPU it runs the CPU part and says that the GPU part did not run.
 # Usage: tools/device-check.sh        (about 6 minutes on 16 cores; under 8)
 set -uo pipefail
 cd "$(dirname "$0")/.."
@@ -69,24 +72,35 @@ else
   row "ctest -L gpu" "${gsum:-no gpu tests} ($gskip skipped)"
 fi
 
+# a 9.0 device: the layer test again with the sm_90a plans (wgmma GEMMs)
+cc=""
+[ "$gpu" != "none" ] && cc=$(nvidia-smi --query-gpu=compute_cap --format=csv,noheader 2>/dev/null | head -1)
+if [ "$cc" = "9.0" ]; then
+  a_out=$(HOT_ARCH=sm_90a ctest -L gpu -R api --output-on-failure 2>&1)
+  echo "$a_out" | tail -20 >&2
+  row "ctest -L gpu -R api (sm_90a)" "$(echo "$a_out" | grep -E "tests passed|tests failed" | tail -1)"
+fi
+
 # 5. CPU suites (fast ones; the full suite is the README's test command)
 cpu_out=$(ctest -L 'ref|plan|emit|runtime|spec' 2>&1)
 row "ctest ref|plan|emit|runtime|spec" "$(echo "$cpu_out" | grep -E "tests passed" | tail -1)"
 cd "$root"
 
-# 6. IMMA instructions in one GEMM of each arch path
+# 6. integer tensor-core instructions in the GEMMs of each arch path (IMMA for mma.sync, IGMMA
+# for wgmma; a GEMM without them would be on a slower path)
 if command -v cuobjdump >/dev/null; then
   cub=$(mktemp -d)
-  if "$bdir/gen/hot-gen" specs/vit_b16.lua --layer qkv --compile sm_80,sm_89,sm_90 --cache-dir "$cub/cache" \
+  if "$bdir/gen/hot-gen" specs/vit_b16.lua --layer qkv --compile sm_80,sm_89,sm_90,sm_90a --cache-dir "$cub/cache" \
        --dump-cubin "$cub" >/dev/null 2>"$cub/err"; then
-    for a in sm_80 sm_89 sm_90; do
+    for a in sm_80 sm_89 sm_90 sm_90a; do
       sass=""
       for f in "$cub"/hot_gemm_*."$a".cubin; do
         [ -e "$f" ] && sass+=$(cuobjdump --dump-sass "$f" 2>/dev/null)$'\n'
       done
       n8=$(echo "$sass" | grep -cE "IMMA.*S8")
       n4=$(echo "$sass" | grep -cE "IMMA.*S4")
-      row "SASS $a (qkv GEMMs)" "IMMA.S8 x$n8, IMMA.S4 x$n4"
+      ng=$(echo "$sass" | grep -cE "IGMMA")
+      row "SASS $a (qkv GEMMs)" "IMMA.S8 x$n8, IMMA.S4 x$n4, IGMMA x$ng"
     done
   else
     row "SASS" "hot-gen --compile failed: $(head -1 "$cub/err")"
@@ -102,8 +116,12 @@ fi
 bench_specs=(vit_b16 bench_large)
 for s in "${bench_specs[@]}"; do
   out=$bdir/bench-$s
-  timeout 150 "$bdir/bench/hot-bench" "specs/$s.lua" --iters 30 --out "$out.json" >"$out.txt" 2>"$out.log"
+  barch=()
+  [ "$s" = bench_large ] && [ "$cc" = "9.0" ] && barch=(env HOT_ARCH=sm_90a)
+  timeout 150 "${barch[@]}" "$bdir/bench/hot-bench" "specs/$s.lua" --iters 30 --out "$out.json" \
+    >"$out.txt" 2>"$out.log"
   rc=$?
+  [ -n "${OUT:-}" ] && [ -d "${OUT:-}" ] && cp "$out.txt" "$out.json" "$out.log" "$OUT/" 2>/dev/null
   case $rc in
     0) row "hot-bench $s" "ok ($(head -1 "$out.txt" | sed 's/^hot-bench: //; s/ (no GPU.*//' | cut -c1-60))" ;;
     2) row "hot-bench $s" "ran; $(grep '"status": ' "$out.json" | grep -vc '"status": "ok"') layer(s) not ok, $(grep -c '"unsupported": true' "$out.json") of them unsupported (see $out.txt)" ;;
@@ -120,12 +138,13 @@ if [ "$gpu" = "none" ]; then
   echo "NOTE: no GPU on this machine: the GPU part did not run; nothing above proves GPU results."
 fi
 # The benchmark's verdicts last: per spec its first line (backend), the layers that did not run,
-# the ceilings and the speed table (or the CPU backend's "speed: not measured").
+# the ceilings and the speed table (or the CPU backend's "speed: not measured"); the per-kernel
+# tables stay in the files (build-device/bench-*.txt, $OUT).
 for s in "${bench_specs[@]}"; do
   out=$bdir/bench-$s.txt
   [ -s "$out" ] || continue
   echo
   echo "== hot-bench specs/$s.lua =="
   head -1 "$out"
-  awk '/^layers that did not run completely|^ceilings measured|^speed: not measured/ {on = 1} on' "$out"
+  awk '/^per kernel/ {on = 0} /^layers that did not run completely|^ceilings measured|^speed: not measured/ {on = 1} on' "$out"
 done

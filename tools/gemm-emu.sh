@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
-# gemm-emu.sh — run templates/gemm_int.cu (and templates/bias.cu) in the CPU SIMT emulator (tools/gemm-emu/emu.cpp) for
-# several tile configurations and awkward sizes, comparing with a reference GEMM bit for bit.
+# gemm-emu.sh — run templates/gemm_int.cu, templates/gemm_wgmma.cu and templates/bias.cu in the CPU
+# SIMT emulator (tools/gemm-emu/emu.cpp) for several tile configurations and awkward sizes,
+# comparing with a reference GEMM bit for bit, plus mutants the emulator must catch.
 # Checks the kernel's own index arithmetic and pipeline order without a GPU (see emu.cpp for what
 # it cannot check). Needs python3 and a C++17 compiler (CXX, default g++). One build at a time.
 set -u
@@ -39,6 +40,59 @@ for cfg in "${CONFIGS[@]}"; do
     fi
   done
 done
+# gemm_wgmma.cu (sm_90a): the shared window starts 256 bytes off a 1024 boundary (the kernel aligns
+# its stages itself). Three schedules: copies late + wgmma early (a stage read before it landed),
+# copies early + wgmma late (a stage overwritten under a pending wgmma; accumulators read early),
+# both late.
+mkdir -p "$work/wg"
+python3 "$here/tools/gemm-emu/mkemu.py" "$here/templates/gemm_wgmma.cu" "$work/wg/kernel.inc" || exit 1
+# build_wg DIR TM TN STAGES CP_LATE WG_LATE -> DIR/emu
+build_wg() {
+  $CXX -std=c++17 -O2 -pthread -I"$1" -I"$here/templates" -DHOT_GENERATED \
+    -DHOT_KNAME=emu_wgmma_$2x$3_s$4 -DHOT_CODES=0 -DHOT_TILE_M=$2 -DHOT_TILE_N=$3 -DHOT_TILE_K=128 \
+    -DHOT_WARPS_M=$(($2 / 16)) -DHOT_WARPS_N=1 -DHOT_STAGES=$4 -DEMU_WGMMA -DEMU_SMEM_SKEW=256 \
+    -DEMU_CP_LATE=$5 -DEMU_WG_LATE=$6 "$here/tools/gemm-emu/emu.cpp" -o "$1/emu" 2>"$1/cc.log" ||
+    { echo "FAIL build: wgmma $2x$3 s$4 cp=$5 wg=$6"; head -30 "$1/cc.log"; return 1; }
+}
+for cfg in "64 64 3" "64 256 4" "128 128 4" "128 256 4" "128 64 5"; do
+  # shellcheck disable=SC2086
+  set -- $cfg
+  for mode in "1 0" "0 1" "1 1"; do
+    # shellcheck disable=SC2086
+    build_wg "$work/wg" $1 $2 $3 $mode || { fail=1; continue; }
+    # ragged M/N, odd and even ldc, row scale on/off; K of 0..9 tiles (stages all reused)
+    "$work/wg/emu" 197 137 $((3 * 128)) 139 1 || fail=1
+    "$work/wg/emu" 130 300 $((9 * 128)) 300 0 || fail=1
+    "$work/wg/emu" 1 9 128 10 1 || fail=1
+    "$work/wg/emu" 33 17 0 20 0 || fail=1
+  done
+done
+# Mutants: each must fail in the schedule named (anchor text -> replacement).
+wg_mutant() { # WHAT CP_LATE WG_LATE ANCHOR REPLACEMENT
+  mkdir -p "$work/wgm"
+  python3 - "$here/templates/gemm_wgmma.cu" "$work/wgm/mut.cu" "$4" "$5" <<'PY' || return 1
+import sys
+s = open(sys.argv[1]).read()
+if sys.argv[3] not in s:
+    sys.exit("gemm-emu: wgmma mutation anchor not found: %r (update tools/gemm-emu.sh)" % sys.argv[3])
+open(sys.argv[2], "w").write(s.replace(sys.argv[3], sys.argv[4], 1))
+PY
+  python3 "$here/tools/gemm-emu/mkemu.py" "$work/wgm/mut.cu" "$work/wgm/kernel.inc" || return 1
+  build_wg "$work/wgm" 128 128 4 "$2" "$3" || return 1
+  if "$work/wgm/emu" 197 137 $((10 * 128)) 139 1 >"$work/wgm/log" 2>&1; then
+    echo "FAIL: the emulator did not detect the wgmma mutant: $1"; return 1
+  fi
+  echo "wgmma mutant detected, as it must be: $1 ($(grep -m1 -E 'EMU ERROR|FAIL' "$work/wgm/log"))"
+}
+wg_mutant "no fence.proxy.async" 1 0 "    hot_fence_proxy_async();" "" || fail=1
+wg_mutant "no barrier per K tile" 1 0 "    __syncthreads();" "" || fail=1
+wg_mutant "two wgmma groups in flight" 0 1 "hot_wgmma_wait<1>();" "hot_wgmma_wait<2>();" || fail=1
+wg_mutant "prefetch one stage too far" 0 1 "#define HOT_LEAD (HOT_STAGES - 2)" "#define HOT_LEAD (HOT_STAGES - 1)" || fail=1
+wg_mutant "no final wait" 1 1 "  hot_wgmma_wait<0>();" "" || fail=1
+wg_mutant "K step of 16 bytes" 1 0 "hot_wgmma_desc(ta + 32 * k)" "hot_wgmma_desc(ta + 16 * k)" || fail=1
+wg_mutant "stages aligned to 128 only" 1 0 "& ~1023u;" "& ~127u;" || fail=1
+wg_mutant "64B swizzle descriptor" 1 0 "(1ull << 62)" "(2ull << 62)" || fail=1
+
 # bias.cu against the summation order of templates/bias_ref.c (its __shared__ array made static:
 # the emulated block's threads share it; blocks run one after another)
 sed 's/__shared__ float part/static float part/' "$here/templates/bias.cu" >"$work/bias.inc"

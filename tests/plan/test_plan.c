@@ -282,21 +282,26 @@ START_TEST(gemm_paths_per_arch) {
     printf("%s: g_x %s/%s, g_w %s/%s\n", c->name, plan_gemm_path_name(p->hq.gemm.path),
            plan_codes_name(p->hq.codes), plan_gemm_path_name(p->hla.gemm.path),
            plan_codes_name(p->hla.gemm.codes));
-    ck_assert_int_eq(p->hq.gemm.path, s4 ? HOT_GEMM_MMA_S4 : HOT_GEMM_MMA_S8);
+    const int wg = a == HOT_ARCH_SM90A;
+    const hot_gemm_path p8 = wg ? HOT_GEMM_WGMMA_S8 : HOT_GEMM_MMA_S8;
+    ck_assert_int_eq(p->hq.gemm.path, s4 ? HOT_GEMM_MMA_S4 : p8);
     ck_assert_int_eq(p->hq.codes, s4 ? HOT_CODES_S4_PACKED : HOT_CODES_S8);
     ck_assert_int_eq(p->hq.gemm.codes, p->hq.codes);
-    ck_assert_int_eq(p->hla.gemm.path, HOT_GEMM_MMA_S8);
+    ck_assert_int_eq(p->hla.gemm.path, p8);
     ck_assert_int_eq(p->hla.gemm.codes, HOT_CODES_S8);
     ck_assert_int_eq(p->hq.gemm.tile_k % (s4 ? 64 : 32), 0);
+    const char *gt = wg ? "templates/gemm_wgmma.cu" : "templates/gemm_int.cu";
+    ck_assert_str_eq(p->kernels[plan_kernel_index(p, HOT_K_GEMM_GX)].templ, gt);
+    ck_assert_str_eq(p->kernels[plan_kernel_index(p, HOT_K_GEMM_GW)].templ, gt);
     /* 8-bit HQ: INT8 everywhere; one 8-bit operand is enough. */
     s.hq.g.bits = 8;
     plan_ok(&s, 32, 197, HOT_RECIPE_HOT, (hot_arch)a, p);
-    ck_assert_int_eq(p->hq.gemm.path, HOT_GEMM_MMA_S8);
+    ck_assert_int_eq(p->hq.gemm.path, p8);
     ck_assert_int_eq(p->hq.codes, HOT_CODES_S8);
     s.hq.g.bits = 4;
     s.hq.w.bits = 8;
     plan_ok(&s, 32, 197, HOT_RECIPE_HOT, (hot_arch)a, p);
-    ck_assert_int_eq(p->hq.gemm.path, HOT_GEMM_MMA_S8);
+    ck_assert_int_eq(p->hq.gemm.path, p8);
   }
   hot_arch x;
   ck_assert_int_eq(plan_arch_parse("sm_75", &x), -1);
@@ -313,7 +318,7 @@ static void check_gemm(const hot_gemm_plan *g) {
   ck_assert_int_lt(g->k_pad, g->k + g->tile_k);
   ck_assert_int_eq(g->tile_m % (16 * g->warps_m), 0);
   ck_assert_int_eq(g->tile_n % (8 * g->warps_n), 0);
-  ck_assert_uint_eq(g->smem, plan_gemm_smem(g->codes, g->tile_m, g->tile_n, g->tile_k, g->stages));
+  ck_assert_uint_eq(g->smem, plan_gemm_smem(g->path, g->codes, g->tile_m, g->tile_n, g->tile_k, g->stages));
 }
 
 START_TEST(k_pad_multiple_of_tile_k) {
@@ -380,14 +385,21 @@ END_TEST
 
 START_TEST(illegal_requests) {
   hot_layer_spec s = layer(HOT_RECIPE_HOT, 1024, 1024);
+  /* K = 4096 blocks x 36 = 147456 8-bit products could overflow int32 (limit 133144);
+   * 3698 blocks (K = 133128) still fit. */
+  plan_err(&s, 64, 4096, HOT_ARCH_SM90,
+           "hla: K = blocks x r = 4096 x 36 = 147456 could overflow the int32 sums of 8 x 8-bit "
+           "codes (at most 133144)");
+  plan_ok(&s, 1, 3698 * 64, HOT_RECIPE_HOT, HOT_ARCH_SM90, &g_plan);
+  ck_assert_int_eq(g_plan.hla.k, 133128);
   /* A tile that fits sm_80's and sm_90's shared memory but not sm_86's / sm_89's. */
   s.tile_gw = (hot_tile){256, 128, 128, 2, 2, 3};
   plan_ok(&s, 8, 256, HOT_RECIPE_HOT, HOT_ARCH_SM80, &g_plan);
   plan_ok(&s, 8, 256, HOT_RECIPE_HOT, HOT_ARCH_SM90, &g_plan);
   char want[160];
   snprintf(want, sizeof want, "tile_gw: tile 256x128x128 with 3 stages needs %u bytes of shared memory, sm_86 allows 101376",
-           plan_gemm_smem(HOT_CODES_S8, 256, 128, 128, 3));
-  ck_assert_uint_gt(plan_gemm_smem(HOT_CODES_S8, 256, 128, 128, 3), 101376);
+           plan_gemm_smem(HOT_GEMM_MMA_S8, HOT_CODES_S8, 256, 128, 128, 3));
+  ck_assert_uint_gt(plan_gemm_smem(HOT_GEMM_MMA_S8, HOT_CODES_S8, 256, 128, 128, 3), 101376);
   plan_err(&s, 8, 256, HOT_ARCH_SM86, want);
   plan_err(&s, 8, 256, HOT_ARCH_SM89, "sm_89 allows 101376");
   /* Warps that do not divide the tile. */
@@ -572,6 +584,53 @@ START_TEST(kernel_costs) {
 }
 END_TEST
 
+/* The wgmma path (sm_90a, templates/gemm_wgmma.cu): tiles of warpgroups, K slab 128, its own
+ * shared-memory formula, defaults by problem size, and its illegal requests. */
+START_TEST(wgmma_tiles) {
+  hot_layer_spec s = layer(HOT_RECIPE_HOT, 4096, 4096);
+  plan_ok(&s, 1, 8192, HOT_RECIPE_HOT, HOT_ARCH_SM90A, &g_plan); /* big: 128 x 256 */
+  const hot_gemm_plan *g = &g_plan.hq.gemm;
+  ck_assert_int_eq(g->path, HOT_GEMM_WGMMA_S8);
+  ck_assert_int_eq(g->tile_m, 128);
+  ck_assert_int_eq(g->tile_n, 256);
+  ck_assert_int_eq(g->tile_k, 128);
+  ck_assert_int_eq(g->warps_m, 8);
+  ck_assert_int_eq(g->warps_n, 1);
+  ck_assert_uint_eq(g->smem, 4u * (128 + 256) * 128 + 1024); /* 197632 */
+  ck_assert_int_eq(g->k_pad % 128, 0);
+  const hot_kernel_plan *k = &g_plan.kernels[plan_kernel_index(&g_plan, HOT_K_GEMM_GX)];
+  ck_assert_uint_eq(k->block[0], 256);
+  ck_assert_uint_eq(k->grid[0], 4096 / 256);
+  ck_assert_uint_eq(k->grid[1], 8192 / 128);
+  ck_assert_str_eq(k->name, "hot_gemm_wgmma_s8_128x256x128_w8x1_s4");
+  s = layer(HOT_RECIPE_HOT, 137, 100); /* small: 128 x 128 */
+  plan_ok(&s, 3, 197, HOT_RECIPE_HOT, HOT_ARCH_SM90A, &g_plan);
+  ck_assert_int_eq(g_plan.hq.gemm.tile_n, 128);
+  ck_assert_int_eq(g_plan.hq.gemm.k_pad, 128); /* o_pad 112 -> one K slab */
+  s.tile_gx.tile_m = 64;
+  s.tile_gx.tile_n = 64;
+  s.tile_gx.stages = 3;
+  plan_ok(&s, 3, 197, HOT_RECIPE_HOT, HOT_ARCH_SM90A, &g_plan);
+  ck_assert_int_eq(g_plan.hq.gemm.warps_m, 4);
+  ck_assert_uint_eq(g_plan.hq.gemm.smem, 3u * 128 * 128 + 1024);
+  s.tile_gx.tile_k = 64;
+  plan_err(&s, 3, 197, HOT_ARCH_SM90A, "tile_gx.tile_k must be 128 for wgmma_s8");
+  s.tile_gx.tile_k = 0;
+  s.tile_gx.warps_m = 2;
+  plan_err(&s, 3, 197, HOT_ARCH_SM90A, "wgmma_s8 uses 4 x 1 warps for tile_m = 64");
+  s.tile_gx.warps_m = 0;
+  s.tile_gx.tile_m = 256;
+  plan_err(&s, 3, 197, HOT_ARCH_SM90A, "tile_gx.tile_m must be 64 or 128 for wgmma_s8");
+  s.tile_gx.tile_m = 0;
+  s.tile_gx.stages = 2;
+  plan_err(&s, 3, 197, HOT_ARCH_SM90A, "tile_gx.stages must be in [3, 8] for wgmma_s8");
+  s.tile_gx.stages = 0;
+  s.tile_gw.tile_n = 256;
+  s.tile_gw.stages = 6; /* 6 x 384 x 128 + 1024 = 295936 > 232448 */
+  plan_err(&s, 3, 197, HOT_ARCH_SM90A, "needs 295936 bytes of shared memory");
+}
+END_TEST
+
 int main(void) {
   Suite *su = suite_create("plan");
   TCase *tc = tcase_create("basis");
@@ -588,6 +647,7 @@ int main(void) {
   tcase_add_test(tc, kernel_names);
   tcase_add_test(tc, op_counts);
   tcase_add_test(tc, kernel_costs);
+  tcase_add_test(tc, wgmma_tiles);
   suite_add_tcase(su, tc);
   SRunner *sr = srunner_create(su);
   srunner_run_all(sr, CK_NORMAL);

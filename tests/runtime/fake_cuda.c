@@ -84,7 +84,12 @@ EXPORT CUresult cuFuncGetAttribute(int *v, int a, void *f) {
   *v = a == 0 ? 1024 : a == 8 ? 49152 : a == 4 ? 64 : 0;
   return OK;
 }
-EXPORT CUresult cuFuncSetAttribute(void *f, int a, int v) { (void)f; (void)a; (void)v; return OK; }
+/* CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES (8): the largest value set is logged. */
+EXPORT CUresult cuFuncSetAttribute(void *f, int a, int v) {
+  (void)f;
+  if (a == 8 && v > g_log.dyn_smem_max) g_log.dyn_smem_max = v;
+  return OK;
+}
 
 /* Argument types by entry point (templates' headers): p pointer, i int, l long long / u64,
  * u unsigned, f float. */

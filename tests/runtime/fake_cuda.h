@@ -21,6 +21,7 @@ typedef struct {
   int events_created;      /* cuEventCreate calls */
   int events_recorded;     /* cuEventRecord calls */
   int events_destroyed;    /* cuEventDestroy calls */
+  int dyn_smem_max;        /* largest max-dynamic-shared-memory attribute set on a function */
   fake_cuda_launch l[FAKE_CUDA_MAX_LAUNCHES];
 } fake_cuda_log_t;
 

@@ -528,6 +528,52 @@ START_TEST(profiling) {
 }
 END_TEST
 
+/* sm_90a (options.arch): both GEMMs are the wgmma kernels (templates/gemm_wgmma.cu) with the
+ * plan's geometry — two warpgroups, 132096 bytes of dynamic shared memory (the module raises the
+ * function's limit for it) — and the same arguments as the mma.sync path. */
+START_TEST(wgmma_gemms) {
+  hot_options o;
+  hot_options_init(&o);
+  o.backend = HOT_BACKEND_CUDA;
+  o.disk_cache = -1;
+  o.arch = "sm_90a";
+  hot_ctx *ctx = NULL;
+  g_reset();
+  ck_assert_msg(hot_ctx_create_with_compiler(&ctx, &o, &g_cc) == HOT_OK, "%s", hot_errmsg(ctx));
+  hot_layer *l = layer(ctx, HOT_RECIPE_HOT, "fc");
+  const hot_layer_plan *pl = l->plan;
+  ck_assert_int_eq(pl->arch, HOT_ARCH_SM90A);
+  int64_t T = pl->T, O = pl->O, I = pl->I;
+  size_t nb = hot_layer_saved_bytes(l);
+  CUdeviceptr x = dalloc((size_t)(T * I) * 4), w = dalloc((size_t)(O * I) * 4),
+              gy = dalloc((size_t)(T * O) * 4), gx = dalloc((size_t)(T * I) * 4),
+              gw = dalloc((size_t)(O * I) * 4), sv = dalloc(nb);
+  ck_assert_int_eq(hot_layer_save(l, vp(x), HOT_DT_F32, vp(sv), NULL), HOT_OK);
+  g_reset();
+  ck_assert_int_eq(hot_layer_backward(l, vp(gy), vp(w), HOT_DT_F32, vp(sv), vp(gx), vp(gw), NULL,
+                                      3, NULL), HOT_OK);
+  ck_assert_int_eq(g_log->n, 9); /* memset, hq_g x2, hq_w x2, hla_g x2, two GEMMs (no bias) */
+  ck_assert_int_ge(g_log->dyn_smem_max, 132096); /* raised at the GEMMs' first launch */
+  const fake_cuda_launch *mx = at(7, "hot_gemm_wgmma_s8_", -1, 0);
+  const fake_cuda_launch *mw = at(8, "hot_gemm_wgmma_s8_", -1, 0);
+  plan_grid(mx, pl, HOT_K_GEMM_GX);
+  plan_grid(mw, pl, HOT_K_GEMM_GW);
+  ck_assert_uint_eq(mx->block[0], 256);
+  ck_assert_uint_eq(mx->smem, pl->hq.gemm.smem);
+  ck_assert_uint_eq(mx->smem, 132096);
+  ck_assert_uint_eq(mw->smem, pl->hla.gemm.smem);
+  ck_assert_int_eq(mx->arg[2], (int64_t)gx);
+  ck_assert_int_eq(mx->arg[7], T);
+  ck_assert_int_eq(mx->arg[8], I);
+  ck_assert_int_eq(mx->arg[9], pl->hq.gemm.k_pad);
+  ck_assert_int_eq(pl->hq.gemm.k_pad % 128, 0);
+  ck_assert_int_eq(mw->arg[2], (int64_t)gw);
+  ck_assert_int_eq(mw->arg[9], pl->hla.gemm.k_pad);
+  ck_assert_int_eq(pl->hla.gemm.k_pad % 128, 0);
+  hot_ctx_destroy(ctx);
+}
+END_TEST
+
 int main(void) {
   setenv("HOT_CUDA_DRIVER", HOT_FAKE_CUDA, 1);
   unsetenv("HOT_BACKEND");
@@ -542,6 +588,7 @@ int main(void) {
   tcase_add_test(tc, paper_code_sawb_sequence);
   tcase_add_test(tc, refusals);
   tcase_add_test(tc, profiling);
+  tcase_add_test(tc, wgmma_gemms);
   suite_add_tcase(su, tc);
   SRunner *sr = srunner_create(su);
   srunner_run_all(sr, CK_NORMAL);

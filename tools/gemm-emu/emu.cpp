@@ -1,7 +1,8 @@
-// emu.cpp — a small SIMT emulator that runs templates/gemm_int.cu on the CPU, one OS thread per
-// CUDA thread, with the warp-collective PTX instructions (ldmatrix, mma.sync) and the cp.async
-// pipeline implemented from the PTX ISA definitions, independently of the kernel's own
-// reasoning. It checks the kernel's index arithmetic (loader, swizzle, fragment bookkeeping,
+// emu.cpp — a small SIMT emulator that runs templates/gemm_int.cu (or, with EMU_WGMMA,
+// templates/gemm_wgmma.cu) on the CPU, one OS thread per CUDA thread, with the warp-collective
+// PTX instructions (ldmatrix, mma.sync; wgmma.mma_async with shared-memory descriptors, its
+// fence / commit / wait, fence.proxy.async) and the cp.async pipeline implemented from the PTX
+// ISA definitions, independently of the kernel's own reasoning. It checks the kernel's index arithmetic (loader, swizzle, fragment bookkeeping,
 // pipeline order, predicates, epilogue) against a plain reference GEMM, bit for bit.
 //
 // What it cannot check: that the PTX definitions encoded here (ldmatrix lane mapping, mma
@@ -11,7 +12,12 @@
 // cp.async modes: EMU_CP_LATE=1 performs each group's copies only when a wait_group retires it
 // (exposes a wait that is too weak: a stage read before its data landed); EMU_CP_LATE=0 copies
 // at issue (exposes a prefetch that overwrites a stage other warps may still read, when the
-// schedule lets the issuing warp run ahead). Both are run by tools/gemm-emu.sh.
+// schedule lets the issuing warp run ahead). Both are run by tools/gemm-emu.sh. wgmma follows
+// its own switch, EMU_WG_LATE: late = each thread's part of a wgmma is computed when a
+// wait_group retires it (shared memory read then, accumulators written then), early = at issue.
+// tools/gemm-emu.sh runs copies late with wgmma early (a stage read before its data landed),
+// copies early with wgmma late (a stage overwritten while a wgmma may still read it; reading
+// the accumulators before the wait), and both late.
 #include <cmath>
 #include <condition_variable>
 #include <cstdint>
@@ -45,7 +51,9 @@ static inline float2 make_float2(float a, float b) { return float2{a, b}; }
 
 static void die(const char *m) {
   std::fprintf(stderr, "EMU ERROR: %s\n", m);
-  std::exit(1);
+  std::fflush(stdout);
+  std::fflush(stderr);
+  std::_Exit(1); // no static destructors: other threads may be waiting on the barriers
 }
 
 // ---- barriers --------------------------------------------------------------------------------
@@ -81,7 +89,12 @@ struct emu_warp {
 static std::vector<emu_warp> g_warps(8);
 static const unsigned char *g_lo[2], *g_hi[2]; // the operand buffers (A, B): legal cp.async sources
 
-static unsigned char *emu_smem() { return g_smem.data(); }
+// The dynamic window starts EMU_SMEM_SKEW bytes into the emulated shared space, so a kernel that
+// needs a stronger alignment than the window's (gemm_wgmma.cu: 1024) must align it itself.
+#ifndef EMU_SMEM_SKEW
+#define EMU_SMEM_SKEW 0
+#endif
+static unsigned char *emu_smem() { return g_smem.data() + EMU_SMEM_SKEW; }
 static unsigned emu_smem_u32(const void *p) {
   const unsigned char *q = (const unsigned char *)p;
   if (q < g_smem.data() || q > g_smem.data() + g_smem_bytes) die("cvta of a non-shared pointer");
@@ -107,6 +120,9 @@ struct emu_copy { long group; unsigned dst; const unsigned char *src; int bytes;
 static thread_local std::vector<emu_copy> t_copies;
 static thread_local long t_group;
 
+#ifdef EMU_WGMMA
+static void emu_mark_written(unsigned dst);
+#endif
 static void do_copy(const emu_copy &c) {
   if (c.dst % 16 || (size_t)c.dst + 16 > g_smem_bytes) die("cp.async destination outside smem");
   if ((uintptr_t)c.src % 16) die("cp.async source not 16-byte aligned");
@@ -114,6 +130,9 @@ static void do_copy(const emu_copy &c) {
   for (int i = 0; i < 2; ++i) in |= c.src >= g_lo[i] && c.src + 16 <= g_hi[i];
   if (!in) die("cp.async source address outside the operands (even with src-size 0)");
   for (int i = 0; i < 16; ++i) g_smem[c.dst + i] = i < c.bytes ? c.src[i] : 0;
+#ifdef EMU_WGMMA
+  emu_mark_written(c.dst);
+#endif
 }
 static void emu_cp_async16(unsigned dst, const void *src, int bytes) {
   if (bytes != 0 && bytes != 16) die("cp.async src-size must be 0 or 16 here");
@@ -214,6 +233,106 @@ static void emu_mma(int *d, const unsigned *a, const unsigned *b) {
   w.bar.wait();
 }
 
+#ifdef EMU_WGMMA
+#ifndef EMU_WG_LATE
+#define EMU_WG_LATE EMU_CP_LATE
+#endif
+// ---- wgmma (PTX ISA 9.7.15, "Asynchronous Warpgroup Level Matrix Multiply-Accumulate") -------
+// Proxy rule: shared memory written through the generic proxy (cp.async, stores) must be
+// ordered before a wgmma reads it by fence.proxy.async in the writing thread. Each 16-byte chunk
+// a copy lands in is marked "unfenced" until its writer fences; a wgmma reading a marked chunk
+// fails the run.
+static std::vector<unsigned char> g_unfenced;  // per 16-byte chunk of g_smem
+static std::mutex g_fence_mu;
+static thread_local std::vector<unsigned> t_unfenced; // chunks this thread wrote, not yet fenced
+static void emu_mark_written(unsigned dst) {
+  std::lock_guard<std::mutex> lk(g_fence_mu);
+  g_unfenced[dst / 16] = 1;
+  t_unfenced.push_back(dst / 16);
+}
+static void emu_fence_proxy_async() {
+  std::lock_guard<std::mutex> lk(g_fence_mu);
+  for (unsigned c : t_unfenced) g_unfenced[c] = 0;
+  t_unfenced.clear();
+}
+
+struct emu_wg {
+  emu_barrier bar;
+  unsigned long long da[128], db[128];
+};
+static std::vector<emu_wg> g_wgs(2);
+struct emu_wg_op { long group; unsigned long long da, db; int *d; int n; };
+static thread_local std::vector<emu_wg_op> t_wg_ops; // issued, not yet retired
+static thread_local long t_wg_group;                 // commit groups so far
+static thread_local bool t_wg_fenced;
+
+// Byte address of element (row r, K byte c < 32) of the matrix a descriptor describes: only the
+// layout this project uses is modelled — K-major, 128-byte swizzle (layout type 1), base offset
+// 0: rows of 128 bytes, 8-row groups SBO apart, then the swizzle on the address bits (bits
+// [7, 10) XORed into [4, 7)). Anything else stops the run.
+static unsigned desc_addr(unsigned long long desc, int r, int c) {
+  unsigned start = (unsigned)(desc & 0x3FFF) << 4;
+  unsigned sbo = (unsigned)((desc >> 32) & 0x3FFF) << 4;
+  unsigned base_off = (unsigned)((desc >> 49) & 7);
+  unsigned type = (unsigned)(desc >> 62);
+  if (type != 1) die("wgmma descriptor: only the 128-byte swizzle (layout type 1) is modelled");
+  if (base_off != 0) die("wgmma descriptor: base offset must be 0 here");
+  if ((desc >> 14 & 3) || (desc >> 30 & 3) || (desc >> 46 & 7) || (desc >> 52 & 0x3FF))
+    die("wgmma descriptor: reserved bits set");
+  unsigned a = start + (unsigned)(r / 8) * sbo + (unsigned)(r % 8) * 128 + (unsigned)c;
+  a ^= ((a >> 7) & 7) << 4;
+  if ((size_t)a >= g_smem_bytes) die("wgmma operand outside shared memory");
+  if (g_unfenced[a / 16])
+    die("wgmma reads shared memory written after its writer's last fence.proxy.async (a missing "
+        "fence, or a stage overwritten while a wgmma may still read it)");
+  return a;
+}
+
+// This thread's part of one m64nNk32 .s32.s8.s8 (D += A . B^T): register i of lane l in warp q
+// of the warpgroup is row 16q + l/4 + 8((i/2)%2), column 8(i/4) + 2(l%4) + i%2.
+static void wg_compute(const emu_wg_op &op) {
+  int tid = (int)threadIdx.x, lane = tid & 31, q = (tid >> 5) & 3;
+  for (int i = 0; i < op.n; ++i) {
+    int row = 16 * q + lane / 4 + 8 * ((i / 2) % 2), col = 8 * (i / 4) + 2 * (lane % 4) + (i % 2);
+    int s = 0;
+    for (int k = 0; k < 32; ++k)
+      s += (int)(signed char)g_smem[desc_addr(op.da, row, k)] *
+           (int)(signed char)g_smem[desc_addr(op.db, col, k)];
+    op.d[i] = (int)((unsigned)op.d[i] + (unsigned)s); // .s32 without .satfinite: wraps
+  }
+}
+
+static void emu_wgmma_fence() { t_wg_fenced = true; }
+
+static void emu_wgmma(int *d, int n, unsigned long long da, unsigned long long db) {
+  int tid = (int)threadIdx.x;
+  if (!t_wg_fenced) die("wgmma.mma_async before any wgmma.fence");
+  emu_wg &w = g_wgs[tid >> 7];
+  if ((tid & 127) == 0) emu_jitter();
+  w.da[tid & 127] = da;
+  w.db[tid & 127] = db;
+  w.bar.wait();
+  for (int i = 0; i < 128; ++i)
+    if (w.da[i] != da || w.db[i] != db) die("wgmma descriptors differ within the warpgroup");
+  w.bar.wait();
+  emu_wg_op op{-1, da, db, d, n};
+  if (EMU_WG_LATE) t_wg_ops.push_back(op);
+  else wg_compute(op);
+}
+static void emu_wgmma_commit() {
+  for (emu_wg_op &o : t_wg_ops)
+    if (o.group < 0) o.group = t_wg_group;
+  ++t_wg_group;
+}
+static void emu_wgmma_wait(int n) { // groups older than the n youngest committed ones retire
+  std::vector<emu_wg_op> keep;
+  for (const emu_wg_op &o : t_wg_ops)
+    if (o.group >= 0 && o.group < t_wg_group - n) wg_compute(o);
+    else keep.push_back(o);
+  t_wg_ops.swap(keep);
+}
+#endif
+
 // ---- the kernel, compiled from the template ------------------------------------------------
 #include "kernel.inc"
 
@@ -262,12 +381,16 @@ int main(int argc, char **argv) {
   size_t csz = (size_t)(M ? (M - 1) : 0) * ldc + N + 64;
   std::vector<float> C(csz, NaNpat);
 
-  g_smem_bytes = HOT_SMEM_BYTES;
+  g_smem_bytes = HOT_SMEM_BYTES + EMU_SMEM_SKEW;
   g_smem.assign(g_smem_bytes, 0xCD);
   int gx = (N + HOT_TILE_N - 1) / HOT_TILE_N, gy = (M + HOT_TILE_M - 1) / HOT_TILE_M;
   for (int by = 0; by < gy; ++by)
     for (int bx = 0; bx < gx; ++bx) {
       std::fill(g_smem.begin(), g_smem.end(), 0xCD); // stale garbage, like real smem
+#ifdef EMU_WGMMA
+      g_unfenced.assign(g_smem_bytes / 16 + 1, 0);
+      for (int w = 0; w < HOT_THREADS / 128; ++w) g_wgs[w].bar.init(128);
+#endif
       g_block_bar.init(HOT_THREADS);
       for (int w = 0; w < HOT_THREADS / 32; ++w) g_warps[w].bar.init(32);
       std::vector<std::thread> th;
@@ -277,10 +400,19 @@ int main(int argc, char **argv) {
           blockIdx = {(unsigned)bx, (unsigned)by, 0};
           t_copies.clear();
           t_group = 0;
+#ifdef EMU_WGMMA
+          t_wg_ops.clear();
+          t_wg_group = 0;
+          t_wg_fenced = false;
+          t_unfenced.clear();
+#endif
           t_rng = 0x9e3779b9u * (unsigned)(t + 1) + 977u * (unsigned)(bx + 7 * by);
           HOT_KNAME(Ad, Bd, C.data(), use_rs ? rs.data() : nullptr, &s_a, alpha_b, alpha_div, M, N,
                     Kpad, ldc);
           if (!t_copies.empty()) die("cp.async copies still pending at exit");
+#ifdef EMU_WGMMA
+          if (!t_wg_ops.empty()) die("wgmma operations not retired by a wait_group at exit");
+#endif
         });
       for (auto &x : th) x.join();
     }
@@ -304,8 +436,13 @@ int main(int argc, char **argv) {
     if (!inside && std::memcmp(&C[i], &NaNpat, 4) != 0 && bad++ < 5)
       std::printf("  write outside C's window at m=%ld n=%ld\n", m, n);
   }
-  std::printf("%s M=%d N=%d Kpad=%d ldc=%d rs=%d cp=%s: %s\n", HOT_STR(HOT_KNAME), M, N, Kpad, ldc,
-              use_rs, EMU_CP_LATE ? "late" : "early", bad ? "FAIL" : "ok");
+#ifdef EMU_WGMMA
+  const char *wgm = EMU_WG_LATE ? " wgmma=late" : " wgmma=early";
+#else
+  const char *wgm = "";
+#endif
+  std::printf("%s M=%d N=%d Kpad=%d ldc=%d rs=%d cp=%s%s: %s\n", HOT_STR(HOT_KNAME), M, N, Kpad,
+              ldc, use_rs, EMU_CP_LATE ? "late" : "early", wgm, bad ? "FAIL" : "ok");
   std::free(Ad);
   std::free(Bd);
   return bad ? 1 : 0;

@@ -1,5 +1,6 @@
 #!/usr/bin/env python3
-"""mkemu.py — turn templates/gemm_int.cu into host C++ for the SIMT emulator (emu.cpp).
+"""mkemu.py — turn templates/gemm_int.cu or gemm_wgmma.cu into host C++ for the SIMT emulator
+(emu.cpp).
 
 Only the PTX wrappers change: the body of each hot_* wrapper below is replaced by a call into
 the emulator, and the dynamic shared array becomes the emulated block's buffer. Everything
@@ -17,13 +18,22 @@ BODIES = {
     "hot_ldmatrix_x4": "{ emu_ldmatrix(addr, 4, &r0, &r1, &r2, &r3); }",
     "hot_ldmatrix_x2": "{ emu_ldmatrix(addr, 2, &r0, &r1, 0, 0); }",
     "hot_mma": "{ emu_mma(d, a, b); }",
+    # gemm_wgmma.cu
+    "hot_fence_proxy_async": "{ emu_fence_proxy_async(); }",
+    "hot_wgmma_fence": "{ emu_wgmma_fence(); }",
+    "hot_wgmma_commit": "{ emu_wgmma_commit(); }",
+    "hot_wgmma_wait": "{ emu_wgmma_wait(N); }",
+    "hot_wgmma": "{ emu_wgmma(d, HOT_NREG, da, db); }",
+    "hot_acc_fence": "{ (void)d; }",
 }
 
 
 def replace_body(src, name, body):
+    """Replaces the body of wrapper `name` (absent wrappers: the other template's; any inline
+    asm left behind afterwards is an error, so a missing one cannot go unnoticed)."""
     m = re.search(r"\b" + name + r"\s*\(", src)
     if not m:
-        sys.exit("mkemu: wrapper %s not found" % name)
+        return src
     start = src.index("{", m.end())
     depth = 0
     for i in range(start, len(src)):
@@ -40,10 +50,10 @@ def main():
     src = open(sys.argv[1]).read()
     for name, body in BODIES.items():
         src = replace_body(src, name, body)
-    decl = "extern __shared__ __align__(128) unsigned char hot_smem[];"
-    if decl not in src:
+    decl = re.search(r"extern __shared__ __align__\(\d+\) unsigned char hot_smem\[\];", src)
+    if not decl:
         sys.exit("mkemu: shared declaration not found")
-    src = src.replace(decl, "unsigned char *hot_smem = emu_smem();")
+    src = src.replace(decl.group(0), "unsigned char *hot_smem = emu_smem();")
     if "asm" in re.sub(r"/\*.*?\*/", "", src, flags=re.S):
         sys.exit("mkemu: inline asm left outside the known wrappers")
     open(sys.argv[2], "w").write(src)

@@ -1,0 +1,337 @@
+/* @hot-params: HOT_KNAME HOT_CODES HOT_TILE_M HOT_TILE_N HOT_TILE_K HOT_WARPS_M HOT_WARPS_N HOT_STAGES */
+/* gemm_wgmma.cu — INT8 warpgroup GEMM for sm_90a (wgmma.mma_async m64nNk32 .s32.s8.s8, both
+ * operands from shared memory) with the fused HOT dequantization epilogue (HOT.md 3.5, 4.6, 7).
+ *
+ * Same contract as templates/gemm_int.cu — entry point and arguments, "TN" operands (A: M x Kpad,
+ * B: N x Kpad, int8, K contiguous), C = HOT_MUL(HOT_I2F(acc), factor(m)) with the device-side
+ * alpha, any M and N, writes only inside M x N — so the runtime, the CPU twin (gemm_ref.c) and
+ * the bits are the same; only the tensor-core path differs. Integer products and int32 sums are
+ * exact (wrap-around, no .satfinite), so the order of the wgmma K steps cannot change a bit.
+ *
+ * ==== Design note ===============================================================================
+ *
+ * Parameters (the planner's hot_gemm_plan, path wgmma_s8; static_asserts below enforce them):
+ *   HOT_CODES 0 (int8 codes only: Hopper has no INT4 tensor cores)
+ *   HOT_TILE_K 128 (one 128-byte K slab per stage: the 128B-swizzle atom)
+ *   HOT_TILE_M 64 or 128: HOT_TILE_M / 64 warpgroups, warpgroup g owns rows 64g .. 64g+63
+ *   HOT_TILE_N 64, 128 or 256: the N of every wgmma (HOT_TILE_N / 2 int32 accumulators per thread)
+ *   HOT_WARPS_M = HOT_TILE_M / 16, HOT_WARPS_N = 1 (so 32 * WARPS_M * WARPS_N = 128 per warpgroup:
+ *   the launch geometry formula is gemm_int.cu's); 3 <= HOT_STAGES <= 8.
+ *
+ * Launch geometry: grid = (ceil(N / HOT_TILE_N), ceil(M / HOT_TILE_M), 1); block = HOT_THREADS =
+ * 128 * HOT_TILE_M / 64; dynamic shared memory HOT_SMEM_BYTES = HOT_STAGES * (HOT_TILE_M +
+ * HOT_TILE_N) * 128 + 1024 (the 1024 lets the kernel align its stages to 1024 bytes, which the
+ * 128B swizzle needs, whatever alignment the dynamic window gets). E.g. 128x128, 4 stages:
+ * 132096; 128x256, 4 stages: 197632 (above 48 KiB: the runtime raises the attribute).
+ *
+ * Shared layout (PTX ISA "Shared Memory Matrix Layout", K-major, 128-byte swizzle): a stage is
+ * [A: HOT_TILE_M rows][B: HOT_TILE_N rows], 128 bytes per row, rows at a 128-byte pitch; the
+ * 16-byte chunk c of row r lies at chunk c ^ (r & 7) of its row. Every stage, and inside it the
+ * A tile of each warpgroup (64 rows = 8 KiB) and the B tile, starts on a 1024-byte boundary, so
+ * the hardware's swizzle (address bits [7, 10) XORed into [4, 7)) is exactly this pattern.
+ * Descriptor of the k-th 32-byte K step of an operand tile at shared address t: start address
+ * t + 32k, SBO = 1024 (8 rows x 128 bytes to the next 8-row group), LBO unused for swizzled
+ * K-major layouts (1), base offset 0, layout type 1 (128B swizzle).
+ *
+ * Accumulators (m64nNk32 .s32): register i of lane l in warp q of the warpgroup holds row
+ * 16q + l/4 + 8((i/2) % 2), column 8(i/4) + 2(l % 4) + (i % 2) of the warpgroup's 64 x N tile.
+ *
+ * Pipeline: every thread loads (16-byte cp.async.cg, zero-fill past M/N, one commit group per K
+ * tile, LEAD = HOT_STAGES - 2 tiles ahead) and every warpgroup computes. Per K tile kt:
+ *   1. cp.async.wait_group(LEAD - 1): this thread's copies of tile kt have landed;
+ *   2. fence.proxy.async.shared::cta: they become visible to the async proxy (wgmma reads
+ *      shared memory through it; a barrier alone does not order generic writes before it);
+ *   3. __syncthreads(): every thread's part of tile kt is there, and every warpgroup has passed
+ *      the wgmma.wait_group(1) of tile kt-1, i.e. its wgmmas of tile kt-2 are complete;
+ *   4. prefetch tile kt + LEAD into the stage of tile kt + LEAD - HOT_STAGES = kt - 2 (free by 3);
+ *   5. wgmma.fence; 4 wgmmas (K steps of 32 bytes); commit; wgmma.wait_group(1) (one group in
+ *      flight across the next iteration's barrier).
+ * Stages in use at once: kt-1 (wgmma in flight), kt, and LEAD loads = HOT_STAGES.
+ * After the loop wgmma.wait_group(0), then the epilogue reads the accumulators; an empty asm
+ * with the accumulators as "+r" operands after each wait keeps the compiler from moving their
+ * reads above it.
+ * =============================================================================================
+ */
+#ifndef HOT_GENERATED
+#define HOT_KNAME hot_gemm_wgmma
+#define HOT_CODES 0
+#define HOT_TILE_M 128
+#define HOT_TILE_N 128
+#define HOT_TILE_K 128
+#define HOT_WARPS_M 8
+#define HOT_WARPS_N 1
+#define HOT_STAGES 4
+#endif
+
+#include "hot_math.cuh"
+
+#define HOT_WGS (HOT_TILE_M / 64)
+#define HOT_THREADS (128 * HOT_WGS)
+#define HOT_KB 128
+#define HOT_A_BYTES (HOT_TILE_M * HOT_KB)
+#define HOT_STAGE_BYTES ((HOT_TILE_M + HOT_TILE_N) * HOT_KB)
+#define HOT_SMEM_BYTES (HOT_STAGES * HOT_STAGE_BYTES + 1024)
+#define HOT_NREG (HOT_TILE_N / 2)
+#define HOT_RSTEP (HOT_THREADS / 8) /* rows one pass of the loader covers (8 chunks per row) */
+#define HOT_LEAD (HOT_STAGES - 2)
+
+static_assert(HOT_CODES == 0, "wgmma path: int8 codes only");
+static_assert(HOT_TILE_K == 128, "wgmma path: HOT_TILE_K must be 128 (one 128B-swizzle slab)");
+static_assert(HOT_TILE_M == 64 || HOT_TILE_M == 128, "wgmma path: HOT_TILE_M must be 64 or 128");
+static_assert(HOT_TILE_N == 64 || HOT_TILE_N == 128 || HOT_TILE_N == 256,
+              "wgmma path: HOT_TILE_N must be 64, 128 or 256");
+static_assert(HOT_WARPS_M == HOT_TILE_M / 16 && HOT_WARPS_N == 1,
+              "wgmma path: HOT_WARPS_M = HOT_TILE_M / 16, HOT_WARPS_N = 1 (4 warps per warpgroup)");
+static_assert(HOT_STAGES >= 3 && HOT_STAGES <= 8, "wgmma path: HOT_STAGES must be in [3, 8]");
+static_assert(HOT_RSTEP % 8 == 0 && HOT_TILE_M % HOT_RSTEP == 0 && HOT_TILE_N % HOT_RSTEP == 0,
+              "loader rows");
+
+/* ---- PTX wrappers ------------------------------------------------------------------------- */
+
+static __device__ __forceinline__ unsigned hot_smem_u32(const void *p) {
+  return (unsigned)__cvta_generic_to_shared(p);
+}
+
+/* cp.async.cg: 16 bytes global -> shared (L2 only); src_bytes = 0 writes 16 zero bytes. */
+static __device__ __forceinline__ void hot_cp_async16(unsigned dst, const void *src, int src_bytes) {
+  asm volatile("cp.async.cg.shared.global.L2::128B [%0], [%1], 16, %2;\n" ::"r"(dst), "l"(src),
+               "r"(src_bytes)
+               : "memory");
+}
+
+static __device__ __forceinline__ void hot_cp_async_commit(void) {
+  asm volatile("cp.async.commit_group;\n" ::: "memory");
+}
+
+template <int N>
+static __device__ __forceinline__ void hot_cp_async_wait(void) {
+  asm volatile("cp.async.wait_group %0;\n" ::"n"(N) : "memory");
+}
+
+/* Orders this thread's earlier generic-proxy writes to shared memory (cp.async included) before
+ * later async-proxy reads (wgmma operands). */
+static __device__ __forceinline__ void hot_fence_proxy_async(void) {
+  asm volatile("fence.proxy.async.shared::cta;\n" ::: "memory");
+}
+
+static __device__ __forceinline__ void hot_wgmma_fence(void) {
+  asm volatile("wgmma.fence.sync.aligned;\n" ::: "memory");
+}
+
+static __device__ __forceinline__ void hot_wgmma_commit(void) {
+  asm volatile("wgmma.commit_group.sync.aligned;\n" ::: "memory");
+}
+
+template <int N>
+static __device__ __forceinline__ void hot_wgmma_wait(void) {
+  asm volatile("wgmma.wait_group.sync.aligned %0;\n" ::"n"(N) : "memory");
+}
+
+/* Register dependency after a wait: the accumulators are "rewritten" here, so no read of them
+ * can be scheduled before the wait (registers are not memory: the clobber alone would not do). */
+static __device__ __forceinline__ void hot_acc_fence(int (&d)[HOT_NREG]) {
+#pragma unroll
+  for (int i = 0; i < HOT_NREG; ++i) asm volatile("" : "+r"(d[i])::"memory");
+}
+
+/* Shared-memory matrix descriptor (PTX ISA "Matrix Descriptor Format"): start address >> 4 in
+ * bits 0-13, LBO >> 4 in 16-29 (1: unused for swizzled K-major), SBO >> 4 in 32-45 (1024 bytes),
+ * base offset 0 in 49-51, layout type 1 = 128B swizzle in 62-63. */
+static __device__ __forceinline__ unsigned long long hot_wgmma_desc(unsigned addr) {
+  return (unsigned long long)((addr & 0x3FFFFu) >> 4) | (1ull << 16) | ((1024ull >> 4) << 32) |
+         (1ull << 62);
+}
+
+/* d (64 x HOT_TILE_N of this warpgroup) += A (64 x 32 bytes at da) . B (HOT_TILE_N x 32 at db)^T */
+static __device__ __forceinline__ void hot_wgmma(int (&d)[HOT_NREG], unsigned long long da,
+                                                 unsigned long long db) {
+#if HOT_TILE_N == 64
+  asm volatile("wgmma.mma_async.sync.aligned.m64n64k32.s32.s8.s8 {"
+               "%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, "
+               "%16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31"
+               "}, %32, %33, 1;\n"
+               : "+r"(d[0]), "+r"(d[1]), "+r"(d[2]), "+r"(d[3]), "+r"(d[4]), "+r"(d[5]),
+                 "+r"(d[6]), "+r"(d[7]), "+r"(d[8]), "+r"(d[9]), "+r"(d[10]), "+r"(d[11]),
+                 "+r"(d[12]), "+r"(d[13]), "+r"(d[14]), "+r"(d[15]), "+r"(d[16]), "+r"(d[17]),
+                 "+r"(d[18]), "+r"(d[19]), "+r"(d[20]), "+r"(d[21]), "+r"(d[22]), "+r"(d[23]),
+                 "+r"(d[24]), "+r"(d[25]), "+r"(d[26]), "+r"(d[27]), "+r"(d[28]), "+r"(d[29]),
+                 "+r"(d[30]), "+r"(d[31])
+               : "l"(da), "l"(db)
+               : "memory");
+#elif HOT_TILE_N == 128
+  asm volatile("wgmma.mma_async.sync.aligned.m64n128k32.s32.s8.s8 {"
+               "%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, "
+               "%16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31, "
+               "%32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, %43, %44, %45, %46, %47, "
+               "%48, %49, %50, %51, %52, %53, %54, %55, %56, %57, %58, %59, %60, %61, %62, %63"
+               "}, %64, %65, 1;\n"
+               : "+r"(d[0]), "+r"(d[1]), "+r"(d[2]), "+r"(d[3]), "+r"(d[4]), "+r"(d[5]),
+                 "+r"(d[6]), "+r"(d[7]), "+r"(d[8]), "+r"(d[9]), "+r"(d[10]), "+r"(d[11]),
+                 "+r"(d[12]), "+r"(d[13]), "+r"(d[14]), "+r"(d[15]), "+r"(d[16]), "+r"(d[17]),
+                 "+r"(d[18]), "+r"(d[19]), "+r"(d[20]), "+r"(d[21]), "+r"(d[22]), "+r"(d[23]),
+                 "+r"(d[24]), "+r"(d[25]), "+r"(d[26]), "+r"(d[27]), "+r"(d[28]), "+r"(d[29]),
+                 "+r"(d[30]), "+r"(d[31]), "+r"(d[32]), "+r"(d[33]), "+r"(d[34]), "+r"(d[35]),
+                 "+r"(d[36]), "+r"(d[37]), "+r"(d[38]), "+r"(d[39]), "+r"(d[40]), "+r"(d[41]),
+                 "+r"(d[42]), "+r"(d[43]), "+r"(d[44]), "+r"(d[45]), "+r"(d[46]), "+r"(d[47]),
+                 "+r"(d[48]), "+r"(d[49]), "+r"(d[50]), "+r"(d[51]), "+r"(d[52]), "+r"(d[53]),
+                 "+r"(d[54]), "+r"(d[55]), "+r"(d[56]), "+r"(d[57]), "+r"(d[58]), "+r"(d[59]),
+                 "+r"(d[60]), "+r"(d[61]), "+r"(d[62]), "+r"(d[63])
+               : "l"(da), "l"(db)
+               : "memory");
+#elif HOT_TILE_N == 256
+  asm volatile("wgmma.mma_async.sync.aligned.m64n256k32.s32.s8.s8 {"
+               "%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, "
+               "%16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31, "
+               "%32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, %43, %44, %45, %46, %47, "
+               "%48, %49, %50, %51, %52, %53, %54, %55, %56, %57, %58, %59, %60, %61, %62, %63, "
+               "%64, %65, %66, %67, %68, %69, %70, %71, %72, %73, %74, %75, %76, %77, %78, %79, "
+               "%80, %81, %82, %83, %84, %85, %86, %87, %88, %89, %90, %91, %92, %93, %94, %95, "
+               "%96, %97, %98, %99, %100, %101, %102, %103, %104, %105, %106, %107, %108, %109, %110, %111, "
+               "%112, %113, %114, %115, %116, %117, %118, %119, %120, %121, %122, %123, %124, %125, %126, %127"
+               "}, %128, %129, 1;\n"
+               : "+r"(d[0]), "+r"(d[1]), "+r"(d[2]), "+r"(d[3]), "+r"(d[4]), "+r"(d[5]),
+                 "+r"(d[6]), "+r"(d[7]), "+r"(d[8]), "+r"(d[9]), "+r"(d[10]), "+r"(d[11]),
+                 "+r"(d[12]), "+r"(d[13]), "+r"(d[14]), "+r"(d[15]), "+r"(d[16]), "+r"(d[17]),
+                 "+r"(d[18]), "+r"(d[19]), "+r"(d[20]), "+r"(d[21]), "+r"(d[22]), "+r"(d[23]),
+                 "+r"(d[24]), "+r"(d[25]), "+r"(d[26]), "+r"(d[27]), "+r"(d[28]), "+r"(d[29]),
+                 "+r"(d[30]), "+r"(d[31]), "+r"(d[32]), "+r"(d[33]), "+r"(d[34]), "+r"(d[35]),
+                 "+r"(d[36]), "+r"(d[37]), "+r"(d[38]), "+r"(d[39]), "+r"(d[40]), "+r"(d[41]),
+                 "+r"(d[42]), "+r"(d[43]), "+r"(d[44]), "+r"(d[45]), "+r"(d[46]), "+r"(d[47]),
+                 "+r"(d[48]), "+r"(d[49]), "+r"(d[50]), "+r"(d[51]), "+r"(d[52]), "+r"(d[53]),
+                 "+r"(d[54]), "+r"(d[55]), "+r"(d[56]), "+r"(d[57]), "+r"(d[58]), "+r"(d[59]),
+                 "+r"(d[60]), "+r"(d[61]), "+r"(d[62]), "+r"(d[63]), "+r"(d[64]), "+r"(d[65]),
+                 "+r"(d[66]), "+r"(d[67]), "+r"(d[68]), "+r"(d[69]), "+r"(d[70]), "+r"(d[71]),
+                 "+r"(d[72]), "+r"(d[73]), "+r"(d[74]), "+r"(d[75]), "+r"(d[76]), "+r"(d[77]),
+                 "+r"(d[78]), "+r"(d[79]), "+r"(d[80]), "+r"(d[81]), "+r"(d[82]), "+r"(d[83]),
+                 "+r"(d[84]), "+r"(d[85]), "+r"(d[86]), "+r"(d[87]), "+r"(d[88]), "+r"(d[89]),
+                 "+r"(d[90]), "+r"(d[91]), "+r"(d[92]), "+r"(d[93]), "+r"(d[94]), "+r"(d[95]),
+                 "+r"(d[96]), "+r"(d[97]), "+r"(d[98]), "+r"(d[99]), "+r"(d[100]), "+r"(d[101]),
+                 "+r"(d[102]), "+r"(d[103]), "+r"(d[104]), "+r"(d[105]), "+r"(d[106]), "+r"(d[107]),
+                 "+r"(d[108]), "+r"(d[109]), "+r"(d[110]), "+r"(d[111]), "+r"(d[112]), "+r"(d[113]),
+                 "+r"(d[114]), "+r"(d[115]), "+r"(d[116]), "+r"(d[117]), "+r"(d[118]), "+r"(d[119]),
+                 "+r"(d[120]), "+r"(d[121]), "+r"(d[122]), "+r"(d[123]), "+r"(d[124]), "+r"(d[125]),
+                 "+r"(d[126]), "+r"(d[127])
+               : "l"(da), "l"(db)
+               : "memory");
+#endif
+}
+
+/* ---- loader --------------------------------------------------------------------------------- */
+
+/* Per-thread loader constants: chunk c0 = tid % 8 of rows r0 + i * HOT_RSTEP (so the swizzled
+ * chunk c0 ^ (r & 7) is the same for all its rows, HOT_RSTEP being a multiple of 8). */
+struct hot_wg_loader {
+  const signed char *a_row, *b_row; /* row r0 of the block's A / B tiles, chunk c0 */
+  long long pitch;                  /* Kpad bytes */
+  unsigned dst;                     /* shared offset of (row r0, swizzled chunk) in a tile */
+  int a_left, b_left;               /* M - m0 - r0, N - n0 - r0: row r0 + x is real iff x < left */
+  int ktiles;
+};
+
+/* ROWS rows of K tile kt from src (row r0) into the tile at shared address tile. Rows past the
+ * matrix are zero-filled (src-size 0) with the address of the block's first row (`fallback`,
+ * always real: m0 < M, n0 < N), so nothing outside the operand is ever addressed. */
+template <int ROWS>
+static __device__ __forceinline__ void hot_wg_load(const hot_wg_loader &x, unsigned tile,
+                                                   const signed char *src, const signed char *fallback,
+                                                   int left, long long koff) {
+#pragma unroll
+  for (int i = 0; i < ROWS / HOT_RSTEP; ++i) {
+    const bool ok = i * HOT_RSTEP < left;
+    const signed char *p = ok ? src + (long long)(i * HOT_RSTEP) * x.pitch + koff : fallback + koff;
+    hot_cp_async16(tile + x.dst + (unsigned)(i * HOT_RSTEP * HOT_KB), p, ok ? 16 : 0);
+  }
+}
+
+/* K tile kt into the stage at shared address st (nothing for kt >= ktiles; the caller still
+ * commits, keeping one group per tile). */
+static __device__ __forceinline__ void hot_wg_load_tile(const hot_wg_loader &x, const signed char *a0,
+                                                        const signed char *b0, unsigned st, int kt) {
+  if (kt >= x.ktiles) return;
+  const long long koff = (long long)kt * HOT_KB;
+  hot_wg_load<HOT_TILE_M>(x, st, x.a_row, a0, x.a_left, koff);
+  hot_wg_load<HOT_TILE_N>(x, st + HOT_A_BYTES, x.b_row, b0, x.b_left, koff);
+}
+
+extern "C" __global__ void __launch_bounds__(HOT_THREADS, 1)
+    HOT_KNAME(const signed char *__restrict__ A, const signed char *__restrict__ B,
+              float *__restrict__ C, const float *__restrict__ row_scale,
+              const float *__restrict__ alpha_a, const float *__restrict__ alpha_b,
+              float alpha_div, int M, int N, int Kpad, int ldc) {
+  extern __shared__ __align__(1024) unsigned char hot_smem[];
+
+  const int tid = (int)threadIdx.x;
+  const int lane = tid & 31, warp = tid >> 5;
+  const int wg = warp >> 2, wq = warp & 3;
+  const int m0 = (int)blockIdx.y * HOT_TILE_M;
+  const int n0 = (int)blockIdx.x * HOT_TILE_N;
+  const unsigned smem = (hot_smem_u32(hot_smem) + 1023u) & ~1023u;
+  const unsigned smem_end = smem + HOT_STAGES * HOT_STAGE_BYTES;
+
+  hot_wg_loader x;
+  const int r0 = tid >> 3, c0 = tid & 7;
+  x.pitch = (long long)Kpad;
+  const signed char *a0 = A + (long long)m0 * x.pitch + c0 * 16; /* first row: always real */
+  const signed char *b0 = B + (long long)n0 * x.pitch + c0 * 16;
+  x.a_row = a0 + (long long)r0 * x.pitch;
+  x.b_row = b0 + (long long)r0 * x.pitch;
+  x.dst = (unsigned)(r0 * HOT_KB + ((c0 ^ (r0 & 7)) << 4));
+  x.a_left = M - m0 - r0;
+  x.b_left = N - n0 - r0;
+  x.ktiles = Kpad / HOT_KB;
+
+  int acc[HOT_NREG];
+#pragma unroll
+  for (int i = 0; i < HOT_NREG; ++i) acc[i] = 0;
+
+  /* prologue: tiles 0 .. LEAD-1, one group each */
+#pragma unroll
+  for (int s = 0; s < HOT_LEAD; ++s) {
+    hot_wg_load_tile(x, a0, b0, smem + s * HOT_STAGE_BYTES, s);
+    hot_cp_async_commit();
+  }
+  unsigned rd = smem, wr = smem + HOT_LEAD * HOT_STAGE_BYTES;
+  for (int kt = 0; kt < x.ktiles; ++kt) {
+    hot_cp_async_wait<HOT_LEAD - 1>();
+    hot_fence_proxy_async();
+    __syncthreads();
+    hot_wg_load_tile(x, a0, b0, wr, kt + HOT_LEAD);
+    hot_cp_async_commit();
+    wr = wr + HOT_STAGE_BYTES == smem_end ? smem : wr + HOT_STAGE_BYTES;
+    const unsigned ta = rd + wg * 64 * HOT_KB, tb = rd + HOT_A_BYTES;
+    hot_wgmma_fence();
+#pragma unroll
+    for (int k = 0; k < HOT_KB / 32; ++k)
+      hot_wgmma(acc, hot_wgmma_desc(ta + 32 * k), hot_wgmma_desc(tb + 32 * k));
+    hot_wgmma_commit();
+    hot_wgmma_wait<1>();
+    rd = rd + HOT_STAGE_BYTES == smem_end ? smem : rd + HOT_STAGE_BYTES;
+  }
+  hot_wgmma_wait<0>();
+  hot_acc_fence(acc);
+  hot_cp_async_wait<0>(); /* only empty groups can remain; keep the exit clean */
+
+  /* ---- epilogue: C = HOT_MUL(HOT_I2F(acc), factor(row)), never fused (gemm_int.cu's) -------- */
+  const float alpha = HOT_DIV(HOT_MUL(*alpha_a, alpha_b ? *alpha_b : 1.0f), alpha_div);
+  const int g = lane >> 2, t = lane & 3;
+  const bool vec = ((ldc & 1) == 0) && ((((unsigned long long)C) & 7ull) == 0);
+#pragma unroll
+  for (int h = 0; h < 2; ++h) {
+    const int m = m0 + wg * 64 + wq * 16 + g + 8 * h;
+    if (m >= M) continue;
+    const float factor = row_scale ? HOT_MUL(row_scale[m], alpha) : alpha;
+    float *crow = C + (long long)m * ldc;
+#pragma unroll
+    for (int j = 0; j < HOT_TILE_N / 8; ++j) {
+      const int n = n0 + 8 * j + 2 * t;
+      const float v0 = HOT_MUL(HOT_I2F(acc[4 * j + 2 * h]), factor);
+      const float v1 = HOT_MUL(HOT_I2F(acc[4 * j + 2 * h + 1]), factor);
+      if (vec && n + 1 < N) {
+        *reinterpret_cast<float2 *>(crow + n) = make_float2(v0, v1);
+      } else {
+        if (n < N) crow[n] = v0;
+        if (n + 1 < N) crow[n + 1] = v1;
+      }
+    }
+  }
+}
