@@ -117,12 +117,6 @@ static int pow2_dividing(int64_t v, int cap) {
   return p;
 }
 
-/* 1 when k products of codes with at most qmax(bits_a) x qmax(bits_b) cannot exceed INT32_MAX. */
-static int int32_sum_fits(int64_t k, int bits_a, int bits_b) {
-  const int64_t qa = (1 << (bits_a - 1)) - 1, qb = (1 << (bits_b - 1)) - 1;
-  return k * qa * qb <= (int64_t)INT32_MAX;
-}
-
 static int quant_ok(const hot_quant *q, const char *what, char *err, size_t n) {
   if (q->bits < 2 || q->bits > 8)
     return hot_errf(err, n, "%s must be in [2, 8] (got %d)", what, q->bits);
@@ -370,18 +364,6 @@ int plan_layer(const hot_layer_spec *s, int64_t batch, int64_t tokens, hot_recip
     if (p->hla.rank < 1) return hot_errf(err, n, "hla: invalid basis selection");
   }
   p->hla.k = p->hla.blocks * p->hla.rank;
-  /* Exact int32 sums (HOT.md 3.5, 4.6): every path and the twin agree only while no sum can
-   * overflow, so a contraction that could is refused here, on every backend alike. */
-  if (p->hq.enabled && !int32_sum_fits(p->hq.o_pad, p->hq.g.bits, p->hq.w.bits))
-    return hot_errf(err, n, "hq: O = %lld is too long for exact int32 sums of %d x %d-bit codes",
-                    (long long)p->O, p->hq.g.bits, p->hq.w.bits);
-  if (p->hla.enabled && !int32_sum_fits(p->hla.k, p->hla.g.bits, p->hla.x.bits))
-    return hot_errf(err, n, "hla: K = blocks x r = %lld x %d = %lld could overflow the int32 sums "
-                    "of %d x %d-bit codes (at most %lld): use fewer tokens per call or a lower "
-                    "hla.keep", (long long)p->hla.blocks, p->hla.rank, (long long)p->hla.k,
-                    p->hla.g.bits, p->hla.x.bits,
-                    (long long)(INT32_MAX / (((1 << (p->hla.g.bits - 1)) - 1) *
-                                             ((1 << (p->hla.x.bits - 1)) - 1))));
   p->hla.gemm.m = p->O;
   p->hla.gemm.n = p->I;
   p->hla.gemm.k = p->hla.k;

@@ -20,9 +20,6 @@ hot_status cpu_ref_status(hot_layer *layer, int rc, const char *what) {
   case HOT_REF_ENONFINITE:
     return ctx_fail(ctx, HOT_ERR_NONFINITE, "layer '%s': %s: NaN or Inf in the input (or the "
                     "transform overflowed fp32)", n, what);
-  case HOT_REF_ERANGE:
-    return ctx_fail(ctx, HOT_ERR_PLAN, "layer '%s': %s: the int32 accumulator could overflow for "
-                    "this contraction length and bit width", n, what);
   case HOT_REF_ESHAPE:
   default:
     return ctx_fail(ctx, HOT_ERR_INTERNAL, "layer '%s': %s: %s (plan inconsistent)", n, what,

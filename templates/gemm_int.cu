@@ -97,6 +97,7 @@
 #endif
 
 #include "hot_math.cuh"
+#include "hot_async.cuh"
 
 /* ---- derived compile-time quantities (macros, not namespace constexpr: see DESIGN.md) ----- */
 #define HOT_THREADS (32 * HOT_WARPS_M * HOT_WARPS_N)
@@ -133,28 +134,6 @@ static_assert(HOT_A_BYTES % 128 == 0 && HOT_STAGE_BYTES % 128 == 0,
 static_assert(HOT_MI * HOT_NI <= 64, "warp tile too large for the register file");
 
 /* ---- PTX wrappers ------------------------------------------------------------------------- */
-
-/* 32-bit shared-state address of a generic pointer into shared memory. */
-static __device__ __forceinline__ unsigned hot_smem_u32(const void *p) {
-  return (unsigned)__cvta_generic_to_shared(p);
-}
-
-/* cp.async.cg: 16 bytes global -> shared, bypassing L1; src_bytes = 0 writes 16 zero bytes and
- * reads nothing (PTX ISA 9.7.9.25.3.1 cp.async: "src-size ... remaining bytes are zero-filled"). */
-static __device__ __forceinline__ void hot_cp_async16(unsigned dst, const void *src, int src_bytes) {
-  asm volatile("cp.async.cg.shared.global.L2::128B [%0], [%1], 16, %2;\n" ::"r"(dst), "l"(src),
-               "r"(src_bytes)
-               : "memory");
-}
-
-static __device__ __forceinline__ void hot_cp_async_commit(void) {
-  asm volatile("cp.async.commit_group;\n" ::: "memory");
-}
-
-template <int N>
-static __device__ __forceinline__ void hot_cp_async_wait(void) {
-  asm volatile("cp.async.wait_group %0;\n" ::"n"(N) : "memory");
-}
 
 /* ldmatrix .m8n8 .b16: each 8x8 b16 matrix is 8 rows of 16 bytes; lanes 8j..8j+7 give the row
  * addresses of matrix j; lane l receives, from matrix j, the 32-bit word at row l/4, bytes

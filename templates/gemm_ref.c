@@ -1,6 +1,7 @@
 /* gemm_ref.c — CPU twin of templates/gemm_int.cu (kernels HOT_K_GEMM_GX and HOT_K_GEMM_GW):
- * integer GEMMs of K-contiguous operands with int32 accumulation (exact, so any summation order
- * gives the same bits) and the fused dequantization epilogues of HOT.md 3.5 and 4.6. */
+ * integer GEMMs of K-contiguous operands with int32 accumulation that wraps modulo 2^32 like the
+ * tensor cores' (exact below 2^31, and any summation order gives the same bits either way) and
+ * the fused dequantization epilogues of HOT.md 3.5 and 4.6. */
 #include <limits.h>
 #include <stdlib.h>
 
@@ -15,8 +16,14 @@ static void unpack_rows(const void *src, int64_t rows, int64_t k_pad, int packed
     for (int64_t k = 0; k < k_pad; ++k) dst[a * k_pad + k] = (int8_t)ref_code_at(s + a * rb, packed, k);
 }
 
-/* c[m][n] = sum_k a[m][k] * b[n][k] in int32 over a 4 x 4 register block; rows past ma/nb are
- * skipped. Integer sums are exact and associative below the overflow bound checked by callers. */
+/* The int32 value of u (two's complement, modulo 2^32), without implementation-defined casts. */
+static int32_t wrap_i32(uint32_t u) {
+  return u <= (uint32_t)INT32_MAX ? (int32_t)u : (int32_t)(u - 2147483648u) - INT32_MAX - 1;
+}
+
+/* c[m][n] = sum_k a[m][k] * b[n][k] modulo 2^32 (int32 two's complement, CONTRACT 5) over a
+ * 4 x 4 register block; rows past ma/nb are skipped. Each product fits int32 (|a|, |b| <= 128);
+ * the sums run in uint32, whose wrap-around is defined, so every order gives the same bits. */
 static void dot_block(const int8_t *a, int64_t lda, int ma, const int8_t *b, int64_t ldb, int nb,
                       int64_t k_pad, int32_t acc[4][4]) {
   for (int m = 0; m < 4; ++m)
@@ -24,33 +31,34 @@ static void dot_block(const int8_t *a, int64_t lda, int ma, const int8_t *b, int
   if (ma == 4 && nb == 4) {
     const int8_t *a0 = a, *a1 = a + lda, *a2 = a + 2 * lda, *a3 = a + 3 * lda;
     const int8_t *b0 = b, *b1 = b + ldb, *b2 = b + 2 * ldb, *b3 = b + 3 * ldb;
-    int32_t c00 = 0, c01 = 0, c02 = 0, c03 = 0, c10 = 0, c11 = 0, c12 = 0, c13 = 0;
-    int32_t c20 = 0, c21 = 0, c22 = 0, c23 = 0, c30 = 0, c31 = 0, c32 = 0, c33 = 0;
+    uint32_t c00 = 0, c01 = 0, c02 = 0, c03 = 0, c10 = 0, c11 = 0, c12 = 0, c13 = 0;
+    uint32_t c20 = 0, c21 = 0, c22 = 0, c23 = 0, c30 = 0, c31 = 0, c32 = 0, c33 = 0;
+#define P(x, y) ((uint32_t)((int32_t)(x) * (int32_t)(y)))
     for (int64_t k = 0; k < k_pad; ++k) {
       int32_t x0 = a0[k], x1 = a1[k], x2 = a2[k], x3 = a3[k];
       int32_t y0 = b0[k], y1 = b1[k], y2 = b2[k], y3 = b3[k];
-      c00 += x0 * y0; c01 += x0 * y1; c02 += x0 * y2; c03 += x0 * y3;
-      c10 += x1 * y0; c11 += x1 * y1; c12 += x1 * y2; c13 += x1 * y3;
-      c20 += x2 * y0; c21 += x2 * y1; c22 += x2 * y2; c23 += x2 * y3;
-      c30 += x3 * y0; c31 += x3 * y1; c32 += x3 * y2; c33 += x3 * y3;
+      c00 += P(x0, y0); c01 += P(x0, y1); c02 += P(x0, y2); c03 += P(x0, y3);
+      c10 += P(x1, y0); c11 += P(x1, y1); c12 += P(x1, y2); c13 += P(x1, y3);
+      c20 += P(x2, y0); c21 += P(x2, y1); c22 += P(x2, y2); c23 += P(x2, y3);
+      c30 += P(x3, y0); c31 += P(x3, y1); c32 += P(x3, y2); c33 += P(x3, y3);
     }
-    acc[0][0] = c00; acc[0][1] = c01; acc[0][2] = c02; acc[0][3] = c03;
-    acc[1][0] = c10; acc[1][1] = c11; acc[1][2] = c12; acc[1][3] = c13;
-    acc[2][0] = c20; acc[2][1] = c21; acc[2][2] = c22; acc[2][3] = c23;
-    acc[3][0] = c30; acc[3][1] = c31; acc[3][2] = c32; acc[3][3] = c33;
+    acc[0][0] = wrap_i32(c00), acc[0][1] = wrap_i32(c01);
+    acc[0][2] = wrap_i32(c02), acc[0][3] = wrap_i32(c03);
+    acc[1][0] = wrap_i32(c10), acc[1][1] = wrap_i32(c11);
+    acc[1][2] = wrap_i32(c12), acc[1][3] = wrap_i32(c13);
+    acc[2][0] = wrap_i32(c20), acc[2][1] = wrap_i32(c21);
+    acc[2][2] = wrap_i32(c22), acc[2][3] = wrap_i32(c23);
+    acc[3][0] = wrap_i32(c30), acc[3][1] = wrap_i32(c31);
+    acc[3][2] = wrap_i32(c32), acc[3][3] = wrap_i32(c33);
     return;
   }
   for (int m = 0; m < ma; ++m)
     for (int n = 0; n < nb; ++n) {
-      int32_t s = 0;
-      for (int64_t k = 0; k < k_pad; ++k) s += (int32_t)a[m * lda + k] * (int32_t)b[n * ldb + k];
-      acc[m][n] = s;
+      uint32_t s = 0;
+      for (int64_t k = 0; k < k_pad; ++k) s += P(a[m * lda + k], b[n * ldb + k]);
+      acc[m][n] = wrap_i32(s);
     }
-}
-
-/* 1 when k * qa * qb cannot exceed INT32_MAX. */
-static int acc_fits(int64_t k, int bits_a, int bits_b) {
-  return k * (int64_t)hot_qmax(bits_a) * (int64_t)hot_qmax(bits_b) <= (int64_t)INT32_MAX;
+#undef P
 }
 
 /* out[m, n] = (float)acc * row_scale[m] (row_scale NULL: scale1) for an M x N product of
@@ -77,7 +85,6 @@ int hot_ref_gemm_gx(const hot_layer_plan *pl, const void *q_g, const float *s_g,
   int rc = hot_ref_plan_check(pl);
   if (rc) return rc;
   if (!pl->hq.enabled) return HOT_REF_ESHAPE;
-  if (!acc_fits(pl->hq.o_pad, pl->hq.g.bits, pl->hq.w.bits)) return HOT_REF_ERANGE;
   int64_t T = pl->T, I = pl->I, kp = pl->hq.gemm.k_pad;
   int packed = pl->hq.codes == HOT_CODES_S4_PACKED;
   int8_t *a = malloc((size_t)(T * kp)), *b = malloc((size_t)(I * kp));
@@ -104,7 +111,6 @@ int hot_ref_gemm_gw(const hot_layer_plan *pl, const int8_t *q_g, float s_g, cons
   int rc = hot_ref_plan_check(pl);
   if (rc) return rc;
   if (!pl->hla.enabled) return HOT_REF_ESHAPE;
-  if (!acc_fits(pl->hla.k, pl->hla.g.bits, pl->hla.x.bits)) return HOT_REF_ERANGE;
   float c = HOT_DIV(HOT_MUL(s_g, s_x), HOT_I2F(pl->hla.block));
   gemm_epilogue(q_g, pl->O, q_x, pl->I, pl->hla.gemm.k_pad, NULL, c, g_w);
   return HOT_REF_OK;

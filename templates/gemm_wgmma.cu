@@ -64,6 +64,7 @@
 #endif
 
 #include "hot_math.cuh"
+#include "hot_async.cuh"
 
 #define HOT_WGS (HOT_TILE_M / 64)
 #define HOT_THREADS (128 * HOT_WGS)
@@ -87,26 +88,6 @@ static_assert(HOT_RSTEP % 8 == 0 && HOT_TILE_M % HOT_RSTEP == 0 && HOT_TILE_N % 
               "loader rows");
 
 /* ---- PTX wrappers ------------------------------------------------------------------------- */
-
-static __device__ __forceinline__ unsigned hot_smem_u32(const void *p) {
-  return (unsigned)__cvta_generic_to_shared(p);
-}
-
-/* cp.async.cg: 16 bytes global -> shared (L2 only); src_bytes = 0 writes 16 zero bytes. */
-static __device__ __forceinline__ void hot_cp_async16(unsigned dst, const void *src, int src_bytes) {
-  asm volatile("cp.async.cg.shared.global.L2::128B [%0], [%1], 16, %2;\n" ::"r"(dst), "l"(src),
-               "r"(src_bytes)
-               : "memory");
-}
-
-static __device__ __forceinline__ void hot_cp_async_commit(void) {
-  asm volatile("cp.async.commit_group;\n" ::: "memory");
-}
-
-template <int N>
-static __device__ __forceinline__ void hot_cp_async_wait(void) {
-  asm volatile("cp.async.wait_group %0;\n" ::"n"(N) : "memory");
-}
 
 /* Orders this thread's earlier generic-proxy writes to shared memory (cp.async included) before
  * later async-proxy reads (wgmma operands). */

@@ -14,7 +14,6 @@ const char *hot_ref_status_name(int status) {
   case HOT_REF_ESHAPE: return "inconsistent plan or shapes";
   case HOT_REF_ENOMEM: return "out of memory";
   case HOT_REF_ENONFINITE: return "non-finite value";
-  case HOT_REF_ERANGE: return "int32 accumulator could overflow";
   default: return "unknown status";
   }
 }

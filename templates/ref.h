@@ -32,8 +32,7 @@ typedef enum {
   HOT_REF_EARG = -1,       /* NULL pointer, zero or negative size, unsupported enum value */
   HOT_REF_ESHAPE = -2,     /* plan fields inconsistent (T != B*L, o_pad, k_pad, rank, rows, ...) */
   HOT_REF_ENOMEM = -3,     /* scratch allocation failed */
-  HOT_REF_ENONFINITE = -4, /* NaN or Inf in an input or a transformed tensor */
-  HOT_REF_ERANGE = -5      /* an int32 GEMM accumulator could overflow for this K and bit width */
+  HOT_REF_ENONFINITE = -4  /* NaN or Inf in an input or a transformed tensor */
 } hot_ref_status;
 
 /* Static name of a status ("ok", "bad argument", ...); "unknown status" for other values. */
@@ -112,12 +111,13 @@ int hot_ref_hla_quant_g(const hot_layer_plan *pl, const void *g_y, hot_dtype dt,
 
 /* Twin of HOT_K_GEMM_GX: acc[t,i] = sum_k q_g[t,k] * q_w[i,k] over k < hq.gemm.k_pad in int32,
  * g_x[t,i] = (float)acc * (s_g[t] * c_w), c_w = s_w / b (fp32). Operands as written by
- * hot_ref_hq_quant_g/_w (layout per hq.codes); writes g_x[T * I]. ERANGE when
- * k_pad * qmax_g * qmax_w > INT32_MAX. */
+ * hot_ref_hq_quant_g/_w (layout per hq.codes); writes g_x[T * I]. The int32 sums wrap modulo
+ * 2^32 like the tensor cores' (CONTRACT 5). */
 int hot_ref_gemm_gx(const hot_layer_plan *pl, const void *q_g, const float *s_g, const void *q_w,
                     float s_w, float *g_x);
 
-/* Twin of HOT_K_GEMM_GW: acc[o,i] = sum_k q_g[o,k] * q_x[i,k] over k < hla.gemm.k_pad in int32,
+/* Twin of HOT_K_GEMM_GW: acc[o,i] = sum_k q_g[o,k] * q_x[i,k] over k < hla.gemm.k_pad in int32
+ * (modulo 2^32),
  * g_w[o,i] = (float)acc * c, c = (s_g * s_x) / p (fp32, product first). Writes g_w[O * I]. */
 int hot_ref_gemm_gw(const hot_layer_plan *pl, const int8_t *q_g, float s_g, const int8_t *q_x,
                     float s_x, float *g_w);

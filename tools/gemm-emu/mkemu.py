@@ -7,6 +7,7 @@ the emulator, and the dynamic shared array becomes the emulated block's buffer. 
 else (tiling, swizzle, loader, pipeline, fragment bookkeeping, epilogue) is the template's own
 code, compiled unchanged.  Usage: mkemu.py templates/gemm_int.cu out.inc
 """
+import os
 import re
 import sys
 
@@ -48,6 +49,11 @@ def replace_body(src, name, body):
 
 def main():
     src = open(sys.argv[1]).read()
+    # the cp.async wrappers live in hot_async.cuh: inline it so that their bodies are replaced too
+    inc = '#include "hot_async.cuh"'
+    if inc in src:
+        tdir = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "templates")
+        src = src.replace(inc, open(os.path.join(tdir, "hot_async.cuh")).read(), 1)
     for name, body in BODIES.items():
         src = replace_body(src, name, body)
     decl = re.search(r"extern __shared__ __align__\(\d+\) unsigned char hot_smem\[\];", src)

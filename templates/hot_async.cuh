@@ -1,0 +1,26 @@
+/* hot_async.cuh — the cp.async wrappers of the GEMM templates (gemm_int.cu, gemm_wgmma.cu):
+ * shared-state addresses, 16-byte global -> shared copies with zero fill, commit and wait.
+ * tools/gemm-emu/mkemu.py inlines this file and replaces these bodies with its emulator's. */
+
+/* 32-bit shared-state address of a generic pointer into shared memory. */
+static __device__ __forceinline__ unsigned hot_smem_u32(const void *p) {
+  return (unsigned)__cvta_generic_to_shared(p);
+}
+
+/* cp.async.cg: 16 bytes global -> shared, bypassing L1; src_bytes = 0 writes 16 zero bytes and
+ * reads nothing (PTX ISA 9.7.9.25.3.1 cp.async: "src-size ... remaining bytes are zero-filled"). */
+static __device__ __forceinline__ void hot_cp_async16(unsigned dst, const void *src, int src_bytes) {
+  asm volatile("cp.async.cg.shared.global.L2::128B [%0], [%1], 16, %2;\n" ::"r"(dst), "l"(src),
+               "r"(src_bytes)
+               : "memory");
+}
+
+static __device__ __forceinline__ void hot_cp_async_commit(void) {
+  asm volatile("cp.async.commit_group;\n" ::: "memory");
+}
+
+/* Waits until at most N of this thread's committed groups are still in flight. */
+template <int N>
+static __device__ __forceinline__ void hot_cp_async_wait(void) {
+  asm volatile("cp.async.wait_group %0;\n" ::"n"(N) : "memory");
+}
