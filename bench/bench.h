@@ -65,6 +65,7 @@ typedef struct {
   int64_t B, L, T, O, I;          /* benchmark size (memory figures, speed) */
   int64_t cB, cL, cT;             /* correctness-check size (may be smaller, see main.c) */
   int bias;
+  hot_dtype dt;                   /* the layer's input dtype (its kernels are made for it) */
   char gran[16];                  /* g' scale in effect after calibration: "tensor"/"token" */
   int hq_b, hla_p, hla_r, hla_blocks;
   /* memory (plan at the benchmark size) */
@@ -119,12 +120,25 @@ typedef struct {
 void bench_fill_normal(float *dst, size_t n, uint64_t seed, uint64_t stream);
 /* fp32 -> bf16 bit patterns, round to nearest even (NaN kept quiet). */
 void bench_to_bf16(const float *src, uint16_t *dst, size_t n);
-/* Seeded inputs of one layer at size (T, O, I): x T*I, w O*I, g_y T*O; malloc'd, NULL on OOM. */
+/* fp32 -> f16 bit patterns, round to nearest even (overflow to infinity, subnormals kept, NaN
+ * kept quiet). */
+void bench_to_f16(const float *src, uint16_t *dst, size_t n);
+/* Seeded inputs of one layer at size (T, O, I) in the layer's input dtype: x T*I, w O*I, g_y T*O.
+ * The float arrays hold the values the layer reads (rounded to dt, so the fp64 reference sees
+ * exactly the layer's inputs); for bf16/f16 layers the 16-bit patterns are kept beside them.
+ * malloc'd; returns 0, or -1 on OOM (nothing left allocated). */
 typedef struct {
   int64_t T, O, I;
+  hot_dtype dt;
   float *x, *w, *gy;
+  uint16_t *x16, *w16, *gy16; /* NULL for f32 */
 } bench_data;
-int bench_data_make(bench_data *d, int64_t T, int64_t O, int64_t I, uint64_t seed, int layer);
+int bench_data_make(bench_data *d, int64_t T, int64_t O, int64_t I, uint64_t seed, int layer,
+                    hot_dtype dt);
+/* What the layer reads for one of d's tensors (d->x, d->w or d->gy): that float array for f32,
+ * else its 16-bit copy; bench_dtype_size gives its element size. */
+const void *bench_data_in(const bench_data *d, const float *v);
+size_t bench_dtype_size(hot_dtype dt);
 void bench_data_free(bench_data *d);
 
 /* ---- layer creation shared by every stage (main.c) ----------------------------------------- */

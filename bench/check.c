@@ -59,13 +59,14 @@ int bench_check_cpu(const bench_run *run, bench_layer *bl, const bench_data *d, 
   /* A caller-owned saved buffer (16-byte aligned: malloc's), so it can be compared later. */
   double t0 = bench_now_ms();
   hot_layer_info info;
-  st = hot_layer_save(layer, d->x, HOT_DT_F32, o.saved, NULL);
+  st = hot_layer_save(layer, bench_data_in(d, d->x), d->dt, o.saved, NULL);
   if (st != HOT_OK) { fail(bl, st, ctx, "save"); goto free_exact; }
   if (hot_layer_get_info(layer, &info) == HOT_OK && info.gran_auto) {
-    st = hot_layer_calibrate(layer, d->gy, HOT_DT_F32, 0, NULL);
+    st = hot_layer_calibrate(layer, bench_data_in(d, d->gy), d->dt, 0, NULL);
     if (st != HOT_OK) { fail(bl, st, ctx, "calibrate"); goto free_exact; }
   }
-  st = hot_layer_backward(layer, d->gy, d->w, HOT_DT_F32, o.saved, o.gx, o.gw, o.gb, 1, NULL);
+  st = hot_layer_backward(layer, bench_data_in(d, d->gy), bench_data_in(d, d->w), d->dt, o.saved, o.gx,
+                          o.gw, o.gb, 1, NULL);
   if (st != HOT_OK) { fail(bl, st, ctx, "backward"); goto free_exact; }
   bl->cpu_ref_ms = bench_now_ms() - t0;
   hot_layer_get_info(layer, &info);

@@ -63,7 +63,7 @@ void bench_gpu_close(bench_gpu *g) {
 }
 
 /* ---- device allocations tracked for one stage ---------------------------------------------- */
-#define ARENA_MAX (8 * MAX_SETS + 32) /* the speed stage: 7 buffers per rotated set + 5 */
+#define ARENA_MAX (11 * MAX_SETS + 32) /* the speed stage: up to 10 buffers per rotated set + 5 */
 typedef struct {
   bench_gpu *g;
   int n;
@@ -195,8 +195,9 @@ void bench_gpu_bitexact(bench_gpu *g, const bench_run *run, bench_layer *bl,
   }
   int64_t T = dt->T, O = dt->O, I = dt->I;
   size_t sb = hot_layer_saved_bytes(layer);
-  CUdeviceptr x = dalloc(&a, (size_t)(T * I) * 4), w = dalloc(&a, (size_t)(O * I) * 4);
-  CUdeviceptr gy = dalloc(&a, (size_t)(T * O) * 4), gx = dalloc(&a, (size_t)(T * I) * 4);
+  const size_t es = bench_dtype_size(dt->dt);
+  CUdeviceptr x = dalloc(&a, (size_t)(T * I) * es), w = dalloc(&a, (size_t)(O * I) * es);
+  CUdeviceptr gy = dalloc(&a, (size_t)(T * O) * es), gx = dalloc(&a, (size_t)(T * I) * 4);
   CUdeviceptr gw = dalloc(&a, (size_t)(O * I) * 4), gb = dalloc(&a, (size_t)O * 4);
   CUdeviceptr sv = dalloc(&a, sb);
   float *hx = malloc((size_t)(T * I) * 4), *hw = malloc((size_t)(O * I) * 4), *hb = malloc((size_t)O * 4);
@@ -205,22 +206,23 @@ void bench_gpu_bitexact(bench_gpu *g, const bench_run *run, bench_layer *bl,
     snprintf(bl->status, sizeof bl->status, "bit-exactness buffers: %.250s", a.err[0] ? a.err : "out of host memory");
     goto done;
   }
-  if (d->cuMemcpyHtoD(x, dt->x, (size_t)(T * I) * 4) || d->cuMemcpyHtoD(w, dt->w, (size_t)(O * I) * 4) ||
-      d->cuMemcpyHtoD(gy, dt->gy, (size_t)(T * O) * 4)) {
+  if (d->cuMemcpyHtoD(x, bench_data_in(dt, dt->x), (size_t)(T * I) * es) ||
+      d->cuMemcpyHtoD(w, bench_data_in(dt, dt->w), (size_t)(O * I) * es) ||
+      d->cuMemcpyHtoD(gy, bench_data_in(dt, dt->gy), (size_t)(T * O) * es)) {
     snprintf(bl->status, sizeof bl->status, "bit-exactness: upload failed");
     goto done;
   }
-  st = hot_layer_save(layer, DP(x), HOT_DT_F32, DP(sv), g->s);
+  st = hot_layer_save(layer, DP(x), dt->dt, DP(sv), g->s);
   if (st != HOT_OK) { set_status(bl, st, ctx, "save"); goto done; }
   hot_layer_info info;
   if (hot_layer_get_info(layer, &info) == HOT_OK && info.gran_auto) {
-    st = hot_layer_calibrate(layer, DP(gy), HOT_DT_F32, 0, g->s);
+    st = hot_layer_calibrate(layer, DP(gy), dt->dt, 0, g->s);
     if (st == HOT_ERR_UNSUPPORTED) /* no LQS kernel yet: run uncalibrated (per tensor) */
       snprintf(bl->gpu_note, sizeof bl->gpu_note, "LQS kernel not in this build: g' per tensor");
     else if (st != HOT_OK) { set_status(bl, st, ctx, "calibrate"); goto done; }
     hot_layer_get_info(layer, &info);
   }
-  st = hot_layer_backward(layer, DP(gy), DP(w), HOT_DT_F32, DP(sv), (float *)DP(gx), (float *)DP(gw),
+  st = hot_layer_backward(layer, DP(gy), DP(w), dt->dt, DP(sv), (float *)DP(gx), (float *)DP(gw),
                           bl->bias ? (float *)DP(gb) : NULL, 1, g->s);
   if (st != HOT_OK) { set_status(bl, st, ctx, "backward"); goto done; }
   CUresult r = d->cuStreamSynchronize(g->s);
@@ -269,24 +271,26 @@ typedef struct {
   bench_gpu *g;
   hot_layer *layer;
   int nsets, bias;
+  hot_dtype dt;                    /* the layer's input dtype: x, w, g_y sets are stored in it */
   CUdeviceptr x[MAX_SETS], w[MAX_SETS], gy[MAX_SETS], sv[MAX_SETS];
   CUdeviceptr gx, gw, gb;
   /* cuBLAS */
   bench_prec prec;
   int64_t T, O, I;
   CUdeviceptr bx[MAX_SETS], bw[MAX_SETS], bgy[MAX_SETS], bgx, bgw;
+  CUdeviceptr fx[MAX_SETS], fw[MAX_SETS], fgy[MAX_SETS]; /* fp32 inputs (= x, w, gy for f32) */
 } speed_arg;
 
 static int run_save(void *p, int it) {
   speed_arg *s = p;
   int k = it % s->nsets;
-  return (int)hot_layer_save(s->layer, DP(s->x[k]), HOT_DT_F32, DP(s->sv[k]), s->g->s);
+  return (int)hot_layer_save(s->layer, DP(s->x[k]), s->dt, DP(s->sv[k]), s->g->s);
 }
 
 static int run_backward(void *p, int it) {
   speed_arg *s = p;
   int k = it % s->nsets;
-  return (int)hot_layer_backward(s->layer, DP(s->gy[k]), DP(s->w[k]), HOT_DT_F32, DP(s->sv[k]),
+  return (int)hot_layer_backward(s->layer, DP(s->gy[k]), DP(s->w[k]), s->dt, DP(s->sv[k]),
                                  (float *)DP(s->gx), (float *)DP(s->gw),
                                  s->bias ? (float *)DP(s->gb) : NULL, (uint32_t)it + 1, s->g->s);
 }
@@ -295,7 +299,7 @@ static int run_blas(void *p, int it) {
   speed_arg *s = p;
   int k = it % s->nsets;
   int bf = s->prec == BENCH_BF16;
-  CUdeviceptr gy = bf ? s->bgy[k] : s->gy[k], w = bf ? s->bw[k] : s->w[k], x = bf ? s->bx[k] : s->x[k];
+  CUdeviceptr gy = bf ? s->bgy[k] : s->fgy[k], w = bf ? s->bw[k] : s->fw[k], x = bf ? s->bx[k] : s->fx[k];
   CUdeviceptr gx = bf ? s->bgx : s->gx, gw = bf ? s->bgw : s->gw;
   int r = bench_cublas_gemm(s->g->cb, s->prec, 0, s->T, s->I, s->O, gy, w, gx); /* g_x = g_y w */
   if (!r) r = bench_cublas_gemm(s->g->cb, s->prec, 1, s->O, s->I, s->T, gy, x, gw); /* g_w = g_y^T x */
@@ -388,27 +392,33 @@ void bench_gpu_speed(bench_gpu *g, hot_ctx *ctx, const bench_run *run, bench_lay
     free(s);
     return;
   }
-  if (bench_data_make(&dt, T, O, I, run->seed, bl->index) != 0) {
+  if (bench_data_make(&dt, T, O, I, run->seed, bl->index, bl->dt) != 0) {
     snprintf(bl->status, sizeof bl->status, "speed: out of host memory");
     goto done;
   }
   size_t sb = hot_layer_saved_bytes(layer);
   size_t bx = (size_t)(T * I), bw = (size_t)(O * I), bg = (size_t)(T * O);
-  size_t set = (bx + bw + bg) * 4 + sb;
+  const size_t es = bench_dtype_size(bl->dt);
+  size_t set = (bx + bw + bg) * es + sb;
   size_t budget = g->free_b ? g->free_b / 2 : ((size_t)8 << 30);
   s->g = g;
   s->layer = layer;
   s->bias = bl->bias;
+  s->dt = bl->dt;
   s->T = T;
   s->O = O;
   s->I = I;
-  s->nsets = bench_sets_for(set + (bx + bw + bg) * 2, g->l2, budget);
+  s->nsets = bench_sets_for(set + (bx + bw + bg) * (bl->dt == HOT_DT_F32 ? 2 : 6), g->l2, budget);
   bl->nsets_hot = bl->nsets_blas = s->nsets;
   for (int k = 0; k < s->nsets; ++k) {
-    s->x[k] = dalloc(&a, bx * 4);
-    s->w[k] = dalloc(&a, bw * 4);
-    s->gy[k] = dalloc(&a, bg * 4);
+    s->x[k] = dalloc(&a, bx * es);
+    s->w[k] = dalloc(&a, bw * es);
+    s->gy[k] = dalloc(&a, bg * es);
     s->sv[k] = dalloc(&a, sb);
+    /* cuBLAS FP32/TF32 read fp32 inputs: the layer's own sets when it reads f32 */
+    s->fx[k] = bl->dt == HOT_DT_F32 ? s->x[k] : dalloc(&a, bx * 4);
+    s->fw[k] = bl->dt == HOT_DT_F32 ? s->w[k] : dalloc(&a, bw * 4);
+    s->fgy[k] = bl->dt == HOT_DT_F32 ? s->gy[k] : dalloc(&a, bg * 4);
     s->bx[k] = dalloc(&a, bx * 2);
     s->bw[k] = dalloc(&a, bw * 2);
     s->bgy[k] = dalloc(&a, bg * 2);
@@ -423,8 +433,15 @@ void bench_gpu_speed(bench_gpu *g, hot_ctx *ctx, const bench_run *run, bench_lay
     snprintf(bl->status, sizeof bl->status, "speed buffers: %s", a.err[0] ? a.err : "out of host memory");
     goto done;
   }
-  if (upload(&a, s->x, s->nsets, dt.x, bx * 4) || upload(&a, s->w, s->nsets, dt.w, bw * 4) ||
-      upload(&a, s->gy, s->nsets, dt.gy, bg * 4)) {
+  if (upload(&a, s->x, s->nsets, bench_data_in(&dt, dt.x), bx * es) ||
+      upload(&a, s->w, s->nsets, bench_data_in(&dt, dt.w), bw * es) ||
+      upload(&a, s->gy, s->nsets, bench_data_in(&dt, dt.gy), bg * es)) {
+    snprintf(bl->status, sizeof bl->status, "speed: %s", a.err);
+    goto done;
+  }
+  if (bl->dt != HOT_DT_F32 &&
+      (upload(&a, s->fx, s->nsets, dt.x, bx * 4) || upload(&a, s->fw, s->nsets, dt.w, bw * 4) ||
+       upload(&a, s->fgy, s->nsets, dt.gy, bg * 4))) {
     snprintf(bl->status, sizeof bl->status, "speed: %s", a.err);
     goto done;
   }
@@ -445,7 +462,7 @@ void bench_gpu_speed(bench_gpu *g, hot_ctx *ctx, const bench_run *run, bench_lay
   hot_layer_info info;
   st = HOT_OK;
   if (hot_layer_get_info(layer, &info) == HOT_OK && info.gran_auto)
-    st = hot_layer_calibrate(layer, DP(s->gy[0]), HOT_DT_F32, 0, g->s);
+    st = hot_layer_calibrate(layer, DP(s->gy[0]), s->dt, 0, g->s);
   if (st == HOT_ERR_UNSUPPORTED) { /* no LQS kernel yet: time the uncalibrated layer */
     snprintf(bl->gpu_note, sizeof bl->gpu_note, "LQS kernel not in this build: g' per tensor");
     st = HOT_OK;

@@ -191,6 +191,7 @@ static void layer_sizes(const bench_opts *o, bench_layer *bl, const hot_layer_sp
 }
 
 static void plan_figures(bench_layer *bl, const hot_layer_plan *pl) {
+  bl->dt = pl->spec->dtype;
   bl->abc_bytes = pl->abc.enabled ? pl->abc.bytes : pl->abc.fp32_bytes;
   bl->fp32_bytes = pl->abc.fp32_bytes;
   bl->bf16_bytes = pl->abc.bf16_bytes;
@@ -320,7 +321,7 @@ int main(int argc, char **argv) {
     /* Correctness at the check size. */
     fprintf(stderr, ", cpu check T=%lld", (long long)bl->cT);
     bench_data d;
-    if (bench_data_make(&d, bl->cT, bl->O, bl->I, run.seed, bl->index) != 0) {
+    if (bench_data_make(&d, bl->cT, bl->O, bl->I, run.seed, bl->index, bl->dt) != 0) {
       snprintf(bl->status, sizeof bl->status, "out of host memory for T=%lld", (long long)bl->cT);
       fprintf(stderr, " - %s\n", bl->status);
       continue;

@@ -267,6 +267,8 @@ int bench_report_json(const bench_run *r, FILE *f) {
     jstr(f, l->status[0] ? l->status : "ok");
     KEY("unsupported");
     fputs(l->unsupported ? "true" : "false", f);
+    KEY("dtype");
+    jstr(f, plan_dtype_name(l->dt));
     KEY("gran");
     jstr(f, l->have_err ? l->gran : "");
     KEY("gx_rel_err"); jnum(f, l->gx_err, l->have_err);

@@ -18,6 +18,7 @@
 #include <string.h>
 #include <sys/wait.h>
 
+#include "bench.h"
 #include "cost.h"
 #include "hot.h"
 
@@ -116,6 +117,15 @@ START_TEST(test_json_cpu) {
     const char *gpu[] = {"bitexact", "hot_ms", "bf16_ms", "fp32_ms", "speedup_bf16", "speedup_fp32"};
     for (size_t k = 0; k < sizeof gpu / sizeof gpu[0]; ++k)
       ck_assert_msg(is_null(o, end, gpu[k]), "layer %s: %s should be null", names[i], gpu[k]);
+  }
+  /* layer c reads f16 inputs (the bench hands it f16 data): same bands */
+  {
+    const char *end, *o = layer_obj(out, "c", &end);
+    ck_assert_msg(strstr(o, "\"dtype\": \"f16\"") && strstr(o, "\"dtype\": \"f16\"") < end, "c: dtype");
+    ck_assert_msg(strstr(o, "\"status\": \"ok\"") && strstr(o, "\"status\": \"ok\"") < end, "c: status");
+    double gx = num_in(o, end, "gx_rel_err"), gw = num_in(o, end, "gw_rel_err");
+    printf("layer c (f16): g_x %.4f g_w %.4f\n", gx, gw);
+    ck_assert_msg(gx > 0.2 && gx < 0.45 && gw > 0.55 && gw < 0.72, "c: g_x %g g_w %g", gx, gw);
   }
   /* bias: layer a has one (fp32 sums: tiny error), b has none (null). */
   const char *end, *o = layer_obj(out, "a", &end);
@@ -242,6 +252,47 @@ START_TEST(test_gpu_path_on_fake_driver) {
 END_TEST
 #endif
 
+/* bench_to_f16 (bench/data.c) against the compiler's own fp32 -> _Float16 conversion (round to
+ * nearest even, overflow to infinity, subnormals) on every f16 value, the midpoints between
+ * neighbours, and values around the limits; bench_to_bf16 rounds ties to even. */
+START_TEST(test_f16_bf16_conversion) {
+  long bad = 0, n = 0;
+  for (uint32_t h = 0; h < 0x7c00u; ++h) { /* every finite non-negative f16 and the midpoints */
+    _Float16 a, b;
+    memcpy(&a, &(uint16_t){(uint16_t)h}, 2);
+    memcpy(&b, &(uint16_t){(uint16_t)(h + 1)}, 2);
+    float vs[4] = {(float)a, -(float)a, ((float)a + (float)b) / 2, nextafterf(((float)a + (float)b) / 2, 1e9f)};
+    for (int i = 0; i < 4; ++i) {
+      uint16_t got, want;
+      bench_to_f16(&vs[i], &got, 1);
+      _Float16 c = (_Float16)vs[i];
+      memcpy(&want, &c, 2);
+      bad += got != want;
+      ++n;
+    }
+  }
+  float edge[] = {65504.0f, 65519.99f, 65520.0f, 1e9f, -1e9f, INFINITY, 5.96e-8f, 2.98e-8f, 2.99e-8f, 1e-30f, 0.0f, -0.0f};
+  for (size_t i = 0; i < sizeof edge / sizeof edge[0]; ++i, ++n) {
+    uint16_t got, want;
+    bench_to_f16(&edge[i], &got, 1);
+    _Float16 c = (_Float16)edge[i];
+    memcpy(&want, &c, 2);
+    bad += got != want;
+  }
+  float nan = NAN;
+  uint16_t hn;
+  bench_to_f16(&nan, &hn, 1);
+  ck_assert((hn & 0x7c00u) == 0x7c00u && (hn & 0x3ffu) != 0);
+  printf("f16 conversion: %ld of %ld values differ from the compiler's\n", bad, n);
+  ck_assert_int_eq(bad, 0);
+  float ties[2] = {1.00390625f, 1.01171875f}; /* bf16 ties: to 1.0 (even) and 1.015625 (even) */
+  uint16_t tb[2];
+  bench_to_bf16(ties, tb, 2);
+  ck_assert_uint_eq(tb[0], 0x3f80u);
+  ck_assert_uint_eq(tb[1], 0x3f82u);
+}
+END_TEST
+
 int main(void) {
   Suite *s = suite_create("bench");
   TCase *tc = tcase_create("cpu");
@@ -249,6 +300,7 @@ int main(void) {
   tcase_add_test(tc, test_json_cpu);
   tcase_add_test(tc, test_table_first_line_and_jit);
   tcase_add_test(tc, test_cuda_without_driver);
+  tcase_add_test(tc, test_f16_bf16_conversion);
 #ifdef HOT_FAKE_CUDA
   tcase_add_test(tc, test_gpu_path_on_fake_driver);
 #endif
