@@ -64,7 +64,7 @@
 #endif
 
 #include "hot_math.cuh"
-#include "hot_async.cuh"
+#include "hot_gemm.cuh"
 
 #define HOT_WGS (HOT_TILE_M / 64)
 #define HOT_THREADS (128 * HOT_WGS)
@@ -307,12 +307,7 @@ extern "C" __global__ void __launch_bounds__(HOT_THREADS, 1)
       const int n = n0 + 8 * j + 2 * t;
       const float v0 = HOT_MUL(HOT_I2F(acc[4 * j + 2 * h]), factor);
       const float v1 = HOT_MUL(HOT_I2F(acc[4 * j + 2 * h + 1]), factor);
-      if (vec && n + 1 < N) {
-        *reinterpret_cast<float2 *>(crow + n) = make_float2(v0, v1);
-      } else {
-        if (n < N) crow[n] = v0;
-        if (n + 1 < N) crow[n + 1] = v1;
-      }
+      hot_store_pair(crow, n, N, v0, v1, vec);
     }
   }
 }

@@ -49,11 +49,11 @@ def replace_body(src, name, body):
 
 def main():
     src = open(sys.argv[1]).read()
-    # the cp.async wrappers live in hot_async.cuh: inline it so that their bodies are replaced too
-    inc = '#include "hot_async.cuh"'
+    # the cp.async wrappers live in hot_gemm.cuh: inline it so that their bodies are replaced too
+    inc = '#include "hot_gemm.cuh"'
     if inc in src:
         tdir = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "templates")
-        src = src.replace(inc, open(os.path.join(tdir, "hot_async.cuh")).read(), 1)
+        src = src.replace(inc, open(os.path.join(tdir, "hot_gemm.cuh")).read(), 1)
     for name, body in BODIES.items():
         src = replace_body(src, name, body)
     decl = re.search(r"extern __shared__ __align__\(\d+\) unsigned char hot_smem\[\];", src)

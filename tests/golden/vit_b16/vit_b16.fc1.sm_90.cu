@@ -211,10 +211,11 @@ HOT_FN int hot_unpack_s4(unsigned char byte, int hi) {
 }
 
 #endif /* HOT_MATH_CUH */
-#line 1 "templates/hot_async.cuh"
-/* hot_async.cuh — the cp.async wrappers of the GEMM templates (gemm_int.cu, gemm_wgmma.cu):
- * shared-state addresses, 16-byte global -> shared copies with zero fill, commit and wait.
- * tools/gemm-emu/mkemu.py inlines this file and replaces these bodies with its emulator's. */
+#line 1 "templates/hot_gemm.cuh"
+/* hot_gemm.cuh — what the GEMM templates (gemm_int.cu, gemm_wgmma.cu) share: the cp.async
+ * wrappers (shared-state addresses, 16-byte global -> shared copies with zero fill, commit and
+ * wait) and the epilogue's store of two adjacent outputs. tools/gemm-emu/mkemu.py inlines this
+ * file and replaces the wrappers' bodies with its emulator's. */
 
 /* 32-bit shared-state address of a generic pointer into shared memory. */
 static __device__ __forceinline__ unsigned hot_smem_u32(const void *p) {
@@ -237,6 +238,18 @@ static __device__ __forceinline__ void hot_cp_async_commit(void) {
 template <int N>
 static __device__ __forceinline__ void hot_cp_async_wait(void) {
   asm volatile("cp.async.wait_group %0;\n" ::"n"(N) : "memory");
+}
+
+/* Stores C[n], C[n + 1] of one output row (crow = &C[m * ldc]) where they are inside N: one
+ * 8-byte store when vec (ldc even and C 8-byte aligned) and both are inside, else scalars. */
+static __device__ __forceinline__ void hot_store_pair(float *crow, int n, int N, float v0, float v1,
+                                                      bool vec) {
+  if (vec && n + 1 < N) {
+    *reinterpret_cast<float2 *>(crow + n) = make_float2(v0, v1);
+  } else {
+    if (n < N) crow[n] = v0;
+    if (n + 1 < N) crow[n + 1] = v1;
+  }
 }
 
 /* ---- hot_hla_x_f32_p64_r36_tri from templates/hla_project.cu */
@@ -1903,12 +1916,7 @@ extern "C" __global__ void __launch_bounds__(HOT_THREADS, 1)
         const int n = n0 + wn * HOT_WN + ni * 8 + 2 * t;
         const float v0 = HOT_MUL(HOT_I2F(s.acc[mi][ni][2 * h]), factor);
         const float v1 = HOT_MUL(HOT_I2F(s.acc[mi][ni][2 * h + 1]), factor);
-        if (vec && n + 1 < N) {
-          *reinterpret_cast<float2 *>(crow + n) = make_float2(v0, v1);
-        } else {
-          if (n < N) crow[n] = v0;
-          if (n + 1 < N) crow[n + 1] = v1;
-        }
+        hot_store_pair(crow, n, N, v0, v1, vec);
       }
     }
   }
@@ -2352,12 +2360,7 @@ extern "C" __global__ void __launch_bounds__(HOT_THREADS, 1)
         const int n = n0 + wn * HOT_WN + ni * 8 + 2 * t;
         const float v0 = HOT_MUL(HOT_I2F(s.acc[mi][ni][2 * h]), factor);
         const float v1 = HOT_MUL(HOT_I2F(s.acc[mi][ni][2 * h + 1]), factor);
-        if (vec && n + 1 < N) {
-          *reinterpret_cast<float2 *>(crow + n) = make_float2(v0, v1);
-        } else {
-          if (n < N) crow[n] = v0;
-          if (n + 1 < N) crow[n + 1] = v1;
-        }
+        hot_store_pair(crow, n, N, v0, v1, vec);
       }
     }
   }

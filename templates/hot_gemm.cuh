@@ -1,6 +1,7 @@
-/* hot_async.cuh — the cp.async wrappers of the GEMM templates (gemm_int.cu, gemm_wgmma.cu):
- * shared-state addresses, 16-byte global -> shared copies with zero fill, commit and wait.
- * tools/gemm-emu/mkemu.py inlines this file and replaces these bodies with its emulator's. */
+/* hot_gemm.cuh — what the GEMM templates (gemm_int.cu, gemm_wgmma.cu) share: the cp.async
+ * wrappers (shared-state addresses, 16-byte global -> shared copies with zero fill, commit and
+ * wait) and the epilogue's store of two adjacent outputs. tools/gemm-emu/mkemu.py inlines this
+ * file and replaces the wrappers' bodies with its emulator's. */
 
 /* 32-bit shared-state address of a generic pointer into shared memory. */
 static __device__ __forceinline__ unsigned hot_smem_u32(const void *p) {
@@ -23,4 +24,16 @@ static __device__ __forceinline__ void hot_cp_async_commit(void) {
 template <int N>
 static __device__ __forceinline__ void hot_cp_async_wait(void) {
   asm volatile("cp.async.wait_group %0;\n" ::"n"(N) : "memory");
+}
+
+/* Stores C[n], C[n + 1] of one output row (crow = &C[m * ldc]) where they are inside N: one
+ * 8-byte store when vec (ldc even and C 8-byte aligned) and both are inside, else scalars. */
+static __device__ __forceinline__ void hot_store_pair(float *crow, int n, int N, float v0, float v1,
+                                                      bool vec) {
+  if (vec && n + 1 < N) {
+    *reinterpret_cast<float2 *>(crow + n) = make_float2(v0, v1);
+  } else {
+    if (n < N) crow[n] = v0;
+    if (n + 1 < N) crow[n + 1] = v1;
+  }
 }
