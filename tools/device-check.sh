@@ -65,7 +65,7 @@ cd "$bdir"
 gpu_out=$(ctest -L gpu --output-on-failure 2>&1)
 echo "$gpu_out" | tail -40 >&2
 gsum=$(echo "$gpu_out" | grep -E "tests passed|tests failed" | tail -1)
-gskip=$(echo "$gpu_out" | grep -c "Skipped")
+gskip=$(echo "$gpu_out" | grep -c "\*\*\*Skipped")
 if [ "$gpu" = "none" ]; then
   row "ctest -L gpu" "NOT RUN on a GPU (no GPU here; $gskip skipped)"
 else
