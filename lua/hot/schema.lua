@@ -19,12 +19,12 @@ S.recipes = { "hot", "paper", "paper_code" }
 S.tile = {
   order = { "tile_m", "tile_n", "tile_k", "warps_m", "warps_n", "stages" },
   fields = {
-    tile_m = f("int", "GEMM block tile along M (64, 128 or 256; 0 = planner's choice)", { min = 0, max = 256 }),
+    tile_m = f("int", "GEMM block tile along M (64, 128 or 256; sm_90a wgmma: 64 or 128; 0 = planner's choice)", { min = 0, max = 256 }),
     tile_n = f("int", "GEMM block tile along N (64, 128 or 256; 0 = planner's choice)", { min = 0, max = 256 }),
-    tile_k = f("int", "GEMM block tile along K in elements (a multiple of the MMA's K; 0 = default)", { min = 0, max = 512 }),
-    warps_m = f("int", "warps per block along M (0 = default 2)", { min = 0, max = 8 }),
-    warps_n = f("int", "warps per block along N (0 = default 2)", { min = 0, max = 8 }),
-    stages = f("int", "cp.async pipeline stages (0 = default; 2..6)", { min = 0, max = 6 }),
+    tile_k = f("int", "GEMM block tile along K in elements (a multiple of the MMA's K; sm_90a wgmma: 128; 0 = default)", { min = 0, max = 512 }),
+    warps_m = f("int", "warps per block along M (0 = default 2; sm_90a wgmma: tile_m / 16, the planner's)", { min = 0, max = 8 }),
+    warps_n = f("int", "warps per block along N (0 = default 2; sm_90a wgmma: 1)", { min = 0, max = 8 }),
+    stages = f("int", "cp.async pipeline stages (0 = default; 2..6; sm_90a wgmma: 3..6)", { min = 0, max = 6 }),
   },
 }
 

@@ -6,8 +6,11 @@
 // pipeline order, predicates, epilogue) against a plain reference GEMM, bit for bit.
 //
 // What it cannot check: that the PTX definitions encoded here (ldmatrix lane mapping, mma
-// fragment layouts) match the hardware; they are written from PTX ISA 9.7.14.5.x and
-// 9.7.14.5.15, the same sections the kernel cites, so a GPU run remains the final word.
+// fragment layouts; wgmma descriptors, swizzle and accumulator layout) match the hardware; they
+// are written from PTX ISA 9.7.14.5.x, 9.7.14.5.15 and 9.7.15, the same sections the kernels
+// cite, so a GPU run remains the final word. Nor what the CUDA compiler may reorder: the
+// emulated wrappers are calls, so e.g. gemm_wgmma.cu's register fence after wgmma.wait_group
+// (which keeps nvcc from reading the accumulators before the wait) makes no difference here.
 //
 // cp.async modes: EMU_CP_LATE=1 performs each group's copies only when a wait_group retires it
 // (exposes a wait that is too weak: a stage read before its data landed); EMU_CP_LATE=0 copies
