@@ -311,7 +311,7 @@ static int run_blas(void *p, int it) {
  * the report can state GB/s against the copy ceiling or TOP/s against the INT8 one. Profiling
  * synchronises after every call; the end-to-end timings above ran without it. */
 #define PROF_RUNS_MAX 64
-static void profile_kernels(bench_gpu *g, hot_ctx *ctx, speed_arg *s, bench_layer *bl, int runs) {
+static void profile_kernels(hot_ctx *ctx, speed_arg *s, bench_layer *bl, int runs) {
   static double samples[BENCH_MAX_KERNELS][PROF_RUNS_MAX];
   hot_kernel_time kt[HOT_MAX_KERNEL_TIMES];
   if (runs > PROF_RUNS_MAX) runs = PROF_RUNS_MAX;
@@ -372,7 +372,6 @@ static void profile_kernels(bench_gpu *g, hot_ctx *ctx, speed_arg *s, bench_laye
     return;
   }
   for (int i = 0; i < bl->nk; ++i) bench_stat_of(samples[i], bl->prof_runs, &bl->kern[i].t);
-  (void)g;
 }
 
 void bench_gpu_speed(bench_gpu *g, hot_ctx *ctx, const bench_run *run, bench_layer *bl) {
@@ -478,7 +477,7 @@ void bench_gpu_speed(bench_gpu *g, hot_ctx *ctx, const bench_run *run, bench_lay
     rc = rc ? rc : bench_time(g->d, g->s, warm, iters, run_backward, s, &bl->hot_bwd, err, sizeof err);
     if (rc > 0) set_status(bl, (hot_status)rc, ctx, "backward (timed)");
     if (rc < 0 && !bl->status[0]) snprintf(bl->status, sizeof bl->status, "timing: %s", err);
-    if (!rc) profile_kernels(g, ctx, s, bl, iters < 20 ? iters : 20);
+    if (!rc) profile_kernels(ctx, s, bl, iters < 20 ? iters : 20);
   }
   /* cuBLAS: the same two products in BF16, FP32 (no TF32) and FP32 with TF32. */
   if (g->cb) {

@@ -293,21 +293,19 @@ extern "C" __global__ void __launch_bounds__(HOT_THREADS, 1)
   hot_cp_async_wait<0>(); /* only empty groups can remain; keep the exit clean */
 
   /* ---- epilogue: C = HOT_MUL(HOT_I2F(acc), factor(row)), never fused (gemm_int.cu's) -------- */
-  const float alpha = HOT_DIV(HOT_MUL(*alpha_a, alpha_b ? *alpha_b : 1.0f), alpha_div);
+  const float alpha = hot_epilogue_alpha(alpha_a, alpha_b, alpha_div);
   const int g = lane >> 2, t = lane & 3;
   const bool vec = ((ldc & 1) == 0) && ((((unsigned long long)C) & 7ull) == 0);
 #pragma unroll
   for (int h = 0; h < 2; ++h) {
     const int m = m0 + wg * 64 + wq * 16 + g + 8 * h;
     if (m >= M) continue;
-    const float factor = row_scale ? HOT_MUL(row_scale[m], alpha) : alpha;
+    const float factor = hot_row_factor(row_scale, m, alpha);
     float *crow = C + (long long)m * ldc;
 #pragma unroll
     for (int j = 0; j < HOT_TILE_N / 8; ++j) {
       const int n = n0 + 8 * j + 2 * t;
-      const float v0 = HOT_MUL(HOT_I2F(acc[4 * j + 2 * h]), factor);
-      const float v1 = HOT_MUL(HOT_I2F(acc[4 * j + 2 * h + 1]), factor);
-      hot_store_pair(crow, n, N, v0, v1, vec);
+      hot_store_pair(crow, n, N, acc[4 * j + 2 * h], acc[4 * j + 2 * h + 1], factor, vec);
     }
   }
 }

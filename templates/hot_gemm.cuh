@@ -1,6 +1,6 @@
 /* hot_gemm.cuh — what the GEMM templates (gemm_int.cu, gemm_wgmma.cu) share: the cp.async
  * wrappers (shared-state addresses, 16-byte global -> shared copies with zero fill, commit and
- * wait) and the epilogue's store of two adjacent outputs. tools/gemm-emu/mkemu.py inlines this
+ * wait) and the dequantization epilogue (alpha, row factor, the store of two adjacent outputs). tools/gemm-emu/mkemu.py inlines this
  * file and replaces the wrappers' bodies with its emulator's. */
 
 /* 32-bit shared-state address of a generic pointer into shared memory. */
@@ -26,10 +26,26 @@ static __device__ __forceinline__ void hot_cp_async_wait(void) {
   asm volatile("cp.async.wait_group %0;\n" ::"n"(N) : "memory");
 }
 
-/* Stores C[n], C[n + 1] of one output row (crow = &C[m * ldc]) where they are inside N: one
- * 8-byte store when vec (ldc even and C 8-byte aligned) and both are inside, else scalars. */
-static __device__ __forceinline__ void hot_store_pair(float *crow, int n, int N, float v0, float v1,
-                                                      bool vec) {
+/* ---- the epilogue of CONTRACT 6, once for every GEMM path (single-rounding fp32 steps in the
+ * twin's order, never fused; needs hot_math.cuh, included before this file) ---------------------
+ * alpha = (*alpha_a * (alpha_b ? *alpha_b : 1)) / alpha_div, computed on the device from the
+ * scales the operand kernels wrote (x * 1.0f == x, so HQ's alpha is s_w / b exactly). */
+static __device__ __forceinline__ float hot_epilogue_alpha(const float *alpha_a, const float *alpha_b,
+                                                           float alpha_div) {
+  return HOT_DIV(HOT_MUL(*alpha_a, alpha_b ? *alpha_b : 1.0f), alpha_div);
+}
+
+/* factor(m) = row_scale ? row_scale[m] * alpha : alpha */
+static __device__ __forceinline__ float hot_row_factor(const float *row_scale, int m, float alpha) {
+  return row_scale ? HOT_MUL(row_scale[m], alpha) : alpha;
+}
+
+/* C[n], C[n + 1] of one output row (crow = &C[m * ldc]) = (float)acc * factor where they are
+ * inside N: one 8-byte store when vec (ldc even and C 8-byte aligned) and both are inside, else
+ * scalars. */
+static __device__ __forceinline__ void hot_store_pair(float *crow, int n, int N, int acc0, int acc1,
+                                                      float factor, bool vec) {
+  const float v0 = HOT_MUL(HOT_I2F(acc0), factor), v1 = HOT_MUL(HOT_I2F(acc1), factor);
   if (vec && n + 1 < N) {
     *reinterpret_cast<float2 *>(crow + n) = make_float2(v0, v1);
   } else {

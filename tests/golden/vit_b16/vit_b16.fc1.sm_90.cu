@@ -214,7 +214,7 @@ HOT_FN int hot_unpack_s4(unsigned char byte, int hi) {
 #line 1 "templates/hot_gemm.cuh"
 /* hot_gemm.cuh — what the GEMM templates (gemm_int.cu, gemm_wgmma.cu) share: the cp.async
  * wrappers (shared-state addresses, 16-byte global -> shared copies with zero fill, commit and
- * wait) and the epilogue's store of two adjacent outputs. tools/gemm-emu/mkemu.py inlines this
+ * wait) and the dequantization epilogue (alpha, row factor, the store of two adjacent outputs). tools/gemm-emu/mkemu.py inlines this
  * file and replaces the wrappers' bodies with its emulator's. */
 
 /* 32-bit shared-state address of a generic pointer into shared memory. */
@@ -240,10 +240,26 @@ static __device__ __forceinline__ void hot_cp_async_wait(void) {
   asm volatile("cp.async.wait_group %0;\n" ::"n"(N) : "memory");
 }
 
-/* Stores C[n], C[n + 1] of one output row (crow = &C[m * ldc]) where they are inside N: one
- * 8-byte store when vec (ldc even and C 8-byte aligned) and both are inside, else scalars. */
-static __device__ __forceinline__ void hot_store_pair(float *crow, int n, int N, float v0, float v1,
-                                                      bool vec) {
+/* ---- the epilogue of CONTRACT 6, once for every GEMM path (single-rounding fp32 steps in the
+ * twin's order, never fused; needs hot_math.cuh, included before this file) ---------------------
+ * alpha = (*alpha_a * (alpha_b ? *alpha_b : 1)) / alpha_div, computed on the device from the
+ * scales the operand kernels wrote (x * 1.0f == x, so HQ's alpha is s_w / b exactly). */
+static __device__ __forceinline__ float hot_epilogue_alpha(const float *alpha_a, const float *alpha_b,
+                                                           float alpha_div) {
+  return HOT_DIV(HOT_MUL(*alpha_a, alpha_b ? *alpha_b : 1.0f), alpha_div);
+}
+
+/* factor(m) = row_scale ? row_scale[m] * alpha : alpha */
+static __device__ __forceinline__ float hot_row_factor(const float *row_scale, int m, float alpha) {
+  return row_scale ? HOT_MUL(row_scale[m], alpha) : alpha;
+}
+
+/* C[n], C[n + 1] of one output row (crow = &C[m * ldc]) = (float)acc * factor where they are
+ * inside N: one 8-byte store when vec (ldc even and C 8-byte aligned) and both are inside, else
+ * scalars. */
+static __device__ __forceinline__ void hot_store_pair(float *crow, int n, int N, int acc0, int acc1,
+                                                      float factor, bool vec) {
+  const float v0 = HOT_MUL(HOT_I2F(acc0), factor), v1 = HOT_MUL(HOT_I2F(acc1), factor);
   if (vec && n + 1 < N) {
     *reinterpret_cast<float2 *>(crow + n) = make_float2(v0, v1);
   } else {
@@ -1900,7 +1916,7 @@ extern "C" __global__ void __launch_bounds__(HOT_THREADS, 1)
 
   /* ---- epilogue: C = HOT_MUL(HOT_I2F(acc), factor(row)), never fused ---------------------- */
   /* the epilogue constant of CONTRACT 6 from the scales on the device: product, then division */
-  const float alpha = HOT_DIV(HOT_MUL(*alpha_a, alpha_b ? *alpha_b : 1.0f), alpha_div);
+  const float alpha = hot_epilogue_alpha(alpha_a, alpha_b, alpha_div);
   const int g = lane >> 2, t = lane & 3;
   const bool vec = ((ldc & 1) == 0) && ((((unsigned long long)C) & 7ull) == 0);
 #pragma unroll
@@ -1909,14 +1925,12 @@ extern "C" __global__ void __launch_bounds__(HOT_THREADS, 1)
     for (int h = 0; h < 2; ++h) {
       const int m = m0 + wm * HOT_WM + mi * 16 + g + 8 * h;
       if (m >= M) continue;
-      const float factor = row_scale ? HOT_MUL(row_scale[m], alpha) : alpha;
+      const float factor = hot_row_factor(row_scale, m, alpha);
       float *crow = C + (long long)m * ldc;
 #pragma unroll
       for (int ni = 0; ni < HOT_NI; ++ni) {
         const int n = n0 + wn * HOT_WN + ni * 8 + 2 * t;
-        const float v0 = HOT_MUL(HOT_I2F(s.acc[mi][ni][2 * h]), factor);
-        const float v1 = HOT_MUL(HOT_I2F(s.acc[mi][ni][2 * h + 1]), factor);
-        hot_store_pair(crow, n, N, v0, v1, vec);
+        hot_store_pair(crow, n, N, s.acc[mi][ni][2 * h], s.acc[mi][ni][2 * h + 1], factor, vec);
       }
     }
   }
@@ -2344,7 +2358,7 @@ extern "C" __global__ void __launch_bounds__(HOT_THREADS, 1)
 
   /* ---- epilogue: C = HOT_MUL(HOT_I2F(acc), factor(row)), never fused ---------------------- */
   /* the epilogue constant of CONTRACT 6 from the scales on the device: product, then division */
-  const float alpha = HOT_DIV(HOT_MUL(*alpha_a, alpha_b ? *alpha_b : 1.0f), alpha_div);
+  const float alpha = hot_epilogue_alpha(alpha_a, alpha_b, alpha_div);
   const int g = lane >> 2, t = lane & 3;
   const bool vec = ((ldc & 1) == 0) && ((((unsigned long long)C) & 7ull) == 0);
 #pragma unroll
@@ -2353,14 +2367,12 @@ extern "C" __global__ void __launch_bounds__(HOT_THREADS, 1)
     for (int h = 0; h < 2; ++h) {
       const int m = m0 + wm * HOT_WM + mi * 16 + g + 8 * h;
       if (m >= M) continue;
-      const float factor = row_scale ? HOT_MUL(row_scale[m], alpha) : alpha;
+      const float factor = hot_row_factor(row_scale, m, alpha);
       float *crow = C + (long long)m * ldc;
 #pragma unroll
       for (int ni = 0; ni < HOT_NI; ++ni) {
         const int n = n0 + wn * HOT_WN + ni * 8 + 2 * t;
-        const float v0 = HOT_MUL(HOT_I2F(s.acc[mi][ni][2 * h]), factor);
-        const float v1 = HOT_MUL(HOT_I2F(s.acc[mi][ni][2 * h + 1]), factor);
-        hot_store_pair(crow, n, N, v0, v1, vec);
+        hot_store_pair(crow, n, N, s.acc[mi][ni][2 * h], s.acc[mi][ni][2 * h + 1], factor, vec);
       }
     }
   }
