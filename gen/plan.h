@@ -18,7 +18,10 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#define HOT_NAME_MAX 64     /* longest model/layer name, including the NUL */
+/* The public enumerations and hot_layer_spec (hot_dtype ... hot_recipe, hot_quant, hot_tile,
+ * HOT_NAME_MAX) live in libhot's public header; this file adds the internal structures. */
+#include "../runtime/include/hot_types.h"
+
 #define HOT_PATH_MAX 512    /* longest spec path kept for messages */
 #define HOT_MAX_P 1024      /* largest HLA block */
 #define HOT_MAX_ARCHS 8     /* archs per target list */
@@ -27,15 +30,7 @@
 
 /* ---- enumerations (each has a static name, see plan_*_name in plan.c) --------------------- */
 
-typedef enum { HOT_DT_F32 = 0, HOT_DT_BF16, HOT_DT_F16 } hot_dtype;
-typedef enum { HOT_ROUND_RTN = 0, HOT_ROUND_SR } hot_round;
-/* Scale granularity: one scale per tensor, one per row (token), or chosen by LQS (g_x path only). */
-typedef enum { HOT_GRAN_TENSOR = 0, HOT_GRAN_ROW, HOT_GRAN_AUTO } hot_gran;
-typedef enum { HOT_RULE_ABSMAX = 0, HOT_RULE_SAWB } hot_rule;
-typedef enum { HOT_SEL_TRI = 0, HOT_SEL_PREFIX, HOT_SEL_FULL } hot_selection;
-/* Token blocking of HLA. AUTO (spec only; the plan resolves it): sample when p divides L, else flat. */
-typedef enum { HOT_LAYOUT_SAMPLE = 0, HOT_LAYOUT_FLAT, HOT_LAYOUT_AUTO } hot_layout;
-typedef enum { HOT_RECIPE_HOT = 0, HOT_RECIPE_PAPER, HOT_RECIPE_PAPER_CODE } hot_recipe;
+/* hot_dtype, hot_round, hot_gran, hot_rule, hot_selection, hot_layout, hot_recipe: hot_types.h */
 typedef enum {
   HOT_ARCH_SM80 = 0, HOT_ARCH_SM86, HOT_ARCH_SM89, HOT_ARCH_SM90, HOT_ARCH_SM90A, HOT_ARCH_COUNT
 } hot_arch;
@@ -57,54 +52,7 @@ typedef struct {
   int regs_per_thread;    /* register ceiling per thread */
 } hot_arch_caps;
 
-/* One quantizer: bits, rounding, scale granularity and scale rule. */
-typedef struct {
-  int bits;          /* 2..8; qmax = 2^(bits-1) - 1 */
-  hot_round round;
-  hot_gran gran;
-  hot_rule rule;
-} hot_quant;
-
-/* ---- the model as written in the spec (spec.c fills it from the validated Lua tables) ----- */
-
-typedef struct {
-  int tile_m, tile_n, tile_k;  /* GEMM block tile; 0 = planner default */
-  int warps_m, warps_n;        /* warps per block along M and N; 0 = default */
-  int stages;                  /* cp.async pipeline depth; 0 = default */
-} hot_tile;
-
-typedef struct {
-  char name[HOT_NAME_MAX];
-  int line;                 /* line of the spec that declared the layer (for messages) */
-  int64_t tokens;           /* L of this layer; 0 = the model's (convolutions set their own) */
-  int64_t in_features;      /* I */
-  int64_t out_features;     /* O */
-  int bias;                 /* compute g_b */
-  hot_dtype dtype;          /* dtype of x, w and g_y as handed to the kernels */
-  struct {
-    int enabled;            /* 0: g_x is an fp32 product (for ablations and tests) */
-    int block;              /* b, power of two 2..256 (1 allowed only when pad = 0) */
-    hot_quant g;            /* g' quantizer: bits (default 4), SR, gran tensor/row/auto */
-    hot_quant w;            /* w' quantizer: bits (default 4), RTN, per tensor, absmax/sawb */
-    int pad;                /* 1: zero-pad O to a multiple of b; 0: shrink b to divide O (paper code) */
-  } hq;
-  struct {
-    int enabled;            /* 0: g_w is an fp32 product */
-    int block;              /* p, power of two 2..1024; 0 = derived (paper_code: largest 2^k | L) */
-    hot_selection selection;
-    int keep;               /* tri: percentage 1..50 */
-    int rank;               /* prefix: r in 1..p */
-    hot_layout layout;
-    int pad;                /* 1: zero-pad tokens to a multiple of p; 0: no padding (p must divide) */
-    hot_quant g;            /* g^ quantizer: 8-bit SR per tensor */
-    hot_quant x;            /* x^ quantizer: 8-bit RTN per tensor, absmax/sawb */
-  } hla;
-  struct {
-    int enabled;            /* keep q_x^ instead of x in the forward pass */
-  } abc;
-  hot_tile tile_gx;         /* GEMM tiles of the g_x product */
-  hot_tile tile_gw;         /* GEMM tiles of the g_w product */
-} hot_layer_spec;
+/* hot_quant, hot_tile and hot_layer_spec (the model as written in the spec): hot_types.h */
 
 /* A sweep axis (declared in specs, consumed by the tuner): a field path and its values. */
 typedef struct {
@@ -164,7 +112,7 @@ typedef struct {
   unsigned smem;            /* bytes of the pipeline buffers */
 } hot_gemm_plan;
 
-typedef struct {
+typedef struct hot_layer_plan { /* tagged: hot.h declares it as an opaque type */
   const hot_layer_spec *spec;  /* borrowed from the model */
   hot_arch arch;
   int layer_id;             /* index in the model; Philox tag = layer_id * 16 + tensor */

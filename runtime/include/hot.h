@@ -81,7 +81,17 @@
 extern "C" {
 #endif
 
-#include "plan.h" /* hot_layer_spec, hot_dtype, hot_recipe, hot_gran, hot_layer_plan */
+#include "hot_types.h" /* hot_layer_spec, hot_dtype, hot_recipe, hot_gran, ... */
+
+/* HOT_API marks the functions libhot exports. The library is built with hidden visibility, so
+ * these declarations are its whole exported surface (see README, "Using libhot"). */
+#ifndef HOT_API
+#if defined(__GNUC__) || defined(__clang__)
+#define HOT_API __attribute__((visibility("default")))
+#else
+#define HOT_API
+#endif
+#endif
 
 /* ---- status ---------------------------------------------------------------------------------
  * Codes 0..12 equal the runtime's rt_status values one for one; the rest are HOT-level. */
@@ -113,7 +123,7 @@ typedef enum {
 } hot_status;
 
 /* Static name of a status: "HOT_OK", "HOT_ERR_NO_DRIVER", ...; "HOT_ERR_?" when out of range. */
-const char *hot_status_name(hot_status s);
+HOT_API const char *hot_status_name(hot_status s);
 
 /* ---- options and contexts ------------------------------------------------------------------ */
 
@@ -125,7 +135,7 @@ typedef enum {
 } hot_backend;
 
 /* Static name: "default", "auto", "cuda", "cpu" ("?" when out of range). */
-const char *hot_backend_name(hot_backend b);
+HOT_API const char *hot_backend_name(hot_backend b);
 
 /* Options of hot_ctx_create. Start from hot_options_init (every field "take it from the
  * environment, else the default"), then set what the code decides. Strings are copied by
@@ -144,7 +154,7 @@ typedef struct {
 } hot_options;
 
 /* Fills *opt with "from the environment" for every field. opt may not be NULL. */
-void hot_options_init(hot_options *opt);
+HOT_API void hot_options_init(hot_options *opt);
 
 typedef struct hot_ctx hot_ctx;
 typedef struct hot_layer hot_layer;
@@ -159,26 +169,26 @@ typedef struct hot_layer hot_layer;
  * environment value, named in the message), HOT_ERR_NO_DRIVER / HOT_ERR_NO_DEVICE (backend
  * cuda only: auto falls back to the CPU), HOT_ERR_UNSUPPORTED (backend cuda on a device of an
  * unknown compute capability), HOT_ERR_CUDA, HOT_ERR_NOMEM. */
-hot_status hot_ctx_create(hot_ctx **out, const hot_options *opt);
+HOT_API hot_status hot_ctx_create(hot_ctx **out, const hot_options *opt);
 
 /* Destroys every layer still alive in ctx (their handles become invalid), unloads modules,
  * frees device memory, releases the device and closes the kernel cache (the disk stays).
  * NULL-safe. Pending work on the caller's streams must be finished first (hot does not
  * synchronise streams it does not own). */
-void hot_ctx_destroy(hot_ctx *ctx);
+HOT_API void hot_ctx_destroy(hot_ctx *ctx);
 
 /* The message of the last call on ctx (or on one of its layers): one line, no trailing
  * newline, "" after a success. Static "no context (NULL)" when ctx is NULL. Valid until the
  * next call on ctx or its layers. */
-const char *hot_errmsg(const hot_ctx *ctx);
+HOT_API const char *hot_errmsg(const hot_ctx *ctx);
 
 /* The compiler log of the latest compile in ctx (errors and ptxas lines), "" when none. Valid
  * until the next compile in ctx. NULL ctx: "". */
-const char *hot_compile_log(const hot_ctx *ctx);
+HOT_API const char *hot_compile_log(const hot_ctx *ctx);
 
 /* The backend ctx runs: HOT_BACKEND_CUDA or HOT_BACKEND_CPU (HOT_BACKEND_DEFAULT for NULL or a
  * failed context). Tells which kind of pointers the layer calls expect. */
-hot_backend hot_ctx_backend(const hot_ctx *ctx);
+HOT_API hot_backend hot_ctx_backend(const hot_ctx *ctx);
 
 /* What a context did so far. */
 typedef struct {
@@ -202,7 +212,7 @@ typedef struct {
 
 /* Copies the statistics of ctx into *out. HOT_ERR_INVALID on NULL arguments. Works on a
  * failed context too (backend DEFAULT, reason = the error). */
-hot_status hot_ctx_stats(hot_ctx *ctx, hot_stats *out);
+HOT_API hot_status hot_ctx_stats(hot_ctx *ctx, hot_stats *out);
 
 /* ---- layers -------------------------------------------------------------------------------- */
 
@@ -215,23 +225,29 @@ hot_status hot_ctx_stats(hot_ctx *ctx, hot_stats *out);
  * "file:line: ..."), HOT_ERR_NOT_FOUND (no such layer; the message lists the spec's layers),
  * HOT_ERR_SHAPE (batch_override < 0), HOT_ERR_PLAN, HOT_ERR_MISUSE (failed ctx), HOT_ERR_NOMEM.
  * Kernels are compiled at the first use or by hot_layer_compile. */
-hot_status hot_layer_from_spec(hot_ctx *ctx, const char *path, const char *layer_name,
-                               int64_t batch_override, hot_layer **out);
+HOT_API hot_status hot_layer_from_spec(hot_ctx *ctx, const char *path, const char *layer_name,
+                                       int64_t batch_override, hot_layer **out);
 
-/* A layer described in C: `spec` filled by plan_spec_defaults(&spec, recipe) and then the
+/* Fills *spec with the defaults of `recipe` (the same defaults a spec file gets: HQ b = 16 with
+ * 4-bit codes, HLA p = 64 tri 50 %, ABC on, bias on, f32), name empty and feature counts 0: the
+ * caller then sets name, in_features and out_features (and whatever else it decides).
+ * Errors: HOT_ERR_INVALID (NULL spec, or recipe not a hot_recipe value; *spec untouched). */
+HOT_API hot_status hot_layer_spec_defaults(hot_layer_spec *spec, hot_recipe recipe);
+
+/* A layer described in C: `spec` filled by hot_layer_spec_defaults(&spec, recipe) and then the
  * caller's fields (name, in_features, out_features, bias, dtype, hq/hla/abc settings); copied,
  * so the caller may discard it. T = batch * tokens. The Philox layer id is the number of layers
  * created by hot_layer_create in ctx before this one (0, 1, ...). Same ownership as above.
  * Errors: HOT_ERR_INVALID (NULLs, bad enum values), HOT_ERR_SHAPE (batch, tokens or a feature
  * count < 1), HOT_ERR_PLAN (the planner's reason), HOT_ERR_MISUSE, HOT_ERR_NOMEM. */
-hot_status hot_layer_create(hot_ctx *ctx, const hot_layer_spec *spec, int64_t batch,
-                            int64_t tokens, hot_recipe recipe, hot_layer **out);
+HOT_API hot_status hot_layer_create(hot_ctx *ctx, const hot_layer_spec *spec, int64_t batch,
+                                    int64_t tokens, hot_recipe recipe, hot_layer **out);
 
 /* Destroys a layer: frees its buffers (including a layer-owned saved buffer) and device
  * scratch, unloads its module. NULL-safe and safe to repeat: the small handle stays known to its
  * context until hot_ctx_destroy, so later calls with it fail with HOT_ERR_MISUSE instead of
  * touching freed memory. Pending work on the caller's stream must be finished first. */
-void hot_layer_destroy(hot_layer *layer);
+HOT_API void hot_layer_destroy(hot_layer *layer);
 
 /* What a layer is. Strings are copies. */
 typedef struct {
@@ -253,16 +269,18 @@ typedef struct {
 } hot_layer_info;
 
 /* Fills *out. HOT_ERR_INVALID (NULLs), HOT_ERR_MISUSE (destroyed layer). */
-hot_status hot_layer_get_info(const hot_layer *layer, hot_layer_info *out);
+HOT_API hot_status hot_layer_get_info(const hot_layer *layer, hot_layer_info *out);
 
 /* The plan the layer runs (planner output; read-only, valid until the layer is destroyed), or
- * NULL for a NULL or destroyed layer. For tests and tools comparing with templates/ref.h. */
-const hot_layer_plan *hot_layer_get_plan(const hot_layer *layer);
+ * NULL for a NULL or destroyed layer. For tests and tools comparing with templates/ref.h; the
+ * type is opaque here (its fields are the generator's internal gen/plan.h). */
+typedef struct hot_layer_plan hot_layer_plan;
+HOT_API const hot_layer_plan *hot_layer_get_plan(const hot_layer *layer);
 
 /* Bytes of the saved-activation buffer of hot_layer_save: with ABC, the q_x^ codes (I rows of
  * hla.gemm.k_pad int8) then the fp32 scale s_x^; without ABC an fp32 copy of x (T * I * 4).
  * 0 for a NULL or destroyed layer. */
-size_t hot_layer_saved_bytes(const hot_layer *layer);
+HOT_API size_t hot_layer_saved_bytes(const hot_layer *layer);
 
 /* Explicit JIT / warm-up: emits the layer's kernels and finds or compiles them through the
  * kernel cache (memory, then disk, then NVRTC); on the CUDA backend also loads them. On the
@@ -271,11 +289,11 @@ size_t hot_layer_saved_bytes(const hot_layer *layer);
  * are skipped here; the calls that need them fail with HOT_ERR_UNSUPPORTED.
  * Errors: HOT_ERR_INVALID, HOT_ERR_MISUSE, HOT_ERR_COMPILE (hot_compile_log has the log),
  * HOT_ERR_NO_NVRTC, HOT_ERR_IO (cache directory), HOT_ERR_BAD_BINARY and other CUDA errors. */
-hot_status hot_layer_compile(hot_layer *layer);
+HOT_API hot_status hot_layer_compile(hot_layer *layer);
 
 /* The same for n layers of ctx, in order; stops at the first error. HOT_ERR_MISUSE when a layer
  * belongs to another context (nothing is compiled then). */
-hot_status hot_ctx_compile(hot_ctx *ctx, hot_layer *const *layers, size_t n);
+HOT_API hot_status hot_ctx_compile(hot_ctx *ctx, hot_layer *const *layers, size_t n);
 
 /* Forward (ABC): x (T x I, dtype) -> the saved buffer (see hot_layer_saved_bytes). `saved` is
  * either a buffer the caller owns of hot_layer_saved_bytes(layer) bytes, 16-byte aligned, in
@@ -285,8 +303,8 @@ hot_status hot_ctx_compile(hot_ctx *ctx, hot_layer *const *layers, size_t n);
  * or host buffer on CUDA), HOT_ERR_MISUSE, HOT_ERR_NONFINITE (CPU), HOT_ERR_UNSUPPORTED (CUDA:
  * a kernel not in this build, or a layer without ABC — abc or hla disabled — whose fp32 copy of
  * x only the CPU backend keeps), compile and CUDA errors (first use compiles). */
-hot_status hot_layer_save(hot_layer *layer, const void *x, hot_dtype dtype, void *saved,
-                          void *stream);
+HOT_API hot_status hot_layer_save(hot_layer *layer, const void *x, hot_dtype dtype, void *saved,
+                                  void *stream);
 
 /* Backward: g_y (T x O), w (O x I), both of `dtype`, and the buffer written by hot_layer_save
  * (`saved`, or NULL for the layer's own) -> g_x (T x I), g_w (O x I) and, when g_b is not NULL,
@@ -297,9 +315,9 @@ hot_status hot_layer_save(hot_layer *layer, const void *x, hot_dtype dtype, void
  * HOT_ERR_MISUSE (saved NULL before any save), HOT_ERR_NONFINITE (CPU), HOT_ERR_UNSUPPORTED
  * (CUDA: a kernel not in this build, or a layer without HQ or without ABC: only the CPU backend
  * computes their fp32 products), compile and CUDA errors. */
-hot_status hot_layer_backward(hot_layer *layer, const void *g_y, const void *w, hot_dtype dtype,
-                              const void *saved, float *g_x, float *g_w, float *g_b,
-                              uint32_t step, void *stream);
+HOT_API hot_status hot_layer_backward(hot_layer *layer, const void *g_y, const void *w,
+                                      hot_dtype dtype, const void *saved, float *g_x, float *g_w,
+                                      float *g_b, uint32_t step, void *stream);
 
 /* Calibration (LQS, HOT.md 6) on a calibration g_y (T x O, dtype): measures the per-tensor and
  * per-token quantization errors of g_y and fixes the layer's g' granularity (per token iff
@@ -308,8 +326,8 @@ hot_status hot_layer_backward(hot_layer *layer, const void *g_y, const void *w, 
  * (the stream is synchronised and the choice and both errors are read back; the same bits as the
  * CPU backend's). Errors: HOT_ERR_INVALID, HOT_ERR_MISUSE (granularity fixed by the
  * spec), HOT_ERR_NONFINITE, HOT_ERR_UNSUPPORTED (CUDA: LQS kernel not in this build). */
-hot_status hot_layer_calibrate(hot_layer *layer, const void *g_y, hot_dtype dtype, uint32_t step,
-                               void *stream);
+HOT_API hot_status hot_layer_calibrate(hot_layer *layer, const void *g_y, hot_dtype dtype,
+                                       uint32_t step, void *stream);
 
 /* ---- per-kernel timing (CUDA backend) ------------------------------------------------------
  * With profiling on, every kernel launch of a layer's save, backward and calibrate is bracketed
@@ -322,7 +340,7 @@ hot_status hot_layer_calibrate(hot_layer *layer, const void *g_y, hot_dtype dtyp
 /* Turns profiling of ctx's layers on (on != 0) or off; applies from the next call. Errors:
  * HOT_ERR_INVALID (NULL ctx), HOT_ERR_MISUSE (failed context), HOT_ERR_UNSUPPORTED (turning it
  * on in a CPU-backend context: the CPU reference launches no kernels; off is accepted). */
-hot_status hot_ctx_set_profiling(hot_ctx *ctx, int on);
+HOT_API hot_status hot_ctx_set_profiling(hot_ctx *ctx, int on);
 
 /* One timed kernel launch. */
 typedef struct {
@@ -339,7 +357,8 @@ typedef struct {
  * with profiling off, failed, or there has been no call yet. Errors: HOT_ERR_INVALID (NULL layer
  * or n, max < 0, out NULL with max > 0), HOT_ERR_MISUSE (destroyed layer), HOT_ERR_UNSUPPORTED
  * (CPU backend). */
-hot_status hot_layer_kernel_times(const hot_layer *layer, hot_kernel_time *out, int max, int *n);
+HOT_API hot_status hot_layer_kernel_times(const hot_layer *layer, hot_kernel_time *out, int max,
+                                          int *n);
 
 #ifdef __cplusplus
 }
