@@ -428,7 +428,7 @@ START_TEST(overrides_land) {
       "      bias = false, dtype = \"bf16\",\n"
       "      hq = hot.hq { enabled = false, block = 8, bits = 6, w_bits = 5, scale = \"token\",\n"
       "                    w_scale = \"sawb\", pad = false },\n"
-      "      hla = hot.hla { enabled = false, block = 32, selection = \"prefix\", keep = 25, rank = 7,\n"
+      "      hla = hot.hla { enabled = false, block = 32, selection = \"prefix\", rank = 7,\n"
       "                      layout = \"flat\", pad = false, bits = 7, x_bits = 6, x_scale = \"sawb\" },\n"
       "      abc = hot.abc { enabled = false },\n"
       "      tile_gx = hot.tile { tile_m = 128, tile_n = 64, tile_k = 128, warps_m = 4, warps_n = 1, stages = 3 },\n"
@@ -471,7 +471,7 @@ START_TEST(overrides_land) {
   ck_assert_int_eq(s->hla.enabled, 0);
   ck_assert_int_eq(s->hla.block, 32);
   ck_assert_int_eq(s->hla.selection, HOT_SEL_PREFIX);
-  ck_assert_int_eq(s->hla.keep, 25);
+  ck_assert_int_eq(s->hla.keep, 50); /* the default: keep applies to selection tri only */
   ck_assert_int_eq(s->hla.rank, 7);
   ck_assert_int_eq(s->hla.layout, HOT_LAYOUT_FLAT);
   ck_assert_int_eq(s->hla.pad, 0);
@@ -543,7 +543,7 @@ START_TEST(bytecode_rejected) {
   hot_diag d = {0};
   ck_assert_int_ne(spec_load_file(path, NULL, &m, &d), 0);
   ck_assert_int_eq(d.count, 1);
-  ck_assert_ptr_nonnull(strstr(d.lines[0], "bytecode.luac: precompiled (bytecode) specs are not accepted"));
+  ck_assert_ptr_nonnull(strstr(d.lines[0], "bytecode.luac:1: precompiled (bytecode) specs are not accepted"));
   diag_free(&d);
   /* Only the signature, written at run time, named like a source file. */
   char tmpl[] = "/tmp/hot_bytecode_XXXXXX";
@@ -559,7 +559,7 @@ START_TEST(bytecode_rejected) {
   diag_free(&d);
   /* The same from memory. */
   ck_assert_int_ne(spec_load_string("mem.lua", sig, sizeof sig - 1, NULL, &m, &d), 0);
-  ck_assert_ptr_nonnull(strstr(d.lines[0], "mem.lua: precompiled (bytecode)"));
+  ck_assert_ptr_nonnull(strstr(d.lines[0], "mem.lua:1: precompiled (bytecode)"));
   diag_free(&d);
 }
 END_TEST
