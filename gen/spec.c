@@ -804,14 +804,46 @@ static const char *read_line(lua_State *L, void *ud, size_t *size) {
   return start;
 }
 
-/* The short_src Lua gives chunk `chunk` in its own messages (long paths shortened with "..."). */
-static int l_short_src(lua_State *L) {
-  const char *chunk = lua_tostring(L, 1);
+typedef struct {
+  sandbox *sb;
+  const char *file, *text;
+  size_t len;
+  const char *chunk;        /* "@file" */
+  hot_model *out;
+  hot_diag *diag;
+  int rc;                   /* the result */
+} load_job;
+
+/* The whole load as one protected function (argument: the load_job). */
+static int l_load_main(lua_State *L) {
+  load_job *j = lua_touserdata(L, 1);
+  sandbox *sb = j->sb;
+  lua_settop(L, 0);
+  lua_pushcfunction(L, msg_handler); /* index 1 */
+  luaL_checkstack(L, 40, "setup");
+  build_envs(L);                     /* the spec env is index 2 */
+  /* How Lua names the chunk in its own messages (long paths shortened with "..."). */
   lua_Debug ar;
-  if (luaL_loadbufferx(L, "", 0, chunk, "t") != LUA_OK) return lua_error(L);
+  if (luaL_loadbufferx(L, "", 0, j->chunk, "t") != LUA_OK) return lua_error(L);
   lua_getinfo(L, ">S", &ar);
-  lua_pushstring(L, ar.short_src);
-  return 1;
+  snprintf(sb->spec_short, sizeof sb->spec_short, "%s", ar.short_src);
+  sb->spec_file = j->file;
+  line_reader rd = {j->text, j->len, 0, 0};
+  int st = lua_load(L, read_line, &rd, j->chunk, "t");
+  if (st == LUA_OK) {
+    j->rc = run_spec(L, sb, j->file, j->out, j->diag);
+  } else if (sb->host_oom || st == LUA_ERRMEM) {
+    sb->last_line = rd.line;
+    j->rc = failed_call(L, st, sb, j->file, j->diag);
+  } else {
+    const char *msg = lua_isstring(L, -1) ? lua_tostring(L, -1) : "syntax error";
+    int line = rd.line > 0 ? rd.line : 1;
+    size_t skip = spec_location_prefix(sb, msg, &line);
+    lua_pushfstring(L, "%s:%d: %s%s", j->file, line, msg + skip,
+                    strcmp(msg + skip, "C stack overflow") == 0 ? " (nesting too deep)" : "");
+    add_line(j->diag, lua_tostring(L, -1));
+  }
+  return 0;
 }
 
 static int load_common(const char *file, const char *text, size_t len, const spec_limits *lim,
@@ -833,7 +865,6 @@ static int load_common(const char *file, const char *text, size_t len, const spe
     diag_add(diag, "%s: cannot create a Lua state (out of memory)", file);
     return SPEC_ERR_NOMEM;
   }
-  int rc = SPEC_ERR_SPEC;
   char *chunk = spec_malloc(strlen(file) + 2);
   if (!chunk) {
     lua_close(L);
@@ -842,45 +873,19 @@ static int load_common(const char *file, const char *text, size_t len, const spe
   }
   chunk[0] = '@';
   memcpy(chunk + 1, file, strlen(file) + 1);
-  lua_pushcfunction(L, msg_handler); /* index 1 */
-  /* Environments are built under pcall too: an allocation failure is an error, not a panic. */
-  lua_pushcfunction(L, l_setup);
-  int st = lua_pcall(L, 0, 1, 1);
-  if (st == LUA_OK) { /* the spec env is index 2 */
-    lua_pushcfunction(L, l_short_src);
-    lua_pushstring(L, chunk);
-    st = lua_pcall(L, 1, 1, 1);
-    if (st == LUA_OK) snprintf(sb.spec_short, sizeof sb.spec_short, "%s", lua_tostring(L, -1));
-    lua_pop(L, 1);
-  }
+  load_job job = {&sb, file, text, len, chunk, out, diag, SPEC_ERR_SPEC};
+  /* Everything runs in one protected call: any allocation failure is an error, never a panic. */
+  lua_pushcfunction(L, l_load_main);
+  lua_pushlightuserdata(L, &job);
+  int st = lua_pcall(L, 1, 0, 0);
   if (st != LUA_OK) {
-    if (sb.host_oom) rc = failed_call(L, st, &sb, file, diag);
-    else diag_add(diag, "%s:1: cannot set up the spec environment: %s", file,
-                  lua_isstring(L, -1) ? lua_tostring(L, -1) : "?");
-  } else {
-    sb.spec_file = file;
-    line_reader rd = {text, len, 0, 0};
-    st = lua_load(L, read_line, &rd, chunk, "t");
-    if (st != LUA_OK) {
-      if (sb.host_oom || st == LUA_ERRMEM) {
-        sb.last_line = rd.line;
-        rc = failed_call(L, st, &sb, file, diag);
-      } else {
-        const char *msg = lua_isstring(L, -1) ? lua_tostring(L, -1) : "syntax error";
-        int line = rd.line > 0 ? rd.line : 1;
-        size_t skip = spec_location_prefix(&sb, msg, &line);
-        lua_pushfstring(L, "%s:%d: %s%s", file, line, msg + skip,
-                        strcmp(msg + skip, "C stack overflow") == 0 ? " (nesting too deep)" : "");
-        add_line(diag, lua_tostring(L, -1));
-      }
-    } else {
-      rc = run_spec(L, &sb, file, out, diag);
-    }
+    if (sb.host_oom || sb.refused || st == LUA_ERRMEM) job.rc = failed_call(L, st, &sb, file, diag);
+    else diag_add(diag, "%s:1: internal error: %s", file, lua_isstring(L, -1) ? lua_tostring(L, -1) : "?");
   }
   lua_close(L);
   free(chunk);
-  if (rc != 0) spec_model_free(out);
-  return rc;
+  if (job.rc != 0) spec_model_free(out);
+  return job.rc;
 }
 
 int spec_load_string(const char *chunkname, const char *text, size_t len, const spec_limits *limits,
