@@ -905,7 +905,7 @@ START_TEST(runtime_nomem) {
   ck_assert_int_eq(hot_ctx_create(&ctx, NULL), HOT_OK);
   char path[1200];
   path_join(path, sizeof path, g_specs_dir, "vit_b16.lua");
-  const long long after[] = {0, 60, 600, 3000}; /* the file buffer, the state, the DSL, the spec */
+  const long long after[] = {0, 60, 600, 1500}; /* the file buffer, the state, the DSL, the spec */
   for (int i = 0; i < 4; ++i) {
     hot_layer *layer = NULL;
     spec_test_fail_allocs_after(after[i]);
