@@ -28,6 +28,9 @@ typedef struct {
   int tripped;              /* the instruction/time limit was hit */
   const char *spec_source;  /* the spec chunk's source name (shared by all its functions) */
   const char *spec_file;    /* path as given, for messages */
+  const char *text;         /* the spec's source (for spec_field_line) */
+  size_t text_len;
+  int field_lookups;        /* spec_field_line calls so far (bounded) */
   char spec_short[LUA_IDSIZE]; /* Lua's short_src of the spec chunk (how Lua's messages name it) */
   int last_line;            /* the spec line that ran last (line hook) */
 } sandbox;
@@ -138,6 +141,171 @@ static int msg_handler(lua_State *L) {
   if (line <= 0) line = sb->last_line > 0 ? sb->last_line : 1;
   size_t skip = spec_location_prefix(sb, msg, &line);
   lua_pushfstring(L, "%s:%d: %s", sb->spec_file, line, msg + skip);
+  return 1;
+}
+
+
+/* ---- where a field is written --------------------------------------------------------------- */
+/* Lua does not keep the line of a table field, so the DSL asks for it: a small tokenizer over the
+ * spec's text (strings, long brackets and comments skipped) finds `kind {` (or `kind ({`) on the
+ * constructor's line, then the field `key =` at the table's own level, then the next key inside
+ * that field's table, and so on. Anything unexpected gives up (the constructor's line is used). */
+
+enum { TK_END, TK_NAME, TK_OTHER };
+
+typedef struct {
+  const char *p, *end;
+  int line;
+  int tok;                  /* TK_* or a punctuation byte */
+  const char *name;         /* TK_NAME: its text */
+  size_t name_len;
+  int tok_line;
+} lexer;
+
+/* Level of a long bracket "[==[" starting at p (its '=' count), or -1. */
+static int long_bracket(const char *p, const char *end) {
+  if (p >= end || *p != '[') return -1;
+  int level = 0;
+  ++p;
+  while (p < end && *p == '=') ++p, ++level;
+  return p < end && *p == '[' ? level : -1;
+}
+
+static void skip_long(lexer *x, int level) {
+  x->p += level + 2;
+  while (x->p < x->end) {
+    if (*x->p == '\n') ++x->line;
+    if (*x->p == ']') {
+      const char *q = x->p + 1;
+      int l = 0;
+      while (q < x->end && *q == '=') ++q, ++l;
+      if (l == level && q < x->end && *q == ']') {
+        x->p = q + 1;
+        return;
+      }
+    }
+    ++x->p;
+  }
+}
+
+static void next_token(lexer *x) {
+  for (;;) {
+    while (x->p < x->end && (*x->p == ' ' || *x->p == '\t' || *x->p == '\r' || *x->p == '\n')) {
+      if (*x->p == '\n') ++x->line;
+      ++x->p;
+    }
+    if (x->p + 1 < x->end && x->p[0] == '-' && x->p[1] == '-') {
+      x->p += 2;
+      int level = long_bracket(x->p, x->end);
+      if (level >= 0) skip_long(x, level);
+      else
+        while (x->p < x->end && *x->p != '\n') ++x->p;
+      continue;
+    }
+    break;
+  }
+  x->tok_line = x->line;
+  if (x->p >= x->end) {
+    x->tok = TK_END;
+    return;
+  }
+  char c = *x->p;
+  if ((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || c == '_') {
+    x->name = x->p;
+    while (x->p < x->end && ((*x->p >= 'a' && *x->p <= 'z') || (*x->p >= 'A' && *x->p <= 'Z') ||
+                             (*x->p >= '0' && *x->p <= '9') || *x->p == '_'))
+      ++x->p;
+    x->name_len = (size_t)(x->p - x->name);
+    x->tok = TK_NAME;
+    return;
+  }
+  if (c == '"' || c == '\'') {
+    ++x->p;
+    while (x->p < x->end && *x->p != c && *x->p != '\n') {
+      if (*x->p == '\\' && x->p + 1 < x->end) {
+        if (x->p[1] == '\n') ++x->line;
+        ++x->p;
+      }
+      ++x->p;
+    }
+    if (x->p < x->end) ++x->p;
+    x->tok = TK_OTHER;
+    return;
+  }
+  int level = long_bracket(x->p, x->end);
+  if (level >= 0) {
+    skip_long(x, level);
+    x->tok = TK_OTHER;
+    return;
+  }
+  ++x->p;
+  if (c == '=' && x->p < x->end && *x->p == '=') { /* == */
+    ++x->p;
+    x->tok = TK_OTHER;
+    return;
+  }
+  x->tok = (unsigned char)c;
+}
+
+static int is_name(const lexer *x, const char *s) {
+  return x->tok == TK_NAME && strlen(s) == x->name_len && memcmp(x->name, s, x->name_len) == 0;
+}
+
+/* Inside a table (just after its '{'): finds `key =` at its level. Returns its line (the lexer
+ * just after '='), or 0. */
+static int find_key(lexer *x, const char *key) {
+  int depth = 1;
+  for (next_token(x); x->tok != TK_END; next_token(x)) {
+    if (x->tok == '{' || x->tok == '(' || x->tok == '[') ++depth;
+    else if (x->tok == '}' || x->tok == ')' || x->tok == ']') {
+      if (--depth == 0) return 0;
+    } else if (depth == 1 && is_name(x, key)) {
+      int line = x->tok_line;
+      next_token(x);
+      if (x->tok == '=') return line;
+      if (x->tok == '{' || x->tok == '(' || x->tok == '[') ++depth;
+    }
+  }
+  return 0;
+}
+
+/* spec_field_line(line, kind, key...) for the DSL: the line of the field, or nil. */
+static int l_field_line(lua_State *L) {
+  sandbox *sb;
+  lua_getallocf(L, (void **)&sb);
+  lua_Integer start = luaL_checkinteger(L, 1);
+  const char *kind = luaL_checkstring(L, 2);
+  int nkeys = lua_gettop(L) - 2;
+  if (!sb->text || start < 1 || nkeys < 1 || ++sb->field_lookups > 256) return 0;
+  lexer x = {sb->text, sb->text + sb->text_len, 1, TK_END, NULL, 0, 1};
+  while (x.line < start && x.p < x.end) { /* to the start of the constructor's line */
+    const char *nl = memchr(x.p, '\n', (size_t)(x.end - x.p));
+    if (!nl) return 0;
+    x.p = nl + 1;
+    ++x.line;
+  }
+  if (x.end - x.p > (1 << 20)) x.end = x.p + (1 << 20); /* a field is never that far */
+  /* `kind {` or `kind ({` on that line. */
+  int found = 0;
+  for (next_token(&x); x.tok != TK_END && x.tok_line == start && !found; next_token(&x)) {
+    if (!is_name(&x, kind)) continue;
+    next_token(&x);
+    if (x.tok == '(') next_token(&x);
+    found = x.tok == '{';
+    if (found) break;
+  }
+  if (!found) return 0;
+  int line = 0;
+  for (int k = 0; k < nkeys; ++k) {
+    const char *key = lua_tostring(L, 3 + k);
+    if (!key || !(line = find_key(&x, key))) return 0;
+    if (k + 1 < nkeys) { /* the field's value must be a table constructor: find its '{' */
+      next_token(&x);
+      while (x.tok == TK_NAME || x.tok == '.' || x.tok == '(') next_token(&x);
+      if (x.tok != '{') return 0;
+    }
+  }
+  lua_pushinteger(L, line);
   return 1;
 }
 
@@ -280,6 +448,8 @@ static void build_envs(lua_State *L) {
   lua_setfield(L, -2, "spec_line");
   lua_pushcfunction(L, l_commit);
   lua_setfield(L, -2, "spec_commit");
+  lua_pushcfunction(L, l_field_line);
+  lua_setfield(L, -2, "spec_field_line");
   lua_pushvalue(L, -1);
   lua_pushboolean(L, 0);
   lua_pushcclosure(L, l_require, 2);
@@ -621,7 +791,7 @@ static int check_copy(const spec_copy *c, const char *file, int dsl_errs, hot_di
       ++errs;
     }
   }
-  if (!errs && c->m.n_layers == 0) {
+  if (!errs && !dsl_errs && c->m.n_layers == 0) {
     diag_add(diag, "%s:%d: model: the model has no layers", file, c->line);
     ++errs;
   }
@@ -769,7 +939,11 @@ static int run_spec(lua_State *L, sandbox *sb, const char *file, hot_model *out,
     return SPEC_ERR_SPEC;
   }
   errs += check_copy(c, file, errs, diag);
-  if (errs) return plan_clean_layers(c, file, diag) == -2 ? SPEC_ERR_NOMEM : SPEC_ERR_SPEC;
+  if (errs) {
+    if (plan_clean_layers(c, file, diag) == 0) return SPEC_ERR_SPEC;
+    diag_add(diag, "%s: out of memory while planning the layers without errors", file);
+    return SPEC_ERR_NOMEM;
+  }
   if (c->m.n_sweep)
     diag_add(diag, "%s:%d: warning: sweep is recorded but not used yet: no tuner reads it, and "
              "every layer is planned with the values it gives", file, c->sweep_line);
@@ -828,6 +1002,8 @@ static int l_load_main(lua_State *L) {
   lua_getinfo(L, ">S", &ar);
   snprintf(sb->spec_short, sizeof sb->spec_short, "%s", ar.short_src);
   sb->spec_file = j->file;
+  sb->text = j->text;
+  sb->text_len = j->len;
   line_reader rd = {j->text, j->len, 0, 0};
   int st = lua_load(L, read_line, &rd, j->chunk, "t");
   if (st == LUA_OK) {

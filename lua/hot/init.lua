@@ -24,6 +24,7 @@ local fmt, concat, sort = string.format, table.concat, table.sort
 -- them as locals (never as methods on spec-provided strings).
 local match, sub = string.match, string.sub
 local setmetatable, spec_line, spec_commit = setmetatable, spec_line, spec_commit
+local spec_field_line, unpack = spec_field_line, table.unpack
 local byte, char = string.byte, string.char
 local tointeger, mtype = math.tointeger, math.type
 
@@ -67,6 +68,17 @@ end
 local function report(ctx, msg)
   local who = ctx.layer and fmt("layer '%s': ", printable(ctx.layer)) or (ctx.what and (ctx.what .. ": ") or "")
   errors[#errors + 1] = fmt("%s:%d: %s%s", ctx.file, ctx.line, who, msg)
+end
+
+-- ctx moved to the line where field `key` of ctx's table is written (the loader finds it in the
+-- spec's text: Lua keeps no line per field); ctx itself when it cannot be found.
+local function at_field(ctx, key)
+  if not ctx.ctor or type(key) ~= "string" then return ctx end
+  local keys = { unpack(ctx.keys or {}) }
+  keys[#keys + 1] = key
+  local line = spec_field_line(ctx.line, ctx.ctor, unpack(keys))
+  if not line or line == ctx.line then return ctx end
+  return { file = ctx.file, line = line, layer = ctx.layer, what = ctx.what }
 end
 
 local function show(v)
@@ -212,16 +224,22 @@ local function check_table(t, schema, prefix, ctx)
     local path = prefix and (prefix .. "." .. kname) or kname
     if not fd then
       local hint = type(key) == "string" and suggest(key, schema) or ""
-      report(ctx, fmt("unknown field %s%s", path, hint))
+      report(at_field(ctx, key), fmt("unknown field %s%s", path, hint))
     elseif fd.kind == "table" then
-      local sub, sctx = t[key], ctx
+      local sub = t[key]
       local tag = type(sub) == "table" and tags[sub]
+      local sctx
       if tag then -- hot.hla { ... }: its own line
-        sctx = { file = tag.file, line = tag.line, layer = ctx.layer, what = ctx.what }
+        sctx = { file = tag.file, line = tag.line, layer = ctx.layer, what = ctx.what, ctor = tag.kind, keys = {} }
+      else        -- a plain { ... } inside ctx's table
+        local keys = { unpack(ctx.keys or {}) }
+        keys[#keys + 1] = key
+        sctx = { file = ctx.file, line = ctx.line, layer = ctx.layer, what = ctx.what, ctor = ctx.ctor, keys = keys }
+        if type(sub) ~= "table" then sctx = at_field(ctx, key) end
       end
       out[key] = check_table(sub, fd.schema, path, sctx)
     elseif fd.kind ~= "layers" and fd.kind ~= "sweep" then
-      out[key] = check_value(t[key], fd, path, ctx)
+      out[key] = check_value(t[key], fd, path, at_field(ctx, key))
     end
   end
   for _, key in ipairs(schema.required or {}) do
@@ -301,7 +319,7 @@ function hot.conv2d(t)
   else -- errors are reported; keep the layer well-formed so the others are still checked
     lin.in_features, lin.out_features = 1, 1
   end
-  tags[lin] = { kind = "linear", file = info.file, line = info.line, conv_ok = ok }
+  tags[lin] = { kind = "linear", ctor = "conv2d", file = info.file, line = info.line, conv_ok = ok }
   return lin
 end
 
@@ -369,7 +387,7 @@ function hot.model(t)
   local r = record("model", t)
   local info = tags[r]
   t = r
-  local mctx = { file = info.file, line = info.line, what = "model" }
+  local mctx = { file = info.file, line = info.line, what = "model", ctor = "model", keys = {} }
   local e0 = #errors
   local m = check_table(t, S.model, nil, mctx) or {}
   m.line = info.line
@@ -380,12 +398,12 @@ function hot.model(t)
   end
   m.target = nil
   if m.name and not name_ok(m.name) then
-    report(mctx, fmt("name must match %s (got %s)", NAME_RULE, show(m.name)))
+    report(at_field(mctx, "name"), fmt("name must match %s (got %s)", NAME_RULE, show(m.name)))
   end
   if type(t.layers) ~= "table" or #t.layers == 0 then
-    if t.layers ~= nil then report(mctx, "layers must be a non-empty list of hot.linear { ... }") end
+    if t.layers ~= nil then report(at_field(mctx, "layers"), "layers must be a non-empty list of hot.linear { ... }") end
   else
-    check_list(t.layers, "layers", mctx)
+    check_list(t.layers, "layers", at_field(mctx, "layers"))
   end
   local model_ok = #errors == e0
   if type(t.layers) == "table" then
@@ -396,12 +414,12 @@ function hot.model(t)
         report(mctx, fmt("layers[%d] must be hot.linear { ... } or hot.conv2d { ... } (got %s)", i, show(lt)))
       else
         local lname = type(lt.name) == "string" and lt.name or fmt("#%d", i)
-        local ctx = { file = li.file, line = li.line, layer = lname }
+        local ctx = { file = li.file, line = li.line, layer = lname, ctor = li.ctor or "linear", keys = {} }
         local e1 = #errors
         local l = check_table(lt, S.linear, nil, ctx)
         if l then
           if l.name and not name_ok(l.name) then
-            report(ctx, fmt("name must match %s (got %s)", NAME_RULE, show(l.name)))
+            report(at_field(ctx, "name"), fmt("name must match %s (got %s)", NAME_RULE, show(l.name)))
           end
           if l.name and seen[l.name] then
             report(ctx, fmt("duplicate layer name (first declared at line %d)", seen[l.name]))

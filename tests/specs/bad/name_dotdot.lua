@@ -1,4 +1,4 @@
--- expect: name_dotdot.lua:6: model: name must match [A-Za-z0-9_][A-Za-z0-9_.-]{0,62} (got "..")
+-- expect: name_dotdot.lua:7: model: name must match [A-Za-z0-9_][A-Za-z0-9_.-]{0,62} (got "..")
 -- expect: name_dotdot.lua:8: layer '.': name must match [A-Za-z0-9_][A-Za-z0-9_.-]{0,62} (got ".")
 -- expect: name_dotdot.lua:9: layer '-rf': name must match [A-Za-z0-9_][A-Za-z0-9_.-]{0,62} (got "-rf")
 -- expect-lines: 3
