@@ -812,6 +812,27 @@ START_TEST(hot_gen_stays_inside) {
   fmt(want, sizeof want, "%s/m.fc.sm_90.cu", emit);
   ck_assert_int_eq(access(want, F_OK), 0);
   ck_assert_int_eq(count_files(root), 3); /* the spec, the .cu and manifest.json */
+  /* The exploit of a leaking view (pairs() handed out the model's table): renaming the model
+   * after validation wrote DIR/../../escaped.fc.sm_90.cu. Now the write fails, nothing is written. */
+  char spec2[1200], emit2[1200];
+  fmt(spec2, sizeof spec2, "%s/exploit.lua", root);
+  fmt(emit2, sizeof emit2, "%s/a/b/out2", root);
+  f = fopen(spec2, "w");
+  ck_assert_ptr_nonnull(f);
+  fputs("local hot = require \"hot\"\n"
+        "local m = hot.model { name = \"m\", batch = 2, tokens = 64,\n"
+        "  layers = { hot.linear { name = \"fc\", in_features = 64, out_features = 64 } } }\n"
+        "local _, inner = pairs(m)\n"
+        "inner.name = \"/../../escaped\"\n"
+        "return m\n",
+        f);
+  fclose(f);
+  fmt(args, sizeof args, "%s --emit %s", spec2, emit2);
+  rc = run_gen(args, out, sizeof out);
+  printf("%s", out);
+  ck_assert_int_eq(rc, 1);
+  ck_assert_ptr_nonnull(strstr(out, "exploit.lua:5: a validated hot.model is read-only"));
+  ck_assert_int_eq(count_files(root), 4); /* + exploit.lua, nothing else */
   /* The second target arch cannot be planned: --plan fails and names it. */
   fmt(args, sizeof args, "%s/tests/specs/bad/smem_sm86.lua --plan", src_dir());
   rc = run_gen(args, out, sizeof out);
