@@ -496,12 +496,6 @@ static void build_envs(lua_State *L) {
   lua_pop(L, 1);
 }
 
-/* build_envs as a protected call: returns the spec environment. */
-static int l_setup(lua_State *L) {
-  luaL_checkstack(L, 40, "setup");
-  build_envs(L);
-  return 1;
-}
 
 /* ---- the C copy of a validated model ------------------------------------------------------ */
 /* hot.model (lua/hot/init.lua) calls spec_commit(m) with the normalized model it built (plain
@@ -1240,6 +1234,28 @@ static void push_defaults(lua_State *L) {
   lua_setfield(L, -2, "recipes");
 }
 
+/* The help text as one protected function (argument: where to store the malloc'd text). */
+static int l_help_main(lua_State *L) {
+  char **text = lua_touserdata(L, 1);
+  lua_settop(L, 0);
+  luaL_checkstack(L, 40, "help");
+  build_envs(L);
+  lua_getfield(L, LUA_REGISTRYINDEX, "hot.dslenv");
+  lua_getfield(L, -1, "require");
+  lua_pushstring(L, "hot");
+  lua_call(L, 1, 1);
+  lua_getfield(L, -1, "_help");
+  push_defaults(L);
+  lua_call(L, 1, 1);
+  size_t n;
+  const char *s = lua_tolstring(L, -1, &n);
+  if (!s) return luaL_error(L, "hot._help returned no text");
+  *text = spec_malloc(n + 1);
+  if (!*text) return luaL_error(L, "out of memory");
+  memcpy(*text, s, n + 1);
+  return 0;
+}
+
 char *spec_help_text(hot_diag *diag) {
   spec_limits lim = spec_default_limits();
   sandbox sb;
@@ -1249,31 +1265,18 @@ char *spec_help_text(hot_diag *diag) {
   sb.deadline = now_seconds() + lim.seconds;
   lua_State *L = lua_newstate(bounded_alloc, &sb);
   if (!L) {
-    diag_add(diag, "cannot create a Lua state");
+    diag_add(diag, "cannot create a Lua state (out of memory)");
     return NULL;
   }
   char *text = NULL;
-  lua_pushcfunction(L, msg_handler);
-  lua_pushcfunction(L, l_setup);
-  if (lua_pcall(L, 0, 1, 1) != LUA_OK) {
-    diag_add(diag, "cannot set up the Lua environment");
-    lua_close(L);
-    return NULL;
+  lua_pushcfunction(L, l_help_main);
+  lua_pushlightuserdata(L, &text);
+  if (lua_pcall(L, 1, 0, 0) != LUA_OK) {
+    diag_add(diag, "cannot build the spec help: %s",
+             sb.host_oom || sb.refused ? "out of memory" : lua_isstring(L, -1) ? lua_tostring(L, -1) : "?");
+    free(text);
+    text = NULL;
   }
-  lua_getfield(L, LUA_REGISTRYINDEX, "hot.dslenv");
-  lua_getfield(L, -1, "require");
-  lua_pushstring(L, "hot");
-  if (lua_pcall(L, 1, 1, 1) == LUA_OK) {
-    lua_getfield(L, -1, "_help");
-    push_defaults(L);
-    if (lua_pcall(L, 1, 1, 1) == LUA_OK && lua_isstring(L, -1)) {
-      size_t n;
-      const char *s = lua_tolstring(L, -1, &n);
-      text = malloc(n + 1);
-      if (text) memcpy(text, s, n + 1);
-    }
-  }
-  if (!text) diag_add(diag, "internal error: %s", lua_isstring(L, -1) ? lua_tostring(L, -1) : "help");
   lua_close(L);
   return text;
 }

@@ -487,6 +487,11 @@ function hot._help(defaults)
   section("hot.hla", S.hla, "hla.", defaults.hla)
   section("hot.abc", S.abc, "abc.", defaults.abc)
   section("hot.tile (tile_gx, tile_gw)", S.tile, "tile.", defaults.tile)
+  out[#out + 1] = "Rules: names (model, layers) are [A-Za-z0-9_][A-Za-z0-9_.-]{0,62}, never \"\", \".\" or \"..\": they"
+  out[#out + 1] = "       name the files hot-gen --emit writes. Lists (layers, target.arch, sweep values) are 1..n"
+  out[#out + 1] = "       without holes. Integers must fit in 64 bits (1e300 and 2^63 are out of range)."
+  out[#out + 1] = "       hla.keep is read with selection tri only, hla.rank with prefix only; writing either"
+  out[#out + 1] = "       for another selection is an error. sweep is recorded but not used yet: a warning."
   out[#out + 1] = "Recipes: hot (project default: HOT.md, padding so HLA works for every L, layout auto),"
   out[#out + 1] = "         paper (HOT.md defaults), paper_code (b shrinks to divide O, p = largest power of"
   out[#out + 1] = "         two dividing L without padding, SAWB scales)."
