@@ -639,7 +639,7 @@ static int read_layer(lua_State *L, int t, hot_recipe recipe, hot_layer_spec *s,
   return flags;
 }
 
-/* rawlen of t[k] when it is a table, else 0; -1 when the length cannot be an int count. */
+/* rawlen of t[k] when it is a table, else 0. */
 static lua_Integer field_len(lua_State *L, int t, const char *k) {
   lua_Integer n = raw_field(L, t, k) == LUA_TTABLE ? (lua_Integer)lua_rawlen(L, -1) : 0;
   lua_pop(L, 1);
@@ -651,7 +651,7 @@ static int l_commit(lua_State *L) {
   luaL_checktype(L, 1, LUA_TTABLE);
   lua_Integer nl = field_len(L, 1, "layers"), ns = field_len(L, 1, "sweep");
   size_t per_layer = sizeof(hot_layer_spec) + 1;
-  if (nl > INT_MAX / 2 || ns > INT_MAX / 2 ||
+  if (nl < 0 || ns < 0 || nl > INT_MAX / 2 || ns > INT_MAX / 2 ||
       (size_t)nl > (SIZE_MAX / 2 - sizeof(spec_copy)) / per_layer ||
       (size_t)ns > (SIZE_MAX / 2) / sizeof(hot_sweep_axis))
     return luaL_error(L, "the model has too many layers");

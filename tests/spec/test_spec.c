@@ -664,6 +664,21 @@ START_TEST(mutation_after_validation) {
                   "'%s': %s", writes[i], d.count ? d.lines[0] : "(no message)");
     diag_free(&d);
   }
+  /* Functions the spec leaves behind before validation (its string/table/math, and the string
+   * methods through the string metatable) are never called by the DSL: the messages come out
+   * right. */
+  const char *tampered =
+      "local hot = require \"hot\"\n"
+      "local bad = function() error(\"spec function called\") end\n"
+      "for _, lib in ipairs({ string, table, math }) do for k in pairs(lib) do lib[k] = bad end end\n"
+      "return hot.model { name = \"m\", batch = 2, tokens = 64, layers = {\n"
+      "  hot.linear { name = \"fc\", in_features = 64, out_features = 64, hq = { blok = 16 }, bias = 1 } } }\n";
+  ck_assert_int_ne(load_string(tampered, &m, &d), 0);
+  dump_diag(&d);
+  ck_assert_int_eq(d.count, 2);
+  ck_assert_str_eq(d.lines[0], "inline.lua:5: layer 'fc': bias must be true or false (got 1)");
+  ck_assert_str_eq(d.lines[1], "inline.lua:5: layer 'fc': unknown field hq.blok (did you mean 'block'?)");
+  diag_free(&d);
   /* A forged model: a table that looks like a validated one is refused. */
   ck_assert_int_ne(load_string("local hot = require \"hot\"\n"
                                "local m = hot.model { name = \"m\", batch = 2, tokens = 64, layers = {\n"
