@@ -8,7 +8,12 @@
  *   when loading or when planning; planner messages are formatted by plan_message() below as
  *   `<file>:<line>: layer '<name>': <plan message>`, the format hot-gen uses too. Bad specs are loaded
  *   by basename after a chdir into their folder, so the printed path is the basename;
- * - the limits are bounded in time; `spec_help_text` mentions every field of lua/hot/schema.lua.
+ * - the limits are bounded in time; `spec_help_text` mentions every field of lua/hot/schema.lua;
+ * - a validated model is final (captured tables, the read-only views, pairs, replaced library
+ *   functions, forged models); names and paths (spec_name_valid, spec_path_join) and hot-gen
+ *   (HOT_GEN) never writing outside --emit DIR, planning every target arch, refusing --dump-cubin
+ *   without --compile; every allocation failure of the loader (spec_test_fail_allocs_after) is
+ *   SPEC_ERR_NOMEM, and HOT_ERR_NOMEM through hot_layer_from_spec.
  *
  * Modes (argv[1]):
  *   (none)          the Check suite `spec` (CTest: test_spec);
