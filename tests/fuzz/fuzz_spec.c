@@ -94,8 +94,10 @@ static int run_file(const char *path) {
 
 /* Regression driver: feeds every regular file of each argument (a file or a folder) once. */
 int main(int argc, char **argv) {
+  const char *under = getenv("HOT_FUZZ_UNDER");
   printf("fuzz_spec: mode regression driver (no libFuzzer: the compiler is not clang with "
-         "-fsanitize=fuzzer); every corpus file runs once\n");
+         "-fsanitize=fuzzer); every corpus file runs once%s%s\n",
+         under && *under ? ", under " : "", under && *under ? under : "");
   int inputs = 0, errors = 0;
   for (int i = 1; i < argc; ++i) {
     struct stat st;
