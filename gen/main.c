@@ -27,27 +27,33 @@ static const char *k_usage =
     "with NVRTC (no GPU needed). Without an action option, --plan is implied.\n"
     "\n"
     "options:\n"
-    "  --plan               print the plan of every layer as a table (default action)\n"
-    "  --json               print the plan as one JSON object on stdout\n"
-    "  --arch ARCH          plan for ARCH (sm_80, sm_86, sm_89, sm_90, sm_90a) instead of the\n"
-    "                       spec's first target arch (--plan, --json)\n"
+    "  --plan               validate and print the plan of every layer for every target arch of\n"
+    "                       the spec, as a table (default action)\n"
+    "  --json               the same plan as one JSON object on stdout (layers[]: one entry per\n"
+    "                       arch and layer, each with its \"arch\")\n"
+    "  --arch ARCH          plan for ARCH only (sm_80, sm_86, sm_89, sm_90, sm_90a) instead of\n"
+    "                       the spec's target archs (--plan, --json)\n"
     "  --layer NAME         only this layer\n"
-    "  --emit DIR           write one .cu per layer and arch plus manifest.json into DIR\n"
+    "  --emit DIR           write one .cu per layer and arch (<model>.<layer>.<arch>.cu) plus\n"
+    "                       manifest.json into DIR; nothing is ever written outside DIR\n"
     "  --compile ARCHS      compile every emitted kernel to CUBIN for each arch of the\n"
     "                       comma-separated list ('target' = the spec's archs) through the kernel\n"
     "                       cache, and report time, registers and spills per kernel\n"
     "  --cache-dir DIR      kernel cache directory (default: $HOT_CACHE_DIR, else\n"
     "                       $XDG_CACHE_HOME/hot, else ~/.cache/hot)\n"
     "  --no-disk-cache      keep compiled kernels in memory only (as HOT_NO_DISK_CACHE=1)\n"
-    "  --dump-cubin DIR     with --compile: also write each kernel's CUBIN to\n"
+    "  --dump-cubin DIR     with --compile (required): also write each kernel's CUBIN to\n"
     "                       DIR/<kernel>.<arch>.cubin (for cuobjdump)\n"
     "  --jobs N             concurrent NVRTC compiles (default: $HOT_JIT_THREADS, else the CPUs)\n"
     "  --help-spec          print every spec field with its kind, range, default and doc\n"
     "  --version            print the version\n"
     "  -h, --help           this text\n"
     "\n"
+    "Model and layer names are file-name components: [A-Za-z0-9_][A-Za-z0-9_.-]{0,62}.\n"
+    "\n"
     "exit status: 0 success; 1 the spec, a plan or a compile failed (messages on stderr,\n"
-    "'file:line: layer 'name': ...'); 2 bad command line.\n";
+    "'file:line: layer 'name': ...'; warnings 'file:line: warning: ...' do not fail);\n"
+    "2 bad command line.\n";
 
 typedef struct {
   const char *spec;
@@ -100,13 +106,16 @@ static int parse_args(int argc, char **argv, options *o) {
     if (*end || v < 1 || v > 64) return usage_error("--jobs must be in [1, 64] (got '%s')", o->jobs);
     o->threads = (int)v;
   }
+  if (o->dump_dir && !o->compile)
+    return usage_error("%s", "--dump-cubin needs --compile (it writes the compiled CUBINs)");
   if (!o->plan && !o->json && !o->emit_dir && !o->compile) o->plan = 1;
   return 0;
 }
 
 /* ---- planning ----------------------------------------------------------------------------- */
 
-/* Plans `layer` of m for `arch`; on failure appends "file:line: layer 'x': msg (arch)". */
+/* Plans `layer` of m for `arch`; on failure appends "file:line: layer 'x': msg (arch)" to d
+ * (NULL when validate_plans has already planned it successfully). */
 static int plan_one(const hot_model *m, int layer, hot_arch arch, hot_layer_plan *p, hot_diag *d) {
   const hot_layer_spec *s = &m->layers[layer];
   char err[512];
@@ -304,13 +313,16 @@ static int write_file(const char *path, const char *text, size_t len, hot_diag *
   return 0;
 }
 
-/* ---- main ------------------------------------------------------------------------------- */
+/* ---- the steps of main ------------------------------------------------------------------- */
 
 /* Parses the --compile list into archs; "target" = the spec's archs. */
 static int parse_archs(const char *list, const hot_model *m, hot_arch *archs, int *n) {
   *n = 0;
   char buf[256];
-  snprintf(buf, sizeof buf, "%s", list);
+  if (snprintf(buf, sizeof buf, "%s", list) >= (int)sizeof buf) {
+    fprintf(stderr, "hot-gen: --compile list too long\n");
+    return -1;
+  }
   for (char *save = NULL, *tok = strtok_r(buf, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
     if (!strcmp(tok, "target")) {
       for (int i = 0; i < m->n_archs && *n < HOT_MAX_ARCHS; ++i) archs[(*n)++] = m->archs[i];
@@ -335,81 +347,94 @@ static void print_diag(const hot_diag *d) {
   if (d->oom) fprintf(stderr, "hot-gen: out of memory (some messages were lost)\n");
 }
 
-int main(int argc, char **argv) {
-  options o;
-  int rc = parse_args(argc, argv, &o);
-  if (rc) return rc;
+/* Prints d's lines and the error count line; returns 1. */
+static int fail_with(const char *spec, hot_diag *d) {
+  print_diag(d);
+  fprintf(stderr, "hot-gen: %s: %d error%s\n", spec, d->count, d->count == 1 ? "" : "s");
+  diag_free(d);
+  return 1;
+}
+
+/* --help-spec. Returns 0 or 1. */
+static int help_spec(void) {
   hot_diag d = {0};
-  if (o.help_spec) {
-    char *t = spec_help_text(&d);
-    if (!t) {
-      print_diag(&d);
-      diag_free(&d);
-      return 1;
-    }
-    fputs(t, stdout);
-    free(t);
-    if (!o.spec) return 0;
-  }
-  hot_model m;
-  if (spec_load_file(o.spec, NULL, &m, &d) != 0) {
+  char *t = spec_help_text(&d);
+  if (!t) {
     print_diag(&d);
-    fprintf(stderr, "hot-gen: %s: %d error%s\n", o.spec, d.count, d.count == 1 ? "" : "s");
     diag_free(&d);
     return 1;
   }
-  if (o.layer && spec_find_layer(&m, o.layer) < 0) {
-    fprintf(stderr, "hot-gen: %s has no layer '%s'\n", o.spec, o.layer);
-    spec_model_free(&m);
-    return 2;
-  }
-  hot_arch primary = m.archs[0];
-  if (o.arch && plan_arch_parse(o.arch, &primary) != 0) {
-    fprintf(stderr, "hot-gen: unknown arch '%s' (known: sm_80, sm_86, sm_89, sm_90, sm_90a)\n", o.arch);
-    spec_model_free(&m);
-    return 2;
-  }
-  hot_arch carchs[HOT_MAX_ARCHS];
-  int n_carchs = 0;
-  if (o.compile && parse_archs(o.compile, &m, carchs, &n_carchs) != 0) {
-    spec_model_free(&m);
-    return 2;
-  }
-  hot_layer_plan *plan = malloc(sizeof *plan);
-  if (!plan) {
-    fprintf(stderr, "hot-gen: out of memory\n");
-    spec_model_free(&m);
-    return 1;
-  }
+  fputs(t, stdout);
+  free(t);
+  return 0;
+}
 
-  /* Every layer is planned for every arch that will be used, and all errors are reported. */
-  hot_arch all[HOT_ARCH_COUNT];
-  int n_all = 0;
+/* Loads the spec (warnings printed). Returns 0 or the exit status. */
+static int load_model(const options *o, hot_model *m) {
+  hot_diag d = {0};
+  if (spec_load_file(o->spec, NULL, m, &d) != 0) return fail_with(o->spec, &d);
+  print_diag(&d); /* warnings */
+  diag_free(&d);
+  if (o->layer && spec_find_layer(m, o->layer) < 0) {
+    fprintf(stderr, "hot-gen: %s has no layer '%s'\n", o->spec, o->layer);
+    return 2;
+  }
+  return 0;
+}
+
+/* The archs each action uses. */
+typedef struct {
+  hot_arch plan[HOT_MAX_ARCHS];    /* --plan / --json: --arch, else the spec's targets */
+  int n_plan;
+  hot_arch compile[HOT_MAX_ARCHS]; /* --compile */
+  int n_compile;
+} arch_sets;
+
+static int resolve_archs(const options *o, const hot_model *m, arch_sets *as) {
+  memset(as, 0, sizeof *as);
+  if (o->arch) {
+    if (plan_arch_parse(o->arch, &as->plan[0]) != 0) {
+      fprintf(stderr, "hot-gen: unknown arch '%s' (known: sm_80, sm_86, sm_89, sm_90, sm_90a)\n", o->arch);
+      return 2;
+    }
+    as->n_plan = 1;
+  } else {
+    for (int i = 0; i < m->n_archs; ++i) as->plan[as->n_plan++] = m->archs[i];
+  }
+  if (o->compile && parse_archs(o->compile, m, as->compile, &as->n_compile) != 0) return 2;
+  return 0;
+}
+
+/* Plans every selected layer for every arch any action will use and reports all failures at once.
+ * Returns 0 or 1. */
+static int validate_plans(const options *o, const hot_model *m, const arch_sets *as,
+                          hot_layer_plan *plan) {
   int want[HOT_ARCH_COUNT] = {0};
-  if (o.plan || o.json) want[primary] = 1;
-  if (o.emit_dir)
-    for (int i = 0; i < m.n_archs; ++i) want[m.archs[i]] = 1;
-  for (int i = 0; i < n_carchs; ++i) want[carchs[i]] = 1;
+  if (o->plan || o->json)
+    for (int i = 0; i < as->n_plan; ++i) want[as->plan[i]] = 1;
+  if (o->emit_dir)
+    for (int i = 0; i < m->n_archs; ++i) want[m->archs[i]] = 1;
+  for (int i = 0; i < as->n_compile; ++i) want[as->compile[i]] = 1;
+  hot_diag d = {0};
   for (int a = 0; a < HOT_ARCH_COUNT; ++a)
-    if (want[a]) all[n_all++] = (hot_arch)a;
-  for (int a = 0; a < n_all; ++a)
-    for (int l = 0; l < m.n_layers; ++l)
-      if (layer_selected(&o, &m.layers[l])) plan_one(&m, l, all[a], plan, &d);
-  if (d.count) {
-    print_diag(&d);
-    fprintf(stderr, "hot-gen: %s: %d error%s\n", o.spec, d.count, d.count == 1 ? "" : "s");
-    rc = 1;
-    goto done;
-  }
+    for (int l = 0; want[a] && l < m->n_layers; ++l)
+      if (layer_selected(o, &m->layers[l])) plan_one(m, l, (hot_arch)a, plan, &d);
+  if (d.count) return fail_with(o->spec, &d);
+  diag_free(&d);
+  return 0;
+}
 
-  if (o.plan) {
-    printf("model %s (%s): batch %lld, tokens %lld, recipe %s, seed 0x%016llx, arch %s\n", m.name,
-           m.file, (long long)m.batch, (long long)m.tokens, plan_recipe_name(m.recipe),
-           (unsigned long long)m.seed, plan_arch_caps(primary)->name);
+/* --plan: the table, for each plan arch. */
+static void print_plans(const options *o, const hot_model *m, const arch_sets *as, hot_layer_plan *plan) {
+  for (int a = 0; a < as->n_plan; ++a) {
+    hot_arch arch = as->plan[a];
+    printf("%smodel %s (%s): batch %lld, tokens %lld, recipe %s, seed 0x%016llx, arch %s\n",
+           a ? "\n" : "", m->name, m->file, (long long)m->batch, (long long)m->tokens,
+           plan_recipe_name(m->recipe), (unsigned long long)m->seed, plan_arch_caps(arch)->name);
     int64_t abc = 0, fp32 = 0;
-    for (int l = 0; l < m.n_layers; ++l) {
-      if (!layer_selected(&o, &m.layers[l])) continue;
-      plan_one(&m, l, primary, plan, &d);
+    for (int l = 0; l < m->n_layers; ++l) {
+      if (!layer_selected(o, &m->layers[l])) continue;
+      plan_one(m, l, arch, plan, NULL);
       print_plan(plan);
       abc += plan->abc.bytes;
       fp32 += plan->abc.fp32_bytes;
@@ -417,169 +442,236 @@ int main(int argc, char **argv) {
     printf("total saved activations: %.2f MiB vs fp32 %.2f MiB (%.3f)\n", mib(abc), mib(fp32),
            fp32 ? (double)abc / (double)fp32 : 0.0);
   }
-  if (o.json) {
-    hot_buf b = {0};
-    buf_puts(&b, "{\"generator\":\"hot-gen " HOT_VERSION "\",\"model\":");
-    json_str(&b, m.name);
-    buf_puts(&b, ",\"file\":");
-    json_str(&b, m.file);
-    buf_printf(&b, ",\"batch\":%lld,\"tokens\":%lld,\"recipe\":\"%s\",\"seed\":%llu,\"arch\":\"%s\","
-                   "\"archs\":[",
-               (long long)m.batch, (long long)m.tokens, plan_recipe_name(m.recipe),
-               (unsigned long long)m.seed, plan_arch_caps(primary)->name);
-    for (int i = 0; i < m.n_archs; ++i)
-      buf_printf(&b, "%s\"%s\"", i ? "," : "", plan_arch_caps(m.archs[i])->name);
-    buf_puts(&b, "],\"layers\":[");
-    int first = 1;
-    for (int l = 0; l < m.n_layers; ++l) {
-      if (!layer_selected(&o, &m.layers[l])) continue;
-      plan_one(&m, l, primary, plan, &d);
+}
+
+/* --json: one object; layers[] holds each (arch, layer). Returns 0 or 1. */
+static int print_json(const options *o, const hot_model *m, const arch_sets *as, hot_layer_plan *plan) {
+  hot_buf b = {0};
+  buf_puts(&b, "{\"generator\":\"hot-gen " HOT_VERSION "\",\"model\":");
+  json_str(&b, m->name);
+  buf_puts(&b, ",\"file\":");
+  json_str(&b, m->file);
+  buf_printf(&b, ",\"batch\":%lld,\"tokens\":%lld,\"recipe\":\"%s\",\"seed\":%llu,\"arch\":\"%s\","
+                 "\"archs\":[",
+             (long long)m->batch, (long long)m->tokens, plan_recipe_name(m->recipe),
+             (unsigned long long)m->seed, plan_arch_caps(as->plan[0])->name);
+  for (int i = 0; i < m->n_archs; ++i)
+    buf_printf(&b, "%s\"%s\"", i ? "," : "", plan_arch_caps(m->archs[i])->name);
+  buf_puts(&b, "],\"plan_archs\":[");
+  for (int i = 0; i < as->n_plan; ++i)
+    buf_printf(&b, "%s\"%s\"", i ? "," : "", plan_arch_caps(as->plan[i])->name);
+  buf_puts(&b, "],\"layers\":[");
+  int first = 1;
+  for (int a = 0; a < as->n_plan; ++a)
+    for (int l = 0; l < m->n_layers; ++l) {
+      if (!layer_selected(o, &m->layers[l])) continue;
+      plan_one(m, l, as->plan[a], plan, NULL);
       if (!first) buf_puts(&b, ",");
       first = 0;
       json_plan(&b, plan);
     }
-    buf_puts(&b, "]}\n");
-    if (!buf_ok(&b)) {
+  buf_puts(&b, "]}\n");
+  int rc = 0;
+  if (!buf_ok(&b)) {
+    fprintf(stderr, "hot-gen: out of memory\n");
+    rc = 1;
+  } else {
+    fputs(b.data, stdout);
+  }
+  buf_free(&b);
+  return rc;
+}
+
+/* Joins dir and a file name that must stay a single component of it; reports a refusal. */
+static int safe_path(char *out, size_t n, const char *dir, const char *name, hot_diag *d) {
+  if (spec_path_join(out, n, dir, name) == 0) return 0;
+  diag_add(d, "hot-gen: refusing to write '%s' into %s: not a plain file name inside it", name, dir);
+  return -1;
+}
+
+/* One manifest entry for an emitted file. */
+static void manifest_entry(hot_buf *man, int first, const char *file, const char *layer,
+                           const char *arch, const hot_emitted *e) {
+  buf_puts(man, first ? "{\"file\":" : ",{\"file\":");
+  json_str(man, file);
+  buf_puts(man, ",\"layer\":");
+  json_str(man, layer);
+  buf_printf(man, ",\"arch\":\"%s\",\"kernels\":[", arch);
+  for (int k = 0; k < e->n_kernels; ++k)
+    buf_printf(man, "%s{\"name\":\"%s\",\"template\":\"%s\"}", k ? "," : "", e->kernels[k],
+               e->templates[k]);
+  buf_puts(man, "],\"pending\":[");
+  for (int k = 0; k < e->n_missing; ++k)
+    buf_printf(man, "%s\"%s\"", k ? "," : "", plan_role_name(e->missing[k]));
+  buf_puts(man, "]}");
+}
+
+/* --emit DIR: a .cu per (arch, layer) and manifest.json, every path checked to stay in DIR.
+ * Returns 0 or 1. */
+static int emit_sources(const options *o, const hot_model *m, hot_layer_plan *plan) {
+  if (mkdirs(o->emit_dir) != 0) {
+    fprintf(stderr, "hot-gen: %s: cannot create directory: %s\n", o->emit_dir, strerror(errno));
+    return 1;
+  }
+  hot_diag d = {0};
+  hot_buf man = {0};
+  buf_puts(&man, "{\"generator\":\"hot-gen " HOT_VERSION "\",\"spec\":");
+  json_str(&man, m->file);
+  buf_puts(&man, ",\"model\":");
+  json_str(&man, m->name);
+  buf_puts(&man, ",\"files\":[");
+  int nfiles = 0, nmissing = 0, rc = 0;
+  for (int a = 0; a < m->n_archs && rc == 0; ++a) {
+    const char *arch = plan_arch_caps(m->archs[a])->name;
+    for (int l = 0; l < m->n_layers && rc == 0; ++l) {
+      if (!layer_selected(o, &m->layers[l])) continue;
+      plan_one(m, l, m->archs[a], plan, NULL);
+      hot_emitted e;
+      char err[512];
+      if (emit_layer(plan, &e, err, sizeof err) != 0) {
+        fprintf(stderr, "hot-gen: layer '%s' (%s): %s\n", m->layers[l].name, arch, err);
+        rc = 1;
+        break;
+      }
+      char name[HOT_NAME_MAX * 2 + 16], path[HOT_PATH_MAX * 2];
+      snprintf(name, sizeof name, "%s.%s.%s.cu", m->name, m->layers[l].name, arch);
+      if (safe_path(path, sizeof path, o->emit_dir, name, &d) != 0 ||
+          write_file(path, e.source, e.source_len, &d) != 0)
+        rc = 1;
+      manifest_entry(&man, nfiles++ == 0, name, m->layers[l].name, arch, &e);
+      nmissing += e.n_missing;
+      emit_free(&e);
+    }
+  }
+  buf_puts(&man, "]}\n");
+  char mpath[HOT_PATH_MAX + 32];
+  if (rc == 0 && (!buf_ok(&man) || safe_path(mpath, sizeof mpath, o->emit_dir, "manifest.json", &d) != 0 ||
+                  write_file(mpath, man.data, man.len, &d) != 0))
+    rc = 1;
+  buf_free(&man);
+  if (rc == 0)
+    fprintf(stderr, "hot-gen: wrote %d source%s and manifest.json to %s%s\n", nfiles,
+            nfiles == 1 ? "" : "s", o->emit_dir,
+            nmissing ? " (some kernels have no template yet: see \"pending\" in the manifest)" : "");
+  print_diag(&d);
+  diag_free(&d);
+  return rc;
+}
+
+/* One layer's compile for one arch: the per-kernel rows, spill checks and --dump-cubin.
+ * Returns the number of failures. */
+static int compile_layer(const options *o, const hot_model *m, int l, hot_arch carch,
+                         hot_kcache *kc, hot_layer_plan *plan, hot_diag *d) {
+  const char *arch = plan_arch_caps(carch)->name;
+  const char *lname = m->layers[l].name;
+  char err[1024];
+  plan_one(m, l, carch, plan, NULL);
+  /* Exactly the runtime's requests (jit.h): one program per distinct kernel. */
+  hot_jit j;
+  char *log = NULL;
+  if (jit_layer(kc, plan, o->threads, &j, &log, err, sizeof err) != RT_OK) {
+    fprintf(stderr, "hot-gen: layer '%s' (%s): %s\n", lname, arch, err);
+    if (log && *log) fprintf(stderr, "%s\n", log);
+    free(log);
+    return 1;
+  }
+  int failures = 0;
+  for (int k = 0; k < plan->n_kernels; ++k) {
+    const hot_kernel_plan *kp = &plan->kernels[k];
+    const hot_kernel_binary *bin = j.bin[k];
+    if (!bin) {
+      printf("%-7s %-8s %-44s %9s %-8s\n", arch, lname, kp->name, "-", "pending");
+      continue;
+    }
+    const hot_kernel_info *ki = &bin->kernels[0];
+    int spills = ki->spill_store_bytes + ki->spill_load_bytes;
+    printf("%-7s %-8s %-44s %9.1f %-8s %5d %7d %6d\n", arch, lname, ki->name, bin->compile_ms,
+           hot_kcache_origin_name(j.origin[k]), ki->registers, spills, ki->shared_bytes);
+    if (spills > kp->max_spills) {
+      fprintf(stderr, "hot-gen: kernel %s spills %d bytes on %s (the plan allows %d)\n", ki->name,
+              spills, arch, kp->max_spills);
+      ++failures;
+    }
+    if (o->dump_dir && j.source[k]) { /* once per distinct kernel */
+      char cname[256], cpath[HOT_PATH_MAX * 2];
+      snprintf(cname, sizeof cname, "%s.%s.cubin", ki->name, arch);
+      if (mkdirs(o->dump_dir) != 0) {
+        diag_add(d, "%s: cannot create directory: %s", o->dump_dir, strerror(errno));
+        ++failures;
+      } else if (safe_path(cpath, sizeof cpath, o->dump_dir, cname, d) != 0 ||
+                 write_file(cpath, (const char *)bin->cubin, bin->cubin_size, d) != 0) {
+        ++failures;
+      }
+    }
+  }
+  printf("%-7s %-8s %d program%s, %d thread%s, %.1f ms wall\n", arch, lname, j.n_programs,
+         j.n_programs == 1 ? "" : "s", j.threads, j.threads == 1 ? "" : "s", j.wall_ms);
+  jit_free(&j);
+  return failures;
+}
+
+/* --compile: every selected layer for every compile arch through the kernel cache. Returns 0/1. */
+static int compile_all(const options *o, const hot_model *m, const arch_sets *as, hot_layer_plan *plan) {
+  hot_kcache_config cfg;
+  memset(&cfg, 0, sizeof cfg);
+  cfg.dir = o->cache_dir;
+  cfg.disk = o->no_disk ? -1 : 0;
+  hot_kcache *kc = NULL;
+  char err[1024];
+  if (hot_kcache_open(&kc, &cfg, err, sizeof err) != RT_OK) {
+    fprintf(stderr, "hot-gen: %s\n", err);
+    return 1;
+  }
+  printf("%-7s %-8s %-44s %9s %-8s %5s %7s %6s\n", "arch", "layer", "kernel", "ms", "origin",
+         "regs", "spills", "smem");
+  hot_diag d = {0};
+  int failures = 0;
+  for (int a = 0; a < as->n_compile; ++a)
+    for (int l = 0; l < m->n_layers; ++l)
+      if (layer_selected(o, &m->layers[l]))
+        failures += compile_layer(o, m, l, as->compile[a], kc, plan, &d);
+  hot_kcache_stats st;
+  hot_kcache_stats_get(kc, &st);
+  printf("compiles %llu (%.1f ms), memory hits %llu, disk hits %llu, cache %s\n",
+         (unsigned long long)st.compiles, st.compile_ms, (unsigned long long)st.memory_hits,
+         (unsigned long long)st.disk_hits, hot_kcache_dir(kc) ? hot_kcache_dir(kc) : "(memory only)");
+  hot_kcache_close(kc);
+  print_diag(&d);
+  diag_free(&d);
+  if (failures) {
+    fprintf(stderr, "hot-gen: %d compile failure%s\n", failures, failures == 1 ? "" : "s");
+    return 1;
+  }
+  return 0;
+}
+
+/* ---- main ------------------------------------------------------------------------------- */
+
+int main(int argc, char **argv) {
+  options o;
+  int rc = parse_args(argc, argv, &o);
+  if (rc) return rc;
+  if (o.help_spec && ((rc = help_spec()) != 0 || !o.spec)) return rc;
+  hot_model m;
+  if ((rc = load_model(&o, &m)) != 0) {
+    spec_model_free(&m);
+    return rc;
+  }
+  arch_sets as;
+  hot_layer_plan *plan = NULL;
+  if ((rc = resolve_archs(&o, &m, &as)) == 0) {
+    plan = malloc(sizeof *plan);
+    if (!plan) {
       fprintf(stderr, "hot-gen: out of memory\n");
       rc = 1;
-    } else {
-      fputs(b.data, stdout);
-    }
-    buf_free(&b);
-  }
-
-  if (o.emit_dir) {
-    if (mkdirs(o.emit_dir) != 0) {
-      fprintf(stderr, "hot-gen: %s: cannot create directory: %s\n", o.emit_dir, strerror(errno));
-      rc = 1;
-      goto done;
-    }
-    hot_buf man = {0};
-    buf_puts(&man, "{\"generator\":\"hot-gen " HOT_VERSION "\",\"spec\":");
-    json_str(&man, m.file);
-    buf_puts(&man, ",\"model\":");
-    json_str(&man, m.name);
-    buf_puts(&man, ",\"files\":[");
-    int nfiles = 0, nmissing = 0;
-    for (int a = 0; a < m.n_archs && rc == 0; ++a) {
-      for (int l = 0; l < m.n_layers && rc == 0; ++l) {
-        if (!layer_selected(&o, &m.layers[l])) continue;
-        plan_one(&m, l, m.archs[a], plan, &d);
-        hot_emitted e;
-        char err[512];
-        if (emit_layer(plan, &e, err, sizeof err) != 0) {
-          fprintf(stderr, "hot-gen: layer '%s' (%s): %s\n", m.layers[l].name,
-                  plan_arch_caps(m.archs[a])->name, err);
-          rc = 1;
-          break;
-        }
-        char name[HOT_NAME_MAX * 2 + 16], path[HOT_PATH_MAX * 2];
-        snprintf(name, sizeof name, "%s.%s.%s.cu", m.name, m.layers[l].name,
-                 plan_arch_caps(m.archs[a])->name);
-        snprintf(path, sizeof path, "%s/%s", o.emit_dir, name);
-        if (write_file(path, e.source, e.source_len, &d) != 0) rc = 1;
-        buf_printf(&man, "%s{\"file\":\"%s\",\"layer\":\"%s\",\"arch\":\"%s\",\"kernels\":[",
-                   nfiles++ ? "," : "", name, m.layers[l].name, plan_arch_caps(m.archs[a])->name);
-        for (int k = 0; k < e.n_kernels; ++k)
-          buf_printf(&man, "%s{\"name\":\"%s\",\"template\":\"%s\"}", k ? "," : "", e.kernels[k],
-                     e.templates[k]);
-        buf_puts(&man, "],\"pending\":[");
-        for (int k = 0; k < e.n_missing; ++k)
-          buf_printf(&man, "%s\"%s\"", k ? "," : "", plan_role_name(e.missing[k]));
-        buf_puts(&man, "]}");
-        nmissing += e.n_missing;
-        emit_free(&e);
-      }
-    }
-    buf_puts(&man, "]}\n");
-    char mpath[HOT_PATH_MAX + 32];
-    snprintf(mpath, sizeof mpath, "%s/manifest.json", o.emit_dir);
-    if (rc == 0 && (!buf_ok(&man) || write_file(mpath, man.data, man.len, &d) != 0)) rc = 1;
-    buf_free(&man);
-    if (rc == 0)
-      fprintf(stderr, "hot-gen: wrote %d source%s and manifest.json to %s%s\n", nfiles,
-              nfiles == 1 ? "" : "s", o.emit_dir,
-              nmissing ? " (some kernels have no template yet: see \"pending\" in the manifest)" : "");
-    print_diag(&d);
-    if (rc) goto done;
-  }
-
-  if (o.compile) {
-    hot_kcache_config cfg;
-    memset(&cfg, 0, sizeof cfg);
-    cfg.dir = o.cache_dir;
-    cfg.disk = o.no_disk ? -1 : 0;
-    hot_kcache *kc = NULL;
-    char err[1024];
-    if (hot_kcache_open(&kc, &cfg, err, sizeof err) != RT_OK) {
-      fprintf(stderr, "hot-gen: %s\n", err);
-      rc = 1;
-      goto done;
-    }
-    printf("%-7s %-8s %-44s %9s %-8s %5s %7s %6s\n", "arch", "layer", "kernel", "ms", "origin",
-           "regs", "spills", "smem");
-    int failures = 0;
-    for (int a = 0; a < n_carchs; ++a) {
-      for (int l = 0; l < m.n_layers; ++l) {
-        if (!layer_selected(&o, &m.layers[l])) continue;
-        plan_one(&m, l, carchs[a], plan, &d);
-        const char *arch = plan_arch_caps(carchs[a])->name;
-        /* Exactly the runtime's requests (jit.h): one program per distinct kernel. */
-        hot_jit j;
-        char *log = NULL;
-        if (jit_layer(kc, plan, o.threads, &j, &log, err, sizeof err) != RT_OK) {
-          fprintf(stderr, "hot-gen: layer '%s' (%s): %s\n", m.layers[l].name, arch, err);
-          if (log && *log) fprintf(stderr, "%s\n", log);
-          free(log);
-          ++failures;
-          continue;
-        }
-        for (int k = 0; k < plan->n_kernels; ++k) {
-          const hot_kernel_plan *kp = &plan->kernels[k];
-          const hot_kernel_binary *bin = j.bin[k];
-          if (!bin) {
-            printf("%-7s %-8s %-44s %9s %-8s\n", arch, m.layers[l].name, kp->name, "-", "pending");
-            continue;
-          }
-          const hot_kernel_info *ki = &bin->kernels[0];
-          int spills = ki->spill_store_bytes + ki->spill_load_bytes;
-          printf("%-7s %-8s %-44s %9.1f %-8s %5d %7d %6d\n", arch, m.layers[l].name, ki->name,
-                 bin->compile_ms, hot_kcache_origin_name(j.origin[k]), ki->registers, spills,
-                 ki->shared_bytes);
-          if (spills > kp->max_spills) {
-            fprintf(stderr, "hot-gen: kernel %s spills %d bytes on %s (the plan allows %d)\n",
-                    ki->name, spills, arch, kp->max_spills);
-            ++failures;
-          }
-          if (o.dump_dir && j.source[k]) { /* once per distinct kernel */
-            char cpath[HOT_PATH_MAX * 2];
-            snprintf(cpath, sizeof cpath, "%s/%s.%s.cubin", o.dump_dir, ki->name, arch);
-            if (mkdirs(o.dump_dir) != 0 ||
-                write_file(cpath, (const char *)bin->cubin, bin->cubin_size, &d) != 0)
-              ++failures;
-          }
-        }
-        printf("%-7s %-8s %d program%s, %d thread%s, %.1f ms wall\n", arch, m.layers[l].name,
-               j.n_programs, j.n_programs == 1 ? "" : "s", j.threads, j.threads == 1 ? "" : "s",
-               j.wall_ms);
-        jit_free(&j);
-      }
-    }
-    hot_kcache_stats st;
-    hot_kcache_stats_get(kc, &st);
-    printf("compiles %llu (%.1f ms), memory hits %llu, disk hits %llu, cache %s\n",
-           (unsigned long long)st.compiles, st.compile_ms, (unsigned long long)st.memory_hits,
-           (unsigned long long)st.disk_hits, hot_kcache_dir(kc) ? hot_kcache_dir(kc) : "(memory only)");
-    hot_kcache_close(kc);
-    print_diag(&d);
-    if (failures) {
-      fprintf(stderr, "hot-gen: %d compile failure%s\n", failures, failures == 1 ? "" : "s");
-      rc = 1;
     }
   }
-done:
+  if (rc == 0) rc = validate_plans(&o, &m, &as, plan);
+  if (rc == 0 && o.plan) print_plans(&o, &m, &as, plan);
+  if (rc == 0 && o.json) rc = print_json(&o, &m, &as, plan);
+  if (rc == 0 && o.emit_dir) rc = emit_sources(&o, &m, plan);
+  if (rc == 0 && o.compile) rc = compile_all(&o, &m, &as, plan);
   free(plan);
   spec_model_free(&m);
-  diag_free(&d);
   return rc;
 }

@@ -22,11 +22,24 @@ typedef struct {
 /* The default limits. */
 spec_limits spec_default_limits(void);
 
+/* Return codes of spec_load_file / spec_load_string (0 = success). */
+#define SPEC_ERR_SPEC (-1)  /* the spec is wrong (or cannot be read): messages in *diag */
+#define SPEC_ERR_NOMEM (-2) /* the host ran out of memory (the Lua heap or a C copy could not
+                               grow while under the spec's memory limit); a spec that exceeds
+                               its own memory limit is a SPEC_ERR_SPEC */
+
 /* Loads and validates the spec file at `path` into *out (zeroed first).
- * Returns 0 on success; -1 on any error, with every message appended to *diag as
- * "path:line: ..." (a file that cannot be read gives "path: <reason>"). `limits` may be NULL
- * (defaults). On success the caller owns *out and frees it with spec_model_free; on failure
- * *out holds nothing to free (freeing it is still safe). */
+ * Returns 0 on success; SPEC_ERR_SPEC or SPEC_ERR_NOMEM on an error, with every message appended
+ * to *diag, each one line naming "path:line: ..." (a file that cannot be opened gives
+ * "path: <reason>"). When a spec has errors, the layers without any are still planned for every
+ * target arch and their planner errors are added ("... (planning for sm_86)"). On success *diag
+ * may receive warnings ("path:line: warning: ..."). `limits` may be NULL (defaults). On success
+ * the caller owns *out and frees it with spec_model_free; on failure *out holds nothing to free
+ * (freeing it is still safe).
+ *
+ * The model is copied into *out from a C copy made by hot.model at the moment it validated: a
+ * spec cannot change a validated model afterwards. Model and layer names satisfy
+ * spec_name_valid. */
 int spec_load_file(const char *path, const spec_limits *limits, hot_model *out, hot_diag *diag);
 
 /* The same for a spec held in memory; `chunkname` names it in messages (e.g. "test.lua"). */
@@ -42,5 +55,23 @@ char *spec_help_text(hot_diag *diag);
 
 /* The index of layer `name` in m, or -1. */
 int spec_find_layer(const hot_model *m, const char *name);
+
+/* 1 when s is a valid model or layer name, else 0: [A-Za-z0-9_][A-Za-z0-9_.-]{0,62}, so a name
+ * is always a safe file-name component (never empty, ".", "..", an option or a path). */
+int spec_name_valid(const char *s);
+
+/* Joins dir and one file-name component into out (n bytes): "dir/component". Returns 0, or -1
+ * (out = "") when component is empty, ".", "..", holds a '/' or a control byte, or the result
+ * does not fit: whatever the component, the path stays directly inside dir. */
+int spec_path_join(char *out, size_t n, const char *dir, const char *component);
+
+/* Test hook: the loader's next `n` allocations (the Lua heap and its C copies) succeed, then every
+ * one fails as if the host had no memory, until called again; n < 0 (the default) turns it off.
+ * Process-wide; for tests only (tests/spec drives it to check that every allocation failure is
+ * reported as SPEC_ERR_NOMEM, without a crash or a leak). */
+void spec_test_fail_allocs_after(long long n);
+
+/* The number of allocations the loader has made in this process (tests size the hook with it). */
+long long spec_test_alloc_count(void);
 
 #endif

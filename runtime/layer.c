@@ -100,8 +100,10 @@ hot_status hot_layer_from_spec(hot_ctx *ctx, const char *path, const char *layer
                     (long long)batch_override);
   hot_model m;
   hot_diag d = {0};
-  if (spec_load_file(path, NULL, &m, &d) != 0) {
-    st = ctx_fail(ctx, HOT_ERR_SPEC, "%s%s", d.count ? d.lines[0] : path,
+  int lrc = spec_load_file(path, NULL, &m, &d);
+  if (lrc != 0) {
+    st = ctx_fail(ctx, lrc == SPEC_ERR_NOMEM ? HOT_ERR_NOMEM : HOT_ERR_SPEC, "%s%s",
+                  d.count ? d.lines[0] : path,
                   d.count > 1 ? " (and more errors)" : "");
     diag_free(&d);
     spec_model_free(&m);

@@ -23,36 +23,70 @@ local fmt, concat, sort = string.format, table.concat, table.sort
 -- Captured once: specs see a string metatable without the pattern functions, so the DSL calls
 -- them as locals (never as methods on spec-provided strings).
 local match, sub = string.match, string.sub
-local setmetatable, spec_line = setmetatable, spec_line
+local setmetatable, spec_line, spec_commit = setmetatable, spec_line, spec_commit
+local spec_field_line, unpack = spec_field_line, table.unpack
+local byte, char = string.byte, string.char
+local tointeger, mtype = math.tointeger, math.type
 
 local hot = {}
 local errors = {}        -- every diagnostic of the spec, in the order found
-local TAG = {}           -- private key marking constructor results
+-- What each constructor recorded (kind, file, line), keyed by its result. Kept here, not in the
+-- spec's table, so a spec can neither read nor forge it.
+local tags = setmetatable({}, { __mode = "k" })
 hot._spec_source = nil   -- "@path" of the spec chunk, set by the loader
 
 -- The spec's own line that is running the current constructor: the innermost stack frame whose
 -- source is the spec chunk.
 local function where()
+  local file, line = spec_line()  -- the spec's path as given, and the line that ran last
   for level = 3, 40 do
     local info = getinfo(level, "Sl")
     if not info then break end
-    if info.source == hot._spec_source then return info.short_src, info.currentline end
+    if info.source == hot._spec_source then return file, info.currentline end
   end
   -- No spec frame: `return hot.model { ... }` is a tail call. The loader's line hook knows the
   -- spec line that ran last.
-  local file, line = spec_line()
   return file, line
 end
 
+-- A spec-provided string as one printable line: control and non-ASCII bytes as \ddd, at most
+-- 64 bytes shown (so a name holding a newline cannot split a message).
+local function printable(s)
+  local out, n = {}, #s
+  for i = 1, math.min(n, 64) do
+    local b = byte(s, i)
+    if b < 32 or b > 126 or b == 34 or b == 92 then
+      out[#out + 1] = (b == 34 or b == 92) and ("\\" .. char(b)) or fmt("\\%03d", b)
+    else
+      out[#out + 1] = char(b)
+    end
+  end
+  if n > 64 then out[#out + 1] = fmt("...(%d bytes)", n) end
+  return concat(out)
+end
+
 local function report(ctx, msg)
-  local who = ctx.layer and fmt("layer '%s': ", ctx.layer) or (ctx.what and (ctx.what .. ": ") or "")
+  local who = ctx.layer and fmt("layer '%s': ", printable(ctx.layer)) or (ctx.what and (ctx.what .. ": ") or "")
   errors[#errors + 1] = fmt("%s:%d: %s%s", ctx.file, ctx.line, who, msg)
 end
 
+-- ctx moved to the line where field `key` of ctx's table is written (the loader finds it in the
+-- spec's text: Lua keeps no line per field); ctx itself when it cannot be found.
+local function at_field(ctx, key)
+  if not ctx.ctor or type(key) ~= "string" then return ctx end
+  local keys = { unpack(ctx.keys or {}) }
+  keys[#keys + 1] = key
+  local line = spec_field_line(ctx.line, ctx.ctor, unpack(keys))
+  if not line or line == ctx.line then return ctx end
+  return { file = ctx.file, line = line, layer = ctx.layer, what = ctx.what }
+end
+
 local function show(v)
-  if type(v) == "string" then return fmt("%q", v) end
+  if type(v) == "string" then return '"' .. printable(v) .. '"' end
   if type(v) == "table" then return "a table" end
-  return tostring(v)
+  if mtype(v) == "float" then return fmt("%.14g", v) end
+  if type(v) == "number" or type(v) == "boolean" or v == nil then return tostring(v) end
+  return "a " .. type(v)
 end
 
 -- Levenshtein distance, for "did you mean" suggestions.
@@ -80,7 +114,37 @@ local function suggest(name, schema)
   return ""
 end
 
-local function is_int(v) return math.type(v) == "integer" or (type(v) == "number" and v == math.floor(v) and v == v and v ~= math.huge and v ~= -math.huge) end
+-- v as a Lua integer when it is a number with an integral value inside the 64-bit range, else nil.
+local function as_int(v)
+  if type(v) ~= "number" then return nil end
+  return tointeger(v)
+end
+-- True for a float with an integral value outside the 64-bit range (1e300, 2^63).
+local function is_huge_integral(v)
+  return mtype(v) == "float" and v == v and v ~= math.huge and v ~= -math.huge and v == math.floor(v)
+end
+
+-- Checks that v is a list 1..n without holes or other keys; reports the first defect and returns
+-- false when it is not. (ipairs and # would silently stop at a hole.)
+local function check_list(v, path, ctx)
+  local count, top = 0, 0
+  for k in pairs(v) do
+    if mtype(k) ~= "integer" or k < 1 then
+      report(ctx, fmt("%s must be a list (indices 1..n), but has the key %s", path, show(k)))
+      return false
+    end
+    count = count + 1
+    if k > top then top = k end
+  end
+  if top ~= count then
+    local hole = 1
+    while v[hole] ~= nil do hole = hole + 1 end
+    report(ctx, fmt("%s has a hole: %s[%d] is nil but index %d is set (%d entries); write a list without nil",
+                    path, path, hole, top, count))
+    return false
+  end
+  return true
+end
 local function is_pow2(v) return v >= 1 and (v & (v - 1)) == 0 end
 
 local function in_list(v, list)
@@ -92,11 +156,18 @@ end
 local function check_value(v, fd, path, ctx)
   local k = fd.kind
   if k == "int" then
-    if not is_int(v) then
+    local iv = as_int(v)
+    local lo, hi = fd.min, fd.max
+    if not iv and is_huge_integral(v) then
+      report(ctx, fmt("%s must be %s (got %s)", path,
+                      hi and fmt("in [%d, %d]", lo, hi) or fmt("an integer in [%d, %d]", lo, math.maxinteger),
+                      show(v)))
+      return nil
+    end
+    if not iv then
       report(ctx, fmt("%s must be an integer (got %s)", path, show(v))); return nil
     end
-    v = math.tointeger(v)
-    local lo, hi = fd.min, fd.max
+    v = iv
     local bad = (lo and v < lo) or (hi and v > hi)
     if fd.pow2 and not (fd.zero_ok and v == 0) and not is_pow2(v) then bad = true end
     if bad then
@@ -125,6 +196,7 @@ local function check_value(v, fd, path, ctx)
     if type(v) ~= "table" or #v == 0 then
       report(ctx, fmt("%s must be a name or a non-empty list of names (got %s)", path, show(v))); return nil
     end
+    if not check_list(v, path, ctx) then return nil end
     local out = {}
     for i, x in ipairs(v) do
       if not in_list(x, fd.values) then
@@ -144,24 +216,30 @@ local function check_table(t, schema, prefix, ctx)
     report(ctx, fmt("%s must be a table (got %s)", prefix, show(t))); return nil
   end
   local out, keys = {}, {}
-  for key in pairs(t) do
-    if key ~= TAG then keys[#keys + 1] = key end
-  end
-  sort(keys, function(a, b) return tostring(a) < tostring(b) end)
+  for key in pairs(t) do keys[#keys + 1] = key end
+  sort(keys, function(a, b) return show(a) < show(b) end)
   for _, key in ipairs(keys) do
     local fd = type(key) == "string" and schema.fields[key]
-    local path = prefix and (prefix .. "." .. tostring(key)) or tostring(key)
+    local kname = type(key) == "string" and printable(key) or ("[" .. show(key) .. "]")
+    local path = prefix and (prefix .. "." .. kname) or kname
     if not fd then
       local hint = type(key) == "string" and suggest(key, schema) or ""
-      report(ctx, fmt("unknown field %s%s", path, hint))
+      report(at_field(ctx, key), fmt("unknown field %s%s", path, hint))
     elseif fd.kind == "table" then
-      local sub, sctx = t[key], ctx
-      if type(sub) == "table" and sub[TAG] then -- hot.hla { ... }: its own line
-        sctx = { file = sub[TAG].file, line = sub[TAG].line, layer = ctx.layer, what = ctx.what }
+      local sub = t[key]
+      local tag = type(sub) == "table" and tags[sub]
+      local sctx
+      if tag then -- hot.hla { ... }: its own line
+        sctx = { file = tag.file, line = tag.line, layer = ctx.layer, what = ctx.what, ctor = tag.kind, keys = {} }
+      else        -- a plain { ... } inside ctx's table
+        local keys = { unpack(ctx.keys or {}) }
+        keys[#keys + 1] = key
+        sctx = { file = ctx.file, line = ctx.line, layer = ctx.layer, what = ctx.what, ctor = ctx.ctor, keys = keys }
+        if type(sub) ~= "table" then sctx = at_field(ctx, key) end
       end
       out[key] = check_table(sub, fd.schema, path, sctx)
     elseif fd.kind ~= "layers" and fd.kind ~= "sweep" then
-      out[key] = check_value(t[key], fd, path, ctx)
+      out[key] = check_value(t[key], fd, path, at_field(ctx, key))
     end
   end
   for _, key in ipairs(schema.required or {}) do
@@ -173,13 +251,18 @@ local function check_table(t, schema, prefix, ctx)
 end
 
 local function record(kind, t)
+  local file, line = where()
   if type(t) ~= "table" then
-    local file, line = where()
     errors[#errors + 1] = fmt("%s:%d: hot.%s expects a table { ... } (got %s)", file, line, kind, show(t))
     t = {}
+  elseif tags[t] and tags[t].kind ~= kind then
+    errors[#errors + 1] = fmt("%s:%d: hot.%s: this table was already given to hot.%s (line %d)", file,
+                              line, kind, tags[t].kind, tags[t].line)
+    t = {}
+  elseif tags[t] then
+    return t
   end
-  local file, line = where()
-  t[TAG] = { kind = kind, file = file, line = line }
+  tags[t] = { kind = kind, file = file, line = line }
   return t
 end
 
@@ -193,46 +276,72 @@ function hot.target(t) return record("target", t) end
 function hot.sweep(t) return record("sweep", t) end
 
 -- A convolution as an im2col linear layer: T = B * H_out * W_out, I = C_in * k * k.
+-- Each size and each product must stay within the linear layer's limits (checked by division, so
+-- nothing wraps: in_channels = 2^62 + 1 with kernel = 2 is an error, not I = 4).
+local CONV_MAX = 1 << 29
+local CONV_FIELDS = { "in_channels", "out_channels", "kernel", "out_h", "out_w" }
 function hot.conv2d(t)
   local r = record("conv2d", t)
-  local info = r[TAG]
-  local ctx = { file = info.file, line = info.line, layer = type(t.name) == "string" and t.name or "?" }
-  local lin = { name = t.name, bias = t.bias, dtype = t.dtype, hq = t.hq, hla = t.hla, abc = t.abc,
-                tile_gx = t.tile_gx, tile_gw = t.tile_gw }
-  local ok = true
-  for _, key in ipairs({ "in_channels", "out_channels", "kernel", "out_h", "out_w" }) do
-    if not is_int(t[key]) or t[key] < 1 then
-      report(ctx, fmt("%s must be an integer >= 1 (got %s)", key, show(t[key]))); ok = false
+  local info = tags[r]
+  local ctx = { file = info.file, line = info.line, layer = type(r.name) == "string" and r.name or "?" }
+  local lin = { name = r.name, bias = r.bias, dtype = r.dtype, hq = r.hq, hla = r.hla, abc = r.abc,
+                tile_gx = r.tile_gx, tile_gw = r.tile_gw }
+  local v, ok = {}, true
+  for _, key in ipairs(CONV_FIELDS) do
+    local iv = as_int(r[key])
+    if not iv or iv < 1 or iv > CONV_MAX then
+      report(ctx, fmt("%s must be an integer in [1, %d] (got %s)", key, CONV_MAX, show(r[key]))); ok = false
     end
+    v[key] = iv
   end
-  for key in pairs(t) do
-    if key ~= TAG and type(key) == "string" and not S.linear.fields[key] and
-       not in_list(key, { "in_channels", "out_channels", "kernel", "out_h", "out_w" }) then
-      report(ctx, fmt("unknown field %s", key))
+  for key in pairs(r) do
+    local derived = in_list(key, { "in_features", "out_features", "tokens" })
+    if derived then
+      report(ctx, fmt("%s cannot be set on hot.conv2d (it is derived from the convolution's sizes)", key))
+    elseif not (type(key) == "string" and (S.linear.fields[key] or in_list(key, CONV_FIELDS))) then
+      report(ctx, fmt("unknown field %s", type(key) == "string" and printable(key) or ("[" .. show(key) .. "]")))
     end
   end
   if ok then
-    lin.in_features = t.in_channels * t.kernel * t.kernel
-    lin.out_features = t.out_channels
-    lin.tokens = t.out_h * t.out_w
+    local kk = v.kernel * v.kernel -- both <= 2^29: no wrap
+    if v.kernel > CONV_MAX // v.kernel or v.in_channels > CONV_MAX // kk then
+      report(ctx, fmt("in_channels * kernel^2 = %d * %d^2 exceeds %d (the largest in_features)",
+                      v.in_channels, v.kernel, CONV_MAX)); ok = false
+    end
+    if v.out_h > CONV_MAX // v.out_w then
+      report(ctx, fmt("out_h * out_w = %d * %d exceeds %d (the largest tokens)", v.out_h, v.out_w, CONV_MAX)); ok = false
+    end
   end
-  lin[TAG] = { kind = "linear", file = info.file, line = info.line }
+  if ok then
+    lin.in_features = v.in_channels * v.kernel * v.kernel
+    lin.out_features = v.out_channels
+    lin.tokens = v.out_h * v.out_w
+  else -- errors are reported; keep the layer well-formed so the others are still checked
+    lin.in_features, lin.out_features = 1, 1
+  end
+  tags[lin] = { kind = "linear", ctor = "conv2d", file = info.file, line = info.line, conv_ok = ok }
   return lin
 end
 
 hot.recipe = { hot = "hot", paper = "paper", paper_code = "paper_code" }
 
-local NAME_PATTERN = "^[%w_.%-]+$"
+-- Model and layer names become file-name components (hot-gen --emit writes
+-- <model>.<layer>.<arch>.cu): a letter, digit or '_' first (so never "", ".", ".." or an option),
+-- then letters, digits, '_', '.', '-'; at most 63 characters. gen/spec.c checks the same rule.
+local NAME_PATTERN = "^[%w_][%w_.%-]*$"
+local NAME_RULE = "[A-Za-z0-9_][A-Za-z0-9_.-]{0,62}"
+local function name_ok(s) return #s <= 63 and match(s, NAME_PATTERN) ~= nil end
 
 local function check_sweep(t, ctx)
   local axes = {}
   if type(t) ~= "table" then report(ctx, fmt("sweep must be hot.sweep { ... } (got %s)", show(t))); return axes end
   local keys = {}
-  for key in pairs(t) do if key ~= TAG then keys[#keys + 1] = key end end
-  sort(keys, function(a, b) return tostring(a) < tostring(b) end)
+  for key in pairs(t) do keys[#keys + 1] = key end
+  sort(keys, function(a, b) return show(a) < show(b) end)
   for _, key in ipairs(keys) do
-    local fd, path = nil, tostring(key)
-    local head, tail = match(path, "^([%w_]+)%.([%w_]+)$")
+    local fd, path = nil, type(key) == "string" and printable(key) or show(key)
+    local head, tail
+    if type(key) == "string" and #key <= 64 then head, tail = match(path, "^([%w_]+)%.([%w_]+)$") end
     if head and S.linear.fields[head] and S.linear.fields[head].kind == "table" then
       fd = S.linear.fields[head].schema.fields[tail]
     elseif S.linear.fields[path] and S.linear.fields[path].kind == "int" then
@@ -242,7 +351,7 @@ local function check_sweep(t, ctx)
       report(ctx, fmt("sweep: %s is not an integer field of a layer", show(key)))
     elseif type(t[key]) ~= "table" or #t[key] == 0 or #t[key] > 16 then
       report(ctx, fmt("sweep[%s] must be a list of 1 to 16 values", path))
-    else
+    elseif check_list(t[key], fmt("sweep[%s]", path), ctx) then
       local vals = {}
       for i, v in ipairs(t[key]) do
         vals[i] = check_value(v, fd, fmt("sweep[%s][%d]", path, i), ctx)
@@ -253,45 +362,64 @@ local function check_sweep(t, ctx)
   return axes
 end
 
--- A validated model is handed back read-only (deep), so a spec cannot change it after the
--- checks; the loader accepts only models produced here.
-local validated = setmetatable({}, { __mode = "k" })
+-- A validated model is copied at once into C structs (spec_commit, gen/spec.c): the loader uses
+-- that copy only, so nothing a spec does after hot.model returns can change what was validated.
+-- The spec gets a read-only view (deep) whose metamethods never hand out the tables behind it.
+local validated = setmetatable({}, { __mode = "k" })  -- view -> the C copy (a userdata)
 local function readonly() error("a validated hot.model is read-only", 2) end
 local function freeze(t)
+  local view = {}
   for k, v in pairs(t) do
     if type(v) == "table" then t[k] = freeze(v) end
   end
-  return setmetatable({}, { __index = t, __newindex = readonly, __len = function() return #t end,
-                            __pairs = function() return next, t, nil end, __metatable = false })
+  local function iter(_, k) return next(t, k) end
+  return setmetatable(view, {
+    __index = function(_, k) return t[k] end,
+    __newindex = readonly,
+    __len = function() return #t end,
+    __pairs = function() return iter, view, nil end,
+    __metatable = false,
+  })
 end
 
--- Validates the whole model; returns the normalized model, read-only.
+-- Validates the whole model; returns a read-only view of the normalized model.
 function hot.model(t)
   local r = record("model", t)
-  local info = r[TAG]
-  local mctx = { file = info.file, line = info.line, what = "model" }
+  local info = tags[r]
+  t = r
+  local mctx = { file = info.file, line = info.line, what = "model", ctor = "model", keys = {} }
+  local e0 = #errors
   local m = check_table(t, S.model, nil, mctx) or {}
   m.line = info.line
   m.layers = {}
+  m.layer_ok = {}
   if t.target ~= nil and type(t.target) == "table" then
     m.archs = m.target and m.target.arch or nil
   end
   m.target = nil
+  if m.name and not name_ok(m.name) then
+    report(at_field(mctx, "name"), fmt("name must match %s (got %s)", NAME_RULE, show(m.name)))
+  end
   if type(t.layers) ~= "table" or #t.layers == 0 then
-    if t.layers ~= nil then report(mctx, "layers must be a non-empty list of hot.linear { ... }") end
+    if t.layers ~= nil then report(at_field(mctx, "layers"), "layers must be a non-empty list of hot.linear { ... }") end
   else
+    check_list(t.layers, "layers", at_field(mctx, "layers"))
+  end
+  local model_ok = #errors == e0
+  if type(t.layers) == "table" then
     local seen = {}
     for i, lt in ipairs(t.layers) do
-      local li = type(lt) == "table" and lt[TAG] or nil
+      local li = type(lt) == "table" and tags[lt] or nil
       if not li or li.kind ~= "linear" then
         report(mctx, fmt("layers[%d] must be hot.linear { ... } or hot.conv2d { ... } (got %s)", i, show(lt)))
       else
         local lname = type(lt.name) == "string" and lt.name or fmt("#%d", i)
-        local ctx = { file = li.file, line = li.line, layer = lname }
+        local ctx = { file = li.file, line = li.line, layer = lname, ctor = li.ctor or "linear", keys = {} }
+        local e1 = #errors
         local l = check_table(lt, S.linear, nil, ctx)
         if l then
-          if l.name and (#l.name >= 64 or not match(l.name, NAME_PATTERN)) then
-            report(ctx, fmt("name must match [A-Za-z0-9_.-]{1,63} (got %q)", l.name))
+          if l.name and not name_ok(l.name) then
+            report(at_field(ctx, "name"), fmt("name must match %s (got %s)", NAME_RULE, show(l.name)))
           end
           if l.name and seen[l.name] then
             report(ctx, fmt("duplicate layer name (first declared at line %d)", seen[l.name]))
@@ -300,17 +428,21 @@ function hot.model(t)
           end
           l.line = li.line
           m.layers[#m.layers + 1] = l
+          m.layer_ok[#m.layers] = #errors == e1 and li.conv_ok ~= false
         end
       end
     end
   end
-  if m.name and (#m.name >= 64 or not match(m.name, NAME_PATTERN)) then
-    report(mctx, fmt("name must match [A-Za-z0-9_.-]{1,63} (got %q)", m.name))
+  if t.sweep ~= nil then
+    local sw = tags[t.sweep]
+    m.sweep_line = sw and sw.line or info.line
+    m.sweep = check_sweep(t.sweep, mctx)
   end
-  if t.sweep ~= nil then m.sweep = check_sweep(t.sweep, mctx) end
-  local frozen = freeze(m)
-  validated[frozen] = true
-  return frozen
+  m.model_ok = model_ok
+  local copy = spec_commit(m)  -- the C copy, made before the spec runs again
+  local view = freeze(m)
+  validated[view] = copy
+  return view
 end
 
 -- Every diagnostic of the spec (a copy: the loader reads it after the spec has run).
@@ -320,8 +452,8 @@ function hot._errors()
   return copy
 end
 
--- true when t is a model returned by hot.model (and not a table the spec made up).
-function hot._validated(t) return validated[t] == true end
+-- The C copy of the model whose view is t (what hot.model returned), or nil for any other value.
+function hot._validated(t) return validated[t] end
 
 -- The text of `hot-gen --help-spec`: every field with kind, range, default and doc.
 -- `defaults` is a table built by the C loader from plan_spec_defaults (per recipe).
@@ -355,6 +487,11 @@ function hot._help(defaults)
   section("hot.hla", S.hla, "hla.", defaults.hla)
   section("hot.abc", S.abc, "abc.", defaults.abc)
   section("hot.tile (tile_gx, tile_gw)", S.tile, "tile.", defaults.tile)
+  out[#out + 1] = "Rules: names (model, layers) are [A-Za-z0-9_][A-Za-z0-9_.-]{0,62}, never \"\", \".\" or \"..\": they"
+  out[#out + 1] = "       name the files hot-gen --emit writes. Lists (layers, target.arch, sweep values) are 1..n"
+  out[#out + 1] = "       without holes. Integers must fit in 64 bits (1e300 and 2^63 are out of range)."
+  out[#out + 1] = "       hla.keep is read with selection tri only, hla.rank with prefix only; writing either"
+  out[#out + 1] = "       for another selection is an error. sweep is recorded but not used yet: a warning."
   out[#out + 1] = "Recipes: hot (project default: HOT.md, padding so HLA works for every L, layout auto),"
   out[#out + 1] = "         paper (HOT.md defaults), paper_code (b shrinks to divide O, p = largest power of"
   out[#out + 1] = "         two dividing L without padding, SAWB scales)."

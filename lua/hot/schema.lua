@@ -47,8 +47,8 @@ S.hla = {
     enabled = f("bool", "project the g_w GEMM with HLA (false: fp32 product)"),
     block = f("int", "token block p (power of two in [2, 1024]; 0 = largest power of two dividing L)", { min = 0, max = 1024, pow2 = true, zero_ok = true }),
     selection = f("enum", "Walsh basis kept: tri (LBP-WHT triangle), prefix (lowest sequencies), full", { values = { "tri", "prefix", "full" } }),
-    keep = f("int", "tri: percentage P of the low-pass triangle", { min = 1, max = 50 }),
-    rank = f("int", "prefix: number r of lowest sequencies kept", { min = 1, max = 1024 }),
+    keep = f("int", "tri: percentage P of the low-pass triangle (only with selection tri)", { min = 1, max = 50 }),
+    rank = f("int", "prefix: number r of lowest sequencies kept (only with selection prefix)", { min = 1, max = 1024 }),
     layout = f("enum", "token blocking: per sample, across the flat batch, or auto (sample when p divides L)", { values = { "sample", "flat", "auto" } }),
     pad = f("bool", "zero-pad the token axis to a multiple of p (false: p must divide it)"),
     bits = f("int", "bits of the g^ codes (stochastic rounding, per tensor)", { min = 2, max = 8 }),
@@ -68,7 +68,7 @@ S.linear = {
   order = { "name", "in_features", "out_features", "tokens", "bias", "dtype", "hq", "hla", "abc", "tile_gx", "tile_gw" },
   required = { "name", "in_features", "out_features" },
   fields = {
-    name = f("string", "layer name, unique in the model ([A-Za-z0-9_.-], at most 63 characters)"),
+    name = f("string", "layer name, unique in the model: [A-Za-z0-9_][A-Za-z0-9_.-]{0,62} (a file-name component)"),
     in_features = f("int", "I: input features (for an im2col convolution C_in * k * k)", { min = 1, max = 1 << 29 }),
     out_features = f("int", "O: output features", { min = 1, max = 1 << 29 }),
     tokens = f("int", "L of this layer when it differs from the model's (im2col: H_out * W_out)", { min = 1, max = 1 << 29 }),
@@ -94,14 +94,14 @@ S.model = {
   order = { "name", "batch", "tokens", "recipe", "seed", "target", "layers", "sweep" },
   required = { "name", "batch", "tokens", "layers" },
   fields = {
-    name = f("string", "model name"),
+    name = f("string", "model name: [A-Za-z0-9_][A-Za-z0-9_.-]{0,62} (a file-name component)"),
     batch = f("int", "B: samples per step", { min = 1, max = 1 << 24 }),
     tokens = f("int", "L: tokens per sample (T = B * L)", { min = 1, max = 1 << 29 }),
     recipe = f("enum", "defaults: hot (project), paper (HOT.md), paper_code (the authors' code)", { values = S.recipes }),
     seed = f("int", "64-bit Philox key of the stochastic rounding", { min = 0 }),
     target = f("table", "hot.target { arch = ... } (default sm_90)", { schema = S.target }),
     layers = f("layers", "list of hot.linear { ... }"),
-    sweep = f("sweep", "hot.sweep { [\"field.path\"] = { values... } } for the tuner"),
+    sweep = f("sweep", "hot.sweep { [\"field.path\"] = { values... } }: recorded for a tuner; nothing reads it yet (warning)"),
   },
 }
 

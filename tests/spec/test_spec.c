@@ -8,7 +8,12 @@
  *   when loading or when planning; planner messages are formatted by plan_message() below as
  *   `<file>:<line>: layer '<name>': <plan message>`, the format hot-gen uses too. Bad specs are loaded
  *   by basename after a chdir into their folder, so the printed path is the basename;
- * - the limits are bounded in time; `spec_help_text` mentions every field of lua/hot/schema.lua.
+ * - the limits are bounded in time; `spec_help_text` mentions every field of lua/hot/schema.lua;
+ * - a validated model is final (captured tables, the read-only views, pairs, replaced library
+ *   functions, forged models); names and paths (spec_name_valid, spec_path_join) and hot-gen
+ *   (HOT_GEN) never writing outside --emit DIR, planning every target arch, refusing --dump-cubin
+ *   without --compile; every allocation failure of the loader (spec_test_fail_allocs_after) is
+ *   SPEC_ERR_NOMEM, and HOT_ERR_NOMEM through hot_layer_from_spec.
  *
  * Modes (argv[1]):
  *   (none)          the Check suite `spec` (CTest: test_spec);
@@ -35,6 +40,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "hot.h"
 #include "plan.h"
 #include "spec.h"
 
@@ -428,7 +434,7 @@ START_TEST(overrides_land) {
       "      bias = false, dtype = \"bf16\",\n"
       "      hq = hot.hq { enabled = false, block = 8, bits = 6, w_bits = 5, scale = \"token\",\n"
       "                    w_scale = \"sawb\", pad = false },\n"
-      "      hla = hot.hla { enabled = false, block = 32, selection = \"prefix\", keep = 25, rank = 7,\n"
+      "      hla = hot.hla { enabled = false, block = 32, selection = \"prefix\", rank = 7,\n"
       "                      layout = \"flat\", pad = false, bits = 7, x_bits = 6, x_scale = \"sawb\" },\n"
       "      abc = hot.abc { enabled = false },\n"
       "      tile_gx = hot.tile { tile_m = 128, tile_n = 64, tile_k = 128, warps_m = 4, warps_n = 1, stages = 3 },\n"
@@ -471,7 +477,7 @@ START_TEST(overrides_land) {
   ck_assert_int_eq(s->hla.enabled, 0);
   ck_assert_int_eq(s->hla.block, 32);
   ck_assert_int_eq(s->hla.selection, HOT_SEL_PREFIX);
-  ck_assert_int_eq(s->hla.keep, 25);
+  ck_assert_int_eq(s->hla.keep, 50); /* the default: keep applies to selection tri only */
   ck_assert_int_eq(s->hla.rank, 7);
   ck_assert_int_eq(s->hla.layout, HOT_LAYOUT_FLAT);
   ck_assert_int_eq(s->hla.pad, 0);
@@ -543,7 +549,7 @@ START_TEST(bytecode_rejected) {
   hot_diag d = {0};
   ck_assert_int_ne(spec_load_file(path, NULL, &m, &d), 0);
   ck_assert_int_eq(d.count, 1);
-  ck_assert_ptr_nonnull(strstr(d.lines[0], "bytecode.luac: precompiled (bytecode) specs are not accepted"));
+  ck_assert_ptr_nonnull(strstr(d.lines[0], "bytecode.luac:1: precompiled (bytecode) specs are not accepted"));
   diag_free(&d);
   /* Only the signature, written at run time, named like a source file. */
   char tmpl[] = "/tmp/hot_bytecode_XXXXXX";
@@ -559,7 +565,7 @@ START_TEST(bytecode_rejected) {
   diag_free(&d);
   /* The same from memory. */
   ck_assert_int_ne(spec_load_string("mem.lua", sig, sizeof sig - 1, NULL, &m, &d), 0);
-  ck_assert_ptr_nonnull(strstr(d.lines[0], "mem.lua: precompiled (bytecode)"));
+  ck_assert_ptr_nonnull(strstr(d.lines[0], "mem.lua:1: precompiled (bytecode)"));
   diag_free(&d);
 }
 END_TEST
@@ -596,8 +602,372 @@ START_TEST(errors_reported_together) {
   ck_assert_ptr_nonnull(strstr(d.lines[0], "inline.lua:3: layer 'a': in_features must be in [1, "));
   ck_assert_ptr_nonnull(strstr(d.lines[1], "inline.lua:4: layer 'b': dtype must be one of f32, bf16, f16 (got \"fp8\")"));
   ck_assert_ptr_nonnull(strstr(d.lines[2], "inline.lua:5: layer 'c': hla.layout must be one of sample, flat, auto (got \"tiled\")"));
-  ck_assert_ptr_nonnull(strstr(d.lines[3], "inline.lua:5: layer 'c': hq.w_scale must be one of absmax, sawb (got \"max\")"));
+  ck_assert_ptr_nonnull(strstr(d.lines[3], "inline.lua:6: layer 'c': hq.w_scale must be one of absmax, sawb (got \"max\")"));
   diag_free(&d);
+}
+END_TEST
+
+
+/* ---- a validated model is final ------------------------------------------------------------ */
+
+/* Every way a spec could reach the tables behind a validated model, tried after hot.model: the
+ * loaded model must hold the validated values (or the attempt fails with "read-only"). */
+START_TEST(mutation_after_validation) {
+  /* Captured inner tables and constructor results, mutated after validation; the spec's own
+   * copies of string/table/math replaced (functions left behind for the DSL to call). */
+  const char *quiet =
+      "local hot = require \"hot\"\n"
+      "local hq = { block = 16 }\n"
+      "local fc = hot.linear { name = \"fc\", in_features = 64, out_features = 64, hq = hq }\n"
+      "local layers = { fc }\n"
+      "local model = { name = \"m\", batch = 2, tokens = 64, layers = layers }\n"
+      "local m = hot.model(model)\n"
+      "hq.block = 3; fc.name = \"../../evil\"; fc.in_features = 1 << 62; layers[2] = fc\n"
+      "model.batch = 1 << 62; model.name = \"..\"\n"
+      "string.format = function() return \"\" end; table.concat = function() return \"\" end\n"
+      "math.min = function() return 0 end; string.match = function() return true end\n"
+      "for k, v in pairs(m) do local _ = v end\n"
+      "local it, view = pairs(m)\n"
+      "local k, v = it(view, nil)\n"
+      "assert(rawget(m, \"name\") == nil and next(m) == nil)\n"
+      "assert(#m.layers == 1 and m.layers[1].name == \"fc\")\n"
+      "return m\n";
+  hot_model m;
+  hot_diag d = {0};
+  int rc = load_string(quiet, &m, &d);
+  dump_diag(&d);
+  ck_assert_int_eq(rc, 0);
+  ck_assert_str_eq(m.name, "m");
+  ck_assert_int_eq(m.batch, 2);
+  ck_assert_int_eq(m.n_layers, 1);
+  ck_assert_str_eq(m.layers[0].name, "fc");
+  ck_assert_int_eq(m.layers[0].in_features, 64);
+  ck_assert_int_eq(m.layers[0].hq.block, 16);
+  spec_model_free(&m);
+  diag_free(&d);
+  /* Writes through the view, at any depth, through the table pairs() returns, and through the
+   * iterator's results: each one fails. */
+  const char *writes[] = {"m.name = \"..\"", "m.layers[1].name = \"..\"",
+                          "m.layers[1].hq.block = 3", "local _, v = pairs(m); v.batch = 1 << 62",
+                          "for k, v in pairs(m.layers) do v.name = \"..\" end",
+                          "local it, v = pairs(m); for k, l in it, v do if k == \"layers\" then l[1] = 1 end end",
+                          "m.archs[1] = \"sm_99\"", "table.insert(m.layers, m.layers[1])"};
+  for (size_t i = 0; i < sizeof writes / sizeof *writes; ++i) {
+    char text[1024];
+    fmt(text, sizeof text,
+        "local hot = require \"hot\"\n"
+        "local m = hot.model { name = \"m\", batch = 2, tokens = 64, target = hot.target { arch = \"sm_80\" },\n"
+        "  layers = { hot.linear { name = \"fc\", in_features = 64, out_features = 64, hq = { block = 16 } } } }\n"
+        "%s\n"
+        "return m\n",
+        writes[i]);
+    rc = load_string(text, &m, &d);
+    dump_diag(&d);
+    ck_assert_msg(rc != 0, "'%s' was accepted", writes[i]);
+    ck_assert_msg(d.count >= 1 && strstr(d.lines[0], "inline.lua:4: ") == d.lines[0] &&
+                      strstr(d.lines[0], "read-only") != NULL,
+                  "'%s': %s", writes[i], d.count ? d.lines[0] : "(no message)");
+    diag_free(&d);
+  }
+  /* Functions the spec leaves behind before validation (its string/table/math, and the string
+   * methods through the string metatable) are never called by the DSL: the messages come out
+   * right. */
+  const char *tampered =
+      "local hot = require \"hot\"\n"
+      "local bad = function() error(\"spec function called\") end\n"
+      "for _, lib in ipairs({ string, table, math }) do for k in pairs(lib) do lib[k] = bad end end\n"
+      "return hot.model { name = \"m\", batch = 2, tokens = 64, layers = {\n"
+      "  hot.linear { name = \"fc\", in_features = 64, out_features = 64, hq = { blok = 16 }, bias = 1 } } }\n";
+  ck_assert_int_ne(load_string(tampered, &m, &d), 0);
+  dump_diag(&d);
+  ck_assert_int_eq(d.count, 2);
+  ck_assert_str_eq(d.lines[0], "inline.lua:5: layer 'fc': bias must be true or false (got 1)");
+  ck_assert_str_eq(d.lines[1], "inline.lua:5: layer 'fc': unknown field hq.blok (did you mean 'block'?)");
+  diag_free(&d);
+  /* A forged model: a table that looks like a validated one is refused. */
+  ck_assert_int_ne(load_string("local hot = require \"hot\"\n"
+                               "local m = hot.model { name = \"m\", batch = 2, tokens = 64, layers = {\n"
+                               "  hot.linear { name = \"fc\", in_features = 64, out_features = 64 } } }\n"
+                               "local f = {} for k, v in pairs(m) do f[k] = v end\n"
+                               "return f\n",
+                               &m, &d),
+                   0);
+  ck_assert_ptr_nonnull(strstr(d.lines[0], "inline.lua:5: the spec must return hot.model"));
+  diag_free(&d);
+}
+END_TEST
+
+/* The spec's path in messages is the one given, also when Lua would shorten it ("...tail"). */
+START_TEST(long_path_in_messages) {
+  char dir[] = "/tmp/hot_spec_long_XXXXXX";
+  ck_assert_ptr_nonnull(mkdtemp(dir));
+  char path[512];
+  fmt(path, sizeof path, "%s/a_rather_long_folder_name_for_a_spec/another_long_folder_name", dir);
+  char cmd[700];
+  fmt(cmd, sizeof cmd, "mkdir -p %s", path);
+  ck_assert_int_eq(system(cmd), 0);
+  const char *bodies[] = {"local hot = require \"hot\"\nlocal x = nil + 1\n",
+                          "local hot = require \"hot\"\nlocal x = {\n",
+                          "local hot = require \"hot\"\nreturn hot.model { name = \"m\", batch = 0, tokens = 1,\n"
+                          "  layers = { hot.linear { name = \"fc\", in_features = 8, out_features = 8 } } }\n"};
+  const int lines[] = {2, 3, 2};
+  for (int i = 0; i < 3; ++i) {
+    char file[700];
+    fmt(file, sizeof file, "%s/spec%d.lua", path, i);
+    FILE *f = fopen(file, "w");
+    ck_assert_ptr_nonnull(f);
+    fputs(bodies[i], f);
+    fclose(f);
+    hot_model m;
+    hot_diag d = {0};
+    ck_assert_int_ne(spec_load_file(file, NULL, &m, &d), 0);
+    dump_diag(&d);
+    char want[760];
+    fmt(want, sizeof want, "%s:%d: ", file, lines[i]);
+    ck_assert_msg(d.count >= 1 && strncmp(d.lines[0], want, strlen(want)) == 0, "want '%s', got '%s'",
+                  want, d.count ? d.lines[0] : "");
+    diag_free(&d);
+  }
+  fmt(cmd, sizeof cmd, "rm -rf %s", dir);
+  ck_assert_int_eq(system(cmd), 0);
+}
+END_TEST
+
+START_TEST(sweep_warns) {
+  hot_model m;
+  hot_diag d = {0};
+  ck_assert_int_eq(load_string("local hot = require \"hot\"\n"
+                               "return hot.model { name = \"m\", batch = 2, tokens = 64,\n"
+                               "  layers = { hot.linear { name = \"fc\", in_features = 64, out_features = 64 } },\n"
+                               "  sweep = hot.sweep { [\"hla.block\"] = { 16, 32 } } }\n",
+                               &m, &d),
+                   0);
+  dump_diag(&d);
+  ck_assert_int_eq(d.count, 1);
+  ck_assert_ptr_nonnull(strstr(d.lines[0], "inline.lua:4: warning: sweep is recorded but not used yet"));
+  ck_assert_int_eq(m.n_sweep, 1);
+  spec_model_free(&m);
+  diag_free(&d);
+}
+END_TEST
+
+/* ---- names and paths -------------------------------------------------------------------- */
+
+START_TEST(names_and_paths) {
+  const char *good[] = {"a", "fc1", "_x", "9", "a.b-c_1", "vit_b16.fc1"};
+  const char *bad[] = {"", ".", "..", ".hidden", "-rf", "a/b", "a b", "a\nb", "../x", "é"};
+  for (size_t i = 0; i < sizeof good / sizeof *good; ++i) ck_assert_msg(spec_name_valid(good[i]), "%s", good[i]);
+  for (size_t i = 0; i < sizeof bad / sizeof *bad; ++i) ck_assert_msg(!spec_name_valid(bad[i]), "%s", bad[i]);
+  char n64[65];
+  memset(n64, 'a', 64);
+  n64[64] = '\0';
+  ck_assert(!spec_name_valid(n64));
+  n64[63] = '\0';
+  ck_assert(spec_name_valid(n64));
+  char out[64];
+  ck_assert_int_eq(spec_path_join(out, sizeof out, "dir", "m.fc.sm_90.cu"), 0);
+  ck_assert_str_eq(out, "dir/m.fc.sm_90.cu");
+  ck_assert_int_eq(spec_path_join(out, sizeof out, "dir/", "x"), 0);
+  ck_assert_str_eq(out, "dir/x");
+  const char *refused[] = {"", ".", "..", "../x", "a/b", "/etc/passwd", "a\nb"};
+  for (size_t i = 0; i < sizeof refused / sizeof *refused; ++i) {
+    ck_assert_int_eq(spec_path_join(out, sizeof out, "dir", refused[i]), -1);
+    ck_assert_str_eq(out, "");
+  }
+  ck_assert_int_eq(spec_path_join(out, 8, "dir", "too_long_name"), -1);
+  ck_assert_int_eq(spec_path_join(out, sizeof out, "", "x"), -1);
+}
+END_TEST
+
+/* Runs `hot-gen ARGS` (HOT_GEN), returns its exit status; stderr+stdout into out. */
+static int run_gen(const char *args, char *out, size_t n) {
+  const char *gen = getenv("HOT_GEN");
+  ck_assert_msg(gen && *gen, "HOT_GEN not set");
+  char cmd[2048];
+  fmt(cmd, sizeof cmd, "%s %s 2>&1", gen, args);
+  FILE *p = popen(cmd, "r");
+  ck_assert_ptr_nonnull(p);
+  size_t len = fread(out, 1, n - 1, p);
+  out[len] = '\0';
+  char sink[4096]; /* the rest (hot-gen must not die of SIGPIPE) */
+  while (fread(sink, 1, sizeof sink, p) > 0) {
+  }
+  int st = pclose(p);
+  return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
+}
+
+/* Counts the regular files under dir (recursively). */
+static int count_files(const char *dir) {
+  char cmd[1200], buf[64];
+  fmt(cmd, sizeof cmd, "find %s -type f | wc -l", dir);
+  FILE *p = popen(cmd, "r");
+  if (!p || !fgets(buf, sizeof buf, p)) return -1;
+  pclose(p);
+  return atoi(buf);
+}
+
+/* A hostile spec that rewrites names after validation (every way it has) cannot make hot-gen
+ * write outside --emit DIR; --plan checks every target arch; --dump-cubin needs --compile. */
+START_TEST(hot_gen_stays_inside) {
+  char root[] = "/tmp/hot_gen_escape_XXXXXX";
+  ck_assert_ptr_nonnull(mkdtemp(root));
+  char spec[1200], emit[1200];
+  static char out[1 << 18];
+  fmt(spec, sizeof spec, "%s/hostile.lua", root);
+  fmt(emit, sizeof emit, "%s/a/b/out", root);
+  FILE *f = fopen(spec, "w");
+  ck_assert_ptr_nonnull(f);
+  fputs("local hot = require \"hot\"\n"
+        "local fc = hot.linear { name = \"fc\", in_features = 64, out_features = 64 }\n"
+        "local t = { name = \"m\", batch = 2, tokens = 64, layers = { fc } }\n"
+        "local m = hot.model(t)\n"
+        "fc.name = \"../../escaped\"; t.name = \"../..\"\n"
+        "local it, view = pairs(m)\n"
+        "for k, v in it, view do if type(v) == \"table\" then local _ = #v end end\n"
+        "return m\n",
+        f);
+  fclose(f);
+  char args[3000];
+  fmt(args, sizeof args, "%s --emit %s", spec, emit);
+  int rc = run_gen(args, out, sizeof out);
+  printf("%s", out);
+  ck_assert_int_eq(rc, 0);
+  char want[1300];
+  fmt(want, sizeof want, "%s/m.fc.sm_90.cu", emit);
+  ck_assert_int_eq(access(want, F_OK), 0);
+  ck_assert_int_eq(count_files(root), 3); /* the spec, the .cu and manifest.json */
+  /* The exploit of a leaking view (pairs() handed out the model's table): renaming the model
+   * after validation wrote DIR/../../escaped.fc.sm_90.cu. Now the write fails, nothing is written. */
+  char spec2[1200], emit2[1200];
+  fmt(spec2, sizeof spec2, "%s/exploit.lua", root);
+  fmt(emit2, sizeof emit2, "%s/a/b/out2", root);
+  f = fopen(spec2, "w");
+  ck_assert_ptr_nonnull(f);
+  fputs("local hot = require \"hot\"\n"
+        "local m = hot.model { name = \"m\", batch = 2, tokens = 64,\n"
+        "  layers = { hot.linear { name = \"fc\", in_features = 64, out_features = 64 } } }\n"
+        "local _, inner = pairs(m)\n"
+        "inner.name = \"/../../escaped\"\n"
+        "return m\n",
+        f);
+  fclose(f);
+  fmt(args, sizeof args, "%s --emit %s", spec2, emit2);
+  rc = run_gen(args, out, sizeof out);
+  printf("%s", out);
+  ck_assert_int_eq(rc, 1);
+  ck_assert_ptr_nonnull(strstr(out, "exploit.lua:5: a validated hot.model is read-only"));
+  ck_assert_int_eq(count_files(root), 4); /* + exploit.lua, nothing else */
+  /* The second target arch cannot be planned: --plan fails and names it. */
+  fmt(args, sizeof args, "%s/tests/specs/bad/smem_sm86.lua --plan", src_dir());
+  rc = run_gen(args, out, sizeof out);
+  printf("%s", out);
+  ck_assert_int_eq(rc, 1);
+  ck_assert_ptr_nonnull(strstr(out, "sm_86 allows 101376 (planning for sm_86)"));
+  /* --plan prints every target arch. */
+  fmt(args, sizeof args, "%s/specs/resnet50.lua --plan --layer fc", src_dir());
+  ck_assert_int_eq(run_gen(args, out, sizeof out), 0);
+  const char *archs[] = {"arch sm_80\n", "arch sm_86\n", "arch sm_89\n", "arch sm_90\n"};
+  for (int i = 0; i < 4; ++i) ck_assert_msg(strstr(out, archs[i]) != NULL, "--plan lacks %s", archs[i]);
+  fmt(args, sizeof args, "%s/specs/resnet50.lua --json --layer fc", src_dir());
+  ck_assert_int_eq(run_gen(args, out, sizeof out), 0);
+  ck_assert_ptr_nonnull(strstr(out, "\"plan_archs\":[\"sm_80\",\"sm_86\",\"sm_89\",\"sm_90\"]"));
+  int entries = 0;
+  for (const char *q = out; (q = strstr(q, "\"name\":\"fc\"")) != NULL; ++q) ++entries;
+  ck_assert_int_eq(entries, 4); /* one layers[] entry per arch */
+  /* --dump-cubin alone is a usage error, not silently ignored. */
+  fmt(args, sizeof args, "%s --dump-cubin %s/cubins", spec, root);
+  ck_assert_int_eq(run_gen(args, out, sizeof out), 2);
+  ck_assert_ptr_nonnull(strstr(out, "--dump-cubin needs --compile"));
+  char cmd[1300];
+  fmt(cmd, sizeof cmd, "rm -rf %s", root);
+  ck_assert_int_eq(system(cmd), 0);
+}
+END_TEST
+
+/* ---- out of memory ------------------------------------------------------------------------ */
+
+/* Every allocation of the loader failing in turn (the first N succeed): the load fails with
+ * SPEC_ERR_NOMEM and a one-line message, or succeeds; never a spec error, a crash or a leak
+ * (valgrind/ASan runs of this suite check the leaks). */
+START_TEST(alloc_failures_are_nomem) {
+  const char *text =
+      "local hot = require \"hot\"\n"
+      "return hot.model { name = \"m\", batch = 2, tokens = 64, layers = {\n"
+      "  hot.linear { name = \"fc\", in_features = 64, out_features = 64 },\n"
+      "  hot.linear { name = \"bad\", in_features = 64, out_features = 64, bias = 1 } } }\n";
+  hot_model m;
+  hot_diag d = {0};
+  long long before = spec_test_alloc_count();
+  ck_assert_int_eq(load_string(text, &m, &d), SPEC_ERR_SPEC);
+  long long total = spec_test_alloc_count() - before;
+  diag_free(&d);
+  printf("a failing load makes %lld allocations\n", total);
+  ck_assert_int_gt(total, 100);
+  int nomem = 0;
+  for (long long n = 0; n <= total; n += (n < 400 ? 1 : 7)) {
+    spec_test_fail_allocs_after(n);
+    int rc = load_string(text, &m, &d);
+    spec_test_fail_allocs_after(-1);
+    ck_assert_msg(rc == SPEC_ERR_NOMEM || rc == SPEC_ERR_SPEC, "n=%lld: rc %d", n, rc);
+    if (rc == SPEC_ERR_NOMEM) {
+      ++nomem;
+      int said = d.oom;
+      for (int k = 0; k < d.count; ++k) said |= strstr(d.lines[k], "out of memory") != NULL;
+      ck_assert_msg(said, "n=%lld: %s", n, d.count ? d.lines[0] : "(none)");
+    } else {
+      /* Only possible once every allocation succeeded: the spec's own error. */
+      ck_assert_msg(d.count >= 1 && strstr(d.lines[0], "bias must be true or false"), "n=%lld: %s",
+                    n, d.count ? d.lines[0] : "(none)");
+    }
+    spec_model_free(&m);
+    diag_free(&d);
+  }
+  printf("%d injected failures gave SPEC_ERR_NOMEM\n", nomem);
+  ck_assert_int_gt(nomem, 100);
+  /* A good spec: the copy into C fails last. */
+  char path[1200];
+  path_join(path, sizeof path, g_specs_dir, "vit_b16.lua");
+  before = spec_test_alloc_count();
+  ck_assert_int_eq(spec_load_file(path, NULL, &m, &d), 0);
+  total = spec_test_alloc_count() - before;
+  spec_model_free(&m);
+  diag_free(&d);
+  /* Lua seeds its string hashes at random, so the count varies a little from run to run: fail
+   * each of the last ~60 allocations (the final C copy among them). */
+  int late_nomem = 0;
+  for (long long n = total - 60; n <= total + 5; ++n) {
+    spec_test_fail_allocs_after(n);
+    int rc = spec_load_file(path, NULL, &m, &d);
+    spec_test_fail_allocs_after(-1);
+    ck_assert_msg(rc == 0 || rc == SPEC_ERR_NOMEM, "n=%lld: rc %d: %s", n, rc,
+                  d.count ? d.lines[0] : "");
+    late_nomem += rc == SPEC_ERR_NOMEM;
+    spec_model_free(&m);
+    diag_free(&d);
+  }
+  ck_assert_int_gt(late_nomem, 10);
+}
+END_TEST
+
+/* The runtime maps the loader's out-of-memory to HOT_ERR_NOMEM (hot_layer_from_spec). */
+START_TEST(runtime_nomem) {
+  setenv("HOT_BACKEND", "cpu", 1);
+  setenv("HOT_NO_DISK_CACHE", "1", 1);
+  hot_ctx *ctx = NULL;
+  ck_assert_int_eq(hot_ctx_create(&ctx, NULL), HOT_OK);
+  char path[1200];
+  path_join(path, sizeof path, g_specs_dir, "vit_b16.lua");
+  const long long after[] = {0, 60, 600, 1500}; /* the file buffer, the state, the DSL, the spec */
+  for (int i = 0; i < 4; ++i) {
+    hot_layer *layer = NULL;
+    spec_test_fail_allocs_after(after[i]);
+    hot_status st = hot_layer_from_spec(ctx, path, "fc1", 0, &layer);
+    spec_test_fail_allocs_after(-1);
+    printf("allocation %lld fails: %s: %s\n", after[i], hot_status_name(st), hot_errmsg(ctx));
+    ck_assert_int_eq(st, HOT_ERR_NOMEM);
+    ck_assert_ptr_null(layer);
+  }
+  hot_ctx_destroy(ctx);
 }
 END_TEST
 
@@ -852,6 +1222,16 @@ static Suite *spec_suite(void) {
   tcase_add_test(tc, bytecode_rejected);
   tcase_add_test(tc, missing_file);
   tcase_add_test(tc, errors_reported_together);
+  tcase_add_test(tc, long_path_in_messages);
+  tcase_add_test(tc, sweep_warns);
+  suite_add_tcase(s, tc);
+  tc = tcase_create("final");
+  tcase_set_timeout(tc, 120);
+  tcase_add_test(tc, mutation_after_validation);
+  tcase_add_test(tc, names_and_paths);
+  tcase_add_test(tc, hot_gen_stays_inside);
+  tcase_add_test(tc, alloc_failures_are_nomem);
+  tcase_add_test(tc, runtime_nomem);
   suite_add_tcase(s, tc);
   tc = tcase_create("limits");
   tcase_set_timeout(tc, 60);

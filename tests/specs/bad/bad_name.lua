@@ -1,4 +1,4 @@
--- expect: bad_name.lua:6: layer 'fc 1': name must match [A-Za-z0-9_.-]{1,63} (got "fc 1")
+-- expect: bad_name.lua:6: layer 'fc 1': name must match [A-Za-z0-9_][A-Za-z0-9_.-]{0,62} (got "fc 1")
 local hot = require "hot"
 return hot.model {
   name = "m", batch = 2, tokens = 64,

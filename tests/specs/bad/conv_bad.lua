@@ -1,4 +1,4 @@
--- expect: conv_bad.lua:6: layer 'c1': kernel must be an integer >= 1 (got 0)
+-- expect: conv_bad.lua:6: layer 'c1': kernel must be an integer in [1, 536870912] (got 0)
 local hot = require "hot"
 return hot.model {
   name = "m", batch = 2, tokens = 64,

@@ -1,4 +1,4 @@
--- expect: negative_batch.lua:3: model: batch must be in [1, 16777216] (got -4)
+-- expect: negative_batch.lua:4: model: batch must be in [1, 16777216] (got -4)
 local hot = require "hot"
 return hot.model {
   name = "m", batch = -4, tokens = 64,
