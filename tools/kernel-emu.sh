@@ -48,6 +48,7 @@ build_hla() {
 #define HOT_KNAME_HLA emu_hla_m${mode}_dt${dt}_p${p}_r${r}
 #define HOT_KNAME HOT_KNAME_HLA
 #define HOT_MODE $mode
+#define HOT_ROUND $mode
 #define HOT_DTYPE $dt
 #define HOT_P $p
 #define HOT_R $r
@@ -127,7 +128,7 @@ done
 ar rcs "$work/libgen.a" "$work"/gen_*.o
 build_hq() { # OPERAND DTYPE B BITS CODES
   $CXX -std=c++17 -O2 -pthread $CFL -DHOT_GENERATED -DHOT_KNAME=emu_hq -DHOT_OPERAND=$1 \
-    -DHOT_DTYPE=$2 -DHOT_B=$3 -DHOT_BITS=$4 -DHOT_CODES=$5 "$here/tools/kernel-emu/hq_emu.cpp" \
+    -DHOT_ROUND=$((1 - $1)) -DHOT_DTYPE=$2 -DHOT_B=$3 -DHOT_BITS=$4 -DHOT_CODES=$5 "$here/tools/kernel-emu/hq_emu.cpp" \
     "$work/libref.a" "$work/libgen.a" -o "$work/hq" -lm 2>"$work/cc.log" ||
     { head -30 "$work/cc.log"; echo "FAIL build hq $*"; fail=1; return 1; }
 }
@@ -190,7 +191,7 @@ if old not in s:
 open(sys.argv[2], "w").write(s.replace(old, "v[j] = upper ? HOT_SUB(v[j], other) : HOT_ADD(v[j], other);", 1))
 PY
 if $CXX -std=c++17 -O2 -pthread -I"$work/mut_hq" $CFL -DHOT_GENERATED -DHOT_KNAME=emu_hq \
-     -DHOT_OPERAND=0 -DHOT_DTYPE=0 -DHOT_B=32 -DHOT_BITS=4 -DHOT_CODES=0 \
+     -DHOT_OPERAND=0 -DHOT_ROUND=1 -DHOT_DTYPE=0 -DHOT_B=32 -DHOT_BITS=4 -DHOT_CODES=0 \
      "$here/tools/kernel-emu/hq_emu.cpp" "$work/libref.a" "$work/libgen.a" -o "$work/hq_mut" -lm; then
   if "$work/hq_mut" 1 40 100 64 sm_90 1 0 5 5 5 >"$work/mut.log" 2>&1; then
     echo "FAIL: mutant not detected: HQ shuffle butterfly sign"; fail=1

@@ -358,10 +358,11 @@ START_TEST(abc_bytes) {
       ck_assert_int_eq(p->abc.enabled, 1);
       ck_assert_int_eq(p->abc.fp32_bytes, p->T * 96 * 4);
       ck_assert_int_eq(p->abc.bf16_bytes, p->T * 96 * 2);
-      ck_assert_int_eq(p->abc.bytes, p->hla.k * 96 + 4); /* int8 codes + one fp32 scale */
+      /* int8 codes in rows of k_pad (what the g_w GEMM reads) + one fp32 scale */
+      ck_assert_int_eq(p->abc.bytes, p->hla.gemm.k_pad * 96 + 4);
       ck_assert_int_eq(p->hla.k * pb, p->T * p->hla.rank);
       if (2 * p->hla.rank <= pb) {
-        ck_assert_int_le(8 * (p->abc.bytes - 4), p->abc.fp32_bytes);
+        ck_assert_int_le(8 * p->hla.k * 96, p->abc.fp32_bytes);
         ++checked;
       }
       (void)rows;
@@ -370,7 +371,9 @@ START_TEST(abc_bytes) {
   /* ViT-B fc1 (hot recipe, flat layout): 36/64 rows of 6304 -> 6336 padded tokens. */
   hot_layer_spec s = layer(HOT_RECIPE_HOT, 768, 3072);
   plan_ok(&s, 32, 197, HOT_RECIPE_HOT, HOT_ARCH_SM80, p);
-  ck_assert_int_eq(p->abc.bytes, (6336 / 64) * 36 * 768 + 4);
+  ck_assert_int_eq(p->hla.k, (6336 / 64) * 36);                 /* K = 3564 */
+  ck_assert_int_eq(p->hla.gemm.k_pad, 3584);                     /* rows the GEMM reads */
+  ck_assert_int_eq(p->abc.bytes, 3584 * 768 + 4);
   ck_assert_double_lt((double)p->abc.bytes / (double)p->abc.fp32_bytes, 0.15);
   /* ABC off: the fp32 buffer stays. */
   s.abc.enabled = 0;
@@ -432,7 +435,8 @@ START_TEST(illegal_requests) {
   plan_err(&s, 8, 64, HOT_ARCH_SM80, "hla.keep must be in [1, 50] (got 60)");
   s = layer(HOT_RECIPE_HOT, 256, 256);
   plan_err(&s, 0, 64, HOT_ARCH_SM80, "batch and tokens must be >= 1");
-  plan_err(&s, (int64_t)1 << 20, (int64_t)1 << 12, HOT_ARCH_SM80, "sizes too large");
+  plan_err(&s, (int64_t)1 << 20, (int64_t)1 << 12, HOT_ARCH_SM80,
+           "T = batch x tokens = 1048576 x 4096 exceeds the kernels' limit of 2147483647");
   s.in_features = 0;
   plan_err(&s, 8, 64, HOT_ARCH_SM80, "in_features and out_features must be >= 1");
   char err[64];
