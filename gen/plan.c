@@ -492,12 +492,13 @@ static int plan_hla(const hot_layer_spec *s, const hot_arch_caps *caps, hot_laye
   if (plan_gemm(&p->hla.gemm, &s->tile_gw, caps, caps->wgmma ? HOT_GEMM_WGMMA_S8 : HOT_GEMM_MMA_S8,
                 "tile_gw", err, n))
     return -1;
+  p->abc.enabled = s->abc.enabled && s->hla.enabled; /* ABC keeps x^: it needs HLA */
   return int_limit("hla k_pad (g_w GEMM K)", p->hla.gemm.k_pad, err, n);
 }
 
-/* Stage 4: ABC (HOT.md 5) and the operation counts of one backward; every product checked. */
-static int plan_abc_ops(const hot_layer_spec *s, hot_layer_plan *p, char *err, size_t n) {
-  p->abc.enabled = s->abc.enabled && s->hla.enabled;
+/* Stage 5: ABC's byte figures (HOT.md 5) and the operation counts of one backward; every
+ * product checked. */
+static int plan_abc_ops(hot_layer_plan *p, char *err, size_t n) {
   p->abc.fp32_bytes = mul3(p->T, p->I, 4);
   p->abc.bf16_bytes = mul3(p->T, p->I, 2);
   int64_t lb = ilog2(p->hq.block), lp = ilog2(p->hla.block);
@@ -549,7 +550,7 @@ static int64_t hla_cols(int p) { return p <= 32 ? 256 : 8192 / p; }
 /* templates/sawb.cu phase 0: one warp per 1024-element chunk, 8 warps per block. */
 static int64_t sawb_blocks(int64_t elems) { return cdiv(cdiv(elems, 1024), 8); }
 
-/* Stage 5: the kernels in launch order of one step and their geometry, the one place the grid,
+/* Stage 4: the kernels in launch order of one step and their geometry, the one place the grid,
  * block and dynamic shared memory of every launch is decided (each template documents it in its
  * header; the runtime, the cost model and the CPU backend read it from here). Element-wise
  * kernels use 256 threads; one warp per row for the row-wise transforms. */
@@ -627,8 +628,8 @@ int plan_layer(const hot_layer_spec *s, int64_t batch, int64_t tokens, hot_recip
   p->arch = arch;
   p->layer_id = layer_id;
   if (plan_sizes(s, batch, tokens, p, err, n) || plan_hq(s, caps, p, err, n) ||
-      plan_hla(s, caps, p, err, n) || plan_abc_ops(s, p, err, n) ||
-      plan_kernels(s, p, err, n) || plan_check(caps, p, err, n) || name_kernels(p, err, n))
+      plan_hla(s, caps, p, err, n) || plan_kernels(s, p, err, n) || plan_abc_ops(p, err, n) ||
+      plan_check(caps, p, err, n) || name_kernels(p, err, n))
     return -1;
   return 0;
 }

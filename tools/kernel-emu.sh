@@ -126,9 +126,9 @@ for f in plan basis diag; do
   $CC -std=c11 $CFL -c "$here/gen/$f.c" -o "$work/gen_$f.o" || { echo "FAIL: build gen/$f.c"; exit 1; }
 done
 ar rcs "$work/libgen.a" "$work"/gen_*.o
-build_hq() { # OPERAND DTYPE B BITS CODES
+build_hq() { # OPERAND DTYPE B BITS CODES [ROUND (default: SR for g', RTN for w')]
   $CXX -std=c++17 -O2 -pthread $CFL -DHOT_GENERATED -DHOT_KNAME=emu_hq -DHOT_OPERAND=$1 \
-    -DHOT_ROUND=$((1 - $1)) -DHOT_DTYPE=$2 -DHOT_B=$3 -DHOT_BITS=$4 -DHOT_CODES=$5 "$here/tools/kernel-emu/hq_emu.cpp" \
+    -DHOT_ROUND=${6:-$((1 - $1))} -DHOT_DTYPE=$2 -DHOT_B=$3 -DHOT_BITS=$4 -DHOT_CODES=$5 "$here/tools/kernel-emu/hq_emu.cpp" \
     "$work/libref.a" "$work/libgen.a" -o "$work/hq" -lm 2>"$work/cc.log" ||
     { head -30 "$work/cc.log"; echo "FAIL build hq $*"; fail=1; return 1; }
 }
@@ -152,6 +152,11 @@ for s in "${HQ_SETS[@]}"; do
     fi
   done
 done
+# g' rounded to nearest (the plan's hq.round = rtn), per row and per tensor
+if build_hq 0 0 16 4 0 0; then
+  run "$work/hq" 3 197 100 137 sm_90 1 0 0x1234abcd 7 5
+  run "$work/hq" 1 40 1200 64 sm_90 0 0 99 1 0
+fi
 
 # Mutants: the check must catch them.
 mutant() { # LABEL PYTHON-REPLACEMENT (old, new) -> expects a failure of a p=64 g^ run
