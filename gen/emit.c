@@ -115,9 +115,10 @@ static int kernel_params(const hot_layer_plan *pl, const hot_kernel_plan *k, par
   case HOT_K_BIAS:
     param_set(p, "HOT_DTYPE", "%d", dt);
     break;
-  case HOT_K_LQS:
+  case HOT_K_LQS: /* the errors of g' as quantized: its bits and rounding */
     param_set(p, "HOT_DTYPE", "%d", dt);
     param_set(p, "HOT_BITS", "%d", pl->hq.g.bits);
+    param_set(p, "HOT_ROUND", "%d", pl->hq.g.round == HOT_ROUND_SR);
     break;
   case HOT_K_SAWB_W:
   case HOT_K_SAWB_X:

@@ -261,7 +261,8 @@ static int name_kernels(hot_layer_plan *p, char *err, size_t errlen) {
       w = snprintf(nm, n, "hot_bias_%s", dt);
       break;
     case HOT_K_LQS:
-      w = snprintf(nm, n, "hot_lqs_%s_k%d", dt, p->hq.g.bits);
+      w = snprintf(nm, n, "hot_lqs_%s_k%d%s", dt, p->hq.g.bits,
+                   p->hq.g.round == HOT_ROUND_RTN ? "_rtn" : "");
       break;
     case HOT_K_SAWB_W:
     case HOT_K_SAWB_X:

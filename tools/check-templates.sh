@@ -143,9 +143,11 @@ for arch in $archs; do
     fi
   done
   for dt in 0 1 2; do
-    run_one "lqs_dt${dt}_k4" lqs.cu "$arch" "-DHOT_KNAME=hot_lqs_dt$dt -DHOT_DTYPE=$dt -DHOT_BITS=4" \
+    run_one "lqs_dt${dt}_k4" lqs.cu "$arch" "-DHOT_KNAME=hot_lqs_dt$dt -DHOT_DTYPE=$dt -DHOT_BITS=4 -DHOT_ROUND=1" \
       'add\.rn\.f64 mul\.rn\.f64 sqrt\.rn\.f64'
   done
+  run_one "lqs_rtn_dt0_k4" lqs.cu "$arch" "-DHOT_KNAME=hot_lqs_rtn -DHOT_DTYPE=0 -DHOT_BITS=4 -DHOT_ROUND=0" \
+    'add\.rn\.f64 mul\.rn\.f64 sqrt\.rn\.f64'
   run_one "sawb_k4" sawb.cu "$arch" "-DHOT_KNAME=hot_sawb_k4 -DHOT_BITS=4" 'add\.rn\.f64 sqrt\.rn\.f64'
   run_one "sawb_k8" sawb.cu "$arch" "-DHOT_KNAME=hot_sawb_k8 -DHOT_BITS=8" 'add\.rn\.f64 sqrt\.rn\.f64'
 done

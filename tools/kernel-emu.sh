@@ -97,7 +97,7 @@ done
 for dt in 0 1 2; do
   for bits in 4 8; do
     [ -n "$quick" ] && [ $bits = 8 ] && continue
-    if ! $CXX -std=c++17 -O2 -pthread $CFL -DHOT_GENERATED -DHOT_KNAME=emu_lqs -DHOT_DTYPE=$dt \
+    if ! $CXX -std=c++17 -O2 -pthread $CFL -DHOT_GENERATED -DHOT_KNAME=emu_lqs -DHOT_ROUND=1 -DHOT_DTYPE=$dt \
         -DHOT_BITS=$bits "$here/tools/kernel-emu/lqs_emu.cpp" "$work/libref.a" -o "$work/lqs" -lm \
         2>"$work/cc.log"; then
       head -30 "$work/cc.log"; echo "FAIL build lqs dt=$dt bits=$bits"; fail=1; continue
