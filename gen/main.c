@@ -286,8 +286,12 @@ static int mkdirs(const char *dir) {
 
 /* Writes text to path through a temp file and rename (never a torn file). */
 static int write_file(const char *path, const char *text, size_t len, hot_diag *d) {
-  char tmp[HOT_PATH_MAX + 32];
-  snprintf(tmp, sizeof tmp, "%s.tmp.%ld", path, (long)getpid());
+  char tmp[HOT_PATH_MAX * 2 + 32];
+  int tn = snprintf(tmp, sizeof tmp, "%s.tmp.%ld", path, (long)getpid());
+  if (tn < 0 || (size_t)tn >= sizeof tmp) {
+    diag_add(d, "%s: path too long", path);
+    return -1;
+  }
   FILE *f = fopen(tmp, "wb");
   if (!f) {
     diag_add(d, "%s: cannot write: %s", path, strerror(errno));
@@ -475,9 +479,14 @@ int main(int argc, char **argv) {
         }
         char name[HOT_NAME_MAX * 2 + 16], path[HOT_PATH_MAX * 2];
         snprintf(name, sizeof name, "%s.%s.%s.cu", m.name, m.layers[l].name,
-                 plan_arch_caps(m.archs[a])->name);
-        snprintf(path, sizeof path, "%s/%s", o.emit_dir, name);
-        if (write_file(path, e.source, e.source_len, &d) != 0) rc = 1;
+                 plan_arch_caps(m.archs[a])->name); /* names < HOT_NAME_MAX: fits */
+        int pn = snprintf(path, sizeof path, "%s/%s", o.emit_dir, name);
+        if (pn < 0 || (size_t)pn >= sizeof path) {
+          diag_add(&d, "%s: --emit directory path too long", o.emit_dir);
+          rc = 1;
+        } else if (write_file(path, e.source, e.source_len, &d) != 0) {
+          rc = 1;
+        }
         buf_printf(&man, "%s{\"file\":\"%s\",\"layer\":\"%s\",\"arch\":\"%s\",\"kernels\":[",
                    nfiles++ ? "," : "", name, m.layers[l].name, plan_arch_caps(m.archs[a])->name);
         for (int k = 0; k < e.n_kernels; ++k)
@@ -492,7 +501,7 @@ int main(int argc, char **argv) {
       }
     }
     buf_puts(&man, "]}\n");
-    char mpath[HOT_PATH_MAX + 32];
+    char mpath[HOT_PATH_MAX + 32]; /* emit_dir < HOT_PATH_MAX: mkdirs refused longer ones */
     snprintf(mpath, sizeof mpath, "%s/manifest.json", o.emit_dir);
     if (rc == 0 && (!buf_ok(&man) || write_file(mpath, man.data, man.len, &d) != 0)) rc = 1;
     buf_free(&man);
@@ -553,8 +562,8 @@ int main(int argc, char **argv) {
           }
           if (o.dump_dir && j.source[k]) { /* once per distinct kernel */
             char cpath[HOT_PATH_MAX * 2];
-            snprintf(cpath, sizeof cpath, "%s/%s.%s.cubin", o.dump_dir, ki->name, arch);
-            if (mkdirs(o.dump_dir) != 0 ||
+            int cn = snprintf(cpath, sizeof cpath, "%s/%s.%s.cubin", o.dump_dir, ki->name, arch);
+            if (cn < 0 || (size_t)cn >= sizeof cpath || mkdirs(o.dump_dir) != 0 ||
                 write_file(cpath, (const char *)bin->cubin, bin->cubin_size, &d) != 0)
               ++failures;
           }
