@@ -313,19 +313,11 @@ int emit_layer(const hot_layer_plan *plan, hot_emitted *out, char *err, size_t n
   return emit_layer_select(plan, ~0u, out, err, n);
 }
 
-int emit_layer_select(const hot_layer_plan *plan, unsigned mask, hot_emitted *out, char *err,
-                      size_t n) {
-  if (!plan || !out || !plan->spec) return hot_errf(err, n, "emit_layer: NULL argument");
-  memset(out, 0, sizeof *out);
-  templ_info *infos = calloc(HOT_MAX_KERNELS, sizeof *infos);
-  params *ps = calloc(HOT_MAX_KERNELS, sizeof *ps);
-  if (!infos || !ps) {
-    free(infos);
-    free(ps);
-    return hot_errf(err, n, "out of memory");
-  }
-  int use[HOT_MAX_KERNELS] = {0}, rc = 0;
-  for (int i = 0; i < plan->n_kernels && rc == 0; ++i) {
+/* Stage 1 of emission: for each selected kernel (bit i of mask) with a template, its parsed
+ * template and parameters; use[i] = 1 for the distinct ones to emit. */
+static int collect_kernels(const hot_layer_plan *plan, unsigned mask, templ_info *infos,
+                           params *ps, int *use, hot_emitted *out, char *err, size_t n) {
+  for (int i = 0; i < plan->n_kernels; ++i) {
     const hot_kernel_plan *k = &plan->kernels[i];
     if (!(mask & (1u << i))) continue;
     if (!embed_find(k->templ)) { /* not written yet: reported, not emitted */
@@ -335,54 +327,62 @@ int emit_layer_select(const hot_layer_plan *plan, unsigned mask, hot_emitted *ou
     int dup = 0;
     for (int j = 0; j < out->n_kernels; ++j) dup |= strcmp(out->kernels[j], k->name) == 0;
     if (dup) continue;
-    if (parse_template(k->templ, NULL, &infos[i], err, n)) {
-      rc = -1;
-      break;
-    }
-    if (kernel_params(plan, k, &ps[i])) {
-      rc = hot_errf(err, n, "kernel %s: cannot build its parameters (out of memory)", k->name);
-      break;
-    }
-    if (check_params(&infos[i], &ps[i], k->templ, err, n)) {
-      rc = -1;
-      break;
-    }
+    if (parse_template(k->templ, NULL, &infos[i], err, n)) return -1;
+    if (kernel_params(plan, k, &ps[i]))
+      return hot_errf(err, n, "kernel %s: cannot build its parameters (out of memory)", k->name);
+    if (check_params(&infos[i], &ps[i], k->templ, err, n)) return -1;
     use[i] = 1;
     out->kernels[out->n_kernels] = k->name;
     out->templates[out->n_kernels++] = k->templ;
   }
-  if (rc == 0) {
-    hot_buf b = {0};
-    /* The text depends only on the kernels (not on the layer or spec name), so layers with the
-     * same kernels share one cached binary. */
-    buf_puts(&b, "// generated from");
-    for (int i = 0; i < out->n_kernels; ++i) {
-      int seen = 0;
-      for (int j = 0; j < i; ++j) seen |= strcmp(out->templates[j], out->templates[i]) == 0;
-      if (!seen) buf_printf(&b, "%s %s", i ? "," : "", out->templates[i]);
-    }
-    buf_printf(&b, " by hot-gen %s for %s; do not edit\n", HOT_VERSION,
-               plan_arch_caps(plan->arch)->name);
-    buf_puts(&b, "#define HOT_GENERATED 1\n");
-    char done[MAX_HOISTED][128];
-    int n_done = 0;
-    for (int i = 0; i < plan->n_kernels && rc == 0; ++i)
-      if (use[i] && add_includes(&b, &infos[i], done, &n_done))
-        rc = hot_errf(err, n, "%s: more than %d distinct included files in one source",
-                      plan->kernels[i].templ, MAX_HOISTED);
-    for (int i = 0; i < plan->n_kernels; ++i)
-      if (use[i]) add_instance(&b, &infos[i], &ps[i], plan->kernels[i].templ, i);
-    if (rc) {
-      buf_free(&b);
-    } else if (!buf_ok(&b)) {
-      buf_free(&b);
-      rc = hot_errf(err, n, "out of memory");
-    } else {
-      out->source_len = b.len;
-      out->source = buf_take(&b);
-    }
+  return 0;
+}
+
+/* Stage 2: the source text of the collected kernels into out->source. The text depends only on
+ * the kernels (not on the layer or spec name), so layers with the same kernels share one cached
+ * binary. */
+static int assemble_source(const hot_layer_plan *plan, const templ_info *infos, const params *ps,
+                           const int *use, hot_emitted *out, char *err, size_t n) {
+  hot_buf b = {0};
+  buf_puts(&b, "// generated from");
+  for (int i = 0; i < out->n_kernels; ++i) {
+    int seen = 0;
+    for (int j = 0; j < i; ++j) seen |= strcmp(out->templates[j], out->templates[i]) == 0;
+    if (!seen) buf_printf(&b, "%s %s", i ? "," : "", out->templates[i]);
   }
-  for (int i = 0; i < HOT_MAX_KERNELS; ++i) params_free(&ps[i]);
+  buf_printf(&b, " by hot-gen %s for %s; do not edit\n", HOT_VERSION,
+             plan_arch_caps(plan->arch)->name);
+  buf_puts(&b, "#define HOT_GENERATED 1\n");
+  char done[MAX_HOISTED][128];
+  int n_done = 0;
+  for (int i = 0; i < plan->n_kernels; ++i)
+    if (use[i] && add_includes(&b, &infos[i], done, &n_done)) {
+      buf_free(&b);
+      return hot_errf(err, n, "%s: more than %d distinct included files in one source",
+                      plan->kernels[i].templ, MAX_HOISTED);
+    }
+  for (int i = 0; i < plan->n_kernels; ++i)
+    if (use[i]) add_instance(&b, &infos[i], &ps[i], plan->kernels[i].templ, i);
+  if (!buf_ok(&b)) {
+    buf_free(&b);
+    return hot_errf(err, n, "out of memory");
+  }
+  out->source_len = b.len;
+  out->source = buf_take(&b);
+  return 0;
+}
+
+int emit_layer_select(const hot_layer_plan *plan, unsigned mask, hot_emitted *out, char *err,
+                      size_t n) {
+  if (!plan || !out || !plan->spec) return hot_errf(err, n, "emit_layer: NULL argument");
+  memset(out, 0, sizeof *out);
+  templ_info *infos = calloc(HOT_MAX_KERNELS, sizeof *infos);
+  params *ps = calloc(HOT_MAX_KERNELS, sizeof *ps);
+  int use[HOT_MAX_KERNELS] = {0};
+  int rc = (!infos || !ps) ? hot_errf(err, n, "out of memory")
+                           : collect_kernels(plan, mask, infos, ps, use, out, err, n);
+  if (rc == 0) rc = assemble_source(plan, infos, ps, use, out, err, n);
+  for (int i = 0; ps && i < HOT_MAX_KERNELS; ++i) params_free(&ps[i]);
   free(infos);
   free(ps);
   if (rc) memset(out, 0, sizeof *out);

@@ -335,21 +335,17 @@ int64_t plan_buffer_bytes(const hot_layer_plan *pl, hot_buffer b) {
     if (nw < 0 || nx < 0) return -1;
     return mul3(max64(nw, nx), 4, 1);
   }
-  case HOT_BUF_PARTIALS: {
+  case HOT_BUF_PARTIALS: { /* the largest of the planned reductions' partials */
+    const hot_kernel_role roles[] = {HOT_K_SAWB_W, HOT_K_SAWB_X, HOT_K_LQS};
     int64_t r = 0;
-    if (plan_kernel_index(pl, HOT_K_SAWB_W) >= 0)
-      r = max64(r, partial_bytes(plan_sawb_elems(pl, HOT_K_SAWB_W)));
-    if (plan_kernel_index(pl, HOT_K_SAWB_X) >= 0)
-      r = max64(r, partial_bytes(plan_sawb_elems(pl, HOT_K_SAWB_X)));
-    if (plan_kernel_index(pl, HOT_K_LQS) >= 0) {
-      int64_t p = partial_bytes(mul3(pl->T, pl->O, 1));
-      if (p < 0) return -1;
-      r = max64(r, p);
+    for (size_t i = 0; i < sizeof roles / sizeof roles[0]; ++i) {
+      if (plan_kernel_index(pl, roles[i]) < 0) continue;
+      const int64_t elems =
+          roles[i] == HOT_K_LQS ? mul3(pl->T, pl->O, 1) : plan_sawb_elems(pl, roles[i]);
+      const int64_t bytes = partial_bytes(elems);
+      if (bytes < 0) return -1;
+      r = max64(r, bytes);
     }
-    if (plan_kernel_index(pl, HOT_K_SAWB_W) >= 0 && partial_bytes(plan_sawb_elems(pl, HOT_K_SAWB_W)) < 0)
-      return -1;
-    if (plan_kernel_index(pl, HOT_K_SAWB_X) >= 0 && partial_bytes(plan_sawb_elems(pl, HOT_K_SAWB_X)) < 0)
-      return -1;
     return r;
   }
   case HOT_BUF_GY: return mul3(pl->T, pl->O, ds);

@@ -148,8 +148,9 @@ hot_status launch_hq(hot_layer *layer, hot_kernel_role role, CUdeviceptr src, CU
   return launch_role(layer, role, phase, args, stream);
 }
 
-/* templates/hla_project.cu. x^ (HOT_K_ABC_X, RTN): x, T x I; g^ (HOT_K_HLA_G, SR, tag =
- * layer_id*16 + 2): g_y, T x O. Codes cols x hla.gemm.k_pad int8 (zero tail written by phase 1).
+/* templates/hla_project.cu. x^ (HOT_K_ABC_X, RTN): x, T x I; g^ (HOT_K_HLA_G, hla.g.round
+ * compiled into the kernel; SR draws with tag = layer_id*16 + 2): g_y, T x O. Codes cols x
+ * hla.gemm.k_pad int8 (zero tail written by phase 1).
  * Phases: 0 amax (+ math_out K x cols floats for SAWB), 1 quantize (scale_in: SAWB's scale). */
 hot_status launch_hla(hot_layer *layer, hot_kernel_role role, CUdeviceptr src, CUdeviceptr codes,
                       CUdeviceptr scale, CUdeviceptr amax, CUdeviceptr scale_in,
@@ -163,7 +164,7 @@ hot_status launch_hla(hot_layer *layer, hot_kernel_role role, CUdeviceptr src, C
   unsigned long long seed = layer->seed;
   unsigned tag = (unsigned)pl->layer_id * 16u + (is_g ? HOT_TENSOR_HLA_G : 0u); /* x^: RTN */
   unsigned st = step;
-  if (pl->hla.k > 2147483647 || pl->hla.gemm.k_pad > 2147483647)
+  if (pl->hla.k > HOT_LIMIT_INT || pl->hla.gemm.k_pad > HOT_LIMIT_INT) /* the planner refuses */
     return ctx_fail(layer->ctx, HOT_ERR_SHAPE, "layer '%s': hla K = %lld does not fit the "
                     "kernel's int argument", layer->spec.name, (long long)pl->hla.gemm.k_pad);
   void *args[] = {&src, &T, &cols, &ld_src, &L, &layout, &seg_len, &segments, &k_real, &k_pad,

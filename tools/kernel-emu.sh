@@ -20,6 +20,10 @@ CFL="-O2 -ffp-contract=off -I$here/gen -I$here/templates"
 for f in quant_ref hla_project_ref lqs_ref hadamard_quant_ref; do
   $CC -std=c11 $CFL -c "$here/templates/$f.c" -o "$work/$f.o" || { echo "FAIL: build $f.c"; exit 1; }
 done
+# the twins take buffer sizes from the planner (plan_buffer_bytes)
+for f in plan basis diag; do
+  $CC -std=c11 $CFL -c "$here/gen/$f.c" -o "$work/gen_$f.o" || { echo "FAIL: build gen/$f.c"; exit 1; }
+done
 ar rcs "$work/libref.a" "$work"/*.o
 # basis rows of the planner (gen/basis.c) for a selection
 cat >"$work/rows.c" <<'C'
