@@ -407,8 +407,8 @@ static int plan_hq(const hot_layer_spec *s, const hot_arch_caps *caps, hot_layer
   p->hq.g = s->hq.g;
   p->hq.w = s->hq.w;
   if (quant_ok(&s->hq.g, "hq.bits", err, n) || quant_ok(&s->hq.w, "hq.w_bits", err, n) ||
-      quant_round_ok(&s->hq.g, 1, "hq.round (g')", err, n) ||
-      quant_round_ok(&s->hq.w, 0, "hq.w_round (w')", err, n))
+      quant_round_ok(&s->hq.g, 1, "hq.g.round (g')", err, n) ||
+      quant_round_ok(&s->hq.w, 0, "hq.w.round (w')", err, n))
     return -1;
   if (s->hq.pad) {
     if (!is_pow2(s->hq.block) || s->hq.block < 2 || s->hq.block > 256)
@@ -444,8 +444,8 @@ static int plan_hla(const hot_layer_spec *s, const hot_arch_caps *caps, hot_laye
   p->hla.g = s->hla.g;
   p->hla.x = s->hla.x;
   if (quant_ok(&s->hla.g, "hla.bits", err, n) || quant_ok(&s->hla.x, "hla.x_bits", err, n) ||
-      quant_round_ok(&s->hla.g, 1, "hla.round (g^)", err, n) ||
-      quant_round_ok(&s->hla.x, 0, "hla.x_round (x^)", err, n))
+      quant_round_ok(&s->hla.g, 1, "hla.g.round (g^)", err, n) ||
+      quant_round_ok(&s->hla.x, 0, "hla.x.round (x^)", err, n))
     return -1;
   int pb = s->hla.block;
   if (pb == 0) {

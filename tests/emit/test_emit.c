@@ -282,11 +282,11 @@ START_TEST(round_mode_carried) {
   hot_layer_plan pl;
   char err[256] = "";
   ck_assert_int_eq(plan_layer(&s, 2, 64, HOT_RECIPE_HOT, HOT_ARCH_SM80, 0, &pl, err, sizeof err), -1);
-  ck_assert_msg(strstr(err, "hq.w_round (w') must be rtn"), "%s", err);
+  ck_assert_msg(strstr(err, "hq.w.round (w') must be rtn"), "%s", err);
   s = small_layer();
   s.hla.x.round = HOT_ROUND_SR;
   ck_assert_int_eq(plan_layer(&s, 2, 64, HOT_RECIPE_HOT, HOT_ARCH_SM80, 0, &pl, err, sizeof err), -1);
-  ck_assert_msg(strstr(err, "hla.x_round (x^) must be rtn"), "%s", err);
+  ck_assert_msg(strstr(err, "hla.x.round (x^) must be rtn"), "%s", err);
 }
 END_TEST
 
