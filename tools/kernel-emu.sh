@@ -98,13 +98,15 @@ done
 
 # LQS: dtypes x bits, gaussian-like (-> per tensor) and token outliers (-> per row); a grid
 # smaller than the chunk count (grid-stride path)
-for dt in 0 1 2; do
+# (dt 3: f32 with g' rounded to nearest, HOT_ROUND 0)
+for dt in 0 1 2 3; do
   for bits in 4 8; do
     [ -n "$quick" ] && [ $bits = 8 ] && continue
-    if ! $CXX -std=c++17 -O2 -pthread $CFL -DHOT_GENERATED -DHOT_KNAME=emu_lqs -DHOT_ROUND=1 -DHOT_DTYPE=$dt \
+    rnd=1; d=$dt; [ $dt = 3 ] && { rnd=0; d=0; }
+    if ! $CXX -std=c++17 -O2 -pthread $CFL -DHOT_GENERATED -DHOT_KNAME=emu_lqs -DHOT_ROUND=$rnd -DHOT_DTYPE=$d \
         -DHOT_BITS=$bits "$here/tools/kernel-emu/lqs_emu.cpp" "$work/libref.a" -o "$work/lqs" -lm \
         2>"$work/cc.log"; then
-      head -30 "$work/cc.log"; echo "FAIL build lqs dt=$dt bits=$bits"; fail=1; continue
+      head -30 "$work/cc.log"; echo "FAIL build lqs dt=$d round=$rnd bits=$bits"; fail=1; continue
     fi
     run "$work/lqs" 3 197 100 0 0 0x5eed 11 4 0
     run "$work/lqs" 3 197 100 1 3 0x5eed 11 4 0
