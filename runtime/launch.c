@@ -1,6 +1,6 @@
 /* launch.c — one function per kernel role: the argument list documented at the top of its
- * template, the plan's launch geometry (checked against the template's documented formula), and
- * the launch on the caller's stream through module_launch.
+ * template, the plan's launch geometry, and the launch on the caller's stream through
+ * module_launch.
  *
  * The launch geometry (grid, block, dynamic shared memory) is the plan's, decided once in
  * gen/plan.c (plan_kernel_grid for a phase's grid); nothing here recomputes it. k_sig lists the
