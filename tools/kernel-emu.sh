@@ -52,7 +52,7 @@ build_hla() {
 #define HOT_KNAME_HLA emu_hla_m${mode}_dt${dt}_p${p}_r${r}
 #define HOT_KNAME HOT_KNAME_HLA
 #define HOT_MODE $mode
-#define HOT_ROUND $mode
+#define HOT_ROUND ${ROUND:-$mode}
 #define HOT_DTYPE $dt
 #define HOT_P $p
 #define HOT_R $r
@@ -88,6 +88,14 @@ for mode in 0 1; do
       fi
     done
   done
+  if [ $mode = 1 ]; then # g^ rounded to nearest (the plan's hla.g.round = rtn): HOT_ROUND 0
+    if ROUND=0 build_hla 1 0 64 $SEL_TRI 0; then
+      run "$work/hla" 3 197 $cols 0 0 0 64 0x1234abcd 7 5
+      run "$work/hla" 3 197 $cols 1 0 3 32 0x1234abcd 7 5
+    else
+      echo "FAIL build hla rtn"; fail=1
+    fi
+  fi
   # p = 1 (paper_code on prime L: the identity), sample and flat
   for dt in 0 2; do
     build_hla $mode $dt 1 0 0 || { echo "FAIL build hla p=1"; fail=1; continue; }
