@@ -4,7 +4,6 @@
 
 #include <string.h>
 
-static int64_t dtype_bytes(hot_dtype d) { return d == HOT_DT_F32 ? 4 : 2; }
 
 int64_t plan_code_bytes(hot_codes codes, int64_t k) {
   return codes == HOT_CODES_S4_PACKED ? (k + 1) / 2 : k;
@@ -12,15 +11,15 @@ int64_t plan_code_bytes(hot_codes codes, int64_t k) {
 
 /* An HLA projection (hla_project.cu) of a T x cols source: phase 0 = amax (+ the fp32 math
  * tensor K x cols when its rule is SAWB), phase 1 = quantize into cols code rows of k_pad. */
-static int hla_cost(const hot_layer_plan *p, int64_t cols, const hot_quant *q, int phase,
-                    hot_kernel_cost *c) {
-  const int64_t src = p->T * cols * dtype_bytes(p->spec->dtype);
+static int hla_cost(const hot_layer_plan *p, int64_t cols, hot_buffer src_buf, hot_buffer code_buf,
+                    const hot_quant *q, int phase, hot_kernel_cost *c) {
+  const int64_t src = plan_buffer_bytes(p, src_buf);
   if (phase == 0) {
     c->bytes_read = src;
     c->bytes_written = q->rule == HOT_RULE_SAWB ? p->hla.k * cols * 4 : 0;
-  } else if (phase == 1) {
+  } else if (phase == 1) { /* the code buffer (cols rows of k_pad) and the scale */
     c->bytes_read = src;
-    c->bytes_written = cols * p->hla.gemm.k_pad + 4;
+    c->bytes_written = plan_buffer_bytes(p, code_buf) + 4;
   } else {
     return -1;
   }
@@ -40,33 +39,33 @@ int plan_kernel_cost(const hot_layer_plan *p, hot_kernel_role role, int phase, i
   if (!out) return -1;
   memset(out, 0, sizeof *out);
   if (!p || !p->spec || plan_kernel_index(p, role) < 0) return -1;
-  const int64_t ds = dtype_bytes(p->spec->dtype);
   hot_kernel_cost c;
   memset(&c, 0, sizeof c);
   int rc = 0;
   switch (role) {
   case HOT_K_ABC_X:
-    rc = hla_cost(p, p->I, &p->hla.x, phase, &c);
+    rc = hla_cost(p, p->I, HOT_BUF_X, HOT_BUF_Q_HX, &p->hla.x, phase, &c);
     break;
   case HOT_K_HLA_G:
-    rc = hla_cost(p, p->O, &p->hla.g, phase, &c);
+    rc = hla_cost(p, p->O, HOT_BUF_GY, HOT_BUF_Q_HG, &p->hla.g, phase, &c);
     break;
   case HOT_K_HQ_G: /* phase 0 amax; 1 quantize with the tensor scale; 2 per-row, one pass */
     if (phase < 0 || phase > 2 || (phase == 2) != (gran_row != 0)) return -1;
-    c.bytes_read = p->T * p->O * ds;
+    c.bytes_read = plan_buffer_bytes(p, HOT_BUF_GY);
     if (phase > 0)
-      c.bytes_written = p->T * plan_code_bytes(p->hq.codes, p->hq.gemm.k_pad) +
-                        (phase == 2 ? p->T * 4 : 4);
+      c.bytes_written = plan_buffer_bytes(p, HOT_BUF_Q_G) +
+                        (phase == 2 ? plan_buffer_bytes(p, HOT_BUF_S_G) : 4);
     break;
   case HOT_K_HQ_W: /* phase 0 amax (+ fp32 w' for SAWB); 1 quantize, codes I x k_pad */
     if (phase < 0 || phase > 1) return -1;
-    c.bytes_read = p->O * p->I * ds;
-    if (phase == 0 && p->hq.w.rule == HOT_RULE_SAWB) c.bytes_written = p->hq.o_pad * p->I * 4;
-    if (phase == 1) c.bytes_written = p->I * plan_code_bytes(p->hq.codes, p->hq.gemm.k_pad) + 4;
+    c.bytes_read = plan_buffer_bytes(p, HOT_BUF_W);
+    if (phase == 0 && p->hq.w.rule == HOT_RULE_SAWB)
+      c.bytes_written = plan_sawb_elems(p, HOT_K_SAWB_W) * 4;
+    if (phase == 1) c.bytes_written = plan_buffer_bytes(p, HOT_BUF_Q_W) + 4;
     break;
   case HOT_K_SAWB_W:
   case HOT_K_SAWB_X: { /* phase 0 reads the fp32 math tensor; 1 sums the chunk partials */
-    const int64_t n = role == HOT_K_SAWB_W ? p->hq.o_pad * p->I : p->hla.k * p->I;
+    const int64_t n = plan_sawb_elems(p, role);
     const int64_t parts = 2 * ((n + 1023) / 1024) * 8;
     if (phase == 0) c.bytes_read = n * 4, c.bytes_written = parts;
     else if (phase == 1) c.bytes_read = parts, c.bytes_written = 4;
@@ -80,12 +79,12 @@ int plan_kernel_cost(const hot_layer_plan *p, hot_kernel_role role, int phase, i
     break;
   case HOT_K_BIAS:
     if (phase != 0) return -1;
-    c.bytes_read = p->T * p->O * ds;
+    c.bytes_read = plan_buffer_bytes(p, HOT_BUF_GY);
     c.bytes_written = p->O * 4;
     break;
   case HOT_K_LQS: /* 0: row amax (+ T scales); 1: both squared errors per chunk; 2: combine */
-    if (phase == 0) c.bytes_read = p->T * p->O * ds, c.bytes_written = p->T * 4;
-    else if (phase == 1) c.bytes_read = p->T * p->O * ds + p->T * 4,
+    if (phase == 0) c.bytes_read = plan_buffer_bytes(p, HOT_BUF_GY), c.bytes_written = p->T * 4;
+    else if (phase == 1) c.bytes_read = plan_buffer_bytes(p, HOT_BUF_GY) + p->T * 4,
                          c.bytes_written = 2 * ((p->T * p->O + 1023) / 1024) * 8;
     else if (phase == 2) c.bytes_read = 2 * ((p->T * p->O + 1023) / 1024) * 8, c.bytes_written = 24;
     else return -1;

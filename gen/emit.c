@@ -19,48 +19,85 @@
 #define MAX_INCLUDES 8
 #define PARAM_LEN 48
 
+/* The parameters of one kernel instance: names are identifiers of at most PARAM_LEN - 1
+ * characters (longer ones are an error), values are heap strings of any length. */
 typedef struct {
   int n;
+  int failed;               /* too many parameters, a name too long, or out of memory */
   char name[MAX_PARAMS][PARAM_LEN];
-  char value[MAX_PARAMS][1024];
+  char *value[MAX_PARAMS];  /* owned */
 } params;
 
-static void param_set(params *p, const char *name, const char *fmt, ...) {
-  if (p->n >= MAX_PARAMS) return;
-  snprintf(p->name[p->n], PARAM_LEN, "%s", name);
-  va_list ap;
-  va_start(ap, fmt);
-  vsnprintf(p->value[p->n], sizeof p->value[0], fmt, ap);
-  va_end(ap);
-  p->n++;
+static void params_free(params *p) {
+  for (int i = 0; i < p->n; ++i) free(p->value[i]);
+  p->n = 0;
 }
 
-/* The template parameters of one planned kernel. */
-static void kernel_params(const hot_layer_plan *pl, const hot_kernel_plan *k, params *p) {
+#if defined(__GNUC__)
+__attribute__((format(printf, 3, 4)))
+#endif
+static void param_set(params *p, const char *name, const char *fmt, ...) {
+  if (p->failed) return;
+  if (p->n >= MAX_PARAMS || strlen(name) >= PARAM_LEN) {
+    p->failed = 1;
+    return;
+  }
+  va_list ap;
+  va_start(ap, fmt);
+  int len = vsnprintf(NULL, 0, fmt, ap);
+  va_end(ap);
+  char *v = len < 0 ? NULL : malloc((size_t)len + 1);
+  if (v) {
+    va_start(ap, fmt);
+    vsnprintf(v, (size_t)len + 1, fmt, ap);
+    va_end(ap);
+  }
+  if (!v) {
+    p->failed = 1;
+    return;
+  }
+  memcpy(p->name[p->n], name, strlen(name) + 1);
+  p->value[p->n++] = v;
+}
+
+/* The HLA basis rows of the plan as HOT_ROWS text: "r0,r1,...", every one of the rank's rows. */
+static char *rows_text(const hot_layer_plan *pl) {
+  hot_buf b = {0};
+  for (int i = 0; i < pl->hla.rank; ++i) buf_printf(&b, "%s%d", i ? "," : "", pl->hla.rows[i]);
+  return buf_take(&b);
+}
+
+/* The template parameters of one planned kernel. Returns 0, or -1 with p->failed set. */
+static int kernel_params(const hot_layer_plan *pl, const hot_kernel_plan *k, params *p) {
   p->n = 0;
+  p->failed = 0;
   param_set(p, "HOT_KNAME", "%s", k->name);
   int dt = (int)pl->spec->dtype;
   switch (k->role) {
   case HOT_K_HQ_G:
-  case HOT_K_HQ_W:
+  case HOT_K_HQ_W: {
+    const hot_quant *q = k->role == HOT_K_HQ_W ? &pl->hq.w : &pl->hq.g;
     param_set(p, "HOT_OPERAND", "%d", k->role == HOT_K_HQ_W);
     param_set(p, "HOT_DTYPE", "%d", dt);
     param_set(p, "HOT_B", "%d", pl->hq.block);
-    param_set(p, "HOT_BITS", "%d", k->role == HOT_K_HQ_W ? pl->hq.w.bits : pl->hq.g.bits);
+    param_set(p, "HOT_BITS", "%d", q->bits);
     param_set(p, "HOT_CODES", "%d", (int)pl->hq.codes);
+    param_set(p, "HOT_ROUND", "%d", q->round == HOT_ROUND_SR); /* 0: RTN, 1: SR */
     break;
+  }
   case HOT_K_ABC_X:
   case HOT_K_HLA_G: {
-    param_set(p, "HOT_MODE", "%d", k->role == HOT_K_HLA_G); /* 0: x^ (RTN), 1: g^ (SR) */
+    const hot_quant *q = k->role == HOT_K_HLA_G ? &pl->hla.g : &pl->hla.x;
+    param_set(p, "HOT_MODE", "%d", k->role == HOT_K_HLA_G); /* 0: x^, 1: g^ */
     param_set(p, "HOT_DTYPE", "%d", dt);
     param_set(p, "HOT_P", "%d", pl->hla.block);
     param_set(p, "HOT_R", "%d", pl->hla.rank);
-    param_set(p, "HOT_BITS", "%d", k->role == HOT_K_HLA_G ? pl->hla.g.bits : pl->hla.x.bits);
-    char rows[1024 * 6];
-    size_t o = 0;
-    for (int i = 0; i < pl->hla.rank && o + 8 < sizeof rows; ++i)
-      o += (size_t)snprintf(rows + o, sizeof rows - o, "%s%d", i ? "," : "", pl->hla.rows[i]);
-    param_set(p, "HOT_ROWS", "%s", rows);
+    param_set(p, "HOT_BITS", "%d", q->bits);
+    param_set(p, "HOT_ROUND", "%d", q->round == HOT_ROUND_SR); /* 0: RTN, 1: SR */
+    char *rows = rows_text(pl);
+    if (rows) param_set(p, "HOT_ROWS", "%s", rows);
+    else p->failed = 1;
+    free(rows);
     break;
   }
   case HOT_K_GEMM_GX:
@@ -78,9 +115,10 @@ static void kernel_params(const hot_layer_plan *pl, const hot_kernel_plan *k, pa
   case HOT_K_BIAS:
     param_set(p, "HOT_DTYPE", "%d", dt);
     break;
-  case HOT_K_LQS:
+  case HOT_K_LQS: /* the errors of g' as quantized: its bits and rounding */
     param_set(p, "HOT_DTYPE", "%d", dt);
     param_set(p, "HOT_BITS", "%d", pl->hq.g.bits);
+    param_set(p, "HOT_ROUND", "%d", pl->hq.g.round == HOT_ROUND_SR);
     break;
   case HOT_K_SAWB_W:
   case HOT_K_SAWB_X:
@@ -89,6 +127,7 @@ static void kernel_params(const hot_layer_plan *pl, const hot_kernel_plan *k, pa
   default:
     break;
   }
+  return p->failed ? -1 : 0;
 }
 
 /* ---- template parsing ------------------------------------------------------------------ */
@@ -107,13 +146,15 @@ static int is_ident(char c) {
   return (c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '_';
 }
 
-/* Reads the identifier at s into dst (at most n-1 chars); returns its length. */
+/* Reads the identifier at s into dst (at most n-1 chars); returns its length, or 0 with dst
+ * empty when the identifier does not fit (never a silently shortened name). */
 static size_t read_ident(const char *s, char *dst, size_t n) {
   size_t i = 0;
   while (is_ident(s[i]) && i + 1 < n) {
     dst[i] = s[i];
     ++i;
   }
+  if (is_ident(s[i])) i = 0;
   dst[i] = '\0';
   return i;
 }
@@ -132,9 +173,9 @@ static int parse_template(const char *path, const hot_embedded_file *file, templ
     const char *m = l;
     while ((m = strstr(m, "@hot-")) && m < l + len) {
       if (strncmp(m, "@hot-params:", 12) != 0) {
-        char bad[32];
-        read_ident(m + 5, bad, sizeof bad);
-        return hot_errf(err, n, "%s:%d: unknown marker @hot-%s", path, line, bad);
+        const char *b = m + 5, *e2 = b;
+        while (is_ident(*e2)) ++e2;
+        return hot_errf(err, n, "%s:%d: unknown marker @hot-%.*s", path, line, (int)(e2 - b), b);
       }
       if (seen_params) return hot_errf(err, n, "%s:%d: second @hot-params marker", path, line);
       seen_params = 1;
@@ -145,8 +186,13 @@ static int parse_template(const char *path, const hot_embedded_file *file, templ
           ++q;
         }
         if (q >= l + len || *q == '*') break;
-        if (t->n_params >= MAX_PARAMS) return hot_errf(err, n, "%s: too many parameters", path);
-        q += read_ident(q, t->params[t->n_params++], PARAM_LEN);
+        if (t->n_params >= MAX_PARAMS)
+          return hot_errf(err, n, "%s:%d: more than %d parameters", path, line, MAX_PARAMS);
+        size_t got = read_ident(q, t->params[t->n_params++], PARAM_LEN);
+        if (!got)
+          return hot_errf(err, n, "%s:%d: a parameter name longer than %d characters", path, line,
+                          PARAM_LEN - 1);
+        q += got;
       }
       m += 12;
     }
@@ -159,18 +205,24 @@ static int parse_template(const char *path, const hot_embedded_file *file, templ
         d += 6;
         while (*d == ' ' || *d == '\t') ++d;
         char name[PARAM_LEN];
-        read_ident(d, name, sizeof name);
+        if (is_ident(*d) && !read_ident(d, name, sizeof name))
+          return hot_errf(err, n, "%s:%d: a macro name longer than %d characters", path, line,
+                          PARAM_LEN - 1);
         int dup = 0;
         for (int i = 0; i < t->n_defines; ++i) dup |= strcmp(t->defines[i], name) == 0;
-        if (!dup && name[0] && t->n_defines < MAX_DEFINES)
-          snprintf(t->defines[t->n_defines++], PARAM_LEN, "%s", name);
+        if (!dup && name[0]) {
+          if (t->n_defines >= MAX_DEFINES) /* each is #undef'd after the kernel: none may be lost */
+            return hot_errf(err, n, "%s:%d: more than %d macros defined", path, line, MAX_DEFINES);
+          memcpy(t->defines[t->n_defines++], name, strlen(name) + 1);
+        }
       } else if (strncmp(d, "include", 7) == 0) {
         const char *q = strchr(d, '"');
         const char *r = q ? strchr(q + 1, '"') : NULL;
         if (!q || !r || r > l + len || (size_t)(r - q - 1) >= 100)
           return hot_errf(err, n, "%s:%d: only #include \"file.cuh\" of templates/ is allowed", path,
                       line);
-        if (t->n_includes >= MAX_INCLUDES) return hot_errf(err, n, "%s: too many includes", path);
+        if (t->n_includes >= MAX_INCLUDES)
+          return hot_errf(err, n, "%s:%d: more than %d includes", path, line, MAX_INCLUDES);
         snprintf(t->includes[t->n_includes++], 128, "templates/%.*s", (int)(r - q - 1), q + 1);
       }
     }
@@ -222,18 +274,22 @@ static void add_body(hot_buf *b, const templ_info *t, const char *path) {
   }
 }
 
-/* Adds the files templates include, each once (hoisted above every kernel). */
-static void add_includes(hot_buf *b, const templ_info *t, char done[][128], int *n_done) {
+#define MAX_HOISTED (MAX_INCLUDES * 2)
+/* Adds the files templates include, each once (hoisted above every kernel). Returns 0, or -1
+ * when more than MAX_HOISTED distinct files would be needed. */
+static int add_includes(hot_buf *b, const templ_info *t, char done[][128], int *n_done) {
   for (int i = 0; i < t->n_includes; ++i) {
     int seen = 0;
     for (int j = 0; j < *n_done; ++j) seen |= strcmp(done[j], t->includes[i]) == 0;
-    if (seen || *n_done >= MAX_INCLUDES * 2) continue;
-    snprintf(done[(*n_done)++], 128, "%s", t->includes[i]);
+    if (seen) continue;
+    if (*n_done >= MAX_HOISTED) return -1;
+    memcpy(done[(*n_done)++], t->includes[i], strlen(t->includes[i]) + 1); /* < 128: parsed so */
     const hot_embedded_file *f = embed_find(t->includes[i]);
     buf_printf(b, "#line 1 \"%s\"\n", t->includes[i]);
     buf_add(b, f->data, f->size);
     if (f->size && f->data[f->size - 1] != '\n') buf_add(b, "\n", 1);
   }
+  return 0;
 }
 
 static void add_instance(hot_buf *b, const templ_info *t, const params *p, const char *path,
@@ -257,19 +313,11 @@ int emit_layer(const hot_layer_plan *plan, hot_emitted *out, char *err, size_t n
   return emit_layer_select(plan, ~0u, out, err, n);
 }
 
-int emit_layer_select(const hot_layer_plan *plan, unsigned mask, hot_emitted *out, char *err,
-                      size_t n) {
-  if (!plan || !out || !plan->spec) return hot_errf(err, n, "emit_layer: NULL argument");
-  memset(out, 0, sizeof *out);
-  templ_info *infos = calloc(HOT_MAX_KERNELS, sizeof *infos);
-  params *ps = calloc(HOT_MAX_KERNELS, sizeof *ps);
-  if (!infos || !ps) {
-    free(infos);
-    free(ps);
-    return hot_errf(err, n, "out of memory");
-  }
-  int use[HOT_MAX_KERNELS] = {0}, rc = 0;
-  for (int i = 0; i < plan->n_kernels && rc == 0; ++i) {
+/* Stage 1 of emission: for each selected kernel (bit i of mask) with a template, its parsed
+ * template and parameters; use[i] = 1 for the distinct ones to emit. */
+static int collect_kernels(const hot_layer_plan *plan, unsigned mask, templ_info *infos,
+                           params *ps, int *use, hot_emitted *out, char *err, size_t n) {
+  for (int i = 0; i < plan->n_kernels; ++i) {
     const hot_kernel_plan *k = &plan->kernels[i];
     if (!(mask & (1u << i))) continue;
     if (!embed_find(k->templ)) { /* not written yet: reported, not emitted */
@@ -279,50 +327,96 @@ int emit_layer_select(const hot_layer_plan *plan, unsigned mask, hot_emitted *ou
     int dup = 0;
     for (int j = 0; j < out->n_kernels; ++j) dup |= strcmp(out->kernels[j], k->name) == 0;
     if (dup) continue;
-    if (parse_template(k->templ, NULL, &infos[i], err, n)) {
-      rc = -1;
-      break;
-    }
-    kernel_params(plan, k, &ps[i]);
-    if (check_params(&infos[i], &ps[i], k->templ, err, n)) {
-      rc = -1;
-      break;
-    }
+    if (parse_template(k->templ, NULL, &infos[i], err, n)) return -1;
+    if (kernel_params(plan, k, &ps[i]))
+      return hot_errf(err, n, "kernel %s: cannot build its parameters (out of memory)", k->name);
+    if (check_params(&infos[i], &ps[i], k->templ, err, n)) return -1;
     use[i] = 1;
     out->kernels[out->n_kernels] = k->name;
     out->templates[out->n_kernels++] = k->templ;
   }
-  if (rc == 0) {
-    hot_buf b = {0};
-    /* The text depends only on the kernels (not on the layer or spec name), so layers with the
-     * same kernels share one cached binary. */
-    buf_puts(&b, "// generated from");
-    for (int i = 0; i < out->n_kernels; ++i) {
-      int seen = 0;
-      for (int j = 0; j < i; ++j) seen |= strcmp(out->templates[j], out->templates[i]) == 0;
-      if (!seen) buf_printf(&b, "%s %s", i ? "," : "", out->templates[i]);
-    }
-    buf_printf(&b, " by hot-gen %s for %s; do not edit\n", HOT_VERSION,
-               plan_arch_caps(plan->arch)->name);
-    buf_puts(&b, "#define HOT_GENERATED 1\n");
-    char done[MAX_INCLUDES * 2][128];
-    int n_done = 0;
-    for (int i = 0; i < plan->n_kernels; ++i)
-      if (use[i]) add_includes(&b, &infos[i], done, &n_done);
-    for (int i = 0; i < plan->n_kernels; ++i)
-      if (use[i]) add_instance(&b, &infos[i], &ps[i], plan->kernels[i].templ, i);
-    if (!buf_ok(&b)) {
-      buf_free(&b);
-      rc = hot_errf(err, n, "out of memory");
-    } else {
-      out->source_len = b.len;
-      out->source = buf_take(&b);
-    }
+  return 0;
+}
+
+/* Stage 2: the source text of the collected kernels into out->source. The text depends only on
+ * the kernels (not on the layer or spec name), so layers with the same kernels share one cached
+ * binary. */
+static int assemble_source(const hot_layer_plan *plan, const templ_info *infos, const params *ps,
+                           const int *use, hot_emitted *out, char *err, size_t n) {
+  hot_buf b = {0};
+  buf_puts(&b, "// generated from");
+  for (int i = 0; i < out->n_kernels; ++i) {
+    int seen = 0;
+    for (int j = 0; j < i; ++j) seen |= strcmp(out->templates[j], out->templates[i]) == 0;
+    if (!seen) buf_printf(&b, "%s %s", i ? "," : "", out->templates[i]);
   }
+  buf_printf(&b, " by hot-gen %s for %s; do not edit\n", HOT_VERSION,
+             plan_arch_caps(plan->arch)->name);
+  buf_puts(&b, "#define HOT_GENERATED 1\n");
+  char done[MAX_HOISTED][128];
+  int n_done = 0;
+  for (int i = 0; i < plan->n_kernels; ++i)
+    if (use[i] && add_includes(&b, &infos[i], done, &n_done)) {
+      buf_free(&b);
+      return hot_errf(err, n, "%s: more than %d distinct included files in one source",
+                      plan->kernels[i].templ, MAX_HOISTED);
+    }
+  for (int i = 0; i < plan->n_kernels; ++i)
+    if (use[i]) add_instance(&b, &infos[i], &ps[i], plan->kernels[i].templ, i);
+  if (!buf_ok(&b)) {
+    buf_free(&b);
+    return hot_errf(err, n, "out of memory");
+  }
+  out->source_len = b.len;
+  out->source = buf_take(&b);
+  return 0;
+}
+
+int emit_layer_select(const hot_layer_plan *plan, unsigned mask, hot_emitted *out, char *err,
+                      size_t n) {
+  if (!plan || !out || !plan->spec) return hot_errf(err, n, "emit_layer: NULL argument");
+  memset(out, 0, sizeof *out);
+  templ_info *infos = calloc(HOT_MAX_KERNELS, sizeof *infos);
+  params *ps = calloc(HOT_MAX_KERNELS, sizeof *ps);
+  int use[HOT_MAX_KERNELS] = {0};
+  int rc = (!infos || !ps) ? hot_errf(err, n, "out of memory")
+                           : collect_kernels(plan, mask, infos, ps, use, out, err, n);
+  if (rc == 0) rc = assemble_source(plan, infos, ps, use, out, err, n);
+  for (int i = 0; ps && i < HOT_MAX_KERNELS; ++i) params_free(&ps[i]);
   free(infos);
   free(ps);
   if (rc) memset(out, 0, sizeof *out);
   return rc;
+}
+
+int emit_entry_params(const char *templ, char **out, char *err, size_t n) {
+  if (!templ || !out) return hot_errf(err, n, "emit_entry_params: NULL argument");
+  *out = NULL;
+  const hot_embedded_file *f = embed_find(templ);
+  if (!f) return hot_errf(err, n, "%s: template not found", templ);
+  const char *p = strstr(f->data, "HOT_KNAME(");
+  while (p && p > f->data && is_ident(p[-1])) p = strstr(p + 1, "HOT_KNAME(");
+  if (!p) return hot_errf(err, n, "%s: no entry point HOT_KNAME(...)", templ);
+  p += strlen("HOT_KNAME(");
+  hot_buf b = {0};
+  int first = 1;
+  while (*p && *p != ')') {
+    const char *end = p;
+    while (*end && *end != ',' && *end != ')') ++end;
+    const char *e = end; /* the last identifier of the piece is the parameter's name */
+    while (e > p && !is_ident(e[-1])) --e;
+    const char *s0 = e;
+    while (s0 > p && is_ident(s0[-1])) --s0;
+    buf_printf(&b, "%s%.*s", first ? "" : ",", (int)(e - s0), s0);
+    first = 0;
+    p = *end == ',' ? end + 1 : end;
+  }
+  if (*p != ')') {
+    buf_free(&b);
+    return hot_errf(err, n, "%s: unterminated entry point parameter list", templ);
+  }
+  *out = buf_take(&b);
+  return *out ? 0 : hot_errf(err, n, "out of memory");
 }
 
 void emit_free(hot_emitted *out) {
@@ -349,31 +443,34 @@ int emit_template_text(const char *templ, const char *text, const char *const *n
   int rc = (!t || !p) ? hot_errf(err, errlen, "out of memory")
                       : parse_template(templ, text ? &given : NULL, t, err, errlen);
   if (rc == 0) {
-    for (int i = 0; i < n; ++i) param_set(p, names[i], "%s", values[i]);
+    for (int i = 0; i < n; ++i) param_set(p, names[i], "%s", values[i] ? values[i] : "");
+    if (p->failed)
+      rc = hot_errf(err, errlen, "emit_template: a parameter name longer than %d characters, or "
+                    "out of memory", PARAM_LEN - 1);
     /* HOT_KNAME first: it names the instance in the emitted comment. */
-    for (int i = 1; i < p->n; ++i)
+    for (int i = 1; i < p->n && rc == 0; ++i)
       if (strcmp(p->name[i], "HOT_KNAME") == 0) {
-        char nm[PARAM_LEN], val[1024];
+        char nm[PARAM_LEN], *val = p->value[0];
         memcpy(nm, p->name[0], sizeof nm);
-        memcpy(val, p->value[0], sizeof val);
         memcpy(p->name[0], p->name[i], sizeof nm);
-        memcpy(p->value[0], p->value[i], sizeof val);
+        p->value[0] = p->value[i];
         memcpy(p->name[i], nm, sizeof nm);
-        memcpy(p->value[i], val, sizeof val);
+        p->value[i] = val;
       }
-    rc = check_params(t, p, templ, err, errlen);
+    if (rc == 0) rc = check_params(t, p, templ, err, errlen);
   }
   if (rc == 0) {
     hot_buf b = {0};
     buf_printf(&b, "// generated from %s by hot-gen %s; do not edit\n#define HOT_GENERATED 1\n",
                templ, HOT_VERSION);
-    char done[MAX_INCLUDES * 2][128];
+    char done[MAX_HOISTED][128];
     int n_done = 0;
-    add_includes(&b, t, done, &n_done);
+    add_includes(&b, t, done, &n_done); /* one template: at most MAX_INCLUDES files */
     add_instance(&b, t, p, templ, 0);
     *source = buf_take(&b);
     if (!*source) rc = hot_errf(err, errlen, "out of memory");
   }
+  if (p) params_free(p);
   free(t);
   free(p);
   return rc;

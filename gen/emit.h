@@ -40,6 +40,11 @@ int emit_layer(const hot_layer_plan *plan, hot_emitted *out, char *err, size_t e
 int emit_layer_select(const hot_layer_plan *plan, unsigned mask, hot_emitted *out, char *err,
                       size_t errlen);
 
+/* The parameter names of the entry point (the first "HOT_KNAME(" of embedded template `templ`),
+ * comma-joined in order, in *out (malloc'd; the caller frees it). Returns 0, or -1 with a reason
+ * in err. For the check that runtime/launch.c passes what each template takes. */
+int emit_entry_params(const char *templ, char **out, char *err, size_t errlen);
+
 /* Frees out->source; NULL-safe. */
 void emit_free(hot_emitted *out);
 

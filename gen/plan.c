@@ -57,6 +57,8 @@ NAME_FN(plan_gemm_path_name, hot_gemm_path, "mma_s4", "mma_s8", "wgmma_s8")
 NAME_FN(plan_codes_name, hot_codes, "s8", "s4_packed")
 NAME_FN(plan_role_name, hot_kernel_role, "abc_x", "hq_g", "hq_w", "hla_g", "gemm_gx", "gemm_gw",
         "bias", "lqs", "sawb_w", "sawb_x")
+NAME_FN(plan_buffer_name, hot_buffer, "q_g", "s_g", "q_w", "q_hg", "q_hx", "saved", "math",
+        "partials", "g_y", "x", "w", "g_x", "g_w")
 #undef NAME_FN
 
 /* ---- defaults -------------------------------------------------------------------------- */
@@ -219,91 +221,195 @@ static hot_kernel_plan *add_kernel(hot_layer_plan *p, hot_kernel_role role, cons
   return k;
 }
 
-static void set_geom(hot_kernel_plan *k, int64_t gx, int64_t gy, unsigned bx, unsigned smem) {
-  k->grid[0] = (unsigned)gx;
-  k->grid[1] = (unsigned)gy;
-  k->block[0] = bx;
-  k->smem = smem;
-}
-
 /* Kernel names encode every parameter that changes the generated code, so two layers with
- * the same parameters share one binary and the name alone identifies it. */
-static void name_kernels(hot_layer_plan *p) {
+ * the same parameters share one binary and the name alone identifies it. g' and g^ round
+ * stochastically unless their name ends in "_rtn". A name that does not fit is an error. */
+static int name_kernels(hot_layer_plan *p, char *err, size_t errlen) {
   const hot_layer_spec *s = p->spec;
   const char *dt = plan_dtype_name(s->dtype);
   for (int i = 0; i < p->n_kernels; ++i) {
     hot_kernel_plan *k = &p->kernels[i];
     char *nm = k->name;
     size_t n = sizeof k->name;
+    int w = -1;
     switch (k->role) {
     case HOT_K_HQ_G:
-    case HOT_K_HQ_W:
-      snprintf(nm, n, "hot_hq_%s_%s_b%d_k%d_%s", k->role == HOT_K_HQ_G ? "g" : "w", dt,
-               p->hq.block, k->role == HOT_K_HQ_G ? p->hq.g.bits : p->hq.w.bits,
-               plan_codes_name(p->hq.codes));
+    case HOT_K_HQ_W: {
+      const int g = k->role == HOT_K_HQ_G;
+      w = snprintf(nm, n, "hot_hq_%s_%s_b%d_k%d_%s%s", g ? "g" : "w", dt, p->hq.block,
+                   g ? p->hq.g.bits : p->hq.w.bits, plan_codes_name(p->hq.codes),
+                   g && p->hq.g.round == HOT_ROUND_RTN ? "_rtn" : "");
       break;
+    }
     case HOT_K_ABC_X:
-      snprintf(nm, n, "hot_hla_x_%s_p%d_r%d_%s", dt, p->hla.block, p->hla.rank,
-               plan_selection_name(p->hla.selection));
+      w = snprintf(nm, n, "hot_hla_x_%s_p%d_r%d_%s", dt, p->hla.block, p->hla.rank,
+                   plan_selection_name(p->hla.selection));
       break;
     case HOT_K_HLA_G:
-      snprintf(nm, n, "hot_hla_g_%s_p%d_r%d_%s", dt, p->hla.block, p->hla.rank,
-               plan_selection_name(p->hla.selection));
+      w = snprintf(nm, n, "hot_hla_g_%s_p%d_r%d_%s%s", dt, p->hla.block, p->hla.rank,
+                   plan_selection_name(p->hla.selection),
+                   p->hla.g.round == HOT_ROUND_RTN ? "_rtn" : "");
       break;
     case HOT_K_GEMM_GX:
     case HOT_K_GEMM_GW: {
       const hot_gemm_plan *g = k->role == HOT_K_GEMM_GX ? &p->hq.gemm : &p->hla.gemm;
-      snprintf(nm, n, "hot_gemm_%s_%dx%dx%d_w%dx%d_s%d", plan_gemm_path_name(g->path), g->tile_m,
-               g->tile_n, g->tile_k, g->warps_m, g->warps_n, g->stages);
+      w = snprintf(nm, n, "hot_gemm_%s_%dx%dx%d_w%dx%d_s%d", plan_gemm_path_name(g->path),
+                   g->tile_m, g->tile_n, g->tile_k, g->warps_m, g->warps_n, g->stages);
       break;
     }
     case HOT_K_BIAS:
-      snprintf(nm, n, "hot_bias_%s", dt);
+      w = snprintf(nm, n, "hot_bias_%s", dt);
       break;
     case HOT_K_LQS:
-      snprintf(nm, n, "hot_lqs_%s_k%d", dt, p->hq.g.bits);
+      w = snprintf(nm, n, "hot_lqs_%s_k%d%s", dt, p->hq.g.bits,
+                   p->hq.g.round == HOT_ROUND_RTN ? "_rtn" : "");
       break;
     case HOT_K_SAWB_W:
     case HOT_K_SAWB_X:
-      snprintf(nm, n, "hot_sawb_k%d", k->role == HOT_K_SAWB_W ? p->hq.w.bits : p->hla.x.bits);
+      w = snprintf(nm, n, "hot_sawb_k%d", k->role == HOT_K_SAWB_W ? p->hq.w.bits : p->hla.x.bits);
       break;
     default:
-      snprintf(nm, n, "hot_unknown");
+      break;
     }
+    if (w < 0 || (size_t)w >= n)
+      return hot_errf(err, errlen, "kernel %s: its name does not fit %zu bytes",
+                      plan_role_name(k->role), n);
+  }
+  return 0;
+}
+
+/* ---- buffers -------------------------------------------------------------------------- */
+
+/* a * b into *out; 0, or -1 when a product leaves int64_t (or an operand is negative). */
+static int mul_ok(int64_t a, int64_t b, int64_t *out) {
+  if (a < 0 || b < 0) return -1;
+  return __builtin_mul_overflow(a, b, out) ? -1 : 0;
+}
+static int add_ok(int64_t a, int64_t b, int64_t *out) {
+  return __builtin_add_overflow(a, b, out) ? -1 : 0;
+}
+/* a * b * c, -1 on overflow. */
+static int64_t mul3(int64_t a, int64_t b, int64_t c) {
+  int64_t ab, r;
+  if (mul_ok(a, b, &ab) || mul_ok(ab, c, &r)) return -1;
+  return r;
+}
+static int64_t code_row_bytes(hot_codes codes, int64_t k_pad) {
+  return codes == HOT_CODES_S4_PACKED ? k_pad / 2 : k_pad;
+}
+static int64_t dtype_size(hot_dtype d) { return d == HOT_DT_F32 ? 4 : 2; }
+static int64_t max64(int64_t a, int64_t b) { return a > b ? a : b; }
+/* Bytes of the chunk partials of an n-element reduction: 2 doubles per 1024 elements. */
+static int64_t partial_bytes(int64_t n) { return n < 0 ? -1 : mul3(2, cdiv(n, 1024), 8); }
+
+int64_t plan_sawb_elems(const hot_layer_plan *pl, hot_kernel_role role) {
+  if (!pl) return 0;
+  if (role == HOT_K_SAWB_W) return mul3(pl->hq.o_pad, pl->I, 1);
+  if (role == HOT_K_SAWB_X) return mul3(pl->hla.k, pl->I, 1);
+  return 0;
+}
+
+
+int64_t plan_buffer_bytes(const hot_layer_plan *pl, hot_buffer b) {
+  if (!pl) return -1;
+  const int64_t ds = pl->spec ? dtype_size(pl->spec->dtype) : 4;
+  switch (b) {
+  case HOT_BUF_Q_G:
+    return pl->hq.enabled ? mul3(pl->T, code_row_bytes(pl->hq.codes, pl->hq.gemm.k_pad), 1) : 0;
+  case HOT_BUF_S_G:
+    return pl->hq.enabled ? mul3(pl->T, 4, 1) : 0;
+  case HOT_BUF_Q_W:
+    return pl->hq.enabled ? mul3(pl->I, code_row_bytes(pl->hq.codes, pl->hq.gemm.k_pad), 1) : 0;
+  case HOT_BUF_Q_HG:
+    return pl->hla.enabled ? mul3(pl->O, pl->hla.gemm.k_pad, 1) : 0;
+  case HOT_BUF_Q_HX:
+    return pl->hla.enabled ? mul3(pl->I, pl->hla.gemm.k_pad, 1) : 0;
+  case HOT_BUF_SAVED: {
+    if (!pl->abc.enabled) return mul3(pl->T, pl->I, 4);
+    int64_t codes = mul3(pl->I, pl->hla.gemm.k_pad, 1), r;
+    return codes < 0 || add_ok(codes, 4, &r) ? -1 : r;
+  }
+  case HOT_BUF_MATH: {
+    int64_t nw = plan_kernel_index(pl, HOT_K_SAWB_W) >= 0 ? plan_sawb_elems(pl, HOT_K_SAWB_W) : 0;
+    int64_t nx = plan_kernel_index(pl, HOT_K_SAWB_X) >= 0 ? plan_sawb_elems(pl, HOT_K_SAWB_X) : 0;
+    if (nw < 0 || nx < 0) return -1;
+    return mul3(max64(nw, nx), 4, 1);
+  }
+  case HOT_BUF_PARTIALS: { /* the largest of the planned reductions' partials */
+    const hot_kernel_role roles[] = {HOT_K_SAWB_W, HOT_K_SAWB_X, HOT_K_LQS};
+    int64_t r = 0;
+    for (size_t i = 0; i < sizeof roles / sizeof roles[0]; ++i) {
+      if (plan_kernel_index(pl, roles[i]) < 0) continue;
+      const int64_t elems =
+          roles[i] == HOT_K_LQS ? mul3(pl->T, pl->O, 1) : plan_sawb_elems(pl, roles[i]);
+      const int64_t bytes = partial_bytes(elems);
+      if (bytes < 0) return -1;
+      r = max64(r, bytes);
+    }
+    return r;
+  }
+  case HOT_BUF_GY: return mul3(pl->T, pl->O, ds);
+  case HOT_BUF_X: return mul3(pl->T, pl->I, ds);
+  case HOT_BUF_W: return mul3(pl->O, pl->I, ds);
+  case HOT_BUF_GX: return mul3(pl->T, pl->I, 4);
+  case HOT_BUF_GW: return mul3(pl->O, pl->I, 4);
+  default: return -1;
   }
 }
 
-/* ---- the planner ----------------------------------------------------------------------- */
+/* ---- the planner, in stages ------------------------------------------------------------ */
 
-int plan_layer(const hot_layer_spec *s, int64_t batch, int64_t tokens, hot_recipe recipe,
-               hot_arch arch, int layer_id, hot_layer_plan *p, char *err, size_t n) {
-  if (!s || !p) return hot_errf(err, n, "plan_layer: NULL argument");
-  memset(p, 0, sizeof *p);
-  const hot_arch_caps *caps = plan_arch_caps(arch);
-  if (!caps) return hot_errf(err, n, "unknown arch %d", (int)arch);
-  if (batch < 1 || tokens < 1) return hot_errf(err, n, "batch and tokens must be >= 1");
+/* Refuses a size the kernels cannot address (an int argument or index). */
+static int int_limit(const char *what, int64_t v, char *err, size_t n) {
+  if (v >= 0 && v <= HOT_LIMIT_INT) return 0;
+  return hot_errf(err, n, "%s = %lld exceeds the kernels' limit of %lld (2^31 - 1: a 32-bit int "
+                  "argument/index)", what, (long long)v, HOT_LIMIT_INT);
+}
+
+/* Stage 1: arguments, T = B * L, and the sizes every kernel takes as int arguments. */
+static int plan_sizes(const hot_layer_spec *s, int64_t batch, int64_t tokens, hot_layer_plan *p,
+                      char *err, size_t n) {
+  if (batch < 1 || tokens < 1)
+    return hot_errf(err, n, "batch and tokens must be >= 1 (got %lld, %lld)", (long long)batch,
+                    (long long)tokens);
   if (s->in_features < 1 || s->out_features < 1)
-    return hot_errf(err, n, "in_features and out_features must be >= 1");
-  const int64_t lim = (int64_t)1 << 31;
-  if (batch * tokens >= lim || s->in_features >= lim / 2 || s->out_features >= lim / 2)
-    return hot_errf(err, n, "sizes too large: T = %lld, O = %lld, I = %lld (T must stay below 2^31, O and I below 2^30)",
-                (long long)(batch * tokens), (long long)s->out_features,
-                (long long)s->in_features);
-  (void)recipe;
-  p->spec = s;
-  p->arch = arch;
-  p->layer_id = layer_id;
+    return hot_errf(err, n, "in_features and out_features must be >= 1 (got %lld, %lld)",
+                    (long long)s->in_features, (long long)s->out_features);
+  if (int_limit("batch", batch, err, n) || int_limit("tokens (L)", tokens, err, n) ||
+      int_limit("out_features (O)", s->out_features, err, n) ||
+      int_limit("in_features (I)", s->in_features, err, n))
+    return -1;
+  if (mul_ok(batch, tokens, &p->T) || p->T > HOT_LIMIT_INT)
+    return hot_errf(err, n, "T = batch x tokens = %lld x %lld exceeds the kernels' limit of %lld "
+                    "(2^31 - 1: a 32-bit int argument/index)", (long long)batch, (long long)tokens,
+                    HOT_LIMIT_INT);
   p->B = batch;
   p->L = tokens;
-  p->T = batch * tokens;
   p->O = s->out_features;
   p->I = s->in_features;
+  return 0;
+}
 
-  /* HQ (HOT.md 3). */
+/* w' and x^ have no random stream (HOT.md 3, 5): only g' and g^ may round stochastically. */
+static int quant_round_ok(const hot_quant *q, int sr_allowed, const char *what, char *err,
+                          size_t n) {
+  if (q->round != HOT_ROUND_RTN && q->round != HOT_ROUND_SR)
+    return hot_errf(err, n, "%s must be rtn or sr (got %d)", what, (int)q->round);
+  if (!sr_allowed && q->round != HOT_ROUND_RTN)
+    return hot_errf(err, n, "%s must be rtn (no random stream is defined for it)", what);
+  return 0;
+}
+
+/* Stage 2: HQ (HOT.md 3): block, padding, quantizers, the g_x GEMM. */
+static int plan_hq(const hot_layer_spec *s, const hot_arch_caps *caps, hot_layer_plan *p,
+                   char *err, size_t n) {
   p->hq.enabled = s->hq.enabled;
   p->hq.g = s->hq.g;
   p->hq.w = s->hq.w;
-  if (quant_ok(&s->hq.g, "hq.bits", err, n) || quant_ok(&s->hq.w, "hq.w_bits", err, n)) return -1;
+  if (quant_ok(&s->hq.g, "hq.bits", err, n) || quant_ok(&s->hq.w, "hq.w_bits", err, n) ||
+      quant_round_ok(&s->hq.g, 1, "hq.g.round (g')", err, n) ||
+      quant_round_ok(&s->hq.w, 0, "hq.w.round (w')", err, n))
+    return -1;
   if (s->hq.pad) {
     if (!is_pow2(s->hq.block) || s->hq.block < 2 || s->hq.block > 256)
       return hot_errf(err, n, "hq.block must be a power of two in [2, 256] (got %d)", s->hq.block);
@@ -313,7 +419,8 @@ int plan_layer(const hot_layer_spec *s, int64_t batch, int64_t tokens, hot_recip
       return hot_errf(err, n, "hq.block must be a power of two in [1, 256] (got %d)", s->hq.block);
     p->hq.block = pow2_dividing(p->O, s->hq.block); /* the paper code's shrinking rule */
   }
-  p->hq.o_pad = round_up(p->O, p->hq.block);
+  p->hq.o_pad = round_up(p->O, p->hq.block); /* O <= 2^31 - 1: no overflow */
+  if (int_limit("hq o_pad (O rounded up to hq.block)", p->hq.o_pad, err, n)) return -1;
   /* HOT.md 7: INT4 MMA where the tensor cores have it and both operands fit 4 bits; wgmma on
    * sm_90a; INT8 mma.sync otherwise. */
   hot_gemm_path gx_path = caps->wgmma ? HOT_GEMM_WGMMA_S8
@@ -325,32 +432,41 @@ int plan_layer(const hot_layer_spec *s, int64_t batch, int64_t tokens, hot_recip
   p->hq.gemm.k = p->hq.o_pad;
   if (plan_gemm(&p->hq.gemm, &s->tile_gx, caps, gx_path, "tile_gx", err, n)) return -1;
   p->hq.codes = p->hq.gemm.codes;
+  return int_limit("hq k_pad (g_x GEMM K)", p->hq.gemm.k_pad, err, n);
+}
 
-  /* HLA (HOT.md 4). */
+/* Stage 3: HLA (HOT.md 4): block, layout, segments, basis rows, the g_w GEMM. */
+static int plan_hla(const hot_layer_spec *s, const hot_arch_caps *caps, hot_layer_plan *p,
+                    char *err, size_t n) {
   p->hla.enabled = s->hla.enabled;
   p->hla.selection = s->hla.selection;
   p->hla.keep = s->hla.keep;
   p->hla.g = s->hla.g;
   p->hla.x = s->hla.x;
-  if (quant_ok(&s->hla.g, "hla.bits", err, n) || quant_ok(&s->hla.x, "hla.x_bits", err, n))
+  if (quant_ok(&s->hla.g, "hla.bits", err, n) || quant_ok(&s->hla.x, "hla.x_bits", err, n) ||
+      quant_round_ok(&s->hla.g, 1, "hla.g.round (g^)", err, n) ||
+      quant_round_ok(&s->hla.x, 0, "hla.x.round (x^)", err, n))
     return -1;
   int pb = s->hla.block;
   if (pb == 0) {
-    pb = pow2_dividing(tokens, HOT_MAX_P); /* paper code: may be 1 (HLA is then a no-op) */
+    pb = pow2_dividing(p->L, HOT_MAX_P); /* paper code: may be 1 (HLA is then a no-op) */
   } else if (!is_pow2(pb) || pb < 2 || pb > HOT_MAX_P) {
     return hot_errf(err, n, "hla.block must be a power of two in [2, %d] (got %d)", HOT_MAX_P, pb);
   }
   p->hla.block = pb;
   hot_layout layout = s->hla.layout;
-  if (layout == HOT_LAYOUT_AUTO) layout = tokens % pb == 0 ? HOT_LAYOUT_SAMPLE : HOT_LAYOUT_FLAT;
+  if (layout == HOT_LAYOUT_AUTO) layout = p->L % pb == 0 ? HOT_LAYOUT_SAMPLE : HOT_LAYOUT_FLAT;
   p->hla.layout = layout;
-  int64_t seg = layout == HOT_LAYOUT_SAMPLE ? tokens : p->T;
+  int64_t seg = layout == HOT_LAYOUT_SAMPLE ? p->L : p->T;
   if (!s->hla.pad && seg % pb != 0)
-    return hot_errf(err, n, "hla.block %d does not divide the %s length %lld and padding is off", pb,
-                layout == HOT_LAYOUT_SAMPLE ? "sample" : "batch", (long long)seg);
-  p->hla.segments = layout == HOT_LAYOUT_SAMPLE ? batch : 1;
-  p->hla.seg_len = round_up(seg, pb);
-  p->hla.blocks = p->hla.segments * (p->hla.seg_len / pb);
+    return hot_errf(err, n, "hla.block %d does not divide the %s length %lld and padding is off",
+                    pb, layout == HOT_LAYOUT_SAMPLE ? "sample" : "batch", (long long)seg);
+  p->hla.segments = layout == HOT_LAYOUT_SAMPLE ? p->B : 1;
+  p->hla.seg_len = round_up(seg, pb); /* seg <= 2^31 - 1, pb <= 1024: no overflow */
+  if (int_limit("hla seg_len (padded segment)", p->hla.seg_len, err, n)) return -1;
+  if (mul_ok(p->hla.segments, p->hla.seg_len / pb, &p->hla.blocks))
+    return hot_errf(err, n, "hla blocks = %lld x %lld overflows int64", (long long)p->hla.segments,
+                    (long long)(p->hla.seg_len / pb));
   if (pb == 1) {
     p->hla.rank = 1; /* H_1 = [1]: the projection is the identity */
     p->hla.rows[0] = 0;
@@ -359,95 +475,170 @@ int plan_layer(const hot_layer_spec *s, int64_t batch, int64_t tokens, hot_recip
       return hot_errf(err, n, "hla.keep must be in [1, 50] (got %d)", s->hla.keep);
     if (s->hla.selection == HOT_SEL_PREFIX && (s->hla.rank < 1 || s->hla.rank > pb))
       return hot_errf(err, n, "hla.rank must be in [1, %d] for hla.block %d (got %d)", pb, pb,
-                  s->hla.rank);
+                      s->hla.rank);
     p->hla.rank = basis_select(s->hla.selection, pb, s->hla.keep, s->hla.rank, p->hla.rows);
     if (p->hla.rank < 1) return hot_errf(err, n, "hla: invalid basis selection");
   }
-  p->hla.k = p->hla.blocks * p->hla.rank;
+  if (mul_ok(p->hla.blocks, p->hla.rank, &p->hla.k) || p->hla.k > HOT_LIMIT_INT)
+    return hot_errf(err, n, "hla K = blocks x r = %lld x %d exceeds the kernels' limit of %lld "
+                    "(2^31 - 1: a 32-bit int argument/index)", (long long)p->hla.blocks,
+                    p->hla.rank, HOT_LIMIT_INT);
   p->hla.gemm.m = p->O;
   p->hla.gemm.n = p->I;
   p->hla.gemm.k = p->hla.k;
   if (plan_gemm(&p->hla.gemm, &s->tile_gw, caps, caps->wgmma ? HOT_GEMM_WGMMA_S8 : HOT_GEMM_MMA_S8,
                 "tile_gw", err, n))
     return -1;
+  p->abc.enabled = s->abc.enabled && s->hla.enabled; /* ABC keeps x^: it needs HLA */
+  return int_limit("hla k_pad (g_w GEMM K)", p->hla.gemm.k_pad, err, n);
+}
 
-  /* ABC (HOT.md 5). */
-  p->abc.enabled = s->abc.enabled && s->hla.enabled;
-  p->abc.fp32_bytes = p->T * p->I * 4;
-  p->abc.bf16_bytes = p->T * p->I * 2;
-  p->abc.bytes = p->abc.enabled ? p->hla.k * p->I + 4 : p->abc.fp32_bytes;
+/* Stage 5: ABC's byte figures (HOT.md 5) and the operation counts of one backward; every
+ * product checked. */
+static int plan_abc_ops(hot_layer_plan *p, char *err, size_t n) {
+  p->abc.fp32_bytes = mul3(p->T, p->I, 4);
+  p->abc.bf16_bytes = mul3(p->T, p->I, 2);
+  int64_t lb = ilog2(p->hq.block), lp = ilog2(p->hla.block);
+  int64_t tio, oi, fw1, fw2;
+  p->ops.gx_macs = mul3(p->T, p->I, p->hq.o_pad);
+  p->ops.gw_macs = mul3(p->O, p->I, p->hla.k);
+  p->ops.fp32_gx_macs = mul3(p->T, p->I, p->O);
+  p->ops.fp32_gw_macs = mul3(p->O, p->I, p->T);
+  /* fwht_adds = (T + I) * o_pad * log2 b + segments * seg_len * (O + I) * log2 p */
+  int bad = add_ok(p->T, p->I, &tio) || add_ok(p->O, p->I, &oi);
+  fw1 = bad ? -1 : mul3(tio, p->hq.o_pad, lb);
+  fw2 = bad ? -1 : mul3(p->hla.segments, p->hla.seg_len, 1);
+  fw2 = fw2 < 0 ? -1 : mul3(fw2, oi, lp);
+  if (fw1 < 0 || fw2 < 0 || add_ok(fw1, fw2, &p->ops.fwht_adds)) p->ops.fwht_adds = -1;
+  /* The cost model counts 2 * m * n * k_pad integer operations per GEMM. */
+  const int64_t gx_ops = mul3(2 * p->T, p->I, p->hq.gemm.k_pad);
+  const int64_t gw_ops = mul3(2 * p->O, p->I, p->hla.gemm.k_pad);
+  const struct { const char *what; int64_t v; } ops[] = {
+      {"g_x MACs (T x I x o_pad)", p->ops.gx_macs},      {"g_w MACs (O x I x K)", p->ops.gw_macs},
+      {"fp32 g_x MACs (T x I x O)", p->ops.fp32_gx_macs}, {"fp32 g_w MACs", p->ops.fp32_gw_macs},
+      {"FWHT additions", p->ops.fwht_adds},              {"g_x GEMM operations", gx_ops},
+      {"g_w GEMM operations", gw_ops},
+  };
+  for (size_t i = 0; i < sizeof ops / sizeof ops[0]; ++i)
+    if (ops[i].v < 0)
+      return hot_errf(err, n, "%s overflows int64 (T = %lld, O = %lld, I = %lld): too large",
+                      ops[i].what, (long long)p->T, (long long)p->O, (long long)p->I);
+  return 0;
+}
 
-  /* Operation counts of one backward. */
-  int lb = ilog2(p->hq.block), lp = ilog2(p->hla.block);
-  p->ops.gx_macs = p->T * p->I * p->hq.o_pad;
-  p->ops.gw_macs = p->O * p->I * p->hla.k;
-  p->ops.fp32_gx_macs = p->T * p->I * p->O;
-  p->ops.fp32_gw_macs = p->O * p->I * p->T;
-  p->ops.fwht_adds = (p->T + p->I) * p->hq.o_pad * lb +
-                     p->hla.segments * p->hla.seg_len * (p->O + p->I) * lp;
+/* Sets a kernel's launch geometry, refusing grids beyond CUDA's launch limits. */
+static int set_geom(hot_kernel_plan *k, int64_t gx, int64_t gy, unsigned bx, unsigned smem,
+                    char *err, size_t n) {
+  if (gx < 1 || gx > HOT_LIMIT_GRID_X)
+    return hot_errf(err, n, "kernel %s: grid.x = %lld exceeds the launch limit of %lld",
+                    plan_role_name(k->role), (long long)gx, HOT_LIMIT_GRID_X);
+  if (gy < 1 || gy > HOT_LIMIT_GRID_YZ)
+    return hot_errf(err, n, "kernel %s: grid.y = %lld exceeds the launch limit of %lld",
+                    plan_role_name(k->role), (long long)gy, HOT_LIMIT_GRID_YZ);
+  k->grid[0] = (unsigned)gx;
+  k->grid[1] = (unsigned)gy;
+  k->block[0] = bx;
+  k->smem = smem;
+  return 0;
+}
 
-  /* Kernels and launch geometry (launch order of one step). Element-wise kernels use 256
-   * threads; one warp per row for the row-wise transforms. */
-  /* templates/hla_project.cu: one token block x a tile of columns per block (the p x columns
-   * tile stays under 32 KiB of fp32). */
-  const int64_t hla_cols = p->hla.block <= 32 ? 256 : 8192 / p->hla.block;
-  /* templates/sawb.cu: one thread per 1024-element chunk in phase 0 (phase 1 is one block). */
+/* templates/hla_project.cu: HLA_COLS columns per block (the p x columns fp32 tile <= 32 KiB). */
+static int64_t hla_cols(int p) { return p <= 32 ? 256 : 8192 / p; }
+/* templates/sawb.cu phase 0: one warp per 1024-element chunk, 8 warps per block. */
+static int64_t sawb_blocks(int64_t elems) { return cdiv(cdiv(elems, 1024), 8); }
+
+/* Stage 4: the kernels in launch order of one step and their geometry, the one place the grid,
+ * block and dynamic shared memory of every launch is decided (each template documents it in its
+ * header; the runtime, the cost model and the CPU backend read it from here). Element-wise
+ * kernels use 256 threads; one warp per row for the row-wise transforms. */
+static int plan_kernels(const hot_layer_spec *s, hot_layer_plan *p, char *err, size_t n) {
+  const int64_t hc = hla_cols(p->hla.block);
+  int rc = 0;
   if (p->abc.enabled) {
+    /* one token block x HLA_COLS columns of x per block */
     hot_kernel_plan *k = add_kernel(p, HOT_K_ABC_X, "templates/hla_project.cu");
-    set_geom(k, p->hla.blocks, cdiv(p->I, hla_cols), 256, 0);
-    if (p->hla.x.rule == HOT_RULE_SAWB) {
+    rc |= set_geom(k, p->hla.blocks, cdiv(p->I, hc), 256, 0, err, n);
+    if (!rc && p->hla.x.rule == HOT_RULE_SAWB) {
       k = add_kernel(p, HOT_K_SAWB_X, "templates/sawb.cu");
-      set_geom(k, cdiv(cdiv(p->hla.k * p->I, 1024), 8), 1, 256, 0);
+      rc |= set_geom(k, sawb_blocks(plan_sawb_elems(p, HOT_K_SAWB_X)), 1, 256, 0, err, n);
     }
   }
-  if (p->hq.enabled) {
-    /* templates/hadamard_quant.cu: one warp per row of g_y; 32 columns of w x 256 rows of O
-     * per block (a transposing shared tile). */
+  if (!rc && p->hq.enabled) {
+    /* hadamard_quant.cu: g' one warp per row of g_y, 8 rows per block; w' 32 columns of w x one
+     * 256-row chunk of k_pad per block (a transposing shared tile). */
     hot_kernel_plan *k = add_kernel(p, HOT_K_HQ_G, "templates/hadamard_quant.cu");
-    set_geom(k, cdiv(p->T, 8), 1, 256, 0);
+    rc |= set_geom(k, cdiv(p->T, 8), 1, 256, 0, err, n);
     k = add_kernel(p, HOT_K_HQ_W, "templates/hadamard_quant.cu");
-    set_geom(k, cdiv(p->I, 32), cdiv(p->hq.gemm.k_pad, 256), 256, 0);
-    if (p->hq.w.rule == HOT_RULE_SAWB) {
+    if (!rc) rc |= set_geom(k, cdiv(p->I, 32), cdiv(p->hq.gemm.k_pad, 256), 256, 0, err, n);
+    if (!rc && p->hq.w.rule == HOT_RULE_SAWB) {
       k = add_kernel(p, HOT_K_SAWB_W, "templates/sawb.cu");
-      set_geom(k, cdiv(cdiv(p->hq.o_pad * p->I, 1024), 8), 1, 256, 0);
+      rc |= set_geom(k, sawb_blocks(plan_sawb_elems(p, HOT_K_SAWB_W)), 1, 256, 0, err, n);
     }
   }
-  if (p->hla.enabled) {
+  if (!rc && p->hla.enabled) { /* the same as abc_x over the columns of g_y */
     hot_kernel_plan *k = add_kernel(p, HOT_K_HLA_G, "templates/hla_project.cu");
-    set_geom(k, p->hla.blocks, cdiv(p->O, hla_cols), 256, 0);
+    rc |= set_geom(k, p->hla.blocks, cdiv(p->O, hc), 256, 0, err, n);
   }
-  if (p->hq.enabled) {
-    const hot_gemm_plan *g = &p->hq.gemm;
-    hot_kernel_plan *k = add_kernel(p, HOT_K_GEMM_GX, gemm_template(g));
-    set_geom(k, cdiv(g->n, g->tile_n), cdiv(g->m, g->tile_m), (unsigned)(32 * g->warps_m * g->warps_n),
-             g->smem);
+  for (int gw = 0; gw < 2 && !rc; ++gw) { /* GEMMs: x over N tiles, y over M tiles */
+    if (!(gw ? p->hla.enabled : p->hq.enabled)) continue;
+    const hot_gemm_plan *g = gw ? &p->hla.gemm : &p->hq.gemm;
+    hot_kernel_plan *k = add_kernel(p, gw ? HOT_K_GEMM_GW : HOT_K_GEMM_GX, gemm_template(g));
+    rc |= set_geom(k, cdiv(g->n, g->tile_n), cdiv(g->m, g->tile_m),
+                   (unsigned)(32 * g->warps_m * g->warps_n), g->smem, err, n);
   }
-  if (p->hla.enabled) {
-    const hot_gemm_plan *g = &p->hla.gemm;
-    hot_kernel_plan *k = add_kernel(p, HOT_K_GEMM_GW, gemm_template(g));
-    set_geom(k, cdiv(g->n, g->tile_n), cdiv(g->m, g->tile_m), (unsigned)(32 * g->warps_m * g->warps_n),
-             g->smem);
-  }
-  if (s->bias) {
-    /* templates/bias.cu: 32 columns per block, 8 warps splitting the token chunks. */
+  if (!rc && s->bias) { /* bias.cu: 32 columns per block, 8 warps splitting the token chunks */
     hot_kernel_plan *k = add_kernel(p, HOT_K_BIAS, "templates/bias.cu");
-    set_geom(k, cdiv(p->O, 32), 1, 256, 0);
+    rc |= set_geom(k, cdiv(p->O, 32), 1, 256, 0, err, n);
   }
-  if (p->hq.enabled && p->hq.g.gran == HOT_GRAN_AUTO) {
+  if (!rc && p->hq.enabled && p->hq.g.gran == HOT_GRAN_AUTO) { /* lqs.cu: one warp per row */
     hot_kernel_plan *k = add_kernel(p, HOT_K_LQS, "templates/lqs.cu");
-    set_geom(k, cdiv(p->T, 8), 1, 256, 0);
+    rc |= set_geom(k, cdiv(p->T, 8), 1, 256, 0, err, n);
   }
+  return rc ? -1 : 0;
+}
+
+/* Stage 6: the block and shared memory against the arch, every buffer's bytes against int64. */
+static int plan_check(const hot_arch_caps *caps, hot_layer_plan *p, char *err, size_t n) {
   for (int i = 0; i < p->n_kernels; ++i) {
     const hot_kernel_plan *k = &p->kernels[i];
-    if (k->grid[1] > 65535 || k->grid[0] > 2147483647u)
-      return hot_errf(err, n, "kernel %s: grid %ux%u exceeds the launch limits",
-                  plan_role_name(k->role), k->grid[0], k->grid[1]);
     if (k->block[0] > (unsigned)caps->max_threads || k->smem > (unsigned)caps->max_smem_optin)
-      return hot_errf(err, n, "kernel %s: block of %u threads / %u bytes of shared memory exceeds %s",
-                  plan_role_name(k->role), k->block[0], k->smem, caps->name);
+      return hot_errf(err, n, "kernel %s: block of %u threads / %u bytes of shared memory "
+                      "exceeds %s", plan_role_name(k->role), k->block[0], k->smem, caps->name);
   }
-  name_kernels(p);
+  for (int b = 0; b < HOT_BUF_COUNT; ++b)
+    if (plan_buffer_bytes(p, (hot_buffer)b) < 0)
+      return hot_errf(err, n, "buffer %s: its size overflows int64 (T = %lld, O = %lld, I = %lld)",
+                      plan_buffer_name((hot_buffer)b), (long long)p->T, (long long)p->O,
+                      (long long)p->I);
+  p->abc.bytes = plan_buffer_bytes(p, HOT_BUF_SAVED);
   return 0;
+}
+
+int plan_layer(const hot_layer_spec *s, int64_t batch, int64_t tokens, hot_recipe recipe,
+               hot_arch arch, int layer_id, hot_layer_plan *p, char *err, size_t n) {
+  if (!s || !p) return hot_errf(err, n, "plan_layer: NULL argument");
+  memset(p, 0, sizeof *p);
+  const hot_arch_caps *caps = plan_arch_caps(arch);
+  if (!caps) return hot_errf(err, n, "unknown arch %d", (int)arch);
+  (void)recipe; /* the recipe's defaults are already in the spec (plan_spec_defaults) */
+  p->spec = s;
+  p->arch = arch;
+  p->layer_id = layer_id;
+  if (plan_sizes(s, batch, tokens, p, err, n) || plan_hq(s, caps, p, err, n) ||
+      plan_hla(s, caps, p, err, n) || plan_kernels(s, p, err, n) || plan_abc_ops(p, err, n) ||
+      plan_check(caps, p, err, n) || name_kernels(p, err, n))
+    return -1;
+  return 0;
+}
+
+void plan_kernel_grid(const hot_layer_plan *pl, int k, int phase, unsigned grid[3]) {
+  grid[0] = grid[1] = grid[2] = 0;
+  if (!pl || k < 0 || k >= pl->n_kernels) return;
+  const hot_kernel_plan *kp = &pl->kernels[k];
+  const int one_block = phase == 1 && (kp->role == HOT_K_SAWB_W || kp->role == HOT_K_SAWB_X);
+  grid[0] = one_block ? 1u : kp->grid[0];
+  grid[1] = one_block ? 1u : kp->grid[1];
+  grid[2] = one_block ? 1u : kp->grid[2];
 }
 
 int plan_kernel_index(const hot_layer_plan *plan, hot_kernel_role role) {

@@ -28,6 +28,16 @@
 #define HOT_MAX_KERNELS 12  /* kernels per layer plan */
 #define HOT_MAX_SWEEP 16    /* values per sweep axis */
 
+/* What the kernels can address (templates/CONTRACT.md, "Size limits"); plan_layer refuses a
+ * layer that exceeds one, naming the size, its value and the limit:
+ *  - HOT_LIMIT_INT: every size a kernel takes as an int argument or indexes with int arithmetic
+ *    (T, L, O, I, o_pad, both k_pad, the HLA K, the per-sample segment length);
+ *  - HOT_LIMIT_GRID_X / HOT_LIMIT_GRID_YZ: CUDA's launch limits on gridDim.x and gridDim.y/z;
+ *  - byte counts of every buffer and tensor, and the operation counts, must fit int64_t. */
+#define HOT_LIMIT_INT 2147483647LL      /* 2^31 - 1 */
+#define HOT_LIMIT_GRID_X 2147483647LL   /* 2^31 - 1 */
+#define HOT_LIMIT_GRID_YZ 65535LL
+
 /* ---- enumerations (each has a static name, see plan_*_name in plan.c) --------------------- */
 
 /* hot_dtype, hot_round, hot_gran, hot_rule, hot_selection, hot_layout, hot_recipe: hot_types.h */
@@ -97,7 +107,7 @@ typedef struct {
   hot_kernel_role role;
   char name[128];           /* extern "C" entry point; encodes the parameters */
   const char *templ;        /* template file, e.g. "templates/hadamard_quant.cu" */
-  unsigned grid[3];
+  unsigned grid[3];         /* phase 0's grid; plan_kernel_grid gives every phase's */
   unsigned block[3];
   unsigned smem;            /* dynamic shared memory, bytes */
   int max_spills;           /* spill bytes the plan allows (0 unless stated) */
@@ -146,7 +156,7 @@ typedef struct hot_layer_plan { /* tagged: hot.h declares it as an opaque type *
 
   struct {
     int enabled;
-    int64_t bytes;          /* q_x^ codes (hla.k x I int8) + one fp32 scale */
+    int64_t bytes;          /* the saved buffer: plan_buffer_bytes(HOT_BUF_SAVED) */
     int64_t fp32_bytes;     /* T * I * 4 */
     int64_t bf16_bytes;     /* T * I * 2 */
   } abc;
@@ -188,6 +198,41 @@ void plan_spec_defaults(hot_layer_spec *spec, hot_recipe recipe);
  * silent change). */
 int plan_layer(const hot_layer_spec *spec, int64_t batch, int64_t tokens, hot_recipe recipe,
                hot_arch arch, int layer_id, hot_layer_plan *out, char *err, size_t errlen);
+
+/* Buffers of a layer whose size the plan decides (plan_buffer_bytes). */
+typedef enum {
+  HOT_BUF_Q_G = 0,  /* q_g': T rows of hq.gemm.k_pad codes (k_pad / 2 bytes when packed) */
+  HOT_BUF_S_G,      /* s_g: T fp32 row scales */
+  HOT_BUF_Q_W,      /* q_w': I rows of hq.gemm.k_pad codes (k_pad / 2 bytes when packed) */
+  HOT_BUF_Q_HG,     /* q_g^: O rows of hla.gemm.k_pad int8 */
+  HOT_BUF_Q_HX,     /* q_x^: I rows of hla.gemm.k_pad int8 (the GEMM reads whole k_pad rows) */
+  HOT_BUF_SAVED,    /* the saved buffer: q_x^ then s_x^ (fp32) with ABC, else x as T x I fp32 */
+  HOT_BUF_MATH,     /* fp32 math tensor read by sawb.cu: the larger of the planned SAWB roles' */
+  HOT_BUF_PARTIALS, /* doubles: 2 per 1024-element chunk, the largest of SAWB roles and LQS */
+  HOT_BUF_GY,       /* g_y: T x O in the layer's dtype */
+  HOT_BUF_X,        /* x: T x I in the layer's dtype */
+  HOT_BUF_W,        /* w: O x I in the layer's dtype */
+  HOT_BUF_GX,       /* g_x: T x I fp32 */
+  HOT_BUF_GW,       /* g_w: O x I fp32 */
+  HOT_BUF_COUNT
+} hot_buffer;
+
+/* Bytes of buffer `b` of `plan` (0 for a role the plan does not have), computed from the plan's
+ * fields only, so that hand-built plans of tests get the same answer. The one definition of
+ * every buffer size: the planner, both backends, the twins and the cost model use it. Returns
+ * -1 when the size does not fit int64_t (plan_layer refuses such plans) or plan/b is invalid. */
+int64_t plan_buffer_bytes(const hot_layer_plan *plan, hot_buffer b);
+/* Static name of a buffer ("q_g", "saved", ...). */
+const char *plan_buffer_name(hot_buffer b);
+
+/* Elements of the fp32 tensor a SAWB role reads (o_pad * I for sawb_w, K * I for sawb_x; 0 for
+ * other roles). */
+int64_t plan_sawb_elems(const hot_layer_plan *plan, hot_kernel_role role);
+
+/* The grid of the kernel plan->kernels[k] for launch argument `phase`: the planned grid, except
+ * where the template documents its own grid for a phase (sawb.cu phase 1: one block). Zeros for
+ * an invalid k. */
+void plan_kernel_grid(const hot_layer_plan *plan, int k, int phase, unsigned grid[3]);
 
 /* Index of the kernel with `role` in plan->kernels, or -1 when the plan has none. */
 int plan_kernel_index(const hot_layer_plan *plan, hot_kernel_role role);

@@ -91,9 +91,6 @@ static hot_status check_ptr(hot_layer *layer, const void *p, const char *what) {
   return HOT_OK;
 }
 
-static int64_t max64(int64_t a, int64_t b) { return a > b ? a : b; }
-static int64_t chunks1024(int64_t n) { return (n + 1023) / 1024; }
-
 /* Device scratch of the layer's calls, one allocation (each piece 256-byte aligned):
  *   q_g, s_g      HQ g' codes (hot_ref_hq_g_bytes) and T scales            (backward, HQ)
  *   q_w, s_w      HQ w' codes (hot_ref_hq_w_bytes) and its scale           (backward, HQ)
@@ -111,23 +108,18 @@ static hot_status alloc_scratch(hot_layer *layer) {
   int sawb_w = plan_kernel_index(pl, HOT_K_SAWB_W) >= 0;
   int sawb_x = plan_kernel_index(pl, HOT_K_SAWB_X) >= 0;
   int lqs = plan_kernel_index(pl, HOT_K_LQS) >= 0;
-  int64_t nw = sawb_w ? launch_sawb_elems(pl, HOT_K_SAWB_W) : 0;
-  int64_t nx = sawb_x ? launch_sawb_elems(pl, HOT_K_SAWB_X) : 0;
-  int64_t nl = lqs ? pl->T * pl->O : 0;
-  int64_t math = max64(nw, nx);
-  int64_t parts = max64(max64(2 * chunks1024(nw), 2 * chunks1024(nx)), 2 * chunks1024(nl));
   enum { N_PIECES = 13 };
   size_t sz[N_PIECES] = {
-      pl->hq.enabled ? (size_t)hot_ref_hq_g_bytes(pl) : 0,   /* q_g */
-      pl->hq.enabled ? (size_t)pl->T * 4 : 0,               /* s_g: T floats */
-      pl->hq.enabled ? (size_t)hot_ref_hq_w_bytes(pl) : 0,   /* q_w */
+      (size_t)plan_buffer_bytes(pl, HOT_BUF_Q_G),            /* q_g (the plan's sizes) */
+      (size_t)plan_buffer_bytes(pl, HOT_BUF_S_G),            /* s_g: T floats */
+      (size_t)plan_buffer_bytes(pl, HOT_BUF_Q_W),            /* q_w */
       4,                                                     /* s_w */
-      pl->hla.enabled ? (size_t)hot_ref_hla_g_bytes(pl) : 0, /* q_g^ */
+      (size_t)plan_buffer_bytes(pl, HOT_BUF_Q_HG),           /* q_g^ */
       4,                                                     /* s_g^ */
       HOT_AMAX_WORDS * 4,                                    /* amax words */
       (sawb_w || sawb_x) ? 2 * 4 : 0,                        /* s_sawb */
-      (size_t)math * 4,                                      /* math */
-      (size_t)parts * 8,                                     /* partials */
+      (size_t)plan_buffer_bytes(pl, HOT_BUF_MATH),           /* math */
+      (size_t)plan_buffer_bytes(pl, HOT_BUF_PARTIALS),       /* partials */
       lqs ? (size_t)pl->T * 4 : 0,                           /* lqs_rs */
       lqs ? 2 * 8 : 0,                                       /* lqs_res */
       lqs ? 4 : 0};                                          /* lqs_choice */

@@ -185,12 +185,12 @@ void cuda_pop(hot_ctx *ctx);
 
 /* ---- launch.c ------------------------------------------------------------------------------- */
 
-/* Byte sizes of the device scratch pieces and the saved buffer (the CPU twin's sizes). */
+/* Bytes of the saved buffer: plan_buffer_bytes(pl, HOT_BUF_SAVED), what both backends allocate
+ * and hot_layer_saved_bytes reports. */
 int64_t launch_saved_bytes(const hot_layer_plan *pl);
 
-/* One launch per role; each checks the plan's geometry against the template's documented one,
- * builds the argument list of the template's header and launches on `stream`. Device pointers
- * as CUdeviceptr. */
+/* One launch per role on the plan's geometry (gen/plan.c); each builds the argument list of the
+ * template's header and launches on `stream`. Device pointers as CUdeviceptr. */
 /* HQ operands (templates/hadamard_quant.cu): scale_in / math_out for SAWB of w' (0 = NULL). */
 hot_status launch_hq(hot_layer *layer, hot_kernel_role role, CUdeviceptr src, CUdeviceptr codes,
                      CUdeviceptr scales, CUdeviceptr amax, CUdeviceptr scale_in,
@@ -213,12 +213,14 @@ hot_status launch_gemm(hot_layer *layer, hot_kernel_role role, CUdeviceptr a, CU
                        CUdeviceptr c, CUdeviceptr row_scale, CUdeviceptr alpha_a,
                        CUdeviceptr alpha_b, CUstream stream);
 hot_status launch_bias(hot_layer *layer, CUdeviceptr g_y, CUdeviceptr g_b, CUstream stream);
-/* HOT_ERR_UNSUPPORTED (message set) unless every role in `need` (bit per hot_kernel_role) has
- * launch code here and its template's entry takes the parameters that code passes. */
+/* HOT_ERR_UNSUPPORTED / HOT_ERR_INTERNAL (message set) unless every role in `need` (bit per
+ * hot_kernel_role) is in the plan and has launch code here. */
 hot_status launch_check(hot_layer *layer, unsigned need);
-/* The grid a launch of `role` in `phase` uses: the plan's (phase 0's, checked by launch_check),
- * or the template's documented grid for a phase that has its own (sawb.cu phase 1: 1 x 1 x 1).
- * All zeros when the plan has no such kernel. */
+/* The comma-joined parameter names the launch of `role` passes, in order (static storage), or
+ * NULL when there is no launch code for it; tests compare it with the template's entry. */
+const char *launch_signature(hot_kernel_role role);
+/* The grid a launch of `role` in `phase` uses: plan_kernel_grid of the plan's kernel. All zeros
+ * when the plan has no such kernel. */
 void launch_grid(const hot_layer_plan *pl, hot_kernel_role role, int phase, unsigned grid[3]);
 /* Zeroes n amax words at p on stream. */
 hot_status launch_zero(hot_layer *layer, CUdeviceptr p, size_t words, CUstream stream);

@@ -1,29 +1,28 @@
 /* launch.c — one function per kernel role: the argument list documented at the top of its
- * template, the plan's launch geometry (checked against the template's documented formula), and
- * the launch on the caller's stream through module_launch.
+ * template, the plan's launch geometry, and the launch on the caller's stream through
+ * module_launch.
  *
- * Safety net: before a role is launched, the parameter names of the template's entry point (as
- * embedded in this build) are compared with the list this file passes (k_sig below). A template
- * whose signature changed, or one that exists but has no launch code here yet, gives
- * HOT_ERR_UNSUPPORTED naming both lists — never a launch with the wrong arguments.
+ * The launch geometry (grid, block, dynamic shared memory) is the plan's, decided once in
+ * gen/plan.c (plan_kernel_grid for a phase's grid); nothing here recomputes it. k_sig lists the
+ * parameter names each launch passes, in order; the test suite compares them with every
+ * template's entry point (emit_entry_params), so a template and this file cannot drift apart
+ * unnoticed — nothing parses template text at run time.
  *
  * Every planned role has launch code (abc_x, hq_g, hq_w, hla_g, gemm_gx, gemm_gw, bias, lqs,
- * sawb_w, sawb_x). Adding a role: put its parameter names in k_sig, its documented geometry in
- * expected_geometry, write a launch_<role> that fills the arguments in that order (copy
- * launch_hq), and call it from cuda_backend.c.
+ * sawb_w, sawb_x). Adding a role: put its parameter names in k_sig, its geometry in plan.c,
+ * write a launch_<role> that fills the arguments in that order (copy launch_hq), and call it from
+ * cuda_backend.c.
  */
 #include <stdio.h>
 #include <string.h>
 
-#include "embed.h"
 #include "hot_internal.h"
 #include "hot_math.cuh"
 #include "ref.h"
 
 int64_t launch_saved_bytes(const hot_layer_plan *pl) {
-  if (!pl) return 0;
-  return pl->abc.enabled ? hot_ref_hla_x_bytes(pl) + (int64_t)sizeof(float)
-                         : pl->T * pl->I * (int64_t)sizeof(float);
+  const int64_t n = pl ? plan_buffer_bytes(pl, HOT_BUF_SAVED) : 0;
+  return n > 0 ? n : 0;
 }
 
 /* Parameter names of each role's entry point, in order; NULL: no launch code yet. */
@@ -40,130 +39,24 @@ static const char *const k_sig[HOT_K_ROLE_COUNT] = {
     [HOT_K_SAWB_X] = "v,n,partials,amax_bits,scale,phase",
 };
 
-static int ident_char(char c) {
-  return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '_';
+const char *launch_signature(hot_kernel_role role) {
+  return (int)role >= 0 && role < HOT_K_ROLE_COUNT ? k_sig[role] : NULL;
 }
-
-/* The parameter names of the first "HOT_KNAME(" entry of a template text, comma-joined. */
-static int entry_params(const char *text, char *out, size_t n) {
-  const char *p = strstr(text, "HOT_KNAME(");
-  while (p && p > text && ident_char(p[-1])) p = strstr(p + 1, "HOT_KNAME(");
-  if (!p || n == 0) return -1;
-  p += strlen("HOT_KNAME(");
-  size_t o = 0;
-  out[0] = '\0';
-  while (*p && *p != ')') {
-    const char *end = p;
-    while (*end && *end != ',' && *end != ')') ++end;
-    const char *e = end; /* the last identifier of the piece is the parameter's name */
-    while (e > p && !ident_char(e[-1])) --e;
-    const char *b = e;
-    while (b > p && ident_char(b[-1])) --b;
-    int k = snprintf(out + o, n - o, "%s%.*s", o ? "," : "", (int)(e - b), b);
-    if (k < 0 || (size_t)k >= n - o) return -1;
-    o += (size_t)k;
-    p = *end == ',' ? end + 1 : end;
-  }
-  return *p == ')' ? 0 : -1;
-}
-
-/* HOT_OK when the role has launch code here and the embedded template's entry takes exactly
- * the parameters that code passes. */
-static hot_status check_role(hot_layer *layer, hot_kernel_role role) {
-  int k = plan_kernel_index(layer->plan, role);
-  const char *templ = k >= 0 ? layer->plan->kernels[k].templ : "?";
-  const hot_embedded_file *f = embed_find(templ);
-  if (!k_sig[role])
-    return ctx_fail(layer->ctx, HOT_ERR_UNSUPPORTED, "layer '%s': kernel %s: %s%s", layer->spec.name,
-                    plan_role_name(role), templ,
-                    f ? " is in this build but runtime/launch.c has no launch code for it yet"
-                      : " not available in this build");
-  char got[512];
-  if (!f || entry_params(f->data, got, sizeof got) != 0)
-    return ctx_fail(layer->ctx, HOT_ERR_INTERNAL, "layer '%s': kernel %s: cannot read the entry "
-                    "point of %s", layer->spec.name, plan_role_name(role), templ);
-  if (strcmp(got, k_sig[role]) != 0)
-    return ctx_fail(layer->ctx, HOT_ERR_UNSUPPORTED, "layer '%s': kernel %s: %s's entry takes (%s) "
-                    "but this runtime passes (%s): template and runtime/launch.c out of step",
-                    layer->spec.name, plan_role_name(role), templ, got, k_sig[role]);
-  return HOT_OK;
-}
-
-static unsigned cdiv(int64_t a, int64_t b) { return (unsigned)((a + b - 1) / b); }
 
 int64_t launch_sawb_elems(const hot_layer_plan *pl, hot_kernel_role role) {
-  if (role == HOT_K_SAWB_W) return pl->hq.o_pad * pl->I;
-  if (role == HOT_K_SAWB_X) return pl->hla.k * pl->I;
-  return 0;
+  return plan_sawb_elems(pl, role);
 }
 
-/* The launch geometry each template documents in its header for `phase`, from the plan's
- * sizes. The plan holds one geometry per kernel: the one of phase 0 (every role's phases share
- * it, except sawb.cu's phase 1, documented as one block). */
-static void expected_geometry(const hot_layer_plan *pl, hot_kernel_role role, int phase,
-                              unsigned grid[2], unsigned *block, unsigned *smem) {
-  const hot_gemm_plan *g = role == HOT_K_GEMM_GX ? &pl->hq.gemm : &pl->hla.gemm;
-  /* hla_project.cu: HLA_COLS = 256 for p <= 32, else 8192 / p */
-  const int64_t hla_cols = pl->hla.block <= 32 ? 256 : 8192 / pl->hla.block;
-  grid[1] = 1;
-  *block = 256;
-  *smem = 0;
-  switch (role) {
-  case HOT_K_ABC_X: /* one token block x HLA_COLS columns of x per block */
-    grid[0] = (unsigned)pl->hla.blocks;
-    grid[1] = cdiv(pl->I, hla_cols);
-    break;
-  case HOT_K_HLA_G: /* the same over the columns of g_y */
-    grid[0] = (unsigned)pl->hla.blocks;
-    grid[1] = cdiv(pl->O, hla_cols);
-    break;
-  case HOT_K_HQ_G: /* one warp per row of g_y, 8 rows per block */
-    grid[0] = cdiv(pl->T, 8);
-    break;
-  case HOT_K_HQ_W: /* 32 columns of w x one 256-row chunk of k_pad per block */
-    grid[0] = cdiv(pl->I, 32);
-    grid[1] = cdiv(pl->hq.gemm.k_pad, 256);
-    break;
-  case HOT_K_GEMM_GX:
-  case HOT_K_GEMM_GW: /* x over N tiles, y over M tiles */
-    grid[0] = cdiv(g->n, g->tile_n);
-    grid[1] = cdiv(g->m, g->tile_m);
-    *block = (unsigned)(32 * g->warps_m * g->warps_n);
-    *smem = plan_gemm_smem(g->path, g->codes, g->tile_m, g->tile_n, g->tile_k, g->stages);
-    break;
-  case HOT_K_BIAS: /* 32 columns of g_y per block */
-    grid[0] = cdiv(pl->O, 32);
-    break;
-  case HOT_K_LQS: /* one warp per row (phase 0) / per 1024-term chunk (phase 1), grid-stride */
-    grid[0] = cdiv(pl->T, 8);
-    break;
-  case HOT_K_SAWB_W:
-  case HOT_K_SAWB_X: /* phase 0: one warp per 1024-element chunk; phase 1: one block */
-    grid[0] = phase == 1 ? 1u : cdiv(cdiv(launch_sawb_elems(pl, role), 1024), 8);
-    break;
-  default:
-    grid[0] = 0; /* no launch code: never matches */
-    break;
-  }
-}
-
-/* HOT_OK when the plan launches `role` as its template documents (phase 0's geometry). */
-static hot_status check_geometry(hot_layer *layer, hot_kernel_role role) {
-  const hot_layer_plan *pl = layer->plan;
-  int k = plan_kernel_index(pl, role);
+/* HOT_OK when `role` has launch code here and the plan has a kernel for it. */
+static hot_status check_role(hot_layer *layer, hot_kernel_role role) {
+  int k = plan_kernel_index(layer->plan, role);
   if (k < 0)
     return ctx_fail(layer->ctx, HOT_ERR_INTERNAL, "layer '%s': the plan has no kernel %s",
                     layer->spec.name, plan_role_name(role));
-  const hot_kernel_plan *kp = &pl->kernels[k];
-  unsigned grid[2], block, smem;
-  expected_geometry(pl, role, 0, grid, &block, &smem);
-  if (kp->grid[0] != grid[0] || kp->grid[1] != grid[1] || kp->grid[2] != 1 ||
-      kp->block[0] != block || kp->block[1] != 1 || kp->block[2] != 1 || kp->smem != smem)
-    return ctx_fail(layer->ctx, HOT_ERR_INTERNAL, "layer '%s': kernel %s: the plan launches grid "
-                    "%ux%ux%u block %u smem %u, %s documents grid %ux%u block %u smem %u "
-                    "(planner and template out of step)", layer->spec.name, kp->name, kp->grid[0],
-                    kp->grid[1], kp->grid[2], kp->block[0], kp->smem, kp->templ, grid[0], grid[1],
-                    block, smem);
+  if (!k_sig[role])
+    return ctx_fail(layer->ctx, HOT_ERR_UNSUPPORTED, "layer '%s': kernel %s: runtime/launch.c has "
+                    "no launch code for %s", layer->spec.name, plan_role_name(role),
+                    layer->plan->kernels[k].templ);
   return HOT_OK;
 }
 
@@ -171,29 +64,13 @@ hot_status launch_check(hot_layer *layer, unsigned need) {
   for (int r = 0; r < HOT_K_ROLE_COUNT; ++r) {
     if (!(need & (1u << r))) continue;
     hot_status st = check_role(layer, (hot_kernel_role)r);
-    if (!st) st = check_geometry(layer, (hot_kernel_role)r);
     if (st) return st;
   }
   return HOT_OK;
 }
 
 void launch_grid(const hot_layer_plan *pl, hot_kernel_role role, int phase, unsigned grid[3]) {
-  int k = plan_kernel_index(pl, role);
-  grid[0] = grid[1] = grid[2] = 0;
-  if (k < 0) return;
-  const hot_kernel_plan *kp = &pl->kernels[k];
-  grid[0] = kp->grid[0];
-  grid[1] = kp->grid[1];
-  grid[2] = kp->grid[2];
-  if (phase == 0) return;
-  unsigned g0[2], gp[2], block, smem;
-  expected_geometry(pl, role, 0, g0, &block, &smem);
-  expected_geometry(pl, role, phase, gp, &block, &smem);
-  if (gp[0] != g0[0] || gp[1] != g0[1]) { /* a phase with its own documented grid */
-    grid[0] = gp[0];
-    grid[1] = gp[1];
-    grid[2] = 1;
-  }
+  plan_kernel_grid(pl, plan_kernel_index(pl, role), phase, grid);
 }
 
 /* Profiling: records the layer's event i on stream (created on first need, kept). */
@@ -212,8 +89,8 @@ static hot_status prof_record(hot_layer *layer, int i, CUstream stream) {
   return ctx_fail(layer->ctx, ctx_rt(r), "layer '%s': %s", layer->spec.name, err);
 }
 
-/* Launches the plan's kernel of `role` for `phase` on launch_grid's grid and the plan's block
- * and shared memory (the plan's geometry checked again: cheap). */
+/* Launches the plan's kernel of `role` for `phase` on the plan's grid of that phase, block and
+ * dynamic shared memory. */
 static hot_status launch_role(hot_layer *layer, hot_kernel_role role, int phase, void **args,
                               CUstream stream) {
   const hot_layer_plan *pl = layer->plan;
@@ -221,11 +98,10 @@ static hot_status launch_role(hot_layer *layer, hot_kernel_role role, int phase,
   if (k < 0 || !layer->cu.fn[k])
     return ctx_fail(layer->ctx, HOT_ERR_INTERNAL, "layer '%s': kernel %s not loaded",
                     layer->spec.name, plan_role_name(role));
-  hot_status st = check_geometry(layer, role);
-  if (st) return st;
+  hot_status st = HOT_OK;
   const hot_kernel_plan *kp = &pl->kernels[k];
   hot_launch_cfg cfg = {{0, 0, 0}, {kp->block[0], kp->block[1], kp->block[2]}, kp->smem, stream};
-  launch_grid(pl, role, phase, cfg.grid);
+  plan_kernel_grid(pl, k, phase, cfg.grid);
   char err[512];
   hot_cuda_layer *cu = &layer->cu;
   int prof = cu->prof_on && cu->prof_n < HOT_MAX_KERNEL_TIMES; /* off: one test, no driver call */
@@ -272,8 +148,9 @@ hot_status launch_hq(hot_layer *layer, hot_kernel_role role, CUdeviceptr src, CU
   return launch_role(layer, role, phase, args, stream);
 }
 
-/* templates/hla_project.cu. x^ (HOT_K_ABC_X, RTN): x, T x I; g^ (HOT_K_HLA_G, SR, tag =
- * layer_id*16 + 2): g_y, T x O. Codes cols x hla.gemm.k_pad int8 (zero tail written by phase 1).
+/* templates/hla_project.cu. x^ (HOT_K_ABC_X, RTN): x, T x I; g^ (HOT_K_HLA_G, hla.g.round
+ * compiled into the kernel; SR draws with tag = layer_id*16 + 2): g_y, T x O. Codes cols x
+ * hla.gemm.k_pad int8 (zero tail written by phase 1).
  * Phases: 0 amax (+ math_out K x cols floats for SAWB), 1 quantize (scale_in: SAWB's scale). */
 hot_status launch_hla(hot_layer *layer, hot_kernel_role role, CUdeviceptr src, CUdeviceptr codes,
                       CUdeviceptr scale, CUdeviceptr amax, CUdeviceptr scale_in,
@@ -287,7 +164,7 @@ hot_status launch_hla(hot_layer *layer, hot_kernel_role role, CUdeviceptr src, C
   unsigned long long seed = layer->seed;
   unsigned tag = (unsigned)pl->layer_id * 16u + (is_g ? HOT_TENSOR_HLA_G : 0u); /* x^: RTN */
   unsigned st = step;
-  if (pl->hla.k > 2147483647 || pl->hla.gemm.k_pad > 2147483647)
+  if (pl->hla.k > HOT_LIMIT_INT || pl->hla.gemm.k_pad > HOT_LIMIT_INT) /* the planner refuses */
     return ctx_fail(layer->ctx, HOT_ERR_SHAPE, "layer '%s': hla K = %lld does not fit the "
                     "kernel's int argument", layer->spec.name, (long long)pl->hla.gemm.k_pad);
   void *args[] = {&src, &T, &cols, &ld_src, &L, &layout, &seg_len, &segments, &k_real, &k_pad,

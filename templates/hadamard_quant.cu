@@ -1,16 +1,18 @@
-/* @hot-params: HOT_KNAME HOT_OPERAND HOT_DTYPE HOT_B HOT_BITS HOT_CODES */
+/* @hot-params: HOT_KNAME HOT_OPERAND HOT_DTYPE HOT_B HOT_BITS HOT_CODES HOT_ROUND */
 /* hadamard_quant.cu — HQ operand kernels (HOT.md section 3): block FWHT of size b along O, amax
- * (per row or per tensor), quantization (SR with the Philox stream for g', RTN for w'), int8
+ * (per row or per tensor), quantization (SR with the Philox stream or RTN for g', RTN for w'), int8
  * codes or packed int4 nibbles, and the scales. CPU twin: templates/hadamard_quant_ref.c.
  *
  * Parameters (the generator defines them; the defaults below let the file compile alone):
  *   HOT_KNAME    entry point name
- *   HOT_OPERAND  0 = g' (rows of g_y, T x O, stochastic rounding, scale per row or tensor)
+ *   HOT_OPERAND  0 = g' (rows of g_y, T x O, rounding HOT_ROUND, scale per row or tensor)
  *                1 = w' (columns of w, O x I, round to nearest, scale per tensor, stored I x k_pad)
  *   HOT_DTYPE    0 = f32, 1 = bf16, 2 = f16 input
  *   HOT_B        Hadamard block b (power of two, 1..256; 1 = no transform, paper_code on odd O)
  *   HOT_BITS     code bits (qmax = 2^(bits-1) - 1)
  *   HOT_CODES    0 = one int8 per code, 1 = packed int4 (element 2j in the low nibble of byte j)
+ *   HOT_ROUND    1 = stochastic rounding (Philox, g' only), 0 = round to nearest (w' always; g'
+ *                when the plan asks for it: seed/tag/step are then ignored)
  *
  * Mapping. A "line" is one row of g_y (operand 0) or one column of w (operand 1), transformed and
  * quantized along O. One warp owns one line; each lane holds 8 consecutive elements of a
@@ -39,6 +41,7 @@
 #define HOT_B 16
 #define HOT_BITS 4
 #define HOT_CODES 1
+#define HOT_ROUND 1
 #endif
 
 #include "hot_math.cuh"
@@ -53,6 +56,8 @@
 static_assert(HOT_B >= 1 && HOT_B <= 256 && (HOT_B & (HOT_B - 1)) == 0, "b must be a power of two in [1, 256] (1: the paper code's shrinking rule left no transform)");
 static_assert(HOT_BITS >= 2 && HOT_BITS <= 8, "bits in [2, 8]");
 static_assert(HOT_CODES == 0 || HOT_BITS <= 4, "packed int4 codes need bits <= 4");
+static_assert(HOT_ROUND == 0 || HOT_ROUND == 1, "HOT_ROUND 0 (RTN) or 1 (SR)");
+static_assert(HOT_ROUND == 0 || HOT_OPERAND == 0, "w' has no random stream: HOT_ROUND 0");
 
 /* Loads element e of line `line` as f32 (0 beyond the real length). */
 static __device__ __forceinline__ float hq_load1(const void *src, long long off) {
@@ -133,7 +138,7 @@ static __device__ __forceinline__ void hq_store8(unsigned char *code_row, int c,
                                                  unsigned long long seed, unsigned tag,
                                                  unsigned step) {
   int q[8];
-#if HOT_OPERAND == 0
+#if HOT_ROUND == 1
   hot_philox_out r;
 #pragma unroll
   for (int j = 0; j < 8; ++j) {

@@ -1,14 +1,15 @@
-/* @hot-params: HOT_KNAME HOT_MODE HOT_DTYPE HOT_P HOT_R HOT_BITS HOT_ROWS */
+/* @hot-params: HOT_KNAME HOT_MODE HOT_DTYPE HOT_P HOT_R HOT_BITS HOT_ROUND HOT_ROWS */
 /* hla_project.cu — HLA / ABC projection kernels (HOT.md sections 4 and 5, CONTRACT.md 1-4):
  * per token block, the p-point FWHT down every column (fp32, HOT.md 2 stage order), the gather of
- * the r selected natural rows of H_p, a per-tensor 8-bit quantizer (RTN for x^, SR for g^) and
+ * the r selected natural rows of H_p, a per-tensor 8-bit quantizer (RTN for x^, SR or RTN for g^) and
  * the codes stored TRANSPOSED for the g_w GEMM. CPU twins: hot_ref_hla_quant_x /
  * hot_ref_hla_quant_g (templates/hla_project_ref.c).
  *
  * Parameters (the generator defines them; the defaults below let the file compile alone):
  *   HOT_KNAME  entry point name
- *   HOT_MODE   0 = x^ (role HOT_K_ABC_X, round to nearest), 1 = g^ (role HOT_K_HLA_G, stochastic
- *              rounding, Philox tag = layer_id*16 + 2, idx = k*cols + c of the K x cols math tensor)
+ *   HOT_MODE   0 = x^ (role HOT_K_ABC_X), 1 = g^ (role HOT_K_HLA_G)
+ *   HOT_ROUND  1 = stochastic rounding (g^ only: Philox tag = layer_id*16 + 2, idx = k*cols + c of
+ *              the K x cols math tensor), 0 = round to nearest (x^ always; g^ when planned so)
  *   HOT_DTYPE  0 = f32, 1 = bf16, 2 = f16 input
  *   HOT_P      token block p (power of two, 1..1024; 1 = identity, paper_code on prime L)
  *   HOT_R      rank r (1..p)
@@ -36,7 +37,7 @@
  *             (SAWB: the scale from templates/sawb.cu).
  *   math_out  NULL, or K x cols floats: phase 0 also writes the fp32 math tensor x^ / g^ in
  *             linear index order k*cols + c (the input of templates/sawb.cu).
- *   seed, tag, step  Philox key, tag, step (HOT_MODE 1; ignored by HOT_MODE 0).
+ *   seed, tag, step  Philox key, tag, step (HOT_ROUND 1; ignored by HOT_ROUND 0).
  *
  * Phases (same grid for both, stream-ordered):
  *   0: transform, block max |v| -> atomicMax(amax_bits); math_out when non-NULL. No codes.
@@ -72,6 +73,7 @@
 #define HOT_P 16
 #define HOT_R 10
 #define HOT_BITS 8
+#define HOT_ROUND 1
 #define HOT_ROWS 0, 8, 12, 4, 14, 10, 2, 3, 11, 1
 #endif
 
@@ -90,7 +92,9 @@
 #define HLA_E0 (1 << HLA_NB0)
 #define HLA_ITEMS0 (HOT_P * HLA_COLS / HLA_E0 / HLA_THREADS)
 
-static_assert(HOT_MODE == 0 || HOT_MODE == 1, "HOT_MODE 0 (x^, RTN) or 1 (g^, SR)");
+static_assert(HOT_MODE == 0 || HOT_MODE == 1, "HOT_MODE 0 (x^) or 1 (g^)");
+static_assert(HOT_ROUND == 0 || HOT_ROUND == 1, "HOT_ROUND 0 (RTN) or 1 (SR)");
+static_assert(HOT_ROUND == 0 || HOT_MODE == 1, "x^ has no random stream: HOT_ROUND 0");
 static_assert(HOT_DTYPE >= 0 && HOT_DTYPE <= 2, "HOT_DTYPE 0 (f32), 1 (bf16) or 2 (f16)");
 static_assert(HOT_P >= 1 && HOT_P <= 1024 && (HOT_P & (HOT_P - 1)) == 0,
               "p must be a power of two in [1, 1024]");
@@ -108,7 +112,7 @@ static __device__ __forceinline__ float hla_load1(const void *__restrict__ src, 
   return hot_load_f32(src, off, HOT_DTYPE);
 }
 
-#if HOT_MODE == 1
+#if HOT_ROUND == 1
 /* hot_rand_word without the dynamically indexed struct (which would live in local memory). */
 static __device__ __forceinline__ unsigned hla_rand_word(unsigned long long seed, unsigned tag,
                                                          unsigned step, unsigned long long idx) {
@@ -251,7 +255,7 @@ HOT_KNAME(const void *__restrict__ src, int T, int cols, int ld_src, int L, int 
   for (int id = tid; id < HOT_R * HLA_COLS; id += HLA_THREADS) {
     const int c = id % HLA_COLS, rho = id / HLA_COLS;
     const float val = tile[(int)rows_s[rho] * HLA_COLS + c];
-#if HOT_MODE == 1
+#if HOT_ROUND == 1
     const unsigned long long idx =
         (unsigned long long)(k0 + rho) * (unsigned long long)cols + (unsigned long long)(col0 + c);
     const int q = hot_quant_sr(val, s, HLA_QMAX, hla_rand_word(seed, tag, step, idx));
@@ -260,7 +264,7 @@ HOT_KNAME(const void *__restrict__ src, int T, int cols, int ld_src, int L, int 
 #endif
     qtile[c * HOT_R + rho] = (unsigned char)q;
   }
-#if HOT_MODE == 0
+#if HOT_ROUND == 0
   (void)seed; (void)tag; (void)step;
 #endif
   __syncthreads();

@@ -1,13 +1,14 @@
-/* @hot-params: HOT_KNAME HOT_DTYPE HOT_BITS */
+/* @hot-params: HOT_KNAME HOT_DTYPE HOT_BITS HOT_ROUND */
 /* lqs.cu — layer-wise quantizer selection (HOT.md 6, CONTRACT.md 7) on the raw g_y (T x O, no
  * transform): e_tensor = ||g - deq(Q_tensor(g))||_F and e_token = ||g - deq(Q_row(g))||_F with
- * HOT_BITS-bit SR, absmax; choice = per-row iff e_token < 0.5 * e_tensor. Bit-identical to the
+ * HOT_BITS-bit codes rounded as g' is (HOT_ROUND: SR or RTN), absmax; choice = per-row iff e_token < 0.5 * e_tensor. Bit-identical to the
  * CPU twin hot_ref_lqs (templates/lqs_ref.c): both quantizations use the same Philox draws
  * (tag = layer_id*16 + 3, idx = t*O + o), the squared errors are summed by the canonical fp64
  * sum of CONTRACT 5 (chunks of 1024 terms in idx order, each summed sequentially from 0.0,
  * then the partials sequentially in chunk order from 0.0).
  *
- * Parameters: HOT_KNAME entry name; HOT_DTYPE 0 = f32, 1 = bf16, 2 = f16; HOT_BITS = hq.g.bits.
+ * Parameters: HOT_KNAME entry name; HOT_DTYPE 0 = f32, 1 = bf16, 2 = f16; HOT_BITS = hq.g.bits;
+ * HOT_ROUND = g's rounding: 1 = SR (the Philox draws below), 0 = RTN (seed/tag/step ignored).
  *
  * Entry:
  *   extern "C" __global__ void HOT_KNAME (const void *g_y, int T, int O, int ld_src,
@@ -40,6 +41,7 @@
 #define HOT_KNAME hot_lqs
 #define HOT_DTYPE 0
 #define HOT_BITS 4
+#define HOT_ROUND 1
 #endif
 
 #include "hot_math.cuh"
@@ -51,11 +53,13 @@
 
 static_assert(HOT_DTYPE >= 0 && HOT_DTYPE <= 2, "HOT_DTYPE 0 (f32), 1 (bf16) or 2 (f16)");
 static_assert(HOT_BITS >= 2 && HOT_BITS <= 8, "bits in [2, 8]");
+static_assert(HOT_ROUND == 0 || HOT_ROUND == 1, "HOT_ROUND 0 (RTN) or 1 (SR)");
 
 static __device__ __forceinline__ float lqs_load1(const void *__restrict__ src, long long off) {
   return hot_load_f32(src, off, HOT_DTYPE);
 }
 
+#if HOT_ROUND == 1
 /* hot_rand_word without the dynamically indexed struct (which would live in local memory). */
 static __device__ __forceinline__ unsigned lqs_rand_word(unsigned long long seed, unsigned tag,
                                                          unsigned step, unsigned long long idx) {
@@ -66,6 +70,7 @@ static __device__ __forceinline__ unsigned lqs_rand_word(unsigned long long seed
   const unsigned w = (unsigned)(idx & 3ull);
   return w == 0 ? o.v[0] : w == 1 ? o.v[1] : w == 2 ? o.v[2] : o.v[3];
 }
+#endif
 
 /* (v - deq(q, s))^2 in fp64, deq = fp32 q * s (CONTRACT 7). */
 static __device__ __forceinline__ double lqs_sq(float v, int q, float s) {
@@ -81,6 +86,9 @@ HOT_KNAME(const void *__restrict__ g_y, int T, int O, int ld_src,
           int phase, unsigned long long seed, unsigned tag, unsigned step) {
   __shared__ double terms[LQS_WARPS][2][32];
   const int lane = (int)threadIdx.x & 31, warp = (int)threadIdx.x >> 5;
+#if HOT_ROUND == 0
+  (void)seed; (void)tag; (void)step;
+#endif
 
   if (phase == 0) {
     /* whole warps per row (grid-stride over rows); no block barrier in this phase */
@@ -114,10 +122,15 @@ HOT_KNAME(const void *__restrict__ g_y, int T, int O, int ld_src,
         if (idx < i1) {
           const int t = (int)(idx / O), o = (int)(idx % O);
           const float v = lqs_load1(g_y, (long long)t * ld_src + o);
-          const unsigned word = lqs_rand_word(seed, tag, step, (unsigned long long)idx);
           const float s_row = row_scale[t];
+#if HOT_ROUND == 1
+          const unsigned word = lqs_rand_word(seed, tag, step, (unsigned long long)idx);
           a = lqs_sq(v, hot_quant_sr(v, s_ten, LQS_QMAX, word), s_ten);
           b = lqs_sq(v, hot_quant_sr(v, s_row, LQS_QMAX, word), s_row);
+#else
+          a = lqs_sq(v, hot_quant_rtn(v, s_ten, LQS_QMAX), s_ten);
+          b = lqs_sq(v, hot_quant_rtn(v, s_row, LQS_QMAX), s_row);
+#endif
         }
         terms[warp][0][lane] = a;
         terms[warp][1][lane] = b;

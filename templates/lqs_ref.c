@@ -30,7 +30,8 @@ int hot_ref_lqs(const hot_layer_plan *pl, const void *g_y, hot_dtype dt, uint64_
   int rc = hot_ref_plan_check(pl);
   if (rc) return rc;
   int64_t T = pl->T, O = pl->O, n = T * O;
-  hot_quant q = {pl->hq.g.bits, HOT_ROUND_SR, HOT_GRAN_TENSOR, HOT_RULE_ABSMAX};
+  /* the errors of g' as it will be quantized: its bits and its rounding */
+  hot_quant q = {pl->hq.g.bits, pl->hq.g.round, HOT_GRAN_TENSOR, HOT_RULE_ABSMAX};
   uint32_t tag = (uint32_t)pl->layer_id * 16u + HOT_TENSOR_LQS;
   float *v = malloc((size_t)n * sizeof *v), *s_row = malloc((size_t)T * sizeof *s_row), s_ten;
   int8_t *qt = malloc((size_t)n), *qr = malloc((size_t)n);

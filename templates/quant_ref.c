@@ -67,18 +67,16 @@ int hot_ref_plan_check(const hot_layer_plan *pl) {
   return HOT_REF_OK;
 }
 
-static int64_t row_bytes(int64_t k_pad, hot_codes codes) {
-  return codes == HOT_CODES_S4_PACKED ? k_pad / 2 : k_pad;
+/* The sizes are the planner's (plan_buffer_bytes): one definition for the twins, both backends
+ * and the cost model. */
+static int64_t buf_bytes(const hot_layer_plan *pl, hot_buffer b) {
+  const int64_t n = pl ? plan_buffer_bytes(pl, b) : 0;
+  return n > 0 ? n : 0;
 }
-
-int64_t hot_ref_hq_g_bytes(const hot_layer_plan *pl) {
-  return pl ? pl->T * row_bytes(pl->hq.gemm.k_pad, pl->hq.codes) : 0;
-}
-int64_t hot_ref_hq_w_bytes(const hot_layer_plan *pl) {
-  return pl ? pl->I * row_bytes(pl->hq.gemm.k_pad, pl->hq.codes) : 0;
-}
-int64_t hot_ref_hla_g_bytes(const hot_layer_plan *pl) { return pl ? pl->O * pl->hla.gemm.k_pad : 0; }
-int64_t hot_ref_hla_x_bytes(const hot_layer_plan *pl) { return pl ? pl->I * pl->hla.gemm.k_pad : 0; }
+int64_t hot_ref_hq_g_bytes(const hot_layer_plan *pl) { return buf_bytes(pl, HOT_BUF_Q_G); }
+int64_t hot_ref_hq_w_bytes(const hot_layer_plan *pl) { return buf_bytes(pl, HOT_BUF_Q_W); }
+int64_t hot_ref_hla_g_bytes(const hot_layer_plan *pl) { return buf_bytes(pl, HOT_BUF_Q_HG); }
+int64_t hot_ref_hla_x_bytes(const hot_layer_plan *pl) { return buf_bytes(pl, HOT_BUF_Q_HX); }
 
 int ref_dt_ok(hot_dtype dt) { return dt == HOT_DT_F32 || dt == HOT_DT_BF16 || dt == HOT_DT_F16; }
 

@@ -83,13 +83,14 @@ S4_SETS=(
 )
 
 # hla_project.cu takes HOT_ROWS as a comma list, which nvcc's -D would split: instantiate it
-# through a wrapper file, as the generator's prelude does. hla_wrapper MODE DTYPE P R -> path
+# through a wrapper file, as the generator's prelude does. hla_wrapper MODE DTYPE P R [ROUND]
+# -> path (ROUND: 1 = SR, 0 = RTN; default: SR for g^, RTN for x^)
 hla_wrapper() {
-  local f="$work/hla_m$1_dt$2_p$3_r$4.cu" rows
+  local f="$work/hla_m$1_dt$2_p$3_r$4_q${5:-$1}.cu" rows
   rows=$(seq -s, 0 $(($4 - 1)))
   [ "$3" = 16 ] && [ "$4" = 10 ] && rows="0,8,12,4,14,10,2,3,11,1"
-  printf '#define HOT_KNAME hot_hla_m%s_dt%s_p%s\n#define HOT_MODE %s\n#define HOT_DTYPE %s\n#define HOT_P %s\n#define HOT_R %s\n#define HOT_BITS 8\n#define HOT_ROWS %s\n#include "hla_project.cu"\n' \
-    "$1" "$2" "$3" "$1" "$2" "$3" "$4" "$rows" >"$f"
+  printf '#define HOT_KNAME hot_hla_m%s_dt%s_p%s\n#define HOT_MODE %s\n#define HOT_DTYPE %s\n#define HOT_P %s\n#define HOT_R %s\n#define HOT_BITS 8\n#define HOT_ROUND %s\n#define HOT_ROWS %s\n#include "hla_project.cu"\n' \
+    "$1" "$2" "$3" "$1" "$2" "$3" "$4" "${5:-$1}" "$rows" >"$f"
   echo "$f"
 }
 # p dtype r
@@ -137,11 +138,16 @@ for arch in $archs; do
       [ "$mode" = 1 ] && req="$req mul\.hi\.u32"
       run_one "hla_m${mode}_dt$2_p$1_r$3" "$w" "$arch" "" "$req"
     done
+    if [ "$1" = 64 ]; then # g^ rounded to nearest (no Philox)
+      run_one "hla_m1_rtn_dt$2_p$1_r$3" "$(hla_wrapper 1 "$2" "$1" "$3" 0)" "$arch" "" 'bar\.sync|barrier\.sync'
+    fi
   done
   for dt in 0 1 2; do
-    run_one "lqs_dt${dt}_k4" lqs.cu "$arch" "-DHOT_KNAME=hot_lqs_dt$dt -DHOT_DTYPE=$dt -DHOT_BITS=4" \
+    run_one "lqs_dt${dt}_k4" lqs.cu "$arch" "-DHOT_KNAME=hot_lqs_dt$dt -DHOT_DTYPE=$dt -DHOT_BITS=4 -DHOT_ROUND=1" \
       'add\.rn\.f64 mul\.rn\.f64 sqrt\.rn\.f64'
   done
+  run_one "lqs_rtn_dt0_k4" lqs.cu "$arch" "-DHOT_KNAME=hot_lqs_rtn -DHOT_DTYPE=0 -DHOT_BITS=4 -DHOT_ROUND=0" \
+    'add\.rn\.f64 mul\.rn\.f64 sqrt\.rn\.f64'
   run_one "sawb_k4" sawb.cu "$arch" "-DHOT_KNAME=hot_sawb_k4 -DHOT_BITS=4" 'add\.rn\.f64 sqrt\.rn\.f64'
   run_one "sawb_k8" sawb.cu "$arch" "-DHOT_KNAME=hot_sawb_k8 -DHOT_BITS=8" 'add\.rn\.f64 sqrt\.rn\.f64'
 done

@@ -20,6 +20,10 @@ CFL="-O2 -ffp-contract=off -I$here/gen -I$here/templates"
 for f in quant_ref hla_project_ref lqs_ref hadamard_quant_ref; do
   $CC -std=c11 $CFL -c "$here/templates/$f.c" -o "$work/$f.o" || { echo "FAIL: build $f.c"; exit 1; }
 done
+# the twins take buffer sizes from the planner (plan_buffer_bytes)
+for f in plan basis diag; do
+  $CC -std=c11 $CFL -c "$here/gen/$f.c" -o "$work/gen_$f.o" || { echo "FAIL: build gen/$f.c"; exit 1; }
+done
 ar rcs "$work/libref.a" "$work"/*.o
 # basis rows of the planner (gen/basis.c) for a selection
 cat >"$work/rows.c" <<'C'
@@ -48,6 +52,7 @@ build_hla() {
 #define HOT_KNAME_HLA emu_hla_m${mode}_dt${dt}_p${p}_r${r}
 #define HOT_KNAME HOT_KNAME_HLA
 #define HOT_MODE $mode
+#define HOT_ROUND ${ROUND:-$mode}
 #define HOT_DTYPE $dt
 #define HOT_P $p
 #define HOT_R $r
@@ -83,6 +88,14 @@ for mode in 0 1; do
       fi
     done
   done
+  if [ $mode = 1 ]; then # g^ rounded to nearest (the plan's hla.g.round = rtn): HOT_ROUND 0
+    if ROUND=0 build_hla 1 0 64 $SEL_TRI 0; then
+      run "$work/hla" 3 197 $cols 0 0 0 64 0x1234abcd 7 5
+      run "$work/hla" 3 197 $cols 1 0 3 32 0x1234abcd 7 5
+    else
+      echo "FAIL build hla rtn"; fail=1
+    fi
+  fi
   # p = 1 (paper_code on prime L: the identity), sample and flat
   for dt in 0 2; do
     build_hla $mode $dt 1 0 0 || { echo "FAIL build hla p=1"; fail=1; continue; }
@@ -93,13 +106,15 @@ done
 
 # LQS: dtypes x bits, gaussian-like (-> per tensor) and token outliers (-> per row); a grid
 # smaller than the chunk count (grid-stride path)
-for dt in 0 1 2; do
+# (dt 3: f32 with g' rounded to nearest, HOT_ROUND 0)
+for dt in 0 1 2 3; do
   for bits in 4 8; do
     [ -n "$quick" ] && [ $bits = 8 ] && continue
-    if ! $CXX -std=c++17 -O2 -pthread $CFL -DHOT_GENERATED -DHOT_KNAME=emu_lqs -DHOT_DTYPE=$dt \
+    rnd=1; d=$dt; [ $dt = 3 ] && { rnd=0; d=0; }
+    if ! $CXX -std=c++17 -O2 -pthread $CFL -DHOT_GENERATED -DHOT_KNAME=emu_lqs -DHOT_ROUND=$rnd -DHOT_DTYPE=$d \
         -DHOT_BITS=$bits "$here/tools/kernel-emu/lqs_emu.cpp" "$work/libref.a" -o "$work/lqs" -lm \
         2>"$work/cc.log"; then
-      head -30 "$work/cc.log"; echo "FAIL build lqs dt=$dt bits=$bits"; fail=1; continue
+      head -30 "$work/cc.log"; echo "FAIL build lqs dt=$d round=$rnd bits=$bits"; fail=1; continue
     fi
     run "$work/lqs" 3 197 100 0 0 0x5eed 11 4 0
     run "$work/lqs" 3 197 100 1 3 0x5eed 11 4 0
@@ -125,9 +140,9 @@ for f in plan basis diag; do
   $CC -std=c11 $CFL -c "$here/gen/$f.c" -o "$work/gen_$f.o" || { echo "FAIL: build gen/$f.c"; exit 1; }
 done
 ar rcs "$work/libgen.a" "$work"/gen_*.o
-build_hq() { # OPERAND DTYPE B BITS CODES
+build_hq() { # OPERAND DTYPE B BITS CODES [ROUND (default: SR for g', RTN for w')]
   $CXX -std=c++17 -O2 -pthread $CFL -DHOT_GENERATED -DHOT_KNAME=emu_hq -DHOT_OPERAND=$1 \
-    -DHOT_DTYPE=$2 -DHOT_B=$3 -DHOT_BITS=$4 -DHOT_CODES=$5 "$here/tools/kernel-emu/hq_emu.cpp" \
+    -DHOT_ROUND=${6:-$((1 - $1))} -DHOT_DTYPE=$2 -DHOT_B=$3 -DHOT_BITS=$4 -DHOT_CODES=$5 "$here/tools/kernel-emu/hq_emu.cpp" \
     "$work/libref.a" "$work/libgen.a" -o "$work/hq" -lm 2>"$work/cc.log" ||
     { head -30 "$work/cc.log"; echo "FAIL build hq $*"; fail=1; return 1; }
 }
@@ -151,6 +166,11 @@ for s in "${HQ_SETS[@]}"; do
     fi
   done
 done
+# g' rounded to nearest (the plan's hq.round = rtn), per row and per tensor
+if build_hq 0 0 16 4 0 0; then
+  run "$work/hq" 3 197 100 137 sm_90 1 0 0x1234abcd 7 5
+  run "$work/hq" 1 40 1200 64 sm_90 0 0 99 1 0
+fi
 
 # Mutants: the check must catch them.
 mutant() { # LABEL PYTHON-REPLACEMENT (old, new) -> expects a failure of a p=64 g^ run
@@ -190,7 +210,7 @@ if old not in s:
 open(sys.argv[2], "w").write(s.replace(old, "v[j] = upper ? HOT_SUB(v[j], other) : HOT_ADD(v[j], other);", 1))
 PY
 if $CXX -std=c++17 -O2 -pthread -I"$work/mut_hq" $CFL -DHOT_GENERATED -DHOT_KNAME=emu_hq \
-     -DHOT_OPERAND=0 -DHOT_DTYPE=0 -DHOT_B=32 -DHOT_BITS=4 -DHOT_CODES=0 \
+     -DHOT_OPERAND=0 -DHOT_ROUND=1 -DHOT_DTYPE=0 -DHOT_B=32 -DHOT_BITS=4 -DHOT_CODES=0 \
      "$here/tools/kernel-emu/hq_emu.cpp" "$work/libref.a" "$work/libgen.a" -o "$work/hq_mut" -lm; then
   if "$work/hq_mut" 1 40 100 64 sm_90 1 0 5 5 5 >"$work/mut.log" 2>&1; then
     echo "FAIL: mutant not detected: HQ shuffle butterfly sign"; fail=1

@@ -182,6 +182,158 @@ START_TEST(real_templates_filled) {
 }
 END_TEST
 
+/* The value of "#define NAME value" in the emitted source (the first one), malloc'd, or NULL. */
+static char *define_value(const char *src, const char *name) {
+  char key[96];
+  snprintf(key, sizeof key, "\n#define %s ", name);
+  const char *p = strstr(src, key);
+  if (!p) return NULL;
+  p += strlen(key);
+  const char *e = strchr(p, '\n');
+  size_t n = e ? (size_t)(e - p) : strlen(p);
+  char *v = malloc(n + 1);
+  memcpy(v, p, n);
+  v[n] = '\0';
+  return v;
+}
+
+static hot_layer_spec small_layer(void) {
+  hot_layer_spec s;
+  plan_spec_defaults(&s, HOT_RECIPE_HOT);
+  snprintf(s.name, sizeof s.name, "t");
+  s.in_features = 96;
+  s.out_features = 64;
+  return s;
+}
+
+/* HOT_ROWS carries every row of the plan, for every p in 2..1024 and every selection (a value
+ * of any length: p = 1024 full has 1024 rows, about 4.9 KB of text). */
+START_TEST(rows_every_p) {
+  int checked = 0;
+  for (int pb = 2; pb <= 1024; pb *= 2)
+    for (int sel = 0; sel < 3; ++sel)
+      for (int v = 0; v < 2; ++v) {
+        hot_layer_spec s = small_layer();
+        s.hla.block = pb;
+        s.hla.selection = (hot_selection)sel;
+        s.hla.keep = v ? 50 : 13;
+        s.hla.rank = v ? pb : (pb + 1) / 3 + 1;
+        hot_layer_plan pl;
+        char err[256];
+        ck_assert_msg(plan_layer(&s, 2, pb, HOT_RECIPE_HOT, HOT_ARCH_SM90, 0, &pl, err,
+                                 sizeof err) == 0, "%s", err);
+        const int k = plan_kernel_index(&pl, HOT_K_HLA_G);
+        ck_assert_int_ge(k, 0);
+        hot_emitted e;
+        ck_assert_msg(emit_layer_select(&pl, 1u << k, &e, err, sizeof err) == 0, "%s", err);
+        char *rows = define_value(e.source, "HOT_ROWS"), *r = define_value(e.source, "HOT_R");
+        ck_assert_ptr_nonnull(rows);
+        ck_assert_ptr_nonnull(r);
+        ck_assert_int_eq(atoi(r), pl.hla.rank);
+        const char *q = rows;
+        for (int i = 0; i < pl.hla.rank; ++i) {
+          char *end;
+          long val = strtol(q, &end, 10);
+          ck_assert_msg(end != q, "p=%d sel=%d: row %d of %d missing", pb, sel, i, pl.hla.rank);
+          ck_assert_int_eq(val, pl.hla.rows[i]);
+          ck_assert(*end == (i + 1 < pl.hla.rank ? ',' : '\0'));
+          q = end + (*end == ',');
+        }
+        free(rows);
+        free(r);
+        emit_free(&e);
+        ++checked;
+      }
+  ck_assert_int_eq(checked, 10 * 3 * 2);
+}
+END_TEST
+
+/* The rounding mode of g' and g^ reaches the kernels (HOT_ROUND) and their names, so an RTN
+ * layer never shares a binary with an SR one; w' and x^ are always RTN. */
+START_TEST(round_mode_carried) {
+  for (int rtn = 0; rtn < 2; ++rtn) {
+    hot_layer_spec s = small_layer();
+    s.hq.g.round = rtn ? HOT_ROUND_RTN : HOT_ROUND_SR;
+    s.hla.g.round = rtn ? HOT_ROUND_RTN : HOT_ROUND_SR;
+    hot_layer_plan pl;
+    char err[256];
+    ck_assert_msg(plan_layer(&s, 2, 64, HOT_RECIPE_HOT, HOT_ARCH_SM80, 0, &pl, err, sizeof err) == 0,
+                  "%s", err);
+    const hot_kernel_role roles[] = {HOT_K_HQ_G, HOT_K_HLA_G, HOT_K_HQ_W, HOT_K_ABC_X};
+    for (int i = 0; i < 4; ++i) {
+      const int k = plan_kernel_index(&pl, roles[i]);
+      ck_assert_int_ge(k, 0);
+      const int sr = i < 2 && !rtn; /* w' and x^: RTN */
+      const char *nm = pl.kernels[k].name;
+      const size_t len = strlen(nm);
+      ck_assert_msg((i < 2 && rtn) == (len > 4 && strcmp(nm + len - 4, "_rtn") == 0), "%s", nm);
+      hot_emitted e;
+      ck_assert_msg(emit_layer_select(&pl, 1u << k, &e, err, sizeof err) == 0, "%s", err);
+      char *v = define_value(e.source, "HOT_ROUND");
+      ck_assert_ptr_nonnull(v);
+      ck_assert_msg(atoi(v) == sr, "%s: HOT_ROUND %s", nm, v);
+      free(v);
+      emit_free(&e);
+    }
+  }
+  /* SR for w' or x^ is refused (no random stream is defined for them), never ignored */
+  hot_layer_spec s = small_layer();
+  s.hq.w.round = HOT_ROUND_SR;
+  hot_layer_plan pl;
+  char err[256] = "";
+  ck_assert_int_eq(plan_layer(&s, 2, 64, HOT_RECIPE_HOT, HOT_ARCH_SM80, 0, &pl, err, sizeof err), -1);
+  ck_assert_msg(strstr(err, "hq.w.round (w') must be rtn"), "%s", err);
+  s = small_layer();
+  s.hla.x.round = HOT_ROUND_SR;
+  ck_assert_int_eq(plan_layer(&s, 2, 64, HOT_RECIPE_HOT, HOT_ARCH_SM80, 0, &pl, err, sizeof err), -1);
+  ck_assert_msg(strstr(err, "hla.x.round (x^) must be rtn"), "%s", err);
+}
+END_TEST
+
+/* Values of any length pass whole; names and macros that do not fit are errors, never cut. */
+START_TEST(no_truncation) {
+  const char *text = "/* @hot-params: HOT_KNAME HOT_V */\n#ifndef HOT_GENERATED\n#define HOT_KNAME k\n"
+                     "#define HOT_V 1\n#endif\nextern \"C\" __global__ void HOT_KNAME(int a) {}\n";
+  size_t big = 20000;
+  char *v = malloc(big + 1);
+  for (size_t i = 0; i < big; ++i) v[i] = (char)('0' + i % 10);
+  v[big] = '\0';
+  const char *names[] = {"HOT_KNAME", "HOT_V"};
+  const char *values[] = {"k", v};
+  char *src = NULL, err[256];
+  ck_assert_msg(emit_template_text("t.cu", text, names, values, 2, &src, err, sizeof err) == 0, "%s",
+                err);
+  char *got = define_value(src, "HOT_V");
+  ck_assert_str_eq(got, v);
+  free(got);
+  free(src);
+  free(v);
+  /* a parameter name longer than the parser keeps */
+  char longname[128];
+  memset(longname, 'A', sizeof longname - 1);
+  longname[sizeof longname - 1] = '\0';
+  memcpy(longname, "HOT_", 4);
+  char text2[512];
+  snprintf(text2, sizeof text2, "/* @hot-params: HOT_KNAME %s */\nint x;\n", longname);
+  const char *names2[] = {"HOT_KNAME", longname};
+  const char *values2[] = {"k", "1"};
+  ck_assert_int_eq(emit_template_text("t2.cu", text2, names2, values2, 2, &src, err, sizeof err), -1);
+  ck_assert_msg(strstr(err, "longer than"), "%s", err);
+  /* a macro name longer than the parser keeps (it could not be #undef'd) */
+  snprintf(text2, sizeof text2, "/* @hot-params: HOT_KNAME */\n#define %s 1\nint x;\n", longname);
+  ck_assert_int_eq(emit_template_text("t3.cu", text2, names, values, 1, &src, err, sizeof err), -1);
+  ck_assert_msg(strstr(err, "t3.cu:2: a macro name longer than"), "%s", err);
+  /* more macros than the parser keeps */
+  size_t cap = 64 * 32 + 256;
+  char *many = malloc(cap);
+  size_t o = (size_t)snprintf(many, cap, "/* @hot-params: HOT_KNAME */\n");
+  for (int i = 0; i < 70; ++i) o += (size_t)snprintf(many + o, cap - o, "#define M%d 1\n", i);
+  ck_assert_int_eq(emit_template_text("t4.cu", many, names, values, 1, &src, err, sizeof err), -1);
+  ck_assert_msg(strstr(err, "more than 64 macros"), "%s", err);
+  free(many);
+}
+END_TEST
+
 int main(void) {
   Suite *s = suite_create("emit");
   TCase *tc = tcase_create("emit");
@@ -190,6 +342,9 @@ int main(void) {
   tcase_add_test(tc, golden_sources);
   tcase_add_test(tc, markers);
   tcase_add_test(tc, real_templates_filled);
+  tcase_add_test(tc, rows_every_p);
+  tcase_add_test(tc, round_mode_carried);
+  tcase_add_test(tc, no_truncation);
   suite_add_tcase(s, tc);
   SRunner *r = srunner_create(s);
   srunner_run_all(r, CK_NORMAL);

@@ -59,26 +59,61 @@ static const hot_arch k_archs[] = {HOT_ARCH_SM80, HOT_ARCH_SM86, HOT_ARCH_SM89, 
 
 START_TEST(first_template_alone) {
   open_cache();
-  /* operand, dtype, b, bits, codes */
-  static const int sets[][5] = {{0, 0, 16, 4, 1}, {0, 1, 256, 4, 0}, {0, 2, 2, 8, 0},
-                                {1, 0, 16, 4, 1}, {1, 1, 32, 4, 0},  {0, 0, 1, 4, 0}};
+  /* operand, dtype, b, bits, codes, round (1 = SR: g' only) */
+  static const int sets[][6] = {{0, 0, 16, 4, 1, 1}, {0, 1, 256, 4, 0, 1}, {0, 2, 2, 8, 0, 1},
+                                {1, 0, 16, 4, 1, 0}, {1, 1, 32, 4, 0, 0},  {0, 0, 1, 4, 0, 1},
+                                {0, 0, 16, 4, 1, 0}, {0, 1, 64, 4, 0, 0}};
   for (size_t a = 0; a < 4; ++a) {
     for (size_t i = 0; i < sizeof sets / sizeof sets[0]; ++i) {
       const int *v = sets[i];
       if (v[4] == 1 && !plan_arch_caps(k_archs[a])->int4_mma) continue;
-      char name[64], vals[5][16];
+      char name[64], vals[6][16];
       snprintf(name, sizeof name, "hq_t%zu", i);
-      for (int j = 0; j < 5; ++j) snprintf(vals[j], sizeof vals[j], "%d", v[j]);
+      for (int j = 0; j < 6; ++j) snprintf(vals[j], sizeof vals[j], "%d", v[j]);
       const char *names[] = {"HOT_KNAME", "HOT_OPERAND", "HOT_DTYPE", "HOT_B", "HOT_BITS",
-                             "HOT_CODES"};
-      const char *values[] = {name, vals[0], vals[1], vals[2], vals[3], vals[4]};
+                             "HOT_CODES", "HOT_ROUND"};
+      const char *values[] = {name, vals[0], vals[1], vals[2], vals[3], vals[4], vals[5]};
       char *src = NULL, err[256];
-      ck_assert_msg(emit_template("templates/hadamard_quant.cu", names, values, 6, &src, err,
+      ck_assert_msg(emit_template("templates/hadamard_quant.cu", names, values, 7, &src, err,
                                   sizeof err) == 0, "%s", err);
       const char *kn[] = {name};
       unsigned thr[] = {256}, smem[] = {0};
       compile_check(src, kn, 1, k_archs[a], thr, smem);
       free(src);
+    }
+  }
+  hot_kcache_close(g_kc);
+}
+END_TEST
+
+/* g' and g^ rounded to nearest (a C API choice no shipped spec makes): the planned hq_g, hla_g
+ * and lqs kernels compile with HOT_ROUND 0 and zero spills. */
+START_TEST(rtn_kernels) {
+  open_cache();
+  hot_layer_spec s;
+  plan_spec_defaults(&s, HOT_RECIPE_HOT);
+  snprintf(s.name, sizeof s.name, "rtn");
+  s.in_features = 768;
+  s.out_features = 3072;
+  s.hq.g.round = HOT_ROUND_RTN;
+  s.hla.g.round = HOT_ROUND_RTN;
+  const hot_arch archs[] = {HOT_ARCH_SM80, HOT_ARCH_SM90};
+  for (size_t a = 0; a < 2; ++a) {
+    hot_layer_plan p;
+    char err[512];
+    ck_assert_msg(plan_layer(&s, 4, 197, HOT_RECIPE_HOT, archs[a], 0, &p, err, sizeof err) == 0,
+                  "%s", err);
+    const hot_kernel_role roles[] = {HOT_K_HQ_G, HOT_K_HLA_G, HOT_K_LQS};
+    for (int r = 0; r < 3; ++r) {
+      int k = plan_kernel_index(&p, roles[r]);
+      ck_assert_int_ge(k, 0);
+      ck_assert_msg(strstr(p.kernels[k].name, "_rtn"), "%s", p.kernels[k].name);
+      hot_emitted e;
+      ck_assert_msg(emit_layer_select(&p, 1u << k, &e, err, sizeof err) == 0, "%s", err);
+      ck_assert_msg(strstr(e.source, "#define HOT_ROUND 0\n"), "%s", p.kernels[k].name);
+      unsigned thr[] = {p.kernels[k].block[0]}, smem[] = {p.kernels[k].smem};
+      compile_check(e.source, e.kernels, 1, archs[a], thr, smem);
+      emit_free(&e);
     }
   }
   hot_kcache_close(g_kc);
@@ -167,6 +202,7 @@ int main(void) {
   TCase *tc = tcase_create("nvrtc");
   tcase_set_timeout(tc, 1800);
   tcase_add_test(tc, first_template_alone);
+  tcase_add_test(tc, rtn_kernels);
   tcase_add_test(tc, every_shipped_kernel);
   suite_add_tcase(s, tc);
   SRunner *r = srunner_create(s);

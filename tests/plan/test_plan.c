@@ -358,10 +358,11 @@ START_TEST(abc_bytes) {
       ck_assert_int_eq(p->abc.enabled, 1);
       ck_assert_int_eq(p->abc.fp32_bytes, p->T * 96 * 4);
       ck_assert_int_eq(p->abc.bf16_bytes, p->T * 96 * 2);
-      ck_assert_int_eq(p->abc.bytes, p->hla.k * 96 + 4); /* int8 codes + one fp32 scale */
+      /* int8 codes in rows of k_pad (what the g_w GEMM reads) + one fp32 scale */
+      ck_assert_int_eq(p->abc.bytes, p->hla.gemm.k_pad * 96 + 4);
       ck_assert_int_eq(p->hla.k * pb, p->T * p->hla.rank);
       if (2 * p->hla.rank <= pb) {
-        ck_assert_int_le(8 * (p->abc.bytes - 4), p->abc.fp32_bytes);
+        ck_assert_int_le(8 * p->hla.k * 96, p->abc.fp32_bytes);
         ++checked;
       }
       (void)rows;
@@ -370,7 +371,9 @@ START_TEST(abc_bytes) {
   /* ViT-B fc1 (hot recipe, flat layout): 36/64 rows of 6304 -> 6336 padded tokens. */
   hot_layer_spec s = layer(HOT_RECIPE_HOT, 768, 3072);
   plan_ok(&s, 32, 197, HOT_RECIPE_HOT, HOT_ARCH_SM80, p);
-  ck_assert_int_eq(p->abc.bytes, (6336 / 64) * 36 * 768 + 4);
+  ck_assert_int_eq(p->hla.k, (6336 / 64) * 36);                 /* K = 3564 */
+  ck_assert_int_eq(p->hla.gemm.k_pad, 3584);                     /* rows the GEMM reads */
+  ck_assert_int_eq(p->abc.bytes, 3584 * 768 + 4);
   ck_assert_double_lt((double)p->abc.bytes / (double)p->abc.fp32_bytes, 0.15);
   /* ABC off: the fp32 buffer stays. */
   s.abc.enabled = 0;
@@ -432,7 +435,8 @@ START_TEST(illegal_requests) {
   plan_err(&s, 8, 64, HOT_ARCH_SM80, "hla.keep must be in [1, 50] (got 60)");
   s = layer(HOT_RECIPE_HOT, 256, 256);
   plan_err(&s, 0, 64, HOT_ARCH_SM80, "batch and tokens must be >= 1");
-  plan_err(&s, (int64_t)1 << 20, (int64_t)1 << 12, HOT_ARCH_SM80, "sizes too large");
+  plan_err(&s, (int64_t)1 << 20, (int64_t)1 << 12, HOT_ARCH_SM80,
+           "T = batch x tokens = 1048576 x 4096 exceeds the kernels' limit of 2147483647");
   s.in_features = 0;
   plan_err(&s, 8, 64, HOT_ARCH_SM80, "in_features and out_features must be >= 1");
   char err[64];
@@ -628,6 +632,70 @@ START_TEST(wgmma_tiles) {
 }
 END_TEST
 
+/* Every buffer size has one definition (plan_buffer_bytes): the cost model's traffic is built
+ * from it, the plan's ABC figure is it, and the per-phase grids come from the plan. */
+START_TEST(buffers_and_grids) {
+  static const struct { hot_recipe r; hot_arch a; int64_t in, out, B, L; hot_dtype dt; } cs[] = {
+      {HOT_RECIPE_HOT, HOT_ARCH_SM80, 137, 100, 3, 197, HOT_DT_F32},
+      {HOT_RECIPE_HOT, HOT_ARCH_SM90A, 768, 3072, 32, 197, HOT_DT_BF16},
+      {HOT_RECIPE_PAPER_CODE, HOT_ARCH_SM90, 96, 64, 2, 197, HOT_DT_F16},
+      {HOT_RECIPE_PAPER, HOT_ARCH_SM86, 64, 64, 1, 64, HOT_DT_F32}, /* I == O */
+  };
+  for (size_t i = 0; i < sizeof cs / sizeof cs[0]; ++i) {
+    hot_layer_spec s = layer(cs[i].r, cs[i].in, cs[i].out);
+    s.dtype = cs[i].dt;
+    hot_layer_plan *p = &g_plan;
+    plan_ok(&s, cs[i].B, cs[i].L, cs[i].r, cs[i].a, p);
+    const int64_t ds = cs[i].dt == HOT_DT_F32 ? 4 : 2;
+    const int64_t row = p->hq.codes == HOT_CODES_S4_PACKED ? p->hq.gemm.k_pad / 2 : p->hq.gemm.k_pad;
+    ck_assert_int_eq(plan_buffer_bytes(p, HOT_BUF_Q_G), p->T * row);
+    ck_assert_int_eq(plan_buffer_bytes(p, HOT_BUF_Q_W), p->I * row);
+    ck_assert_int_eq(plan_buffer_bytes(p, HOT_BUF_Q_HG), p->O * p->hla.gemm.k_pad);
+    ck_assert_int_eq(plan_buffer_bytes(p, HOT_BUF_Q_HX), p->I * p->hla.gemm.k_pad);
+    ck_assert_int_eq(plan_buffer_bytes(p, HOT_BUF_SAVED), p->abc.bytes);
+    ck_assert_int_eq(p->abc.bytes, p->I * p->hla.gemm.k_pad + 4);
+    ck_assert_int_eq(plan_buffer_bytes(p, HOT_BUF_GY), p->T * p->O * ds);
+    ck_assert_int_eq(plan_buffer_bytes(p, HOT_BUF_W), p->O * p->I * ds);
+    ck_assert_int_eq(plan_buffer_bytes(p, HOT_BUF_GW), p->O * p->I * 4);
+    ck_assert_int_eq(plan_buffer_bytes(NULL, HOT_BUF_Q_G), -1);
+    ck_assert_int_eq(plan_buffer_bytes(p, HOT_BUF_COUNT), -1);
+    hot_kernel_cost c;
+    ck_assert_int_eq(plan_kernel_cost(p, HOT_K_HLA_G, 1, 0, &c), 0);
+    ck_assert_int_eq(c.bytes_written, plan_buffer_bytes(p, HOT_BUF_Q_HG) + 4);
+    ck_assert_int_eq(c.bytes_read, plan_buffer_bytes(p, HOT_BUF_GY));
+    ck_assert_int_eq(plan_kernel_cost(p, HOT_K_ABC_X, 1, 0, &c), 0);
+    ck_assert_int_eq(c.bytes_written, plan_buffer_bytes(p, HOT_BUF_Q_HX) + 4);
+    ck_assert_int_eq(c.bytes_read, plan_buffer_bytes(p, HOT_BUF_X));
+    const int sawb = cs[i].r == HOT_RECIPE_PAPER_CODE;
+    ck_assert_int_eq(plan_buffer_bytes(p, HOT_BUF_MATH),
+                     sawb ? 4 * (p->hq.o_pad * p->I > p->hla.k * p->I ? p->hq.o_pad * p->I
+                                                                       : p->hla.k * p->I) : 0);
+    int64_t parts = 2 * ((p->T * p->O + 1023) / 1024) * 8; /* LQS (hq.g.gran auto) */
+    if (sawb) {
+      const int64_t nw = 2 * ((p->hq.o_pad * p->I + 1023) / 1024) * 8;
+      const int64_t nx = 2 * ((p->hla.k * p->I + 1023) / 1024) * 8;
+      parts = parts > nw ? parts : nw;
+      parts = parts > nx ? parts : nx;
+    }
+    ck_assert_int_eq(plan_buffer_bytes(p, HOT_BUF_PARTIALS), parts);
+    /* grids: the plan's for every phase, sawb.cu's phase 1 one block */
+    for (int k = 0; k < p->n_kernels; ++k)
+      for (int ph = 0; ph < 3; ++ph) {
+        unsigned g[3];
+        plan_kernel_grid(p, k, ph, g);
+        const int one = ph == 1 && (p->kernels[k].role == HOT_K_SAWB_W ||
+                                    p->kernels[k].role == HOT_K_SAWB_X);
+        ck_assert_uint_eq(g[0], one ? 1u : p->kernels[k].grid[0]);
+        ck_assert_uint_eq(g[1], one ? 1u : p->kernels[k].grid[1]);
+        ck_assert_uint_eq(g[2], 1u);
+      }
+    unsigned g[3] = {7, 7, 7};
+    plan_kernel_grid(p, p->n_kernels, 0, g);
+    ck_assert(g[0] == 0 && g[1] == 0 && g[2] == 0);
+  }
+}
+END_TEST
+
 int main(void) {
   Suite *su = suite_create("plan");
   TCase *tc = tcase_create("basis");
@@ -645,6 +713,7 @@ int main(void) {
   tcase_add_test(tc, op_counts);
   tcase_add_test(tc, kernel_costs);
   tcase_add_test(tc, wgmma_tiles);
+  tcase_add_test(tc, buffers_and_grids);
   suite_add_tcase(su, tc);
   SRunner *sr = srunner_create(su);
   srunner_run_all(sr, CK_NORMAL);

@@ -79,7 +79,7 @@ int tp_make(const tp_args *a, hot_layer_plan *pl) {
   pl->hla.gemm.k_pad = rup(pl->hla.k, a->hla_kstep);
   pl->hla.gemm.codes = HOT_CODES_S8;
   pl->abc.enabled = 1;
-  pl->abc.bytes = pl->hla.k * a->I + 4;
+  pl->abc.bytes = plan_buffer_bytes(pl, HOT_BUF_SAVED);
   pl->abc.fp32_bytes = pl->T * a->I * 4;
   pl->abc.bf16_bytes = pl->T * a->I * 2;
   return 0;

@@ -145,6 +145,12 @@ EXPORT CUresult cuMemAlloc_v2(CUdeviceptr *p, size_t n) {
   *p = (CUdeviceptr)(uintptr_t)m;
   return OK;
 }
+/* Bytes of the live allocation starting at p, 0 when there is none. */
+EXPORT size_t fake_cuda_alloc_size(uintptr_t p) {
+  for (int i = 0; i < g_n_allocs; ++i)
+    if (g_allocs[i].p == p) return g_allocs[i].n;
+  return 0;
+}
 EXPORT CUresult cuMemFree_v2(CUdeviceptr p) {
   for (int i = 0; i < g_n_allocs; ++i)
     if (g_allocs[i].p == (uintptr_t)p) {

@@ -28,5 +28,7 @@ typedef struct {
 typedef fake_cuda_log_t *(*fake_cuda_log_fn)(void);
 typedef void (*fake_cuda_reset_fn)(void);
 typedef void (*fake_cuda_set_lqs_fn)(double e_tensor, double e_token, int choice);
+#include <stddef.h>
+typedef size_t (*fake_cuda_alloc_size_fn)(uintptr_t p); /* bytes of the allocation at p, or 0 */
 
 #endif

@@ -240,6 +240,15 @@ START_TEST(default_recipe_sequence) {
   /* per row: g' in one phase-2 launch; through the layer's own buffer */
   ck_assert_int_eq(hot_layer_save(l, vp(x), HOT_DT_F32, NULL, NULL), HOT_OK);
   ck_assert_int_ne((int64_t)l->cu.saved, 0);
+  { /* the layer allocates exactly what it and the plan report: I rows of k_pad codes + s_x^ */
+    fake_cuda_alloc_size_fn asz = (fake_cuda_alloc_size_fn)dlsym(
+        dlopen(HOT_FAKE_CUDA, RTLD_NOW | RTLD_NOLOAD), "fake_cuda_alloc_size");
+    ck_assert_ptr_nonnull(asz);
+    ck_assert_uint_eq(asz((uintptr_t)l->cu.saved), hot_layer_saved_bytes(l));
+    ck_assert_int_eq((int64_t)hot_layer_saved_bytes(l), pl->abc.bytes);
+    ck_assert_int_eq(pl->abc.bytes, plan_buffer_bytes(pl, HOT_BUF_SAVED));
+    ck_assert_int_eq(pl->abc.bytes, pl->I * pl->hla.gemm.k_pad + 4);
+  }
   g_reset();
   ck_assert_int_eq(hot_layer_backward(l, vp(gy), vp(w), HOT_DT_F32, NULL, vp(gx), vp(gw), NULL, 8,
                                       NULL), HOT_OK);

@@ -1,8 +1,8 @@
 // hla_emu.cpp — runs templates/hla_project.cu (and templates/sawb.cu for the SAWB rule) in the
 // SIMT model of kemu.h and compares codes, scale and (SAWB) the fp32 math tensor with the CPU
 // twins hot_ref_hla_quant_x / hot_ref_hla_quant_g / hot_ref_hla_transform, bit for bit.
-// Built by tools/kernel-emu.sh with params.h defining HOT_KNAME HOT_MODE HOT_DTYPE HOT_P HOT_R
-// HOT_BITS HOT_ROWS (as the generator would).
+// Built by tools/kernel-emu.sh with params.h defining HOT_KNAME HOT_MODE HOT_ROUND HOT_DTYPE
+// HOT_P HOT_R HOT_BITS HOT_ROWS (as the generator would).
 // Usage: hla_emu B L cols layout(0 sample, 1 flat) rule(0 absmax, 1 sawb) ld_extra kpad_step
 //                seed step layer_id
 #include "kemu.h"
@@ -54,7 +54,7 @@ int main(int argc, char **argv) {
   pl.hla.k = pl.hla.blocks * r;
   pl.hla.gemm.k = pl.hla.k;
   pl.hla.gemm.k_pad = (pl.hla.k + kpad_step - 1) / kpad_step * kpad_step;
-  hot_quant q = {HOT_BITS_VALUE, HOT_MODE ? HOT_ROUND_SR : HOT_ROUND_RTN, HOT_GRAN_TENSOR,
+  hot_quant q = {HOT_BITS_VALUE, HOT_ROUND ? HOT_ROUND_SR : HOT_ROUND_RTN, HOT_GRAN_TENSOR,
                  rule ? HOT_RULE_SAWB : HOT_RULE_ABSMAX};
   pl.hla.g = q;
   pl.hla.x = q;

@@ -42,6 +42,7 @@ int main(int argc, char **argv) {
   spec.hq.g.bits = HOT_BITS;
   spec.hq.w.bits = HOT_BITS;
   spec.hq.w.rule = sawb ? HOT_RULE_SAWB : HOT_RULE_ABSMAX;
+  if (HOT_OPERAND == 0) spec.hq.g.round = HOT_ROUND ? HOT_ROUND_SR : HOT_ROUND_RTN;
   static hot_layer_plan pl;
   char err[256];
   if (plan_layer(&spec, B, L, HOT_RECIPE_HOT, arch, layer, &pl, err, sizeof err)) emu_die(err);

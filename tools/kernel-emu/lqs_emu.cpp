@@ -28,6 +28,7 @@ int main(int argc, char **argv) {
   pl.layer_id = layer;
   pl.B = B; pl.L = L; pl.T = T; pl.O = O; pl.I = 1;
   pl.hq.g.bits = HOT_BITS;
+  pl.hq.g.round = HOT_ROUND ? HOT_ROUND_SR : HOT_ROUND_RTN; // as the plan passes it
   hot_dtype hdt = dt == 0 ? HOT_DT_F32 : dt == 1 ? HOT_DT_BF16 : HOT_DT_F16;
   const size_t esz = dt == 0 ? 4 : 2;
   std::vector<unsigned char> src((size_t)(T * O) * esz);

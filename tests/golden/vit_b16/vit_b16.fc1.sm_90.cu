@@ -275,20 +275,22 @@ static __device__ __forceinline__ void hot_store_pair(float *crow, int n, int N,
 #define HOT_P 64
 #define HOT_R 36
 #define HOT_BITS 8
+#define HOT_ROUND 0
 #define HOT_ROWS 0,32,48,16,24,56,40,8,44,60,28,20,52,36,4,6,38,54,22,30,62,26,18,50,34,2,3,35,51,19,55,39,7,5,37,1
 namespace hot_k0 {
 #line 1 "templates/hla_project.cu"
-/* @hot-params: HOT_KNAME HOT_MODE HOT_DTYPE HOT_P HOT_R HOT_BITS HOT_ROWS */
+/* @hot-params: HOT_KNAME HOT_MODE HOT_DTYPE HOT_P HOT_R HOT_BITS HOT_ROUND HOT_ROWS */
 /* hla_project.cu — HLA / ABC projection kernels (HOT.md sections 4 and 5, CONTRACT.md 1-4):
  * per token block, the p-point FWHT down every column (fp32, HOT.md 2 stage order), the gather of
- * the r selected natural rows of H_p, a per-tensor 8-bit quantizer (RTN for x^, SR for g^) and
+ * the r selected natural rows of H_p, a per-tensor 8-bit quantizer (RTN for x^, SR or RTN for g^) and
  * the codes stored TRANSPOSED for the g_w GEMM. CPU twins: hot_ref_hla_quant_x /
  * hot_ref_hla_quant_g (templates/hla_project_ref.c).
  *
  * Parameters (the generator defines them; the defaults below let the file compile alone):
  *   HOT_KNAME  entry point name
- *   HOT_MODE   0 = x^ (role HOT_K_ABC_X, round to nearest), 1 = g^ (role HOT_K_HLA_G, stochastic
- *              rounding, Philox tag = layer_id*16 + 2, idx = k*cols + c of the K x cols math tensor)
+ *   HOT_MODE   0 = x^ (role HOT_K_ABC_X), 1 = g^ (role HOT_K_HLA_G)
+ *   HOT_ROUND  1 = stochastic rounding (g^ only: Philox tag = layer_id*16 + 2, idx = k*cols + c of
+ *              the K x cols math tensor), 0 = round to nearest (x^ always; g^ when planned so)
  *   HOT_DTYPE  0 = f32, 1 = bf16, 2 = f16 input
  *   HOT_P      token block p (power of two, 1..1024; 1 = identity, paper_code on prime L)
  *   HOT_R      rank r (1..p)
@@ -316,7 +318,7 @@ namespace hot_k0 {
  *             (SAWB: the scale from templates/sawb.cu).
  *   math_out  NULL, or K x cols floats: phase 0 also writes the fp32 math tensor x^ / g^ in
  *             linear index order k*cols + c (the input of templates/sawb.cu).
- *   seed, tag, step  Philox key, tag, step (HOT_MODE 1; ignored by HOT_MODE 0).
+ *   seed, tag, step  Philox key, tag, step (HOT_ROUND 1; ignored by HOT_ROUND 0).
  *
  * Phases (same grid for both, stream-ordered):
  *   0: transform, block max |v| -> atomicMax(amax_bits); math_out when non-NULL. No codes.
@@ -352,6 +354,7 @@ namespace hot_k0 {
 #define HOT_P 16
 #define HOT_R 10
 #define HOT_BITS 8
+#define HOT_ROUND 1
 #define HOT_ROWS 0, 8, 12, 4, 14, 10, 2, 3, 11, 1
 #endif
 
@@ -370,7 +373,9 @@ namespace hot_k0 {
 #define HLA_E0 (1 << HLA_NB0)
 #define HLA_ITEMS0 (HOT_P * HLA_COLS / HLA_E0 / HLA_THREADS)
 
-static_assert(HOT_MODE == 0 || HOT_MODE == 1, "HOT_MODE 0 (x^, RTN) or 1 (g^, SR)");
+static_assert(HOT_MODE == 0 || HOT_MODE == 1, "HOT_MODE 0 (x^) or 1 (g^)");
+static_assert(HOT_ROUND == 0 || HOT_ROUND == 1, "HOT_ROUND 0 (RTN) or 1 (SR)");
+static_assert(HOT_ROUND == 0 || HOT_MODE == 1, "x^ has no random stream: HOT_ROUND 0");
 static_assert(HOT_DTYPE >= 0 && HOT_DTYPE <= 2, "HOT_DTYPE 0 (f32), 1 (bf16) or 2 (f16)");
 static_assert(HOT_P >= 1 && HOT_P <= 1024 && (HOT_P & (HOT_P - 1)) == 0,
               "p must be a power of two in [1, 1024]");
@@ -388,7 +393,7 @@ static __device__ __forceinline__ float hla_load1(const void *__restrict__ src, 
   return hot_load_f32(src, off, HOT_DTYPE);
 }
 
-#if HOT_MODE == 1
+#if HOT_ROUND == 1
 /* hot_rand_word without the dynamically indexed struct (which would live in local memory). */
 static __device__ __forceinline__ unsigned hla_rand_word(unsigned long long seed, unsigned tag,
                                                          unsigned step, unsigned long long idx) {
@@ -531,7 +536,7 @@ HOT_KNAME(const void *__restrict__ src, int T, int cols, int ld_src, int L, int 
   for (int id = tid; id < HOT_R * HLA_COLS; id += HLA_THREADS) {
     const int c = id % HLA_COLS, rho = id / HLA_COLS;
     const float val = tile[(int)rows_s[rho] * HLA_COLS + c];
-#if HOT_MODE == 1
+#if HOT_ROUND == 1
     const unsigned long long idx =
         (unsigned long long)(k0 + rho) * (unsigned long long)cols + (unsigned long long)(col0 + c);
     const int q = hot_quant_sr(val, s, HLA_QMAX, hla_rand_word(seed, tag, step, idx));
@@ -540,7 +545,7 @@ HOT_KNAME(const void *__restrict__ src, int T, int cols, int ld_src, int L, int 
 #endif
     qtile[c * HOT_R + rho] = (unsigned char)q;
   }
-#if HOT_MODE == 0
+#if HOT_ROUND == 0
   (void)seed; (void)tag; (void)step;
 #endif
   __syncthreads();
@@ -565,6 +570,7 @@ HOT_KNAME(const void *__restrict__ src, int T, int cols, int ld_src, int L, int 
 #undef HOT_P
 #undef HOT_R
 #undef HOT_BITS
+#undef HOT_ROUND
 #undef HOT_ROWS
 #undef HLA_THREADS
 #undef HLA_COLS
@@ -582,21 +588,24 @@ HOT_KNAME(const void *__restrict__ src, int T, int cols, int ld_src, int L, int 
 #define HOT_B 16
 #define HOT_BITS 4
 #define HOT_CODES 0
+#define HOT_ROUND 1
 namespace hot_k1 {
 #line 1 "templates/hadamard_quant.cu"
-/* @hot-params: HOT_KNAME HOT_OPERAND HOT_DTYPE HOT_B HOT_BITS HOT_CODES */
+/* @hot-params: HOT_KNAME HOT_OPERAND HOT_DTYPE HOT_B HOT_BITS HOT_CODES HOT_ROUND */
 /* hadamard_quant.cu — HQ operand kernels (HOT.md section 3): block FWHT of size b along O, amax
- * (per row or per tensor), quantization (SR with the Philox stream for g', RTN for w'), int8
+ * (per row or per tensor), quantization (SR with the Philox stream or RTN for g', RTN for w'), int8
  * codes or packed int4 nibbles, and the scales. CPU twin: templates/hadamard_quant_ref.c.
  *
  * Parameters (the generator defines them; the defaults below let the file compile alone):
  *   HOT_KNAME    entry point name
- *   HOT_OPERAND  0 = g' (rows of g_y, T x O, stochastic rounding, scale per row or tensor)
+ *   HOT_OPERAND  0 = g' (rows of g_y, T x O, rounding HOT_ROUND, scale per row or tensor)
  *                1 = w' (columns of w, O x I, round to nearest, scale per tensor, stored I x k_pad)
  *   HOT_DTYPE    0 = f32, 1 = bf16, 2 = f16 input
  *   HOT_B        Hadamard block b (power of two, 1..256; 1 = no transform, paper_code on odd O)
  *   HOT_BITS     code bits (qmax = 2^(bits-1) - 1)
  *   HOT_CODES    0 = one int8 per code, 1 = packed int4 (element 2j in the low nibble of byte j)
+ *   HOT_ROUND    1 = stochastic rounding (Philox, g' only), 0 = round to nearest (w' always; g'
+ *                when the plan asks for it: seed/tag/step are then ignored)
  *
  * Mapping. A "line" is one row of g_y (operand 0) or one column of w (operand 1), transformed and
  * quantized along O. One warp owns one line; each lane holds 8 consecutive elements of a
@@ -625,6 +634,7 @@ namespace hot_k1 {
 #define HOT_B 16
 #define HOT_BITS 4
 #define HOT_CODES 1
+#define HOT_ROUND 1
 #endif
 
 
@@ -639,6 +649,8 @@ namespace hot_k1 {
 static_assert(HOT_B >= 1 && HOT_B <= 256 && (HOT_B & (HOT_B - 1)) == 0, "b must be a power of two in [1, 256] (1: the paper code's shrinking rule left no transform)");
 static_assert(HOT_BITS >= 2 && HOT_BITS <= 8, "bits in [2, 8]");
 static_assert(HOT_CODES == 0 || HOT_BITS <= 4, "packed int4 codes need bits <= 4");
+static_assert(HOT_ROUND == 0 || HOT_ROUND == 1, "HOT_ROUND 0 (RTN) or 1 (SR)");
+static_assert(HOT_ROUND == 0 || HOT_OPERAND == 0, "w' has no random stream: HOT_ROUND 0");
 
 /* Loads element e of line `line` as f32 (0 beyond the real length). */
 static __device__ __forceinline__ float hq_load1(const void *src, long long off) {
@@ -719,7 +731,7 @@ static __device__ __forceinline__ void hq_store8(unsigned char *code_row, int c,
                                                  unsigned long long seed, unsigned tag,
                                                  unsigned step) {
   int q[8];
-#if HOT_OPERAND == 0
+#if HOT_ROUND == 1
   hot_philox_out r;
 #pragma unroll
   for (int j = 0; j < 8; ++j) {
@@ -887,6 +899,7 @@ HOT_KNAME(const void *__restrict__ src, int rows, int cols, int ld_src, int o_pa
 #undef HOT_B
 #undef HOT_BITS
 #undef HOT_CODES
+#undef HOT_ROUND
 #undef HQ_LANE_ELEMS
 #undef HQ_CHUNK
 #undef HQ_REG_CHUNKS
@@ -901,21 +914,24 @@ HOT_KNAME(const void *__restrict__ src, int rows, int cols, int ld_src, int o_pa
 #define HOT_B 16
 #define HOT_BITS 4
 #define HOT_CODES 0
+#define HOT_ROUND 0
 namespace hot_k2 {
 #line 1 "templates/hadamard_quant.cu"
-/* @hot-params: HOT_KNAME HOT_OPERAND HOT_DTYPE HOT_B HOT_BITS HOT_CODES */
+/* @hot-params: HOT_KNAME HOT_OPERAND HOT_DTYPE HOT_B HOT_BITS HOT_CODES HOT_ROUND */
 /* hadamard_quant.cu — HQ operand kernels (HOT.md section 3): block FWHT of size b along O, amax
- * (per row or per tensor), quantization (SR with the Philox stream for g', RTN for w'), int8
+ * (per row or per tensor), quantization (SR with the Philox stream or RTN for g', RTN for w'), int8
  * codes or packed int4 nibbles, and the scales. CPU twin: templates/hadamard_quant_ref.c.
  *
  * Parameters (the generator defines them; the defaults below let the file compile alone):
  *   HOT_KNAME    entry point name
- *   HOT_OPERAND  0 = g' (rows of g_y, T x O, stochastic rounding, scale per row or tensor)
+ *   HOT_OPERAND  0 = g' (rows of g_y, T x O, rounding HOT_ROUND, scale per row or tensor)
  *                1 = w' (columns of w, O x I, round to nearest, scale per tensor, stored I x k_pad)
  *   HOT_DTYPE    0 = f32, 1 = bf16, 2 = f16 input
  *   HOT_B        Hadamard block b (power of two, 1..256; 1 = no transform, paper_code on odd O)
  *   HOT_BITS     code bits (qmax = 2^(bits-1) - 1)
  *   HOT_CODES    0 = one int8 per code, 1 = packed int4 (element 2j in the low nibble of byte j)
+ *   HOT_ROUND    1 = stochastic rounding (Philox, g' only), 0 = round to nearest (w' always; g'
+ *                when the plan asks for it: seed/tag/step are then ignored)
  *
  * Mapping. A "line" is one row of g_y (operand 0) or one column of w (operand 1), transformed and
  * quantized along O. One warp owns one line; each lane holds 8 consecutive elements of a
@@ -944,6 +960,7 @@ namespace hot_k2 {
 #define HOT_B 16
 #define HOT_BITS 4
 #define HOT_CODES 1
+#define HOT_ROUND 1
 #endif
 
 
@@ -958,6 +975,8 @@ namespace hot_k2 {
 static_assert(HOT_B >= 1 && HOT_B <= 256 && (HOT_B & (HOT_B - 1)) == 0, "b must be a power of two in [1, 256] (1: the paper code's shrinking rule left no transform)");
 static_assert(HOT_BITS >= 2 && HOT_BITS <= 8, "bits in [2, 8]");
 static_assert(HOT_CODES == 0 || HOT_BITS <= 4, "packed int4 codes need bits <= 4");
+static_assert(HOT_ROUND == 0 || HOT_ROUND == 1, "HOT_ROUND 0 (RTN) or 1 (SR)");
+static_assert(HOT_ROUND == 0 || HOT_OPERAND == 0, "w' has no random stream: HOT_ROUND 0");
 
 /* Loads element e of line `line` as f32 (0 beyond the real length). */
 static __device__ __forceinline__ float hq_load1(const void *src, long long off) {
@@ -1038,7 +1057,7 @@ static __device__ __forceinline__ void hq_store8(unsigned char *code_row, int c,
                                                  unsigned long long seed, unsigned tag,
                                                  unsigned step) {
   int q[8];
-#if HOT_OPERAND == 0
+#if HOT_ROUND == 1
   hot_philox_out r;
 #pragma unroll
   for (int j = 0; j < 8; ++j) {
@@ -1206,6 +1225,7 @@ HOT_KNAME(const void *__restrict__ src, int rows, int cols, int ld_src, int o_pa
 #undef HOT_B
 #undef HOT_BITS
 #undef HOT_CODES
+#undef HOT_ROUND
 #undef HQ_LANE_ELEMS
 #undef HQ_CHUNK
 #undef HQ_REG_CHUNKS
@@ -1220,20 +1240,22 @@ HOT_KNAME(const void *__restrict__ src, int rows, int cols, int ld_src, int o_pa
 #define HOT_P 64
 #define HOT_R 36
 #define HOT_BITS 8
+#define HOT_ROUND 1
 #define HOT_ROWS 0,32,48,16,24,56,40,8,44,60,28,20,52,36,4,6,38,54,22,30,62,26,18,50,34,2,3,35,51,19,55,39,7,5,37,1
 namespace hot_k3 {
 #line 1 "templates/hla_project.cu"
-/* @hot-params: HOT_KNAME HOT_MODE HOT_DTYPE HOT_P HOT_R HOT_BITS HOT_ROWS */
+/* @hot-params: HOT_KNAME HOT_MODE HOT_DTYPE HOT_P HOT_R HOT_BITS HOT_ROUND HOT_ROWS */
 /* hla_project.cu — HLA / ABC projection kernels (HOT.md sections 4 and 5, CONTRACT.md 1-4):
  * per token block, the p-point FWHT down every column (fp32, HOT.md 2 stage order), the gather of
- * the r selected natural rows of H_p, a per-tensor 8-bit quantizer (RTN for x^, SR for g^) and
+ * the r selected natural rows of H_p, a per-tensor 8-bit quantizer (RTN for x^, SR or RTN for g^) and
  * the codes stored TRANSPOSED for the g_w GEMM. CPU twins: hot_ref_hla_quant_x /
  * hot_ref_hla_quant_g (templates/hla_project_ref.c).
  *
  * Parameters (the generator defines them; the defaults below let the file compile alone):
  *   HOT_KNAME  entry point name
- *   HOT_MODE   0 = x^ (role HOT_K_ABC_X, round to nearest), 1 = g^ (role HOT_K_HLA_G, stochastic
- *              rounding, Philox tag = layer_id*16 + 2, idx = k*cols + c of the K x cols math tensor)
+ *   HOT_MODE   0 = x^ (role HOT_K_ABC_X), 1 = g^ (role HOT_K_HLA_G)
+ *   HOT_ROUND  1 = stochastic rounding (g^ only: Philox tag = layer_id*16 + 2, idx = k*cols + c of
+ *              the K x cols math tensor), 0 = round to nearest (x^ always; g^ when planned so)
  *   HOT_DTYPE  0 = f32, 1 = bf16, 2 = f16 input
  *   HOT_P      token block p (power of two, 1..1024; 1 = identity, paper_code on prime L)
  *   HOT_R      rank r (1..p)
@@ -1261,7 +1283,7 @@ namespace hot_k3 {
  *             (SAWB: the scale from templates/sawb.cu).
  *   math_out  NULL, or K x cols floats: phase 0 also writes the fp32 math tensor x^ / g^ in
  *             linear index order k*cols + c (the input of templates/sawb.cu).
- *   seed, tag, step  Philox key, tag, step (HOT_MODE 1; ignored by HOT_MODE 0).
+ *   seed, tag, step  Philox key, tag, step (HOT_ROUND 1; ignored by HOT_ROUND 0).
  *
  * Phases (same grid for both, stream-ordered):
  *   0: transform, block max |v| -> atomicMax(amax_bits); math_out when non-NULL. No codes.
@@ -1297,6 +1319,7 @@ namespace hot_k3 {
 #define HOT_P 16
 #define HOT_R 10
 #define HOT_BITS 8
+#define HOT_ROUND 1
 #define HOT_ROWS 0, 8, 12, 4, 14, 10, 2, 3, 11, 1
 #endif
 
@@ -1315,7 +1338,9 @@ namespace hot_k3 {
 #define HLA_E0 (1 << HLA_NB0)
 #define HLA_ITEMS0 (HOT_P * HLA_COLS / HLA_E0 / HLA_THREADS)
 
-static_assert(HOT_MODE == 0 || HOT_MODE == 1, "HOT_MODE 0 (x^, RTN) or 1 (g^, SR)");
+static_assert(HOT_MODE == 0 || HOT_MODE == 1, "HOT_MODE 0 (x^) or 1 (g^)");
+static_assert(HOT_ROUND == 0 || HOT_ROUND == 1, "HOT_ROUND 0 (RTN) or 1 (SR)");
+static_assert(HOT_ROUND == 0 || HOT_MODE == 1, "x^ has no random stream: HOT_ROUND 0");
 static_assert(HOT_DTYPE >= 0 && HOT_DTYPE <= 2, "HOT_DTYPE 0 (f32), 1 (bf16) or 2 (f16)");
 static_assert(HOT_P >= 1 && HOT_P <= 1024 && (HOT_P & (HOT_P - 1)) == 0,
               "p must be a power of two in [1, 1024]");
@@ -1333,7 +1358,7 @@ static __device__ __forceinline__ float hla_load1(const void *__restrict__ src, 
   return hot_load_f32(src, off, HOT_DTYPE);
 }
 
-#if HOT_MODE == 1
+#if HOT_ROUND == 1
 /* hot_rand_word without the dynamically indexed struct (which would live in local memory). */
 static __device__ __forceinline__ unsigned hla_rand_word(unsigned long long seed, unsigned tag,
                                                          unsigned step, unsigned long long idx) {
@@ -1476,7 +1501,7 @@ HOT_KNAME(const void *__restrict__ src, int T, int cols, int ld_src, int L, int 
   for (int id = tid; id < HOT_R * HLA_COLS; id += HLA_THREADS) {
     const int c = id % HLA_COLS, rho = id / HLA_COLS;
     const float val = tile[(int)rows_s[rho] * HLA_COLS + c];
-#if HOT_MODE == 1
+#if HOT_ROUND == 1
     const unsigned long long idx =
         (unsigned long long)(k0 + rho) * (unsigned long long)cols + (unsigned long long)(col0 + c);
     const int q = hot_quant_sr(val, s, HLA_QMAX, hla_rand_word(seed, tag, step, idx));
@@ -1485,7 +1510,7 @@ HOT_KNAME(const void *__restrict__ src, int T, int cols, int ld_src, int L, int 
 #endif
     qtile[c * HOT_R + rho] = (unsigned char)q;
   }
-#if HOT_MODE == 0
+#if HOT_ROUND == 0
   (void)seed; (void)tag; (void)step;
 #endif
   __syncthreads();
@@ -1510,6 +1535,7 @@ HOT_KNAME(const void *__restrict__ src, int T, int cols, int ld_src, int L, int 
 #undef HOT_P
 #undef HOT_R
 #undef HOT_BITS
+#undef HOT_ROUND
 #undef HOT_ROWS
 #undef HLA_THREADS
 #undef HLA_COLS
@@ -2504,18 +2530,20 @@ extern "C" __global__ void __launch_bounds__(HOT_BIAS_THREADS)
 #define HOT_KNAME hot_lqs_f32_k4
 #define HOT_DTYPE 0
 #define HOT_BITS 4
+#define HOT_ROUND 1
 namespace hot_k7 {
 #line 1 "templates/lqs.cu"
-/* @hot-params: HOT_KNAME HOT_DTYPE HOT_BITS */
+/* @hot-params: HOT_KNAME HOT_DTYPE HOT_BITS HOT_ROUND */
 /* lqs.cu — layer-wise quantizer selection (HOT.md 6, CONTRACT.md 7) on the raw g_y (T x O, no
  * transform): e_tensor = ||g - deq(Q_tensor(g))||_F and e_token = ||g - deq(Q_row(g))||_F with
- * HOT_BITS-bit SR, absmax; choice = per-row iff e_token < 0.5 * e_tensor. Bit-identical to the
+ * HOT_BITS-bit codes rounded as g' is (HOT_ROUND: SR or RTN), absmax; choice = per-row iff e_token < 0.5 * e_tensor. Bit-identical to the
  * CPU twin hot_ref_lqs (templates/lqs_ref.c): both quantizations use the same Philox draws
  * (tag = layer_id*16 + 3, idx = t*O + o), the squared errors are summed by the canonical fp64
  * sum of CONTRACT 5 (chunks of 1024 terms in idx order, each summed sequentially from 0.0,
  * then the partials sequentially in chunk order from 0.0).
  *
- * Parameters: HOT_KNAME entry name; HOT_DTYPE 0 = f32, 1 = bf16, 2 = f16; HOT_BITS = hq.g.bits.
+ * Parameters: HOT_KNAME entry name; HOT_DTYPE 0 = f32, 1 = bf16, 2 = f16; HOT_BITS = hq.g.bits;
+ * HOT_ROUND = g's rounding: 1 = SR (the Philox draws below), 0 = RTN (seed/tag/step ignored).
  *
  * Entry:
  *   extern "C" __global__ void HOT_KNAME (const void *g_y, int T, int O, int ld_src,
@@ -2548,6 +2576,7 @@ namespace hot_k7 {
 #define HOT_KNAME hot_lqs
 #define HOT_DTYPE 0
 #define HOT_BITS 4
+#define HOT_ROUND 1
 #endif
 
 
@@ -2559,11 +2588,13 @@ namespace hot_k7 {
 
 static_assert(HOT_DTYPE >= 0 && HOT_DTYPE <= 2, "HOT_DTYPE 0 (f32), 1 (bf16) or 2 (f16)");
 static_assert(HOT_BITS >= 2 && HOT_BITS <= 8, "bits in [2, 8]");
+static_assert(HOT_ROUND == 0 || HOT_ROUND == 1, "HOT_ROUND 0 (RTN) or 1 (SR)");
 
 static __device__ __forceinline__ float lqs_load1(const void *__restrict__ src, long long off) {
   return hot_load_f32(src, off, HOT_DTYPE);
 }
 
+#if HOT_ROUND == 1
 /* hot_rand_word without the dynamically indexed struct (which would live in local memory). */
 static __device__ __forceinline__ unsigned lqs_rand_word(unsigned long long seed, unsigned tag,
                                                          unsigned step, unsigned long long idx) {
@@ -2574,6 +2605,7 @@ static __device__ __forceinline__ unsigned lqs_rand_word(unsigned long long seed
   const unsigned w = (unsigned)(idx & 3ull);
   return w == 0 ? o.v[0] : w == 1 ? o.v[1] : w == 2 ? o.v[2] : o.v[3];
 }
+#endif
 
 /* (v - deq(q, s))^2 in fp64, deq = fp32 q * s (CONTRACT 7). */
 static __device__ __forceinline__ double lqs_sq(float v, int q, float s) {
@@ -2589,6 +2621,9 @@ HOT_KNAME(const void *__restrict__ g_y, int T, int O, int ld_src,
           int phase, unsigned long long seed, unsigned tag, unsigned step) {
   __shared__ double terms[LQS_WARPS][2][32];
   const int lane = (int)threadIdx.x & 31, warp = (int)threadIdx.x >> 5;
+#if HOT_ROUND == 0
+  (void)seed; (void)tag; (void)step;
+#endif
 
   if (phase == 0) {
     /* whole warps per row (grid-stride over rows); no block barrier in this phase */
@@ -2622,10 +2657,15 @@ HOT_KNAME(const void *__restrict__ g_y, int T, int O, int ld_src,
         if (idx < i1) {
           const int t = (int)(idx / O), o = (int)(idx % O);
           const float v = lqs_load1(g_y, (long long)t * ld_src + o);
-          const unsigned word = lqs_rand_word(seed, tag, step, (unsigned long long)idx);
           const float s_row = row_scale[t];
+#if HOT_ROUND == 1
+          const unsigned word = lqs_rand_word(seed, tag, step, (unsigned long long)idx);
           a = lqs_sq(v, hot_quant_sr(v, s_ten, LQS_QMAX, word), s_ten);
           b = lqs_sq(v, hot_quant_sr(v, s_row, LQS_QMAX, word), s_row);
+#else
+          a = lqs_sq(v, hot_quant_rtn(v, s_ten, LQS_QMAX), s_ten);
+          b = lqs_sq(v, hot_quant_rtn(v, s_row, LQS_QMAX), s_row);
+#endif
         }
         terms[warp][0][lane] = a;
         terms[warp][1][lane] = b;
@@ -2663,6 +2703,7 @@ HOT_KNAME(const void *__restrict__ g_y, int T, int O, int ld_src,
 #undef HOT_KNAME
 #undef HOT_DTYPE
 #undef HOT_BITS
+#undef HOT_ROUND
 #undef LQS_THREADS
 #undef LQS_WARPS
 #undef LQS_CHUNK
