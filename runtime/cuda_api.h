@@ -177,6 +177,12 @@ typedef struct {
  *                     a missing symbol, or cuInit failing;
  *   RT_ERR_NO_DEVICE  "no CUDA device: ..." — the driver works but reports zero devices.
  * err may be NULL. Thread-safe. Never prints. */
+/* Sets the driver library (HOT_CUDA_DRIVER) and the toolkit root (HOT_CUDA_HOME) the loaders
+ * below use, as read once by hot_ctx_create (NULL: the default: libcuda.so.1; the build's
+ * toolkit). Process-wide, and effective only before the first load (the driver and NVRTC are
+ * loaded once per process). Without a call the loaders read the two variables themselves. */
+void cuda_api_configure(const char *driver, const char *home);
+
 rt_status cuda_driver_get(const cuda_driver **out, char *err, size_t errlen);
 
 /* The NVRTC table, loaded once per process (see the search order above). RT_ERR_NO_NVRTC with

@@ -16,6 +16,7 @@
 #include "cache.h"
 #include "cuda_api.h"
 #include "emit.h"
+#include "env.h"
 #include "hot.h"
 #include "jit.h"
 #include "module.h"
@@ -97,7 +98,11 @@ struct hot_ctx {
   hot_arch arch;             /* arch layers are planned for */
   int arch_known;            /* 1: CUDA device arch or forced; 0: CPU default (sm_80 storage) */
   int device;
+  hot_env env;               /* the environment, read once at creation (strings in env_block) */
+  char *env_block;
   char *cache_dir;           /* option/env value (NULL: the cache's default) */
+  const char *cache_dir_origin; /* "options.cache_dir" or "HOT_CACHE_DIR" (messages) */
+  int jit_threads;           /* concurrent compiles: HOT_JIT_THREADS, else the CPUs */
   int disk_cache;            /* 1 on, -1 off */
   int seed_set;
   uint64_t seed;

@@ -186,48 +186,6 @@ hot_status hot_layer_get_info(const hot_layer *layer, hot_layer_info *out) {
 
 /* ---- JIT ----------------------------------------------------------------------------------- */
 
-static int mkdirs(const char *path) {
-  char tmp[1024];
-  if (snprintf(tmp, sizeof tmp, "%s", path) >= (int)sizeof tmp) return -1;
-  for (char *p = tmp + 1; *p; ++p) {
-    if (*p != '/') continue;
-    *p = '\0';
-    if (mkdir(tmp, 0700) != 0 && errno != EEXIST) return -1;
-    *p = '/';
-  }
-  return (mkdir(tmp, 0700) != 0 && errno != EEXIST) ? -1 : 0;
-}
-
-static void write_text(const char *dir, const char *base, const char *ext, const char *text) {
-  char path[1400];
-  snprintf(path, sizeof path, "%s/%s%s", dir, base, ext);
-  FILE *f = fopen(path, "w");
-  if (!f) return;
-  fputs(text ? text : "", f);
-  fclose(f);
-}
-
-/* HOT_JIT_DEBUG: <dir>/<layer>.<arch>.cu and .log. Best effort: a dump that cannot be written
- * never fails the call (the library does not print, so it stays silent). */
-static void debug_dump(hot_layer *layer, const char *source, const char *log) {
-  hot_ctx *ctx = layer->ctx;
-  char dir[1024];
-  const char *cdir = ctx->kc ? hot_kcache_dir(ctx->kc) : NULL;
-  if (ctx->debug_dir) snprintf(dir, sizeof dir, "%s", ctx->debug_dir);
-  else if (cdir) snprintf(dir, sizeof dir, "%s/debug", cdir);
-  else snprintf(dir, sizeof dir, "hot-debug");
-  if (mkdirs(dir) != 0) return;
-  char base[HOT_NAME_MAX + 32];
-  snprintf(base, sizeof base, "%s.%s", layer->spec.name[0] ? layer->spec.name : "layer",
-           plan_arch_caps(layer->plan->arch)->name);
-  for (char *p = base; *p; ++p) /* names from C may hold anything */
-    if (!((*p >= 'a' && *p <= 'z') || (*p >= 'A' && *p <= 'Z') || (*p >= '0' && *p <= '9') ||
-          *p == '_' || *p == '-' || *p == '.'))
-      *p = '_';
-  write_text(dir, base, ".cu", source);
-  write_text(dir, base, ".log", log);
-}
-
 /* The compile logs of a layer's programs, one after another under a line naming the kernel
  * (malloc'd; NULL when out of memory). */
 static char *joined_logs(const hot_layer *layer) {
@@ -245,19 +203,6 @@ static char *joined_logs(const hot_layer *layer) {
   return out;
 }
 
-/* The programs' sources one after another (for the debug dump; malloc'd, NULL when none). */
-static char *joined_sources(const hot_jit *j, int n) {
-  size_t len = 1;
-  for (int k = 0; k < n; ++k)
-    if (j->source[k]) len += strlen(j->source[k]) + 64;
-  char *out = malloc(len), *p = out;
-  if (!out) return NULL;
-  *p = '\0';
-  for (int k = 0, prog = 0; k < n; ++k)
-    if (j->source[k]) p += sprintf(p, "// ==== program %d ====\n%s", ++prog, j->source[k]);
-  return out;
-}
-
 hot_status layer_jit(hot_layer *layer) {
   if (layer->compiled) return HOT_OK;
   hot_ctx *ctx = layer->ctx;
@@ -266,22 +211,17 @@ hot_status layer_jit(hot_layer *layer) {
   if (st != HOT_OK) return st;
   char err[768], *log = NULL;
   jit_free(&layer->jit);
-  rt_status r = jit_layer(kc, layer->plan, 0, &layer->jit, &log, err, sizeof err);
+  rt_status r = jit_layer(kc, layer->plan, ctx->jit_threads, &layer->jit, &log, err, sizeof err);
   if (r != RT_OK) {
     ctx_set_log(ctx, log);
-    if (ctx->jit_debug) debug_dump(layer, NULL, log ? log : err);
     free(log);
     return ctx_fail(ctx, ctx_rt(r), "layer '%s': %s", layer->spec.name, err);
   }
   layer->n_missing = layer->jit.n_missing;
   memcpy(layer->missing, layer->jit.missing, sizeof layer->missing);
   char *logs = joined_logs(layer);
+  if (!logs) return ctx_fail(ctx, HOT_ERR_NOMEM, "layer '%s': out of memory", layer->spec.name);
   ctx_set_log(ctx, logs);
-  if (ctx->jit_debug) {
-    char *src = joined_sources(&layer->jit, layer->plan->n_kernels);
-    debug_dump(layer, src, logs);
-    free(src);
-  }
   free(logs);
   layer->compiled = 1;
   return HOT_OK;
