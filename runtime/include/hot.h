@@ -218,11 +218,18 @@ hot_status hot_ctx_stats(hot_ctx *ctx, hot_stats *out);
 hot_status hot_layer_from_spec(hot_ctx *ctx, const char *path, const char *layer_name,
                                int64_t batch_override, hot_layer **out);
 
-/* A layer described in C: `spec` filled by plan_spec_defaults(&spec, recipe) and then the
- * caller's fields (name, in_features, out_features, bias, dtype, hq/hla/abc settings); copied,
- * so the caller may discard it. T = batch * tokens. The Philox layer id is the number of layers
- * created by hot_layer_create in ctx before this one (0, 1, ...). Same ownership as above.
- * Errors: HOT_ERR_INVALID (NULLs, bad enum values), HOT_ERR_SHAPE (batch, tokens or a feature
+/* A layer described in C: `spec` filled by plan_spec_defaults(&spec, HOT_RECIPE_HOT) (or any
+ * recipe) and then the caller's fields (name, in_features, out_features, bias, dtype, hq/hla/abc
+ * settings); copied, so the caller may discard it. T = batch * tokens.
+ * `recipe` is honoured this way: every field the caller left at the project default (the value
+ * plan_spec_defaults(&s, HOT_RECIPE_HOT) gives it) takes the value of recipe's defaults; a field
+ * set to anything else is the caller's choice and is kept. So defaults of HOT_RECIPE_HOT plus
+ * recipe R plan exactly like plan_spec_defaults(&s, R) plus R (e.g. HOT_RECIPE_PAPER_CODE brings
+ * SAWB scales, no padding and a derived HLA block), and a spec filled for R is left as it is.
+ * The Philox layer id is the number of layers created by hot_layer_create in ctx before this one
+ * (0, 1, ...). Same ownership as above.
+ * Errors: HOT_ERR_INVALID (NULLs; an enum out of range, or a 0/1 flag that is neither, named:
+ * "spec.hq.g.round = 7 is not a hot_round (0 .. 1)"), HOT_ERR_SHAPE (batch, tokens or a feature
  * count < 1), HOT_ERR_PLAN (the planner's reason), HOT_ERR_MISUSE, HOT_ERR_NOMEM. */
 hot_status hot_layer_create(hot_ctx *ctx, const hot_layer_spec *spec, int64_t batch,
                             int64_t tokens, hot_recipe recipe, hot_layer **out);

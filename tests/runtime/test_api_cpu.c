@@ -8,6 +8,7 @@
 #define _GNU_SOURCE
 #endif
 #include <check.h>
+#include <stddef.h>
 #include <sys/stat.h>
 
 #include "api_util.h"
@@ -320,6 +321,87 @@ START_TEST(bad_options_and_environment) {
 END_TEST
 
 /* ---- JIT through an injected compiler ------------------------------------------------------ */
+
+
+/* Every enum (and 0/1 flag) of a layer description is checked at creation, naming the field,
+ * instead of failing later inside a backend; hot_layer_create honours its recipe. */
+START_TEST(layer_create_enums_and_recipe) {
+  hot_ctx *ctx = NULL;
+  ck_assert_int_eq(hot_ctx_create(&ctx, NULL), HOT_OK);
+  hot_layer_spec s;
+  hot_layer *l = NULL;
+  struct { const char *field; size_t off; int bad; } e[] = {
+      {"spec.dtype", offsetof(hot_layer_spec, dtype), 3},
+      {"spec.hq.g.round", offsetof(hot_layer_spec, hq.g.round), 2},
+      {"spec.hq.g.gran", offsetof(hot_layer_spec, hq.g.gran), 3},
+      {"spec.hq.g.rule", offsetof(hot_layer_spec, hq.g.rule), -1},
+      {"spec.hq.w.round", offsetof(hot_layer_spec, hq.w.round), 9},
+      {"spec.hq.w.gran", offsetof(hot_layer_spec, hq.w.gran), 4},
+      {"spec.hq.w.rule", offsetof(hot_layer_spec, hq.w.rule), 2},
+      {"spec.hla.selection", offsetof(hot_layer_spec, hla.selection), 3},
+      {"spec.hla.layout", offsetof(hot_layer_spec, hla.layout), 3},
+      {"spec.hla.g.round", offsetof(hot_layer_spec, hla.g.round), 2},
+      {"spec.hla.g.gran", offsetof(hot_layer_spec, hla.g.gran), 7},
+      {"spec.hla.g.rule", offsetof(hot_layer_spec, hla.g.rule), 5},
+      {"spec.hla.x.round", offsetof(hot_layer_spec, hla.x.round), 2},
+      {"spec.hla.x.gran", offsetof(hot_layer_spec, hla.x.gran), 3},
+      {"spec.hla.x.rule", offsetof(hot_layer_spec, hla.x.rule), 2},
+      {"spec.bias", offsetof(hot_layer_spec, bias), 2},
+      {"spec.hq.enabled", offsetof(hot_layer_spec, hq.enabled), -1},
+      {"spec.abc.enabled", offsetof(hot_layer_spec, abc.enabled), 5},
+  };
+  for (size_t i = 0; i < sizeof e / sizeof *e; ++i) {
+    plan_spec_defaults(&s, HOT_RECIPE_HOT);
+    snprintf(s.name, sizeof s.name, "en");
+    s.in_features = 32;
+    s.out_features = 16;
+    int v = e[i].bad;
+    memcpy((char *)&s + e[i].off, &v, sizeof v); /* every enum and flag is int-sized */
+    ck_assert_int_eq(hot_layer_create(ctx, &s, 1, 64, HOT_RECIPE_HOT, &l), HOT_ERR_INVALID);
+    ck_assert_msg(strstr(hot_errmsg(ctx), e[i].field), "%s: %s", e[i].field, hot_errmsg(ctx));
+    ck_assert_ptr_null(l);
+  }
+  plan_spec_defaults(&s, HOT_RECIPE_HOT);
+  s.in_features = 32;
+  s.out_features = 16;
+  ck_assert_int_eq(hot_layer_create(ctx, &s, 1, 64, (hot_recipe)3, &l), HOT_ERR_INVALID);
+  ck_assert_msg(strstr(hot_errmsg(ctx), "recipe = 3"), "%s", hot_errmsg(ctx));
+
+  /* the recipe: project defaults + R plan like R's defaults + R, for every R */
+  for (int r = HOT_RECIPE_HOT; r <= HOT_RECIPE_PAPER_CODE; ++r) {
+    hot_layer_spec hs, rs;
+    plan_spec_defaults(&hs, HOT_RECIPE_HOT);
+    plan_spec_defaults(&rs, (hot_recipe)r);
+    hs.in_features = rs.in_features = 48;
+    hs.out_features = rs.out_features = 24;
+    hot_layer *a = NULL, *b = NULL;
+    ck_assert_int_eq(hot_layer_create(ctx, &hs, 2, 40, (hot_recipe)r, &a), HOT_OK);
+    ck_assert_int_eq(hot_layer_create(ctx, &rs, 2, 40, (hot_recipe)r, &b), HOT_OK);
+    const hot_layer_plan *pa = hot_layer_get_plan(a), *pb = hot_layer_get_plan(b);
+    ck_assert_int_eq(pa->hq.w.rule, pb->hq.w.rule);
+    ck_assert_int_eq(pa->hla.x.rule, pb->hla.x.rule);
+    ck_assert_int_eq(pa->hla.block, pb->hla.block);
+    ck_assert_int_eq(pa->hq.block, pb->hq.block);
+    ck_assert_int_eq(pa->hla.layout, pb->hla.layout);
+    ck_assert_int_eq((int)hot_layer_saved_bytes(a), (int)hot_layer_saved_bytes(b));
+    if (r == HOT_RECIPE_PAPER_CODE) { /* what the recipe changes did change */
+      ck_assert_int_eq(pa->hq.w.rule, HOT_RULE_SAWB);
+      ck_assert_int_eq(pa->hla.x.rule, HOT_RULE_SAWB);
+      ck_assert_int_eq(pa->hla.block, 8); /* largest power of two dividing L = 40, no padding */
+    }
+    hot_layer_destroy(a);
+    hot_layer_destroy(b);
+  }
+  /* a field the caller set is kept: RTN/absmax w' with paper_code stays absmax */
+  plan_spec_defaults(&s, HOT_RECIPE_HOT);
+  s.in_features = 48;
+  s.out_features = 24;
+  s.hla.block = 4; /* explicit p */
+  ck_assert_int_eq(hot_layer_create(ctx, &s, 2, 40, HOT_RECIPE_PAPER_CODE, &l), HOT_OK);
+  ck_assert_int_eq(hot_layer_get_plan(l)->hla.block, 4);
+  hot_ctx_destroy(ctx);
+}
+END_TEST
 
 START_TEST(compile_with_fake_compiler) {
   char dir[256];
@@ -688,6 +770,7 @@ int main(void) {
   tcase_add_test(tc, bad_options_and_environment);
   tcase_add_test(tc, compile_with_fake_compiler);
   tcase_add_test(tc, misuse);
+  tcase_add_test(tc, layer_create_enums_and_recipe);
   tcase_add_test(tc, launch_signatures_and_geometry);
   suite_add_tcase(s, tc);
   SRunner *sr = srunner_create(s);
