@@ -4,6 +4,7 @@
  * The saved buffer holds what hot_ref_saved holds, flat: with ABC the q_x^ codes (I rows of
  * hla.gemm.k_pad int8) followed by s_x^ (fp32, at a multiple of 32 bytes); without ABC the fp32
  * copy of x (T * I floats). The same layout as the CUDA backend's. */
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -25,6 +26,12 @@ hot_status cpu_ref_status(hot_layer *layer, int rc, const char *what) {
     return ctx_fail(ctx, HOT_ERR_INTERNAL, "layer '%s': %s: %s (plan inconsistent)", n, what,
                     hot_ref_status_name(rc));
   }
+}
+
+static int all_finite(const float *v, int64_t n) {
+  for (int64_t i = 0; i < n; ++i)
+    if (!isfinite(v[i])) return 0;
+  return 1;
 }
 
 /* Offset of s_x^ in an ABC buffer (the codes' size: a multiple of 32 bytes). */
@@ -73,7 +80,16 @@ hot_status cpu_layer_backward(hot_layer *layer, const void *g_y, const void *w, 
   s.bytes = launch_saved_bytes(pl);
   int rc = hot_ref_layer_backward(pl, &s, g_y, w, layer->spec.dtype, layer->gran, layer->seed, step,
                                   g_x, g_w, g_b);
-  return cpu_ref_status(layer, rc, "backward");
+  if (rc) return cpu_ref_status(layer, rc, "backward");
+  /* The inputs were finite (the twins refuse others): a non-finite output is an overflow. */
+  const char *which = !all_finite(g_x, pl->T * pl->I) ? "g_x"
+                      : !all_finite(g_w, pl->O * pl->I) ? "g_w"
+                      : g_b && !all_finite(g_b, pl->O) ? "g_b" : NULL;
+  if (which)
+    return ctx_fail(layer->ctx, HOT_ERR_RANGE, "hot_layer_backward: layer '%s': %s overflowed "
+                    "fp32 (finite inputs too close to FLT_MAX for the transforms and scales)",
+                    layer->spec.name, which);
+  return HOT_OK;
 }
 
 hot_status cpu_layer_calibrate(hot_layer *layer, const void *g_y, uint32_t step) {

@@ -18,7 +18,8 @@ static const char *const k_status_names[HOT_STATUS_COUNT] = {
     "HOT_ERR_NO_DRIVER", "HOT_ERR_NO_DEVICE",  "HOT_ERR_NO_NVRTC",   "HOT_ERR_COMPILE",
     "HOT_ERR_BAD_BINARY", "HOT_ERR_NOT_FOUND", "HOT_ERR_DEVICE_OOM", "HOT_ERR_LAUNCH",
     "HOT_ERR_CUDA",     "HOT_ERR_SPEC",        "HOT_ERR_PLAN",       "HOT_ERR_SHAPE",
-    "HOT_ERR_MISUSE",   "HOT_ERR_UNSUPPORTED", "HOT_ERR_NONFINITE",  "HOT_ERR_INTERNAL"};
+    "HOT_ERR_MISUSE",   "HOT_ERR_UNSUPPORTED", "HOT_ERR_NONFINITE",  "HOT_ERR_INTERNAL",
+    "HOT_ERR_RANGE"};
 
 const char *hot_status_name(hot_status s) {
   return ((unsigned)s < HOT_STATUS_COUNT) ? k_status_names[s] : "HOT_ERR_?";

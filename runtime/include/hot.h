@@ -109,6 +109,10 @@ typedef enum {
                            template does not exist yet) */
   HOT_ERR_NONFINITE,    /* NaN or Inf in an input (CPU backend; kernels promise nothing) */
   HOT_ERR_INTERNAL,     /* an inconsistency inside hot (a bug: please report the message) */
+  HOT_ERR_RANGE,        /* finite inputs whose result does not fit fp32 (|values| near FLT_MAX:
+                           a Hadamard sum, a scale or a product overflowed): the outputs hold
+                           Inf/NaN and must not be used (CPU backend; see templates/CONTRACT.md
+                           "Overflow") */
   HOT_STATUS_COUNT
 } hot_status;
 

@@ -403,6 +403,55 @@ START_TEST(layer_create_enums_and_recipe) {
 }
 END_TEST
 
+
+/* Finite inputs near FLT_MAX: never HOT_OK with an Inf/NaN output. Each case either completes
+ * with every output finite, or is refused (save: HOT_ERR_NONFINITE when a transform of the input
+ * overflows; backward: HOT_ERR_RANGE). x = 3e38 gave g_w = -inf with HOT_OK. */
+START_TEST(huge_finite_inputs) {
+  hot_ctx *ctx = NULL;
+  ck_assert_int_eq(hot_ctx_create(&ctx, NULL), HOT_OK);
+  hot_layer_spec s;
+  plan_spec_defaults(&s, HOT_RECIPE_HOT);
+  snprintf(s.name, sizeof s.name, "huge");
+  s.in_features = 32;
+  s.out_features = 16;
+  hot_layer *l = NULL;
+  ck_assert_int_eq(hot_layer_create(ctx, &s, 2, 32, HOT_RECIPE_HOT, &l), HOT_OK);
+  enum { T = 64, I = 32, O = 16 };
+  static float x[T * I], w[O * I], gy[T * O], gx[T * I], gw[O * I], gb[O];
+  const float huge[] = {3e38f, -3e38f, 1e38f, 2e37f};
+  int refused = 0;
+  for (int which = 0; which < 5; ++which)
+    for (size_t h = 0; h < sizeof huge / sizeof *huge; ++h) {
+      au_fill(11, x, T * I);
+      au_fill(12, w, O * I);
+      au_fill(13, gy, T * O);
+      float *v = which == 0 || which == 3 ? x : which == 1 ? w : gy;
+      int64_t n = which == 0 ? T * I : which == 1 ? O * I : T * O;
+      if (which >= 3) { /* one huge element among ordinary ones (x; then g_y too) */
+        x[5] = huge[h];
+        if (which == 4) gy[7] = huge[h];
+      } else {
+        for (int64_t i = 0; i < n; ++i) v[i] = (i % 3 == 0) ? huge[h] : huge[h] * (v[i] / 4.0f);
+      }
+      hot_status st = hot_layer_save(l, x, HOT_DT_F32, NULL, NULL);
+      if (st == HOT_OK) st = hot_layer_backward(l, gy, w, HOT_DT_F32, NULL, gx, gw, gb, 1, NULL);
+      if (st == HOT_OK) {
+        for (int i = 0; i < T * I; ++i) ck_assert_msg(isfinite(gx[i]), "g_x[%d] = %g", i, gx[i]);
+        for (int i = 0; i < O * I; ++i) ck_assert_msg(isfinite(gw[i]), "g_w[%d] = %g", i, gw[i]);
+        for (int i = 0; i < O; ++i) ck_assert_msg(isfinite(gb[i]), "g_b[%d] = %g", i, gb[i]);
+      } else {
+        ck_assert_msg(st == HOT_ERR_RANGE || st == HOT_ERR_NONFINITE, "%s: %s",
+                      hot_status_name(st), hot_errmsg(ctx));
+        refused++;
+      }
+    }
+  ck_assert_int_gt(refused, 0); /* x = 3e38 does overflow fp32 somewhere */
+  ck_assert_str_eq(hot_status_name(HOT_ERR_RANGE), "HOT_ERR_RANGE");
+  hot_ctx_destroy(ctx);
+}
+END_TEST
+
 START_TEST(compile_with_fake_compiler) {
   char dir[256];
   ck_assert_ptr_nonnull(tmp_dir(dir));
@@ -770,6 +819,7 @@ int main(void) {
   tcase_add_test(tc, bad_options_and_environment);
   tcase_add_test(tc, compile_with_fake_compiler);
   tcase_add_test(tc, misuse);
+  tcase_add_test(tc, huge_finite_inputs);
   tcase_add_test(tc, layer_create_enums_and_recipe);
   tcase_add_test(tc, launch_signatures_and_geometry);
   suite_add_tcase(s, tc);
