@@ -47,7 +47,11 @@
  *    ordered on one stream (or synchronised by the caller), and a save's buffer must be ready
  *    (same stream, or an event) before the backward that reads it.
  *
- * Environment (read once, by hot_ctx_create; an option set in code wins over the variable):
+ * Environment (read once, by hot_ctx_create, into the context: later changes have no effect on
+ * it; an option set in code wins over the variable, which is then not read). Every value is
+ * parsed strictly: a bad one (HOT_CACHE_MAX_MB=abc, HOT_JIT_THREADS=0, HOT_CUDA_HOME naming no
+ * folder, HOT_NO_DISK_CACHE=maybe) fails hot_ctx_create with HOT_ERR_INVALID naming the variable.
+ * Integers: decimal or 0x hex, no sign; booleans: 0/1, true/false, yes/no, on/off.
  *
  *   | variable            | values                      | meaning                                        |
  *   |---------------------|-----------------------------|------------------------------------------------|
@@ -59,15 +63,16 @@
  *   |                     |                             | backend it lets hot_layer_compile fill caches  |
  *   | HOT_CACHE_DIR       | a directory                 | kernel cache (default $XDG_CACHE_HOME/hot,     |
  *   |                     |                             | else ~/.cache/hot); shared with hot-gen        |
- *   | HOT_NO_DISK_CACHE   | 1                           | keep compiled kernels in memory only           |
- *   | HOT_CACHE_MAX_MB    | MiB (default 256)           | size bound of the cache directory (LRU)        |
+ *   | HOT_NO_DISK_CACHE   | boolean                     | keep compiled kernels in memory only           |
+ *   | HOT_CACHE_MAX_MB    | 1 .. 2^40 MiB (default 256) | size bound of the cache directory (LRU); a     |
+ *   |                     |                             | read-only directory is served, never written   |
  *   | HOT_SEED            | 64-bit integer (0x.. ok)    | Philox key of stochastic rounding (default:    |
  *   |                     |                             | the spec's seed, else 0x243F6A8885A308D3)      |
- *   | HOT_JIT_DEBUG       | 1                           | write every emitted source and compile log     |
+ *   | HOT_JIT_DEBUG       | boolean                     | write every emitted source and compile log     |
  *   | HOT_JIT_DEBUG_DIR   | a directory                 | where (default <cache dir>/debug, or           |
  *   |                     |                             | ./hot-debug with a memory-only cache)          |
  *   | HOT_CUDA_DRIVER     | a path                      | driver library instead of libcuda.so.1         |
- *   | HOT_CUDA_HOME       | toolkit root                | where NVRTC and its headers are (cache misses) |
+ *   | HOT_CUDA_HOME       | an existing toolkit root    | where NVRTC and its headers are (cache misses) |
  *   | HOT_JIT_THREADS     | 1 ... 64 (default: CPUs,    | concurrent NVRTC compiles of a layer's kernels |
  *   |                     | at most 16)                 | (one program per distinct kernel)              |
  */
