@@ -317,6 +317,80 @@ START_TEST(bad_options_and_environment) {
   ck_assert_int_eq(hot_ctx_create(&ctx, &o), HOT_ERR_INVALID);
   hot_ctx_destroy(ctx);
   ck_assert_int_eq(hot_ctx_create(NULL, NULL), HOT_ERR_INVALID);
+  /* every variable strictly: a bad value is refused, naming it (these were ignored) */
+  const struct { const char *var, *val; } bad[] = {
+      {"HOT_CACHE_MAX_MB", "-1"}, {"HOT_CACHE_MAX_MB", "abc"},
+      {"HOT_CACHE_MAX_MB", "17592186044416"}, {"HOT_JIT_THREADS", "0"},
+      {"HOT_JIT_THREADS", "abc"}, {"HOT_CUDA_HOME", "/nonexistent-toolkit-folder"},
+      {"HOT_NO_DISK_CACHE", "maybe"}, {"HOT_JIT_DEBUG", "yes please"},
+      {"HOT_DEVICE", "-1"}, {"HOT_SEED", "12abc"}};
+  for (size_t i = 0; i < sizeof bad / sizeof *bad; ++i) {
+    const char *old = getenv(bad[i].var);
+    char keep[600] = "";
+    if (old) snprintf(keep, sizeof keep, "%s", old);
+    setenv(bad[i].var, bad[i].val, 1);
+    ck_assert_int_eq(hot_ctx_create(&ctx, NULL), HOT_ERR_INVALID);
+    ck_assert_msg(strstr(hot_errmsg(ctx), bad[i].var) && strstr(hot_errmsg(ctx), bad[i].val),
+                  "%s=%s: %s", bad[i].var, bad[i].val, hot_errmsg(ctx));
+    hot_ctx_destroy(ctx);
+    if (old) setenv(bad[i].var, keep, 1);
+    else unsetenv(bad[i].var);
+  }
+}
+END_TEST
+
+/* The environment is read once, by hot_ctx_create: changing it later does not reach the
+ * context's cache or JIT (they were read again at first use). */
+START_TEST(environment_read_once) {
+  char a[256], b[256];
+  ck_assert_ptr_nonnull(tmp_dir(a));
+  ck_assert_ptr_nonnull(tmp_dir(b));
+  fake_cc f = {0, 0, 0, "fake-1"};
+  hot_compiler cc = FAKE_COMPILER(f);
+  setenv("HOT_CACHE_DIR", a, 1);
+  setenv("HOT_ARCH", "sm_80", 1);
+  setenv("HOT_JIT_THREADS", "2", 1);
+  hot_ctx *ctx = NULL;
+  ck_assert_int_eq(hot_ctx_create_with_compiler(&ctx, NULL, &cc), HOT_OK);
+  setenv("HOT_CACHE_DIR", b, 1);        /* too late */
+  setenv("HOT_JIT_THREADS", "abc", 1);  /* too late, and would be refused */
+  setenv("HOT_CACHE_MAX_MB", "abc", 1); /* likewise */
+  setenv("HOT_NO_DISK_CACHE", "1", 1);
+  hot_layer_spec s;
+  plan_spec_defaults(&s, HOT_RECIPE_HOT);
+  s.in_features = 32;
+  s.out_features = 16;
+  hot_layer *l = NULL;
+  ck_assert_int_eq(hot_layer_create(ctx, &s, 1, 64, HOT_RECIPE_HOT, &l), HOT_OK);
+  ck_assert_msg(hot_layer_compile(l) == HOT_OK, "%s", hot_errmsg(ctx));
+  hot_stats st;
+  hot_ctx_stats(ctx, &st);
+  ck_assert_str_eq(st.cache_dir, a);
+  ck_assert_uint_gt(st.compiles, 0);
+  hot_ctx_destroy(ctx);
+  unsetenv("HOT_CACHE_DIR");
+  unsetenv("HOT_ARCH");
+  unsetenv("HOT_JIT_THREADS");
+  unsetenv("HOT_CACHE_MAX_MB");
+  unsetenv("HOT_NO_DISK_CACHE");
+  /* an unusable HOT_CACHE_DIR is named as the cause */
+  char file[300];
+  snprintf(file, sizeof file, "%s/plain", a);
+  fclose(fopen(file, "w"));
+  char below[400];
+  snprintf(below, sizeof below, "%s/sub", file);
+  setenv("HOT_CACHE_DIR", below, 1);
+  hot_options o;
+  hot_options_init(&o);
+  o.arch = "sm_80";
+  ck_assert_int_eq(hot_ctx_create_with_compiler(&ctx, &o, &cc), HOT_OK);
+  ck_assert_int_eq(hot_layer_create(ctx, &s, 1, 64, HOT_RECIPE_HOT, &l), HOT_OK);
+  ck_assert_int_eq(hot_layer_compile(l), HOT_ERR_IO);
+  ck_assert_msg(strstr(hot_errmsg(ctx), "from HOT_CACHE_DIR"), "%s", hot_errmsg(ctx));
+  hot_ctx_destroy(ctx);
+  unsetenv("HOT_CACHE_DIR");
+  rm_tree(a);
+  rm_tree(b);
 }
 END_TEST
 
@@ -819,6 +893,7 @@ int main(void) {
   tcase_add_test(tc, bad_options_and_environment);
   tcase_add_test(tc, compile_with_fake_compiler);
   tcase_add_test(tc, misuse);
+  tcase_add_test(tc, environment_read_once);
   tcase_add_test(tc, huge_finite_inputs);
   tcase_add_test(tc, layer_create_enums_and_recipe);
   tcase_add_test(tc, launch_signatures_and_geometry);
