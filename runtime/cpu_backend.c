@@ -8,10 +8,11 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "hot_internal.h"
+#include "backend.h"
+#include "launch.h" /* launch_saved_bytes: the layout both backends share */
 #include "ref.h"
 
-hot_status cpu_ref_status(hot_layer *layer, int rc, const char *what) {
+static hot_status cpu_ref_status(hot_layer *layer, int rc, const char *what) {
   hot_ctx *ctx = layer->ctx;
   const char *n = layer->spec.name;
   switch (rc) {
@@ -47,7 +48,7 @@ static void *own_buffer(hot_layer *layer) {
   return layer->host_saved;
 }
 
-hot_status cpu_layer_save(hot_layer *layer, const void *x, void *saved) {
+static hot_status cpu_layer_save(hot_layer *layer, const void *x, void *saved) {
   const hot_layer_plan *pl = layer->plan;
   void *dst = saved ? saved : own_buffer(layer);
   if (!dst) return ctx_fail(layer->ctx, HOT_ERR_NOMEM, "hot_layer_save: out of memory");
@@ -64,7 +65,7 @@ hot_status cpu_layer_save(hot_layer *layer, const void *x, void *saved) {
   return HOT_OK;
 }
 
-hot_status cpu_layer_backward(hot_layer *layer, const void *g_y, const void *w, const void *saved,
+static hot_status cpu_layer_backward(hot_layer *layer, const void *g_y, const void *w, const void *saved,
                               float *g_x, float *g_w, float *g_b, uint32_t step) {
   const hot_layer_plan *pl = layer->plan;
   const void *src = saved ? saved : layer->host_saved;
@@ -92,7 +93,7 @@ hot_status cpu_layer_backward(hot_layer *layer, const void *g_y, const void *w, 
   return HOT_OK;
 }
 
-hot_status cpu_layer_calibrate(hot_layer *layer, const void *g_y, uint32_t step) {
+static hot_status cpu_layer_calibrate(hot_layer *layer, const void *g_y, uint32_t step) {
   hot_ref_lqs_result r;
   int rc = hot_ref_layer_calibrate(layer->plan, g_y, layer->spec.dtype, layer->seed, step, &r);
   if (rc) return cpu_ref_status(layer, rc, "calibrate");
@@ -102,8 +103,36 @@ hot_status cpu_layer_calibrate(hot_layer *layer, const void *g_y, uint32_t step)
   return HOT_OK;
 }
 
-void cpu_layer_free(hot_layer *layer) {
+static void cpu_layer_free(hot_layer *layer) {
   free(layer->host_saved);
   layer->host_saved = NULL;
   layer->saved_valid = 0;
 }
+
+/* ---- the backend interface (backend.h) ------------------------------------------------------ */
+
+/* The CPU needs no kernels; with a forced arch (HOT_ARCH) compiling fills the caches. */
+static hot_status ops_compile(hot_layer *layer) {
+  return layer->ctx->arch_known ? layer_jit(layer) : HOT_OK;
+}
+
+static hot_status ops_save(hot_layer *layer, const void *x, void *saved, void *stream) {
+  (void)stream;
+  return cpu_layer_save(layer, x, saved);
+}
+
+static hot_status ops_backward(hot_layer *layer, const void *g_y, const void *w, const void *saved,
+                               float *g_x, float *g_w, float *g_b, uint32_t step, void *stream) {
+  (void)stream;
+  return cpu_layer_backward(layer, g_y, w, saved, g_x, g_w, g_b, step);
+}
+
+static hot_status ops_calibrate(hot_layer *layer, const void *g_y, uint32_t step, void *stream) {
+  (void)stream;
+  return cpu_layer_calibrate(layer, g_y, step);
+}
+
+static void ops_fini(hot_ctx *ctx) { (void)ctx; }
+
+const hot_backend_ops hot_cpu_ops = {HOT_BACKEND_CPU, ops_compile, ops_save, ops_backward,
+                                     ops_calibrate, cpu_layer_free, ops_fini};

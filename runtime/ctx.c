@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "backend.h"
 #include "hot_internal.h"
 
 _Static_assert((int)HOT_ERR_CUDA == (int)RT_ERR_CUDA && (int)HOT_ERR_INVALID == (int)RT_ERR_INVALID &&
@@ -162,12 +163,15 @@ hot_status hot_ctx_create_with_compiler(hot_ctx **out, const hot_options *opt,
   if (st == HOT_OK) {
     if (want == HOT_BACKEND_CPU) {
       ctx->backend = HOT_BACKEND_CPU;
+      ctx->ops = &hot_cpu_ops;
     } else {
       st = cuda_ctx_init(ctx);
       if (st == HOT_OK) {
         ctx->backend = HOT_BACKEND_CUDA;
+        ctx->ops = &hot_cuda_ops;
       } else if (want == HOT_BACKEND_AUTO) { /* fall back, keeping the reason */
         ctx->backend = HOT_BACKEND_CPU;
+        ctx->ops = &hot_cpu_ops;
         ctx->fell_back = 1;
         ctx_copy(ctx->fallback_reason, sizeof ctx->fallback_reason, ctx->errmsg);
         ctx_clear(ctx);
@@ -179,6 +183,7 @@ hot_status hot_ctx_create_with_compiler(hot_ctx **out, const hot_options *opt,
     ctx_copy(ctx->fallback_reason, sizeof ctx->fallback_reason, ctx->errmsg);
     ctx->failed = 1;
     ctx->backend = HOT_BACKEND_DEFAULT;
+    ctx->ops = NULL;
   }
   return st;
 }
@@ -190,7 +195,6 @@ hot_status hot_ctx_create(hot_ctx **out, const hot_options *opt) {
 void hot_ctx_destroy(hot_ctx *ctx) {
   if (!ctx) return;
   hot_layer *l = ctx->layers;
-  int pushed = ctx->backend == HOT_BACKEND_CUDA && cuda_push(ctx) == HOT_OK;
   while (l) {
     hot_layer *next = l->next;
     if (l->magic == HOT_LAYER_LIVE) layer_release(l);
@@ -198,8 +202,7 @@ void hot_ctx_destroy(hot_ctx *ctx) {
     free(l);
     l = next;
   }
-  if (pushed) cuda_pop(ctx);
-  cuda_ctx_fini(ctx);
+  if (ctx->ops) ctx->ops->fini(ctx);
   hot_kcache_close(ctx->kc);
   free(ctx->cache_dir);
   free(ctx->debug_dir);

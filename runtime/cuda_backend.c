@@ -7,7 +7,8 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "hot_internal.h"
+#include "backend.h"
+#include "launch.h"
 #include "ref.h"
 
 #define ALIGN_UP(n, a) (((n) + (a) - 1) / (a) * (a))
@@ -64,17 +65,17 @@ hot_status cuda_ctx_init(hot_ctx *ctx) {
   return HOT_OK;
 }
 
-void cuda_ctx_fini(hot_ctx *ctx) {
+static void cuda_ctx_fini(hot_ctx *ctx) {
   if (ctx->cu.retained) ctx->cu.drv->cuDevicePrimaryCtxRelease(ctx->cu.dev);
   ctx->cu.retained = 0;
 }
 
-hot_status cuda_push(hot_ctx *ctx) {
+static hot_status cuda_push(hot_ctx *ctx) {
   CUresult c = ctx->cu.drv->cuCtxPushCurrent(ctx->cu.cuctx);
   return c == CUDA_SUCCESS ? HOT_OK : cu_fail(ctx, c, "cuCtxPushCurrent");
 }
 
-void cuda_pop(hot_ctx *ctx) {
+static void cuda_pop(hot_ctx *ctx) {
   CUcontext prev;
   ctx->cu.drv->cuCtxPopCurrent(&prev);
 }
@@ -149,7 +150,7 @@ static hot_status alloc_scratch(hot_layer *layer) {
   return HOT_OK;
 }
 
-hot_status cuda_layer_load(hot_layer *layer) {
+static hot_status cuda_layer_load(hot_layer *layer) {
   hot_cuda_layer *cu = &layer->cu;
   if (cu->loaded) return HOT_OK;
   char err[512];
@@ -176,14 +177,14 @@ hot_status cuda_layer_load(hot_layer *layer) {
   return st;
 }
 
-void cuda_prof_begin(hot_layer *layer) {
+static void cuda_prof_begin(hot_layer *layer) {
   hot_cuda_layer *cu = &layer->cu;
   cu->prof_on = layer->ctx->profiling;
   cu->prof_n = 0;
   cu->prof_valid = 0;
 }
 
-hot_status cuda_prof_end(hot_layer *layer, hot_status st, CUstream stream) {
+static hot_status cuda_prof_end(hot_layer *layer, hot_status st, CUstream stream) {
   hot_cuda_layer *cu = &layer->cu;
   int on = cu->prof_on;
   cu->prof_on = 0;
@@ -207,7 +208,7 @@ hot_status cuda_prof_end(hot_layer *layer, hot_status st, CUstream stream) {
   return HOT_OK;
 }
 
-void cuda_layer_free(hot_layer *layer) {
+static void cuda_layer_free(hot_layer *layer) {
   hot_cuda_layer *cu = &layer->cu;
   const cuda_driver *d = layer->ctx->cu.drv;
   for (int i = 0; i < cu->prof_events; ++i) d->cuEventDestroy(cu->prof_ev[i]);
@@ -241,7 +242,7 @@ static unsigned role_if_planned(const hot_layer_plan *pl, hot_kernel_role r) {
  * the kernel) and s_x^ at dst + hot_ref_hla_x_bytes, the CPU backend's layout. absmax:
  * memset(amax) ; abc_x phase 0 ; abc_x phase 1. SAWB: memset ; abc_x phase 0 with math_out ;
  * sawb_x phases 0, 1 ; abc_x phase 1 with scale_in. */
-hot_status cuda_layer_save(hot_layer *layer, const void *x, void *saved, CUstream stream) {
+static hot_status cuda_layer_save(hot_layer *layer, const void *x, void *saved, CUstream stream) {
   const hot_layer_plan *pl = layer->plan;
   hot_status st = check_features(layer, 0);
   unsigned need = ROLE(HOT_K_ABC_X) | role_if_planned(pl, HOT_K_SAWB_X);
@@ -275,7 +276,7 @@ hot_status cuda_layer_save(hot_layer *layer, const void *x, void *saved, CUstrea
 /* Backward: memset(amax words) ; HQ g' (per token: phase 2; per tensor: phases 0, 1) ; HQ w'
  * phase 0 (SAWB: with math_out, then sawb_w phases 0, 1) and phase 1 (SAWB: scale_in) ; HLA g^
  * phases 0, 1 ; GEMM g_x ; GEMM g_w (q_x^ and s_x^ from the saved buffer) ; bias. */
-hot_status cuda_layer_backward(hot_layer *layer, const void *g_y, const void *w, const void *saved,
+static hot_status cuda_layer_backward(hot_layer *layer, const void *g_y, const void *w, const void *saved,
                                float *g_x, float *g_w, float *g_b, uint32_t step,
                                CUstream stream) {
   const hot_layer_plan *pl = layer->plan;
@@ -329,7 +330,7 @@ hot_status cuda_layer_backward(hot_layer *layer, const void *g_y, const void *w,
 /* Calibration (LQS): memset(amax word) ; lqs phases 0, 1, 2 ; cuStreamSynchronize ; read back
  * choice and both errors ; the layer's granularity = choice (hot_ref_layer_calibrate's rule,
  * evaluated on the device bit for bit). */
-hot_status cuda_layer_calibrate(hot_layer *layer, const void *g_y, uint32_t step,
+static hot_status cuda_layer_calibrate(hot_layer *layer, const void *g_y, uint32_t step,
                                 CUstream stream) {
   unsigned need = ROLE(HOT_K_LQS);
   hot_status st = layer_need_kernels(layer, need);
@@ -357,3 +358,66 @@ hot_status cuda_layer_calibrate(hot_layer *layer, const void *g_y, uint32_t step
   layer->lqs_e_token = res[1];
   return HOT_OK;
 }
+
+/* ---- the backend interface (backend.h) ------------------------------------------------------ */
+
+/* JIT + module load with the device context current. */
+static hot_status cuda_ready(hot_layer *layer) {
+  hot_status st = layer_jit(layer);
+  return st == HOT_OK ? cuda_layer_load(layer) : st;
+}
+
+static hot_status ops_compile(hot_layer *layer) {
+  hot_status st = cuda_push(layer->ctx);
+  if (st != HOT_OK) return st;
+  st = cuda_ready(layer);
+  cuda_pop(layer->ctx);
+  return st;
+}
+
+static hot_status ops_save(hot_layer *layer, const void *x, void *saved, void *stream) {
+  hot_status st = cuda_push(layer->ctx);
+  if (st != HOT_OK) return st;
+  if ((st = cuda_ready(layer)) == HOT_OK) {
+    cuda_prof_begin(layer);
+    st = cuda_layer_save(layer, x, saved, (CUstream)stream);
+    st = cuda_prof_end(layer, st, (CUstream)stream);
+  }
+  cuda_pop(layer->ctx);
+  return st;
+}
+
+static hot_status ops_backward(hot_layer *layer, const void *g_y, const void *w, const void *saved,
+                               float *g_x, float *g_w, float *g_b, uint32_t step, void *stream) {
+  hot_status st = cuda_push(layer->ctx);
+  if (st != HOT_OK) return st;
+  if ((st = cuda_ready(layer)) == HOT_OK) {
+    cuda_prof_begin(layer);
+    st = cuda_layer_backward(layer, g_y, w, saved, g_x, g_w, g_b, step, (CUstream)stream);
+    st = cuda_prof_end(layer, st, (CUstream)stream);
+  }
+  cuda_pop(layer->ctx);
+  return st;
+}
+
+static hot_status ops_calibrate(hot_layer *layer, const void *g_y, uint32_t step, void *stream) {
+  hot_status st = cuda_push(layer->ctx);
+  if (st != HOT_OK) return st;
+  if ((st = cuda_ready(layer)) == HOT_OK) {
+    cuda_prof_begin(layer);
+    st = cuda_layer_calibrate(layer, g_y, step, (CUstream)stream);
+    st = cuda_prof_end(layer, st, (CUstream)stream);
+  }
+  cuda_pop(layer->ctx);
+  return st;
+}
+
+/* Device memory and modules are freed with the device context current. */
+static void ops_release(hot_layer *layer) {
+  int pushed = cuda_push(layer->ctx) == HOT_OK;
+  cuda_layer_free(layer);
+  if (pushed) cuda_pop(layer->ctx);
+}
+
+const hot_backend_ops hot_cuda_ops = {HOT_BACKEND_CUDA, ops_compile, ops_save, ops_backward,
+                                      ops_calibrate, ops_release, cuda_ctx_fini};

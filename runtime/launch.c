@@ -16,7 +16,7 @@
 #include <string.h>
 
 #include "embed.h"
-#include "hot_internal.h"
+#include "launch.h"
 #include "hot_math.cuh"
 #include "ref.h"
 

@@ -8,7 +8,9 @@
 #include <string.h>
 #include <sys/stat.h>
 
+#include "backend.h"
 #include "hot_internal.h"
+#include "launch.h" /* launch_saved_bytes */
 #include "ref.h"
 #include "spec.h"
 
@@ -188,8 +190,7 @@ hot_status hot_layer_from_spec(hot_ctx *ctx, const char *path, const char *layer
 }
 
 void layer_release(hot_layer *layer) {
-  if (layer->ctx->backend == HOT_BACKEND_CUDA) cuda_layer_free(layer);
-  cpu_layer_free(layer);
+  layer->ctx->ops->release(layer);
   free(layer->plan);
   layer->plan = NULL;
   jit_free(&layer->jit);
@@ -197,10 +198,7 @@ void layer_release(hot_layer *layer) {
 
 void hot_layer_destroy(hot_layer *layer) {
   if (!layer || layer->magic != HOT_LAYER_LIVE) return;
-  hot_ctx *ctx = layer->ctx;
-  int pushed = ctx->backend == HOT_BACKEND_CUDA && cuda_push(ctx) == HOT_OK;
   layer_release(layer);
-  if (pushed) cuda_pop(ctx);
   layer->magic = HOT_LAYER_DEAD; /* the handle stays known to ctx: later use is detected */
 }
 
@@ -299,23 +297,10 @@ hot_status layer_need_kernels(hot_layer *layer, unsigned need) {
   return HOT_OK;
 }
 
-/* JIT + (CUDA) module load, with the device context current. */
-static hot_status layer_ready(hot_layer *layer) {
-  hot_status st = layer_jit(layer);
-  if (st == HOT_OK && layer->ctx->backend == HOT_BACKEND_CUDA) st = cuda_layer_load(layer);
-  return st;
-}
-
 hot_status hot_layer_compile(hot_layer *layer) {
   hot_status st = enter(layer, "hot_layer_compile");
   if (st) return st;
-  hot_ctx *ctx = layer->ctx;
-  if (ctx->backend == HOT_BACKEND_CPU) /* the CPU needs no kernels; a forced arch fills caches */
-    return ctx->arch_known ? layer_jit(layer) : HOT_OK;
-  if ((st = cuda_push(ctx)) != HOT_OK) return st;
-  st = layer_ready(layer);
-  cuda_pop(ctx);
-  return st;
+  return layer->ctx->ops->compile(layer);
 }
 
 hot_status hot_ctx_compile(hot_ctx *ctx, hot_layer *const *layers, size_t n) {
@@ -362,18 +347,7 @@ hot_status hot_layer_save(hot_layer *layer, const void *x, hot_dtype dtype, void
     return ctx_fail(ctx, HOT_ERR_INVALID, "hot_layer_save: saved buffer %p is not 16-byte aligned",
                     saved);
   if (!saved) layer->saved_valid = 0; /* until this save succeeds */
-  if (ctx->backend == HOT_BACKEND_CPU) {
-    st = cpu_layer_save(layer, x, saved);
-  } else {
-    if ((st = cuda_push(ctx)) != HOT_OK) return st;
-    st = layer_ready(layer);
-    if (st == HOT_OK) {
-      cuda_prof_begin(layer);
-      st = cuda_layer_save(layer, x, saved, (CUstream)stream);
-      st = cuda_prof_end(layer, st, (CUstream)stream);
-    }
-    cuda_pop(ctx);
-  }
+  st = ctx->ops->save(layer, x, saved, stream);
   if (st == HOT_OK) {
     ctx->saves++;
     layer->last_saved_bytes = launch_saved_bytes(layer->plan);
@@ -403,18 +377,7 @@ hot_status hot_layer_backward(hot_layer *layer, const void *g_y, const void *w, 
     return ctx_fail(ctx, HOT_ERR_MISUSE, "hot_layer_backward: layer '%s' has no saved activations "
                     "(call hot_layer_save with saved = NULL first, or pass the caller's buffer)",
                     layer->spec.name);
-  if (ctx->backend == HOT_BACKEND_CPU) {
-    st = cpu_layer_backward(layer, g_y, w, saved, g_x, g_w, g_b, step);
-  } else {
-    if ((st = cuda_push(ctx)) != HOT_OK) return st;
-    st = layer_ready(layer);
-    if (st == HOT_OK) {
-      cuda_prof_begin(layer);
-      st = cuda_layer_backward(layer, g_y, w, saved, g_x, g_w, g_b, step, (CUstream)stream);
-      st = cuda_prof_end(layer, st, (CUstream)stream);
-    }
-    cuda_pop(ctx);
-  }
+  st = ctx->ops->backward(layer, g_y, w, saved, g_x, g_w, g_b, step, stream);
   if (st == HOT_OK) ctx->backwards++;
   return st;
 }
@@ -432,18 +395,7 @@ hot_status hot_layer_calibrate(hot_layer *layer, const void *g_y, hot_dtype dtyp
                     "(%s%s); calibration (LQS) applies to scale = \"auto\" only", layer->spec.name,
                     layer->plan->hq.enabled ? "per " : "HQ disabled",
                     layer->plan->hq.enabled ? (layer->gran == HOT_GRAN_ROW ? "token" : "tensor") : "");
-  if (ctx->backend == HOT_BACKEND_CPU) {
-    st = cpu_layer_calibrate(layer, g_y, step);
-  } else {
-    if ((st = cuda_push(ctx)) != HOT_OK) return st;
-    st = layer_ready(layer);
-    if (st == HOT_OK) {
-      cuda_prof_begin(layer);
-      st = cuda_layer_calibrate(layer, g_y, step, (CUstream)stream);
-      st = cuda_prof_end(layer, st, (CUstream)stream);
-    }
-    cuda_pop(ctx);
-  }
+  st = ctx->ops->calibrate(layer, g_y, step, stream);
   if (st == HOT_OK) {
     ctx->calibrations++;
     layer->calibrated = 1;

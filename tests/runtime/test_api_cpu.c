@@ -13,7 +13,9 @@
 
 #include "api_util.h"
 #include "embed.h"
+#include "backend.h"
 #include "hot_internal.h"
+#include "launch.h"
 #include "rt_util.h"
 
 /* ---- backend choice ---------------------------------------------------------------------- */

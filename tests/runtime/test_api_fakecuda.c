@@ -13,7 +13,9 @@
 
 #include "api_util.h"
 #include "fake_cuda.h"
+#include "backend.h"
 #include "hot_internal.h"
+#include "launch.h"
 #include "hot_math.cuh" /* HOT_TENSOR_* tags */
 #include "rt_util.h"
 

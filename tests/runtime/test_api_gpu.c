@@ -15,7 +15,9 @@
 #include <string.h>
 
 #include "api_util.h"
+#include "backend.h"
 #include "hot_internal.h"
+#include "launch.h"
 
 #define FAIL(...)                                                                                  \
   do {                                                                                             \

@@ -10,6 +10,7 @@
 #include <unistd.h>
 
 #include "api_util.h"
+#include "emit.h"
 #include "hot_internal.h"
 #include "rt_util.h"
 
