@@ -123,6 +123,7 @@ static rt_status comp(void *u, const hot_kernel_source *src, hot_compile_result 
   }
   out->cubin_size = 256;
   memset(out->cubin, 0x5a, 256);
+  memcpy(out->cubin, "\177ELF", 4); /* the fake driver loads ELF images only */
   out->log_size = 3;
   out->n_kernels = src->n_kernels;
   for (size_t i = 0; i < src->n_kernels; ++i) {
@@ -148,14 +149,16 @@ static int bad;
     if (st_ != HOT_OK) goto out;                                                                \
   } while (0)
 
-/* One run; the cache directory is fresh per run (so compiles and disk writes happen). */
+/* One run; the cache directory is fresh per run (so compiles and disk writes happen). On the
+ * CUDA backend (the fake driver) the tensors are device buffers of the fake. */
+static int g_cuda;
 static void run(const char *root, long n, const float *x, const float *w, const float *gy,
                 float *gx, float *gw, float *gb) {
   char dir[512];
   snprintf(dir, sizeof dir, "%s/c%ld", root, n);
   hot_options o;
   hot_options_init(&o);
-  o.backend = HOT_BACKEND_CPU;
+  o.backend = g_cuda ? HOT_BACKEND_CUDA : HOT_BACKEND_CPU;
   o.arch = "sm_80";
   o.cache_dir = dir;
   hot_layer_spec s;
@@ -179,7 +182,7 @@ static void run(const char *root, long n, const float *x, const float *w, const 
   CHECK(hot_layer_compile(l));
   CHECK(hot_layer_save(l, x, HOT_DT_F32, NULL, NULL));
   CHECK(hot_layer_backward(l, gy, w, HOT_DT_F32, NULL, gx, gw, gb, 1, NULL));
-  CHECK(hot_layer_calibrate(l, gy, HOT_DT_F32, 2, NULL));
+  if (!g_cuda) CHECK(hot_layer_calibrate(l, gy, HOT_DT_F32, 2, NULL)); /* auto scale: LQS */
   CHECK(hot_ctx_stats(ctx, &stats));
 out:
   hot_ctx_destroy(ctx);
@@ -187,13 +190,10 @@ out:
   rm_tree(dir);
 }
 
-int main(void) {
-  char root[256];
-  if (!tmp_dir(root)) return 1;
-  static float x[64 * 32], w[16 * 32], gy[64 * 16], gx[64 * 32], gw[16 * 32], gb[16];
-  au_fill(1, x, 64 * 32);
-  au_fill(2, w, 16 * 32);
-  au_fill(3, gy, 64 * 16);
+/* Every allocation of a run failed in turn; 0 or 1 (a finding printed). */
+static int sweep(const char *root, const char *what, const float *x, const float *w,
+                 const float *gy, float *gx, float *gw, float *gb) {
+  bad = 0;
   run(root, 0, x, w, gy, gx, gw, gb); /* warm-up: one-time allocations of libc and the loaders */
   run(root, 0, x, w, gy, gx, gw, gb);
   long total = g_count;
@@ -209,8 +209,35 @@ int main(void) {
     }
     if (!g_failed) break; /* the run never reached allocation N: every point was tried */
   }
-  rm_tree(root);
-  printf("alloc_fail: %ld allocations per run, each failed in turn: %s\n", total,
+  printf("alloc_fail (%s): %ld allocations per run, each failed in turn: %s\n", what, total,
          bad ? "FAILED" : "OK or HOT_ERR_NOMEM every time, nothing leaked");
   return bad;
+}
+
+int main(void) {
+  char root[256], err[512];
+  if (!tmp_dir(root)) return 1;
+  setenv("HOT_CUDA_DRIVER", HOT_FAKE_CUDA, 1); /* read by every hot_ctx_create */
+  static float hx[64 * 32], hw[16 * 32], hgy[64 * 16], hgx[64 * 32], hgw[16 * 32], hgb[16];
+  au_fill(1, hx, 64 * 32);
+  au_fill(2, hw, 16 * 32);
+  au_fill(3, hgy, 64 * 16);
+  int failed = sweep(root, "cpu", hx, hw, hgy, hgx, hgw, hgb);
+  /* The CUDA backend's host code on the recording fake driver. */
+  const cuda_driver *d = NULL;
+  if (cuda_driver_get(&d, err, sizeof err) != RT_OK) {
+    fprintf(stderr, "FAIL: fake driver: %s\n", err);
+    return 1;
+  }
+  CUdeviceptr p[6];
+  const size_t sz[6] = {sizeof hx, sizeof hw, sizeof hgy, sizeof hgx, sizeof hgw, sizeof hgb};
+  for (int i = 0; i < 6; ++i)
+    if (d->cuMemAlloc(&p[i], sz[i]) != CUDA_SUCCESS) return 1;
+  g_cuda = 1;
+  failed |= sweep(root, "cuda (fake driver)", (const float *)(uintptr_t)p[0],
+                  (const float *)(uintptr_t)p[1], (const float *)(uintptr_t)p[2],
+                  (float *)(uintptr_t)p[3], (float *)(uintptr_t)p[4], (float *)(uintptr_t)p[5]);
+  for (int i = 0; i < 6; ++i) d->cuMemFree(p[i]);
+  rm_tree(root);
+  return failed;
 }
