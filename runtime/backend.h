@@ -20,6 +20,9 @@ typedef struct hot_backend_ops {
   hot_status (*backward)(hot_layer *layer, const void *g_y, const void *w, const void *saved,
                          float *g_x, float *g_w, float *g_b, uint32_t step, void *stream);
   hot_status (*calibrate)(hot_layer *layer, const void *g_y, uint32_t step, void *stream);
+  /* hot_layer_check: the outcome of work still in flight (CUDA: the last backward's overflow
+   * flags, waiting for them); HOT_OK when nothing is pending. */
+  hot_status (*check)(hot_layer *layer);
   /* Frees what the backend holds for the layer (buffers, scratch, modules). */
   void (*release)(hot_layer *layer);
   /* Releases the context's backend state (device); the layers are released already. */

@@ -44,6 +44,18 @@ typedef struct {
   int prof_n;                            /* launches recorded by the current call */
   int prof_valid;                        /* times of the last call read back (0: none) */
   struct { int kernel, role, phase; double ms; } prof[HOT_MAX_KERNEL_TIMES];
+  /* Overflow of finite inputs (templates/CONTRACT.md): the hot_range_flag word of each module
+   * that stores a backward output (g_x and g_w GEMMs, bias), zeroed before every backward and
+   * copied back after it into pinned host words followed by an event; the next call on the layer
+   * looks without waiting, hot_layer_check waits. */
+  int range_ready;                       /* the words below are set up */
+  int n_range;
+  CUdeviceptr range_flag[3];
+  hot_kernel_role range_role[3];         /* whose output each word watches */
+  unsigned *range_host;                  /* cuMemAllocHost, n_range words */
+  CUevent range_ev;
+  int range_pending;                     /* a backward's words are on their way */
+  uint32_t range_step;                   /* that backward's step */
 } hot_cuda_layer;
 
 /* amax words of the per-tensor scales (zeroed before each phase-0 launch). */

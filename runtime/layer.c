@@ -403,6 +403,12 @@ hot_status hot_layer_calibrate(hot_layer *layer, const void *g_y, hot_dtype dtyp
   return st;
 }
 
+hot_status hot_layer_check(hot_layer *layer) {
+  hot_status st = enter(layer, "hot_layer_check");
+  if (st) return st;
+  return layer->ctx->ops->check(layer);
+}
+
 /* ---- profiling ---------------------------------------------------------------------------- */
 
 hot_status hot_ctx_set_profiling(hot_ctx *ctx, int on) {

@@ -116,8 +116,8 @@ typedef enum {
   HOT_ERR_INTERNAL,     /* an inconsistency inside hot (a bug: please report the message) */
   HOT_ERR_RANGE,        /* finite inputs whose result does not fit fp32 (|values| near FLT_MAX:
                            a Hadamard sum, a scale or a product overflowed): the outputs hold
-                           Inf/NaN and must not be used (CPU backend; see templates/CONTRACT.md
-                           "Overflow") */
+                           Inf/NaN and must not be used (see "overflow" below: on CUDA reported
+                           by the next call or hot_layer_check) */
   HOT_STATUS_COUNT
 } hot_status;
 
@@ -310,9 +310,10 @@ hot_status hot_layer_save(hot_layer *layer, const void *x, hot_dtype dtype, void
  * stochastic rounding: use a new value each step). g' uses the layer's granularity in effect
  * (hot_layer_get_info: a spec's auto is per tensor until hot_layer_calibrate).
  * Errors: HOT_ERR_INVALID (NULLs, dtype, g_b given for a layer whose spec has bias = false),
- * HOT_ERR_MISUSE (saved NULL before any save), HOT_ERR_NONFINITE (CPU), HOT_ERR_UNSUPPORTED
- * (CUDA: a kernel not in this build, or a layer without HQ or without ABC: only the CPU backend
- * computes their fp32 products), compile and CUDA errors. */
+ * HOT_ERR_MISUSE (saved NULL before any save), HOT_ERR_NONFINITE (CPU), HOT_ERR_RANGE (finite
+ * inputs, an output overflowed fp32: see "Overflow" below), HOT_ERR_UNSUPPORTED (CUDA: a kernel
+ * not in this build, or a layer without HQ or without ABC: only the CPU backend computes their
+ * fp32 products), compile and CUDA errors. */
 hot_status hot_layer_backward(hot_layer *layer, const void *g_y, const void *w, hot_dtype dtype,
                               const void *saved, float *g_x, float *g_w, float *g_b,
                               uint32_t step, void *stream);
@@ -326,6 +327,24 @@ hot_status hot_layer_backward(hot_layer *layer, const void *g_y, const void *w, 
  * spec), HOT_ERR_NONFINITE, HOT_ERR_UNSUPPORTED (CUDA: LQS kernel not in this build). */
 hot_status hot_layer_calibrate(hot_layer *layer, const void *g_y, hot_dtype dtype, uint32_t step,
                                void *stream);
+
+/* ---- overflow (HOT_ERR_RANGE) ----------------------------------------------------------------
+ * Finite inputs close to FLT_MAX can overflow fp32 inside a backward (templates/CONTRACT.md
+ * "Overflow of finite inputs"); hot never reports HOT_OK for such a step once its outcome is
+ * known:
+ *  - CPU backend: hot_layer_backward itself returns HOT_ERR_RANGE (the outputs hold Inf/NaN).
+ *  - CUDA backend: the kernels raise a device-side flag word; hot_layer_backward only enqueues
+ *    its zeroing and an asynchronous copy back (no synchronisation), so the overflow of a
+ *    backward is reported by the NEXT call on the same layer (save, backward or calibrate
+ *    return HOT_ERR_RANGE naming the step and the output, without running) once the stream has
+ *    reached it, or at once when profiling is on (which synchronises anyway), or by
+ *    hot_layer_check. Each overflow is reported once. */
+
+/* Waits for the layer's last backward to finish (CUDA: an event recorded after it, not the whole
+ * stream) and returns HOT_ERR_RANGE if one of its outputs overflowed, else HOT_OK. The CPU
+ * backend has nothing pending: HOT_OK. Errors: HOT_ERR_INVALID (NULL layer), HOT_ERR_MISUSE
+ * (destroyed layer), HOT_ERR_RANGE, HOT_ERR_CUDA. */
+hot_status hot_layer_check(hot_layer *layer);
 
 /* ---- per-kernel timing (CUDA backend) ------------------------------------------------------
  * With profiling on, every kernel launch of a layer's save, backward and calibrate is bracketed
