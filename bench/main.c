@@ -255,8 +255,13 @@ int main(int argc, char **argv) {
   hot_ctx *ctx = NULL;
   hot_status st = bench_ctx_open(&ctx, &run, o->backend, NULL, 0, NULL, err, sizeof err);
   if (st != HOT_OK) {
-    fprintf(stderr, "hot-bench: --backend %s: %s: %s\n", hot_backend_name(o->backend),
-            hot_status_name(st), err);
+    const char *eb = getenv("HOT_BACKEND");
+    if (o->backend == HOT_BACKEND_DEFAULT)
+      fprintf(stderr, "hot-bench: HOT_BACKEND=%s: %s: %s\n", eb && *eb ? eb : "(unset: auto)",
+              hot_status_name(st), err);
+    else
+      fprintf(stderr, "hot-bench: --backend %s: %s: %s\n", hot_backend_name(o->backend),
+              hot_status_name(st), err);
     hot_ctx_destroy(ctx);
     return 1;
   }
