@@ -162,9 +162,9 @@ rt_status hot_kcache_open(hot_kcache **out, const hot_kcache_config *config, cha
   if (debug) {
     const char *dd = cfg.debug_dir ? cfg.debug_dir : ev->debug_dir;
     char buf[4096];
-    if (!dd) {
-      snprintf(buf, sizeof buf, "%s/debug", kc->dir && !kc->read_only ? kc->dir : "hot-debug");
-      if (!kc->dir || kc->read_only) snprintf(buf, sizeof buf, "hot-debug");
+    if (!dd) { /* beside the entries, unless they are memory-only or read-only */
+      if (kc->dir && !kc->read_only) snprintf(buf, sizeof buf, "%s/debug", kc->dir);
+      else snprintf(buf, sizeof buf, "hot-debug");
       dd = buf;
     }
     if (!(kc->debug_dir = strdup(dd))) {

@@ -469,7 +469,7 @@ END_TEST
 
 
 /* ---- what may stand in an entry's place ---------------------------------------------------- */
-typedef enum { ODD_FIFO, ODD_EMPTY_DIR, ODD_FULL_DIR, ODD_LINK_TO_FIFO, ODD_SOCKETLESS_DEV } odd;
+typedef enum { ODD_FIFO, ODD_EMPTY_DIR, ODD_FULL_DIR, ODD_LINK_TO_FIFO, ODD_LINK_TO_DEVICE } odd;
 
 static void odd_entry(odd what) {
   char dir[256], err[512], path[4096], other[4400];
@@ -493,7 +493,7 @@ static void odd_entry(odd what) {
     ck_assert_int_eq(mkfifo(other, 0600), 0);
     ck_assert_int_eq(symlink(other, path), 0);
     break;
-  case ODD_SOCKETLESS_DEV: ck_assert_int_eq(symlink("/dev/zero", path), 0); break;
+  case ODD_LINK_TO_DEVICE: ck_assert_int_eq(symlink("/dev/zero", path), 0); break;
   }
   alarm(20); /* a blocking open would hang here: fail instead */
   for (int round = 0; round < 2; ++round) {
@@ -543,7 +543,7 @@ START_TEST(full_dir_in_entry_place) { odd_entry(ODD_FULL_DIR); }
 END_TEST
 START_TEST(link_to_fifo_in_entry_place) { odd_entry(ODD_LINK_TO_FIFO); }
 END_TEST
-START_TEST(link_to_device_in_entry_place) { odd_entry(ODD_SOCKETLESS_DEV); }
+START_TEST(link_to_device_in_entry_place) { odd_entry(ODD_LINK_TO_DEVICE); }
 END_TEST
 
 /* A cache whose directory may not be written still serves what it holds. Root ignores file
