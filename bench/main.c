@@ -47,8 +47,8 @@ static const char *help_text =
     "\n"
     "Options:\n"
     "  --layer NAME     only this layer\n"
-    "  --backend B      auto (default: CUDA when a driver and a device work, else CPU), cuda\n"
-    "                   (fail when CUDA is unusable), cpu\n"
+    "  --backend B      auto (CUDA when a driver and a device work, else CPU), cuda (fail\n"
+    "                   when CUDA is unusable), cpu; default: $HOT_BACKEND, else auto\n"
     "  --batch N        samples per step (default: the spec's)\n"
     "  --tokens N       tokens per sample (default: the spec's)\n"
     "  --iters N        timed runs per GPU measurement (default 50); --warmup N (default 5)\n"
@@ -78,7 +78,7 @@ hot_status bench_ctx_open(hot_ctx **out, const bench_run *run, hot_backend backe
   o.cache_dir = cache_dir;
   o.seed_set = 1;
   o.seed = run->seed;
-  o.jit_debug = -1;
+  o.jit_debug = 0; /* $HOT_JIT_DEBUG */
   hot_status st = hot_ctx_create(out, &o);
   if (st != HOT_OK) snprintf(err, n, "%s", hot_errmsg(*out));
   return st;
@@ -107,7 +107,7 @@ static int parse_i64(const char *s, int64_t lo, int64_t *out) {
 
 static int parse_args(int argc, char **argv, bench_opts *o) {
   memset(o, 0, sizeof *o);
-  o->backend = HOT_BACKEND_AUTO;
+  o->backend = HOT_BACKEND_DEFAULT; /* $HOT_BACKEND, else auto */
   o->iters = 50;
   o->warmup = 5;
   o->jit = 1;
@@ -255,8 +255,13 @@ int main(int argc, char **argv) {
   hot_ctx *ctx = NULL;
   hot_status st = bench_ctx_open(&ctx, &run, o->backend, NULL, 0, NULL, err, sizeof err);
   if (st != HOT_OK) {
-    fprintf(stderr, "hot-bench: --backend %s: %s: %s\n", hot_backend_name(o->backend),
-            hot_status_name(st), err);
+    const char *eb = getenv("HOT_BACKEND");
+    if (o->backend == HOT_BACKEND_DEFAULT)
+      fprintf(stderr, "hot-bench: HOT_BACKEND=%s: %s: %s\n", eb && *eb ? eb : "(unset: auto)",
+              hot_status_name(st), err);
+    else
+      fprintf(stderr, "hot-bench: --backend %s: %s: %s\n", hot_backend_name(o->backend),
+              hot_status_name(st), err);
     hot_ctx_destroy(ctx);
     return 1;
   }

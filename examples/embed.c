@@ -66,6 +66,9 @@ static hot_status run(hot_ctx *ctx, const float *x, const float *w, const float 
   hot_layer *layer = NULL;
   hot_status st = hot_layer_create(ctx, &spec, B, L, HOT_RECIPE_HOT, &layer);
   if (st != HOT_OK) return st;
+  /* warm-up: JIT + cache (CUDA; on the CPU only with HOT_ARCH set). HOT_JIT_DEBUG=1 dumps the
+   * sources and logs here. */
+  if ((st = hot_layer_compile(layer)) != HOT_OK) return st;
   const uint32_t step = 1;
   if (hot_ctx_backend(ctx) == HOT_BACKEND_CPU) {
     st = hot_layer_save(layer, x, HOT_DT_F32, NULL, NULL);

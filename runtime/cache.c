@@ -15,16 +15,15 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "cache_file.h"
+#include "env.h"
 #include "hash.h"
 
 #ifndef HOT_VERSION
 #define HOT_VERSION "0"
 #endif
 
-#define HEADER_BYTES 104
-#define MAX_ENTRY_BYTES (1ull << 30) /* larger files are not ours: a reject */
 #define STALE_TMP_SECONDS 3600       /* temp files older than this are debris of a crash */
-static const char MAGIC[8] = {'H', 'O', 'T', 'K', 'C', 'A', 'C', 'H'};
 
 typedef struct {
   hot_kernel_binary pub;   /* what callers see; points into res */
@@ -38,6 +37,8 @@ struct hot_kcache {
   size_t n, cap;
   hot_kcache_stats st;
   char *dir;               /* NULL: memory only */
+  int read_only;           /* the directory is read, never written (config, or not writable) */
+  char *debug_dir;         /* HOT_JIT_DEBUG: where sources and logs go; NULL: off */
   uint64_t max_bytes;
   const hot_compiler *cc;
   char genver[64];
@@ -82,11 +83,6 @@ static int make_dirs(const char *path) {
   return 0;
 }
 
-static int env_on(const char *name) {
-  const char *v = getenv(name);
-  return v && *v && strcmp(v, "0") != 0;
-}
-
 rt_status hot_kcache_open(hot_kcache **out, const hot_kcache_config *config, char *err,
                           size_t errlen) {
   if (!out) {
@@ -96,6 +92,17 @@ rt_status hot_kcache_open(hot_kcache **out, const hot_kcache_config *config, cha
   *out = NULL;
   hot_kcache_config cfg = {0};
   if (config) cfg = *config;
+  hot_env own;
+  const hot_env *ev = cfg.env;
+  if (!ev) { /* a tool that left settings to the environment: the same strict parse */
+    rt_status es = env_read(&own, (cfg.dir ? HOT_ENV_CACHE_DIR : 0u) | (cfg.disk ? HOT_ENV_NO_DISK : 0u) |
+                            (cfg.jit_debug ? HOT_ENV_JIT_DEBUG : 0u) |
+                            (cfg.debug_dir ? HOT_ENV_DEBUG_DIR : 0u) | HOT_ENV_BACKEND |
+                            HOT_ENV_DEVICE | HOT_ENV_ARCH | HOT_ENV_SEED,
+                            err, errlen);
+    if (es != RT_OK) return es;
+    ev = &own;
+  }
   hot_kcache *kc = calloc(1, sizeof *kc);
   if (!kc) {
     hot_errf(err, errlen, "kernel cache: out of memory");
@@ -105,47 +112,62 @@ rt_status hot_kcache_open(hot_kcache **out, const hot_kcache_config *config, cha
   kc->cc = cfg.compiler ? cfg.compiler : nvrtc_compiler();
   snprintf(kc->genver, sizeof kc->genver, "%s",
            cfg.generator_version ? cfg.generator_version : HOT_VERSION);
-  kc->max_bytes = cfg.max_bytes;
-  if (!kc->max_bytes) {
-    const char *mb = getenv("HOT_CACHE_MAX_MB");
-    char *end = NULL;
-    unsigned long long v = mb && *mb ? strtoull(mb, &end, 10) : 0;
-    kc->max_bytes = (v > 0 && end && *end == '\0') ? (uint64_t)v << 20 : HOT_KCACHE_DEFAULT_MAX_BYTES;
-  }
-  int disk = cfg.disk > 0 || (cfg.disk == 0 && !env_on("HOT_NO_DISK_CACHE"));
+  kc->max_bytes = cfg.max_bytes ? cfg.max_bytes
+                  : ev->cache_max_bytes ? ev->cache_max_bytes : HOT_KCACHE_DEFAULT_MAX_BYTES;
+  int disk = cfg.disk > 0 || (cfg.disk == 0 && !(ev->no_disk_set && ev->no_disk));
   if (disk) {
     char path[4096];
-    const char *env_dir = getenv("HOT_CACHE_DIR");
-    const char *xdg = getenv("XDG_CACHE_HOME");
-    const char *home = getenv("HOME");
+    const char *what; /* where the directory came from, for messages */
     int n;
-    if (cfg.dir && *cfg.dir)
+    if (cfg.dir && *cfg.dir) {
       n = snprintf(path, sizeof path, "%s", cfg.dir);
-    else if (env_dir && *env_dir)
-      n = snprintf(path, sizeof path, "%s", env_dir);
-    else if (xdg && xdg[0] == '/')
-      n = snprintf(path, sizeof path, "%s/hot", xdg);
-    else if (home && *home)
-      n = snprintf(path, sizeof path, "%s/.cache/hot", home);
-    else {
+      what = cfg.dir_origin ? cfg.dir_origin : "the configured directory";
+    } else if (ev->cache_dir) {
+      n = snprintf(path, sizeof path, "%s", ev->cache_dir);
+      what = "HOT_CACHE_DIR";
+    } else if (ev->xdg_cache_home && ev->xdg_cache_home[0] == '/') {
+      n = snprintf(path, sizeof path, "%s/hot", ev->xdg_cache_home);
+      what = "XDG_CACHE_HOME";
+    } else if (ev->home) {
+      n = snprintf(path, sizeof path, "%s/.cache/hot", ev->home);
+      what = "HOME";
+    } else {
       hot_kcache_close(kc);
       hot_errf(err, errlen, "kernel cache: no directory (HOME unset): set HOT_CACHE_DIR or HOT_NO_DISK_CACHE=1");
       return RT_ERR_IO;
     }
     if (n < 0 || (size_t)n >= sizeof path - 160) {  /* room for entry names */
       hot_kcache_close(kc);
-      hot_errf(err, errlen, "kernel cache: directory path too long");
+      hot_errf(err, errlen, "kernel cache: directory path from %s too long", what);
       return RT_ERR_IO;
     }
-    if (make_dirs(path) != 0 || access(path, W_OK | X_OK) != 0) {
+    if (make_dirs(path) != 0 || access(path, R_OK | X_OK) != 0) {
       int e = errno;
       hot_kcache_close(kc);
-      hot_errf(err, errlen, "kernel cache: cannot use directory %s (%s): set HOT_CACHE_DIR or "
-          "HOT_NO_DISK_CACHE=1", path, strerror(e));
+      hot_errf(err, errlen, "kernel cache: cannot use directory %s from %s (%s): set "
+          "HOT_CACHE_DIR to a usable directory, or HOT_NO_DISK_CACHE=1", path, what, strerror(e));
       return RT_ERR_IO;
     }
+    /* A directory that can be read but not written serves its entries (hot-gen --compile and
+     * contexts on a shared, read-only cache); misses are compiled into memory only. */
+    kc->read_only = cfg.read_only > 0 || access(path, W_OK) != 0;
     kc->dir = strdup(path);
     if (!kc->dir) {
+      hot_kcache_close(kc);
+      hot_errf(err, errlen, "kernel cache: out of memory");
+      return RT_ERR_NOMEM;
+    }
+  }
+  int debug = cfg.jit_debug > 0 || (cfg.jit_debug == 0 && ev->jit_debug_set && ev->jit_debug);
+  if (debug) {
+    const char *dd = cfg.debug_dir ? cfg.debug_dir : ev->debug_dir;
+    char buf[4096];
+    if (!dd) { /* beside the entries, unless they are memory-only or read-only */
+      if (kc->dir && !kc->read_only) snprintf(buf, sizeof buf, "%s/debug", kc->dir);
+      else snprintf(buf, sizeof buf, "hot-debug");
+      dd = buf;
+    }
+    if (!(kc->debug_dir = strdup(dd))) {
       hot_kcache_close(kc);
       hot_errf(err, errlen, "kernel cache: out of memory");
       return RT_ERR_NOMEM;
@@ -166,6 +188,7 @@ void hot_kcache_close(hot_kcache *kc) {
   for (size_t i = 0; i < kc->n; i++) entry_free(kc->v[i]);
   free(kc->v);
   free(kc->dir);
+  free(kc->debug_dir);
   pthread_mutex_destroy(&kc->mu);
   free(kc);
 }
@@ -179,46 +202,15 @@ void hot_kcache_stats_get(hot_kcache *kc, hot_kcache_stats *out) {
 
 const char *hot_kcache_dir(const hot_kcache *kc) { return kc ? kc->dir : NULL; }
 
+int hot_kcache_read_only(const hot_kcache *kc) { return kc && kc->read_only; }
+
+const char *hot_kcache_debug_dir(const hot_kcache *kc) { return kc ? kc->debug_dir : NULL; }
+
 /* ---- keys --------------------------------------------------------------------------------- */
-
-/* One length-prefixed field: the tag (with its NUL), a 64-bit little-endian length, the bytes. */
-static void field(hash_sha256 *s, const char *tag, const void *p, size_t n) {
-  unsigned char len[8];
-  for (int i = 0; i < 8; i++) len[i] = (unsigned char)((uint64_t)n >> (8 * i));
-  hash_sha256_update(s, tag, strlen(tag) + 1);
-  hash_sha256_update(s, len, sizeof len);
-  hash_sha256_update(s, p, n);
-}
-
-static void str_field(hash_sha256 *s, const char *tag, const char *v) {
-  field(s, tag, v ? v : "", v ? strlen(v) : 0);
-}
 
 static void key_of(const hot_kcache *kc, const hot_kernel_source *src,
                    unsigned char h[HASH_SHA256_BYTES]) {
-  hash_sha256 s;
-  char fmt[16];
-  hash_sha256_init(&s);
-  snprintf(fmt, sizeof fmt, "%d", HOT_KCACHE_FORMAT);
-  str_field(&s, "hot-kcache", fmt);
-  str_field(&s, "generator", kc->genver);
-  str_field(&s, "compiler-options", kc->cc->fixed_options);
-  str_field(&s, "arch", src->arch);
-  for (size_t i = 0; i < src->n_options; i++) str_field(&s, "option", src->options[i]);
-  for (size_t i = 0; i < src->n_kernels; i++) str_field(&s, "kernel", src->kernels[i]);
-  str_field(&s, "program", src->program ? src->program : "hot.cu");
-  str_field(&s, "source", src->source);
-  hash_sha256_final(&s, h);
-}
-
-/* The digest stored in an entry's header: the key and the compiler version together. */
-static void entry_key(const unsigned char h[HASH_SHA256_BYTES], const char *ver,
-                      unsigned char out[HASH_SHA256_BYTES]) {
-  hash_sha256 s;
-  hash_sha256_init(&s);
-  field(&s, "hot-kcache-entry", h, HASH_SHA256_BYTES);
-  str_field(&s, "compiler", ver);
-  hash_sha256_final(&s, out);
+  cache_file_key(kc->genver, kc->cc->fixed_options, src, h);
 }
 
 /* The compiler version, asked once. 1 known (copied to ver), 0 unavailable. */
@@ -296,251 +288,33 @@ static void entry_publish(entry *e, const hot_kernel_source *src, const char *ve
 
 /* ---- entry files -------------------------------------------------------------------------- */
 
-static void put_u32(unsigned char *p, uint32_t v) {
-  for (int i = 0; i < 4; i++) p[i] = (unsigned char)(v >> (8 * i));
-}
-static void put_u64(unsigned char *p, uint64_t v) {
-  for (int i = 0; i < 8; i++) p[i] = (unsigned char)(v >> (8 * i));
-}
-static uint32_t get_u32(const unsigned char *p) {
-  uint32_t v = 0;
-  for (int i = 3; i >= 0; i--) v = v << 8 | p[i];
-  return v;
-}
-static uint64_t get_u64(const unsigned char *p) {
-  uint64_t v = 0;
-  for (int i = 7; i >= 0; i--) v = v << 8 | p[i];
-  return v;
-}
-
 static void entry_path(const hot_kcache *kc, const unsigned char h[HASH_SHA256_BYTES],
                        const char *ver, char *buf, size_t n) {
   char hex[65];
   snprintf(buf, n, "%s/%s-%s.hotk", kc->dir, hash_hex(h, hex), ver);
 }
 
-/* Writes s with newlines escaped (options and names are one line each in the record). */
-static void put_line_value(FILE *f, const char *s) {
-  for (; s && *s; s++) {
-    if (*s == '\n') fputs("\\n", f);
-    else if (*s == '\\') fputs("\\\\", f);
-    else fputc(*s, f);
-  }
-}
-
-/* The readable key record. malloc'd text in *out (length *len); 0, or -1 when out of memory. */
-static int make_record(const hot_kcache *kc, const hot_kernel_source *src, const entry *e,
-                       char **out, size_t *len) {
-  FILE *f = open_memstream(out, len);
-  if (!f) return -1;
-  unsigned char sh[HASH_SHA256_BYTES];
-  char hex[65];
-  hash_sha256_digest(src->source, strlen(src->source), sh);
-  fprintf(f, "hot kernel cache entry\nformat %d\nkey %s\ngenerator %s\ncompiler %s\narch %s\n",
-          HOT_KCACHE_FORMAT, e->pub.key, kc->genver, e->pub.compiler, src->arch);
-  fputs("compiler-options ", f);
-  put_line_value(f, kc->cc->fixed_options);
-  fputs("\nprogram ", f);
-  put_line_value(f, src->program ? src->program : "hot.cu");
-  fputc('\n', f);
-  for (size_t i = 0; i < src->n_options; i++) {
-    fputs("option ", f);
-    put_line_value(f, src->options[i]);
-    fputc('\n', f);
-  }
-  fprintf(f, "source-sha256 %s\nsource-bytes %zu\ncubin-bytes %zu\ncompile-us %lld\nkernels %zu\n",
-          hash_hex(sh, hex), strlen(src->source), e->res.cubin_size,
-          (long long)(e->res.compile_ms * 1000.0), e->res.n_kernels);
-  for (size_t i = 0; i < e->res.n_kernels; i++) {
-    const hot_kernel_info *k = &e->res.kernels[i];
-    fprintf(f, "kernel %s registers %d stack %d spill-stores %d spill-loads %d shared %d\n",
-            k->name, k->registers, k->stack_bytes, k->spill_store_bytes, k->spill_load_bytes,
-            k->shared_bytes);
-  }
-  if (fclose(f) != 0) {
-    free(*out);
-    *out = NULL;
-    return -1;
-  }
-  return 0;
-}
-
-static int write_all(int fd, const void *p, size_t n) {
-  const unsigned char *b = p;
-  while (n) {
-    ssize_t w = write(fd, b, n);
-    if (w < 0) {
-      if (errno == EINTR) continue;
-      return -1;
-    }
-    b += w;
-    n -= (size_t)w;
-  }
-  return 0;
-}
-
-static unsigned long tmp_counter;
-
-/* Writes e as the entry at `path` (temp file + rename). 0 or -1. */
+/* Writes e as the entry at `path` (cache_file.h). 0 or -1. */
 static int write_entry(const hot_kcache *kc, const hot_kernel_source *src, const entry *e,
                        const char *path) {
-  char *rec = NULL;
-  size_t rec_len = 0;
-  if (make_record(kc, src, e, &rec, &rec_len) != 0) return -1;
-  unsigned char hdr[HEADER_BYTES], ek[HASH_SHA256_BYTES], pd[HASH_SHA256_BYTES];
-  size_t log_len = e->res.log_size;
-  hash_sha256 s;
-  hash_sha256_init(&s);
-  hash_sha256_update(&s, rec, rec_len);
-  hash_sha256_update(&s, e->res.cubin, e->res.cubin_size);
-  hash_sha256_update(&s, e->res.log, log_len);
-  hash_sha256_final(&s, pd);
-  entry_key(e->h, e->pub.compiler, ek);
-  memcpy(hdr, MAGIC, 8);
-  put_u32(hdr + 8, HOT_KCACHE_FORMAT);
-  put_u32(hdr + 12, HEADER_BYTES);
-  put_u64(hdr + 16, rec_len);
-  put_u64(hdr + 24, e->res.cubin_size);
-  put_u64(hdr + 32, log_len);
-  memcpy(hdr + 40, ek, 32);
-  memcpy(hdr + 72, pd, 32);
-
-  char tmp[4096];
-  unsigned long c = __atomic_fetch_add(&tmp_counter, 1, __ATOMIC_RELAXED);
-  snprintf(tmp, sizeof tmp, "%s/.tmp-%.16s-%ld-%lu", kc->dir, e->pub.key, (long)getpid(), c);
-  int fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
-  if (fd < 0) {
-    free(rec);
-    return -1;
-  }
-  int bad = write_all(fd, hdr, sizeof hdr) || write_all(fd, rec, rec_len) ||
-            write_all(fd, e->res.cubin, e->res.cubin_size) || write_all(fd, e->res.log, log_len);
-  free(rec);
-  if (close(fd) != 0) bad = 1;
-  if (bad || rename(tmp, path) != 0) {
-    unlink(tmp);
-    return -1;
-  }
-  return 0;
+  cache_file_id id = {kc->genver, kc->cc->fixed_options, e->pub.compiler, e->pub.key};
+  return cache_file_write(kc->dir, path, &id, e->h, src, &e->res);
 }
 
-/* Reads a whole file. 0 (malloc'd *buf, *len), -1 missing/unreadable, -2 not an entry size. */
-static int read_file(const char *path, unsigned char **buf, size_t *len) {
-  int fd = open(path, O_RDONLY | O_CLOEXEC);
-  if (fd < 0) return -1;
-  struct stat sb;
-  if (fstat(fd, &sb) != 0) {
-    close(fd);
-    return -1;
-  }
-  if (sb.st_size < HEADER_BYTES || (uint64_t)sb.st_size > MAX_ENTRY_BYTES) {
-    close(fd);
-    return -2;
-  }
-  size_t n = (size_t)sb.st_size;
-  unsigned char *b = malloc(n);
-  size_t got = 0;
-  while (b && got < n) {
-    ssize_t r = read(fd, b + got, n - got);
-    if (r < 0 && errno == EINTR) continue;
-    if (r <= 0) break;
-    got += (size_t)r;
-  }
-  close(fd);
-  if (!b) return -1;
-  if (got != n) {
-    free(b);
-    return -2;
-  }
-  *buf = b;
-  *len = n;
-  return 0;
-}
-
-/* Parses "kernel NAME registers R stack S spill-stores A spill-loads B shared M" lines and
- * "compile-us N" from the record into e->res (kernels in the request's order). 0 or -1. */
-static int parse_record(const char *rec, size_t len, const hot_kernel_source *src, entry *e) {
-  char *text = malloc(len + 1);
-  if (!text) return -1;
-  memcpy(text, rec, len);
-  text[len] = '\0';
-  e->res.kernels = calloc(src->n_kernels, sizeof *e->res.kernels);
-  if (!e->res.kernels) {
-    free(text);
-    return -1;
-  }
-  e->res.n_kernels = src->n_kernels;
-  size_t nk = 0;
-  int ok = 1;
-  char *save = NULL;
-  for (char *line = strtok_r(text, "\n", &save); line && ok; line = strtok_r(NULL, "\n", &save)) {
-    long long us;
-    if (sscanf(line, "compile-us %lld", &us) == 1) {
-      e->res.compile_ms = (double)us / 1000.0;
-    } else if (strncmp(line, "kernel ", 7) == 0) {
-      char *name = line + 7;
-      char *sp = strchr(name, ' ');
-      if (!sp || nk >= src->n_kernels) {
-        ok = 0;
-        break;
-      }
-      *sp = '\0';
-      hot_kernel_info *k = &e->res.kernels[nk];
-      if (strcmp(name, src->kernels[nk]) != 0 ||
-          sscanf(sp + 1, "registers %d stack %d spill-stores %d spill-loads %d shared %d",
-                 &k->registers, &k->stack_bytes, &k->spill_store_bytes, &k->spill_load_bytes,
-                 &k->shared_bytes) != 5 ||
-          !(k->name = strdup(name))) {
-        ok = 0;
-        break;
-      }
-      k->found = 1;
-      nk++;
-    }
-  }
-  free(text);
-  return ok && nk == src->n_kernels ? 0 : -1;
-}
-
-/* Loads and verifies the entry at path. 0 (*out a new entry), -1 missing, -2 rejected. */
+/* Loads and verifies the entry at path: CF_OK (*out a new entry), CF_MISSING, CF_REJECT,
+ * CF_NOMEM. */
 static int read_entry(const char *path, const unsigned char h[HASH_SHA256_BYTES], const char *ver,
                       const hot_kernel_source *src, entry **out) {
-  unsigned char *b = NULL;
-  size_t n = 0;
-  int rc = read_file(path, &b, &n);
-  if (rc != 0) return rc;
-  rc = -2;
-  entry *e = NULL;
-  unsigned char ek[HASH_SHA256_BYTES], pd[HASH_SHA256_BYTES];
-  if (memcmp(b, MAGIC, 8) != 0 || get_u32(b + 8) != HOT_KCACHE_FORMAT ||
-      get_u32(b + 12) != HEADER_BYTES)
-    goto done;
-  uint64_t rl = get_u64(b + 16), cl = get_u64(b + 24), ll = get_u64(b + 32);
-  if (rl > n || cl > n || ll > n || HEADER_BYTES + rl + cl + ll != n || cl == 0) goto done;
-  entry_key(h, ver, ek);
-  if (memcmp(ek, b + 40, 32) != 0) goto done;
-  hash_sha256_digest(b + HEADER_BYTES, n - HEADER_BYTES, pd);
-  if (memcmp(pd, b + 72, 32) != 0) goto done;
-  e = calloc(1, sizeof *e);
-  if (!e) goto done;
+  entry *e = calloc(1, sizeof *e);
+  if (!e) return CF_NOMEM;
+  int rc = cache_file_read(path, h, ver, src, &e->res);
+  if (rc != CF_OK) {
+    free(e);
+    return rc;
+  }
   memcpy(e->h, h, HASH_SHA256_BYTES);
-  const unsigned char *rec = b + HEADER_BYTES;
-  if (parse_record((const char *)rec, (size_t)rl, src, e) != 0) goto done;
-  e->res.cubin = malloc((size_t)cl);
-  e->res.log = malloc((size_t)ll + 1);
-  if (!e->res.cubin || !e->res.log) goto done;
-  memcpy(e->res.cubin, rec + rl, (size_t)cl);
-  e->res.cubin_size = (size_t)cl;
-  memcpy(e->res.log, rec + rl + cl, (size_t)ll);
-  e->res.log[ll] = '\0';
-  e->res.log_size = strlen(e->res.log);
   *out = e;
-  e = NULL;
-  rc = 0;
-done:
-  entry_free(e);
-  free(b);
-  return rc;
+  return CF_OK;
 }
 
 /* Without a compiler version: the first valid entry named <hex>-*.hotk. Same codes. */
@@ -550,8 +324,8 @@ static int read_any_version(const hot_kcache *kc, const unsigned char h[HASH_SHA
   char hex[65];
   hash_hex(h, hex);
   DIR *d = opendir(kc->dir);
-  if (!d) return -1;
-  int rc = -1;
+  if (!d) return CF_MISSING;
+  int rc = CF_MISSING;
   struct dirent *de;
   while ((de = readdir(d)) != NULL) {
     const char *nm = de->d_name;
@@ -565,12 +339,12 @@ static int read_any_version(const hot_kcache *kc, const unsigned char h[HASH_SHA
     v[vl] = '\0';
     snprintf(path, pathlen, "%s/%s", kc->dir, nm);
     int r = read_entry(path, h, v, src, out);
-    if (r == 0) {
-      memcpy(ver, v, sizeof v);
-      rc = 0;
+    if (r == CF_OK || r == CF_NOMEM) {
+      if (r == CF_OK) memcpy(ver, v, sizeof v);
+      rc = r;
       break;
     }
-    if (r == -2) rc = -2;
+    if (r == CF_REJECT) rc = CF_REJECT;
   }
   closedir(d);
   return rc;
@@ -707,9 +481,13 @@ rt_status hot_kcache_get(hot_kcache *kc, const hot_kernel_source *src,
     } else {
       rc = read_any_version(kc, h, src, &e, ver, path, sizeof path);
     }
-    if (rc == 0) {
+    if (rc == CF_NOMEM) {
+      hot_errf(err, errlen, "kernel cache: out of memory");
+      return RT_ERR_NOMEM;
+    }
+    if (rc == CF_OK) {
       entry_publish(e, src, ver, HOT_KCACHE_DISK);
-      utimensat(AT_FDCWD, path, NULL, 0);  /* LRU: a hit makes the entry the newest */
+      if (!kc->read_only) utimensat(AT_FDCWD, path, NULL, 0); /* LRU: a hit is the newest */
       entry *got = adopt(kc, e);
       if (!got) {
         hot_errf(err, errlen, "kernel cache: out of memory");
@@ -722,7 +500,7 @@ rt_status hot_kcache_get(hot_kcache *kc, const hot_kernel_source *src,
       if (origin) *origin = HOT_KCACHE_DISK;
       return RT_OK;
     }
-    if (rc == -2) {
+    if (rc == CF_REJECT) {
       pthread_mutex_lock(&kc->mu);
       kc->st.disk_rejects++;
       pthread_mutex_unlock(&kc->mu);
@@ -766,7 +544,7 @@ rt_status hot_kcache_get(hot_kcache *kc, const hot_kernel_source *src,
   if (!known) snprintf(ver, sizeof ver, "unknown");  /* compiler worked, version did not */
   entry_publish(e, src, ver, HOT_KCACHE_COMPILED);
 
-  if (kc->dir) {
+  if (kc->dir && !kc->read_only) {
     entry_path(kc, h, ver, path, sizeof path);
     int wrote = write_entry(kc, src, e, path) == 0;
     uint64_t ev = wrote ? evict(kc, strrchr(path, '/') + 1) : 0;

@@ -24,12 +24,14 @@
  * the directory (default 256 MiB): after each write the least recently used entries (by mtime,
  * refreshed on every hit) are removed until the total fits.
  *
- * Entry file: a 104-byte header (magic "HOTKCACH", format version, the three lengths, a digest
- * of the key, a SHA-256 of the payload) then a readable text record of the key and per-kernel
- * ptxas figures, the CUBIN and the compile log. Written to a temp file in the same directory
- * (unique per pid and counter) and rename()d into place, so readers in other processes see the
- * old entry, the new one or none, never a torn one. An entry whose length, magic, version, key
- * or checksum is wrong is a miss: it is recompiled and replaced (stats: disk_rejects).
+ * Entry file (cache_file.h: format, encode/decode, checksums, I/O): a 104-byte header then a
+ * readable text record of the key and per-kernel ptxas figures, the CUBIN and the compile log.
+ * Written to a temp file in the same directory (unique per pid and counter) and rename()d into
+ * place, so readers in other processes see the old entry, the new one or none, never a torn one.
+ * An entry whose length, magic, version, key or checksum is wrong, or that is not a regular file
+ * (a FIFO, device, socket, symbolic link or directory in its place: opened without blocking,
+ * never followed), is a miss: it is recompiled and replaced (stats: disk_rejects); a directory in
+ * the way is removed when empty, else moved aside to .displaced-<name>-<pid>-<n>.
  *
  * Thread-safe: one hot_kcache may be used by several threads (compiles run outside its lock;
  * two threads missing the same key may both compile, and one result is kept).
@@ -40,6 +42,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "env.h"
 #include "nvrtc.h"
 
 #define HOT_KCACHE_FORMAT 1                          /* bump when the entry layout changes */
@@ -58,10 +61,20 @@ const char *hot_kcache_origin_name(hot_kcache_origin o);
  * stay valid until hot_kcache_close. */
 typedef struct {
   const char *dir;                 /* NULL: from the environment (see above) */
+  const char *dir_origin;          /* what `dir` came from, for messages ("--cache-dir",
+                                      "options.cache_dir"); NULL: "the configured directory" */
   int disk;                        /* 0: on unless HOT_NO_DISK_CACHE=1; 1: on; -1: off */
   uint64_t max_bytes;              /* 0: $HOT_CACHE_MAX_MB MiB, else 256 MiB */
   const hot_compiler *compiler;    /* NULL: nvrtc_compiler() */
   const char *generator_version;   /* NULL: this build's HOT_VERSION */
+  const hot_env *env;              /* the environment as already read (env.h) by the caller;
+                                      NULL: hot_kcache_open reads it (env_read) */
+  int read_only;                   /* 1: never write the directory (also automatic when the
+                                      directory exists but is not writable) */
+  int jit_debug;                   /* 0: $HOT_JIT_DEBUG; 1: on; -1: off. On: jit_layer writes
+                                      every program's source and compile log (jit.h) */
+  const char *debug_dir;           /* NULL: $HOT_JIT_DEBUG_DIR, else <dir>/debug, or ./hot-debug
+                                      for a memory-only or read-only cache */
 } hot_kcache_config;
 
 /* A compiled program as kept by the cache. Owned by the cache; every pointer is valid until
@@ -94,9 +107,12 @@ typedef struct {
 } hot_kcache_stats;
 
 /* Opens a cache. On RT_OK *out is a new cache the caller owns (hot_kcache_close). Errors
- * (*out = NULL, one-line message in err): RT_ERR_INVALID (NULL out), RT_ERR_NOMEM, RT_ERR_IO
- * (the disk directory cannot be found, created or written: set HOT_CACHE_DIR or
- * HOT_NO_DISK_CACHE=1). Reads the environment; does not load NVRTC or the driver. */
+ * (*out = NULL, one-line message in err): RT_ERR_INVALID (NULL out, or config->env NULL and a
+ * HOT_* variable with a bad value, named), RT_ERR_NOMEM, RT_ERR_IO (the disk directory cannot
+ * be found, created or read; the message names the directory and where it came from:
+ * HOT_CACHE_DIR, XDG_CACHE_HOME, HOME or config->dir_origin). A directory that exists and can be
+ * read but not written opens READ-ONLY: its entries are served, misses are compiled into memory
+ * only (hot_kcache_read_only). Does not load NVRTC or the driver. */
 rt_status hot_kcache_open(hot_kcache **out, const hot_kcache_config *config, char *err,
                           size_t errlen);
 
@@ -120,6 +136,12 @@ void hot_kcache_stats_get(hot_kcache *kc, hot_kcache_stats *out);
 
 /* The disk directory in use, or NULL when the cache is memory-only. Valid until close. */
 const char *hot_kcache_dir(const hot_kcache *kc);
+
+/* 1 when the disk directory is only read (config.read_only, or not writable), else 0. */
+int hot_kcache_read_only(const hot_kcache *kc);
+
+/* Where HOT_JIT_DEBUG dumps go (created on first dump), or NULL when debugging is off. */
+const char *hot_kcache_debug_dir(const hot_kcache *kc);
 
 /* The disk path the entry for src has (or would have) under the current compiler version, into
  * buf. RT_OK, RT_ERR_INVALID (bad src, or a memory-only cache), RT_ERR_NO_NVRTC (compiler version

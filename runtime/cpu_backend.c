@@ -4,13 +4,15 @@
  * The saved buffer holds what hot_ref_saved holds, flat: with ABC the q_x^ codes (I rows of
  * hla.gemm.k_pad int8) followed by s_x^ (fp32, at a multiple of 32 bytes); without ABC the fp32
  * copy of x (T * I floats). The same layout as the CUDA backend's. */
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "hot_internal.h"
+#include "backend.h"
+#include "launch.h" /* launch_saved_bytes: the layout both backends share */
 #include "ref.h"
 
-hot_status cpu_ref_status(hot_layer *layer, int rc, const char *what) {
+static hot_status cpu_ref_status(hot_layer *layer, int rc, const char *what) {
   hot_ctx *ctx = layer->ctx;
   const char *n = layer->spec.name;
   switch (rc) {
@@ -27,6 +29,12 @@ hot_status cpu_ref_status(hot_layer *layer, int rc, const char *what) {
   }
 }
 
+static int all_finite(const float *v, int64_t n) {
+  for (int64_t i = 0; i < n; ++i)
+    if (!isfinite(v[i])) return 0;
+  return 1;
+}
+
 /* Offset of s_x^ in an ABC buffer (the codes' size: a multiple of 32 bytes). */
 static int64_t scale_offset(const hot_layer_plan *pl) { return hot_ref_hla_x_bytes(pl); }
 
@@ -40,7 +48,7 @@ static void *own_buffer(hot_layer *layer) {
   return layer->host_saved;
 }
 
-hot_status cpu_layer_save(hot_layer *layer, const void *x, void *saved) {
+static hot_status cpu_layer_save(hot_layer *layer, const void *x, void *saved) {
   const hot_layer_plan *pl = layer->plan;
   void *dst = saved ? saved : own_buffer(layer);
   if (!dst) return ctx_fail(layer->ctx, HOT_ERR_NOMEM, "hot_layer_save: out of memory");
@@ -57,7 +65,7 @@ hot_status cpu_layer_save(hot_layer *layer, const void *x, void *saved) {
   return HOT_OK;
 }
 
-hot_status cpu_layer_backward(hot_layer *layer, const void *g_y, const void *w, const void *saved,
+static hot_status cpu_layer_backward(hot_layer *layer, const void *g_y, const void *w, const void *saved,
                               float *g_x, float *g_w, float *g_b, uint32_t step) {
   const hot_layer_plan *pl = layer->plan;
   const void *src = saved ? saved : layer->host_saved;
@@ -73,10 +81,19 @@ hot_status cpu_layer_backward(hot_layer *layer, const void *g_y, const void *w, 
   s.bytes = launch_saved_bytes(pl);
   int rc = hot_ref_layer_backward(pl, &s, g_y, w, layer->spec.dtype, layer->gran, layer->seed, step,
                                   g_x, g_w, g_b);
-  return cpu_ref_status(layer, rc, "backward");
+  if (rc) return cpu_ref_status(layer, rc, "backward");
+  /* The inputs were finite (the twins refuse others): a non-finite output is an overflow. */
+  const char *which = !all_finite(g_x, pl->T * pl->I) ? "g_x"
+                      : !all_finite(g_w, pl->O * pl->I) ? "g_w"
+                      : g_b && !all_finite(g_b, pl->O) ? "g_b" : NULL;
+  if (which)
+    return ctx_fail(layer->ctx, HOT_ERR_RANGE, "hot_layer_backward: layer '%s': %s overflowed "
+                    "fp32 (finite inputs too close to FLT_MAX for the transforms and scales)",
+                    layer->spec.name, which);
+  return HOT_OK;
 }
 
-hot_status cpu_layer_calibrate(hot_layer *layer, const void *g_y, uint32_t step) {
+static hot_status cpu_layer_calibrate(hot_layer *layer, const void *g_y, uint32_t step) {
   hot_ref_lqs_result r;
   int rc = hot_ref_layer_calibrate(layer->plan, g_y, layer->spec.dtype, layer->seed, step, &r);
   if (rc) return cpu_ref_status(layer, rc, "calibrate");
@@ -86,8 +103,42 @@ hot_status cpu_layer_calibrate(hot_layer *layer, const void *g_y, uint32_t step)
   return HOT_OK;
 }
 
-void cpu_layer_free(hot_layer *layer) {
+static void cpu_layer_free(hot_layer *layer) {
   free(layer->host_saved);
   layer->host_saved = NULL;
   layer->saved_valid = 0;
 }
+
+/* ---- the backend interface (backend.h) ------------------------------------------------------ */
+
+/* The CPU needs no kernels; with a forced arch (HOT_ARCH) compiling fills the caches. */
+static hot_status ops_compile(hot_layer *layer) {
+  return layer->ctx->arch_known ? layer_jit(layer) : HOT_OK;
+}
+
+static hot_status ops_save(hot_layer *layer, const void *x, void *saved, void *stream) {
+  (void)stream;
+  return cpu_layer_save(layer, x, saved);
+}
+
+static hot_status ops_backward(hot_layer *layer, const void *g_y, const void *w, const void *saved,
+                               float *g_x, float *g_w, float *g_b, uint32_t step, void *stream) {
+  (void)stream;
+  return cpu_layer_backward(layer, g_y, w, saved, g_x, g_w, g_b, step);
+}
+
+static hot_status ops_calibrate(hot_layer *layer, const void *g_y, uint32_t step, void *stream) {
+  (void)stream;
+  return cpu_layer_calibrate(layer, g_y, step);
+}
+
+static void ops_fini(hot_ctx *ctx) { (void)ctx; }
+
+/* Every CPU call reports its own overflow: nothing is pending. */
+static hot_status ops_check(hot_layer *layer) {
+  (void)layer;
+  return HOT_OK;
+}
+
+const hot_backend_ops hot_cpu_ops = {HOT_BACKEND_CPU, ops_compile, ops_save, ops_backward,
+                                     ops_calibrate, ops_check, cpu_layer_free, ops_fini};

@@ -1,11 +1,11 @@
 /* ctx.c — contexts: options and environment (read once), the backend choice (auto: CUDA when
  * usable, else the CPU reference, with the reason kept), messages, statistics. */
 #define _POSIX_C_SOURCE 200809L
-#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "backend.h"
 #include "hot_internal.h"
 
 _Static_assert((int)HOT_ERR_CUDA == (int)RT_ERR_CUDA && (int)HOT_ERR_INVALID == (int)RT_ERR_INVALID &&
@@ -19,7 +19,8 @@ static const char *const k_status_names[HOT_STATUS_COUNT] = {
     "HOT_ERR_NO_DRIVER", "HOT_ERR_NO_DEVICE",  "HOT_ERR_NO_NVRTC",   "HOT_ERR_COMPILE",
     "HOT_ERR_BAD_BINARY", "HOT_ERR_NOT_FOUND", "HOT_ERR_DEVICE_OOM", "HOT_ERR_LAUNCH",
     "HOT_ERR_CUDA",     "HOT_ERR_SPEC",        "HOT_ERR_PLAN",       "HOT_ERR_SHAPE",
-    "HOT_ERR_MISUSE",   "HOT_ERR_UNSUPPORTED", "HOT_ERR_NONFINITE",  "HOT_ERR_INTERNAL"};
+    "HOT_ERR_MISUSE",   "HOT_ERR_UNSUPPORTED", "HOT_ERR_NONFINITE",  "HOT_ERR_INTERNAL",
+    "HOT_ERR_RANGE"};
 
 const char *hot_status_name(hot_status s) {
   return ((unsigned)s < HOT_STATUS_COUNT) ? k_status_names[s] : "HOT_ERR_?";
@@ -81,57 +82,37 @@ void hot_options_init(hot_options *opt) {
   opt->device = -1;
 }
 
-/* ---- environment ------------------------------------------------------------------------- */
-
-static const char *env(const char *name) {
-  const char *v = getenv(name);
-  return v && *v ? v : NULL;
-}
-
-static int env_flag(const char *name) {
-  const char *v = env(name);
-  return v && strcmp(v, "0") != 0;
-}
-
-static hot_status parse_u64(hot_ctx *ctx, const char *what, const char *s, uint64_t *out) {
-  char *end = NULL;
-  errno = 0;
-  unsigned long long v = strtoull(s, &end, 0);
-  if (errno || !end || end == s || *end || s[0] == '-')
-    return ctx_fail(ctx, HOT_ERR_INVALID, "%s='%s': expected an unsigned integer", what, s);
-  *out = (uint64_t)v;
-  return HOT_OK;
-}
+/* ---- options ----------------------------------------------------------------------------- */
 
 static char *dup_opt(const char *s) { return s ? strdup(s) : NULL; }
 
-/* Resolves every option (code first, then the environment, then the default). */
+/* Resolves every option (code first, then the environment read once into ctx->env, then the
+ * default). */
 static hot_status resolve(hot_ctx *ctx, const hot_options *o, hot_backend *backend) {
-  const char *v;
+  char err[512];
+  hot_env raw;
+  unsigned skip = (o->backend != HOT_BACKEND_DEFAULT ? HOT_ENV_BACKEND : 0u) |
+                  (o->device >= 0 ? HOT_ENV_DEVICE : 0u) | (o->arch ? HOT_ENV_ARCH : 0u) |
+                  (o->cache_dir ? HOT_ENV_CACHE_DIR : 0u) | (o->disk_cache ? HOT_ENV_NO_DISK : 0u) |
+                  (o->seed_set ? HOT_ENV_SEED : 0u) | (o->jit_debug ? HOT_ENV_JIT_DEBUG : 0u) |
+                  (o->debug_dir ? HOT_ENV_DEBUG_DIR : 0u);
+  if (env_read(&raw, skip, err, sizeof err) != RT_OK) return ctx_fail(ctx, HOT_ERR_INVALID, "%s", err);
+  if (env_dup(&ctx->env, &raw, &ctx->env_block) != RT_OK)
+    return ctx_fail(ctx, HOT_ERR_NOMEM, "out of memory");
+  const hot_env *e = &ctx->env;
   *backend = o->backend;
   if (*backend == HOT_BACKEND_DEFAULT) {
     *backend = HOT_BACKEND_AUTO;
-    if ((v = env("HOT_BACKEND"))) {
-      if (!strcmp(v, "auto")) *backend = HOT_BACKEND_AUTO;
-      else if (!strcmp(v, "cuda")) *backend = HOT_BACKEND_CUDA;
-      else if (!strcmp(v, "cpu")) *backend = HOT_BACKEND_CPU;
-      else return ctx_fail(ctx, HOT_ERR_INVALID, "HOT_BACKEND='%s': expected auto, cuda or cpu", v);
-    }
+    if (e->backend)
+      *backend = !strcmp(e->backend, "cuda") ? HOT_BACKEND_CUDA
+                 : !strcmp(e->backend, "cpu") ? HOT_BACKEND_CPU : HOT_BACKEND_AUTO;
   } else if (*backend != HOT_BACKEND_AUTO && *backend != HOT_BACKEND_CUDA &&
              *backend != HOT_BACKEND_CPU) {
     return ctx_fail(ctx, HOT_ERR_INVALID, "options.backend = %d: not a hot_backend", (int)*backend);
   }
   ctx->device = o->device;
-  if (ctx->device < 0) {
-    ctx->device = 0;
-    if ((v = env("HOT_DEVICE"))) {
-      uint64_t d;
-      if (parse_u64(ctx, "HOT_DEVICE", v, &d) != HOT_OK || d > 1024)
-        return ctx_fail(ctx, HOT_ERR_INVALID, "HOT_DEVICE='%s': expected a device index", v);
-      ctx->device = (int)d;
-    }
-  }
-  const char *arch = o->arch ? o->arch : env("HOT_ARCH");
+  if (ctx->device < 0) ctx->device = e->device_set ? e->device : 0;
+  const char *arch = o->arch ? o->arch : e->arch;
   if (arch) {
     if (plan_arch_parse(arch, &ctx->arch) != 0)
       return ctx_fail(ctx, HOT_ERR_INVALID, "%s '%s': unknown arch (known: sm_80, sm_86, sm_89, "
@@ -140,22 +121,30 @@ static hot_status resolve(hot_ctx *ctx, const hot_options *o, hot_backend *backe
   } else {
     ctx->arch = HOT_ARCH_SM80; /* CPU storage layout until a device says otherwise */
   }
-  const char *dir = o->cache_dir ? o->cache_dir : env("HOT_CACHE_DIR");
+  const char *dir = o->cache_dir ? o->cache_dir : e->cache_dir;
+  ctx->cache_dir_origin = o->cache_dir ? "options.cache_dir" : "HOT_CACHE_DIR";
   if (dir && !(ctx->cache_dir = dup_opt(dir))) return ctx_fail(ctx, HOT_ERR_NOMEM, "out of memory");
-  ctx->disk_cache = o->disk_cache ? (o->disk_cache > 0 ? 1 : -1)
-                                  : (env_flag("HOT_NO_DISK_CACHE") ? -1 : 1);
+  if (o->disk_cache < -1 || o->disk_cache > 1)
+    return ctx_fail(ctx, HOT_ERR_INVALID, "options.disk_cache = %d: expected -1, 0 or 1",
+                    o->disk_cache);
+  ctx->disk_cache = o->disk_cache ? o->disk_cache : (e->no_disk_set && e->no_disk ? -1 : 1);
   ctx->seed_set = 0;
   ctx->seed = HOT_DEFAULT_SEED;
   if (o->seed_set) {
     ctx->seed_set = 1;
     ctx->seed = o->seed;
-  } else if ((v = env("HOT_SEED"))) {
-    if (parse_u64(ctx, "HOT_SEED", v, &ctx->seed) != HOT_OK) return HOT_ERR_INVALID;
+  } else if (e->seed_set) {
     ctx->seed_set = 1;
+    ctx->seed = e->seed;
   }
-  ctx->jit_debug = o->jit_debug ? o->jit_debug > 0 : env_flag("HOT_JIT_DEBUG");
-  const char *dd = o->debug_dir ? o->debug_dir : env("HOT_JIT_DEBUG_DIR");
+  if (o->jit_debug < -1 || o->jit_debug > 1)
+    return ctx_fail(ctx, HOT_ERR_INVALID, "options.jit_debug = %d: expected -1, 0 or 1",
+                    o->jit_debug);
+  ctx->jit_debug = o->jit_debug ? o->jit_debug > 0 : (e->jit_debug_set && e->jit_debug);
+  const char *dd = o->debug_dir ? o->debug_dir : e->debug_dir;
   if (dd && !(ctx->debug_dir = dup_opt(dd))) return ctx_fail(ctx, HOT_ERR_NOMEM, "out of memory");
+  ctx->jit_threads = e->jit_threads ? e->jit_threads : jit_default_threads();
+  cuda_api_configure(e->cuda_driver, e->cuda_home);
   return HOT_OK;
 }
 
@@ -174,12 +163,15 @@ hot_status hot_ctx_create_with_compiler(hot_ctx **out, const hot_options *opt,
   if (st == HOT_OK) {
     if (want == HOT_BACKEND_CPU) {
       ctx->backend = HOT_BACKEND_CPU;
+      ctx->ops = &hot_cpu_ops;
     } else {
       st = cuda_ctx_init(ctx);
       if (st == HOT_OK) {
         ctx->backend = HOT_BACKEND_CUDA;
+        ctx->ops = &hot_cuda_ops;
       } else if (want == HOT_BACKEND_AUTO) { /* fall back, keeping the reason */
         ctx->backend = HOT_BACKEND_CPU;
+        ctx->ops = &hot_cpu_ops;
         ctx->fell_back = 1;
         ctx_copy(ctx->fallback_reason, sizeof ctx->fallback_reason, ctx->errmsg);
         ctx_clear(ctx);
@@ -191,6 +183,7 @@ hot_status hot_ctx_create_with_compiler(hot_ctx **out, const hot_options *opt,
     ctx_copy(ctx->fallback_reason, sizeof ctx->fallback_reason, ctx->errmsg);
     ctx->failed = 1;
     ctx->backend = HOT_BACKEND_DEFAULT;
+    ctx->ops = NULL;
   }
   return st;
 }
@@ -202,7 +195,6 @@ hot_status hot_ctx_create(hot_ctx **out, const hot_options *opt) {
 void hot_ctx_destroy(hot_ctx *ctx) {
   if (!ctx) return;
   hot_layer *l = ctx->layers;
-  int pushed = ctx->backend == HOT_BACKEND_CUDA && cuda_push(ctx) == HOT_OK;
   while (l) {
     hot_layer *next = l->next;
     if (l->magic == HOT_LAYER_LIVE) layer_release(l);
@@ -210,11 +202,11 @@ void hot_ctx_destroy(hot_ctx *ctx) {
     free(l);
     l = next;
   }
-  if (pushed) cuda_pop(ctx);
-  cuda_ctx_fini(ctx);
+  if (ctx->ops) ctx->ops->fini(ctx);
   hot_kcache_close(ctx->kc);
   free(ctx->cache_dir);
   free(ctx->debug_dir);
+  free(ctx->env_block);
   free(ctx->log);
   free(ctx);
 }
@@ -224,8 +216,12 @@ hot_status ctx_kcache(hot_ctx *ctx, hot_kcache **out) {
     hot_kcache_config cfg;
     memset(&cfg, 0, sizeof cfg);
     cfg.dir = ctx->cache_dir;
+    cfg.dir_origin = ctx->cache_dir_origin;
     cfg.disk = ctx->disk_cache;
     cfg.compiler = ctx->compiler;
+    cfg.env = &ctx->env;
+    cfg.jit_debug = ctx->jit_debug ? 1 : -1;
+    cfg.debug_dir = ctx->debug_dir;
     char err[768];
     rt_status r = hot_kcache_open(&ctx->kc, &cfg, err, sizeof err);
     if (r != RT_OK) return ctx_fail(ctx, ctx_rt(r), "%s", err);

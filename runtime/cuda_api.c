@@ -41,6 +41,29 @@ static int resolve(void *lib, const char *sym, void *fnp, size_t fnsize) {
   return 0;
 }
 
+/* ---- configuration -------------------------------------------------------------------------- */
+static pthread_mutex_t cfg_mu = PTHREAD_MUTEX_INITIALIZER;
+static int cfg_set;
+static char cfg_driver[512], cfg_home[512];
+
+void cuda_api_configure(const char *driver, const char *home) {
+  pthread_mutex_lock(&cfg_mu);
+  snprintf(cfg_driver, sizeof cfg_driver, "%s", driver ? driver : "");
+  snprintf(cfg_home, sizeof cfg_home, "%s", home ? home : "");
+  cfg_set = 1;
+  pthread_mutex_unlock(&cfg_mu);
+}
+
+/* The configured value, else the variable (tools that never configure). Copied into buf. */
+static const char *configured(int driver, char *buf, size_t n) {
+  pthread_mutex_lock(&cfg_mu);
+  const char *v = cfg_set ? (driver ? cfg_driver : cfg_home)
+                          : getenv(driver ? "HOT_CUDA_DRIVER" : "HOT_CUDA_HOME");
+  snprintf(buf, n, "%s", v ? v : "");
+  pthread_mutex_unlock(&cfg_mu);
+  return buf[0] ? buf : NULL;
+}
+
 /* ---- driver ------------------------------------------------------------------------------- */
 static pthread_once_t drv_once = PTHREAD_ONCE_INIT;
 static cuda_driver drv;
@@ -49,7 +72,8 @@ static char drv_msg[512];
 static int drv_loaded; /* the table is resolved (error names usable), even if cuInit failed */
 
 static void drv_load(void) {
-  const char *env = getenv("HOT_CUDA_DRIVER");
+  char buf[512];
+  const char *env = configured(1, buf, sizeof buf);
   const char *path = (env && *env) ? env : "libcuda.so.1";
   snprintf(drv.path, sizeof drv.path, "%s", path);
   void *lib = dlopen(path, RTLD_NOW | RTLD_LOCAL);
@@ -117,7 +141,8 @@ static char nv_msg[2048];
 static void nv_load(void) {
   char cand[3][512];
   int nc = 0;
-  const char *home = getenv("HOT_CUDA_HOME");
+  char hbuf[512];
+  const char *home = configured(0, hbuf, sizeof hbuf);
   if (home && *home) snprintf(cand[nc++], sizeof cand[0], "%s/lib64/libnvrtc.so.13", home);
   snprintf(cand[nc++], sizeof cand[0], "%s/libnvrtc.so.13", HOT_CUDA_LIBDIR_DEFAULT);
   snprintf(cand[nc++], sizeof cand[0], "libnvrtc.so.13");
@@ -166,7 +191,8 @@ static pthread_once_t inc_once = PTHREAD_ONCE_INIT;
 static char inc_path[512];
 
 static void inc_load(void) {
-  const char *home = getenv("HOT_CUDA_HOME");
+  char hbuf[512];
+  const char *home = configured(0, hbuf, sizeof hbuf);
   if (home && *home)
     snprintf(inc_path, sizeof inc_path, "%s/include", home);
   else

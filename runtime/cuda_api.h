@@ -63,6 +63,7 @@ typedef struct CUevent_st *CUevent;
 #define CUDA_ERROR_UNSUPPORTED_PTX_VERSION 222
 #define CUDA_ERROR_INVALID_HANDLE 400
 #define CUDA_ERROR_NOT_FOUND 500
+#define CUDA_ERROR_NOT_READY 600
 #define CUDA_ERROR_LAUNCH_OUT_OF_RESOURCES 701
 #define CUDA_ERROR_LAUNCH_TIMEOUT 702
 #define CUDA_ERROR_LAUNCH_FAILED 719
@@ -131,7 +132,14 @@ typedef struct CUevent_st *CUevent;
   X(CUresult, cuEventElapsedTime, "cuEventElapsedTime", (float *ms, CUevent start, CUevent end)) \
   X(CUresult, cuMemcpyDtoDAsync, "cuMemcpyDtoDAsync_v2",                                         \
     (CUdeviceptr dst, CUdeviceptr src, size_t bytes, CUstream stream))                           \
-  X(CUresult, cuMemGetInfo, "cuMemGetInfo_v2", (size_t *free_bytes, size_t *total_bytes))
+  X(CUresult, cuMemGetInfo, "cuMemGetInfo_v2", (size_t *free_bytes, size_t *total_bytes))      \
+  X(CUresult, cuModuleGetGlobal, "cuModuleGetGlobal_v2",                                         \
+    (CUdeviceptr * dptr, size_t *bytes, CUmodule module, const char *name))                      \
+  X(CUresult, cuMemcpyDtoHAsync, "cuMemcpyDtoHAsync_v2",                                         \
+    (void *dst, CUdeviceptr src, size_t bytes, CUstream stream))                                 \
+  X(CUresult, cuMemAllocHost, "cuMemAllocHost_v2", (void **p, size_t bytes))                     \
+  X(CUresult, cuMemFreeHost, "cuMemFreeHost", (void *p))                                         \
+  X(CUresult, cuEventQuery, "cuEventQuery", (CUevent event))
 
 /* ---- NVRTC: types and table ---------------------------------------------------------------- */
 typedef int nvrtcResult;                    /* NVRTC_SUCCESS = 0 */
@@ -177,6 +185,12 @@ typedef struct {
  *                     a missing symbol, or cuInit failing;
  *   RT_ERR_NO_DEVICE  "no CUDA device: ..." — the driver works but reports zero devices.
  * err may be NULL. Thread-safe. Never prints. */
+/* Sets the driver library (HOT_CUDA_DRIVER) and the toolkit root (HOT_CUDA_HOME) the loaders
+ * below use, as read once by hot_ctx_create (NULL: the default: libcuda.so.1; the build's
+ * toolkit). Process-wide, and effective only before the first load (the driver and NVRTC are
+ * loaded once per process). Without a call the loaders read the two variables themselves. */
+void cuda_api_configure(const char *driver, const char *home);
+
 rt_status cuda_driver_get(const cuda_driver **out, char *err, size_t errlen);
 
 /* The NVRTC table, loaded once per process (see the search order above). RT_ERR_NO_NVRTC with

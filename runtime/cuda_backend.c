@@ -7,7 +7,8 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "hot_internal.h"
+#include "backend.h"
+#include "launch.h"
 #include "ref.h"
 
 #define ALIGN_UP(n, a) (((n) + (a) - 1) / (a) * (a))
@@ -64,17 +65,17 @@ hot_status cuda_ctx_init(hot_ctx *ctx) {
   return HOT_OK;
 }
 
-void cuda_ctx_fini(hot_ctx *ctx) {
+static void cuda_ctx_fini(hot_ctx *ctx) {
   if (ctx->cu.retained) ctx->cu.drv->cuDevicePrimaryCtxRelease(ctx->cu.dev);
   ctx->cu.retained = 0;
 }
 
-hot_status cuda_push(hot_ctx *ctx) {
+static hot_status cuda_push(hot_ctx *ctx) {
   CUresult c = ctx->cu.drv->cuCtxPushCurrent(ctx->cu.cuctx);
   return c == CUDA_SUCCESS ? HOT_OK : cu_fail(ctx, c, "cuCtxPushCurrent");
 }
 
-void cuda_pop(hot_ctx *ctx) {
+static void cuda_pop(hot_ctx *ctx) {
   CUcontext prev;
   ctx->cu.drv->cuCtxPopCurrent(&prev);
 }
@@ -141,7 +142,7 @@ static hot_status alloc_scratch(hot_layer *layer) {
   return HOT_OK;
 }
 
-hot_status cuda_layer_load(hot_layer *layer) {
+static hot_status cuda_layer_load(hot_layer *layer) {
   hot_cuda_layer *cu = &layer->cu;
   if (cu->loaded) return HOT_OK;
   char err[512];
@@ -168,14 +169,14 @@ hot_status cuda_layer_load(hot_layer *layer) {
   return st;
 }
 
-void cuda_prof_begin(hot_layer *layer) {
+static void cuda_prof_begin(hot_layer *layer) {
   hot_cuda_layer *cu = &layer->cu;
   cu->prof_on = layer->ctx->profiling;
   cu->prof_n = 0;
   cu->prof_valid = 0;
 }
 
-hot_status cuda_prof_end(hot_layer *layer, hot_status st, CUstream stream) {
+static hot_status cuda_prof_end(hot_layer *layer, hot_status st, CUstream stream) {
   hot_cuda_layer *cu = &layer->cu;
   int on = cu->prof_on;
   cu->prof_on = 0;
@@ -199,7 +200,7 @@ hot_status cuda_prof_end(hot_layer *layer, hot_status st, CUstream stream) {
   return HOT_OK;
 }
 
-void cuda_layer_free(hot_layer *layer) {
+static void cuda_layer_free(hot_layer *layer) {
   hot_cuda_layer *cu = &layer->cu;
   const cuda_driver *d = layer->ctx->cu.drv;
   for (int i = 0; i < cu->prof_events; ++i) d->cuEventDestroy(cu->prof_ev[i]);
@@ -233,7 +234,7 @@ static unsigned role_if_planned(const hot_layer_plan *pl, hot_kernel_role r) {
  * the kernel) and s_x^ at dst + hot_ref_hla_x_bytes, the CPU backend's layout. absmax:
  * memset(amax) ; abc_x phase 0 ; abc_x phase 1. SAWB: memset ; abc_x phase 0 with math_out ;
  * sawb_x phases 0, 1 ; abc_x phase 1 with scale_in. */
-hot_status cuda_layer_save(hot_layer *layer, const void *x, void *saved, CUstream stream) {
+static hot_status cuda_layer_save(hot_layer *layer, const void *x, void *saved, CUstream stream) {
   const hot_layer_plan *pl = layer->plan;
   hot_status st = check_features(layer, 0);
   unsigned need = ROLE(HOT_K_ABC_X) | role_if_planned(pl, HOT_K_SAWB_X);
@@ -267,7 +268,7 @@ hot_status cuda_layer_save(hot_layer *layer, const void *x, void *saved, CUstrea
 /* Backward: memset(amax words) ; HQ g' (per token: phase 2; per tensor: phases 0, 1) ; HQ w'
  * phase 0 (SAWB: with math_out, then sawb_w phases 0, 1) and phase 1 (SAWB: scale_in) ; HLA g^
  * phases 0, 1 ; GEMM g_x ; GEMM g_w (q_x^ and s_x^ from the saved buffer) ; bias. */
-hot_status cuda_layer_backward(hot_layer *layer, const void *g_y, const void *w, const void *saved,
+static hot_status cuda_layer_backward(hot_layer *layer, const void *g_y, const void *w, const void *saved,
                                float *g_x, float *g_w, float *g_b, uint32_t step,
                                CUstream stream) {
   const hot_layer_plan *pl = layer->plan;
@@ -321,7 +322,7 @@ hot_status cuda_layer_backward(hot_layer *layer, const void *g_y, const void *w,
 /* Calibration (LQS): memset(amax word) ; lqs phases 0, 1, 2 ; cuStreamSynchronize ; read back
  * choice and both errors ; the layer's granularity = choice (hot_ref_layer_calibrate's rule,
  * evaluated on the device bit for bit). */
-hot_status cuda_layer_calibrate(hot_layer *layer, const void *g_y, uint32_t step,
+static hot_status cuda_layer_calibrate(hot_layer *layer, const void *g_y, uint32_t step,
                                 CUstream stream) {
   unsigned need = ROLE(HOT_K_LQS);
   hot_status st = layer_need_kernels(layer, need);
@@ -349,3 +350,176 @@ hot_status cuda_layer_calibrate(hot_layer *layer, const void *g_y, uint32_t step
   layer->lqs_e_token = res[1];
   return HOT_OK;
 }
+
+/* ---- overflow flags (templates/CONTRACT.md "Overflow of finite inputs") --------------------- */
+
+/* Finds the flag word of the output kernels' modules and the pinned words and event they are
+ * copied back with; a module without the word (an older template) is not watched. */
+static hot_status range_setup(hot_layer *layer) {
+  hot_cuda_layer *cu = &layer->cu;
+  if (cu->range_ready) return HOT_OK;
+  const cuda_driver *d = layer->ctx->cu.drv;
+  const hot_kernel_role roles[3] = {HOT_K_GEMM_GX, HOT_K_GEMM_GW, HOT_K_BIAS};
+  char err[512];
+  cu->n_range = 0;
+  for (int r = 0; r < 3; ++r) {
+    int k = plan_kernel_index(layer->plan, roles[r]);
+    if (k < 0 || !layer->jit.bin[k]) continue;
+    int m = 0;
+    while (m < cu->n_modules && cu->module_bin[m] != layer->jit.bin[k]) ++m;
+    if (m == cu->n_modules) continue;
+    size_t bytes = 0;
+    CUdeviceptr p = 0;
+    rt_status rs = module_global(cu->modules[m], "hot_range_flag", &p, &bytes, err, sizeof err);
+    if (rs == RT_ERR_NOT_FOUND) continue;
+    if (rs != RT_OK) return ctx_fail(layer->ctx, ctx_rt(rs), "layer '%s': %s", layer->spec.name, err);
+    if (bytes != sizeof(unsigned))
+      return ctx_fail(layer->ctx, HOT_ERR_INTERNAL, "layer '%s': hot_range_flag of kernel %s has "
+                      "%zu bytes, expected %zu", layer->spec.name, layer->plan->kernels[k].name,
+                      bytes, sizeof(unsigned));
+    cu->range_flag[cu->n_range] = p;
+    cu->range_role[cu->n_range++] = roles[r];
+  }
+  if (cu->n_range) {
+    void *h = NULL;
+    CUresult c = d->cuMemAllocHost(&h, sizeof(unsigned) * (size_t)cu->n_range);
+    if (c != CUDA_SUCCESS) return cu_fail(layer->ctx, c, "cuMemAllocHost (overflow flags)");
+    cu->range_host = h;
+    c = d->cuEventCreate(&cu->range_ev, 2 /* CU_EVENT_DISABLE_TIMING */);
+    if (c != CUDA_SUCCESS) return cu_fail(layer->ctx, c, "cuEventCreate (overflow flags)");
+  }
+  cu->range_ready = 1;
+  return HOT_OK;
+}
+
+static hot_status range_begin(hot_layer *layer, CUstream stream) {
+  hot_cuda_layer *cu = &layer->cu;
+  for (int i = 0; i < cu->n_range; ++i) {
+    CUresult c = layer->ctx->cu.drv->cuMemsetD32Async(cu->range_flag[i], 0u, 1, stream);
+    if (c != CUDA_SUCCESS) return cu_fail(layer->ctx, c, "cuMemsetD32Async (overflow flag)");
+  }
+  return HOT_OK;
+}
+
+/* After a backward: the words back to the host, then the event (nothing waits here). */
+static hot_status range_end(hot_layer *layer, uint32_t step, CUstream stream) {
+  hot_cuda_layer *cu = &layer->cu;
+  if (!cu->n_range) return HOT_OK;
+  const cuda_driver *d = layer->ctx->cu.drv;
+  for (int i = 0; i < cu->n_range; ++i) {
+    CUresult c = d->cuMemcpyDtoHAsync(&cu->range_host[i], cu->range_flag[i], sizeof(unsigned),
+                                      stream);
+    if (c != CUDA_SUCCESS) return cu_fail(layer->ctx, c, "cuMemcpyDtoHAsync (overflow flag)");
+  }
+  CUresult c = d->cuEventRecord(cu->range_ev, stream);
+  if (c != CUDA_SUCCESS) return cu_fail(layer->ctx, c, "cuEventRecord (overflow flags)");
+  cu->range_pending = 1;
+  cu->range_step = step;
+  return HOT_OK;
+}
+
+/* The outcome of the last backward, if it is known (wait: make it known). HOT_ERR_RANGE once per
+ * overflowing backward. */
+static hot_status range_poll(hot_layer *layer, int wait) {
+  hot_cuda_layer *cu = &layer->cu;
+  if (!cu->range_pending) return HOT_OK;
+  const cuda_driver *d = layer->ctx->cu.drv;
+  CUresult c = wait ? d->cuEventSynchronize(cu->range_ev) : d->cuEventQuery(cu->range_ev);
+  if (c == CUDA_ERROR_NOT_READY) return HOT_OK;
+  if (c != CUDA_SUCCESS) return cu_fail(layer->ctx, c, "cuEventQuery (overflow flags)");
+  cu->range_pending = 0;
+  for (int i = 0; i < cu->n_range; ++i)
+    if (cu->range_host[i])
+      return ctx_fail(layer->ctx, HOT_ERR_RANGE, "layer '%s': the backward of step %u overflowed "
+                      "fp32: %s holds Inf/NaN (finite inputs too close to FLT_MAX); its outputs "
+                      "must not be used", layer->spec.name, (unsigned)cu->range_step,
+                      cu->range_role[i] == HOT_K_GEMM_GX ? "g_x"
+                      : cu->range_role[i] == HOT_K_GEMM_GW ? "g_w" : "g_b");
+  return HOT_OK;
+}
+
+static void range_free(hot_layer *layer) {
+  hot_cuda_layer *cu = &layer->cu;
+  const cuda_driver *d = layer->ctx->cu.drv;
+  if (cu->range_host) d->cuMemFreeHost(cu->range_host);
+  if (cu->range_ev) d->cuEventDestroy(cu->range_ev);
+  cu->range_host = NULL;
+  cu->range_ev = NULL;
+}
+
+/* ---- the backend interface (backend.h) ------------------------------------------------------ */
+
+/* JIT + module load with the device context current. */
+static hot_status cuda_ready(hot_layer *layer) {
+  hot_status st = layer_jit(layer);
+  return st == HOT_OK ? cuda_layer_load(layer) : st;
+}
+
+static hot_status ops_compile(hot_layer *layer) {
+  hot_status st = cuda_push(layer->ctx);
+  if (st != HOT_OK) return st;
+  st = cuda_ready(layer);
+  cuda_pop(layer->ctx);
+  return st;
+}
+
+static hot_status ops_save(hot_layer *layer, const void *x, void *saved, void *stream) {
+  hot_status st = cuda_push(layer->ctx);
+  if (st != HOT_OK) return st;
+  if ((st = range_poll(layer, 0)) == HOT_OK && (st = cuda_ready(layer)) == HOT_OK) {
+    cuda_prof_begin(layer);
+    st = cuda_layer_save(layer, x, saved, (CUstream)stream);
+    st = cuda_prof_end(layer, st, (CUstream)stream);
+  }
+  cuda_pop(layer->ctx);
+  return st;
+}
+
+static hot_status ops_backward(hot_layer *layer, const void *g_y, const void *w, const void *saved,
+                               float *g_x, float *g_w, float *g_b, uint32_t step, void *stream) {
+  hot_status st = cuda_push(layer->ctx);
+  if (st != HOT_OK) return st;
+  if ((st = range_poll(layer, 0)) == HOT_OK && (st = cuda_ready(layer)) == HOT_OK &&
+      (st = range_setup(layer)) == HOT_OK && (st = range_begin(layer, (CUstream)stream)) == HOT_OK) {
+    int prof = layer->ctx->profiling;
+    cuda_prof_begin(layer);
+    st = cuda_layer_backward(layer, g_y, w, saved, g_x, g_w, g_b, step, (CUstream)stream);
+    if (st == HOT_OK) st = range_end(layer, step, (CUstream)stream);
+    st = cuda_prof_end(layer, st, (CUstream)stream);
+    if (st == HOT_OK && prof) st = range_poll(layer, 0); /* synchronised already: report now */
+  }
+  cuda_pop(layer->ctx);
+  return st;
+}
+
+static hot_status ops_calibrate(hot_layer *layer, const void *g_y, uint32_t step, void *stream) {
+  hot_status st = cuda_push(layer->ctx);
+  if (st != HOT_OK) return st;
+  if ((st = range_poll(layer, 0)) == HOT_OK && (st = cuda_ready(layer)) == HOT_OK) {
+    cuda_prof_begin(layer);
+    st = cuda_layer_calibrate(layer, g_y, step, (CUstream)stream);
+    st = cuda_prof_end(layer, st, (CUstream)stream);
+  }
+  cuda_pop(layer->ctx);
+  return st;
+}
+
+/* Device memory and modules are freed with the device context current. */
+static void ops_release(hot_layer *layer) {
+  int pushed = cuda_push(layer->ctx) == HOT_OK;
+  range_free(layer);
+  cuda_layer_free(layer);
+  if (pushed) cuda_pop(layer->ctx);
+}
+
+/* hot_layer_check: waits for the event after the last backward (not the whole stream). */
+static hot_status ops_check(hot_layer *layer) {
+  hot_status st = cuda_push(layer->ctx);
+  if (st != HOT_OK) return st;
+  st = range_poll(layer, 1);
+  cuda_pop(layer->ctx);
+  return st;
+}
+
+const hot_backend_ops hot_cuda_ops = {HOT_BACKEND_CUDA, ops_compile, ops_save, ops_backward,
+                                      ops_calibrate, ops_check, ops_release, cuda_ctx_fini};

@@ -2,24 +2,77 @@
 #define _POSIX_C_SOURCE 200809L
 #include "jit.h"
 
+#include <errno.h>
 #include <pthread.h>
+#include <stdio.h>
 #include <stdlib.h>
+#include <sys/stat.h>
 #include <string.h>
 #include <time.h>
 #include <unistd.h>
 
 #include "diag.h"
 #include "emit.h"
+#include "env.h"
 
 int jit_default_threads(void) {
-  const char *e = getenv("HOT_JIT_THREADS");
-  if (e && *e) {
-    char *end;
-    long v = strtol(e, &end, 10);
-    if (*end == '\0' && v >= 1 && v <= 64) return (int)v;
-  }
   long n = sysconf(_SC_NPROCESSORS_ONLN);
   return n < 1 ? 1 : (n > 16 ? 16 : (int)n);
+}
+
+/* ---- HOT_JIT_DEBUG dumps --------------------------------------------------------------------- */
+
+static int mkdirs(const char *path) {
+  char tmp[1024];
+  if (snprintf(tmp, sizeof tmp, "%s", path) >= (int)sizeof tmp) return -1;
+  for (char *p = tmp + 1; *p; ++p) {
+    if (*p != '/') continue;
+    *p = '\0';
+    if (mkdir(tmp, 0700) != 0 && errno != EEXIST) return -1;
+    *p = '/';
+  }
+  return (mkdir(tmp, 0700) != 0 && errno != EEXIST) ? -1 : 0;
+}
+
+static void write_text(const char *dir, const char *base, const char *ext, const char *text) {
+  char path[1400];
+  snprintf(path, sizeof path, "%s/%s%s", dir, base, ext);
+  FILE *f = fopen(path, "w");
+  if (!f) return;
+  fputs(text ? text : "", f);
+  fclose(f);
+}
+
+/* <dir>/<layer>.<arch>.cu (the programs' sources one after another) and .log (their compile
+ * logs, or the failing one's). Best effort: a dump that cannot be written never fails a compile
+ * (the library does not print, so it stays silent). */
+static void debug_dump(const char *dir, const hot_layer_plan *pl, const hot_jit *j,
+                       const char *const *logs, const char *const *names, int n) {
+  if (mkdirs(dir) != 0) return;
+  char base[HOT_NAME_MAX + 32];
+  const char *lname = pl->spec && pl->spec->name[0] ? pl->spec->name : "layer";
+  snprintf(base, sizeof base, "%s.%s", lname, plan_arch_caps(pl->arch)->name);
+  for (char *p = base; *p; ++p) /* names from C may hold anything */
+    if (!((*p >= 'a' && *p <= 'z') || (*p >= 'A' && *p <= 'Z') || (*p >= '0' && *p <= '9') ||
+          *p == '_' || *p == '-' || *p == '.'))
+      *p = '_';
+  size_t len = 1, llen = 1;
+  for (int k = 0; k < HOT_MAX_KERNELS; ++k)
+    if (j->source[k]) len += strlen(j->source[k]) + 64;
+  for (int u = 0; u < n; ++u) llen += (logs[u] ? strlen(logs[u]) : 0) + strlen(names[u]) + 16;
+  char *src = malloc(len), *log = malloc(llen);
+  if (src && log) {
+    char *p = src, *q = log;
+    *p = *q = '\0';
+    for (int k = 0, prog = 0; k < HOT_MAX_KERNELS; ++k)
+      if (j->source[k]) p += sprintf(p, "// ==== program %d ====\n%s", ++prog, j->source[k]);
+    for (int u = 0; u < n; ++u)
+      if (logs[u]) q += sprintf(q, "== %s ==\n%s", names[u], logs[u]);
+    write_text(dir, base, ".cu", src);
+    write_text(dir, base, ".log", log);
+  }
+  free(src);
+  free(log);
 }
 
 /* One program: a kernel of the plan (its index), its request and its outcome. */
@@ -86,7 +139,8 @@ rt_status jit_layer(hot_kcache *kc, const hot_layer_plan *pl, int threads, hot_j
     char eerr[512];
     if (emit_layer_select(pl, 1u << k, &e, eerr, sizeof eerr) != 0) {
       hot_errf(err, errlen, "kernel %s: emit: %s", pl->kernels[k].name, eerr);
-      st = RT_ERR_INVALID;
+      /* emit's failures: memory, or a template/plan mismatch (a bug, reported as is) */
+      st = strstr(eerr, "out of memory") ? RT_ERR_NOMEM : RT_ERR_INVALID;
       break;
     }
     if (e.n_kernels == 0) { /* template not in this build */
@@ -108,7 +162,15 @@ rt_status jit_layer(hot_kcache *kc, const hot_layer_plan *pl, int threads, hot_j
     jit_free(out);
     return st;
   }
-  if (threads <= 0) threads = jit_default_threads();
+  if (threads <= 0) { /* the caller left it to the environment: the strict parse */
+    const char *ev = env_get("HOT_JIT_THREADS");
+    uint64_t v = 0;
+    if (ev && env_parse_u64("HOT_JIT_THREADS", ev, 1, 64, &v, err, errlen) != 0) {
+      jit_free(out);
+      return RT_ERR_INVALID;
+    }
+    threads = ev ? (int)v : jit_default_threads();
+  }
   if (threads > n) threads = n;
   pool p = {kc, units, n, 0};
   pthread_t tids[HOT_MAX_KERNELS];
@@ -119,6 +181,16 @@ rt_status jit_layer(hot_kcache *kc, const hot_layer_plan *pl, int threads, hot_j
   for (int t = 0; t < started; ++t) pthread_join(tids[t], NULL);
   out->threads = started + 1;
   out->n_programs = n;
+  const char *ddir = hot_kcache_debug_dir(kc);
+  if (ddir) {
+    const char *logs[HOT_MAX_KERNELS], *names[HOT_MAX_KERNELS];
+    for (int u = 0; u < n; ++u) {
+      names[u] = units[u].name;
+      logs[u] = units[u].st == RT_OK ? (units[u].bin ? units[u].bin->log : NULL)
+                                     : (units[u].log ? units[u].log : units[u].err);
+    }
+    debug_dump(ddir, pl, out, logs, names, n);
+  }
   for (int u = 0; u < n && st == RT_OK; ++u)
     if (units[u].st != RT_OK) {
       st = units[u].st;

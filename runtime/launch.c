@@ -16,7 +16,7 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "hot_internal.h"
+#include "launch.h"
 #include "hot_math.cuh"
 #include "ref.h"
 

@@ -8,7 +8,9 @@
 #include <string.h>
 #include <sys/stat.h>
 
+#include "backend.h"
 #include "hot_internal.h"
+#include "launch.h" /* launch_saved_bytes */
 #include "ref.h"
 #include "spec.h"
 
@@ -34,6 +36,62 @@ static hot_status enter_ctx(hot_ctx *ctx, const char *fn) {
 
 /* ---- creation ---------------------------------------------------------------------------- */
 
+/* Every enum of a layer description inside its range, else HOT_ERR_INVALID naming the field. */
+static hot_status check_enums(hot_ctx *ctx, const hot_layer_spec *s, hot_recipe recipe) {
+  struct { const char *field; int v, max; const char *type; } f[] = {
+      {"recipe", (int)recipe, HOT_RECIPE_PAPER_CODE, "hot_recipe"},
+      {"spec.dtype", (int)s->dtype, HOT_DT_F16, "hot_dtype"},
+      {"spec.hq.g.round", (int)s->hq.g.round, HOT_ROUND_SR, "hot_round"},
+      {"spec.hq.g.gran", (int)s->hq.g.gran, HOT_GRAN_AUTO, "hot_gran"},
+      {"spec.hq.g.rule", (int)s->hq.g.rule, HOT_RULE_SAWB, "hot_rule"},
+      {"spec.hq.w.round", (int)s->hq.w.round, HOT_ROUND_SR, "hot_round"},
+      {"spec.hq.w.gran", (int)s->hq.w.gran, HOT_GRAN_AUTO, "hot_gran"},
+      {"spec.hq.w.rule", (int)s->hq.w.rule, HOT_RULE_SAWB, "hot_rule"},
+      {"spec.hla.selection", (int)s->hla.selection, HOT_SEL_FULL, "hot_selection"},
+      {"spec.hla.layout", (int)s->hla.layout, HOT_LAYOUT_AUTO, "hot_layout"},
+      {"spec.hla.g.round", (int)s->hla.g.round, HOT_ROUND_SR, "hot_round"},
+      {"spec.hla.g.gran", (int)s->hla.g.gran, HOT_GRAN_AUTO, "hot_gran"},
+      {"spec.hla.g.rule", (int)s->hla.g.rule, HOT_RULE_SAWB, "hot_rule"},
+      {"spec.hla.x.round", (int)s->hla.x.round, HOT_ROUND_SR, "hot_round"},
+      {"spec.hla.x.gran", (int)s->hla.x.gran, HOT_GRAN_AUTO, "hot_gran"},
+      {"spec.hla.x.rule", (int)s->hla.x.rule, HOT_RULE_SAWB, "hot_rule"},
+  };
+  for (size_t i = 0; i < sizeof f / sizeof *f; ++i)
+    if (f[i].v < 0 || f[i].v > f[i].max)
+      return ctx_fail(ctx, HOT_ERR_INVALID, "layer '%.*s': %s = %d is not a %s (0 .. %d)",
+                      HOT_NAME_MAX - 1, s->name, f[i].field, f[i].v, f[i].type, f[i].max);
+  struct { const char *field; int v; } b[] = {
+      {"spec.bias", s->bias}, {"spec.hq.enabled", s->hq.enabled}, {"spec.hq.pad", s->hq.pad},
+      {"spec.hla.enabled", s->hla.enabled}, {"spec.hla.pad", s->hla.pad},
+      {"spec.abc.enabled", s->abc.enabled}};
+  for (size_t i = 0; i < sizeof b / sizeof *b; ++i)
+    if (b[i].v != 0 && b[i].v != 1)
+      return ctx_fail(ctx, HOT_ERR_INVALID, "layer '%.*s': %s = %d: expected 0 or 1",
+                      HOT_NAME_MAX - 1, s->name, b[i].field, b[i].v);
+  return HOT_OK;
+}
+
+/* hot_layer_create's recipe (hot.h): every field the recipes set differently that the caller
+ * left at the project default (plan_spec_defaults(.., HOT_RECIPE_HOT)) takes the recipe's value;
+ * a field set to anything else is the caller's and stays. So plan_spec_defaults(&s, HOT_RECIPE_HOT)
+ * with recipe R plans exactly like plan_spec_defaults(&s, R). */
+static void apply_recipe(hot_layer_spec *s, hot_recipe recipe) {
+  hot_layer_spec base, want;
+  plan_spec_defaults(&base, HOT_RECIPE_HOT);
+  plan_spec_defaults(&want, recipe);
+#define TAKE(f) if (s->f == base.f) s->f = want.f
+  TAKE(bias); TAKE(dtype);
+  TAKE(hq.enabled); TAKE(hq.block); TAKE(hq.pad);
+  TAKE(hq.g.bits); TAKE(hq.g.round); TAKE(hq.g.gran); TAKE(hq.g.rule);
+  TAKE(hq.w.bits); TAKE(hq.w.round); TAKE(hq.w.gran); TAKE(hq.w.rule);
+  TAKE(hla.enabled); TAKE(hla.block); TAKE(hla.selection); TAKE(hla.keep); TAKE(hla.rank);
+  TAKE(hla.layout); TAKE(hla.pad);
+  TAKE(hla.g.bits); TAKE(hla.g.round); TAKE(hla.g.gran); TAKE(hla.g.rule);
+  TAKE(hla.x.bits); TAKE(hla.x.round); TAKE(hla.x.gran); TAKE(hla.x.rule);
+  TAKE(abc.enabled);
+#undef TAKE
+}
+
 /* Plans a new layer from *spec and links it into ctx. */
 static hot_status layer_new(hot_ctx *ctx, const hot_layer_spec *spec, int64_t batch,
                             int64_t tokens, hot_recipe recipe, int layer_id, uint64_t seed,
@@ -45,9 +103,8 @@ static hot_status layer_new(hot_ctx *ctx, const hot_layer_spec *spec, int64_t ba
     return ctx_fail(ctx, HOT_ERR_SHAPE,
                     "layer '%s': in_features and out_features must be >= 1 (got %lld, %lld)",
                     spec->name, (long long)spec->in_features, (long long)spec->out_features);
-  if ((unsigned)spec->dtype > HOT_DT_F16 || (unsigned)recipe > HOT_RECIPE_PAPER_CODE)
-    return ctx_fail(ctx, HOT_ERR_INVALID, "layer '%s': dtype %d / recipe %d out of range",
-                    spec->name, (int)spec->dtype, (int)recipe);
+  hot_status st = check_enums(ctx, spec, recipe);
+  if (st != HOT_OK) return st;
   hot_layer *l = calloc(1, sizeof *l);
   hot_layer_plan *pl = malloc(sizeof *pl);
   if (!l || !pl) {
@@ -83,7 +140,11 @@ hot_status hot_layer_create(hot_ctx *ctx, const hot_layer_spec *spec, int64_t ba
   hot_status st = enter_ctx(ctx, "hot_layer_create");
   if (st) return st;
   if (!spec || !out) return ctx_fail(ctx, HOT_ERR_INVALID, "hot_layer_create: NULL argument");
-  st = layer_new(ctx, spec, batch, tokens, recipe, ctx->next_layer_id, ctx->seed, out);
+  hot_layer_spec own = *spec;
+  own.name[HOT_NAME_MAX - 1] = '\0';
+  if ((st = check_enums(ctx, &own, recipe)) != HOT_OK) return st;
+  apply_recipe(&own, recipe);
+  st = layer_new(ctx, &own, batch, tokens, recipe, ctx->next_layer_id, ctx->seed, out);
   if (st == HOT_OK) ctx->next_layer_id++;
   return st;
 }
@@ -131,8 +192,7 @@ hot_status hot_layer_from_spec(hot_ctx *ctx, const char *path, const char *layer
 }
 
 void layer_release(hot_layer *layer) {
-  if (layer->ctx->backend == HOT_BACKEND_CUDA) cuda_layer_free(layer);
-  cpu_layer_free(layer);
+  layer->ctx->ops->release(layer);
   free(layer->plan);
   layer->plan = NULL;
   jit_free(&layer->jit);
@@ -140,10 +200,7 @@ void layer_release(hot_layer *layer) {
 
 void hot_layer_destroy(hot_layer *layer) {
   if (!layer || layer->magic != HOT_LAYER_LIVE) return;
-  hot_ctx *ctx = layer->ctx;
-  int pushed = ctx->backend == HOT_BACKEND_CUDA && cuda_push(ctx) == HOT_OK;
   layer_release(layer);
-  if (pushed) cuda_pop(ctx);
   layer->magic = HOT_LAYER_DEAD; /* the handle stays known to ctx: later use is detected */
 }
 
@@ -188,48 +245,6 @@ hot_status hot_layer_get_info(const hot_layer *layer, hot_layer_info *out) {
 
 /* ---- JIT ----------------------------------------------------------------------------------- */
 
-static int mkdirs(const char *path) {
-  char tmp[1024];
-  if (snprintf(tmp, sizeof tmp, "%s", path) >= (int)sizeof tmp) return -1;
-  for (char *p = tmp + 1; *p; ++p) {
-    if (*p != '/') continue;
-    *p = '\0';
-    if (mkdir(tmp, 0700) != 0 && errno != EEXIST) return -1;
-    *p = '/';
-  }
-  return (mkdir(tmp, 0700) != 0 && errno != EEXIST) ? -1 : 0;
-}
-
-static void write_text(const char *dir, const char *base, const char *ext, const char *text) {
-  char path[1400];
-  snprintf(path, sizeof path, "%s/%s%s", dir, base, ext);
-  FILE *f = fopen(path, "w");
-  if (!f) return;
-  fputs(text ? text : "", f);
-  fclose(f);
-}
-
-/* HOT_JIT_DEBUG: <dir>/<layer>.<arch>.cu and .log. Best effort: a dump that cannot be written
- * never fails the call (the library does not print, so it stays silent). */
-static void debug_dump(hot_layer *layer, const char *source, const char *log) {
-  hot_ctx *ctx = layer->ctx;
-  char dir[1024];
-  const char *cdir = ctx->kc ? hot_kcache_dir(ctx->kc) : NULL;
-  if (ctx->debug_dir) snprintf(dir, sizeof dir, "%s", ctx->debug_dir);
-  else if (cdir) snprintf(dir, sizeof dir, "%s/debug", cdir);
-  else snprintf(dir, sizeof dir, "hot-debug");
-  if (mkdirs(dir) != 0) return;
-  char base[HOT_NAME_MAX + 32];
-  snprintf(base, sizeof base, "%s.%s", layer->spec.name[0] ? layer->spec.name : "layer",
-           plan_arch_caps(layer->plan->arch)->name);
-  for (char *p = base; *p; ++p) /* names from C may hold anything */
-    if (!((*p >= 'a' && *p <= 'z') || (*p >= 'A' && *p <= 'Z') || (*p >= '0' && *p <= '9') ||
-          *p == '_' || *p == '-' || *p == '.'))
-      *p = '_';
-  write_text(dir, base, ".cu", source);
-  write_text(dir, base, ".log", log);
-}
-
 /* The compile logs of a layer's programs, one after another under a line naming the kernel
  * (malloc'd; NULL when out of memory). */
 static char *joined_logs(const hot_layer *layer) {
@@ -247,19 +262,6 @@ static char *joined_logs(const hot_layer *layer) {
   return out;
 }
 
-/* The programs' sources one after another (for the debug dump; malloc'd, NULL when none). */
-static char *joined_sources(const hot_jit *j, int n) {
-  size_t len = 1;
-  for (int k = 0; k < n; ++k)
-    if (j->source[k]) len += strlen(j->source[k]) + 64;
-  char *out = malloc(len), *p = out;
-  if (!out) return NULL;
-  *p = '\0';
-  for (int k = 0, prog = 0; k < n; ++k)
-    if (j->source[k]) p += sprintf(p, "// ==== program %d ====\n%s", ++prog, j->source[k]);
-  return out;
-}
-
 hot_status layer_jit(hot_layer *layer) {
   if (layer->compiled) return HOT_OK;
   hot_ctx *ctx = layer->ctx;
@@ -268,22 +270,17 @@ hot_status layer_jit(hot_layer *layer) {
   if (st != HOT_OK) return st;
   char err[768], *log = NULL;
   jit_free(&layer->jit);
-  rt_status r = jit_layer(kc, layer->plan, 0, &layer->jit, &log, err, sizeof err);
+  rt_status r = jit_layer(kc, layer->plan, ctx->jit_threads, &layer->jit, &log, err, sizeof err);
   if (r != RT_OK) {
     ctx_set_log(ctx, log);
-    if (ctx->jit_debug) debug_dump(layer, NULL, log ? log : err);
     free(log);
     return ctx_fail(ctx, ctx_rt(r), "layer '%s': %s", layer->spec.name, err);
   }
   layer->n_missing = layer->jit.n_missing;
   memcpy(layer->missing, layer->jit.missing, sizeof layer->missing);
   char *logs = joined_logs(layer);
+  if (!logs) return ctx_fail(ctx, HOT_ERR_NOMEM, "layer '%s': out of memory", layer->spec.name);
   ctx_set_log(ctx, logs);
-  if (ctx->jit_debug) {
-    char *src = joined_sources(&layer->jit, layer->plan->n_kernels);
-    debug_dump(layer, src, logs);
-    free(src);
-  }
   free(logs);
   layer->compiled = 1;
   return HOT_OK;
@@ -302,23 +299,10 @@ hot_status layer_need_kernels(hot_layer *layer, unsigned need) {
   return HOT_OK;
 }
 
-/* JIT + (CUDA) module load, with the device context current. */
-static hot_status layer_ready(hot_layer *layer) {
-  hot_status st = layer_jit(layer);
-  if (st == HOT_OK && layer->ctx->backend == HOT_BACKEND_CUDA) st = cuda_layer_load(layer);
-  return st;
-}
-
 hot_status hot_layer_compile(hot_layer *layer) {
   hot_status st = enter(layer, "hot_layer_compile");
   if (st) return st;
-  hot_ctx *ctx = layer->ctx;
-  if (ctx->backend == HOT_BACKEND_CPU) /* the CPU needs no kernels; a forced arch fills caches */
-    return ctx->arch_known ? layer_jit(layer) : HOT_OK;
-  if ((st = cuda_push(ctx)) != HOT_OK) return st;
-  st = layer_ready(layer);
-  cuda_pop(ctx);
-  return st;
+  return layer->ctx->ops->compile(layer);
 }
 
 hot_status hot_ctx_compile(hot_ctx *ctx, hot_layer *const *layers, size_t n) {
@@ -365,18 +349,7 @@ hot_status hot_layer_save(hot_layer *layer, const void *x, hot_dtype dtype, void
     return ctx_fail(ctx, HOT_ERR_INVALID, "hot_layer_save: saved buffer %p is not 16-byte aligned",
                     saved);
   if (!saved) layer->saved_valid = 0; /* until this save succeeds */
-  if (ctx->backend == HOT_BACKEND_CPU) {
-    st = cpu_layer_save(layer, x, saved);
-  } else {
-    if ((st = cuda_push(ctx)) != HOT_OK) return st;
-    st = layer_ready(layer);
-    if (st == HOT_OK) {
-      cuda_prof_begin(layer);
-      st = cuda_layer_save(layer, x, saved, (CUstream)stream);
-      st = cuda_prof_end(layer, st, (CUstream)stream);
-    }
-    cuda_pop(ctx);
-  }
+  st = ctx->ops->save(layer, x, saved, stream);
   if (st == HOT_OK) {
     ctx->saves++;
     layer->last_saved_bytes = launch_saved_bytes(layer->plan);
@@ -406,18 +379,7 @@ hot_status hot_layer_backward(hot_layer *layer, const void *g_y, const void *w, 
     return ctx_fail(ctx, HOT_ERR_MISUSE, "hot_layer_backward: layer '%s' has no saved activations "
                     "(call hot_layer_save with saved = NULL first, or pass the caller's buffer)",
                     layer->spec.name);
-  if (ctx->backend == HOT_BACKEND_CPU) {
-    st = cpu_layer_backward(layer, g_y, w, saved, g_x, g_w, g_b, step);
-  } else {
-    if ((st = cuda_push(ctx)) != HOT_OK) return st;
-    st = layer_ready(layer);
-    if (st == HOT_OK) {
-      cuda_prof_begin(layer);
-      st = cuda_layer_backward(layer, g_y, w, saved, g_x, g_w, g_b, step, (CUstream)stream);
-      st = cuda_prof_end(layer, st, (CUstream)stream);
-    }
-    cuda_pop(ctx);
-  }
+  st = ctx->ops->backward(layer, g_y, w, saved, g_x, g_w, g_b, step, stream);
   if (st == HOT_OK) ctx->backwards++;
   return st;
 }
@@ -435,23 +397,18 @@ hot_status hot_layer_calibrate(hot_layer *layer, const void *g_y, hot_dtype dtyp
                     "(%s%s); calibration (LQS) applies to scale = \"auto\" only", layer->spec.name,
                     layer->plan->hq.enabled ? "per " : "HQ disabled",
                     layer->plan->hq.enabled ? (layer->gran == HOT_GRAN_ROW ? "token" : "tensor") : "");
-  if (ctx->backend == HOT_BACKEND_CPU) {
-    st = cpu_layer_calibrate(layer, g_y, step);
-  } else {
-    if ((st = cuda_push(ctx)) != HOT_OK) return st;
-    st = layer_ready(layer);
-    if (st == HOT_OK) {
-      cuda_prof_begin(layer);
-      st = cuda_layer_calibrate(layer, g_y, step, (CUstream)stream);
-      st = cuda_prof_end(layer, st, (CUstream)stream);
-    }
-    cuda_pop(ctx);
-  }
+  st = ctx->ops->calibrate(layer, g_y, step, stream);
   if (st == HOT_OK) {
     ctx->calibrations++;
     layer->calibrated = 1;
   }
   return st;
+}
+
+hot_status hot_layer_check(hot_layer *layer) {
+  hot_status st = enter(layer, "hot_layer_check");
+  if (st) return st;
+  return layer->ctx->ops->check(layer);
 }
 
 /* ---- profiling ---------------------------------------------------------------------------- */

@@ -206,3 +206,19 @@ rt_status module_launch(const hot_kfunc *f, const hot_launch_cfg *cfg, void **ar
   }
   return RT_OK;
 }
+
+rt_status module_global(hot_module *m, const char *name, CUdeviceptr *ptr, size_t *bytes,
+                        char *err, size_t errlen) {
+  if (!m || !name || !ptr || !bytes) {
+    hot_errf(err, errlen, "module_global: NULL argument");
+    return RT_ERR_INVALID;
+  }
+  CUresult r = m->drv->cuModuleGetGlobal(ptr, bytes, m->mod, name);
+  if (r == CUDA_ERROR_NOT_FOUND) {
+    hot_errf(err, errlen, "module '%s' has no global '%s'", m->label, name);
+    return RT_ERR_NOT_FOUND;
+  }
+  char what[300];
+  snprintf(what, sizeof what, "cuModuleGetGlobal '%s' of module '%s'", name, m->label);
+  return r == CUDA_SUCCESS ? RT_OK : cuda_result_error(r, what, err, errlen);
+}

@@ -65,6 +65,12 @@ rt_status module_unload(hot_module *m);
 rt_status module_function(hot_module *m, const char *kernel, const hot_kfunc **out, char *err,
                           size_t errlen);
 
+/* The device address and size of the module's global variable `name` (an extern "C"
+ * __device__ variable). Errors: RT_ERR_INVALID (NULLs), RT_ERR_NOT_FOUND (no such global),
+ * RT_ERR_CUDA. */
+rt_status module_global(hot_module *m, const char *name, CUdeviceptr *ptr, size_t *bytes,
+                        char *err, size_t errlen);
+
 /* Launches f with cfg and the kernel parameters args (an array of pointers to each argument, as
  * cuLaunchKernel takes). When cfg->shared_bytes exceeds the function's current dynamic limit
  * (48 KiB by default), raises CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES first. Asynchronous:

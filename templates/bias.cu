@@ -79,5 +79,8 @@ extern "C" __global__ void __launch_bounds__(HOT_BIAS_THREADS)
         if (j * HOT_BIAS_WARPS + w < nchunks) total = HOT_ADD(total, part[j & 1][w][lane]);
     }
   }
-  if (warp == 0 && col_ok) gb[o] = total;
+  if (warp == 0 && col_ok) {
+    HOT_RANGE_CHECK(total);
+    gb[o] = total;
+  }
 }

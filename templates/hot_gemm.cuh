@@ -46,6 +46,8 @@ static __device__ __forceinline__ float hot_row_factor(const float *row_scale, i
 static __device__ __forceinline__ void hot_store_pair(float *crow, int n, int N, int acc0, int acc1,
                                                       float factor, bool vec) {
   const float v0 = HOT_MUL(HOT_I2F(acc0), factor), v1 = HOT_MUL(HOT_I2F(acc1), factor);
+  if (n < N) HOT_RANGE_CHECK(v0);
+  if (n + 1 < N) HOT_RANGE_CHECK(v1);
   if (vec && n + 1 < N) {
     *reinterpret_cast<float2 *>(crow + n) = make_float2(v0, v1);
   } else {

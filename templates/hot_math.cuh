@@ -207,4 +207,21 @@ HOT_FN int hot_unpack_s4(unsigned char byte, int hi) {
   return v >= 8 ? v - 16 : v;
 }
 
+/* ---- overflow flag (CONTRACT.md "Overflow of finite inputs") --------------------------------
+ * HOT_RANGE_CHECK(v): a kernel storing an fp32 output v of a step raises its module's word
+ * hot_range_flag when v is not finite; the runtime zeroes the word before the step and copies it
+ * back after it, asynchronously. Outputs are unchanged. Without the CUDA compiler (the CPU twins,
+ * the emulators) a no-op: the CPU backend checks the twins' outputs itself. */
+#ifdef __CUDACC__
+extern "C" {
+__device__ unsigned int hot_range_flag;
+}
+#define HOT_RANGE_CHECK(v)                                                                        \
+  do {                                                                                            \
+    if (!(fabsf(v) <= 3.40282347e+38f)) hot_range_flag = 1u;                                      \
+  } while (0)
+#else
+#define HOT_RANGE_CHECK(v) ((void)0)
+#endif
+
 #endif /* HOT_MATH_CUH */

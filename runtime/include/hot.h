@@ -47,7 +47,11 @@
  *    ordered on one stream (or synchronised by the caller), and a save's buffer must be ready
  *    (same stream, or an event) before the backward that reads it.
  *
- * Environment (read once, by hot_ctx_create; an option set in code wins over the variable):
+ * Environment (read once, by hot_ctx_create, into the context: later changes have no effect on
+ * it; an option set in code wins over the variable, which is then not read). Every value is
+ * parsed strictly: a bad one (HOT_CACHE_MAX_MB=abc, HOT_JIT_THREADS=0, HOT_CUDA_HOME naming no
+ * folder, HOT_NO_DISK_CACHE=maybe) fails hot_ctx_create with HOT_ERR_INVALID naming the variable.
+ * Integers: decimal or 0x hex, no sign; booleans: 0/1, true/false, yes/no, on/off.
  *
  *   | variable            | values                      | meaning                                        |
  *   |---------------------|-----------------------------|------------------------------------------------|
@@ -59,15 +63,16 @@
  *   |                     |                             | backend it lets hot_layer_compile fill caches  |
  *   | HOT_CACHE_DIR       | a directory                 | kernel cache (default $XDG_CACHE_HOME/hot,     |
  *   |                     |                             | else ~/.cache/hot); shared with hot-gen        |
- *   | HOT_NO_DISK_CACHE   | 1                           | keep compiled kernels in memory only           |
- *   | HOT_CACHE_MAX_MB    | MiB (default 256)           | size bound of the cache directory (LRU)        |
+ *   | HOT_NO_DISK_CACHE   | boolean                     | keep compiled kernels in memory only           |
+ *   | HOT_CACHE_MAX_MB    | 1 .. 2^40 MiB (default 256) | size bound of the cache directory (LRU); a     |
+ *   |                     |                             | read-only directory is served, never written   |
  *   | HOT_SEED            | 64-bit integer (0x.. ok)    | Philox key of stochastic rounding (default:    |
  *   |                     |                             | the spec's seed, else 0x243F6A8885A308D3)      |
- *   | HOT_JIT_DEBUG       | 1                           | write every emitted source and compile log     |
+ *   | HOT_JIT_DEBUG       | boolean                     | write every emitted source and compile log     |
  *   | HOT_JIT_DEBUG_DIR   | a directory                 | where (default <cache dir>/debug, or           |
  *   |                     |                             | ./hot-debug with a memory-only cache)          |
  *   | HOT_CUDA_DRIVER     | a path                      | driver library instead of libcuda.so.1         |
- *   | HOT_CUDA_HOME       | toolkit root                | where NVRTC and its headers are (cache misses) |
+ *   | HOT_CUDA_HOME       | an existing toolkit root    | where NVRTC and its headers are (cache misses) |
  *   | HOT_JIT_THREADS     | 1 ... 64 (default: CPUs,    | concurrent NVRTC compiles of a layer's kernels |
  *   |                     | at most 16)                 | (one program per distinct kernel)              |
  */
@@ -119,6 +124,10 @@ typedef enum {
                            template does not exist yet) */
   HOT_ERR_NONFINITE,    /* NaN or Inf in an input (CPU backend; kernels promise nothing) */
   HOT_ERR_INTERNAL,     /* an inconsistency inside hot (a bug: please report the message) */
+  HOT_ERR_RANGE,        /* finite inputs whose result does not fit fp32 (|values| near FLT_MAX:
+                           a Hadamard sum, a scale or a product overflowed): the outputs hold
+                           Inf/NaN and must not be used (see "overflow" below: on CUDA reported
+                           by the next call or hot_layer_check) */
   HOT_STATUS_COUNT
 } hot_status;
 
@@ -234,11 +243,18 @@ HOT_API hot_status hot_layer_from_spec(hot_ctx *ctx, const char *path, const cha
  * Errors: HOT_ERR_INVALID (NULL spec, or recipe not a hot_recipe value; *spec untouched). */
 HOT_API hot_status hot_layer_spec_defaults(hot_layer_spec *spec, hot_recipe recipe);
 
-/* A layer described in C: `spec` filled by hot_layer_spec_defaults(&spec, recipe) and then the
- * caller's fields (name, in_features, out_features, bias, dtype, hq/hla/abc settings); copied,
- * so the caller may discard it. T = batch * tokens. The Philox layer id is the number of layers
- * created by hot_layer_create in ctx before this one (0, 1, ...). Same ownership as above.
- * Errors: HOT_ERR_INVALID (NULLs, bad enum values), HOT_ERR_SHAPE (batch, tokens or a feature
+/* A layer described in C: `spec` filled by hot_layer_spec_defaults(&spec, HOT_RECIPE_HOT) (or
+ * any recipe) and then the caller's fields (name, in_features, out_features, bias, dtype, hq/hla/abc
+ * settings); copied, so the caller may discard it. T = batch * tokens.
+ * `recipe` is honoured this way: every field the caller left at the project default (the value
+ * hot_layer_spec_defaults(&s, HOT_RECIPE_HOT) gives it) takes the value of recipe's defaults; a field
+ * set to anything else is the caller's choice and is kept. So defaults of HOT_RECIPE_HOT plus
+ * recipe R plan exactly like hot_layer_spec_defaults(&s, R) plus R (e.g. HOT_RECIPE_PAPER_CODE brings
+ * SAWB scales, no padding and a derived HLA block), and a spec filled for R is left as it is.
+ * The Philox layer id is the number of layers created by hot_layer_create in ctx before this one
+ * (0, 1, ...). Same ownership as above.
+ * Errors: HOT_ERR_INVALID (NULLs; an enum out of range, or a 0/1 flag that is neither, named:
+ * "spec.hq.g.round = 7 is not a hot_round (0 .. 1)"), HOT_ERR_SHAPE (batch, tokens or a feature
  * count < 1), HOT_ERR_PLAN (the planner's reason), HOT_ERR_MISUSE, HOT_ERR_NOMEM. */
 HOT_API hot_status hot_layer_create(hot_ctx *ctx, const hot_layer_spec *spec, int64_t batch,
                                     int64_t tokens, hot_recipe recipe, hot_layer **out);
@@ -312,9 +328,10 @@ HOT_API hot_status hot_layer_save(hot_layer *layer, const void *x, hot_dtype dty
  * stochastic rounding: use a new value each step). g' uses the layer's granularity in effect
  * (hot_layer_get_info: a spec's auto is per tensor until hot_layer_calibrate).
  * Errors: HOT_ERR_INVALID (NULLs, dtype, g_b given for a layer whose spec has bias = false),
- * HOT_ERR_MISUSE (saved NULL before any save), HOT_ERR_NONFINITE (CPU), HOT_ERR_UNSUPPORTED
- * (CUDA: a kernel not in this build, or a layer without HQ or without ABC: only the CPU backend
- * computes their fp32 products), compile and CUDA errors. */
+ * HOT_ERR_MISUSE (saved NULL before any save), HOT_ERR_NONFINITE (CPU), HOT_ERR_RANGE (finite
+ * inputs, an output overflowed fp32: see "Overflow" below), HOT_ERR_UNSUPPORTED (CUDA: a kernel
+ * not in this build, or a layer without HQ or without ABC: only the CPU backend computes their
+ * fp32 products), compile and CUDA errors. */
 HOT_API hot_status hot_layer_backward(hot_layer *layer, const void *g_y, const void *w,
                                       hot_dtype dtype, const void *saved, float *g_x, float *g_w,
                                       float *g_b, uint32_t step, void *stream);
@@ -328,6 +345,24 @@ HOT_API hot_status hot_layer_backward(hot_layer *layer, const void *g_y, const v
  * spec), HOT_ERR_NONFINITE, HOT_ERR_UNSUPPORTED (CUDA: LQS kernel not in this build). */
 HOT_API hot_status hot_layer_calibrate(hot_layer *layer, const void *g_y, hot_dtype dtype,
                                        uint32_t step, void *stream);
+
+/* ---- overflow (HOT_ERR_RANGE) ----------------------------------------------------------------
+ * Finite inputs close to FLT_MAX can overflow fp32 inside a backward (templates/CONTRACT.md
+ * "Overflow of finite inputs"); hot never reports HOT_OK for such a step once its outcome is
+ * known:
+ *  - CPU backend: hot_layer_backward itself returns HOT_ERR_RANGE (the outputs hold Inf/NaN).
+ *  - CUDA backend: the kernels raise a device-side flag word; hot_layer_backward only enqueues
+ *    its zeroing and an asynchronous copy back (no synchronisation), so the overflow of a
+ *    backward is reported by the NEXT call on the same layer (save, backward or calibrate
+ *    return HOT_ERR_RANGE naming the step and the output, without running) once the stream has
+ *    reached it, or at once when profiling is on (which synchronises anyway), or by
+ *    hot_layer_check. Each overflow is reported once. */
+
+/* Waits for the layer's last backward to finish (CUDA: an event recorded after it, not the whole
+ * stream) and returns HOT_ERR_RANGE if one of its outputs overflowed, else HOT_OK. The CPU
+ * backend has nothing pending: HOT_OK. Errors: HOT_ERR_INVALID (NULL layer), HOT_ERR_MISUSE
+ * (destroyed layer), HOT_ERR_RANGE, HOT_ERR_CUDA. */
+HOT_API hot_status hot_layer_check(hot_layer *layer);
 
 /* ---- per-kernel timing (CUDA backend) ------------------------------------------------------
  * With profiling on, every kernel launch of a layer's save, backward and calibrate is bracketed

@@ -5,7 +5,11 @@
  * recorded with its geometry and its arguments decoded by the kernel's name prefix (the entry
  * signatures of the templates). Kernels do not run; an LQS phase-2 launch writes the result and
  * choice that the test asks for (fake_cuda_set_lqs), so the read-back path is exercised.
- * Test-side API: fake_cuda_log (the launches so far), fake_cuda_reset, fake_cuda_set_lqs. */
+ * Every module has the word hot_range_flag (cuModuleGetGlobal) that the templates' epilogues
+ * raise on a non-finite output; fake_cuda_raise_range(1) makes every GEMM and bias launch raise
+ * it. Memsets of those words are counted (range_resets), not logged as launches.
+ * Test-side API: fake_cuda_log (the launches so far), fake_cuda_reset, fake_cuda_set_lqs,
+ * fake_cuda_raise_range. */
 #define _GNU_SOURCE
 #include <stdint.h>
 #include <stdlib.h>
@@ -33,6 +37,17 @@ EXPORT void fake_cuda_set_lqs(double e_tensor, double e_token, int choice) {
   g_lqs_res[0] = e_tensor;
   g_lqs_res[1] = e_token;
   g_lqs_choice = choice;
+}
+
+/* Modules: each owns a 4-byte "device" word, its hot_range_flag. */
+#define FAKE_MAX_MODULES 256
+static unsigned *g_flags[FAKE_MAX_MODULES];
+static int g_raise_range;
+EXPORT void fake_cuda_raise_range(int on) { g_raise_range = on; }
+static int is_flag(CUdeviceptr d) {
+  for (int i = 0; i < FAKE_MAX_MODULES; ++i)
+    if (g_flags[i] && (uintptr_t)g_flags[i] == (uintptr_t)d) return 1;
+  return 0;
 }
 
 EXPORT CUresult cuInit(unsigned flags) { (void)flags; return OK; }
@@ -63,8 +78,33 @@ EXPORT CUresult cuCtxPopCurrent_v2(void **c) {
   return OK;
 }
 EXPORT CUresult cuCtxSynchronize(void) { return OK; }
-EXPORT CUresult cuModuleLoadData(void **m, const void *img) { (void)img; *m = malloc(1); return OK; }
-EXPORT CUresult cuModuleUnload(void *m) { free(m); return OK; }
+EXPORT CUresult cuMemAlloc_v2(CUdeviceptr *p, size_t n);
+EXPORT CUresult cuMemFree_v2(CUdeviceptr p);
+EXPORT CUresult cuModuleLoadData(void **m, const void *img) {
+  (void)img;
+  for (int i = 0; i < FAKE_MAX_MODULES; ++i)
+    if (!g_flags[i]) {
+      CUdeviceptr w;
+      if (cuMemAlloc_v2(&w, sizeof(unsigned)) != OK) return 2;
+      g_flags[i] = (unsigned *)(uintptr_t)w;
+      *g_flags[i] = 0;
+      *m = &g_flags[i];
+      return OK;
+    }
+  return 2;
+}
+EXPORT CUresult cuModuleUnload(void *m) {
+  unsigned **slot = m;
+  cuMemFree_v2((CUdeviceptr)(uintptr_t)*slot);
+  *slot = NULL;
+  return OK;
+}
+EXPORT CUresult cuModuleGetGlobal_v2(CUdeviceptr *p, size_t *bytes, void *m, const char *name) {
+  if (strcmp(name, "hot_range_flag") != 0) return 500; /* CUDA_ERROR_NOT_FOUND */
+  *p = (CUdeviceptr)(uintptr_t) * (unsigned **)m;
+  *bytes = sizeof(unsigned);
+  return OK;
+}
 static char g_names[256][128]; /* function handles: interned kernel names */
 static int g_n_names;
 EXPORT CUresult cuModuleGetFunction(void **f, void *m, const char *name) {
@@ -114,6 +154,9 @@ EXPORT CUresult cuLaunchKernel(void *f, unsigned gx, unsigned gy, unsigned gz, u
   fake_cuda_launch *l = g_log.n < FAKE_CUDA_MAX_LAUNCHES ? &g_log.l[g_log.n++] : &spare;
   memset(l, 0, sizeof *l);
   strncpy(l->name, (const char *)f, sizeof l->name - 1);
+  if (g_raise_range && (!strncmp(l->name, "hot_gemm", 8) || !strncmp(l->name, "hot_bias", 8)))
+    for (int i = 0; i < FAKE_MAX_MODULES; ++i)
+      if (g_flags[i]) *g_flags[i] = 1u;
   l->grid[0] = gx; l->grid[1] = gy; l->grid[2] = gz;
   l->block[0] = bx; l->block[1] = by; l->block[2] = bz;
   l->smem = smem;
@@ -167,6 +210,10 @@ EXPORT CUresult cuMemsetD32Async(CUdeviceptr d, unsigned v, size_t n, void *s) {
   (void)s;
   unsigned *p = (unsigned *)(uintptr_t)d;
   for (size_t i = 0; i < n; ++i) p[i] = v;
+  if (is_flag(d)) {
+    g_log.range_resets++;
+    return OK;
+  }
   if (g_log.n < FAKE_CUDA_MAX_LAUNCHES) { /* recorded in launch order as "memset32" */
     fake_cuda_launch *l = &g_log.l[g_log.n++];
     memset(l, 0, sizeof *l);
@@ -190,9 +237,28 @@ EXPORT CUresult cuStreamDestroy_v2(void *s) { free(s); return OK; }
 EXPORT CUresult cuStreamSynchronize(void *s) { (void)s; g_log.syncs++; return OK; }
 /* Events: created / recorded / destroyed counted in the log (fake_cuda_reset zeroes them); every
  * timed interval reads 0.01 ms, a plausible kernel time. */
-EXPORT CUresult cuEventCreate(void **e, unsigned f) { (void)f; *e = malloc(1); g_log.events_created++; return OK; }
-EXPORT CUresult cuEventDestroy_v2(void *e) { free(e); g_log.events_destroyed++; return OK; }
-EXPORT CUresult cuEventRecord(void *e, void *s) { (void)e; (void)s; g_log.events_recorded++; return OK; }
+/* Events made with CU_EVENT_DISABLE_TIMING (2) are counted apart (untimed_*): the profiling
+ * counters see timing events only. */
+EXPORT CUresult cuEventCreate(void **e, unsigned f) {
+  unsigned char *b = malloc(1);
+  *b = (unsigned char)(f & 2u);
+  *e = b;
+  if (*b) g_log.untimed_created++;
+  else g_log.events_created++;
+  return OK;
+}
+EXPORT CUresult cuEventDestroy_v2(void *e) {
+  if (*(unsigned char *)e) g_log.untimed_destroyed++;
+  else g_log.events_destroyed++;
+  free(e);
+  return OK;
+}
+EXPORT CUresult cuEventRecord(void *e, void *s) {
+  (void)s;
+  if (*(unsigned char *)e) g_log.untimed_recorded++;
+  else g_log.events_recorded++;
+  return OK;
+}
 EXPORT CUresult cuEventSynchronize(void *e) { (void)e; return OK; }
 EXPORT CUresult cuEventElapsedTime(float *ms, void *a, void *b) { (void)a; (void)b; *ms = 0.01f; return OK; }
 EXPORT CUresult cuMemcpyDtoDAsync_v2(CUdeviceptr d, CUdeviceptr s, size_t n, void *st) {
@@ -201,3 +267,11 @@ EXPORT CUresult cuMemcpyDtoDAsync_v2(CUdeviceptr d, CUdeviceptr s, size_t n, voi
   return OK;
 }
 EXPORT CUresult cuMemGetInfo_v2(size_t *f, size_t *t) { *f = (size_t)1 << 34; *t = (size_t)1 << 35; return OK; }
+EXPORT CUresult cuMemcpyDtoHAsync_v2(void *d, CUdeviceptr s, size_t n, void *st) {
+  (void)st;
+  memcpy(d, (const void *)(uintptr_t)s, n);
+  return OK;
+}
+EXPORT CUresult cuMemAllocHost_v2(void **p, size_t n) { *p = malloc(n ? n : 1); return *p ? OK : 2; }
+EXPORT CUresult cuMemFreeHost(void *p) { free(p); return OK; }
+EXPORT CUresult cuEventQuery(void *e) { (void)e; return OK; }

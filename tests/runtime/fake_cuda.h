@@ -22,6 +22,8 @@ typedef struct {
   int events_recorded;     /* cuEventRecord calls */
   int events_destroyed;    /* cuEventDestroy calls */
   int dyn_smem_max;        /* largest max-dynamic-shared-memory attribute set on a function */
+  int range_resets;        /* memsets of a module's hot_range_flag word */
+  int untimed_created, untimed_recorded, untimed_destroyed; /* CU_EVENT_DISABLE_TIMING events */
   fake_cuda_launch l[FAKE_CUDA_MAX_LAUNCHES];
 } fake_cuda_log_t;
 
@@ -30,5 +32,6 @@ typedef void (*fake_cuda_reset_fn)(void);
 typedef void (*fake_cuda_set_lqs_fn)(double e_tensor, double e_token, int choice);
 #include <stddef.h>
 typedef size_t (*fake_cuda_alloc_size_fn)(uintptr_t p); /* bytes of the allocation at p, or 0 */
+typedef void (*fake_cuda_raise_range_fn)(int on);
 
 #endif

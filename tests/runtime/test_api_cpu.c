@@ -8,12 +8,15 @@
 #define _GNU_SOURCE
 #endif
 #include <check.h>
+#include <stddef.h>
 #include <sys/stat.h>
 
 #include "api_util.h"
 #include "embed.h"
+#include "backend.h"
 #include "emit.h"
 #include "hot_internal.h"
+#include "launch.h"
 #include "rt_util.h"
 
 /* ---- backend choice ---------------------------------------------------------------------- */
@@ -317,10 +320,214 @@ START_TEST(bad_options_and_environment) {
   ck_assert_int_eq(hot_ctx_create(&ctx, &o), HOT_ERR_INVALID);
   hot_ctx_destroy(ctx);
   ck_assert_int_eq(hot_ctx_create(NULL, NULL), HOT_ERR_INVALID);
+  /* every variable strictly: a bad value is refused, naming it (these were ignored) */
+  const struct { const char *var, *val; } bad[] = {
+      {"HOT_CACHE_MAX_MB", "-1"}, {"HOT_CACHE_MAX_MB", "abc"},
+      {"HOT_CACHE_MAX_MB", "17592186044416"}, {"HOT_JIT_THREADS", "0"},
+      {"HOT_JIT_THREADS", "abc"}, {"HOT_CUDA_HOME", "/nonexistent-toolkit-folder"},
+      {"HOT_NO_DISK_CACHE", "maybe"}, {"HOT_JIT_DEBUG", "yes please"},
+      {"HOT_DEVICE", "-1"}, {"HOT_SEED", "12abc"}};
+  for (size_t i = 0; i < sizeof bad / sizeof *bad; ++i) {
+    const char *old = getenv(bad[i].var);
+    char keep[600] = "";
+    if (old) snprintf(keep, sizeof keep, "%s", old);
+    setenv(bad[i].var, bad[i].val, 1);
+    ck_assert_int_eq(hot_ctx_create(&ctx, NULL), HOT_ERR_INVALID);
+    ck_assert_msg(strstr(hot_errmsg(ctx), bad[i].var) && strstr(hot_errmsg(ctx), bad[i].val),
+                  "%s=%s: %s", bad[i].var, bad[i].val, hot_errmsg(ctx));
+    hot_ctx_destroy(ctx);
+    if (old) setenv(bad[i].var, keep, 1);
+    else unsetenv(bad[i].var);
+  }
+}
+END_TEST
+
+/* The environment is read once, by hot_ctx_create: changing it later does not reach the
+ * context's cache or JIT (they were read again at first use). */
+START_TEST(environment_read_once) {
+  char a[256], b[256];
+  ck_assert_ptr_nonnull(tmp_dir(a));
+  ck_assert_ptr_nonnull(tmp_dir(b));
+  fake_cc f = {0, 0, 0, "fake-1"};
+  hot_compiler cc = FAKE_COMPILER(f);
+  setenv("HOT_CACHE_DIR", a, 1);
+  setenv("HOT_ARCH", "sm_80", 1);
+  setenv("HOT_JIT_THREADS", "2", 1);
+  hot_ctx *ctx = NULL;
+  ck_assert_int_eq(hot_ctx_create_with_compiler(&ctx, NULL, &cc), HOT_OK);
+  setenv("HOT_CACHE_DIR", b, 1);        /* too late */
+  setenv("HOT_JIT_THREADS", "abc", 1);  /* too late, and would be refused */
+  setenv("HOT_CACHE_MAX_MB", "abc", 1); /* likewise */
+  setenv("HOT_NO_DISK_CACHE", "1", 1);
+  hot_layer_spec s;
+  plan_spec_defaults(&s, HOT_RECIPE_HOT);
+  s.in_features = 32;
+  s.out_features = 16;
+  hot_layer *l = NULL;
+  ck_assert_int_eq(hot_layer_create(ctx, &s, 1, 64, HOT_RECIPE_HOT, &l), HOT_OK);
+  ck_assert_msg(hot_layer_compile(l) == HOT_OK, "%s", hot_errmsg(ctx));
+  hot_stats st;
+  hot_ctx_stats(ctx, &st);
+  ck_assert_str_eq(st.cache_dir, a);
+  ck_assert_uint_gt(st.compiles, 0);
+  hot_ctx_destroy(ctx);
+  unsetenv("HOT_CACHE_DIR");
+  unsetenv("HOT_ARCH");
+  unsetenv("HOT_JIT_THREADS");
+  unsetenv("HOT_CACHE_MAX_MB");
+  unsetenv("HOT_NO_DISK_CACHE");
+  /* an unusable HOT_CACHE_DIR is named as the cause */
+  char file[300];
+  snprintf(file, sizeof file, "%s/plain", a);
+  fclose(fopen(file, "w"));
+  char below[400];
+  snprintf(below, sizeof below, "%s/sub", file);
+  setenv("HOT_CACHE_DIR", below, 1);
+  hot_options o;
+  hot_options_init(&o);
+  o.arch = "sm_80";
+  ck_assert_int_eq(hot_ctx_create_with_compiler(&ctx, &o, &cc), HOT_OK);
+  ck_assert_int_eq(hot_layer_create(ctx, &s, 1, 64, HOT_RECIPE_HOT, &l), HOT_OK);
+  ck_assert_int_eq(hot_layer_compile(l), HOT_ERR_IO);
+  ck_assert_msg(strstr(hot_errmsg(ctx), "from HOT_CACHE_DIR"), "%s", hot_errmsg(ctx));
+  hot_ctx_destroy(ctx);
+  unsetenv("HOT_CACHE_DIR");
+  rm_tree(a);
+  rm_tree(b);
 }
 END_TEST
 
 /* ---- JIT through an injected compiler ------------------------------------------------------ */
+
+
+/* Every enum (and 0/1 flag) of a layer description is checked at creation, naming the field,
+ * instead of failing later inside a backend; hot_layer_create honours its recipe. */
+START_TEST(layer_create_enums_and_recipe) {
+  hot_ctx *ctx = NULL;
+  ck_assert_int_eq(hot_ctx_create(&ctx, NULL), HOT_OK);
+  hot_layer_spec s;
+  hot_layer *l = NULL;
+  struct { const char *field; size_t off; int bad; } e[] = {
+      {"spec.dtype", offsetof(hot_layer_spec, dtype), 3},
+      {"spec.hq.g.round", offsetof(hot_layer_spec, hq.g.round), 2},
+      {"spec.hq.g.gran", offsetof(hot_layer_spec, hq.g.gran), 3},
+      {"spec.hq.g.rule", offsetof(hot_layer_spec, hq.g.rule), -1},
+      {"spec.hq.w.round", offsetof(hot_layer_spec, hq.w.round), 9},
+      {"spec.hq.w.gran", offsetof(hot_layer_spec, hq.w.gran), 4},
+      {"spec.hq.w.rule", offsetof(hot_layer_spec, hq.w.rule), 2},
+      {"spec.hla.selection", offsetof(hot_layer_spec, hla.selection), 3},
+      {"spec.hla.layout", offsetof(hot_layer_spec, hla.layout), 3},
+      {"spec.hla.g.round", offsetof(hot_layer_spec, hla.g.round), 2},
+      {"spec.hla.g.gran", offsetof(hot_layer_spec, hla.g.gran), 7},
+      {"spec.hla.g.rule", offsetof(hot_layer_spec, hla.g.rule), 5},
+      {"spec.hla.x.round", offsetof(hot_layer_spec, hla.x.round), 2},
+      {"spec.hla.x.gran", offsetof(hot_layer_spec, hla.x.gran), 3},
+      {"spec.hla.x.rule", offsetof(hot_layer_spec, hla.x.rule), 2},
+      {"spec.bias", offsetof(hot_layer_spec, bias), 2},
+      {"spec.hq.enabled", offsetof(hot_layer_spec, hq.enabled), -1},
+      {"spec.abc.enabled", offsetof(hot_layer_spec, abc.enabled), 5},
+  };
+  for (size_t i = 0; i < sizeof e / sizeof *e; ++i) {
+    plan_spec_defaults(&s, HOT_RECIPE_HOT);
+    snprintf(s.name, sizeof s.name, "en");
+    s.in_features = 32;
+    s.out_features = 16;
+    int v = e[i].bad;
+    memcpy((char *)&s + e[i].off, &v, sizeof v); /* every enum and flag is int-sized */
+    ck_assert_int_eq(hot_layer_create(ctx, &s, 1, 64, HOT_RECIPE_HOT, &l), HOT_ERR_INVALID);
+    ck_assert_msg(strstr(hot_errmsg(ctx), e[i].field), "%s: %s", e[i].field, hot_errmsg(ctx));
+    ck_assert_ptr_null(l);
+  }
+  plan_spec_defaults(&s, HOT_RECIPE_HOT);
+  s.in_features = 32;
+  s.out_features = 16;
+  ck_assert_int_eq(hot_layer_create(ctx, &s, 1, 64, (hot_recipe)3, &l), HOT_ERR_INVALID);
+  ck_assert_msg(strstr(hot_errmsg(ctx), "recipe = 3"), "%s", hot_errmsg(ctx));
+
+  /* the recipe: project defaults + R plan like R's defaults + R, for every R */
+  for (int r = HOT_RECIPE_HOT; r <= HOT_RECIPE_PAPER_CODE; ++r) {
+    hot_layer_spec hs, rs;
+    plan_spec_defaults(&hs, HOT_RECIPE_HOT);
+    plan_spec_defaults(&rs, (hot_recipe)r);
+    hs.in_features = rs.in_features = 48;
+    hs.out_features = rs.out_features = 24;
+    hot_layer *a = NULL, *b = NULL;
+    ck_assert_int_eq(hot_layer_create(ctx, &hs, 2, 40, (hot_recipe)r, &a), HOT_OK);
+    ck_assert_int_eq(hot_layer_create(ctx, &rs, 2, 40, (hot_recipe)r, &b), HOT_OK);
+    const hot_layer_plan *pa = hot_layer_get_plan(a), *pb = hot_layer_get_plan(b);
+    ck_assert_int_eq(pa->hq.w.rule, pb->hq.w.rule);
+    ck_assert_int_eq(pa->hla.x.rule, pb->hla.x.rule);
+    ck_assert_int_eq(pa->hla.block, pb->hla.block);
+    ck_assert_int_eq(pa->hq.block, pb->hq.block);
+    ck_assert_int_eq(pa->hla.layout, pb->hla.layout);
+    ck_assert_int_eq((int)hot_layer_saved_bytes(a), (int)hot_layer_saved_bytes(b));
+    if (r == HOT_RECIPE_PAPER_CODE) { /* what the recipe changes did change */
+      ck_assert_int_eq(pa->hq.w.rule, HOT_RULE_SAWB);
+      ck_assert_int_eq(pa->hla.x.rule, HOT_RULE_SAWB);
+      ck_assert_int_eq(pa->hla.block, 8); /* largest power of two dividing L = 40, no padding */
+    }
+    hot_layer_destroy(a);
+    hot_layer_destroy(b);
+  }
+  /* a field the caller set is kept: RTN/absmax w' with paper_code stays absmax */
+  plan_spec_defaults(&s, HOT_RECIPE_HOT);
+  s.in_features = 48;
+  s.out_features = 24;
+  s.hla.block = 4; /* explicit p */
+  ck_assert_int_eq(hot_layer_create(ctx, &s, 2, 40, HOT_RECIPE_PAPER_CODE, &l), HOT_OK);
+  ck_assert_int_eq(hot_layer_get_plan(l)->hla.block, 4);
+  hot_ctx_destroy(ctx);
+}
+END_TEST
+
+
+/* Finite inputs near FLT_MAX: never HOT_OK with an Inf/NaN output. Each case either completes
+ * with every output finite, or is refused (save: HOT_ERR_NONFINITE when a transform of the input
+ * overflows; backward: HOT_ERR_RANGE). x = 3e38 gave g_w = -inf with HOT_OK. */
+START_TEST(huge_finite_inputs) {
+  hot_ctx *ctx = NULL;
+  ck_assert_int_eq(hot_ctx_create(&ctx, NULL), HOT_OK);
+  hot_layer_spec s;
+  plan_spec_defaults(&s, HOT_RECIPE_HOT);
+  snprintf(s.name, sizeof s.name, "huge");
+  s.in_features = 32;
+  s.out_features = 16;
+  hot_layer *l = NULL;
+  ck_assert_int_eq(hot_layer_create(ctx, &s, 2, 32, HOT_RECIPE_HOT, &l), HOT_OK);
+  enum { T = 64, I = 32, O = 16 };
+  static float x[T * I], w[O * I], gy[T * O], gx[T * I], gw[O * I], gb[O];
+  const float huge[] = {3e38f, -3e38f, 1e38f, 2e37f};
+  int refused = 0;
+  for (int which = 0; which < 5; ++which)
+    for (size_t h = 0; h < sizeof huge / sizeof *huge; ++h) {
+      au_fill(11, x, T * I);
+      au_fill(12, w, O * I);
+      au_fill(13, gy, T * O);
+      float *v = which == 0 || which == 3 ? x : which == 1 ? w : gy;
+      int64_t n = which == 0 ? T * I : which == 1 ? O * I : T * O;
+      if (which >= 3) { /* one huge element among ordinary ones (x; then g_y too) */
+        x[5] = huge[h];
+        if (which == 4) gy[7] = huge[h];
+      } else {
+        for (int64_t i = 0; i < n; ++i) v[i] = (i % 3 == 0) ? huge[h] : huge[h] * (v[i] / 4.0f);
+      }
+      hot_status st = hot_layer_save(l, x, HOT_DT_F32, NULL, NULL);
+      if (st == HOT_OK) st = hot_layer_backward(l, gy, w, HOT_DT_F32, NULL, gx, gw, gb, 1, NULL);
+      if (st == HOT_OK) {
+        for (int i = 0; i < T * I; ++i) ck_assert_msg(isfinite(gx[i]), "g_x[%d] = %g", i, gx[i]);
+        for (int i = 0; i < O * I; ++i) ck_assert_msg(isfinite(gw[i]), "g_w[%d] = %g", i, gw[i]);
+        for (int i = 0; i < O; ++i) ck_assert_msg(isfinite(gb[i]), "g_b[%d] = %g", i, gb[i]);
+      } else {
+        ck_assert_msg(st == HOT_ERR_RANGE || st == HOT_ERR_NONFINITE, "%s: %s",
+                      hot_status_name(st), hot_errmsg(ctx));
+        refused++;
+      }
+    }
+  ck_assert_int_gt(refused, 0); /* x = 3e38 does overflow fp32 somewhere */
+  ck_assert_str_eq(hot_status_name(HOT_ERR_RANGE), "HOT_ERR_RANGE");
+  hot_ctx_destroy(ctx);
+}
+END_TEST
 
 START_TEST(compile_with_fake_compiler) {
   char dir[256];
@@ -689,6 +896,9 @@ int main(void) {
   tcase_add_test(tc, bad_options_and_environment);
   tcase_add_test(tc, compile_with_fake_compiler);
   tcase_add_test(tc, misuse);
+  tcase_add_test(tc, environment_read_once);
+  tcase_add_test(tc, huge_finite_inputs);
+  tcase_add_test(tc, layer_create_enums_and_recipe);
   tcase_add_test(tc, launch_signatures_and_geometry);
   suite_add_tcase(s, tc);
   SRunner *sr = srunner_create(s);

@@ -13,13 +13,16 @@
 
 #include "api_util.h"
 #include "fake_cuda.h"
+#include "backend.h"
 #include "hot_internal.h"
+#include "launch.h"
 #include "hot_math.cuh" /* HOT_TENSOR_* tags */
 #include "rt_util.h"
 
 static fake_cuda_log_t *g_log;
 static fake_cuda_reset_fn g_reset;
 static fake_cuda_set_lqs_fn g_set_lqs;
+static fake_cuda_raise_range_fn g_raise_range;
 static const cuda_driver *d;
 static fake_cc g_fcc = {0, 0, 0, "fake-1"};
 
@@ -40,6 +43,8 @@ static void setup(void) {
   g_log = ((fake_cuda_log_fn)dlsym(h, "fake_cuda_log"))();
   g_reset = (fake_cuda_reset_fn)dlsym(h, "fake_cuda_reset");
   g_set_lqs = (fake_cuda_set_lqs_fn)dlsym(h, "fake_cuda_set_lqs");
+  g_raise_range = (fake_cuda_raise_range_fn)dlsym(h, "fake_cuda_raise_range");
+  ck_assert_ptr_nonnull(g_raise_range);
   ck_assert(g_log && g_reset && g_set_lqs);
 }
 
@@ -583,6 +588,90 @@ START_TEST(wgmma_gemms) {
 }
 END_TEST
 
+
+/* Overflow of finite inputs on CUDA: the output kernels' flag words are zeroed before each
+ * backward and copied back behind it without any synchronisation; a raised flag is reported
+ * once, by the next call on the layer (which then does not run), by hot_layer_check, or at once
+ * under profiling. */
+START_TEST(overflow_flags) {
+  hot_ctx *ctx = cuda_ctx();
+  hot_layer *l = layer(ctx, HOT_RECIPE_HOT, "ov");
+  const hot_layer_plan *pl = l->plan;
+  /* the emitted kernels that store g_x, g_w and g_b test what they store */
+  const hot_kernel_role out_roles[3] = {HOT_K_GEMM_GX, HOT_K_GEMM_GW, HOT_K_BIAS};
+  for (int r = 0; r < 3; ++r) {
+    int k = plan_kernel_index(pl, out_roles[r]);
+    ck_assert_int_ge(k, 0);
+    const char *src = l->jit.source[k];
+    for (int j = 0; !src && j < pl->n_kernels; ++j) /* a duplicate kernel: the first's source */
+      if (!strcmp(pl->kernels[j].name, pl->kernels[k].name)) src = l->jit.source[j];
+    ck_assert_ptr_nonnull(src);
+    ck_assert_msg(strstr(src, "hot_range_flag") && strstr(src, "HOT_RANGE_CHECK("), "%s",
+                  pl->kernels[k].name);
+  }
+  int64_t T = pl->T, O = pl->O, I = pl->I;
+  CUdeviceptr x = dalloc((size_t)(T * I) * 4), w = dalloc((size_t)(O * I) * 4),
+              gy = dalloc((size_t)(T * O) * 4), gx = dalloc((size_t)(T * I) * 4),
+              gw = dalloc((size_t)(O * I) * 4), gb = dalloc((size_t)O * 4);
+#define BACKWARD(step)                                                                            \
+  hot_layer_backward(l, vp(gy), vp(w), HOT_DT_F32, NULL, vp(gx), vp(gw), vp(gb), step, NULL)
+  ck_assert_int_eq(hot_layer_save(l, vp(x), HOT_DT_F32, NULL, NULL), HOT_OK);
+  g_reset();
+  ck_assert_int_eq(BACKWARD(1), HOT_OK);
+  ck_assert_int_eq(g_log->range_resets, 3);     /* g_x, g_w and g_b words zeroed */
+  ck_assert_int_eq(g_log->untimed_recorded, 1); /* one event behind the copies back */
+  ck_assert_int_eq(g_log->syncs, 0);            /* and no synchronisation */
+  ck_assert_int_eq(hot_layer_check(l), HOT_OK);
+
+  /* an overflowing backward returns (asynchronously) OK; the next call reports it, once */
+  g_raise_range(1);
+  ck_assert_int_eq(BACKWARD(5), HOT_OK);
+  g_raise_range(0);
+  g_reset();
+  ck_assert_int_eq(hot_layer_save(l, vp(x), HOT_DT_F32, NULL, NULL), HOT_ERR_RANGE);
+  ck_assert_msg(strstr(hot_errmsg(ctx), "step 5") && strstr(hot_errmsg(ctx), "g_x"), "%s",
+                hot_errmsg(ctx));
+  ck_assert_int_eq(g_log->n, 0); /* the save did not run */
+  ck_assert_int_eq(hot_layer_save(l, vp(x), HOT_DT_F32, NULL, NULL), HOT_OK);
+  ck_assert_int_eq(BACKWARD(6), HOT_OK);
+  ck_assert_int_eq(hot_layer_check(l), HOT_OK);
+
+  /* hot_layer_check waits for it; reported once */
+  g_raise_range(1);
+  ck_assert_int_eq(BACKWARD(7), HOT_OK);
+  g_raise_range(0);
+  ck_assert_int_eq(hot_layer_check(l), HOT_ERR_RANGE);
+  ck_assert_msg(strstr(hot_errmsg(ctx), "step 7"), "%s", hot_errmsg(ctx));
+  ck_assert_int_eq(hot_layer_check(l), HOT_OK);
+  ck_assert_int_eq(BACKWARD(8), HOT_OK);
+
+  /* profiling synchronises anyway: the backward itself reports it */
+  ck_assert_int_eq(hot_ctx_set_profiling(ctx, 1), HOT_OK);
+  g_raise_range(1);
+  ck_assert_int_eq(BACKWARD(9), HOT_ERR_RANGE);
+  g_raise_range(0);
+  ck_assert_int_eq(hot_layer_check(l), HOT_OK);
+#undef BACKWARD
+  g_reset();
+  hot_layer_destroy(l);
+  ck_assert_int_eq(g_log->untimed_destroyed, 1);
+  hot_ctx_destroy(ctx);
+  /* the CPU backend has nothing pending */
+  hot_options o;
+  hot_options_init(&o);
+  o.backend = HOT_BACKEND_CPU;
+  ck_assert_int_eq(hot_ctx_create(&ctx, &o), HOT_OK);
+  hot_layer_spec s;
+  plan_spec_defaults(&s, HOT_RECIPE_HOT);
+  s.in_features = 32;
+  s.out_features = 16;
+  ck_assert_int_eq(hot_layer_create(ctx, &s, 1, 64, HOT_RECIPE_HOT, &l), HOT_OK);
+  ck_assert_int_eq(hot_layer_check(l), HOT_OK);
+  hot_ctx_destroy(ctx);
+  ck_assert_int_eq(hot_layer_check(NULL), HOT_ERR_INVALID);
+}
+END_TEST
+
 int main(void) {
   setenv("HOT_CUDA_DRIVER", HOT_FAKE_CUDA, 1);
   unsetenv("HOT_BACKEND");
@@ -598,6 +687,7 @@ int main(void) {
   tcase_add_test(tc, refusals);
   tcase_add_test(tc, profiling);
   tcase_add_test(tc, wgmma_gemms);
+  tcase_add_test(tc, overflow_flags);
   suite_add_tcase(su, tc);
   SRunner *sr = srunner_create(su);
   srunner_run_all(sr, CK_NORMAL);

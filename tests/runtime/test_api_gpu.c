@@ -15,7 +15,9 @@
 #include <string.h>
 
 #include "api_util.h"
+#include "backend.h"
 #include "hot_internal.h"
+#include "launch.h"
 
 #define FAIL(...)                                                                                  \
   do {                                                                                             \
@@ -221,6 +223,50 @@ static void refusals(hot_ctx *ctx) {
   printf("refusals: no HQ (backward), no ABC (save): HOT_ERR_UNSUPPORTED\n");
 }
 
+
+/* Finite inputs that overflow fp32 (one x element of 3e38): the CPU backend refuses the backward
+ * with HOT_ERR_RANGE; the CUDA backend's backward returns at once and hot_layer_check reports
+ * the same overflow from the device flag; a later backward with ordinary data is clean. */
+static void overflow(hot_ctx *ctx, hot_ctx *cpu) {
+  hot_layer_spec spec;
+  plan_spec_defaults(&spec, HOT_RECIPE_HOT);
+  snprintf(spec.name, sizeof spec.name, "gpu_huge");
+  spec.in_features = 32;
+  spec.out_features = 16;
+  hot_layer *l = NULL, *lc = NULL;
+  CHECK_HOT(ctx, hot_layer_create(ctx, &spec, 2, 32, HOT_RECIPE_HOT, &l));
+  CHECK_HOT(cpu, hot_layer_create(cpu, &spec, 2, 32, HOT_RECIPE_HOT, &lc));
+  enum { T = 64, I = 32, O = 16 };
+  static float x[T * I], w[O * I], gy[T * O], gx[T * I], gw[O * I], gb[O];
+  au_fill(11, x, T * I);
+  au_fill(12, w, O * I);
+  au_fill(13, gy, T * O);
+  x[5] = 3e38f;
+  CHECK_HOT(cpu, hot_layer_save(lc, x, HOT_DT_F32, NULL, NULL));
+  hot_status st = hot_layer_backward(lc, gy, w, HOT_DT_F32, NULL, gx, gw, gb, 1, NULL);
+  if (st != HOT_ERR_RANGE) FAIL("cpu huge x: %s: %s", hot_status_name(st), hot_errmsg(cpu));
+  CUdeviceptr dx = upload(x, sizeof x), dw = upload(w, sizeof w), dgy = upload(gy, sizeof gy),
+              dgx = upload(NULL, sizeof gx), dgw = upload(NULL, sizeof gw),
+              dgb = upload(NULL, sizeof gb);
+  CHECK_HOT(ctx, hot_layer_save(l, dptr(dx), HOT_DT_F32, NULL, NULL));
+  CHECK_HOT(ctx, hot_layer_backward(l, dptr(dgy), dptr(dw), HOT_DT_F32, NULL, dptr(dgx), dptr(dgw),
+                                    dptr(dgb), 1, NULL));
+  st = hot_layer_check(l);
+  if (st != HOT_ERR_RANGE || !strstr(hot_errmsg(ctx), "step 1"))
+    FAIL("cuda huge x: hot_layer_check: %s: %s", hot_status_name(st), hot_errmsg(ctx));
+  x[5] = 0.5f;
+  CHECK_CU(d->cuMemcpyHtoD(dx, x, sizeof x));
+  CHECK_HOT(ctx, hot_layer_save(l, dptr(dx), HOT_DT_F32, NULL, NULL));
+  CHECK_HOT(ctx, hot_layer_backward(l, dptr(dgy), dptr(dw), HOT_DT_F32, NULL, dptr(dgx), dptr(dgw),
+                                    dptr(dgb), 2, NULL));
+  CHECK_HOT(ctx, hot_layer_check(l));
+  CUdeviceptr all[] = {dx, dw, dgy, dgx, dgw, dgb};
+  for (size_t i = 0; i < sizeof all / sizeof all[0]; ++i) d->cuMemFree(all[i]);
+  hot_layer_destroy(l);
+  hot_layer_destroy(lc);
+  printf("overflow: x = 3e38 refused on both backends (CPU at once, CUDA by hot_layer_check)\n");
+}
+
 int main(void) {
   char err[512];
   rt_status r = cuda_driver_get(&d, err, sizeof err);
@@ -275,6 +321,7 @@ int main(void) {
   };
   for (size_t i = 0; i < sizeof cases / sizeof cases[0]; ++i) run_case(&cases[i], ctx, cpu);
   refusals(ctx);
+  overflow(ctx, cpu);
   hot_ctx_stats(ctx, &s);
   printf("OK: CUDA backend equals the CPU reference bit for bit (T=591, O=100, I=137; %llu "
          "launches, %llu compiles)\n", (unsigned long long)s.launches,

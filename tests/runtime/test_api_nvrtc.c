@@ -6,10 +6,13 @@
 #define _GNU_SOURCE
 #endif
 #include <check.h>
+#include <sys/stat.h>
+#include <unistd.h>
 #include <sys/time.h>
 #include <unistd.h>
 
 #include "api_util.h"
+#include "emit.h"
 #include "hot_internal.h"
 #include "rt_util.h"
 
@@ -138,8 +141,32 @@ START_TEST(hotgen_fills_the_same_cache) {
   snprintf(args, sizeof args, "'%s' --layer fc --compile sm_90 --cache-dir '%s'", spec, dir);
   ck_assert_msg(run_hotgen(args, out, sizeof out) == 0, "%s", out);
   ck_assert_msg(!strstr(out, "compiles 0 "), "%s", out);
+  /* the second run finds everything; HOT_JIT_DEBUG reaches hot-gen (through the cache) */
+  char dbg[300], f[400];
+  snprintf(dbg, sizeof dbg, "%s/dbg", sdir);
+  setenv("HOT_JIT_DEBUG", "1", 1);
+  setenv("HOT_JIT_DEBUG_DIR", dbg, 1);
   ck_assert_msg(run_hotgen(args, out, sizeof out) == 0, "%s", out);
   ck_assert_msg(strstr(out, "compiles 0 "), "%s", out);
+  snprintf(f, sizeof f, "%s/fc.sm_90.cu", dbg);
+  ck_assert_msg(access(f, R_OK) == 0, "HOT_JIT_DEBUG wrote no %s", f);
+  unsetenv("HOT_JIT_DEBUG");
+  unsetenv("HOT_JIT_DEBUG_DIR");
+  /* a bad value is refused by hot-gen too, naming the variable */
+  setenv("HOT_CACHE_MAX_MB", "abc", 1);
+  ck_assert_int_ne(run_hotgen(args, out, sizeof out), 0);
+  ck_assert_msg(strstr(out, "HOT_CACHE_MAX_MB='abc'"), "%s", out);
+  unsetenv("HOT_CACHE_MAX_MB");
+  /* a cache directory that cannot be written still serves --compile (root ignores modes) */
+  if (geteuid() != 0) {
+    ck_assert_int_eq(chmod(dir, 0555), 0);
+    int rc = run_hotgen(args, out, sizeof out);
+    chmod(dir, 0700);
+    ck_assert_msg(rc == 0 && strstr(out, "compiles 0 "), "%s", out);
+  } else {
+    printf("NOTE: running as root: the read-only cache directory for hot-gen is covered by "
+           "runtime_cache's read_only_cache (config.read_only), not by chmod here\n");
+  }
   /* an application with HOT_ARCH and HOT_CACHE_DIR starts with zero compiles */
   setenv("HOT_ARCH", "sm_90", 1);
   setenv("HOT_CACHE_DIR", dir, 1);

@@ -12,6 +12,7 @@
 #include <time.h>
 
 #include "cache.h"
+#include "env.h"
 
 static double now_ms(void) {
   struct timespec t;
@@ -466,6 +467,189 @@ START_TEST(directory_from_env) {
 }
 END_TEST
 
+
+/* ---- what may stand in an entry's place ---------------------------------------------------- */
+typedef enum { ODD_FIFO, ODD_EMPTY_DIR, ODD_FULL_DIR, ODD_LINK_TO_FIFO, ODD_LINK_TO_DEVICE } odd;
+
+static void odd_entry(odd what) {
+  char dir[256], err[512], path[4096], other[4400];
+  ck_assert_ptr_nonnull(tmp_dir(dir));
+  fake_cc f = {.version = "fake-1", .size = 3000};
+  hot_compiler cc = FAKE_COMPILER(f);
+  hot_kernel_source src = fake_src("odd entry test");
+  hot_kcache *kc = open_fake(dir, &f, &cc, 0);
+  ck_assert_int_eq(hot_kcache_entry_path(kc, &src, path, sizeof path, err, sizeof err), RT_OK);
+  hot_kcache_close(kc);
+  switch (what) {
+  case ODD_FIFO: ck_assert_int_eq(mkfifo(path, 0600), 0); break;
+  case ODD_EMPTY_DIR: ck_assert_int_eq(mkdir(path, 0700), 0); break;
+  case ODD_FULL_DIR:
+    ck_assert_int_eq(mkdir(path, 0700), 0);
+    snprintf(other, sizeof other, "%s/keep-me", path);
+    fclose(fopen(other, "w"));
+    break;
+  case ODD_LINK_TO_FIFO:
+    snprintf(other, sizeof other, "%s/a-fifo", dir);
+    ck_assert_int_eq(mkfifo(other, 0600), 0);
+    ck_assert_int_eq(symlink(other, path), 0);
+    break;
+  case ODD_LINK_TO_DEVICE: ck_assert_int_eq(symlink("/dev/zero", path), 0); break;
+  }
+  alarm(20); /* a blocking open would hang here: fail instead */
+  for (int round = 0; round < 2; ++round) {
+    f.compiles = 0;
+    kc = open_fake(dir, &f, &cc, 0);
+    const hot_kernel_binary *b;
+    hot_kcache_origin o;
+    ck_assert_int_eq(hot_kcache_get(kc, &src, &b, &o, NULL, err, sizeof err), RT_OK);
+    hot_kcache_stats st;
+    hot_kcache_stats_get(kc, &st);
+    if (round == 0) { /* a miss, counted as a reject, and the entry written in its place */
+      ck_assert_int_eq(o, HOT_KCACHE_COMPILED);
+      ck_assert_int_eq(f.compiles, 1);
+      ck_assert_uint_eq(st.disk_rejects, 1);
+      ck_assert_uint_eq(st.disk_writes, 1);
+    } else { /* repaired: the next run is a disk hit */
+      ck_assert_int_eq(o, HOT_KCACHE_DISK);
+      ck_assert_int_eq(f.compiles, 0);
+    }
+    hot_kcache_close(kc);
+  }
+  alarm(0);
+  struct stat sb;
+  ck_assert_int_eq(lstat(path, &sb), 0);
+  ck_assert(S_ISREG(sb.st_mode));
+  if (what == ODD_FULL_DIR) { /* moved aside with its content, never deleted */
+    DIR *d = opendir(dir);
+    struct dirent *de;
+    int found = 0;
+    while ((de = readdir(d)) != NULL)
+      if (strncmp(de->d_name, ".displaced-", 11) == 0) {
+        snprintf(other, sizeof other, "%s/%s/keep-me", dir, de->d_name);
+        found = access(other, F_OK) == 0;
+      }
+    closedir(d);
+    ck_assert_msg(found, "the directory in the way was not kept aside");
+  }
+  ck_assert_int_eq(count_files(dir, ".tmp"), 0);
+  rm_tree(dir);
+}
+
+START_TEST(fifo_in_entry_place) { odd_entry(ODD_FIFO); }
+END_TEST
+START_TEST(empty_dir_in_entry_place) { odd_entry(ODD_EMPTY_DIR); }
+END_TEST
+START_TEST(full_dir_in_entry_place) { odd_entry(ODD_FULL_DIR); }
+END_TEST
+START_TEST(link_to_fifo_in_entry_place) { odd_entry(ODD_LINK_TO_FIFO); }
+END_TEST
+START_TEST(link_to_device_in_entry_place) { odd_entry(ODD_LINK_TO_DEVICE); }
+END_TEST
+
+/* A cache whose directory may not be written still serves what it holds. Root ignores file
+ * modes, so the mode check runs only for other users; the read-only open itself (what a
+ * non-writable directory turns into) is checked for everyone through config.read_only. */
+START_TEST(read_only_cache) {
+  char dir[256], err[512];
+  ck_assert_ptr_nonnull(tmp_dir(dir));
+  fake_cc f = {.version = "fake-1", .size = 2000};
+  hot_compiler cc = FAKE_COMPILER(f);
+  hot_kernel_source src = fake_src("read only test"), miss = fake_src("read only miss");
+  hot_kcache *kc = open_fake(dir, &f, &cc, 0);
+  const hot_kernel_binary *b;
+  hot_kcache_origin o;
+  ck_assert_int_eq(hot_kcache_get(kc, &src, &b, &o, NULL, err, sizeof err), RT_OK);
+  hot_kcache_close(kc);
+  int as_root = geteuid() == 0;
+  for (int how = as_root ? 1 : 0; how < 2; ++how) {
+    if (how == 0) ck_assert_int_eq(chmod(dir, 0555), 0);
+    f.compiles = 0;
+    hot_kcache_config cfg = {.dir = dir, .disk = 1, .compiler = &cc, .read_only = how};
+    ck_assert_int_eq(hot_kcache_open(&kc, &cfg, err, sizeof err), RT_OK);
+    ck_assert_int_eq(hot_kcache_read_only(kc), 1);
+    ck_assert_int_eq(hot_kcache_get(kc, &src, &b, &o, NULL, err, sizeof err), RT_OK);
+    ck_assert_int_eq(o, HOT_KCACHE_DISK);
+    ck_assert_int_eq(hot_kcache_get(kc, &miss, &b, &o, NULL, err, sizeof err), RT_OK);
+    ck_assert_int_eq(o, HOT_KCACHE_COMPILED); /* compiled into memory only */
+    ck_assert_int_eq(f.compiles, 1);
+    hot_kcache_stats st;
+    hot_kcache_stats_get(kc, &st);
+    ck_assert_uint_eq(st.disk_writes, 0);
+    hot_kcache_close(kc);
+    if (how == 0) ck_assert_int_eq(chmod(dir, 0700), 0);
+    ck_assert_int_eq(count_files(dir, ".hotk"), 1);
+  }
+  if (as_root) printf("NOTE: read_only_cache runs as root: chmod cannot stop root's writes, so "
+                      "the non-writable directory is simulated with config.read_only\n");
+  rm_tree(dir);
+}
+END_TEST
+
+/* Every cache variable is parsed strictly: a bad value is an error naming it, never ignored. */
+START_TEST(strict_environment) {
+  char dir[256], err[512];
+  ck_assert_ptr_nonnull(tmp_dir(dir));
+  setenv("HOT_CACHE_DIR", dir, 1);
+  unsetenv("HOT_NO_DISK_CACHE");
+  const char *bad_mb[] = {"-1", "abc", "17592186044416", "0", "1x", " 5"};
+  hot_kcache *kc = NULL;
+  for (size_t i = 0; i < sizeof bad_mb / sizeof *bad_mb; ++i) {
+    setenv("HOT_CACHE_MAX_MB", bad_mb[i], 1);
+    ck_assert_int_eq(hot_kcache_open(&kc, NULL, err, sizeof err), RT_ERR_INVALID);
+    ck_assert_msg(strstr(err, "HOT_CACHE_MAX_MB") && strstr(err, bad_mb[i]), "%s", err);
+    ck_assert_ptr_null(kc);
+  }
+  setenv("HOT_CACHE_MAX_MB", "0x10", 1);
+  ck_assert_int_eq(hot_kcache_open(&kc, NULL, err, sizeof err), RT_OK);
+  hot_kcache_close(kc);
+  unsetenv("HOT_CACHE_MAX_MB");
+  setenv("HOT_NO_DISK_CACHE", "maybe", 1);
+  ck_assert_int_eq(hot_kcache_open(&kc, NULL, err, sizeof err), RT_ERR_INVALID);
+  ck_assert_msg(strstr(err, "HOT_NO_DISK_CACHE='maybe'"), "%s", err);
+  unsetenv("HOT_NO_DISK_CACHE");
+  /* HOT_CACHE_DIR naming a file: the error names the variable */
+  char file[300];
+  snprintf(file, sizeof file, "%s/plain", dir);
+  fclose(fopen(file, "w"));
+  setenv("HOT_CACHE_DIR", file, 1);
+  ck_assert_int_eq(hot_kcache_open(&kc, NULL, err, sizeof err), RT_ERR_INVALID);
+  ck_assert_msg(strstr(err, "HOT_CACHE_DIR") && strstr(err, "not a directory"), "%s", err);
+  /* ... and below a file: cannot be created, named as the cause */
+  char below[400];
+  snprintf(below, sizeof below, "%s/sub", file);
+  setenv("HOT_CACHE_DIR", below, 1);
+  ck_assert_int_eq(hot_kcache_open(&kc, NULL, err, sizeof err), RT_ERR_IO);
+  ck_assert_msg(strstr(err, "from HOT_CACHE_DIR"), "%s", err);
+  unsetenv("HOT_CACHE_DIR");
+  /* the other parsers */
+  hot_env e;
+  const char *bad_threads[] = {"0", "abc", "65", "-2"};
+  for (size_t i = 0; i < 4; ++i) {
+    setenv("HOT_JIT_THREADS", bad_threads[i], 1);
+    ck_assert_int_eq(env_read(&e, 0, err, sizeof err), RT_ERR_INVALID);
+    ck_assert_msg(strstr(err, "HOT_JIT_THREADS"), "%s", err);
+  }
+  setenv("HOT_JIT_THREADS", "3", 1);
+  ck_assert_int_eq(env_read(&e, 0, err, sizeof err), RT_OK);
+  ck_assert_int_eq(e.jit_threads, 3);
+  unsetenv("HOT_JIT_THREADS");
+  const char *home = getenv("HOT_CUDA_HOME");
+  char keep[600] = "";
+  if (home) snprintf(keep, sizeof keep, "%s", home);
+  setenv("HOT_CUDA_HOME", "/nonexistent-toolkit-folder", 1);
+  ck_assert_int_eq(env_read(&e, 0, err, sizeof err), RT_ERR_INVALID);
+  ck_assert_msg(strstr(err, "HOT_CUDA_HOME='/nonexistent-toolkit-folder'"), "%s", err);
+  if (keep[0]) setenv("HOT_CUDA_HOME", keep, 1);
+  else unsetenv("HOT_CUDA_HOME");
+  setenv("HOT_JIT_DEBUG", "2", 1);
+  ck_assert_int_eq(env_read(&e, 0, err, sizeof err), RT_ERR_INVALID);
+  ck_assert_msg(strstr(err, "HOT_JIT_DEBUG='2'"), "%s", err);
+  ck_assert_int_eq(env_read(&e, HOT_ENV_JIT_DEBUG, err, sizeof err), RT_OK); /* overridden */
+  unsetenv("HOT_JIT_DEBUG");
+  rm_tree(dir);
+}
+END_TEST
+
 /* ---- keys, failures, misuse --------------------------------------------------------------- */
 START_TEST(key_covers_everything) {
   char dir[256], err[512];
@@ -607,6 +791,13 @@ int main(void) {
   tcase_add_test(tc, no_compiler_version_uses_any_entry);
   tcase_add_test(tc, forced_compile_failure);
   tcase_add_test(tc, misuse);
+  tcase_add_test(tc, fifo_in_entry_place);
+  tcase_add_test(tc, empty_dir_in_entry_place);
+  tcase_add_test(tc, full_dir_in_entry_place);
+  tcase_add_test(tc, link_to_fifo_in_entry_place);
+  tcase_add_test(tc, link_to_device_in_entry_place);
+  tcase_add_test(tc, read_only_cache);
+  tcase_add_test(tc, strict_environment);
   suite_add_tcase(s, tc);
   SRunner *sr = srunner_create(s);
   srunner_set_fork_status(sr, CK_FORK);  /* tests set environment variables */

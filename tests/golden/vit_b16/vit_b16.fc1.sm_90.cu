@@ -210,6 +210,23 @@ HOT_FN int hot_unpack_s4(unsigned char byte, int hi) {
   return v >= 8 ? v - 16 : v;
 }
 
+/* ---- overflow flag (CONTRACT.md "Overflow of finite inputs") --------------------------------
+ * HOT_RANGE_CHECK(v): a kernel storing an fp32 output v of a step raises its module's word
+ * hot_range_flag when v is not finite; the runtime zeroes the word before the step and copies it
+ * back after it, asynchronously. Outputs are unchanged. Without the CUDA compiler (the CPU twins,
+ * the emulators) a no-op: the CPU backend checks the twins' outputs itself. */
+#ifdef __CUDACC__
+extern "C" {
+__device__ unsigned int hot_range_flag;
+}
+#define HOT_RANGE_CHECK(v)                                                                        \
+  do {                                                                                            \
+    if (!(fabsf(v) <= 3.40282347e+38f)) hot_range_flag = 1u;                                      \
+  } while (0)
+#else
+#define HOT_RANGE_CHECK(v) ((void)0)
+#endif
+
 #endif /* HOT_MATH_CUH */
 #line 1 "templates/hot_gemm.cuh"
 /* hot_gemm.cuh — what the GEMM templates (gemm_int.cu, gemm_wgmma.cu) share: the cp.async
@@ -260,6 +277,8 @@ static __device__ __forceinline__ float hot_row_factor(const float *row_scale, i
 static __device__ __forceinline__ void hot_store_pair(float *crow, int n, int N, int acc0, int acc1,
                                                       float factor, bool vec) {
   const float v0 = HOT_MUL(HOT_I2F(acc0), factor), v1 = HOT_MUL(HOT_I2F(acc1), factor);
+  if (n < N) HOT_RANGE_CHECK(v0);
+  if (n + 1 < N) HOT_RANGE_CHECK(v1);
   if (vec && n + 1 < N) {
     *reinterpret_cast<float2 *>(crow + n) = make_float2(v0, v1);
   } else {
@@ -2516,7 +2535,10 @@ extern "C" __global__ void __launch_bounds__(HOT_BIAS_THREADS)
         if (j * HOT_BIAS_WARPS + w < nchunks) total = HOT_ADD(total, part[j & 1][w][lane]);
     }
   }
-  if (warp == 0 && col_ok) gb[o] = total;
+  if (warp == 0 && col_ok) {
+    HOT_RANGE_CHECK(total);
+    gb[o] = total;
+  }
 }
 } /* namespace hot_k6 */
 #undef HOT_KNAME

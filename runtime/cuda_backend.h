@@ -1,0 +1,65 @@
+/* cuda_backend.h — the CUDA backend's state inside a context and a layer (cuda_backend.c owns
+ * it; launch.c reads it to launch). Its functions are reached through backend.h only. */
+#ifndef HOT_CUDA_BACKEND_H
+#define HOT_CUDA_BACKEND_H
+
+#include "cache.h"    /* hot_kernel_binary */
+#include "cuda_api.h"
+#include "hot.h"      /* HOT_MAX_KERNEL_TIMES */
+#include "module.h"
+#include "plan.h"     /* HOT_MAX_KERNELS */
+
+/* The CUDA side of a context (cuda_backend.c). */
+typedef struct {
+  const cuda_driver *drv;
+  CUdevice dev;
+  CUcontext cuctx;    /* the device's primary context, retained */
+  int retained;
+  int cc_major, cc_minor;
+} hot_cuda_ctx;
+
+/* The CUDA side of a layer: module, kernels by plan index, device scratch (cuda_backend.c's
+ * alloc_scratch lists every piece and its size). Scratch carries nothing from one call to the
+ * next (the saved buffer is the only state between a save and its backward), so the SAWB and
+ * LQS pieces are shared by save, backward and calibrate, which hot.h orders on one stream. */
+typedef struct {
+  hot_module *modules[HOT_MAX_KERNELS];  /* one per distinct binary (n_modules of them) */
+  const hot_kernel_binary *module_bin[HOT_MAX_KERNELS]; /* the binary each module holds */
+  int n_modules;
+  int loaded;                            /* modules loaded and kernels looked up */
+  const hot_kfunc *fn[HOT_MAX_KERNELS];  /* by plan kernel index; NULL: not in this build */
+  CUdeviceptr scratch;                   /* one allocation, carved below */
+  size_t scratch_bytes;
+  CUdeviceptr q_g, s_g, q_w, s_w, q_hg, s_hg, amax; /* amax: HOT_AMAX_WORDS words */
+  CUdeviceptr s_sawb;                    /* 2 floats: SAWB scale of w' [0] and of x^ [1] */
+  CUdeviceptr math;                      /* SAWB: fp32 math tensor (o_pad x I or K x I); 0 without */
+  CUdeviceptr partials;                  /* SAWB / LQS chunk partials (doubles); 0 without */
+  CUdeviceptr lqs_rs, lqs_res, lqs_choice; /* LQS: T floats, 2 doubles, 1 int; 0 without */
+  CUdeviceptr saved;                     /* the layer-owned saved buffer (0 until first save) */
+  /* Profiling (hot_ctx_set_profiling): a start and an end event per launch of the current call,
+   * created on first need and kept until the layer is released; the launches of the last call. */
+  CUevent prof_ev[2 * HOT_MAX_KERNEL_TIMES];
+  int prof_events;                       /* events created so far */
+  int prof_on;                           /* the current call records events */
+  int prof_n;                            /* launches recorded by the current call */
+  int prof_valid;                        /* times of the last call read back (0: none) */
+  struct { int kernel, role, phase; double ms; } prof[HOT_MAX_KERNEL_TIMES];
+  /* Overflow of finite inputs (templates/CONTRACT.md): the hot_range_flag word of each module
+   * that stores a backward output (g_x and g_w GEMMs, bias), zeroed before every backward and
+   * copied back after it into pinned host words followed by an event; the next call on the layer
+   * looks without waiting, hot_layer_check waits. */
+  int range_ready;                       /* the words below are set up */
+  int n_range;
+  CUdeviceptr range_flag[3];
+  hot_kernel_role range_role[3];         /* whose output each word watches */
+  unsigned *range_host;                  /* cuMemAllocHost, n_range words */
+  CUevent range_ev;
+  int range_pending;                     /* a backward's words are on their way */
+  uint32_t range_step;                   /* that backward's step */
+} hot_cuda_layer;
+
+/* amax words of the per-tensor scales (zeroed before each phase-0 launch). */
+enum { HOT_AMAX_HQ_G = 0, HOT_AMAX_HQ_W, HOT_AMAX_HLA_G, HOT_AMAX_ABC_X, HOT_AMAX_LQS,
+       HOT_AMAX_WORDS = 8 };
+
+#endif
