@@ -288,8 +288,9 @@ _FUNCS = {
                                        ctypes.POINTER(c_int)]),
 }
 
-# The defaults of a layer described by sizes (hot.h: hot_layer_create takes a spec "filled by
-# plan_spec_defaults"). Looked up separately: a build that hides it still serves spec files.
+# The defaults of a layer described by sizes: hot_layer_spec_defaults (hot_status) where libhot
+# exports it; libhot builds that predate it export plan_spec_defaults (void). Looked up apart from
+# _FUNCS: a library without either still serves spec files.
 _DEFAULTS_NAMES = ("hot_layer_spec_defaults", "plan_spec_defaults")
 
 
@@ -309,17 +310,20 @@ def _declare(lib_, path):
     for name in _DEFAULTS_NAMES:
         f = getattr(lib_, name, None)
         if f is not None:
-            f.restype = None
+            f.restype = c_int if name.startswith("hot_") else None
             f.argtypes = [ctypes.POINTER(hot_layer_spec), c_int]
             lib_._py_spec_defaults = f
             break
 
 
-def spec_defaults_fn():
-    """The C function that fills a hot_layer_spec with a recipe's defaults, or raises."""
+def spec_defaults(spec, recipe):
+    """Fills the hot_layer_spec `spec` with the defaults of `recipe` (libhot's own)."""
     lib_, path = find_library()
-    if lib_._py_spec_defaults is None:
+    f = lib_._py_spec_defaults
+    if f is None:
         raise HotLibraryError(
             f"{path} exports none of {', '.join(_DEFAULTS_NAMES)}: layers described by their "
             "sizes need the recipe defaults of libhot (layers from spec files still work)")
-    return lib_._py_spec_defaults
+    st = f(ctypes.byref(spec), int(recipe))
+    if st not in (None, 0):
+        raise ValueError(f"{f.__name__}: status {st} for recipe {recipe!r}")

@@ -157,7 +157,7 @@ class LayerSpec:
                  dtype="f32"):
         self.recipe = as_recipe(recipe)
         self.c = _lib.hot_layer_spec()
-        _lib.spec_defaults_fn()(ctypes.byref(self.c), int(self.recipe))
+        _lib.spec_defaults(self.c, self.recipe)
         self.name = name
         self.c.in_features = int(in_features)
         self.c.out_features = int(out_features)
@@ -294,6 +294,13 @@ class Context:
     @property
     def closed(self):
         return self._handle is None
+
+    def __deepcopy__(self, memo):
+        return self  # a context is a resource (backend, cache, device memory): shared, not copied
+
+    def __reduce__(self):
+        raise TypeError("a hot.Context cannot be pickled (it owns C handles); create a new one "
+                        "where it is needed")
 
     def _h(self):
         if self._handle is None:
@@ -438,6 +445,12 @@ class Layer:
     @property
     def context(self):
         return self._ctx
+
+    def __deepcopy__(self, memo):
+        return self  # owns a C handle: shared, not copied
+
+    def __reduce__(self):
+        raise TypeError("a hot.Layer cannot be pickled (it owns a C handle)")
 
     def info(self):
         """hot_layer_get_info as a LayerInfo record (fresh: calibration changes it)."""

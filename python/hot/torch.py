@@ -240,6 +240,19 @@ class HOTLinear(nn.Linear):
             raise TypeError(f"unexpected arguments: {', '.join(kwargs)}")
         return m
 
+    def __getstate__(self):
+        # copy.deepcopy / pickle: the hot layers are a per-object cache (rebuilt on demand), the
+        # lock is per object; a context given by the caller is shared by a deepcopy and cannot
+        # be pickled (hot.Context raises a TypeError saying so).
+        state = dict(super().__getstate__())
+        state["_hot_layers"] = collections.OrderedDict()
+        state["_hot_lock"] = None
+        return state
+
+    def __setstate__(self, state):
+        super().__setstate__(state)
+        self._hot_lock = threading.Lock()
+
     def extra_repr(self):
         return super().extra_repr() + f", hot={self.hot_spec.name!r} recipe={self.hot_spec.recipe.name.lower()}"
 

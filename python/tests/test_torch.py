@@ -242,6 +242,37 @@ def test_convert_swaps_linear_modules(hot, ht, tmp_path):
         assert isinstance(ht.convert(nn.Linear(4, 4), context=ctx), ht.HOTLinear)
 
 
+def test_copy_pickle_and_state_dict(hot, ht):
+    """deepcopy and pickling drop the per-object layer cache (no C handle is duplicated: a
+    double destroy would crash); the state dict is nn.Linear's."""
+    import copy
+    import io
+    torch.manual_seed(5)
+    lin = nn.Linear(16, 8)
+    m = ht.HOTLinear(16, 8)
+    m.load_state_dict(lin.state_dict())
+    assert set(m.state_dict()) == {"weight", "bias"}
+    x = torch.randn(3, 16)
+    m(x).sum().backward()
+    c = copy.deepcopy(m)
+    assert c.hot_layers() == [] and len(m.hot_layers()) == 1
+    c(x).sum().backward()
+    assert c.hot_layers()[0] is not m.hot_layers()[0]
+    buf = io.BytesIO()
+    torch.save(m, buf)
+    buf.seek(0)
+    p = torch.load(buf, weights_only=False)
+    p.zero_grad()
+    p(x).sum().backward()
+    assert torch.equal(p.weight, m.weight) and p.weight.grad is not None
+    del c, p
+    gc.collect()
+    with hot.Context("cpu") as ctx:
+        with pytest.raises(TypeError, match="cannot be pickled"):
+            torch.save(ht.HOTLinear(4, 4, context=ctx), io.BytesIO())
+        assert copy.deepcopy(ctx) is ctx
+
+
 def test_shared_context_per_device(hot, ht):
     m = ht.HOTLinear(16, 8)
     m(torch.randn(4, 16)).sum().backward()

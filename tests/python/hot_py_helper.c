@@ -22,6 +22,7 @@
 #include <string.h>
 
 #include "hot.h"
+#include "plan.h" /* hot_layer_plan (opaque in hot.h), plan_spec_defaults */
 
 #define FIELD(T, f) printf("%s.%s %zu %zu\n", #T, #f, offsetof(T, f), sizeof(((T *)0)->f))
 #define SIZE(T) printf("%s sizeof %zu\n", #T, sizeof(T))
