@@ -129,10 +129,10 @@ def main():
     import matplotlib.pyplot as plt
     ep = list(range(1, args.epochs + 1))
     fig, (a1, a2) = plt.subplots(1, 2, figsize=(10, 4))
-    for k, label, style in (("exact", "nn.Linear (exact)", "-"), ("hot", "HOTLinear", "--")):
-        a1.plot(ep, hist[k]["train_loss"], style, label=f"{label} train")
-        a1.plot(ep, hist[k]["test_loss"], style, alpha=0.6, label=f"{label} test")
-        a2.plot(ep, [100 * v for v in hist[k]["test_acc"]], style, label=label)
+    for k, label, color in (("exact", "nn.Linear (exact)", "C0"), ("hot", "HOTLinear", "C1")):
+        a1.plot(ep, hist[k]["train_loss"], "-", color=color, label=f"{label} train")
+        a1.plot(ep, hist[k]["test_loss"], ":", color=color, label=f"{label} test")
+        a2.plot(ep, [100 * v for v in hist[k]["test_acc"]], "-", color=color, label=label)
     a1.set_xlabel("epoch")
     a1.set_ylabel("cross-entropy loss")
     a1.set_yscale("log")
