@@ -187,3 +187,31 @@ def test_library_not_found_is_a_clear_error(hot, tmp_path):
     r = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True,
                        cwd=str(tmp_path), timeout=60)
     assert r.stdout.startswith("ERR HOT_LIBRARY=") and "libnothere.so" in r.stdout, r.stderr
+
+
+def test_compile_and_profiling_calls(hot, tmp_path):
+    """hot_layer_compile / hot_ctx_compile through Python: on the CPU backend without an arch
+    they do nothing; with arch sm_80 they run NVRTC (no GPU needed) and the stats count it;
+    per-kernel times exist on the CUDA backend only."""
+    with hot.Context("cpu") as ctx:
+        layer = ctx.create_layer(32, 16, 1, 64)
+        layer.compile()
+        ctx.compile([layer])
+        assert ctx.stats().compiles == 0 and not layer.info().compiled
+        with pytest.raises(hot.HotError) as e:
+            layer.kernel_times()
+        assert e.value.status == hot.Status.ERR_UNSUPPORTED
+        with hot.Context("cpu") as other:
+            with pytest.raises(ValueError, match="not a layer of this context"):
+                other.compile([layer])
+    with hot.Context("cpu", arch="sm_80", cache_dir=tmp_path, disk_cache=False) as ctx:
+        layer = ctx.create_layer(32, 16, 1, 64)
+        try:
+            layer.compile()
+        except hot.HotError as e:
+            if e.status == hot.Status.ERR_NO_NVRTC:
+                pytest.skip(f"NVRTC cannot be loaded here: {e.message}")
+            raise
+        st = ctx.stats()
+        assert layer.info().compiled and st.compiles > 0 and st.arch == "sm_80"
+        assert isinstance(ctx.compile_log, str)
