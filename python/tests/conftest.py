@@ -19,11 +19,15 @@ SOURCE_DIR = os.environ.get("HOT_SOURCE_DIR") or os.path.abspath(
 
 @pytest.fixture(scope="session")
 def hot():
-    """The hot package with its library loaded (skips, with the reason, when it is absent)."""
+    """The hot package with its library loaded. Without HOT_LIBRARY and with no libhot found
+    the tests skip (with the reason); a HOT_LIBRARY that does not load is a failure (CTest sets
+    it to the library it built)."""
     import hot as hot_pkg
     try:
         hot_pkg._lib.find_library()
     except hot_pkg.HotLibraryError as e:
+        if os.environ.get("HOT_LIBRARY"):
+            pytest.fail(f"HOT_LIBRARY is set but unusable: {e}")
         pytest.skip(f"libhot.so not available: {e}")
     return hot_pkg
 
