@@ -107,6 +107,12 @@ def _aligned_empty(nbytes, device):
     return buf.narrow(0, off, nbytes)
 
 
+def _aligned16(t):
+    """t, or a temporary aligned copy when its data is not 16-byte aligned (a view at an odd
+    offset; hot.h asks 16-byte aligned tensors on CUDA). The copy lives only for the call."""
+    return t if t.data_ptr() % 16 == 0 else t.clone()
+
+
 class _Entry:
     __slots__ = ("layer", "needs_calibration")
 
@@ -129,7 +135,8 @@ class _HOTLinearFunction(torch.autograd.Function):
         layer = entry.layer
         saved = _aligned_empty(layer.saved_bytes, x.device)
         with torch.cuda.device(x.device) if x.device.type == "cuda" else _nullctx():
-            layer.save_ptr(x.data_ptr(), _DT[x.dtype], saved.data_ptr(), _stream(x.device))
+            xa = _aligned16(x)
+            layer.save_ptr(xa.data_ptr(), _DT[x.dtype], saved.data_ptr(), _stream(x.device))
         ctx.save_for_backward(weight, saved)
         ctx.hot = (module, entry, x.shape, x.dtype, bias is not None)
         return y
@@ -143,7 +150,8 @@ class _HOTLinearFunction(torch.autograd.Function):
         dev = g_y.device
         if g_y.dtype != x_dtype:
             g_y = g_y.to(x_dtype)
-        g_y = g_y.contiguous()
+        g_y = _aligned16(g_y.contiguous())
+        w = _aligned16(weight)
         dt = _DT[x_dtype]
         step = module._hot_next_step()
         g_x = torch.empty((info.T, info.I), dtype=torch.float32, device=dev)
@@ -154,7 +162,7 @@ class _HOTLinearFunction(torch.autograd.Function):
             if entry.needs_calibration:
                 layer.calibrate_ptr(g_y.data_ptr(), dt, step, stream)
                 entry.needs_calibration = False
-            layer.backward_ptr(g_y.data_ptr(), weight.data_ptr(), dt, g_x.data_ptr(),
+            layer.backward_ptr(g_y.data_ptr(), w.data_ptr(), dt, g_x.data_ptr(),
                                g_w.data_ptr(), None if g_b is None else g_b.data_ptr(),
                                saved.data_ptr(), step, stream)
         need_x, need_w, need_b = ctx.needs_input_grad[:3]

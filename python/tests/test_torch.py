@@ -186,6 +186,37 @@ def test_bad_input_raises_clear_errors(hot, ht):
             ht.HOTLinear(16, 8, spec="x.lua")
 
 
+def test_unaligned_views_give_the_same_grads(hot, ht, monkeypatch):
+    """A contiguous view at an offset that is not a multiple of 16 bytes (hot.h asks 16-byte
+    aligned tensors) is copied for the call: hot only sees aligned addresses, and the gradients
+    equal those of an aligned copy."""
+    seen = []
+    # input addresses: save_ptr(x, dtype, saved, ...), backward_ptr(g_y, w, dtype, g_x, g_w,
+    # g_b, saved, ...)
+    for name, pos in (("save_ptr", (0, 2)), ("backward_ptr", (0, 1, 3, 4, 5, 6))):
+        orig = getattr(hot.Layer, name)
+
+        def spy(self, *a, _orig=orig, _pos=pos, **k):
+            seen.extend(a[i] % 16 for i in _pos)
+            return _orig(self, *a, **k)
+        monkeypatch.setattr(hot.Layer, name, spy)
+    torch.manual_seed(2)
+    base = torch.randn(1 + 6 * 32)
+    x_view = base[1:].view(6, 32)
+    assert x_view.data_ptr() % 16 != 0 and x_view.is_contiguous()
+    grads = []
+    for x in (x_view, x_view.clone()):
+        with new_ctx(hot) as ctx:
+            m = ht.HOTLinear(32, 8, context=ctx)
+            with torch.no_grad():
+                m.weight.copy_(torch.linspace(-1, 1, 8 * 32).reshape(8, 32))
+            xg = x.detach().requires_grad_()
+            m(xg).backward(torch.linspace(-2, 2, 6 * 8).reshape(6, 8))
+            grads.append((xg.grad, m.weight.grad))
+    assert bits_equal(grads[0][0], grads[1][0]) and bits_equal(grads[0][1], grads[1][1])
+    assert len(seen) == 16 and not any(seen), f"unaligned addresses reached hot: {seen}"
+
+
 def test_no_grad_and_frozen_paths_skip_hot(hot, ht):
     with new_ctx(hot) as ctx:
         m = ht.HOTLinear(16, 8, context=ctx)
