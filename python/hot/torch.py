@@ -12,7 +12,8 @@ the forward is plain F.linear and hot is not called.
 
 - Inputs [..., I] of float32, bfloat16 or float16, the same dtype as the weight, C-contiguous, on
   the CPU (hot's CPU backend) or a CUDA device (hot's CUDA backend, device pointers, the current
-  stream: no copies, no synchronisation).
+  stream: no copies, no synchronisation; only a view whose data is not 16-byte aligned is copied
+  for the call).
 - Rows: x of shape [..., L, I] (3 or more dimensions) is B = prod(leading) samples of L tokens;
   [N, I] is one sequence of N tokens (B = 1, L = N); [I] is one token. HLA blocks run along L.
 - A hot layer is created per (device, dtype, B, L) and cached in the module (at most
