@@ -215,6 +215,14 @@ const hot_layer_plan *hot_layer_get_plan(const hot_layer *layer) {
   return layer && layer->magic == HOT_LAYER_LIVE ? layer->plan : NULL;
 }
 
+hot_status hot_layer_get_spec(const hot_layer *layer, hot_layer_spec *out) {
+  hot_status st = enter(layer, "hot_layer_get_spec");
+  if (st) return st;
+  if (!out) return ctx_fail(layer->ctx, HOT_ERR_INVALID, "hot_layer_get_spec: NULL output");
+  *out = *layer->plan->spec;
+  return HOT_OK;
+}
+
 hot_status hot_layer_get_info(const hot_layer *layer, hot_layer_info *out) {
   hot_status st = enter(layer, "hot_layer_get_info");
   if (st) return st;

@@ -287,6 +287,12 @@ typedef struct {
 /* Fills *out. HOT_ERR_INVALID (NULLs), HOT_ERR_MISUSE (destroyed layer). */
 HOT_API hot_status hot_layer_get_info(const hot_layer *layer, hot_layer_info *out);
 
+/* Copies the description the layer was planned from into *out (for a spec-file layer: the
+ * spec's settings with its recipe applied; for hot_layer_create: the caller's spec with the
+ * recipe rule applied). The caller owns *out. Errors: HOT_ERR_INVALID (NULLs), HOT_ERR_MISUSE
+ * (destroyed layer). */
+HOT_API hot_status hot_layer_get_spec(const hot_layer *layer, hot_layer_spec *out);
+
 /* The plan the layer runs (planner output; read-only, valid until the layer is destroyed), or
  * NULL for a NULL or destroyed layer. For tests and tools comparing with templates/ref.h; the
  * type is opaque here (its fields are the generator's internal gen/plan.h). */

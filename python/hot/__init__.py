@@ -1,0 +1,21 @@
+"""hot: Python bindings of libhot (HOT: Hadamard-based Optimized Training).
+
+- hot.Context, hot.Layer, hot.LayerSpec: a thin object API over the C API (runtime/include/hot.h);
+  errors are raised as hot.HotError carrying hot's status and one-line message.
+- hot.torch (imported on demand: `import hot.torch`): HOTLinear, a drop-in for torch.nn.Linear
+  whose backward runs hot, and convert(model) that swaps a model's nn.Linear modules.
+
+libhot.so is found through $HOT_LIBRARY, the package folder, ctypes.util.find_library("hot"),
+then /usr/local/lib (see hot._lib); it is loaded on first use.
+"""
+
+from ._lib import (Backend, DType, Gran, HotLibraryError, Layout, Recipe, Round, Rule, Selection,
+                   Status, library_path)
+from .api import (Context, HotError, KernelTime, Layer, LayerInfo, LayerSpec, Stats,
+                  status_name)
+
+__version__ = "0.1.0"
+
+__all__ = ["Context", "Layer", "LayerSpec", "LayerInfo", "Stats", "KernelTime", "HotError",
+           "HotLibraryError", "Status", "Backend", "DType", "Recipe", "Gran", "Round", "Rule",
+           "Selection", "Layout", "status_name", "library_path"]

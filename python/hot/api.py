@@ -1,0 +1,638 @@
+"""A thin object API over libhot's C API (runtime/include/hot.h).
+
+    import numpy as np, hot
+    with hot.Context(backend="cpu") as ctx:
+        fc = ctx.create_layer(in_features=96, out_features=128, batch=2, tokens=197)
+        fc.save(x)                                   # x: (394, 96) float32, C-contiguous
+        g_x, g_w, g_b = fc.backward(g_y, w, step=1)  # numpy float32 arrays
+
+Objects own their C handles: a Context destroys its layers when it is closed (close(), the end of
+a `with` block, or garbage collection), a Layer its C layer when it is destroyed or collected.
+Every C status other than HOT_OK raises HotError carrying the status and hot's one-line message;
+bad Python arguments (wrong array shape, dtype, layout) raise TypeError / ValueError naming the
+argument before anything reaches C. A Context and its layers may be shared between threads: each
+call holds the context's lock (the C API allows one thread at a time per context).
+
+Two levels of calls on a layer: `save`, `backward`, `calibrate` take numpy arrays (host memory:
+the CPU backend); `save_ptr`, `backward_ptr`, `calibrate_ptr` take raw addresses (host pointers
+on the CPU backend, device pointers on the CUDA backend) and a CUstream, for frameworks that own
+their tensors (hot.torch uses them).
+"""
+
+import ctypes
+import dataclasses
+import threading
+import weakref
+
+from . import _lib
+from ._lib import Backend, DType, Gran, Layout, Recipe, Round, Rule, Selection, Status
+
+__all__ = ["HotError", "Context", "Layer", "LayerSpec", "LayerInfo", "Stats", "KernelTime",
+           "status_name", "Status", "Backend", "DType", "Recipe", "Gran", "Round", "Rule",
+           "Selection", "Layout"]
+
+
+class HotError(RuntimeError):
+    """A libhot call failed. `status` (hot.Status), `status_name` ("HOT_ERR_SHAPE") and
+    `message` (hot_errmsg of the call) say why; str() is "HOT_ERR_...: message"."""
+
+    def __init__(self, status, message, call=None):
+        self.status = Status(status) if 0 <= int(status) < Status.COUNT else int(status)
+        self.status_name = status_name(status)
+        self.message = message
+        self.call = call
+        where = f"{call}: " if call else ""
+        super().__init__(f"{where}{self.status_name}: {message}")
+
+
+def status_name(status):
+    """Static name of a status code ("HOT_OK", "HOT_ERR_INVALID", ...)."""
+    return _lib.lib().hot_status_name(int(status)).decode()
+
+
+def _str(b):
+    return b.decode("utf-8", "replace") if isinstance(b, bytes) else str(b)
+
+
+_DTYPE_NAMES = {"f32": DType.F32, "float32": DType.F32, "bf16": DType.BF16,
+                "bfloat16": DType.BF16, "f16": DType.F16, "float16": DType.F16}
+_RECIPE_NAMES = {"hot": Recipe.HOT, "paper": Recipe.PAPER, "paper_code": Recipe.PAPER_CODE}
+_BACKEND_NAMES = {None: Backend.DEFAULT, "default": Backend.DEFAULT, "auto": Backend.AUTO,
+                  "cuda": Backend.CUDA, "cpu": Backend.CPU}
+
+
+def as_dtype(v, what="dtype"):
+    """DType from a DType, its value or a name ("f32", "bf16", "f16", "float32", ...)."""
+    if isinstance(v, DType):
+        return v
+    if isinstance(v, str) and v.lower() in _DTYPE_NAMES:
+        return _DTYPE_NAMES[v.lower()]
+    if isinstance(v, int) and not isinstance(v, bool) and v in (0, 1, 2):
+        return DType(v)
+    raise ValueError(f"{what} must be one of f32, bf16, f16 (got {v!r})")
+
+
+def as_recipe(v):
+    """Recipe from a Recipe, its value or a name ("hot", "paper", "paper_code")."""
+    if isinstance(v, Recipe):
+        return v
+    if isinstance(v, str) and v in _RECIPE_NAMES:
+        return _RECIPE_NAMES[v]
+    if isinstance(v, int) and not isinstance(v, bool) and v in (0, 1, 2):
+        return Recipe(v)
+    raise ValueError(f"recipe must be one of hot, paper, paper_code (got {v!r})")
+
+
+# ---- plain records --------------------------------------------------------------------------
+
+@dataclasses.dataclass(frozen=True)
+class Stats:
+    """hot_stats: what a context did so far (see hot.h)."""
+    backend: str
+    fell_back: bool
+    fallback_reason: str
+    device_name: str
+    arch: str
+    cache_dir: str
+    compiles: int
+    compile_failures: int
+    memory_hits: int
+    disk_hits: int
+    disk_rejects: int
+    compile_ms: float
+    layers: int
+    saves: int
+    backwards: int
+    calibrations: int
+    launches: int
+    saved_bytes: int
+    saved_fp32_bytes: int
+
+
+@dataclasses.dataclass(frozen=True)
+class LayerInfo:
+    """hot_layer_info: what a layer is (see hot.h). dtype and gran are enum members."""
+    name: str
+    layer_id: int
+    T: int
+    O: int
+    I: int
+    B: int
+    L: int
+    dtype: DType
+    bias: bool
+    gran: Gran
+    gran_auto: bool
+    calibrated: bool
+    lqs_e_tensor: float
+    lqs_e_token: float
+    saved_bytes: int
+    fp32_bytes: int
+    compiled: bool
+    arch: str
+    seed: int
+
+
+@dataclasses.dataclass(frozen=True)
+class KernelTime:
+    """One timed kernel launch (hot_kernel_time; CUDA backend with profiling on)."""
+    name: str
+    role: int
+    phase: int
+    ms: float
+
+
+# ---- layer descriptions -------------------------------------------------------------------------
+
+class LayerSpec:
+    """A layer description for Context.create_layer: the C hot_layer_spec, starting from a
+    recipe's defaults (libhot's own, so Python and C cannot disagree on them). Fields are read
+    and written as in C, through `.c` (the ctypes struct), e.g.
+
+        s = hot.LayerSpec(in_features=768, out_features=3072, recipe="hot")
+        s.c.hq.block = 32; s.c.hla.keep = 25; s.c.hq.g.gran = hot.Gran.ROW
+    """
+
+    def __init__(self, in_features=0, out_features=0, *, recipe="hot", name="layer", bias=True,
+                 dtype="f32"):
+        self.recipe = as_recipe(recipe)
+        self.c = _lib.hot_layer_spec()
+        _lib.spec_defaults(self.c, self.recipe)
+        self.name = name
+        self.c.in_features = int(in_features)
+        self.c.out_features = int(out_features)
+        self.c.bias = 1 if bias else 0
+        self.c.dtype = int(as_dtype(dtype))
+
+    @classmethod
+    def _from_c(cls, c_spec, recipe):
+        self = cls.__new__(cls)
+        self.recipe = as_recipe(recipe)
+        self.c = _lib.hot_layer_spec()
+        ctypes.pointer(self.c)[0] = c_spec  # copy
+        return self
+
+    def copy(self):
+        """An independent copy."""
+        return LayerSpec._from_c(self.c, self.recipe)
+
+    @property
+    def name(self):
+        return _str(self.c.name)
+
+    @name.setter
+    def name(self, v):
+        b = str(v).encode()
+        if len(b) >= _lib.HOT_NAME_MAX:
+            raise ValueError(f"name must be shorter than {_lib.HOT_NAME_MAX} bytes (got {v!r})")
+        self.c.name = b
+
+    @property
+    def in_features(self):
+        return self.c.in_features
+
+    @property
+    def out_features(self):
+        return self.c.out_features
+
+    @property
+    def bias(self):
+        return bool(self.c.bias)
+
+    @property
+    def dtype(self):
+        return DType(self.c.dtype)
+
+    def __repr__(self):
+        c = self.c
+        return (f"LayerSpec(name={self.name!r}, in_features={c.in_features}, "
+                f"out_features={c.out_features}, bias={bool(c.bias)}, dtype={DType(c.dtype).name}, "
+                f"recipe={self.recipe.name}, hq.block={c.hq.block}, hla.block={c.hla.block}, "
+                f"hla.keep={c.hla.keep}, abc={c.abc.enabled})")
+
+
+# ---- context --------------------------------------------------------------------------------
+
+class Context:
+    """hot_ctx: a backend, a kernel cache and the layers made in it.
+
+    Arguments (None = from the environment, as hot_options_init; see hot.h):
+      backend    "auto", "cuda", "cpu" ($HOT_BACKEND, else auto)
+      device     CUDA device index ($HOT_DEVICE, else 0)
+      arch       "sm_80" ... "sm_90a" ($HOT_ARCH, else the device's)
+      cache_dir  kernel cache directory; disk_cache True/False
+      seed       Philox key of stochastic rounding ($HOT_SEED, else the spec's, else the default)
+      jit_debug  True/False; debug_dir
+
+    Raises HotError (with hot's message) when the context cannot be created; a failed C
+    context is destroyed before the exception leaves."""
+
+    def __init__(self, backend=None, *, device=None, arch=None, cache_dir=None, disk_cache=None,
+                 seed=None, jit_debug=None, debug_dir=None):
+        L = _lib.lib()
+        self._lock = threading.RLock()
+        self._handle = None
+        self._layers = weakref.WeakSet()
+        if backend not in _BACKEND_NAMES and not isinstance(backend, Backend):
+            raise ValueError(f"backend must be one of auto, cuda, cpu (got {backend!r})")
+        o = _lib.hot_options()
+        L.hot_options_init(ctypes.byref(o))
+        o.backend = int(backend) if isinstance(backend, Backend) else int(_BACKEND_NAMES[backend])
+        if device is not None:
+            if int(device) < 0:
+                raise ValueError(f"device must be >= 0 (got {device})")
+            o.device = int(device)
+        self._keep = []  # the option strings must live until hot_ctx_create returns
+        for field, v in (("arch", arch), ("cache_dir", cache_dir), ("debug_dir", debug_dir)):
+            if v is not None:
+                b = str(v).encode()
+                self._keep.append(b)
+                setattr(o, field, b)
+        if disk_cache is not None:
+            o.disk_cache = 1 if disk_cache else -1
+        if jit_debug is not None:
+            o.jit_debug = 1 if jit_debug else -1
+        if seed is not None:
+            s = int(seed)
+            if s < 0 or s >= 1 << 64:
+                raise ValueError(f"seed must be a 64-bit unsigned integer (got {seed})")
+            o.seed_set, o.seed = 1, s
+        h = ctypes.c_void_p()
+        st = L.hot_ctx_create(ctypes.byref(h), ctypes.byref(o))
+        self._keep = None
+        if st != Status.OK:
+            msg = _str(L.hot_errmsg(h))
+            L.hot_ctx_destroy(h)
+            raise HotError(st, msg, "hot_ctx_create")
+        self._handle = h
+        self._L = L
+
+    # -- lifetime
+    def close(self):
+        """Destroys the context and every layer made in it (their objects become unusable).
+        Pending work on CUDA streams must be finished first (see hot_ctx_destroy)."""
+        with self._lock:
+            if self._handle is None:
+                return
+            for layer in list(self._layers):
+                layer._handle = None
+            self._L.hot_ctx_destroy(self._handle)
+            self._handle = None
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.close()
+
+    def __del__(self):
+        try:
+            self.close()
+        except Exception:  # interpreter shutdown: ctypes may be gone
+            pass
+
+    @property
+    def closed(self):
+        return self._handle is None
+
+    def __deepcopy__(self, memo):
+        return self  # a context is a resource (backend, cache, device memory): shared, not copied
+
+    def __reduce__(self):
+        raise TypeError("a hot.Context cannot be pickled (it owns C handles); create a new one "
+                        "where it is needed")
+
+    def _h(self):
+        if self._handle is None:
+            raise ValueError("hot.Context is closed")
+        return self._handle
+
+    def _check(self, st, call):
+        """Raises HotError for a status other than HOT_OK (call with the lock held)."""
+        if st != Status.OK:
+            raise HotError(st, _str(self._L.hot_errmsg(self._handle)), call)
+
+    # -- queries
+    @property
+    def backend(self):
+        """"cuda" or "cpu": which pointers the layer calls expect."""
+        with self._lock:
+            return _str(self._L.hot_backend_name(self._L.hot_ctx_backend(self._h())))
+
+    @property
+    def errmsg(self):
+        """hot_errmsg: the message of the last call ("" after a success)."""
+        with self._lock:
+            return _str(self._L.hot_errmsg(self._h()))
+
+    @property
+    def compile_log(self):
+        """hot_compile_log: the compiler log of the latest compile ("" when none)."""
+        with self._lock:
+            return _str(self._L.hot_compile_log(self._h()))
+
+    def stats(self):
+        """hot_ctx_stats as a Stats record."""
+        s = _lib.hot_stats()
+        with self._lock:
+            self._check(self._L.hot_ctx_stats(self._h(), ctypes.byref(s)), "hot_ctx_stats")
+        return Stats(backend=_str(self._L.hot_backend_name(s.backend)),
+                     fell_back=bool(s.fell_back), fallback_reason=_str(s.fallback_reason),
+                     device_name=_str(s.device_name), arch=_str(s.arch),
+                     cache_dir=_str(s.cache_dir), compiles=s.compiles,
+                     compile_failures=s.compile_failures, memory_hits=s.memory_hits,
+                     disk_hits=s.disk_hits, disk_rejects=s.disk_rejects,
+                     compile_ms=s.compile_ms, layers=s.layers, saves=s.saves,
+                     backwards=s.backwards, calibrations=s.calibrations, launches=s.launches,
+                     saved_bytes=s.saved_bytes, saved_fp32_bytes=s.saved_fp32_bytes)
+
+    def set_profiling(self, on):
+        """hot_ctx_set_profiling (CUDA backend; turning it on for the CPU raises)."""
+        with self._lock:
+            self._check(self._L.hot_ctx_set_profiling(self._h(), 1 if on else 0),
+                        "hot_ctx_set_profiling")
+
+    # -- layers
+    def layer_from_spec(self, path, layer_name, batch=0):
+        """hot_layer_from_spec: layer `layer_name` of the spec file `path` (batch > 0 overrides
+        the spec's batch). Raises HotError (HOT_ERR_SPEC with "file:line: ...",
+        HOT_ERR_NOT_FOUND listing the spec's layers, ...)."""
+        if int(batch) < 0:
+            raise ValueError(f"batch must be >= 0 (got {batch})")
+        h = ctypes.c_void_p()
+        with self._lock:
+            st = self._L.hot_layer_from_spec(self._h(), str(path).encode(),
+                                             str(layer_name).encode(), int(batch),
+                                             ctypes.byref(h))
+            self._check(st, "hot_layer_from_spec")
+            return Layer(self, h)
+
+    def create_layer(self, in_features=None, out_features=None, batch=1, tokens=1, *,
+                     recipe="hot", spec=None, name="layer", bias=True, dtype="f32"):
+        """hot_layer_create: a layer of T = batch * tokens rows. Either give the sizes (and
+        optionally name, bias, dtype; the recipe's defaults for the rest) or a LayerSpec (then
+        the other description arguments must be left out). Raises HotError (HOT_ERR_SHAPE,
+        HOT_ERR_PLAN with the planner's reason, ...)."""
+        if spec is None:
+            if in_features is None or out_features is None:
+                raise ValueError("create_layer needs in_features and out_features, or spec=")
+            spec = LayerSpec(in_features, out_features, recipe=recipe, name=name, bias=bias,
+                             dtype=dtype)
+        elif not isinstance(spec, LayerSpec):
+            raise TypeError(f"spec must be a hot.LayerSpec (got {type(spec).__name__})")
+        elif in_features is not None or out_features is not None:
+            raise ValueError("give either the sizes or spec=, not both")
+        h = ctypes.c_void_p()
+        with self._lock:
+            st = self._L.hot_layer_create(self._h(), ctypes.byref(spec.c), int(batch), int(tokens),
+                                          int(spec.recipe), ctypes.byref(h))
+            self._check(st, "hot_layer_create")
+            return Layer(self, h)
+
+    def compile(self, layers):
+        """hot_ctx_compile: compiles (or finds in the cache) the kernels of `layers`, in order."""
+        layers = list(layers)
+        with self._lock:
+            arr = (ctypes.c_void_p * max(1, len(layers)))()
+            for i, layer in enumerate(layers):
+                if not isinstance(layer, Layer) or layer._ctx is not self:
+                    raise ValueError(f"layers[{i}] is not a layer of this context")
+                arr[i] = layer._h()
+            self._check(self._L.hot_ctx_compile(self._h(), arr, len(layers)), "hot_ctx_compile")
+
+    def __repr__(self):
+        if self._handle is None:
+            return "hot.Context(closed)"
+        return f"hot.Context(backend={self.backend!r})"
+
+
+# ---- layer ----------------------------------------------------------------------------------
+
+def _np():
+    import numpy
+    return numpy
+
+
+class Layer:
+    """hot_layer: made by Context.layer_from_spec / create_layer. Holds its context alive."""
+
+    def __init__(self, ctx, handle):
+        self._ctx = ctx
+        self._handle = handle
+        ctx._layers.add(self)
+        self._info = None
+        self._info = self.info()
+
+    def _h(self):
+        if self._handle is None:
+            raise ValueError("hot.Layer is destroyed (or its context closed)")
+        return self._handle
+
+    def destroy(self):
+        """hot_layer_destroy (pending CUDA work on the layer must be finished first)."""
+        ctx = self._ctx
+        with ctx._lock:
+            if self._handle is not None and ctx._handle is not None:
+                ctx._L.hot_layer_destroy(self._handle)
+            self._handle = None
+
+    def __del__(self):
+        try:
+            self.destroy()
+        except Exception:  # interpreter shutdown
+            pass
+
+    @property
+    def context(self):
+        return self._ctx
+
+    def __deepcopy__(self, memo):
+        return self  # owns a C handle: shared, not copied
+
+    def __reduce__(self):
+        raise TypeError("a hot.Layer cannot be pickled (it owns a C handle)")
+
+    def info(self):
+        """hot_layer_get_info as a LayerInfo record (fresh: calibration changes it)."""
+        i = _lib.hot_layer_info()
+        with self._ctx._lock:
+            self._ctx._check(self._ctx._L.hot_layer_get_info(self._h(), ctypes.byref(i)),
+                             "hot_layer_get_info")
+        return LayerInfo(name=_str(i.name), layer_id=i.layer_id, T=i.T, O=i.O, I=i.I, B=i.B,
+                         L=i.L, dtype=DType(i.dtype), bias=bool(i.bias), gran=Gran(i.gran),
+                         gran_auto=bool(i.gran_auto), calibrated=bool(i.calibrated),
+                         lqs_e_tensor=i.lqs_e_tensor, lqs_e_token=i.lqs_e_token,
+                         saved_bytes=i.saved_bytes, fp32_bytes=i.fp32_bytes,
+                         compiled=bool(i.compiled), arch=_str(i.arch), seed=i.seed)
+
+    def spec(self):
+        """A LayerSpec copy of the description the layer was planned from (for a spec-file
+        layer: the spec's settings), with recipe `hot` recorded (the planner does not use the
+        recipe; the settings already carry it)."""
+        sp = _lib.hot_layer_spec()
+        with self._ctx._lock:
+            self._ctx._check(self._ctx._L.hot_layer_get_spec(self._h(), ctypes.byref(sp)),
+                             "hot_layer_get_spec")
+        return LayerSpec._from_c(sp, Recipe.HOT)
+
+    @property
+    def saved_bytes(self):
+        """hot_layer_saved_bytes: bytes of the buffer save() writes."""
+        with self._ctx._lock:
+            return int(self._ctx._L.hot_layer_saved_bytes(self._h()))
+
+    def check(self):
+        """hot_layer_check: waits for the layer's last backward (CUDA: its event, not the whole
+        stream) and raises HotError(ERR_RANGE) if one of its outputs overflowed fp32."""
+        with self._ctx._lock:
+            self._ctx._check(self._ctx._L.hot_layer_check(self._h()), "hot_layer_check")
+
+    def compile(self):
+        """hot_layer_compile: JIT warm-up (a no-op on the CPU backend without a forced arch)."""
+        with self._ctx._lock:
+            self._ctx._check(self._ctx._L.hot_layer_compile(self._h()), "hot_layer_compile")
+
+    def kernel_times(self):
+        """hot_layer_kernel_times: the launches of the last call (CUDA, profiling on)."""
+        n = ctypes.c_int()
+        with self._ctx._lock:
+            L = self._ctx._L
+            self._ctx._check(L.hot_layer_kernel_times(self._h(), None, 0, ctypes.byref(n)),
+                             "hot_layer_kernel_times")
+            arr = (_lib.hot_kernel_time * max(1, n.value))()
+            self._ctx._check(L.hot_layer_kernel_times(self._h(), arr, n.value, ctypes.byref(n)),
+                             "hot_layer_kernel_times")
+            return [KernelTime(_str(k.name), k.role, k.phase, k.ms) for k in arr[:n.value]]
+
+    # -- raw-pointer calls (framework level)
+    def save_ptr(self, x, dtype, saved=None, stream=None):
+        """hot_layer_save on raw addresses: x (T x I of dtype), saved (None: the layer's own
+        buffer, else saved_bytes bytes, 16-byte aligned), stream (CUstream as int, or None)."""
+        with self._ctx._lock:
+            st = self._ctx._L.hot_layer_save(self._h(), x, int(as_dtype(dtype)), saved, stream)
+            self._ctx._check(st, "hot_layer_save")
+
+    def backward_ptr(self, g_y, w, dtype, g_x, g_w, g_b=None, saved=None, step=0, stream=None):
+        """hot_layer_backward on raw addresses (g_x, g_w, g_b: fp32 outputs)."""
+        step = _check_step(step)
+        with self._ctx._lock:
+            st = self._ctx._L.hot_layer_backward(self._h(), g_y, w, int(as_dtype(dtype)), saved,
+                                                 g_x, g_w, g_b, step, stream)
+            self._ctx._check(st, "hot_layer_backward")
+
+    def calibrate_ptr(self, g_y, dtype, step=0, stream=None):
+        """hot_layer_calibrate on a raw address (synchronous on CUDA)."""
+        step = _check_step(step)
+        with self._ctx._lock:
+            st = self._ctx._L.hot_layer_calibrate(self._h(), g_y, int(as_dtype(dtype)), step,
+                                                  stream)
+            self._ctx._check(st, "hot_layer_calibrate")
+
+    # -- numpy calls (host memory: the CPU backend)
+    def _array(self, a, name, rows, cols):
+        np = _np()
+        if not isinstance(a, np.ndarray):
+            raise TypeError(f"{name} must be a numpy array (got {type(a).__name__})")
+        want = {DType.F32: np.float32, DType.F16: np.float16, DType.BF16: np.uint16}
+        dt = self._info.dtype
+        if a.dtype != want[dt]:
+            hint = " (bf16 bit patterns as uint16)" if dt == DType.BF16 else ""
+            raise TypeError(f"{name} must be {np.dtype(want[dt]).name}{hint} for this "
+                            f"{dt.name.lower()} layer (got {a.dtype})")
+        if a.size != rows * cols or (a.ndim >= 1 and a.shape[-1] != cols):
+            raise ValueError(f"{name} must hold {rows} x {cols} elements, last axis {cols} "
+                             f"(got shape {a.shape})")
+        if not a.flags.c_contiguous:
+            raise ValueError(f"{name} must be C-contiguous (got strides {a.strides}); "
+                             "use numpy.ascontiguousarray")
+        return a
+
+    def _host_only(self):
+        self._h()
+        if self._ctx.backend != "cpu":
+            raise ValueError("numpy arrays are host memory: use a CPU-backend context, or the "
+                             "*_ptr calls with device pointers")
+
+    def new_saved_buffer(self):
+        """A 16-byte aligned numpy uint8 array of saved_bytes bytes, for save(saved=...)."""
+        np = _np()
+        n = self.saved_bytes
+        raw = np.empty(n + 16, dtype=np.uint8)
+        off = (-raw.ctypes.data) % 16
+        return raw[off:off + n]
+
+    def save(self, x, saved=None):
+        """Forward (ABC): x (T x I numpy array of the layer's dtype). saved: None (the layer's
+        own buffer) or an array from new_saved_buffer(), kept until the matching backward."""
+        self._host_only()
+        i = self._info
+        x = self._array(x, "x", i.T, i.I)
+        sp = self._saved_arg(saved)
+        self.save_ptr(x.ctypes.data, i.dtype, sp)
+
+    def _saved_arg(self, saved):
+        if saved is None:
+            return None
+        np = _np()
+        n = self.saved_bytes
+        if not isinstance(saved, np.ndarray) or saved.dtype != np.uint8 or saved.size != n \
+                or not saved.flags.c_contiguous:
+            raise ValueError(f"saved must be a C-contiguous numpy uint8 array of {n} bytes "
+                             "(new_saved_buffer())")
+        if saved.ctypes.data % 16:
+            raise ValueError("saved must be 16-byte aligned (new_saved_buffer())")
+        return saved.ctypes.data
+
+    def backward(self, g_y, w, step=0, saved=None, out=None):
+        """Backward: g_y (T x O), w (O x I), both of the layer's dtype -> (g_x (T x I), g_w
+        (O x I), g_b (O) or None when the layer has no bias), numpy float32. `step`: the
+        training step (Philox counter of the stochastic rounding; new value each step).
+        out: optional (g_x, g_w, g_b) float32 arrays to write into."""
+        self._host_only()
+        np = _np()
+        i = self._info
+        g_y = self._array(g_y, "g_y", i.T, i.O)
+        w = self._array(w, "w", i.O, i.I)
+        if out is None:
+            gx = np.empty((i.T, i.I), np.float32)
+            gw = np.empty((i.O, i.I), np.float32)
+            gb = np.empty((i.O,), np.float32) if i.bias else None
+        else:
+            gx, gw, gb = out
+            for a, nm, n in ((gx, "out[0]", i.T * i.I), (gw, "out[1]", i.O * i.I),
+                             (gb, "out[2]", i.O)):
+                if a is None and nm == "out[2]":
+                    continue
+                if not isinstance(a, np.ndarray) or a.dtype != np.float32 or a.size != n or \
+                        not a.flags.c_contiguous or not a.flags.writeable:
+                    raise ValueError(f"{nm} must be a writable C-contiguous float32 array of "
+                                     f"{n} elements")
+            if gb is not None and not i.bias:
+                raise ValueError("out[2] (g_b) given for a layer without bias")
+        sp = self._saved_arg(saved)
+        self.backward_ptr(g_y.ctypes.data, w.ctypes.data, i.dtype, gx.ctypes.data,
+                          gw.ctypes.data, None if gb is None else gb.ctypes.data, sp, step)
+        return gx, gw, gb
+
+    def calibrate(self, g_y, step=0):
+        """LQS calibration on g_y (T x O, the layer's dtype); fixes the g' granularity of a
+        layer whose spec says scale = "auto". Returns the fresh LayerInfo."""
+        self._host_only()
+        i = self._info
+        g_y = self._array(g_y, "g_y", i.T, i.O)
+        self.calibrate_ptr(g_y.ctypes.data, i.dtype, step)
+        return self.info()
+
+    def __repr__(self):
+        if self._handle is None:
+            return "hot.Layer(destroyed)"
+        i = self._info
+        return (f"hot.Layer({i.name!r}, T={i.T} (B={i.B} x L={i.L}), O={i.O}, I={i.I}, "
+                f"{i.dtype.name.lower()}, saved {i.saved_bytes} bytes)")
+
+
+def _check_step(step):
+    s = int(step)
+    if s < 0 or s >= 1 << 32:
+        raise ValueError(f"step must be in [0, 2^32) (got {step})")
+    return s

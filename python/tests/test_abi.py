@@ -1,0 +1,70 @@
+"""The ctypes mirror of hot.h (python/hot/_lib.py) against the C header: every field's offset and
+size, every struct's size and every enum value, as printed by hot_py_helper (compiled against
+hot.h in the same build). A change of the header that _lib.py does not follow fails here."""
+
+import ctypes
+
+from conftest import run_helper
+
+
+def c_layout(helper):
+    fields, sizes, consts = {}, {}, {}
+    for line in run_helper(helper, "abi").splitlines():
+        parts = line.split()
+        if len(parts) == 3 and parts[1] == "sizeof":
+            sizes[parts[0]] = int(parts[2])
+        elif len(parts) == 3:
+            fields[parts[0]] = (int(parts[1]), int(parts[2]))
+        elif len(parts) == 2:
+            consts[parts[0]] = int(parts[1])
+        else:
+            raise AssertionError(f"unexpected line from hot_py_helper abi: {line!r}")
+    return fields, sizes, consts
+
+
+def py_fields(cls, prefix, base=0, out=None):
+    """{"type.field[.sub]": (offset, size)} of a ctypes struct, anonymous nested structs of
+    hot_layer_spec expanded by field path (as the C side prints them)."""
+    from hot import _lib
+    out = {} if out is None else out
+    for name, typ in cls._fields_:
+        d = getattr(cls, name)
+        key = f"{prefix}.{name}"
+        out[key] = (base + d.offset, d.size)
+        if typ in _lib.ANONYMOUS:
+            py_fields(typ, key, base + d.offset, out)
+    return out
+
+
+def test_struct_layout_matches_header(hot, helper):
+    fields, sizes, _ = c_layout(helper)
+    from hot import _lib
+    mine = {}
+    for cls in _lib.MIRRORED:
+        assert ctypes.sizeof(cls) == sizes[cls.__name__], \
+            f"sizeof({cls.__name__}): ctypes {ctypes.sizeof(cls)}, C {sizes[cls.__name__]}"
+        py_fields(cls, cls.__name__, 0, mine)
+    c_mirrored = dict(fields)
+    assert set(mine) == set(c_mirrored), \
+        f"fields only in Python: {sorted(set(mine) - set(c_mirrored))}; " \
+        f"only in C: {sorted(set(c_mirrored) - set(mine))}"
+    bad = {k: (mine[k], c_mirrored[k]) for k in mine if mine[k] != c_mirrored[k]}
+    assert not bad, f"(offset, size) differ, Python vs C: {bad}"
+
+
+def test_enum_values_match_header(hot, helper):
+    _, _, consts = c_layout(helper)
+    from hot import _lib
+    assert set(consts) == set(_lib.C_CONSTANTS), \
+        f"only in C: {sorted(set(consts) - set(_lib.C_CONSTANTS))}; " \
+        f"only in Python: {sorted(set(_lib.C_CONSTANTS) - set(consts))}"
+    bad = {k: (_lib.C_CONSTANTS[k], consts[k]) for k in consts if consts[k] != _lib.C_CONSTANTS[k]}
+    assert not bad, f"values differ, Python vs C: {bad}"
+
+
+def test_status_names_from_library(hot):
+    for s in hot.Status:
+        if s is hot.Status.COUNT:
+            assert hot.status_name(s) == "HOT_ERR_?"
+        else:
+            assert hot.status_name(s) == "HOT_" + s.name

@@ -1,0 +1,217 @@
+"""The object API (hot.Context, hot.Layer) against the C API: the same layer run by
+hot_py_helper (C, linked with libhot's runtime) and by Python gives the same saved buffer and
+g_x, g_w, g_b bit for bit, for f32, bf16 and f16; errors come back as hot.HotError with hot's
+status and message, bad Python arguments as TypeError/ValueError naming the argument."""
+
+import os
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+
+from conftest import SOURCE_DIR, run_helper
+
+SEED = 0x5EED1234ABCD
+
+
+def f32_to_bf16_bits(a):
+    """Round-to-nearest-even fp32 -> bf16 bit patterns (finite values)."""
+    u = a.astype(np.float32).view(np.uint32).astype(np.uint64)
+    u = (u + 0x7FFF + ((u >> 16) & 1)) >> 16
+    return u.astype(np.uint16)
+
+
+def make_inputs(dtype, T, O, I, seed=7):
+    r = np.random.default_rng(seed)
+    x = r.standard_normal((T, I), dtype=np.float32)
+    w = r.standard_normal((O, I), dtype=np.float32) * 0.1
+    gy = r.standard_normal((T, O), dtype=np.float32)
+    if dtype == 1:
+        return f32_to_bf16_bits(x), f32_to_bf16_bits(w), f32_to_bf16_bits(gy)
+    if dtype == 2:
+        return x.astype(np.float16), w.astype(np.float16), gy.astype(np.float16)
+    return x, w, gy
+
+
+@pytest.mark.parametrize("dtype", [0, 1, 2], ids=["f32", "bf16", "f16"])
+def test_layer_equals_c_api_bit_for_bit(hot, helper, tmp_path, dtype):
+    B, L, O, I, step = 2, 97, 72, 40, 3
+    T = B * L
+    x, w, gy = make_inputs(dtype, T, O, I)
+    inp, out = tmp_path / "in.bin", tmp_path / "out.bin"
+    with open(inp, "wb") as f:
+        f.write(x.tobytes() + w.tobytes() + gy.tobytes())
+    run_helper(helper, "run", dtype, B, L, O, I, SEED, step, inp, out)
+
+    with hot.Context("cpu", seed=SEED) as ctx:
+        layer = ctx.create_layer(I, O, B, L, dtype=["f32", "bf16", "f16"][dtype])
+        info = layer.info()
+        assert (info.T, info.O, info.I, info.B, info.L) == (T, O, I, B, L)
+        assert info.seed == SEED and info.gran_auto and not info.calibrated
+        info = layer.calibrate(gy, step=step)
+        assert info.calibrated
+        saved = layer.new_saved_buffer()
+        layer.save(x, saved=saved)
+        gx, gw, gb = layer.backward(gy, w, step=step, saved=saved)
+        st = ctx.stats()
+        assert st.backend == "cpu" and st.saves == 1 and st.backwards == 1 and st.calibrations == 1
+
+    c = np.fromfile(out, dtype=np.uint8)
+    n = saved.size
+    assert c.size == n + 4 * (T * I + O * I + O)
+    assert np.array_equal(c[:n], saved), "saved buffer (ABC) differs from C"
+    cgx = c[n:n + 4 * T * I].view(np.float32).reshape(T, I)
+    cgw = c[n + 4 * T * I:n + 4 * (T * I + O * I)].view(np.float32).reshape(O, I)
+    cgb = c[n + 4 * (T * I + O * I):].view(np.float32)
+    assert np.array_equal(gx.view(np.uint32), cgx.view(np.uint32)), "g_x differs from C"
+    assert np.array_equal(gw.view(np.uint32), cgw.view(np.uint32)), "g_w differs from C"
+    assert np.array_equal(gb.view(np.uint32), cgb.view(np.uint32)), "g_b differs from C"
+    # Not a vacuous comparison: the outputs are the quantized products, close to exact ones.
+    exact = gy.astype(np.float64) @ w.astype(np.float64) if dtype != 1 else None
+    if exact is not None:
+        rel = np.linalg.norm(gx - exact) / np.linalg.norm(exact)
+        assert 0.05 < rel < 0.5
+
+
+def test_own_buffer_and_out_arrays(hot):
+    with hot.Context("cpu", seed=1) as ctx:
+        layer = ctx.create_layer(24, 16, 1, 64)
+        x, w, gy = make_inputs(0, 64, 16, 24)
+        layer.save(x)  # the layer's own buffer
+        a = layer.backward(gy, w, step=5)
+        out = (np.empty((64, 24), np.float32), np.empty((16, 24), np.float32),
+               np.empty(16, np.float32))
+        b = layer.backward(gy, w, step=5, out=out)
+        assert all(p is q for p, q in zip(b, out))
+        assert all(np.array_equal(p, q) for p, q in zip(a, b))
+        c = layer.backward(gy, w, step=6)
+        assert not np.array_equal(a[0], c[0]), "a new step must change the SR draws"
+        np.testing.assert_allclose(a[2], gy.sum(0), rtol=1e-5, atol=1e-5)
+
+
+def test_layer_spec_from_recipe_and_fields(hot):
+    s = hot.LayerSpec(64, 32, recipe="paper_code", name="fc")
+    assert s.c.hq.pad == 0 and s.c.hla.block == 0 and s.c.hq.w.rule == hot.Rule.SAWB
+    s2 = hot.LayerSpec(64, 32)
+    assert s2.c.hq.block == 16 and s2.c.hla.block == 64 and s2.c.hla.layout == hot.Layout.AUTO
+    s2.c.hq.g.gran = hot.Gran.ROW
+    with hot.Context("cpu") as ctx:
+        layer = ctx.create_layer(spec=s2, batch=2, tokens=64)
+        i = layer.info()
+        assert i.gran == hot.Gran.ROW and not i.gran_auto
+        assert layer.spec().c.hq.g.gran == hot.Gran.ROW
+        with pytest.raises(hot.HotError) as e:
+            layer.calibrate(np.zeros((128, 32), np.float32))
+        assert e.value.status == hot.Status.ERR_MISUSE
+
+
+def test_layer_from_spec_file(hot):
+    path = os.path.join(SOURCE_DIR, "specs", "vit_b16.lua")
+    with hot.Context("cpu") as ctx:
+        layer = ctx.layer_from_spec(path, "fc1", batch=1)
+        i = layer.info()
+        assert (i.name, i.O, i.I, i.B, i.L) == ("fc1", 3072, 768, 1, 197)
+        assert layer.saved_bytes == i.saved_bytes > 0
+        assert layer.spec().name == "fc1"
+        with pytest.raises(hot.HotError) as e:
+            ctx.layer_from_spec(path, "fc9")
+        assert e.value.status == hot.Status.ERR_NOT_FOUND and "fc1" in e.value.message
+        with pytest.raises(hot.HotError) as e:
+            ctx.layer_from_spec(os.path.join(SOURCE_DIR, "no", "such.lua"), "fc1")
+        assert e.value.status in (hot.Status.ERR_SPEC, hot.Status.ERR_IO)
+        assert "such.lua" in str(e.value)
+
+
+def test_errors_carry_status_and_message(hot):
+    with hot.Context("cpu") as ctx:
+        with pytest.raises(hot.HotError) as e:
+            ctx.create_layer(0, 8)
+        assert e.value.status == hot.Status.ERR_SHAPE
+        assert e.value.status_name == "HOT_ERR_SHAPE"
+        assert "in_features" in e.value.message and "HOT_ERR_SHAPE" in str(e.value)
+        assert ctx.errmsg == e.value.message
+        layer = ctx.create_layer(16, 8, 1, 32)
+        x, w, gy = make_inputs(0, 32, 8, 16)
+        with pytest.raises(hot.HotError) as e:
+            layer.backward(gy, w)  # backward before any save
+        assert e.value.status == hot.Status.ERR_MISUSE
+        bad = x.copy()
+        bad[3, 5] = np.nan
+        with pytest.raises(hot.HotError) as e:
+            layer.save(bad)
+        assert e.value.status == hot.Status.ERR_NONFINITE
+        with pytest.raises(TypeError, match="x must be float32"):
+            layer.save(x.astype(np.float64))
+        with pytest.raises(ValueError, match="x must hold 32 x 16"):
+            layer.save(x[:16])
+        with pytest.raises(ValueError, match="C-contiguous"):
+            layer.save(np.asfortranarray(x))
+        with pytest.raises(TypeError, match="numpy array"):
+            layer.save([1.0] * 512)
+        with pytest.raises(ValueError, match="step"):
+            layer.backward(gy, w, step=-1)
+        with pytest.raises(ValueError, match="saved must be"):
+            layer.save(x, saved=np.empty(3, np.uint8))
+        with pytest.raises(ValueError, match="backend"):
+            hot.Context("gpu")
+        with pytest.raises(hot.HotError) as e:
+            ctx.set_profiling(True)
+        assert e.value.status == hot.Status.ERR_UNSUPPORTED
+    with pytest.raises(ValueError, match="closed"):
+        ctx.create_layer(16, 8)
+    with pytest.raises(ValueError, match="destroyed"):
+        layer.save(x)
+
+
+def test_context_options_and_stats(hot, tmp_path):
+    with hot.Context("cpu", seed=42, cache_dir=tmp_path, disk_cache=False) as ctx:
+        st = ctx.stats()
+        assert st.backend == "cpu" and not st.fell_back and st.layers == 0
+        layer = ctx.create_layer(16, 8)
+        assert layer.info().seed == 42 and ctx.stats().layers == 1
+        layer.destroy()
+        layer.destroy()  # safe to repeat
+        assert ctx.stats().layers == 0
+    with pytest.raises(hot.HotError) as e:
+        hot.Context(arch="sm_12")
+    assert e.value.status == hot.Status.ERR_INVALID and "sm_12" in e.value.message
+
+
+def test_library_not_found_is_a_clear_error(hot, tmp_path):
+    code = ("import hot\n"
+            "try:\n    hot.Context('cpu')\n"
+            "except hot.HotLibraryError as e:\n    print('ERR', e)\n")
+    pkg_parent = os.path.dirname(os.path.dirname(os.path.abspath(hot.__file__)))
+    env = dict(os.environ, HOT_LIBRARY=str(tmp_path / "libnothere.so"), PYTHONPATH=pkg_parent)
+    r = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True,
+                       cwd=str(tmp_path), timeout=60)
+    assert r.stdout.startswith("ERR HOT_LIBRARY=") and "libnothere.so" in r.stdout, r.stderr
+
+
+def test_compile_and_profiling_calls(hot, tmp_path):
+    """hot_layer_compile / hot_ctx_compile through Python: on the CPU backend without an arch
+    they do nothing; with arch sm_80 they run NVRTC (no GPU needed) and the stats count it;
+    per-kernel times exist on the CUDA backend only."""
+    with hot.Context("cpu") as ctx:
+        layer = ctx.create_layer(32, 16, 1, 64)
+        layer.compile()
+        ctx.compile([layer])
+        assert ctx.stats().compiles == 0 and not layer.info().compiled
+        with pytest.raises(hot.HotError) as e:
+            layer.kernel_times()
+        assert e.value.status == hot.Status.ERR_UNSUPPORTED
+        with hot.Context("cpu") as other:
+            with pytest.raises(ValueError, match="not a layer of this context"):
+                other.compile([layer])
+    with hot.Context("cpu", arch="sm_80", cache_dir=tmp_path, disk_cache=False) as ctx:
+        layer = ctx.create_layer(32, 16, 1, 64)
+        try:
+            layer.compile()
+        except hot.HotError as e:
+            if e.status == hot.Status.ERR_NO_NVRTC:
+                pytest.skip(f"NVRTC cannot be loaded here: {e.message}")
+            raise
+        st = ctx.stats()
+        assert layer.info().compiled and st.compiles > 0 and st.arch == "sm_80"
+        assert isinstance(ctx.compile_log, str)
