@@ -84,7 +84,24 @@ fi
 # 5. CPU suites (fast ones; the full suite is the README's test command)
 cpu_out=$(ctest -L 'ref|plan|emit|runtime|spec' 2>&1)
 row "ctest ref|plan|emit|runtime|spec" "$(echo "$cpu_out" | grep -E "tests passed" | tail -1)"
+# 5b. Python: the pytest suites, whose torch part compares HOTLinear on CUDA tensors (CUDA
+# backend, torch's current stream) with the CPU backend bit for bit when torch sees the GPU
+py_out=$(ctest -L 'python|torch' --output-on-failure 2>&1)
+echo "$py_out" | grep -E "SKIP|FAIL|Error" | head -20 >&2
+row "ctest python|torch" "$(echo "$py_out" | grep -E "tests passed|tests failed" | tail -1)"
 cd "$root"
+# the digits demo on the CUDA backend (exact nn.Linear vs HOTLinear; 10 epochs, bounded)
+if [ "$gpu" != "none" ]; then
+  tr_out=$bdir/train-cuda
+  if HOT_LIBRARY=$(ls "$bdir"/runtime/libhot.so 2>/dev/null) PYTHONPATH=$root/python \
+       timeout 120 python3 examples/train.py --device cuda --epochs 10 --out "$tr_out.png" \
+       --json "$tr_out.json" >"$tr_out.txt" 2>&1; then
+    row "train.py --device cuda" "$(tail -1 "$tr_out.txt" | cut -c1-80)"
+  else
+    row "train.py --device cuda" "FAILED: $(tail -1 "$tr_out.txt" | cut -c1-70)"
+  fi
+  [ -n "${OUT:-}" ] && [ -d "${OUT:-}" ] && cp "$tr_out".* "$OUT/" 2>/dev/null
+fi
 
 # 6. integer tensor-core instructions in the GEMMs of each arch path (IMMA for mma.sync, IGMMA
 # for wgmma; a GEMM without them would be on a slower path)
