@@ -20,7 +20,7 @@ static const hot_arch_caps k_caps[HOT_ARCH_COUNT] = {
     {HOT_ARCH_SM80, "sm_80", 80, 1, 0, 1024, 166912, 167936, 255},
     {HOT_ARCH_SM86, "sm_86", 86, 1, 0, 1024, 101376, 102400, 255},
     {HOT_ARCH_SM89, "sm_89", 89, 1, 0, 1024, 101376, 102400, 255},
-    /* Hopper has no INT4 tensor cores: mma.sync .s4 compiles but is emulated (HOT.md 7). */
+    /* Hopper has no INT4 tensor cores: mma.sync .s4 compiles but is emulated (CONTRACT.md 7). */
     {HOT_ARCH_SM90, "sm_90", 90, 0, 0, 1024, 232448, 233472, 255},
     {HOT_ARCH_SM90A, "sm_90a", 90, 0, 1, 1024, 232448, 233472, 255},
 };
@@ -299,7 +299,7 @@ int plan_layer(const hot_layer_spec *s, int64_t batch, int64_t tokens, hot_recip
   p->O = s->out_features;
   p->I = s->in_features;
 
-  /* HQ (HOT.md 3). */
+  /* HQ (CONTRACT.md 3). */
   p->hq.enabled = s->hq.enabled;
   p->hq.g = s->hq.g;
   p->hq.w = s->hq.w;
@@ -314,7 +314,7 @@ int plan_layer(const hot_layer_spec *s, int64_t batch, int64_t tokens, hot_recip
     p->hq.block = pow2_dividing(p->O, s->hq.block); /* the paper code's shrinking rule */
   }
   p->hq.o_pad = round_up(p->O, p->hq.block);
-  /* HOT.md 7: INT4 MMA where the tensor cores have it and both operands fit 4 bits; wgmma on
+  /* CONTRACT.md 7: INT4 MMA where the tensor cores have it and both operands fit 4 bits; wgmma on
    * sm_90a; INT8 mma.sync otherwise. */
   hot_gemm_path gx_path = caps->wgmma ? HOT_GEMM_WGMMA_S8
                           : (caps->int4_mma && p->hq.g.bits <= 4 && p->hq.w.bits <= 4)
@@ -326,7 +326,7 @@ int plan_layer(const hot_layer_spec *s, int64_t batch, int64_t tokens, hot_recip
   if (plan_gemm(&p->hq.gemm, &s->tile_gx, caps, gx_path, "tile_gx", err, n)) return -1;
   p->hq.codes = p->hq.gemm.codes;
 
-  /* HLA (HOT.md 4). */
+  /* HLA (CONTRACT.md 4). */
   p->hla.enabled = s->hla.enabled;
   p->hla.selection = s->hla.selection;
   p->hla.keep = s->hla.keep;
@@ -371,7 +371,7 @@ int plan_layer(const hot_layer_spec *s, int64_t batch, int64_t tokens, hot_recip
                 "tile_gw", err, n))
     return -1;
 
-  /* ABC (HOT.md 5). */
+  /* ABC (CONTRACT.md 5). */
   p->abc.enabled = s->abc.enabled && s->hla.enabled;
   p->abc.fp32_bytes = p->T * p->I * 4;
   p->abc.bf16_bytes = p->T * p->I * 2;

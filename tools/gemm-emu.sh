@@ -8,18 +8,19 @@
 # the same interleavings and results on every run, at any machine load. A mutant counts as caught
 # when at least one schedule fails it; being deterministic, it is then caught on every run.
 # Checks the kernel's own index arithmetic and pipeline order without a GPU (see emu.cpp for what
-# it cannot check). Needs python3 and a C++17 compiler (CXX, default g++). One build at a time.
+# it cannot check). Needs python3 and a C++17 compiler (CXX, default g++; PYTHON, default python3). One build at a time.
 # Usage: tools/gemm-emu.sh            (prints one line per configuration and schedule, flushed)
 set -u
 here=$(cd "$(dirname "$0")/.." && pwd)
 CXX=${CXX:-g++}
+PY=${PYTHON:-python3}
 export EMU_SEEDS=${EMU_SEEDS:-0 1 2 3}
 work=$(mktemp -d "${TMPDIR:-/tmp}/hot-emu.XXXXXX")
 trap 'rm -rf "$work"' EXIT
 EMU_INC=(-I"$here/templates" -I"$here/tools/kernel-emu")
 start=$SECONDS
 echo "gemm-emu: schedules EMU_SEEDS='$EMU_SEEDS'"
-python3 "$here/tools/gemm-emu/mkemu.py" "$here/templates/gemm_int.cu" "$work/kernel.inc" || exit 1
+"$PY" "$here/tools/gemm-emu/mkemu.py" "$here/templates/gemm_int.cu" "$work/kernel.inc" || exit 1
 fail=0
 # codes tm tn tk wm wn stages
 CONFIGS=(
@@ -55,7 +56,7 @@ done
 # landed), copies early + wgmma late (a stage overwritten under a pending wgmma; accumulators
 # read early), both late.
 mkdir -p "$work/wg"
-python3 "$here/tools/gemm-emu/mkemu.py" "$here/templates/gemm_wgmma.cu" "$work/wg/kernel.inc" || exit 1
+"$PY" "$here/tools/gemm-emu/mkemu.py" "$here/templates/gemm_wgmma.cu" "$work/wg/kernel.inc" || exit 1
 # build_wg DIR TM TN STAGES -> DIR/emu
 build_wg() {
   $CXX -std=c++17 -O2 -I"$1" "${EMU_INC[@]}" -DHOT_GENERATED \
@@ -90,7 +91,7 @@ caught() {
 }
 # mutate SRC DST ANCHOR REPLACEMENT: DST = SRC with the first ANCHOR replaced
 mutate() {
-  python3 - "$@" <<'PY'
+  "$PY" - "$@" <<'PY'
 import sys
 s = open(sys.argv[1]).read()
 if sys.argv[3] not in s:
@@ -103,7 +104,7 @@ PY
 wg_mutant() { # WHAT CP_LATE WG_LATE ANCHOR REPLACEMENT
   mkdir -p "$work/wgm"
   mutate "$here/templates/gemm_wgmma.cu" "$work/wgm/mut.cu" "$4" "$5" || return 1
-  python3 "$here/tools/gemm-emu/mkemu.py" "$work/wgm/mut.cu" "$work/wgm/kernel.inc" || return 1
+  "$PY" "$here/tools/gemm-emu/mkemu.py" "$work/wgm/mut.cu" "$work/wgm/kernel.inc" || return 1
   build_wg "$work/wgm" 128 128 4 || return 1
   if "$work/wgm/emu" 197 137 $((10 * 128)) 139 1 "$2" "$3" >"$work/wgm/log" 2>&1; then
     echo "FAIL: the emulator did not detect the wgmma mutant: $1"; return 1
@@ -151,7 +152,7 @@ bias_mutant "one partial buffer instead of two" "part[j & 1][warp][lane] = p;" "
 # gemm_int.cu: the emulator must notice a broken pipeline in each copy mode named.
 gemm_mutant() { # WHAT CP_MODES ANCHOR REPLACEMENT
   mutate "$here/templates/gemm_int.cu" "$work/mut.cu" "$3" "$4" || return 1
-  python3 "$here/tools/gemm-emu/mkemu.py" "$work/mut.cu" "$work/kernel.inc" || return 1
+  "$PY" "$here/tools/gemm-emu/mkemu.py" "$work/mut.cu" "$work/kernel.inc" || return 1
   $CXX -std=c++17 -O2 -I"$work" "${EMU_INC[@]}" -DHOT_GENERATED -DHOT_KNAME=emu_mutant \
     -DHOT_CODES=0 -DHOT_TILE_M=128 -DHOT_TILE_N=128 -DHOT_TILE_K=64 -DHOT_WARPS_M=2 -DHOT_WARPS_N=2 \
     -DHOT_STAGES=3 "$here/tools/gemm-emu/emu.cpp" -o "$work/emu" 2>"$work/cc.log" ||

@@ -355,8 +355,8 @@ function hot._help(defaults)
   section("hot.hla", S.hla, "hla.", defaults.hla)
   section("hot.abc", S.abc, "abc.", defaults.abc)
   section("hot.tile (tile_gx, tile_gw)", S.tile, "tile.", defaults.tile)
-  out[#out + 1] = "Recipes: hot (project default: HOT.md, padding so HLA works for every L, layout auto),"
-  out[#out + 1] = "         paper (HOT.md defaults), paper_code (b shrinks to divide O, p = largest power of"
+  out[#out + 1] = "Recipes: hot (project default: templates/CONTRACT.md, padding so HLA works for every L, layout auto),"
+  out[#out + 1] = "         paper (the contract's defaults), paper_code (b shrinks to divide O, p = largest power of"
   out[#out + 1] = "         two dividing L without padding, SAWB scales)."
   for _, r in ipairs(S.recipes) do
     local d = defaults.recipes and defaults.recipes[r]

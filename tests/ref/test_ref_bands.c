@@ -1,4 +1,4 @@
-/* test_ref_bands.c — the error bands of HOT.md 8 on seeded synthetic data (relative Frobenius
+/* test_ref_bands.c — the error bands of CONTRACT.md 8 on seeded synthetic data (relative Frobenius
  * error against the fp64 exact product), and LQS's choices. g_x: T = O = 128, I = 64, b = 16, w
  * 4-bit RTN absmax, two seeds; g_w: HLA tri with and without INT8. */
 #include <check.h>
@@ -76,8 +76,8 @@ START_TEST(gx_bands) {
     double ct = gx_error(sd, DATA_CHANNELS, 16, HOT_GRAN_TENSOR, &lq);
     double cn = gx_error(sd, DATA_CHANNELS, 1, HOT_GRAN_TENSOR, NULL);
     band("4 channels x20, HQ per-tensor", ct, 0.32, 0.44);
-    printf("  %-44s %.4f   (HOT.md: 0.64-0.68, see note)\n", "4 channels x20, no Hadamard per-tensor", cn);
-    /* HOT.md's 0.64-0.68 is not reproduced under this contract (SR, per-tensor absmax over the
+    printf("  %-44s %.4f   (CONTRACT.md: 0.64-0.68, see note)\n", "4 channels x20, no Hadamard per-tensor", cn);
+    /* CONTRACT.md's 0.64-0.68 is not reproduced under this contract (SR, per-tensor absmax over the
      * whole tensor: the x20 channels set a scale ~12x the normal entries', which SR turns into
      * noise of variance ~|v| s each); we measure 0.78-0.81. Asserted: at least the band's lower
      * edge, and the Hadamard winning by a clear margin. */

@@ -378,7 +378,7 @@ int main(int argc, char **argv) {
   g_lo[1] = (const unsigned char *)Bd; g_hi[1] = g_lo[1] + bsz;
   std::vector<float> rs(M);
   for (auto &v : rs) v = (float)(rnd() % 1000 + 1) * 1.37e-4f;
-  // epilogue constant from device words (CONTRACT 6): HQ style (row scale, alpha_b = NULL,
+  // epilogue constant from device words (CONTRACT 14): HQ style (row scale, alpha_b = NULL,
   // div = b = 16) when use_rs, HLA style (no row scale, alpha_b = s_x, div = p = 64) otherwise
   float s_a = 0.0123f * 1.7f, s_b = 3.3e-3f;
   const float *alpha_b = use_rs ? nullptr : &s_b;

@@ -137,6 +137,8 @@ static int emu_run(int argc, char **argv);
       g_lcg = 88172645463325252ull;                                                               \
       std::printf("[schedule %llu %s] ", (unsigned long long)seed, emu::policy_name());           \
       int r = emu_run(argc, argv);                                                                \
+      if (r)                                                                                      \
+        std::printf("[schedule %llu %s] FAIL\n", (unsigned long long)seed, emu::policy_name());  \
       std::fflush(stdout);                                                                        \
       if (r > rc) rc = r;                                                                         \
     }                                                                                             \
