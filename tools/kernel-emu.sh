@@ -92,7 +92,17 @@ for mode in 0 1; do
       fi
     done
   done
-  # p = 1 (paper_code on prime L: the identity), sample and flat
+    # determinism: the same schedules twice give identical interleavings (trace) and results
+  if [ $mode = 1 ] && build_hla 1 0 64 $SEL_TRI 0; then
+    "$work/hla" 3 197 100 0 0 0 64 5 5 5 >"$work/det1" 2>&1
+    "$work/hla" 3 197 100 0 0 0 64 5 5 5 >"$work/det2" 2>&1
+    if cmp -s "$work/det1" "$work/det2" && grep -q "trace" "$work/det1"; then
+      echo "determinism: two runs of the same schedules gave identical interleavings and results"
+    else
+      echo "FAIL: determinism: two runs of the same schedules differ"; fail=1
+    fi
+  fi
+# p = 1 (paper_code on prime L: the identity), sample and flat
   for dt in 0 2; do
     build_hla $mode $dt 1 0 0 || { echo "FAIL build hla p=1"; fail=1; continue; }
     run "$work/hla" 3 197 $cols 0 0 0 64 77 3 1
@@ -166,7 +176,7 @@ done
 # BUILD (a function of this script, called with the template folder) builds, then RUN must fail.
 caught() {
   local s
-  s=$(grep -oE '^\[schedule [0-9]+ [a-z-]+\] FAIL' "$1" | sed -E 's/\[schedule ([0-9]+) .*/\1/' | tr '\n' ' ')
+  s=$(grep -oE 'schedule [0-9]+ \([a-z-]+\): FAIL' "$1" | sed -E 's/schedule ([0-9]+) .*/\1/' | tr '\n' ' ')
   [ -n "$s" ] && echo "failed under schedule(s) ${s% }" && return
   grep -m1 -E "EMU ERROR" "$1" || echo "exit status non-zero"
 }

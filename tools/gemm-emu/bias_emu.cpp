@@ -86,8 +86,9 @@ int main(int argc, char **argv) {
       if (std::memcmp(&want[(size_t)o], &gb[(size_t)o], 4) != 0 && bad1++ < 5)
         std::printf("  mismatch g_b[%d]: got %.9g want %.9g\n", o, gb[(size_t)o], want[(size_t)o]);
     if (gb[(size_t)O] != -1.0f) { std::printf("  wrote past g_b[O-1]\n"); ++bad1; }
-    std::printf("bias dtype %d T=%d O=%d schedule %llu (%s): %s\n", HOT_DTYPE, T, O,
-                (unsigned long long)seed, emu::policy_name(), bad1 ? "FAIL" : "ok");
+    std::printf("bias dtype %d T=%d O=%d schedule %llu (%s): %s, trace %016llx\n", HOT_DTYPE, T, O,
+                (unsigned long long)seed, emu::policy_name(), bad1 ? "FAIL" : "ok",
+                (unsigned long long)emu::trace());
     std::fflush(stdout);
     bad += bad1;
   }

@@ -457,9 +457,10 @@ int main(int argc, char **argv) {
       if (!inside && std::memcmp(&C[i], &NaNpat, 4) != 0 && bad++ < 5)
         std::printf("  write outside C's window at m=%ld n=%ld\n", m, n);
     }
-    std::printf("%s M=%d N=%d Kpad=%d ldc=%d rs=%d cp=%s%s schedule %llu (%s): %s\n",
+    std::printf("%s M=%d N=%d Kpad=%d ldc=%d rs=%d cp=%s%s schedule %llu (%s): %s, trace %016llx\n",
                 HOT_STR(HOT_KNAME), M, N, Kpad, ldc, use_rs, g_cp_late ? "late" : "early", wgm,
-                (unsigned long long)seed, emu::policy_name(), bad ? "FAIL" : "ok");
+                (unsigned long long)seed, emu::policy_name(), bad ? "FAIL" : "ok",
+                (unsigned long long)emu::trace());
     std::fflush(stdout);
     if (bad) rc = 1;
   }

@@ -103,6 +103,7 @@ static uint64_t g_seed = 0, g_rng = 1;
 static int g_policy = POL_LOW;
 static std::vector<unsigned> g_wprio; // per warp (POL_PRIO)
 static long long g_switches = 0;
+static uint64_t g_trace = 0; // FNV-1a over the sequence of fibers run since set_seed
 
 static uint64_t rng() { // splitmix64
   uint64_t z = (g_rng += 0x9e3779b97f4a7c15ull);
@@ -117,8 +118,12 @@ static void set_seed(uint64_t seed) {
   g_seed = seed;
   g_emu_seed_shown = seed;
   g_rng = seed * 0x2545f4914f6cdd1dull + 0x1234567ull;
+  g_trace = 0xcbf29ce484222325ull;
+  g_switches = 0;
   g_policy = seed == 0 ? POL_LOW : seed == 1 ? POL_HIGH : seed % 2 == 0 ? POL_PRIO : POL_RANDOM;
 }
+// The interleaving since set_seed, as a fingerprint: equal seeds must give equal fingerprints.
+static uint64_t trace() { return g_trace; }
 static const char *policy_name() {
   static const char *n[] = {"lowest-first", "highest-first", "warp-priority", "random"};
   return n[g_policy];
@@ -157,7 +162,6 @@ static int pick() {
 }
 
 static void switch_to_main() {
-  ++g_switches;
 #if defined(__x86_64__)
   hot_emu_swap(&g_fib[g_cur].sp, g_main_sp);
 #else
@@ -262,6 +266,7 @@ static void run_block(int threads, const std::function<void()> &kernel, void (*e
     g_cur = next;
     threadIdx = {(unsigned)next, 0, 0};
     ++g_switches;
+    g_trace = (g_trace ^ (uint64_t)next) * 0x100000001b3ull;
 #if defined(__x86_64__)
     hot_emu_swap(&g_main_sp, g_fib[(size_t)next].sp);
 #else

@@ -135,10 +135,9 @@ static int emu_run(int argc, char **argv);
     for (uint64_t seed : emu::seeds_from_env("0 1 2 3")) {                                        \
       emu::set_seed(seed);                                                                        \
       g_lcg = 88172645463325252ull;                                                               \
-      std::printf("[schedule %llu %s] ", (unsigned long long)seed, emu::policy_name());           \
       int r = emu_run(argc, argv);                                                                \
-      if (r)                                                                                      \
-        std::printf("[schedule %llu %s] FAIL\n", (unsigned long long)seed, emu::policy_name());  \
+      std::printf("  schedule %llu (%s): %s, trace %016llx\n", (unsigned long long)seed,          \
+                  emu::policy_name(), r ? "FAIL" : "ok", (unsigned long long)emu::trace());       \
       std::fflush(stdout);                                                                        \
       if (r > rc) rc = r;                                                                         \
     }                                                                                             \
