@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Installs from Debian/Ubuntu what hot and its whole test suite need when it is missing: the build
 # (CMake, make, a C compiler, pkg-config, Lua 5.4, Check) and the test tools (g++ and python3 for
-# the kernel emulators of label emu, valgrind for the leak check of label runtime). The CUDA
+# the kernel emulators of label emu, valgrind for test_spec_valgrind of label spec). The CUDA
 # toolkit (NVRTC) comes from the machine image and is not installed here.
 # Usage: tools/install-deps.sh
 #   Does nothing when everything is present. As root it runs apt-get directly; otherwise through
@@ -12,7 +12,7 @@ set -euo pipefail
 pkgs=(
   cmake make gcc pkg-config liblua5.4-dev lua5.4 check # build
   g++ python3                                          # tests: kernel emulators (label emu)
-  valgrind                                             # tests: leak check (label runtime)
+  valgrind                                             # tests: memory check (label spec)
 )
 missing=()
 for p in "${pkgs[@]}"; do

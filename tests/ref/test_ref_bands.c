@@ -85,7 +85,9 @@ START_TEST(gx_bands) {
     ck_assert(cn - ct > 0.25);
     printf("  LQS channel outliers: ratio %.3f -> %s\n", lq.e_token / lq.e_tensor,
            lq.choice == HOT_GRAN_ROW ? "row" : "tensor");
-    ck_assert_int_eq(lq.choice, HOT_GRAN_TENSOR);
+    /* on channel outliers the rule can go either way with the shape (CONTRACT.md 8): check that
+     * the rule of CONTRACT.md 6 was applied to the two errors, not a fixed outcome */
+    ck_assert_int_eq(lq.choice, lq.e_token < 0.5 * lq.e_tensor ? HOT_GRAN_ROW : HOT_GRAN_TENSOR);
 
     double tr = gx_error(sd, DATA_TOKENS, 16, HOT_GRAN_ROW, &lq);
     double tt = gx_error(sd, DATA_TOKENS, 16, HOT_GRAN_TENSOR, NULL);
