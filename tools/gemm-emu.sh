@@ -62,6 +62,15 @@ if [ -x "$work/emu" ]; then
   else
     echo "FAIL: determinism: two runs of the same schedules differ, or schedules coincide"; diff "$work/det1" "$work/det2" | head; fail=1
   fi
+  # the portable context switch (ucontext) must give the same interleavings as the assembly one
+  # shellcheck disable=SC2086
+  if $CXX -std=c++17 -O2 -I"$work" "${EMU_INC[@]}" $defs -DEMU_UCONTEXT "$here/tools/gemm-emu/emu.cpp" \
+      -o "$work/emu_uc" 2>"$work/cc.log" && "$work/emu_uc" 130 70 $((8 * tk)) 70 0 0 >"$work/det3" 2>&1 &&
+      cmp -s "$work/det1" "$work/det3"; then
+    echo "determinism: the ucontext build gave the same interleavings and results"
+  else
+    echo "FAIL: the ucontext build differs or fails"; head -20 "$work/cc.log" "$work/det3"; fail=1
+  fi
 fi
 # gemm_wgmma.cu (sm_90a): the shared window starts 256 bytes off a 1024 boundary (the kernel aligns
 # its stages itself). Three completion modes: copies late + wgmma early (a stage read before it

@@ -35,7 +35,12 @@
 #include <string>
 #include <sys/mman.h>
 #include <vector>
-#if !defined(__x86_64__)
+// The context switch: a few lines of assembly on x86-64 (no system call), else POSIX ucontext
+// (also forced by -DEMU_UCONTEXT, which tests the portable path on x86-64).
+#if defined(__x86_64__) && !defined(EMU_UCONTEXT)
+#define EMU_ASM_SWITCH 1
+#else
+#define EMU_ASM_SWITCH 0
 #include <ucontext.h>
 #endif
 
@@ -53,7 +58,7 @@ static void emu_fatal(const char *m) {
 }
 
 // ---- user-space context switch ----------------------------------------------------------------
-#if defined(__x86_64__)
+#if EMU_ASM_SWITCH
 // hot_emu_swap(save, to): pushes the callee-saved registers of the System V ABI, stores the stack
 // pointer in *save, loads `to` and pops the registers of the context saved there. A new fiber's
 // stack is prepared so that the pops and the `ret` enter its entry function with the alignment
@@ -78,7 +83,7 @@ enum policy { POL_LOW, POL_HIGH, POL_PRIO, POL_RANDOM };
 
 struct fiber {
   char *mem = nullptr; // stack mapping (guard page at the bottom)
-#if defined(__x86_64__)
+#if EMU_ASM_SWITCH
   void *sp = nullptr;
 #else
   ucontext_t uc;
@@ -92,7 +97,7 @@ static std::vector<fiber> g_fib;
 static int g_n = 0, g_cur = -1, g_live = 0;
 static const std::function<void()> *g_kernel;
 static void (*g_exit_hook)(int tid); // runs in the fiber after the kernel returns
-#if defined(__x86_64__)
+#if EMU_ASM_SWITCH
 static void *g_main_sp;
 #else
 static ucontext_t g_main_uc;
@@ -162,7 +167,7 @@ static int pick() {
 }
 
 static void switch_to_main() {
-#if defined(__x86_64__)
+#if EMU_ASM_SWITCH
   hot_emu_swap(&g_fib[g_cur].sp, g_main_sp);
 #else
   swapcontext(&g_fib[g_cur].uc, &g_main_uc);
@@ -209,7 +214,7 @@ static void entry() {
   switch_to_main(); // never resumed
   emu_fatal("finished fiber resumed");
 }
-#if !defined(__x86_64__)
+#if !EMU_ASM_SWITCH
 static void entry_uc() { entry(); }
 #endif
 
@@ -221,7 +226,7 @@ static void prepare(fiber &f) {
     f.mem = (char *)m;
     mprotect(f.mem, 4096, PROT_NONE); // overflow faults instead of corrupting a neighbour
   }
-#if defined(__x86_64__)
+#if EMU_ASM_SWITCH
   uintptr_t top = ((uintptr_t)(f.mem + k_stack)) & ~(uintptr_t)15;
   void **s = (void **)top;
   *--s = nullptr;              // return address of entry (never used)
@@ -267,7 +272,7 @@ static void run_block(int threads, const std::function<void()> &kernel, void (*e
     threadIdx = {(unsigned)next, 0, 0};
     ++g_switches;
     g_trace = (g_trace ^ (uint64_t)next) * 0x100000001b3ull;
-#if defined(__x86_64__)
+#if EMU_ASM_SWITCH
     hot_emu_swap(&g_main_sp, g_fib[(size_t)next].sp);
 #else
     swapcontext(&g_main_uc, &g_fib[(size_t)next].uc);
