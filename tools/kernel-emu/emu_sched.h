@@ -107,7 +107,7 @@ static ucontext_t g_main_uc;
 static uint64_t g_seed = 0, g_rng = 1;
 static int g_policy = POL_LOW;
 static std::vector<unsigned> g_wprio; // per warp (POL_PRIO)
-static long long g_switches = 0;
+static long long g_switches = 0; // fibers resumed since set_seed
 static uint64_t g_trace = 0; // FNV-1a over the sequence of fibers run since set_seed
 
 static uint64_t rng() { // splitmix64
@@ -176,8 +176,8 @@ static void switch_to_main() {
 }
 
 // An optional scheduling point: the policy may let another fiber run first. (Only a wake makes
-// a fiber runnable, and every wake is followed by reschedule(), so under lowest-first and
-// highest-first the running fiber is still the one the policy wants here.)
+// a fiber runnable, and every wake is followed by reschedule() or by the waker's exit, so under
+// lowest-first and highest-first the running fiber is still the one the policy wants here.)
 static void yield() {
   if (g_cur < 0) return;
   bool sw = false;
