@@ -143,7 +143,7 @@ int main(void) {
          (unsigned long long)s.disk_hits);
   hot_ctx_destroy(ctx);
 
-  /* Errors against the exact products (HOT.md 8: g_x per tensor about 0.27-0.30 on Gaussian
+  /* Errors against the exact products (CONTRACT.md 8: g_x per tensor about 0.27-0.30 on Gaussian
    * data; g_w with HLA tri 50 % at p = 64 about 0.66 there — HLA keeps the low sequencies, which
    * carry little of white noise and most of real, token-smooth activations). */
   hot_ref_exact_gx(T, O, I, gy, w, ex);

@@ -1,4 +1,4 @@
-/* basis.c — HLA basis selection of HOT.md section 4.2 (tri, prefix, full). */
+/* basis.c — HLA basis selection of CONTRACT.md section 4.2 (tri, prefix, full). */
 #include "basis.h"
 
 #include <math.h>
@@ -25,7 +25,7 @@ uint32_t basis_row_to_seq(uint32_t row, int log2n) {
 
 /* Sequencies kept by `tri` at percentage P, in ascending order: the 2-D low-pass triangle of
  * LBP-WHT on an m x m folding of the first m^2 sequencies. sf is evaluated in double, as the
- * formula is written (HOT.md 4.2). */
+ * formula is written (CONTRACT.md 4.2). */
 static int tri_sequencies(int p, int keep, uint32_t *seq) {
   int m2 = 1;
   while (m2 * 4 <= p) m2 *= 4;

@@ -1,4 +1,4 @@
-/* basis.h — HLA basis selection (HOT.md section 4.2): which Walsh functions of length p are kept,
+/* basis.h — HLA basis selection (CONTRACT.md section 4.2): which Walsh functions of length p are kept,
  * as natural-order rows of the Sylvester matrix H_p, in ascending sequency. Pure, no allocation. */
 #ifndef HOT_BASIS_H
 #define HOT_BASIS_H

@@ -20,7 +20,7 @@ static const hot_arch_caps k_caps[HOT_ARCH_COUNT] = {
     {HOT_ARCH_SM80, "sm_80", 80, 1, 0, 1024, 166912, 167936, 255},
     {HOT_ARCH_SM86, "sm_86", 86, 1, 0, 1024, 101376, 102400, 255},
     {HOT_ARCH_SM89, "sm_89", 89, 1, 0, 1024, 101376, 102400, 255},
-    /* Hopper has no INT4 tensor cores: mma.sync .s4 compiles but is emulated (HOT.md 7). */
+    /* Hopper has no INT4 tensor cores: mma.sync .s4 compiles but is emulated (CONTRACT.md 7). */
     {HOT_ARCH_SM90, "sm_90", 90, 0, 0, 1024, 232448, 233472, 255},
     {HOT_ARCH_SM90A, "sm_90a", 90, 0, 1, 1024, 232448, 233472, 255},
 };
@@ -390,7 +390,7 @@ static int plan_sizes(const hot_layer_spec *s, int64_t batch, int64_t tokens, ho
   return 0;
 }
 
-/* w' and x^ have no random stream (HOT.md 3, 5): only g' and g^ may round stochastically. */
+/* w' and x^ have no random stream (CONTRACT.md 3, 5): only g' and g^ may round stochastically. */
 static int quant_round_ok(const hot_quant *q, int sr_allowed, const char *what, char *err,
                           size_t n) {
   if (q->round != HOT_ROUND_RTN && q->round != HOT_ROUND_SR)
@@ -400,7 +400,7 @@ static int quant_round_ok(const hot_quant *q, int sr_allowed, const char *what, 
   return 0;
 }
 
-/* Stage 2: HQ (HOT.md 3): block, padding, quantizers, the g_x GEMM. */
+/* Stage 2: HQ (CONTRACT.md 3): block, padding, quantizers, the g_x GEMM. */
 static int plan_hq(const hot_layer_spec *s, const hot_arch_caps *caps, hot_layer_plan *p,
                    char *err, size_t n) {
   p->hq.enabled = s->hq.enabled;
@@ -421,7 +421,7 @@ static int plan_hq(const hot_layer_spec *s, const hot_arch_caps *caps, hot_layer
   }
   p->hq.o_pad = round_up(p->O, p->hq.block); /* O <= 2^31 - 1: no overflow */
   if (int_limit("hq o_pad (O rounded up to hq.block)", p->hq.o_pad, err, n)) return -1;
-  /* HOT.md 7: INT4 MMA where the tensor cores have it and both operands fit 4 bits; wgmma on
+  /* CONTRACT.md 7: INT4 MMA where the tensor cores have it and both operands fit 4 bits; wgmma on
    * sm_90a; INT8 mma.sync otherwise. */
   hot_gemm_path gx_path = caps->wgmma ? HOT_GEMM_WGMMA_S8
                           : (caps->int4_mma && p->hq.g.bits <= 4 && p->hq.w.bits <= 4)
@@ -435,7 +435,7 @@ static int plan_hq(const hot_layer_spec *s, const hot_arch_caps *caps, hot_layer
   return int_limit("hq k_pad (g_x GEMM K)", p->hq.gemm.k_pad, err, n);
 }
 
-/* Stage 3: HLA (HOT.md 4): block, layout, segments, basis rows, the g_w GEMM. */
+/* Stage 3: HLA (CONTRACT.md 4): block, layout, segments, basis rows, the g_w GEMM. */
 static int plan_hla(const hot_layer_spec *s, const hot_arch_caps *caps, hot_layer_plan *p,
                     char *err, size_t n) {
   p->hla.enabled = s->hla.enabled;
@@ -493,7 +493,7 @@ static int plan_hla(const hot_layer_spec *s, const hot_arch_caps *caps, hot_laye
   return int_limit("hla k_pad (g_w GEMM K)", p->hla.gemm.k_pad, err, n);
 }
 
-/* Stage 5: ABC's byte figures (HOT.md 5) and the operation counts of one backward; every
+/* Stage 5: ABC's byte figures (CONTRACT.md 5) and the operation counts of one backward; every
  * product checked. */
 static int plan_abc_ops(hot_layer_plan *p, char *err, size_t n) {
   p->abc.fp32_bytes = mul3(p->T, p->I, 4);

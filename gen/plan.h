@@ -97,7 +97,7 @@ typedef enum {
   HOT_K_GEMM_GX,     /* g_x = q_g' . q_w' with the HQ epilogue */
   HOT_K_GEMM_GW,     /* g_w = q_g^T . q_x^ with the HLA epilogue */
   HOT_K_BIAS,        /* g_b = column sums of g_y */
-  HOT_K_LQS,         /* calibration: both errors of HOT.md section 6 */
+  HOT_K_LQS,         /* calibration: both errors of CONTRACT.md section 6 */
   HOT_K_SAWB_W,      /* SAWB scale of w' (when hq.w.rule = sawb) from its fp32 math tensor */
   HOT_K_SAWB_X,      /* SAWB scale of x^ (when hla.x.rule = sawb) */
   HOT_K_ROLE_COUNT

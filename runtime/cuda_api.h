@@ -1,6 +1,6 @@
 /* cuda_api.h — the CUDA driver (libcuda.so.1) and NVRTC (libnvrtc.so.13), loaded with dlopen on
  * first need and called through one function table per library. Nothing in hot links either
- * library (DESIGN.md, "the stub trap"): a binary that NEEDs libcuda.so.1 dies before main on a
+ * library ("the stub trap"): a binary that NEEDs libcuda.so.1 dies before main on a
  * machine without a driver, so the tables below are the only way in.
  *
  * Also home of the runtime's status codes (rt_status), shared by every layer under hot.h.

@@ -1,5 +1,5 @@
 /* @hot-params: HOT_KNAME HOT_DTYPE */
-/* bias.cu — the bias gradient g_b[o] = sum_t g_y[t, o] in fp32 (HOT.md section 1), bit-identical
+/* bias.cu — the bias gradient g_b[o] = sum_t g_y[t, o] in fp32 (CONTRACT.md section 1), bit-identical
  * to the CPU twin templates/bias_ref.c.
  *
  * Summation order (fixed, shared with the twin; HOT_BIAS_CHUNK == HOT_REF_BIAS_CHUNK of ref.h):

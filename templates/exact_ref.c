@@ -1,5 +1,5 @@
 /* exact_ref.c — fp64 products for tests and error reports: the exact g_y.w and g_y^T.x, and
- * HQ / HLA with the transforms done in fp64 and no quantization (the identities of HOT.md 8).
+ * HQ / HLA with the transforms done in fp64 and no quantization (the identities of CONTRACT.md 8).
  * Not a twin of any kernel; blocked loops keep real layer sizes to seconds. */
 #include <math.h>
 #include <stdlib.h>

@@ -1,6 +1,6 @@
 /* @hot-params: HOT_KNAME HOT_CODES HOT_TILE_M HOT_TILE_N HOT_TILE_K HOT_WARPS_M HOT_WARPS_N HOT_STAGES */
 /* gemm_int.cu — integer tensor-core GEMM with the fused HOT dequantization epilogue
- * (HOT.md sections 3.5, 4.6 and 7).
+ * (CONTRACT.md sections 3.5, 4.6 and 7).
  *
  *   C[m*ldc + n] = HOT_MUL(HOT_I2F(acc[m][n]), factor(m)),   acc[m][n] = sum_k A[m][k] * B[n][k]
  *   factor(m)    = row_scale ? HOT_MUL(row_scale[m], alpha) : alpha
@@ -12,9 +12,9 @@
  *             int Kpad, int ldc)
  * alpha is computed on the device (once per thread, from two device words), so the scales
  * written by the operand kernels never travel through the host:
- *   HQ  (CONTRACT 6): row_scale = s_g (T floats), alpha_a = &s_w,  alpha_b = NULL,  div = b
+ *   HQ  (CONTRACT 14): row_scale = s_g (T floats), alpha_a = &s_w,  alpha_b = NULL,  div = b
  *        -> alpha = (s_w * 1.0f) / b = s_w / b = c_w exactly (x * 1.0f == x in IEEE);
- *   HLA (CONTRACT 6): row_scale = NULL, alpha_a = &s_g^, alpha_b = &s_x^, div = p
+ *   HLA (CONTRACT 14): row_scale = NULL, alpha_a = &s_g^, alpha_b = &s_x^, div = p
  *        -> alpha = (s_g^ * s_x^) / p = c.
  * int32 accumulation (exact while |acc| < 2^31). Integer products are exact and the epilogue is
  * single-rounding fp32 operations in the twin's order, so every arch and tile configuration
@@ -99,7 +99,7 @@
 #include "hot_math.cuh"
 #include "hot_gemm.cuh"
 
-/* ---- derived compile-time quantities (macros, not namespace constexpr: see DESIGN.md) ----- */
+/* ---- derived compile-time quantities (macros: NVRTC makes namespace constexpr device globals) */
 #define HOT_THREADS (32 * HOT_WARPS_M * HOT_WARPS_N)
 #define HOT_KB (HOT_CODES ? HOT_TILE_K / 2 : HOT_TILE_K) /* bytes of K per row per stage */
 #define HOT_CPR (HOT_KB / 16)                           /* 16-byte chunks per row */
@@ -382,7 +382,7 @@ extern "C" __global__ void __launch_bounds__(HOT_THREADS, 1)
   hot_cp_async_wait<0>(); /* only empty groups can remain; keep the exit clean */
 
   /* ---- epilogue: C = HOT_MUL(HOT_I2F(acc), factor(row)), never fused ---------------------- */
-  /* the epilogue constant of CONTRACT 6 from the scales on the device: product, then division */
+  /* the epilogue constant of CONTRACT 14 from the scales on the device: product, then division */
   const float alpha = hot_epilogue_alpha(alpha_a, alpha_b, alpha_div);
   const int g = lane >> 2, t = lane & 3;
   const bool vec = ((ldc & 1) == 0) && ((((unsigned long long)C) & 7ull) == 0);

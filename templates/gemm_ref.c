@@ -1,7 +1,7 @@
 /* gemm_ref.c — CPU twin of templates/gemm_int.cu (kernels HOT_K_GEMM_GX and HOT_K_GEMM_GW):
  * integer GEMMs of K-contiguous operands with int32 accumulation that wraps modulo 2^32 like the
  * tensor cores' (exact below 2^31, and any summation order gives the same bits either way) and
- * the fused dequantization epilogues of HOT.md 3.5 and 4.6. */
+ * the fused dequantization epilogues of CONTRACT.md 3.5 and 4.6. */
 #include <limits.h>
 #include <stdlib.h>
 
@@ -21,7 +21,7 @@ static int32_t wrap_i32(uint32_t u) {
   return u <= (uint32_t)INT32_MAX ? (int32_t)u : (int32_t)(u - 2147483648u) - INT32_MAX - 1;
 }
 
-/* c[m][n] = sum_k a[m][k] * b[n][k] modulo 2^32 (int32 two's complement, CONTRACT 5) over a
+/* c[m][n] = sum_k a[m][k] * b[n][k] modulo 2^32 (int32 two's complement, CONTRACT 13) over a
  * 4 x 4 register block; rows past ma/nb are skipped. Each product fits int32 (|a|, |b| <= 128);
  * the sums run in uint32, whose wrap-around is defined, so every order gives the same bits. */
 static void dot_block(const int8_t *a, int64_t lda, int ma, const int8_t *b, int64_t ldb, int nb,

@@ -1,6 +1,6 @@
 /* @hot-params: HOT_KNAME HOT_CODES HOT_TILE_M HOT_TILE_N HOT_TILE_K HOT_WARPS_M HOT_WARPS_N HOT_STAGES */
 /* gemm_wgmma.cu — INT8 warpgroup GEMM for sm_90a (wgmma.mma_async m64nNk32 .s32.s8.s8, both
- * operands from shared memory) with the fused HOT dequantization epilogue (HOT.md 3.5, 4.6, 7).
+ * operands from shared memory) with the fused HOT dequantization epilogue (CONTRACT.md 3.5, 4.6, 7).
  *
  * Same contract as templates/gemm_int.cu — entry point and arguments, "TN" operands (A: M x Kpad,
  * B: N x Kpad, int8, K contiguous), C = HOT_MUL(HOT_I2F(acc), factor(m)) with the device-side

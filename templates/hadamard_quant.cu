@@ -1,5 +1,5 @@
 /* @hot-params: HOT_KNAME HOT_OPERAND HOT_DTYPE HOT_B HOT_BITS HOT_CODES HOT_ROUND */
-/* hadamard_quant.cu — HQ operand kernels (HOT.md section 3): block FWHT of size b along O, amax
+/* hadamard_quant.cu — HQ operand kernels (CONTRACT.md section 3): block FWHT of size b along O, amax
  * (per row or per tensor), quantization (SR with the Philox stream or RTN for g', RTN for w'), int8
  * codes or packed int4 nibbles, and the scales. CPU twin: templates/hadamard_quant_ref.c.
  *
@@ -17,7 +17,7 @@
  * Mapping. A "line" is one row of g_y (operand 0) or one column of w (operand 1), transformed and
  * quantized along O. One warp owns one line; each lane holds 8 consecutive elements of a
  * 256-element chunk, so stages h = 1, 2, 4 run in registers and stages h = 8 ... b/2 run as warp
- * shuffles between lanes lane ^ (h / 8) — the stage order of HOT.md section 2, so the bits equal
+ * shuffles between lanes lane ^ (h / 8) — the stage order of CONTRACT.md section 2, so the bits equal
  * the CPU twin's. Lines of up to 4 chunks (O <= 1024) stay in registers between the amax and the quantization
  * (one pass over memory); longer lines reload their chunks (L2 hits). The number of 256-element
  * chunks, ceil(k_pad / 256), is a run-time value: one kernel serves every O.
@@ -93,7 +93,7 @@ static __device__ __forceinline__ void hq_load8(const void *src, long long row_o
   }
 }
 
-/* The block FWHT of one chunk held as 8 elements per lane, in HOT.md stage order. */
+/* The block FWHT of one chunk held as 8 elements per lane, in CONTRACT.md stage order. */
 static __device__ __forceinline__ void hq_fwht_chunk(float v[8], int lane) {
 #pragma unroll
   for (int h = 1; h < HOT_B && h < HQ_LANE_ELEMS; h <<= 1) {
@@ -181,7 +181,7 @@ HOT_KNAME(const void *__restrict__ src, int rows, int cols, int ld_src, int o_pa
           unsigned int *__restrict__ amax_bits, const float *__restrict__ scale_in,
           float *__restrict__ math_out, int phase, unsigned long long seed, unsigned tag,
           unsigned step) {
-  (void)scale_in; (void)math_out; /* SAWB applies to w' only (CONTRACT 3) */
+  (void)scale_in; (void)math_out; /* SAWB applies to w' only (CONTRACT 11) */
   const int lane = threadIdx.x & 31;
   const int row = blockIdx.x * 8 + (threadIdx.x >> 5);
   if (row >= rows) return;

@@ -1,5 +1,5 @@
 /* hadamard_quant_ref.c — CPU twin of templates/hadamard_quant.cu (kernels HOT_K_HQ_G and
- * HOT_K_HQ_W): the block Hadamard transform of HOT.md 3 along O, then the quantizers of 6. */
+ * HOT_K_HQ_W): the block Hadamard transform of CONTRACT.md 3 along O, then the quantizers of 6. */
 #include <math.h>
 #include <stdlib.h>
 
@@ -101,7 +101,7 @@ int hot_ref_hq_quant_w(const hot_layer_plan *pl, const void *w, hot_dtype dt, vo
   rc = hot_ref_hq_transform_w(pl, w, dt, w_t);
   if (rc) goto done;
   hot_quant qw = pl->hq.w;
-  qw.round = HOT_ROUND_RTN; /* w' is always RTN: HOT.md defines no random stream for it */
+  qw.round = HOT_ROUND_RTN; /* w' is always RTN: CONTRACT.md defines no random stream for it */
   rc = hot_ref_quantize(w_t, op, I, &qw, HOT_GRAN_TENSOR, 0, 0, 0, codes, s_w);
   if (rc) goto done;
   ref_store_codes(codes, op, I, 1, pl->hq.gemm.k_pad, pl->hq.codes == HOT_CODES_S4_PACKED, q_w);

@@ -1,6 +1,6 @@
 /* @hot-params: HOT_KNAME HOT_MODE HOT_DTYPE HOT_P HOT_R HOT_BITS HOT_ROUND HOT_ROWS */
-/* hla_project.cu — HLA / ABC projection kernels (HOT.md sections 4 and 5, CONTRACT.md 1-4):
- * per token block, the p-point FWHT down every column (fp32, HOT.md 2 stage order), the gather of
+/* hla_project.cu — HLA / ABC projection kernels (CONTRACT.md sections 4, 5 and 9-12):
+ * per token block, the p-point FWHT down every column (fp32, CONTRACT.md 2 stage order), the gather of
  * the r selected natural rows of H_p, a per-tensor 8-bit quantizer (RTN for x^, SR or RTN for g^) and
  * the codes stored TRANSPOSED for the g_w GEMM. CPU twins: hot_ref_hla_quant_x /
  * hot_ref_hla_quant_g (templates/hla_project_ref.c).
@@ -62,7 +62,7 @@
  * padded tokens and columns >= cols) and runs stages h = 1, 2, 4 there; each further pass
  * (bits 3-5, 6-8, 9) reads the 8 elements that differ in its three token bits from the shared
  * tile, runs its stages in registers and writes them back — stage order h = 1, 2, 4, ..., p/2
- * exactly as HOT.md 2, so the bits equal the twin's. The gather reads the r selected rows; the
+ * exactly as CONTRACT.md 2, so the bits equal the twin's. The gather reads the r selected rows; the
  * codes go through a small shared byte tile so that each column's r codes are stored as one
  * contiguous run of bytes.
  */

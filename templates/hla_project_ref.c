@@ -1,5 +1,5 @@
 /* hla_project_ref.c — CPU twin of templates/hla_project.cu (kernels HOT_K_ABC_X and
- * HOT_K_HLA_G): the per-block Walsh projection of HOT.md 4 along the token axis, then the
+ * HOT_K_HLA_G): the per-block Walsh projection of CONTRACT.md 4 along the token axis, then the
  * 8-bit per-tensor quantizers (RTN for x^, SR for g^), stored transposed for the g_w GEMM. */
 #include <stdlib.h>
 #include <string.h>
@@ -84,7 +84,7 @@ int hot_ref_hla_quant_x(const hot_layer_plan *pl, const void *x, hot_dtype dt, i
                         float *s_x) {
   if (!pl || !x || !q_x || !s_x) return HOT_REF_EARG;
   hot_quant q = pl->hla.x;
-  q.round = HOT_ROUND_RTN; /* x^ is always RTN: HOT.md defines no random stream for it */
+  q.round = HOT_ROUND_RTN; /* x^ is always RTN: CONTRACT.md defines no random stream for it */
   return project_quant(pl, x, dt, pl->I, &q, 0, 0, 0, q_x, s_x);
 }
 

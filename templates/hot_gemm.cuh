@@ -26,7 +26,7 @@ static __device__ __forceinline__ void hot_cp_async_wait(void) {
   asm volatile("cp.async.wait_group %0;\n" ::"n"(N) : "memory");
 }
 
-/* ---- the epilogue of CONTRACT 6, once for every GEMM path (single-rounding fp32 steps in the
+/* ---- the epilogue of CONTRACT 14, once for every GEMM path (single-rounding fp32 steps in the
  * twin's order, never fused; needs hot_math.cuh, included before this file) ---------------------
  * alpha = (*alpha_a * (alpha_b ? *alpha_b : 1)) / alpha_div, computed on the device from the
  * scales the operand kernels wrote (x * 1.0f == x, so HQ's alpha is s_w / b exactly). */

@@ -1,8 +1,8 @@
-/* hot_math.cuh — the scalar numerics of HOT.md, written once for both sides: included by the CUDA
+/* hot_math.cuh — the scalar numerics of CONTRACT.md, written once for both sides: included by the CUDA
  * templates (compiled by NVRTC) and by the CPU twins (compiled as C11). Every rounding step is
  * spelled out with explicit single-rounding operations, so the two sides give the same bits.
  *
- * Contract (HOT.md sections 2 and 6):
+ * Contract (CONTRACT.md sections 2 and 6):
  *  - butterflies are fp32 add/sub, round-to-nearest, never fused;
  *  - scale s = amax / qmax (IEEE division), s = 0 when amax = 0 (all codes 0);
  *  - u = v / s (IEEE division), clamped to [-qmax, qmax];
@@ -41,7 +41,7 @@ typedef uint64_t hot_u64;
 #define HOT_MULHI(a, b) ((hot_u32)(((hot_u64)(a) * (hot_u64)(b)) >> 32))
 #endif
 
-/* Philox tensor ids of HOT.md section 6: tag = layer_id * 16 + tensor. */
+/* Philox tensor ids of CONTRACT.md section 6: tag = layer_id * 16 + tensor. */
 #define HOT_TENSOR_HQ_G 1
 #define HOT_TENSOR_HLA_G 2
 #define HOT_TENSOR_LQS 3
@@ -113,7 +113,7 @@ HOT_FN int hot_quant_sr(float v, float s, int qmax, hot_u32 word) {
   return (int)f + (hot_rho(word) < frac ? 1 : 0);
 }
 
-/* One butterfly stage h of a length-n FWHT on a[0..n), in place (HOT.md stage order:
+/* One butterfly stage h of a length-n FWHT on a[0..n), in place (CONTRACT.md stage order:
  * callers run h = 1, 2, 4, ..., n/2). */
 HOT_FN void hot_fwht_stage(float *a, int n, int h) {
   for (int j = 0; j < n; ++j) {
@@ -182,7 +182,7 @@ HOT_FN float hot_load_f32(const void *p, long long off, int dt) {
 #define HOT_DSQRT(a) sqrt(a)
 #endif
 
-/* SAWB clip of HOT.md 3.4 from the canonical fp64 sums s1 = sum |v|, s2 = sum v^2 over n
+/* SAWB clip of CONTRACT.md 3.4 from the canonical fp64 sums s1 = sum |v|, s2 = sum v^2 over n
  * elements: (float)(12.1 * sqrt(s2 / n) - 12.2 * (s1 / n)), each fp64 step rounded once. */
 HOT_FN float hot_sawb_clip(double s1, double s2, double n) {
   double a = HOT_DMUL(12.1, HOT_DSQRT(HOT_DDIV(s2, n)));
@@ -196,7 +196,7 @@ HOT_FN float hot_scale_sawb(double s1, double s2, double n, float amax, int bits
   return clip > 0.0f ? HOT_DIV(clip, HOT_I2F(hot_qmax(bits))) : hot_scale(amax, bits);
 }
 
-/* Two's-complement nibble packing (HOT.md 6): element 2j in the low nibble of byte j. */
+/* Two's-complement nibble packing (CONTRACT.md 6): element 2j in the low nibble of byte j. */
 HOT_FN unsigned char hot_pack_s4(int lo, int hi) {
   return (unsigned char)((lo & 0xf) | ((hi & 0xf) << 4));
 }

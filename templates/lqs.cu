@@ -1,10 +1,10 @@
 /* @hot-params: HOT_KNAME HOT_DTYPE HOT_BITS HOT_ROUND */
-/* lqs.cu — layer-wise quantizer selection (HOT.md 6, CONTRACT.md 7) on the raw g_y (T x O, no
+/* lqs.cu — layer-wise quantizer selection (CONTRACT.md 6 and 15) on the raw g_y (T x O, no
  * transform): e_tensor = ||g - deq(Q_tensor(g))||_F and e_token = ||g - deq(Q_row(g))||_F with
  * HOT_BITS-bit codes rounded as g' is (HOT_ROUND: SR or RTN), absmax; choice = per-row iff e_token < 0.5 * e_tensor. Bit-identical to the
  * CPU twin hot_ref_lqs (templates/lqs_ref.c): both quantizations use the same Philox draws
  * (tag = layer_id*16 + 3, idx = t*O + o), the squared errors are summed by the canonical fp64
- * sum of CONTRACT 5 (chunks of 1024 terms in idx order, each summed sequentially from 0.0,
+ * sum of CONTRACT 13 (chunks of 1024 terms in idx order, each summed sequentially from 0.0,
  * then the partials sequentially in chunk order from 0.0).
  *
  * Parameters: HOT_KNAME entry name; HOT_DTYPE 0 = f32, 1 = bf16, 2 = f16; HOT_BITS = hq.g.bits;
@@ -72,7 +72,7 @@ static __device__ __forceinline__ unsigned lqs_rand_word(unsigned long long seed
 }
 #endif
 
-/* (v - deq(q, s))^2 in fp64, deq = fp32 q * s (CONTRACT 7). */
+/* (v - deq(q, s))^2 in fp64, deq = fp32 q * s (CONTRACT 15). */
 static __device__ __forceinline__ double lqs_sq(float v, int q, float s) {
   const float deq = HOT_MUL(HOT_I2F(q), s);
   const double d = HOT_DSUB((double)v, (double)deq);

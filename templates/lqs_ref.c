@@ -1,5 +1,5 @@
 /* lqs_ref.c — CPU twin of templates/lqs.cu (kernel HOT_K_LQS): layer-wise quantizer selection
- * of HOT.md 6 on the raw g_y. Both quantizations (per tensor, per row) use the same SR draws
+ * of CONTRACT.md 6 on the raw g_y. Both quantizations (per tensor, per row) use the same SR draws
  * (tag = layer_id*16 + HOT_TENSOR_LQS, idx = t*O + o); the squared errors are summed in the
  * canonical fp64 order of CONTRACT.md. */
 #include <stdlib.h>

@@ -1,5 +1,5 @@
 /* quant_ref.c — what every twin shares: status names, plan checks, buffer sizes, dtype loads,
- * the canonical fp64 sum, the Philox stream, code storage, and the quantizer of HOT.md 6. */
+ * the canonical fp64 sum, the Philox stream, code storage, and the quantizer of CONTRACT.md 6. */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -145,7 +145,7 @@ int ref_code_at(const void *row, int packed, int64_t k) {
   return packed ? hot_unpack_s4(r[k >> 1], (int)(k & 1)) : (int)(int8_t)r[k];
 }
 
-/* Scale of one group of n values: absmax, or SAWB with its fallback (HOT.md 3.4, CONTRACT.md). */
+/* Scale of one group of n values: absmax, or SAWB with its fallback (CONTRACT.md 3.4 and 11). */
 static int group_scale(const float *v, int64_t n, const hot_quant *q, float *scale) {
   float amax = 0.0f;
   ref_sum s1, s2;

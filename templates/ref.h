@@ -1,6 +1,6 @@
 /* ref.h — the CPU reference of HOT: one C twin per GPU kernel (templates/<kernel>_ref.c beside
  * templates/<kernel>.cu), whole-layer operations built from them, and an fp64 exact path for
- * tests and error reports. Everything follows ../shared/HOT.md and templates/CONTRACT.md; the
+ * tests and error reports. Everything follows templates/CONTRACT.md; the
  * twins and the kernels agree bit for bit on codes, scales and outputs.
  *
  * Conventions of every function below:
@@ -52,7 +52,7 @@ int64_t hot_ref_hq_w_bytes(const hot_layer_plan *pl);  /* q_w': I rows of k_pad 
 int64_t hot_ref_hla_g_bytes(const hot_layer_plan *pl); /* q_g^: O x hla.gemm.k_pad int8 */
 int64_t hot_ref_hla_x_bytes(const hot_layer_plan *pl); /* q_x^: I x hla.gemm.k_pad int8 */
 
-/* ---- the quantizer of HOT.md section 6 (quant_ref.c) ------------------------------------- */
+/* ---- the quantizer of CONTRACT.md section 6 (quant_ref.c) ------------------------------------- */
 
 /* Quantizes the row-major rows x cols fp32 tensor v (the "math" tensor; linear index
  * idx = r*cols + c is the Philox element index) with q->bits, q->round, q->rule and the
@@ -112,7 +112,7 @@ int hot_ref_hla_quant_g(const hot_layer_plan *pl, const void *g_y, hot_dtype dt,
 /* Twin of HOT_K_GEMM_GX: acc[t,i] = sum_k q_g[t,k] * q_w[i,k] over k < hq.gemm.k_pad in int32,
  * g_x[t,i] = (float)acc * (s_g[t] * c_w), c_w = s_w / b (fp32). Operands as written by
  * hot_ref_hq_quant_g/_w (layout per hq.codes); writes g_x[T * I]. The int32 sums wrap modulo
- * 2^32 like the tensor cores' (CONTRACT 5). */
+ * 2^32 like the tensor cores' (CONTRACT 13). */
 int hot_ref_gemm_gx(const hot_layer_plan *pl, const void *q_g, const float *s_g, const void *q_w,
                     float s_w, float *g_x);
 
@@ -224,7 +224,7 @@ uint32_t ref_rng_word(ref_rng *r, uint64_t idx);
  * along cols, transpose = 1 gives `cols` rows along rows; zeros past the math extent. */
 void ref_store_codes(const int8_t *codes, int64_t rows, int64_t cols, int transpose,
                      int64_t k_pad, int packed, void *dst);
-/* In-place length-n FWHT (HOT.md 2 stage order) of every column of the n x cols row-major m:
+/* In-place length-n FWHT (CONTRACT.md 2 stage order) of every column of the n x cols row-major m:
  * the same operations per column as hot_fwht, vectorized across columns. */
 void ref_fwht_rows(float *m, int n, int64_t cols);
 /* Code k of a stored row (int8 or packed nibbles). */

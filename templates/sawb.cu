@@ -1,8 +1,8 @@
 /* @hot-params: HOT_KNAME HOT_BITS */
-/* sawb.cu — the SAWB scale of HOT.md 3.4 / CONTRACT.md 3 on the GPU, bit-identical to the CPU
+/* sawb.cu — the SAWB scale of CONTRACT.md 3.4 and 11 on the GPU, bit-identical to the CPU
  * twin's group_scale (templates/quant_ref.c): over the n elements of an fp32 math tensor in
  * linear index order, S1 = sum |v| and S2 = sum v*v (each term exact in fp64) by the canonical
- * fp64 sum of CONTRACT 5 (chunks of 1024 terms summed sequentially from 0.0, the partials
+ * fp64 sum of CONTRACT 13 (chunks of 1024 terms summed sequentially from 0.0, the partials
  * sequentially in chunk order from 0.0), then s = hot_scale_sawb(S1, S2, n, amax, HOT_BITS):
  * clip / qmax when clip > 0, else the absmax scale.
  *

@@ -115,7 +115,7 @@ for arch in $archs; do
     set -- $s
     run_one "gemm_s8_$2x$3x$4_w$5x$6_s$7" gemm_int.cu "$arch" "$(gemm_defs $s)" "$MMA_S8 $PIPE"
   done
-  # Packed int4 runs on sm_80/86/89; sm_90 gets int8 codes from the planner (HOT.md section 7).
+  # Packed int4 runs on sm_80/86/89; sm_90 gets int8 codes from the planner (CONTRACT.md section 7).
   if [ "$arch" != 90 ]; then
     for s in "${S4_SETS[@]}"; do
       # shellcheck disable=SC2086

@@ -1,16 +1,25 @@
 #!/usr/bin/env bash
 # kernel-emu.sh — run templates/hadamard_quant.cu, hla_project.cu, lqs.cu and sawb.cu in the CPU
-# SIMT model (tools/kernel-emu/kemu.h: one OS thread per CUDA thread, barriers, warp shuffles,
-# shared memory, atomics) against their CPU twins (templates/*_ref.c, compiled here from source),
-# bit for bit, on awkward sizes (T = 197*3, O = 100, I = 137), both layouts, f32/bf16/f16,
-# p = 1, 2, 8, 16, 64, 128, 512, 1024; plus mutants (a barrier removed, a wrong stage order) that
-# the check must catch. Needs a C11 and a C++17 compiler (CC, CXX). One compile at a time.
-# Usage: tools/kernel-emu.sh [quick]
+# SIMT model (tools/kernel-emu/kemu.h: every CUDA thread a fiber of the deterministic scheduler of
+# tools/kernel-emu/emu_sched.h; barriers, warp shuffles, shared memory, atomics) against their CPU
+# twins (templates/*_ref.c, compiled here from source), bit for bit, on awkward sizes
+# (T = 197*3, O = 100, I = 137), both layouts, f32/bf16/f16, p = 1, 2, 8, 16, 64, 128, 512, 1024;
+# plus mutants (barriers removed, a wrong stage order, a wrong butterfly sign, a missing zero
+# tail) that the check must catch. Every run repeats its check under the schedules of EMU_SEEDS
+# (default "0 1 2 3": lowest-first, highest-first, warp priorities, random); the same seeds give
+# the same interleavings and results on every run, at any machine load, so a mutant caught once
+# is caught every time. Needs a C11 and a C++17 compiler (CC, CXX) and python3 (PYTHON). One compile at a time.
+# Usage: tools/kernel-emu.sh [quick]   (quick: the configurations of the test suite; one line
+#        per configuration and schedule, flushed, and the time taken)
 set -u
 here=$(cd "$(dirname "$0")/.." && pwd)
 CC=${CC:-gcc}
 CXX=${CXX:-g++}
+PY=${PYTHON:-python3}
 quick=${1:-}
+export EMU_SEEDS=${EMU_SEEDS:-0 1 2 3}
+start=$SECONDS
+echo "kernel-emu: schedules EMU_SEEDS='$EMU_SEEDS'${quick:+ (quick)}"
 work=$(mktemp -d "${TMPDIR:-/tmp}/hot-kemu.XXXXXX")
 [ "${KEEP:-0}" = 1 ] || trap 'rm -rf "$work"' EXIT
 fail=0
@@ -61,7 +70,7 @@ build_hla() {
 #define HLA_BITS_FOR_SAWB HOT_BITS_VALUE
 #define HOT_ROWS $rows
 H
-  $CXX -std=c++17 -O2 -pthread -I"$tdir" $CFL -I"$work" "$here/tools/kernel-emu/hla_emu.cpp" \
+  $CXX -std=c++17 -O2 -I"$tdir" $CFL -I"$work" "$here/tools/kernel-emu/hla_emu.cpp" \
     "$work/libref.a" -o "$work/hla" -lm 2>"$work/cc.log" || { head -30 "$work/cc.log"; return 1; }
 }
 run() { "$@" || fail=1; }
@@ -96,7 +105,17 @@ for mode in 0 1; do
       echo "FAIL build hla rtn"; fail=1
     fi
   fi
-  # p = 1 (paper_code on prime L: the identity), sample and flat
+  # determinism: the same schedules twice give identical interleavings (trace) and results
+  if [ $mode = 1 ] && build_hla 1 0 64 $SEL_TRI 0; then
+    "$work/hla" 3 197 100 0 0 0 64 5 5 5 >"$work/det1" 2>&1
+    "$work/hla" 3 197 100 0 0 0 64 5 5 5 >"$work/det2" 2>&1
+    if cmp -s "$work/det1" "$work/det2" && grep -q "trace" "$work/det1"; then
+      echo "determinism: two runs of the same schedules gave identical interleavings and results"
+    else
+      echo "FAIL: determinism: two runs of the same schedules differ"; fail=1
+    fi
+  fi
+# p = 1 (paper_code on prime L: the identity), sample and flat
   for dt in 0 2; do
     build_hla $mode $dt 1 0 0 || { echo "FAIL build hla p=1"; fail=1; continue; }
     run "$work/hla" 3 197 $cols 0 0 0 64 77 3 1
@@ -111,7 +130,7 @@ for dt in 0 1 2 3; do
   for bits in 4 8; do
     [ -n "$quick" ] && [ $bits = 8 ] && continue
     rnd=1; d=$dt; [ $dt = 3 ] && { rnd=0; d=0; }
-    if ! $CXX -std=c++17 -O2 -pthread $CFL -DHOT_GENERATED -DHOT_KNAME=emu_lqs -DHOT_ROUND=$rnd -DHOT_DTYPE=$d \
+    if ! $CXX -std=c++17 -O2 $CFL -DHOT_GENERATED -DHOT_KNAME=emu_lqs -DHOT_ROUND=$rnd -DHOT_DTYPE=$d \
         -DHOT_BITS=$bits "$here/tools/kernel-emu/lqs_emu.cpp" "$work/libref.a" -o "$work/lqs" -lm \
         2>"$work/cc.log"; then
       head -30 "$work/cc.log"; echo "FAIL build lqs dt=$d round=$rnd bits=$bits"; fail=1; continue
@@ -125,7 +144,7 @@ done
 
 # SAWB alone: awkward n, the clip <= 0 fallback, grid-stride
 for bits in 4 8; do
-  $CXX -std=c++17 -O2 -pthread $CFL -DHOT_GENERATED -DHOT_KNAME=emu_sawb -DHOT_BITS=$bits \
+  $CXX -std=c++17 -O2 $CFL -DHOT_GENERATED -DHOT_KNAME=emu_sawb -DHOT_BITS=$bits \
     "$here/tools/kernel-emu/sawb_emu.cpp" "$work/libref.a" -o "$work/sawb" -lm || { fail=1; continue; }
   for a in "1 0 0" "1023 0 0" "1024 0 0" "1025 0 0" "70001 0 0" "70001 0 2" "5000 1 0"; do
     # shellcheck disable=SC2086
@@ -141,7 +160,7 @@ for f in plan basis diag; do
 done
 ar rcs "$work/libgen.a" "$work"/gen_*.o
 build_hq() { # OPERAND DTYPE B BITS CODES [ROUND (default: SR for g', RTN for w')]
-  $CXX -std=c++17 -O2 -pthread $CFL -DHOT_GENERATED -DHOT_KNAME=emu_hq -DHOT_OPERAND=$1 \
+  $CXX -std=c++17 -O2 $CFL -DHOT_GENERATED -DHOT_KNAME=emu_hq -DHOT_OPERAND=$1 \
     -DHOT_ROUND=${6:-$((1 - $1))} -DHOT_DTYPE=$2 -DHOT_B=$3 -DHOT_BITS=$4 -DHOT_CODES=$5 "$here/tools/kernel-emu/hq_emu.cpp" \
     "$work/libref.a" "$work/libgen.a" -o "$work/hq" -lm 2>"$work/cc.log" ||
     { head -30 "$work/cc.log"; echo "FAIL build hq $*"; fail=1; return 1; }
@@ -172,54 +191,84 @@ if build_hq 0 0 16 4 0 0; then
   run "$work/hq" 1 40 1200 64 sm_90 0 0 99 1 0
 fi
 
-# Mutants: the check must catch them.
-mutant() { # LABEL PYTHON-REPLACEMENT (old, new) -> expects a failure of a p=64 g^ run
-  local label=$1 old=$2 new=$3
-  mkdir -p "$work/mut"
-  cp "$here/templates/hot_math.cuh" "$work/mut/"
-  python3 - "$here/templates/hla_project.cu" "$work/mut/hla_project.cu" "$old" "$new" <<'PY' || return 1
+# Mutants: the check must catch them. kmutant LABEL TEMPLATE OLD NEW BUILD RUN...: a copy of
+# templates/TEMPLATE with the first OLD replaced by NEW (\n escapes) shadows the original while
+# BUILD (a function of this script, called with the template folder) builds, then RUN must fail.
+caught() {
+  local s
+  s=$(grep -oE 'schedule [0-9]+ \([a-z-]+\): FAIL' "$1" | sed -E 's/schedule ([0-9]+) .*/\1/' | tr '\n' ' ')
+  [ -n "$s" ] && echo "failed under schedule(s) ${s% }" && return
+  grep -m1 -E "EMU ERROR" "$1" || echo "exit status non-zero"
+}
+kmutant() {
+  local label=$1 tmpl=$2 old=$3 new=$4 build=$5
+  shift 5
+  rm -rf "$work/mut" && mkdir -p "$work/mut"
+  "$PY" - "$here/templates/$tmpl" "$work/mut/$tmpl" "$old" "$new" <<'PY' || { fail=1; return; }
 import sys
 s = open(sys.argv[1]).read()
 old, new = sys.argv[3].encode().decode('unicode_escape'), sys.argv[4].encode().decode('unicode_escape')
 if old not in s:
-    sys.exit("kernel-emu: mutation anchor not found: " + old)
+    sys.exit("kernel-emu: mutation anchor not found in %s: %r (update tools/kernel-emu.sh)" % (sys.argv[1], old))
 open(sys.argv[2], "w").write(s.replace(old, new, 1))
 PY
-  cp "$here/templates/sawb.cu" "$work/mut/"
-  if ! build_hla 1 0 64 0 0 "$work/mut"; then echo "FAIL: mutant '$label' does not build"; fail=1; return; fi
-  if "$work/hla" 3 197 100 0 0 0 64 5 5 5 >"$work/mut.log" 2>&1; then
+  if ! $build "$work/mut"; then echo "FAIL: mutant '$label' does not build"; fail=1; return; fi
+  if "$@" >"$work/mut.log" 2>&1; then
     echo "FAIL: mutant not detected: $label"; fail=1
   else
-    echo "mutant '$label': detected, as it must be"
+    echo "mutant '$label': detected, as it must be ($(caught "$work/mut.log"))"
   fi
 }
-mutant "no barrier before the pass over token bits 3-5" \
-  "    __syncthreads();\n    hla_pass<3" "    hla_pass<3"
-mutant "stage order h = 2 before h = 1 in registers" \
-  "for (int h = 1; h < E; h <<= 1)" "for (int h = E / 2; h >= 1; h >>= 1)"
-mutant "zero tail not written" "if (col < cols) codes[(long long)col * ld_codes + k_real + kk] = 0;" ";"
+b_hla_g64() { build_hla 1 0 64 0 0 "$1"; }
+b_hq() { # g' (op 0) b = 32 int8 codes; w' (op 1) b = 16
+  $CXX -std=c++17 -O2 -I"$1" $CFL -DHOT_GENERATED -DHOT_KNAME=emu_hq -DHOT_OPERAND=$2 -DHOT_ROUND=$((1 - $2)) -DHOT_DTYPE=0 \
+    -DHOT_B=$3 -DHOT_BITS=4 -DHOT_CODES=0 "$here/tools/kernel-emu/hq_emu.cpp" "$work/libref.a" \
+    "$work/libgen.a" -o "$work/hq_mut" -lm 2>"$work/cc.log" || { head -30 "$work/cc.log"; return 1; }
+}
+b_hq_g() { b_hq "$1" 0 32; }
+b_hq_w() { b_hq "$1" 1 16; }
+b_lqs() {
+  $CXX -std=c++17 -O2 -I"$1" $CFL -DHOT_GENERATED -DHOT_KNAME=emu_lqs -DHOT_ROUND=1 -DHOT_DTYPE=0 -DHOT_BITS=4 \
+    "$here/tools/kernel-emu/lqs_emu.cpp" "$work/libref.a" -o "$work/lqs_mut" -lm 2>"$work/cc.log" ||
+    { head -30 "$work/cc.log"; return 1; }
+}
+b_sawb() {
+  $CXX -std=c++17 -O2 -I"$1" $CFL -DHOT_GENERATED -DHOT_KNAME=emu_sawb -DHOT_BITS=8 \
+    "$here/tools/kernel-emu/sawb_emu.cpp" "$work/libref.a" -o "$work/sawb_mut" -lm 2>"$work/cc.log" ||
+    { head -30 "$work/cc.log"; return 1; }
+}
+HLA_G=("$work/hla" 3 197 100 0 0 0 64 5 5 5)
+kmutant "HLA: no barrier before the pass over token bits 3-5" hla_project.cu \
+  "    __syncthreads();\n    hla_pass<3" "    hla_pass<3" b_hla_g64 "${HLA_G[@]}"
+kmutant "HLA: no barrier after the tile (before the gather)" hla_project.cu \
+  "  __syncthreads(); /* the tile and rows_s are complete */" "" b_hla_g64 "${HLA_G[@]}"
+kmutant "HLA: no barrier between the code tile and its store" hla_project.cu \
+  "#endif\n  __syncthreads();\n  for (int id = tid; id < HOT_R * HLA_COLS" \
+  "#endif\n  for (int id = tid; id < HOT_R * HLA_COLS" b_hla_g64 "${HLA_G[@]}"
+kmutant "HLA: stage order h = 2 before h = 1 in registers" hla_project.cu \
+  "for (int h = 1; h < E; h <<= 1)" "for (int h = E / 2; h >= 1; h >>= 1)" b_hla_g64 "${HLA_G[@]}"
+kmutant "HLA: zero tail not written" hla_project.cu \
+  "if (col < cols) codes[(long long)col * ld_codes + k_real + kk] = 0;" ";" b_hla_g64 "${HLA_G[@]}"
+kmutant "HQ: shuffle butterfly sign" hadamard_quant.cu \
+  "v[j] = upper ? HOT_SUB(other, v[j]) : HOT_ADD(v[j], other);" \
+  "v[j] = upper ? HOT_SUB(v[j], other) : HOT_ADD(v[j], other);" b_hq_g \
+  "$work/hq_mut" 1 40 100 64 sm_90 1 0 5 5 5
+kmutant "HQ w': no barrier after the transposing tile load" hadamard_quant.cu \
+  "  __syncthreads();\n  float amax = 0.0f;" "  float amax = 0.0f;" b_hq_w \
+  "$work/hq_mut" 1 8 100 70 sm_90 0 0 0 0 0
+kmutant "LQS: no __syncwarp between the terms and their sum" lqs.cu \
+  "        __syncwarp();\n        if (lane == 0) {" "        if (lane == 0) {" b_lqs \
+  "$work/lqs_mut" 3 197 100 0 0 0x5eed 11 4 0
+kmutant "LQS: no __syncwarp before the next terms are written" lqs.cu \
+  "        __syncwarp();\n      }\n      if (lane == 0) {" "      }\n      if (lane == 0) {" b_lqs \
+  "$work/lqs_mut" 3 197 100 0 0 0x5eed 11 4 0
+kmutant "SAWB: no __syncwarp between the terms and their sum" sawb.cu \
+  "        __syncwarp();\n        if (lane == 0) {" "        if (lane == 0) {" b_sawb \
+  "$work/sawb_mut" 70001 0 0
+kmutant "SAWB: no __syncwarp before the next terms are written" sawb.cu \
+  "        __syncwarp();\n      }\n      if (lane == 0) {" "      }\n      if (lane == 0) {" b_sawb \
+  "$work/sawb_mut" 70001 0 0
 
-# An HQ mutant: the upper half of a shuffle butterfly computing b - a instead of a - b.
-mkdir -p "$work/mut_hq"
-python3 - "$here/templates/hadamard_quant.cu" "$work/mut_hq/hadamard_quant.cu" <<'PY' || fail=1
-import sys
-s = open(sys.argv[1]).read()
-old = "v[j] = upper ? HOT_SUB(other, v[j]) : HOT_ADD(v[j], other);"
-if old not in s:
-    sys.exit("kernel-emu: HQ mutation anchor not found")
-open(sys.argv[2], "w").write(s.replace(old, "v[j] = upper ? HOT_SUB(v[j], other) : HOT_ADD(v[j], other);", 1))
-PY
-if $CXX -std=c++17 -O2 -pthread -I"$work/mut_hq" $CFL -DHOT_GENERATED -DHOT_KNAME=emu_hq \
-     -DHOT_OPERAND=0 -DHOT_ROUND=1 -DHOT_DTYPE=0 -DHOT_B=32 -DHOT_BITS=4 -DHOT_CODES=0 \
-     "$here/tools/kernel-emu/hq_emu.cpp" "$work/libref.a" "$work/libgen.a" -o "$work/hq_mut" -lm; then
-  if "$work/hq_mut" 1 40 100 64 sm_90 1 0 5 5 5 >"$work/mut.log" 2>&1; then
-    echo "FAIL: mutant not detected: HQ shuffle butterfly sign"; fail=1
-  else
-    echo "mutant 'HQ shuffle butterfly sign': detected, as it must be"
-  fi
-else
-  echo "FAIL: HQ mutant does not build"; fail=1
-fi
-
+echo "kernel-emu: $((SECONDS - start)) s"
 if [ $fail = 0 ]; then echo "kernel-emu: all OK"; else echo "kernel-emu: FAILED"; fi
 exit $fail

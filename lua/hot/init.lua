@@ -492,8 +492,8 @@ function hot._help(defaults)
   out[#out + 1] = "       without holes. Integers must fit in 64 bits (1e300 and 2^63 are out of range)."
   out[#out + 1] = "       hla.keep is read with selection tri only, hla.rank with prefix only; writing either"
   out[#out + 1] = "       for another selection is an error. sweep is recorded but not used yet: a warning."
-  out[#out + 1] = "Recipes: hot (project default: HOT.md, padding so HLA works for every L, layout auto),"
-  out[#out + 1] = "         paper (HOT.md defaults), paper_code (b shrinks to divide O, p = largest power of"
+  out[#out + 1] = "Recipes: hot (project default: templates/CONTRACT.md, padding so HLA works for every L, layout auto),"
+  out[#out + 1] = "         paper (the contract's defaults), paper_code (b shrinks to divide O, p = largest power of"
   out[#out + 1] = "         two dividing L without padding, SAWB scales)."
   for _, r in ipairs(S.recipes) do
     local d = defaults.recipes and defaults.recipes[r]

@@ -39,7 +39,7 @@
  *    when the results are written.
  *  - Tensors are row-major: x is T x I, w is O x I, g_y is T x O (T = batch * tokens, sample
  *    major), all of the layer's dtype (f32, or bf16/f16 bit patterns); outputs g_x (T x I), g_w
- *    (O x I) and g_b (O) are fp32. Inputs are only read. Numerics: ../shared/HOT.md and
+ *    (O x I) and g_b (O) are fp32. Inputs are only read. Numerics:
  *    templates/CONTRACT.md; both backends give the same bits.
  *  - A context and its layers are used by one thread at a time; distinct contexts are
  *    independent (the kernel cache on disk is shared safely, also across processes). On CUDA a
@@ -342,7 +342,7 @@ HOT_API hot_status hot_layer_backward(hot_layer *layer, const void *g_y, const v
                                       hot_dtype dtype, const void *saved, float *g_x, float *g_w,
                                       float *g_b, uint32_t step, void *stream);
 
-/* Calibration (LQS, HOT.md 6) on a calibration g_y (T x O, dtype): measures the per-tensor and
+/* Calibration (LQS, CONTRACT.md 6) on a calibration g_y (T x O, dtype): measures the per-tensor and
  * per-token quantization errors of g_y and fixes the layer's g' granularity (per token iff
  * e_token < 0.5 e_tensor). Only for layers whose spec says scale = "auto"; until calibrated they
  * run per tensor. May be repeated (the latest result holds). Synchronous on the CUDA backend

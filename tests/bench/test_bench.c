@@ -2,7 +2,7 @@
  * checks its output, not its internals:
  *  - the first line of the table names the CPU backend and says no speed is measured;
  *  - the JSON has backend "cpu", every layer's name, errors in the bands of seeded Gaussian data
- *    (HOT.md 8, widened for these sizes), ABC ratios equal to the plan's (libhot's own plan of
+ *    (CONTRACT.md 8, widened for these sizes), ABC ratios equal to the plan's (libhot's own plan of
  *    the same layer), JIT figures (cold compile > warm disk hit), and null speed fields;
  *  - --backend cuda without a driver fails with a message naming the missing driver, exit 1;
  *  - the GPU path end to end against the recording fake driver (tests/runtime/fake_cuda.c:
@@ -105,7 +105,7 @@ START_TEST(test_json_cpu) {
     double gx = num_in(o, end, "gx_rel_err"), gw = num_in(o, end, "gw_rel_err");
     double ratio = num_in(o, end, "abc_fp32_ratio"), want = plan_ratio(names[i]);
     printf("layer %s: g_x %.4f g_w %.4f ABC/fp32 %.5f (plan %.5f)\n", names[i], gx, gw, ratio, want);
-    /* Gaussian data: HQ 4-bit per-tensor g_x 0.27-0.30 at 128x128 (HOT.md 8), larger tensors a
+    /* Gaussian data: HQ 4-bit per-tensor g_x 0.27-0.30 at 128x128 (CONTRACT.md 8), larger tensors a
      * little more (the absmax grows); HLA tri 50 %: sqrt(1 - r/p) = 0.61 (p 16), 0.66 (p 64). */
     ck_assert_msg(gx > 0.2 && gx < 0.45, "g_x error %g", gx);
     ck_assert_msg(gw > 0.55 && gw < 0.72, "g_w error %g", gw);

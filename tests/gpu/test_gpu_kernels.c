@@ -455,7 +455,7 @@ static void check_lqs(const hot_layer_plan *pl, const void *gy, int want, const 
     FAIL("%s (%s) choice: gpu %d, cpu %s", k.kp->name, label, *gch, plan_gran_name(r.choice));
   ++g_checks;
   if (want >= 0 && (int)r.choice != want)
-    FAIL("%s: LQS picked %s (e_tensor %g, e_token %g), HOT.md 8 says %s", label,
+    FAIL("%s: LQS picked %s (e_tensor %g, e_token %g), CONTRACT.md 8 says %s", label,
          plan_gran_name(r.choice), r.e_tensor, r.e_token, plan_gran_name((hot_gran)want));
   free(gr); free(gch);
   CUdeviceptr all[] = {src, amax, rs, parts, res, choice};
@@ -621,7 +621,7 @@ static void run_all(void) {
              "bit-exact\n", plan_dtype_name(dt), pl.hq.block);
       free(gy); free(w); free(x);
     }
-    /* LQS picks per row on token outliers and per tensor on Gaussian data (HOT.md 8) */
+    /* LQS picks per row on token outliers and per tensor on Gaussian data (CONTRACT.md 8) */
     {
       rng_state = 0x5150u + t;
       hot_dtype dt = dts[t];

@@ -1,4 +1,4 @@
-/* test_plan.c — the pure planner (gen/plan.c, gen/basis.c) against shared/HOT.md:
+/* test_plan.c — the pure planner (gen/plan.c, gen/basis.c) against templates/CONTRACT.md:
  * HLA ranks and rows (section 4.2) for p = 2..1024 and keep in {10, 25, 40, 50}, the sequency
  * mapping, padding and layout rules (3.1, 4.1), GEMM paths per arch (7), K padding, ABC bytes (5),
  * illegal requests, and deterministic kernel names. No Lua: layers are described in C. */
@@ -79,7 +79,7 @@ END_TEST
 
 /* ---- HLA ranks and rows ---------------------------------------------------------------- */
 
-/* HOT.md 4.2, written out again: the sequencies `tri` keeps, ascending. */
+/* CONTRACT.md 4.2, written out again: the sequencies `tri` keeps, ascending. */
 static int tri_expected(int p, int keep, uint32_t *seq) {
   int m2 = 1;
   while (m2 * 4 <= p) m2 *= 4;
@@ -135,7 +135,7 @@ START_TEST(tri_ranks_and_rows) {
     }
     printf("\n");
   }
-  /* Figures of HOT.md 4.2 at keep 50: r = m(m+1)/2. */
+  /* Figures of CONTRACT.md 4.2 at keep 50: r = m(m+1)/2. */
   const int ps[] = {16, 32, 64, 128, 256, 1024}, rs[] = {10, 10, 36, 36, 136, 528};
   for (int i = 0; i < 6; ++i) ck_assert_int_eq(basis_select(HOT_SEL_TRI, ps[i], 50, 0, rows), rs[i]);
   const uint16_t p16[] = {0, 8, 12, 4, 14, 10, 2, 3, 11, 1};
@@ -389,7 +389,7 @@ END_TEST
 START_TEST(illegal_requests) {
   hot_layer_spec s = layer(HOT_RECIPE_HOT, 1024, 1024);
   /* K = 4096 blocks x 36 = 147456 8-bit products may exceed int32 in the worst case: accepted,
-   * the sums wrap on every path alike (CONTRACT 5). */
+   * the sums wrap on every path alike (CONTRACT 13). */
   plan_ok(&s, 64, 4096, HOT_RECIPE_HOT, HOT_ARCH_SM90, &g_plan);
   ck_assert_int_eq(g_plan.hla.k, 147456);
   /* A tile that fits sm_80's and sm_90's shared memory but not sm_86's / sm_89's. */

@@ -1,4 +1,4 @@
-/* test_ref_bands.c — the error bands of HOT.md 8 on seeded synthetic data (relative Frobenius
+/* test_ref_bands.c — the error bands of CONTRACT.md 8 on seeded synthetic data (relative Frobenius
  * error against the fp64 exact product), and LQS's choices. g_x: T = O = 128, I = 64, b = 16, w
  * 4-bit RTN absmax, two seeds; g_w: HLA tri with and without INT8. */
 #include <check.h>
@@ -76,8 +76,8 @@ START_TEST(gx_bands) {
     double ct = gx_error(sd, DATA_CHANNELS, 16, HOT_GRAN_TENSOR, &lq);
     double cn = gx_error(sd, DATA_CHANNELS, 1, HOT_GRAN_TENSOR, NULL);
     band("4 channels x20, HQ per-tensor", ct, 0.32, 0.44);
-    printf("  %-44s %.4f   (HOT.md: 0.64-0.68, see note)\n", "4 channels x20, no Hadamard per-tensor", cn);
-    /* HOT.md's 0.64-0.68 is not reproduced under this contract (SR, per-tensor absmax over the
+    printf("  %-44s %.4f   (CONTRACT.md: 0.64-0.68, see note)\n", "4 channels x20, no Hadamard per-tensor", cn);
+    /* CONTRACT.md's 0.64-0.68 is not reproduced under this contract (SR, per-tensor absmax over the
      * whole tensor: the x20 channels set a scale ~12x the normal entries', which SR turns into
      * noise of variance ~|v| s each); we measure 0.78-0.81. Asserted: at least the band's lower
      * edge, and the Hadamard winning by a clear margin. */
@@ -85,7 +85,9 @@ START_TEST(gx_bands) {
     ck_assert(cn - ct > 0.25);
     printf("  LQS channel outliers: ratio %.3f -> %s\n", lq.e_token / lq.e_tensor,
            lq.choice == HOT_GRAN_ROW ? "row" : "tensor");
-    ck_assert_int_eq(lq.choice, HOT_GRAN_TENSOR);
+    /* on channel outliers the rule can go either way with the shape (CONTRACT.md 8): check that
+     * the rule of CONTRACT.md 6 was applied to the two errors, not a fixed outcome */
+    ck_assert_int_eq(lq.choice, lq.e_token < 0.5 * lq.e_tensor ? HOT_GRAN_ROW : HOT_GRAN_TENSOR);
 
     double tr = gx_error(sd, DATA_TOKENS, 16, HOT_GRAN_ROW, &lq);
     double tt = gx_error(sd, DATA_TOKENS, 16, HOT_GRAN_TENSOR, NULL);

@@ -1,4 +1,4 @@
-/* test_ref_hadamard.c — the transforms of HOT.md 2 and 4.2: Philox known answers, H_n H_n = n I,
+/* test_ref_hadamard.c — the transforms of CONTRACT.md 2 and 4.2: Philox known answers, H_n H_n = n I,
  * block application = I (x) H_b, sequency mapping, HLA basis ranks and rows. */
 #include <check.h>
 #include <stdio.h>

@@ -1,4 +1,4 @@
-/* test_ref_identity.c — the identities of HOT.md 8: HQ without quantization equals g_y.w, HLA
+/* test_ref_identity.c — the identities of CONTRACT.md 8: HQ without quantization equals g_y.w, HLA
  * `full` equals g_y^T.x (fp64 transforms: to fp64 round-off; the twins' fp32 transforms: to fp32
  * round-off), and the HLA projector is symmetric, idempotent, with trace blocks*r. */
 #include <check.h>

@@ -169,7 +169,7 @@ START_TEST(gemm_matches_naive) {
 }
 END_TEST
 
-/* int32 sums wrap modulo 2^32 (CONTRACT 5), as the tensor cores do without .satfinite: a g_w
+/* int32 sums wrap modulo 2^32 (CONTRACT 13), as the tensor cores do without .satfinite: a g_w
  * contraction of K > 133 144 codes all at +127 overflows, and the twin gives the wrapped value
  * (no undefined signed overflow: the sums run in uint32). */
 START_TEST(gemm_wraps_like_the_tensor_cores) {

@@ -1,4 +1,4 @@
-/* test_ref_quant.c — the quantizers of HOT.md 6: SR unbiased and reproducible, RTN ties to even,
+/* test_ref_quant.c — the quantizers of CONTRACT.md 6: SR unbiased and reproducible, RTN ties to even,
  * scales (absmax per tensor/row, SAWB with its fallback, canonical fp64 sums), int4 packing. */
 #include <check.h>
 #include <math.h>

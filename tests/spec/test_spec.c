@@ -387,7 +387,7 @@ START_TEST(defaults_per_recipe) {
     ck_assert_int_eq(m.n_layers, 1);
     ck_assert_msg(memcmp(&want, &m.layers[0], sizeof want) == 0,
                   "recipe %s: the loaded layer differs from plan_spec_defaults", k_recipe_names[r]);
-    /* The values HOT.md fixes (3, 4, 5) and what each recipe changes. */
+    /* The values CONTRACT.md fixes (3, 4, 5) and what each recipe changes. */
     const hot_layer_spec *s = &m.layers[0];
     ck_assert_int_eq(s->bias, 1);
     ck_assert_int_eq(s->dtype, HOT_DT_F32);

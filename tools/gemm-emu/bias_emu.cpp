@@ -1,40 +1,33 @@
-// bias_emu.cpp — runs templates/bias.cu on the CPU (one OS thread per CUDA thread, blocks in
+// bias_emu.cpp — runs templates/bias.cu on the CPU (every CUDA thread a fiber of the deterministic
+// scheduler of tools/kernel-emu/emu_sched.h, once per schedule seed of EMU_SEEDS, blocks in
 // sequence; tools/gemm-emu.sh builds it from a copy whose __shared__ array is made static) and
 // compares g_b bit for bit with the summation order of templates/bias_ref.c, written out here:
 // per column, chunks of 256 tokens summed from 0.0f in token order, the partials summed from
 // 0.0f in chunk order. Usage: bias_emu T O
-#include <condition_variable>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
-#include <mutex>
-#include <thread>
+#include <functional>
 #include <vector>
+
+#include "emu_sched.h"
 
 #define __device__
 #define __global__
 #define __forceinline__ inline
 #define __launch_bounds__(...)
 #define __restrict__ __restrict
-struct emu_dim3 { unsigned x, y, z; };
-static thread_local emu_dim3 threadIdx, blockIdx;
-template <class T> static inline T __ldg(const T *p) { return *p; }
+template <class T> static inline T __ldg(const T *p) {
+  emu::yield();
+  return *p;
+}
 static inline int min(int a, int b) { return a < b ? a : b; }
 
-struct emu_barrier {
-  std::mutex mu;
-  std::condition_variable cv;
-  int n = 0, count = 0;
-  unsigned long gen = 0;
-  void wait() {
-    std::unique_lock<std::mutex> lk(mu);
-    unsigned long g = gen;
-    if (++count == n) { count = 0; ++gen; cv.notify_all(); }
-    else cv.wait(lk, [&] { return gen != g; });
-  }
-};
-static emu_barrier g_bar;
-static void __syncthreads() { g_bar.wait(); }
+static emu::barrier g_bar;
+static void __syncthreads() {
+  emu::yield();
+  g_bar.wait();
+}
 
 #include "bias.inc"
 
@@ -66,20 +59,7 @@ int main(int argc, char **argv) {
       f[i] = ((float)(int)(s >> 8) - 8388608.0f) * 1.1920929e-7f * (1.0f + (float)(i % 7));
     }
   }
-  std::vector<float> gb(O + 1, -1.0f);
-  int blocks = (O + 31) / 32;
-  for (int b = 0; b < blocks; ++b) {
-    g_bar.n = HOT_BIAS_THREADS;
-    std::vector<std::thread> th;
-    for (int t = 0; t < HOT_BIAS_THREADS; ++t)
-      th.emplace_back([&, t, b] {
-        threadIdx = {(unsigned)t, 0, 0};
-        blockIdx = {(unsigned)b, 0, 0};
-        HOT_KNAME(buf.data(), gb.data(), T, O);
-      });
-    for (auto &x : th) x.join();
-  }
-  long bad = 0;
+  std::vector<float> want((size_t)O);
   for (int o = 0; o < O; ++o) {
     float total = 0.0f;
     for (int t0 = 0; t0 < T; t0 += 256) {
@@ -87,10 +67,30 @@ int main(int argc, char **argv) {
       for (int t = t0; t < T && t < t0 + 256; ++t) p = HOT_ADD(p, load(buf.data(), (long long)t * O + o));
       total = HOT_ADD(total, p);
     }
-    if (std::memcmp(&total, &gb[o], 4) != 0 && bad++ < 5)
-      std::printf("  mismatch g_b[%d]: got %.9g want %.9g\n", o, gb[o], total);
+    want[(size_t)o] = total;
   }
-  if (gb[O] != -1.0f) { std::printf("  wrote past g_b[O-1]\n"); ++bad; }
-  std::printf("bias dtype %d T=%d O=%d: %s\n", HOT_DTYPE, T, O, bad ? "FAIL" : "ok");
+  std::vector<float> gb((size_t)O + 1);
+  const int blocks = (O + 31) / 32;
+  const std::function<void()> kernel = [&] { HOT_KNAME(buf.data(), gb.data(), T, O); };
+  long bad = 0;
+  for (uint64_t seed : emu::seeds_from_env("0 1 2 3")) {
+    emu::set_seed(seed);
+    std::fill(gb.begin(), gb.end(), -1.0f);
+    for (long b : emu::block_order(blocks)) {
+      blockIdx = {(unsigned)b, 0, 0};
+      g_bar.init(HOT_BIAS_THREADS, "__syncthreads");
+      emu::run_block(HOT_BIAS_THREADS, kernel, [](int) { g_bar.leave(); });
+    }
+    long bad1 = 0;
+    for (int o = 0; o < O; ++o)
+      if (std::memcmp(&want[(size_t)o], &gb[(size_t)o], 4) != 0 && bad1++ < 5)
+        std::printf("  mismatch g_b[%d]: got %.9g want %.9g\n", o, gb[(size_t)o], want[(size_t)o]);
+    if (gb[(size_t)O] != -1.0f) { std::printf("  wrote past g_b[O-1]\n"); ++bad1; }
+    std::printf("bias dtype %d T=%d O=%d schedule %llu (%s): %s, trace %016llx\n", HOT_DTYPE, T, O,
+                (unsigned long long)seed, emu::policy_name(), bad1 ? "FAIL" : "ok",
+                (unsigned long long)emu::trace());
+    std::fflush(stdout);
+    bad += bad1;
+  }
   return bad ? 1 : 0;
 }

@@ -1,9 +1,11 @@
 // emu.cpp — a small SIMT emulator that runs templates/gemm_int.cu (or, with EMU_WGMMA,
-// templates/gemm_wgmma.cu) on the CPU, one OS thread per CUDA thread, with the warp-collective
-// PTX instructions (ldmatrix, mma.sync; wgmma.mma_async with shared-memory descriptors, its
-// fence / commit / wait, fence.proxy.async) and the cp.async pipeline implemented from the PTX
-// ISA definitions, independently of the kernel's own reasoning. It checks the kernel's index arithmetic (loader, swizzle, fragment bookkeeping,
-// pipeline order, predicates, epilogue) against a plain reference GEMM, bit for bit.
+// templates/gemm_wgmma.cu) on the CPU, every CUDA thread a fiber of the deterministic scheduler
+// of tools/kernel-emu/emu_sched.h, with the warp-collective PTX instructions (ldmatrix,
+// mma.sync; wgmma.mma_async with shared-memory descriptors, its fence / commit / wait,
+// fence.proxy.async) and the cp.async pipeline implemented from the PTX ISA definitions,
+// independently of the kernel's own reasoning. It checks the kernel's index arithmetic (loader,
+// swizzle, fragment bookkeeping, pipeline order, predicates, epilogue) against a plain reference
+// GEMM, bit for bit, once per schedule seed of EMU_SEEDS (default "0 1 2 3").
 //
 // What it cannot check: that the PTX definitions encoded here (ldmatrix lane mapping, mma
 // fragment layouts; wgmma descriptors, swizzle and accumulator layout) match the hardware; they
@@ -12,25 +14,25 @@
 // emulated wrappers are calls, so e.g. gemm_wgmma.cu's register fence after wgmma.wait_group
 // (which keeps nvcc from reading the accumulators before the wait) makes no difference here.
 //
-// cp.async modes: EMU_CP_LATE=1 performs each group's copies only when a wait_group retires it
-// (exposes a wait that is too weak: a stage read before its data landed); EMU_CP_LATE=0 copies
-// at issue (exposes a prefetch that overwrites a stage other warps may still read, when the
-// schedule lets the issuing warp run ahead). Both are run by tools/gemm-emu.sh. wgmma follows
-// its own switch, EMU_WG_LATE: late = each thread's part of a wgmma is computed when a
-// wait_group retires it (shared memory read then, accumulators written then), early = at issue.
-// tools/gemm-emu.sh runs copies late with wgmma early (a stage read before its data landed),
-// copies early with wgmma late (a stage overwritten while a wgmma may still read it; reading
-// the accumulators before the wait), and both late.
+// Usage: emu M N Kpad ldc use_row_scale [cp_late [wg_late]]
+// cp.async: cp_late = 1 (default) performs each group's copies only when a wait_group retires it
+// (exposes a wait that is too weak: a stage read before its data landed); cp_late = 0 copies at
+// issue (exposes a prefetch that overwrites a stage other warps may still read, under the
+// schedules that let the issuing warp run ahead). wgmma (EMU_WGMMA builds): wg_late = 1
+// (default: as cp_late) computes each thread's part of a wgmma when a wait_group retires it
+// (shared memory read then, accumulators written then), 0 at issue. tools/gemm-emu.sh runs
+// copies late with wgmma early (a stage read before its data landed), copies early with wgmma
+// late (a stage overwritten while a wgmma may still read it; accumulators read before the
+// wait), and both late.
 #include <cmath>
-#include <condition_variable>
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
-#include <mutex>
-#include <thread>
-#include <chrono>
+#include <functional>
 #include <vector>
+
+#include "emu_sched.h"
 
 // ---- CUDA spellings on the host -------------------------------------------------------------
 #define __device__
@@ -40,54 +42,32 @@
 #define __align__(n)
 #define __restrict__ __restrict
 #define __shared__
-struct emu_dim3 { unsigned x, y, z; };
-static thread_local emu_dim3 threadIdx, blockIdx;
 struct float2 { float x, y; };
 static inline float2 make_float2(float a, float b) { return float2{a, b}; }
 
 #define HOT_STR2(x) #x
 #define HOT_STR(x) HOT_STR2(x)
 
-#ifndef EMU_CP_LATE
-#define EMU_CP_LATE 1
-#endif
+static bool g_cp_late = true; // cp.async completes at wait_group (else at issue)
+static bool g_wg_late = true; // wgmma computes at wait_group (else at issue)
 
-static void die(const char *m) {
-  std::fprintf(stderr, "EMU ERROR: %s\n", m);
-  std::fflush(stdout);
-  std::fflush(stderr);
-  std::_Exit(1); // no static destructors: other threads may be waiting on the barriers
-}
-
-// ---- barriers --------------------------------------------------------------------------------
-struct emu_barrier {
-  std::mutex mu;
-  std::condition_variable cv;
-  int n = 0, count = 0;
-  unsigned long gen = 0;
-  void init(int k) { n = k; count = 0; gen = 0; }
-  void wait() {
-    std::unique_lock<std::mutex> lk(mu);
-    unsigned long g = gen;
-    if (++count == n) {
-      count = 0;
-      ++gen;
-      cv.notify_all();
-    } else {
-      cv.wait(lk, [&] { return gen != g; });
-    }
-  }
-};
+static void die(const char *m) { emu_fatal(m); }
 
 // ---- the emulated block ------------------------------------------------------------------------
 static std::vector<unsigned char> g_smem;
 static size_t g_smem_bytes;
-static emu_barrier g_block_bar;
+static emu::barrier g_block_bar;
+// A warp collective completes when its 32nd lane arrives: that lane computes every lane's
+// result (the inputs all deposited), then all continue. One buffer suffices: the next
+// collective completes only after every lane has arrived at it, i.e. has read this one's result.
+enum { COLL_LDMATRIX2 = 1, COLL_LDMATRIX4, COLL_MMA };
 struct emu_warp {
-  emu_barrier bar;
+  emu::barrier bar;
+  int kind[32];
   unsigned addr[32];
   unsigned a[32][4], b[32][2];
   int c[32][4];
+  unsigned out[32][4];
 };
 static std::vector<emu_warp> g_warps(8);
 static const unsigned char *g_lo[2], *g_hi[2]; // the operand buffers (A, B): legal cp.async sources
@@ -103,25 +83,41 @@ static unsigned emu_smem_u32(const void *p) {
   if (q < g_smem.data() || q > g_smem.data() + g_smem_bytes) die("cvta of a non-shared pointer");
   return (unsigned)(q - g_smem.data());
 }
-static void __syncthreads() { g_block_bar.wait(); }
-
-// Random delays of whole warps (lane 0 sleeps before a collective, the warp waits for it), so
-// that warps drift apart and a missing barrier shows up as a race (EMU_JITTER=1, default with
-// early copies).
-#ifndef EMU_JITTER
-#define EMU_JITTER (!EMU_CP_LATE)
-#endif
-static thread_local unsigned t_rng;
-static void emu_jitter() {
-  if (!EMU_JITTER) return;
-  t_rng = t_rng * 1103515245u + 12345u;
-  if ((t_rng >> 16) % 8 == 0) std::this_thread::sleep_for(std::chrono::microseconds(200));
+static void __syncthreads() {
+  emu::yield();
+  g_block_bar.wait();
+}
+// Arrival of this lane at a collective of `kind`; the last lane checks that all lanes are at
+// the same collective and runs complete(w).
+static void emu_collective(emu_warp &w, int kind, void (*complete)(emu_warp &)) {
+  w.kind[threadIdx.x & 31] = kind;
+  if (w.bar.count + 1 == w.bar.live) {
+    if (w.bar.live != 32) die("warp collective with an exited lane");
+    for (int l = 0; l < 32; ++l)
+      if (w.kind[l] != kind) die("lanes of a warp at different collectives (divergence)");
+    complete(w);
+  }
+  w.bar.wait();
 }
 
 // cp.async: per-thread queue of (group, dst, src, bytes)
 struct emu_copy { long group; unsigned dst; const unsigned char *src; int bytes; };
-static thread_local std::vector<emu_copy> t_copies;
-static thread_local long t_group;
+#ifdef EMU_WGMMA
+struct emu_wg_op { long group; unsigned long long da, db; int *d; int n; };
+#endif
+// Per CUDA thread state of the asynchronous operations (indexed by threadIdx.x).
+struct emu_thr {
+  std::vector<emu_copy> copies; // issued, not yet landed
+  long group = 0;               // cp.async commit groups so far
+#ifdef EMU_WGMMA
+  std::vector<emu_wg_op> wg_ops;  // issued, not yet retired
+  long wg_group = 0;              // wgmma commit groups so far
+  bool wg_fenced = false;
+  std::vector<unsigned> unfenced; // chunks this thread wrote, not yet fenced
+#endif
+};
+static std::vector<emu_thr> g_thr(1024);
+static emu_thr &me() { return g_thr[threadIdx.x]; }
 
 #ifdef EMU_WGMMA
 static void emu_mark_written(unsigned dst);
@@ -139,39 +135,43 @@ static void do_copy(const emu_copy &c) {
 }
 static void emu_cp_async16(unsigned dst, const void *src, int bytes) {
   if (bytes != 0 && bytes != 16) die("cp.async src-size must be 0 or 16 here");
-  emu_copy c{t_group, dst, (const unsigned char *)src, bytes};
-  if (EMU_CP_LATE) t_copies.push_back(c);
+  emu::yield();
+  emu_copy c{me().group, dst, (const unsigned char *)src, bytes};
+  if (g_cp_late) me().copies.push_back(c);
   else do_copy(c);
 }
-static void emu_cp_commit() { ++t_group; }
+static void emu_cp_commit() { ++me().group; }
 static void emu_cp_wait(int n) { // groups older than the n youngest committed ones complete
+  emu::yield();
+  emu_thr &t = me();
   std::vector<emu_copy> keep;
-  for (const emu_copy &c : t_copies)
-    if (c.group < t_group - n) do_copy(c);
+  for (const emu_copy &c : t.copies)
+    if (c.group < t.group - n) do_copy(c);
     else keep.push_back(c);
-  t_copies.swap(keep);
+  t.copies.swap(keep);
 }
 
 // ldmatrix.sync.aligned.m8n8.{x2,x4}.shared.b16 (PTX ISA 9.7.14.5.15): lanes 8j..8j+7 hold the
 // row addresses of matrix j (rows of 8 b16 = 16 bytes); lane l receives, of matrix j, row l/4,
 // b16 elements 2*(l%4) and 2*(l%4)+1, i.e. bytes 4*(l%4) .. 4*(l%4)+3 of that row.
-static void emu_jitter();
+static void ldmatrix_complete(emu_warp &w) {
+  const int num = w.kind[0] == COLL_LDMATRIX4 ? 4 : 2;
+  for (int lane = 0; lane < 32; ++lane)
+    for (int j = 0; j < num; ++j) {
+      unsigned ra = w.addr[8 * j + lane / 4];
+      if (ra % 16 || (size_t)ra + 16 > g_smem_bytes) die("ldmatrix row address invalid");
+      std::memcpy(&w.out[lane][j], &g_smem[ra + 4 * (lane % 4)], 4);
+    }
+}
 static void emu_ldmatrix(unsigned addr, int num, unsigned *r0, unsigned *r1, unsigned *r2,
                          unsigned *r3) {
   int tid = (int)threadIdx.x, lane = tid & 31;
-  if (lane == 0) emu_jitter();
+  emu::yield();
   emu_warp &w = g_warps[tid >> 5];
   w.addr[lane] = addr;
-  w.bar.wait();
+  emu_collective(w, num == 4 ? COLL_LDMATRIX4 : COLL_LDMATRIX2, ldmatrix_complete);
   unsigned *out[4] = {r0, r1, r2, r3};
-  for (int j = 0; j < num; ++j) {
-    unsigned ra = w.addr[8 * j + lane / 4];
-    if (ra % 16 || (size_t)ra + 16 > g_smem_bytes) die("ldmatrix row address invalid");
-    unsigned v;
-    std::memcpy(&v, &g_smem[ra + 4 * (lane % 4)], 4);
-    *out[j] = v;
-  }
-  w.bar.wait();
+  for (int j = 0; j < num; ++j) *out[j] = w.out[lane][j];
 }
 
 // mma.sync.aligned.{m16n8k32 .s8, m16n8k64 .s4}.row.col.s32 (PTX ISA 9.7.14.5.x), element-wise
@@ -217,57 +217,53 @@ static void gather_ab(const unsigned (*a)[4], const unsigned (*b)[2], int (*Am)[
     for (int n = 0; n < 8; ++n)
       if (cov_b[k][n] != 1) die("B fragment layout does not cover the matrix once");
 }
+static void mma_complete(emu_warp &w) {
+  const int K = HOT_CODES ? 64 : 32;
+  static int Am[16][64], Bm[64][8];
+  gather_ab(w.a, w.b, Am, Bm);
+  for (int lane = 0; lane < 32; ++lane) {
+    int g = lane >> 2, t = lane & 3;
+    for (int i = 0; i < 4; ++i) { // C/D: row g (+8 for i >= 2), col 2t + (i & 1)
+      int r = g + (i >= 2 ? 8 : 0), c = 2 * t + (i & 1);
+      int s = w.c[lane][i];
+      for (int k = 0; k < K; ++k) s += Am[r][k] * Bm[k][c];
+      w.out[lane][i] = (unsigned)s;
+    }
+  }
+}
 static void emu_mma(int *d, const unsigned *a, const unsigned *b) {
   int tid = (int)threadIdx.x, lane = tid & 31;
+  emu::yield();
   emu_warp &w = g_warps[tid >> 5];
   for (int i = 0; i < 4; ++i) w.a[lane][i] = a[i], w.c[lane][i] = d[i];
   for (int i = 0; i < 2; ++i) w.b[lane][i] = b[i];
-  w.bar.wait();
-  const int K = HOT_CODES ? 64 : 32;
-  static thread_local int Am[16][64], Bm[64][8];
-  gather_ab(w.a, w.b, Am, Bm);
-  int g = lane >> 2, t = lane & 3;
-  for (int i = 0; i < 4; ++i) { // C/D: row g (+8 for i >= 2), col 2t + (i & 1)
-    int r = g + (i >= 2 ? 8 : 0), c = 2 * t + (i & 1);
-    int s = w.c[lane][i];
-    for (int k = 0; k < K; ++k) s += Am[r][k] * Bm[k][c];
-    d[i] = s;
-  }
-  w.bar.wait();
+  emu_collective(w, COLL_MMA, mma_complete);
+  for (int i = 0; i < 4; ++i) d[i] = (int)w.out[lane][i];
 }
 
 #ifdef EMU_WGMMA
-#ifndef EMU_WG_LATE
-#define EMU_WG_LATE EMU_CP_LATE
-#endif
 // ---- wgmma (PTX ISA 9.7.15, "Asynchronous Warpgroup Level Matrix Multiply-Accumulate") -------
 // Proxy rule: shared memory written through the generic proxy (cp.async, stores) must be
 // ordered before a wgmma reads it by fence.proxy.async in the writing thread. Each 16-byte chunk
 // a copy lands in is marked "unfenced" until its writer fences; a wgmma reading a marked chunk
 // fails the run.
-static std::vector<unsigned char> g_unfenced;  // per 16-byte chunk of g_smem
-static std::mutex g_fence_mu;
-static thread_local std::vector<unsigned> t_unfenced; // chunks this thread wrote, not yet fenced
+static std::vector<unsigned char> g_unfenced; // per 16-byte chunk of g_smem
+// A copy lands in the thread that issued it (do_copy runs in the issuing fiber).
 static void emu_mark_written(unsigned dst) {
-  std::lock_guard<std::mutex> lk(g_fence_mu);
   g_unfenced[dst / 16] = 1;
-  t_unfenced.push_back(dst / 16);
+  me().unfenced.push_back(dst / 16);
 }
 static void emu_fence_proxy_async() {
-  std::lock_guard<std::mutex> lk(g_fence_mu);
-  for (unsigned c : t_unfenced) g_unfenced[c] = 0;
-  t_unfenced.clear();
+  emu::yield();
+  for (unsigned c : me().unfenced) g_unfenced[c] = 0;
+  me().unfenced.clear();
 }
 
 struct emu_wg {
-  emu_barrier bar;
+  emu::barrier bar;
   unsigned long long da[128], db[128];
 };
 static std::vector<emu_wg> g_wgs(2);
-struct emu_wg_op { long group; unsigned long long da, db; int *d; int n; };
-static thread_local std::vector<emu_wg_op> t_wg_ops; // issued, not yet retired
-static thread_local long t_wg_group;                 // commit groups so far
-static thread_local bool t_wg_fenced;
 
 // Byte address of element (row r, K byte c < 32) of the matrix a descriptor describes: only the
 // layout this project uses is modelled — K-major, 128-byte swizzle (layout type 1), base offset
@@ -305,34 +301,41 @@ static void wg_compute(const emu_wg_op &op) {
   }
 }
 
-static void emu_wgmma_fence() { t_wg_fenced = true; }
+static void emu_wgmma_fence() { me().wg_fenced = true; }
 
+// The warpgroup's 128 threads meet (the last to arrive checks that all gave the same
+// descriptors); each then computes its own part, at issue or at the wait_group retiring it.
 static void emu_wgmma(int *d, int n, unsigned long long da, unsigned long long db) {
   int tid = (int)threadIdx.x;
-  if (!t_wg_fenced) die("wgmma.mma_async before any wgmma.fence");
+  if (!me().wg_fenced) die("wgmma.mma_async before any wgmma.fence");
+  emu::yield();
   emu_wg &w = g_wgs[tid >> 7];
-  if ((tid & 127) == 0) emu_jitter();
   w.da[tid & 127] = da;
   w.db[tid & 127] = db;
-  w.bar.wait();
-  for (int i = 0; i < 128; ++i)
-    if (w.da[i] != da || w.db[i] != db) die("wgmma descriptors differ within the warpgroup");
+  if (w.bar.count + 1 == w.bar.live) {
+    if (w.bar.live != 128) die("wgmma with an exited thread in the warpgroup");
+    for (int i = 0; i < 128; ++i)
+      if (w.da[i] != da || w.db[i] != db) die("wgmma descriptors differ within the warpgroup");
+  }
   w.bar.wait();
   emu_wg_op op{-1, da, db, d, n};
-  if (EMU_WG_LATE) t_wg_ops.push_back(op);
+  if (g_wg_late) me().wg_ops.push_back(op);
   else wg_compute(op);
 }
 static void emu_wgmma_commit() {
-  for (emu_wg_op &o : t_wg_ops)
-    if (o.group < 0) o.group = t_wg_group;
-  ++t_wg_group;
+  emu_thr &t = me();
+  for (emu_wg_op &o : t.wg_ops)
+    if (o.group < 0) o.group = t.wg_group;
+  ++t.wg_group;
 }
 static void emu_wgmma_wait(int n) { // groups older than the n youngest committed ones retire
+  emu::yield();
+  emu_thr &t = me();
   std::vector<emu_wg_op> keep;
-  for (const emu_wg_op &o : t_wg_ops)
-    if (o.group >= 0 && o.group < t_wg_group - n) wg_compute(o);
+  for (const emu_wg_op &o : t.wg_ops)
+    if (o.group >= 0 && o.group < t.wg_group - n) wg_compute(o);
     else keep.push_back(o);
-  t_wg_ops.swap(keep);
+  t.wg_ops.swap(keep);
 }
 #endif
 
@@ -354,9 +357,11 @@ static int code_at(const signed char *row, int k) {
 }
 
 int main(int argc, char **argv) {
-  if (argc < 6) die("usage: emu M N Kpad ldc use_row_scale");
+  if (argc < 6) die("usage: emu M N Kpad ldc use_row_scale [cp_late [wg_late]]");
   int M = std::atoi(argv[1]), N = std::atoi(argv[2]), Kpad = std::atoi(argv[3]);
   int ldc = std::atoi(argv[4]), use_rs = std::atoi(argv[5]);
+  g_cp_late = argc > 6 ? std::atoi(argv[6]) != 0 : true;
+  g_wg_late = argc > 7 ? std::atoi(argv[7]) != 0 : g_cp_late;
   if (Kpad % HOT_TILE_K) die("Kpad must be a multiple of HOT_TILE_K");
   long pitch = HOT_CODES ? Kpad / 2 : Kpad;
   // operands exactly as large as the matrices (no slack), so any stray read is caught
@@ -373,7 +378,7 @@ int main(int argc, char **argv) {
   g_lo[1] = (const unsigned char *)Bd; g_hi[1] = g_lo[1] + bsz;
   std::vector<float> rs(M);
   for (auto &v : rs) v = (float)(rnd() % 1000 + 1) * 1.37e-4f;
-  // epilogue constant from device words (CONTRACT 6): HQ style (row scale, alpha_b = NULL,
+  // epilogue constant from device words (CONTRACT 14): HQ style (row scale, alpha_b = NULL,
   // div = b = 16) when use_rs, HLA style (no row scale, alpha_b = s_x, div = p = 64) otherwise
   float s_a = 0.0123f * 1.7f, s_b = 3.3e-3f;
   const float *alpha_b = use_rs ? nullptr : &s_b;
@@ -382,71 +387,84 @@ int main(int argc, char **argv) {
   float alpha = use_rs ? HOT_DIV(s_a, 16.0f) : HOT_DIV(HOT_MUL(s_a, s_b), 64.0f);
   const float NaNpat = std::nanf("7");
   size_t csz = (size_t)(M ? (M - 1) : 0) * ldc + N + 64;
-  std::vector<float> C(csz, NaNpat);
+  std::vector<float> C(csz);
+  const std::vector<uint64_t> seeds = emu::seeds_from_env("0 1 2 3");
 
   g_smem_bytes = HOT_SMEM_BYTES + EMU_SMEM_SKEW;
   g_smem.assign(g_smem_bytes, 0xCD);
-  int gx = (N + HOT_TILE_N - 1) / HOT_TILE_N, gy = (M + HOT_TILE_M - 1) / HOT_TILE_M;
-  for (int by = 0; by < gy; ++by)
-    for (int bx = 0; bx < gx; ++bx) {
-      std::fill(g_smem.begin(), g_smem.end(), 0xCD); // stale garbage, like real smem
-#ifdef EMU_WGMMA
-      g_unfenced.assign(g_smem_bytes / 16 + 1, 0);
-      for (int w = 0; w < HOT_THREADS / 128; ++w) g_wgs[w].bar.init(128);
-#endif
-      g_block_bar.init(HOT_THREADS);
-      for (int w = 0; w < HOT_THREADS / 32; ++w) g_warps[w].bar.init(32);
-      std::vector<std::thread> th;
-      for (int t = 0; t < HOT_THREADS; ++t)
-        th.emplace_back([&, t] {
-          threadIdx = {(unsigned)t, 0, 0};
-          blockIdx = {(unsigned)bx, (unsigned)by, 0};
-          t_copies.clear();
-          t_group = 0;
-#ifdef EMU_WGMMA
-          t_wg_ops.clear();
-          t_wg_group = 0;
-          t_wg_fenced = false;
-          t_unfenced.clear();
-#endif
-          t_rng = 0x9e3779b9u * (unsigned)(t + 1) + 977u * (unsigned)(bx + 7 * by);
-          HOT_KNAME(Ad, Bd, C.data(), use_rs ? rs.data() : nullptr, &s_a, alpha_b, alpha_div, M, N,
-                    Kpad, ldc);
-          if (!t_copies.empty()) die("cp.async copies still pending at exit");
-#ifdef EMU_WGMMA
-          if (!t_wg_ops.empty()) die("wgmma operations not retired by a wait_group at exit");
-#endif
-        });
-      for (auto &x : th) x.join();
-    }
-
-  long bad = 0;
+  const int gx = (N + HOT_TILE_N - 1) / HOT_TILE_N, gy = (M + HOT_TILE_M - 1) / HOT_TILE_M;
+  // the kernel as every fiber runs it
+  const std::function<void()> kernel = [&] {
+    HOT_KNAME(Ad, Bd, C.data(), use_rs ? rs.data() : nullptr, &s_a, alpha_b, alpha_div, M, N, Kpad,
+              ldc);
+  };
+  // the reference, once
+  std::vector<float> want((size_t)M * (size_t)N);
+  std::vector<int> wacc((size_t)M * (size_t)N);
   for (int m = 0; m < M; ++m) {
     float factor = use_rs ? HOT_MUL(rs[m], alpha) : alpha;
     for (int n = 0; n < N; ++n) {
       int acc = 0;
       for (int k = 0; k < Kpad; ++k)
         acc += code_at(Ad + (size_t)m * pitch, k) * code_at(Bd + (size_t)n * pitch, k);
-      float want = HOT_MUL(HOT_I2F(acc), factor), got = C[(size_t)m * ldc + n];
-      if (std::memcmp(&want, &got, 4) != 0 && bad++ < 5)
-        std::printf("  mismatch C[%d,%d]: got %.9g want %.9g (acc %d)\n", m, n, got, want, acc);
+      want[(size_t)m * N + n] = HOT_MUL(HOT_I2F(acc), factor);
+      wacc[(size_t)m * N + n] = acc;
     }
   }
-  // nothing outside the M x N window of C may be written
-  for (size_t i = 0; i < csz; ++i) {
-    long m = (long)(i / ldc), n = (long)(i % ldc);
-    bool inside = m < M && n < N;
-    if (!inside && std::memcmp(&C[i], &NaNpat, 4) != 0 && bad++ < 5)
-      std::printf("  write outside C's window at m=%ld n=%ld\n", m, n);
-  }
 #ifdef EMU_WGMMA
-  const char *wgm = EMU_WG_LATE ? " wgmma=late" : " wgmma=early";
+  const char *wgm = g_wg_late ? " wgmma=late" : " wgmma=early";
 #else
   const char *wgm = "";
 #endif
-  std::printf("%s M=%d N=%d Kpad=%d ldc=%d rs=%d cp=%s%s: %s\n", HOT_STR(HOT_KNAME), M, N, Kpad,
-              ldc, use_rs, EMU_CP_LATE ? "late" : "early", wgm, bad ? "FAIL" : "ok");
+  int rc = 0;
+  for (uint64_t seed : seeds) {
+    emu::set_seed(seed);
+    std::fill(C.begin(), C.end(), NaNpat);
+    for (long b : emu::block_order((long)gx * gy)) {
+      const int bx = (int)(b % gx), by = (int)(b / gx);
+      std::fill(g_smem.begin(), g_smem.end(), 0xCD); // stale garbage, like real smem
+#ifdef EMU_WGMMA
+      g_unfenced.assign(g_smem_bytes / 16 + 1, 0);
+      for (int w = 0; w < HOT_THREADS / 128; ++w) g_wgs[w].bar.init(128, "wgmma (warpgroup)");
+#endif
+      g_block_bar.init(HOT_THREADS, "__syncthreads");
+      for (int w = 0; w < HOT_THREADS / 32; ++w) g_warps[w].bar.init(32, "warp collective");
+      for (int t = 0; t < HOT_THREADS; ++t) g_thr[t] = emu_thr();
+      blockIdx = {(unsigned)bx, (unsigned)by, 0};
+      emu::run_block(HOT_THREADS, kernel, [](int t) {
+        if (!g_thr[t].copies.empty()) die("cp.async copies still pending at exit");
+#ifdef EMU_WGMMA
+        if (!g_thr[t].wg_ops.empty()) die("wgmma operations not retired by a wait_group at exit");
+        g_wgs[t >> 7].bar.leave();
+#endif
+        g_block_bar.leave();
+        g_warps[t >> 5].bar.leave();
+      });
+    }
+
+    long bad = 0;
+    for (int m = 0; m < M; ++m)
+      for (int n = 0; n < N; ++n) {
+        float w = want[(size_t)m * N + n], got = C[(size_t)m * ldc + n];
+        if (std::memcmp(&w, &got, 4) != 0 && bad++ < 5)
+          std::printf("  mismatch C[%d,%d]: got %.9g want %.9g (acc %d)\n", m, n, got, w,
+                      wacc[(size_t)m * N + n]);
+      }
+    // nothing outside the M x N window of C may be written
+    for (size_t i = 0; i < csz; ++i) {
+      long m = (long)(i / ldc), n = (long)(i % ldc);
+      bool inside = m < M && n < N;
+      if (!inside && std::memcmp(&C[i], &NaNpat, 4) != 0 && bad++ < 5)
+        std::printf("  write outside C's window at m=%ld n=%ld\n", m, n);
+    }
+    std::printf("%s M=%d N=%d Kpad=%d ldc=%d rs=%d cp=%s%s schedule %llu (%s): %s, trace %016llx\n",
+                HOT_STR(HOT_KNAME), M, N, Kpad, ldc, use_rs, g_cp_late ? "late" : "early", wgm,
+                (unsigned long long)seed, emu::policy_name(), bad ? "FAIL" : "ok",
+                (unsigned long long)emu::trace());
+    std::fflush(stdout);
+    if (bad) rc = 1;
+  }
   std::free(Ad);
   std::free(Bd);
-  return bad ? 1 : 0;
+  return rc;
 }

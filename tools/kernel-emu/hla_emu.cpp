@@ -26,7 +26,7 @@ namespace k_sawb {
 
 static const unsigned short k_rows[] = {HOT_ROWS};
 
-int main(int argc, char **argv) {
+static int emu_run(int argc, char **argv) {
   if (argc < 11) emu_die("usage: hla_emu B L cols layout rule ld_extra kpad_step seed step layer");
   long long B = atoll(argv[1]), L = atoll(argv[2]);
   int cols = atoi(argv[3]), layout = atoi(argv[4]), rule = atoi(argv[5]);
@@ -132,3 +132,4 @@ int main(int argc, char **argv) {
               rule ? "sawb" : "absmax", ld_extra, K, k_pad, s_ref, nz, bad ? "FAIL" : "ok");
   return bad ? 1 : 0;
 }
+EMU_MAIN()

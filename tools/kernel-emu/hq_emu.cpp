@@ -22,7 +22,7 @@ extern "C" {
 }
 #include "hadamard_quant.cu"
 
-int main(int argc, char **argv) {
+static int emu_run(int argc, char **argv) {
   if (argc < 11) emu_die("usage: hq_emu B L O I arch gran sawb seed step layer");
   long long B = atoll(argv[1]), L = atoll(argv[2]), O = atoll(argv[3]), I = atoll(argv[4]);
   hot_arch arch;
@@ -139,3 +139,4 @@ int main(int argc, char **argv) {
 #endif
   return ok ? 0 : 1;
 }
+EMU_MAIN()

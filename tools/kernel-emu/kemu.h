@@ -1,34 +1,37 @@
-// kemu.h — a SIMT model for running the element-wise / transform templates (hla_project.cu,
-// lqs.cu, sawb.cu) on the CPU, unchanged: one OS thread per CUDA thread of a block, the blocks of
-// a grid one after another. Modelled:
+// kemu.h — a SIMT model for running the element-wise / transform templates (hadamard_quant.cu,
+// hla_project.cu, lqs.cu, sawb.cu) on the CPU, unchanged: every CUDA thread of a block is a
+// fiber of the deterministic scheduler of emu_sched.h (one OS thread, a seeded schedule), the
+// blocks of a grid one after another. Modelled:
 //  - __syncthreads: a barrier over the block's threads that have not exited (as on sm_70+);
 //  - __syncwarp, __shfl_xor_sync: per-warp barriers and an exchange; a warp collective reached
 //    while a lane of that warp has exited is reported as an error (undefined behaviour on a GPU);
 //  - __shared__ arrays: function-local statics, shared by the block's threads and left holding
 //    the previous block's data (stale, like real shared memory);
-//  - atomicMax on unsigned: a mutex;
-//  - __ldg: a plain load, with a random pause now and then (EMU jitter) so that threads drift
-//    apart and a missing barrier shows up as a wrong result rather than a lucky schedule;
-//  - a watchdog: a barrier that never completes (divergent __syncthreads) aborts after 600 s.
-// Not modelled: memory ordering beyond what the barriers give (the OS threads see a coherent
+//  - atomicMax on unsigned;
+//  - scheduling points: every barrier and collective, every __ldg and atomic; which thread runs
+//    next is the schedule's decision (EMU_SEEDS), so a missing barrier shows up as a wrong result
+//    under the schedules that run one thread or warp ahead — the same way on every run;
+//  - a barrier that can never complete (divergent __syncthreads) stops the run at once.
+// Not modelled: memory ordering beyond what the barriers give (the fibers see a coherent
 // memory), bank conflicts, timing. Numerics: the templates are compiled as host C++ without
 // __CUDACC__, so hot_math.cuh uses its host branch (the twins' macros): what this checks is the
 // kernels' indexing, padding, phase protocol, order of every rounding sum, and synchronization.
+//
+// A driver defines `static int emu_run(int argc, char **argv)` (one complete check, returning
+// its exit status) and `EMU_MAIN()`: main runs it once per schedule seed of EMU_SEEDS (default
+// "0 1 2 3") with the same inputs and fails when any seed fails.
 #pragma once
-#include <atomic>
-#include <chrono>
 #include <cmath>
-#include <condition_variable>
 #include <csignal>
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <functional>
-#include <mutex>
-#include <thread>
 #include <unistd.h>
 #include <vector>
+
+#include "emu_sched.h"
 
 #define __device__
 #define __global__
@@ -39,59 +42,22 @@
 #define __shared__ static
 #define __constant__
 
-struct emu_dim3 { unsigned x, y, z; };
-static thread_local emu_dim3 threadIdx, blockIdx;
-static emu_dim3 gridDim, blockDim;
+static void emu_die(const char *m) { emu_fatal(m); }
 
-static void emu_die(const char *m) {
-  std::fprintf(stderr, "EMU ERROR: %s\n", m);
-  std::exit(2);
-}
-
-// A barrier over `live` participants; exited participants are removed (arrive-less).
-struct emu_bar {
-  std::mutex mu;
-  std::condition_variable cv;
-  int live = 0, count = 0, exited = 0;
-  unsigned long gen = 0;
-  void init(int n) { live = n; count = 0; exited = 0; gen = 0; }
-  void release() { count = 0; ++gen; cv.notify_all(); }
-  void wait() {
-    std::unique_lock<std::mutex> lk(mu);
-    unsigned long g = gen;
-    if (++count == live) release();
-    else cv.wait(lk, [&] { return gen != g; });
-  }
-  void leave() {
-    std::unique_lock<std::mutex> lk(mu);
-    --live;
-    ++exited;
-    if (count > 0 && count == live) release();
-  }
-};
-
-static emu_bar g_block_bar;
+static emu::barrier g_block_bar;
 struct emu_warp {
-  emu_bar bar;
-  unsigned long long slot[32];
+  emu::barrier bar;
+  unsigned long long slot[2][32]; // double-buffered: collective n uses slot[n & 1]
+  unsigned seq[32];               // collectives each lane has entered
 };
 static std::vector<emu_warp> g_warps(32);
-static std::mutex g_atomic_mu;
-static thread_local unsigned t_rng;
-
-static void emu_jitter() {
-  t_rng = t_rng * 1103515245u + 12345u;
-  unsigned r = (t_rng >> 16) & 255u;
-  if (r == 0) std::this_thread::sleep_for(std::chrono::microseconds(50));
-  else if (r < 8) std::this_thread::yield();
-}
 
 template <class T> static inline T __ldg(const T *p) {
-  emu_jitter();
+  emu::yield();
   return *p;
 }
 static void __syncthreads() {
-  emu_jitter();
+  emu::yield();
   g_block_bar.wait();
 }
 static emu_warp &emu_my_warp() {
@@ -101,20 +67,24 @@ static emu_warp &emu_my_warp() {
 }
 static void __syncwarp(unsigned mask = 0xffffffffu) {
   if (mask != 0xffffffffu) emu_die("__syncwarp: only full masks are modelled");
-  emu_jitter();
+  emu::yield();
   emu_my_warp().bar.wait();
 }
+// One barrier per exchange: lane values go to the slot set of this collective's parity; a lane
+// can only write that set again two collectives later, after every lane has passed the next
+// collective, i.e. after every lane has read this one.
 template <class T> static T __shfl_xor_sync(unsigned mask, T v, int d) {
   static_assert(sizeof(T) <= 8, "shuffle of a scalar");
   if (mask != 0xffffffffu) emu_die("__shfl_xor_sync: only full masks are modelled");
+  emu::yield();
   emu_warp &w = emu_my_warp();
   int lane = (int)(threadIdx.x & 31);
+  unsigned par = w.seq[lane]++ & 1u;
   unsigned long long raw = 0;
   std::memcpy(&raw, &v, sizeof v);
-  w.slot[lane] = raw;
+  w.slot[par][lane] = raw;
   w.bar.wait();
-  raw = w.slot[lane ^ d];
-  w.bar.wait();
+  raw = w.slot[par][lane ^ d];
   T out;
   std::memcpy(&out, &raw, sizeof out);
   return out;
@@ -122,53 +92,59 @@ template <class T> static T __shfl_xor_sync(unsigned mask, T v, int d) {
 static unsigned __float_as_uint(float f) { unsigned u; std::memcpy(&u, &f, 4); return u; }
 static float __uint_as_float(unsigned u) { float f; std::memcpy(&f, &u, 4); return f; }
 static unsigned atomicMax(unsigned *a, unsigned v) {
-  std::lock_guard<std::mutex> lk(g_atomic_mu);
+  emu::yield();
   unsigned old = *a;
   if (v > old) *a = v;
   return old;
 }
 
-// Runs kernel() for every block of `grid` (x fastest, then y, then z) with `threads` threads a
-// block (a multiple of 32, at most 1024), one OS thread per CUDA thread.
+static void emu_thread_exit(int tid) {
+  g_block_bar.leave();
+  g_warps[(size_t)tid >> 5].bar.leave();
+}
+
+// Runs kernel() for every block of `grid` (in the schedule's block order) with `threads` threads
+// a block (a multiple of 32, at most 1024).
 static void emu_launch(emu_dim3 grid, unsigned threads, const std::function<void()> &kernel) {
   if (threads % 32 || threads > 1024) emu_die("block size");
-  static bool armed = false;
-  if (!armed) { armed = true; std::signal(SIGALRM, [](int) { emu_die("watchdog: deadlock?"); }); }
+  static bool armed = false; // a livelock (a kernel spinning forever) still ends
+  if (!armed) { armed = true; std::signal(SIGALRM, [](int) { emu_die("watchdog: no end after 600 s"); }); }
   alarm(600);
   gridDim = grid;
   blockDim = {threads, 1, 1};
-  emu_bar end_bar;
-  end_bar.init((int)threads);
-  std::atomic<long> next{0};
   const long nblocks = (long)grid.x * grid.y * grid.z;
-  auto setup = [&](long b) {
-    g_block_bar.init((int)threads);
-    for (unsigned w = 0; w < threads / 32; ++w) g_warps[w].bar.init(32);
-    (void)b;
-  };
-  setup(0);
-  std::vector<std::thread> pool;
-  for (unsigned t = 0; t < threads; ++t)
-    pool.emplace_back([&, t] {
-      threadIdx = {t, 0, 0};
-      for (long b = 0; b < nblocks; ++b) {
-        blockIdx = {(unsigned)(b % grid.x), (unsigned)((b / grid.x) % grid.y),
-                    (unsigned)(b / ((long)grid.x * grid.y))};
-        t_rng = 0x9e3779b9u * (t + 1) + 7919u * (unsigned)b;
-        kernel();
-        g_block_bar.leave();
-        g_warps[t >> 5].bar.leave();
-        end_bar.wait();           // every thread of the block is done
-        if (t == 0) setup(b + 1); // fresh barriers for the next block
-        end_bar.wait();
-      }
-    });
-  for (auto &th : pool) th.join();
+  for (long b : emu::block_order(nblocks)) {
+    blockIdx = {(unsigned)(b % grid.x), (unsigned)((b / grid.x) % grid.y),
+                (unsigned)(b / ((long)grid.x * grid.y))};
+    g_block_bar.init((int)threads, "__syncthreads");
+    for (unsigned w = 0; w < threads / 32; ++w) {
+      g_warps[w].bar.init(32, "warp collective");
+      std::memset(g_warps[w].seq, 0, sizeof g_warps[w].seq);
+    }
+    emu::run_block((int)threads, kernel, emu_thread_exit);
+  }
   alarm(0);
 }
 
+static unsigned long long g_lcg;
+static int emu_run(int argc, char **argv);
+// main: the check once per schedule seed, the same inputs each time.
+#define EMU_MAIN()                                                                                \
+  int main(int argc, char **argv) {                                                               \
+    int rc = 0;                                                                                   \
+    for (uint64_t seed : emu::seeds_from_env("0 1 2 3")) {                                        \
+      emu::set_seed(seed);                                                                        \
+      g_lcg = 88172645463325252ull;                                                               \
+      int r = emu_run(argc, argv);                                                                \
+      std::printf("  schedule %llu (%s): %s, trace %016llx\n", (unsigned long long)seed,          \
+                  emu::policy_name(), r ? "FAIL" : "ok", (unsigned long long)emu::trace());       \
+      std::fflush(stdout);                                                                        \
+      if (r > rc) rc = r;                                                                         \
+    }                                                                                             \
+    return rc;                                                                                    \
+  }
+
 // ---- small helpers for the drivers -------------------------------------------------------
-static unsigned long long g_lcg = 88172645463325252ull;
 static unsigned emu_rand() {
   g_lcg = g_lcg * 6364136223846793005ull + 1442695040888963407ull;
   return (unsigned)(g_lcg >> 33);

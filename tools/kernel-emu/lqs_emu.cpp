@@ -14,7 +14,7 @@ extern "C" {
 #define STR2(x) #x
 #define STR(x) STR2(x)
 
-int main(int argc, char **argv) {
+static int emu_run(int argc, char **argv) {
   if (argc < 10) emu_die("usage: lqs_emu B L O kind ld_extra seed step layer grid");
   long long B = atoll(argv[1]), L = atoll(argv[2]);
   int O = atoi(argv[3]), kind = atoi(argv[4]), ld_extra = atoi(argv[5]);
@@ -66,3 +66,4 @@ int main(int argc, char **argv) {
               want.e_token, want.choice == HOT_GRAN_ROW ? "row" : "tensor", bad ? "FAIL" : "ok");
   return bad ? 1 : 0;
 }
+EMU_MAIN()

@@ -9,7 +9,7 @@ extern "C" {
 }
 #include "sawb.cu"
 
-int main(int argc, char **argv) {
+static int emu_run(int argc, char **argv) {
   if (argc < 4) emu_die("usage: sawb_emu n kind grid");
   long long n = atoll(argv[1]);
   int kind = atoi(argv[2]), gx = atoi(argv[3]);
@@ -38,3 +38,4 @@ int main(int argc, char **argv) {
   if (!ok) std::printf("  got %.9g\n", got);
   return ok ? 0 : 1;
 }
+EMU_MAIN()

@@ -1,5 +1,5 @@
 -- EfficientFormer-L7 on 224x224 images, batch 32: its stages' linear, MLP and attention layers,
--- convolutions as im2col linear layers (HOT.md 1).
+-- convolutions as im2col linear layers (CONTRACT.md 1).
 --
 -- Shapes: Li et al., "EfficientFormer: Vision Transformers at MobileNet Speed" (arXiv 2206.01191)
 -- and its code (snap-research/EfficientFormer, models/efficientformer.py, as vendored in the

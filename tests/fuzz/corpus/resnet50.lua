@@ -1,9 +1,9 @@
 -- ResNet-50 (torchvision v1.5: stride 2 in the 3x3 convolution of each stage's first block) on
--- 224x224 images, batch 32. Convolutions enter as im2col linear layers (HOT.md 1): hot.conv2d
+-- 224x224 images, batch 32. Convolutions enter as im2col linear layers (CONTRACT.md 1): hot.conv2d
 -- gives T = batch * out_h * out_w, I = in_channels * kernel^2, O = out_channels.
 --
 -- Shapes: He et al., "Deep Residual Learning for Image Recognition" (arXiv 1512.03385), Table 1,
--- and torchvision's resnet.py (Bottleneck, expansion 4). The paper's latency table (HOT.md 8)
+-- and torchvision's resnet.py (Bottleneck, expansion 4). The paper's latency table (CONTRACT.md 8)
 -- times per-layer backward GEMMs of these shapes; we keep one layer per distinct shape of each
 -- stage: the stem, the first block's reduce / 3x3 / expand / downsample convolutions and the
 -- repeated blocks' reduce convolution (the repeated 3x3 and expand convolutions have the same

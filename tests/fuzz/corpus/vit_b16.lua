@@ -1,5 +1,5 @@
 -- ViT-B/16 on 224x224 images: 196 patches + the class token = 197 tokens per sample.
--- The four linear layers of one encoder block, the shapes of the paper's latency table (HOT.md 8).
+-- The four linear layers of one encoder block, the shapes of the paper's latency table (CONTRACT.md 8).
 local hot = require "hot"
 
 return hot.model {

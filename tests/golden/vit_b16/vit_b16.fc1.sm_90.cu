@@ -1,11 +1,11 @@
 // generated from templates/hla_project.cu, templates/hadamard_quant.cu, templates/gemm_int.cu, templates/bias.cu, templates/lqs.cu by hot-gen 0.1.0 for sm_90; do not edit
 #define HOT_GENERATED 1
 #line 1 "templates/hot_math.cuh"
-/* hot_math.cuh — the scalar numerics of HOT.md, written once for both sides: included by the CUDA
+/* hot_math.cuh — the scalar numerics of CONTRACT.md, written once for both sides: included by the CUDA
  * templates (compiled by NVRTC) and by the CPU twins (compiled as C11). Every rounding step is
  * spelled out with explicit single-rounding operations, so the two sides give the same bits.
  *
- * Contract (HOT.md sections 2 and 6):
+ * Contract (CONTRACT.md sections 2 and 6):
  *  - butterflies are fp32 add/sub, round-to-nearest, never fused;
  *  - scale s = amax / qmax (IEEE division), s = 0 when amax = 0 (all codes 0);
  *  - u = v / s (IEEE division), clamped to [-qmax, qmax];
@@ -44,7 +44,7 @@ typedef uint64_t hot_u64;
 #define HOT_MULHI(a, b) ((hot_u32)(((hot_u64)(a) * (hot_u64)(b)) >> 32))
 #endif
 
-/* Philox tensor ids of HOT.md section 6: tag = layer_id * 16 + tensor. */
+/* Philox tensor ids of CONTRACT.md section 6: tag = layer_id * 16 + tensor. */
 #define HOT_TENSOR_HQ_G 1
 #define HOT_TENSOR_HLA_G 2
 #define HOT_TENSOR_LQS 3
@@ -116,7 +116,7 @@ HOT_FN int hot_quant_sr(float v, float s, int qmax, hot_u32 word) {
   return (int)f + (hot_rho(word) < frac ? 1 : 0);
 }
 
-/* One butterfly stage h of a length-n FWHT on a[0..n), in place (HOT.md stage order:
+/* One butterfly stage h of a length-n FWHT on a[0..n), in place (CONTRACT.md stage order:
  * callers run h = 1, 2, 4, ..., n/2). */
 HOT_FN void hot_fwht_stage(float *a, int n, int h) {
   for (int j = 0; j < n; ++j) {
@@ -185,7 +185,7 @@ HOT_FN float hot_load_f32(const void *p, long long off, int dt) {
 #define HOT_DSQRT(a) sqrt(a)
 #endif
 
-/* SAWB clip of HOT.md 3.4 from the canonical fp64 sums s1 = sum |v|, s2 = sum v^2 over n
+/* SAWB clip of CONTRACT.md 3.4 from the canonical fp64 sums s1 = sum |v|, s2 = sum v^2 over n
  * elements: (float)(12.1 * sqrt(s2 / n) - 12.2 * (s1 / n)), each fp64 step rounded once. */
 HOT_FN float hot_sawb_clip(double s1, double s2, double n) {
   double a = HOT_DMUL(12.1, HOT_DSQRT(HOT_DDIV(s2, n)));
@@ -199,7 +199,7 @@ HOT_FN float hot_scale_sawb(double s1, double s2, double n, float amax, int bits
   return clip > 0.0f ? HOT_DIV(clip, HOT_I2F(hot_qmax(bits))) : hot_scale(amax, bits);
 }
 
-/* Two's-complement nibble packing (HOT.md 6): element 2j in the low nibble of byte j. */
+/* Two's-complement nibble packing (CONTRACT.md 6): element 2j in the low nibble of byte j. */
 HOT_FN unsigned char hot_pack_s4(int lo, int hi) {
   return (unsigned char)((lo & 0xf) | ((hi & 0xf) << 4));
 }
@@ -257,7 +257,7 @@ static __device__ __forceinline__ void hot_cp_async_wait(void) {
   asm volatile("cp.async.wait_group %0;\n" ::"n"(N) : "memory");
 }
 
-/* ---- the epilogue of CONTRACT 6, once for every GEMM path (single-rounding fp32 steps in the
+/* ---- the epilogue of CONTRACT 14, once for every GEMM path (single-rounding fp32 steps in the
  * twin's order, never fused; needs hot_math.cuh, included before this file) ---------------------
  * alpha = (*alpha_a * (alpha_b ? *alpha_b : 1)) / alpha_div, computed on the device from the
  * scales the operand kernels wrote (x * 1.0f == x, so HQ's alpha is s_w / b exactly). */
@@ -299,8 +299,8 @@ static __device__ __forceinline__ void hot_store_pair(float *crow, int n, int N,
 namespace hot_k0 {
 #line 1 "templates/hla_project.cu"
 /* @hot-params: HOT_KNAME HOT_MODE HOT_DTYPE HOT_P HOT_R HOT_BITS HOT_ROUND HOT_ROWS */
-/* hla_project.cu — HLA / ABC projection kernels (HOT.md sections 4 and 5, CONTRACT.md 1-4):
- * per token block, the p-point FWHT down every column (fp32, HOT.md 2 stage order), the gather of
+/* hla_project.cu — HLA / ABC projection kernels (CONTRACT.md sections 4, 5 and 9-12):
+ * per token block, the p-point FWHT down every column (fp32, CONTRACT.md 2 stage order), the gather of
  * the r selected natural rows of H_p, a per-tensor 8-bit quantizer (RTN for x^, SR or RTN for g^) and
  * the codes stored TRANSPOSED for the g_w GEMM. CPU twins: hot_ref_hla_quant_x /
  * hot_ref_hla_quant_g (templates/hla_project_ref.c).
@@ -362,7 +362,7 @@ namespace hot_k0 {
  * padded tokens and columns >= cols) and runs stages h = 1, 2, 4 there; each further pass
  * (bits 3-5, 6-8, 9) reads the 8 elements that differ in its three token bits from the shared
  * tile, runs its stages in registers and writes them back — stage order h = 1, 2, 4, ..., p/2
- * exactly as HOT.md 2, so the bits equal the twin's. The gather reads the r selected rows; the
+ * exactly as CONTRACT.md 2, so the bits equal the twin's. The gather reads the r selected rows; the
  * codes go through a small shared byte tile so that each column's r codes are stored as one
  * contiguous run of bytes.
  */
@@ -611,7 +611,7 @@ HOT_KNAME(const void *__restrict__ src, int T, int cols, int ld_src, int L, int 
 namespace hot_k1 {
 #line 1 "templates/hadamard_quant.cu"
 /* @hot-params: HOT_KNAME HOT_OPERAND HOT_DTYPE HOT_B HOT_BITS HOT_CODES HOT_ROUND */
-/* hadamard_quant.cu — HQ operand kernels (HOT.md section 3): block FWHT of size b along O, amax
+/* hadamard_quant.cu — HQ operand kernels (CONTRACT.md section 3): block FWHT of size b along O, amax
  * (per row or per tensor), quantization (SR with the Philox stream or RTN for g', RTN for w'), int8
  * codes or packed int4 nibbles, and the scales. CPU twin: templates/hadamard_quant_ref.c.
  *
@@ -629,7 +629,7 @@ namespace hot_k1 {
  * Mapping. A "line" is one row of g_y (operand 0) or one column of w (operand 1), transformed and
  * quantized along O. One warp owns one line; each lane holds 8 consecutive elements of a
  * 256-element chunk, so stages h = 1, 2, 4 run in registers and stages h = 8 ... b/2 run as warp
- * shuffles between lanes lane ^ (h / 8) — the stage order of HOT.md section 2, so the bits equal
+ * shuffles between lanes lane ^ (h / 8) — the stage order of CONTRACT.md section 2, so the bits equal
  * the CPU twin's. Lines of up to 4 chunks (O <= 1024) stay in registers between the amax and the quantization
  * (one pass over memory); longer lines reload their chunks (L2 hits). The number of 256-element
  * chunks, ceil(k_pad / 256), is a run-time value: one kernel serves every O.
@@ -705,7 +705,7 @@ static __device__ __forceinline__ void hq_load8(const void *src, long long row_o
   }
 }
 
-/* The block FWHT of one chunk held as 8 elements per lane, in HOT.md stage order. */
+/* The block FWHT of one chunk held as 8 elements per lane, in CONTRACT.md stage order. */
 static __device__ __forceinline__ void hq_fwht_chunk(float v[8], int lane) {
 #pragma unroll
   for (int h = 1; h < HOT_B && h < HQ_LANE_ELEMS; h <<= 1) {
@@ -793,7 +793,7 @@ HOT_KNAME(const void *__restrict__ src, int rows, int cols, int ld_src, int o_pa
           unsigned int *__restrict__ amax_bits, const float *__restrict__ scale_in,
           float *__restrict__ math_out, int phase, unsigned long long seed, unsigned tag,
           unsigned step) {
-  (void)scale_in; (void)math_out; /* SAWB applies to w' only (CONTRACT 3) */
+  (void)scale_in; (void)math_out; /* SAWB applies to w' only (CONTRACT 11) */
   const int lane = threadIdx.x & 31;
   const int row = blockIdx.x * 8 + (threadIdx.x >> 5);
   if (row >= rows) return;
@@ -937,7 +937,7 @@ HOT_KNAME(const void *__restrict__ src, int rows, int cols, int ld_src, int o_pa
 namespace hot_k2 {
 #line 1 "templates/hadamard_quant.cu"
 /* @hot-params: HOT_KNAME HOT_OPERAND HOT_DTYPE HOT_B HOT_BITS HOT_CODES HOT_ROUND */
-/* hadamard_quant.cu — HQ operand kernels (HOT.md section 3): block FWHT of size b along O, amax
+/* hadamard_quant.cu — HQ operand kernels (CONTRACT.md section 3): block FWHT of size b along O, amax
  * (per row or per tensor), quantization (SR with the Philox stream or RTN for g', RTN for w'), int8
  * codes or packed int4 nibbles, and the scales. CPU twin: templates/hadamard_quant_ref.c.
  *
@@ -955,7 +955,7 @@ namespace hot_k2 {
  * Mapping. A "line" is one row of g_y (operand 0) or one column of w (operand 1), transformed and
  * quantized along O. One warp owns one line; each lane holds 8 consecutive elements of a
  * 256-element chunk, so stages h = 1, 2, 4 run in registers and stages h = 8 ... b/2 run as warp
- * shuffles between lanes lane ^ (h / 8) — the stage order of HOT.md section 2, so the bits equal
+ * shuffles between lanes lane ^ (h / 8) — the stage order of CONTRACT.md section 2, so the bits equal
  * the CPU twin's. Lines of up to 4 chunks (O <= 1024) stay in registers between the amax and the quantization
  * (one pass over memory); longer lines reload their chunks (L2 hits). The number of 256-element
  * chunks, ceil(k_pad / 256), is a run-time value: one kernel serves every O.
@@ -1031,7 +1031,7 @@ static __device__ __forceinline__ void hq_load8(const void *src, long long row_o
   }
 }
 
-/* The block FWHT of one chunk held as 8 elements per lane, in HOT.md stage order. */
+/* The block FWHT of one chunk held as 8 elements per lane, in CONTRACT.md stage order. */
 static __device__ __forceinline__ void hq_fwht_chunk(float v[8], int lane) {
 #pragma unroll
   for (int h = 1; h < HOT_B && h < HQ_LANE_ELEMS; h <<= 1) {
@@ -1119,7 +1119,7 @@ HOT_KNAME(const void *__restrict__ src, int rows, int cols, int ld_src, int o_pa
           unsigned int *__restrict__ amax_bits, const float *__restrict__ scale_in,
           float *__restrict__ math_out, int phase, unsigned long long seed, unsigned tag,
           unsigned step) {
-  (void)scale_in; (void)math_out; /* SAWB applies to w' only (CONTRACT 3) */
+  (void)scale_in; (void)math_out; /* SAWB applies to w' only (CONTRACT 11) */
   const int lane = threadIdx.x & 31;
   const int row = blockIdx.x * 8 + (threadIdx.x >> 5);
   if (row >= rows) return;
@@ -1264,8 +1264,8 @@ HOT_KNAME(const void *__restrict__ src, int rows, int cols, int ld_src, int o_pa
 namespace hot_k3 {
 #line 1 "templates/hla_project.cu"
 /* @hot-params: HOT_KNAME HOT_MODE HOT_DTYPE HOT_P HOT_R HOT_BITS HOT_ROUND HOT_ROWS */
-/* hla_project.cu — HLA / ABC projection kernels (HOT.md sections 4 and 5, CONTRACT.md 1-4):
- * per token block, the p-point FWHT down every column (fp32, HOT.md 2 stage order), the gather of
+/* hla_project.cu — HLA / ABC projection kernels (CONTRACT.md sections 4, 5 and 9-12):
+ * per token block, the p-point FWHT down every column (fp32, CONTRACT.md 2 stage order), the gather of
  * the r selected natural rows of H_p, a per-tensor 8-bit quantizer (RTN for x^, SR or RTN for g^) and
  * the codes stored TRANSPOSED for the g_w GEMM. CPU twins: hot_ref_hla_quant_x /
  * hot_ref_hla_quant_g (templates/hla_project_ref.c).
@@ -1327,7 +1327,7 @@ namespace hot_k3 {
  * padded tokens and columns >= cols) and runs stages h = 1, 2, 4 there; each further pass
  * (bits 3-5, 6-8, 9) reads the 8 elements that differ in its three token bits from the shared
  * tile, runs its stages in registers and writes them back — stage order h = 1, 2, 4, ..., p/2
- * exactly as HOT.md 2, so the bits equal the twin's. The gather reads the r selected rows; the
+ * exactly as CONTRACT.md 2, so the bits equal the twin's. The gather reads the r selected rows; the
  * codes go through a small shared byte tile so that each column's r codes are stored as one
  * contiguous run of bytes.
  */
@@ -1578,7 +1578,7 @@ namespace hot_k4 {
 #line 1 "templates/gemm_int.cu"
 /* @hot-params: HOT_KNAME HOT_CODES HOT_TILE_M HOT_TILE_N HOT_TILE_K HOT_WARPS_M HOT_WARPS_N HOT_STAGES */
 /* gemm_int.cu — integer tensor-core GEMM with the fused HOT dequantization epilogue
- * (HOT.md sections 3.5, 4.6 and 7).
+ * (CONTRACT.md sections 3.5, 4.6 and 7).
  *
  *   C[m*ldc + n] = HOT_MUL(HOT_I2F(acc[m][n]), factor(m)),   acc[m][n] = sum_k A[m][k] * B[n][k]
  *   factor(m)    = row_scale ? HOT_MUL(row_scale[m], alpha) : alpha
@@ -1590,9 +1590,9 @@ namespace hot_k4 {
  *             int Kpad, int ldc)
  * alpha is computed on the device (once per thread, from two device words), so the scales
  * written by the operand kernels never travel through the host:
- *   HQ  (CONTRACT 6): row_scale = s_g (T floats), alpha_a = &s_w,  alpha_b = NULL,  div = b
+ *   HQ  (CONTRACT 14): row_scale = s_g (T floats), alpha_a = &s_w,  alpha_b = NULL,  div = b
  *        -> alpha = (s_w * 1.0f) / b = s_w / b = c_w exactly (x * 1.0f == x in IEEE);
- *   HLA (CONTRACT 6): row_scale = NULL, alpha_a = &s_g^, alpha_b = &s_x^, div = p
+ *   HLA (CONTRACT 14): row_scale = NULL, alpha_a = &s_g^, alpha_b = &s_x^, div = p
  *        -> alpha = (s_g^ * s_x^) / p = c.
  * int32 accumulation (exact while |acc| < 2^31). Integer products are exact and the epilogue is
  * single-rounding fp32 operations in the twin's order, so every arch and tile configuration
@@ -1677,7 +1677,7 @@ namespace hot_k4 {
 
 
 
-/* ---- derived compile-time quantities (macros, not namespace constexpr: see DESIGN.md) ----- */
+/* ---- derived compile-time quantities (macros: NVRTC makes namespace constexpr device globals) */
 #define HOT_THREADS (32 * HOT_WARPS_M * HOT_WARPS_N)
 #define HOT_KB (HOT_CODES ? HOT_TILE_K / 2 : HOT_TILE_K) /* bytes of K per row per stage */
 #define HOT_CPR (HOT_KB / 16)                           /* 16-byte chunks per row */
@@ -1960,7 +1960,7 @@ extern "C" __global__ void __launch_bounds__(HOT_THREADS, 1)
   hot_cp_async_wait<0>(); /* only empty groups can remain; keep the exit clean */
 
   /* ---- epilogue: C = HOT_MUL(HOT_I2F(acc), factor(row)), never fused ---------------------- */
-  /* the epilogue constant of CONTRACT 6 from the scales on the device: product, then division */
+  /* the epilogue constant of CONTRACT 14 from the scales on the device: product, then division */
   const float alpha = hot_epilogue_alpha(alpha_a, alpha_b, alpha_div);
   const int g = lane >> 2, t = lane & 3;
   const bool vec = ((ldc & 1) == 0) && ((((unsigned long long)C) & 7ull) == 0);
@@ -2020,7 +2020,7 @@ namespace hot_k5 {
 #line 1 "templates/gemm_int.cu"
 /* @hot-params: HOT_KNAME HOT_CODES HOT_TILE_M HOT_TILE_N HOT_TILE_K HOT_WARPS_M HOT_WARPS_N HOT_STAGES */
 /* gemm_int.cu — integer tensor-core GEMM with the fused HOT dequantization epilogue
- * (HOT.md sections 3.5, 4.6 and 7).
+ * (CONTRACT.md sections 3.5, 4.6 and 7).
  *
  *   C[m*ldc + n] = HOT_MUL(HOT_I2F(acc[m][n]), factor(m)),   acc[m][n] = sum_k A[m][k] * B[n][k]
  *   factor(m)    = row_scale ? HOT_MUL(row_scale[m], alpha) : alpha
@@ -2032,9 +2032,9 @@ namespace hot_k5 {
  *             int Kpad, int ldc)
  * alpha is computed on the device (once per thread, from two device words), so the scales
  * written by the operand kernels never travel through the host:
- *   HQ  (CONTRACT 6): row_scale = s_g (T floats), alpha_a = &s_w,  alpha_b = NULL,  div = b
+ *   HQ  (CONTRACT 14): row_scale = s_g (T floats), alpha_a = &s_w,  alpha_b = NULL,  div = b
  *        -> alpha = (s_w * 1.0f) / b = s_w / b = c_w exactly (x * 1.0f == x in IEEE);
- *   HLA (CONTRACT 6): row_scale = NULL, alpha_a = &s_g^, alpha_b = &s_x^, div = p
+ *   HLA (CONTRACT 14): row_scale = NULL, alpha_a = &s_g^, alpha_b = &s_x^, div = p
  *        -> alpha = (s_g^ * s_x^) / p = c.
  * int32 accumulation (exact while |acc| < 2^31). Integer products are exact and the epilogue is
  * single-rounding fp32 operations in the twin's order, so every arch and tile configuration
@@ -2119,7 +2119,7 @@ namespace hot_k5 {
 
 
 
-/* ---- derived compile-time quantities (macros, not namespace constexpr: see DESIGN.md) ----- */
+/* ---- derived compile-time quantities (macros: NVRTC makes namespace constexpr device globals) */
 #define HOT_THREADS (32 * HOT_WARPS_M * HOT_WARPS_N)
 #define HOT_KB (HOT_CODES ? HOT_TILE_K / 2 : HOT_TILE_K) /* bytes of K per row per stage */
 #define HOT_CPR (HOT_KB / 16)                           /* 16-byte chunks per row */
@@ -2402,7 +2402,7 @@ extern "C" __global__ void __launch_bounds__(HOT_THREADS, 1)
   hot_cp_async_wait<0>(); /* only empty groups can remain; keep the exit clean */
 
   /* ---- epilogue: C = HOT_MUL(HOT_I2F(acc), factor(row)), never fused ---------------------- */
-  /* the epilogue constant of CONTRACT 6 from the scales on the device: product, then division */
+  /* the epilogue constant of CONTRACT 14 from the scales on the device: product, then division */
   const float alpha = hot_epilogue_alpha(alpha_a, alpha_b, alpha_div);
   const int g = lane >> 2, t = lane & 3;
   const bool vec = ((ldc & 1) == 0) && ((((unsigned long long)C) & 7ull) == 0);
@@ -2455,7 +2455,7 @@ extern "C" __global__ void __launch_bounds__(HOT_THREADS, 1)
 namespace hot_k6 {
 #line 1 "templates/bias.cu"
 /* @hot-params: HOT_KNAME HOT_DTYPE */
-/* bias.cu — the bias gradient g_b[o] = sum_t g_y[t, o] in fp32 (HOT.md section 1), bit-identical
+/* bias.cu — the bias gradient g_b[o] = sum_t g_y[t, o] in fp32 (CONTRACT.md section 1), bit-identical
  * to the CPU twin templates/bias_ref.c.
  *
  * Summation order (fixed, shared with the twin; HOT_BIAS_CHUNK == HOT_REF_BIAS_CHUNK of ref.h):
@@ -2556,12 +2556,12 @@ extern "C" __global__ void __launch_bounds__(HOT_BIAS_THREADS)
 namespace hot_k7 {
 #line 1 "templates/lqs.cu"
 /* @hot-params: HOT_KNAME HOT_DTYPE HOT_BITS HOT_ROUND */
-/* lqs.cu — layer-wise quantizer selection (HOT.md 6, CONTRACT.md 7) on the raw g_y (T x O, no
+/* lqs.cu — layer-wise quantizer selection (CONTRACT.md 6 and 15) on the raw g_y (T x O, no
  * transform): e_tensor = ||g - deq(Q_tensor(g))||_F and e_token = ||g - deq(Q_row(g))||_F with
  * HOT_BITS-bit codes rounded as g' is (HOT_ROUND: SR or RTN), absmax; choice = per-row iff e_token < 0.5 * e_tensor. Bit-identical to the
  * CPU twin hot_ref_lqs (templates/lqs_ref.c): both quantizations use the same Philox draws
  * (tag = layer_id*16 + 3, idx = t*O + o), the squared errors are summed by the canonical fp64
- * sum of CONTRACT 5 (chunks of 1024 terms in idx order, each summed sequentially from 0.0,
+ * sum of CONTRACT 13 (chunks of 1024 terms in idx order, each summed sequentially from 0.0,
  * then the partials sequentially in chunk order from 0.0).
  *
  * Parameters: HOT_KNAME entry name; HOT_DTYPE 0 = f32, 1 = bf16, 2 = f16; HOT_BITS = hq.g.bits;
@@ -2629,7 +2629,7 @@ static __device__ __forceinline__ unsigned lqs_rand_word(unsigned long long seed
 }
 #endif
 
-/* (v - deq(q, s))^2 in fp64, deq = fp32 q * s (CONTRACT 7). */
+/* (v - deq(q, s))^2 in fp64, deq = fp32 q * s (CONTRACT 15). */
 static __device__ __forceinline__ double lqs_sq(float v, int q, float s) {
   const float deq = HOT_MUL(HOT_I2F(q), s);
   const double d = HOT_DSUB((double)v, (double)deq);
