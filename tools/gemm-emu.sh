@@ -103,13 +103,8 @@ for cfg in "64 64 3" "64 256 4" "128 128 4" "128 256 4" "128 64 5"; do
   done
 done
 
-# caught LOG: the schedules under which a mutant failed (for the report line)
-caught() {
-  local s
-  s=$(grep -oE 'schedule [0-9]+ \([a-z-]+\): FAIL' "$1" | sed -E 's/schedule ([0-9]+) .*/\1/' | tr '\n' ' ')
-  [ -n "$s" ] && echo "failed under schedule(s) ${s% }" && return
-  grep -m1 -E "EMU ERROR" "$1" || echo "exit status non-zero"
-}
+# shellcheck source=tools/emu-common.sh
+. "$here/tools/emu-common.sh"
 # mutate SRC DST ANCHOR REPLACEMENT: DST = SRC with the first ANCHOR replaced
 mutate() {
   "$PY" - "$@" <<'PY'

@@ -194,12 +194,8 @@ fi
 # Mutants: the check must catch them. kmutant LABEL TEMPLATE OLD NEW BUILD RUN...: a copy of
 # templates/TEMPLATE with the first OLD replaced by NEW (\n escapes) shadows the original while
 # BUILD (a function of this script, called with the template folder) builds, then RUN must fail.
-caught() {
-  local s
-  s=$(grep -oE 'schedule [0-9]+ \([a-z-]+\): FAIL' "$1" | sed -E 's/schedule ([0-9]+) .*/\1/' | tr '\n' ' ')
-  [ -n "$s" ] && echo "failed under schedule(s) ${s% }" && return
-  grep -m1 -E "EMU ERROR" "$1" || echo "exit status non-zero"
-}
+# shellcheck source=tools/emu-common.sh
+. "$here/tools/emu-common.sh"
 kmutant() {
   local label=$1 tmpl=$2 old=$3 new=$4 build=$5
   shift 5
