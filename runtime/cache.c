@@ -280,6 +280,10 @@ static void entry_publish(entry *e, const hot_kernel_source *src, const char *ve
   e->pub.kernels = e->res.kernels;
   e->pub.n_kernels = e->res.n_kernels;
   e->pub.compile_ms = e->res.compile_ms;
+  e->pub.phases_known = origin == HOT_KCACHE_COMPILED && e->res.phases_known;
+  e->pub.front_ms = e->res.front_ms;
+  e->pub.nvvm_ms = e->res.nvvm_ms;
+  e->pub.ptxas_ms = e->res.ptxas_ms;
   e->pub.origin = origin;
   snprintf(e->pub.arch, sizeof e->pub.arch, "%s", src->arch);
   snprintf(e->pub.compiler, sizeof e->pub.compiler, "%s", ver);

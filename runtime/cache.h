@@ -87,6 +87,9 @@ typedef struct {
   const hot_kernel_info *kernels;  /* in the order of the request's kernel names */
   size_t n_kernels;
   double compile_ms;               /* the compile's wall time, when and wherever it happened */
+  int phases_known;                /* 1: the three phase times below are NVRTC's own (compiled
+                                      by this cache object); 0: unknown (a disk or pack hit) */
+  double front_ms, nvvm_ms, ptxas_ms; /* front end, NVVM, ptxas (nvrtc.h) */
   hot_kcache_origin origin;        /* how it entered this cache object: COMPILED or DISK */
   char arch[16];                   /* e.g. "sm_90a" */
   char compiler[32];               /* e.g. "nvrtc-13.0"; "" when unknown */
