@@ -230,6 +230,22 @@ hot_status ctx_kcache(hot_ctx *ctx, hot_kcache **out) {
   return HOT_OK;
 }
 
+void ctx_prefetch(hot_ctx *ctx, hot_layer *const *layers, size_t n) {
+  if (!ctx->arch_known || n < 2) return; /* nothing to compile, or nothing to share */
+  const hot_layer_plan **plans = calloc(n, sizeof *plans);
+  hot_kcache *kc;
+  if (!plans || ctx_kcache(ctx, &kc) != HOT_OK) {
+    free(plans);
+    return;
+  }
+  int np = 0;
+  for (size_t i = 0; i < n; ++i)
+    if (!layers[i]->compiled && layers[i]->plan) plans[np++] = layers[i]->plan;
+  char err[512];
+  if (np > 1) (void)jit_prefetch(kc, plans, np, ctx->jit_threads, NULL, err, sizeof err);
+  free(plans);
+}
+
 hot_status hot_ctx_stats(hot_ctx *ctx, hot_stats *out) {
   if (!ctx || !out) return ctx_fail(ctx, HOT_ERR_INVALID, "hot_ctx_stats: NULL argument");
   memset(out, 0, sizeof *out);

@@ -313,8 +313,12 @@ HOT_API size_t hot_layer_saved_bytes(const hot_layer *layer);
  * HOT_ERR_NO_NVRTC, HOT_ERR_IO (cache directory), HOT_ERR_BAD_BINARY and other CUDA errors. */
 HOT_API hot_status hot_layer_compile(hot_layer *layer);
 
-/* The same for n layers of ctx, in order; stops at the first error. HOT_ERR_MISUSE when a layer
- * belongs to another context (nothing is compiled then). */
+/* The same for n layers of ctx: first every distinct kernel of all n layers (equal kernels of
+ * different layers once) is found or compiled in ONE pool of HOT_JIT_THREADS (else the CPUs)
+ * concurrent compiles, so a model's cold start costs about its slowest kernels rather than the
+ * sum over layers; then each layer is made ready in order, stopping at the first error (its
+ * message and log as hot_layer_compile's). HOT_ERR_MISUSE when a layer belongs to another
+ * context (nothing is compiled then). */
 HOT_API hot_status hot_ctx_compile(hot_ctx *ctx, hot_layer *const *layers, size_t n);
 
 /* Forward (ABC): x (T x I, dtype) -> the saved buffer (see hot_layer_saved_bytes). `saved` is

@@ -529,6 +529,66 @@ START_TEST(huge_finite_inputs) {
 }
 END_TEST
 
+/* A compiler that takes 40 ms and records how many of its calls ran at once. */
+static int slow_inflight, slow_max, slow_calls;
+static rt_status slow_compile(void *user, const hot_kernel_source *src, hot_compile_result *out,
+                              char *err, size_t errlen) {
+  int now = __atomic_add_fetch(&slow_inflight, 1, __ATOMIC_SEQ_CST);
+  int seen = __atomic_load_n(&slow_max, __ATOMIC_SEQ_CST);
+  while (now > seen && !__atomic_compare_exchange_n(&slow_max, &seen, now, 0, __ATOMIC_SEQ_CST,
+                                                    __ATOMIC_SEQ_CST)) {
+  }
+  usleep(40000);
+  __atomic_add_fetch(&slow_calls, 1, __ATOMIC_SEQ_CST);
+  rt_status st = fake_compile(user, src, out, err, errlen);
+  __atomic_sub_fetch(&slow_inflight, 1, __ATOMIC_SEQ_CST);
+  return st;
+}
+
+/* hot_ctx_compile compiles the distinct kernels of ALL its layers in one pool: with enough
+ * threads, more compiles run at once than any one layer has kernels (layer by layer, the pool
+ * of a layer never exceeds its own kernels). */
+START_TEST(ctx_compile_one_pool) {
+  fake_cc f = {0, 0, 0, "fake-1"};
+  hot_compiler cc = {&f, fake_version, "fake-options", slow_compile};
+  slow_inflight = slow_max = slow_calls = 0;
+  setenv("HOT_JIT_THREADS", "64", 1);
+  hot_options o;
+  hot_options_init(&o);
+  o.disk_cache = -1;
+  o.arch = "sm_90";
+  hot_ctx *ctx = NULL;
+  ck_assert_int_eq(hot_ctx_create_with_compiler(&ctx, &o, &cc), HOT_OK);
+  unsetenv("HOT_JIT_THREADS");
+  hot_layer_spec s;
+  plan_spec_defaults(&s, HOT_RECIPE_HOT);
+  s.in_features = 64;
+  s.out_features = 32;
+  hot_layer *l[2] = {NULL, NULL};
+  snprintf(s.name, sizeof s.name, "a");
+  ck_assert_int_eq(hot_layer_create(ctx, &s, 2, 64, HOT_RECIPE_HOT, &l[0]), HOT_OK);
+  snprintf(s.name, sizeof s.name, "b");
+  s.dtype = HOT_DT_F16; /* other kernels (their names carry the dtype) */
+  ck_assert_int_eq(hot_layer_create(ctx, &s, 2, 64, HOT_RECIPE_HOT, &l[1]), HOT_OK);
+  unsigned n0 = au_programs(l[0]), n1 = au_programs(l[1]);
+  ck_assert_int_eq(hot_ctx_compile(ctx, l, 2), HOT_OK);
+  ck_assert_int_eq(slow_calls, f.compiles);
+  ck_assert_int_le(f.compiles, (int)(n0 + n1));
+  ck_assert_int_gt(f.compiles, (int)(n0 > n1 ? n0 : n1));
+  ck_assert_msg(slow_max > (int)(n0 > n1 ? n0 : n1), "at most %d compiles at once (layers: %u, %u)",
+                slow_max, n0, n1);
+  hot_stats st;
+  hot_ctx_stats(ctx, &st);
+  ck_assert_uint_eq(st.compiles, (uint64_t)f.compiles);
+  hot_layer_info i;
+  for (int k = 0; k < 2; ++k) {
+    hot_layer_get_info(l[k], &i);
+    ck_assert_int_eq(i.compiled, 1);
+  }
+  hot_ctx_destroy(ctx);
+}
+END_TEST
+
 START_TEST(compile_with_fake_compiler) {
   char dir[256];
   ck_assert_ptr_nonnull(tmp_dir(dir));
@@ -566,7 +626,7 @@ START_TEST(compile_with_fake_compiler) {
   hot_stats st;
   hot_ctx_stats(ctx, &st);
   ck_assert_uint_eq(st.compiles, np);
-  ck_assert_uint_eq(st.memory_hits, np);
+  ck_assert_uint_eq(st.memory_hits, 2 * np); /* the batch compiled them; both layers then hit */
   ck_assert_str_eq(st.cache_dir, dir);
   ck_assert_msg(strstr(hot_compile_log(ctx), "fake log\n") && strstr(hot_compile_log(ctx), "== hot_"),
                 "%s", hot_compile_log(ctx));
@@ -895,6 +955,7 @@ int main(void) {
   tcase_add_test(tc, layer_from_spec);
   tcase_add_test(tc, bad_options_and_environment);
   tcase_add_test(tc, compile_with_fake_compiler);
+  tcase_add_test(tc, ctx_compile_one_pool);
   tcase_add_test(tc, misuse);
   tcase_add_test(tc, environment_read_once);
   tcase_add_test(tc, huge_finite_inputs);
