@@ -44,6 +44,9 @@ static const char *k_usage =
     "  --no-disk-cache      keep compiled kernels in memory only (as HOT_NO_DISK_CACHE=1)\n"
     "  --dump-cubin DIR     with --compile (required): also write each kernel's CUBIN to\n"
     "                       DIR/<kernel>.<arch>.cubin (for cuobjdump)\n"
+    "  --pack FILE          with --compile (required): also write every compiled kernel of the\n"
+    "                       spec for those archs, with its cache key, into one kernel pack FILE\n"
+    "                       (load it with HOT_KERNEL_PACK or hot_ctx_load_pack: no compiles)\n"
     "  --jobs N             concurrent NVRTC compiles (default: $HOT_JIT_THREADS, else the CPUs)\n"
     "  --help-spec          print every spec field with its kind, range, default and doc\n"
     "  --version            print the version\n"
@@ -58,7 +61,7 @@ static const char *k_usage =
 typedef struct {
   const char *spec;
   int plan, json, help_spec;
-  const char *arch, *layer, *emit_dir, *compile, *cache_dir, *dump_dir, *jobs;
+  const char *arch, *layer, *emit_dir, *compile, *cache_dir, *dump_dir, *jobs, *pack;
   int no_disk, threads;
 } options;
 
@@ -91,6 +94,7 @@ static int parse_args(int argc, char **argv, options *o) {
     else if (!strcmp(a, "--cache-dir")) slot = &o->cache_dir;
     else if (!strcmp(a, "--dump-cubin")) slot = &o->dump_dir;
     else if (!strcmp(a, "--jobs")) slot = &o->jobs;
+    else if (!strcmp(a, "--pack")) slot = &o->pack;
     else if (a[0] == '-' && a[1]) return usage_error("unknown option '%s'", a);
     else if (!o->spec) o->spec = a;
     else return usage_error("more than one spec given ('%s')", a);
@@ -108,6 +112,9 @@ static int parse_args(int argc, char **argv, options *o) {
   }
   if (o->dump_dir && !o->compile)
     return usage_error("%s", "--dump-cubin needs --compile (it writes the compiled CUBINs)");
+  if (o->pack && !o->compile)
+    return usage_error("%s", "--pack needs --compile (it packs the compiled kernels)");
+  if (o->pack && !*o->pack) return usage_error("%s", "--pack needs a file name");
   if (!o->plan && !o->json && !o->emit_dir && !o->compile) o->plan = 1;
   return 0;
 }
@@ -560,8 +567,55 @@ static int emit_sources(const options *o, const hot_model *m, hot_layer_plan *pl
 
 /* One layer's compile for one arch: the per-kernel rows, spill checks and --dump-cubin.
  * Returns the number of failures. */
+/* The binaries going into --pack (borrowed from the cache; duplicates are dropped on write). */
+typedef struct {
+  const hot_kernel_binary **v;
+  size_t n, cap;
+  int nomem;
+} bin_list;
+
+static void bin_add(bin_list *b, const hot_kernel_binary *bin) {
+  for (size_t i = 0; i < b->n; ++i)
+    if (b->v[i] == bin) return;
+  if (b->n == b->cap) {
+    size_t cap = b->cap ? 2 * b->cap : 64;
+    const hot_kernel_binary **v = realloc(b->v, cap * sizeof *v);
+    if (!v) {
+      b->nomem = 1;
+      return;
+    }
+    b->v = v;
+    b->cap = cap;
+  }
+  b->v[b->n++] = bin;
+}
+
+/* --pack: every collected binary into one kernel pack file. Returns 0/1. */
+static int write_pack(const char *path, const bin_list *b) {
+  char err[1024];
+  hot_pack_entry *e = calloc(b->n + 1, sizeof *e);
+  if (!e || b->nomem) {
+    free(e);
+    fprintf(stderr, "hot-gen: %s: out of memory\n", path);
+    return 1;
+  }
+  for (size_t i = 0; i < b->n; ++i) {
+    const hot_kernel_binary *k = b->v[i];
+    e[i] = (hot_pack_entry){k->key, k->compiler, k->arch, k->kernels, k->n_kernels, k->cubin,
+                            k->cubin_size, k->log, k->compile_ms};
+  }
+  rt_status st = pack_write(path, e, b->n, err, sizeof err);
+  free(e);
+  if (st != RT_OK) {
+    fprintf(stderr, "hot-gen: %s\n", err);
+    return 1;
+  }
+  fprintf(stderr, "hot-gen: wrote %zu kernel%s to the pack %s\n", b->n, b->n == 1 ? "" : "s", path);
+  return 0;
+}
+
 static int compile_layer(const options *o, const hot_model *m, int l, hot_kcache *kc,
-                         const hot_layer_plan *plan, hot_diag *d) {
+                         const hot_layer_plan *plan, bin_list *packed, hot_diag *d) {
   const char *arch = plan_arch_caps(plan->arch)->name;
   const char *lname = m->layers[l].name;
   char err[1024];
@@ -584,6 +638,7 @@ static int compile_layer(const options *o, const hot_model *m, int l, hot_kcache
     }
     const hot_kernel_info *ki = &bin->kernels[0];
     int spills = ki->spill_store_bytes + ki->spill_load_bytes;
+    if (packed) bin_add(packed, bin);
     char ph[3][16];
     double pv[3] = {bin->front_ms, bin->nvvm_ms, bin->ptxas_ms};
     for (int i = 0; i < 3; ++i) /* NVRTC's own phases, known for kernels compiled now */
@@ -659,8 +714,13 @@ static int compile_all(const options *o, const hot_model *m, const arch_sets *as
          "front", "nvvm", "ptxas", "origin", "regs", "spills", "smem");
   hot_diag d = {0};
   int failures = 0;
-  for (int i = 0; i < np; ++i) failures += compile_layer(o, m, lidx[i], kc, &plans[i], &d);
+  bin_list packed = {0};
+  for (int i = 0; i < np; ++i)
+    failures += compile_layer(o, m, lidx[i], kc, &plans[i], o->pack ? &packed : NULL, &d);
   free(plans), free(pp), free(lidx);
+  if (o->pack && !failures) failures += write_pack(o->pack, &packed);
+  else if (o->pack) fprintf(stderr, "hot-gen: %s not written (compile failures)\n", o->pack);
+  free(packed.v);
   printf("whole spec: %d layer plan%s, %d distinct program%s (%d compiled now), %d thread%s, "
          "%.1f ms wall\n", np, np == 1 ? "" : "s", batch.n_programs,
          batch.n_programs == 1 ? "" : "s", batch.n_compiled, batch.threads,

@@ -321,6 +321,18 @@ HOT_API hot_status hot_layer_compile(hot_layer *layer);
  * context (nothing is compiled then). */
 HOT_API hot_status hot_ctx_compile(hot_ctx *ctx, hot_layer *const *layers, size_t n);
 
+/* Loads a kernel pack (written by `hot-gen SPEC --compile ARCHS --pack FILE`: every compiled
+ * kernel of a spec with its cache key) into ctx's kernel cache: a layer whose kernels are in a
+ * loaded pack never compiles (hot_stats.compiles stays 0), on a machine without NVRTC too. An
+ * entry whose key differs (another NVRTC version, other options, another generator or source)
+ * is ignored and that kernel compiles as usual. Several packs may be loaded; they are kept until
+ * hot_ctx_destroy. The environment variable HOT_KERNEL_PACK=FILE makes hot_ctx_create load one.
+ * path is borrowed for the call. Errors (message names the file): HOT_ERR_INVALID (NULL ctx or
+ * path; the file is not a valid pack: truncated, checksum, format version, bad field),
+ * HOT_ERR_IO (missing, unreadable, not a regular file; also the cache directory), HOT_ERR_NOMEM,
+ * HOT_ERR_MISUSE (ctx failed to initialise). */
+HOT_API hot_status hot_ctx_load_pack(hot_ctx *ctx, const char *path);
+
 /* Forward (ABC): x (T x I, dtype) -> the saved buffer (see hot_layer_saved_bytes). `saved` is
  * either a buffer the caller owns of hot_layer_saved_bytes(layer) bytes, 16-byte aligned, in
  * the backend's memory (device/host), which the caller keeps until the matching backward — or

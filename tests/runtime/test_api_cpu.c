@@ -17,6 +17,7 @@
 #include "emit.h"
 #include "hot_internal.h"
 #include "launch.h"
+#include "pack.h"
 #include "rt_util.h"
 
 /* ---- backend choice ---------------------------------------------------------------------- */
@@ -589,6 +590,95 @@ START_TEST(ctx_compile_one_pool) {
 }
 END_TEST
 
+/* Kernel packs through the API: a pack written from one context's kernels makes another
+ * context compile nothing (hot_ctx_load_pack, HOT_KERNEL_PACK); a pack of another compiler
+ * version is a miss; a missing or corrupt pack is an error naming the file. */
+START_TEST(kernel_pack_api) {
+  char dir[256], path[400], bad[400];
+  ck_assert_ptr_nonnull(tmp_dir(dir));
+  snprintf(path, sizeof path, "%s/m.hotpack", dir);
+  snprintf(bad, sizeof bad, "%s/bad.hotpack", dir);
+  fake_cc f = {0, 0, 0, "fake-1"};
+  hot_compiler cc = FAKE_COMPILER(f);
+  hot_options o;
+  hot_options_init(&o);
+  o.disk_cache = -1;
+  o.arch = "sm_90";
+  hot_layer_spec s;
+  plan_spec_defaults(&s, HOT_RECIPE_HOT);
+  snprintf(s.name, sizeof s.name, "fc");
+  s.in_features = 64;
+  s.out_features = 32;
+  hot_ctx *ctx = NULL;
+  hot_layer *a = NULL;
+  ck_assert_int_eq(hot_ctx_create_with_compiler(&ctx, &o, &cc), HOT_OK);
+  ck_assert_int_eq(hot_layer_create(ctx, &s, 2, 64, HOT_RECIPE_HOT, &a), HOT_OK);
+  ck_assert_int_eq(hot_layer_compile(a), HOT_OK);
+  int compiled = f.compiles;
+  ck_assert_int_gt(compiled, 0);
+  hot_pack_entry e[HOT_MAX_KERNELS];
+  size_t n = 0;
+  for (int k = 0; k < a->plan->n_kernels; ++k) {
+    const hot_kernel_binary *b = a->jit.bin[k];
+    if (!b) continue;
+    e[n++] = (hot_pack_entry){b->key, b->compiler, b->arch, b->kernels, b->n_kernels, b->cubin,
+                              b->cubin_size, b->log, b->compile_ms};
+  }
+  char err[512];
+  ck_assert_int_eq(pack_write(path, e, n, err, sizeof err), RT_OK);
+  hot_ctx_destroy(ctx);
+
+  /* hot_ctx_load_pack: zero compiles */
+  ck_assert_int_eq(hot_ctx_create_with_compiler(&ctx, &o, &cc), HOT_OK);
+  ck_assert_int_eq(hot_ctx_load_pack(ctx, path), HOT_OK);
+  ck_assert_int_eq(hot_layer_create(ctx, &s, 2, 64, HOT_RECIPE_HOT, &a), HOT_OK);
+  ck_assert_int_eq(hot_layer_compile(a), HOT_OK);
+  hot_stats st;
+  hot_ctx_stats(ctx, &st);
+  ck_assert_uint_eq(st.compiles, 0);
+  ck_assert_int_eq(f.compiles, compiled);
+  ck_assert_int_eq(hot_ctx_load_pack(ctx, NULL), HOT_ERR_INVALID);
+  ck_assert_int_eq(hot_ctx_load_pack(NULL, path), HOT_ERR_INVALID);
+  snprintf(bad, sizeof bad, "%s/missing.hotpack", dir);
+  ck_assert_int_eq(hot_ctx_load_pack(ctx, bad), HOT_ERR_IO);
+  ck_assert_msg(strstr(hot_errmsg(ctx), bad), "%s", hot_errmsg(ctx));
+  hot_ctx_destroy(ctx);
+
+  /* HOT_KERNEL_PACK, read once by hot_ctx_create */
+  setenv("HOT_KERNEL_PACK", path, 1);
+  ck_assert_int_eq(hot_ctx_create_with_compiler(&ctx, &o, &cc), HOT_OK);
+  unsetenv("HOT_KERNEL_PACK");
+  ck_assert_int_eq(hot_layer_create(ctx, &s, 2, 64, HOT_RECIPE_HOT, &a), HOT_OK);
+  ck_assert_int_eq(hot_layer_compile(a), HOT_OK);
+  hot_ctx_stats(ctx, &st);
+  ck_assert_uint_eq(st.compiles, 0);
+  hot_ctx_destroy(ctx);
+
+  /* another compiler version: every kernel compiles, no error */
+  fake_cc g = {0, 0, 0, "fake-2"};
+  hot_compiler cg = FAKE_COMPILER(g);
+  ck_assert_int_eq(hot_ctx_create_with_compiler(&ctx, &o, &cg), HOT_OK);
+  ck_assert_int_eq(hot_ctx_load_pack(ctx, path), HOT_OK);
+  ck_assert_int_eq(hot_layer_create(ctx, &s, 2, 64, HOT_RECIPE_HOT, &a), HOT_OK);
+  ck_assert_int_eq(hot_layer_compile(a), HOT_OK);
+  ck_assert_int_eq(g.compiles, compiled);
+  hot_ctx_destroy(ctx);
+
+  /* a corrupt HOT_KERNEL_PACK fails hot_ctx_create, naming the variable and the file */
+  snprintf(bad, sizeof bad, "%s/bad.hotpack", dir);
+  FILE *fp = fopen(bad, "wb");
+  fputs("HOTPACK", fp);
+  fclose(fp);
+  setenv("HOT_KERNEL_PACK", bad, 1);
+  ck_assert_int_eq(hot_ctx_create_with_compiler(&ctx, &o, &cc), HOT_ERR_INVALID);
+  unsetenv("HOT_KERNEL_PACK");
+  ck_assert_msg(strstr(hot_errmsg(ctx), "HOT_KERNEL_PACK") && strstr(hot_errmsg(ctx), bad),
+                "%s", hot_errmsg(ctx));
+  hot_ctx_destroy(ctx);
+  rm_tree(dir);
+}
+END_TEST
+
 START_TEST(compile_with_fake_compiler) {
   char dir[256];
   ck_assert_ptr_nonnull(tmp_dir(dir));
@@ -956,6 +1046,7 @@ int main(void) {
   tcase_add_test(tc, bad_options_and_environment);
   tcase_add_test(tc, compile_with_fake_compiler);
   tcase_add_test(tc, ctx_compile_one_pool);
+  tcase_add_test(tc, kernel_pack_api);
   tcase_add_test(tc, misuse);
   tcase_add_test(tc, environment_read_once);
   tcase_add_test(tc, huge_finite_inputs);
