@@ -110,6 +110,7 @@ static void quality_check(void) {
   }
   printf("kernel quality: %d kernels compared with %s, %d difference%s\n", n, path, bad,
          bad == 1 ? "" : "s");
+  fflush(stdout); /* the lines above survive the failing check's exit */
   ck_assert_msg(bad == 0, "%d kernel quality difference(s) against %s (see the lines above; "
                 "after review, regenerate with HOT_UPDATE_KERNEL_QUALITY=1)", bad, path);
 }
