@@ -672,7 +672,7 @@ static int compile_layer(const options *o, const hot_model *m, int l, hot_kcache
 }
 
 /* --compile: every selected layer for every compile arch through the kernel cache. Returns 0/1. */
-static int compile_all(const options *o, const hot_model *m, const arch_sets *as, hot_layer_plan *plan) {
+static int compile_all(const options *o, const hot_model *m, const arch_sets *as) {
   hot_kcache_config cfg;
   memset(&cfg, 0, sizeof cfg);
   cfg.dir = o->cache_dir;
@@ -683,7 +683,6 @@ static int compile_all(const options *o, const hot_model *m, const arch_sets *as
     fprintf(stderr, "hot-gen: %s\n", err);
     return 1;
   }
-  (void)plan;
   /* Every selected layer for every arch, planned first, then all their distinct kernels
    * compiled in one pool (jit_prefetch): the spec's cold time is its slowest kernels', not the
    * sum of its layers'. The per-layer requests after it are memory hits. */
@@ -765,7 +764,7 @@ int main(int argc, char **argv) {
   if (rc == 0 && o.plan) print_plans(&o, &m, &as, plan);
   if (rc == 0 && o.json) rc = print_json(&o, &m, &as, plan);
   if (rc == 0 && o.emit_dir) rc = emit_sources(&o, &m, plan);
-  if (rc == 0 && o.compile) rc = compile_all(&o, &m, &as, plan);
+  if (rc == 0 && o.compile) rc = compile_all(&o, &m, &as);
   free(plan);
   spec_model_free(&m);
   return rc;
