@@ -717,7 +717,8 @@ static int compile_all(const options *o, const hot_model *m, const arch_sets *as
   for (int i = 0; i < np; ++i)
     failures += compile_layer(o, m, lidx[i], kc, &plans[i], o->pack ? &packed : NULL, &d);
   free(plans), free(pp), free(lidx);
-  if (o->pack && !failures) failures += write_pack(o->pack, &packed);
+  int pack_failed = 0;
+  if (o->pack && !failures) pack_failed = write_pack(o->pack, &packed);
   else if (o->pack) fprintf(stderr, "hot-gen: %s not written (compile failures)\n", o->pack);
   free(packed.v);
   printf("whole spec: %d layer plan%s, %d distinct program%s (%d compiled now), %d thread%s, "
@@ -736,7 +737,7 @@ static int compile_all(const options *o, const hot_model *m, const arch_sets *as
     fprintf(stderr, "hot-gen: %d compile failure%s\n", failures, failures == 1 ? "" : "s");
     return 1;
   }
-  return 0;
+  return pack_failed;
 }
 
 /* ---- main ------------------------------------------------------------------------------- */
