@@ -58,6 +58,13 @@ typedef struct {
 
 #define BENCH_MAX_KERNELS (2 * HOT_MAX_KERNEL_TIMES)
 
+/* One kernel of a layer's cold JIT: its compile and NVRTC's phases (phases 0: not reported). */
+typedef struct {
+  char name[96];
+  double ms, front_ms, nvvm_ms, ptxas_ms;
+  int phases;
+} bench_jit_kernel;
+
 /* ---- one layer's results ------------------------------------------------------------------ */
 typedef struct {
   char name[HOT_NAME_MAX];
@@ -84,6 +91,8 @@ typedef struct {
   double jit_cold_ms, jit_store_ms, jit_warm_ms;
   uint64_t jit_compiles, jit_disk_hits;
   char jit_note[200];
+  int jit_nk;                     /* distinct kernels compiled in the cold run */
+  bench_jit_kernel jit_kern[16];
   /* speed (GPU) */
   bench_stat hot_bwd, hot_fwd, bf16, fp32, tf32;
   double nsets_hot, nsets_blas;   /* buffer sets rotated (cold L2) */
@@ -112,6 +121,12 @@ typedef struct {
   double copy_gbs, bf16_tflops, int8_tops;
   char ceil_note[200];
   int l2_bytes;
+  /* whole-spec cold JIT: every layer in one fresh memory-only context, hot_ctx_compile (one
+   * compile pool for all their distinct kernels) */
+  int have_jit_spec;
+  double jit_spec_cold_ms;
+  uint64_t jit_spec_compiles;
+  char jit_spec_note[200];
   double wall_s;
 } bench_run;
 
@@ -172,6 +187,9 @@ void bench_outputs_free(bench_outputs *o);
 /* Cold compile (fresh memory-only context), store (compile into an empty disk cache) and warm
  * (a second context hitting that cache) of the layer's kernels. Fills bl->jit_*. */
 void bench_jit(const bench_run *run, bench_layer *bl, hot_backend backend, const char *arch);
+/* The whole spec's cold JIT (every layer without a status, one fresh memory-only context,
+ * hot_ctx_compile). Fills run->jit_spec_*. */
+void bench_jit_spec(bench_run *run, hot_backend backend, const char *arch);
 
 /* ---- gpu.c --------------------------------------------------------------------------------- */
 typedef struct bench_gpu bench_gpu;

@@ -16,6 +16,7 @@
 #include <unistd.h>
 
 #include "bench.h"
+#include "hot_internal.h" /* the layer's binaries: per-kernel compile figures */
 
 static int rm_entry(const char *path, const struct stat *sb, int flag, struct FTW *ftw) {
   (void)sb;
@@ -24,10 +25,29 @@ static int rm_entry(const char *path, const struct stat *sb, int flag, struct FT
   return remove(path) == 0 ? 0 : 0; /* best effort: keep walking */
 }
 
-/* One timed hot_layer_compile in a new context. Returns the status; stats into *s. */
+/* The distinct kernels the layer compiled now, with NVRTC's phases, into bl->jit_kern. */
+static void kernel_figures(bench_layer *bl, const hot_layer *layer) {
+  bl->jit_nk = 0;
+  const hot_layer_plan *pl = layer->plan;
+  int cap = (int)(sizeof bl->jit_kern / sizeof bl->jit_kern[0]);
+  for (int k = 0; k < pl->n_kernels && bl->jit_nk < cap; ++k) {
+    const hot_kernel_binary *b = layer->jit.bin[k];
+    if (!b || !layer->jit.source[k] || b->origin != HOT_KCACHE_COMPILED) continue;
+    bench_jit_kernel *o = &bl->jit_kern[bl->jit_nk++];
+    snprintf(o->name, sizeof o->name, "%s", pl->kernels[k].name);
+    o->ms = b->compile_ms;
+    o->phases = b->phases_known;
+    o->front_ms = b->front_ms;
+    o->nvvm_ms = b->nvvm_ms;
+    o->ptxas_ms = b->ptxas_ms;
+  }
+}
+
+/* One timed hot_layer_compile in a new context. Returns the status; stats into *s; the
+ * per-kernel figures into kfig when not NULL. */
 static hot_status timed_compile(const bench_run *run, const bench_layer *bl, hot_backend backend,
                                 const char *arch, int disk, const char *dir, double *ms,
-                                hot_stats *s, char *err, size_t n) {
+                                hot_stats *s, bench_layer *kfig, char *err, size_t n) {
   hot_ctx *ctx = NULL;
   hot_layer *layer = NULL;
   hot_status st = bench_ctx_open(&ctx, run, backend, arch, disk, dir, err, n);
@@ -37,6 +57,7 @@ static hot_status timed_compile(const bench_run *run, const bench_layer *bl, hot
     st = hot_layer_compile(layer);
     *ms = bench_now_ms() - t0;
     if (st != HOT_OK) snprintf(err, n, "%s: %s", hot_status_name(st), hot_errmsg(ctx));
+    else if (kfig) kernel_figures(kfig, layer);
     hot_ctx_stats(ctx, s);
   }
   hot_ctx_destroy(ctx);
@@ -48,7 +69,8 @@ void bench_jit(const bench_run *run, bench_layer *bl, hot_backend backend, const
   hot_stats s;
   memset(&s, 0, sizeof s);
   bl->have_jit = 0;
-  hot_status st = timed_compile(run, bl, backend, arch, -1, NULL, &bl->jit_cold_ms, &s, err, sizeof err);
+  hot_status st = timed_compile(run, bl, backend, arch, -1, NULL, &bl->jit_cold_ms, &s, bl, err,
+                                 sizeof err);
   if (st == HOT_OK && s.compiles == 0) {
     snprintf(bl->jit_note, sizeof bl->jit_note, "nothing compiled (no arch forced?)");
     return;
@@ -64,9 +86,9 @@ void bench_jit(const bench_run *run, bench_layer *bl, hot_backend backend, const
     bl->jit_store_ms = bl->jit_warm_ms = -1;
     return;
   }
-  st = timed_compile(run, bl, backend, arch, 1, dir, &bl->jit_store_ms, &s, err, sizeof err);
+  st = timed_compile(run, bl, backend, arch, 1, dir, &bl->jit_store_ms, &s, NULL, err, sizeof err);
   if (st == HOT_OK)
-    st = timed_compile(run, bl, backend, arch, 1, dir, &bl->jit_warm_ms, &s, err, sizeof err);
+    st = timed_compile(run, bl, backend, arch, 1, dir, &bl->jit_warm_ms, &s, NULL, err, sizeof err);
   if (st != HOT_OK) {
     snprintf(bl->jit_note, sizeof bl->jit_note, "store/warm: %.170s", err);
     bl->jit_store_ms = bl->jit_warm_ms = -1;
@@ -78,4 +100,37 @@ void bench_jit(const bench_run *run, bench_layer *bl, hot_backend backend, const
   }
   bl->have_jit = 1;
   nftw(dir, rm_entry, 16, FTW_DEPTH | FTW_PHYS);
+}
+
+void bench_jit_spec(bench_run *run, hot_backend backend, const char *arch) {
+  char err[600] = "";
+  run->have_jit_spec = 0;
+  hot_ctx *ctx = NULL;
+  hot_layer **layers = calloc((size_t)run->n + 1, sizeof *layers);
+  int n = 0;
+  hot_status st = layers ? bench_ctx_open(&ctx, run, backend, arch, -1, NULL, err, sizeof err)
+                         : HOT_ERR_NOMEM;
+  for (int i = 0; st == HOT_OK && i < run->n; ++i) {
+    const bench_layer *bl = &run->layers[i];
+    if (bl->status[0]) continue;
+    st = bench_layer_open(ctx, run, bl, bl->B, bl->L, &layers[n], err, sizeof err);
+    if (st == HOT_OK) ++n;
+  }
+  if (st == HOT_OK) {
+    double t0 = bench_now_ms();
+    st = hot_ctx_compile(ctx, layers, (size_t)n);
+    run->jit_spec_cold_ms = bench_now_ms() - t0;
+    if (st != HOT_OK) snprintf(err, sizeof err, "%s: %s", hot_status_name(st), hot_errmsg(ctx));
+  }
+  if (st == HOT_OK) {
+    hot_stats s;
+    hot_ctx_stats(ctx, &s);
+    run->jit_spec_compiles = s.compiles;
+    run->have_jit_spec = s.compiles > 0;
+    if (!s.compiles) snprintf(run->jit_spec_note, sizeof run->jit_spec_note, "nothing compiled");
+  } else {
+    snprintf(run->jit_spec_note, sizeof run->jit_spec_note, "%.190s", err);
+  }
+  hot_ctx_destroy(ctx);
+  free(layers);
 }

@@ -306,6 +306,10 @@ int main(int argc, char **argv) {
     bench_gpu_ceilings(gpu, &run);
   }
 
+  if (o->jit) {
+    fprintf(stderr, "hot-bench: whole-spec cold JIT (%s)...\n", jit_arch ? jit_arch : run.arch);
+    bench_jit_spec(&run, run.backend, jit_arch);
+  }
   for (int li = 0; li < run.n; ++li) {
     bench_layer *bl = &run.layers[li];
     double t0 = bench_now_ms();

@@ -133,6 +133,24 @@ void bench_report_table(const bench_run *r, FILE *f) {
               num((double)l->jit_compiles, "%.0f", l->have_jit, d, sizeof d), l->jit_note);
     }
     fprintf(f, "%-12s %9.0f %9s %9.2f\n", "total", sc, "", sw);
+    if (r->have_jit_spec)
+      fprintf(f, "%-12s %9.0f %9s %9s %8llu  all layers in one context, one compile pool\n",
+              "whole spec", r->jit_spec_cold_ms, "", "", (unsigned long long)r->jit_spec_compiles);
+    else if (r->jit_spec_note[0])
+      fprintf(f, "%-12s %9s  %s\n", "whole spec", "-", r->jit_spec_note);
+    fprintf(f, "\nJIT per kernel (cold run of each layer; front end, NVVM and ptxas as NVRTC "
+               "reports them)\n%-12s %-44s %9s %7s %7s %7s\n", "layer", "kernel", "ms", "front",
+            "nvvm", "ptxas");
+    for (int i = 0; i < r->n; ++i) {
+      const bench_layer *l = &r->layers[i];
+      for (int k = 0; l->have_jit && k < l->jit_nk; ++k) {
+        const bench_jit_kernel *kk = &l->jit_kern[k];
+        fprintf(f, "%-12s %-44s %9.0f %7s %7s %7s\n", l->name, kk->name, kk->ms,
+                num(kk->front_ms, "%.0f", kk->phases, a, sizeof a),
+                num(kk->nvvm_ms, "%.0f", kk->phases, b, sizeof b),
+                num(kk->ptxas_ms, "%.0f", kk->phases, c, sizeof c));
+      }
+    }
   }
 
   int bad = 0;
@@ -295,8 +313,23 @@ int bench_report_json(const bench_run *r, FILE *f) {
       jnum(f, l->jit_store_ms, l->jit_store_ms >= 0);
       fputs(", \"warm_ms\": ", f);
       jnum(f, l->jit_warm_ms, l->jit_warm_ms >= 0);
-      fprintf(f, ", \"compiles\": %llu, \"disk_hits\": %llu}", (unsigned long long)l->jit_compiles,
+      fprintf(f, ", \"compiles\": %llu, \"disk_hits\": %llu, \"per_kernel\": [", (unsigned long long)l->jit_compiles,
               (unsigned long long)l->jit_disk_hits);
+      for (int k = 0; k < l->jit_nk; ++k) {
+        const bench_jit_kernel *kk = &l->jit_kern[k];
+        fputs(k ? ", {\"kernel\": " : "{\"kernel\": ", f);
+        jstr(f, kk->name);
+        fputs(", \"ms\": ", f);
+        jnum(f, kk->ms, 1);
+        fputs(", \"front_ms\": ", f);
+        jnum(f, kk->front_ms, kk->phases);
+        fputs(", \"nvvm_ms\": ", f);
+        jnum(f, kk->nvvm_ms, kk->phases);
+        fputs(", \"ptxas_ms\": ", f);
+        jnum(f, kk->ptxas_ms, kk->phases);
+        fputs("}", f);
+      }
+      fputs("]}", f);
     }
     if (l->jit_note[0]) {
       KEY("jit_note");
@@ -370,6 +403,8 @@ int bench_report_json(const bench_run *r, FILE *f) {
   jnum(f, sh > 0 ? sb / sh : 0, all && sh > 0);
   fputs(", \"speedup_fp32\": ", f);
   jnum(f, sh > 0 ? s32 / sh : 0, all && sh > 0);
-  fprintf(f, "},\n  \"wall_s\": %.3f\n}\n", r->wall_s);
+  fputs("},\n  \"jit_spec_cold_ms\": ", f);
+  jnum(f, r->jit_spec_cold_ms, r->have_jit_spec);
+  fprintf(f, ",\n  \"wall_s\": %.3f\n}\n", r->wall_s);
   return ferror(f) ? -1 : 0;
 }

@@ -361,8 +361,10 @@ static int assemble_source(const hot_layer_plan *plan, const templ_info *infos, 
       return hot_errf(err, n, "%s: more than %d distinct included files in one source",
                       plan->kernels[i].templ, MAX_HOISTED);
     }
-  for (int i = 0; i < plan->n_kernels; ++i)
-    if (use[i]) add_instance(&b, &infos[i], &ps[i], plan->kernels[i].templ, i);
+  /* Namespaces numbered by emission order, not plan index: a kernel emitted alone (jit.h's one
+   * program per kernel) has the same source wherever it sits in a plan, so layers share it. */
+  for (int i = 0, ns = 0; i < plan->n_kernels; ++i)
+    if (use[i]) add_instance(&b, &infos[i], &ps[i], plan->kernels[i].templ, ns++);
   if (!buf_ok(&b)) {
     buf_free(&b);
     return hot_errf(err, n, "out of memory");

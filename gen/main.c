@@ -44,6 +44,9 @@ static const char *k_usage =
     "  --no-disk-cache      keep compiled kernels in memory only (as HOT_NO_DISK_CACHE=1)\n"
     "  --dump-cubin DIR     with --compile (required): also write each kernel's CUBIN to\n"
     "                       DIR/<kernel>.<arch>.cubin (for cuobjdump)\n"
+    "  --pack FILE          with --compile (required): also write every compiled kernel of the\n"
+    "                       spec for those archs, with its cache key, into one kernel pack FILE\n"
+    "                       (load it with HOT_KERNEL_PACK or hot_ctx_load_pack: no compiles)\n"
     "  --jobs N             concurrent NVRTC compiles (default: $HOT_JIT_THREADS, else the CPUs)\n"
     "  --help-spec          print every spec field with its kind, range, default and doc\n"
     "  --version            print the version\n"
@@ -58,7 +61,7 @@ static const char *k_usage =
 typedef struct {
   const char *spec;
   int plan, json, help_spec;
-  const char *arch, *layer, *emit_dir, *compile, *cache_dir, *dump_dir, *jobs;
+  const char *arch, *layer, *emit_dir, *compile, *cache_dir, *dump_dir, *jobs, *pack;
   int no_disk, threads;
 } options;
 
@@ -91,6 +94,7 @@ static int parse_args(int argc, char **argv, options *o) {
     else if (!strcmp(a, "--cache-dir")) slot = &o->cache_dir;
     else if (!strcmp(a, "--dump-cubin")) slot = &o->dump_dir;
     else if (!strcmp(a, "--jobs")) slot = &o->jobs;
+    else if (!strcmp(a, "--pack")) slot = &o->pack;
     else if (a[0] == '-' && a[1]) return usage_error("unknown option '%s'", a);
     else if (!o->spec) o->spec = a;
     else return usage_error("more than one spec given ('%s')", a);
@@ -108,6 +112,9 @@ static int parse_args(int argc, char **argv, options *o) {
   }
   if (o->dump_dir && !o->compile)
     return usage_error("%s", "--dump-cubin needs --compile (it writes the compiled CUBINs)");
+  if (o->pack && !o->compile)
+    return usage_error("%s", "--pack needs --compile (it packs the compiled kernels)");
+  if (o->pack && !*o->pack) return usage_error("%s", "--pack needs a file name");
   if (!o->plan && !o->json && !o->emit_dir && !o->compile) o->plan = 1;
   return 0;
 }
@@ -560,12 +567,58 @@ static int emit_sources(const options *o, const hot_model *m, hot_layer_plan *pl
 
 /* One layer's compile for one arch: the per-kernel rows, spill checks and --dump-cubin.
  * Returns the number of failures. */
-static int compile_layer(const options *o, const hot_model *m, int l, hot_arch carch,
-                         hot_kcache *kc, hot_layer_plan *plan, hot_diag *d) {
-  const char *arch = plan_arch_caps(carch)->name;
+/* The binaries going into --pack (borrowed from the cache; duplicates are dropped on write). */
+typedef struct {
+  const hot_kernel_binary **v;
+  size_t n, cap;
+  int nomem;
+} bin_list;
+
+static void bin_add(bin_list *b, const hot_kernel_binary *bin) {
+  for (size_t i = 0; i < b->n; ++i)
+    if (b->v[i] == bin) return;
+  if (b->n == b->cap) {
+    size_t cap = b->cap ? 2 * b->cap : 64;
+    const hot_kernel_binary **v = realloc(b->v, cap * sizeof *v);
+    if (!v) {
+      b->nomem = 1;
+      return;
+    }
+    b->v = v;
+    b->cap = cap;
+  }
+  b->v[b->n++] = bin;
+}
+
+/* --pack: every collected binary into one kernel pack file. Returns 0/1. */
+static int write_pack(const char *path, const bin_list *b) {
+  char err[1024];
+  hot_pack_entry *e = calloc(b->n + 1, sizeof *e);
+  if (!e || b->nomem) {
+    free(e);
+    fprintf(stderr, "hot-gen: %s: out of memory\n", path);
+    return 1;
+  }
+  for (size_t i = 0; i < b->n; ++i) {
+    const hot_kernel_binary *k = b->v[i];
+    e[i] = (hot_pack_entry){k->key, k->compiler, k->arch, k->kernels, k->n_kernels, k->cubin,
+                            k->cubin_size, k->log, k->compile_ms};
+  }
+  rt_status st = pack_write(path, e, b->n, err, sizeof err);
+  free(e);
+  if (st != RT_OK) {
+    fprintf(stderr, "hot-gen: %s\n", err);
+    return 1;
+  }
+  fprintf(stderr, "hot-gen: wrote %zu kernel%s to the pack %s\n", b->n, b->n == 1 ? "" : "s", path);
+  return 0;
+}
+
+static int compile_layer(const options *o, const hot_model *m, int l, hot_kcache *kc,
+                         const hot_layer_plan *plan, bin_list *packed, hot_diag *d) {
+  const char *arch = plan_arch_caps(plan->arch)->name;
   const char *lname = m->layers[l].name;
   char err[1024];
-  plan_one(m, l, carch, plan, NULL);
   /* Exactly the runtime's requests (jit.h): one program per distinct kernel. */
   hot_jit j;
   char *log = NULL;
@@ -585,8 +638,16 @@ static int compile_layer(const options *o, const hot_model *m, int l, hot_arch c
     }
     const hot_kernel_info *ki = &bin->kernels[0];
     int spills = ki->spill_store_bytes + ki->spill_load_bytes;
-    printf("%-7s %-8s %-44s %9.1f %-8s %5d %7d %6d\n", arch, lname, ki->name, bin->compile_ms,
-           hot_kcache_origin_name(j.origin[k]), ki->registers, spills, ki->shared_bytes);
+    if (packed) bin_add(packed, bin);
+    char ph[3][16];
+    double pv[3] = {bin->front_ms, bin->nvvm_ms, bin->ptxas_ms};
+    for (int i = 0; i < 3; ++i) /* NVRTC's own phases, known for kernels compiled now */
+      snprintf(ph[i], sizeof ph[i], bin->phases_known ? "%.0f" : "-", pv[i]);
+    /* origin: how the binary entered the cache (compiled now, or read from disk), not this
+     * layer's lookup, which the whole-spec batch before it has always warmed */
+    printf("%-7s %-8s %-44s %9.1f %6s %6s %6s %-8s %5d %7d %6d\n", arch, lname, ki->name,
+           bin->compile_ms, ph[0], ph[1], ph[2], hot_kcache_origin_name(bin->origin),
+           ki->registers, spills, ki->shared_bytes);
     if (spills > kp->max_spills) {
       fprintf(stderr, "hot-gen: kernel %s spills %d bytes on %s (the plan allows %d)\n", ki->name,
               spills, arch, kp->max_spills);
@@ -611,7 +672,7 @@ static int compile_layer(const options *o, const hot_model *m, int l, hot_arch c
 }
 
 /* --compile: every selected layer for every compile arch through the kernel cache. Returns 0/1. */
-static int compile_all(const options *o, const hot_model *m, const arch_sets *as, hot_layer_plan *plan) {
+static int compile_all(const options *o, const hot_model *m, const arch_sets *as) {
   hot_kcache_config cfg;
   memset(&cfg, 0, sizeof cfg);
   cfg.dir = o->cache_dir;
@@ -622,14 +683,48 @@ static int compile_all(const options *o, const hot_model *m, const arch_sets *as
     fprintf(stderr, "hot-gen: %s\n", err);
     return 1;
   }
-  printf("%-7s %-8s %-44s %9s %-8s %5s %7s %6s\n", "arch", "layer", "kernel", "ms", "origin",
-         "regs", "spills", "smem");
-  hot_diag d = {0};
-  int failures = 0;
+  /* Every selected layer for every arch, planned first, then all their distinct kernels
+   * compiled in one pool (jit_prefetch): the spec's cold time is its slowest kernels', not the
+   * sum of its layers'. The per-layer requests after it are memory hits. */
+  int np = 0, *lidx = NULL;
+  hot_layer_plan *plans = calloc((size_t)(as->n_compile * m->n_layers) + 1, sizeof *plans);
+  const hot_layer_plan **pp = calloc((size_t)(as->n_compile * m->n_layers) + 1, sizeof *pp);
+  lidx = calloc((size_t)(as->n_compile * m->n_layers) + 1, sizeof *lidx);
+  if (!plans || !pp || !lidx) {
+    fprintf(stderr, "hot-gen: out of memory\n");
+    free(plans), free(pp), free(lidx);
+    hot_kcache_close(kc);
+    return 1;
+  }
   for (int a = 0; a < as->n_compile; ++a)
     for (int l = 0; l < m->n_layers; ++l)
-      if (layer_selected(o, &m->layers[l]))
-        failures += compile_layer(o, m, l, as->compile[a], kc, plan, &d);
+      if (layer_selected(o, &m->layers[l]) && plan_one(m, l, as->compile[a], &plans[np], NULL) == 0) {
+        pp[np] = &plans[np];
+        lidx[np++] = l;
+      }
+  hot_jit_batch batch;
+  if (jit_prefetch(kc, pp, np, o->threads, &batch, err, sizeof err) != RT_OK) {
+    fprintf(stderr, "hot-gen: %s\n", err);
+    free(plans), free(pp), free(lidx);
+    hot_kcache_close(kc);
+    return 1;
+  }
+  printf("%-7s %-8s %-44s %9s %6s %6s %6s %-8s %5s %7s %6s\n", "arch", "layer", "kernel", "ms",
+         "front", "nvvm", "ptxas", "origin", "regs", "spills", "smem");
+  hot_diag d = {0};
+  int failures = 0;
+  bin_list packed = {0};
+  for (int i = 0; i < np; ++i)
+    failures += compile_layer(o, m, lidx[i], kc, &plans[i], o->pack ? &packed : NULL, &d);
+  free(plans), free(pp), free(lidx);
+  int pack_failed = 0;
+  if (o->pack && !failures) pack_failed = write_pack(o->pack, &packed);
+  else if (o->pack) fprintf(stderr, "hot-gen: %s not written (compile failures)\n", o->pack);
+  free(packed.v);
+  printf("whole spec: %d layer plan%s, %d distinct program%s (%d compiled now), %d thread%s, "
+         "%.1f ms wall\n", np, np == 1 ? "" : "s", batch.n_programs,
+         batch.n_programs == 1 ? "" : "s", batch.n_compiled, batch.threads,
+         batch.threads == 1 ? "" : "s", batch.wall_ms);
   hot_kcache_stats st;
   hot_kcache_stats_get(kc, &st);
   printf("compiles %llu (%.1f ms), memory hits %llu, disk hits %llu, cache %s\n",
@@ -642,7 +737,7 @@ static int compile_all(const options *o, const hot_model *m, const arch_sets *as
     fprintf(stderr, "hot-gen: %d compile failure%s\n", failures, failures == 1 ? "" : "s");
     return 1;
   }
-  return 0;
+  return pack_failed;
 }
 
 /* ---- main ------------------------------------------------------------------------------- */
@@ -670,7 +765,7 @@ int main(int argc, char **argv) {
   if (rc == 0 && o.plan) print_plans(&o, &m, &as, plan);
   if (rc == 0 && o.json) rc = print_json(&o, &m, &as, plan);
   if (rc == 0 && o.emit_dir) rc = emit_sources(&o, &m, plan);
-  if (rc == 0 && o.compile) rc = compile_all(&o, &m, &as, plan);
+  if (rc == 0 && o.compile) rc = compile_all(&o, &m, &as);
   free(plan);
   spec_model_free(&m);
   return rc;

@@ -44,6 +44,8 @@ struct hot_kcache {
   char genver[64];
   int ver_state;           /* 0: not asked yet, 1: known (ver), -1: compiler unavailable */
   char ver[32];
+  hot_pack **packs;        /* kernel packs, searched before the disk (owned; under mu) */
+  size_t n_packs;
 };
 
 
@@ -52,6 +54,7 @@ const char *hot_kcache_origin_name(hot_kcache_origin o) {
   case HOT_KCACHE_COMPILED: return "compiled";
   case HOT_KCACHE_MEMORY: return "memory";
   case HOT_KCACHE_DISK: return "disk";
+  case HOT_KCACHE_PACK: return "pack";
   }
   return "?";
 }
@@ -187,6 +190,8 @@ void hot_kcache_close(hot_kcache *kc) {
   if (!kc) return;
   for (size_t i = 0; i < kc->n; i++) entry_free(kc->v[i]);
   free(kc->v);
+  for (size_t i = 0; i < kc->n_packs; i++) pack_free(kc->packs[i]);
+  free(kc->packs);
   free(kc->dir);
   free(kc->debug_dir);
   pthread_mutex_destroy(&kc->mu);
@@ -198,6 +203,58 @@ void hot_kcache_stats_get(hot_kcache *kc, hot_kcache_stats *out) {
   pthread_mutex_lock(&kc->mu);
   *out = kc->st;
   pthread_mutex_unlock(&kc->mu);
+}
+
+rt_status hot_kcache_add_pack(hot_kcache *kc, hot_pack *pack, char *err, size_t errlen) {
+  if (!kc || !pack) {
+    pack_free(pack);
+    hot_errf(err, errlen, "kernel cache: NULL %s", kc ? "pack" : "cache");
+    return RT_ERR_INVALID;
+  }
+  pthread_mutex_lock(&kc->mu);
+  hot_pack **v = realloc(kc->packs, (kc->n_packs + 1) * sizeof *v);
+  if (v) {
+    kc->packs = v;
+    kc->packs[kc->n_packs++] = pack;
+  }
+  pthread_mutex_unlock(&kc->mu);
+  if (!v) {
+    pack_free(pack);
+    hot_errf(err, errlen, "kernel cache: out of memory");
+    return RT_ERR_NOMEM;
+  }
+  return RT_OK;
+}
+
+/* The packs' entry for (h, ver or any when !known, src's names): CF_OK (*out a new entry, ver
+ * set to its compiler), CF_MISSING or CF_NOMEM. Packs are only added, never removed, while kc
+ * lives, so the ones seen under the lock stay valid after it. */
+static int pack_find(hot_kcache *kc, const unsigned char h[HASH_SHA256_BYTES], int known,
+                     char ver[32], const hot_kernel_source *src, entry **out) {
+  pthread_mutex_lock(&kc->mu);
+  size_t np = kc->n_packs;
+  pthread_mutex_unlock(&kc->mu);
+  if (!np) return CF_MISSING;
+  char hex[65];
+  hash_hex(h, hex);
+  for (size_t i = 0; i < np; i++) {
+    pthread_mutex_lock(&kc->mu);
+    hot_pack *p = kc->packs[i]; /* re-read: the array may have moved */
+    pthread_mutex_unlock(&kc->mu);
+    entry *e = calloc(1, sizeof *e);
+    if (!e) return CF_NOMEM;
+    char got[32];
+    int r = pack_lookup(p, hex, known ? ver : NULL, src->kernels, src->n_kernels, &e->res, got);
+    if (r == 1) {
+      memcpy(e->h, h, HASH_SHA256_BYTES);
+      memcpy(ver, got, 32);
+      *out = e;
+      return CF_OK;
+    }
+    free(e);
+    if (r < 0) return CF_NOMEM;
+  }
+  return CF_MISSING;
 }
 
 const char *hot_kcache_dir(const hot_kcache *kc) { return kc ? kc->dir : NULL; }
@@ -280,6 +337,10 @@ static void entry_publish(entry *e, const hot_kernel_source *src, const char *ve
   e->pub.kernels = e->res.kernels;
   e->pub.n_kernels = e->res.n_kernels;
   e->pub.compile_ms = e->res.compile_ms;
+  e->pub.phases_known = origin == HOT_KCACHE_COMPILED && e->res.phases_known;
+  e->pub.front_ms = e->res.front_ms;
+  e->pub.nvvm_ms = e->res.nvvm_ms;
+  e->pub.ptxas_ms = e->res.ptxas_ms;
   e->pub.origin = origin;
   snprintf(e->pub.arch, sizeof e->pub.arch, "%s", src->arch);
   snprintf(e->pub.compiler, sizeof e->pub.compiler, "%s", ver);
@@ -471,6 +532,27 @@ rt_status hot_kcache_get(hot_kcache *kc, const hot_kernel_source *src,
     if (origin) *origin = HOT_KCACHE_MEMORY;
     return RT_OK;
   }
+
+  int prc = pack_find(kc, h, known, ver, src, &e);
+  if (prc == CF_NOMEM) {
+    hot_errf(err, errlen, "kernel cache: out of memory");
+    return RT_ERR_NOMEM;
+  }
+  if (prc == CF_OK) {
+    entry_publish(e, src, ver, HOT_KCACHE_PACK);
+    entry *got = adopt(kc, e);
+    if (!got) {
+      hot_errf(err, errlen, "kernel cache: out of memory");
+      return RT_ERR_NOMEM;
+    }
+    pthread_mutex_lock(&kc->mu);
+    kc->st.pack_hits++;
+    pthread_mutex_unlock(&kc->mu);
+    *out = &got->pub;
+    if (origin) *origin = HOT_KCACHE_PACK;
+    return RT_OK;
+  }
+  if (!known) ver[0] = '\0';
 
   char path[4096] = "";
   if (kc->dir) {

@@ -44,6 +44,7 @@
 
 #include "env.h"
 #include "nvrtc.h"
+#include "pack.h"
 
 #define HOT_KCACHE_FORMAT 1                          /* bump when the entry layout changes */
 #define HOT_KCACHE_DEFAULT_MAX_BYTES (256ull << 20)  /* 256 MiB */
@@ -51,9 +52,11 @@
 typedef struct hot_kcache hot_kcache;
 
 /* How hot_kcache_get found a binary. */
-typedef enum { HOT_KCACHE_COMPILED = 0, HOT_KCACHE_MEMORY, HOT_KCACHE_DISK } hot_kcache_origin;
+typedef enum {
+  HOT_KCACHE_COMPILED = 0, HOT_KCACHE_MEMORY, HOT_KCACHE_DISK, HOT_KCACHE_PACK
+} hot_kcache_origin;
 
-/* Static name: "compiled", "memory", "disk" ("?" when out of range). */
+/* Static name: "compiled", "memory", "disk", "pack" ("?" when out of range). */
 const char *hot_kcache_origin_name(hot_kcache_origin o);
 
 /* Options for hot_kcache_open; a zeroed struct (or NULL) means all defaults. Pointers are
@@ -87,7 +90,10 @@ typedef struct {
   const hot_kernel_info *kernels;  /* in the order of the request's kernel names */
   size_t n_kernels;
   double compile_ms;               /* the compile's wall time, when and wherever it happened */
-  hot_kcache_origin origin;        /* how it entered this cache object: COMPILED or DISK */
+  int phases_known;                /* 1: the three phase times below are NVRTC's own (compiled
+                                      by this cache object); 0: unknown (a disk or pack hit) */
+  double front_ms, nvvm_ms, ptxas_ms; /* front end, NVVM, ptxas (nvrtc.h) */
+  hot_kcache_origin origin;        /* how it entered this cache object: COMPILED, DISK or PACK */
   char arch[16];                   /* e.g. "sm_90a" */
   char compiler[32];               /* e.g. "nvrtc-13.0"; "" when unknown */
   char key[65];                    /* hex SHA-256 key (without the compiler version) */
@@ -103,6 +109,7 @@ typedef struct {
   uint64_t disk_write_errors; /* entries that could not be written (the binary is still returned) */
   uint64_t disk_rejects;      /* entries found but truncated, corrupt or of another format */
   uint64_t evictions;         /* entries removed to respect max_bytes */
+  uint64_t pack_hits;         /* binaries served by a kernel pack (hot_kcache_add_pack) */
   double compile_ms;          /* total wall time of successful compiles */
 } hot_kcache_stats;
 
@@ -130,6 +137,14 @@ void hot_kcache_close(hot_kcache *kc);
 rt_status hot_kcache_get(hot_kcache *kc, const hot_kernel_source *src,
                          const hot_kernel_binary **out, hot_kcache_origin *origin, char **log,
                          char *err, size_t errlen);
+
+/* Adds a kernel pack (pack.h), which kc then owns (freed by hot_kcache_close, also on error).
+ * A get that misses memory looks in the packs, in the order added, before the disk: an entry
+ * with the request's key, kernel names and compiler version (any version when the compiler's
+ * is unknown) is a hit of origin HOT_KCACHE_PACK (stats: pack_hits), copied into memory and
+ * never written to the disk cache; anything else in a pack is ignored (a miss, not an error).
+ * RT_OK, RT_ERR_INVALID (NULL), RT_ERR_NOMEM. Thread-safe. */
+rt_status hot_kcache_add_pack(hot_kcache *kc, hot_pack *pack, char *err, size_t errlen);
 
 /* Copies the counters into *out. Both non-NULL. */
 void hot_kcache_stats_get(hot_kcache *kc, hot_kcache_stats *out);

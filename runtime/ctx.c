@@ -148,6 +148,19 @@ static hot_status resolve(hot_ctx *ctx, const hot_options *o, hot_backend *backe
   return HOT_OK;
 }
 
+/* Loads the pack at path into ctx's kernel cache; `what` names where the path came from. */
+static hot_status load_pack(hot_ctx *ctx, const char *path, const char *what) {
+  hot_kcache *kc;
+  hot_status st = ctx_kcache(ctx, &kc);
+  if (st != HOT_OK) return st;
+  hot_pack *p = NULL;
+  char err[768];
+  rt_status r = pack_load(path, &p, err, sizeof err);
+  if (r == RT_OK) r = hot_kcache_add_pack(kc, p, err, sizeof err);
+  if (r != RT_OK) return ctx_fail(ctx, ctx_rt(r), "%s: %s", what, err);
+  return HOT_OK;
+}
+
 hot_status hot_ctx_create_with_compiler(hot_ctx **out, const hot_options *opt,
                                         const hot_compiler *cc) {
   if (!out) return HOT_ERR_INVALID;
@@ -179,6 +192,8 @@ hot_status hot_ctx_create_with_compiler(hot_ctx **out, const hot_options *opt,
       }
     }
   }
+  if (st == HOT_OK && ctx->env.kernel_pack) /* HOT_KERNEL_PACK: read once, here */
+    st = load_pack(ctx, ctx->env.kernel_pack, "HOT_KERNEL_PACK");
   if (st != HOT_OK) { /* the reason stays available (stats, later misuse messages) */
     ctx_copy(ctx->fallback_reason, sizeof ctx->fallback_reason, ctx->errmsg);
     ctx->failed = 1;
@@ -186,6 +201,16 @@ hot_status hot_ctx_create_with_compiler(hot_ctx **out, const hot_options *opt,
     ctx->ops = NULL;
   }
   return st;
+}
+
+hot_status hot_ctx_load_pack(hot_ctx *ctx, const char *path) {
+  if (!ctx) return HOT_ERR_INVALID;
+  ctx_clear(ctx);
+  if (ctx->failed)
+    return ctx_fail(ctx, HOT_ERR_MISUSE, "hot_ctx_load_pack: the context failed to initialise (%s)",
+                    ctx->fallback_reason);
+  if (!path || !*path) return ctx_fail(ctx, HOT_ERR_INVALID, "hot_ctx_load_pack: no path given");
+  return load_pack(ctx, path, "hot_ctx_load_pack");
 }
 
 hot_status hot_ctx_create(hot_ctx **out, const hot_options *opt) {
@@ -228,6 +253,22 @@ hot_status ctx_kcache(hot_ctx *ctx, hot_kcache **out) {
   }
   *out = ctx->kc;
   return HOT_OK;
+}
+
+void ctx_prefetch(hot_ctx *ctx, hot_layer *const *layers, size_t n) {
+  if (!ctx->arch_known || n < 2) return; /* nothing to compile, or nothing to share */
+  const hot_layer_plan **plans = calloc(n, sizeof *plans);
+  hot_kcache *kc;
+  if (!plans || ctx_kcache(ctx, &kc) != HOT_OK) {
+    free(plans);
+    return;
+  }
+  int np = 0;
+  for (size_t i = 0; i < n; ++i)
+    if (!layers[i]->compiled && layers[i]->plan) plans[np++] = layers[i]->plan;
+  char err[512];
+  if (np > 1) (void)jit_prefetch(kc, plans, np, ctx->jit_threads, NULL, err, sizeof err);
+  free(plans);
 }
 
 hot_status hot_ctx_stats(hot_ctx *ctx, hot_stats *out) {

@@ -103,6 +103,7 @@ rt_status env_read(hot_env *o, unsigned skip, char *err, size_t errlen) {
     if (env_parse_u64("HOT_JIT_THREADS", v, 1, 64, &u, err, errlen)) return RT_ERR_INVALID;
     o->jit_threads = (int)u;
   }
+  o->kernel_pack = env_get("HOT_KERNEL_PACK"); /* the loader names a missing or bad file */
   o->xdg_cache_home = env_get("XDG_CACHE_HOME");
   o->home = env_get("HOME");
   return RT_OK;
@@ -120,7 +121,8 @@ static const char *put(char **p, const char *s) {
 
 rt_status env_dup(hot_env *dst, const hot_env *src, char **block) {
   const char *const f[] = {src->backend, src->arch, src->cache_dir, src->debug_dir,
-                           src->cuda_driver, src->cuda_home, src->xdg_cache_home, src->home};
+                           src->cuda_driver, src->cuda_home, src->xdg_cache_home, src->home,
+                           src->kernel_pack};
   size_t n = 1;
   for (size_t i = 0; i < sizeof f / sizeof *f; ++i) n += f[i] ? strlen(f[i]) + 1 : 0;
   char *b = malloc(n), *p = b;
@@ -135,5 +137,6 @@ rt_status env_dup(hot_env *dst, const hot_env *src, char **block) {
   dst->cuda_home = put(&p, src->cuda_home);
   dst->xdg_cache_home = put(&p, src->xdg_cache_home);
   dst->home = put(&p, src->home);
+  dst->kernel_pack = put(&p, src->kernel_pack);
   return RT_OK;
 }

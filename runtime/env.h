@@ -37,6 +37,8 @@ typedef struct {
                                 loader's "no CUDA driver: cannot load ..." reason) */
   const char *cuda_home;     /* HOT_CUDA_HOME: an existing directory */
   int jit_threads;           /* HOT_JIT_THREADS: 1 .. 64; 0 = unset */
+  const char *kernel_pack;   /* HOT_KERNEL_PACK: a kernel pack file (pack.h), loaded by
+                                hot_ctx_create (a missing or bad file fails it, named) */
   const char *xdg_cache_home; /* XDG_CACHE_HOME and HOME: where the default cache lives */
   const char *home;
 } hot_env;

@@ -97,6 +97,11 @@ void ctx_clear(hot_ctx *ctx);
 void ctx_set_log(hot_ctx *ctx, const char *log);
 /* The context's kernel cache, opened on first need. HOT_OK or the cache's error (message set). */
 hot_status ctx_kcache(hot_ctx *ctx, hot_kcache **out);
+/* hot_ctx_compile's first step: every distinct kernel of the n checked layers that are not
+ * compiled yet, found or compiled in one pool (jit_prefetch) when ctx has an arch. Best effort:
+ * any failure (a kernel that does not compile, memory) is left to the layers' own compiles,
+ * which report it; nothing is set on ctx here except what ctx_kcache sets. */
+void ctx_prefetch(hot_ctx *ctx, hot_layer *const *layers, size_t n);
 /* Copies src into dst[n], truncating, always NUL-terminated. */
 void ctx_copy(char *dst, size_t n, const char *src);
 /* rt_status -> hot_status (equal numbers). */

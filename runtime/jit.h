@@ -44,6 +44,26 @@ int jit_default_threads(void);
 rt_status jit_layer(hot_kcache *kc, const hot_layer_plan *pl, int threads, hot_jit *out,
                     char **log, char *err, size_t errlen);
 
+/* What jit_prefetch did. */
+typedef struct {
+  int n_programs;   /* distinct programs over all the plans (equal sources counted once) */
+  int n_compiled;   /* of them, compiled now (the rest were in memory or on disk) */
+  int n_failed;     /* of them, failed (jit_layer of the plan reports the error) */
+  int threads;      /* compile threads used */
+  double wall_ms;   /* wall time of the whole batch */
+} hot_jit_batch;
+
+/* Finds or compiles, in ONE pool of up to `threads` concurrent compiles (as jit_layer: <= 0 means
+ * $HOT_JIT_THREADS, else jit_default_threads()), every distinct kernel of all n plans (several
+ * layers, several archs), so that a model's cold start costs about its slowest kernels rather
+ * than the sum of its layers' slowest. Kernels equal across plans (same name, arch and source)
+ * are requested once. The binaries stay in kc: a following jit_layer of each plan finds them in
+ * memory. A kernel that fails to compile is only counted (out->n_failed): jit_layer of its plan
+ * compiles it again and reports the error with its log. Returns RT_OK, RT_ERR_INVALID (NULL
+ * arguments, a bad HOT_JIT_THREADS, an emit failure) or RT_ERR_NOMEM. out may be NULL. */
+rt_status jit_prefetch(hot_kcache *kc, const hot_layer_plan *const *plans, int n, int threads,
+                       hot_jit_batch *out, char *err, size_t errlen);
+
 /* Frees the sources; *j becomes empty. NULL-safe. */
 void jit_free(hot_jit *j);
 

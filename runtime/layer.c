@@ -326,6 +326,7 @@ hot_status hot_ctx_compile(hot_ctx *ctx, hot_layer *const *layers, size_t n) {
       return ctx_fail(ctx, HOT_ERR_MISUSE, "hot_ctx_compile: layers[%zu] ('%s') was destroyed", i,
                       l->spec.name);
   }
+  ctx_prefetch(ctx, layers, n); /* all layers' kernels in one pool; then each layer's hits */
   for (size_t i = 0; i < n; ++i)
     if ((st = hot_layer_compile(layers[i])) != HOT_OK) return st;
   return HOT_OK;

@@ -9,6 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 
 #define FIXED_OPTIONS "-std=c++17 --ptxas-options=-v -default-device --include-path=<toolkit>"
 
@@ -146,6 +147,78 @@ size_t nvrtc_parse_ptxas(const char *log, hot_kernel_info *k, size_t n) {
   return found;
 }
 
+/* ---- NVRTC phase times ------------------------------------------------------------------- */
+int nvrtc_parse_time_csv(const char *csv, hot_compile_result *r) {
+  if (!csv || !r) return 0;
+  int lines = 0;
+  double f = 0, v = 0, p = 0;
+  for (const char *line = csv; *line;) {
+    const char *end = strchr(line, '\n');
+    if (!end) end = line + strlen(line);
+    char buf[512];
+    size_t len = (size_t)(end - line);
+    if (len >= sizeof buf) len = sizeof buf - 1;
+    memcpy(buf, line, len);
+    buf[len] = '\0';
+    /* <program>, <phase>, <number>, <unit>: the phase is the second field from the end but
+     * two, so that a program name holding a comma does not shift it. */
+    char *c3 = strrchr(buf, ',');
+    char *c2 = NULL, *c1 = NULL;
+    if (c3) {
+      *c3 = '\0';
+      c2 = strrchr(buf, ',');
+    }
+    if (c2) {
+      *c2 = '\0';
+      c1 = strrchr(buf, ',');
+    }
+    if (c1 && c2 && c3) {
+      const char *phase = c1 + 1, *num = c2 + 1, *unit = c3 + 1;
+      while (*unit == ' ') unit++;
+      char *e = NULL;
+      double ms = strtod(num, &e);
+      while (e && (*e == ' ' || *e == '\r')) e++;
+      if (e && e != num && *e == '\0' && ms >= 0 && strncmp(unit, "ms", 2) == 0) {
+        if (strstr(phase, "Frontend")) f += ms, lines++;
+        else if (strstr(phase, "NVVM")) v += ms, lines++;
+        else if (strstr(phase, "PTX")) p += ms, lines++;
+      }
+    }
+    line = *end ? end + 1 : end;
+  }
+  if (lines) {
+    r->phases_known = 1;
+    r->front_ms = f;
+    r->nvvm_ms = v;
+    r->ptxas_ms = p;
+  }
+  return lines;
+}
+
+/* A new empty temp file for NVRTC's --time report: its path into buf (0), or -1 (no report). */
+static int time_file(char *buf, size_t n) {
+  const char *dir = getenv("TMPDIR");
+  if (!dir || dir[0] != '/') dir = "/tmp";
+  if (snprintf(buf, n, "%s/hot-nvrtc-time-XXXXXX", dir) >= (int)n) return -1;
+  int fd = mkstemp(buf);
+  if (fd < 0) return -1;
+  close(fd);
+  return 0;
+}
+
+/* Reads the report at path into r (best effort) and removes the file. */
+static void read_time_file(const char *path, hot_compile_result *r) {
+  FILE *f = fopen(path, "r");
+  if (f) {
+    char text[4096];
+    size_t got = fread(text, 1, sizeof text - 1, f);
+    text[got] = '\0';
+    fclose(f);
+    nvrtc_parse_time_csv(text, r);
+  }
+  unlink(path);
+}
+
 /* ---- compile ------------------------------------------------------------------------------ */
 static double now_ms(void) {
   struct timespec t;
@@ -192,8 +265,9 @@ rt_status nvrtc_compile(const hot_kernel_source *src, hot_compile_result *out, c
   const char *prog_name = src->program ? src->program : "hot.cu";
 
   size_t nopt = 5 + src->n_options;
-  const char **opts = calloc(nopt, sizeof *opts);
-  char arch_opt[32], inc_opt[600];
+  const char **opts = calloc(nopt + 1, sizeof *opts);
+  char arch_opt[32], inc_opt[600], tpath[512], time_opt[600];
+  int timed = 0;
   out->kernels = calloc(src->n_kernels, sizeof *out->kernels);
   if (!opts || !out->kernels) {
     free(opts);
@@ -217,18 +291,25 @@ rt_status nvrtc_compile(const hot_kernel_source *src, hot_compile_result *out, c
   opts[3] = "--ptxas-options=-v";
   opts[4] = "-default-device";
   for (size_t i = 0; i < src->n_options; i++) opts[5 + i] = src->options[i];
+  if (nv->major * 100 + nv->minor >= 1208 && time_file(tpath, sizeof tpath) == 0) {
+    snprintf(time_opt, sizeof time_opt, "--time=%s", tpath);
+    opts[nopt++] = time_opt;
+    timed = 1;
+  }
 
   double t0 = now_ms();
   nvrtcProgram prog = NULL;
   nvrtcResult r = nv->nvrtcCreateProgram(&prog, src->source, prog_name, 0, NULL, NULL);
   if (r != NVRTC_SUCCESS) {
     free(opts);
+    if (timed) unlink(tpath);
     hot_errf(err, errlen, "compile '%s' for %s: nvrtcCreateProgram failed (%s)", prog_name, src->arch,
         nv->nvrtcGetErrorString(r));
     return RT_ERR_COMPILE;
   }
   nvrtcResult cr = nv->nvrtcCompileProgram(prog, (int)nopt, opts);
   free(opts);
+  if (timed) read_time_file(tpath, out);
   size_t log_n = 0;
   if (nv->nvrtcGetProgramLogSize(prog, &log_n) != NVRTC_SUCCESS) log_n = 0;
   out->log = malloc(log_n + 1);

@@ -5,7 +5,9 @@
  *
  * Every compile uses, in this order:
  *   -arch=<arch>  --include-path=<toolkit include>  -std=c++17  --ptxas-options=-v  -default-device
- *   <the request's extra options>
+ *   <the request's extra options>  [--time=<temp file>]
+ * The last one (NVRTC >= 12.8 only; it does not change the binary, so it is not part of cache
+ * keys) asks NVRTC for its phase times, read back into the result and the temp file removed.
  * where <arch> is "sm_XX" or "sm_XXa"/"sm_XXf" (CUBIN only, never PTX: a PTX-only compile accepts
  * invalid inline asm silently) and the toolkit include is cuda_toolkit_include() (HOT_CUDA_HOME or
  * the build's default). The ptxas verbose lines of the log give each kernel's registers, spills,
@@ -52,6 +54,12 @@ typedef struct {
   hot_kernel_info *kernels;  /* n_kernels entries (filled on success) */
   size_t n_kernels;
   double compile_ms;         /* wall time of the compile, milliseconds */
+  /* NVRTC's own phase times (its --time report, NVRTC >= 12.8), milliseconds; valid only when
+   * phases_known is 1 (0 for an older NVRTC, an injected compiler, or a cache/pack hit). */
+  int phases_known;
+  double front_ms;           /* CUDA C++ front end: preprocessing, parsing, templates */
+  double nvvm_ms;            /* NVVM: LLVM optimisation and PTX generation */
+  double ptxas_ms;           /* PTX to SASS (ptxas) */
 } hot_compile_result;
 
 /* Frees every member and zeroes *r. NULL-safe; safe on a zeroed struct. */
@@ -94,5 +102,11 @@ rt_status nvrtc_check_source(const hot_kernel_source *src, char *err, size_t err
  * from a ptxas verbose log; entries not found keep found = 0 and -1 counts (shared 0).
  * Returns the number of kernels found. Pure; exposed for tests. */
 size_t nvrtc_parse_ptxas(const char *log, hot_kernel_info *k, size_t n);
+
+/* Reads NVRTC's --time CSV (lines "<program>, <phase>, <number>, ms"; a header line and unknown
+ * phases are ignored) into r->front_ms/nvvm_ms/ptxas_ms: "Frontend" phases add to front, "NVVM"
+ * to nvvm, "PTX" to ptxas. Sets r->phases_known = 1 when at least one phase was read. Returns
+ * the number of phase lines read. Pure; exposed for tests. */
+int nvrtc_parse_time_csv(const char *csv, hot_compile_result *r);
 
 #endif

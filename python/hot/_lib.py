@@ -282,6 +282,7 @@ _FUNCS = {
     "hot_layer_saved_bytes": (c_size_t, [c_void_p]),
     "hot_layer_compile": (c_int, [c_void_p]),
     "hot_ctx_compile": (c_int, [c_void_p, ctypes.POINTER(c_void_p), c_size_t]),
+    "hot_ctx_load_pack": (c_int, [c_void_p, ctypes.c_char_p]),
     "hot_layer_save": (c_int, [c_void_p, c_void_p, c_int, c_void_p, c_void_p]),
     "hot_layer_backward": (c_int, [c_void_p, c_void_p, c_void_p, c_int, c_void_p, c_void_p,
                                    c_void_p, c_void_p, c_uint32, c_void_p]),

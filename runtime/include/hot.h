@@ -313,9 +313,25 @@ HOT_API size_t hot_layer_saved_bytes(const hot_layer *layer);
  * HOT_ERR_NO_NVRTC, HOT_ERR_IO (cache directory), HOT_ERR_BAD_BINARY and other CUDA errors. */
 HOT_API hot_status hot_layer_compile(hot_layer *layer);
 
-/* The same for n layers of ctx, in order; stops at the first error. HOT_ERR_MISUSE when a layer
- * belongs to another context (nothing is compiled then). */
+/* The same for n layers of ctx: first every distinct kernel of all n layers (equal kernels of
+ * different layers once) is found or compiled in ONE pool of HOT_JIT_THREADS (else the CPUs)
+ * concurrent compiles, so a model's cold start costs about its slowest kernels rather than the
+ * sum over layers; then each layer is made ready in order, stopping at the first error (its
+ * message and log as hot_layer_compile's). HOT_ERR_MISUSE when a layer belongs to another
+ * context (nothing is compiled then). */
 HOT_API hot_status hot_ctx_compile(hot_ctx *ctx, hot_layer *const *layers, size_t n);
+
+/* Loads a kernel pack (written by `hot-gen SPEC --compile ARCHS --pack FILE`: every compiled
+ * kernel of a spec with its cache key) into ctx's kernel cache: a layer whose kernels are in a
+ * loaded pack never compiles (hot_stats.compiles stays 0), on a machine without NVRTC too. An
+ * entry whose key differs (another NVRTC version, other options, another generator or source)
+ * is ignored and that kernel compiles as usual. Several packs may be loaded; they are kept until
+ * hot_ctx_destroy. The environment variable HOT_KERNEL_PACK=FILE makes hot_ctx_create load one.
+ * path is borrowed for the call. Errors (message names the file): HOT_ERR_INVALID (NULL ctx or
+ * path; the file is not a valid pack: truncated, checksum, format version, bad field),
+ * HOT_ERR_IO (missing, unreadable, not a regular file; also the cache directory), HOT_ERR_NOMEM,
+ * HOT_ERR_MISUSE (ctx failed to initialise). */
+HOT_API hot_status hot_ctx_load_pack(hot_ctx *ctx, const char *path);
 
 /* Forward (ABC): x (T x I, dtype) -> the saved buffer (see hot_layer_saved_bytes). `saved` is
  * either a buffer the caller owns of hot_layer_saved_bytes(layer) bytes, 16-byte aligned, in

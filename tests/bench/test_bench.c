@@ -152,7 +152,7 @@ START_TEST(test_table_first_line_and_jit) {
   free(out);
   FILE *f = fopen("bench_a.json", "r");
   ck_assert_ptr_nonnull(f);
-  char buf[1 << 14];
+  static char buf[1 << 17];
   size_t n = fread(buf, 1, sizeof buf - 1, f);
   buf[n] = 0;
   fclose(f);
@@ -163,6 +163,12 @@ START_TEST(test_table_first_line_and_jit) {
   ck_assert_msg(cold > 0 && warm >= 0 && warm < cold, "cold %g warm %g", cold, warm);
   ck_assert_msg(hits >= 1, "the warm context should hit the disk cache");
   ck_assert(strstr(buf, "\"name\": \"b\"") == NULL); /* --layer a only */
+  /* the whole-spec cold JIT and each kernel's cold compile with NVRTC's phases */
+  const char *spec = strstr(buf, "\"jit_spec_cold_ms\": ");
+  ck_assert_msg(spec && atof(spec + 20) > 0, "no whole-spec cold time");
+  const char *kern = strstr(o, "\"per_kernel\": [{\"kernel\": \"hot_");
+  ck_assert_msg(kern && kern < end, "no per-kernel JIT figures");
+  ck_assert_msg(num_in(o, end, "ptxas_ms") >= 0, "no ptxas phase");
   remove("bench_a.json");
 }
 END_TEST

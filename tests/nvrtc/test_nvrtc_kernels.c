@@ -17,6 +17,104 @@
 
 static hot_kcache *g_kc;
 
+/* ---- kernel quality baseline ----------------------------------------------------------------
+ * tests/nvrtc/kernel_quality.txt: one line per distinct shipped kernel and arch,
+ *   <arch> <kernel> <registers> <stack bytes> <spill store bytes> <spill load bytes> <smem bytes>
+ * as ptxas reported them when the file was written. every_shipped_kernel compares each compile
+ * with it: a change in any figure (a compile-speed change that cost kernel quality, or a template
+ * change) fails, naming the kernel, until the file is regenerated on purpose
+ * (HOT_UPDATE_KERNEL_QUALITY=1, or `cmake --build build --target update-kernel-quality`) and the
+ * diff reviewed. */
+typedef struct {
+  char arch[16], name[96];
+  int regs, stack, st, ld, smem;
+} quality;
+static quality *g_q;
+static int g_nq, g_capq, g_record;
+
+static void quality_add(const char *arch, const hot_kernel_info *ki) {
+  if (!g_record) return;
+  if (g_nq == g_capq) {
+    g_capq = g_capq ? 2 * g_capq : 256;
+    g_q = realloc(g_q, (size_t)g_capq * sizeof *g_q);
+    ck_assert_ptr_nonnull(g_q);
+  }
+  quality *q = &g_q[g_nq++];
+  snprintf(q->arch, sizeof q->arch, "%s", arch);
+  snprintf(q->name, sizeof q->name, "%s", ki->name);
+  q->regs = ki->registers;
+  q->stack = ki->stack_bytes;
+  q->st = ki->spill_store_bytes;
+  q->ld = ki->spill_load_bytes;
+  q->smem = ki->shared_bytes;
+}
+
+static int quality_order(const void *a, const void *b) {
+  const quality *x = a, *y = b;
+  int c = strcmp(x->arch, y->arch);
+  return c ? c : strcmp(x->name, y->name);
+}
+
+/* Compares g_q with the baseline file (or rewrites it when asked). */
+static void quality_check(void) {
+  char path[1200];
+  const char *root = getenv("HOT_SOURCE_DIR");
+  snprintf(path, sizeof path, "%s/tests/nvrtc/kernel_quality.txt", root ? root : ".");
+  qsort(g_q, (size_t)g_nq, sizeof *g_q, quality_order);
+  const char *upd = getenv("HOT_UPDATE_KERNEL_QUALITY");
+  if (upd && !strcmp(upd, "1")) {
+    FILE *f = fopen(path, "w");
+    ck_assert_msg(f != NULL, "cannot write %s", path);
+    fprintf(f, "# arch kernel registers stack spill_stores spill_loads smem (ptxas, via NVRTC; "
+               "written by test_nvrtc_kernels with HOT_UPDATE_KERNEL_QUALITY=1)\n");
+    for (int i = 0; i < g_nq; ++i)
+      fprintf(f, "%s %s %d %d %d %d %d\n", g_q[i].arch, g_q[i].name, g_q[i].regs, g_q[i].stack,
+              g_q[i].st, g_q[i].ld, g_q[i].smem);
+    fclose(f);
+    printf("kernel quality baseline rewritten: %s (%d kernels)\n", path, g_nq);
+    return;
+  }
+  FILE *f = fopen(path, "r");
+  ck_assert_msg(f != NULL, "no kernel quality baseline %s (write it with "
+                "HOT_UPDATE_KERNEL_QUALITY=1)", path);
+  char line[512];
+  int n = 0, lineno = 0, bad = 0, matched = 0;
+  while (fgets(line, sizeof line, f)) {
+    ++lineno;
+    if (line[0] == '#' || line[0] == '\n') continue;
+    quality b;
+    ck_assert_msg(sscanf(line, "%15s %95s %d %d %d %d %d", b.arch, b.name, &b.regs, &b.stack, &b.st,
+                         &b.ld, &b.smem) == 7, "%s:%d: malformed line", path, lineno);
+    ++n;
+    const quality *q = bsearch(&b, g_q, (size_t)g_nq, sizeof *g_q, quality_order);
+    if (!q) {
+      printf("kernel quality: %s %s is in %s:%d but no longer compiled\n", b.arch, b.name, path,
+             lineno);
+      ++bad;
+      continue;
+    }
+    ++matched;
+    if (q->regs != b.regs || q->stack != b.stack || q->st != b.st || q->ld != b.ld ||
+        q->smem != b.smem) {
+      printf("kernel quality: %s %s: registers %d stack %d spills %d/%d smem %d, baseline (%s:%d) "
+             "%d %d %d/%d %d\n", q->arch, q->name, q->regs, q->stack, q->st, q->ld, q->smem, path,
+             lineno, b.regs, b.stack, b.st, b.ld, b.smem);
+      ++bad;
+    }
+  }
+  fclose(f);
+  if (matched != g_nq) {
+    printf("kernel quality: %d compiled kernels have no baseline line in %s\n", g_nq - matched,
+           path);
+    ++bad;
+  }
+  printf("kernel quality: %d kernels compared with %s, %d difference%s\n", n, path, bad,
+         bad == 1 ? "" : "s");
+  fflush(stdout); /* the lines above survive the failing check's exit */
+  ck_assert_msg(bad == 0, "%d kernel quality difference(s) against %s (see the lines above; "
+                "after review, regenerate with HOT_UPDATE_KERNEL_QUALITY=1)", bad, path);
+}
+
 static void open_cache(void) {
   hot_kcache_config cfg;
   memset(&cfg, 0, sizeof cfg);
@@ -44,6 +142,7 @@ static void compile_check(const char *src, const char *const *names, size_t n, h
            bin->compile_ms, hot_kcache_origin_name(how), ki->registers, spills, ki->shared_bytes,
            dyn_smem[k]);
     ck_assert_msg(ki->found, "%s: no ptxas info", ki->name);
+    quality_add(caps->name, ki);
     ck_assert_msg(spills == 0, "%s spills %d bytes on %s", ki->name, spills, caps->name);
     ck_assert_int_le(ki->registers, caps->regs_per_thread);
     ck_assert_msg((long)ki->registers * (long)threads[k] <= 65536, "%s: %d regs x %u threads",
@@ -140,6 +239,7 @@ static int seen(const char *arch, const char *name) {
 
 START_TEST(every_shipped_kernel) {
   open_cache();
+  g_record = 1;
   char dir[1024];
   const char *root = getenv("HOT_SOURCE_DIR");
   snprintf(dir, sizeof dir, "%s/specs", root ? root : ".");
@@ -194,6 +294,8 @@ START_TEST(every_shipped_kernel) {
   ck_assert_int_gt(kernels, 10);
   hot_kcache_close(g_kc);
   free(g_seen);
+  quality_check();
+  free(g_q);
 }
 END_TEST
 

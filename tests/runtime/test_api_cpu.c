@@ -17,6 +17,7 @@
 #include "emit.h"
 #include "hot_internal.h"
 #include "launch.h"
+#include "pack.h"
 #include "rt_util.h"
 
 /* ---- backend choice ---------------------------------------------------------------------- */
@@ -529,6 +530,155 @@ START_TEST(huge_finite_inputs) {
 }
 END_TEST
 
+/* A compiler that takes 40 ms and records how many of its calls ran at once. */
+static int slow_inflight, slow_max, slow_calls;
+static rt_status slow_compile(void *user, const hot_kernel_source *src, hot_compile_result *out,
+                              char *err, size_t errlen) {
+  int now = __atomic_add_fetch(&slow_inflight, 1, __ATOMIC_SEQ_CST);
+  int seen = __atomic_load_n(&slow_max, __ATOMIC_SEQ_CST);
+  while (now > seen && !__atomic_compare_exchange_n(&slow_max, &seen, now, 0, __ATOMIC_SEQ_CST,
+                                                    __ATOMIC_SEQ_CST)) {
+  }
+  usleep(40000);
+  __atomic_add_fetch(&slow_calls, 1, __ATOMIC_SEQ_CST);
+  rt_status st = fake_compile(user, src, out, err, errlen);
+  __atomic_sub_fetch(&slow_inflight, 1, __ATOMIC_SEQ_CST);
+  return st;
+}
+
+/* hot_ctx_compile compiles the distinct kernels of ALL its layers in one pool: with enough
+ * threads, more compiles run at once than any one layer has kernels (layer by layer, the pool
+ * of a layer never exceeds its own kernels). */
+START_TEST(ctx_compile_one_pool) {
+  fake_cc f = {0, 0, 0, "fake-1"};
+  hot_compiler cc = {&f, fake_version, "fake-options", slow_compile};
+  slow_inflight = slow_max = slow_calls = 0;
+  setenv("HOT_JIT_THREADS", "64", 1);
+  hot_options o;
+  hot_options_init(&o);
+  o.disk_cache = -1;
+  o.arch = "sm_90";
+  hot_ctx *ctx = NULL;
+  ck_assert_int_eq(hot_ctx_create_with_compiler(&ctx, &o, &cc), HOT_OK);
+  unsetenv("HOT_JIT_THREADS");
+  hot_layer_spec s;
+  plan_spec_defaults(&s, HOT_RECIPE_HOT);
+  s.in_features = 64;
+  s.out_features = 32;
+  hot_layer *l[2] = {NULL, NULL};
+  snprintf(s.name, sizeof s.name, "a");
+  ck_assert_int_eq(hot_layer_create(ctx, &s, 2, 64, HOT_RECIPE_HOT, &l[0]), HOT_OK);
+  snprintf(s.name, sizeof s.name, "b");
+  s.dtype = HOT_DT_F16; /* other kernels (their names carry the dtype) */
+  ck_assert_int_eq(hot_layer_create(ctx, &s, 2, 64, HOT_RECIPE_HOT, &l[1]), HOT_OK);
+  unsigned n0 = au_programs(l[0]), n1 = au_programs(l[1]);
+  ck_assert_int_eq(hot_ctx_compile(ctx, l, 2), HOT_OK);
+  ck_assert_int_eq(slow_calls, f.compiles);
+  ck_assert_int_le(f.compiles, (int)(n0 + n1));
+  ck_assert_int_gt(f.compiles, (int)(n0 > n1 ? n0 : n1));
+  ck_assert_msg(slow_max > (int)(n0 > n1 ? n0 : n1), "at most %d compiles at once (layers: %u, %u)",
+                slow_max, n0, n1);
+  hot_stats st;
+  hot_ctx_stats(ctx, &st);
+  ck_assert_uint_eq(st.compiles, (uint64_t)f.compiles);
+  hot_layer_info i;
+  for (int k = 0; k < 2; ++k) {
+    hot_layer_get_info(l[k], &i);
+    ck_assert_int_eq(i.compiled, 1);
+  }
+  hot_ctx_destroy(ctx);
+}
+END_TEST
+
+/* Kernel packs through the API: a pack written from one context's kernels makes another
+ * context compile nothing (hot_ctx_load_pack, HOT_KERNEL_PACK); a pack of another compiler
+ * version is a miss; a missing or corrupt pack is an error naming the file. */
+START_TEST(kernel_pack_api) {
+  char dir[256], path[400], bad[400];
+  ck_assert_ptr_nonnull(tmp_dir(dir));
+  snprintf(path, sizeof path, "%s/m.hotpack", dir);
+  snprintf(bad, sizeof bad, "%s/bad.hotpack", dir);
+  fake_cc f = {0, 0, 0, "fake-1"};
+  hot_compiler cc = FAKE_COMPILER(f);
+  hot_options o;
+  hot_options_init(&o);
+  o.disk_cache = -1;
+  o.arch = "sm_90";
+  hot_layer_spec s;
+  plan_spec_defaults(&s, HOT_RECIPE_HOT);
+  snprintf(s.name, sizeof s.name, "fc");
+  s.in_features = 64;
+  s.out_features = 32;
+  hot_ctx *ctx = NULL;
+  hot_layer *a = NULL;
+  ck_assert_int_eq(hot_ctx_create_with_compiler(&ctx, &o, &cc), HOT_OK);
+  ck_assert_int_eq(hot_layer_create(ctx, &s, 2, 64, HOT_RECIPE_HOT, &a), HOT_OK);
+  ck_assert_int_eq(hot_layer_compile(a), HOT_OK);
+  int compiled = f.compiles;
+  ck_assert_int_gt(compiled, 0);
+  hot_pack_entry e[HOT_MAX_KERNELS];
+  size_t n = 0;
+  for (int k = 0; k < a->plan->n_kernels; ++k) {
+    const hot_kernel_binary *b = a->jit.bin[k];
+    if (!b) continue;
+    e[n++] = (hot_pack_entry){b->key, b->compiler, b->arch, b->kernels, b->n_kernels, b->cubin,
+                              b->cubin_size, b->log, b->compile_ms};
+  }
+  char err[512];
+  ck_assert_int_eq(pack_write(path, e, n, err, sizeof err), RT_OK);
+  hot_ctx_destroy(ctx);
+
+  /* hot_ctx_load_pack: zero compiles */
+  ck_assert_int_eq(hot_ctx_create_with_compiler(&ctx, &o, &cc), HOT_OK);
+  ck_assert_int_eq(hot_ctx_load_pack(ctx, path), HOT_OK);
+  ck_assert_int_eq(hot_layer_create(ctx, &s, 2, 64, HOT_RECIPE_HOT, &a), HOT_OK);
+  ck_assert_int_eq(hot_layer_compile(a), HOT_OK);
+  hot_stats st;
+  hot_ctx_stats(ctx, &st);
+  ck_assert_uint_eq(st.compiles, 0);
+  ck_assert_int_eq(f.compiles, compiled);
+  ck_assert_int_eq(hot_ctx_load_pack(ctx, NULL), HOT_ERR_INVALID);
+  ck_assert_int_eq(hot_ctx_load_pack(NULL, path), HOT_ERR_INVALID);
+  snprintf(bad, sizeof bad, "%s/missing.hotpack", dir);
+  ck_assert_int_eq(hot_ctx_load_pack(ctx, bad), HOT_ERR_IO);
+  ck_assert_msg(strstr(hot_errmsg(ctx), bad), "%s", hot_errmsg(ctx));
+  hot_ctx_destroy(ctx);
+
+  /* HOT_KERNEL_PACK, read once by hot_ctx_create */
+  setenv("HOT_KERNEL_PACK", path, 1);
+  ck_assert_int_eq(hot_ctx_create_with_compiler(&ctx, &o, &cc), HOT_OK);
+  unsetenv("HOT_KERNEL_PACK");
+  ck_assert_int_eq(hot_layer_create(ctx, &s, 2, 64, HOT_RECIPE_HOT, &a), HOT_OK);
+  ck_assert_int_eq(hot_layer_compile(a), HOT_OK);
+  hot_ctx_stats(ctx, &st);
+  ck_assert_uint_eq(st.compiles, 0);
+  hot_ctx_destroy(ctx);
+
+  /* another compiler version: every kernel compiles, no error */
+  fake_cc g = {0, 0, 0, "fake-2"};
+  hot_compiler cg = FAKE_COMPILER(g);
+  ck_assert_int_eq(hot_ctx_create_with_compiler(&ctx, &o, &cg), HOT_OK);
+  ck_assert_int_eq(hot_ctx_load_pack(ctx, path), HOT_OK);
+  ck_assert_int_eq(hot_layer_create(ctx, &s, 2, 64, HOT_RECIPE_HOT, &a), HOT_OK);
+  ck_assert_int_eq(hot_layer_compile(a), HOT_OK);
+  ck_assert_int_eq(g.compiles, compiled);
+  hot_ctx_destroy(ctx);
+
+  /* a corrupt HOT_KERNEL_PACK fails hot_ctx_create, naming the variable and the file */
+  snprintf(bad, sizeof bad, "%s/bad.hotpack", dir);
+  FILE *fp = fopen(bad, "wb");
+  fputs("HOTPACK", fp);
+  fclose(fp);
+  setenv("HOT_KERNEL_PACK", bad, 1);
+  ck_assert_int_eq(hot_ctx_create_with_compiler(&ctx, &o, &cc), HOT_ERR_INVALID);
+  unsetenv("HOT_KERNEL_PACK");
+  ck_assert_msg(strstr(hot_errmsg(ctx), "HOT_KERNEL_PACK") && strstr(hot_errmsg(ctx), bad),
+                "%s", hot_errmsg(ctx));
+  hot_ctx_destroy(ctx);
+  rm_tree(dir);
+}
+END_TEST
+
 START_TEST(compile_with_fake_compiler) {
   char dir[256];
   ck_assert_ptr_nonnull(tmp_dir(dir));
@@ -566,7 +716,7 @@ START_TEST(compile_with_fake_compiler) {
   hot_stats st;
   hot_ctx_stats(ctx, &st);
   ck_assert_uint_eq(st.compiles, np);
-  ck_assert_uint_eq(st.memory_hits, np);
+  ck_assert_uint_eq(st.memory_hits, 2 * np); /* the batch compiled them; both layers then hit */
   ck_assert_str_eq(st.cache_dir, dir);
   ck_assert_msg(strstr(hot_compile_log(ctx), "fake log\n") && strstr(hot_compile_log(ctx), "== hot_"),
                 "%s", hot_compile_log(ctx));
@@ -895,6 +1045,8 @@ int main(void) {
   tcase_add_test(tc, layer_from_spec);
   tcase_add_test(tc, bad_options_and_environment);
   tcase_add_test(tc, compile_with_fake_compiler);
+  tcase_add_test(tc, ctx_compile_one_pool);
+  tcase_add_test(tc, kernel_pack_api);
   tcase_add_test(tc, misuse);
   tcase_add_test(tc, environment_read_once);
   tcase_add_test(tc, huge_finite_inputs);

@@ -183,6 +183,39 @@ START_TEST(hotgen_fills_the_same_cache) {
   ck_assert_str_eq(st.arch, "sm_90");
   ck_assert_str_eq(st.cache_dir, dir);
   hot_ctx_destroy(ctx);
+  unsetenv("HOT_CACHE_DIR");
+  /* a kernel pack from hot-gen (entries from the cache it just filled): an application without
+   * any cache directory starts with zero compiles */
+  char pack[400];
+  snprintf(pack, sizeof pack, "%s/fc.hotpack", sdir);
+  snprintf(args, sizeof args, "'%s' --layer fc --compile sm_90 --cache-dir '%s' --pack '%s'", spec,
+           dir, pack);
+  ck_assert_msg(run_hotgen(args, out, sizeof out) == 0, "%s", out);
+  ck_assert_msg(strstr(out, "to the pack"), "%s", out);
+  setenv("HOT_NO_DISK_CACHE", "1", 1);
+  setenv("HOT_KERNEL_PACK", pack, 1);
+  ck_assert_int_eq(hot_ctx_create(&ctx, NULL), HOT_OK);
+  unsetenv("HOT_KERNEL_PACK");
+  unsetenv("HOT_NO_DISK_CACHE");
+  ck_assert_int_eq(hot_layer_from_spec(ctx, spec, "fc", 0, &l), HOT_OK);
+  r = hot_layer_compile(l);
+  ck_assert_msg(r == HOT_OK, "%s: %s", hot_status_name(r), hot_errmsg(ctx));
+  ck_assert_int_eq(hot_ctx_stats(ctx, &st), HOT_OK);
+  ck_assert_uint_eq(st.compiles, 0);
+  ck_assert_uint_eq(st.disk_hits, 0);
+  ck_assert_str_eq(st.cache_dir, "");
+  hot_ctx_destroy(ctx);
+  unsetenv("HOT_ARCH");
+  /* --pack without --compile is a usage error */
+  snprintf(args, sizeof args, "'%s' --pack '%s'", spec, pack);
+  ck_assert_int_ne(run_hotgen(args, out, sizeof out), 0);
+  ck_assert_msg(strstr(out, "--pack needs --compile"), "%s", out);
+  /* a pack that cannot be written: exit 1, the file named, not called a compile failure */
+  snprintf(args, sizeof args, "'%s' --layer fc --compile sm_90 --cache-dir '%s' --pack '%s/no/x.hotpack'",
+           spec, dir, sdir);
+  ck_assert_int_ne(run_hotgen(args, out, sizeof out), 0);
+  ck_assert_msg(strstr(out, "/no/x.hotpack: cannot write") && !strstr(out, "compile failure"), "%s",
+                out);
   rm_tree(dir);
   rm_tree(sdir);
 }

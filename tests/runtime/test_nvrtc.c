@@ -41,6 +41,13 @@ static void compile_for(const char *arch) {
   ck_assert_int_eq(r.kernels[1].shared_bytes, 1024);
   ck_assert_ptr_nonnull(strstr(r.log, arch));
   ck_assert(r.compile_ms > 0.0);
+  const cuda_nvrtc *nv = NULL;
+  ck_assert_int_eq(cuda_nvrtc_get(&nv, err, sizeof err), RT_OK);
+  if (nv->major * 100 + nv->minor >= 1208) { /* NVRTC's own phase report was read back */
+    ck_assert_int_eq(r.phases_known, 1);
+    ck_assert(r.nvvm_ms > 0.0 || r.ptxas_ms > 0.0 || r.front_ms > 0.0);
+    ck_assert(r.front_ms + r.nvvm_ms + r.ptxas_ms <= r.compile_ms + 5.0);
+  }
   printf("nvrtc %s: %zu-byte cubin in %.1f ms; axpy %d regs, rev %d regs\n", arch, r.cubin_size,
          r.compile_ms, r.kernels[0].registers, r.kernels[1].registers);
   hot_compile_result_free(&r);
@@ -188,11 +195,35 @@ START_TEST(parse_ptxas_lines) {
 }
 END_TEST
 
+START_TEST(parse_time_report) {
+  hot_compile_result r;
+  memset(&r, 0, sizeof r);
+  const char *csv = "File name, phase name, metric, unit\n"
+                    "hot.cu, CUDA C++ Frontend, 48, ms\n"
+                    "hot.cu, NVVM Optimizer, 1040.5, ms\n"
+                    "a,b.cu, PTX Translation, 1315, ms\r\n"  /* a comma in the program name */
+                    "hot.cu, Something New, 7, ms\n"          /* unknown phase: ignored */
+                    "hot.cu, NVVM Optimizer, x12, ms\n"       /* not a number: ignored */
+                    "hot.cu, PTX Translation, 3, s\n"         /* not ms: ignored */
+                    "garbage line\n";
+  ck_assert_int_eq(nvrtc_parse_time_csv(csv, &r), 3);
+  ck_assert_int_eq(r.phases_known, 1);
+  ck_assert(r.front_ms == 48.0 && r.nvvm_ms == 1040.5 && r.ptxas_ms == 1315.0);
+  hot_compile_result z;
+  memset(&z, 0, sizeof z);
+  ck_assert_int_eq(nvrtc_parse_time_csv("File name, phase name, metric, unit\n", &z), 0);
+  ck_assert_int_eq(z.phases_known, 0);
+  ck_assert_int_eq(nvrtc_parse_time_csv(NULL, &z), 0);
+  ck_assert_int_eq(nvrtc_parse_time_csv("", &z), 0);
+}
+END_TEST
+
 int main(void) {
   Suite *s = suite_create("runtime_nvrtc");
   TCase *pure = tcase_create("pure");
   tcase_add_test(pure, arch_names);
   tcase_add_test(pure, parse_ptxas_lines);
+  tcase_add_test(pure, parse_time_report);
   tcase_add_test(pure, requests_checked);
   suite_add_tcase(s, pure);
   char err[1024];
