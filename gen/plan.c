@@ -48,7 +48,7 @@ int plan_arch_parse(const char *name, hot_arch *out) {
   }
 NAME_FN(plan_dtype_name, hot_dtype, "f32", "bf16", "f16")
 NAME_FN(plan_round_name, hot_round, "rtn", "sr")
-NAME_FN(plan_gran_name, hot_gran, "tensor", "row", "auto")
+NAME_FN(plan_gran_name, hot_gran, "tensor", "row", "auto", "sample")
 NAME_FN(plan_rule_name, hot_rule, "absmax", "sawb")
 NAME_FN(plan_selection_name, hot_selection, "tri", "prefix", "full")
 NAME_FN(plan_layout_name, hot_layout, "sample", "flat", "auto")
@@ -410,6 +410,13 @@ static int plan_hq(const hot_layer_spec *s, const hot_arch_caps *caps, hot_layer
       quant_round_ok(&s->hq.g, 1, "hq.g.round (g')", err, n) ||
       quant_round_ok(&s->hq.w, 0, "hq.w.round (w')", err, n))
     return -1;
+  /* g': one scale per tensor, sample or row (AUTO: LQS); w' has one per tensor (CONTRACT 3). */
+  if ((int)s->hq.g.gran < 0 || (int)s->hq.g.gran > (int)HOT_GRAN_SAMPLE)
+    return hot_errf(err, n, "hq.g.gran (scale of g') must be tensor, token, auto or sample (got %d)",
+                    (int)s->hq.g.gran);
+  if (s->hq.w.gran != HOT_GRAN_TENSOR)
+    return hot_errf(err, n, "hq.w.gran (scale of w') must be tensor (got %s): w' has one scale",
+                    plan_gran_name(s->hq.w.gran));
   if (s->hq.pad) {
     if (!is_pow2(s->hq.block) || s->hq.block < 2 || s->hq.block > 256)
       return hot_errf(err, n, "hq.block must be a power of two in [2, 256] (got %d)", s->hq.block);

@@ -28,8 +28,8 @@ int64_t launch_saved_bytes(const hot_layer_plan *pl) {
 /* Parameter names of each role's entry point, in order; NULL: no launch code yet. */
 static const char *const k_sig[HOT_K_ROLE_COUNT] = {
     [HOT_K_ABC_X] = "src,T,cols,ld_src,L,layout,seg_len,segments,k_real,k_pad,codes,ld_codes,scale,amax_bits,scale_in,math_out,phase,seed,tag,step",
-    [HOT_K_HQ_G] = "src,rows,cols,ld_src,o_pad,k_pad,codes,ld_codes,scales,amax_bits,scale_in,math_out,phase,seed,tag,step",
-    [HOT_K_HQ_W] = "src,rows,cols,ld_src,o_pad,k_pad,codes,ld_codes,scales,amax_bits,scale_in,math_out,phase,seed,tag,step",
+    [HOT_K_HQ_G] = "src,rows,cols,ld_src,o_pad,k_pad,codes,ld_codes,scales,amax_bits,group_rows,scale_in,math_out,phase,seed,tag,step",
+    [HOT_K_HQ_W] = "src,rows,cols,ld_src,o_pad,k_pad,codes,ld_codes,scales,amax_bits,group_rows,scale_in,math_out,phase,seed,tag,step",
     [HOT_K_HLA_G] = "src,T,cols,ld_src,L,layout,seg_len,segments,k_real,k_pad,codes,ld_codes,scale,amax_bits,scale_in,math_out,phase,seed,tag,step",
     [HOT_K_GEMM_GX] = "A,B,C,row_scale,alpha_a,alpha_b,alpha_div,M,N,Kpad,ldc",
     [HOT_K_GEMM_GW] = "A,B,C,row_scale,alpha_a,alpha_b,alpha_div,M,N,Kpad,ldc",
@@ -130,10 +130,11 @@ hot_status launch_zero(hot_layer *layer, CUdeviceptr p, size_t words, CUstream s
 
 /* templates/hadamard_quant.cu. g' (HOT_K_HQ_G): rows of g_y, T x O; w' (HOT_K_HQ_W): columns
  * of w, O x I, codes stored I x k_pad. Phases: 0 amax (w' with math_out: also w' in math layout,
- * o_pad x I floats, for SAWB), 1 quantize with the tensor scale (scale_in: a precomputed one,
- * SAWB), 2 per-row (g' only). */
+ * o_pad x I floats, for SAWB), 1 quantize with the group's scale (scale_in: a precomputed one,
+ * SAWB), 2 per-row (g' only). per_sample (g' only): one amax word and scale per sample (amax
+ * then points at B words), else one for the tensor. */
 hot_status launch_hq(hot_layer *layer, hot_kernel_role role, CUdeviceptr src, CUdeviceptr codes,
-                     CUdeviceptr scales, CUdeviceptr amax, CUdeviceptr scale_in,
+                     CUdeviceptr scales, CUdeviceptr amax, int per_sample, CUdeviceptr scale_in,
                      CUdeviceptr math_out, int phase, uint32_t step, CUstream stream) {
   const hot_layer_plan *pl = layer->plan;
   int is_g = role == HOT_K_HQ_G;
@@ -143,8 +144,9 @@ hot_status launch_hq(hot_layer *layer, hot_kernel_role role, CUdeviceptr src, CU
   unsigned long long seed = layer->seed;
   unsigned tag = (unsigned)pl->layer_id * 16u + (is_g ? HOT_TENSOR_HQ_G : 0u); /* w': RTN */
   unsigned st = step;
+  int group_rows = is_g && per_sample ? (int)pl->L : rows; /* L <= T <= 2^31 - 1 (planner) */
   void *args[] = {&src, &rows, &cols, &ld_src, &o_pad, &k_pad, &codes, &ld_codes,
-                  &scales, &amax, &scale_in, &math_out, &phase, &seed, &tag, &st};
+                  &scales, &amax, &group_rows, &scale_in, &math_out, &phase, &seed, &tag, &st};
   return launch_role(layer, role, phase, args, stream);
 }
 

@@ -133,8 +133,8 @@ for bits in 4 8; do
   done
 done
 
-# HQ operand kernels (hadamard_quant.cu) with plans from the real planner: g' per row and per
-# tensor, w' absmax and SAWB (math tensor + scale_in), packed int4 (sm_80) and int8 (sm_90)
+# HQ operand kernels (hadamard_quant.cu) with plans from the real planner: g' per row, per
+# sample (segmented amax, B = 3) and per tensor, w' absmax and SAWB (math tensor + scale_in), packed int4 (sm_80) and int8 (sm_90)
 # codes, b = 1 ... 256, O = 100 (padded), O = 1200 (longer than the register-cached chunks).
 for f in plan basis diag; do
   $CC -std=c11 $CFL -c "$here/gen/$f.c" -o "$work/gen_$f.o" || { echo "FAIL: build gen/$f.c"; exit 1; }
@@ -157,6 +157,7 @@ for s in "${HQ_SETS[@]}"; do
     if [ $op = 0 ]; then
       run "$work/hq" 3 197 100 137 $5 1 0 0x1234abcd 7 5
       run "$work/hq" 3 197 100 137 $5 0 0 0x1234abcd 7 5
+      run "$work/hq" 3 197 100 137 $5 2 0 0x1234abcd 7 5
       run "$work/hq" 1 40 1200 64 $5 1 0 99 1 0
       run "$work/hq" 1 40 1200 64 $5 0 0 99 1 0
     else
@@ -166,9 +167,10 @@ for s in "${HQ_SETS[@]}"; do
     fi
   done
 done
-# g' rounded to nearest (the plan's hq.round = rtn), per row and per tensor
+# g' rounded to nearest (the plan's hq.round = rtn), per row, per sample and per tensor
 if build_hq 0 0 16 4 0 0; then
   run "$work/hq" 3 197 100 137 sm_90 1 0 0x1234abcd 7 5
+  run "$work/hq" 3 197 100 137 sm_90 2 0 0x1234abcd 7 5
   run "$work/hq" 1 40 1200 64 sm_90 0 0 99 1 0
 fi
 

@@ -402,6 +402,19 @@ START_TEST(illegal_requests) {
   ck_assert_uint_gt(plan_gemm_smem(HOT_GEMM_MMA_S8, HOT_CODES_S8, 256, 128, 128, 3), 101376);
   plan_err(&s, 8, 256, HOT_ARCH_SM86, want);
   plan_err(&s, 8, 256, HOT_ARCH_SM89, "sm_89 allows 101376");
+  /* Scale granularities: g' any of the four (sample plans the same kernels as tensor), w' only
+   * per tensor, unknown values refused with the field's name. */
+  s = layer(HOT_RECIPE_HOT, 256, 256);
+  s.hq.g.gran = HOT_GRAN_SAMPLE;
+  plan_ok(&s, 4, 64, HOT_RECIPE_HOT, HOT_ARCH_SM80, &g_plan);
+  ck_assert_int_eq(g_plan.hq.g.gran, HOT_GRAN_SAMPLE);
+  ck_assert_int_eq(plan_kernel_index(&g_plan, HOT_K_LQS), -1);
+  ck_assert_str_eq(plan_gran_name(HOT_GRAN_SAMPLE), "sample");
+  s.hq.g.gran = (hot_gran)4;
+  plan_err(&s, 4, 64, HOT_ARCH_SM80, "hq.g.gran (scale of g') must be tensor, token, auto or sample (got 4)");
+  s.hq.g.gran = HOT_GRAN_TENSOR;
+  s.hq.w.gran = HOT_GRAN_SAMPLE;
+  plan_err(&s, 4, 64, HOT_ARCH_SM80, "hq.w.gran (scale of w') must be tensor (got sample)");
   /* Warps that do not divide the tile. */
   s = layer(HOT_RECIPE_HOT, 256, 256);
   s.tile_gx = (hot_tile){64, 64, 0, 8, 1, 0};

@@ -134,7 +134,7 @@ EXPORT CUresult cuFuncSetAttribute(void *f, int a, int v) {
 /* Argument types by entry point (templates' headers): p pointer, i int, l long long / u64,
  * u unsigned, f float. */
 static const char *sig_of(const char *name) {
-  if (!strncmp(name, "hot_hq_", 7)) return "piiiiipippppiluu";
+  if (!strncmp(name, "hot_hq_", 7)) return "piiiiipipp" "ipp" "iluu";
   if (!strncmp(name, "hot_hla_", 8)) return "piiiiilliipipppp" "iluu";
   if (!strncmp(name, "hot_gemm_", 9)) return "ppppppfiiii";
   if (!strncmp(name, "hot_bias_", 9)) return "ppii";

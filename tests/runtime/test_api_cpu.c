@@ -410,7 +410,7 @@ START_TEST(layer_create_enums_and_recipe) {
   struct { const char *field; size_t off; int bad; } e[] = {
       {"spec.dtype", offsetof(hot_layer_spec, dtype), 3},
       {"spec.hq.g.round", offsetof(hot_layer_spec, hq.g.round), 2},
-      {"spec.hq.g.gran", offsetof(hot_layer_spec, hq.g.gran), 3},
+      {"spec.hq.g.gran", offsetof(hot_layer_spec, hq.g.gran), 4}, /* 3 = SAMPLE */
       {"spec.hq.g.rule", offsetof(hot_layer_spec, hq.g.rule), -1},
       {"spec.hq.w.round", offsetof(hot_layer_spec, hq.w.round), 9},
       {"spec.hq.w.gran", offsetof(hot_layer_spec, hq.w.gran), 4},
