@@ -222,6 +222,28 @@ if $CXX -std=c++17 -O2 -pthread -I"$work/mut_hq" $CFL -DHOT_GENERATED -DHOT_KNAM
 else
   echo "FAIL: HQ mutant does not build"; fail=1
 fi
+# A per-sample mutant: phase 1 reading the first sample's amax word for every row (a segmented
+# amax that is not used) must differ from the twin on B = 3 samples.
+mkdir -p "$work/mut_hq_s"
+python3 - "$here/templates/hadamard_quant.cu" "$work/mut_hq_s/hadamard_quant.cu" <<'PY' || fail=1
+import sys
+s = open(sys.argv[1]).read()
+old = "amax = __uint_as_float(amax_bits[row / group_rows]);"
+if old not in s:
+    sys.exit("kernel-emu: HQ per-sample mutation anchor not found")
+open(sys.argv[2], "w").write(s.replace(old, "amax = __uint_as_float(amax_bits[0]);", 1))
+PY
+if $CXX -std=c++17 -O2 -pthread -I"$work/mut_hq_s" $CFL -DHOT_GENERATED -DHOT_KNAME=emu_hq \
+     -DHOT_OPERAND=0 -DHOT_ROUND=1 -DHOT_DTYPE=0 -DHOT_B=16 -DHOT_BITS=4 -DHOT_CODES=0 \
+     "$here/tools/kernel-emu/hq_emu.cpp" "$work/libref.a" "$work/libgen.a" -o "$work/hq_mut_s" -lm; then
+  if "$work/hq_mut_s" 3 197 100 137 sm_90 2 0 0x1234abcd 7 5 >"$work/mut.log" 2>&1; then
+    echo "FAIL: mutant not detected: HQ per-sample scale from sample 0"; fail=1
+  else
+    echo "mutant 'HQ per-sample scale from sample 0': detected, as it must be"
+  fi
+else
+  echo "FAIL: HQ per-sample mutant does not build"; fail=1
+fi
 
 if [ $fail = 0 ]; then echo "kernel-emu: all OK"; else echo "kernel-emu: FAILED"; fi
 exit $fail
