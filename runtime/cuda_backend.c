@@ -332,9 +332,9 @@ static hot_status cuda_layer_backward(hot_layer *layer, const void *g_y, const v
   return st;
 }
 
-/* Calibration (LQS): memset(amax word) ; lqs phases 0, 1, 2 ; cuStreamSynchronize ; read back
- * choice and both errors ; the layer's granularity = choice (hot_ref_layer_calibrate's rule,
- * evaluated on the device bit for bit). */
+/* Calibration (LQS): memset(the B per-sample amax words) ; lqs phases 0, 1, 2 ;
+ * cuStreamSynchronize ; read back choice and both errors ; the layer's granularity = per token or
+ * plan_lqs_coarse (hot_ref_layer_calibrate's rule, evaluated on the device bit for bit). */
 static hot_status cuda_layer_calibrate(hot_layer *layer, const void *g_y, uint32_t step,
                                 CUstream stream) {
   unsigned need = ROLE(HOT_K_LQS);
@@ -345,7 +345,7 @@ static hot_status cuda_layer_calibrate(hot_layer *layer, const void *g_y, uint32
   hot_cuda_layer *cu = &layer->cu;
   const cuda_driver *d = layer->ctx->cu.drv;
   CUdeviceptr gy = (CUdeviceptr)(uintptr_t)g_y;
-  st = launch_zero(layer, cu->amax + 4 * HOT_AMAX_LQS, 1, stream);
+  st = launch_zero(layer, cu->amax + 4 * HOT_AMAX_WORDS, (size_t)layer->plan->B, stream);
   for (int phase = 0; phase < 3 && !st; ++phase) st = launch_lqs(layer, gy, phase, step, stream);
   if (st) return st;
   CUresult c = d->cuStreamSynchronize(stream);
@@ -358,7 +358,7 @@ static hot_status cuda_layer_calibrate(hot_layer *layer, const void *g_y, uint32
   if (choice != 0 && choice != 1)
     return ctx_fail(layer->ctx, HOT_ERR_INTERNAL, "layer '%s': LQS kernel wrote choice %d",
                     layer->spec.name, choice);
-  layer->gran = choice ? HOT_GRAN_ROW : HOT_GRAN_TENSOR;
+  layer->gran = choice ? HOT_GRAN_ROW : plan_lqs_coarse(layer->plan);
   layer->lqs_e_tensor = res[0];
   layer->lqs_e_token = res[1];
   return HOT_OK;

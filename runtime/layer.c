@@ -126,8 +126,8 @@ static hot_status layer_new(hot_ctx *ctx, const hot_layer_spec *spec, int64_t ba
   l->plan = pl;
   l->seed = seed;
   l->gran_auto = pl->hq.enabled && pl->hq.g.gran == HOT_GRAN_AUTO;
-  /* auto: per tensor until calibrated */
-  l->gran = pl->hq.g.gran == HOT_GRAN_AUTO ? HOT_GRAN_TENSOR : pl->hq.g.gran;
+  /* auto: LQS's coarse candidate (per sample; per tensor when B = 1) until calibrated */
+  l->gran = pl->hq.g.gran == HOT_GRAN_AUTO ? plan_lqs_coarse(pl) : pl->hq.g.gran;
   l->next = ctx->layers;
   ctx->layers = l;
   *out = l;

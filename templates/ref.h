@@ -140,14 +140,15 @@ int hot_ref_bias(const hot_layer_plan *pl, const void *g_y, hot_dtype dt, float 
 /* ---- LQS (lqs_ref.c; HOT_K_LQS) ---------------------------------------------------------- */
 
 typedef struct {
-  double e_tensor;  /* ||g - deq(Q_tensor(g))||_F */
+  double e_tensor;  /* ||g - deq(Q_sample(g))||_F: one scale per sample (B = 1: per tensor) */
   double e_token;   /* ||g - deq(Q_row(g))||_F */
-  hot_gran choice;  /* HOT_GRAN_ROW iff e_token < 0.5 * e_tensor, else HOT_GRAN_TENSOR */
+  hot_gran choice;  /* HOT_GRAN_ROW iff e_token < 0.5 * e_tensor, else plan_lqs_coarse(pl):
+                       HOT_GRAN_SAMPLE when B > 1, HOT_GRAN_TENSOR when B = 1 */
 } hot_ref_lqs_result;
 
-/* Layer-wise quantizer selection on the raw T x O g_y with pl->hq.g.bits, SR and absmax (both
- * quantizations share the draws tag = layer_id*16 + HOT_TENSOR_LQS, idx = t*O + o). Works
- * whether or not HQ is enabled. Writes *out. */
+/* Layer-wise quantizer selection on the raw T x O g_y with pl->hq.g.bits, g's rounding and
+ * absmax, per token against per sample (both quantizations share the draws tag = layer_id*16 +
+ * HOT_TENSOR_LQS, idx = t*O + o). Works whether or not HQ is enabled. Writes *out. */
 int hot_ref_lqs(const hot_layer_plan *pl, const void *g_y, hot_dtype dt, uint64_t seed,
                 uint32_t step, hot_ref_lqs_result *out);
 

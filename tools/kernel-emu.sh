@@ -104,7 +104,8 @@ for mode in 0 1; do
   done
 done
 
-# LQS: dtypes x bits, gaussian-like (-> per tensor) and token outliers (-> per row); a grid
+# LQS: dtypes x bits, gaussian-like (-> per sample; B = 1: per tensor) and token outliers (-> per
+# row), per-sample amax words (B = 2, 3); a grid
 # smaller than the chunk count (grid-stride path)
 # (dt 3: f32 with g' rounded to nearest, HOT_ROUND 0)
 for dt in 0 1 2 3; do

@@ -434,14 +434,15 @@ static void check_lqs(const hot_layer_plan *pl, const void *gy, int want, const 
   size_t es = pl->spec->dtype == HOT_DT_F32 ? 4 : 2;
   long long n = pl->T * pl->O, nch = (n + 1023) / 1024;
   int T = (int)pl->T, O = (int)pl->O, ld = O;
-  CUdeviceptr src = dev_alloc((size_t)n * es, gy), amax = dev_alloc(4, NULL),
+  CUdeviceptr src = dev_alloc((size_t)n * es, gy), amax = dev_alloc((size_t)pl->B * 4, NULL),
               rs = dev_alloc((size_t)pl->T * 4, NULL), parts = dev_alloc((size_t)(2 * nch) * 8, NULL),
               res = dev_alloc(16, NULL), choice = dev_alloc(4, NULL);
-  CK(d->cuMemsetD8(amax, 0, 4));
+  CK(d->cuMemsetD8(amax, 0, (size_t)pl->B * 4));
   unsigned long long seed = k_seed;
   unsigned tag = (unsigned)pl->layer_id * 16u + HOT_TENSOR_LQS, step = 3;
-  int phase = 0;
-  void *args[] = {&src, &T, &O, &ld, &amax, &rs, &parts, &res, &choice, &phase, &seed, &tag, &step};
+  int phase = 0, group_rows = (int)pl->L; /* per sample against per token */
+  void *args[] = {&src, &T, &O, &ld, &amax, &group_rows, &rs, &parts, &res, &choice, &phase,
+                  &seed, &tag, &step};
   for (phase = 0; phase < 3; ++phase) launch(&k, NULL, args);
   double *gr = dev_fetch(res, 16);
   int *gch = dev_fetch(choice, 4);
@@ -623,15 +624,16 @@ static void run_all(void) {
              "bit-exact\n", plan_dtype_name(dt), pl.hq.block);
       free(gy); free(w); free(x);
     }
-    /* LQS picks per row on token outliers and per tensor on Gaussian data (HOT.md 8) */
+    /* LQS picks per row on token outliers and the coarse candidate (per sample, B = 2) on
+     * Gaussian data (HOT.md 6, 8) */
     {
       rng_state = 0x5150u + t;
       hot_dtype dt = dts[t];
       hot_layer_plan pl = plan_for(2, 64, 128, 64, dt, HOT_LAYOUT_SAMPLE, 64);
       void *tok = make_token_outliers(pl.T, pl.O, dt), *gau = make_tensor(pl.T, pl.O, dt, 0);
       check_lqs(&pl, tok, HOT_GRAN_ROW, "token outliers");
-      check_lqs(&pl, gau, HOT_GRAN_TENSOR, "gaussian");
-      printf("dtype %s: LQS token outliers -> row, gaussian -> tensor, bit-exact\n",
+      check_lqs(&pl, gau, HOT_GRAN_SAMPLE, "gaussian");
+      printf("dtype %s: LQS token outliers -> row, gaussian -> sample, bit-exact\n",
              plan_dtype_name(dt));
       free(tok); free(gau);
     }

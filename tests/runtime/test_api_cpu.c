@@ -148,7 +148,8 @@ START_TEST(cpu_equals_reference) {
   ck_assert_int_eq(hot_layer_get_info(l, &info), HOT_OK);
   ck_assert_int_eq(info.T, 591);
   ck_assert_int_eq(info.gran_auto, 1);
-  ck_assert_int_eq(info.gran, HOT_GRAN_TENSOR); /* auto before calibration = per tensor */
+  /* auto before calibration = LQS's coarse candidate: per sample (B = 3) */
+  ck_assert_int_eq(info.gran, HOT_GRAN_SAMPLE);
   ck_assert_int_eq(info.layer_id, 0);
   ck_assert_uint_eq(info.seed, HOT_DEFAULT_SEED);
   compare_layer(ctx, l, &io, 0, 7, 1); /* caller's buffer */
@@ -465,6 +466,7 @@ START_TEST(layer_create_enums_and_recipe) {
       ck_assert_int_eq(pa->hq.w.rule, HOT_RULE_SAWB);
       ck_assert_int_eq(pa->hla.x.rule, HOT_RULE_SAWB);
       ck_assert_int_eq(pa->hla.block, 8); /* largest power of two dividing L = 40, no padding */
+      ck_assert_int_eq(pa->hla.g.bits, 4); /* g^ with the g_x bit width, as the authors' code */
     }
     hot_layer_destroy(a);
     hot_layer_destroy(b);

@@ -162,7 +162,7 @@ START_TEST(default_recipe_sequence) {
     ck_assert_int_eq(k->arg[15], 0);
   }
 
-  /* backward, per tensor */
+  /* backward, auto before calibration */
   g_reset();
   ck_assert_int_eq(hot_layer_backward(l, vp(gy), vp(w), HOT_DT_F32, vp(sv), vp(gx), vp(gw), vp(gb),
                                       7, NULL), HOT_OK);
@@ -184,9 +184,10 @@ START_TEST(default_recipe_sequence) {
   plan_grid(b, pl, HOT_K_BIAS);
   ck_assert_int_eq(g1->arg[15], pl->layer_id * 16 + HOT_TENSOR_HQ_G);
   ck_assert_int_eq(g1->arg[16], 7);
-  ck_assert_int_eq(g0->arg[9], (int64_t)(l->cu.amax + 4 * HOT_AMAX_HQ_G));
-  ck_assert_int_eq(g0->arg[10], pl->T); /* per tensor: one group of all T rows */
-  ck_assert_int_eq(g1->arg[10], pl->T);
+  /* auto, not calibrated: per sample (B = 3), B words after the per-tensor ones, groups of L */
+  ck_assert_int_eq(g0->arg[9], (int64_t)(l->cu.amax + 4 * HOT_AMAX_WORDS));
+  ck_assert_int_eq(g0->arg[10], pl->L);
+  ck_assert_int_eq(g1->arg[10], pl->L);
   ck_assert_int_eq(w0->arg[11], 0); /* absmax: no scale_in, no math_out */
   ck_assert_int_eq(w0->arg[12], 0);
   ck_assert_int_eq(w1->arg[11], 0);
@@ -222,21 +223,23 @@ START_TEST(default_recipe_sequence) {
   ck_assert_int_eq(hot_layer_calibrate(l, vp(gy), HOT_DT_F32, 9, NULL), HOT_OK);
   ck_assert_int_eq(g_log->n, 4);
   m = at(0, "memset32", -1, 0);
-  ck_assert_int_eq(m->arg[0], (int64_t)(l->cu.amax + 4 * HOT_AMAX_LQS));
+  ck_assert_int_eq(m->arg[0], (int64_t)(l->cu.amax + 4 * HOT_AMAX_WORDS)); /* per sample */
+  ck_assert_int_eq(m->arg[1], pl->B);
   for (int ph = 0; ph < 3; ++ph) {
-    const fake_cuda_launch *q = at(1 + ph, "hot_lqs_", 9, ph);
+    const fake_cuda_launch *q = at(1 + ph, "hot_lqs_", 10, ph);
     plan_grid(q, pl, HOT_K_LQS);
     ck_assert_int_eq(q->arg[0], (int64_t)gy);
     ck_assert_int_eq(q->arg[1], T);
     ck_assert_int_eq(q->arg[2], O);
     ck_assert_int_eq(q->arg[3], O);
     ck_assert_int_eq(q->arg[4], m->arg[0]);
-    in_scratch(l, q->arg[5], T * 4);
-    in_scratch(l, q->arg[6], 2 * ((T * O + 1023) / 1024) * 8);
-    in_scratch(l, q->arg[7], 16);
-    in_scratch(l, q->arg[8], 4);
-    ck_assert_int_eq(q->arg[11], pl->layer_id * 16 + HOT_TENSOR_LQS);
-    ck_assert_int_eq(q->arg[12], 9);
+    ck_assert_int_eq(q->arg[5], pl->L); /* groups of one sample */
+    in_scratch(l, q->arg[6], T * 4);
+    in_scratch(l, q->arg[7], 2 * ((T * O + 1023) / 1024) * 8);
+    in_scratch(l, q->arg[8], 16);
+    in_scratch(l, q->arg[9], 4);
+    ck_assert_int_eq(q->arg[12], pl->layer_id * 16 + HOT_TENSOR_LQS);
+    ck_assert_int_eq(q->arg[13], 9);
   }
   ck_assert_int_ge(g_log->syncs, 1);
   hot_layer_info info;
@@ -267,15 +270,21 @@ START_TEST(default_recipe_sequence) {
   ck_assert_int_eq(mw->arg[1], (int64_t)l->cu.saved);
   ck_assert_int_eq(mw->arg[5], (int64_t)l->cu.saved + xb);
 
-  /* a calibration that picks per tensor; an invalid choice is an internal error */
+  /* a calibration that picks the coarse candidate: per sample (B = 3); then the backward runs
+   * g' per sample; an invalid choice is an internal error */
   g_set_lqs(1.0, 0.75, 0);
   ck_assert_int_eq(hot_layer_calibrate(l, vp(gy), HOT_DT_F32, 10, NULL), HOT_OK);
   ck_assert_int_eq(hot_layer_get_info(l, &info), HOT_OK);
-  ck_assert_int_eq(info.gran, HOT_GRAN_TENSOR);
+  ck_assert_int_eq(info.gran, HOT_GRAN_SAMPLE);
+  g_reset();
+  ck_assert_int_eq(hot_layer_backward(l, vp(gy), vp(w), HOT_DT_F32, NULL, vp(gx), vp(gw), NULL, 8,
+                                      NULL), HOT_OK);
+  ck_assert_int_eq(at(1, "hot_hq_g_", 13, 0)->arg[10], pl->L);
+  ck_assert_int_eq(at(2, "hot_hq_g_", 13, 1)->arg[9], (int64_t)(l->cu.amax + 4 * HOT_AMAX_WORDS));
   g_set_lqs(1.0, 0.75, 7);
   ck_assert_int_eq(hot_layer_calibrate(l, vp(gy), HOT_DT_F32, 10, NULL), HOT_ERR_INTERNAL);
   ck_assert_int_eq(hot_layer_get_info(l, &info), HOT_OK);
-  ck_assert_int_eq(info.gran, HOT_GRAN_TENSOR);
+  ck_assert_int_eq(info.gran, HOT_GRAN_SAMPLE);
 
   /* host memory is refused before anything is launched */
   float *hx = calloc((size_t)(T * I), 4);
@@ -451,7 +460,7 @@ END_TEST
 static int64_t rec_phase(const fake_cuda_launch *l) {
   if (!strncmp(l->name, "hot_hq_", 7)) return l->arg[13];
   if (!strncmp(l->name, "hot_hla_", 8)) return l->arg[16];
-  if (!strncmp(l->name, "hot_lqs_", 8)) return l->arg[9];
+  if (!strncmp(l->name, "hot_lqs_", 8)) return l->arg[10];
   if (!strncmp(l->name, "hot_sawb_", 9)) return l->arg[5];
   return 0;
 }

@@ -408,7 +408,7 @@ START_TEST(defaults_per_recipe) {
     ck_assert_int_eq(s->hla.keep, 50);
     ck_assert_int_eq(s->hla.layout, r == HOT_RECIPE_HOT ? HOT_LAYOUT_AUTO : HOT_LAYOUT_SAMPLE);
     ck_assert_int_eq(s->hla.pad, r != HOT_RECIPE_PAPER_CODE);
-    ck_assert_int_eq(s->hla.g.bits, 8);
+    ck_assert_int_eq(s->hla.g.bits, r == HOT_RECIPE_PAPER_CODE ? 4 : 8); /* the authors' g^ */
     ck_assert_int_eq(s->hla.g.round, HOT_ROUND_SR);
     ck_assert_int_eq(s->hla.g.gran, HOT_GRAN_TENSOR);
     ck_assert_int_eq(s->hla.x.bits, 8);
