@@ -19,6 +19,7 @@
 
 #include "cuda_api.h"
 #include "hot.h"
+#include "plan.h"
 
 /* ---- options ------------------------------------------------------------------------------ */
 typedef struct {
@@ -35,6 +36,7 @@ typedef struct {
   int jit;                 /* measure JIT */
   int full;                /* check correctness at the benchmark size, whatever it costs */
   double check_macs;       /* largest T*O*I of the correctness check (CPU reference cost) */
+  int scales;              /* --scales: the scale-granularity comparison instead of the benchmark */
 } bench_opts;
 
 /* ---- statistics of repeated timings ------------------------------------------------------ */
@@ -233,6 +235,14 @@ int bench_sets_for(size_t set_bytes, int l2_bytes, size_t budget_bytes);
 
 /* ---- report.c ------------------------------------------------------------------------------ */
 void bench_report_table(const bench_run *run, FILE *f);
+
+/* ---- scales.c: --scales ------------------------------------------------------------------ */
+/* For every layer of run->layers (model = the loaded spec): g_x errors with g' per tensor, per
+ * sample and per token, LQS's pick and the g_w error on the CPU twins against fp64, on seeded
+ * Gaussian, channel-outlier and token-outlier g_y; one table row per (layer, data) on f, then a
+ * summary line. Returns 0, 2 when a layer could not be planned or run (its row says why), 1 on
+ * bad arguments or no memory. */
+int bench_scales(const bench_run *run, const hot_model *model, FILE *f);
 int bench_report_json(const bench_run *run, FILE *f);
 
 #endif

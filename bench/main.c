@@ -15,7 +15,7 @@ static hot_model g_model; /* the spec, loaded once: names, shapes, recipe, seed 
 static const char *usage =
     "usage: hot-bench SPEC [--layer NAME] [--backend auto|cuda|cpu] [--batch N] [--tokens N]\n"
     "                 [--iters N] [--warmup N] [--json] [--out FILE] [--arch ARCH] [--no-jit]\n"
-    "                 [--full] [--check-macs N] [--help]\n";
+    "                 [--full] [--check-macs N] [--scales] [--help]\n";
 
 static const char *help_text =
     "Runs every layer of SPEC through libhot's public API (hot.h) on seeded Gaussian data and\n"
@@ -57,6 +57,12 @@ static const char *help_text =
     "  --no-jit         skip the JIT figures\n"
     "  --full           correctness at the benchmark size (slow on large layers)\n"
     "  --check-macs N   cap of T*O*I for the correctness check (default 1073741824)\n"
+    "  --scales         instead of the benchmark: per layer and data kind (gaussian;\n"
+    "                   channels: 4 channels x20; tokens: 4 tokens x20), the g_x error with g'\n"
+    "                   per tensor (one scale for all B samples), per sample and per token,\n"
+    "                   LQS's pick, and the g_w error, on the CPU twins against fp64 (B = the\n"
+    "                   spec's batch, at most 4, or --batch; L cut until T*O*I <= --check-macs\n"
+    "                   / 8 unless --tokens)\n"
     "Environment: as libhot (HOT_DEVICE, HOT_SEED, HOT_CUDA_HOME, HOT_CUDA_DRIVER, ...).\n"
     "Exit status: 0 every layer ran; 2 a layer failed or is unsupported on this backend (the\n"
     "table says which and why); 1 bad arguments, a bad spec, or --backend cuda without CUDA.\n";
@@ -153,6 +159,7 @@ static int parse_args(int argc, char **argv, bench_opts *o) {
       o->arch = v;
     } else if (!strcmp(a, "--no-jit")) { o->jit = 0;
     } else if (!strcmp(a, "--full")) { o->full = 1;
+    } else if (!strcmp(a, "--scales")) { o->scales = 1;
     } else if (a[0] == '-' && a[1]) {
       fprintf(stderr, "hot-bench: unknown option %s\n%s", a, usage);
       return -1;
@@ -248,6 +255,13 @@ int main(int argc, char **argv) {
     for (int i = 0; i < g_model.n_layers; ++i) fprintf(stderr, " %s", g_model.layers[i].name);
     fprintf(stderr, ")\n");
     return 1;
+  }
+
+  if (o->scales) { /* the comparison of scale granularities: CPU twins only */
+    int src = bench_scales(&run, &g_model, stdout);
+    free(run.layers);
+    spec_model_free(&g_model);
+    return src;
   }
 
   /* The backend. */

@@ -94,8 +94,10 @@ static hot_status run(hot_ctx *ctx, const float *x, const float *w, const float 
     hot_layer_get_info(layer, &info);
     printf("layer %s: T=%lld O=%lld I=%lld, g' scale per %s, saved %zu bytes vs fp32 x %lld (%.3f)\n",
            info.name, (long long)info.T, (long long)info.O, (long long)info.I,
-           info.gran == HOT_GRAN_ROW ? "token" : "tensor", info.saved_bytes,
-           (long long)info.fp32_bytes, (double)info.saved_bytes / (double)info.fp32_bytes);
+           info.gran == HOT_GRAN_ROW      ? "token"
+           : info.gran == HOT_GRAN_SAMPLE ? "sample"
+                                          : "tensor",
+           info.saved_bytes, (long long)info.fp32_bytes, (double)info.saved_bytes / (double)info.fp32_bytes);
   }
   hot_layer_destroy(layer);
   return st;

@@ -121,7 +121,7 @@ def main():
             for layer in mod.hot_layers():
                 i = layer.info()
                 print(f"  layer {name}: T={i.T} O={i.O} I={i.I}, g' per "
-                      f"{'token' if i.gran == hot.Gran.ROW else 'tensor'} (LQS), saved "
+                      f"{'token' if i.gran == hot.Gran.ROW else i.gran.name.lower()} (LQS), saved "
                       f"{i.saved_bytes} bytes vs fp32 x {i.fp32_bytes} ({i.saved_bytes / i.fp32_bytes:.3f})")
 
     import matplotlib

@@ -48,7 +48,7 @@ int plan_arch_parse(const char *name, hot_arch *out) {
   }
 NAME_FN(plan_dtype_name, hot_dtype, "f32", "bf16", "f16")
 NAME_FN(plan_round_name, hot_round, "rtn", "sr")
-NAME_FN(plan_gran_name, hot_gran, "tensor", "row", "auto")
+NAME_FN(plan_gran_name, hot_gran, "tensor", "row", "auto", "sample")
 NAME_FN(plan_rule_name, hot_rule, "absmax", "sawb")
 NAME_FN(plan_selection_name, hot_selection, "tri", "prefix", "full")
 NAME_FN(plan_layout_name, hot_layout, "sample", "flat", "auto")
@@ -92,12 +92,15 @@ void plan_spec_defaults(hot_layer_spec *s, hot_recipe recipe) {
     break;
   case HOT_RECIPE_PAPER_CODE:
     /* The authors' code: b shrinks to divide O, p = largest power of two dividing L (no
-     * padding), SAWB scales for the RTN quantizers. */
+     * padding, no cap: a p beyond HOT_MAX_P is refused by plan_hla), SAWB scales for the RTN
+     * quantizers, g^ with 4 bits. */
     s->hq.pad = 0;
     s->hq.w.rule = HOT_RULE_SAWB;
     s->hla.block = 0;
     s->hla.pad = 0;
     s->hla.x.rule = HOT_RULE_SAWB;
+    /* their automatic mode quantizes g^ with the g_x bit width (CONTRACT.md 4.5) */
+    s->hla.g.bits = 4;
     break;
   }
 }
@@ -113,8 +116,8 @@ static int ilog2(int64_t v) {
   return k;
 }
 /* Largest power of two dividing v (v >= 1), capped at cap. */
-static int pow2_dividing(int64_t v, int cap) {
-  int p = 1;
+static int64_t pow2_dividing(int64_t v, int64_t cap) {
+  int64_t p = 1;
   while (p < cap && v % (2 * p) == 0) p *= 2;
   return p;
 }
@@ -242,12 +245,12 @@ static int name_kernels(hot_layer_plan *p, char *err, size_t errlen) {
       break;
     }
     case HOT_K_ABC_X:
-      w = snprintf(nm, n, "hot_hla_x_%s_p%d_r%d_%s", dt, p->hla.block, p->hla.rank,
-                   plan_selection_name(p->hla.selection));
+      w = snprintf(nm, n, "hot_hla_x_%s_p%d_r%d_%s_k%d", dt, p->hla.block, p->hla.rank,
+                   plan_selection_name(p->hla.selection), p->hla.x.bits);
       break;
-    case HOT_K_HLA_G:
-      w = snprintf(nm, n, "hot_hla_g_%s_p%d_r%d_%s%s", dt, p->hla.block, p->hla.rank,
-                   plan_selection_name(p->hla.selection),
+    case HOT_K_HLA_G: /* the bits are compiled in (HOT_BITS): part of the name */
+      w = snprintf(nm, n, "hot_hla_g_%s_p%d_r%d_%s_k%d%s", dt, p->hla.block, p->hla.rank,
+                   plan_selection_name(p->hla.selection), p->hla.g.bits,
                    p->hla.g.round == HOT_ROUND_RTN ? "_rtn" : "");
       break;
     case HOT_K_GEMM_GX:
@@ -410,6 +413,13 @@ static int plan_hq(const hot_layer_spec *s, const hot_arch_caps *caps, hot_layer
       quant_round_ok(&s->hq.g, 1, "hq.g.round (g')", err, n) ||
       quant_round_ok(&s->hq.w, 0, "hq.w.round (w')", err, n))
     return -1;
+  /* g': one scale per tensor, sample or row (AUTO: LQS); w' has one per tensor (CONTRACT 3). */
+  if ((int)s->hq.g.gran < 0 || (int)s->hq.g.gran > (int)HOT_GRAN_SAMPLE)
+    return hot_errf(err, n, "hq.g.gran (scale of g') must be tensor, token, auto or sample (got %d)",
+                    (int)s->hq.g.gran);
+  if (s->hq.w.gran != HOT_GRAN_TENSOR)
+    return hot_errf(err, n, "hq.w.gran (scale of w') must be tensor (got %s): w' has one scale",
+                    plan_gran_name(s->hq.w.gran));
   if (s->hq.pad) {
     if (!is_pow2(s->hq.block) || s->hq.block < 2 || s->hq.block > 256)
       return hot_errf(err, n, "hq.block must be a power of two in [2, 256] (got %d)", s->hq.block);
@@ -417,7 +427,7 @@ static int plan_hq(const hot_layer_spec *s, const hot_arch_caps *caps, hot_layer
   } else {
     if (!is_pow2(s->hq.block) || s->hq.block > 256)
       return hot_errf(err, n, "hq.block must be a power of two in [1, 256] (got %d)", s->hq.block);
-    p->hq.block = pow2_dividing(p->O, s->hq.block); /* the paper code's shrinking rule */
+    p->hq.block = (int)pow2_dividing(p->O, s->hq.block); /* the paper code's shrinking rule */
   }
   p->hq.o_pad = round_up(p->O, p->hq.block); /* O <= 2^31 - 1: no overflow */
   if (int_limit("hq o_pad (O rounded up to hq.block)", p->hq.o_pad, err, n)) return -1;
@@ -449,7 +459,14 @@ static int plan_hla(const hot_layer_spec *s, const hot_arch_caps *caps, hot_laye
     return -1;
   int pb = s->hla.block;
   if (pb == 0) {
-    pb = pow2_dividing(p->L, HOT_MAX_P); /* paper code: may be 1 (HLA is then a no-op) */
+    /* the authors' rule, uncapped: may be 1 (HLA is then a no-op) or beyond the kernels' p */
+    const int64_t pa = pow2_dividing(p->L, (int64_t)1 << 62);
+    if (pa > HOT_MAX_P)
+      return hot_errf(err, n, "hla.block = 0 (the authors' rule: the largest power of two dividing "
+                      "L) gives p = %lld for L = %lld, beyond the HLA kernels' p <= %d; the "
+                      "authors' choice cannot be reproduced: set hla.block (e.g. %d) or use the "
+                      "recipe hot or paper", (long long)pa, (long long)p->L, HOT_MAX_P, HOT_MAX_P);
+    pb = (int)pa;
   } else if (!is_pow2(pb) || pb < 2 || pb > HOT_MAX_P) {
     return hot_errf(err, n, "hla.block must be a power of two in [2, %d] (got %d)", HOT_MAX_P, pb);
   }
@@ -612,6 +629,10 @@ static int plan_check(const hot_arch_caps *caps, hot_layer_plan *p, char *err, s
                       (long long)p->I);
   p->abc.bytes = plan_buffer_bytes(p, HOT_BUF_SAVED);
   return 0;
+}
+
+hot_gran plan_lqs_coarse(const hot_layer_plan *pl) {
+  return pl && pl->B > 1 ? HOT_GRAN_SAMPLE : HOT_GRAN_TENSOR;
 }
 
 int plan_layer(const hot_layer_spec *s, int64_t batch, int64_t tokens, hot_recipe recipe,

@@ -237,6 +237,11 @@ void plan_kernel_grid(const hot_layer_plan *plan, int k, int phase, unsigned gri
 /* Index of the kernel with `role` in plan->kernels, or -1 when the plan has none. */
 int plan_kernel_index(const hot_layer_plan *plan, hot_kernel_role role);
 
+/* The coarse candidate of LQS (CONTRACT.md 6) and the granularity of scale = "auto" before any
+ * calibration: one scale per sample (HOT_GRAN_SAMPLE) when the call has B > 1 samples, else per
+ * tensor (HOT_GRAN_TENSOR, the same groups). LQS picks per token (HOT_GRAN_ROW) or this. */
+hot_gran plan_lqs_coarse(const hot_layer_plan *plan);
+
 /* Bytes of dynamic shared memory a GEMM tile configuration needs (the formula in the header of
  * templates/gemm_int.cu, or of templates/gemm_wgmma.cu for path wgmma_s8). */
 unsigned plan_gemm_smem(hot_gemm_path path, hot_codes codes, int tile_m, int tile_n, int tile_k,

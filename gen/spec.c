@@ -610,7 +610,8 @@ static int read_layer(lua_State *L, int t, hot_recipe recipe, hot_layer_spec *s,
     field_intv(L, h, "block", &s->hq.block, c);
     field_intv(L, h, "bits", &s->hq.g.bits, c);
     field_intv(L, h, "w_bits", &s->hq.w.bits, c);
-    int g = field_enum(L, h, "scale", (const char *const[]){"tensor", "token", "auto", NULL});
+    int g = field_enum(L, h, "scale",
+                       (const char *const[]){"tensor", "token", "auto", "sample", NULL});
     if (g >= 0) s->hq.g.gran = (hot_gran)g; /* same order as hot_gran */
     read_rule(L, h, "w_scale", &s->hq.w.rule);
     field_bool(L, h, "pad", &s->hq.pad);

@@ -92,11 +92,17 @@ static hot_status check_ptr(hot_layer *layer, const void *p, const char *what) {
   return HOT_OK;
 }
 
+/* amax words of a layer: the per-tensor words, then one per sample for g' (HQ). */
+static int64_t amax_words(const hot_layer_plan *pl) {
+  return HOT_AMAX_WORDS + (pl->hq.enabled ? pl->B : 0);
+}
+
 /* Device scratch of the layer's calls, one allocation (each piece 256-byte aligned):
  *   q_g, s_g      HQ g' codes (hot_ref_hq_g_bytes) and T scales            (backward, HQ)
  *   q_w, s_w      HQ w' codes (hot_ref_hq_w_bytes) and its scale           (backward, HQ)
  *   q_hg, s_hg    HLA g^ codes (hot_ref_hla_g_bytes) and its scale         (backward, HLA)
- *   amax          HOT_AMAX_WORDS words, one per per-tensor amax            (every call)
+ *   amax          HOT_AMAX_WORDS words, one per per-tensor amax, then B words for the
+ *                 per-sample amax of g' (HQ)                              (every call)
  *   s_sawb        2 floats: SAWB scales of w' and x^                       (SAWB roles)
  *   math          fp32 math tensor read by sawb.cu: max(o_pad*I, K*I) of the planned SAWB roles
  *   partials      doubles: max(2 ceil(n/1024)) over the planned SAWB roles and LQS (n = T*O)
@@ -117,7 +123,7 @@ static hot_status alloc_scratch(hot_layer *layer) {
       4,                                                     /* s_w */
       (size_t)plan_buffer_bytes(pl, HOT_BUF_Q_HG),           /* q_g^ */
       4,                                                     /* s_g^ */
-      HOT_AMAX_WORDS * 4,                                    /* amax words */
+      (size_t)amax_words(pl) * 4,                            /* amax words */
       (sawb_w || sawb_x) ? 2 * 4 : 0,                        /* s_sawb */
       (size_t)plan_buffer_bytes(pl, HOT_BUF_MATH),           /* math */
       (size_t)plan_buffer_bytes(pl, HOT_BUF_PARTIALS),       /* partials */
@@ -265,7 +271,7 @@ static hot_status cuda_layer_save(hot_layer *layer, const void *x, void *saved, 
   return st;
 }
 
-/* Backward: memset(amax words) ; HQ g' (per token: phase 2; per tensor: phases 0, 1) ; HQ w'
+/* Backward: memset(amax words) ; HQ g' (per token: phase 2; per tensor/sample: phases 0, 1) ; HQ w'
  * phase 0 (SAWB: with math_out, then sawb_w phases 0, 1) and phase 1 (SAWB: scale_in) ; HLA g^
  * phases 0, 1 ; GEMM g_x ; GEMM g_w (q_x^ and s_x^ from the saved buffer) ; bias. */
 static hot_status cuda_layer_backward(hot_layer *layer, const void *g_y, const void *w, const void *saved,
@@ -291,21 +297,28 @@ static hot_status cuda_layer_backward(hot_layer *layer, const void *g_y, const v
   CUdeviceptr sv = saved ? (CUdeviceptr)(uintptr_t)saved : cu->saved;
   CUdeviceptr amax_g = cu->amax + 4 * HOT_AMAX_HQ_G, amax_w = cu->amax + 4 * HOT_AMAX_HQ_W;
   CUdeviceptr amax_hg = cu->amax + 4 * HOT_AMAX_HLA_G, s_sawb = sawb ? cu->s_sawb : 0;
-  st = launch_zero(layer, cu->amax, HOT_AMAX_WORDS, stream);
-  /* g': per token = phase 2 (one launch); per tensor = amax (0) then quantize (1). */
+  st = launch_zero(layer, cu->amax, (size_t)amax_words(pl), stream);
+  /* g': per token = phase 2 (one launch); per tensor or per sample = amax (0) then quantize (1),
+   * per sample with one amax word a sample (after the per-tensor words). */
+  int per_sample = layer->gran == HOT_GRAN_SAMPLE;
+  if (per_sample) amax_g = cu->amax + 4 * HOT_AMAX_WORDS;
   if (!st && layer->gran == HOT_GRAN_ROW)
-    st = launch_hq(layer, HOT_K_HQ_G, gy, cu->q_g, cu->s_g, amax_g, 0, 0, 2, step, stream);
+    st = launch_hq(layer, HOT_K_HQ_G, gy, cu->q_g, cu->s_g, amax_g, 0, 0, 0, 2, step, stream);
   else if (!st) {
-    st = launch_hq(layer, HOT_K_HQ_G, gy, cu->q_g, cu->s_g, amax_g, 0, 0, 0, step, stream);
-    if (!st) st = launch_hq(layer, HOT_K_HQ_G, gy, cu->q_g, cu->s_g, amax_g, 0, 0, 1, step, stream);
+    st = launch_hq(layer, HOT_K_HQ_G, gy, cu->q_g, cu->s_g, amax_g, per_sample, 0, 0, 0, step,
+                   stream);
+    if (!st)
+      st = launch_hq(layer, HOT_K_HQ_G, gy, cu->q_g, cu->s_g, amax_g, per_sample, 0, 0, 1, step,
+                     stream);
   }
   /* w': always per tensor; SAWB from its math tensor. */
   if (!st)
-    st = launch_hq(layer, HOT_K_HQ_W, wp, cu->q_w, cu->s_w, amax_w, 0, sawb ? cu->math : 0, 0,
+    st = launch_hq(layer, HOT_K_HQ_W, wp, cu->q_w, cu->s_w, amax_w, 0, 0, sawb ? cu->math : 0, 0,
                    step, stream);
   if (!st && sawb) st = launch_sawb(layer, HOT_K_SAWB_W, cu->math, cu->partials, amax_w, s_sawb, 0, stream);
   if (!st && sawb) st = launch_sawb(layer, HOT_K_SAWB_W, cu->math, cu->partials, amax_w, s_sawb, 1, stream);
-  if (!st) st = launch_hq(layer, HOT_K_HQ_W, wp, cu->q_w, cu->s_w, amax_w, s_sawb, 0, 1, step, stream);
+  if (!st) st = launch_hq(layer, HOT_K_HQ_W, wp, cu->q_w, cu->s_w, amax_w, 0, s_sawb, 0, 1, step,
+                          stream);
   /* g^: 8-bit SR per tensor (absmax). */
   if (!st) st = launch_hla(layer, HOT_K_HLA_G, gy, cu->q_hg, cu->s_hg, amax_hg, 0, 0, 0, step, stream);
   if (!st) st = launch_hla(layer, HOT_K_HLA_G, gy, cu->q_hg, cu->s_hg, amax_hg, 0, 0, 1, step, stream);
@@ -319,9 +332,9 @@ static hot_status cuda_layer_backward(hot_layer *layer, const void *g_y, const v
   return st;
 }
 
-/* Calibration (LQS): memset(amax word) ; lqs phases 0, 1, 2 ; cuStreamSynchronize ; read back
- * choice and both errors ; the layer's granularity = choice (hot_ref_layer_calibrate's rule,
- * evaluated on the device bit for bit). */
+/* Calibration (LQS): memset(the B per-sample amax words) ; lqs phases 0, 1, 2 ;
+ * cuStreamSynchronize ; read back choice and both errors ; the layer's granularity = per token or
+ * plan_lqs_coarse (hot_ref_layer_calibrate's rule, evaluated on the device bit for bit). */
 static hot_status cuda_layer_calibrate(hot_layer *layer, const void *g_y, uint32_t step,
                                 CUstream stream) {
   unsigned need = ROLE(HOT_K_LQS);
@@ -332,7 +345,7 @@ static hot_status cuda_layer_calibrate(hot_layer *layer, const void *g_y, uint32
   hot_cuda_layer *cu = &layer->cu;
   const cuda_driver *d = layer->ctx->cu.drv;
   CUdeviceptr gy = (CUdeviceptr)(uintptr_t)g_y;
-  st = launch_zero(layer, cu->amax + 4 * HOT_AMAX_LQS, 1, stream);
+  st = launch_zero(layer, cu->amax + 4 * HOT_AMAX_WORDS, (size_t)layer->plan->B, stream);
   for (int phase = 0; phase < 3 && !st; ++phase) st = launch_lqs(layer, gy, phase, step, stream);
   if (st) return st;
   CUresult c = d->cuStreamSynchronize(stream);
@@ -345,7 +358,7 @@ static hot_status cuda_layer_calibrate(hot_layer *layer, const void *g_y, uint32
   if (choice != 0 && choice != 1)
     return ctx_fail(layer->ctx, HOT_ERR_INTERNAL, "layer '%s': LQS kernel wrote choice %d",
                     layer->spec.name, choice);
-  layer->gran = choice ? HOT_GRAN_ROW : HOT_GRAN_TENSOR;
+  layer->gran = choice ? HOT_GRAN_ROW : plan_lqs_coarse(layer->plan);
   layer->lqs_e_tensor = res[0];
   layer->lqs_e_token = res[1];
   return HOT_OK;

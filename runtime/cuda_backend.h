@@ -58,8 +58,9 @@ typedef struct {
   uint32_t range_step;                   /* that backward's step */
 } hot_cuda_layer;
 
-/* amax words of the per-tensor scales (zeroed before each phase-0 launch). */
-enum { HOT_AMAX_HQ_G = 0, HOT_AMAX_HQ_W, HOT_AMAX_HLA_G, HOT_AMAX_ABC_X, HOT_AMAX_LQS,
+/* amax words of the per-tensor scales (zeroed before each phase-0 launch); B words follow them
+ * for the per-sample amax of g' (backward) and of LQS (calibration). */
+enum { HOT_AMAX_HQ_G = 0, HOT_AMAX_HQ_W, HOT_AMAX_HLA_G, HOT_AMAX_ABC_X,
        HOT_AMAX_WORDS = 8 };
 
 #endif

@@ -36,7 +36,7 @@ struct hot_layer {
   hot_layer_spec spec;       /* own copy; plan->spec points here */
   hot_layer_plan *plan;      /* malloc'd (freed at destroy; the handle stays) */
   uint64_t seed;
-  hot_gran gran;             /* in effect: TENSOR or ROW */
+  hot_gran gran;             /* in effect: TENSOR, ROW or SAMPLE */
   int gran_auto, calibrated;
   double lqs_e_tensor, lqs_e_token;
   int compiled;              /* the cache returned every binary (emit + get done) */

@@ -28,13 +28,13 @@ int64_t launch_saved_bytes(const hot_layer_plan *pl) {
 /* Parameter names of each role's entry point, in order; NULL: no launch code yet. */
 static const char *const k_sig[HOT_K_ROLE_COUNT] = {
     [HOT_K_ABC_X] = "src,T,cols,ld_src,L,layout,seg_len,segments,k_real,k_pad,codes,ld_codes,scale,amax_bits,scale_in,math_out,phase,seed,tag,step",
-    [HOT_K_HQ_G] = "src,rows,cols,ld_src,o_pad,k_pad,codes,ld_codes,scales,amax_bits,scale_in,math_out,phase,seed,tag,step",
-    [HOT_K_HQ_W] = "src,rows,cols,ld_src,o_pad,k_pad,codes,ld_codes,scales,amax_bits,scale_in,math_out,phase,seed,tag,step",
+    [HOT_K_HQ_G] = "src,rows,cols,ld_src,o_pad,k_pad,codes,ld_codes,scales,amax_bits,group_rows,scale_in,math_out,phase,seed,tag,step",
+    [HOT_K_HQ_W] = "src,rows,cols,ld_src,o_pad,k_pad,codes,ld_codes,scales,amax_bits,group_rows,scale_in,math_out,phase,seed,tag,step",
     [HOT_K_HLA_G] = "src,T,cols,ld_src,L,layout,seg_len,segments,k_real,k_pad,codes,ld_codes,scale,amax_bits,scale_in,math_out,phase,seed,tag,step",
     [HOT_K_GEMM_GX] = "A,B,C,row_scale,alpha_a,alpha_b,alpha_div,M,N,Kpad,ldc",
     [HOT_K_GEMM_GW] = "A,B,C,row_scale,alpha_a,alpha_b,alpha_div,M,N,Kpad,ldc",
     [HOT_K_BIAS] = "gy,gb,T,O",
-    [HOT_K_LQS] = "g_y,T,O,ld_src,amax_bits,row_scale,partials,result,choice,phase,seed,tag,step",
+    [HOT_K_LQS] = "g_y,T,O,ld_src,amax_bits,group_rows,row_scale,partials,result,choice,phase,seed,tag,step",
     [HOT_K_SAWB_W] = "v,n,partials,amax_bits,scale,phase",
     [HOT_K_SAWB_X] = "v,n,partials,amax_bits,scale,phase",
 };
@@ -130,10 +130,11 @@ hot_status launch_zero(hot_layer *layer, CUdeviceptr p, size_t words, CUstream s
 
 /* templates/hadamard_quant.cu. g' (HOT_K_HQ_G): rows of g_y, T x O; w' (HOT_K_HQ_W): columns
  * of w, O x I, codes stored I x k_pad. Phases: 0 amax (w' with math_out: also w' in math layout,
- * o_pad x I floats, for SAWB), 1 quantize with the tensor scale (scale_in: a precomputed one,
- * SAWB), 2 per-row (g' only). */
+ * o_pad x I floats, for SAWB), 1 quantize with the group's scale (scale_in: a precomputed one,
+ * SAWB), 2 per-row (g' only). per_sample (g' only): one amax word and scale per sample (amax
+ * then points at B words), else one for the tensor. */
 hot_status launch_hq(hot_layer *layer, hot_kernel_role role, CUdeviceptr src, CUdeviceptr codes,
-                     CUdeviceptr scales, CUdeviceptr amax, CUdeviceptr scale_in,
+                     CUdeviceptr scales, CUdeviceptr amax, int per_sample, CUdeviceptr scale_in,
                      CUdeviceptr math_out, int phase, uint32_t step, CUstream stream) {
   const hot_layer_plan *pl = layer->plan;
   int is_g = role == HOT_K_HQ_G;
@@ -143,8 +144,9 @@ hot_status launch_hq(hot_layer *layer, hot_kernel_role role, CUdeviceptr src, CU
   unsigned long long seed = layer->seed;
   unsigned tag = (unsigned)pl->layer_id * 16u + (is_g ? HOT_TENSOR_HQ_G : 0u); /* w': RTN */
   unsigned st = step;
+  int group_rows = is_g && per_sample ? (int)pl->L : rows; /* L <= T <= 2^31 - 1 (planner) */
   void *args[] = {&src, &rows, &cols, &ld_src, &o_pad, &k_pad, &codes, &ld_codes,
-                  &scales, &amax, &scale_in, &math_out, &phase, &seed, &tag, &st};
+                  &scales, &amax, &group_rows, &scale_in, &math_out, &phase, &seed, &tag, &st};
   return launch_role(layer, role, phase, args, stream);
 }
 
@@ -185,22 +187,23 @@ hot_status launch_sawb(hot_layer *layer, hot_kernel_role role, CUdeviceptr v, CU
   return launch_role(layer, role, phase, args, stream);
 }
 
-/* templates/lqs.cu on the raw g_y (T x O): phase 0 row scales + tensor amax (the word zeroed by
- * the caller), 1 chunk partials of both squared errors, 2 result[0..1] and *choice. Scratch: the
- * layer's lqs_rs (T floats), partials (2 ceil(T*O / 1024) doubles), lqs_res, lqs_choice. */
+/* templates/lqs.cu on the raw g_y (T x O): phase 0 row scales + per-sample amax (B words after
+ * the per-tensor ones, zeroed by the caller; groups of L rows), 1 chunk partials of both squared
+ * errors, 2 result[0..1] and *choice. Scratch: the layer's lqs_rs (T floats), partials
+ * (2 ceil(T*O / 1024) doubles), lqs_res, lqs_choice. */
 hot_status launch_lqs(hot_layer *layer, CUdeviceptr g_y, int phase, uint32_t step,
                       CUstream stream) {
   const hot_layer_plan *pl = layer->plan;
   const hot_cuda_layer *cu = &layer->cu;
-  int T = (int)pl->T, O = (int)pl->O, ld_src = O;
-  CUdeviceptr amax = cu->amax + 4 * HOT_AMAX_LQS, rs = cu->lqs_rs, part = cu->partials,
+  int T = (int)pl->T, O = (int)pl->O, ld_src = O, group_rows = (int)pl->L;
+  CUdeviceptr amax = cu->amax + 4 * HOT_AMAX_WORDS, rs = cu->lqs_rs, part = cu->partials,
               res = cu->lqs_res, choice = cu->lqs_choice;
   unsigned long long seed = layer->seed;
   unsigned tag = (unsigned)pl->layer_id * 16u + HOT_TENSOR_LQS, st = step;
   if (!rs || !part || !res || !choice)
     return ctx_fail(layer->ctx, HOT_ERR_INTERNAL, "layer '%s': no LQS scratch", layer->spec.name);
-  void *args[] = {&g_y, &T, &O, &ld_src, &amax, &rs, &part, &res, &choice, &phase, &seed, &tag,
-                  &st};
+  void *args[] = {&g_y, &T, &O, &ld_src, &amax, &group_rows, &rs, &part, &res, &choice, &phase,
+                  &seed, &tag, &st};
   return launch_role(layer, HOT_K_LQS, phase, args, stream);
 }
 

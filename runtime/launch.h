@@ -15,7 +15,7 @@ int64_t launch_saved_bytes(const hot_layer_plan *pl);
  * template's header and launches on `stream`. Device pointers as CUdeviceptr. */
 /* HQ operands (templates/hadamard_quant.cu): scale_in / math_out for SAWB of w' (0 = NULL). */
 hot_status launch_hq(hot_layer *layer, hot_kernel_role role, CUdeviceptr src, CUdeviceptr codes,
-                     CUdeviceptr scales, CUdeviceptr amax, CUdeviceptr scale_in,
+                     CUdeviceptr scales, CUdeviceptr amax, int per_sample, CUdeviceptr scale_in,
                      CUdeviceptr math_out, int phase, uint32_t step, CUstream stream);
 /* HLA / ABC projections (templates/hla_project.cu): role HOT_K_ABC_X (x, I columns, RTN) or
  * HOT_K_HLA_G (g_y, O columns, SR); codes cols x hla.gemm.k_pad int8, scale 1 float. */

@@ -42,7 +42,7 @@ static hot_status check_enums(hot_ctx *ctx, const hot_layer_spec *s, hot_recipe 
       {"recipe", (int)recipe, HOT_RECIPE_PAPER_CODE, "hot_recipe"},
       {"spec.dtype", (int)s->dtype, HOT_DT_F16, "hot_dtype"},
       {"spec.hq.g.round", (int)s->hq.g.round, HOT_ROUND_SR, "hot_round"},
-      {"spec.hq.g.gran", (int)s->hq.g.gran, HOT_GRAN_AUTO, "hot_gran"},
+      {"spec.hq.g.gran", (int)s->hq.g.gran, HOT_GRAN_SAMPLE, "hot_gran"},
       {"spec.hq.g.rule", (int)s->hq.g.rule, HOT_RULE_SAWB, "hot_rule"},
       {"spec.hq.w.round", (int)s->hq.w.round, HOT_ROUND_SR, "hot_round"},
       {"spec.hq.w.gran", (int)s->hq.w.gran, HOT_GRAN_AUTO, "hot_gran"},
@@ -126,8 +126,8 @@ static hot_status layer_new(hot_ctx *ctx, const hot_layer_spec *spec, int64_t ba
   l->plan = pl;
   l->seed = seed;
   l->gran_auto = pl->hq.enabled && pl->hq.g.gran == HOT_GRAN_AUTO;
-  /* auto: per tensor until calibrated */
-  l->gran = pl->hq.g.gran == HOT_GRAN_AUTO ? HOT_GRAN_TENSOR : pl->hq.g.gran;
+  /* auto: LQS's coarse candidate (per sample; per tensor when B = 1) until calibrated */
+  l->gran = pl->hq.g.gran == HOT_GRAN_AUTO ? plan_lqs_coarse(pl) : pl->hq.g.gran;
   l->next = ctx->layers;
   ctx->layers = l;
   *out = l;
@@ -405,7 +405,9 @@ hot_status hot_layer_calibrate(hot_layer *layer, const void *g_y, hot_dtype dtyp
     return ctx_fail(ctx, HOT_ERR_MISUSE, "hot_layer_calibrate: layer '%s' has a fixed g' scale "
                     "(%s%s); calibration (LQS) applies to scale = \"auto\" only", layer->spec.name,
                     layer->plan->hq.enabled ? "per " : "HQ disabled",
-                    layer->plan->hq.enabled ? (layer->gran == HOT_GRAN_ROW ? "token" : "tensor") : "");
+                    !layer->plan->hq.enabled ? ""
+                    : layer->gran == HOT_GRAN_ROW ? "token"
+                                                  : plan_gran_name(layer->gran));
   st = ctx->ops->calibrate(layer, g_y, step, stream);
   if (st == HOT_OK) {
     ctx->calibrations++;

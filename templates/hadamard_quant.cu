@@ -5,7 +5,7 @@
  *
  * Parameters (the generator defines them; the defaults below let the file compile alone):
  *   HOT_KNAME    entry point name
- *   HOT_OPERAND  0 = g' (rows of g_y, T x O, rounding HOT_ROUND, scale per row or tensor)
+ *   HOT_OPERAND  0 = g' (rows of g_y, T x O, rounding HOT_ROUND, scale per row, sample or tensor)
  *                1 = w' (columns of w, O x I, round to nearest, scale per tensor, stored I x k_pad)
  *   HOT_DTYPE    0 = f32, 1 = bf16, 2 = f16 input
  *   HOT_B        Hadamard block b (power of two, 1..256; 1 = no transform, paper_code on odd O)
@@ -25,9 +25,12 @@
  *   operand 1: block 256 handles 32 columns x one 256-row slab of w through a transposing shared
  *     tile (coalesced loads along I); grid = (ceil(I / 32), ceil(k_pad / 256)); a slab is a chunk.
  *
- * Phases (argument `phase`): 0 = amax only (atomicMax of the float bits into *amax_bits, which
- * the caller zeroes first); 1 = quantize with the tensor scale amax_bits -> s; 2 = per-row scale,
- * one launch (operand 0 only).
+ * Phases (argument `phase`): 0 = amax only (atomicMax of the float bits into the group's word
+ * amax_bits[row / group_rows], which the caller zeroes first); 1 = quantize with the group's scale
+ * amax_bits[row / group_rows] -> s; 2 = per-row scale, one launch (operand 0 only).
+ * Groups (operand 0): group_rows = rows gives one scale per tensor (one word), group_rows = L
+ * one per sample (B words: a segmented amax); every row stores its group's scale in scales[row].
+ * Operand 1 has one group (the tensor) and ignores group_rows.
  * SAWB (operand 1, hq.w.rule = sawb): phase 0 with math_out != NULL also writes w' in math
  * layout (o_pad x I floats, linear idx o*I + i); templates/sawb.cu (n = o_pad*I) turns it and
  * amax_bits into s_w; phase 1 with scale_in = &s_w quantizes with it. Operand 0 ignores both.
@@ -178,7 +181,7 @@ static __device__ __forceinline__ void hq_store8(unsigned char *code_row, int c,
 extern "C" __global__ void __launch_bounds__(256)
 HOT_KNAME(const void *__restrict__ src, int rows, int cols, int ld_src, int o_pad, int k_pad,
           unsigned char *__restrict__ codes, int ld_codes, float *__restrict__ scales,
-          unsigned int *__restrict__ amax_bits, const float *__restrict__ scale_in,
+          unsigned int *__restrict__ amax_bits, int group_rows, const float *__restrict__ scale_in,
           float *__restrict__ math_out, int phase, unsigned long long seed, unsigned tag,
           unsigned step) {
   (void)scale_in; (void)math_out; /* SAWB applies to w' only (CONTRACT 11) */
@@ -214,11 +217,11 @@ HOT_KNAME(const void *__restrict__ src, int rows, int cols, int ld_src, int o_pa
     }
     amax = hq_warp_max(amax);
     if (phase == 0) {
-      if (lane == 0) atomicMax(amax_bits, __float_as_uint(amax));
+      if (lane == 0) atomicMax(amax_bits + row / group_rows, __float_as_uint(amax));
       return;
     }
   } else {
-    amax = __uint_as_float(*amax_bits);
+    amax = __uint_as_float(amax_bits[row / group_rows]);
   }
   const float s = hot_scale(amax, HOT_BITS);
   if (lane == 0) scales[row] = s;
@@ -246,9 +249,10 @@ HOT_KNAME(const void *__restrict__ src, int rows, int cols, int ld_src, int o_pa
 extern "C" __global__ void __launch_bounds__(256)
 HOT_KNAME(const void *__restrict__ src, int rows, int cols, int ld_src, int o_pad, int k_pad,
           unsigned char *__restrict__ codes, int ld_codes, float *__restrict__ scales,
-          unsigned int *__restrict__ amax_bits, const float *__restrict__ scale_in,
+          unsigned int *__restrict__ amax_bits, int group_rows, const float *__restrict__ scale_in,
           float *__restrict__ math_out, int phase, unsigned long long seed, unsigned tag,
           unsigned step) {
+  (void)group_rows; /* w' has one scale */
   __shared__ __align__(16) float tile[HQ_TILE_COLS][HQ_TILE_LD];
   const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
   const int col0 = blockIdx.x * HQ_TILE_COLS;

@@ -61,7 +61,8 @@ int hot_ref_hq_transform_w(const hot_layer_plan *pl, const void *w, hot_dtype dt
 
 int hot_ref_hq_quant_g(const hot_layer_plan *pl, const void *g_y, hot_dtype dt, hot_gran gran,
                        uint64_t seed, uint32_t step, void *q_g, float *s_g) {
-  if (!pl || !g_y || !q_g || !s_g || (gran != HOT_GRAN_TENSOR && gran != HOT_GRAN_ROW))
+  if (!pl || !g_y || !q_g || !s_g ||
+      (gran != HOT_GRAN_TENSOR && gran != HOT_GRAN_ROW && gran != HOT_GRAN_SAMPLE))
     return HOT_REF_EARG;
   int rc = hq_ready(pl);
   if (rc) return rc;
@@ -75,10 +76,11 @@ int hot_ref_hq_quant_g(const hot_layer_plan *pl, const void *g_y, hot_dtype dt, 
   rc = hot_ref_hq_transform_g(pl, g_y, dt, g_t);
   if (rc) goto done;
   uint32_t tag = (uint32_t)pl->layer_id * 16u + HOT_TENSOR_HQ_G;
-  rc = hot_ref_quantize(g_t, T, op, &pl->hq.g, gran, seed, tag, step, codes, s_g);
+  /* one scale per group of rows: all T (tensor), one (row), the L of a sample (sample) */
+  int64_t group = gran == HOT_GRAN_ROW ? 1 : gran == HOT_GRAN_SAMPLE ? pl->L : T;
+  rc = hot_ref_quantize_groups(g_t, T, op, group, &pl->hq.g, seed, tag, step, codes, s_g);
   if (rc) goto done;
-  if (gran == HOT_GRAN_TENSOR)
-    for (int64_t t = 1; t < T; ++t) s_g[t] = s_g[0];
+  for (int64_t t = T - 1; group > 1 && t >= 0; --t) s_g[t] = s_g[t / group]; /* expand to T */
   ref_store_codes(codes, T, op, 0, pl->hq.gemm.k_pad, pl->hq.codes == HOT_CODES_S4_PACKED, q_g);
 done:
   free(g_t);

@@ -116,7 +116,8 @@ int hot_ref_layer_backward(const hot_layer_plan *pl, const hot_ref_saved *saved,
   if (!pl || !saved || !g_y || !w || !g_x || !g_w || !ref_dt_ok(dt)) return HOT_REF_EARG;
   int rc = hot_ref_plan_check(pl);
   if (rc) return rc;
-  if (pl->hq.enabled && gran != HOT_GRAN_TENSOR && gran != HOT_GRAN_ROW) return HOT_REF_EARG;
+  if (pl->hq.enabled && gran != HOT_GRAN_TENSOR && gran != HOT_GRAN_ROW && gran != HOT_GRAN_SAMPLE)
+    return HOT_REF_EARG;
   if (!saved->q_x && !saved->x) return HOT_REF_EARG;
   if (!pl->hla.enabled && !saved->x) return HOT_REF_ESHAPE; /* codes cannot give g_y^T x */
   rc = pl->hq.enabled ? backward_gx(pl, g_y, w, dt, gran, seed, step, g_x)

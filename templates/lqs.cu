@@ -1,6 +1,7 @@
 /* @hot-params: HOT_KNAME HOT_DTYPE HOT_BITS HOT_ROUND */
 /* lqs.cu — layer-wise quantizer selection (CONTRACT.md 6 and 15) on the raw g_y (T x O, no
- * transform): e_tensor = ||g - deq(Q_tensor(g))||_F and e_token = ||g - deq(Q_row(g))||_F with
+ * transform): e_tensor = ||g - deq(Q_sample(g))||_F (one scale per group of group_rows rows: per
+ * sample with group_rows = L, per tensor with group_rows = T) and e_token = ||g - deq(Q_row(g))||_F with
  * HOT_BITS-bit codes rounded as g' is (HOT_ROUND: SR or RTN), absmax; choice = per-row iff e_token < 0.5 * e_tensor. Bit-identical to the
  * CPU twin hot_ref_lqs (templates/lqs_ref.c): both quantizations use the same Philox draws
  * (tag = layer_id*16 + 3, idx = t*O + o), the squared errors are summed by the canonical fp64
@@ -12,20 +13,21 @@
  *
  * Entry:
  *   extern "C" __global__ void HOT_KNAME (const void *g_y, int T, int O, int ld_src,
- *       unsigned int *amax_bits, float *row_scale, double *partials, double *result,
+ *       unsigned int *amax_bits, int group_rows, float *row_scale, double *partials, double *result,
  *       int *choice, int phase, unsigned long long seed, unsigned tag, unsigned step)
  *   g_y        T x O, row-major, row stride ld_src elements (idx = t*O + o regardless of ld_src)
- *   amax_bits  1 word, zeroed by the caller before phase 0
+ *   amax_bits  T / group_rows words (one per group), zeroed by the caller before phase 0
+ *   group_rows rows per coarse group (L: per sample; T: per tensor); divides T
  *   row_scale  scratch, T floats (phase 0 writes the per-row scales s_t = hot_scale(amax_t))
  *   partials   scratch, 2 * ceil(T*O / 1024) doubles: [2j] = chunk j of e_tensor^2,
  *              [2j + 1] = chunk j of e_token^2
  *   result     2 doubles out: e_tensor, e_token (phase 2)
- *   choice     1 int out: 1 = per row (HOT_GRAN_ROW), 0 = per tensor (HOT_GRAN_TENSOR)
+ *   choice     1 int out: 1 = per row (HOT_GRAN_ROW), 0 = the coarse candidate (per sample)
  *
  * Phases (three launches, same geometry, stream-ordered):
  *   0: one warp per row t (grid-stride over rows): amax_t (lanes stride over O, coalesced),
- *      row_scale[t] = hot_scale(amax_t); one atomicMax(amax_bits, max of the warp's row maxima)
- *      per warp (per-tensor amax = max of row maxima);
+ *      row_scale[t] = hot_scale(amax_t); one atomicMax(amax_bits + t / group_rows, amax_t) per
+ *      row (a group's amax = max of its row maxima);
  *   1: one warp per 1024-term chunk (grid-stride over chunks): in rounds of 32 consecutive
  *      idx, each lane computes its term's two squared errors (Philox word, both SR codes, both
  *      dequantizations) into shared memory, then lane 0 adds the 32 terms in idx order to its
@@ -81,7 +83,7 @@ static __device__ __forceinline__ double lqs_sq(float v, int q, float s) {
 
 extern "C" __global__ void __launch_bounds__(LQS_THREADS)
 HOT_KNAME(const void *__restrict__ g_y, int T, int O, int ld_src,
-          unsigned int *__restrict__ amax_bits, float *__restrict__ row_scale,
+          unsigned int *__restrict__ amax_bits, int group_rows, float *__restrict__ row_scale,
           double *__restrict__ partials, double *__restrict__ result, int *__restrict__ choice,
           int phase, unsigned long long seed, unsigned tag, unsigned step) {
   __shared__ double terms[LQS_WARPS][2][32];
@@ -92,17 +94,17 @@ HOT_KNAME(const void *__restrict__ g_y, int T, int O, int ld_src,
 
   if (phase == 0) {
     /* whole warps per row (grid-stride over rows); no block barrier in this phase */
-    float tmax = 0.0f;
     for (int t = (int)blockIdx.x * LQS_WARPS + warp; t < T; t += (int)gridDim.x * LQS_WARPS) {
       const long long off = (long long)t * ld_src;
       float m = 0.0f;
       for (int o = lane; o < O; o += 32) m = fmaxf(m, fabsf(lqs_load1(g_y, off + o)));
 #pragma unroll
       for (int d = 16; d > 0; d >>= 1) m = fmaxf(m, __shfl_xor_sync(0xffffffffu, m, d));
-      if (lane == 0) row_scale[t] = hot_scale(m, HOT_BITS);
-      tmax = fmaxf(tmax, m);
+      if (lane == 0) {
+        row_scale[t] = hot_scale(m, HOT_BITS);
+        if (m > 0.0f) atomicMax(amax_bits + t / group_rows, __float_as_uint(m));
+      }
     }
-    if (lane == 0 && tmax > 0.0f) atomicMax(amax_bits, __float_as_uint(tmax));
     return;
   }
 
@@ -110,7 +112,6 @@ HOT_KNAME(const void *__restrict__ g_y, int T, int O, int ld_src,
   const long long nchunks = (n + LQS_CHUNK - 1) / LQS_CHUNK;
 
   if (phase == 1) {
-    const float s_ten = hot_scale(__uint_as_float(*amax_bits), HOT_BITS);
     const long long wstride = (long long)gridDim.x * LQS_WARPS;
     for (long long j = (long long)blockIdx.x * LQS_WARPS + warp; j < nchunks; j += wstride) {
       const long long i0 = j * LQS_CHUNK;
@@ -123,6 +124,7 @@ HOT_KNAME(const void *__restrict__ g_y, int T, int O, int ld_src,
           const int t = (int)(idx / O), o = (int)(idx % O);
           const float v = lqs_load1(g_y, (long long)t * ld_src + o);
           const float s_row = row_scale[t];
+          const float s_ten = hot_scale(__uint_as_float(amax_bits[t / group_rows]), HOT_BITS);
 #if HOT_ROUND == 1
           const unsigned word = lqs_rand_word(seed, tag, step, (unsigned long long)idx);
           a = lqs_sq(v, hot_quant_sr(v, s_ten, LQS_QMAX, word), s_ten);

@@ -166,13 +166,14 @@ static int group_scale(const float *v, int64_t n, const hot_quant *q, float *sca
   return HOT_REF_OK;
 }
 
-int hot_ref_quantize(const float *v, int64_t rows, int64_t cols, const hot_quant *q, hot_gran gran,
-                     uint64_t seed, uint32_t tag, uint32_t step, int8_t *codes, float *scales) {
-  if (!v || !q || !codes || !scales || rows <= 0 || cols <= 0 || !quant_ok(q) ||
-      (gran != HOT_GRAN_TENSOR && gran != HOT_GRAN_ROW))
+int hot_ref_quantize_groups(const float *v, int64_t rows, int64_t cols, int64_t group_rows,
+                            const hot_quant *q, uint64_t seed, uint32_t tag, uint32_t step,
+                            int8_t *codes, float *scales) {
+  if (!v || !q || !codes || !scales || rows <= 0 || cols <= 0 || group_rows <= 0 ||
+      rows % group_rows != 0 || !quant_ok(q))
     return HOT_REF_EARG;
   int qmax = hot_qmax(q->bits);
-  int64_t groups = gran == HOT_GRAN_ROW ? rows : 1, glen = rows * cols / groups;
+  int64_t groups = rows / group_rows, glen = group_rows * cols;
   ref_rng rng;
   ref_rng_init(&rng, seed, tag, step);
   for (int64_t g = 0; g < groups; ++g) {
@@ -188,4 +189,11 @@ int hot_ref_quantize(const float *v, int64_t rows, int64_t cols, const hot_quant
     }
   }
   return HOT_REF_OK;
+}
+
+int hot_ref_quantize(const float *v, int64_t rows, int64_t cols, const hot_quant *q, hot_gran gran,
+                     uint64_t seed, uint32_t tag, uint32_t step, int8_t *codes, float *scales) {
+  if (gran != HOT_GRAN_TENSOR && gran != HOT_GRAN_ROW) return HOT_REF_EARG;
+  return hot_ref_quantize_groups(v, rows, cols, gran == HOT_GRAN_ROW ? 1 : rows, q, seed, tag,
+                                 step, codes, scales);
 }

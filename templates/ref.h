@@ -58,10 +58,18 @@ int64_t hot_ref_hla_x_bytes(const hot_layer_plan *pl); /* q_x^: I x hla.gemm.k_p
  * idx = r*cols + c is the Philox element index) with q->bits, q->round, q->rule and the
  * granularity `gran` (HOT_GRAN_TENSOR: one scale; HOT_GRAN_ROW: one per row). SR draws use
  * (seed, tag, step); RTN ignores them. Writes codes[rows*cols] (int8, in [-qmax, qmax]) and
- * scales[1] or scales[rows]. Errors: EARG (NULL, sizes <= 0, bits outside 2..8, gran AUTO),
- * ENONFINITE. */
+ * scales[1] or scales[rows]. Errors: EARG (NULL, sizes <= 0, bits outside 2..8, gran AUTO or
+ * SAMPLE: a sample is a group of rows, see hot_ref_quantize_groups), ENONFINITE. */
 int hot_ref_quantize(const float *v, int64_t rows, int64_t cols, const hot_quant *q, hot_gran gran,
                      uint64_t seed, uint32_t tag, uint32_t step, int8_t *codes, float *scales);
+
+/* The same quantizer with one scale per group of `group_rows` consecutive rows (rows must be a
+ * multiple of it): group_rows = rows is per tensor, 1 per row, L per sample (T = B*L rows).
+ * Writes scales[rows / group_rows]; the Philox index is the linear index, whatever the groups.
+ * Errors: EARG (also group_rows <= 0 or not dividing rows), ENONFINITE. */
+int hot_ref_quantize_groups(const float *v, int64_t rows, int64_t cols, int64_t group_rows,
+                            const hot_quant *q, uint64_t seed, uint32_t tag, uint32_t step,
+                            int8_t *codes, float *scales);
 
 /* ---- HQ, the g_x path (hadamard_quant_ref.c; kernels HOT_K_HQ_G and HOT_K_HQ_W) ---------- */
 
@@ -74,10 +82,10 @@ int hot_ref_hq_transform_g(const hot_layer_plan *pl, const void *g_y, hot_dtype 
 int hot_ref_hq_transform_w(const hot_layer_plan *pl, const void *w, hot_dtype dt, float *w_t);
 
 /* Twin of HOT_K_HQ_G: q_g' (SR, pl->hq.g bits and rule, granularity `gran`, which must be
- * TENSOR or ROW: resolve a plan's AUTO with hot_ref_lqs first) and its scales.
+ * TENSOR, ROW or SAMPLE: resolve a plan's AUTO with hot_ref_lqs first) and its scales.
  * q_g: hot_ref_hq_g_bytes(pl) bytes, T rows of hq.gemm.k_pad int8 codes, or of k_pad/2 bytes
  * when hq.codes is HOT_CODES_S4_PACKED; zero beyond o_pad. s_g: T floats (per tensor: the same
- * value T times). Philox: tag = layer_id*16 + HOT_TENSOR_HQ_G, idx = t*o_pad + o. */
+ * value T times; per sample: the scale of sample t / L in entry t). Philox: tag = layer_id*16 + HOT_TENSOR_HQ_G, idx = t*o_pad + o. */
 int hot_ref_hq_quant_g(const hot_layer_plan *pl, const void *g_y, hot_dtype dt, hot_gran gran,
                        uint64_t seed, uint32_t step, void *q_g, float *s_g);
 
@@ -132,14 +140,15 @@ int hot_ref_bias(const hot_layer_plan *pl, const void *g_y, hot_dtype dt, float 
 /* ---- LQS (lqs_ref.c; HOT_K_LQS) ---------------------------------------------------------- */
 
 typedef struct {
-  double e_tensor;  /* ||g - deq(Q_tensor(g))||_F */
+  double e_tensor;  /* ||g - deq(Q_sample(g))||_F: one scale per sample (B = 1: per tensor) */
   double e_token;   /* ||g - deq(Q_row(g))||_F */
-  hot_gran choice;  /* HOT_GRAN_ROW iff e_token < 0.5 * e_tensor, else HOT_GRAN_TENSOR */
+  hot_gran choice;  /* HOT_GRAN_ROW iff e_token < 0.5 * e_tensor, else plan_lqs_coarse(pl):
+                       HOT_GRAN_SAMPLE when B > 1, HOT_GRAN_TENSOR when B = 1 */
 } hot_ref_lqs_result;
 
-/* Layer-wise quantizer selection on the raw T x O g_y with pl->hq.g.bits, SR and absmax (both
- * quantizations share the draws tag = layer_id*16 + HOT_TENSOR_LQS, idx = t*O + o). Works
- * whether or not HQ is enabled. Writes *out. */
+/* Layer-wise quantizer selection on the raw T x O g_y with pl->hq.g.bits, g's rounding and
+ * absmax, per token against per sample (both quantizations share the draws tag = layer_id*16 +
+ * HOT_TENSOR_LQS, idx = t*O + o). Works whether or not HQ is enabled. Writes *out. */
 int hot_ref_lqs(const hot_layer_plan *pl, const void *g_y, hot_dtype dt, uint64_t seed,
                 uint32_t step, hot_ref_lqs_result *out);
 

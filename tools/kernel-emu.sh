@@ -123,7 +123,8 @@ for mode in 0 1; do
   done
 done
 
-# LQS: dtypes x bits, gaussian-like (-> per tensor) and token outliers (-> per row); a grid
+# LQS: dtypes x bits, gaussian-like (-> per sample; B = 1: per tensor) and token outliers (-> per
+# row), per-sample amax words (B = 2, 3); a grid
 # smaller than the chunk count (grid-stride path)
 # (dt 3: f32 with g' rounded to nearest, HOT_ROUND 0)
 for dt in 0 1 2 3; do
@@ -152,8 +153,8 @@ for bits in 4 8; do
   done
 done
 
-# HQ operand kernels (hadamard_quant.cu) with plans from the real planner: g' per row and per
-# tensor, w' absmax and SAWB (math tensor + scale_in), packed int4 (sm_80) and int8 (sm_90)
+# HQ operand kernels (hadamard_quant.cu) with plans from the real planner: g' per row, per
+# sample (segmented amax, B = 3) and per tensor, w' absmax and SAWB (math tensor + scale_in), packed int4 (sm_80) and int8 (sm_90)
 # codes, b = 1 ... 256, O = 100 (padded), O = 1200 (longer than the register-cached chunks).
 for f in plan basis diag; do
   $CC -std=c11 $CFL -c "$here/gen/$f.c" -o "$work/gen_$f.o" || { echo "FAIL: build gen/$f.c"; exit 1; }
@@ -176,6 +177,7 @@ for s in "${HQ_SETS[@]}"; do
     if [ $op = 0 ]; then
       run "$work/hq" 3 197 100 137 $5 1 0 0x1234abcd 7 5
       run "$work/hq" 3 197 100 137 $5 0 0 0x1234abcd 7 5
+      run "$work/hq" 3 197 100 137 $5 2 0 0x1234abcd 7 5
       run "$work/hq" 1 40 1200 64 $5 1 0 99 1 0
       run "$work/hq" 1 40 1200 64 $5 0 0 99 1 0
     else
@@ -185,9 +187,10 @@ for s in "${HQ_SETS[@]}"; do
     fi
   done
 done
-# g' rounded to nearest (the plan's hq.round = rtn), per row and per tensor
+# g' rounded to nearest (the plan's hq.round = rtn), per row, per sample and per tensor
 if build_hq 0 0 16 4 0 0; then
   run "$work/hq" 3 197 100 137 sm_90 1 0 0x1234abcd 7 5
+  run "$work/hq" 3 197 100 137 sm_90 2 0 0x1234abcd 7 5
   run "$work/hq" 1 40 1200 64 sm_90 0 0 99 1 0
 fi
 
@@ -264,6 +267,12 @@ kmutant "SAWB: no __syncwarp between the terms and their sum" sawb.cu \
 kmutant "SAWB: no __syncwarp before the next terms are written" sawb.cu \
   "        __syncwarp();\n      }\n      if (lane == 0) {" "      }\n      if (lane == 0) {" b_sawb \
   "$work/sawb_mut" 70001 0 0
+b_hq_g16() { b_hq "$1" 0 16; }
+# per sample: phase 1 reading the first sample's amax word for every row (a segmented amax that
+# is not used) must differ from the twin on B = 3 samples
+kmutant "HQ: per-sample scale from sample 0" hadamard_quant.cu \
+  "amax = __uint_as_float(amax_bits[row / group_rows]);" "amax = __uint_as_float(amax_bits[0]);" \
+  b_hq_g16 "$work/hq_mut" 3 197 100 137 sm_90 2 0 0x1234abcd 7 5
 
 echo "kernel-emu: $((SECONDS - start)) s"
 if [ $fail = 0 ]; then echo "kernel-emu: all OK"; else echo "kernel-emu: FAILED"; fi

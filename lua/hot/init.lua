@@ -494,7 +494,7 @@ function hot._help(defaults)
   out[#out + 1] = "       for another selection is an error. sweep is recorded but not used yet: a warning."
   out[#out + 1] = "Recipes: hot (project default: templates/CONTRACT.md, padding so HLA works for every L, layout auto),"
   out[#out + 1] = "         paper (the contract's defaults), paper_code (b shrinks to divide O, p = largest power of"
-  out[#out + 1] = "         two dividing L without padding, SAWB scales)."
+  out[#out + 1] = "         two dividing L without padding, refused where it exceeds 1024, SAWB scales, 4-bit g^)."
   for _, r in ipairs(S.recipes) do
     local d = defaults.recipes and defaults.recipes[r]
     if d then out[#out + 1] = fmt("  %-11s %s", r, d) end

@@ -35,7 +35,7 @@ S.hq = {
     block = f("int", "Hadamard block b along O (power of two in [2, 256])", { min = 2, max = 256, pow2 = true }),
     bits = f("int", "bits of the g' codes (stochastic rounding)", { min = 2, max = 8 }),
     w_bits = f("int", "bits of the w' codes (round to nearest)", { min = 2, max = 8 }),
-    scale = f("enum", "scale granularity of g': per tensor, per token, or auto (LQS decides)", { values = { "auto", "tensor", "token" } }),
+    scale = f("enum", "scale granularity of g': per tensor (all samples), per sample, per token, or auto (LQS decides)", { values = { "auto", "tensor", "sample", "token" } }),
     w_scale = f("enum", "scale rule of w': absmax or sawb", { values = S.quant_rules }),
     pad = f("bool", "zero-pad O to a multiple of b (false: shrink b to divide O, as the paper's code)"),
   },

@@ -83,6 +83,7 @@ class Gran(enum.IntEnum):
     TENSOR = 0
     ROW = 1
     AUTO = 2
+    SAMPLE = 3
 
 
 class Rule(enum.IntEnum):

@@ -272,11 +272,12 @@ typedef struct {
   int64_t T, O, I, B, L;
   hot_dtype dtype;             /* dtype the calls must pass */
   int bias;                    /* the spec computes g_b */
-  hot_gran gran;               /* g' scale granularity in effect (TENSOR or ROW) */
-  int gran_auto;               /* 1: the spec says auto (LQS); before calibration: per tensor */
+  hot_gran gran;               /* g' scale granularity in effect (TENSOR, ROW or SAMPLE) */
+  int gran_auto;               /* 1: the spec says auto (LQS); before calibration: per sample
+                                  (per tensor when B = 1) */
   int calibrated;              /* 1 after a successful hot_layer_calibrate */
   double lqs_e_tensor, lqs_e_token; /* errors measured by the last calibration (both backends,
-                                       the same bits) */
+                                       the same bits); e_tensor: one scale per sample */
   size_t saved_bytes;          /* hot_layer_saved_bytes */
   int64_t fp32_bytes;          /* T * I * 4: what keeping x in fp32 would take */
   int compiled;                /* 1 once the kernels are compiled (or found in the cache) */
@@ -348,7 +349,7 @@ HOT_API hot_status hot_layer_save(hot_layer *layer, const void *x, hot_dtype dty
  * (`saved`, or NULL for the layer's own) -> g_x (T x I), g_w (O x I) and, when g_b is not NULL,
  * g_b (O), fp32, in memory the caller owns. `step` is the training step (Philox counter of the
  * stochastic rounding: use a new value each step). g' uses the layer's granularity in effect
- * (hot_layer_get_info: a spec's auto is per tensor until hot_layer_calibrate).
+ * (hot_layer_get_info: a spec's auto is per sample until hot_layer_calibrate).
  * Errors: HOT_ERR_INVALID (NULLs, dtype, g_b given for a layer whose spec has bias = false),
  * HOT_ERR_MISUSE (saved NULL before any save), HOT_ERR_NONFINITE (CPU), HOT_ERR_RANGE (finite
  * inputs, an output overflowed fp32: see "Overflow" below), HOT_ERR_UNSUPPORTED (CUDA: a kernel
@@ -358,10 +359,11 @@ HOT_API hot_status hot_layer_backward(hot_layer *layer, const void *g_y, const v
                                       hot_dtype dtype, const void *saved, float *g_x, float *g_w,
                                       float *g_b, uint32_t step, void *stream);
 
-/* Calibration (LQS, CONTRACT.md 6) on a calibration g_y (T x O, dtype): measures the per-tensor and
- * per-token quantization errors of g_y and fixes the layer's g' granularity (per token iff
- * e_token < 0.5 e_tensor). Only for layers whose spec says scale = "auto"; until calibrated they
- * run per tensor. May be repeated (the latest result holds). Synchronous on the CUDA backend
+/* Calibration (LQS, CONTRACT.md 6) on a calibration g_y (T x O, dtype): measures the per-sample
+ * (reported as e_tensor; per tensor when B = 1) and per-token quantization errors of g_y and
+ * fixes the layer's g' granularity (per token iff e_token < 0.5 e_tensor, else per sample, or
+ * per tensor when B = 1). Only for layers whose spec says scale = "auto"; until calibrated they
+ * run per sample. May be repeated (the latest result holds). Synchronous on the CUDA backend
  * (the stream is synchronised and the choice and both errors are read back; the same bits as the
  * CPU backend's). Errors: HOT_ERR_INVALID, HOT_ERR_MISUSE (granularity fixed by the
  * spec), HOT_ERR_NONFINITE, HOT_ERR_UNSUPPORTED (CUDA: LQS kernel not in this build). */

@@ -19,8 +19,10 @@ extern "C" {
 
 typedef enum { HOT_DT_F32 = 0, HOT_DT_BF16, HOT_DT_F16 } hot_dtype;
 typedef enum { HOT_ROUND_RTN = 0, HOT_ROUND_SR } hot_round;
-/* Scale granularity: one scale per tensor, one per row (token), or chosen by LQS (g_x path only). */
-typedef enum { HOT_GRAN_TENSOR = 0, HOT_GRAN_ROW, HOT_GRAN_AUTO } hot_gran;
+/* Scale granularity: one scale per tensor (all B samples of the call), one per row (token), chosen
+ * by LQS (AUTO, g_x path only), or one per sample (the L rows of each of the B samples; appended
+ * last so that the older values keep their numbers). */
+typedef enum { HOT_GRAN_TENSOR = 0, HOT_GRAN_ROW, HOT_GRAN_AUTO, HOT_GRAN_SAMPLE } hot_gran;
 typedef enum { HOT_RULE_ABSMAX = 0, HOT_RULE_SAWB } hot_rule;
 typedef enum { HOT_SEL_TRI = 0, HOT_SEL_PREFIX, HOT_SEL_FULL } hot_selection;
 /* Token blocking of HLA. AUTO (spec only; the plan resolves it): sample when p divides L, else flat. */

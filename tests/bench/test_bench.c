@@ -173,6 +173,42 @@ START_TEST(test_table_first_line_and_jit) {
 }
 END_TEST
 
+/* --scales: one row per (layer, data kind) with the g_x errors per tensor, per sample, per
+ * token, LQS's pick and g_w; B = 1 makes per sample equal per tensor (the same groups); with
+ * B = 2 LQS picks per sample on Gaussian data and per token on token outliers. */
+START_TEST(test_scales) {
+  for (int b = 1; b <= 2; ++b) {
+    int st;
+    char cmd[1024];
+    snprintf(cmd, sizeof cmd, "%s %s --scales --batch %d 2>&1", HOT_BENCH_EXE, HOT_BENCH_SPEC, b);
+    char *out = run(cmd, &st);
+    ck_assert_msg(st == 0, "exit %d:\n%s", st, out);
+    printf("%s", out);
+    ck_assert_msg(!strncmp(out, "hot-bench --scales: bench_tiny", 30), "%.200s", out);
+    int rows = 0;
+    for (char *line = strchr(out, '\n'); line && line[1]; line = strchr(line + 1, '\n')) {
+      char name[64], kind[32], lqs[16];
+      long long B, L, O, I;
+      double et, es, ek, ew;
+      int n = sscanf(line + 1, "%63s %lld %lld %lld %lld %31s %lf %lf %lf %15s %lf", name, &B, &L,
+                     &O, &I, kind, &et, &es, &ek, lqs, &ew);
+      if (n < 6 || !strcmp(name, "layer")) continue;
+      ck_assert_msg(n == 11, "row: %.200s", line + 1);
+      ++rows;
+      ck_assert_int_eq(B, b);
+      ck_assert(et > 0 && es > 0 && ek > 0 && ew > 0);
+      if (b == 1) ck_assert_msg(et == es, "%s %s: tensor %g != sample %g with B = 1", name, kind, et, es);
+      if (b == 2 && !strcmp(kind, "tokens")) ck_assert_str_eq(lqs, "token");
+      if (b == 2 && !strcmp(kind, "gaussian")) ck_assert_str_eq(lqs, "sample");
+      if (b == 1 && !strcmp(kind, "gaussian")) ck_assert_str_eq(lqs, "tensor");
+    }
+    ck_assert_int_eq(rows, 9); /* 3 layers x 3 kinds */
+    ck_assert(strstr(out, "per sample <= per tensor on ") != NULL);
+    free(out);
+  }
+}
+END_TEST
+
 START_TEST(test_cuda_without_driver) {
   int st;
   char *out = run("HOT_CUDA_DRIVER=/nonexistent/libcuda.so.1 " HOT_BENCH_EXE " " HOT_BENCH_SPEC
@@ -307,6 +343,7 @@ int main(void) {
   tcase_add_test(tc, test_json_cpu);
   tcase_add_test(tc, test_table_first_line_and_jit);
   tcase_add_test(tc, test_cuda_without_driver);
+  tcase_add_test(tc, test_scales);
   tcase_add_test(tc, test_f16_bf16_conversion);
 #ifdef HOT_FAKE_CUDA
   tcase_add_test(tc, test_gpu_path_on_fake_driver);

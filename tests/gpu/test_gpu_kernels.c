@@ -214,7 +214,7 @@ static size_t code_row_bytes(const hot_layer_plan *pl) {
 
 /* ---- kernels ----------------------------------------------------------------------------- */
 
-/* HQ g': both granularities; returns the twin's codes/scales for the GEMM test. */
+/* HQ g': per row, per tensor or per sample (B amax words, group_rows = L). */
 static void check_hq_g(const hot_layer_plan *pl, const void *gy, hot_gran gran) {
   kernel k = load_kernel(pl, HOT_K_HQ_G);
   size_t es = pl->spec->dtype == HOT_DT_F32 ? 4 : 2, rb = code_row_bytes(pl);
@@ -222,14 +222,14 @@ static void check_hq_g(const hot_layer_plan *pl, const void *gy, hot_gran gran) 
       k_pad = (int)pl->hq.gemm.k_pad, ldc = (int)rb;
   CUdeviceptr src = dev_alloc((size_t)(pl->T * pl->O) * es, gy);
   CUdeviceptr codes = dev_alloc((size_t)pl->T * rb, NULL), scales = dev_alloc((size_t)pl->T * 4, NULL);
-  CUdeviceptr amax = dev_alloc(4, NULL);
-  CK(d->cuMemsetD8(amax, 0, 4));
+  CUdeviceptr amax = dev_alloc((size_t)pl->B * 4, NULL);
+  CK(d->cuMemsetD8(amax, 0, (size_t)pl->B * 4));
   unsigned long long seed = k_seed;
   unsigned tag = (unsigned)pl->layer_id * 16u + HOT_TENSOR_HQ_G, step = 7;
-  int phase;
+  int phase, group_rows = gran == HOT_GRAN_SAMPLE ? (int)pl->L : rows;
   CUdeviceptr none = 0;
-  void *args[] = {&src, &rows, &cols, &ld, &o_pad, &k_pad, &codes, &ldc, &scales, &amax, &none,
-                  &none, &phase, &seed, &tag, &step};
+  void *args[] = {&src, &rows, &cols, &ld, &o_pad, &k_pad, &codes, &ldc, &scales, &amax,
+                  &group_rows, &none, &none, &phase, &seed, &tag, &step};
   if (gran == HOT_GRAN_ROW) {
     phase = 2;
     launch(&k, NULL, args);
@@ -268,8 +268,9 @@ static void check_hq_w(const hot_layer_plan *pl, const void *w) {
   unsigned tag = 0, step = 0;
   int phase = 0;
   CUdeviceptr none = 0;
-  void *args[] = {&src, &rows, &cols, &ld, &o_pad, &k_pad, &codes, &ldc, &scale, &amax, &none,
-                  &none, &phase, &seed, &tag, &step};
+  int group_rows = rows; /* w': one scale */
+  void *args[] = {&src, &rows, &cols, &ld, &o_pad, &k_pad, &codes, &ldc, &scale, &amax,
+                  &group_rows, &none, &none, &phase, &seed, &tag, &step};
   launch(&k, NULL, args);
   phase = 1;
   launch(&k, NULL, args);
@@ -433,14 +434,15 @@ static void check_lqs(const hot_layer_plan *pl, const void *gy, int want, const 
   size_t es = pl->spec->dtype == HOT_DT_F32 ? 4 : 2;
   long long n = pl->T * pl->O, nch = (n + 1023) / 1024;
   int T = (int)pl->T, O = (int)pl->O, ld = O;
-  CUdeviceptr src = dev_alloc((size_t)n * es, gy), amax = dev_alloc(4, NULL),
+  CUdeviceptr src = dev_alloc((size_t)n * es, gy), amax = dev_alloc((size_t)pl->B * 4, NULL),
               rs = dev_alloc((size_t)pl->T * 4, NULL), parts = dev_alloc((size_t)(2 * nch) * 8, NULL),
               res = dev_alloc(16, NULL), choice = dev_alloc(4, NULL);
-  CK(d->cuMemsetD8(amax, 0, 4));
+  CK(d->cuMemsetD8(amax, 0, (size_t)pl->B * 4));
   unsigned long long seed = k_seed;
   unsigned tag = (unsigned)pl->layer_id * 16u + HOT_TENSOR_LQS, step = 3;
-  int phase = 0;
-  void *args[] = {&src, &T, &O, &ld, &amax, &rs, &parts, &res, &choice, &phase, &seed, &tag, &step};
+  int phase = 0, group_rows = (int)pl->L; /* per sample against per token */
+  void *args[] = {&src, &T, &O, &ld, &amax, &group_rows, &rs, &parts, &res, &choice, &phase,
+                  &seed, &tag, &step};
   for (phase = 0; phase < 3; ++phase) launch(&k, NULL, args);
   double *gr = dev_fetch(res, 16);
   int *gch = dev_fetch(choice, 4);
@@ -587,11 +589,12 @@ static void run_all(void) {
            *x = make_tensor(pl.T, pl.I, dt, 1);
       check_hq_g(&pl, gy, HOT_GRAN_ROW);
       check_hq_g(&pl, gy, HOT_GRAN_TENSOR);
+      check_hq_g(&pl, gy, HOT_GRAN_SAMPLE);
       check_hq_w(&pl, w);
       check_gemms(&pl, gy, w, x);
       check_bias(&pl, gy);
       check_lqs(&pl, gy, -1, "awkward sizes");
-      printf("dtype %s layout %s: HQ g (row, tensor), HQ w, GEMM g_x, GEMM g_w, bias, LQS "
+      printf("dtype %s layout %s: HQ g (row, tensor, sample), HQ w, GEMM g_x, GEMM g_w, bias, LQS "
              "bit-exact\n", plan_dtype_name(dt), plan_layout_name(pl.hla.layout));
       /* HLA x^ and g^ for p = 16 and 64 (p = 16: K = 3 x 13 x 10 = 390 / 37 x 10 = 370) */
       static const int ps[] = {16, 64};
@@ -621,15 +624,16 @@ static void run_all(void) {
              "bit-exact\n", plan_dtype_name(dt), pl.hq.block);
       free(gy); free(w); free(x);
     }
-    /* LQS picks per row on token outliers and per tensor on Gaussian data (CONTRACT.md 8) */
+    /* LQS picks per row on token outliers and the coarse candidate (per sample, B = 2) on
+     * Gaussian data (CONTRACT.md 6, 8) */
     {
       rng_state = 0x5150u + t;
       hot_dtype dt = dts[t];
       hot_layer_plan pl = plan_for(2, 64, 128, 64, dt, HOT_LAYOUT_SAMPLE, 64);
       void *tok = make_token_outliers(pl.T, pl.O, dt), *gau = make_tensor(pl.T, pl.O, dt, 0);
       check_lqs(&pl, tok, HOT_GRAN_ROW, "token outliers");
-      check_lqs(&pl, gau, HOT_GRAN_TENSOR, "gaussian");
-      printf("dtype %s: LQS token outliers -> row, gaussian -> tensor, bit-exact\n",
+      check_lqs(&pl, gau, HOT_GRAN_SAMPLE, "gaussian");
+      printf("dtype %s: LQS token outliers -> row, gaussian -> sample, bit-exact\n",
              plan_dtype_name(dt));
       free(tok); free(gau);
     }

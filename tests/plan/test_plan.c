@@ -234,15 +234,41 @@ START_TEST(padding_rules) {
   ck_assert_uint_eq(p->hla.rows[0], 0);
   ck_assert_int_eq(p->hla.k, 4 * 197);
   ck_assert_int_eq(p->hla.blocks, 4 * 197);
-  /* paper_code: p = largest power of two dividing L, capped at 1024. */
+  /* paper_code: p = largest power of two dividing L, as the authors' code, without a cap: up to
+   * the kernels' 1024 it is planned; beyond it (L = 2048: p = 2048; L = 4096: p = 4096) the
+   * layer is refused with the reason, never planned with another p. g^ has 4 bits there. */
+  ck_assert_int_eq(s.hla.g.bits, 4);
   plan_ok(&s, 4, 196, HOT_RECIPE_PAPER_CODE, HOT_ARCH_SM86, p);
   ck_assert_int_eq(p->hla.block, 4);
+  ck_assert_int_eq(p->hla.g.bits, 4);
+  ck_assert_ptr_nonnull(strstr(p->kernels[plan_kernel_index(p, HOT_K_HLA_G)].name, "_k4"));
   plan_ok(&s, 4, 256, HOT_RECIPE_PAPER_CODE, HOT_ARCH_SM86, p);
   ck_assert_int_eq(p->hla.block, 256);
   ck_assert_int_eq(p->hla.rank, 136);
-  plan_ok(&s, 1, 4096, HOT_RECIPE_PAPER_CODE, HOT_ARCH_SM86, p);
+  plan_ok(&s, 1, 3072, HOT_RECIPE_PAPER_CODE, HOT_ARCH_SM86, p); /* 3072 = 3 * 1024 */
   ck_assert_int_eq(p->hla.block, 1024);
   ck_assert_int_eq(p->hla.rank, 528);
+  {
+    const int64_t Ls[] = {2048, 4096, 6144};
+    const char *want[] = {"gives p = 2048 for L = 2048, beyond the HLA kernels' p <= 1024",
+                          "gives p = 4096 for L = 4096, beyond the HLA kernels' p <= 1024",
+                          "gives p = 2048 for L = 6144"};
+    for (int i = 0; i < 3; ++i) {
+      char e2[512] = "";
+      ck_assert_int_ne(plan_layer(&s, 1, Ls[i], HOT_RECIPE_PAPER_CODE, HOT_ARCH_SM86, 0, p, e2,
+                                  sizeof e2), 0);
+      ck_assert_msg(strstr(e2, want[i]) && strstr(e2, "hla.block = 0 (the authors' rule"), "%s",
+                    e2);
+    }
+  }
+  /* the 8-bit g^ of the other recipes and the 4-bit one of paper_code never share a binary */
+  {
+    hot_layer_spec h = layer(HOT_RECIPE_HOT, 768, 2304);
+    hot_layer_plan ph;
+    plan_ok(&h, 4, 256, HOT_RECIPE_HOT, HOT_ARCH_SM86, &ph);
+    ck_assert_ptr_nonnull(strstr(ph.kernels[plan_kernel_index(&ph, HOT_K_HLA_G)].name, "_k8"));
+    ck_assert_ptr_nonnull(strstr(ph.kernels[plan_kernel_index(&ph, HOT_K_ABC_X)].name, "_k8"));
+  }
   /* paper_code, pad = 0: b shrinks to the largest power of two (<= b) dividing O. */
   const int64_t os[] = {2304, 100, 96, 97, 24};
   const int bs[] = {16, 4, 16, 1, 8};
@@ -402,6 +428,19 @@ START_TEST(illegal_requests) {
   ck_assert_uint_gt(plan_gemm_smem(HOT_GEMM_MMA_S8, HOT_CODES_S8, 256, 128, 128, 3), 101376);
   plan_err(&s, 8, 256, HOT_ARCH_SM86, want);
   plan_err(&s, 8, 256, HOT_ARCH_SM89, "sm_89 allows 101376");
+  /* Scale granularities: g' any of the four (sample plans the same kernels as tensor), w' only
+   * per tensor, unknown values refused with the field's name. */
+  s = layer(HOT_RECIPE_HOT, 256, 256);
+  s.hq.g.gran = HOT_GRAN_SAMPLE;
+  plan_ok(&s, 4, 64, HOT_RECIPE_HOT, HOT_ARCH_SM80, &g_plan);
+  ck_assert_int_eq(g_plan.hq.g.gran, HOT_GRAN_SAMPLE);
+  ck_assert_int_eq(plan_kernel_index(&g_plan, HOT_K_LQS), -1);
+  ck_assert_str_eq(plan_gran_name(HOT_GRAN_SAMPLE), "sample");
+  s.hq.g.gran = (hot_gran)4;
+  plan_err(&s, 4, 64, HOT_ARCH_SM80, "hq.g.gran (scale of g') must be tensor, token, auto or sample (got 4)");
+  s.hq.g.gran = HOT_GRAN_TENSOR;
+  s.hq.w.gran = HOT_GRAN_SAMPLE;
+  plan_err(&s, 4, 64, HOT_ARCH_SM80, "hq.w.gran (scale of w') must be tensor (got sample)");
   /* Warps that do not divide the tile. */
   s = layer(HOT_RECIPE_HOT, 256, 256);
   s.tile_gx = (hot_tile){64, 64, 0, 8, 1, 0};

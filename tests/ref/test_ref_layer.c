@@ -115,6 +115,74 @@ START_TEST(awkward_layer) {
 }
 END_TEST
 
+/* g_x of one granularity: q_g' (gran), q_w', GEMM. */
+static void gx_with(const hot_layer_plan *pl, const float *g, const float *w, hot_gran gran,
+                    void *qg, float *sg, float *gx) {
+  void *qw = malloc((size_t)hot_ref_hq_w_bytes(pl));
+  float sw;
+  ck_assert_int_eq(hot_ref_hq_quant_g(pl, g, HOT_DT_F32, gran, 11, 3, qg, sg), HOT_REF_OK);
+  ck_assert_int_eq(hot_ref_hq_quant_w(pl, w, HOT_DT_F32, qw, &sw), HOT_REF_OK);
+  ck_assert_int_eq(hot_ref_gemm_gx(pl, qg, sg, qw, sw, gx), HOT_REF_OK);
+  free(qw);
+}
+
+/* Per-sample scales (HOT_GRAN_SAMPLE): with one extreme sample (x30) among B = 4, the others
+ * keep their own scale, so their g_x error falls far below the per-tensor one; the extreme
+ * sample (it holds the tensor's amax) gets the very codes and scale of per tensor (the Philox
+ * index does not depend on the groups); s_g[t] is the scale of sample t / L; and with B = 1
+ * per sample is per tensor bit for bit. */
+START_TEST(per_sample_scales) {
+  const int64_t L = 64, O = 96, I = 48, hot = 2;
+  for (int64_t B = 1; B <= 4; B += 3) {
+    hot_layer_spec sp;
+    hot_layer_plan pl;
+    make_plan(&sp, &pl, HOT_RECIPE_HOT, HOT_ARCH_SM86, B, L, O, I);
+    bufs b;
+    bufs_make(&b, &pl, 21);
+    const int64_t T = pl.T, gb = hot_ref_hq_g_bytes(&pl), rb = gb / T;
+    if (B > 1)
+      for (int64_t i = hot * L * O; i < (hot + 1) * L * O; ++i) b.g[i] *= 30.0f;
+    unsigned char *qt = malloc((size_t)gb), *qs = malloc((size_t)gb);
+    float *st = malloc((size_t)T * sizeof *st), *ss = malloc((size_t)T * sizeof *ss);
+    float *gxs = malloc((size_t)(T * I) * sizeof *gxs);
+    double *ex = malloc((size_t)(T * I) * sizeof *ex);
+    gx_with(&pl, b.g, b.w, HOT_GRAN_TENSOR, qt, st, b.gx);
+    gx_with(&pl, b.g, b.w, HOT_GRAN_SAMPLE, qs, ss, gxs);
+    for (int64_t t = 0; t < T; ++t) ck_assert(ss[t] == ss[t / L * L]); /* one scale a sample */
+    if (B == 1) {
+      ck_assert_mem_eq(qt, qs, (size_t)gb);
+      ck_assert_mem_eq(st, ss, (size_t)T * sizeof *st);
+      ck_assert_mem_eq(b.gx, gxs, (size_t)(T * I) * sizeof *gxs);
+    } else {
+      ck_assert_int_eq(hot_ref_exact_gx(T, O, I, b.g, b.w, ex), 0);
+      ck_assert_mem_eq(qt + hot * L * rb, qs + hot * L * rb, (size_t)(L * rb));
+      ck_assert(ss[hot * L] == st[0]);
+      for (int64_t s = 0; s < B; ++s) {
+        if (s == hot) continue;
+        ck_assert(ss[s * L] < st[0] / 10.0f);
+        double et = hot_ref_rel_err(b.gx + s * L * I, ex + s * L * I, L * I);
+        double es = hot_ref_rel_err(gxs + s * L * I, ex + s * L * I, L * I);
+        printf("per sample: sample %lld of 4 (sample %lld x30): g_x rel err per tensor %.3f, "
+               "per sample %.3f\n", (long long)s, (long long)hot, et, es);
+        ck_assert_msg(es < 0.5 * et, "sample %lld: per sample %.3f, per tensor %.3f", (long long)s,
+                      es, et);
+      }
+    }
+    free(qt); free(qs); free(st); free(ss); free(gxs); free(ex);
+    bufs_free(&b);
+  }
+  /* the grouped quantizer refuses groups that do not tile the rows */
+  float v[12] = {1};
+  int8_t c[12];
+  float sc[12];
+  hot_quant q = {4, HOT_ROUND_RTN, HOT_GRAN_TENSOR, HOT_RULE_ABSMAX};
+  ck_assert_int_eq(hot_ref_quantize_groups(v, 6, 2, 4, &q, 0, 0, 0, c, sc), HOT_REF_EARG);
+  ck_assert_int_eq(hot_ref_quantize_groups(v, 6, 2, 0, &q, 0, 0, 0, c, sc), HOT_REF_EARG);
+  ck_assert_int_eq(hot_ref_quantize_groups(v, 6, 2, 3, &q, 0, 0, 0, c, sc), HOT_REF_OK);
+  ck_assert_int_eq(hot_ref_quantize(v, 6, 2, &q, HOT_GRAN_SAMPLE, 0, 0, 0, c, sc), HOT_REF_EARG);
+}
+END_TEST
+
 /* The GEMM twins against a naive int64 product of the stored codes + the epilogue formula. */
 START_TEST(gemm_matches_naive) {
   hot_layer_spec sp;
@@ -437,6 +505,7 @@ int main(void) {
   tcase_set_timeout(tc, 600);
   tcase_add_test(tc, awkward_layer);
   tcase_add_test(tc, gemm_matches_naive);
+  tcase_add_test(tc, per_sample_scales);
   tcase_add_test(tc, gemm_wraps_like_the_tensor_cores);
   tcase_add_test(tc, bias_order);
   tcase_add_test(tc, dtypes);

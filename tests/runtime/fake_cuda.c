@@ -134,11 +134,11 @@ EXPORT CUresult cuFuncSetAttribute(void *f, int a, int v) {
 /* Argument types by entry point (templates' headers): p pointer, i int, l long long / u64,
  * u unsigned, f float. */
 static const char *sig_of(const char *name) {
-  if (!strncmp(name, "hot_hq_", 7)) return "piiiiipippppiluu";
+  if (!strncmp(name, "hot_hq_", 7)) return "piiiiipipp" "ipp" "iluu";
   if (!strncmp(name, "hot_hla_", 8)) return "piiiiilliipipppp" "iluu";
   if (!strncmp(name, "hot_gemm_", 9)) return "ppppppfiiii";
   if (!strncmp(name, "hot_bias_", 9)) return "ppii";
-  if (!strncmp(name, "hot_lqs_", 8)) return "piiipppppiluu";
+  if (!strncmp(name, "hot_lqs_", 8)) return "piiipi" "ppppiluu";
   if (!strncmp(name, "hot_sawb_", 9)) return "plpppi";
   return "";
 }
@@ -172,9 +172,9 @@ EXPORT CUresult cuLaunchKernel(void *f, unsigned gx, unsigned gy, unsigned gz, u
     }
   }
   /* LQS phase 2 writes result[0..1] and *choice */
-  if (!strncmp(l->name, "hot_lqs_", 8) && l->arg[9] == 2) {
-    memcpy((void *)(uintptr_t)l->arg[7], g_lqs_res, sizeof g_lqs_res);
-    memcpy((void *)(uintptr_t)l->arg[8], &g_lqs_choice, sizeof g_lqs_choice);
+  if (!strncmp(l->name, "hot_lqs_", 8) && l->arg[10] == 2) {
+    memcpy((void *)(uintptr_t)l->arg[8], g_lqs_res, sizeof g_lqs_res);
+    memcpy((void *)(uintptr_t)l->arg[9], &g_lqs_choice, sizeof g_lqs_choice);
   }
   return OK;
 }

@@ -149,7 +149,8 @@ START_TEST(cpu_equals_reference) {
   ck_assert_int_eq(hot_layer_get_info(l, &info), HOT_OK);
   ck_assert_int_eq(info.T, 591);
   ck_assert_int_eq(info.gran_auto, 1);
-  ck_assert_int_eq(info.gran, HOT_GRAN_TENSOR); /* auto before calibration = per tensor */
+  /* auto before calibration = LQS's coarse candidate: per sample (B = 3) */
+  ck_assert_int_eq(info.gran, HOT_GRAN_SAMPLE);
   ck_assert_int_eq(info.layer_id, 0);
   ck_assert_uint_eq(info.seed, HOT_DEFAULT_SEED);
   compare_layer(ctx, l, &io, 0, 7, 1); /* caller's buffer */
@@ -411,7 +412,7 @@ START_TEST(layer_create_enums_and_recipe) {
   struct { const char *field; size_t off; int bad; } e[] = {
       {"spec.dtype", offsetof(hot_layer_spec, dtype), 3},
       {"spec.hq.g.round", offsetof(hot_layer_spec, hq.g.round), 2},
-      {"spec.hq.g.gran", offsetof(hot_layer_spec, hq.g.gran), 3},
+      {"spec.hq.g.gran", offsetof(hot_layer_spec, hq.g.gran), 4}, /* 3 = SAMPLE */
       {"spec.hq.g.rule", offsetof(hot_layer_spec, hq.g.rule), -1},
       {"spec.hq.w.round", offsetof(hot_layer_spec, hq.w.round), 9},
       {"spec.hq.w.gran", offsetof(hot_layer_spec, hq.w.gran), 4},
@@ -466,6 +467,7 @@ START_TEST(layer_create_enums_and_recipe) {
       ck_assert_int_eq(pa->hq.w.rule, HOT_RULE_SAWB);
       ck_assert_int_eq(pa->hla.x.rule, HOT_RULE_SAWB);
       ck_assert_int_eq(pa->hla.block, 8); /* largest power of two dividing L = 40, no padding */
+      ck_assert_int_eq(pa->hla.g.bits, 4); /* g^ with the g_x bit width, as the authors' code */
     }
     hot_layer_destroy(a);
     hot_layer_destroy(b);

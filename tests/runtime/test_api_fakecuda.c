@@ -162,16 +162,16 @@ START_TEST(default_recipe_sequence) {
     ck_assert_int_eq(k->arg[15], 0);
   }
 
-  /* backward, per tensor */
+  /* backward, auto before calibration */
   g_reset();
   ck_assert_int_eq(hot_layer_backward(l, vp(gy), vp(w), HOT_DT_F32, vp(sv), vp(gx), vp(gw), vp(gb),
                                       7, NULL), HOT_OK);
   ck_assert_int_eq(g_log->n, 10);
   m = at(0, "memset32", -1, 0);
   ck_assert_int_eq(m->arg[0], (int64_t)l->cu.amax);
-  ck_assert_int_eq(m->arg[1], HOT_AMAX_WORDS);
-  const fake_cuda_launch *g0 = at(1, "hot_hq_g_", 12, 0), *g1 = at(2, "hot_hq_g_", 12, 1);
-  const fake_cuda_launch *w0 = at(3, "hot_hq_w_", 12, 0), *w1 = at(4, "hot_hq_w_", 12, 1);
+  ck_assert_int_eq(m->arg[1], HOT_AMAX_WORDS + pl->B); /* + one word a sample (g' per sample) */
+  const fake_cuda_launch *g0 = at(1, "hot_hq_g_", 13, 0), *g1 = at(2, "hot_hq_g_", 13, 1);
+  const fake_cuda_launch *w0 = at(3, "hot_hq_w_", 13, 0), *w1 = at(4, "hot_hq_w_", 13, 1);
   const fake_cuda_launch *h0 = at(5, "hot_hla_g_", 16, 0), *h1 = at(6, "hot_hla_g_", 16, 1);
   const fake_cuda_launch *mx = at(7, "hot_gemm_", -1, 0), *mw = at(8, "hot_gemm_", -1, 0);
   const fake_cuda_launch *b = at(9, "hot_bias_", -1, 0);
@@ -182,11 +182,15 @@ START_TEST(default_recipe_sequence) {
   plan_grid(mx, pl, HOT_K_GEMM_GX);
   plan_grid(mw, pl, HOT_K_GEMM_GW);
   plan_grid(b, pl, HOT_K_BIAS);
-  ck_assert_int_eq(g1->arg[14], pl->layer_id * 16 + HOT_TENSOR_HQ_G);
-  ck_assert_int_eq(g1->arg[15], 7);
-  ck_assert_int_eq(w0->arg[10], 0); /* absmax: no scale_in, no math_out */
-  ck_assert_int_eq(w0->arg[11], 0);
-  ck_assert_int_eq(w1->arg[10], 0);
+  ck_assert_int_eq(g1->arg[15], pl->layer_id * 16 + HOT_TENSOR_HQ_G);
+  ck_assert_int_eq(g1->arg[16], 7);
+  /* auto, not calibrated: per sample (B = 3), B words after the per-tensor ones, groups of L */
+  ck_assert_int_eq(g0->arg[9], (int64_t)(l->cu.amax + 4 * HOT_AMAX_WORDS));
+  ck_assert_int_eq(g0->arg[10], pl->L);
+  ck_assert_int_eq(g1->arg[10], pl->L);
+  ck_assert_int_eq(w0->arg[11], 0); /* absmax: no scale_in, no math_out */
+  ck_assert_int_eq(w0->arg[12], 0);
+  ck_assert_int_eq(w1->arg[11], 0);
   hla_args(h0, l, 1, gy);
   hla_args(h1, l, 1, gy);
   ck_assert_int_eq(h1->arg[19], 7);
@@ -219,21 +223,23 @@ START_TEST(default_recipe_sequence) {
   ck_assert_int_eq(hot_layer_calibrate(l, vp(gy), HOT_DT_F32, 9, NULL), HOT_OK);
   ck_assert_int_eq(g_log->n, 4);
   m = at(0, "memset32", -1, 0);
-  ck_assert_int_eq(m->arg[0], (int64_t)(l->cu.amax + 4 * HOT_AMAX_LQS));
+  ck_assert_int_eq(m->arg[0], (int64_t)(l->cu.amax + 4 * HOT_AMAX_WORDS)); /* per sample */
+  ck_assert_int_eq(m->arg[1], pl->B);
   for (int ph = 0; ph < 3; ++ph) {
-    const fake_cuda_launch *q = at(1 + ph, "hot_lqs_", 9, ph);
+    const fake_cuda_launch *q = at(1 + ph, "hot_lqs_", 10, ph);
     plan_grid(q, pl, HOT_K_LQS);
     ck_assert_int_eq(q->arg[0], (int64_t)gy);
     ck_assert_int_eq(q->arg[1], T);
     ck_assert_int_eq(q->arg[2], O);
     ck_assert_int_eq(q->arg[3], O);
     ck_assert_int_eq(q->arg[4], m->arg[0]);
-    in_scratch(l, q->arg[5], T * 4);
-    in_scratch(l, q->arg[6], 2 * ((T * O + 1023) / 1024) * 8);
-    in_scratch(l, q->arg[7], 16);
-    in_scratch(l, q->arg[8], 4);
-    ck_assert_int_eq(q->arg[11], pl->layer_id * 16 + HOT_TENSOR_LQS);
-    ck_assert_int_eq(q->arg[12], 9);
+    ck_assert_int_eq(q->arg[5], pl->L); /* groups of one sample */
+    in_scratch(l, q->arg[6], T * 4);
+    in_scratch(l, q->arg[7], 2 * ((T * O + 1023) / 1024) * 8);
+    in_scratch(l, q->arg[8], 16);
+    in_scratch(l, q->arg[9], 4);
+    ck_assert_int_eq(q->arg[12], pl->layer_id * 16 + HOT_TENSOR_LQS);
+    ck_assert_int_eq(q->arg[13], 9);
   }
   ck_assert_int_ge(g_log->syncs, 1);
   hot_layer_info info;
@@ -258,21 +264,27 @@ START_TEST(default_recipe_sequence) {
   ck_assert_int_eq(hot_layer_backward(l, vp(gy), vp(w), HOT_DT_F32, NULL, vp(gx), vp(gw), NULL, 8,
                                       NULL), HOT_OK);
   ck_assert_int_eq(g_log->n, 8); /* memset, hq_g 2, hq_w 0/1, hla_g 0/1, 2 GEMMs; no bias */
-  at(1, "hot_hq_g_", 12, 2);
-  at(2, "hot_hq_w_", 12, 0);
+  at(1, "hot_hq_g_", 13, 2);
+  at(2, "hot_hq_w_", 13, 0);
   mw = at(7, "hot_gemm_", -1, 0);
   ck_assert_int_eq(mw->arg[1], (int64_t)l->cu.saved);
   ck_assert_int_eq(mw->arg[5], (int64_t)l->cu.saved + xb);
 
-  /* a calibration that picks per tensor; an invalid choice is an internal error */
+  /* a calibration that picks the coarse candidate: per sample (B = 3); then the backward runs
+   * g' per sample; an invalid choice is an internal error */
   g_set_lqs(1.0, 0.75, 0);
   ck_assert_int_eq(hot_layer_calibrate(l, vp(gy), HOT_DT_F32, 10, NULL), HOT_OK);
   ck_assert_int_eq(hot_layer_get_info(l, &info), HOT_OK);
-  ck_assert_int_eq(info.gran, HOT_GRAN_TENSOR);
+  ck_assert_int_eq(info.gran, HOT_GRAN_SAMPLE);
+  g_reset();
+  ck_assert_int_eq(hot_layer_backward(l, vp(gy), vp(w), HOT_DT_F32, NULL, vp(gx), vp(gw), NULL, 8,
+                                      NULL), HOT_OK);
+  ck_assert_int_eq(at(1, "hot_hq_g_", 13, 0)->arg[10], pl->L);
+  ck_assert_int_eq(at(2, "hot_hq_g_", 13, 1)->arg[9], (int64_t)(l->cu.amax + 4 * HOT_AMAX_WORDS));
   g_set_lqs(1.0, 0.75, 7);
   ck_assert_int_eq(hot_layer_calibrate(l, vp(gy), HOT_DT_F32, 10, NULL), HOT_ERR_INTERNAL);
   ck_assert_int_eq(hot_layer_get_info(l, &info), HOT_OK);
-  ck_assert_int_eq(info.gran, HOT_GRAN_TENSOR);
+  ck_assert_int_eq(info.gran, HOT_GRAN_SAMPLE);
 
   /* host memory is refused before anything is launched */
   float *hx = calloc((size_t)(T * I), 4);
@@ -306,6 +318,52 @@ static void sawb_launch(const fake_cuda_launch *k, const hot_layer *l, hot_kerne
   else ck_assert(k->grid[0] == 1 && k->grid[1] == 1 && k->grid[2] == 1);
   ck_assert_uint_eq(k->block[0], 256);
 }
+
+/* g' per sample (spec scale = "sample"): the backward zeroes the per-tensor words and one word a
+ * sample, and both g' phases take the B words after the per-tensor ones with groups of L rows. */
+START_TEST(per_sample_sequence) {
+  hot_ctx *ctx = cuda_ctx();
+  hot_layer_spec s;
+  plan_spec_defaults(&s, HOT_RECIPE_HOT);
+  snprintf(s.name, sizeof s.name, "ps");
+  s.in_features = 137;
+  s.out_features = 100;
+  s.hq.g.gran = HOT_GRAN_SAMPLE;
+  hot_layer *l = NULL;
+  ck_assert_msg(hot_layer_create(ctx, &s, 3, 197, HOT_RECIPE_HOT, &l) == HOT_OK, "%s",
+                hot_errmsg(ctx));
+  ck_assert_msg(hot_layer_compile(l) == HOT_OK, "%s", hot_errmsg(ctx));
+  const hot_layer_plan *pl = l->plan;
+  hot_layer_info info;
+  ck_assert_int_eq(hot_layer_get_info(l, &info), HOT_OK);
+  ck_assert_int_eq(info.gran, HOT_GRAN_SAMPLE);
+  ck_assert_int_eq(info.gran_auto, 0);
+  int64_t T = pl->T, O = pl->O, I = pl->I;
+  size_t nb = hot_layer_saved_bytes(l);
+  CUdeviceptr x = dalloc((size_t)(T * I) * 4), w = dalloc((size_t)(O * I) * 4),
+              gy = dalloc((size_t)(T * O) * 4), gx = dalloc((size_t)(T * I) * 4),
+              gw = dalloc((size_t)(O * I) * 4), sv = dalloc(nb);
+  ck_assert_int_eq(hot_layer_save(l, vp(x), HOT_DT_F32, vp(sv), NULL), HOT_OK);
+  g_reset();
+  ck_assert_int_eq(hot_layer_backward(l, vp(gy), vp(w), HOT_DT_F32, vp(sv), vp(gx), vp(gw), NULL,
+                                      3, NULL), HOT_OK);
+  const fake_cuda_launch *m = at(0, "memset32", -1, 0);
+  ck_assert_int_eq(m->arg[0], (int64_t)l->cu.amax);
+  ck_assert_int_eq(m->arg[1], HOT_AMAX_WORDS + pl->B);
+  in_scratch(l, m->arg[0], (HOT_AMAX_WORDS + pl->B) * 4);
+  const fake_cuda_launch *g0 = at(1, "hot_hq_g_", 13, 0), *g1 = at(2, "hot_hq_g_", 13, 1);
+  for (int i = 0; i < 2; ++i) {
+    const fake_cuda_launch *g = i ? g1 : g0;
+    ck_assert_int_eq(g->arg[9], (int64_t)(l->cu.amax + 4 * HOT_AMAX_WORDS));
+    ck_assert_int_eq(g->arg[10], pl->L);
+    plan_grid(g, pl, HOT_K_HQ_G);
+  }
+  ck_assert_int_eq(at(3, "hot_hq_w_", 13, 0)->arg[10], pl->O); /* w': one group */
+  CUdeviceptr all[] = {x, w, gy, gx, gw, sv};
+  for (size_t i = 0; i < sizeof all / sizeof all[0]; ++i) d->cuMemFree(all[i]);
+  hot_ctx_destroy(ctx);
+}
+END_TEST
 
 START_TEST(paper_code_sawb_sequence) {
   hot_ctx *ctx = cuda_ctx();
@@ -344,21 +402,21 @@ START_TEST(paper_code_sawb_sequence) {
   ck_assert_int_eq(hot_layer_backward(l, vp(gy), vp(w), HOT_DT_F32, vp(sv), vp(gx), vp(gw), NULL, 3,
                                       NULL), HOT_OK);
   ck_assert_int_eq(g_log->n, 11);
-  at(1, "hot_hq_g_", 12, 0);
-  at(2, "hot_hq_g_", 12, 1);
-  const fake_cuda_launch *w0 = at(3, "hot_hq_w_", 12, 0), *t0 = at(4, "hot_sawb_k4", 5, 0),
-                         *t1 = at(5, "hot_sawb_k4", 5, 1), *w1 = at(6, "hot_hq_w_", 12, 1);
+  at(1, "hot_hq_g_", 13, 0);
+  at(2, "hot_hq_g_", 13, 1);
+  const fake_cuda_launch *w0 = at(3, "hot_hq_w_", 13, 0), *t0 = at(4, "hot_sawb_k4", 5, 0),
+                         *t1 = at(5, "hot_sawb_k4", 5, 1), *w1 = at(6, "hot_hq_w_", 13, 1);
   at(7, "hot_hla_g_", 16, 0);
   at(8, "hot_hla_g_", 16, 1);
   const fake_cuda_launch *mx = at(9, "hot_gemm_", -1, 0);
   at(10, "hot_gemm_", -1, 0);
-  ck_assert_int_ne(w0->arg[11], 0);
-  ck_assert_int_eq(w0->arg[10], 0);
-  sawb_launch(t0, l, HOT_K_SAWB_W, 0, w0->arg[11], w0->arg[9]);
-  sawb_launch(t1, l, HOT_K_SAWB_W, 1, w0->arg[11], w0->arg[9]);
-  ck_assert_int_eq(w1->arg[10], t1->arg[4]);
-  ck_assert_int_eq(w1->arg[11], 0);
-  ck_assert_int_ne(w1->arg[10], w1->arg[8]);
+  ck_assert_int_ne(w0->arg[12], 0);
+  ck_assert_int_eq(w0->arg[11], 0);
+  sawb_launch(t0, l, HOT_K_SAWB_W, 0, w0->arg[12], w0->arg[9]);
+  sawb_launch(t1, l, HOT_K_SAWB_W, 1, w0->arg[12], w0->arg[9]);
+  ck_assert_int_eq(w1->arg[11], t1->arg[4]);
+  ck_assert_int_eq(w1->arg[12], 0);
+  ck_assert_int_ne(w1->arg[11], w1->arg[8]);
   ck_assert_int_eq(mx->arg[4], w1->arg[8]); /* the GEMM reads s_w as written by phase 1 */
   ck_assert(mx->farg[6] == (float)pl->hq.block);
   CUdeviceptr all[] = {x, w, gy, gx, gw, sv};
@@ -400,9 +458,9 @@ END_TEST
 
 /* The phase argument of a recorded launch, by the template's argument list (0: no phases). */
 static int64_t rec_phase(const fake_cuda_launch *l) {
-  if (!strncmp(l->name, "hot_hq_", 7)) return l->arg[12];
+  if (!strncmp(l->name, "hot_hq_", 7)) return l->arg[13];
   if (!strncmp(l->name, "hot_hla_", 8)) return l->arg[16];
-  if (!strncmp(l->name, "hot_lqs_", 8)) return l->arg[9];
+  if (!strncmp(l->name, "hot_lqs_", 8)) return l->arg[10];
   if (!strncmp(l->name, "hot_sawb_", 9)) return l->arg[5];
   return 0;
 }
@@ -684,6 +742,7 @@ int main(void) {
   tcase_add_checked_fixture(tc, setup, NULL);
   tcase_add_test(tc, default_recipe_sequence);
   tcase_add_test(tc, paper_code_sawb_sequence);
+  tcase_add_test(tc, per_sample_sequence);
   tcase_add_test(tc, refusals);
   tcase_add_test(tc, profiling);
   tcase_add_test(tc, wgmma_gemms);

@@ -317,7 +317,7 @@ int main(void) {
 
   static const api_case cases[] = {
       {"default", HOT_RECIPE_HOT, HOT_DT_F32, 1, HOT_GRAN_ROW},
-      {"paper_code", HOT_RECIPE_PAPER_CODE, HOT_DT_BF16, 0, HOT_GRAN_TENSOR},
+      {"paper_code", HOT_RECIPE_PAPER_CODE, HOT_DT_BF16, 0, HOT_GRAN_SAMPLE}, /* B = 3 */
   };
   for (size_t i = 0; i < sizeof cases / sizeof cases[0]; ++i) run_case(&cases[i], ctx, cpu);
   refusals(ctx);

@@ -408,7 +408,7 @@ START_TEST(defaults_per_recipe) {
     ck_assert_int_eq(s->hla.keep, 50);
     ck_assert_int_eq(s->hla.layout, r == HOT_RECIPE_HOT ? HOT_LAYOUT_AUTO : HOT_LAYOUT_SAMPLE);
     ck_assert_int_eq(s->hla.pad, r != HOT_RECIPE_PAPER_CODE);
-    ck_assert_int_eq(s->hla.g.bits, 8);
+    ck_assert_int_eq(s->hla.g.bits, r == HOT_RECIPE_PAPER_CODE ? 4 : 8); /* the authors' g^ */
     ck_assert_int_eq(s->hla.g.round, HOT_ROUND_SR);
     ck_assert_int_eq(s->hla.g.gran, HOT_GRAN_TENSOR);
     ck_assert_int_eq(s->hla.x.bits, 8);
@@ -518,6 +518,18 @@ START_TEST(overrides_land) {
   ck_assert_int_eq(m.sweep[1].n, 2);
   ck_assert_int_eq(m.sweep[1].values[1], 8);
   diag_free(&d);
+  spec_model_free(&m);
+  /* hq.scale = "sample": one scale per sample (the value appended last to hot_gran) */
+  const char *text2 =
+      "local hot = require 'hot'\n"
+      "return hot.model { name = 's', batch = 4, tokens = 64, layers = {\n"
+      "  hot.linear { name = 'l', in_features = 32, out_features = 32, hq = { scale = 'sample' } } } }\n";
+  hot_diag d2 = {0};
+  rc = load_string(text2, &m, &d2);
+  dump_diag(&d2);
+  ck_assert_int_eq(rc, 0);
+  ck_assert_int_eq(m.layers[0].hq.g.gran, HOT_GRAN_SAMPLE);
+  diag_free(&d2);
   spec_model_free(&m);
 }
 END_TEST

@@ -4,7 +4,7 @@
 // with hot_ref_hq_transform_w), bit for bit. The plan comes from the real planner (plan_layer).
 // Built by tools/kernel-emu.sh with -DHOT_GENERATED -DHOT_KNAME -DHOT_OPERAND -DHOT_DTYPE -DHOT_B
 // -DHOT_BITS -DHOT_CODES (as the generator would).
-// Usage: hq_emu B L O I arch(sm_80|sm_90) gran(0 tensor, 1 row; g' only) sawb(0|1; w' only)
+// Usage: hq_emu B L O I arch(sm_80|sm_90) gran(0 tensor, 1 row, 2 sample; g' only) sawb(0|1; w' only)
 //               seed step layer_id
 #include "kemu.h"
 
@@ -27,7 +27,8 @@ static int emu_run(int argc, char **argv) {
   long long B = atoll(argv[1]), L = atoll(argv[2]), O = atoll(argv[3]), I = atoll(argv[4]);
   hot_arch arch;
   if (plan_arch_parse(argv[5], &arch)) emu_die("arch");
-  int gran_row = atoi(argv[6]), sawb = atoi(argv[7]);
+  int gran_arg = atoi(argv[6]), sawb = atoi(argv[7]);
+  if (gran_arg < 0 || gran_arg > 2) emu_die("gran: 0 tensor, 1 row, 2 sample");
   unsigned long long seed = strtoull(argv[8], 0, 0);
   unsigned step = (unsigned)atoi(argv[9]);
   int layer = atoi(argv[10]);
@@ -57,22 +58,23 @@ static int emu_run(int argc, char **argv) {
   std::vector<unsigned char> gy((size_t)(T * O) * esz);
   for (long long t = 0; t < T; ++t)
     for (long long o = 0; o < O; ++o) emu_fill(gy.data(), HOT_DTYPE, t * O + o, (o % 37 == 5) || (t % 53 == 7));
-  const hot_gran gran = gran_row ? HOT_GRAN_ROW : HOT_GRAN_TENSOR;
+  const hot_gran gran = gran_arg == 1 ? HOT_GRAN_ROW : gran_arg == 2 ? HOT_GRAN_SAMPLE : HOT_GRAN_TENSOR;
   std::vector<unsigned char> q_ref((size_t)(T * ld_codes)), q_k((size_t)(T * ld_codes), 0xA5);
   std::vector<float> s_ref((size_t)T), s_k((size_t)T, -7.0f);
   if (hot_ref_hq_quant_g(&pl, gy.data(), dt, gran, seed, step, q_ref.data(), s_ref.data()))
     emu_die("twin failed");
-  unsigned amax = 0;
+  std::vector<unsigned> amax((size_t)B, 0u); // per sample: B words (segmented amax); else word 0
   unsigned tag = (unsigned)layer * 16u + HOT_TENSOR_HQ_G;
   int rows = (int)T, cols = (int)O, ld = (int)O, op = (int)o_pad, kp = (int)k_pad;
+  int group_rows = gran == HOT_GRAN_SAMPLE ? (int)L : rows; // as launch_hq passes it
   emu_dim3 grid = {pl.kernels[plan_kernel_index(&pl, HOT_K_HQ_G)].grid[0], 1, 1};
   auto run = [&](int phase) {
     emu_launch(grid, 256, [&] {
-      HOT_KNAME(gy.data(), rows, cols, ld, op, kp, q_k.data(), ld_codes, s_k.data(), &amax,
-                nullptr, nullptr, phase, seed, tag, step);
+      HOT_KNAME(gy.data(), rows, cols, ld, op, kp, q_k.data(), ld_codes, s_k.data(), amax.data(),
+                group_rows, nullptr, nullptr, phase, seed, tag, step);
     });
   };
-  if (gran_row) run(2);
+  if (gran == HOT_GRAN_ROW) run(2);
   else { run(0); run(1); }
   for (size_t i = 0; i < q_ref.size() && ok; ++i)
     if (q_ref[i] != q_k[i]) {
@@ -85,7 +87,7 @@ static int emu_run(int argc, char **argv) {
     ok = false;
   }
   std::printf("hq g' dt=%d b=%d bits=%d codes=%d T=%lld O=%lld (o_pad %lld, k_pad %lld) %s: %s\n",
-              HOT_DTYPE, HOT_B, HOT_BITS, HOT_CODES, T, O, o_pad, k_pad, gran_row ? "row" : "tensor",
+              HOT_DTYPE, HOT_B, HOT_BITS, HOT_CODES, T, O, o_pad, k_pad, plan_gran_name(gran),
               ok ? "ok" : "FAIL");
 #else
   std::vector<unsigned char> w((size_t)(O * I) * esz);
@@ -103,7 +105,7 @@ static int emu_run(int argc, char **argv) {
   const float *scale_in = nullptr;
   if (sawb) math.assign((size_t)(o_pad * I), std::nanf(""));
   emu_launch(grid, 256, [&] {
-    HOT_KNAME(w.data(), rows, cols, ld, op, kp, q_k.data(), ld_codes, &s_k, &amax, nullptr,
+    HOT_KNAME(w.data(), rows, cols, ld, op, kp, q_k.data(), ld_codes, &s_k, &amax, rows, nullptr,
               sawb ? math.data() : nullptr, 0, 0ull, 0u, 0u);
   });
   if (sawb) { // the math tensor must equal the twin's w'; the scale then comes from sawb.cu's rule
@@ -120,7 +122,7 @@ static int emu_run(int argc, char **argv) {
     scale_in = &s_sawb;
   }
   emu_launch(grid, 256, [&] {
-    HOT_KNAME(w.data(), rows, cols, ld, op, kp, q_k.data(), ld_codes, &s_k, &amax, scale_in,
+    HOT_KNAME(w.data(), rows, cols, ld, op, kp, q_k.data(), ld_codes, &s_k, &amax, rows, scale_in,
               nullptr, 1, 0ull, 0u, 0u);
   });
   for (size_t i = 0; i < q_ref.size() && ok; ++i)

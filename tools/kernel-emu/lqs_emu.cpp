@@ -44,7 +44,7 @@ static int emu_run(int argc, char **argv) {
   int rc = hot_ref_lqs(&pl, src.data(), hdt, seed, step, &want);
   if (rc != HOT_REF_OK) { std::printf("twin failed: %s\n", hot_ref_status_name(rc)); return 2; }
 
-  unsigned amax_bits = 0;
+  std::vector<unsigned> amax_bits((size_t)B, 0u); // one word per sample (groups of L rows)
   std::vector<float> row_scale((size_t)T, std::nanf("3"));
   long long nch = (T * O + 1023) / 1024;
   std::vector<double> part((size_t)(2 * nch), std::nan("4"));
@@ -54,8 +54,8 @@ static int emu_run(int argc, char **argv) {
   emu_dim3 grid = {(unsigned)(gx ? gx : (T + 7) / 8), 1, 1};
   for (int phase = 0; phase < 3; ++phase)
     emu_launch(grid, 256, [&] {
-      HOT_KNAME(srck.data(), (int)T, O, ld, &amax_bits, row_scale.data(), part.data(), result,
-                &choice, phase, seed, tag, step);
+      HOT_KNAME(srck.data(), (int)T, O, ld, amax_bits.data(), (int)L, row_scale.data(), part.data(),
+                result, &choice, phase, seed, tag, step);
     });
   long bad = 0;
   if (std::memcmp(&result[0], &want.e_tensor, 8)) { bad++; std::printf("  e_tensor got %.17g want %.17g\n", result[0], want.e_tensor); }
@@ -63,7 +63,7 @@ static int emu_run(int argc, char **argv) {
   if (choice != (want.choice == HOT_GRAN_ROW ? 1 : 0)) { bad++; std::printf("  choice got %d\n", choice); }
   std::printf("%s dt=%d bits=%d T=%lld O=%d ld+%d kind=%d grid=%u: e_tensor %.6g e_token %.6g -> %s: %s\n",
               STR(HOT_KNAME), dt, HOT_BITS, T, O, ld_extra, kind, grid.x, want.e_tensor,
-              want.e_token, want.choice == HOT_GRAN_ROW ? "row" : "tensor", bad ? "FAIL" : "ok");
+              want.e_token, plan_gran_name(want.choice), bad ? "FAIL" : "ok");
   return bad ? 1 : 0;
 }
 EMU_MAIN()

@@ -1,4 +1,4 @@
--- expect: bad_enum.lua:7: layer 'fc': hq.scale must be one of auto, tensor, token (got "channel")
+-- expect: bad_enum.lua:7: layer 'fc': hq.scale must be one of auto, tensor, sample, token (got "channel")
 local hot = require "hot"
 return hot.model {
   name = "m", batch = 2, tokens = 64,
