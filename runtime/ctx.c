@@ -150,7 +150,7 @@ static hot_status resolve(hot_ctx *ctx, const hot_options *o, hot_backend *backe
 
 /* Loads the pack at path into ctx's kernel cache; `what` names where the path came from. */
 static hot_status load_pack(hot_ctx *ctx, const char *path, const char *what) {
-  hot_kcache *kc;
+  hot_kcache *kc = NULL;
   hot_status st = ctx_kcache(ctx, &kc);
   if (st != HOT_OK) return st;
   hot_pack *p = NULL;

@@ -44,22 +44,28 @@ static int resolve(void *lib, const char *sym, void *fnp, size_t fnsize) {
 /* ---- configuration -------------------------------------------------------------------------- */
 static pthread_mutex_t cfg_mu = PTHREAD_MUTEX_INITIALIZER;
 static int cfg_set;
-static char cfg_driver[512], cfg_home[512];
+static char cfg_driver[HOT_CUDA_PATH_MAX + 1], cfg_home[HOT_CUDA_PATH_MAX + 1];
+static int cfg_long[2]; /* a configured value was longer than HOT_CUDA_PATH_MAX */
 
 void cuda_api_configure(const char *driver, const char *home) {
   pthread_mutex_lock(&cfg_mu);
-  snprintf(cfg_driver, sizeof cfg_driver, "%s", driver ? driver : "");
-  snprintf(cfg_home, sizeof cfg_home, "%s", home ? home : "");
+  cfg_long[1] = driver && strlen(driver) > HOT_CUDA_PATH_MAX;
+  cfg_long[0] = home && strlen(home) > HOT_CUDA_PATH_MAX;
+  snprintf(cfg_driver, sizeof cfg_driver, "%s", driver && !cfg_long[1] ? driver : "");
+  snprintf(cfg_home, sizeof cfg_home, "%s", home && !cfg_long[0] ? home : "");
   cfg_set = 1;
   pthread_mutex_unlock(&cfg_mu);
 }
 
-/* The configured value, else the variable (tools that never configure). Copied into buf. */
-static const char *configured(int driver, char *buf, size_t n) {
+/* The configured value, else the variable (tools that never configure), copied into buf (at
+ * least HOT_CUDA_PATH_MAX + 1 bytes). *too_long is set (and NULL returned) when the value is
+ * longer than HOT_CUDA_PATH_MAX: the caller reports it instead of using a cut path. */
+static const char *configured(int driver, char *buf, size_t n, int *too_long) {
   pthread_mutex_lock(&cfg_mu);
   const char *v = cfg_set ? (driver ? cfg_driver : cfg_home)
                           : getenv(driver ? "HOT_CUDA_DRIVER" : "HOT_CUDA_HOME");
-  snprintf(buf, n, "%s", v ? v : "");
+  *too_long = cfg_set ? cfg_long[driver] : (v && strlen(v) > HOT_CUDA_PATH_MAX);
+  snprintf(buf, n, "%s", v && !*too_long ? v : "");
   pthread_mutex_unlock(&cfg_mu);
   return buf[0] ? buf : NULL;
 }
@@ -68,12 +74,19 @@ static const char *configured(int driver, char *buf, size_t n) {
 static pthread_once_t drv_once = PTHREAD_ONCE_INIT;
 static cuda_driver drv;
 static rt_status drv_status;
-static char drv_msg[512];
+static char drv_msg[HOT_CUDA_PATH_MAX + 512];
 static int drv_loaded; /* the table is resolved (error names usable), even if cuInit failed */
 
 static void drv_load(void) {
-  char buf[512];
-  const char *env = configured(1, buf, sizeof buf);
+  char buf[HOT_CUDA_PATH_MAX + 1];
+  int too_long;
+  const char *env = configured(1, buf, sizeof buf, &too_long);
+  if (too_long) {
+    drv_status = RT_ERR_NO_DRIVER;
+    snprintf(drv_msg, sizeof drv_msg, "no CUDA driver: HOT_CUDA_DRIVER is longer than %d bytes",
+             HOT_CUDA_PATH_MAX);
+    return;
+  }
   const char *path = (env && *env) ? env : "libcuda.so.1";
   snprintf(drv.path, sizeof drv.path, "%s", path);
   void *lib = dlopen(path, RTLD_NOW | RTLD_LOCAL);
@@ -136,13 +149,20 @@ rt_status cuda_driver_get(const cuda_driver **out, char *err, size_t errlen) {
 static pthread_once_t nv_once = PTHREAD_ONCE_INIT;
 static cuda_nvrtc nv;
 static rt_status nv_status;
-static char nv_msg[2048];
+static char nv_msg[4 * HOT_CUDA_PATH_MAX + 512];
 
 static void nv_load(void) {
-  char cand[3][512];
+  char cand[3][HOT_CUDA_PATH_MAX + 64];
   int nc = 0;
-  char hbuf[512];
-  const char *home = configured(0, hbuf, sizeof hbuf);
+  char hbuf[HOT_CUDA_PATH_MAX + 1];
+  int too_long;
+  const char *home = configured(0, hbuf, sizeof hbuf, &too_long);
+  if (too_long) {
+    snprintf(nv_msg, sizeof nv_msg, "NVRTC not found: HOT_CUDA_HOME is longer than %d bytes",
+             HOT_CUDA_PATH_MAX);
+    nv_status = RT_ERR_NO_NVRTC;
+    return;
+  }
   if (home && *home) snprintf(cand[nc++], sizeof cand[0], "%s/lib64/libnvrtc.so.13", home);
   snprintf(cand[nc++], sizeof cand[0], "%s/libnvrtc.so.13", HOT_CUDA_LIBDIR_DEFAULT);
   snprintf(cand[nc++], sizeof cand[0], "libnvrtc.so.13");
@@ -188,11 +208,12 @@ rt_status cuda_nvrtc_get(const cuda_nvrtc **out, char *err, size_t errlen) {
 }
 
 static pthread_once_t inc_once = PTHREAD_ONCE_INIT;
-static char inc_path[512];
+static char inc_path[HOT_CUDA_PATH_MAX + 64];
 
 static void inc_load(void) {
-  char hbuf[512];
-  const char *home = configured(0, hbuf, sizeof hbuf);
+  char hbuf[HOT_CUDA_PATH_MAX + 1];
+  int too_long; /* then NVRTC itself is refused (nv_load); the default folder is harmless */
+  const char *home = configured(0, hbuf, sizeof hbuf, &too_long);
   if (home && *home)
     snprintf(inc_path, sizeof inc_path, "%s/include", home);
   else

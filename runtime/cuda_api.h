@@ -43,6 +43,11 @@ const char *rt_status_name(rt_status s);
 typedef int CUresult;                       /* CUDA_SUCCESS = 0 */
 typedef int CUdevice;
 typedef unsigned long long CUdeviceptr;     /* 64-bit platforms only */
+/* Longest HOT_CUDA_HOME / HOT_CUDA_DRIVER accepted (bytes, without the NUL): the paths built
+ * from them (home + "/lib64/libnvrtc.so.13", home + "/include") then always fit their buffers;
+ * a longer value is refused with a message naming the variable, never cut. */
+#define HOT_CUDA_PATH_MAX 1024
+
 typedef struct CUctx_st *CUcontext;
 typedef struct CUmod_st *CUmodule;
 typedef struct CUfunc_st *CUfunction;
@@ -168,14 +173,14 @@ typedef struct {
   CUDA_DRIVER_FUNCS(CUDA_API_MEMBER)
   int version;        /* cuDriverGetVersion, e.g. 13000 */
   int device_count;   /* >= 1 */
-  char path[256];     /* the library that was loaded */
+  char path[HOT_CUDA_PATH_MAX + 64]; /* the library that was loaded */
 } cuda_driver;
 
 /* NVRTC, loaded. Static storage, valid for the life of the process. */
 typedef struct {
   CUDA_NVRTC_FUNCS(CUDA_API_MEMBER)
   int major, minor;   /* nvrtcVersion */
-  char path[512];     /* the library that was loaded */
+  char path[HOT_CUDA_PATH_MAX + 64]; /* the library that was loaded */
 } cuda_nvrtc;
 
 /* The driver table. Loads libcuda.so.1 (or $HOT_CUDA_DRIVER), resolves every entry, calls
@@ -185,6 +190,7 @@ typedef struct {
  *                     a missing symbol, or cuInit failing;
  *   RT_ERR_NO_DEVICE  "no CUDA device: ..." — the driver works but reports zero devices.
  * err may be NULL. Thread-safe. Never prints. */
+
 /* Sets the driver library (HOT_CUDA_DRIVER) and the toolkit root (HOT_CUDA_HOME) the loaders
  * below use, as read once by hot_ctx_create (NULL: the default: libcuda.so.1; the build's
  * toolkit). Process-wide, and effective only before the first load (the driver and NVRTC are

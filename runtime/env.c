@@ -9,6 +9,7 @@
 #include <strings.h>
 #include <sys/stat.h>
 
+#include "cuda_api.h"
 #include "diag.h"
 
 const char *env_get(const char *name) {
@@ -43,6 +44,8 @@ int env_parse_bool(const char *name, const char *s, int *out, char *err, size_t 
 /* A path variable: `mode` 1 = must be a directory when it exists, 2 = must exist and be a
  * directory. */
 static int check_path(const char *name, const char *v, int mode, char *err, size_t errlen) {
+  if (mode == 2 && strlen(v) > HOT_CUDA_PATH_MAX) /* HOT_CUDA_HOME: built into longer paths */
+    return hot_errf(err, errlen, "%s: longer than %d bytes", name, HOT_CUDA_PATH_MAX);
   struct stat sb;
   int exists = stat(v, &sb) == 0;
   int e = errno;
@@ -95,6 +98,10 @@ rt_status env_read(hot_env *o, unsigned skip, char *err, size_t errlen) {
     o->debug_dir = v;
   }
   o->cuda_driver = env_get("HOT_CUDA_DRIVER"); /* a missing library: the loader's message */
+  if (o->cuda_driver && strlen(o->cuda_driver) > HOT_CUDA_PATH_MAX) {
+    hot_errf(err, errlen, "HOT_CUDA_DRIVER: longer than %d bytes", HOT_CUDA_PATH_MAX);
+    return RT_ERR_INVALID;
+  }
   if ((v = env_get("HOT_CUDA_HOME"))) {
     if (check_path("HOT_CUDA_HOME", v, 2, err, errlen)) return RT_ERR_INVALID;
     o->cuda_home = v;

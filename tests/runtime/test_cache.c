@@ -639,6 +639,19 @@ START_TEST(strict_environment) {
   setenv("HOT_CUDA_HOME", "/nonexistent-toolkit-folder", 1);
   ck_assert_int_eq(env_read(&e, 0, err, sizeof err), RT_ERR_INVALID);
   ck_assert_msg(strstr(err, "HOT_CUDA_HOME='/nonexistent-toolkit-folder'"), "%s", err);
+  /* paths longer than the loaders' buffers are refused, never cut (an existing folder: "/" plus
+   * HOT_CUDA_PATH_MAX slashes) */
+  static char longp[HOT_CUDA_PATH_MAX + 2];
+  memset(longp, '/', sizeof longp - 1);
+  longp[sizeof longp - 1] = '\0';
+  setenv("HOT_CUDA_HOME", longp, 1);
+  ck_assert_int_eq(env_read(&e, 0, err, sizeof err), RT_ERR_INVALID);
+  ck_assert_msg(strstr(err, "HOT_CUDA_HOME: longer than"), "%s", err);
+  unsetenv("HOT_CUDA_HOME");
+  setenv("HOT_CUDA_DRIVER", longp, 1);
+  ck_assert_int_eq(env_read(&e, 0, err, sizeof err), RT_ERR_INVALID);
+  ck_assert_msg(strstr(err, "HOT_CUDA_DRIVER: longer than"), "%s", err);
+  unsetenv("HOT_CUDA_DRIVER");
   if (keep[0]) setenv("HOT_CUDA_HOME", keep, 1);
   else unsetenv("HOT_CUDA_HOME");
   setenv("HOT_JIT_DEBUG", "2", 1);
