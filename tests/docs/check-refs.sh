@@ -1,7 +1,7 @@
 #!/bin/sh
 # check-refs.sh — the repository must stand alone: no file may point outside it. Fails (exit 1),
 # naming file:line, on
-#   - a path into a sibling folder of the checkout ("../shared", ".../shared/<Name>.md"), and
+#   - a path into a sibling folder of the checkout ("../<folder>", ".../<folder>/<Name>.md"), and
 #   - a Markdown document named anywhere (text like "NOTES.md" or "docs/x.md") that is not in the
 #     tree: looked up relative to the mentioning file, to the root, then by file name.
 # Files: those git tracks (plus untracked, not ignored) when SRC is a git checkout, else every
@@ -13,13 +13,14 @@ if [ "${1:-}" = "--self-test" ]; then
   t=$(mktemp -d "${TMPDIR:-/tmp}/hot-refs.XXXXXX") || exit 1
   trap 'rm -rf "$t"' EXIT
   mkdir -p "$t/good/docs" "$t/bad1" "$t/bad2" "$t/bad3"
+  sib="../""shared" # a sibling folder, spelled so that this script does not name one itself
   echo "see docs/GUIDE.md, GUIDE.md section 2 and README.md" >"$t/good/a.c"
   echo "# guide" >"$t/good/docs/GUIDE.md"
   echo "# readme" >"$t/good/README.md"
-  echo "numbers from ../shared/NOTES.md" >"$t/bad1/a.c"
+  echo "numbers from $sib/NOTES.md" >"$t/bad1/a.c"
   echo "# x" >"$t/bad1/NOTES.md" # present here, yet outside is outside
   printf 'line\nthe law: DESIGN_NOTES.md, section 4\n' >"$t/bad2/b.h"
-  echo "see the contract in ../shared" >"$t/bad3/c.txt"
+  echo "see the contract in $sib" >"$t/bad3/c.txt"
   sh "$0" "$t/good" >"$t/out" 2>&1 || { echo "self-test: a clean tree was rejected:"; cat "$t/out"; exit 1; }
   for b in bad1 bad2 bad3; do
     if sh "$0" "$t/$b" >"$t/out" 2>&1; then echo "self-test: $b was not rejected"; exit 1; fi
