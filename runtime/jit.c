@@ -173,6 +173,17 @@ void jit_free(hot_jit *j) {
   memset(j, 0, sizeof *j);
 }
 
+/* Emits kernel k of pl alone into *e (the caller frees it with emit_free; e->n_kernels == 0: its
+ * template is not in this build). Errors: RT_ERR_NOMEM (emit ran out of memory), RT_ERR_INVALID
+ * (a template/plan mismatch: a bug, reported as is), message in err naming the kernel. */
+static rt_status emit_kernel(const hot_layer_plan *pl, int k, hot_emitted *e, char *err,
+                             size_t errlen) {
+  char eerr[512];
+  if (emit_layer_select(pl, 1u << k, e, eerr, sizeof eerr) == 0) return RT_OK;
+  hot_errf(err, errlen, "kernel %s: emit: %s", pl->kernels[k].name, eerr);
+  return strstr(eerr, "out of memory") ? RT_ERR_NOMEM : RT_ERR_INVALID;
+}
+
 rt_status jit_layer(hot_kcache *kc, const hot_layer_plan *pl, int threads, hot_jit *out,
                     char **log, char *err, size_t errlen) {
   if (log) *log = NULL;
@@ -193,13 +204,7 @@ rt_status jit_layer(hot_kcache *kc, const hot_layer_plan *pl, int threads, hot_j
       if (strcmp(units[u].name, pl->kernels[k].name) == 0) dup = u;
     if (dup >= 0) continue;
     hot_emitted e;
-    char eerr[512];
-    if (emit_layer_select(pl, 1u << k, &e, eerr, sizeof eerr) != 0) {
-      hot_errf(err, errlen, "kernel %s: emit: %s", pl->kernels[k].name, eerr);
-      /* emit's failures: memory, or a template/plan mismatch (a bug, reported as is) */
-      st = strstr(eerr, "out of memory") ? RT_ERR_NOMEM : RT_ERR_INVALID;
-      break;
-    }
+    if ((st = emit_kernel(pl, k, &e, err, errlen)) != RT_OK) break;
     if (e.n_kernels == 0) { /* template not in this build */
       out->missing[out->n_missing++] = pl->kernels[k].role;
       emit_free(&e);
@@ -291,12 +296,7 @@ rt_status jit_prefetch(hot_kcache *kc, const hot_layer_plan *const *plans, int n
     const char *arch = plan_arch_caps(pl->arch)->name;
     for (int k = 0; k < pl->n_kernels && st == RT_OK; ++k) {
       hot_emitted e;
-      char eerr[512];
-      if (emit_layer_select(pl, 1u << k, &e, eerr, sizeof eerr) != 0) {
-        hot_errf(err, errlen, "kernel %s: emit: %s", pl->kernels[k].name, eerr);
-        st = strstr(eerr, "out of memory") ? RT_ERR_NOMEM : RT_ERR_INVALID;
-        break;
-      }
+      if ((st = emit_kernel(pl, k, &e, err, errlen)) != RT_OK) break;
       if (e.n_kernels == 0) { /* template not in this build */
         emit_free(&e);
         continue;
