@@ -64,11 +64,12 @@ typedef struct {
 
 /* hot_quant, hot_tile and hot_layer_spec (the model as written in the spec): hot_types.h */
 
-/* A sweep axis (declared in specs, consumed by the tuner): a field path and its values. */
+/* A sweep axis (declared in specs, searched by hot-tune): a field path of gen/fields.h and its
+ * values as spec text ("16", "true", "token"). */
 typedef struct {
   char field[HOT_NAME_MAX];
   int n;
-  int64_t values[HOT_MAX_SWEEP];
+  char values[HOT_MAX_SWEEP][24];
 } hot_sweep_axis;
 
 typedef struct {

@@ -2,6 +2,7 @@
  * copy the result into plain C structs. The only file of the project that touches lua_State. */
 #define _POSIX_C_SOURCE 200809L
 #include "spec.h"
+#include "fields.h"
 
 #include <errno.h>
 #include <limits.h>
@@ -578,6 +579,11 @@ static void read_rule(lua_State *L, int t, const char *k, hot_rule *out) {
   if (v >= 0) *out = (hot_rule)v;
 }
 
+static void read_round(lua_State *L, int t, hot_round *out) {
+  int v = field_enum(L, t, "round", (const char *const[]){"rtn", "sr", NULL});
+  if (v >= 0) *out = (hot_round)v; /* same order as hot_round */
+}
+
 static void read_tile(lua_State *L, int t, const char *k, hot_tile *tile, spec_copy *c) {
   if (raw_field(L, t, k) == LUA_TTABLE) {
     int s = lua_gettop(L);
@@ -609,6 +615,7 @@ static int read_layer(lua_State *L, int t, hot_recipe recipe, hot_layer_spec *s,
     field_bool(L, h, "enabled", &s->hq.enabled);
     field_intv(L, h, "block", &s->hq.block, c);
     field_intv(L, h, "bits", &s->hq.g.bits, c);
+    read_round(L, h, &s->hq.g.round);
     field_intv(L, h, "w_bits", &s->hq.w.bits, c);
     int g = field_enum(L, h, "scale",
                        (const char *const[]){"tensor", "token", "auto", "sample", NULL});
@@ -629,6 +636,7 @@ static int read_layer(lua_State *L, int t, hot_recipe recipe, hot_layer_spec *s,
     if (lay >= 0) s->hla.layout = (hot_layout)lay;
     field_bool(L, h, "pad", &s->hla.pad);
     field_intv(L, h, "bits", &s->hla.g.bits, c);
+    read_round(L, h, &s->hla.g.round);
     field_intv(L, h, "x_bits", &s->hla.x.bits, c);
     read_rule(L, h, "x_scale", &s->hla.x.rule);
   }
@@ -718,15 +726,17 @@ static int l_commit(lua_State *L) {
       if (raw_field(L, a, "field") == LUA_TSTRING) {
         size_t len;
         const char *f = lua_tolstring(L, -1, &len);
-        if (len < sizeof ax->field) memcpy(ax->field, f, len + 1);
-        else c->internal = "sweep";
+        if (len < sizeof ax->field && fields_find(f)) memcpy(ax->field, f, len + 1);
+        else c->internal = "sweep"; /* the DSL and fields.c disagree on the sweepable fields */
       }
       lua_pop(L, 1);
       if (raw_field(L, a, "values") == LUA_TTABLE) {
         lua_Integer nv = (lua_Integer)lua_rawlen(L, -1);
         for (lua_Integer j = 1; j <= nv && ax->n < HOT_MAX_SWEEP; ++j) {
-          lua_rawgeti(L, -1, j);
-          ax->values[ax->n++] = (int64_t)lua_tointeger(L, -1);
+          size_t len = 0;
+          const char *v = lua_rawgeti(L, -1, j) == LUA_TSTRING ? lua_tolstring(L, -1, &len) : NULL;
+          if (v && len < sizeof ax->values[0]) memcpy(ax->values[ax->n++], v, len + 1);
+          else c->internal = "sweep";
           lua_pop(L, 1);
         }
       }
@@ -939,9 +949,6 @@ static int run_spec(lua_State *L, sandbox *sb, const char *file, hot_model *out,
     diag_add(diag, "%s: out of memory while planning the layers without errors", file);
     return SPEC_ERR_NOMEM;
   }
-  if (c->m.n_sweep)
-    diag_add(diag, "%s:%d: warning: sweep is recorded but not used yet: no tuner reads it, and "
-             "every layer is planned with the values it gives", file, c->sweep_line);
   if (copy_out(c, file, out) != 0) {
     diag_add(diag, "%s: out of memory while copying the model", file);
     return SPEC_ERR_NOMEM;
@@ -1199,6 +1206,7 @@ static void push_defaults(lua_State *L) {
   set_bool(L, "enabled", s.hq.enabled);
   set_int(L, "block", s.hq.block);
   set_int(L, "bits", s.hq.g.bits);
+  set_str(L, "round", plan_round_name(s.hq.g.round));
   set_int(L, "w_bits", s.hq.w.bits);
   set_str(L, "scale", s.hq.g.gran == HOT_GRAN_ROW ? "token" : plan_gran_name(s.hq.g.gran));
   set_str(L, "w_scale", plan_rule_name(s.hq.w.rule));
@@ -1213,6 +1221,7 @@ static void push_defaults(lua_State *L) {
   set_str(L, "layout", plan_layout_name(s.hla.layout));
   set_bool(L, "pad", s.hla.pad);
   set_int(L, "bits", s.hla.g.bits);
+  set_str(L, "round", plan_round_name(s.hla.g.round));
   set_int(L, "x_bits", s.hla.x.bits);
   set_str(L, "x_scale", plan_rule_name(s.hla.x.rule));
   lua_setfield(L, -2, "hla");

@@ -332,6 +332,10 @@ local NAME_PATTERN = "^[%w_][%w_.%-]*$"
 local NAME_RULE = "[A-Za-z0-9_][A-Za-z0-9_.-]{0,62}"
 local function name_ok(s) return #s <= 63 and match(s, NAME_PATTERN) ~= nil end
 
+-- The sweepable fields: every int, bool or enum field of hq, hla, abc, tile_gx and tile_gw
+-- ("hq.block", "tile_gx.stages"); the values are handed to C as their spec text (gen/fields.c
+-- parses them with the same names).
+local SWEEP_GROUPS = { hq = true, hla = true, abc = true, tile_gx = true, tile_gw = true }
 local function check_sweep(t, ctx)
   local axes = {}
   if type(t) ~= "table" then report(ctx, fmt("sweep must be hot.sweep { ... } (got %s)", show(t))); return axes end
@@ -342,19 +346,23 @@ local function check_sweep(t, ctx)
     local fd, path = nil, type(key) == "string" and printable(key) or show(key)
     local head, tail
     if type(key) == "string" and #key <= 64 then head, tail = match(path, "^([%w_]+)%.([%w_]+)$") end
-    if head and S.linear.fields[head] and S.linear.fields[head].kind == "table" then
+    if head and SWEEP_GROUPS[head] and S.linear.fields[head] then
       fd = S.linear.fields[head].schema.fields[tail]
-    elseif S.linear.fields[path] and S.linear.fields[path].kind == "int" then
-      fd = S.linear.fields[path]
     end
-    if not fd or fd.kind ~= "int" then
-      report(ctx, fmt("sweep: %s is not an integer field of a layer", show(key)))
+    if not fd or (fd.kind ~= "int" and fd.kind ~= "bool" and fd.kind ~= "enum") then
+      report(ctx, fmt("sweep: %s is not a sweepable field of a layer (an int, bool or enum field of hq, hla, abc, tile_gx or tile_gw)", show(key)))
     elseif type(t[key]) ~= "table" or #t[key] == 0 or #t[key] > 16 then
       report(ctx, fmt("sweep[%s] must be a list of 1 to 16 values", path))
     elseif check_list(t[key], fmt("sweep[%s]", path), ctx) then
-      local vals = {}
+      local vals, seen = {}, {}
       for i, v in ipairs(t[key]) do
-        vals[i] = check_value(v, fd, fmt("sweep[%s][%d]", path, i), ctx)
+        local cv = check_value(v, fd, fmt("sweep[%s][%d]", path, i), ctx)
+        if cv ~= nil then
+          local text = tostring(cv)
+          if seen[text] then report(ctx, fmt("sweep[%s][%d]: %s is listed twice", path, i, text)) end
+          seen[text] = true
+          vals[#vals + 1] = text
+        end
       end
       axes[#axes + 1] = { field = path, values = vals }
     end
@@ -491,7 +499,7 @@ function hot._help(defaults)
   out[#out + 1] = "       name the files hot-gen --emit writes. Lists (layers, target.arch, sweep values) are 1..n"
   out[#out + 1] = "       without holes. Integers must fit in 64 bits (1e300 and 2^63 are out of range)."
   out[#out + 1] = "       hla.keep is read with selection tri only, hla.rank with prefix only; writing either"
-  out[#out + 1] = "       for another selection is an error. sweep is recorded but not used yet: a warning."
+  out[#out + 1] = "       for another selection is an error. sweep: the space hot-tune searches."
   out[#out + 1] = "Recipes: hot (project default: templates/CONTRACT.md, padding so HLA works for every L, layout auto),"
   out[#out + 1] = "         paper (the contract's defaults), paper_code (b shrinks to divide O, p = largest power of"
   out[#out + 1] = "         two dividing L without padding, refused where it exceeds 1024, SAWB scales, 4-bit g^)."

@@ -29,11 +29,12 @@ S.tile = {
 }
 
 S.hq = {
-  order = { "enabled", "block", "bits", "w_bits", "scale", "w_scale", "pad" },
+  order = { "enabled", "block", "bits", "round", "w_bits", "scale", "w_scale", "pad" },
   fields = {
     enabled = f("bool", "quantize the g_x GEMM with HQ (false: fp32 product, for ablations)"),
     block = f("int", "Hadamard block b along O (power of two in [2, 256])", { min = 2, max = 256, pow2 = true }),
-    bits = f("int", "bits of the g' codes (stochastic rounding)", { min = 2, max = 8 }),
+    bits = f("int", "bits of the g' codes", { min = 2, max = 8 }),
+    round = f("enum", "rounding of the g' codes: sr (stochastic, unbiased) or rtn (to nearest, ties to even)", { values = { "sr", "rtn" } }),
     w_bits = f("int", "bits of the w' codes (round to nearest)", { min = 2, max = 8 }),
     scale = f("enum", "scale granularity of g': per tensor (all samples), per sample, per token, or auto (LQS decides)", { values = { "auto", "tensor", "sample", "token" } }),
     w_scale = f("enum", "scale rule of w': absmax or sawb", { values = S.quant_rules }),
@@ -42,7 +43,7 @@ S.hq = {
 }
 
 S.hla = {
-  order = { "enabled", "block", "selection", "keep", "rank", "layout", "pad", "bits", "x_bits", "x_scale" },
+  order = { "enabled", "block", "selection", "keep", "rank", "layout", "pad", "bits", "round", "x_bits", "x_scale" },
   fields = {
     enabled = f("bool", "project the g_w GEMM with HLA (false: fp32 product)"),
     block = f("int", "token block p (power of two in [2, 1024]; 0 = largest power of two dividing L)", { min = 0, max = 1024, pow2 = true, zero_ok = true }),
@@ -51,7 +52,8 @@ S.hla = {
     rank = f("int", "prefix: number r of lowest sequencies kept (only with selection prefix)", { min = 1, max = 1024 }),
     layout = f("enum", "token blocking: per sample, across the flat batch, or auto (sample when p divides L)", { values = { "sample", "flat", "auto" } }),
     pad = f("bool", "zero-pad the token axis to a multiple of p (false: p must divide it)"),
-    bits = f("int", "bits of the g^ codes (stochastic rounding, per tensor)", { min = 2, max = 8 }),
+    bits = f("int", "bits of the g^ codes (per tensor)", { min = 2, max = 8 }),
+    round = f("enum", "rounding of the g^ codes: sr (stochastic, unbiased) or rtn (to nearest, ties to even)", { values = { "sr", "rtn" } }),
     x_bits = f("int", "bits of the x^ codes saved by ABC (round to nearest, per tensor)", { min = 2, max = 8 }),
     x_scale = f("enum", "scale rule of x^: absmax or sawb", { values = S.quant_rules }),
   },
@@ -101,7 +103,7 @@ S.model = {
     seed = f("int", "64-bit Philox key of the stochastic rounding", { min = 0 }),
     target = f("table", "hot.target { arch = ... } (default sm_90)", { schema = S.target }),
     layers = f("layers", "list of hot.linear { ... }"),
-    sweep = f("sweep", "hot.sweep { [\"field.path\"] = { values... } }: recorded for a tuner; nothing reads it yet (warning)"),
+    sweep = f("sweep", "hot.sweep { [\"field.path\"] = { values... } }: the search space of hot-tune (hq.*, hla.*, abc.* and tile_gx.* / tile_gw.* fields)"),
   },
 }
 

@@ -43,6 +43,7 @@
 #include "hot.h"
 #include "plan.h"
 #include "spec.h"
+#include "fields.h"
 
 #define MAX_FILES 128
 #define MAX_EXPECT 8
@@ -513,10 +514,10 @@ START_TEST(overrides_land) {
   ck_assert_int_eq(m.n_sweep, 2);
   ck_assert_str_eq(m.sweep[0].field, "hla.block");
   ck_assert_int_eq(m.sweep[0].n, 3);
-  ck_assert_int_eq(m.sweep[0].values[2], 64);
+  ck_assert_str_eq(m.sweep[0].values[2], "64");
   ck_assert_str_eq(m.sweep[1].field, "hq.bits");
   ck_assert_int_eq(m.sweep[1].n, 2);
-  ck_assert_int_eq(m.sweep[1].values[1], 8);
+  ck_assert_str_eq(m.sweep[1].values[1], "8");
   diag_free(&d);
   spec_model_free(&m);
   /* hq.scale = "sample": one scale per sample (the value appended last to hot_gran) */
@@ -745,21 +746,59 @@ START_TEST(long_path_in_messages) {
 }
 END_TEST
 
-START_TEST(sweep_warns) {
+START_TEST(sweep_axes_of_every_kind) {
+  /* int, enum and bool fields of every group, as their spec text; no warning (hot-tune reads it);
+   * every axis names a field of gen/fields.c */
   hot_model m;
   hot_diag d = {0};
   ck_assert_int_eq(load_string("local hot = require \"hot\"\n"
                                "return hot.model { name = \"m\", batch = 2, tokens = 64,\n"
                                "  layers = { hot.linear { name = \"fc\", in_features = 64, out_features = 64 } },\n"
-                               "  sweep = hot.sweep { [\"hla.block\"] = { 16, 32 } } }\n",
+                               "  sweep = hot.sweep { [\"hla.block\"] = { 16, 32 }, [\"hq.scale\"] = { \"token\", \"sample\" },\n"
+                               "    [\"hq.round\"] = { \"rtn\" }, [\"hla.pad\"] = { true, false }, [\"tile_gx.stages\"] = { 3, 4 } } }\n",
                                &m, &d),
                    0);
   dump_diag(&d);
-  ck_assert_int_eq(d.count, 1);
-  ck_assert_ptr_nonnull(strstr(d.lines[0], "inline.lua:4: warning: sweep is recorded but not used yet"));
-  ck_assert_int_eq(m.n_sweep, 1);
+  ck_assert_int_eq(d.count, 0);
+  ck_assert_int_eq(m.n_sweep, 5);
+  ck_assert_str_eq(m.sweep[0].field, "hla.block");
+  ck_assert_str_eq(m.sweep[1].field, "hla.pad");
+  ck_assert_str_eq(m.sweep[1].values[0], "true");
+  ck_assert_str_eq(m.sweep[1].values[1], "false");
+  ck_assert_str_eq(m.sweep[2].field, "hq.round");
+  ck_assert_str_eq(m.sweep[3].field, "hq.scale");
+  ck_assert_str_eq(m.sweep[3].values[0], "token");
+  ck_assert_str_eq(m.sweep[4].field, "tile_gx.stages");
+  for (int i = 0; i < m.n_sweep; ++i) ck_assert_ptr_nonnull(fields_find(m.sweep[i].field));
   spec_model_free(&m);
   diag_free(&d);
+}
+END_TEST
+
+START_TEST(sweep_refusals) {
+  static const char *const cases[][2] = {
+    {"[\"hq.block\"] = { 16, 16 }", "sweep[hq.block][2]: 16 is listed twice"},
+    {"[\"hq.scale\"] = { \"row\" }", "sweep[hq.scale][1] must be one of"},
+    {"[\"in_features\"] = { 64 }", "is not a sweepable field"},
+    {"[\"hq.g.bits\"] = { 4 }", "is not a sweepable field"},
+    {"[\"tile_gx.stages\"] = { 9 }", "sweep[tile_gx.stages][1] must be in [0, 6]"},
+  };
+  for (size_t i = 0; i < sizeof cases / sizeof cases[0]; ++i) {
+    char text[512];
+    snprintf(text, sizeof text,
+             "local hot = require \"hot\"\n"
+             "return hot.model { name = \"m\", batch = 2, tokens = 64,\n"
+             "  layers = { hot.linear { name = \"fc\", in_features = 64, out_features = 64 } },\n"
+             "  sweep = hot.sweep { %s } }\n", cases[i][0]);
+    hot_model m;
+    hot_diag d = {0};
+    ck_assert_int_ne(load_string(text, &m, &d), 0);
+    int found = 0;
+    for (int k = 0; k < d.count; ++k) found |= strstr(d.lines[k], cases[i][1]) != NULL;
+    if (!found) dump_diag(&d);
+    ck_assert_msg(found, "case %zu: no '%s'", i, cases[i][1]);
+    diag_free(&d);
+  }
 }
 END_TEST
 
@@ -1235,7 +1274,8 @@ static Suite *spec_suite(void) {
   tcase_add_test(tc, missing_file);
   tcase_add_test(tc, errors_reported_together);
   tcase_add_test(tc, long_path_in_messages);
-  tcase_add_test(tc, sweep_warns);
+  tcase_add_test(tc, sweep_axes_of_every_kind);
+  tcase_add_test(tc, sweep_refusals);
   suite_add_tcase(s, tc);
   tc = tcase_create("final");
   tcase_set_timeout(tc, 120);
