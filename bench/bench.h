@@ -135,6 +135,11 @@ typedef struct {
 /* ---- data.c -------------------------------------------------------------------------------- */
 /* n standard-normal floats from (seed, stream): the same values on every machine. */
 void bench_fill_normal(float *dst, size_t n, uint64_t seed, uint64_t stream);
+/* The data kinds of the accuracy comparisons (hot-bench --scales, hot-tune): Gaussian g_y, or 4
+ * channels (columns) / 4 tokens (rows) of it multiplied by 20. */
+enum { BENCH_DATA_GAUSS = 0, BENCH_DATA_CHANNELS, BENCH_DATA_TOKENS, BENCH_DATA_KINDS };
+/* Applies `kind` to g (T x O) in place (GAUSS: unchanged). */
+void bench_outliers(float *g, int64_t T, int64_t O, int kind);
 /* fp32 -> bf16 bit patterns, round to nearest even (NaN kept quiet). */
 void bench_to_bf16(const float *src, uint16_t *dst, size_t n);
 /* fp32 -> f16 bit patterns, round to nearest even (overflow to infinity, subnormals kept, NaN

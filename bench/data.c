@@ -27,6 +27,18 @@ void bench_fill_normal(float *dst, size_t n, uint64_t seed, uint64_t stream) {
   }
 }
 
+void bench_outliers(float *g, int64_t T, int64_t O, int kind) {
+  for (int j = 0; j < 4; ++j) {
+    if (kind == BENCH_DATA_CHANNELS) {
+      const int64_t c = (j * O) / 4 + (O > 4 ? 1 : 0);
+      for (int64_t t = 0; t < T; ++t) g[t * O + c] *= 20.0f;
+    } else if (kind == BENCH_DATA_TOKENS) {
+      const int64_t t = (j * T) / 4 + (T > 4 ? 1 : 0);
+      for (int64_t c = 0; c < O; ++c) g[t * O + c] *= 20.0f;
+    }
+  }
+}
+
 void bench_to_bf16(const float *src, uint16_t *dst, size_t n) {
   for (size_t i = 0; i < n; ++i) {
     uint32_t u;

@@ -9,7 +9,7 @@
 #include "bench.h"
 #include "ref.h"
 
-enum { KIND_GAUSS = 0, KIND_CHANNELS, KIND_TOKENS, KINDS };
+enum { KINDS = BENCH_DATA_KINDS }; /* data kinds: BENCH_DATA_GAUSS, _CHANNELS, _TOKENS */
 /* channels / tokens: 4 of them x20 */
 static const char *const kind_name[KINDS] = {"gaussian", "channels", "tokens"};
 static const hot_gran grans[3] = {HOT_GRAN_TENSOR, HOT_GRAN_SAMPLE, HOT_GRAN_ROW};
@@ -31,15 +31,7 @@ static void scale_sizes(const bench_opts *o, const bench_layer *bl, int64_t *B, 
 /* g_y of the kind (T x O). */
 static void make_g(float *g, int64_t T, int64_t O, int kind, uint64_t seed, int layer) {
   bench_fill_normal(g, (size_t)(T * O), seed, 1000u + (uint64_t)layer * 16u);
-  for (int j = 0; j < 4; ++j) {
-    if (kind == KIND_CHANNELS) {
-      const int64_t c = (j * O) / 4 + (O > 4 ? 1 : 0);
-      for (int64_t t = 0; t < T; ++t) g[t * O + c] *= 20.0f;
-    } else if (kind == KIND_TOKENS) {
-      const int64_t t = (j * T) / 4 + (T > 4 ? 1 : 0);
-      for (int64_t c = 0; c < O; ++c) g[t * O + c] *= 20.0f;
-    }
-  }
+  bench_outliers(g, T, O, kind);
 }
 
 typedef struct {

@@ -4,7 +4,7 @@
 #   include/hot.h, include/hot_types.h              the public API
 #   lib/cmake/hot/                                  find_package(hot): hot::hot, hot::hot_static
 #   lib/pkgconfig/hot.pc                            pkg-config hot (--static for libhot.a)
-#   bin/hot-gen, bin/hot-bench                      the tools
+#   bin/hot-gen, bin/hot-bench, bin/hot-tune        the tools
 # Every path is relative to the prefix given at install time (cmake --install build --prefix P):
 # the CMake package and hot.pc locate the prefix from their own location.
 include(CMakePackageConfigHelpers)
@@ -16,7 +16,7 @@ install(TARGETS hot_shared hot_static EXPORT hot-targets
   RUNTIME DESTINATION ${CMAKE_INSTALL_BINDIR})
 install(FILES ${PROJECT_SOURCE_DIR}/runtime/include/hot.h ${PROJECT_SOURCE_DIR}/runtime/include/hot_types.h
         DESTINATION ${CMAKE_INSTALL_INCLUDEDIR})
-foreach(tool hot-gen hot-bench)
+foreach(tool hot-gen hot-bench hot-tune)
   if(TARGET ${tool})
     install(TARGETS ${tool} RUNTIME DESTINATION ${CMAKE_INSTALL_BINDIR})
   endif()

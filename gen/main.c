@@ -15,6 +15,7 @@
 #include "emit.h"
 #include "plan.h"
 #include "spec.h"
+#include "tuned.h"
 
 #ifndef HOT_VERSION
 #define HOT_VERSION "0"
@@ -48,6 +49,14 @@ static const char *k_usage =
     "                       spec for those archs, with its cache key, into one kernel pack FILE\n"
     "                       (load it with HOT_KERNEL_PACK or hot_ctx_load_pack: no compiles)\n"
     "  --jobs N             concurrent NVRTC compiles (default: $HOT_JIT_THREADS, else the CPUs)\n"
+    "  --tune-db FILE       the user tuning database (default: $HOT_TUNE_DB, else\n"
+    "                       <cache dir>/tune.db); with the system DB shipped with hot it gives\n"
+    "                       each layer the fastest bit-exact GEMM tiles hot-tune recorded for its\n"
+    "                       shape (or the nearest); the plan says \"tiles: tuned: <db> <date> ...\"\n"
+    "                       or \"default\" (the spec's own tiles always win: \"spec\")\n"
+    "  --device NAME        use only tuning rows measured on this CUDA device (default: any\n"
+    "                       device of the arch)\n"
+    "  --no-tune            ignore the tuning databases (as HOT_TUNE=0)\n"
     "  --help-spec          print every spec field with its kind, range, default and doc\n"
     "  --version            print the version\n"
     "  -h, --help           this text\n"
@@ -62,7 +71,8 @@ typedef struct {
   const char *spec;
   int plan, json, help_spec;
   const char *arch, *layer, *emit_dir, *compile, *cache_dir, *dump_dir, *jobs, *pack;
-  int no_disk, threads;
+  const char *tune_db, *device;
+  int no_disk, threads, no_tune;
 } options;
 
 static int usage_error(const char *fmt, const char *arg) {
@@ -87,6 +97,9 @@ static int parse_args(int argc, char **argv, options *o) {
     else if (!strcmp(a, "--json")) o->json = 1;
     else if (!strcmp(a, "--help-spec")) o->help_spec = 1;
     else if (!strcmp(a, "--no-disk-cache")) o->no_disk = 1;
+    else if (!strcmp(a, "--no-tune")) o->no_tune = 1;
+    else if (!strcmp(a, "--tune-db")) slot = &o->tune_db;
+    else if (!strcmp(a, "--device")) slot = &o->device;
     else if (!strcmp(a, "--arch")) slot = &o->arch;
     else if (!strcmp(a, "--layer")) slot = &o->layer;
     else if (!strcmp(a, "--emit")) slot = &o->emit_dir;
@@ -123,14 +136,32 @@ static int parse_args(int argc, char **argv, options *o) {
 
 /* Plans `layer` of m for `arch`; on failure appends "file:line: layer 'x': msg (arch)" to d
  * (NULL when validate_plans has already planned it successfully). */
+/* The tuning databases and, per (arch, layer), the spec each plan borrows and where its tiles
+ * came from (tuned.h). Set up by main before anything is planned. */
+static struct {
+  hot_tuned t;
+  const char *device;
+  int n_layers;
+  hot_layer_spec *specs;     /* [arch * n_layers + layer] */
+  char (*origin)[600];
+} g_tune;
+
 static int plan_one(const hot_model *m, int layer, hot_arch arch, hot_layer_plan *p, hot_diag *d) {
   const hot_layer_spec *s = &m->layers[layer];
   char err[512];
   int64_t tokens = s->tokens ? s->tokens : m->tokens;
-  if (plan_layer(s, m->batch, tokens, m->recipe, arch, layer, p, err, sizeof err) == 0) return 0;
+  const size_t at = (size_t)arch * (size_t)g_tune.n_layers + (size_t)layer;
+  if (tuned_plan_layer(&g_tune.t, g_tune.device, s, m->batch, tokens, m->recipe, arch, layer,
+                       &g_tune.specs[at], p, g_tune.origin[at], sizeof g_tune.origin[at], err,
+                       sizeof err) == 0)
+    return 0;
   diag_add(d, "%s:%d: layer '%s': %s (planning for %s)", m->file, s->line, s->name, err,
            plan_arch_caps(arch)->name);
   return -1;
+}
+
+static const char *tiles_origin(const hot_layer_plan *p) {
+  return g_tune.origin[(size_t)p->arch * (size_t)g_tune.n_layers + (size_t)p->layer_id];
 }
 
 static int layer_selected(const options *o, const hot_layer_spec *s) {
@@ -141,9 +172,9 @@ static int layer_selected(const options *o, const hot_layer_spec *s) {
 
 static double mib(int64_t b) { return (double)b / (1024.0 * 1024.0); }
 
-static void print_quant(const char *what, const hot_quant *q, int g_path) {
-  printf("%s %d-bit %s %s/%s", what, q->bits, plan_round_name(g_path ? HOT_ROUND_SR : HOT_ROUND_RTN),
-         plan_gran_name(q->gran), plan_rule_name(q->rule));
+static void print_quant(const char *what, const hot_quant *q) {
+  printf("%s %d-bit %s %s/%s", what, q->bits, plan_round_name(q->round), plan_gran_name(q->gran),
+         plan_rule_name(q->rule));
 }
 
 static void print_gemm(const hot_gemm_plan *g) {
@@ -161,9 +192,9 @@ static void print_plan(const hot_layer_plan *p) {
   if (p->hq.enabled) {
     printf("  HQ   b=%d o_pad=%lld codes %s; ", p->hq.block, (long long)p->hq.o_pad,
            plan_codes_name(p->hq.codes));
-    print_quant("g'", &p->hq.g, 1);
+    print_quant("g'", &p->hq.g);
     printf("; ");
-    print_quant("w'", &p->hq.w, 0);
+    print_quant("w'", &p->hq.w);
     printf("\n       ");
     print_gemm(&p->hq.gemm);
     printf("\n");
@@ -176,9 +207,9 @@ static void print_plan(const hot_layer_plan *p) {
     printf(" r=%d layout %s: %lld segment(s) of %lld tokens, %lld blocks, K=%lld; ", p->hla.rank,
            plan_layout_name(p->hla.layout), (long long)p->hla.segments, (long long)p->hla.seg_len,
            (long long)p->hla.blocks, (long long)p->hla.k);
-    print_quant("g^", &p->hla.g, 1);
+    print_quant("g^", &p->hla.g);
     printf("; ");
-    print_quant("x^", &p->hla.x, 0);
+    print_quant("x^", &p->hla.x);
     printf("\n       rows (ascending sequency):");
     for (int i = 0; i < p->hla.rank; ++i) {
       if (i == 24 && p->hla.rank > 28) {
@@ -199,6 +230,7 @@ static void print_plan(const hot_layer_plan *p) {
            mib(p->abc.bf16_bytes), (double)p->abc.bytes / (double)p->abc.bf16_bytes);
   else
     printf("  ABC  off (x kept in full: %.2f MiB fp32)\n", mib(p->abc.fp32_bytes));
+  printf("  tiles %s\n", tiles_origin(p));
   printf("  ops  g_x %.3f G int MACs (fp32 %.3f G), g_w %.3f G int MACs (fp32 %.3f G), FWHT %.3f G adds\n",
          (double)p->ops.gx_macs * 1e-9, (double)p->ops.fp32_gx_macs * 1e-9,
          (double)p->ops.gw_macs * 1e-9, (double)p->ops.fp32_gw_macs * 1e-9,
@@ -223,10 +255,9 @@ static void json_str(hot_buf *b, const char *s) {
   buf_puts(b, "\"");
 }
 
-static void json_quant(hot_buf *b, const hot_quant *q, int sr) {
+static void json_quant(hot_buf *b, const hot_quant *q) {
   buf_printf(b, "{\"bits\":%d,\"round\":\"%s\",\"scale\":\"%s\",\"rule\":\"%s\"}", q->bits,
-             plan_round_name(sr ? HOT_ROUND_SR : HOT_ROUND_RTN), plan_gran_name(q->gran),
-             plan_rule_name(q->rule));
+             plan_round_name(q->round), plan_gran_name(q->gran), plan_rule_name(q->rule));
 }
 
 static void json_gemm(hot_buf *b, const hot_gemm_plan *g) {
@@ -249,9 +280,9 @@ static void json_plan(hot_buf *b, const hot_layer_plan *p) {
              (long long)p->O, (long long)p->I);
   buf_printf(b, "\"hq\":{\"enabled\":%s,\"block\":%d,\"o_pad\":%lld,\"g\":",
              p->hq.enabled ? "true" : "false", p->hq.block, (long long)p->hq.o_pad);
-  json_quant(b, &p->hq.g, 1);
+  json_quant(b, &p->hq.g);
   buf_puts(b, ",\"w\":");
-  json_quant(b, &p->hq.w, 0);
+  json_quant(b, &p->hq.w);
   buf_puts(b, ",\"gemm\":");
   json_gemm(b, &p->hq.gemm);
   buf_printf(b, "},\"hla\":{\"enabled\":%s,\"block\":%d,\"selection\":\"%s\",\"keep\":%d,"
@@ -262,9 +293,9 @@ static void json_plan(hot_buf *b, const hot_layer_plan *p) {
              (long long)p->hla.seg_len, (long long)p->hla.blocks, (long long)p->hla.k);
   for (int i = 0; i < p->hla.rank; ++i) buf_printf(b, "%s%u", i ? "," : "", p->hla.rows[i]);
   buf_puts(b, "],\"g\":");
-  json_quant(b, &p->hla.g, 1);
+  json_quant(b, &p->hla.g);
   buf_puts(b, ",\"x\":");
-  json_quant(b, &p->hla.x, 0);
+  json_quant(b, &p->hla.x);
   buf_puts(b, ",\"gemm\":");
   json_gemm(b, &p->hla.gemm);
   buf_printf(b, "},\"abc\":{\"enabled\":%s,\"bytes\":%lld,\"fp32_bytes\":%lld,\"bf16_bytes\":%lld,"
@@ -272,6 +303,9 @@ static void json_plan(hot_buf *b, const hot_layer_plan *p) {
              p->abc.enabled ? "true" : "false", (long long)p->abc.bytes,
              (long long)p->abc.fp32_bytes, (long long)p->abc.bf16_bytes,
              (double)p->abc.bytes / (double)p->abc.fp32_bytes);
+  buf_puts(b, "\"tiles\":");
+  json_str(b, tiles_origin(p));
+  buf_puts(b, ",");
   buf_printf(b, "\"ops\":{\"gx_macs\":%lld,\"gw_macs\":%lld,\"fp32_gx_macs\":%lld,"
                 "\"fp32_gw_macs\":%lld,\"fwht_adds\":%lld},\"kernels\":[",
              (long long)p->ops.gx_macs, (long long)p->ops.gw_macs, (long long)p->ops.fp32_gx_macs,
@@ -752,9 +786,26 @@ int main(int argc, char **argv) {
     spec_model_free(&m);
     return rc;
   }
+  /* the tuning databases (read-only; a bad one is reported in each plan's tiles line) */
+  hot_env ev;
+  char eerr[512];
+  if (env_read(&ev, 0, eerr, sizeof eerr) != RT_OK) {
+    fprintf(stderr, "hot-gen: %s\n", eerr);
+    spec_model_free(&m);
+    return 1;
+  }
+  if (o.no_tune) memset(&g_tune.t, 0, sizeof g_tune.t);
+  else tuned_open(&g_tune.t, &ev, o.tune_db);
+  g_tune.device = o.device;
+  g_tune.n_layers = m.n_layers;
+  g_tune.specs = calloc((size_t)HOT_ARCH_COUNT * (size_t)m.n_layers + 1, sizeof *g_tune.specs);
+  g_tune.origin = calloc((size_t)HOT_ARCH_COUNT * (size_t)m.n_layers + 1, sizeof *g_tune.origin);
   arch_sets as;
   hot_layer_plan *plan = NULL;
-  if ((rc = resolve_archs(&o, &m, &as)) == 0) {
+  if (!g_tune.specs || !g_tune.origin) {
+    fprintf(stderr, "hot-gen: out of memory\n");
+    rc = 1;
+  } else if ((rc = resolve_archs(&o, &m, &as)) == 0) {
     plan = malloc(sizeof *plan);
     if (!plan) {
       fprintf(stderr, "hot-gen: out of memory\n");
@@ -767,6 +818,9 @@ int main(int argc, char **argv) {
   if (rc == 0 && o.emit_dir) rc = emit_sources(&o, &m, plan);
   if (rc == 0 && o.compile) rc = compile_all(&o, &m, &as);
   free(plan);
+  tuned_close(&g_tune.t);
+  free(g_tune.specs);
+  free(g_tune.origin);
   spec_model_free(&m);
   return rc;
 }

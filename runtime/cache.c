@@ -86,6 +86,23 @@ static int make_dirs(const char *path) {
   return 0;
 }
 
+int hot_kcache_default_dir(const hot_env *ev, char *path, size_t n, const char **what) {
+  if (ev->cache_dir) {
+    *what = "HOT_CACHE_DIR";
+    return snprintf(path, n, "%s", ev->cache_dir);
+  }
+  if (ev->xdg_cache_home && ev->xdg_cache_home[0] == '/') {
+    *what = "XDG_CACHE_HOME";
+    return snprintf(path, n, "%s/hot", ev->xdg_cache_home);
+  }
+  if (ev->home) {
+    *what = "HOME";
+    return snprintf(path, n, "%s/.cache/hot", ev->home);
+  }
+  *what = "nothing (HOME unset)";
+  return -1;
+}
+
 rt_status hot_kcache_open(hot_kcache **out, const hot_kcache_config *config, char *err,
                           size_t errlen) {
   if (!out) {
@@ -125,16 +142,7 @@ rt_status hot_kcache_open(hot_kcache **out, const hot_kcache_config *config, cha
     if (cfg.dir && *cfg.dir) {
       n = snprintf(path, sizeof path, "%s", cfg.dir);
       what = cfg.dir_origin ? cfg.dir_origin : "the configured directory";
-    } else if (ev->cache_dir) {
-      n = snprintf(path, sizeof path, "%s", ev->cache_dir);
-      what = "HOT_CACHE_DIR";
-    } else if (ev->xdg_cache_home && ev->xdg_cache_home[0] == '/') {
-      n = snprintf(path, sizeof path, "%s/hot", ev->xdg_cache_home);
-      what = "XDG_CACHE_HOME";
-    } else if (ev->home) {
-      n = snprintf(path, sizeof path, "%s/.cache/hot", ev->home);
-      what = "HOME";
-    } else {
+    } else if ((n = hot_kcache_default_dir(ev, path, sizeof path, &what)) < 0) {
       hot_kcache_close(kc);
       hot_errf(err, errlen, "kernel cache: no directory (HOME unset): set HOT_CACHE_DIR or HOT_NO_DISK_CACHE=1");
       return RT_ERR_IO;

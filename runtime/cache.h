@@ -123,6 +123,11 @@ typedef struct {
 rt_status hot_kcache_open(hot_kcache **out, const hot_kcache_config *config, char *err,
                           size_t errlen);
 
+/* The default cache directory from the environment as read (HOT_CACHE_DIR, else
+ * $XDG_CACHE_HOME/hot, else $HOME/.cache/hot) into path; *what = the variable it came from.
+ * Returns snprintf's count (>= n: too long), or -1 when none is set. Creates nothing. */
+int hot_kcache_default_dir(const hot_env *ev, char *path, size_t n, const char **what);
+
 /* Frees the cache and every binary it returned. NULL-safe. Leaves the disk as it is. */
 void hot_kcache_close(hot_kcache *kc);
 

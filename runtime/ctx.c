@@ -229,6 +229,8 @@ void hot_ctx_destroy(hot_ctx *ctx) {
   }
   if (ctx->ops) ctx->ops->fini(ctx);
   hot_kcache_close(ctx->kc);
+  tuned_close(ctx->tuned);
+  free(ctx->tuned);
   free(ctx->cache_dir);
   free(ctx->debug_dir);
   free(ctx->env_block);

@@ -111,6 +111,17 @@ rt_status env_read(hot_env *o, unsigned skip, char *err, size_t errlen) {
     o->jit_threads = (int)u;
   }
   o->kernel_pack = env_get("HOT_KERNEL_PACK"); /* the loader names a missing or bad file */
+  if ((v = env_get("HOT_TUNE"))) {
+    if (env_parse_bool("HOT_TUNE", v, &o->tune, err, errlen)) return RT_ERR_INVALID;
+    o->tune_set = 1;
+  }
+  if ((v = env_get("HOT_TUNE_DB"))) {
+    if (!*v || strlen(v) > 4000) {
+      hot_errf(err, errlen, "HOT_TUNE_DB: expected a file path (got %s)", *v ? "a path longer than 4000 bytes" : "an empty value");
+      return RT_ERR_INVALID;
+    }
+    o->tune_db = v;
+  }
   o->xdg_cache_home = env_get("XDG_CACHE_HOME");
   o->home = env_get("HOME");
   return RT_OK;
@@ -129,7 +140,7 @@ static const char *put(char **p, const char *s) {
 rt_status env_dup(hot_env *dst, const hot_env *src, char **block) {
   const char *const f[] = {src->backend, src->arch, src->cache_dir, src->debug_dir,
                            src->cuda_driver, src->cuda_home, src->xdg_cache_home, src->home,
-                           src->kernel_pack};
+                           src->kernel_pack, src->tune_db};
   size_t n = 1;
   for (size_t i = 0; i < sizeof f / sizeof *f; ++i) n += f[i] ? strlen(f[i]) + 1 : 0;
   char *b = malloc(n), *p = b;
@@ -145,5 +156,6 @@ rt_status env_dup(hot_env *dst, const hot_env *src, char **block) {
   dst->xdg_cache_home = put(&p, src->xdg_cache_home);
   dst->home = put(&p, src->home);
   dst->kernel_pack = put(&p, src->kernel_pack);
+  dst->tune_db = put(&p, src->tune_db);
   return RT_OK;
 }

@@ -39,6 +39,11 @@ typedef struct {
   int jit_threads;           /* HOT_JIT_THREADS: 1 .. 64; 0 = unset */
   const char *kernel_pack;   /* HOT_KERNEL_PACK: a kernel pack file (pack.h), loaded by
                                 hot_ctx_create (a missing or bad file fails it, named) */
+  int tune_set;              /* HOT_TUNE: boolean; 0 = plan with the default tiles, never the
+                                tuning databases' */
+  int tune;
+  const char *tune_db;       /* HOT_TUNE_DB: the user tuning database (default
+                                <cache dir>/tune.db); a missing file is no rows */
   const char *xdg_cache_home; /* XDG_CACHE_HOME and HOME: where the default cache lives */
   const char *home;
 } hot_env;

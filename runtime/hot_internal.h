@@ -20,6 +20,7 @@
 #include "env.h"
 #include "hot.h"
 #include "jit.h"
+#include "tuned.h"
 #include "plan.h"
 
 struct hot_backend_ops; /* backend.h */
@@ -44,6 +45,7 @@ struct hot_layer {
                                 the kernels whose template is not in this build */
   int n_missing;             /* = jit.n_missing, jit.missing */
   hot_kernel_role missing[HOT_MAX_KERNELS];
+  char tiles_origin[320];    /* where the GEMM tiles came from (tuned.h: "tuned: ...", "default") */
   int saved_valid;           /* the layer-owned buffer holds a save */
   void *host_saved;          /* CPU backend: the layer-owned saved buffer */
   int64_t last_saved_bytes;  /* bytes of the latest save (stats) */
@@ -71,6 +73,8 @@ struct hot_ctx {
   char *debug_dir;           /* option/env value, NULL: derived */
   const hot_compiler *compiler; /* NULL: NVRTC (tests inject a fake) */
   hot_kcache *kc;            /* opened on first need */
+  hot_tuned *tuned;          /* the tuning databases, opened by the first layer planned (CUDA
+                                backend or a forced arch; tuned.h); NULL before */
   int next_layer_id;         /* ids of hot_layer_create layers */
   hot_layer *layers;         /* every handle made by this context */
   uint64_t saves, backwards, calibrations, launches;
@@ -87,6 +91,14 @@ struct hot_ctx {
  * NVRTC. cc must outlive the context. */
 hot_status hot_ctx_create_with_compiler(hot_ctx **out, const hot_options *opt,
                                         const hot_compiler *cc);
+
+/* A layer from a spec whose recipe defaults are already applied (a spec file's layer, possibly
+ * changed field by field: hot-tune's variants): planned exactly as given, with Philox layer id
+ * `layer_id` and the context's seed; hot_layer_create's recipe rule is NOT applied. Same
+ * ownership and errors as hot_layer_create (HOT_ERR_INVALID also for layer_id < 0). */
+hot_status hot_layer_create_resolved(hot_ctx *ctx, const hot_layer_spec *spec, int64_t batch,
+                                     int64_t tokens, hot_recipe recipe, int layer_id,
+                                     hot_layer **out);
 
 /* Sets ctx's message (printf-style, one line) and returns s. ctx may be NULL. */
 hot_status ctx_fail(hot_ctx *ctx, hot_status s, const char *fmt, ...)

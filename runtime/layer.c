@@ -115,7 +115,16 @@ static hot_status layer_new(hot_ctx *ctx, const hot_layer_spec *spec, int64_t ba
   l->spec = *spec;
   l->spec.name[HOT_NAME_MAX - 1] = '\0';
   char err[512];
-  if (plan_layer(&l->spec, batch, tokens, recipe, ctx->arch, layer_id, pl, err, sizeof err) != 0) {
+  /* the tuned tiles (tuned.h) where a kernel will run: the CUDA backend or a forced arch */
+  if (!ctx->tuned && (ctx->backend == HOT_BACKEND_CUDA || ctx->arch_known) &&
+      (ctx->tuned = calloc(1, sizeof *ctx->tuned)) != NULL) {
+    char db[1100] = "";
+    if (!ctx->env.tune_db && ctx->cache_dir) snprintf(db, sizeof db, "%s/tune.db", ctx->cache_dir);
+    tuned_open(ctx->tuned, &ctx->env, *db ? db : NULL);
+  }
+  if (tuned_plan_layer(ctx->tuned, ctx->device_name, &l->spec, batch, tokens, recipe, ctx->arch,
+                       layer_id, &l->spec, pl, l->tiles_origin, sizeof l->tiles_origin, err,
+                       sizeof err) != 0) {
     free(l);
     free(pl);
     return ctx_fail(ctx, HOT_ERR_PLAN, "layer '%s': %s (planning for %s)", spec->name, err,
@@ -147,6 +156,17 @@ hot_status hot_layer_create(hot_ctx *ctx, const hot_layer_spec *spec, int64_t ba
   st = layer_new(ctx, &own, batch, tokens, recipe, ctx->next_layer_id, ctx->seed, out);
   if (st == HOT_OK) ctx->next_layer_id++;
   return st;
+}
+
+hot_status hot_layer_create_resolved(hot_ctx *ctx, const hot_layer_spec *spec, int64_t batch,
+                                     int64_t tokens, hot_recipe recipe, int layer_id,
+                                     hot_layer **out) {
+  if (out) *out = NULL;
+  hot_status st = enter_ctx(ctx, "hot_layer_create_resolved");
+  if (st) return st;
+  if (!spec || !out || layer_id < 0)
+    return ctx_fail(ctx, HOT_ERR_INVALID, "hot_layer_create_resolved: bad argument");
+  return layer_new(ctx, spec, batch, tokens, recipe, layer_id, ctx->seed, out);
 }
 
 hot_status hot_layer_from_spec(hot_ctx *ctx, const char *path, const char *layer_name,

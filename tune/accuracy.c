@@ -1,0 +1,231 @@
+/* accuracy.c — the numerical error of one variant: a save + backward of the layer on the CPU twins
+ * (bit for bit what the GPU kernels compute) against the fp64 products, on the seeded data kinds
+ * of hot-bench --scales (Gaussian g_y; 4 channels x20; 4 tokens x20) and on captured real tensors.
+ *
+ * Every variant runs as its layer (the spec's Philox layer id and seed) in a fresh context, so the
+ * result of a variant does not depend on which variants ran before it or in which process: a
+ * sharded sweep records exactly what a single process records.
+ *
+ * Size: B = --batch, else the spec's batch capped at 4, lowered (not below 1) until T*O*I fits
+ * --check-macs; the tokens per sample stay the layer's (HLA's blocks depend on them). The fp64
+ * products are computed once per layer and data kind and kept for the next variants. */
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "bench.h"
+#include "capture.h"
+#include "hot_internal.h"
+#include "hot_math.cuh"
+#include "ref.h"
+#include "tune.h"
+
+/* The fp64 references of the last layer and size, per data kind. */
+static struct {
+  int layer;
+  int64_t T, O, I;
+  char capture[512];
+  int have[HOT_TUNE_DATA_COUNT];
+  double *ex[HOT_TUNE_DATA_COUNT], *ew[HOT_TUNE_DATA_COUNT];
+} refs = {.layer = -1};
+
+void tune_accuracy_reset(void) {
+  for (int k = 0; k < HOT_TUNE_DATA_COUNT; ++k) {
+    free(refs.ex[k]);
+    free(refs.ew[k]);
+  }
+  memset(&refs, 0, sizeof refs);
+  refs.layer = -1;
+}
+
+static void sizes(const hot_model *m, int layer, const tune_opts *o, int64_t *B, int64_t *L) {
+  const hot_layer_spec *s = &m->layers[layer];
+  *L = s->tokens ? s->tokens : m->tokens;
+  *B = o->batch ? o->batch : (m->batch < 4 ? m->batch : 4);
+  const double per = (double)(*L) * (double)s->out_features * (double)s->in_features;
+  while (*B > 1 && (double)(*B) * per > o->check_macs) --*B;
+}
+
+/* One input set: x, w, g_y (fp32 values the layer reads, 16-bit copies for bf16/f16 layers). */
+typedef struct {
+  int64_t T, O, I, B, L;
+  hot_dtype dt;
+  float *x, *w, *gy;
+  uint16_t *x16, *w16, *gy16;
+} data_set;
+
+static void data_free(data_set *d) {
+  free(d->x);
+  free(d->w);
+  free(d->gy);
+  free(d->x16);
+  free(d->w16);
+  free(d->gy16);
+  memset(d, 0, sizeof *d);
+}
+
+/* Rounds v in place to what a dt tensor holds, and fills the 16-bit copy. */
+static int to_dtype(float *v, uint16_t **v16, size_t n, hot_dtype dt) {
+  if (dt == HOT_DT_F32) return 0;
+  if (!(*v16 = malloc(n * sizeof **v16))) return -1;
+  if (dt == HOT_DT_BF16) bench_to_bf16(v, *v16, n);
+  else bench_to_f16(v, *v16, n);
+  for (size_t i = 0; i < n; ++i) { /* the values the layer really reads */
+    v[i] = dt == HOT_DT_BF16 ? hot_bf16_to_f32((*v16)[i]) : hot_f16_to_f32((*v16)[i]);
+  }
+  return 0;
+}
+
+/* The seeded data of `kind` (0..2) for the layer, or the capture (kind HOT_TUNE_CAPTURE). Returns
+ * 0, 1 when the capture does not fit the layer (why in err), -1 on out-of-memory. */
+static int make_data(const hot_model *m, int layer, const tune_opts *o, int kind, data_set *d,
+                     char *err, size_t errlen) {
+  const hot_layer_spec *s = &m->layers[layer];
+  memset(d, 0, sizeof *d);
+  d->dt = s->dtype;
+  if (kind == HOT_TUNE_CAPTURE) {
+    hot_capture c;
+    if (hot_capture_read(o->capture, &c, err, errlen) != 0) return 1;
+    if (c.O != s->out_features || c.I != s->in_features) {
+      snprintf(err, errlen, "%s: captured O x I = %lld x %lld, layer %s is %lld x %lld", o->capture,
+               (long long)c.O, (long long)c.I, s->name,
+               (long long)s->out_features, (long long)s->in_features);
+      hot_capture_free(&c);
+      return 1;
+    }
+    d->B = c.B;
+    d->L = c.L;
+    d->T = c.T;
+    d->O = c.O;
+    d->I = c.I;
+    d->x = c.x;
+    d->w = c.w;
+    d->gy = c.g_y;
+    c.x = c.w = c.g_y = NULL;
+    hot_capture_free(&c);
+  } else {
+    sizes(m, layer, o, &d->B, &d->L);
+    d->T = d->B * d->L;
+    d->O = s->out_features;
+    d->I = s->in_features;
+    bench_data b;
+    if (bench_data_make(&b, d->T, d->O, d->I, m->seed, layer, HOT_DT_F32) != 0) return -1;
+    d->x = b.x;
+    d->w = b.w;
+    d->gy = b.gy;
+    bench_outliers(d->gy, d->T, d->O, kind);
+  }
+  if (to_dtype(d->x, &d->x16, (size_t)(d->T * d->I), d->dt) != 0 ||
+      to_dtype(d->w, &d->w16, (size_t)(d->O * d->I), d->dt) != 0 ||
+      to_dtype(d->gy, &d->gy16, (size_t)(d->T * d->O), d->dt) != 0) {
+    data_free(d);
+    return -1;
+  }
+  return 0;
+}
+
+static const void *in(const float *v, const uint16_t *v16) { return v16 ? (const void *)v16 : v; }
+
+/* The fp64 references of d into refs (kept while layer, size and capture stay the same). */
+static int reference(int layer, const tune_opts *o, int kind, const data_set *d) {
+  const char *cap = o->capture ? o->capture : "";
+  if (refs.layer != layer || refs.T != d->T || refs.O != d->O || refs.I != d->I ||
+      strcmp(refs.capture, cap) != 0) {
+    tune_accuracy_reset();
+    refs.layer = layer;
+    refs.T = d->T;
+    refs.O = d->O;
+    refs.I = d->I;
+    snprintf(refs.capture, sizeof refs.capture, "%s", cap);
+  }
+  if (refs.have[kind]) return 0;
+  refs.ex[kind] = malloc((size_t)(d->T * d->I) * sizeof(double));
+  refs.ew[kind] = malloc((size_t)(d->O * d->I) * sizeof(double));
+  if (!refs.ex[kind] || !refs.ew[kind] ||
+      hot_ref_exact_gx(d->T, d->O, d->I, d->gy, d->w, refs.ex[kind]) != 0 ||
+      hot_ref_exact_gw(d->T, d->O, d->I, d->gy, d->x, refs.ew[kind]) != 0)
+    return -1;
+  refs.have[kind] = 1;
+  return 0;
+}
+
+/* One data kind: save, calibrate (scale auto), backward at step 1; errors into row. Returns 0, 1
+ * when the layer refused (status/note set), -1 on out-of-memory. */
+static int run_kind(const hot_model *m, int layer, const hot_layer_spec *s, const tune_opts *o,
+                    int kind, hot_tune_row *row, char *err, size_t errlen) {
+  data_set d;
+  char why[300] = "";
+  int rc = make_data(m, layer, o, kind, &d, why, sizeof why);
+  if (rc < 0) {
+    snprintf(err, errlen, "out of memory making the data of layer %s", s->name);
+    return -1;
+  }
+  if (rc > 0) { /* a capture that cannot serve: the row says so, the seeded kinds still count */
+    snprintf(row->note, sizeof row->note, "capture not used: %.200s", why);
+    return 0;
+  }
+  hot_options opt;
+  hot_options_init(&opt);
+  opt.backend = HOT_BACKEND_CPU;
+  opt.disk_cache = -1;
+  opt.seed_set = 1;
+  opt.seed = m->seed;
+  hot_ctx *ctx = NULL;
+  hot_layer *l = NULL;
+  float *gx = malloc((size_t)(d.T * d.I) * sizeof *gx), *gw = malloc((size_t)(d.O * d.I) * sizeof *gw);
+  hot_status st = gx && gw ? hot_ctx_create(&ctx, &opt) : HOT_ERR_NOMEM;
+  if (st == HOT_OK)
+    st = hot_layer_create_resolved(ctx, s, d.B, d.L, m->recipe, layer, &l);
+  const char *what = "layer";
+  if (st == HOT_OK) {
+    what = "save";
+    st = hot_layer_save(l, in(d.x, d.x16), d.dt, NULL, NULL);
+  }
+  hot_layer_info info;
+  if (st == HOT_OK && hot_layer_get_info(l, &info) == HOT_OK && info.gran_auto) {
+    what = "calibrate";
+    st = hot_layer_calibrate(l, in(d.gy, d.gy16), d.dt, 0, NULL);
+  }
+  if (st == HOT_OK) {
+    what = "backward";
+    st = hot_layer_backward(l, in(d.gy, d.gy16), in(d.w, d.w16), d.dt, NULL, gx, gw, NULL, 1, NULL);
+  }
+  int out = 0;
+  if (st == HOT_ERR_NOMEM) {
+    snprintf(err, errlen, "out of memory running layer %s", s->name);
+    out = -1;
+  } else if (st != HOT_OK) {
+    snprintf(row->status, sizeof row->status, "%s", st == HOT_ERR_PLAN ? "plan_refused" : "failed");
+    snprintf(row->note, sizeof row->note, "%s: %s: %.200s", what, hot_status_name(st),
+             hot_errmsg(ctx));
+    out = 1;
+  } else if (reference(layer, o, kind, &d) != 0) {
+    snprintf(err, errlen, "out of memory computing the fp64 reference of layer %s", s->name);
+    out = -1;
+  } else {
+    row->gx_err[kind] = hot_ref_rel_err(gx, refs.ex[kind], d.T * d.I);
+    row->gw_err[kind] = hot_ref_rel_err(gw, refs.ew[kind], d.O * d.I);
+    row->saved_bytes = (int64_t)hot_layer_saved_bytes(l);
+    if (kind == HOT_TUNE_CAPTURE) {
+      const char *base = strrchr(o->capture, '/');
+      snprintf(row->capture, sizeof row->capture, "%s", base ? base + 1 : o->capture);
+    }
+  }
+  hot_ctx_destroy(ctx);
+  free(gx);
+  free(gw);
+  data_free(&d);
+  return out;
+}
+
+int tune_accuracy(const hot_model *m, int layer, const hot_layer_spec *s, const tune_opts *o,
+                  hot_tune_row *row, char *err, size_t errlen) {
+  snprintf(row->status, sizeof row->status, "ok");
+  for (int k = 0; k < HOT_TUNE_DATA_COUNT; ++k) {
+    if (k == HOT_TUNE_CAPTURE && !o->capture) continue;
+    int rc = run_kind(m, layer, s, o, k, row, err, errlen);
+    if (rc < 0) return -1;
+    if (rc > 0) return 0; /* refused: the same for every kind */
+  }
+  return 0;
+}

@@ -1,0 +1,505 @@
+/* main.c — hot-tune: sweeps (speed and accuracy variants of a spec's layers into a tuning
+ * database), `merge` (shards into one database) and `show` (best variants, Pareto front, plot). */
+#define _POSIX_C_SOURCE 200809L
+#include <errno.h>
+#include <math.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "cuda_api.h"
+#include "diag.h"
+#include "env.h"
+#include "hot_internal.h"
+#include "spec.h"
+#include "tune.h"
+#include "tuned.h"
+
+#ifndef HOT_VERSION
+#define HOT_VERSION "0"
+#endif
+
+static const char *k_usage =
+    "usage: hot-tune SPEC [options]            sweep the spec's layers into a tuning database\n"
+    "       hot-tune merge OUT.db IN.db...     merge databases (shards) into OUT.db\n"
+    "       hot-tune show DB [show options]    best variants per layer, Pareto front, plot\n"
+    "\n"
+    "A sweep tries variants of each layer and records each in the tuning database (SQLite):\n"
+    "  speed variants (GEMM tiles, warps, stages: never change a bit) are compiled in one pool\n"
+    "    through the kernel cache, pruned on spills and occupancy, and on a GPU checked bit for\n"
+    "    bit against the CPU twins and timed (CUDA events, cold L2, median); without a GPU they\n"
+    "    are recorded as not timed;\n"
+    "  accuracy variants (HQ b, HLA p/keep/rank, bits, scale granularity, rounding) get their g_x\n"
+    "    and g_w errors against fp64 on seeded data (Gaussian, channel outliers, token outliers)\n"
+    "    and on --capture tensors, on any machine; and their time on a GPU.\n"
+    "The spec's hot.sweep { [\"field\"] = { values } } declares the axes; without one, defaults:\n"
+    "  accuracy hq.block {8,16,32,64} x hla.keep {12,25,50} x hq.scale {tensor,sample,token};\n"
+    "  speed tile_gx.tile_m/tile_n, tile_gx.stages, tile_gw.tile_m/tile_n (per GEMM path).\n"
+    "libhot and hot-gen then plan each layer with the fastest bit-exact variant recorded for its\n"
+    "shape (or the nearest shape): the user DB first, then the system DB shipped with hot.\n"
+    "\n"
+    "sweep options:\n"
+    "  --layer NAME       only this layer\n"
+    "  --db FILE          the database to write (default: $HOT_TUNE_DB, else <cache dir>/tune.db,\n"
+    "                     the user DB the planner reads)\n"
+    "  --kind K           speed, accuracy or all (default all)\n"
+    "  --shard I/N        take only variants whose index modulo N is I (0 <= I < N): a\n"
+    "                     deterministic slice, for array jobs (tools/slurm/)\n"
+    "  --resume           skip variants already in the database\n"
+    "  --budget SECONDS   start no variant after this many seconds (the rest: --resume later)\n"
+    "  --arch ARCH        plan for ARCH (default: the GPU's, else the spec's first target)\n"
+    "  --capture FILE     also measure errors on captured tensors (docs/capture.md)\n"
+    "  --batch N          accuracy data: samples (default: the spec's, at most 4)\n"
+    "  --check-macs N     accuracy data: fewer samples until T*O*I <= N (default 1e9)\n"
+    "  --repeats N        GPU: timed runs per variant (default 20)\n"
+    "  --jobs N           concurrent NVRTC compiles (default: $HOT_JIT_THREADS, else the CPUs)\n"
+    "  --no-gpu           never use a GPU (speed variants: not timed)\n"
+    "  --progress MODE    bar, plain or auto (default: bar on a terminal, else plain lines)\n"
+    "  --json             a JSON summary of the run on stdout\n"
+    "\n"
+    "show options:\n"
+    "  --layer NAME       only this layer\n"
+    "  --rows             every row, sorted, one line each, without the date (compare two DBs)\n"
+    "  --plot FILE        draw error against time (or saved bytes when not timed) per layer:\n"
+    "                     FILE.svg or FILE.png; the Pareto front joined, the chosen point ringed\n"
+    "  --json             the rows as JSON\n"
+    "\n"
+    "exit status: 0 success; 1 a failure (message on stderr); 2 bad command line;\n"
+    "130 interrupted (Ctrl-C): the rows written so far are complete; --resume continues.\n";
+
+static int usage_error(const char *fmt, const char *arg) {
+  fprintf(stderr, "hot-tune: ");
+  fprintf(stderr, fmt, arg);
+  fprintf(stderr, "\n(hot-tune --help for the options)\n");
+  return 2;
+}
+
+static volatile sig_atomic_t g_stop = 0;
+static void on_sigint(int sig) {
+  (void)sig;
+  g_stop = 1;
+}
+
+/* Parses a positive number (integer when integer != 0). */
+static int parse_num(const char *opt, const char *s, double lo, double hi, int integer, double *out) {
+  char *end;
+  errno = 0;
+  double v = strtod(s, &end);
+  if (!*s || *end || errno || !(v >= lo && v <= hi) || (integer && v != floor(v))) {
+    fprintf(stderr, "hot-tune: %s: bad value '%s' (expected %s in [%g, %g])\n", opt, s,
+            integer ? "an integer" : "a number", lo, hi);
+    return -1;
+  }
+  *out = v;
+  return 0;
+}
+
+static void iso_now(char *buf, size_t n) {
+  time_t t = time(NULL);
+  struct tm tm;
+  gmtime_r(&t, &tm);
+  strftime(buf, n, "%Y-%m-%dT%H:%M:%SZ", &tm);
+}
+
+/* ---- the machine ------------------------------------------------------------------------------ */
+static int probe_env(const tune_opts *o, const hot_model *m, tune_env *env) {
+  memset(env, 0, sizeof *env);
+  env->arch = m->archs[0];
+  if (o->gpu != 0) {
+    hot_options opt;
+    hot_options_init(&opt);
+    opt.backend = HOT_BACKEND_CUDA;
+    opt.arch = o->arch;
+    hot_ctx *ctx = NULL;
+    hot_status st = hot_ctx_create(&ctx, &opt);
+    hot_stats s;
+    const cuda_driver *d;
+    if (st == HOT_OK && hot_ctx_stats(ctx, &s) == HOT_OK && cuda_driver_get(&d, NULL, 0) == RT_OK) {
+      env->have_gpu = 1;
+      snprintf(env->device, sizeof env->device, "%s", s.device_name);
+      snprintf(env->driver, sizeof env->driver, "%d", d->version);
+      if (plan_arch_parse(s.arch, &env->arch) != 0) env->arch = m->archs[0];
+    } else if (o->gpu == 1) {
+      fprintf(stderr, "hot-tune: --gpu: no usable GPU: %s\n", hot_errmsg(ctx));
+      hot_ctx_destroy(ctx);
+      return -1;
+    }
+    hot_ctx_destroy(ctx);
+  }
+  if (o->arch && plan_arch_parse(o->arch, &env->arch) != 0) {
+    fprintf(stderr, "hot-tune: --arch: unknown arch '%s' (sm_80, sm_86, sm_89, sm_90, sm_90a)\n", o->arch);
+    return -1;
+  }
+  const cuda_nvrtc *nv;
+  char err[512];
+  if (cuda_nvrtc_get(&nv, err, sizeof err) == RT_OK)
+    snprintf(env->nvrtc, sizeof env->nvrtc, "nvrtc-%d.%d", nv->major, nv->minor);
+  else if (o->kinds & TUNE_SPEED) {
+    fprintf(stderr, "hot-tune: speed variants need NVRTC: %s (use --kind accuracy without it)\n", err);
+    return -1;
+  }
+  return 0;
+}
+
+/* The row key of a variant (values are filled by the stages). */
+static void row_key(hot_tune_row *r, const tune_env *env, const hot_model *m, const tune_variant *v,
+                    const hot_layer_spec *s) {
+  tunedb_row_init(r);
+  const hot_layer_spec *l = &m->layers[v->layer];
+  snprintf(r->device, sizeof r->device, "%s", env->have_gpu ? env->device : "");
+  snprintf(r->arch, sizeof r->arch, "%s", plan_arch_caps(env->arch)->name);
+  snprintf(r->driver, sizeof r->driver, "%s", env->have_gpu ? env->driver : "");
+  snprintf(r->nvrtc, sizeof r->nvrtc, "%s", v->cls == HOT_FIELD_SPEED || env->have_gpu ? env->nvrtc : "");
+  snprintf(r->hot_version, sizeof r->hot_version, "%s", HOT_VERSION);
+  r->batch = m->batch;
+  r->tokens = l->tokens ? l->tokens : m->tokens;
+  r->out_features = l->out_features;
+  r->in_features = l->in_features;
+  snprintf(r->dtype, sizeof r->dtype, "%s", plan_dtype_name(l->dtype));
+  snprintf(r->recipe, sizeof r->recipe, "%s", plan_recipe_name(m->recipe));
+  fields_canonical(s, HOT_FIELD_ACCURACY, r->base, sizeof r->base);
+  snprintf(r->kind, sizeof r->kind, "%s", v->cls == HOT_FIELD_SPEED ? "speed" : "accuracy");
+  snprintf(r->variant, sizeof r->variant, "%s", v->assign);
+  snprintf(r->model, sizeof r->model, "%s", m->name);
+  snprintf(r->layer, sizeof r->layer, "%s", l->name);
+}
+
+/* The resolved plan in one line (tiles of both GEMMs, b, p, r) into r->config. */
+static void row_config(hot_tune_row *r, const hot_model *m, const tune_env *env, int layer,
+                       const hot_layer_spec *s) {
+  hot_layer_plan pl;
+  char e[300];
+  const int64_t L = s->tokens ? s->tokens : m->tokens;
+  if (plan_layer(s, m->batch, L, m->recipe, env->arch, layer, &pl, e, sizeof e) != 0) return;
+  const hot_gemm_plan *g[2] = {&pl.hq.gemm, &pl.hla.gemm};
+  size_t used = 0;
+  for (int i = 0; i < 2; ++i) {
+    int w = snprintf(r->config + used, sizeof r->config - used, "%sg%s=%s:%dx%dx%d/w%dx%d/s%d",
+                     i ? ";" : "", i ? "w" : "x", plan_gemm_path_name(g[i]->path), g[i]->tile_m,
+                     g[i]->tile_n, g[i]->tile_k, g[i]->warps_m, g[i]->warps_n, g[i]->stages);
+    if (w < 0 || (size_t)w >= sizeof r->config - used) return;
+    used += (size_t)w;
+  }
+  snprintf(r->config + used, sizeof r->config - used, ";b=%d;p=%d;r=%d", pl.hq.block,
+           pl.hla.block, pl.hla.rank);
+}
+
+/* ---- sweep -------------------------------------------------------------------------------------- */
+typedef struct {
+  int done, skipped, ok, not_ok, timed;
+  double best_ms;
+} sweep_sum;
+
+static int sweep(tune_opts *o) {
+  hot_model m;
+  hot_diag d = {0};
+  int rc = spec_load_file(o->spec, NULL, &m, &d);
+  for (int i = 0; i < d.count; ++i) fprintf(stderr, "%s\n", d.lines[i]);
+  diag_free(&d);
+  if (rc != 0) {
+    spec_model_free(&m);
+    return 1;
+  }
+  int status = 1;
+  tune_env env;
+  tune_variant *vars = NULL;
+  int nv = 0;
+  hot_tunedb *db = NULL;
+  tune_speed *sp = NULL;
+  char err[1024];
+  hot_tuned paths;
+  memset(&paths, 0, sizeof paths);
+  if (probe_env(o, &m, &env) != 0) goto done;
+  if (tune_space(&m, o, env.arch, &vars, &nv, err, sizeof err) != 0) {
+    fprintf(stderr, "hot-tune: %s\n", err);
+    goto done;
+  }
+  /* the database */
+  char dbpath[1024];
+  if (o->db) snprintf(dbpath, sizeof dbpath, "%s", o->db);
+  else {
+    hot_env ev;
+    if (env_read(&ev, 0, err, sizeof err) != RT_OK) {
+      fprintf(stderr, "hot-tune: %s\n", err);
+      goto done;
+    }
+    tuned_open(&paths, &ev, NULL);
+    snprintf(dbpath, sizeof dbpath, "%s", paths.user_path);
+    tuned_close(&paths);
+    if (!*dbpath) {
+      fprintf(stderr, "hot-tune: no user DB path (HOME unset): give --db FILE or set HOT_TUNE_DB\n");
+      goto done;
+    }
+  }
+  if (tunedb_open(&db, dbpath, 0, err, sizeof err) != RT_OK) {
+    fprintf(stderr, "hot-tune: %s\n", err);
+    goto done;
+  }
+  /* this shard's variants, minus those already recorded (--resume) */
+  int n_mine = 0, n_skip = 0;
+  hot_layer_spec *specs = calloc((size_t)nv + 1, sizeof *specs);
+  int *todo = calloc((size_t)nv + 1, sizeof *todo), *layers = calloc((size_t)nv + 1, sizeof *layers);
+  if (!specs || !todo || !layers) {
+    fprintf(stderr, "hot-tune: out of memory\n");
+    free(specs), free(todo), free(layers);
+    goto done;
+  }
+  for (int i = 0; i < nv; ++i) {
+    if (vars[i].index % o->shard_n != o->shard_i) continue;
+    hot_layer_spec s;
+    if (tune_variant_spec(&m, &vars[i], &s, err, sizeof err) != 0) {
+      fprintf(stderr, "hot-tune: %s\n", err);
+      free(specs), free(todo), free(layers);
+      goto done;
+    }
+    if (o->resume) {
+      hot_tune_row key;
+      row_key(&key, &env, &m, &vars[i], &s);
+      int have = tunedb_get(db, &key, NULL, err, sizeof err);
+      if (have < 0) {
+        fprintf(stderr, "hot-tune: %s\n", err);
+        free(specs), free(todo), free(layers);
+        goto done;
+      }
+      if (have) {
+        ++n_skip;
+        continue;
+      }
+    }
+    specs[n_mine] = s;
+    layers[n_mine] = vars[i].layer;
+    todo[n_mine++] = i;
+  }
+  fprintf(stderr, "hot-tune: %s: %d variant%s in all, %d in shard %d/%d, %d already recorded, %d to "
+          "run; arch %s, %s; database %s\n", o->spec, nv, nv == 1 ? "" : "s",
+          n_mine + n_skip, o->shard_i, o->shard_n, n_skip, n_mine, plan_arch_caps(env.arch)->name,
+          env.have_gpu ? env.device : "no GPU", dbpath);
+  /* compile every speed variant's kernels in one pool first */
+  int n_speed = 0;
+  for (int k = 0; k < n_mine; ++k) n_speed += vars[todo[k]].cls == HOT_FIELD_SPEED;
+  if (n_speed || env.have_gpu) {
+    if (!(sp = tune_speed_open(o, &env, err, sizeof err))) {
+      fprintf(stderr, "hot-tune: %s\n", err);
+      free(specs), free(todo), free(layers);
+      goto done;
+    }
+  }
+  if (n_speed) {
+    hot_layer_spec *ss = calloc((size_t)n_speed, sizeof *ss);
+    int *sl = calloc((size_t)n_speed, sizeof *sl), c = 0;
+    for (int k = 0; ss && sl && k < n_mine; ++k)
+      if (vars[todo[k]].cls == HOT_FIELD_SPEED) ss[c] = specs[k], sl[c++] = layers[k];
+    int prc = ss && sl ? tune_speed_prefetch(sp, &m, sl, ss, c, err, sizeof err) : -1;
+    free(ss);
+    free(sl);
+    if (prc != 0) {
+      fprintf(stderr, "hot-tune: %s\n", *err ? err : "out of memory");
+      free(specs), free(todo), free(layers);
+      goto done;
+    }
+  }
+  /* the run */
+  struct sigaction sa, old_int, old_term;
+  memset(&sa, 0, sizeof sa);
+  sa.sa_handler = on_sigint;
+  sigaction(SIGINT, &sa, &old_int);
+  sigaction(SIGTERM, &sa, &old_term);
+  tune_progress pr;
+  tune_progress_start(&pr, stderr, o->progress, n_mine);
+  const double t0 = tune_now_ms();
+  sweep_sum sum = {0};
+  sum.best_ms = INFINITY;
+  int failed = 0, budget_hit = 0;
+  for (int k = 0; k < n_mine && !g_stop; ++k) {
+    if (o->budget_s > 0 && (tune_now_ms() - t0) / 1000.0 >= o->budget_s) {
+      budget_hit = 1;
+      break;
+    }
+    const tune_variant *v = &vars[todo[k]];
+    hot_tune_row row;
+    row_key(&row, &env, &m, v, &specs[k]);
+    row_config(&row, &m, &env, v->layer, &specs[k]);
+    int src = v->cls == HOT_FIELD_SPEED
+                  ? tune_speed_run(sp, &m, v->layer, &specs[k], &row, err, sizeof err)
+                  : tune_accuracy(&m, v->layer, &specs[k], o, &row, err, sizeof err);
+    if (src == 0 && v->cls == HOT_FIELD_ACCURACY && env.have_gpu && !strcmp(row.status, "ok")) {
+      hot_tune_row t = row; /* its time on the GPU (and bit-exactness) */
+      if (tune_speed_run(sp, &m, v->layer, &specs[k], &t, err, sizeof err) == 0) {
+        row.timed = t.timed, row.time_med_ms = t.time_med_ms, row.time_p10_ms = t.time_p10_ms;
+        row.time_p90_ms = t.time_p90_ms, row.time_min_ms = t.time_min_ms, row.repeats = t.repeats;
+        row.bitexact = t.bitexact, row.regs = t.regs, row.spills = t.spills;
+        row.smem_bytes = t.smem_bytes, row.occupancy = t.occupancy;
+      }
+    }
+    if (src != 0) {
+      fprintf(stderr, "%shot-tune: %s\n", pr.bar ? "\n" : "", err);
+      failed = 1;
+      break;
+    }
+    iso_now(row.date, sizeof row.date);
+    if (tunedb_put(db, &row, err, sizeof err) != RT_OK) {
+      fprintf(stderr, "%shot-tune: %s\n", pr.bar ? "\n" : "", err);
+      failed = 1;
+      break;
+    }
+    ++sum.done;
+    if (!strcmp(row.status, "ok")) ++sum.ok;
+    else ++sum.not_ok;
+    if (row.timed) {
+      ++sum.timed;
+      if (row.time_med_ms < sum.best_ms) sum.best_ms = row.time_med_ms;
+    }
+    char label[HOT_TUNE_TEXT + 128];
+    snprintf(label, sizeof label, "%s %s %s: %s", row.layer, row.kind, row.variant, row.status);
+    tune_progress_step(&pr, label);
+  }
+  tune_progress_end(&pr);
+  sigaction(SIGINT, &old_int, NULL);
+  sigaction(SIGTERM, &old_term, NULL);
+  const double wall = (tune_now_ms() - t0) / 1000.0;
+  const int left = n_mine - sum.done;
+  if (o->json)
+    printf("{\"spec\":\"%s\",\"db\":\"%s\",\"arch\":\"%s\",\"device\":\"%s\",\"variants\":%d,"
+           "\"shard\":\"%d/%d\",\"skipped\":%d,\"done\":%d,\"ok\":%d,\"not_ok\":%d,\"timed\":%d,"
+           "\"left\":%d,\"interrupted\":%s,\"budget_reached\":%s,\"wall_s\":%.3f}\n",
+           o->spec, dbpath, plan_arch_caps(env.arch)->name, env.device, nv, o->shard_i, o->shard_n,
+           n_skip, sum.done, sum.ok, sum.not_ok, sum.timed, left, g_stop ? "true" : "false",
+           budget_hit ? "true" : "false", wall);
+  fprintf(stderr, "hot-tune: %d variant%s recorded in %.1f s (%d ok, %d not ok, %d timed)%s\n",
+          sum.done, sum.done == 1 ? "" : "s", wall, sum.ok, sum.not_ok, sum.timed,
+          env.have_gpu ? "" : "; no GPU: speed variants compiled, not timed");
+  if (left && !failed)
+    fprintf(stderr, "hot-tune: %s: %d variant%s left; run again with --resume to continue\n",
+            g_stop ? "interrupted" : "budget reached", left, left == 1 ? "" : "s");
+  status = failed ? 1 : g_stop ? 130 : 0;
+  free(specs), free(todo), free(layers);
+done:
+  tune_speed_close(sp);
+  tunedb_close(db);
+  tune_accuracy_reset();
+  free(vars);
+  spec_model_free(&m);
+  return status;
+}
+
+/* ---- merge ------------------------------------------------------------------------------------ */
+static int merge(int argc, char **argv) {
+  if (argc < 2) return usage_error("%s", "merge needs OUT.db and at least one IN.db");
+  hot_tunedb *db = NULL;
+  char err[1024];
+  if (tunedb_open(&db, argv[0], 0, err, sizeof err) != RT_OK) {
+    fprintf(stderr, "hot-tune: %s\n", err);
+    return 1;
+  }
+  int status = 0;
+  for (int i = 1; i < argc; ++i) {
+    int64_t n = 0;
+    if (tunedb_merge(db, argv[i], &n, err, sizeof err) != RT_OK) {
+      fprintf(stderr, "hot-tune: %s\n", err);
+      status = 1;
+      continue;
+    }
+    fprintf(stderr, "hot-tune: merged %lld row%s from %s\n", (long long)n, n == 1 ? "" : "s", argv[i]);
+  }
+  tunedb_close(db);
+  return status;
+}
+
+int main(int argc, char **argv) {
+  if (argc < 2) {
+    fputs(k_usage, stderr);
+    return 2;
+  }
+  if (!strcmp(argv[1], "-h") || !strcmp(argv[1], "--help")) {
+    fputs(k_usage, stdout);
+    return 0;
+  }
+  if (!strcmp(argv[1], "--version")) {
+    printf("hot-tune %s\n", HOT_VERSION);
+    return 0;
+  }
+  if (!strcmp(argv[1], "merge")) return merge(argc - 2, argv + 2);
+  if (!strcmp(argv[1], "show")) {
+    show_opts so;
+    memset(&so, 0, sizeof so);
+    for (int i = 2; i < argc; ++i) {
+      const char *a = argv[i];
+      if (!strcmp(a, "--rows")) so.rows = 1;
+      else if (!strcmp(a, "--json")) so.json = 1;
+      else if (!strcmp(a, "--layer") || !strcmp(a, "--plot")) {
+        if (i + 1 >= argc) return usage_error("%s needs a value", a);
+        if (!strcmp(a, "--layer")) so.layer = argv[++i];
+        else so.plot = argv[++i];
+      } else if (a[0] == '-') return usage_error("show: unknown option %s", a);
+      else if (so.db) return usage_error("show: more than one DB (%s)", a);
+      else so.db = a;
+    }
+    if (!so.db) return usage_error("%s", "show needs a DB");
+    return tune_show(&so, stdout);
+  }
+  tune_opts o;
+  memset(&o, 0, sizeof o);
+  o.shard_n = 1;
+  o.kinds = TUNE_SPEED | TUNE_ACCURACY;
+  o.check_macs = 1e9;
+  o.repeats = 20;
+  o.progress = -1;
+  o.gpu = -1;
+  for (int i = 1; i < argc; ++i) {
+    const char *a = argv[i];
+    double v;
+    if (!strcmp(a, "--resume")) o.resume = 1;
+    else if (!strcmp(a, "--json")) o.json = 1;
+    else if (!strcmp(a, "--no-gpu")) o.gpu = 0;
+    else if (!strcmp(a, "--gpu")) o.gpu = 1;
+    else if (a[0] == '-' && a[1] == '-') {
+      if (i + 1 >= argc) return usage_error("%s needs a value", a);
+      const char *val = argv[++i];
+      if (!strcmp(a, "--layer")) o.layer = val;
+      else if (!strcmp(a, "--db")) o.db = val;
+      else if (!strcmp(a, "--arch")) o.arch = val;
+      else if (!strcmp(a, "--capture")) o.capture = val;
+      else if (!strcmp(a, "--kind")) {
+        if (!strcmp(val, "speed")) o.kinds = TUNE_SPEED;
+        else if (!strcmp(val, "accuracy")) o.kinds = TUNE_ACCURACY;
+        else if (!strcmp(val, "all")) o.kinds = TUNE_SPEED | TUNE_ACCURACY;
+        else return usage_error("--kind: '%s' is not speed, accuracy or all", val);
+      } else if (!strcmp(a, "--shard")) {
+        int si, sn, used = 0;
+        if (sscanf(val, "%d/%d%n", &si, &sn, &used) != 2 || val[used] || sn < 1 || si < 0 || si >= sn)
+          return usage_error("--shard: '%s' is not I/N with 0 <= I < N", val);
+        o.shard_i = si;
+        o.shard_n = sn;
+      } else if (!strcmp(a, "--budget")) {
+        if (parse_num(a, val, 1e-3, 1e9, 0, &v)) return 2;
+        o.budget_s = v;
+      } else if (!strcmp(a, "--batch")) {
+        if (parse_num(a, val, 1, 1 << 24, 1, &v)) return 2;
+        o.batch = (int64_t)v;
+      } else if (!strcmp(a, "--check-macs")) {
+        if (parse_num(a, val, 1, 1e15, 0, &v)) return 2;
+        o.check_macs = v;
+      } else if (!strcmp(a, "--repeats")) {
+        if (parse_num(a, val, 1, 10000, 1, &v)) return 2;
+        o.repeats = (int)v;
+      } else if (!strcmp(a, "--jobs")) {
+        if (parse_num(a, val, 1, 64, 1, &v)) return 2;
+        o.jobs = (int)v;
+      } else if (!strcmp(a, "--progress")) {
+        if (!strcmp(val, "bar")) o.progress = 1;
+        else if (!strcmp(val, "plain")) o.progress = 0;
+        else if (!strcmp(val, "auto")) o.progress = -1;
+        else return usage_error("--progress: '%s' is not bar, plain or auto", val);
+      } else return usage_error("unknown option %s", a);
+    } else if (a[0] == '-') return usage_error("unknown option %s", a);
+    else if (o.spec) return usage_error("more than one SPEC (%s)", a);
+    else o.spec = a;
+  }
+  if (!o.spec) return usage_error("%s", "no SPEC given");
+  if (o.capture && access(o.capture, R_OK) != 0)
+    return usage_error("--capture: cannot read '%s'", o.capture);
+  return sweep(&o);
+}

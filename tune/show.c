@@ -1,0 +1,325 @@
+/* show.c — hot-tune show: what a tuning database holds, for people. Per layer: the fastest
+ * bit-exact speed variants (what the planner picks), the accuracy variants on the Pareto front of
+ * error against cost (GPU time when every accuracy row of the layer is timed, else the bytes the
+ * forward saves), and the chosen point: the front's knee, the point with the smallest product of
+ * error and cost, each relative to the front's minimum. --plot draws that (plot.c). */
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "plot.h"
+#include "tune.h"
+
+double tune_row_error(const hot_tune_row *r) {
+  double s = 0;
+  int n = 0;
+  for (int k = 0; k < HOT_TUNE_DATA_COUNT; ++k) {
+    if (isnan(r->gx_err[k]) || isnan(r->gw_err[k])) continue;
+    s += sqrt((r->gx_err[k] * r->gx_err[k] + r->gw_err[k] * r->gw_err[k]) / 2.0);
+    ++n;
+  }
+  return n ? s / n : NAN;
+}
+
+typedef struct {
+  hot_tune_row *r;
+  int n, cap;
+} row_list;
+
+static int collect(const hot_tune_row *row, void *arg) {
+  row_list *l = arg;
+  if (l->n == l->cap) {
+    int nc = l->cap ? l->cap * 2 : 64;
+    hot_tune_row *nr = realloc(l->r, (size_t)nc * sizeof *nr);
+    if (!nr) return 1;
+    l->r = nr;
+    l->cap = nc;
+  }
+  l->r[l->n++] = *row;
+  return 0;
+}
+
+static void print_num(FILE *f, double v) {
+  if (isnan(v)) fputs("nan", f);
+  else fprintf(f, "%.17g", v);
+}
+
+/* --rows: every field but the date, tab-separated, in the database's total order. */
+static void print_rows(const row_list *l, FILE *f) {
+  for (int i = 0; i < l->n; ++i) {
+    const hot_tune_row *r = &l->r[i];
+    fprintf(f, "%s\t%s\t%s\t%s\t%s\t%lld\t%lld\t%lld\t%lld\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%d\t",
+            r->device, r->arch, r->driver, r->nvrtc, r->hot_version, (long long)r->batch,
+            (long long)r->tokens, (long long)r->out_features, (long long)r->in_features, r->dtype,
+            r->recipe, r->base, r->kind, r->variant, r->model, r->layer, r->config, r->status,
+            r->note, r->timed);
+    const double t[4] = {r->time_med_ms, r->time_p10_ms, r->time_p90_ms, r->time_min_ms};
+    for (int k = 0; k < 4; ++k) print_num(f, r->timed ? t[k] : NAN), fputc('\t', f);
+    fprintf(f, "%d\t%d\t%d\t%d\t%d\t", r->repeats, r->bitexact, r->regs, r->spills, r->smem_bytes);
+    print_num(f, r->occupancy);
+    for (int k = 0; k < HOT_TUNE_DATA_COUNT; ++k) fputc('\t', f), print_num(f, r->gx_err[k]);
+    for (int k = 0; k < HOT_TUNE_DATA_COUNT; ++k) fputc('\t', f), print_num(f, r->gw_err[k]);
+    fprintf(f, "\t%s\t%lld\n", r->capture, (long long)r->saved_bytes);
+  }
+}
+
+static void json_str(FILE *f, const char *s) {
+  fputc('"', f);
+  for (; *s; ++s) {
+    unsigned char c = (unsigned char)*s;
+    if (c == '"' || c == '\\') fprintf(f, "\\%c", c);
+    else if (c < 0x20) fprintf(f, "\\u%04x", c);
+    else fputc(c, f);
+  }
+  fputc('"', f);
+}
+
+static void json_num(FILE *f, double v) {
+  if (isnan(v) || isinf(v)) fputs("null", f);
+  else fprintf(f, "%.9g", v);
+}
+
+static void print_json(const row_list *l, FILE *f) {
+  static const char *const data[HOT_TUNE_DATA_COUNT] = {"gaussian", "channels", "tokens", "capture"};
+  fputs("{\"rows\":[", f);
+  for (int i = 0; i < l->n; ++i) {
+    const hot_tune_row *r = &l->r[i];
+    fputs(i ? ",\n{" : "\n{", f);
+    const char *const sk[] = {"device", "arch", "driver", "nvrtc", "hot_version", "dtype", "recipe",
+                              "base", "kind", "variant", "model", "layer", "config", "status", "note",
+                              "capture", "date"};
+    const char *const sv[] = {r->device, r->arch, r->driver, r->nvrtc, r->hot_version, r->dtype,
+                              r->recipe, r->base, r->kind, r->variant, r->model, r->layer,
+                              r->config, r->status, r->note, r->capture, r->date};
+    for (size_t k = 0; k < sizeof sk / sizeof *sk; ++k) {
+      fprintf(f, "%s\"%s\":", k ? "," : "", sk[k]);
+      json_str(f, sv[k]);
+    }
+    fprintf(f, ",\"batch\":%lld,\"tokens\":%lld,\"out_features\":%lld,\"in_features\":%lld,"
+            "\"timed\":%s,\"time_med_ms\":", (long long)r->batch, (long long)r->tokens,
+            (long long)r->out_features, (long long)r->in_features, r->timed ? "true" : "false");
+    json_num(f, r->timed ? r->time_med_ms : NAN);
+    fputs(",\"time_p10_ms\":", f);
+    json_num(f, r->timed ? r->time_p10_ms : NAN);
+    fputs(",\"time_p90_ms\":", f);
+    json_num(f, r->timed ? r->time_p90_ms : NAN);
+    fprintf(f, ",\"repeats\":%d,\"bitexact\":%s,\"regs\":%d,\"spills\":%d,\"smem_bytes\":%d,"
+            "\"occupancy\":", r->repeats,
+            r->bitexact < 0 ? "null" : r->bitexact ? "true" : "false", r->regs, r->spills,
+            r->smem_bytes);
+    json_num(f, r->occupancy < 0 ? NAN : r->occupancy);
+    fputs(",\"gx_err\":{", f);
+    for (int k = 0; k < HOT_TUNE_DATA_COUNT; ++k) {
+      fprintf(f, "%s\"%s\":", k ? "," : "", data[k]);
+      json_num(f, r->gx_err[k]);
+    }
+    fputs("},\"gw_err\":{", f);
+    for (int k = 0; k < HOT_TUNE_DATA_COUNT; ++k) {
+      fprintf(f, "%s\"%s\":", k ? "," : "", data[k]);
+      json_num(f, r->gw_err[k]);
+    }
+    fprintf(f, "},\"error\":");
+    json_num(f, tune_row_error(r));
+    fprintf(f, ",\"saved_bytes\":%lld}", (long long)r->saved_bytes);
+  }
+  fputs("\n]}\n", f);
+}
+
+/* One layer's accuracy points: cost, error, front, knee. */
+typedef struct {
+  const hot_tune_row *r;
+  double cost, err;
+  int front, chosen;
+} acc_point;
+
+/* Marks the Pareto front (no other point is at most as costly and at most as wrong, one of them
+ * strictly) and the knee. Returns 1 when the costs are times, 0 when bytes. */
+static int front(acc_point *p, int n) {
+  int timed = n > 0;
+  for (int i = 0; i < n; ++i) timed &= p[i].r->timed;
+  for (int i = 0; i < n; ++i) {
+    p[i].cost = timed ? p[i].r->time_med_ms : (double)p[i].r->saved_bytes;
+    p[i].err = tune_row_error(p[i].r);
+  }
+  double cmin = INFINITY, emin = INFINITY;
+  for (int i = 0; i < n; ++i) {
+    p[i].front = !isnan(p[i].err);
+    for (int j = 0; j < n && p[i].front; ++j) {
+      if (j == i || isnan(p[j].err)) continue;
+      if (p[j].cost <= p[i].cost && p[j].err <= p[i].err &&
+          (p[j].cost < p[i].cost || p[j].err < p[i].err))
+        p[i].front = 0;
+      else if (p[j].cost == p[i].cost && p[j].err == p[i].err && j < i)
+        p[i].front = 0; /* equal points: the first stands for them */
+    }
+    if (p[i].front) {
+      if (p[i].cost < cmin) cmin = p[i].cost;
+      if (p[i].err < emin) emin = p[i].err;
+    }
+  }
+  int best = -1;
+  double bv = INFINITY;
+  for (int i = 0; i < n; ++i) {
+    if (!p[i].front) continue;
+    double v = (cmin > 0 ? p[i].cost / cmin : 1.0) * (emin > 0 ? p[i].err / emin : 1.0);
+    if (v < bv) bv = v, best = i;
+  }
+  if (best >= 0) p[best].chosen = 1;
+  return timed;
+}
+
+static int cmp_cost(const void *a, const void *b) {
+  const acc_point *x = a, *y = b;
+  if (x->cost != y->cost) return x->cost < y->cost ? -1 : 1;
+  return x->err < y->err ? -1 : x->err > y->err;
+}
+
+static int cmp_time(const void *a, const void *b) {
+  const hot_tune_row *x = *(const hot_tune_row *const *)a, *y = *(const hot_tune_row *const *)b;
+  if (x->time_med_ms != y->time_med_ms) return x->time_med_ms < y->time_med_ms ? -1 : 1;
+  return strcmp(x->variant, y->variant);
+}
+
+static void fmt_err(char *buf, size_t n, double v) {
+  if (isnan(v)) snprintf(buf, n, "-");
+  else snprintf(buf, n, "%.4f", v);
+}
+
+int tune_show(const show_opts *o, FILE *out) {
+  hot_tunedb *db = NULL;
+  char err[1024];
+  if (tunedb_open(&db, o->db, 1, err, sizeof err) != RT_OK) {
+    fprintf(stderr, "hot-tune: %s\n", err);
+    return 1;
+  }
+  row_list l = {0};
+  int64_t n = tunedb_foreach(db, NULL, o->layer, collect, &l, err, sizeof err);
+  tunedb_close(db);
+  if (n < 0 || n != l.n) {
+    fprintf(stderr, "hot-tune: %s\n", n < 0 ? err : "out of memory reading the rows");
+    free(l.r);
+    return 1;
+  }
+  if (o->rows) {
+    print_rows(&l, out);
+    free(l.r);
+    return 0;
+  }
+  if (o->json) {
+    print_json(&l, out);
+    free(l.r);
+    return 0;
+  }
+  if (l.n == 0) {
+    fprintf(out, "%s: no rows%s%s\n", o->db, o->layer ? " of layer " : "", o->layer ? o->layer : "");
+    free(l.r);
+    return o->plot ? 1 : 0;
+  }
+  acc_point *pts = calloc((size_t)l.n, sizeof *pts);
+  const hot_tune_row **sp = calloc((size_t)l.n, sizeof *sp);
+  hot_plot_point *pp = calloc((size_t)l.n, sizeof *pp);
+  if (!pts || !sp || !pp) {
+    fprintf(stderr, "hot-tune: out of memory\n");
+    free(pts), free(sp), free(pp), free(l.r);
+    return 1;
+  }
+  int npp = 0, nseries = 0, plot_timed = -1, status = 0;
+  const char *series[8] = {0};
+  for (int i = 0; i < l.n;) { /* rows come grouped by model and layer */
+    int j = i;
+    while (j < l.n && !strcmp(l.r[j].model, l.r[i].model) && !strcmp(l.r[j].layer, l.r[i].layer)) ++j;
+    const hot_tune_row *first = &l.r[i];
+    fprintf(out, "\n%s / %s  (B x L x O x I = %lld x %lld x %lld x %lld, %s, recipe %s)\n", first->model,
+            first->layer, (long long)first->batch, (long long)first->tokens,
+            (long long)first->out_features, (long long)first->in_features, first->dtype, first->recipe);
+    /* speed */
+    int ns = 0, n_speed = 0, n_pruned = 0, n_bad = 0;
+    for (int k = i; k < j; ++k) {
+      if (strcmp(l.r[k].kind, "speed")) continue;
+      ++n_speed;
+      if (!strcmp(l.r[k].status, "pruned")) ++n_pruned;
+      else if (strcmp(l.r[k].status, "ok")) ++n_bad;
+      if (!strcmp(l.r[k].status, "ok") && l.r[k].timed && l.r[k].bitexact == 1) sp[ns++] = &l.r[k];
+    }
+    if (n_speed) {
+      qsort(sp, (size_t)ns, sizeof *sp, cmp_time);
+      fprintf(out, "  speed: %d variant%s (%d pruned, %d failed or refused, %d timed and bit-exact)\n",
+              n_speed, n_speed == 1 ? "" : "s", n_pruned, n_bad, ns);
+      if (ns) {
+        fprintf(out, "    %-3s %10s %10s %6s %6s  %s\n", "#", "median ms", "p90 ms", "regs", "occ", "variant");
+        for (int k = 0; k < ns && k < 5; ++k)
+          fprintf(out, "    %-3d %10.4f %10.4f %6d %6.2f  %s%s\n", k + 1, sp[k]->time_med_ms,
+                  sp[k]->time_p90_ms, sp[k]->regs, sp[k]->occupancy, sp[k]->variant,
+                  k == 0 ? "   <- the planner's choice" : "");
+      } else {
+        fprintf(out, "    not timed (no GPU in the sweeps so far): the planner keeps its defaults for this layer\n");
+      }
+    }
+    /* accuracy */
+    int na = 0;
+    for (int k = i; k < j; ++k)
+      if (!strcmp(l.r[k].kind, "accuracy") && !strcmp(l.r[k].status, "ok"))
+        pts[na++] = (acc_point){&l.r[k], 0, 0, 0, 0};
+    int n_acc_bad = 0;
+    for (int k = i; k < j; ++k) n_acc_bad += !strcmp(l.r[k].kind, "accuracy") && strcmp(l.r[k].status, "ok");
+    if (na || n_acc_bad) {
+      int timed = front(pts, na);
+      qsort(pts, (size_t)na, sizeof *pts, cmp_cost);
+      int nf = 0;
+      for (int k = 0; k < na; ++k) nf += pts[k].front;
+      fprintf(out, "  accuracy: %d variant%s (%d refused or failed); Pareto front of error vs %s: %d point%s\n",
+              na + n_acc_bad, na + n_acc_bad == 1 ? "" : "s", n_acc_bad, timed ? "time" : "saved bytes",
+              nf, nf == 1 ? "" : "s");
+      fprintf(out, "    %-2s %-44s %8s %8s %8s %8s %8s %8s %8s %12s\n", "", "variant", "gx gauss",
+              "gx chan", "gx tok", "gw gauss", "gw chan", "gw tok", "error", timed ? "ms" : "saved B");
+      for (int k = 0; k < na; ++k) {
+        if (!pts[k].front) continue;
+        const hot_tune_row *r = pts[k].r;
+        char e[7][16];
+        fmt_err(e[0], 16, r->gx_err[0]), fmt_err(e[1], 16, r->gx_err[1]), fmt_err(e[2], 16, r->gx_err[2]);
+        fmt_err(e[3], 16, r->gw_err[0]), fmt_err(e[4], 16, r->gw_err[1]), fmt_err(e[5], 16, r->gw_err[2]);
+        fmt_err(e[6], 16, pts[k].err);
+        fprintf(out, "    %-2s %-44.44s %8s %8s %8s %8s %8s %8s %8s %12.*f\n", pts[k].chosen ? "*" : "",
+                r->variant, e[0], e[1], e[2], e[3], e[4], e[5], e[6], timed ? 4 : 0, pts[k].cost);
+      }
+      if (na && pts[0].r->capture[0])
+        fprintf(out, "    (errors on captured tensors %s are in --json / --rows)\n", pts[0].r->capture);
+      fprintf(out, "    * = the knee (smallest error x cost relative to the front's minima); error = "
+              "mean over data of sqrt((gx^2 + gw^2) / 2)\n");
+      /* plot points: one series per layer (at most 8 drawn) */
+      if (o->plot && na) {
+        if (plot_timed < 0) plot_timed = timed;
+        if (nseries < 8 && plot_timed == timed) {
+          series[nseries] = first->layer;
+          for (int k = 0; k < na; ++k)
+            pp[npp++] = (hot_plot_point){pts[k].cost, pts[k].err, pts[k].chosen ? pts[k].r->variant : NULL,
+                                         nseries, pts[k].front, pts[k].chosen};
+          ++nseries;
+        }
+      }
+    }
+    i = j;
+  }
+  if (o->plot) {
+    if (npp == 0) {
+      fprintf(stderr, "hot-tune: --plot: no accuracy rows with errors to draw in %s\n", o->db);
+      status = 1;
+    } else {
+      hot_plot_opts po;
+      memset(&po, 0, sizeof po);
+      po.title = "hot-tune: error vs cost (Pareto front joined, knee ringed)";
+      po.x_label = plot_timed ? "save + backward time (ms)" : "bytes saved by the forward (ABC)";
+      po.y_label = "error (mean over data of sqrt((gx^2+gw^2)/2))";
+      for (int s = 0; s < nseries; ++s) po.series_names[s] = series[s];
+      po.n_series = nseries;
+      if (hot_plot_write(o->plot, pp, npp, &po, err, sizeof err) != 0) {
+        fprintf(stderr, "hot-tune: --plot: %s\n", err);
+        status = 1;
+      } else {
+        fprintf(out, "\nplot: %s (%d points, %d layer%s)\n", o->plot, npp, nseries, nseries == 1 ? "" : "s");
+      }
+    }
+  }
+  free(pts), free(sp), free(pp), free(l.r);
+  return status;
+}

@@ -1,0 +1,147 @@
+/* space.c — the variant list of a sweep: the axes (the spec's hot.sweep, else a default space),
+ * their cartesian product in a fixed order, and shards (variant index modulo the shard count). */
+#include <stdlib.h>
+#include <string.h>
+
+#include "tune.h"
+
+/* Default spaces. Accuracy: what a user weighs against memory and speed — HQ block b, HLA keep
+ * and the scale granularity of g'. Speed: the GEMM tiles and pipeline depth of both products,
+ * restricted to what the arch's GEMM path accepts (plan.c refuses the rest). */
+static const char *const acc_b[] = {"8", "16", "32", "64"};
+static const char *const acc_keep[] = {"12", "25", "50"};
+static const char *const acc_scale[] = {"tensor", "sample", "token"};
+static const char *const mn_small[] = {"64", "128"};
+static const char *const n_wide[] = {"128", "256"};
+static const char *const stages[] = {"3", "4"};
+
+static void axis(tune_axis *a, const char *field, const char *const *v, int n) {
+  memset(a, 0, sizeof *a);
+  snprintf(a->field, sizeof a->field, "%s", field);
+  a->n = n;
+  for (int i = 0; i < n; ++i) a->values[i] = v[i];
+}
+
+int tune_axes(const hot_model *m, hot_field_class cls, hot_arch arch, tune_axis *axes, int *n,
+              char *err, size_t errlen) {
+  *n = 0;
+  for (int i = 0; i < m->n_sweep; ++i) {
+    const hot_field *f = fields_find(m->sweep[i].field);
+    if (!f) {
+      snprintf(err, errlen, "%s: sweep axis '%s' is not a field hot-tune knows", m->file,
+               m->sweep[i].field);
+      return -1;
+    }
+    if (fields_class(f) != cls) continue;
+    tune_axis *a = &axes[(*n)++];
+    memset(a, 0, sizeof *a);
+    snprintf(a->field, sizeof a->field, "%s", m->sweep[i].field);
+    a->n = m->sweep[i].n;
+    for (int k = 0; k < a->n; ++k) a->values[k] = m->sweep[i].values[k];
+  }
+  if (*n) return 0;
+  if (cls == HOT_FIELD_ACCURACY) {
+    axis(&axes[(*n)++], "hq.block", acc_b, 4);
+    axis(&axes[(*n)++], "hla.keep", acc_keep, 3);
+    axis(&axes[(*n)++], "hq.scale", acc_scale, 3);
+  } else if (plan_arch_caps(arch) && plan_arch_caps(arch)->wgmma) {
+    axis(&axes[(*n)++], "tile_gx.tile_m", mn_small, 2);
+    axis(&axes[(*n)++], "tile_gx.tile_n", n_wide, 2);
+    axis(&axes[(*n)++], "tile_gx.stages", stages, 2);
+    axis(&axes[(*n)++], "tile_gw.tile_n", n_wide, 2);
+  } else {
+    axis(&axes[(*n)++], "tile_gx.tile_m", mn_small, 2);
+    axis(&axes[(*n)++], "tile_gx.tile_n", mn_small, 2);
+    axis(&axes[(*n)++], "tile_gx.stages", stages, 2);
+    axis(&axes[(*n)++], "tile_gw.tile_m", mn_small, 2);
+    axis(&axes[(*n)++], "tile_gw.tile_n", mn_small, 2);
+  }
+  return 0;
+}
+
+/* Appends the product of axes[0..na) for one layer and class to *list. */
+static int product(const tune_axis *axes, int na, int layer, hot_field_class cls,
+                   tune_variant **list, int *n, int *cap, char *err, size_t errlen) {
+  int idx[HOT_MAX_SWEEP * 4] = {0};
+  for (;;) {
+    if (*n == *cap) {
+      int nc = *cap ? *cap * 2 : 64;
+      tune_variant *nl = realloc(*list, (size_t)nc * sizeof **list);
+      if (!nl) {
+        snprintf(err, errlen, "out of memory listing the variants");
+        return -1;
+      }
+      *list = nl;
+      *cap = nc;
+    }
+    tune_variant *v = &(*list)[*n];
+    memset(v, 0, sizeof *v);
+    v->layer = layer;
+    v->cls = cls;
+    v->index = *n;
+    size_t used = 0;
+    for (int a = 0; a < na; ++a) {
+      int w = snprintf(v->assign + used, sizeof v->assign - used, "%s%s=%s", a ? ";" : "",
+                       axes[a].field, axes[a].values[idx[a]]);
+      if (w < 0 || (size_t)w >= sizeof v->assign - used) {
+        snprintf(err, errlen, "variant text longer than %d bytes", HOT_TUNE_TEXT - 1);
+        return -1;
+      }
+      used += (size_t)w;
+    }
+    ++*n;
+    int a = na - 1; /* odometer: the last axis moves fastest */
+    while (a >= 0 && ++idx[a] == axes[a].n) idx[a--] = 0;
+    if (a < 0) return 0;
+  }
+}
+
+int tune_space(const hot_model *m, const tune_opts *o, hot_arch arch, tune_variant **out,
+               int *n, char *err, size_t errlen) {
+  *out = NULL;
+  *n = 0;
+  int cap = 0, found = 0;
+  for (int l = 0; l < m->n_layers; ++l) {
+    if (o->layer && strcmp(o->layer, m->layers[l].name) != 0) continue;
+    found = 1;
+    for (int c = 0; c < 2; ++c) {
+      const hot_field_class cls = c == 0 ? HOT_FIELD_SPEED : HOT_FIELD_ACCURACY;
+      if (!(o->kinds & (c == 0 ? TUNE_SPEED : TUNE_ACCURACY))) continue;
+      tune_axis axes[HOT_MAX_SWEEP * 4];
+      int na = 0;
+      if (tune_axes(m, cls, arch, axes, &na, err, errlen) != 0 ||
+          product(axes, na, l, cls, out, n, &cap, err, errlen) != 0) {
+        free(*out);
+        *out = NULL;
+        *n = 0;
+        return -1;
+      }
+    }
+  }
+  if (!found) {
+    char names[256] = "";
+    size_t used = 0;
+    for (int l = 0; l < m->n_layers && used < sizeof names - 70; ++l)
+      used += (size_t)snprintf(names + used, sizeof names - used, "%s%s", l ? ", " : "",
+                               m->layers[l].name);
+    snprintf(err, errlen, "%s has no layer '%s' (layers: %s)", m->file, o->layer, names);
+    return -1;
+  }
+  if (*n == 0) {
+    snprintf(err, errlen, "empty space: no variant to try (kinds: %s)",
+             o->kinds == TUNE_SPEED ? "speed" : o->kinds == TUNE_ACCURACY ? "accuracy" : "none");
+    return -1;
+  }
+  return 0;
+}
+
+int tune_variant_spec(const hot_model *m, const tune_variant *v, hot_layer_spec *out, char *err,
+                      size_t errlen) {
+  *out = m->layers[v->layer];
+  char e[300];
+  if (fields_apply(out, v->assign, e, sizeof e) != 0) {
+    snprintf(err, errlen, "layer %s: %s", out->name, e);
+    return -1;
+  }
+  return 0;
+}
