@@ -13,6 +13,8 @@
  *
  * Rows are identified by their key (the fields marked "key" below); tunedb_put replaces a row
  * of the same key. Strings are NUL-terminated and stored as given (truncation is an error).
+ * Numbers read back as written, except that a NAN double is stored as NULL (and reads back as
+ * NAN) and -0.0 reads back as 0.0.
  */
 #ifndef HOT_TUNEDB_H
 #define HOT_TUNEDB_H
@@ -83,8 +85,27 @@ void tunedb_row_init(hot_tune_row *row);
  * schema version other than HOT_TUNE_SCHEMA; read_only and missing), RT_ERR_NOMEM. */
 rt_status tunedb_open(hot_tunedb **out, const char *path, int read_only, char *err, size_t errlen);
 
-/* The shipped system rows (tune/system.sql, embedded) in a new in-memory database. Same errors. */
+/* The shipped system rows (tune/system.sql, embedded) in a new in-memory database, with the same
+ * schema as a file. The handle is read-only (tunedb_put and tunedb_merge refuse it). Same errors;
+ * RT_ERR_IO also when system.sql holds anything but INSERT INTO results, or a row that does not
+ * read back into hot_tune_row. */
 rt_status tunedb_open_system(hot_tunedb **out, char *err, size_t errlen);
+
+/* What tunedb_open_system does with the embedded text, for any text of that form: `sql` (INSERT INTO
+ * results statements, optionally inside BEGIN/COMMIT; nothing else is allowed) run on a new
+ * in-memory database, read-only afterwards; `name` is its tunedb_path. RT_ERR_INVALID (NULL
+ * arguments), RT_ERR_IO (any other statement, an SQL error, a row that does not read back), with
+ * one line naming `name`, RT_ERR_NOMEM. */
+rt_status tunedb_open_sql(hot_tunedb **out, const char *name, const char *sql, char *err,
+                          size_t errlen);
+
+/* The embedded text of tune/system.sql (NUL-terminated; *size, may be NULL, = its length without
+ * the NUL), or NULL when the build has none. Static storage; never free. */
+const char *tunedb_system_sql(size_t *size);
+
+/* SQLite's full integrity check of the database, then every row read back into hot_tune_row.
+ * RT_OK, RT_ERR_IO (one line naming the path and the first problem), RT_ERR_INVALID (NULL). */
+rt_status tunedb_integrity_check(hot_tunedb *db, char *err, size_t errlen);
 
 /* Closes and frees. NULL-safe. */
 void tunedb_close(hot_tunedb *db);
@@ -133,10 +154,13 @@ typedef struct {
 
 /* Among rows with kind "speed", status "ok", timed 1, bitexact 1 and the query's arch, dtype,
  * recipe, base (and device when given), in the databases dbs[0..n) (NULL entries skipped):
- * the shape nearest to the query's (smallest distance), then the earlier database, then the
- * smallest time_med_ms, then the smallest variant string. Returns 1 with *out filled, 0 when no
- * row qualifies, -1 on an error (message in err naming the database; callers report it and plan
- * with the defaults). */
+ * the shape nearest to the query's (smallest distance), then the exact shape (same B, L, O, I)
+ * before one at the same distance (same T = B*L, O, I split differently), then the earlier
+ * database, then the smallest time_med_ms, then the smallest variant string (a total order: the
+ * answer never depends on row order). Rows with a non-positive shape or a NAN time are skipped.
+ * Returns 1 with *out filled, 0 when no row qualifies, -1 on an error (a NULL argument or field,
+ * a non-positive query shape, a row that cannot be read; message in err naming the database;
+ * callers report it and plan with the defaults). */
 int tunedb_best_speed(hot_tunedb *const *dbs, int n, const hot_tune_query *q,
                       hot_tune_choice *out, char *err, size_t errlen);
 

@@ -1,0 +1,23 @@
+-- tune/system.sql — the system tuning database: measured GEMM tile variants shipped with hot.
+--
+-- This file is compiled into libhot (like the Lua DSL and the CUDA templates) and loaded into an
+-- in-memory database by tunedb_open_system (runtime/tunedb.c). The planner's callers search it
+-- after the user's own database (by default <kernel cache dir>/tune.db), so a row measured on
+-- the user's machine wins over a shipped one at the same shape distance.
+--
+-- How rows get here: hot-tune speed sweeps run on real GPUs write their results into tuning
+-- database files; those files are merged and the rows of kind 'speed', status 'ok', timed and
+-- bit-exact against the CPU twins are written out here as INSERT statements. Nothing else may
+-- appear below: the tables are created by the library itself (one schema for files and for this
+-- database), and loading refuses any statement but INSERT INTO results.
+--
+-- Columns (one per field of hot_tune_row, runtime/tunedb.h; NULL for a figure not measured):
+--   key:    device, arch, driver, nvrtc, hot_version, batch, tokens, out_features, in_features,
+--           dtype, recipe, base, kind, variant
+--   values: model, layer, config, status, note, timed, time_med_ms, time_p10_ms, time_p90_ms,
+--           time_min_ms, repeats, bitexact, regs, spills, smem_bytes, occupancy,
+--           gx_err_gauss, gx_err_channels, gx_err_tokens, gx_err_capture,
+--           gw_err_gauss, gw_err_channels, gw_err_tokens, gw_err_capture,
+--           capture, saved_bytes, date
+--
+-- No GPU sweep has been merged yet: the file holds no rows.
