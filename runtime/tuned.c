@@ -1,6 +1,7 @@
 /* tuned.c — plan_layer with the tiles of the tuning databases (tuned.h). */
 #include "tuned.h"
 
+#include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -8,10 +9,18 @@
 #include "cache.h"
 #include "fields.h"
 
+/* snprintf whose cut of a long message is intended (one-line messages have a fixed room). */
+__attribute__((format(printf, 3, 4))) static void put(char *dst, size_t n, const char *fmt, ...) {
+  va_list ap;
+  va_start(ap, fmt);
+  vsnprintf(dst, n, fmt, ap);
+  va_end(ap);
+}
+
 static void note(hot_tuned *t, const char *what, const char *msg) {
   size_t used = strlen(t->notes);
   if (used < sizeof t->notes - 1)
-    snprintf(t->notes + used, sizeof t->notes - used, "%s%s: %s", used ? "; " : "", what, msg);
+    put(t->notes + used, sizeof t->notes - used, "%s%s: %s", used ? "; " : "", what, msg);
 }
 
 void tuned_open(hot_tuned *t, const hot_env *ev, const char *path) {
@@ -19,13 +28,13 @@ void tuned_open(hot_tuned *t, const hot_env *ev, const char *path) {
   if (ev && ev->tune_set && !ev->tune) return; /* HOT_TUNE=0 */
   t->enabled = 1;
   char err[700];
-  if (path && *path) snprintf(t->user_path, sizeof t->user_path, "%s", path);
-  else if (ev && ev->tune_db) snprintf(t->user_path, sizeof t->user_path, "%s", ev->tune_db);
+  if (path && *path) put(t->user_path, sizeof t->user_path, "%s", path);
+  else if (ev && ev->tune_db) put(t->user_path, sizeof t->user_path, "%s", ev->tune_db);
   else if (ev) {
     char dir[1024];
     const char *what;
     int n = hot_kcache_default_dir(ev, dir, sizeof dir, &what);
-    if (n > 0 && (size_t)n < sizeof dir - 16) snprintf(t->user_path, sizeof t->user_path, "%s/tune.db", dir);
+    if (n > 0 && (size_t)n < sizeof dir - 16) put(t->user_path, sizeof t->user_path, "%s/tune.db", dir);
   }
   struct stat st;
   if (*t->user_path && stat(t->user_path, &st) == 0) { /* a missing user DB is no rows */
@@ -58,7 +67,7 @@ int tuned_plan_layer(const hot_tuned *t, const char *device, const hot_layer_spe
   if (!origin) origin = o_buf, on = sizeof o_buf;
   if (tuned_spec != spec) *tuned_spec = *spec;
   if (tiles_written(spec)) {
-    snprintf(origin, on, "spec");
+    put(origin, on, "spec");
     return plan_layer(tuned_spec, batch, tokens, recipe, arch, layer_id, out, err, errlen);
   }
   hot_tune_query q;
@@ -88,25 +97,25 @@ int tuned_plan_layer(const hot_tuned *t, const char *device, const hot_layer_spe
       /* only tile fields: a row whose variant touches numerics is not a speed row to apply */
       char b2[HOT_TUNE_TEXT];
       if (fields_canonical(&try, HOT_FIELD_ACCURACY, b2, sizeof b2) != 0 || strcmp(b2, base) != 0) {
-        snprintf(why, sizeof why, "row %s of %s changes numerics", c.row.variant, c.db);
+        put(why, sizeof why, "row %s of %s changes numerics", c.row.variant, c.db);
       } else if (plan_layer(&try, batch, tokens, recipe, arch, layer_id, out, e, sizeof e) == 0) {
         *tuned_spec = try;
         if (c.exact)
-          snprintf(origin, on, "tuned: %s %s %s (exact shape)", c.db, c.row.date, c.row.variant);
+          put(origin, on, "tuned: %s %s %s (exact shape)", c.db, c.row.date, c.row.variant);
         else
-          snprintf(origin, on, "tuned: %s %s %s (nearest shape %lldx%lldx%lldx%lld)", c.db,
+          put(origin, on, "tuned: %s %s %s (nearest shape %lldx%lldx%lldx%lld)", c.db,
                    c.row.date, c.row.variant, (long long)c.row.batch, (long long)c.row.tokens,
                    (long long)c.row.out_features, (long long)c.row.in_features);
         return 0;
       } else {
-        snprintf(why, sizeof why, "the planner refused the tuned tiles %s: %.300s", c.row.variant, e);
+        put(why, sizeof why, "the planner refused the tuned tiles %s: %.300s", c.row.variant, e);
       }
     } else {
-      snprintf(why, sizeof why, "bad tuned row in %s: %.300s", c.db, e);
+      put(why, sizeof why, "bad tuned row in %s: %.300s", c.db, e);
     }
   }
-  if (*why) snprintf(origin, on, "default (%.*s)", (int)(on > 20 ? on - 20 : 0), why);
-  else if (t && *t->notes) snprintf(origin, on, "default (%.*s)", (int)(on > 20 ? on - 20 : 0), t->notes);
-  else snprintf(origin, on, "default");
+  if (*why) put(origin, on, "default (%.*s)", (int)(on > 20 ? on - 20 : 0), why);
+  else if (t && *t->notes) put(origin, on, "default (%.*s)", (int)(on > 20 ? on - 20 : 0), t->notes);
+  else put(origin, on, "default");
   return plan_layer(tuned_spec, batch, tokens, recipe, arch, layer_id, out, err, errlen);
 }
