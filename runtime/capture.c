@@ -205,8 +205,6 @@ hot_status hot_capture_write(const char *path, const char *layer_name, int64_t b
     hot_errf(err, errlen, "capture %s: out of memory", ps);
     return HOT_ERR_NOMEM;
   }
-  unsigned long c = __atomic_fetch_add(&tmp_counter, 1, __ATOMIC_RELAXED);
-  snprintf(tmp, tlen, "%s.tmp-%ld-%lu", path, (long)getpid(), c);
 
   unsigned char hdr[HOT_CAPTURE_HEADER_BYTES];
   memset(hdr, 0, sizeof hdr);
@@ -221,7 +219,13 @@ hot_status hot_capture_write(const char *path, const char *layer_name, int64_t b
   memcpy(hdr + CAP_NAME_OFF, layer_name, nlen);
 
   const char *what = "create";
-  int fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
+  int fd = -1;
+  for (int attempt = 0; fd < 0 && attempt < 16; ++attempt) { /* a stale name: take the next */
+    unsigned long c = __atomic_fetch_add(&tmp_counter, 1, __ATOMIC_RELAXED);
+    snprintf(tmp, tlen, "%s.tmp-%ld-%lu", path, (long)getpid(), c);
+    fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
+    if (fd < 0 && errno != EEXIST) break;
+  }
   int ok = fd >= 0, e = ok ? 0 : errno;
   if (ok) {
     hash_sha256 h;

@@ -556,10 +556,40 @@ START_TEST(unwritable_paths) {
 }
 END_TEST
 
+/* Temporary names already taken (a crashed writer of an earlier process with the same pid): the
+ * writer takes the next name and leaves those files alone. Runs first in its process, so the
+ * writer's name counter starts at 0. */
+START_TEST(stale_temporary_names_skipped) {
+  char dir[256], path[400], stale[3][440], err[512];
+  ck_assert_ptr_nonnull(tmp_dir(dir));
+  snprintf(path, sizeof path, "%s/s.hotcap", dir);
+  for (int i = 0; i < 3; ++i) {
+    snprintf(stale[i], sizeof stale[i], "%s.tmp-%ld-%d", path, (long)getpid(), i);
+    spit(stale[i], (const unsigned char *)"stale", 5);
+  }
+  float x[2] = {1, 2}, w[2] = {3, 4}, gy[1] = {5};
+  ck_assert_msg(hot_capture_write(path, "fc", 1, 1, 1, 2, HOT_DT_F32, x, w, gy, err,
+                                  sizeof err) == HOT_OK, "%s", err);
+  hot_capture c;
+  ck_assert_int_eq(hot_capture_read(path, &c, err, sizeof err), HOT_OK);
+  ck_assert(c.g_y[0] == 5.0f);
+  hot_capture_free(&c);
+  for (int i = 0; i < 3; ++i) {
+    size_t n;
+    unsigned char *d = slurp(stale[i], &n);
+    ck_assert_uint_eq(n, 5);
+    free(d);
+  }
+  ck_assert_int_eq(tmp_files(dir), 3);
+  rm_tree(dir);
+}
+END_TEST
+
 int main(void) {
   Suite *s = suite_create("runtime_capture");
   TCase *t = tcase_create("capture");
   tcase_set_timeout(t, 120);
+  tcase_add_test(t, stale_temporary_names_skipped);
   tcase_add_test(t, round_trip);
   tcase_add_test(t, every_corruption_detected);
   tcase_add_test(t, every_truncation_refused);
