@@ -2,6 +2,8 @@
 
 - hot.Context, hot.Layer, hot.LayerSpec: a thin object API over the C API (runtime/include/hot.h);
   errors are raised as hot.HotError carrying hot's status and one-line message.
+- hot.capture(path, layer_name, x, w, g_y) writes a layer capture (x, w, g_y of one backward;
+  docs/capture.md), hot.read_capture(path) reads one back.
 - hot.torch (imported on demand: `import hot.torch`): HOTLinear, a drop-in for torch.nn.Linear
   whose backward runs hot, and convert(model) that swaps a model's nn.Linear modules.
 
@@ -11,6 +13,7 @@ then /usr/local/lib (see hot._lib); it is loaded on first use.
 
 from ._lib import (Backend, DType, Gran, HotLibraryError, Layout, Recipe, Round, Rule, Selection,
                    Status, library_path)
+from ._capture import Capture, capture, read_capture
 from .api import (Context, HotError, KernelTime, Layer, LayerInfo, LayerSpec, Stats,
                   status_name)
 
@@ -18,4 +21,5 @@ __version__ = "0.1.0"
 
 __all__ = ["Context", "Layer", "LayerSpec", "LayerInfo", "Stats", "KernelTime", "HotError",
            "HotLibraryError", "Status", "Backend", "DType", "Recipe", "Gran", "Round", "Rule",
-           "Selection", "Layout", "status_name", "library_path"]
+           "Selection", "Layout", "status_name", "library_path", "capture", "read_capture",
+           "Capture"]

@@ -291,6 +291,8 @@ _FUNCS = {
     "hot_ctx_set_profiling": (c_int, [c_void_p, c_int]),
     "hot_layer_kernel_times": (c_int, [c_void_p, ctypes.POINTER(hot_kernel_time), c_int,
                                        ctypes.POINTER(c_int)]),
+    "hot_capture_write": (c_int, [c_char_p, c_char_p, c_int64, c_int64, c_int64, c_int64, c_int,
+                                  c_void_p, c_void_p, c_void_p, c_char_p, c_size_t]),
 }
 
 # The defaults of a layer described by sizes: hot_layer_spec_defaults (hot_status) where libhot

@@ -25,6 +25,10 @@ the forward is plain F.linear and hot is not called.
   the module and the argument; hot's errors (NaN/Inf on the CPU backend: HOT_ERR_NONFINITE) raise
   hot.HotError with hot's message. The CUDA backend does not check for NaN (see hot.h).
 
+Captures: capture_next_backward(module, path) makes the module's next forward (with grad) keep
+x, and the backward of that forward write x, w and g_y (as hot receives them) to a capture file
+(docs/capture.md) before running hot; once, then the module is back to normal.
+
 Contexts: one hot.Context per device, shared by all modules in the process (created on first use
 with options from the environment, backend forced to cpu or cuda); `set_context(device, ctx)`
 installs another, a module's `context=` argument overrides both.
@@ -32,16 +36,18 @@ installs another, a module's `context=` argument overrides both.
 
 import collections
 import math
+import os
 import threading
 
 import torch
 import torch.nn as nn
 import torch.nn.functional as F
 
-from . import api
+from . import _capture, api
 from ._lib import DType
 
-__all__ = ["HOTLinear", "convert", "context_for", "set_context", "spec_from_file"]
+__all__ = ["HOTLinear", "convert", "context_for", "set_context", "spec_from_file",
+           "capture_next_backward"]
 
 _DT = {torch.float32: DType.F32, torch.bfloat16: DType.BF16, torch.float16: DType.F16}
 
@@ -138,20 +144,29 @@ class _HOTLinearFunction(torch.autograd.Function):
         with torch.cuda.device(x.device) if x.device.type == "cuda" else _nullctx():
             xa = _aligned16(x)
             layer.save_ptr(xa.data_ptr(), _DT[x.dtype], saved.data_ptr(), _stream(x.device))
-        ctx.save_for_backward(weight, saved)
-        ctx.hot = (module, entry, x.shape, x.dtype, bias is not None)
+        capture = module._hot_take_capture()
+        if capture is None:
+            ctx.save_for_backward(weight, saved)
+        else:  # x kept for this one backward (autograd's version check guards it)
+            ctx.save_for_backward(weight, saved, x)
+        ctx.hot = (module, entry, x.shape, x.dtype, bias is not None, capture)
         return y
 
     @staticmethod
     def backward(ctx, g_y):
-        weight, saved = ctx.saved_tensors
-        module, entry, x_shape, x_dtype, has_bias = ctx.hot
+        weight, saved = ctx.saved_tensors[:2]
+        module, entry, x_shape, x_dtype, has_bias, capture = ctx.hot
         layer = entry.layer
         info = layer._info
         dev = g_y.device
         if g_y.dtype != x_dtype:
             g_y = g_y.to(x_dtype)
         g_y = _aligned16(g_y.contiguous())
+        if capture is not None:  # before hot runs: the capture exists even if hot then fails
+            x = ctx.saved_tensors[2]
+            B, L = _batch_tokens(tuple(x_shape))
+            _capture.capture(capture, module.hot_spec.name, x.reshape(B, L, x_shape[-1]),
+                             weight, g_y.reshape(B, L, g_y.shape[-1]))
         w = _aligned16(weight)
         dt = _DT[x_dtype]
         step = module._hot_next_step()
@@ -233,6 +248,7 @@ class HOTLinear(nn.Linear):
         self.max_cached_shapes = int(max_cached_shapes)
         self._hot_layers = collections.OrderedDict()
         self._hot_lock = threading.Lock()
+        self._hot_capture = None
 
     @classmethod
     def from_linear(cls, linear, **kwargs):
@@ -256,6 +272,7 @@ class HOTLinear(nn.Linear):
         state = dict(super().__getstate__())
         state["_hot_layers"] = collections.OrderedDict()
         state["_hot_lock"] = None
+        state["_hot_capture"] = None  # a pending capture belongs to the original module
         return state
 
     def __setstate__(self, state):
@@ -271,6 +288,17 @@ class HOTLinear(nn.Linear):
             s = self.hot_step
             self.hot_step = (s + 1) % (1 << 32)
             return s
+
+    @property
+    def hot_capture_pending(self):
+        """The path capture_next_backward armed and no forward has claimed yet, else None."""
+        return getattr(self, "_hot_capture", None)
+
+    def _hot_take_capture(self):
+        with self._hot_lock:
+            path = getattr(self, "_hot_capture", None)
+            self._hot_capture = None
+            return path
 
     def hot_layers(self):
         """The cached hot.Layer objects, least recently used first."""
@@ -330,6 +358,28 @@ class HOTLinear(nn.Linear):
         if not torch.is_grad_enabled() or not need:
             return F.linear(x, self.weight, self.bias)
         return _HOTLinearFunction.apply(x, self.weight, self.bias, self)
+
+
+def capture_next_backward(module, path):
+    """Arms `module` (a HOTLinear) to capture its next backward: the next forward that records a
+    graph keeps x, and the backward of that forward writes x, the weight and g_y — as hot
+    receives them: the input's dtype, g_y converted to it — to the capture file `path`
+    (hot.capture: written atomically; docs/capture.md) before hot's own backward runs. Layer
+    name: the module's hot name (convert() uses its qualified name); B and L as the forward
+    reads x ([..., L, I]: B = prod(...)). One capture per call; arming again before a forward
+    replaces the path. CUDA tensors are copied to the host for the write (a synchronisation).
+    A failing write raises hot.HotError from the backward. Raises TypeError for a module that is
+    not a HOTLinear, ValueError when the folder of `path` does not exist."""
+    if not isinstance(module, HOTLinear):
+        raise TypeError(f"capture_next_backward needs a HOTLinear (got {type(module).__name__}; "
+                        "hot.torch.convert(model) makes them)")
+    path = os.fspath(path)
+    folder = os.path.dirname(os.path.abspath(path))
+    if not os.path.isdir(folder):
+        raise ValueError(f"HOTLinear({module.hot_spec.name}): capture path {path}: folder "
+                         f"{folder} does not exist")
+    with module._hot_lock:
+        module._hot_capture = path
 
 
 def convert(model, spec=None, recipe="hot", context=None, include=None):

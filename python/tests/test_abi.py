@@ -68,3 +68,28 @@ def test_status_names_from_library(hot):
             assert hot.status_name(s) == "HOT_ERR_?"
         else:
             assert hot.status_name(s) == "HOT_" + s.name
+
+
+def test_every_public_function_is_declared(hot):
+    """Every HOT_API function of hot.h has a ctypes declaration in _lib (_FUNCS, or the recipe
+    defaults looked up apart) with as many parameters as the header gives it, so a function added
+    to the C API cannot be missing from the Python mirror or called with a stale argument list."""
+    import os
+    import re
+    from conftest import SOURCE_DIR
+    from hot import _lib
+    header = open(os.path.join(SOURCE_DIR, "runtime", "include", "hot.h")).read()
+    decls = re.findall(r"^HOT_API\s[^;(]*?\b(hot_[a-z0-9_]+)\s*\(([^)]*)\)\s*;", header,
+                       re.M | re.S)
+    assert len(decls) >= 20, f"only {len(decls)} declarations found: the scan is broken"
+    problems = []
+    for name, params in decls:
+        n = 0 if params.strip() == "void" else params.count(",") + 1
+        if name in _lib._DEFAULTS_NAMES:
+            continue
+        if name not in _lib._FUNCS:
+            problems.append(f"{name}: not in _lib._FUNCS")
+        elif len(_lib._FUNCS[name][1]) != n:
+            problems.append(f"{name}: {n} parameters in hot.h, {len(_lib._FUNCS[name][1])} "
+                            "in _lib._FUNCS")
+    assert not problems, "; ".join(problems)

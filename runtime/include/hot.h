@@ -419,6 +419,29 @@ typedef struct {
 HOT_API hot_status hot_layer_kernel_times(const hot_layer *layer, hot_kernel_time *out, int max,
                                           int *n);
 
+/* ---- captures ---------------------------------------------------------------------------------
+ * A capture file holds the x (T x I), w (O x I) and g_y (T x O) of one backward of a linear layer,
+ * in the layer's dtype, with its name and sizes, so that the error of hot's settings can be
+ * measured on real tensors instead of seeded ones (format: docs/capture.md; the Python package
+ * writes one with hot.capture or hot.torch.capture_next_backward). */
+
+/* Writes a capture of layer `layer_name` (1 .. HOT_NAME_MAX-1 printable ASCII bytes) to `path`:
+ * T = batch * tokens rows; x, w and g_y are HOST pointers, row-major, of `dtype` (f32, or bf16 /
+ * f16 bit patterns, as the layer calls take them), only read. The file is written to a temporary
+ * file beside `path` ("<path>.tmp-<pid>-<n>") and renamed over `path` once complete and flushed,
+ * so a reader sees the old file or the whole new one; on an error nothing is left behind and an
+ * existing file at `path` is unchanged. No context is involved: the message of a failure is
+ * written to err (errlen bytes, always NUL-terminated, one line naming the path and the argument
+ * or the system's reason; err may be NULL when errlen is 0), and err is set to "" on success.
+ * Errors: HOT_ERR_INVALID (NULL or empty path, NULL tensor, a bad name or dtype),
+ * HOT_ERR_SHAPE (a size < 1 or > 2^31-1, T > 2^31-1), HOT_ERR_NONFINITE (a NaN or Inf in a
+ * tensor: the message names the tensor, row and column), HOT_ERR_IO (the file cannot be
+ * created, written or renamed into place), HOT_ERR_NOMEM. */
+HOT_API hot_status hot_capture_write(const char *path, const char *layer_name, int64_t batch,
+                                     int64_t tokens, int64_t out_features, int64_t in_features,
+                                     hot_dtype dtype, const void *x, const void *w,
+                                     const void *g_y, char *err, size_t errlen);
+
 #ifdef __cplusplus
 }
 #endif

@@ -14,13 +14,19 @@
  *       x (T x I), w (O x I), g_y (T x O) of DTYPE (0 f32, 1 bf16, 2 f16; T = B * L) from IN,
  *       calibrates (LQS) on g_y at STEP, saves x, runs the backward at STEP and writes the saved
  *       buffer, g_x, g_w and g_b to OUT, raw, in that order. Exit status 0, or 1 with
- *       "hot_py_helper: <status>: <message>" on stderr. */
+ *       "hot_py_helper: <status>: <message>" on stderr.
+ *
+ *   hot_py_helper capture FILE OUT
+ *       reads the capture FILE through libhot's reader (runtime/capture.h), prints
+ *       "<name>|<B>|<L>|<O>|<I>|<T>|<dtype>" and writes the fp32 copies of x, w and g_y to OUT,
+ *       raw, in that order. Exit status 0, or 1 with "hot_py_helper: <status>: <message>". */
 #include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "capture.h"
 #include "hot.h"
 
 #define FIELD(T, f) printf("%s.%s %zu %zu\n", #T, #f, offsetof(T, f), sizeof(((T *)0)->f))
@@ -249,12 +255,37 @@ static int run(char **argv) {
   return 0;
 }
 
+static int capture(char **argv) {
+  hot_capture c;
+  char err[1024];
+  int st = hot_capture_read(argv[0], &c, err, sizeof err);
+  if (st != HOT_OK) {
+    fprintf(stderr, "hot_py_helper: %s: %s\n", hot_status_name((hot_status)st), err);
+    return 1;
+  }
+  printf("%s|%lld|%lld|%lld|%lld|%lld|%d\n", c.name, (long long)c.B, (long long)c.L,
+         (long long)c.O, (long long)c.I, (long long)c.T, (int)c.dtype);
+  size_t n[3] = {(size_t)(c.T * c.I), (size_t)(c.O * c.I), (size_t)(c.T * c.O)};
+  const float *t[3] = {c.x, c.w, c.g_y};
+  FILE *out = fopen(argv[1], "wb");
+  int ok = out != NULL;
+  for (int i = 0; ok && i < 3; ++i) ok = fwrite(t[i], sizeof(float), n[i], out) == n[i];
+  if (out && fclose(out) != 0) ok = 0;
+  hot_capture_free(&c);
+  if (!ok) {
+    fprintf(stderr, "hot_py_helper: cannot write %s\n", argv[1]);
+    return 1;
+  }
+  return 0;
+}
+
 int main(int argc, char **argv) {
   if (argc == 2 && strcmp(argv[1], "abi") == 0) {
     dump_abi();
     return 0;
   }
   if (argc == 11 && strcmp(argv[1], "run") == 0) return run(argv + 2);
-  fprintf(stderr, "usage: hot_py_helper abi | run DTYPE B L O I SEED STEP IN OUT\n");
+  if (argc == 4 && strcmp(argv[1], "capture") == 0) return capture(argv + 2);
+  fprintf(stderr, "usage: hot_py_helper abi | run DTYPE B L O I SEED STEP IN OUT | capture FILE OUT\n");
   return 2;
 }
