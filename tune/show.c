@@ -307,7 +307,7 @@ int tune_show(const show_opts *o, FILE *out) {
     } else {
       hot_plot_opts po;
       memset(&po, 0, sizeof po);
-      po.title = "hot-tune: error vs cost (Pareto front joined, knee ringed)";
+      po.title = "hot-tune: error vs cost per layer";
       po.x_label = plot_timed ? "save + backward time (ms)" : "bytes saved by the forward (ABC)";
       po.y_label = "error (mean over data of sqrt((gx^2+gw^2)/2))";
       for (int s = 0; s < nseries; ++s) po.series_names[s] = series[s];
