@@ -5,9 +5,11 @@
 #   recorded; --budget stops early and --resume completes to the same rows; Ctrl-C leaves whole
 #   rows and exit status 130, --resume completes; bad input gets one clear line; show (table,
 #   --rows, --json, --plot svg/png); and hot-gen --plan taking a timed, bit-exact row of the DB.
-# Usage: test_hot_tune.sh HOT_TUNE HOT_GEN SPEC
+#   --capture: errors on captured tensors (a file written here from the documented format);
+#   the GPU path against the recording fake driver: nothing timed unless bit-exact.
+# Usage: test_hot_tune.sh HOT_TUNE HOT_GEN SPEC [FAKE_LIBCUDA]
 set -u
-TUNE=$1 GEN=$2 SPEC=$3
+TUNE=$1 GEN=$2 SPEC=$3 FAKE=${4:-}
 T=$(mktemp -d)
 trap 'rm -rf "$T"' EXIT
 export HOT_CACHE_DIR=$T/cache HOT_TUNE_DB=$T/unused.db
@@ -107,6 +109,40 @@ grep -q "Pareto front of error vs saved bytes" "$T/show.txt" && grep -q "^    \*
 "$TUNE" show "$T/a.db" --plot "$T/p.png" >/dev/null && [ "$(head -c 4 "$T/p.png" | od -An -c | tr -d ' ')" = "211PNG" ] \
   && ok "plot png" || fail "plot png"
 expect 1 "jpg" "$TUNE" show "$T/a.db" --plot "$T/p.jpg"
+
+# 7b. --capture: a capture of layer a (B=1, L=64, O=96, I=64, f32) in the format of docs/capture.md
+python3 - "$T/a.cap" <<'EOF2'
+import hashlib, math, struct, sys
+B, L, O, I = 1, 64, 96, 64
+T = B * L
+vals = lambda n, k: [math.sin(0.37 * i + k) * (3.0 if (i % 17 == 0) else 1.0) for i in range(n)]
+payload = b"".join(struct.pack("<%df" % n, *vals(n, k)) for k, n in enumerate((T * I, O * I, T * O)))
+name = b"a"
+hdr = b"HOTCAP\0\0" + struct.pack("<IIII", 1, 160, 0, 4) + struct.pack("<qqqqq", B, L, O, I, len(payload))
+hdr += struct.pack("<I", len(name)) + name.ljust(64, b"\0") + b"\0" * 28
+assert len(hdr) == 160
+body = hdr + payload
+open(sys.argv[1], "wb").write(body + hashlib.sha256(body).digest())
+EOF2
+"$TUNE" "$SPEC" --layer a --kind accuracy --capture "$T/a.cap" --db "$T/cap.db" --progress plain >/dev/null 2>&1 || fail "capture sweep exit"
+rows "$T/cap.db" | awk -F'\t' '$34 == "nan" || $38 == "nan" || $39 != "a.cap" { bad = 1 } END { exit bad || NR != 8 }' \
+  && ok "--capture: errors on the captured tensors in every row" || fail "--capture rows"
+"$TUNE" "$SPEC" --layer b --kind accuracy --capture "$T/a.cap" --db "$T/cap2.db" --progress plain >/dev/null 2>&1
+rows "$T/cap2.db" | awk -F'\t' '$19 ~ /capture not used: .*layer b is 48 x 80/ && $34 == "nan" { n++ } END { exit n != 8 }' \
+  && ok "--capture of another shape: said in the note, seeded data still measured" || fail "capture shape mismatch not reported"
+head -c 300 "$T/a.cap" >"$T/trunc.cap"
+"$TUNE" "$SPEC" --layer a --kind accuracy --capture "$T/trunc.cap" --db "$T/cap3.db" --progress plain >/dev/null 2>&1
+rows "$T/cap3.db" | awk -F'\t' '$19 ~ /capture not used: capture .*trunc.cap/ { n++ } END { exit n != 8 }' \
+  && ok "a truncated capture is named in the note" || fail "truncated capture not reported"
+
+# 7c. the GPU path on the recording fake driver: plumbing only; nothing is timed unless bit-exact
+if [ -n "$FAKE" ] && [ -f "$FAKE" ]; then
+  HOT_CUDA_DRIVER=$FAKE "$TUNE" "$SPEC" --layer a --db "$T/fake.db" --progress plain >"$T/fake.log" 2>&1 \
+    || { tail -3 "$T/fake.log"; fail "fake-GPU sweep exit"; }
+  rows "$T/fake.db" | awk -F'\t' '$1 == "" { bad = 1 } $13 == "speed" && $18 != "not_bitexact" { bad = 1 }
+    $20 != 0 { bad = 1 } END { exit bad || NR != 12 }' \
+    && ok "fake GPU: device recorded, outputs not bit-exact, nothing timed" || fail "fake GPU rows"
+fi
 
 # 8. the planner reads the DB: one speed row made timed and bit-exact is applied by hot-gen
 if command -v sqlite3 >/dev/null; then
