@@ -8,7 +8,8 @@
 # integer tensor-core instructions (IMMA; IGMMA for wgmma), runs hot-bench on specs/vit_b16.lua
 # and specs/bench_large.lua (speed against cuBLAS; the large layers with the sm_90a kernels on a
 # 9.0 device), and prints a short table, then the benchmark's speed tables, last. Full outputs
-# (per-kernel tables, JSON) go to build-device/, and also to $OUT when it is set. On a machine
+# (per-kernel tables, JSON, the tuning DB) go to build-device/, and packed into
+# $OUT/device-check.tar.gz (+ summary.txt) when $OUT is set. On a machine
 # without a GPU it runs the CPU part and says that the GPU part did not run.
 # Usage: tools/device-check.sh        (about 6 minutes on 16 cores; under 8)
 set -uo pipefail
@@ -17,6 +18,11 @@ root=$PWD
 start=$(date +%s)
 rows=()
 row() { rows+=("$(printf '%-34s %s' "$1" "$2")"); }
+# Files worth keeping are collected in build-device/keep and packed into ONE archive in $OUT at
+# the end ($OUT takes at most 8 files).
+keepdir=$root/build-device/keep
+rm -rf "$keepdir"; mkdir -p "$keepdir"
+keep() { cp "$@" "$keepdir/" 2>/dev/null; }
 log() { echo "device-check: $*" >&2; }
 
 # 1. dependencies: system ones, else the carried packages
@@ -100,7 +106,7 @@ if [ "$gpu" != "none" ]; then
   else
     row "train.py --device cuda" "FAILED: $(tail -1 "$tr_out.txt" | cut -c1-70)"
   fi
-  [ -n "${OUT:-}" ] && [ -d "${OUT:-}" ] && cp "$tr_out".* "$OUT/" 2>/dev/null
+  keep "$tr_out".*
 fi
 
 # 6. integer tensor-core instructions in the GEMMs of each arch path (IMMA for mma.sync, IGMMA
@@ -138,7 +144,7 @@ for s in "${bench_specs[@]}"; do
   timeout 150 "${barch[@]}" "$bdir/bench/hot-bench" "specs/$s.lua" --iters 30 --out "$out.json" \
     >"$out.txt" 2>"$out.log"
   rc=$?
-  [ -n "${OUT:-}" ] && [ -d "${OUT:-}" ] && cp "$out.txt" "$out.json" "$out.log" "$OUT/" 2>/dev/null
+  keep "$out.txt" "$out.json" "$out.log"
   case $rc in
     0) row "hot-bench $s" "ok ($(head -1 "$out.txt" | sed 's/^hot-bench: //; s/ (no GPU.*//' | cut -c1-60))" ;;
     2) row "hot-bench $s" "ran; $(grep '"status": ' "$out.json" | grep -vc '"status": "ok"') layer(s) not ok, $(grep -c '"unsupported": true' "$out.json") of them unsupported (see $out.txt)" ;;
@@ -147,6 +153,28 @@ for s in "${bench_specs[@]}"; do
   esac
 done
 
+# 8. a short speed sweep of the large layers (hot-tune): each tile variant compiled, checked bit
+# for bit against the CPU twins and timed on the GPU; the rows that qualify become the system
+# tuning DB for this GPU (tune/system.sql, from `hot-tune show DB --sql`). Without a GPU the
+# variants are compiled and recorded as not timed.
+tdb=$bdir/tune-bench_large.db
+rm -f "$tdb"
+tarch=()
+[ "$cc" = "9.0" ] && tarch=(--arch sm_90a)
+timeout 120 "$bdir/tune/hot-tune" specs/bench_large.lua --kind speed --db "$tdb" --budget 75 \
+  --repeats 10 --progress plain "${tarch[@]}" >"$bdir/tune.log" 2>&1
+trc=$?
+"$bdir/tune/hot-tune" show "$tdb" >"$bdir/tune-show.txt" 2>&1
+"$bdir/tune/hot-tune" show "$tdb" --sql >"$bdir/tune-system.sql" 2>>"$bdir/tune.log"
+keep "$tdb" "$bdir/tune.log" "$bdir/tune-show.txt" "$bdir/tune-system.sql"
+nrows=$("$bdir/tune/hot-tune" show "$tdb" --rows 2>/dev/null | wc -l)
+ntimed=$(grep -c '^INSERT' "$bdir/tune-system.sql" 2>/dev/null)
+case $trc in
+  0) row "hot-tune bench_large (speed)" "$nrows variants, ${ntimed:-0} timed and bit-exact (system rows)" ;;
+  124) row "hot-tune bench_large (speed)" "TIMED OUT (see tune.log); $nrows rows kept" ;;
+  *) row "hot-tune bench_large (speed)" "FAILED, exit $trc: $(tail -1 "$bdir/tune.log" | cut -c1-60)" ;;
+esac
+
 row "wall time" "$(( $(date +%s) - start )) s"
 echo
 echo "== hot device check ($(date -u +%Y-%m-%d), $(uname -n)) =="
@@ -154,9 +182,13 @@ printf '%s\n' "${rows[@]}"
 if [ "$gpu" = "none" ]; then
   echo "NOTE: no GPU on this machine: the GPU part did not run; nothing above proves GPU results."
 fi
+printf '%s\n' "${rows[@]}" >"$keepdir/summary.txt"
+if [ -n "${OUT:-}" ] && [ -d "${OUT:-}" ]; then
+  tar -czf "$OUT/device-check.tar.gz" -C "$root/build-device" keep && cp "$keepdir/summary.txt" "$OUT/"
+fi
 # The benchmark's verdicts last: per spec its first line (backend), the layers that did not run,
 # the ceilings and the speed table (or the CPU backend's "speed: not measured"); the per-kernel
-# tables stay in the files (build-device/bench-*.txt, $OUT).
+# tables stay in the files (build-device/bench-*.txt, $OUT/device-check.tar.gz).
 for s in "${bench_specs[@]}"; do
   out=$bdir/bench-$s.txt
   [ -s "$out" ] || continue

@@ -66,6 +66,8 @@ static const char *k_usage =
     "  --plot FILE        draw error against time (or saved bytes when not timed) per layer:\n"
     "                     FILE.svg or FILE.png; the Pareto front joined, the chosen point ringed\n"
     "  --json             the rows as JSON\n"
+    "  --sql              the rows fit for the system DB (speed, ok, timed, bit-exact) as the\n"
+    "                     INSERT statements of tune/system.sql\n"
     "\n"
     "exit status: 0 success; 1 a failure (message on stderr); 2 bad command line;\n"
     "130 interrupted (Ctrl-C): the rows written so far are complete; --resume continues.\n";
@@ -429,6 +431,7 @@ int main(int argc, char **argv) {
       const char *a = argv[i];
       if (!strcmp(a, "--rows")) so.rows = 1;
       else if (!strcmp(a, "--json")) so.json = 1;
+      else if (!strcmp(a, "--sql")) so.sql = 1;
       else if (!strcmp(a, "--layer") || !strcmp(a, "--plot")) {
         if (i + 1 >= argc) return usage_error("%s needs a value", a);
         if (!strcmp(a, "--layer")) so.layer = argv[++i];

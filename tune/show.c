@@ -63,6 +63,58 @@ static void print_rows(const row_list *l, FILE *f) {
   }
 }
 
+/* --sql: the rows fit for the system DB (speed, ok, timed, bit-exact) as the INSERT statements
+ * tune/system.sql holds (one per row; NULL for a figure not measured). */
+static void sql_str(FILE *f, const char *s) {
+  fputc('\'', f);
+  for (; *s; ++s) {
+    if (*s == '\'') fputc('\'', f);
+    fputc(*s, f);
+  }
+  fputc('\'', f);
+}
+
+static void sql_num(FILE *f, double v) {
+  if (isnan(v) || isinf(v)) fputs("NULL", f);
+  else fprintf(f, "%.17g", v);
+}
+
+static int print_sql(const row_list *l, FILE *f) {
+  int n = 0;
+  fputs("-- rows of kind speed, status ok, timed and bit-exact (hot-tune show --sql)\n", f);
+  for (int i = 0; i < l->n; ++i) {
+    const hot_tune_row *r = &l->r[i];
+    if (strcmp(r->kind, "speed") || strcmp(r->status, "ok") || !r->timed || r->bitexact != 1) continue;
+    fputs("INSERT INTO results(device, arch, driver, nvrtc, hot_version, batch, tokens, "
+          "out_features, in_features, dtype, recipe, base, kind, variant, model, layer, config, "
+          "status, note, timed, time_med_ms, time_p10_ms, time_p90_ms, time_min_ms, repeats, "
+          "bitexact, regs, spills, smem_bytes, occupancy, gx_err_gauss, gx_err_channels, "
+          "gx_err_tokens, gx_err_capture, gw_err_gauss, gw_err_channels, gw_err_tokens, "
+          "gw_err_capture, capture, saved_bytes, date) VALUES(", f);
+    const char *const s1[] = {r->device, r->arch, r->driver, r->nvrtc, r->hot_version};
+    for (int k = 0; k < 5; ++k) sql_str(f, s1[k]), fputs(", ", f);
+    fprintf(f, "%lld, %lld, %lld, %lld, ", (long long)r->batch, (long long)r->tokens,
+            (long long)r->out_features, (long long)r->in_features);
+    const char *const s2[] = {r->dtype, r->recipe, r->base, r->kind, r->variant, r->model,
+                              r->layer, r->config, r->status, r->note};
+    for (int k = 0; k < 10; ++k) sql_str(f, s2[k]), fputs(", ", f);
+    fprintf(f, "%d, ", r->timed);
+    const double t[4] = {r->time_med_ms, r->time_p10_ms, r->time_p90_ms, r->time_min_ms};
+    for (int k = 0; k < 4; ++k) sql_num(f, t[k]), fputs(", ", f);
+    fprintf(f, "%d, %d, %d, %d, %d, ", r->repeats, r->bitexact, r->regs, r->spills, r->smem_bytes);
+    sql_num(f, r->occupancy < 0 ? NAN : r->occupancy);
+    for (int k = 0; k < HOT_TUNE_DATA_COUNT; ++k) fputs(", ", f), sql_num(f, r->gx_err[k]);
+    for (int k = 0; k < HOT_TUNE_DATA_COUNT; ++k) fputs(", ", f), sql_num(f, r->gw_err[k]);
+    fputs(", ", f);
+    sql_str(f, r->capture);
+    fprintf(f, ", %lld, ", (long long)r->saved_bytes);
+    sql_str(f, r->date);
+    fputs(");\n", f);
+    ++n;
+  }
+  return n;
+}
+
 static void json_str(FILE *f, const char *s) {
   fputc('"', f);
   for (; *s; ++s) {
@@ -202,6 +254,12 @@ int tune_show(const show_opts *o, FILE *out) {
   }
   if (o->rows) {
     print_rows(&l, out);
+    free(l.r);
+    return 0;
+  }
+  if (o->sql) {
+    int n_sql = print_sql(&l, out);
+    fprintf(stderr, "hot-tune: %d row%s fit for the system DB (of %d)\n", n_sql, n_sql == 1 ? "" : "s", l.n);
     free(l.r);
     return 0;
   }

@@ -135,6 +135,7 @@ typedef struct {
   const char *plot;         /* FILE.svg / FILE.png, or NULL */
   int rows;                 /* --rows: every row, canonical and sorted, without the date */
   int json;
+  int sql;                  /* --sql: INSERT statements of the rows fit for tune/system.sql */
 } show_opts;
 /* hot-tune show. Returns the exit status (0, 1 on an error, message on stderr). */
 int tune_show(const show_opts *o, FILE *out);

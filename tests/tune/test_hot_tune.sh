@@ -157,6 +157,12 @@ if command -v sqlite3 >/dev/null; then
     && ok "the g_x GEMM is planned with tile_m 128, 3 stages" || fail "plan does not show the tuned tiles"
   awk '/^layer b:/ { b = 1 } b && /tiles default/ { f = 1 } END { exit !f }' "$T/plan.txt" \
     && ok "layer b: default" || fail "layer b not default"
+  # --sql: the one qualifying row as an INSERT that rebuilds it in an empty database
+  "$TUNE" show "$T/tuned.db" --sql >"$T/sys.sql" 2>"$T/sql.log" || fail "show --sql exit"
+  [ "$(grep -c '^INSERT INTO results' "$T/sys.sql")" -eq 1 ] && ok "--sql: one qualifying row" || fail "--sql rows: $(grep -c INSERT "$T/sys.sql")"
+  cp "$T/tuned.db" "$T/rebuilt.db" && sqlite3 "$T/rebuilt.db" "DELETE FROM results" && sqlite3 "$T/rebuilt.db" <"$T/sys.sql" \
+    && diff <(rows "$T/tuned.db" | awk -F'\t' '$20 == 1') <(rows "$T/rebuilt.db") >/dev/null \
+    && ok "--sql rebuilds the row exactly" || fail "--sql output does not rebuild the row"
   "$GEN" "$SPEC" --plan --tune-db "$T/tuned.db" --device "Other GPU" | grep -q "tiles tuned" \
     && fail "--device filter ignored" || ok "--device filters rows"
   "$GEN" "$SPEC" --plan --tune-db "$T/tuned.db" --no-tune | grep -q "tiles tuned" \
