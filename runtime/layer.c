@@ -268,6 +268,7 @@ hot_status hot_layer_get_info(const hot_layer *layer, hot_layer_info *out) {
   out->compiled = layer->compiled;
   snprintf(out->arch, sizeof out->arch, "%s", plan_arch_caps(p->arch)->name);
   out->seed = layer->seed;
+  ctx_copy(out->tiles, sizeof out->tiles, layer->tiles_origin);
   return HOT_OK;
 }
 

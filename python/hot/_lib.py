@@ -145,7 +145,8 @@ class hot_layer_info(ctypes.Structure):
                 ("dtype", c_int), ("bias", c_int), ("gran", c_int), ("gran_auto", c_int),
                 ("calibrated", c_int), ("lqs_e_tensor", c_double), ("lqs_e_token", c_double),
                 ("saved_bytes", c_size_t), ("fp32_bytes", c_int64), ("compiled", c_int),
-                ("arch", ctypes.c_char * 16), ("seed", c_uint64)]
+                ("arch", ctypes.c_char * 16), ("seed", c_uint64),
+                ("tiles", ctypes.c_char * 256)]
 
 
 class hot_kernel_time(ctypes.Structure):

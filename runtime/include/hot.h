@@ -283,6 +283,9 @@ typedef struct {
   int compiled;                /* 1 once the kernels are compiled (or found in the cache) */
   char arch[16];               /* arch the layer is planned for */
   uint64_t seed;               /* the Philox key in use */
+  char tiles[256];             /* where the GEMM tiles came from: "tuned: <db> <date> <variant>
+                                  (exact shape)" or "(nearest shape ...)", "spec", "default" or
+                                  "default (why not tuned)" (README "Tuning") */
 } hot_layer_info;
 
 /* Fills *out. HOT_ERR_INVALID (NULLs), HOT_ERR_MISUSE (destroyed layer). */

@@ -86,6 +86,7 @@ static void dump_abi(void) {
   FIELD(hot_layer_info, compiled);
   FIELD(hot_layer_info, arch);
   FIELD(hot_layer_info, seed);
+  FIELD(hot_layer_info, tiles);
 
   SIZE(hot_kernel_time);
   FIELD(hot_kernel_time, name);

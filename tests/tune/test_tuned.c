@@ -285,6 +285,9 @@ START_TEST(libhot_layers_use_the_db) {
   ck_assert_int_eq(pl->hq.gemm.tile_m, 128);
   ck_assert_int_eq(pl->hq.gemm.tile_n, 128);
   ck_assert_int_eq(pl->hla.gemm.stages, 4);
+  hot_layer_info info;
+  ck_assert_int_eq(hot_layer_get_info(l, &info), HOT_OK);
+  ck_assert_msg(strstr(info.tiles, "tuned: ") && strstr(info.tiles, "user.db"), "%s", info.tiles);
   hot_ctx_destroy(ctx);
   /* HOT_TUNE=0 in the environment of the context: the defaults */
   setenv("HOT_TUNE", "0", 1);
@@ -295,6 +298,8 @@ START_TEST(libhot_layers_use_the_db) {
   ck_assert_int_eq(plan_layer(&s, 4, 128, HOT_RECIPE_HOT, HOT_ARCH_SM90, 0, &def, err, sizeof err), 0);
   ck_assert_int_eq(hot_layer_get_plan(l)->hq.gemm.tile_n, def.hq.gemm.tile_n);
   ck_assert_int_eq(hot_layer_get_plan(l)->hla.gemm.stages, def.hla.gemm.stages);
+  ck_assert_int_eq(hot_layer_get_info(l, &info), HOT_OK);
+  ck_assert_str_eq(info.tiles, "default");
   hot_ctx_destroy(ctx);
   unsetenv("HOT_TUNE");
   unsetenv("HOT_TUNE_DB");
