@@ -11,8 +11,10 @@ reader. hot.torch.capture_next_backward(module, path) captures a HOTLinear's nex
 
 import ctypes
 import dataclasses
+import errno
 import hashlib
 import os
+import stat
 import struct
 
 from . import _lib
@@ -146,15 +148,21 @@ def read_capture(path):
     """Reads and validates the capture file at `path` (the checks of the C reader: magic,
     version, header, sizes against the file's size before anything is allocated, name, zero
     padding, SHA-256, finite values). Returns a Capture; raises ValueError("capture PATH: ...")
-    for a file that is not a valid capture, OSError when it cannot be read."""
+    for a file that is not a valid capture, OSError when it cannot be opened or is not a regular
+    file."""
     np = _np()
     shown = os.fsdecode(path)
 
     def bad(why):
         raise ValueError(f"capture {shown}: {why}")
 
-    with open(path, "rb") as f:
-        size = os.fstat(f.fileno()).st_size
+    fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0))  # a FIFO must not block
+    st = os.fstat(fd)
+    if not stat.S_ISREG(st.st_mode):
+        os.close(fd)
+        raise OSError(errno.EINVAL, f"capture {shown}: not a regular file")
+    with os.fdopen(fd, "rb") as f:
+        size = st.st_size
         head = f.read(HEADER_BYTES)
         if len(head) < 8 or (head[:8] == MAGIC and size < HEADER_BYTES + SUM_BYTES):
             bad(f"truncated: {size} bytes, a capture has at least {HEADER_BYTES + SUM_BYTES}")

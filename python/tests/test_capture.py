@@ -118,6 +118,12 @@ def test_damaged_files_refused_by_both_readers(hot, helper, tmp_path):
     with open(path, "wb") as f:
         f.write(good)
     assert hot.read_capture(path).name == "fc"
+    fifo = str(tmp_path / "fifo")
+    os.mkfifo(fifo)
+    with pytest.raises(OSError, match="not a regular file"):  # and does not block
+        hot.read_capture(fifo)
+    with pytest.raises(OSError, match="not a regular file"):
+        hot.read_capture(str(tmp_path))
 
 
 def test_bad_arguments(hot, tmp_path):

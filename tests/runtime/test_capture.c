@@ -23,10 +23,12 @@
 void *__real_malloc(size_t n);
 void *__wrap_malloc(size_t n);
 static size_t g_mallocs, g_malloc_max;
+static size_t g_fail_at; /* > 0: the g_fail_at-th allocation from now returns NULL */
 static size_t g_read_mallocs, g_read_malloc_max; /* during the last expect_refused's read */
 void *__wrap_malloc(size_t n) {
   ++g_mallocs;
   if (n > g_malloc_max) g_malloc_max = n;
+  if (g_fail_at && g_mallocs == g_fail_at) return NULL;
   return __real_malloc(n);
 }
 
@@ -585,6 +587,50 @@ START_TEST(stale_temporary_names_skipped) {
 }
 END_TEST
 
+/* Each allocation of a write and of a read failed in turn: HOT_ERR_NOMEM with a message naming
+ * the file, no file or temporary file left by the writer, nothing returned (or leaked: the
+ * valgrind run) by the reader. */
+START_TEST(out_of_memory) {
+  char dir[256], path[400], err[512];
+  ck_assert_ptr_nonnull(tmp_dir(dir));
+  snprintf(path, sizeof path, "%s/m.hotcap", dir);
+  float x[6] = {1, 2, 3, 4, 5, 6}, w[6] = {1, 2, 3, 4, 5, 6}, gy[4] = {1, 2, 3, 4};
+  size_t writes = 0, reads = 0;
+  for (size_t k = 1;; ++k) {
+    g_mallocs = 0;
+    g_fail_at = k;
+    hot_status st = hot_capture_write(path, "fc", 1, 2, 2, 3, HOT_DT_F32, x, w, gy, err, sizeof err);
+    g_fail_at = 0;
+    if (st == HOT_OK) break;
+    ck_assert_msg(st == HOT_ERR_NOMEM && strstr(err, path) && strstr(err, "out of memory"),
+                  "allocation %zu: %s: %s", k, hot_status_name(st), err);
+    ck_assert_int_eq(access(path, F_OK), -1);
+    ck_assert_int_eq(tmp_files(dir), 0);
+    ++writes;
+  }
+  ck_assert_uint_ge(writes, 2); /* the buffer and the temporary name */
+  for (size_t k = 1;; ++k) {
+    hot_capture c;
+    g_mallocs = 0;
+    g_fail_at = k;
+    int st = hot_capture_read(path, &c, err, sizeof err);
+    g_fail_at = 0;
+    if (st == HOT_OK) {
+      hot_capture_free(&c);
+      break;
+    }
+    ck_assert_msg(st == HOT_ERR_NOMEM && strstr(err, path) && strstr(err, "out of memory"),
+                  "allocation %zu: %d: %s", k, st, err);
+    ck_assert_ptr_null(c.x);
+    ck_assert_ptr_null(c.w);
+    ck_assert_ptr_null(c.g_y);
+    ++reads;
+  }
+  ck_assert_uint_ge(reads, 4); /* the buffer and three tensors */
+  rm_tree(dir);
+}
+END_TEST
+
 int main(void) {
   Suite *s = suite_create("runtime_capture");
   TCase *t = tcase_create("capture");
@@ -597,6 +643,7 @@ int main(void) {
   tcase_add_test(t, bad_fields_under_valid_checksum);
   tcase_add_test(t, bad_arguments);
   tcase_add_test(t, unwritable_paths);
+  tcase_add_test(t, out_of_memory);
   suite_add_tcase(s, t);
   SRunner *sr = srunner_create(s);
   srunner_run_all(sr, CK_NORMAL);
