@@ -205,7 +205,6 @@ static int run_kind(const hot_model *m, int layer, const hot_layer_spec *s, cons
   } else {
     row->gx_err[kind] = hot_ref_rel_err(gx, refs.ex[kind], d.T * d.I);
     row->gw_err[kind] = hot_ref_rel_err(gw, refs.ew[kind], d.O * d.I);
-    row->saved_bytes = (int64_t)hot_layer_saved_bytes(l);
     if (kind == HOT_TUNE_GAUSS && !row->note[0]) /* the seeded data's size, for the reader */
       snprintf(row->note, sizeof row->note, "seeded data B=%lld L=%lld", (long long)d.B,
                (long long)d.L);

@@ -176,6 +176,7 @@ static void row_config(hot_tune_row *r, const hot_model *m, const tune_env *env,
   char e[300];
   const int64_t L = s->tokens ? s->tokens : m->tokens;
   if (plan_layer(s, m->batch, L, m->recipe, env->arch, layer, &pl, e, sizeof e) != 0) return;
+  r->saved_bytes = pl.abc.enabled ? pl.abc.bytes : pl.abc.fp32_bytes; /* at the spec's size */
   const hot_gemm_plan *g[2] = {&pl.hq.gemm, &pl.hla.gemm};
   size_t used = 0;
   for (int i = 0; i < 2; ++i) {

@@ -1,8 +1,9 @@
 /* show.c — hot-tune show: what a tuning database holds, for people. Per layer: the fastest
- * bit-exact speed variants (what the planner picks), the accuracy variants on the Pareto front of
- * error against cost (GPU time when every accuracy row of the layer is timed, else the bytes the
- * forward saves), and the chosen point: the front's knee, the point with the smallest product of
- * error and cost, each relative to the front's minimum. --plot draws that (plot.c). */
+ * bit-exact speed variants (what the planner picks) against the layer as the spec writes it, the
+ * accuracy variants on the Pareto front of error against cost (GPU time when every accuracy row
+ * of the layer is timed, else the bytes the forward saves), and the chosen point: the layer as
+ * the spec writes it (variant ""), so a reader sees where the current choice sits against the
+ * front. --plot draws that (plot.c). */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -185,15 +186,16 @@ typedef struct {
 } acc_point;
 
 /* Marks the Pareto front (no other point is at most as costly and at most as wrong, one of them
- * strictly) and the knee. Returns 1 when the costs are times, 0 when bytes. */
+ * strictly; of equal points the first) and the chosen point (the spec as written). Returns 1 when
+ * the costs are times, 0 when bytes. */
 static int front(acc_point *p, int n) {
   int timed = n > 0;
   for (int i = 0; i < n; ++i) timed &= p[i].r->timed;
   for (int i = 0; i < n; ++i) {
     p[i].cost = timed ? p[i].r->time_med_ms : (double)p[i].r->saved_bytes;
     p[i].err = tune_row_error(p[i].r);
+    p[i].chosen = p[i].r->variant[0] == 0;
   }
-  double cmin = INFINITY, emin = INFINITY;
   for (int i = 0; i < n; ++i) {
     p[i].front = !isnan(p[i].err);
     for (int j = 0; j < n && p[i].front; ++j) {
@@ -204,19 +206,7 @@ static int front(acc_point *p, int n) {
       else if (p[j].cost == p[i].cost && p[j].err == p[i].err && j < i)
         p[i].front = 0; /* equal points: the first stands for them */
     }
-    if (p[i].front) {
-      if (p[i].cost < cmin) cmin = p[i].cost;
-      if (p[i].err < emin) emin = p[i].err;
-    }
   }
-  int best = -1;
-  double bv = INFINITY;
-  for (int i = 0; i < n; ++i) {
-    if (!p[i].front) continue;
-    double v = (cmin > 0 ? p[i].cost / cmin : 1.0) * (emin > 0 ? p[i].err / emin : 1.0);
-    if (v < bv) bv = v, best = i;
-  }
-  if (best >= 0) p[best].chosen = 1;
   return timed;
 }
 
@@ -303,11 +293,18 @@ int tune_show(const show_opts *o, FILE *out) {
       qsort(sp, (size_t)ns, sizeof *sp, cmp_time);
       fprintf(out, "  speed: %d variant%s (%d pruned, %d failed or refused, %d timed and bit-exact)\n",
               n_speed, n_speed == 1 ? "" : "s", n_pruned, n_bad, ns);
+      const hot_tune_row *ref = NULL;
+      for (int k = 0; k < ns; ++k)
+        if (!sp[k]->variant[0]) ref = sp[k];
       if (ns) {
+        if (ref)
+          fprintf(out, "    as written (default tiles): %.4f ms; the fastest: %.4f ms (%.2fx)\n",
+                  ref->time_med_ms, sp[0]->time_med_ms, ref->time_med_ms / sp[0]->time_med_ms);
         fprintf(out, "    %-3s %10s %10s %6s %6s  %s\n", "#", "median ms", "p90 ms", "regs", "occ", "variant");
         for (int k = 0; k < ns && k < 5; ++k)
           fprintf(out, "    %-3d %10.4f %10.4f %6d %6.2f  %s%s\n", k + 1, sp[k]->time_med_ms,
-                  sp[k]->time_p90_ms, sp[k]->regs, sp[k]->occupancy, sp[k]->variant,
+                  sp[k]->time_p90_ms, sp[k]->regs, sp[k]->occupancy,
+                  sp[k]->variant[0] ? sp[k]->variant : "(as written)",
                   k == 0 ? "   <- the planner's choice" : "");
       } else {
         fprintf(out, "    not timed (no GPU in the sweeps so far): the planner keeps its defaults for this layer\n");
@@ -325,32 +322,32 @@ int tune_show(const show_opts *o, FILE *out) {
       qsort(pts, (size_t)na, sizeof *pts, cmp_cost);
       int nf = 0;
       for (int k = 0; k < na; ++k) nf += pts[k].front;
-      fprintf(out, "  accuracy: %d variant%s (%d refused or failed); Pareto front of error vs %s: %d point%s\n",
+      fprintf(out, "  accuracy: %d variant%s (%d refused or failed); Pareto front of error vs %s: %d point%s,\n"
+              "  and the layer as written (*)\n",
               na + n_acc_bad, na + n_acc_bad == 1 ? "" : "s", n_acc_bad, timed ? "time" : "saved bytes",
               nf, nf == 1 ? "" : "s");
       fprintf(out, "    %-2s %-44s %8s %8s %8s %8s %8s %8s %8s %12s\n", "", "variant", "gx gauss",
               "gx chan", "gx tok", "gw gauss", "gw chan", "gw tok", "error", timed ? "ms" : "saved B");
       for (int k = 0; k < na; ++k) {
-        if (!pts[k].front) continue;
+        if (!pts[k].front && !pts[k].chosen) continue;
         const hot_tune_row *r = pts[k].r;
         char e[7][16];
         fmt_err(e[0], 16, r->gx_err[0]), fmt_err(e[1], 16, r->gx_err[1]), fmt_err(e[2], 16, r->gx_err[2]);
         fmt_err(e[3], 16, r->gw_err[0]), fmt_err(e[4], 16, r->gw_err[1]), fmt_err(e[5], 16, r->gw_err[2]);
         fmt_err(e[6], 16, pts[k].err);
         fprintf(out, "    %-2s %-44.44s %8s %8s %8s %8s %8s %8s %8s %12.*f\n", pts[k].chosen ? "*" : "",
-                r->variant, e[0], e[1], e[2], e[3], e[4], e[5], e[6], timed ? 4 : 0, pts[k].cost);
+                r->variant[0] ? r->variant : "(as written)", e[0], e[1], e[2], e[3], e[4], e[5], e[6], timed ? 4 : 0, pts[k].cost);
       }
       if (na && pts[0].r->capture[0])
         fprintf(out, "    (errors on captured tensors %s are in --json / --rows)\n", pts[0].r->capture);
-      fprintf(out, "    * = the knee (smallest error x cost relative to the front's minima); error = "
-              "mean over data of sqrt((gx^2 + gw^2) / 2)\n");
+      fprintf(out, "    error = mean over the data sets of sqrt((gx^2 + gw^2) / 2)\n");
       /* plot points: one series per layer (at most 8 drawn) */
       if (o->plot && na) {
         if (plot_timed < 0) plot_timed = timed;
         if (nseries < 8 && plot_timed == timed) {
           series[nseries] = first->layer;
           for (int k = 0; k < na; ++k)
-            pp[npp++] = (hot_plot_point){pts[k].cost, pts[k].err, pts[k].chosen ? pts[k].r->variant : NULL,
+            pp[npp++] = (hot_plot_point){pts[k].cost, pts[k].err, pts[k].chosen ? "as written" : NULL,
                                          nseries, pts[k].front, pts[k].chosen};
           ++nseries;
         }
@@ -365,7 +362,7 @@ int tune_show(const show_opts *o, FILE *out) {
     } else {
       hot_plot_opts po;
       memset(&po, 0, sizeof po);
-      po.title = "hot-tune: error vs cost per layer";
+      po.title = "hot-tune: error vs cost (ringed: the spec as written)";
       po.x_label = plot_timed ? "save + backward time (ms)" : "bytes saved by the forward (ABC)";
       po.y_label = "error (mean over data of sqrt((gx^2+gw^2)/2))";
       for (int s = 0; s < nseries; ++s) po.series_names[s] = series[s];

@@ -63,6 +63,7 @@ int tune_axes(const hot_model *m, hot_field_class cls, hot_arch arch, tune_axis 
 static int product(const tune_axis *axes, int na, int layer, hot_field_class cls,
                    tune_variant **list, int *n, int *cap, char *err, size_t errlen) {
   int idx[HOT_MAX_SWEEP * 4] = {0};
+  int as_written = 1; /* first the layer as the spec writes it (variant ""): the reference */
   for (;;) {
     if (*n == *cap) {
       int nc = *cap ? *cap * 2 : 64;
@@ -80,7 +81,7 @@ static int product(const tune_axis *axes, int na, int layer, hot_field_class cls
     v->cls = cls;
     v->index = *n;
     size_t used = 0;
-    for (int a = 0; a < na; ++a) {
+    for (int a = 0; a < na && !as_written; ++a) {
       int w = snprintf(v->assign + used, sizeof v->assign - used, "%s%s=%s", a ? ";" : "",
                        axes[a].field, axes[a].values[idx[a]]);
       if (w < 0 || (size_t)w >= sizeof v->assign - used) {
@@ -90,6 +91,14 @@ static int product(const tune_axis *axes, int na, int layer, hot_field_class cls
       used += (size_t)w;
     }
     ++*n;
+    if (as_written) {
+      as_written = 0;
+      continue;
+    }
+    if (*n > (1 << 20)) {
+      snprintf(err, errlen, "the space has more than %d variants per layer: fewer axes or values", 1 << 20);
+      return -1;
+    }
     int a = na - 1; /* odometer: the last axis moves fastest */
     while (a >= 0 && ++idx[a] == axes[a].n) idx[a--] = 0;
     if (a < 0) return 0;
@@ -109,6 +118,12 @@ int tune_space(const hot_model *m, const tune_opts *o, hot_arch arch, tune_varia
       if (!(o->kinds & (c == 0 ? TUNE_SPEED : TUNE_ACCURACY))) continue;
       tune_axis axes[HOT_MAX_SWEEP * 4];
       int na = 0;
+      if (m->n_sweep > HOT_MAX_SWEEP * 4) {
+        snprintf(err, errlen, "%s: more than %d sweep axes", m->file, HOT_MAX_SWEEP * 4);
+        free(*out);
+        *out = NULL;
+        return -1;
+      }
       if (tune_axes(m, cls, arch, axes, &na, err, errlen) != 0 ||
           product(axes, na, l, cls, out, n, &cap, err, errlen) != 0) {
         free(*out);

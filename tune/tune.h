@@ -75,7 +75,8 @@ int tune_axes(const hot_model *m, hot_field_class cls, hot_arch arch, tune_axis 
               char *err, size_t errlen);
 
 /* Every variant of the selected layers and kinds, in a fixed order (layers in spec order; speed
- * variants, then accuracy; the cartesian product with the last axis fastest). *out malloc'd (the
+ * variants, then accuracy; per class first the layer as the spec writes it — variant "", the
+ * reference a sweep is compared with — then the cartesian product with the last axis fastest). *out malloc'd (the
  * caller frees it), *n its length. Returns 0, or -1 with a message (unknown layer, an empty
  * space, no memory). */
 int tune_space(const hot_model *m, const tune_opts *o, hot_arch arch, tune_variant **out,
@@ -88,7 +89,7 @@ int tune_variant_spec(const hot_model *m, const tune_variant *v, hot_layer_spec 
 /* ---- accuracy.c --------------------------------------------------------------------------- */
 /* Errors of one variant (spec `s` of layer index `layer` of m) on the CPU twins against fp64:
  * g_x and g_w relative Frobenius errors on the seeded data kinds and the capture (when o->capture
- * is set); saved bytes of ABC. Fills row->gx_err/gw_err/saved_bytes/capture, status "ok" or
+ * is set). Fills row->gx_err/gw_err/capture, status "ok" or
  * "plan_refused"/"failed" with a note. Returns 0 (row filled, whatever the status), -1 only on
  * out-of-memory (message in err). */
 int tune_accuracy(const hot_model *m, int layer, const hot_layer_spec *s, const tune_opts *o,

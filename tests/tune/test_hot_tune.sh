@@ -19,10 +19,10 @@ fail() { echo "FAIL: $*"; fails=$((fails + 1)); }
 ok() { echo "ok: $*"; }
 rows() { "$TUNE" show "$1" --rows; }
 
-# 1. one process: 2 layers x (4 speed + 8 accuracy) variants
+# 1. one process: 2 layers x (1 + 4 speed, 1 + 8 accuracy) variants (1: the layer as written)
 "$TUNE" "$SPEC" --db "$T/a.db" --progress plain >"$T/a.log" 2>&1 || { cat "$T/a.log"; fail "full sweep exit $?"; }
 n=$(rows "$T/a.db" | wc -l)
-[ "$n" -eq 24 ] && ok "24 rows" || fail "full sweep: $n rows, expected 24"
+[ "$n" -eq 28 ] && ok "28 rows" || fail "full sweep: $n rows, expected 28"
 grep -q "no GPU: speed variants compiled, not timed" "$T/a.log" && ok "says not timed" || fail "no 'not timed' summary"
 rows "$T/a.db" | awk -F'\t' '$13 == "speed" && $20 != 0 { bad = 1 } END { exit bad }' \
   && ok "speed rows not timed" || fail "a speed row claims a time without a GPU"
@@ -39,12 +39,12 @@ done
 if diff <(rows "$T/a.db") <(rows "$T/m.db") >"$T/diff.txt"; then ok "shards merged == one process"
 else fail "merged shards differ:"; head -5 "$T/diff.txt"; fi
 n0=$(rows "$T/s0.db" | wc -l); n1=$(rows "$T/s1.db" | wc -l); n2=$(rows "$T/s2.db" | wc -l)
-[ $((n0 + n1 + n2)) -eq 24 ] && [ "$n0" -gt 0 ] && [ "$n1" -gt 0 ] && [ "$n2" -gt 0 ] \
+[ $((n0 + n1 + n2)) -eq 28 ] && [ "$n0" -gt 0 ] && [ "$n1" -gt 0 ] && [ "$n2" -gt 0 ] \
   && ok "shards disjoint ($n0+$n1+$n2)" || fail "shard sizes $n0 $n1 $n2"
 
 # 3. --resume: nothing left
 "$TUNE" "$SPEC" --db "$T/a.db" --resume --progress plain 2>"$T/r.log" || fail "resume exit"
-grep -q "24 already recorded, 0 to run" "$T/r.log" && ok "resume skips all" || { cat "$T/r.log"; fail "resume did not skip"; }
+grep -q "28 already recorded, 0 to run" "$T/r.log" && ok "resume skips all" || { cat "$T/r.log"; fail "resume did not skip"; }
 
 # 4. --budget then --resume
 "$TUNE" "$SPEC" --db "$T/b.db" --kind accuracy --budget 0.001 --progress plain 2>"$T/b.log"; st=$?
@@ -56,14 +56,14 @@ else fail "budget + resume rows differ from the full run"; fi
 # 5. Ctrl-C: slow variants (more samples), interrupted after the first one
 "$TUNE" "$SPEC" --db "$T/c.db" --kind accuracy --batch 192 --progress plain >"$T/c.log" 2>&1 &
 pid=$!
-for _ in $(seq 1 600); do grep -q "hot-tune: 1/16" "$T/c.log" 2>/dev/null && break; sleep 0.1; done
+for _ in $(seq 1 600); do grep -q "hot-tune: 1/18" "$T/c.log" 2>/dev/null && break; sleep 0.1; done
 kill -INT $pid
 wait $pid; st=$?
 nc=$(rows "$T/c.db" | wc -l)
-[ $st -eq 130 ] && grep -q "interrupted" "$T/c.log" && [ "$nc" -ge 1 ] && [ "$nc" -lt 16 ] \
+[ $st -eq 130 ] && grep -q "interrupted" "$T/c.log" && [ "$nc" -ge 1 ] && [ "$nc" -lt 18 ] \
   && ok "Ctrl-C: exit 130 with $nc whole rows" || { tail -3 "$T/c.log"; fail "Ctrl-C: exit $st, $nc rows"; }
 "$TUNE" "$SPEC" --db "$T/c.db" --kind accuracy --batch 192 --resume --progress plain 2>"$T/c2.log" || fail "resume after Ctrl-C"
-[ "$(rows "$T/c.db" | wc -l)" -eq 16 ] && ok "resume after Ctrl-C completes" || fail "after Ctrl-C resume: $(rows "$T/c.db" | wc -l) rows"
+[ "$(rows "$T/c.db" | wc -l)" -eq 18 ] && ok "resume after Ctrl-C completes" || fail "after Ctrl-C resume: $(rows "$T/c.db" | wc -l) rows"
 
 # 6. bad input: one line, the right exit status
 expect() { # expect STATUS PATTERN CMD...
@@ -101,9 +101,9 @@ rows "$T/ref.db" | awk -F'\t' '$14 == "tile_gx.tile_k=48" && $18 == "plan_refuse
 
 # 7. show
 "$TUNE" show "$T/a.db" >"$T/show.txt" || fail "show exit"
-grep -q "Pareto front of error vs saved bytes" "$T/show.txt" && grep -q "^    \* " "$T/show.txt" \
-  && ok "show: front and knee" || fail "show: no front/knee"
-"$TUNE" show "$T/a.db" --json | python3 -c 'import json,sys; d=json.load(sys.stdin); assert len(d["rows"]) == 24' \
+grep -q "Pareto front of error vs saved bytes" "$T/show.txt" && grep -q "^    \*  (as written)" "$T/show.txt" \
+  && ok "show: front and the layer as written" || fail "show: no front / as written"
+"$TUNE" show "$T/a.db" --json | python3 -c 'import json,sys; d=json.load(sys.stdin); assert len(d["rows"]) == 28' \
   && ok "show --json parses" || fail "show --json"
 "$TUNE" show "$T/a.db" --plot "$T/p.svg" >/dev/null && grep -q "<svg" "$T/p.svg" && ok "plot svg" || fail "plot svg"
 "$TUNE" show "$T/a.db" --plot "$T/p.png" >/dev/null && [ "$(head -c 4 "$T/p.png" | od -An -c | tr -d ' ')" = "211PNG" ] \
@@ -125,14 +125,14 @@ body = hdr + payload
 open(sys.argv[1], "wb").write(body + hashlib.sha256(body).digest())
 EOF2
 "$TUNE" "$SPEC" --layer a --kind accuracy --capture "$T/a.cap" --db "$T/cap.db" --progress plain >/dev/null 2>&1 || fail "capture sweep exit"
-rows "$T/cap.db" | awk -F'\t' '$34 == "nan" || $38 == "nan" || $39 != "a.cap" { bad = 1 } END { exit bad || NR != 8 }' \
+rows "$T/cap.db" | awk -F'\t' '$34 == "nan" || $38 == "nan" || $39 != "a.cap" { bad = 1 } END { exit bad || NR != 9 }' \
   && ok "--capture: errors on the captured tensors in every row" || fail "--capture rows"
 "$TUNE" "$SPEC" --layer b --kind accuracy --capture "$T/a.cap" --db "$T/cap2.db" --progress plain >/dev/null 2>&1
-rows "$T/cap2.db" | awk -F'\t' '$19 ~ /capture not used: .*layer b is 48 x 80/ && $34 == "nan" { n++ } END { exit n != 8 }' \
+rows "$T/cap2.db" | awk -F'\t' '$19 ~ /capture not used: .*layer b is 48 x 80/ && $34 == "nan" { n++ } END { exit n != 9 }' \
   && ok "--capture of another shape: said in the note, seeded data still measured" || fail "capture shape mismatch not reported"
 head -c 300 "$T/a.cap" >"$T/trunc.cap"
 "$TUNE" "$SPEC" --layer a --kind accuracy --capture "$T/trunc.cap" --db "$T/cap3.db" --progress plain >/dev/null 2>&1
-rows "$T/cap3.db" | awk -F'\t' '$19 ~ /capture not used: capture .*trunc.cap/ { n++ } END { exit n != 8 }' \
+rows "$T/cap3.db" | awk -F'\t' '$19 ~ /capture not used: capture .*trunc.cap/ { n++ } END { exit n != 9 }' \
   && ok "a truncated capture is named in the note" || fail "truncated capture not reported"
 
 # 7c. the GPU path on the recording fake driver: plumbing only; nothing is timed unless bit-exact
@@ -140,7 +140,7 @@ if [ -n "$FAKE" ] && [ -f "$FAKE" ]; then
   HOT_CUDA_DRIVER=$FAKE "$TUNE" "$SPEC" --layer a --db "$T/fake.db" --progress plain >"$T/fake.log" 2>&1 \
     || { tail -3 "$T/fake.log"; fail "fake-GPU sweep exit"; }
   rows "$T/fake.db" | awk -F'\t' '$1 == "" { bad = 1 } $13 == "speed" && $18 != "not_bitexact" { bad = 1 }
-    $20 != 0 { bad = 1 } END { exit bad || NR != 12 }' \
+    $20 != 0 { bad = 1 } END { exit bad || NR != 14 }' \
     && ok "fake GPU: device recorded, outputs not bit-exact, nothing timed" || fail "fake GPU rows"
 fi
 
