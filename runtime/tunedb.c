@@ -359,6 +359,13 @@ static rt_status check_file(hot_tunedb *t, char *err, size_t errlen) {
   return ok ? RT_OK : RT_ERR_IO;
 }
 
+/* A statement built from COLS does not fit SQL_MAX (a build whose columns outgrew it). */
+static rt_status too_long(const hot_tunedb *t, char *err, size_t errlen) {
+  hot_errf(err, errlen, "tuning database %s: internal error: a statement exceeds %d bytes",
+           t->path, SQL_MAX);
+  return RT_ERR_NOMEM;
+}
+
 /* Prepares the handle's statements (which also proves results has every column). */
 static rt_status prepare(hot_tunedb *t, char *err, size_t errlen) {
   sqlbuf ins = {{0}, 0, 0}; /* " INTO results(<columns>) VALUES(?, ...)" */
@@ -370,7 +377,7 @@ static rt_status prepare(hot_tunedb *t, char *err, size_t errlen) {
   sqlbuf b = {{0}, 0, 0};
   sb_add(&b, "INSERT OR REPLACE");
   sb_add(&b, ins.s);
-  if (ins.overflow || b.overflow) return RT_ERR_NOMEM;
+  if (ins.overflow || b.overflow) return too_long(t, err, errlen);
   if (sqlite3_prepare_v2(t->db, b.s, -1, &t->put, NULL) != SQLITE_OK)
     return db_fail(t->db, t->path, "not a hot tuning database of this layout", err, errlen);
 
@@ -390,7 +397,7 @@ static rt_status prepare(hot_tunedb *t, char *err, size_t errlen) {
     first = 0;
   }
   sb_add(&m, " WHERE excluded.date > results.date");
-  if (m.overflow) return RT_ERR_NOMEM;
+  if (m.overflow) return too_long(t, err, errlen);
   if (sqlite3_prepare_v2(t->db, m.s, -1, &t->merge, NULL) != SQLITE_OK)
     return db_fail(t->db, t->path, "not a hot tuning database of this layout", err, errlen);
 
@@ -399,7 +406,7 @@ static rt_status prepare(hot_tunedb *t, char *err, size_t errlen) {
   sb_add(&g, " WHERE ");
   sb_cols(&g, "", 1, " = ? AND ");
   sb_add(&g, " = ?");
-  if (g.overflow) return RT_ERR_NOMEM;
+  if (g.overflow) return too_long(t, err, errlen);
   if (sqlite3_prepare_v2(t->db, g.s, -1, &t->get, NULL) != SQLITE_OK)
     return db_fail(t->db, t->path, "not a hot tuning database of this layout", err, errlen);
   return RT_OK;
@@ -910,8 +917,8 @@ int tunedb_best_speed(hot_tunedb *const *dbs, int n, const hot_tune_query *q,
     sqlbuf b = {{0}, 0, 0};
     sb_select(&b);
     sb_add(&b, " WHERE arch = ?1 AND dtype = ?2 AND recipe = ?3 AND base = ?4 AND kind = 'speed'"
-               " AND status = 'ok' AND timed = 1 AND bitexact = 1 AND (?5 IS NULL OR device = ?5)"
-               ORDER_BY);
+               " AND status = 'ok' AND timed = 1 AND bitexact = 1 AND (?5 IS NULL OR device = ?5)");
+    /* (no ORDER BY: the choice is a total order over the rows, whatever order they come in) */
     sqlite3_stmt *st = NULL;
     int rc = b.overflow ? SQLITE_TOOBIG : sqlite3_prepare_v2(t->db, b.s, -1, &st, NULL);
     if (rc == SQLITE_OK) rc = sqlite3_bind_text(st, 1, q->arch, -1, SQLITE_STATIC);

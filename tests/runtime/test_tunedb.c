@@ -704,6 +704,19 @@ START_TEST(best_speed_filters) {
   q2 = q; q2.device = "NVIDIA B200";
   ck_assert_str_eq(best(dbs, 1, &q2, &ch), "");
   tunedb_close(db);
+  /* the lookup's equality columns are served by an index, not a scan of the table */
+  sqlite3 *raw = NULL;
+  ck_assert_int_eq(sqlite3_open_v2(p1, &raw, SQLITE_OPEN_READONLY, NULL), SQLITE_OK);
+  sqlite3_stmt *st = NULL;
+  ck_assert_int_eq(sqlite3_prepare_v2(raw, "EXPLAIN QUERY PLAN SELECT * FROM results WHERE arch = ?1"
+                   " AND dtype = ?2 AND recipe = ?3 AND base = ?4 AND kind = 'speed' AND status = 'ok'"
+                   " AND timed = 1 AND bitexact = 1 AND (?5 IS NULL OR device = ?5)", -1, &st, NULL),
+                   SQLITE_OK);
+  ck_assert_int_eq(sqlite3_step(st), SQLITE_ROW);
+  const char *plan = (const char *)sqlite3_column_text(st, 3);
+  ck_assert_msg(plan && strstr(plan, "USING INDEX") && strstr(plan, "status=?"), "plan: %s", plan);
+  sqlite3_finalize(st);
+  sqlite3_close(raw);
 }
 END_TEST
 
