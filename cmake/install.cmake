@@ -34,7 +34,8 @@ install(FILES ${PROJECT_BINARY_DIR}/package/hot-config.cmake
 
 # --- pkg-config ---------------------------------------------------------------------------------
 # prefix is found from hot.pc's own directory (${pcfiledir}), so the file stays right for any
-# install prefix. Lua: the pkg-config module when hot found it that way, else the library file.
+# install prefix. Lua and SQLite: the pkg-config module when hot found it that way, else the
+# library file.
 if(IS_ABSOLUTE "${CMAKE_INSTALL_LIBDIR}")
   set(HOT_PC_PREFIX "${CMAKE_INSTALL_PREFIX}")
   set(HOT_PC_LIBDIR "${CMAKE_INSTALL_LIBDIR}")
@@ -52,10 +53,16 @@ endif()
 set(HOT_PC_REQUIRES_PRIVATE "")
 set(HOT_PC_LIBS_PRIVATE "")
 if(TARGET PkgConfig::HOT_PC_LUA)
-  set(HOT_PC_REQUIRES_PRIVATE "lua5.4")
+  list(APPEND HOT_PC_REQUIRES_PRIVATE "lua5.4")
 else()
-  set(HOT_PC_LIBS_PRIVATE "${HOT_LUA_LIB} ")
+  string(APPEND HOT_PC_LIBS_PRIVATE "${HOT_LUA_LIB} ")
 endif()
+if(TARGET PkgConfig::HOT_PC_SQLITE)
+  list(APPEND HOT_PC_REQUIRES_PRIVATE "sqlite3")
+else()
+  string(APPEND HOT_PC_LIBS_PRIVATE "${HOT_SQLITE_LIB} ")
+endif()
+string(REPLACE ";" ", " HOT_PC_REQUIRES_PRIVATE "${HOT_PC_REQUIRES_PRIVATE}")
 string(APPEND HOT_PC_LIBS_PRIVATE "-lm")
 foreach(l IN LISTS CMAKE_DL_LIBS)
   string(APPEND HOT_PC_LIBS_PRIVATE " -l${l}")

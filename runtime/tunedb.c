@@ -23,6 +23,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <time.h>
 
 #include "diag.h"
 #include "embed.h"
@@ -122,6 +123,13 @@ static rt_status status_of(int rc) {
   return (rc & 0xff) == SQLITE_NOMEM ? RT_ERR_NOMEM : RT_ERR_IO;
 }
 
+/* SQLite's reports (quick_check, integrity_check) may span lines: joined into one. */
+static void one_line(char *err, size_t errlen) {
+  if (!err || !errlen) return;
+  for (char *p = err; *p; p++)
+    if (*p == '\n' || *p == '\r') *p = *(p + 1) ? ';' : '\0';
+}
+
 /* "<path>: <what>: <SQLite's message>" */
 static rt_status db_fail(sqlite3 *db, const char *path, const char *what, char *err, size_t errlen) {
   int rc = db ? sqlite3_extended_errcode(db) : SQLITE_NOMEM;
@@ -131,6 +139,7 @@ static rt_status db_fail(sqlite3 *db, const char *path, const char *what, char *
     hot_errf(err, errlen, "tuning database %s: %s: %s (%s)", path, what, msg, strerror(sys));
   else
     hot_errf(err, errlen, "tuning database %s: %s: %s", path, what, msg);
+  one_line(err, errlen);
   return status_of(rc);
 }
 
@@ -341,11 +350,20 @@ static rt_status check_file(hot_tunedb *t, char *err, size_t errlen) {
   }
   const unsigned char *v = sqlite3_column_text(st, 0);
   ok = v && strcmp((const char *)v, "ok") == 0;
-  if (!ok)
+  if (!ok) {
     hot_errf(err, errlen, "tuning database %s: database disk image is malformed (%s)", t->path,
              v ? (const char *)v : "?");
+    one_line(err, errlen);
+  }
   sqlite3_finalize(st);
   return ok ? RT_OK : RT_ERR_IO;
+}
+
+/* A statement built from COLS does not fit SQL_MAX (a build whose columns outgrew it). */
+static rt_status too_long(const hot_tunedb *t, char *err, size_t errlen) {
+  hot_errf(err, errlen, "tuning database %s: internal error: a statement exceeds %d bytes",
+           t->path, SQL_MAX);
+  return RT_ERR_NOMEM;
 }
 
 /* Prepares the handle's statements (which also proves results has every column). */
@@ -359,7 +377,7 @@ static rt_status prepare(hot_tunedb *t, char *err, size_t errlen) {
   sqlbuf b = {{0}, 0, 0};
   sb_add(&b, "INSERT OR REPLACE");
   sb_add(&b, ins.s);
-  if (ins.overflow || b.overflow) return RT_ERR_NOMEM;
+  if (ins.overflow || b.overflow) return too_long(t, err, errlen);
   if (sqlite3_prepare_v2(t->db, b.s, -1, &t->put, NULL) != SQLITE_OK)
     return db_fail(t->db, t->path, "not a hot tuning database of this layout", err, errlen);
 
@@ -379,7 +397,7 @@ static rt_status prepare(hot_tunedb *t, char *err, size_t errlen) {
     first = 0;
   }
   sb_add(&m, " WHERE excluded.date > results.date");
-  if (m.overflow) return RT_ERR_NOMEM;
+  if (m.overflow) return too_long(t, err, errlen);
   if (sqlite3_prepare_v2(t->db, m.s, -1, &t->merge, NULL) != SQLITE_OK)
     return db_fail(t->db, t->path, "not a hot tuning database of this layout", err, errlen);
 
@@ -388,7 +406,7 @@ static rt_status prepare(hot_tunedb *t, char *err, size_t errlen) {
   sb_add(&g, " WHERE ");
   sb_cols(&g, "", 1, " = ? AND ");
   sb_add(&g, " = ?");
-  if (g.overflow) return RT_ERR_NOMEM;
+  if (g.overflow) return too_long(t, err, errlen);
   if (sqlite3_prepare_v2(t->db, g.s, -1, &t->get, NULL) != SQLITE_OK)
     return db_fail(t->db, t->path, "not a hot tuning database of this layout", err, errlen);
   return RT_OK;
@@ -429,6 +447,46 @@ static hot_tunedb *handle_new(const char *path) {
 }
 
 static int exec(sqlite3 *db, const char *sql) { return sqlite3_exec(db, sql, NULL, NULL, NULL); }
+
+static double now_s(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
+
+/* Switches the file to WAL (persistent; a no-op when it is already) and synchronous=NORMAL.
+ * Leaving rollback mode needs the file to itself, and SQLite answers "database is locked" at once
+ * instead of calling the busy handler (writers racing to create a new file meet this), so it is
+ * retried here for the busy timeout. */
+static rt_status set_wal(hot_tunedb *t, char *err, size_t errlen) {
+  double deadline = now_s() + BUSY_TIMEOUT_MS / 1000.0;
+  for (int attempt = 0;; attempt++) {
+    sqlite3_stmt *st = NULL;
+    int rc = sqlite3_prepare_v2(t->db, "PRAGMA journal_mode = WAL", -1, &st, NULL);
+    if (rc == SQLITE_OK) rc = sqlite3_step(st);
+    if (rc == SQLITE_ROW) {
+      const unsigned char *mode = sqlite3_column_text(st, 0);
+      int wal = mode && strcmp((const char *)mode, "wal") == 0;
+      char got[32];
+      snprintf(got, sizeof got, "%s", mode ? (const char *)mode : "?");
+      sqlite3_finalize(st);
+      if (!wal) {
+        hot_errf(err, errlen, "tuning database %s: cannot switch to the WAL journal (journal mode "
+                 "stays '%s'; a file system without shared memory?)", t->path, got);
+        return RT_ERR_IO;
+      }
+      break;
+    }
+    sqlite3_finalize(st);
+    int prim = rc & 0xff;
+    if ((prim != SQLITE_BUSY && prim != SQLITE_LOCKED) || now_s() > deadline)
+      return db_fail(t->db, t->path, "cannot set the journal mode", err, errlen);
+    sqlite3_sleep(2 + attempt % 16);
+  }
+  if (exec(t->db, "PRAGMA synchronous = NORMAL") != SQLITE_OK)
+    return db_fail(t->db, t->path, "cannot set the journal mode", err, errlen);
+  return RT_OK;
+}
 
 rt_status tunedb_open(hot_tunedb **out, const char *path, int read_only, char *err,
                       size_t errlen) {
@@ -474,11 +532,7 @@ rt_status tunedb_open(hot_tunedb **out, const char *path, int read_only, char *e
   if (!read_only) {
     /* Only an empty database or one of ours is switched to WAL (a foreign file stays as is). */
     if (ntab > 0 && (s = check_schema(t, err, errlen)) != RT_OK) goto fail;
-    if (exec(t->db, "PRAGMA journal_mode = WAL") != SQLITE_OK ||
-        exec(t->db, "PRAGMA synchronous = NORMAL") != SQLITE_OK) {
-      s = db_fail(t->db, path, "cannot set the journal mode", err, errlen);
-      goto fail;
-    }
+    if ((s = set_wal(t, err, errlen)) != RT_OK) goto fail;
     if (ntab == 0) {
       /* Creators race: the first to hold the write lock creates, the others find the tables. */
       if (exec(t->db, "BEGIN IMMEDIATE") != SQLITE_OK) {
@@ -557,6 +611,7 @@ rt_status tunedb_open_sql(hot_tunedb **out, const char *name, const char *sql, c
   if (rc != SQLITE_OK) {
     hot_errf(err, errlen, "tuning database %s: %s%s", name, msg ? msg : sqlite3_errstr(rc),
              (rc & 0xff) == SQLITE_AUTH ? " (only INSERT INTO results is allowed)" : "");
+    one_line(err, errlen);
     sqlite3_free(msg);
     exec(t->db, "ROLLBACK"); /* a BEGIN of the text left open */
     s = status_of(rc);
@@ -788,6 +843,7 @@ rt_status tunedb_integrity_check(hot_tunedb *t, char *err, size_t errlen) {
     if (!v || strcmp((const char *)v, "ok") != 0) {
       hot_errf(err, errlen, "tuning database %s: integrity check failed: %s", t->path,
                v ? (const char *)v : "?");
+      one_line(err, errlen);
       s = RT_ERR_IO;
     }
   }
@@ -861,8 +917,8 @@ int tunedb_best_speed(hot_tunedb *const *dbs, int n, const hot_tune_query *q,
     sqlbuf b = {{0}, 0, 0};
     sb_select(&b);
     sb_add(&b, " WHERE arch = ?1 AND dtype = ?2 AND recipe = ?3 AND base = ?4 AND kind = 'speed'"
-               " AND status = 'ok' AND timed = 1 AND bitexact = 1 AND (?5 IS NULL OR device = ?5)"
-               ORDER_BY);
+               " AND status = 'ok' AND timed = 1 AND bitexact = 1 AND (?5 IS NULL OR device = ?5)");
+    /* (no ORDER BY: the choice is a total order over the rows, whatever order they come in) */
     sqlite3_stmt *st = NULL;
     int rc = b.overflow ? SQLITE_TOOBIG : sqlite3_prepare_v2(t->db, b.s, -1, &st, NULL);
     if (rc == SQLITE_OK) rc = sqlite3_bind_text(st, 1, q->arch, -1, SQLITE_STATIC);

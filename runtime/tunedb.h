@@ -82,7 +82,11 @@ void tunedb_row_init(hot_tune_row *row);
  * On RT_OK *out is a handle the caller owns (tunedb_close). Errors (*out = NULL, one line in err
  * naming the path): RT_ERR_INVALID (NULL arguments), RT_ERR_IO (cannot be opened or created; not
  * an SQLite file; corrupt — "file is not a database", "database disk image is malformed"; a
- * schema version other than HOT_TUNE_SCHEMA; read_only and missing), RT_ERR_NOMEM. */
+ * schema version other than HOT_TUNE_SCHEMA; read_only and missing), RT_ERR_NOMEM.
+ * The whole file is checked at open (SQLite's quick_check: time linear in its size), so damage is
+ * reported here rather than by a later lookup. An SQLite file without our tables is refused and
+ * left untouched (also read-write). read_only never creates the database file; like any reader of
+ * a WAL database, SQLite may create its `-wal` and `-shm` companions next to it. */
 rt_status tunedb_open(hot_tunedb **out, const char *path, int read_only, char *err, size_t errlen);
 
 /* The shipped system rows (tune/system.sql, embedded) in a new in-memory database, with the same

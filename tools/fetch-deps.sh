@@ -7,7 +7,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 mkdir -p .deps/debs
 cd .deps/debs
-pkgs=(liblua5.4-dev liblua5.4-0 lua5.4 check libsubunit-dev libsubunit0 pkg-config pkgconf pkgconf-bin libpkgconf3)
+pkgs=(liblua5.4-dev liblua5.4-0 lua5.4 check libsubunit-dev libsubunit0 libsqlite3-dev libsqlite3-0 pkg-config pkgconf pkgconf-bin libpkgconf3)
 if ! apt-get download "${pkgs[@]}" >/dev/null 2>&1; then
   sudo=""; [ "$(id -u)" -eq 0 ] || sudo="sudo"
   $sudo apt-get update -qq

@@ -10,7 +10,7 @@
 set -euo pipefail
 # One list; add a package here and nowhere else.
 pkgs=(
-  cmake make gcc pkg-config liblua5.4-dev lua5.4 check # build
+  cmake make gcc pkg-config liblua5.4-dev lua5.4 check libsqlite3-dev sqlite3 # build
   g++ python3                                          # tests: kernel emulators (label emu)
   valgrind                                             # tests: memory check (label spec)
 )
