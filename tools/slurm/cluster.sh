@@ -63,11 +63,11 @@ print_logs() {
   done
 }
 
-# Sends TERM to pid, waits up to 20 s, then KILL and waits again.
+# Sends TERM to pid (unless told it was sent: $3 = sent), waits up to 20 s, then KILL and waits.
 stop_pid() {
   local name=$1 pid=$2 i
   [ -n "$pid" ] || return 0
-  kill -TERM "$pid" 2>/dev/null || return 0
+  if [ "${3:-}" != sent ]; then kill -TERM "$pid" 2>/dev/null || return 0; fi
   for ((i = 0; i < 200; i++)); do
     kill -0 "$pid" 2>/dev/null || return 0
     sleep 0.1
@@ -93,8 +93,14 @@ do_stop() {
       done
     fi
   fi
-  stop_pid slurmd "$(pid_slurmd)"
-  stop_pid slurmctld "$(pid_ctld)"
+  # Both Slurm daemons at once (each takes a second or two), munged after them.
+  local pd
+  pd=$(pid_slurmd)
+  pc=$(pid_ctld)
+  if [ -n "$pd" ]; then kill -TERM "$pd" 2>/dev/null || true; fi
+  if [ -n "$pc" ]; then kill -TERM "$pc" 2>/dev/null || true; fi
+  stop_pid slurmd "$pd" sent
+  stop_pid slurmctld "$pc" sent
   stop_pid munged "$(pid_munged)"
   rm -f "$dir/slurmd.pid" "$dir/slurmctld.pid" "$mdir/munged.pid"
 }
