@@ -12,12 +12,21 @@
 #     error), merges nothing, and --resume reruns task 2 alone and completes the same rows;
 #   - stop leaves no process of the cluster behind (also on any failure: trap EXIT).
 # Environment: HOT_TUNE (the hot-tune binary, or tests/slurm/hot-tune-standin.sh to test the
-# harness alone), HOT_TUNE_SPEC (the spec swept), HOT_SOURCE_DIR (the source tree).
+# harness alone), HOT_TUNE_SPEC (the spec swept), HOT_SOURCE_DIR (the source tree),
+# HOT_SLURM_TEST_BUDGET (seconds for all steps, default 540; a step past it fails the test).
 # Exit status: 0 pass, 1 fail, 77 skipped ("SKIP: ..." when not root or Slurm/munge are absent).
 set -uo pipefail
 me=test_slurm
 fail() { echo "$me: FAIL: $*" >&2; exit 1; }
 now() { date +%s.%N; }
+# Every step runs under `timeout` within one deadline, well inside CTest's TIMEOUT (600 s), so
+# that the EXIT trap always gets to stop the daemons.
+deadline=$(($(date +%s) + ${HOT_SLURM_TEST_BUDGET:-540}))
+left() {
+  local l=$((deadline - $(date +%s)))
+  if [ "$l" -le 0 ]; then echo "$me: out of time (HOT_SLURM_TEST_BUDGET); the next step gets 1 s" >&2; l=1; fi
+  echo "$l"
+}
 secs() { awk -v a="$1" -v b="$2" 'BEGIN { printf "%.1f", b - a }'; }
 
 [ -n "${HOT_SOURCE_DIR:-}" ] && [ -d "$HOT_SOURCE_DIR/tools/slurm" ] ||
@@ -64,6 +73,15 @@ out=$("$sweep" --tasks 0 "$HOT_TUNE_SPEC" "$t/x.db" 2>&1)
 rc=$?
 [ $rc -eq 2 ] && grep -q -- "--tasks '0'" <<<"$out" || fail "--tasks 0: expected exit 2, got $rc: $out"
 
+out=$(env -u SLURM_ARRAY_TASK_ID bash "$tools/hot-tune.sbatch" "$HOT_TUNE_SPEC" "$t/hand" 2>&1)
+rc=$?
+[ $rc -eq 2 ] && grep -q "SLURM_ARRAY_TASK_ID is not set" <<<"$out" ||
+  fail "hot-tune.sbatch outside an array: expected exit 2, got $rc: $out"
+out=$(SLURM_ARRAY_TASK_ID=4 HOT_TUNE_SHARDS=4 bash "$tools/hot-tune.sbatch" "$HOT_TUNE_SPEC" "$t/hand" 2>&1)
+rc=$?
+[ $rc -eq 2 ] && grep -q "array task 4 is outside the 4 shards" <<<"$out" ||
+  fail "hot-tune.sbatch task 4 of 4: expected exit 2, got $rc: $out"
+
 # 2. The cluster: start, start again (running: a no-op), stop, start (state of the first run).
 t0=$(now)
 "$cluster" start "$cdir" || fail "cluster start"
@@ -79,17 +97,17 @@ for p in SlurmctldPort SlurmdPort; do
 done
 [ "$(sinfo -h -N -o %T)" = idle ] || fail "the node is not idle: $(sinfo)"
 
-rows() { "$HOT_TUNE" show "$1" --rows >"$2" || fail "hot-tune show $1 --rows failed"; }
+rows() { timeout "$(left)" "$HOT_TUNE" show "$1" --rows >"$2" || fail "hot-tune show $1 --rows failed"; }
 
 # 3. A 4-task array against the same sweep in one process.
 t2=$(now)
-timeout 300 "$sweep" --tasks 4 --poll 1 --hot-tune "$HOT_TUNE" "$HOT_TUNE_SPEC" "$t/sharded.db" \
+timeout "$(left)" "$sweep" --tasks 4 --poll 1 --hot-tune "$HOT_TUNE" "$HOT_TUNE_SPEC" "$t/sharded.db" \
   -- --kind accuracy >"$t/sweep.out" 2>&1
 rc=$?
 t3=$(now)
 cat "$t/sweep.out"
 [ $rc -eq 0 ] || fail "the 4-task sweep exited $rc"
-"$HOT_TUNE" "$HOT_TUNE_SPEC" --kind accuracy --db "$t/whole.db" || fail "the unsharded sweep failed"
+timeout "$(left)" "$HOT_TUNE" "$HOT_TUNE_SPEC" --kind accuracy --db "$t/whole.db" || fail "the unsharded sweep failed"
 rows "$t/sharded.db" "$t/sharded.rows"
 rows "$t/whole.db" "$t/whole.rows"
 [ -s "$t/whole.rows" ] || fail "the unsharded sweep wrote no row"
@@ -105,6 +123,13 @@ dup=$(sort "$t/all-shards.rows" | uniq -d | head -n 5)
 sort "$t/all-shards.rows" | diff - <(sort "$t/sharded.rows") >/dev/null ||
   fail "the shards together are not the merged rows"
 echo "$me: $(wc -l <"$t/whole.rows") rows, identical sharded (4 tasks) and unsharded; shards disjoint"
+# The batch script configured by environment alone (no arguments) makes the same shard.
+(cd "$t" && SLURM_ARRAY_TASK_ID=1 HOT_TUNE_SHARDS=4 HOT_TUNE_SPEC=$HOT_TUNE_SPEC HOT_TUNE_DB_DIR=hand \
+  HOT_TUNE_ARGS="--kind accuracy" timeout "$(left)" bash "$tools/hot-tune.sbatch" >"$t/hand.out" 2>&1) ||
+  fail "hot-tune.sbatch from the environment failed: $(cat "$t/hand.out")"
+[ "$(cat "$t/hand/shard-1.rc")" = 0 ] || fail "hot-tune.sbatch wrote no status 0 into $t/hand/shard-1.rc"
+rows "$t/hand/shard-1.db" "$t/hand.rows"
+diff "$t/shard-1.rows" "$t/hand.rows" >/dev/null || fail "shard 1 from the environment differs from the array's"
 
 # 4. Task 2 fails: named with its log, nothing merged; --resume reruns it alone.
 cat >"$t/failing-hot-tune" <<EOF
@@ -113,7 +138,7 @@ if [ "\${SLURM_ARRAY_TASK_ID:-}" = 2 ]; then echo "injected failure of task 2" >
 exec "$HOT_TUNE" "\$@"
 EOF
 chmod +x "$t/failing-hot-tune"
-timeout 300 "$sweep" --tasks 4 --poll 1 --hot-tune "$t/failing-hot-tune" "$HOT_TUNE_SPEC" \
+timeout "$(left)" "$sweep" --tasks 4 --poll 1 --hot-tune "$t/failing-hot-tune" "$HOT_TUNE_SPEC" \
   "$t/failed.db" -- --kind accuracy >"$t/failed.out" 2>&1
 rc=$?
 cat "$t/failed.out"
@@ -124,7 +149,7 @@ log=${line##*log: }
 [ -r "$log" ] && grep -q "injected failure of task 2" "$log" || fail "log '$log' of task 2 lacks its error"
 grep -Eq "task [013] (failed|did not)" "$t/failed.out" && fail "a task that succeeded is reported failed"
 [ -e "$t/failed.db" ] && fail "a failed sweep merged into $t/failed.db"
-timeout 300 "$sweep" --resume --poll 1 --hot-tune "$HOT_TUNE" "$HOT_TUNE_SPEC" "$t/failed.db" \
+timeout "$(left)" "$sweep" --resume --poll 1 --hot-tune "$HOT_TUNE" "$HOT_TUNE_SPEC" "$t/failed.db" \
   -- --kind accuracy >"$t/resume.out" 2>&1
 rc=$?
 cat "$t/resume.out"
@@ -138,7 +163,7 @@ t4=$(now)
 "$cluster" stop "$cdir" || fail "cluster stop"
 t5=$(now)
 for p in /proc/[0-9]*; do
-  if tr '\0' ' ' <"$p/cmdline" 2>/dev/null | grep -qF -- "$cdir/"; then
+  if tr '\0' ' ' 2>/dev/null <"$p/cmdline" | grep -qF -- "$cdir/"; then
     fail "process ${p#/proc/} of the cluster survived stop: $(tr '\0' ' ' <"$p/cmdline")"
   fi
 done

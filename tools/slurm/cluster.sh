@@ -33,6 +33,13 @@ case $action in start|stop|status|env) ;; *)
   echo "$prog: error: unknown action '$action' (start, stop, status or env)" >&2; exit 2 ;;
 esac
 [ -n "$2" ] || die "DIR is empty"
+if [ "$action" = start ]; then
+  [ "$(id -u)" -eq 0 ] || die "needs root (slurmd runs jobs as their users; munged runs as munge)"
+  for c in munged munge unmunge slurmctld slurmd sinfo squeue scancel runuser; do
+    command -v "$c" >/dev/null 2>&1 || die "$c not found on PATH (install slurm-wlm and munge: tools/install-deps.sh)"
+  done
+  getent passwd munge >/dev/null || die "no user munge (install the munge package)"
+fi
 if [ "$action" = start ]; then mkdir -p -- "$2" || die "cannot create $2"; fi
 [ -d "$2" ] || die "$2: no such folder"
 dir=$(cd -- "$2" && pwd -P)
@@ -49,7 +56,7 @@ live_pid() {
   pid=$(head -n1 "$f" 2>/dev/null | tr -dc 0-9)
   [ -n "$pid" ] && [ -r "/proc/$pid/cmdline" ] || return 0
   # A recycled pid belongs to another program: the command line must name a file in DIR.
-  if tr '\0' ' ' <"/proc/$pid/cmdline" 2>/dev/null | grep -qF -- "$dir/"; then echo "$pid"; fi
+  if tr '\0' ' ' 2>/dev/null <"/proc/$pid/cmdline" | grep -qF -- "$dir/"; then echo "$pid"; fi
 }
 pid_munged() { live_pid "$mdir/munged.pid"; }
 pid_ctld() { live_pid "$dir/slurmctld.pid"; }
@@ -126,13 +133,6 @@ pick_ports() {
 }
 
 do_start() {
-  [ "$(id -u)" -eq 0 ] || die "needs root (slurmd runs jobs as their users; munged runs as munge)"
-  local c
-  for c in munged munge unmunge slurmctld slurmd sinfo squeue scancel runuser; do
-    command -v "$c" >/dev/null 2>&1 || die "$c not found on PATH (install slurm-wlm and munge: tools/install-deps.sh)"
-  done
-  getent passwd munge >/dev/null || die "no user munge (install the munge package)"
-
   if [ -n "$(pid_munged)" ] && [ -n "$(pid_ctld)" ] && [ -n "$(pid_slurmd)" ]; then
     if [ "$(node_state)" = idle ] || [ "$(node_state)" = mixed ] || [ "$(node_state)" = allocated ]; then
       echo "$prog: already running in $dir"
@@ -197,6 +197,7 @@ TaskPlugin=task/none
 SelectType=select/cons_tres
 SelectTypeParameters=CR_CPU
 SchedulerType=sched/backfill
+SchedulerParameters=batch_sched_delay=0,sched_min_interval=100000
 JobAcctGatherType=jobacct_gather/none
 AccountingStorageType=accounting_storage/none
 JobCompType=jobcomp/none
