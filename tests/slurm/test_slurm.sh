@@ -10,6 +10,7 @@
 #     are disjoint and together are the merged DB;
 #   - a sweep whose task 2 fails exits 1 naming task 2 and its log (which holds the task's
 #     error), merges nothing, and --resume reruns task 2 alone and completes the same rows;
+#   - SIGTERM to a waiting sweep cancels its job;
 #   - stop leaves no process of the cluster behind (also on any failure: trap EXIT).
 # Environment: HOT_TUNE (the hot-tune binary, or tests/slurm/hot-tune-standin.sh to test the
 # harness alone), HOT_TUNE_SPEC (the spec swept), HOT_SOURCE_DIR (the source tree),
@@ -158,7 +159,31 @@ grep -q "running task(s) 2 of" "$t/resume.out" || fail "--resume did not rerun t
 rows "$t/failed.db" "$t/resumed.rows"
 diff "$t/whole.rows" "$t/resumed.rows" >/dev/null || fail "rows after --resume differ from the unsharded sweep"
 
-# 5. Stop: no process of the cluster survives.
+# 5. SIGTERM (as Ctrl-C) to a waiting sweep cancels its job: exit 130, the queue empties.
+printf '#!/bin/sh\nexec sleep 120\n' >"$t/slow-hot-tune"
+chmod +x "$t/slow-hot-tune"
+"$sweep" --tasks 2 --poll 1 --hot-tune "$t/slow-hot-tune" "$HOT_TUNE_SPEC" "$t/cancelled.db" \
+  >"$t/cancel.out" 2>&1 &
+spid=$!
+for ((i = 0; i < 100; i++)); do
+  [ -n "$(squeue -h -t running -o %i)" ] && break
+  sleep 0.2
+done
+[ -n "$(squeue -h -t running -o %i)" ] || { kill "$spid"; fail "the slow sweep's tasks never ran: $(cat "$t/cancel.out")"; }
+kill -TERM "$spid"
+wait "$spid"
+rc=$?
+cat "$t/cancel.out"
+[ $rc -eq 130 ] && grep -q "interrupted: cancelling job" "$t/cancel.out" ||
+  fail "a terminated sweep exited $rc without cancelling its job"
+for ((i = 0; i < 100; i++)); do
+  q=$(squeue -h -o '%i %T')
+  [ -z "$q" ] && break
+  sleep 0.2
+done
+[ -z "$q" ] || fail "the terminated sweep's job is still queued 20 s later: $q"
+
+# 6. Stop: no process of the cluster survives.
 t4=$(now)
 "$cluster" stop "$cdir" || fail "cluster stop"
 t5=$(now)
