@@ -9,7 +9,8 @@
 #     the same non-empty rows as the sweep with no shard; every shard DB is non-empty, the shards
 #     are disjoint and together are the merged DB;
 #   - a sweep whose task 2 fails exits 1 naming task 2 and its log (which holds the task's
-#     error), merges nothing, and --resume reruns task 2 alone and completes the same rows;
+#     error), merges nothing, and --resume reruns task 2 alone and completes the same rows; a
+#     fresh sweep into that folder and a --resume with another task count are refused;
 #   - SIGTERM to a waiting sweep cancels its job;
 #   - stop leaves no process of the cluster behind (also on any failure: trap EXIT).
 # Environment: HOT_TUNE (the hot-tune binary, or tests/slurm/hot-tune-standin.sh to test the
@@ -150,6 +151,14 @@ log=${line##*log: }
 [ -r "$log" ] && grep -q "injected failure of task 2" "$log" || fail "log '$log' of task 2 lacks its error"
 grep -Eq "task [013] (failed|did not)" "$t/failed.out" && fail "a task that succeeded is reported failed"
 [ -e "$t/failed.db" ] && fail "a failed sweep merged into $t/failed.db"
+out=$("$sweep" --tasks 4 --hot-tune "$HOT_TUNE" "$HOT_TUNE_SPEC" "$t/failed.db" 2>&1)
+rc=$?
+[ $rc -eq 1 ] && grep -q "already holds shard DBs of an earlier sweep" <<<"$out" ||
+  fail "a fresh sweep into a folder with shards: expected exit 1 and a refusal, got $rc: $out"
+out=$("$sweep" --resume --tasks 3 --hot-tune "$HOT_TUNE" "$HOT_TUNE_SPEC" "$t/failed.db" 2>&1)
+rc=$?
+[ $rc -eq 1 ] && grep -q "has 4 tasks, not 3" <<<"$out" ||
+  fail "--resume with another task count: expected exit 1 and a refusal, got $rc: $out"
 timeout "$(left)" "$sweep" --resume --poll 1 --hot-tune "$HOT_TUNE" "$HOT_TUNE_SPEC" "$t/failed.db" \
   -- --kind accuracy >"$t/resume.out" 2>&1
 rc=$?
