@@ -2,7 +2,9 @@
 # test_slurm.sh (label slurm): a sharded hot-tune sweep through a real Slurm job array on a
 # one-node cluster started here (tools/slurm/cluster.sh) gives exactly the rows of the same sweep
 # run in one process, and the harness reports failures.
-#   - tools/slurm/hot-tune-sweep.sh refuses clearly: no sbatch on PATH, a missing spec;
+#   - tools/slurm/hot-tune-sweep.sh refuses clearly: no sbatch on PATH, a missing spec, 0 tasks;
+#     hot-tune.sbatch refuses to run outside an array and a task beyond HOT_TUNE_SHARDS, and
+#     configured by environment variables alone makes the same shard as the array's task;
 #   - the cluster starts, stops and starts again, uses no default Slurm port, and starting a
 #     running cluster is harmless;
 #   - a 4-task array of an accuracy sweep of HOT_TUNE_SPEC, merged, prints (hot-tune show --rows)
