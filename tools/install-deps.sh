@@ -13,6 +13,7 @@ pkgs=(
   cmake make gcc pkg-config liblua5.4-dev lua5.4 check libsqlite3-dev sqlite3 # build
   g++ python3                                          # tests: kernel emulators (label emu)
   valgrind                                             # tests: memory check (label spec)
+  slurm-wlm munge sqlite3                              # tests: Slurm test (label slurm)
 )
 missing=()
 for p in "${pkgs[@]}"; do
