@@ -197,6 +197,14 @@ typedef struct {
 } sweep_sum;
 
 static int sweep(tune_opts *o) {
+  {
+    hot_env ev; /* a bad HOT_* value fails every layer later: say it once, now */
+    char eerr[600];
+    if (env_read(&ev, 0, eerr, sizeof eerr) != RT_OK) {
+      fprintf(stderr, "hot-tune: %s\n", eerr);
+      return 1;
+    }
+  }
   hot_model m;
   hot_diag d = {0};
   int rc = spec_load_file(o->spec, NULL, &m, &d);

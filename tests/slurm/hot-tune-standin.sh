@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # hot-tune-standin.sh — a stand-in for hot-tune with the same command line, used to test the
 # Slurm harness itself (tools/slurm) independently of the tuner: tests/slurm/test_slurm.sh runs it
-# when HOT_TUNE names it. It writes deterministic rows into an SQLite file with the sqlite3 CLI:
+# when HOT_TUNE_EXE names it. It writes deterministic rows into an SQLite file with the sqlite3 CLI:
 # 6 variants per layer of the spec (the names of its hot.linear layers) and per kind, and with
 # --shard I/N only the variants whose global index k satisfies k % N == I, exactly like a sharded
 # sweep. The date column differs between runs, as in the real tuner.

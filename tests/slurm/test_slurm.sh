@@ -15,7 +15,7 @@
 #     fresh sweep into that folder and a --resume with another task count are refused;
 #   - SIGTERM to a waiting sweep cancels its job;
 #   - stop leaves no process of the cluster behind (also on any failure: trap EXIT).
-# Environment: HOT_TUNE (the hot-tune binary, or tests/slurm/hot-tune-standin.sh to test the
+# Environment: HOT_TUNE_EXE (the hot-tune binary, or tests/slurm/hot-tune-standin.sh to test the
 # harness alone), HOT_TUNE_SPEC (the spec swept), HOT_SOURCE_DIR (the source tree),
 # HOT_SLURM_TEST_BUDGET (seconds for all steps, default 540; a step past it fails the test).
 # Exit status: 0 pass, 1 fail, 77 skipped ("SKIP: ..." when not root or Slurm/munge are absent).
@@ -35,7 +35,7 @@ secs() { awk -v a="$1" -v b="$2" 'BEGIN { printf "%.1f", b - a }'; }
 
 [ -n "${HOT_SOURCE_DIR:-}" ] && [ -d "$HOT_SOURCE_DIR/tools/slurm" ] ||
   fail "HOT_SOURCE_DIR='${HOT_SOURCE_DIR:-}' is not the source tree"
-[ -n "${HOT_TUNE:-}" ] && [ -x "$HOT_TUNE" ] || fail "HOT_TUNE='${HOT_TUNE:-}' is not an executable"
+[ -n "${HOT_TUNE_EXE:-}" ] && [ -x "$HOT_TUNE_EXE" ] || fail "HOT_TUNE_EXE='${HOT_TUNE_EXE:-}' is not an executable"
 [ -n "${HOT_TUNE_SPEC:-}" ] && [ -r "$HOT_TUNE_SPEC" ] || fail "HOT_TUNE_SPEC='${HOT_TUNE_SPEC:-}' is not a readable spec"
 if [ "$(id -u)" -ne 0 ]; then echo "SKIP: not root"; exit 77; fi
 for c in munged munge slurmctld slurmd sbatch squeue scancel sinfo; do
@@ -44,7 +44,7 @@ for c in munged munge slurmctld slurmd sbatch squeue scancel sinfo; do
     exit 77
   fi
 done
-if [ "$(basename -- "$HOT_TUNE")" = hot-tune-standin.sh ] && ! command -v sqlite3 >/dev/null 2>&1; then
+if [ "$(basename -- "$HOT_TUNE_EXE")" = hot-tune-standin.sh ] && ! command -v sqlite3 >/dev/null 2>&1; then
   echo "SKIP: sqlite3 not installed (the stand-in for hot-tune needs it; tools/install-deps.sh installs it)"
   exit 77
 fi
@@ -57,7 +57,7 @@ chmod 0755 "$t" # munged runs as the user munge and must enter it
 cdir=$t/cluster
 cleanup() {
   "$cluster" stop "$cdir" >/dev/null 2>&1
-  rm -rf -- "$t"
+  [ -n "${HOT_SLURM_KEEP:-}" ] && echo "kept $t" || rm -rf -- "$t"
 }
 trap cleanup EXIT
 trap 'exit 1' INT TERM
@@ -65,11 +65,11 @@ trap 'exit 1' INT TERM
 # 1. Clear refusals, before any cluster exists.
 mkdir -p "$t/nobin"
 ln -s "$(command -v dirname)" "$(command -v basename)" "$t/nobin/"
-out=$(PATH=$t/nobin /bin/bash "$sweep" --hot-tune "$HOT_TUNE" "$HOT_TUNE_SPEC" "$t/x.db" 2>&1)
+out=$(PATH=$t/nobin /bin/bash "$sweep" --hot-tune "$HOT_TUNE_EXE" "$HOT_TUNE_SPEC" "$t/x.db" 2>&1)
 rc=$?
 [ $rc -eq 1 ] && grep -q "sbatch not found on PATH" <<<"$out" ||
   fail "without sbatch on PATH: expected exit 1 and 'sbatch not found on PATH', got $rc: $out"
-out=$("$sweep" --hot-tune "$HOT_TUNE" "$t/missing.lua" "$t/x.db" 2>&1)
+out=$("$sweep" --hot-tune "$HOT_TUNE_EXE" "$t/missing.lua" "$t/x.db" 2>&1)
 rc=$?
 [ $rc -eq 1 ] && grep -q "spec $t/missing.lua: no such file" <<<"$out" ||
   fail "missing spec: expected exit 1 naming it, got $rc: $out"
@@ -101,17 +101,17 @@ for p in SlurmctldPort SlurmdPort; do
 done
 [ "$(sinfo -h -N -o %T)" = idle ] || fail "the node is not idle: $(sinfo)"
 
-rows() { timeout "$(left)" "$HOT_TUNE" show "$1" --rows >"$2" || fail "hot-tune show $1 --rows failed"; }
+rows() { timeout "$(left)" "$HOT_TUNE_EXE" show "$1" --rows >"$2" || fail "hot-tune show $1 --rows failed"; }
 
 # 3. A 4-task array against the same sweep in one process.
 t2=$(now)
-timeout "$(left)" "$sweep" --tasks 4 --poll 1 --hot-tune "$HOT_TUNE" "$HOT_TUNE_SPEC" "$t/sharded.db" \
+timeout "$(left)" "$sweep" --tasks 4 --poll 1 --hot-tune "$HOT_TUNE_EXE" "$HOT_TUNE_SPEC" "$t/sharded.db" \
   -- --kind accuracy >"$t/sweep.out" 2>&1
 rc=$?
 t3=$(now)
 cat "$t/sweep.out"
 [ $rc -eq 0 ] || fail "the 4-task sweep exited $rc"
-timeout "$(left)" "$HOT_TUNE" "$HOT_TUNE_SPEC" --kind accuracy --db "$t/whole.db" || fail "the unsharded sweep failed"
+timeout "$(left)" "$HOT_TUNE_EXE" "$HOT_TUNE_SPEC" --kind accuracy --db "$t/whole.db" || fail "the unsharded sweep failed"
 rows "$t/sharded.db" "$t/sharded.rows"
 rows "$t/whole.db" "$t/whole.rows"
 [ -s "$t/whole.rows" ] || fail "the unsharded sweep wrote no row"
@@ -139,7 +139,7 @@ diff "$t/shard-1.rows" "$t/hand.rows" >/dev/null || fail "shard 1 from the envir
 cat >"$t/failing-hot-tune" <<EOF
 #!/bin/sh
 if [ "\${SLURM_ARRAY_TASK_ID:-}" = 2 ]; then echo "injected failure of task 2" >&2; exit 3; fi
-exec "$HOT_TUNE" "\$@"
+exec "$HOT_TUNE_EXE" "\$@"
 EOF
 chmod +x "$t/failing-hot-tune"
 timeout "$(left)" "$sweep" --tasks 4 --poll 1 --hot-tune "$t/failing-hot-tune" "$HOT_TUNE_SPEC" \
@@ -153,15 +153,15 @@ log=${line##*log: }
 [ -r "$log" ] && grep -q "injected failure of task 2" "$log" || fail "log '$log' of task 2 lacks its error"
 grep -Eq "task [013] (failed|did not)" "$t/failed.out" && fail "a task that succeeded is reported failed"
 [ -e "$t/failed.db" ] && fail "a failed sweep merged into $t/failed.db"
-out=$("$sweep" --tasks 4 --hot-tune "$HOT_TUNE" "$HOT_TUNE_SPEC" "$t/failed.db" 2>&1)
+out=$("$sweep" --tasks 4 --hot-tune "$HOT_TUNE_EXE" "$HOT_TUNE_SPEC" "$t/failed.db" 2>&1)
 rc=$?
 [ $rc -eq 1 ] && grep -q "already holds shard DBs of an earlier sweep" <<<"$out" ||
   fail "a fresh sweep into a folder with shards: expected exit 1 and a refusal, got $rc: $out"
-out=$("$sweep" --resume --tasks 3 --hot-tune "$HOT_TUNE" "$HOT_TUNE_SPEC" "$t/failed.db" 2>&1)
+out=$("$sweep" --resume --tasks 3 --hot-tune "$HOT_TUNE_EXE" "$HOT_TUNE_SPEC" "$t/failed.db" 2>&1)
 rc=$?
 [ $rc -eq 1 ] && grep -q "has 4 tasks, not 3" <<<"$out" ||
   fail "--resume with another task count: expected exit 1 and a refusal, got $rc: $out"
-timeout "$(left)" "$sweep" --resume --poll 1 --hot-tune "$HOT_TUNE" "$HOT_TUNE_SPEC" "$t/failed.db" \
+timeout "$(left)" "$sweep" --resume --poll 1 --hot-tune "$HOT_TUNE_EXE" "$HOT_TUNE_SPEC" "$t/failed.db" \
   -- --kind accuracy >"$t/resume.out" 2>&1
 rc=$?
 cat "$t/resume.out"

@@ -75,6 +75,7 @@ expect() { # expect STATUS PATTERN CMD...
 expect 2 "--shard: '3/3' is not I/N" "$TUNE" "$SPEC" --shard 3/3
 expect 2 "--kind: 'fast' is not speed" "$TUNE" "$SPEC" --kind fast
 expect 2 "unknown option --frobnicate" "$TUNE" "$SPEC" --frobnicate 1
+HOT_TUNE=perhaps expect 1 "HOT_TUNE='perhaps': expected 0 or 1" "$TUNE" "$SPEC" --db "$T/x.db"
 expect 1 "has no layer 'zz' (layers: a, b)" "$TUNE" "$SPEC" --layer zz --db "$T/x.db"
 printf 'not a database at all, just text that is long enough................\n' >"$T/bad.db"
 expect 1 "$T/bad.db" "$TUNE" "$SPEC" --db "$T/bad.db"

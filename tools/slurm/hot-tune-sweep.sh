@@ -21,7 +21,7 @@
 #       --gpu            one GPU per task (sbatch --gres=gpu:1)
 #       --sbatch-arg ARG pass ARG to sbatch, repeatable (--sbatch-arg=--partition=gpu
 #                        --sbatch-arg=--time=02:00:00); sbatch also reads SBATCH_* variables
-#       --hot-tune PATH  the hot-tune binary (default: $HOT_TUNE, else hot-tune on PATH)
+#       --hot-tune PATH  the hot-tune binary (default: $HOT_TUNE_EXE, else hot-tune on PATH)
 #       --poll SECONDS   how often the job is polled with squeue (default 2)
 #   -h, --help           this text
 # Without --resume, DIR must not hold shard DBs yet (so that rows of an earlier sweep never leak
@@ -34,7 +34,7 @@ die() { echo "$me: error: $*" >&2; exit 1; }
 usage() { sed -n '2,/^set -euo/p' "$0" | sed '$d; s/^# \{0,1\}//'; }
 bad_usage() { echo "$me: error: $*" >&2; echo "usage: $0 [options] SPEC OUT.db [-- hot-tune arguments...] (--help for more)" >&2; exit 2; }
 
-tasks="" dir="" resume=0 gpu=0 poll=2 bin=${HOT_TUNE:-hot-tune}
+tasks="" dir="" resume=0 gpu=0 poll=2 bin=${HOT_TUNE_EXE:-hot-tune}
 sbatch_args=() pos=() extra=()
 need() { [ $# -ge 2 ] || bad_usage "$1 needs a value"; }
 while [ $# -gt 0 ]; do
@@ -74,7 +74,7 @@ for c in sbatch squeue scancel; do
   command -v "$c" >/dev/null 2>&1 ||
     die "$c not found on PATH: run on a Slurm login node (or start a local test cluster: tools/slurm/cluster.sh start DIR, then export SLURM_CONF=DIR/slurm.conf)"
 done
-binpath=$(command -v -- "$bin" 2>/dev/null) || die "hot-tune binary '$bin' not found (--hot-tune, HOT_TUNE or PATH)"
+binpath=$(command -v -- "$bin" 2>/dev/null) || die "hot-tune binary '$bin' not found (--hot-tune, HOT_TUNE_EXE or PATH)"
 case $binpath in /*) ;; *) binpath=$(cd -- "$(dirname -- "$binpath")" && pwd -P)/$(basename -- "$binpath") ;; esac
 [ -x "$binpath" ] || die "hot-tune binary $binpath is not executable"
 script=$(cd -- "$(dirname -- "$0")" && pwd -P)/hot-tune.sbatch
@@ -111,7 +111,7 @@ if [ ${#todo[@]} -gt 0 ]; then
   for i in "${todo[@]}"; do rm -f -- "$dir/shard-$i.rc"; done
   [ "$gpu" -eq 0 ] || sbatch_args+=(--gres=gpu:1)
   submit_err=$(mktemp)
-  if ! jobid=$(HOT_TUNE=$binpath HOT_TUNE_SHARDS=$tasks sbatch --parsable --array="$array" \
+  if ! jobid=$(HOT_TUNE_EXE=$binpath HOT_TUNE_SHARDS=$tasks sbatch --parsable --array="$array" \
       --job-name=hot-tune --output="$dir/logs/task-%a-job%A.log" "${sbatch_args[@]}" \
       "$script" "$spec" "$dir" "${extra[@]}" 2>"$submit_err"); then
     msg=$(tr '\n' ' ' <"$submit_err"); rm -f "$submit_err"
