@@ -127,7 +127,7 @@ typedef struct {
   int n;
   bench_layer *layers;
   /* ceilings measured in the same run (GPU; 0 = not measured) */
-  double copy_gbs, bf16_tflops, int8_tops;
+  double copy_gbs, bf16_tflops, int8_tops, fp8_tflops;
   char ceil_note[200];
   int l2_bytes;
   /* whole-spec cold JIT: every layer in one fresh memory-only context, hot_ctx_compile (one

@@ -189,17 +189,18 @@ int bench_fp8_gemm_make(bench_cublaslt *c, int64_t m, int64_t n, int64_t k, CUde
   const int8_t fast = 0; /* split accumulation, as FP8 recipes run their backward GEMMs */
   const void *sa = (const void *)(uintptr_t)yt_scale, *sb = (const void *)(uintptr_t)x_scale;
   const uint64_t wsb = ws_bytes;
+  /* M = n, N = m, K = k (see the top of the file); each step named for the error message */
   const char *what = "cublasLtMatmulDescCreate";
-  /* M = n, N = m, K = k (see the top of the file) */
   int s = f->desc_create(&g->desc, LT_COMPUTE_32F, LT_R_32F);
-  if (!s) s = f->desc_set(g->desc, LT_DESC_TRANSA, &ta, sizeof ta), what = "TRANSA";
-  if (!s) s = f->desc_set(g->desc, LT_DESC_TRANSB, &tb, sizeof tb), what = "TRANSB";
-  if (!s) s = f->desc_set(g->desc, LT_DESC_A_SCALE_POINTER, &sa, sizeof sa), what = "A_SCALE_POINTER";
-  if (!s) s = f->desc_set(g->desc, LT_DESC_B_SCALE_POINTER, &sb, sizeof sb), what = "B_SCALE_POINTER";
-  if (!s) s = f->desc_set(g->desc, LT_DESC_FAST_ACCUM, &fast, sizeof fast), what = "FAST_ACCUM";
-  if (!s) s = f->layout_create(&g->la, LT_R_8F_E4M3, (uint64_t)k, (uint64_t)n, k), what = "layout A";
-  if (!s) s = f->layout_create(&g->lb, LT_R_8F_E4M3, (uint64_t)k, (uint64_t)m, k), what = "layout B";
-  if (!s) s = f->layout_create(&g->ld, LT_R_16BF, (uint64_t)n, (uint64_t)m, n), what = "layout D";
+  if (!s && (s = f->desc_set(g->desc, LT_DESC_TRANSA, &ta, sizeof ta))) what = "TRANSA";
+  if (!s && (s = f->desc_set(g->desc, LT_DESC_TRANSB, &tb, sizeof tb))) what = "TRANSB";
+  if (!s && (s = f->desc_set(g->desc, LT_DESC_A_SCALE_POINTER, &sa, sizeof sa))) what = "A_SCALE_POINTER";
+  if (!s && (s = f->desc_set(g->desc, LT_DESC_B_SCALE_POINTER, &sb, sizeof sb))) what = "B_SCALE_POINTER";
+  if (!s && (s = f->desc_set(g->desc, LT_DESC_FAST_ACCUM, &fast, sizeof fast))) what = "FAST_ACCUM";
+  /* A = Y^T: K x M (ld K), B = X: K x N (ld K), D: M x N (ld M) */
+  if (!s && (s = f->layout_create(&g->la, LT_R_8F_E4M3, (uint64_t)k, (uint64_t)n, k))) what = "layout of A";
+  if (!s && (s = f->layout_create(&g->lb, LT_R_8F_E4M3, (uint64_t)k, (uint64_t)m, k))) what = "layout of B";
+  if (!s && (s = f->layout_create(&g->ld, LT_R_16BF, (uint64_t)n, (uint64_t)m, n))) what = "layout of D";
   if (s) {
     snprintf(err, en, "cuBLASLt FP8 setup (%s): cublasStatus %d", what, s);
     bench_fp8_gemm_free(g);

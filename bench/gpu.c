@@ -153,6 +153,18 @@ static int run_big_gemm(void *p, int it) {
   return bench_cublas_gemm(c->g->cb, BENCH_BF16, 0, c->m, c->m, c->m, c->a, c->b, c->c);
 }
 
+typedef struct {
+  bench_gpu *g;
+  bench_fp8_gemm *f;
+  CUdeviceptr a, b, c;
+} fp8_ceil_arg;
+
+static int run_fp8_ceiling(void *p, int it) {
+  fp8_ceil_arg *c = p;
+  (void)it;
+  return bench_fp8_gemm_run(c->f, c->a, c->b, c->c, c->g->s);
+}
+
 void bench_gpu_ceilings(bench_gpu *g, bench_run *run) {
   arena a = {.g = g};
   char err[300] = "";
@@ -183,6 +195,24 @@ void bench_gpu_ceilings(bench_gpu *g, bench_run *run) {
   int rc = a.err[0] ? -1 : bench_time(g->d, g->s, 3, 10, run_big_gemm, &c, &st, err, sizeof err);
   if (!rc) run->int8_tops = 2.0 * (double)c.m * (double)c.m * (double)c.m / st.med / 1e9;
   else snprintf(run->ceil_note, sizeof run->ceil_note, "INT8 cuBLAS GEMM refused (status %d)", rc);
+  /* FP8 (cuBLASLt, the FP8 baseline's GEMM): e4m3 operands in the same buffers (all 1.0), bf16 out */
+  if (g->lt && !a.err[0]) {
+    const float one = 1.0f;
+    CUdeviceptr sc = dalloc(&a, sizeof one);
+    bench_fp8_gemm *fg = NULL;
+    char e8[240] = "";
+    rc = a.err[0] || g->d->cuMemcpyHtoD(sc, &one, sizeof one) || g->d->cuMemsetD8(c.a, 0x38, e) ||
+         g->d->cuMemsetD8(c.b, 0x38, e);
+    if (rc) snprintf(e8, sizeof e8, "buffers");
+    if (!rc) rc = bench_fp8_gemm_make(g->lt, c.m, c.m, c.m, sc, sc, g->lt_ws, FP8_WORKSPACE, &fg, e8, sizeof e8);
+    fp8_ceil_arg fa = {g, fg, c.a, c.b, c.c};
+    if (!rc) rc = bench_time(g->d, g->s, 3, 10, run_fp8_ceiling, &fa, &st, e8, sizeof e8);
+    if (!rc) run->fp8_tflops = 2.0 * (double)c.m * (double)c.m * (double)c.m / st.med / 1e9;
+    else snprintf(run->ceil_note, sizeof run->ceil_note, "FP8 cuBLASLt GEMM: %.150s (status %d)", e8, rc);
+    bench_fp8_gemm_free(fg);
+  } else if (!g->lt) {
+    snprintf(run->ceil_note, sizeof run->ceil_note, "no FP8 ceiling: %.170s", g->lt_err);
+  }
   if (a.err[0]) snprintf(run->ceil_note, sizeof run->ceil_note, "%.190s", a.err);
   arena_free(&a);
 }

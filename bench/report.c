@@ -167,10 +167,11 @@ void bench_report_table(const bench_run *r, FILE *f) {
     return;
   }
   fprintf(f, "\nceilings measured in this run: copy %s GB/s (device to device, read + write), "
-             "cuBLAS 8192^3 BF16 %s TFLOP/s, INT8 %s TOP/s; L2 %d MiB%s%s\n",
+             "cuBLAS 8192^3 BF16 %s TFLOP/s, INT8 %s TOP/s, cuBLASLt FP8 %s TFLOP/s; L2 %d MiB%s%s\n",
           num(r->copy_gbs, "%.0f", r->copy_gbs > 0, a, sizeof a),
           num(r->bf16_tflops, "%.0f", r->bf16_tflops > 0, b, sizeof b),
-          num(r->int8_tops, "%.0f", r->int8_tops > 0, c, sizeof c), r->l2_bytes >> 20,
+          num(r->int8_tops, "%.0f", r->int8_tops > 0, c, sizeof c),
+          num(r->fp8_tflops, "%.0f", r->fp8_tflops > 0, d, sizeof d), r->l2_bytes >> 20,
           r->ceil_note[0] ? "; " : "", r->ceil_note);
   fprintf(f, "\nspeed on %s (median ms of %d runs after %d warm-up, [p10-p90], cold L2; HOT bwd = all "
              "backward kernels incl. g_b; cuBLAS = g_x and g_w; FP8 = cuBLASLt e4m3 g_x and g_w GEMMs "
@@ -288,6 +289,8 @@ int bench_report_json(const bench_run *r, FILE *f) {
   jnum(f, r->bf16_tflops, r->bf16_tflops > 0);
   fprintf(f, ", \"int8_tops\": ");
   jnum(f, r->int8_tops, r->int8_tops > 0);
+  fprintf(f, ", \"fp8_tflops\": ");
+  jnum(f, r->fp8_tflops, r->fp8_tflops > 0);
   fprintf(f, ", \"l2_bytes\": %d},\n  \"layers\": [", r->l2_bytes);
   double sh = 0, sb = 0, s32 = 0, s8 = 0;
   int64_t sa = 0, sf = 0;
