@@ -172,10 +172,13 @@ float bench_amax(const float *v, size_t n) {
 void bench_fp8_pack(const float *src, int64_t rows, int64_t cols, float q, int t, uint8_t *dst,
                     int64_t prows, int64_t pcols) {
   memset(dst, 0, (size_t)(prows * pcols));
-  for (int64_t r = 0; r < rows; ++r)
-    for (int64_t c = 0; c < cols; ++c) {
-      uint8_t v = bench_to_e4m3(src[r * cols + c] * q);
-      if (t) dst[c * prows + r] = v;
-      else dst[r * pcols + c] = v;
-    }
+  /* 64 x 64 tiles: the transposed writes stay within a few cache lines per row of the tile */
+  for (int64_t r0 = 0; r0 < rows; r0 += 64)
+    for (int64_t c0 = 0; c0 < cols; c0 += 64)
+      for (int64_t r = r0; r < rows && r < r0 + 64; ++r)
+        for (int64_t c = c0; c < cols && c < c0 + 64; ++c) {
+          uint8_t v = bench_to_e4m3(src[r * cols + c] * q);
+          if (t) dst[c * prows + r] = v;
+          else dst[r * pcols + c] = v;
+        }
 }
