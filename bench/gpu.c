@@ -2,7 +2,7 @@
  * no CUDA runtime, no link against libcuda), bit-exactness of the CUDA backend against the CPU
  * reference, the speed of HOT's backward and forward against cuBLAS (BF16, FP32, TF32) and
  * cuBLASLt (FP8), and the ceilings of the same run (device-to-device copy bandwidth, large BF16
- * and INT8 cuBLAS GEMMs). */
+ * and INT8 cuBLAS GEMMs, a large FP8 cuBLASLt GEMM). */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>

@@ -142,7 +142,16 @@ START_TEST(test_json_cpu) {
     printf("layer c (f16): g_x %.4f g_w %.4f\n", gx, gw);
     ck_assert_msg(gx > 0.2 && gx < 0.45 && gw > 0.55 && gw < 0.72, "c: g_x %g g_w %g", gx, gw);
   }
-  /* bias: layer a has one (fp32 sums: tiny error), b has none (null). */
+  /* the totals: no FP8 figure either */
+  {
+    const char *tot = strstr(out, "\"total\": ");
+    ck_assert_ptr_nonnull(tot);
+    const char *tend = tot + strlen(tot);
+    ck_assert(is_null(tot, tend, "fp8_ms") && is_null(tot, tend, "speedup_fp8"));
+    const char *ce = strstr(out, "\"fp8_tflops\": null");
+    ck_assert_msg(ce != NULL, "ceilings.fp8_tflops should be null on the CPU");
+  }
+    /* bias: layer a has one (fp32 sums: tiny error), b has none (null). */
   const char *end, *o = layer_obj(out, "a", &end);
   double gb = num_in(o, end, "gb_rel_err");
   ck_assert_msg(gb >= 0 && gb < 1e-5, "g_b error %g", gb);
