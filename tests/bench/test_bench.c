@@ -279,6 +279,11 @@ START_TEST(test_gpu_path_on_fake_driver) {
     const char *end, *ob = layer_obj(out, names[i], &end);
     ck_assert_msg(num_in(ob, end, "hot_ms") > 0, "layer %s: no HOT time", names[i]);
     ck_assert_msg(num_in(ob, end, "hot_fwd_ms") > 0, "layer %s: no forward time", names[i]);
+    /* the real cuBLASLt (if any) cannot work on the fake driver: null with a reason, never a crash */
+    if (is_null(ob, end, "fp8_ms")) {
+      const char *why = strstr(ob, "\"fp8_reason\": \"");
+      ck_assert_msg(why && why < end && why[15] != '"', "layer %s: fp8_ms null without a reason", names[i]);
+    }
     const char *k = strstr(ob, "\"kernels\": [");
     ck_assert_msg(k && k < end, "layer %s: no kernel list", names[i]);
     hot_layer *l = NULL;
@@ -406,6 +411,35 @@ START_TEST(test_gpu_fp8_on_fakes) {
                     mm[i][p]);
     }
   ck_assert_int_eq(system("rm -rf bench_fake_home bench_fake_lt.log"), 0);
+}
+END_TEST
+
+/* An 8.0 device (the fake driver reporting compute capability 8.0) with the fake cuBLAS and
+ * cuBLASLt at hand: the FP8 baseline is not attempted — no cuBLASLt call, fp8_ms, speedup_fp8
+ * and the FP8 ceiling null, fp8_reason naming the device's arch and sm_89 — while the layer
+ * and the cuBLAS baselines run as before (exit 0). */
+START_TEST(test_gpu_fp8_pre_sm89) {
+  ck_assert_int_eq(system("rm -rf bench_fake_home80 bench_fake_lt80.log && mkdir -p bench_fake_home80/lib64"), 0);
+  ck_assert_int_eq(symlink(HOT_FAKE_CUBLASLT, "bench_fake_home80/lib64/libcublasLt.so.13"), 0);
+  ck_assert_int_eq(symlink(HOT_FAKE_CUBLASLT, "bench_fake_home80/lib64/libcublas.so.13"), 0);
+  int st;
+  char *out = run("HOT_CUDA_DRIVER=" HOT_FAKE_CUDA_SM80 " HOT_CUDA_HOME=bench_fake_home80 "
+                  "FAKE_CUBLASLT_LOG=bench_fake_lt80.log HOT_CACHE_DIR=bench_fake_cache " HOT_BENCH_EXE
+                  " " HOT_BENCH_SPEC " --backend cuda --json --no-jit --layer a --iters 2 --warmup 1 2>/dev/null",
+                  &st);
+  ck_assert_msg(st == 0, "exit %d:\n%s", st, out);
+  ck_assert_msg(strstr(out, "\"arch\": \"sm_80\"") != NULL, "not the 8.0 fake: %.300s", out);
+  const char *end, *o = layer_obj(out, "a", &end);
+  ck_assert(num_in(o, end, "hot_ms") > 0 && num_in(o, end, "bf16_ms") > 0);
+  const char *nulls[] = {"fp8_ms", "speedup_fp8", "fp8_dims", "fp8_gx_rel_err", "fp8_gw_rel_err", "cublaslt_fp8"};
+  for (size_t k = 0; k < sizeof nulls / sizeof nulls[0]; ++k)
+    ck_assert_msg(is_null(o, end, nulls[k]), "%s should be null on sm_80", nulls[k]);
+  const char *why = strstr(o, "\"fp8_reason\": \"no FP8 tensor cores on sm_80");
+  ck_assert_msg(why && why < end && strstr(why, "sm_89"), "fp8_reason: %.300s", o);
+  ck_assert_msg(strstr(out, "\"fp8_tflops\": null") != NULL, "FP8 ceiling on sm_80");
+  ck_assert_msg(access("bench_fake_lt80.log", F_OK) != 0, "cuBLASLt was called on sm_80");
+  free(out);
+  ck_assert_int_eq(system("rm -rf bench_fake_home80 bench_fake_lt80.log"), 0);
 }
 END_TEST
 #endif
@@ -665,6 +699,7 @@ int main(void) {
 #ifdef HOT_FAKE_CUDA
   tcase_add_test(tc, test_gpu_path_on_fake_driver);
   tcase_add_test(tc, test_gpu_fp8_on_fakes);
+  tcase_add_test(tc, test_gpu_fp8_pre_sm89);
 #endif
   suite_add_tcase(s, tc);
   SRunner *r = srunner_create(s);
