@@ -5,10 +5,11 @@
  *   main.c    CLI, sizes, orchestration          data.c    seeded inputs, bf16 conversion
  *   check.c   CPU reference run and fp64 errors  jit.c     cold/warm JIT through fresh contexts
  *   gpu.c     device buffers, HOT and cuBLAS     cublas.c  cuBLAS loaded with dlopen
- *             timings, ceilings, bit-exactness   timing.c  CUDA-event timing, statistics
- *   report.c  the table (stdout) and the JSON
+ *             timings, ceilings, bit-exactness   cublaslt.c  cuBLASLt FP8 (the FP8 baseline)
+ *   report.c  the table (stdout) and the JSON    timing.c  CUDA-event timing, statistics
  *
- * Nothing here links the CUDA driver or cuBLAS: both come through dlopen (cuda_api.h, cublas.c).
+ * Nothing here links the CUDA driver, cuBLAS or cuBLASLt: all come through dlopen (cuda_api.h,
+ * cublas.c, cublaslt.c).
  */
 #ifndef HOT_BENCH_H
 #define HOT_BENCH_H
@@ -97,6 +98,12 @@ typedef struct {
   bench_jit_kernel jit_kern[16];
   /* speed (GPU) */
   bench_stat hot_bwd, hot_fwd, bf16, fp32, tf32;
+  /* FP8 baseline (cuBLASLt, e4m3 operands in the layouts it wants, per-tensor scales): the two
+   * GEMMs only (gpu.c). fp8.n = 0: not measured, fp8_reason says why. */
+  bench_stat fp8;
+  char fp8_reason[240];
+  int64_t fp8_T, fp8_O, fp8_I;    /* the GEMMs' sizes: T, O, I rounded up to multiples of 16 */
+  double fp8_gx_err, fp8_gw_err;  /* relative error of sampled FP8 outputs vs fp64; < 0: none */
   double nsets_hot, nsets_blas;   /* buffer sets rotated (cold L2) */
   int nk;                         /* profiled launches: save's, then backward's */
   int prof_runs;                  /* profiled runs behind each median */
@@ -120,7 +127,7 @@ typedef struct {
   int n;
   bench_layer *layers;
   /* ceilings measured in the same run (GPU; 0 = not measured) */
-  double copy_gbs, bf16_tflops, int8_tops;
+  double copy_gbs, bf16_tflops, int8_tops, fp8_tflops;
   char ceil_note[200];
   int l2_bytes;
   /* whole-spec cold JIT: every layer in one fresh memory-only context, hot_ctx_compile (one
@@ -162,6 +169,15 @@ int bench_data_make(bench_data *d, int64_t T, int64_t O, int64_t I, uint64_t see
 const void *bench_data_in(const bench_data *d, const float *v);
 size_t bench_dtype_size(hot_dtype dt);
 void bench_data_free(bench_data *d);
+/* fp32 -> fp8 e4m3 (round to nearest even; beyond +-448 saturates to +-448; NaN stays NaN) and
+ * back; the largest |v[i]|; and an e4m3 copy of the rows x cols row-major src scaled by q
+ * (e4m3(v * q)) into dst, zero-padded to prows x pcols, or stored transposed (pcols x prows,
+ * dst[c * prows + r]) when t. */
+uint8_t bench_to_e4m3(float v);
+float bench_e4m3_to_f32(uint8_t c);
+float bench_amax(const float *v, size_t n);
+void bench_fp8_pack(const float *src, int64_t rows, int64_t cols, float q, int t, uint8_t *dst,
+                    int64_t prows, int64_t pcols);
 
 /* ---- layer creation shared by every stage (main.c) ----------------------------------------- */
 /* A layer of the spec at (batch, tokens) in ctx: hot_layer_from_spec when tokens is the spec's,
@@ -208,7 +224,8 @@ void bench_gpu_ceilings(bench_gpu *g, bench_run *run);
 /* Bit-exactness at the check size against `ref` (CPU outputs) in a fresh CUDA context. */
 void bench_gpu_bitexact(bench_gpu *g, const bench_run *run, bench_layer *bl,
                         const bench_data *d, const bench_outputs *ref);
-/* Speed at the benchmark size: HOT backward and forward (ctx), cuBLAS BF16/FP32/TF32. */
+/* Speed at the benchmark size: HOT backward and forward (ctx), cuBLAS BF16/FP32/TF32, cuBLASLt
+ * FP8 (fp8 null with fp8_reason when the device, the library or the sizes do not allow it). */
 void bench_gpu_speed(bench_gpu *g, hot_ctx *ctx, const bench_run *run, bench_layer *bl);
 
 /* ---- cublas.c ------------------------------------------------------------------------------ */
@@ -227,6 +244,39 @@ int bench_cublas_gemm(bench_cublas *c, bench_prec prec, int a_t, int64_t m, int6
                       CUdeviceptr A, CUdeviceptr B, CUdeviceptr C);
 /* The INT8 ceiling GEMM (square, TN layout as IMMA wants). */
 int bench_cublas_gemm_i8(bench_cublas *c, int64_t m, CUdeviceptr A, CUdeviceptr B, CUdeviceptr C);
+
+/* ---- cublaslt.c: the FP8 baseline ---------------------------------------------------------- */
+/* The paths to try for a CUDA library `stem` ("libcublas", "libcublasLt"), in order:
+ * $HOT_CUDA_HOME/lib64 (when set), the toolkit's library folder found at build time, the
+ * loader path; in each stem.so.13, then stem.so.12. Fills out[0..max), returns the count. */
+int bench_lib_candidates(const char *stem, char out[][512], int max);
+typedef struct bench_cublaslt bench_cublaslt;
+/* dlopen the first of `paths` that loads, resolve every cuBLASLt function hot-bench calls
+ * (a missing one is named in the error), cublasLtCreate. NULL with a one-line message on failure.
+ * bench_cublaslt_open tries bench_lib_candidates("libcublasLt"). Close with bench_cublaslt_close
+ * (the library itself stays loaded, as cuBLAS does). */
+bench_cublaslt *bench_cublaslt_open_paths(const char *const *paths, int np, char *err, size_t n);
+bench_cublaslt *bench_cublaslt_open(char *err, size_t n);
+void bench_cublaslt_close(bench_cublaslt *c);
+const char *bench_cublaslt_path(const bench_cublaslt *c);
+/* NULL when compute capability major.minor has FP8 tensor cores (8.9 and newer); else the
+ * reason, written into buf. */
+const char *bench_fp8_arch_reason(int major, int minor, char *buf, size_t n);
+/* One FP8 product, set up once (descriptor, layouts, algorithm from
+ * cublasLtMatmulAlgoGetHeuristic within ws_bytes of workspace): row-major C (m x n, bf16) =
+ * (*x_scale) * (*yt_scale) * X (m x k) . Y (k x n), X stored row-major m x k and Y stored
+ * transposed, row-major n x k (both e4m3, K-contiguous: cuBLASLt's TN form), fp32 accumulation,
+ * no fast accumulation. m, n, k must be multiples of 16. The scales are device floats (the
+ * dequantization scales amax / 448), ws device memory that outlives the GEMM. Returns 0, else a
+ * cublasStatus (or -1) with a message; *out is NULL then. */
+typedef struct bench_fp8_gemm bench_fp8_gemm;
+int bench_fp8_gemm_make(bench_cublaslt *c, int64_t m, int64_t n, int64_t k, CUdeviceptr x_scale,
+                        CUdeviceptr yt_scale, CUdeviceptr ws, size_t ws_bytes,
+                        bench_fp8_gemm **out, char *err, size_t en);
+/* cublasLtMatmul of g on `stream`; returns the cublasStatus (0 = ok). */
+int bench_fp8_gemm_run(bench_fp8_gemm *g, CUdeviceptr X, CUdeviceptr Yt, CUdeviceptr C,
+                       CUstream stream);
+void bench_fp8_gemm_free(bench_fp8_gemm *g);
 
 /* ---- timing.c ------------------------------------------------------------------------------ */
 /* One timed run: iteration `it` (buffer set it % nsets). Returns 0 or a nonzero error. */

@@ -32,10 +32,19 @@ struct bench_cublas {
 
 const char *bench_cublas_path(const bench_cublas *c) { return c ? c->path : ""; }
 
-static void *try_open(const char *dir, const char *name, char *path, size_t n) {
-  if (dir && *dir) snprintf(path, n, "%.400s/%.60s", dir, name);
-  else snprintf(path, n, "%.60s", name);
-  return dlopen(path, RTLD_NOW | RTLD_LOCAL);
+int bench_lib_candidates(const char *stem, char out[][512], int max) {
+  const char *home = getenv("HOT_CUDA_HOME");
+  const char *dirs[3] = {home && *home ? home : NULL, HOT_CUDA_LIBDIR_DEFAULT, ""};
+  int n = 0;
+  for (int d = 0; d < 3; ++d) {
+    if (!dirs[d]) continue;
+    for (int v = 13; v >= 12 && n < max; --v) {
+      if (d == 0) snprintf(out[n++], 512, "%.400s/lib64/%.60s.so.%d", dirs[d], stem, v);
+      else if (*dirs[d]) snprintf(out[n++], 512, "%.400s/%.60s.so.%d", dirs[d], stem, v);
+      else snprintf(out[n++], 512, "%.60s.so.%d", stem, v); /* the loader path */
+    }
+  }
+  return n;
 }
 
 bench_cublas *bench_cublas_open(void *stream, char *err, size_t n) {
@@ -44,15 +53,11 @@ bench_cublas *bench_cublas_open(void *stream, char *err, size_t n) {
     snprintf(err, n, "out of host memory");
     return NULL;
   }
-  const char *names[] = {"libcublas.so.13", "libcublas.so.12"};
-  const char *home = getenv("HOT_CUDA_HOME");
-  char dirs[3][512];
-  snprintf(dirs[0], sizeof dirs[0], "%s/lib64", home && *home ? home : "");
-  snprintf(dirs[1], sizeof dirs[1], "%s", HOT_CUDA_LIBDIR_DEFAULT);
-  dirs[2][0] = 0; /* the loader path */
-  for (int d = 0; d < 3 && !c->lib; ++d) {
-    if (d == 0 && !(home && *home)) continue;
-    for (int i = 0; i < 2 && !c->lib; ++i) c->lib = try_open(dirs[d], names[i], c->path, sizeof c->path);
+  char cand[6][512];
+  int nc = bench_lib_candidates("libcublas", cand, 6);
+  for (int i = 0; i < nc && !c->lib; ++i) {
+    c->lib = dlopen(cand[i], RTLD_NOW | RTLD_LOCAL);
+    if (c->lib) memcpy(c->path, cand[i], sizeof c->path); /* same size, NUL-terminated */
   }
   if (!c->lib) {
     snprintf(err, n, "cuBLAS not found (libcublas.so.13/.12 in $HOT_CUDA_HOME/lib64, %s, the "

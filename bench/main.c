@@ -32,7 +32,15 @@ static const char *help_text =
     "               g_w = g_y^T x in BF16 (fp32 accumulate), FP32 and FP32+TF32: CUDA events,\n"
     "               warm-up excluded, median and p10/p90 of --iters runs, input buffers rotated\n"
     "               over more than 2x the L2 size (cold L2); ceilings of the same run: a\n"
-    "               device-to-device copy and 8192^3 BF16 and INT8 cuBLAS GEMMs\n"
+    "               device-to-device copy, 8192^3 BF16 and INT8 cuBLAS GEMMs and an 8192^3\n"
+    "               cuBLASLt FP8 GEMM\n"
+    "  FP8 (GPU)    the same two products with cuBLASLt in FP8 (sm_89 and newer): e4m3 operands\n"
+    "               with per-tensor scales, fp32 accumulation, bf16 out, T, O, I rounded up to\n"
+    "               multiples of 16. Timed: the two GEMMs only, on operands already cast to e4m3\n"
+    "               and transposed into cuBLASLt's TN form (the amax, cast and transpose passes\n"
+    "               an FP8 pipeline also pays are not timed); 128 sampled entries of each output\n"
+    "               are checked against fp64. Without cuBLASLt, on an older GPU or on the CPU\n"
+    "               backend the FP8 figures are null with the reason (JSON fp8_reason)\n"
     "  per kernel   (GPU) each launch of up to 20 profiled saves and backwards: median ms and\n"
     "               the rate its compulsory bytes / integer ops imply (gen/cost.h), as GB/s of\n"
     "               the copy ceiling or TOP/s of the INT8 one\n"
@@ -248,6 +256,8 @@ int main(int argc, char **argv) {
     bl->index = i;
     bl->bias = s->bias;
     bl->bitexact = -1;
+    bl->fp8_gx_err = bl->fp8_gw_err = -1;
+    snprintf(bl->fp8_reason, sizeof bl->fp8_reason, "not measured: CPU backend (no GPU)");
     layer_sizes(o, bl, s);
   }
   if (!run.n) {
@@ -316,7 +326,7 @@ int main(int argc, char **argv) {
   if (!o->json) printf("%s\n", first);
 
   if (gpu) {
-    fprintf(stderr, "hot-bench: ceilings (copy bandwidth, cuBLAS BF16/INT8 8192^3)...\n");
+    fprintf(stderr, "hot-bench: ceilings (copy bandwidth, cuBLAS BF16/INT8 and cuBLASLt FP8 8192^3)...\n");
     bench_gpu_ceilings(gpu, &run);
   }
 

@@ -63,7 +63,7 @@ static void kernel_table(const bench_run *r, FILE *f) {
 }
 
 void bench_report_table(const bench_run *r, FILE *f) {
-  char a[32], b[32], c[32], d[32], e[32], g[32], h[32];
+  char a[32], b[32], c[32], d[32], e[32], g[32], h[32], p8[32], x8[32];
   fprintf(f, "spec %s: model %s, recipe %s, seed 0x%llx; %s, host %s\n", r->opt.spec, r->model,
           r->recipe, (unsigned long long)r->seed, r->date, r->host);
 
@@ -167,18 +167,20 @@ void bench_report_table(const bench_run *r, FILE *f) {
     return;
   }
   fprintf(f, "\nceilings measured in this run: copy %s GB/s (device to device, read + write), "
-             "cuBLAS 8192^3 BF16 %s TFLOP/s, INT8 %s TOP/s; L2 %d MiB%s%s\n",
+             "cuBLAS 8192^3 BF16 %s TFLOP/s, INT8 %s TOP/s, cuBLASLt FP8 %s TFLOP/s; L2 %d MiB%s%s\n",
           num(r->copy_gbs, "%.0f", r->copy_gbs > 0, a, sizeof a),
           num(r->bf16_tflops, "%.0f", r->bf16_tflops > 0, b, sizeof b),
-          num(r->int8_tops, "%.0f", r->int8_tops > 0, c, sizeof c), r->l2_bytes >> 20,
+          num(r->int8_tops, "%.0f", r->int8_tops > 0, c, sizeof c),
+          num(r->fp8_tflops, "%.0f", r->fp8_tflops > 0, d, sizeof d), r->l2_bytes >> 20,
           r->ceil_note[0] ? "; " : "", r->ceil_note);
   fprintf(f, "\nspeed on %s (median ms of %d runs after %d warm-up, [p10-p90], cold L2; HOT bwd = all "
-             "backward kernels incl. g_b; cuBLAS = g_x and g_w)\n", r->device, r->opt.iters, r->opt.warmup);
-  fprintf(f, "%-12s %-22s %9s %9s %9s %9s %7s %7s %7s %9s %13s %13s\n", "layer", "HOT bwd ms [p10-p90]",
-          "fwd ms", "BF16 ms", "FP32 ms", "TF32 ms", "xBF16", "xFP32", "xTF32", "bit-exact",
-          "bwd TOP/s", "fwd GB/s");
-  bench_stat th = {0}, tb = {0}, tf = {0}, tt = {0};
-  int all = 1;
+             "backward kernels incl. g_b; cuBLAS = g_x and g_w; FP8 = cuBLASLt e4m3 g_x and g_w GEMMs "
+             "only, operands already cast and transposed)\n", r->device, r->opt.iters, r->opt.warmup);
+  fprintf(f, "%-12s %-22s %9s %9s %9s %9s %9s %7s %7s %7s %7s %9s %13s %13s\n", "layer",
+          "HOT bwd ms [p10-p90]", "fwd ms", "BF16 ms", "FP32 ms", "TF32 ms", "FP8 ms", "xBF16", "xFP32",
+          "xTF32", "xFP8", "bit-exact", "bwd TOP/s", "fwd GB/s");
+  bench_stat th = {0}, tb = {0}, tf = {0}, tt = {0}, t8 = {0};
+  int all = 1, all8 = 1;
   for (int i = 0; i < r->n; ++i) {
     const bench_layer *l = &r->layers[i];
     char hb[48] = "-";
@@ -188,27 +190,44 @@ void bench_report_table(const bench_run *r, FILE *f) {
     char tp[32] = "-", gb[32] = "-";
     if (tops > 0) snprintf(tp, sizeof tp, "%.1f (%.0f%%)", tops, r->int8_tops > 0 ? 100 * tops / r->int8_tops : 0);
     if (gbs > 0) snprintf(gb, sizeof gb, "%.0f (%.0f%%)", gbs, r->copy_gbs > 0 ? 100 * gbs / r->copy_gbs : 0);
-    fprintf(f, "%-12s %-22s %9s %9s %9s %9s %7s %7s %7s %9s %13s %13s\n", l->name, hb,
+    double s8 = speedup(&l->fp8, &l->hot_bwd);
+    fprintf(f, "%-12s %-22s %9s %9s %9s %9s %9s %7s %7s %7s %7s %9s %13s %13s\n", l->name, hb,
             num(l->hot_fwd.med, "%.3f", l->hot_fwd.n, a, sizeof a),
             num(l->bf16.med, "%.3f", l->bf16.n, b, sizeof b), num(l->fp32.med, "%.3f", l->fp32.n, c, sizeof c),
-            num(l->tf32.med, "%.3f", l->tf32.n, d, sizeof d),
+            num(l->tf32.med, "%.3f", l->tf32.n, d, sizeof d), num(l->fp8.med, "%.3f", l->fp8.n, p8, sizeof p8),
             num(speedup(&l->bf16, &l->hot_bwd), "%.2f", speedup(&l->bf16, &l->hot_bwd) > 0, e, sizeof e),
             num(speedup(&l->fp32, &l->hot_bwd), "%.2f", speedup(&l->fp32, &l->hot_bwd) > 0, g, sizeof g),
             num(speedup(&l->tf32, &l->hot_bwd), "%.2f", speedup(&l->tf32, &l->hot_bwd) > 0, h, sizeof h),
-            l->bitexact < 0 ? "-" : l->bitexact ? "yes" : "NO", tp, gb);
+            num(s8, "%.2f", s8 > 0, x8, sizeof x8), l->bitexact < 0 ? "-" : l->bitexact ? "yes" : "NO", tp, gb);
     if (l->bitexact == 0) fprintf(f, "%-12s   first difference: %s\n", "", l->bitexact_note);
     if (l->gpu_note[0]) fprintf(f, "%-12s   note: %s\n", "", l->gpu_note);
+    if (!l->fp8.n) {
+      fprintf(f, "%-12s   FP8: %s\n", "", l->fp8_reason);
+    } else {
+      fprintf(f, "%-12s   FP8: GEMMs at T %lld, O %lld, I %lld%s; sampled error vs fp64 g_x %s, g_w %s\n", "",
+              (long long)l->fp8_T, (long long)l->fp8_O, (long long)l->fp8_I,
+              l->fp8_T != l->T || l->fp8_O != l->O || l->fp8_I != l->I ? " (zero-padded to multiples of 16)" : "",
+              num(l->fp8_gx_err, "%.4f", l->fp8_gx_err >= 0, a, sizeof a),
+              num(l->fp8_gw_err, "%.4f", l->fp8_gw_err >= 0, b, sizeof b));
+    }
     all &= l->hot_bwd.n && l->bf16.n && l->fp32.n && l->tf32.n;
+    all8 &= l->hot_bwd.n && l->fp8.n;
     th.med += l->hot_bwd.med;
     tb.med += l->bf16.med;
     tf.med += l->fp32.med;
     tt.med += l->tf32.med;
+    t8.med += l->fp8.med;
   }
   th.n = tb.n = tf.n = tt.n = all;
-  fprintf(f, "%-12s %-22s %9s %9s %9s %9s %7s %7s %7s\n", "total", num(th.med, "%.3f", all, a, sizeof a), "",
-          num(tb.med, "%.3f", all, b, sizeof b), num(tf.med, "%.3f", all, c, sizeof c),
-          num(tt.med, "%.3f", all, d, sizeof d), num(speedup(&tb, &th), "%.2f", all, e, sizeof e),
-          num(speedup(&tf, &th), "%.2f", all, g, sizeof g), num(speedup(&tt, &th), "%.2f", all, h, sizeof h));
+  t8.n = all8;
+  bench_stat th8 = th;
+  th8.n = all8;
+  fprintf(f, "%-12s %-22s %9s %9s %9s %9s %9s %7s %7s %7s %7s\n", "total",
+          num(th.med, "%.3f", all || all8, a, sizeof a), "", num(tb.med, "%.3f", all, b, sizeof b),
+          num(tf.med, "%.3f", all, c, sizeof c), num(tt.med, "%.3f", all, d, sizeof d),
+          num(t8.med, "%.3f", all8, p8, sizeof p8), num(speedup(&tb, &th), "%.2f", all, e, sizeof e),
+          num(speedup(&tf, &th), "%.2f", all, g, sizeof g), num(speedup(&tt, &th), "%.2f", all, h, sizeof h),
+          num(speedup(&t8, &th8), "%.2f", all8, x8, sizeof x8));
   kernel_table(r, f);
   fprintf(f, "%d layer(s), %.1f s\n", r->n, r->wall_s);
 }
@@ -270,10 +289,12 @@ int bench_report_json(const bench_run *r, FILE *f) {
   jnum(f, r->bf16_tflops, r->bf16_tflops > 0);
   fprintf(f, ", \"int8_tops\": ");
   jnum(f, r->int8_tops, r->int8_tops > 0);
+  fprintf(f, ", \"fp8_tflops\": ");
+  jnum(f, r->fp8_tflops, r->fp8_tflops > 0);
   fprintf(f, ", \"l2_bytes\": %d},\n  \"layers\": [", r->l2_bytes);
-  double sh = 0, sb = 0, s32 = 0;
+  double sh = 0, sb = 0, s32 = 0, s8 = 0;
   int64_t sa = 0, sf = 0;
-  int all = gpu;
+  int all = gpu, all8 = gpu;
   for (int i = 0; i < r->n; ++i) {
     const bench_layer *l = &r->layers[i];
     fprintf(f, "%s\n    {\n      \"name\": ", i ? "," : "");
@@ -354,11 +375,25 @@ int bench_report_json(const bench_run *r, FILE *f) {
     KEY("speedup_bf16"); jnum(f, speedup(&l->bf16, &l->hot_bwd), speedup(&l->bf16, &l->hot_bwd) > 0);
     KEY("speedup_fp32"); jnum(f, speedup(&l->fp32, &l->hot_bwd), speedup(&l->fp32, &l->hot_bwd) > 0);
     KEY("speedup_tf32"); jnum(f, speedup(&l->tf32, &l->hot_bwd), speedup(&l->tf32, &l->hot_bwd) > 0);
+    /* FP8 (cuBLASLt): the two GEMMs only; null with fp8_reason when not measured */
+    KEY("fp8_ms"); jnum(f, l->fp8.med, l->fp8.n);
+    KEY("speedup_fp8"); jnum(f, speedup(&l->fp8, &l->hot_bwd), speedup(&l->fp8, &l->hot_bwd) > 0);
+    KEY("fp8_reason");
+    jstr(f, l->fp8.n ? "" : l->fp8_reason[0] ? l->fp8_reason : "not measured");
+    KEY("fp8_dims");
+    if (l->fp8.n)
+      fprintf(f, "{\"T\": %lld, \"O\": %lld, \"I\": %lld}", (long long)l->fp8_T, (long long)l->fp8_O,
+              (long long)l->fp8_I);
+    else
+      fputs("null", f);
+    KEY("fp8_gx_rel_err"); jnum(f, l->fp8_gx_err, l->fp8.n && l->fp8_gx_err >= 0);
+    KEY("fp8_gw_rel_err"); jnum(f, l->fp8_gw_err, l->fp8.n && l->fp8_gw_err >= 0);
     jstat(f, "hot_bwd", &l->hot_bwd);
     jstat(f, "hot_fwd", &l->hot_fwd);
     jstat(f, "cublas_bf16", &l->bf16);
     jstat(f, "cublas_fp32", &l->fp32);
     jstat(f, "cublas_tf32", &l->tf32);
+    jstat(f, "cublaslt_fp8", &l->fp8);
     KEY("buffer_sets"); jnum(f, l->nsets_hot, l->nsets_hot > 0);
     KEY("kernels");
     fputc('[', f);
@@ -389,6 +424,8 @@ int bench_report_json(const bench_run *r, FILE *f) {
     sb += l->bf16.med;
     s32 += l->fp32.med;
     all &= l->hot_bwd.n && l->bf16.n && l->fp32.n;
+    s8 += l->fp8.med;
+    all8 &= l->hot_bwd.n && l->fp8.n;
   }
   fprintf(f, "\n  ],\n  \"total\": {\"abc_bytes\": %lld, \"fp32_bytes\": %lld, \"abc_fp32_ratio\": ",
           (long long)sa, (long long)sf);
@@ -403,6 +440,10 @@ int bench_report_json(const bench_run *r, FILE *f) {
   jnum(f, sh > 0 ? sb / sh : 0, all && sh > 0);
   fputs(", \"speedup_fp32\": ", f);
   jnum(f, sh > 0 ? s32 / sh : 0, all && sh > 0);
+  fputs(", \"fp8_ms\": ", f);
+  jnum(f, s8, all8);
+  fputs(", \"speedup_fp8\": ", f);
+  jnum(f, sh > 0 ? s8 / sh : 0, all8 && sh > 0);
   fputs("},\n  \"jit_spec_cold_ms\": ", f);
   jnum(f, r->jit_spec_cold_ms, r->have_jit_spec);
   fprintf(f, ",\n  \"wall_s\": %.3f\n}\n", r->wall_s);

@@ -151,6 +151,11 @@ for s in "${bench_specs[@]}"; do
     124) row "hot-bench $s" "TIMED OUT after 150 s (see $out.log)" ;;
     *) row "hot-bench $s" "FAILED, exit $rc: $(tail -1 "$out.log")" ;;
   esac
+  if [ -s "$out.json" ]; then # the FP8 baseline (cuBLASLt): on how many layers, else why not
+    n8=$(grep -c '^      "fp8_ms": [0-9]' "$out.json"); nl=$(grep -c '^      "fp8_ms": ' "$out.json")
+    why=$(grep -o '"fp8_reason": "[^"]\+' "$out.json" | head -1 | cut -d'"' -f4 | cut -c1-90)
+    row "hot-bench $s FP8" "cuBLASLt FP8 timed on $n8 of $nl layer(s)${why:+; first reason: $why}"
+  fi
 done
 
 # 8. a short speed sweep of the large layers (hot-tune): each tile variant compiled, checked bit
