@@ -148,6 +148,11 @@ static void fmt_scaled(long long mant, int e, int sci, char *out, size_t cap) {
   }
 }
 
+/* v / 10^e without overflowing 10^e below the normal range (subnormal v). */
+static double scale_down(double v, int e) {
+  return e >= -290 ? v / pow(10.0, e) : (v * 1e200) / pow(10.0, e + 200);
+}
+
 /* v with about 5 significant digits, trailing zeros dropped (for tooltips). */
 static void fmt_value(double v, char *out, size_t cap) {
   if (v == 0) {
@@ -156,10 +161,9 @@ static void fmt_value(double v, char *out, size_t cap) {
   }
   int e10 = (int)floor(log10(fabs(v)));
   int e = e10 - 4;
-  double scaled = v / pow(10.0, e);
-  long long mant = llround(scaled);
+  long long mant = llround(scale_down(v, e));
   if (llabs(mant) >= 100000) { /* rounding carried into a new digit */
-    mant = llround(v / pow(10.0, e + 1));
+    mant = llround(scale_down(v, e + 1));
     ++e;
     ++e10;
   }
@@ -338,7 +342,8 @@ static void svg_escaped(canvas *c, const char *s) {
 }
 
 static void px_set(canvas *c, int x, int y, int col) {
-  if (x >= 0 && y >= 0 && x < c->w && y < c->h) c->px[(size_t)y * (size_t)c->w + (size_t)x] = (unsigned char)col;
+  if (x >= 0 && y >= 0 && x < c->w && y < c->h)
+    c->px[(size_t)y * (size_t)c->w + (size_t)x] = (unsigned char)col;
 }
 
 static void px_brush(canvas *c, int x, int y, int t, int col) {
@@ -421,7 +426,8 @@ static void cv_polyline(canvas *c, const int *xy, int n, int t, int col, const c
     buf_printf(&c->out, " stroke-width=\"%d\" stroke-linejoin=\"miter\"/>\n", t);
     return;
   }
-  for (int i = 0; i + 1 < n; ++i) cv_line(c, xy[2 * i], xy[2 * i + 1], xy[2 * i + 2], xy[2 * i + 3], t, col);
+  for (int i = 0; i + 1 < n; ++i)
+    cv_line(c, xy[2 * i], xy[2 * i + 1], xy[2 * i + 2], xy[2 * i + 3], t, col);
 }
 
 /* A filled disc: the pixels with dx^2 + dy^2 <= r^2 + r (radius r + 1/2 in the SVG). cls and
@@ -481,7 +487,8 @@ static void cv_text(canvas *c, int x, int top, int anchor, int sc, int col, cons
     buf_printf(&c->out, " x=\"%d\" y=\"%d\" font-size=\"%d\"",
                anchor == A_START ? x : anchor == A_MIDDLE ? x : x + 1, top + CAP_H * sc,
                CELL_H * sc);
-    if (anchor != A_START) buf_printf(&c->out, " text-anchor=\"%s\"", anchor == A_MIDDLE ? "middle" : "end");
+    if (anchor != A_START)
+      buf_printf(&c->out, " text-anchor=\"%s\"", anchor == A_MIDDLE ? "middle" : "end");
     svg_colour(c, "fill", col);
     buf_str(&c->out, ">");
     svg_escaped(c, s);
@@ -568,8 +575,8 @@ static void ticks_linear(axis *a, double dlo, double dhi, int target) {
 }
 
 /* Log ticks on [dlo, dhi] (both > 0): decades (every 2nd, 5th, 10th... decade when there are
- * more than target), 2 and 5 labelled when the axis spans one decade, 2..9 as unlabelled grid lines when
- * it spans at most 6. */
+ * more than target), 2 and 5 labelled when the axis spans one decade, 2..9 as unlabelled grid
+ * lines when it spans at most 6. */
 static void ticks_log(axis *a, double dlo, double dhi, int target) {
   int d0 = (int)floor(log10(dlo) + 1e-9), d1 = (int)ceil(log10(dhi) - 1e-9);
   if (d1 <= d0) d1 = d0 + 1;
@@ -1121,7 +1128,10 @@ int hot_plot_write(const char *path, const hot_plot_point *pts, int n, const hot
     return -1;
   }
   if (!pts || n <= 0) {
-    set_err(err, errlen, "plot: no points to plot (n = %d)", pts ? n : 0);
+    if (!pts)
+      set_err(err, errlen, "plot: no points to plot (the point array is NULL)");
+    else
+      set_err(err, errlen, "plot: no points to plot (n = %d)", n);
     return -1;
   }
   if (o && (o->n_series < 0 || o->n_series > HOT_PLOT_MAX_SERIES)) {
@@ -1141,7 +1151,8 @@ int hot_plot_write(const char *path, const hot_plot_point *pts, int n, const hot
   int nfin = 0;
   for (int i = 0; i < n; ++i) {
     const hot_plot_point *p = &pts[i];
-    const char *lq = p->label ? " \"" : "", *lb = p->label ? p->label : "", *rq = p->label ? "\"" : "";
+    const char *lq = p->label ? " \"" : "", *lb = p->label ? p->label : "";
+    const char *rq = p->label ? "\"" : "";
     if (p->series < 0 || p->series >= HOT_PLOT_MAX_SERIES) {
       set_err(err, errlen, "plot: point %d%s%s%s: series %d outside 0..%d", i, lq, lb, rq,
               p->series, HOT_PLOT_MAX_SERIES - 1);

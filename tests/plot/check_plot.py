@@ -92,7 +92,8 @@ def main():
             x, y = int(float(c.get("cx"))), int(float(c.get("cy")))
             fill = tuple(bytes.fromhex(c.get("fill")[1:]))
             if pix[y][x] != fill:
-                fail("%s: marker at (%d,%d) is %s in the PNG, %s in the SVG" % (name, x, y, pix[y][x], fill))
+                fail("%s: marker at (%d,%d) is %s in the PNG, %s in the SVG"
+                     % (name, x, y, pix[y][x], fill))
         if Image is not None:
             im = Image.open(png)
             im.verify()
@@ -108,7 +109,9 @@ def main():
             arr = mpimg.imread(png)
             if arr.shape[0] != h or arr.shape[1] != w:
                 fail("%s: matplotlib shape %s" % (png, arr.shape))
-            for (x, y) in [(0, 0), (w - 1, h - 1)] + [(int(float(c.get("cx"))), int(float(c.get("cy")))) for c in pts]:
+            spots = [(0, 0), (w - 1, h - 1)]
+            spots += [(int(float(c.get("cx"))), int(float(c.get("cy")))) for c in pts]
+            for (x, y) in spots:
                 got = tuple(int(round(v * 255)) for v in arr[y][x][:3])
                 if got != pix[y][x]:
                     fail("%s: matplotlib pixel (%d,%d) %s, own %s" % (png, x, y, got, pix[y][x]))
