@@ -676,7 +676,7 @@ typedef struct {
   int px0, px1, py0, py1;  /* plot area (pixels, inclusive); py0 top, py1 bottom */
   int r_pt, r_dom, r_ring; /* marker radii: Pareto / chosen, dominated, ring */
   axis ax, ay;
-  int legend_rows, legend_w, legend_chars;
+  int legend_rows, legend_w, legend_chars, name_chars;
   int has_pareto, has_chosen;
 } layout;
 
@@ -725,13 +725,15 @@ static int do_layout(layout *L, const hot_plot_point *pts, int n, const hot_plot
   int has_title = o && o->title && *o->title, has_xl = o && o->x_label && *o->x_label;
   int has_yl = o && o->y_label && *o->y_label;
 
-  /* legend: series names, then the Pareto and chosen samples */
+  /* legend: series names (at most a fifth of the width), then the Pareto and chosen samples */
+  int cap = L->W / (5 * L->cw);
+  L->name_chars = cap < 6 ? 6 : cap > 20 ? 20 : cap;
   L->legend_chars = 0;
   L->legend_rows = 0;
   int nser = o ? o->n_series : 0;
   for (int i = 0; i < nser; ++i) {
     char nm[128];
-    series_name(o, i, nm, sizeof nm, 20);
+    series_name(o, i, nm, sizeof nm, L->name_chars);
     int g = glyph_count(nm);
     if (g > L->legend_chars) L->legend_chars = g;
     ++L->legend_rows;
@@ -768,12 +770,26 @@ static int do_layout(layout *L, const hot_plot_point *pts, int n, const hot_plot
             L->H);
     return -1;
   }
-  L->ax.p0 = L->px0;
-  L->ax.p1 = L->px1;
-  int tx = (L->px1 - L->px0) / (50 * s);
-  for (tx = tx < 2 ? 2 : tx > 12 ? 12 : tx;; --tx) { /* fewer ticks until the labels fit */
-    make_ticks(&L->ax, xlo, xhi, tx);
-    if (tx <= 1 || min_gap(&L->ax) >= widest_label(&L->ax, s) + 2 * L->cw) break;
+  /* x ticks: fewer until the labels fit between them; the plot area narrows while the first or
+   * last label (centred on its tick) would leave the image */
+  for (int round = 0; round < 4; ++round) {
+    L->ax.p0 = L->px0;
+    L->ax.p1 = L->px1;
+    int tx = (L->px1 - L->px0) / (50 * s);
+    for (tx = tx < 2 ? 2 : tx > 12 ? 12 : tx;; --tx) {
+      make_ticks(&L->ax, xlo, xhi, tx);
+      if (tx <= 1 || min_gap(&L->ax) >= widest_label(&L->ax, s) + 2 * L->cw) break;
+    }
+    int over_l = L->pad / 2 - (L->px0 - text_w(L->ax.lab[0], s) / 2);
+    int over_r = L->px1 + text_w(L->ax.lab[L->ax.nt - 1], s) / 2 + 1 - (L->W - L->pad / 2);
+    if (over_l <= 0 && over_r <= 0) break;
+    if (over_l > 0) L->px0 += over_l;
+    if (over_r > 0) L->px1 -= over_r;
+  }
+  if (L->px1 - L->px0 < 60) {
+    set_err(err, errlen, "plot: %d x %d is too narrow for the tick labels and the legend", L->W,
+            L->H);
+    return -1;
   }
   return 0;
 }
@@ -830,10 +846,12 @@ static int draw(canvas *c, const layout *L, const hot_plot_point *pts, int n,
   /* title and axis labels, clipped to the width */
   char txt[512];
   int maxg = L->W / L->cw - 2;
-  if (o && o->x_label && *o->x_label) {
+  if (o && o->x_label && *o->x_label) { /* centred under the plot area, kept inside the image */
     clip_text(o->x_label, maxg, txt, sizeof txt);
-    cv_text(c, (L->px0 + L->px1) / 2, L->py1 + L->tick + 2 * s + L->lh + L->pad / 2, A_MIDDLE, s,
-            C_FG, "xlabel", txt);
+    int w = text_w(txt, s), x = (L->px0 + L->px1) / 2;
+    if (x - w / 2 < L->pad) x = L->pad + w / 2;
+    if (x - w / 2 + w > L->W - L->pad) x = L->W - L->pad - w + w / 2;
+    cv_text(c, x, L->py1 + L->tick + 2 * s + L->lh + L->pad / 2, A_MIDDLE, s, C_FG, "xlabel", txt);
   }
   if (o && o->y_label && *o->y_label) {
     clip_text(o->y_label, maxg, txt, sizeof txt);
@@ -853,7 +871,7 @@ static int draw(canvas *c, const layout *L, const hot_plot_point *pts, int n,
     int mx = bx + L->pad + (3 * L->cw) / 2, tx = bx + L->pad + 4 * L->cw;
     for (int i = 0; i < (o ? o->n_series : 0); ++i, ++row) {
       int top = by + L->pad + row * (L->lh + 2 * s);
-      series_name(o, i, txt, sizeof txt, 20);
+      series_name(o, i, txt, sizeof txt, L->name_chars);
       cv_disc(c, mx, top + (CAP_H * s) / 2, L->r_pt, C_SERIES + i, "key", NULL);
       cv_text(c, tx, top, A_START, s, C_FG, "key", txt);
     }

@@ -766,6 +766,64 @@ START_TEST(deterministic) {
 }
 END_TEST
 
+/* Glyphs of an SVG text's content (an entity or a UTF-8 sequence is one glyph). */
+static int svg_glyphs(const char *t, const char *end) {
+  int g = 0;
+  while (t < end) {
+    if (*t == '&')
+      t = strchr(t, ';') + 1;
+    else if ((unsigned char)*t >= 0xC0)
+      for (++t; t < end && ((unsigned char)*t & 0xC0) == 0x80;) ++t;
+    else
+      ++t;
+    ++g;
+  }
+  return g;
+}
+
+/* Every text stays inside the image (titles and labels clipped, the plot area narrowed for
+ * wide tick labels), at every size, for short and long labels. */
+START_TEST(texts_inside_image) {
+  static const int sizes[][2] = {{0, 0}, {320, 240}, {240, 240}, {1600, 1000}, {700, 300}};
+  hot_plot_point wide[3] = {{123456.2, 0, "left", 0, 1, 0}, {123456.9, 1, "right", 0, 1, 1},
+                            {123456.5, 0.5, "mid", 1, 0, 0}};
+  for (size_t k = 0; k < sizeof sizes / sizeof sizes[0]; ++k)
+    for (int set = 0; set < 3; ++set) {
+      hot_plot_opts o = sample_opts();
+      o.width = sizes[k][0];
+      o.height = sizes[k][1];
+      const hot_plot_point *p = k_pts;
+      int n = K_N;
+      if (set == 1) { /* long texts everywhere */
+        o.title = "a title far longer than any image of this size can show in one line, surely";
+        o.x_label = "an x label that goes on and on well past the width of the small images";
+        o.y_label = "a y label that goes on and on well past the width of the small images";
+        o.series_names[0] = "a series name that is too long for the legend";
+      } else if (set == 2) { /* wide x tick labels, narrow y tick labels */
+        o.log_y = 0;
+        p = wide;
+        n = 3;
+      }
+      write_ok(in_dir("w.svg"), p, n, &o);
+      char *svg = slurp_text(in_dir("w.svg"));
+      int W = o.width ? o.width : 960, H = o.height ? o.height : 600, texts = 0;
+      for (const char *q = strstr(svg, "<text"); q; q = strstr(q + 1, "<text"), ++texts) {
+        double x = attr_num(q, "x"), y = attr_num(q, "y"), sc = attr_num(q, "font-size") / 10;
+        const char *t = strchr(q, '>') + 1, *e = strchr(t, '<');
+        double w = svg_glyphs(t, e) * 6 * sc - sc;
+        const char *anc = strstr(q, "text-anchor=\"");
+        double left = x;
+        if (anc && anc < t) left = anc[13] == 'm' ? x - w / 2 : x - w;
+        ck_assert_msg(left >= 0 && left + w <= W && y - 7 * sc >= 0 && y + sc <= H,
+                      "%dx%d set %d: text %.*s at x %g..%g, y %g outside the image", W, H, set,
+                      (int)(e - t), t, left, left + w, y);
+      }
+      ck_assert_int_gt(texts, 8);
+      free(svg);
+    }
+}
+END_TEST
+
 /* Values at the ends of the double range: drawn (or refused as too large) without overflow,
  * tooltips exact in their 5 significant digits. */
 START_TEST(extreme_values) {
@@ -839,6 +897,7 @@ int main(void) {
   tcase_add_test(tc, errors);
   tcase_add_test(tc, io_errors_and_atomicity);
   tcase_add_test(tc, deterministic);
+  tcase_add_test(tc, texts_inside_image);
   tcase_add_test(tc, extreme_values);
   tcase_add_test(tc, many_points);
   suite_add_tcase(su, tc);
