@@ -872,6 +872,9 @@ START_TEST(many_points) {
   write_ok(in_dir("n.png"), p, N, &o);
   char *svg = slurp_text(in_dir("n.svg"));
   ck_assert_int_eq(count(svg, "<circle class=\"pt\""), N);
+  ck_assert_int_eq(count(svg, "<circle class=\"chosen\""), 1);
+  ck_assert_int_eq(count(svg, "<text class=\"chosen-label\""), 1); /* no label: "chosen" */
+  ck_assert_int_eq(count(svg, ">chosen</text>"), 2);                  /* and the legend's */
   ck_assert_ptr_null(xml_check(svg));
   free(svg);
   png_img im = load_png(in_dir("n.png"));
