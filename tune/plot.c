@@ -148,6 +148,11 @@ static void fmt_scaled(long long mant, int e, int sci, char *out, size_t cap) {
   }
 }
 
+/* v / 10^e without overflowing 10^e below the normal range (subnormal v). */
+static double scale_down(double v, int e) {
+  return e >= -290 ? v / pow(10.0, e) : (v * 1e200) / pow(10.0, e + 200);
+}
+
 /* v with about 5 significant digits, trailing zeros dropped (for tooltips). */
 static void fmt_value(double v, char *out, size_t cap) {
   if (v == 0) {
@@ -156,10 +161,9 @@ static void fmt_value(double v, char *out, size_t cap) {
   }
   int e10 = (int)floor(log10(fabs(v)));
   int e = e10 - 4;
-  double scaled = v / pow(10.0, e);
-  long long mant = llround(scaled);
+  long long mant = llround(scale_down(v, e));
   if (llabs(mant) >= 100000) { /* rounding carried into a new digit */
-    mant = llround(v / pow(10.0, e + 1));
+    mant = llround(scale_down(v, e + 1));
     ++e;
     ++e10;
   }
@@ -338,7 +342,8 @@ static void svg_escaped(canvas *c, const char *s) {
 }
 
 static void px_set(canvas *c, int x, int y, int col) {
-  if (x >= 0 && y >= 0 && x < c->w && y < c->h) c->px[(size_t)y * (size_t)c->w + (size_t)x] = (unsigned char)col;
+  if (x >= 0 && y >= 0 && x < c->w && y < c->h)
+    c->px[(size_t)y * (size_t)c->w + (size_t)x] = (unsigned char)col;
 }
 
 static void px_brush(canvas *c, int x, int y, int t, int col) {
@@ -421,7 +426,8 @@ static void cv_polyline(canvas *c, const int *xy, int n, int t, int col, const c
     buf_printf(&c->out, " stroke-width=\"%d\" stroke-linejoin=\"miter\"/>\n", t);
     return;
   }
-  for (int i = 0; i + 1 < n; ++i) cv_line(c, xy[2 * i], xy[2 * i + 1], xy[2 * i + 2], xy[2 * i + 3], t, col);
+  for (int i = 0; i + 1 < n; ++i)
+    cv_line(c, xy[2 * i], xy[2 * i + 1], xy[2 * i + 2], xy[2 * i + 3], t, col);
 }
 
 /* A filled disc: the pixels with dx^2 + dy^2 <= r^2 + r (radius r + 1/2 in the SVG). cls and
@@ -481,7 +487,8 @@ static void cv_text(canvas *c, int x, int top, int anchor, int sc, int col, cons
     buf_printf(&c->out, " x=\"%d\" y=\"%d\" font-size=\"%d\"",
                anchor == A_START ? x : anchor == A_MIDDLE ? x : x + 1, top + CAP_H * sc,
                CELL_H * sc);
-    if (anchor != A_START) buf_printf(&c->out, " text-anchor=\"%s\"", anchor == A_MIDDLE ? "middle" : "end");
+    if (anchor != A_START)
+      buf_printf(&c->out, " text-anchor=\"%s\"", anchor == A_MIDDLE ? "middle" : "end");
     svg_colour(c, "fill", col);
     buf_str(&c->out, ">");
     svg_escaped(c, s);
@@ -568,8 +575,8 @@ static void ticks_linear(axis *a, double dlo, double dhi, int target) {
 }
 
 /* Log ticks on [dlo, dhi] (both > 0): decades (every 2nd, 5th, 10th... decade when there are
- * more than target), 2 and 5 labelled when the axis spans one decade, 2..9 as unlabelled grid lines when
- * it spans at most 6. */
+ * more than target), 2 and 5 labelled when the axis spans one decade, 2..9 as unlabelled grid
+ * lines when it spans at most 6. */
 static void ticks_log(axis *a, double dlo, double dhi, int target) {
   int d0 = (int)floor(log10(dlo) + 1e-9), d1 = (int)ceil(log10(dhi) - 1e-9);
   if (d1 <= d0) d1 = d0 + 1;
@@ -669,7 +676,7 @@ typedef struct {
   int px0, px1, py0, py1;  /* plot area (pixels, inclusive); py0 top, py1 bottom */
   int r_pt, r_dom, r_ring; /* marker radii: Pareto / chosen, dominated, ring */
   axis ax, ay;
-  int legend_rows, legend_w, legend_chars;
+  int legend_rows, legend_w, legend_chars, name_chars;
   int has_pareto, has_chosen;
 } layout;
 
@@ -718,13 +725,15 @@ static int do_layout(layout *L, const hot_plot_point *pts, int n, const hot_plot
   int has_title = o && o->title && *o->title, has_xl = o && o->x_label && *o->x_label;
   int has_yl = o && o->y_label && *o->y_label;
 
-  /* legend: series names, then the Pareto and chosen samples */
+  /* legend: series names (at most a fifth of the width), then the Pareto and chosen samples */
+  int cap = L->W / (5 * L->cw);
+  L->name_chars = cap < 6 ? 6 : cap > 20 ? 20 : cap;
   L->legend_chars = 0;
   L->legend_rows = 0;
   int nser = o ? o->n_series : 0;
   for (int i = 0; i < nser; ++i) {
     char nm[128];
-    series_name(o, i, nm, sizeof nm, 20);
+    series_name(o, i, nm, sizeof nm, L->name_chars);
     int g = glyph_count(nm);
     if (g > L->legend_chars) L->legend_chars = g;
     ++L->legend_rows;
@@ -761,12 +770,26 @@ static int do_layout(layout *L, const hot_plot_point *pts, int n, const hot_plot
             L->H);
     return -1;
   }
-  L->ax.p0 = L->px0;
-  L->ax.p1 = L->px1;
-  int tx = (L->px1 - L->px0) / (50 * s);
-  for (tx = tx < 2 ? 2 : tx > 12 ? 12 : tx;; --tx) { /* fewer ticks until the labels fit */
-    make_ticks(&L->ax, xlo, xhi, tx);
-    if (tx <= 1 || min_gap(&L->ax) >= widest_label(&L->ax, s) + 2 * L->cw) break;
+  /* x ticks: fewer until the labels fit between them; the plot area narrows while the first or
+   * last label (centred on its tick) would leave the image */
+  for (int round = 0; round < 4; ++round) {
+    L->ax.p0 = L->px0;
+    L->ax.p1 = L->px1;
+    int tx = (L->px1 - L->px0) / (50 * s);
+    for (tx = tx < 2 ? 2 : tx > 12 ? 12 : tx;; --tx) {
+      make_ticks(&L->ax, xlo, xhi, tx);
+      if (tx <= 1 || min_gap(&L->ax) >= widest_label(&L->ax, s) + 2 * L->cw) break;
+    }
+    int over_l = L->pad / 2 - (L->px0 - text_w(L->ax.lab[0], s) / 2);
+    int over_r = L->px1 + text_w(L->ax.lab[L->ax.nt - 1], s) / 2 + 1 - (L->W - L->pad / 2);
+    if (over_l <= 0 && over_r <= 0) break;
+    if (over_l > 0) L->px0 += over_l;
+    if (over_r > 0) L->px1 -= over_r;
+  }
+  if (L->px1 - L->px0 < 60) {
+    set_err(err, errlen, "plot: %d x %d is too narrow for the tick labels and the legend", L->W,
+            L->H);
+    return -1;
   }
   return 0;
 }
@@ -823,10 +846,12 @@ static int draw(canvas *c, const layout *L, const hot_plot_point *pts, int n,
   /* title and axis labels, clipped to the width */
   char txt[512];
   int maxg = L->W / L->cw - 2;
-  if (o && o->x_label && *o->x_label) {
+  if (o && o->x_label && *o->x_label) { /* centred under the plot area, kept inside the image */
     clip_text(o->x_label, maxg, txt, sizeof txt);
-    cv_text(c, (L->px0 + L->px1) / 2, L->py1 + L->tick + 2 * s + L->lh + L->pad / 2, A_MIDDLE, s,
-            C_FG, "xlabel", txt);
+    int w = text_w(txt, s), x = (L->px0 + L->px1) / 2;
+    if (x - w / 2 < L->pad) x = L->pad + w / 2;
+    if (x - w / 2 + w > L->W - L->pad) x = L->W - L->pad - w + w / 2;
+    cv_text(c, x, L->py1 + L->tick + 2 * s + L->lh + L->pad / 2, A_MIDDLE, s, C_FG, "xlabel", txt);
   }
   if (o && o->y_label && *o->y_label) {
     clip_text(o->y_label, maxg, txt, sizeof txt);
@@ -846,7 +871,7 @@ static int draw(canvas *c, const layout *L, const hot_plot_point *pts, int n,
     int mx = bx + L->pad + (3 * L->cw) / 2, tx = bx + L->pad + 4 * L->cw;
     for (int i = 0; i < (o ? o->n_series : 0); ++i, ++row) {
       int top = by + L->pad + row * (L->lh + 2 * s);
-      series_name(o, i, txt, sizeof txt, 20);
+      series_name(o, i, txt, sizeof txt, L->name_chars);
       cv_disc(c, mx, top + (CAP_H * s) / 2, L->r_pt, C_SERIES + i, "key", NULL);
       cv_text(c, tx, top, A_START, s, C_FG, "key", txt);
     }
@@ -1121,7 +1146,10 @@ int hot_plot_write(const char *path, const hot_plot_point *pts, int n, const hot
     return -1;
   }
   if (!pts || n <= 0) {
-    set_err(err, errlen, "plot: no points to plot (n = %d)", pts ? n : 0);
+    if (!pts)
+      set_err(err, errlen, "plot: no points to plot (the point array is NULL)");
+    else
+      set_err(err, errlen, "plot: no points to plot (n = %d)", n);
     return -1;
   }
   if (o && (o->n_series < 0 || o->n_series > HOT_PLOT_MAX_SERIES)) {
@@ -1141,7 +1169,8 @@ int hot_plot_write(const char *path, const hot_plot_point *pts, int n, const hot
   int nfin = 0;
   for (int i = 0; i < n; ++i) {
     const hot_plot_point *p = &pts[i];
-    const char *lq = p->label ? " \"" : "", *lb = p->label ? p->label : "", *rq = p->label ? "\"" : "";
+    const char *lq = p->label ? " \"" : "", *lb = p->label ? p->label : "";
+    const char *rq = p->label ? "\"" : "";
     if (p->series < 0 || p->series >= HOT_PLOT_MAX_SERIES) {
       set_err(err, errlen, "plot: point %d%s%s%s: series %d outside 0..%d", i, lq, lb, rq,
               p->series, HOT_PLOT_MAX_SERIES - 1);

@@ -20,10 +20,14 @@
  *    row: height * (ceil(width / 2) + 1) bytes, about 290 KB at 960 x 600. Both formats share one
  *    layout, so a marker's centre in the SVG is the centre pixel of the same marker in the PNG.
  *
- * Output is deterministic (no timestamps; numbers are formatted without the C locale's help, so
- * a caller's setlocale() cannot change the file) and written atomically: to "<path>.tmp.<pid>" in
- * the same directory, then renamed over path; on any failure the temporary file is removed and
- * an existing file at path is left untouched. The module never prints and never exits. */
+ * Output is deterministic (no timestamps; numbers are formatted from integers, so a caller's
+ * setlocale() cannot change the file) and written atomically: to "<path>.tmp.<pid>" in the same
+ * directory, then renamed over path; on any failure the temporary file is removed and an
+ * existing file at path is left untouched. The module keeps no state and never prints or exits;
+ * concurrent calls are safe as long as no two of them in one process write the same path.
+ * Texts stay inside the image: the title, axis labels and legend names (at most 20 glyphs) are
+ * cut with a final '~' where too long; characters outside printable ASCII are kept in the SVG
+ * (valid UTF-8; control characters and invalid bytes become '?') and drawn as '?' in the PNG. */
 #ifndef HOT_TUNE_PLOT_H
 #define HOT_TUNE_PLOT_H
 

@@ -3,9 +3,11 @@
 readers: zlib (inflate, CRC-32 of every chunk), xml.etree (the SVG parses as XML), and PIL and/or
 matplotlib (the PNG loads as a standard viewer loads it, pixel for pixel equal to the zlib
 decoding). The marker of every SVG point is checked in the PNG at the same pixel in its fill
-colour. Exits 77 (skipped, reason printed) when neither PIL nor matplotlib is installed, after
-the zlib and XML checks have passed."""
+colour, and, where rsvg-convert is installed, in the SVG as that renderer draws it. Exits 77
+(skipped, reason printed) when neither PIL nor matplotlib is installed, after the zlib and XML
+checks have passed."""
 import os
+import shutil
 import struct
 import subprocess
 import sys
@@ -92,7 +94,8 @@ def main():
             x, y = int(float(c.get("cx"))), int(float(c.get("cy")))
             fill = tuple(bytes.fromhex(c.get("fill")[1:]))
             if pix[y][x] != fill:
-                fail("%s: marker at (%d,%d) is %s in the PNG, %s in the SVG" % (name, x, y, pix[y][x], fill))
+                fail("%s: marker at (%d,%d) is %s in the PNG, %s in the SVG"
+                     % (name, x, y, pix[y][x], fill))
         if Image is not None:
             im = Image.open(png)
             im.verify()
@@ -108,10 +111,27 @@ def main():
             arr = mpimg.imread(png)
             if arr.shape[0] != h or arr.shape[1] != w:
                 fail("%s: matplotlib shape %s" % (png, arr.shape))
-            for (x, y) in [(0, 0), (w - 1, h - 1)] + [(int(float(c.get("cx"))), int(float(c.get("cy")))) for c in pts]:
+            spots = [(0, 0), (w - 1, h - 1)]
+            spots += [(int(float(c.get("cx"))), int(float(c.get("cy")))) for c in pts]
+            for (x, y) in spots:
                 got = tuple(int(round(v * 255)) for v in arr[y][x][:3])
                 if got != pix[y][x]:
                     fail("%s: matplotlib pixel (%d,%d) %s, own %s" % (png, x, y, got, pix[y][x]))
+        rsvg = shutil.which("rsvg-convert")
+        if rsvg and Image is not None:  # the SVG as a renderer draws it: markers where they are
+            out_png = os.path.join(out, name + ".svg-rendered.png")
+            subprocess.run([rsvg, svg, "-o", out_png], check=True)
+            ren = Image.open(out_png).convert("RGB")
+            if ren.size != (w, h):
+                fail("%s: rendered at %s, want %dx%d" % (svg, ren.size, w, h))
+            for c in pts:
+                x, y = int(float(c.get("cx"))), int(float(c.get("cy")))
+                fill = tuple(bytes.fromhex(c.get("fill")[1:]))
+                if ren.getpixel((x, y)) != fill:
+                    fail("%s: rendered marker at (%d,%d) is %s, want %s"
+                         % (svg, x, y, ren.getpixel((x, y)), fill))
+            if "rsvg-convert" not in viewers:
+                viewers.append("rsvg-convert")
         print("%s: %dx%d PNG and SVG ok (%d markers; zlib, xml.etree%s)" %
               (name, w, h, len(pts), "".join(", " + v for v in viewers)))
     if not viewers:

@@ -119,13 +119,15 @@ typedef struct {
   unsigned char *rgb; /* w * h * 3 */
 } png_img;
 
-/* Decodes data; returns NULL or the reason it is not a valid PNG of the expected kind. */
-static const char *png_read(const unsigned char *d, size_t n, png_img *im) {
+/* Decodes data into im (im->rgb: malloc'ed, also on failure); returns NULL or the reason it is
+ * not a valid PNG of the expected kind. z and raw: scratch, freed by the caller. */
+static const char *png_decode(const unsigned char *d, size_t n, png_img *im, unsigned char **zp,
+                              unsigned char **rawp) {
   static const unsigned char sig[8] = {0x89, 'P', 'N', 'G', '\r', '\n', 0x1A, '\n'};
   memset(im, 0, sizeof *im);
   if (n < 8 || memcmp(d, sig, 8) != 0) return "bad signature";
   size_t o = 8, zn = 0;
-  unsigned char *z = malloc(n);
+  unsigned char *z = *zp = malloc(n);
   int seen_iend = 0, seen_ihdr = 0;
   while (o + 12 <= n && !seen_iend) {
     uint32_t len = be32(d + o);
@@ -166,7 +168,7 @@ static const char *png_read(const unsigned char *d, size_t n, png_img *im) {
     return "bad zlib header";
   size_t rowbytes = ((size_t)im->w * (size_t)chans * (size_t)im->depth + 7) / 8 + 1;
   size_t want = rowbytes * (size_t)im->h;
-  unsigned char *raw = malloc(want + 65536);
+  unsigned char *raw = *rawp = malloc(want + 65536);
   size_t rn = 0, zo = 2;
   for (int last = 0; !last;) {
     if (zo + 5 > zn) return "deflate stream truncated";
@@ -205,9 +207,15 @@ static const char *png_read(const unsigned char *d, size_t n, png_img *im) {
       }
     }
   }
-  free(raw);
-  free(z);
   return NULL;
+}
+
+static const char *png_read(const unsigned char *d, size_t n, png_img *im) {
+  unsigned char *z = NULL, *raw = NULL;
+  const char *why = png_decode(d, n, im, &z, &raw);
+  free(z);
+  free(raw);
+  return why;
 }
 
 static png_img load_png(const char *path) {
@@ -386,7 +394,8 @@ static const hot_plot_point k_pts[] = {
     {0.8, 0.02, "token", 0, 1, 0},  {1.1, 0.008, "sample", 0, 1, 1}, {1.5, 0.004, "k8", 0, 1, 0},
     {1.3, 0.03, "slow", 0, 0, 0},   {2.2, 0.006, NULL, 0, 0, 0},     {0.6, 0.05, "a", 1, 1, 0},
     {0.9, 0.012, "b", 1, 1, 0},     {2.5, 0.002, "c", 1, 1, 0},      {NAN, 0.1, "no time", 1, 0, 0},
-    {1.9, 0.015, "d", 2, 0, 0},     {1.7, NAN, "no error", 2, 0, 0}, {INFINITY, 0.01, "inf", 2, 0, 0},
+    {1.9, 0.015, "d", 2, 0, 0},     {1.7, NAN, "no error", 2, 0, 0},
+    {INFINITY, 0.01, "inf", 2, 0, 0},
 };
 enum { K_N = (int)(sizeof k_pts / sizeof k_pts[0]), K_FINITE = 9 };
 
@@ -428,6 +437,7 @@ START_TEST(png_reader_rejects_corruption) {
   free(im.rgb);
   d[40] ^= 1; /* inside PLTE: its CRC no longer matches */
   ck_assert_str_eq(png_read(d, n, &im), "chunk CRC mismatch");
+  free(im.rgb);
   d[40] ^= 1;
   d[n - 20] ^= 1; /* in the last stored block, before the Adler-32: fix the chunk CRC */
   size_t idat = 8;
@@ -437,6 +447,7 @@ START_TEST(png_reader_rejects_corruption) {
   c[0] = (unsigned char)(crc >> 24), c[1] = (unsigned char)(crc >> 16);
   c[2] = (unsigned char)(crc >> 8), c[3] = (unsigned char)crc;
   ck_assert_str_eq(png_read(d, n, &im), "Adler-32 mismatch");
+  free(im.rgb);
   free(d);
 }
 END_TEST
@@ -590,9 +601,10 @@ END_TEST
 /* Ticks: 1-2-5 steps on linear axes covering the data, decades on log axes, for ranges of
  * every magnitude and sign. */
 START_TEST(nice_ticks) {
-  static const double ranges[][2] = {{0.3, 9.7},   {0, 1},       {-3, 7},      {1e-7, 3e-7},
-                                     {1e6, 8.3e6}, {1e12, 1e12}, {0, 0},       {5, 5},
-                                     {-2.5, -0.1}, {123456, 123457}, {0.001, 0.0011}, {7e-300, 9e-300}};
+  static const double ranges[][2] = {{0.3, 9.7},     {0, 1},           {-3, 7},
+                                     {1e-7, 3e-7},   {1e6, 8.3e6},     {1e12, 1e12},
+                                     {0, 0},         {5, 5},           {-2.5, -0.1},
+                                     {123456, 123457}, {0.001, 0.0011}, {7e-300, 9e-300}};
   for (size_t k = 0; k < sizeof ranges / sizeof ranges[0]; ++k) {
     hot_plot_point p[2] = {{ranges[k][0], 1, NULL, 0, 0, 0}, {ranges[k][1], 2, NULL, 0, 0, 0}};
     write_ok(in_dir("k.svg"), p, 2, NULL);
@@ -601,8 +613,9 @@ START_TEST(nice_ticks) {
     char lab[64][32];
     int n = svg_ticks(svg, "xtick", v, lab, 64);
     ck_assert_msg(n >= 2 && n <= 13, "range %g..%g: %d ticks", ranges[k][0], ranges[k][1], n);
-    ck_assert_msg(v[0] <= ranges[k][0] && v[n - 1] >= ranges[k][1], "range %g..%g not covered by %s..%s",
-                  ranges[k][0], ranges[k][1], lab[0], lab[n - 1]);
+    ck_assert_msg(v[0] <= ranges[k][0] && v[n - 1] >= ranges[k][1],
+                  "range %g..%g not covered by %s..%s", ranges[k][0], ranges[k][1], lab[0],
+                  lab[n - 1]);
     double step = v[1] - v[0];
     double e = floor(log10(step) + 1e-9), m = step / pow(10, e);
     ck_assert_msg(fabs(m - 1) < 1e-6 || fabs(m - 2) < 1e-6 || fabs(m - 5) < 1e-6,
@@ -659,10 +672,12 @@ START_TEST(errors) {
   write_ok(in_dir("UP.PNG"), k_pts, K_N, &o);
   write_ok(in_dir("Mixed.Svg"), k_pts, K_N, &o);
   write_err(in_dir("x.png"), k_pts, 0, &o, "no points", NULL);
-  write_err(in_dir("x.svg"), NULL, 3, &o, "no points", NULL);
-  hot_plot_point nan3[3] = {{NAN, 1, "a", 0, 0, 0}, {1, NAN, "b", 0, 0, 0}, {NAN, NAN, NULL, 0, 0, 0}};
+  write_err(in_dir("x.svg"), NULL, 3, &o, "no points", "NULL");
+  hot_plot_point nan3[3] = {
+      {NAN, 1, "a", 0, 0, 0}, {1, NAN, "b", 0, 0, 0}, {NAN, NAN, NULL, 0, 0, 0}};
   write_err(in_dir("x.png"), nan3, 3, &o, "none of the 3 points", NULL);
-  hot_plot_point neg[3] = {{1, 0.1, "a", 0, 0, 0}, {2, 0, "zero-err", 0, 0, 0}, {3, 0.2, NULL, 0, 0, 0}};
+  hot_plot_point neg[3] = {
+      {1, 0.1, "a", 0, 0, 0}, {2, 0, "zero-err", 0, 0, 0}, {3, 0.2, NULL, 0, 0, 0}};
   write_err(in_dir("x.png"), neg, 3, &o, "point 1 \"zero-err\"", "log y axis");
   o.log_y = 0;
   write_ok(in_dir("lin.png"), neg, 3, &o); /* the same data on a linear axis */
@@ -751,6 +766,91 @@ START_TEST(deterministic) {
 }
 END_TEST
 
+/* Glyphs of an SVG text's content (an entity or a UTF-8 sequence is one glyph). */
+static int svg_glyphs(const char *t, const char *end) {
+  int g = 0;
+  while (t < end) {
+    if (*t == '&')
+      t = strchr(t, ';') + 1;
+    else if ((unsigned char)*t >= 0xC0)
+      for (++t; t < end && ((unsigned char)*t & 0xC0) == 0x80;) ++t;
+    else
+      ++t;
+    ++g;
+  }
+  return g;
+}
+
+/* Every text stays inside the image (titles and labels clipped, the plot area narrowed for
+ * wide tick labels), at every size, for short and long labels. */
+START_TEST(texts_inside_image) {
+  static const int sizes[][2] = {{0, 0}, {320, 240}, {240, 240}, {1600, 1000}, {700, 300}};
+  hot_plot_point wide[3] = {{123456.2, 0, "left", 0, 1, 0}, {123456.9, 1, "right", 0, 1, 1},
+                            {123456.5, 0.5, "mid", 1, 0, 0}};
+  for (size_t k = 0; k < sizeof sizes / sizeof sizes[0]; ++k)
+    for (int set = 0; set < 3; ++set) {
+      hot_plot_opts o = sample_opts();
+      o.width = sizes[k][0];
+      o.height = sizes[k][1];
+      const hot_plot_point *p = k_pts;
+      int n = K_N;
+      if (set == 1) { /* long texts everywhere */
+        o.title = "a title far longer than any image of this size can show in one line, surely";
+        o.x_label = "an x label that goes on and on well past the width of the small images";
+        o.y_label = "a y label that goes on and on well past the width of the small images";
+        o.series_names[0] = "a series name that is too long for the legend";
+      } else if (set == 2) { /* wide x tick labels, narrow y tick labels */
+        o.log_y = 0;
+        p = wide;
+        n = 3;
+      }
+      write_ok(in_dir("w.svg"), p, n, &o);
+      char *svg = slurp_text(in_dir("w.svg"));
+      int W = o.width ? o.width : 960, H = o.height ? o.height : 600, texts = 0;
+      for (const char *q = strstr(svg, "<text"); q; q = strstr(q + 1, "<text"), ++texts) {
+        double x = attr_num(q, "x"), y = attr_num(q, "y"), sc = attr_num(q, "font-size") / 10;
+        const char *t = strchr(q, '>') + 1, *e = strchr(t, '<');
+        double w = svg_glyphs(t, e) * 6 * sc - sc;
+        const char *anc = strstr(q, "text-anchor=\"");
+        double left = x;
+        if (anc && anc < t) left = anc[13] == 'm' ? x - w / 2 : x - w;
+        ck_assert_msg(left >= 0 && left + w <= W && y - 7 * sc >= 0 && y + sc <= H,
+                      "%dx%d set %d: text %.*s at x %g..%g, y %g outside the image", W, H, set,
+                      (int)(e - t), t, left, left + w, y);
+      }
+      ck_assert_int_gt(texts, 8);
+      free(svg);
+    }
+}
+END_TEST
+
+/* Values at the ends of the double range: drawn (or refused as too large) without overflow,
+ * tooltips exact in their 5 significant digits. */
+START_TEST(extreme_values) {
+  hot_plot_point p[4] = {{1e-320, 2.5e-310, "sub", 0, 1, 0},
+                         {1e300, 9.5e299, "big", 0, 1, 1},
+                         {-1e300, 3, "neg", 1, 0, 0},
+                         {4.9e-324, 123456789, "min", 1, 0, 0}};
+  write_ok(in_dir("x.svg"), p, 4, NULL);
+  write_ok(in_dir("x.png"), p, 4, NULL);
+  char *svg = slurp_text(in_dir("x.svg"));
+  ck_assert_ptr_null(xml_check(svg));
+  ck_assert_int_eq(count(svg, "<circle class=\"pt\""), 4);
+  ck_assert_ptr_nonnull(strstr(svg, "<title>sub: x = 9.9999e-321, y = 2.5e-310 (Pareto)</title>"));
+  ck_assert_ptr_nonnull(strstr(svg, "<title>big: x = 1e300, y = 9.5e299 (Pareto) (chosen)"));
+  ck_assert_ptr_nonnull(strstr(svg, "<title>min: x = 4.9407e-324, y = 1.2346e8</title>"));
+  free(svg);
+  hot_plot_opts o;
+  memset(&o, 0, sizeof o);
+  o.log_x = o.log_y = 1;
+  p[2].x = 2;
+  write_ok(in_dir("y.svg"), p, 4, &o);
+  write_ok(in_dir("y.png"), p, 4, &o);
+  png_img im = load_png(in_dir("y.png"));
+  free(im.rgb);
+}
+END_TEST
+
 /* Many points, all on the front of one series: fast, and still one marker each. */
 START_TEST(many_points) {
   enum { N = 20000 };
@@ -772,6 +872,9 @@ START_TEST(many_points) {
   write_ok(in_dir("n.png"), p, N, &o);
   char *svg = slurp_text(in_dir("n.svg"));
   ck_assert_int_eq(count(svg, "<circle class=\"pt\""), N);
+  ck_assert_int_eq(count(svg, "<circle class=\"chosen\""), 1);
+  ck_assert_int_eq(count(svg, "<text class=\"chosen-label\""), 1); /* no label: "chosen" */
+  ck_assert_int_eq(count(svg, ">chosen</text>"), 2);                  /* and the legend's */
   ck_assert_ptr_null(xml_check(svg));
   free(svg);
   png_img im = load_png(in_dir("n.png"));
@@ -797,6 +900,8 @@ int main(void) {
   tcase_add_test(tc, errors);
   tcase_add_test(tc, io_errors_and_atomicity);
   tcase_add_test(tc, deterministic);
+  tcase_add_test(tc, texts_inside_image);
+  tcase_add_test(tc, extreme_values);
   tcase_add_test(tc, many_points);
   suite_add_tcase(su, tc);
   SRunner *sr = srunner_create(su);
