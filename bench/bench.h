@@ -147,6 +147,10 @@ void bench_fill_normal(float *dst, size_t n, uint64_t seed, uint64_t stream);
 enum { BENCH_DATA_GAUSS = 0, BENCH_DATA_CHANNELS, BENCH_DATA_TOKENS, BENCH_DATA_KINDS };
 /* Applies `kind` to g (T x O) in place (GAUSS: unchanged). */
 void bench_outliers(float *g, int64_t T, int64_t O, int kind);
+/* Rounds v[0..n) in place to the values a dt tensor holds and, for bf16/f16, sets *bits to a
+ * malloc'd copy of the 16-bit patterns (f32: *bits untouched, nothing allocated). 0, or -1 on
+ * out-of-memory. */
+int bench_round_to_dtype(float *v, size_t n, hot_dtype dt, uint16_t **bits);
 /* fp32 -> bf16 bit patterns, round to nearest even (NaN kept quiet). */
 void bench_to_bf16(const float *src, uint16_t *dst, size_t n);
 /* fp32 -> f16 bit patterns, round to nearest even (overflow to infinity, subnormals kept, NaN

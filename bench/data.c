@@ -89,7 +89,7 @@ const void *bench_data_in(const bench_data *d, const float *v) {
 }
 
 /* Rounds v[0..n) to dt in place, keeping the bit patterns in *bits (malloc'd). */
-static int to_dtype(float *v, size_t n, hot_dtype dt, uint16_t **bits) {
+int bench_round_to_dtype(float *v, size_t n, hot_dtype dt, uint16_t **bits) {
   if (dt == HOT_DT_F32) return 0;
   *bits = malloc(n * sizeof **bits);
   if (!*bits) return -1;
@@ -118,8 +118,9 @@ int bench_data_make(bench_data *d, int64_t T, int64_t O, int64_t I, uint64_t see
   bench_fill_normal(d->x, (size_t)(T * I), seed, s + 1);
   bench_fill_normal(d->w, (size_t)(O * I), seed, s + 2);
   bench_fill_normal(d->gy, (size_t)(T * O), seed, s + 3);
-  if (to_dtype(d->x, (size_t)(T * I), dt, &d->x16) || to_dtype(d->w, (size_t)(O * I), dt, &d->w16) ||
-      to_dtype(d->gy, (size_t)(T * O), dt, &d->gy16)) {
+  if (bench_round_to_dtype(d->x, (size_t)(T * I), dt, &d->x16) ||
+      bench_round_to_dtype(d->w, (size_t)(O * I), dt, &d->w16) ||
+      bench_round_to_dtype(d->gy, (size_t)(T * O), dt, &d->gy16)) {
     bench_data_free(d);
     return -1;
   }

@@ -16,7 +16,6 @@
 #include "bench.h"
 #include "capture.h"
 #include "hot_internal.h"
-#include "hot_math.cuh"
 #include "ref.h"
 #include "tune.h"
 
@@ -46,35 +45,12 @@ static void sizes(const hot_model *m, int layer, const tune_opts *o, int64_t *B,
   while (*B > 1 && (double)(*B) * per > o->check_macs) --*B;
 }
 
-/* One input set: x, w, g_y (fp32 values the layer reads, 16-bit copies for bf16/f16 layers). */
+/* One input set: the tensors (fp32 values the layer reads, 16-bit copies for bf16/f16 layers)
+ * and the samples x tokens they hold. */
 typedef struct {
-  int64_t T, O, I, B, L;
-  hot_dtype dt;
-  float *x, *w, *gy;
-  uint16_t *x16, *w16, *gy16;
+  int64_t B, L;
+  bench_data b;
 } data_set;
-
-static void data_free(data_set *d) {
-  free(d->x);
-  free(d->w);
-  free(d->gy);
-  free(d->x16);
-  free(d->w16);
-  free(d->gy16);
-  memset(d, 0, sizeof *d);
-}
-
-/* Rounds v in place to what a dt tensor holds, and fills the 16-bit copy. */
-static int to_dtype(float *v, uint16_t **v16, size_t n, hot_dtype dt) {
-  if (dt == HOT_DT_F32) return 0;
-  if (!(*v16 = malloc(n * sizeof **v16))) return -1;
-  if (dt == HOT_DT_BF16) bench_to_bf16(v, *v16, n);
-  else bench_to_f16(v, *v16, n);
-  for (size_t i = 0; i < n; ++i) { /* the values the layer really reads */
-    v[i] = dt == HOT_DT_BF16 ? hot_bf16_to_f32((*v16)[i]) : hot_f16_to_f32((*v16)[i]);
-  }
-  return 0;
-}
 
 /* The seeded data of `kind` (0..2) for the layer, or the capture (kind HOT_TUNE_CAPTURE). Returns
  * 0, 1 when the capture does not fit the layer (why in err), -1 on out-of-memory. */
@@ -82,52 +58,46 @@ static int make_data(const hot_model *m, int layer, const tune_opts *o, int kind
                      char *err, size_t errlen) {
   const hot_layer_spec *s = &m->layers[layer];
   memset(d, 0, sizeof *d);
-  d->dt = s->dtype;
+  bench_data *b = &d->b;
   if (kind == HOT_TUNE_CAPTURE) {
     hot_capture c;
     if (hot_capture_read(o->capture, &c, err, errlen) != 0) return 1;
     if (c.O != s->out_features || c.I != s->in_features) {
       snprintf(err, errlen, "%s: captured O x I = %lld x %lld, layer %s is %lld x %lld", o->capture,
-               (long long)c.O, (long long)c.I, s->name,
-               (long long)s->out_features, (long long)s->in_features);
+               (long long)c.O, (long long)c.I, s->name, (long long)s->out_features,
+               (long long)s->in_features);
       hot_capture_free(&c);
       return 1;
     }
     d->B = c.B;
     d->L = c.L;
-    d->T = c.T;
-    d->O = c.O;
-    d->I = c.I;
-    d->x = c.x;
-    d->w = c.w;
-    d->gy = c.g_y;
+    b->T = c.T;
+    b->O = c.O;
+    b->I = c.I;
+    b->x = c.x;
+    b->w = c.w;
+    b->gy = c.g_y;
     c.x = c.w = c.g_y = NULL;
     hot_capture_free(&c);
   } else {
     sizes(m, layer, o, &d->B, &d->L);
-    d->T = d->B * d->L;
-    d->O = s->out_features;
-    d->I = s->in_features;
-    bench_data b;
-    if (bench_data_make(&b, d->T, d->O, d->I, m->seed, layer, HOT_DT_F32) != 0) return -1;
-    d->x = b.x;
-    d->w = b.w;
-    d->gy = b.gy;
-    bench_outliers(d->gy, d->T, d->O, kind);
+    if (bench_data_make(b, d->B * d->L, s->out_features, s->in_features, m->seed, layer,
+                        HOT_DT_F32) != 0)
+      return -1;
+    bench_outliers(b->gy, b->T, b->O, kind); /* then rounded to the layer's dtype, below */
   }
-  if (to_dtype(d->x, &d->x16, (size_t)(d->T * d->I), d->dt) != 0 ||
-      to_dtype(d->w, &d->w16, (size_t)(d->O * d->I), d->dt) != 0 ||
-      to_dtype(d->gy, &d->gy16, (size_t)(d->T * d->O), d->dt) != 0) {
-    data_free(d);
+  b->dt = s->dtype;
+  if (bench_round_to_dtype(b->x, (size_t)(b->T * b->I), b->dt, &b->x16) != 0 ||
+      bench_round_to_dtype(b->w, (size_t)(b->O * b->I), b->dt, &b->w16) != 0 ||
+      bench_round_to_dtype(b->gy, (size_t)(b->T * b->O), b->dt, &b->gy16) != 0) {
+    bench_data_free(b);
     return -1;
   }
   return 0;
 }
 
-static const void *in(const float *v, const uint16_t *v16) { return v16 ? (const void *)v16 : v; }
-
 /* The fp64 references of d into refs (kept while layer, size and capture stay the same). */
-static int reference(int layer, const tune_opts *o, int kind, const data_set *d) {
+static int reference(int layer, const tune_opts *o, int kind, const bench_data *d) {
   const char *cap = o->capture ? o->capture : "";
   if (refs.layer != layer || refs.T != d->T || refs.O != d->O || refs.I != d->I ||
       strcmp(refs.capture, cap) != 0) {
@@ -172,23 +142,25 @@ static int run_kind(const hot_model *m, int layer, const hot_layer_spec *s, cons
   opt.seed = m->seed;
   hot_ctx *ctx = NULL;
   hot_layer *l = NULL;
-  float *gx = malloc((size_t)(d.T * d.I) * sizeof *gx), *gw = malloc((size_t)(d.O * d.I) * sizeof *gw);
+  const bench_data *b = &d.b;
+  float *gx = malloc((size_t)(b->T * b->I) * sizeof *gx), *gw = malloc((size_t)(b->O * b->I) * sizeof *gw);
   hot_status st = gx && gw ? hot_ctx_create(&ctx, &opt) : HOT_ERR_NOMEM;
   if (st == HOT_OK)
     st = hot_layer_create_resolved(ctx, s, d.B, d.L, m->recipe, layer, &l);
   const char *what = "layer";
   if (st == HOT_OK) {
     what = "save";
-    st = hot_layer_save(l, in(d.x, d.x16), d.dt, NULL, NULL);
+    st = hot_layer_save(l, bench_data_in(b, b->x), b->dt, NULL, NULL);
   }
   hot_layer_info info;
   if (st == HOT_OK && hot_layer_get_info(l, &info) == HOT_OK && info.gran_auto) {
     what = "calibrate";
-    st = hot_layer_calibrate(l, in(d.gy, d.gy16), d.dt, 0, NULL);
+    st = hot_layer_calibrate(l, bench_data_in(b, b->gy), b->dt, 0, NULL);
   }
   if (st == HOT_OK) {
     what = "backward";
-    st = hot_layer_backward(l, in(d.gy, d.gy16), in(d.w, d.w16), d.dt, NULL, gx, gw, NULL, 1, NULL);
+    st = hot_layer_backward(l, bench_data_in(b, b->gy), bench_data_in(b, b->w), b->dt, NULL, gx, gw,
+                            NULL, 1, NULL);
   }
   int out = 0;
   if (st == HOT_ERR_NOMEM) {
@@ -199,12 +171,12 @@ static int run_kind(const hot_model *m, int layer, const hot_layer_spec *s, cons
     snprintf(row->note, sizeof row->note, "%s: %s: %.200s", what, hot_status_name(st),
              hot_errmsg(ctx));
     out = 1;
-  } else if (reference(layer, o, kind, &d) != 0) {
+  } else if (reference(layer, o, kind, &d.b) != 0) {
     snprintf(err, errlen, "out of memory computing the fp64 reference of layer %s", s->name);
     out = -1;
   } else {
-    row->gx_err[kind] = hot_ref_rel_err(gx, refs.ex[kind], d.T * d.I);
-    row->gw_err[kind] = hot_ref_rel_err(gw, refs.ew[kind], d.O * d.I);
+    row->gx_err[kind] = hot_ref_rel_err(gx, refs.ex[kind], b->T * b->I);
+    row->gw_err[kind] = hot_ref_rel_err(gw, refs.ew[kind], b->O * b->I);
     if (kind == HOT_TUNE_GAUSS && !row->note[0]) /* the seeded data's size, for the reader */
       snprintf(row->note, sizeof row->note, "seeded data B=%lld L=%lld", (long long)d.B,
                (long long)d.L);
@@ -216,7 +188,7 @@ static int run_kind(const hot_model *m, int layer, const hot_layer_spec *s, cons
   hot_ctx_destroy(ctx);
   free(gx);
   free(gw);
-  data_free(&d);
+  bench_data_free(&d.b);
   return out;
 }
 
