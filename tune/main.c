@@ -205,6 +205,9 @@ static int sweep(tune_opts *o) {
       return 1;
     }
   }
+  /* Variants are planned exactly as given: the contexts hot-tune opens must not replace the
+   * default tiles of the layer as written by a row of an earlier sweep. */
+  setenv("HOT_TUNE", "0", 1);
   hot_model m;
   hot_diag d = {0};
   int rc = spec_load_file(o->spec, NULL, &m, &d);
