@@ -134,11 +134,19 @@ pick_ports() {
 
 do_start() {
   if [ -n "$(pid_munged)" ] && [ -n "$(pid_ctld)" ] && [ -n "$(pid_slurmd)" ]; then
-    if [ "$(node_state)" = idle ] || [ "$(node_state)" = mixed ] || [ "$(node_state)" = allocated ]; then
-      echo "$prog: already running in $dir"
-      echo "export SLURM_CONF=$conf"
-      return 0
-    fi
+    # The daemons are up: give a busy controller (a loaded machine) up to 20 s to answer before
+    # deciding the cluster is broken and restarting it.
+    local st i
+    for ((i = 0; i < 40; i++)); do
+      st=$(node_state)
+      case $st in
+        idle | mixed | allocated | completing)
+          echo "$prog: already running in $dir"
+          echo "export SLURM_CONF=$conf"
+          return 0 ;;
+      esac
+      sleep 0.5
+    done
   fi
   # Whatever is left of a half-started or crashed cluster goes first.
   do_stop
