@@ -191,6 +191,7 @@ static void row_config(hot_tune_row *r, const hot_model *m, const tune_env *env,
 }
 
 /* ---- sweep -------------------------------------------------------------------------------------- */
+enum { PF_CHUNK = 16 }; /* speed variants whose kernels compile in one pool */
 typedef struct {
   int done, skipped, ok, not_ok, timed;
   double best_ms;
@@ -291,26 +292,13 @@ static int sweep(tune_opts *o) {
           "run; arch %s, %s; database %s\n", o->spec, nv, nv == 1 ? "" : "s",
           n_mine + n_skip, o->shard_i, o->shard_n, n_skip, n_mine, plan_arch_caps(env.arch)->name,
           env.have_gpu ? env.device : "no GPU", dbpath);
-  /* compile every speed variant's kernels in one pool first */
+  /* speed variants compile in one pool per chunk of PF_CHUNK (the run loop, below): distinct
+   * kernels of a chunk compile in parallel, and --budget / Ctrl-C are seen between chunks */
   int n_speed = 0;
   for (int k = 0; k < n_mine; ++k) n_speed += vars[todo[k]].cls == HOT_FIELD_SPEED;
   if (n_speed || env.have_gpu) {
     if (!(sp = tune_speed_open(o, &env, err, sizeof err))) {
       fprintf(stderr, "hot-tune: %s\n", err);
-      free(specs), free(todo), free(layers);
-      goto done;
-    }
-  }
-  if (n_speed) {
-    hot_layer_spec *ss = calloc((size_t)n_speed, sizeof *ss);
-    int *sl = calloc((size_t)n_speed, sizeof *sl), c = 0;
-    for (int k = 0; ss && sl && k < n_mine; ++k)
-      if (vars[todo[k]].cls == HOT_FIELD_SPEED) ss[c] = specs[k], sl[c++] = layers[k];
-    int prc = ss && sl ? tune_speed_prefetch(sp, &m, sl, ss, c, err, sizeof err) : -1;
-    free(ss);
-    free(sl);
-    if (prc != 0) {
-      fprintf(stderr, "hot-tune: %s\n", *err ? err : "out of memory");
       free(specs), free(todo), free(layers);
       goto done;
     }
@@ -327,12 +315,25 @@ static int sweep(tune_opts *o) {
   sweep_sum sum = {0};
   sum.best_ms = INFINITY;
   int failed = 0, budget_hit = 0;
+  int next_pf = 0; /* variants before this index are prefetched */
   for (int k = 0; k < n_mine && !g_stop; ++k) {
     if (o->budget_s > 0 && (tune_now_ms() - t0) / 1000.0 >= o->budget_s) {
       budget_hit = 1;
       break;
     }
     const tune_variant *v = &vars[todo[k]];
+    if (v->cls == HOT_FIELD_SPEED && k >= next_pf) {
+      hot_layer_spec ss[PF_CHUNK];
+      int sl[PF_CHUNK], c = 0, e = k;
+      for (; e < n_mine && c < PF_CHUNK; ++e)
+        if (vars[todo[e]].cls == HOT_FIELD_SPEED) ss[c] = specs[e], sl[c++] = layers[e];
+      next_pf = e;
+      if (tune_speed_prefetch(sp, &m, sl, ss, c, err, sizeof err) != 0) {
+        fprintf(stderr, "%shot-tune: %s\n", pr.bar ? "\n" : "", err);
+        failed = 1;
+        break;
+      }
+    }
     hot_tune_row row;
     row_key(&row, &env, &m, v, &specs[k]);
     row_config(&row, &m, &env, v->layer, &specs[k]);

@@ -104,13 +104,7 @@ int tune_speed_prefetch(tune_speed *sp, const hot_model *m, const int *layers,
       ++np;
     }
   }
-  hot_jit_batch b;
-  if (np && jit_prefetch(sp->kc, pp, np, sp->o->jobs, &b, err, errlen) != RT_OK) goto done;
-  if (np)
-    fprintf(stderr, "hot-tune: %d variant plan%s, %d distinct program%s (%d compiled now, %d failed) "
-            "in %.1f s on %d thread%s\n", np, np == 1 ? "" : "s", b.n_programs,
-            b.n_programs == 1 ? "" : "s", b.n_compiled, b.n_failed, b.wall_ms / 1000.0, b.threads,
-            b.threads == 1 ? "" : "s");
+  if (np && jit_prefetch(sp->kc, pp, np, sp->o->jobs, NULL, err, errlen) != RT_OK) goto done;
   rc = 0;
 done:
   free(plans);
@@ -169,9 +163,26 @@ static int dev_make(const cuda_driver *d, const hot_model *m, int layer, hot_dty
   return 0;
 }
 
-/* Bit-exactness of save + backward, CUDA vs the CPU twins, at B = 1 and the layer's tokens. */
-static void bitexact(tune_speed *sp, const hot_model *m, int layer, const hot_layer_spec *s,
-                     hot_tune_row *row) {
+/* Bit-exactness of save + backward, CUDA vs the CPU twins, on a small problem that runs the same
+ * kernels as the variant at the spec's size: B = 1, the layer's tokens (HLA's blocking depends on
+ * them), O and I at most BITEXACT_MAX_FEATURES, and the GEMM tiles written out as the full-size
+ * plan resolved them (the planner's defaults depend on the shape; kernel names do not depend on
+ * O and I). `full` is the variant's plan at the spec's size. */
+enum { BITEXACT_MAX_FEATURES = 256 };
+
+static void tiles_of(hot_tile *t, const hot_gemm_plan *g) {
+  t->tile_m = g->tile_m, t->tile_n = g->tile_n, t->tile_k = g->tile_k;
+  t->warps_m = g->warps_m, t->warps_n = g->warps_n, t->stages = g->stages;
+}
+
+static void bitexact(tune_speed *sp, const hot_model *m, int layer, const hot_layer_spec *full_s,
+                     const hot_layer_plan *full, hot_tune_row *row) {
+  hot_layer_spec small = *full_s;
+  const hot_layer_spec *s = &small;
+  if (small.out_features > BITEXACT_MAX_FEATURES) small.out_features = BITEXACT_MAX_FEATURES;
+  if (small.in_features > BITEXACT_MAX_FEATURES) small.in_features = BITEXACT_MAX_FEATURES;
+  if (full->hq.enabled) tiles_of(&small.tile_gx, &full->hq.gemm);
+  if (full->hla.enabled) tiles_of(&small.tile_gw, &full->hla.gemm);
   const int64_t L = s->tokens ? s->tokens : m->tokens, T = L, O = s->out_features, I = s->in_features;
   hot_layer *lc = NULL, *lg = NULL;
   bench_data b;
@@ -333,7 +344,7 @@ int tune_speed_run(tune_speed *sp, const hot_model *m, int layer, const hot_laye
     snprintf(row->note, sizeof row->note, "not timed: no GPU (compiled and checked for spills only)");
     return 0;
   }
-  bitexact(sp, m, layer, s, row);
+  bitexact(sp, m, layer, s, &pl, row);
   if (row->bitexact == 1) timing(sp, m, layer, s, row);
   else if (!*row->note) snprintf(row->note, sizeof row->note, "not timed: bit-exactness unknown");
   return 0;

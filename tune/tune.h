@@ -104,8 +104,9 @@ typedef struct tune_speed tune_speed;
 tune_speed *tune_speed_open(const tune_opts *o, const tune_env *env, char *err, size_t errlen);
 void tune_speed_close(tune_speed *sp);
 /* Compiles, in one pool, every distinct kernel of the given specs (planned for env->arch at the
- * model's sizes); a spec the planner refuses is skipped (its variant reports it). Prints one
- * progress line. Returns 0, -1 with a message (NVRTC unusable, no memory). */
+ * model's sizes); a spec the planner refuses is skipped (its variant reports it), a kernel that
+ * fails to compile too (tune_speed_run records it). Returns 0, -1 with a message (no memory, a bad
+ * HOT_JIT_THREADS). */
 int tune_speed_prefetch(tune_speed *sp, const hot_model *m, const int *layers,
                         const hot_layer_spec *specs, int n, char *err, size_t errlen);
 /* One variant: plan, compile (cache hits after the prefetch), registers/spills/shared
