@@ -47,6 +47,7 @@ typedef struct {
   char arch[16], name[96];
   int regs, stack, st, ld, smem;
   int sass[SASS_COLS];
+  int in_baseline; /* sass_check: a baseline line names it */
 } quality;
 static quality *g_q;
 static int g_nq, g_capq, g_record;
@@ -128,6 +129,7 @@ static void quality_add(const char *arch, const hot_kernel_info *ki,
     ck_assert_ptr_nonnull(g_q);
   }
   quality *q = &g_q[g_nq++];
+  memset(q, 0, sizeof *q);
   snprintf(q->arch, sizeof q->arch, "%s", arch);
   snprintf(q->name, sizeof q->name, "%s", ki->name);
   q->regs = ki->registers;
@@ -233,11 +235,12 @@ static void sass_check(void) {
     printf("kernel SASS baseline rewritten: %s (%d kernels)\n", path, g_nq);
     return;
   }
+  fflush(stdout); /* the per-kernel lines survive a failing check below */
   FILE *f = fopen(path, "r");
   ck_assert_msg(f != NULL, "no kernel SASS baseline %s (write it with HOT_UPDATE_KERNEL_QUALITY=1 "
                 "test_nvrtc_kernels --sass)", path);
   char line[512];
-  int n = 0, lineno = 0, bad = 0, matched = 0;
+  int n = 0, lineno = 0, bad = 0;
   while (fgets(line, sizeof line, f)) {
     ++lineno;
     if (line[0] == '#' || line[0] == '\n') continue;
@@ -249,14 +252,20 @@ static void sass_check(void) {
                   "%s:%d: malformed line (want: arch kernel and %d counts)", path, lineno,
                   SASS_COLS);
     ++n;
-    const quality *q = bsearch(&b, g_q, (size_t)g_nq, sizeof *g_q, quality_order);
+    quality *q = bsearch(&b, g_q, (size_t)g_nq, sizeof *g_q, quality_order);
     if (!q) {
       printf("kernel SASS: %s %s is in %s:%d but no longer compiled\n", b.arch, b.name, path,
              lineno);
       ++bad;
       continue;
     }
-    ++matched;
+    if (q->in_baseline) {
+      printf("kernel SASS: %s %s is in %s twice (again at line %d)\n", b.arch, b.name, path,
+             lineno);
+      ++bad;
+      continue;
+    }
+    q->in_baseline = 1;
     for (int c = 0; c < SASS_COLS; ++c)
       if (q->sass[c] != v[c]) {
         printf("kernel SASS: %s %s: %s %d, baseline %d (%s:%d)\n", q->arch, q->name,
@@ -265,10 +274,12 @@ static void sass_check(void) {
       }
   }
   fclose(f);
-  if (matched != g_nq) {
-    printf("kernel SASS: %d compiled kernels have no baseline line in %s\n", g_nq - matched, path);
-    ++bad;
-  }
+  for (int i = 0; i < g_nq; ++i)
+    if (!g_q[i].in_baseline) {
+      printf("kernel SASS: %s %s is compiled but has no line in %s\n", g_q[i].arch, g_q[i].name,
+             path);
+      ++bad;
+    }
   printf("kernel SASS: %d kernels compared with %s, %d difference%s\n", n, path, bad,
          bad == 1 ? "" : "s");
   fflush(stdout); /* the lines above survive the failing check's exit */
