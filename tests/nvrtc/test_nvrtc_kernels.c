@@ -31,14 +31,7 @@ static hot_kcache *g_kc;
  * change) fails, naming the kernel, until the file is regenerated on purpose
  * (HOT_UPDATE_KERNEL_QUALITY=1, or `cmake --build build --target update-kernel-quality`) and the
  * diff reviewed. */
-/* ---- SASS counts ------------------------------------------------------------------------------
- * tests/nvrtc/kernel_sass.txt: one line per distinct shipped kernel and arch,
- *   <arch> <kernel> <instructions> <imma> <hmma> <gmma> <ldgsts> <ldsm> <ldl> <stl> <bar> <shfl>
- * counted in `cuobjdump -sass` of the kernel's CUBIN (every function in it): instructions = all
- * but NOP (the padding after the code); the others count the instructions whose opcode (before its
- * first '.') is IMMA (integer mma.sync), HMMA (float mma.sync), *GMMA (wgmma: IGMMA, HGMMA, ...),
- * LDGSTS (cp.async), LDSM (ldmatrix), LDL / STL (local memory), BAR (barriers), SHFL (shuffles).
- * Written and compared by `test_nvrtc_kernels --sass` like kernel_quality.txt. */
+/* The SASS count columns (see "SASS counts" below). */
 enum { SASS_COLS = 10 };
 static const char *const k_sass_col[SASS_COLS] = {"instructions", "imma", "hmma", "gmma", "ldgsts",
                                                   "ldsm", "ldl", "stl", "bar", "shfl"};
@@ -52,6 +45,14 @@ typedef struct {
 static quality *g_q;
 static int g_nq, g_capq, g_record;
 
+/* ---- SASS counts ------------------------------------------------------------------------------
+ * tests/nvrtc/kernel_sass.txt: one line per distinct shipped kernel and arch,
+ *   <arch> <kernel> <instructions> <imma> <hmma> <gmma> <ldgsts> <ldsm> <ldl> <stl> <bar> <shfl>
+ * counted in `cuobjdump -sass` of the kernel's CUBIN (every function in it): instructions = all
+ * but NOP (the padding after the code); the others count the instructions whose opcode (before its
+ * first '.') is IMMA (integer mma.sync), HMMA (float mma.sync), *GMMA (wgmma: IGMMA, HGMMA, ...),
+ * LDGSTS (cp.async), LDSM (ldmatrix), LDL / STL (local memory), BAR (barriers), SHFL (shuffles).
+ * Written and compared by `test_nvrtc_kernels --sass` like kernel_quality.txt. */
 /* --sass: the disassembler (cuobjdump, and the folder of the nvdisasm it runs) and a private
  * temporary folder for the CUBIN it reads. */
 static int g_sass;
@@ -67,8 +68,9 @@ static int sass_class(const char *op, size_t n) {
   return -1;
 }
 
-/* Counts one `cuobjdump -sass` line into counts: lines of code are "/\*<hex address>*\/ [@P]
- * OPCODE[.MOD...] operands ;". Returns 1 for an instruction, 0 for any other line. */
+/* Counts one `cuobjdump -sass` line into counts: a line of code is a hex address in a comment,
+ * an optional guard predicate (@P0), OPCODE[.MOD...], the operands and ";". Returns 1 for an
+ * instruction (NOP included, not counted), 0 for any other line. */
 static int sass_count_line(const char *line, int *counts) {
   const char *p = line;
   while (*p == ' ' || *p == '\t') ++p;
@@ -108,16 +110,19 @@ static void sass_counts(const char *arch, const char *kernel, const hot_kernel_b
   FILE *p = popen(cmd, "r");
   ck_assert_msg(p != NULL, "cannot run %s", g_cuobjdump);
   memset(counts, 0, SASS_COLS * sizeof *counts);
-  char line[1024], first[256] = "";
+  char line[1024], last[256] = ""; /* the last line that is not code: an error, if any */
   int code = 0;
   while (fgets(line, sizeof line, p)) {
-    if (!first[0] && line[0] != '\n') snprintf(first, sizeof first, "%.200s", line);
-    code += sass_count_line(line, counts);
+    int is_code = sass_count_line(line, counts);
+    code += is_code;
+    if (!is_code && line[strspn(line, " \t\r\n")] != '\0')
+      snprintf(last, sizeof last, "%.200s", line + strspn(line, " \t"));
   }
+  last[strcspn(last, "\n")] = '\0';
   int rc = pclose(p);
   ck_assert_msg(rc != -1 && WIFEXITED(rc) && WEXITSTATUS(rc) == 0 && code > 0,
                 "%s %s: `%s -sass` of its CUBIN failed (exit %d, %d lines of code): %s", arch,
-                kernel, g_cuobjdump, rc != -1 && WIFEXITED(rc) ? WEXITSTATUS(rc) : -1, code, first);
+                kernel, g_cuobjdump, rc != -1 && WIFEXITED(rc) ? WEXITSTATUS(rc) : -1, code, last);
 }
 
 static void quality_add(const char *arch, const hot_kernel_info *ki,
