@@ -1,8 +1,12 @@
 #!/usr/bin/env bash
 # Installs the Python modules of the Python tests (python/tests, CTest labels python and torch)
 # with pip from PyPI: torch, numpy, pytest; with --demo also those of examples/train.py:
-# scikit-learn (the digits data set) and matplotlib (the plot). Does nothing for modules that
-# already import. torch is the CPU-capable build from PyPI (about 2.5 minutes, 5.4 GB).
+# scikit-learn (the digits data set) and matplotlib (the plot). Also the CUDA disassemblers
+# cuobjdump and nvdisasm (wheels nvidia-cuda-cuobjdump, nvidia-cuda-nvdisasm of the CUDA toolkit's
+# major version, 13 when nvcc is not found) for the SASS counts of test_nvrtc_sass; those count as
+# present when tools/find-cuda-tool.sh finds them (PATH, the CUDA toolkit, or the wheels). Does
+# nothing for what is already present. torch is the CPU-capable build from PyPI (about 2.5
+# minutes, 5.4 GB).
 #
 # Usage: tools/install-python-deps.sh [--demo]    (PYTHON=... picks the interpreter; default:
 #        python3, the one CMake's find_package(Python3) normally finds first on PATH)
@@ -11,8 +15,14 @@
 # Python tests then report SKIP (counted as skipped by CTest) with the missing module named.
 set -uo pipefail
 py="${PYTHON:-python3}"
-mods=(torch numpy pytest)
-pkgs=(torch numpy pytest)
+here=$(cd "$(dirname "$0")" && pwd)
+# the CUDA major version of the toolkit whose NVRTC compiles the kernels
+cuda_major=$({ command -v nvcc >/dev/null 2>&1 && nvcc --version; } 2>/dev/null |
+  sed -n 's/.*release \([0-9][0-9]*\)\..*/\1/p' | head -1)
+cuda_major=${cuda_major:-13}
+# a module name to import, or tool:NAME for a binary that tools/find-cuda-tool.sh must find
+mods=(torch numpy pytest tool:cuobjdump tool:nvdisasm)
+pkgs=(torch numpy pytest "nvidia-cuda-cuobjdump==$cuda_major.*" "nvidia-cuda-nvdisasm==$cuda_major.*")
 if [ "${1:-}" = "--demo" ]; then
   mods+=(sklearn matplotlib)
   pkgs+=(scikit-learn matplotlib)
@@ -24,9 +34,15 @@ if ! command -v "$py" >/dev/null 2>&1; then
   echo "install-python-deps: WARNING: no $py interpreter: the Python tests will be skipped" >&2
   exit 0
 fi
+present() {
+  case "$1" in
+    tool:*) PYTHON="$py" "$here/find-cuda-tool.sh" "${1#tool:}" ;;
+    *) "$py" -c "import $1" ;;
+  esac
+}
 missing=()
 for i in "${!mods[@]}"; do
-  "$py" -c "import ${mods[$i]}" >/dev/null 2>&1 || missing+=("${pkgs[$i]}")
+  present "${mods[$i]}" >/dev/null 2>&1 || missing+=("${pkgs[$i]}")
 done
 if [ ${#missing[@]} -eq 0 ]; then
   echo "install-python-deps: all present (${pkgs[*]}) for $("$py" -c 'import sys; print(sys.executable)')"
@@ -36,13 +52,14 @@ echo "install-python-deps: pip installing ${missing[*]} into $("$py" -c 'import 
 if ! "$py" -m pip install --disable-pip-version-check -q "${missing[@]}"; then
   echo "install-python-deps: ************************************************************" >&2
   echo "install-python-deps: FAILED to install ${missing[*]} with pip." >&2
-  echo "install-python-deps: the Python/torch tests will print SKIP and count as skipped." >&2
+  echo "install-python-deps: the Python/torch tests (and test_nvrtc_sass without cuobjdump)" >&2
+  echo "install-python-deps: will print SKIP and count as skipped." >&2
   echo "install-python-deps: ************************************************************" >&2
   exit 0
 fi
 for i in "${!mods[@]}"; do
-  if ! "$py" -c "import ${mods[$i]}" >/dev/null 2>&1; then
-    echo "install-python-deps: WARNING: ${pkgs[$i]} installed but 'import ${mods[$i]}' fails; its tests will be skipped" >&2
+  if ! present "${mods[$i]}" >/dev/null 2>&1; then
+    echo "install-python-deps: WARNING: ${pkgs[$i]} installed but '${mods[$i]}' is not found; its tests will be skipped" >&2
   fi
 done
 exit 0

@@ -3,13 +3,19 @@
  * sm_86, sm_89, sm_90 and sm_90a, to CUBIN through the kernel cache; asserts zero spills (the
  * plans allow none) and that each kernel's registers, threads and shared memory fit the arch.
  * Prints per kernel: arch, name, ms, registers, spills. Compiles are cached in
- * $HOT_TEST_KCACHE (a build-tree folder), so reruns only recompile what changed. */
+ * $HOT_TEST_KCACHE (a build-tree folder), so reruns only recompile what changed.
+ *
+ * test_nvrtc_kernels --sass (CTest test_nvrtc_sass) runs only (2) and compares each kernel's SASS
+ * instruction counts (cuobjdump -sass of its CUBIN) with tests/nvrtc/kernel_sass.txt; without a
+ * disassembler it prints SKIP and exits 77 (CTest: skipped). */
 #define _POSIX_C_SOURCE 200809L
 #include <check.h>
 #include <dirent.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
 #include "cache.h"
 #include "emit.h"
@@ -25,14 +31,102 @@ static hot_kcache *g_kc;
  * change) fails, naming the kernel, until the file is regenerated on purpose
  * (HOT_UPDATE_KERNEL_QUALITY=1, or `cmake --build build --target update-kernel-quality`) and the
  * diff reviewed. */
+/* The SASS count columns (see "SASS counts" below). */
+enum { SASS_COLS = 10 };
+static const char *const k_sass_col[SASS_COLS] = {"instructions", "imma", "hmma", "gmma", "ldgsts",
+                                                  "ldsm", "ldl", "stl", "bar", "shfl"};
+
 typedef struct {
   char arch[16], name[96];
   int regs, stack, st, ld, smem;
+  int sass[SASS_COLS];
+  int in_baseline; /* sass_check: a baseline line names it */
 } quality;
 static quality *g_q;
 static int g_nq, g_capq, g_record;
 
-static void quality_add(const char *arch, const hot_kernel_info *ki) {
+/* ---- SASS counts ------------------------------------------------------------------------------
+ * tests/nvrtc/kernel_sass.txt: one line per distinct shipped kernel and arch,
+ *   <arch> <kernel> <instructions> <imma> <hmma> <gmma> <ldgsts> <ldsm> <ldl> <stl> <bar> <shfl>
+ * counted in `cuobjdump -sass` of the kernel's CUBIN (every function in it): instructions = all
+ * but NOP (the padding after the code); the others count the instructions whose opcode (before its
+ * first '.') is IMMA (integer mma.sync), HMMA (float mma.sync), *GMMA (wgmma: IGMMA, HGMMA, ...),
+ * LDGSTS (cp.async), LDSM (ldmatrix), LDL / STL (local memory), BAR (barriers), SHFL (shuffles).
+ * Written and compared by `test_nvrtc_kernels --sass` like kernel_quality.txt. */
+/* --sass: the disassembler (cuobjdump, and the folder of the nvdisasm it runs) and a private
+ * temporary folder for the CUBIN it reads. */
+static int g_sass;
+static char g_cuobjdump[1024], g_nvdisasm_dir[1024], g_tmpdir[256];
+
+/* Index of the column counting opcode op (its text before the first '.'), or -1. */
+static int sass_class(const char *op, size_t n) {
+  static const char *const ops[] = {"IMMA", "HMMA", NULL, "LDGSTS", "LDSM", "LDL", "STL", "BAR",
+                                    "SHFL"};
+  for (int c = 0; c < (int)(sizeof ops / sizeof ops[0]); ++c)
+    if (ops[c] && strlen(ops[c]) == n && !strncmp(op, ops[c], n)) return c + 1;
+  if (n > 4 && !strncmp(op + n - 4, "GMMA", 4)) return 3;
+  return -1;
+}
+
+/* Counts one `cuobjdump -sass` line into counts: a line of code is a hex address in a comment,
+ * an optional guard predicate (@P0), OPCODE[.MOD...], the operands and ";". Returns 1 for an
+ * instruction (NOP included, not counted), 0 for any other line. */
+static int sass_count_line(const char *line, int *counts) {
+  const char *p = line;
+  while (*p == ' ' || *p == '\t') ++p;
+  if (p[0] != '/' || p[1] != '*') return 0;
+  p += 2;
+  const char *h = p;
+  while ((*p >= '0' && *p <= '9') || (*p >= 'a' && *p <= 'f')) ++p;
+  if (p == h || p[0] != '*' || p[1] != '/') return 0;
+  p += 2;
+  while (*p == ' ' || *p == '\t') ++p;
+  if (*p == '@') { /* a guard predicate: @P0, @!PT, @UP1 */
+    while (*p && *p != ' ') ++p;
+    while (*p == ' ') ++p;
+  }
+  size_t n = 0;
+  while ((p[n] >= 'A' && p[n] <= 'Z') || (p[n] >= '0' && p[n] <= '9') || p[n] == '_') ++n;
+  if (n == 0) return 0;
+  if (n == 3 && !strncmp(p, "NOP", 3)) return 1;
+  ++counts[0];
+  int c = sass_class(p, n);
+  if (c > 0) ++counts[c];
+  return 1;
+}
+
+/* Writes bin's CUBIN to the temporary folder and counts its SASS into counts (zeroed first). */
+static void sass_counts(const char *arch, const char *kernel, const hot_kernel_binary *bin,
+                        int *counts) {
+  char path[400], cmd[3000];
+  snprintf(path, sizeof path, "%s/kernel.cubin", g_tmpdir);
+  FILE *f = fopen(path, "wb");
+  ck_assert_msg(f != NULL, "cannot write %s", path);
+  ck_assert_msg(fwrite(bin->cubin, 1, bin->cubin_size, f) == bin->cubin_size && fclose(f) == 0,
+                "cannot write %s", path);
+  /* every path is single-quoted (main refuses a tool path containing a quote; g_tmpdir has none) */
+  snprintf(cmd, sizeof cmd, "PATH='%s':\"$PATH\" '%s' -sass '%s' 2>&1", g_nvdisasm_dir, g_cuobjdump,
+           path);
+  FILE *p = popen(cmd, "r");
+  ck_assert_msg(p != NULL, "cannot run %s", g_cuobjdump);
+  memset(counts, 0, SASS_COLS * sizeof *counts);
+  char line[1024], last[256] = ""; /* the last line that is not code: an error, if any */
+  int code = 0;
+  while (fgets(line, sizeof line, p)) {
+    int is_code = sass_count_line(line, counts);
+    code += is_code;
+    if (!is_code && line[strspn(line, " \t\r\n")] != '\0')
+      snprintf(last, sizeof last, "%.200s", line + strspn(line, " \t"));
+  }
+  last[strcspn(last, "\n")] = '\0';
+  int rc = pclose(p);
+  ck_assert_msg(rc != -1 && WIFEXITED(rc) && WEXITSTATUS(rc) == 0 && code > 0,
+                "%s %s: `%s -sass` of its CUBIN failed (exit %d, %d lines of code): %s", arch,
+                kernel, g_cuobjdump, rc != -1 && WIFEXITED(rc) ? WEXITSTATUS(rc) : -1, code, last);
+}
+
+static void quality_add(const char *arch, const hot_kernel_info *ki,
+                        const hot_kernel_binary *bin) {
   if (!g_record) return;
   if (g_nq == g_capq) {
     g_capq = g_capq ? 2 * g_capq : 256;
@@ -40,6 +134,7 @@ static void quality_add(const char *arch, const hot_kernel_info *ki) {
     ck_assert_ptr_nonnull(g_q);
   }
   quality *q = &g_q[g_nq++];
+  memset(q, 0, sizeof *q);
   snprintf(q->arch, sizeof q->arch, "%s", arch);
   snprintf(q->name, sizeof q->name, "%s", ki->name);
   q->regs = ki->registers;
@@ -47,6 +142,11 @@ static void quality_add(const char *arch, const hot_kernel_info *ki) {
   q->st = ki->spill_store_bytes;
   q->ld = ki->spill_load_bytes;
   q->smem = ki->shared_bytes;
+  if (g_sass) {
+    ck_assert_msg(bin->n_kernels == 1, "%s: SASS counts need one kernel per CUBIN, not %zu",
+                  ki->name, bin->n_kernels);
+    sass_counts(arch, ki->name, bin, q->sass);
+  }
 }
 
 static int quality_order(const void *a, const void *b) {
@@ -115,6 +215,84 @@ static void quality_check(void) {
                 "after review, regenerate with HOT_UPDATE_KERNEL_QUALITY=1)", bad, path);
 }
 
+/* Compares the SASS counts of g_q with tests/nvrtc/kernel_sass.txt (or rewrites it when asked);
+ * a difference names the arch, the kernel, the column, the baseline's value and the new one. */
+static void sass_check(void) {
+  char path[1200];
+  const char *root = getenv("HOT_SOURCE_DIR");
+  snprintf(path, sizeof path, "%s/tests/nvrtc/kernel_sass.txt", root ? root : ".");
+  qsort(g_q, (size_t)g_nq, sizeof *g_q, quality_order);
+  const char *upd = getenv("HOT_UPDATE_KERNEL_QUALITY");
+  if (upd && !strcmp(upd, "1")) {
+    FILE *f = fopen(path, "w");
+    ck_assert_msg(f != NULL, "cannot write %s", path);
+    fprintf(f, "# arch kernel");
+    for (int c = 0; c < SASS_COLS; ++c) fprintf(f, " %s", k_sass_col[c]);
+    fprintf(f, " (cuobjdump -sass of the CUBIN from NVRTC: instructions but NOP, then the "
+               "IMMA, HMMA, *GMMA, LDGSTS, LDSM, LDL, STL, BAR, SHFL opcodes; written by "
+               "test_nvrtc_kernels --sass with HOT_UPDATE_KERNEL_QUALITY=1)\n");
+    for (int i = 0; i < g_nq; ++i) {
+      fprintf(f, "%s %s", g_q[i].arch, g_q[i].name);
+      for (int c = 0; c < SASS_COLS; ++c) fprintf(f, " %d", g_q[i].sass[c]);
+      fprintf(f, "\n");
+    }
+    ck_assert_msg(fclose(f) == 0, "cannot write %s", path);
+    printf("kernel SASS baseline rewritten: %s (%d kernels)\n", path, g_nq);
+    return;
+  }
+  fflush(stdout); /* the per-kernel lines survive a failing check below */
+  FILE *f = fopen(path, "r");
+  ck_assert_msg(f != NULL, "no kernel SASS baseline %s (write it with HOT_UPDATE_KERNEL_QUALITY=1 "
+                "test_nvrtc_kernels --sass)", path);
+  char line[512];
+  int n = 0, lineno = 0, bad = 0;
+  while (fgets(line, sizeof line, f)) {
+    ++lineno;
+    if (line[0] == '#' || line[0] == '\n') continue;
+    quality b;
+    int *v = b.sass, used = 0;
+    ck_assert_msg(sscanf(line, "%15s %95s %d %d %d %d %d %d %d %d %d %d %n", b.arch, b.name, &v[0],
+                         &v[1], &v[2], &v[3], &v[4], &v[5], &v[6], &v[7], &v[8], &v[9],
+                         &used) == 2 + SASS_COLS && line[used] == '\0',
+                  "%s:%d: malformed line (want: arch kernel and %d counts)", path, lineno,
+                  SASS_COLS);
+    ++n;
+    quality *q = bsearch(&b, g_q, (size_t)g_nq, sizeof *g_q, quality_order);
+    if (!q) {
+      printf("kernel SASS: %s %s is in %s:%d but no longer compiled\n", b.arch, b.name, path,
+             lineno);
+      ++bad;
+      continue;
+    }
+    if (q->in_baseline) {
+      printf("kernel SASS: %s %s is in %s twice (again at line %d)\n", b.arch, b.name, path,
+             lineno);
+      ++bad;
+      continue;
+    }
+    q->in_baseline = 1;
+    for (int c = 0; c < SASS_COLS; ++c)
+      if (q->sass[c] != v[c]) {
+        printf("kernel SASS: %s %s: %s %d, baseline %d (%s:%d)\n", q->arch, q->name,
+               k_sass_col[c], q->sass[c], v[c], path, lineno);
+        ++bad;
+      }
+  }
+  fclose(f);
+  for (int i = 0; i < g_nq; ++i)
+    if (!g_q[i].in_baseline) {
+      printf("kernel SASS: %s %s is compiled but has no line in %s\n", g_q[i].arch, g_q[i].name,
+             path);
+      ++bad;
+    }
+  printf("kernel SASS: %d kernels compared with %s, %d difference%s\n", n, path, bad,
+         bad == 1 ? "" : "s");
+  fflush(stdout); /* the lines above survive the failing check's exit */
+  ck_assert_msg(bad == 0, "%d kernel SASS difference(s) against %s (see the lines above; after "
+                "review, regenerate with `cmake --build build --target update-kernel-quality`)",
+                bad, path);
+}
+
 static void open_cache(void) {
   hot_kcache_config cfg;
   memset(&cfg, 0, sizeof cfg);
@@ -142,7 +320,7 @@ static void compile_check(const char *src, const char *const *names, size_t n, h
            bin->compile_ms, hot_kcache_origin_name(how), ki->registers, spills, ki->shared_bytes,
            dyn_smem[k]);
     ck_assert_msg(ki->found, "%s: no ptxas info", ki->name);
-    quality_add(caps->name, ki);
+    quality_add(caps->name, ki, bin);
     ck_assert_msg(spills == 0, "%s spills %d bytes on %s", ki->name, spills, caps->name);
     ck_assert_int_le(ki->registers, caps->regs_per_thread);
     ck_assert_msg((long)ki->registers * (long)threads[k] <= 65536, "%s: %d regs x %u threads",
@@ -294,22 +472,91 @@ START_TEST(every_shipped_kernel) {
   ck_assert_int_gt(kernels, 10);
   hot_kcache_close(g_kc);
   free(g_seen);
-  quality_check();
+  if (g_sass)
+    sass_check();
+  else
+    quality_check();
   free(g_q);
 }
 END_TEST
 
-int main(void) {
+/* Finds tool with tools/find-cuda-tool.sh into out (size n); 0 when it is not found. */
+static int find_tool(const char *tool, char *out, size_t n) {
+  const char *root = getenv("HOT_SOURCE_DIR");
+  char cmd[1400];
+  if (strchr(root ? root : ".", '\'')) return 0;
+  snprintf(cmd, sizeof cmd, "'%s/tools/find-cuda-tool.sh' %s 2>/dev/null", root ? root : ".", tool);
+  FILE *p = popen(cmd, "r");
+  if (!p) return 0;
+  out[0] = '\0';
+  char *got = fgets(out, (int)n, p);
+  int rc = pclose(p);
+  if (!got || rc == -1 || !WIFEXITED(rc) || WEXITSTATUS(rc) != 0) return 0;
+  out[strcspn(out, "\n")] = '\0';
+  return out[0] != '\0' && !strchr(out, '\'');
+}
+
+/* --sass: finds cuobjdump and nvdisasm and makes the temporary folder. Returns 0 when ready, 77
+ * (skipped) without a disassembler, 1 on an error (also a missing disassembler when rewriting the
+ * baseline was asked: that must not pass silently). */
+static int sass_setup(void) {
+  const char *upd = getenv("HOT_UPDATE_KERNEL_QUALITY");
+  int update = upd && !strcmp(upd, "1");
+  const char *tools[2] = {"cuobjdump", "nvdisasm"};
+  char *paths[2] = {g_cuobjdump, g_nvdisasm_dir};
+  for (int t = 0; t < 2; ++t)
+    if (!find_tool(tools[t], paths[t], sizeof g_cuobjdump)) {
+      printf("%s: no %s (tools/install-python-deps.sh installs it)\n",
+             update ? "test_nvrtc_kernels --sass: ERROR: cannot rewrite kernel_sass.txt"
+                    : "SKIP", tools[t]);
+      return update ? 1 : 77;
+    }
+  char *slash = strrchr(g_nvdisasm_dir, '/');
+  if (slash) *slash = '\0';
+  const char *tmp = getenv("TMPDIR");
+  snprintf(g_tmpdir, sizeof g_tmpdir, "%s/hot-sass-XXXXXX",
+           tmp && tmp[0] && !strchr(tmp, '\'') && strlen(tmp) < 200 ? tmp : "/tmp");
+  if (!mkdtemp(g_tmpdir)) {
+    printf("test_nvrtc_kernels --sass: cannot make a temporary folder %s\n", g_tmpdir);
+    return 1;
+  }
+  printf("SASS from %s (nvdisasm in %s)\n", g_cuobjdump, g_nvdisasm_dir);
+  return 0;
+}
+
+int main(int argc, char **argv) {
+  if (argc > 2 || (argc == 2 && strcmp(argv[1], "--sass"))) {
+    fprintf(stderr, "usage: test_nvrtc_kernels [--sass]\n"
+                    "  (no option)  every kernel compiles within its limits; registers, stack,\n"
+                    "               spills and shared memory equal tests/nvrtc/kernel_quality.txt\n"
+                    "  --sass       the shipped kernels' SASS instruction counts equal\n"
+                    "               tests/nvrtc/kernel_sass.txt (exit 77: no cuobjdump)\n"
+                    "  HOT_UPDATE_KERNEL_QUALITY=1 rewrites the baseline file instead\n");
+    return 2;
+  }
+  g_sass = argc == 2;
+  if (g_sass) {
+    int rc = sass_setup();
+    if (rc) return rc;
+  }
   Suite *s = suite_create("nvrtc");
   TCase *tc = tcase_create("nvrtc");
   tcase_set_timeout(tc, 1800);
-  tcase_add_test(tc, first_template_alone);
-  tcase_add_test(tc, rtn_kernels);
+  if (!g_sass) {
+    tcase_add_test(tc, first_template_alone);
+    tcase_add_test(tc, rtn_kernels);
+  }
   tcase_add_test(tc, every_shipped_kernel);
   suite_add_tcase(s, tc);
   SRunner *r = srunner_create(s);
   srunner_run_all(r, CK_NORMAL);
   int failed = srunner_ntests_failed(r);
   srunner_free(r);
+  if (g_sass) {
+    char path[400];
+    snprintf(path, sizeof path, "%s/kernel.cubin", g_tmpdir);
+    unlink(path);
+    rmdir(g_tmpdir);
+  }
   return failed ? 1 : 0;
 }
