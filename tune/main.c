@@ -376,13 +376,20 @@ static int sweep(tune_opts *o) {
   sigaction(SIGTERM, &old_term, NULL);
   const double wall = (tune_now_ms() - t0) / 1000.0;
   const int left = n_mine - sum.done;
-  if (o->json)
-    printf("{\"spec\":\"%s\",\"db\":\"%s\",\"arch\":\"%s\",\"device\":\"%s\",\"variants\":%d,"
-           "\"shard\":\"%d/%d\",\"skipped\":%d,\"done\":%d,\"ok\":%d,\"not_ok\":%d,\"timed\":%d,"
-           "\"left\":%d,\"interrupted\":%s,\"budget_reached\":%s,\"wall_s\":%.3f}\n",
-           o->spec, dbpath, plan_arch_caps(env.arch)->name, env.device, nv, o->shard_i, o->shard_n,
-           n_skip, sum.done, sum.ok, sum.not_ok, sum.timed, left, g_stop ? "true" : "false",
-           budget_hit ? "true" : "false", wall);
+  if (o->json) {
+    fputs("{\"spec\":", stdout);
+    tune_json_str(stdout, o->spec);
+    fputs(",\"db\":", stdout);
+    tune_json_str(stdout, dbpath);
+    fputs(",\"device\":", stdout);
+    tune_json_str(stdout, env.device);
+    printf(",\"arch\":\"%s\",\"variants\":%d,\"shard\":\"%d/%d\",\"skipped\":%d,\"done\":%d,"
+           "\"ok\":%d,\"not_ok\":%d,\"timed\":%d,\"left\":%d,\"interrupted\":%s,"
+           "\"budget_reached\":%s,\"wall_s\":%.3f}\n",
+           plan_arch_caps(env.arch)->name, nv, o->shard_i, o->shard_n, n_skip, sum.done, sum.ok,
+           sum.not_ok, sum.timed, left, g_stop ? "true" : "false", budget_hit ? "true" : "false",
+           wall);
+  }
   fprintf(stderr, "hot-tune: %d variant%s recorded in %.1f s (%d ok, %d not ok, %d timed)%s\n",
           sum.done, sum.done == 1 ? "" : "s", wall, sum.ok, sum.not_ok, sum.timed,
           env.have_gpu ? "" : "; no GPU: speed variants compiled, not timed");

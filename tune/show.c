@@ -116,7 +116,7 @@ static int print_sql(const row_list *l, FILE *f) {
   return n;
 }
 
-static void json_str(FILE *f, const char *s) {
+void tune_json_str(FILE *f, const char *s) {
   fputc('"', f);
   for (; *s; ++s) {
     unsigned char c = (unsigned char)*s;
@@ -146,7 +146,7 @@ static void print_json(const row_list *l, FILE *f) {
                               r->config, r->status, r->note, r->capture, r->date};
     for (size_t k = 0; k < sizeof sk / sizeof *sk; ++k) {
       fprintf(f, "%s\"%s\":", k ? "," : "", sk[k]);
-      json_str(f, sv[k]);
+      tune_json_str(f, sv[k]);
     }
     fprintf(f, ",\"batch\":%lld,\"tokens\":%lld,\"out_features\":%lld,\"in_features\":%lld,"
             "\"timed\":%s,\"time_med_ms\":", (long long)r->batch, (long long)r->tokens,

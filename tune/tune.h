@@ -142,6 +142,9 @@ typedef struct {
 /* hot-tune show. Returns the exit status (0, 1 on an error, message on stderr). */
 int tune_show(const show_opts *o, FILE *out);
 
+/* Writes s as a JSON string (quoted, escaped). */
+void tune_json_str(FILE *f, const char *s);
+
 /* The combined error of an accuracy row: sqrt((gx^2 + gw^2) / 2) averaged over the data kinds it
  * has; NAN when it has none. */
 double tune_row_error(const hot_tune_row *r);

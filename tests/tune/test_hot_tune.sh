@@ -42,6 +42,12 @@ n0=$(rows "$T/s0.db" | wc -l); n1=$(rows "$T/s1.db" | wc -l); n2=$(rows "$T/s2.d
 [ $((n0 + n1 + n2)) -eq 28 ] && [ "$n0" -gt 0 ] && [ "$n1" -gt 0 ] && [ "$n2" -gt 0 ] \
   && ok "shards disjoint ($n0+$n1+$n2)" || fail "shard sizes $n0 $n1 $n2"
 
+# 2b. --json summary: valid JSON, also for a path with quotes
+cp "$SPEC" "$T/we\"ird.lua"
+"$TUNE" "$T/we\"ird.lua" --layer a --kind accuracy --db "$T/j.db" --json 2>/dev/null |
+  python3 -c 'import json,sys; d=json.load(sys.stdin); assert d["done"] == 9 and d["spec"].endswith("we\"ird.lua"), d' \
+  && ok "--json summary" || fail "--json summary"
+
 # 3. --resume: nothing left
 "$TUNE" "$SPEC" --db "$T/a.db" --resume --progress plain 2>"$T/r.log" || fail "resume exit"
 grep -q "28 already recorded, 0 to run" "$T/r.log" && ok "resume skips all" || { cat "$T/r.log"; fail "resume did not skip"; }
