@@ -111,14 +111,15 @@ fi
 
 # 6. integer tensor-core instructions in the GEMMs of each arch path (IMMA for mma.sync, IGMMA
 # for wgmma; a GEMM without them would be on a slower path)
-if command -v cuobjdump >/dev/null; then
+cuobj=$(tools/find-cuda-tool.sh cuobjdump 2>/dev/null) # PATH, the toolkit, or pip's wheel
+if [ -n "$cuobj" ]; then
   cub=$(mktemp -d)
   if "$bdir/gen/hot-gen" specs/vit_b16.lua --layer qkv --compile sm_80,sm_89,sm_90,sm_90a --cache-dir "$cub/cache" \
        --dump-cubin "$cub" >/dev/null 2>"$cub/err"; then
     for a in sm_80 sm_89 sm_90 sm_90a; do
       sass=""
       for f in "$cub"/hot_gemm_*."$a".cubin; do
-        [ -e "$f" ] && sass+=$(cuobjdump --dump-sass "$f" 2>/dev/null)$'\n'
+        [ -e "$f" ] && sass+=$("$cuobj" --dump-sass "$f" 2>/dev/null)$'\n'
       done
       n8=$(echo "$sass" | grep -cE "IMMA.*S8")
       n4=$(echo "$sass" | grep -cE "IMMA.*S4")
@@ -130,7 +131,7 @@ if command -v cuobjdump >/dev/null; then
   fi
   rm -rf "$cub"
 else
-  row "SASS" "cuobjdump not installed: not checked"
+  row "SASS" "no cuobjdump (PATH, toolkit, pip wheel): not checked"
 fi
 
 # 7. hot-bench: the default spec and the large layers (on a GPU: bit-exactness against the CPU
