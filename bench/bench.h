@@ -39,6 +39,7 @@ typedef struct {
   int scales;              /* --scales: the scale-granularity comparison instead of the benchmark */
   int paper_diffs;         /* --paper-diffs: the remaining differences from the authors' code */
   int seeds;               /* --seeds: seeds of --paper-diffs (0: 8) */
+  double gy_scale;         /* --gy-scale: g_y magnitude of --paper-diffs (0: 1) */
 } bench_opts;
 
 /* ---- statistics of repeated timings ------------------------------------------------------ */

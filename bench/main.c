@@ -15,7 +15,7 @@ static hot_model g_model; /* the spec, loaded once: names, shapes, recipe, seed 
 static const char *usage =
     "usage: hot-bench SPEC [--layer NAME] [--backend auto|cuda|cpu] [--batch N] [--tokens N]\n"
     "                 [--iters N] [--warmup N] [--json] [--out FILE] [--arch ARCH] [--no-jit]\n"
-    "                 [--full] [--check-macs N] [--scales] [--paper-diffs [--seeds N]]\n"
+    "                 [--full] [--check-macs N] [--scales] [--paper-diffs [--seeds N] [--gy-scale F]]\n"
     "                 [--help]\n";
 
 static const char *help_text =
@@ -74,6 +74,8 @@ static const char *help_text =
     "                   another generator), alone and together, on Gaussian x and on x as\n"
     "                   random walks along tokens; mean and sd over the seeds\n"
     "  --seeds N        seeds of --paper-diffs (default 8, at most 256)\n"
+    "  --gy-scale F     --paper-diffs: g_y drawn as F * N(0, 1) (default 1; real gradients are\n"
+    "                   small, which is where a + 1e-11 on the scales shows)\n"
     "Environment: as libhot (HOT_DEVICE, HOT_SEED, HOT_CUDA_HOME, HOT_CUDA_DRIVER, ...).\n"
     "Exit status: 0 every layer ran; 2 a layer failed or is unsupported on this backend (the\n"
     "table says which and why); 1 bad arguments, a bad spec, or --backend cuda without CUDA.\n";
@@ -179,6 +181,14 @@ static int parse_args(int argc, char **argv, bench_opts *o) {
         return -1;
       }
       o->seeds = (int)k;
+    } else if (!strcmp(a, "--gy-scale")) {
+      NEED_VALUE
+      char *end;
+      o->gy_scale = strtod(v, &end);
+      if (!*v || *end || !(o->gy_scale >= 1e-30 && o->gy_scale <= 1e30)) {
+        fprintf(stderr, "hot-bench: --gy-scale needs a number in [1e-30, 1e30] (got '%s')\n", v);
+        return -1;
+      }
     } else if (a[0] == '-' && a[1]) {
       fprintf(stderr, "hot-bench: unknown option %s\n%s", a, usage);
       return -1;

@@ -266,13 +266,15 @@ static int wi_alloc(wi_layer *L, const hot_layer_plan *pl) {
   return 0;
 }
 
-/* Seeded inputs of seed s: w, g_y and Gaussian x as bench_fill_normal streams; the walks are
+/* Seeded inputs of seed s: w, g_y (times gy_scale) and Gaussian x as bench_fill_normal streams; the walks are
  * independent random walks along the tokens of each sample (steps N(0, 1/L), from 0). */
-static void wi_inputs(wi_layer *L, uint64_t seed, int layer) {
+static void wi_inputs(wi_layer *L, uint64_t seed, int layer, float gy_scale) {
   const hot_layer_plan *pl = L->pl;
   const uint64_t s = (uint64_t)layer * 16u;
   bench_fill_normal(L->w, (size_t)(L->O * L->I), seed, 5000u + s);
   bench_fill_normal(L->gy, (size_t)(L->T * L->O), seed, 5001u + s);
+  if (gy_scale != 1.0f)
+    for (int64_t j = 0; j < L->T * L->O; ++j) L->gy[j] = HOT_MUL(L->gy[j], gy_scale);
   bench_fill_normal(L->x[KIND_GAUSS], (size_t)(L->T * L->I), seed, 5002u + s);
   float *xw = L->x[KIND_WALK];
   bench_fill_normal(xw, (size_t)(L->T * L->I), seed, 5003u + s);
@@ -500,7 +502,7 @@ static int run_layer(const bench_run *run, const hot_model *model, const bench_l
   const char *picks[2] = {NULL, NULL};
   for (int s = 0; s < seeds; ++s) {
     const uint64_t seed = run->seed + (uint64_t)s;
-    wi_inputs(&L, seed, bl->index);
+    wi_inputs(&L, seed, bl->index, (float)(run->opt.gy_scale > 0 ? run->opt.gy_scale : 1.0));
     if (hot_ref_exact_gx(T, O, I, L.gy, L.w, L.ex) ||
         hot_ref_hq_transform_g(pl, L.gy, HOT_DT_F32, L.g_t) ||
         hot_ref_hq_transform_w(pl, L.w, HOT_DT_F32, L.w_t) ||
@@ -611,7 +613,7 @@ int bench_paper_diffs(const bench_run *run, const hot_model *model, FILE *f) {
           "c:sample x^ and g^ scaled per sample; d:fsum g_w as fp32 per-sample products of "
           "dequantized values summed in fp32; e:sr sign-magnitude SR with another generator; "
           "all: a-e together. data: gaussian x, or walks (x independent random walks along "
-          "tokens); w and g_y Gaussian\n");
+          "tokens); w N(0, 1), g_y %g * N(0, 1)\n", o->gy_scale > 0 ? o->gy_scale : 1.0);
   int rc = 0;
   for (int li = 0; li < run->n; ++li) {
     const bench_layer *bl = &run->layers[li];
