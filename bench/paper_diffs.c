@@ -2,8 +2,9 @@
  * remains between recipe paper_code and the HOT authors' code (README.md, "Numerical decisions"):
  *
  *   a  eps     their scale divisors add 1e-11 (s = amax/qmax + 1e-11; SAWB: clip/qmax + 1e-11)
- *   b  sawb32  their SAWB statistics are fp32 sums (modelled sequentially: the largest round-off
- *              of any fp32 order, so an upper bound on PyTorch's blocked order)
+ *   b  sawb32  their SAWB statistics are fp32 sums, in two orders: sequential (the largest
+ *              round-off of any fp32 order, a bound) and pairwise (b:sawb32pw, near PyTorch's
+ *              blocked reductions)
  *   c  sample  x^ and g^ scaled per sample (theirs) instead of per tensor (ours)
  *   d  fsum    g_w as per-sample products of the dequantized values in fp32 (sequential in k),
  *              summed over the samples in fp32, instead of one int32 GEMM with one scale pair
@@ -26,14 +27,28 @@
 #include "hot_math.cuh"
 #include "ref.h"
 
-enum { F_EPS = 1, F_SAWB32 = 2, F_SAMPLE = 4, F_FSUM = 8, F_SR = 16, F_REDRAW = 32 };
-enum { NVAR = 8 };
-/* "redraw" is hot's numerics with another Philox key: what a different draw alone does, the yard
- * stick of e (whose effect is a different draw too). "all" is a to e together. */
-static const unsigned var_flags[NVAR] = {0, F_EPS, F_SAWB32, F_SAMPLE, F_FSUM, F_SR, F_REDRAW,
-                                         F_EPS | F_SAWB32 | F_SAMPLE | F_FSUM | F_SR};
-static const char *const var_name[NVAR] = {"baseline", "a:eps", "b:sawb32", "c:sample",
-                                           "d:fsum", "e:sr", "redraw", "all"};
+enum { F_EPS = 1, F_SAWB32 = 2, F_SAMPLE = 4, F_FSUM = 8, F_SR = 16, F_REDRAW = 32, F_SAWBPW = 64 };
+enum { NVAR = 9 };
+/* b comes in two fp32 orders: sequential (the largest round-off of any order: a bound) and
+ * pairwise (halving down to runs of 16, near what PyTorch's blocked reductions do). "redraw" is
+ * hot's numerics with another Philox key: what a different draw alone does, the yardstick of e
+ * (whose effect is a different draw too). "all" is a, b pairwise, c, d and e together. */
+static const unsigned var_flags[NVAR] = {0, F_EPS, F_SAWB32, F_SAWBPW, F_SAMPLE, F_FSUM, F_SR,
+                                         F_REDRAW, F_EPS | F_SAWBPW | F_SAMPLE | F_FSUM | F_SR};
+static const char *const var_name[NVAR] = {"baseline", "a:eps", "b:sawb32", "b:sawb32pw",
+                                           "c:sample", "d:fsum", "e:sr", "redraw", "all"};
+
+/* Pairwise fp32 sum of |v| (sq = 0) or v*v (sq = 1) over v[0..n): halves down to runs of 16
+ * summed sequentially. */
+static float pw_sum(const float *v, int64_t n, int sq) {
+  if (n <= 16) {
+    float s = 0.0f;
+    for (int64_t i = 0; i < n; ++i) s = HOT_ADD(s, sq ? HOT_MUL(v[i], v[i]) : fabsf(v[i]));
+    return s;
+  }
+  const int64_t h = n / 2;
+  return HOT_ADD(pw_sum(v, h, sq), pw_sum(v + h, n - h, sq));
+}
 /* The Philox key of "redraw". */
 static uint64_t draw_seed(uint64_t seed, unsigned flags) {
   return flags & F_REDRAW ? seed ^ 0x9e3779b97f4a7c15ull : seed;
@@ -82,7 +97,7 @@ static float group_scale(const float *v, int64_t rows, int64_t cols, int64_t ld,
     for (int64_t c = 0; c < cols; ++c) {
       const float x = v[r * ld + c], a = fabsf(x);
       if (a > amax) amax = a;
-      if (!sawb) continue;
+      if (!sawb || (flags & F_SAWBPW)) continue;
       if (flags & F_SAWB32) {
         s1f = HOT_ADD(s1f, a);
         s2f = HOT_ADD(s2f, HOT_MUL(x, x));
@@ -93,7 +108,11 @@ static float group_scale(const float *v, int64_t rows, int64_t cols, int64_t ld,
     }
   float s;
   const double n = (double)rows * (double)cols;
-  if (sawb && (flags & F_SAWB32)) { /* their fp32 statistics and clip */
+  if (sawb && (flags & F_SAWBPW)) { /* the group is contiguous: ld == cols in every call */
+    s1f = pw_sum(v, rows * cols, 0);
+    s2f = pw_sum(v, rows * cols, 1);
+  }
+  if (sawb && (flags & (F_SAWB32 | F_SAWBPW))) { /* their fp32 statistics and clip */
     const float nf = (float)n, m1 = HOT_DIV(s1f, nf), m2 = HOT_DIV(s2f, nf);
     const float clip = HOT_SUB(HOT_MUL(12.1f, sqrtf(m2)), HOT_MUL(12.2f, m1));
     s = clip > 0.0f ? HOT_DIV(clip, HOT_I2F(hot_qmax(q->bits))) : hot_scale(amax, q->bits);
@@ -615,10 +634,10 @@ int bench_paper_diffs(const bench_run *run, const hot_model *model, FILE *f) {
           model->recipe == HOT_RECIPE_PAPER_CODE ? "layers as written"
                                                  : "each layer's shape planned with paper_code",
           seeds, (unsigned long long)run->seed);
-  fprintf(f, "variants: a:eps scales + 1e-11; b:sawb32 SAWB sums and clip in fp32 (sequential); "
+  fprintf(f, "variants: a:eps scales + 1e-11; b:sawb32 SAWB sums and clip in fp32, sequential (a bound), b:sawb32pw the same pairwise; "
           "c:sample x^ and g^ scaled per sample; d:fsum g_w as fp32 per-sample products of "
           "dequantized values summed in fp32; e:sr sign-magnitude SR with another generator; "
-          "all: a-e together. data: gaussian x, or walks (x independent random walks along "
+          "all: a, b pairwise, c, d, e together. data: gaussian x, or walks (x independent random walks along "
           "tokens); w N(0, 1), g_y %g * N(0, 1)\n", o->gy_scale > 0 ? o->gy_scale : 1.0);
   int rc = 0;
   for (int li = 0; li < run->n; ++li) {
