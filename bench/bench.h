@@ -38,6 +38,9 @@ typedef struct {
   int full;                /* check correctness at the benchmark size, whatever it costs */
   double check_macs;       /* largest T*O*I of the correctness check (CPU reference cost) */
   int scales;              /* --scales: the scale-granularity comparison instead of the benchmark */
+  int paper_diffs;         /* --paper-diffs: the remaining differences from the authors' code */
+  int seeds;               /* --seeds: seeds of --paper-diffs (0: 8) */
+  double gy_scale;         /* --gy-scale: g_y magnitude of --paper-diffs (0: 1) */
 } bench_opts;
 
 /* ---- statistics of repeated timings ------------------------------------------------------ */
@@ -303,5 +306,15 @@ void bench_report_table(const bench_run *run, FILE *f);
  * bad arguments or no memory. */
 int bench_scales(const bench_run *run, const hot_model *model, FILE *f);
 int bench_report_json(const bench_run *run, FILE *f);
+
+/* ---- paper_diffs.c: --paper-diffs --------------------------------------------------------- */
+/* For every layer of run->layers planned with recipe paper_code (B = --batch, else 4; L =
+ * --tokens, else the layer's): g_x and g_w errors against fp64 of a what-if backward with hot's
+ * numerics (checked bit for bit against the CPU twins through the public API) and with each
+ * remaining difference from the authors' code switched to their form, alone and all together,
+ * on Gaussian and token-smooth x, over --seeds seeds; a table on f. Returns 0, 2 when a layer
+ * could not be planned or run or the baseline did not match the twins (the output says which),
+ * 1 on bad arguments. */
+int bench_paper_diffs(const bench_run *run, const hot_model *model, FILE *f);
 
 #endif

@@ -15,7 +15,8 @@ static hot_model g_model; /* the spec, loaded once: names, shapes, recipe, seed 
 static const char *usage =
     "usage: hot-bench SPEC [--layer NAME] [--backend auto|cuda|cpu] [--batch N] [--tokens N]\n"
     "                 [--iters N] [--warmup N] [--json] [--out FILE] [--arch ARCH] [--no-jit]\n"
-    "                 [--full] [--check-macs N] [--scales] [--help]\n";
+    "                 [--full] [--check-macs N] [--scales] [--paper-diffs [--seeds N] [--gy-scale F]]\n"
+    "                 [--help]\n";
 
 static const char *help_text =
     "Runs every layer of SPEC through libhot's public API (hot.h) on seeded Gaussian data and\n"
@@ -71,6 +72,19 @@ static const char *help_text =
     "                   LQS's pick, and the g_w error, on the CPU twins against fp64 (B = the\n"
     "                   spec's batch, at most 4, or --batch; L cut until T*O*I <= --check-macs\n"
     "                   / 8 unless --tokens)\n"
+    "  --paper-diffs    instead of the benchmark: every layer planned with recipe paper_code\n"
+    "                   (B = --batch, else 4; L = --tokens, else the spec's, never cut: p\n"
+    "                   depends on L), the g_x and g_w errors against fp64 of a what-if\n"
+    "                   backward with hot's numerics (checked bit for bit against the CPU\n"
+    "                   twins) and with each remaining difference from the authors' code in\n"
+    "                   their form (a: scales + 1e-11, b: SAWB sums in fp32, c: x^ and g^ per\n"
+    "                   sample, d: g_w summed in fp32 per sample, e: sign-magnitude SR with\n"
+    "                   another generator), alone and together, on Gaussian x and on x as\n"
+    "                   random walks along tokens; mean and sd over the seeds; the row\n"
+    "                   redraw (hot with another Philox key) is the yardstick of e\n"
+    "  --seeds N        seeds of --paper-diffs (default 8, at most 256)\n"
+    "  --gy-scale F     --paper-diffs: g_y drawn as F * N(0, 1) (default 1; real gradients are\n"
+    "                   small, which is where a + 1e-11 on the scales shows)\n"
     "Environment: as libhot (HOT_DEVICE, HOT_SEED, HOT_CUDA_HOME, HOT_CUDA_DRIVER, ...).\n"
     "Exit status: 0 every layer ran; 2 a layer failed or is unsupported on this backend (the\n"
     "table says which and why); 1 bad arguments, a bad spec, or --backend cuda without CUDA.\n";
@@ -168,6 +182,22 @@ static int parse_args(int argc, char **argv, bench_opts *o) {
     } else if (!strcmp(a, "--no-jit")) { o->jit = 0;
     } else if (!strcmp(a, "--full")) { o->full = 1;
     } else if (!strcmp(a, "--scales")) { o->scales = 1;
+    } else if (!strcmp(a, "--paper-diffs")) { o->paper_diffs = 1;
+    } else if (!strcmp(a, "--seeds")) {
+      NEED_VALUE
+      if (parse_i64(v, 1, &k) != 0 || k > 256) {
+        fprintf(stderr, "hot-bench: --seeds needs an integer in [1, 256] (got '%s')\n", v);
+        return -1;
+      }
+      o->seeds = (int)k;
+    } else if (!strcmp(a, "--gy-scale")) {
+      NEED_VALUE
+      char *end;
+      o->gy_scale = strtod(v, &end);
+      if (!*v || *end || !(o->gy_scale >= 1e-30 && o->gy_scale <= 1e30)) {
+        fprintf(stderr, "hot-bench: --gy-scale needs a number in [1e-30, 1e30] (got '%s')\n", v);
+        return -1;
+      }
     } else if (a[0] == '-' && a[1]) {
       fprintf(stderr, "hot-bench: unknown option %s\n%s", a, usage);
       return -1;
@@ -267,8 +297,9 @@ int main(int argc, char **argv) {
     return 1;
   }
 
-  if (o->scales) { /* the comparison of scale granularities: CPU twins only */
-    int src = bench_scales(&run, &g_model, stdout);
+  if (o->scales || o->paper_diffs) { /* accuracy comparisons: CPU twins only */
+    int src = o->scales ? bench_scales(&run, &g_model, stdout)
+                        : bench_paper_diffs(&run, &g_model, stdout);
     free(run.layers);
     spec_model_free(&g_model);
     return src;

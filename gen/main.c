@@ -795,7 +795,11 @@ int main(int argc, char **argv) {
     return 1;
   }
   if (o.no_tune) memset(&g_tune.t, 0, sizeof g_tune.t);
-  else tuned_open(&g_tune.t, &ev, o.tune_db);
+  else {
+    char cdb[1100] = ""; /* --cache-dir moves the default user DB with the kernel cache */
+    if (!o.tune_db && !ev.tune_db && o.cache_dir) snprintf(cdb, sizeof cdb, "%s/tune.db", o.cache_dir);
+    tuned_open(&g_tune.t, &ev, o.tune_db ? o.tune_db : *cdb ? cdb : NULL);
+  }
   g_tune.device = o.device;
   g_tune.n_layers = m.n_layers;
   g_tune.specs = calloc((size_t)HOT_ARCH_COUNT * (size_t)m.n_layers + 1, sizeof *g_tune.specs);

@@ -37,7 +37,9 @@ void tuned_open(hot_tuned *t, const hot_env *ev, const char *path) {
     if (n > 0 && (size_t)n < sizeof dir - 16) put(t->user_path, sizeof t->user_path, "%s/tune.db", dir);
   }
   struct stat st;
-  if (*t->user_path && stat(t->user_path, &st) == 0) { /* a missing user DB is no rows */
+  const int named = (path && *path) || (ev && ev->tune_db); /* given, not derived */
+  if (named && stat(t->user_path, &st) != 0) note(t, "user tuning DB not found", t->user_path);
+  if (*t->user_path && stat(t->user_path, &st) == 0) { /* a missing default user DB is no rows */
     if (tunedb_open(&t->db[t->n], t->user_path, 1, err, sizeof err) == RT_OK) ++t->n;
     else note(t, "user tuning DB ignored", err);
   }

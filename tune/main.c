@@ -57,6 +57,7 @@ static const char *k_usage =
     "  --repeats N        GPU: timed runs per variant (default 20)\n"
     "  --jobs N           concurrent NVRTC compiles (default: $HOT_JIT_THREADS, else the CPUs)\n"
     "  --no-gpu           never use a GPU (speed variants: not timed)\n"
+    "  --gpu              require a GPU (an error without one)\n"
     "  --progress MODE    bar, plain or auto (default: bar on a terminal, else plain lines)\n"
     "  --json             a JSON summary of the run on stdout\n"
     "\n"
@@ -170,12 +171,16 @@ static void row_key(hot_tune_row *r, const tune_env *env, const hot_model *m, co
 }
 
 /* The resolved plan in one line (tiles of both GEMMs, b, p, r) into r->config. */
-static void row_config(hot_tune_row *r, const hot_model *m, const tune_env *env, int layer,
-                       const hot_layer_spec *s) {
+static int row_config(hot_tune_row *r, const hot_model *m, const tune_env *env, int layer,
+                      const hot_layer_spec *s) {
   hot_layer_plan pl;
   char e[300];
   const int64_t L = s->tokens ? s->tokens : m->tokens;
-  if (plan_layer(s, m->batch, L, m->recipe, env->arch, layer, &pl, e, sizeof e) != 0) return;
+  if (plan_layer(s, m->batch, L, m->recipe, env->arch, layer, &pl, e, sizeof e) != 0) {
+    snprintf(r->status, sizeof r->status, "plan_refused");
+    snprintf(r->note, sizeof r->note, "%.250s", e);
+    return -1;
+  }
   r->saved_bytes = pl.abc.enabled ? pl.abc.bytes : pl.abc.fp32_bytes; /* at the spec's size */
   const hot_gemm_plan *g[2] = {&pl.hq.gemm, &pl.hla.gemm};
   size_t used = 0;
@@ -183,11 +188,12 @@ static void row_config(hot_tune_row *r, const hot_model *m, const tune_env *env,
     int w = snprintf(r->config + used, sizeof r->config - used, "%sg%s=%s:%dx%dx%d/w%dx%d/s%d",
                      i ? ";" : "", i ? "w" : "x", plan_gemm_path_name(g[i]->path), g[i]->tile_m,
                      g[i]->tile_n, g[i]->tile_k, g[i]->warps_m, g[i]->warps_n, g[i]->stages);
-    if (w < 0 || (size_t)w >= sizeof r->config - used) return;
+    if (w < 0 || (size_t)w >= sizeof r->config - used) return 0;
     used += (size_t)w;
   }
   snprintf(r->config + used, sizeof r->config - used, ";b=%d;p=%d;r=%d", pl.hq.block,
            pl.hla.block, pl.hla.rank);
+  return 0;
 }
 
 /* ---- sweep -------------------------------------------------------------------------------------- */
@@ -336,8 +342,9 @@ static int sweep(tune_opts *o) {
     }
     hot_tune_row row;
     row_key(&row, &env, &m, v, &specs[k]);
-    row_config(&row, &m, &env, v->layer, &specs[k]);
-    int src = v->cls == HOT_FIELD_SPEED
+    /* a variant the planner refuses at the spec's own size is recorded as refused, not run */
+    int src = row_config(&row, &m, &env, v->layer, &specs[k]) != 0 ? 0
+              : v->cls == HOT_FIELD_SPEED
                   ? tune_speed_run(sp, &m, v->layer, &specs[k], &row, err, sizeof err)
                   : tune_accuracy(&m, v->layer, &specs[k], o, &row, err, sizeof err);
     if (src == 0 && v->cls == HOT_FIELD_ACCURACY && env.have_gpu && !strcmp(row.status, "ok")) {
@@ -347,6 +354,10 @@ static int sweep(tune_opts *o) {
         row.time_p90_ms = t.time_p90_ms, row.time_min_ms = t.time_min_ms, row.repeats = t.repeats;
         row.bitexact = t.bitexact, row.regs = t.regs, row.spills = t.spills;
         row.smem_bytes = t.smem_bytes, row.occupancy = t.occupancy;
+        if (strcmp(t.status, "ok") != 0) { /* what the GPU run found wins over the CPU's "ok" */
+          snprintf(row.status, sizeof row.status, "%s", t.status);
+          snprintf(row.note, sizeof row.note, "%s", t.note);
+        }
       }
     }
     if (src != 0) {
@@ -392,7 +403,7 @@ static int sweep(tune_opts *o) {
   }
   fprintf(stderr, "hot-tune: %d variant%s recorded in %.1f s (%d ok, %d not ok, %d timed)%s\n",
           sum.done, sum.done == 1 ? "" : "s", wall, sum.ok, sum.not_ok, sum.timed,
-          env.have_gpu ? "" : "; no GPU: speed variants compiled, not timed");
+          env.have_gpu || !(o->kinds & TUNE_SPEED) ? "" : "; no GPU: speed variants compiled, not timed");
   if (left && !failed)
     fprintf(stderr, "hot-tune: %s: %d variant%s left; run again with --resume to continue\n",
             g_stop ? "interrupted" : "budget reached", left, left == 1 ? "" : "s");

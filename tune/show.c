@@ -197,7 +197,7 @@ static int front(acc_point *p, int n) {
     p[i].chosen = p[i].r->variant[0] == 0;
   }
   for (int i = 0; i < n; ++i) {
-    p[i].front = !isnan(p[i].err);
+    p[i].front = !isnan(p[i].err) && p[i].cost >= 0;
     for (int j = 0; j < n && p[i].front; ++j) {
       if (j == i || isnan(p[j].err)) continue;
       if (p[j].cost <= p[i].cost && p[j].err <= p[i].err &&

@@ -1,5 +1,6 @@
 /* space.c — the variant list of a sweep: the axes (the spec's hot.sweep, else a default space),
  * their cartesian product in a fixed order, and shards (variant index modulo the shard count). */
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -113,6 +114,24 @@ int tune_space(const hot_model *m, const tune_opts *o, hot_arch arch, tune_varia
   for (int l = 0; l < m->n_layers; ++l) {
     if (o->layer && strcmp(o->layer, m->layers[l].name) != 0) continue;
     found = 1;
+    /* Rows are per shape and numerics (the database key): a layer equal in both to an earlier
+     * one would only rewrite its rows, so it is swept once. */
+    int dup = -1;
+    for (int e = 0; e < l && dup < 0; ++e) {
+      if (o->layer && strcmp(o->layer, m->layers[e].name) != 0) continue;
+      const hot_layer_spec *a = &m->layers[e], *b = &m->layers[l];
+      char ba[HOT_TUNE_TEXT], bb[HOT_TUNE_TEXT];
+      if ((a->tokens ? a->tokens : m->tokens) == (b->tokens ? b->tokens : m->tokens) &&
+          a->in_features == b->in_features && a->out_features == b->out_features &&
+          a->dtype == b->dtype && fields_canonical(a, HOT_FIELD_ACCURACY, ba, sizeof ba) == 0 &&
+          fields_canonical(b, HOT_FIELD_ACCURACY, bb, sizeof bb) == 0 && strcmp(ba, bb) == 0)
+        dup = e;
+    }
+    if (dup >= 0) {
+      fprintf(stderr, "hot-tune: layer %s has the shape and numerics of layer %s: its rows are %s's\n",
+              m->layers[l].name, m->layers[dup].name, m->layers[dup].name);
+      continue;
+    }
     for (int c = 0; c < 2; ++c) {
       const hot_field_class cls = c == 0 ? HOT_FIELD_SPEED : HOT_FIELD_ACCURACY;
       if (!(o->kinds & (c == 0 ? TUNE_SPEED : TUNE_ACCURACY))) continue;
