@@ -2,6 +2,7 @@
  * cache_file.h for the format and the rules on what is found in an entry's place). */
 #define _GNU_SOURCE
 #include "cache_file.h"
+#include "le.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -60,22 +61,10 @@ static void entry_key(const unsigned char h[HASH_SHA256_BYTES], const char *ver,
 
 /* ---- encoding ------------------------------------------------------------------------------ */
 
-static void put_u32(unsigned char *p, uint32_t v) {
-  for (int i = 0; i < 4; i++) p[i] = (unsigned char)(v >> (8 * i));
-}
-static void put_u64(unsigned char *p, uint64_t v) {
-  for (int i = 0; i < 8; i++) p[i] = (unsigned char)(v >> (8 * i));
-}
-static uint32_t get_u32(const unsigned char *p) {
-  uint32_t v = 0;
-  for (int i = 3; i >= 0; i--) v = v << 8 | p[i];
-  return v;
-}
-static uint64_t get_u64(const unsigned char *p) {
-  uint64_t v = 0;
-  for (int i = 7; i >= 0; i--) v = v << 8 | p[i];
-  return v;
-}
+static void put_u32(unsigned char *p, uint32_t v) { hot_le_put(p, v, 4); }
+static void put_u64(unsigned char *p, uint64_t v) { hot_le_put(p, v, 8); }
+static uint32_t get_u32(const unsigned char *p) { return (uint32_t)hot_le_get(p, 4); }
+static uint64_t get_u64(const unsigned char *p) { return hot_le_get(p, 8); }
 
 /* Writes s with newlines escaped (options and names are one line each in the record). */
 static void put_line_value(FILE *f, const char *s) {

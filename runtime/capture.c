@@ -6,6 +6,7 @@
  * fp32 copies, then decodes and hashes through the same kind of buffer. */
 #define _GNU_SOURCE
 #include "capture.h"
+#include "le.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -28,16 +29,6 @@ static const unsigned char MAGIC[8] = {'H', 'O', 'T', 'C', 'A', 'P', 0, 0};
 #define CAP_CHUNK ((size_t)1 << 20) /* bytes encoded / decoded per write / read */
 
 /* ---- little-endian helpers and messages ----------------------------------------------------- */
-
-static void put_u(unsigned char *p, uint64_t v, int bytes) {
-  for (int i = 0; i < bytes; ++i) p[i] = (unsigned char)(v >> (8 * i));
-}
-
-static uint64_t get_u(const unsigned char *p, int bytes) {
-  uint64_t v = 0;
-  for (int i = 0; i < bytes; ++i) v |= (uint64_t)p[i] << (8 * i);
-  return v;
-}
 
 /* The path as shown in messages: control bytes as \ddd, so a message stays one line; long paths
  * are cut (the message buffer is bounded anyway). */
@@ -108,13 +99,13 @@ static int write_tensor(int fd, hash_sha256 *h, unsigned char *buf, const void *
       for (size_t i = 0; i < k; ++i) {
         uint32_t v;
         memcpy(&v, s + 4 * i, 4);
-        put_u(buf + 4 * i, v, 4);
+        hot_le_put(buf + 4 * i, v, 4);
       }
     } else {
       for (size_t i = 0; i < k; ++i) {
         uint16_t v;
         memcpy(&v, s + 2 * i, 2);
-        put_u(buf + 2 * i, v, 2);
+        hot_le_put(buf + 2 * i, v, 2);
       }
     }
     hash_sha256_update(h, buf, k * esz);
@@ -209,13 +200,13 @@ hot_status hot_capture_write(const char *path, const char *layer_name, int64_t b
   unsigned char hdr[HOT_CAPTURE_HEADER_BYTES];
   memset(hdr, 0, sizeof hdr);
   memcpy(hdr, MAGIC, 8);
-  put_u(hdr + 8, HOT_CAPTURE_VERSION, 4);
-  put_u(hdr + 12, HOT_CAPTURE_HEADER_BYTES, 4);
-  put_u(hdr + 16, (uint64_t)dtype, 4);
-  put_u(hdr + 20, esz, 4);
-  for (int i = 0; i < 4; ++i) put_u(hdr + 24 + 8 * i, (uint64_t)dim[i], 8);
-  put_u(hdr + 56, elems * esz, 8);
-  put_u(hdr + 64, nlen, 4);
+  hot_le_put(hdr + 8, HOT_CAPTURE_VERSION, 4);
+  hot_le_put(hdr + 12, HOT_CAPTURE_HEADER_BYTES, 4);
+  hot_le_put(hdr + 16, (uint64_t)dtype, 4);
+  hot_le_put(hdr + 20, esz, 4);
+  for (int i = 0; i < 4; ++i) hot_le_put(hdr + 24 + 8 * i, (uint64_t)dim[i], 8);
+  hot_le_put(hdr + 56, elems * esz, 8);
+  hot_le_put(hdr + 64, nlen, 4);
   memcpy(hdr + CAP_NAME_OFF, layer_name, nlen);
 
   const char *what = "create";
@@ -294,8 +285,8 @@ static int read_all(int fd, unsigned char *p, size_t n) {
 static const char *check_header(const unsigned char *h, uint64_t size, hot_capture *c,
                                 char why[256]) {
   if (memcmp(h, MAGIC, 8) != 0) return "not a capture file (wrong magic, bytes 0..7)";
-  uint64_t ver = get_u(h + 8, 4), hb = get_u(h + 12, 4), dt = get_u(h + 16, 4),
-           esz = get_u(h + 20, 4), payload = get_u(h + 56, 8), nlen = get_u(h + 64, 4);
+  uint64_t ver = hot_le_get(h + 8, 4), hb = hot_le_get(h + 12, 4), dt = hot_le_get(h + 16, 4),
+           esz = hot_le_get(h + 20, 4), payload = hot_le_get(h + 56, 8), nlen = hot_le_get(h + 64, 4);
   if (ver != HOT_CAPTURE_VERSION) {
     snprintf(why, 256, "format version %llu (byte 8), this build reads %d",
              (unsigned long long)ver, HOT_CAPTURE_VERSION);
@@ -319,7 +310,7 @@ static const char *check_header(const unsigned char *h, uint64_t size, hot_captu
   const char *dim_name[4] = {"B", "L", "O", "I"};
   int64_t dim[4];
   for (int i = 0; i < 4; ++i) {
-    dim[i] = (int64_t)get_u(h + 24 + 8 * i, 8);
+    dim[i] = (int64_t)hot_le_get(h + 24 + 8 * i, 8);
     if (dim[i] < 1 || dim[i] > HOT_CAPTURE_MAX_DIM) {
       snprintf(why, 256, "%s = %lld (byte %d) is not in 1 .. %lld", dim_name[i],
                (long long)dim[i], 24 + 8 * i, (long long)HOT_CAPTURE_MAX_DIM);
@@ -389,12 +380,12 @@ static int read_tensor(int fd, hash_sha256 *h, unsigned char *buf, float *dst, h
     hash_sha256_update(h, buf, k * esz);
     if (esz == 4) {
       for (size_t i = 0; i < k; ++i) {
-        uint32_t v = (uint32_t)get_u(buf + 4 * i, 4);
+        uint32_t v = (uint32_t)hot_le_get(buf + 4 * i, 4);
         memcpy(&dst[i], &v, 4);
       }
     } else {
       for (size_t i = 0; i < k; ++i) {
-        unsigned short v = (unsigned short)get_u(buf + 2 * i, 2);
+        unsigned short v = (unsigned short)hot_le_get(buf + 2 * i, 2);
         dst[i] = dt == HOT_DT_BF16 ? hot_bf16_to_f32(v) : hot_f16_to_f32(v);
       }
     }

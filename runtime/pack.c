@@ -1,6 +1,7 @@
 /* pack.c — the kernel pack file: write, parse with bounds checks, look up (see pack.h). */
 #define _GNU_SOURCE
 #include "pack.h"
+#include "le.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -37,16 +38,6 @@ struct hot_pack {
 };
 
 /* ---- little-endian helpers ---------------------------------------------------------------- */
-
-static void put_u(unsigned char *p, uint64_t v, int bytes) {
-  for (int i = 0; i < bytes; ++i) p[i] = (unsigned char)(v >> (8 * i));
-}
-
-static uint64_t get_u(const unsigned char *p, int bytes) {
-  uint64_t v = 0;
-  for (int i = 0; i < bytes; ++i) v |= (uint64_t)p[i] << (8 * i);
-  return v;
-}
 
 static int ident_ok(const char *s, size_t max) {
   size_t n = s ? strlen(s) : 0;
@@ -97,13 +88,13 @@ static int entry_check(const hot_pack_entry *e, size_t i, char *err, size_t errl
 
 static unsigned char *put_str(unsigned char *p, const char *s, int lenbytes) {
   size_t n = strlen(s);
-  put_u(p, n, lenbytes);
+  hot_le_put(p, n, lenbytes);
   memcpy(p + lenbytes, s, n);
   return p + lenbytes + n;
 }
 
 static unsigned char *put_blob(unsigned char *p, const void *d, size_t n) {
-  put_u(p, n, 8);
+  hot_le_put(p, n, 8);
   if (n) memcpy(p + 8, d, n);
   return p + 8 + n;
 }
@@ -152,25 +143,25 @@ rt_status pack_write(const char *path, const hot_pack_entry *entries, size_t n, 
     memcpy(p, e->key, 64);
     p = put_str(p + 64, e->compiler, 1);
     p = put_str(p, e->arch, 1);
-    put_u(p, e->n_kernels, 4);
+    hot_le_put(p, e->n_kernels, 4);
     p += 4;
     for (size_t k = 0; k < e->n_kernels; ++k) {
       const hot_kernel_info *ki = &e->kernels[k];
       p = put_str(p, ki->name, 2);
       int v[5] = {ki->registers, ki->stack_bytes, ki->spill_store_bytes, ki->spill_load_bytes,
                   ki->shared_bytes};
-      for (int j = 0; j < 5; ++j, p += 4) put_u(p, (uint32_t)v[j], 4);
+      for (int j = 0; j < 5; ++j, p += 4) hot_le_put(p, (uint32_t)v[j], 4);
     }
     double us = e->compile_ms > 0 ? e->compile_ms * 1e3 : 0;
-    put_u(p, us < 1e15 ? (uint64_t)us : 0, 8);
+    hot_le_put(p, us < 1e15 ? (uint64_t)us : 0, 8);
     p = put_blob(p + 8, e->cubin, e->cubin_size);
     p = put_blob(p, e->log ? e->log : "", e->log ? strlen(e->log) : 0);
   }
   free(keep);
   memcpy(img, MAGIC, 8);
-  put_u(img + 8, HOT_PACK_VERSION, 4);
-  put_u(img + 12, count, 4);
-  put_u(img + 16, body, 8);
+  hot_le_put(img + 8, HOT_PACK_VERSION, 4);
+  hot_le_put(img + 12, count, 4);
+  hot_le_put(img + 16, body, 8);
   hash_sha256_digest(img + HOT_PACK_HEADER_BYTES, body, img + 24);
 
   size_t total = HOT_PACK_HEADER_BYTES + body;
@@ -218,7 +209,7 @@ static int take(cur *c, size_t n, const unsigned char **out) {
 static int take_u(cur *c, int bytes, uint64_t *v) {
   const unsigned char *q;
   if (take(c, (size_t)bytes, &q)) return -1;
-  *v = get_u(q, bytes);
+  *v = hot_le_get(q, bytes);
   return 0;
 }
 
@@ -305,7 +296,7 @@ rt_status pack_parse(const unsigned char *data, size_t size, const char *name, h
              size < HOT_PACK_HEADER_BYTES ? "shorter than its header" : "wrong magic");
     return RT_ERR_INVALID;
   }
-  uint64_t ver = get_u(data + 8, 4), n = get_u(data + 12, 4), body = get_u(data + 16, 8);
+  uint64_t ver = hot_le_get(data + 8, 4), n = hot_le_get(data + 12, 4), body = hot_le_get(data + 16, 8);
   if (ver != HOT_PACK_VERSION) {
     hot_errf(err, errlen, "%s: kernel pack format %llu, this build reads %d", name,
              (unsigned long long)ver, HOT_PACK_VERSION);
