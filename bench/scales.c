@@ -77,11 +77,14 @@ static int run_kind(const hot_layer_plan *pl, const float *w, const float *x, in
     r->have_lqs = 1;
   }
   if (pl->hla.enabled) {
-    float shg, shx;
-    if (hot_ref_hla_quant_g(pl, g, HOT_DT_F32, seed, 1, hg, &shg) ||
-        hot_ref_hla_quant_x(pl, x, HOT_DT_F32, hx, &shx) ||
-        hot_ref_gemm_gw(pl, hg, shg, hx, shx, gw))
-      goto done;
+    float *shg = malloc((size_t)pl->hla.groups * sizeof *shg);
+    float *shx = malloc((size_t)pl->hla.groups * sizeof *shx);
+    int bad = !shg || !shx || hot_ref_hla_quant_g(pl, g, HOT_DT_F32, seed, 1, hg, shg) ||
+              hot_ref_hla_quant_x(pl, x, HOT_DT_F32, hx, shx) ||
+              hot_ref_gemm_gw(pl, hg, shg, hx, shx, gw);
+    free(shg);
+    free(shx);
+    if (bad) goto done;
     r->gw = hot_ref_rel_err(gw, ew, O * I);
   }
   rc = 0;

@@ -110,6 +110,7 @@ static int kernel_params(const hot_layer_plan *pl, const hot_kernel_plan *k, par
     param_set(p, "HOT_WARPS_M", "%d", g->warps_m);
     param_set(p, "HOT_WARPS_N", "%d", g->warps_n);
     param_set(p, "HOT_STAGES", "%d", g->stages);
+    param_set(p, "HOT_SEGS", "%d", g->segmented); /* 1: K segments with a scale each */
     break;
   }
   case HOT_K_BIAS:

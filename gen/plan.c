@@ -202,6 +202,8 @@ static int plan_gemm(hot_gemm_plan *g, const hot_tile *req, const hot_arch_caps 
       return hot_errf(err, n, "%s.stages must be in [2, 6] (got %d)", what, g->stages);
   }
   g->k_pad = round_up(g->k, g->tile_k);
+  g->segmented = 0;
+  g->seg_k_pad = g->k_pad;
   g->smem = plan_gemm_smem(path, g->codes, g->tile_m, g->tile_n, g->tile_k, g->stages);
   if (g->smem > (unsigned)caps->max_smem_optin)
     return hot_errf(err, n, "%s: tile %dx%dx%d with %d stages needs %u bytes of shared memory, %s "
@@ -256,8 +258,9 @@ static int name_kernels(hot_layer_plan *p, char *err, size_t errlen) {
     case HOT_K_GEMM_GX:
     case HOT_K_GEMM_GW: {
       const hot_gemm_plan *g = k->role == HOT_K_GEMM_GX ? &p->hq.gemm : &p->hla.gemm;
-      w = snprintf(nm, n, "hot_gemm_%s_%dx%dx%d_w%dx%d_s%d", plan_gemm_path_name(g->path),
-                   g->tile_m, g->tile_n, g->tile_k, g->warps_m, g->warps_n, g->stages);
+      w = snprintf(nm, n, "hot_gemm_%s_%dx%dx%d_w%dx%d_s%d%s", plan_gemm_path_name(g->path),
+                   g->tile_m, g->tile_n, g->tile_k, g->warps_m, g->warps_n, g->stages,
+                   g->segmented ? "_seg" : "");
       break;
     }
     case HOT_K_BIAS:
@@ -312,6 +315,12 @@ int64_t plan_sawb_elems(const hot_layer_plan *pl, hot_kernel_role role) {
   return 0;
 }
 
+int64_t plan_sawb_groups(const hot_layer_plan *pl, hot_kernel_role role) {
+  if (!pl) return 0;
+  if (role == HOT_K_SAWB_X) return pl->hla.x.gran == HOT_GRAN_SAMPLE ? pl->hla.groups : 1;
+  return role == HOT_K_SAWB_W ? 1 : 0;
+}
+
 
 int64_t plan_buffer_bytes(const hot_layer_plan *pl, hot_buffer b) {
   if (!pl) return -1;
@@ -329,8 +338,9 @@ int64_t plan_buffer_bytes(const hot_layer_plan *pl, hot_buffer b) {
     return pl->hla.enabled ? mul3(pl->I, pl->hla.gemm.k_pad, 1) : 0;
   case HOT_BUF_SAVED: {
     if (!pl->abc.enabled) return mul3(pl->T, pl->I, 4);
-    int64_t codes = mul3(pl->I, pl->hla.gemm.k_pad, 1), r;
-    return codes < 0 || add_ok(codes, 4, &r) ? -1 : r;
+    /* q_x^ (I rows of k_pad codes), then s_x^: one fp32 scale per scale group */
+    int64_t codes = mul3(pl->I, pl->hla.gemm.k_pad, 1), sc = mul3(pl->hla.groups, 4, 1), r;
+    return codes < 0 || sc < 0 || add_ok(codes, sc, &r) ? -1 : r;
   }
   case HOT_BUF_MATH: {
     int64_t nw = plan_kernel_index(pl, HOT_K_SAWB_W) >= 0 ? plan_sawb_elems(pl, HOT_K_SAWB_W) : 0;
@@ -343,9 +353,11 @@ int64_t plan_buffer_bytes(const hot_layer_plan *pl, hot_buffer b) {
     int64_t r = 0;
     for (size_t i = 0; i < sizeof roles / sizeof roles[0]; ++i) {
       if (plan_kernel_index(pl, roles[i]) < 0) continue;
+      /* SAWB of x^ per sample: each group's chunks start at the group (CONTRACT.md 11) */
+      const int64_t groups = roles[i] == HOT_K_SAWB_X ? plan_sawb_groups(pl, roles[i]) : 1;
       const int64_t elems =
           roles[i] == HOT_K_LQS ? mul3(pl->T, pl->O, 1) : plan_sawb_elems(pl, roles[i]);
-      const int64_t bytes = partial_bytes(elems);
+      const int64_t bytes = groups < 1 || elems < 0 ? -1 : mul3(groups, partial_bytes(elems / groups), 1);
       if (bytes < 0) return -1;
       r = max64(r, bytes);
     }
@@ -445,6 +457,26 @@ static int plan_hq(const hot_layer_spec *s, const hot_arch_caps *caps, hot_layer
   return int_limit("hq k_pad (g_x GEMM K)", p->hq.gemm.k_pad, err, n);
 }
 
+/* The scale granularity of g^ or x^ (CONTRACT.md 6): per tensor, or per sample where the layout
+ * keeps the samples apart; auto resolves to sample under layout sample, else tensor. */
+static int plan_hla_gran(hot_quant *q, const char *what, hot_layout layout, const hot_layer_plan *p,
+                         int pb, char *err, size_t n) {
+  if (q->gran == HOT_GRAN_AUTO) q->gran = layout == HOT_LAYOUT_SAMPLE ? HOT_GRAN_SAMPLE : HOT_GRAN_TENSOR;
+  if (q->gran == HOT_GRAN_ROW)
+    return hot_errf(err, n, "hla.scale (%s) cannot be per token: tokens are the contraction axis of "
+                    "the integer g_w GEMM, where a per-token scale cannot stay outside it; use "
+                    "tensor, sample or auto", what);
+  if (q->gran != HOT_GRAN_TENSOR && q->gran != HOT_GRAN_SAMPLE)
+    return hot_errf(err, n, "hla.scale (%s) must be tensor, sample or auto (got %d)", what,
+                    (int)q->gran);
+  if (q->gran == HOT_GRAN_SAMPLE && layout == HOT_LAYOUT_FLAT && p->B > 1)
+    return hot_errf(err, n, "hla.scale = sample (%s) needs hla.layout = sample: layout flat cuts "
+                    "token blocks across the %lld samples (L = %lld, p = %d), so no block belongs "
+                    "to one sample; use hla.layout = \"sample\", hla.scale = \"tensor\" or "
+                    "\"auto\"", what, (long long)p->B, (long long)p->L, pb);
+  return 0;
+}
+
 /* Stage 3: HLA (CONTRACT.md 4): block, layout, segments, basis rows, the g_w GEMM. */
 static int plan_hla(const hot_layer_spec *s, const hot_arch_caps *caps, hot_layer_plan *p,
                     char *err, size_t n) {
@@ -479,6 +511,11 @@ static int plan_hla(const hot_layer_spec *s, const hot_arch_caps *caps, hot_laye
     return hot_errf(err, n, "hla.block %d does not divide the %s length %lld and padding is off",
                     pb, layout == HOT_LAYOUT_SAMPLE ? "sample" : "batch", (long long)seg);
   p->hla.segments = layout == HOT_LAYOUT_SAMPLE ? p->B : 1;
+  if (plan_hla_gran(&p->hla.g, "g^", layout, p, pb, err, n) ||
+      plan_hla_gran(&p->hla.x, "x^", layout, p, pb, err, n))
+    return -1;
+  p->hla.groups = p->hla.g.gran == HOT_GRAN_SAMPLE || p->hla.x.gran == HOT_GRAN_SAMPLE
+                      ? p->hla.segments : 1;
   p->hla.seg_len = round_up(seg, pb); /* seg <= 2^31 - 1, pb <= 1024: no overflow */
   if (int_limit("hla seg_len (padded segment)", p->hla.seg_len, err, n)) return -1;
   if (mul_ok(p->hla.segments, p->hla.seg_len / pb, &p->hla.blocks))
@@ -506,6 +543,16 @@ static int plan_hla(const hot_layer_spec *s, const hot_arch_caps *caps, hot_laye
   if (plan_gemm(&p->hla.gemm, &s->tile_gw, caps, caps->wgmma ? HOT_GEMM_WGMMA_S8 : HOT_GEMM_MMA_S8,
                 "tile_gw", err, n))
     return -1;
+  p->hla.group_k = p->hla.k / p->hla.groups; /* groups divides blocks: segments of equal size */
+  if (p->hla.groups > 1) { /* one K segment per scale group, each padded to the K tile */
+    hot_gemm_plan *g = &p->hla.gemm;
+    g->segmented = 1;
+    g->seg_k_pad = round_up(p->hla.group_k, g->tile_k); /* group_k <= 2^31 - 1: no overflow */
+    if (mul_ok(p->hla.groups, g->seg_k_pad, &g->k_pad))
+      return hot_errf(err, n, "hla k_pad = %lld groups x %lld overflows int64",
+                      (long long)p->hla.groups, (long long)g->seg_k_pad);
+  }
+  p->hla.group_k_pad = p->hla.gemm.seg_k_pad;
   p->abc.enabled = s->abc.enabled && s->hla.enabled; /* ABC keeps x^: it needs HLA */
   return int_limit("hla k_pad (g_w GEMM K)", p->hla.gemm.k_pad, err, n);
 }

@@ -116,7 +116,11 @@ typedef struct {
 
 typedef struct {
   int64_t m, n, k;          /* logical sizes */
-  int64_t k_pad;            /* k rounded up to the tile's K step (zero codes beyond k) */
+  int64_t k_pad;            /* k rounded up to the tile's K step (zero codes beyond k); for a
+                               segmented GEMM segments * (segment K rounded up to tile_k) */
+  int segmented;            /* 0: one int32 sum over all of K; 1: K is cut into k_pad / seg_k_pad
+                               segments with a scale each (HOT_SEGS, the HLA scale groups) */
+  int64_t seg_k_pad;        /* K of one segment, a multiple of tile_k (= k_pad when not segmented) */
   hot_gemm_path path;
   hot_codes codes;
   int tile_m, tile_n, tile_k, warps_m, warps_n, stages;
@@ -151,8 +155,18 @@ typedef struct hot_layer_plan { /* tagged: hot.h declares it as an opaque type *
     int64_t segments;       /* B (sample) or 1 (flat) */
     int64_t blocks;         /* token blocks in all: segments * seg_len / p */
     int64_t k;              /* blocks * r: rows of g^ and x^ */
-    hot_quant g, x;
-    hot_gemm_plan gemm;     /* m = O, n = I, k = blocks * r */
+    hot_quant g, x;         /* gran: HOT_GRAN_TENSOR or HOT_GRAN_SAMPLE (AUTO is resolved) */
+    /* Scale groups (CONTRACT.md 6, 9, 14). groups = segments (B) when g^ or x^ has one scale per
+     * sample, else 1. Group j owns the group_k = k / groups math rows j*group_k ... (one
+     * sample's blocks); math row kk is stored at code position
+     *   (kk / group_k) * group_k_pad + kk % group_k      (groups = 1: position kk)
+     * of its code row, zeros elsewhere. With groups > 1, group_k_pad is group_k rounded up to
+     * the GEMM's tile_k and gemm.k_pad = groups * group_k_pad: the g_w GEMM sums each group in
+     * int32 on its own (gemm.segmented) and adds the dequantized group sums in group order.
+     * With groups = 1: group_k = k, group_k_pad = gemm.k_pad, gemm.segmented = 0. s_g^ and
+     * s_x^ are arrays of `groups` floats (a per-tensor quantizer repeats its one scale). */
+    int64_t groups, group_k, group_k_pad;
+    hot_gemm_plan gemm;     /* m = O, n = I, k = blocks * r (k_pad: see groups) */
   } hla;
 
   struct {
@@ -229,6 +243,10 @@ const char *plan_buffer_name(hot_buffer b);
 /* Elements of the fp32 tensor a SAWB role reads (o_pad * I for sawb_w, K * I for sawb_x; 0 for
  * other roles). */
 int64_t plan_sawb_elems(const hot_layer_plan *plan, hot_kernel_role role);
+
+/* Scale groups of a SAWB role: the groups of x^ when x^ is per sample (sawb.cu then sums each
+ * group's plan_sawb_elems / groups elements on its own), else 1; 0 for other roles. */
+int64_t plan_sawb_groups(const hot_layer_plan *plan, hot_kernel_role role);
 
 /* The grid of the kernel plan->kernels[k] for launch argument `phase`: the planned grid, except
  * where the template documents its own grid for a phase (sawb.cu phase 1: one block). Zeros for

@@ -2,7 +2,8 @@
  * functions the GPU kernels are compared with, so the results are the reference's bit for bit.
  *
  * The saved buffer holds what hot_ref_saved holds, flat: with ABC the q_x^ codes (I rows of
- * hla.gemm.k_pad int8) followed by s_x^ (fp32, at a multiple of 32 bytes); without ABC the fp32
+ * hla.gemm.k_pad int8) followed by s_x^ (hla.groups fp32 scales, at a multiple of 32 bytes);
+ * without ABC the fp32
  * copy of x (T * I floats). The same layout as the CUDA backend's. */
 #include <math.h>
 #include <stdlib.h>
@@ -57,7 +58,7 @@ static hot_status cpu_layer_save(hot_layer *layer, const void *x, void *saved) {
   if (rc) return cpu_ref_status(layer, rc, "save");
   if (s.q_x) {
     memcpy(dst, s.q_x, (size_t)hot_ref_hla_x_bytes(pl));
-    memcpy((char *)dst + scale_offset(pl), &s.s_x, sizeof s.s_x);
+    memcpy((char *)dst + scale_offset(pl), s.s_x, (size_t)pl->hla.groups * sizeof *s.s_x);
   } else {
     memcpy(dst, s.x, (size_t)(pl->T * pl->I) * sizeof(float));
   }
@@ -72,15 +73,21 @@ static hot_status cpu_layer_backward(hot_layer *layer, const void *g_y, const vo
   /* A view of the flat buffer as the twin's struct (nothing is freed through it). */
   hot_ref_saved s;
   memset(&s, 0, sizeof s);
+  float *sx = NULL; /* the scales, copied out: a caller's buffer need not be aligned for floats */
   if (pl->hla.enabled && pl->abc.enabled) {
+    const size_t nb = (size_t)pl->hla.groups * sizeof *sx;
+    sx = malloc(nb);
+    if (!sx) return ctx_fail(layer->ctx, HOT_ERR_NOMEM, "hot_layer_backward: out of memory");
     s.q_x = (int8_t *)(uintptr_t)src;
-    memcpy(&s.s_x, (const char *)src + scale_offset(pl), sizeof s.s_x);
+    memcpy(sx, (const char *)src + scale_offset(pl), nb);
+    s.s_x = sx;
   } else {
     s.x = (float *)(uintptr_t)src;
   }
   s.bytes = launch_saved_bytes(pl);
   int rc = hot_ref_layer_backward(pl, &s, g_y, w, layer->spec.dtype, layer->gran, layer->seed, step,
                                   g_x, g_w, g_b);
+  free(sx);
   if (rc) return cpu_ref_status(layer, rc, "backward");
   /* The inputs were finite (the twins refuse others): a non-finite output is an overflow. */
   const char *which = !all_finite(g_x, pl->T * pl->I) ? "g_x"

@@ -92,18 +92,33 @@ static hot_status check_ptr(hot_layer *layer, const void *p, const char *what) {
   return HOT_OK;
 }
 
-/* amax words of a layer: the per-tensor words, then one per sample for g' (HQ). */
+/* amax words of a layer: the per-tensor words, then one per sample for g' (HQ), then one per
+ * scale group for x^ and for g^ where they are per sample (HLA, CONTRACT.md 6). */
+static int64_t hla_sample_words(const hot_layer_plan *pl, const hot_quant *q) {
+  return pl->hla.enabled && q->gran == HOT_GRAN_SAMPLE ? pl->hla.groups : 0;
+}
 static int64_t amax_words(const hot_layer_plan *pl) {
-  return HOT_AMAX_WORDS + (pl->hq.enabled ? pl->B : 0);
+  return HOT_AMAX_WORDS + (pl->hq.enabled ? pl->B : 0) + hla_sample_words(pl, &pl->hla.x) +
+         hla_sample_words(pl, &pl->hla.g);
+}
+/* The first amax word of x^ (abc_x) and of g^ (hla_g): the per-tensor word, or the group words. */
+static CUdeviceptr amax_hla(const hot_layer *layer, int is_g) {
+  const hot_layer_plan *pl = layer->plan;
+  const hot_quant *q = is_g ? &pl->hla.g : &pl->hla.x;
+  if (q->gran != HOT_GRAN_SAMPLE)
+    return layer->cu.amax + 4 * (CUdeviceptr)(is_g ? HOT_AMAX_HLA_G : HOT_AMAX_ABC_X);
+  int64_t w = HOT_AMAX_WORDS + (pl->hq.enabled ? pl->B : 0) + (is_g ? hla_sample_words(pl, &pl->hla.x) : 0);
+  return layer->cu.amax + 4 * (CUdeviceptr)w;
 }
 
 /* Device scratch of the layer's calls, one allocation (each piece 256-byte aligned):
  *   q_g, s_g      HQ g' codes (hot_ref_hq_g_bytes) and T scales            (backward, HQ)
  *   q_w, s_w      HQ w' codes (hot_ref_hq_w_bytes) and its scale           (backward, HQ)
- *   q_hg, s_hg    HLA g^ codes (hot_ref_hla_g_bytes) and its scale         (backward, HLA)
+ *   q_hg, s_hg    HLA g^ codes (hot_ref_hla_g_bytes) and its hla.groups scales (backward, HLA)
  *   amax          HOT_AMAX_WORDS words, one per per-tensor amax, then B words for the
- *                 per-sample amax of g' (HQ)                              (every call)
- *   s_sawb        2 floats: SAWB scales of w' and x^                       (SAWB roles)
+ *                 per-sample amax of g' (HQ), then hla.groups words each for x^ and g^ where
+ *                 they are per sample (amax_hla)                          (every call)
+ *   s_sawb        1 + hla.groups floats: SAWB scale of w', then of x^ (one, or one per group)
  *   math          fp32 math tensor read by sawb.cu: max(o_pad*I, K*I) of the planned SAWB roles
  *   partials      doubles: max(2 ceil(n/1024)) over the planned SAWB roles and LQS (n = T*O)
  *   lqs_rs, lqs_res, lqs_choice   T floats, 2 doubles, 1 int                (LQS)
@@ -122,9 +137,9 @@ static hot_status alloc_scratch(hot_layer *layer) {
       (size_t)plan_buffer_bytes(pl, HOT_BUF_Q_W),            /* q_w */
       4,                                                     /* s_w */
       (size_t)plan_buffer_bytes(pl, HOT_BUF_Q_HG),           /* q_g^ */
-      4,                                                     /* s_g^ */
+      (size_t)pl->hla.groups * 4,                            /* s_g^: one per scale group */
       (size_t)amax_words(pl) * 4,                            /* amax words */
-      (sawb_w || sawb_x) ? 2 * 4 : 0,                        /* s_sawb */
+      (sawb_w || sawb_x) ? (size_t)(1 + pl->hla.groups) * 4 : 0, /* s_sawb */
       (size_t)plan_buffer_bytes(pl, HOT_BUF_MATH),           /* math */
       (size_t)plan_buffer_bytes(pl, HOT_BUF_PARTIALS),       /* partials */
       lqs ? (size_t)pl->T * 4 : 0,                           /* lqs_rs */
@@ -236,8 +251,8 @@ static unsigned role_if_planned(const hot_layer_plan *pl, hot_kernel_role r) {
   return plan_kernel_index(pl, r) >= 0 ? ROLE(r) : 0u;
 }
 
-/* Forward (ABC): x -> q_x^ codes at dst (I rows of hla.gemm.k_pad int8, the zero tail written by
- * the kernel) and s_x^ at dst + hot_ref_hla_x_bytes, the CPU backend's layout. absmax:
+/* Forward (ABC): x -> q_x^ codes at dst (I rows of hla.gemm.k_pad int8, the zero tails written by
+ * the kernel) and s_x^ (hla.groups floats) at dst + hot_ref_hla_x_bytes, the CPU backend's layout. absmax:
  * memset(amax) ; abc_x phase 0 ; abc_x phase 1. SAWB: memset ; abc_x phase 0 with math_out ;
  * sawb_x phases 0, 1 ; abc_x phase 1 with scale_in. */
 static hot_status cuda_layer_save(hot_layer *layer, const void *x, void *saved, CUstream stream) {
@@ -262,8 +277,9 @@ static hot_status cuda_layer_save(hot_layer *layer, const void *x, void *saved, 
   CUdeviceptr src = (CUdeviceptr)(uintptr_t)x;
   CUdeviceptr dst = saved ? (CUdeviceptr)(uintptr_t)saved : cu->saved;
   CUdeviceptr s_x = dst + (CUdeviceptr)hot_ref_hla_x_bytes(pl);
-  CUdeviceptr amax = cu->amax + 4 * HOT_AMAX_ABC_X, s_sawb = sawb ? cu->s_sawb + 4 : 0;
-  st = launch_zero(layer, amax, 1, stream);
+  CUdeviceptr amax = amax_hla(layer, 0), s_sawb = sawb ? cu->s_sawb + 4 : 0;
+  st = launch_zero(layer, amax, (size_t)(pl->hla.x.gran == HOT_GRAN_SAMPLE ? pl->hla.groups : 1),
+                   stream);
   if (!st) st = launch_hla(layer, HOT_K_ABC_X, src, dst, s_x, amax, 0, sawb ? cu->math : 0, 0, 0, stream);
   if (!st && sawb) st = launch_sawb(layer, HOT_K_SAWB_X, cu->math, cu->partials, amax, s_sawb, 0, stream);
   if (!st && sawb) st = launch_sawb(layer, HOT_K_SAWB_X, cu->math, cu->partials, amax, s_sawb, 1, stream);
@@ -296,7 +312,7 @@ static hot_status cuda_layer_backward(hot_layer *layer, const void *g_y, const v
   CUdeviceptr gy = (CUdeviceptr)(uintptr_t)g_y, wp = (CUdeviceptr)(uintptr_t)w;
   CUdeviceptr sv = saved ? (CUdeviceptr)(uintptr_t)saved : cu->saved;
   CUdeviceptr amax_g = cu->amax + 4 * HOT_AMAX_HQ_G, amax_w = cu->amax + 4 * HOT_AMAX_HQ_W;
-  CUdeviceptr amax_hg = cu->amax + 4 * HOT_AMAX_HLA_G, s_sawb = sawb ? cu->s_sawb : 0;
+  CUdeviceptr amax_hg = amax_hla(layer, 1), s_sawb = sawb ? cu->s_sawb : 0;
   st = launch_zero(layer, cu->amax, (size_t)amax_words(pl), stream);
   /* g': per token = phase 2 (one launch); per tensor or per sample = amax (0) then quantize (1),
    * per sample with one amax word a sample (after the per-tensor words). */
@@ -319,7 +335,7 @@ static hot_status cuda_layer_backward(hot_layer *layer, const void *g_y, const v
   if (!st && sawb) st = launch_sawb(layer, HOT_K_SAWB_W, cu->math, cu->partials, amax_w, s_sawb, 1, stream);
   if (!st) st = launch_hq(layer, HOT_K_HQ_W, wp, cu->q_w, cu->s_w, amax_w, 0, s_sawb, 0, 1, step,
                           stream);
-  /* g^: 8-bit SR per tensor (absmax). */
+  /* g^: 8-bit SR, per tensor or per sample (absmax), hla.groups scales into s_hg. */
   if (!st) st = launch_hla(layer, HOT_K_HLA_G, gy, cu->q_hg, cu->s_hg, amax_hg, 0, 0, 0, step, stream);
   if (!st) st = launch_hla(layer, HOT_K_HLA_G, gy, cu->q_hg, cu->s_hg, amax_hg, 0, 0, 1, step, stream);
   if (!st)

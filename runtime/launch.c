@@ -27,16 +27,16 @@ int64_t launch_saved_bytes(const hot_layer_plan *pl) {
 
 /* Parameter names of each role's entry point, in order; NULL: no launch code yet. */
 static const char *const k_sig[HOT_K_ROLE_COUNT] = {
-    [HOT_K_ABC_X] = "src,T,cols,ld_src,L,layout,seg_len,segments,k_real,k_pad,codes,ld_codes,scale,amax_bits,scale_in,math_out,phase,seed,tag,step",
+    [HOT_K_ABC_X] = "src,T,cols,ld_src,L,layout,seg_len,segments,k_real,k_pad,group_k,group_k_pad,groups,per_sample,codes,ld_codes,scale,amax_bits,scale_in,math_out,phase,seed,tag,step",
     [HOT_K_HQ_G] = "src,rows,cols,ld_src,o_pad,k_pad,codes,ld_codes,scales,amax_bits,group_rows,scale_in,math_out,phase,seed,tag,step",
     [HOT_K_HQ_W] = "src,rows,cols,ld_src,o_pad,k_pad,codes,ld_codes,scales,amax_bits,group_rows,scale_in,math_out,phase,seed,tag,step",
-    [HOT_K_HLA_G] = "src,T,cols,ld_src,L,layout,seg_len,segments,k_real,k_pad,codes,ld_codes,scale,amax_bits,scale_in,math_out,phase,seed,tag,step",
-    [HOT_K_GEMM_GX] = "A,B,C,row_scale,alpha_a,alpha_b,alpha_div,M,N,Kpad,ldc",
-    [HOT_K_GEMM_GW] = "A,B,C,row_scale,alpha_a,alpha_b,alpha_div,M,N,Kpad,ldc",
+    [HOT_K_HLA_G] = "src,T,cols,ld_src,L,layout,seg_len,segments,k_real,k_pad,group_k,group_k_pad,groups,per_sample,codes,ld_codes,scale,amax_bits,scale_in,math_out,phase,seed,tag,step",
+    [HOT_K_GEMM_GX] = "A,B,C,row_scale,alpha_a,alpha_b,alpha_div,M,N,Kpad,ldc,seg_kpad",
+    [HOT_K_GEMM_GW] = "A,B,C,row_scale,alpha_a,alpha_b,alpha_div,M,N,Kpad,ldc,seg_kpad",
     [HOT_K_BIAS] = "gy,gb,T,O",
     [HOT_K_LQS] = "g_y,T,O,ld_src,amax_bits,group_rows,row_scale,partials,result,choice,phase,seed,tag,step",
-    [HOT_K_SAWB_W] = "v,n,partials,amax_bits,scale,phase",
-    [HOT_K_SAWB_X] = "v,n,partials,amax_bits,scale,phase",
+    [HOT_K_SAWB_W] = "v,n,groups,partials,amax_bits,scale,phase",
+    [HOT_K_SAWB_X] = "v,n,groups,partials,amax_bits,scale,phase",
 };
 
 const char *launch_signature(hot_kernel_role role) {
@@ -169,9 +169,14 @@ hot_status launch_hla(hot_layer *layer, hot_kernel_role role, CUdeviceptr src, C
   if (pl->hla.k > HOT_LIMIT_INT || pl->hla.gemm.k_pad > HOT_LIMIT_INT) /* the planner refuses */
     return ctx_fail(layer->ctx, HOT_ERR_SHAPE, "layer '%s': hla K = %lld does not fit the "
                     "kernel's int argument", layer->spec.name, (long long)pl->hla.gemm.k_pad);
+  /* scale groups (CONTRACT.md 9): `scale` receives hla.groups floats; a per-sample quantizer
+   * has one amax word (and one SAWB scale_in) per group, a per-tensor one a single word */
+  int group_k = (int)pl->hla.group_k, group_k_pad = (int)pl->hla.group_k_pad;
+  int groups = (int)pl->hla.groups;
+  int per_sample = (is_g ? pl->hla.g.gran : pl->hla.x.gran) == HOT_GRAN_SAMPLE;
   void *args[] = {&src, &T, &cols, &ld_src, &L, &layout, &seg_len, &segments, &k_real, &k_pad,
-                  &codes, &ld_codes, &scale, &amax, &scale_in, &math_out, &phase, &seed, &tag,
-                  &st};
+                  &group_k, &group_k_pad, &groups, &per_sample, &codes, &ld_codes, &scale, &amax,
+                  &scale_in, &math_out, &phase, &seed, &tag, &st};
   return launch_role(layer, role, phase, args, stream);
 }
 
@@ -179,11 +184,14 @@ hot_status launch_hla(hot_layer *layer, hot_kernel_role role, CUdeviceptr src, C
  * phase 1 the scale from them and the amax word (one block). */
 hot_status launch_sawb(hot_layer *layer, hot_kernel_role role, CUdeviceptr v, CUdeviceptr partials,
                        CUdeviceptr amax, CUdeviceptr scale, int phase, CUstream stream) {
-  long long n = (long long)launch_sawb_elems(layer->plan, role);
-  if (n < 1)
+  const int64_t total = launch_sawb_elems(layer->plan, role);
+  const int64_t g = plan_sawb_groups(layer->plan, role);
+  if (total < 1 || g < 1 || total % g != 0 || g > HOT_LIMIT_INT)
     return ctx_fail(layer->ctx, HOT_ERR_INTERNAL, "layer '%s': kernel %s is not a SAWB role",
                     layer->spec.name, plan_role_name(role));
-  void *args[] = {&v, &n, &partials, &amax, &scale, &phase};
+  long long n = (long long)(total / g); /* elements of one group */
+  int groups = (int)g;
+  void *args[] = {&v, &n, &groups, &partials, &amax, &scale, &phase};
   return launch_role(layer, role, phase, args, stream);
 }
 
@@ -210,7 +218,9 @@ hot_status launch_lqs(hot_layer *layer, CUdeviceptr g_y, int phase, uint32_t ste
 /* templates/gemm_int.cu: C = (float)(A . B^T) * factor(m), alpha = (*alpha_a * (alpha_b ?
  * *alpha_b : 1)) / alpha_div computed on the device. HQ: A = q_g' (T x k_pad), B = q_w'
  * (I x k_pad), row_scale = s_g, alpha_a = &s_w, alpha_b = NULL, div = b. HLA: A = q_g^ (O x
- * k_pad), B = q_x^ (I x k_pad), row_scale = NULL, alpha_a = &s_g^, alpha_b = &s_x^, div = p. */
+ * k_pad), B = q_x^ (I x k_pad), row_scale = NULL, alpha_a = s_g^, alpha_b = s_x^ (hla.groups
+ * floats each), div = p; a segmented g_w GEMM (HOT_SEGS) sums each seg_kpad codes of K apart and
+ * uses alpha_a[j], alpha_b[j] for segment j. */
 hot_status launch_gemm(hot_layer *layer, hot_kernel_role role, CUdeviceptr a, CUdeviceptr b,
                        CUdeviceptr c, CUdeviceptr row_scale, CUdeviceptr alpha_a,
                        CUdeviceptr alpha_b, CUstream stream) {
@@ -223,7 +233,9 @@ hot_status launch_gemm(hot_layer *layer, hot_kernel_role role, CUdeviceptr a, CU
     return ctx_fail(layer->ctx, HOT_ERR_INTERNAL, "layer '%s': %s GEMM planned %lldx%lld, the "
                     "layer is %dx%d", layer->spec.name, gx ? "g_x" : "g_w", (long long)g->m,
                     (long long)g->n, M, N);
-  void *args[] = {&a, &b, &c, &row_scale, &alpha_a, &alpha_b, &alpha_div, &M, &N, &Kpad, &ldc};
+  int seg_kpad = (int)g->seg_k_pad; /* = Kpad unless the GEMM is segmented (HLA scale groups) */
+  void *args[] = {&a, &b, &c, &row_scale, &alpha_a, &alpha_b, &alpha_div, &M, &N, &Kpad, &ldc,
+                  &seg_kpad};
   return launch_role(layer, role, 0, args, stream);
 }
 

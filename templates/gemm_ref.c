@@ -61,19 +61,31 @@ static void dot_block(const int8_t *a, int64_t lda, int ma, const int8_t *b, int
 #undef P
 }
 
-/* out[m, n] = (float)acc * row_scale[m] (row_scale NULL: scale1) for an M x N product of
- * M x k_pad and N x k_pad int8 operands. */
+/* out[m, n] for an M x N product of M x k_pad and N x k_pad int8 operands whose K is cut into
+ * segs segments of k_pad / segs codes: segment j gives the int32 sum acc_j over its codes and
+ * v_j = (float)acc_j * f_j with f_j = row_scale[m] (row_scale non-NULL; one segment) or
+ * seg_scale[j]; out = v_0 (one segment), else ((v_0 + v_1) + v_2) + ... in segment order
+ * (CONTRACT.md 14), each step one fp32 rounding. */
 static void gemm_epilogue(const int8_t *a, int64_t M, const int8_t *b, int64_t N, int64_t k_pad,
-                          const float *row_scale, float scale1, float *out) {
+                          int64_t segs, const float *row_scale, const float *seg_scale,
+                          float *out) {
   int32_t acc[4][4];
+  const int64_t seg_k = k_pad / segs;
   for (int64_t m0 = 0; m0 < M; m0 += 4) {
     int ma = (int)(M - m0 < 4 ? M - m0 : 4);
     for (int64_t n0 = 0; n0 < N; n0 += 4) {
       int nb = (int)(N - n0 < 4 ? N - n0 : 4);
-      dot_block(a + m0 * k_pad, k_pad, ma, b + n0 * k_pad, k_pad, nb, k_pad, acc);
-      for (int m = 0; m < ma; ++m) {
-        float sc = row_scale ? row_scale[m0 + m] : scale1;
-        for (int n = 0; n < nb; ++n) out[(m0 + m) * N + n0 + n] = HOT_MUL(HOT_I2F(acc[m][n]), sc);
+      for (int64_t j = 0; j < segs; ++j) {
+        dot_block(a + m0 * k_pad + j * seg_k, k_pad, ma, b + n0 * k_pad + j * seg_k, k_pad, nb,
+                  seg_k, acc);
+        for (int m = 0; m < ma; ++m) {
+          float sc = row_scale ? row_scale[m0 + m] : seg_scale[j];
+          for (int n = 0; n < nb; ++n) {
+            float v = HOT_MUL(HOT_I2F(acc[m][n]), sc);
+            float *o = &out[(m0 + m) * N + n0 + n];
+            *o = j == 0 ? v : HOT_ADD(*o, v);
+          }
+        }
       }
     }
   }
@@ -97,7 +109,7 @@ int hot_ref_gemm_gx(const hot_layer_plan *pl, const void *q_g, const float *s_g,
   unpack_rows(q_w, I, kp, packed, b);
   float c_w = HOT_DIV(s_w, HOT_I2F(pl->hq.block)); /* exact: b is a power of two */
   for (int64_t t = 0; t < T; ++t) rs[t] = HOT_MUL(s_g[t], c_w);
-  gemm_epilogue(a, T, b, I, kp, rs, 0.0f, g_x);
+  gemm_epilogue(a, T, b, I, kp, 1, rs, NULL, g_x);
 done:
   free(a);
   free(b);
@@ -105,13 +117,18 @@ done:
   return rc;
 }
 
-int hot_ref_gemm_gw(const hot_layer_plan *pl, const int8_t *q_g, float s_g, const int8_t *q_x,
-                    float s_x, float *g_w) {
-  if (!pl || !q_g || !q_x || !g_w) return HOT_REF_EARG;
+int hot_ref_gemm_gw(const hot_layer_plan *pl, const int8_t *q_g, const float *s_g,
+                    const int8_t *q_x, const float *s_x, float *g_w) {
+  if (!pl || !q_g || !s_g || !q_x || !s_x || !g_w) return HOT_REF_EARG;
   int rc = hot_ref_plan_check(pl);
   if (rc) return rc;
   if (!pl->hla.enabled) return HOT_REF_ESHAPE;
-  float c = HOT_DIV(HOT_MUL(s_g, s_x), HOT_I2F(pl->hla.block));
-  gemm_epilogue(q_g, pl->O, q_x, pl->I, pl->hla.gemm.k_pad, NULL, c, g_w);
+  const int64_t G = pl->hla.gemm.segmented ? pl->hla.groups : 1;
+  float *c = malloc((size_t)G * sizeof *c);
+  if (!c) return HOT_REF_ENOMEM;
+  for (int64_t j = 0; j < G; ++j) /* c_j = (s_g^[j] * s_x^[j]) / p, product first */
+    c[j] = HOT_DIV(HOT_MUL(s_g[j], s_x[j]), HOT_I2F(pl->hla.block));
+  gemm_epilogue(q_g, pl->O, q_x, pl->I, pl->hla.gemm.k_pad, G, NULL, c, g_w);
+  free(c);
   return HOT_REF_OK;
 }

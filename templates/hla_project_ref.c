@@ -55,14 +55,22 @@ int hot_ref_hla_transform(const hot_layer_plan *pl, const void *src, hot_dtype d
   return HOT_REF_OK;
 }
 
-/* Projects src (T x cols), quantizes the K x cols result per tensor with q and stores it
- * transposed (cols rows of hla.gemm.k_pad). */
+/* Projects src (T x cols), quantizes the K x cols result with q — one scale for the tensor, or
+ * one per sample (q->gran HOT_GRAN_SAMPLE: group j = math rows j*group_k ...) — and stores it
+ * transposed: cols rows of hla.gemm.k_pad codes, math row kk at position
+ * (kk / group_k) * group_k_pad + kk % group_k, zeros elsewhere (CONTRACT.md 9). Writes
+ * scale[hla.groups] (a per-tensor scale repeated in every entry). */
 static int project_quant(const hot_layer_plan *pl, const void *src, hot_dtype dt, int64_t cols,
                          const hot_quant *q, uint64_t seed, uint32_t tag, uint32_t step,
                          int8_t *dst, float *scale) {
   int rc = hla_ready(pl);
   if (rc) return rc;
-  int64_t K = pl->hla.k;
+  const int64_t K = pl->hla.k, G = pl->hla.groups, gk = pl->hla.group_k, gkp = pl->hla.group_k_pad;
+  const int64_t kp = pl->hla.gemm.k_pad;
+  const int sample = q->gran == HOT_GRAN_SAMPLE;
+  if (G < 1 || gk * G != K || (G > 1 ? gkp * G != kp || gkp < gk : gkp != kp) ||
+      (q->gran != HOT_GRAN_TENSOR && !sample))
+    return HOT_REF_ESHAPE;
   float *t = malloc((size_t)(K * cols) * sizeof *t);
   int8_t *codes = malloc((size_t)(K * cols));
   if (!t || !codes) {
@@ -71,9 +79,15 @@ static int project_quant(const hot_layer_plan *pl, const void *src, hot_dtype dt
   }
   rc = hot_ref_hla_transform(pl, src, dt, cols, t);
   if (rc) goto done;
-  rc = hot_ref_quantize(t, K, cols, q, HOT_GRAN_TENSOR, seed, tag, step, codes, scale);
+  /* per sample: groups of group_k rows (G > 1 here; with one segment it is per tensor) */
+  rc = hot_ref_quantize_groups(t, K, cols, sample ? gk : K, q, seed, tag, step, codes, scale);
   if (rc) goto done;
-  ref_store_codes(codes, K, cols, 1, pl->hla.gemm.k_pad, 0, dst);
+  for (int64_t j = sample ? G : 1; j < G; ++j) scale[j] = scale[0];
+  memset(dst, 0, (size_t)(cols * kp));
+  for (int64_t kk = 0; kk < K; ++kk) {
+    const int64_t pos = (kk / gk) * gkp + kk % gk;
+    for (int64_t c = 0; c < cols; ++c) dst[c * kp + pos] = codes[kk * cols + c];
+  }
 done:
   free(t);
   free(codes);

@@ -18,6 +18,7 @@ static float *load_f32(const void *src, hot_dtype dt, int64_t n) {
 void hot_ref_saved_free(hot_ref_saved *s) {
   if (!s) return;
   free(s->q_x);
+  free(s->s_x);
   free(s->x);
   memset(s, 0, sizeof *s);
 }
@@ -30,9 +31,13 @@ int hot_ref_layer_save(const hot_layer_plan *pl, const void *x, hot_dtype dt, ho
   if (rc) return rc;
   if (pl->hla.enabled && pl->abc.enabled) {
     out->q_x = malloc((size_t)hot_ref_hla_x_bytes(pl));
-    if (!out->q_x) return HOT_REF_ENOMEM;
-    rc = hot_ref_hla_quant_x(pl, x, dt, out->q_x, &out->s_x);
-    out->bytes = hot_ref_hla_x_bytes(pl) + (int64_t)sizeof(float);
+    out->s_x = malloc((size_t)pl->hla.groups * sizeof *out->s_x);
+    if (!out->q_x || !out->s_x) {
+      hot_ref_saved_free(out);
+      return HOT_REF_ENOMEM;
+    }
+    rc = hot_ref_hla_quant_x(pl, x, dt, out->q_x, out->s_x);
+    out->bytes = hot_ref_hla_x_bytes(pl) + pl->hla.groups * (int64_t)sizeof(float);
   } else {
     out->x = load_f32(x, dt, pl->T * pl->I);
     if (!out->x) return HOT_REF_ENOMEM;
@@ -67,26 +72,38 @@ done:
 /* g_w by HLA: quantize g^ (and x^ when the forward kept x), integer GEMM with the HLA epilogue. */
 static int backward_gw(const hot_layer_plan *pl, const hot_ref_saved *saved, const void *g_y,
                        hot_dtype dt, uint64_t seed, uint32_t step, float *g_w) {
-  int rc;
+  int rc = HOT_REF_OK;
+  const size_t G = (size_t)pl->hla.groups;
   int8_t *qg = malloc((size_t)hot_ref_hla_g_bytes(pl)), *qx = NULL;
-  float sg = 0.0f, sx = saved->s_x;
-  if (!qg) return HOT_REF_ENOMEM;
+  float *sg = malloc(G * sizeof *sg), *sxo = NULL;
   const int8_t *qxs = saved->q_x;
+  const float *sx = saved->s_x;
+  if (!qg || !sg) {
+    rc = HOT_REF_ENOMEM;
+    goto done;
+  }
   if (!qxs) { /* no ABC: project the kept x now (HOT_K_ABC_X runs in the backward) */
     qx = malloc((size_t)hot_ref_hla_x_bytes(pl));
-    if (!qx) {
-      free(qg);
-      return HOT_REF_ENOMEM;
+    sxo = malloc(G * sizeof *sxo);
+    if (!qx || !sxo) {
+      rc = HOT_REF_ENOMEM;
+      goto done;
     }
-    rc = hot_ref_hla_quant_x(pl, saved->x, HOT_DT_F32, qx, &sx);
+    rc = hot_ref_hla_quant_x(pl, saved->x, HOT_DT_F32, qx, sxo);
     if (rc) goto done;
     qxs = qx;
+    sx = sxo;
+  } else if (!sx) {
+    rc = HOT_REF_EARG;
+    goto done;
   }
-  rc = hot_ref_hla_quant_g(pl, g_y, dt, seed, step, qg, &sg);
+  rc = hot_ref_hla_quant_g(pl, g_y, dt, seed, step, qg, sg);
   if (!rc) rc = hot_ref_gemm_gw(pl, qg, sg, qxs, sx, g_w);
 done:
   free(qg);
+  free(sg);
   free(qx);
+  free(sxo);
   return rc;
 }
 

@@ -63,6 +63,19 @@ int hot_ref_plan_check(const hot_layer_plan *pl) {
         pl->hla.k != pl->hla.blocks * r || pl->hla.gemm.k_pad < pl->hla.k)
       return HOT_REF_ESHAPE;
     if (!quant_ok(&pl->hla.g) || !quant_ok(&pl->hla.x)) return HOT_REF_ESHAPE;
+    /* scale groups (CONTRACT.md 9): 1, or the segments when a quantizer is per sample */
+    const hot_gran gg = pl->hla.g.gran, gx = pl->hla.x.gran;
+    if ((gg != HOT_GRAN_TENSOR && gg != HOT_GRAN_SAMPLE) ||
+        (gx != HOT_GRAN_TENSOR && gx != HOT_GRAN_SAMPLE))
+      return HOT_REF_ESHAPE;
+    const int64_t G = pl->hla.groups;
+    const int want = gg == HOT_GRAN_SAMPLE || gx == HOT_GRAN_SAMPLE;
+    const hot_gemm_plan *gm = &pl->hla.gemm;
+    if (G != (want ? pl->hla.segments : 1) || pl->hla.group_k * G != pl->hla.k) return HOT_REF_ESHAPE;
+    if (G > 1 ? (!gm->segmented || pl->hla.group_k_pad < pl->hla.group_k ||
+                 gm->seg_k_pad != pl->hla.group_k_pad || gm->k_pad != G * pl->hla.group_k_pad)
+              : (gm->segmented || pl->hla.group_k_pad != gm->k_pad))
+      return HOT_REF_ESHAPE;
   }
   return HOT_REF_OK;
 }

@@ -104,14 +104,17 @@ int hot_ref_hq_quant_w(const hot_layer_plan *pl, const void *w, hot_dtype dt, vo
 int hot_ref_hla_transform(const hot_layer_plan *pl, const void *src, hot_dtype dt, int64_t cols,
                           float *out);
 
-/* Twin of HOT_K_ABC_X: x^ quantized with pl->hla.x (8-bit RTN per tensor, absmax or SAWB),
- * stored transposed: q_x[I * hla.gemm.k_pad], zero beyond hla.k; *s_x its scale. */
+/* Twin of HOT_K_ABC_X: x^ quantized with pl->hla.x (8-bit RTN, per tensor or per sample,
+ * absmax or SAWB), stored transposed: q_x[I * hla.gemm.k_pad], math row kk at position
+ * (kk / hla.group_k) * hla.group_k_pad + kk % hla.group_k, zeros elsewhere; s_x[hla.groups]
+ * its scales (per tensor: one value repeated). */
 int hot_ref_hla_quant_x(const hot_layer_plan *pl, const void *x, hot_dtype dt, int8_t *q_x,
                         float *s_x);
 
-/* Twin of HOT_K_HLA_G: g^ quantized with pl->hla.g (8-bit SR per tensor), stored transposed:
- * q_g[O * hla.gemm.k_pad], zero beyond hla.k; *s_g its scale. Philox: tag = layer_id*16 +
- * HOT_TENSOR_HLA_G, idx = k*O + o in the K x O math tensor. */
+/* Twin of HOT_K_HLA_G: g^ quantized with pl->hla.g (8-bit SR, per tensor or per sample),
+ * stored transposed like q_x: q_g[O * hla.gemm.k_pad]; s_g[hla.groups] its scales. Philox:
+ * tag = layer_id*16 + HOT_TENSOR_HLA_G, idx = k*O + o in the K x O math tensor (whatever the
+ * groups). */
 int hot_ref_hla_quant_g(const hot_layer_plan *pl, const void *g_y, hot_dtype dt, uint64_t seed,
                         uint32_t step, int8_t *q_g, float *s_g);
 
@@ -125,10 +128,12 @@ int hot_ref_gemm_gx(const hot_layer_plan *pl, const void *q_g, const float *s_g,
                     float s_w, float *g_x);
 
 /* Twin of HOT_K_GEMM_GW: acc[o,i] = sum_k q_g[o,k] * q_x[i,k] over k < hla.gemm.k_pad in int32
- * (modulo 2^32),
- * g_w[o,i] = (float)acc * c, c = (s_g * s_x) / p (fp32, product first). Writes g_w[O * I]. */
-int hot_ref_gemm_gw(const hot_layer_plan *pl, const int8_t *q_g, float s_g, const int8_t *q_x,
-                    float s_x, float *g_w);
+ * (modulo 2^32), g_w[o,i] = (float)acc * c, c = (s_g[0] * s_x[0]) / p (fp32, product first).
+ * Segmented (hla.gemm.segmented: groups > 1): acc_j over the codes of group j, v_j =
+ * (float)acc_j * c_j with c_j = (s_g[j] * s_x[j]) / p, g_w = ((v_0 + v_1) + v_2) + ... in group
+ * order. s_g, s_x: hla.groups floats. Writes g_w[O * I]. */
+int hot_ref_gemm_gw(const hot_layer_plan *pl, const int8_t *q_g, const float *s_g,
+                    const int8_t *q_x, const float *s_x, float *g_w);
 
 /* ---- bias (bias_ref.c; HOT_K_BIAS) ------------------------------------------------------- */
 
@@ -176,11 +181,12 @@ double hot_ref_rel_err_f64(const double *a, const double *ref, int64_t n);
 /* ---- whole layer (layer_ref.c) ----------------------------------------------------------- */
 
 /* What the forward pass keeps for the backward. With HLA and ABC enabled: q_x (I x
- * hla.gemm.k_pad int8) and s_x; otherwise x (T x I fp32 copy, dt converted). `bytes` = bytes
- * kept (I*k_pad codes + one fp32 scale, or T*I*4). Owned by the struct: release with hot_ref_saved_free. */
+ * hla.gemm.k_pad int8) and s_x (hla.groups floats); otherwise x (T x I fp32 copy, dt
+ * converted). `bytes` = bytes kept (I*k_pad codes + 4 * groups, or T*I*4). Owned by the struct:
+ * release with hot_ref_saved_free. */
 typedef struct {
   int8_t *q_x;
-  float s_x;
+  float *s_x;
   float *x;
   int64_t bytes;
 } hot_ref_saved;

@@ -287,13 +287,14 @@ static void check_hq_w(const hot_layer_plan *pl, const void *w) {
   module_unload(k.mod);
 }
 
-/* sawb.cu over the math tensor v (n floats) with the amax word of the operand's phase 0:
- * phase 0 on the plan's grid, phase 1 on one block (as the header documents). */
-static void run_sawb(const kernel *k, CUdeviceptr v, long long n, CUdeviceptr amax,
+/* sawb.cu over the math tensor v (groups groups of n floats) with the amax words of the
+ * operand's phase 0: phase 0 on the plan's grid, phase 1 on one block (as the header
+ * documents). */
+static void run_sawb(const kernel *k, CUdeviceptr v, long long n, int groups, CUdeviceptr amax,
                      CUdeviceptr scale) {
-  CUdeviceptr parts = dev_alloc((size_t)(2 * ((n + 1023) / 1024)) * 8, NULL);
+  CUdeviceptr parts = dev_alloc((size_t)groups * (size_t)(2 * ((n + 1023) / 1024)) * 8, NULL);
   int phase = 0;
-  void *args[] = {&v, &n, &parts, &amax, &scale, &phase};
+  void *args[] = {&v, &n, &groups, &parts, &amax, &scale, &phase};
   launch(k, NULL, args);
   phase = 1;
   const unsigned one[3] = {1, 1, 1};
@@ -326,7 +327,7 @@ static void check_hq_w_sawb(const hot_layer_plan *pl, const void *w) {
   float *gm = dev_fetch(math, nm * 4), *cm = malloc(nm * 4);
   if (hot_ref_hq_transform_w(pl, w, pl->spec->dtype, cm)) FAIL("twin transform_w");
   same_floats("w' math tensor (hadamard_quant.cu math_out)", gm, cm, nm);
-  run_sawb(&ks, math, (long long)nm, amax, sawb_s);
+  run_sawb(&ks, math, (long long)nm, 1, amax, sawb_s);
   void *cc = malloc((size_t)pl->I * rb);
   float cs;
   int rc = hot_ref_hq_quant_w(pl, w, pl->spec->dtype, cc, &cs);
@@ -363,22 +364,28 @@ static void check_hla(const hot_layer_plan *pl, const void *src_h, hot_kernel_ro
   int layout = pl->hla.layout == HOT_LAYOUT_FLAT ? 1 : 0;
   long long seg_len = pl->hla.seg_len, segments = pl->hla.segments;
   int k_real = (int)pl->hla.k, k_pad = (int)pl->hla.gemm.k_pad, ldc = k_pad;
+  int group_k = (int)pl->hla.group_k, group_k_pad = (int)pl->hla.group_k_pad;
+  int groups = (int)pl->hla.groups;
+  int per_sample = (is_g ? pl->hla.g.gran : pl->hla.x.gran) == HOT_GRAN_SAMPLE;
+  size_t nw = per_sample ? (size_t)groups : 1; /* amax words and SAWB scales */
   size_t ncodes = (size_t)cols * (size_t)k_pad, nm = (size_t)pl->hla.k * (size_t)cols;
   CUdeviceptr src = dev_alloc((size_t)(pl->T * cols) * es, src_h);
-  CUdeviceptr codes = dev_alloc(ncodes, NULL), scale = dev_alloc(4, NULL), amax = dev_alloc(4, NULL);
-  CUdeviceptr math = sawb ? dev_alloc(nm * 4, NULL) : 0, sawb_s = sawb ? dev_alloc(4, NULL) : 0;
-  CK(d->cuMemsetD8(amax, 0, 4));
+  CUdeviceptr codes = dev_alloc(ncodes, NULL), scale = dev_alloc(4 * (size_t)groups, NULL);
+  CUdeviceptr amax = dev_alloc(4 * nw, NULL);
+  CUdeviceptr math = sawb ? dev_alloc(nm * 4, NULL) : 0, sawb_s = sawb ? dev_alloc(4 * nw, NULL) : 0;
+  CK(d->cuMemsetD8(amax, 0, 4 * nw));
   unsigned long long seed = k_seed;
   unsigned tag = (unsigned)pl->layer_id * 16u + (is_g ? HOT_TENSOR_HLA_G : 0u), step = 11;
   int phase = 0;
   CUdeviceptr scale_in = 0, math_out = math;
   void *args[] = {&src, &T, &cols, &ld, &L, &layout, &seg_len, &segments, &k_real, &k_pad,
-                  &codes, &ldc, &scale, &amax, &scale_in, &math_out, &phase, &seed, &tag, &step};
+                  &group_k, &group_k_pad, &groups, &per_sample, &codes, &ldc, &scale, &amax,
+                  &scale_in, &math_out, &phase, &seed, &tag, &step};
   launch(&k, NULL, args);
   int8_t *cc = malloc(ncodes);
-  float cs;
-  int rc = is_g ? hot_ref_hla_quant_g(pl, src_h, pl->spec->dtype, seed, step, cc, &cs)
-                : hot_ref_hla_quant_x(pl, src_h, pl->spec->dtype, cc, &cs);
+  float *cs = malloc(4 * (size_t)groups);
+  int rc = is_g ? hot_ref_hla_quant_g(pl, src_h, pl->spec->dtype, seed, step, cc, cs)
+                : hot_ref_hla_quant_x(pl, src_h, pl->spec->dtype, cc, cs);
   if (rc != HOT_REF_OK) FAIL("twin: %s", hot_ref_status_name(rc));
   char what[200];
   if (sawb) {
@@ -387,9 +394,9 @@ static void check_hla(const hot_layer_plan *pl, const void *src_h, hot_kernel_ro
     if (hot_ref_hla_transform(pl, src_h, pl->spec->dtype, pl->I, cm)) FAIL("twin hla_transform");
     snprintf(what, sizeof what, "%s x^ math tensor (math_out)", k.kp->name);
     same_floats(what, gm, cm, nm);
-    run_sawb(&ks, math, (long long)nm, amax, sawb_s);
-    float *gss = dev_fetch(sawb_s, 4);
-    same_floats("s_x^ (sawb.cu)", gss, &cs, 1);
+    run_sawb(&ks, math, (long long)(nm / nw), (int)nw, amax, sawb_s);
+    float *gss = dev_fetch(sawb_s, 4 * nw);
+    same_floats("s_x^ (sawb.cu)", gss, cs, nw);
     free(gm); free(cm); free(gss);
     module_unload(ks.mod);
     scale_in = sawb_s;
@@ -398,13 +405,13 @@ static void check_hla(const hot_layer_plan *pl, const void *src_h, hot_kernel_ro
   phase = 1;
   launch(&k, NULL, args);
   void *gc = dev_fetch(codes, ncodes);
-  float *gs = dev_fetch(scale, 4);
-  snprintf(what, sizeof what, "%s (%s, p=%d, %s) codes", k.kp->name, sawb ? "sawb" : "absmax",
-           pl->hla.block, plan_layout_name(pl->hla.layout));
+  float *gs = dev_fetch(scale, 4 * (size_t)groups);
+  snprintf(what, sizeof what, "%s (%s, p=%d, %s, %d scale groups) codes", k.kp->name,
+           sawb ? "sawb" : "absmax", pl->hla.block, plan_layout_name(pl->hla.layout), groups);
   same_bytes(what, gc, cc, ncodes);
-  snprintf(what, sizeof what, "%s (p=%d) scale", k.kp->name, pl->hla.block);
-  same_floats(what, gs, &cs, 1);
-  free(cc); free(gc); free(gs);
+  snprintf(what, sizeof what, "%s (p=%d) scales", k.kp->name, pl->hla.block);
+  same_floats(what, gs, cs, (size_t)groups);
+  free(cc); free(cs); free(gc); free(gs);
   d->cuMemFree(src); d->cuMemFree(codes); d->cuMemFree(scale); d->cuMemFree(amax);
   if (sawb) { d->cuMemFree(math); d->cuMemFree(sawb_s); }
   module_unload(k.mod);
@@ -483,7 +490,8 @@ static void check_gemms(const hot_layer_plan *pl, const void *gy, const void *w,
               aa = dev_alloc(4, &sw), ab = 0;
   float div = (float)pl->hq.block;
   int M = (int)pl->T, N = (int)pl->I, Kp = (int)pl->hq.gemm.k_pad, ldc = (int)pl->I;
-  void *args[] = {&A, &Bm, &C, &rs, &aa, &ab, &div, &M, &N, &Kp, &ldc};
+  int skp_x = Kp; /* one segment */
+  void *args[] = {&A, &Bm, &C, &rs, &aa, &ab, &div, &M, &N, &Kp, &ldc, &skp_x};
   launch(&k, NULL, args);
   float *gx = dev_fetch(C, (size_t)(pl->T * pl->I) * 4);
   same_floats(k.kp->name, gx, cx, (size_t)(pl->T * pl->I));
@@ -494,8 +502,9 @@ static void check_gemms(const hot_layer_plan *pl, const void *gy, const void *w,
   /* g_w */
   size_t kp = (size_t)pl->hla.gemm.k_pad;
   int8_t *qgh = malloc((size_t)pl->O * kp), *qx = malloc((size_t)pl->I * kp);
-  float sgh, sx;
-  if (hot_ref_hla_quant_g(pl, gy, dt, k_seed, 1, qgh, &sgh) || hot_ref_hla_quant_x(pl, x, dt, qx, &sx))
+  size_t gb = 4 * (size_t)pl->hla.groups;
+  float *sgh = malloc(gb), *sx = malloc(gb);
+  if (hot_ref_hla_quant_g(pl, gy, dt, k_seed, 1, qgh, sgh) || hot_ref_hla_quant_x(pl, x, dt, qx, sx))
     FAIL("twin HLA quantizers");
   float *cw = malloc((size_t)(pl->O * pl->I) * 4);
   if (hot_ref_gemm_gw(pl, qgh, sgh, qx, sx, cw)) FAIL("twin gemm_gw");
@@ -503,21 +512,22 @@ static void check_gemms(const hot_layer_plan *pl, const void *gy, const void *w,
   A = dev_alloc((size_t)pl->O * kp, qgh);
   Bm = dev_alloc((size_t)pl->I * kp, qx);
   C = dev_alloc((size_t)(pl->O * pl->I) * 4, NULL);
-  aa = dev_alloc(4, &sgh);
-  ab = dev_alloc(4, &sx);
+  aa = dev_alloc(gb, sgh);
+  ab = dev_alloc(gb, sx);
   CUdeviceptr none = 0;
   div = (float)pl->hla.block;
   M = (int)pl->O;
   N = (int)pl->I;
   Kp = (int)kp;
   ldc = (int)pl->I;
-  void *args2[] = {&A, &Bm, &C, &none, &aa, &ab, &div, &M, &N, &Kp, &ldc};
+  int skp = (int)pl->hla.gemm.seg_k_pad;
+  void *args2[] = {&A, &Bm, &C, &none, &aa, &ab, &div, &M, &N, &Kp, &ldc, &skp};
   launch(&k, NULL, args2);
   float *gw = dev_fetch(C, (size_t)(pl->O * pl->I) * 4);
   same_floats(k.kp->name, gw, cw, (size_t)(pl->O * pl->I));
   module_unload(k.mod);
   d->cuMemFree(A); d->cuMemFree(Bm); d->cuMemFree(C); d->cuMemFree(aa); d->cuMemFree(ab);
-  free(qgh); free(qx); free(cw); free(gw);
+  free(qgh); free(qx); free(cw); free(gw); free(sgh); free(sx);
 }
 
 static void check_bias(const hot_layer_plan *pl, const void *gy) {

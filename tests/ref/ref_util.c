@@ -27,6 +27,8 @@ tp_args tp_default(int64_t B, int64_t L, int64_t O, int64_t I) {
   a.hla_kstep = 32;
   a.layer_id = 3;
   a.w_rule = HOT_RULE_ABSMAX;
+  a.hla_g_gran = HOT_GRAN_TENSOR;
+  a.hla_x_gran = HOT_GRAN_TENSOR;
   return a;
 }
 
@@ -71,13 +73,26 @@ int tp_make(const tp_args *a, hot_layer_plan *pl) {
   }
   pl->hla.blocks = pl->hla.segments * pl->hla.seg_len / a->p;
   pl->hla.k = pl->hla.blocks * pl->hla.rank;
-  pl->hla.g = (hot_quant){8, HOT_ROUND_SR, HOT_GRAN_TENSOR, HOT_RULE_ABSMAX};
-  pl->hla.x = (hot_quant){8, HOT_ROUND_RTN, HOT_GRAN_TENSOR, HOT_RULE_ABSMAX};
+  pl->hla.g = (hot_quant){8, HOT_ROUND_SR, a->hla_g_gran, HOT_RULE_ABSMAX};
+  pl->hla.x = (hot_quant){8, HOT_ROUND_RTN, a->hla_x_gran, HOT_RULE_ABSMAX};
   pl->hla.gemm.m = a->O;
   pl->hla.gemm.n = a->I;
   pl->hla.gemm.k = pl->hla.k;
-  pl->hla.gemm.k_pad = rup(pl->hla.k, a->hla_kstep);
   pl->hla.gemm.codes = HOT_CODES_S8;
+  /* scale groups as plan_hla makes them (CONTRACT.md 9) */
+  int sample = a->hla_g_gran == HOT_GRAN_SAMPLE || a->hla_x_gran == HOT_GRAN_SAMPLE;
+  pl->hla.groups = sample ? pl->hla.segments : 1;
+  pl->hla.group_k = pl->hla.k / pl->hla.groups;
+  if (pl->hla.groups > 1) {
+    pl->hla.gemm.segmented = 1;
+    pl->hla.gemm.seg_k_pad = rup(pl->hla.group_k, a->hla_kstep);
+    pl->hla.gemm.k_pad = pl->hla.groups * pl->hla.gemm.seg_k_pad;
+  } else {
+    pl->hla.gemm.k_pad = rup(pl->hla.k, a->hla_kstep);
+    pl->hla.gemm.seg_k_pad = pl->hla.gemm.k_pad;
+  }
+  pl->hla.group_k_pad = pl->hla.gemm.seg_k_pad;
+  pl->hq.gemm.seg_k_pad = pl->hq.gemm.k_pad;
   pl->abc.enabled = 1;
   pl->abc.bytes = plan_buffer_bytes(pl, HOT_BUF_SAVED);
   pl->abc.fp32_bytes = pl->T * a->I * 4;

@@ -20,6 +20,8 @@ typedef struct {
   int hla_kstep;        /* 32 */
   int layer_id;
   hot_rule w_rule;
+  hot_gran hla_g_gran;  /* HOT_GRAN_TENSOR (default) or HOT_GRAN_SAMPLE: scale groups of g^ */
+  hot_gran hla_x_gran;  /* the same for x^ */
 } tp_args;
 
 /* HOT defaults on B x L tokens, O outputs, I inputs: b = 16, p = 16 tri 50 %, sample, s4. */

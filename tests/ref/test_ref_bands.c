@@ -215,7 +215,7 @@ static void gw_error(uint64_t seed, int smooth, int p, double *e_plain, double *
   *e_plain = hot_ref_rel_err_f64(h, ex, O * I);
   ck_assert_int_eq(hot_ref_hla_quant_g(&pl, g, HOT_DT_F32, seed, 3, qg, &sg), 0);
   ck_assert_int_eq(hot_ref_hla_quant_x(&pl, x, HOT_DT_F32, qx, &sx), 0);
-  ck_assert_int_eq(hot_ref_gemm_gw(&pl, qg, sg, qx, sx, gw), 0);
+  ck_assert_int_eq(hot_ref_gemm_gw(&pl, qg, &sg, qx, &sx, gw), 0);
   *e_int8 = hot_ref_rel_err(gw, ex, O * I);
   free(g);
   free(x);

@@ -11,6 +11,9 @@
 #include "hot_math.cuh"
 #include "ref_util.h"
 
+/* one scale group of value 1 (the hot_ref_gemm_gw scale arrays of a per-tensor plan) */
+static const float k_one[1] = {1.0f};
+
 static void make_plan(hot_layer_spec *sp, hot_layer_plan *pl, hot_recipe rec, hot_arch arch,
                       int64_t B, int64_t L, int64_t O, int64_t I) {
   char err[256] = "";
@@ -211,7 +214,7 @@ START_TEST(gemm_matches_naive) {
     }
   ck_assert_int_eq(hot_ref_hla_quant_g(&pl, b.g, HOT_DT_F32, 5, 6, hg, &shg), 0);
   ck_assert_int_eq(hot_ref_hla_quant_x(&pl, b.x, HOT_DT_F32, hx, &shx), 0);
-  ck_assert_int_eq(hot_ref_gemm_gw(&pl, hg, shg, hx, shx, b.gw), 0);
+  ck_assert_int_eq(hot_ref_gemm_gw(&pl, hg, &shg, hx, &shx, b.gw), 0);
   float c = (shg * shx) / (float)pl.hla.block;
   for (int64_t o = 0; o < O; ++o)
     for (int64_t i = 0; i < I; ++i) {
@@ -256,7 +259,7 @@ START_TEST(gemm_wraps_like_the_tensor_cores) {
     for (int64_t o = 0; o < O; ++o) hg[o * kh + k] = (int8_t)(o == 2 ? -127 : 127);
     for (int64_t i = 0; i < I; ++i) hx[i * kh + k] = 127;
   }
-  ck_assert_int_eq(hot_ref_gemm_gw(&pl, hg, 1.0f, hx, 1.0f, gw), 0);
+  ck_assert_int_eq(hot_ref_gemm_gw(&pl, hg, k_one, hx, k_one, gw), 0);
   const int64_t full = pl.hla.k * 127 * 127;               /* the true sum, > 2^31 */
   const int64_t wrapped = full - ((int64_t)1 << 32);       /* its int32 residue */
   ck_assert_int_lt(wrapped, 0);
@@ -448,7 +451,7 @@ START_TEST(bad_arguments) {
   ck_assert_int_eq(hot_ref_hla_quant_x(&pl, f, HOT_DT_F32, c8, NULL), HOT_REF_EARG);
   ck_assert_int_eq(hot_ref_hla_quant_g(&pl, NULL, HOT_DT_F32, 0, 0, c8, s), HOT_REF_EARG);
   ck_assert_int_eq(hot_ref_gemm_gx(&pl, c8, NULL, c8, 1.0f, f), HOT_REF_EARG);
-  ck_assert_int_eq(hot_ref_gemm_gw(&pl, c8, 1.0f, NULL, 1.0f, f), HOT_REF_EARG);
+  ck_assert_int_eq(hot_ref_gemm_gw(&pl, c8, k_one, NULL, k_one, f), HOT_REF_EARG);
   ck_assert_int_eq(hot_ref_bias(&pl, f, HOT_DT_F32, NULL), HOT_REF_EARG);
   ck_assert_int_eq(hot_ref_lqs(&pl, f, HOT_DT_F32, 0, 0, NULL), HOT_REF_EARG);
   ck_assert_int_eq(hot_ref_layer_save(&pl, NULL, HOT_DT_F32, &sv), HOT_REF_EARG);
@@ -481,11 +484,11 @@ START_TEST(bad_arguments) {
   bad = pl; bad.hla.rows[1] = bad.hla.rows[0];
   ck_assert_int_eq(hot_ref_hla_quant_g(&bad, f, HOT_DT_F32, 0, 0, c8, s), HOT_REF_ESHAPE);
   bad = pl; bad.hla.k = pl.hla.k + 1;
-  ck_assert_int_eq(hot_ref_gemm_gw(&bad, c8, 1.0f, c8, 1.0f, f), HOT_REF_ESHAPE);
+  ck_assert_int_eq(hot_ref_gemm_gw(&bad, c8, k_one, c8, k_one, f), HOT_REF_ESHAPE);
   bad = pl; bad.hla.seg_len = pl.hla.seg_len + 1;
   ck_assert_int_eq(hot_ref_lqs(&bad, f, HOT_DT_F32, 0, 0, &lq), HOT_REF_ESHAPE);
   bad = pl; bad.hla.enabled = 0;
-  ck_assert_int_eq(hot_ref_gemm_gw(&bad, c8, 1.0f, c8, 1.0f, f), HOT_REF_ESHAPE);
+  ck_assert_int_eq(hot_ref_gemm_gw(&bad, c8, k_one, c8, k_one, f), HOT_REF_ESHAPE);
   ck_assert_int_eq(hot_ref_hla_transform(&bad, f, HOT_DT_F32, 16, f), HOT_REF_ESHAPE);
   bad = pl; bad.hq.g.bits = 1;
   ck_assert_int_eq(hot_ref_plan_check(&bad), HOT_REF_ESHAPE);
