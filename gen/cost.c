@@ -19,17 +19,23 @@ static int hla_cost(const hot_layer_plan *p, int64_t cols, hot_buffer src_buf, h
     c->bytes_written = q->rule == HOT_RULE_SAWB ? p->hla.k * cols * 4 : 0;
   } else if (phase == 1) { /* the code buffer (cols rows of k_pad) and the scale */
     c->bytes_read = src;
-    c->bytes_written = plan_buffer_bytes(p, code_buf) + 4;
+    c->bytes_written = plan_buffer_bytes(p, code_buf) + 4 * p->hla.groups; /* codes + scales */
   } else {
     return -1;
   }
   return 0;
 }
 
-/* A GEMM (gemm_int.cu / gemm_wgmma.cu): both code operands once, C once (+ row scales). */
+/* A GEMM (gemm_int.cu / gemm_wgmma.cu): both code operands once, C once (+ row scales; a
+ * segmented GEMM reads and writes C once more per segment after the first). */
 static void gemm_cost(const hot_gemm_plan *g, int row_scale, hot_kernel_cost *c) {
   c->bytes_read = (g->m + g->n) * plan_code_bytes(g->codes, g->k_pad) + (row_scale ? g->m * 4 : 0);
   c->bytes_written = g->m * g->n * 4;
+  if (g->segmented) { /* every later segment reads back and rewrites C (CONTRACT.md 14) */
+    const int64_t more = g->k_pad / g->seg_k_pad - 1;
+    c->bytes_read += more * g->m * g->n * 4;
+    c->bytes_written += more * g->m * g->n * 4;
+  }
   c->int_ops = 2 * g->m * g->n * g->k_pad;
   c->bound = 1;
 }

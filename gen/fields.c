@@ -17,6 +17,7 @@ struct hot_field {
   int min, max, pow2, zero_ok; /* K_INT: range; pow2: a power of two (0 allowed when zero_ok) */
   const char *const *names;   /* K_ENUM: names by enum value, NULL-terminated */
   const char *doc;
+  size_t off2;                /* a second int that takes the same value (0: none) */
 };
 
 /* Enumerations are stored in int-sized objects (checked here), so one int access serves them. */
@@ -34,34 +35,37 @@ static const char *const n_layout[] = {"sample", "flat", "auto", NULL};         
 #define A HOT_FIELD_ACCURACY
 #define S HOT_FIELD_SPEED
 #define TILE(g, what)                                                                               \
-  {#g ".tile_m", S, K_INT, OFF(g.tile_m), 0, 256, 0, 0, NULL, "64, 128 or 256 (0 = planner's)"},     \
-  {#g ".tile_n", S, K_INT, OFF(g.tile_n), 0, 256, 0, 0, NULL, "64, 128 or 256 (0 = planner's)"},     \
-  {#g ".tile_k", S, K_INT, OFF(g.tile_k), 0, 512, 0, 0, NULL, "a multiple of the MMA's K (0 = default)"}, \
-  {#g ".warps_m", S, K_INT, OFF(g.warps_m), 0, 8, 0, 0, NULL, "0..8 (0 = default)"},                 \
-  {#g ".warps_n", S, K_INT, OFF(g.warps_n), 0, 8, 0, 0, NULL, "0..8 (0 = default)"},                 \
-  {#g ".stages", S, K_INT, OFF(g.stages), 0, 6, 0, 0, NULL, "0..6 (0 = default)"}
+  {#g ".tile_m", S, K_INT, OFF(g.tile_m), 0, 256, 0, 0, NULL, "64, 128 or 256 (0 = planner's)", 0},     \
+  {#g ".tile_n", S, K_INT, OFF(g.tile_n), 0, 256, 0, 0, NULL, "64, 128 or 256 (0 = planner's)", 0},     \
+  {#g ".tile_k", S, K_INT, OFF(g.tile_k), 0, 512, 0, 0, NULL, "a multiple of the MMA's K (0 = default)", 0}, \
+  {#g ".warps_m", S, K_INT, OFF(g.warps_m), 0, 8, 0, 0, NULL, "0..8 (0 = default)", 0},                 \
+  {#g ".warps_n", S, K_INT, OFF(g.warps_n), 0, 8, 0, 0, NULL, "0..8 (0 = default)", 0},                 \
+  {#g ".stages", S, K_INT, OFF(g.stages), 0, 6, 0, 0, NULL, "0..6 (0 = default)", 0}
 
 static const struct hot_field table[] = {
-  {"hq.enabled", A, K_BOOL, OFF(hq.enabled), 0, 1, 0, 0, NULL, "true|false"},
-  {"hq.block", A, K_INT, OFF(hq.block), 2, 256, 1, 0, NULL, "power of two in [2, 256]"},
-  {"hq.bits", A, K_INT, OFF(hq.g.bits), 2, 8, 0, 0, NULL, "2..8"},
-  {"hq.round", A, K_ENUM, OFF(hq.g.round), 0, 0, 0, 0, n_round, "rtn|sr"},
-  {"hq.scale", A, K_ENUM, OFF(hq.g.gran), 0, 0, 0, 0, n_gran, "tensor|token|auto|sample"},
-  {"hq.w_bits", A, K_INT, OFF(hq.w.bits), 2, 8, 0, 0, NULL, "2..8"},
-  {"hq.w_scale", A, K_ENUM, OFF(hq.w.rule), 0, 0, 0, 0, n_rule, "absmax|sawb"},
-  {"hq.pad", A, K_BOOL, OFF(hq.pad), 0, 1, 0, 0, NULL, "true|false"},
-  {"hla.enabled", A, K_BOOL, OFF(hla.enabled), 0, 1, 0, 0, NULL, "true|false"},
-  {"hla.block", A, K_INT, OFF(hla.block), 0, 1024, 1, 1, NULL, "0 or a power of two in [2, 1024]"},
-  {"hla.selection", A, K_ENUM, OFF(hla.selection), 0, 0, 0, 0, n_sel, "tri|prefix|full"},
-  {"hla.keep", A, K_INT, OFF(hla.keep), 1, 50, 0, 0, NULL, "1..50 (percent, selection tri)"},
-  {"hla.rank", A, K_INT, OFF(hla.rank), 0, 1024, 0, 0, NULL, "1..1024 (selection prefix)"},
-  {"hla.layout", A, K_ENUM, OFF(hla.layout), 0, 0, 0, 0, n_layout, "sample|flat|auto"},
-  {"hla.pad", A, K_BOOL, OFF(hla.pad), 0, 1, 0, 0, NULL, "true|false"},
-  {"hla.bits", A, K_INT, OFF(hla.g.bits), 2, 8, 0, 0, NULL, "2..8"},
-  {"hla.round", A, K_ENUM, OFF(hla.g.round), 0, 0, 0, 0, n_round, "rtn|sr"},
-  {"hla.x_bits", A, K_INT, OFF(hla.x.bits), 2, 8, 0, 0, NULL, "2..8"},
-  {"hla.x_scale", A, K_ENUM, OFF(hla.x.rule), 0, 0, 0, 0, n_rule, "absmax|sawb"},
-  {"abc.enabled", A, K_BOOL, OFF(abc.enabled), 0, 1, 0, 0, NULL, "true|false"},
+  {"hq.enabled", A, K_BOOL, OFF(hq.enabled), 0, 1, 0, 0, NULL, "true|false", 0},
+  {"hq.block", A, K_INT, OFF(hq.block), 2, 256, 1, 0, NULL, "power of two in [2, 256]", 0},
+  {"hq.bits", A, K_INT, OFF(hq.g.bits), 2, 8, 0, 0, NULL, "2..8", 0},
+  {"hq.round", A, K_ENUM, OFF(hq.g.round), 0, 0, 0, 0, n_round, "rtn|sr", 0},
+  {"hq.scale", A, K_ENUM, OFF(hq.g.gran), 0, 0, 0, 0, n_gran, "tensor|token|auto|sample", 0},
+  {"hq.w_bits", A, K_INT, OFF(hq.w.bits), 2, 8, 0, 0, NULL, "2..8", 0},
+  {"hq.w_scale", A, K_ENUM, OFF(hq.w.rule), 0, 0, 0, 0, n_rule, "absmax|sawb", 0},
+  {"hq.pad", A, K_BOOL, OFF(hq.pad), 0, 1, 0, 0, NULL, "true|false", 0},
+  {"hla.enabled", A, K_BOOL, OFF(hla.enabled), 0, 1, 0, 0, NULL, "true|false", 0},
+  {"hla.block", A, K_INT, OFF(hla.block), 0, 1024, 1, 1, NULL, "0 or a power of two in [2, 1024]", 0},
+  {"hla.selection", A, K_ENUM, OFF(hla.selection), 0, 0, 0, 0, n_sel, "tri|prefix|full", 0},
+  {"hla.keep", A, K_INT, OFF(hla.keep), 1, 50, 0, 0, NULL, "1..50 (percent, selection tri)", 0},
+  {"hla.rank", A, K_INT, OFF(hla.rank), 0, 1024, 0, 0, NULL, "1..1024 (selection prefix)", 0},
+  {"hla.layout", A, K_ENUM, OFF(hla.layout), 0, 0, 0, 0, n_layout, "sample|flat|auto", 0},
+  {"hla.pad", A, K_BOOL, OFF(hla.pad), 0, 1, 0, 0, NULL, "true|false", 0},
+  {"hla.bits", A, K_INT, OFF(hla.g.bits), 2, 8, 0, 0, NULL, "2..8", 0},
+  {"hla.round", A, K_ENUM, OFF(hla.g.round), 0, 0, 0, 0, n_round, "rtn|sr", 0},
+  {"hla.x_bits", A, K_INT, OFF(hla.x.bits), 2, 8, 0, 0, NULL, "2..8", 0},
+  {"hla.x_scale", A, K_ENUM, OFF(hla.x.rule), 0, 0, 0, 0, n_rule, "absmax|sawb", 0},
+  /* one spec field for the granularity of both HLA operands (reads back g^'s) */
+  {"hla.scale", A, K_ENUM, OFF(hla.g.gran), 0, 0, 0, 0, n_gran, "tensor|sample|auto",
+   OFF(hla.x.gran)},
+  {"abc.enabled", A, K_BOOL, OFF(abc.enabled), 0, 1, 0, 0, NULL, "true|false", 0},
   TILE(tile_gx, "g_x"),
   TILE(tile_gw, "g_w"),
 };
@@ -117,6 +121,7 @@ int fields_set(hot_layer_spec *s, const hot_field *f, const char *value, char *e
     if (f->pow2 && !(v == 0 && f->zero_ok) && (v < 1 || (v & (v - 1)) != 0)) goto bad;
   }
   *slot(s, f) = v;
+  if (f->off2) *(int *)(void *)((char *)s + f->off2) = v;
   return 0;
 bad:
   snprintf(err, n, "%s: bad value '%.40s' (allowed: %s)", f->path, value, f->doc);

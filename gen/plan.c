@@ -93,7 +93,7 @@ void plan_spec_defaults(hot_layer_spec *s, hot_recipe recipe) {
   case HOT_RECIPE_PAPER_CODE:
     /* The authors' code: b shrinks to divide O, p = largest power of two dividing L (no
      * padding, no cap: a p beyond HOT_MAX_P is refused by plan_hla), SAWB scales for the RTN
-     * quantizers, g^ with 4 bits. */
+     * quantizers, g^ with 4 bits, per-sample scales of g^ and x^. */
     s->hq.pad = 0;
     s->hq.w.rule = HOT_RULE_SAWB;
     s->hla.block = 0;
@@ -101,6 +101,10 @@ void plan_spec_defaults(hot_layer_spec *s, hot_recipe recipe) {
     s->hla.x.rule = HOT_RULE_SAWB;
     /* their automatic mode quantizes g^ with the g_x bit width (CONTRACT.md 4.5) */
     s->hla.g.bits = 4;
+    /* they scale g^ and x^ per sample (CONTRACT.md 6); their p divides L, so the layout
+     * (sample) keeps the samples apart */
+    s->hla.g.gran = HOT_GRAN_SAMPLE;
+    s->hla.x.gran = HOT_GRAN_SAMPLE;
     break;
   }
 }

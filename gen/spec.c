@@ -635,6 +635,8 @@ static int read_layer(lua_State *L, int t, hot_recipe recipe, hot_layer_spec *s,
     int lay = field_enum(L, h, "layout", (const char *const[]){"sample", "flat", "auto", NULL});
     if (lay >= 0) s->hla.layout = (hot_layout)lay;
     field_bool(L, h, "pad", &s->hla.pad);
+    int sc = field_enum(L, h, "scale", (const char *const[]){"tensor", "token", "auto", "sample", NULL});
+    if (sc >= 0) s->hla.g.gran = s->hla.x.gran = (hot_gran)sc; /* same order as hot_gran */
     field_intv(L, h, "bits", &s->hla.g.bits, c);
     read_round(L, h, &s->hla.g.round);
     field_intv(L, h, "x_bits", &s->hla.x.bits, c);
@@ -1220,6 +1222,7 @@ static void push_defaults(lua_State *L) {
   set_str(L, "rank", "-");
   set_str(L, "layout", plan_layout_name(s.hla.layout));
   set_bool(L, "pad", s.hla.pad);
+  set_str(L, "scale", plan_gran_name(s.hla.g.gran));
   set_int(L, "bits", s.hla.g.bits);
   set_str(L, "round", plan_round_name(s.hla.g.round));
   set_int(L, "x_bits", s.hla.x.bits);
@@ -1240,7 +1243,7 @@ static void push_defaults(lua_State *L) {
   set_str(L, "paper", "hla.layout = sample");
   set_str(L, "paper_code",
           "hq.pad = false, hq.w_scale = sawb, hla.block = 0 (derived), hla.pad = false, "
-          "hla.layout = sample, hla.x_scale = sawb");
+          "hla.layout = sample, hla.scale = sample, hla.bits = 4, hla.x_scale = sawb");
   lua_setfield(L, -2, "recipes");
 }
 

@@ -502,7 +502,8 @@ function hot._help(defaults)
   out[#out + 1] = "       for another selection is an error. sweep: the space hot-tune searches."
   out[#out + 1] = "Recipes: hot (project default: templates/CONTRACT.md, padding so HLA works for every L, layout auto),"
   out[#out + 1] = "         paper (the contract's defaults), paper_code (b shrinks to divide O, p = largest power of"
-  out[#out + 1] = "         two dividing L without padding, refused where it exceeds 1024, SAWB scales, 4-bit g^)."
+  out[#out + 1] = "         two dividing L without padding, refused where it exceeds 1024, SAWB scales, 4-bit g^,"
+  out[#out + 1] = "         per-sample scales of g^ and x^)."
   for _, r in ipairs(S.recipes) do
     local d = defaults.recipes and defaults.recipes[r]
     if d then out[#out + 1] = fmt("  %-11s %s", r, d) end

@@ -43,7 +43,7 @@ S.hq = {
 }
 
 S.hla = {
-  order = { "enabled", "block", "selection", "keep", "rank", "layout", "pad", "bits", "round", "x_bits", "x_scale" },
+  order = { "enabled", "block", "selection", "keep", "rank", "layout", "pad", "scale", "bits", "round", "x_bits", "x_scale" },
   fields = {
     enabled = f("bool", "project the g_w GEMM with HLA (false: fp32 product)"),
     block = f("int", "token block p (power of two in [2, 1024]; 0 = largest power of two dividing L)", { min = 0, max = 1024, pow2 = true, zero_ok = true }),
@@ -52,9 +52,10 @@ S.hla = {
     rank = f("int", "prefix: number r of lowest sequencies kept (only with selection prefix)", { min = 1, max = 1024 }),
     layout = f("enum", "token blocking: per sample, across the flat batch, or auto (sample when p divides L)", { values = { "sample", "flat", "auto" } }),
     pad = f("bool", "zero-pad the token axis to a multiple of p (false: p must divide it)"),
-    bits = f("int", "bits of the g^ codes (per tensor)", { min = 2, max = 8 }),
+    scale = f("enum", "scale granularity of g^ and x^: per tensor (all samples), per sample (layout sample only), or auto (sample under layout sample, else tensor)", { values = { "auto", "tensor", "sample" } }),
+    bits = f("int", "bits of the g^ codes", { min = 2, max = 8 }),
     round = f("enum", "rounding of the g^ codes: sr (stochastic, unbiased) or rtn (to nearest, ties to even)", { values = { "sr", "rtn" } }),
-    x_bits = f("int", "bits of the x^ codes saved by ABC (round to nearest, per tensor)", { min = 2, max = 8 }),
+    x_bits = f("int", "bits of the x^ codes saved by ABC (round to nearest)", { min = 2, max = 8 }),
     x_scale = f("enum", "scale rule of x^: absmax or sawb", { values = S.quant_rules }),
   },
 }

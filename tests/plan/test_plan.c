@@ -285,6 +285,7 @@ START_TEST(padding_rules) {
   ck_assert_int_ne(plan_layer(&s, 2, 197, HOT_RECIPE_PAPER_CODE, HOT_ARCH_SM80, 0, p, err, sizeof err), 0);
   ck_assert_ptr_nonnull(strstr(err, "hla.block 64 does not divide the sample length 197 and padding is off"));
   s.hla.layout = HOT_LAYOUT_FLAT; /* T = 394 is not a multiple of 64 either */
+  s.hla.g.gran = s.hla.x.gran = HOT_GRAN_TENSOR; /* flat blocks mix samples: no per-sample scales */
   ck_assert_int_ne(plan_layer(&s, 2, 197, HOT_RECIPE_PAPER_CODE, HOT_ARCH_SM80, 0, p, err, sizeof err), 0);
   ck_assert_ptr_nonnull(strstr(err, "batch length 394"));
   plan_ok(&s, 64, 197, HOT_RECIPE_PAPER_CODE, HOT_ARCH_SM80, p); /* T = 12608 = 197 * 64 */
@@ -407,6 +408,92 @@ START_TEST(abc_bytes) {
   ck_assert_int_eq(p->abc.enabled, 0);
   ck_assert_int_eq(p->abc.bytes, p->abc.fp32_bytes);
   ck_assert_int_eq(plan_kernel_index(p, HOT_K_ABC_X), -1);
+}
+END_TEST
+
+/* ---- HLA scale groups (per-sample scales of g^ and x^) -------------------------------------- */
+
+START_TEST(hla_scale_groups) {
+  hot_layer_plan *p = &g_plan;
+  /* per sample under layout sample: one group per sample, each padded to the K tile */
+  hot_layer_spec s = layer(HOT_RECIPE_PAPER, 96, 64);
+  s.hla.g.gran = s.hla.x.gran = HOT_GRAN_SAMPLE;
+  for (int a = HOT_ARCH_SM80; a <= HOT_ARCH_SM90A; ++a) {
+    plan_ok(&s, 3, 100, HOT_RECIPE_PAPER, (hot_arch)a, p); /* L_p = 128: 2 blocks x 36 rows */
+    const hot_gemm_plan *g = &p->hla.gemm;
+    ck_assert_int_eq(p->hla.groups, 3);
+    ck_assert_int_eq(p->hla.group_k, 72);
+    ck_assert_int_eq(p->hla.k, 216);
+    ck_assert_int_eq(g->segmented, 1);
+    ck_assert_int_eq(p->hla.group_k_pad, g->seg_k_pad);
+    ck_assert_int_eq(g->seg_k_pad % g->tile_k, 0);
+    ck_assert_int_ge(g->seg_k_pad, 72);
+    ck_assert_int_lt(g->seg_k_pad - 72, g->tile_k);
+    ck_assert_int_eq(g->k_pad, 3 * g->seg_k_pad);
+    /* the saved buffer: codes then one scale per group */
+    ck_assert_int_eq(p->abc.bytes, g->k_pad * 96 + 3 * 4);
+    ck_assert_int_eq(plan_buffer_bytes(p, HOT_BUF_Q_HG), 64 * g->k_pad);
+    int k = plan_kernel_index(p, HOT_K_GEMM_GW);
+    ck_assert_ptr_nonnull(strstr(p->kernels[k].name, "_seg"));
+    k = plan_kernel_index(p, HOT_K_GEMM_GX);
+    ck_assert_ptr_null(strstr(p->kernels[k].name, "_seg"));
+    ck_assert_int_eq(p->hq.gemm.segmented, 0);
+  }
+  /* only one of the two per sample: still one group per sample (the other scale repeated) */
+  s.hla.x.gran = HOT_GRAN_TENSOR;
+  plan_ok(&s, 3, 100, HOT_RECIPE_PAPER, HOT_ARCH_SM90, p);
+  ck_assert_int_eq(p->hla.groups, 3);
+  /* per tensor: one group, the unsegmented layout and kernel of before */
+  s.hla.g.gran = HOT_GRAN_TENSOR;
+  plan_ok(&s, 3, 100, HOT_RECIPE_PAPER, HOT_ARCH_SM90, p);
+  ck_assert_int_eq(p->hla.groups, 1);
+  ck_assert_int_eq(p->hla.group_k, p->hla.k);
+  ck_assert_int_eq(p->hla.group_k_pad, p->hla.gemm.k_pad);
+  ck_assert_int_eq(p->hla.gemm.segmented, 0);
+  ck_assert_ptr_null(strstr(p->kernels[plan_kernel_index(p, HOT_K_GEMM_GW)].name, "_seg"));
+  /* B = 1: per sample is one group (per tensor bit for bit), no segments */
+  s.hla.g.gran = s.hla.x.gran = HOT_GRAN_SAMPLE;
+  plan_ok(&s, 1, 100, HOT_RECIPE_PAPER, HOT_ARCH_SM90, p);
+  ck_assert_int_eq(p->hla.groups, 1);
+  ck_assert_int_eq(p->hla.gemm.segmented, 0);
+  /* auto: sample under layout sample, tensor under flat */
+  s.hla.g.gran = s.hla.x.gran = HOT_GRAN_AUTO;
+  s.hla.layout = HOT_LAYOUT_AUTO;
+  plan_ok(&s, 4, 128, HOT_RECIPE_HOT, HOT_ARCH_SM80, p); /* 64 | 128: sample */
+  ck_assert_int_eq(p->hla.layout, HOT_LAYOUT_SAMPLE);
+  ck_assert_int_eq(p->hla.g.gran, HOT_GRAN_SAMPLE);
+  ck_assert_int_eq(p->hla.x.gran, HOT_GRAN_SAMPLE);
+  ck_assert_int_eq(p->hla.groups, 4);
+  plan_ok(&s, 4, 197, HOT_RECIPE_HOT, HOT_ARCH_SM80, p); /* ViT's L: flat */
+  ck_assert_int_eq(p->hla.layout, HOT_LAYOUT_FLAT);
+  ck_assert_int_eq(p->hla.g.gran, HOT_GRAN_TENSOR);
+  ck_assert_int_eq(p->hla.x.gran, HOT_GRAN_TENSOR);
+  ck_assert_int_eq(p->hla.groups, 1);
+  /* refused: per sample under flat with B > 1, per token, junk values */
+  s.hla.layout = HOT_LAYOUT_FLAT;
+  s.hla.x.gran = HOT_GRAN_SAMPLE;
+  plan_err(&s, 4, 197, HOT_ARCH_SM80, "hla.scale = sample (x^) needs hla.layout = sample");
+  plan_ok(&s, 1, 197, HOT_RECIPE_HOT, HOT_ARCH_SM80, p); /* one sample: fine, one group */
+  ck_assert_int_eq(p->hla.groups, 1);
+  s.hla.x.gran = HOT_GRAN_ROW;
+  plan_err(&s, 4, 256, HOT_ARCH_SM80, "cannot be per token");
+  s.hla.x.gran = (hot_gran)9;
+  plan_err(&s, 4, 256, HOT_ARCH_SM80, "must be tensor, sample or auto");
+  /* SAWB of x^ per sample: partials for every group's chunks */
+  s = layer(HOT_RECIPE_PAPER, 96, 64);
+  s.hla.g.gran = s.hla.x.gran = HOT_GRAN_SAMPLE;
+  s.hla.x.rule = HOT_RULE_SAWB;
+  plan_ok(&s, 5, 1000, HOT_RECIPE_PAPER, HOT_ARCH_SM90, p);
+  ck_assert_int_eq(plan_sawb_groups(p, HOT_K_SAWB_X), 5);
+  ck_assert_int_eq(plan_sawb_groups(p, HOT_K_SAWB_W), 1);
+  const int64_t per_group = p->hla.group_k * 96;
+  ck_assert_int_ge(plan_buffer_bytes(p, HOT_BUF_PARTIALS), 5 * 2 * ((per_group + 1023) / 1024) * 8);
+  /* the paper_code recipe scales g^ and x^ per sample */
+  s = layer(HOT_RECIPE_PAPER_CODE, 96, 64);
+  plan_ok(&s, 2, 256, HOT_RECIPE_PAPER_CODE, HOT_ARCH_SM90, p);
+  ck_assert_int_eq(p->hla.g.gran, HOT_GRAN_SAMPLE);
+  ck_assert_int_eq(p->hla.x.gran, HOT_GRAN_SAMPLE);
+  ck_assert_int_eq(p->hla.groups, 2);
 }
 END_TEST
 
@@ -692,7 +779,7 @@ START_TEST(buffers_and_grids) {
     ck_assert_int_eq(plan_buffer_bytes(p, HOT_BUF_Q_HG), p->O * p->hla.gemm.k_pad);
     ck_assert_int_eq(plan_buffer_bytes(p, HOT_BUF_Q_HX), p->I * p->hla.gemm.k_pad);
     ck_assert_int_eq(plan_buffer_bytes(p, HOT_BUF_SAVED), p->abc.bytes);
-    ck_assert_int_eq(p->abc.bytes, p->I * p->hla.gemm.k_pad + 4);
+    ck_assert_int_eq(p->abc.bytes, p->I * p->hla.gemm.k_pad + 4 * p->hla.groups);
     ck_assert_int_eq(plan_buffer_bytes(p, HOT_BUF_GY), p->T * p->O * ds);
     ck_assert_int_eq(plan_buffer_bytes(p, HOT_BUF_W), p->O * p->I * ds);
     ck_assert_int_eq(plan_buffer_bytes(p, HOT_BUF_GW), p->O * p->I * 4);
@@ -700,10 +787,10 @@ START_TEST(buffers_and_grids) {
     ck_assert_int_eq(plan_buffer_bytes(p, HOT_BUF_COUNT), -1);
     hot_kernel_cost c;
     ck_assert_int_eq(plan_kernel_cost(p, HOT_K_HLA_G, 1, 0, &c), 0);
-    ck_assert_int_eq(c.bytes_written, plan_buffer_bytes(p, HOT_BUF_Q_HG) + 4);
+    ck_assert_int_eq(c.bytes_written, plan_buffer_bytes(p, HOT_BUF_Q_HG) + 4 * p->hla.groups);
     ck_assert_int_eq(c.bytes_read, plan_buffer_bytes(p, HOT_BUF_GY));
     ck_assert_int_eq(plan_kernel_cost(p, HOT_K_ABC_X, 1, 0, &c), 0);
-    ck_assert_int_eq(c.bytes_written, plan_buffer_bytes(p, HOT_BUF_Q_HX) + 4);
+    ck_assert_int_eq(c.bytes_written, plan_buffer_bytes(p, HOT_BUF_Q_HX) + 4 * p->hla.groups);
     ck_assert_int_eq(c.bytes_read, plan_buffer_bytes(p, HOT_BUF_X));
     const int sawb = cs[i].r == HOT_RECIPE_PAPER_CODE;
     ck_assert_int_eq(plan_buffer_bytes(p, HOT_BUF_MATH),
@@ -712,7 +799,9 @@ START_TEST(buffers_and_grids) {
     int64_t parts = 2 * ((p->T * p->O + 1023) / 1024) * 8; /* LQS (hq.g.gran auto) */
     if (sawb) {
       const int64_t nw = 2 * ((p->hq.o_pad * p->I + 1023) / 1024) * 8;
-      const int64_t nx = 2 * ((p->hla.k * p->I + 1023) / 1024) * 8;
+      /* x^ per sample: each group's chunks on their own */
+      const int64_t gx = p->hla.x.gran == HOT_GRAN_SAMPLE ? p->hla.groups : 1;
+      const int64_t nx = gx * 2 * ((p->hla.k / gx * p->I + 1023) / 1024) * 8;
       parts = parts > nw ? parts : nw;
       parts = parts > nx ? parts : nx;
     }
@@ -747,6 +836,7 @@ int main(void) {
   tcase_add_test(tc, gemm_paths_per_arch);
   tcase_add_test(tc, k_pad_multiple_of_tile_k);
   tcase_add_test(tc, abc_bytes);
+  tcase_add_test(tc, hla_scale_groups);
   tcase_add_test(tc, illegal_requests);
   tcase_add_test(tc, kernel_names);
   tcase_add_test(tc, op_counts);
