@@ -1,8 +1,11 @@
 /* scales.c — hot-bench --scales: for every layer of the spec, the g_x error of the three scale
  * granularities of g' (per tensor: one scale for all B samples; per sample; per token) and what
- * LQS picks, plus the g_w error (HLA, x^ and g^ per tensor), on the CPU twins (templates/ref.h)
- * against the fp64 products, on the same seeded data of three kinds: Gaussian, channel outliers
- * (4 channels x20) and token outliers (4 tokens x20). */
+ * LQS picks, plus the g_w error of the two granularities of x^ and g^ (per tensor, per sample;
+ * per sample needs layout sample, so both columns use it: a layer planned flat is compared under
+ * layout sample, marked '*'), on the CPU twins (templates/ref.h) against the fp64 products, on the same
+ * seeded data of three kinds: Gaussian, channel outliers (4 channels x20) and token outliers
+ * (4 tokens x20), x Gaussian with every sample's magnitude drawn from 0.25 ... 4. */
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -35,32 +38,44 @@ static void make_g(float *g, int64_t T, int64_t O, int kind, uint64_t seed, int 
 }
 
 typedef struct {
-  double gx[3], gw; /* < 0: not applicable */
+  double gx[3], gw[2]; /* < 0: not applicable; gw[0] per tensor, gw[1] per sample */
   hot_gran lqs;
   int have_lqs;
 } scale_row;
 
-/* One layer, one kind. Returns 0, or -1 with *why set. */
-static int run_kind(const hot_layer_plan *pl, const float *w, const float *x, int kind,
-                    uint64_t seed, int layer, scale_row *r, const char **why) {
+/* The g_w error of plan p (its HLA granularities) against the fp64 ew; gw: O x I scratch. */
+static int gw_err(const hot_layer_plan *p, const float *g, const float *x, uint64_t seed,
+                  const double *ew, float *gw, double *err) {
+  const size_t G = (size_t)p->hla.groups;
+  int8_t *hg = malloc((size_t)hot_ref_hla_g_bytes(p)), *hx = malloc((size_t)hot_ref_hla_x_bytes(p));
+  float *shg = malloc(G * sizeof *shg), *shx = malloc(G * sizeof *shx);
+  int bad = !hg || !hx || !shg || !shx || hot_ref_hla_quant_g(p, g, HOT_DT_F32, seed, 1, hg, shg) ||
+            hot_ref_hla_quant_x(p, x, HOT_DT_F32, hx, shx) ||
+            hot_ref_gemm_gw(p, hg, shg, hx, shx, gw);
+  if (!bad) *err = hot_ref_rel_err(gw, ew, p->O * p->I);
+  free(hg); free(hx); free(shg); free(shx);
+  return bad ? -1 : 0;
+}
+
+/* One layer, one kind: pl as planned with x^, g^ per tensor, pl_s with them per sample (NULL:
+ * not planned). Returns 0, or -1 with *why set. */
+static int run_kind(const hot_layer_plan *pl, const hot_layer_plan *pl_s, const float *w,
+                    const float *x, int kind, uint64_t seed, int layer, scale_row *r,
+                    const char **why) {
   const int64_t T = pl->T, O = pl->O, I = pl->I;
   float *g = malloc((size_t)(T * O) * sizeof *g), *gx = malloc((size_t)(T * I) * sizeof *gx);
   float *sg = malloc((size_t)T * sizeof *sg), *gw = malloc((size_t)(O * I) * sizeof *gw);
   double *ex = malloc((size_t)(T * I) * sizeof *ex), *ew = malloc((size_t)(O * I) * sizeof *ew);
   void *qg = pl->hq.enabled ? malloc((size_t)hot_ref_hq_g_bytes(pl)) : NULL;
   void *qw = pl->hq.enabled ? malloc((size_t)hot_ref_hq_w_bytes(pl)) : NULL;
-  int8_t *hg = pl->hla.enabled ? malloc((size_t)hot_ref_hla_g_bytes(pl)) : NULL;
-  int8_t *hx = pl->hla.enabled ? malloc((size_t)hot_ref_hla_x_bytes(pl)) : NULL;
   int rc = -1;
   *why = "out of host memory";
-  if (!g || !gx || !sg || !gw || !ex || !ew || (pl->hq.enabled && (!qg || !qw)) ||
-      (pl->hla.enabled && (!hg || !hx)))
-    goto done;
+  if (!g || !gx || !sg || !gw || !ex || !ew || (pl->hq.enabled && (!qg || !qw))) goto done;
   make_g(g, T, O, kind, seed, layer);
   *why = "reference failed";
   if (hot_ref_exact_gx(T, O, I, g, w, ex) || hot_ref_exact_gw(T, O, I, g, x, ew)) goto done;
   for (int k = 0; k < 3; ++k) r->gx[k] = -1.0;
-  r->gw = -1.0;
+  r->gw[0] = r->gw[1] = -1.0;
   r->have_lqs = 0;
   if (pl->hq.enabled) {
     float sw;
@@ -76,21 +91,14 @@ static int run_kind(const hot_layer_plan *pl, const float *w, const float *x, in
     r->lqs = lq.choice;
     r->have_lqs = 1;
   }
-  if (pl->hla.enabled) {
-    float *shg = malloc((size_t)pl->hla.groups * sizeof *shg);
-    float *shx = malloc((size_t)pl->hla.groups * sizeof *shx);
-    int bad = !shg || !shx || hot_ref_hla_quant_g(pl, g, HOT_DT_F32, seed, 1, hg, shg) ||
-              hot_ref_hla_quant_x(pl, x, HOT_DT_F32, hx, shx) ||
-              hot_ref_gemm_gw(pl, hg, shg, hx, shx, gw);
-    free(shg);
-    free(shx);
-    if (bad) goto done;
-    r->gw = hot_ref_rel_err(gw, ew, O * I);
+  for (int k = 0; k < 2 && pl->hla.enabled; ++k) {
+    const hot_layer_plan *p = k ? pl_s : pl;
+    if (!p || gw_err(p, g, x, seed, ew, gw, &r->gw[k])) goto done;
   }
   rc = 0;
 done:
   free(g); free(gx); free(sg); free(gw); free(ex); free(ew);
-  free(qg); free(qw); free(hg); free(hx);
+  free(qg); free(qw);
   return rc;
 }
 
@@ -104,26 +112,50 @@ int bench_scales(const bench_run *run, const hot_model *model, FILE *f) {
   const bench_opts *o = &run->opt;
   fprintf(f, "hot-bench --scales: %s (recipe %s), CPU twins, seed %llu: relative g_x error with "
           "g' scaled per tensor (all B samples), per sample and per token, LQS's pick, and the g_w "
-          "error (x^, g^ per tensor), against fp64\n",
+          "error with x^, g^ per tensor and per sample (both under layout sample; * = the layer is "
+          "planned flat), against fp64; x: every sample's magnitude drawn from 0.25 ... 4\n",
           run->model, run->recipe, (unsigned long long)run->seed);
-  fprintf(f, "%-16s %4s %6s %6s %6s  %-10s %9s %9s %9s  %-6s %9s\n", "layer", "B", "L", "O", "I",
-          "data", "gx tensor", "gx sample", "gx token", "LQS", "g_w");
-  int rc = 0, rows = 0, no_worse = 0;
-  double worst = 0.0; /* largest (sample - tensor) / tensor */
-  hot_layer_plan *pl = malloc(sizeof *pl);
-  if (!pl) return 1;
+  fprintf(f, "%-16s %4s %6s %6s %6s  %-10s %9s %9s %9s  %-6s %9s %10s\n", "layer", "B", "L", "O",
+          "I", "data", "gx tensor", "gx sample", "gx token", "LQS", "gw tensor", "gw sample");
+  int rc = 0, rows = 0, no_worse = 0, gw_rows = 0, gw_no_worse = 0;
+  double worst = 0.0, gw_worst = 0.0; /* largest (sample - tensor) / tensor */
+  hot_layer_plan *pl = malloc(sizeof *pl), *pl_s = malloc(sizeof *pl_s);
+  if (!pl || !pl_s) {
+    free(pl);
+    free(pl_s);
+    return 1;
+  }
   for (int li = 0; li < run->n; ++li) {
     const bench_layer *bl = &run->layers[li];
     const hot_layer_spec *s = &model->layers[bl->index];
     int64_t B, L;
     scale_sizes(o, bl, &B, &L);
     char err[512];
-    if (plan_layer(s, B, L, model->recipe, HOT_ARCH_SM90, bl->index, pl, err, sizeof err)) {
+    /* the g_w columns: x^ and g^ per tensor (layout as planned) and per sample (layout sample) */
+    hot_layer_spec st = *s, ss = *s;
+    st.hla.g.gran = st.hla.x.gran = HOT_GRAN_TENSOR;
+    ss.hla.g.gran = ss.hla.x.gran = HOT_GRAN_SAMPLE;
+    if (plan_layer(&st, B, L, model->recipe, HOT_ARCH_SM90, bl->index, pl, err, sizeof err)) {
       fprintf(f, "%-16s %4lld %6lld %6lld %6lld  not planned: %s\n", bl->name, (long long)B,
               (long long)L, (long long)bl->O, (long long)bl->I, err);
       rc = 2;
       continue;
     }
+    /* both g_w columns under the layout per sample needs, so that they differ only in the
+     * scales (the g_x columns do not depend on the HLA layout) */
+    const int moved = pl->hla.enabled && pl->hla.layout == HOT_LAYOUT_FLAT && B > 1;
+    if (moved) {
+      ss.hla.layout = st.hla.layout = HOT_LAYOUT_SAMPLE;
+      if (plan_layer(&st, B, L, model->recipe, HOT_ARCH_SM90, bl->index, pl, err, sizeof err)) {
+        fprintf(f, "%-16s %4lld %6lld %6lld %6lld  not planned under layout sample: %s\n",
+                bl->name, (long long)B, (long long)L, (long long)bl->O, (long long)bl->I, err);
+        rc = 2;
+        continue;
+      }
+    }
+    const int have_s = pl->hla.enabled &&
+                       !plan_layer(&ss, B, L, model->recipe, HOT_ARCH_SM90, bl->index, pl_s, err,
+                                   sizeof err);
     const int64_t T = pl->T, O = pl->O, I = pl->I;
     float *w = malloc((size_t)(O * I) * sizeof *w), *x = malloc((size_t)(T * I) * sizeof *x);
     if (!w || !x) {
@@ -134,12 +166,20 @@ int bench_scales(const bench_run *run, const hot_model *model, FILE *f) {
     }
     bench_fill_normal(w, (size_t)(O * I), run->seed, 2000u + (uint64_t)bl->index * 16u);
     bench_fill_normal(x, (size_t)(T * I), run->seed, 3000u + (uint64_t)bl->index * 16u);
+    /* samples of different magnitudes (what per-sample scales are for): 4^u, u in [-1, 1) */
+    uint64_t st_rng = run->seed ^ (0x9E3779B97F4A7C15ull * (uint64_t)(unsigned)(bl->index + 1));
+    for (int64_t b = 0; b < B; ++b) {
+      st_rng = st_rng * 6364136223846793005ull + 1442695040888963407ull;
+      const double u = (double)(st_rng >> 11) * 0x1.0p-53 * 2.0 - 1.0;
+      const float m = (float)pow(4.0, u);
+      for (int64_t i = b * L * I; i < (b + 1) * L * I; ++i) x[i] *= m;
+    }
     for (int k = 0; k < KINDS; ++k) {
       scale_row r;
       const char *why = "";
       fprintf(f, "%-16s %4lld %6lld %6lld %6lld  %-10s", bl->name, (long long)B, (long long)L,
               (long long)O, (long long)I, kind_name[k]);
-      if (run_kind(pl, w, x, k, run->seed, bl->index, &r, &why)) {
+      if (run_kind(pl, have_s ? pl_s : NULL, w, x, k, run->seed, bl->index, &r, &why)) {
         fprintf(f, " %s\n", why);
         rc = 2;
         continue;
@@ -147,8 +187,15 @@ int bench_scales(const bench_run *run, const hot_model *model, FILE *f) {
       for (int g = 0; g < 3; ++g) put_err(f, r.gx[g]);
       fprintf(f, "  %-6s", r.have_lqs ? (r.lqs == HOT_GRAN_ROW ? "token" : plan_gran_name(r.lqs))
                                       : "-");
-      put_err(f, r.gw);
-      fprintf(f, "\n");
+      put_err(f, r.gw[0]);
+      put_err(f, r.gw[1]);
+      fprintf(f, "%s\n", moved && r.gw[0] >= 0 ? " *" : "");
+      if (r.gw[0] > 0 && r.gw[1] >= 0) {
+        ++gw_rows;
+        gw_no_worse += r.gw[1] <= r.gw[0];
+        const double d = (r.gw[1] - r.gw[0]) / r.gw[0];
+        if (d > gw_worst) gw_worst = d;
+      }
       fflush(f);
       if (r.gx[0] > 0) {
         ++rows;
@@ -161,7 +208,10 @@ int bench_scales(const bench_run *run, const hot_model *model, FILE *f) {
     free(x);
   }
   free(pl);
-  fprintf(f, "per sample <= per tensor on %d of %d (layer, data) rows; largest excess of per "
-          "sample over per tensor: %.2f %%\n", no_worse, rows, 100.0 * worst);
+  free(pl_s);
+  fprintf(f, "g_x: g' per sample <= per tensor on %d of %d (layer, data) rows; largest excess of "
+          "per sample over per tensor: %.2f %%\n", no_worse, rows, 100.0 * worst);
+  fprintf(f, "g_w: x^, g^ per sample <= per tensor on %d of %d (layer, data) rows; largest excess "
+          "of per sample over per tensor: %.2f %%\n", gw_no_worse, gw_rows, 100.0 * gw_worst);
   return rc;
 }

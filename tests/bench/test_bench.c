@@ -212,21 +212,24 @@ START_TEST(test_scales) {
     for (char *line = strchr(out, '\n'); line && line[1]; line = strchr(line + 1, '\n')) {
       char name[64], kind[32], lqs[16];
       long long B, L, O, I;
-      double et, es, ek, ew;
-      int n = sscanf(line + 1, "%63s %lld %lld %lld %lld %31s %lf %lf %lf %15s %lf", name, &B, &L,
-                     &O, &I, kind, &et, &es, &ek, lqs, &ew);
+      double et, es, ek, ew, ews;
+      int n = sscanf(line + 1, "%63s %lld %lld %lld %lld %31s %lf %lf %lf %15s %lf %lf", name, &B,
+                     &L, &O, &I, kind, &et, &es, &ek, lqs, &ew, &ews);
       if (n < 6 || !strcmp(name, "layer")) continue;
-      ck_assert_msg(n == 11, "row: %.200s", line + 1);
+      ck_assert_msg(n == 12, "row: %.200s", line + 1);
       ++rows;
       ck_assert_int_eq(B, b);
-      ck_assert(et > 0 && es > 0 && ek > 0 && ew > 0);
+      ck_assert(et > 0 && es > 0 && ek > 0 && ew > 0 && ews > 0);
       if (b == 1) ck_assert_msg(et == es, "%s %s: tensor %g != sample %g with B = 1", name, kind, et, es);
+      /* one sample: x^, g^ per sample is per tensor (the same bits) unless the layout moved */
+      if (b == 1) ck_assert_msg(ew == ews, "%s %s: g_w tensor %g != sample %g with B = 1", name, kind, ew, ews);
       if (b == 2 && !strcmp(kind, "tokens")) ck_assert_str_eq(lqs, "token");
       if (b == 2 && !strcmp(kind, "gaussian")) ck_assert_str_eq(lqs, "sample");
       if (b == 1 && !strcmp(kind, "gaussian")) ck_assert_str_eq(lqs, "tensor");
     }
     ck_assert_int_eq(rows, 9); /* 3 layers x 3 kinds */
-    ck_assert(strstr(out, "per sample <= per tensor on ") != NULL);
+    ck_assert(strstr(out, "g_x: g' per sample <= per tensor on ") != NULL);
+    ck_assert(strstr(out, "g_w: x^, g^ per sample <= per tensor on ") != NULL);
     free(out);
   }
 }
