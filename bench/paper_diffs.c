@@ -5,9 +5,11 @@
  *   b  sawb32  their SAWB statistics are fp32 sums, in two orders: sequential (the largest
  *              round-off of any fp32 order, a bound) and pairwise (b:sawb32pw, near PyTorch's
  *              blocked reductions)
- *   c  sample  x^ and g^ scaled per sample (theirs) instead of per tensor (ours)
+ *   (c, x^ and g^ scaled per sample, was a difference until paper_code adopted it: the
+ *    baseline now scales them as the plan says, per sample under paper_code)
  *   d  fsum    g_w as per-sample products of the dequantized values in fp32 (sequential in k),
- *              summed over the samples in fp32, instead of one int32 GEMM with one scale pair
+ *              summed over the samples in fp32, instead of an int32 GEMM per sample (one per
+ *              scale group) with its epilogue, the samples' results summed in fp32
  *   e  sr      stochastic rounding in their sign-magnitude form, sign(u)*floor(|u| + r) with r
  *              from another generator (24-bit uniforms of a splitmix64 stream), instead of the
  *              floor form with the Philox stream
@@ -27,16 +29,16 @@
 #include "hot_math.cuh"
 #include "ref.h"
 
-enum { F_EPS = 1, F_SAWB32 = 2, F_SAMPLE = 4, F_FSUM = 8, F_SR = 16, F_REDRAW = 32, F_SAWBPW = 64 };
-enum { NVAR = 9 };
+enum { F_EPS = 1, F_SAWB32 = 2, F_FSUM = 8, F_SR = 16, F_REDRAW = 32, F_SAWBPW = 64 };
+enum { NVAR = 8 };
 /* b comes in two fp32 orders: sequential (the largest round-off of any order: a bound) and
  * pairwise (halving down to runs of 16, near what PyTorch's blocked reductions do). "redraw" is
  * hot's numerics with another Philox key: what a different draw alone does, the yardstick of e
- * (whose effect is a different draw too). "all" is a, b pairwise, c, d and e together. */
-static const unsigned var_flags[NVAR] = {0, F_EPS, F_SAWB32, F_SAWBPW, F_SAMPLE, F_FSUM, F_SR,
-                                         F_REDRAW, F_EPS | F_SAWBPW | F_SAMPLE | F_FSUM | F_SR};
+ * (whose effect is a different draw too). "all" is a, b pairwise, d and e together. */
+static const unsigned var_flags[NVAR] = {0, F_EPS, F_SAWB32, F_SAWBPW, F_FSUM, F_SR,
+                                         F_REDRAW, F_EPS | F_SAWBPW | F_FSUM | F_SR};
 static const char *const var_name[NVAR] = {"baseline", "a:eps", "b:sawb32", "b:sawb32pw",
-                                           "c:sample", "d:fsum", "e:sr", "redraw", "all"};
+                                           "d:fsum", "e:sr", "redraw", "all"};
 
 /* Pairwise fp32 sum of |v| (sq = 0) or v*v (sq = 1) over v[0..n): halves down to runs of 16
  * summed sequentially. */
@@ -348,20 +350,22 @@ static int wi_gw(wi_layer *L, int kind, unsigned flags, uint64_t seed, uint32_t 
                  int base) {
   const hot_layer_plan *pl = L->pl;
   const int64_t O = L->O, I = L->I, I8 = L->I8, K = L->K, B = pl->B;
-  const int per_sample = (flags & F_SAMPLE) != 0, fsum = (flags & F_FSUM) != 0;
+  /* the plan's granularities (paper_code: both per sample, as the authors) */
+  const int g_smp = pl->hla.g.gran == HOT_GRAN_SAMPLE, x_smp = pl->hla.x.gran == HOT_GRAN_SAMPLE;
+  const int per_sample = (g_smp || x_smp) && B > 1, fsum = (flags & F_FSUM) != 0;
   const int64_t Ks = K / B; /* rows of one sample (layout sample) */
-  const int64_t group = per_sample ? Ks : K, ng = K / group;
+  const int64_t ga = g_smp ? Ks : K, gb = x_smp ? Ks : K;
   wi_rng rg = {flags, draw_seed(seed, flags), (uint32_t)pl->layer_id * 16u + HOT_TENSOR_HLA_G, step};
-  wi_quantize(L->hg_t, K, O, group, &pl->hla.g, &rg, L->ca, O, L->sa);
-  wi_quantize(L->hx_t[kind], K, I, group, &pl->hla.x, &rg, L->cb, I8, L->sb);
+  wi_quantize(L->hg_t, K, O, ga, &pl->hla.g, &rg, L->ca, O, L->sa);
+  wi_quantize(L->hx_t[kind], K, I, gb, &pl->hla.x, &rg, L->cb, I8, L->sb);
   float *ops = L->gw_base_ops[kind];
-  const size_t na = (size_t)(K * O), nb = (size_t)(K * I8), ns = (size_t)ng;
+  const size_t na = (size_t)(K * O), nb = (size_t)(K * I8), ns = (size_t)B;
   if (base) {
     memcpy(ops, L->ca, na * 4);
     memcpy(ops + na, L->cb, nb * 4);
     memcpy(ops + na + nb, L->sa, ns * 4);
     memcpy(ops + na + nb + ns, L->sb, ns * 4);
-  } else if (!per_sample && !fsum && !memcmp(ops, L->ca, na * 4) &&
+  } else if (!fsum && !memcmp(ops, L->ca, na * 4) &&
              !memcmp(ops + na, L->cb, nb * 4) && !memcmp(ops + na + nb, L->sa, ns * 4) &&
              !memcmp(ops + na + nb + ns, L->sb, ns * 4)) {
     return 1;
@@ -379,7 +383,7 @@ static int wi_gw(wi_layer *L, int kind, unsigned flags, uint64_t seed, uint32_t 
     for (int64_t s = 0; s < B; ++s) {
       gemm_int(L->ca, 1, O, O, L->cb, I8, s * Ks, (s + 1) * Ks, (double)qa * qb, L->c, L->tmp,
                L->acc);
-      const float c = HOT_DIV(HOT_MUL(L->sa[s % ng], L->sb[s % ng]), p);
+      const float c = HOT_DIV(HOT_MUL(L->sa[g_smp ? s : 0], L->sb[x_smp ? s : 0]), p);
       for (int64_t o = 0; o < O; ++o)
         for (int64_t i = 0; i < I; ++i) {
           const float v = HOT_MUL(L->c[o * I8 + i], c);
@@ -390,7 +394,7 @@ static int wi_gw(wi_layer *L, int kind, unsigned flags, uint64_t seed, uint32_t 
   }
   /* theirs: dequantized values, per-sample fp32 products, fp32 sum over samples, then / p */
   for (int64_t k = 0; k < K; ++k) {
-    const float sg = L->sa[k / group], sx = L->sb[k / group];
+    const float sg = L->sa[k / ga], sx = L->sb[k / gb];
     for (int64_t o = 0; o < O; ++o) L->da[k * O + o] = HOT_MUL(L->ca[k * O + o], sg);
     for (int64_t i = 0; i < I; ++i) L->db[k * I8 + i] = HOT_MUL(L->cb[k * I8 + i], sx);
   }
@@ -635,9 +639,9 @@ int bench_paper_diffs(const bench_run *run, const hot_model *model, FILE *f) {
                                                  : "each layer's shape planned with paper_code",
           seeds, (unsigned long long)run->seed);
   fprintf(f, "variants: a:eps scales + 1e-11; b:sawb32 SAWB sums and clip in fp32, sequential (a bound), b:sawb32pw the same pairwise; "
-          "c:sample x^ and g^ scaled per sample; d:fsum g_w as fp32 per-sample products of "
+          "d:fsum g_w as fp32 per-sample products of "
           "dequantized values summed in fp32; e:sr sign-magnitude SR with another generator; "
-          "all: a, b pairwise, c, d, e together. data: gaussian x, or walks (x independent random walks along "
+          "all: a, b pairwise, d, e together (x^ and g^ per sample in every row, as the plan). data: gaussian x, or walks (x independent random walks along "
           "tokens); w N(0, 1), g_y %g * N(0, 1)\n", o->gy_scale > 0 ? o->gy_scale : 1.0);
   int rc = 0;
   for (int li = 0; li < run->n; ++li) {

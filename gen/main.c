@@ -182,6 +182,9 @@ static void print_gemm(const hot_gemm_plan *g) {
          plan_gemm_path_name(g->path), (long long)g->m, (long long)g->n, (long long)g->k,
          (long long)g->k_pad, g->tile_m, g->tile_n, g->tile_k, g->warps_m, g->warps_n, g->stages,
          g->smem);
+  if (g->segmented)
+    printf(" segmented: %lld segments of %lld", (long long)(g->k_pad / g->seg_k_pad),
+           (long long)g->seg_k_pad);
 }
 
 static void print_plan(const hot_layer_plan *p) {
@@ -207,6 +210,9 @@ static void print_plan(const hot_layer_plan *p) {
     printf(" r=%d layout %s: %lld segment(s) of %lld tokens, %lld blocks, K=%lld; ", p->hla.rank,
            plan_layout_name(p->hla.layout), (long long)p->hla.segments, (long long)p->hla.seg_len,
            (long long)p->hla.blocks, (long long)p->hla.k);
+    if (p->hla.groups > 1)
+      printf("%lld scale groups of %lld rows, %lld codes each; ", (long long)p->hla.groups,
+             (long long)p->hla.group_k, (long long)p->hla.group_k_pad);
     print_quant("g^", &p->hla.g);
     printf("; ");
     print_quant("x^", &p->hla.x);
@@ -263,10 +269,12 @@ static void json_quant(hot_buf *b, const hot_quant *q) {
 static void json_gemm(hot_buf *b, const hot_gemm_plan *g) {
   buf_printf(b,
              "{\"path\":\"%s\",\"codes\":\"%s\",\"m\":%lld,\"n\":%lld,\"k\":%lld,\"k_pad\":%lld,"
-             "\"tile\":[%d,%d,%d],\"warps\":[%d,%d],\"stages\":%d,\"smem\":%u}",
+             "\"tile\":[%d,%d,%d],\"warps\":[%d,%d],\"stages\":%d,\"smem\":%u,"
+             "\"segmented\":%s,\"seg_k_pad\":%lld}",
              plan_gemm_path_name(g->path), plan_codes_name(g->codes), (long long)g->m,
              (long long)g->n, (long long)g->k, (long long)g->k_pad, g->tile_m, g->tile_n, g->tile_k,
-             g->warps_m, g->warps_n, g->stages, g->smem);
+             g->warps_m, g->warps_n, g->stages, g->smem, g->segmented ? "true" : "false",
+             (long long)g->seg_k_pad);
 }
 
 static void json_plan(hot_buf *b, const hot_layer_plan *p) {
@@ -287,10 +295,11 @@ static void json_plan(hot_buf *b, const hot_layer_plan *p) {
   json_gemm(b, &p->hq.gemm);
   buf_printf(b, "},\"hla\":{\"enabled\":%s,\"block\":%d,\"selection\":\"%s\",\"keep\":%d,"
                 "\"rank\":%d,\"layout\":\"%s\",\"segments\":%lld,\"seg_len\":%lld,\"blocks\":%lld,"
-                "\"k\":%lld,\"rows\":[",
+                "\"k\":%lld,\"groups\":%lld,\"group_k\":%lld,\"group_k_pad\":%lld,\"rows\":[",
              p->hla.enabled ? "true" : "false", p->hla.block, plan_selection_name(p->hla.selection),
              p->hla.keep, p->hla.rank, plan_layout_name(p->hla.layout), (long long)p->hla.segments,
-             (long long)p->hla.seg_len, (long long)p->hla.blocks, (long long)p->hla.k);
+             (long long)p->hla.seg_len, (long long)p->hla.blocks, (long long)p->hla.k,
+             (long long)p->hla.groups, (long long)p->hla.group_k, (long long)p->hla.group_k_pad);
   for (int i = 0; i < p->hla.rank; ++i) buf_printf(b, "%s%u", i ? "," : "", p->hla.rows[i]);
   buf_puts(b, "],\"g\":");
   json_quant(b, &p->hla.g);

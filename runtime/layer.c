@@ -45,15 +45,15 @@ static hot_status check_enums(hot_ctx *ctx, const hot_layer_spec *s, hot_recipe 
       {"spec.hq.g.gran", (int)s->hq.g.gran, HOT_GRAN_SAMPLE, "hot_gran"},
       {"spec.hq.g.rule", (int)s->hq.g.rule, HOT_RULE_SAWB, "hot_rule"},
       {"spec.hq.w.round", (int)s->hq.w.round, HOT_ROUND_SR, "hot_round"},
-      {"spec.hq.w.gran", (int)s->hq.w.gran, HOT_GRAN_AUTO, "hot_gran"},
+      {"spec.hq.w.gran", (int)s->hq.w.gran, HOT_GRAN_SAMPLE, "hot_gran"},
       {"spec.hq.w.rule", (int)s->hq.w.rule, HOT_RULE_SAWB, "hot_rule"},
       {"spec.hla.selection", (int)s->hla.selection, HOT_SEL_FULL, "hot_selection"},
       {"spec.hla.layout", (int)s->hla.layout, HOT_LAYOUT_AUTO, "hot_layout"},
       {"spec.hla.g.round", (int)s->hla.g.round, HOT_ROUND_SR, "hot_round"},
-      {"spec.hla.g.gran", (int)s->hla.g.gran, HOT_GRAN_AUTO, "hot_gran"},
+      {"spec.hla.g.gran", (int)s->hla.g.gran, HOT_GRAN_SAMPLE, "hot_gran"},
       {"spec.hla.g.rule", (int)s->hla.g.rule, HOT_RULE_SAWB, "hot_rule"},
       {"spec.hla.x.round", (int)s->hla.x.round, HOT_ROUND_SR, "hot_round"},
-      {"spec.hla.x.gran", (int)s->hla.x.gran, HOT_GRAN_AUTO, "hot_gran"},
+      {"spec.hla.x.gran", (int)s->hla.x.gran, HOT_GRAN_SAMPLE, "hot_gran"},
       {"spec.hla.x.rule", (int)s->hla.x.rule, HOT_RULE_SAWB, "hot_rule"},
   };
   for (size_t i = 0; i < sizeof f / sizeof *f; ++i)
