@@ -385,8 +385,10 @@ START_TEST(abc_bytes) {
       ck_assert_int_eq(p->abc.enabled, 1);
       ck_assert_int_eq(p->abc.fp32_bytes, p->T * 96 * 4);
       ck_assert_int_eq(p->abc.bf16_bytes, p->T * 96 * 2);
-      /* int8 codes in rows of k_pad (what the g_w GEMM reads) + one fp32 scale */
-      ck_assert_int_eq(p->abc.bytes, p->hla.gemm.k_pad * 96 + 4);
+      /* int8 codes in rows of k_pad (what the g_w GEMM reads) + one fp32 scale per sample
+       * (the hot recipe: x^ per sample under layout sample) */
+      ck_assert_int_eq(p->hla.groups, 2);
+      ck_assert_int_eq(p->abc.bytes, p->hla.gemm.k_pad * 96 + 2 * 4);
       ck_assert_int_eq(p->hla.k * pb, p->T * p->hla.rank);
       if (2 * p->hla.rank <= pb) {
         ck_assert_int_le(8 * p->hla.k * 96, p->abc.fp32_bytes);

@@ -369,18 +369,20 @@ START_TEST(abc_bytes) {
     hot_ref_saved sv;
     float *x = calloc((size_t)(pl.T * pl.I), sizeof *x);
     ck_assert_int_eq(hot_ref_layer_save(&pl, x, HOT_DT_F32, &sv), 0);
-    double ratio = (double)(pl.hla.k * pl.I + 4) / (double)pl.abc.fp32_bytes;
+    double ratio = (double)(pl.hla.k * pl.I + 4 * pl.hla.groups) / (double)pl.abc.fp32_bytes;
     double kept = (double)sv.bytes / (double)pl.abc.fp32_bytes;
     printf("ABC L=%lld p=%d r=%d %s: codes+scale / fp32 = %.4f (stored with k_pad: %.4f)\n",
            (long long)cs[c].L, pl.hla.block, pl.hla.rank,
            pl.hla.layout == HOT_LAYOUT_FLAT ? "flat" : "sample", ratio, kept);
-    /* the plan reports what is stored: I rows of k_pad codes (the GEMM reads whole rows) */
-    ck_assert_int_eq(pl.abc.bytes, pl.I * pl.hla.gemm.k_pad + 4);
+    /* the plan reports what is stored: I rows of k_pad codes (the GEMM reads whole rows) and
+     * one scale per scale group */
+    ck_assert_int_eq(pl.abc.bytes, pl.I * pl.hla.gemm.k_pad + 4 * pl.hla.groups);
     ck_assert_int_eq(sv.bytes, pl.abc.bytes);
-    if (pl.L % pl.hla.block == 0) { /* no padding: exactly (r/p)/4 + the scale */
+    if (pl.L % pl.hla.block == 0) { /* no padding: exactly (r/p)/4 + the scales */
       double rp = (double)pl.hla.rank / pl.hla.block;
-      ck_assert(fabs(ratio - rp / 4) < 1e-6);
-      if (2 * pl.hla.rank <= pl.hla.block) ck_assert(ratio <= 0.125 + 1e-6); /* + one scale */
+      ck_assert(fabs(ratio - rp / 4) < 1e-5); /* the scales: 4 * groups bytes */
+      const double scales = 4.0 * (double)pl.hla.groups / (double)pl.abc.fp32_bytes;
+      if (2 * pl.hla.rank <= pl.hla.block) ck_assert(ratio <= 0.125 + scales + 1e-12);
     }
     hot_ref_saved_free(&sv);
     free(x);

@@ -412,8 +412,11 @@ START_TEST(defaults_per_recipe) {
     ck_assert_int_eq(s->hla.g.bits, r == HOT_RECIPE_PAPER_CODE ? 4 : 8); /* the authors' g^ */
     ck_assert_int_eq(s->hla.g.round, HOT_ROUND_SR);
     /* the authors scale g^ and x^ per sample */
-    ck_assert_int_eq(s->hla.g.gran, r == HOT_RECIPE_PAPER_CODE ? HOT_GRAN_SAMPLE : HOT_GRAN_TENSOR);
-    ck_assert_int_eq(s->hla.x.gran, r == HOT_RECIPE_PAPER_CODE ? HOT_GRAN_SAMPLE : HOT_GRAN_TENSOR);
+    const hot_gran hg = r == HOT_RECIPE_PAPER_CODE ? HOT_GRAN_SAMPLE
+                        : r == HOT_RECIPE_HOT      ? HOT_GRAN_AUTO
+                                                   : HOT_GRAN_TENSOR;
+    ck_assert_int_eq(s->hla.g.gran, hg);
+    ck_assert_int_eq(s->hla.x.gran, hg);
     ck_assert_int_eq(s->hla.x.bits, 8);
     ck_assert_int_eq(s->hla.x.round, HOT_ROUND_RTN);
     ck_assert_int_eq(s->hla.x.rule, r == HOT_RECIPE_PAPER_CODE ? HOT_RULE_SAWB : HOT_RULE_ABSMAX);
