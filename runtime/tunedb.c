@@ -23,6 +23,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <unistd.h>
 #include <time.h>
 
 #include "diag.h"
@@ -488,6 +489,23 @@ static rt_status set_wal(hot_tunedb *t, char *err, size_t errlen) {
   return RT_OK;
 }
 
+/* "file:PATH?immutable=1" with the characters a URI path cannot hold percent-encoded; malloc'd,
+ * NULL when out of memory. */
+static char *immutable_uri(const char *path) {
+  const size_t n = strlen(path);
+  char *u = malloc(3 * n + 32);
+  if (!u) return NULL;
+  char *w = u + sprintf(u, "file:");
+  for (const unsigned char *p = (const unsigned char *)path; *p; ++p) {
+    if (*p == '%' || *p == '?' || *p == '#' || *p <= ' ' || *p >= 0x7f)
+      w += sprintf(w, "%%%02X", *p);
+    else
+      *w++ = (char)*p;
+  }
+  strcpy(w, "?immutable=1");
+  return u;
+}
+
 rt_status tunedb_open(hot_tunedb **out, const char *path, int read_only, char *err,
                       size_t errlen) {
   if (out) *out = NULL;
@@ -525,8 +543,41 @@ rt_status tunedb_open(hot_tunedb **out, const char *path, int read_only, char *e
   sqlite3_busy_timeout(t->db, BUSY_TIMEOUT_MS);
   /* The first read parses the header: "file is not a database" for anything but SQLite. */
   int ntab = count_tables(t->db);
+  const int prim = ntab < 0 ? sqlite3_errcode(t->db) & 0xff : SQLITE_OK;
+  if (ntab < 0 && !read_only && prim == SQLITE_READONLY) {
+    hot_errf(err, errlen, "tuning database %s: not writable (a read-only file or folder); "
+             "results cannot be stored there", path);
+    s = RT_ERR_IO;
+    goto fail;
+  }
+  if (ntab < 0 && read_only && (prim == SQLITE_CANTOPEN || prim == SQLITE_READONLY) &&
+      access(path, R_OK) == 0) {
+    /* A WAL database in a folder this process cannot write: a reader needs the -shm file,
+     * which it cannot create there. Nobody can be writing it either (a writer needs the
+     * folder too), so it is read as immutable: the main file as it is (the rows of a crashed
+     * writer's left-over -wal, if any, are not seen). */
+    sqlite3_close(t->db);
+    t->db = NULL;
+    char *uri = immutable_uri(path);
+    rc = uri ? sqlite3_open_v2(uri, &t->db, SQLITE_OPEN_READONLY | SQLITE_OPEN_URI, NULL)
+             : SQLITE_NOMEM;
+    free(uri);
+    if (rc != SQLITE_OK) {
+      s = db_fail(t->db, path, "cannot open", err, errlen);
+      goto fail;
+    }
+    sqlite3_extended_result_codes(t->db, 1);
+    ntab = count_tables(t->db);
+  }
   if (ntab < 0) {
     s = db_fail(t->db, path, "cannot read", err, errlen);
+    goto fail;
+  }
+  if (!read_only && sqlite3_db_readonly(t->db, "main") == 1) {
+    /* SQLite falls back to reading a file it cannot write: say so now, not at the first row */
+    hot_errf(err, errlen, "tuning database %s: not writable (a read-only file or folder); "
+             "results cannot be stored there", path);
+    s = RT_ERR_IO;
     goto fail;
   }
   if (!read_only) {

@@ -28,6 +28,23 @@ static struct {
   double *ex[HOT_TUNE_DATA_COUNT], *ew[HOT_TUNE_DATA_COUNT];
 } refs = {.layer = -1};
 
+/* The --capture file, read once (tune_accuracy_load_capture or the first variant that needs
+ * it) and kept until tune_accuracy_free_capture. */
+static hot_capture g_capture;
+
+int tune_accuracy_load_capture(const char *path, char *err, size_t errlen) {
+  hot_capture_free(&g_capture);
+  if (hot_capture_read(path, &g_capture, err, errlen) != 0) {
+    hot_capture_free(&g_capture);
+    return -1;
+  }
+  return 0;
+}
+
+const hot_capture *tune_accuracy_capture(void) { return g_capture.x ? &g_capture : NULL; }
+
+void tune_accuracy_free_capture(void) { hot_capture_free(&g_capture); }
+
 void tune_accuracy_reset(void) {
   for (int k = 0; k < HOT_TUNE_DATA_COUNT; ++k) {
     free(refs.ex[k]);
@@ -60,25 +77,35 @@ static int make_data(const hot_model *m, int layer, const tune_opts *o, int kind
   memset(d, 0, sizeof *d);
   bench_data *b = &d->b;
   if (kind == HOT_TUNE_CAPTURE) {
-    hot_capture c;
-    if (hot_capture_read(o->capture, &c, err, errlen) != 0) return 1;
-    if (c.O != s->out_features || c.I != s->in_features) {
+    if (!g_capture.x) { /* not loaded up front (tune_accuracy_load_capture): read it now */
+      if (hot_capture_read(o->capture, &g_capture, err, errlen) != 0) {
+        hot_capture_free(&g_capture);
+        return 1;
+      }
+    }
+    const hot_capture *c = &g_capture;
+    if (c->O != s->out_features || c->I != s->in_features) {
       snprintf(err, errlen, "%s: captured O x I = %lld x %lld, layer %s is %lld x %lld", o->capture,
-               (long long)c.O, (long long)c.I, s->name, (long long)s->out_features,
+               (long long)c->O, (long long)c->I, s->name, (long long)s->out_features,
                (long long)s->in_features);
-      hot_capture_free(&c);
       return 1;
     }
-    d->B = c.B;
-    d->L = c.L;
-    b->T = c.T;
-    b->O = c.O;
-    b->I = c.I;
-    b->x = c.x;
-    b->w = c.w;
-    b->gy = c.g_y;
-    c.x = c.w = c.g_y = NULL;
-    hot_capture_free(&c);
+    d->B = c->B;
+    d->L = c->L;
+    b->T = c->T;
+    b->O = c->O;
+    b->I = c->I;
+    /* copies: the capture stays loaded for the next variant */
+    b->x = malloc((size_t)(c->T * c->I) * sizeof *b->x);
+    b->w = malloc((size_t)(c->O * c->I) * sizeof *b->w);
+    b->gy = malloc((size_t)(c->T * c->O) * sizeof *b->gy);
+    if (!b->x || !b->w || !b->gy) {
+      bench_data_free(b);
+      return -1;
+    }
+    memcpy(b->x, c->x, (size_t)(c->T * c->I) * sizeof *b->x);
+    memcpy(b->w, c->w, (size_t)(c->O * c->I) * sizeof *b->w);
+    memcpy(b->gy, c->g_y, (size_t)(c->T * c->O) * sizeof *b->gy);
   } else {
     sizes(m, layer, o, &d->B, &d->L);
     if (bench_data_make(b, d->B * d->L, s->out_features, s->in_features, m->seed, layer,
@@ -137,6 +164,7 @@ static int run_kind(const hot_model *m, int layer, const hot_layer_spec *s, cons
   hot_options opt;
   hot_options_init(&opt);
   opt.backend = HOT_BACKEND_CPU;
+  opt.arch = o->plan_arch; /* plans (and refusals) for the sweep's arch; nothing is compiled */
   opt.disk_cache = -1;
   opt.seed_set = 1;
   opt.seed = m->seed;

@@ -228,12 +228,35 @@ static int sweep(tune_opts *o) {
   tune_env env;
   tune_variant *vars = NULL;
   int nv = 0;
+  if (o->capture) { /* read and checked once: a bad file is one error now, not a note per row */
+    char cerr[1024];
+    if (tune_accuracy_load_capture(o->capture, cerr, sizeof cerr) != 0) {
+      fprintf(stderr, "hot-tune: --capture: %s\n", cerr);
+      spec_model_free(&m);
+      return 1;
+    }
+    const hot_capture *c = tune_accuracy_capture();
+    int fits = 0;
+    for (int i = 0; i < m.n_layers; ++i)
+      if ((!o->layer || !strcmp(o->layer, m.layers[i].name)) &&
+          m.layers[i].out_features == c->O && m.layers[i].in_features == c->I)
+        fits = 1;
+    if (!fits) {
+      fprintf(stderr, "hot-tune: --capture: %s (layer '%s', O x I = %lld x %lld) fits no layer "
+              "being swept%s%s%s\n", o->capture, c->name, (long long)c->O, (long long)c->I,
+              o->layer ? " (--layer " : "", o->layer ? o->layer : "", o->layer ? ")" : "");
+      tune_accuracy_free_capture();
+      spec_model_free(&m);
+      return 1;
+    }
+  }
   hot_tunedb *db = NULL;
   tune_speed *sp = NULL;
   char err[1024];
   hot_tuned paths;
   memset(&paths, 0, sizeof paths);
   if (probe_env(o, &m, &env) != 0) goto done;
+  o->plan_arch = plan_arch_caps(env.arch)->name;
   if (tune_space(&m, o, env.arch, &vars, &nv, err, sizeof err) != 0) {
     fprintf(stderr, "hot-tune: %s\n", err);
     goto done;
@@ -413,6 +436,7 @@ done:
   tune_speed_close(sp);
   tunedb_close(db);
   tune_accuracy_reset();
+  tune_accuracy_free_capture();
   free(vars);
   spec_model_free(&m);
   return status;
@@ -423,12 +447,37 @@ static int merge(int argc, char **argv) {
   if (argc < 2) return usage_error("%s", "merge needs OUT.db and at least one IN.db");
   hot_tunedb *db = NULL;
   char err[1024];
-  if (tunedb_open(&db, argv[0], 0, err, sizeof err) != RT_OK) {
-    fprintf(stderr, "hot-tune: %s\n", err);
+  /* Every input is checked before OUT is opened (created): inputs that cannot be read are
+   * reported and skipped; when none can, OUT is left as it was (not created). */
+  int status = 0, usable = 0;
+  char *ok = calloc((size_t)argc, 1);
+  if (!ok) {
+    fprintf(stderr, "hot-tune: out of memory\n");
     return 1;
   }
-  int status = 0;
   for (int i = 1; i < argc; ++i) {
+    hot_tunedb *src = NULL;
+    if (tunedb_open(&src, argv[i], 1, err, sizeof err) != RT_OK) {
+      fprintf(stderr, "hot-tune: %s\n", err);
+      status = 1;
+      continue;
+    }
+    tunedb_close(src);
+    ok[i] = 1;
+    ++usable;
+  }
+  if (!usable) {
+    fprintf(stderr, "hot-tune: merge: no input could be read; %s left as it was\n", argv[0]);
+    free(ok);
+    return 1;
+  }
+  if (tunedb_open(&db, argv[0], 0, err, sizeof err) != RT_OK) {
+    fprintf(stderr, "hot-tune: %s\n", err);
+    free(ok);
+    return 1;
+  }
+  for (int i = 1; i < argc; ++i) {
+    if (!ok[i]) continue;
     int64_t n = 0;
     if (tunedb_merge(db, argv[i], &n, err, sizeof err) != RT_OK) {
       fprintf(stderr, "hot-tune: %s\n", err);
@@ -438,6 +487,7 @@ static int merge(int argc, char **argv) {
     fprintf(stderr, "hot-tune: merged %lld row%s from %s\n", (long long)n, n == 1 ? "" : "s", argv[i]);
   }
   tunedb_close(db);
+  free(ok);
   return status;
 }
 

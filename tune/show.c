@@ -227,6 +227,43 @@ static void fmt_err(char *buf, size_t n, double v) {
   else snprintf(buf, n, "%.4f", v);
 }
 
+/* Rows of one layer at one shape (model, layer, B, L, O, I, dtype, recipe) form a group; a layer
+ * swept at two shapes (another batch, a changed spec) is two groups, never one front. */
+static int cmp_shape(const hot_tune_row *x, const hot_tune_row *y) {
+  int c;
+  if ((c = strcmp(x->model, y->model)) || (c = strcmp(x->layer, y->layer))) return c;
+  if (x->batch != y->batch) return x->batch < y->batch ? -1 : 1;
+  if (x->tokens != y->tokens) return x->tokens < y->tokens ? -1 : 1;
+  if (x->out_features != y->out_features) return x->out_features < y->out_features ? -1 : 1;
+  if (x->in_features != y->in_features) return x->in_features < y->in_features ? -1 : 1;
+  if ((c = strcmp(x->dtype, y->dtype)) || (c = strcmp(x->recipe, y->recipe))) return c;
+  return 0;
+}
+/* Within a group: speed rows by (device, arch) — times of different GPUs never compete — then
+ * accuracy rows; the database's total order (index) breaks ties. */
+typedef struct {
+  hot_tune_row r;
+  int index;
+} ordered_row;
+static int cmp_group(const void *a, const void *b) {
+  const ordered_row *x = a, *y = b;
+  int c = cmp_shape(&x->r, &y->r);
+  if (c) return c;
+  if ((c = strcmp(x->r.kind, y->r.kind)) || (c = strcmp(x->r.device, y->r.device)) ||
+      (c = strcmp(x->r.arch, y->r.arch)))
+    return c;
+  return x->index - y->index;
+}
+static int sort_groups(row_list *l) {
+  ordered_row *o = malloc((size_t)(l->n ? l->n : 1) * sizeof *o);
+  if (!o) return -1;
+  for (int i = 0; i < l->n; ++i) o[i] = (ordered_row){l->r[i], i};
+  qsort(o, (size_t)l->n, sizeof *o, cmp_group);
+  for (int i = 0; i < l->n; ++i) l->r[i] = o[i].r;
+  free(o);
+  return 0;
+}
+
 int tune_show(const show_opts *o, FILE *out) {
   hot_tunedb *db = NULL;
   char err[1024];
@@ -263,6 +300,11 @@ int tune_show(const show_opts *o, FILE *out) {
     free(l.r);
     return o->plot ? 1 : 0;
   }
+  if (sort_groups(&l) != 0) {
+    fprintf(stderr, "hot-tune: out of memory\n");
+    free(l.r);
+    return 1;
+  }
   acc_point *pts = calloc((size_t)l.n, sizeof *pts);
   const hot_tune_row **sp = calloc((size_t)l.n, sizeof *sp);
   hot_plot_point *pp = calloc((size_t)l.n, sizeof *pp);
@@ -271,28 +313,36 @@ int tune_show(const show_opts *o, FILE *out) {
     free(pts), free(sp), free(pp), free(l.r);
     return 1;
   }
-  int npp = 0, nseries = 0, plot_timed = -1, status = 0;
+  int npp = 0, nseries = 0, plot_timed = -1, status = 0, not_drawn_full = 0, not_drawn_axis = 0;
   const char *series[8] = {0};
-  for (int i = 0; i < l.n;) { /* rows come grouped by model and layer */
+  for (int i = 0; i < l.n;) { /* rows come grouped by layer and shape (sort_groups) */
     int j = i;
-    while (j < l.n && !strcmp(l.r[j].model, l.r[i].model) && !strcmp(l.r[j].layer, l.r[i].layer)) ++j;
+    while (j < l.n && !cmp_shape(&l.r[j], &l.r[i])) ++j;
     const hot_tune_row *first = &l.r[i];
     fprintf(out, "\n%s / %s  (B x L x O x I = %lld x %lld x %lld x %lld, %s, recipe %s)\n", first->model,
             first->layer, (long long)first->batch, (long long)first->tokens,
             (long long)first->out_features, (long long)first->in_features, first->dtype, first->recipe);
-    /* speed */
-    int ns = 0, n_speed = 0, n_pruned = 0, n_bad = 0;
-    for (int k = i; k < j; ++k) {
-      if (strcmp(l.r[k].kind, "speed")) continue;
-      ++n_speed;
-      if (!strcmp(l.r[k].status, "pruned")) ++n_pruned;
-      else if (strcmp(l.r[k].status, "ok")) ++n_bad;
-      if (!strcmp(l.r[k].status, "ok") && l.r[k].timed && l.r[k].bitexact == 1) sp[ns++] = &l.r[k];
-    }
-    if (n_speed) {
+    /* speed: one block per (device, arch) — rows come sorted that way (sort_groups) */
+    for (int si = i; si < j;) {
+      if (strcmp(l.r[si].kind, "speed")) {
+        ++si;
+        continue;
+      }
+      int sj = si;
+      while (sj < j && !strcmp(l.r[sj].kind, "speed") && !strcmp(l.r[sj].device, l.r[si].device) &&
+             !strcmp(l.r[sj].arch, l.r[si].arch))
+        ++sj;
+      int ns = 0, n_speed = 0, n_pruned = 0, n_bad = 0;
+      for (int k = si; k < sj; ++k) {
+        ++n_speed;
+        if (!strcmp(l.r[k].status, "pruned")) ++n_pruned;
+        else if (strcmp(l.r[k].status, "ok")) ++n_bad;
+        if (!strcmp(l.r[k].status, "ok") && l.r[k].timed && l.r[k].bitexact == 1) sp[ns++] = &l.r[k];
+      }
       qsort(sp, (size_t)ns, sizeof *sp, cmp_time);
-      fprintf(out, "  speed: %d variant%s (%d pruned, %d failed or refused, %d timed and bit-exact)\n",
-              n_speed, n_speed == 1 ? "" : "s", n_pruned, n_bad, ns);
+      fprintf(out, "  speed, %s on %s: %d variant%s (%d pruned, %d failed or refused, %d timed and "
+              "bit-exact)\n", l.r[si].arch, l.r[si].device[0] ? l.r[si].device : "no GPU", n_speed,
+              n_speed == 1 ? "" : "s", n_pruned, n_bad, ns);
       const hot_tune_row *ref = NULL;
       for (int k = 0; k < ns; ++k)
         if (!sp[k]->variant[0]) ref = sp[k];
@@ -309,6 +359,7 @@ int tune_show(const show_opts *o, FILE *out) {
       } else {
         fprintf(out, "    not timed (no GPU in the sweeps so far): the planner keeps its defaults for this layer\n");
       }
+      si = sj;
     }
     /* accuracy */
     int na = 0;
@@ -350,6 +401,10 @@ int tune_show(const show_opts *o, FILE *out) {
             pp[npp++] = (hot_plot_point){pts[k].cost, pts[k].err, pts[k].chosen ? "as written" : NULL,
                                          nseries, pts[k].front, pts[k].chosen};
           ++nseries;
+        } else if (plot_timed != timed) {
+          ++not_drawn_axis; /* another x axis (time vs bytes) than the plot's */
+        } else {
+          ++not_drawn_full;
         }
       }
     }
@@ -372,6 +427,13 @@ int tune_show(const show_opts *o, FILE *out) {
         status = 1;
       } else {
         fprintf(out, "\nplot: %s (%d points, %d layer%s)\n", o->plot, npp, nseries, nseries == 1 ? "" : "s");
+        if (not_drawn_full)
+          fprintf(out, "plot: %d more layer%s not drawn (at most 8 per plot): draw them with "
+                  "--layer NAME\n", not_drawn_full, not_drawn_full == 1 ? "" : "s");
+        if (not_drawn_axis)
+          fprintf(out, "plot: %d layer%s not drawn: timed and untimed layers do not share an "
+                  "x axis (draw them with --layer NAME)\n", not_drawn_axis,
+                  not_drawn_axis == 1 ? "" : "s");
       }
     }
   }

@@ -17,6 +17,7 @@
 #include <stdint.h>
 #include <stdio.h>
 
+#include "capture.h"
 #include "fields.h"
 #include "hot.h"
 #include "plan.h"
@@ -30,6 +31,8 @@ typedef struct {
   const char *layer;        /* NULL: every layer */
   const char *db;           /* NULL: the user DB ($HOT_TUNE_DB, else <cache dir>/tune.db) */
   const char *arch;         /* NULL: the device's on a GPU, else the spec's first target */
+  const char *plan_arch;    /* set by the sweep: the arch it resolved (accuracy variants are
+                               planned for it too, so refusals name the arch of the sweep) */
   const char *capture;      /* captured tensors of the layer (docs/capture.md), or NULL */
   int shard_i, shard_n;     /* this process takes variants with index % shard_n == shard_i */
   int kinds;                /* TUNE_SPEED | TUNE_ACCURACY */
@@ -96,6 +99,12 @@ int tune_accuracy(const hot_model *m, int layer, const hot_layer_spec *s, const 
                   hot_tune_row *row, char *err, size_t errlen);
 /* Frees the fp64 references kept between variants. */
 void tune_accuracy_reset(void);
+/* Reads and validates the --capture file once, up front (the variants then copy its tensors).
+ * Returns 0, or -1 with the reader's one-line message in err. tune_accuracy_capture: the loaded
+ * capture (borrowed) or NULL; tune_accuracy_free_capture releases it. */
+int tune_accuracy_load_capture(const char *path, char *err, size_t errlen);
+const hot_capture *tune_accuracy_capture(void);
+void tune_accuracy_free_capture(void);
 
 /* ---- speed.c ------------------------------------------------------------------------------ */
 typedef struct tune_speed tune_speed;

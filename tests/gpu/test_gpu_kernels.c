@@ -177,8 +177,9 @@ static void same_floats(const char *what, const float *gpu, const float *cpu, si
 
 static hot_layer_spec g_spec;
 
-static hot_layer_plan plan_for(int64_t B, int64_t L, int64_t O, int64_t I, hot_dtype dt,
-                               hot_layout layout, int p) {
+/* The hot recipe with the scale granularities gg (g^) and gx (x^) of HLA. */
+static hot_layer_plan plan_scales(int64_t B, int64_t L, int64_t O, int64_t I, hot_dtype dt,
+                                  hot_layout layout, int p, hot_gran gg, hot_gran gx) {
   plan_spec_defaults(&g_spec, HOT_RECIPE_HOT);
   snprintf(g_spec.name, sizeof g_spec.name, "gpu");
   g_spec.in_features = I;
@@ -186,10 +187,18 @@ static hot_layer_plan plan_for(int64_t B, int64_t L, int64_t O, int64_t I, hot_d
   g_spec.dtype = dt;
   g_spec.hla.layout = layout;
   g_spec.hla.block = p;
+  g_spec.hla.g.gran = gg;
+  g_spec.hla.x.gran = gx;
   hot_layer_plan pl;
   if (plan_layer(&g_spec, B, L, HOT_RECIPE_HOT, g_arch, 3, &pl, err, sizeof err) != 0)
     FAIL("plan: %s", err);
   return pl;
+}
+
+/* The hot recipe as it plans (hla.scale auto: x^, g^ per sample under layout sample). */
+static hot_layer_plan plan_for(int64_t B, int64_t L, int64_t O, int64_t I, hot_dtype dt,
+                               hot_layout layout, int p) {
+  return plan_scales(B, L, O, I, dt, layout, p, HOT_GRAN_AUTO, HOT_GRAN_AUTO);
 }
 
 /* The paper_code recipe (b shrinks to divide O, p = largest power of two dividing L, SAWB for
@@ -612,8 +621,25 @@ static void run_all(void) {
         hot_layer_plan ph = plan_for(3, 197, 100, 137, dt, (hot_layout)layout, ps[i]);
         check_hla(&ph, x, HOT_K_ABC_X);
         check_hla(&ph, gy, HOT_K_HLA_G);
-        printf("dtype %s layout %s p %d: HLA x^, g^ bit-exact (K = %lld)\n", plan_dtype_name(dt),
-               plan_layout_name(ph.hla.layout), ps[i], (long long)ph.hla.k);
+        printf("dtype %s layout %s p %d: HLA x^, g^ bit-exact (K = %lld, %lld scale groups)\n",
+               plan_dtype_name(dt), plan_layout_name(ph.hla.layout), ps[i], (long long)ph.hla.k,
+               (long long)ph.hla.groups);
+      }
+      /* under layout sample also per tensor (one group, unsegmented GEMM) and mixed (g^ per
+       * sample, x^ per tensor: grouped layout, the x^ scale repeated) */
+      if (layout == HOT_LAYOUT_SAMPLE) {
+        static const hot_gran gs[2][2] = {{HOT_GRAN_TENSOR, HOT_GRAN_TENSOR},
+                                          {HOT_GRAN_SAMPLE, HOT_GRAN_TENSOR}};
+        for (int i = 0; i < 2; ++i) {
+          hot_layer_plan pg = plan_scales(3, 197, 100, 137, dt, HOT_LAYOUT_SAMPLE, 64, gs[i][0],
+                                          gs[i][1]);
+          check_hla(&pg, x, HOT_K_ABC_X);
+          check_hla(&pg, gy, HOT_K_HLA_G);
+          check_gemms(&pg, gy, w, x);
+          printf("dtype %s layout sample, g^ %s, x^ %s: HLA x^, g^, GEMMs bit-exact (%lld "
+                 "groups)\n", plan_dtype_name(dt), plan_gran_name(pg.hla.g.gran),
+                 plan_gran_name(pg.hla.x.gran), (long long)pg.hla.groups);
+        }
       }
       free(gy); free(w); free(x);
     }

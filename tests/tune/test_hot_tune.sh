@@ -89,6 +89,8 @@ expect 1 "$T/bad.db" "$TUNE" show "$T/bad.db"
 cp "$T/m.db" "$T/m2.db"
 expect 1 "$T/bad.db" "$TUNE" merge "$T/m2.db" "$T/bad.db"
 diff <(rows "$T/m.db") <(rows "$T/m2.db") >/dev/null && ok "failed merge left OUT unchanged" || fail "failed merge changed OUT"
+expect 1 "no input could be read; $T/new.db left as it was" "$TUNE" merge "$T/new.db" "$T/bad.db" "$T/missing.db"
+[ ! -e "$T/new.db" ] && ok "merge of unreadable inputs creates no OUT" || fail "merge created $T/new.db from unreadable inputs"
 cat >"$T/badaxis.lua" <<'EOF'
 local hot = require "hot"
 return hot.model { name = "m", batch = 1, tokens = 64,
@@ -105,6 +107,37 @@ EOF
 "$TUNE" "$T/refused.lua" --db "$T/ref.db" --kind speed --progress plain >/dev/null 2>&1 || fail "refused variants: exit $?"
 rows "$T/ref.db" | awk -F'\t' '$14 == "tile_gx.tile_k=48" && $18 == "plan_refused" && $19 ~ /tile_k/ { f = 1 } END { exit !f }' \
   && ok "a variant the plan refuses is recorded as plan_refused with the reason" || fail "no plan_refused row for tile_k=48"
+# accuracy variants are planned for the sweep's arch (the spec's first target): on sm_90a a
+# g_x tile_k of 64 is refused (wgmma needs 128), as the speed rows would be
+cat >"$T/acc90a.lua" <<'EOF'
+local hot = require "hot"
+return hot.model { name = "m", batch = 1, tokens = 64, target = hot.target { arch = "sm_90a" },
+  layers = { hot.linear { name = "a", in_features = 64, out_features = 64, tile_gx = hot.tile { tile_k = 64 } } },
+  sweep = hot.sweep { ["hq.block"] = { 8, 16 } } }
+EOF
+"$TUNE" "$T/acc90a.lua" --db "$T/acc90a.db" --kind accuracy --progress plain >/dev/null 2>&1
+rows "$T/acc90a.db" | awk -F'\t' '$2 == "sm_90a" && $18 == "plan_refused" && $19 ~ /wgmma/ { n++ } END { exit n != 3 }' \
+  && ok "accuracy rows planned for the spec's arch" || fail "accuracy rows: $(rows "$T/acc90a.db" | cut -f2,14,18,19 | head -3)"
+
+# 6b. permissions: a database in a folder this user cannot write is read (show, and the planner
+# through hot-gen), and refused at once for writing; a read-only file the same. As root the
+# checks run as the unprivileged user `nobody` (setpriv), since root ignores permissions.
+as_user() { if [ "$(id -u)" -eq 0 ]; then setpriv --reuid=65534 --regid=65534 --clear-groups "$@"; else "$@"; fi; }
+if [ "$(id -u)" -ne 0 ] || command -v setpriv >/dev/null; then
+  P=$(mktemp -d) && chmod 711 "$P" && mkdir "$P/ro" "$P/rw"
+  cp "$T/a.db" "$P/ro/a.db" && cp "$T/a.db" "$P/rw/a.db"
+  chmod 444 "$P/ro/a.db" "$P/rw/a.db" && chmod 555 "$P/ro" && chmod 777 "$P/rw"
+  n_ro=$(as_user "$TUNE" show "$P/ro/a.db" --rows 2>"$T/ro.err" | wc -l)
+  [ "$n_ro" -eq 28 ] && ok "database in a read-only folder is read (28 rows)" || fail "read-only folder: $n_ro rows: $(head -1 "$T/ro.err")"
+  for d in ro rw; do
+    as_user "$TUNE" "$SPEC" --db "$P/$d/a.db" --kind accuracy --layer a >"$T/w.out" 2>"$T/w.err"; st=$?
+    [ $st -eq 1 ] && grep -q "a.db: not writable" "$T/w.err" && ! grep -q "variant" "$T/w.out" \
+      && ok "not writable ($d) refused before any work" || fail "not writable ($d): exit $st: $(head -1 "$T/w.err")"
+  done
+  chmod -R u+w "$P" && rm -rf "$P"
+else
+  echo "SKIP (part): running as root without setpriv: permissions cannot be checked"
+fi
 
 # 7. show
 "$TUNE" show "$T/a.db" >"$T/show.txt" || fail "show exit"
@@ -116,6 +149,15 @@ grep -q "Pareto front of error vs saved bytes" "$T/show.txt" && grep -q "^    \*
 "$TUNE" show "$T/a.db" --plot "$T/p.png" >/dev/null && [ "$(head -c 4 "$T/p.png" | od -An -c | tr -d ' ')" = "211PNG" ] \
   && ok "plot png" || fail "plot png"
 expect 1 "jpg" "$TUNE" show "$T/a.db" --plot "$T/p.jpg"
+# one layer swept at two shapes (the spec's tokens changed) is two groups, never one front
+sed 's/tokens = 64,/tokens = 32,/' "$SPEC" >"$T/tiny32.lua"
+cp "$T/a.db" "$T/two.db"
+"$TUNE" "$T/tiny32.lua" --db "$T/two.db" --kind accuracy --layer a --progress plain >/dev/null 2>&1 || fail "sweep at L = 32"
+"$TUNE" show "$T/two.db" --layer a >"$T/two.txt" || fail "show two shapes"
+[ "$(grep -c '^tune_tiny / a  (B x L x O x I = 2 x' "$T/two.txt")" -eq 2 ] && grep -q "2 x 32 x 96 x 64" "$T/two.txt" \
+  && grep -q "2 x 64 x 96 x 64" "$T/two.txt" && ok "show: two shapes of a layer, two groups" \
+  || fail "show: shapes mixed: $(grep -c '^tune_tiny / a' "$T/two.txt") groups"
+grep -q "speed, sm_90 on no GPU: 5 variants" "$T/two.txt" && ok "show: speed per arch and device" || fail "show: speed header"
 
 # 7b. --capture: a capture of layer a (B=1, L=64, O=96, I=64, f32) in the format of docs/capture.md
 python3 - "$T/a.cap" <<'EOF2'
@@ -134,13 +176,15 @@ EOF2
 "$TUNE" "$SPEC" --layer a --kind accuracy --capture "$T/a.cap" --db "$T/cap.db" --progress plain >/dev/null 2>&1 || fail "capture sweep exit"
 rows "$T/cap.db" | awk -F'\t' '$34 == "nan" || $38 == "nan" || $39 != "a.cap" { bad = 1 } END { exit bad || NR != 9 }' \
   && ok "--capture: errors on the captured tensors in every row" || fail "--capture rows"
-"$TUNE" "$SPEC" --layer b --kind accuracy --capture "$T/a.cap" --db "$T/cap2.db" --progress plain >/dev/null 2>&1
-rows "$T/cap2.db" | awk -F'\t' '$19 ~ /capture not used: .*layer b is 48 x 80/ && $34 == "nan" { n++ } END { exit n != 9 }' \
+# both layers with a capture of a: b's rows say the capture does not fit, its seeded data counts
+"$TUNE" "$SPEC" --kind accuracy --capture "$T/a.cap" --db "$T/cap2.db" --progress plain >/dev/null 2>&1
+rows "$T/cap2.db" | awk -F'\t' '$16 == "b" && $19 ~ /capture not used: .*layer b is 48 x 80/ && $34 == "nan" { n++ } END { exit n != 9 }' \
   && ok "--capture of another shape: said in the note, seeded data still measured" || fail "capture shape mismatch not reported"
+# checked once, up front: a capture that fits no swept layer, or a bad file, is one error, no rows
+expect 1 "fits no layer being swept (--layer b)" "$TUNE" "$SPEC" --layer b --kind accuracy --capture "$T/a.cap" --db "$T/cap4.db"
 head -c 300 "$T/a.cap" >"$T/trunc.cap"
-"$TUNE" "$SPEC" --layer a --kind accuracy --capture "$T/trunc.cap" --db "$T/cap3.db" --progress plain >/dev/null 2>&1
-rows "$T/cap3.db" | awk -F'\t' '$19 ~ /capture not used: capture .*trunc.cap/ { n++ } END { exit n != 9 }' \
-  && ok "a truncated capture is named in the note" || fail "truncated capture not reported"
+expect 1 "--capture: capture $T/trunc.cap" "$TUNE" "$SPEC" --layer a --kind accuracy --capture "$T/trunc.cap" --db "$T/cap3.db"
+[ ! -e "$T/cap3.db" ] && [ ! -e "$T/cap4.db" ] && ok "a bad --capture creates no database" || fail "a bad --capture created a database"
 
 # 7c. the GPU path on the recording fake driver: plumbing only; nothing is timed unless bit-exact
 if [ -n "$FAKE" ] && [ -f "$FAKE" ]; then
