@@ -164,10 +164,13 @@ static int dev_make(const cuda_driver *d, const hot_model *m, int layer, hot_dty
 }
 
 /* Bit-exactness of save + backward, CUDA vs the CPU twins, on a small problem that runs the same
- * kernels as the variant at the spec's size: B = 1, the layer's tokens (HLA's blocking depends on
- * them), O and I at most BITEXACT_MAX_FEATURES, and the GEMM tiles written out as the full-size
- * plan resolved them (the planner's defaults depend on the shape; kernel names do not depend on
- * O and I). `full` is the variant's plan at the spec's size. */
+ * kernels as the variant at the spec's size: B = min(the spec's batch, 2) (two samples keep the
+ * per-sample scale groups and so the segmented g_w GEMM of a batch), the layer's tokens (HLA's
+ * blocking depends on them), O and I at most BITEXACT_MAX_FEATURES, and the GEMM tiles written
+ * out as the full-size plan resolved them (the planner's defaults depend on the shape; kernel
+ * names do not depend on O and I). The small plan's kernel names are compared with the full
+ * plan's: where they differ nothing is claimed (bit-exactness unknown, not timed). `full` is the
+ * variant's plan at the spec's size. */
 enum { BITEXACT_MAX_FEATURES = 256 };
 
 static void tiles_of(hot_tile *t, const hot_gemm_plan *g) {
@@ -183,7 +186,8 @@ static void bitexact(tune_speed *sp, const hot_model *m, int layer, const hot_la
   if (small.in_features > BITEXACT_MAX_FEATURES) small.in_features = BITEXACT_MAX_FEATURES;
   if (full->hq.enabled) tiles_of(&small.tile_gx, &full->hq.gemm);
   if (full->hla.enabled) tiles_of(&small.tile_gw, &full->hla.gemm);
-  const int64_t L = s->tokens ? s->tokens : m->tokens, T = L, O = s->out_features, I = s->in_features;
+  const int64_t L = s->tokens ? s->tokens : m->tokens, B = m->batch < 2 ? m->batch : 2, T = B * L,
+                O = s->out_features, I = s->in_features;
   hot_layer *lc = NULL, *lg = NULL;
   bench_data b;
   dev_set ds;
@@ -195,8 +199,25 @@ static void bitexact(tune_speed *sp, const hot_model *m, int layer, const hot_la
     free(hx), free(hw), free(cx), free(cw);
     return;
   }
-  hot_status st = hot_layer_create_resolved(sp->cpu, s, 1, L, m->recipe, layer, &lc);
-  if (st == HOT_OK) st = hot_layer_create_resolved(sp->gpu, s, 1, L, m->recipe, layer, &lg);
+  hot_status st = hot_layer_create_resolved(sp->cpu, s, B, L, m->recipe, layer, &lc);
+  if (st == HOT_OK) st = hot_layer_create_resolved(sp->gpu, s, B, L, m->recipe, layer, &lg);
+  if (st == HOT_OK) { /* the same binaries as the full size, or no claim */
+    const hot_layer_plan *sm = hot_layer_get_plan(lg);
+    const char *differs = sm->n_kernels != full->n_kernels ? "the kernel count" : NULL;
+    for (int k = 0; !differs && k < sm->n_kernels; ++k)
+      if (strcmp(sm->kernels[k].name, full->kernels[k].name)) differs = full->kernels[k].name;
+    if (differs) {
+      snprintf(row->note, sizeof row->note, "bit-exactness not checked: the small problem "
+               "(B = %lld, O, I <= %d) runs other kernels than the full size (%.120s)",
+               (long long)B, BITEXACT_MAX_FEATURES, differs);
+      hot_layer_destroy(lc);
+      hot_layer_destroy(lg);
+      dev_free(&ds);
+      bench_data_free(&b);
+      free(hx), free(hw), free(cx), free(cw);
+      return;
+    }
+  }
   if (st == HOT_OK) st = hot_layer_save(lc, bench_data_in(&b, b.x), s->dtype, NULL, NULL);
   if (st == HOT_OK)
     st = hot_layer_backward(lc, bench_data_in(&b, b.gy), bench_data_in(&b, b.w), s->dtype, NULL, cx,
