@@ -54,12 +54,41 @@ void tune_accuracy_reset(void) {
   refs.layer = -1;
 }
 
+/* The size of the seeded data of layer `layer` of m, the same for every variant (so that their
+ * errors compare): B = --batch, else the spec's batch capped at 4, lowered until B*L*O*I <=
+ * --check-macs; at B = 1, L is cut too, to the largest L' = k*1024 + (L mod 1024) under the cap
+ * whose plan of the layer as written keeps its p, layout and rank. L' = L (mod 1024) keeps
+ * whether any p <= 1024 divides L, so every variant's blocking (layout auto, paper_code's p)
+ * stays as at L; where no such L' exists, L stays. */
 static void sizes(const hot_model *m, int layer, const tune_opts *o, int64_t *B, int64_t *L) {
   const hot_layer_spec *s = &m->layers[layer];
   *L = s->tokens ? s->tokens : m->tokens;
   *B = o->batch ? o->batch : (m->batch < 4 ? m->batch : 4);
-  const double per = (double)(*L) * (double)s->out_features * (double)s->in_features;
+  const double oi = (double)s->out_features * (double)s->in_features;
+  const double per = (double)(*L) * oi;
   while (*B > 1 && (double)(*B) * per > o->check_macs) --*B;
+  if (*B > 1 || o->batch || per <= o->check_macs) return;
+  hot_arch arch = m->archs[0];
+  if (o->plan_arch) plan_arch_parse(o->plan_arch, &arch);
+  hot_layer_plan *p0 = malloc(sizeof *p0), *p1 = malloc(sizeof *p1);
+  char err[256];
+  if (p0 && p1 && plan_layer(s, 1, *L, m->recipe, arch, layer, p0, err, sizeof err) == 0) {
+    const int64_t step = HOT_MAX_P, rem = *L % step;
+    const int64_t cap = (int64_t)(o->check_macs / oi);
+    for (int64_t k = (cap - rem) / step; k >= 1; --k) {
+      const int64_t lc = k * step + rem;
+      if (lc >= *L || lc > cap) continue;
+      if (plan_layer(s, 1, lc, m->recipe, arch, layer, p1, err, sizeof err) != 0) continue;
+      if (p1->hla.enabled == p0->hla.enabled && p1->hla.block == p0->hla.block &&
+          p1->hla.layout == p0->hla.layout && p1->hla.rank == p0->hla.rank &&
+          p1->hq.block == p0->hq.block) {
+        *L = lc;
+        break;
+      }
+    }
+  }
+  free(p0);
+  free(p1);
 }
 
 /* One input set: the tensors (fp32 values the layer reads, 16-bit copies for bf16/f16 layers)

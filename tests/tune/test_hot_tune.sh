@@ -119,6 +119,18 @@ EOF
 rows "$T/acc90a.db" | awk -F'\t' '$2 == "sm_90a" && $18 == "plan_refused" && $19 ~ /wgmma/ { n++ } END { exit n != 3 }' \
   && ok "accuracy rows planned for the spec's arch" || fail "accuracy rows: $(rows "$T/acc90a.db" | cut -f2,14,18,19 | head -3)"
 
+# --check-macs below one sample: L is cut in steps of 1024 (every variant's blocking kept), the
+# same L for every variant of the layer
+cat >"$T/long.lua" <<'EOF'
+local hot = require "hot"
+return hot.model { name = "m", batch = 2, tokens = 4096,
+  layers = { hot.linear { name = "a", in_features = 64, out_features = 64 } },
+  sweep = hot.sweep { ["hla.block"] = { 16, 64 } } }
+EOF
+"$TUNE" "$T/long.lua" --db "$T/long.db" --kind accuracy --check-macs 10240000 --progress plain >/dev/null 2>&1
+rows "$T/long.db" | awk -F'\t' '$18 == "ok" && $19 == "seeded data B=1 L=2048" { n++ } END { exit n != 3 }' \
+  && ok "--check-macs cuts L at B = 1 (4096 -> 2048, all variants)" || fail "L not cut: $(rows "$T/long.db" | cut -f14,18,19 | head -3)"
+
 # 6b. permissions: a database in a folder this user cannot write is read (show, and the planner
 # through hot-gen), and refused at once for writing; a read-only file the same. As root the
 # checks run as the unprivileged user `nobody` (setpriv), since root ignores permissions.
