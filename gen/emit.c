@@ -23,7 +23,7 @@
  * characters (longer ones are an error), values are heap strings of any length. */
 typedef struct {
   int n;
-  int failed;               /* too many parameters, a name too long, or out of memory */
+  int failed;               /* 1: out of memory; 2: too many parameters or a name too long */
   char name[MAX_PARAMS][PARAM_LEN];
   char *value[MAX_PARAMS];  /* owned */
 } params;
@@ -39,7 +39,7 @@ __attribute__((format(printf, 3, 4)))
 static void param_set(params *p, const char *name, const char *fmt, ...) {
   if (p->failed) return;
   if (p->n >= MAX_PARAMS || strlen(name) >= PARAM_LEN) {
-    p->failed = 1;
+    p->failed = 2; /* a bug of the caller: more parameters or a longer name than the table takes */
     return;
   }
   va_list ap;
@@ -310,6 +310,12 @@ static void add_instance(hot_buf *b, const templ_info *t, const params *p, const
 
 /* ---- entry points ---------------------------------------------------------------------- */
 
+/* "out of memory" in err; EMIT_ENOMEM, so that callers tell it from a bad plan or template. */
+static int emit_oom(char *err, size_t n) {
+  hot_errf(err, n, "out of memory");
+  return EMIT_ENOMEM;
+}
+
 int emit_layer(const hot_layer_plan *plan, hot_emitted *out, char *err, size_t n) {
   return emit_layer_select(plan, ~0u, out, err, n);
 }
@@ -329,8 +335,13 @@ static int collect_kernels(const hot_layer_plan *plan, unsigned mask, templ_info
     for (int j = 0; j < out->n_kernels; ++j) dup |= strcmp(out->kernels[j], k->name) == 0;
     if (dup) continue;
     if (parse_template(k->templ, NULL, &infos[i], err, n)) return -1;
-    if (kernel_params(plan, k, &ps[i]))
-      return hot_errf(err, n, "kernel %s: cannot build its parameters (out of memory)", k->name);
+    if (kernel_params(plan, k, &ps[i])) {
+      if (ps[i].failed == 2)
+        return hot_errf(err, n, "kernel %s: more than %d template parameters or a name of %d "
+                        "characters or more", k->name, MAX_PARAMS, PARAM_LEN);
+      hot_errf(err, n, "kernel %s: cannot build its parameters (out of memory)", k->name);
+      return EMIT_ENOMEM;
+    }
     if (check_params(&infos[i], &ps[i], k->templ, err, n)) return -1;
     use[i] = 1;
     out->kernels[out->n_kernels] = k->name;
@@ -368,7 +379,7 @@ static int assemble_source(const hot_layer_plan *plan, const templ_info *infos, 
     if (use[i]) add_instance(&b, &infos[i], &ps[i], plan->kernels[i].templ, ns++);
   if (!buf_ok(&b)) {
     buf_free(&b);
-    return hot_errf(err, n, "out of memory");
+    return emit_oom(err, n);
   }
   out->source_len = b.len;
   out->source = buf_take(&b);
@@ -382,7 +393,7 @@ int emit_layer_select(const hot_layer_plan *plan, unsigned mask, hot_emitted *ou
   templ_info *infos = calloc(HOT_MAX_KERNELS, sizeof *infos);
   params *ps = calloc(HOT_MAX_KERNELS, sizeof *ps);
   int use[HOT_MAX_KERNELS] = {0};
-  int rc = (!infos || !ps) ? hot_errf(err, n, "out of memory")
+  int rc = (!infos || !ps) ? emit_oom(err, n)
                            : collect_kernels(plan, mask, infos, ps, use, out, err, n);
   if (rc == 0) rc = assemble_source(plan, infos, ps, use, out, err, n);
   for (int i = 0; ps && i < HOT_MAX_KERNELS; ++i) params_free(&ps[i]);

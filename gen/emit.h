@@ -31,9 +31,11 @@ typedef struct {
 /* Emits the source of every kernel of `plan` whose template exists. The first line names the
  * templates ("// generated from templates/x.cu, ... by hot-gen V for sm_XX; do not edit"); the
  * text depends only on the kernels, so layers with equal kernels share a cached binary.
- * Returns 0, or -1 with a one-line reason in err (unknown/unfilled marker, unreadable template,
- * out of memory). On success the caller owns out->source and frees it with emit_free; `plan`
- * must outlive out (names are borrowed). */
+ * Returns 0, EMIT_ENOMEM with "out of memory" in err, or -1 with a one-line reason in err
+ * (unknown/unfilled marker, unreadable template, a plan the templates cannot take). On success
+ * the caller owns out->source and frees it with emit_free; `plan` must outlive out (names are
+ * borrowed). */
+#define EMIT_ENOMEM (-2)
 int emit_layer(const hot_layer_plan *plan, hot_emitted *out, char *err, size_t errlen);
 
 /* The same for the kernels i of the plan with bit i set in `mask` (tests, per-kernel compiles). */

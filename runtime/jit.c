@@ -179,9 +179,10 @@ void jit_free(hot_jit *j) {
 static rt_status emit_kernel(const hot_layer_plan *pl, int k, hot_emitted *e, char *err,
                              size_t errlen) {
   char eerr[512];
-  if (emit_layer_select(pl, 1u << k, e, eerr, sizeof eerr) == 0) return RT_OK;
+  const int rc = emit_layer_select(pl, 1u << k, e, eerr, sizeof eerr);
+  if (rc == 0) return RT_OK;
   hot_errf(err, errlen, "kernel %s: emit: %s", pl->kernels[k].name, eerr);
-  return strstr(eerr, "out of memory") ? RT_ERR_NOMEM : RT_ERR_INVALID;
+  return rc == EMIT_ENOMEM ? RT_ERR_NOMEM : RT_ERR_INVALID;
 }
 
 rt_status jit_layer(hot_kcache *kc, const hot_layer_plan *pl, int threads, hot_jit *out,
