@@ -108,9 +108,10 @@ static void compare_layer(hot_ctx *ctx, hot_layer *l, const au_io *io_in, int ow
   ck_assert_int_eq(hot_ref_layer_save(pl, x, info.dtype, &rs), HOT_REF_OK);
   ck_assert_int_eq((int64_t)nb, rs.bytes);
   if (buf) { /* the caller's buffer holds exactly the twin's saved state */
-    if (rs.q_x) {
-      ck_assert_int_eq(memcmp(buf, rs.q_x, nb - 4), 0);
-      ck_assert_int_eq(memcmp((char *)buf + nb - 4, &rs.s_x, 4), 0);
+    if (rs.q_x) { /* the codes, then one scale per scale group */
+      const size_t ns = 4 * (size_t)pl->hla.groups;
+      ck_assert_int_eq(memcmp(buf, rs.q_x, nb - ns), 0);
+      ck_assert_int_eq(memcmp((char *)buf + nb - ns, rs.s_x, ns), 0);
     } else {
       ck_assert_int_eq(memcmp(buf, rs.x, nb), 0);
     }
@@ -423,7 +424,7 @@ START_TEST(layer_create_enums_and_recipe) {
       {"spec.hla.g.gran", offsetof(hot_layer_spec, hla.g.gran), 7},
       {"spec.hla.g.rule", offsetof(hot_layer_spec, hla.g.rule), 5},
       {"spec.hla.x.round", offsetof(hot_layer_spec, hla.x.round), 2},
-      {"spec.hla.x.gran", offsetof(hot_layer_spec, hla.x.gran), 3},
+      {"spec.hla.x.gran", offsetof(hot_layer_spec, hla.x.gran), 4}, /* 3 = SAMPLE */
       {"spec.hla.x.rule", offsetof(hot_layer_spec, hla.x.rule), 2},
       {"spec.bias", offsetof(hot_layer_spec, bias), 2},
       {"spec.hq.enabled", offsetof(hot_layer_spec, hq.enabled), -1},
