@@ -29,7 +29,8 @@
  *             j < L), 1 = flat (one segment, real tokens j < T). seg_len = hla.seg_len,
  *             segments = hla.segments; block beta = blockIdx.x in [0, segments*seg_len/p).
  *   k_real    K = hla.k = blocks * r;  k_pad = hla.gemm.k_pad;  ld_codes = bytes per code row
- *             (k_pad). Documentation of the buffer: the kernel indexes by the group values.
+ *             (k_pad). k_real and k_pad describe the whole buffer; the kernel places codes
+ *             by the group values below (with groups = 1 they are the same numbers).
  *   group_k, group_k_pad, groups
  *             the plan's scale groups (CONTRACT.md 9): groups = 1 (group_k = k_real,
  *             group_k_pad = k_pad), or groups = segments > 1 (layout sample only: group j =
@@ -185,10 +186,10 @@ static __device__ __forceinline__ void hla_pass(float *tile, int tid) {
 extern "C" __global__ void __launch_bounds__(HLA_THREADS, 2) /* <= 128 registers: 2 CTAs per SM */
 HOT_KNAME(const void *__restrict__ src, int T, int cols, int ld_src, int L, int layout,
           long long seg_len, long long segments, int k_real, int k_pad, int group_k,
-          int group_k_pad, int groups, int per_sample, unsigned char *__restrict__ codes, int ld_codes, float *__restrict__ scale,
-          unsigned int *__restrict__ amax_bits, const float *__restrict__ scale_in,
-          float *__restrict__ math_out, int phase, unsigned long long seed, unsigned tag,
-          unsigned step) {
+          int group_k_pad, int groups, int per_sample, unsigned char *__restrict__ codes,
+          int ld_codes, float *__restrict__ scale, unsigned int *__restrict__ amax_bits,
+          const float *__restrict__ scale_in, float *__restrict__ math_out, int phase,
+          unsigned long long seed, unsigned tag, unsigned step) {
   __shared__ __align__(16) float tile[HOT_P * HLA_COLS];
   __shared__ unsigned char qtile[HOT_R * HLA_COLS];
   __shared__ unsigned short rows_s[HOT_R];
@@ -204,7 +205,7 @@ HOT_KNAME(const void *__restrict__ src, int T, int cols, int ld_src, int L, int 
   const long long pos0 = blk * HOT_P;                                /* first position */
   const int col0 = (int)blockIdx.y * HLA_COLS;
   const long long k0 = beta * HOT_R; /* first math row of this block */
-  (void)k_real; /* documentation of the buffer: positions follow the group values */
+  (void)k_real; /* the buffer's sizes; positions follow group_k and group_k_pad */
   (void)k_pad;
 
   for (int i = tid; i < HOT_R; i += HLA_THREADS) rows_s[i] = hla_rows[i];
@@ -279,8 +280,9 @@ HOT_KNAME(const void *__restrict__ src, int T, int cols, int ld_src, int L, int 
   }
 
   /* ---- phase 1: quantize into the byte tile (c fastest), then store runs of r codes ------ */
-  const float s = scale_in ? scale_in[word] : hot_scale(__uint_as_float(amax_bits[word]), HOT_BITS);
-  const int kb = (int)k0;              /* k_real fits an int (the launcher checks), so do these */
+  const float s =
+      scale_in ? scale_in[word] : hot_scale(__uint_as_float(amax_bits[word]), HOT_BITS);
+  const int kb = (int)k0; /* K and k_pad fit an int (the launcher refuses more): int positions */
   const int g_first = grp * group_k;   /* first math row of the group */
   if (kb == g_first && blockIdx.y == 0 && tid == 0) scale[grp] = s;
   for (int id = tid; id < HOT_R * HLA_COLS; id += HLA_THREADS) {

@@ -223,8 +223,8 @@ import sys
 s = open(sys.argv[1]).read()
 old, new = sys.argv[3].encode().decode('unicode_escape'), sys.argv[4].encode().decode('unicode_escape')
 if s.count(old) != 1:
-    sys.exit("kernel-emu: mutation anchor found %d times (want once) in %s: %r (update tools/kernel-emu.sh)"
-             % (s.count(old), sys.argv[1], old))
+    sys.exit("kernel-emu: mutation anchor found %d times (want once) in %s: %r "
+             "(update tools/kernel-emu.sh)" % (s.count(old), sys.argv[1], old))
 open(sys.argv[2], "w").write(s.replace(old, new, 1))
 PY
   if ! $build "$work/mut"; then echo "FAIL: mutant '$label' does not build"; fail=1; return; fi

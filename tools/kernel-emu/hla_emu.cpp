@@ -118,7 +118,8 @@ static int emu_run(int argc, char **argv) {
   // kernel; every output buffer has a guard entry after the last one the kernel may write
   const unsigned kGuardBits = 0x7fc0dead;
   const int ld_codes = (int)k_pad;
-  std::vector<unsigned char> codes((size_t)(cols * ld_codes), 0xAB); // garbage: tails must be zeroed
+  // garbage: every position the kernel must write, the zero tails included, starts as 0xAB
+  std::vector<unsigned char> codes((size_t)(cols * ld_codes), 0xAB);
   std::vector<float> math(rule ? (size_t)(K * cols) : 1, std::nanf("1"));
   std::vector<unsigned> amax_bits((size_t)words + 1, 0u); // the caller zeroes `words` words
   amax_bits[(size_t)words] = kGuardBits;
@@ -145,7 +146,8 @@ static int emu_run(int argc, char **argv) {
   for (int w = 0; w < words; ++w) {
     const long long n_w = K * cols / words;
     float m = 0.0f;
-    for (long long i = w * n_w; i < (w + 1) * n_w; ++i) m = std::fmax(m, std::fabs(t_ref[(size_t)i]));
+    for (long long i = w * n_w; i < (w + 1) * n_w; ++i)
+      m = std::fmax(m, std::fabs(t_ref[(size_t)i]));
     if (amax_bits[(size_t)w] != __float_as_uint(m) && bad++ < 5)
       std::printf("  amax word %d: got %.9g want %.9g\n", w, __uint_as_float(amax_bits[(size_t)w]),
                   m);
