@@ -371,6 +371,64 @@ START_TEST(per_sample_sequence) {
 }
 END_TEST
 
+/* HLA scale groups: layout sample (L = 197: padded segments), x^ per sample and g^ per tensor,
+ * groups = B = 3. The save zeroes one amax word a group and both x^ phases get the plan's group
+ * arguments with per_sample = 1; the saved buffer ends with the 3 scales of x^; g^ gets the same
+ * groups with per_sample = 0 (one amax word, its scale repeated) in the backward. */
+START_TEST(hla_groups_sequence) {
+  hot_ctx *ctx = cuda_ctx();
+  hot_layer_spec s;
+  plan_spec_defaults(&s, HOT_RECIPE_HOT);
+  snprintf(s.name, sizeof s.name, "hg");
+  s.in_features = 137;
+  s.out_features = 100;
+  s.hla.layout = HOT_LAYOUT_SAMPLE;
+  s.hla.x.gran = HOT_GRAN_AUTO; /* per sample under layout sample */
+  s.hla.g.gran = HOT_GRAN_TENSOR;
+  hot_layer *l = NULL;
+  ck_assert_msg(hot_layer_create(ctx, &s, 3, 197, HOT_RECIPE_HOT, &l) == HOT_OK, "%s",
+                hot_errmsg(ctx));
+  ck_assert_msg(hot_layer_compile(l) == HOT_OK, "%s", hot_errmsg(ctx));
+  const hot_layer_plan *pl = l->plan;
+  ck_assert_int_eq(pl->hla.groups, 3);
+  ck_assert(pl->hla.x.gran == HOT_GRAN_SAMPLE && pl->hla.g.gran == HOT_GRAN_TENSOR);
+  ck_assert_int_gt(pl->hla.group_k_pad, pl->hla.group_k);
+  int64_t T = pl->T, O = pl->O, I = pl->I, xb = hot_ref_hla_x_bytes(pl);
+  size_t nb = hot_layer_saved_bytes(l);
+  ck_assert_int_eq((int64_t)nb, xb + 4 * pl->hla.groups);
+  CUdeviceptr x = dalloc((size_t)(T * I) * 4), w = dalloc((size_t)(O * I) * 4),
+              gy = dalloc((size_t)(T * O) * 4), gx = dalloc((size_t)(T * I) * 4),
+              gw = dalloc((size_t)(O * I) * 4), sv = dalloc(nb);
+  g_reset();
+  ck_assert_int_eq(hot_layer_save(l, vp(x), HOT_DT_F32, vp(sv), NULL), HOT_OK);
+  const fake_cuda_launch *m = at(0, "memset32", -1, 0);
+  ck_assert_int_eq(m->arg[1], pl->hla.groups); /* one amax word a group */
+  for (int ph = 0; ph < 2; ++ph) {
+    const fake_cuda_launch *k = at(1 + ph, "hot_hla_x_", 20, ph);
+    hla_args(k, l, 0, x);
+    ck_assert_int_eq(k->arg[13], 1);
+    ck_assert_int_eq(k->arg[16], (int64_t)sv + xb); /* the groups' scales after the codes */
+    ck_assert_int_eq(k->arg[17], m->arg[0]);
+    in_scratch(l, k->arg[17], 4 * pl->hla.groups);
+  }
+  g_reset();
+  ck_assert_int_eq(hot_layer_backward(l, vp(gy), vp(w), HOT_DT_F32, vp(sv), vp(gx), vp(gw), NULL,
+                                      3, NULL), HOT_OK);
+  int seen = 0;
+  for (int i = 0; i < g_log->n; ++i) {
+    const fake_cuda_launch *k = &g_log->l[i];
+    if (strncmp(k->name, "hot_hla_g_", 10)) continue;
+    hla_args(k, l, 1, gy);
+    ck_assert_int_eq(k->arg[13], 0);
+    ck_assert_int_eq(k->arg[20], seen++);
+  }
+  ck_assert_int_eq(seen, 2);
+  CUdeviceptr all[] = {x, w, gy, gx, gw, sv};
+  for (size_t i = 0; i < sizeof all / sizeof all[0]; ++i) d->cuMemFree(all[i]);
+  hot_ctx_destroy(ctx);
+}
+END_TEST
+
 START_TEST(paper_code_sawb_sequence) {
   hot_ctx *ctx = cuda_ctx();
   hot_layer *l = layer(ctx, HOT_RECIPE_PAPER_CODE, "pc");
@@ -749,6 +807,7 @@ int main(void) {
   tcase_add_test(tc, default_recipe_sequence);
   tcase_add_test(tc, paper_code_sawb_sequence);
   tcase_add_test(tc, per_sample_sequence);
+  tcase_add_test(tc, hla_groups_sequence);
   tcase_add_test(tc, refusals);
   tcase_add_test(tc, profiling);
   tcase_add_test(tc, wgmma_gemms);
