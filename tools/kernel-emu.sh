@@ -157,12 +157,13 @@ for dt in 0 1 2 3; do
 done
 
 # SAWB alone: awkward n, the clip <= 0 fallback, grid-stride; groups = 3 (n elements each,
-# chunks from each group's start; n = 1, a group shorter than a chunk, several chunks)
+# chunks from each group's start; n = 1, a group shorter than a chunk, several chunks) and
+# groups = 300 (phase 1's threads loop over groups t, t + 256)
 for bits in 4 8; do
   $CXX -std=c++17 -O2 $CFL -DHOT_GENERATED -DHOT_KNAME=emu_sawb -DHOT_BITS=$bits \
     "$here/tools/kernel-emu/sawb_emu.cpp" "$work/libref.a" -o "$work/sawb" -lm || { fail=1; continue; }
   for a in "1 0 0" "1023 0 0" "1024 0 0" "1025 0 0" "70001 0 0" "70001 0 2" "5000 1 0" \
-    "1 0 0 3" "1000 0 0 3" "3000 0 1 3" "5000 1 0 3" "70001 0 0 3"; do
+    "1 0 0 3" "1000 0 0 3" "3000 0 1 3" "5000 1 0 3" "70001 0 0 3" "5 0 0 300"; do
     # shellcheck disable=SC2086
     run "$work/sawb" $a
   done
@@ -309,6 +310,8 @@ kmutant "SAWB groups: chunks started at the tensor instead of the group" sawb.cu
 kmutant "SAWB groups: every group sums group 0's partials" sawb.cu \
   "const double *pg = partials + 2 * (long long)g * nchunks;" "const double *pg = partials;" \
   b_sawb "$work/sawb_mut" 3000 0 0 3
+kmutant "SAWB groups: phase 1 threads stride 512 (groups 256 ... 299 never written)" sawb.cu \
+  "g += SAWB_THREADS) {" "g += 2 * SAWB_THREADS) {" b_sawb "$work/sawb_mut" 5 0 0 300
 kmutant "SAWB groups: the fallback from amax word 0" sawb.cu \
   "__uint_as_float(amax_bits[g])" "__uint_as_float(amax_bits[0])" b_sawb \
   "$work/sawb_mut" 5000 1 0 3
