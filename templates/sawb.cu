@@ -1,31 +1,39 @@
 /* @hot-params: HOT_KNAME HOT_BITS */
-/* sawb.cu — the SAWB scale of CONTRACT.md 3.4 and 11 on the GPU, bit-identical to the CPU
- * twin's group_scale (templates/quant_ref.c): over the n elements of an fp32 math tensor in
- * linear index order, S1 = sum |v| and S2 = sum v*v (each term exact in fp64) by the canonical
- * fp64 sum of CONTRACT 13 (chunks of 1024 terms summed sequentially from 0.0, the partials
- * sequentially in chunk order from 0.0), then s = hot_scale_sawb(S1, S2, n, amax, HOT_BITS):
- * clip / qmax when clip > 0, else the absmax scale.
+/* sawb.cu — the SAWB scales of CONTRACT.md 3.4 and 11 on the GPU, bit-identical to the CPU
+ * twin's group_scale (templates/quant_ref.c): over each of `groups` groups of n elements of an
+ * fp32 math tensor (group g = v[g*n .. g*n + n), linear index order), S1 = sum |v| and
+ * S2 = sum v*v (each term exact in fp64) by the canonical fp64 sum of CONTRACT 13 with the
+ * chunks starting at the GROUP's first element (chunks of 1024 terms summed sequentially from
+ * 0.0, the group's partials sequentially in chunk order from 0.0), then s_g =
+ * hot_scale_sawb(S1, S2, n, amax_g, HOT_BITS): clip / qmax when clip > 0, else the absmax scale.
+ * groups = 1 is the per-tensor scale; groups > 1 the per-sample scales of x^ (hla.groups).
  *
  * Inputs come from an operand kernel's phase 0 run with a math_out buffer (hla_project.cu for
- * x^, hadamard_quant.cu for w' once it has the option): v = the math tensor, amax_bits = the
- * word that phase 0 filled. The operand kernel's phase 1 then takes `scale` as scale_in.
+ * x^, hadamard_quant.cu for w'): v = the math tensor, amax_bits = the words that phase 0
+ * filled (one per group). The operand kernel's phase 1 then takes `scale` as scale_in.
  *
  * Parameters: HOT_KNAME entry name; HOT_BITS code bits (qmax = 2^(bits-1) - 1).
  *
  * Entry:
- *   extern "C" __global__ void HOT_KNAME (const float *v, long long n, double *partials,
- *       const unsigned int *amax_bits, float *scale, int phase)
- *   v          n floats (n >= 1), the math tensor in linear index order
- *   partials   scratch, 2 * ceil(n / 1024) doubles ([2j] = chunk j of S1, [2j + 1] of S2)
- *   amax_bits  the fp32 bits of max |v| (from the operand kernel's phase 0)
- *   scale      1 float out
+ *   extern "C" __global__ void HOT_KNAME (const float *v, long long n, int groups,
+ *       double *partials, const unsigned int *amax_bits, float *scale, int phase)
+ *   v          groups * n floats (n >= 1, groups >= 1), the math tensor in linear index order
+ *   n          elements of ONE group
+ *   partials   scratch, groups * 2 * ceil(n / 1024) doubles: chunk j of group g is global chunk
+ *              gj = g * ceil(n / 1024) + j, [2 gj] its S1 partial, [2 gj + 1] its S2 partial
+ *   amax_bits  `groups` words: the fp32 bits of max |v| of each group (the operand kernel's
+ *              phase 0)
+ *   scale      `groups` floats out: scale[g] = the SAWB scale of group g
  *
  * Phases (two launches, stream-ordered):
- *   0: one warp per chunk (grid-stride): lanes compute |v| and v*v of 32 consecutive elements
- *      into shared memory, lane 0 adds them in index order; lane 0 writes the two partials;
- *   1: thread 0 of block 0 sums the partials in chunk order and writes *scale.
- * Launch geometry: block = (256, 1, 1); phase 0 grid = (ceil(ceil(n / 1024) / 8), 1, 1) (any
- * grid is correct), phase 1 grid = (1, 1, 1) (any grid works; only thread 0 of block 0 acts).
+ *   0: one warp per chunk over the groups * ceil(n / 1024) chunks (grid-stride): lanes compute
+ *      |v| and v*v of 32 consecutive elements into shared memory, lane 0 adds them in index
+ *      order; lane 0 writes the chunk's two partials. A chunk never crosses a group boundary
+ *      (a group's last chunk may be short).
+ *   1: block 0 only; thread t handles groups t, t + 256, ...: sums the group's partials in
+ *      chunk order and writes scale[g] (other blocks return at once).
+ * Launch geometry: block = (256, 1, 1); phase 0 grid = (ceil(ceil(n*groups / 1024) / 8), 1, 1)
+ * (any grid is correct), phase 1 grid = (1, 1, 1) (any grid works; only block 0 acts).
  * 4 KiB static shared memory.
  */
 #ifndef HOT_GENERATED
@@ -42,17 +50,20 @@
 static_assert(HOT_BITS >= 2 && HOT_BITS <= 8, "bits in [2, 8]");
 
 extern "C" __global__ void __launch_bounds__(SAWB_THREADS)
-HOT_KNAME(const float *__restrict__ v, long long n, double *__restrict__ partials,
+HOT_KNAME(const float *__restrict__ v, long long n, int groups, double *__restrict__ partials,
           const unsigned int *__restrict__ amax_bits, float *__restrict__ scale, int phase) {
   __shared__ double terms[SAWB_WARPS][2][32];
   const int lane = (int)threadIdx.x & 31, warp = (int)threadIdx.x >> 5;
-  const long long nchunks = (n + SAWB_CHUNK - 1) / SAWB_CHUNK;
+  const long long nchunks = (n + SAWB_CHUNK - 1) / SAWB_CHUNK; /* chunks of one group */
 
   if (phase == 0) {
     const long long wstride = (long long)gridDim.x * SAWB_WARPS;
-    for (long long j = (long long)blockIdx.x * SAWB_WARPS + warp; j < nchunks; j += wstride) {
-      const long long i0 = j * SAWB_CHUNK;
-      const long long i1 = i0 + SAWB_CHUNK < n ? i0 + SAWB_CHUNK : n;
+    const long long all = nchunks * groups;
+    for (long long j = (long long)blockIdx.x * SAWB_WARPS + warp; j < all; j += wstride) {
+      const long long g = j / nchunks;   /* the chunk's group */
+      const long long g0 = g * n;        /* the group's first element */
+      const long long i0 = g0 + (j - g * nchunks) * SAWB_CHUNK;
+      const long long i1 = i0 + SAWB_CHUNK < g0 + n ? i0 + SAWB_CHUNK : g0 + n;
       double s1 = 0.0, s2 = 0.0; /* lane 0's running chunk sums */
       for (long long r0 = i0; r0 < i1; r0 += 32) {
         const long long idx = r0 + lane;
@@ -82,11 +93,14 @@ HOT_KNAME(const float *__restrict__ v, long long n, double *__restrict__ partial
     return;
   }
 
-  if (blockIdx.x != 0 || threadIdx.x != 0) return;
-  double s1 = 0.0, s2 = 0.0;
-  for (long long j = 0; j < nchunks; ++j) {
-    s1 = HOT_DADD(s1, partials[2 * j]);
-    s2 = HOT_DADD(s2, partials[2 * j + 1]);
+  if (blockIdx.x != 0) return;
+  for (int g = (int)threadIdx.x; g < groups; g += SAWB_THREADS) {
+    const double *pg = partials + 2 * (long long)g * nchunks;
+    double s1 = 0.0, s2 = 0.0;
+    for (long long j = 0; j < nchunks; ++j) {
+      s1 = HOT_DADD(s1, pg[2 * j]);
+      s2 = HOT_DADD(s2, pg[2 * j + 1]);
+    }
+    scale[g] = hot_scale_sawb(s1, s2, (double)n, __uint_as_float(amax_bits[g]), HOT_BITS);
   }
-  *scale = hot_scale_sawb(s1, s2, (double)n, __uint_as_float(*amax_bits), HOT_BITS);
 }

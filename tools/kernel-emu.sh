@@ -4,8 +4,11 @@
 # tools/kernel-emu/emu_sched.h; barriers, warp shuffles, shared memory, atomics) against their CPU
 # twins (templates/*_ref.c, compiled here from source), bit for bit, on awkward sizes
 # (T = 197*3, O = 100, I = 137), both layouts, f32/bf16/f16, p = 1, 2, 8, 16, 64, 128, 512, 1024;
-# plus mutants (barriers removed, a wrong stage order, a wrong butterfly sign, a missing zero
-# tail) that the check must catch. Every run repeats its check under the schedules of EMU_SEEDS
+# the HLA scale groups (g^ and x^ per sample, absmax and SAWB, SR and RTN; one per sample and the
+# other per tensor; B = 1; padded segments; group_k_pad > group_k and = group_k) and sawb.cu
+# with several groups; plus mutants (barriers removed, a wrong stage order, a wrong butterfly
+# sign, a missing zero tail, a wrong amax word or scale entry, SAWB chunks not started at the
+# group) that the check must catch. Every run repeats its check under the schedules of EMU_SEEDS
 # (default "0 1 2 3": lowest-first, highest-first, warp priorities, random); the same seeds give
 # the same interleavings and results on every run, at any machine load, so a mutant caught once
 # is caught every time. Needs a C11 and a C++17 compiler (CC, CXX) and python3 (PYTHON). One compile at a time.
@@ -94,6 +97,14 @@ for mode in 0 1; do
       if [ "$dt" = 0 ] || [ "$1" = 16 ]; then
         run "$work/hla" 3 197 $cols 0 1 0 64 0xfeedbeef12345 9 2   # SAWB through sawb.cu
         run "$work/hla" 2 40 $cols 1 1 1 32 42 1 0                 # SAWB, flat, short
+        # scale groups (last two arguments: this tensor per sample, the other per sample):
+        # padded segments (L = 197), group_k_pad > group_k (kpad step 64)
+        run "$work/hla" 3 197 $cols 0 0 0 64 0x1234abcd 7 5 1 0   # this one per sample
+        run "$work/hla" 3 197 $cols 0 0 3 64 0x1234abcd 7 5 0 1   # per tensor, segmented codes
+        run "$work/hla" 3 197 $cols 0 1 0 64 0xfeedbeef12345 9 2 1 1  # SAWB per sample
+        run "$work/hla" 3 197 $cols 0 1 0 64 0xfeedbeef12345 9 2 0 1  # SAWB per tensor, groups 3
+        run "$work/hla" 1 197 $cols 0 0 0 64 0x1234abcd 7 5 1 1   # B = 1: one group
+        run "$work/hla" 2 256 $cols 0 0 0 2 0x1234abcd 7 5 1 0    # group_k_pad = group_k
       fi
     done
   done
@@ -101,6 +112,7 @@ for mode in 0 1; do
     if ROUND=0 build_hla 1 0 64 $SEL_TRI 0; then
       run "$work/hla" 3 197 $cols 0 0 0 64 0x1234abcd 7 5
       run "$work/hla" 3 197 $cols 1 0 3 32 0x1234abcd 7 5
+      run "$work/hla" 3 197 $cols 0 0 0 64 0x1234abcd 7 5 1 0   # per sample
     else
       echo "FAIL build hla rtn"; fail=1
     fi
@@ -120,6 +132,7 @@ for mode in 0 1; do
     build_hla $mode $dt 1 0 0 || { echo "FAIL build hla p=1"; fail=1; continue; }
     run "$work/hla" 3 197 $cols 0 0 0 64 77 3 1
     run "$work/hla" 3 197 $cols 1 1 2 32 77 3 1
+    run "$work/hla" 3 197 $cols 0 0 0 64 77 3 1 1 0   # per sample: group_k 197 padded to 256
   done
 done
 
@@ -143,11 +156,14 @@ for dt in 0 1 2 3; do
   done
 done
 
-# SAWB alone: awkward n, the clip <= 0 fallback, grid-stride
+# SAWB alone: awkward n, the clip <= 0 fallback, grid-stride; groups = 3 (n elements each,
+# chunks from each group's start; n = 1, a group shorter than a chunk, several chunks) and
+# groups = 300 (phase 1's threads loop over groups t, t + 256)
 for bits in 4 8; do
   $CXX -std=c++17 -O2 $CFL -DHOT_GENERATED -DHOT_KNAME=emu_sawb -DHOT_BITS=$bits \
     "$here/tools/kernel-emu/sawb_emu.cpp" "$work/libref.a" -o "$work/sawb" -lm || { fail=1; continue; }
-  for a in "1 0 0" "1023 0 0" "1024 0 0" "1025 0 0" "70001 0 0" "70001 0 2" "5000 1 0"; do
+  for a in "1 0 0" "1023 0 0" "1024 0 0" "1025 0 0" "70001 0 0" "70001 0 2" "5000 1 0" \
+    "1 0 0 3" "1000 0 0 3" "3000 0 1 3" "5000 1 0 3" "70001 0 0 3" "5 0 0 300"; do
     # shellcheck disable=SC2086
     run "$work/sawb" $a
   done
@@ -207,8 +223,9 @@ kmutant() {
 import sys
 s = open(sys.argv[1]).read()
 old, new = sys.argv[3].encode().decode('unicode_escape'), sys.argv[4].encode().decode('unicode_escape')
-if old not in s:
-    sys.exit("kernel-emu: mutation anchor not found in %s: %r (update tools/kernel-emu.sh)" % (sys.argv[1], old))
+if s.count(old) != 1:
+    sys.exit("kernel-emu: mutation anchor found %d times (want once) in %s: %r "
+             "(update tools/kernel-emu.sh)" % (s.count(old), sys.argv[1], old))
 open(sys.argv[2], "w").write(s.replace(old, new, 1))
 PY
   if ! $build "$work/mut"; then echo "FAIL: mutant '$label' does not build"; fail=1; return; fi
@@ -242,12 +259,32 @@ kmutant "HLA: no barrier before the pass over token bits 3-5" hla_project.cu \
 kmutant "HLA: no barrier after the tile (before the gather)" hla_project.cu \
   "  __syncthreads(); /* the tile and rows_s are complete */" "" b_hla_g64 "${HLA_G[@]}"
 kmutant "HLA: no barrier between the code tile and its store" hla_project.cu \
-  "#endif\n  __syncthreads();\n  for (int id = tid; id < HOT_R * HLA_COLS" \
-  "#endif\n  for (int id = tid; id < HOT_R * HLA_COLS" b_hla_g64 "${HLA_G[@]}"
+  "#endif\n  __syncthreads();\n" "#endif\n" b_hla_g64 "${HLA_G[@]}"
 kmutant "HLA: stage order h = 2 before h = 1 in registers" hla_project.cu \
   "for (int h = 1; h < E; h <<= 1)" "for (int h = E / 2; h >= 1; h >>= 1)" b_hla_g64 "${HLA_G[@]}"
 kmutant "HLA: zero tail not written" hla_project.cu \
-  "if (col < cols) codes[(long long)col * ld_codes + k_real + kk] = 0;" ";" b_hla_g64 "${HLA_G[@]}"
+  "if (col < cols) codes[(long long)col * ld_codes + t0 + kk] = 0;" ";" b_hla_g64 "${HLA_G[@]}"
+# scale groups: g^ per sample (B = 3, group_k 144 padded to 192), its scale replicated (x^ per
+# sample), x^ SAWB per sample
+HLA_GS=("$work/hla" 3 197 100 0 0 0 64 5 5 5 1 0)
+HLA_GR=("$work/hla" 3 197 100 0 0 0 64 5 5 5 0 1)
+kmutant "HLA per sample: every block's amax into word 0" hla_project.cu \
+  "atomicMax(amax_bits + word," "atomicMax(amax_bits," b_hla_g64 "${HLA_GS[@]}"
+kmutant "HLA per sample: phase 1 scales from amax word 0" hla_project.cu \
+  "hot_scale(__uint_as_float(amax_bits[word])" "hot_scale(__uint_as_float(amax_bits[0])" \
+  b_hla_g64 "${HLA_GS[@]}"
+kmutant "HLA per sample: scale written for the wrong group" hla_project.cu \
+  "tid == 0) scale[grp] = s;" "tid == 0) scale[groups - 1 - grp] = s;" b_hla_g64 "${HLA_GS[@]}"
+kmutant "HLA per tensor, groups > 1: scale only in the amax word's entry" hla_project.cu \
+  "tid == 0) scale[grp] = s;" "tid == 0) scale[word] = s;" b_hla_g64 "${HLA_GR[@]}"
+kmutant "HLA per sample: only the last group's tail zeroed" hla_project.cu \
+  "if (kb + HOT_R == g_first + group_k)" "if (kb + HOT_R == k_real)" b_hla_g64 "${HLA_GS[@]}"
+kmutant "HLA: codes at the math row, not the group's run" hla_project.cu \
+  "const int kc0 = kb + grp * gap;" "const int kc0 = kb;" b_hla_g64 "${HLA_GR[@]}"
+b_hla_x64() { build_hla 0 0 64 0 0 "$1"; }
+kmutant "HLA x^ SAWB per sample: scale_in of group 0 for every group" hla_project.cu \
+  "scale_in ? scale_in[word]" "scale_in ? scale_in[0]" b_hla_x64 \
+  "$work/hla" 3 197 137 0 1 0 64 5 5 5 1 0
 kmutant "HQ: shuffle butterfly sign" hadamard_quant.cu \
   "v[j] = upper ? HOT_SUB(other, v[j]) : HOT_ADD(v[j], other);" \
   "v[j] = upper ? HOT_SUB(v[j], other) : HOT_ADD(v[j], other);" b_hq_g \
@@ -267,6 +304,17 @@ kmutant "SAWB: no __syncwarp between the terms and their sum" sawb.cu \
 kmutant "SAWB: no __syncwarp before the next terms are written" sawb.cu \
   "        __syncwarp();\n      }\n      if (lane == 0) {" "      }\n      if (lane == 0) {" b_sawb \
   "$work/sawb_mut" 70001 0 0
+kmutant "SAWB groups: chunks started at the tensor instead of the group" sawb.cu \
+  "const long long i0 = g0 + (j - g * nchunks) * SAWB_CHUNK;" \
+  "const long long i0 = j * SAWB_CHUNK;" b_sawb "$work/sawb_mut" 3000 0 0 3
+kmutant "SAWB groups: every group sums group 0's partials" sawb.cu \
+  "const double *pg = partials + 2 * (long long)g * nchunks;" "const double *pg = partials;" \
+  b_sawb "$work/sawb_mut" 3000 0 0 3
+kmutant "SAWB groups: phase 1 threads stride 512 (groups 256 ... 299 never written)" sawb.cu \
+  "g += SAWB_THREADS) {" "g += 2 * SAWB_THREADS) {" b_sawb "$work/sawb_mut" 5 0 0 300
+kmutant "SAWB groups: the fallback from amax word 0" sawb.cu \
+  "__uint_as_float(amax_bits[g])" "__uint_as_float(amax_bits[0])" b_sawb \
+  "$work/sawb_mut" 5000 1 0 3
 b_hq_g16() { b_hq "$1" 0 16; }
 # per sample: phase 1 reading the first sample's amax word for every row (a segmented amax that
 # is not used) must differ from the twin on B = 3 samples

@@ -135,11 +135,11 @@ EXPORT CUresult cuFuncSetAttribute(void *f, int a, int v) {
  * u unsigned, f float. */
 static const char *sig_of(const char *name) {
   if (!strncmp(name, "hot_hq_", 7)) return "piiiiipipp" "ipp" "iluu";
-  if (!strncmp(name, "hot_hla_", 8)) return "piiiiilliipipppp" "iluu";
+  if (!strncmp(name, "hot_hla_", 8)) return "piiiiilliiiiiipipppp" "iluu";
   if (!strncmp(name, "hot_gemm_", 9)) return "ppppppfiiii";
   if (!strncmp(name, "hot_bias_", 9)) return "ppii";
   if (!strncmp(name, "hot_lqs_", 8)) return "piiipi" "ppppiluu";
-  if (!strncmp(name, "hot_sawb_", 9)) return "plpppi";
+  if (!strncmp(name, "hot_sawb_", 9)) return "plipppi";
   return "";
 }
 

@@ -111,8 +111,8 @@ static void in_scratch(const hot_layer *l, int64_t p, int64_t n) {
 }
 
 /* HLA argument indexes (hla_project.cu): 0 src 1 T 2 cols 3 ld 4 L 5 layout 6 seg_len
- * 7 segments 8 k_real 9 k_pad 10 codes 11 ld_codes 12 scale 13 amax 14 scale_in 15 math_out
- * 16 phase 17 seed 18 tag 19 step. */
+ * 7 segments 8 k_real 9 k_pad 10 group_k 11 group_k_pad 12 groups 13 per_sample 14 codes
+ * 15 ld_codes 16 scale 17 amax 18 scale_in 19 math_out 20 phase 21 seed 22 tag 23 step. */
 static void hla_args(const fake_cuda_launch *l, const hot_layer *ly, int is_g, CUdeviceptr src) {
   const hot_layer_plan *pl = ly->plan;
   int64_t cols = is_g ? pl->O : pl->I;
@@ -126,9 +126,13 @@ static void hla_args(const fake_cuda_launch *l, const hot_layer *ly, int is_g, C
   ck_assert_int_eq(l->arg[7], pl->hla.segments);
   ck_assert_int_eq(l->arg[8], pl->hla.k);
   ck_assert_int_eq(l->arg[9], pl->hla.gemm.k_pad);
-  ck_assert_int_eq(l->arg[11], pl->hla.gemm.k_pad);
-  ck_assert_int_eq(l->arg[17], (int64_t)ly->seed);
-  ck_assert_int_eq(l->arg[18], pl->layer_id * 16 + (is_g ? HOT_TENSOR_HLA_G : 0));
+  ck_assert_int_eq(l->arg[10], pl->hla.group_k);
+  ck_assert_int_eq(l->arg[11], pl->hla.group_k_pad);
+  ck_assert_int_eq(l->arg[12], pl->hla.groups);
+  ck_assert_int_eq(l->arg[13], (is_g ? pl->hla.g.gran : pl->hla.x.gran) == HOT_GRAN_SAMPLE);
+  ck_assert_int_eq(l->arg[15], pl->hla.gemm.k_pad);
+  ck_assert_int_eq(l->arg[21], (int64_t)ly->seed);
+  ck_assert_int_eq(l->arg[22], pl->layer_id * 16 + (is_g ? HOT_TENSOR_HLA_G : 0));
 }
 
 START_TEST(default_recipe_sequence) {
@@ -152,14 +156,14 @@ START_TEST(default_recipe_sequence) {
   ck_assert_int_eq(m->arg[0], (int64_t)(l->cu.amax + 4 * HOT_AMAX_ABC_X));
   ck_assert_int_eq(m->arg[1], 1);
   for (int ph = 0; ph < 2; ++ph) {
-    const fake_cuda_launch *k = at(1 + ph, "hot_hla_x_", 16, ph);
+    const fake_cuda_launch *k = at(1 + ph, "hot_hla_x_", 20, ph);
     plan_grid(k, pl, HOT_K_ABC_X);
     hla_args(k, l, 0, x);
-    ck_assert_int_eq(k->arg[10], (int64_t)sv);      /* codes at the buffer's start */
-    ck_assert_int_eq(k->arg[12], (int64_t)sv + xb); /* s_x^ after them */
-    ck_assert_int_eq(k->arg[13], m->arg[0]);
-    ck_assert_int_eq(k->arg[14], 0);
-    ck_assert_int_eq(k->arg[15], 0);
+    ck_assert_int_eq(k->arg[14], (int64_t)sv);      /* codes at the buffer's start */
+    ck_assert_int_eq(k->arg[16], (int64_t)sv + xb); /* s_x^ after them */
+    ck_assert_int_eq(k->arg[17], m->arg[0]);
+    ck_assert_int_eq(k->arg[18], 0);
+    ck_assert_int_eq(k->arg[19], 0);
   }
 
   /* backward, auto before calibration */
@@ -172,7 +176,7 @@ START_TEST(default_recipe_sequence) {
   ck_assert_int_eq(m->arg[1], HOT_AMAX_WORDS + pl->B); /* + one word a sample (g' per sample) */
   const fake_cuda_launch *g0 = at(1, "hot_hq_g_", 13, 0), *g1 = at(2, "hot_hq_g_", 13, 1);
   const fake_cuda_launch *w0 = at(3, "hot_hq_w_", 13, 0), *w1 = at(4, "hot_hq_w_", 13, 1);
-  const fake_cuda_launch *h0 = at(5, "hot_hla_g_", 16, 0), *h1 = at(6, "hot_hla_g_", 16, 1);
+  const fake_cuda_launch *h0 = at(5, "hot_hla_g_", 20, 0), *h1 = at(6, "hot_hla_g_", 20, 1);
   const fake_cuda_launch *mx = at(7, "hot_gemm_", -1, 0), *mw = at(8, "hot_gemm_", -1, 0);
   const fake_cuda_launch *b = at(9, "hot_bias_", -1, 0);
   plan_grid(g0, pl, HOT_K_HQ_G);
@@ -193,10 +197,10 @@ START_TEST(default_recipe_sequence) {
   ck_assert_int_eq(w1->arg[11], 0);
   hla_args(h0, l, 1, gy);
   hla_args(h1, l, 1, gy);
-  ck_assert_int_eq(h1->arg[19], 7);
-  ck_assert_int_eq(h1->arg[13], (int64_t)(l->cu.amax + 4 * HOT_AMAX_HLA_G));
-  ck_assert_int_eq(h1->arg[14], 0);
-  in_scratch(l, h1->arg[10], hot_ref_hla_g_bytes(pl));
+  ck_assert_int_eq(h1->arg[23], 7);
+  ck_assert_int_eq(h1->arg[17], (int64_t)(l->cu.amax + 4 * HOT_AMAX_HLA_G));
+  ck_assert_int_eq(h1->arg[18], 0);
+  in_scratch(l, h1->arg[14], hot_ref_hla_g_bytes(pl));
   /* GEMM g_x: A = q_g', B = q_w', row_scale = s_g, alpha_a = s_w, div = b */
   ck_assert_int_eq(mx->arg[0], g1->arg[6]);
   ck_assert_int_eq(mx->arg[1], w1->arg[6]);
@@ -206,11 +210,11 @@ START_TEST(default_recipe_sequence) {
   ck_assert_int_eq(mx->arg[5], 0);
   ck_assert(mx->farg[6] == (float)pl->hq.block);
   /* GEMM g_w: A = q_g^, B = q_x^ (saved), alpha_a = s_g^, alpha_b = s_x^ (saved), div = p */
-  ck_assert_int_eq(mw->arg[0], h1->arg[10]);
+  ck_assert_int_eq(mw->arg[0], h1->arg[14]);
   ck_assert_int_eq(mw->arg[1], (int64_t)sv);
   ck_assert_int_eq(mw->arg[2], (int64_t)gw);
   ck_assert_int_eq(mw->arg[3], 0);
-  ck_assert_int_eq(mw->arg[4], h1->arg[12]);
+  ck_assert_int_eq(mw->arg[4], h1->arg[16]);
   ck_assert_int_eq(mw->arg[5], (int64_t)sv + xb);
   ck_assert(mw->farg[6] == (float)pl->hla.block);
   ck_assert_int_eq(mw->arg[7], O);
@@ -302,18 +306,20 @@ START_TEST(default_recipe_sequence) {
 }
 END_TEST
 
-/* sawb.cu's arguments (0 v 1 n 2 partials 3 amax 4 scale 5 phase) and grid. */
+/* sawb.cu's arguments (0 v 1 n 2 groups 3 partials 4 amax 5 scale 6 phase) and grid; one group
+ * (per tensor) here: n = the whole math tensor. */
 static void sawb_launch(const fake_cuda_launch *k, const hot_layer *l, hot_kernel_role role,
                         int phase, int64_t math, int64_t amax) {
   const hot_layer_plan *pl = l->plan;
   int64_t n = role == HOT_K_SAWB_W ? pl->hq.o_pad * pl->I : pl->hla.k * pl->I;
-  ck_assert_int_eq(k->arg[5], phase);
+  ck_assert_int_eq(k->arg[6], phase);
   ck_assert_int_eq(k->arg[0], math);
   ck_assert_int_eq(k->arg[1], n);
-  ck_assert_int_eq(k->arg[3], amax);
+  ck_assert_int_eq(k->arg[2], 1);
+  ck_assert_int_eq(k->arg[4], amax);
   in_scratch(l, k->arg[0], n * 4);
-  in_scratch(l, k->arg[2], 2 * ((n + 1023) / 1024) * 8);
-  in_scratch(l, k->arg[4], 4);
+  in_scratch(l, k->arg[3], 2 * ((n + 1023) / 1024) * 8);
+  in_scratch(l, k->arg[5], 4);
   if (phase == 0) plan_grid(k, pl, role);
   else ck_assert(k->grid[0] == 1 && k->grid[1] == 1 && k->grid[2] == 1);
   ck_assert_uint_eq(k->block[0], 256);
@@ -365,6 +371,64 @@ START_TEST(per_sample_sequence) {
 }
 END_TEST
 
+/* HLA scale groups: layout sample (L = 197: padded segments), x^ per sample and g^ per tensor,
+ * groups = B = 3. The save zeroes one amax word a group and both x^ phases get the plan's group
+ * arguments with per_sample = 1; the saved buffer ends with the 3 scales of x^; g^ gets the same
+ * groups with per_sample = 0 (one amax word, its scale repeated) in the backward. */
+START_TEST(hla_groups_sequence) {
+  hot_ctx *ctx = cuda_ctx();
+  hot_layer_spec s;
+  plan_spec_defaults(&s, HOT_RECIPE_HOT);
+  snprintf(s.name, sizeof s.name, "hg");
+  s.in_features = 137;
+  s.out_features = 100;
+  s.hla.layout = HOT_LAYOUT_SAMPLE;
+  s.hla.x.gran = HOT_GRAN_AUTO; /* per sample under layout sample */
+  s.hla.g.gran = HOT_GRAN_TENSOR;
+  hot_layer *l = NULL;
+  ck_assert_msg(hot_layer_create(ctx, &s, 3, 197, HOT_RECIPE_HOT, &l) == HOT_OK, "%s",
+                hot_errmsg(ctx));
+  ck_assert_msg(hot_layer_compile(l) == HOT_OK, "%s", hot_errmsg(ctx));
+  const hot_layer_plan *pl = l->plan;
+  ck_assert_int_eq(pl->hla.groups, 3);
+  ck_assert(pl->hla.x.gran == HOT_GRAN_SAMPLE && pl->hla.g.gran == HOT_GRAN_TENSOR);
+  ck_assert_int_gt(pl->hla.group_k_pad, pl->hla.group_k);
+  int64_t T = pl->T, O = pl->O, I = pl->I, xb = hot_ref_hla_x_bytes(pl);
+  size_t nb = hot_layer_saved_bytes(l);
+  ck_assert_int_eq((int64_t)nb, xb + 4 * pl->hla.groups);
+  CUdeviceptr x = dalloc((size_t)(T * I) * 4), w = dalloc((size_t)(O * I) * 4),
+              gy = dalloc((size_t)(T * O) * 4), gx = dalloc((size_t)(T * I) * 4),
+              gw = dalloc((size_t)(O * I) * 4), sv = dalloc(nb);
+  g_reset();
+  ck_assert_int_eq(hot_layer_save(l, vp(x), HOT_DT_F32, vp(sv), NULL), HOT_OK);
+  const fake_cuda_launch *m = at(0, "memset32", -1, 0);
+  ck_assert_int_eq(m->arg[1], pl->hla.groups); /* one amax word a group */
+  for (int ph = 0; ph < 2; ++ph) {
+    const fake_cuda_launch *k = at(1 + ph, "hot_hla_x_", 20, ph);
+    hla_args(k, l, 0, x);
+    ck_assert_int_eq(k->arg[13], 1);
+    ck_assert_int_eq(k->arg[16], (int64_t)sv + xb); /* the groups' scales after the codes */
+    ck_assert_int_eq(k->arg[17], m->arg[0]);
+    in_scratch(l, k->arg[17], 4 * pl->hla.groups);
+  }
+  g_reset();
+  ck_assert_int_eq(hot_layer_backward(l, vp(gy), vp(w), HOT_DT_F32, vp(sv), vp(gx), vp(gw), NULL,
+                                      3, NULL), HOT_OK);
+  int seen = 0;
+  for (int i = 0; i < g_log->n; ++i) {
+    const fake_cuda_launch *k = &g_log->l[i];
+    if (strncmp(k->name, "hot_hla_g_", 10)) continue;
+    hla_args(k, l, 1, gy);
+    ck_assert_int_eq(k->arg[13], 0);
+    ck_assert_int_eq(k->arg[20], seen++);
+  }
+  ck_assert_int_eq(seen, 2);
+  CUdeviceptr all[] = {x, w, gy, gx, gw, sv};
+  for (size_t i = 0; i < sizeof all / sizeof all[0]; ++i) d->cuMemFree(all[i]);
+  hot_ctx_destroy(ctx);
+}
+END_TEST
+
 START_TEST(paper_code_sawb_sequence) {
   hot_ctx *ctx = cuda_ctx();
   hot_layer *l = layer(ctx, HOT_RECIPE_PAPER_CODE, "pc");
@@ -382,20 +446,20 @@ START_TEST(paper_code_sawb_sequence) {
   ck_assert_int_eq(hot_layer_save(l, vp(x), HOT_DT_F32, vp(sv), NULL), HOT_OK);
   ck_assert_int_eq(g_log->n, 5);
   const fake_cuda_launch *m = at(0, "memset32", -1, 0);
-  const fake_cuda_launch *h0 = at(1, "hot_hla_x_", 16, 0), *s0 = at(2, "hot_sawb_k8", 5, 0),
-                         *s1 = at(3, "hot_sawb_k8", 5, 1), *h1 = at(4, "hot_hla_x_", 16, 1);
+  const fake_cuda_launch *h0 = at(1, "hot_hla_x_", 20, 0), *s0 = at(2, "hot_sawb_k8", 6, 0),
+                         *s1 = at(3, "hot_sawb_k8", 6, 1), *h1 = at(4, "hot_hla_x_", 20, 1);
   hla_args(h0, l, 0, x);
   hla_args(h1, l, 0, x);
   plan_grid(h0, pl, HOT_K_ABC_X);
-  ck_assert_int_ne(h0->arg[15], 0);
-  ck_assert_int_eq(h0->arg[14], 0);
-  sawb_launch(s0, l, HOT_K_SAWB_X, 0, h0->arg[15], m->arg[0]);
-  sawb_launch(s1, l, HOT_K_SAWB_X, 1, h0->arg[15], m->arg[0]);
-  ck_assert_int_eq(s0->arg[4], s1->arg[4]);
-  ck_assert_int_eq(h1->arg[14], s1->arg[4]); /* scale_in = the SAWB scale */
-  ck_assert_int_eq(h1->arg[15], 0);
-  ck_assert_int_eq(h1->arg[12], (int64_t)sv + xb);
-  ck_assert_int_ne(h1->arg[14], h1->arg[12]); /* read and written scales are distinct words */
+  ck_assert_int_ne(h0->arg[19], 0);
+  ck_assert_int_eq(h0->arg[18], 0);
+  sawb_launch(s0, l, HOT_K_SAWB_X, 0, h0->arg[19], m->arg[0]);
+  sawb_launch(s1, l, HOT_K_SAWB_X, 1, h0->arg[19], m->arg[0]);
+  ck_assert_int_eq(s0->arg[5], s1->arg[5]);
+  ck_assert_int_eq(h1->arg[18], s1->arg[5]); /* scale_in = the SAWB scale */
+  ck_assert_int_eq(h1->arg[19], 0);
+  ck_assert_int_eq(h1->arg[16], (int64_t)sv + xb);
+  ck_assert_int_ne(h1->arg[18], h1->arg[16]); /* read and written scales are distinct words */
 
   /* backward: ... hq_w 0 (math_out) ; sawb_w 0 ; sawb_w 1 ; hq_w 1 (scale_in) ... */
   g_reset();
@@ -404,17 +468,17 @@ START_TEST(paper_code_sawb_sequence) {
   ck_assert_int_eq(g_log->n, 11);
   at(1, "hot_hq_g_", 13, 0);
   at(2, "hot_hq_g_", 13, 1);
-  const fake_cuda_launch *w0 = at(3, "hot_hq_w_", 13, 0), *t0 = at(4, "hot_sawb_k4", 5, 0),
-                         *t1 = at(5, "hot_sawb_k4", 5, 1), *w1 = at(6, "hot_hq_w_", 13, 1);
-  at(7, "hot_hla_g_", 16, 0);
-  at(8, "hot_hla_g_", 16, 1);
+  const fake_cuda_launch *w0 = at(3, "hot_hq_w_", 13, 0), *t0 = at(4, "hot_sawb_k4", 6, 0),
+                         *t1 = at(5, "hot_sawb_k4", 6, 1), *w1 = at(6, "hot_hq_w_", 13, 1);
+  at(7, "hot_hla_g_", 20, 0);
+  at(8, "hot_hla_g_", 20, 1);
   const fake_cuda_launch *mx = at(9, "hot_gemm_", -1, 0);
   at(10, "hot_gemm_", -1, 0);
   ck_assert_int_ne(w0->arg[12], 0);
   ck_assert_int_eq(w0->arg[11], 0);
   sawb_launch(t0, l, HOT_K_SAWB_W, 0, w0->arg[12], w0->arg[9]);
   sawb_launch(t1, l, HOT_K_SAWB_W, 1, w0->arg[12], w0->arg[9]);
-  ck_assert_int_eq(w1->arg[11], t1->arg[4]);
+  ck_assert_int_eq(w1->arg[11], t1->arg[5]);
   ck_assert_int_eq(w1->arg[12], 0);
   ck_assert_int_ne(w1->arg[11], w1->arg[8]);
   ck_assert_int_eq(mx->arg[4], w1->arg[8]); /* the GEMM reads s_w as written by phase 1 */
@@ -459,9 +523,9 @@ END_TEST
 /* The phase argument of a recorded launch, by the template's argument list (0: no phases). */
 static int64_t rec_phase(const fake_cuda_launch *l) {
   if (!strncmp(l->name, "hot_hq_", 7)) return l->arg[13];
-  if (!strncmp(l->name, "hot_hla_", 8)) return l->arg[16];
+  if (!strncmp(l->name, "hot_hla_", 8)) return l->arg[20];
   if (!strncmp(l->name, "hot_lqs_", 8)) return l->arg[10];
-  if (!strncmp(l->name, "hot_sawb_", 9)) return l->arg[5];
+  if (!strncmp(l->name, "hot_sawb_", 9)) return l->arg[6];
   return 0;
 }
 
@@ -743,6 +807,7 @@ int main(void) {
   tcase_add_test(tc, default_recipe_sequence);
   tcase_add_test(tc, paper_code_sawb_sequence);
   tcase_add_test(tc, per_sample_sequence);
+  tcase_add_test(tc, hla_groups_sequence);
   tcase_add_test(tc, refusals);
   tcase_add_test(tc, profiling);
   tcase_add_test(tc, wgmma_gemms);
