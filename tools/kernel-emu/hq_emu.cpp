@@ -40,6 +40,7 @@ static int emu_run(int argc, char **argv) {
   spec.out_features = O;
   spec.dtype = (hot_dtype)HOT_DTYPE;
   spec.hq.block = HOT_B;
+  spec.hq.pad = HOT_B > 1; /* b = 1 (no transform) exists only unpadded: paper_code's shrinking b */
   spec.hq.g.bits = HOT_BITS;
   spec.hq.w.bits = HOT_BITS;
   spec.hq.w.rule = sawb ? HOT_RULE_SAWB : HOT_RULE_ABSMAX;
