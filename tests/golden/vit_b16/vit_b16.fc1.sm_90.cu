@@ -2110,10 +2110,11 @@ extern "C" __global__ void __launch_bounds__(HOT_THREADS, 1)
   /* ---- epilogue: C = HOT_MUL(HOT_I2F(acc), factor(row)), never fused (HOT_SEGS = 1: the last
    * segment's v added to C) ------------------------------------------------------------------ */
   /* the epilogue constant of CONTRACT 14 from the scales on the device: product, then division */
-  const int seg = HOT_SEGS && seg_kpad > 0 ? seg_end / (seg_kpad / HOT_TILE_K) - 1 : 0;
-  const float alpha = HOT_SEGS ? hot_epilogue_alpha(alpha_a + seg, alpha_b ? alpha_b + seg : nullptr,
-                                                    alpha_div)
-                               : hot_epilogue_alpha(alpha_a, alpha_b, alpha_div);
+  const int seg =
+      HOT_SEGS && seg_kpad >= HOT_TILE_K ? seg_end / (seg_kpad / HOT_TILE_K) - 1 : 0;
+  const float alpha =
+      HOT_SEGS ? hot_epilogue_alpha(alpha_a + seg, alpha_b ? alpha_b + seg : nullptr, alpha_div)
+               : hot_epilogue_alpha(alpha_a, alpha_b, alpha_div);
   const bool vec = ((ldc & 1) == 0) && ((((unsigned long long)C) & 7ull) == 0);
   hot_epilogue(s.acc, C, HOT_SEGS ? nullptr : row_scale, alpha, m0 + wm * HOT_WM + (lane >> 2),
                n0 + wn * HOT_WN + 2 * (lane & 3), M, N, ldc, vec, HOT_SEGS && seg > 0);
@@ -2638,10 +2639,11 @@ extern "C" __global__ void __launch_bounds__(HOT_THREADS, 1)
   /* ---- epilogue: C = HOT_MUL(HOT_I2F(acc), factor(row)), never fused (HOT_SEGS = 1: the last
    * segment's v added to C) ------------------------------------------------------------------ */
   /* the epilogue constant of CONTRACT 14 from the scales on the device: product, then division */
-  const int seg = HOT_SEGS && seg_kpad > 0 ? seg_end / (seg_kpad / HOT_TILE_K) - 1 : 0;
-  const float alpha = HOT_SEGS ? hot_epilogue_alpha(alpha_a + seg, alpha_b ? alpha_b + seg : nullptr,
-                                                    alpha_div)
-                               : hot_epilogue_alpha(alpha_a, alpha_b, alpha_div);
+  const int seg =
+      HOT_SEGS && seg_kpad >= HOT_TILE_K ? seg_end / (seg_kpad / HOT_TILE_K) - 1 : 0;
+  const float alpha =
+      HOT_SEGS ? hot_epilogue_alpha(alpha_a + seg, alpha_b ? alpha_b + seg : nullptr, alpha_div)
+               : hot_epilogue_alpha(alpha_a, alpha_b, alpha_div);
   const bool vec = ((ldc & 1) == 0) && ((((unsigned long long)C) & 7ull) == 0);
   hot_epilogue(s.acc, C, HOT_SEGS ? nullptr : row_scale, alpha, m0 + wm * HOT_WM + (lane >> 2),
                n0 + wn * HOT_WN + 2 * (lane & 3), M, N, ldc, vec, HOT_SEGS && seg > 0);
