@@ -285,8 +285,8 @@ static __device__ __forceinline__ void hot_wg_epilogue(const int (&acc)[HOT_NREG
  * seg_end) and more tiles follow, waits for them, C (+)= acc * c_seg, acc = 0, and the next
  * segment begins; the last segment is converted after the loop. Only seg_end is kept across the
  * K loop: the rest is recomputed here from the arguments and the thread's index. */
-static __device__ __forceinline__ void hot_wg_seg_boundary(int (&acc)[HOT_NREG], int kt, int ktiles,
-                                                           int &seg_end, float *C,
+static __device__ __forceinline__ void hot_wg_seg_boundary(int (&acc)[HOT_NREG], int kt,
+                                                           int ktiles, int &seg_end, float *C,
                                                            const float *alpha_a,
                                                            const float *alpha_b, float alpha_div,
                                                            int M, int N, int ldc, int seg_kpad) {
