@@ -1,21 +1,34 @@
-/* @hot-params: HOT_KNAME HOT_CODES HOT_TILE_M HOT_TILE_N HOT_TILE_K HOT_WARPS_M HOT_WARPS_N HOT_STAGES */
+/* @hot-params: HOT_KNAME HOT_CODES HOT_TILE_M HOT_TILE_N HOT_TILE_K HOT_WARPS_M HOT_WARPS_N HOT_STAGES HOT_SEGS */
 /* gemm_int.cu — integer tensor-core GEMM with the fused HOT dequantization epilogue
  * (CONTRACT.md sections 3.5, 4.6 and 7).
  *
+ * HOT_SEGS = 0 (one int32 sum over all of K):
  *   C[m*ldc + n] = HOT_MUL(HOT_I2F(acc[m][n]), factor(m)),   acc[m][n] = sum_k A[m][k] * B[n][k]
  *   factor(m)    = row_scale ? HOT_MUL(row_scale[m], alpha) : alpha
  *   alpha        = HOT_DIV(HOT_MUL(*alpha_a, alpha_b ? *alpha_b : 1.0f), alpha_div)
+ * HOT_SEGS = 1 (segmented: the g_w GEMM of HLA scale groups, CONTRACT 9 and 14): K is cut into
+ * G = Kpad / seg_kpad segments of seg_kpad codes; segment j has its own int32 sum and factor:
+ *   acc_j[m][n] = sum over k in [j*seg_kpad, (j+1)*seg_kpad) of A[m][k] * B[n][k]
+ *   c_j         = HOT_DIV(HOT_MUL(alpha_a[j], alpha_b ? alpha_b[j] : 1.0f), alpha_div)
+ *   v_j         = HOT_MUL(HOT_I2F(acc_j[m][n]), c_j)
+ *   C[m*ldc + n] = v_0, then C = HOT_ADD(C, v_j) for j = 1 .. G-1 in segment order
+ * (row_scale must be NULL: it is not read).
  *
  * Entry:
  *   HOT_KNAME (const signed char *A, const signed char *B, float *C, const float *row_scale,
  *             const float *alpha_a, const float *alpha_b, float alpha_div, int M, int N,
- *             int Kpad, int ldc)
+ *             int Kpad, int ldc, int seg_kpad)
+ * seg_kpad: the codes of one K segment (HOT_SEGS = 1); HOT_SEGS = 0 ignores it (the runtime
+ * passes Kpad).
  * alpha is computed on the device (once per thread, from two device words), so the scales
  * written by the operand kernels never travel through the host:
  *   HQ  (CONTRACT 14): row_scale = s_g (T floats), alpha_a = &s_w,  alpha_b = NULL,  div = b
  *        -> alpha = (s_w * 1.0f) / b = s_w / b = c_w exactly (x * 1.0f == x in IEEE);
  *   HLA (CONTRACT 14): row_scale = NULL, alpha_a = &s_g^, alpha_b = &s_x^, div = p
- *        -> alpha = (s_g^ * s_x^) / p = c.
+ *        -> alpha = (s_g^ * s_x^) / p = c;
+ *   HLA with scale groups (HOT_SEGS = 1): row_scale = NULL, alpha_a = s_g^, alpha_b = s_x^
+ *        (hla.groups floats each), div = p, seg_kpad = the group's padded K (group_k_pad)
+ *        -> c_j = (s_g^[j] * s_x^[j]) / p.
  * int32 accumulation (exact while |acc| < 2^31). Integer products are exact and the epilogue is
  * single-rounding fp32 operations in the twin's order, so every arch and tile configuration
  * gives the same bits as the CPU twin.
@@ -39,7 +52,11 @@
  *    C is 8-byte aligned, scalar stores otherwise;
  *  - row_scale: NULL or M floats; alpha_a: one float (never NULL); alpha_b: NULL or one float;
  *    alpha_div: a power of two (b or p), so the division is exact unless it underflows;
- *  - grid.y = ceil(M / HOT_TILE_M) <= 65535.
+ *  - grid.y = ceil(M / HOT_TILE_M) <= 65535;
+ *  - HOT_SEGS = 1: seg_kpad > 0, seg_kpad % HOT_TILE_K == 0, Kpad % seg_kpad == 0 (G segments;
+ *    Kpad == 0 writes C = 0 * c_0); row_scale == NULL; alpha_a and alpha_b (never NULL here)
+ *    hold G floats each. C is both written and read back: no other thread or kernel may touch
+ *    C's M x N window during the launch (ldc >= N keeps the rows apart).
  *
  * Launch geometry:
  *   grid  = (ceil(N / HOT_TILE_N), ceil(M / HOT_TILE_M), 1)   x over N tiles, y over M tiles
@@ -73,6 +90,15 @@
  * (the fragments of the next 32-byte K step, also across the K-tile boundary, are loaded
  * before the mma of the current one).
  *
+ * Segments (HOT_SEGS = 1): segment j is K tiles [j*S, (j+1)*S), S = seg_kpad / HOT_TILE_K. After
+ * the mmas of a segment's last K tile (the tile step has already issued the prefetch and loaded
+ * the next tile's first fragments: the pipeline runs on across the boundary untouched), each
+ * thread converts its own accumulators with c_j, stores them into C (j = 0) or adds them to what
+ * it stored there before (j > 0; hot_store_or_add_pair), and zeroes them. The last segment is
+ * converted after the loop, where HOT_SEGS = 0 converts its one sum. No extra register arrays:
+ * the running sum lives in C. Each output element has one owner thread, so the order of the
+ * additions is that thread's program order (segment order), whatever the blocks and warps do.
+ *
  * Shared layout per stage: [A tile: TILE_M rows x KB bytes][B tile: TILE_N rows x KB bytes],
  * rows unpadded; the 16-byte chunk c of row r is stored at chunk c ^ swz(r), where swz is chosen
  * so that the 8 row addresses of every ldmatrix phase (8 consecutive rows, one logical chunk)
@@ -94,6 +120,7 @@
 #define HOT_WARPS_M 2
 #define HOT_WARPS_N 2
 #define HOT_STAGES 4
+#define HOT_SEGS 0
 #endif
 
 #include "hot_math.cuh"
@@ -132,6 +159,7 @@ static_assert(HOT_STAGES >= 2 && HOT_STAGES <= 8, "HOT_STAGES must be in [2, 8]"
 static_assert(HOT_A_BYTES % 128 == 0 && HOT_STAGE_BYTES % 128 == 0,
               "stage and B-tile bases must stay 128-byte aligned (swizzle assumes it)");
 static_assert(HOT_MI * HOT_NI <= 64, "warp tile too large for the register file");
+static_assert(HOT_SEGS == 0 || HOT_SEGS == 1, "HOT_SEGS must be 0 (one K sum) or 1 (K segments)");
 
 /* ---- PTX wrappers ------------------------------------------------------------------------- */
 
@@ -319,11 +347,69 @@ static __device__ __forceinline__ void hot_ktile(const hot_gemm_ctx &x, hot_gemm
   }
 }
 
+/* Converts this thread's accumulators into C with factor alpha (CONTRACT 14): HOT_SEGS = 0 stores
+ * HOT_MUL(HOT_I2F(acc), factor(m)) (row factor as in the design note); HOT_SEGS = 1 stores
+ * (add = false) or adds (add = true) HOT_MUL(HOT_I2F(acc), alpha) of one segment. mb / nb: the
+ * output row / column of this thread's accumulator 0 of fragment (0, 0). */
+static __device__ __forceinline__ void hot_epilogue(const int (&acc)[HOT_MI][HOT_NI][4], float *C,
+                                                    const float *row_scale, float alpha, int mb,
+                                                    int nb, int M, int N, int ldc, bool vec,
+                                                    bool add) {
+#pragma unroll
+  for (int mi = 0; mi < HOT_MI; ++mi) {
+#pragma unroll
+    for (int h = 0; h < 2; ++h) {
+      const int m = mb + mi * 16 + 8 * h;
+      if (m >= M) continue;
+      float *crow = C + (long long)m * ldc;
+      if (HOT_SEGS) {
+#pragma unroll
+        for (int ni = 0; ni < HOT_NI; ++ni)
+          hot_store_or_add_pair(crow, nb + ni * 8, N, acc[mi][ni][2 * h], acc[mi][ni][2 * h + 1],
+                                alpha, vec, add);
+      } else {
+        const float factor = hot_row_factor(row_scale, m, alpha);
+#pragma unroll
+        for (int ni = 0; ni < HOT_NI; ++ni)
+          hot_store_pair(crow, nb + ni * 8, N, acc[mi][ni][2 * h], acc[mi][ni][2 * h + 1],
+                         factor, vec);
+      }
+    }
+  }
+}
+
+/* HOT_SEGS = 1, after the mmas of K tile kt: when kt ends a segment (kt + 1 == seg_end) and
+ * more tiles follow, C (+)= acc * c_seg for that segment seg, acc = 0, and the next segment
+ * begins; the last segment is converted after the loop. The only state kept across the K loop is
+ * seg_end: everything else is recomputed here from the kernel arguments and the thread's
+ * indices (the main loop has no registers to spare). */
+static __device__ __forceinline__ void hot_seg_boundary(const hot_gemm_ctx &x, hot_gemm_state &s,
+                                                        int kt, int &seg_end, float *C,
+                                                        const float *alpha_a,
+                                                        const float *alpha_b, float alpha_div,
+                                                        int M, int N, int ldc, int seg_kpad) {
+  if (kt + 1 != seg_end || kt + 1 >= x.ktiles) return;
+  const int seg_tiles = seg_kpad / HOT_TILE_K, seg = seg_end / seg_tiles - 1;
+  const float c = hot_epilogue_alpha(alpha_a + seg, alpha_b ? alpha_b + seg : nullptr, alpha_div);
+  const bool vec = ((ldc & 1) == 0) && ((((unsigned long long)C) & 7ull) == 0);
+  const int tid = hot_tid_opaque(), lane = tid & 31, warp = tid >> 5;
+  const int mb = (int)blockIdx.y * HOT_TILE_M + (warp / HOT_WARPS_N) * HOT_WM + (lane >> 2);
+  const int nb = (int)blockIdx.x * HOT_TILE_N + (warp % HOT_WARPS_N) * HOT_WN + 2 * (lane & 3);
+  hot_epilogue(s.acc, C, nullptr, c, mb, nb, M, N, ldc, vec, seg > 0);
+#pragma unroll
+  for (int mi = 0; mi < HOT_MI; ++mi)
+#pragma unroll
+    for (int ni = 0; ni < HOT_NI; ++ni)
+#pragma unroll
+      for (int q = 0; q < 4; ++q) s.acc[mi][ni][q] = 0;
+  seg_end += seg_tiles;
+}
+
 extern "C" __global__ void __launch_bounds__(HOT_THREADS, 1)
     HOT_KNAME(const signed char *__restrict__ A, const signed char *__restrict__ B,
               float *__restrict__ C, const float *__restrict__ row_scale,
               const float *__restrict__ alpha_a, const float *__restrict__ alpha_b,
-              float alpha_div, int M, int N, int Kpad, int ldc) {
+              float alpha_div, int M, int N, int Kpad, int ldc, int seg_kpad) {
   extern __shared__ __align__(128) unsigned char hot_smem[];
 
   const int tid = (int)threadIdx.x;
@@ -372,33 +458,32 @@ extern "C" __global__ void __launch_bounds__(HOT_THREADS, 1)
   s.wr = x.smem + (HOT_STAGES - 1) * HOT_STAGE_BYTES;
   hot_load_frags(x, s.af[0], s.bf[0], s.rd, 0);
 
+  /* HOT_SEGS = 1: the current segment ends with K tile seg_end - 1 (seg_kpad / HOT_TILE_K K
+   * tiles a segment); HOT_SEGS = 0 never reads seg_kpad (every branch on it is dead code) */
+  int seg_end = HOT_SEGS ? seg_kpad / HOT_TILE_K : 0;
+
   for (int kt = 0; kt < x.ktiles; ++kt) {
     hot_ktile<0>(x, s, kt);
+    if (HOT_SEGS)
+      hot_seg_boundary(x, s, kt, seg_end, C, alpha_a, alpha_b, alpha_div, M, N, ldc, seg_kpad);
     if (HOT_KSTEPS % 2 == 1 && kt + 1 < x.ktiles) {
       ++kt;
       hot_ktile<1>(x, s, kt);
+      if (HOT_SEGS)
+        hot_seg_boundary(x, s, kt, seg_end, C, alpha_a, alpha_b, alpha_div, M, N, ldc, seg_kpad);
     }
   }
   hot_cp_async_wait<0>(); /* only empty groups can remain; keep the exit clean */
 
-  /* ---- epilogue: C = HOT_MUL(HOT_I2F(acc), factor(row)), never fused ---------------------- */
+  /* ---- epilogue: C = HOT_MUL(HOT_I2F(acc), factor(row)), never fused (HOT_SEGS = 1: the last
+   * segment's v added to C) ------------------------------------------------------------------ */
   /* the epilogue constant of CONTRACT 14 from the scales on the device: product, then division */
-  const float alpha = hot_epilogue_alpha(alpha_a, alpha_b, alpha_div);
-  const int g = lane >> 2, t = lane & 3;
+  const int seg =
+      HOT_SEGS && seg_kpad >= HOT_TILE_K ? seg_end / (seg_kpad / HOT_TILE_K) - 1 : 0;
+  const float alpha =
+      HOT_SEGS ? hot_epilogue_alpha(alpha_a + seg, alpha_b ? alpha_b + seg : nullptr, alpha_div)
+               : hot_epilogue_alpha(alpha_a, alpha_b, alpha_div);
   const bool vec = ((ldc & 1) == 0) && ((((unsigned long long)C) & 7ull) == 0);
-#pragma unroll
-  for (int mi = 0; mi < HOT_MI; ++mi) {
-#pragma unroll
-    for (int h = 0; h < 2; ++h) {
-      const int m = m0 + wm * HOT_WM + mi * 16 + g + 8 * h;
-      if (m >= M) continue;
-      const float factor = hot_row_factor(row_scale, m, alpha);
-      float *crow = C + (long long)m * ldc;
-#pragma unroll
-      for (int ni = 0; ni < HOT_NI; ++ni) {
-        const int n = n0 + wn * HOT_WN + ni * 8 + 2 * t;
-        hot_store_pair(crow, n, N, s.acc[mi][ni][2 * h], s.acc[mi][ni][2 * h + 1], factor, vec);
-      }
-    }
-  }
+  hot_epilogue(s.acc, C, HOT_SEGS ? nullptr : row_scale, alpha, m0 + wm * HOT_WM + (lane >> 2),
+               n0 + wn * HOT_WN + 2 * (lane & 3), M, N, ldc, vec, HOT_SEGS && seg > 0);
 }

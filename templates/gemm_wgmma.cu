@@ -1,11 +1,14 @@
-/* @hot-params: HOT_KNAME HOT_CODES HOT_TILE_M HOT_TILE_N HOT_TILE_K HOT_WARPS_M HOT_WARPS_N HOT_STAGES */
+/* @hot-params: HOT_KNAME HOT_CODES HOT_TILE_M HOT_TILE_N HOT_TILE_K HOT_WARPS_M HOT_WARPS_N HOT_STAGES HOT_SEGS */
 /* gemm_wgmma.cu — INT8 warpgroup GEMM for sm_90a (wgmma.mma_async m64nNk32 .s32.s8.s8, both
  * operands from shared memory) with the fused HOT dequantization epilogue (CONTRACT.md 3.5, 4.6, 7).
  *
- * Same contract as templates/gemm_int.cu — entry point and arguments, "TN" operands (A: M x Kpad,
- * B: N x Kpad, int8, K contiguous), C = HOT_MUL(HOT_I2F(acc), factor(m)) with the device-side
- * alpha, any M and N, writes only inside M x N — so the runtime, the CPU twin (gemm_ref.c) and
- * the bits are the same; only the tensor-core path differs. Integer products and int32 sums are
+ * Same contract as templates/gemm_int.cu — entry point and arguments (the last one, seg_kpad,
+ * included), "TN" operands (A: M x Kpad, B: N x Kpad, int8, K contiguous), C =
+ * HOT_MUL(HOT_I2F(acc), factor(m)) with the device-side alpha, or with HOT_SEGS = 1 the
+ * segmented sum of CONTRACT 14 (C = v_0, then C = HOT_ADD(C, v_j) in segment order, v_j =
+ * HOT_MUL(HOT_I2F(acc_j), c_j), c_j from alpha_a[j], alpha_b[j]; row_scale NULL, not read), any
+ * M and N, writes only inside M x N — so the runtime, the CPU twin (gemm_ref.c) and the bits are
+ * the same; only the tensor-core path differs. Integer products and int32 sums are
  * exact (wrap-around, no .satfinite), so the order of the wgmma K steps cannot change a bit.
  *
  * ==== Design note ===============================================================================
@@ -17,6 +20,10 @@
  *   HOT_TILE_N 64, 128 or 256: the N of every wgmma (HOT_TILE_N / 2 int32 accumulators per thread)
  *   HOT_WARPS_M = HOT_TILE_M / 16, HOT_WARPS_N = 1 (so 32 * WARPS_M * WARPS_N = 128 per warpgroup:
  *   the launch geometry formula is gemm_int.cu's); 3 <= HOT_STAGES <= 8.
+ *   HOT_SEGS 0 (one int32 sum over K; seg_kpad not read) or 1 (segmented: seg_kpad > 0,
+ *   seg_kpad % 128 == 0, Kpad % seg_kpad == 0; Kpad == 0 writes C = 0 * c_0; alpha_a, alpha_b
+ *   hold Kpad / seg_kpad floats each; C is read back, so nothing else may touch its M x N window
+ *   during the launch).
  *
  * Launch geometry: grid = (ceil(N / HOT_TILE_N), ceil(M / HOT_TILE_M), 1); block = HOT_THREADS =
  * 128 * HOT_TILE_M / 64; dynamic shared memory HOT_SMEM_BYTES = HOT_STAGES * (HOT_TILE_M +
@@ -50,6 +57,16 @@
  * After the loop wgmma.wait_group(0), then the epilogue reads the accumulators; an empty asm
  * with the accumulators as "+r" operands after each wait keeps the compiler from moving their
  * reads above it.
+ *
+ * Segments (HOT_SEGS = 1): segment j is K tiles [j*S, (j+1)*S), S = seg_kpad / 128. After step 5
+ * of a segment's last K tile (when more tiles follow): 6. wgmma.wait_group(0) (and the register
+ * fence): the segment's wgmmas are complete and the accumulators hold its int32 sums; 7. each
+ * thread stores HOT_MUL(HOT_I2F(acc), c_j) into C (j = 0) or adds it to what it stored there
+ * before (j > 0; hot_store_or_add_pair) and zeroes the accumulators, which the next tile's
+ * wgmma.fence orders before its wgmmas. The loads of the next LEAD tiles stay in flight across
+ * the boundary (step 4 already issued them); the wait only drains this warpgroup's wgmmas.
+ * The last segment is converted after the loop, where HOT_SEGS = 0 converts its one sum. No
+ * extra register arrays: the running sum lives in C.
  * =============================================================================================
  */
 #ifndef HOT_GENERATED
@@ -61,6 +78,7 @@
 #define HOT_WARPS_M 8
 #define HOT_WARPS_N 1
 #define HOT_STAGES 4
+#define HOT_SEGS 0
 #endif
 
 #include "hot_math.cuh"
@@ -84,6 +102,7 @@ static_assert(HOT_TILE_N == 64 || HOT_TILE_N == 128 || HOT_TILE_N == 256,
 static_assert(HOT_WARPS_M == HOT_TILE_M / 16 && HOT_WARPS_N == 1,
               "wgmma path: HOT_WARPS_M = HOT_TILE_M / 16, HOT_WARPS_N = 1 (4 warps per warpgroup)");
 static_assert(HOT_STAGES >= 3 && HOT_STAGES <= 8, "wgmma path: HOT_STAGES must be in [3, 8]");
+static_assert(HOT_SEGS == 0 || HOT_SEGS == 1, "HOT_SEGS must be 0 (one K sum) or 1 (K segments)");
 static_assert(HOT_RSTEP % 8 == 0 && HOT_TILE_M % HOT_RSTEP == 0 && HOT_TILE_N % HOT_RSTEP == 0,
               "loader rows");
 
@@ -234,11 +253,63 @@ static __device__ __forceinline__ void hot_wg_load_tile(const hot_wg_loader &x, 
   hot_wg_load<HOT_TILE_N>(x, st + HOT_A_BYTES, x.b_row, b0, x.b_left, koff);
 }
 
+/* Converts this thread's accumulators into C with factor alpha (CONTRACT 14): HOT_SEGS = 0 stores
+ * HOT_MUL(HOT_I2F(acc), factor(m)); HOT_SEGS = 1 stores (add = false) or adds (add = true)
+ * HOT_MUL(HOT_I2F(acc), alpha) of one segment. Register i of this thread (g = lane / 4, t =
+ * lane % 4) is output row mb + g + 8 * ((i / 2) % 2), column n0 + 8 * (i / 4) + 2 * t + i % 2. */
+static __device__ __forceinline__ void hot_wg_epilogue(const int (&acc)[HOT_NREG], float *C,
+                                                       const float *row_scale, float alpha, int mb,
+                                                       int n0, int g, int t, int M, int N, int ldc,
+                                                       bool vec, bool add) {
+#pragma unroll
+  for (int h = 0; h < 2; ++h) {
+    const int m = mb + g + 8 * h;
+    if (m >= M) continue;
+    float *crow = C + (long long)m * ldc;
+    if (HOT_SEGS) {
+#pragma unroll
+      for (int j = 0; j < HOT_TILE_N / 8; ++j)
+        hot_store_or_add_pair(crow, n0 + 8 * j + 2 * t, N, acc[4 * j + 2 * h],
+                              acc[4 * j + 2 * h + 1], alpha, vec, add);
+    } else {
+      const float factor = hot_row_factor(row_scale, m, alpha);
+#pragma unroll
+      for (int j = 0; j < HOT_TILE_N / 8; ++j)
+        hot_store_pair(crow, n0 + 8 * j + 2 * t, N, acc[4 * j + 2 * h], acc[4 * j + 2 * h + 1],
+                       factor, vec);
+    }
+  }
+}
+
+/* HOT_SEGS = 1, after the wgmmas of K tile kt were committed: when kt ends a segment (kt + 1 ==
+ * seg_end) and more tiles follow, waits for them, C (+)= acc * c_seg, acc = 0, and the next
+ * segment begins; the last segment is converted after the loop. Only seg_end is kept across the
+ * K loop: the rest is recomputed here from the arguments and the thread's index. */
+static __device__ __forceinline__ void hot_wg_seg_boundary(int (&acc)[HOT_NREG], int kt,
+                                                           int ktiles, int &seg_end, float *C,
+                                                           const float *alpha_a,
+                                                           const float *alpha_b, float alpha_div,
+                                                           int M, int N, int ldc, int seg_kpad) {
+  if (kt + 1 != seg_end || kt + 1 >= ktiles) return;
+  hot_wgmma_wait<0>();
+  hot_acc_fence(acc);
+  const int seg_tiles = seg_kpad / HOT_KB, seg = seg_end / seg_tiles - 1;
+  const float c = hot_epilogue_alpha(alpha_a + seg, alpha_b ? alpha_b + seg : nullptr, alpha_div);
+  const bool vec = ((ldc & 1) == 0) && ((((unsigned long long)C) & 7ull) == 0);
+  const int tid = hot_tid_opaque(), lane = tid & 31, warp = tid >> 5;
+  const int mb = (int)blockIdx.y * HOT_TILE_M + (warp >> 2) * 64 + (warp & 3) * 16;
+  hot_wg_epilogue(acc, C, nullptr, c, mb, (int)blockIdx.x * HOT_TILE_N, lane >> 2, lane & 3, M, N,
+                  ldc, vec, seg > 0);
+#pragma unroll
+  for (int i = 0; i < HOT_NREG; ++i) acc[i] = 0;
+  seg_end += seg_tiles;
+}
+
 extern "C" __global__ void __launch_bounds__(HOT_THREADS, 1)
     HOT_KNAME(const signed char *__restrict__ A, const signed char *__restrict__ B,
               float *__restrict__ C, const float *__restrict__ row_scale,
               const float *__restrict__ alpha_a, const float *__restrict__ alpha_b,
-              float alpha_div, int M, int N, int Kpad, int ldc) {
+              float alpha_div, int M, int N, int Kpad, int ldc, int seg_kpad) {
   extern __shared__ __align__(1024) unsigned char hot_smem[];
 
   const int tid = (int)threadIdx.x;
@@ -272,6 +343,9 @@ extern "C" __global__ void __launch_bounds__(HOT_THREADS, 1)
     hot_cp_async_commit();
   }
   unsigned rd = smem, wr = smem + HOT_LEAD * HOT_STAGE_BYTES;
+  /* HOT_SEGS = 1: the current segment ends with K tile seg_end - 1 (seg_kpad / 128 K tiles a
+   * segment); HOT_SEGS = 0 never reads seg_kpad (every branch on it is dead code) */
+  int seg_end = HOT_SEGS ? seg_kpad / HOT_KB : 0;
   for (int kt = 0; kt < x.ktiles; ++kt) {
     hot_cp_async_wait<HOT_LEAD - 1>();
     hot_fence_proxy_async();
@@ -287,25 +361,22 @@ extern "C" __global__ void __launch_bounds__(HOT_THREADS, 1)
     hot_wgmma_commit();
     hot_wgmma_wait<1>();
     rd = rd + HOT_STAGE_BYTES == smem_end ? smem : rd + HOT_STAGE_BYTES;
+    if (HOT_SEGS)
+      hot_wg_seg_boundary(acc, kt, x.ktiles, seg_end, C, alpha_a, alpha_b, alpha_div, M, N, ldc,
+                          seg_kpad);
   }
   hot_wgmma_wait<0>();
   hot_acc_fence(acc);
   hot_cp_async_wait<0>(); /* only empty groups can remain; keep the exit clean */
 
-  /* ---- epilogue: C = HOT_MUL(HOT_I2F(acc), factor(row)), never fused (gemm_int.cu's) -------- */
-  const float alpha = hot_epilogue_alpha(alpha_a, alpha_b, alpha_div);
+  /* ---- epilogue: C = HOT_MUL(HOT_I2F(acc), factor(row)), never fused (gemm_int.cu's;
+   * HOT_SEGS = 1: the last segment's v added to C) -------------------------------------------- */
+  const int seg = HOT_SEGS && seg_kpad >= HOT_KB ? seg_end / (seg_kpad / HOT_KB) - 1 : 0;
+  const float alpha =
+      HOT_SEGS ? hot_epilogue_alpha(alpha_a + seg, alpha_b ? alpha_b + seg : nullptr, alpha_div)
+               : hot_epilogue_alpha(alpha_a, alpha_b, alpha_div);
   const int g = lane >> 2, t = lane & 3;
   const bool vec = ((ldc & 1) == 0) && ((((unsigned long long)C) & 7ull) == 0);
-#pragma unroll
-  for (int h = 0; h < 2; ++h) {
-    const int m = m0 + wg * 64 + wq * 16 + g + 8 * h;
-    if (m >= M) continue;
-    const float factor = hot_row_factor(row_scale, m, alpha);
-    float *crow = C + (long long)m * ldc;
-#pragma unroll
-    for (int j = 0; j < HOT_TILE_N / 8; ++j) {
-      const int n = n0 + 8 * j + 2 * t;
-      hot_store_pair(crow, n, N, acc[4 * j + 2 * h], acc[4 * j + 2 * h + 1], factor, vec);
-    }
-  }
+  hot_wg_epilogue(acc, C, HOT_SEGS ? nullptr : row_scale, alpha, m0 + wg * 64 + wq * 16, n0, g, t,
+                  M, N, ldc, vec, HOT_SEGS && seg > 0);
 }

@@ -1,7 +1,8 @@
 /* hot_gemm.cuh — what the GEMM templates (gemm_int.cu, gemm_wgmma.cu) share: the cp.async
  * wrappers (shared-state addresses, 16-byte global -> shared copies with zero fill, commit and
- * wait) and the dequantization epilogue (alpha, row factor, the store of two adjacent outputs). tools/gemm-emu/mkemu.py inlines this
- * file and replaces the wrappers' bodies with its emulator's. */
+ * wait) and the dequantization epilogue (alpha, row factor, the store of two adjacent outputs,
+ * and the store-or-accumulate of a segmented GEMM). tools/gemm-emu/mkemu.py inlines this file
+ * and replaces the wrappers' bodies with its emulator's. */
 
 /* 32-bit shared-state address of a generic pointer into shared memory. */
 static __device__ __forceinline__ unsigned hot_smem_u32(const void *p) {
@@ -24,6 +25,15 @@ static __device__ __forceinline__ void hot_cp_async_commit(void) {
 template <int N>
 static __device__ __forceinline__ void hot_cp_async_wait(void) {
   asm volatile("cp.async.wait_group %0;\n" ::"n"(N) : "memory");
+}
+
+/* threadIdx.x, read so that the compiler cannot move the read (or what is computed from it) out
+ * of a loop: a segment end inside the K loop recomputes its output addresses from it instead of
+ * keeping them in registers across the whole loop. */
+static __device__ __forceinline__ int hot_tid_opaque(void) {
+  int t;
+  asm volatile("mov.u32 %0, %%tid.x;\n" : "=r"(t));
+  return t;
 }
 
 /* ---- the epilogue of CONTRACT 14, once for every GEMM path (single-rounding fp32 steps in the
@@ -53,5 +63,40 @@ static __device__ __forceinline__ void hot_store_pair(float *crow, int n, int N,
   } else {
     if (n < N) crow[n] = v0;
     if (n + 1 < N) crow[n + 1] = v1;
+  }
+}
+
+/* The segmented epilogue of CONTRACT 14 (HOT_SEGS = 1) for C[n], C[n + 1] of one output row
+ * (crow = &C[m * ldc]): v = HOT_MUL(HOT_I2F(acc), factor) with factor = c_j of the segment just
+ * finished; add = false (segment 0) stores v, add = true stores HOT_ADD(C_old, v) where C_old is
+ * what this same thread stored there at the previous segment end (each output element has one
+ * owner thread; its own earlier store is ordered before this load by program order). Same
+ * vector / scalar choice as hot_store_pair. Every stored value is range-checked: a running sum
+ * that is not finite stays so, hence this flags exactly the outputs whose final value is not. */
+static __device__ __forceinline__ void hot_store_or_add_pair(float *crow, int n, int N, int acc0,
+                                                             int acc1, float factor, bool vec,
+                                                             bool add) {
+  float v0 = HOT_MUL(HOT_I2F(acc0), factor), v1 = HOT_MUL(HOT_I2F(acc1), factor);
+  if (vec && n + 1 < N) {
+    float2 *p = reinterpret_cast<float2 *>(crow + n);
+    if (add) {
+      const float2 old = *p;
+      v0 = HOT_ADD(old.x, v0);
+      v1 = HOT_ADD(old.y, v1);
+    }
+    HOT_RANGE_CHECK(v0);
+    HOT_RANGE_CHECK(v1);
+    *p = make_float2(v0, v1);
+  } else {
+    if (n < N) {
+      if (add) v0 = HOT_ADD(crow[n], v0);
+      HOT_RANGE_CHECK(v0);
+      crow[n] = v0;
+    }
+    if (n + 1 < N) {
+      if (add) v1 = HOT_ADD(crow[n + 1], v1);
+      HOT_RANGE_CHECK(v1);
+      crow[n + 1] = v1;
+    }
   }
 }

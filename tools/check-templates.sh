@@ -1,9 +1,10 @@
 #!/usr/bin/env bash
 # check-templates.sh — compile the GEMM, bias, HLA projection, LQS and SAWB templates standalone, the way the generator will
 # instantiate them (-DHOT_GENERATED plus every @hot-params macro), for sm_80, sm_86, sm_89 and
-# sm_90, and the wgmma GEMM (gemm_wgmma.cu) for sm_90a; print registers and spills (ptxas -v)
-# and check the PTX for the instructions each path must use. Exits non-zero on any compile
-# error, any spill, or a missing instruction.
+# sm_90, and the wgmma GEMM (gemm_wgmma.cu) for sm_90a, both GEMMs also segmented (HOT_SEGS=1,
+# the g_w GEMM of HLA scale groups); print registers and spills (ptxas -v) and check the PTX for
+# the instructions each path must use. Exits non-zero on any compile error, any spill, or a
+# missing instruction.
 #
 # Usage: tools/check-templates.sh [arch ...]     (default: 80 86 89 90 90a; 90a = wgmma GEMMs only)
 # Env:   NVCC (default: nvcc on PATH, else /usr/local/cuda/bin/nvcc), KEEP=1 keeps the work dir.
@@ -63,10 +64,10 @@ MMA_S8='mma\.sync\.aligned\.m16n8k32\.row\.col\.s32\.s8\.s8\.s32'
 MMA_S4='mma\.sync\.aligned\.m16n8k64\.row\.col\.s32\.s4\.s4\.s32'
 PIPE='cp\.async\.cg\.shared\.global ldmatrix\.sync\.aligned\.m8n8\.x4 cp\.async\.commit_group cp\.async\.wait_group'
 
-# gemm DEFS: codes tm tn tk wm wn stages
+# gemm DEFS: codes tm tn tk wm wn stages [segs (HOT_SEGS, default 0)]
 gemm_defs() {
   echo "-DHOT_KNAME=hot_gemm_c$1_$2x$3x$4_w$5x$6_s$7 -DHOT_CODES=$1 -DHOT_TILE_M=$2 -DHOT_TILE_N=$3" \
-       "-DHOT_TILE_K=$4 -DHOT_WARPS_M=$5 -DHOT_WARPS_N=$6 -DHOT_STAGES=$7"
+       "-DHOT_TILE_K=$4 -DHOT_WARPS_M=$5 -DHOT_WARPS_N=$6 -DHOT_STAGES=$7 -DHOT_SEGS=${8:-0}"
 }
 
 # Parameter sets: the planner's defaults (128x128 / 64x64, 2x2 warps, 3 / 4 stages, K = 2 mma
@@ -81,6 +82,11 @@ S4_SETS=(
   "1 128 128 128 2 2 3" "1 128 128 128 2 2 4" "1 128 128 128 2 4 4" "1 64 64 128 2 2 4"
   "1 64 64 64 2 2 4" "1 128 128 256 2 4 3"
 )
+# Segmented g_w GEMMs (HOT_SEGS=1, int8 codes: HLA is s8 on every arch): the planner's two g_w
+# tiles, odd K steps (3 and 1: two segment-end sites in the K loop) and the largest accumulator
+# tile. Their PTX must hold the running sum's fp32 addition.
+SEG_SETS=("0 128 128 64 2 2 3" "0 64 64 64 2 2 4" "0 128 128 96 2 4 3" "0 64 64 32 2 2 4" "0 256 128 64 4 2 3")
+SEG_REQ='add\.rn\.f32'
 
 # hla_project.cu takes HOT_ROWS as a comma list, which nvcc's -D would split: instantiate it
 # through a wrapper file, as the generator's prelude does. hla_wrapper MODE DTYPE P R [ROUND]
@@ -98,6 +104,7 @@ HLA_SETS=("1 0 1" "16 0 10" "16 1 10" "16 2 10" "64 1 36" "256 1 136" "1024 1 52
 
 # wgmma GEMMs (sm_90a): tile_m tile_n stages
 WG_SETS=("64 64 3" "64 128 4" "64 256 4" "128 64 5" "128 128 4" "128 256 4" "128 256 3")
+WG_SEG_SETS=("64 64 3" "128 128 4" "128 256 4" "64 256 4")
 WG_PIPE='wgmma\.fence\.sync\.aligned wgmma\.commit_group\.sync\.aligned wgmma\.wait_group\.sync\.aligned fence\.proxy\.async\.shared::cta cp\.async\.cg\.shared\.global'
 for arch in $archs; do
   if [ "$arch" = 90a ]; then
@@ -108,12 +115,25 @@ for arch in $archs; do
         "$(gemm_defs 0 "$1" "$2" 128 $(($1 / 16)) 1 "$3")" \
         "wgmma\.mma_async\.sync\.aligned\.m64n$2k32\.s32\.s8\.s8 $WG_PIPE"
     done
+    for s in "${WG_SEG_SETS[@]}"; do
+      # shellcheck disable=SC2086
+      set -- $s
+      run_one "gemm_wgmma_$1x$2_s$3_seg" gemm_wgmma.cu 90a \
+        "$(gemm_defs 0 "$1" "$2" 128 $(($1 / 16)) 1 "$3" 1)" \
+        "wgmma\.mma_async\.sync\.aligned\.m64n$2k32\.s32\.s8\.s8 $WG_PIPE $SEG_REQ"
+    done
     continue
   fi
   for s in "${S8_SETS[@]}"; do
     # shellcheck disable=SC2086
     set -- $s
     run_one "gemm_s8_$2x$3x$4_w$5x$6_s$7" gemm_int.cu "$arch" "$(gemm_defs $s)" "$MMA_S8 $PIPE"
+  done
+  for s in "${SEG_SETS[@]}"; do
+    # shellcheck disable=SC2086
+    set -- $s
+    run_one "gemm_s8_$2x$3x$4_w$5x$6_s$7_seg" gemm_int.cu "$arch" "$(gemm_defs $s 1)" \
+      "$MMA_S8 $PIPE $SEG_REQ"
   done
   # Packed int4 runs on sm_80/86/89; sm_90 gets int8 codes from the planner (CONTRACT.md section 7).
   if [ "$arch" != 90 ]; then
@@ -168,6 +188,8 @@ neg() { # LABEL DEFINES [TEMPLATE (default gemm_int.cu)]
 neg "gemm tile_k=48 (s8)" "$(gemm_defs 0 128 128 48 2 2 3)"
 neg "gemm tile_m=96 w4x2" "$(gemm_defs 0 96 128 64 4 2 3)"
 neg "gemm stages=1" "$(gemm_defs 0 128 128 64 2 2 1)"
+neg "gemm segs=2" "$(gemm_defs 0 128 128 64 2 2 3 2)"
+neg "wgmma segs=2" "$(gemm_defs 0 128 128 128 8 1 4 2)" gemm_wgmma.cu
 neg "wgmma tile_k=64" "$(gemm_defs 0 128 128 64 8 1 4)" gemm_wgmma.cu
 neg "wgmma warps 2x2" "$(gemm_defs 0 128 128 128 2 2 4)" gemm_wgmma.cu
 neg "wgmma int4 codes" "$(gemm_defs 1 128 128 128 8 1 4)" gemm_wgmma.cu

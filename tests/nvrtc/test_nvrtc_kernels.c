@@ -397,6 +397,45 @@ START_TEST(rtn_kernels) {
 }
 END_TEST
 
+/* Per-sample scales of g^ and x^ (a C API choice no shipped spec makes yet): the g_w GEMM is
+ * segmented (one K segment per sample, HOT_SEGS 1, name ending in _seg) and compiles through the
+ * emitter and NVRTC with zero spills on every arch, mma.sync and wgmma alike, at the planned
+ * tile and (mma.sync) at the 128x128x64 2x2-warp tile, the one with the most accumulators. */
+START_TEST(segmented_gw_kernels) {
+  open_cache();
+  hot_layer_spec s;
+  plan_spec_defaults(&s, HOT_RECIPE_HOT);
+  snprintf(s.name, sizeof s.name, "seg");
+  s.in_features = 768;
+  s.out_features = 3072;
+  s.hla.layout = HOT_LAYOUT_SAMPLE;
+  s.hla.g.gran = HOT_GRAN_SAMPLE;
+  s.hla.x.gran = HOT_GRAN_SAMPLE;
+  for (size_t i = 0; i < 2 * sizeof k_archs / sizeof k_archs[0]; ++i) {
+    const hot_arch arch = k_archs[i / 2];
+    const hot_tile big = {128, 128, 64, 2, 2, 3}, planned = {0, 0, 0, 0, 0, 0};
+    if (i % 2 == 1 && plan_arch_caps(arch)->wgmma) continue;
+    s.tile_gw = i % 2 ? big : planned;
+    hot_layer_plan p;
+    char err[512];
+    ck_assert_msg(plan_layer(&s, 4, 196, HOT_RECIPE_HOT, arch, 0, &p, err, sizeof err) == 0, "%s",
+                  err);
+    int k = plan_kernel_index(&p, HOT_K_GEMM_GW);
+    ck_assert_int_ge(k, 0);
+    ck_assert_int_eq(p.hla.gemm.segmented, 1);
+    ck_assert_msg(strstr(p.kernels[k].name, "_seg"), "%s", p.kernels[k].name);
+    hot_emitted e;
+    ck_assert_msg(emit_layer_select(&p, 1u << k, &e, err, sizeof err) == 0, "%s", err);
+    ck_assert_msg(strstr(e.source, "#define HOT_SEGS 1\n"), "%s", p.kernels[k].name);
+    unsigned thr[] = {p.kernels[k].block[0] * p.kernels[k].block[1] * p.kernels[k].block[2]};
+    unsigned smem[] = {p.kernels[k].smem};
+    compile_check(e.source, e.kernels, 1, arch, thr, smem);
+    emit_free(&e);
+  }
+  hot_kcache_close(g_kc);
+}
+END_TEST
+
 /* Distinct (arch, kernel name) pairs already compiled. */
 static char (*g_seen)[160];
 static int g_nseen, g_capseen;
@@ -545,6 +584,7 @@ int main(int argc, char **argv) {
   if (!g_sass) {
     tcase_add_test(tc, first_template_alone);
     tcase_add_test(tc, rtn_kernels);
+    tcase_add_test(tc, segmented_gw_kernels);
   }
   tcase_add_test(tc, every_shipped_kernel);
   suite_add_tcase(s, tc);

@@ -5,7 +5,10 @@
 // fence.proxy.async) and the cp.async pipeline implemented from the PTX ISA definitions,
 // independently of the kernel's own reasoning. It checks the kernel's index arithmetic (loader,
 // swizzle, fragment bookkeeping, pipeline order, predicates, epilogue) against a plain reference
-// GEMM, bit for bit, once per schedule seed of EMU_SEEDS (default "0 1 2 3").
+// GEMM, bit for bit, once per schedule seed of EMU_SEEDS (default "0 1 2 3"). Built with
+// HOT_SEGS=1 it runs the segmented GEMM (HLA scale groups) against CONTRACT.md 14's formula:
+// per segment j an int32 sum acc_j, v_j = (float)acc_j * c_j with c_j = (s_g^[j] * s_x^[j]) / p,
+// C = v_0, then C = C + v_j in segment order, every step one fp32 rounding.
 //
 // What it cannot check: that the PTX definitions encoded here (ldmatrix lane mapping, mma
 // fragment layouts; wgmma descriptors, swizzle and accumulator layout) match the hardware; they
@@ -14,7 +17,10 @@
 // emulated wrappers are calls, so e.g. gemm_wgmma.cu's register fence after wgmma.wait_group
 // (which keeps nvcc from reading the accumulators before the wait) makes no difference here.
 //
-// Usage: emu M N Kpad ldc use_row_scale [cp_late [wg_late]]
+// Usage: emu M N Kpad ldc use_row_scale [cp_late [wg_late]] [segs=G]
+// segs=G (HOT_SEGS=1 builds only, default 1): G segments of Kpad / G codes (seg_kpad, a multiple
+// of HOT_TILE_K; use_row_scale must be 0). HOT_SEGS=0 builds pass seg_kpad = -1, which the
+// kernel must not read.
 // cp.async: cp_late = 1 (default) performs each group's copies only when a wait_group retires it
 // (exposes a wait that is too weak: a stage read before its data landed); cp_late = 0 copies at
 // issue (exposes a prefetch that overwrites a stage other warps may still read, under the
@@ -357,12 +363,26 @@ static int code_at(const signed char *row, int k) {
 }
 
 int main(int argc, char **argv) {
-  if (argc < 6) die("usage: emu M N Kpad ldc use_row_scale [cp_late [wg_late]]");
+  // positional arguments, then named ones (segs=G)
+  int G = 1, npos = argc;
+  for (int i = 1; i < argc; ++i)
+    if (std::strncmp(argv[i], "segs=", 5) == 0) {
+      if (i != argc - 1) die("segs=G must be the last argument");
+      G = std::atoi(argv[i] + 5);
+      npos = i;
+    }
+  if (npos < 6) die("usage: emu M N Kpad ldc use_row_scale [cp_late [wg_late]] [segs=G]");
   int M = std::atoi(argv[1]), N = std::atoi(argv[2]), Kpad = std::atoi(argv[3]);
   int ldc = std::atoi(argv[4]), use_rs = std::atoi(argv[5]);
-  g_cp_late = argc > 6 ? std::atoi(argv[6]) != 0 : true;
-  g_wg_late = argc > 7 ? std::atoi(argv[7]) != 0 : g_cp_late;
+  g_cp_late = npos > 6 ? std::atoi(argv[6]) != 0 : true;
+  g_wg_late = npos > 7 ? std::atoi(argv[7]) != 0 : g_cp_late;
   if (Kpad % HOT_TILE_K) die("Kpad must be a multiple of HOT_TILE_K");
+  if (G < 1 || Kpad % G || (Kpad / G) % HOT_TILE_K)
+    die("segs=G: Kpad / G must be a multiple of HOT_TILE_K");
+  if (!HOT_SEGS && G != 1) die("segs=G > 1 needs a HOT_SEGS=1 build");
+  if (HOT_SEGS && use_rs) die("a segmented GEMM has no row scale (use_row_scale must be 0)");
+  const int seg_k = Kpad / G;                  // codes per segment
+  const int seg_kpad = HOT_SEGS ? seg_k : -1;  // HOT_SEGS = 0 must ignore it
   long pitch = HOT_CODES ? Kpad / 2 : Kpad;
   // operands exactly as large as the matrices (no slack), so any stray read is caught
   std::vector<signed char> A((size_t)M * pitch + 1), B((size_t)N * pitch + 1); // +1: non-empty
@@ -379,12 +399,20 @@ int main(int argc, char **argv) {
   std::vector<float> rs(M);
   for (auto &v : rs) v = (float)(rnd() % 1000 + 1) * 1.37e-4f;
   // epilogue constant from device words (CONTRACT 14): HQ style (row scale, alpha_b = NULL,
-  // div = b = 16) when use_rs, HLA style (no row scale, alpha_b = s_x, div = p = 64) otherwise
-  float s_a = 0.0123f * 1.7f, s_b = 3.3e-3f;
-  const float *alpha_b = use_rs ? nullptr : &s_b;
+  // div = b = 16) when use_rs, HLA style (no row scale, alpha_b = s_x, div = p = 64) otherwise;
+  // segmented: G scales of each operand, of different magnitudes (so that a wrong scale or a
+  // wrong order of the fp32 additions changes bits), plus one more past the end, never to be used
+  std::vector<float> s_a(G + 1), s_b(G + 1);
+  for (int j = 0; j <= G; ++j) {
+    s_a[j] = 0.0123f * 1.7f * (float)(1 + 3 * j) / (float)(1 + (j % 2) * 5);
+    s_b[j] = 3.3e-3f * (j % 3 == 2 ? 37.0f : 1.0f) / (float)(1 + j);
+  }
+  const float *alpha_b = use_rs ? nullptr : s_b.data();
   float alpha_div = use_rs ? 16.0f : 64.0f;
-  // the twins' formulas (gemm_ref.c), not the kernel's: c_w = s_w / b; c = (s_g * s_x) / p
-  float alpha = use_rs ? HOT_DIV(s_a, 16.0f) : HOT_DIV(HOT_MUL(s_a, s_b), 64.0f);
+  // the twins' formulas (gemm_ref.c), not the kernel's: c_w = s_w / b; c_j = (s_g[j] * s_x[j]) / p
+  std::vector<float> cj(G);
+  for (int j = 0; j < G; ++j)
+    cj[j] = use_rs ? HOT_DIV(s_a[j], 16.0f) : HOT_DIV(HOT_MUL(s_a[j], s_b[j]), 64.0f);
   const float NaNpat = std::nanf("7");
   size_t csz = (size_t)(M ? (M - 1) : 0) * ldc + N + 64;
   std::vector<float> C(csz);
@@ -395,27 +423,36 @@ int main(int argc, char **argv) {
   const int gx = (N + HOT_TILE_N - 1) / HOT_TILE_N, gy = (M + HOT_TILE_M - 1) / HOT_TILE_M;
   // the kernel as every fiber runs it
   const std::function<void()> kernel = [&] {
-    HOT_KNAME(Ad, Bd, C.data(), use_rs ? rs.data() : nullptr, &s_a, alpha_b, alpha_div, M, N, Kpad,
-              ldc);
+    HOT_KNAME(Ad, Bd, C.data(), use_rs ? rs.data() : nullptr, s_a.data(), alpha_b, alpha_div, M,
+              N, Kpad, ldc, seg_kpad);
   };
-  // the reference, once
+  // the reference, once (CONTRACT 14): per segment j the int32 sum (modulo 2^32) over its codes,
+  // v_j = (float)acc_j * factor_j; C = v_0, then C = C + v_j for j = 1 .. G-1 in segment order
   std::vector<float> want((size_t)M * (size_t)N);
-  std::vector<int> wacc((size_t)M * (size_t)N);
-  for (int m = 0; m < M; ++m) {
-    float factor = use_rs ? HOT_MUL(rs[m], alpha) : alpha;
+  std::vector<int> wacc((size_t)M * (size_t)N); // the last segment's sum (for the messages)
+  for (int m = 0; m < M; ++m)
     for (int n = 0; n < N; ++n) {
-      int acc = 0;
-      for (int k = 0; k < Kpad; ++k)
-        acc += code_at(Ad + (size_t)m * pitch, k) * code_at(Bd + (size_t)n * pitch, k);
-      want[(size_t)m * N + n] = HOT_MUL(HOT_I2F(acc), factor);
-      wacc[(size_t)m * N + n] = acc;
+      float out = 0.0f;
+      for (int j = 0; j < G; ++j) {
+        float factor = use_rs ? HOT_MUL(rs[m], cj[j]) : cj[j];
+        unsigned acc = 0;
+        for (int k = j * seg_k; k < (j + 1) * seg_k; ++k)
+          acc += (unsigned)(code_at(Ad + (size_t)m * pitch, k) *
+                            code_at(Bd + (size_t)n * pitch, k));
+        const int a = (int)acc;
+        const float v = HOT_MUL(HOT_I2F(a), factor);
+        out = j == 0 ? v : HOT_ADD(out, v);
+        wacc[(size_t)m * N + n] = a;
+      }
+      want[(size_t)m * N + n] = out;
     }
-  }
 #ifdef EMU_WGMMA
   const char *wgm = g_wg_late ? " wgmma=late" : " wgmma=early";
 #else
   const char *wgm = "";
 #endif
+  char segs_txt[32] = "";
+  if (HOT_SEGS) std::snprintf(segs_txt, sizeof segs_txt, " segs=%d", G);
   int rc = 0;
   for (uint64_t seed : seeds) {
     emu::set_seed(seed);
@@ -447,7 +484,8 @@ int main(int argc, char **argv) {
       for (int n = 0; n < N; ++n) {
         float w = want[(size_t)m * N + n], got = C[(size_t)m * ldc + n];
         if (std::memcmp(&w, &got, 4) != 0 && bad++ < 5)
-          std::printf("  mismatch C[%d,%d]: got %.9g want %.9g (acc %d)\n", m, n, got, w,
+          std::printf("  mismatch C[%d,%d]: got %.9g want %.9g (%s %d)\n", m, n, got, w,
+                      HOT_SEGS ? "last segment's acc" : "acc",
                       wacc[(size_t)m * N + n]);
       }
     // nothing outside the M x N window of C may be written
@@ -457,8 +495,10 @@ int main(int argc, char **argv) {
       if (!inside && std::memcmp(&C[i], &NaNpat, 4) != 0 && bad++ < 5)
         std::printf("  write outside C's window at m=%ld n=%ld\n", m, n);
     }
-    std::printf("%s M=%d N=%d Kpad=%d ldc=%d rs=%d cp=%s%s schedule %llu (%s): %s, trace %016llx\n",
-                HOT_STR(HOT_KNAME), M, N, Kpad, ldc, use_rs, g_cp_late ? "late" : "early", wgm,
+    std::printf("%s M=%d N=%d Kpad=%d ldc=%d rs=%d%s cp=%s%s schedule %llu (%s): %s, "
+                "trace %016llx\n",
+                HOT_STR(HOT_KNAME), M, N, Kpad, ldc, use_rs, segs_txt,
+                g_cp_late ? "late" : "early", wgm,
                 (unsigned long long)seed, emu::policy_name(), bad ? "FAIL" : "ok",
                 (unsigned long long)emu::trace());
     std::fflush(stdout);

@@ -16,6 +16,7 @@ BODIES = {
     "hot_cp_async16": "{ emu_cp_async16(dst, src, src_bytes); }",
     "hot_cp_async_commit": "{ emu_cp_commit(); }",
     "hot_cp_async_wait": "{ emu_cp_wait(N); }",
+    "hot_tid_opaque": "{ return (int)threadIdx.x; }",
     "hot_ldmatrix_x4": "{ emu_ldmatrix(addr, 4, &r0, &r1, &r2, &r3); }",
     "hot_ldmatrix_x2": "{ emu_ldmatrix(addr, 2, &r0, &r1, 0, 0); }",
     "hot_mma": "{ emu_mma(d, a, b); }",
