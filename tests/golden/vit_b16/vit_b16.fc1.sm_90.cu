@@ -346,8 +346,9 @@ namespace hot_k0 {
 /* @hot-params: HOT_KNAME HOT_MODE HOT_DTYPE HOT_P HOT_R HOT_BITS HOT_ROUND HOT_ROWS */
 /* hla_project.cu — HLA / ABC projection kernels (CONTRACT.md sections 4, 5 and 9-12):
  * per token block, the p-point FWHT down every column (fp32, CONTRACT.md 2 stage order), the gather of
- * the r selected natural rows of H_p, a per-tensor 8-bit quantizer (RTN for x^, SR or RTN for g^) and
- * the codes stored TRANSPOSED for the g_w GEMM. CPU twins: hot_ref_hla_quant_x /
+ * the r selected natural rows of H_p, an 8-bit quantizer with one scale per tensor or per sample
+ * (RTN for x^, SR or RTN for g^) and the codes stored TRANSPOSED for the g_w GEMM, one run of
+ * group_k_pad codes per scale group. CPU twins: hot_ref_hla_quant_x /
  * hot_ref_hla_quant_g (templates/hla_project_ref.c).
  *
  * Parameters (the generator defines them; the defaults below let the file compile alone):
@@ -363,36 +364,58 @@ namespace hot_k0 {
  *
  * Entry (one signature for both modes):
  *   extern "C" __global__ void HOT_KNAME (const void *src, int T, int cols, int ld_src, int L,
- *       int layout, long long seg_len, long long segments, int k_real, int k_pad,
- *       unsigned char *codes, int ld_codes, float *scale, unsigned int *amax_bits,
- *       const float *scale_in, float *math_out, int phase, unsigned long long seed,
- *       unsigned tag, unsigned step)
+ *       int layout, long long seg_len, long long segments, int k_real, int k_pad, int group_k,
+ *       int group_k_pad, int groups, int per_sample, unsigned char *codes, int ld_codes,
+ *       float *scale, unsigned int *amax_bits, const float *scale_in, float *math_out,
+ *       int phase, unsigned long long seed, unsigned tag, unsigned step)
  *   src       x (T x I) or g_y (T x O), row-major, dtype HOT_DTYPE, row stride ld_src elements;
  *             cols = I or O. Only read; padded tokens are never materialized (read as zeros).
  *   L, layout plan T = B*L; layout 0 = sample (segment s = sample s, real tokens s*L + j for
  *             j < L), 1 = flat (one segment, real tokens j < T). seg_len = hla.seg_len,
  *             segments = hla.segments; block beta = blockIdx.x in [0, segments*seg_len/p).
  *   k_real    K = hla.k = blocks * r;  k_pad = hla.gemm.k_pad;  ld_codes = bytes per code row
- *             (k_pad). codes: cols rows, column c of the math tensor is code row c, position
- *             k = beta*r + rho (rho: index into HOT_ROWS).
- *   scale     1 float out (s_x^ / s_g^), written in phase 1 by block (0, 0).
- *   amax_bits 1 word, zeroed by the caller before phase 0 (cuMemsetD32Async); phase 0 does
- *             atomicMax of the fp32 bits of |v| (amax >= 0, so bit order = value order).
- *   scale_in  NULL, or 1 float: phase 1 quantizes with *scale_in instead of hot_scale(amax)
- *             (SAWB: the scale from templates/sawb.cu).
+ *             (k_pad). k_real and k_pad describe the whole buffer; the kernel places codes
+ *             by the group values below (with groups = 1 they are the same numbers).
+ *   group_k, group_k_pad, groups
+ *             the plan's scale groups (CONTRACT.md 9): groups = 1 (group_k = k_real,
+ *             group_k_pad = k_pad), or groups = segments > 1 (layout sample only: group j =
+ *             segment j = sample j, group_k = K / groups math rows, group_k_pad >= group_k,
+ *             k_pad = groups * group_k_pad). A token block lies in exactly one segment, so in
+ *             one group: grp = segment when groups > 1, else 0.
+ *   per_sample 1: THIS tensor's quantizer has one scale per sample (then groups == segments),
+ *             0: one scale for the tensor (groups may still be > 1: the other operand is per
+ *             sample; the codes are segmented all the same and the scale is replicated).
+ *   codes     cols rows, column c of the math tensor is code row c; math row kk = beta*r + rho
+ *             (rho: index into HOT_ROWS) goes to position (kk / group_k) * group_k_pad +
+ *             kk % group_k = kk + grp * (group_k_pad - group_k); every other position of
+ *             [0, k_pad) is 0.
+ *   scale     `groups` floats out (s_x^ / s_g^): entry j = the scale of group j; per tensor, the
+ *             one scale in every entry. Written in phase 1 by thread 0 of the CTA
+ *             (first token block of group j, blockIdx.y = 0).
+ *   amax_bits per_sample: `groups` words (word j = group j), else 1 word; zeroed by the caller
+ *             before phase 0 (cuMemsetD32Async); phase 0 does atomicMax of the fp32 bits of |v|
+ *             into its group's word (amax >= 0, so bit order = value order).
+ *   scale_in  NULL, or per_sample ? `groups` floats : 1 float: phase 1 quantizes with the
+ *             group's scale_in entry instead of hot_scale(amax) (SAWB: the scales from
+ *             templates/sawb.cu, run with the same groups).
  *   math_out  NULL, or K x cols floats: phase 0 also writes the fp32 math tensor x^ / g^ in
- *             linear index order k*cols + c (the input of templates/sawb.cu).
- *   seed, tag, step  Philox key, tag, step (HOT_ROUND 1; ignored by HOT_ROUND 0).
+ *             linear index order kk*cols + c (the input of templates/sawb.cu; a group is the
+ *             contiguous run of group_k*cols elements).
+ *   seed, tag, step  Philox key, tag, step (HOT_ROUND 1; ignored by HOT_ROUND 0); idx =
+ *             kk*cols + c of the math tensor, independent of the groups.
  *
  * Phases (same grid for both, stream-ordered):
- *   0: transform, block max |v| -> atomicMax(amax_bits); math_out when non-NULL. No codes.
+ *   0: transform, block max |v| -> atomicMax(amax_bits[per_sample ? grp : 0]); math_out when
+ *      non-NULL. No codes.
  *   1: transform again (the input is re-read: an L2 hit for moderate sizes), s = scale_in ?
- *      *scale_in : hot_scale(amax), quantize, store codes; the block of the LAST token block
- *      (beta = blocks - 1) also writes zeros at k in [k_real, k_pad) of its columns, so code
- *      buffers never need clearing.
+ *      scale_in[w] : hot_scale(amax_bits[w]) with w = per_sample ? grp : 0, quantize, store
+ *      codes; the CTA of the first token block of group grp (blockIdx.y = 0) writes
+ *      scale[grp] = s; the CTAs of the LAST token block of group grp also write zeros at
+ *      positions [grp*group_k_pad + group_k, (grp+1)*group_k_pad) of their columns (groups =
+ *      1: [k_real, k_pad)), so code buffers never need clearing.
  *   absmax:  memset(amax_bits) ; phase 0 ; phase 1 (scale_in = NULL)
- *   SAWB:    memset(amax_bits) ; phase 0 with math_out ; sawb.cu phase 0, 1 (reads amax_bits,
- *            writes s) ; phase 1 with scale_in = s
+ *   SAWB:    memset(amax_bits) ; phase 0 with math_out ; sawb.cu phase 0, 1 with groups =
+ *            per_sample ? groups : 1 (reads amax_bits, writes s) ; phase 1 with scale_in = s
  *
  * Launch geometry:
  *   grid  = (hla.blocks, ceil(cols / HLA_COLS), 1),  block = (256, 1, 1), no dynamic smem;
@@ -507,11 +530,11 @@ static __device__ __forceinline__ void hla_pass(float *tile, int tid) {
 
 extern "C" __global__ void __launch_bounds__(HLA_THREADS, 2) /* <= 128 registers: 2 CTAs per SM */
 HOT_KNAME(const void *__restrict__ src, int T, int cols, int ld_src, int L, int layout,
-          long long seg_len, long long segments, int k_real, int k_pad,
-          unsigned char *__restrict__ codes, int ld_codes, float *__restrict__ scale,
-          unsigned int *__restrict__ amax_bits, const float *__restrict__ scale_in,
-          float *__restrict__ math_out, int phase, unsigned long long seed, unsigned tag,
-          unsigned step) {
+          long long seg_len, long long segments, int k_real, int k_pad, int group_k,
+          int group_k_pad, int groups, int per_sample, unsigned char *__restrict__ codes,
+          int ld_codes, float *__restrict__ scale, unsigned int *__restrict__ amax_bits,
+          const float *__restrict__ scale_in, float *__restrict__ math_out, int phase,
+          unsigned long long seed, unsigned tag, unsigned step) {
   __shared__ __align__(16) float tile[HOT_P * HLA_COLS];
   __shared__ unsigned char qtile[HOT_R * HLA_COLS];
   __shared__ unsigned short rows_s[HOT_R];
@@ -527,6 +550,8 @@ HOT_KNAME(const void *__restrict__ src, int T, int cols, int ld_src, int L, int 
   const long long pos0 = blk * HOT_P;                                /* first position */
   const int col0 = (int)blockIdx.y * HLA_COLS;
   const long long k0 = beta * HOT_R; /* first math row of this block */
+  (void)k_real; /* the buffer's sizes; positions follow group_k and group_k_pad */
+  (void)k_pad;
 
   for (int i = tid; i < HOT_R; i += HLA_THREADS) rows_s[i] = hla_rows[i];
 
@@ -570,6 +595,11 @@ HOT_KNAME(const void *__restrict__ src, int T, int cols, int ld_src, int L, int 
   }
   __syncthreads(); /* the tile and rows_s are complete */
 
+  /* scale group: segment j when groups > 1 (layout sample), else the one group (computed
+   * here, after the transform, so that nothing of it is live across the passes) */
+  const int grp = groups > 1 ? (int)(blockIdx.x / (unsigned)per_seg) : 0;
+  const int word = per_sample ? grp : 0; /* amax word / scale_in entry of this block */
+
   if (phase == 0) {
     /* ---- amax (and the math tensor) over the gathered rows; c fastest: coalesced -------- */
     float amax = 0.0f;
@@ -589,14 +619,17 @@ HOT_KNAME(const void *__restrict__ src, int T, int cols, int ld_src, int L, int 
       float m = red[0];
 #pragma unroll
       for (int w = 1; w < HLA_THREADS / 32; ++w) m = fmaxf(m, red[w]);
-      atomicMax(amax_bits, __float_as_uint(m));
+      atomicMax(amax_bits + word, __float_as_uint(m));
     }
     return;
   }
 
   /* ---- phase 1: quantize into the byte tile (c fastest), then store runs of r codes ------ */
-  const float s = scale_in ? *scale_in : hot_scale(__uint_as_float(*amax_bits), HOT_BITS);
-  if (blockIdx.x == 0 && blockIdx.y == 0 && tid == 0) *scale = s;
+  const float s =
+      scale_in ? scale_in[word] : hot_scale(__uint_as_float(amax_bits[word]), HOT_BITS);
+  const int kb = (int)k0; /* K and k_pad fit an int (the launcher refuses more): int positions */
+  const int g_first = grp * group_k;   /* first math row of the group */
+  if (kb == g_first && blockIdx.y == 0 && tid == 0) scale[grp] = s;
   for (int id = tid; id < HOT_R * HLA_COLS; id += HLA_THREADS) {
     const int c = id % HLA_COLS, rho = id / HLA_COLS;
     const float val = tile[(int)rows_s[rho] * HLA_COLS + c];
@@ -613,17 +646,21 @@ HOT_KNAME(const void *__restrict__ src, int T, int cols, int ld_src, int L, int 
   (void)seed; (void)tag; (void)step;
 #endif
   __syncthreads();
+  /* code position of math row k0: k0 + grp * (group_k_pad - group_k) */
+  const int gap = group_k_pad - group_k;
+  const int kc0 = kb + grp * gap;
   for (int id = tid; id < HOT_R * HLA_COLS; id += HLA_THREADS) {
     const int c = id / HOT_R, rho = id % HOT_R; /* rho fastest: contiguous bytes of a code row */
     const int col = col0 + c;
-    if (col < cols) codes[(long long)col * ld_codes + k0 + rho] = qtile[id];
+    if (col < cols) codes[(long long)col * ld_codes + kc0 + rho] = qtile[id];
   }
-  if (beta == segments * per_seg - 1) { /* zero tail [k_real, k_pad) of this CTA's columns */
-    const int tail = k_pad - k_real;
+  if (kb + HOT_R == g_first + group_k) { /* last block of the group: zero the group's tail */
+    const int tail = gap;                   /* [group_k, group_k_pad) of the group's run */
+    const int t0 = kc0 + HOT_R;             /* = grp * group_k_pad + group_k */
     for (int id = tid; id < tail * HLA_COLS; id += HLA_THREADS) {
       const int c = id / tail, kk = id % tail;
       const int col = col0 + c;
-      if (col < cols) codes[(long long)col * ld_codes + k_real + kk] = 0;
+      if (col < cols) codes[(long long)col * ld_codes + t0 + kk] = 0;
     }
   }
 }
@@ -1319,8 +1356,9 @@ namespace hot_k3 {
 /* @hot-params: HOT_KNAME HOT_MODE HOT_DTYPE HOT_P HOT_R HOT_BITS HOT_ROUND HOT_ROWS */
 /* hla_project.cu — HLA / ABC projection kernels (CONTRACT.md sections 4, 5 and 9-12):
  * per token block, the p-point FWHT down every column (fp32, CONTRACT.md 2 stage order), the gather of
- * the r selected natural rows of H_p, a per-tensor 8-bit quantizer (RTN for x^, SR or RTN for g^) and
- * the codes stored TRANSPOSED for the g_w GEMM. CPU twins: hot_ref_hla_quant_x /
+ * the r selected natural rows of H_p, an 8-bit quantizer with one scale per tensor or per sample
+ * (RTN for x^, SR or RTN for g^) and the codes stored TRANSPOSED for the g_w GEMM, one run of
+ * group_k_pad codes per scale group. CPU twins: hot_ref_hla_quant_x /
  * hot_ref_hla_quant_g (templates/hla_project_ref.c).
  *
  * Parameters (the generator defines them; the defaults below let the file compile alone):
@@ -1336,36 +1374,58 @@ namespace hot_k3 {
  *
  * Entry (one signature for both modes):
  *   extern "C" __global__ void HOT_KNAME (const void *src, int T, int cols, int ld_src, int L,
- *       int layout, long long seg_len, long long segments, int k_real, int k_pad,
- *       unsigned char *codes, int ld_codes, float *scale, unsigned int *amax_bits,
- *       const float *scale_in, float *math_out, int phase, unsigned long long seed,
- *       unsigned tag, unsigned step)
+ *       int layout, long long seg_len, long long segments, int k_real, int k_pad, int group_k,
+ *       int group_k_pad, int groups, int per_sample, unsigned char *codes, int ld_codes,
+ *       float *scale, unsigned int *amax_bits, const float *scale_in, float *math_out,
+ *       int phase, unsigned long long seed, unsigned tag, unsigned step)
  *   src       x (T x I) or g_y (T x O), row-major, dtype HOT_DTYPE, row stride ld_src elements;
  *             cols = I or O. Only read; padded tokens are never materialized (read as zeros).
  *   L, layout plan T = B*L; layout 0 = sample (segment s = sample s, real tokens s*L + j for
  *             j < L), 1 = flat (one segment, real tokens j < T). seg_len = hla.seg_len,
  *             segments = hla.segments; block beta = blockIdx.x in [0, segments*seg_len/p).
  *   k_real    K = hla.k = blocks * r;  k_pad = hla.gemm.k_pad;  ld_codes = bytes per code row
- *             (k_pad). codes: cols rows, column c of the math tensor is code row c, position
- *             k = beta*r + rho (rho: index into HOT_ROWS).
- *   scale     1 float out (s_x^ / s_g^), written in phase 1 by block (0, 0).
- *   amax_bits 1 word, zeroed by the caller before phase 0 (cuMemsetD32Async); phase 0 does
- *             atomicMax of the fp32 bits of |v| (amax >= 0, so bit order = value order).
- *   scale_in  NULL, or 1 float: phase 1 quantizes with *scale_in instead of hot_scale(amax)
- *             (SAWB: the scale from templates/sawb.cu).
+ *             (k_pad). k_real and k_pad describe the whole buffer; the kernel places codes
+ *             by the group values below (with groups = 1 they are the same numbers).
+ *   group_k, group_k_pad, groups
+ *             the plan's scale groups (CONTRACT.md 9): groups = 1 (group_k = k_real,
+ *             group_k_pad = k_pad), or groups = segments > 1 (layout sample only: group j =
+ *             segment j = sample j, group_k = K / groups math rows, group_k_pad >= group_k,
+ *             k_pad = groups * group_k_pad). A token block lies in exactly one segment, so in
+ *             one group: grp = segment when groups > 1, else 0.
+ *   per_sample 1: THIS tensor's quantizer has one scale per sample (then groups == segments),
+ *             0: one scale for the tensor (groups may still be > 1: the other operand is per
+ *             sample; the codes are segmented all the same and the scale is replicated).
+ *   codes     cols rows, column c of the math tensor is code row c; math row kk = beta*r + rho
+ *             (rho: index into HOT_ROWS) goes to position (kk / group_k) * group_k_pad +
+ *             kk % group_k = kk + grp * (group_k_pad - group_k); every other position of
+ *             [0, k_pad) is 0.
+ *   scale     `groups` floats out (s_x^ / s_g^): entry j = the scale of group j; per tensor, the
+ *             one scale in every entry. Written in phase 1 by thread 0 of the CTA
+ *             (first token block of group j, blockIdx.y = 0).
+ *   amax_bits per_sample: `groups` words (word j = group j), else 1 word; zeroed by the caller
+ *             before phase 0 (cuMemsetD32Async); phase 0 does atomicMax of the fp32 bits of |v|
+ *             into its group's word (amax >= 0, so bit order = value order).
+ *   scale_in  NULL, or per_sample ? `groups` floats : 1 float: phase 1 quantizes with the
+ *             group's scale_in entry instead of hot_scale(amax) (SAWB: the scales from
+ *             templates/sawb.cu, run with the same groups).
  *   math_out  NULL, or K x cols floats: phase 0 also writes the fp32 math tensor x^ / g^ in
- *             linear index order k*cols + c (the input of templates/sawb.cu).
- *   seed, tag, step  Philox key, tag, step (HOT_ROUND 1; ignored by HOT_ROUND 0).
+ *             linear index order kk*cols + c (the input of templates/sawb.cu; a group is the
+ *             contiguous run of group_k*cols elements).
+ *   seed, tag, step  Philox key, tag, step (HOT_ROUND 1; ignored by HOT_ROUND 0); idx =
+ *             kk*cols + c of the math tensor, independent of the groups.
  *
  * Phases (same grid for both, stream-ordered):
- *   0: transform, block max |v| -> atomicMax(amax_bits); math_out when non-NULL. No codes.
+ *   0: transform, block max |v| -> atomicMax(amax_bits[per_sample ? grp : 0]); math_out when
+ *      non-NULL. No codes.
  *   1: transform again (the input is re-read: an L2 hit for moderate sizes), s = scale_in ?
- *      *scale_in : hot_scale(amax), quantize, store codes; the block of the LAST token block
- *      (beta = blocks - 1) also writes zeros at k in [k_real, k_pad) of its columns, so code
- *      buffers never need clearing.
+ *      scale_in[w] : hot_scale(amax_bits[w]) with w = per_sample ? grp : 0, quantize, store
+ *      codes; the CTA of the first token block of group grp (blockIdx.y = 0) writes
+ *      scale[grp] = s; the CTAs of the LAST token block of group grp also write zeros at
+ *      positions [grp*group_k_pad + group_k, (grp+1)*group_k_pad) of their columns (groups =
+ *      1: [k_real, k_pad)), so code buffers never need clearing.
  *   absmax:  memset(amax_bits) ; phase 0 ; phase 1 (scale_in = NULL)
- *   SAWB:    memset(amax_bits) ; phase 0 with math_out ; sawb.cu phase 0, 1 (reads amax_bits,
- *            writes s) ; phase 1 with scale_in = s
+ *   SAWB:    memset(amax_bits) ; phase 0 with math_out ; sawb.cu phase 0, 1 with groups =
+ *            per_sample ? groups : 1 (reads amax_bits, writes s) ; phase 1 with scale_in = s
  *
  * Launch geometry:
  *   grid  = (hla.blocks, ceil(cols / HLA_COLS), 1),  block = (256, 1, 1), no dynamic smem;
@@ -1480,11 +1540,11 @@ static __device__ __forceinline__ void hla_pass(float *tile, int tid) {
 
 extern "C" __global__ void __launch_bounds__(HLA_THREADS, 2) /* <= 128 registers: 2 CTAs per SM */
 HOT_KNAME(const void *__restrict__ src, int T, int cols, int ld_src, int L, int layout,
-          long long seg_len, long long segments, int k_real, int k_pad,
-          unsigned char *__restrict__ codes, int ld_codes, float *__restrict__ scale,
-          unsigned int *__restrict__ amax_bits, const float *__restrict__ scale_in,
-          float *__restrict__ math_out, int phase, unsigned long long seed, unsigned tag,
-          unsigned step) {
+          long long seg_len, long long segments, int k_real, int k_pad, int group_k,
+          int group_k_pad, int groups, int per_sample, unsigned char *__restrict__ codes,
+          int ld_codes, float *__restrict__ scale, unsigned int *__restrict__ amax_bits,
+          const float *__restrict__ scale_in, float *__restrict__ math_out, int phase,
+          unsigned long long seed, unsigned tag, unsigned step) {
   __shared__ __align__(16) float tile[HOT_P * HLA_COLS];
   __shared__ unsigned char qtile[HOT_R * HLA_COLS];
   __shared__ unsigned short rows_s[HOT_R];
@@ -1500,6 +1560,8 @@ HOT_KNAME(const void *__restrict__ src, int T, int cols, int ld_src, int L, int 
   const long long pos0 = blk * HOT_P;                                /* first position */
   const int col0 = (int)blockIdx.y * HLA_COLS;
   const long long k0 = beta * HOT_R; /* first math row of this block */
+  (void)k_real; /* the buffer's sizes; positions follow group_k and group_k_pad */
+  (void)k_pad;
 
   for (int i = tid; i < HOT_R; i += HLA_THREADS) rows_s[i] = hla_rows[i];
 
@@ -1543,6 +1605,11 @@ HOT_KNAME(const void *__restrict__ src, int T, int cols, int ld_src, int L, int 
   }
   __syncthreads(); /* the tile and rows_s are complete */
 
+  /* scale group: segment j when groups > 1 (layout sample), else the one group (computed
+   * here, after the transform, so that nothing of it is live across the passes) */
+  const int grp = groups > 1 ? (int)(blockIdx.x / (unsigned)per_seg) : 0;
+  const int word = per_sample ? grp : 0; /* amax word / scale_in entry of this block */
+
   if (phase == 0) {
     /* ---- amax (and the math tensor) over the gathered rows; c fastest: coalesced -------- */
     float amax = 0.0f;
@@ -1562,14 +1629,17 @@ HOT_KNAME(const void *__restrict__ src, int T, int cols, int ld_src, int L, int 
       float m = red[0];
 #pragma unroll
       for (int w = 1; w < HLA_THREADS / 32; ++w) m = fmaxf(m, red[w]);
-      atomicMax(amax_bits, __float_as_uint(m));
+      atomicMax(amax_bits + word, __float_as_uint(m));
     }
     return;
   }
 
   /* ---- phase 1: quantize into the byte tile (c fastest), then store runs of r codes ------ */
-  const float s = scale_in ? *scale_in : hot_scale(__uint_as_float(*amax_bits), HOT_BITS);
-  if (blockIdx.x == 0 && blockIdx.y == 0 && tid == 0) *scale = s;
+  const float s =
+      scale_in ? scale_in[word] : hot_scale(__uint_as_float(amax_bits[word]), HOT_BITS);
+  const int kb = (int)k0; /* K and k_pad fit an int (the launcher refuses more): int positions */
+  const int g_first = grp * group_k;   /* first math row of the group */
+  if (kb == g_first && blockIdx.y == 0 && tid == 0) scale[grp] = s;
   for (int id = tid; id < HOT_R * HLA_COLS; id += HLA_THREADS) {
     const int c = id % HLA_COLS, rho = id / HLA_COLS;
     const float val = tile[(int)rows_s[rho] * HLA_COLS + c];
@@ -1586,17 +1656,21 @@ HOT_KNAME(const void *__restrict__ src, int T, int cols, int ld_src, int L, int 
   (void)seed; (void)tag; (void)step;
 #endif
   __syncthreads();
+  /* code position of math row k0: k0 + grp * (group_k_pad - group_k) */
+  const int gap = group_k_pad - group_k;
+  const int kc0 = kb + grp * gap;
   for (int id = tid; id < HOT_R * HLA_COLS; id += HLA_THREADS) {
     const int c = id / HOT_R, rho = id % HOT_R; /* rho fastest: contiguous bytes of a code row */
     const int col = col0 + c;
-    if (col < cols) codes[(long long)col * ld_codes + k0 + rho] = qtile[id];
+    if (col < cols) codes[(long long)col * ld_codes + kc0 + rho] = qtile[id];
   }
-  if (beta == segments * per_seg - 1) { /* zero tail [k_real, k_pad) of this CTA's columns */
-    const int tail = k_pad - k_real;
+  if (kb + HOT_R == g_first + group_k) { /* last block of the group: zero the group's tail */
+    const int tail = gap;                   /* [group_k, group_k_pad) of the group's run */
+    const int t0 = kc0 + HOT_R;             /* = grp * group_k_pad + group_k */
     for (int id = tid; id < tail * HLA_COLS; id += HLA_THREADS) {
       const int c = id / tail, kk = id % tail;
       const int col = col0 + c;
-      if (col < cols) codes[(long long)col * ld_codes + k_real + kk] = 0;
+      if (col < cols) codes[(long long)col * ld_codes + t0 + kk] = 0;
     }
   }
 }
