@@ -306,20 +306,23 @@ START_TEST(default_recipe_sequence) {
 }
 END_TEST
 
-/* sawb.cu's arguments (0 v 1 n 2 groups 3 partials 4 amax 5 scale 6 phase) and grid; one group
- * (per tensor) here: n = the whole math tensor. */
+/* sawb.cu's arguments (0 v 1 n 2 groups 3 partials 4 amax 5 scale 6 phase) and grid: n = the
+ * elements of one group (the whole math tensor per tensor; x^ per sample under paper_code:
+ * plan_sawb_groups groups of K / groups rows). */
 static void sawb_launch(const fake_cuda_launch *k, const hot_layer *l, hot_kernel_role role,
                         int phase, int64_t math, int64_t amax) {
   const hot_layer_plan *pl = l->plan;
-  int64_t n = role == HOT_K_SAWB_W ? pl->hq.o_pad * pl->I : pl->hla.k * pl->I;
+  const int64_t total = role == HOT_K_SAWB_W ? pl->hq.o_pad * pl->I : pl->hla.k * pl->I;
+  const int64_t g = plan_sawb_groups(pl, role), n = total / g;
+  ck_assert_int_ge(g, 1);
   ck_assert_int_eq(k->arg[6], phase);
   ck_assert_int_eq(k->arg[0], math);
   ck_assert_int_eq(k->arg[1], n);
-  ck_assert_int_eq(k->arg[2], 1);
+  ck_assert_int_eq(k->arg[2], g);
   ck_assert_int_eq(k->arg[4], amax);
-  in_scratch(l, k->arg[0], n * 4);
-  in_scratch(l, k->arg[3], 2 * ((n + 1023) / 1024) * 8);
-  in_scratch(l, k->arg[5], 4);
+  in_scratch(l, k->arg[0], total * 4);
+  in_scratch(l, k->arg[3], g * 2 * ((n + 1023) / 1024) * 8);
+  in_scratch(l, k->arg[5], 4 * g);
   if (phase == 0) plan_grid(k, pl, role);
   else ck_assert(k->grid[0] == 1 && k->grid[1] == 1 && k->grid[2] == 1);
   ck_assert_uint_eq(k->block[0], 256);
