@@ -292,7 +292,7 @@ gemm_mutant "wait_group one group too weak" 1 "      hot_cp_async_wait<HOT_STAGE
       s.rd" || fail=1
 # segment ends (HOT_SEGS=1), 10 K tiles in 5 segments unless said otherwise
 gemm_seg_mutant "accumulators not zeroed at a segment end" 64 5 \
-  "      for (int q = 0; q < 4; ++q) s.acc[mi][ni][q] = 0;
+  "  hot_acc_zero(s);
   seg_end" "  seg_end" || fail=1
 gemm_seg_mutant "segment converted one K tile late" 64 5 \
   "if (kt + 1 != seg_end || kt + 1 >= x.ktiles) return;" "if (kt != seg_end || kt >= x.ktiles) return;" || fail=1

@@ -2010,6 +2010,16 @@ struct hot_gemm_state {
   unsigned rd, wr; /* shared address of the stage being computed / the next prefetch target */
 };
 
+/* Every int32 accumulator of the thread to 0 (the start, and each segment end of HOT_SEGS = 1). */
+static __device__ __forceinline__ void hot_acc_zero(hot_gemm_state &s) {
+#pragma unroll
+  for (int mi = 0; mi < HOT_MI; ++mi)
+#pragma unroll
+    for (int ni = 0; ni < HOT_NI; ++ni)
+#pragma unroll
+      for (int q = 0; q < 4; ++q) s.acc[mi][ni][q] = 0;
+}
+
 static __device__ __forceinline__ unsigned hot_next_stage(const hot_gemm_ctx &x, unsigned st) {
   return st + HOT_STAGE_BYTES == x.smem + HOT_SMEM_BYTES ? x.smem : st + HOT_STAGE_BYTES;
 }
@@ -2102,12 +2112,7 @@ static __device__ __forceinline__ void hot_seg_boundary(const hot_gemm_ctx &x, h
   const int mb = (int)blockIdx.y * HOT_TILE_M + (warp / HOT_WARPS_N) * HOT_WM + (lane >> 2);
   const int nb = (int)blockIdx.x * HOT_TILE_N + (warp % HOT_WARPS_N) * HOT_WN + 2 * (lane & 3);
   hot_epilogue(s.acc, C, nullptr, c, mb, nb, M, N, ldc, vec, seg > 0);
-#pragma unroll
-  for (int mi = 0; mi < HOT_MI; ++mi)
-#pragma unroll
-    for (int ni = 0; ni < HOT_NI; ++ni)
-#pragma unroll
-      for (int q = 0; q < 4; ++q) s.acc[mi][ni][q] = 0;
+  hot_acc_zero(s);
   seg_end += seg_tiles;
 }
 
@@ -2145,12 +2150,7 @@ extern "C" __global__ void __launch_bounds__(HOT_THREADS, 1)
   x.ktiles = Kpad / HOT_TILE_K;
 
   hot_gemm_state s;
-#pragma unroll
-  for (int mi = 0; mi < HOT_MI; ++mi)
-#pragma unroll
-    for (int ni = 0; ni < HOT_NI; ++ni)
-#pragma unroll
-      for (int q = 0; q < 4; ++q) s.acc[mi][ni][q] = 0;
+  hot_acc_zero(s);
 
   /* prologue: tiles 0 .. STAGES-2 in flight, one group each */
 #pragma unroll
@@ -2539,6 +2539,16 @@ struct hot_gemm_state {
   unsigned rd, wr; /* shared address of the stage being computed / the next prefetch target */
 };
 
+/* Every int32 accumulator of the thread to 0 (the start, and each segment end of HOT_SEGS = 1). */
+static __device__ __forceinline__ void hot_acc_zero(hot_gemm_state &s) {
+#pragma unroll
+  for (int mi = 0; mi < HOT_MI; ++mi)
+#pragma unroll
+    for (int ni = 0; ni < HOT_NI; ++ni)
+#pragma unroll
+      for (int q = 0; q < 4; ++q) s.acc[mi][ni][q] = 0;
+}
+
 static __device__ __forceinline__ unsigned hot_next_stage(const hot_gemm_ctx &x, unsigned st) {
   return st + HOT_STAGE_BYTES == x.smem + HOT_SMEM_BYTES ? x.smem : st + HOT_STAGE_BYTES;
 }
@@ -2631,12 +2641,7 @@ static __device__ __forceinline__ void hot_seg_boundary(const hot_gemm_ctx &x, h
   const int mb = (int)blockIdx.y * HOT_TILE_M + (warp / HOT_WARPS_N) * HOT_WM + (lane >> 2);
   const int nb = (int)blockIdx.x * HOT_TILE_N + (warp % HOT_WARPS_N) * HOT_WN + 2 * (lane & 3);
   hot_epilogue(s.acc, C, nullptr, c, mb, nb, M, N, ldc, vec, seg > 0);
-#pragma unroll
-  for (int mi = 0; mi < HOT_MI; ++mi)
-#pragma unroll
-    for (int ni = 0; ni < HOT_NI; ++ni)
-#pragma unroll
-      for (int q = 0; q < 4; ++q) s.acc[mi][ni][q] = 0;
+  hot_acc_zero(s);
   seg_end += seg_tiles;
 }
 
@@ -2674,12 +2679,7 @@ extern "C" __global__ void __launch_bounds__(HOT_THREADS, 1)
   x.ktiles = Kpad / HOT_TILE_K;
 
   hot_gemm_state s;
-#pragma unroll
-  for (int mi = 0; mi < HOT_MI; ++mi)
-#pragma unroll
-    for (int ni = 0; ni < HOT_NI; ++ni)
-#pragma unroll
-      for (int q = 0; q < 4; ++q) s.acc[mi][ni][q] = 0;
+  hot_acc_zero(s);
 
   /* prologue: tiles 0 .. STAGES-2 in flight, one group each */
 #pragma unroll
