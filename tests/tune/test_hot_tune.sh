@@ -161,6 +161,16 @@ grep -q "Pareto front of error vs saved bytes" "$T/show.txt" && grep -q "^    \*
 "$TUNE" show "$T/a.db" --plot "$T/p.png" >/dev/null && [ "$(head -c 4 "$T/p.png" | od -An -c | tr -d ' ')" = "211PNG" ] \
   && ok "plot png" || fail "plot png"
 expect 1 "jpg" "$TUNE" show "$T/a.db" --plot "$T/p.jpg"
+# --plot draws at most 8 layers and says which it left out
+python3 - "$T/nine.lua" <<'EOF2'
+import sys
+layers = ",\n".join('    hot.linear { name = "l%d", in_features = 32, out_features = %d }' % (i, 32 + 16 * i) for i in range(9))
+open(sys.argv[1], "w").write('local hot = require "hot"\nreturn hot.model { name = "nine", batch = 1, tokens = 64,\n  layers = {\n' + layers + '\n  },\n  sweep = hot.sweep { ["hq.block"] = { 8 } } }\n')
+EOF2
+"$TUNE" "$T/nine.lua" --db "$T/nine.db" --kind accuracy --progress plain >/dev/null 2>&1 || fail "nine-layer sweep"
+"$TUNE" show "$T/nine.db" --plot "$T/nine.svg" >"$T/nine.txt" 2>&1
+grep -q "8 layers)" "$T/nine.txt" && grep -q "plot: 1 more layer not drawn (at most 8 per plot): draw them with --layer NAME" "$T/nine.txt" \
+  && ok "--plot: 8 layers drawn, the ninth named as left out" || fail "--plot limit not said: $(grep plot "$T/nine.txt")"
 # one layer swept at two shapes (the spec's tokens changed) is two groups, never one front
 sed 's/tokens = 64,/tokens = 32,/' "$SPEC" >"$T/tiny32.lua"
 cp "$T/a.db" "$T/two.db"
