@@ -1240,7 +1240,7 @@ static void push_defaults(lua_State *L) {
   /* What each recipe changes against 'hot'. */
   lua_newtable(L);
   set_str(L, "hot", "hla.layout = auto, hla.scale = auto");
-  set_str(L, "paper", "hla.layout = sample");
+  set_str(L, "paper", "hla.layout = sample, hla.scale = tensor");
   set_str(L, "paper_code",
           "hq.pad = false, hq.w_scale = sawb, hla.block = 0 (derived), hla.pad = false, "
           "hla.layout = sample, hla.scale = sample, hla.bits = 4, hla.x_scale = sawb");
