@@ -134,7 +134,13 @@ int fields_get(const hot_layer_spec *s, const hot_field *f, char *buf, size_t n)
   else if (f->k == K_ENUM) {
     int count = 0;
     while (f->names[count]) ++count;
-    w = snprintf(buf, n, "%s", v >= 0 && v < count ? f->names[v] : "?");
+    int v2 = v;
+    if (f->off2) memcpy(&v2, (const char *)s + f->off2, sizeof v2);
+    if (v2 != v) /* the two ints differ (a C caller set them apart): both, "first/second" */
+      w = snprintf(buf, n, "%s/%s", v >= 0 && v < count ? f->names[v] : "?",
+                   v2 >= 0 && v2 < count ? f->names[v2] : "?");
+    else
+      w = snprintf(buf, n, "%s", v >= 0 && v < count ? f->names[v] : "?");
   } else
     w = snprintf(buf, n, "%d", v);
   return w < 0 || (size_t)w >= n ? -1 : 0;

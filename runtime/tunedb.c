@@ -553,9 +553,18 @@ rt_status tunedb_open(hot_tunedb **out, const char *path, int read_only, char *e
   if (ntab < 0 && read_only && (prim == SQLITE_CANTOPEN || prim == SQLITE_READONLY) &&
       access(path, R_OK) == 0) {
     /* A WAL database in a folder this process cannot write: a reader needs the -shm file,
-     * which it cannot create there. Nobody can be writing it either (a writer needs the
-     * folder too), so it is read as immutable: the main file as it is (the rows of a crashed
-     * writer's left-over -wal, if any, are not seen). */
+     * which it cannot create there. Read as immutable — the main file as it is — only when no
+     * -wal file holds changes (an immutable read would silently miss them); else refuse. */
+    char wal[1100];
+    struct stat ws;
+    snprintf(wal, sizeof wal, "%s-wal", path);
+    if (stat(wal, &ws) == 0 && ws.st_size > 0) {
+      hot_errf(err, errlen, "tuning database %s: %s holds changes that cannot be read without "
+               "write access to the folder (open it once where it is writable to fold them in)",
+               path, wal);
+      s = RT_ERR_IO;
+      goto fail;
+    }
     sqlite3_close(t->db);
     t->db = NULL;
     char *uri = immutable_uri(path);

@@ -54,12 +54,22 @@ void tune_accuracy_reset(void) {
   refs.layer = -1;
 }
 
+/* 2-adic valuation of v > 0, capped at 11: what decides, for every p <= 1024, whether p divides
+ * v (layout auto, pad = false), and paper_code's p (the largest power of two dividing v; > 1024
+ * refused). */
+static int v2_capped(int64_t v) {
+  int k = 0;
+  while (k < 11 && v % 2 == 0) v /= 2, ++k;
+  return k;
+}
+
 /* The size of the seeded data of layer `layer` of m, the same for every variant (so that their
  * errors compare): B = --batch, else the spec's batch capped at 4, lowered until B*L*O*I <=
- * --check-macs; at B = 1, L is cut too, to the largest L' = k*1024 + (L mod 1024) under the cap
- * whose plan of the layer as written keeps its p, layout and rank. L' = L (mod 1024) keeps
- * whether any p <= 1024 divides L, so every variant's blocking (layout auto, paper_code's p)
- * stays as at L; where no such L' exists, L stays. */
+ * --check-macs. Still over it at B = 1, L is cut too: to the largest L' < L with the same
+ * v2_capped as L (so every variant's blocking and paper_code's p stay those at L) and
+ * L'*O*I <= --check-macs, else to the smallest such L' (2^v2_capped(L): the cap cannot be met
+ * without changing the blocking, the work is cut as far as it can be), provided the plan of the
+ * layer as written at L' keeps its p, layout and rank; else L stays. */
 static void sizes(const hot_model *m, int layer, const tune_opts *o, int64_t *B, int64_t *L) {
   const hot_layer_spec *s = &m->layers[layer];
   *L = s->tokens ? s->tokens : m->tokens;
@@ -68,25 +78,23 @@ static void sizes(const hot_model *m, int layer, const tune_opts *o, int64_t *B,
   const double per = (double)(*L) * oi;
   while (*B > 1 && (double)(*B) * per > o->check_macs) --*B;
   if (*B > 1 || o->batch || per <= o->check_macs) return;
+  const int v = v2_capped(*L);
+  const int64_t step = (int64_t)1 << v, cap = (int64_t)(o->check_macs / oi);
+  /* candidates k * step: k odd below 2^11, any k at 2^11 (v2 >= 11 all count as 11) */
+  int64_t k = (cap < step ? 1 : cap / step);
+  if (v < 11 && k % 2 == 0) --k;
+  if (k < 1 || k * step >= *L) return;
   hot_arch arch = m->archs[0];
   if (o->plan_arch) plan_arch_parse(o->plan_arch, &arch);
   hot_layer_plan *p0 = malloc(sizeof *p0), *p1 = malloc(sizeof *p1);
   char err[256];
-  if (p0 && p1 && plan_layer(s, 1, *L, m->recipe, arch, layer, p0, err, sizeof err) == 0) {
-    const int64_t step = HOT_MAX_P, rem = *L % step;
-    const int64_t cap = (int64_t)(o->check_macs / oi);
-    for (int64_t k = (cap - rem) / step; k >= 1; --k) {
-      const int64_t lc = k * step + rem;
-      if (lc >= *L || lc > cap) continue;
-      if (plan_layer(s, 1, lc, m->recipe, arch, layer, p1, err, sizeof err) != 0) continue;
-      if (p1->hla.enabled == p0->hla.enabled && p1->hla.block == p0->hla.block &&
-          p1->hla.layout == p0->hla.layout && p1->hla.rank == p0->hla.rank &&
-          p1->hq.block == p0->hq.block) {
-        *L = lc;
-        break;
-      }
-    }
-  }
+  const int64_t lc = k * step;
+  if (p0 && p1 && plan_layer(s, 1, *L, m->recipe, arch, layer, p0, err, sizeof err) == 0 &&
+      plan_layer(s, 1, lc, m->recipe, arch, layer, p1, err, sizeof err) == 0 &&
+      p1->hla.enabled == p0->hla.enabled && p1->hla.block == p0->hla.block &&
+      p1->hla.layout == p0->hla.layout && p1->hla.rank == p0->hla.rank &&
+      p1->hq.block == p0->hq.block)
+    *L = lc;
   free(p0);
   free(p1);
 }

@@ -55,8 +55,9 @@ static const char *k_usage =
     "  --capture FILE     also measure errors on captured tensors (docs/capture.md); read and\n"
     "                     checked before anything runs\n"
     "  --batch N          accuracy data: samples (default: the spec's, at most 4)\n"
-    "  --check-macs N     accuracy data: fewer samples until T*O*I <= N (default 1e9), then at\n"
-    "                     one sample fewer tokens, in steps of 1024 that keep the blocking\n"
+    "  --check-macs N     accuracy data: fewer samples until T*O*I <= N (default 1e9); at one\n"
+    "                     sample fewer tokens too, as far as the blocking allows (L keeps its\n"
+    "                     largest power-of-two divisor up to 2048)\n"
     "  --repeats N        GPU: timed runs per variant (default 20)\n"
     "  --jobs N           concurrent NVRTC compiles (default: $HOT_JIT_THREADS, else the CPUs)\n"
     "  --no-gpu           never use a GPU (speed variants: not timed)\n"
@@ -232,7 +233,8 @@ static int sweep(tune_opts *o) {
   tune_env env;
   tune_variant *vars = NULL;
   int nv = 0;
-  if (o->capture) { /* read and checked once: a bad file is one error now, not a note per row */
+  if (o->capture && (o->kinds & TUNE_ACCURACY)) { /* read and checked once: one error now, not a
+                                                    * note per row (speed variants never use it) */
     char cerr[1024];
     if (tune_accuracy_load_capture(o->capture, cerr, sizeof cerr) != 0) {
       fprintf(stderr, "hot-tune: --capture: %s\n", cerr);

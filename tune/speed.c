@@ -182,7 +182,17 @@ static void bitexact(tune_speed *sp, const hot_model *m, int layer, const hot_la
                      const hot_layer_plan *full, hot_tune_row *row) {
   hot_layer_spec small = *full_s;
   const hot_layer_spec *s = &small;
-  if (small.out_features > BITEXACT_MAX_FEATURES) small.out_features = BITEXACT_MAX_FEATURES;
+  if (small.out_features > BITEXACT_MAX_FEATURES) {
+    small.out_features = BITEXACT_MAX_FEATURES;
+    if (full->hq.enabled && !full_s->hq.pad) {
+      /* unpadded HQ (paper_code) shrinks b to the largest power of two dividing O: keep the
+       * full size's b with O' = b times an odd number (any multiple when b is the spec's own) */
+      const int64_t b = full->hq.block;
+      int64_t k = BITEXACT_MAX_FEATURES / b;
+      if (b < full_s->hq.block && k % 2 == 0) --k;
+      small.out_features = k * b;
+    }
+  }
   if (small.in_features > BITEXACT_MAX_FEATURES) small.in_features = BITEXACT_MAX_FEATURES;
   if (full->hq.enabled) tiles_of(&small.tile_gx, &full->hq.gemm);
   if (full->hla.enabled) tiles_of(&small.tile_gw, &full->hla.gemm);

@@ -19,9 +19,12 @@ extern "C" {
 
 typedef enum { HOT_DT_F32 = 0, HOT_DT_BF16, HOT_DT_F16 } hot_dtype;
 typedef enum { HOT_ROUND_RTN = 0, HOT_ROUND_SR } hot_round;
-/* Scale granularity: one scale per tensor (all B samples of the call), one per row (token), chosen
- * by LQS (AUTO, g_x path only), or one per sample (the L rows of each of the B samples; appended
- * last so that the older values keep their numbers). */
+/* Scale granularity: one scale per tensor (all B samples of the call), one per row (token), AUTO,
+ * or one per sample (the rows of each of the B samples; appended last so that the older values
+ * keep their numbers). AUTO means, for g' (hq.g): chosen by LQS (per token or per sample); for
+ * g^ and x^ (hla.g, hla.x): per sample under layout sample, else per tensor. g^ and x^ take
+ * TENSOR, SAMPLE or AUTO (ROW is refused: tokens are the g_w GEMM's contraction axis; SAMPLE
+ * under layout flat with B > 1 too); w' takes TENSOR only. */
 typedef enum { HOT_GRAN_TENSOR = 0, HOT_GRAN_ROW, HOT_GRAN_AUTO, HOT_GRAN_SAMPLE } hot_gran;
 typedef enum { HOT_RULE_ABSMAX = 0, HOT_RULE_SAWB } hot_rule;
 typedef enum { HOT_SEL_TRI = 0, HOT_SEL_PREFIX, HOT_SEL_FULL } hot_selection;
@@ -69,8 +72,8 @@ typedef struct {
     int rank;               /* prefix: r in 1..p */
     hot_layout layout;
     int pad;                /* 1: zero-pad tokens to a multiple of p; 0: no padding (p must divide) */
-    hot_quant g;            /* g^ quantizer: 8-bit SR per tensor */
-    hot_quant x;            /* x^ quantizer: 8-bit RTN per tensor, absmax/sawb */
+    hot_quant g;            /* g^ quantizer: 8-bit SR; per tensor, per sample or auto (gran) */
+    hot_quant x;            /* x^ quantizer: 8-bit RTN, absmax/sawb; gran as g^ */
   } hla;
   struct {
     int enabled;            /* keep q_x^ instead of x in the forward pass */

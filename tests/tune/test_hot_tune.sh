@@ -130,6 +130,16 @@ EOF
 "$TUNE" "$T/long.lua" --db "$T/long.db" --kind accuracy --check-macs 10240000 --progress plain >/dev/null 2>&1
 rows "$T/long.db" | awk -F'\t' '$18 == "ok" && $19 == "seeded data B=1 L=2048" { n++ } END { exit n != 3 }' \
   && ok "--check-macs cuts L at B = 1 (4096 -> 2048, all variants)" || fail "L not cut: $(rows "$T/long.db" | cut -f14,18,19 | head -3)"
+# the cut keeps the largest power of two dividing L (paper_code's p of a block = 0 variant:
+# 1024 at L = 3072 and at L' = 1024, never 2048), and where the cap cannot be met it still cuts
+# to the smallest such L'
+sed 's/tokens = 4096/tokens = 3072/; s/{ 16, 64 }/{ 64, 0 }/' "$T/long.lua" >"$T/l3072.lua"
+"$TUNE" "$T/l3072.lua" --db "$T/l3072.db" --kind accuracy --check-macs 10000000 --progress plain >/dev/null 2>&1
+rows "$T/l3072.db" | awk -F'\t' '$18 == "ok" && $19 == "seeded data B=1 L=1024" { n++ } END { exit n != 3 }' \
+  && ok "--check-macs cut keeps paper_code's p (3072 -> 1024, block = 0 planned)" || fail "cut changed p: $(rows "$T/l3072.db" | cut -f14,18,19 | head -3)"
+"$TUNE" "$T/long.lua" --db "$T/tiny_cap.db" --kind accuracy --check-macs 1000 --progress plain >/dev/null 2>&1
+rows "$T/tiny_cap.db" | awk -F'\t' '$18 == "ok" && $19 == "seeded data B=1 L=2048" { n++ } END { exit n != 3 }' \
+  && ok "--check-macs below any blocking-preserving L: the smallest (2048)" || fail "tiny cap: $(rows "$T/tiny_cap.db" | cut -f14,18,19 | head -3)"
 
 # 6b. permissions: a database in a folder this user cannot write is read (show, and the planner
 # through hot-gen), and refused at once for writing; a read-only file the same. As root the
@@ -146,6 +156,24 @@ if [ "$(id -u)" -ne 0 ] || command -v setpriv >/dev/null; then
     [ $st -eq 1 ] && grep -q "a.db: not writable" "$T/w.err" && ! grep -q "variant" "$T/w.out" \
       && ok "not writable ($d) refused before any work" || fail "not writable ($d): exit $st: $(head -1 "$T/w.err")"
   done
+  # a -wal beside it that holds committed changes (a writer stopped before its checkpoint): an
+  # immutable read would miss them, so the read is refused, naming the file
+  mkdir "$P/wal" && cp "$T/a.db" "$P/wal/a.db"
+  python3 - "$P/wal/a.db" <<'EOF2'
+import shutil, sqlite3, sys
+db = sys.argv[1]
+c = sqlite3.connect(db)
+c.execute("PRAGMA journal_mode=WAL")
+c.execute("UPDATE results SET note = note || ' (changed)' WHERE rowid = 1")
+c.commit()
+shutil.copy(db + "-wal", db + "-wal.kept")  # the closing checkpoint removes the -wal
+c.close()
+shutil.move(db + "-wal.kept", db + "-wal")
+EOF2
+  chmod 444 "$P/wal/a.db" "$P/wal/a.db-wal" && chmod 555 "$P/wal"
+  as_user "$TUNE" show "$P/wal/a.db" --rows >/dev/null 2>"$T/wal.err"; st=$?
+  [ $st -eq 1 ] && grep -q "a.db-wal holds changes that cannot be read" "$T/wal.err" \
+    && ok "read-only folder with a -wal of changes: refused, not read stale" || fail "-wal: exit $st: $(head -1 "$T/wal.err")"
   chmod -R u+w "$P" && rm -rf "$P"
 else
   echo "SKIP (part): running as root without setpriv: permissions cannot be checked"
@@ -215,6 +243,19 @@ if [ -n "$FAKE" ] && [ -f "$FAKE" ]; then
   rows "$T/fake.db" | awk -F'\t' '$1 == "" { bad = 1 } $13 == "speed" && $18 != "not_bitexact" { bad = 1 }
     $20 != 0 { bad = 1 } END { exit bad || NR != 14 }' \
     && ok "fake GPU: device recorded, outputs not bit-exact, nothing timed" || fail "fake GPU rows"
+  # the bit-exact check's small problem runs the full size's kernels: per-sample HLA (two
+  # samples: the segmented g_w GEMM) and paper_code's shrunk b (O = 1000: b = 8, kept at O' <= 256)
+  cat >"$T/pc.lua" <<'EOF'
+local hot = require "hot"
+return hot.model { name = "pc", batch = 4, tokens = 64, recipe = hot.recipe.paper_code,
+  target = hot.target { arch = "sm_90" },
+  layers = { hot.linear { name = "a", in_features = 64, out_features = 1000 } },
+  sweep = hot.sweep { ["tile_gw.stages"] = { 3 } } }
+EOF
+  HOT_CUDA_DRIVER=$FAKE "$TUNE" "$T/pc.lua" --kind speed --db "$T/pc.db" --progress plain >"$T/pc.log" 2>&1
+  rows "$T/pc.db" | awk -F'\t' '$18 == "not_bitexact" { n++ } $19 ~ /other kernels/ { bad = 1 } END { exit bad || n != 2 }' \
+    && ok "fake GPU: the small problem runs the full size's kernels (_seg, paper_code b)" \
+    || fail "small-problem kernels: $(rows "$T/pc.db" | cut -f14,18,19 | head -2)"
 fi
 
 # 8. the planner reads the DB: one speed row made timed and bit-exact is applied by hot-gen

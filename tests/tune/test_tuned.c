@@ -72,6 +72,19 @@ START_TEST(fields_round_trip_and_refusals) {
   ck_assert_int_eq(fields_canonical(&s, HOT_FIELD_SPEED, b, sizeof b), 0);
   ck_assert_ptr_nonnull(strstr(b, "tile_gx.stages=4"));
   ck_assert_int_eq(fields_canonical(&s, HOT_FIELD_ACCURACY, b, 10), -1);
+  /* hla.scale sets g^ and x^ together; set apart by a C caller, the two stay apart in the
+   * canonical text (a segmented g_w GEMM never shares the key of the per-tensor one) */
+  plan_spec_defaults(&s, HOT_RECIPE_HOT);
+  ck_assert_int_eq(fields_apply(&s, "hla.scale=tensor", err, sizeof err), 0);
+  ck_assert_int_eq(s.hla.g.gran, HOT_GRAN_TENSOR);
+  ck_assert_int_eq(s.hla.x.gran, HOT_GRAN_TENSOR);
+  ck_assert_int_eq(fields_canonical(&s, HOT_FIELD_ACCURACY, a, sizeof a), 0);
+  ck_assert_ptr_nonnull(strstr(a, "hla.scale=tensor;"));
+  s.hla.x.gran = HOT_GRAN_SAMPLE;
+  ck_assert_int_eq(fields_canonical(&s, HOT_FIELD_ACCURACY, b, sizeof b), 0);
+  ck_assert_ptr_nonnull(strstr(b, "hla.scale=tensor/sample;"));
+  ck_assert_str_ne(a, b);
+  ck_assert_int_eq(fields_apply(&s, "hla.scale=tensor/sample", err, sizeof err), -1);
 }
 END_TEST
 
