@@ -235,6 +235,8 @@ expect 1 "fits no layer being swept (--layer b)" "$TUNE" "$SPEC" --layer b --kin
 head -c 300 "$T/a.cap" >"$T/trunc.cap"
 expect 1 "--capture: capture $T/trunc.cap" "$TUNE" "$SPEC" --layer a --kind accuracy --capture "$T/trunc.cap" --db "$T/cap3.db"
 [ ! -e "$T/cap3.db" ] && [ ! -e "$T/cap4.db" ] && ok "a bad --capture creates no database" || fail "a bad --capture created a database"
+"$TUNE" "$SPEC" --layer b --kind speed --capture "$T/a.cap" --db "$T/cap5.db" --progress plain >/dev/null 2>&1 \
+  && ok "--capture is not checked for a speed-only sweep (never used there)" || fail "speed-only sweep refused over --capture"
 
 # 7c. the GPU path on the recording fake driver: plumbing only; nothing is timed unless bit-exact
 if [ -n "$FAKE" ] && [ -f "$FAKE" ]; then
