@@ -32,28 +32,8 @@
 #include "cost.h"
 #include "hot.h"
 
-/* Runs cmd under sh, output (stdout, and stderr when `both`) into a malloc'd string; *status is
- * the exit status (or -1). */
-static char *run(const char *cmd, int *status) {
-  FILE *p = popen(cmd, "r");
-  ck_assert_msg(p != NULL, "popen %s", cmd);
-  size_t cap = 1 << 16, n = 0;
-  char *buf = malloc(cap);
-  ck_assert_ptr_nonnull(buf);
-  size_t k;
-  while ((k = fread(buf + n, 1, cap - n - 1, p)) > 0) {
-    n += k;
-    if (cap - n < 4096) {
-      cap *= 2;
-      buf = realloc(buf, cap);
-      ck_assert_ptr_nonnull(buf);
-    }
-  }
-  buf[n] = 0;
-  int st = pclose(p);
-  *status = WIFEXITED(st) ? WEXITSTATUS(st) : -1;
-  return buf;
-}
+#include "run_cmd.h"
+
 
 /* The JSON object of layer `name` (from its "name" key to the next layer or the end). */
 static const char *layer_obj(const char *json, const char *name, const char **end) {

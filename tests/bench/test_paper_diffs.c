@@ -16,25 +16,8 @@
 #include <string.h>
 #include <sys/wait.h>
 
-static char *run(const char *cmd, int *status) {
-  FILE *p = popen(cmd, "r");
-  ck_assert_msg(p != NULL, "popen %s", cmd);
-  size_t cap = 1 << 16, n = 0, k;
-  char *buf = malloc(cap);
-  ck_assert_ptr_nonnull(buf);
-  while ((k = fread(buf + n, 1, cap - n - 1, p)) > 0) {
-    n += k;
-    if (cap - n < 4096) {
-      cap *= 2;
-      buf = realloc(buf, cap);
-      ck_assert_ptr_nonnull(buf);
-    }
-  }
-  buf[n] = 0;
-  int st = pclose(p);
-  *status = WIFEXITED(st) ? WEXITSTATUS(st) : -1;
-  return buf;
-}
+#include "run_cmd.h"
+
 
 static const char *const layers[3] = {"a", "b", "c"};
 static const char *const kinds[2] = {"gaussian", "walks"};
