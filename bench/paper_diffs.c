@@ -1,5 +1,5 @@
 /* paper_diffs.c — hot-bench --paper-diffs: the measured effect of each numerical difference that
- * remains between recipe paper_code and the HOT authors' code (README.md, "Numerical decisions"):
+ * remains between recipe paper_code and the HOT authors' code (docs/numerics.md):
  *
  *   a  eps     their scale divisors add 1e-11 (s = amax/qmax + 1e-11; SAWB: clip/qmax + 1e-11)
  *   b  sawb32  their SAWB statistics are fp32 sums, in two orders: sequential (the largest

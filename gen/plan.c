@@ -87,7 +87,7 @@ void plan_spec_defaults(hot_layer_spec *s, hot_recipe recipe) {
     /* Project default: a batch whose L is not a multiple of p is blocked across samples (flat),
      * which pads only the tail of the batch instead of every sample. */
     s->hla.layout = HOT_LAYOUT_AUTO;
-    /* x^ and g^ per sample where the layout keeps samples apart (README, "Scale
+    /* x^ and g^ per sample where the layout keeps samples apart (docs/benchmark.md, "Scale
      * granularities"), per tensor under flat */
     s->hla.g.gran = HOT_GRAN_AUTO;
     s->hla.x.gran = HOT_GRAN_AUTO;

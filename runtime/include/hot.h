@@ -89,7 +89,7 @@ extern "C" {
 #include "hot_types.h" /* hot_layer_spec, hot_dtype, hot_recipe, hot_gran, ... */
 
 /* HOT_API marks the functions libhot exports. The library is built with hidden visibility, so
- * these declarations are its whole exported surface (see README, "Using libhot"). */
+ * these declarations are its whole exported surface (see docs/c-api.md, "Using libhot"). */
 #ifndef HOT_API
 #if defined(__GNUC__) || defined(__clang__)
 #define HOT_API __attribute__((visibility("default")))
@@ -285,7 +285,7 @@ typedef struct {
   uint64_t seed;               /* the Philox key in use */
   char tiles[256];             /* where the GEMM tiles came from: "tuned: <db> <date> <variant>
                                   (exact shape)" or "(nearest shape ...)", "spec", "default" or
-                                  "default (why not tuned)" (README "Tuning") */
+                                  "default (why not tuned)" (docs/tuning.md) */
 } hot_layer_info;
 
 /* Fills *out. HOT_ERR_INVALID (NULLs), HOT_ERR_MISUSE (destroyed layer). */
