@@ -118,6 +118,7 @@ static hot_status resolve(hot_ctx *ctx, const hot_options *o, hot_backend *backe
       return ctx_fail(ctx, HOT_ERR_INVALID, "%s '%s': unknown arch (known: sm_80, sm_86, sm_89, "
                       "sm_90, sm_90a)", o->arch ? "options.arch" : "HOT_ARCH", arch);
     ctx->arch_known = 1;
+    ctx->arch_origin = o->arch ? "options.arch" : "HOT_ARCH";
   } else {
     ctx->arch = HOT_ARCH_SM80; /* CPU storage layout until a device says otherwise */
   }
@@ -182,12 +183,17 @@ hot_status hot_ctx_create_with_compiler(hot_ctx **out, const hot_options *opt,
       if (st == HOT_OK) {
         ctx->backend = HOT_BACKEND_CUDA;
         ctx->ops = &hot_cuda_ops;
-      } else if (want == HOT_BACKEND_AUTO) { /* fall back, keeping the reason */
+      } else if (want == HOT_BACKEND_AUTO && st != HOT_ERR_INVALID) {
+        /* fall back, keeping the reason (a bad option, HOT_ERR_INVALID, stays an error) */
         ctx->backend = HOT_BACKEND_CPU;
         ctx->ops = &hot_cpu_ops;
         ctx->fell_back = 1;
+        ctx->device_name[0] = '\0'; /* the CPU runs: no device (hot_stats) */
         ctx_copy(ctx->fallback_reason, sizeof ctx->fallback_reason, ctx->errmsg);
         ctx_clear(ctx);
+        if (st != HOT_ERR_NO_DRIVER && st != HOT_ERR_NO_DEVICE) /* a device hot cannot use */
+          ctx_fail(ctx, HOT_OK, "warning: backend auto runs the CPU reference although a CUDA "
+                   "device is present: %s", ctx->fallback_reason);
         st = HOT_OK;
       }
     }

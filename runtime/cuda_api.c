@@ -149,10 +149,11 @@ rt_status cuda_driver_get(const cuda_driver **out, char *err, size_t errlen) {
 static pthread_once_t nv_once = PTHREAD_ONCE_INIT;
 static cuda_nvrtc nv;
 static rt_status nv_status;
-static char nv_msg[4 * HOT_CUDA_PATH_MAX + 512];
+static char nv_msg[7 * HOT_CUDA_PATH_MAX + 512];
 
 static void nv_load(void) {
-  char cand[3][HOT_CUDA_PATH_MAX + 64];
+  static const int majors[HOT_NVRTC_N_MAJORS] = HOT_NVRTC_MAJORS;
+  char cand[3 * HOT_NVRTC_N_MAJORS][HOT_CUDA_PATH_MAX + 64];
   int nc = 0;
   char hbuf[HOT_CUDA_PATH_MAX + 1];
   int too_long;
@@ -163,9 +164,14 @@ static void nv_load(void) {
     nv_status = RT_ERR_NO_NVRTC;
     return;
   }
-  if (home && *home) snprintf(cand[nc++], sizeof cand[0], "%s/lib64/libnvrtc.so.13", home);
-  snprintf(cand[nc++], sizeof cand[0], "%s/libnvrtc.so.13", HOT_CUDA_LIBDIR_DEFAULT);
-  snprintf(cand[nc++], sizeof cand[0], "libnvrtc.so.13");
+  /* place by place (HOT_CUDA_HOME, the baked folder, the loader path), each supported major,
+   * newest first: the toolkit HOT_CUDA_HOME names wins whatever its major */
+  for (int m = 0; m < HOT_NVRTC_N_MAJORS && home && *home; ++m)
+    snprintf(cand[nc++], sizeof cand[0], "%s/lib64/libnvrtc.so.%d", home, majors[m]);
+  for (int m = 0; m < HOT_NVRTC_N_MAJORS; ++m)
+    snprintf(cand[nc++], sizeof cand[0], "%s/libnvrtc.so.%d", HOT_CUDA_LIBDIR_DEFAULT, majors[m]);
+  for (int m = 0; m < HOT_NVRTC_N_MAJORS; ++m)
+    snprintf(cand[nc++], sizeof cand[0], "libnvrtc.so.%d", majors[m]);
   void *lib = NULL;
   size_t used = 0;
   nv_msg[0] = '\0';
@@ -180,7 +186,8 @@ static void nv_load(void) {
   }
   if (!lib) {
     if (used < sizeof nv_msg)
-      snprintf(nv_msg + used, sizeof nv_msg - used, " (set HOT_CUDA_HOME to the CUDA 13 toolkit)");
+      snprintf(nv_msg + used, sizeof nv_msg - used,
+               " (set HOT_CUDA_HOME to a CUDA 13 or 12 toolkit)");
     nv_status = RT_ERR_NO_NVRTC;
     return;
   }
@@ -205,6 +212,26 @@ rt_status cuda_nvrtc_get(const cuda_nvrtc **out, char *err, size_t errlen) {
   if (out) *out = nv_status == RT_OK ? &nv : NULL;
   if (nv_status != RT_OK) hot_errf(err, errlen, "%s", nv_msg);
   return nv_status;
+}
+
+int cuda_nvrtc_version_parse(const char *id, int *major, int *minor) {
+  int a = 0, b = 0, n = 0;
+  if (!id || strncmp(id, "nvrtc-", 6) != 0) return -1;
+  if (sscanf(id + 6, "%d.%d%n", &a, &b, &n) != 2 || id[6 + n] != '\0' || a < 1 || b < 0) return -1;
+  *major = a;
+  *minor = b;
+  return 0;
+}
+
+rt_status cuda_versions_check(int driver_version, int nvrtc_major, int nvrtc_minor, char *err,
+                              size_t errlen) {
+  if (driver_version <= 0) return RT_OK;
+  const int dmaj = driver_version / 1000, dmin = driver_version % 1000 / 10;
+  if (dmaj >= nvrtc_major) return RT_OK;
+  hot_errf(err, errlen, "NVRTC %d.%d makes cubins that the CUDA driver %d.%d (version %d) cannot "
+           "load: update the driver to CUDA %d or later, or set HOT_CUDA_HOME to a CUDA %d "
+           "toolkit", nvrtc_major, nvrtc_minor, dmaj, dmin, driver_version, nvrtc_major, dmaj);
+  return RT_ERR_BAD_BINARY;
 }
 
 static pthread_once_t inc_once = PTHREAD_ONCE_INIT;

@@ -1,5 +1,5 @@
-/* cuda_api.h — the CUDA driver (libcuda.so.1) and NVRTC (libnvrtc.so.13), loaded with dlopen on
- * first need and called through one function table per library. Nothing in hot links either
+/* cuda_api.h — the CUDA driver (libcuda.so.1) and NVRTC (libnvrtc.so.13, else .so.12), loaded
+ * with dlopen on first need and called through one function table per library. Nothing in hot links either
  * library ("the stub trap"): a binary that NEEDs libcuda.so.1 dies before main on a
  * machine without a driver, so the tables below are the only way in.
  *
@@ -10,8 +10,15 @@
  *
  * Environment (read once, at the first call):
  *   HOT_CUDA_DRIVER  path of the driver library to load instead of "libcuda.so.1" (tests, odd installs)
- *   HOT_CUDA_HOME    toolkit root; NVRTC is tried as $HOT_CUDA_HOME/lib64/libnvrtc.so.13 first,
- *                    then in the toolkit library folder baked at build time, then by the loader path.
+ *   HOT_CUDA_HOME    toolkit root; NVRTC is tried as $HOT_CUDA_HOME/lib64/libnvrtc.so.<major>
+ *                    first, then in the toolkit library folder baked at build time, then by the
+ *                    loader path; in each place every supported major, newest first
+ *                    (HOT_NVRTC_MAJORS: 13, then 12). So HOT_CUDA_HOME naming a CUDA 12 toolkit
+ *                    serves a machine whose driver predates CUDA 13, whatever else is installed.
+ *
+ * Versions: cubins made by NVRTC X.Y load only in a driver of major >= X (CUDA's minor version
+ * compatibility covers cubins within a major; a driver of an older major refuses them), so the
+ * CUDA backend compares the two (cuda_versions_check) before it loads what NVRTC made.
  */
 #ifndef HOT_CUDA_API_H
 #define HOT_CUDA_API_H
@@ -82,6 +89,8 @@ typedef struct CUevent_st *CUevent;
 #define CU_FUNC_ATTRIBUTE_NUM_REGS 4
 #define CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES 8
 #define CU_POINTER_ATTRIBUTE_MEMORY_TYPE 2
+#define CU_POINTER_ATTRIBUTE_IS_MANAGED 8
+#define CU_POINTER_ATTRIBUTE_DEVICE_ORDINAL 9
 #define CU_MEMORYTYPE_HOST 1
 #define CU_MEMORYTYPE_DEVICE 2
 #define CU_MEMORYTYPE_ARRAY 3
@@ -202,6 +211,22 @@ rt_status cuda_driver_get(const cuda_driver **out, char *err, size_t errlen);
 /* The NVRTC table, loaded once per process (see the search order above). RT_ERR_NO_NVRTC with
  * "NVRTC not found: ..." naming the paths tried when it cannot be loaded. Thread-safe. */
 rt_status cuda_nvrtc_get(const cuda_nvrtc **out, char *err, size_t errlen);
+
+/* The NVRTC majors searched, in order (13 first, then 12), and how many there are. */
+#define HOT_NVRTC_MAJORS {13, 12}
+#define HOT_NVRTC_N_MAJORS 2
+
+/* Whether cubins of NVRTC nvrtc_major.nvrtc_minor load in a driver of version driver_version
+ * (cuDriverGetVersion: 1000 * major + 10 * minor, e.g. 12040 = 12.4): RT_OK when the driver's
+ * major is at least NVRTC's, else RT_ERR_BAD_BINARY with one line naming both versions and the
+ * two ways out (a newer driver, or HOT_CUDA_HOME at an older toolkit). driver_version <= 0
+ * (unknown) is RT_OK. Pure; err may be NULL. */
+rt_status cuda_versions_check(int driver_version, int nvrtc_major, int nvrtc_minor, char *err,
+                              size_t errlen);
+
+/* Parses a compiler version identity of the form "nvrtc-<major>.<minor>" (hot_compiler.version)
+ * into *major, *minor: 0, or -1 when it is not one (another compiler). Pure. */
+int cuda_nvrtc_version_parse(const char *id, int *major, int *minor);
 
 /* The toolkit's include folder for NVRTC's --include-path: $HOT_CUDA_HOME/include when the
  * variable is set and non-empty, else the folder baked at build time. Static storage. */

@@ -33,6 +33,16 @@ static int arch_of(int major, int minor, hot_arch *out) {
   return -1;
 }
 
+/* Whether cubins for `arch` run on a device of compute capability cc_major.cc_minor (hot.h,
+ * HOT_ARCH): sm_XY on major X with minor >= Y; the arch-specific sm_90a on exactly 9.0. */
+static int arch_runs_on(hot_arch arch, int cc_major, int cc_minor) {
+  const hot_arch_caps *caps = plan_arch_caps(arch);
+  if (!caps) return 0;
+  const int a_major = caps->sm / 10, a_minor = caps->sm % 10;
+  if (caps->wgmma) return cc_major == a_major && cc_minor == a_minor; /* sm_90a: exactly 9.0 */
+  return cc_major == a_major && cc_minor >= a_minor;
+}
+
 hot_status cuda_ctx_init(hot_ctx *ctx) {
   hot_cuda_ctx *cu = &ctx->cu;
   char err[512];
@@ -58,6 +68,20 @@ hot_status cuda_ctx_init(hot_ctx *ctx) {
   if (!ctx->arch_known) {
     ctx->arch = dev_arch;
     ctx->arch_known = 1;
+  } else if (!arch_runs_on(ctx->arch, cu->cc_major, cu->cc_minor)) {
+    const hot_arch_caps *caps = plan_arch_caps(ctx->arch);
+    const int a_major = caps->sm / 10, a_minor = caps->sm % 10;
+    if (caps->wgmma)
+      return ctx_fail(ctx, HOT_ERR_INVALID, "%s '%s' cannot run on CUDA device %d (%s, compute "
+                      "capability %d.%d): an arch-specific %s cubin runs only on compute "
+                      "capability %d.%d", ctx->arch_origin, caps->name, ctx->device,
+                      ctx->device_name, cu->cc_major, cu->cc_minor, caps->name, a_major, a_minor);
+    return ctx_fail(ctx, HOT_ERR_INVALID, "%s '%s' cannot run on CUDA device %d (%s, compute "
+                    "capability %d.%d): %s cubins run on compute capability %d.%d to %d.9 only "
+                    "(same major, minor >= %d); leave the arch unset to use the device's (%s)",
+                    ctx->arch_origin, caps->name, ctx->device, ctx->device_name, cu->cc_major,
+                    cu->cc_minor, caps->name, a_major, a_minor, a_major, a_minor,
+                    plan_arch_caps(dev_arch)->name);
   }
   c = d->cuDevicePrimaryCtxRetain(&cu->cuctx, cu->dev);
   if (c != CUDA_SUCCESS) return cu_fail(ctx, c, "cuDevicePrimaryCtxRetain");
@@ -80,7 +104,7 @@ static void cuda_pop(hot_ctx *ctx) {
   ctx->cu.drv->cuCtxPopCurrent(&prev);
 }
 
-/* p must be device (or managed) memory of the current context. */
+/* p must be device (or managed) memory, of the context's device (managed memory of any). */
 static hot_status check_ptr(hot_layer *layer, const void *p, const char *what) {
   unsigned int type = 0;
   CUresult c = layer->ctx->cu.drv->cuPointerGetAttribute(&type, CU_POINTER_ATTRIBUTE_MEMORY_TYPE,
@@ -89,6 +113,20 @@ static hot_status check_ptr(hot_layer *layer, const void *p, const char *what) {
     return ctx_fail(layer->ctx, HOT_ERR_INVALID, "layer '%s': %s (%p) is host memory: the CUDA "
                     "backend expects device pointers", layer->spec.name, what, p);
   if (c != CUDA_SUCCESS) return cu_fail(layer->ctx, c, "cuPointerGetAttribute");
+  const cuda_driver *d = layer->ctx->cu.drv;
+  int ordinal = -1;
+  c = d->cuPointerGetAttribute(&ordinal, CU_POINTER_ATTRIBUTE_DEVICE_ORDINAL,
+                               (CUdeviceptr)(uintptr_t)p);
+  if (c != CUDA_SUCCESS) return cu_fail(layer->ctx, c, "cuPointerGetAttribute (device ordinal)");
+  if (ordinal != layer->ctx->device) {
+    int managed = 0; /* managed memory may be used from any device */
+    if (d->cuPointerGetAttribute(&managed, CU_POINTER_ATTRIBUTE_IS_MANAGED,
+                                 (CUdeviceptr)(uintptr_t)p) == CUDA_SUCCESS && managed)
+      return HOT_OK;
+    return ctx_fail(layer->ctx, HOT_ERR_INVALID, "layer '%s': %s (%p) is memory of CUDA device "
+                    "%d, but the context runs on device %d (create a context per device)",
+                    layer->spec.name, what, p, ordinal, layer->ctx->device);
+  }
   return HOT_OK;
 }
 
@@ -382,8 +420,9 @@ static hot_status cuda_layer_calibrate(hot_layer *layer, const void *g_y, uint32
 
 /* ---- overflow flags (templates/CONTRACT.md "Overflow of finite inputs") --------------------- */
 
-/* Finds the flag word of the output kernels' modules and the pinned words and event they are
- * copied back with; a module without the word (an older template) is not watched. */
+/* Finds the flag word of the output kernels' modules and the pinned words and events they are
+ * copied back with (HOT_RANGE_SLOTS slots); a module without the word (an older template) is not
+ * watched. */
 static hot_status range_setup(hot_layer *layer) {
   hot_cuda_layer *cu = &layer->cu;
   if (cu->range_ready) return HOT_OK;
@@ -411,14 +450,78 @@ static hot_status range_setup(hot_layer *layer) {
   }
   if (cu->n_range) {
     void *h = NULL;
-    CUresult c = d->cuMemAllocHost(&h, sizeof(unsigned) * (size_t)cu->n_range);
+    CUresult c = d->cuMemAllocHost(&h, sizeof(unsigned) * (size_t)cu->n_range * HOT_RANGE_SLOTS);
     if (c != CUDA_SUCCESS) return cu_fail(layer->ctx, c, "cuMemAllocHost (overflow flags)");
     cu->range_host = h;
-    c = d->cuEventCreate(&cu->range_ev, 2 /* CU_EVENT_DISABLE_TIMING */);
-    if (c != CUDA_SUCCESS) return cu_fail(layer->ctx, c, "cuEventCreate (overflow flags)");
+    for (int i = 0; i < HOT_RANGE_SLOTS; ++i) {
+      c = d->cuEventCreate(&cu->range_ev[i], 2 /* CU_EVENT_DISABLE_TIMING */);
+      if (c != CUDA_SUCCESS) return cu_fail(layer->ctx, c, "cuEventCreate (overflow flags)");
+    }
   }
   cu->range_ready = 1;
   return HOT_OK;
+}
+
+/* Reads the words of the oldest pending slot (its event has completed) into the kept report and
+ * frees the slot. */
+static void range_harvest(hot_layer *layer) {
+  hot_cuda_layer *cu = &layer->cu;
+  const int s = cu->range_head;
+  const unsigned *w = cu->range_host + (size_t)s * (size_t)cu->n_range;
+  for (int i = 0; i < cu->n_range; ++i)
+    if (w[i]) {
+      if (!cu->report) {
+        cu->report = 1;
+        cu->report_step = cu->range_step[s];
+        cu->report_role = cu->range_role[i];
+        cu->report_more = 0;
+      } else {
+        cu->report_more++;
+      }
+      break;
+    }
+  cu->range_head = (cu->range_head + 1) % HOT_RANGE_SLOTS;
+  cu->range_count--;
+}
+
+/* Observes every pending slot whose words have arrived, oldest first (wait: all of them,
+ * waiting), then returns the kept report, once: HOT_ERR_RANGE naming the first overflowing
+ * backward not reported yet (and how many later ones overflowed too), else HOT_OK. */
+static hot_status range_poll(hot_layer *layer, int wait) {
+  hot_cuda_layer *cu = &layer->cu;
+  const cuda_driver *d = layer->ctx->cu.drv;
+  while (cu->range_count) {
+    CUevent ev = cu->range_ev[cu->range_head];
+    CUresult c = wait ? d->cuEventSynchronize(ev) : d->cuEventQuery(ev);
+    if (c == CUDA_ERROR_NOT_READY) break;
+    if (c != CUDA_SUCCESS)
+      return cu_fail(layer->ctx, c, wait ? "cuEventSynchronize (overflow flags)"
+                                         : "cuEventQuery (overflow flags)");
+    range_harvest(layer);
+  }
+  if (!cu->report) return HOT_OK;
+  cu->report = 0;
+  char more[96] = "";
+  if (cu->report_more)
+    snprintf(more, sizeof more, " (and %d later backward%s of this layer overflowed too)",
+             cu->report_more, cu->report_more > 1 ? "s" : "");
+  return ctx_fail(layer->ctx, HOT_ERR_RANGE, "layer '%s': the backward of step %u overflowed "
+                  "fp32: %s holds Inf/NaN (finite inputs too close to FLT_MAX); its outputs "
+                  "must not be used%s", layer->spec.name, (unsigned)cu->report_step,
+                  cu->report_role == HOT_K_GEMM_GX ? "g_x"
+                  : cu->report_role == HOT_K_GEMM_GW ? "g_w" : "g_b", more);
+}
+
+/* Before a backward: a free slot for its words. With every slot pending, waits for the oldest
+ * and observes it; an overflow found so is returned (HOT_ERR_RANGE) and the backward does not
+ * run. */
+static hot_status range_reserve(hot_layer *layer) {
+  hot_cuda_layer *cu = &layer->cu;
+  if (!cu->n_range || cu->range_count < HOT_RANGE_SLOTS) return HOT_OK;
+  CUresult c = layer->ctx->cu.drv->cuEventSynchronize(cu->range_ev[cu->range_head]);
+  if (c != CUDA_SUCCESS) return cu_fail(layer->ctx, c, "cuEventSynchronize (overflow flags)");
+  range_harvest(layer);
+  return range_poll(layer, 0);
 }
 
 static hot_status range_begin(hot_layer *layer, CUstream stream) {
@@ -430,40 +533,22 @@ static hot_status range_begin(hot_layer *layer, CUstream stream) {
   return HOT_OK;
 }
 
-/* After a backward: the words back to the host, then the event (nothing waits here). */
+/* After a backward: the words back to the host into the next free slot, then the slot's event
+ * (nothing waits here). */
 static hot_status range_end(hot_layer *layer, uint32_t step, CUstream stream) {
   hot_cuda_layer *cu = &layer->cu;
   if (!cu->n_range) return HOT_OK;
   const cuda_driver *d = layer->ctx->cu.drv;
+  const int s = (cu->range_head + cu->range_count) % HOT_RANGE_SLOTS;
+  unsigned *w = cu->range_host + (size_t)s * (size_t)cu->n_range;
   for (int i = 0; i < cu->n_range; ++i) {
-    CUresult c = d->cuMemcpyDtoHAsync(&cu->range_host[i], cu->range_flag[i], sizeof(unsigned),
-                                      stream);
+    CUresult c = d->cuMemcpyDtoHAsync(&w[i], cu->range_flag[i], sizeof(unsigned), stream);
     if (c != CUDA_SUCCESS) return cu_fail(layer->ctx, c, "cuMemcpyDtoHAsync (overflow flag)");
   }
-  CUresult c = d->cuEventRecord(cu->range_ev, stream);
+  CUresult c = d->cuEventRecord(cu->range_ev[s], stream);
   if (c != CUDA_SUCCESS) return cu_fail(layer->ctx, c, "cuEventRecord (overflow flags)");
-  cu->range_pending = 1;
-  cu->range_step = step;
-  return HOT_OK;
-}
-
-/* The outcome of the last backward, if it is known (wait: make it known). HOT_ERR_RANGE once per
- * overflowing backward. */
-static hot_status range_poll(hot_layer *layer, int wait) {
-  hot_cuda_layer *cu = &layer->cu;
-  if (!cu->range_pending) return HOT_OK;
-  const cuda_driver *d = layer->ctx->cu.drv;
-  CUresult c = wait ? d->cuEventSynchronize(cu->range_ev) : d->cuEventQuery(cu->range_ev);
-  if (c == CUDA_ERROR_NOT_READY) return HOT_OK;
-  if (c != CUDA_SUCCESS) return cu_fail(layer->ctx, c, "cuEventQuery (overflow flags)");
-  cu->range_pending = 0;
-  for (int i = 0; i < cu->n_range; ++i)
-    if (cu->range_host[i])
-      return ctx_fail(layer->ctx, HOT_ERR_RANGE, "layer '%s': the backward of step %u overflowed "
-                      "fp32: %s holds Inf/NaN (finite inputs too close to FLT_MAX); its outputs "
-                      "must not be used", layer->spec.name, (unsigned)cu->range_step,
-                      cu->range_role[i] == HOT_K_GEMM_GX ? "g_x"
-                      : cu->range_role[i] == HOT_K_GEMM_GW ? "g_w" : "g_b");
+  cu->range_step[s] = step;
+  cu->range_count++;
   return HOT_OK;
 }
 
@@ -471,16 +556,65 @@ static void range_free(hot_layer *layer) {
   hot_cuda_layer *cu = &layer->cu;
   const cuda_driver *d = layer->ctx->cu.drv;
   if (cu->range_host) d->cuMemFreeHost(cu->range_host);
-  if (cu->range_ev) d->cuEventDestroy(cu->range_ev);
+  for (int i = 0; i < HOT_RANGE_SLOTS; ++i)
+    if (cu->range_ev[i]) d->cuEventDestroy(cu->range_ev[i]);
   cu->range_host = NULL;
-  cu->range_ev = NULL;
+  memset(cu->range_ev, 0, sizeof cu->range_ev);
+}
+
+/* ---- lifetime: what the caller's stream may still use ---------------------------------------- */
+
+/* After a call's work is enqueued on `stream` (also after a failure midway: some of it may be):
+ * records the layer's event (created at the first call) and returns st. When the event cannot be
+ * created or recorded, the stream is synchronised instead (its failure returned when st is
+ * HOT_OK). */
+static hot_status done_record(hot_layer *layer, hot_status st, CUstream stream) {
+  hot_cuda_layer *cu = &layer->cu;
+  const cuda_driver *d = layer->ctx->cu.drv;
+  CUresult c = CUDA_SUCCESS;
+  if (!cu->done_ev) c = d->cuEventCreate(&cu->done_ev, 2 /* CU_EVENT_DISABLE_TIMING */);
+  if (c == CUDA_SUCCESS) c = d->cuEventRecord(cu->done_ev, stream);
+  if (c == CUDA_SUCCESS) {
+    cu->done_pending = 1;
+    return st;
+  }
+  /* the work cannot be tracked: wait for it here instead, so nothing stays pending */
+  CUresult w = d->cuStreamSynchronize(stream);
+  if (st != HOT_OK) return st;
+  return w == CUDA_SUCCESS ? HOT_OK : cu_fail(layer->ctx, w, "cuStreamSynchronize (layer lifetime)");
+}
+
+/* Waits until the work of the layer's last call has completed (hot.h: nothing of a layer is
+ * freed while its kernels may run). Errors of the wait are ignored: the memory goes either way. */
+static void done_wait(hot_layer *layer) {
+  hot_cuda_layer *cu = &layer->cu;
+  if (cu->done_pending && cu->done_ev) (void)layer->ctx->cu.drv->cuEventSynchronize(cu->done_ev);
+  cu->done_pending = 0;
 }
 
 /* ---- the backend interface (backend.h) ------------------------------------------------------ */
 
+/* Once per context, before the first module is loaded: the compiler that made the cubins (when
+ * it is NVRTC: its identity "nvrtc-X.Y") against the driver (cuda_versions_check). A compiler
+ * that cannot say its version (no NVRTC: every kernel from a cache or a pack) is not checked. */
+static hot_status cuda_versions(hot_ctx *ctx) {
+  if (ctx->cu.versions_checked) return HOT_OK;
+  const hot_compiler *cc = ctx->compiler ? ctx->compiler : nvrtc_compiler();
+  char id[64], err[512];
+  int major = 0, minor = 0;
+  if (cc->version && cc->version(cc->user, id, sizeof id, err, sizeof err) == RT_OK &&
+      cuda_nvrtc_version_parse(id, &major, &minor) == 0) {
+    rt_status r = cuda_versions_check(ctx->cu.drv->version, major, minor, err, sizeof err);
+    if (r != RT_OK) return ctx_fail(ctx, ctx_rt(r), "%s", err);
+  }
+  ctx->cu.versions_checked = 1;
+  return HOT_OK;
+}
+
 /* JIT + module load with the device context current. */
 static hot_status cuda_ready(hot_layer *layer) {
   hot_status st = layer_jit(layer);
+  if (st == HOT_OK && !layer->cu.loaded) st = cuda_versions(layer->ctx);
   return st == HOT_OK ? cuda_layer_load(layer) : st;
 }
 
@@ -498,6 +632,7 @@ static hot_status ops_save(hot_layer *layer, const void *x, void *saved, void *s
   if ((st = range_poll(layer, 0)) == HOT_OK && (st = cuda_ready(layer)) == HOT_OK) {
     cuda_prof_begin(layer);
     st = cuda_layer_save(layer, x, saved, (CUstream)stream);
+    st = done_record(layer, st, (CUstream)stream);
     st = cuda_prof_end(layer, st, (CUstream)stream);
   }
   cuda_pop(layer->ctx);
@@ -509,11 +644,14 @@ static hot_status ops_backward(hot_layer *layer, const void *g_y, const void *w,
   hot_status st = cuda_push(layer->ctx);
   if (st != HOT_OK) return st;
   if ((st = range_poll(layer, 0)) == HOT_OK && (st = cuda_ready(layer)) == HOT_OK &&
-      (st = range_setup(layer)) == HOT_OK && (st = range_begin(layer, (CUstream)stream)) == HOT_OK) {
+      (st = range_setup(layer)) == HOT_OK && (st = range_reserve(layer)) == HOT_OK) {
     int prof = layer->ctx->profiling;
     cuda_prof_begin(layer);
-    st = cuda_layer_backward(layer, g_y, w, saved, g_x, g_w, g_b, step, (CUstream)stream);
+    st = range_begin(layer, (CUstream)stream);
+    if (st == HOT_OK)
+      st = cuda_layer_backward(layer, g_y, w, saved, g_x, g_w, g_b, step, (CUstream)stream);
     if (st == HOT_OK) st = range_end(layer, step, (CUstream)stream);
+    st = done_record(layer, st, (CUstream)stream);
     st = cuda_prof_end(layer, st, (CUstream)stream);
     if (st == HOT_OK && prof) st = range_poll(layer, 0); /* synchronised already: report now */
   }
@@ -527,21 +665,25 @@ static hot_status ops_calibrate(hot_layer *layer, const void *g_y, uint32_t step
   if ((st = range_poll(layer, 0)) == HOT_OK && (st = cuda_ready(layer)) == HOT_OK) {
     cuda_prof_begin(layer);
     st = cuda_layer_calibrate(layer, g_y, step, (CUstream)stream);
+    st = done_record(layer, st, (CUstream)stream);
     st = cuda_prof_end(layer, st, (CUstream)stream);
   }
   cuda_pop(layer->ctx);
   return st;
 }
 
-/* Device memory and modules are freed with the device context current. */
+/* Device memory, pinned words and modules are freed with the device context current, once the
+ * layer's last call has completed on its stream. */
 static void ops_release(hot_layer *layer) {
   int pushed = cuda_push(layer->ctx) == HOT_OK;
+  done_wait(layer);
   range_free(layer);
+  if (layer->cu.done_ev) layer->ctx->cu.drv->cuEventDestroy(layer->cu.done_ev);
   cuda_layer_free(layer);
   if (pushed) cuda_pop(layer->ctx);
 }
 
-/* hot_layer_check: waits for the event after the last backward (not the whole stream). */
+/* hot_layer_check: waits for the events after the pending backwards (not the whole stream). */
 static hot_status ops_check(hot_layer *layer) {
   hot_status st = cuda_push(layer->ctx);
   if (st != HOT_OK) return st;

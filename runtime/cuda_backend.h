@@ -16,7 +16,12 @@ typedef struct {
   CUcontext cuctx;    /* the device's primary context, retained */
   int retained;
   int cc_major, cc_minor;
+  int versions_checked;  /* the compiler's version was compared with the driver's (once) */
 } hot_cuda_ctx;
+
+/* Backwards whose overflow words may be on their way at once (per layer): a backward that finds
+ * all slots pending waits for the oldest (cuEventSynchronize) before it runs. */
+#define HOT_RANGE_SLOTS 8
 
 /* The CUDA side of a layer: module, kernels by plan index, device scratch (cuda_backend.c's
  * alloc_scratch lists every piece and its size). Scratch carries nothing from one call to the
@@ -46,16 +51,26 @@ typedef struct {
   struct { int kernel, role, phase; double ms; } prof[HOT_MAX_KERNEL_TIMES];
   /* Overflow of finite inputs (templates/CONTRACT.md): the hot_range_flag word of each module
    * that stores a backward output (g_x and g_w GEMMs, bias), zeroed before every backward and
-   * copied back after it into pinned host words followed by an event; the next call on the layer
-   * looks without waiting, hot_layer_check waits. */
+   * copied back after it into the pinned host words of a slot of its own, followed by the slot's
+   * event. Slots form a ring (oldest pending at range_head), so a backward never overwrites the
+   * words of one not observed yet; an observed overflow is kept (report_*) until a call returns
+   * it. The next call on the layer looks without waiting, hot_layer_check waits. */
   int range_ready;                       /* the words below are set up */
   int n_range;
   CUdeviceptr range_flag[3];
   hot_kernel_role range_role[3];         /* whose output each word watches */
-  unsigned *range_host;                  /* cuMemAllocHost, n_range words */
-  CUevent range_ev;
-  int range_pending;                     /* a backward's words are on their way */
-  uint32_t range_step;                   /* that backward's step */
+  unsigned *range_host;                  /* cuMemAllocHost, HOT_RANGE_SLOTS * n_range words */
+  CUevent range_ev[HOT_RANGE_SLOTS];
+  uint32_t range_step[HOT_RANGE_SLOTS];  /* each pending slot's backward step */
+  int range_head, range_count;           /* pending slots: range_head .. + range_count - 1 */
+  int report;                            /* an observed overflow not returned yet */
+  uint32_t report_step;                  /* the first such backward's step and output */
+  hot_kernel_role report_role;
+  int report_more;                       /* later overflowing backwards observed with it */
+  /* Lifetime: an event recorded on the caller's stream after each save, backward and calibrate;
+   * nothing of the layer (memory, modules, host words) is freed before it has completed. */
+  CUevent done_ev;                       /* created at the first call */
+  int done_pending;                      /* recorded and not waited for */
 } hot_cuda_layer;
 
 /* amax words of the per-tensor scales (zeroed before each phase-0 launch); B words follow them

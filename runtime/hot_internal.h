@@ -60,6 +60,7 @@ struct hot_ctx {
   char device_name[128];
   hot_arch arch;             /* arch layers are planned for */
   int arch_known;            /* 1: CUDA device arch or forced; 0: CPU default (sm_80 storage) */
+  const char *arch_origin;   /* a forced arch: "options.arch" or "HOT_ARCH" (messages); else NULL */
   int device;
   hot_env env;               /* the environment, read once at creation (strings in env_block) */
   char *env_block;

@@ -21,7 +21,9 @@ their tensors (hot.torch uses them).
 
 import ctypes
 import dataclasses
+import os
 import threading
+import warnings
 import weakref
 
 from . import _lib
@@ -225,7 +227,10 @@ class Context:
       jit_debug  True/False; debug_dir
 
     Raises HotError (with hot's message) when the context cannot be created; a failed C
-    context is destroyed before the exception leaves."""
+    context is destroyed before the exception leaves. When backend "auto" falls back to the CPU
+    although a CUDA device is present (a compute capability hot has no kernels for, such as
+    10.x or 12.x; a CUDA error), the context is created and a RuntimeWarning says why (hot's
+    "warning: ..." line, kept in `warning`)."""
 
     def __init__(self, backend=None, *, device=None, arch=None, cache_dir=None, disk_cache=None,
                  seed=None, jit_debug=None, debug_dir=None):
@@ -266,6 +271,17 @@ class Context:
             raise HotError(st, msg, "hot_ctx_create")
         self._handle = h
         self._L = L
+        msg = _str(L.hot_errmsg(h))
+        self.warning = msg if msg.startswith("warning: ") else None
+        if self.warning:
+            warnings.warn(f"hot.Context: {self.warning}", RuntimeWarning, stacklevel=2)
+        # the CUDA device index the context runs on (hot_ctx_create read $HOT_DEVICE just now,
+        # strictly: a bad value failed it), None for the CPU backend
+        self.device = None
+        if self.backend == "cuda":
+            env = (os.environ.get("HOT_DEVICE") or "0").strip().lower()
+            self.device = int(device) if device is not None else \
+                int(env, 16) if env.startswith("0x") else int(env)
 
     # -- lifetime
     def close(self):
@@ -482,8 +498,9 @@ class Layer:
             return int(self._ctx._L.hot_layer_saved_bytes(self._h()))
 
     def check(self):
-        """hot_layer_check: waits for the layer's last backward (CUDA: its event, not the whole
-        stream) and raises HotError(ERR_RANGE) if one of its outputs overflowed fp32."""
+        """hot_layer_check: waits for the layer's backwards in flight (CUDA: their events, not the
+        whole stream) and raises HotError(ERR_RANGE) if an output of one of them, or of an
+        earlier backward not reported yet, overflowed fp32 (each overflow is reported once)."""
         with self._ctx._lock:
             self._ctx._check(self._ctx._L.hot_layer_check(self._h()), "hot_layer_check")
 

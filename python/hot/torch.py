@@ -22,8 +22,18 @@ the forward is plain F.linear and hot is not called.
 - A layer whose spec says scale = "auto" (the recipes' default) is calibrated (LQS) on the first
   g_y it sees, at that step.
 - Errors: wrong dtype/shape/device or a non-contiguous tensor raise TypeError / ValueError naming
-  the module and the argument; hot's errors (NaN/Inf on the CPU backend: HOT_ERR_NONFINITE) raise
-  hot.HotError with hot's message. The CUDA backend does not check for NaN (see hot.h).
+  the module and the argument (also a CUDA tensor on another device than its hot context's);
+  hot's errors (NaN/Inf on the CPU backend: HOT_ERR_NONFINITE) raise hot.HotError with hot's
+  message. The CUDA backend does not check for NaN (see hot.h).
+- Overflow (finite inputs near FLT_MAX whose g_x, g_w or g_b overflowed fp32: HOT_ERR_RANGE) always
+  raises hot.HotError with status ERR_RANGE naming the step and the output. On the CPU backend the
+  backward raises it. On CUDA the backward runs asynchronously and its overflow is known only
+  once the stream reaches it, so it is raised by the first of: the module's next forward or
+  backward on the same shape (hot reports it at its next call on that layer, which then does not
+  run), `module.hot_check()` / `hot.torch.check(model)` (which wait for the backwards in flight —
+  call them where a synchronisation is cheap, e.g. after the optimizer step or at logging
+  time), or the forward that drops the layer from the shape cache (checked then, so a report is
+  not lost with it). No report is lost when the host runs ahead of the GPU.
 
 Captures: capture_next_backward(module, path) makes the module's next forward (with grad) keep
 x, and the backward of that forward write x, w and g_y (as hot receives them) to a capture file
@@ -47,7 +57,7 @@ from . import _capture, api
 from ._lib import DType
 
 __all__ = ["HOTLinear", "convert", "context_for", "set_context", "spec_from_file",
-           "capture_next_backward"]
+           "capture_next_backward", "check"]
 
 _DT = {torch.float32: DType.F32, torch.bfloat16: DType.BF16, torch.float16: DType.F16}
 
@@ -84,6 +94,9 @@ def set_context(device, ctx):
     key = _device_key(device)
     if ctx.backend != key[0]:
         raise ValueError(f"a {ctx.backend} context cannot serve {key[0]} tensors")
+    if key[0] == "cuda" and ctx.device != key[1]:
+        raise ValueError(f"the hot context runs on CUDA device {ctx.device}, it cannot serve "
+                         f"cuda:{key[1]} tensors (one context per device)")
     with _contexts_lock:
         _contexts[key] = ctx
 
@@ -207,6 +220,10 @@ class HOTLinear(nn.Linear):
       context   a hot.Context for this module's layers (default: the shared one per device)
       name      the hot layer's name (messages); convert() uses the module's qualified name
       max_cached_shapes  hot layers kept per module (one per input shape, dtype and device)
+
+    Overflow (HOT_ERR_RANGE, see the module docstring): raised as hot.HotError by the next
+    forward/backward of the same shape, by hot_check(), or by the forward that evicts the
+    layer from the shape cache.
     """
 
     def __init__(self, in_features, out_features, bias=True, device=None, dtype=None, *,
@@ -305,6 +322,14 @@ class HOTLinear(nn.Linear):
         with self._hot_lock:
             return [e.layer for e in self._hot_layers.values()]
 
+    def hot_check(self):
+        """Waits for this module's backwards still in flight on the GPU (their events only, not
+        the whole stream; nothing on the CPU backend) and raises hot.HotError (status
+        ERR_RANGE) for the first one whose g_x, g_w or g_b overflowed fp32 and was not reported
+        yet; returns None otherwise. Each overflow is reported once."""
+        for layer in self.hot_layers():
+            layer.check()
+
     def _hot_layer(self, x):
         B, L = _batch_tokens(tuple(x.shape))
         key = (x.device, x.dtype, B, L)
@@ -320,11 +345,19 @@ class HOTLinear(nn.Linear):
                                  f"{ctx.backend} backend, the input is on {x.device}")
             spec = self.hot_spec.copy()
             spec.c.dtype = int(_DT[x.dtype])
+            if ctx.backend == "cuda" and ctx.device != _device_key(x.device)[1]:
+                raise ValueError(f"HOTLinear({self.hot_spec.name}): its hot context runs on CUDA "
+                                 f"device {ctx.device}, the input is on {x.device}")
             e = _Entry(ctx.create_layer(spec=spec, batch=B, tokens=L))
             self._hot_layers[key] = e
+            evicted = []
             while len(self._hot_layers) > self.max_cached_shapes:
-                self._hot_layers.popitem(last=False)  # destroyed when no graph holds it
-            return e
+                # destroyed when no graph holds it; an overflow it has not reported yet is
+                # raised now (a wait for its last backwards only) rather than lost with it
+                evicted.append(self._hot_layers.popitem(last=False)[1].layer)
+        for layer in evicted:
+            layer.check()
+        return e
 
     def _hot_check(self, x):
         who = f"HOTLinear({self.hot_spec.name})"
@@ -358,6 +391,18 @@ class HOTLinear(nn.Linear):
         if not torch.is_grad_enabled() or not need:
             return F.linear(x, self.weight, self.bias)
         return _HOTLinearFunction.apply(x, self.weight, self.bias, self)
+
+
+def check(model):
+    """hot_check() of every HOTLinear in `model` (a module itself included): waits for their
+    backwards in flight and raises hot.HotError (ERR_RANGE) for the first overflow not reported
+    yet. Returns the number of HOTLinear modules checked."""
+    n = 0
+    for m in model.modules():
+        if isinstance(m, HOTLinear):
+            m.hot_check()
+            n += 1
+    return n
 
 
 def capture_next_backward(module, path):

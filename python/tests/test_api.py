@@ -215,3 +215,116 @@ def test_compile_and_profiling_calls(hot, tmp_path):
         st = ctx.stats()
         assert layer.info().compiled and st.compiles > 0 and st.arch == "sm_80"
         assert isinstance(ctx.compile_log, str)
+
+
+# ---- the CUDA backend's machine checks, on the recording fake driver ---------------------------
+
+def _fake_cuda(hot):
+    """Path of the recording fake libcuda (tests/runtime/fake_cuda.c): $HOT_FAKE_CUDA, else beside
+    the library under test (<build>/tests/libhot_fake_cuda.so); skips when there is none."""
+    p = os.environ.get("HOT_FAKE_CUDA")
+    if not p:
+        lib = os.environ.get("HOT_LIBRARY") or hot._lib.find_library()
+        p = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(str(lib)))), "tests",
+                         "libhot_fake_cuda.so")
+    if not os.path.exists(p):
+        pytest.skip(f"no fake CUDA driver at {p} (set HOT_FAKE_CUDA)")
+    return p
+
+
+def _run_on_fake(hot, tmp_path, machine, body):
+    """Runs `body` (Python source, `hot` imported) in a fresh process whose CUDA driver is the fake,
+    configured as `machine` = (devices, cc_major, cc_minor, driver_version) before it loads."""
+    fake = _fake_cuda(hot)
+    code = ("import ctypes, warnings\n"
+            f"ctypes.CDLL({fake!r}).fake_cuda_configure(*{tuple(machine)!r})\n"
+            "import hot\n" + body)
+    pkg_parent = os.path.dirname(os.path.dirname(os.path.abspath(hot.__file__)))
+    env = dict(os.environ, HOT_CUDA_DRIVER=fake, PYTHONPATH=pkg_parent)
+    env.pop("HOT_BACKEND", None)
+    r = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True,
+                       cwd=str(tmp_path), timeout=120)
+    assert r.returncode == 0, r.stdout + r.stderr
+    return r.stdout
+
+
+def test_auto_fallback_on_unsupported_device_warns(hot, tmp_path):
+    """A device of compute capability 10.0: backend cuda raises ERR_UNSUPPORTED; auto runs the
+    CPU and says so with a RuntimeWarning (hot's "warning: ..." line)."""
+    out = _run_on_fake(hot, tmp_path, (1, 10, 0, 13000), """
+try:
+    hot.Context("cuda")
+except hot.HotError as e:
+    print("CUDA", e.status_name, "10.0" in e.message)
+with warnings.catch_warnings(record=True) as w:
+    warnings.simplefilter("always")
+    ctx = hot.Context("auto")
+print("AUTO", ctx.backend, len(w), w[0].category.__name__ if w else None)
+print("MSG", ctx.warning.startswith("warning: ") and "compute capability 10.0" in ctx.warning)
+ctx.close()
+""")
+    assert "CUDA HOT_ERR_UNSUPPORTED True" in out
+    assert "AUTO cpu 1 RuntimeWarning" in out
+    assert "MSG True" in out
+
+
+def test_forced_arch_the_device_cannot_run(hot, tmp_path):
+    """HOT_ARCH / arch= is checked against the device at creation (sm_90a on an 8.0 device)."""
+    out = _run_on_fake(hot, tmp_path, (1, 8, 0, 13000), """
+for b in ("cuda", "auto"):
+    try:
+        hot.Context(b, arch="sm_90a")
+        print(b, "created")
+    except hot.HotError as e:
+        print(b, e.status_name, "only on compute capability 9.0" in e.message)
+""")
+    assert "cuda HOT_ERR_INVALID True" in out and "auto HOT_ERR_INVALID True" in out
+
+
+def test_context_device_index(hot, tmp_path):
+    """A CUDA context knows its device index (the option, else $HOT_DEVICE, else 0); hot.torch
+    refuses to serve another device's tensors with it."""
+    pytest.importorskip("torch")
+    out = _run_on_fake(hot, tmp_path, (2, 9, 0, 13000), """
+import os
+import hot.torch
+c0, c1 = hot.Context("cuda"), hot.Context("cuda", device=1)
+os.environ["HOT_DEVICE"] = "1"
+c2 = hot.Context("cuda")
+print("DEV", c0.device, c1.device, c2.device, hot.Context("cpu").device)
+hot.torch.set_context("cuda:1", c1)
+try:
+    hot.torch.set_context("cuda:1", c0)
+except ValueError as e:
+    print("REFUSED", "device 0" in str(e) and "cuda:1" in str(e))
+""")
+    assert "DEV 0 1 1 None" in out and "REFUSED True" in out
+
+
+def test_hotlinear_overflow_checks(hot):
+    """HOTLinear surfaces overflow reports: hot_check() / hot.torch.check(model) check every cached
+    layer, and a layer dropped from the shape cache is checked as it goes (on the CPU backend
+    nothing is pending: the calls return quietly; the check calls are counted)."""
+    torch = pytest.importorskip("torch")
+    import hot.torch as ht
+    calls = []
+    orig = hot.Layer.check
+
+    def counting(self):
+        calls.append(self._info.T)
+        return orig(self)
+
+    hot.Layer.check = counting
+    try:
+        m = ht.HOTLinear(16, 8, max_cached_shapes=2)
+        for tokens in (4, 5, 6):
+            x = torch.randn(tokens, 16, requires_grad=True)
+            m(x).sum().backward()
+        assert calls == [4]  # the third shape evicted the first, checked on its way out
+        calls.clear()
+        m.hot_check()
+        assert sorted(calls) == [5, 6]
+        calls.clear()
+        assert ht.check(torch.nn.Sequential(m, torch.nn.ReLU())) == 1 and len(calls) == 2
+    finally:
+        hot.Layer.check = orig

@@ -32,7 +32,9 @@
  *  - Pointers to tensors are DEVICE pointers on the CUDA backend (cuMemAlloc / cudaMalloc /
  *    managed memory, 16-byte aligned) and HOST pointers on the CPU backend; hot_ctx_stats (or
  *    hot_ctx_backend) says which backend a context runs. The CUDA backend checks each pointer
- *    with cuPointerGetAttribute and refuses host memory; the CPU backend can only check NULL.
+ *    with cuPointerGetAttribute and refuses host memory and memory of another device than the
+ *    context's (HOT_ERR_INVALID naming the argument and both devices; managed memory is
+ *    accepted from any device); the CPU backend can only check NULL.
  *  - `stream` is a CUstream (as void *) of the device's primary context (the one the CUDA runtime
  *    uses); NULL is the default stream. Calls on the CUDA backend are asynchronous like kernel
  *    launches: results are ready when the stream is. The CPU backend ignores `stream` and returns
@@ -46,6 +48,11 @@
  *    layer's device scratch (codes, scales) is reused by each call: calls on one layer must be
  *    ordered on one stream (or synchronised by the caller), and a save's buffer must be ready
  *    (same stream, or an event) before the backward that reads it.
+ *  - Lifetime on CUDA: after each save, backward and calibrate hot records an event on the
+ *    stream it was given; before it frees anything of a layer (hot_layer_destroy,
+ *    hot_ctx_destroy) it waits for that event, so a layer may be destroyed while its kernels
+ *    still run (the host then waits for them). Buffers the caller owns (x, g_y, a caller's
+ *    saved buffer, the outputs) stay the caller's to keep alive until the stream is done.
  *
  * Environment (read once, by hot_ctx_create, into the context: later changes have no effect on
  * it; an option set in code wins over the variable, which is then not read). Every value is
@@ -60,7 +67,12 @@
  *   | HOT_DEVICE          | 0, 1, ... (default 0)       | CUDA device index                              |
  *   | HOT_ARCH            | sm_80 sm_86 sm_89 sm_90     | plan and compile for this arch instead of the  |
  *   |                     | sm_90a                      | device's (sm_90a: opt-in wgmma); on the CPU    |
- *   |                     |                             | backend it lets hot_layer_compile fill caches  |
+ *   |                     |                             | backend it lets hot_layer_compile fill caches. |
+ *   |                     |                             | On CUDA it must run on the device: sm_XY on    |
+ *   |                     |                             | compute capability X.Y .. X.9 (cubins run on   |
+ *   |                     |                             | later minors of their major), sm_90a on 9.0    |
+ *   |                     |                             | only (arch-specific); else hot_ctx_create      |
+ *   |                     |                             | fails with HOT_ERR_INVALID (backend auto too)  |
  *   | HOT_CACHE_DIR       | a directory                 | kernel cache (default $XDG_CACHE_HOME/hot,     |
  *   |                     |                             | else ~/.cache/hot); shared with hot-gen        |
  *   | HOT_NO_DISK_CACHE   | boolean                     | keep compiled kernels in memory only           |
@@ -73,6 +85,11 @@
  *   |                     |                             | ./hot-debug with a memory-only cache)          |
  *   | HOT_CUDA_DRIVER     | a path                      | driver library instead of libcuda.so.1         |
  *   | HOT_CUDA_HOME       | an existing toolkit root    | where NVRTC and its headers are (cache misses) |
+ *   |                     |                             | NVRTC: libnvrtc.so.13, else .so.12, from here, |
+ *   |                     |                             | the build's toolkit, then the loader's path.   |
+ *   |                     |                             | The CUDA backend refuses cubins of an NVRTC    |
+ *   |                     |                             | newer (major) than the driver: a one-line      |
+ *   |                     |                             | HOT_ERR_BAD_BINARY naming both versions        |
  *   | HOT_JIT_THREADS     | 1 ... 64 (default: CPUs,    | concurrent NVRTC compiles of a layer's kernels |
  *   |                     | at most 16)                 | (one program per distinct kernel)              |
  */
@@ -175,15 +192,23 @@ typedef struct hot_layer hot_layer;
  * On HOT_OK *out is a context the caller owns (hot_ctx_destroy). On an error *out is, like
  * sqlite3_open's handle, a FAILED context whose only uses are hot_errmsg and hot_ctx_destroy
  * (NULL only when out is NULL or memory ran out). Errors: HOT_ERR_INVALID (a bad option or
- * environment value, named in the message), HOT_ERR_NO_DRIVER / HOT_ERR_NO_DEVICE (backend
- * cuda only: auto falls back to the CPU), HOT_ERR_UNSUPPORTED (backend cuda on a device of an
- * unknown compute capability), HOT_ERR_CUDA, HOT_ERR_NOMEM. */
+ * environment value, named in the message; also a forced arch the CUDA device cannot run, see
+ * HOT_ARCH above, with backend auto too), HOT_ERR_NO_DRIVER / HOT_ERR_NO_DEVICE (backend
+ * cuda only: auto falls back to the CPU), HOT_ERR_UNSUPPORTED (backend cuda on a device of a
+ * compute capability hot has no kernels for: 10.x, 12.x, ... ; auto falls back), HOT_ERR_CUDA,
+ * HOT_ERR_NOMEM.
+ * Warning after success: when backend auto fell back to the CPU although a CUDA device is
+ * present (an unsupported compute capability, a CUDA error), hot_ctx_create returns HOT_OK and
+ * hot_errmsg(ctx) holds one line starting with "warning: " that says why (the reason stays in
+ * hot_stats.fallback_reason); it is cleared by the next call, as any message. A fallback for
+ * want of a driver or device is normal and leaves no warning. */
 HOT_API hot_status hot_ctx_create(hot_ctx **out, const hot_options *opt);
 
 /* Destroys every layer still alive in ctx (their handles become invalid), unloads modules,
  * frees device memory, releases the device and closes the kernel cache (the disk stays).
- * NULL-safe. Pending work on the caller's streams must be finished first (hot does not
- * synchronise streams it does not own). */
+ * NULL-safe. Each layer's memory and modules are freed only after its last call's work has
+ * completed (hot waits for the event it recorded after that call; it never synchronises whole
+ * streams it does not own). An overflow not reported yet is dropped with its layer. */
 HOT_API void hot_ctx_destroy(hot_ctx *ctx);
 
 /* The message of the last call on ctx (or on one of its layers): one line, no trailing
@@ -262,7 +287,9 @@ HOT_API hot_status hot_layer_create(hot_ctx *ctx, const hot_layer_spec *spec, in
 /* Destroys a layer: frees its buffers (including a layer-owned saved buffer) and device
  * scratch, unloads its module. NULL-safe and safe to repeat: the small handle stays known to its
  * context until hot_ctx_destroy, so later calls with it fail with HOT_ERR_MISUSE instead of
- * touching freed memory. Pending work on the caller's stream must be finished first. */
+ * touching freed memory. On CUDA it first waits for the work of the layer's last call (the event
+ * recorded after it), so kernels still running never see their scratch, saved buffer or module
+ * freed. An overflow not reported yet is dropped (call hot_layer_check first to see it). */
 HOT_API void hot_layer_destroy(hot_layer *layer);
 
 /* What a layer is. Strings are copies. */
@@ -380,15 +407,20 @@ HOT_API hot_status hot_layer_calibrate(hot_layer *layer, const void *g_y, hot_dt
  * known:
  *  - CPU backend: hot_layer_backward itself returns HOT_ERR_RANGE (the outputs hold Inf/NaN).
  *  - CUDA backend: the kernels raise a device-side flag word; hot_layer_backward only enqueues
- *    its zeroing and an asynchronous copy back (no synchronisation), so the overflow of a
- *    backward is reported by the NEXT call on the same layer (save, backward or calibrate
- *    return HOT_ERR_RANGE naming the step and the output, without running) once the stream has
- *    reached it, or at once when profiling is on (which synchronises anyway), or by
- *    hot_layer_check. Each overflow is reported once. */
+ *    its zeroing and an asynchronous copy back into host words of its own (no
+ *    synchronisation), so the overflow of a backward is reported by a LATER call on the same
+ *    layer (save, backward or calibrate return HOT_ERR_RANGE naming the step and the output,
+ *    without running) once the stream has reached it, or at once when profiling is on (which
+ *    synchronises anyway), or by hot_layer_check.
+ *  - Reports are never lost when the host runs ahead of the device: each backward's words have
+ *    their own slot (up to 8 backwards of a layer in flight; a 9th waits for the oldest before it
+ *    runs), and an overflow once seen is kept until a call returns it. The call returns the
+ *    first overflowing backward not reported yet, and says how many later ones overflowed too;
+ *    each is reported once. A layer destroyed before that drops its report. */
 
-/* Waits for the layer's last backward to finish (CUDA: an event recorded after it, not the whole
- * stream) and returns HOT_ERR_RANGE if one of its outputs overflowed, else HOT_OK. The CPU
- * backend has nothing pending: HOT_OK. Errors: HOT_ERR_INVALID (NULL layer), HOT_ERR_MISUSE
+/* Waits for the layer's backwards still in flight (CUDA: the events recorded after them, not the
+ * whole stream) and returns HOT_ERR_RANGE if an output of one of them, or of an earlier backward
+ * not reported yet, overflowed, else HOT_OK. The CPU backend has nothing pending: HOT_OK. Errors: HOT_ERR_INVALID (NULL layer), HOT_ERR_MISUSE
  * (destroyed layer), HOT_ERR_RANGE, HOT_ERR_CUDA. */
 HOT_API hot_status hot_layer_check(hot_layer *layer);
 

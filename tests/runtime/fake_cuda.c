@@ -8,10 +8,17 @@
  * Every module has the word hot_range_flag (cuModuleGetGlobal) that the templates' epilogues
  * raise on a non-finite output; fake_cuda_raise_range(1) makes every GEMM and bias launch raise
  * it. Memsets of those words are counted (range_resets), not logged as launches.
+ * Devices, contexts and memory: fake_cuda_configure sets the device count, compute capability and
+ * driver version; each device has a primary context, pushed / set contexts form a stack, and an
+ * allocation belongs to the device of the current context (cuPointerGetAttribute: memory type and
+ * device ordinal). Events: with fake_cuda_set_running(1) a recorded event stays pending ("the
+ * kernels before it still run") until it is synchronised; frees and module unloads meanwhile are
+ * counted (frees_while_running).
  * Test-side API: fake_cuda_log (the launches so far), fake_cuda_reset, fake_cuda_set_lqs,
- * fake_cuda_raise_range. */
+ * fake_cuda_raise_range, fake_cuda_set_running, fake_cuda_configure. */
 #define _GNU_SOURCE
 #include <stdint.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -25,11 +32,22 @@ typedef unsigned long long CUdeviceptr;
 static fake_cuda_log_t g_log;
 static double g_lqs_res[2] = {2.0, 0.5};
 static int g_lqs_choice = 1;
-struct alloc { uintptr_t p; size_t n; };
+struct alloc { uintptr_t p; size_t n; int device; };
 static struct alloc g_allocs[4096];
 static int g_n_allocs;
-static int g_ctx_depth; /* 0: no current context */
-static int g_primary = 0x5a;
+#define FAKE_MAX_DEVICES 8
+static int g_n_devices = 1, g_cc_major = 9, g_cc_minor = 0, g_driver_version = 13000;
+static int g_primary[FAKE_MAX_DEVICES]; /* primary contexts: their addresses are the handles */
+static int *g_stack[16];                /* current-context stack (top = current) */
+static int g_ctx_depth;                 /* 0: no current context */
+static int cur_device(void) { return g_ctx_depth ? (int)(g_stack[g_ctx_depth - 1] - g_primary) : 0; }
+
+EXPORT void fake_cuda_configure(int n_devices, int cc_major, int cc_minor, int driver_version) {
+  g_n_devices = n_devices < 1 ? 1 : n_devices > FAKE_MAX_DEVICES ? FAKE_MAX_DEVICES : n_devices;
+  g_cc_major = cc_major;
+  g_cc_minor = cc_minor;
+  g_driver_version = driver_version;
+}
 
 EXPORT fake_cuda_log_t *fake_cuda_log(void) { return &g_log; }
 EXPORT void fake_cuda_reset(void) { memset(&g_log, 0, sizeof g_log); }
@@ -51,33 +69,53 @@ static int is_flag(CUdeviceptr d) {
 }
 
 EXPORT CUresult cuInit(unsigned flags) { (void)flags; return OK; }
-EXPORT CUresult cuDriverGetVersion(int *v) { *v = 13000; return OK; }
+EXPORT CUresult cuDriverGetVersion(int *v) { *v = g_driver_version; return OK; }
 EXPORT CUresult cuGetErrorName(CUresult e, const char **s) { (void)e; *s = "CUDA_ERROR_FAKE"; return OK; }
 EXPORT CUresult cuGetErrorString(CUresult e, const char **s) { (void)e; *s = "fake driver"; return OK; }
-EXPORT CUresult cuDeviceGetCount(int *c) { *c = 1; return OK; }
-EXPORT CUresult cuDeviceGet(int *d, int i) { *d = i; return i == 0 ? OK : 101; }
+EXPORT CUresult cuDeviceGetCount(int *c) { *c = g_n_devices; return OK; }
+EXPORT CUresult cuDeviceGet(int *d, int i) { *d = i; return i >= 0 && i < g_n_devices ? OK : 101; }
 EXPORT CUresult cuDeviceGetName(char *n, int len, int d) {
   (void)d;
-  strncpy(n, "fake sm_90", (size_t)len);
+  if (g_cc_major == 9 && g_cc_minor == 0)
+    strncpy(n, "fake sm_90", (size_t)len);
+  else
+    snprintf(n, (size_t)len, "fake cc %d.%d", g_cc_major, g_cc_minor);
   n[len - 1] = '\0';
   return OK;
 }
 EXPORT CUresult cuDeviceGetAttribute(int *v, int a, int d) {
   (void)d;
-  *v = a == 75 ? 9 : a == 76 ? 0 : a == 16 ? 132 : a == 97 ? 232448 : 0;
+  *v = a == 75 ? g_cc_major : a == 76 ? g_cc_minor : a == 16 ? 132 : a == 97 ? 232448 : 0;
   return OK;
 }
-EXPORT CUresult cuDevicePrimaryCtxRetain(void **c, int d) { (void)d; *c = &g_primary; return OK; }
+EXPORT CUresult cuDevicePrimaryCtxRetain(void **c, int d) {
+  if (d < 0 || d >= g_n_devices) return 101;
+  *c = &g_primary[d];
+  return OK;
+}
 EXPORT CUresult cuDevicePrimaryCtxRelease_v2(int d) { (void)d; return OK; }
-EXPORT CUresult cuCtxGetCurrent(void **c) { *c = g_ctx_depth ? &g_primary : NULL; return OK; }
-EXPORT CUresult cuCtxSetCurrent(void *c) { g_ctx_depth = c != NULL; return OK; }
-EXPORT CUresult cuCtxPushCurrent_v2(void *c) { (void)c; g_ctx_depth++; return OK; }
+EXPORT CUresult cuCtxGetCurrent(void **c) { *c = g_ctx_depth ? g_stack[g_ctx_depth - 1] : NULL; return OK; }
+EXPORT CUresult cuCtxSetCurrent(void *c) {
+  if (!c) {
+    if (g_ctx_depth) g_ctx_depth--;
+    return OK;
+  }
+  if (!g_ctx_depth) g_ctx_depth = 1;
+  g_stack[g_ctx_depth - 1] = c;
+  return OK;
+}
+EXPORT CUresult cuCtxPushCurrent_v2(void *c) {
+  if (g_ctx_depth == 16) return 1;
+  g_stack[g_ctx_depth++] = c ? c : &g_primary[0];
+  return OK;
+}
 EXPORT CUresult cuCtxPopCurrent_v2(void **c) {
-  if (c) *c = &g_primary;
+  if (c) *c = g_ctx_depth ? g_stack[g_ctx_depth - 1] : NULL;
   if (g_ctx_depth > 0) g_ctx_depth--;
   return OK;
 }
-EXPORT CUresult cuCtxSynchronize(void) { return OK; }
+static void complete_all_events(void);
+EXPORT CUresult cuCtxSynchronize(void) { complete_all_events(); return OK; }
 EXPORT CUresult cuMemAlloc_v2(CUdeviceptr *p, size_t n);
 EXPORT CUresult cuMemFree_v2(CUdeviceptr p);
 EXPORT CUresult cuModuleLoadData(void **m, const void *img) {
@@ -93,7 +131,9 @@ EXPORT CUresult cuModuleLoadData(void **m, const void *img) {
     }
   return 2;
 }
+static void note_free(void);
 EXPORT CUresult cuModuleUnload(void *m) {
+  note_free();
   unsigned **slot = m;
   cuMemFree_v2((CUdeviceptr)(uintptr_t)*slot);
   *slot = NULL;
@@ -184,6 +224,7 @@ EXPORT CUresult cuMemAlloc_v2(CUdeviceptr *p, size_t n) {
   void *m = aligned_alloc(256, (n + 255) / 256 * 256 + 256);
   if (!m) return 2;
   g_allocs[g_n_allocs].p = (uintptr_t)m;
+  g_allocs[g_n_allocs].device = cur_device();
   g_allocs[g_n_allocs++].n = n;
   *p = (CUdeviceptr)(uintptr_t)m;
   return OK;
@@ -195,6 +236,7 @@ EXPORT size_t fake_cuda_alloc_size(uintptr_t p) {
   return 0;
 }
 EXPORT CUresult cuMemFree_v2(CUdeviceptr p) {
+  note_free();
   for (int i = 0; i < g_n_allocs; ++i)
     if (g_allocs[i].p == (uintptr_t)p) {
       free((void *)g_allocs[i].p);
@@ -223,43 +265,95 @@ EXPORT CUresult cuMemsetD32Async(CUdeviceptr d, unsigned v, size_t n, void *s) {
   }
   return OK;
 }
+/* Attributes 2 (memory type: device), 8 (is managed: never) and 9 (device ordinal). */
 EXPORT CUresult cuPointerGetAttribute(void *data, int a, CUdeviceptr p) {
-  (void)a;
   for (int i = 0; i < g_n_allocs; ++i)
     if ((uintptr_t)p >= g_allocs[i].p && (uintptr_t)p < g_allocs[i].p + g_allocs[i].n + 1) {
-      *(unsigned *)data = 2; /* CU_MEMORYTYPE_DEVICE */
+      if (a == 2) *(unsigned *)data = 2; /* CU_MEMORYTYPE_DEVICE */
+      else if (a == 8) *(int *)data = 0;
+      else if (a == 9) *(int *)data = g_allocs[i].device;
+      else return 1;
       return OK;
     }
   return 1; /* CUDA_ERROR_INVALID_VALUE: not device memory */
 }
 EXPORT CUresult cuStreamCreate(void **s, unsigned f) { (void)f; *s = malloc(1); return OK; }
 EXPORT CUresult cuStreamDestroy_v2(void *s) { free(s); return OK; }
-EXPORT CUresult cuStreamSynchronize(void *s) { (void)s; g_log.syncs++; return OK; }
 /* Events: created / recorded / destroyed counted in the log (fake_cuda_reset zeroes them); every
  * timed interval reads 0.01 ms, a plausible kernel time. */
 /* Events made with CU_EVENT_DISABLE_TIMING (2) are counted apart (untimed_*): the profiling
  * counters see timing events only. */
+typedef struct fake_event {
+  unsigned char untimed;
+  unsigned char pending; /* recorded in running mode, not synchronised yet */
+  unsigned long seq;     /* order of the latest record (one stream: earlier records are before) */
+  struct fake_event *next;
+} fake_event;
+static fake_event *g_events; /* every live event */
+static unsigned long g_seq;  /* records so far */
+static int g_running;
+
+static void complete_all_events(void) {
+  for (fake_event *e = g_events; e; e = e->next) e->pending = 0;
+}
+static void note_free(void) {
+  g_log.frees++;
+  for (fake_event *e = g_events; e; e = e->next)
+    if (e->pending) {
+      g_log.frees_while_running++;
+      return;
+    }
+}
+EXPORT void fake_cuda_set_running(int on) {
+  g_running = on;
+  if (!on) complete_all_events();
+}
+EXPORT CUresult cuStreamSynchronize(void *s) {
+  (void)s;
+  g_log.syncs++;
+  complete_all_events(); /* one stream in these tests: everything recorded is behind it */
+  return OK;
+}
 EXPORT CUresult cuEventCreate(void **e, unsigned f) {
-  unsigned char *b = malloc(1);
-  *b = (unsigned char)(f & 2u);
+  fake_event *b = calloc(1, sizeof *b);
+  if (!b) return 2;
+  b->untimed = (unsigned char)(f & 2u);
+  b->next = g_events;
+  g_events = b;
   *e = b;
-  if (*b) g_log.untimed_created++;
+  if (b->untimed) g_log.untimed_created++;
   else g_log.events_created++;
   return OK;
 }
 EXPORT CUresult cuEventDestroy_v2(void *e) {
-  if (*(unsigned char *)e) g_log.untimed_destroyed++;
+  fake_event *ev = e;
+  if (ev->untimed) g_log.untimed_destroyed++;
   else g_log.events_destroyed++;
-  free(e);
+  for (fake_event **p = &g_events; *p; p = &(*p)->next)
+    if (*p == ev) {
+      *p = ev->next;
+      break;
+    }
+  free(ev);
   return OK;
 }
 EXPORT CUresult cuEventRecord(void *e, void *s) {
   (void)s;
-  if (*(unsigned char *)e) g_log.untimed_recorded++;
+  fake_event *ev = e;
+  if (ev->untimed) g_log.untimed_recorded++;
   else g_log.events_recorded++;
+  ev->pending = (unsigned char)(g_running != 0);
+  ev->seq = ++g_seq;
   return OK;
 }
-EXPORT CUresult cuEventSynchronize(void *e) { (void)e; return OK; }
+/* Waiting for an event completes it and everything recorded before it (one stream). */
+EXPORT CUresult cuEventSynchronize(void *e) {
+  g_log.event_syncs++;
+  const unsigned long upto = ((fake_event *)e)->seq;
+  for (fake_event *x = g_events; x; x = x->next)
+    if (x->seq <= upto) x->pending = 0;
+  return OK;
+}
 EXPORT CUresult cuEventElapsedTime(float *ms, void *a, void *b) { (void)a; (void)b; *ms = 0.01f; return OK; }
 EXPORT CUresult cuMemcpyDtoDAsync_v2(CUdeviceptr d, CUdeviceptr s, size_t n, void *st) {
   (void)st;
@@ -273,5 +367,13 @@ EXPORT CUresult cuMemcpyDtoHAsync_v2(void *d, CUdeviceptr s, size_t n, void *st)
   return OK;
 }
 EXPORT CUresult cuMemAllocHost_v2(void **p, size_t n) { *p = malloc(n ? n : 1); return *p ? OK : 2; }
-EXPORT CUresult cuMemFreeHost(void *p) { free(p); return OK; }
-EXPORT CUresult cuEventQuery(void *e) { (void)e; return OK; }
+EXPORT CUresult cuMemFreeHost(void *p) {
+  note_free();
+  free(p);
+  return OK;
+}
+EXPORT CUresult cuEventQuery(void *e) {
+  if (!((fake_event *)e)->pending) return OK;
+  g_log.event_queries_busy++;
+  return 600; /* CUDA_ERROR_NOT_READY */
+}

@@ -24,6 +24,11 @@ typedef struct {
   int dyn_smem_max;        /* largest max-dynamic-shared-memory attribute set on a function */
   int range_resets;        /* memsets of a module's hot_range_flag word */
   int untimed_created, untimed_recorded, untimed_destroyed; /* CU_EVENT_DISABLE_TIMING events */
+  int event_syncs;         /* cuEventSynchronize calls */
+  int event_queries_busy;  /* cuEventQuery calls answered CUDA_ERROR_NOT_READY */
+  int frees;               /* cuMemFree / cuMemFreeHost / cuModuleUnload calls */
+  int frees_while_running; /* cuMemFree / cuMemFreeHost / cuModuleUnload while an event recorded
+                              in "running" mode was not waited for (fake_cuda_set_running) */
   fake_cuda_launch l[FAKE_CUDA_MAX_LAUNCHES];
 } fake_cuda_log_t;
 
@@ -33,5 +38,17 @@ typedef void (*fake_cuda_set_lqs_fn)(double e_tensor, double e_token, int choice
 #include <stddef.h>
 typedef size_t (*fake_cuda_alloc_size_fn)(uintptr_t p); /* bytes of the allocation at p, or 0 */
 typedef void (*fake_cuda_raise_range_fn)(int on);
+/* "Kernels still running": with on = 1 every event recorded afterwards stays pending (cuEventQuery
+ * answers CUDA_ERROR_NOT_READY) until cuEventSynchronize on it, or cuStreamSynchronize /
+ * cuCtxSynchronize, completes it; freeing memory or unloading a module while one is pending is
+ * counted (frees_while_running). on = 0 completes every pending event. */
+typedef void (*fake_cuda_set_running_fn)(int on);
+/* The machine the fake reports, effective for later calls (the device count is read by the
+ * loader once: call it before the first cuda_driver_get): n_devices ordinals 0 .. n-1, all of
+ * compute capability cc_major.cc_minor, driver version (cuDriverGetVersion, e.g. 12040). Memory
+ * belongs to the device of the current context (device 0 without one); cuPointerGetAttribute
+ * reports that ordinal. Defaults: 1 device, 9.0, 13000. */
+typedef void (*fake_cuda_configure_fn)(int n_devices, int cc_major, int cc_minor,
+                                       int driver_version);
 
 #endif

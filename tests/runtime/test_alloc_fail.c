@@ -159,7 +159,7 @@ static void run(const char *root, long n, const float *x, const float *w, const 
   hot_options o;
   hot_options_init(&o);
   o.backend = g_cuda ? HOT_BACKEND_CUDA : HOT_BACKEND_CPU;
-  o.arch = "sm_80";
+  o.arch = g_cuda ? "sm_90" : "sm_80"; /* the fake device is 9.0: sm_80 cubins do not run there */
   o.cache_dir = dir;
   hot_layer_spec s;
   plan_spec_defaults(&s, HOT_RECIPE_HOT);

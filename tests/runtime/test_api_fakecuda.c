@@ -744,7 +744,8 @@ START_TEST(overflow_flags) {
   g_reset();
   ck_assert_int_eq(BACKWARD(1), HOT_OK);
   ck_assert_int_eq(g_log->range_resets, 3);     /* g_x, g_w and g_b words zeroed */
-  ck_assert_int_eq(g_log->untimed_recorded, 1); /* one event behind the copies back */
+  ck_assert_int_eq(g_log->untimed_recorded, 2); /* the slot's event behind the copies back, and
+                                                   the layer's lifetime event */
   ck_assert_int_eq(g_log->syncs, 0);            /* and no synchronisation */
   ck_assert_int_eq(hot_layer_check(l), HOT_OK);
 
@@ -779,7 +780,7 @@ START_TEST(overflow_flags) {
 #undef BACKWARD
   g_reset();
   hot_layer_destroy(l);
-  ck_assert_int_eq(g_log->untimed_destroyed, 1);
+  ck_assert_int_eq(g_log->untimed_destroyed, HOT_RANGE_SLOTS + 1); /* slots + lifetime event */
   hot_ctx_destroy(ctx);
   /* the CPU backend has nothing pending */
   hot_options o;
@@ -794,6 +795,300 @@ START_TEST(overflow_flags) {
   ck_assert_int_eq(hot_layer_check(l), HOT_OK);
   hot_ctx_destroy(ctx);
   ck_assert_int_eq(hot_layer_check(NULL), HOT_ERR_INVALID);
+}
+END_TEST
+
+/* ---- the machine the fake reports (fake_cuda_configure before the driver is loaded) ---------- */
+
+static fake_cuda_set_running_fn g_set_running;
+
+/* The fake as a machine of n devices of compute capability maj.min and driver version ver; then
+ * the driver table and the log (each test runs in a fresh process: the driver loads anew). */
+static void boot(int n, int maj, int min, int ver) {
+  void *h = dlopen(HOT_FAKE_CUDA, RTLD_NOW);
+  ck_assert_ptr_nonnull(h);
+  fake_cuda_configure_fn cfg = (fake_cuda_configure_fn)dlsym(h, "fake_cuda_configure");
+  ck_assert_ptr_nonnull(cfg);
+  cfg(n, maj, min, ver);
+  setup();
+  g_set_running = (fake_cuda_set_running_fn)dlsym(h, "fake_cuda_set_running");
+  ck_assert_ptr_nonnull(g_set_running);
+}
+
+static hot_ctx *ctx_on(hot_backend b, int device, const char *arch, hot_status want) {
+  hot_options o;
+  hot_options_init(&o);
+  o.backend = b;
+  o.device = device;
+  o.arch = arch;
+  o.disk_cache = -1;
+  hot_ctx *ctx = NULL;
+  hot_status st = hot_ctx_create_with_compiler(&ctx, &o, &g_cc);
+  ck_assert_msg(st == want, "%s: %s", hot_status_name(st), hot_errmsg(ctx));
+  return ctx;
+}
+
+/* Device memory of device `dev`: allocated with that device's primary context current. */
+static CUdeviceptr dalloc_on(int dev, size_t n) {
+  CUcontext c = NULL, prev = NULL;
+  CUdevice dv;
+  ck_assert_int_eq(d->cuDeviceGet(&dv, dev), CUDA_SUCCESS);
+  ck_assert_int_eq(d->cuDevicePrimaryCtxRetain(&c, dv), CUDA_SUCCESS);
+  ck_assert_int_eq(d->cuCtxPushCurrent(c), CUDA_SUCCESS);
+  CUdeviceptr p = dalloc(n);
+  ck_assert_int_eq(d->cuCtxPopCurrent(&prev), CUDA_SUCCESS);
+  return p;
+}
+
+/* Nothing of a layer is freed while its kernels may still run: with the fake's events pending
+ * ("running"), destroying a layer, or the context with a live layer, waits for the layer's event
+ * (recorded after each save, backward, calibrate) before any cuMemFree / cuModuleUnload. */
+START_TEST(lifetime_waits) {
+  boot(1, 9, 0, 13000);
+  for (int whole_ctx = 0; whole_ctx < 2; ++whole_ctx) {
+    hot_ctx *ctx = cuda_ctx();
+    hot_layer *l = layer(ctx, HOT_RECIPE_HOT, "life");
+    const hot_layer_plan *pl = l->plan;
+    int64_t T = pl->T, O = pl->O, I = pl->I;
+    CUdeviceptr x = dalloc((size_t)(T * I) * 4), w = dalloc((size_t)(O * I) * 4),
+                gy = dalloc((size_t)(T * O) * 4), gx = dalloc((size_t)(T * I) * 4),
+                gw = dalloc((size_t)(O * I) * 4), gb = dalloc((size_t)O * 4);
+    g_set_running(1);
+    g_reset();
+    ck_assert_int_eq(hot_layer_save(l, vp(x), HOT_DT_F32, NULL, NULL), HOT_OK);
+    ck_assert_int_eq(hot_layer_calibrate(l, vp(gy), HOT_DT_F32, 1, NULL), HOT_OK); /* syncs */
+    ck_assert_int_eq(hot_layer_backward(l, vp(gy), vp(w), HOT_DT_F32, NULL, vp(gx), vp(gw),
+                                        vp(gb), 1, NULL), HOT_OK);
+    ck_assert_int_eq(g_log->event_syncs, 0); /* nothing waited for so far */
+    ck_assert_int_eq(g_log->frees, 0);
+    if (whole_ctx) hot_ctx_destroy(ctx);
+    else hot_layer_destroy(l);
+    ck_assert_int_gt(g_log->frees, 3);       /* saved buffer, scratch, modules, host words */
+    ck_assert_int_ge(g_log->event_syncs, 1); /* the layer's event, waited for first */
+    ck_assert_int_eq(g_log->frees_while_running, 0);
+    g_set_running(0);
+    if (!whole_ctx) hot_ctx_destroy(ctx);
+    CUdeviceptr all[] = {x, w, gy, gx, gw, gb};
+    for (size_t i = 0; i < sizeof all / sizeof all[0]; ++i) d->cuMemFree(all[i]);
+  }
+  /* a layer that never ran has nothing to wait for */
+  hot_ctx *ctx = cuda_ctx();
+  hot_layer *l = layer(ctx, HOT_RECIPE_HOT, "idle");
+  g_reset();
+  hot_layer_destroy(l);
+  ck_assert_int_eq(g_log->event_syncs, 0);
+  hot_ctx_destroy(ctx);
+}
+END_TEST
+
+/* Overflow reports survive a host running ahead: each backward's words land in a slot of their
+ * own, so step 5's overflow is still reported after step 6 ran (nothing synchronised between);
+ * two overflows are reported once, the first named with a count of the later ones; a 9th
+ * backward in flight waits for the oldest. */
+START_TEST(overflow_ring) {
+  boot(1, 9, 0, 13000);
+  hot_ctx *ctx = cuda_ctx();
+  hot_layer *l = layer(ctx, HOT_RECIPE_HOT, "ring");
+  const hot_layer_plan *pl = l->plan;
+  int64_t T = pl->T, O = pl->O, I = pl->I;
+  CUdeviceptr x = dalloc((size_t)(T * I) * 4), w = dalloc((size_t)(O * I) * 4),
+              gy = dalloc((size_t)(T * O) * 4), gx = dalloc((size_t)(T * I) * 4),
+              gw = dalloc((size_t)(O * I) * 4), gb = dalloc((size_t)O * 4);
+#define BACKWARD(step)                                                                            \
+  hot_layer_backward(l, vp(gy), vp(w), HOT_DT_F32, NULL, vp(gx), vp(gw), vp(gb), step, NULL)
+  ck_assert_int_eq(hot_layer_save(l, vp(x), HOT_DT_F32, NULL, NULL), HOT_OK);
+  g_set_running(1);
+  g_raise_range(1);
+  ck_assert_int_eq(BACKWARD(5), HOT_OK);
+  g_raise_range(0);
+  ck_assert_int_eq(BACKWARD(6), HOT_OK); /* step 5 still "running": not observed yet */
+  ck_assert_int_ge(g_log->event_queries_busy, 1);
+  ck_assert_int_eq(hot_layer_check(l), HOT_ERR_RANGE);
+  ck_assert_msg(strstr(hot_errmsg(ctx), "step 5") && strstr(hot_errmsg(ctx), "g_x") &&
+                !strstr(hot_errmsg(ctx), "later"), "%s", hot_errmsg(ctx));
+  ck_assert_int_eq(hot_layer_check(l), HOT_OK); /* once */
+
+  /* two overflowing steps in flight, then a clean one: the next call reports 7 (and 1 more) */
+  g_raise_range(1);
+  ck_assert_int_eq(BACKWARD(7), HOT_OK);
+  ck_assert_int_eq(BACKWARD(8), HOT_OK);
+  g_raise_range(0);
+  ck_assert_int_eq(BACKWARD(9), HOT_OK);
+  g_set_running(0); /* the device catches up: the next call sees the words */
+  g_reset();
+  ck_assert_int_eq(hot_layer_save(l, vp(x), HOT_DT_F32, NULL, NULL), HOT_ERR_RANGE);
+  ck_assert_int_eq(g_log->n, 0); /* the save did not run */
+  ck_assert_msg(strstr(hot_errmsg(ctx), "step 7") && strstr(hot_errmsg(ctx), "1 later backward"),
+                "%s", hot_errmsg(ctx));
+  ck_assert_int_eq(hot_layer_check(l), HOT_OK);
+  ck_assert_int_eq(hot_layer_save(l, vp(x), HOT_DT_F32, NULL, NULL), HOT_OK); /* the refused
+                                                                   save left no saved buffer */
+
+  /* HOT_RANGE_SLOTS backwards in flight: the next one waits for the oldest slot first */
+  g_set_running(1);
+  for (uint32_t s = 10; s < 10 + HOT_RANGE_SLOTS; ++s) ck_assert_int_eq(BACKWARD(s), HOT_OK);
+  g_reset();
+  ck_assert_int_eq(BACKWARD(100), HOT_OK);
+  ck_assert_int_eq(g_log->event_syncs, 1);
+  /* ... and an overflow found by that wait is returned by it, without running */
+  for (uint32_t s = 0; s < HOT_RANGE_SLOTS - 1; ++s) ck_assert_int_eq(BACKWARD(200 + s), HOT_OK);
+  g_raise_range(1);
+  ck_assert_int_eq(BACKWARD(300), HOT_OK); /* overwrites nothing: slot of its own */
+  g_raise_range(0);
+  for (uint32_t s = 0; s < HOT_RANGE_SLOTS - 1; ++s) ck_assert_int_eq(BACKWARD(400 + s), HOT_OK);
+  g_reset();
+  ck_assert_int_eq(BACKWARD(500), HOT_ERR_RANGE);
+  ck_assert_msg(strstr(hot_errmsg(ctx), "step 300"), "%s", hot_errmsg(ctx));
+  ck_assert_int_eq(g_log->n, 0);
+  g_set_running(0);
+  ck_assert_int_eq(hot_layer_check(l), HOT_OK);
+#undef BACKWARD
+  CUdeviceptr all[] = {x, w, gy, gx, gw, gb};
+  for (size_t i = 0; i < sizeof all / sizeof all[0]; ++i) d->cuMemFree(all[i]);
+  hot_ctx_destroy(ctx);
+}
+END_TEST
+
+/* A context runs on one device: memory of another device is refused, naming the argument and
+ * both devices, before anything is launched; the same call on the right device runs. */
+START_TEST(device_ordinals) {
+  boot(2, 9, 0, 13000);
+  for (int dev = 0; dev < 2; ++dev) {
+    hot_ctx *ctx = ctx_on(HOT_BACKEND_CUDA, dev, NULL, HOT_OK);
+    hot_layer *l = layer(ctx, HOT_RECIPE_HOT, "ord");
+    const hot_layer_plan *pl = l->plan;
+    int64_t T = pl->T, O = pl->O, I = pl->I;
+    const int other = 1 - dev;
+    CUdeviceptr x = dalloc_on(dev, (size_t)(T * I) * 4), w = dalloc_on(dev, (size_t)(O * I) * 4),
+                gy = dalloc_on(dev, (size_t)(T * O) * 4), gx = dalloc_on(dev, (size_t)(T * I) * 4),
+                gw = dalloc_on(dev, (size_t)(O * I) * 4), gb = dalloc_on(dev, (size_t)O * 4);
+    CUdeviceptr x_o = dalloc_on(other, (size_t)(T * I) * 4),
+                gw_o = dalloc_on(other, (size_t)(O * I) * 4);
+    g_reset();
+    ck_assert_int_eq(hot_layer_save(l, vp(x_o), HOT_DT_F32, NULL, NULL), HOT_ERR_INVALID);
+    char want[128];
+    snprintf(want, sizeof want, "is memory of CUDA device %d, but the context runs on device %d",
+             other, dev);
+    ck_assert_msg(strstr(hot_errmsg(ctx), want) && strstr(hot_errmsg(ctx), "x ("), "%s",
+                  hot_errmsg(ctx));
+    ck_assert_int_eq(hot_layer_save(l, vp(x), HOT_DT_F32, NULL, NULL), HOT_OK);
+    g_reset();
+    ck_assert_int_eq(hot_layer_backward(l, vp(gy), vp(w), HOT_DT_F32, NULL, vp(gx), vp(gw_o),
+                                        vp(gb), 1, NULL), HOT_ERR_INVALID);
+    ck_assert_msg(strstr(hot_errmsg(ctx), "g_w (") && strstr(hot_errmsg(ctx), want), "%s",
+                  hot_errmsg(ctx));
+    ck_assert_int_eq(g_log->n, 0);
+    ck_assert_int_eq(hot_layer_backward(l, vp(gy), vp(w), HOT_DT_F32, NULL, vp(gx), vp(gw),
+                                        vp(gb), 1, NULL), HOT_OK);
+    hot_ctx_destroy(ctx);
+    CUdeviceptr all[] = {x, w, gy, gx, gw, gb, x_o, gw_o};
+    for (size_t i = 0; i < sizeof all / sizeof all[0]; ++i) d->cuMemFree(all[i]);
+  }
+}
+END_TEST
+
+/* A forced arch must run on the device: sm_XY on X.Y .. X.9, sm_90a on 9.0 only; anything else
+ * fails creation with HOT_ERR_INVALID naming the option, for backend auto too. */
+START_TEST(forced_arch_vs_device) {
+  boot(1, 8, 0, 13000);
+  hot_ctx *ctx = ctx_on(HOT_BACKEND_CUDA, 0, "sm_90a", HOT_ERR_INVALID);
+  ck_assert_msg(strstr(hot_errmsg(ctx), "options.arch 'sm_90a' cannot run on CUDA device 0") &&
+                strstr(hot_errmsg(ctx), "compute capability 8.0") &&
+                strstr(hot_errmsg(ctx), "only on compute capability 9.0"), "%s", hot_errmsg(ctx));
+  hot_ctx_destroy(ctx);
+  ctx = ctx_on(HOT_BACKEND_AUTO, 0, "sm_86", HOT_ERR_INVALID); /* no silent CPU fallback */
+  ck_assert_msg(strstr(hot_errmsg(ctx), "'sm_86' cannot run") &&
+                strstr(hot_errmsg(ctx), "8.6 to 8.9") && strstr(hot_errmsg(ctx), "(sm_80)"),
+                "%s", hot_errmsg(ctx));
+  hot_ctx_destroy(ctx);
+  setenv("HOT_ARCH", "sm_90", 1);
+  ctx = ctx_on(HOT_BACKEND_CUDA, 0, NULL, HOT_ERR_INVALID);
+  ck_assert_msg(strstr(hot_errmsg(ctx), "HOT_ARCH 'sm_90' cannot run"), "%s", hot_errmsg(ctx));
+  hot_ctx_destroy(ctx);
+  unsetenv("HOT_ARCH");
+  hot_ctx_destroy(ctx_on(HOT_BACKEND_CUDA, 0, "sm_80", HOT_OK));
+  /* what a device of each compute capability accepts */
+  static const struct { int maj, min; const char *arch; int ok; } rule[] = {
+      {8, 6, "sm_80", 1}, {8, 6, "sm_86", 1}, {8, 6, "sm_89", 0}, {8, 9, "sm_86", 1},
+      {8, 9, "sm_89", 1}, {8, 9, "sm_90", 0}, {9, 0, "sm_89", 0}, {9, 0, "sm_80", 0},
+      {9, 0, "sm_90", 1}, {9, 0, "sm_90a", 1}, {8, 9, "sm_90a", 0}};
+  void *h = dlopen(HOT_FAKE_CUDA, RTLD_NOW | RTLD_NOLOAD);
+  fake_cuda_configure_fn cfg = (fake_cuda_configure_fn)dlsym(h, "fake_cuda_configure");
+  for (size_t i = 0; i < sizeof rule / sizeof rule[0]; ++i) {
+    cfg(1, rule[i].maj, rule[i].min, 13000);
+    ctx = ctx_on(HOT_BACKEND_CUDA, 0, rule[i].arch, rule[i].ok ? HOT_OK : HOT_ERR_INVALID);
+    hot_ctx_destroy(ctx);
+  }
+}
+END_TEST
+
+/* A device hot has no kernels for (compute capability 10.x, 12.x): backend cuda refuses it
+ * (HOT_ERR_UNSUPPORTED); backend auto runs the CPU but says so: a "warning: " line in hot_errmsg
+ * after the successful creation, the reason in the stats. No driver at all: no warning. */
+START_TEST(unsupported_device_warns) {
+  boot(1, 10, 0, 13000);
+  hot_ctx *ctx = ctx_on(HOT_BACKEND_CUDA, 0, NULL, HOT_ERR_UNSUPPORTED);
+  ck_assert_msg(strstr(hot_errmsg(ctx), "compute capability 10.0"), "%s", hot_errmsg(ctx));
+  hot_ctx_destroy(ctx);
+  ctx = ctx_on(HOT_BACKEND_AUTO, 0, NULL, HOT_OK);
+  ck_assert_int_eq(hot_ctx_backend(ctx), HOT_BACKEND_CPU);
+  ck_assert_msg(!strncmp(hot_errmsg(ctx), "warning: ", 9) &&
+                strstr(hot_errmsg(ctx), "compute capability 10.0"), "%s", hot_errmsg(ctx));
+  hot_stats s;
+  ck_assert_int_eq(hot_ctx_stats(ctx, &s), HOT_OK);
+  ck_assert_int_eq(s.fell_back, 1);
+  ck_assert_ptr_nonnull(strstr(s.fallback_reason, "10.0"));
+  ck_assert_str_eq(s.device_name, "");
+  ck_assert_int_eq(hot_ctx_set_profiling(ctx, 0), HOT_OK);
+  ck_assert_str_eq(hot_errmsg(ctx), ""); /* cleared by the next call, as any message */
+  hot_ctx_destroy(ctx);
+  void *h = dlopen(HOT_FAKE_CUDA, RTLD_NOW | RTLD_NOLOAD);
+  ((fake_cuda_configure_fn)dlsym(h, "fake_cuda_configure"))(1, 12, 0, 13000);
+  ctx = ctx_on(HOT_BACKEND_AUTO, 0, NULL, HOT_OK);
+  ck_assert_msg(strstr(hot_errmsg(ctx), "warning: ") && strstr(hot_errmsg(ctx), "12.0"), "%s",
+                hot_errmsg(ctx));
+  hot_ctx_destroy(ctx);
+  ctx = ctx_on(HOT_BACKEND_AUTO, 5, NULL, HOT_OK); /* no such device: a plain fallback */
+  ck_assert_str_eq(hot_errmsg(ctx), "");
+  hot_ctx_destroy(ctx);
+}
+END_TEST
+
+/* The compiler's version against the driver's: cubins of NVRTC 13.0 on a 12.4 driver are
+ * refused before any module is loaded, naming both; NVRTC 12.8 there, or a compiler that is not
+ * NVRTC, passes. */
+START_TEST(nvrtc_vs_driver) {
+  boot(1, 9, 0, 12040);
+  fake_cc nv13 = {0, 0, 0, "nvrtc-13.0"}, nv12 = {0, 0, 0, "nvrtc-12.8"};
+  hot_compiler c13 = {&nv13, fake_version, "fake-options", elf_compile};
+  hot_compiler c12 = {&nv12, fake_version, "fake-options", elf_compile};
+  const hot_compiler *ccs[3] = {&c13, &c12, &g_cc};
+  for (int i = 0; i < 3; ++i) {
+    hot_options o;
+    hot_options_init(&o);
+    o.backend = HOT_BACKEND_CUDA;
+    o.disk_cache = -1;
+    hot_ctx *ctx = NULL;
+    ck_assert_int_eq(hot_ctx_create_with_compiler(&ctx, &o, ccs[i]), HOT_OK);
+    hot_layer_spec s;
+    plan_spec_defaults(&s, HOT_RECIPE_HOT);
+    s.in_features = 64;
+    s.out_features = 32;
+    hot_layer *l = NULL;
+    ck_assert_int_eq(hot_layer_create(ctx, &s, 1, 64, HOT_RECIPE_HOT, &l), HOT_OK);
+    g_reset();
+    hot_status st = hot_layer_compile(l);
+    if (i == 0) {
+      ck_assert_int_eq(st, HOT_ERR_BAD_BINARY);
+      ck_assert_msg(strstr(hot_errmsg(ctx), "NVRTC 13.0") &&
+                    strstr(hot_errmsg(ctx), "CUDA driver 12.4 (version 12040)") &&
+                    !strchr(hot_errmsg(ctx), '\n'), "%s", hot_errmsg(ctx));
+      ck_assert_int_eq(g_log->frees, 0);
+    } else {
+      ck_assert_msg(st == HOT_OK, "%s", hot_errmsg(ctx));
+    }
+    hot_ctx_destroy(ctx);
+  }
 }
 END_TEST
 
@@ -816,6 +1111,15 @@ int main(void) {
   tcase_add_test(tc, wgmma_gemms);
   tcase_add_test(tc, overflow_flags);
   suite_add_tcase(su, tc);
+  TCase *tm = tcase_create("machines"); /* each test configures the fake before loading it */
+  tcase_set_timeout(tm, 120);
+  tcase_add_test(tm, lifetime_waits);
+  tcase_add_test(tm, overflow_ring);
+  tcase_add_test(tm, device_ordinals);
+  tcase_add_test(tm, forced_arch_vs_device);
+  tcase_add_test(tm, unsupported_device_warns);
+  tcase_add_test(tm, nvrtc_vs_driver);
+  suite_add_tcase(su, tm);
   SRunner *sr = srunner_create(su);
   srunner_run_all(sr, CK_NORMAL);
   int failed = srunner_ntests_failed(sr);

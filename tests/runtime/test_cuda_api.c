@@ -5,6 +5,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "cuda_api.h"
@@ -97,6 +98,58 @@ START_TEST(result_names_and_statuses) {
 }
 END_TEST
 
+START_TEST(versions) {
+  /* cubins of NVRTC X.Y load in a driver of major >= X */
+  char err[256] = "";
+  ck_assert_int_eq(cuda_versions_check(13000, 13, 0, err, sizeof err), RT_OK);
+  ck_assert_int_eq(cuda_versions_check(13020, 13, 1, err, sizeof err), RT_OK);
+  ck_assert_int_eq(cuda_versions_check(12040, 12, 8, err, sizeof err), RT_OK);
+  ck_assert_int_eq(cuda_versions_check(13000, 12, 8, err, sizeof err), RT_OK);
+  ck_assert_int_eq(cuda_versions_check(0, 13, 0, err, sizeof err), RT_OK); /* unknown */
+  ck_assert_int_eq(cuda_versions_check(12040, 13, 0, err, sizeof err), RT_ERR_BAD_BINARY);
+  ck_assert_msg(strstr(err, "NVRTC 13.0") && strstr(err, "CUDA driver 12.4 (version 12040)") &&
+                strstr(err, "HOT_CUDA_HOME to a CUDA 12 toolkit") && !strchr(err, '\n'), "%s", err);
+  ck_assert_int_eq(cuda_versions_check(11080, 12, 2, NULL, 0), RT_ERR_BAD_BINARY);
+  int ma = -1, mi = -1;
+  ck_assert_int_eq(cuda_nvrtc_version_parse("nvrtc-13.0", &ma, &mi), 0);
+  ck_assert(ma == 13 && mi == 0);
+  ck_assert_int_eq(cuda_nvrtc_version_parse("nvrtc-12.8", &ma, &mi), 0);
+  ck_assert(ma == 12 && mi == 8);
+  const char *bad[] = {"fake-1", "nvrtc-13", "nvrtc-13.0x", "nvrtc-", "nvrtc-a.b", NULL};
+  for (int i = 0; bad[i]; ++i) ck_assert_int_eq(cuda_nvrtc_version_parse(bad[i], &ma, &mi), -1);
+  ck_assert_int_eq(cuda_nvrtc_version_parse(NULL, &ma, &mi), -1);
+}
+END_TEST
+
+START_TEST(nvrtc_major_12) {
+  /* A toolkit holding only libnvrtc.so.12 (here: a link to this machine's NVRTC under that
+   * name) is found through HOT_CUDA_HOME, before any other folder's NVRTC 13. */
+  const char *real = NULL;
+  static const char *const cands[] = {HOT_TEST_CUDA_HOME "/lib64/libnvrtc.so.13",
+                                      HOT_TEST_CUDA_HOME "/lib64/libnvrtc.so.12"};
+  for (int i = 0; i < 2 && !real; ++i)
+    if (access(cands[i], R_OK) == 0) real = cands[i];
+  if (!real) {
+    printf("SKIP: no NVRTC under %s\n", HOT_TEST_CUDA_HOME);
+    return;
+  }
+  char dir[] = "/tmp/hot-nvrtc12-XXXXXX", lib[128], link[160];
+  ck_assert_ptr_nonnull(mkdtemp(dir));
+  snprintf(lib, sizeof lib, "%s/lib64", dir);
+  ck_assert_int_eq(mkdir(lib, 0700), 0);
+  snprintf(link, sizeof link, "%s/libnvrtc.so.12", lib);
+  ck_assert_int_eq(symlink(real, link), 0);
+  setenv("HOT_CUDA_HOME", dir, 1);
+  char err[4096] = "";
+  const cuda_nvrtc *nv = NULL;
+  ck_assert_msg(cuda_nvrtc_get(&nv, err, sizeof err) == RT_OK, "%s", err);
+  ck_assert_str_eq(nv->path, link);
+  unlink(link);
+  rmdir(lib);
+  rmdir(dir);
+}
+END_TEST
+
 int main(void) {
   Suite *s = suite_create("runtime_cuda_api");
   TCase *tc = tcase_create("driver");
@@ -105,6 +158,8 @@ int main(void) {
   tcase_add_test(tc, driver_stub);
   tcase_add_test(tc, nvrtc_missing);
   tcase_add_test(tc, result_names_and_statuses);
+  tcase_add_test(tc, versions);
+  tcase_add_test(tc, nvrtc_major_12);
   suite_add_tcase(s, tc);
   SRunner *sr = srunner_create(s);
   srunner_set_fork_status(sr, CK_FORK);  /* each test: a fresh process, a fresh one-time init */
