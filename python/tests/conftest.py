@@ -3,7 +3,10 @@
 Environment (set by tests/python/CMakeLists.txt under CTest; set them by hand to run pytest
 directly): HOT_LIBRARY (libhot.so), HOT_PY_HELPER (the hot_py_helper program, for the ABI and
 bit-for-bit checks against C), HOT_SOURCE_DIR (the repository, for spec files). Tests run the
-CPU backend (HOT_BACKEND=cpu is set here too)."""
+CPU backend (HOT_BACKEND=cpu is set here too; the CUDA tests of test_torch.py name their backend).
+Kernel cache: memory only (HOT_NO_DISK_CACHE=1), unless HOT_CACHE_DIR names a directory (CMake
+option HOT_TEST_CACHE_DIR; tools/device-check.sh points it at the prepared cache), which is then
+the disk cache."""
 
 import os
 import subprocess
@@ -11,7 +14,8 @@ import subprocess
 import pytest
 
 os.environ.setdefault("HOT_BACKEND", "cpu")
-os.environ.setdefault("HOT_NO_DISK_CACHE", "1")
+if not os.environ.get("HOT_CACHE_DIR"):
+    os.environ.setdefault("HOT_NO_DISK_CACHE", "1")
 
 SOURCE_DIR = os.environ.get("HOT_SOURCE_DIR") or os.path.abspath(
     os.path.join(os.path.dirname(__file__), "..", ".."))

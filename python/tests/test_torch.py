@@ -313,9 +313,25 @@ def test_shared_context_per_device(hot, ht):
         ht.set_context("cuda:0", ctx)
 
 
-def test_cuda_backend_equals_cpu_backend(hot, ht):
+# ---- the CUDA backend (on a GPU only) ---------------------------------------------------------
+# The layers the CUDA tests below make: (B, L, I, O, dtype, how). "module": a HOTLinear's layer;
+# "api": Context.create_layer with the sizes. precompile() (run as
+# `python test_torch.py --precompile sm_90,sm_90a`) compiles their kernels into $HOT_CACHE_DIR
+# without a GPU, so that a GPU run finds every kernel in that cache (tests/gpu/README.md).
+CUDA_LAYERS = [
+    (2, 128, 64, 96, torch.float32, "module"),   # test_cuda_backend_equals_cpu_backend
+    (2, 128, 64, 96, torch.bfloat16, "module"),  # test_cuda_non_default_stream
+    (2, 128, 64, 96, torch.float32, "api"),      # test_cuda_thread_without_current_context
+]
+
+
+def need_cuda():
     if not torch.cuda.is_available():
         pytest.skip("no CUDA device visible to torch: the CUDA backend is checked on a GPU only")
+
+
+def test_cuda_backend_equals_cpu_backend(hot, ht):
+    need_cuda()
     torch.manual_seed(0)
     B, L, I, O = 2, 128, 64, 96
     x = torch.randn(B, L, I)
@@ -335,3 +351,144 @@ def test_cuda_backend_equals_cpu_backend(hot, ht):
         ctx.close()
     for a, b, what in zip(res[0], res[1], ("g_x", "g_w", "g_b")):
         assert bits_equal(a, b), f"{what}: CUDA backend differs from the CPU backend"
+
+
+def module_grads(hot, ht, dev, x, gy, w, stream=None):
+    """g_x, g_w, g_b of a HOTLinear (bias, weight w) in a fresh context of dev's backend; on
+    CUDA the inputs are copied and the module runs inside `stream` (None: the current one)."""
+    ctx = hot.Context("cpu" if dev == "cpu" else "cuda", seed=SEED)
+    try:
+        m = ht.HOTLinear(x.shape[-1], w.shape[0], dtype=x.dtype, context=ctx)
+        with torch.no_grad():
+            m.weight.copy_(w)
+        m = m.to(dev)
+        if dev == "cpu" or stream is None:
+            xd = x.to(dev).requires_grad_()
+            m(xd).backward(gy.to(dev))
+            if dev != "cpu":
+                torch.cuda.synchronize()
+        else:
+            with torch.cuda.stream(stream):
+                # The GPU is kept busy on `stream` before each upload: work that hot put on any
+                # other stream would read the inputs before they arrive.
+                if hasattr(torch.cuda, "_sleep"):
+                    torch.cuda._sleep(20_000_000)
+                xd = x.to(dev, non_blocking=True).requires_grad_()
+                y = m(xd)
+                if hasattr(torch.cuda, "_sleep"):
+                    torch.cuda._sleep(20_000_000)
+                y.backward(gy.to(dev, non_blocking=True))
+            stream.synchronize()
+        return xd.grad.cpu(), m.weight.grad.cpu(), m.bias.grad.cpu()
+    finally:
+        ctx.close()
+
+
+def test_cuda_non_default_stream(hot, ht):
+    """HOTLinear's save and backward run on torch's current stream: inside a non-default
+    torch.cuda.Stream, with that stream busy before every input arrives, the gradients equal the
+    CPU backend's bit for bit."""
+    need_cuda()
+    g = torch.Generator().manual_seed(77)
+    B, L, I, O = 2, 128, 64, 96
+    x = torch.randn(B, L, I, generator=g).to(torch.bfloat16)
+    gy = torch.randn(B, L, O, generator=g).to(torch.bfloat16)
+    w = torch.randn(O, I, generator=g).to(torch.bfloat16)
+    want = module_grads(hot, ht, "cpu", x, gy, w)
+    stream = torch.cuda.Stream()
+    assert stream.cuda_stream != torch.cuda.current_stream().cuda_stream
+    got = module_grads(hot, ht, "cuda", x, gy, w, stream=stream)
+    for a, b, what in zip(got, want, ("g_x", "g_w", "g_b")):
+        assert bits_equal(a, b), f"{what}: CUDA backend on a non-default stream differs from the CPU"
+
+
+def test_cuda_thread_without_current_context(hot):
+    """A thread with no current CUDA context (a fresh thread of a framework that never touched
+    the driver there): the layer's first save (JIT, module load), its backward and the check run
+    in it; hot makes its own context current for the calls and leaves the thread as it found it
+    (no current context); the results equal the CPU backend's bit for bit."""
+    need_cuda()
+    import ctypes
+    import threading
+    cu = ctypes.CDLL("libcuda.so.1")
+    g = torch.Generator().manual_seed(5)
+    B, L, I, O = 2, 128, 64, 96
+    x = torch.randn(B * L, I, generator=g)
+    w = torch.randn(O, I, generator=g)
+    gy = torch.randn(B * L, O, generator=g)
+    with hot.Context("cpu", seed=SEED) as cpu:
+        lc = cpu.create_layer(I, O, B, L, dtype="f32")
+        lc.save(x.numpy())
+        want = lc.backward(gy.numpy(), w.numpy(), step=3)
+    dev = torch.device("cuda")
+    xd, wd, gyd = x.to(dev), w.to(dev), gy.to(dev)
+    gx = torch.empty(B * L, I, device=dev)
+    gw = torch.empty(O, I, device=dev)
+    gb = torch.empty(O, device=dev)
+    torch.cuda.synchronize()
+    ctx = hot.Context("cuda", seed=SEED)
+    layer = ctx.create_layer(I, O, B, L, dtype="f32")
+    seen = {}
+
+    def work():
+        try:
+            cur = ctypes.c_void_p()
+            assert cu.cuCtxSetCurrent(None) == 0
+            assert cu.cuCtxGetCurrent(ctypes.byref(cur)) == 0
+            seen["before"] = cur.value
+            layer.save_ptr(xd.data_ptr(), "f32")
+            layer.backward_ptr(gyd.data_ptr(), wd.data_ptr(), "f32", gx.data_ptr(), gw.data_ptr(),
+                               gb.data_ptr(), step=3)
+            layer.check()
+            assert cu.cuCtxGetCurrent(ctypes.byref(cur)) == 0
+            seen["after"] = cur.value
+        except BaseException as e:  # re-raised in the test's thread
+            seen["error"] = e
+
+    t = threading.Thread(target=work)
+    t.start()
+    t.join()
+    if "error" in seen:
+        raise seen["error"]
+    assert seen["before"] is None, "the worker thread should start without a current context"
+    assert seen["after"] is None, "hot left a CUDA context current in the calling thread"
+    torch.cuda.synchronize()
+    ctx.close()
+    for a, b, what in zip((gx.cpu(), gw.cpu(), gb.cpu()), want, ("g_x", "g_w", "g_b")):
+        assert bits_equal(a, torch.from_numpy(b)), f"{what}: CUDA backend (worker thread) differs"
+
+
+def precompile(archs):
+    """Compiles the kernels of every CUDA_LAYERS layer for each arch of `archs` into the cache
+    of $HOT_CACHE_DIR, in CPU contexts with the arch forced (no GPU needed; the same plans and
+    kernels as a CUDA context of that arch). Returns the number compiled now."""
+    import hot
+    import hot.torch as ht_mod
+    compiled = 0
+    for arch in archs:
+        with hot.Context("cpu", arch=arch, seed=SEED, disk_cache=True) as ctx:
+            for B, L, I, O, dtype, how in CUDA_LAYERS:
+                if how == "module":
+                    m = ht_mod.HOTLinear(I, O, dtype=dtype, context=ctx)
+                    layer = m._hot_layer(torch.empty(B, L, I, dtype=dtype)).layer
+                else:
+                    name = {torch.float32: "f32", torch.bfloat16: "bf16", torch.float16: "f16"}[dtype]
+                    layer = ctx.create_layer(I, O, B, L, dtype=name)
+                layer.compile()
+            st = ctx.stats()
+            print(f"precompile {arch}: {st.compiles} compiled, {st.disk_hits} disk hits "
+                  f"({st.cache_dir})")
+            compiled += st.compiles
+    return compiled
+
+
+if __name__ == "__main__":
+    import os
+    import sys
+    if len(sys.argv) != 3 or sys.argv[1] != "--precompile":
+        sys.exit("usage: test_torch.py --precompile ARCHS   (HOT_LIBRARY, HOT_CACHE_DIR set; "
+                 "PYTHONPATH with python/)")
+    if not os.environ.get("HOT_CACHE_DIR"):
+        sys.exit("test_torch.py: --precompile needs HOT_CACHE_DIR (the cache directory to fill)")
+    n = precompile([a for a in sys.argv[2].split(",") if a])
+    print(f"kernel cache (precompile): {n} compiled")

@@ -6,7 +6,19 @@
  * Covered: HQ g' / w' (absmax and, on a paper_code plan, SAWB through sawb.cu), HLA x^ / g^
  * (p = 16 and 64, both layouts; p = 1 on a paper_code plan with L = 197, x^ with SAWB), LQS
  * (errors and choice; token outliers pick per row, Gaussian data per tensor), both GEMMs, bias.
- * Without a driver: "SKIP: no CUDA driver", exit 77 (counted as skipped by CTest). */
+ * Without a driver: "SKIP: no CUDA driver", exit 77 (counted as skipped by CTest).
+ *
+ * Arch: the device's plans, and on a 9.0 device also the sm_90a plans (wgmma GEMMs). HOT_ARCH
+ * picks one of them (HOT_ARCH=sm_90 or HOT_ARCH=sm_90a on a 9.0 device: only those plans; an arch
+ * the device cannot load: SKIP, exit 77).
+ * Kernel cache: with HOT_CACHE_DIR set, that directory is the disk cache (HOT_NO_DISK_CACHE=1
+ * still turns it off); unset, kernels are compiled in memory only.
+ * `--precompile ARCHS` (comma list, e.g. sm_90,sm_90a): needs no driver or GPU. For each arch it
+ * walks the same plans and checks with host memory standing in for device memory: every kernel
+ * the GPU run would launch is compiled (or found) in the cache of HOT_CACHE_DIR (required), the
+ * CPU twins run as on the GPU (so its time is the host share of a GPU run), no kernel runs and
+ * nothing is compared with the GPU. Prints the cache's figures; exit 0, 1 on an error
+ * (tests/gpu/README.md: the convention every GPU test program follows). */
 #define _POSIX_C_SOURCE 200809L
 #include <math.h>
 #include <stdio.h>
@@ -42,6 +54,7 @@ static hot_kcache *kc;
 static hot_arch g_arch;
 static char err[2048];
 static int g_checks, g_kernels;
+static int g_dry; /* --precompile: host memory for device memory, no module, no launch, no compare */
 static const uint64_t k_seed = 0x9E3779B97F4A7C15ull;
 
 /* ---- data ------------------------------------------------------------------------------- */
@@ -136,14 +149,17 @@ static kernel load_kernel(const hot_layer_plan *pl, hot_kernel_role role) {
   char *log = NULL;
   if (hot_kcache_get(kc, &src, &bin, NULL, &log, err, sizeof err) != RT_OK)
     FAIL("compile %s: %s\n%s", k.kp->name, err, log ? log : "");
-  CKRT(module_load(&k.mod, bin->cubin, bin->cubin_size, k.kp->name, err, sizeof err));
-  CKRT(module_function(k.mod, k.kp->name, &k.fn, err, sizeof err));
+  if (!g_dry) {
+    CKRT(module_load(&k.mod, bin->cubin, bin->cubin_size, k.kp->name, err, sizeof err));
+    CKRT(module_function(k.mod, k.kp->name, &k.fn, err, sizeof err));
+  }
   emit_free(&e);
   ++g_kernels;
   return k;
 }
 
 static void launch(const kernel *k, const unsigned *grid, void **args) {
+  if (g_dry) return;
   hot_launch_cfg cfg = {{grid ? grid[0] : k->kp->grid[0], grid ? grid[1] : k->kp->grid[1],
                          grid ? grid[2] : k->kp->grid[2]},
                         {k->kp->block[0], k->kp->block[1], k->kp->block[2]}, k->kp->smem, NULL};
@@ -153,6 +169,7 @@ static void launch(const kernel *k, const unsigned *grid, void **args) {
 /* ---- comparisons -------------------------------------------------------------------------- */
 
 static void same_bytes(const char *what, const void *gpu, const void *cpu, size_t n) {
+  if (g_dry) return; /* nothing ran: only the twins' side is real */
   const unsigned char *a = gpu, *b = cpu;
   for (size_t i = 0; i < n; ++i)
     if (a[i] != b[i]) FAIL("%s: first mismatch at byte %zu: gpu 0x%02x, cpu 0x%02x", what, i, a[i], b[i]);
@@ -160,6 +177,7 @@ static void same_bytes(const char *what, const void *gpu, const void *cpu, size_
 }
 
 static void same_doubles(const char *what, const double *gpu, const double *cpu, size_t n) {
+  if (g_dry) return; /* nothing ran: only the twins' side is real */
   for (size_t i = 0; i < n; ++i)
     if (memcmp(&gpu[i], &cpu[i], 8) != 0)
       FAIL("%s: first mismatch at [%zu]: gpu %.17g, cpu %.17g", what, i, gpu[i], cpu[i]);
@@ -167,6 +185,7 @@ static void same_doubles(const char *what, const double *gpu, const double *cpu,
 }
 
 static void same_floats(const char *what, const float *gpu, const float *cpu, size_t n) {
+  if (g_dry) return; /* nothing ran: only the twins' side is real */
   for (size_t i = 0; i < n; ++i)
     if (memcmp(&gpu[i], &cpu[i], 4) != 0)
       FAIL("%s: first mismatch at [%zu]: gpu %.9g, cpu %.9g", what, i, (double)gpu[i], (double)cpu[i]);
@@ -469,9 +488,11 @@ static void check_lqs(const hot_layer_plan *pl, const void *gy, int want, const 
   char what[200];
   snprintf(what, sizeof what, "%s (%s) [e_tensor, e_token]", k.kp->name, label);
   same_doubles(what, gr, cr, 2);
-  if (*gch != (r.choice == HOT_GRAN_ROW ? 1 : 0))
-    FAIL("%s (%s) choice: gpu %d, cpu %s", k.kp->name, label, *gch, plan_gran_name(r.choice));
-  ++g_checks;
+  if (!g_dry) {
+    if (*gch != (r.choice == HOT_GRAN_ROW ? 1 : 0))
+      FAIL("%s (%s) choice: gpu %d, cpu %s", k.kp->name, label, *gch, plan_gran_name(r.choice));
+    ++g_checks;
+  }
   if (want >= 0 && (int)r.choice != want)
     FAIL("%s: LQS picked %s (e_tensor %g, e_token %g), CONTRACT.md 8 says %s", label,
          plan_gran_name(r.choice), r.e_tensor, r.e_token, plan_gran_name((hot_gran)want));
@@ -554,9 +575,118 @@ static void check_bias(const hot_layer_plan *pl, const void *gy) {
   module_unload(k.mod);
 }
 
+/* Progress lines of run_all: printed on a GPU run only (a --precompile run compares nothing). */
+#define REPORT(...)                                                                                \
+  do {                                                                                             \
+    if (!g_dry) printf(__VA_ARGS__);                                                               \
+  } while (0)
+
 static void run_all(void);
 
-int main(void) {
+/* ---- --precompile: host memory stands in for device memory ------------------------------- */
+
+static CUresult dry_alloc(CUdeviceptr *p, size_t n) {
+  void *h = malloc(n ? n : 1);
+  if (!h) return CUDA_ERROR_OUT_OF_MEMORY;
+  *p = (CUdeviceptr)(uintptr_t)h;
+  return CUDA_SUCCESS;
+}
+static CUresult dry_free(CUdeviceptr p) {
+  free((void *)(uintptr_t)p);
+  return CUDA_SUCCESS;
+}
+static CUresult dry_htod(CUdeviceptr dst, const void *src, size_t n) {
+  memcpy((void *)(uintptr_t)dst, src, n);
+  return CUDA_SUCCESS;
+}
+static CUresult dry_dtoh(void *dst, CUdeviceptr src, size_t n) {
+  memcpy(dst, (const void *)(uintptr_t)src, n);
+  return CUDA_SUCCESS;
+}
+static CUresult dry_memset(CUdeviceptr dst, unsigned char v, size_t n) {
+  memset((void *)(uintptr_t)dst, v, n);
+  return CUDA_SUCCESS;
+}
+static CUresult dry_sync(void) { return CUDA_SUCCESS; }
+
+/* Opens the kernel cache: the disk cache of HOT_CACHE_DIR when set (HOT_NO_DISK_CACHE=1 still
+ * wins), else memory only. */
+static void open_cache(void) {
+  const char *dir = getenv("HOT_CACHE_DIR");
+  hot_kcache_config cfg;
+  memset(&cfg, 0, sizeof cfg);
+  cfg.disk = dir && *dir ? 0 : -1;
+  CKRT(hot_kcache_open(&kc, &cfg, err, sizeof err));
+}
+
+static void print_cache(const char *what) {
+  hot_kcache_stats st;
+  hot_kcache_stats_get(kc, &st);
+  printf("kernel cache (%s): %llu compiled (%.0f ms), %llu disk hits, %llu memory hits, %s\n", what,
+         (unsigned long long)st.compiles, st.compile_ms, (unsigned long long)st.disk_hits,
+         (unsigned long long)st.memory_hits, hot_kcache_dir(kc) ? hot_kcache_dir(kc) : "memory only");
+}
+
+/* --precompile ARCHS: every plan and kernel of run_all for each arch, no driver. */
+static int precompile(const char *archs) {
+  const char *dir = getenv("HOT_CACHE_DIR");
+  if (!dir || !*dir) {
+    fprintf(stderr, "test_gpu_kernels: --precompile needs HOT_CACHE_DIR (the cache directory to fill)\n");
+    return 1;
+  }
+  hot_arch list[8];
+  int n = 0;
+  char buf[256];
+  if (snprintf(buf, sizeof buf, "%s", archs) >= (int)sizeof buf) {
+    fprintf(stderr, "test_gpu_kernels: --precompile: arch list too long\n");
+    return 1;
+  }
+  for (char *save = NULL, *t = strtok_r(buf, ",", &save); t; t = strtok_r(NULL, ",", &save)) {
+    if (n == 8 || plan_arch_parse(t, &list[n]) != 0) {
+      fprintf(stderr, "test_gpu_kernels: --precompile: unknown arch '%s' (sm_80 sm_86 sm_89 sm_90 sm_90a)\n", t);
+      return 1;
+    }
+    ++n;
+  }
+  if (n == 0) {
+    fprintf(stderr, "test_gpu_kernels: --precompile: no arch given (e.g. sm_90,sm_90a)\n");
+    return 1;
+  }
+  static cuda_driver dry;
+  dry.cuMemAlloc = dry_alloc;
+  dry.cuMemFree = dry_free;
+  dry.cuMemcpyHtoD = dry_htod;
+  dry.cuMemcpyDtoH = dry_dtoh;
+  dry.cuMemsetD8 = dry_memset;
+  dry.cuCtxSynchronize = dry_sync;
+  d = &dry;
+  g_dry = 1;
+  open_cache();
+  for (int i = 0; i < n; ++i) {
+    g_arch = list[i];
+    int before = g_kernels;
+    run_all();
+    printf("precompile %s: %d kernel loads\n", plan_arch_caps(g_arch)->name, g_kernels - before);
+  }
+  print_cache("precompile");
+  hot_kcache_close(kc);
+  return 0;
+}
+
+int main(int argc, char **argv) {
+  if (argc == 3 && !strcmp(argv[1], "--precompile")) return precompile(argv[2]);
+  if (argc != 1) {
+    fprintf(stderr, "usage: test_gpu_kernels [--precompile ARCHS]   (HOT_ARCH, HOT_CACHE_DIR: see the file's header)\n");
+    return 1;
+  }
+  /* HOT_ARCH: only these plans (checked before the driver, so a bad value is named anywhere) */
+  const char *forced = getenv("HOT_ARCH");
+  hot_arch want = HOT_ARCH_SM80;
+  int have_want = forced && *forced;
+  if (have_want && plan_arch_parse(forced, &want) != 0) {
+    printf("FAIL: HOT_ARCH=%s is not an arch hot plans for (sm_80 sm_86 sm_89 sm_90 sm_90a)\n", forced);
+    return 1;
+  }
   rt_status r = cuda_driver_get(&d, err, sizeof err);
   if (r != RT_OK) {
     printf("SKIP: %s (%s)\n", r == RT_ERR_NO_DRIVER ? "no CUDA driver" : "no CUDA device", err);
@@ -574,23 +704,34 @@ int main(void) {
     printf("SKIP: %s is not an arch hot plans for (sm_80, sm_86, sm_89, sm_90)\n", arch);
     return 77;
   }
+  /* the arch list: the device's, and on a 9.0 device also sm_90a (wgmma); HOT_ARCH: one of them */
+  hot_arch runs[2] = {g_arch, HOT_ARCH_SM90A};
+  int nruns = g_arch == HOT_ARCH_SM90 ? 2 : 1;
+  if (have_want) {
+    if (want != g_arch && !(want == HOT_ARCH_SM90A && g_arch == HOT_ARCH_SM90)) {
+      printf("SKIP: HOT_ARCH=%s: its kernels do not load on this %s device\n", forced, arch);
+      return 77;
+    }
+    runs[0] = want;
+    nruns = 1;
+  }
   CK(d->cuDevicePrimaryCtxRetain(&ctx, dev));
   CK(d->cuCtxSetCurrent(ctx));
-  hot_kcache_config cfg;
-  memset(&cfg, 0, sizeof cfg);
-  cfg.disk = -1;
-  CKRT(hot_kcache_open(&kc, &cfg, err, sizeof err));
-  printf("device arch %s\n", arch);
-  run_all();
-  /* a 9.0 device also runs the sm_90a plans: wgmma GEMMs (templates/gemm_wgmma.cu) */
-  if (g_arch == HOT_ARCH_SM90) {
-    g_arch = HOT_ARCH_SM90A;
-    printf("device arch %s: again with the sm_90a plans (wgmma)\n", arch);
+  open_cache();
+  for (int i = 0; i < nruns; ++i) {
+    g_arch = runs[i];
+    if (g_arch == HOT_ARCH_SM90A)
+      printf("device arch %s: the sm_90a plans (wgmma GEMMs, templates/gemm_wgmma.cu)\n", arch);
+    else
+      printf("device arch %s\n", arch);
     run_all();
   }
+  print_cache("run");
   hot_kcache_close(kc);
   d->cuDevicePrimaryCtxRelease(dev);
-  printf("PASS: %d kernel loads, %d bit-exact comparisons on %s\n", g_kernels, g_checks, arch);
+  printf("PASS: %d kernel loads, %d bit-exact comparisons on %s (plans:", g_kernels, g_checks, arch);
+  for (int i = 0; i < nruns; ++i) printf(" %s", plan_arch_caps(runs[i])->name);
+  printf(")\n");
   return 0;
 }
 
@@ -613,7 +754,7 @@ static void run_all(void) {
       check_gemms(&pl, gy, w, x);
       check_bias(&pl, gy);
       check_lqs(&pl, gy, -1, "awkward sizes");
-      printf("dtype %s layout %s: HQ g (row, tensor, sample), HQ w, GEMM g_x, GEMM g_w, bias, LQS "
+      REPORT("dtype %s layout %s: HQ g (row, tensor, sample), HQ w, GEMM g_x, GEMM g_w, bias, LQS "
              "bit-exact\n", plan_dtype_name(dt), plan_layout_name(pl.hla.layout));
       /* HLA x^ and g^ for p = 16 and 64 (p = 16: K = 3 x 13 x 10 = 390 / 37 x 10 = 370) */
       static const int ps[] = {16, 64};
@@ -621,7 +762,7 @@ static void run_all(void) {
         hot_layer_plan ph = plan_for(3, 197, 100, 137, dt, (hot_layout)layout, ps[i]);
         check_hla(&ph, x, HOT_K_ABC_X);
         check_hla(&ph, gy, HOT_K_HLA_G);
-        printf("dtype %s layout %s p %d: HLA x^, g^ bit-exact (K = %lld, %lld scale groups)\n",
+        REPORT("dtype %s layout %s p %d: HLA x^, g^ bit-exact (K = %lld, %lld scale groups)\n",
                plan_dtype_name(dt), plan_layout_name(ph.hla.layout), ps[i], (long long)ph.hla.k,
                (long long)ph.hla.groups);
       }
@@ -636,7 +777,7 @@ static void run_all(void) {
           check_hla(&pg, x, HOT_K_ABC_X);
           check_hla(&pg, gy, HOT_K_HLA_G);
           check_gemms(&pg, gy, w, x);
-          printf("dtype %s layout sample, g^ %s, x^ %s: HLA x^, g^, GEMMs bit-exact (%lld "
+          REPORT("dtype %s layout sample, g^ %s, x^ %s: HLA x^, g^, GEMMs bit-exact (%lld "
                  "groups)\n", plan_dtype_name(dt), plan_gran_name(pg.hla.g.gran),
                  plan_gran_name(pg.hla.x.gran), (long long)pg.hla.groups);
         }
@@ -656,7 +797,7 @@ static void run_all(void) {
       check_hq_w_sawb(&pl, w);
       check_hq_g(&pl, gy, HOT_GRAN_TENSOR);
       check_gemms(&pl, gy, w, x);
-      printf("dtype %s paper_code (p = 1, b = %d): HLA x^ (sawb), g^, HQ w' (sawb), g', GEMMs "
+      REPORT("dtype %s paper_code (p = 1, b = %d): HLA x^ (sawb), g^, HQ w' (sawb), g', GEMMs "
              "bit-exact\n", plan_dtype_name(dt), pl.hq.block);
       free(gy); free(w); free(x);
     }
@@ -669,7 +810,7 @@ static void run_all(void) {
       void *tok = make_token_outliers(pl.T, pl.O, dt), *gau = make_tensor(pl.T, pl.O, dt, 0);
       check_lqs(&pl, tok, HOT_GRAN_ROW, "token outliers");
       check_lqs(&pl, gau, HOT_GRAN_SAMPLE, "gaussian");
-      printf("dtype %s: LQS token outliers -> row, gaussian -> sample, bit-exact\n",
+      REPORT("dtype %s: LQS token outliers -> row, gaussian -> sample, bit-exact\n",
              plan_dtype_name(dt));
       free(tok); free(gau);
     }
@@ -687,7 +828,7 @@ static void run_all(void) {
     check_hla(&pl, x, HOT_K_ABC_X);
     check_hla(&pl, gy, HOT_K_HLA_G);
     check_lqs(&pl, gy, -1, "large");
-    printf("large layer (T=2048, O=3072, I=768, bf16) bit-exact (HLA and LQS included)\n");
+    REPORT("large layer (T=2048, O=3072, I=768, bf16) bit-exact (HLA and LQS included)\n");
     free(gy); free(w); free(x);
   }
 }

@@ -6,7 +6,13 @@
  * each run per tensor before calibration and with the calibrated granularity after it (token
  * outliers -> per row for the first, Gaussian -> per tensor for the second), through a caller's
  * saved buffer and through the layer's own. The honest refusals of the CUDA backend (no HQ, no
- * ABC) are checked too. Without a driver it prints "SKIP: no CUDA driver" and exits 77. */
+ * ABC) are checked too. Without a driver it prints "SKIP: no CUDA driver" and exits 77.
+ * HOT_ARCH=sm_90a on a 9.0 device runs the same with the sm_90a plans (wgmma GEMMs); the kernel
+ * cache is the library's (HOT_CACHE_DIR, HOT_NO_DISK_CACHE).
+ * `--precompile ARCHS` (comma list, e.g. sm_90,sm_90a): needs no driver. For each arch it makes
+ * every layer the GPU run makes, in a CPU context with that arch forced, compiles its kernels
+ * into the cache of HOT_CACHE_DIR (required) and runs the CPU backend's side of each case (the
+ * host share of a GPU run); exit 0, 1 on an error (tests/gpu/README.md: the convention). */
 #ifndef _GNU_SOURCE
 #define _GNU_SOURCE
 #endif
@@ -115,14 +121,21 @@ static void backward_both(const api_case *c, hot_ctx *ctx, hot_ctx *cpu, hot_lay
   printf("  %s: g_x, g_w, g_b equal\n", label);
 }
 
+enum { CASE_B = 3, CASE_L = 197, CASE_O = 100, CASE_I = 137 };
+
+/* The layer of a case (T = 3 x 197, O = 100, I = 137). */
+static void case_spec(const api_case *c, hot_layer_spec *spec) {
+  plan_spec_defaults(spec, c->recipe);
+  snprintf(spec->name, sizeof spec->name, "gpu_%s", c->name);
+  spec->in_features = CASE_I;
+  spec->out_features = CASE_O;
+  spec->dtype = c->dtype;
+}
+
 static void run_case(const api_case *c, hot_ctx *ctx, hot_ctx *cpu) {
-  const int64_t B = 3, L = 197, O = 100, I = 137, T = B * L;
+  const int64_t B = CASE_B, L = CASE_L, O = CASE_O, I = CASE_I, T = B * L;
   hot_layer_spec spec;
-  plan_spec_defaults(&spec, c->recipe);
-  snprintf(spec.name, sizeof spec.name, "gpu_%s", c->name);
-  spec.in_features = I;
-  spec.out_features = O;
-  spec.dtype = c->dtype;
+  case_spec(c, &spec);
   hot_layer *g = NULL, *h = NULL;
   CHECK_HOT(ctx, hot_layer_create(ctx, &spec, B, L, c->recipe, &g));
   CHECK_HOT(cpu, hot_layer_create(cpu, &spec, B, L, c->recipe, &h));
@@ -191,13 +204,18 @@ static void run_case(const api_case *c, hot_ctx *ctx, hot_ctx *cpu) {
 
 /* What the CUDA backend still refuses (the CPU backend runs it): HOT_ERR_UNSUPPORTED with a
  * message, nothing launched. */
+static void refusal_spec(int which, hot_layer_spec *spec) {
+  plan_spec_defaults(spec, HOT_RECIPE_HOT);
+  snprintf(spec->name, sizeof spec->name, which == 0 ? "gpu_nohq" : "gpu_noabc");
+  spec->in_features = 64;
+  spec->out_features = 32;
+  if (which == 0) spec->hq.enabled = 0;
+  else spec->abc.enabled = 0;
+}
+
 static void refusals(hot_ctx *ctx) {
   hot_layer_spec spec;
-  plan_spec_defaults(&spec, HOT_RECIPE_HOT);
-  snprintf(spec.name, sizeof spec.name, "gpu_nohq");
-  spec.in_features = 64;
-  spec.out_features = 32;
-  spec.hq.enabled = 0;
+  refusal_spec(0, &spec);
   hot_layer *l = NULL;
   CHECK_HOT(ctx, hot_layer_create(ctx, &spec, 2, 64, HOT_RECIPE_HOT, &l));
   CUdeviceptr x = upload(NULL, 128 * 64 * 4), w = upload(NULL, 32 * 64 * 4),
@@ -210,9 +228,7 @@ static void refusals(hot_ctx *ctx) {
   if (st != HOT_ERR_UNSUPPORTED || !strstr(hot_errmsg(ctx), "without HQ"))
     FAIL("no-HQ backward: %s: %s", hot_status_name(st), hot_errmsg(ctx));
   hot_layer_destroy(l);
-  spec.hq.enabled = 1;
-  spec.abc.enabled = 0;
-  snprintf(spec.name, sizeof spec.name, "gpu_noabc");
+  refusal_spec(1, &spec);
   CHECK_HOT(ctx, hot_layer_create(ctx, &spec, 2, 64, HOT_RECIPE_HOT, &l));
   st = hot_layer_save(l, dptr(x), HOT_DT_F32, NULL, NULL);
   if (st != HOT_ERR_UNSUPPORTED || !strstr(hot_errmsg(ctx), "without ABC"))
@@ -227,12 +243,16 @@ static void refusals(hot_ctx *ctx) {
 /* Finite inputs that overflow fp32 (one x element of 3e38): the CPU backend refuses the backward
  * with HOT_ERR_RANGE; the CUDA backend's backward returns at once and hot_layer_check reports
  * the same overflow from the device flag; a later backward with ordinary data is clean. */
+static void huge_spec(hot_layer_spec *spec) {
+  plan_spec_defaults(spec, HOT_RECIPE_HOT);
+  snprintf(spec->name, sizeof spec->name, "gpu_huge");
+  spec->in_features = 32;
+  spec->out_features = 16;
+}
+
 static void overflow(hot_ctx *ctx, hot_ctx *cpu) {
   hot_layer_spec spec;
-  plan_spec_defaults(&spec, HOT_RECIPE_HOT);
-  snprintf(spec.name, sizeof spec.name, "gpu_huge");
-  spec.in_features = 32;
-  spec.out_features = 16;
+  huge_spec(&spec);
   hot_layer *l = NULL, *lc = NULL;
   CHECK_HOT(ctx, hot_layer_create(ctx, &spec, 2, 32, HOT_RECIPE_HOT, &l));
   CHECK_HOT(cpu, hot_layer_create(cpu, &spec, 2, 32, HOT_RECIPE_HOT, &lc));
@@ -267,7 +287,107 @@ static void overflow(hot_ctx *ctx, hot_ctx *cpu) {
   printf("overflow: x = 3e38 refused on both backends (CPU at once, CUDA by hot_layer_check)\n");
 }
 
-int main(void) {
+/* The layer main() gives host memory (refused by the CUDA backend). */
+static void host_spec(hot_layer_spec *spec) {
+  plan_spec_defaults(spec, HOT_RECIPE_HOT);
+  snprintf(spec->name, sizeof spec->name, "gpu_host");
+  spec->in_features = spec->out_features = 32;
+}
+
+static const api_case k_cases[] = {
+    {"default", HOT_RECIPE_HOT, HOT_DT_F32, 1, HOT_GRAN_ROW},
+    {"paper_code", HOT_RECIPE_PAPER_CODE, HOT_DT_BF16, 0, HOT_GRAN_SAMPLE}, /* B = 3 */
+};
+
+/* --precompile: one layer of (spec, B, L) in ctx (CPU, arch forced), compiled into the cache;
+ * with cpu (not NULL) the CPU backend's side of a case on the same layer: save, backward,
+ * calibrate, save, backward. */
+static void pre_layer(hot_ctx *ctx, hot_ctx *cpu, const hot_layer_spec *spec, int64_t B, int64_t L,
+                      hot_recipe recipe, const api_case *c) {
+  hot_layer *l = NULL;
+  CHECK_HOT(ctx, hot_layer_create(ctx, spec, B, L, recipe, &l));
+  CHECK_HOT(ctx, hot_layer_compile(l));
+  hot_layer_destroy(l);
+  if (!c) return;
+  const int64_t T = B * L, O = spec->out_features, I = spec->in_features;
+  hot_layer *h = NULL;
+  CHECK_HOT(cpu, hot_layer_create(cpu, spec, B, L, recipe, &h));
+  au_io io;
+  au_io_init(&io, T, O, I, 2024 + (uint64_t)c->recipe);
+  size_t bx, bw, bg;
+  void *x = as_dtype(io.x, T * I, c->dtype, &bx), *w = as_dtype(io.w, O * I, c->dtype, &bw),
+       *gy = as_dtype(io.gy, T * O, c->dtype, &bg);
+  CHECK_HOT(cpu, hot_layer_save(h, x, c->dtype, NULL, NULL));
+  CHECK_HOT(cpu, hot_layer_backward(h, gy, w, c->dtype, NULL, io.rgx, io.rgw, io.rgb, 5, NULL));
+  CHECK_HOT(cpu, hot_layer_calibrate(h, gy, c->dtype, 9, NULL));
+  CHECK_HOT(cpu, hot_layer_save(h, x, c->dtype, NULL, NULL));
+  CHECK_HOT(cpu, hot_layer_backward(h, gy, w, c->dtype, NULL, io.rgx, io.rgw, io.rgb, 6, NULL));
+  free(x); free(w); free(gy);
+  au_io_free(&io);
+  hot_layer_destroy(h);
+}
+
+/* --precompile ARCHS: every layer of main() for each arch, compiled in a CPU context with the
+ * arch forced (the same plans and kernels as a CUDA context of that arch). */
+static int precompile(const char *archs) {
+  const char *dir = getenv("HOT_CACHE_DIR");
+  if (!dir || !*dir) {
+    fprintf(stderr, "runtime_api_gpu: --precompile needs HOT_CACHE_DIR (the cache directory to fill)\n");
+    return 1;
+  }
+  char buf[256];
+  if (snprintf(buf, sizeof buf, "%s", archs) >= (int)sizeof buf || !*buf) {
+    fprintf(stderr, "runtime_api_gpu: --precompile: bad arch list '%s'\n", archs);
+    return 1;
+  }
+  unsigned long long compiles = 0, hits = 0;
+  for (char *save = NULL, *a = strtok_r(buf, ",", &save); a; a = strtok_r(NULL, ",", &save)) {
+    hot_options o;
+    hot_options_init(&o);
+    o.backend = HOT_BACKEND_CPU;
+    o.arch = a;
+    o.disk_cache = 1;
+    hot_ctx *ctx = NULL, *cpu = NULL;
+    hot_status st = hot_ctx_create(&ctx, &o);
+    if (st != HOT_OK) {
+      fprintf(stderr, "runtime_api_gpu: --precompile %s: %s: %s\n", a, hot_status_name(st), hot_errmsg(ctx));
+      hot_ctx_destroy(ctx);
+      return 1;
+    }
+    o.arch = NULL;
+    CHECK_HOT(cpu, hot_ctx_create(&cpu, &o));
+    hot_layer_spec spec;
+    host_spec(&spec);
+    pre_layer(ctx, cpu, &spec, 1, 64, HOT_RECIPE_HOT, NULL);
+    for (size_t i = 0; i < sizeof k_cases / sizeof k_cases[0]; ++i) {
+      case_spec(&k_cases[i], &spec);
+      pre_layer(ctx, cpu, &spec, CASE_B, CASE_L, k_cases[i].recipe, &k_cases[i]);
+    }
+    for (int which = 0; which < 2; ++which) {
+      refusal_spec(which, &spec);
+      pre_layer(ctx, cpu, &spec, 2, 64, HOT_RECIPE_HOT, NULL);
+    }
+    huge_spec(&spec);
+    pre_layer(ctx, cpu, &spec, 2, 32, HOT_RECIPE_HOT, NULL);
+    hot_stats s;
+    hot_ctx_stats(ctx, &s);
+    printf("precompile %s: %llu compiled, %llu disk hits (%s)\n", a, (unsigned long long)s.compiles,
+           (unsigned long long)s.disk_hits, s.cache_dir);
+    compiles += s.compiles;
+    hits += s.disk_hits;
+    hot_ctx_destroy(ctx);
+    hot_ctx_destroy(cpu);
+  }
+  printf("kernel cache (precompile): %llu compiled, %llu disk hits\n", compiles, hits);
+  return 0;
+}
+
+int main(int argc, char **argv) {
+  if (argc == 3 && !strcmp(argv[1], "--precompile")) return precompile(argv[2]);
+  if (argc != 1) {
+    fprintf(stderr, "usage: runtime_api_gpu [--precompile ARCHS]\n");
+    return 1;
+  }
   char err[512];
   rt_status r = cuda_driver_get(&d, err, sizeof err);
   if (r == RT_ERR_NO_DRIVER) {
@@ -300,9 +420,7 @@ int main(void) {
   /* host memory is refused by the CUDA backend */
   {
     hot_layer_spec spec;
-    plan_spec_defaults(&spec, HOT_RECIPE_HOT);
-    snprintf(spec.name, sizeof spec.name, "gpu_host");
-    spec.in_features = spec.out_features = 32;
+    host_spec(&spec);
     hot_layer *l = NULL, *lc = NULL;
     CHECK_HOT(ctx, hot_layer_create(ctx, &spec, 1, 64, HOT_RECIPE_HOT, &l));
     CHECK_HOT(cpu, hot_layer_create(cpu, &spec, 1, 64, HOT_RECIPE_HOT, &lc)); /* same layer ids */
@@ -315,11 +433,7 @@ int main(void) {
     hot_layer_destroy(lc);
   }
 
-  static const api_case cases[] = {
-      {"default", HOT_RECIPE_HOT, HOT_DT_F32, 1, HOT_GRAN_ROW},
-      {"paper_code", HOT_RECIPE_PAPER_CODE, HOT_DT_BF16, 0, HOT_GRAN_SAMPLE}, /* B = 3 */
-  };
-  for (size_t i = 0; i < sizeof cases / sizeof cases[0]; ++i) run_case(&cases[i], ctx, cpu);
+  for (size_t i = 0; i < sizeof k_cases / sizeof k_cases[0]; ++i) run_case(&k_cases[i], ctx, cpu);
   refusals(ctx);
   overflow(ctx, cpu);
   hot_ctx_stats(ctx, &s);
