@@ -1,4 +1,4 @@
-/* fields.c — the table of a layer's settable fields by spec path (fields.h). */
+/* fields.c — the table of a layer's fields, built from field_list.h (fields.h). */
 #include "fields.h"
 
 #include <errno.h>
@@ -7,93 +7,135 @@
 #include <stdlib.h>
 #include <string.h>
 
-typedef enum { K_INT = 0, K_BOOL, K_ENUM } kind;
-
-struct hot_field {
-  const char *path;
-  hot_field_class cls;
-  kind k;
-  size_t off;                 /* offset of the int (or enum) in hot_layer_spec */
-  int min, max, pow2, zero_ok; /* K_INT: range; pow2: a power of two (0 allowed when zero_ok) */
-  const char *const *names;   /* K_ENUM: names by enum value, NULL-terminated */
-  const char *doc;
-  size_t off2;                /* a second int that takes the same value (0: none) */
-};
-
 /* Enumerations are stored in int-sized objects (checked here), so one int access serves them. */
 _Static_assert(sizeof(hot_gran) == sizeof(int) && sizeof(hot_round) == sizeof(int) &&
                sizeof(hot_rule) == sizeof(int) && sizeof(hot_selection) == sizeof(int) &&
-               sizeof(hot_layout) == sizeof(int), "enumerations must be int-sized");
+               sizeof(hot_layout) == sizeof(int) && sizeof(hot_dtype) == sizeof(int),
+               "enumerations must be int-sized");
 
-static const char *const n_gran[] = {"tensor", "token", "auto", "sample", NULL}; /* hot_gran */
-static const char *const n_round[] = {"rtn", "sr", NULL};                        /* hot_round */
-static const char *const n_rule[] = {"absmax", "sawb", NULL};                    /* hot_rule */
-static const char *const n_sel[] = {"tri", "prefix", "full", NULL};              /* hot_selection */
-static const char *const n_layout[] = {"sample", "flat", "auto", NULL};          /* hot_layout */
+/* ---- enumerations ---------------------------------------------------------------------------- */
 
-#define OFF(m) offsetof(hot_layer_spec, m)
-#define A HOT_FIELD_ACCURACY
-#define S HOT_FIELD_SPEED
-#define TILE(g, what)                                                                               \
-  {#g ".tile_m", S, K_INT, OFF(g.tile_m), 0, 256, 0, 0, NULL, "64, 128 or 256 (0 = planner's)", 0},     \
-  {#g ".tile_n", S, K_INT, OFF(g.tile_n), 0, 256, 0, 0, NULL, "64, 128 or 256 (0 = planner's)", 0},     \
-  {#g ".tile_k", S, K_INT, OFF(g.tile_k), 0, 512, 0, 0, NULL, "a multiple of the MMA's K (0 = default)", 0}, \
-  {#g ".warps_m", S, K_INT, OFF(g.warps_m), 0, 8, 0, 0, NULL, "0..8 (0 = default)", 0},                 \
-  {#g ".warps_n", S, K_INT, OFF(g.warps_n), 0, 8, 0, 0, NULL, "0..8 (0 = default)", 0},                 \
-  {#g ".stages", S, K_INT, OFF(g.stages), 0, 6, 0, 0, NULL, "0..6 (0 = default)", 0}
+#define NAME_(c, s) s,
+#define CONST_(c, s) #c,
+#define VALUE_(c, s) (int)c,
+#define LISTS_(id, type)                                                                           \
+  static const char *const names_##id[] = {HOT_ENUM_##id(NAME_) NULL};                             \
+  static const char *const consts_##id[] = {HOT_ENUM_##id(CONST_) NULL};                           \
+  static const int values_##id[] = {HOT_ENUM_##id(VALUE_)};
+HOT_ENUMS(LISTS_)
+#undef LISTS_
 
-static const struct hot_field table[] = {
-  {"hq.enabled", A, K_BOOL, OFF(hq.enabled), 0, 1, 0, 0, NULL, "true|false", 0},
-  {"hq.block", A, K_INT, OFF(hq.block), 2, 256, 1, 0, NULL, "power of two in [2, 256]", 0},
-  {"hq.bits", A, K_INT, OFF(hq.g.bits), 2, 8, 0, 0, NULL, "2..8", 0},
-  {"hq.round", A, K_ENUM, OFF(hq.g.round), 0, 0, 0, 0, n_round, "rtn|sr", 0},
-  {"hq.scale", A, K_ENUM, OFF(hq.g.gran), 0, 0, 0, 0, n_gran, "tensor|token|auto|sample", 0},
-  {"hq.w_bits", A, K_INT, OFF(hq.w.bits), 2, 8, 0, 0, NULL, "2..8", 0},
-  {"hq.w_scale", A, K_ENUM, OFF(hq.w.rule), 0, 0, 0, 0, n_rule, "absmax|sawb", 0},
-  {"hq.pad", A, K_BOOL, OFF(hq.pad), 0, 1, 0, 0, NULL, "true|false", 0},
-  {"hla.enabled", A, K_BOOL, OFF(hla.enabled), 0, 1, 0, 0, NULL, "true|false", 0},
-  {"hla.block", A, K_INT, OFF(hla.block), 0, 1024, 1, 1, NULL, "0 or a power of two in [2, 1024]", 0},
-  {"hla.selection", A, K_ENUM, OFF(hla.selection), 0, 0, 0, 0, n_sel, "tri|prefix|full", 0},
-  {"hla.keep", A, K_INT, OFF(hla.keep), 1, 50, 0, 0, NULL, "1..50 (percent, selection tri)", 0},
-  {"hla.rank", A, K_INT, OFF(hla.rank), 0, 1024, 0, 0, NULL, "1..1024 (selection prefix)", 0},
-  {"hla.layout", A, K_ENUM, OFF(hla.layout), 0, 0, 0, 0, n_layout, "sample|flat|auto", 0},
-  {"hla.pad", A, K_BOOL, OFF(hla.pad), 0, 1, 0, 0, NULL, "true|false", 0},
-  {"hla.bits", A, K_INT, OFF(hla.g.bits), 2, 8, 0, 0, NULL, "2..8", 0},
-  {"hla.round", A, K_ENUM, OFF(hla.g.round), 0, 0, 0, 0, n_round, "rtn|sr", 0},
-  {"hla.x_bits", A, K_INT, OFF(hla.x.bits), 2, 8, 0, 0, NULL, "2..8", 0},
-  {"hla.x_scale", A, K_ENUM, OFF(hla.x.rule), 0, 0, 0, 0, n_rule, "absmax|sawb", 0},
-  /* one spec field for the granularity of both HLA operands (reads back g^'s) */
-  {"hla.scale", A, K_ENUM, OFF(hla.g.gran), 0, 0, 0, 0, n_gran, "tensor|sample|auto",
-   OFF(hla.x.gran)},
-  {"abc.enabled", A, K_BOOL, OFF(abc.enabled), 0, 1, 0, 0, NULL, "true|false", 0},
-  TILE(tile_gx, "g_x"),
-  TILE(tile_gw, "g_w"),
-};
-#undef TILE
-#undef OFF
-#undef A
-#undef S
+typedef struct {
+  const char *type;
+  const char *const *names, *const *consts;
+  const int *values;
+  int count;
+} enum_desc;
 
-enum { N_FIELDS = (int)(sizeof table / sizeof table[0]) };
+#define DESC_(id, type)                                                                            \
+  {#type, names_##id, consts_##id, values_##id, (int)(sizeof values_##id / sizeof(int))},
+static const enum_desc k_enums[HOT_E_COUNT] = {HOT_ENUMS(DESC_)};
+#undef DESC_
+#undef NAME_
+#undef CONST_
+#undef VALUE_
 
-int fields_count(void) { return N_FIELDS; }
-const hot_field *fields_at(int i) { return i >= 0 && i < N_FIELDS ? &table[i] : NULL; }
-const char *fields_path(const hot_field *f) { return f ? f->path : ""; }
-hot_field_class fields_class(const hot_field *f) { return f ? f->cls : HOT_FIELD_ACCURACY; }
-const char *fields_values_doc(const hot_field *f) { return f ? f->doc : ""; }
+static const enum_desc *enum_of(hot_enum_id e) {
+  return (int)e >= 0 && e < HOT_E_COUNT ? &k_enums[e] : NULL;
+}
 
-const hot_field *fields_find(const char *path) {
+int fields_enum_count(hot_enum_id e) { return enum_of(e) ? enum_of(e)->count : 0; }
+
+/* Values are listed in order 0, 1, ... (tests/spec checks values_* against the C constants). */
+const char *fields_enum_name(hot_enum_id e, int v) {
+  const enum_desc *d = enum_of(e);
+  return d && v >= 0 && v < d->count ? d->names[v] : "?";
+}
+
+const char *fields_enum_const(hot_enum_id e, int v) {
+  const enum_desc *d = enum_of(e);
+  return d && v >= 0 && v < d->count ? d->consts[v] : "?";
+}
+
+int fields_enum_value(hot_enum_id e, int i) {
+  const enum_desc *d = enum_of(e);
+  return d && i >= 0 && i < d->count ? d->values[i] : -1;
+}
+
+const char *fields_enum_type(hot_enum_id e) { return enum_of(e) ? enum_of(e)->type : "?"; }
+
+int fields_enum_parse(hot_enum_id e, const char *name) {
+  const enum_desc *d = enum_of(e);
+  if (!d || !name) return -1;
+  for (int i = 0; i < d->count; ++i)
+    if (strcmp(name, d->names[i]) == 0) return i;
+  return -1;
+}
+
+/* ---- the table ------------------------------------------------------------------------------- */
+
+#define ALSO(m) offsetof(hot_layer_spec, m)
+#define NOALSO 0
+#define ROW_(path, member, also, kind, en, min, max, flags, d_hot, d_paper, d_code, vdoc, doc)     \
+  {path, #member, offsetof(hot_layer_spec, member), also, HOT_FK_##kind, HOT_E_##en, min, max,      \
+   flags, {d_hot, d_paper, d_code}, vdoc, doc},
+static const hot_field table[] = {HOT_FIELDS(ROW_)};
+#undef ROW_
+#undef ALSO
+#undef NOALSO
+
+enum { N_ROWS = (int)(sizeof table / sizeof table[0]) };
+
+/* Sweepable rows come first (field_list.h; tests/spec checks that none follows another row). */
+#define COUNT_(path, member, also, kind, en, min, max, flags, d_hot, d_paper, d_code, vdoc, doc)   \
+  +(((flags) & FL_SWEEP) ? 1 : 0)
+enum { N_SWEEP = 0 HOT_FIELDS(COUNT_) };
+#undef COUNT_
+static int sweep_count(void) { return N_SWEEP; }
+
+int fields_count(void) { return sweep_count(); }
+const hot_field *fields_at(int i) { return i >= 0 && i < sweep_count() ? &table[i] : NULL; }
+int fields_all_count(void) { return N_ROWS; }
+const hot_field *fields_all_at(int i) { return i >= 0 && i < N_ROWS ? &table[i] : NULL; }
+const char *fields_path(const hot_field *f) { return f && f->path ? f->path : ""; }
+hot_field_class fields_class(const hot_field *f) {
+  return !f || (f->flags & FL_ACC) ? HOT_FIELD_ACCURACY : HOT_FIELD_SPEED;
+}
+const char *fields_values_doc(const hot_field *f) {
+  if (!f) return "";
+  if (f->kind == HOT_FK_BOOL) return "true|false";
+  return f->vdoc;
+}
+
+const hot_field *fields_find_spec(const char *path) {
   if (!path) return NULL;
-  for (int i = 0; i < N_FIELDS; ++i)
-    if (strcmp(table[i].path, path) == 0) return &table[i];
+  for (int i = 0; i < N_ROWS; ++i)
+    if (table[i].path && strcmp(table[i].path, path) == 0) return &table[i];
   return NULL;
 }
 
-static int *slot(hot_layer_spec *s, const hot_field *f) { return (int *)(void *)((char *)s + f->off); }
-static int value_of(const hot_layer_spec *s, const hot_field *f) {
+const hot_field *fields_find(const char *path) {
+  const hot_field *f = fields_find_spec(path);
+  return f && (f->flags & FL_SWEEP) ? f : NULL;
+}
+
+int fields_value(const hot_layer_spec *s, const hot_field *f) {
   int v;
   memcpy(&v, (const char *)s + f->off, sizeof v);
   return v;
+}
+
+void fields_store(hot_layer_spec *s, const hot_field *f, int v) {
+  memcpy((char *)s + f->off, &v, sizeof v);
+  if (f->off2) memcpy((char *)s + f->off2, &v, sizeof v);
+}
+
+int fields_value_ok(const hot_field *f, int v, int c_caller) {
+  if (f->kind == HOT_FK_BOOL) return v == 0 || v == 1;
+  if (f->kind == HOT_FK_ENUM) return v >= 0 && v < fields_enum_count(f->en);
+  if (v == 0 && ((f->flags & FL_ZERO) || (c_caller && (f->flags & FL_UNSET0)))) return 1;
+  if (v < f->min || v > f->max) return 0;
+  return !(f->flags & FL_POW2) || (v >= 1 && (v & (v - 1)) == 0);
 }
 
 int fields_set(hot_layer_spec *s, const hot_field *f, const char *value, char *err, size_t n) {
@@ -102,45 +144,38 @@ int fields_set(hot_layer_spec *s, const hot_field *f, const char *value, char *e
     return -1;
   }
   int v = 0;
-  if (f->k == K_BOOL) {
+  if (f->kind == HOT_FK_BOOL) {
     if (strcmp(value, "true") == 0) v = 1;
     else if (strcmp(value, "false") == 0) v = 0;
     else goto bad;
-  } else if (f->k == K_ENUM) {
-    int found = -1;
-    for (int i = 0; f->names[i]; ++i)
-      if (strcmp(value, f->names[i]) == 0) found = i;
-    if (found < 0) goto bad;
-    v = found;
+  } else if (f->kind == HOT_FK_ENUM) {
+    if ((v = fields_enum_parse(f->en, value)) < 0) goto bad; /* any name: the plan checks */
   } else {
     char *end;
     errno = 0;
     long long x = strtoll(value, &end, 10);
-    if (!*value || *end || errno || x < f->min || x > f->max) goto bad;
+    if (!*value || *end || errno || x < INT32_MIN || x > INT32_MAX) goto bad;
     v = (int)x;
-    if (f->pow2 && !(v == 0 && f->zero_ok) && (v < 1 || (v & (v - 1)) != 0)) goto bad;
+    if (!fields_value_ok(f, v, 1)) goto bad;
   }
-  *slot(s, f) = v;
-  if (f->off2) *(int *)(void *)((char *)s + f->off2) = v;
+  fields_store(s, f, v);
   return 0;
 bad:
-  snprintf(err, n, "%s: bad value '%.40s' (allowed: %s)", f->path, value, f->doc);
+  snprintf(err, n, "%s: bad value '%.40s' (allowed: %s)", fields_path(f), value,
+           fields_values_doc(f));
   return -1;
 }
 
 int fields_get(const hot_layer_spec *s, const hot_field *f, char *buf, size_t n) {
-  int v = value_of(s, f), w;
-  if (f->k == K_BOOL) w = snprintf(buf, n, "%s", v ? "true" : "false");
-  else if (f->k == K_ENUM) {
-    int count = 0;
-    while (f->names[count]) ++count;
+  int v = fields_value(s, f), w;
+  if (f->kind == HOT_FK_BOOL) w = snprintf(buf, n, "%s", v ? "true" : "false");
+  else if (f->kind == HOT_FK_ENUM) {
     int v2 = v;
     if (f->off2) memcpy(&v2, (const char *)s + f->off2, sizeof v2);
     if (v2 != v) /* the two ints differ (a C caller set them apart): both, "first/second" */
-      w = snprintf(buf, n, "%s/%s", v >= 0 && v < count ? f->names[v] : "?",
-                   v2 >= 0 && v2 < count ? f->names[v2] : "?");
+      w = snprintf(buf, n, "%s/%s", fields_enum_name(f->en, v), fields_enum_name(f->en, v2));
     else
-      w = snprintf(buf, n, "%s", v >= 0 && v < count ? f->names[v] : "?");
+      w = snprintf(buf, n, "%s", fields_enum_name(f->en, v));
   } else
     w = snprintf(buf, n, "%d", v);
   return w < 0 || (size_t)w >= n ? -1 : 0;
@@ -178,8 +213,8 @@ int fields_canonical(const hot_layer_spec *s, hot_field_class cls, char *buf, si
   size_t used = 0;
   if (n == 0) return -1;
   buf[0] = 0;
-  for (int i = 0; i < N_FIELDS; ++i) {
-    if (table[i].cls != cls) continue;
+  for (int i = 0; i < sweep_count(); ++i) {
+    if (fields_class(&table[i]) != cls) continue;
     char v[32];
     if (fields_get(s, &table[i], v, sizeof v) != 0) return -1;
     int w = snprintf(buf + used, n - used, "%s%s=%s", used ? ";" : "", table[i].path, v);
@@ -187,4 +222,44 @@ int fields_canonical(const hot_layer_spec *s, hot_field_class cls, char *buf, si
     used += (size_t)w;
   }
   return 0;
+}
+
+/* ---- whole specs ------------------------------------------------------------------------------ */
+
+void fields_defaults(hot_layer_spec *s, hot_recipe recipe) {
+  int r = (int)recipe >= 0 && (int)recipe < fields_enum_count(HOT_E_recipe) ? (int)recipe : 0;
+  memset(s, 0, sizeof *s);
+  for (int i = 0; i < N_ROWS; ++i) {
+    int v = table[i].dflt[r];
+    memcpy((char *)s + table[i].off, &v, sizeof v); /* a second member has its own row */
+  }
+}
+
+int fields_check_enums(const hot_layer_spec *s, hot_recipe recipe, char *err, size_t n) {
+  int rmax = fields_enum_count(HOT_E_recipe) - 1;
+  if ((int)recipe < 0 || (int)recipe > rmax) {
+    snprintf(err, n, "recipe = %d is not a hot_recipe (0 .. %d)", (int)recipe, rmax);
+    return -1;
+  }
+  for (int i = 0; i < N_ROWS; ++i) {
+    const hot_field *f = &table[i];
+    int v = fields_value(s, f);
+    if (f->kind == HOT_FK_INT || fields_value_ok(f, v, 1)) continue;
+    if (f->kind == HOT_FK_BOOL)
+      snprintf(err, n, "spec.%s = %d: expected 0 or 1", f->member, v);
+    else
+      snprintf(err, n, "spec.%s = %d is not a %s (0 .. %d)", f->member, v, fields_enum_type(f->en),
+               fields_enum_count(f->en) - 1);
+    return -1;
+  }
+  return 0;
+}
+
+void fields_apply_recipe(hot_layer_spec *s, hot_recipe recipe) {
+  if ((int)recipe < 0 || (int)recipe >= fields_enum_count(HOT_E_recipe)) return;
+  for (int i = 0; i < N_ROWS; ++i) {
+    const hot_field *f = &table[i];
+    int v = fields_value(s, f);
+    if (v == f->dflt[HOT_RECIPE_HOT]) memcpy((char *)s + f->off, &f->dflt[recipe], sizeof v);
+  }
 }

@@ -11,6 +11,7 @@
 
 #include "basis.h"
 #include "diag.h"
+#include "fields.h"
 
 /* ---- arch capability table --------------------------------------------------------------- */
 
@@ -41,18 +42,23 @@ int plan_arch_parse(const char *name, hot_arch *out) {
 
 /* ---- names ----------------------------------------------------------------------------- */
 
+/* The spec's enumerations take their one list of names from field_list.h (fields.c). */
+#define ENUM_NAME_FN(fn, type, id)                                                               \
+  const char *fn(type v) { return fields_enum_name(HOT_E_##id, (int)v); }
+ENUM_NAME_FN(plan_dtype_name, hot_dtype, dtype)
+ENUM_NAME_FN(plan_round_name, hot_round, round)
+ENUM_NAME_FN(plan_gran_name, hot_gran, gran)
+ENUM_NAME_FN(plan_rule_name, hot_rule, rule)
+ENUM_NAME_FN(plan_selection_name, hot_selection, selection)
+ENUM_NAME_FN(plan_layout_name, hot_layout, layout)
+ENUM_NAME_FN(plan_recipe_name, hot_recipe, recipe)
+#undef ENUM_NAME_FN
+
 #define NAME_FN(fn, type, ...)                                              \
   const char *fn(type v) {                                                  \
     static const char *const names[] = {__VA_ARGS__};                       \
     return ((int)v >= 0 && (size_t)v < sizeof names / sizeof names[0]) ? names[v] : "?"; \
   }
-NAME_FN(plan_dtype_name, hot_dtype, "f32", "bf16", "f16")
-NAME_FN(plan_round_name, hot_round, "rtn", "sr")
-NAME_FN(plan_gran_name, hot_gran, "tensor", "row", "auto", "sample")
-NAME_FN(plan_rule_name, hot_rule, "absmax", "sawb")
-NAME_FN(plan_selection_name, hot_selection, "tri", "prefix", "full")
-NAME_FN(plan_layout_name, hot_layout, "sample", "flat", "auto")
-NAME_FN(plan_recipe_name, hot_recipe, "hot", "paper", "paper_code")
 NAME_FN(plan_gemm_path_name, hot_gemm_path, "mma_s4", "mma_s8", "wgmma_s8")
 NAME_FN(plan_codes_name, hot_codes, "s8", "s4_packed")
 NAME_FN(plan_role_name, hot_kernel_role, "abc_x", "hq_g", "hq_w", "hla_g", "gemm_gx", "gemm_gw",
@@ -63,55 +69,8 @@ NAME_FN(plan_buffer_name, hot_buffer, "q_g", "s_g", "q_w", "q_hg", "q_hx", "save
 
 /* ---- defaults -------------------------------------------------------------------------- */
 
-void plan_spec_defaults(hot_layer_spec *s, hot_recipe recipe) {
-  memset(s, 0, sizeof *s);
-  s->bias = 1;
-  s->dtype = HOT_DT_F32;
-  s->hq.enabled = 1;
-  s->hq.block = 16;
-  s->hq.g = (hot_quant){4, HOT_ROUND_SR, HOT_GRAN_AUTO, HOT_RULE_ABSMAX};
-  s->hq.w = (hot_quant){4, HOT_ROUND_RTN, HOT_GRAN_TENSOR, HOT_RULE_ABSMAX};
-  s->hq.pad = 1;
-  s->hla.enabled = 1;
-  s->hla.block = 64;
-  s->hla.selection = HOT_SEL_TRI;
-  s->hla.keep = 50;
-  s->hla.rank = 0;
-  s->hla.layout = HOT_LAYOUT_SAMPLE;
-  s->hla.pad = 1;
-  s->hla.g = (hot_quant){8, HOT_ROUND_SR, HOT_GRAN_TENSOR, HOT_RULE_ABSMAX};
-  s->hla.x = (hot_quant){8, HOT_ROUND_RTN, HOT_GRAN_TENSOR, HOT_RULE_ABSMAX};
-  s->abc.enabled = 1;
-  switch (recipe) {
-  case HOT_RECIPE_HOT:
-    /* Project default: a batch whose L is not a multiple of p is blocked across samples (flat),
-     * which pads only the tail of the batch instead of every sample. */
-    s->hla.layout = HOT_LAYOUT_AUTO;
-    /* x^ and g^ per sample where the layout keeps samples apart (docs/benchmark.md, "Scale
-     * granularities"), per tensor under flat */
-    s->hla.g.gran = HOT_GRAN_AUTO;
-    s->hla.x.gran = HOT_GRAN_AUTO;
-    break;
-  case HOT_RECIPE_PAPER:
-    break;
-  case HOT_RECIPE_PAPER_CODE:
-    /* The authors' code: b shrinks to divide O, p = largest power of two dividing L (no
-     * padding, no cap: a p beyond HOT_MAX_P is refused by plan_hla), SAWB scales for the RTN
-     * quantizers, g^ with 4 bits, per-sample scales of g^ and x^. */
-    s->hq.pad = 0;
-    s->hq.w.rule = HOT_RULE_SAWB;
-    s->hla.block = 0;
-    s->hla.pad = 0;
-    s->hla.x.rule = HOT_RULE_SAWB;
-    /* their automatic mode quantizes g^ with the g_x bit width (CONTRACT.md 4.5) */
-    s->hla.g.bits = 4;
-    /* they scale g^ and x^ per sample (CONTRACT.md 6); their p divides L, so the layout
-     * (sample) keeps the samples apart */
-    s->hla.g.gran = HOT_GRAN_SAMPLE;
-    s->hla.x.gran = HOT_GRAN_SAMPLE;
-    break;
-  }
-}
+/* The defaults of every recipe are the columns of field_list.h (fields_defaults). */
+void plan_spec_defaults(hot_layer_spec *s, hot_recipe recipe) { fields_defaults(s, recipe); }
 
 /* ---- helpers --------------------------------------------------------------------------- */
 
@@ -658,9 +617,9 @@ static int plan_kernels(const hot_layer_spec *s, hot_layer_plan *p, char *err, s
     rc |= set_geom(k, cdiv(g->n, g->tile_n), cdiv(g->m, g->tile_m),
                    (unsigned)(32 * g->warps_m * g->warps_n), g->smem, err, n);
   }
-  if (!rc && s->bias) { /* bias.cu: 32 columns per block, 8 warps splitting the token chunks */
+  if (!rc && s->bias) { /* bias.cu: 4 columns per block, 64 slots splitting the token chunks */
     hot_kernel_plan *k = add_kernel(p, HOT_K_BIAS, "templates/bias.cu");
-    rc |= set_geom(k, cdiv(p->O, 32), 1, 256, 0, err, n);
+    rc |= set_geom(k, cdiv(p->O, 4), 1, 256, 0, err, n);
   }
   if (!rc && p->hq.enabled && p->hq.g.gran == HOT_GRAN_AUTO) { /* lqs.cu: one warp per row */
     hot_kernel_plan *k = add_kernel(p, HOT_K_LQS, "templates/lqs.cu");

@@ -192,7 +192,8 @@ const hot_arch_caps *plan_arch_caps(hot_arch arch);
 /* Parses "sm_80" ... "sm_90a" into *out. Returns 0, or -1 for an unknown name (*out untouched). */
 int plan_arch_parse(const char *name, hot_arch *out);
 
-/* Static names of enumeration values ("f32", "sr", "row", "sawb", "tri", "flat", ...). */
+/* Static names of enumeration values ("f32", "sr", "token", "sawb", "tri", "flat", ...); "?" out
+ * of range. The spec's enumerations (dtype ... recipe) use field_list.h's one list of names. */
 const char *plan_dtype_name(hot_dtype v);
 const char *plan_round_name(hot_round v);
 const char *plan_gran_name(hot_gran v);
@@ -205,8 +206,19 @@ const char *plan_codes_name(hot_codes v);
 const char *plan_role_name(hot_kernel_role v);
 
 /* Fills *spec with the defaults of `recipe` (name empty, features 0: the caller sets them).
- * The same defaults the Lua DSL applies (lua/hot/schema.lua); tests keep the two in step. */
+ * The columns hot, paper, paper_code of gen/field_list.h (fields_defaults): one source for specs
+ * and for layers described directly in C. */
 void plan_spec_defaults(hot_layer_spec *spec, hot_recipe recipe);
+
+/* The C API's checks and recipe merge (hot_layer_create), driven by the field table of
+ * gen/field_list.h; defined in gen/fields.c. */
+/* Checks every BOOL and ENUM member of *s (and `recipe`): 0, or -1 with "spec.<member> = <v> is
+ * not a <type> (0 .. <max>)" / "spec.<member> = <v>: expected 0 or 1" (or "recipe = ...") in err.
+ * Integers are the planner's to check. */
+int fields_check_enums(const hot_layer_spec *s, hot_recipe recipe, char *err, size_t n);
+/* hot_layer_create's recipe merge: every member still at the project default (recipe hot) takes
+ * `recipe`'s default; a member set to anything else is the caller's and stays. */
+void fields_apply_recipe(hot_layer_spec *s, hot_recipe recipe);
 
 /* Plans one layer for one arch. `spec` must outlive *out (out->spec borrows it).
  * Returns 0, or -1 with a one-line reason in err (an illegal request is an error, never a

@@ -1,9 +1,18 @@
-/* spec.h — loading a Lua spec into a hot_model (spec.c is the only file that touches lua_State).
+/* spec.h — loading a Lua spec into a hot_model (spec.c and spec_*.c are the only files that
+ * touch lua_State; spec_internal.h says which does what).
  *
  * A spec runs sandboxed: text chunks only (bytecode is rejected), an environment holding only
  * string, table, math (copies), a few safe base functions and `require "hot"`; an instruction
- * limit, a wall-clock limit and a memory limit bound it; everything runs under lua_pcall and the
- * state is closed on every path. The validated result is copied once into plain C structs.
+ * limit, a memory limit and a wall-clock backstop bound it; everything runs under lua_pcall and
+ * the state is closed on every path. The validated result is copied once into plain C structs.
+ *
+ * The limits are what stop an endless loop or a bomb, deterministically: the instruction limit
+ * counts every VM instruction (the spec's and the DSL's validation) and grows by a fixed
+ * allowance per layer of the largest model given to hot.model (spec_internal.h,
+ * SPEC_STEPS_PER_LAYER), so a model of any size that fits the memory limit loads, whatever the
+ * machine's load; validating the same model again gains nothing. The memory limit grows with the
+ * spec's text (at most 16 MiB), for models written layer by layer. The wall clock only guards
+ * against a C function running long (it is far above what any honest spec takes).
  */
 #ifndef HOT_SPEC_H
 #define HOT_SPEC_H
@@ -14,9 +23,11 @@
 #include "plan.h"
 
 typedef struct {
-  size_t memory_bytes;       /* Lua heap limit (default 64 MiB) */
-  long long instructions;    /* VM instruction limit (default 50 million) */
-  double seconds;            /* wall-clock limit (default 5 s) */
+  size_t memory_bytes;       /* Lua heap limit (default 64 MiB), plus 16 bytes per byte of the
+                                spec's text (a model listed layer by layer needs more) */
+  long long instructions;    /* VM instruction limit before any layer (default 50 million),
+                                plus 20 000 per layer of the largest model validated */
+  double seconds;            /* wall-clock backstop (default 60 s; <= 0: none) */
 } spec_limits;
 
 /* The default limits. */

@@ -38,36 +38,9 @@ static hot_status enter_ctx(hot_ctx *ctx, const char *fn) {
 
 /* Every enum of a layer description inside its range, else HOT_ERR_INVALID naming the field. */
 static hot_status check_enums(hot_ctx *ctx, const hot_layer_spec *s, hot_recipe recipe) {
-  struct { const char *field; int v, max; const char *type; } f[] = {
-      {"recipe", (int)recipe, HOT_RECIPE_PAPER_CODE, "hot_recipe"},
-      {"spec.dtype", (int)s->dtype, HOT_DT_F16, "hot_dtype"},
-      {"spec.hq.g.round", (int)s->hq.g.round, HOT_ROUND_SR, "hot_round"},
-      {"spec.hq.g.gran", (int)s->hq.g.gran, HOT_GRAN_SAMPLE, "hot_gran"},
-      {"spec.hq.g.rule", (int)s->hq.g.rule, HOT_RULE_SAWB, "hot_rule"},
-      {"spec.hq.w.round", (int)s->hq.w.round, HOT_ROUND_SR, "hot_round"},
-      {"spec.hq.w.gran", (int)s->hq.w.gran, HOT_GRAN_SAMPLE, "hot_gran"},
-      {"spec.hq.w.rule", (int)s->hq.w.rule, HOT_RULE_SAWB, "hot_rule"},
-      {"spec.hla.selection", (int)s->hla.selection, HOT_SEL_FULL, "hot_selection"},
-      {"spec.hla.layout", (int)s->hla.layout, HOT_LAYOUT_AUTO, "hot_layout"},
-      {"spec.hla.g.round", (int)s->hla.g.round, HOT_ROUND_SR, "hot_round"},
-      {"spec.hla.g.gran", (int)s->hla.g.gran, HOT_GRAN_SAMPLE, "hot_gran"},
-      {"spec.hla.g.rule", (int)s->hla.g.rule, HOT_RULE_SAWB, "hot_rule"},
-      {"spec.hla.x.round", (int)s->hla.x.round, HOT_ROUND_SR, "hot_round"},
-      {"spec.hla.x.gran", (int)s->hla.x.gran, HOT_GRAN_SAMPLE, "hot_gran"},
-      {"spec.hla.x.rule", (int)s->hla.x.rule, HOT_RULE_SAWB, "hot_rule"},
-  };
-  for (size_t i = 0; i < sizeof f / sizeof *f; ++i)
-    if (f[i].v < 0 || f[i].v > f[i].max)
-      return ctx_fail(ctx, HOT_ERR_INVALID, "layer '%.*s': %s = %d is not a %s (0 .. %d)",
-                      HOT_NAME_MAX - 1, s->name, f[i].field, f[i].v, f[i].type, f[i].max);
-  struct { const char *field; int v; } b[] = {
-      {"spec.bias", s->bias}, {"spec.hq.enabled", s->hq.enabled}, {"spec.hq.pad", s->hq.pad},
-      {"spec.hla.enabled", s->hla.enabled}, {"spec.hla.pad", s->hla.pad},
-      {"spec.abc.enabled", s->abc.enabled}};
-  for (size_t i = 0; i < sizeof b / sizeof *b; ++i)
-    if (b[i].v != 0 && b[i].v != 1)
-      return ctx_fail(ctx, HOT_ERR_INVALID, "layer '%.*s': %s = %d: expected 0 or 1",
-                      HOT_NAME_MAX - 1, s->name, b[i].field, b[i].v);
+  char err[200];
+  if (fields_check_enums(s, recipe, err, sizeof err) != 0) /* gen/field_list.h's every member */
+    return ctx_fail(ctx, HOT_ERR_INVALID, "layer '%.*s': %s", HOT_NAME_MAX - 1, s->name, err);
   return HOT_OK;
 }
 
@@ -76,20 +49,7 @@ static hot_status check_enums(hot_ctx *ctx, const hot_layer_spec *s, hot_recipe 
  * a field set to anything else is the caller's and stays. So plan_spec_defaults(&s, HOT_RECIPE_HOT)
  * with recipe R plans exactly like plan_spec_defaults(&s, R). */
 static void apply_recipe(hot_layer_spec *s, hot_recipe recipe) {
-  hot_layer_spec base, want;
-  plan_spec_defaults(&base, HOT_RECIPE_HOT);
-  plan_spec_defaults(&want, recipe);
-#define TAKE(f) if (s->f == base.f) s->f = want.f
-  TAKE(bias); TAKE(dtype);
-  TAKE(hq.enabled); TAKE(hq.block); TAKE(hq.pad);
-  TAKE(hq.g.bits); TAKE(hq.g.round); TAKE(hq.g.gran); TAKE(hq.g.rule);
-  TAKE(hq.w.bits); TAKE(hq.w.round); TAKE(hq.w.gran); TAKE(hq.w.rule);
-  TAKE(hla.enabled); TAKE(hla.block); TAKE(hla.selection); TAKE(hla.keep); TAKE(hla.rank);
-  TAKE(hla.layout); TAKE(hla.pad);
-  TAKE(hla.g.bits); TAKE(hla.g.round); TAKE(hla.g.gran); TAKE(hla.g.rule);
-  TAKE(hla.x.bits); TAKE(hla.x.round); TAKE(hla.x.gran); TAKE(hla.x.rule);
-  TAKE(abc.enabled);
-#undef TAKE
+  fields_apply_recipe(s, recipe); /* every member of gen/field_list.h */
 }
 
 /* Plans a new layer from *spec and links it into ctx. */

@@ -24,7 +24,9 @@ local fmt, concat, sort = string.format, table.concat, table.sort
 -- them as locals (never as methods on spec-provided strings).
 local match, sub = string.match, string.sub
 local setmetatable, spec_line, spec_commit = setmetatable, spec_line, spec_commit
-local spec_field_line, unpack = spec_field_line, table.unpack
+local spec_field_line, spec_layers, spec_fields = spec_field_line, spec_layers, spec_fields
+local spec_quiet = spec_quiet
+local unpack = table.unpack
 local byte, char = string.byte, string.char
 local tointeger, mtype = math.tointeger, math.type
 
@@ -53,6 +55,7 @@ end
 -- 64 bytes shown (so a name holding a newline cannot split a message).
 local function printable(s)
   local out, n = {}, #s
+  if n <= 64 and match(s, '^[ !#-%[%]-~]*$') then return s end -- nothing to escape (the usual case)
   for i = 1, math.min(n, 64) do
     local b = byte(s, i)
     if b < 32 or b > 126 or b == 34 or b == 92 then
@@ -87,6 +90,13 @@ local function show(v)
   if mtype(v) == "float" then return fmt("%.14g", v) end
   if type(v) == "number" or type(v) == "boolean" or v == nil then return tostring(v) end
   return "a " .. type(v)
+end
+
+-- Sorts a list of table keys by how messages show them (each shown once, not per comparison).
+local function sort_keys(keys)
+  local shown = {}
+  for _, k in ipairs(keys) do shown[k] = show(k) end
+  sort(keys, function(a, b) return shown[a] < shown[b] end)
 end
 
 -- Levenshtein distance, for "did you mean" suggestions.
@@ -152,20 +162,21 @@ local function in_list(v, list)
   return false
 end
 
--- Checks one value against its field descriptor; returns the normalized value or nil.
-local function check_value(v, fd, path, ctx)
+-- Checks one value against its field descriptor; returns the normalized value or nil. An error
+-- names the line of field `key` of ctx's table (looked up only then: the lookup reads the text).
+local function check_value(v, fd, path, ctx, key)
   local k = fd.kind
   if k == "int" then
     local iv = as_int(v)
     local lo, hi = fd.min, fd.max
     if not iv and is_huge_integral(v) then
-      report(ctx, fmt("%s must be %s (got %s)", path,
+      report(at_field(ctx, key), fmt("%s must be %s (got %s)", path,
                       hi and fmt("in [%d, %d]", lo, hi) or fmt("an integer in [%d, %d]", lo, math.maxinteger),
                       show(v)))
       return nil
     end
     if not iv then
-      report(ctx, fmt("%s must be an integer (got %s)", path, show(v))); return nil
+      report(at_field(ctx, key), fmt("%s must be an integer (got %s)", path, show(v))); return nil
     end
     v = iv
     local bad = (lo and v < lo) or (hi and v > hi)
@@ -176,31 +187,31 @@ local function check_value(v, fd, path, ctx)
         range = (fd.zero_ok and "0 or " or "") .. "a power of two in " ..
                 fmt("[%d, %d]", math.max(lo, 2), hi)
       end
-      report(ctx, fmt("%s must be %s%s (got %d)", path, fd.pow2 and "" or "in ", range, v))
+      report(at_field(ctx, key), fmt("%s must be %s%s (got %d)", path, fd.pow2 and "" or "in ", range, v))
       return nil
     end
     return v
   elseif k == "bool" then
-    if type(v) ~= "boolean" then report(ctx, fmt("%s must be true or false (got %s)", path, show(v))); return nil end
+    if type(v) ~= "boolean" then report(at_field(ctx, key), fmt("%s must be true or false (got %s)", path, show(v))); return nil end
     return v
   elseif k == "string" then
-    if type(v) ~= "string" then report(ctx, fmt("%s must be a string (got %s)", path, show(v))); return nil end
+    if type(v) ~= "string" then report(at_field(ctx, key), fmt("%s must be a string (got %s)", path, show(v))); return nil end
     return v
   elseif k == "enum" then
     if type(v) ~= "string" or not in_list(v, fd.values) then
-      report(ctx, fmt("%s must be one of %s (got %s)", path, concat(fd.values, ", "), show(v))); return nil
+      report(at_field(ctx, key), fmt("%s must be one of %s (got %s)", path, concat(fd.values, ", "), show(v))); return nil
     end
     return v
   elseif k == "list" then
     if type(v) == "string" then v = { v } end
     if type(v) ~= "table" or #v == 0 then
-      report(ctx, fmt("%s must be a name or a non-empty list of names (got %s)", path, show(v))); return nil
+      report(at_field(ctx, key), fmt("%s must be a name or a non-empty list of names (got %s)", path, show(v))); return nil
     end
-    if not check_list(v, path, ctx) then return nil end
+    if not check_list(v, path, at_field(ctx, key)) then return nil end
     local out = {}
     for i, x in ipairs(v) do
       if not in_list(x, fd.values) then
-        report(ctx, fmt("%s[%d]: unknown arch %s (known: %s)", path, i, show(x), concat(fd.values, ", ")))
+        report(at_field(ctx, key), fmt("%s[%d]: unknown arch %s (known: %s)", path, i, show(x), concat(fd.values, ", ")))
         return nil
       end
       out[#out + 1] = x
@@ -217,7 +228,7 @@ local function check_table(t, schema, prefix, ctx)
   end
   local out, keys = {}, {}
   for key in pairs(t) do keys[#keys + 1] = key end
-  sort(keys, function(a, b) return show(a) < show(b) end)
+  sort_keys(keys)
   for _, key in ipairs(keys) do
     local fd = type(key) == "string" and schema.fields[key]
     local kname = type(key) == "string" and printable(key) or ("[" .. show(key) .. "]")
@@ -239,7 +250,7 @@ local function check_table(t, schema, prefix, ctx)
       end
       out[key] = check_table(sub, fd.schema, path, sctx)
     elseif fd.kind ~= "layers" and fd.kind ~= "sweep" then
-      out[key] = check_value(t[key], fd, path, at_field(ctx, key))
+      out[key] = check_value(t[key], fd, path, ctx, key)
     end
   end
   for _, key in ipairs(schema.required or {}) do
@@ -323,7 +334,47 @@ function hot.conv2d(t)
   return lin
 end
 
-hot.recipe = { hot = "hot", paper = "paper", paper_code = "paper_code" }
+-- Reading a name a table of the DSL does not have is an error naming it, with the closest name
+-- (a misspelled hot.recipe.hott or hot.linaer must not pass for nil). `names`: the table's keys.
+local function unknown(tname, key, names)
+  local shown = type(key) == "string" and ("." .. printable(key)) or ("[" .. show(key) .. "]")
+  local hint = ""
+  if type(key) == "string" then
+    local best, bd = nil, math.huge
+    for _, k in ipairs(names) do
+      local d = distance(key, k)
+      if d < bd then best, bd = k, d end
+    end
+    if best and bd <= math.max(2, #key // 3) then hint = fmt(" (did you mean %s.%s?)", tname, best) end
+  end
+  error(fmt("%s%s does not exist%s", tname, shown, hint), 0)
+end
+
+-- t, with reads of a missing key refused (unknown) and writes refused.
+local function strict(tname, t)
+  local names = {}
+  for k in pairs(t) do names[#names + 1] = k end
+  sort(names)
+  return setmetatable(t, {
+    __index = function(_, k) unknown(tname, k, names) end,
+    __newindex = function() error(tname .. " is read-only", 2) end,
+    __metatable = false,
+  })
+end
+
+hot.recipe = {}
+for _, r in ipairs(S.recipes) do hot.recipe[r] = r end
+hot.recipe = strict("hot.recipe", hot.recipe)
+
+-- A name the spec's view of hot lacks (gen/spec_sandbox.c calls it): the error.
+function hot._unknown(tname, key)
+  local names = {}
+  for k in pairs(hot) do
+    if type(k) == "string" and sub(k, 1, 1) ~= "_" then names[#names + 1] = k end
+  end
+  sort(names)
+  unknown(tname, key, names)
+end
 
 -- Model and layer names become file-name components (hot-gen --emit writes
 -- <model>.<layer>.<arch>.cu): a letter, digit or '_' first (so never "", ".", ".." or an option),
@@ -332,23 +383,24 @@ local NAME_PATTERN = "^[%w_][%w_.%-]*$"
 local NAME_RULE = "[A-Za-z0-9_][A-Za-z0-9_.-]{0,62}"
 local function name_ok(s) return #s <= 63 and match(s, NAME_PATTERN) ~= nil end
 
--- The sweepable fields: every int, bool or enum field of hq, hla, abc, tile_gx and tile_gw
--- ("hq.block", "tile_gx.stages"); the values are handed to C as their spec text (gen/fields.c
--- parses them with the same names).
-local SWEEP_GROUPS = { hq = true, hla = true, abc = true, tile_gx = true, tile_gw = true }
+-- The sweepable fields: the rows of gen/field_list.h marked so ("hq.block", "tile_gx.stages");
+-- the values are handed to C as their spec text (gen/fields.c parses them with the same names).
+local SWEEPABLE = {}
+for _, row in ipairs(spec_fields.rows) do
+  if row.sweep then
+    local head, tail = match(row.path, "^([%w_]+)%.([%w_]+)$")
+    SWEEPABLE[row.path] = S.linear.fields[head].schema.fields[tail]
+  end
+end
 local function check_sweep(t, ctx)
   local axes = {}
   if type(t) ~= "table" then report(ctx, fmt("sweep must be hot.sweep { ... } (got %s)", show(t))); return axes end
   local keys = {}
   for key in pairs(t) do keys[#keys + 1] = key end
-  sort(keys, function(a, b) return show(a) < show(b) end)
+  sort_keys(keys)
   for _, key in ipairs(keys) do
     local fd, path = nil, type(key) == "string" and printable(key) or show(key)
-    local head, tail
-    if type(key) == "string" and #key <= 64 then head, tail = match(path, "^([%w_]+)%.([%w_]+)$") end
-    if head and SWEEP_GROUPS[head] and S.linear.fields[head] then
-      fd = S.linear.fields[head].schema.fields[tail]
-    end
+    if type(key) == "string" then fd = SWEEPABLE[key] end
     if not fd or (fd.kind ~= "int" and fd.kind ~= "bool" and fd.kind ~= "enum") then
       report(ctx, fmt("sweep: %s is not a sweepable field of a layer (an int, bool or enum field of hq, hla, abc, tile_gx or tile_gw)", show(key)))
     elseif type(t[key]) ~= "table" or #t[key] == 0 or #t[key] > 16 then
@@ -375,23 +427,29 @@ end
 -- The spec gets a read-only view (deep) whose metamethods never hand out the tables behind it.
 local validated = setmetatable({}, { __mode = "k" })  -- view -> the C copy (a userdata)
 local function readonly() error("a validated hot.model is read-only", 2) end
+-- One metatable serves every view: the table behind a view is found in `behind` (weak keys).
+local behind = setmetatable({}, { __mode = "k" })
+local VIEW = {
+  __index = function(v, k) return behind[v][k] end,
+  __newindex = readonly,
+  __len = function(v) return #behind[v] end,
+  __pairs = function(v)
+    local t = behind[v]
+    return function(_, k) return next(t, k) end, v, nil
+  end,
+  __metatable = false,
+}
 local function freeze(t)
   local view = {}
   for k, v in pairs(t) do
     if type(v) == "table" then t[k] = freeze(v) end
   end
-  local function iter(_, k) return next(t, k) end
-  return setmetatable(view, {
-    __index = function(_, k) return t[k] end,
-    __newindex = readonly,
-    __len = function() return #t end,
-    __pairs = function() return iter, view, nil end,
-    __metatable = false,
-  })
+  behind[view] = t
+  return setmetatable(view, VIEW)
 end
 
 -- Validates the whole model; returns a read-only view of the normalized model.
-function hot.model(t)
+local function validate_model(t)
   local r = record("model", t)
   local info = tags[r]
   t = r
@@ -415,6 +473,12 @@ function hot.model(t)
   end
   local model_ok = #errors == e0
   if type(t.layers) == "table" then
+    local count, distinct = 0, {}
+    for _, lt in pairs(t.layers) do
+      if type(lt) == "table" and not distinct[lt] then distinct[lt] = true; count = count + 1 end
+    end
+    distinct = nil
+    spec_layers(count)  -- the limits grow with the model (gen/spec.h)
     local seen = {}
     for i, lt in ipairs(t.layers) do
       local li = type(lt) == "table" and tags[lt] or nil
@@ -450,6 +514,13 @@ function hot.model(t)
   local copy = spec_commit(m)  -- the C copy, made before the spec runs again
   local view = freeze(m)
   validated[view] = copy
+  return view
+end
+
+function hot.model(t)
+  spec_quiet(true)   -- no spec code runs while the DSL validates: no line tracking
+  local view = validate_model(t)
+  spec_quiet(false)
   return view
 end
 

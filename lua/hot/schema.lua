@@ -1,10 +1,12 @@
 -- hot/schema.lua — every field a spec may set: its type, range and one-line doc.
--- Defaults are not written here: they come from the C planner (plan_spec_defaults), one source
--- of truth for specs and for layers described directly in C; `hot-gen --help-spec` prints both.
+-- The fields of hq, hla, abc, tile and the layer's bias and dtype are not written here: they, their
+-- ranges, docs and defaults come from gen/field_list.h (see below); `hot-gen --help-spec` prints
+-- them. What is written here: the model, its target and the layer's sizes and sub-tables.
 --
 -- Field kinds: int (optional min/max/pow2), bool, enum (values), string, list, table (sub-schema).
 
 local S = {}
+local sub, ipairs, error = string.sub, ipairs, error
 
 local function f(kind, doc, t)
   t = t or {}
@@ -12,60 +14,37 @@ local function f(kind, doc, t)
   return t
 end
 
-S.quant_rules = { "absmax", "sawb" }
 S.archs = { "sm_80", "sm_86", "sm_89", "sm_90", "sm_90a" }
-S.recipes = { "hot", "paper", "paper_code" }
+S.recipes = spec_fields.enums.recipe
 
-S.tile = {
-  order = { "tile_m", "tile_n", "tile_k", "warps_m", "warps_n", "stages" },
-  fields = {
-    tile_m = f("int", "GEMM block tile along M (64, 128 or 256; sm_90a wgmma: 64 or 128; 0 = planner's choice)", { min = 0, max = 256 }),
-    tile_n = f("int", "GEMM block tile along N (64, 128 or 256; 0 = planner's choice)", { min = 0, max = 256 }),
-    tile_k = f("int", "GEMM block tile along K in elements (a multiple of the MMA's K; sm_90a wgmma: 128; 0 = default)", { min = 0, max = 512 }),
-    warps_m = f("int", "warps per block along M (0 = default 2; sm_90a wgmma: tile_m / 16, the planner's)", { min = 0, max = 8 }),
-    warps_n = f("int", "warps per block along N (0 = default 2; sm_90a wgmma: 1)", { min = 0, max = 8 }),
-    stages = f("int", "cp.async pipeline stages (0 = default; 2..6; sm_90a wgmma: 3..6)", { min = 0, max = 6 }),
-  },
-}
+-- The fields of a layer come from the C table gen/field_list.h (the loader hands its rows over as
+-- spec_fields): one declaration per field for the DSL, the C copy, sweeps and the C API. A row
+-- "hq.block" is field block of S.hq; "bias" is a field of hot.linear itself; the rows of tile_gx
+-- describe hot.tile (tile_gw has the same ones). Rows keep the table's order.
+local function group(name)
+  local g = { order = {}, fields = {} }
+  local plen = #name + 1
+  for _, row in ipairs(spec_fields.rows) do
+    if sub(row.path, 1, plen) == name .. "." then
+      local key = sub(row.path, plen + 1)
+      g.order[#g.order + 1] = key
+      g.fields[key] = f(row.kind, row.doc, { min = row.min, max = row.max, pow2 = row.pow2 or nil,
+                                           zero_ok = row.zero_ok or nil, values = row.values })
+    end
+  end
+  return g
+end
+local function layer_row(key)
+  for _, row in ipairs(spec_fields.rows) do
+    if row.path == key then return f(row.kind, row.doc, { values = row.values }) end
+  end
+  error("schema: no row " .. key .. " in spec_fields")
+end
 
-S.hq = {
-  order = { "enabled", "block", "bits", "round", "w_bits", "scale", "w_scale", "pad" },
-  fields = {
-    enabled = f("bool", "quantize the g_x GEMM with HQ (false: fp32 product, for ablations)"),
-    block = f("int", "Hadamard block b along O (power of two in [2, 256])", { min = 2, max = 256, pow2 = true }),
-    bits = f("int", "bits of the g' codes", { min = 2, max = 8 }),
-    round = f("enum", "rounding of the g' codes: sr (stochastic, unbiased) or rtn (to nearest, ties to even)", { values = { "sr", "rtn" } }),
-    w_bits = f("int", "bits of the w' codes (round to nearest)", { min = 2, max = 8 }),
-    scale = f("enum", "scale granularity of g': per tensor (all samples), per sample, per token, or auto (LQS decides)", { values = { "auto", "tensor", "sample", "token" } }),
-    w_scale = f("enum", "scale rule of w': absmax or sawb", { values = S.quant_rules }),
-    pad = f("bool", "zero-pad O to a multiple of b (false: shrink b to divide O, as the paper's code)"),
-  },
-}
-
-S.hla = {
-  order = { "enabled", "block", "selection", "keep", "rank", "layout", "pad", "scale", "bits", "round", "x_bits", "x_scale" },
-  fields = {
-    enabled = f("bool", "project the g_w GEMM with HLA (false: fp32 product)"),
-    block = f("int", "token block p (power of two in [2, 1024]; 0 = largest power of two dividing L)", { min = 0, max = 1024, pow2 = true, zero_ok = true }),
-    selection = f("enum", "Walsh basis kept: tri (LBP-WHT triangle), prefix (lowest sequencies), full", { values = { "tri", "prefix", "full" } }),
-    keep = f("int", "tri: percentage P of the low-pass triangle (only with selection tri)", { min = 1, max = 50 }),
-    rank = f("int", "prefix: number r of lowest sequencies kept (only with selection prefix)", { min = 1, max = 1024 }),
-    layout = f("enum", "token blocking: per sample, across the flat batch, or auto (sample when p divides L)", { values = { "sample", "flat", "auto" } }),
-    pad = f("bool", "zero-pad the token axis to a multiple of p (false: p must divide it)"),
-    scale = f("enum", "scale granularity of g^ and x^: per tensor (all samples), per sample (layout sample only), or auto (sample under layout sample, else tensor)", { values = { "auto", "tensor", "sample" } }),
-    bits = f("int", "bits of the g^ codes", { min = 2, max = 8 }),
-    round = f("enum", "rounding of the g^ codes: sr (stochastic, unbiased) or rtn (to nearest, ties to even)", { values = { "sr", "rtn" } }),
-    x_bits = f("int", "bits of the x^ codes saved by ABC (round to nearest)", { min = 2, max = 8 }),
-    x_scale = f("enum", "scale rule of x^: absmax or sawb", { values = S.quant_rules }),
-  },
-}
-
-S.abc = {
-  order = { "enabled" },
-  fields = {
-    enabled = f("bool", "keep the int8 HLA projection of x in the forward pass instead of x"),
-  },
-}
+S.tile = group("tile_gx")
+S.hq = group("hq")
+S.hla = group("hla")
+S.abc = group("abc")
 
 S.linear = {
   order = { "name", "in_features", "out_features", "tokens", "bias", "dtype", "hq", "hla", "abc", "tile_gx", "tile_gw" },
@@ -75,8 +54,8 @@ S.linear = {
     in_features = f("int", "I: input features (for an im2col convolution C_in * k * k)", { min = 1, max = 1 << 29 }),
     out_features = f("int", "O: output features", { min = 1, max = 1 << 29 }),
     tokens = f("int", "L of this layer when it differs from the model's (im2col: H_out * W_out)", { min = 1, max = 1 << 29 }),
-    bias = f("bool", "compute the bias gradient g_b"),
-    dtype = f("enum", "dtype of x, w and g_y as the kernels receive them", { values = { "f32", "bf16", "f16" } }),
+    bias = layer_row("bias"),
+    dtype = layer_row("dtype"),
     hq = f("table", "HQ, the g_x path (see hq.*)", { schema = S.hq }),
     hla = f("table", "HLA, the g_w path (see hla.*)", { schema = S.hla }),
     abc = f("table", "ABC, the forward buffer (see abc.*)", { schema = S.abc }),

@@ -826,6 +826,50 @@ START_TEST(buffers_and_grids) {
 }
 END_TEST
 
+/* plan_spec_defaults comes from gen/field_list.h's columns: the defaults of every recipe, written
+ * out by hand here (as plan.c wrote them before the table), so a column edited by mistake fails. */
+static void defaults_by_hand(hot_layer_spec *s, hot_recipe recipe) {
+  memset(s, 0, sizeof *s);
+  s->bias = 1;
+  s->dtype = HOT_DT_F32;
+  s->hq.enabled = 1;
+  s->hq.block = 16;
+  s->hq.g = (hot_quant){4, HOT_ROUND_SR, HOT_GRAN_AUTO, HOT_RULE_ABSMAX};
+  s->hq.w = (hot_quant){4, HOT_ROUND_RTN, HOT_GRAN_TENSOR, HOT_RULE_ABSMAX};
+  s->hq.pad = 1;
+  s->hla.enabled = 1;
+  s->hla.block = 64;
+  s->hla.selection = HOT_SEL_TRI;
+  s->hla.keep = 50;
+  s->hla.layout = HOT_LAYOUT_SAMPLE;
+  s->hla.pad = 1;
+  s->hla.g = (hot_quant){8, HOT_ROUND_SR, HOT_GRAN_TENSOR, HOT_RULE_ABSMAX};
+  s->hla.x = (hot_quant){8, HOT_ROUND_RTN, HOT_GRAN_TENSOR, HOT_RULE_ABSMAX};
+  s->abc.enabled = 1;
+  if (recipe == HOT_RECIPE_HOT) {
+    s->hla.layout = HOT_LAYOUT_AUTO;
+    s->hla.g.gran = s->hla.x.gran = HOT_GRAN_AUTO;
+  } else if (recipe == HOT_RECIPE_PAPER_CODE) {
+    s->hq.pad = 0;
+    s->hq.w.rule = HOT_RULE_SAWB;
+    s->hla.block = 0;
+    s->hla.pad = 0;
+    s->hla.x.rule = HOT_RULE_SAWB;
+    s->hla.g.bits = 4;
+    s->hla.g.gran = s->hla.x.gran = HOT_GRAN_SAMPLE;
+  }
+}
+
+START_TEST(defaults_match_the_recipes) {
+  for (int r = HOT_RECIPE_HOT; r <= HOT_RECIPE_PAPER_CODE; ++r) {
+    hot_layer_spec a, b;
+    plan_spec_defaults(&a, (hot_recipe)r);
+    defaults_by_hand(&b, (hot_recipe)r);
+    ck_assert_msg(memcmp(&a, &b, sizeof a) == 0, "defaults of recipe %s", plan_recipe_name((hot_recipe)r));
+  }
+}
+END_TEST
+
 int main(void) {
   Suite *su = suite_create("plan");
   TCase *tc = tcase_create("basis");
@@ -834,6 +878,7 @@ int main(void) {
   tcase_add_test(tc, prefix_and_full);
   suite_add_tcase(su, tc);
   tc = tcase_create("layer");
+  tcase_add_test(tc, defaults_match_the_recipes);
   tcase_add_test(tc, padding_rules);
   tcase_add_test(tc, gemm_paths_per_arch);
   tcase_add_test(tc, k_pad_multiple_of_tile_k);
