@@ -239,7 +239,7 @@ hot_status launch_gemm(hot_layer *layer, hot_kernel_role role, CUdeviceptr a, CU
   return launch_role(layer, role, 0, args, stream);
 }
 
-/* templates/bias.cu: grid ceil(O / 32) blocks of 256 threads, each owning 32 columns. */
+/* templates/bias.cu: the plan's grid, ceil(O / 4) blocks of 256 threads, each owning 4 columns. */
 hot_status launch_bias(hot_layer *layer, CUdeviceptr g_y, CUdeviceptr g_b, CUstream stream) {
   const hot_layer_plan *pl = layer->plan;
   int T = (int)pl->T, O = (int)pl->O;

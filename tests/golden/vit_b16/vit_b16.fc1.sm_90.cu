@@ -2766,16 +2766,17 @@ namespace hot_k6 {
  * T = 0 gives g_b = 0. Every add is a single-rounding __fadd_rn, so the bits match the twin.
  *
  * Parallel schedule (any schedule that keeps the order above gives the same bits): a block owns
- * 32 consecutive columns (lane = column, so each row read is one coalesced 128-byte f32 /
- * 64-byte bf16/f16 segment) and has HOT_BIAS_WARPS warps; in round j, warp w sums chunk
- * j*HOT_BIAS_WARPS + w (loads unrolled HOT_BIAS_UNROLL deep for memory-level parallelism, the
- * adds stay in token order), writes its partial to shared memory, and after one barrier warp 0
- * folds the round's partials into the running total in chunk order. Partials are double-buffered
- * so one barrier per round suffices.
+ * HOT_BIAS_COLS = 4 consecutive columns, so O = 768 runs on 192 blocks (more than the SMs of any
+ * supported device); its 256 threads are HOT_BIAS_SLOTS = 64 slots of 4 lanes (lane = column,
+ * so a warp reads 8 rows of 4 consecutive elements at a time). In round j, slot s sums chunk
+ * j*HOT_BIAS_SLOTS + s (loads unrolled HOT_BIAS_UNROLL deep for memory-level parallelism, the
+ * adds stay in token order), writes its partial to shared memory, and after one barrier the
+ * threads of slot 0 fold the round's partials into the running total in chunk order. Partials are
+ * double-buffered so one barrier per round suffices.
  *
- * Launch: grid = (ceil(O / 32), 1, 1), block = (32 * HOT_BIAS_WARPS = 256, 1, 1), no dynamic
- * shared memory (2 KiB static). gy: T x O row-major, dtype HOT_DTYPE (0 f32, 1 bf16, 2 f16),
- * 4-byte (f32) / 2-byte aligned; gb: O floats. T, O >= 0; T * O may exceed 2^31.
+ * Launch: grid = (ceil(O / HOT_BIAS_COLS), 1, 1) (gen/plan.c), block = (HOT_BIAS_THREADS = 256,
+ * 1, 1), no dynamic shared memory (2 KiB static). gy: T x O row-major, dtype HOT_DTYPE (0 f32,
+ * 1 bf16, 2 f16), 4-byte (f32) / 2-byte aligned; gb: O floats. T, O >= 0; T * O may exceed 2^31.
  */
 #ifndef HOT_GENERATED
 #define HOT_KNAME hot_bias
@@ -2785,12 +2786,15 @@ namespace hot_k6 {
 
 
 #define HOT_BIAS_CHUNK 256 /* tokens per partial sum: must equal HOT_REF_BIAS_CHUNK (ref.h) */
-#define HOT_BIAS_WARPS 8
+#define HOT_BIAS_COLS 4     /* columns per block: the plan's grid is ceil(O / HOT_BIAS_COLS) */
+#define HOT_BIAS_THREADS 256
+#define HOT_BIAS_SLOTS (HOT_BIAS_THREADS / HOT_BIAS_COLS) /* chunks summed at once */
 #define HOT_BIAS_UNROLL 16 /* loads in flight per lane */
-#define HOT_BIAS_THREADS (32 * HOT_BIAS_WARPS)
 
 static_assert(HOT_DTYPE >= 0 && HOT_DTYPE <= 2, "HOT_DTYPE must be 0 (f32), 1 (bf16) or 2 (f16)");
 static_assert(HOT_BIAS_CHUNK % HOT_BIAS_UNROLL == 0, "chunk must split into unrolled batches");
+static_assert(HOT_BIAS_THREADS % HOT_BIAS_COLS == 0 && 32 % HOT_BIAS_COLS == 0,
+              "a warp holds whole slots");
 
 /* Element idx of g_y as fp32 (exact conversions of hot_math.cuh). */
 static __device__ __forceinline__ float hot_bias_load(const void *__restrict__ gy, long long idx) {
@@ -2799,16 +2803,16 @@ static __device__ __forceinline__ float hot_bias_load(const void *__restrict__ g
 
 extern "C" __global__ void __launch_bounds__(HOT_BIAS_THREADS)
     HOT_KNAME(const void *__restrict__ gy, float *__restrict__ gb, int T, int O) {
-  __shared__ float part[2][HOT_BIAS_WARPS][32];
-  const int lane = (int)threadIdx.x & 31, warp = (int)threadIdx.x >> 5;
-  const int o = (int)blockIdx.x * 32 + lane;
+  __shared__ float part[2][HOT_BIAS_SLOTS][HOT_BIAS_COLS];
+  const int lane = (int)threadIdx.x % HOT_BIAS_COLS, slot = (int)threadIdx.x / HOT_BIAS_COLS;
+  const int o = (int)blockIdx.x * HOT_BIAS_COLS + lane;
   const bool col_ok = o < O;
   const int nchunks = (T + HOT_BIAS_CHUNK - 1) / HOT_BIAS_CHUNK;
-  const int rounds = (nchunks + HOT_BIAS_WARPS - 1) / HOT_BIAS_WARPS;
-  float total = 0.0f; /* meaningful in warp 0 only */
+  const int rounds = (nchunks + HOT_BIAS_SLOTS - 1) / HOT_BIAS_SLOTS;
+  float total = 0.0f; /* meaningful in slot 0 only */
 
   for (int j = 0; j < rounds; ++j) {
-    const int c = j * HOT_BIAS_WARPS + warp;
+    const int c = j * HOT_BIAS_SLOTS + slot;
     float p = 0.0f;
     if (col_ok && c < nchunks) {
       const int t0 = c * HOT_BIAS_CHUNK;
@@ -2826,17 +2830,16 @@ extern "C" __global__ void __launch_bounds__(HOT_BIAS_THREADS)
       }
       for (; t < t1; ++t) p = HOT_ADD(p, hot_bias_load(gy, base + (long long)(t - t0) * O));
     }
-    part[j & 1][warp][lane] = p;
+    part[j & 1][slot][lane] = p;
     __syncthreads();
-    /* warp 0 folds this round's partials in chunk order; the buffer (j & 1) is rewritten only in
-     * round j + 2, after the barrier of round j + 1, which warp 0 reaches after this fold */
-    if (warp == 0) {
-#pragma unroll
-      for (int w = 0; w < HOT_BIAS_WARPS; ++w)
-        if (j * HOT_BIAS_WARPS + w < nchunks) total = HOT_ADD(total, part[j & 1][w][lane]);
+    /* slot 0 folds this round's partials in chunk order; the buffer (j & 1) is rewritten only in
+     * round j + 2, after the barrier of round j + 1, which slot 0 reaches after this fold */
+    if (slot == 0) {
+      const int n = min(HOT_BIAS_SLOTS, nchunks - j * HOT_BIAS_SLOTS);
+      for (int w = 0; w < n; ++w) total = HOT_ADD(total, part[j & 1][w][lane]);
     }
   }
-  if (warp == 0 && col_ok) {
+  if (slot == 0 && col_ok) {
     HOT_RANGE_CHECK(total);
     gb[o] = total;
   }
@@ -2845,9 +2848,10 @@ extern "C" __global__ void __launch_bounds__(HOT_BIAS_THREADS)
 #undef HOT_KNAME
 #undef HOT_DTYPE
 #undef HOT_BIAS_CHUNK
-#undef HOT_BIAS_WARPS
-#undef HOT_BIAS_UNROLL
+#undef HOT_BIAS_COLS
 #undef HOT_BIAS_THREADS
+#undef HOT_BIAS_SLOTS
+#undef HOT_BIAS_UNROLL
 
 /* ---- hot_lqs_f32_k4 from templates/lqs.cu */
 #define HOT_KNAME hot_lqs_f32_k4
