@@ -2,14 +2,16 @@
  * and reports correctness (errors against fp64, bit-exactness GPU vs CPU), memory (ABC bytes),
  * JIT times and, on a GPU, speed against cuBLAS. One stage per file:
  *
- *   main.c    CLI, sizes, orchestration          data.c    seeded inputs, bf16 conversion
- *   check.c   CPU reference run and fp64 errors  jit.c     cold/warm JIT through fresh contexts
+ *   main.c    CLI, sizes, orchestration          fp8.c     FP8 e4m3 conversion (cuBLASLt)
+ *   common.c  contexts, layers, the clock (what  jit.c     cold/warm JIT through fresh contexts
+ *             every stage shares)                check.c   CPU reference run and fp64 errors
  *   gpu.c     device buffers, HOT and cuBLAS     cublas.c  cuBLAS loaded with dlopen
  *             timings, ceilings, bit-exactness   cublaslt.c  cuBLASLt FP8 (the FP8 baseline)
  *   report.c  the table (stdout) and the JSON    timing.c  CUDA-event timing, statistics
  *
- * Nothing here links the CUDA driver, cuBLAS or cuBLASLt: all come through dlopen (cuda_api.h,
- * cublas.c, cublaslt.c).
+ * The seeded inputs come from hot_tooldata.h (shared with hot-tune); libhot's internals only
+ * through the tools' door, hot_tools.h. Nothing here links the CUDA driver, cuBLAS or cuBLASLt:
+ * all come through dlopen (the door's driver table, cublas.c, cublaslt.c).
  */
 #ifndef HOT_BENCH_H
 #define HOT_BENCH_H
@@ -18,8 +20,9 @@
 #include <stdint.h>
 #include <stdio.h>
 
-#include "cuda_api.h"
 #include "hot.h"
+#include "hot_tooldata.h"
+#include "hot_tools.h"
 #include "plan.h"
 
 /* ---- options ------------------------------------------------------------------------------ */
@@ -120,6 +123,7 @@ typedef struct {
 /* ---- the run ------------------------------------------------------------------------------ */
 typedef struct {
   bench_opts opt;
+  const hot_model *spec_model;    /* the spec, loaded once by main.c (names, shapes, recipe, seed) */
   char model[HOT_NAME_MAX];
   char recipe[16];
   uint64_t seed;
@@ -142,40 +146,7 @@ typedef struct {
   double wall_s;
 } bench_run;
 
-/* ---- data.c -------------------------------------------------------------------------------- */
-/* n standard-normal floats from (seed, stream): the same values on every machine. */
-void bench_fill_normal(float *dst, size_t n, uint64_t seed, uint64_t stream);
-/* The data kinds of the accuracy comparisons (hot-bench --scales, hot-tune): Gaussian g_y, or 4
- * channels (columns) / 4 tokens (rows) of it multiplied by 20. */
-enum { BENCH_DATA_GAUSS = 0, BENCH_DATA_CHANNELS, BENCH_DATA_TOKENS, BENCH_DATA_KINDS };
-/* Applies `kind` to g (T x O) in place (GAUSS: unchanged). */
-void bench_outliers(float *g, int64_t T, int64_t O, int kind);
-/* Rounds v[0..n) in place to the values a dt tensor holds and, for bf16/f16, sets *bits to a
- * malloc'd copy of the 16-bit patterns (f32: *bits untouched, nothing allocated). 0, or -1 on
- * out-of-memory. */
-int bench_round_to_dtype(float *v, size_t n, hot_dtype dt, uint16_t **bits);
-/* fp32 -> bf16 bit patterns, round to nearest even (NaN kept quiet). */
-void bench_to_bf16(const float *src, uint16_t *dst, size_t n);
-/* fp32 -> f16 bit patterns, round to nearest even (overflow to infinity, subnormals kept, NaN
- * kept quiet). */
-void bench_to_f16(const float *src, uint16_t *dst, size_t n);
-/* Seeded inputs of one layer at size (T, O, I) in the layer's input dtype: x T*I, w O*I, g_y T*O.
- * The float arrays hold the values the layer reads (rounded to dt, so the fp64 reference sees
- * exactly the layer's inputs); for bf16/f16 layers the 16-bit patterns are kept beside them.
- * malloc'd; returns 0, or -1 on OOM (nothing left allocated). */
-typedef struct {
-  int64_t T, O, I;
-  hot_dtype dt;
-  float *x, *w, *gy;
-  uint16_t *x16, *w16, *gy16; /* NULL for f32 */
-} bench_data;
-int bench_data_make(bench_data *d, int64_t T, int64_t O, int64_t I, uint64_t seed, int layer,
-                    hot_dtype dt);
-/* What the layer reads for one of d's tensors (d->x, d->w or d->gy): that float array for f32,
- * else its 16-bit copy; bench_dtype_size gives its element size. */
-const void *bench_data_in(const bench_data *d, const float *v);
-size_t bench_dtype_size(hot_dtype dt);
-void bench_data_free(bench_data *d);
+/* ---- fp8.c --------------------------------------------------------------------------------- */
 /* fp32 -> fp8 e4m3 (round to nearest even; beyond +-448 saturates to +-448; NaN stays NaN) and
  * back; the largest |v[i]|; and an e4m3 copy of the rows x cols row-major src scaled by q
  * (e4m3(v * q)) into dst, zero-padded to prows x pcols, or stored transposed (pcols x prows,
@@ -186,7 +157,7 @@ float bench_amax(const float *v, size_t n);
 void bench_fp8_pack(const float *src, int64_t rows, int64_t cols, float q, int t, uint8_t *dst,
                     int64_t prows, int64_t pcols);
 
-/* ---- layer creation shared by every stage (main.c) ----------------------------------------- */
+/* ---- common.c: layer creation shared by every stage ------------------------------------------ */
 /* A layer of the spec at (batch, tokens) in ctx: hot_layer_from_spec when tokens is the spec's,
  * else hot_layer_create with the spec's fields (same seed). Message in err on failure. */
 hot_status bench_layer_open(hot_ctx *ctx, const bench_run *run, const bench_layer *bl,
@@ -209,7 +180,7 @@ typedef struct {
   size_t saved_bytes;
   int gran_row;                   /* calibration chose per token */
 } bench_outputs;
-int bench_check_cpu(const bench_run *run, bench_layer *bl, const bench_data *d, const char *arch,
+int bench_check_cpu(const bench_run *run, bench_layer *bl, const tooldata *d, const char *arch,
                     bench_outputs *out);
 void bench_outputs_free(bench_outputs *o);
 
@@ -230,7 +201,7 @@ void bench_gpu_close(bench_gpu *g);
 void bench_gpu_ceilings(bench_gpu *g, bench_run *run);
 /* Bit-exactness at the check size against `ref` (CPU outputs) in a fresh CUDA context. */
 void bench_gpu_bitexact(bench_gpu *g, const bench_run *run, bench_layer *bl,
-                        const bench_data *d, const bench_outputs *ref);
+                        const tooldata *d, const bench_outputs *ref);
 /* Speed at the benchmark size: HOT backward and forward (ctx), cuBLAS BF16/FP32/TF32, cuBLASLt
  * FP8 (fp8 null with fp8_reason when the device, the library or the sizes do not allow it). */
 void bench_gpu_speed(bench_gpu *g, hot_ctx *ctx, const bench_run *run, bench_layer *bl);

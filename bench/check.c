@@ -24,7 +24,7 @@ static int fail(bench_layer *bl, hot_status st, hot_ctx *ctx, const char *what) 
   return -1;
 }
 
-int bench_check_cpu(const bench_run *run, bench_layer *bl, const bench_data *d, const char *arch,
+int bench_check_cpu(const bench_run *run, bench_layer *bl, const tooldata *d, const char *arch,
                     bench_outputs *out) {
   char err[512];
   hot_ctx *ctx = NULL;
@@ -59,13 +59,13 @@ int bench_check_cpu(const bench_run *run, bench_layer *bl, const bench_data *d, 
   /* A caller-owned saved buffer (16-byte aligned: malloc's), so it can be compared later. */
   double t0 = bench_now_ms();
   hot_layer_info info;
-  st = hot_layer_save(layer, bench_data_in(d, d->x), d->dt, o.saved, NULL);
+  st = hot_layer_save(layer, tooldata_in(d, d->x), d->dt, o.saved, NULL);
   if (st != HOT_OK) { fail(bl, st, ctx, "save"); goto free_exact; }
   if (hot_layer_get_info(layer, &info) == HOT_OK && info.gran_auto) {
-    st = hot_layer_calibrate(layer, bench_data_in(d, d->gy), d->dt, 0, NULL);
+    st = hot_layer_calibrate(layer, tooldata_in(d, d->gy), d->dt, 0, NULL);
     if (st != HOT_OK) { fail(bl, st, ctx, "calibrate"); goto free_exact; }
   }
-  st = hot_layer_backward(layer, bench_data_in(d, d->gy), bench_data_in(d, d->w), d->dt, o.saved, o.gx,
+  st = hot_layer_backward(layer, tooldata_in(d, d->gy), tooldata_in(d, d->w), d->dt, o.saved, o.gx,
                           o.gw, o.gb, 1, NULL);
   if (st != HOT_OK) { fail(bl, st, ctx, "backward"); goto free_exact; }
   bl->cpu_ref_ms = bench_now_ms() - t0;

@@ -232,8 +232,37 @@ static int64_t first_diff(const float *a, const float *b, int64_t n) {
   return -1;
 }
 
+/* The GPU's outputs (saved buffer hs of sb bytes, g_x hx, g_w hw, g_b hb) against the CPU's
+ * (ref) bit for bit, and LQS's choice of granularity: bl->bitexact and the first difference. */
+static void compare_outputs(bench_layer *bl, const hot_layer_info *info, const bench_outputs *ref,
+                            const uint8_t *hs, size_t sb, const float *hx, const float *hw,
+                            const float *hb, int64_t T, int64_t O, int64_t I) {
+  int64_t i;
+  bl->bitexact = 1;
+  if ((info->gran == HOT_GRAN_ROW) != (ref->gran_row != 0)) {
+    bl->bitexact = 0;
+    snprintf(bl->bitexact_note, sizeof bl->bitexact_note, "LQS chose per %s on the GPU, per %s on the CPU",
+             info->gran == HOT_GRAN_ROW ? "token" : "tensor", ref->gran_row ? "token" : "tensor");
+  } else if (sb != ref->saved_bytes || memcmp(hs, ref->saved, sb) != 0) {
+    bl->bitexact = 0;
+    snprintf(bl->bitexact_note, sizeof bl->bitexact_note, "saved ABC buffer differs");
+  } else if ((i = first_diff(hx, ref->gx, T * I)) >= 0) {
+    bl->bitexact = 0;
+    snprintf(bl->bitexact_note, sizeof bl->bitexact_note, "g_x[%lld] gpu %.9g cpu %.9g", (long long)i,
+             (double)hx[i], (double)ref->gx[i]);
+  } else if ((i = first_diff(hw, ref->gw, O * I)) >= 0) {
+    bl->bitexact = 0;
+    snprintf(bl->bitexact_note, sizeof bl->bitexact_note, "g_w[%lld] gpu %.9g cpu %.9g", (long long)i,
+             (double)hw[i], (double)ref->gw[i]);
+  } else if (bl->bias && (i = first_diff(hb, ref->gb, O)) >= 0) {
+    bl->bitexact = 0;
+    snprintf(bl->bitexact_note, sizeof bl->bitexact_note, "g_b[%lld] gpu %.9g cpu %.9g", (long long)i,
+             (double)hb[i], (double)ref->gb[i]);
+  }
+}
+
 void bench_gpu_bitexact(bench_gpu *g, const bench_run *run, bench_layer *bl,
-                        const bench_data *dt, const bench_outputs *ref) {
+                        const tooldata *dt, const bench_outputs *ref) {
   const cuda_driver *d = g->d;
   arena a = {.g = g};
   hot_layer *layer = NULL;
@@ -251,7 +280,7 @@ void bench_gpu_bitexact(bench_gpu *g, const bench_run *run, bench_layer *bl,
   }
   int64_t T = dt->T, O = dt->O, I = dt->I;
   size_t sb = hot_layer_saved_bytes(layer);
-  const size_t es = bench_dtype_size(dt->dt);
+  const size_t es = tooldata_dtype_size(dt->dt);
   CUdeviceptr x = dalloc(&a, (size_t)(T * I) * es), w = dalloc(&a, (size_t)(O * I) * es);
   CUdeviceptr gy = dalloc(&a, (size_t)(T * O) * es), gx = dalloc(&a, (size_t)(T * I) * 4);
   CUdeviceptr gw = dalloc(&a, (size_t)(O * I) * 4), gb = dalloc(&a, (size_t)O * 4);
@@ -262,9 +291,9 @@ void bench_gpu_bitexact(bench_gpu *g, const bench_run *run, bench_layer *bl,
     snprintf(bl->status, sizeof bl->status, "bit-exactness buffers: %.250s", a.err[0] ? a.err : "out of host memory");
     goto done;
   }
-  if (d->cuMemcpyHtoD(x, bench_data_in(dt, dt->x), (size_t)(T * I) * es) ||
-      d->cuMemcpyHtoD(w, bench_data_in(dt, dt->w), (size_t)(O * I) * es) ||
-      d->cuMemcpyHtoD(gy, bench_data_in(dt, dt->gy), (size_t)(T * O) * es)) {
+  if (d->cuMemcpyHtoD(x, tooldata_in(dt, dt->x), (size_t)(T * I) * es) ||
+      d->cuMemcpyHtoD(w, tooldata_in(dt, dt->w), (size_t)(O * I) * es) ||
+      d->cuMemcpyHtoD(gy, tooldata_in(dt, dt->gy), (size_t)(T * O) * es)) {
     snprintf(bl->status, sizeof bl->status, "bit-exactness: upload failed");
     goto done;
   }
@@ -290,28 +319,7 @@ void bench_gpu_bitexact(bench_gpu *g, const bench_run *run, bench_layer *bl,
     cuda_result_error(r, "bit-exactness: run or copy back", bl->status, sizeof bl->status);
     goto done;
   }
-  int64_t i;
-  bl->bitexact = 1;
-  if ((info.gran == HOT_GRAN_ROW) != (ref->gran_row != 0)) {
-    bl->bitexact = 0;
-    snprintf(bl->bitexact_note, sizeof bl->bitexact_note, "LQS chose per %s on the GPU, per %s on the CPU",
-             info.gran == HOT_GRAN_ROW ? "token" : "tensor", ref->gran_row ? "token" : "tensor");
-  } else if (sb != ref->saved_bytes || memcmp(hs, ref->saved, sb) != 0) {
-    bl->bitexact = 0;
-    snprintf(bl->bitexact_note, sizeof bl->bitexact_note, "saved ABC buffer differs");
-  } else if ((i = first_diff(hx, ref->gx, T * I)) >= 0) {
-    bl->bitexact = 0;
-    snprintf(bl->bitexact_note, sizeof bl->bitexact_note, "g_x[%lld] gpu %.9g cpu %.9g", (long long)i,
-             (double)hx[i], (double)ref->gx[i]);
-  } else if ((i = first_diff(hw, ref->gw, O * I)) >= 0) {
-    bl->bitexact = 0;
-    snprintf(bl->bitexact_note, sizeof bl->bitexact_note, "g_w[%lld] gpu %.9g cpu %.9g", (long long)i,
-             (double)hw[i], (double)ref->gw[i]);
-  } else if (bl->bias && (i = first_diff(hb, ref->gb, O)) >= 0) {
-    bl->bitexact = 0;
-    snprintf(bl->bitexact_note, sizeof bl->bitexact_note, "g_b[%lld] gpu %.9g cpu %.9g", (long long)i,
-             (double)hb[i], (double)ref->gb[i]);
-  }
+  compare_outputs(bl, &info, ref, hs, sb, hx, hw, hb, T, O, I);
 done:
   arena_free(&a);
   hot_layer_destroy(layer);
@@ -387,7 +395,7 @@ typedef struct {
   double ref[2 * FP8_SAMPLES];
 } fp8_samples;
 
-static void fp8_sample_refs(const bench_data *dt, fp8_samples *sm) {
+static void fp8_sample_refs(const tooldata *dt, fp8_samples *sm) {
   uint64_t z = 0x243f6a8885a308d3ull;
   for (int i = 0; i < 2 * FP8_SAMPLES; ++i) {
     z = z * 6364136223846793005ull + 1442695040888963407ull;
@@ -496,10 +504,199 @@ static void profile_kernels(hot_ctx *ctx, speed_arg *s, bench_layer *bl, int run
   for (int i = 0; i < bl->nk; ++i) bench_stat_of(samples[i], bl->prof_runs, &bl->kern[i].t);
 }
 
+/* The device buffers of the speed stage: s->nsets rotated sets of every input (the layer's
+ * dtype, fp32 and bf16 copies, FP8 operands when s->fp8) and the outputs, from arena a. sb: the
+ * layer's saved bytes; es: its input element size. Errors are in a->err. */
+static void speed_buffers(arena *a, speed_arg *s, size_t sb, size_t es) {
+  const size_t bx = (size_t)(s->T * s->I), bw = (size_t)(s->O * s->I), bg = (size_t)(s->T * s->O);
+  for (int k = 0; k < s->nsets; ++k) {
+    s->x[k] = dalloc(a, bx * es);
+    s->w[k] = dalloc(a, bw * es);
+    s->gy[k] = dalloc(a, bg * es);
+    s->sv[k] = dalloc(a, sb);
+    /* cuBLAS FP32/TF32 read fp32 inputs: the layer's own sets when it reads f32 */
+    s->fx[k] = s->dt == HOT_DT_F32 ? s->x[k] : dalloc(a, bx * 4);
+    s->fw[k] = s->dt == HOT_DT_F32 ? s->w[k] : dalloc(a, bw * 4);
+    s->fgy[k] = s->dt == HOT_DT_F32 ? s->gy[k] : dalloc(a, bg * 4);
+    s->bx[k] = dalloc(a, bx * 2);
+    s->bw[k] = dalloc(a, bw * 2);
+    s->bgy[k] = dalloc(a, bg * 2);
+    if (s->fp8) {
+      s->q_gy[k] = dalloc(a, (size_t)(s->Tp * s->Op));
+      s->q_wt[k] = dalloc(a, (size_t)(s->Ip * s->Op));
+      s->q_gyt[k] = dalloc(a, (size_t)(s->Op * s->Tp));
+      s->q_xt[k] = dalloc(a, (size_t)(s->Ip * s->Tp));
+    }
+  }
+  if (s->fp8) {
+    s->q_gx = dalloc(a, (size_t)(s->Tp * s->Ip) * 2);
+    s->q_gw = dalloc(a, (size_t)(s->Op * s->Ip) * 2);
+    s->q_scale = dalloc(a, 3 * sizeof(float));
+  }
+  s->gx = dalloc(a, bx * 4);
+  s->gw = dalloc(a, bw * 4);
+  s->gb = dalloc(a, (size_t)s->O * 4);
+  s->bgx = dalloc(a, bx * 2);
+  s->bgw = dalloc(a, bw * 2);
+}
+
+/* Uploads the inputs into every set: the layer's dtype, fp32 (when that is not f32) and bf16
+ * (through hb, a host buffer of the largest tensor's bf16 size). 0, or nonzero with a->err. */
+static int speed_upload(arena *a, speed_arg *s, const tooldata *dt, size_t es, uint16_t *hb) {
+  const size_t bx = (size_t)(s->T * s->I), bw = (size_t)(s->O * s->I), bg = (size_t)(s->T * s->O);
+  if (upload(a, s->x, s->nsets, tooldata_in(dt, dt->x), bx * es) ||
+      upload(a, s->w, s->nsets, tooldata_in(dt, dt->w), bw * es) ||
+      upload(a, s->gy, s->nsets, tooldata_in(dt, dt->gy), bg * es))
+    return 1;
+  if (s->dt != HOT_DT_F32 &&
+      (upload(a, s->fx, s->nsets, dt->x, bx * 4) || upload(a, s->fw, s->nsets, dt->w, bw * 4) ||
+       upload(a, s->fgy, s->nsets, dt->gy, bg * 4)))
+    return 1;
+  tooldata_to_bf16(dt->x, hb, bx);
+  int up = upload(a, s->bx, s->nsets, hb, bx * 2);
+  tooldata_to_bf16(dt->w, hb, bw);
+  if (!up) up = upload(a, s->bw, s->nsets, hb, bw * 2);
+  tooldata_to_bf16(dt->gy, hb, bg);
+  if (!up) up = upload(a, s->bgy, s->nsets, hb, bg * 2);
+  return up;
+}
+
+/* FP8 operands: per-tensor scales from each tensor's amax (quantization q = 448 / amax, the
+ * GEMM's dequantization 1 / q), e4m3 in the TN form, zero-padded; the fp64 values of the
+ * sampled output entries into *sm. All on the host, before timing: none of it is timed. On a
+ * failure s->fp8 = 0 and bl->fp8_reason says why. *h8 and *sm: malloc'd here, the caller frees
+ * them. */
+static void fp8_operands(bench_gpu *g, arena *a, speed_arg *s, const tooldata *dt, bench_layer *bl,
+                         uint8_t **h8, fp8_samples **sm) {
+  if (!s->fp8) return;
+  const size_t bx = (size_t)(s->T * s->I), bw = (size_t)(s->O * s->I), bg = (size_t)(s->T * s->O);
+  size_t big = (size_t)(s->Tp * s->Op);
+  if ((size_t)(s->Ip * s->Op) > big) big = (size_t)(s->Ip * s->Op);
+  if ((size_t)(s->Ip * s->Tp) > big) big = (size_t)(s->Ip * s->Tp);
+  *h8 = malloc(big);
+  *sm = malloc(sizeof **sm);
+  if (!*h8 || !*sm) {
+    snprintf(bl->fp8_reason, sizeof bl->fp8_reason, "FP8 operands: out of host memory");
+    s->fp8 = 0;
+    return;
+  }
+  uint8_t *q8 = *h8;
+  float amax[3] = {bench_amax(dt->gy, bg), bench_amax(dt->w, bw), bench_amax(dt->x, bx)}, q[3], deq[3];
+  for (int i = 0; i < 3; ++i) {
+    q[i] = amax[i] > 0 ? 448.0f / amax[i] : 1.0f;
+    deq[i] = 1.0f / q[i];
+  }
+  int r8 = (int)g->d->cuMemcpyHtoD(s->q_scale, deq, sizeof deq);
+  bench_fp8_pack(dt->gy, s->T, s->O, q[0], 0, q8, s->Tp, s->Op);
+  if (!r8) r8 = upload(a, s->q_gy, s->nsets, q8, (size_t)(s->Tp * s->Op));
+  bench_fp8_pack(dt->gy, s->T, s->O, q[0], 1, q8, s->Tp, s->Op);
+  if (!r8) r8 = upload(a, s->q_gyt, s->nsets, q8, (size_t)(s->Op * s->Tp));
+  bench_fp8_pack(dt->w, s->O, s->I, q[1], 1, q8, s->Op, s->Ip);
+  if (!r8) r8 = upload(a, s->q_wt, s->nsets, q8, (size_t)(s->Ip * s->Op));
+  bench_fp8_pack(dt->x, s->T, s->I, q[2], 1, q8, s->Tp, s->Ip);
+  if (!r8) r8 = upload(a, s->q_xt, s->nsets, q8, (size_t)(s->Ip * s->Tp));
+  if (r8) {
+    snprintf(bl->fp8_reason, sizeof bl->fp8_reason, "FP8 operands: upload failed");
+    s->fp8 = 0;
+  } else {
+    fp8_sample_refs(dt, *sm);
+  }
+}
+
+/* HOT: calibrate (scale auto), forward on every set (the backward reads them), then time the
+ * save and the backward and profile the kernels. */
+static void time_hot(bench_gpu *g, hot_ctx *ctx, speed_arg *s, bench_layer *bl, int warm,
+                     int iters) {
+  char err[400] = "";
+  hot_layer_info info;
+  hot_status st = HOT_OK;
+  if (hot_layer_get_info(s->layer, &info) == HOT_OK && info.gran_auto)
+    st = hot_layer_calibrate(s->layer, DP(s->gy[0]), s->dt, 0, g->s);
+  if (st == HOT_ERR_UNSUPPORTED) { /* no LQS kernel yet: time the uncalibrated layer */
+    snprintf(bl->gpu_note, sizeof bl->gpu_note, "LQS kernel not in this build: g' per tensor");
+    st = HOT_OK;
+  }
+  if (st != HOT_OK) set_status(bl, st, ctx, "calibrate");
+  for (int k = 0; k < s->nsets && st == HOT_OK; ++k) {
+    st = (hot_status)run_save(s, k);
+    if (st != HOT_OK) set_status(bl, st, ctx, "save");
+  }
+  if (st != HOT_OK) return;
+  int rc = bench_time(g->d, g->s, warm, iters, run_save, s, &bl->hot_fwd, err, sizeof err);
+  if (rc > 0) set_status(bl, (hot_status)rc, ctx, "save (timed)");
+  rc = rc ? rc : bench_time(g->d, g->s, warm, iters, run_backward, s, &bl->hot_bwd, err, sizeof err);
+  if (rc > 0) set_status(bl, (hot_status)rc, ctx, "backward (timed)");
+  if (rc < 0 && !bl->status[0]) snprintf(bl->status, sizeof bl->status, "timing: %s", err);
+  if (!rc) profile_kernels(ctx, s, bl, iters < 20 ? iters : 20);
+}
+
+/* cuBLAS: the same two products in BF16, FP32 (no TF32) and FP32 with TF32. */
+static void time_cublas(bench_gpu *g, speed_arg *s, bench_layer *bl, int warm, int iters) {
+  char err[400] = "";
+  if (!g->cb) {
+    if (!bl->status[0]) snprintf(bl->status, sizeof bl->status, "no cuBLAS: %.250s", g->cublas_err);
+    return;
+  }
+  bench_prec ps[3] = {BENCH_BF16, BENCH_FP32, BENCH_TF32};
+  bench_stat *out[3] = {&bl->bf16, &bl->fp32, &bl->tf32};
+  for (int p = 0; p < 3; ++p) {
+    s->prec = ps[p];
+    err[0] = 0;
+    int rc = bench_time(g->d, g->s, warm, iters, run_blas, s, out[p], err, sizeof err);
+    if (rc && !bl->status[0])
+      snprintf(bl->status, sizeof bl->status, "cuBLAS %s: status %d %s", p == 0 ? "bf16" : p == 1 ? "fp32" : "tf32", rc, err);
+  }
+}
+
+/* cuBLASLt FP8: the two GEMMs on operands already in e4m3 (an FP8 pipeline's amax, cast and
+ * transpose passes are not timed); not measured -> fp8_reason, never the layer's status. */
+static void time_fp8(bench_gpu *g, speed_arg *s, const fp8_samples *sm, bench_layer *bl, int warm,
+                     int iters) {
+  if (!s->fp8) return;
+  char err[400] = "", e8[240] = "";
+  bl->fp8_T = s->Tp;
+  bl->fp8_O = s->Op;
+  bl->fp8_I = s->Ip;
+  int rc = bench_fp8_gemm_make(g->lt, s->Tp, s->Ip, s->Op, s->q_scale, s->q_scale + 4, g->lt_ws,
+                               FP8_WORKSPACE, &s->f_gx, e8, sizeof e8);
+  if (!rc)
+    rc = bench_fp8_gemm_make(g->lt, s->Op, s->Ip, s->Tp, s->q_scale, s->q_scale + 8, g->lt_ws,
+                             FP8_WORKSPACE, &s->f_gw, e8, sizeof e8);
+  if (!rc) {
+    err[0] = 0;
+    rc = bench_time(g->d, g->s, warm, iters, run_fp8, s, &bl->fp8, err, sizeof err);
+    if (rc) snprintf(e8, sizeof e8, "cublasLtMatmul FP8: status %d %.150s", rc, err);
+  }
+  if (!rc && g->d->cuStreamSynchronize(g->s) == CUDA_SUCCESS) fp8_sample_errors(s, sm, bl);
+  if (!rc) bl->fp8_reason[0] = 0;
+  if (rc) {
+    bl->fp8.n = 0;
+    snprintf(bl->fp8_reason, sizeof bl->fp8_reason, "%s", e8);
+  }
+  bench_fp8_gemm_free(s->f_gx);
+  bench_fp8_gemm_free(s->f_gw);
+}
+
+/* The sizes of the speed stage into s: the layer's, FP8's rounded up to multiples of 16
+ * (cuBLASLt's FP8 kernels need them), and the sets rotated so that they exceed the L2. */
+static void speed_sizes(bench_gpu *g, speed_arg *s, bench_layer *bl, size_t sb, size_t es) {
+  const size_t bx = (size_t)(s->T * s->I), bw = (size_t)(s->O * s->I), bg = (size_t)(s->T * s->O);
+  size_t set = (bx + bw + bg) * es + sb;
+  size_t budget = g->free_b ? g->free_b / 2 : ((size_t)8 << 30);
+  s->fp8 = g->lt != NULL;
+  if (!s->fp8) snprintf(bl->fp8_reason, sizeof bl->fp8_reason, "%.230s", g->lt_err);
+  s->Tp = up16(s->T);
+  s->Op = up16(s->O);
+  s->Ip = up16(s->I);
+  size_t q_in = s->fp8 ? (size_t)(2 * s->Tp * s->Op + s->Ip * s->Op + s->Ip * s->Tp) : 0;
+  s->nsets = bench_sets_for(set + (bx + bw + bg) * (s->dt == HOT_DT_F32 ? 2 : 6) + q_in, g->l2, budget);
+  bl->nsets_hot = bl->nsets_blas = s->nsets;
+}
+
 void bench_gpu_speed(bench_gpu *g, hot_ctx *ctx, const bench_run *run, bench_layer *bl) {
   arena a = {.g = g};
   speed_arg *s = calloc(1, sizeof *s);
-  bench_data dt;
+  tooldata dt;
   memset(&dt, 0, sizeof dt);
   uint16_t *hb = NULL;
   uint8_t *h8 = NULL;
@@ -517,15 +714,13 @@ void bench_gpu_speed(bench_gpu *g, hot_ctx *ctx, const bench_run *run, bench_lay
     free(s);
     return;
   }
-  if (bench_data_make(&dt, T, O, I, run->seed, bl->index, bl->dt) != 0) {
+  if (tooldata_make(&dt, T, O, I, run->seed, bl->index, bl->dt) != 0) {
     snprintf(bl->status, sizeof bl->status, "speed: out of host memory");
     goto done;
   }
   size_t sb = hot_layer_saved_bytes(layer);
   size_t bx = (size_t)(T * I), bw = (size_t)(O * I), bg = (size_t)(T * O);
-  const size_t es = bench_dtype_size(bl->dt);
-  size_t set = (bx + bw + bg) * es + sb;
-  size_t budget = g->free_b ? g->free_b / 2 : ((size_t)8 << 30);
+  const size_t es = tooldata_dtype_size(bl->dt);
   s->g = g;
   s->layer = layer;
   s->bias = bl->bias;
@@ -533,176 +728,26 @@ void bench_gpu_speed(bench_gpu *g, hot_ctx *ctx, const bench_run *run, bench_lay
   s->T = T;
   s->O = O;
   s->I = I;
-  /* FP8: sizes rounded up to multiples of 16 (cuBLASLt's FP8 kernels need them) */
-  s->fp8 = g->lt != NULL;
-  if (!s->fp8) snprintf(bl->fp8_reason, sizeof bl->fp8_reason, "%.230s", g->lt_err);
-  s->Tp = up16(T);
-  s->Op = up16(O);
-  s->Ip = up16(I);
-  size_t q_in = s->fp8 ? (size_t)(2 * s->Tp * s->Op + s->Ip * s->Op + s->Ip * s->Tp) : 0;
-  s->nsets = bench_sets_for(set + (bx + bw + bg) * (bl->dt == HOT_DT_F32 ? 2 : 6) + q_in, g->l2, budget);
-  bl->nsets_hot = bl->nsets_blas = s->nsets;
-  for (int k = 0; k < s->nsets; ++k) {
-    s->x[k] = dalloc(&a, bx * es);
-    s->w[k] = dalloc(&a, bw * es);
-    s->gy[k] = dalloc(&a, bg * es);
-    s->sv[k] = dalloc(&a, sb);
-    /* cuBLAS FP32/TF32 read fp32 inputs: the layer's own sets when it reads f32 */
-    s->fx[k] = bl->dt == HOT_DT_F32 ? s->x[k] : dalloc(&a, bx * 4);
-    s->fw[k] = bl->dt == HOT_DT_F32 ? s->w[k] : dalloc(&a, bw * 4);
-    s->fgy[k] = bl->dt == HOT_DT_F32 ? s->gy[k] : dalloc(&a, bg * 4);
-    s->bx[k] = dalloc(&a, bx * 2);
-    s->bw[k] = dalloc(&a, bw * 2);
-    s->bgy[k] = dalloc(&a, bg * 2);
-    if (s->fp8) {
-      s->q_gy[k] = dalloc(&a, (size_t)(s->Tp * s->Op));
-      s->q_wt[k] = dalloc(&a, (size_t)(s->Ip * s->Op));
-      s->q_gyt[k] = dalloc(&a, (size_t)(s->Op * s->Tp));
-      s->q_xt[k] = dalloc(&a, (size_t)(s->Ip * s->Tp));
-    }
-  }
-  if (s->fp8) {
-    s->q_gx = dalloc(&a, (size_t)(s->Tp * s->Ip) * 2);
-    s->q_gw = dalloc(&a, (size_t)(s->Op * s->Ip) * 2);
-    s->q_scale = dalloc(&a, 3 * sizeof(float));
-  }
-  s->gx = dalloc(&a, bx * 4);
-  s->gw = dalloc(&a, bw * 4);
-  s->gb = dalloc(&a, (size_t)O * 4);
-  s->bgx = dalloc(&a, bx * 2);
-  s->bgw = dalloc(&a, bw * 2);
+  speed_sizes(g, s, bl, sb, es);
+  speed_buffers(&a, s, sb, es);
   hb = malloc((bx > bg ? (bx > bw ? bx : bw) : (bg > bw ? bg : bw)) * 2);
   if (a.err[0] || !hb) {
     snprintf(bl->status, sizeof bl->status, "speed buffers: %s", a.err[0] ? a.err : "out of host memory");
     goto done;
   }
-  if (upload(&a, s->x, s->nsets, bench_data_in(&dt, dt.x), bx * es) ||
-      upload(&a, s->w, s->nsets, bench_data_in(&dt, dt.w), bw * es) ||
-      upload(&a, s->gy, s->nsets, bench_data_in(&dt, dt.gy), bg * es)) {
+  if (speed_upload(&a, s, &dt, es, hb)) {
     snprintf(bl->status, sizeof bl->status, "speed: %s", a.err);
     goto done;
   }
-  if (bl->dt != HOT_DT_F32 &&
-      (upload(&a, s->fx, s->nsets, dt.x, bx * 4) || upload(&a, s->fw, s->nsets, dt.w, bw * 4) ||
-       upload(&a, s->fgy, s->nsets, dt.gy, bg * 4))) {
-    snprintf(bl->status, sizeof bl->status, "speed: %s", a.err);
-    goto done;
-  }
-  bench_to_bf16(dt.x, hb, bx);
-  int up = upload(&a, s->bx, s->nsets, hb, bx * 2);
-  bench_to_bf16(dt.w, hb, bw);
-  if (!up) up = upload(&a, s->bw, s->nsets, hb, bw * 2);
-  bench_to_bf16(dt.gy, hb, bg);
-  if (!up) up = upload(&a, s->bgy, s->nsets, hb, bg * 2);
-  if (up) {
-    snprintf(bl->status, sizeof bl->status, "speed: %s", a.err);
-    goto done;
-  }
-  /* FP8 operands: per-tensor scales from each tensor's amax (quantization q = 448 / amax, the
-   * GEMM's dequantization 1 / q), e4m3 in the TN form, zero-padded; the fp64 values of the
-   * sampled output entries. All on the host, before timing: none of it is timed. */
-  if (s->fp8) {
-    size_t big = (size_t)(s->Tp * s->Op);
-    if ((size_t)(s->Ip * s->Op) > big) big = (size_t)(s->Ip * s->Op);
-    if ((size_t)(s->Ip * s->Tp) > big) big = (size_t)(s->Ip * s->Tp);
-    h8 = malloc(big);
-    sm = malloc(sizeof *sm);
-    if (!h8 || !sm) {
-      snprintf(bl->fp8_reason, sizeof bl->fp8_reason, "FP8 operands: out of host memory");
-      s->fp8 = 0;
-    }
-  }
-  if (s->fp8) {
-    float amax[3] = {bench_amax(dt.gy, bg), bench_amax(dt.w, bw), bench_amax(dt.x, bx)}, q[3], deq[3];
-    for (int i = 0; i < 3; ++i) {
-      q[i] = amax[i] > 0 ? 448.0f / amax[i] : 1.0f;
-      deq[i] = 1.0f / q[i];
-    }
-    int r8 = (int)g->d->cuMemcpyHtoD(s->q_scale, deq, sizeof deq);
-    bench_fp8_pack(dt.gy, T, O, q[0], 0, h8, s->Tp, s->Op);
-    if (!r8) r8 = upload(&a, s->q_gy, s->nsets, h8, (size_t)(s->Tp * s->Op));
-    bench_fp8_pack(dt.gy, T, O, q[0], 1, h8, s->Tp, s->Op);
-    if (!r8) r8 = upload(&a, s->q_gyt, s->nsets, h8, (size_t)(s->Op * s->Tp));
-    bench_fp8_pack(dt.w, O, I, q[1], 1, h8, s->Op, s->Ip);
-    if (!r8) r8 = upload(&a, s->q_wt, s->nsets, h8, (size_t)(s->Ip * s->Op));
-    bench_fp8_pack(dt.x, T, I, q[2], 1, h8, s->Tp, s->Ip);
-    if (!r8) r8 = upload(&a, s->q_xt, s->nsets, h8, (size_t)(s->Ip * s->Tp));
-    if (r8) {
-      snprintf(bl->fp8_reason, sizeof bl->fp8_reason, "FP8 operands: upload failed");
-      s->fp8 = 0;
-    } else {
-      fp8_sample_refs(&dt, sm);
-    }
-  }
-  bench_data_free(&dt);
-  int iters = run->opt.iters, warm = run->opt.warmup;
-
-  /* HOT: calibrate (scale auto), forward on every set (the backward reads them), then time. */
-  hot_layer_info info;
-  st = HOT_OK;
-  if (hot_layer_get_info(layer, &info) == HOT_OK && info.gran_auto)
-    st = hot_layer_calibrate(layer, DP(s->gy[0]), s->dt, 0, g->s);
-  if (st == HOT_ERR_UNSUPPORTED) { /* no LQS kernel yet: time the uncalibrated layer */
-    snprintf(bl->gpu_note, sizeof bl->gpu_note, "LQS kernel not in this build: g' per tensor");
-    st = HOT_OK;
-  }
-  if (st != HOT_OK) set_status(bl, st, ctx, "calibrate");
-  for (int k = 0; k < s->nsets && st == HOT_OK; ++k) {
-    st = (hot_status)run_save(s, k);
-    if (st != HOT_OK) set_status(bl, st, ctx, "save");
-  }
-  if (st == HOT_OK) {
-    int rc = bench_time(g->d, g->s, warm, iters, run_save, s, &bl->hot_fwd, err, sizeof err);
-    if (rc > 0) set_status(bl, (hot_status)rc, ctx, "save (timed)");
-    rc = rc ? rc : bench_time(g->d, g->s, warm, iters, run_backward, s, &bl->hot_bwd, err, sizeof err);
-    if (rc > 0) set_status(bl, (hot_status)rc, ctx, "backward (timed)");
-    if (rc < 0 && !bl->status[0]) snprintf(bl->status, sizeof bl->status, "timing: %s", err);
-    if (!rc) profile_kernels(ctx, s, bl, iters < 20 ? iters : 20);
-  }
-  /* cuBLAS: the same two products in BF16, FP32 (no TF32) and FP32 with TF32. */
-  if (g->cb) {
-    bench_prec ps[3] = {BENCH_BF16, BENCH_FP32, BENCH_TF32};
-    bench_stat *out[3] = {&bl->bf16, &bl->fp32, &bl->tf32};
-    for (int p = 0; p < 3; ++p) {
-      s->prec = ps[p];
-      err[0] = 0;
-      int rc = bench_time(g->d, g->s, warm, iters, run_blas, s, out[p], err, sizeof err);
-      if (rc && !bl->status[0])
-        snprintf(bl->status, sizeof bl->status, "cuBLAS %s: status %d %s", p == 0 ? "bf16" : p == 1 ? "fp32" : "tf32", rc, err);
-    }
-  } else if (!bl->status[0]) {
-    snprintf(bl->status, sizeof bl->status, "no cuBLAS: %.250s", g->cublas_err);
-  }
-  /* cuBLASLt FP8: the two GEMMs on operands already in e4m3 (an FP8 pipeline's amax, cast and
-   * transpose passes are not timed); not measured -> fp8_reason, never the layer's status. */
-  if (s->fp8) {
-    char e8[240] = "";
-    bl->fp8_T = s->Tp;
-    bl->fp8_O = s->Op;
-    bl->fp8_I = s->Ip;
-    int rc = bench_fp8_gemm_make(g->lt, s->Tp, s->Ip, s->Op, s->q_scale, s->q_scale + 4, g->lt_ws,
-                                 FP8_WORKSPACE, &s->f_gx, e8, sizeof e8);
-    if (!rc)
-      rc = bench_fp8_gemm_make(g->lt, s->Op, s->Ip, s->Tp, s->q_scale, s->q_scale + 8, g->lt_ws,
-                               FP8_WORKSPACE, &s->f_gw, e8, sizeof e8);
-    if (!rc) {
-      err[0] = 0;
-      rc = bench_time(g->d, g->s, warm, iters, run_fp8, s, &bl->fp8, err, sizeof err);
-      if (rc) snprintf(e8, sizeof e8, "cublasLtMatmul FP8: status %d %.150s", rc, err);
-    }
-    if (!rc && g->d->cuStreamSynchronize(g->s) == CUDA_SUCCESS) fp8_sample_errors(s, sm, bl);
-    if (!rc) bl->fp8_reason[0] = 0;
-    if (rc) {
-      bl->fp8.n = 0;
-      snprintf(bl->fp8_reason, sizeof bl->fp8_reason, "%s", e8);
-    }
-    bench_fp8_gemm_free(s->f_gx);
-    bench_fp8_gemm_free(s->f_gw);
-  }
+  fp8_operands(g, &a, s, &dt, bl, &h8, &sm);
+  tooldata_free(&dt);
+  time_hot(g, ctx, s, bl, run->opt.warmup, run->opt.iters);
+  time_cublas(g, s, bl, run->opt.warmup, run->opt.iters);
+  time_fp8(g, s, sm, bl, run->opt.warmup, run->opt.iters);
 done:
   arena_free(&a);
   hot_layer_destroy(layer);
-  bench_data_free(&dt);
+  tooldata_free(&dt);
   free(hb);
   free(h8);
   free(sm);

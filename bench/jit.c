@@ -16,7 +16,6 @@
 #include <unistd.h>
 
 #include "bench.h"
-#include "hot_internal.h" /* the layer's binaries: per-kernel compile figures */
 
 static int rm_entry(const char *path, const struct stat *sb, int flag, struct FTW *ftw) {
   (void)sb;
@@ -27,19 +26,17 @@ static int rm_entry(const char *path, const struct stat *sb, int flag, struct FT
 
 /* The distinct kernels the layer compiled now, with NVRTC's phases, into bl->jit_kern. */
 static void kernel_figures(bench_layer *bl, const hot_layer *layer) {
-  bl->jit_nk = 0;
-  const hot_layer_plan *pl = layer->plan;
-  int cap = (int)(sizeof bl->jit_kern / sizeof bl->jit_kern[0]);
-  for (int k = 0; k < pl->n_kernels && bl->jit_nk < cap; ++k) {
-    const hot_kernel_binary *b = layer->jit.bin[k];
-    if (!b || !layer->jit.source[k] || b->origin != HOT_KCACHE_COMPILED) continue;
-    bench_jit_kernel *o = &bl->jit_kern[bl->jit_nk++];
-    snprintf(o->name, sizeof o->name, "%s", pl->kernels[k].name);
-    o->ms = b->compile_ms;
-    o->phases = b->phases_known;
-    o->front_ms = b->front_ms;
-    o->nvvm_ms = b->nvvm_ms;
-    o->ptxas_ms = b->ptxas_ms;
+  enum { CAP = (int)(sizeof bl->jit_kern / sizeof bl->jit_kern[0]) };
+  hot_tools_jit_kernel k[CAP];
+  bl->jit_nk = hot_tools_layer_jit_kernels(layer, k, CAP);
+  for (int i = 0; i < bl->jit_nk; ++i) {
+    bench_jit_kernel *o = &bl->jit_kern[i];
+    snprintf(o->name, sizeof o->name, "%s", k[i].name);
+    o->ms = k[i].compile_ms;
+    o->phases = k[i].phases_known;
+    o->front_ms = k[i].front_ms;
+    o->nvvm_ms = k[i].nvvm_ms;
+    o->ptxas_ms = k[i].ptxas_ms;
   }
 }
 

@@ -89,42 +89,6 @@ static const char *help_text =
     "Exit status: 0 every layer ran; 2 a layer failed or is unsupported on this backend (the\n"
     "table says which and why); 1 bad arguments, a bad spec, or --backend cuda without CUDA.\n";
 
-double bench_now_ms(void) {
-  struct timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec * 1e-6;
-}
-
-hot_status bench_ctx_open(hot_ctx **out, const bench_run *run, hot_backend backend,
-                          const char *arch, int disk_cache, const char *cache_dir, char *err,
-                          size_t n) {
-  hot_options o;
-  hot_options_init(&o);
-  o.backend = backend;
-  o.arch = arch;
-  o.disk_cache = disk_cache;
-  o.cache_dir = cache_dir;
-  o.seed_set = 1;
-  o.seed = run->seed;
-  o.jit_debug = 0; /* $HOT_JIT_DEBUG */
-  hot_status st = hot_ctx_create(out, &o);
-  if (st != HOT_OK) snprintf(err, n, "%s", hot_errmsg(*out));
-  return st;
-}
-
-hot_status bench_layer_open(hot_ctx *ctx, const bench_run *run, const bench_layer *bl,
-                            int64_t batch, int64_t tokens, hot_layer **out, char *err, size_t n) {
-  const hot_layer_spec *s = &g_model.layers[bl->index];
-  int64_t spec_tokens = s->tokens ? s->tokens : g_model.tokens;
-  hot_status st;
-  if (tokens == spec_tokens)
-    st = hot_layer_from_spec(ctx, run->opt.spec, s->name, batch, out);
-  else /* fewer tokens than the spec: describe the layer in C (same fields, same seed) */
-    st = hot_layer_create(ctx, s, batch, tokens, g_model.recipe, out);
-  if (st != HOT_OK) snprintf(err, n, "%s", hot_errmsg(ctx));
-  return st;
-}
-
 static int parse_i64(const char *s, int64_t lo, int64_t *out) {
   char *end;
   long long v = strtoll(s, &end, 0);
@@ -132,6 +96,93 @@ static int parse_i64(const char *s, int64_t lo, int64_t *out) {
   *out = v;
   return 0;
 }
+
+#define NEED_VALUE                                                       \
+  if (!v) {                                                              \
+    fprintf(stderr, "hot-bench: %s needs a value\n%s", a, usage);        \
+    return -1;                                                           \
+  }
+
+/* --batch, --tokens, --iters, --warmup, --check-macs: an integer. 0, or -1 (said). */
+static int parse_count(bench_opts *o, const char *a, const char *v) {
+  int64_t k;
+  int64_t lo = !strcmp(a, "--warmup") ? 0 : 1;
+  if (parse_i64(v, lo, &k) != 0 || k > ((int64_t)1 << 40)) {
+    fprintf(stderr, "hot-bench: %s needs an integer >= %lld (got '%s')\n", a, (long long)lo, v);
+    return -1;
+  }
+  if (!strcmp(a, "--batch")) o->batch = k;
+  else if (!strcmp(a, "--tokens")) o->tokens = k;
+  else if (!strcmp(a, "--iters")) o->iters = (int)(k > 100000 ? 100000 : k);
+  else if (!strcmp(a, "--warmup")) o->warmup = (int)(k > 1000 ? 1000 : k);
+  else o->check_macs = (double)k;
+  return 0;
+}
+
+/* --backend, --arch, --seeds, --gy-scale: checked values. 0, or -1 (said). */
+static int parse_checked(bench_opts *o, const char *a, const char *v) {
+  int64_t k;
+  if (!strcmp(a, "--backend")) {
+    if (!strcmp(v, "auto")) o->backend = HOT_BACKEND_AUTO;
+    else if (!strcmp(v, "cuda")) o->backend = HOT_BACKEND_CUDA;
+    else if (!strcmp(v, "cpu")) o->backend = HOT_BACKEND_CPU;
+    else { fprintf(stderr, "hot-bench: --backend must be auto, cuda or cpu (got '%s')\n", v); return -1; }
+  } else if (!strcmp(a, "--arch")) {
+    hot_arch ar;
+    if (plan_arch_parse(v, &ar) != 0) { fprintf(stderr, "hot-bench: unknown arch '%s' (sm_80 sm_86 sm_89 sm_90 sm_90a)\n", v); return -1; }
+    o->arch = v;
+  } else if (!strcmp(a, "--seeds")) {
+    if (parse_i64(v, 1, &k) != 0 || k > 256) {
+      fprintf(stderr, "hot-bench: --seeds needs an integer in [1, 256] (got '%s')\n", v);
+      return -1;
+    }
+    o->seeds = (int)k;
+  } else { /* --gy-scale */
+    char *end;
+    o->gy_scale = strtod(v, &end);
+    if (!*v || *end || !(o->gy_scale >= 1e-30 && o->gy_scale <= 1e30)) {
+      fprintf(stderr, "hot-bench: --gy-scale needs a number in [1e-30, 1e30] (got '%s')\n", v);
+      return -1;
+    }
+  }
+  return 0;
+}
+
+/* One argument (v: the next one, or NULL); *used = 1 when v was taken. 0, or -1 (said). */
+static int parse_one(bench_opts *o, const char *a, const char *v, int *used) {
+  *used = 0;
+  if (!strcmp(a, "--help") || !strcmp(a, "-h")) {
+    printf("%s\n%s", usage, help_text);
+    exit(0);
+  }
+  if (!strcmp(a, "--layer") || !strcmp(a, "--out") || !strcmp(a, "--batch") ||
+      !strcmp(a, "--tokens") || !strcmp(a, "--iters") || !strcmp(a, "--warmup") ||
+      !strcmp(a, "--check-macs") || !strcmp(a, "--backend") || !strcmp(a, "--arch") ||
+      !strcmp(a, "--seeds") || !strcmp(a, "--gy-scale")) {
+    NEED_VALUE
+    *used = 1;
+    if (!strcmp(a, "--layer")) o->layer = v;
+    else if (!strcmp(a, "--out")) o->out = v;
+    else if (!strcmp(a, "--backend") || !strcmp(a, "--arch") || !strcmp(a, "--seeds") ||
+             !strcmp(a, "--gy-scale"))
+      return parse_checked(o, a, v);
+    else return parse_count(o, a, v);
+  } else if (!strcmp(a, "--json")) { o->json = 1;
+  } else if (!strcmp(a, "--no-jit")) { o->jit = 0;
+  } else if (!strcmp(a, "--full")) { o->full = 1;
+  } else if (!strcmp(a, "--scales")) { o->scales = 1;
+  } else if (!strcmp(a, "--paper-diffs")) { o->paper_diffs = 1;
+  } else if (a[0] == '-' && a[1]) {
+    fprintf(stderr, "hot-bench: unknown option %s\n%s", a, usage);
+    return -1;
+  } else if (!o->spec) { o->spec = a;
+  } else {
+    fprintf(stderr, "hot-bench: one SPEC only (got '%s' and '%s')\n%s", o->spec, a, usage);
+    return -1;
+  }
+  return 0;
+}
+#undef NEED_VALUE
 
 static int parse_args(int argc, char **argv, bench_opts *o) {
   memset(o, 0, sizeof *o);
@@ -141,71 +192,9 @@ static int parse_args(int argc, char **argv, bench_opts *o) {
   o->jit = 1;
   o->check_macs = 1073741824.0;
   for (int i = 1; i < argc; ++i) {
-    const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
-    int64_t k;
-#define NEED_VALUE                                                       \
-  if (!v) {                                                              \
-    fprintf(stderr, "hot-bench: %s needs a value\n%s", a, usage);        \
-    return -1;                                                           \
-  }                                                                      \
-  ++i;
-    if (!strcmp(a, "--help") || !strcmp(a, "-h")) {
-      printf("%s\n%s", usage, help_text);
-      exit(0);
-    } else if (!strcmp(a, "--layer")) { NEED_VALUE o->layer = v;
-    } else if (!strcmp(a, "--backend")) {
-      NEED_VALUE
-      if (!strcmp(v, "auto")) o->backend = HOT_BACKEND_AUTO;
-      else if (!strcmp(v, "cuda")) o->backend = HOT_BACKEND_CUDA;
-      else if (!strcmp(v, "cpu")) o->backend = HOT_BACKEND_CPU;
-      else { fprintf(stderr, "hot-bench: --backend must be auto, cuda or cpu (got '%s')\n", v); return -1; }
-    } else if (!strcmp(a, "--batch") || !strcmp(a, "--tokens") || !strcmp(a, "--iters") ||
-               !strcmp(a, "--warmup") || !strcmp(a, "--check-macs")) {
-      NEED_VALUE
-      int64_t lo = !strcmp(a, "--warmup") ? 0 : 1;
-      if (parse_i64(v, lo, &k) != 0 || k > ((int64_t)1 << 40)) {
-        fprintf(stderr, "hot-bench: %s needs an integer >= %lld (got '%s')\n", a, (long long)lo, v);
-        return -1;
-      }
-      if (!strcmp(a, "--batch")) o->batch = k;
-      else if (!strcmp(a, "--tokens")) o->tokens = k;
-      else if (!strcmp(a, "--iters")) o->iters = (int)(k > 100000 ? 100000 : k);
-      else if (!strcmp(a, "--warmup")) o->warmup = (int)(k > 1000 ? 1000 : k);
-      else o->check_macs = (double)k;
-    } else if (!strcmp(a, "--json")) { o->json = 1;
-    } else if (!strcmp(a, "--out")) { NEED_VALUE o->out = v;
-    } else if (!strcmp(a, "--arch")) {
-      NEED_VALUE
-      hot_arch ar;
-      if (plan_arch_parse(v, &ar) != 0) { fprintf(stderr, "hot-bench: unknown arch '%s' (sm_80 sm_86 sm_89 sm_90 sm_90a)\n", v); return -1; }
-      o->arch = v;
-    } else if (!strcmp(a, "--no-jit")) { o->jit = 0;
-    } else if (!strcmp(a, "--full")) { o->full = 1;
-    } else if (!strcmp(a, "--scales")) { o->scales = 1;
-    } else if (!strcmp(a, "--paper-diffs")) { o->paper_diffs = 1;
-    } else if (!strcmp(a, "--seeds")) {
-      NEED_VALUE
-      if (parse_i64(v, 1, &k) != 0 || k > 256) {
-        fprintf(stderr, "hot-bench: --seeds needs an integer in [1, 256] (got '%s')\n", v);
-        return -1;
-      }
-      o->seeds = (int)k;
-    } else if (!strcmp(a, "--gy-scale")) {
-      NEED_VALUE
-      char *end;
-      o->gy_scale = strtod(v, &end);
-      if (!*v || *end || !(o->gy_scale >= 1e-30 && o->gy_scale <= 1e30)) {
-        fprintf(stderr, "hot-bench: --gy-scale needs a number in [1e-30, 1e30] (got '%s')\n", v);
-        return -1;
-      }
-    } else if (a[0] == '-' && a[1]) {
-      fprintf(stderr, "hot-bench: unknown option %s\n%s", a, usage);
-      return -1;
-    } else if (!o->spec) { o->spec = a;
-    } else {
-      fprintf(stderr, "hot-bench: one SPEC only (got '%s' and '%s')\n%s", o->spec, a, usage);
-      return -1;
-    }
+    int used;
+    if (parse_one(o, argv[i], i + 1 < argc ? argv[i + 1] : NULL, &used) != 0) return -1;
+    i += used;
   }
   if (!o->spec) {
     fprintf(stderr, "hot-bench: no SPEC given\n%s", usage);
@@ -254,13 +243,10 @@ static void plan_figures(bench_layer *bl, const hot_layer_plan *pl) {
   bl->hla_blocks = pl->hla.enabled ? (int)pl->hla.blocks : 0;
 }
 
-int main(int argc, char **argv) {
-  bench_run run;
-  memset(&run, 0, sizeof run);
-  if (parse_args(argc, argv, &run.opt) != 0) return 1;
-  double t_start = bench_now_ms();
-  bench_opts *o = &run.opt;
-
+/* Loads the spec into g_model and lists the layers to run into run->layers. Returns 0, or 1
+ * (said). */
+static int load_layers(bench_run *run) {
+  const bench_opts *o = &run->opt;
   hot_diag dg = {0};
   if (spec_load_file(o->spec, NULL, &g_model, &dg) != 0) {
     for (int i = 0; i < dg.count; ++i) fprintf(stderr, "%s\n", dg.lines[i]);
@@ -269,19 +255,18 @@ int main(int argc, char **argv) {
     return 1;
   }
   diag_free(&dg);
-  snprintf(run.model, sizeof run.model, "%s", g_model.name);
-  snprintf(run.recipe, sizeof run.recipe, "%s", plan_recipe_name(g_model.recipe));
-  run.seed = g_model.seed;
+  snprintf(run->model, sizeof run->model, "%s", g_model.name);
+  snprintf(run->recipe, sizeof run->recipe, "%s", plan_recipe_name(g_model.recipe));
+  run->seed = g_model.seed;
   const char *se = getenv("HOT_SEED");
-  if (se && *se) run.seed = strtoull(se, NULL, 0);
+  if (se && *se) run->seed = strtoull(se, NULL, 0);
 
-  /* The layers to run. */
-  run.layers = calloc((size_t)g_model.n_layers + 1, sizeof *run.layers);
-  if (!run.layers) return 1;
+  run->layers = calloc((size_t)g_model.n_layers + 1, sizeof *run->layers);
+  if (!run->layers) return 1;
   for (int i = 0; i < g_model.n_layers; ++i) {
     const hot_layer_spec *s = &g_model.layers[i];
     if (o->layer && strcmp(o->layer, s->name) != 0) continue;
-    bench_layer *bl = &run.layers[run.n++];
+    bench_layer *bl = &run->layers[run->n++];
     snprintf(bl->name, sizeof bl->name, "%s", s->name);
     bl->index = i;
     bl->bias = s->bias;
@@ -290,12 +275,143 @@ int main(int argc, char **argv) {
     snprintf(bl->fp8_reason, sizeof bl->fp8_reason, "not measured: CPU backend (no GPU)");
     layer_sizes(o, bl, s);
   }
-  if (!run.n) {
+  if (!run->n) {
     fprintf(stderr, "hot-bench: %s: no layer '%s' (layers:", o->spec, o->layer ? o->layer : "");
     for (int i = 0; i < g_model.n_layers; ++i) fprintf(stderr, " %s", g_model.layers[i].name);
     fprintf(stderr, ")\n");
     return 1;
   }
+  return 0;
+}
+
+/* The context of the run and, on CUDA, the benchmark's device side (*gpu); the run's backend,
+ * device and arch, and the JIT arch on the CPU (*jit_arch). Returns 0, or 1 (said; *ctx
+ * destroyed). */
+static int open_backend(bench_run *run, hot_ctx **ctx, bench_gpu **gpu, const char **jit_arch) {
+  const bench_opts *o = &run->opt;
+  char err[600];
+  hot_status st = bench_ctx_open(ctx, run, o->backend, NULL, 0, NULL, err, sizeof err);
+  if (st != HOT_OK) {
+    const char *eb = getenv("HOT_BACKEND");
+    if (o->backend == HOT_BACKEND_DEFAULT)
+      fprintf(stderr, "hot-bench: HOT_BACKEND=%s: %s: %s\n", eb && *eb ? eb : "(unset: auto)",
+              hot_status_name(st), err);
+    else
+      fprintf(stderr, "hot-bench: --backend %s: %s: %s\n", hot_backend_name(o->backend),
+              hot_status_name(st), err);
+    hot_ctx_destroy(*ctx);
+    return 1;
+  }
+  hot_stats hs;
+  hot_ctx_stats(*ctx, &hs);
+  run->backend = hs.backend;
+  snprintf(run->fallback, sizeof run->fallback, "%s", hs.fell_back ? hs.fallback_reason : "");
+  snprintf(run->device, sizeof run->device, "%s", hs.device_name);
+  if (run->backend == HOT_BACKEND_CUDA) {
+    snprintf(run->arch, sizeof run->arch, "%s", hs.arch);
+    *gpu = bench_gpu_open(err, sizeof err);
+    if (!*gpu) {
+      fprintf(stderr, "hot-bench: CUDA backend, but the benchmark's device setup failed: %s\n", err);
+      hot_ctx_destroy(*ctx);
+      return 1;
+    }
+  } else {
+    const char *ea = getenv("HOT_ARCH");
+    *jit_arch = o->arch ? o->arch : (ea && *ea ? ea : "sm_90");
+    snprintf(run->arch, sizeof run->arch, "%s", *jit_arch);
+  }
+  return 0;
+}
+
+/* The date and host of the run, and the first line, which says which backend runs (stderr too,
+ * for long runs). */
+static void announce(bench_run *run) {
+  time_t now = time(NULL);
+  strftime(run->date, sizeof run->date, "%Y-%m-%d %H:%M UTC", gmtime(&now));
+  if (gethostname(run->host, sizeof run->host) != 0) snprintf(run->host, sizeof run->host, "?");
+  run->host[sizeof run->host - 1] = 0;
+  char first[800];
+  if (run->backend == HOT_BACKEND_CPU)
+    snprintf(first, sizeof first, "hot-bench: CPU backend%s%s%s - correctness, memory, operation "
+             "counts and JIT only; no speed is measured without a GPU",
+             run->fallback[0] ? " (no GPU: " : "", run->fallback, run->fallback[0] ? ")" : "");
+  else
+    snprintf(first, sizeof first, "hot-bench: CUDA backend on %s (%s)", run->device, run->arch);
+  fprintf(stderr, "%s\n", first);
+  if (!run->opt.json) printf("%s\n", first);
+}
+
+/* Every stage of one layer: plan figures, JIT, the CPU check, and on a GPU bit-exactness and
+ * speed. Its status says the first failure. */
+static void bench_one(bench_run *run, hot_ctx *ctx, bench_gpu *gpu, const char *jit_arch, int li) {
+  bench_layer *bl = &run->layers[li];
+  char err[600];
+  double t0 = bench_now_ms();
+  fprintf(stderr, "[%d/%d] %s: T=%lld O=%lld I=%lld", li + 1, run->n, bl->name, (long long)bl->T,
+          (long long)bl->O, (long long)bl->I);
+  /* Plan figures at the benchmark size. */
+  hot_layer *layer = NULL;
+  hot_status st = bench_layer_open(ctx, run, bl, bl->B, bl->L, &layer, err, sizeof err);
+  if (st != HOT_OK) {
+    snprintf(bl->status, sizeof bl->status, "layer: %s: %.250s", hot_status_name(st), err);
+    fprintf(stderr, " - %s\n", bl->status);
+    return;
+  }
+  plan_figures(bl, hot_layer_get_plan(layer));
+  hot_layer_destroy(layer);
+  if (run->opt.jit) {
+    fprintf(stderr, ", jit");
+    bench_jit(run, bl, run->backend, jit_arch);
+    if (bl->have_jit) fprintf(stderr, " %.0f ms cold, %.1f ms warm", bl->jit_cold_ms, bl->jit_warm_ms);
+  }
+  /* Correctness at the check size. */
+  fprintf(stderr, ", cpu check T=%lld", (long long)bl->cT);
+  tooldata d;
+  if (tooldata_make(&d, bl->cT, bl->O, bl->I, run->seed, bl->index, bl->dt) != 0) {
+    snprintf(bl->status, sizeof bl->status, "out of host memory for T=%lld", (long long)bl->cT);
+    fprintf(stderr, " - %s\n", bl->status);
+    return;
+  }
+  bench_outputs ref;
+  memset(&ref, 0, sizeof ref);
+  int ok = bench_check_cpu(run, bl, &d, gpu ? run->arch : NULL, gpu ? &ref : NULL) == 0;
+  if (ok) fprintf(stderr, " (%.0f ms)", bl->cpu_ref_ms);
+  if (gpu) {
+    fprintf(stderr, ", gpu");
+    if (ok) bench_gpu_bitexact(gpu, run, bl, &d, &ref);
+    bench_gpu_speed(gpu, ctx, run, bl);
+  }
+  bench_outputs_free(&ref);
+  tooldata_free(&d);
+  fprintf(stderr, " - %s (%.1f s)\n", bl->status[0] ? bl->status : "ok", (bench_now_ms() - t0) / 1e3);
+}
+
+/* The report on stdout (table or JSON) and in --out. Returns 1 when --out cannot be written,
+ * else 0. */
+static int write_reports(const bench_run *run) {
+  const bench_opts *o = &run->opt;
+  int rc = 0;
+  if (o->json) bench_report_json(run, stdout);
+  else bench_report_table(run, stdout);
+  if (o->out) {
+    FILE *f = fopen(o->out, "w");
+    if (!f || bench_report_json(run, f) != 0) {
+      fprintf(stderr, "hot-bench: cannot write %s\n", o->out);
+      rc = 1;
+    }
+    if (f && fclose(f) != 0) rc = 1;
+  }
+  return rc;
+}
+
+int main(int argc, char **argv) {
+  bench_run run;
+  memset(&run, 0, sizeof run);
+  run.spec_model = &g_model;
+  if (parse_args(argc, argv, &run.opt) != 0) return 1;
+  double t_start = bench_now_ms();
+  bench_opts *o = &run.opt;
+  if (load_layers(&run) != 0) return 1;
 
   if (o->scales || o->paper_diffs) { /* accuracy comparisons: CPU twins only */
     int src = o->scales ? bench_scales(&run, &g_model, stdout)
@@ -305,122 +421,27 @@ int main(int argc, char **argv) {
     return src;
   }
 
-  /* The backend. */
-  char err[600];
   hot_ctx *ctx = NULL;
-  hot_status st = bench_ctx_open(&ctx, &run, o->backend, NULL, 0, NULL, err, sizeof err);
-  if (st != HOT_OK) {
-    const char *eb = getenv("HOT_BACKEND");
-    if (o->backend == HOT_BACKEND_DEFAULT)
-      fprintf(stderr, "hot-bench: HOT_BACKEND=%s: %s: %s\n", eb && *eb ? eb : "(unset: auto)",
-              hot_status_name(st), err);
-    else
-      fprintf(stderr, "hot-bench: --backend %s: %s: %s\n", hot_backend_name(o->backend),
-              hot_status_name(st), err);
-    hot_ctx_destroy(ctx);
-    return 1;
-  }
-  hot_stats hs;
-  hot_ctx_stats(ctx, &hs);
-  run.backend = hs.backend;
-  snprintf(run.fallback, sizeof run.fallback, "%s", hs.fell_back ? hs.fallback_reason : "");
-  snprintf(run.device, sizeof run.device, "%s", hs.device_name);
   bench_gpu *gpu = NULL;
   const char *jit_arch = NULL;
-  if (run.backend == HOT_BACKEND_CUDA) {
-    snprintf(run.arch, sizeof run.arch, "%s", hs.arch);
-    gpu = bench_gpu_open(err, sizeof err);
-    if (!gpu) {
-      fprintf(stderr, "hot-bench: CUDA backend, but the benchmark's device setup failed: %s\n", err);
-      hot_ctx_destroy(ctx);
-      return 1;
-    }
-  } else {
-    const char *ea = getenv("HOT_ARCH");
-    jit_arch = o->arch ? o->arch : (ea && *ea ? ea : "sm_90");
-    snprintf(run.arch, sizeof run.arch, "%s", jit_arch);
-  }
-  time_t now = time(NULL);
-  strftime(run.date, sizeof run.date, "%Y-%m-%d %H:%M UTC", gmtime(&now));
-  if (gethostname(run.host, sizeof run.host) != 0) snprintf(run.host, sizeof run.host, "?");
-  run.host[sizeof run.host - 1] = 0;
-
-  /* The first line says which backend runs (stderr too, for long runs). */
-  char first[800];
-  if (run.backend == HOT_BACKEND_CPU)
-    snprintf(first, sizeof first, "hot-bench: CPU backend%s%s%s - correctness, memory, operation "
-             "counts and JIT only; no speed is measured without a GPU",
-             run.fallback[0] ? " (no GPU: " : "", run.fallback, run.fallback[0] ? ")" : "");
-  else
-    snprintf(first, sizeof first, "hot-bench: CUDA backend on %s (%s)", run.device, run.arch);
-  fprintf(stderr, "%s\n", first);
-  if (!o->json) printf("%s\n", first);
+  if (open_backend(&run, &ctx, &gpu, &jit_arch) != 0) return 1;
+  announce(&run);
 
   if (gpu) {
     fprintf(stderr, "hot-bench: ceilings (copy bandwidth, cuBLAS BF16/INT8 and cuBLASLt FP8 8192^3)...\n");
     bench_gpu_ceilings(gpu, &run);
   }
-
   if (o->jit) {
     fprintf(stderr, "hot-bench: whole-spec cold JIT (%s)...\n", jit_arch ? jit_arch : run.arch);
     bench_jit_spec(&run, run.backend, jit_arch);
   }
-  for (int li = 0; li < run.n; ++li) {
-    bench_layer *bl = &run.layers[li];
-    double t0 = bench_now_ms();
-    fprintf(stderr, "[%d/%d] %s: T=%lld O=%lld I=%lld", li + 1, run.n, bl->name, (long long)bl->T,
-            (long long)bl->O, (long long)bl->I);
-    /* Plan figures at the benchmark size. */
-    hot_layer *layer = NULL;
-    st = bench_layer_open(ctx, &run, bl, bl->B, bl->L, &layer, err, sizeof err);
-    if (st != HOT_OK) {
-      snprintf(bl->status, sizeof bl->status, "layer: %s: %.250s", hot_status_name(st), err);
-      fprintf(stderr, " - %s\n", bl->status);
-      continue;
-    }
-    plan_figures(bl, hot_layer_get_plan(layer));
-    hot_layer_destroy(layer);
-    if (o->jit) {
-      fprintf(stderr, ", jit");
-      bench_jit(&run, bl, run.backend, jit_arch);
-      if (bl->have_jit) fprintf(stderr, " %.0f ms cold, %.1f ms warm", bl->jit_cold_ms, bl->jit_warm_ms);
-    }
-    /* Correctness at the check size. */
-    fprintf(stderr, ", cpu check T=%lld", (long long)bl->cT);
-    bench_data d;
-    if (bench_data_make(&d, bl->cT, bl->O, bl->I, run.seed, bl->index, bl->dt) != 0) {
-      snprintf(bl->status, sizeof bl->status, "out of host memory for T=%lld", (long long)bl->cT);
-      fprintf(stderr, " - %s\n", bl->status);
-      continue;
-    }
-    bench_outputs ref;
-    memset(&ref, 0, sizeof ref);
-    int ok = bench_check_cpu(&run, bl, &d, gpu ? run.arch : NULL, gpu ? &ref : NULL) == 0;
-    if (ok) fprintf(stderr, " (%.0f ms)", bl->cpu_ref_ms);
-    if (gpu) {
-      fprintf(stderr, ", gpu");
-      if (ok) bench_gpu_bitexact(gpu, &run, bl, &d, &ref);
-      bench_gpu_speed(gpu, ctx, &run, bl);
-    }
-    bench_outputs_free(&ref);
-    bench_data_free(&d);
-    fprintf(stderr, " - %s (%.1f s)\n", bl->status[0] ? bl->status : "ok", (bench_now_ms() - t0) / 1e3);
-  }
+  for (int li = 0; li < run.n; ++li) bench_one(&run, ctx, gpu, jit_arch, li);
   run.wall_s = (bench_now_ms() - t_start) / 1e3;
 
   int rc = 0;
   for (int i = 0; i < run.n; ++i)
     if (run.layers[i].status[0]) rc = 2;
-  if (o->json) bench_report_json(&run, stdout);
-  else bench_report_table(&run, stdout);
-  if (o->out) {
-    FILE *f = fopen(o->out, "w");
-    if (!f || bench_report_json(&run, f) != 0) {
-      fprintf(stderr, "hot-bench: cannot write %s\n", o->out);
-      rc = 1;
-    }
-    if (f && fclose(f) != 0) rc = 1;
-  }
+  if (write_reports(&run) != 0) rc = 1;
   bench_gpu_close(gpu);
   hot_ctx_destroy(ctx);
   free(run.layers);

@@ -250,25 +250,24 @@ static void wi_free(wi_layer *L) {
   memset(L, 0, sizeof *L);
 }
 
-static int wi_alloc(wi_layer *L, const hot_layer_plan *pl) {
-  memset(L, 0, sizeof *L);
-  L->pl = pl;
-  L->T = pl->T; L->O = pl->O; L->I = pl->I; L->I8 = up8(pl->I);
-  L->op = pl->hq.enabled ? pl->hq.o_pad : 0;
-  L->K = pl->hla.enabled ? pl->hla.k : 0;
-  const int64_t T = L->T, O = L->O, I = L->I, I8 = L->I8, K = L->K, op = L->op;
-  const int64_t mrows = ((T > O ? T : O) + 3) / 4 * 4;
-  const int64_t arows = T * op > K * O ? T * op : K * O; /* A operand: g' or g^ codes */
-  const int64_t brows = op > K ? op : K;                 /* B operand rows: w' or x^ codes */
-  L->w = malloc((size_t)(O * I) * 4);
-  L->gy = malloc((size_t)(T * O) * 4);
-  L->ex = malloc((size_t)(T * I) * 8);
+/* The per-kind inputs and fp64 products (x, e_w, x^ transposed); -1 when out of memory. */
+static int wi_alloc_kinds(wi_layer *L) {
+  const int64_t T = L->T, O = L->O, I = L->I, K = L->K;
   for (int k = 0; k < NKIND; ++k) {
     L->x[k] = malloc((size_t)(T * I) * 4);
     L->ew[k] = malloc((size_t)(O * I) * 8);
     L->hx_t[k] = K ? malloc((size_t)(K * I) * 4) : NULL;
     if (!L->x[k] || !L->ew[k] || (K && !L->hx_t[k])) return -1;
   }
+  return 0;
+}
+
+/* The GEMM operands, scales and accumulators of the what-if backward. */
+static void wi_alloc_scratch(wi_layer *L) {
+  const int64_t T = L->T, O = L->O, I = L->I, I8 = L->I8, K = L->K, op = L->op;
+  const int64_t mrows = ((T > O ? T : O) + 3) / 4 * 4;
+  const int64_t arows = T * op > K * O ? T * op : K * O; /* A operand: g' or g^ codes */
+  const int64_t brows = op > K ? op : K;                 /* B operand rows: w' or x^ codes */
   L->g_t = op ? malloc((size_t)(T * op) * 4) : NULL;
   L->w_t = op ? malloc((size_t)(op * I) * 4) : NULL;
   L->hg_t = K ? malloc((size_t)(K * O) * 4) : NULL;
@@ -280,31 +279,54 @@ static int wi_alloc(wi_layer *L, const hot_layer_plan *pl) {
   L->tmp = malloc((size_t)(mrows * I8) * 4);
   L->ctot = malloc((size_t)(mrows * I8) * 4);
   L->acc = malloc((size_t)(mrows * I8) * 8);
+}
+
+/* The operand lists of the bit-for-bit check (g_x and per kind g_w) and HLA's GEMM inputs. */
+static void wi_alloc_ops(wi_layer *L) {
+  const int64_t T = L->T, O = L->O, I8 = L->I8, K = L->K, op = L->op;
   L->da = K ? malloc((size_t)(K * O) * 4) : NULL;
   L->db = K ? calloc((size_t)(K * I8), 4) : NULL;
   L->gx_ops_n = op ? (size_t)(T * op + op * I8 + T + 1) : 0;
   L->gw_ops_n = K ? (size_t)(K * O + K * I8 + 2 * (K + 1)) : 0;
   L->gx_base_ops = op ? malloc(L->gx_ops_n * 4) : NULL;
   for (int k = 0; k < NKIND; ++k) L->gw_base_ops[k] = K ? malloc(L->gw_ops_n * 4) : NULL;
-  if (!L->w || !L->gy || !L->ex || (op && (!L->g_t || !L->w_t || !L->gx_base_ops)) ||
-      (K && (!L->hg_t || !L->da || !L->db || !L->gw_base_ops[0] || !L->gw_base_ops[1])) ||
-      !L->ca || !L->cb || !L->sa || !L->sb || !L->c || !L->tmp || !L->ctot || !L->acc)
-    return -1;
-  return 0;
 }
 
-/* Seeded inputs of seed s: w, g_y (times gy_scale) and Gaussian x as bench_fill_normal streams; the walks are
+/* 1 when every buffer the plan needs was allocated. */
+static int wi_complete(const wi_layer *L) {
+  if (!L->w || !L->gy || !L->ex) return 0;
+  if (L->op && (!L->g_t || !L->w_t || !L->gx_base_ops)) return 0;
+  if (L->K && (!L->hg_t || !L->da || !L->db || !L->gw_base_ops[0] || !L->gw_base_ops[1])) return 0;
+  return L->ca && L->cb && L->sa && L->sb && L->c && L->tmp && L->ctot && L->acc;
+}
+
+static int wi_alloc(wi_layer *L, const hot_layer_plan *pl) {
+  memset(L, 0, sizeof *L);
+  L->pl = pl;
+  L->T = pl->T; L->O = pl->O; L->I = pl->I; L->I8 = up8(pl->I);
+  L->op = pl->hq.enabled ? pl->hq.o_pad : 0;
+  L->K = pl->hla.enabled ? pl->hla.k : 0;
+  L->w = malloc((size_t)(L->O * L->I) * 4);
+  L->gy = malloc((size_t)(L->T * L->O) * 4);
+  L->ex = malloc((size_t)(L->T * L->I) * 8);
+  if (wi_alloc_kinds(L) != 0) return -1;
+  wi_alloc_scratch(L);
+  wi_alloc_ops(L);
+  return wi_complete(L) ? 0 : -1;
+}
+
+/* Seeded inputs of seed s: w, g_y (times gy_scale) and Gaussian x as tooldata_fill_normal streams; the walks are
  * independent random walks along the tokens of each sample (steps N(0, 1/L), from 0). */
 static void wi_inputs(wi_layer *L, uint64_t seed, int layer, float gy_scale) {
   const hot_layer_plan *pl = L->pl;
   const uint64_t s = (uint64_t)layer * 16u;
-  bench_fill_normal(L->w, (size_t)(L->O * L->I), seed, 5000u + s);
-  bench_fill_normal(L->gy, (size_t)(L->T * L->O), seed, 5001u + s);
+  tooldata_fill_normal(L->w, (size_t)(L->O * L->I), seed, 5000u + s);
+  tooldata_fill_normal(L->gy, (size_t)(L->T * L->O), seed, 5001u + s);
   if (gy_scale != 1.0f)
     for (int64_t j = 0; j < L->T * L->O; ++j) L->gy[j] = HOT_MUL(L->gy[j], gy_scale);
-  bench_fill_normal(L->x[KIND_GAUSS], (size_t)(L->T * L->I), seed, 5002u + s);
+  tooldata_fill_normal(L->x[KIND_GAUSS], (size_t)(L->T * L->I), seed, 5002u + s);
   float *xw = L->x[KIND_WALK];
-  bench_fill_normal(xw, (size_t)(L->T * L->I), seed, 5003u + s);
+  tooldata_fill_normal(xw, (size_t)(L->T * L->I), seed, 5003u + s);
   const float step = (float)(1.0 / sqrt((double)pl->L));
   for (int64_t b = 0; b < pl->B; ++b)
     for (int64_t l = 0; l < pl->L; ++l) {
@@ -476,129 +498,150 @@ static int api_run(hot_layer *layer, hot_ctx *ctx, const wi_layer *L, int kind, 
 }
 
 /* One layer, every seed. Prints its header, validation lines and rows. Returns 0, or 2. */
-static int run_layer(const bench_run *run, const hot_model *model, const bench_layer *bl,
-                     int64_t B, int64_t Ltok, int seeds, FILE *f) {
-  hot_layer_spec ps;
-  paper_spec(model, bl->index, &ps);
-  char err[600];
-  hot_ctx *ctx = NULL;
-  hot_layer *layer = NULL;
+/* One layer's what-if run: the plan, the buffers, the errors per kind, variant and seed. */
+typedef struct {
+  const bench_run *run;
+  const bench_layer *bl;
+  FILE *f;
+  int seeds;
+  hot_ctx *ctx;
+  hot_layer *layer;
+  const hot_layer_plan *pl;
   wi_layer L;
-  memset(&L, 0, sizeof L);
-  float *gx = NULL, *gw = NULL, *gx_api = NULL, *gw_api = NULL;
-  double *egx = NULL, *egw = NULL;
-  int *dgx = NULL, *dgw = NULL;
-  int rc = 2;
-  hot_status st = bench_ctx_open(&ctx, run, HOT_BACKEND_CPU, NULL, -1, NULL, err, sizeof err);
-  if (st == HOT_OK) st = hot_layer_create(ctx, &ps, B, Ltok, HOT_RECIPE_PAPER_CODE, &layer);
-  if (st != HOT_OK) {
-    fprintf(f, "%-10s B %lld L %lld O %lld I %lld: not planned under paper_code: %s: %.400s\n",
-            bl->name, (long long)B, (long long)Ltok, (long long)ps.out_features,
-            (long long)ps.in_features, hot_status_name(st), ctx ? hot_errmsg(ctx) : err);
-    goto done;
+  float *gx, *gw, *gx_api, *gw_api;
+  double *egx, *egw;
+  int *dgx, *dgw;
+  int valid;
+  const char *picks[2];       /* LQS's picks over the seeds (the first, and another if any) */
+} pd_run;
+
+/* The output buffers of every variant and the per-seed errors. 0, or -1 (said). */
+static int pd_alloc(pd_run *p) {
+  if (wi_alloc(&p->L, p->pl) != 0) {
+    fprintf(p->f, "%-10s: out of host memory\n", p->bl->name);
+    return -1;
   }
-  const hot_layer_plan *pl = hot_layer_get_plan(layer);
-  if (!pl->hq.enabled || !pl->hla.enabled || pl->hla.layout != HOT_LAYOUT_SAMPLE) {
-    fprintf(f, "%-10s: paper_code plan without HQ, HLA or the sample layout\n", bl->name);
-    goto done;
+  const int64_t T = p->L.T, O = p->L.O, I = p->L.I;
+  const int seeds = p->seeds;
+  p->gx = malloc((size_t)(NVAR * T * I) * 4);
+  p->gw = malloc((size_t)(NKIND * NVAR * O * I) * 4);
+  p->gx_api = malloc((size_t)(T * I) * 4);
+  p->gw_api = malloc((size_t)(O * I) * 4);
+  p->egx = calloc((size_t)(NKIND * NVAR * seeds), 8);
+  p->egw = calloc((size_t)(NKIND * NVAR * seeds), 8);
+  p->dgx = calloc((size_t)(NKIND * NVAR), sizeof *p->dgx);
+  p->dgw = calloc((size_t)(NKIND * NVAR), sizeof *p->dgw);
+  if (!p->gx || !p->gw || !p->gx_api || !p->gw_api || !p->egx || !p->egw || !p->dgx || !p->dgw) {
+    fprintf(p->f, "%-10s: out of host memory\n", p->bl->name);
+    return -1;
   }
-  if (wi_alloc(&L, pl) != 0) {
-    fprintf(f, "%-10s: out of host memory\n", bl->name);
-    goto done;
-  }
-  const int64_t T = L.T, O = L.O, I = L.I;
-  gx = malloc((size_t)(NVAR * T * I) * 4);
-  gw = malloc((size_t)(NKIND * NVAR * O * I) * 4);
-  gx_api = malloc((size_t)(T * I) * 4);
-  gw_api = malloc((size_t)(O * I) * 4);
-  egx = calloc((size_t)(NKIND * NVAR * seeds), 8);
-  egw = calloc((size_t)(NKIND * NVAR * seeds), 8);
-  dgx = calloc((size_t)(NKIND * NVAR), sizeof *dgx);
-  dgw = calloc((size_t)(NKIND * NVAR), sizeof *dgw);
-  if (!gx || !gw || !gx_api || !gw_api || !egx || !egw || !dgx || !dgw) {
-    fprintf(f, "%-10s: out of host memory\n", bl->name);
-    goto done;
-  }
-  fprintf(f, "layer %s: B %lld L %lld T %lld O %lld I %lld; paper_code plan: b %d, p %d, r %d, "
-          "K %lld, g' %d-bit SR %s, w' %d-bit %s, g^ %d-bit SR, x^ %d-bit %s\n", bl->name,
-          (long long)B, (long long)Ltok, (long long)T, (long long)O, (long long)I, pl->hq.block,
-          pl->hla.block, pl->hla.rank, (long long)L.K, pl->hq.g.bits,
+  return 0;
+}
+
+/* The layer's line: sizes and the paper_code plan's numerics. */
+static void pd_header(const pd_run *p, int64_t B, int64_t Ltok) {
+  const hot_layer_plan *pl = p->pl;
+  fprintf(p->f, "layer %s: B %lld L %lld T %lld O %lld I %lld; paper_code plan: b %d, p %d, r %d, "
+          "K %lld, g' %d-bit SR %s, w' %d-bit %s, g^ %d-bit SR, x^ %d-bit %s\n", p->bl->name,
+          (long long)B, (long long)Ltok, (long long)p->L.T, (long long)p->L.O, (long long)p->L.I,
+          pl->hq.block, pl->hla.block, pl->hla.rank, (long long)p->L.K, pl->hq.g.bits,
           pl->hq.g.gran == HOT_GRAN_AUTO ? "(LQS)" : plan_gran_name(pl->hq.g.gran), pl->hq.w.bits,
           plan_rule_name(pl->hq.w.rule), pl->hla.g.bits, pl->hla.x.bits,
           plan_rule_name(pl->hla.x.rule));
-  fflush(f);
-  int valid = 1;
-  const char *picks[2] = {NULL, NULL};
-  for (int s = 0; s < seeds; ++s) {
-    const uint64_t seed = run->seed + (uint64_t)s;
-    wi_inputs(&L, seed, bl->index, (float)(run->opt.gy_scale > 0 ? run->opt.gy_scale : 1.0));
-    if (hot_ref_exact_gx(T, O, I, L.gy, L.w, L.ex) ||
-        hot_ref_hq_transform_g(pl, L.gy, HOT_DT_F32, L.g_t) ||
-        hot_ref_hq_transform_w(pl, L.w, HOT_DT_F32, L.w_t) ||
-        hot_ref_hla_transform(pl, L.gy, HOT_DT_F32, O, L.hg_t)) {
-      fprintf(f, "%-10s: reference or transform failed\n", bl->name);
-      goto done;
-    }
-    for (int k = 0; k < NKIND; ++k)
-      if (hot_ref_exact_gw(T, O, I, L.gy, L.x[k], L.ew[k]) ||
-          hot_ref_hla_transform(pl, L.x[k], HOT_DT_F32, I, L.hx_t[k])) {
-        fprintf(f, "%-10s: reference or transform failed\n", bl->name);
-        goto done;
-      }
-    L.gran = pl->hq.g.gran;
-    if (L.gran == HOT_GRAN_AUTO) { /* LQS on the baseline, step 1; kept for every variant */
-      hot_ref_lqs_result lq;
-      if (hot_ref_lqs(pl, L.gy, HOT_DT_F32, seed, 1, &lq)) {
-        fprintf(f, "%-10s: LQS failed\n", bl->name);
-        goto done;
-      }
-      L.gran = lq.choice;
-    }
-    const char *pick = L.gran == HOT_GRAN_ROW ? "token" : plan_gran_name(L.gran);
-    if (!picks[0]) picks[0] = pick;
-    else if (strcmp(picks[0], pick)) picks[1] = pick;
-    /* g_x: the data kinds share w and g_y, so one set serves both */
-    for (int v = 0; v < NVAR; ++v) {
-      float *out = gx + v * T * I;
-      if (v && wi_gx(&L, var_flags[v], seed, 1, out, 0)) memcpy(out, gx, (size_t)(T * I) * 4);
-      else if (!v) wi_gx(&L, 0, seed, 1, out, 1);
-      if (v && memcmp(out, gx, (size_t)(T * I) * 4)) dgx[v] += 1;
-      const double e = hot_ref_rel_err(out, L.ex, T * I);
-      for (int k = 0; k < NKIND; ++k) egx[(k * NVAR + v) * seeds + s] = e;
-    }
-    for (int k = 0; k < NKIND; ++k) {
-      float *g0 = gw + (k * NVAR) * O * I;
-      for (int v = 0; v < NVAR; ++v) {
-        float *out = gw + (k * NVAR + v) * O * I;
-        if (v && wi_gw(&L, k, var_flags[v], seed, 1, out, 0)) memcpy(out, g0, (size_t)(O * I) * 4);
-        else if (!v) wi_gw(&L, k, 0, seed, 1, out, 1);
-        if (v && memcmp(out, g0, (size_t)(O * I) * 4)) dgw[k * NVAR + v] += 1;
-        egw[(k * NVAR + v) * seeds + s] = hot_ref_rel_err(out, L.ew[k], O * I);
-      }
-      if (s == 0) { /* the what-if baseline against the twins through the public API */
-        char m1[240], m2[240];
-        if (api_run(layer, ctx, &L, k, gx_api, gw_api, m1, sizeof m1) != 0) {
-          fprintf(f, "validation %s %s: %s\n", bl->name, kind_name[k], m1);
-          valid = 0;
-          continue;
-        }
-        valid &= compare(gx_api, gx, T * I, m1, sizeof m1);
-        valid &= compare(gw_api, g0, O * I, m2, sizeof m2);
-        fprintf(f, "validation %s %s: what-if baseline vs CPU twins (public API, CPU backend, seed "
-                "0x%llx): g_x %s, g_w %s\n", bl->name, kind_name[k], (unsigned long long)seed, m1, m2);
-        fflush(f);
-      }
-    }
+  fflush(p->f);
+}
+
+/* One seed's inputs, fp64 products, transforms and (scale auto) LQS's pick, which every variant
+ * keeps. 0, or -1 (said). */
+static int pd_references(pd_run *p, uint64_t seed) {
+  wi_layer *L = &p->L;
+  const hot_layer_plan *pl = p->pl;
+  const int64_t T = L->T, O = L->O, I = L->I;
+  wi_inputs(L, seed, p->bl->index, (float)(p->run->opt.gy_scale > 0 ? p->run->opt.gy_scale : 1.0));
+  int bad = hot_ref_exact_gx(T, O, I, L->gy, L->w, L->ex) ||
+            hot_ref_hq_transform_g(pl, L->gy, HOT_DT_F32, L->g_t) ||
+            hot_ref_hq_transform_w(pl, L->w, HOT_DT_F32, L->w_t) ||
+            hot_ref_hla_transform(pl, L->gy, HOT_DT_F32, O, L->hg_t);
+  for (int k = 0; k < NKIND && !bad; ++k)
+    bad = hot_ref_exact_gw(T, O, I, L->gy, L->x[k], L->ew[k]) ||
+          hot_ref_hla_transform(pl, L->x[k], HOT_DT_F32, I, L->hx_t[k]);
+  if (bad) {
+    fprintf(p->f, "%-10s: reference or transform failed\n", p->bl->name);
+    return -1;
   }
-  fprintf(f, "  g' granularity picked by LQS: %s%s%s\n", picks[0], picks[1] ? " / " : "",
-          picks[1] ? picks[1] : "");
+  L->gran = pl->hq.g.gran;
+  if (L->gran == HOT_GRAN_AUTO) { /* LQS on the baseline, step 1; kept for every variant */
+    hot_ref_lqs_result lq;
+    if (hot_ref_lqs(pl, L->gy, HOT_DT_F32, seed, 1, &lq)) {
+      fprintf(p->f, "%-10s: LQS failed\n", p->bl->name);
+      return -1;
+    }
+    L->gran = lq.choice;
+  }
+  const char *pick = L->gran == HOT_GRAN_ROW ? "token" : plan_gran_name(L->gran);
+  if (!p->picks[0]) p->picks[0] = pick;
+  else if (strcmp(p->picks[0], pick)) p->picks[1] = pick;
+  return 0;
+}
+
+/* g_x of every variant for seed index s: the data kinds share w and g_y, so one set serves both. */
+static void pd_gx(pd_run *p, int s, uint64_t seed) {
+  const int64_t TI = p->L.T * p->L.I;
+  for (int v = 0; v < NVAR; ++v) {
+    float *out = p->gx + v * TI;
+    if (v && wi_gx(&p->L, var_flags[v], seed, 1, out, 0)) memcpy(out, p->gx, (size_t)TI * 4);
+    else if (!v) wi_gx(&p->L, 0, seed, 1, out, 1);
+    if (v && memcmp(out, p->gx, (size_t)TI * 4)) p->dgx[v] += 1;
+    const double e = hot_ref_rel_err(out, p->L.ex, TI);
+    for (int k = 0; k < NKIND; ++k) p->egx[(k * NVAR + v) * p->seeds + s] = e;
+  }
+}
+
+/* The what-if baseline of kind k against the twins through the public API (first seed). */
+static void pd_validate(pd_run *p, int k, uint64_t seed, const float *g0) {
+  char m1[240], m2[240];
+  if (api_run(p->layer, p->ctx, &p->L, k, p->gx_api, p->gw_api, m1, sizeof m1) != 0) {
+    fprintf(p->f, "validation %s %s: %s\n", p->bl->name, kind_name[k], m1);
+    p->valid = 0;
+    return;
+  }
+  p->valid &= compare(p->gx_api, p->gx, p->L.T * p->L.I, m1, sizeof m1);
+  p->valid &= compare(p->gw_api, g0, p->L.O * p->L.I, m2, sizeof m2);
+  fprintf(p->f, "validation %s %s: what-if baseline vs CPU twins (public API, CPU backend, seed "
+          "0x%llx): g_x %s, g_w %s\n", p->bl->name, kind_name[k], (unsigned long long)seed, m1, m2);
+  fflush(p->f);
+}
+
+/* g_w of every kind and variant for seed index s (and the validation at the first seed). */
+static void pd_gw(pd_run *p, int s, uint64_t seed) {
+  const int64_t OI = p->L.O * p->L.I;
+  for (int k = 0; k < NKIND; ++k) {
+    float *g0 = p->gw + (k * NVAR) * OI;
+    for (int v = 0; v < NVAR; ++v) {
+      float *out = p->gw + (k * NVAR + v) * OI;
+      if (v && wi_gw(&p->L, k, var_flags[v], seed, 1, out, 0)) memcpy(out, g0, (size_t)OI * 4);
+      else if (!v) wi_gw(&p->L, k, 0, seed, 1, out, 1);
+      if (v && memcmp(out, g0, (size_t)OI * 4)) p->dgw[k * NVAR + v] += 1;
+      p->egw[(k * NVAR + v) * p->seeds + s] = hot_ref_rel_err(out, p->L.ew[k], OI);
+    }
+    if (s == 0) pd_validate(p, k, seed, g0);
+  }
+}
+
+/* The table: per kind and variant the mean and sd over the seeds of the errors and of their
+ * differences from the baseline, and how often the result changed. */
+static void pd_table(const pd_run *p) {
+  FILE *f = p->f;
+  const int seeds = p->seeds;
+  fprintf(f, "  g' granularity picked by LQS: %s%s%s\n", p->picks[0], p->picks[1] ? " / " : "",
+          p->picks[1] ? p->picks[1] : "");
   fprintf(f, "%-10s %-8s %-9s %10s %9s %10s %9s %11s %9s %11s %9s %s\n", "layer", "data", "variant",
           "g_x err", "sd", "g_w err", "sd", "d g_x", "sd", "d g_w", "sd", "changed");
   for (int k = 0; k < NKIND; ++k)
     for (int v = 0; v < NVAR; ++v) {
       double mx, sx, mw, sw, mdx, sdx, mdw, sdw;
-      const double *ex = egx + (k * NVAR + v) * seeds, *ew = egw + (k * NVAR + v) * seeds;
-      const double *bx = egx + (k * NVAR) * seeds, *bw = egw + (k * NVAR) * seeds;
+      const double *ex = p->egx + (k * NVAR + v) * seeds, *ew = p->egw + (k * NVAR + v) * seeds;
+      const double *bx = p->egx + (k * NVAR) * seeds, *bw = p->egw + (k * NVAR) * seeds;
       double dx[256], dw[256];
       for (int s = 0; s < seeds; ++s) {
         dx[s] = ex[s] - bx[s];
@@ -609,16 +652,66 @@ static int run_layer(const bench_run *run, const hot_model *model, const bench_l
       mean_sd(dx, seeds, &mdx, &sdx);
       mean_sd(dw, seeds, &mdw, &sdw);
       fprintf(f, "%-10s %-8s %-9s %10.6f %9.2e %10.6f %9.2e %+11.3e %9.2e %+11.3e %9.2e "
-              "gx %d/%d gw %d/%d\n", bl->name, kind_name[k], var_name[v], mx, sx, mw, sw, mdx, sdx,
-              mdw, sdw, dgx[v], seeds, dgw[k * NVAR + v], seeds);
+              "gx %d/%d gw %d/%d\n", p->bl->name, kind_name[k], var_name[v], mx, sx, mw, sw, mdx, sdx,
+              mdw, sdw, p->dgx[v], seeds, p->dgw[k * NVAR + v], seeds);
     }
   fflush(f);
-  rc = valid ? 0 : 2;
-done:
-  wi_free(&L);
-  free(gx); free(gw); free(gx_api); free(gw_api);
-  free(egx); free(egw); free(dgx); free(dgw);
-  hot_ctx_destroy(ctx);
+}
+
+/* The layer planned under paper_code in a CPU context: 0, or -1 (said). */
+static int pd_plan(pd_run *p, const hot_model *model, int64_t B, int64_t Ltok) {
+  hot_layer_spec ps;
+  paper_spec(model, p->bl->index, &ps);
+  char err[600];
+  hot_status st = bench_ctx_open(&p->ctx, p->run, HOT_BACKEND_CPU, NULL, -1, NULL, err, sizeof err);
+  if (st == HOT_OK) st = hot_layer_create(p->ctx, &ps, B, Ltok, HOT_RECIPE_PAPER_CODE, &p->layer);
+  if (st != HOT_OK) {
+    fprintf(p->f, "%-10s B %lld L %lld O %lld I %lld: not planned under paper_code: %s: %.400s\n",
+            p->bl->name, (long long)B, (long long)Ltok, (long long)ps.out_features,
+            (long long)ps.in_features, hot_status_name(st), p->ctx ? hot_errmsg(p->ctx) : err);
+    return -1;
+  }
+  p->pl = hot_layer_get_plan(p->layer);
+  if (!p->pl->hq.enabled || !p->pl->hla.enabled || p->pl->hla.layout != HOT_LAYOUT_SAMPLE) {
+    fprintf(p->f, "%-10s: paper_code plan without HQ, HLA or the sample layout\n", p->bl->name);
+    return -1;
+  }
+  return 0;
+}
+
+static int run_layer(const bench_run *run, const hot_model *model, const bench_layer *bl,
+                     int64_t B, int64_t Ltok, int seeds, FILE *f) {
+  pd_run *p = calloc(1, sizeof *p);
+  if (!p) {
+    fprintf(f, "%-10s: out of host memory\n", bl->name);
+    return 2;
+  }
+  p->run = run;
+  p->bl = bl;
+  p->f = f;
+  p->seeds = seeds;
+  p->valid = 1;
+  int rc = 2;
+  if (pd_plan(p, model, B, Ltok) == 0 && pd_alloc(p) == 0) {
+    pd_header(p, B, Ltok);
+    int ok = 1;
+    for (int s = 0; s < seeds && ok; ++s) {
+      const uint64_t seed = run->seed + (uint64_t)s;
+      ok = pd_references(p, seed) == 0;
+      if (!ok) break;
+      pd_gx(p, s, seed);
+      pd_gw(p, s, seed);
+    }
+    if (ok) {
+      pd_table(p);
+      rc = p->valid ? 0 : 2;
+    }
+  }
+  wi_free(&p->L);
+  free(p->gx); free(p->gw); free(p->gx_api); free(p->gw_api);
+  free(p->egx); free(p->egw); free(p->dgx); free(p->dgw);
+  hot_ctx_destroy(p->ctx);
+  free(p);
   return rc;
 }
 

@@ -62,11 +62,9 @@ static void kernel_table(const bench_run *r, FILE *f) {
   }
 }
 
-void bench_report_table(const bench_run *r, FILE *f) {
-  char a[32], b[32], c[32], d[32], e[32], g[32], h[32], p8[32], x8[32];
-  fprintf(f, "spec %s: model %s, recipe %s, seed 0x%llx; %s, host %s\n", r->opt.spec, r->model,
-          r->recipe, (unsigned long long)r->seed, r->date, r->host);
-
+/* The correctness table: errors against fp64 per layer, and their maxima. */
+static void table_correctness(const bench_run *r, FILE *f) {
+  char a[32], b[32], c[32], d[32];
   fprintf(f, "\ncorrectness: relative Frobenius error vs fp64 (CPU reference, seeded N(0,1) data, "
              "step 1; 'check T' < T: capped, see --help)\n");
   fprintf(f, "%-12s %7s %6s %6s %8s %-14s %8s %8s %9s %9s\n", "layer", "T", "O", "I", "check T",
@@ -88,6 +86,11 @@ void bench_report_table(const bench_run *r, FILE *f) {
   fprintf(f, "%-12s %7s %6s %6s %8s %-14s %8s %8s  (max)\n", "all", "", "", "", "", "",
           num(mgx, "%.4f", 1, a, sizeof a), num(mgw, "%.4f", 1, b, sizeof b));
 
+}
+
+/* Memory (ABC) and operation counts per layer, and the totals. */
+static void table_memory(const bench_run *r, FILE *f) {
+  char a[32], b[32], c[32], d[32];
   fprintf(f, "\nmemory (saved activations, ABC) and operations of one backward (plan, at T)\n");
   fprintf(f, "%-12s %10s %10s %7s %7s %4s %9s %10s %10s %10s %10s\n", "layer", "ABC KiB", "fp32 KiB",
           "/fp32", "/bf16", "b", "p r", "g_x MACs", "g_w MACs", "fp32 MACs", "FWHT adds");
@@ -115,44 +118,55 @@ void bench_report_table(const bench_run *r, FILE *f) {
           (double)s32 / 1024, ratio(sa, s32), ratio(sa, s16), "", "", gops(smx, a, sizeof a),
           gops(smw, b, sizeof b), gops(smf, c, sizeof c));
 
-  if (r->opt.jit) {
-    fprintf(f, "\nJIT (%s, NVRTC; cold = fresh memory-only cache, store = into an empty disk cache, "
-               "warm = a second context hitting it%s)\n", r->arch,
-            gpu_ran(r) ? "; includes the module load" : "");
-    fprintf(f, "%-12s %9s %9s %9s %8s  %s\n", "layer", "cold ms", "store ms", "warm ms", "compiles", "note");
-    double sc = 0, sw = 0;
-    for (int i = 0; i < r->n; ++i) {
-      const bench_layer *l = &r->layers[i];
-      if (l->have_jit) {
-        sc += l->jit_cold_ms;
-        sw += l->jit_warm_ms > 0 ? l->jit_warm_ms : 0;
-      }
-      fprintf(f, "%-12s %9s %9s %9s %8s  %s\n", l->name, num(l->jit_cold_ms, "%.0f", l->have_jit, a, sizeof a),
-              num(l->jit_store_ms, "%.0f", l->have_jit && l->jit_store_ms >= 0, b, sizeof b),
-              num(l->jit_warm_ms, "%.2f", l->have_jit && l->jit_warm_ms >= 0, c, sizeof c),
-              num((double)l->jit_compiles, "%.0f", l->have_jit, d, sizeof d), l->jit_note);
+}
+
+/* The JIT table: per layer and the whole spec. */
+static void table_jit(const bench_run *r, FILE *f) {
+  char a[32], b[32], c[32], d[32];
+  fprintf(f, "\nJIT (%s, NVRTC; cold = fresh memory-only cache, store = into an empty disk cache, "
+             "warm = a second context hitting it%s)\n", r->arch,
+          gpu_ran(r) ? "; includes the module load" : "");
+  fprintf(f, "%-12s %9s %9s %9s %8s  %s\n", "layer", "cold ms", "store ms", "warm ms", "compiles", "note");
+  double sc = 0, sw = 0;
+  for (int i = 0; i < r->n; ++i) {
+    const bench_layer *l = &r->layers[i];
+    if (l->have_jit) {
+      sc += l->jit_cold_ms;
+      sw += l->jit_warm_ms > 0 ? l->jit_warm_ms : 0;
     }
-    fprintf(f, "%-12s %9.0f %9s %9.2f\n", "total", sc, "", sw);
-    if (r->have_jit_spec)
-      fprintf(f, "%-12s %9.0f %9s %9s %8llu  all layers in one context, one compile pool\n",
-              "whole spec", r->jit_spec_cold_ms, "", "", (unsigned long long)r->jit_spec_compiles);
-    else if (r->jit_spec_note[0])
-      fprintf(f, "%-12s %9s  %s\n", "whole spec", "-", r->jit_spec_note);
-    fprintf(f, "\nJIT per kernel (cold run of each layer; front end, NVVM and ptxas as NVRTC "
-               "reports them)\n%-12s %-44s %9s %7s %7s %7s\n", "layer", "kernel", "ms", "front",
-            "nvvm", "ptxas");
-    for (int i = 0; i < r->n; ++i) {
-      const bench_layer *l = &r->layers[i];
-      for (int k = 0; l->have_jit && k < l->jit_nk; ++k) {
-        const bench_jit_kernel *kk = &l->jit_kern[k];
-        fprintf(f, "%-12s %-44s %9.0f %7s %7s %7s\n", l->name, kk->name, kk->ms,
-                num(kk->front_ms, "%.0f", kk->phases, a, sizeof a),
-                num(kk->nvvm_ms, "%.0f", kk->phases, b, sizeof b),
-                num(kk->ptxas_ms, "%.0f", kk->phases, c, sizeof c));
-      }
+    fprintf(f, "%-12s %9s %9s %9s %8s  %s\n", l->name, num(l->jit_cold_ms, "%.0f", l->have_jit, a, sizeof a),
+            num(l->jit_store_ms, "%.0f", l->have_jit && l->jit_store_ms >= 0, b, sizeof b),
+            num(l->jit_warm_ms, "%.2f", l->have_jit && l->jit_warm_ms >= 0, c, sizeof c),
+            num((double)l->jit_compiles, "%.0f", l->have_jit, d, sizeof d), l->jit_note);
+  }
+  fprintf(f, "%-12s %9.0f %9s %9.2f\n", "total", sc, "", sw);
+  if (r->have_jit_spec)
+    fprintf(f, "%-12s %9.0f %9s %9s %8llu  all layers in one context, one compile pool\n",
+            "whole spec", r->jit_spec_cold_ms, "", "", (unsigned long long)r->jit_spec_compiles);
+  else if (r->jit_spec_note[0])
+    fprintf(f, "%-12s %9s  %s\n", "whole spec", "-", r->jit_spec_note);
+}
+
+/* Each cold-compiled kernel with NVRTC's phases. */
+static void table_jit_kernels(const bench_run *r, FILE *f) {
+  char a[32], b[32], c[32];
+  fprintf(f, "\nJIT per kernel (cold run of each layer; front end, NVVM and ptxas as NVRTC "
+             "reports them)\n%-12s %-44s %9s %7s %7s %7s\n", "layer", "kernel", "ms", "front",
+          "nvvm", "ptxas");
+  for (int i = 0; i < r->n; ++i) {
+    const bench_layer *l = &r->layers[i];
+    for (int k = 0; l->have_jit && k < l->jit_nk; ++k) {
+      const bench_jit_kernel *kk = &l->jit_kern[k];
+      fprintf(f, "%-12s %-44s %9.0f %7s %7s %7s\n", l->name, kk->name, kk->ms,
+              num(kk->front_ms, "%.0f", kk->phases, a, sizeof a),
+              num(kk->nvvm_ms, "%.0f", kk->phases, b, sizeof b),
+              num(kk->ptxas_ms, "%.0f", kk->phases, c, sizeof c));
     }
   }
+}
 
+/* The layers whose status holds an error. */
+static void table_failures(const bench_run *r, FILE *f) {
   int bad = 0;
   for (int i = 0; i < r->n; ++i) bad |= r->layers[i].status[0] != 0;
   if (bad) {
@@ -161,11 +175,43 @@ void bench_report_table(const bench_run *r, FILE *f) {
       if (r->layers[i].status[0]) fprintf(f, "  %-12s %s%s\n", r->layers[i].name, r->layers[i].status,
                                           r->layers[i].unsupported ? "  [not implemented yet]" : "");
   }
+}
 
-  if (!gpu_ran(r)) {
-    fprintf(f, "\nspeed: not measured (CPU backend: no GPU). %d layer(s), %.1f s.\n", r->n, r->wall_s);
-    return;
+/* One layer's row of the speed table, with its notes. */
+static void speed_row(const bench_run *r, const bench_layer *l, FILE *f) {
+  char a[32], b[32], c[32], d[32], e[32], g[32], h[32], p8[32], x8[32];
+  char hb[48] = "-";
+  if (l->hot_bwd.n) snprintf(hb, sizeof hb, "%.3f [%.3f-%.3f]", l->hot_bwd.med, l->hot_bwd.p10, l->hot_bwd.p90);
+  double tops = l->hot_bwd.n ? 2.0 * (double)(l->gx_macs + l->gw_macs) / l->hot_bwd.med / 1e9 : 0;
+  double gbs = l->hot_fwd.n ? (double)(l->T * l->I * 4 + l->abc_bytes) / l->hot_fwd.med / 1e6 : 0;
+  char tp[32] = "-", gb[32] = "-";
+  if (tops > 0) snprintf(tp, sizeof tp, "%.1f (%.0f%%)", tops, r->int8_tops > 0 ? 100 * tops / r->int8_tops : 0);
+  if (gbs > 0) snprintf(gb, sizeof gb, "%.0f (%.0f%%)", gbs, r->copy_gbs > 0 ? 100 * gbs / r->copy_gbs : 0);
+  double s8 = speedup(&l->fp8, &l->hot_bwd);
+  fprintf(f, "%-12s %-22s %9s %9s %9s %9s %9s %7s %7s %7s %7s %9s %13s %13s\n", l->name, hb,
+          num(l->hot_fwd.med, "%.3f", l->hot_fwd.n, a, sizeof a),
+          num(l->bf16.med, "%.3f", l->bf16.n, b, sizeof b), num(l->fp32.med, "%.3f", l->fp32.n, c, sizeof c),
+          num(l->tf32.med, "%.3f", l->tf32.n, d, sizeof d), num(l->fp8.med, "%.3f", l->fp8.n, p8, sizeof p8),
+          num(speedup(&l->bf16, &l->hot_bwd), "%.2f", speedup(&l->bf16, &l->hot_bwd) > 0, e, sizeof e),
+          num(speedup(&l->fp32, &l->hot_bwd), "%.2f", speedup(&l->fp32, &l->hot_bwd) > 0, g, sizeof g),
+          num(speedup(&l->tf32, &l->hot_bwd), "%.2f", speedup(&l->tf32, &l->hot_bwd) > 0, h, sizeof h),
+          num(s8, "%.2f", s8 > 0, x8, sizeof x8), l->bitexact < 0 ? "-" : l->bitexact ? "yes" : "NO", tp, gb);
+  if (l->bitexact == 0) fprintf(f, "%-12s   first difference: %s\n", "", l->bitexact_note);
+  if (l->gpu_note[0]) fprintf(f, "%-12s   note: %s\n", "", l->gpu_note);
+  if (!l->fp8.n) {
+    fprintf(f, "%-12s   FP8: %s\n", "", l->fp8_reason);
+  } else {
+    fprintf(f, "%-12s   FP8: GEMMs at T %lld, O %lld, I %lld%s; sampled error vs fp64 g_x %s, g_w %s\n", "",
+            (long long)l->fp8_T, (long long)l->fp8_O, (long long)l->fp8_I,
+            l->fp8_T != l->T || l->fp8_O != l->O || l->fp8_I != l->I ? " (zero-padded to multiples of 16)" : "",
+            num(l->fp8_gx_err, "%.4f", l->fp8_gx_err >= 0, a, sizeof a),
+            num(l->fp8_gw_err, "%.4f", l->fp8_gw_err >= 0, b, sizeof b));
   }
+}
+
+/* The speed table: the ceilings of the run, a row per layer and the totals. */
+static void table_speed(const bench_run *r, FILE *f) {
+  char a[32], b[32], c[32], d[32], e[32], g[32], h[32], p8[32], x8[32];
   fprintf(f, "\nceilings measured in this run: copy %s GB/s (device to device, read + write), "
              "cuBLAS 8192^3 BF16 %s TFLOP/s, INT8 %s TOP/s, cuBLASLt FP8 %s TFLOP/s; L2 %d MiB%s%s\n",
           num(r->copy_gbs, "%.0f", r->copy_gbs > 0, a, sizeof a),
@@ -183,33 +229,7 @@ void bench_report_table(const bench_run *r, FILE *f) {
   int all = 1, all8 = 1;
   for (int i = 0; i < r->n; ++i) {
     const bench_layer *l = &r->layers[i];
-    char hb[48] = "-";
-    if (l->hot_bwd.n) snprintf(hb, sizeof hb, "%.3f [%.3f-%.3f]", l->hot_bwd.med, l->hot_bwd.p10, l->hot_bwd.p90);
-    double tops = l->hot_bwd.n ? 2.0 * (double)(l->gx_macs + l->gw_macs) / l->hot_bwd.med / 1e9 : 0;
-    double gbs = l->hot_fwd.n ? (double)(l->T * l->I * 4 + l->abc_bytes) / l->hot_fwd.med / 1e6 : 0;
-    char tp[32] = "-", gb[32] = "-";
-    if (tops > 0) snprintf(tp, sizeof tp, "%.1f (%.0f%%)", tops, r->int8_tops > 0 ? 100 * tops / r->int8_tops : 0);
-    if (gbs > 0) snprintf(gb, sizeof gb, "%.0f (%.0f%%)", gbs, r->copy_gbs > 0 ? 100 * gbs / r->copy_gbs : 0);
-    double s8 = speedup(&l->fp8, &l->hot_bwd);
-    fprintf(f, "%-12s %-22s %9s %9s %9s %9s %9s %7s %7s %7s %7s %9s %13s %13s\n", l->name, hb,
-            num(l->hot_fwd.med, "%.3f", l->hot_fwd.n, a, sizeof a),
-            num(l->bf16.med, "%.3f", l->bf16.n, b, sizeof b), num(l->fp32.med, "%.3f", l->fp32.n, c, sizeof c),
-            num(l->tf32.med, "%.3f", l->tf32.n, d, sizeof d), num(l->fp8.med, "%.3f", l->fp8.n, p8, sizeof p8),
-            num(speedup(&l->bf16, &l->hot_bwd), "%.2f", speedup(&l->bf16, &l->hot_bwd) > 0, e, sizeof e),
-            num(speedup(&l->fp32, &l->hot_bwd), "%.2f", speedup(&l->fp32, &l->hot_bwd) > 0, g, sizeof g),
-            num(speedup(&l->tf32, &l->hot_bwd), "%.2f", speedup(&l->tf32, &l->hot_bwd) > 0, h, sizeof h),
-            num(s8, "%.2f", s8 > 0, x8, sizeof x8), l->bitexact < 0 ? "-" : l->bitexact ? "yes" : "NO", tp, gb);
-    if (l->bitexact == 0) fprintf(f, "%-12s   first difference: %s\n", "", l->bitexact_note);
-    if (l->gpu_note[0]) fprintf(f, "%-12s   note: %s\n", "", l->gpu_note);
-    if (!l->fp8.n) {
-      fprintf(f, "%-12s   FP8: %s\n", "", l->fp8_reason);
-    } else {
-      fprintf(f, "%-12s   FP8: GEMMs at T %lld, O %lld, I %lld%s; sampled error vs fp64 g_x %s, g_w %s\n", "",
-              (long long)l->fp8_T, (long long)l->fp8_O, (long long)l->fp8_I,
-              l->fp8_T != l->T || l->fp8_O != l->O || l->fp8_I != l->I ? " (zero-padded to multiples of 16)" : "",
-              num(l->fp8_gx_err, "%.4f", l->fp8_gx_err >= 0, a, sizeof a),
-              num(l->fp8_gw_err, "%.4f", l->fp8_gw_err >= 0, b, sizeof b));
-    }
+    speed_row(r, l, f);
     all &= l->hot_bwd.n && l->bf16.n && l->fp32.n && l->tf32.n;
     all8 &= l->hot_bwd.n && l->fp8.n;
     th.med += l->hot_bwd.med;
@@ -228,6 +248,23 @@ void bench_report_table(const bench_run *r, FILE *f) {
           num(t8.med, "%.3f", all8, p8, sizeof p8), num(speedup(&tb, &th), "%.2f", all, e, sizeof e),
           num(speedup(&tf, &th), "%.2f", all, g, sizeof g), num(speedup(&tt, &th), "%.2f", all, h, sizeof h),
           num(speedup(&t8, &th8), "%.2f", all8, x8, sizeof x8));
+}
+
+void bench_report_table(const bench_run *r, FILE *f) {
+  fprintf(f, "spec %s: model %s, recipe %s, seed 0x%llx; %s, host %s\n", r->opt.spec, r->model,
+          r->recipe, (unsigned long long)r->seed, r->date, r->host);
+  table_correctness(r, f);
+  table_memory(r, f);
+  if (r->opt.jit) {
+    table_jit(r, f);
+    table_jit_kernels(r, f);
+  }
+  table_failures(r, f);
+  if (!gpu_ran(r)) {
+    fprintf(f, "\nspeed: not measured (CPU backend: no GPU). %d layer(s), %.1f s.\n", r->n, r->wall_s);
+    return;
+  }
+  table_speed(r, f);
   kernel_table(r, f);
   fprintf(f, "%d layer(s), %.1f s\n", r->n, r->wall_s);
 }
@@ -262,8 +299,8 @@ static void jstat(FILE *f, const char *key, const bench_stat *s) {
 
 #define KEY(k) fprintf(f, ",\n      \"%s\": ", k)
 
-int bench_report_json(const bench_run *r, FILE *f) {
-  int gpu = gpu_ran(r);
+/* The run's header fields and the ceilings, up to the layers' array. */
+static void json_head(const bench_run *r, int gpu, FILE *f) {
   fprintf(f, "{\n  \"tool\": \"hot-bench\",\n  \"backend\": ");
   jstr(f, gpu ? "cuda" : "cpu");
   fprintf(f, ",\n  \"fallback_reason\": ");
@@ -292,132 +329,158 @@ int bench_report_json(const bench_run *r, FILE *f) {
   fprintf(f, ", \"fp8_tflops\": ");
   jnum(f, r->fp8_tflops, r->fp8_tflops > 0);
   fprintf(f, ", \"l2_bytes\": %d},\n  \"layers\": [", r->l2_bytes);
+}
+
+/* A layer's JIT figures (null when not measured) and note. */
+static void json_jit(const bench_layer *l, FILE *f) {
+  KEY("jit");
+  if (!l->have_jit) {
+    fputs("null", f);
+  } else {
+    fputs("{\"cold_ms\": ", f);
+    jnum(f, l->jit_cold_ms, 1);
+    fputs(", \"store_ms\": ", f);
+    jnum(f, l->jit_store_ms, l->jit_store_ms >= 0);
+    fputs(", \"warm_ms\": ", f);
+    jnum(f, l->jit_warm_ms, l->jit_warm_ms >= 0);
+    fprintf(f, ", \"compiles\": %llu, \"disk_hits\": %llu, \"per_kernel\": [", (unsigned long long)l->jit_compiles,
+            (unsigned long long)l->jit_disk_hits);
+    for (int k = 0; k < l->jit_nk; ++k) {
+      const bench_jit_kernel *kk = &l->jit_kern[k];
+      fputs(k ? ", {\"kernel\": " : "{\"kernel\": ", f);
+      jstr(f, kk->name);
+      fputs(", \"ms\": ", f);
+      jnum(f, kk->ms, 1);
+      fputs(", \"front_ms\": ", f);
+      jnum(f, kk->front_ms, kk->phases);
+      fputs(", \"nvvm_ms\": ", f);
+      jnum(f, kk->nvvm_ms, kk->phases);
+      fputs(", \"ptxas_ms\": ", f);
+      jnum(f, kk->ptxas_ms, kk->phases);
+      fputs("}", f);
+    }
+    fputs("]}", f);
+  }
+  if (l->jit_note[0]) {
+    KEY("jit_note");
+    jstr(f, l->jit_note);
+  }
+}
+
+/* A layer's GPU fields: present on every backend, null where not measured. */
+static void json_gpu(const bench_layer *l, FILE *f) {
+  /* GPU fields: present on every backend, null where not measured. */
+  KEY("bitexact");
+  fputs(l->bitexact < 0 ? "null" : l->bitexact ? "true" : "false", f);
+  if (l->bitexact == 0) {
+    KEY("bitexact_note");
+    jstr(f, l->bitexact_note);
+  }
+  if (l->gpu_note[0]) {
+    KEY("gpu_note");
+    jstr(f, l->gpu_note);
+  }
+  KEY("hot_ms"); jnum(f, l->hot_bwd.med, l->hot_bwd.n);
+  KEY("hot_fwd_ms"); jnum(f, l->hot_fwd.med, l->hot_fwd.n);
+  KEY("bf16_ms"); jnum(f, l->bf16.med, l->bf16.n);
+  KEY("fp32_ms"); jnum(f, l->fp32.med, l->fp32.n);
+  KEY("tf32_ms"); jnum(f, l->tf32.med, l->tf32.n);
+  KEY("speedup_bf16"); jnum(f, speedup(&l->bf16, &l->hot_bwd), speedup(&l->bf16, &l->hot_bwd) > 0);
+  KEY("speedup_fp32"); jnum(f, speedup(&l->fp32, &l->hot_bwd), speedup(&l->fp32, &l->hot_bwd) > 0);
+  KEY("speedup_tf32"); jnum(f, speedup(&l->tf32, &l->hot_bwd), speedup(&l->tf32, &l->hot_bwd) > 0);
+  /* FP8 (cuBLASLt): the two GEMMs only; null with fp8_reason when not measured */
+  KEY("fp8_ms"); jnum(f, l->fp8.med, l->fp8.n);
+  KEY("speedup_fp8"); jnum(f, speedup(&l->fp8, &l->hot_bwd), speedup(&l->fp8, &l->hot_bwd) > 0);
+  KEY("fp8_reason");
+  jstr(f, l->fp8.n ? "" : l->fp8_reason[0] ? l->fp8_reason : "not measured");
+  KEY("fp8_dims");
+  if (l->fp8.n)
+    fprintf(f, "{\"T\": %lld, \"O\": %lld, \"I\": %lld}", (long long)l->fp8_T, (long long)l->fp8_O,
+            (long long)l->fp8_I);
+  else
+    fputs("null", f);
+  KEY("fp8_gx_rel_err"); jnum(f, l->fp8_gx_err, l->fp8.n && l->fp8_gx_err >= 0);
+  KEY("fp8_gw_rel_err"); jnum(f, l->fp8_gw_err, l->fp8.n && l->fp8_gw_err >= 0);
+  jstat(f, "hot_bwd", &l->hot_bwd);
+  jstat(f, "hot_fwd", &l->hot_fwd);
+  jstat(f, "cublas_bf16", &l->bf16);
+  jstat(f, "cublas_fp32", &l->fp32);
+  jstat(f, "cublas_tf32", &l->tf32);
+  jstat(f, "cublaslt_fp8", &l->fp8);
+  KEY("buffer_sets"); jnum(f, l->nsets_hot, l->nsets_hot > 0);
+}
+
+/* A layer's profiled kernels and their note. */
+static void json_kernels(const bench_run *r, const bench_layer *l, FILE *f) {
+  KEY("kernels");
+  fputc('[', f);
+  for (int j = 0; j < l->nk; ++j) {
+    const bench_kernel *k = &l->kern[j];
+    double pct, v = kernel_rate(k, r, &pct);
+    fprintf(f, "%s\n        {\"kernel\": ", j ? "," : "");
+    jstr(f, k->name);
+    fprintf(f, ", \"role\": \"%s\", \"phase\": %d, \"call\": \"%s\", \"ms\": ",
+            plan_role_name((hot_kernel_role)k->role), k->phase, k->bwd ? "backward" : "save");
+    jnum(f, k->t.med, k->t.n);
+    fprintf(f, ", \"bytes\": %lld, \"int_ops\": %lld, \"%s\": ", (long long)k->bytes,
+            (long long)k->ops, k->bound ? "tops" : "gbs");
+    jnum(f, v, v > 0);
+    fputs(", \"ceiling_pct\": ", f);
+    jnum(f, pct, pct > 0);
+    fputc('}', f);
+  }
+  fputs(l->nk ? "\n      ]" : "]", f);
+  if (l->prof_note[0]) {
+    KEY("kernels_note");
+    jstr(f, l->prof_note);
+  }
+}
+
+/* One layer's object. */
+static void json_layer(const bench_run *r, int i, FILE *f) {
+  const bench_layer *l = &r->layers[i];
+  fprintf(f, "%s\n    {\n      \"name\": ", i ? "," : "");
+  jstr(f, l->name);
+  fprintf(f, ",\n      \"B\": %lld, \"L\": %lld, \"T\": %lld, \"O\": %lld, \"I\": %lld, \"check_T\": %lld",
+          (long long)l->B, (long long)l->L, (long long)l->T, (long long)l->O, (long long)l->I,
+          (long long)l->cT);
+  KEY("status");
+  jstr(f, l->status[0] ? l->status : "ok");
+  KEY("unsupported");
+  fputs(l->unsupported ? "true" : "false", f);
+  KEY("dtype");
+  jstr(f, plan_dtype_name(l->dt));
+  KEY("gran");
+  jstr(f, l->have_err ? l->gran : "");
+  KEY("gx_rel_err"); jnum(f, l->gx_err, l->have_err);
+  KEY("gw_rel_err"); jnum(f, l->gw_err, l->have_err);
+  KEY("gb_rel_err"); jnum(f, l->gb_err, l->have_err && l->gb_err >= 0);
+  KEY("cpu_ref_ms"); jnum(f, l->cpu_ref_ms, l->have_err);
+  fprintf(f, ",\n      \"abc_bytes\": %lld, \"fp32_bytes\": %lld, \"bf16_bytes\": %lld",
+          (long long)l->abc_bytes, (long long)l->fp32_bytes, (long long)l->bf16_bytes);
+  KEY("abc_fp32_ratio"); jnum(f, ratio(l->abc_bytes, l->fp32_bytes), l->fp32_bytes > 0);
+  KEY("abc_bf16_ratio"); jnum(f, ratio(l->abc_bytes, l->bf16_bytes), l->bf16_bytes > 0);
+  fprintf(f, ",\n      \"hq_block\": %d, \"hla_block\": %d, \"hla_rank\": %d, \"hla_blocks\": %d",
+          l->hq_b, l->hla_p, l->hla_r, l->hla_blocks);
+  fprintf(f, ",\n      \"ops\": {\"gx_macs\": %lld, \"gw_macs\": %lld, \"fp32_gx_macs\": %lld, "
+             "\"fp32_gw_macs\": %lld, \"fwht_adds\": %lld}",
+          (long long)l->gx_macs, (long long)l->gw_macs, (long long)l->fp32_gx_macs,
+          (long long)l->fp32_gw_macs, (long long)l->fwht_adds);
+  json_jit(l, f);
+  json_gpu(l, f);
+  json_kernels(r, l, f);
+  fputs("\n    }", f);
+}
+
+int bench_report_json(const bench_run *r, FILE *f) {
+  int gpu = gpu_ran(r);
+  json_head(r, gpu, f);
   double sh = 0, sb = 0, s32 = 0, s8 = 0;
   int64_t sa = 0, sf = 0;
   int all = gpu, all8 = gpu;
   for (int i = 0; i < r->n; ++i) {
     const bench_layer *l = &r->layers[i];
-    fprintf(f, "%s\n    {\n      \"name\": ", i ? "," : "");
-    jstr(f, l->name);
-    fprintf(f, ",\n      \"B\": %lld, \"L\": %lld, \"T\": %lld, \"O\": %lld, \"I\": %lld, \"check_T\": %lld",
-            (long long)l->B, (long long)l->L, (long long)l->T, (long long)l->O, (long long)l->I,
-            (long long)l->cT);
-    KEY("status");
-    jstr(f, l->status[0] ? l->status : "ok");
-    KEY("unsupported");
-    fputs(l->unsupported ? "true" : "false", f);
-    KEY("dtype");
-    jstr(f, plan_dtype_name(l->dt));
-    KEY("gran");
-    jstr(f, l->have_err ? l->gran : "");
-    KEY("gx_rel_err"); jnum(f, l->gx_err, l->have_err);
-    KEY("gw_rel_err"); jnum(f, l->gw_err, l->have_err);
-    KEY("gb_rel_err"); jnum(f, l->gb_err, l->have_err && l->gb_err >= 0);
-    KEY("cpu_ref_ms"); jnum(f, l->cpu_ref_ms, l->have_err);
-    fprintf(f, ",\n      \"abc_bytes\": %lld, \"fp32_bytes\": %lld, \"bf16_bytes\": %lld",
-            (long long)l->abc_bytes, (long long)l->fp32_bytes, (long long)l->bf16_bytes);
-    KEY("abc_fp32_ratio"); jnum(f, ratio(l->abc_bytes, l->fp32_bytes), l->fp32_bytes > 0);
-    KEY("abc_bf16_ratio"); jnum(f, ratio(l->abc_bytes, l->bf16_bytes), l->bf16_bytes > 0);
-    fprintf(f, ",\n      \"hq_block\": %d, \"hla_block\": %d, \"hla_rank\": %d, \"hla_blocks\": %d",
-            l->hq_b, l->hla_p, l->hla_r, l->hla_blocks);
-    fprintf(f, ",\n      \"ops\": {\"gx_macs\": %lld, \"gw_macs\": %lld, \"fp32_gx_macs\": %lld, "
-               "\"fp32_gw_macs\": %lld, \"fwht_adds\": %lld}",
-            (long long)l->gx_macs, (long long)l->gw_macs, (long long)l->fp32_gx_macs,
-            (long long)l->fp32_gw_macs, (long long)l->fwht_adds);
-    KEY("jit");
-    if (!l->have_jit) {
-      fputs("null", f);
-    } else {
-      fputs("{\"cold_ms\": ", f);
-      jnum(f, l->jit_cold_ms, 1);
-      fputs(", \"store_ms\": ", f);
-      jnum(f, l->jit_store_ms, l->jit_store_ms >= 0);
-      fputs(", \"warm_ms\": ", f);
-      jnum(f, l->jit_warm_ms, l->jit_warm_ms >= 0);
-      fprintf(f, ", \"compiles\": %llu, \"disk_hits\": %llu, \"per_kernel\": [", (unsigned long long)l->jit_compiles,
-              (unsigned long long)l->jit_disk_hits);
-      for (int k = 0; k < l->jit_nk; ++k) {
-        const bench_jit_kernel *kk = &l->jit_kern[k];
-        fputs(k ? ", {\"kernel\": " : "{\"kernel\": ", f);
-        jstr(f, kk->name);
-        fputs(", \"ms\": ", f);
-        jnum(f, kk->ms, 1);
-        fputs(", \"front_ms\": ", f);
-        jnum(f, kk->front_ms, kk->phases);
-        fputs(", \"nvvm_ms\": ", f);
-        jnum(f, kk->nvvm_ms, kk->phases);
-        fputs(", \"ptxas_ms\": ", f);
-        jnum(f, kk->ptxas_ms, kk->phases);
-        fputs("}", f);
-      }
-      fputs("]}", f);
-    }
-    if (l->jit_note[0]) {
-      KEY("jit_note");
-      jstr(f, l->jit_note);
-    }
-    /* GPU fields: present on every backend, null where not measured. */
-    KEY("bitexact");
-    fputs(l->bitexact < 0 ? "null" : l->bitexact ? "true" : "false", f);
-    if (l->bitexact == 0) {
-      KEY("bitexact_note");
-      jstr(f, l->bitexact_note);
-    }
-    if (l->gpu_note[0]) {
-      KEY("gpu_note");
-      jstr(f, l->gpu_note);
-    }
-    KEY("hot_ms"); jnum(f, l->hot_bwd.med, l->hot_bwd.n);
-    KEY("hot_fwd_ms"); jnum(f, l->hot_fwd.med, l->hot_fwd.n);
-    KEY("bf16_ms"); jnum(f, l->bf16.med, l->bf16.n);
-    KEY("fp32_ms"); jnum(f, l->fp32.med, l->fp32.n);
-    KEY("tf32_ms"); jnum(f, l->tf32.med, l->tf32.n);
-    KEY("speedup_bf16"); jnum(f, speedup(&l->bf16, &l->hot_bwd), speedup(&l->bf16, &l->hot_bwd) > 0);
-    KEY("speedup_fp32"); jnum(f, speedup(&l->fp32, &l->hot_bwd), speedup(&l->fp32, &l->hot_bwd) > 0);
-    KEY("speedup_tf32"); jnum(f, speedup(&l->tf32, &l->hot_bwd), speedup(&l->tf32, &l->hot_bwd) > 0);
-    /* FP8 (cuBLASLt): the two GEMMs only; null with fp8_reason when not measured */
-    KEY("fp8_ms"); jnum(f, l->fp8.med, l->fp8.n);
-    KEY("speedup_fp8"); jnum(f, speedup(&l->fp8, &l->hot_bwd), speedup(&l->fp8, &l->hot_bwd) > 0);
-    KEY("fp8_reason");
-    jstr(f, l->fp8.n ? "" : l->fp8_reason[0] ? l->fp8_reason : "not measured");
-    KEY("fp8_dims");
-    if (l->fp8.n)
-      fprintf(f, "{\"T\": %lld, \"O\": %lld, \"I\": %lld}", (long long)l->fp8_T, (long long)l->fp8_O,
-              (long long)l->fp8_I);
-    else
-      fputs("null", f);
-    KEY("fp8_gx_rel_err"); jnum(f, l->fp8_gx_err, l->fp8.n && l->fp8_gx_err >= 0);
-    KEY("fp8_gw_rel_err"); jnum(f, l->fp8_gw_err, l->fp8.n && l->fp8_gw_err >= 0);
-    jstat(f, "hot_bwd", &l->hot_bwd);
-    jstat(f, "hot_fwd", &l->hot_fwd);
-    jstat(f, "cublas_bf16", &l->bf16);
-    jstat(f, "cublas_fp32", &l->fp32);
-    jstat(f, "cublas_tf32", &l->tf32);
-    jstat(f, "cublaslt_fp8", &l->fp8);
-    KEY("buffer_sets"); jnum(f, l->nsets_hot, l->nsets_hot > 0);
-    KEY("kernels");
-    fputc('[', f);
-    for (int j = 0; j < l->nk; ++j) {
-      const bench_kernel *k = &l->kern[j];
-      double pct, v = kernel_rate(k, r, &pct);
-      fprintf(f, "%s\n        {\"kernel\": ", j ? "," : "");
-      jstr(f, k->name);
-      fprintf(f, ", \"role\": \"%s\", \"phase\": %d, \"call\": \"%s\", \"ms\": ",
-              plan_role_name((hot_kernel_role)k->role), k->phase, k->bwd ? "backward" : "save");
-      jnum(f, k->t.med, k->t.n);
-      fprintf(f, ", \"bytes\": %lld, \"int_ops\": %lld, \"%s\": ", (long long)k->bytes,
-              (long long)k->ops, k->bound ? "tops" : "gbs");
-      jnum(f, v, v > 0);
-      fputs(", \"ceiling_pct\": ", f);
-      jnum(f, pct, pct > 0);
-      fputc('}', f);
-    }
-    fputs(l->nk ? "\n      ]" : "]", f);
-    if (l->prof_note[0]) {
-      KEY("kernels_note");
-      jstr(f, l->prof_note);
-    }
-    fputs("\n    }", f);
+    json_layer(r, i, f);
     sa += l->abc_bytes;
     sf += l->fp32_bytes;
     sh += l->hot_bwd.med;

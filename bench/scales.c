@@ -12,7 +12,7 @@
 #include "bench.h"
 #include "ref.h"
 
-enum { KINDS = BENCH_DATA_KINDS }; /* data kinds: BENCH_DATA_GAUSS, _CHANNELS, _TOKENS */
+enum { KINDS = TOOLDATA_KINDS }; /* data kinds: TOOLDATA_GAUSS, _CHANNELS, _TOKENS */
 /* channels / tokens: 4 of them x20 */
 static const char *const kind_name[KINDS] = {"gaussian", "channels", "tokens"};
 static const hot_gran grans[3] = {HOT_GRAN_TENSOR, HOT_GRAN_SAMPLE, HOT_GRAN_ROW};
@@ -33,8 +33,8 @@ static void scale_sizes(const bench_opts *o, const bench_layer *bl, int64_t *B, 
 
 /* g_y of the kind (T x O). */
 static void make_g(float *g, int64_t T, int64_t O, int kind, uint64_t seed, int layer) {
-  bench_fill_normal(g, (size_t)(T * O), seed, 1000u + (uint64_t)layer * 16u);
-  bench_outliers(g, T, O, kind);
+  tooldata_fill_normal(g, (size_t)(T * O), seed, 1000u + (uint64_t)layer * 16u);
+  tooldata_outliers(g, T, O, kind);
 }
 
 typedef struct {
@@ -164,8 +164,8 @@ int bench_scales(const bench_run *run, const hot_model *model, FILE *f) {
       rc = 2;
       continue;
     }
-    bench_fill_normal(w, (size_t)(O * I), run->seed, 2000u + (uint64_t)bl->index * 16u);
-    bench_fill_normal(x, (size_t)(T * I), run->seed, 3000u + (uint64_t)bl->index * 16u);
+    tooldata_fill_normal(w, (size_t)(O * I), run->seed, 2000u + (uint64_t)bl->index * 16u);
+    tooldata_fill_normal(x, (size_t)(T * I), run->seed, 3000u + (uint64_t)bl->index * 16u);
     /* samples of different magnitudes (what per-sample scales are for): 4^u, u in [-1, 1) */
     uint64_t st_rng = run->seed ^ (0x9E3779B97F4A7C15ull * (uint64_t)(unsigned)(bl->index + 1));
     for (int64_t b = 0; b < B; ++b) {

@@ -9,13 +9,11 @@
 #include <unistd.h>
 
 #include "buf.h"
-#include "cache.h"
-#include "jit.h"
 #include "diag.h"
 #include "emit.h"
+#include "hot_tools.h" /* libhot's internals: the kernel cache, the JIT, the tuned planner */
 #include "plan.h"
 #include "spec.h"
-#include "tuned.h"
 
 #ifndef HOT_VERSION
 #define HOT_VERSION "0"
@@ -82,6 +80,38 @@ static int usage_error(const char *fmt, const char *arg) {
   return 2;
 }
 
+/* The option that takes a value, named a: the field that receives it, or NULL. */
+static const char **value_slot(options *o, const char *a) {
+  static const char *const k_names[] = {"--tune-db", "--device", "--arch", "--layer", "--emit",
+                                        "--compile", "--cache-dir", "--dump-cubin", "--jobs",
+                                        "--pack"};
+  const char **slots[] = {&o->tune_db, &o->device, &o->arch, &o->layer, &o->emit_dir,
+                          &o->compile, &o->cache_dir, &o->dump_dir, &o->jobs, &o->pack};
+  _Static_assert(sizeof k_names / sizeof k_names[0] == sizeof slots / sizeof slots[0],
+                 "one field per option");
+  for (size_t k = 0; k < sizeof slots / sizeof slots[0]; ++k)
+    if (!strcmp(a, k_names[k])) return slots[k];
+  return NULL;
+}
+
+/* The options checked together once all are read. 0, or usage_error's status. */
+static int check_args(options *o) {
+  if (!o->spec && !o->help_spec) return usage_error("%s", "no spec given");
+  if (o->jobs) {
+    char *end;
+    long v = strtol(o->jobs, &end, 10);
+    if (*end || v < 1 || v > 64) return usage_error("--jobs must be in [1, 64] (got '%s')", o->jobs);
+    o->threads = (int)v;
+  }
+  if (o->dump_dir && !o->compile)
+    return usage_error("%s", "--dump-cubin needs --compile (it writes the compiled CUBINs)");
+  if (o->pack && !o->compile)
+    return usage_error("%s", "--pack needs --compile (it packs the compiled kernels)");
+  if (o->pack && !*o->pack) return usage_error("%s", "--pack needs a file name");
+  if (!o->plan && !o->json && !o->emit_dir && !o->compile) o->plan = 1;
+  return 0;
+}
+
 static int parse_args(int argc, char **argv, options *o) {
   memset(o, 0, sizeof *o);
   for (int i = 1; i < argc; ++i) {
@@ -98,38 +128,14 @@ static int parse_args(int argc, char **argv, options *o) {
     else if (!strcmp(a, "--help-spec")) o->help_spec = 1;
     else if (!strcmp(a, "--no-disk-cache")) o->no_disk = 1;
     else if (!strcmp(a, "--no-tune")) o->no_tune = 1;
-    else if (!strcmp(a, "--tune-db")) slot = &o->tune_db;
-    else if (!strcmp(a, "--device")) slot = &o->device;
-    else if (!strcmp(a, "--arch")) slot = &o->arch;
-    else if (!strcmp(a, "--layer")) slot = &o->layer;
-    else if (!strcmp(a, "--emit")) slot = &o->emit_dir;
-    else if (!strcmp(a, "--compile")) slot = &o->compile;
-    else if (!strcmp(a, "--cache-dir")) slot = &o->cache_dir;
-    else if (!strcmp(a, "--dump-cubin")) slot = &o->dump_dir;
-    else if (!strcmp(a, "--jobs")) slot = &o->jobs;
-    else if (!strcmp(a, "--pack")) slot = &o->pack;
-    else if (a[0] == '-' && a[1]) return usage_error("unknown option '%s'", a);
-    else if (!o->spec) o->spec = a;
-    else return usage_error("more than one spec given ('%s')", a);
-    if (slot) {
+    else if ((slot = value_slot(o, a)) != NULL) {
       if (i + 1 >= argc) return usage_error("option '%s' needs a value", a);
       *slot = argv[++i];
-    }
+    } else if (a[0] == '-' && a[1]) return usage_error("unknown option '%s'", a);
+    else if (!o->spec) o->spec = a;
+    else return usage_error("more than one spec given ('%s')", a);
   }
-  if (!o->spec && !o->help_spec) return usage_error("%s", "no spec given");
-  if (o->jobs) {
-    char *end;
-    long v = strtol(o->jobs, &end, 10);
-    if (*end || v < 1 || v > 64) return usage_error("--jobs must be in [1, 64] (got '%s')", o->jobs);
-    o->threads = (int)v;
-  }
-  if (o->dump_dir && !o->compile)
-    return usage_error("%s", "--dump-cubin needs --compile (it writes the compiled CUBINs)");
-  if (o->pack && !o->compile)
-    return usage_error("%s", "--pack needs --compile (it packs the compiled kernels)");
-  if (o->pack && !*o->pack) return usage_error("%s", "--pack needs a file name");
-  if (!o->plan && !o->json && !o->emit_dir && !o->compile) o->plan = 1;
-  return 0;
+  return check_args(o);
 }
 
 /* ---- planning ----------------------------------------------------------------------------- */

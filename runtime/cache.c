@@ -103,6 +103,60 @@ int hot_kcache_default_dir(const hot_env *ev, char *path, size_t n, const char *
   return -1;
 }
 
+/* The disk directory of a new cache (cfg.dir, else the environment's): found, created, checked,
+ * into kc->dir and kc->read_only. RT_OK, RT_ERR_IO or RT_ERR_NOMEM with the message. */
+static rt_status open_dir(hot_kcache *kc, const hot_kcache_config *cfg, const hot_env *ev,
+                          char *err, size_t errlen) {
+  char path[4096];
+  const char *what; /* where the directory came from, for messages */
+  int n;
+  if (cfg->dir && *cfg->dir) {
+    n = snprintf(path, sizeof path, "%s", cfg->dir);
+    what = cfg->dir_origin ? cfg->dir_origin : "the configured directory";
+  } else if ((n = hot_kcache_default_dir(ev, path, sizeof path, &what)) < 0) {
+    hot_errf(err, errlen, "kernel cache: no directory (HOME unset): set HOT_CACHE_DIR or HOT_NO_DISK_CACHE=1");
+    return RT_ERR_IO;
+  }
+  if (n < 0 || (size_t)n >= sizeof path - 160) {  /* room for entry names */
+    hot_errf(err, errlen, "kernel cache: directory path from %s too long", what);
+    return RT_ERR_IO;
+  }
+  if (make_dirs(path) != 0 || access(path, R_OK | X_OK) != 0) {
+    int e = errno;
+    hot_errf(err, errlen, "kernel cache: cannot use directory %s from %s (%s): set "
+        "HOT_CACHE_DIR to a usable directory, or HOT_NO_DISK_CACHE=1", path, what, strerror(e));
+    return RT_ERR_IO;
+  }
+  /* A directory that can be read but not written serves its entries (hot-gen --compile and
+   * contexts on a shared, read-only cache); misses are compiled into memory only. */
+  kc->read_only = cfg->read_only > 0 || access(path, W_OK) != 0;
+  kc->dir = strdup(path);
+  if (!kc->dir) {
+    hot_errf(err, errlen, "kernel cache: out of memory");
+    return RT_ERR_NOMEM;
+  }
+  return RT_OK;
+}
+
+/* Where HOT_JIT_DEBUG dumps go, into kc->debug_dir: cfg.debug_dir, else $HOT_JIT_DEBUG_DIR, else
+ * beside the entries (unless they are memory-only or read-only: ./hot-debug). RT_OK or
+ * RT_ERR_NOMEM with the message. */
+static rt_status open_debug(hot_kcache *kc, const hot_kcache_config *cfg, const hot_env *ev,
+                            char *err, size_t errlen) {
+  const char *dd = cfg->debug_dir ? cfg->debug_dir : ev->debug_dir;
+  char buf[4096];
+  if (!dd) {
+    if (kc->dir && !kc->read_only) snprintf(buf, sizeof buf, "%s/debug", kc->dir);
+    else snprintf(buf, sizeof buf, "hot-debug");
+    dd = buf;
+  }
+  if (!(kc->debug_dir = strdup(dd))) {
+    hot_errf(err, errlen, "kernel cache: out of memory");
+    return RT_ERR_NOMEM;
+  }
+  return RT_OK;
+}
+
 rt_status hot_kcache_open(hot_kcache **out, const hot_kcache_config *config, char *err,
                           size_t errlen) {
   if (!out) {
@@ -135,54 +189,12 @@ rt_status hot_kcache_open(hot_kcache **out, const hot_kcache_config *config, cha
   kc->max_bytes = cfg.max_bytes ? cfg.max_bytes
                   : ev->cache_max_bytes ? ev->cache_max_bytes : HOT_KCACHE_DEFAULT_MAX_BYTES;
   int disk = cfg.disk > 0 || (cfg.disk == 0 && !(ev->no_disk_set && ev->no_disk));
-  if (disk) {
-    char path[4096];
-    const char *what; /* where the directory came from, for messages */
-    int n;
-    if (cfg.dir && *cfg.dir) {
-      n = snprintf(path, sizeof path, "%s", cfg.dir);
-      what = cfg.dir_origin ? cfg.dir_origin : "the configured directory";
-    } else if ((n = hot_kcache_default_dir(ev, path, sizeof path, &what)) < 0) {
-      hot_kcache_close(kc);
-      hot_errf(err, errlen, "kernel cache: no directory (HOME unset): set HOT_CACHE_DIR or HOT_NO_DISK_CACHE=1");
-      return RT_ERR_IO;
-    }
-    if (n < 0 || (size_t)n >= sizeof path - 160) {  /* room for entry names */
-      hot_kcache_close(kc);
-      hot_errf(err, errlen, "kernel cache: directory path from %s too long", what);
-      return RT_ERR_IO;
-    }
-    if (make_dirs(path) != 0 || access(path, R_OK | X_OK) != 0) {
-      int e = errno;
-      hot_kcache_close(kc);
-      hot_errf(err, errlen, "kernel cache: cannot use directory %s from %s (%s): set "
-          "HOT_CACHE_DIR to a usable directory, or HOT_NO_DISK_CACHE=1", path, what, strerror(e));
-      return RT_ERR_IO;
-    }
-    /* A directory that can be read but not written serves its entries (hot-gen --compile and
-     * contexts on a shared, read-only cache); misses are compiled into memory only. */
-    kc->read_only = cfg.read_only > 0 || access(path, W_OK) != 0;
-    kc->dir = strdup(path);
-    if (!kc->dir) {
-      hot_kcache_close(kc);
-      hot_errf(err, errlen, "kernel cache: out of memory");
-      return RT_ERR_NOMEM;
-    }
-  }
+  rt_status st = disk ? open_dir(kc, &cfg, ev, err, errlen) : RT_OK;
   int debug = cfg.jit_debug > 0 || (cfg.jit_debug == 0 && ev->jit_debug_set && ev->jit_debug);
-  if (debug) {
-    const char *dd = cfg.debug_dir ? cfg.debug_dir : ev->debug_dir;
-    char buf[4096];
-    if (!dd) { /* beside the entries, unless they are memory-only or read-only */
-      if (kc->dir && !kc->read_only) snprintf(buf, sizeof buf, "%s/debug", kc->dir);
-      else snprintf(buf, sizeof buf, "hot-debug");
-      dd = buf;
-    }
-    if (!(kc->debug_dir = strdup(dd))) {
-      hot_kcache_close(kc);
-      hot_errf(err, errlen, "kernel cache: out of memory");
-      return RT_ERR_NOMEM;
-    }
+  if (st == RT_OK && debug) st = open_debug(kc, &cfg, ev, err, errlen);
+  if (st != RT_OK) {
+    hot_kcache_close(kc);
+    return st;
   }
   *out = kc;
   return RT_OK;
@@ -515,6 +527,103 @@ static entry *adopt(hot_kcache *kc, entry *e) {
   return got;
 }
 
+static rt_status out_of_memory(char *err, size_t errlen) {
+  hot_errf(err, errlen, "kernel cache: out of memory");
+  return RT_ERR_NOMEM;
+}
+
+/* Hands e to the caller: inserted into memory (adopt), `counter` (a field of kc->st, NULL for
+ * none) counted, *out and *origin set. RT_OK, or RT_ERR_NOMEM (e freed). */
+static rt_status deliver(hot_kcache *kc, entry *e, uint64_t *counter, hot_kcache_origin how,
+                         const hot_kernel_binary **out, hot_kcache_origin *origin, char *err,
+                         size_t errlen) {
+  entry *got = adopt(kc, e);
+  if (!got) return out_of_memory(err, errlen);
+  if (counter) {
+    pthread_mutex_lock(&kc->mu);
+    (*counter)++;
+    pthread_mutex_unlock(&kc->mu);
+  }
+  *out = &got->pub;
+  if (origin) *origin = how;
+  return RT_OK;
+}
+
+/* The disk entry of key h: under compiler version ver when known, else of any version (ver
+ * then receives the entry's). Its file into path. A CF_* code; a rejected entry is counted. */
+static int disk_find(hot_kcache *kc, const unsigned char h[HASH_SHA256_BYTES], int known,
+                     char ver[32], const hot_kernel_source *src, entry **e, char *path,
+                     size_t pathlen) {
+  int rc;
+  if (known) {
+    entry_path(kc, h, ver, path, pathlen);
+    rc = read_entry(path, h, ver, src, e);
+  } else {
+    rc = read_any_version(kc, h, src, e, ver, path, pathlen);
+  }
+  if (rc == CF_REJECT) {
+    pthread_mutex_lock(&kc->mu);
+    kc->st.disk_rejects++;
+    pthread_mutex_unlock(&kc->mu);
+  }
+  return rc;
+}
+
+/* A miss: compiles src into a new entry *out of key h (counted as a compile or a failure). On
+ * an error *out is NULL and, when log is not NULL, *log a copy of the compiler log. */
+static rt_status compile_entry(hot_kcache *kc, const hot_kernel_source *src,
+                               const unsigned char h[HASH_SHA256_BYTES], entry **out, char **log,
+                               char *err, size_t errlen) {
+  *out = NULL;
+  entry *e = calloc(1, sizeof *e);
+  if (!e) return out_of_memory(err, errlen);
+  memcpy(e->h, h, HASH_SHA256_BYTES);
+  rt_status st = kc->cc->compile(kc->cc->user, src, &e->res, err, errlen);
+  if (st == RT_OK && (!e->res.cubin || !e->res.cubin_size || e->res.n_kernels != src->n_kernels ||
+                      !e->res.kernels)) {
+    hot_errf(err, errlen, "compile '%s' for %s: the compiler returned an incomplete result",
+        src->program ? src->program : "hot.cu", src->arch);
+    st = RT_ERR_COMPILE;
+  }
+  for (size_t i = 0; st == RT_OK && i < e->res.n_kernels; i++)  /* names are optional too */
+    if (!e->res.kernels[i].name && !(e->res.kernels[i].name = strdup(src->kernels[i])))
+      st = RT_ERR_NOMEM;
+  if (st == RT_OK && !e->res.log) {  /* a log is optional for injected compilers */
+    e->res.log = calloc(1, 1);
+    if (!e->res.log) st = RT_ERR_NOMEM;
+  }
+  if (st == RT_ERR_NOMEM) hot_errf(err, errlen, "kernel cache: out of memory");
+  if (st != RT_OK) {
+    if (log && e->res.log) *log = strdup(e->res.log);
+    pthread_mutex_lock(&kc->mu);
+    kc->st.compile_failures++;
+    pthread_mutex_unlock(&kc->mu);
+    entry_free(e);
+    return st;
+  }
+  pthread_mutex_lock(&kc->mu);
+  kc->st.compiles++;
+  kc->st.compile_ms += e->res.compile_ms;
+  pthread_mutex_unlock(&kc->mu);
+  *out = e;
+  return RT_OK;
+}
+
+/* Writes a compiled entry to the disk (a writable cache only), then evicts; counted. */
+static void store_entry(hot_kcache *kc, const hot_kernel_source *src,
+                        const unsigned char h[HASH_SHA256_BYTES], const char *ver, entry *e) {
+  if (!kc->dir || kc->read_only) return;
+  char path[4096] = "";
+  entry_path(kc, h, ver, path, sizeof path);
+  int wrote = write_entry(kc, src, e, path) == 0;
+  uint64_t ev = wrote ? evict(kc, strrchr(path, '/') + 1) : 0;
+  pthread_mutex_lock(&kc->mu);
+  if (wrote) kc->st.disk_writes++;
+  else kc->st.disk_write_errors++;
+  kc->st.evictions += ev;
+  pthread_mutex_unlock(&kc->mu);
+}
+
 rt_status hot_kcache_get(hot_kcache *kc, const hot_kernel_source *src,
                          const hot_kernel_binary **out, hot_kcache_origin *origin, char **log,
                          char *err, size_t errlen) {
@@ -542,114 +651,29 @@ rt_status hot_kcache_get(hot_kcache *kc, const hot_kernel_source *src,
   }
 
   int prc = pack_find(kc, h, known, ver, src, &e);
-  if (prc == CF_NOMEM) {
-    hot_errf(err, errlen, "kernel cache: out of memory");
-    return RT_ERR_NOMEM;
-  }
+  if (prc == CF_NOMEM) return out_of_memory(err, errlen);
   if (prc == CF_OK) {
     entry_publish(e, src, ver, HOT_KCACHE_PACK);
-    entry *got = adopt(kc, e);
-    if (!got) {
-      hot_errf(err, errlen, "kernel cache: out of memory");
-      return RT_ERR_NOMEM;
-    }
-    pthread_mutex_lock(&kc->mu);
-    kc->st.pack_hits++;
-    pthread_mutex_unlock(&kc->mu);
-    *out = &got->pub;
-    if (origin) *origin = HOT_KCACHE_PACK;
-    return RT_OK;
+    return deliver(kc, e, &kc->st.pack_hits, HOT_KCACHE_PACK, out, origin, err, errlen);
   }
   if (!known) ver[0] = '\0';
 
-  char path[4096] = "";
   if (kc->dir) {
-    int rc;
-    if (known) {
-      entry_path(kc, h, ver, path, sizeof path);
-      rc = read_entry(path, h, ver, src, &e);
-    } else {
-      rc = read_any_version(kc, h, src, &e, ver, path, sizeof path);
-    }
-    if (rc == CF_NOMEM) {
-      hot_errf(err, errlen, "kernel cache: out of memory");
-      return RT_ERR_NOMEM;
-    }
+    char path[4096] = "";
+    int rc = disk_find(kc, h, known, ver, src, &e, path, sizeof path);
+    if (rc == CF_NOMEM) return out_of_memory(err, errlen);
     if (rc == CF_OK) {
       entry_publish(e, src, ver, HOT_KCACHE_DISK);
       if (!kc->read_only) utimensat(AT_FDCWD, path, NULL, 0); /* LRU: a hit is the newest */
-      entry *got = adopt(kc, e);
-      if (!got) {
-        hot_errf(err, errlen, "kernel cache: out of memory");
-        return RT_ERR_NOMEM;
-      }
-      pthread_mutex_lock(&kc->mu);
-      kc->st.disk_hits++;
-      pthread_mutex_unlock(&kc->mu);
-      *out = &got->pub;
-      if (origin) *origin = HOT_KCACHE_DISK;
-      return RT_OK;
-    }
-    if (rc == CF_REJECT) {
-      pthread_mutex_lock(&kc->mu);
-      kc->st.disk_rejects++;
-      pthread_mutex_unlock(&kc->mu);
+      return deliver(kc, e, &kc->st.disk_hits, HOT_KCACHE_DISK, out, origin, err, errlen);
     }
   }
 
   /* A miss: compile. */
-  e = calloc(1, sizeof *e);
-  if (!e) {
-    hot_errf(err, errlen, "kernel cache: out of memory");
-    return RT_ERR_NOMEM;
-  }
-  memcpy(e->h, h, HASH_SHA256_BYTES);
-  st = kc->cc->compile(kc->cc->user, src, &e->res, err, errlen);
-  if (st == RT_OK && (!e->res.cubin || !e->res.cubin_size || e->res.n_kernels != src->n_kernels ||
-                      !e->res.kernels)) {
-    hot_errf(err, errlen, "compile '%s' for %s: the compiler returned an incomplete result",
-        src->program ? src->program : "hot.cu", src->arch);
-    st = RT_ERR_COMPILE;
-  }
-  for (size_t i = 0; st == RT_OK && i < e->res.n_kernels; i++)  /* names are optional too */
-    if (!e->res.kernels[i].name && !(e->res.kernels[i].name = strdup(src->kernels[i])))
-      st = RT_ERR_NOMEM;
-  if (st == RT_OK && !e->res.log) {  /* a log is optional for injected compilers */
-    e->res.log = calloc(1, 1);
-    if (!e->res.log) st = RT_ERR_NOMEM;
-  }
-  if (st == RT_ERR_NOMEM) hot_errf(err, errlen, "kernel cache: out of memory");
-  if (st != RT_OK) {
-    if (log && e->res.log) *log = strdup(e->res.log);
-    pthread_mutex_lock(&kc->mu);
-    kc->st.compile_failures++;
-    pthread_mutex_unlock(&kc->mu);
-    entry_free(e);
-    return st;
-  }
-  pthread_mutex_lock(&kc->mu);
-  kc->st.compiles++;
-  kc->st.compile_ms += e->res.compile_ms;
-  pthread_mutex_unlock(&kc->mu);
+  st = compile_entry(kc, src, h, &e, log, err, errlen);
+  if (st != RT_OK) return st;
   if (!known) snprintf(ver, sizeof ver, "unknown");  /* compiler worked, version did not */
   entry_publish(e, src, ver, HOT_KCACHE_COMPILED);
-
-  if (kc->dir && !kc->read_only) {
-    entry_path(kc, h, ver, path, sizeof path);
-    int wrote = write_entry(kc, src, e, path) == 0;
-    uint64_t ev = wrote ? evict(kc, strrchr(path, '/') + 1) : 0;
-    pthread_mutex_lock(&kc->mu);
-    if (wrote) kc->st.disk_writes++;
-    else kc->st.disk_write_errors++;
-    kc->st.evictions += ev;
-    pthread_mutex_unlock(&kc->mu);
-  }
-  entry *got = adopt(kc, e);
-  if (!got) {
-    hot_errf(err, errlen, "kernel cache: out of memory");
-    return RT_ERR_NOMEM;
-  }
-  *out = &got->pub;
-  if (origin) *origin = HOT_KCACHE_COMPILED;
-  return RT_OK;
+  store_entry(kc, src, h, ver, e);
+  return deliver(kc, e, NULL, HOT_KCACHE_COMPILED, out, origin, err, errlen);
 }

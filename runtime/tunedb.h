@@ -11,6 +11,11 @@
  * A lookup searches both; at equal shape distance a row of an earlier database in the list wins
  * (callers pass the user DB first: user rows win).
  *
+ * This header is the read side, part of libhot: open (a file read-only or read-write, created
+ * with its schema when missing), get, foreach, best_speed (the planner's lookup). The write side
+ * (tunedb_put, tunedb_merge, tunedb_integrity_check) is hot-tune's alone: tune/tunedb_write.h.
+ * Both halves share the row and schema definitions of tools/tunedb_schema.h.
+ *
  * Rows are identified by their key (the fields marked "key" below); tunedb_put replaces a row
  * of the same key. Strings are NUL-terminated and stored as given (truncation is an error).
  * Numbers read back as written, except that a NAN double is stored as NULL (and reads back as
@@ -107,32 +112,16 @@ rt_status tunedb_open_sql(hot_tunedb **out, const char *name, const char *sql, c
  * the NUL), or NULL when the build has none. Static storage; never free. */
 const char *tunedb_system_sql(size_t *size);
 
-/* SQLite's full integrity check of the database, then every row read back into hot_tune_row.
- * RT_OK, RT_ERR_IO (one line naming the path and the first problem), RT_ERR_INVALID (NULL). */
-rt_status tunedb_integrity_check(hot_tunedb *db, char *err, size_t errlen);
-
 /* Closes and frees. NULL-safe. */
 void tunedb_close(hot_tunedb *db);
 
 /* The file path, or "system" for the system DB. Valid until tunedb_close. */
 const char *tunedb_path(const hot_tunedb *db);
 
-/* Inserts *row, replacing a row of the same key, in one transaction (waits up to 60 s for other
- * writers). RT_OK, RT_ERR_INVALID (a NULL argument, a read-only DB, a string without its NUL),
- * RT_ERR_IO (SQLite's message, with the path). */
-rt_status tunedb_put(hot_tunedb *db, const hot_tune_row *row, char *err, size_t errlen);
-
 /* Looks up the row with the key of *key (only its key fields are read). Returns 1 and fills *out
  * (out may be NULL), 0 when there is none, -1 on an error (message in err). */
 int tunedb_get(hot_tunedb *db, const hot_tune_row *key, hot_tune_row *out, char *err,
                size_t errlen);
-
-/* Copies every row of the database file `in_path` into db (one transaction; for equal keys the
- * row with the later date wins, the one already in db at equal dates). *n_rows (may be NULL) =
- * rows read. RT_OK, RT_ERR_IO (in_path cannot be read, is corrupt or of another schema: db is
- * unchanged), RT_ERR_INVALID. */
-rt_status tunedb_merge(hot_tunedb *db, const char *in_path, int64_t *n_rows, char *err,
-                       size_t errlen);
 
 /* Calls fn(row, arg) for every row, ordered by model, layer, kind, shape, base, variant, then
  * the rest of the key (a total, stable order); model/layer NULL = any. fn returning nonzero

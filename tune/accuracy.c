@@ -13,9 +13,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "bench.h"
-#include "capture.h"
-#include "hot_internal.h"
+#include "hot_tooldata.h"
 #include "ref.h"
 #include "tune.h"
 
@@ -103,7 +101,7 @@ static void sizes(const hot_model *m, int layer, const tune_opts *o, int64_t *B,
  * and the samples x tokens they hold. */
 typedef struct {
   int64_t B, L;
-  bench_data b;
+  tooldata b;
 } data_set;
 
 /* The seeded data of `kind` (0..2) for the layer, or the capture (kind HOT_TUNE_CAPTURE). Returns
@@ -112,7 +110,7 @@ static int make_data(const hot_model *m, int layer, const tune_opts *o, int kind
                      char *err, size_t errlen) {
   const hot_layer_spec *s = &m->layers[layer];
   memset(d, 0, sizeof *d);
-  bench_data *b = &d->b;
+  tooldata *b = &d->b;
   if (kind == HOT_TUNE_CAPTURE) {
     if (!g_capture.x) { /* not loaded up front (tune_accuracy_load_capture): read it now */
       if (hot_capture_read(o->capture, &g_capture, err, errlen) != 0) {
@@ -137,7 +135,7 @@ static int make_data(const hot_model *m, int layer, const tune_opts *o, int kind
     b->w = malloc((size_t)(c->O * c->I) * sizeof *b->w);
     b->gy = malloc((size_t)(c->T * c->O) * sizeof *b->gy);
     if (!b->x || !b->w || !b->gy) {
-      bench_data_free(b);
+      tooldata_free(b);
       return -1;
     }
     memcpy(b->x, c->x, (size_t)(c->T * c->I) * sizeof *b->x);
@@ -145,23 +143,23 @@ static int make_data(const hot_model *m, int layer, const tune_opts *o, int kind
     memcpy(b->gy, c->g_y, (size_t)(c->T * c->O) * sizeof *b->gy);
   } else {
     sizes(m, layer, o, &d->B, &d->L);
-    if (bench_data_make(b, d->B * d->L, s->out_features, s->in_features, m->seed, layer,
+    if (tooldata_make(b, d->B * d->L, s->out_features, s->in_features, m->seed, layer,
                         HOT_DT_F32) != 0)
       return -1;
-    bench_outliers(b->gy, b->T, b->O, kind); /* then rounded to the layer's dtype, below */
+    tooldata_outliers(b->gy, b->T, b->O, kind); /* then rounded to the layer's dtype, below */
   }
   b->dt = s->dtype;
-  if (bench_round_to_dtype(b->x, (size_t)(b->T * b->I), b->dt, &b->x16) != 0 ||
-      bench_round_to_dtype(b->w, (size_t)(b->O * b->I), b->dt, &b->w16) != 0 ||
-      bench_round_to_dtype(b->gy, (size_t)(b->T * b->O), b->dt, &b->gy16) != 0) {
-    bench_data_free(b);
+  if (tooldata_round_to_dtype(b->x, (size_t)(b->T * b->I), b->dt, &b->x16) != 0 ||
+      tooldata_round_to_dtype(b->w, (size_t)(b->O * b->I), b->dt, &b->w16) != 0 ||
+      tooldata_round_to_dtype(b->gy, (size_t)(b->T * b->O), b->dt, &b->gy16) != 0) {
+    tooldata_free(b);
     return -1;
   }
   return 0;
 }
 
 /* The fp64 references of d into refs (kept while layer, size and capture stay the same). */
-static int reference(int layer, const tune_opts *o, int kind, const bench_data *d) {
+static int reference(int layer, const tune_opts *o, int kind, const tooldata *d) {
   const char *cap = o->capture ? o->capture : "";
   if (refs.layer != layer || refs.T != d->T || refs.O != d->O || refs.I != d->I ||
       strcmp(refs.capture, cap) != 0) {
@@ -207,24 +205,24 @@ static int run_kind(const hot_model *m, int layer, const hot_layer_spec *s, cons
   opt.seed = m->seed;
   hot_ctx *ctx = NULL;
   hot_layer *l = NULL;
-  const bench_data *b = &d.b;
+  const tooldata *b = &d.b;
   float *gx = malloc((size_t)(b->T * b->I) * sizeof *gx), *gw = malloc((size_t)(b->O * b->I) * sizeof *gw);
   hot_status st = gx && gw ? hot_ctx_create(&ctx, &opt) : HOT_ERR_NOMEM;
   if (st == HOT_OK)
-    st = hot_layer_create_resolved(ctx, s, d.B, d.L, m->recipe, layer, &l);
+    st = hot_tools_layer_create(ctx, s, d.B, d.L, m->recipe, layer, &l);
   const char *what = "layer";
   if (st == HOT_OK) {
     what = "save";
-    st = hot_layer_save(l, bench_data_in(b, b->x), b->dt, NULL, NULL);
+    st = hot_layer_save(l, tooldata_in(b, b->x), b->dt, NULL, NULL);
   }
   hot_layer_info info;
   if (st == HOT_OK && hot_layer_get_info(l, &info) == HOT_OK && info.gran_auto) {
     what = "calibrate";
-    st = hot_layer_calibrate(l, bench_data_in(b, b->gy), b->dt, 0, NULL);
+    st = hot_layer_calibrate(l, tooldata_in(b, b->gy), b->dt, 0, NULL);
   }
   if (st == HOT_OK) {
     what = "backward";
-    st = hot_layer_backward(l, bench_data_in(b, b->gy), bench_data_in(b, b->w), b->dt, NULL, gx, gw,
+    st = hot_layer_backward(l, tooldata_in(b, b->gy), tooldata_in(b, b->w), b->dt, NULL, gx, gw,
                             NULL, 1, NULL);
   }
   int out = 0;
@@ -253,7 +251,7 @@ static int run_kind(const hot_model *m, int layer, const hot_layer_spec *s, cons
   hot_ctx_destroy(ctx);
   free(gx);
   free(gw);
-  bench_data_free(&d.b);
+  tooldata_free(&d.b);
   return out;
 }
 

@@ -10,13 +10,9 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "cuda_api.h"
 #include "diag.h"
-#include "env.h"
-#include "hot_internal.h"
 #include "spec.h"
 #include "tune.h"
-#include "tuned.h"
 
 #ifndef HOT_VERSION
 #define HOT_VERSION "0"
@@ -208,243 +204,307 @@ typedef struct {
   double best_ms;
 } sweep_sum;
 
-static int sweep(tune_opts *o) {
-  {
-    hot_env ev; /* a bad HOT_* value fails every layer later: say it once, now */
-    char eerr[600];
-    if (env_read(&ev, 0, eerr, sizeof eerr) != RT_OK) {
-      fprintf(stderr, "hot-tune: %s\n", eerr);
-      return 1;
-    }
-  }
-  /* Variants are planned exactly as given: the contexts hot-tune opens must not replace the
-   * default tiles of the layer as written by a row of an earlier sweep. */
-  setenv("HOT_TUNE", "0", 1);
+/* What one sweep holds between its stages. */
+typedef struct {
+  tune_opts *o;
   hot_model m;
-  hot_diag d = {0};
-  int rc = spec_load_file(o->spec, NULL, &m, &d);
-  for (int i = 0; i < d.count; ++i) fprintf(stderr, "%s\n", d.lines[i]);
-  diag_free(&d);
-  if (rc != 0) {
-    spec_model_free(&m);
-    return 1;
-  }
-  int status = 1;
   tune_env env;
-  tune_variant *vars = NULL;
-  int nv = 0;
-  if (o->capture && (o->kinds & TUNE_ACCURACY)) { /* read and checked once: one error now, not a
-                                                    * note per row (speed variants never use it) */
-    char cerr[1024];
-    if (tune_accuracy_load_capture(o->capture, cerr, sizeof cerr) != 0) {
-      fprintf(stderr, "hot-tune: --capture: %s\n", cerr);
-      spec_model_free(&m);
-      return 1;
-    }
-    const hot_capture *c = tune_accuracy_capture();
-    int fits = 0;
-    for (int i = 0; i < m.n_layers; ++i)
-      if ((!o->layer || !strcmp(o->layer, m.layers[i].name)) &&
-          m.layers[i].out_features == c->O && m.layers[i].in_features == c->I)
-        fits = 1;
-    if (!fits) {
-      fprintf(stderr, "hot-tune: --capture: %s (layer '%s', O x I = %lld x %lld) fits no layer "
-              "being swept%s%s%s\n", o->capture, c->name, (long long)c->O, (long long)c->I,
-              o->layer ? " (--layer " : "", o->layer ? o->layer : "", o->layer ? ")" : "");
-      tune_accuracy_free_capture();
-      spec_model_free(&m);
-      return 1;
-    }
-  }
-  hot_tunedb *db = NULL;
-  tune_speed *sp = NULL;
+  tune_variant *vars;
+  int nv;
+  char dbpath[1024];
+  hot_tunedb *db;
+  tune_speed *sp;
+  hot_layer_spec *specs;      /* this shard's variants to run: their specs, */
+  int *todo, *layers;         /* indices into vars and layer indices */
+  int n_mine, n_skip;         /* to run; already recorded (--resume) */
   char err[1024];
+} sweep_state;
+
+/* A bad HOT_* value fails every layer later: say it once, now. 0 or -1 (said). */
+static int check_environment(void) {
+  hot_env ev;
+  char eerr[600];
+  if (env_read(&ev, 0, eerr, sizeof eerr) != RT_OK) {
+    fprintf(stderr, "hot-tune: %s\n", eerr);
+    return -1;
+  }
+  return 0;
+}
+
+/* --capture, read and checked once: one error now, not a note per row (speed variants never use
+ * it); it must fit a layer being swept. 0 or -1 (said; nothing left loaded). */
+static int load_capture(const tune_opts *o, const hot_model *m) {
+  char cerr[1024];
+  if (tune_accuracy_load_capture(o->capture, cerr, sizeof cerr) != 0) {
+    fprintf(stderr, "hot-tune: --capture: %s\n", cerr);
+    return -1;
+  }
+  const hot_capture *c = tune_accuracy_capture();
+  int fits = 0;
+  for (int i = 0; i < m->n_layers; ++i)
+    if ((!o->layer || !strcmp(o->layer, m->layers[i].name)) &&
+        m->layers[i].out_features == c->O && m->layers[i].in_features == c->I)
+      fits = 1;
+  if (!fits) {
+    fprintf(stderr, "hot-tune: --capture: %s (layer '%s', O x I = %lld x %lld) fits no layer "
+            "being swept%s%s%s\n", o->capture, c->name, (long long)c->O, (long long)c->I,
+            o->layer ? " (--layer " : "", o->layer ? o->layer : "", o->layer ? ")" : "");
+    tune_accuracy_free_capture();
+    return -1;
+  }
+  return 0;
+}
+
+/* The database to write: --db, else the user DB the planner reads. 0 or -1 (said). */
+static int find_db_path(sweep_state *w) {
+  if (w->o->db) {
+    snprintf(w->dbpath, sizeof w->dbpath, "%s", w->o->db);
+    return 0;
+  }
+  hot_env ev;
+  if (env_read(&ev, 0, w->err, sizeof w->err) != RT_OK) {
+    fprintf(stderr, "hot-tune: %s\n", w->err);
+    return -1;
+  }
   hot_tuned paths;
   memset(&paths, 0, sizeof paths);
-  if (probe_env(o, &m, &env) != 0) goto done;
-  o->plan_arch = plan_arch_caps(env.arch)->name;
-  if (tune_space(&m, o, env.arch, &vars, &nv, err, sizeof err) != 0) {
-    fprintf(stderr, "hot-tune: %s\n", err);
-    goto done;
+  tuned_open(&paths, &ev, NULL);
+  snprintf(w->dbpath, sizeof w->dbpath, "%s", paths.user_path);
+  tuned_close(&paths);
+  if (!*w->dbpath) {
+    fprintf(stderr, "hot-tune: no user DB path (HOME unset): give --db FILE or set HOT_TUNE_DB\n");
+    return -1;
   }
-  /* the database */
-  char dbpath[1024];
-  if (o->db) snprintf(dbpath, sizeof dbpath, "%s", o->db);
-  else {
-    hot_env ev;
-    if (env_read(&ev, 0, err, sizeof err) != RT_OK) {
-      fprintf(stderr, "hot-tune: %s\n", err);
-      goto done;
-    }
-    tuned_open(&paths, &ev, NULL);
-    snprintf(dbpath, sizeof dbpath, "%s", paths.user_path);
-    tuned_close(&paths);
-    if (!*dbpath) {
-      fprintf(stderr, "hot-tune: no user DB path (HOME unset): give --db FILE or set HOT_TUNE_DB\n");
-      goto done;
-    }
-  }
-  if (tunedb_open(&db, dbpath, 0, err, sizeof err) != RT_OK) {
-    fprintf(stderr, "hot-tune: %s\n", err);
-    goto done;
-  }
-  /* this shard's variants, minus those already recorded (--resume) */
-  int n_mine = 0, n_skip = 0;
-  hot_layer_spec *specs = calloc((size_t)nv + 1, sizeof *specs);
-  int *todo = calloc((size_t)nv + 1, sizeof *todo), *layers = calloc((size_t)nv + 1, sizeof *layers);
-  if (!specs || !todo || !layers) {
+  return 0;
+}
+
+/* This shard's variants, minus those already recorded (--resume), into specs/todo/layers.
+ * 0 or -1 (said). */
+static int select_variants(sweep_state *w) {
+  const int nv = w->nv;
+  w->specs = calloc((size_t)nv + 1, sizeof *w->specs);
+  w->todo = calloc((size_t)nv + 1, sizeof *w->todo);
+  w->layers = calloc((size_t)nv + 1, sizeof *w->layers);
+  if (!w->specs || !w->todo || !w->layers) {
     fprintf(stderr, "hot-tune: out of memory\n");
-    free(specs), free(todo), free(layers);
-    goto done;
+    return -1;
   }
   for (int i = 0; i < nv; ++i) {
-    if (vars[i].index % o->shard_n != o->shard_i) continue;
+    if (w->vars[i].index % w->o->shard_n != w->o->shard_i) continue;
     hot_layer_spec s;
-    if (tune_variant_spec(&m, &vars[i], &s, err, sizeof err) != 0) {
-      fprintf(stderr, "hot-tune: %s\n", err);
-      free(specs), free(todo), free(layers);
-      goto done;
+    if (tune_variant_spec(&w->m, &w->vars[i], &s, w->err, sizeof w->err) != 0) {
+      fprintf(stderr, "hot-tune: %s\n", w->err);
+      return -1;
     }
-    if (o->resume) {
+    if (w->o->resume) {
       hot_tune_row key;
-      row_key(&key, &env, &m, &vars[i], &s);
-      int have = tunedb_get(db, &key, NULL, err, sizeof err);
+      row_key(&key, &w->env, &w->m, &w->vars[i], &s);
+      int have = tunedb_get(w->db, &key, NULL, w->err, sizeof w->err);
       if (have < 0) {
-        fprintf(stderr, "hot-tune: %s\n", err);
-        free(specs), free(todo), free(layers);
-        goto done;
+        fprintf(stderr, "hot-tune: %s\n", w->err);
+        return -1;
       }
       if (have) {
-        ++n_skip;
+        ++w->n_skip;
         continue;
       }
     }
-    specs[n_mine] = s;
-    layers[n_mine] = vars[i].layer;
-    todo[n_mine++] = i;
+    w->specs[w->n_mine] = s;
+    w->layers[w->n_mine] = w->vars[i].layer;
+    w->todo[w->n_mine++] = i;
   }
+  return 0;
+}
+
+/* Everything before the run: the spec's machine, variants, database, speed side. 0 or -1
+ * (said). */
+static int sweep_prepare(sweep_state *w) {
+  tune_opts *o = w->o;
+  if (probe_env(o, &w->m, &w->env) != 0) return -1;
+  o->plan_arch = plan_arch_caps(w->env.arch)->name;
+  if (tune_space(&w->m, o, w->env.arch, &w->vars, &w->nv, w->err, sizeof w->err) != 0) {
+    fprintf(stderr, "hot-tune: %s\n", w->err);
+    return -1;
+  }
+  if (find_db_path(w) != 0) return -1;
+  if (tunedb_open_write(&w->db, w->dbpath, w->err, sizeof w->err) != RT_OK) {
+    fprintf(stderr, "hot-tune: %s\n", w->err);
+    return -1;
+  }
+  if (select_variants(w) != 0) return -1;
   fprintf(stderr, "hot-tune: %s: %d variant%s in all, %d in shard %d/%d, %d already recorded, %d to "
-          "run; arch %s, %s; database %s\n", o->spec, nv, nv == 1 ? "" : "s",
-          n_mine + n_skip, o->shard_i, o->shard_n, n_skip, n_mine, plan_arch_caps(env.arch)->name,
-          env.have_gpu ? env.device : "no GPU", dbpath);
+          "run; arch %s, %s; database %s\n", o->spec, w->nv, w->nv == 1 ? "" : "s",
+          w->n_mine + w->n_skip, o->shard_i, o->shard_n, w->n_skip, w->n_mine,
+          plan_arch_caps(w->env.arch)->name, w->env.have_gpu ? w->env.device : "no GPU",
+          w->dbpath);
   /* speed variants compile in one pool per chunk of PF_CHUNK (the run loop, below): distinct
    * kernels of a chunk compile in parallel, and --budget / Ctrl-C are seen between chunks */
   int n_speed = 0;
-  for (int k = 0; k < n_mine; ++k) n_speed += vars[todo[k]].cls == HOT_FIELD_SPEED;
-  if (n_speed || env.have_gpu) {
-    if (!(sp = tune_speed_open(o, &env, err, sizeof err))) {
-      fprintf(stderr, "hot-tune: %s\n", err);
-      free(specs), free(todo), free(layers);
-      goto done;
-    }
+  for (int k = 0; k < w->n_mine; ++k) n_speed += w->vars[w->todo[k]].cls == HOT_FIELD_SPEED;
+  if ((n_speed || w->env.have_gpu) && !(w->sp = tune_speed_open(o, &w->env, w->err, sizeof w->err))) {
+    fprintf(stderr, "hot-tune: %s\n", w->err);
+    return -1;
   }
-  /* the run */
+  return 0;
+}
+
+/* Compiles the kernels of the next PF_CHUNK speed variants from k on; *next_pf = the first
+ * variant after them. 0 or -1 (message in w->err). */
+static int prefetch_chunk(sweep_state *w, int k, int *next_pf) {
+  hot_layer_spec ss[PF_CHUNK];
+  int sl[PF_CHUNK], c = 0, e = k;
+  for (; e < w->n_mine && c < PF_CHUNK; ++e)
+    if (w->vars[w->todo[e]].cls == HOT_FIELD_SPEED) ss[c] = w->specs[e], sl[c++] = w->layers[e];
+  *next_pf = e;
+  return tune_speed_prefetch(w->sp, &w->m, sl, ss, c, w->err, sizeof w->err);
+}
+
+/* An accuracy row that is "ok" on a GPU: its time there (and bit-exactness) from t; what the GPU
+ * run found wins over the CPU's "ok". */
+static void take_gpu_time(hot_tune_row *row, const hot_tune_row *t) {
+  row->timed = t->timed, row->time_med_ms = t->time_med_ms, row->time_p10_ms = t->time_p10_ms;
+  row->time_p90_ms = t->time_p90_ms, row->time_min_ms = t->time_min_ms, row->repeats = t->repeats;
+  row->bitexact = t->bitexact, row->regs = t->regs, row->spills = t->spills;
+  row->smem_bytes = t->smem_bytes, row->occupancy = t->occupancy;
+  if (strcmp(t->status, "ok") != 0) {
+    snprintf(row->status, sizeof row->status, "%s", t->status);
+    snprintf(row->note, sizeof row->note, "%s", t->note);
+  }
+}
+
+/* Variant k into *row (key and values). 0 (row filled, whatever its status), -1 on an error
+ * (message in w->err). */
+static int run_variant(sweep_state *w, int k, hot_tune_row *row) {
+  const tune_variant *v = &w->vars[w->todo[k]];
+  const hot_layer_spec *s = &w->specs[k];
+  row_key(row, &w->env, &w->m, v, s);
+  /* a variant the planner refuses at the spec's own size is recorded as refused, not run */
+  int src = row_config(row, &w->m, &w->env, v->layer, s) != 0 ? 0
+            : v->cls == HOT_FIELD_SPEED
+                ? tune_speed_run(w->sp, &w->m, v->layer, s, row, w->err, sizeof w->err)
+                : tune_accuracy(&w->m, v->layer, s, w->o, row, w->err, sizeof w->err);
+  if (src == 0 && v->cls == HOT_FIELD_ACCURACY && w->env.have_gpu && !strcmp(row->status, "ok")) {
+    hot_tune_row t = *row;
+    if (tune_speed_run(w->sp, &w->m, v->layer, s, &t, w->err, sizeof w->err) == 0)
+      take_gpu_time(row, &t);
+  }
+  return src;
+}
+
+static void tally(sweep_sum *sum, const hot_tune_row *row) {
+  ++sum->done;
+  if (!strcmp(row->status, "ok")) ++sum->ok;
+  else ++sum->not_ok;
+  if (row->timed) {
+    ++sum->timed;
+    if (row->time_med_ms < sum->best_ms) sum->best_ms = row->time_med_ms;
+  }
+}
+
+/* The run: every selected variant until the end, Ctrl-C, --budget or an error (*failed). */
+static void run_variants(sweep_state *w, tune_progress *pr, double t0, sweep_sum *sum,
+                         int *budget_hit, int *failed) {
+  int next_pf = 0; /* variants before this index are prefetched */
+  for (int k = 0; k < w->n_mine && !g_stop; ++k) {
+    if (w->o->budget_s > 0 && (tune_now_ms() - t0) / 1000.0 >= w->o->budget_s) {
+      *budget_hit = 1;
+      break;
+    }
+    hot_tune_row row;
+    int bad = w->vars[w->todo[k]].cls == HOT_FIELD_SPEED && k >= next_pf &&
+              prefetch_chunk(w, k, &next_pf) != 0;
+    if (!bad) bad = run_variant(w, k, &row) != 0;
+    if (!bad) {
+      iso_now(row.date, sizeof row.date);
+      bad = tunedb_put(w->db, &row, w->err, sizeof w->err) != RT_OK;
+    }
+    if (bad) {
+      fprintf(stderr, "%shot-tune: %s\n", pr->bar ? "\n" : "", w->err);
+      *failed = 1;
+      break;
+    }
+    tally(sum, &row);
+    char label[HOT_TUNE_TEXT + 128];
+    snprintf(label, sizeof label, "%s %s %s: %s", row.layer, row.kind, row.variant, row.status);
+    tune_progress_step(pr, label);
+  }
+}
+
+/* The summary: JSON on stdout (--json), lines on stderr. */
+static void sweep_report(const sweep_state *w, const sweep_sum *sum, double wall, int budget_hit,
+                         int failed) {
+  const tune_opts *o = w->o;
+  const int left = w->n_mine - sum->done;
+  if (o->json) {
+    fputs("{\"spec\":", stdout);
+    tune_json_str(stdout, o->spec);
+    fputs(",\"db\":", stdout);
+    tune_json_str(stdout, w->dbpath);
+    fputs(",\"device\":", stdout);
+    tune_json_str(stdout, w->env.device);
+    printf(",\"arch\":\"%s\",\"variants\":%d,\"shard\":\"%d/%d\",\"skipped\":%d,\"done\":%d,"
+           "\"ok\":%d,\"not_ok\":%d,\"timed\":%d,\"left\":%d,\"interrupted\":%s,"
+           "\"budget_reached\":%s,\"wall_s\":%.3f}\n",
+           plan_arch_caps(w->env.arch)->name, w->nv, o->shard_i, o->shard_n, w->n_skip, sum->done,
+           sum->ok, sum->not_ok, sum->timed, left, g_stop ? "true" : "false",
+           budget_hit ? "true" : "false", wall);
+  }
+  fprintf(stderr, "hot-tune: %d variant%s recorded in %.1f s (%d ok, %d not ok, %d timed)%s\n",
+          sum->done, sum->done == 1 ? "" : "s", wall, sum->ok, sum->not_ok, sum->timed,
+          w->env.have_gpu || !(o->kinds & TUNE_SPEED) ? "" : "; no GPU: speed variants compiled, not timed");
+  if (left && !failed)
+    fprintf(stderr, "hot-tune: %s: %d variant%s left; run again with --resume to continue\n",
+            g_stop ? "interrupted" : "budget reached", left, left == 1 ? "" : "s");
+}
+
+/* The run with Ctrl-C caught, the progress shown, and the summary. Returns the exit status. */
+static int sweep_run(sweep_state *w) {
   struct sigaction sa, old_int, old_term;
   memset(&sa, 0, sizeof sa);
   sa.sa_handler = on_sigint;
   sigaction(SIGINT, &sa, &old_int);
   sigaction(SIGTERM, &sa, &old_term);
   tune_progress pr;
-  tune_progress_start(&pr, stderr, o->progress, n_mine);
+  tune_progress_start(&pr, stderr, w->o->progress, w->n_mine);
   const double t0 = tune_now_ms();
   sweep_sum sum = {0};
   sum.best_ms = INFINITY;
   int failed = 0, budget_hit = 0;
-  int next_pf = 0; /* variants before this index are prefetched */
-  for (int k = 0; k < n_mine && !g_stop; ++k) {
-    if (o->budget_s > 0 && (tune_now_ms() - t0) / 1000.0 >= o->budget_s) {
-      budget_hit = 1;
-      break;
-    }
-    const tune_variant *v = &vars[todo[k]];
-    if (v->cls == HOT_FIELD_SPEED && k >= next_pf) {
-      hot_layer_spec ss[PF_CHUNK];
-      int sl[PF_CHUNK], c = 0, e = k;
-      for (; e < n_mine && c < PF_CHUNK; ++e)
-        if (vars[todo[e]].cls == HOT_FIELD_SPEED) ss[c] = specs[e], sl[c++] = layers[e];
-      next_pf = e;
-      if (tune_speed_prefetch(sp, &m, sl, ss, c, err, sizeof err) != 0) {
-        fprintf(stderr, "%shot-tune: %s\n", pr.bar ? "\n" : "", err);
-        failed = 1;
-        break;
-      }
-    }
-    hot_tune_row row;
-    row_key(&row, &env, &m, v, &specs[k]);
-    /* a variant the planner refuses at the spec's own size is recorded as refused, not run */
-    int src = row_config(&row, &m, &env, v->layer, &specs[k]) != 0 ? 0
-              : v->cls == HOT_FIELD_SPEED
-                  ? tune_speed_run(sp, &m, v->layer, &specs[k], &row, err, sizeof err)
-                  : tune_accuracy(&m, v->layer, &specs[k], o, &row, err, sizeof err);
-    if (src == 0 && v->cls == HOT_FIELD_ACCURACY && env.have_gpu && !strcmp(row.status, "ok")) {
-      hot_tune_row t = row; /* its time on the GPU (and bit-exactness) */
-      if (tune_speed_run(sp, &m, v->layer, &specs[k], &t, err, sizeof err) == 0) {
-        row.timed = t.timed, row.time_med_ms = t.time_med_ms, row.time_p10_ms = t.time_p10_ms;
-        row.time_p90_ms = t.time_p90_ms, row.time_min_ms = t.time_min_ms, row.repeats = t.repeats;
-        row.bitexact = t.bitexact, row.regs = t.regs, row.spills = t.spills;
-        row.smem_bytes = t.smem_bytes, row.occupancy = t.occupancy;
-        if (strcmp(t.status, "ok") != 0) { /* what the GPU run found wins over the CPU's "ok" */
-          snprintf(row.status, sizeof row.status, "%s", t.status);
-          snprintf(row.note, sizeof row.note, "%s", t.note);
-        }
-      }
-    }
-    if (src != 0) {
-      fprintf(stderr, "%shot-tune: %s\n", pr.bar ? "\n" : "", err);
-      failed = 1;
-      break;
-    }
-    iso_now(row.date, sizeof row.date);
-    if (tunedb_put(db, &row, err, sizeof err) != RT_OK) {
-      fprintf(stderr, "%shot-tune: %s\n", pr.bar ? "\n" : "", err);
-      failed = 1;
-      break;
-    }
-    ++sum.done;
-    if (!strcmp(row.status, "ok")) ++sum.ok;
-    else ++sum.not_ok;
-    if (row.timed) {
-      ++sum.timed;
-      if (row.time_med_ms < sum.best_ms) sum.best_ms = row.time_med_ms;
-    }
-    char label[HOT_TUNE_TEXT + 128];
-    snprintf(label, sizeof label, "%s %s %s: %s", row.layer, row.kind, row.variant, row.status);
-    tune_progress_step(&pr, label);
-  }
+  run_variants(w, &pr, t0, &sum, &budget_hit, &failed);
   tune_progress_end(&pr);
   sigaction(SIGINT, &old_int, NULL);
   sigaction(SIGTERM, &old_term, NULL);
-  const double wall = (tune_now_ms() - t0) / 1000.0;
-  const int left = n_mine - sum.done;
-  if (o->json) {
-    fputs("{\"spec\":", stdout);
-    tune_json_str(stdout, o->spec);
-    fputs(",\"db\":", stdout);
-    tune_json_str(stdout, dbpath);
-    fputs(",\"device\":", stdout);
-    tune_json_str(stdout, env.device);
-    printf(",\"arch\":\"%s\",\"variants\":%d,\"shard\":\"%d/%d\",\"skipped\":%d,\"done\":%d,"
-           "\"ok\":%d,\"not_ok\":%d,\"timed\":%d,\"left\":%d,\"interrupted\":%s,"
-           "\"budget_reached\":%s,\"wall_s\":%.3f}\n",
-           plan_arch_caps(env.arch)->name, nv, o->shard_i, o->shard_n, n_skip, sum.done, sum.ok,
-           sum.not_ok, sum.timed, left, g_stop ? "true" : "false", budget_hit ? "true" : "false",
-           wall);
+  sweep_report(w, &sum, (tune_now_ms() - t0) / 1000.0, budget_hit, failed);
+  return failed ? 1 : g_stop ? 130 : 0;
+}
+
+static int sweep(tune_opts *o) {
+  if (check_environment() != 0) return 1;
+  /* Variants are planned exactly as given: the contexts hot-tune opens must not replace the
+   * default tiles of the layer as written by a row of an earlier sweep. */
+  setenv("HOT_TUNE", "0", 1);
+  sweep_state *w = calloc(1, sizeof *w);
+  if (!w) {
+    fprintf(stderr, "hot-tune: out of memory\n");
+    return 1;
   }
-  fprintf(stderr, "hot-tune: %d variant%s recorded in %.1f s (%d ok, %d not ok, %d timed)%s\n",
-          sum.done, sum.done == 1 ? "" : "s", wall, sum.ok, sum.not_ok, sum.timed,
-          env.have_gpu || !(o->kinds & TUNE_SPEED) ? "" : "; no GPU: speed variants compiled, not timed");
-  if (left && !failed)
-    fprintf(stderr, "hot-tune: %s: %d variant%s left; run again with --resume to continue\n",
-            g_stop ? "interrupted" : "budget reached", left, left == 1 ? "" : "s");
-  status = failed ? 1 : g_stop ? 130 : 0;
-  free(specs), free(todo), free(layers);
-done:
-  tune_speed_close(sp);
-  tunedb_close(db);
-  tune_accuracy_reset();
-  tune_accuracy_free_capture();
-  free(vars);
-  spec_model_free(&m);
+  w->o = o;
+  hot_diag d = {0};
+  int rc = spec_load_file(o->spec, NULL, &w->m, &d);
+  for (int i = 0; i < d.count; ++i) fprintf(stderr, "%s\n", d.lines[i]);
+  diag_free(&d);
+  int status = 1;
+  if (rc == 0 && (!o->capture || !(o->kinds & TUNE_ACCURACY) || load_capture(o, &w->m) == 0)) {
+    if (sweep_prepare(w) == 0) status = sweep_run(w);
+    tune_speed_close(w->sp);
+    tunedb_close(w->db);
+    tune_accuracy_reset();
+    tune_accuracy_free_capture();
+  }
+  free(w->specs), free(w->todo), free(w->layers);
+  free(w->vars);
+  spec_model_free(&w->m);
+  free(w);
   return status;
 }
 
@@ -477,7 +537,7 @@ static int merge(int argc, char **argv) {
     free(ok);
     return 1;
   }
-  if (tunedb_open(&db, argv[0], 0, err, sizeof err) != RT_OK) {
+  if (tunedb_open_write(&db, argv[0], err, sizeof err) != RT_OK) {
     fprintf(stderr, "hot-tune: %s\n", err);
     free(ok);
     return 1;
@@ -497,6 +557,77 @@ static int merge(int argc, char **argv) {
   return status;
 }
 
+/* hot-tune show [options] DB: argv[0] is the first argument after "show". */
+static int show_main(int argc, char **argv) {
+  show_opts so;
+  memset(&so, 0, sizeof so);
+  for (int i = 0; i < argc; ++i) {
+    const char *a = argv[i];
+    if (!strcmp(a, "--rows")) so.rows = 1;
+    else if (!strcmp(a, "--json")) so.json = 1;
+    else if (!strcmp(a, "--sql")) so.sql = 1;
+    else if (!strcmp(a, "--layer") || !strcmp(a, "--plot")) {
+      if (i + 1 >= argc) return usage_error("%s needs a value", a);
+      if (!strcmp(a, "--layer")) so.layer = argv[++i];
+      else so.plot = argv[++i];
+    } else if (a[0] == '-') return usage_error("show: unknown option %s", a);
+    else if (so.db) return usage_error("show: more than one DB (%s)", a);
+    else so.db = a;
+  }
+  if (!so.db) return usage_error("%s", "show needs a DB");
+  return tune_show(&so, stdout);
+}
+
+/* The sweep options that take a word: --kind, --shard, --progress. 0, or 2 (said). */
+static int sweep_word(tune_opts *o, const char *a, const char *val) {
+  if (!strcmp(a, "--kind")) {
+    if (!strcmp(val, "speed")) o->kinds = TUNE_SPEED;
+    else if (!strcmp(val, "accuracy")) o->kinds = TUNE_ACCURACY;
+    else if (!strcmp(val, "all")) o->kinds = TUNE_SPEED | TUNE_ACCURACY;
+    else return usage_error("--kind: '%s' is not speed, accuracy or all", val);
+  } else if (!strcmp(a, "--shard")) {
+    int si, sn, used = 0;
+    if (sscanf(val, "%d/%d%n", &si, &sn, &used) != 2 || val[used] || sn < 1 || si < 0 || si >= sn)
+      return usage_error("--shard: '%s' is not I/N with 0 <= I < N", val);
+    o->shard_i = si;
+    o->shard_n = sn;
+  } else {
+    if (!strcmp(val, "bar")) o->progress = 1;
+    else if (!strcmp(val, "plain")) o->progress = 0;
+    else if (!strcmp(val, "auto")) o->progress = -1;
+    else return usage_error("--progress: '%s' is not bar, plain or auto", val);
+  }
+  return 0;
+}
+
+/* One sweep option with its value. 0, or 2 (said). */
+static int sweep_value(tune_opts *o, const char *a, const char *val) {
+  double v;
+  if (!strcmp(a, "--layer")) o->layer = val;
+  else if (!strcmp(a, "--db")) o->db = val;
+  else if (!strcmp(a, "--arch")) o->arch = val;
+  else if (!strcmp(a, "--capture")) o->capture = val;
+  else if (!strcmp(a, "--kind") || !strcmp(a, "--shard") || !strcmp(a, "--progress"))
+    return sweep_word(o, a, val);
+  else if (!strcmp(a, "--budget")) {
+    if (parse_num(a, val, 1e-3, 1e9, 0, &v)) return 2;
+    o->budget_s = v;
+  } else if (!strcmp(a, "--batch")) {
+    if (parse_num(a, val, 1, 1 << 24, 1, &v)) return 2;
+    o->batch = (int64_t)v;
+  } else if (!strcmp(a, "--check-macs")) {
+    if (parse_num(a, val, 1, 1e15, 0, &v)) return 2;
+    o->check_macs = v;
+  } else if (!strcmp(a, "--repeats")) {
+    if (parse_num(a, val, 1, 10000, 1, &v)) return 2;
+    o->repeats = (int)v;
+  } else if (!strcmp(a, "--jobs")) {
+    if (parse_num(a, val, 1, 64, 1, &v)) return 2;
+    o->jobs = (int)v;
+  } else return usage_error("unknown option %s", a);
+  return 0;
+}
+
 int main(int argc, char **argv) {
   if (argc < 2) {
     fputs(k_usage, stderr);
@@ -511,25 +642,7 @@ int main(int argc, char **argv) {
     return 0;
   }
   if (!strcmp(argv[1], "merge")) return merge(argc - 2, argv + 2);
-  if (!strcmp(argv[1], "show")) {
-    show_opts so;
-    memset(&so, 0, sizeof so);
-    for (int i = 2; i < argc; ++i) {
-      const char *a = argv[i];
-      if (!strcmp(a, "--rows")) so.rows = 1;
-      else if (!strcmp(a, "--json")) so.json = 1;
-      else if (!strcmp(a, "--sql")) so.sql = 1;
-      else if (!strcmp(a, "--layer") || !strcmp(a, "--plot")) {
-        if (i + 1 >= argc) return usage_error("%s needs a value", a);
-        if (!strcmp(a, "--layer")) so.layer = argv[++i];
-        else so.plot = argv[++i];
-      } else if (a[0] == '-') return usage_error("show: unknown option %s", a);
-      else if (so.db) return usage_error("show: more than one DB (%s)", a);
-      else so.db = a;
-    }
-    if (!so.db) return usage_error("%s", "show needs a DB");
-    return tune_show(&so, stdout);
-  }
+  if (!strcmp(argv[1], "show")) return show_main(argc - 2, argv + 2);
   tune_opts o;
   memset(&o, 0, sizeof o);
   o.shard_n = 1;
@@ -540,50 +653,14 @@ int main(int argc, char **argv) {
   o.gpu = -1;
   for (int i = 1; i < argc; ++i) {
     const char *a = argv[i];
-    double v;
     if (!strcmp(a, "--resume")) o.resume = 1;
     else if (!strcmp(a, "--json")) o.json = 1;
     else if (!strcmp(a, "--no-gpu")) o.gpu = 0;
     else if (!strcmp(a, "--gpu")) o.gpu = 1;
     else if (a[0] == '-' && a[1] == '-') {
       if (i + 1 >= argc) return usage_error("%s needs a value", a);
-      const char *val = argv[++i];
-      if (!strcmp(a, "--layer")) o.layer = val;
-      else if (!strcmp(a, "--db")) o.db = val;
-      else if (!strcmp(a, "--arch")) o.arch = val;
-      else if (!strcmp(a, "--capture")) o.capture = val;
-      else if (!strcmp(a, "--kind")) {
-        if (!strcmp(val, "speed")) o.kinds = TUNE_SPEED;
-        else if (!strcmp(val, "accuracy")) o.kinds = TUNE_ACCURACY;
-        else if (!strcmp(val, "all")) o.kinds = TUNE_SPEED | TUNE_ACCURACY;
-        else return usage_error("--kind: '%s' is not speed, accuracy or all", val);
-      } else if (!strcmp(a, "--shard")) {
-        int si, sn, used = 0;
-        if (sscanf(val, "%d/%d%n", &si, &sn, &used) != 2 || val[used] || sn < 1 || si < 0 || si >= sn)
-          return usage_error("--shard: '%s' is not I/N with 0 <= I < N", val);
-        o.shard_i = si;
-        o.shard_n = sn;
-      } else if (!strcmp(a, "--budget")) {
-        if (parse_num(a, val, 1e-3, 1e9, 0, &v)) return 2;
-        o.budget_s = v;
-      } else if (!strcmp(a, "--batch")) {
-        if (parse_num(a, val, 1, 1 << 24, 1, &v)) return 2;
-        o.batch = (int64_t)v;
-      } else if (!strcmp(a, "--check-macs")) {
-        if (parse_num(a, val, 1, 1e15, 0, &v)) return 2;
-        o.check_macs = v;
-      } else if (!strcmp(a, "--repeats")) {
-        if (parse_num(a, val, 1, 10000, 1, &v)) return 2;
-        o.repeats = (int)v;
-      } else if (!strcmp(a, "--jobs")) {
-        if (parse_num(a, val, 1, 64, 1, &v)) return 2;
-        o.jobs = (int)v;
-      } else if (!strcmp(a, "--progress")) {
-        if (!strcmp(val, "bar")) o.progress = 1;
-        else if (!strcmp(val, "plain")) o.progress = 0;
-        else if (!strcmp(val, "auto")) o.progress = -1;
-        else return usage_error("--progress: '%s' is not bar, plain or auto", val);
-      } else return usage_error("unknown option %s", a);
+      int rc = sweep_value(&o, a, argv[++i]);
+      if (rc) return rc;
     } else if (a[0] == '-') return usage_error("unknown option %s", a);
     else if (o.spec) return usage_error("more than one SPEC (%s)", a);
     else o.spec = a;

@@ -691,41 +691,9 @@ static void series_name(const hot_plot_opts *o, int i, char *out, size_t cap, in
   clip_text(nm, maxg, out, cap);
 }
 
-/* Computes the layout; returns 0 or -1 with a message. */
-static int do_layout(layout *L, const hot_plot_point *pts, int n, const hot_plot_opts *o, char *err,
-                     size_t errlen) {
-  double xlo = INFINITY, xhi = -INFINITY, ylo = INFINITY, yhi = -INFINITY;
-  for (int i = 0; i < n; ++i) {
-    if (!finite_pt(&pts[i])) continue;
-    xlo = fmin(xlo, pts[i].x);
-    xhi = fmax(xhi, pts[i].x);
-    ylo = fmin(ylo, pts[i].y);
-    yhi = fmax(yhi, pts[i].y);
-    if (pts[i].pareto) L->has_pareto = 1;
-    if (pts[i].chosen) L->has_chosen = 1;
-  }
-  if (fmax(fabs(xlo), fabs(xhi)) > 1e300) {
-    set_err(err, errlen, "plot: x values too large to draw (%g .. %g)", xlo, xhi);
-    return -1;
-  }
-  if (fmax(fabs(ylo), fabs(yhi)) > 1e300) {
-    set_err(err, errlen, "plot: y values too large to draw (%g .. %g)", ylo, yhi);
-    return -1;
-  }
-  int s = (L->W < L->H * 8 / 5 ? L->W : L->H * 8 / 5) / 480;
-  L->s = s = s < 1 ? 1 : s > 8 ? 8 : s;
-  L->pad = 6 * s;
-  L->tick = 3 * s;
-  L->cw = CELL_W * s;
-  L->lh = CELL_H * s;
-  L->r_pt = 2 * s + 1;
-  L->r_dom = 2 * s;
-  L->r_ring = L->r_pt + 2 * s + 1;
-  int bs = s + 1; /* the title's scale */
-  int has_title = o && o->title && *o->title, has_xl = o && o->x_label && *o->x_label;
-  int has_yl = o && o->y_label && *o->y_label;
-
-  /* legend: series names (at most a fifth of the width), then the Pareto and chosen samples */
+/* The legend's size: series names (at most a fifth of the width), then the Pareto and chosen
+ * samples. */
+static void legend_layout(layout *L, const hot_plot_opts *o) {
   int cap = L->W / (5 * L->cw);
   L->name_chars = cap < 6 ? 6 : cap > 20 ? 20 : cap;
   L->legend_chars = 0;
@@ -747,31 +715,25 @@ static int do_layout(layout *L, const hot_plot_point *pts, int n, const hot_plot
     if (L->legend_chars < 6) L->legend_chars = 6;
   }
   L->legend_w = L->legend_rows ? 2 * L->pad + 4 * L->cw + L->legend_chars * L->cw : 0;
+}
 
-  int mt = L->pad + (has_title ? CELL_H * bs + L->pad / 2 : 0) +
-           (has_yl ? GLYPH_H * s + L->pad / 2 : 0) + 4 * s;
-  int mb = L->tick + 2 * s + L->lh + (has_xl ? L->pad / 2 + L->lh : 0) + L->pad;
-  int mr = L->pad + 3 * L->cw + (L->legend_w ? L->legend_w + L->pad : 0);
-  L->py0 = mt;
-  L->py1 = L->H - 1 - mb;
-  if (L->py1 - L->py0 < 60) {
-    set_err(err, errlen, "plot: %d x %d is too small for the title and labels", L->W, L->H);
-    return -1;
-  }
-  L->ay.p0 = L->py1;
-  L->ay.p1 = L->py0;
-  int ty = (L->py1 - L->py0) / (30 * s);
-  make_ticks(&L->ay, ylo, yhi, ty < 2 ? 2 : ty > 12 ? 12 : ty);
-  int ml = L->pad + widest_label(&L->ay, s) + 2 * s + L->tick;
-  L->px0 = ml;
-  L->px1 = L->W - 1 - mr;
-  if (L->px1 - L->px0 < 60) {
-    set_err(err, errlen, "plot: %d x %d is too narrow for the tick labels and the legend", L->W,
-            L->H);
-    return -1;
-  }
-  /* x ticks: fewer until the labels fit between them; the plot area narrows while the first or
-   * last label (centred on its tick) would leave the image */
+/* The scale and the sizes that follow from it. */
+static void scale_layout(layout *L) {
+  int s = (L->W < L->H * 8 / 5 ? L->W : L->H * 8 / 5) / 480;
+  L->s = s = s < 1 ? 1 : s > 8 ? 8 : s;
+  L->pad = 6 * s;
+  L->tick = 3 * s;
+  L->cw = CELL_W * s;
+  L->lh = CELL_H * s;
+  L->r_pt = 2 * s + 1;
+  L->r_dom = 2 * s;
+  L->r_ring = L->r_pt + 2 * s + 1;
+}
+
+/* The x ticks: fewer until the labels fit between them; the plot area narrows while the first or
+ * last label (centred on its tick) would leave the image. */
+static void x_ticks(layout *L, double xlo, double xhi) {
+  const int s = L->s;
   for (int round = 0; round < 4; ++round) {
     L->ax.p0 = L->px0;
     L->ax.p1 = L->px1;
@@ -786,6 +748,69 @@ static int do_layout(layout *L, const hot_plot_point *pts, int n, const hot_plot
     if (over_l > 0) L->px0 += over_l;
     if (over_r > 0) L->px1 -= over_r;
   }
+}
+
+/* The data's range over the finite points into lo[2] (x, y) and hi[2]; marks whether any point
+ * is on a Pareto front or chosen. Returns 0, or -1 with a message (values too large). */
+static int data_range(layout *L, const hot_plot_point *pts, int n, double lo[2], double hi[2],
+                      char *err, size_t errlen) {
+  lo[0] = lo[1] = INFINITY;
+  hi[0] = hi[1] = -INFINITY;
+  for (int i = 0; i < n; ++i) {
+    if (!finite_pt(&pts[i])) continue;
+    lo[0] = fmin(lo[0], pts[i].x);
+    hi[0] = fmax(hi[0], pts[i].x);
+    lo[1] = fmin(lo[1], pts[i].y);
+    hi[1] = fmax(hi[1], pts[i].y);
+    if (pts[i].pareto) L->has_pareto = 1;
+    if (pts[i].chosen) L->has_chosen = 1;
+  }
+  if (fmax(fabs(lo[0]), fabs(hi[0])) > 1e300) {
+    set_err(err, errlen, "plot: x values too large to draw (%g .. %g)", lo[0], hi[0]);
+    return -1;
+  }
+  if (fmax(fabs(lo[1]), fabs(hi[1])) > 1e300) {
+    set_err(err, errlen, "plot: y values too large to draw (%g .. %g)", lo[1], hi[1]);
+    return -1;
+  }
+  return 0;
+}
+
+/* Computes the layout; returns 0 or -1 with a message. */
+static int do_layout(layout *L, const hot_plot_point *pts, int n, const hot_plot_opts *o, char *err,
+                     size_t errlen) {
+  double lo[2], hi[2];
+  if (data_range(L, pts, n, lo, hi, err, errlen) != 0) return -1;
+  scale_layout(L);
+  const int s = L->s;
+  int bs = s + 1; /* the title's scale */
+  int has_title = o && o->title && *o->title, has_xl = o && o->x_label && *o->x_label;
+  int has_yl = o && o->y_label && *o->y_label;
+  legend_layout(L, o);
+
+  int mt = L->pad + (has_title ? CELL_H * bs + L->pad / 2 : 0) +
+           (has_yl ? GLYPH_H * s + L->pad / 2 : 0) + 4 * s;
+  int mb = L->tick + 2 * s + L->lh + (has_xl ? L->pad / 2 + L->lh : 0) + L->pad;
+  int mr = L->pad + 3 * L->cw + (L->legend_w ? L->legend_w + L->pad : 0);
+  L->py0 = mt;
+  L->py1 = L->H - 1 - mb;
+  if (L->py1 - L->py0 < 60) {
+    set_err(err, errlen, "plot: %d x %d is too small for the title and labels", L->W, L->H);
+    return -1;
+  }
+  L->ay.p0 = L->py1;
+  L->ay.p1 = L->py0;
+  int ty = (L->py1 - L->py0) / (30 * s);
+  make_ticks(&L->ay, lo[1], hi[1], ty < 2 ? 2 : ty > 12 ? 12 : ty);
+  int ml = L->pad + widest_label(&L->ay, s) + 2 * s + L->tick;
+  L->px0 = ml;
+  L->px1 = L->W - 1 - mr;
+  if (L->px1 - L->px0 < 60) {
+    set_err(err, errlen, "plot: %d x %d is too narrow for the tick labels and the legend", L->W,
+            L->H);
+    return -1;
+  }
+  x_ticks(L, lo[0], hi[0]);
   if (L->px1 - L->px0 < 60) {
     set_err(err, errlen, "plot: %d x %d is too narrow for the tick labels and the legend", L->W,
             L->H);
@@ -805,14 +830,10 @@ static void tooltip(const hot_plot_point *p, const hot_plot_opts *o, char *out, 
            xs, yl, ys, p->pareto ? " (Pareto)" : "", p->chosen ? " (chosen)" : "");
 }
 
-/* Draws the whole plot on c. Returns 0, or -1 when out of memory. */
-static int draw(canvas *c, const layout *L, const hot_plot_point *pts, int n,
-                const hot_plot_opts *o) {
+/* The grid (minor, then major lines, inside the frame), the frame, the ticks and their labels. */
+static void draw_axes(canvas *c, const layout *L) {
   const int s = L->s;
   const axis *ax = &L->ax, *ay = &L->ay;
-  cv_fill(c, 0, 0, L->W, L->H, C_BG);
-
-  /* grid: minor, then major, inside the frame */
   for (int i = 0; i < ax->nminor; ++i) {
     int x = ax_px(ax, ax->minor[i]);
     if (x > L->px0 && x < L->px1) cv_line(c, x, L->py0 + 1, x, L->py1 - 1, 1, C_MINOR);
@@ -831,7 +852,6 @@ static int draw(canvas *c, const layout *L, const hot_plot_point *pts, int n,
   }
   cv_frame(c, L->px0, L->py0, L->px1, L->py1, C_FG);
 
-  /* ticks and their labels */
   for (int i = 0; i < ax->nt; ++i) {
     int x = ax_px(ax, ax->tick[i]);
     cv_line(c, x, L->py1 + 1, x, L->py1 + L->tick, 1, C_FG);
@@ -842,8 +862,11 @@ static int draw(canvas *c, const layout *L, const hot_plot_point *pts, int n,
     cv_line(c, L->px0 - L->tick, y, L->px0 - 1, y, 1, C_FG);
     cv_text(c, L->px0 - L->tick - 2 * s, y - (CAP_H * s) / 2, A_END, s, C_FG, "ytick", ay->lab[i]);
   }
+}
 
-  /* title and axis labels, clipped to the width */
+/* The title and the axis labels, clipped to the width. */
+static void draw_titles(canvas *c, const layout *L, const hot_plot_opts *o) {
+  const int s = L->s;
   char txt[512];
   int maxg = L->W / L->cw - 2;
   if (o && o->x_label && *o->x_label) { /* centred under the plot area, kept inside the image */
@@ -861,46 +884,45 @@ static int draw(canvas *c, const layout *L, const hot_plot_point *pts, int n,
     clip_text(o->title, L->W / (CELL_W * (s + 1)) - 2, txt, sizeof txt);
     cv_text(c, L->W / 2, L->pad, A_MIDDLE, s + 1, C_FG, "title", txt);
   }
+}
 
-  /* legend, right of the plot area */
-  if (L->legend_rows) {
-    int bx = L->px1 + L->pad + 3 * L->cw, by = L->py0;
-    int bh = 2 * L->pad + L->legend_rows * (L->lh + 2 * s) - 2 * s;
-    cv_frame(c, bx, by, bx + L->legend_w - 1, by + bh - 1, C_GRID);
-    int row = 0;
-    int mx = bx + L->pad + (3 * L->cw) / 2, tx = bx + L->pad + 4 * L->cw;
-    for (int i = 0; i < (o ? o->n_series : 0); ++i, ++row) {
-      int top = by + L->pad + row * (L->lh + 2 * s);
-      series_name(o, i, txt, sizeof txt, L->name_chars);
-      cv_disc(c, mx, top + (CAP_H * s) / 2, L->r_pt, C_SERIES + i, "key", NULL);
-      cv_text(c, tx, top, A_START, s, C_FG, "key", txt);
-    }
-    if (L->has_pareto) {
-      int top = by + L->pad + row * (L->lh + 2 * s), y = top + (CAP_H * s) / 2;
-      int x0 = bx + L->pad, x1 = bx + L->pad + 3 * L->cw - 2 * s, xm = (x0 + x1) / 2;
-      int step[8] = {x0, y - 2 * s, xm, y - 2 * s, xm, y + 2 * s, x1, y + 2 * s};
-      cv_polyline(c, step, 4, s, C_SUB, "key");
-      cv_text(c, tx, top, A_START, s, C_FG, "key", "Pareto front");
-      ++row;
-    }
-    if (L->has_chosen) {
-      int top = by + L->pad + row * (L->lh + 2 * s);
-      int rr = L->r_ring < (L->lh + s) / 2 ? L->r_ring : (L->lh + s) / 2;
-      cv_ring(c, mx, top + (CAP_H * s) / 2, rr, s < 2 ? 2 : s, C_RING, "key");
-      cv_text(c, tx, top, A_START, s, C_FG, "key", "chosen");
-    }
+/* The legend, right of the plot area (when it has rows). */
+static void draw_legend(canvas *c, const layout *L, const hot_plot_opts *o) {
+  if (!L->legend_rows) return;
+  const int s = L->s;
+  char txt[512];
+  int bx = L->px1 + L->pad + 3 * L->cw, by = L->py0;
+  int bh = 2 * L->pad + L->legend_rows * (L->lh + 2 * s) - 2 * s;
+  cv_frame(c, bx, by, bx + L->legend_w - 1, by + bh - 1, C_GRID);
+  int row = 0;
+  int mx = bx + L->pad + (3 * L->cw) / 2, tx = bx + L->pad + 4 * L->cw;
+  for (int i = 0; i < (o ? o->n_series : 0); ++i, ++row) {
+    int top = by + L->pad + row * (L->lh + 2 * s);
+    series_name(o, i, txt, sizeof txt, L->name_chars);
+    cv_disc(c, mx, top + (CAP_H * s) / 2, L->r_pt, C_SERIES + i, "key", NULL);
+    cv_text(c, tx, top, A_START, s, C_FG, "key", txt);
   }
+  if (L->has_pareto) {
+    int top = by + L->pad + row * (L->lh + 2 * s), y = top + (CAP_H * s) / 2;
+    int x0 = bx + L->pad, x1 = bx + L->pad + 3 * L->cw - 2 * s, xm = (x0 + x1) / 2;
+    int step[8] = {x0, y - 2 * s, xm, y - 2 * s, xm, y + 2 * s, x1, y + 2 * s};
+    cv_polyline(c, step, 4, s, C_SUB, "key");
+    cv_text(c, tx, top, A_START, s, C_FG, "key", "Pareto front");
+    ++row;
+  }
+  if (L->has_chosen) {
+    int top = by + L->pad + row * (L->lh + 2 * s);
+    int rr = L->r_ring < (L->lh + s) / 2 ? L->r_ring : (L->lh + s) / 2;
+    cv_ring(c, mx, top + (CAP_H * s) / 2, rr, s < 2 ? 2 : s, C_RING, "key");
+    cv_text(c, tx, top, A_START, s, C_FG, "key", "chosen");
+  }
+}
 
-  /* the Pareto front of each series: a step line through its points sorted by x */
-  int *idx = malloc(sizeof *idx * (size_t)n * 2);
-  int *xy = malloc(sizeof *xy * (size_t)n * 4 + 4 * sizeof *xy);
-  box *placed = malloc(sizeof *placed * (size_t)n);
-  if (!idx || !xy || !placed) {
-    free(idx);
-    free(xy);
-    free(placed);
-    return -1;
-  }
+/* The Pareto front of each series: a step line through its points sorted by x. idx: 2n ints,
+ * xy: 4n + 4 ints of scratch. */
+static void draw_fronts(canvas *c, const layout *L, const hot_plot_point *pts, int n, int *idx,
+                        int *xy) {
+  const axis *ax = &L->ax, *ay = &L->ay;
   for (int sr = 0; sr < HOT_PLOT_MAX_SERIES; ++sr) {
     int k = 0;
     for (int i = 0; i < n; ++i)
@@ -924,43 +946,66 @@ static int draw(canvas *c, const layout *L, const hot_plot_point *pts, int n,
         ++m;
       }
     }
-    cv_polyline(c, xy, m, s, C_SERIES + sr, "front");
+    cv_polyline(c, xy, m, L->s, C_SERIES + sr, "front");
   }
+}
 
-  /* labels: the chosen points' first (always drawn), then Pareto points' where they fit */
-  int np = 0;
+/* Where p's label goes: the first of the four places around the marker inside the plot area that
+ * overlaps no label placed so far; for a chosen point the first place inside (or the first) when
+ * every one overlaps. Returns the place's index into cand, or -1 (not drawn). */
+static int label_place(const layout *L, const hot_plot_point *p, const char *txt,
+                       const box *placed, int np, box cand[4]) {
+  const int s = L->s;
   box area = {L->px0 + 1, L->py0 + 1, L->px1 - 1, L->py1 - 1};
+  int cx = ax_px(&L->ax, p->x), cy = ax_px(&L->ay, p->y);
+  int r = p->chosen ? L->r_ring : L->r_pt, w = text_w(txt, s), h = GLYPH_H * s;
+  const box c4[4] = {{cx + r + 2 * s, cy - r - h, cx + r + 2 * s + w - 1, cy - r - 1},
+                     {cx + r + 2 * s, cy + r + 1, cx + r + 2 * s + w - 1, cy + r + h},
+                     {cx - r - 2 * s - w + 1, cy - r - h, cx - r - 2 * s, cy - r - 1},
+                     {cx - r - 2 * s - w + 1, cy + r + 1, cx - r - 2 * s, cy + r + h}};
+  memcpy(cand, c4, sizeof c4);
+  int pick = -1, inside = -1;
+  for (int q = 0; q < 4 && pick < 0; ++q) {
+    if (cand[q].x0 < area.x0 || cand[q].x1 > area.x1 || cand[q].y0 < area.y0 ||
+        cand[q].y1 > area.y1)
+      continue;
+    if (inside < 0) inside = q;
+    int clash = 0;
+    for (int j = 0; j < np && !clash; ++j) clash = boxes_overlap(&cand[q], &placed[j]);
+    if (!clash) pick = q;
+  }
+  if (pick < 0 && p->chosen) pick = inside >= 0 ? inside : 0;
+  return pick;
+}
+
+/* Labels: the chosen points' first (always drawn), then Pareto points' where they fit. placed:
+ * n boxes of scratch. */
+static void draw_point_labels(canvas *c, const layout *L, const hot_plot_point *pts, int n,
+                              box *placed) {
+  char txt[512];
+  int np = 0;
   for (int pass = 0; pass < 2; ++pass) {
     for (int i = 0; i < n; ++i) {
       const hot_plot_point *p = &pts[i];
       if (!finite_pt(p) || (pass == 0 ? !p->chosen : (p->chosen || !p->pareto || !p->label)))
         continue;
       clip_text(p->label ? p->label : "chosen", 24, txt, sizeof txt);
-      int cx = ax_px(ax, p->x), cy = ax_px(ay, p->y);
-      int r = p->chosen ? L->r_ring : L->r_pt, w = text_w(txt, s), h = GLYPH_H * s;
-      box cand[4] = {{cx + r + 2 * s, cy - r - h, cx + r + 2 * s + w - 1, cy - r - 1},
-                     {cx + r + 2 * s, cy + r + 1, cx + r + 2 * s + w - 1, cy + r + h},
-                     {cx - r - 2 * s - w + 1, cy - r - h, cx - r - 2 * s, cy - r - 1},
-                     {cx - r - 2 * s - w + 1, cy + r + 1, cx - r - 2 * s, cy + r + h}};
-      int pick = -1, inside = -1;
-      for (int q = 0; q < 4 && pick < 0; ++q) {
-        if (cand[q].x0 < area.x0 || cand[q].x1 > area.x1 || cand[q].y0 < area.y0 ||
-            cand[q].y1 > area.y1)
-          continue;
-        if (inside < 0) inside = q;
-        int clash = 0;
-        for (int j = 0; j < np && !clash; ++j) clash = boxes_overlap(&cand[q], &placed[j]);
-        if (!clash) pick = q;
-      }
-      if (pick < 0 && p->chosen) pick = inside >= 0 ? inside : 0;
+      box cand[4];
+      int pick = label_place(L, p, txt, placed, np, cand);
       if (pick < 0) continue;
       placed[np++] = cand[pick];
-      cv_text(c, cand[pick].x0, cand[pick].y0, A_START, s, p->chosen ? C_FG : C_SUB,
+      cv_text(c, cand[pick].x0, cand[pick].y0, A_START, L->s, p->chosen ? C_FG : C_SUB,
               p->chosen ? "chosen-label" : "label", txt);
     }
   }
+}
 
-  /* markers: dominated points, then Pareto points, then chosen ones on top; then the rings */
+/* Markers: dominated points, then Pareto points, then chosen ones on top; then the rings. */
+static void draw_markers(canvas *c, const layout *L, const hot_plot_point *pts, int n,
+                         const hot_plot_opts *o) {
+  const int s = L->s;
+  const axis *ax = &L->ax, *ay = &L->ay;
+  char txt[512];
   for (int pass = 0; pass < 3; ++pass)
     for (int i = 0; i < n; ++i) {
       const hot_plot_point *p = &pts[i];
@@ -974,6 +1019,27 @@ static int draw(canvas *c, const layout *L, const hot_plot_point *pts, int n,
     if (finite_pt(&pts[i]) && pts[i].chosen)
       cv_ring(c, ax_px(ax, pts[i].x), ax_px(ay, pts[i].y), L->r_ring, s < 2 ? 2 : s, C_RING,
               "chosen");
+}
+
+/* Draws the whole plot on c. Returns 0, or -1 when out of memory. */
+static int draw(canvas *c, const layout *L, const hot_plot_point *pts, int n,
+                const hot_plot_opts *o) {
+  cv_fill(c, 0, 0, L->W, L->H, C_BG);
+  draw_axes(c, L);
+  draw_titles(c, L, o);
+  draw_legend(c, L, o);
+  int *idx = malloc(sizeof *idx * (size_t)n * 2);
+  int *xy = malloc(sizeof *xy * (size_t)n * 4 + 4 * sizeof *xy);
+  box *placed = malloc(sizeof *placed * (size_t)n);
+  if (!idx || !xy || !placed) {
+    free(idx);
+    free(xy);
+    free(placed);
+    return -1;
+  }
+  draw_fronts(c, L, pts, n, idx, xy);
+  draw_point_labels(c, L, pts, n, placed);
+  draw_markers(c, L, pts, n, o);
   free(idx);
   free(xy);
   free(placed);
@@ -1128,9 +1194,8 @@ static int ext_is(const char *ext, const char *want) {
 
 /* ---- the entry point ---------------------------------------------------------------------- */
 
-int hot_plot_write(const char *path, const hot_plot_point *pts, int n, const hot_plot_opts *o,
-                   char *err, size_t errlen) {
-  if (err && errlen) err[0] = '\0';
+/* The output's extension: 1 for .svg, 0 for .png; -1 with a message for anything else. */
+static int output_kind(const char *path, char *err, size_t errlen) {
   if (!path || !*path) {
     set_err(err, errlen, "plot: no output path");
     return -1;
@@ -1145,27 +1210,13 @@ int hot_plot_write(const char *path, const hot_plot_point *pts, int n, const hot
     set_err(err, errlen, "plot: %s: unsupported extension \"%s\" (use .svg or .png)", path, dot);
     return -1;
   }
-  if (!pts || n <= 0) {
-    if (!pts)
-      set_err(err, errlen, "plot: no points to plot (the point array is NULL)");
-    else
-      set_err(err, errlen, "plot: no points to plot (n = %d)", n);
-    return -1;
-  }
-  if (o && (o->n_series < 0 || o->n_series > HOT_PLOT_MAX_SERIES)) {
-    set_err(err, errlen, "plot: n_series = %d outside 0..%d", o->n_series, HOT_PLOT_MAX_SERIES);
-    return -1;
-  }
-  layout L;
-  memset(&L, 0, sizeof L);
-  L.W = o && o->width ? o->width : 960;
-  L.H = o && o->height ? o->height : 600;
-  if (L.W < HOT_PLOT_MIN_SIZE || L.W > HOT_PLOT_MAX_SIZE || L.H < HOT_PLOT_MIN_SIZE ||
-      L.H > HOT_PLOT_MAX_SIZE) {
-    set_err(err, errlen, "plot: size %d x %d outside %d..%d per side", L.W, L.H, HOT_PLOT_MIN_SIZE,
-            HOT_PLOT_MAX_SIZE);
-    return -1;
-  }
+  return svg;
+}
+
+/* Every point: a series in range, and positive coordinates on a log axis; at least one finite.
+ * Returns 0, or -1 with a message naming the point. */
+static int check_points(const hot_plot_point *pts, int n, const hot_plot_opts *o, char *err,
+                        size_t errlen) {
   int nfin = 0;
   for (int i = 0; i < n; ++i) {
     const hot_plot_point *p = &pts[i];
@@ -1193,43 +1244,86 @@ int hot_plot_write(const char *path, const hot_plot_point *pts, int n, const hot
     set_err(err, errlen, "plot: none of the %d points has a finite x and y (NaN: not plotted)", n);
     return -1;
   }
-  L.ax.log = o && o->log_x;
-  L.ay.log = o && o->log_y;
-  if (do_layout(&L, pts, n, o, err, errlen) != 0) return -1;
+  return 0;
+}
 
+/* The arguments before any drawing: the point array, the series count, the image size (into
+ * L->W, L->H). Returns 0, or -1 with a message. */
+static int check_args(layout *L, const hot_plot_point *pts, int n, const hot_plot_opts *o,
+                      char *err, size_t errlen) {
+  if (!pts || n <= 0) {
+    if (!pts)
+      set_err(err, errlen, "plot: no points to plot (the point array is NULL)");
+    else
+      set_err(err, errlen, "plot: no points to plot (n = %d)", n);
+    return -1;
+  }
+  if (o && (o->n_series < 0 || o->n_series > HOT_PLOT_MAX_SERIES)) {
+    set_err(err, errlen, "plot: n_series = %d outside 0..%d", o->n_series, HOT_PLOT_MAX_SERIES);
+    return -1;
+  }
+  L->W = o && o->width ? o->width : 960;
+  L->H = o && o->height ? o->height : 600;
+  if (L->W < HOT_PLOT_MIN_SIZE || L->W > HOT_PLOT_MAX_SIZE || L->H < HOT_PLOT_MIN_SIZE ||
+      L->H > HOT_PLOT_MAX_SIZE) {
+    set_err(err, errlen, "plot: size %d x %d outside %d..%d per side", L->W, L->H, HOT_PLOT_MIN_SIZE,
+            HOT_PLOT_MAX_SIZE);
+    return -1;
+  }
+  return check_points(pts, n, o, err, errlen);
+}
+
+/* Draws the plot into *file (SVG text or PNG bytes; the caller frees file->p). Returns 0, or -1
+ * when out of memory. */
+static int render(const layout *L, const hot_plot_point *pts, int n, const hot_plot_opts *o,
+                  int svg, buf *file) {
   canvas c;
   memset(&c, 0, sizeof c);
   c.svg = svg;
-  c.w = L.W;
-  c.h = L.H;
-  buf file = {0};
+  c.w = L->W;
+  c.h = L->H;
   int rc = 0;
   if (svg) {
     buf_str(&c.out, "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n");
     buf_printf(&c.out,
                "<svg xmlns=\"http://www.w3.org/2000/svg\" version=\"1.1\" width=\"%d\" "
                "height=\"%d\" viewBox=\"0 0 %d %d\" font-family=\"monospace\">\n",
-               L.W, L.H, L.W, L.H);
+               L->W, L->H, L->W, L->H);
     if (o && o->title && *o->title) {
       buf_str(&c.out, "<title>");
       svg_escaped(&c, o->title);
       buf_str(&c.out, "</title>\n");
     }
-    rc = draw(&c, &L, pts, n, o);
+    rc = draw(&c, L, pts, n, o);
     buf_str(&c.out, "</svg>\n");
-    file = c.out;
+    *file = c.out;
   } else {
-    c.px = calloc((size_t)L.W * (size_t)L.H, 1);
-    rc = c.px ? draw(&c, &L, pts, n, o) : -1;
-    if (rc == 0) png_encode(&c, &file);
+    c.px = calloc((size_t)L->W * (size_t)L->H, 1);
+    rc = c.px ? draw(&c, L, pts, n, o) : -1;
+    if (rc == 0) png_encode(&c, file);
     free(c.px);
   }
-  if (rc != 0 || file.oom) {
+  return rc != 0 || file->oom ? -1 : 0;
+}
+
+int hot_plot_write(const char *path, const hot_plot_point *pts, int n, const hot_plot_opts *o,
+                   char *err, size_t errlen) {
+  if (err && errlen) err[0] = '\0';
+  int svg = output_kind(path, err, errlen);
+  if (svg < 0) return -1;
+  layout L;
+  memset(&L, 0, sizeof L);
+  if (check_args(&L, pts, n, o, err, errlen) != 0) return -1;
+  L.ax.log = o && o->log_x;
+  L.ay.log = o && o->log_y;
+  if (do_layout(&L, pts, n, o, err, errlen) != 0) return -1;
+  buf file = {0};
+  if (render(&L, pts, n, o, svg, &file) != 0) {
     set_err(err, errlen, "plot: no memory to draw %s (%d x %d)", path, L.W, L.H);
     free(file.p);
     return -1;
   }
-  rc = write_atomic(path, file.p, file.len, err, errlen);
+  int rc = write_atomic(path, file.p, file.len, err, errlen);
   free(file.p);
   return rc;
 }

@@ -264,6 +264,170 @@ static int sort_groups(row_list *l) {
   return 0;
 }
 
+/* The points gathered for --plot: one series per layer (at most 8 drawn). */
+typedef struct {
+  hot_plot_point *pp;
+  int npp, nseries, timed; /* timed: -1 until the first series sets the plot's x axis */
+  int not_drawn_full, not_drawn_axis;
+  const char *series[8];
+} plot_points;
+
+/* The speed rows of one (device, arch) from si on (rows [si, j) of one layer and shape, sorted
+ * by sort_groups): a summary and the five fastest. sp: scratch of l->n entries. Returns the
+ * index after the block. */
+static int show_speed_block(const row_list *l, int si, int j, const hot_tune_row **sp, FILE *out) {
+  int sj = si;
+  while (sj < j && !strcmp(l->r[sj].kind, "speed") && !strcmp(l->r[sj].device, l->r[si].device) &&
+         !strcmp(l->r[sj].arch, l->r[si].arch))
+    ++sj;
+  int ns = 0, n_speed = 0, n_pruned = 0, n_bad = 0;
+  for (int k = si; k < sj; ++k) {
+    ++n_speed;
+    if (!strcmp(l->r[k].status, "pruned")) ++n_pruned;
+    else if (strcmp(l->r[k].status, "ok")) ++n_bad;
+    if (!strcmp(l->r[k].status, "ok") && l->r[k].timed && l->r[k].bitexact == 1) sp[ns++] = &l->r[k];
+  }
+  qsort(sp, (size_t)ns, sizeof *sp, cmp_time);
+  fprintf(out, "  speed, %s on %s: %d variant%s (%d pruned, %d failed or refused, %d timed and "
+          "bit-exact)\n", l->r[si].arch, l->r[si].device[0] ? l->r[si].device : "no GPU", n_speed,
+          n_speed == 1 ? "" : "s", n_pruned, n_bad, ns);
+  const hot_tune_row *ref = NULL;
+  for (int k = 0; k < ns; ++k)
+    if (!sp[k]->variant[0]) ref = sp[k];
+  if (!ns) {
+    fprintf(out, "    not timed (no GPU in the sweeps so far): the planner keeps its defaults for this layer\n");
+    return sj;
+  }
+  if (ref)
+    fprintf(out, "    as written (default tiles): %.4f ms; the fastest: %.4f ms (%.2fx)\n",
+            ref->time_med_ms, sp[0]->time_med_ms, ref->time_med_ms / sp[0]->time_med_ms);
+  fprintf(out, "    %-3s %10s %10s %6s %6s  %s\n", "#", "median ms", "p90 ms", "regs", "occ", "variant");
+  for (int k = 0; k < ns && k < 5; ++k)
+    fprintf(out, "    %-3d %10.4f %10.4f %6d %6.2f  %s%s\n", k + 1, sp[k]->time_med_ms,
+            sp[k]->time_p90_ms, sp[k]->regs, sp[k]->occupancy,
+            sp[k]->variant[0] ? sp[k]->variant : "(as written)",
+            k == 0 ? "   <- the planner's choice" : "");
+  return sj;
+}
+
+/* The accuracy table of na points (sorted by cost): the Pareto front and the layer as written. */
+static void show_front(const acc_point *pts, int na, int n_acc_bad, int timed, FILE *out) {
+  int nf = 0;
+  for (int k = 0; k < na; ++k) nf += pts[k].front;
+  fprintf(out, "  accuracy: %d variant%s (%d refused or failed); Pareto front of error vs %s: %d point%s,\n"
+          "  and the layer as written (*)\n",
+          na + n_acc_bad, na + n_acc_bad == 1 ? "" : "s", n_acc_bad, timed ? "time" : "saved bytes",
+          nf, nf == 1 ? "" : "s");
+  fprintf(out, "    %-2s %-44s %8s %8s %8s %8s %8s %8s %8s %12s\n", "", "variant", "gx gauss",
+          "gx chan", "gx tok", "gw gauss", "gw chan", "gw tok", "error", timed ? "ms" : "saved B");
+  for (int k = 0; k < na; ++k) {
+    if (!pts[k].front && !pts[k].chosen) continue;
+    const hot_tune_row *r = pts[k].r;
+    char e[7][16];
+    fmt_err(e[0], 16, r->gx_err[0]), fmt_err(e[1], 16, r->gx_err[1]), fmt_err(e[2], 16, r->gx_err[2]);
+    fmt_err(e[3], 16, r->gw_err[0]), fmt_err(e[4], 16, r->gw_err[1]), fmt_err(e[5], 16, r->gw_err[2]);
+    fmt_err(e[6], 16, pts[k].err);
+    fprintf(out, "    %-2s %-44.44s %8s %8s %8s %8s %8s %8s %8s %12.*f\n", pts[k].chosen ? "*" : "",
+            r->variant[0] ? r->variant : "(as written)", e[0], e[1], e[2], e[3], e[4], e[5], e[6], timed ? 4 : 0, pts[k].cost);
+  }
+  if (na && pts[0].r->capture[0])
+    fprintf(out, "    (errors on captured tensors %s are in --json / --rows)\n", pts[0].r->capture);
+  fprintf(out, "    error = mean over the data sets of sqrt((gx^2 + gw^2) / 2)\n");
+}
+
+/* A layer's na accuracy points as the next plot series, when the plot has room and the same x
+ * axis; else counted as not drawn. */
+static void plot_add(plot_points *p, const char *layer, const acc_point *pts, int na, int timed) {
+  if (p->timed < 0) p->timed = timed;
+  if (p->nseries < 8 && p->timed == timed) {
+    p->series[p->nseries] = layer;
+    for (int k = 0; k < na; ++k)
+      p->pp[p->npp++] = (hot_plot_point){pts[k].cost, pts[k].err, pts[k].chosen ? "as written" : NULL,
+                                         p->nseries, pts[k].front, pts[k].chosen};
+    ++p->nseries;
+  } else if (p->timed != timed) {
+    ++p->not_drawn_axis; /* another x axis (time vs bytes) than the plot's */
+  } else {
+    ++p->not_drawn_full;
+  }
+}
+
+/* The accuracy rows [i, j) of one layer and shape: the table, and the plot's points (--plot).
+ * pts: scratch of l->n entries. */
+static void show_accuracy(const show_opts *o, const row_list *l, int i, int j, acc_point *pts,
+                          plot_points *p, FILE *out) {
+  int na = 0;
+  for (int k = i; k < j; ++k)
+    if (!strcmp(l->r[k].kind, "accuracy") && !strcmp(l->r[k].status, "ok"))
+      pts[na++] = (acc_point){&l->r[k], 0, 0, 0, 0};
+  int n_acc_bad = 0;
+  for (int k = i; k < j; ++k) n_acc_bad += !strcmp(l->r[k].kind, "accuracy") && strcmp(l->r[k].status, "ok");
+  if (!na && !n_acc_bad) return;
+  int timed = front(pts, na);
+  qsort(pts, (size_t)na, sizeof *pts, cmp_cost);
+  show_front(pts, na, n_acc_bad, timed, out);
+  if (o->plot && na) plot_add(p, l->r[i].layer, pts, na, timed);
+}
+
+/* Writes the plot (--plot) and says so. Returns 0, or 1 on an error (said). */
+static int write_plot(const show_opts *o, const plot_points *p, FILE *out) {
+  if (p->npp == 0) {
+    fprintf(stderr, "hot-tune: --plot: no accuracy rows with errors to draw in %s\n", o->db);
+    return 1;
+  }
+  char err[1024];
+  hot_plot_opts po;
+  memset(&po, 0, sizeof po);
+  po.title = "hot-tune: error vs cost (ringed: the spec as written)";
+  po.x_label = p->timed ? "save + backward time (ms)" : "bytes saved by the forward (ABC)";
+  po.y_label = "error (mean over data of sqrt((gx^2+gw^2)/2))";
+  for (int s = 0; s < p->nseries; ++s) po.series_names[s] = p->series[s];
+  po.n_series = p->nseries;
+  if (hot_plot_write(o->plot, p->pp, p->npp, &po, err, sizeof err) != 0) {
+    fprintf(stderr, "hot-tune: --plot: %s\n", err);
+    return 1;
+  }
+  fprintf(out, "\nplot: %s (%d points, %d layer%s)\n", o->plot, p->npp, p->nseries, p->nseries == 1 ? "" : "s");
+  if (p->not_drawn_full)
+    fprintf(out, "plot: %d more layer%s not drawn (at most 8 per plot): draw them with "
+            "--layer NAME\n", p->not_drawn_full, p->not_drawn_full == 1 ? "" : "s");
+  if (p->not_drawn_axis)
+    fprintf(out, "plot: %d layer%s not drawn: timed and untimed layers do not share an "
+            "x axis (draw them with --layer NAME)\n", p->not_drawn_axis,
+            p->not_drawn_axis == 1 ? "" : "s");
+  return 0;
+}
+
+/* The summary of l (sorted by sort_groups): per layer and shape, the speed blocks and the
+ * accuracy table; then the plot. Returns the exit status. */
+static int show_summary(const show_opts *o, const row_list *l, FILE *out) {
+  const size_t nr = l->n > 0 ? (size_t)l->n : 1; /* (the caller has rows) */
+  acc_point *pts = calloc(nr, sizeof *pts);
+  const hot_tune_row **sp = calloc(nr, sizeof *sp);
+  plot_points p = {calloc(nr, sizeof *p.pp), 0, 0, -1, 0, 0, {0}};
+  if (!pts || !sp || !p.pp) {
+    fprintf(stderr, "hot-tune: out of memory\n");
+    free(pts), free(sp), free(p.pp);
+    return 1;
+  }
+  for (int i = 0; i < l->n;) { /* rows come grouped by layer and shape (sort_groups) */
+    int j = i;
+    while (j < l->n && !cmp_shape(&l->r[j], &l->r[i])) ++j;
+    const hot_tune_row *first = &l->r[i];
+    fprintf(out, "\n%s / %s  (B x L x O x I = %lld x %lld x %lld x %lld, %s, recipe %s)\n", first->model,
+            first->layer, (long long)first->batch, (long long)first->tokens,
+            (long long)first->out_features, (long long)first->in_features, first->dtype, first->recipe);
+    /* speed: one block per (device, arch) — rows come sorted that way (sort_groups) */
+    for (int si = i; si < j;)
+      si = strcmp(l->r[si].kind, "speed") ? si + 1 : show_speed_block(l, si, j, sp, out);
+    show_accuracy(o, l, i, j, pts, &p, out);
+    i = j;
+  }
+  int status = o->plot ? write_plot(o, &p, out) : 0;
+  free(pts), free(sp), free(p.pp);
+  return status;
+}
+
 int tune_show(const show_opts *o, FILE *out) {
   hot_tunedb *db = NULL;
   char err[1024];
@@ -274,169 +438,26 @@ int tune_show(const show_opts *o, FILE *out) {
   row_list l = {0};
   int64_t n = tunedb_foreach(db, NULL, o->layer, collect, &l, err, sizeof err);
   tunedb_close(db);
+  int status = 0;
   if (n < 0 || n != l.n) {
     fprintf(stderr, "hot-tune: %s\n", n < 0 ? err : "out of memory reading the rows");
-    free(l.r);
-    return 1;
-  }
-  if (o->rows) {
+    status = 1;
+  } else if (o->rows) {
     print_rows(&l, out);
-    free(l.r);
-    return 0;
-  }
-  if (o->sql) {
+  } else if (o->sql) {
     int n_sql = print_sql(&l, out);
     fprintf(stderr, "hot-tune: %d row%s fit for the system DB (of %d)\n", n_sql, n_sql == 1 ? "" : "s", l.n);
-    free(l.r);
-    return 0;
-  }
-  if (o->json) {
+  } else if (o->json) {
     print_json(&l, out);
-    free(l.r);
-    return 0;
-  }
-  if (l.n == 0) {
+  } else if (l.n == 0) {
     fprintf(out, "%s: no rows%s%s\n", o->db, o->layer ? " of layer " : "", o->layer ? o->layer : "");
-    free(l.r);
-    return o->plot ? 1 : 0;
-  }
-  if (sort_groups(&l) != 0) {
+    status = o->plot ? 1 : 0;
+  } else if (sort_groups(&l) != 0) {
     fprintf(stderr, "hot-tune: out of memory\n");
-    free(l.r);
-    return 1;
+    status = 1;
+  } else {
+    status = show_summary(o, &l, out);
   }
-  acc_point *pts = calloc((size_t)l.n, sizeof *pts);
-  const hot_tune_row **sp = calloc((size_t)l.n, sizeof *sp);
-  hot_plot_point *pp = calloc((size_t)l.n, sizeof *pp);
-  if (!pts || !sp || !pp) {
-    fprintf(stderr, "hot-tune: out of memory\n");
-    free(pts), free(sp), free(pp), free(l.r);
-    return 1;
-  }
-  int npp = 0, nseries = 0, plot_timed = -1, status = 0, not_drawn_full = 0, not_drawn_axis = 0;
-  const char *series[8] = {0};
-  for (int i = 0; i < l.n;) { /* rows come grouped by layer and shape (sort_groups) */
-    int j = i;
-    while (j < l.n && !cmp_shape(&l.r[j], &l.r[i])) ++j;
-    const hot_tune_row *first = &l.r[i];
-    fprintf(out, "\n%s / %s  (B x L x O x I = %lld x %lld x %lld x %lld, %s, recipe %s)\n", first->model,
-            first->layer, (long long)first->batch, (long long)first->tokens,
-            (long long)first->out_features, (long long)first->in_features, first->dtype, first->recipe);
-    /* speed: one block per (device, arch) — rows come sorted that way (sort_groups) */
-    for (int si = i; si < j;) {
-      if (strcmp(l.r[si].kind, "speed")) {
-        ++si;
-        continue;
-      }
-      int sj = si;
-      while (sj < j && !strcmp(l.r[sj].kind, "speed") && !strcmp(l.r[sj].device, l.r[si].device) &&
-             !strcmp(l.r[sj].arch, l.r[si].arch))
-        ++sj;
-      int ns = 0, n_speed = 0, n_pruned = 0, n_bad = 0;
-      for (int k = si; k < sj; ++k) {
-        ++n_speed;
-        if (!strcmp(l.r[k].status, "pruned")) ++n_pruned;
-        else if (strcmp(l.r[k].status, "ok")) ++n_bad;
-        if (!strcmp(l.r[k].status, "ok") && l.r[k].timed && l.r[k].bitexact == 1) sp[ns++] = &l.r[k];
-      }
-      qsort(sp, (size_t)ns, sizeof *sp, cmp_time);
-      fprintf(out, "  speed, %s on %s: %d variant%s (%d pruned, %d failed or refused, %d timed and "
-              "bit-exact)\n", l.r[si].arch, l.r[si].device[0] ? l.r[si].device : "no GPU", n_speed,
-              n_speed == 1 ? "" : "s", n_pruned, n_bad, ns);
-      const hot_tune_row *ref = NULL;
-      for (int k = 0; k < ns; ++k)
-        if (!sp[k]->variant[0]) ref = sp[k];
-      if (ns) {
-        if (ref)
-          fprintf(out, "    as written (default tiles): %.4f ms; the fastest: %.4f ms (%.2fx)\n",
-                  ref->time_med_ms, sp[0]->time_med_ms, ref->time_med_ms / sp[0]->time_med_ms);
-        fprintf(out, "    %-3s %10s %10s %6s %6s  %s\n", "#", "median ms", "p90 ms", "regs", "occ", "variant");
-        for (int k = 0; k < ns && k < 5; ++k)
-          fprintf(out, "    %-3d %10.4f %10.4f %6d %6.2f  %s%s\n", k + 1, sp[k]->time_med_ms,
-                  sp[k]->time_p90_ms, sp[k]->regs, sp[k]->occupancy,
-                  sp[k]->variant[0] ? sp[k]->variant : "(as written)",
-                  k == 0 ? "   <- the planner's choice" : "");
-      } else {
-        fprintf(out, "    not timed (no GPU in the sweeps so far): the planner keeps its defaults for this layer\n");
-      }
-      si = sj;
-    }
-    /* accuracy */
-    int na = 0;
-    for (int k = i; k < j; ++k)
-      if (!strcmp(l.r[k].kind, "accuracy") && !strcmp(l.r[k].status, "ok"))
-        pts[na++] = (acc_point){&l.r[k], 0, 0, 0, 0};
-    int n_acc_bad = 0;
-    for (int k = i; k < j; ++k) n_acc_bad += !strcmp(l.r[k].kind, "accuracy") && strcmp(l.r[k].status, "ok");
-    if (na || n_acc_bad) {
-      int timed = front(pts, na);
-      qsort(pts, (size_t)na, sizeof *pts, cmp_cost);
-      int nf = 0;
-      for (int k = 0; k < na; ++k) nf += pts[k].front;
-      fprintf(out, "  accuracy: %d variant%s (%d refused or failed); Pareto front of error vs %s: %d point%s,\n"
-              "  and the layer as written (*)\n",
-              na + n_acc_bad, na + n_acc_bad == 1 ? "" : "s", n_acc_bad, timed ? "time" : "saved bytes",
-              nf, nf == 1 ? "" : "s");
-      fprintf(out, "    %-2s %-44s %8s %8s %8s %8s %8s %8s %8s %12s\n", "", "variant", "gx gauss",
-              "gx chan", "gx tok", "gw gauss", "gw chan", "gw tok", "error", timed ? "ms" : "saved B");
-      for (int k = 0; k < na; ++k) {
-        if (!pts[k].front && !pts[k].chosen) continue;
-        const hot_tune_row *r = pts[k].r;
-        char e[7][16];
-        fmt_err(e[0], 16, r->gx_err[0]), fmt_err(e[1], 16, r->gx_err[1]), fmt_err(e[2], 16, r->gx_err[2]);
-        fmt_err(e[3], 16, r->gw_err[0]), fmt_err(e[4], 16, r->gw_err[1]), fmt_err(e[5], 16, r->gw_err[2]);
-        fmt_err(e[6], 16, pts[k].err);
-        fprintf(out, "    %-2s %-44.44s %8s %8s %8s %8s %8s %8s %8s %12.*f\n", pts[k].chosen ? "*" : "",
-                r->variant[0] ? r->variant : "(as written)", e[0], e[1], e[2], e[3], e[4], e[5], e[6], timed ? 4 : 0, pts[k].cost);
-      }
-      if (na && pts[0].r->capture[0])
-        fprintf(out, "    (errors on captured tensors %s are in --json / --rows)\n", pts[0].r->capture);
-      fprintf(out, "    error = mean over the data sets of sqrt((gx^2 + gw^2) / 2)\n");
-      /* plot points: one series per layer (at most 8 drawn) */
-      if (o->plot && na) {
-        if (plot_timed < 0) plot_timed = timed;
-        if (nseries < 8 && plot_timed == timed) {
-          series[nseries] = first->layer;
-          for (int k = 0; k < na; ++k)
-            pp[npp++] = (hot_plot_point){pts[k].cost, pts[k].err, pts[k].chosen ? "as written" : NULL,
-                                         nseries, pts[k].front, pts[k].chosen};
-          ++nseries;
-        } else if (plot_timed != timed) {
-          ++not_drawn_axis; /* another x axis (time vs bytes) than the plot's */
-        } else {
-          ++not_drawn_full;
-        }
-      }
-    }
-    i = j;
-  }
-  if (o->plot) {
-    if (npp == 0) {
-      fprintf(stderr, "hot-tune: --plot: no accuracy rows with errors to draw in %s\n", o->db);
-      status = 1;
-    } else {
-      hot_plot_opts po;
-      memset(&po, 0, sizeof po);
-      po.title = "hot-tune: error vs cost (ringed: the spec as written)";
-      po.x_label = plot_timed ? "save + backward time (ms)" : "bytes saved by the forward (ABC)";
-      po.y_label = "error (mean over data of sqrt((gx^2+gw^2)/2))";
-      for (int s = 0; s < nseries; ++s) po.series_names[s] = series[s];
-      po.n_series = nseries;
-      if (hot_plot_write(o->plot, pp, npp, &po, err, sizeof err) != 0) {
-        fprintf(stderr, "hot-tune: --plot: %s\n", err);
-        status = 1;
-      } else {
-        fprintf(out, "\nplot: %s (%d points, %d layer%s)\n", o->plot, npp, nseries, nseries == 1 ? "" : "s");
-        if (not_drawn_full)
-          fprintf(out, "plot: %d more layer%s not drawn (at most 8 per plot): draw them with "
-                  "--layer NAME\n", not_drawn_full, not_drawn_full == 1 ? "" : "s");
-        if (not_drawn_axis)
-          fprintf(out, "plot: %d layer%s not drawn: timed and untimed layers do not share an "
-                  "x axis (draw them with --layer NAME)\n", not_drawn_axis,
-                  not_drawn_axis == 1 ? "" : "s");
-      }
-    }
-  }
-  free(pts), free(sp), free(pp), free(l.r);
+  free(l.r);
   return status;
 }

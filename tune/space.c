@@ -106,6 +106,41 @@ static int product(const tune_axis *axes, int na, int layer, hot_field_class cls
   }
 }
 
+/* Rows are per shape and numerics (the database key): a layer equal in both to an earlier one
+ * would only rewrite its rows, so it is swept once. Returns that earlier layer, or -1. */
+static int duplicate_of(const hot_model *m, const tune_opts *o, int l) {
+  for (int e = 0; e < l; ++e) {
+    if (o->layer && strcmp(o->layer, m->layers[e].name) != 0) continue;
+    const hot_layer_spec *a = &m->layers[e], *b = &m->layers[l];
+    char ba[HOT_TUNE_TEXT], bb[HOT_TUNE_TEXT];
+    if ((a->tokens ? a->tokens : m->tokens) == (b->tokens ? b->tokens : m->tokens) &&
+        a->in_features == b->in_features && a->out_features == b->out_features &&
+        a->dtype == b->dtype && fields_canonical(a, HOT_FIELD_ACCURACY, ba, sizeof ba) == 0 &&
+        fields_canonical(b, HOT_FIELD_ACCURACY, bb, sizeof bb) == 0 && strcmp(ba, bb) == 0)
+      return e;
+  }
+  return -1;
+}
+
+/* Appends layer l's variants of the selected kinds to *out. Returns 0, or -1 with a message. */
+static int layer_variants(const hot_model *m, const tune_opts *o, hot_arch arch, int l,
+                          tune_variant **out, int *n, int *cap, char *err, size_t errlen) {
+  for (int c = 0; c < 2; ++c) {
+    const hot_field_class cls = c == 0 ? HOT_FIELD_SPEED : HOT_FIELD_ACCURACY;
+    if (!(o->kinds & (c == 0 ? TUNE_SPEED : TUNE_ACCURACY))) continue;
+    tune_axis axes[HOT_MAX_SWEEP * 4];
+    int na = 0;
+    if (m->n_sweep > HOT_MAX_SWEEP * 4) {
+      snprintf(err, errlen, "%s: more than %d sweep axes", m->file, HOT_MAX_SWEEP * 4);
+      return -1;
+    }
+    if (tune_axes(m, cls, arch, axes, &na, err, errlen) != 0 ||
+        product(axes, na, l, cls, out, n, cap, err, errlen) != 0)
+      return -1;
+  }
+  return 0;
+}
+
 int tune_space(const hot_model *m, const tune_opts *o, hot_arch arch, tune_variant **out,
                int *n, char *err, size_t errlen) {
   *out = NULL;
@@ -114,42 +149,17 @@ int tune_space(const hot_model *m, const tune_opts *o, hot_arch arch, tune_varia
   for (int l = 0; l < m->n_layers; ++l) {
     if (o->layer && strcmp(o->layer, m->layers[l].name) != 0) continue;
     found = 1;
-    /* Rows are per shape and numerics (the database key): a layer equal in both to an earlier
-     * one would only rewrite its rows, so it is swept once. */
-    int dup = -1;
-    for (int e = 0; e < l && dup < 0; ++e) {
-      if (o->layer && strcmp(o->layer, m->layers[e].name) != 0) continue;
-      const hot_layer_spec *a = &m->layers[e], *b = &m->layers[l];
-      char ba[HOT_TUNE_TEXT], bb[HOT_TUNE_TEXT];
-      if ((a->tokens ? a->tokens : m->tokens) == (b->tokens ? b->tokens : m->tokens) &&
-          a->in_features == b->in_features && a->out_features == b->out_features &&
-          a->dtype == b->dtype && fields_canonical(a, HOT_FIELD_ACCURACY, ba, sizeof ba) == 0 &&
-          fields_canonical(b, HOT_FIELD_ACCURACY, bb, sizeof bb) == 0 && strcmp(ba, bb) == 0)
-        dup = e;
-    }
+    int dup = duplicate_of(m, o, l);
     if (dup >= 0) {
       fprintf(stderr, "hot-tune: layer %s has the shape and numerics of layer %s: its rows are %s's\n",
               m->layers[l].name, m->layers[dup].name, m->layers[dup].name);
       continue;
     }
-    for (int c = 0; c < 2; ++c) {
-      const hot_field_class cls = c == 0 ? HOT_FIELD_SPEED : HOT_FIELD_ACCURACY;
-      if (!(o->kinds & (c == 0 ? TUNE_SPEED : TUNE_ACCURACY))) continue;
-      tune_axis axes[HOT_MAX_SWEEP * 4];
-      int na = 0;
-      if (m->n_sweep > HOT_MAX_SWEEP * 4) {
-        snprintf(err, errlen, "%s: more than %d sweep axes", m->file, HOT_MAX_SWEEP * 4);
-        free(*out);
-        *out = NULL;
-        return -1;
-      }
-      if (tune_axes(m, cls, arch, axes, &na, err, errlen) != 0 ||
-          product(axes, na, l, cls, out, n, &cap, err, errlen) != 0) {
-        free(*out);
-        *out = NULL;
-        *n = 0;
-        return -1;
-      }
+    if (layer_variants(m, o, arch, l, out, n, &cap, err, errlen) != 0) {
+      free(*out);
+      *out = NULL;
+      *n = 0;
+      return -1;
     }
   }
   if (!found) {

@@ -11,11 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "bench.h"
-#include "cache.h"
-#include "cuda_api.h"
-#include "hot_internal.h"
-#include "jit.h"
+#include "hot_tooldata.h"
 #include "tune.h"
 
 #define ATTR_L2_CACHE_SIZE 38 /* CU_DEVICE_ATTRIBUTE_L2_CACHE_SIZE (cuda.h) */
@@ -145,19 +141,19 @@ static void dev_free(dev_set *s) {
 
 /* Seeded inputs of (T, O, I) in dt on the host (b) and on the device (s). */
 static int dev_make(const cuda_driver *d, const hot_model *m, int layer, hot_dtype dt, int64_t T,
-                    int64_t O, int64_t I, bench_data *b, dev_set *s) {
+                    int64_t O, int64_t I, tooldata *b, dev_set *s) {
   memset(s, 0, sizeof *s);
   s->d = d;
-  if (bench_data_make(b, T, O, I, m->seed, layer, dt) != 0) return -1;
-  const size_t e = bench_dtype_size(dt);
+  if (tooldata_make(b, T, O, I, m->seed, layer, dt) != 0) return -1;
+  const size_t e = tooldata_dtype_size(dt);
   if (d->cuMemAlloc(&s->x, (size_t)(T * I) * e) || d->cuMemAlloc(&s->w, (size_t)(O * I) * e) ||
       d->cuMemAlloc(&s->gy, (size_t)(T * O) * e) || d->cuMemAlloc(&s->gx, (size_t)(T * I) * 4) ||
       d->cuMemAlloc(&s->gw, (size_t)(O * I) * 4) ||
-      d->cuMemcpyHtoD(s->x, bench_data_in(b, b->x), (size_t)(T * I) * e) ||
-      d->cuMemcpyHtoD(s->w, bench_data_in(b, b->w), (size_t)(O * I) * e) ||
-      d->cuMemcpyHtoD(s->gy, bench_data_in(b, b->gy), (size_t)(T * O) * e)) {
+      d->cuMemcpyHtoD(s->x, tooldata_in(b, b->x), (size_t)(T * I) * e) ||
+      d->cuMemcpyHtoD(s->w, tooldata_in(b, b->w), (size_t)(O * I) * e) ||
+      d->cuMemcpyHtoD(s->gy, tooldata_in(b, b->gy), (size_t)(T * O) * e)) {
     dev_free(s);
-    bench_data_free(b);
+    tooldata_free(b);
     return -1;
   }
   return 0;
@@ -178,28 +174,81 @@ static void tiles_of(hot_tile *t, const hot_gemm_plan *g) {
   t->warps_m = g->warps_m, t->warps_n = g->warps_n, t->stages = g->stages;
 }
 
-static void bitexact(tune_speed *sp, const hot_model *m, int layer, const hot_layer_spec *full_s,
-                     const hot_layer_plan *full, hot_tune_row *row) {
-  hot_layer_spec small = *full_s;
-  const hot_layer_spec *s = &small;
-  if (small.out_features > BITEXACT_MAX_FEATURES) {
-    small.out_features = BITEXACT_MAX_FEATURES;
+/* The small problem's spec: O and I at most BITEXACT_MAX_FEATURES, the tiles of the full size. */
+static void small_spec(const hot_layer_spec *full_s, const hot_layer_plan *full,
+                       hot_layer_spec *small) {
+  *small = *full_s;
+  if (small->out_features > BITEXACT_MAX_FEATURES) {
+    small->out_features = BITEXACT_MAX_FEATURES;
     if (full->hq.enabled && !full_s->hq.pad) {
       /* unpadded HQ (paper_code) shrinks b to the largest power of two dividing O: keep the
        * full size's b with O' = b times an odd number (any multiple when b is the spec's own) */
       const int64_t b = full->hq.block;
       int64_t k = BITEXACT_MAX_FEATURES / b;
       if (b < full_s->hq.block && k % 2 == 0) --k;
-      small.out_features = k * b;
+      small->out_features = k * b;
     }
   }
-  if (small.in_features > BITEXACT_MAX_FEATURES) small.in_features = BITEXACT_MAX_FEATURES;
-  if (full->hq.enabled) tiles_of(&small.tile_gx, &full->hq.gemm);
-  if (full->hla.enabled) tiles_of(&small.tile_gw, &full->hla.gemm);
+  if (small->in_features > BITEXACT_MAX_FEATURES) small->in_features = BITEXACT_MAX_FEATURES;
+  if (full->hq.enabled) tiles_of(&small->tile_gx, &full->hq.gemm);
+  if (full->hla.enabled) tiles_of(&small->tile_gw, &full->hla.gemm);
+}
+
+/* What differs between the small layer's kernels and the full plan's (the kernel count or the
+ * first kernel name that differs), or NULL when they are the same binaries. */
+static const char *kernels_differ(const hot_layer *small, const hot_layer_plan *full) {
+  const hot_layer_plan *sm = hot_layer_get_plan(small);
+  const char *differs = sm->n_kernels != full->n_kernels ? "the kernel count" : NULL;
+  for (int k = 0; !differs && k < sm->n_kernels; ++k)
+    if (strcmp(sm->kernels[k].name, full->kernels[k].name)) differs = full->kernels[k].name;
+  return differs;
+}
+
+/* Save + backward of the CPU layer lc on b (into cx, cw) and of the GPU layer lg on ds (copied
+ * back into hx, hw). */
+static hot_status run_both(tune_speed *sp, hot_layer *lc, hot_layer *lg, hot_dtype dt,
+                           const tooldata *b, const dev_set *ds, int64_t T, int64_t O, int64_t I,
+                           float *cx, float *cw, float *hx, float *hw) {
+  hot_status st = hot_layer_save(lc, tooldata_in(b, b->x), dt, NULL, NULL);
+  if (st == HOT_OK)
+    st = hot_layer_backward(lc, tooldata_in(b, b->gy), tooldata_in(b, b->w), dt, NULL, cx,
+                            cw, NULL, 1, NULL);
+  if (st == HOT_OK) st = hot_layer_save(lg, dp(ds->x), dt, NULL, NULL);
+  if (st == HOT_OK)
+    st = hot_layer_backward(lg, dp(ds->gy), dp(ds->w), dt, NULL, dp(ds->gx), dp(ds->gw), NULL, 1, NULL);
+  if (st == HOT_OK) st = hot_layer_check(lg);
+  if (st == HOT_OK &&
+      (sp->d->cuMemcpyDtoH(hx, ds->gx, (size_t)(T * I) * 4) || sp->d->cuMemcpyDtoH(hw, ds->gw, (size_t)(O * I) * 4)))
+    st = HOT_ERR_CUDA;
+  return st;
+}
+
+/* g_x (T x I) and g_w (O x I) of both backends compared bit for bit into row. */
+static void compare_bits(const float *hx, const float *cx, const float *hw, const float *cw,
+                         int64_t T, int64_t O, int64_t I, hot_tune_row *row) {
+  int64_t bad = -1;
+  const char *what = "g_x";
+  for (int64_t i = 0; i < T * I && bad < 0; ++i)
+    if (memcmp(&hx[i], &cx[i], 4)) bad = i;
+  for (int64_t i = 0; i < O * I && bad < 0; ++i)
+    if (memcmp(&hw[i], &cw[i], 4)) bad = i, what = "g_w";
+  row->bitexact = bad < 0;
+  if (bad >= 0) {
+    snprintf(row->status, sizeof row->status, "not_bitexact");
+    snprintf(row->note, sizeof row->note, "%s differs from the CPU twin first at element %lld", what,
+             (long long)bad);
+  }
+}
+
+static void bitexact(tune_speed *sp, const hot_model *m, int layer, const hot_layer_spec *full_s,
+                     const hot_layer_plan *full, hot_tune_row *row) {
+  hot_layer_spec small;
+  small_spec(full_s, full, &small);
+  const hot_layer_spec *s = &small;
   const int64_t L = s->tokens ? s->tokens : m->tokens, B = m->batch < 2 ? m->batch : 2, T = B * L,
                 O = s->out_features, I = s->in_features;
   hot_layer *lc = NULL, *lg = NULL;
-  bench_data b;
+  tooldata b;
   dev_set ds;
   float *hx = malloc((size_t)(T * I) * 4), *hw = malloc((size_t)(O * I) * 4);
   float *cx = malloc((size_t)(T * I) * 4), *cw = malloc((size_t)(O * I) * 4);
@@ -209,58 +258,27 @@ static void bitexact(tune_speed *sp, const hot_model *m, int layer, const hot_la
     free(hx), free(hw), free(cx), free(cw);
     return;
   }
-  hot_status st = hot_layer_create_resolved(sp->cpu, s, B, L, m->recipe, layer, &lc);
-  if (st == HOT_OK) st = hot_layer_create_resolved(sp->gpu, s, B, L, m->recipe, layer, &lg);
-  if (st == HOT_OK) { /* the same binaries as the full size, or no claim */
-    const hot_layer_plan *sm = hot_layer_get_plan(lg);
-    const char *differs = sm->n_kernels != full->n_kernels ? "the kernel count" : NULL;
-    for (int k = 0; !differs && k < sm->n_kernels; ++k)
-      if (strcmp(sm->kernels[k].name, full->kernels[k].name)) differs = full->kernels[k].name;
-    if (differs) {
-      snprintf(row->note, sizeof row->note, "bit-exactness not checked: the small problem "
-               "(B = %lld, O, I <= %d) runs other kernels than the full size (%.120s)",
-               (long long)B, BITEXACT_MAX_FEATURES, differs);
-      hot_layer_destroy(lc);
-      hot_layer_destroy(lg);
-      dev_free(&ds);
-      bench_data_free(&b);
-      free(hx), free(hw), free(cx), free(cw);
-      return;
-    }
-  }
-  if (st == HOT_OK) st = hot_layer_save(lc, bench_data_in(&b, b.x), s->dtype, NULL, NULL);
-  if (st == HOT_OK)
-    st = hot_layer_backward(lc, bench_data_in(&b, b.gy), bench_data_in(&b, b.w), s->dtype, NULL, cx,
-                            cw, NULL, 1, NULL);
-  if (st == HOT_OK) st = hot_layer_save(lg, dp(ds.x), s->dtype, NULL, NULL);
-  if (st == HOT_OK)
-    st = hot_layer_backward(lg, dp(ds.gy), dp(ds.w), s->dtype, NULL, dp(ds.gx), dp(ds.gw), NULL, 1, NULL);
-  if (st == HOT_OK) st = hot_layer_check(lg);
-  if (st == HOT_OK &&
-      (sp->d->cuMemcpyDtoH(hx, ds.gx, (size_t)(T * I) * 4) || sp->d->cuMemcpyDtoH(hw, ds.gw, (size_t)(O * I) * 4)))
-    st = HOT_ERR_CUDA;
-  if (st != HOT_OK) {
-    snprintf(row->status, sizeof row->status, "failed");
-    snprintf(row->note, sizeof row->note, "bit-exactness run: %s: %.200s", hot_status_name(st),
-             hot_errmsg(lg ? sp->gpu : sp->cpu));
+  hot_status st = hot_tools_layer_create(sp->cpu, s, B, L, m->recipe, layer, &lc);
+  if (st == HOT_OK) st = hot_tools_layer_create(sp->gpu, s, B, L, m->recipe, layer, &lg);
+  const char *differs = st == HOT_OK ? kernels_differ(lg, full) : NULL;
+  if (differs) { /* the same binaries as the full size, or no claim */
+    snprintf(row->note, sizeof row->note, "bit-exactness not checked: the small problem "
+             "(B = %lld, O, I <= %d) runs other kernels than the full size (%.120s)",
+             (long long)B, BITEXACT_MAX_FEATURES, differs);
   } else {
-    int64_t bad = -1;
-    const char *what = "g_x";
-    for (int64_t i = 0; i < T * I && bad < 0; ++i)
-      if (memcmp(&hx[i], &cx[i], 4)) bad = i;
-    for (int64_t i = 0; i < O * I && bad < 0; ++i)
-      if (memcmp(&hw[i], &cw[i], 4)) bad = i, what = "g_w";
-    row->bitexact = bad < 0;
-    if (bad >= 0) {
-      snprintf(row->status, sizeof row->status, "not_bitexact");
-      snprintf(row->note, sizeof row->note, "%s differs from the CPU twin first at element %lld", what,
-               (long long)bad);
+    if (st == HOT_OK) st = run_both(sp, lc, lg, s->dtype, &b, &ds, T, O, I, cx, cw, hx, hw);
+    if (st != HOT_OK) {
+      snprintf(row->status, sizeof row->status, "failed");
+      snprintf(row->note, sizeof row->note, "bit-exactness run: %s: %.200s", hot_status_name(st),
+               hot_errmsg(lg ? sp->gpu : sp->cpu));
+    } else {
+      compare_bits(hx, cx, hw, cw, T, O, I, row);
     }
   }
   hot_layer_destroy(lc);
   hot_layer_destroy(lg);
   dev_free(&ds);
-  bench_data_free(&b);
+  tooldata_free(&b);
   free(hx), free(hw), free(cx), free(cw);
 }
 
@@ -277,14 +295,14 @@ static void timing(tune_speed *sp, const hot_model *m, int layer, const hot_laye
   const int reps = sp->o->repeats > 0 ? sp->o->repeats : 20;
   double *ms = calloc((size_t)reps, sizeof *ms);
   hot_layer *l = NULL;
-  bench_data b;
+  tooldata b;
   dev_set ds;
   if (!ms || dev_make(sp->d, m, layer, s->dtype, T, O, I, &b, &ds) != 0) {
     snprintf(row->note, sizeof row->note, "not timed: out of host or device memory");
     free(ms);
     return;
   }
-  hot_status st = hot_layer_create_resolved(sp->gpu, s, m->batch, L, m->recipe, layer, &l);
+  hot_status st = hot_tools_layer_create(sp->gpu, s, m->batch, L, m->recipe, layer, &l);
   if (st == HOT_OK) st = hot_ctx_set_profiling(sp->gpu, 1);
   int n = 0;
   for (int r = -2; r < reps && st == HOT_OK; ++r) { /* two untimed warm-up runs */
@@ -316,7 +334,7 @@ static void timing(tune_speed *sp, const hot_model *m, int layer, const hot_laye
   }
   hot_layer_destroy(l);
   dev_free(&ds);
-  bench_data_free(&b);
+  tooldata_free(&b);
   free(ms);
 }
 

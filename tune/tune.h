@@ -1,6 +1,6 @@
 /* tune.h — hot-tune: autotuning sweeps that record, per variant of a layer, its speed (GPU) and
- * its numerical error next to each other in the tuning database (runtime/tunedb.h). One stage
- * per file:
+ * its numerical error next to each other in the tuning database (runtime/tunedb.h read side,
+ * tunedb_write.h write side). One stage per file:
  *
  *   main.c      CLI: sweep, merge, show; options, the run loop, Ctrl-C, budget, resume
  *   space.c     the variant list: axes from the spec's hot.sweep or the default spaces, the
@@ -17,11 +17,11 @@
 #include <stdint.h>
 #include <stdio.h>
 
-#include "capture.h"
 #include "fields.h"
 #include "hot.h"
+#include "hot_tools.h" /* libhot's internals: capture files, the tuning DB, the JIT */
 #include "plan.h"
-#include "tunedb.h"
+#include "tunedb_write.h"
 
 /* ---- options of a sweep ------------------------------------------------------------------- */
 enum { TUNE_SPEED = 1, TUNE_ACCURACY = 2 };

@@ -429,7 +429,7 @@ END_TEST
 
 /* ---- the FP8 baseline ------------------------------------------------------------------- */
 
-/* e4m3 (bench/data.c): every finite code decodes and encodes back to itself (both zeros kept),
+/* e4m3 (bench/fp8.c): every finite code decodes and encodes back to itself (both zeros kept),
  * values between two neighbours go to the nearer, ties to the even code, beyond 448 saturates,
  * the subnormal range has steps of 2^-9, NaN stays NaN. */
 START_TEST(test_e4m3_conversion) {
@@ -560,8 +560,8 @@ START_TEST(test_cublaslt_fp8_gemm) {
   uint16_t *C = calloc((size_t)(m * n), 2);
   void *ws = malloc(1 << 20);
   ck_assert(xf && yf && X && Yt && C && ws);
-  bench_fill_normal(xf, (size_t)(m * k), 7, 1);
-  bench_fill_normal(yf, (size_t)(k * n), 7, 2);
+  tooldata_fill_normal(xf, (size_t)(m * k), 7, 1);
+  tooldata_fill_normal(yf, (size_t)(k * n), 7, 2);
   float sx = 0.5f, sy = 0.125f; /* dequantization scales, "device" floats */
   bench_fp8_pack(xf, m, k, 100.0f, 0, X, m, k);  /* X row-major m x k */
   bench_fp8_pack(yf, k, n, 100.0f, 1, Yt, k, n); /* Y (k x n) stored transposed: n x k */
@@ -625,9 +625,9 @@ START_TEST(test_cublaslt_fp8_gemm) {
 }
 END_TEST
 
-/* bench_to_f16 (bench/data.c) against the compiler's own fp32 -> _Float16 conversion (round to
+/* tooldata_to_f16 (runtime/tools/tooldata.c) against the compiler's own fp32 -> _Float16 conversion (round to
  * nearest even, overflow to infinity, subnormals) on every f16 value, the midpoints between
- * neighbours, and values around the limits; bench_to_bf16 rounds ties to even. */
+ * neighbours, and values around the limits; tooldata_to_bf16 rounds ties to even. */
 START_TEST(test_f16_bf16_conversion) {
   long bad = 0, n = 0;
   for (uint32_t h = 0; h < 0x7c00u; ++h) { /* every finite non-negative f16 and the midpoints */
@@ -637,7 +637,7 @@ START_TEST(test_f16_bf16_conversion) {
     float vs[4] = {(float)a, -(float)a, ((float)a + (float)b) / 2, nextafterf(((float)a + (float)b) / 2, 1e9f)};
     for (int i = 0; i < 4; ++i) {
       uint16_t got, want;
-      bench_to_f16(&vs[i], &got, 1);
+      tooldata_to_f16(&vs[i], &got, 1);
       _Float16 c = (_Float16)vs[i];
       memcpy(&want, &c, 2);
       bad += got != want;
@@ -647,20 +647,20 @@ START_TEST(test_f16_bf16_conversion) {
   float edge[] = {65504.0f, 65519.99f, 65520.0f, 1e9f, -1e9f, INFINITY, 5.96e-8f, 2.98e-8f, 2.99e-8f, 1e-30f, 0.0f, -0.0f};
   for (size_t i = 0; i < sizeof edge / sizeof edge[0]; ++i, ++n) {
     uint16_t got, want;
-    bench_to_f16(&edge[i], &got, 1);
+    tooldata_to_f16(&edge[i], &got, 1);
     _Float16 c = (_Float16)edge[i];
     memcpy(&want, &c, 2);
     bad += got != want;
   }
   float nan = NAN;
   uint16_t hn;
-  bench_to_f16(&nan, &hn, 1);
+  tooldata_to_f16(&nan, &hn, 1);
   ck_assert((hn & 0x7c00u) == 0x7c00u && (hn & 0x3ffu) != 0);
   printf("f16 conversion: %ld of %ld values differ from the compiler's\n", bad, n);
   ck_assert_int_eq(bad, 0);
   float ties[2] = {1.00390625f, 1.01171875f}; /* bf16 ties: to 1.0 (even) and 1.015625 (even) */
   uint16_t tb[2];
-  bench_to_bf16(ties, tb, 2);
+  tooldata_to_bf16(ties, tb, 2);
   ck_assert_uint_eq(tb[0], 0x3f80u);
   ck_assert_uint_eq(tb[1], 0x3f82u);
 }

@@ -20,6 +20,7 @@
 #include "spec.h"
 #include "tuned.h"
 #include "tunedb.h"
+#include "tunedb_write.h"
 
 static char g_dir[256];
 static void setup(void) { ck_assert_ptr_nonnull(tmp_dir(g_dir)); }

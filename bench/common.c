@@ -1,0 +1,44 @@
+/* common.c — what every stage of hot-bench shares: the clock, a context with the run's seed and
+ * cache settings, and a layer of the spec at a given size. Called by main.c and the stages
+ * (check.c, gpu.c, jit.c, scales.c, paper_diffs.c); calls only libhot's public API. */
+#define _POSIX_C_SOURCE 200809L
+#include <stdio.h>
+#include <time.h>
+
+#include "bench.h"
+
+double bench_now_ms(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec * 1e-6;
+}
+
+hot_status bench_ctx_open(hot_ctx **out, const bench_run *run, hot_backend backend,
+                          const char *arch, int disk_cache, const char *cache_dir, char *err,
+                          size_t n) {
+  hot_options o;
+  hot_options_init(&o);
+  o.backend = backend;
+  o.arch = arch;
+  o.disk_cache = disk_cache;
+  o.cache_dir = cache_dir;
+  o.seed_set = 1;
+  o.seed = run->seed;
+  o.jit_debug = 0; /* $HOT_JIT_DEBUG */
+  hot_status st = hot_ctx_create(out, &o);
+  if (st != HOT_OK) snprintf(err, n, "%s", hot_errmsg(*out));
+  return st;
+}
+
+hot_status bench_layer_open(hot_ctx *ctx, const bench_run *run, const bench_layer *bl,
+                            int64_t batch, int64_t tokens, hot_layer **out, char *err, size_t n) {
+  const hot_layer_spec *s = &run->spec_model->layers[bl->index];
+  int64_t spec_tokens = s->tokens ? s->tokens : run->spec_model->tokens;
+  hot_status st;
+  if (tokens == spec_tokens)
+    st = hot_layer_from_spec(ctx, run->opt.spec, s->name, batch, out);
+  else /* fewer tokens than the spec: describe the layer in C (same fields, same seed) */
+    st = hot_layer_create(ctx, s, batch, tokens, run->spec_model->recipe, out);
+  if (st != HOT_OK) snprintf(err, n, "%s", hot_errmsg(ctx));
+  return st;
+}
