@@ -163,6 +163,57 @@ void bench_fp8_gemm_free(bench_fp8_gemm *g) {
   free(g);
 }
 
+/* The descriptor (TN, fp32 compute, the per-tensor scale pointers, split accumulation) and the
+ * three layouts of g. Returns 0, or the cublasStatus with *what naming the step. */
+static int fp8_describe(bench_fp8_gemm *g, CUdeviceptr x_scale, CUdeviceptr yt_scale,
+                        const char **what) {
+  const lt_fns *f = &g->c->f;
+  const int32_t ta = LT_OP_T, tb = LT_OP_N;
+  const int8_t fast = 0; /* split accumulation, as FP8 recipes run their backward GEMMs */
+  const void *sa = (const void *)(uintptr_t)yt_scale, *sb = (const void *)(uintptr_t)x_scale;
+  const int64_t m = g->m, n = g->n, k = g->k;
+  /* M = n, N = m, K = k (see the top of the file); each step named for the error message */
+  *what = "cublasLtMatmulDescCreate";
+  int s = f->desc_create(&g->desc, LT_COMPUTE_32F, LT_R_32F);
+  if (!s && (s = f->desc_set(g->desc, LT_DESC_TRANSA, &ta, sizeof ta))) *what = "TRANSA";
+  if (!s && (s = f->desc_set(g->desc, LT_DESC_TRANSB, &tb, sizeof tb))) *what = "TRANSB";
+  if (!s && (s = f->desc_set(g->desc, LT_DESC_A_SCALE_POINTER, &sa, sizeof sa))) *what = "A_SCALE_POINTER";
+  if (!s && (s = f->desc_set(g->desc, LT_DESC_B_SCALE_POINTER, &sb, sizeof sb))) *what = "B_SCALE_POINTER";
+  if (!s && (s = f->desc_set(g->desc, LT_DESC_FAST_ACCUM, &fast, sizeof fast))) *what = "FAST_ACCUM";
+  /* A = Y^T: K x M (ld K), B = X: K x N (ld K), D: M x N (ld M) */
+  if (!s && (s = f->layout_create(&g->la, LT_R_8F_E4M3, (uint64_t)k, (uint64_t)n, k))) *what = "layout of A";
+  if (!s && (s = f->layout_create(&g->lb, LT_R_8F_E4M3, (uint64_t)k, (uint64_t)m, k))) *what = "layout of B";
+  if (!s && (s = f->layout_create(&g->ld, LT_R_16BF, (uint64_t)n, (uint64_t)m, n))) *what = "layout of D";
+  return s;
+}
+
+/* The first algorithm the heuristic offers that works within the workspace, into g->algo.
+ * Returns 0, the cublasStatus, or -1 (none offered), with the message in err. */
+static int fp8_pick_algo(bench_fp8_gemm *g, char *err, size_t en) {
+  const lt_fns *f = &g->c->f;
+  const uint64_t wsb = g->ws_bytes;
+  void *pref = NULL;
+  lt_heuristic res[4];
+  int got = 0;
+  memset(res, 0, sizeof res);
+  int s = f->pref_create(&pref);
+  if (!s) s = f->pref_set(pref, LT_PREF_MAX_WORKSPACE_BYTES, &wsb, sizeof wsb);
+  /* C is not read (beta = 0); it takes D's layout, as cuBLASLt wants for a bf16 D */
+  if (!s) s = f->heuristic(g->c->handle, g->desc, g->la, g->lb, g->ld, g->ld, pref, 4, res, &got);
+  if (pref) f->pref_destroy(pref);
+  int pick = -1;
+  for (int i = 0; !s && i < got && i < 4 && pick < 0; ++i)
+    if (res[i].state == 0 && res[i].workspace_size <= g->ws_bytes) pick = i;
+  if (s || pick < 0) {
+    if (s) snprintf(err, en, "cublasLtMatmulAlgoGetHeuristic: cublasStatus %d", s);
+    else snprintf(err, en, "cuBLASLt has no FP8 algorithm for M %lld N %lld K %lld (%d offered)",
+                  (long long)g->n, (long long)g->m, (long long)g->k, got);
+    return s ? s : -1;
+  }
+  g->algo = res[pick].algo;
+  return 0;
+}
+
 int bench_fp8_gemm_make(bench_cublaslt *c, int64_t m, int64_t n, int64_t k, CUdeviceptr x_scale,
                         CUdeviceptr yt_scale, CUdeviceptr ws, size_t ws_bytes,
                         bench_fp8_gemm **out, char *err, size_t en) {
@@ -184,48 +235,17 @@ int bench_fp8_gemm_make(bench_cublaslt *c, int64_t m, int64_t n, int64_t k, CUde
   g->k = k;
   g->ws = ws;
   g->ws_bytes = ws_bytes;
-  const lt_fns *f = &c->f;
-  const int32_t ta = LT_OP_T, tb = LT_OP_N;
-  const int8_t fast = 0; /* split accumulation, as FP8 recipes run their backward GEMMs */
-  const void *sa = (const void *)(uintptr_t)yt_scale, *sb = (const void *)(uintptr_t)x_scale;
-  const uint64_t wsb = ws_bytes;
-  /* M = n, N = m, K = k (see the top of the file); each step named for the error message */
-  const char *what = "cublasLtMatmulDescCreate";
-  int s = f->desc_create(&g->desc, LT_COMPUTE_32F, LT_R_32F);
-  if (!s && (s = f->desc_set(g->desc, LT_DESC_TRANSA, &ta, sizeof ta))) what = "TRANSA";
-  if (!s && (s = f->desc_set(g->desc, LT_DESC_TRANSB, &tb, sizeof tb))) what = "TRANSB";
-  if (!s && (s = f->desc_set(g->desc, LT_DESC_A_SCALE_POINTER, &sa, sizeof sa))) what = "A_SCALE_POINTER";
-  if (!s && (s = f->desc_set(g->desc, LT_DESC_B_SCALE_POINTER, &sb, sizeof sb))) what = "B_SCALE_POINTER";
-  if (!s && (s = f->desc_set(g->desc, LT_DESC_FAST_ACCUM, &fast, sizeof fast))) what = "FAST_ACCUM";
-  /* A = Y^T: K x M (ld K), B = X: K x N (ld K), D: M x N (ld M) */
-  if (!s && (s = f->layout_create(&g->la, LT_R_8F_E4M3, (uint64_t)k, (uint64_t)n, k))) what = "layout of A";
-  if (!s && (s = f->layout_create(&g->lb, LT_R_8F_E4M3, (uint64_t)k, (uint64_t)m, k))) what = "layout of B";
-  if (!s && (s = f->layout_create(&g->ld, LT_R_16BF, (uint64_t)n, (uint64_t)m, n))) what = "layout of D";
+  const char *what = "";
+  int s = fp8_describe(g, x_scale, yt_scale, &what);
   if (s) {
     snprintf(err, en, "cuBLASLt FP8 setup (%s): cublasStatus %d", what, s);
     bench_fp8_gemm_free(g);
     return s;
   }
-  void *pref = NULL;
-  lt_heuristic res[4];
-  int got = 0;
-  memset(res, 0, sizeof res);
-  s = f->pref_create(&pref);
-  if (!s) s = f->pref_set(pref, LT_PREF_MAX_WORKSPACE_BYTES, &wsb, sizeof wsb);
-  /* C is not read (beta = 0); it takes D's layout, as cuBLASLt wants for a bf16 D */
-  if (!s) s = f->heuristic(c->handle, g->desc, g->la, g->lb, g->ld, g->ld, pref, 4, res, &got);
-  if (pref) f->pref_destroy(pref);
-  int pick = -1;
-  for (int i = 0; !s && i < got && i < 4 && pick < 0; ++i)
-    if (res[i].state == 0 && res[i].workspace_size <= ws_bytes) pick = i;
-  if (s || pick < 0) {
-    if (s) snprintf(err, en, "cublasLtMatmulAlgoGetHeuristic: cublasStatus %d", s);
-    else snprintf(err, en, "cuBLASLt has no FP8 algorithm for M %lld N %lld K %lld (%d offered)",
-                  (long long)n, (long long)m, (long long)k, got);
+  if ((s = fp8_pick_algo(g, err, en)) != 0) {
     bench_fp8_gemm_free(g);
-    return s ? s : -1;
+    return s;
   }
-  g->algo = res[pick].algo;
   *out = g;
   return 0;
 }

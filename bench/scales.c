@@ -107,9 +107,109 @@ static void put_err(FILE *f, double e) {
   else fprintf(f, " %9.4f", e);
 }
 
+/* The summary counts over every (layer, data) row. */
+typedef struct {
+  int rows, no_worse, gw_rows, gw_no_worse;
+  double worst, gw_worst; /* largest (sample - tensor) / tensor */
+} scales_sum;
+
+/* Plans the g_w columns: x^ and g^ per tensor (layout as planned) into pl and per sample into
+ * pl_s (*have_s), both under the layout per sample needs (*moved: the layer is planned flat),
+ * so that they differ only in the scales (the g_x columns do not depend on the HLA layout).
+ * Returns 0, or 2 (said). */
+static int scales_plans(const hot_model *model, const bench_layer *bl, int64_t B, int64_t L,
+                        hot_layer_plan *pl, hot_layer_plan *pl_s, int *moved, int *have_s,
+                        FILE *f) {
+  const hot_layer_spec *s = &model->layers[bl->index];
+  char err[512];
+  hot_layer_spec st = *s, ss = *s;
+  st.hla.g.gran = st.hla.x.gran = HOT_GRAN_TENSOR;
+  ss.hla.g.gran = ss.hla.x.gran = HOT_GRAN_SAMPLE;
+  if (plan_layer(&st, B, L, model->recipe, HOT_ARCH_SM90, bl->index, pl, err, sizeof err)) {
+    fprintf(f, "%-16s %4lld %6lld %6lld %6lld  not planned: %s\n", bl->name, (long long)B,
+            (long long)L, (long long)bl->O, (long long)bl->I, err);
+    return 2;
+  }
+  *moved = pl->hla.enabled && pl->hla.layout == HOT_LAYOUT_FLAT && B > 1;
+  if (*moved) {
+    ss.hla.layout = st.hla.layout = HOT_LAYOUT_SAMPLE;
+    if (plan_layer(&st, B, L, model->recipe, HOT_ARCH_SM90, bl->index, pl, err, sizeof err)) {
+      fprintf(f, "%-16s %4lld %6lld %6lld %6lld  not planned under layout sample: %s\n",
+              bl->name, (long long)B, (long long)L, (long long)bl->O, (long long)bl->I, err);
+      return 2;
+    }
+  }
+  *have_s = pl->hla.enabled &&
+            !plan_layer(&ss, B, L, model->recipe, HOT_ARCH_SM90, bl->index, pl_s, err, sizeof err);
+  return 0;
+}
+
+/* One row's figures into the summary. */
+static void scales_count(scales_sum *t, const scale_row *r) {
+  if (r->gw[0] > 0 && r->gw[1] >= 0) {
+    ++t->gw_rows;
+    t->gw_no_worse += r->gw[1] <= r->gw[0];
+    const double d = (r->gw[1] - r->gw[0]) / r->gw[0];
+    if (d > t->gw_worst) t->gw_worst = d;
+  }
+  if (r->gx[0] > 0) {
+    ++t->rows;
+    t->no_worse += r->gx[1] <= r->gx[0];
+    const double d = (r->gx[1] - r->gx[0]) / r->gx[0];
+    if (d > t->worst) t->worst = d;
+  }
+}
+
+/* One layer's rows (one per data kind). Returns 0, or 2 when a row could not be made. */
+static int scales_layer(const bench_run *run, const hot_model *model, const bench_layer *bl,
+                        hot_layer_plan *pl, hot_layer_plan *pl_s, scales_sum *t, FILE *f) {
+  int64_t B, L;
+  scale_sizes(&run->opt, bl, &B, &L);
+  int moved = 0, have_s = 0, rc = 0;
+  if (scales_plans(model, bl, B, L, pl, pl_s, &moved, &have_s, f) != 0) return 2;
+  const int64_t T = pl->T, O = pl->O, I = pl->I;
+  float *w = malloc((size_t)(O * I) * sizeof *w), *x = malloc((size_t)(T * I) * sizeof *x);
+  if (!w || !x) {
+    free(w); free(x);
+    fprintf(f, "%-16s out of host memory\n", bl->name);
+    return 2;
+  }
+  tooldata_fill_normal(w, (size_t)(O * I), run->seed, 2000u + (uint64_t)bl->index * 16u);
+  tooldata_fill_normal(x, (size_t)(T * I), run->seed, 3000u + (uint64_t)bl->index * 16u);
+  /* samples of different magnitudes (what per-sample scales are for): 4^u, u in [-1, 1) */
+  uint64_t st_rng = run->seed ^ (0x9E3779B97F4A7C15ull * (uint64_t)(unsigned)(bl->index + 1));
+  for (int64_t b = 0; b < B; ++b) {
+    st_rng = st_rng * 6364136223846793005ull + 1442695040888963407ull;
+    const double u = (double)(st_rng >> 11) * 0x1.0p-53 * 2.0 - 1.0;
+    const float m = (float)pow(4.0, u);
+    for (int64_t i = b * L * I; i < (b + 1) * L * I; ++i) x[i] *= m;
+  }
+  for (int k = 0; k < KINDS; ++k) {
+    scale_row r;
+    const char *why = "";
+    fprintf(f, "%-16s %4lld %6lld %6lld %6lld  %-10s", bl->name, (long long)B, (long long)L,
+            (long long)O, (long long)I, kind_name[k]);
+    if (run_kind(pl, have_s ? pl_s : NULL, w, x, k, run->seed, bl->index, &r, &why)) {
+      fprintf(f, " %s\n", why);
+      rc = 2;
+      continue;
+    }
+    for (int g = 0; g < 3; ++g) put_err(f, r.gx[g]);
+    fprintf(f, "  %-6s", r.have_lqs ? (r.lqs == HOT_GRAN_ROW ? "token" : plan_gran_name(r.lqs))
+                                    : "-");
+    put_err(f, r.gw[0]);
+    put_err(f, r.gw[1]);
+    fprintf(f, "%s\n", moved && r.gw[0] >= 0 ? " *" : "");
+    fflush(f);
+    scales_count(t, &r);
+  }
+  free(w);
+  free(x);
+  return rc;
+}
+
 int bench_scales(const bench_run *run, const hot_model *model, FILE *f) {
   if (!run || !model || !f) return 1;
-  const bench_opts *o = &run->opt;
   fprintf(f, "hot-bench --scales: %s (recipe %s), CPU twins, seed %llu: relative g_x error with "
           "g' scaled per tensor (all B samples), per sample and per token, LQS's pick, and the g_w "
           "error with x^, g^ per tensor and per sample (both under layout sample; * = the layer is "
@@ -117,101 +217,21 @@ int bench_scales(const bench_run *run, const hot_model *model, FILE *f) {
           run->model, run->recipe, (unsigned long long)run->seed);
   fprintf(f, "%-16s %4s %6s %6s %6s  %-10s %9s %9s %9s  %-6s %9s %10s\n", "layer", "B", "L", "O",
           "I", "data", "gx tensor", "gx sample", "gx token", "LQS", "gw tensor", "gw sample");
-  int rc = 0, rows = 0, no_worse = 0, gw_rows = 0, gw_no_worse = 0;
-  double worst = 0.0, gw_worst = 0.0; /* largest (sample - tensor) / tensor */
+  int rc = 0;
+  scales_sum t = {0, 0, 0, 0, 0.0, 0.0};
   hot_layer_plan *pl = malloc(sizeof *pl), *pl_s = malloc(sizeof *pl_s);
   if (!pl || !pl_s) {
     free(pl);
     free(pl_s);
     return 1;
   }
-  for (int li = 0; li < run->n; ++li) {
-    const bench_layer *bl = &run->layers[li];
-    const hot_layer_spec *s = &model->layers[bl->index];
-    int64_t B, L;
-    scale_sizes(o, bl, &B, &L);
-    char err[512];
-    /* the g_w columns: x^ and g^ per tensor (layout as planned) and per sample (layout sample) */
-    hot_layer_spec st = *s, ss = *s;
-    st.hla.g.gran = st.hla.x.gran = HOT_GRAN_TENSOR;
-    ss.hla.g.gran = ss.hla.x.gran = HOT_GRAN_SAMPLE;
-    if (plan_layer(&st, B, L, model->recipe, HOT_ARCH_SM90, bl->index, pl, err, sizeof err)) {
-      fprintf(f, "%-16s %4lld %6lld %6lld %6lld  not planned: %s\n", bl->name, (long long)B,
-              (long long)L, (long long)bl->O, (long long)bl->I, err);
-      rc = 2;
-      continue;
-    }
-    /* both g_w columns under the layout per sample needs, so that they differ only in the
-     * scales (the g_x columns do not depend on the HLA layout) */
-    const int moved = pl->hla.enabled && pl->hla.layout == HOT_LAYOUT_FLAT && B > 1;
-    if (moved) {
-      ss.hla.layout = st.hla.layout = HOT_LAYOUT_SAMPLE;
-      if (plan_layer(&st, B, L, model->recipe, HOT_ARCH_SM90, bl->index, pl, err, sizeof err)) {
-        fprintf(f, "%-16s %4lld %6lld %6lld %6lld  not planned under layout sample: %s\n",
-                bl->name, (long long)B, (long long)L, (long long)bl->O, (long long)bl->I, err);
-        rc = 2;
-        continue;
-      }
-    }
-    const int have_s = pl->hla.enabled &&
-                       !plan_layer(&ss, B, L, model->recipe, HOT_ARCH_SM90, bl->index, pl_s, err,
-                                   sizeof err);
-    const int64_t T = pl->T, O = pl->O, I = pl->I;
-    float *w = malloc((size_t)(O * I) * sizeof *w), *x = malloc((size_t)(T * I) * sizeof *x);
-    if (!w || !x) {
-      free(w); free(x);
-      fprintf(f, "%-16s out of host memory\n", bl->name);
-      rc = 2;
-      continue;
-    }
-    tooldata_fill_normal(w, (size_t)(O * I), run->seed, 2000u + (uint64_t)bl->index * 16u);
-    tooldata_fill_normal(x, (size_t)(T * I), run->seed, 3000u + (uint64_t)bl->index * 16u);
-    /* samples of different magnitudes (what per-sample scales are for): 4^u, u in [-1, 1) */
-    uint64_t st_rng = run->seed ^ (0x9E3779B97F4A7C15ull * (uint64_t)(unsigned)(bl->index + 1));
-    for (int64_t b = 0; b < B; ++b) {
-      st_rng = st_rng * 6364136223846793005ull + 1442695040888963407ull;
-      const double u = (double)(st_rng >> 11) * 0x1.0p-53 * 2.0 - 1.0;
-      const float m = (float)pow(4.0, u);
-      for (int64_t i = b * L * I; i < (b + 1) * L * I; ++i) x[i] *= m;
-    }
-    for (int k = 0; k < KINDS; ++k) {
-      scale_row r;
-      const char *why = "";
-      fprintf(f, "%-16s %4lld %6lld %6lld %6lld  %-10s", bl->name, (long long)B, (long long)L,
-              (long long)O, (long long)I, kind_name[k]);
-      if (run_kind(pl, have_s ? pl_s : NULL, w, x, k, run->seed, bl->index, &r, &why)) {
-        fprintf(f, " %s\n", why);
-        rc = 2;
-        continue;
-      }
-      for (int g = 0; g < 3; ++g) put_err(f, r.gx[g]);
-      fprintf(f, "  %-6s", r.have_lqs ? (r.lqs == HOT_GRAN_ROW ? "token" : plan_gran_name(r.lqs))
-                                      : "-");
-      put_err(f, r.gw[0]);
-      put_err(f, r.gw[1]);
-      fprintf(f, "%s\n", moved && r.gw[0] >= 0 ? " *" : "");
-      if (r.gw[0] > 0 && r.gw[1] >= 0) {
-        ++gw_rows;
-        gw_no_worse += r.gw[1] <= r.gw[0];
-        const double d = (r.gw[1] - r.gw[0]) / r.gw[0];
-        if (d > gw_worst) gw_worst = d;
-      }
-      fflush(f);
-      if (r.gx[0] > 0) {
-        ++rows;
-        no_worse += r.gx[1] <= r.gx[0];
-        const double d = (r.gx[1] - r.gx[0]) / r.gx[0];
-        if (d > worst) worst = d;
-      }
-    }
-    free(w);
-    free(x);
-  }
+  for (int li = 0; li < run->n; ++li)
+    if (scales_layer(run, model, &run->layers[li], pl, pl_s, &t, f) != 0) rc = 2;
   free(pl);
   free(pl_s);
   fprintf(f, "g_x: g' per sample <= per tensor on %d of %d (layer, data) rows; largest excess of "
-          "per sample over per tensor: %.2f %%\n", no_worse, rows, 100.0 * worst);
+          "per sample over per tensor: %.2f %%\n", t.no_worse, t.rows, 100.0 * t.worst);
   fprintf(f, "g_w: x^, g^ per sample <= per tensor on %d of %d (layer, data) rows; largest excess "
-          "of per sample over per tensor: %.2f %%\n", gw_no_worse, gw_rows, 100.0 * gw_worst);
+          "of per sample over per tensor: %.2f %%\n", t.gw_no_worse, t.gw_rows, 100.0 * t.gw_worst);
   return rc;
 }
