@@ -1,0 +1,496 @@
+/* @hot-params: HOT_KNAME HOT_CODES HOT_TILE_M HOT_TILE_N HOT_TILE_K HOT_WARPS_M HOT_WARPS_N HOT_STAGES HOT_SEGS */
+/* gemm_tma.cu — INT8 warpgroup GEMM for sm_90a with TMA operand loads, warp specialisation and a
+ * persistent tile schedule; the fused HOT dequantization epilogue of CONTRACT.md 3.5, 4.6, 7, 14.
+ *
+ * Same contract as templates/gemm_wgmma.cu — the first twelve entry-point arguments (A, B, C,
+ * row_scale, alpha_a, alpha_b, alpha_div, M, N, Kpad, ldc, seg_kpad), "TN" int8 operands (A:
+ * M x Kpad, B: N x Kpad, K contiguous), C = HOT_MUL(HOT_I2F(acc), factor(m)), or with HOT_SEGS = 1
+ * the segmented sum of CONTRACT 14, any M and N, writes only inside M x N — and the same bits
+ * (int32 sums wrap, no .satfinite: the order of the K steps cannot change a bit; the epilogue is
+ * hot_gemm.cuh's). What differs is how the operands arrive and how the work is scheduled. Two
+ * more arguments follow seg_kpad: the tensor maps of A and B (`const __grid_constant__`, 128 bytes
+ * each, encoded on the host with cuTensorMapEncodeTiled); A and B themselves are not read.
+ *
+ * ==== Design note ===============================================================================
+ *
+ * Parameters (static_asserts below enforce them; the same set as gemm_wgmma.cu's):
+ *   HOT_CODES 0; HOT_TILE_K 128 (one 128-byte K slab per stage: the 128B-swizzle atom width);
+ *   HOT_TILE_M 64 or 128 (HOT_WGS = HOT_TILE_M / 64 consumer warpgroups, consumer c owns rows
+ *   64c .. 64c+63 of the tile); HOT_TILE_N 64, 128 or 256 (the N of every wgmma: HOT_TILE_N / 2
+ *   int32 accumulators a thread); HOT_WARPS_M = HOT_TILE_M / 16 consumer warps, HOT_WARPS_N = 1;
+ *   2 <= HOT_STAGES <= 8 with the shared memory within the 227 KiB an sm_90 block may opt in to
+ *   (128x256 tiles: at most 4 stages). HOT_SEGS 0 or 1 as in gemm_wgmma.cu (segments of
+ *   seg_kpad codes, seg_kpad % 128 == 0, Kpad % seg_kpad == 0; C is read back).
+ *
+ * Launch geometry: block = HOT_THREADS = 128 * (HOT_WGS + 1) (one producer warpgroup, then the
+ * consumers); grid = (min(tiles, SMs), 1, 1) with tiles = ceil(M / HOT_TILE_M) * ceil(N /
+ * HOT_TILE_N) (any grid of 1 .. tiles CTAs is correct; more than tiles is also correct, the extra
+ * CTAs find no tile); dynamic shared memory HOT_SMEM_BYTES = HOT_STAGES * (HOT_TILE_M +
+ * HOT_TILE_N) * 128 + 1024 + 128 (the 1024 aligns the stages to the 128B-swizzle repeat, the 128
+ * hold the mbarriers). E.g. 128x128, 4 stages: 132224; 128x256, 4 stages: 197760.
+ *
+ * Tensor maps (the host encodes them; HOT_TMA_* below are the values it must use): rank 2,
+ * CU_TENSOR_MAP_DATA_TYPE_UINT8 (HOT_TMA_DTYPE; int8 bits copied unchanged), globalDim = {Kpad,
+ * rows} (rows = M for A, N for B), globalStrides = {Kpad} bytes (Kpad % 128 == 0, so a multiple
+ * of 16), boxDim = {128, HOT_TILE_M} for A and {128, HOT_TILE_N} for B, elementStrides = {1, 1},
+ * CU_TENSOR_MAP_INTERLEAVE_NONE, CU_TENSOR_MAP_SWIZZLE_128B (HOT_TMA_SWIZZLE), L2 promotion 256B,
+ * CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE: rows past M or N arrive as zeros, so no operand padding
+ * beyond Kpad is needed. Kpad == 0 issues no load, but a map must still be valid: the host then
+ * encodes any valid placeholder (e.g. globalDim {16, 1} over a 16-byte buffer).
+ *
+ * Shared layout: [stage 0] .. [stage HOT_STAGES-1] [full barriers][empty barriers]. A stage is
+ * [A: HOT_TILE_M rows][B: HOT_TILE_N rows], 128 bytes a row, 1024-aligned, and every operand box
+ * (A: 8 or 16 KiB, B: 8, 16 or 32 KiB) starts on a 1024-byte boundary, so the TMA's 128-byte
+ * swizzle (16-byte chunk c of row r lands at chunk c ^ (r & 7)) is exactly the pattern the wgmma
+ * descriptors read (K-major, 128B swizzle, start t + 32k for K step k, SBO 1024, LBO 1 (unused),
+ * base offset 0), as in gemm_wgmma.cu. Accumulator layout: gemm_wgmma.cu's (register i of lane l
+ * in warp q of a consumer warpgroup: row 16q + l/4 + 8((i/2) % 2), column 8(i/4) + 2(l%4) + i%2).
+ *
+ * Roles: warpgroup 0 is the producer: it gives registers back (setmaxnreg.dec to
+ * HOT_REG_PRODUCER = 40), and one thread (thread 0) issues every TMA load; the rest of it exits.
+ * Warpgroups 1 .. HOT_WGS are the consumers (setmaxnreg.inc to HOT_REG_CONSUMER = 232): they
+ * issue the wgmmas and run the epilogue. (setmaxnreg only with two consumers: ptxas pins a
+ * setmaxnreg kernel's count to the launch bound, 168 at 384 threads, and 128 * (40 + 2 * 232)
+ * = 384 * 168; 256 threads start at 240+ registers, more than one consumer needs.) Both walk the same tile sequence (tile = blockIdx.x, then +=
+ * gridDim.x) and the same ring of stages (stage s, parity ph: ph flips each time s wraps).
+ * Tiles are numbered in groups of HOT_GROUP_M tile rows (tile t -> tile row first + (t % width)
+ * % rows, tile column (t % width) / rows, width = HOT_GROUP_M * tiles_n): the CTAs in flight at
+ * once share a few A and B panels in L2.
+ *
+ * Barrier protocol (mbarrier objects in shared memory, initialised by thread 0 before a
+ * __syncthreads, fence.mbarrier_init between them):
+ *   full[s]  count 1: the producer's arrive.expect_tx(STAGE_BYTES) + the TMA's complete_tx of the
+ *            two boxes (their full size, zero-filled rows included) complete a phase: stage s holds
+ *            its K tile. Consumers wait on it with parity ph.
+ *   empty[s] count 4 * HOT_WGS: lane 0 of every consumer warp arrives once its warp's
+ *            wgmma.wait_group has retired the wgmmas that read stage s. The producer waits on it
+ *            with parity ph ^ 1 before refilling stage s (in the first round the phase "before
+ *            phase 0" counts as complete, so it does not wait).
+ *   Consumer per K tile: wait full[s]; wgmma.fence; 4 wgmmas (K steps of 32 bytes); commit;
+ *   wgmma.wait_group(1) — so the previous K tile's group is complete, this one may still run
+ *   (two groups in flight between a commit and the next wait) — then release the previous
+ *   tile's stage (empty arrive). At a tile end (and a segment end): wgmma.wait_group(0), release
+ *   the last stage, convert the accumulators (an empty asm with them as "+r" operands keeps the
+ *   compiler from reading them earlier). The producer never waits for the epilogue: it loads the
+ *   next tile's first stages while the consumers store.
+ * Segments (HOT_SEGS = 1): as gemm_wgmma.cu: at the end of a segment that is not the last one,
+ * wait_group(0), release the stage, store (segment 0) or add (later) HOT_MUL(HOT_I2F(acc), c_j)
+ * into C, zero the accumulators; the last segment is converted after the K loop.
+ *
+ * Mutants tools/tma-emu.sh builds from this file, each of which the emulator must catch:
+ *   no expect_tx (a plain arrive): the full phase completes before the bytes land (stale
+ *     operands), or the complete_tx of the late bytes leaves a phase that never completes;
+ *   consumer waits with the wrong parity: it passes a phase not yet filled (stale operands);
+ *   producer's first empty wait with parity 0: that phase never completes (deadlock, reported);
+ *   stage released right after commit (before wgmma.wait_group retired its wgmmas): a TMA
+ *     overwrites the stage under an in-flight wgmma;
+ *   producer a stage ahead (loads issued before its empty wait): the same overwrite;
+ *   tensor map without swizzle (HOT_TMA_SWIZZLE 0) under the 128B-swizzle descriptors: wrong
+ *     operand bytes;
+ *   no wgmma.wait_group(0) before the epilogue; accumulators not zeroed at a segment end; the
+ *     empty barrier counting one consumer warp too few.
+ * =============================================================================================
+ */
+#ifndef HOT_GENERATED
+#define HOT_KNAME hot_gemm_tma
+#define HOT_CODES 0
+#define HOT_TILE_M 128
+#define HOT_TILE_N 128
+#define HOT_TILE_K 128
+#define HOT_WARPS_M 8
+#define HOT_WARPS_N 1
+#define HOT_STAGES 4
+#define HOT_SEGS 0
+#endif
+
+#include "hot_math.cuh"
+#include "hot_gemm.cuh"
+
+#define HOT_WGS (HOT_TILE_M / 64)
+#define HOT_THREADS (128 * (HOT_WGS + 1))
+#define HOT_KB 128
+#define HOT_A_BYTES (HOT_TILE_M * HOT_KB)
+#define HOT_STAGE_BYTES ((HOT_TILE_M + HOT_TILE_N) * HOT_KB)
+#define HOT_SMEM_BYTES (HOT_STAGES * HOT_STAGE_BYTES + 1024 + 128)
+#define HOT_NREG (HOT_TILE_N / 2)
+#define HOT_GROUP_M 8
+/* consumer warps arriving on an empty barrier per phase */
+#define HOT_EMPTY_COUNT (4 * HOT_WGS)
+/* registers a thread after setmaxnreg (two consumer warpgroups only: 384 threads start with the
+ * 168 that __launch_bounds__ allows; 128 * (40 + 2 * 232) = 384 * 168 = 64512). One consumer
+ * warpgroup (256 threads) starts with what it needs and does not use setmaxnreg. */
+#define HOT_REG_PRODUCER 40
+#define HOT_REG_CONSUMER 232
+/* cuTensorMapEncodeTiled values the host must use for both maps (cuda.h's enumerators) */
+#define HOT_TMA_DTYPE 0       /* CU_TENSOR_MAP_DATA_TYPE_UINT8 */
+#define HOT_TMA_INTERLEAVE 0  /* CU_TENSOR_MAP_INTERLEAVE_NONE */
+#define HOT_TMA_SWIZZLE 3     /* CU_TENSOR_MAP_SWIZZLE_128B: the descriptors' layout type 1 */
+#define HOT_TMA_L2_PROMO 3    /* CU_TENSOR_MAP_L2_PROMOTION_L2_256B */
+#define HOT_TMA_OOB_FILL 0    /* CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE: zeros */
+#define HOT_TMA_BOX_K HOT_KB  /* boxDim[0]; boxDim[1] = HOT_TILE_M (A), HOT_TILE_N (B) */
+
+static_assert(HOT_CODES == 0, "tma path: int8 codes only");
+static_assert(HOT_TILE_K == 128, "tma path: HOT_TILE_K must be 128 (one 128B-swizzle slab)");
+static_assert(HOT_TILE_M == 64 || HOT_TILE_M == 128, "tma path: HOT_TILE_M must be 64 or 128");
+static_assert(HOT_TILE_N == 64 || HOT_TILE_N == 128 || HOT_TILE_N == 256,
+              "tma path: HOT_TILE_N must be 64, 128 or 256");
+static_assert(HOT_WARPS_M == HOT_TILE_M / 16 && HOT_WARPS_N == 1,
+              "tma path: HOT_WARPS_M = HOT_TILE_M / 16, HOT_WARPS_N = 1 (4 warps per warpgroup)");
+static_assert(HOT_STAGES >= 2 && HOT_STAGES <= 8, "tma path: HOT_STAGES must be in [2, 8]");
+static_assert(HOT_SMEM_BYTES <= 232448, "tma path: stages exceed the 227 KiB of an sm_90 block");
+static_assert(HOT_SEGS == 0 || HOT_SEGS == 1, "HOT_SEGS must be 0 (one K sum) or 1 (K segments)");
+static_assert(HOT_WGS == 1 || 128 * (HOT_REG_PRODUCER + HOT_WGS * HOT_REG_CONSUMER) <= 65536,
+              "setmaxnreg: the consumers ask for more registers than the block holds");
+static_assert(HOT_TILE_M <= 256 && HOT_TILE_N <= 256, "a TMA box has at most 256 rows");
+
+/* The driver's CUtensorMap: 128 opaque bytes, 64-byte aligned (cuda.h: CU_TENSOR_MAP_NUM_QWORDS
+ * 16). Programs here include no toolkit header, so the kernel spells it itself; only its address
+ * is used, as the tensor operand of cp.async.bulk.tensor and prefetch.tensormap. */
+struct __align__(64) hot_tensor_map {
+  unsigned long long opaque[16];
+};
+static_assert(sizeof(hot_tensor_map) == 128, "CUtensorMap is 128 bytes");
+
+/* ---- PTX wrappers ------------------------------------------------------------------------- */
+
+/* mbarrier.init: a fresh barrier at shared address bar expecting `count` arrivals a phase. */
+static __device__ __forceinline__ void hot_mbar_init(unsigned bar, unsigned count) {
+  asm volatile("mbarrier.init.shared::cta.b64 [%0], %1;\n" ::"r"(bar), "r"(count) : "memory");
+}
+
+/* Makes the initialised barriers visible to the other threads and to the async proxy (the TMA
+ * unit signals them) once followed by a barrier of the block. */
+static __device__ __forceinline__ void hot_fence_mbar_init(void) {
+  asm volatile("fence.mbarrier_init.release.cluster;\n" ::: "memory");
+}
+
+/* One arrival on bar, announcing `bytes` more transaction bytes for the current phase. */
+static __device__ __forceinline__ void hot_mbar_arrive_expect_tx(unsigned bar, unsigned bytes) {
+  asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;\n" ::"r"(bar), "r"(bytes)
+               : "memory");
+}
+
+/* One arrival on bar. */
+static __device__ __forceinline__ void hot_mbar_arrive(unsigned bar) {
+  asm volatile("mbarrier.arrive.shared::cta.b64 _, [%0];\n" ::"r"(bar) : "memory");
+}
+
+/* Waits until the phase of bar with parity `parity` has completed (try_wait in a loop; the
+ * label is local to the braces, so every inlined copy has its own). */
+static __device__ __forceinline__ void hot_mbar_wait(unsigned bar, unsigned parity) {
+  asm volatile("{\n.reg .pred p;\nhot_wait:\n"
+               "mbarrier.try_wait.parity.shared::cta.b64 p, [%0], %1;\n"
+               "@!p bra hot_wait;\n}\n" ::"r"(bar),
+               "r"(parity)
+               : "memory");
+}
+
+/* TMA: the box at coordinates {k, row} of the tensor map at `map` (a kernel parameter) into
+ * shared memory at dst; its bytes are counted on bar (complete_tx) when they have landed. */
+static __device__ __forceinline__ void hot_tma_load_2d(unsigned dst, const void *map, int k,
+                                                       int row, unsigned bar) {
+  asm volatile("cp.async.bulk.tensor.2d.shared::cluster.global.mbarrier::complete_tx::bytes"
+               " [%0], [%1, {%2, %3}], [%4];\n" ::"r"(dst),
+               "l"(map), "r"(k), "r"(row), "r"(bar)
+               : "memory");
+}
+
+/* Fetches a tensor map into the descriptor cache ahead of its first use. */
+static __device__ __forceinline__ void hot_tma_prefetch_map(const void *map) {
+  asm volatile("prefetch.tensormap [%0];\n" ::"l"(map) : "memory");
+}
+
+/* setmaxnreg: the executing warpgroup's per-thread register maximum down / up to N (every warp
+ * of the warpgroup executes the same one). */
+template <int N>
+static __device__ __forceinline__ void hot_setmaxnreg_dec(void) {
+  asm volatile("setmaxnreg.dec.sync.aligned.u32 %0;\n" ::"n"(N));
+}
+template <int N>
+static __device__ __forceinline__ void hot_setmaxnreg_inc(void) {
+  asm volatile("setmaxnreg.inc.sync.aligned.u32 %0;\n" ::"n"(N));
+}
+
+static __device__ __forceinline__ void hot_wgmma_fence(void) {
+  asm volatile("wgmma.fence.sync.aligned;\n" ::: "memory");
+}
+
+static __device__ __forceinline__ void hot_wgmma_commit(void) {
+  asm volatile("wgmma.commit_group.sync.aligned;\n" ::: "memory");
+}
+
+template <int N>
+static __device__ __forceinline__ void hot_wgmma_wait(void) {
+  asm volatile("wgmma.wait_group.sync.aligned %0;\n" ::"n"(N) : "memory");
+}
+
+/* Register dependency after a wait: no read of the accumulators is scheduled before it. */
+static __device__ __forceinline__ void hot_acc_fence(int (&d)[HOT_NREG]) {
+#pragma unroll
+  for (int i = 0; i < HOT_NREG; ++i) asm volatile("" : "+r"(d[i])::"memory");
+}
+
+/* Shared-memory matrix descriptor (PTX ISA "Matrix Descriptor Format"): start address >> 4 in
+ * bits 0-13, LBO >> 4 in 16-29 (1: unused for swizzled K-major), SBO >> 4 in 32-45 (1024 bytes),
+ * base offset 0 in 49-51, layout type 1 = 128B swizzle in 62-63. */
+static __device__ __forceinline__ unsigned long long hot_wgmma_desc(unsigned addr) {
+  return (unsigned long long)((addr & 0x3FFFFu) >> 4) | (1ull << 16) | ((1024ull >> 4) << 32) |
+         (1ull << 62);
+}
+
+/* d (64 x HOT_TILE_N of this warpgroup) += A (64 x 32 bytes at da) . B (HOT_TILE_N x 32 at db)^T */
+static __device__ __forceinline__ void hot_wgmma(int (&d)[HOT_NREG], unsigned long long da,
+                                                 unsigned long long db) {
+#if HOT_TILE_N == 64
+  asm volatile("wgmma.mma_async.sync.aligned.m64n64k32.s32.s8.s8 {"
+               "%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, "
+               "%16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31"
+               "}, %32, %33, 1;\n"
+               : "+r"(d[0]), "+r"(d[1]), "+r"(d[2]), "+r"(d[3]), "+r"(d[4]), "+r"(d[5]),
+                 "+r"(d[6]), "+r"(d[7]), "+r"(d[8]), "+r"(d[9]), "+r"(d[10]), "+r"(d[11]),
+                 "+r"(d[12]), "+r"(d[13]), "+r"(d[14]), "+r"(d[15]), "+r"(d[16]), "+r"(d[17]),
+                 "+r"(d[18]), "+r"(d[19]), "+r"(d[20]), "+r"(d[21]), "+r"(d[22]), "+r"(d[23]),
+                 "+r"(d[24]), "+r"(d[25]), "+r"(d[26]), "+r"(d[27]), "+r"(d[28]), "+r"(d[29]),
+                 "+r"(d[30]), "+r"(d[31])
+               : "l"(da), "l"(db)
+               : "memory");
+#elif HOT_TILE_N == 128
+  asm volatile("wgmma.mma_async.sync.aligned.m64n128k32.s32.s8.s8 {"
+               "%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, "
+               "%16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31, "
+               "%32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, %43, %44, %45, %46, %47, "
+               "%48, %49, %50, %51, %52, %53, %54, %55, %56, %57, %58, %59, %60, %61, %62, %63"
+               "}, %64, %65, 1;\n"
+               : "+r"(d[0]), "+r"(d[1]), "+r"(d[2]), "+r"(d[3]), "+r"(d[4]), "+r"(d[5]),
+                 "+r"(d[6]), "+r"(d[7]), "+r"(d[8]), "+r"(d[9]), "+r"(d[10]), "+r"(d[11]),
+                 "+r"(d[12]), "+r"(d[13]), "+r"(d[14]), "+r"(d[15]), "+r"(d[16]), "+r"(d[17]),
+                 "+r"(d[18]), "+r"(d[19]), "+r"(d[20]), "+r"(d[21]), "+r"(d[22]), "+r"(d[23]),
+                 "+r"(d[24]), "+r"(d[25]), "+r"(d[26]), "+r"(d[27]), "+r"(d[28]), "+r"(d[29]),
+                 "+r"(d[30]), "+r"(d[31]), "+r"(d[32]), "+r"(d[33]), "+r"(d[34]), "+r"(d[35]),
+                 "+r"(d[36]), "+r"(d[37]), "+r"(d[38]), "+r"(d[39]), "+r"(d[40]), "+r"(d[41]),
+                 "+r"(d[42]), "+r"(d[43]), "+r"(d[44]), "+r"(d[45]), "+r"(d[46]), "+r"(d[47]),
+                 "+r"(d[48]), "+r"(d[49]), "+r"(d[50]), "+r"(d[51]), "+r"(d[52]), "+r"(d[53]),
+                 "+r"(d[54]), "+r"(d[55]), "+r"(d[56]), "+r"(d[57]), "+r"(d[58]), "+r"(d[59]),
+                 "+r"(d[60]), "+r"(d[61]), "+r"(d[62]), "+r"(d[63])
+               : "l"(da), "l"(db)
+               : "memory");
+#elif HOT_TILE_N == 256
+  asm volatile("wgmma.mma_async.sync.aligned.m64n256k32.s32.s8.s8 {"
+               "%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, "
+               "%16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31, "
+               "%32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, %43, %44, %45, %46, %47, "
+               "%48, %49, %50, %51, %52, %53, %54, %55, %56, %57, %58, %59, %60, %61, %62, %63, "
+               "%64, %65, %66, %67, %68, %69, %70, %71, %72, %73, %74, %75, %76, %77, %78, %79, "
+               "%80, %81, %82, %83, %84, %85, %86, %87, %88, %89, %90, %91, %92, %93, %94, %95, "
+               "%96, %97, %98, %99, %100, %101, %102, %103, %104, %105, %106, %107, %108, %109, %110, %111, "
+               "%112, %113, %114, %115, %116, %117, %118, %119, %120, %121, %122, %123, %124, %125, %126, %127"
+               "}, %128, %129, 1;\n"
+               : "+r"(d[0]), "+r"(d[1]), "+r"(d[2]), "+r"(d[3]), "+r"(d[4]), "+r"(d[5]),
+                 "+r"(d[6]), "+r"(d[7]), "+r"(d[8]), "+r"(d[9]), "+r"(d[10]), "+r"(d[11]),
+                 "+r"(d[12]), "+r"(d[13]), "+r"(d[14]), "+r"(d[15]), "+r"(d[16]), "+r"(d[17]),
+                 "+r"(d[18]), "+r"(d[19]), "+r"(d[20]), "+r"(d[21]), "+r"(d[22]), "+r"(d[23]),
+                 "+r"(d[24]), "+r"(d[25]), "+r"(d[26]), "+r"(d[27]), "+r"(d[28]), "+r"(d[29]),
+                 "+r"(d[30]), "+r"(d[31]), "+r"(d[32]), "+r"(d[33]), "+r"(d[34]), "+r"(d[35]),
+                 "+r"(d[36]), "+r"(d[37]), "+r"(d[38]), "+r"(d[39]), "+r"(d[40]), "+r"(d[41]),
+                 "+r"(d[42]), "+r"(d[43]), "+r"(d[44]), "+r"(d[45]), "+r"(d[46]), "+r"(d[47]),
+                 "+r"(d[48]), "+r"(d[49]), "+r"(d[50]), "+r"(d[51]), "+r"(d[52]), "+r"(d[53]),
+                 "+r"(d[54]), "+r"(d[55]), "+r"(d[56]), "+r"(d[57]), "+r"(d[58]), "+r"(d[59]),
+                 "+r"(d[60]), "+r"(d[61]), "+r"(d[62]), "+r"(d[63]), "+r"(d[64]), "+r"(d[65]),
+                 "+r"(d[66]), "+r"(d[67]), "+r"(d[68]), "+r"(d[69]), "+r"(d[70]), "+r"(d[71]),
+                 "+r"(d[72]), "+r"(d[73]), "+r"(d[74]), "+r"(d[75]), "+r"(d[76]), "+r"(d[77]),
+                 "+r"(d[78]), "+r"(d[79]), "+r"(d[80]), "+r"(d[81]), "+r"(d[82]), "+r"(d[83]),
+                 "+r"(d[84]), "+r"(d[85]), "+r"(d[86]), "+r"(d[87]), "+r"(d[88]), "+r"(d[89]),
+                 "+r"(d[90]), "+r"(d[91]), "+r"(d[92]), "+r"(d[93]), "+r"(d[94]), "+r"(d[95]),
+                 "+r"(d[96]), "+r"(d[97]), "+r"(d[98]), "+r"(d[99]), "+r"(d[100]), "+r"(d[101]),
+                 "+r"(d[102]), "+r"(d[103]), "+r"(d[104]), "+r"(d[105]), "+r"(d[106]), "+r"(d[107]),
+                 "+r"(d[108]), "+r"(d[109]), "+r"(d[110]), "+r"(d[111]), "+r"(d[112]), "+r"(d[113]),
+                 "+r"(d[114]), "+r"(d[115]), "+r"(d[116]), "+r"(d[117]), "+r"(d[118]), "+r"(d[119]),
+                 "+r"(d[120]), "+r"(d[121]), "+r"(d[122]), "+r"(d[123]), "+r"(d[124]), "+r"(d[125]),
+                 "+r"(d[126]), "+r"(d[127])
+               : "l"(da), "l"(db)
+               : "memory");
+#endif
+}
+
+/* ---- schedule, barriers, epilogue ----------------------------------------------------------- */
+
+/* Shared addresses of full[s] and empty[s] (bars = the first barrier, after the stages). */
+static __device__ __forceinline__ unsigned hot_full(unsigned bars, int s) {
+  return bars + 8u * (unsigned)s;
+}
+static __device__ __forceinline__ unsigned hot_empty(unsigned bars, int s) {
+  return bars + 8u * (unsigned)(HOT_STAGES + s);
+}
+
+/* Tile t of the grouped order -> its first output row m0 and column n0. */
+static __device__ __forceinline__ void hot_tma_tile(long long t, int tiles_m, int tiles_n, int &m0,
+                                                    int &n0) {
+  const long long width = (long long)HOT_GROUP_M * tiles_n;
+  const int first = (int)(t / width) * HOT_GROUP_M;
+  const int rows = tiles_m - first < HOT_GROUP_M ? tiles_m - first : HOT_GROUP_M;
+  const int r = (int)(t % width);
+  m0 = (first + r % rows) * HOT_TILE_M;
+  n0 = (r / rows) * HOT_TILE_N;
+}
+
+/* A consumer warp gives stage s back: lane 0 arrives once the warp's wgmma.wait_group has
+ * retired the wgmmas that read it (the wait is warp-synchronous, so all lanes have passed it). */
+static __device__ __forceinline__ void hot_tma_release(unsigned bars, int s, int lane) {
+  if (lane == 0) hot_mbar_arrive(hot_empty(bars, s));
+}
+
+/* Converts this thread's accumulators into C with factor alpha (CONTRACT 14), gemm_wgmma.cu's
+ * epilogue: register i of this thread (g = lane / 4, t = lane % 4) is output row mb + g + 8 *
+ * ((i / 2) % 2), column n0 + 8 * (i / 4) + 2 * t + i % 2. */
+static __device__ __forceinline__ void hot_tma_epilogue(const int (&acc)[HOT_NREG], float *C,
+                                                        const float *row_scale, float alpha,
+                                                        int mb, int n0, int g, int t, int M, int N,
+                                                        int ldc, bool vec, bool add) {
+#pragma unroll
+  for (int h = 0; h < 2; ++h) {
+    const int m = mb + g + 8 * h;
+    if (m >= M) continue;
+    float *crow = C + (long long)m * ldc;
+    if (HOT_SEGS) {
+#pragma unroll
+      for (int j = 0; j < HOT_TILE_N / 8; ++j)
+        hot_store_or_add_pair(crow, n0 + 8 * j + 2 * t, N, acc[4 * j + 2 * h],
+                              acc[4 * j + 2 * h + 1], alpha, vec, add);
+    } else {
+      const float factor = hot_row_factor(row_scale, m, alpha);
+#pragma unroll
+      for (int j = 0; j < HOT_TILE_N / 8; ++j)
+        hot_store_pair(crow, n0 + 8 * j + 2 * t, N, acc[4 * j + 2 * h], acc[4 * j + 2 * h + 1],
+                       factor, vec);
+    }
+  }
+}
+
+/* HOT_SEGS = 1, after the wgmmas of K tile kt were committed and the previous stage released:
+ * when kt ends a segment and more tiles follow, waits for the wgmmas, releases their stage
+ * (pend = -1 afterwards), C (+)= acc * c_seg, acc = 0, and the next segment begins. */
+static __device__ __forceinline__ void hot_tma_seg_boundary(
+    int (&acc)[HOT_NREG], int kt, int ktiles, int &seg_end, int &pend, unsigned bars, float *C,
+    const float *alpha_a, const float *alpha_b, float alpha_div, int m0, int n0, int M, int N,
+    int ldc, int seg_kpad) {
+  if (kt + 1 != seg_end || kt + 1 >= ktiles) return;
+  hot_wgmma_wait<0>();
+  hot_acc_fence(acc);
+  const int tid = hot_tid_opaque(), lane = tid & 31, warp = tid >> 5;
+  hot_tma_release(bars, pend, lane);
+  pend = -1;
+  const int seg_tiles = seg_kpad / HOT_KB, seg = seg_end / seg_tiles - 1;
+  const float c = hot_epilogue_alpha(alpha_a + seg, alpha_b ? alpha_b + seg : nullptr, alpha_div);
+  const bool vec = ((ldc & 1) == 0) && ((((unsigned long long)C) & 7ull) == 0);
+  const int mb = m0 + ((warp >> 2) - 1) * 64 + (warp & 3) * 16;
+  hot_tma_epilogue(acc, C, nullptr, c, mb, n0, lane >> 2, lane & 3, M, N, ldc, vec, seg > 0);
+#pragma unroll
+  for (int i = 0; i < HOT_NREG; ++i) acc[i] = 0;
+  seg_end += seg_tiles;
+}
+
+extern "C" __global__ void __launch_bounds__(HOT_THREADS, 1)
+    HOT_KNAME(const signed char *__restrict__ A, const signed char *__restrict__ B,
+              float *__restrict__ C, const float *__restrict__ row_scale,
+              const float *__restrict__ alpha_a, const float *__restrict__ alpha_b,
+              float alpha_div, int M, int N, int Kpad, int ldc, int seg_kpad,
+              const __grid_constant__ hot_tensor_map tmap_a,
+              const __grid_constant__ hot_tensor_map tmap_b) {
+  extern __shared__ __align__(1024) unsigned char hot_smem[];
+  (void)A; /* the operands arrive through the tensor maps */
+  (void)B;
+
+  const int tid = (int)threadIdx.x;
+  const int lane = tid & 31, warp = tid >> 5, wg = warp >> 2;
+  const unsigned smem = (hot_smem_u32(hot_smem) + 1023u) & ~1023u;
+  const unsigned bars = smem + HOT_STAGES * HOT_STAGE_BYTES;
+  const int tiles_m = (M + HOT_TILE_M - 1) / HOT_TILE_M, tiles_n = (N + HOT_TILE_N - 1) / HOT_TILE_N;
+  const long long tiles = (long long)tiles_m * tiles_n;
+  const int ktiles = Kpad / HOT_KB;
+
+  if (tid == 0) {
+    for (int s = 0; s < HOT_STAGES; ++s) {
+      hot_mbar_init(hot_full(bars, s), 1);
+      hot_mbar_init(hot_empty(bars, s), HOT_EMPTY_COUNT);
+    }
+    hot_fence_mbar_init();
+  }
+  __syncthreads();
+
+  if (wg == 0) {
+    /* ---- producer warpgroup: thread 0 issues the TMA loads, the others leave ---------------- */
+    if (HOT_WGS > 1) hot_setmaxnreg_dec<HOT_REG_PRODUCER>();
+    if (tid != 0) return;
+    if (ktiles > 0) {
+      hot_tma_prefetch_map(&tmap_a);
+      hot_tma_prefetch_map(&tmap_b);
+    }
+    int s = 0;
+    unsigned ph = 0;
+    for (long long t = blockIdx.x; t < tiles; t += gridDim.x) {
+      int m0, n0;
+      hot_tma_tile(t, tiles_m, tiles_n, m0, n0);
+      for (int kt = 0; kt < ktiles; ++kt) {
+        hot_mbar_wait(hot_empty(bars, s), ph ^ 1u);
+        const unsigned st = smem + (unsigned)s * HOT_STAGE_BYTES;
+        hot_mbar_arrive_expect_tx(hot_full(bars, s), HOT_STAGE_BYTES);
+        hot_tma_load_2d(st, &tmap_a, kt * HOT_KB, m0, hot_full(bars, s));
+        hot_tma_load_2d(st + HOT_A_BYTES, &tmap_b, kt * HOT_KB, n0, hot_full(bars, s));
+        if (++s == HOT_STAGES) {
+          s = 0;
+          ph ^= 1u;
+        }
+      }
+    }
+    return;
+  }
+
+  /* ---- consumer warpgroups: wgmma on the stages, then the epilogue from the registers ------- */
+  if (HOT_WGS > 1) hot_setmaxnreg_inc<HOT_REG_CONSUMER>();
+  const int cw = wg - 1, wq = warp & 3;
+  const bool vec = ((ldc & 1) == 0) && ((((unsigned long long)C) & 7ull) == 0);
+  int acc[HOT_NREG];
+  int s = 0;
+  unsigned ph = 0;
+  for (long long t = blockIdx.x; t < tiles; t += gridDim.x) {
+    int m0, n0;
+    hot_tma_tile(t, tiles_m, tiles_n, m0, n0);
+#pragma unroll
+    for (int i = 0; i < HOT_NREG; ++i) acc[i] = 0;
+    int pend = -1; /* the stage whose wgmmas may still run (not released yet), or -1 */
+    /* HOT_SEGS = 1: the current segment ends with K tile seg_end - 1; HOT_SEGS = 0 never reads
+     * seg_kpad (every branch on it is dead code) */
+    int seg_end = HOT_SEGS ? seg_kpad / HOT_KB : 0;
+    for (int kt = 0; kt < ktiles; ++kt) {
+      hot_mbar_wait(hot_full(bars, s), ph);
+      const unsigned st = smem + (unsigned)s * HOT_STAGE_BYTES;
+      const unsigned ta = st + (unsigned)(cw * 64 * HOT_KB), tb = st + HOT_A_BYTES;
+      hot_wgmma_fence();
+#pragma unroll
+      for (int k = 0; k < HOT_KB / 32; ++k)
+        hot_wgmma(acc, hot_wgmma_desc(ta + 32 * k), hot_wgmma_desc(tb + 32 * k));
+      hot_wgmma_commit();
+      hot_wgmma_wait<1>();
+      if (pend >= 0) hot_tma_release(bars, pend, lane);
+      pend = s;
+      if (++s == HOT_STAGES) {
+        s = 0;
+        ph ^= 1u;
+      }
+      if (HOT_SEGS)
+        hot_tma_seg_boundary(acc, kt, ktiles, seg_end, pend, bars, C, alpha_a, alpha_b, alpha_div,
+                             m0, n0, M, N, ldc, seg_kpad);
+    }
+    hot_wgmma_wait<0>();
+    hot_acc_fence(acc);
+    if (pend >= 0) hot_tma_release(bars, pend, lane);
+
+    /* epilogue (gemm_wgmma.cu's; HOT_SEGS = 1: the last segment's v added to C) */
+    const int seg = HOT_SEGS && seg_kpad >= HOT_KB ? seg_end / (seg_kpad / HOT_KB) - 1 : 0;
+    const float alpha =
+        HOT_SEGS ? hot_epilogue_alpha(alpha_a + seg, alpha_b ? alpha_b + seg : nullptr, alpha_div)
+                 : hot_epilogue_alpha(alpha_a, alpha_b, alpha_div);
+    hot_tma_epilogue(acc, C, HOT_SEGS ? nullptr : row_scale, alpha, m0 + cw * 64 + wq * 16, n0,
+                     lane >> 2, lane & 3, M, N, ldc, vec, HOT_SEGS && seg > 0);
+  }
+}
