@@ -1,0 +1,73 @@
+/* fast.h — the fast CPU path of hot: the whole-layer operations of templates/ref.h
+ * (hot_ref_layer_save / _backward / _calibrate) and the fp64 exact products of exact_ref.c, with
+ * the same signatures and the same results bit for bit, computed by threads (a pool sized by
+ * fast_set_threads, HOT_CPU_THREADS or the online CPUs) with SIMD kernels picked at run time
+ * (scalar, AVX2, AVX-512 VNNI; the build needs no -march flag).
+ *
+ * Why the bits do not change (docs/cpu-backend.md): the integer GEMMs sum int32 modulo 2^32,
+ * exact in any order; every fp32/fp64 element keeps the operation sequence of its twin
+ * (CONTRACT.md 2, 6, 13, 14): transforms are vectorised across independent columns or run the
+ * same butterfly per element, the Philox stream is counter based, and the canonical fp64 sums
+ * are cut into the contract's 1024-term chunks, summed chunk by chunk and then in chunk order.
+ *
+ * Conventions are those of ref.h: the plan is checked with hot_ref_plan_check, inputs are only
+ * read, outputs are written into the caller's buffers, scratch memory is malloc'ed and freed
+ * before returning, the status codes are HOT_REF_*; the functions never print or exit. They may
+ * be called from several threads at once (the pool runs one parallel region at a time; a call
+ * made from inside a worker runs single-threaded).
+ */
+#ifndef HOT_FAST_H
+#define HOT_FAST_H
+
+#include <stdint.h>
+
+#include "ref.h"
+
+/* ---- settings ----------------------------------------------------------------------------- */
+
+/* Dispatch levels of the SIMD kernels, lowest first. */
+typedef enum {
+  FAST_LEVEL_SCALAR = 0, /* portable C */
+  FAST_LEVEL_AVX2 = 1,   /* AVX2: vpmaddubsw / vpmaddwd GEMMs, 8-wide transforms and quantizers */
+  FAST_LEVEL_AVX512 = 2  /* AVX-512F/BW + VNNI: vpdpbusd GEMMs (the rest as AVX2) */
+} fast_level;
+
+/* Threads of the parallel regions: n > 0 sets it, n <= 0 returns to the default
+ * (HOT_CPU_THREADS when it is a positive integer, else the number of online CPUs; at most 256). */
+void fast_set_threads(int n);
+/* The thread count the next call will use (>= 1). */
+int fast_threads(void);
+
+/* Caps the dispatch level: `max` in FAST_LEVEL_*, or -1 for no cap (the default; HOT_CPU_ISA =
+ * "scalar", "avx2" or "avx512" caps it from the environment when no cap was set here). */
+void fast_set_level(int max);
+/* The level the kernels run at: the highest the CPU supports, within the cap. */
+fast_level fast_level_now(void);
+/* The highest level this CPU supports. */
+fast_level fast_level_cpu(void);
+/* Static name of a level ("scalar", "avx2", "avx512-vnni"). */
+const char *fast_level_name(int level);
+
+/* ---- whole layer: the same contract as hot_ref_layer_* (ref.h) ------------------------------ */
+
+/* As hot_ref_layer_save: the saved buffer (q_x^ and s_x^ with ABC, else an fp32 copy of x)
+ * with the same bytes; release it with hot_ref_saved_free. */
+int fast_layer_save(const hot_layer_plan *pl, const void *x, hot_dtype dt, hot_ref_saved *out);
+
+/* As hot_ref_layer_backward: g_x[T*I], g_w[O*I] and g_b[O] (when not NULL), bit for bit. */
+int fast_layer_backward(const hot_layer_plan *pl, const hot_ref_saved *saved, const void *g_y,
+                        const void *w, hot_dtype dt, hot_gran gran, uint64_t seed, uint32_t step,
+                        float *g_x, float *g_w, float *g_b);
+
+/* As hot_ref_layer_calibrate (hot_ref_lqs): the same errors and choice, bit for bit. */
+int fast_layer_calibrate(const hot_layer_plan *pl, const void *g_y, hot_dtype dt, uint64_t seed,
+                         uint32_t step, hot_ref_lqs_result *out);
+
+/* ---- fp64 exact products: the same contract and bits as exact_ref.c ----------------------- */
+
+int fast_exact_gx(int64_t T, int64_t O, int64_t I, const float *g_y, const float *w, double *g_x);
+int fast_exact_gw(int64_t T, int64_t O, int64_t I, const float *g_y, const float *x, double *g_w);
+int fast_hq_gx_f64(const hot_layer_plan *pl, const float *g_y, const float *w, double *g_x);
+int fast_hla_gw_f64(const hot_layer_plan *pl, const float *g_y, const float *x, double *g_w);
+
+#endif /* HOT_FAST_H */

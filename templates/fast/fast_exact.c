@@ -1,0 +1,296 @@
+/* fast_exact.c — the fp64 products of exact_ref.c, blocked and threaded with the same bits.
+ *
+ * Each output element of exact_ref.c is a sum that starts at +0.0 and adds the exact fp64
+ * products of its terms in ascending order of the contraction index k, one rounding per add
+ * (CONTRACT.md 17: tests and error reports only). Here the output is cut into tiles (threads)
+ * and the contraction into blocks of KC; a tile's sums are kept in the output between blocks
+ * and each block adds its terms in ascending k, so every element sees the same additions in the
+ * same order. (atb64's skipping of zero terms changes nothing: a sum that starts at +0.0 is never
+ * -0.0 under round-to-nearest, and adding +-0 to it leaves it as it is.) The fp64 transforms of
+ * hot_ref_hq_gx_f64 and hot_ref_hla_gw_f64 keep their stage order and run per column. */
+#include <stdlib.h>
+#include <string.h>
+
+#include "fast_internal.h"
+
+#if defined(__x86_64__) || defined(__i386__)
+#include <immintrin.h>
+#define FAST_X86 1
+#define AVX2_FN __attribute__((target("avx2")))
+#else
+#define FAST_X86 0
+#endif
+
+#define DMR 4   /* rows of the register tile */
+#define DNR 8   /* columns of the register tile */
+#define DMC 64  /* rows of a thread's tile */
+#define DNC 256 /* columns of a thread's tile */
+#define DKC 128 /* contraction block */
+
+/* c (M x N, row-major, ldc = N) += a.b over k ascending, a(m,k) = A[m*a_sm + k*a_sk],
+ * b(k,n) = B[k*b_sk + n*b_sn]; element types fp32 (f32 != 0) or fp64. */
+typedef struct {
+  const void *a;
+  int a_f32;
+  int64_t a_sm, a_sk;
+  const void *b;
+  int b_f32;
+  int64_t b_sk, b_sn;
+  int64_t M, N, K;
+  double *c;
+  int level;
+  double **scratch; /* per thread: packed A (DMC x DKC) then packed B (DKC x DNC) */
+} dctx;
+
+static inline double ld_a(const dctx *x, int64_t m, int64_t k) {
+  const int64_t at = m * x->a_sm + k * x->a_sk;
+  return x->a_f32 ? (double)((const float *)x->a)[at] : ((const double *)x->a)[at];
+}
+static inline double ld_b(const dctx *x, int64_t k, int64_t n) {
+  const int64_t at = k * x->b_sk + n * x->b_sn;
+  return x->b_f32 ? (double)((const float *)x->b)[at] : ((const double *)x->b)[at];
+}
+
+/* c[DMR x DNR] (row stride ldc) += the kc steps of a packed A panel and B panel. */
+static void dkern_scalar(const double *ap, const double *bp, int64_t kc, double *c, int64_t ldc) {
+  double acc[DMR][DNR];
+  for (int m = 0; m < DMR; ++m)
+    for (int n = 0; n < DNR; ++n) acc[m][n] = c[m * ldc + n];
+  for (int64_t k = 0; k < kc; ++k)
+    for (int m = 0; m < DMR; ++m)
+      for (int n = 0; n < DNR; ++n) acc[m][n] = acc[m][n] + ap[k * DMR + m] * bp[k * DNR + n];
+  for (int m = 0; m < DMR; ++m)
+    for (int n = 0; n < DNR; ++n) c[m * ldc + n] = acc[m][n];
+}
+
+#if FAST_X86
+AVX2_FN static void dkern_avx2(const double *ap, const double *bp, int64_t kc, double *c,
+                               int64_t ldc) {
+  __m256d c00 = _mm256_loadu_pd(c), c01 = _mm256_loadu_pd(c + 4);
+  __m256d c10 = _mm256_loadu_pd(c + ldc), c11 = _mm256_loadu_pd(c + ldc + 4);
+  __m256d c20 = _mm256_loadu_pd(c + 2 * ldc), c21 = _mm256_loadu_pd(c + 2 * ldc + 4);
+  __m256d c30 = _mm256_loadu_pd(c + 3 * ldc), c31 = _mm256_loadu_pd(c + 3 * ldc + 4);
+  for (int64_t k = 0; k < kc; ++k) {
+    const __m256d b0 = _mm256_loadu_pd(bp + k * DNR), b1 = _mm256_loadu_pd(bp + k * DNR + 4);
+    __m256d a = _mm256_broadcast_sd(ap + k * DMR);
+    c00 = _mm256_add_pd(c00, _mm256_mul_pd(a, b0));
+    c01 = _mm256_add_pd(c01, _mm256_mul_pd(a, b1));
+    a = _mm256_broadcast_sd(ap + k * DMR + 1);
+    c10 = _mm256_add_pd(c10, _mm256_mul_pd(a, b0));
+    c11 = _mm256_add_pd(c11, _mm256_mul_pd(a, b1));
+    a = _mm256_broadcast_sd(ap + k * DMR + 2);
+    c20 = _mm256_add_pd(c20, _mm256_mul_pd(a, b0));
+    c21 = _mm256_add_pd(c21, _mm256_mul_pd(a, b1));
+    a = _mm256_broadcast_sd(ap + k * DMR + 3);
+    c30 = _mm256_add_pd(c30, _mm256_mul_pd(a, b0));
+    c31 = _mm256_add_pd(c31, _mm256_mul_pd(a, b1));
+  }
+  _mm256_storeu_pd(c, c00), _mm256_storeu_pd(c + 4, c01);
+  _mm256_storeu_pd(c + ldc, c10), _mm256_storeu_pd(c + ldc + 4, c11);
+  _mm256_storeu_pd(c + 2 * ldc, c20), _mm256_storeu_pd(c + 2 * ldc + 4, c21);
+  _mm256_storeu_pd(c + 3 * ldc, c30), _mm256_storeu_pd(c + 3 * ldc + 4, c31);
+}
+#endif
+
+static void dtile_task(void *ctx, int64_t i, int tid) {
+  const dctx *x = ctx;
+  const int64_t tiles_n = fast_cdiv(x->N, DNC), m0 = (i / tiles_n) * DMC, n0 = (i % tiles_n) * DNC;
+  const int64_t mc = x->M - m0 < DMC ? x->M - m0 : DMC, nc = x->N - n0 < DNC ? x->N - n0 : DNC;
+  const int64_t mp = fast_cdiv(mc, DMR), np = fast_cdiv(nc, DNR);
+  double *pa = x->scratch[tid], *pb = pa + DMC * DKC, *tmp = pb + DKC * DNC;
+  for (int64_t k0 = 0; k0 < x->K; k0 += DKC) {
+    const int64_t kc = x->K - k0 < DKC ? x->K - k0 : DKC;
+    for (int64_t p = 0; p < mp; ++p) /* A panels: [k][DMR], zero rows past the tile */
+      for (int64_t k = 0; k < kc; ++k)
+        for (int m = 0; m < DMR; ++m) {
+          const int64_t row = m0 + p * DMR + m;
+          pa[(p * kc + k) * DMR + m] = row < x->M ? ld_a(x, row, k0 + k) : 0.0;
+        }
+    for (int64_t p = 0; p < np; ++p) /* B panels: [k][DNR], zero columns past the tile */
+      for (int64_t k = 0; k < kc; ++k)
+        for (int n = 0; n < DNR; ++n) {
+          const int64_t col = n0 + p * DNR + n;
+          pb[(p * kc + k) * DNR + n] = col < x->N ? ld_b(x, k0 + k, col) : 0.0;
+        }
+    for (int64_t q = 0; q < np; ++q)
+      for (int64_t p = 0; p < mp; ++p) {
+        const int64_t r0 = m0 + p * DMR, c0 = n0 + q * DNR;
+        const int full = r0 + DMR <= x->M && c0 + DNR <= x->N;
+        double *c = full ? x->c + r0 * x->N + c0 : tmp;
+        const int64_t ldc = full ? x->N : DNR;
+        if (!full) /* an edge tile: through a DMR x DNR copy */
+          for (int m = 0; m < DMR; ++m)
+            for (int n = 0; n < DNR; ++n)
+              tmp[m * DNR + n] = r0 + m < x->M && c0 + n < x->N ? x->c[(r0 + m) * x->N + c0 + n] : 0.0;
+#if FAST_X86
+        if (x->level >= FAST_LEVEL_AVX2) dkern_avx2(pa + p * kc * DMR, pb + q * kc * DNR, kc, c, ldc);
+        else
+#endif
+          dkern_scalar(pa + p * kc * DMR, pb + q * kc * DNR, kc, c, ldc);
+        if (!full)
+          for (int m = 0; m < DMR; ++m)
+            for (int n = 0; n < DNR; ++n)
+              if (r0 + m < x->M && c0 + n < x->N) x->c[(r0 + m) * x->N + c0 + n] = tmp[m * DNR + n];
+      }
+  }
+}
+
+/* Runs x over the pool (x->c must hold +0.0 on entry). */
+static int dgemm(dctx *x) {
+  const int threads = fast_threads();
+  x->level = fast_level_now();
+  x->scratch = calloc((size_t)threads, sizeof *x->scratch);
+  int rc = x->scratch ? HOT_REF_OK : HOT_REF_ENOMEM;
+  for (int t = 0; t < threads && !rc; ++t)
+    if (!(x->scratch[t] = malloc((size_t)(DMC * DKC + DKC * DNC + DMR * DNR) * sizeof(double))))
+      rc = HOT_REF_ENOMEM;
+  if (!rc) fast_parallel(fast_cdiv(x->M, DMC) * fast_cdiv(x->N, DNC), threads, dtile_task, x);
+  if (x->scratch)
+    for (int t = 0; t < threads; ++t) free(x->scratch[t]);
+  free(x->scratch);
+  return rc;
+}
+
+int fast_exact_gx(int64_t T, int64_t O, int64_t I, const float *g_y, const float *w, double *g_x) {
+  if (T <= 0 || O <= 0 || I <= 0 || !g_y || !w || !g_x) return HOT_REF_EARG;
+  memset(g_x, 0, (size_t)(T * I) * sizeof *g_x);
+  dctx x = {g_y, 1, O, 1, w, 1, I, 1, T, I, O, g_x, 0, NULL};
+  return dgemm(&x);
+}
+
+int fast_exact_gw(int64_t T, int64_t O, int64_t I, const float *g_y, const float *x_,
+                  double *g_w) {
+  if (T <= 0 || O <= 0 || I <= 0 || !g_y || !x_ || !g_w) return HOT_REF_EARG;
+  memset(g_w, 0, (size_t)(O * I) * sizeof *g_w);
+  dctx x = {g_y, 1, 1, O, x_, 1, I, 1, O, I, T, g_w, 0, NULL};
+  return dgemm(&x);
+}
+
+/* ---- fp64 transforms ------------------------------------------------------------------------- */
+
+/* fwht_rows64 of exact_ref.c on columns [c0, c0 + n) of a p x ld block. */
+static void fwht64_cols(double *m, int p, int64_t ld, int64_t c0, int64_t n) {
+  for (int h = 1; h < p; h <<= 1)
+    for (int j = 0; j < p; ++j) {
+      if (j & h) continue;
+      double *a = m + (int64_t)j * ld + c0, *b = m + (int64_t)(j + h) * ld + c0;
+      for (int64_t c = 0; c < n; ++c) {
+        double u = a[c], v = b[c];
+        a[c] = u + v;
+        b[c] = u - v;
+      }
+    }
+}
+
+typedef struct {
+  double *m;
+  int p;
+  int64_t blocks, cols; /* blocks of p rows, each a p x cols matrix */
+} fctx;
+
+static void f64_task(void *ctx, int64_t i, int tid) {
+  (void)tid;
+  const fctx *x = ctx;
+  const int64_t chunks = fast_cdiv(x->cols, 256), blk = i / chunks, c0 = (i % chunks) * 256;
+  fwht64_cols(x->m + blk * x->p * x->cols, x->p, x->cols, c0, x->cols - c0 < 256 ? x->cols - c0 : 256);
+}
+
+static void fwht64_blocks(double *m, int p, int64_t blocks, int64_t cols) {
+  fctx x = {m, p, blocks, cols};
+  fast_parallel(blocks * fast_cdiv(cols, 256), 0, f64_task, &x);
+}
+
+static void div_all(double *c, int64_t n, double div) {
+  for (int64_t i = 0; i < n; ++i) c[i] /= div;
+}
+
+int fast_hq_gx_f64(const hot_layer_plan *pl, const float *g_y, const float *w, double *g_x) {
+  if (!pl || !g_y || !w || !g_x) return HOT_REF_EARG;
+  int rc = hot_ref_plan_check(pl);
+  if (rc) return rc;
+  if (!pl->hq.enabled) return HOT_REF_ESHAPE;
+  const int b = pl->hq.block;
+  const int64_t T = pl->T, O = pl->O, I = pl->I, op = pl->hq.o_pad;
+  double *gt = calloc((size_t)(op * T), sizeof *gt), *wt = calloc((size_t)(op * I), sizeof *wt);
+  if (!gt || !wt) {
+    rc = HOT_REF_ENOMEM;
+    goto done;
+  }
+  for (int64_t t = 0; t < T; ++t)
+    for (int64_t o = 0; o < O; ++o) gt[o * T + t] = g_y[t * O + o];
+  for (int64_t o = 0; o < O; ++o)
+    for (int64_t i = 0; i < I; ++i) wt[o * I + i] = w[o * I + i];
+  fwht64_blocks(gt, b, op / b, T);
+  fwht64_blocks(wt, b, op / b, I);
+  memset(g_x, 0, (size_t)(T * I) * sizeof *g_x);
+  dctx x = {gt, 0, 1, T, wt, 0, I, 1, T, I, op, g_x, 0, NULL};
+  rc = dgemm(&x);
+  if (!rc) div_all(g_x, T * I, (double)b);
+done:
+  free(gt);
+  free(wt);
+  return rc;
+}
+
+typedef struct {
+  const hot_layer_plan *pl;
+  const float *src;
+  int64_t cols;
+  double *out;
+  double **scratch; /* per thread: p x 256 */
+} pctx;
+
+/* hla_project64 of exact_ref.c for token block i / chunks, columns chunk i % chunks. */
+static void p64_task(void *ctx, int64_t i, int tid) {
+  const pctx *x = ctx;
+  const hot_layer_plan *pl = x->pl;
+  const int p = pl->hla.block, r = pl->hla.rank, flat = pl->hla.layout == HOT_LAYOUT_FLAT;
+  const int64_t chunks = fast_cdiv(x->cols, 256), blk = i / chunks, c0 = (i % chunks) * 256;
+  const int64_t n = x->cols - c0 < 256 ? x->cols - c0 : 256;
+  const int64_t per_seg = pl->hla.seg_len / p, seg = blk / per_seg, bb = blk % per_seg;
+  const int64_t seg_real = flat ? pl->T : pl->L, base = flat ? 0 : seg * pl->L;
+  double *buf = x->scratch[tid];
+  for (int j = 0; j < p; ++j) {
+    const int64_t pos = bb * p + j;
+    for (int64_t c = 0; c < n; ++c)
+      buf[(int64_t)j * 256 + c] = pos < seg_real ? (double)x->src[(base + pos) * x->cols + c0 + c] : 0.0;
+  }
+  fwht64_cols(buf, p, 256, 0, n);
+  for (int j = 0; j < r; ++j)
+    memcpy(x->out + (blk * r + j) * x->cols + c0, buf + (int64_t)pl->hla.rows[j] * 256,
+           (size_t)n * sizeof *x->out);
+}
+
+static int project64(const hot_layer_plan *pl, const float *src, int64_t cols, double *out) {
+  const int threads = fast_threads();
+  pctx x = {pl, src, cols, out, calloc((size_t)threads, sizeof(double *))};
+  int rc = x.scratch ? HOT_REF_OK : HOT_REF_ENOMEM;
+  for (int t = 0; t < threads && !rc; ++t)
+    if (!(x.scratch[t] = malloc((size_t)pl->hla.block * 256 * sizeof(double)))) rc = HOT_REF_ENOMEM;
+  if (!rc) fast_parallel(pl->hla.blocks * fast_cdiv(cols, 256), threads, p64_task, &x);
+  if (x.scratch)
+    for (int t = 0; t < threads; ++t) free(x.scratch[t]);
+  free(x.scratch);
+  return rc;
+}
+
+int fast_hla_gw_f64(const hot_layer_plan *pl, const float *g_y, const float *x_, double *g_w) {
+  if (!pl || !g_y || !x_ || !g_w) return HOT_REF_EARG;
+  int rc = hot_ref_plan_check(pl);
+  if (rc) return rc;
+  if (!pl->hla.enabled) return HOT_REF_ESHAPE;
+  const int64_t K = pl->hla.k, O = pl->O, I = pl->I;
+  double *gh = malloc((size_t)(K * O) * sizeof *gh), *xh = malloc((size_t)(K * I) * sizeof *xh);
+  rc = HOT_REF_ENOMEM;
+  if (gh && xh) rc = project64(pl, g_y, O, gh);
+  if (!rc) rc = project64(pl, x_, I, xh);
+  if (!rc) {
+    memset(g_w, 0, (size_t)(O * I) * sizeof *g_w);
+    dctx x = {gh, 0, 1, O, xh, 0, I, 1, O, I, K, g_w, 0, NULL};
+    rc = dgemm(&x);
+    if (!rc) div_all(g_w, O * I, (double)pl->hla.block);
+  }
+  free(gh);
+  free(xh);
+  return rc;
+}

@@ -1,0 +1,84 @@
+/* fast_internal.h — what the files of templates/fast/ share: the thread pool, the integer GEMM
+ * driver and the per-element kernels (transforms, quantizers) of the fast CPU path. Not an API:
+ * fast.h is. */
+#ifndef HOT_FAST_INTERNAL_H
+#define HOT_FAST_INTERNAL_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "fast.h"
+
+/* ---- thread pool (fast_pool.c) ------------------------------------------------------------ */
+
+/* One task of a parallel region: index i in [0, n), run by thread tid in [0, threads). */
+typedef void (*fast_task_fn)(void *ctx, int64_t i, int tid);
+
+/* Runs fn(ctx, i, tid) for every i in [0, n) on up to `threads` threads (the caller is tid 0)
+ * and returns when all are done. threads <= 0 means fast_threads(). Tasks must not fail: they
+ * record errors in ctx. A call from another thread waits for the running region; a call from
+ * inside a task runs all its tasks on the calling thread with tid 0 (the fast path never nests
+ * regions). */
+void fast_parallel(int64_t n, int threads, fast_task_fn fn, void *ctx);
+
+/* Ceil division and rounding up, for sizes. */
+static inline int64_t fast_cdiv(int64_t a, int64_t b) { return (a + b - 1) / b; }
+static inline int64_t fast_round_up(int64_t a, int64_t b) { return fast_cdiv(a, b) * b; }
+
+/* ---- integer GEMM (fast_gemm.c) ----------------------------------------------------------- */
+
+/* C = A.B^T over K-segments: for segment j, acc[m][n] = sum over k < seg_k of
+ * a_seg[j][m*a_sm + k*a_sk] * b_seg[j][n*b_sn + k*b_sk], int32 modulo 2^32 (exact in any order).
+ * After each segment's int32 tile is ready, epi is called with the tile (rows m0.., cols n0..,
+ * valid mc x nc, row stride ldc); tiles of one (m0, n0) come in segment order from the same
+ * thread. |a| <= qa and |b| <= qb must hold (they pick the kernel: small codes use 8-bit
+ * products with 16-bit partial sums; any int8 is exact on the 16-bit product kernels). */
+typedef void (*fast_epi_fn)(void *ctx, int64_t seg, int64_t m0, int64_t n0, int64_t mc, int64_t nc,
+                            const int32_t *acc, int64_t ldc);
+typedef struct {
+  int64_t M, N, seg_k, segs;
+  const int8_t *const *a_seg; /* segs base pointers */
+  int64_t a_sm, a_sk;
+  const int8_t *const *b_seg;
+  int64_t b_sn, b_sk;
+  int qa, qb;
+  fast_epi_fn epi;
+  void *ctx;
+} fast_igemm_op;
+
+/* Runs op at the current level with the pool. Returns HOT_REF_OK or HOT_REF_ENOMEM. */
+int fast_igemm(const fast_igemm_op *op);
+
+/* ---- per-element kernels (fast_kern.c) ---------------------------------------------------- */
+
+typedef struct {
+  uint64_t seed;
+  uint32_t tag, step;
+} fast_rng;
+
+/* Fills words[i] = the Philox word of element idx0 + i, i < n (CONTRACT.md 6). */
+void fast_philox_words(const fast_rng *r, uint64_t idx0, int64_t n, uint32_t *words, int level);
+
+/* Codes of n values v[0..n) under scale s (RTN when sr == 0, else SR with words[i]), as
+ * hot_quant_rtn / hot_quant_sr do. */
+void fast_quant_run(const float *v, int64_t n, float s, int qmax, int sr, const uint32_t *words,
+                    int8_t *out, int level);
+
+/* amax over v[0..n) and whether all are finite (returns 0 when one is not). */
+int fast_amax_run(const float *v, int64_t n, float *amax, int level);
+
+/* In place, every run of b consecutive entries of a row of n (n a multiple of b) is transformed
+ * by the length-b FWHT (hot_fwht's operations per element). */
+void fast_fwht_row(float *a, int64_t n, int b, int level);
+
+/* In place, the length-p FWHT down the p rows (stride ld) of a p x cols block, per column
+ * (ref_fwht_rows' operations per element). */
+void fast_fwht_cols(float *m, int p, int64_t cols, int64_t ld, int level);
+
+/* acc[i] = HOT_ADD(acc[i], v[i]) for i < n; returns 0 when a v[i] is not finite. */
+int fast_add_run(float *acc, const float *v, int64_t n, int level);
+
+/* dst[0..n) = elements off.. of a dtype-tagged array, as fp32 (exact, as ref_load). */
+void fast_load_run(const void *src, hot_dtype dt, int64_t off, int64_t n, float *dst);
+
+#endif /* HOT_FAST_INTERNAL_H */

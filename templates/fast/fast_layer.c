@@ -1,0 +1,656 @@
+/* fast_layer.c — the threaded driver of the fast CPU path: the layer's save, backward and
+ * calibration as in layer_ref.c, stage by stage, each stage split into independent tasks
+ * (rows, token blocks x column chunks, 1024-term chunks, output tiles) whose elements see the
+ * same operations as in the twins. See fast.h and docs/cpu-backend.md. */
+#include <stdatomic.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "fast_internal.h"
+#include "hot_math.cuh"
+
+#define COLS_CHUNK 256 /* columns of one task of the column-wise transforms */
+
+static int quant_ok(const hot_quant *q) {
+  return q->bits >= 2 && q->bits <= 8 && (q->round == HOT_ROUND_RTN || q->round == HOT_ROUND_SR) &&
+         (q->rule == HOT_RULE_ABSMAX || q->rule == HOT_RULE_SAWB);
+}
+
+/* Rows per task so that a task holds about 16K elements. */
+static int64_t rows_per_task(int64_t cols) {
+  int64_t r = 16384 / (cols > 0 ? cols : 1);
+  return r > 0 ? r : 1;
+}
+
+/* ---- the grouped quantizer (hot_ref_quantize_groups, CONTRACT.md 6 and 11) ----------------- */
+
+typedef struct {
+  const float *v;
+  int64_t rows, cols, group_rows;
+  const hot_quant *q;
+  fast_rng rng;
+  int level;
+  float *row_amax;  /* rows */
+  double *part;     /* SAWB: 2 per chunk of every group */
+  int64_t chunks;   /* SAWB chunks of one group */
+  const float *scales;
+  int8_t *codes;
+  atomic_int bad;
+} qctx;
+
+static void stats_task(void *ctx, int64_t i, int tid) {
+  (void)tid;
+  qctx *x = ctx;
+  const int64_t rpt = rows_per_task(x->cols), r1 = (i + 1) * rpt < x->rows ? (i + 1) * rpt : x->rows;
+  for (int64_t r = i * rpt; r < r1; ++r) {
+    float m = 0.0f;
+    if (!fast_amax_run(x->v + r * x->cols, x->cols, &m, x->level)) atomic_store(&x->bad, 1);
+    x->row_amax[r] = m;
+  }
+}
+
+/* SAWB partials of chunks 4i .. 4i+3 of group g (canonical sum, CONTRACT.md 13): each chunk
+ * summed sequentially from 0.0; four chunks side by side for instruction-level parallelism. */
+static void sawb_task(void *ctx, int64_t i, int tid) {
+  (void)tid;
+  qctx *x = ctx;
+  const int64_t quads = fast_cdiv(x->chunks, 4), g = i / quads, c0 = (i % quads) * 4;
+  const int64_t glen = x->group_rows * x->cols;
+  const float *v = x->v + g * glen;
+  for (int64_t c = c0; c < c0 + 4 && c < x->chunks; ++c) {
+    const int64_t e0 = c * HOT_REF_SUM_CHUNK;
+    const int64_t e1 = e0 + HOT_REF_SUM_CHUNK < glen ? e0 + HOT_REF_SUM_CHUNK : glen;
+    double s1 = 0.0, s2 = 0.0;
+    for (int64_t e = e0; e < e1; ++e) {
+      s1 = HOT_DADD(s1, (double)fabsf(v[e]));
+      s2 = HOT_DADD(s2, HOT_DMUL((double)v[e], (double)v[e]));
+    }
+    x->part[2 * (g * x->chunks + c)] = s1;
+    x->part[2 * (g * x->chunks + c) + 1] = s2;
+  }
+}
+
+static void quant_task(void *ctx, int64_t i, int tid) {
+  (void)tid;
+  qctx *x = ctx;
+  const int qmax = hot_qmax(x->q->bits), sr = x->q->round == HOT_ROUND_SR;
+  const int64_t rpt = rows_per_task(x->cols), r1 = (i + 1) * rpt < x->rows ? (i + 1) * rpt : x->rows;
+  uint32_t words[1024];
+  for (int64_t r = i * rpt; r < r1; ++r) {
+    const float s = x->scales[r / x->group_rows];
+    for (int64_t c0 = 0; c0 < x->cols; c0 += 1024) {
+      const int64_t n = x->cols - c0 < 1024 ? x->cols - c0 : 1024, idx = r * x->cols + c0;
+      if (sr) fast_philox_words(&x->rng, (uint64_t)idx, n, words, x->level);
+      fast_quant_run(x->v + idx, n, s, qmax, sr, words, x->codes + idx, x->level);
+    }
+  }
+}
+
+/* Row amax of the rows x cols tensor v (and the finiteness check): HOT_REF_ENONFINITE or OK. */
+static int row_stats(qctx *x, int threads) {
+  atomic_store(&x->bad, 0);
+  fast_parallel(fast_cdiv(x->rows, rows_per_task(x->cols)), threads, stats_task, x);
+  return atomic_load(&x->bad) ? HOT_REF_ENONFINITE : HOT_REF_OK;
+}
+
+/* hot_ref_quantize_groups on a tensor whose row amax (row_amax, finite) is known: writes
+ * scales[rows / group_rows] and codes[rows * cols]. */
+static int quantize_known(const float *v, int64_t rows, int64_t cols, int64_t group_rows,
+                          const hot_quant *q, uint64_t seed, uint32_t tag, uint32_t step,
+                          const float *row_amax, int threads, int8_t *codes, float *scales) {
+  qctx x;
+  memset(&x, 0, sizeof x);
+  x.v = v, x.rows = rows, x.cols = cols, x.group_rows = group_rows, x.q = q;
+  x.rng.seed = seed, x.rng.tag = tag, x.rng.step = step;
+  x.level = fast_level_now();
+  const int64_t groups = rows / group_rows, glen = group_rows * cols;
+  if (q->rule == HOT_RULE_SAWB) {
+    x.chunks = fast_cdiv(glen, HOT_REF_SUM_CHUNK);
+    x.part = malloc((size_t)(2 * groups * x.chunks) * sizeof *x.part);
+    if (!x.part) return HOT_REF_ENOMEM;
+    fast_parallel(groups * fast_cdiv(x.chunks, 4), threads, sawb_task, &x);
+  }
+  for (int64_t g = 0; g < groups; ++g) {
+    float amax = 0.0f;
+    for (int64_t r = g * group_rows; r < (g + 1) * group_rows; ++r)
+      amax = row_amax[r] > amax ? row_amax[r] : amax;
+    if (q->rule == HOT_RULE_SAWB) {
+      double s1 = 0.0, s2 = 0.0; /* the chunk partials in chunk order */
+      for (int64_t c = 0; c < x.chunks; ++c) {
+        s1 = HOT_DADD(s1, x.part[2 * (g * x.chunks + c)]);
+        s2 = HOT_DADD(s2, x.part[2 * (g * x.chunks + c) + 1]);
+      }
+      scales[g] = hot_scale_sawb(s1, s2, (double)glen, amax, q->bits);
+    } else {
+      scales[g] = hot_scale(amax, q->bits);
+    }
+  }
+  free(x.part);
+  x.scales = scales;
+  x.codes = codes;
+  fast_parallel(fast_cdiv(rows, rows_per_task(cols)), threads, quant_task, &x);
+  return HOT_REF_OK;
+}
+
+/* The whole grouped quantizer on a finite-or-not tensor: as hot_ref_quantize_groups. */
+static int quantize_groups(const float *v, int64_t rows, int64_t cols, int64_t group_rows,
+                           const hot_quant *q, uint64_t seed, uint32_t tag, uint32_t step,
+                           int threads, int8_t *codes, float *scales) {
+  if (!quant_ok(q) || group_rows <= 0 || rows % group_rows) return HOT_REF_EARG;
+  float *ra = malloc((size_t)rows * sizeof *ra);
+  if (!ra) return HOT_REF_ENOMEM;
+  qctx x;
+  memset(&x, 0, sizeof x);
+  x.v = v, x.rows = rows, x.cols = cols, x.row_amax = ra, x.level = fast_level_now();
+  int rc = row_stats(&x, threads);
+  if (!rc)
+    rc = quantize_known(v, rows, cols, group_rows, q, seed, tag, step, ra, threads, codes, scales);
+  free(ra);
+  return rc;
+}
+
+/* ---- transforms ---------------------------------------------------------------------------- */
+
+typedef struct {
+  const hot_layer_plan *pl;
+  const void *src;
+  hot_dtype dt;
+  int64_t cols;
+  float *out;
+  float **scratch; /* per thread: p x COLS_CHUNK floats (HLA) */
+  int level;
+} tctx;
+
+/* g' rows: load, zero-pad to o_pad, H_b per block of b (hot_ref_hq_transform_g). */
+static void hq_g_task(void *ctx, int64_t i, int tid) {
+  (void)tid;
+  const tctx *x = ctx;
+  const hot_layer_plan *pl = x->pl;
+  const int64_t O = pl->O, op = pl->hq.o_pad, rpt = rows_per_task(op);
+  const int64_t t1 = (i + 1) * rpt < pl->T ? (i + 1) * rpt : pl->T;
+  for (int64_t t = i * rpt; t < t1; ++t) {
+    float *row = x->out + t * op;
+    fast_load_run(x->src, x->dt, t * O, O, row);
+    memset(row + O, 0, (size_t)(op - O) * sizeof *row);
+    fast_fwht_row(row, op, pl->hq.block, x->level);
+  }
+}
+
+/* w' (o_pad x I): block of b rows i / chunks, columns chunk i % chunks (hot_ref_hq_transform_w). */
+static void hq_w_task(void *ctx, int64_t i, int tid) {
+  (void)tid;
+  const tctx *x = ctx;
+  const hot_layer_plan *pl = x->pl;
+  const int64_t I = pl->I, chunks = fast_cdiv(I, COLS_CHUNK), b = pl->hq.block;
+  const int64_t o0 = (i / chunks) * b, c0 = (i % chunks) * COLS_CHUNK;
+  const int64_t n = I - c0 < COLS_CHUNK ? I - c0 : COLS_CHUNK;
+  for (int64_t o = o0; o < o0 + b; ++o) {
+    float *row = x->out + o * I + c0;
+    if (o < pl->O) fast_load_run(x->src, x->dt, o * I + c0, n, row);
+    else memset(row, 0, (size_t)n * sizeof *row);
+  }
+  fast_fwht_cols(x->out + o0 * I + c0, (int)b, n, I, x->level);
+}
+
+/* HLA: token block i / chunks, column chunk i % chunks (hot_ref_hla_transform). */
+static void hla_task(void *ctx, int64_t i, int tid) {
+  const tctx *x = ctx;
+  const hot_layer_plan *pl = x->pl;
+  const int p = pl->hla.block, r = pl->hla.rank, flat = pl->hla.layout == HOT_LAYOUT_FLAT;
+  const int64_t cols = x->cols, chunks = fast_cdiv(cols, COLS_CHUNK);
+  const int64_t blk = i / chunks, c0 = (i % chunks) * COLS_CHUNK;
+  const int64_t n = cols - c0 < COLS_CHUNK ? cols - c0 : COLS_CHUNK;
+  const int64_t per_seg = pl->hla.seg_len / p, seg = blk / per_seg, b = blk % per_seg;
+  const int64_t seg_real = flat ? pl->T : pl->L, base = flat ? 0 : seg * pl->L;
+  float *buf = x->scratch[tid];
+  for (int j = 0; j < p; ++j) {
+    const int64_t pos = b * p + j;
+    float *row = buf + (int64_t)j * COLS_CHUNK;
+    if (pos < seg_real) fast_load_run(x->src, x->dt, (base + pos) * cols + c0, n, row);
+    else memset(row, 0, (size_t)n * sizeof *row);
+  }
+  fast_fwht_cols(buf, p, n, COLS_CHUNK, x->level);
+  const int64_t kb = blk * r;
+  for (int j = 0; j < r; ++j)
+    memcpy(x->out + (kb + j) * cols + c0, buf + (int64_t)pl->hla.rows[j] * COLS_CHUNK,
+           (size_t)n * sizeof *x->out);
+}
+
+/* The HLA projection of src (T x cols) into out (hla.k x cols). */
+static int hla_transform(const hot_layer_plan *pl, const void *src, hot_dtype dt, int64_t cols,
+                         int threads, float *out) {
+  tctx x = {pl, src, dt, cols, out, NULL, fast_level_now()};
+  x.scratch = calloc((size_t)threads, sizeof *x.scratch);
+  int rc = x.scratch ? HOT_REF_OK : HOT_REF_ENOMEM;
+  for (int t = 0; t < threads && !rc; ++t)
+    if (!(x.scratch[t] = malloc((size_t)pl->hla.block * COLS_CHUNK * sizeof(float))))
+      rc = HOT_REF_ENOMEM;
+  if (!rc) fast_parallel(pl->hla.blocks * fast_cdiv(cols, COLS_CHUNK), threads, hla_task, &x);
+  if (x.scratch)
+    for (int t = 0; t < threads; ++t) free(x.scratch[t]);
+  free(x.scratch);
+  return rc;
+}
+
+/* project_quant of hla_project_ref.c up to the codes: the K x cols math codes and the
+ * hla.groups scales (a per-tensor scale repeated). */
+static int hla_codes(const hot_layer_plan *pl, const void *src, hot_dtype dt, int64_t cols,
+                     const hot_quant *q, uint64_t seed, uint32_t tag, uint32_t step, int threads,
+                     int8_t *codes, float *scale) {
+  const int64_t K = pl->hla.k, G = pl->hla.groups, gk = pl->hla.group_k;
+  const int sample = q->gran == HOT_GRAN_SAMPLE;
+  if (q->gran != HOT_GRAN_TENSOR && !sample) return HOT_REF_ESHAPE;
+  float *t = malloc((size_t)(K * cols) * sizeof *t);
+  if (!t) return HOT_REF_ENOMEM;
+  int rc = hla_transform(pl, src, dt, cols, threads, t);
+  if (!rc) rc = quantize_groups(t, K, cols, sample ? gk : K, q, seed, tag, step, threads, codes, scale);
+  if (!rc)
+    for (int64_t j = sample ? G : 1; j < G; ++j) scale[j] = scale[0];
+  free(t);
+  return rc;
+}
+
+/* Stores K x cols math codes transposed at the group positions of CONTRACT.md 9. */
+typedef struct {
+  const hot_layer_plan *pl;
+  const int8_t *codes;
+  int64_t cols;
+  int8_t *dst;
+} sctx;
+
+static void store_task(void *ctx, int64_t i, int tid) {
+  (void)tid;
+  const sctx *x = ctx;
+  const int64_t K = x->pl->hla.k, gk = x->pl->hla.group_k, gkp = x->pl->hla.group_k_pad;
+  const int64_t kp = x->pl->hla.gemm.k_pad, c0 = i * 64, c1 = c0 + 64 < x->cols ? c0 + 64 : x->cols;
+  for (int64_t c = c0; c < c1; ++c) memset(x->dst + c * kp, 0, (size_t)kp);
+  for (int64_t kk = 0; kk < K; ++kk) {
+    const int64_t pos = (kk / gk) * gkp + kk % gk;
+    const int8_t *src = x->codes + kk * x->cols;
+    for (int64_t c = c0; c < c1; ++c) x->dst[c * kp + pos] = src[c];
+  }
+}
+
+/* ---- GEMM epilogues (CONTRACT.md 14) ------------------------------------------------------- */
+
+typedef struct {
+  const float *row_scale; /* HQ: f_t per row */
+  const float *seg_scale; /* HLA: c_j per segment */
+  float *out;
+  int64_t ldo;
+} ectx;
+
+static void epi_gx(void *ctx, int64_t seg, int64_t m0, int64_t n0, int64_t mc, int64_t nc,
+                   const int32_t *acc, int64_t ldc) {
+  (void)seg;
+  const ectx *e = ctx;
+  for (int64_t m = 0; m < mc; ++m) {
+    const float f = e->row_scale[m0 + m];
+    float *o = e->out + (m0 + m) * e->ldo + n0;
+    const int32_t *a = acc + m * ldc;
+    for (int64_t n = 0; n < nc; ++n) o[n] = HOT_MUL(HOT_I2F(a[n]), f);
+  }
+}
+
+static void epi_gw(void *ctx, int64_t seg, int64_t m0, int64_t n0, int64_t mc, int64_t nc,
+                   const int32_t *acc, int64_t ldc) {
+  const ectx *e = ctx;
+  const float c = e->seg_scale[seg];
+  for (int64_t m = 0; m < mc; ++m) {
+    float *o = e->out + (m0 + m) * e->ldo + n0;
+    const int32_t *a = acc + m * ldc;
+    if (seg == 0)
+      for (int64_t n = 0; n < nc; ++n) o[n] = HOT_MUL(HOT_I2F(a[n]), c);
+    else
+      for (int64_t n = 0; n < nc; ++n) o[n] = HOT_ADD(o[n], HOT_MUL(HOT_I2F(a[n]), c));
+  }
+}
+
+/* ---- g_x by HQ ------------------------------------------------------------------------------ */
+
+static int backward_gx(const hot_layer_plan *pl, const void *g_y, const void *w, hot_dtype dt,
+                       hot_gran gran, uint64_t seed, uint32_t step, int threads, float *g_x) {
+  const int64_t T = pl->T, I = pl->I, op = pl->hq.o_pad;
+  const int level = fast_level_now();
+  int rc = HOT_REF_ENOMEM;
+  float *gt = malloc((size_t)(T * op) * sizeof *gt), *wt = malloc((size_t)(op * I) * sizeof *wt);
+  float *ra = malloc((size_t)(T > op ? T : op) * sizeof *ra), *sg = malloc((size_t)T * sizeof *sg);
+  int8_t *qg = malloc((size_t)(T * op)), *qw = malloc((size_t)(op * I));
+  if (!gt || !wt || !ra || !sg || !qg || !qw) goto done;
+  /* q_g' (hot_ref_hq_quant_g) */
+  tctx tg = {pl, g_y, dt, op, gt, NULL, level};
+  fast_parallel(fast_cdiv(T, rows_per_task(op)), threads, hq_g_task, &tg);
+  qctx st;
+  memset(&st, 0, sizeof st);
+  st.v = gt, st.rows = T, st.cols = op, st.row_amax = ra, st.level = level;
+  if ((rc = row_stats(&st, threads))) goto done;
+  const int64_t group = gran == HOT_GRAN_ROW ? 1 : gran == HOT_GRAN_SAMPLE ? pl->L : T;
+  const uint32_t tag = (uint32_t)pl->layer_id * 16u + HOT_TENSOR_HQ_G;
+  if (!quant_ok(&pl->hq.g)) {
+    rc = HOT_REF_EARG;
+    goto done;
+  }
+  rc = quantize_known(gt, T, op, group, &pl->hq.g, seed, tag, step, ra, threads, qg, sg);
+  if (rc) goto done;
+  for (int64_t t = T - 1; group > 1 && t >= 0; --t) sg[t] = sg[t / group];
+  /* q_w' (hot_ref_hq_quant_w): RTN, per tensor */
+  tctx tw = {pl, w, dt, I, wt, NULL, level};
+  fast_parallel((op / pl->hq.block) * fast_cdiv(I, COLS_CHUNK), threads, hq_w_task, &tw);
+  hot_quant qwq = pl->hq.w;
+  qwq.round = HOT_ROUND_RTN;
+  float sw = 0.0f;
+  rc = quantize_groups(wt, op, I, op, &qwq, 0, 0, 0, threads, qw, &sw);
+  if (rc) goto done;
+  /* GEMM + epilogue (hot_ref_gemm_gx) */
+  const float c_w = HOT_DIV(sw, HOT_I2F(pl->hq.block));
+  for (int64_t t = 0; t < T; ++t) sg[t] = HOT_MUL(sg[t], c_w);
+  ectx e = {sg, NULL, g_x, I};
+  const int8_t *a_seg[1] = {qg}, *b_seg[1] = {qw};
+  fast_igemm_op g = {T, I, op, 1, a_seg, op, 1, b_seg, 1, I, hot_qmax(pl->hq.g.bits),
+                     hot_qmax(pl->hq.w.bits), epi_gx, &e};
+  rc = fast_igemm(&g);
+done:
+  free(gt);
+  free(wt);
+  free(ra);
+  free(sg);
+  free(qg);
+  free(qw);
+  return rc;
+}
+
+/* ---- g_w by HLA ----------------------------------------------------------------------------- */
+
+static int backward_gw(const hot_layer_plan *pl, const hot_ref_saved *saved, const void *g_y,
+                       hot_dtype dt, uint64_t seed, uint32_t step, int threads, float *g_w) {
+  const int64_t K = pl->hla.k, O = pl->O, I = pl->I, G = pl->hla.groups, gk = pl->hla.group_k;
+  int rc = HOT_REF_ENOMEM;
+  int8_t *qg = malloc((size_t)(K * O)), *qx = NULL;
+  float *sg = malloc((size_t)G * sizeof *sg), *sxo = NULL, *c = malloc((size_t)G * sizeof *c);
+  const float *sx = saved->s_x;
+  const int8_t **a_seg = malloc((size_t)G * sizeof *a_seg), **b_seg = malloc((size_t)G * sizeof *b_seg);
+  if (!qg || !sg || !c || !a_seg || !b_seg) goto done;
+  hot_quant qxq = pl->hla.x;
+  qxq.round = HOT_ROUND_RTN;
+  if (!saved->q_x) { /* no ABC: the x^ codes of the kept x, used in math layout */
+    qx = malloc((size_t)(K * I));
+    sxo = malloc((size_t)G * sizeof *sxo);
+    if (!qx || !sxo) goto done;
+    rc = hla_codes(pl, saved->x, HOT_DT_F32, I, &qxq, 0, 0, 0, threads, qx, sxo);
+    if (rc) goto done;
+    sx = sxo;
+  } else if (!sx) {
+    rc = HOT_REF_EARG;
+    goto done;
+  }
+  const uint32_t tag = (uint32_t)pl->layer_id * 16u + HOT_TENSOR_HLA_G;
+  rc = hla_codes(pl, g_y, dt, O, &pl->hla.g, seed, tag, step, threads, qg, sg);
+  if (rc) goto done;
+  const int64_t segs = pl->hla.gemm.segmented ? G : 1, seg_k = K / segs;
+  for (int64_t j = 0; j < segs; ++j) {
+    c[j] = HOT_DIV(HOT_MUL(sg[j], sx[j]), HOT_I2F(pl->hla.block));
+    a_seg[j] = qg + j * seg_k * O;
+    b_seg[j] = qx ? qx + j * seg_k * I : saved->q_x + j * pl->hla.group_k_pad;
+  }
+  (void)gk;
+  ectx e = {NULL, c, g_w, I};
+  fast_igemm_op g = {O, I, seg_k, segs, a_seg, 1, O, b_seg, qx ? 1 : pl->hla.gemm.k_pad,
+                     qx ? I : 1, hot_qmax(pl->hla.g.bits), qx ? hot_qmax(pl->hla.x.bits) : 127,
+                     epi_gw, &e};
+  rc = fast_igemm(&g);
+done:
+  free(qg);
+  free(qx);
+  free(sg);
+  free(sxo);
+  free(c);
+  free(a_seg);
+  free(b_seg);
+  return rc;
+}
+
+/* ---- g_b (hot_ref_bias) ----------------------------------------------------------------------- */
+
+typedef struct {
+  const hot_layer_plan *pl;
+  const void *g_y;
+  hot_dtype dt;
+  float *g_b;
+  int level;
+  atomic_int bad;
+} bctx;
+
+static void bias_task(void *ctx, int64_t i, int tid) {
+  (void)tid;
+  bctx *x = ctx;
+  const int64_t T = x->pl->T, O = x->pl->O, o0 = i * COLS_CHUNK;
+  const int64_t n = O - o0 < COLS_CHUNK ? O - o0 : COLS_CHUNK;
+  float part[COLS_CHUNK], tot[COLS_CHUNK], tmp[COLS_CHUNK];
+  int good = 1;
+  memset(tot, 0, sizeof tot);
+  for (int64_t t0 = 0; t0 < T; t0 += HOT_REF_BIAS_CHUNK) {
+    const int64_t t1 = t0 + HOT_REF_BIAS_CHUNK < T ? t0 + HOT_REF_BIAS_CHUNK : T;
+    memset(part, 0, sizeof part);
+    for (int64_t t = t0; t < t1; ++t) {
+      const float *v = tmp;
+      if (x->dt == HOT_DT_F32) v = (const float *)x->g_y + t * O + o0;
+      else fast_load_run(x->g_y, x->dt, t * O + o0, n, tmp);
+      good &= fast_add_run(part, v, n, x->level);
+    }
+    for (int64_t o = 0; o < n; ++o) tot[o] = HOT_ADD(tot[o], part[o]);
+  }
+  if (!good) atomic_store(&x->bad, 1);
+  memcpy(x->g_b + o0, tot, (size_t)n * sizeof *tot);
+}
+
+static int bias(const hot_layer_plan *pl, const void *g_y, hot_dtype dt, int threads, float *g_b) {
+  bctx x;
+  memset(&x, 0, sizeof x);
+  x.pl = pl, x.g_y = g_y, x.dt = dt, x.g_b = g_b, x.level = fast_level_now();
+  fast_parallel(fast_cdiv(pl->O, COLS_CHUNK), threads, bias_task, &x);
+  return atomic_load(&x.bad) ? HOT_REF_ENONFINITE : HOT_REF_OK;
+}
+
+/* ---- loads and the plain (fp64) products ------------------------------------------------------ */
+
+typedef struct {
+  const void *src;
+  hot_dtype dt;
+  int64_t n;
+  float *dst;
+  atomic_int bad;
+  int check;
+} lctx;
+
+static void load_task(void *ctx, int64_t i, int tid) {
+  (void)tid;
+  lctx *x = ctx;
+  const int64_t e0 = i * 65536, n = x->n - e0 < 65536 ? x->n - e0 : 65536;
+  fast_load_run(x->src, x->dt, e0, n, x->dst + e0);
+  if (x->check)
+    for (int64_t e = e0; e < e0 + n; ++e)
+      if (!isfinite(x->dst[e])) atomic_store(&x->bad, 1);
+}
+
+/* dst = n elements of src as fp32; with check, HOT_REF_ENONFINITE for a non-finite one. */
+static int load_all(const void *src, hot_dtype dt, int64_t n, int check, int threads, float *dst) {
+  lctx x;
+  memset(&x, 0, sizeof x);
+  x.src = src, x.dt = dt, x.n = n, x.dst = dst, x.check = check;
+  fast_parallel(fast_cdiv(n, 65536), threads, load_task, &x);
+  return atomic_load(&x.bad) ? HOT_REF_ENONFINITE : HOT_REF_OK;
+}
+
+/* backward_plain of layer_ref.c: the fp64 product rounded to fp32. */
+static int backward_plain(const hot_layer_plan *pl, int gx, const void *g_y, const void *other,
+                          hot_dtype dt_other, hot_dtype dt, int threads, float *out) {
+  const int64_t T = pl->T, O = pl->O, I = pl->I, n = gx ? T * I : O * I, nm = gx ? O * I : T * I;
+  float *g = malloc((size_t)(T * O) * sizeof *g), *m = malloc((size_t)nm * sizeof *m);
+  double *r = malloc((size_t)n * sizeof *r);
+  int rc = HOT_REF_ENOMEM;
+  if (g && m && r) {
+    load_all(g_y, dt, T * O, 0, threads, g);
+    load_all(other, dt_other, nm, 0, threads, m);
+    rc = gx ? fast_exact_gx(T, O, I, g, m, r) : fast_exact_gw(T, O, I, g, m, r);
+    for (int64_t i = 0; i < n && !rc; ++i) {
+      out[i] = (float)r[i];
+      if (!isfinite(out[i])) rc = HOT_REF_ENONFINITE;
+    }
+  }
+  free(g);
+  free(m);
+  free(r);
+  return rc;
+}
+
+/* ---- the API ---------------------------------------------------------------------------------- */
+
+int fast_layer_save(const hot_layer_plan *pl, const void *x, hot_dtype dt, hot_ref_saved *out) {
+  if (!out) return HOT_REF_EARG;
+  memset(out, 0, sizeof *out);
+  if (!pl || !x || !ref_dt_ok(dt)) return HOT_REF_EARG;
+  int rc = hot_ref_plan_check(pl);
+  if (rc) return rc;
+  const int threads = fast_threads();
+  if (pl->hla.enabled && pl->abc.enabled) {
+    const int64_t I = pl->I, K = pl->hla.k;
+    out->q_x = malloc((size_t)hot_ref_hla_x_bytes(pl));
+    out->s_x = malloc((size_t)pl->hla.groups * sizeof *out->s_x);
+    int8_t *codes = malloc((size_t)(K * I));
+    if (!out->q_x || !out->s_x || !codes) {
+      free(codes);
+      hot_ref_saved_free(out);
+      return HOT_REF_ENOMEM;
+    }
+    hot_quant q = pl->hla.x;
+    q.round = HOT_ROUND_RTN;
+    rc = hla_codes(pl, x, dt, I, &q, 0, 0, 0, threads, codes, out->s_x);
+    if (!rc) {
+      sctx s = {pl, codes, I, out->q_x};
+      fast_parallel(fast_cdiv(I, 64), threads, store_task, &s);
+    }
+    free(codes);
+    out->bytes = hot_ref_hla_x_bytes(pl) + pl->hla.groups * (int64_t)sizeof(float);
+  } else {
+    out->x = malloc((size_t)(pl->T * pl->I) * sizeof *out->x);
+    if (!out->x) return HOT_REF_ENOMEM;
+    rc = load_all(x, dt, pl->T * pl->I, 1, threads, out->x);
+    out->bytes = pl->T * pl->I * (int64_t)sizeof(float);
+  }
+  if (rc) hot_ref_saved_free(out);
+  return rc;
+}
+
+int fast_layer_backward(const hot_layer_plan *pl, const hot_ref_saved *saved, const void *g_y,
+                        const void *w, hot_dtype dt, hot_gran gran, uint64_t seed, uint32_t step,
+                        float *g_x, float *g_w, float *g_b) {
+  if (!pl || !saved || !g_y || !w || !g_x || !g_w || !ref_dt_ok(dt)) return HOT_REF_EARG;
+  int rc = hot_ref_plan_check(pl);
+  if (rc) return rc;
+  if (pl->hq.enabled && gran != HOT_GRAN_TENSOR && gran != HOT_GRAN_ROW && gran != HOT_GRAN_SAMPLE)
+    return HOT_REF_EARG;
+  if (!saved->q_x && !saved->x) return HOT_REF_EARG;
+  if (!pl->hla.enabled && !saved->x) return HOT_REF_ESHAPE;
+  const int threads = fast_threads();
+  rc = pl->hq.enabled ? backward_gx(pl, g_y, w, dt, gran, seed, step, threads, g_x)
+                      : backward_plain(pl, 1, g_y, w, dt, dt, threads, g_x);
+  if (rc) return rc;
+  rc = pl->hla.enabled ? backward_gw(pl, saved, g_y, dt, seed, step, threads, g_w)
+                       : backward_plain(pl, 0, g_y, saved->x, HOT_DT_F32, dt, threads, g_w);
+  if (rc) return rc;
+  return g_b ? bias(pl, g_y, dt, threads, g_b) : HOT_REF_OK;
+}
+
+/* ---- LQS (hot_ref_lqs) ------------------------------------------------------------------------- */
+
+typedef struct {
+  const float *v;
+  int64_t T, O, L;
+  const float *s_row, *s_smp;
+  hot_quant q;
+  fast_rng rng;
+  int level;
+  double *part; /* 2 per chunk: per-sample error, per-row error */
+} lqctx;
+
+static void lqs_task(void *ctx, int64_t i, int tid) {
+  (void)tid;
+  const lqctx *x = ctx;
+  const int64_t n = x->T * x->O, e0 = i * HOT_REF_SUM_CHUNK;
+  const int64_t e1 = e0 + HOT_REF_SUM_CHUNK < n ? e0 + HOT_REF_SUM_CHUNK : n;
+  const int qmax = hot_qmax(x->q.bits), sr = x->q.round == HOT_ROUND_SR;
+  uint32_t words[HOT_REF_SUM_CHUNK];
+  int8_t qt[HOT_REF_SUM_CHUNK], qr[HOT_REF_SUM_CHUNK];
+  if (sr) fast_philox_words(&x->rng, (uint64_t)e0, e1 - e0, words, x->level);
+  for (int64_t e = e0; e < e1;) { /* codes, run by run within rows */
+    const int64_t t = e / x->O, end = (t + 1) * x->O < e1 ? (t + 1) * x->O : e1;
+    fast_quant_run(x->v + e, end - e, x->s_smp[t / x->L], qmax, sr, words + (e - e0), qt + (e - e0),
+                   x->level);
+    fast_quant_run(x->v + e, end - e, x->s_row[t], qmax, sr, words + (e - e0), qr + (e - e0),
+                   x->level);
+    e = end;
+  }
+  double et = 0.0, er = 0.0;
+  for (int64_t e = e0; e < e1; ++e) {
+    const int64_t t = e / x->O;
+    const float dt_ = HOT_MUL(HOT_I2F((int)qt[e - e0]), x->s_smp[t / x->L]);
+    const float dr = HOT_MUL(HOT_I2F((int)qr[e - e0]), x->s_row[t]);
+    const double d1 = HOT_DSUB((double)x->v[e], (double)dt_);
+    const double d2 = HOT_DSUB((double)x->v[e], (double)dr);
+    et = HOT_DADD(et, HOT_DMUL(d1, d1));
+    er = HOT_DADD(er, HOT_DMUL(d2, d2));
+  }
+  x->part[2 * i] = et;
+  x->part[2 * i + 1] = er;
+}
+
+int fast_layer_calibrate(const hot_layer_plan *pl, const void *g_y, hot_dtype dt, uint64_t seed,
+                         uint32_t step, hot_ref_lqs_result *out) {
+  if (!pl || !g_y || !out || !ref_dt_ok(dt)) return HOT_REF_EARG;
+  int rc = hot_ref_plan_check(pl);
+  if (rc) return rc;
+  const int64_t T = pl->T, O = pl->O, L = pl->L, n = T * O;
+  lqctx x;
+  memset(&x, 0, sizeof x);
+  x.q.bits = pl->hq.g.bits, x.q.round = pl->hq.g.round;
+  x.q.gran = HOT_GRAN_TENSOR, x.q.rule = HOT_RULE_ABSMAX;
+  if (!quant_ok(&x.q)) return HOT_REF_EARG;
+  const int threads = fast_threads();
+  float *v = malloc((size_t)n * sizeof *v), *ra = malloc((size_t)T * sizeof *ra);
+  float *s_row = malloc((size_t)T * sizeof *s_row), *s_smp = malloc((size_t)pl->B * sizeof *s_smp);
+  const int64_t chunks = fast_cdiv(n, HOT_REF_SUM_CHUNK);
+  double *part = malloc((size_t)(2 * chunks) * sizeof *part);
+  rc = HOT_REF_ENOMEM;
+  if (!v || !ra || !s_row || !s_smp || !part) goto done;
+  load_all(g_y, dt, n, 0, threads, v);
+  qctx st;
+  memset(&st, 0, sizeof st);
+  st.v = v, st.rows = T, st.cols = O, st.row_amax = ra, st.level = fast_level_now();
+  if ((rc = row_stats(&st, threads))) goto done;
+  for (int64_t b = 0; b < pl->B; ++b) {
+    float amax = 0.0f;
+    for (int64_t t = b * L; t < (b + 1) * L; ++t) amax = ra[t] > amax ? ra[t] : amax;
+    s_smp[b] = hot_scale(amax, x.q.bits);
+  }
+  for (int64_t t = 0; t < T; ++t) s_row[t] = hot_scale(ra[t], x.q.bits);
+  x.v = v, x.T = T, x.O = O, x.L = L, x.s_row = s_row, x.s_smp = s_smp, x.part = part;
+  x.rng.seed = seed, x.rng.tag = (uint32_t)pl->layer_id * 16u + HOT_TENSOR_LQS, x.rng.step = step;
+  x.level = fast_level_now();
+  fast_parallel(chunks, threads, lqs_task, &x);
+  double et = 0.0, er = 0.0;
+  for (int64_t c = 0; c < chunks; ++c) {
+    et = HOT_DADD(et, part[2 * c]);
+    er = HOT_DADD(er, part[2 * c + 1]);
+  }
+  out->e_tensor = HOT_DSQRT(et);
+  out->e_token = HOT_DSQRT(er);
+  out->choice = out->e_token < HOT_DMUL(0.5, out->e_tensor) ? HOT_GRAN_ROW : plan_lqs_coarse(pl);
+  rc = HOT_REF_OK;
+done:
+  free(v);
+  free(ra);
+  free(s_row);
+  free(s_smp);
+  free(part);
+  return rc;
+}

@@ -1,0 +1,158 @@
+/* fast_pool.c — the settings of the fast CPU path (threads, dispatch level) and its thread pool:
+ * workers created on first use and kept for the life of the process, one parallel region at a
+ * time, tasks handed out by an atomic counter. */
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "fast_internal.h"
+
+#define FAST_MAX_THREADS 256
+
+/* ---- settings ------------------------------------------------------------------------------ */
+
+static atomic_int g_threads;        /* 0: default */
+static atomic_int g_level_cap = -1; /* -1: none set here */
+
+void fast_set_threads(int n) { atomic_store(&g_threads, n > 0 ? n : 0); }
+
+/* A positive integer from the environment variable `name`, or 0. */
+static int env_int(const char *name) {
+  const char *s = getenv(name);
+  if (!s || !*s) return 0;
+  char *end = NULL;
+  long v = strtol(s, &end, 10);
+  return (*end == '\0' && v > 0 && v <= FAST_MAX_THREADS) ? (int)v : 0;
+}
+
+int fast_threads(void) {
+  int n = atomic_load(&g_threads);
+  if (n <= 0) n = env_int("HOT_CPU_THREADS");
+  if (n <= 0) {
+    long c = sysconf(_SC_NPROCESSORS_ONLN);
+    n = c > 0 ? (int)(c < FAST_MAX_THREADS ? c : FAST_MAX_THREADS) : 1;
+  }
+  return n < FAST_MAX_THREADS ? n : FAST_MAX_THREADS;
+}
+
+void fast_set_level(int max) {
+  atomic_store(&g_level_cap, max >= FAST_LEVEL_SCALAR && max <= FAST_LEVEL_AVX512 ? max : -1);
+}
+
+fast_level fast_level_cpu(void) {
+#if defined(__x86_64__) || defined(__i386__)
+  __builtin_cpu_init();
+  if (__builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
+      __builtin_cpu_supports("avx512vnni") && __builtin_cpu_supports("avx2"))
+    return FAST_LEVEL_AVX512;
+  if (__builtin_cpu_supports("avx2")) return FAST_LEVEL_AVX2;
+#endif
+  return FAST_LEVEL_SCALAR;
+}
+
+fast_level fast_level_now(void) {
+  int cap = atomic_load(&g_level_cap);
+  if (cap < 0) {
+    const char *s = getenv("HOT_CPU_ISA");
+    if (s && strcmp(s, "scalar") == 0) cap = FAST_LEVEL_SCALAR;
+    else if (s && strcmp(s, "avx2") == 0) cap = FAST_LEVEL_AVX2;
+    else cap = FAST_LEVEL_AVX512;
+  }
+  fast_level cpu = fast_level_cpu();
+  return (int)cpu < cap ? cpu : (fast_level)cap;
+}
+
+const char *fast_level_name(int level) {
+  switch (level) {
+  case FAST_LEVEL_SCALAR: return "scalar";
+  case FAST_LEVEL_AVX2: return "avx2";
+  case FAST_LEVEL_AVX512: return "avx512-vnni";
+  default: return "unknown level";
+  }
+}
+
+/* ---- the pool ------------------------------------------------------------------------------ */
+
+static pthread_mutex_t g_region = PTHREAD_MUTEX_INITIALIZER; /* one region at a time */
+static pthread_mutex_t g_mu = PTHREAD_MUTEX_INITIALIZER;
+static pthread_cond_t g_work = PTHREAD_COND_INITIALIZER, g_done = PTHREAD_COND_INITIALIZER;
+static int g_nworkers;          /* workers created (tids 1 .. g_nworkers) */
+static unsigned long g_gen;     /* region number, bumped to wake the workers */
+static int g_active;            /* workers of the current region not yet done */
+static int g_job_threads;
+static int64_t g_job_n;
+static fast_task_fn g_job_fn;
+static void *g_job_ctx;
+static atomic_llong g_next;
+static unsigned long g_born[FAST_MAX_THREADS]; /* g_gen when worker tid was created */
+static _Thread_local int g_in_region; /* set on workers and on a caller inside its region */
+
+static void run_tasks(int64_t n, fast_task_fn fn, void *ctx, int tid) {
+  for (;;) {
+    long long i = atomic_fetch_add(&g_next, 1);
+    if (i >= n) break;
+    fn(ctx, (int64_t)i, tid);
+  }
+}
+
+static void *worker(void *arg) {
+  const int tid = (int)(intptr_t)arg;
+  g_in_region = 1;
+  pthread_mutex_lock(&g_mu);
+  unsigned long seen = g_born[tid]; /* the region that created it is still to be run */
+  for (;;) {
+    while (g_gen == seen) pthread_cond_wait(&g_work, &g_mu);
+    seen = g_gen;
+    if (tid >= g_job_threads) continue; /* not needed in this region */
+    const int64_t n = g_job_n;
+    fast_task_fn fn = g_job_fn;
+    void *ctx = g_job_ctx;
+    pthread_mutex_unlock(&g_mu);
+    run_tasks(n, fn, ctx, tid);
+    pthread_mutex_lock(&g_mu);
+    if (--g_active == 0) pthread_cond_signal(&g_done);
+  }
+  return NULL;
+}
+
+void fast_parallel(int64_t n, int threads, fast_task_fn fn, void *ctx) {
+  if (n <= 0) return;
+  if (threads <= 0) threads = fast_threads();
+  if (threads > n) threads = (int)n;
+  if (threads <= 1 || g_in_region) { /* single-threaded, or nested: inline on this thread */
+    for (int64_t i = 0; i < n; ++i) fn(ctx, i, 0);
+    return;
+  }
+  pthread_mutex_lock(&g_region);
+  pthread_mutex_lock(&g_mu);
+  while (g_nworkers < threads - 1) {
+    pthread_t th;
+    pthread_attr_t at;
+    pthread_attr_init(&at);
+    pthread_attr_setdetachstate(&at, PTHREAD_CREATE_DETACHED);
+    g_born[g_nworkers + 1] = g_gen;
+    int bad = pthread_create(&th, &at, worker, (void *)(intptr_t)(g_nworkers + 1));
+    pthread_attr_destroy(&at);
+    if (bad) break;
+    ++g_nworkers;
+  }
+  if (threads > g_nworkers + 1) threads = g_nworkers + 1; /* what could be had */
+  g_job_threads = threads;
+  g_job_n = n;
+  g_job_fn = fn;
+  g_job_ctx = ctx;
+  atomic_store(&g_next, 0);
+  g_active = threads - 1;
+  ++g_gen;
+  pthread_cond_broadcast(&g_work);
+  pthread_mutex_unlock(&g_mu);
+  g_in_region = 1;
+  run_tasks(n, fn, ctx, 0);
+  g_in_region = 0;
+  pthread_mutex_lock(&g_mu);
+  while (g_active > 0) pthread_cond_wait(&g_done, &g_mu);
+  pthread_mutex_unlock(&g_mu);
+  pthread_mutex_unlock(&g_region);
+}

@@ -1,0 +1,358 @@
+/* test_fast.c — the fast CPU path (templates/fast/fast.h) equals the reference twins bit for
+ * bit: saved buffers (codes and scales, or the fp32 copy), g_x, g_w, g_b, the LQS errors and
+ * choice, and the fp64 exact products, over awkward shapes (1, 3, 17, 137, 197, 260), B > 1,
+ * the recipes hot / paper / paper_code, every granularity, SAWB, both HLA layouts, per-sample
+ * HLA scales, RTN and SR, 2..8 bits, s4 and s8 codes, f32 / bf16 / f16 inputs and HQ / HLA / ABC
+ * switched off; each at every dispatch level this CPU has (scalar, AVX2, AVX-512 VNNI) and with
+ * 1, 2 and 3 threads. Also bad arguments and non-finite inputs give the twins' status. */
+#define _POSIX_C_SOURCE 200809L
+#include <check.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "fast.h"
+#include "ref/ref_util.h"
+
+/* ---- cases -------------------------------------------------------------------------------- */
+
+enum {
+  M_SAWB_W = 1,      /* hq.w.rule = sawb */
+  M_SAWB_X = 2,      /* hla.x.rule = sawb */
+  M_FLAT = 4,        /* hla.layout = flat */
+  M_SAMPLE_LAY = 8,  /* hla.layout = sample */
+  M_HLA_SAMPLE = 16, /* hla scales per sample (layout sample) */
+  M_NO_HQ = 32,
+  M_NO_HLA = 64,
+  M_NO_ABC = 128,
+  M_RTN = 256,       /* g' and g^ rounded to nearest */
+  M_BITS8 = 512,     /* hq.bits = hq.w_bits = 8 (s8 codes) */
+  M_BITS3 = 1024,    /* hq.bits = 3, hla.bits = 6, x_bits = 5 */
+  M_P64 = 2048,      /* hla.block = 64 */
+  M_B4 = 4096,       /* hq.block = 4 */
+  M_FULL = 8192      /* hla.selection = full */
+};
+
+typedef struct {
+  hot_recipe rec;
+  hot_arch arch;
+  int64_t B, L, O, I;
+  hot_dtype dt;
+  int mods;
+} fcase;
+
+static const fcase k_cases[] = {
+    {HOT_RECIPE_HOT, HOT_ARCH_SM80, 1, 1, 1, 1, HOT_DT_F32, 0},
+    {HOT_RECIPE_HOT, HOT_ARCH_SM80, 1, 3, 3, 17, HOT_DT_F32, 0},
+    {HOT_RECIPE_HOT, HOT_ARCH_SM80, 2, 17, 137, 3, HOT_DT_BF16, 0},
+    {HOT_RECIPE_HOT, HOT_ARCH_SM90, 3, 17, 17, 260, HOT_DT_F16, M_SAMPLE_LAY | M_HLA_SAMPLE},
+    {HOT_RECIPE_HOT, HOT_ARCH_SM80, 1, 137, 260, 197, HOT_DT_F32, M_P64},
+    {HOT_RECIPE_HOT, HOT_ARCH_SM90A, 2, 197, 197, 137, HOT_DT_F32, M_P64 | M_FLAT},
+    {HOT_RECIPE_HOT, HOT_ARCH_SM86, 2, 64, 260, 137, HOT_DT_F32, M_P64 | M_SAMPLE_LAY | M_HLA_SAMPLE},
+    {HOT_RECIPE_HOT, HOT_ARCH_SM90, 4, 33, 96, 48, HOT_DT_BF16, M_SAMPLE_LAY | M_HLA_SAMPLE | M_SAWB_X},
+    {HOT_RECIPE_HOT, HOT_ARCH_SM80, 1, 260, 137, 17, HOT_DT_F32, M_SAWB_W | M_SAWB_X},
+    {HOT_RECIPE_HOT, HOT_ARCH_SM80, 2, 100, 260, 300, HOT_DT_F32, M_SAWB_W | M_FLAT},
+    {HOT_RECIPE_HOT, HOT_ARCH_SM90, 1, 197, 137, 197, HOT_DT_F16, M_BITS8 | M_RTN},
+    {HOT_RECIPE_HOT, HOT_ARCH_SM80, 3, 17, 100, 37, HOT_DT_F32, M_BITS3 | M_B4},
+    {HOT_RECIPE_HOT, HOT_ARCH_SM80, 1, 137, 17, 137, HOT_DT_F32, M_FULL},
+    {HOT_RECIPE_HOT, HOT_ARCH_SM80, 2, 17, 137, 17, HOT_DT_F32, M_NO_ABC},
+    {HOT_RECIPE_HOT, HOT_ARCH_SM80, 2, 17, 137, 17, HOT_DT_BF16, M_NO_HQ},
+    {HOT_RECIPE_HOT, HOT_ARCH_SM80, 2, 17, 137, 17, HOT_DT_F32, M_NO_HLA | M_NO_ABC},
+    {HOT_RECIPE_HOT, HOT_ARCH_SM80, 1, 3, 1, 260, HOT_DT_F32, M_NO_HQ | M_NO_HLA | M_NO_ABC},
+    {HOT_RECIPE_PAPER, HOT_ARCH_SM80, 2, 197, 260, 137, HOT_DT_F32, 0},
+    {HOT_RECIPE_PAPER, HOT_ARCH_SM90, 1, 137, 17, 260, HOT_DT_BF16, 0},
+    {HOT_RECIPE_PAPER_CODE, HOT_ARCH_SM80, 2, 197, 260, 137, HOT_DT_F32, 0},
+    {HOT_RECIPE_PAPER_CODE, HOT_ARCH_SM90, 1, 64, 137, 96, HOT_DT_F16, 0},
+    {HOT_RECIPE_PAPER_CODE, HOT_ARCH_SM80, 3, 32, 100, 17, HOT_DT_F32, M_NO_ABC},
+};
+
+static void make_plan(const fcase *c, hot_layer_spec *sp, hot_layer_plan *pl) {
+  char err[256] = "";
+  plan_spec_defaults(sp, c->rec);
+  strcpy(sp->name, "f");
+  sp->in_features = c->I;
+  sp->out_features = c->O;
+  const int m = c->mods;
+  if (m & M_SAWB_W) sp->hq.w.rule = HOT_RULE_SAWB;
+  if (m & M_SAWB_X) sp->hla.x.rule = HOT_RULE_SAWB;
+  if (m & M_FLAT) sp->hla.layout = HOT_LAYOUT_FLAT;
+  if (m & M_SAMPLE_LAY) sp->hla.layout = HOT_LAYOUT_SAMPLE;
+  if (m & M_HLA_SAMPLE) sp->hla.g.gran = sp->hla.x.gran = HOT_GRAN_SAMPLE;
+  if (m & M_NO_HQ) sp->hq.enabled = 0;
+  if (m & M_NO_HLA) sp->hla.enabled = 0;
+  if (m & M_NO_ABC) sp->abc.enabled = 0;
+  if (m & M_RTN) sp->hq.g.round = sp->hla.g.round = HOT_ROUND_RTN;
+  if (m & M_BITS8) sp->hq.g.bits = sp->hq.w.bits = 8;
+  if (m & M_BITS3) sp->hq.g.bits = 3, sp->hla.g.bits = 6, sp->hla.x.bits = 5;
+  if (m & M_P64) sp->hla.block = 64;
+  if (m & M_B4) sp->hq.block = 4;
+  if (m & M_FULL) sp->hla.selection = HOT_SEL_FULL;
+  int rc = plan_layer(sp, c->B, c->L, c->rec, c->arch, 5, pl, err, sizeof err);
+  ck_assert_msg(rc == 0, "plan_layer: %s", err);
+  ck_assert_int_eq(hot_ref_plan_check(pl), HOT_REF_OK);
+}
+
+/* Inputs of dtype dt: n values N(0, sd), as bit patterns of dt. */
+static void *make_input(tp_rng *r, int64_t n, double sd, hot_dtype dt, float *f32) {
+  tp_fill_normal(r, f32, n, sd);
+  if (dt == HOT_DT_F32) {
+    float *v = malloc((size_t)n * sizeof *v);
+    memcpy(v, f32, (size_t)n * sizeof *v);
+    return v;
+  }
+  unsigned short *h = malloc((size_t)n * sizeof *h);
+  for (int64_t i = 0; i < n; ++i) { /* tp_f32_to_f16 takes normals: f16's subnormals become 0 */
+    if (dt == HOT_DT_F16 && fabsf(f32[i]) < 6.103515625e-05f) f32[i] = 0.0f;
+    h[i] = dt == HOT_DT_BF16 ? tp_f32_to_bf16(f32[i]) : tp_f32_to_f16(f32[i]);
+  }
+  return h;
+}
+
+static int same_saved(const hot_layer_plan *pl, const hot_ref_saved *a, const hot_ref_saved *b) {
+  if (a->bytes != b->bytes || !a->q_x != !b->q_x || !a->x != !b->x) return 0;
+  if (a->q_x)
+    return memcmp(a->q_x, b->q_x, (size_t)hot_ref_hla_x_bytes(pl)) == 0 &&
+           memcmp(a->s_x, b->s_x, (size_t)pl->hla.groups * sizeof(float)) == 0;
+  return memcmp(a->x, b->x, (size_t)(pl->T * pl->I) * sizeof(float)) == 0;
+}
+
+static int g_levels_run[3];
+
+/* One case: the twins once per granularity, the fast path at every level and thread count. */
+static void run_case(const fcase *c, int idx) {
+  hot_layer_spec sp;
+  hot_layer_plan pl;
+  make_plan(c, &sp, &pl);
+  const int64_t T = pl.T, O = pl.O, I = pl.I;
+  tp_rng r;
+  tp_seed(&r, 1000u + (uint64_t)idx);
+  float *tmp = malloc((size_t)((T * I > O * I ? T * I : O * I) + T * O) * sizeof *tmp);
+  void *x = make_input(&r, T * I, 1.0, c->dt, tmp);
+  void *w = make_input(&r, O * I, 0.05, c->dt, tmp);
+  void *g = make_input(&r, T * O, 1e-3, c->dt, tmp);
+  float *rx = malloc((size_t)(T * I) * sizeof *rx), *rw = malloc((size_t)(O * I) * sizeof *rw);
+  float *fx = malloc((size_t)(T * I) * sizeof *fx), *fw = malloc((size_t)(O * I) * sizeof *fw);
+  float *rb = malloc((size_t)O * sizeof *rb), *fb = malloc((size_t)O * sizeof *fb);
+  hot_ref_saved rs, fs;
+  ck_assert_int_eq(hot_ref_layer_save(&pl, x, c->dt, &rs), HOT_REF_OK);
+  hot_ref_lqs_result rl, fl;
+  int rlc = hot_ref_layer_calibrate(&pl, g, c->dt, 77, 9, &rl);
+  const hot_gran grans[3] = {HOT_GRAN_TENSOR, HOT_GRAN_ROW, HOT_GRAN_SAMPLE};
+  const int ngran = pl.hq.enabled ? 3 : 1;
+  int runs = 0;
+  for (int gi = 0; gi < ngran; ++gi) {
+    ck_assert_int_eq(hot_ref_layer_backward(&pl, &rs, g, w, c->dt, grans[gi], 77, 9 + (uint32_t)gi,
+                                            rx, rw, rb),
+                     HOT_REF_OK);
+    for (int level = 0; level <= (int)fast_level_cpu(); ++level)
+      for (int th = 1; th <= 3; ++th) {
+        fast_set_level(level);
+        fast_set_threads(th);
+        ck_assert_int_eq(fast_level_now(), level);
+        g_levels_run[level] = 1;
+        if (gi == 0) { /* save and calibration do not depend on the granularity */
+          ck_assert_int_eq(fast_layer_save(&pl, x, c->dt, &fs), HOT_REF_OK);
+          ck_assert_msg(same_saved(&pl, &rs, &fs), "case %d: saved buffer differs (%s, %d threads)",
+                        idx, fast_level_name(level), th);
+          hot_ref_saved_free(&fs);
+          int flc = fast_layer_calibrate(&pl, g, c->dt, 77, 9, &fl);
+          ck_assert_int_eq(flc, rlc);
+          if (!rlc) {
+            ck_assert_msg(memcmp(&fl.e_tensor, &rl.e_tensor, sizeof(double)) == 0 &&
+                              memcmp(&fl.e_token, &rl.e_token, sizeof(double)) == 0 &&
+                              fl.choice == rl.choice,
+                          "case %d: LQS differs (%s, %d threads): %.17g %.17g vs %.17g %.17g", idx,
+                          fast_level_name(level), th, fl.e_tensor, fl.e_token, rl.e_tensor,
+                          rl.e_token);
+          }
+        }
+        memset(fx, 0xff, (size_t)(T * I) * sizeof *fx);
+        memset(fw, 0xff, (size_t)(O * I) * sizeof *fw);
+        memset(fb, 0xff, (size_t)O * sizeof *fb);
+        ck_assert_int_eq(fast_layer_backward(&pl, &rs, g, w, c->dt, grans[gi], 77, 9 + (uint32_t)gi,
+                                             fx, fw, fb),
+                         HOT_REF_OK);
+        ck_assert_msg(memcmp(fx, rx, (size_t)(T * I) * sizeof *fx) == 0,
+                      "case %d: g_x differs (gran %d, %s, %d threads)", idx, gi,
+                      fast_level_name(level), th);
+        ck_assert_msg(memcmp(fw, rw, (size_t)(O * I) * sizeof *fw) == 0,
+                      "case %d: g_w differs (gran %d, %s, %d threads)", idx, gi,
+                      fast_level_name(level), th);
+        ck_assert_msg(memcmp(fb, rb, (size_t)O * sizeof *fb) == 0,
+                      "case %d: g_b differs (gran %d, %s, %d threads)", idx, gi,
+                      fast_level_name(level), th);
+        ++runs;
+      }
+  }
+  printf("case %2d %-10s %-6s B=%lld L=%lld O=%lld I=%lld %s mods=%#x: hq b=%d o_pad=%lld %s | "
+         "hla %s p=%d r=%d %s groups=%lld K=%lld | %d fast runs bit-identical\n",
+         idx, plan_recipe_name(c->rec), plan_dtype_name(c->dt), (long long)c->B, (long long)c->L,
+         (long long)O, (long long)I, pl.abc.enabled ? "abc" : "no-abc", c->mods,
+         pl.hq.enabled ? pl.hq.block : 0, (long long)pl.hq.o_pad,
+         pl.hq.enabled ? plan_codes_name(pl.hq.codes) : "off", pl.hla.enabled ? "on" : "off",
+         pl.hla.block, pl.hla.rank, plan_layout_name(pl.hla.layout), (long long)pl.hla.groups,
+         (long long)pl.hla.k, runs);
+  hot_ref_saved_free(&rs);
+  free(tmp), free(x), free(w), free(g), free(rx), free(rw), free(fx), free(fw), free(rb), free(fb);
+  fast_set_level(-1);
+  fast_set_threads(0);
+}
+
+START_TEST(layers_bit_identical) {
+  run_case(&k_cases[_i], _i);
+}
+END_TEST
+
+/* ---- fp64 exact products ------------------------------------------------------------------ */
+
+START_TEST(exact_bit_identical) {
+  static const int64_t dims[][3] = {{1, 1, 1}, {3, 17, 137}, {197, 3, 17}, {137, 260, 3}, {70, 130, 260}};
+  for (size_t d = 0; d < sizeof dims / sizeof dims[0]; ++d) {
+    const int64_t T = dims[d][0], O = dims[d][1], I = dims[d][2];
+    tp_rng r;
+    tp_seed(&r, 5 + d);
+    float *g = malloc((size_t)(T * O) * sizeof *g), *w = malloc((size_t)(O * I) * sizeof *w);
+    float *x = malloc((size_t)(T * I) * sizeof *x);
+    tp_fill_normal(&r, g, T * O, 1.0);
+    tp_fill_normal(&r, w, O * I, 1.0);
+    tp_fill_normal(&r, x, T * I, 1.0);
+    double *a = malloc((size_t)(T * I + O * I) * sizeof *a), *b = malloc((size_t)(T * I + O * I) * sizeof *b);
+    ck_assert_int_eq(hot_ref_exact_gx(T, O, I, g, w, a), 0);
+    ck_assert_int_eq(hot_ref_exact_gw(T, O, I, g, x, a + T * I), 0);
+    for (int level = 0; level <= (int)fast_level_cpu() && level <= FAST_LEVEL_AVX2; ++level)
+      for (int th = 1; th <= 3; ++th) {
+        fast_set_level(level);
+        fast_set_threads(th);
+        ck_assert_int_eq(fast_exact_gx(T, O, I, g, w, b), 0);
+        ck_assert_int_eq(fast_exact_gw(T, O, I, g, x, b + T * I), 0);
+        ck_assert_msg(memcmp(a, b, (size_t)(T * I + O * I) * sizeof *a) == 0,
+                      "exact %lld x %lld x %lld differs (%s, %d threads)", (long long)T,
+                      (long long)O, (long long)I, fast_level_name(level), th);
+      }
+    free(g), free(w), free(x), free(a), free(b);
+  }
+  /* the HQ / HLA fp64 paths on planned layers (both layouts, padded O, p = 64) */
+  for (int ci = 0; ci < 10; ++ci) {
+    const fcase *c = &k_cases[ci];
+    hot_layer_spec sp;
+    hot_layer_plan pl;
+    make_plan(c, &sp, &pl);
+    const int64_t T = pl.T, O = pl.O, I = pl.I;
+    tp_rng r;
+    tp_seed(&r, 50u + (uint64_t)ci);
+    float *g = malloc((size_t)(T * O) * sizeof *g), *w = malloc((size_t)(O * I) * sizeof *w);
+    float *x = malloc((size_t)(T * I) * sizeof *x);
+    tp_fill_normal(&r, g, T * O, 1.0);
+    tp_fill_normal(&r, w, O * I, 1.0);
+    tp_fill_normal(&r, x, T * I, 1.0);
+    double *a = malloc((size_t)(T * I + O * I) * sizeof *a), *b = malloc((size_t)(T * I + O * I) * sizeof *b);
+    ck_assert_int_eq(hot_ref_hq_gx_f64(&pl, g, w, a), 0);
+    ck_assert_int_eq(hot_ref_hla_gw_f64(&pl, g, x, a + T * I), 0);
+    for (int th = 1; th <= 3; ++th) {
+      fast_set_threads(th);
+      ck_assert_int_eq(fast_hq_gx_f64(&pl, g, w, b), 0);
+      ck_assert_int_eq(fast_hla_gw_f64(&pl, g, x, b + T * I), 0);
+      ck_assert_msg(memcmp(a, b, (size_t)(T * I + O * I) * sizeof *a) == 0,
+                    "case %d: HQ/HLA fp64 differs (%d threads)", ci, th);
+    }
+    free(g), free(w), free(x), free(a), free(b);
+  }
+  fast_set_level(-1);
+  fast_set_threads(0);
+}
+END_TEST
+
+/* ---- statuses ------------------------------------------------------------------------------- */
+
+START_TEST(statuses_match) {
+  hot_layer_spec sp;
+  hot_layer_plan pl;
+  make_plan(&k_cases[3], &sp, &pl);
+  const int64_t T = pl.T, O = pl.O, I = pl.I;
+  float *x = calloc((size_t)(T * I), sizeof *x), *w = calloc((size_t)(O * I), sizeof *w);
+  float *g = calloc((size_t)(T * O), sizeof *g), *gx = malloc((size_t)(T * I) * sizeof *gx);
+  float *gw = malloc((size_t)(O * I) * sizeof *gw), *gb = malloc((size_t)O * sizeof *gb);
+  hot_ref_saved s, f;
+  hot_ref_lqs_result lq;
+  /* bad arguments */
+  ck_assert_int_eq(fast_layer_save(NULL, x, HOT_DT_F32, &f), HOT_REF_EARG);
+  ck_assert_int_eq(fast_layer_save(&pl, x, (hot_dtype)7, &f), HOT_REF_EARG);
+  ck_assert_int_eq(fast_layer_save(&pl, x, HOT_DT_F32, NULL), HOT_REF_EARG);
+  ck_assert_int_eq(hot_ref_layer_save(&pl, x, HOT_DT_F32, &s), HOT_REF_OK);
+  ck_assert_int_eq(fast_layer_backward(&pl, &s, g, w, HOT_DT_F32, HOT_GRAN_AUTO, 1, 1, gx, gw, gb),
+                   HOT_REF_EARG);
+  ck_assert_int_eq(fast_layer_backward(&pl, &s, g, w, HOT_DT_F32, HOT_GRAN_ROW, 1, 1, NULL, gw, gb),
+                   HOT_REF_EARG);
+  ck_assert_int_eq(fast_layer_calibrate(&pl, NULL, HOT_DT_F32, 1, 1, &lq), HOT_REF_EARG);
+  hot_layer_plan bad = pl;
+  bad.hq.o_pad += 1;
+  ck_assert_int_eq(fast_layer_backward(&bad, &s, g, w, HOT_DT_F32, HOT_GRAN_ROW, 1, 1, gx, gw, gb),
+                   hot_ref_layer_backward(&bad, &s, g, w, HOT_DT_F32, HOT_GRAN_ROW, 1, 1, gx, gw, gb));
+  /* all-zero data: zero scales, zero outputs, like the twins */
+  float *rx = malloc((size_t)(T * I) * sizeof *rx), *rw = malloc((size_t)(O * I) * sizeof *rw);
+  ck_assert_int_eq(hot_ref_layer_backward(&pl, &s, g, w, HOT_DT_F32, HOT_GRAN_ROW, 1, 1, rx, rw, NULL), 0);
+  ck_assert_int_eq(fast_layer_backward(&pl, &s, g, w, HOT_DT_F32, HOT_GRAN_ROW, 1, 1, gx, gw, NULL), 0);
+  ck_assert_mem_eq(rx, gx, (size_t)(T * I) * sizeof *gx);
+  ck_assert_mem_eq(rw, gw, (size_t)(O * I) * sizeof *gw);
+  /* non-finite inputs: the twins' status from every entry point */
+  g[5] = NAN;
+  ck_assert_int_eq(fast_layer_backward(&pl, &s, g, w, HOT_DT_F32, HOT_GRAN_ROW, 1, 1, gx, gw, gb),
+                   HOT_REF_ENONFINITE);
+  ck_assert_int_eq(fast_layer_calibrate(&pl, g, HOT_DT_F32, 1, 1, &lq), HOT_REF_ENONFINITE);
+  g[5] = 0.0f;
+  w[3] = INFINITY;
+  ck_assert_int_eq(fast_layer_backward(&pl, &s, g, w, HOT_DT_F32, HOT_GRAN_ROW, 1, 1, gx, gw, gb),
+                   HOT_REF_ENONFINITE);
+  w[3] = 0.0f;
+  x[7] = NAN;
+  ck_assert_int_eq(fast_layer_save(&pl, x, HOT_DT_F32, &f), HOT_REF_ENONFINITE);
+  ck_assert_ptr_null(f.q_x);
+  hot_ref_saved_free(&s);
+  free(x), free(w), free(g), free(gx), free(gw), free(gb), free(rx), free(rw);
+}
+END_TEST
+
+/* ---- settings ------------------------------------------------------------------------------- */
+
+START_TEST(settings) {
+  fast_set_threads(0);
+  setenv("HOT_CPU_THREADS", "3", 1);
+  ck_assert_int_eq(fast_threads(), 3);
+  setenv("HOT_CPU_THREADS", "junk", 1);
+  ck_assert_int_ge(fast_threads(), 1);
+  unsetenv("HOT_CPU_THREADS");
+  fast_set_threads(5);
+  ck_assert_int_eq(fast_threads(), 5);
+  fast_set_threads(0);
+  fast_set_level(FAST_LEVEL_SCALAR);
+  ck_assert_int_eq(fast_level_now(), FAST_LEVEL_SCALAR);
+  fast_set_level(-1);
+  setenv("HOT_CPU_ISA", "scalar", 1);
+  ck_assert_int_eq(fast_level_now(), FAST_LEVEL_SCALAR);
+  unsetenv("HOT_CPU_ISA");
+  ck_assert_int_eq(fast_level_now(), fast_level_cpu());
+  ck_assert_str_eq(fast_level_name(FAST_LEVEL_AVX2), "avx2");
+  printf("this CPU: %s; threads by default: %d\n", fast_level_name(fast_level_cpu()), fast_threads());
+}
+END_TEST
+
+int main(void) {
+  Suite *s = suite_create("fast");
+  TCase *tc = tcase_create("fast");
+  tcase_set_timeout(tc, 600);
+  tcase_add_test(tc, settings);
+  tcase_add_loop_test(tc, layers_bit_identical, 0, (int)(sizeof k_cases / sizeof k_cases[0]));
+  tcase_add_test(tc, exact_bit_identical);
+  tcase_add_test(tc, statuses_match);
+  suite_add_tcase(s, tc);
+  SRunner *sr = srunner_create(s);
+  srunner_set_fork_status(sr, CK_NOFORK);
+  srunner_run_all(sr, CK_NORMAL);
+  int failed = srunner_ntests_failed(sr);
+  srunner_free(sr);
+  for (int l = 0; l < 3; ++l)
+    printf("level %s: %s\n", fast_level_name(l),
+           g_levels_run[l] ? "tested" : "not on this CPU (not tested here)");
+  return failed ? 1 : 0;
+}
