@@ -1,8 +1,12 @@
-/* backend.h — the one interface through which layer.c runs a layer's work on a backend. Each
- * backend fills a hot_backend_ops: cpu_backend.c (hot_cpu_ops, host pointers, the reference
- * twins) and cuda_backend.c (hot_cuda_ops, device pointers, the generated kernels). layer.c
- * checks the arguments of the public calls, then calls these; a backend makes its device
- * context current itself where it needs one. ctx.c picks the backend (hot_ctx.ops). */
+/* backend.h — the one interface through which ctx.c and layer.c reach a backend. Each backend
+ * fills a hot_backend_ops: cpu_backend.c (hot_cpu_ops, host pointers, the reference twins) and
+ * cuda_backend.c (hot_cuda_ops, device pointers, the generated kernels). A backend owns its
+ * state: it allocates what hangs off ctx->be (init) and layer->be (layer_init) and frees it
+ * (fini, release); nobody else looks inside. ctx.c picks the backend and calls init / fini and
+ * release; layer.c checks the arguments of the public calls, compiles the layer's kernels itself
+ * (the JIT) and hands the binaries down (load), then calls the per-step functions. A backend
+ * makes its device context current itself where it needs one, and calls nothing in ctx.c or
+ * layer.c (the message helpers of hot_internal.h are inline). */
 #ifndef HOT_BACKEND_H
 #define HOT_BACKEND_H
 
@@ -12,42 +16,54 @@
 
 typedef struct hot_backend_ops {
   hot_backend kind; /* HOT_BACKEND_CPU or HOT_BACKEND_CUDA */
-  /* hot_layer_compile after the checks: the layer's kernels ready to run (JIT, modules). */
-  hot_status (*compile)(hot_layer *layer);
-  /* hot_layer_save / hot_layer_backward / hot_layer_calibrate after the argument checks:
-   * pointers of the backend's kind, `stream` a CUstream (ignored by the CPU). */
+  /* The backend for ctx (the environment and options are resolved): sets ctx->be (may stay
+   * NULL), and for a device ctx->device_name, ctx->arch / arch_known when not forced. On failure
+   * sets ctx's message, returns the status and leaves nothing to release (ctx->be NULL). CUDA:
+   * HOT_ERR_NO_DRIVER, HOT_ERR_NO_DEVICE, HOT_ERR_UNSUPPORTED (a compute capability hot has no
+   * kernels for), HOT_ERR_INVALID (a forced arch the device cannot run), HOT_ERR_CUDA,
+   * HOT_ERR_NOMEM. */
+  hot_status (*init)(hot_ctx *ctx);
+  /* Releases ctx->be; every layer is released already. NULL-safe on a NULL ctx->be. */
+  void (*fini)(hot_ctx *ctx);
+  /* A new layer of ctx (planned): sets layer->be (may stay NULL). HOT_OK or HOT_ERR_NOMEM
+   * (message set). */
+  hot_status (*layer_init)(hot_layer *layer);
+  /* The layer's binaries, compiled by layer.c (jit: one per plan kernel, NULL for a template not
+   * in this build, owned by the context's cache and valid while the layer lives), made ready to
+   * run (CUDA: modules, kernels, scratch); called before every per-step call, so it returns at
+   * once when ready. NULL: the backend runs no kernels (the CPU), and layer.c compiles only to
+   * fill caches (a forced arch). */
+  hot_status (*load)(hot_layer *layer, const hot_jit *jit);
+  /* hot_layer_save / hot_layer_backward / hot_layer_calibrate after the argument checks (and
+   * load): pointers of the backend's kind, `stream` a CUstream (ignored by the CPU). */
   hot_status (*save)(hot_layer *layer, const void *x, void *saved, void *stream);
   hot_status (*backward)(hot_layer *layer, const void *g_y, const void *w, const void *saved,
                          float *g_x, float *g_w, float *g_b, uint32_t step, void *stream);
   hot_status (*calibrate)(hot_layer *layer, const void *g_y, uint32_t step, void *stream);
-  /* hot_layer_check: the outcome of work still in flight (CUDA: the last backward's overflow
-   * flags, waiting for them); HOT_OK when nothing is pending. */
+  /* hot_layer_check: the outcome of work still in flight (CUDA: overflow flags of the backwards
+   * in flight, waiting for them); HOT_OK when nothing is pending. */
   hot_status (*check)(hot_layer *layer);
-  /* Frees what the backend holds for the layer (buffers, scratch, modules). */
+  /* hot_layer_kernel_times: the times of the layer's call number layer->calls (none when that
+   * call ran without profiling or failed): copies min(max, total) into out, returns total.
+   * NULL: the backend times nothing (the CPU). */
+  int (*times)(const hot_layer *layer, hot_kernel_time *out, int max);
+  /* Frees what the backend holds for the layer (buffers, scratch, modules, layer->be), once the
+   * layer's work has completed. */
   void (*release)(hot_layer *layer);
-  /* Releases the context's backend state (device); the layers are released already. */
-  void (*fini)(hot_ctx *ctx);
 } hot_backend_ops;
 
 extern const hot_backend_ops hot_cpu_ops;
 extern const hot_backend_ops hot_cuda_ops;
 
-/* cuda_backend.c: driver, device, arch, primary context of ctx (ctx.c tries it for backends cuda
- * and auto). On failure sets ctx's message and returns the status (HOT_ERR_NO_DRIVER,
- * HOT_ERR_NO_DEVICE, HOT_ERR_UNSUPPORTED, HOT_ERR_CUDA); nothing is left to release. */
-hot_status cuda_ctx_init(hot_ctx *ctx);
-
-/* ---- what layer.c offers the backends ------------------------------------------------------- */
-
-/* Emits and finds/compiles the layer's kernels for ctx->arch (once per layer, one program per
- * distinct kernel, concurrently: jit.h); sets layer->jit, layer->missing and the context's
- * compile log. HOT_JIT_DEBUG dumps are jit.c's. */
-hot_status layer_jit(hot_layer *layer);
-/* "kernel hla_g: template templates/hla_project.cu not available in this build" for the first
- * missing kernel among the roles set in `need` (bit per hot_kernel_role); HOT_OK when none. */
-hot_status layer_need_kernels(hot_layer *layer, unsigned need);
-/* Frees a layer's resources (backend's, plan, JIT); the handle itself stays in the context's
- * list, marked dead, until hot_ctx_destroy. */
-void layer_release(hot_layer *layer);
+/* Frees a layer's resources (the backend's, plan, JIT); the handle itself stays in the context's
+ * list, marked dead by the caller, until hot_ctx_destroy. Inline: used by layer.c
+ * (hot_layer_destroy) and ctx.c (hot_ctx_destroy) without a call between the two. */
+static inline void layer_release(hot_layer *layer) {
+  layer->ctx->ops->release(layer);
+  layer->be = NULL;
+  free(layer->plan);
+  layer->plan = NULL;
+  jit_free(&layer->jit);
+}
 
 #endif

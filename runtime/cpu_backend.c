@@ -10,8 +10,14 @@
 #include <string.h>
 
 #include "backend.h"
-#include "launch.h" /* launch_saved_bytes: the layout both backends share */
 #include "ref.h"
+
+/* The CPU side of a layer (layer->be): the layer-owned saved buffer. */
+typedef struct {
+  void *host_saved; /* allocated at the first save into the layer's own buffer */
+} cpu_layer;
+
+static cpu_layer *CPU(const hot_layer *layer) { return layer->be; }
 
 static hot_status cpu_ref_status(hot_layer *layer, int rc, const char *what) {
   hot_ctx *ctx = layer->ctx;
@@ -41,12 +47,13 @@ static int64_t scale_offset(const hot_layer_plan *pl) { return hot_ref_hla_x_byt
 
 /* The layer's own buffer, allocated on first use (16-byte aligned). */
 static void *own_buffer(hot_layer *layer) {
-  if (!layer->host_saved) {
-    size_t n = (size_t)launch_saved_bytes(layer->plan);
+  cpu_layer *c = CPU(layer);
+  if (!c->host_saved) {
+    size_t n = (size_t)layer_saved_bytes(layer->plan);
     n = (n + 63) & ~(size_t)63;
-    layer->host_saved = aligned_alloc(64, n ? n : 64);
+    c->host_saved = aligned_alloc(64, n ? n : 64);
   }
-  return layer->host_saved;
+  return c->host_saved;
 }
 
 static hot_status cpu_layer_save(hot_layer *layer, const void *x, void *saved) {
@@ -69,7 +76,7 @@ static hot_status cpu_layer_save(hot_layer *layer, const void *x, void *saved) {
 static hot_status cpu_layer_backward(hot_layer *layer, const void *g_y, const void *w, const void *saved,
                               float *g_x, float *g_w, float *g_b, uint32_t step) {
   const hot_layer_plan *pl = layer->plan;
-  const void *src = saved ? saved : layer->host_saved;
+  const void *src = saved ? saved : CPU(layer)->host_saved;
   /* A view of the flat buffer as the twin's struct (nothing is freed through it). */
   hot_ref_saved s;
   memset(&s, 0, sizeof s);
@@ -84,7 +91,7 @@ static hot_status cpu_layer_backward(hot_layer *layer, const void *g_y, const vo
   } else {
     s.x = (float *)(uintptr_t)src;
   }
-  s.bytes = launch_saved_bytes(pl);
+  s.bytes = layer_saved_bytes(pl);
   int rc = hot_ref_layer_backward(pl, &s, g_y, w, layer->spec.dtype, layer->gran, layer->seed, step,
                                   g_x, g_w, g_b);
   free(sx);
@@ -110,17 +117,20 @@ static hot_status cpu_layer_calibrate(hot_layer *layer, const void *g_y, uint32_
   return HOT_OK;
 }
 
-static void cpu_layer_free(hot_layer *layer) {
-  free(layer->host_saved);
-  layer->host_saved = NULL;
-  layer->saved_valid = 0;
-}
-
 /* ---- the backend interface (backend.h) ------------------------------------------------------ */
 
-/* The CPU needs no kernels; with a forced arch (HOT_ARCH) compiling fills the caches. */
-static hot_status ops_compile(hot_layer *layer) {
-  return layer->ctx->arch_known ? layer_jit(layer) : HOT_OK;
+/* The CPU has no context state. */
+static hot_status ops_init(hot_ctx *ctx) {
+  ctx->be = NULL;
+  return HOT_OK;
+}
+
+static void ops_fini(hot_ctx *ctx) { (void)ctx; }
+
+static hot_status ops_layer_init(hot_layer *layer) {
+  if (!(layer->be = calloc(1, sizeof(cpu_layer))))
+    return ctx_fail(layer->ctx, HOT_ERR_NOMEM, "layer '%s': out of memory", layer->spec.name);
+  return HOT_OK;
 }
 
 static hot_status ops_save(hot_layer *layer, const void *x, void *saved, void *stream) {
@@ -139,13 +149,23 @@ static hot_status ops_calibrate(hot_layer *layer, const void *g_y, uint32_t step
   return cpu_layer_calibrate(layer, g_y, step);
 }
 
-static void ops_fini(hot_ctx *ctx) { (void)ctx; }
-
 /* Every CPU call reports its own overflow: nothing is pending. */
 static hot_status ops_check(hot_layer *layer) {
   (void)layer;
   return HOT_OK;
 }
 
-const hot_backend_ops hot_cpu_ops = {HOT_BACKEND_CPU, ops_compile, ops_save, ops_backward,
-                                     ops_calibrate, ops_check, cpu_layer_free, ops_fini};
+static void ops_release(hot_layer *layer) {
+  cpu_layer *c = CPU(layer);
+  if (c) free(c->host_saved);
+  free(c);
+  layer->be = NULL;
+  layer->saved_valid = 0;
+}
+
+/* No kernels to load (load NULL: layer.c compiles only to fill caches under a forced arch), no
+ * kernel times. */
+const hot_backend_ops hot_cpu_ops = {
+    .kind = HOT_BACKEND_CPU, .init = ops_init, .fini = ops_fini, .layer_init = ops_layer_init,
+    .load = NULL, .save = ops_save, .backward = ops_backward, .calibrate = ops_calibrate,
+    .check = ops_check, .times = NULL, .release = ops_release};

@@ -1,11 +1,14 @@
 /* ctx.c — contexts: options and environment (read once), the backend choice (auto: CUDA when
- * usable, else the CPU reference, with the reason kept), messages, statistics. */
+ * usable, else the CPU reference, with the reason kept) through the backends' init and fini,
+ * the kernel cache, statistics. Calls into no other file of hot.h's layers but through
+ * backend.h's tables. */
 #define _POSIX_C_SOURCE 200809L
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "backend.h"
+#include "cuda_api.h" /* cuda_api_configure */
 #include "hot_internal.h"
 
 _Static_assert((int)HOT_ERR_CUDA == (int)RT_ERR_CUDA && (int)HOT_ERR_INVALID == (int)RT_ERR_INVALID &&
@@ -34,37 +37,6 @@ const char *hot_backend_name(hot_backend b) {
   case HOT_BACKEND_CPU: return "cpu";
   }
   return "?";
-}
-
-hot_status ctx_rt(rt_status s) { return (hot_status)s; }
-
-void ctx_copy(char *dst, size_t n, const char *src) {
-  if (!n) return;
-  size_t k = src ? strlen(src) : 0;
-  if (k >= n) k = n - 1;
-  if (k) memcpy(dst, src, k);
-  dst[k] = '\0';
-}
-
-hot_status ctx_fail(hot_ctx *ctx, hot_status s, const char *fmt, ...) {
-  if (ctx) {
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(ctx->errmsg, sizeof ctx->errmsg, fmt, ap);
-    va_end(ap);
-    for (char *p = ctx->errmsg; *p; ++p) /* one line */
-      if (*p == '\n' || *p == '\r') *p = ' ';
-  }
-  return s;
-}
-
-void ctx_clear(hot_ctx *ctx) {
-  if (ctx) ctx->errmsg[0] = '\0';
-}
-
-void ctx_set_log(hot_ctx *ctx, const char *log) {
-  free(ctx->log);
-  ctx->log = log ? strdup(log) : NULL;
 }
 
 const char *hot_errmsg(const hot_ctx *ctx) { return ctx ? ctx->errmsg : "no context (NULL)"; }
@@ -176,27 +148,27 @@ hot_status hot_ctx_create_with_compiler(hot_ctx **out, const hot_options *opt,
   hot_status st = resolve(ctx, opt ? opt : &defaults, &want);
   if (st == HOT_OK) {
     if (want == HOT_BACKEND_CPU) {
-      ctx->backend = HOT_BACKEND_CPU;
-      ctx->ops = &hot_cpu_ops;
+      st = hot_cpu_ops.init(ctx);
+      if (st == HOT_OK) ctx->ops = &hot_cpu_ops;
     } else {
-      st = cuda_ctx_init(ctx);
+      st = hot_cuda_ops.init(ctx);
       if (st == HOT_OK) {
-        ctx->backend = HOT_BACKEND_CUDA;
         ctx->ops = &hot_cuda_ops;
       } else if (want == HOT_BACKEND_AUTO && st != HOT_ERR_INVALID) {
         /* fall back, keeping the reason (a bad option, HOT_ERR_INVALID, stays an error) */
-        ctx->backend = HOT_BACKEND_CPU;
-        ctx->ops = &hot_cpu_ops;
         ctx->fell_back = 1;
         ctx->device_name[0] = '\0'; /* the CPU runs: no device (hot_stats) */
         ctx_copy(ctx->fallback_reason, sizeof ctx->fallback_reason, ctx->errmsg);
         ctx_clear(ctx);
-        if (st != HOT_ERR_NO_DRIVER && st != HOT_ERR_NO_DEVICE) /* a device hot cannot use */
+        const hot_status why = st;
+        st = hot_cpu_ops.init(ctx);
+        if (st == HOT_OK) ctx->ops = &hot_cpu_ops;
+        if (st == HOT_OK && why != HOT_ERR_NO_DRIVER && why != HOT_ERR_NO_DEVICE)
           ctx_fail(ctx, HOT_OK, "warning: backend auto runs the CPU reference although a CUDA "
-                   "device is present: %s", ctx->fallback_reason);
-        st = HOT_OK;
+                   "device is present: %s", ctx->fallback_reason); /* a device hot cannot use */
       }
     }
+    if (ctx->ops) ctx->backend = ctx->ops->kind;
   }
   if (st == HOT_OK && ctx->env.kernel_pack) /* HOT_KERNEL_PACK: read once, here */
     st = load_pack(ctx, ctx->env.kernel_pack, "HOT_KERNEL_PACK");
@@ -204,6 +176,8 @@ hot_status hot_ctx_create_with_compiler(hot_ctx **out, const hot_options *opt,
     ctx_copy(ctx->fallback_reason, sizeof ctx->fallback_reason, ctx->errmsg);
     ctx->failed = 1;
     ctx->backend = HOT_BACKEND_DEFAULT;
+    if (ctx->ops) ctx->ops->fini(ctx); /* a backend set up before the failure (pack) */
+    ctx->be = NULL;
     ctx->ops = NULL;
   }
   return st;
@@ -228,12 +202,13 @@ void hot_ctx_destroy(hot_ctx *ctx) {
   hot_layer *l = ctx->layers;
   while (l) {
     hot_layer *next = l->next;
-    if (l->magic == HOT_LAYER_LIVE) layer_release(l);
+    if (l->magic == HOT_LAYER_LIVE) layer_release(l); /* backend.h, inline */
     l->magic = 0;
     free(l);
     l = next;
   }
   if (ctx->ops) ctx->ops->fini(ctx);
+  ctx->be = NULL;
   hot_kcache_close(ctx->kc);
   tuned_close(ctx->tuned);
   free(ctx->tuned);
@@ -261,22 +236,6 @@ hot_status ctx_kcache(hot_ctx *ctx, hot_kcache **out) {
   }
   *out = ctx->kc;
   return HOT_OK;
-}
-
-void ctx_prefetch(hot_ctx *ctx, hot_layer *const *layers, size_t n) {
-  if (!ctx->arch_known || n < 2) return; /* nothing to compile, or nothing to share */
-  const hot_layer_plan **plans = calloc(n, sizeof *plans);
-  hot_kcache *kc;
-  if (!plans || ctx_kcache(ctx, &kc) != HOT_OK) {
-    free(plans);
-    return;
-  }
-  int np = 0;
-  for (size_t i = 0; i < n; ++i)
-    if (!layers[i]->compiled && layers[i]->plan) plans[np++] = layers[i]->plan;
-  char err[512];
-  if (np > 1) (void)jit_prefetch(kc, plans, np, ctx->jit_threads, NULL, err, sizeof err);
-  free(plans);
 }
 
 hot_status hot_ctx_stats(hot_ctx *ctx, hot_stats *out) {

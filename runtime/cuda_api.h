@@ -3,8 +3,6 @@
  * library ("the stub trap"): a binary that NEEDs libcuda.so.1 dies before main on a
  * machine without a driver, so the tables below are the only way in.
  *
- * Also home of the runtime's status codes (rt_status), shared by every layer under hot.h.
- *
  * Loading is done once per process per library (pthread_once) and is thread-safe; the outcome,
  * success or failure with its message, is remembered and returned by every later call.
  *
@@ -25,26 +23,7 @@
 
 #include <stddef.h>
 
-/* ---- status codes of the runtime layers (stable numbers; hot.h maps its public status 1:1) -- */
-typedef enum {
-  RT_OK = 0,
-  RT_ERR_INVALID,      /* a NULL or malformed argument, or misuse */
-  RT_ERR_NOMEM,        /* host allocation failed */
-  RT_ERR_IO,           /* a file or directory operation failed (cache) */
-  RT_ERR_NO_DRIVER,    /* no usable CUDA driver: missing, stub (error 34) or cuInit failed */
-  RT_ERR_NO_DEVICE,    /* a driver, but zero devices (or the asked-for index does not exist) */
-  RT_ERR_NO_NVRTC,     /* NVRTC could not be loaded (needed only on a cache miss) */
-  RT_ERR_COMPILE,      /* the kernel source failed to compile; the log is kept separately */
-  RT_ERR_BAD_BINARY,   /* a cubin the driver refuses (wrong arch, corrupt) */
-  RT_ERR_NOT_FOUND,    /* a kernel name absent from a module */
-  RT_ERR_DEVICE_OOM,   /* device memory exhausted */
-  RT_ERR_LAUNCH,       /* a launch was refused or failed (resources, configuration) */
-  RT_ERR_CUDA,         /* any other CUDA driver error; the message names it */
-  RT_STATUS_COUNT
-} rt_status;
-
-/* Static name of a status ("RT_OK", "RT_ERR_NO_DRIVER", ...); "RT_ERR_?" when out of range. */
-const char *rt_status_name(rt_status s);
+#include "status.h" /* rt_status */
 
 /* ---- the few driver types and constants hot needs (ABI-compatible with cuda.h) ------------- */
 typedef int CUresult;                       /* CUDA_SUCCESS = 0 */

@@ -1,14 +1,22 @@
-/* cuda_backend.c — the CUDA side: driver and device at context creation (primary context, arch
- * from the compute capability), caller pointers checked with cuPointerGetAttribute, per-layer
- * module and device scratch, and the order of a step's kernels on the caller's stream.
+/* cuda_backend.c — the CUDA side (hot_cuda_ops, backend.h): driver and device at context
+ * creation (primary context, arch from the compute capability, a forced arch checked against
+ * it), caller pointers checked with cuPointerGetAttribute (memory type, device), the binaries
+ * layer.c compiled loaded as modules with the layer's device scratch, the order of a step's
+ * kernels on the caller's stream (launch.c launches them), overflow words, and the lifetime
+ * event that every free waits for. Its state (cuda_backend.h) is allocated here and hung off
+ * ctx->be / layer->be; it calls nothing in ctx.c or layer.c.
  *
- * NOT RUN on a machine without a GPU: every path here is exercised only on a device machine
- * (tests/runtime/test_api_gpu.c). Keep it small; each driver call's failure is a status. */
+ * Run on the recording fake driver by tests/runtime/test_api_fakecuda.c (host code only: the
+ * kernels do not run) and on a device machine by test_api_gpu.c and test_api_gpu_life.c. Keep
+ * it small; each driver call's failure is a status. */
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "backend.h"
+#include "cuda_backend.h"
 #include "launch.h"
+#include "nvrtc.h" /* nvrtc_compiler: the version of what made the cubins */
 #include "ref.h"
 
 #define ALIGN_UP(n, a) (((n) + (a) - 1) / (a) * (a))
@@ -43,8 +51,9 @@ static int arch_runs_on(hot_arch arch, int cc_major, int cc_minor) {
   return cc_major == a_major && cc_minor >= a_minor;
 }
 
-hot_status cuda_ctx_init(hot_ctx *ctx) {
-  hot_cuda_ctx *cu = &ctx->cu;
+/* Driver, device, compute capability and arch, primary context of ctx into *cu (backend.h
+ * init's errors; nothing to release on failure). */
+static hot_status cuda_ctx_setup(hot_ctx *ctx, hot_cuda_ctx *cu) {
   char err[512];
   rt_status r = cuda_driver_get(&cu->drv, err, sizeof err);
   if (r != RT_OK) return ctx_fail(ctx, ctx_rt(r), "%s", err);
@@ -89,31 +98,47 @@ hot_status cuda_ctx_init(hot_ctx *ctx) {
   return HOT_OK;
 }
 
-static void cuda_ctx_fini(hot_ctx *ctx) {
-  if (ctx->cu.retained) ctx->cu.drv->cuDevicePrimaryCtxRelease(ctx->cu.dev);
-  ctx->cu.retained = 0;
+static hot_status ops_init(hot_ctx *ctx) {
+  hot_cuda_ctx *cu = calloc(1, sizeof *cu);
+  ctx->be = NULL;
+  if (!cu) return ctx_fail(ctx, HOT_ERR_NOMEM, "out of memory");
+  hot_status st = cuda_ctx_setup(ctx, cu);
+  if (st != HOT_OK) {
+    free(cu);
+    return st;
+  }
+  ctx->be = cu;
+  return HOT_OK;
+}
+
+static void ops_fini(hot_ctx *ctx) {
+  hot_cuda_ctx *cu = cuda_ctx_of(ctx);
+  if (!cu) return;
+  if (cu->retained) cu->drv->cuDevicePrimaryCtxRelease(cu->dev);
+  free(cu);
+  ctx->be = NULL;
 }
 
 static hot_status cuda_push(hot_ctx *ctx) {
-  CUresult c = ctx->cu.drv->cuCtxPushCurrent(ctx->cu.cuctx);
+  CUresult c = cuda_ctx_of(ctx)->drv->cuCtxPushCurrent(cuda_ctx_of(ctx)->cuctx);
   return c == CUDA_SUCCESS ? HOT_OK : cu_fail(ctx, c, "cuCtxPushCurrent");
 }
 
 static void cuda_pop(hot_ctx *ctx) {
   CUcontext prev;
-  ctx->cu.drv->cuCtxPopCurrent(&prev);
+  cuda_ctx_of(ctx)->drv->cuCtxPopCurrent(&prev);
 }
 
 /* p must be device (or managed) memory, of the context's device (managed memory of any). */
 static hot_status check_ptr(hot_layer *layer, const void *p, const char *what) {
   unsigned int type = 0;
-  CUresult c = layer->ctx->cu.drv->cuPointerGetAttribute(&type, CU_POINTER_ATTRIBUTE_MEMORY_TYPE,
+  CUresult c = cuda_ctx_of(layer->ctx)->drv->cuPointerGetAttribute(&type, CU_POINTER_ATTRIBUTE_MEMORY_TYPE,
                                                          (CUdeviceptr)(uintptr_t)p);
   if (c == CUDA_ERROR_INVALID_VALUE || (c == CUDA_SUCCESS && type == CU_MEMORYTYPE_HOST))
     return ctx_fail(layer->ctx, HOT_ERR_INVALID, "layer '%s': %s (%p) is host memory: the CUDA "
                     "backend expects device pointers", layer->spec.name, what, p);
   if (c != CUDA_SUCCESS) return cu_fail(layer->ctx, c, "cuPointerGetAttribute");
-  const cuda_driver *d = layer->ctx->cu.drv;
+  const cuda_driver *d = cuda_ctx_of(layer->ctx)->drv;
   int ordinal = -1;
   c = d->cuPointerGetAttribute(&ordinal, CU_POINTER_ATTRIBUTE_DEVICE_ORDINAL,
                                (CUdeviceptr)(uintptr_t)p);
@@ -144,9 +169,9 @@ static CUdeviceptr amax_hla(const hot_layer *layer, int is_g) {
   const hot_layer_plan *pl = layer->plan;
   const hot_quant *q = is_g ? &pl->hla.g : &pl->hla.x;
   if (q->gran != HOT_GRAN_SAMPLE)
-    return layer->cu.amax + 4 * (CUdeviceptr)(is_g ? HOT_AMAX_HLA_G : HOT_AMAX_ABC_X);
+    return cuda_layer_of(layer)->amax + 4 * (CUdeviceptr)(is_g ? HOT_AMAX_HLA_G : HOT_AMAX_ABC_X);
   int64_t w = HOT_AMAX_WORDS + (pl->hq.enabled ? pl->B : 0) + (is_g ? hla_sample_words(pl, &pl->hla.x) : 0);
-  return layer->cu.amax + 4 * (CUdeviceptr)w;
+  return cuda_layer_of(layer)->amax + 4 * (CUdeviceptr)w;
 }
 
 /* Device scratch of the layer's calls, one allocation (each piece 256-byte aligned):
@@ -162,7 +187,7 @@ static CUdeviceptr amax_hla(const hot_layer *layer, int is_g) {
  *   lqs_rs, lqs_res, lqs_choice   T floats, 2 doubles, 1 int                (LQS)
  * Pieces of roles the plan does not have are not allocated (their pointers stay 0). */
 static hot_status alloc_scratch(hot_layer *layer) {
-  hot_cuda_layer *cu = &layer->cu;
+  hot_cuda_layer *cu = cuda_layer_of(layer);
   if (cu->scratch) return HOT_OK;
   const hot_layer_plan *pl = layer->plan;
   int sawb_w = plan_kernel_index(pl, HOT_K_SAWB_W) >= 0;
@@ -188,7 +213,7 @@ static hot_status alloc_scratch(hot_layer *layer) {
     off[i] = total;
     total += ALIGN_UP(sz[i], 256); /* GEMM operands need 16 bytes; 256 keeps rows apart */
   }
-  CUresult c = layer->ctx->cu.drv->cuMemAlloc(&cu->scratch, total);
+  CUresult c = cuda_ctx_of(layer->ctx)->drv->cuMemAlloc(&cu->scratch, total);
   if (c != CUDA_SUCCESS) {
     cu->scratch = 0;
     return cu_fail(layer->ctx, c, "cuMemAlloc (layer scratch)");
@@ -201,14 +226,15 @@ static hot_status alloc_scratch(hot_layer *layer) {
   return HOT_OK;
 }
 
-static hot_status cuda_layer_load(hot_layer *layer) {
-  hot_cuda_layer *cu = &layer->cu;
+/* The binaries layer.c compiled (jit), loaded: modules, kernels by plan index, scratch. */
+static hot_status cuda_layer_load(hot_layer *layer, const hot_jit *jit) {
+  hot_cuda_layer *cu = cuda_layer_of(layer);
   if (cu->loaded) return HOT_OK;
   char err[512];
   const hot_layer_plan *pl = layer->plan;
   /* One module per distinct binary (a layer's kernels are separate programs, jit.h). */
   for (int i = 0; i < pl->n_kernels; ++i) {
-    const hot_kernel_binary *bin = layer->jit.bin[i];
+    const hot_kernel_binary *bin = jit->bin[i];
     if (!bin) continue; /* template not in this build */
     int m = 0;
     while (m < cu->n_modules && cu->module_bin[m] != bin) ++m;
@@ -220,6 +246,7 @@ static hot_status cuda_layer_load(hot_layer *layer) {
       cu->module_bin[m] = bin;
       cu->n_modules++;
     }
+    cu->module_of[i] = m;
     rt_status r = module_function(cu->modules[m], pl->kernels[i].name, &cu->fn[i], err, sizeof err);
     if (r != RT_OK) return ctx_fail(layer->ctx, ctx_rt(r), "layer '%s': %s", layer->spec.name, err);
   }
@@ -229,21 +256,21 @@ static hot_status cuda_layer_load(hot_layer *layer) {
 }
 
 static void cuda_prof_begin(hot_layer *layer) {
-  hot_cuda_layer *cu = &layer->cu;
+  hot_cuda_layer *cu = cuda_layer_of(layer);
   cu->prof_on = layer->ctx->profiling;
   cu->prof_n = 0;
   cu->prof_valid = 0;
 }
 
 static hot_status cuda_prof_end(hot_layer *layer, hot_status st, CUstream stream) {
-  hot_cuda_layer *cu = &layer->cu;
+  hot_cuda_layer *cu = cuda_layer_of(layer);
   int on = cu->prof_on;
   cu->prof_on = 0;
   if (!on || st != HOT_OK) {
     cu->prof_n = 0;
     return st;
   }
-  const cuda_driver *d = layer->ctx->cu.drv;
+  const cuda_driver *d = cuda_ctx_of(layer->ctx)->drv;
   CUresult c = d->cuStreamSynchronize(stream);
   if (c != CUDA_SUCCESS) return cu_fail(layer->ctx, c, "cuStreamSynchronize (profiling)");
   for (int i = 0; i < cu->prof_n; ++i) {
@@ -256,12 +283,13 @@ static hot_status cuda_prof_end(hot_layer *layer, hot_status st, CUstream stream
     cu->prof[i].ms = (double)ms;
   }
   cu->prof_valid = 1;
+  cu->prof_call = layer->calls;
   return HOT_OK;
 }
 
 static void cuda_layer_free(hot_layer *layer) {
-  hot_cuda_layer *cu = &layer->cu;
-  const cuda_driver *d = layer->ctx->cu.drv;
+  hot_cuda_layer *cu = cuda_layer_of(layer);
+  const cuda_driver *d = cuda_ctx_of(layer->ctx)->drv;
   for (int i = 0; i < cu->prof_events; ++i) d->cuEventDestroy(cu->prof_ev[i]);
   if (cu->saved) d->cuMemFree(cu->saved);
   if (cu->scratch) d->cuMemFree(cu->scratch);
@@ -298,20 +326,20 @@ static hot_status cuda_layer_save(hot_layer *layer, const void *x, void *saved, 
   hot_status st = check_features(layer, 0);
   unsigned need = ROLE(HOT_K_ABC_X) | role_if_planned(pl, HOT_K_SAWB_X);
   int sawb = (need & ROLE(HOT_K_SAWB_X)) != 0;
-  if (!st) st = layer_need_kernels(layer, need);
+  if (!st) st = launch_need_kernels(layer, need);
   if (!st) st = launch_check(layer, need);
   if (!st) st = check_ptr(layer, x, "x");
   if (!st && saved) st = check_ptr(layer, saved, "saved");
   if (st) return st;
-  if (!saved && !layer->cu.saved) { /* the layer's own buffer, kept until destroy */
-    CUresult c = layer->ctx->cu.drv->cuMemAlloc(&layer->cu.saved,
-                                                (size_t)launch_saved_bytes(pl));
+  if (!saved && !cuda_layer_of(layer)->saved) { /* the layer's own buffer, kept until destroy */
+    CUresult c = cuda_ctx_of(layer->ctx)->drv->cuMemAlloc(&cuda_layer_of(layer)->saved,
+                                                (size_t)layer_saved_bytes(pl));
     if (c != CUDA_SUCCESS) {
-      layer->cu.saved = 0;
+      cuda_layer_of(layer)->saved = 0;
       return cu_fail(layer->ctx, c, "cuMemAlloc (saved activations)");
     }
   }
-  hot_cuda_layer *cu = &layer->cu;
+  hot_cuda_layer *cu = cuda_layer_of(layer);
   CUdeviceptr src = (CUdeviceptr)(uintptr_t)x;
   CUdeviceptr dst = saved ? (CUdeviceptr)(uintptr_t)saved : cu->saved;
   CUdeviceptr s_x = dst + (CUdeviceptr)hot_ref_hla_x_bytes(pl);
@@ -337,7 +365,7 @@ static hot_status cuda_layer_backward(hot_layer *layer, const void *g_y, const v
                   ROLE(HOT_K_GEMM_GW) | (g_b ? ROLE(HOT_K_BIAS) : 0u) |
                   role_if_planned(pl, HOT_K_SAWB_W);
   int sawb = (need & ROLE(HOT_K_SAWB_W)) != 0;
-  if (!st) st = layer_need_kernels(layer, need);
+  if (!st) st = launch_need_kernels(layer, need);
   if (!st) st = launch_check(layer, need); /* nothing is launched unless everything can be */
   if (!st) st = check_ptr(layer, g_y, "g_y");
   if (!st) st = check_ptr(layer, w, "w");
@@ -346,7 +374,7 @@ static hot_status cuda_layer_backward(hot_layer *layer, const void *g_y, const v
   if (!st && g_b) st = check_ptr(layer, g_b, "g_b");
   if (!st && saved) st = check_ptr(layer, saved, "saved");
   if (st) return st;
-  hot_cuda_layer *cu = &layer->cu;
+  hot_cuda_layer *cu = cuda_layer_of(layer);
   CUdeviceptr gy = (CUdeviceptr)(uintptr_t)g_y, wp = (CUdeviceptr)(uintptr_t)w;
   CUdeviceptr sv = saved ? (CUdeviceptr)(uintptr_t)saved : cu->saved;
   CUdeviceptr amax_g = cu->amax + 4 * HOT_AMAX_HQ_G, amax_w = cu->amax + 4 * HOT_AMAX_HQ_W;
@@ -392,12 +420,12 @@ static hot_status cuda_layer_backward(hot_layer *layer, const void *g_y, const v
 static hot_status cuda_layer_calibrate(hot_layer *layer, const void *g_y, uint32_t step,
                                 CUstream stream) {
   unsigned need = ROLE(HOT_K_LQS);
-  hot_status st = layer_need_kernels(layer, need);
+  hot_status st = launch_need_kernels(layer, need);
   if (!st) st = launch_check(layer, need);
   if (!st) st = check_ptr(layer, g_y, "g_y");
   if (st) return st;
-  hot_cuda_layer *cu = &layer->cu;
-  const cuda_driver *d = layer->ctx->cu.drv;
+  hot_cuda_layer *cu = cuda_layer_of(layer);
+  const cuda_driver *d = cuda_ctx_of(layer->ctx)->drv;
   CUdeviceptr gy = (CUdeviceptr)(uintptr_t)g_y;
   st = launch_zero(layer, cu->amax + 4 * HOT_AMAX_WORDS, (size_t)layer->plan->B, stream);
   for (int phase = 0; phase < 3 && !st; ++phase) st = launch_lqs(layer, gy, phase, step, stream);
@@ -424,18 +452,16 @@ static hot_status cuda_layer_calibrate(hot_layer *layer, const void *g_y, uint32
  * copied back with (HOT_RANGE_SLOTS slots); a module without the word (an older template) is not
  * watched. */
 static hot_status range_setup(hot_layer *layer) {
-  hot_cuda_layer *cu = &layer->cu;
+  hot_cuda_layer *cu = cuda_layer_of(layer);
   if (cu->range_ready) return HOT_OK;
-  const cuda_driver *d = layer->ctx->cu.drv;
+  const cuda_driver *d = cuda_ctx_of(layer->ctx)->drv;
   const hot_kernel_role roles[3] = {HOT_K_GEMM_GX, HOT_K_GEMM_GW, HOT_K_BIAS};
   char err[512];
   cu->n_range = 0;
   for (int r = 0; r < 3; ++r) {
     int k = plan_kernel_index(layer->plan, roles[r]);
-    if (k < 0 || !layer->jit.bin[k]) continue;
-    int m = 0;
-    while (m < cu->n_modules && cu->module_bin[m] != layer->jit.bin[k]) ++m;
-    if (m == cu->n_modules) continue;
+    int m = k >= 0 ? cu->module_of[k] : -1;
+    if (m < 0) continue; /* no binary: template not in this build */
     size_t bytes = 0;
     CUdeviceptr p = 0;
     rt_status rs = module_global(cu->modules[m], "hot_range_flag", &p, &bytes, err, sizeof err);
@@ -465,7 +491,7 @@ static hot_status range_setup(hot_layer *layer) {
 /* Reads the words of the oldest pending slot (its event has completed) into the kept report and
  * frees the slot. */
 static void range_harvest(hot_layer *layer) {
-  hot_cuda_layer *cu = &layer->cu;
+  hot_cuda_layer *cu = cuda_layer_of(layer);
   const int s = cu->range_head;
   const unsigned *w = cu->range_host + (size_t)s * (size_t)cu->n_range;
   for (int i = 0; i < cu->n_range; ++i)
@@ -488,8 +514,8 @@ static void range_harvest(hot_layer *layer) {
  * waiting), then returns the kept report, once: HOT_ERR_RANGE naming the first overflowing
  * backward not reported yet (and how many later ones overflowed too), else HOT_OK. */
 static hot_status range_poll(hot_layer *layer, int wait) {
-  hot_cuda_layer *cu = &layer->cu;
-  const cuda_driver *d = layer->ctx->cu.drv;
+  hot_cuda_layer *cu = cuda_layer_of(layer);
+  const cuda_driver *d = cuda_ctx_of(layer->ctx)->drv;
   while (cu->range_count) {
     CUevent ev = cu->range_ev[cu->range_head];
     CUresult c = wait ? d->cuEventSynchronize(ev) : d->cuEventQuery(ev);
@@ -516,18 +542,18 @@ static hot_status range_poll(hot_layer *layer, int wait) {
  * and observes it; an overflow found so is returned (HOT_ERR_RANGE) and the backward does not
  * run. */
 static hot_status range_reserve(hot_layer *layer) {
-  hot_cuda_layer *cu = &layer->cu;
+  hot_cuda_layer *cu = cuda_layer_of(layer);
   if (!cu->n_range || cu->range_count < HOT_RANGE_SLOTS) return HOT_OK;
-  CUresult c = layer->ctx->cu.drv->cuEventSynchronize(cu->range_ev[cu->range_head]);
+  CUresult c = cuda_ctx_of(layer->ctx)->drv->cuEventSynchronize(cu->range_ev[cu->range_head]);
   if (c != CUDA_SUCCESS) return cu_fail(layer->ctx, c, "cuEventSynchronize (overflow flags)");
   range_harvest(layer);
   return range_poll(layer, 0);
 }
 
 static hot_status range_begin(hot_layer *layer, CUstream stream) {
-  hot_cuda_layer *cu = &layer->cu;
+  hot_cuda_layer *cu = cuda_layer_of(layer);
   for (int i = 0; i < cu->n_range; ++i) {
-    CUresult c = layer->ctx->cu.drv->cuMemsetD32Async(cu->range_flag[i], 0u, 1, stream);
+    CUresult c = cuda_ctx_of(layer->ctx)->drv->cuMemsetD32Async(cu->range_flag[i], 0u, 1, stream);
     if (c != CUDA_SUCCESS) return cu_fail(layer->ctx, c, "cuMemsetD32Async (overflow flag)");
   }
   return HOT_OK;
@@ -536,9 +562,9 @@ static hot_status range_begin(hot_layer *layer, CUstream stream) {
 /* After a backward: the words back to the host into the next free slot, then the slot's event
  * (nothing waits here). */
 static hot_status range_end(hot_layer *layer, uint32_t step, CUstream stream) {
-  hot_cuda_layer *cu = &layer->cu;
+  hot_cuda_layer *cu = cuda_layer_of(layer);
   if (!cu->n_range) return HOT_OK;
-  const cuda_driver *d = layer->ctx->cu.drv;
+  const cuda_driver *d = cuda_ctx_of(layer->ctx)->drv;
   const int s = (cu->range_head + cu->range_count) % HOT_RANGE_SLOTS;
   unsigned *w = cu->range_host + (size_t)s * (size_t)cu->n_range;
   for (int i = 0; i < cu->n_range; ++i) {
@@ -553,8 +579,8 @@ static hot_status range_end(hot_layer *layer, uint32_t step, CUstream stream) {
 }
 
 static void range_free(hot_layer *layer) {
-  hot_cuda_layer *cu = &layer->cu;
-  const cuda_driver *d = layer->ctx->cu.drv;
+  hot_cuda_layer *cu = cuda_layer_of(layer);
+  const cuda_driver *d = cuda_ctx_of(layer->ctx)->drv;
   if (cu->range_host) d->cuMemFreeHost(cu->range_host);
   for (int i = 0; i < HOT_RANGE_SLOTS; ++i)
     if (cu->range_ev[i]) d->cuEventDestroy(cu->range_ev[i]);
@@ -569,8 +595,8 @@ static void range_free(hot_layer *layer) {
  * created or recorded, the stream is synchronised instead (its failure returned when st is
  * HOT_OK). */
 static hot_status done_record(hot_layer *layer, hot_status st, CUstream stream) {
-  hot_cuda_layer *cu = &layer->cu;
-  const cuda_driver *d = layer->ctx->cu.drv;
+  hot_cuda_layer *cu = cuda_layer_of(layer);
+  const cuda_driver *d = cuda_ctx_of(layer->ctx)->drv;
   CUresult c = CUDA_SUCCESS;
   if (!cu->done_ev) c = d->cuEventCreate(&cu->done_ev, 2 /* CU_EVENT_DISABLE_TIMING */);
   if (c == CUDA_SUCCESS) c = d->cuEventRecord(cu->done_ev, stream);
@@ -587,8 +613,8 @@ static hot_status done_record(hot_layer *layer, hot_status st, CUstream stream) 
 /* Waits until the work of the layer's last call has completed (hot.h: nothing of a layer is
  * freed while its kernels may run). Errors of the wait are ignored: the memory goes either way. */
 static void done_wait(hot_layer *layer) {
-  hot_cuda_layer *cu = &layer->cu;
-  if (cu->done_pending && cu->done_ev) (void)layer->ctx->cu.drv->cuEventSynchronize(cu->done_ev);
+  hot_cuda_layer *cu = cuda_layer_of(layer);
+  if (cu->done_pending && cu->done_ev) (void)cuda_ctx_of(layer->ctx)->drv->cuEventSynchronize(cu->done_ev);
   cu->done_pending = 0;
 }
 
@@ -598,30 +624,27 @@ static void done_wait(hot_layer *layer) {
  * it is NVRTC: its identity "nvrtc-X.Y") against the driver (cuda_versions_check). A compiler
  * that cannot say its version (no NVRTC: every kernel from a cache or a pack) is not checked. */
 static hot_status cuda_versions(hot_ctx *ctx) {
-  if (ctx->cu.versions_checked) return HOT_OK;
+  if (cuda_ctx_of(ctx)->versions_checked) return HOT_OK;
   const hot_compiler *cc = ctx->compiler ? ctx->compiler : nvrtc_compiler();
   char id[64], err[512];
   int major = 0, minor = 0;
   if (cc->version && cc->version(cc->user, id, sizeof id, err, sizeof err) == RT_OK &&
       cuda_nvrtc_version_parse(id, &major, &minor) == 0) {
-    rt_status r = cuda_versions_check(ctx->cu.drv->version, major, minor, err, sizeof err);
+    rt_status r = cuda_versions_check(cuda_ctx_of(ctx)->drv->version, major, minor, err, sizeof err);
     if (r != RT_OK) return ctx_fail(ctx, ctx_rt(r), "%s", err);
   }
-  ctx->cu.versions_checked = 1;
+  cuda_ctx_of(ctx)->versions_checked = 1;
   return HOT_OK;
 }
 
-/* JIT + module load with the device context current. */
-static hot_status cuda_ready(hot_layer *layer) {
-  hot_status st = layer_jit(layer);
-  if (st == HOT_OK && !layer->cu.loaded) st = cuda_versions(layer->ctx);
-  return st == HOT_OK ? cuda_layer_load(layer) : st;
-}
-
-static hot_status ops_compile(hot_layer *layer) {
+/* The binaries layer.c compiled, loaded with the device context current (the compiler's
+ * version checked against the driver's first). */
+static hot_status ops_load(hot_layer *layer, const hot_jit *jit) {
+  if (cuda_layer_of(layer)->loaded) return HOT_OK;
   hot_status st = cuda_push(layer->ctx);
   if (st != HOT_OK) return st;
-  st = cuda_ready(layer);
+  st = cuda_versions(layer->ctx);
+  if (st == HOT_OK) st = cuda_layer_load(layer, jit);
   cuda_pop(layer->ctx);
   return st;
 }
@@ -629,7 +652,7 @@ static hot_status ops_compile(hot_layer *layer) {
 static hot_status ops_save(hot_layer *layer, const void *x, void *saved, void *stream) {
   hot_status st = cuda_push(layer->ctx);
   if (st != HOT_OK) return st;
-  if ((st = range_poll(layer, 0)) == HOT_OK && (st = cuda_ready(layer)) == HOT_OK) {
+  if ((st = range_poll(layer, 0)) == HOT_OK) {
     cuda_prof_begin(layer);
     st = cuda_layer_save(layer, x, saved, (CUstream)stream);
     st = done_record(layer, st, (CUstream)stream);
@@ -643,8 +666,7 @@ static hot_status ops_backward(hot_layer *layer, const void *g_y, const void *w,
                                float *g_x, float *g_w, float *g_b, uint32_t step, void *stream) {
   hot_status st = cuda_push(layer->ctx);
   if (st != HOT_OK) return st;
-  if ((st = range_poll(layer, 0)) == HOT_OK && (st = cuda_ready(layer)) == HOT_OK &&
-      (st = range_setup(layer)) == HOT_OK && (st = range_reserve(layer)) == HOT_OK) {
+  if ((st = range_poll(layer, 0)) == HOT_OK && (st = range_setup(layer)) == HOT_OK && (st = range_reserve(layer)) == HOT_OK) {
     int prof = layer->ctx->profiling;
     cuda_prof_begin(layer);
     st = range_begin(layer, (CUstream)stream);
@@ -662,7 +684,7 @@ static hot_status ops_backward(hot_layer *layer, const void *g_y, const void *w,
 static hot_status ops_calibrate(hot_layer *layer, const void *g_y, uint32_t step, void *stream) {
   hot_status st = cuda_push(layer->ctx);
   if (st != HOT_OK) return st;
-  if ((st = range_poll(layer, 0)) == HOT_OK && (st = cuda_ready(layer)) == HOT_OK) {
+  if ((st = range_poll(layer, 0)) == HOT_OK) {
     cuda_prof_begin(layer);
     st = cuda_layer_calibrate(layer, g_y, step, (CUstream)stream);
     st = done_record(layer, st, (CUstream)stream);
@@ -675,12 +697,38 @@ static hot_status ops_calibrate(hot_layer *layer, const void *g_y, uint32_t step
 /* Device memory, pinned words and modules are freed with the device context current, once the
  * layer's last call has completed on its stream. */
 static void ops_release(hot_layer *layer) {
+  hot_cuda_layer *cu = cuda_layer_of(layer);
+  if (!cu) return;
   int pushed = cuda_push(layer->ctx) == HOT_OK;
   done_wait(layer);
   range_free(layer);
-  if (layer->cu.done_ev) layer->ctx->cu.drv->cuEventDestroy(layer->cu.done_ev);
+  if (cu->done_ev) cuda_ctx_of(layer->ctx)->drv->cuEventDestroy(cu->done_ev);
   cuda_layer_free(layer);
   if (pushed) cuda_pop(layer->ctx);
+  free(cu);
+  layer->be = NULL;
+}
+
+static hot_status ops_layer_init(hot_layer *layer) {
+  hot_cuda_layer *cu = calloc(1, sizeof *cu);
+  if (!cu) return ctx_fail(layer->ctx, HOT_ERR_NOMEM, "layer '%s': out of memory", layer->spec.name);
+  for (int k = 0; k < HOT_MAX_KERNELS; ++k) cu->module_of[k] = -1;
+  layer->be = cu;
+  return HOT_OK;
+}
+
+/* hot_layer_kernel_times: the launches timed by the layer's latest call, if that call is the
+ * layer's call number layer->calls and succeeded with profiling on. */
+static int ops_times(const hot_layer *layer, hot_kernel_time *out, int max) {
+  const hot_cuda_layer *cu = cuda_layer_of(layer);
+  const int total = cu->prof_valid && cu->prof_call == layer->calls ? cu->prof_n : 0;
+  for (int i = 0; i < total && i < max; ++i) {
+    out[i].name = layer->plan->kernels[cu->prof[i].kernel].name;
+    out[i].role = cu->prof[i].role;
+    out[i].phase = cu->prof[i].phase;
+    out[i].ms = cu->prof[i].ms;
+  }
+  return total;
 }
 
 /* hot_layer_check: waits for the events after the pending backwards (not the whole stream). */
@@ -692,5 +740,7 @@ static hot_status ops_check(hot_layer *layer) {
   return st;
 }
 
-const hot_backend_ops hot_cuda_ops = {HOT_BACKEND_CUDA, ops_compile, ops_save, ops_backward,
-                                      ops_calibrate, ops_check, ops_release, cuda_ctx_fini};
+const hot_backend_ops hot_cuda_ops = {
+    .kind = HOT_BACKEND_CUDA, .init = ops_init, .fini = ops_fini, .layer_init = ops_layer_init,
+    .load = ops_load, .save = ops_save, .backward = ops_backward, .calibrate = ops_calibrate,
+    .check = ops_check, .times = ops_times, .release = ops_release};

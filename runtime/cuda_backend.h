@@ -1,15 +1,17 @@
-/* cuda_backend.h — the CUDA backend's state inside a context and a layer (cuda_backend.c owns
- * it; launch.c reads it to launch). Its functions are reached through backend.h only. */
+/* cuda_backend.h — the CUDA backend's state of a context and of a layer: allocated by
+ * cuda_backend.c (init, layer_init) and hung off ctx->be and layer->be, which only the CUDA
+ * backend's own files (cuda_backend.c, launch.c) and tests look into, through the accessors
+ * below. Its functions are reached through backend.h only. */
 #ifndef HOT_CUDA_BACKEND_H
 #define HOT_CUDA_BACKEND_H
 
 #include "cache.h"    /* hot_kernel_binary */
 #include "cuda_api.h"
-#include "hot.h"      /* HOT_MAX_KERNEL_TIMES */
+#include "hot_internal.h"
 #include "module.h"
 #include "plan.h"     /* HOT_MAX_KERNELS */
 
-/* The CUDA side of a context (cuda_backend.c). */
+/* The CUDA side of a context (ctx->be). */
 typedef struct {
   const cuda_driver *drv;
   CUdevice dev;
@@ -33,6 +35,7 @@ typedef struct {
   int n_modules;
   int loaded;                            /* modules loaded and kernels looked up */
   const hot_kfunc *fn[HOT_MAX_KERNELS];  /* by plan kernel index; NULL: not in this build */
+  int module_of[HOT_MAX_KERNELS];        /* by plan kernel index: its module, -1: none */
   CUdeviceptr scratch;                   /* one allocation, carved below */
   size_t scratch_bytes;
   CUdeviceptr q_g, s_g, q_w, s_w, q_hg, s_hg, amax; /* amax: HOT_AMAX_WORDS words */
@@ -48,6 +51,7 @@ typedef struct {
   int prof_on;                           /* the current call records events */
   int prof_n;                            /* launches recorded by the current call */
   int prof_valid;                        /* times of the last call read back (0: none) */
+  uint64_t prof_call;                    /* the layer's call number (layer->calls) they are of */
   struct { int kernel, role, phase; double ms; } prof[HOT_MAX_KERNEL_TIMES];
   /* Overflow of finite inputs (templates/CONTRACT.md): the hot_range_flag word of each module
    * that stores a backward output (g_x and g_w GEMMs, bias), zeroed before every backward and
@@ -72,6 +76,12 @@ typedef struct {
   CUevent done_ev;                       /* created at the first call */
   int done_pending;                      /* recorded and not waited for */
 } hot_cuda_layer;
+
+/* The backend's state of a context and of a layer of the CUDA backend (NULL elsewhere). */
+static inline hot_cuda_ctx *cuda_ctx_of(const hot_ctx *ctx) { return (hot_cuda_ctx *)ctx->be; }
+static inline hot_cuda_layer *cuda_layer_of(const hot_layer *layer) {
+  return (hot_cuda_layer *)layer->be;
+}
 
 /* amax words of the per-tensor scales (zeroed before each phase-0 launch); B words follow them
  * for the per-sample amax of g' (backward) and of LQS (calibration). */

@@ -15,7 +15,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "cuda_api.h" /* rt_status */
+#include "status.h" /* rt_status */
 
 /* Every HOT_* variable libhot reads. Strings point into the environment (valid until the
  * variable changes); `*_set` is 1 when the variable was set (and valid). */

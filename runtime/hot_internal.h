@@ -1,14 +1,16 @@
-/* hot_internal.h — the context and layer structs behind hot.h's handles and ctx.c's message
- * helpers; nothing else. The files behind hot.h, one stage each, and their headers:
- *   ctx.c          options, environment (env.h), backend choice, messages, statistics
- *   layer.c        layers (spec / C), argument checks, the JIT (jit.h), dispatch through the
- *                  backend interface (backend.h) and nothing else of the backends
+/* hot_internal.h — the context and layer structs behind hot.h's handles and the message helpers
+ * every file under hot.h uses; nothing of any backend. The files behind hot.h, one stage each:
+ *   ctx.c          options, environment (env.h), backend choice and its init/fini, statistics,
+ *                  the kernel cache (ctx_kcache)
+ *   layer.c        layers (spec / C), argument checks, the JIT (jit.h): a layer's binaries are
+ *                  compiled here and handed down to the backend (backend.h: load), then dispatch
  *   cpu_backend.c  hot_cpu_ops: the calls on the CPU reference twins (templates/ref.h)
- *   cuda_backend.c hot_cuda_ops: device, pointers, scratch, modules; a step's kernel order
- *                  (cuda_backend.h: its per-context and per-layer state)
- *   launch.c       one function per kernel role (launch.h): argument lists, the plan's geometry
- * Calls go one way: layer.c -> backend.h -> {cpu,cuda}_backend.c -> launch.c; every file may use
- * ctx.c's helpers below. */
+ *   cuda_backend.c hot_cuda_ops: device, pointers, scratch, modules, a step's kernel order; its
+ *                  state (cuda_backend.h) hangs off ctx->be / layer->be, opaque to everything else
+ *   launch.c       the CUDA backend's own: one function per kernel role (launch.h)
+ * Calls go one way: ctx.c -> backend.h (init, fini, layer release); layer.c -> ctx.c (cache) and
+ * -> backend.h -> {cpu,cuda}_backend.c -> launch.c. No backend calls back into ctx.c or layer.c;
+ * the message helpers below are inline, so they are no call target either. */
 #ifndef HOT_INTERNAL_H
 #define HOT_INTERNAL_H
 
@@ -16,12 +18,16 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "cuda_backend.h" /* hot_cuda_ctx, hot_cuda_layer: members of the structs below */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
 #include "env.h"
 #include "hot.h"
 #include "jit.h"
-#include "tuned.h"
 #include "plan.h"
+#include "status.h"
+#include "tuned.h"
 
 struct hot_backend_ops; /* backend.h */
 
@@ -47,9 +53,10 @@ struct hot_layer {
   hot_kernel_role missing[HOT_MAX_KERNELS];
   char tiles_origin[320];    /* where the GEMM tiles came from (tuned.h: "tuned: ...", "default") */
   int saved_valid;           /* the layer-owned buffer holds a save */
-  void *host_saved;          /* CPU backend: the layer-owned saved buffer */
   int64_t last_saved_bytes;  /* bytes of the latest save (stats) */
-  hot_cuda_layer cu;
+  uint64_t calls;            /* save / backward / calibrate calls begun (kernel times: a backend
+                                keeps the times of call number `calls` only) */
+  void *be;                  /* the backend's state of the layer (backend.h layer_init; opaque) */
 };
 
 struct hot_ctx {
@@ -83,7 +90,7 @@ struct hot_ctx {
   char errmsg[HOT_ERRMSG_MAX];
   char *log;                 /* latest compile log (malloc'd), NULL = "" */
   const struct hot_backend_ops *ops; /* the backend's functions (backend.h); NULL: failed */
-  hot_cuda_ctx cu;
+  void *be;                  /* the backend's state of the context (backend.h init; opaque) */
 };
 
 /* ---- ctx.c ---------------------------------------------------------------------------------- */
@@ -101,23 +108,60 @@ hot_status hot_layer_create_resolved(hot_ctx *ctx, const hot_layer_spec *spec, i
                                      int64_t tokens, hot_recipe recipe, int layer_id,
                                      hot_layer **out);
 
+/* Bytes of the saved buffer: plan_buffer_bytes(pl, HOT_BUF_SAVED), what both backends allocate
+ * and hot_layer_saved_bytes reports (0 for a NULL plan). */
+static inline int64_t layer_saved_bytes(const hot_layer_plan *pl) {
+  const int64_t n = pl ? plan_buffer_bytes(pl, HOT_BUF_SAVED) : 0;
+  return n > 0 ? n : 0;
+}
+
+/* ---- messages (inline: every file may use them, none of them is a call into another file) ---- */
+
+/* Copies src into dst[n], truncating, always NUL-terminated. */
+static inline void ctx_copy(char *dst, size_t n, const char *src) {
+  if (!n) return;
+  size_t k = src ? strlen(src) : 0;
+  if (k >= n) k = n - 1;
+  if (k) memcpy(dst, src, k);
+  dst[k] = '\0';
+}
+
 /* Sets ctx's message (printf-style, one line) and returns s. ctx may be NULL. */
-hot_status ctx_fail(hot_ctx *ctx, hot_status s, const char *fmt, ...)
+static inline hot_status ctx_fail(hot_ctx *ctx, hot_status s, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
+static inline hot_status ctx_fail(hot_ctx *ctx, hot_status s, const char *fmt, ...) {
+  if (ctx) {
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(ctx->errmsg, sizeof ctx->errmsg, fmt, ap);
+    va_end(ap);
+    for (char *p = ctx->errmsg; *p; ++p) /* one line */
+      if (*p == '\n' || *p == '\r') *p = ' ';
+  }
+  return s;
+}
+
 /* Clears ctx's message (start of a public call). */
-void ctx_clear(hot_ctx *ctx);
+static inline void ctx_clear(hot_ctx *ctx) {
+  if (ctx) ctx->errmsg[0] = '\0';
+}
+
 /* Keeps a copy of a compile log as ctx's compile log (NULL clears it). */
-void ctx_set_log(hot_ctx *ctx, const char *log);
+static inline void ctx_set_log(hot_ctx *ctx, const char *log) {
+  free(ctx->log);
+  ctx->log = NULL;
+  if (log) {
+    const size_t n = strlen(log) + 1;
+    if ((ctx->log = malloc(n)) != NULL) memcpy(ctx->log, log, n);
+  }
+}
+
+/* rt_status -> hot_status (equal numbers: ctx.c checks it at compile time). */
+static inline hot_status ctx_rt(rt_status s) { return (hot_status)s; }
+
+/* ---- ctx.c ---------------------------------------------------------------------------------- */
+
 /* The context's kernel cache, opened on first need. HOT_OK or the cache's error (message set). */
 hot_status ctx_kcache(hot_ctx *ctx, hot_kcache **out);
-/* hot_ctx_compile's first step: every distinct kernel of the n checked layers that are not
- * compiled yet, found or compiled in one pool (jit_prefetch) when ctx has an arch. Best effort:
- * any failure (a kernel that does not compile, memory) is left to the layers' own compiles,
- * which report it; nothing is set on ctx here except what ctx_kcache sets. */
-void ctx_prefetch(hot_ctx *ctx, hot_layer *const *layers, size_t n);
-/* Copies src into dst[n], truncating, always NUL-terminated. */
-void ctx_copy(char *dst, size_t n, const char *src);
-/* rt_status -> hot_status (equal numbers). */
-hot_status ctx_rt(rt_status s);
 
 #endif

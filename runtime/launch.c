@@ -20,9 +20,17 @@
 #include "hot_math.cuh"
 #include "ref.h"
 
-int64_t launch_saved_bytes(const hot_layer_plan *pl) {
-  const int64_t n = pl ? plan_buffer_bytes(pl, HOT_BUF_SAVED) : 0;
-  return n > 0 ? n : 0;
+hot_status launch_need_kernels(hot_layer *layer, unsigned need) {
+  for (int i = 0; i < layer->n_missing; ++i) {
+    hot_kernel_role r = layer->missing[i];
+    if (!(need & (1u << r))) continue;
+    int k = plan_kernel_index(layer->plan, r);
+    return ctx_fail(layer->ctx, HOT_ERR_UNSUPPORTED,
+                    "layer '%s': kernel %s: template %s not available in this build",
+                    layer->spec.name, plan_role_name(r),
+                    k >= 0 ? layer->plan->kernels[k].templ : "?");
+  }
+  return HOT_OK;
 }
 
 /* Parameter names of each role's entry point, in order; NULL: no launch code yet. */
@@ -75,8 +83,8 @@ void launch_grid(const hot_layer_plan *pl, hot_kernel_role role, int phase, unsi
 
 /* Profiling: records the layer's event i on stream (created on first need, kept). */
 static hot_status prof_record(hot_layer *layer, int i, CUstream stream) {
-  hot_cuda_layer *cu = &layer->cu;
-  const cuda_driver *d = layer->ctx->cu.drv;
+  hot_cuda_layer *cu = cuda_layer_of(layer);
+  const cuda_driver *d = cuda_ctx_of(layer->ctx)->drv;
   CUresult c = CUDA_SUCCESS;
   while (c == CUDA_SUCCESS && cu->prof_events <= i) {
     c = d->cuEventCreate(&cu->prof_ev[cu->prof_events], 0 /* CU_EVENT_DEFAULT: timed */);
@@ -94,8 +102,9 @@ static hot_status prof_record(hot_layer *layer, int i, CUstream stream) {
 static hot_status launch_role(hot_layer *layer, hot_kernel_role role, int phase, void **args,
                               CUstream stream) {
   const hot_layer_plan *pl = layer->plan;
+  hot_cuda_layer *cu = cuda_layer_of(layer);
   int k = plan_kernel_index(pl, role);
-  if (k < 0 || !layer->cu.fn[k])
+  if (k < 0 || !cu->fn[k])
     return ctx_fail(layer->ctx, HOT_ERR_INTERNAL, "layer '%s': kernel %s not loaded",
                     layer->spec.name, plan_role_name(role));
   hot_status st = HOT_OK;
@@ -103,7 +112,6 @@ static hot_status launch_role(hot_layer *layer, hot_kernel_role role, int phase,
   hot_launch_cfg cfg = {{0, 0, 0}, {kp->block[0], kp->block[1], kp->block[2]}, kp->smem, stream};
   plan_kernel_grid(pl, k, phase, cfg.grid);
   char err[512];
-  hot_cuda_layer *cu = &layer->cu;
   int prof = cu->prof_on && cu->prof_n < HOT_MAX_KERNEL_TIMES; /* off: one test, no driver call */
   if (prof && (st = prof_record(layer, 2 * cu->prof_n, stream))) return st;
   rt_status r = module_launch(cu->fn[k], &cfg, args, err, sizeof err);
@@ -121,7 +129,7 @@ static hot_status launch_role(hot_layer *layer, hot_kernel_role role, int phase,
 }
 
 hot_status launch_zero(hot_layer *layer, CUdeviceptr p, size_t words, CUstream stream) {
-  CUresult c = layer->ctx->cu.drv->cuMemsetD32Async(p, 0u, words, stream);
+  CUresult c = cuda_ctx_of(layer->ctx)->drv->cuMemsetD32Async(p, 0u, words, stream);
   if (c == CUDA_SUCCESS) return HOT_OK;
   char err[256];
   rt_status r = cuda_result_error(c, "cuMemsetD32Async (amax words)", err, sizeof err);
@@ -202,7 +210,7 @@ hot_status launch_sawb(hot_layer *layer, hot_kernel_role role, CUdeviceptr v, CU
 hot_status launch_lqs(hot_layer *layer, CUdeviceptr g_y, int phase, uint32_t step,
                       CUstream stream) {
   const hot_layer_plan *pl = layer->plan;
-  const hot_cuda_layer *cu = &layer->cu;
+  const hot_cuda_layer *cu = cuda_layer_of(layer);
   int T = (int)pl->T, O = (int)pl->O, ld_src = O, group_rows = (int)pl->L;
   CUdeviceptr amax = cu->amax + 4 * HOT_AMAX_WORDS, rs = cu->lqs_rs, part = cu->partials,
               res = cu->lqs_res, choice = cu->lqs_choice;

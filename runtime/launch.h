@@ -1,15 +1,17 @@
 /* launch.h — one launch function per kernel role (launch.c): each launches on the plan's
  * geometry (gen/plan.c), builds the argument list of the template's entry and launches on the
- * caller's stream. Used by the CUDA backend (and the tests). */
+ * caller's stream. Private to the CUDA backend (cuda_backend.c; and the tests): launch.c reads
+ * the backend's state through cuda_backend.h's accessors and calls back into nothing. */
 #ifndef HOT_LAUNCH_H
 #define HOT_LAUNCH_H
 
 #include "cuda_backend.h"
 #include "hot_internal.h"
 
-/* Bytes of the saved buffer: plan_buffer_bytes(pl, HOT_BUF_SAVED), what both backends allocate
- * and hot_layer_saved_bytes reports. */
-int64_t launch_saved_bytes(const hot_layer_plan *pl);
+/* "layer 'x': kernel hla_g: template templates/hla_project.cu not available in this build"
+ * (HOT_ERR_UNSUPPORTED, message set) for the first kernel the layer's JIT found missing among the
+ * roles set in `need` (bit per hot_kernel_role); HOT_OK when none. */
+hot_status launch_need_kernels(hot_layer *layer, unsigned need);
 
 /* One launch per role on the plan's geometry (gen/plan.c); each builds the argument list of the
  * template's header and launches on `stream`. Device pointers as CUdeviceptr. */

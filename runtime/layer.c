@@ -1,6 +1,8 @@
 /* layer.c — layers: from a spec file or a C description, planned for the context's arch;
  * argument checks of every per-step call; the JIT (emit_layer -> kernel cache, exactly as
- * hot-gen --compile does, so caches filled by hot-gen are hits here); dispatch to a backend. */
+ * hot-gen --compile does, so caches filled by hot-gen are hits here), whose binaries are handed
+ * down to the backend (backend.h load); dispatch to the backend. Calls ctx.c (the kernel cache)
+ * and the backend's table; nothing calls back. */
 #define _POSIX_C_SOURCE 200809L
 #include <errno.h>
 #include <stdio.h>
@@ -10,8 +12,6 @@
 
 #include "backend.h"
 #include "hot_internal.h"
-#include "launch.h" /* launch_saved_bytes */
-#include "ref.h"
 #include "spec.h"
 
 /* Checks a layer handle at the start of a public call and clears its context's message. */
@@ -97,6 +97,11 @@ static hot_status layer_new(hot_ctx *ctx, const hot_layer_spec *spec, int64_t ba
   l->gran_auto = pl->hq.enabled && pl->hq.g.gran == HOT_GRAN_AUTO;
   /* auto: LQS's coarse candidate (per sample; per tensor when B = 1) until calibrated */
   l->gran = pl->hq.g.gran == HOT_GRAN_AUTO ? plan_lqs_coarse(pl) : pl->hq.g.gran;
+  if ((st = ctx->ops->layer_init(l)) != HOT_OK) {
+    free(l);
+    free(pl);
+    return st;
+  }
   l->next = ctx->layers;
   ctx->layers = l;
   *out = l;
@@ -171,13 +176,6 @@ hot_status hot_layer_from_spec(hot_ctx *ctx, const char *path, const char *layer
   return st;
 }
 
-void layer_release(hot_layer *layer) {
-  layer->ctx->ops->release(layer);
-  free(layer->plan);
-  layer->plan = NULL;
-  jit_free(&layer->jit);
-}
-
 void hot_layer_destroy(hot_layer *layer) {
   if (!layer || layer->magic != HOT_LAYER_LIVE) return;
   layer_release(layer);
@@ -188,7 +186,7 @@ void hot_layer_destroy(hot_layer *layer) {
 
 size_t hot_layer_saved_bytes(const hot_layer *layer) {
   if (!layer || layer->magic != HOT_LAYER_LIVE) return 0;
-  return (size_t)launch_saved_bytes(layer->plan);
+  return (size_t)layer_saved_bytes(layer->plan);
 }
 
 const hot_layer_plan *hot_layer_get_plan(const hot_layer *layer) {
@@ -223,7 +221,7 @@ hot_status hot_layer_get_info(const hot_layer *layer, hot_layer_info *out) {
   out->calibrated = layer->calibrated;
   out->lqs_e_tensor = layer->lqs_e_tensor;
   out->lqs_e_token = layer->lqs_e_token;
-  out->saved_bytes = (size_t)launch_saved_bytes(p);
+  out->saved_bytes = (size_t)layer_saved_bytes(p);
   out->fp32_bytes = p->abc.fp32_bytes;
   out->compiled = layer->compiled;
   snprintf(out->arch, sizeof out->arch, "%s", plan_arch_caps(p->arch)->name);
@@ -251,7 +249,10 @@ static char *joined_logs(const hot_layer *layer) {
   return out;
 }
 
-hot_status layer_jit(hot_layer *layer) {
+/* Emits and finds/compiles the layer's kernels for ctx->arch (once per layer, one program per
+ * distinct kernel, concurrently: jit.h); sets layer->jit, layer->missing and the context's
+ * compile log. HOT_JIT_DEBUG dumps are jit.c's. */
+static hot_status layer_jit(hot_layer *layer) {
   if (layer->compiled) return HOT_OK;
   hot_ctx *ctx = layer->ctx;
   hot_kcache *kc;
@@ -275,23 +276,41 @@ hot_status layer_jit(hot_layer *layer) {
   return HOT_OK;
 }
 
-hot_status layer_need_kernels(hot_layer *layer, unsigned need) {
-  for (int i = 0; i < layer->n_missing; ++i) {
-    hot_kernel_role r = layer->missing[i];
-    if (!(need & (1u << r))) continue;
-    int k = plan_kernel_index(layer->plan, r);
-    return ctx_fail(layer->ctx, HOT_ERR_UNSUPPORTED,
-                    "layer '%s': kernel %s: template %s not available in this build",
-                    layer->spec.name, plan_role_name(r),
-                    k >= 0 ? layer->plan->kernels[k].templ : "?");
-  }
-  return HOT_OK;
+/* The layer's kernels compiled (layer_jit) and handed to the backend (load), which makes them
+ * ready to run; backends without kernels (load NULL) need nothing. */
+static hot_status layer_ready(hot_layer *layer) {
+  const hot_backend_ops *ops = layer->ctx->ops;
+  if (!ops->load) return HOT_OK;
+  hot_status st = layer_jit(layer);
+  return st == HOT_OK ? ops->load(layer, &layer->jit) : st;
 }
 
 hot_status hot_layer_compile(hot_layer *layer) {
   hot_status st = enter(layer, "hot_layer_compile");
   if (st) return st;
-  return layer->ctx->ops->compile(layer);
+  if (layer->ctx->ops->load) return layer_ready(layer);
+  /* a backend without kernels: with a forced arch (HOT_ARCH) compiling fills the caches */
+  return layer->ctx->arch_known ? layer_jit(layer) : HOT_OK;
+}
+
+/* hot_ctx_compile's first step: every distinct kernel of the n checked layers that are not
+ * compiled yet, found or compiled in one pool (jit_prefetch) when ctx has an arch. Best effort:
+ * any failure (a kernel that does not compile, memory) is left to the layers' own compiles,
+ * which report it; nothing is set on ctx here except what ctx_kcache sets. */
+static void layers_prefetch(hot_ctx *ctx, hot_layer *const *layers, size_t n) {
+  if (!ctx->arch_known || n < 2) return; /* nothing to compile, or nothing to share */
+  const hot_layer_plan **plans = calloc(n, sizeof *plans);
+  hot_kcache *kc;
+  if (!plans || ctx_kcache(ctx, &kc) != HOT_OK) {
+    free(plans);
+    return;
+  }
+  int np = 0;
+  for (size_t i = 0; i < n; ++i)
+    if (!layers[i]->compiled && layers[i]->plan) plans[np++] = layers[i]->plan;
+  char err[512];
+  if (np > 1) (void)jit_prefetch(kc, plans, np, ctx->jit_threads, NULL, err, sizeof err);
+  free(plans);
 }
 
 hot_status hot_ctx_compile(hot_ctx *ctx, hot_layer *const *layers, size_t n) {
@@ -307,7 +326,7 @@ hot_status hot_ctx_compile(hot_ctx *ctx, hot_layer *const *layers, size_t n) {
       return ctx_fail(ctx, HOT_ERR_MISUSE, "hot_ctx_compile: layers[%zu] ('%s') was destroyed", i,
                       l->spec.name);
   }
-  ctx_prefetch(ctx, layers, n); /* all layers' kernels in one pool; then each layer's hits */
+  layers_prefetch(ctx, layers, n); /* all layers' kernels in one pool; then each layer's hits */
   for (size_t i = 0; i < n; ++i)
     if ((st = hot_layer_compile(layers[i])) != HOT_OK) return st;
   return HOT_OK;
@@ -332,17 +351,18 @@ hot_status hot_layer_save(hot_layer *layer, const void *x, hot_dtype dtype, void
   hot_status st = enter(layer, "hot_layer_save");
   if (st) return st;
   hot_ctx *ctx = layer->ctx;
-  layer->cu.prof_valid = 0; /* kernel times: none unless this call succeeds */
+  layer->calls++; /* kernel times: the backend keeps this call's only, when it succeeds */
   if (!x) return ctx_fail(ctx, HOT_ERR_INVALID, "hot_layer_save: x is NULL");
   if ((st = check_dtype(layer, dtype, "hot_layer_save"))) return st;
   if (saved && !aligned16(saved))
     return ctx_fail(ctx, HOT_ERR_INVALID, "hot_layer_save: saved buffer %p is not 16-byte aligned",
                     saved);
   if (!saved) layer->saved_valid = 0; /* until this save succeeds */
+  if ((st = layer_ready(layer)) != HOT_OK) return st;
   st = ctx->ops->save(layer, x, saved, stream);
   if (st == HOT_OK) {
     ctx->saves++;
-    layer->last_saved_bytes = launch_saved_bytes(layer->plan);
+    layer->last_saved_bytes = layer_saved_bytes(layer->plan);
     if (!saved) layer->saved_valid = 1;
   }
   return st;
@@ -354,7 +374,7 @@ hot_status hot_layer_backward(hot_layer *layer, const void *g_y, const void *w, 
   hot_status st = enter(layer, "hot_layer_backward");
   if (st) return st;
   hot_ctx *ctx = layer->ctx;
-  layer->cu.prof_valid = 0; /* kernel times: none unless this call succeeds */
+  layer->calls++; /* kernel times: the backend keeps this call's only, when it succeeds */
   if (!g_y || !w || !g_x || !g_w)
     return ctx_fail(ctx, HOT_ERR_INVALID, "hot_layer_backward: %s is NULL",
                     !g_y ? "g_y" : !w ? "w" : !g_x ? "g_x" : "g_w");
@@ -369,6 +389,7 @@ hot_status hot_layer_backward(hot_layer *layer, const void *g_y, const void *w, 
     return ctx_fail(ctx, HOT_ERR_MISUSE, "hot_layer_backward: layer '%s' has no saved activations "
                     "(call hot_layer_save with saved = NULL first, or pass the caller's buffer)",
                     layer->spec.name);
+  if ((st = layer_ready(layer)) != HOT_OK) return st;
   st = ctx->ops->backward(layer, g_y, w, saved, g_x, g_w, g_b, step, stream);
   if (st == HOT_OK) ctx->backwards++;
   return st;
@@ -379,7 +400,7 @@ hot_status hot_layer_calibrate(hot_layer *layer, const void *g_y, hot_dtype dtyp
   hot_status st = enter(layer, "hot_layer_calibrate");
   if (st) return st;
   hot_ctx *ctx = layer->ctx;
-  layer->cu.prof_valid = 0; /* kernel times: none unless this call succeeds */
+  layer->calls++; /* kernel times: the backend keeps this call's only, when it succeeds */
   if (!g_y) return ctx_fail(ctx, HOT_ERR_INVALID, "hot_layer_calibrate: g_y is NULL");
   if ((st = check_dtype(layer, dtype, "hot_layer_calibrate"))) return st;
   if (!layer->gran_auto)
@@ -389,6 +410,7 @@ hot_status hot_layer_calibrate(hot_layer *layer, const void *g_y, hot_dtype dtyp
                     !layer->plan->hq.enabled ? ""
                     : layer->gran == HOT_GRAN_ROW ? "token"
                                                   : plan_gran_name(layer->gran));
+  if ((st = layer_ready(layer)) != HOT_OK) return st;
   st = ctx->ops->calibrate(layer, g_y, step, stream);
   if (st == HOT_OK) {
     ctx->calibrations++;
@@ -424,17 +446,9 @@ hot_status hot_layer_kernel_times(const hot_layer *layer, hot_kernel_time *out, 
   if (!n || max < 0 || (max > 0 && !out))
     return ctx_fail(ctx, HOT_ERR_INVALID, "hot_layer_kernel_times: %s", !n ? "n is NULL" :
                     max < 0 ? "max < 0" : "out is NULL with max > 0");
-  if (ctx->backend != HOT_BACKEND_CUDA)
+  if (!ctx->ops->times)
     return ctx_fail(ctx, HOT_ERR_UNSUPPORTED, "hot_layer_kernel_times: kernel timing needs the "
                     "CUDA backend (layer '%s' runs on the CPU reference)", layer->spec.name);
-  const hot_cuda_layer *cu = &layer->cu;
-  int total = cu->prof_valid ? cu->prof_n : 0;
-  for (int i = 0; i < total && i < max; ++i) {
-    out[i].name = layer->plan->kernels[cu->prof[i].kernel].name;
-    out[i].role = cu->prof[i].role;
-    out[i].phase = cu->prof[i].phase;
-    out[i].ms = cu->prof[i].ms;
-  }
-  *n = total;
+  *n = ctx->ops->times(layer, out, max);
   return HOT_OK;
 }

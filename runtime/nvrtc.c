@@ -1,6 +1,7 @@
 /* nvrtc.c — NVRTC to CUBIN, ptxas info parsing, the default injectable compiler (see nvrtc.h). */
 #define _POSIX_C_SOURCE 200809L
 #include "nvrtc.h"
+#include "cuda_api.h" /* the NVRTC table, the toolkit include folder */
 #include "diag.h"
 
 #include <ctype.h>

@@ -18,7 +18,7 @@
 
 #include <stddef.h>
 
-#include "cuda_api.h"
+#include "status.h" /* rt_status */
 
 #define HOT_MAX_PROGRAM_KERNELS 64 /* kernels in one program */
 

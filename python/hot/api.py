@@ -285,8 +285,9 @@ class Context:
 
     # -- lifetime
     def close(self):
-        """Destroys the context and every layer made in it (their objects become unusable).
-        Pending work on CUDA streams must be finished first (see hot_ctx_destroy)."""
+        """Destroys the context and every layer made in it (their objects become unusable). On
+        CUDA each layer's memory is freed only once its last call's work has completed (hot
+        waits for the event it recorded after that call; see hot_ctx_destroy)."""
         with self._lock:
             if self._handle is None:
                 return
@@ -445,7 +446,8 @@ class Layer:
         return self._handle
 
     def destroy(self):
-        """hot_layer_destroy (pending CUDA work on the layer must be finished first)."""
+        """hot_layer_destroy (on CUDA it first waits for the work of the layer's last call, so
+        the garbage collector may destroy a layer whose kernels still run)."""
         ctx = self._ctx
         with ctx._lock:
             if self._handle is not None and ctx._handle is not None:

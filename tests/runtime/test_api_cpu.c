@@ -735,11 +735,11 @@ START_TEST(compile_with_fake_compiler) {
   ck_assert_msg(stat(p, &sb) == 0, "%s", p);
   /* kernels whose template is not in this build: a clear refusal for the calls needing them */
   if (!embed_find("templates/hla_project.cu")) {
-    ck_assert_int_eq(layer_need_kernels(a, 1u << HOT_K_HLA_G), HOT_ERR_UNSUPPORTED);
+    ck_assert_int_eq(launch_need_kernels(a, 1u << HOT_K_HLA_G), HOT_ERR_UNSUPPORTED);
     ck_assert_msg(strstr(hot_errmsg(ctx), "kernel hla_g: template templates/hla_project.cu not "
                          "available in this build"), "%s", hot_errmsg(ctx));
   }
-  ck_assert_int_eq(layer_need_kernels(a, 1u << HOT_K_HQ_G | 1u << HOT_K_GEMM_GX), HOT_OK);
+  ck_assert_int_eq(launch_need_kernels(a, 1u << HOT_K_HQ_G | 1u << HOT_K_GEMM_GX), HOT_OK);
   /* compiling again does nothing */
   ck_assert_int_eq(hot_layer_compile(a), HOT_OK);
   ck_assert_int_eq(f.compiles, (int)np);

@@ -14,6 +14,7 @@
 #include "api_util.h"
 #include "fake_cuda.h"
 #include "backend.h"
+#include "cuda_backend.h" /* the backend's layer state: cuda_layer_of */
 #include "hot_internal.h"
 #include "launch.h"
 #include "hot_math.cuh" /* HOT_TENSOR_* tags */
@@ -105,7 +106,7 @@ static void plan_grid(const fake_cuda_launch *l, const hot_layer_plan *pl, hot_k
 
 /* A pointer inside the layer's scratch allocation, with n bytes available from it. */
 static void in_scratch(const hot_layer *l, int64_t p, int64_t n) {
-  int64_t lo = (int64_t)l->cu.scratch, hi = lo + (int64_t)l->cu.scratch_bytes;
+  int64_t lo = (int64_t)cuda_layer_of(l)->scratch, hi = lo + (int64_t)cuda_layer_of(l)->scratch_bytes;
   ck_assert_msg(p >= lo && p + n <= hi, "pointer %llx (+%lld) outside scratch [%llx, %llx)",
                 (unsigned long long)p, (long long)n, (unsigned long long)lo, (unsigned long long)hi);
 }
@@ -145,15 +146,15 @@ START_TEST(default_recipe_sequence) {
   CUdeviceptr x = dalloc((size_t)(T * I) * 4), w = dalloc((size_t)(O * I) * 4),
               gy = dalloc((size_t)(T * O) * 4), gx = dalloc((size_t)(T * I) * 4),
               gw = dalloc((size_t)(O * I) * 4), gb = dalloc((size_t)O * 4), sv = dalloc(nb);
-  ck_assert_ptr_nonnull((void *)(uintptr_t)l->cu.lqs_res); /* auto: LQS scratch */
-  ck_assert(!l->cu.math);                                   /* absmax: no SAWB scratch */
+  ck_assert_ptr_nonnull((void *)(uintptr_t)cuda_layer_of(l)->lqs_res); /* auto: LQS scratch */
+  ck_assert(!cuda_layer_of(l)->math);                                   /* absmax: no SAWB scratch */
 
   /* save into the caller's buffer: memset(amax) ; hla_x 0 ; hla_x 1 */
   g_reset();
   ck_assert_int_eq(hot_layer_save(l, vp(x), HOT_DT_F32, vp(sv), NULL), HOT_OK);
   ck_assert_int_eq(g_log->n, 3);
   const fake_cuda_launch *m = at(0, "memset32", -1, 0);
-  ck_assert_int_eq(m->arg[0], (int64_t)(l->cu.amax + 4 * HOT_AMAX_ABC_X));
+  ck_assert_int_eq(m->arg[0], (int64_t)(cuda_layer_of(l)->amax + 4 * HOT_AMAX_ABC_X));
   ck_assert_int_eq(m->arg[1], 1);
   for (int ph = 0; ph < 2; ++ph) {
     const fake_cuda_launch *k = at(1 + ph, "hot_hla_x_", 20, ph);
@@ -172,7 +173,7 @@ START_TEST(default_recipe_sequence) {
                                       7, NULL), HOT_OK);
   ck_assert_int_eq(g_log->n, 10);
   m = at(0, "memset32", -1, 0);
-  ck_assert_int_eq(m->arg[0], (int64_t)l->cu.amax);
+  ck_assert_int_eq(m->arg[0], (int64_t)cuda_layer_of(l)->amax);
   ck_assert_int_eq(m->arg[1], HOT_AMAX_WORDS + pl->B); /* + one word a sample (g' per sample) */
   const fake_cuda_launch *g0 = at(1, "hot_hq_g_", 13, 0), *g1 = at(2, "hot_hq_g_", 13, 1);
   const fake_cuda_launch *w0 = at(3, "hot_hq_w_", 13, 0), *w1 = at(4, "hot_hq_w_", 13, 1);
@@ -189,7 +190,7 @@ START_TEST(default_recipe_sequence) {
   ck_assert_int_eq(g1->arg[15], pl->layer_id * 16 + HOT_TENSOR_HQ_G);
   ck_assert_int_eq(g1->arg[16], 7);
   /* auto, not calibrated: per sample (B = 3), B words after the per-tensor ones, groups of L */
-  ck_assert_int_eq(g0->arg[9], (int64_t)(l->cu.amax + 4 * HOT_AMAX_WORDS));
+  ck_assert_int_eq(g0->arg[9], (int64_t)(cuda_layer_of(l)->amax + 4 * HOT_AMAX_WORDS));
   ck_assert_int_eq(g0->arg[10], pl->L);
   ck_assert_int_eq(g1->arg[10], pl->L);
   ck_assert_int_eq(w0->arg[11], 0); /* absmax: no scale_in, no math_out */
@@ -198,7 +199,7 @@ START_TEST(default_recipe_sequence) {
   hla_args(h0, l, 1, gy);
   hla_args(h1, l, 1, gy);
   ck_assert_int_eq(h1->arg[23], 7);
-  ck_assert_int_eq(h1->arg[17], (int64_t)(l->cu.amax + 4 * HOT_AMAX_HLA_G));
+  ck_assert_int_eq(h1->arg[17], (int64_t)(cuda_layer_of(l)->amax + 4 * HOT_AMAX_HLA_G));
   ck_assert_int_eq(h1->arg[18], 0);
   in_scratch(l, h1->arg[14], hot_ref_hla_g_bytes(pl));
   /* GEMM g_x: A = q_g', B = q_w', row_scale = s_g, alpha_a = s_w, div = b */
@@ -227,7 +228,7 @@ START_TEST(default_recipe_sequence) {
   ck_assert_int_eq(hot_layer_calibrate(l, vp(gy), HOT_DT_F32, 9, NULL), HOT_OK);
   ck_assert_int_eq(g_log->n, 4);
   m = at(0, "memset32", -1, 0);
-  ck_assert_int_eq(m->arg[0], (int64_t)(l->cu.amax + 4 * HOT_AMAX_WORDS)); /* per sample */
+  ck_assert_int_eq(m->arg[0], (int64_t)(cuda_layer_of(l)->amax + 4 * HOT_AMAX_WORDS)); /* per sample */
   ck_assert_int_eq(m->arg[1], pl->B);
   for (int ph = 0; ph < 3; ++ph) {
     const fake_cuda_launch *q = at(1 + ph, "hot_lqs_", 10, ph);
@@ -254,12 +255,12 @@ START_TEST(default_recipe_sequence) {
 
   /* per row: g' in one phase-2 launch; through the layer's own buffer */
   ck_assert_int_eq(hot_layer_save(l, vp(x), HOT_DT_F32, NULL, NULL), HOT_OK);
-  ck_assert_int_ne((int64_t)l->cu.saved, 0);
+  ck_assert_int_ne((int64_t)cuda_layer_of(l)->saved, 0);
   { /* the layer allocates exactly what it and the plan report: I rows of k_pad codes + s_x^ */
     fake_cuda_alloc_size_fn asz = (fake_cuda_alloc_size_fn)dlsym(
         dlopen(HOT_FAKE_CUDA, RTLD_NOW | RTLD_NOLOAD), "fake_cuda_alloc_size");
     ck_assert_ptr_nonnull(asz);
-    ck_assert_uint_eq(asz((uintptr_t)l->cu.saved), hot_layer_saved_bytes(l));
+    ck_assert_uint_eq(asz((uintptr_t)cuda_layer_of(l)->saved), hot_layer_saved_bytes(l));
     ck_assert_int_eq((int64_t)hot_layer_saved_bytes(l), pl->abc.bytes);
     ck_assert_int_eq(pl->abc.bytes, plan_buffer_bytes(pl, HOT_BUF_SAVED));
     ck_assert_int_eq(pl->abc.bytes, pl->I * pl->hla.gemm.k_pad + 4);
@@ -271,8 +272,8 @@ START_TEST(default_recipe_sequence) {
   at(1, "hot_hq_g_", 13, 2);
   at(2, "hot_hq_w_", 13, 0);
   mw = at(7, "hot_gemm_", -1, 0);
-  ck_assert_int_eq(mw->arg[1], (int64_t)l->cu.saved);
-  ck_assert_int_eq(mw->arg[5], (int64_t)l->cu.saved + xb);
+  ck_assert_int_eq(mw->arg[1], (int64_t)cuda_layer_of(l)->saved);
+  ck_assert_int_eq(mw->arg[5], (int64_t)cuda_layer_of(l)->saved + xb);
 
   /* a calibration that picks the coarse candidate: per sample (B = 3); then the backward runs
    * g' per sample; an invalid choice is an internal error */
@@ -284,7 +285,7 @@ START_TEST(default_recipe_sequence) {
   ck_assert_int_eq(hot_layer_backward(l, vp(gy), vp(w), HOT_DT_F32, NULL, vp(gx), vp(gw), NULL, 8,
                                       NULL), HOT_OK);
   ck_assert_int_eq(at(1, "hot_hq_g_", 13, 0)->arg[10], pl->L);
-  ck_assert_int_eq(at(2, "hot_hq_g_", 13, 1)->arg[9], (int64_t)(l->cu.amax + 4 * HOT_AMAX_WORDS));
+  ck_assert_int_eq(at(2, "hot_hq_g_", 13, 1)->arg[9], (int64_t)(cuda_layer_of(l)->amax + 4 * HOT_AMAX_WORDS));
   g_set_lqs(1.0, 0.75, 7);
   ck_assert_int_eq(hot_layer_calibrate(l, vp(gy), HOT_DT_F32, 10, NULL), HOT_ERR_INTERNAL);
   ck_assert_int_eq(hot_layer_get_info(l, &info), HOT_OK);
@@ -357,13 +358,13 @@ START_TEST(per_sample_sequence) {
   ck_assert_int_eq(hot_layer_backward(l, vp(gy), vp(w), HOT_DT_F32, vp(sv), vp(gx), vp(gw), NULL,
                                       3, NULL), HOT_OK);
   const fake_cuda_launch *m = at(0, "memset32", -1, 0);
-  ck_assert_int_eq(m->arg[0], (int64_t)l->cu.amax);
+  ck_assert_int_eq(m->arg[0], (int64_t)cuda_layer_of(l)->amax);
   ck_assert_int_eq(m->arg[1], HOT_AMAX_WORDS + pl->B);
   in_scratch(l, m->arg[0], (HOT_AMAX_WORDS + pl->B) * 4);
   const fake_cuda_launch *g0 = at(1, "hot_hq_g_", 13, 0), *g1 = at(2, "hot_hq_g_", 13, 1);
   for (int i = 0; i < 2; ++i) {
     const fake_cuda_launch *g = i ? g1 : g0;
-    ck_assert_int_eq(g->arg[9], (int64_t)(l->cu.amax + 4 * HOT_AMAX_WORDS));
+    ck_assert_int_eq(g->arg[9], (int64_t)(cuda_layer_of(l)->amax + 4 * HOT_AMAX_WORDS));
     ck_assert_int_eq(g->arg[10], pl->L);
     plan_grid(g, pl, HOT_K_HQ_G);
   }

@@ -23,6 +23,7 @@
 #include <string.h>
 
 #include "api_util.h"
+#include "cuda_api.h"
 #include "hot_internal.h"
 
 #define FAIL(...)                                                                                  \

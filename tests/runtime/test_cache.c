@@ -12,6 +12,7 @@
 #include <time.h>
 
 #include "cache.h"
+#include "cuda_api.h" /* HOT_CUDA_PATH_MAX */
 #include "env.h"
 
 static double now_ms(void) {

@@ -4,6 +4,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "cuda_api.h" /* cuda_nvrtc_get */
 #include "nvrtc.h"
 
 static const char *SRC =
