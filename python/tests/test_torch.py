@@ -368,6 +368,7 @@ def module_grads(hot, ht, dev, x, gy, w, stream=None):
             if dev != "cpu":
                 torch.cuda.synchronize()
         else:
+            stream.wait_stream(torch.cuda.current_stream())  # the weights' upload
             with torch.cuda.stream(stream):
                 # The GPU is kept busy on `stream` before each upload: work that hot put on any
                 # other stream would read the inputs before they arrive.
