@@ -346,6 +346,41 @@ static hot_status check_dtype(hot_layer *layer, hot_dtype dtype, const char *fn)
 
 static int aligned16(const void *p) { return ((uintptr_t)p & 15u) == 0; }
 
+/* One pointer argument of a per-step call: its name, address, bytes, and whether the call
+ * writes it. */
+typedef struct {
+  const char *name;
+  const void *p;
+  size_t bytes;
+  int out;
+} arg_span;
+
+static size_t dtype_bytes(hot_dtype dt) { return dt == HOT_DT_F32 ? 4 : 2; }
+
+/* The overlap rule of hot.h: an argument the call writes may share no byte with any other
+ * pointer argument of the call (inputs may overlap each other: they are only read). The
+ * results could otherwise depend on the order the backend reads and writes, so such a call is
+ * refused (HOT_ERR_INVALID naming both arguments and their byte ranges) before any work. NULL
+ * and empty spans take no part. */
+static hot_status check_overlap(hot_ctx *ctx, const char *fn, const arg_span *a, int n) {
+  for (int i = 0; i < n; ++i) {
+    if (!a[i].p || !a[i].bytes) continue;
+    for (int j = i + 1; j < n; ++j) {
+      if (!a[j].p || !a[j].bytes || (!a[i].out && !a[j].out)) continue;
+      uintptr_t b0 = (uintptr_t)a[i].p, e0 = b0 + a[i].bytes;
+      uintptr_t b1 = (uintptr_t)a[j].p, e1 = b1 + a[j].bytes;
+      if (b0 < e1 && b1 < e0)
+        return ctx_fail(ctx, HOT_ERR_INVALID,
+                        "%s: %s (%p, %zu bytes) overlaps %s (%p, %zu bytes); a buffer the call "
+                        "writes may not share memory with any other argument", fn,
+                        a[i].out ? a[i].name : a[j].name, a[i].out ? a[i].p : a[j].p,
+                        a[i].out ? a[i].bytes : a[j].bytes, a[i].out ? a[j].name : a[i].name,
+                        a[i].out ? a[j].p : a[i].p, a[i].out ? a[j].bytes : a[i].bytes);
+    }
+  }
+  return HOT_OK;
+}
+
 hot_status hot_layer_save(hot_layer *layer, const void *x, hot_dtype dtype, void *saved,
                           void *stream) {
   hot_status st = enter(layer, "hot_layer_save");
@@ -357,6 +392,12 @@ hot_status hot_layer_save(hot_layer *layer, const void *x, hot_dtype dtype, void
   if (saved && !aligned16(saved))
     return ctx_fail(ctx, HOT_ERR_INVALID, "hot_layer_save: saved buffer %p is not 16-byte aligned",
                     saved);
+  {
+    const hot_layer_plan *pl = layer->plan;
+    arg_span a[] = {{"x", x, (size_t)(pl->T * pl->I) * dtype_bytes(dtype), 0},
+                    {"saved", saved, hot_layer_saved_bytes(layer), 1}};
+    if ((st = check_overlap(ctx, "hot_layer_save", a, 2)) != HOT_OK) return st;
+  }
   if (!saved) layer->saved_valid = 0; /* until this save succeeds */
   if ((st = layer_ready(layer)) != HOT_OK) return st;
   st = ctx->ops->save(layer, x, saved, stream);
@@ -385,6 +426,15 @@ hot_status hot_layer_backward(hot_layer *layer, const void *g_y, const void *w, 
   if (saved && !aligned16(saved))
     return ctx_fail(ctx, HOT_ERR_INVALID, "hot_layer_backward: saved buffer %p is not 16-byte "
                     "aligned", saved);
+  {
+    const hot_layer_plan *pl = layer->plan;
+    size_t es = dtype_bytes(dtype), T = (size_t)pl->T, O = (size_t)pl->O, I = (size_t)pl->I;
+    arg_span a[] = {{"g_y", g_y, T * O * es, 0},     {"w", w, O * I * es, 0},
+                    {"saved", saved, saved ? hot_layer_saved_bytes(layer) : 0, 0},
+                    {"g_x", g_x, T * I * 4, 1},      {"g_w", g_w, O * I * 4, 1},
+                    {"g_b", g_b, O * 4, 1}};
+    if ((st = check_overlap(ctx, "hot_layer_backward", a, 6)) != HOT_OK) return st;
+  }
   if (!saved && !layer->saved_valid)
     return ctx_fail(ctx, HOT_ERR_MISUSE, "hot_layer_backward: layer '%s' has no saved activations "
                     "(call hot_layer_save with saved = NULL first, or pass the caller's buffer)",

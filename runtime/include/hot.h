@@ -369,8 +369,9 @@ HOT_API hot_status hot_ctx_load_pack(hot_ctx *ctx, const char *path);
  * either a buffer the caller owns of hot_layer_saved_bytes(layer) bytes, 16-byte aligned, in
  * the backend's memory (device/host), which the caller keeps until the matching backward — or
  * NULL: the layer's own buffer (allocated at the first save, freed with the layer; each save
- * overwrites it). Errors: HOT_ERR_INVALID (NULL x, dtype other than the layer's, a misaligned
- * or host buffer on CUDA), HOT_ERR_MISUSE, HOT_ERR_NONFINITE (CPU), HOT_ERR_UNSUPPORTED (CUDA:
+ * overwrites it). A caller's `saved` may share no byte with x (refused, HOT_ERR_INVALID).
+ * Errors: HOT_ERR_INVALID (NULL x, dtype other than the layer's, a misaligned
+ * or host buffer on CUDA, saved overlapping x), HOT_ERR_MISUSE, HOT_ERR_NONFINITE (CPU), HOT_ERR_UNSUPPORTED (CUDA:
  * a kernel not in this build, or a layer without ABC — abc or hla disabled — whose fp32 copy of
  * x only the CPU backend keeps), compile and CUDA errors (first use compiles). */
 HOT_API hot_status hot_layer_save(hot_layer *layer, const void *x, hot_dtype dtype, void *saved,
@@ -381,8 +382,13 @@ HOT_API hot_status hot_layer_save(hot_layer *layer, const void *x, hot_dtype dty
  * g_b (O), fp32, in memory the caller owns. `step` is the training step (Philox counter of the
  * stochastic rounding: use a new value each step). g' uses the layer's granularity in effect
  * (hot_layer_get_info: a spec's auto is per sample until hot_layer_calibrate).
- * Errors: HOT_ERR_INVALID (NULLs, dtype, g_b given for a layer whose spec has bias = false),
- * HOT_ERR_MISUSE (saved NULL before any save), HOT_ERR_NONFINITE (CPU), HOT_ERR_RANGE (finite
+ * Overlap: g_x, g_w and g_b (written) may share no byte with each other nor with g_y, w or
+ * saved (g_y T*O, w O*I elements of dtype; saved hot_layer_saved_bytes); inputs may overlap
+ * each other. An overlapping call is refused before any work (HOT_ERR_INVALID naming both
+ * arguments): in place (g_x = g_y when I = O) is not supported, as its result would depend on
+ * the order the backend reads and writes.
+ * Errors: HOT_ERR_INVALID (NULLs, dtype, g_b given for a layer whose spec has bias = false,
+ * overlapping buffers), HOT_ERR_MISUSE (saved NULL before any save), HOT_ERR_NONFINITE (CPU), HOT_ERR_RANGE (finite
  * inputs, an output overflowed fp32: see "Overflow" below), HOT_ERR_UNSUPPORTED (CUDA: a kernel
  * not in this build, or a layer without HQ or without ABC: only the CPU backend computes their
  * fp32 products), compile and CUDA errors. */
