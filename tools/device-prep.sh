@@ -42,7 +42,7 @@ while [ $# -gt 0 ]; do
 done
 cache=$root/.kcache-device
 say() { echo "device-prep: $*"; }
-die() { echo "device-prep: $*" >&2; exit 1; }
+die() { echo "device-prep: $*" >&2; [ -n "${new:-}" ] && rm -rf "$new"; exit 1; }
 t0=$(date +%s)
 
 # 1. the packages
@@ -56,11 +56,12 @@ say "$n_debs packages in .deps/debs"
 launcher=()
 command -v ccache >/dev/null && launcher=(-DCMAKE_C_COMPILER_LAUNCHER=ccache)
 py=$(command -v python3 || true)
+mkdir -p "$bdir" || die "cannot create $bdir"
 cmake -S . -B "$bdir" -DCMAKE_BUILD_TYPE=Release "${launcher[@]}" ${py:+-DPython3_EXECUTABLE="$py"} \
-  >"$bdir.configure.log" 2>&1 || die "configure failed (see $bdir.configure.log)"
+  >"$bdir/prep-configure.log" 2>&1 || die "configure failed (see $bdir/prep-configure.log)"
 mapfile -t gpu_tests < <(ctest --test-dir "$bdir" -N -L gpu | sed -n 's/^ *Test *#[0-9]*: *//p')
 cmake --build "$bdir" -j"$(nproc)" --target hot-gen hot-tune hot_shared "${gpu_tests[@]}" \
-  >"$bdir.build.log" 2>&1 || die "build failed (see $bdir.build.log)"
+  >"$bdir/prep-build.log" 2>&1 || die "build failed (see $bdir/prep-build.log)"
 say "built; GPU test programs: ${gpu_tests[*]}"
 
 # The command of a ctest test (its program and fixed arguments), one word per line.
@@ -81,10 +82,10 @@ unset HOT_NO_DISK_CACHE HOT_ARCH
 fill() { # fill LABEL COMMAND...: runs it, its output to the log, a line with what it compiled
   local label=$1; shift
   local before; before=$(ls "$HOT_CACHE_DIR" | grep -c '\.hotk$')
-  "$@" >>"$bdir.precompile.log" 2>&1 || die "$label failed (see $bdir.precompile.log)"
+  "$@" >>"$bdir/prep-precompile.log" 2>&1 || die "$label failed (see $bdir/prep-precompile.log)"
   say "$(printf '%-34s %4d new entries' "$label" $(( $(ls "$HOT_CACHE_DIR" | grep -c '\.hotk$') - before )))"
 }
-: >"$bdir.precompile.log"
+: >"$bdir/prep-precompile.log"
 precompile_all() {
   local t cmd
   for t in "${gpu_tests[@]}"; do

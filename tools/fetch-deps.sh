@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # Fetches, on a machine WITH a Debian package registry, the packages tools/device-check.sh needs on
 # a GPU machine without one: Lua 5.4 and Check (static libraries and headers) and pkg-config.
-# They land as .deb files in .deps/debs (ignored by git; carried to the GPU machine).
+# They land as .deb files in .deps/debs (ignored by git; carried to the GPU machine). Called by
+# tools/device-prep.sh, which also fills the kernel cache the device check needs
+# (docs/device-check.md).
 # Usage: tools/fetch-deps.sh
 set -euo pipefail
 cd "$(dirname "$0")/.."
