@@ -123,6 +123,27 @@ hot_status hot_layer_create(hot_ctx *ctx, const hot_layer_spec *spec, int64_t ba
   return st;
 }
 
+/* The public path to an explicit Philox layer id (hot.h): hot_layer_create's checks and recipe
+ * rule, then the caller's id instead of the context's count, which does not advance. */
+hot_status hot_layer_create_with_id(hot_ctx *ctx, const hot_layer_spec *spec, int64_t batch,
+                                    int64_t tokens, hot_recipe recipe, int layer_id,
+                                    hot_layer **out) {
+  if (out) *out = NULL;
+  hot_status st = enter_ctx(ctx, "hot_layer_create_with_id");
+  if (st) return st;
+  if (!spec || !out)
+    return ctx_fail(ctx, HOT_ERR_INVALID, "hot_layer_create_with_id: NULL argument");
+  if (layer_id < 0 || layer_id >= (1 << 27))
+    return ctx_fail(ctx, HOT_ERR_INVALID,
+                    "hot_layer_create_with_id: layer_id %d is outside [0, 2^27) (the Philox tag "
+                    "layer_id * 16 + tensor must fit 32 bits)", layer_id);
+  hot_layer_spec own = *spec;
+  own.name[HOT_NAME_MAX - 1] = '\0';
+  if ((st = check_enums(ctx, &own, recipe)) != HOT_OK) return st;
+  apply_recipe(&own, recipe);
+  return layer_new(ctx, &own, batch, tokens, recipe, layer_id, ctx->seed, out);
+}
+
 hot_status hot_layer_create_resolved(hot_ctx *ctx, const hot_layer_spec *spec, int64_t batch,
                                      int64_t tokens, hot_recipe recipe, int layer_id,
                                      hot_layer **out) {

@@ -14,12 +14,12 @@ then /usr/local/lib (see hot._lib); it is loaded on first use.
 from ._lib import (Backend, DType, Gran, HotLibraryError, Layout, Recipe, Round, Rule, Selection,
                    Status, library_path)
 from ._capture import Capture, capture, read_capture
-from .api import (Context, HotError, KernelTime, Layer, LayerInfo, LayerSpec, Stats,
-                  status_name)
+from .api import (LAYER_ID_LIMIT, Context, HotError, KernelTime, Layer, LayerInfo, LayerSpec,
+                  Stats, layer_id_for, status_name)
 
 __version__ = "0.1.0"
 
 __all__ = ["Context", "Layer", "LayerSpec", "LayerInfo", "Stats", "KernelTime", "HotError",
            "HotLibraryError", "Status", "Backend", "DType", "Recipe", "Gran", "Round", "Rule",
            "Selection", "Layout", "status_name", "library_path", "capture", "read_capture",
-           "Capture"]
+           "Capture", "layer_id_for", "LAYER_ID_LIMIT"]

@@ -1,8 +1,9 @@
-"""PyTorch integration: HOTLinear, a drop-in for torch.nn.Linear whose backward runs hot.
+"""PyTorch integration: HOTLinear, a drop-in for torch.nn.Linear whose backward runs hot, and
+HOTMultiheadAttention, nn.MultiheadAttention whose input and output projections run hot.
 
     import hot.torch
-    model = hot.torch.convert(model)          # every nn.Linear becomes a HOTLinear
-    # or: fc = hot.torch.HOTLinear(768, 3072)
+    model = hot.torch.convert(model, verbose=True)  # nn.Linear and nn.MultiheadAttention -> HOT
+    # or: fc = hot.torch.HOTLinear(768, 3072, tag="blocks.0.fc1")
 
 Forward: y = x·wᵀ + b computed by torch (exactly what nn.Linear computes); hot keeps only the
 compressed activation of x (ABC: int8 codes of a low-rank Hadamard projection) — x itself is not
@@ -13,14 +14,37 @@ the forward is plain F.linear and hot is not called.
 - Inputs [..., I] of float32, bfloat16 or float16, the same dtype as the weight, C-contiguous, on
   the CPU (hot's CPU backend) or a CUDA device (hot's CUDA backend, device pointers, the current
   stream: no copies, no synchronisation; only a view whose data is not 16-byte aligned is copied
-  for the call).
+  for the call). Under torch.autocast the input, weight and bias are cast to the autocast dtype
+  first (as autocast's linear does) and hot runs in that dtype; the gradients flow back through
+  the casts to the parameters' dtype.
 - Rows: x of shape [..., L, I] (3 or more dimensions) is B = prod(leading) samples of L tokens;
-  [N, I] is one sequence of N tokens (B = 1, L = N); [I] is one token. HLA blocks run along L.
+  [N, I] is one sequence of N tokens (B = 1, L = N); [I] is one token. HLA blocks run along L,
+  so the token axis must be the second to last (batch_first layouts). HOTMultiheadAttention
+  takes care of this itself for both of nn.MultiheadAttention's layouts.
 - A hot layer is created per (device, dtype, B, L) and cached in the module (at most
   `max_cached_shapes`, least recently used dropped).
-- `hot_step`: the Philox step of stochastic rounding; each backward uses it and adds 1.
+- Random stream: every hot layer of a module draws its stochastic rounding from the Philox
+  stream of the module's tag (hot.layer_id_for(tag): a hash of the tag, hot.h
+  hot_layer_create_with_id), never from how many layers the process made before. convert() tags
+  each module with its qualified name ("blocks.0.fc1"); HOTLinear(..., tag="...") sets one; a
+  module made without a tag or a name takes "HOTLinear#k", k counting the HOTLinear modules this
+  process made (stable only for a script that builds its modules in the same order every time;
+  a RuntimeWarning says so at its first layer).
+- `hot_step`: the Philox step of stochastic rounding; each backward uses it and adds 1. It is
+  saved in the module's state dict (the `_extra_state` entry, with the LQS choices below) and
+  restored by load_state_dict, so a run resumed from a checkpoint draws exactly what the
+  uninterrupted run draws. A state dict without that entry (e.g. an nn.Linear checkpoint) loads
+  and leaves the step and the choices as they are.
 - A layer whose spec says scale = "auto" (the recipes' default) is calibrated (LQS) on the first
-  g_y it sees, at that step.
+  g_y it sees for its (dtype, B, L), at that step; the choice is kept per (dtype, B, L) in the
+  module (and in its state dict), so a layer made again later for that shape (after eviction, a
+  restart, on another rank) starts from the same choice instead of calibrating anew.
+- HOT_BACKEND: the shared contexts honour it: unset or auto: the tensors' device decides; cpu or
+  cuda: must match the tensors' device (ValueError saying so otherwise); any other value raises
+  ValueError as hot_ctx_create refuses it.
+- torch.compile: the hot calls are excluded from compilation (torch.compiler.disable: a graph
+  break around each); activation checkpointing (torch.utils.checkpoint) recomputes the forward,
+  which saves the compressed activation again (same bits).
 - Errors: wrong dtype/shape/device or a non-contiguous tensor raise TypeError / ValueError naming
   the module and the argument (also a CUDA tensor on another device than its hot context's);
   hot's errors (NaN/Inf on the CPU backend: HOT_ERR_NONFINITE) raise hot.HotError with hot's
@@ -45,24 +69,34 @@ installs another, a module's `context=` argument overrides both.
 """
 
 import collections
+import itertools
 import math
 import os
 import threading
+import warnings
 
 import torch
 import torch.nn as nn
 import torch.nn.functional as F
 
 from . import _capture, api
-from ._lib import DType
+from ._lib import DType, Gran
 
-__all__ = ["HOTLinear", "convert", "context_for", "set_context", "spec_from_file",
-           "capture_next_backward", "check"]
+__all__ = ["HOTLinear", "HOTMultiheadAttention", "convert", "ConvertReport", "context_for",
+           "set_context", "spec_from_file", "capture_next_backward", "check", "stream_id"]
 
 _DT = {torch.float32: DType.F32, torch.bfloat16: DType.BF16, torch.float16: DType.F16}
+_DT_NAME = {torch.float32: "f32", torch.bfloat16: "bf16", torch.float16: "f16"}
 
 _contexts = {}
 _contexts_lock = threading.Lock()
+_untagged = itertools.count()
+
+
+def stream_id(tag):
+    """The Philox layer id hot uses for a module tagged `tag` (hot.layer_id_for: FNV-1a 64 of
+    the UTF-8 tag folded to 27 bits)."""
+    return api.layer_id_for(tag)
 
 
 def _device_key(device):
@@ -74,10 +108,35 @@ def _device_key(device):
     raise ValueError(f"hot runs on cpu and cuda tensors (got device {device})")
 
 
+def _env_backend():
+    """HOT_BACKEND as hot_ctx_create reads it: None (unset, empty or auto), "cpu" or "cuda";
+    ValueError for any other value."""
+    v = os.environ.get("HOT_BACKEND")
+    if v is None or v == "" or v == "auto":
+        return None
+    if v not in ("cpu", "cuda"):
+        raise ValueError(f"HOT_BACKEND='{v}': expected auto, cuda or cpu")
+    return v
+
+
 def context_for(device):
     """The shared hot.Context of a torch device (created on first use: backend cpu for CPU
-    tensors, cuda with that device index for CUDA tensors; other options from the environment)."""
+    tensors, cuda with that device index for CUDA tensors; other options from the environment).
+    HOT_BACKEND, when set to cpu or cuda, must agree with the device: ValueError otherwise (and
+    for a value other than auto, cuda, cpu)."""
     key = _device_key(device)
+    want = _env_backend()
+    if want is not None and want != key[0]:
+        where = "the CPU" if key[0] == "cpu" else f"cuda:{key[1]}"
+        if want == "cuda":
+            fix = ("move the model and its inputs to a CUDA device, or set HOT_BACKEND=auto "
+                   "(or cpu, or unset it)")
+            what = "hot's CUDA backend takes CUDA tensors only"
+        else:
+            fix = ("move the model and its inputs to the CPU, or set HOT_BACKEND=auto (or cuda, "
+                   "or unset it)")
+            what = "hot's CPU backend takes host memory only"
+        raise ValueError(f"HOT_BACKEND={want}, but the tensors are on {where}: {what}; {fix}")
     with _contexts_lock:
         ctx = _contexts.get(key)
         if ctx is None or ctx.closed:
@@ -134,17 +193,30 @@ def _aligned16(t):
 
 
 class _Entry:
-    __slots__ = ("layer", "needs_calibration")
+    __slots__ = ("layer", "needs_calibration", "key")
 
-    def __init__(self, layer):
+    def __init__(self, layer, key, needs_calibration):
         self.layer = layer
-        self.needs_calibration = layer._info.gran_auto
+        self.key = key
+        self.needs_calibration = needs_calibration
 
 
 def _stream(device):
     if device.type == "cuda":
         return torch.cuda.current_stream(device).cuda_stream
     return None
+
+
+class _nullctx:
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        return False
+
+
+def _device_ctx(dev):
+    return torch.cuda.device(dev) if dev.type == "cuda" else _nullctx()
 
 
 class _HOTLinearFunction(torch.autograd.Function):
@@ -154,7 +226,7 @@ class _HOTLinearFunction(torch.autograd.Function):
         entry = module._hot_layer(x)
         layer = entry.layer
         saved = _aligned_empty(layer.saved_bytes, x.device)
-        with torch.cuda.device(x.device) if x.device.type == "cuda" else _nullctx():
+        with _device_ctx(x.device):
             xa = _aligned16(x)
             layer.save_ptr(xa.data_ptr(), _DT[x.dtype], saved.data_ptr(), _stream(x.device))
         capture = module._hot_take_capture()
@@ -180,17 +252,18 @@ class _HOTLinearFunction(torch.autograd.Function):
             B, L = _batch_tokens(tuple(x_shape))
             _capture.capture(capture, module.hot_spec.name, x.reshape(B, L, x_shape[-1]),
                              weight, g_y.reshape(B, L, g_y.shape[-1]))
-        w = _aligned16(weight)
+        w = _aligned16(weight.contiguous())
         dt = _DT[x_dtype]
         step = module._hot_next_step()
         g_x = torch.empty((info.T, info.I), dtype=torch.float32, device=dev)
         g_w = torch.empty((info.O, info.I), dtype=torch.float32, device=dev)
         g_b = torch.empty((info.O,), dtype=torch.float32, device=dev) if has_bias else None
-        with torch.cuda.device(dev) if dev.type == "cuda" else _nullctx():
+        with _device_ctx(dev):
             stream = _stream(dev)
             if entry.needs_calibration:
                 layer.calibrate_ptr(g_y.data_ptr(), dt, step, stream)
                 entry.needs_calibration = False
+                module._hot_remember_calibration(entry)
             layer.backward_ptr(g_y.data_ptr(), w.data_ptr(), dt, g_x.data_ptr(),
                                g_w.data_ptr(), None if g_b is None else g_b.data_ptr(),
                                saved.data_ptr(), step, stream)
@@ -201,38 +274,54 @@ class _HOTLinearFunction(torch.autograd.Function):
         return gx, gw, gb, None
 
 
-class _nullctx:
-    def __enter__(self):
-        return self
-
-    def __exit__(self, *exc):
-        return False
+def _apply_hot(core, x, weight, bias):
+    return _HOTLinearFunction.apply(x, weight, bias, core)
 
 
-class HOTLinear(nn.Linear):
-    """torch.nn.Linear whose backward runs hot (see the module docstring).
+# torch.compile: dynamo cannot trace raw pointers and ctypes calls; the hot call runs eagerly
+# between compiled graphs (a graph break), the rest of the model stays compiled.
+if hasattr(torch, "compiler") and hasattr(torch.compiler, "disable"):
+    _apply_hot = torch.compiler.disable(_apply_hot)
 
-    Extra keyword arguments:
-      spec      None (the recipe's defaults), a hot.LayerSpec (its HQ/HLA/ABC settings; sizes,
-                bias and dtype come from the module and the input), or the path of a spec file
-                together with spec_layer (the name of the layer in it)
-      recipe    "hot" (default), "paper", "paper_code": defaults when spec is None
-      context   a hot.Context for this module's layers (default: the shared one per device)
-      name      the hot layer's name (messages); convert() uses the module's qualified name
-      max_cached_shapes  hot layers kept per module (one per input shape, dtype and device)
 
-    Overflow (HOT_ERR_RANGE, see the module docstring): raised as hot.HotError by the next
-    forward/backward of the same shape, by hot_check(), or by the forward that evicts the
-    layer from the shape cache.
-    """
+def _autocast_dtype(device_type):
+    """The autocast dtype in effect for device_type ("cpu", "cuda"), or None."""
+    try:
+        if not torch.is_autocast_enabled(device_type):
+            return None
+        return torch.get_autocast_dtype(device_type)
+    except TypeError:  # torch before 2.4: per-device functions
+        if device_type == "cpu":
+            return torch.get_autocast_cpu_dtype() if torch.is_autocast_cpu_enabled() else None
+        return torch.get_autocast_gpu_dtype() if torch.is_autocast_enabled() else None
 
-    def __init__(self, in_features, out_features, bias=True, device=None, dtype=None, *,
-                 spec=None, spec_layer=None, recipe="hot", context=None, name="linear",
-                 max_cached_shapes=8):
-        super().__init__(in_features, out_features, bias=bias, device=device, dtype=dtype)
-        self._hot_setup(spec, spec_layer, recipe, context, name, max_cached_shapes)
 
-    def _hot_setup(self, spec, spec_layer, recipe, context, name, max_cached_shapes):
+def _hot_linear(core, x, weight, bias):
+    """y = F.linear(x, weight, bias) with hot's backward through `core` (a HOTLinear or an
+    attention projection); autocast casts as autocast's linear does."""
+    if isinstance(x, torch.Tensor) and x.device.type in ("cpu", "cuda") and \
+            x.is_floating_point():
+        cast = _autocast_dtype(x.device.type)
+        if cast is not None and cast in _DT:
+            x = x.to(cast)
+            weight = weight.to(cast)
+            bias = bias.to(cast) if bias is not None else None
+            with torch.autocast(x.device.type, enabled=False):
+                return _hot_linear(core, x, weight, bias)
+    core._hot_check(x, weight)
+    need = x.requires_grad or weight.requires_grad or (bias is not None and bias.requires_grad)
+    if not torch.is_grad_enabled() or not need:
+        return F.linear(x, weight, bias)
+    return _apply_hot(core, x, weight, bias)
+
+
+class _HotCore:
+    """The hot state of one linear map: spec, context, the layers per shape, the Philox stream
+    (tag) and step, the LQS choices; shared by HOTLinear and the projections of
+    HOTMultiheadAttention. Needs in_features, out_features set by the owner."""
+
+    def _hot_setup(self, spec, spec_layer, recipe, context, name, max_cached_shapes, tag,
+                   has_bias):
         if isinstance(spec, str):
             if not spec_layer:
                 raise ValueError(f"HOTLinear({name}): spec={spec!r} needs spec_layer= (the "
@@ -252,9 +341,9 @@ class HOTLinear(nn.Linear):
                              f"{self.out_features}")
         tmpl.c.in_features = self.in_features
         tmpl.c.out_features = self.out_features
-        tmpl.c.bias = 1 if self.bias is not None else 0
-        safe = "".join(ch if (ch.isalnum() or ch in "_.-") else "_" for ch in str(name))[:63]
-        tmpl.name = safe or "linear"
+        tmpl.c.bias = 1 if has_bias else 0
+        safe = "".join(ch if (ch.isalnum() or ch in "_.-") else "_" for ch in str(name))
+        tmpl.name = safe[-63:] or "linear"
         if context is not None and not isinstance(context, api.Context):
             raise TypeError(f"HOTLinear({name}): context must be a hot.Context")
         if int(max_cached_shapes) < 1:
@@ -266,45 +355,57 @@ class HOTLinear(nn.Linear):
         self._hot_layers = collections.OrderedDict()
         self._hot_lock = threading.Lock()
         self._hot_capture = None
+        self._hot_calibration = {}
+        self._hot_warn_untagged = tag is None
+        self.hot_set_tag(tag if tag is not None else f"HOTLinear#{next(_untagged)}")
 
-    @classmethod
-    def from_linear(cls, linear, **kwargs):
-        """A HOTLinear sharing `linear`'s weight and bias Parameters (no copy)."""
-        m = cls.__new__(cls)
-        nn.Module.__init__(m)
-        m.in_features, m.out_features = linear.in_features, linear.out_features
-        m.weight = linear.weight
-        m.bias = linear.bias
-        m._hot_setup(kwargs.pop("spec", None), kwargs.pop("spec_layer", None),
-                     kwargs.pop("recipe", "hot"), kwargs.pop("context", None),
-                     kwargs.pop("name", "linear"), kwargs.pop("max_cached_shapes", 8))
-        if kwargs:
-            raise TypeError(f"unexpected arguments: {', '.join(kwargs)}")
-        return m
+    # -- identity and state
+    def hot_set_tag(self, tag):
+        """Names the module's random stream: its layers draw from Philox layer id
+        stream_id(tag) (layers made before keep theirs: they are dropped from the cache)."""
+        if not isinstance(tag, str) or not tag:
+            raise ValueError(f"tag must be a non-empty str (got {tag!r})")
+        self.hot_tag = tag
+        self.hot_stream_id = stream_id(tag)
+        if not tag.startswith("HOTLinear#"):
+            self._hot_warn_untagged = False
+        lock = getattr(self, "_hot_lock", None)
+        if lock is not None:
+            with lock:
+                self._hot_layers.clear()
 
-    def __getstate__(self):
-        # copy.deepcopy / pickle: the hot layers are a per-object cache (rebuilt on demand), the
-        # lock is per object; a context given by the caller is shared by a deepcopy and cannot
-        # be pickled (hot.Context raises a TypeError saying so).
-        state = dict(super().__getstate__())
-        state["_hot_layers"] = collections.OrderedDict()
-        state["_hot_lock"] = None
-        state["_hot_capture"] = None  # a pending capture belongs to the original module
-        return state
+    def _hot_state(self):
+        with self._hot_lock:
+            return {"hot_step": int(self.hot_step),
+                    "hot_calibration": {k: int(v) for k, v in self._hot_calibration.items()}}
 
-    def __setstate__(self, state):
-        super().__setstate__(state)
-        self._hot_lock = threading.Lock()
+    def _hot_load_state(self, state, who):
+        if not isinstance(state, dict) or "hot_step" not in state:
+            raise ValueError(f"{who}: the state dict's hot entry is not a hot state "
+                             f"(got {type(state).__name__})")
+        step = int(state["hot_step"])
+        if not 0 <= step < 1 << 32:
+            raise ValueError(f"{who}: hot_step {step} is outside [0, 2^32)")
+        cal = {}
+        for k, v in dict(state.get("hot_calibration", {})).items():
+            if int(v) not in (int(Gran.TENSOR), int(Gran.ROW), int(Gran.SAMPLE)):
+                raise ValueError(f"{who}: calibration {k!r} = {v!r} is not a granularity")
+            cal[str(k)] = int(v)
+        with self._hot_lock:
+            self.hot_step = step
+            self._hot_calibration = cal
+            self._hot_layers.clear()  # rebuilt from the restored choices
 
-    def extra_repr(self):
-        return super().extra_repr() + f", hot={self.hot_spec.name!r} recipe={self.hot_spec.recipe.name.lower()}"
-
-    # -- hot state
     def _hot_next_step(self):
         with self._hot_lock:
             s = self.hot_step
             self.hot_step = (s + 1) % (1 << 32)
             return s
+
+    def _hot_remember_calibration(self, entry):
+        gran = entry.layer.info().gran
+        with self._hot_lock:
+            self._hot_calibration[entry.key] = int(gran)
 
     @property
     def hot_capture_pending(self):
@@ -333,6 +434,7 @@ class HOTLinear(nn.Linear):
     def _hot_layer(self, x):
         B, L = _batch_tokens(tuple(x.shape))
         key = (x.device, x.dtype, B, L)
+        cal_key = f"{_DT_NAME[x.dtype]},{B},{L}"
         with self._hot_lock:
             e = self._hot_layers.get(key)
             if e is not None:
@@ -348,60 +450,503 @@ class HOTLinear(nn.Linear):
             if ctx.backend == "cuda" and ctx.device != _device_key(x.device)[1]:
                 raise ValueError(f"HOTLinear({self.hot_spec.name}): its hot context runs on CUDA "
                                  f"device {ctx.device}, the input is on {x.device}")
-            e = _Entry(ctx.create_layer(spec=spec, batch=B, tokens=L))
+            auto = bool(spec.c.hq.enabled) and spec.c.hq.g.gran == int(Gran.AUTO)
+            known = self._hot_calibration.get(cal_key) if auto else None
+            if known is not None:  # calibrated before (this shape, a checkpoint, ...)
+                spec.c.hq.g.gran = known
+            if getattr(self, "_hot_warn_untagged", False):
+                self._hot_warn_untagged = False
+                warnings.warn(f"HOTLinear({self.hot_spec.name}) has no tag: its random stream "
+                              f"is that of {self.hot_tag!r}, numbered in construction order, so "
+                              "a process that builds modules in another order draws other "
+                              "numbers; pass tag= or use hot.torch.convert(model), which tags "
+                              "modules by their qualified names", RuntimeWarning, stacklevel=4)
+            layer = ctx.create_layer(spec=spec, batch=B, tokens=L, layer_id=self.hot_stream_id)
+            e = _Entry(layer, cal_key, layer._info.gran_auto)
             self._hot_layers[key] = e
             evicted = []
             while len(self._hot_layers) > self.max_cached_shapes:
                 # destroyed when no graph holds it; an overflow it has not reported yet is
                 # raised now (a wait for its last backwards only) rather than lost with it
                 evicted.append(self._hot_layers.popitem(last=False)[1].layer)
-        for layer in evicted:
-            layer.check()
+        for old in evicted:
+            old.check()
         return e
 
-    def _hot_check(self, x):
+    def _hot_check(self, x, weight):
         who = f"HOTLinear({self.hot_spec.name})"
         if not isinstance(x, torch.Tensor):
             raise TypeError(f"{who}: input must be a torch.Tensor (got {type(x).__name__})")
         if x.dtype not in _DT:
             raise TypeError(f"{who}: input dtype {x.dtype} is not supported (float32, bfloat16, "
                             "float16)")
-        if x.dtype != self.weight.dtype:
+        if x.dtype != weight.dtype:
             raise TypeError(f"{who}: input dtype {x.dtype} differs from the weight's "
-                            f"{self.weight.dtype}")
+                            f"{weight.dtype}")
         if x.dim() < 1 or x.shape[-1] != self.in_features:
             raise ValueError(f"{who}: input shape {tuple(x.shape)} must end in in_features = "
                              f"{self.in_features}")
         if x.numel() == 0:
             raise ValueError(f"{who}: input shape {tuple(x.shape)} is empty")
-        if x.device != self.weight.device:
-            raise ValueError(f"{who}: input on {x.device}, weight on {self.weight.device}")
+        if x.device != weight.device:
+            raise ValueError(f"{who}: input on {x.device}, weight on {weight.device}")
         if x.device.type not in ("cpu", "cuda"):
             raise ValueError(f"{who}: input on {x.device}: hot runs on cpu and cuda tensors")
         if not x.is_contiguous():
             raise ValueError(f"{who}: input is not contiguous (shape {tuple(x.shape)}, strides "
                              f"{x.stride()}); call .contiguous() first")
-        if not self.weight.is_contiguous():
-            raise ValueError(f"{who}: weight is not contiguous (strides {self.weight.stride()})")
+        if not weight.is_contiguous():
+            raise ValueError(f"{who}: weight is not contiguous (strides {weight.stride()})")
+
+    def _hot_getstate(self, state):
+        # copy.deepcopy / pickle: the hot layers are a per-object cache (rebuilt on demand), the
+        # lock is per object; a context given by the caller is shared by a deepcopy and cannot
+        # be pickled (hot.Context raises a TypeError saying so).
+        state["_hot_layers"] = collections.OrderedDict()
+        state["_hot_lock"] = None
+        state["_hot_capture"] = None  # a pending capture belongs to the original module
+        state["_hot_calibration"] = dict(state.get("_hot_calibration", {}))
+        return state
+
+
+def _load_tolerating_missing_state(module, super_load, state_dict, prefix, local_metadata,
+                                   strict, missing_keys, unexpected_keys, error_msgs):
+    """load_state_dict of a HOT module: a state dict without the hot entry (an nn.Linear or
+    nn.MultiheadAttention checkpoint) loads and keeps the hot state as it is."""
+    key = prefix + "_extra_state"
+    had = key in state_dict
+    super_load(state_dict, prefix, local_metadata, strict, missing_keys, unexpected_keys,
+               error_msgs)
+    if not had and key in missing_keys:
+        missing_keys.remove(key)
+
+
+class HOTLinear(_HotCore, nn.Linear):
+    """torch.nn.Linear whose backward runs hot (see the module docstring).
+
+    Extra keyword arguments:
+      spec      None (the recipe's defaults), a hot.LayerSpec (its HQ/HLA/ABC settings; sizes,
+                bias and dtype come from the module and the input), or the path of a spec file
+                together with spec_layer (the name of the layer in it)
+      recipe    "hot" (default), "paper", "paper_code": defaults when spec is None
+      context   a hot.Context for this module's layers (default: the shared one per device)
+      name      the hot layer's name (messages); convert() uses the module's qualified name
+      tag       names the module's random stream (hot.layer_id_for(tag) is its Philox layer
+                id); default: `name` when given, else "HOTLinear#k" (k: HOTLinear modules made
+                before in this process). convert() uses the qualified name.
+      max_cached_shapes  hot layers kept per module (one per input shape, dtype and device)
+
+    State dict: nn.Linear's weight and bias, plus `_extra_state` holding hot_step and the LQS
+    choices (restored by load_state_dict; absent from a plain nn.Linear checkpoint, which loads).
+
+    Overflow (HOT_ERR_RANGE, see the module docstring): raised as hot.HotError by the next
+    forward/backward of the same shape, by hot_check(), or by the forward that evicts the
+    layer from the shape cache.
+    """
+
+    def __init__(self, in_features, out_features, bias=True, device=None, dtype=None, *,
+                 spec=None, spec_layer=None, recipe="hot", context=None, name=None, tag=None,
+                 max_cached_shapes=8):
+        nn.Linear.__init__(self, in_features, out_features, bias=bias, device=device,
+                           dtype=dtype)
+        self._hot_setup(spec, spec_layer, recipe, context, name or "linear", max_cached_shapes,
+                        tag if tag is not None else name, self.bias is not None)
+
+    @classmethod
+    def from_linear(cls, linear, **kwargs):
+        """A HOTLinear sharing `linear`'s weight and bias Parameters (no copy)."""
+        m = cls.__new__(cls)
+        nn.Module.__init__(m)
+        m.in_features, m.out_features = linear.in_features, linear.out_features
+        m.weight = linear.weight
+        m.bias = linear.bias
+        name = kwargs.pop("name", None)
+        tag = kwargs.pop("tag", None)
+        m._hot_setup(kwargs.pop("spec", None), kwargs.pop("spec_layer", None),
+                     kwargs.pop("recipe", "hot"), kwargs.pop("context", None),
+                     name or "linear", kwargs.pop("max_cached_shapes", 8),
+                     tag if tag is not None else name, m.bias is not None)
+        if kwargs:
+            raise TypeError(f"unexpected arguments: {', '.join(kwargs)}")
+        return m
+
+    def __getstate__(self):
+        return self._hot_getstate(dict(super().__getstate__()))
+
+    def __setstate__(self, state):
+        super().__setstate__(state)
+        self._hot_lock = threading.Lock()
+
+    def get_extra_state(self):
+        return self._hot_state()
+
+    def set_extra_state(self, state):
+        self._hot_load_state(state, f"HOTLinear({self.hot_spec.name})")
+
+    def _load_from_state_dict(self, state_dict, prefix, *args):
+        _load_tolerating_missing_state(self, super()._load_from_state_dict, state_dict, prefix,
+                                       *args)
+
+    def extra_repr(self):
+        return super().extra_repr() + \
+            f", hot={self.hot_spec.name!r} recipe={self.hot_spec.recipe.name.lower()}"
 
     def forward(self, x):
-        self._hot_check(x)
-        need = x.requires_grad or self.weight.requires_grad or \
-            (self.bias is not None and self.bias.requires_grad)
-        if not torch.is_grad_enabled() or not need:
-            return F.linear(x, self.weight, self.bias)
-        return _HOTLinearFunction.apply(x, self.weight, self.bias, self)
+        return _hot_linear(self, x, self.weight, self.bias)
+
+
+class _HotProjection(_HotCore):
+    """One input projection of a HOTMultiheadAttention (weights owned by the attention module:
+    a slice of in_proj_weight, or q/k/v_proj_weight). Not an nn.Module: its state travels in the
+    attention module's state dict."""
+
+    def __init__(self, in_features, out_features, has_bias, spec, recipe, context, name, tag,
+                 max_cached_shapes):
+        self.in_features, self.out_features = in_features, out_features
+        if spec is not None:
+            spec = spec.copy()
+            spec.c.in_features = in_features
+            spec.c.out_features = out_features
+        self._hot_setup(spec, None, recipe, context, name, max_cached_shapes, tag, has_bias)
+
+    def __getstate__(self):
+        return self._hot_getstate(dict(self.__dict__))
+
+    def __setstate__(self, state):
+        self.__dict__.update(state)
+        self._hot_lock = threading.Lock()
+
+
+# The in-projections of an attention call: (role, which rows of in_proj_weight, or which separate
+# weight). "qkv": self-attention (query is key is value), one GEMM on the packed weight; "q" and
+# "kv": key is value but not query; "q", "k", "v": three.
+_ROWS = {"qkv": (0, 3), "q": (0, 1), "kv": (1, 3), "k": (1, 2), "v": (2, 3)}
+
+
+class HOTMultiheadAttention(nn.MultiheadAttention):
+    """torch.nn.MultiheadAttention whose input projections (the packed in_proj_weight, or
+    q/k/v_proj_weight) and output projection (out_proj, a HOTLinear) run hot's backward; the
+    forward computes what nn.MultiheadAttention computes, with the same operations in the same
+    order (its slow path: F.multi_head_attention_forward), so the same bits.
+
+    The projections see the tokens of each sample as the HLA axis ([N, L, E] whichever
+    `batch_first`). Self-attention (query is key is value) projects with one hot layer on the
+    packed [3E, E] weight ("in_proj.qkv"); key is value: "in_proj.q" and "in_proj.kv"; else
+    "in_proj.q", ".k", ".v". Each has its own random stream (tag "<tag>.in_proj.<role>") and
+    step; out_proj is a HOTLinear tagged "<tag>.out_proj". Without grad mode (or when nothing
+    needs a gradient) the call is nn.MultiheadAttention's own, fast path included.
+
+    Extra keyword arguments: spec (a hot.LayerSpec whose HQ/HLA/ABC settings every projection
+    takes; sizes come from the module), recipe, context, tag (default "MultiheadAttention#k"),
+    max_cached_shapes — as HOTLinear's."""
+
+    def __init__(self, embed_dim, num_heads, *args, spec=None, recipe="hot", context=None,
+                 tag=None, max_cached_shapes=8, in_proj_spec=None, **kwargs):
+        super().__init__(embed_dim, num_heads, *args, **kwargs)
+        self._hot_mha_setup(spec, in_proj_spec, recipe, context, tag, max_cached_shapes)
+
+    @classmethod
+    def from_mha(cls, mha, *, spec=None, in_proj_spec=None, recipe="hot", context=None, tag=None,
+                 max_cached_shapes=8):
+        """A HOTMultiheadAttention sharing `mha`'s Parameters (no copy); its out_proj becomes a
+        HOTLinear sharing out_proj's. in_proj_spec: settings of the in-projections when they
+        differ from `spec` (convert with a spec file)."""
+        m = cls.__new__(cls)
+        m.__dict__.update({k: (v.copy() if isinstance(v, dict) else v)
+                           for k, v in mha.__dict__.items()})
+        m._hot_mha_setup(spec, in_proj_spec, recipe, context, tag, max_cached_shapes)
+        return m
+
+    def _hot_mha_setup(self, spec, in_proj_spec, recipe, context, tag, max_cached_shapes):
+        tag = tag if tag is not None else f"MultiheadAttention#{next(_untagged)}"
+        if not isinstance(tag, str) or not tag:
+            raise ValueError(f"tag must be a non-empty str (got {tag!r})")
+        if spec is not None and not isinstance(spec, api.LayerSpec):
+            raise TypeError(f"HOTMultiheadAttention({tag}): spec must be None or a hot.LayerSpec "
+                            f"(got {type(spec).__name__})")
+        self.hot_tag = tag
+        self._hot_opts = dict(spec=in_proj_spec if in_proj_spec is not None else spec,
+                              recipe=recipe, context=context,
+                              max_cached_shapes=max_cached_shapes)
+        self._hot_in = {}
+        self._hot_in_pending = {}
+        out_spec = None
+        if spec is not None:
+            out_spec = spec.copy()
+            out_spec.c.in_features = out_spec.c.out_features = 0
+        if not isinstance(self.out_proj, HOTLinear):
+            self.out_proj = HOTLinear.from_linear(self.out_proj, spec=out_spec, recipe=recipe,
+                                                  context=context, name=f"{tag}.out_proj",
+                                                  max_cached_shapes=max_cached_shapes)
+        else:
+            self.out_proj.hot_set_tag(f"{tag}.out_proj")
+
+    def hot_set_tag(self, tag):
+        """Names the random streams: "<tag>.in_proj.<role>" and "<tag>.out_proj"."""
+        if not isinstance(tag, str) or not tag:
+            raise ValueError(f"tag must be a non-empty str (got {tag!r})")
+        self.hot_tag = tag
+        for role, p in self._hot_in.items():
+            p.hot_set_tag(f"{tag}.in_proj.{role}")
+        self.out_proj.hot_set_tag(f"{tag}.out_proj")
+
+    # -- the projections
+    def _hot_projection(self, role, in_features, out_features, has_bias):
+        p = self._hot_in.get(role)
+        if p is None:
+            o = self._hot_opts
+            name = f"{self.hot_tag}.in_proj.{role}"
+            p = _HotProjection(in_features, out_features, has_bias, o["spec"], o["recipe"],
+                               o["context"], name, name, o["max_cached_shapes"])
+            pending = self._hot_in_pending.pop(role, None)
+            if pending is not None:  # restored from a state dict before the first use
+                p._hot_load_state(pending, f"HOTMultiheadAttention({self.hot_tag})")
+            self._hot_in[role] = p
+        return p
+
+    def hot_projections(self):
+        """{role: projection} of the in-projections made so far, plus "out_proj"."""
+        d = {f"in_proj.{r}": p for r, p in sorted(self._hot_in.items())}
+        d["out_proj"] = self.out_proj
+        return d
+
+    def hot_layers(self):
+        return [layer for p in self._hot_in.values() for layer in p.hot_layers()] + \
+            self.out_proj.hot_layers()
+
+    def hot_check(self):
+        for p in list(self._hot_in.values()):
+            p.hot_check()
+
+    def get_extra_state(self):
+        st = {r: s for r, s in self._hot_in_pending.items()}
+        st.update({r: p._hot_state() for r, p in self._hot_in.items()})
+        return {"in_proj": st}
+
+    def set_extra_state(self, state):
+        if not isinstance(state, dict) or not isinstance(state.get("in_proj"), dict):
+            raise ValueError(f"HOTMultiheadAttention({self.hot_tag}): the state dict's hot entry "
+                             "is not a hot state")
+        for role, s in state["in_proj"].items():
+            if role not in _ROWS:
+                raise ValueError(f"HOTMultiheadAttention({self.hot_tag}): unknown projection "
+                                 f"{role!r} in the state dict")
+            if role in self._hot_in:
+                self._hot_in[role]._hot_load_state(s, f"HOTMultiheadAttention({self.hot_tag})")
+            else:
+                self._hot_in_pending[role] = dict(s)
+
+    def _load_from_state_dict(self, state_dict, prefix, *args):
+        _load_tolerating_missing_state(self, super()._load_from_state_dict, state_dict, prefix,
+                                       *args)
+
+    def __setstate__(self, state):
+        super().__setstate__(state)
+        self.__dict__.setdefault("_hot_in_pending", {})
+
+    def _proj(self, role, x, weight, bias, rows):
+        """F.linear(x, weight rows, bias rows) of x [L, N, E_in] (sequence first, as the
+        functional form holds it) through hot with the tokens of each sample as HLA's axis;
+        returns [L, N, O] (a transposed view of the [N, L, O] result)."""
+        if rows is not None:
+            E = self.embed_dim
+            weight = weight[rows[0] * E:rows[1] * E]
+            bias = bias[rows[0] * E:rows[1] * E] if bias is not None else None
+        p = self._hot_projection(role, weight.shape[1], weight.shape[0], bias is not None)
+        xb = x.transpose(0, 1)
+        if not xb.is_contiguous():
+            xb = xb.contiguous()
+        return _hot_linear(p, xb, weight, bias).transpose(0, 1)
+
+    def _in_projection(self, query, key, value):
+        E = self.embed_dim
+        if self._qkv_same_embed_dim:
+            w, b = self.in_proj_weight, self.in_proj_bias
+            if key is value:
+                if query is key:  # self-attention: one GEMM on the packed weight
+                    proj = self._proj("qkv", query, w, b, _ROWS["qkv"])
+                    proj = proj.unflatten(-1, (3, E)).unsqueeze(0).transpose(0, -2) \
+                        .squeeze(-2).contiguous()
+                    return proj[0], proj[1], proj[2]
+                q = self._proj("q", query, w, b, _ROWS["q"]).contiguous()
+                kv = self._proj("kv", key, w, b, _ROWS["kv"])
+                kv = kv.unflatten(-1, (2, E)).unsqueeze(0).transpose(0, -2).squeeze(-2) \
+                    .contiguous()
+                return q, kv[0], kv[1]
+            return tuple(self._proj(r, t, w, b, _ROWS[r]).contiguous()
+                         for r, t in (("q", query), ("k", key), ("v", value)))
+        b = self.in_proj_bias
+        bq, bk, bv = b.chunk(3) if b is not None else (None, None, None)
+        return (self._proj("q", query, self.q_proj_weight, bq, None).contiguous(),
+                self._proj("k", key, self.k_proj_weight, bk, None).contiguous(),
+                self._proj("v", value, self.v_proj_weight, bv, None).contiguous())
+
+    def forward(self, query, key, value, key_padding_mask=None, need_weights=True,
+                attn_mask=None, average_attn_weights=True, is_causal=False):
+        tensors = [query, key, value] + list(self.parameters())
+        if not torch.is_grad_enabled() or not any(
+                isinstance(t, torch.Tensor) and t.requires_grad for t in tensors):
+            return super().forward(query, key, value, key_padding_mask=key_padding_mask,
+                                   need_weights=need_weights, attn_mask=attn_mask,
+                                   average_attn_weights=average_attn_weights,
+                                   is_causal=is_causal)
+        if query.is_nested or key.is_nested or value.is_nested:
+            raise ValueError(f"HOTMultiheadAttention({self.hot_tag}): nested tensors are not "
+                             "supported with grad")
+        is_batched = query.dim() == 3
+        key_padding_mask = F._canonical_mask(mask=key_padding_mask,
+                                             mask_name="key_padding_mask",
+                                             other_type=F._none_or_dtype(attn_mask),
+                                             other_name="attn_mask", target_type=query.dtype)
+        attn_mask = F._canonical_mask(mask=attn_mask, mask_name="attn_mask", other_type=None,
+                                      other_name="", target_type=query.dtype, check_other=False)
+        if self.batch_first and is_batched:
+            if key is value:
+                if query is key:
+                    query = key = value = query.transpose(1, 0)
+                else:
+                    query, key = (x.transpose(1, 0) for x in (query, key))
+                    value = key
+            else:
+                query, key, value = (x.transpose(1, 0) for x in (query, key, value))
+        out, weights = self._attention(query, key, value, key_padding_mask, need_weights,
+                                       attn_mask, average_attn_weights, is_causal)
+        if self.batch_first and is_batched:
+            return out.transpose(1, 0), weights
+        return out, weights
+
+    def _attention(self, query, key, value, key_padding_mask, need_weights, attn_mask,
+                   average_attn_weights, is_causal):
+        """F.multi_head_attention_forward step by step, the projections through hot."""
+        num_heads = self.num_heads
+        is_batched = F._mha_shape_check(query, key, value, key_padding_mask, attn_mask,
+                                        num_heads)
+        if not is_batched:
+            query, key, value = query.unsqueeze(1), key.unsqueeze(1), value.unsqueeze(1)
+            if key_padding_mask is not None:
+                key_padding_mask = key_padding_mask.unsqueeze(0)
+        tgt_len, bsz, embed_dim = query.shape
+        src_len = key.shape[0]
+        key_padding_mask = F._canonical_mask(mask=key_padding_mask,
+                                             mask_name="key_padding_mask",
+                                             other_type=F._none_or_dtype(attn_mask),
+                                             other_name="attn_mask", target_type=query.dtype)
+        if is_causal and attn_mask is None:
+            raise RuntimeError("Need attn_mask if specifying the is_causal hint (as "
+                               "nn.MultiheadAttention)")
+        if is_causal and key_padding_mask is None and not need_weights:
+            attn_mask = None
+        else:
+            attn_mask = F._canonical_mask(mask=attn_mask, mask_name="attn_mask",
+                                          other_type=None, other_name="",
+                                          target_type=query.dtype, check_other=False)
+            if key_padding_mask is not None:
+                is_causal = False
+        if embed_dim != self.embed_dim:
+            raise ValueError(f"HOTMultiheadAttention({self.hot_tag}): embedding dimension "
+                             f"{embed_dim}, expected {self.embed_dim}")
+        head_dim = embed_dim // num_heads
+        if self._qkv_same_embed_dim and key.shape != value.shape:
+            raise ValueError(f"HOTMultiheadAttention({self.hot_tag}): key shape {tuple(key.shape)}"
+                             f" does not match value shape {tuple(value.shape)}")
+        q, k, v = self._in_projection(query, key, value)
+        if attn_mask is not None:
+            if attn_mask.dim() == 2:
+                if attn_mask.shape != (tgt_len, src_len):
+                    raise RuntimeError(f"The shape of the 2D attn_mask is {attn_mask.shape}, but "
+                                       f"should be {(tgt_len, src_len)}.")
+                attn_mask = attn_mask.unsqueeze(0)
+            elif attn_mask.dim() == 3:
+                if attn_mask.shape != (bsz * num_heads, tgt_len, src_len):
+                    raise RuntimeError(f"The shape of the 3D attn_mask is {attn_mask.shape}, but "
+                                       f"should be {(bsz * num_heads, tgt_len, src_len)}.")
+            else:
+                raise RuntimeError(f"attn_mask's dimension {attn_mask.dim()} is not supported")
+        if self.bias_k is not None and self.bias_v is not None:
+            k = torch.cat([k, self.bias_k.repeat(1, bsz, 1)])
+            v = torch.cat([v, self.bias_v.repeat(1, bsz, 1)])
+            if attn_mask is not None:
+                attn_mask = F.pad(attn_mask, (0, 1))
+            if key_padding_mask is not None:
+                key_padding_mask = F.pad(key_padding_mask, (0, 1))
+        q = q.view(tgt_len, bsz * num_heads, head_dim).transpose(0, 1)
+        k = k.view(k.shape[0], bsz * num_heads, head_dim).transpose(0, 1)
+        v = v.view(v.shape[0], bsz * num_heads, head_dim).transpose(0, 1)
+        if self.add_zero_attn:
+            zero = (bsz * num_heads, 1, head_dim)
+            k = torch.cat([k, torch.zeros(zero, dtype=k.dtype, device=k.device)], dim=1)
+            v = torch.cat([v, torch.zeros(zero, dtype=v.dtype, device=v.device)], dim=1)
+            if attn_mask is not None:
+                attn_mask = F.pad(attn_mask, (0, 1))
+            if key_padding_mask is not None:
+                key_padding_mask = F.pad(key_padding_mask, (0, 1))
+        src_len = k.size(1)
+        if key_padding_mask is not None:
+            if key_padding_mask.shape != (bsz, src_len):
+                raise RuntimeError(f"expecting key_padding_mask shape of {(bsz, src_len)}, but "
+                                   f"got {key_padding_mask.shape}")
+            key_padding_mask = key_padding_mask.view(bsz, 1, 1, src_len) \
+                .expand(-1, num_heads, -1, -1).reshape(bsz * num_heads, 1, src_len)
+            attn_mask = key_padding_mask if attn_mask is None else attn_mask + key_padding_mask
+        dropout_p = self.dropout if self.training else 0.0
+        if need_weights:
+            _B, _Nt, E = q.shape
+            q_scaled = q * math.sqrt(1.0 / float(E))
+            if is_causal and attn_mask is None:
+                raise RuntimeError("is_causal without attn_mask is not implemented for "
+                                   "need_weights (as nn.MultiheadAttention)")
+            if attn_mask is not None:
+                w = torch.baddbmm(attn_mask, q_scaled, k.transpose(-2, -1))
+            else:
+                w = torch.bmm(q_scaled, k.transpose(-2, -1))
+            w = F.softmax(w, dim=-1)
+            if dropout_p > 0.0:
+                w = F.dropout(w, p=dropout_p)
+            out = torch.bmm(w, v)  # [bsz * heads, tgt, head_dim]
+            out = out.view(bsz, num_heads, tgt_len, head_dim).permute(0, 2, 1, 3) \
+                .reshape(bsz, tgt_len, embed_dim).contiguous()
+            out = self.out_proj(out).transpose(0, 1)  # [tgt, bsz, E]
+            w = w.view(bsz, num_heads, tgt_len, src_len)
+            if average_attn_weights:
+                w = w.mean(dim=1)
+            if not is_batched:
+                out, w = out.squeeze(1), w.squeeze(0)
+            return out, w
+        if attn_mask is not None:
+            if attn_mask.size(0) == 1 and attn_mask.dim() == 3:
+                attn_mask = attn_mask.unsqueeze(0)
+            else:
+                attn_mask = attn_mask.view(bsz, num_heads, -1, src_len)
+        q = q.view(bsz, num_heads, tgt_len, head_dim)
+        k = k.view(bsz, num_heads, src_len, head_dim)
+        v = v.view(bsz, num_heads, src_len, head_dim)
+        out = F.scaled_dot_product_attention(q, k, v, attn_mask, dropout_p, is_causal)
+        out = out.permute(0, 2, 1, 3).reshape(bsz, tgt_len, embed_dim).contiguous()
+        out = self.out_proj(out).transpose(0, 1)  # [tgt, bsz, E]
+        if not is_batched:
+            out = out.squeeze(1)
+        return out, None
+
+
+def _hot_modules(model):
+    """The HOT-carrying objects of `model`: HOTLinear modules and the in-projections of
+    HOTMultiheadAttention modules."""
+    for m in model.modules():
+        if isinstance(m, HOTLinear):
+            yield m
+        elif isinstance(m, HOTMultiheadAttention):
+            yield from list(m._hot_in.values())
 
 
 def check(model):
-    """hot_check() of every HOTLinear in `model` (a module itself included): waits for their
-    backwards in flight and raises hot.HotError (ERR_RANGE) for the first overflow not reported
-    yet. Returns the number of HOTLinear modules checked."""
+    """hot_check() of every HOTLinear in `model` (a module itself included) and of every
+    in-projection of its HOTMultiheadAttention modules: waits for their backwards in flight and
+    raises hot.HotError (ERR_RANGE) for the first overflow not reported yet. Returns the number
+    checked."""
     n = 0
-    for m in model.modules():
-        if isinstance(m, HOTLinear):
-            m.hot_check()
-            n += 1
+    for m in _hot_modules(model):
+        m.hot_check()
+        n += 1
     return n
 
 
@@ -427,48 +972,186 @@ def capture_next_backward(module, path):
         module._hot_capture = path
 
 
-def convert(model, spec=None, recipe="hot", context=None, include=None):
-    """Replaces the torch.nn.Linear modules of `model` in place by HOTLinear modules sharing
-    their Parameters, and returns the model (a new HOTLinear when `model` is an nn.Linear).
+# ---- convert ------------------------------------------------------------------------------------
 
-      spec     None: every nn.Linear, with the recipe's defaults; a hot.LayerSpec: every
-               nn.Linear with its settings; a spec file path: only the modules whose qualified
-               name ("encoder.0.fc1") is a layer of the spec, each with that layer's settings
-               (ValueError when the spec names none of them)
+class ConvertReport:
+    """What convert() did: `converted` and `skipped`, lists of (qualified name, what, detail);
+    str() is the table convert(verbose=True) prints."""
+
+    def __init__(self):
+        self.converted = []
+        self.skipped = []
+
+    def _add(self, done, name, what, detail):
+        (self.converted if done else self.skipped).append((name or "(model)", what, detail))
+
+    def __str__(self):
+        lines = [f"hot.torch.convert: {len(self.converted)} converted, {len(self.skipped)} "
+                 "skipped"]
+        width = max([len(n) for n, _, _ in self.converted + self.skipped] + [8])
+        for label, rows in (("converted", self.converted), ("skipped", self.skipped)):
+            for n, what, detail in rows:
+                lines.append(f"  {label:<9}  {n:<{width}}  {what}: {detail}")
+        return "\n".join(lines)
+
+    def __repr__(self):
+        return f"<ConvertReport {len(self.converted)} converted, {len(self.skipped)} skipped>"
+
+
+def _plain_linear(m):
+    return isinstance(m, nn.Linear) and not isinstance(m, HOTLinear) and \
+        type(m).forward is nn.Linear.forward
+
+
+def _plain_mha(m):
+    return isinstance(m, nn.MultiheadAttention) and not isinstance(m, HOTMultiheadAttention) and \
+        type(m).forward is nn.MultiheadAttention.forward
+
+
+def _unique_tag(name, used):
+    """name, or name + "#k" with the smallest k whose stream id is not used yet (stable: the
+    same model gives the same tags in every process)."""
+    tag, k = name, 0
+    while stream_id(tag) in used:
+        k += 1
+        tag = f"{name}#{k}"
+    used.add(stream_id(tag))
+    return tag
+
+
+def convert(model, spec=None, recipe="hot", context=None, include=None, verbose=False,
+            return_report=False):
+    """Replaces in place the linear maps of `model` by HOT modules sharing their Parameters and
+    returns the model (a new module when `model` itself is converted), or (model, report) with
+    return_report=True; verbose=True prints the report (ConvertReport: what was converted and
+    what was skipped, and why).
+
+      spec     None: every convertible module, with the recipe's defaults; a hot.LayerSpec:
+               every one with its settings; a spec file path: only the modules whose qualified
+               name ("encoder.0.fc1") is a layer of the spec, each with that layer's settings —
+               an attention module "a" needs layers "a.in_proj" and "a.out_proj" — (ValueError
+               when the spec names none of them)
       recipe   "hot", "paper", "paper_code" (with spec=None)
       context  a hot.Context for all converted modules (default: the shared one per device)
       include  optional predicate include(name, module) -> bool choosing the modules
 
-    Only modules whose type is exactly nn.Linear are converted (subclasses such as the output
-    projection of nn.MultiheadAttention, whose weight is used without calling forward, stay)."""
+    Converted: nn.Linear and its subclasses that keep nn.Linear's forward (HOTLinear);
+    nn.MultiheadAttention and its subclasses that keep its forward (HOTMultiheadAttention: the
+    in-projections and out_proj through hot; its out_proj is converted with it). Skipped, with
+    the reason in the report: subclasses with a forward of their own (what they compute is not
+    known), the out_proj of an attention module left unconverted (torch uses its weight, never
+    its forward), modules the spec file does not name or `include` refuses. HOT modules already
+    in the model stay; each converted module's random stream is tagged with its qualified name
+    (a HOTLinear already present keeps an explicit tag, else takes its name too); names whose
+    stream ids collide get "#1", "#2", ... (reported)."""
     if not isinstance(model, nn.Module):
         raise TypeError(f"model must be a torch.nn.Module (got {type(model).__name__})")
     spec_file = spec if isinstance(spec, str) else None
     if spec_file is None and spec is not None and not isinstance(spec, api.LayerSpec):
         raise TypeError(f"spec must be None, a hot.LayerSpec or a spec file path (got "
                         f"{type(spec).__name__})")
-    names = [(n, m) for n, m in model.named_modules() if type(m) is nn.Linear and
-             (include is None or include(n, m))]
-    converted = {}
-    for n, m in names:
-        kw = dict(recipe=recipe, context=context, name=n or "linear")
-        if spec_file is not None:
-            try:
-                kw["spec"] = spec_from_file(spec_file, n)
-            except api.HotError as e:
-                if e.status == api.Status.ERR_NOT_FOUND:
+    report = ConvertReport()
+    used = set()
+    replace = {}
+    mha_names = set()
+    linear_names = []
+
+    def file_spec(layer):
+        try:
+            return spec_from_file(spec_file, layer)
+        except api.HotError as e:
+            if e.status == api.Status.ERR_NOT_FOUND:
+                return None
+            raise
+
+    mods = list(model.named_modules())
+    for n, m in mods:
+        if isinstance(m, (nn.MultiheadAttention,)):
+            mha_names.add(n)
+    for n, m in mods:
+        tname = type(m).__name__
+        parent = n.rpartition(".")[0]
+        if isinstance(m, HOTLinear) or isinstance(m, HOTMultiheadAttention):
+            if isinstance(m, HOTLinear) and n.endswith("out_proj") and parent in mha_names \
+                    and isinstance(model.get_submodule(parent), HOTMultiheadAttention):
+                continue  # reported with its attention module
+            if m.hot_tag.startswith(("HOTLinear#", "MultiheadAttention#")):
+                tag = _unique_tag(n or tname, used)
+                m.hot_set_tag(tag)
+                report._add(False, n, tname, f"already HOT; random stream tagged {tag!r}")
+            else:
+                used.add(stream_id(m.hot_tag))
+                report._add(False, n, tname, f"already HOT (tag {m.hot_tag!r})")
+            continue
+        if isinstance(m, nn.Linear) and n.endswith("out_proj") and parent in mha_names:
+            continue  # decided with its attention module below
+        is_lin, is_mha = _plain_linear(m), _plain_mha(m)
+        if not is_lin and not is_mha:
+            if isinstance(m, (nn.Linear, nn.MultiheadAttention)):
+                base = "nn.Linear" if isinstance(m, nn.Linear) else "nn.MultiheadAttention"
+                report._add(False, n, tname, f"a subclass of {base} with a forward of its own: "
+                            "hot cannot know what it computes (wrap its linear maps in "
+                            "HOTLinear yourself)")
+            continue
+        if include is not None and not include(n, m):
+            report._add(False, n, tname, "refused by include()")
+            if is_mha:
+                report._add(False, f"{n}.out_proj", type(m.out_proj).__name__,
+                            "its attention module is not converted (torch uses out_proj's "
+                            "weight, not its forward)")
+            continue
+        kw = dict(recipe=recipe, context=context)
+        if is_lin:
+            linear_names.append(n)
+            if spec_file is not None:
+                s = file_spec(n)
+                if s is None:
+                    report._add(False, n, tname, f"not a layer of {spec_file}")
                     continue
-                raise
+                kw["spec"] = s
+            elif spec is not None:
+                kw["spec"] = spec
+            tag = _unique_tag(n or "linear", used)
+            replace[n] = HOTLinear.from_linear(m, name=n or "linear", tag=tag, **kw)
+            note = "" if tag == (n or "linear") else f", stream tag {tag!r} (id collision)"
+            report._add(True, n, f"{tname} -> HOTLinear",
+                        f"{m.in_features} -> {m.out_features}{note}")
+            continue
+        # nn.MultiheadAttention
+        linear_names.append(n)
+        if spec_file is not None:
+            s_in, s_out = file_spec(f"{n}.in_proj"), file_spec(f"{n}.out_proj")
+            if s_in is None or s_out is None:
+                missing = [x for x, s in (("in_proj", s_in), ("out_proj", s_out)) if s is None]
+                report._add(False, n, tname, f"{spec_file} has no layer "
+                            f"{' or '.join(n + '.' + x for x in missing)}")
+                report._add(False, f"{n}.out_proj", type(m.out_proj).__name__,
+                            "its attention module is not converted")
+                continue
+            kw.update(spec=s_out, in_proj_spec=s_in)
         elif spec is not None:
             kw["spec"] = spec
-        converted[n] = HOTLinear.from_linear(m, **kw)
-    if spec_file is not None and not converted:
+        tag = _unique_tag(n or "attention", used)
+        used.add(stream_id(f"{tag}.out_proj"))
+        new = HOTMultiheadAttention.from_mha(m, tag=tag, **kw)
+        E = m.embed_dim
+        how = (f"in_proj packed {3 * E}x{E} (self-attention), or q/kv, q/k/v"
+               if m._qkv_same_embed_dim else f"q/k/v_proj_weight {E}x{E}/{m.kdim}/{m.vdim}")
+        report._add(True, n, f"{tname} -> HOTMultiheadAttention",
+                    f"{how}; out_proj {E} -> {E} (HOTLinear {tag}.out_proj); {m.num_heads} heads")
+        replace[n] = new
+    if spec_file is not None and not replace:
         raise ValueError(f"spec {spec_file} names none of the model's nn.Linear modules "
-                         f"({', '.join(n for n, _ in names) or 'none'})")
-    if "" in converted:  # the model itself is an nn.Linear
-        return converted[""]
-    for n, new in converted.items():
-        parent_name, _, child = n.rpartition(".")
-        parent = model.get_submodule(parent_name) if parent_name else model
-        setattr(parent, child, new)
-    return model
+                         f"({', '.join(linear_names) or 'none'})")
+    if verbose:
+        print(report)
+    if "" in replace:  # the model itself is converted
+        out = replace[""]
+    else:
+        for n, new in replace.items():
+            parent_name, _, child = n.rpartition(".")
+            parent = model.get_submodule(parent_name) if parent_name else model
+            setattr(parent, child, new)
+        out = model
+    return (out, report) if return_report else out
+

@@ -26,9 +26,9 @@ def new_ctx(hot):
     return hot.Context("cpu", seed=SEED)
 
 
-def api_grads(hot, x, w, gys, dtype, bias=True):
-    """The object API on the same inputs: a fresh context with the same seed (first layer: the
-    same Philox layer id), calibrated on the first g_y, then save + backward per step."""
+def api_grads(hot, x, w, gys, dtype, bias=True, layer_id=None):
+    """The object API on the same inputs: a fresh context with the same seed and the module's
+    Philox layer id, calibrated on the first g_y, then save + backward per step."""
     npdt = {torch.float32: np.float32, torch.float16: np.float16, torch.bfloat16: np.uint16}[dtype]
     name = {torch.float32: "f32", torch.float16: "f16", torch.bfloat16: "bf16"}[dtype]
 
@@ -42,7 +42,7 @@ def api_grads(hot, x, w, gys, dtype, bias=True):
     B, L = (int(np.prod(x.shape[:-2])), x.shape[-2]) if x.dim() >= 3 else (1, x.shape[0])
     out = []
     with new_ctx(hot) as ctx:
-        layer = ctx.create_layer(I, O, B, L, dtype=name, bias=bias)
+        layer = ctx.create_layer(I, O, B, L, dtype=name, bias=bias, layer_id=layer_id)
         for step, gy in enumerate(gys):
             g = arr(gy).reshape(B * L, O)
             if step == 0:
@@ -67,7 +67,7 @@ def test_grads_equal_api_bit_for_bit_two_steps(hot, ht, dtype):
     torch.manual_seed(0)
     B, L, I, O = 2, 80, 48, 40
     with new_ctx(hot) as ctx:
-        m = ht.HOTLinear(I, O, dtype=dtype, context=ctx)
+        m = ht.HOTLinear(I, O, dtype=dtype, context=ctx, tag="fc")
         x = torch.randn(B, L, I).to(dtype).requires_grad_()
         gys = [torch.randn(B, L, O).to(dtype) for _ in range(2)]
         got = []
@@ -80,15 +80,15 @@ def test_grads_equal_api_bit_for_bit_two_steps(hot, ht, dtype):
             got.append((x.grad.clone(), m.weight.grad.clone(), m.bias.grad.clone()))
         assert m.hot_step == 2
         layer = m.hot_layers()[0]
-        assert layer.info().calibrated and layer.info().layer_id == 0
-    want = api_grads(hot, x, m.weight, gys, dtype)
+        assert layer.info().calibrated and layer.info().layer_id == hot.layer_id_for("fc")
+    want = api_grads(hot, x, m.weight, gys, dtype, layer_id=hot.layer_id_for("fc"))
     for step, ((gx, gw, gb), (ax, aw, ab)) in enumerate(zip(got, want)):
         ax = torch.from_numpy(ax).reshape(B, L, I).to(dtype)
         assert bits_equal(gx, ax), f"g_x differs from the API at step {step}"
         assert bits_equal(gw, torch.from_numpy(aw).to(dtype)), f"g_w differs at step {step}"
         assert bits_equal(gb, torch.from_numpy(ab).to(dtype)), f"g_b differs at step {step}"
     # The step counter matters: step 1 used new draws (not a replay of step 0's).
-    again = api_grads(hot, x, m.weight, [gys[1]], dtype)[0]
+    again = api_grads(hot, x, m.weight, [gys[1]], dtype, layer_id=hot.layer_id_for("fc"))[0]
     assert not np.array_equal(again[0], want[1][0])
 
 
@@ -207,7 +207,7 @@ def test_unaligned_views_give_the_same_grads(hot, ht, monkeypatch):
     grads = []
     for x in (x_view, x_view.clone()):
         with new_ctx(hot) as ctx:
-            m = ht.HOTLinear(32, 8, context=ctx)
+            m = ht.HOTLinear(32, 8, context=ctx, tag="u")
             with torch.no_grad():
                 m.weight.copy_(torch.linspace(-1, 1, 8 * 32).reshape(8, 32))
             xg = x.detach().requires_grad_()
@@ -282,7 +282,7 @@ def test_copy_pickle_and_state_dict(hot, ht):
     lin = nn.Linear(16, 8)
     m = ht.HOTLinear(16, 8)
     m.load_state_dict(lin.state_dict())
-    assert set(m.state_dict()) == {"weight", "bias"}
+    assert set(m.state_dict()) == {"weight", "bias", "_extra_state"}
     x = torch.randn(3, 16)
     m(x).sum().backward()
     c = copy.deepcopy(m)
@@ -339,7 +339,7 @@ def test_cuda_backend_equals_cpu_backend(hot, ht):
     res = []
     for dev in ("cpu", "cuda"):
         ctx = hot.Context("cpu" if dev == "cpu" else "cuda", seed=SEED)
-        m = ht.HOTLinear(I, O, context=ctx)
+        m = ht.HOTLinear(I, O, context=ctx, tag="cmp")
         with torch.no_grad():
             m.weight.copy_(torch.linspace(-1, 1, O * I).reshape(O, I))
         m = m.to(dev)
@@ -358,7 +358,7 @@ def module_grads(hot, ht, dev, x, gy, w, stream=None):
     CUDA the inputs are copied and the module runs inside `stream` (None: the current one)."""
     ctx = hot.Context("cpu" if dev == "cpu" else "cuda", seed=SEED)
     try:
-        m = ht.HOTLinear(x.shape[-1], w.shape[0], dtype=x.dtype, context=ctx)
+        m = ht.HOTLinear(x.shape[-1], w.shape[0], dtype=x.dtype, context=ctx, tag="cmp")
         with torch.no_grad():
             m.weight.copy_(w)
         m = m.to(dev)
@@ -418,7 +418,7 @@ def test_cuda_thread_without_current_context(hot):
     w = torch.randn(O, I, generator=g)
     gy = torch.randn(B * L, O, generator=g)
     with hot.Context("cpu", seed=SEED) as cpu:
-        lc = cpu.create_layer(I, O, B, L, dtype="f32")
+        lc = cpu.create_layer(I, O, B, L, dtype="f32", layer_id=0)
         lc.save(x.numpy())
         want = lc.backward(gy.numpy(), w.numpy(), step=3)
     dev = torch.device("cuda")
@@ -428,7 +428,7 @@ def test_cuda_thread_without_current_context(hot):
     gb = torch.empty(O, device=dev)
     torch.cuda.synchronize()
     ctx = hot.Context("cuda", seed=SEED)
-    layer = ctx.create_layer(I, O, B, L, dtype="f32")
+    layer = ctx.create_layer(I, O, B, L, dtype="f32", layer_id=0)
     seen = {}
 
     def work():

@@ -277,12 +277,27 @@ HOT_API hot_status hot_layer_spec_defaults(hot_layer_spec *spec, hot_recipe reci
  * recipe R plan exactly like hot_layer_spec_defaults(&s, R) plus R (e.g. HOT_RECIPE_PAPER_CODE brings
  * SAWB scales, no padding and a derived HLA block), and a spec filled for R is left as it is.
  * The Philox layer id is the number of layers created by hot_layer_create in ctx before this one
- * (0, 1, ...). Same ownership as above.
+ * (0, 1, ...), so it depends on creation order: hot_layer_create_with_id below takes a stable one.
+ * Same ownership as above.
  * Errors: HOT_ERR_INVALID (NULLs; an enum out of range, or a 0/1 flag that is neither, named:
  * "spec.hq.g.round = 7 is not a hot_round (0 .. 1)"), HOT_ERR_SHAPE (batch, tokens or a feature
  * count < 1), HOT_ERR_PLAN (the planner's reason), HOT_ERR_MISUSE, HOT_ERR_NOMEM. */
 HOT_API hot_status hot_layer_create(hot_ctx *ctx, const hot_layer_spec *spec, int64_t batch,
                                     int64_t tokens, hot_recipe recipe, hot_layer **out);
+
+/* hot_layer_create with the Philox layer id chosen by the caller instead of the creation count:
+ * the layer's stochastic-rounding stream (tag = layer_id * 16 + tensor, templates/CONTRACT.md
+ * "Random stream") then depends on (seed, layer_id, step) only, not on how many layers the
+ * process made before, so a run reproduces across processes, restarts from a checkpoint and
+ * data-parallel ranks whatever order they create layers in. Derive the id from a stable name of
+ * the layer (hot.torch hashes the module's qualified name, docs/python.md). layer_id must lie in
+ * [0, 2^27). Layers of one context may share an id: with the same seed and step they draw the
+ * same numbers at the same element index (correlated rounding noise, never a wrong result). The
+ * count of hot_layer_create does not advance. Same spec, recipe rule, ownership and errors as
+ * hot_layer_create, and HOT_ERR_INVALID for an id outside [0, 2^27). */
+HOT_API hot_status hot_layer_create_with_id(hot_ctx *ctx, const hot_layer_spec *spec,
+                                            int64_t batch, int64_t tokens, hot_recipe recipe,
+                                            int layer_id, hot_layer **out);
 
 /* Destroys a layer: frees its buffers (including a layer-owned saved buffer) and device
  * scratch, unloads its module. NULL-safe and safe to repeat: the small handle stays known to its
