@@ -29,23 +29,30 @@
 
 enum { K_W16 = 0, K_U8 = 1, K_VNNI = 2 };
 #define NR 16
-#define MC 48  /* rows of an output tile: a multiple of every MR (6, 16) */
+#define MC 48  /* rows of an output tile: a multiple of every MR (4, 16) */
 #define NCP 16 /* B panels (of NR columns) of an output tile */
 
 typedef struct {
   int kind, simd, mr, kstep, off, chunk; /* chunk: u8 steps between widenings */
+  int64_t kc;                           /* packed steps of one K block */
   int64_t ksteps, npa, npb;
   size_t apb, bpb; /* bytes of one packed A panel, B panel */
 } gk_cfg;
 
-/* ---- kernels: a full MR x 16 tile over ksteps packed steps, written to c (row stride ldc) --- */
+/* ---- kernels: one MR x 16 tile over steps [0, ns) of packed panels; c (row stride ldc) is
+ * overwritten (acc == 0) or added to (acc != 0), modulo 2^32 ------------------------------------ */
 
-static void kern_scalar(const gk_cfg *g, const void *ap, const void *bp, int32_t *c, int64_t ldc) {
+static void kern_scalar(const gk_cfg *g, const void *ap, const void *bp, int64_t ns, int32_t *c,
+                        int64_t ldc, int accum) {
   const int16_t *a = ap, *b = bp;
   const int mr = g->mr;
   uint32_t acc[16][NR];
-  memset(acc, 0, sizeof acc);
-  for (int64_t s = 0; s < g->ksteps; ++s) {
+  for (int m = 0; m < mr; ++m)
+    for (int n = 0; n < NR; ++n) {
+      acc[m][n] = 0;
+      if (accum) memcpy(&acc[m][n], &c[m * ldc + n], sizeof(int32_t));
+    }
+  for (int64_t s = 0; s < ns; ++s) {
     const int16_t *as = a + s * mr * 2, *bs = b + s * NR * 2;
     for (int m = 0; m < mr; ++m)
       for (int n = 0; n < NR; ++n)
@@ -57,92 +64,108 @@ static void kern_scalar(const gk_cfg *g, const void *ap, const void *bp, int32_t
 }
 
 #if FAST_X86
-AVX2_FN static void kern_w16_avx2(const gk_cfg *g, const void *ap, const void *bp, int32_t *c,
-                                  int64_t ldc) {
-  const int16_t *a = ap, *b = bp;
-  __m256i acc[6][2];
-  for (int m = 0; m < 6; ++m) acc[m][0] = acc[m][1] = _mm256_setzero_si256();
-  for (int64_t s = 0; s < g->ksteps; ++s) {
-    const __m256i b0 = _mm256_loadu_si256((const __m256i *)(b + s * 32));
-    const __m256i b1 = _mm256_loadu_si256((const __m256i *)(b + s * 32 + 16));
-    const int16_t *as = a + s * 12;
-    for (int m = 0; m < 6; ++m) {
-      int32_t pair;
-      memcpy(&pair, as + 2 * m, sizeof pair);
-      const __m256i av = _mm256_set1_epi32(pair);
-      acc[m][0] = _mm256_add_epi32(acc[m][0], _mm256_madd_epi16(av, b0));
-      acc[m][1] = _mm256_add_epi32(acc[m][1], _mm256_madd_epi16(av, b1));
-    }
-  }
-  for (int m = 0; m < 6; ++m) {
-    _mm256_storeu_si256((__m256i *)(c + m * ldc), acc[m][0]);
-    _mm256_storeu_si256((__m256i *)(c + m * ldc + 8), acc[m][1]);
-  }
+static inline int32_t ld32(const void *p) {
+  int32_t v;
+  memcpy(&v, p, sizeof v);
+  return v;
 }
 
-AVX2_FN static void kern_u8_avx2(const gk_cfg *g, const void *ap, const void *bp, int32_t *c,
-                                 int64_t ldc) {
+/* Four rows, two accumulators each, spelled out so that they stay in registers (with six, GCC
+ * spills the accumulators). */
+#define ROWS4(X) X(0) X(1) X(2) X(3)
+
+AVX2_FN static void kern_w16_avx2(const gk_cfg *g, const void *ap, const void *bp, int64_t ns,
+                                  int32_t *c, int64_t ldc, int accum) {
+  (void)g;
+  const int16_t *a = ap, *b = bp;
+#define W16_INIT(m)                                                                                 \
+  __m256i c##m##0 = accum ? _mm256_loadu_si256((const __m256i *)(c + m * ldc)) : _mm256_setzero_si256(); \
+  __m256i c##m##1 = accum ? _mm256_loadu_si256((const __m256i *)(c + m * ldc + 8)) : _mm256_setzero_si256();
+  ROWS4(W16_INIT)
+  for (int64_t s = 0; s < ns; ++s) {
+    const __m256i b0 = _mm256_loadu_si256((const __m256i *)(b + s * 32));
+    const __m256i b1 = _mm256_loadu_si256((const __m256i *)(b + s * 32 + 16));
+    const int16_t *as = a + s * 8;
+#define W16_STEP(m)                                                                                 \
+  {                                                                                                 \
+    const __m256i av = _mm256_set1_epi32(ld32(as + 2 * m));                                         \
+    c##m##0 = _mm256_add_epi32(c##m##0, _mm256_madd_epi16(av, b0));                                 \
+    c##m##1 = _mm256_add_epi32(c##m##1, _mm256_madd_epi16(av, b1));                                 \
+  }
+    ROWS4(W16_STEP)
+  }
+#define W16_STORE(m)                                                                                \
+  _mm256_storeu_si256((__m256i *)(c + m * ldc), c##m##0);                                           \
+  _mm256_storeu_si256((__m256i *)(c + m * ldc + 8), c##m##1);
+  ROWS4(W16_STORE)
+}
+
+AVX2_FN static void kern_u8_avx2(const gk_cfg *g, const void *ap, const void *bp, int64_t ns,
+                                 int32_t *c, int64_t ldc, int accum) {
   const uint8_t *a = ap;
   const int8_t *b = bp;
   const __m256i ones = _mm256_set1_epi16(1);
-  __m256i tot[6][2];
-  for (int m = 0; m < 6; ++m) tot[m][0] = tot[m][1] = _mm256_setzero_si256();
-  for (int64_t s0 = 0; s0 < g->ksteps; s0 += g->chunk) {
-    const int64_t s1 = s0 + g->chunk < g->ksteps ? s0 + g->chunk : g->ksteps;
-    __m256i acc[6][2];
-    for (int m = 0; m < 6; ++m) acc[m][0] = acc[m][1] = _mm256_setzero_si256();
+  if (!accum)
+    for (int m = 0; m < 4; ++m) memset(c + m * ldc, 0, NR * sizeof *c);
+  for (int64_t s0 = 0; s0 < ns; s0 += g->chunk) {
+    const int64_t s1 = s0 + g->chunk < ns ? s0 + g->chunk : ns;
+#define U8_INIT(m) __m256i h##m##0 = _mm256_setzero_si256(), h##m##1 = _mm256_setzero_si256();
+    ROWS4(U8_INIT)
     for (int64_t s = s0; s < s1; ++s) {
       const __m256i b0 = _mm256_loadu_si256((const __m256i *)(b + s * 64));
       const __m256i b1 = _mm256_loadu_si256((const __m256i *)(b + s * 64 + 32));
-      const uint8_t *as = a + s * 24;
-      for (int m = 0; m < 6; ++m) {
-        int32_t quad;
-        memcpy(&quad, as + 4 * m, sizeof quad);
-        const __m256i av = _mm256_set1_epi32(quad);
-        acc[m][0] = _mm256_add_epi16(acc[m][0], _mm256_maddubs_epi16(av, b0));
-        acc[m][1] = _mm256_add_epi16(acc[m][1], _mm256_maddubs_epi16(av, b1));
-      }
-    }
-    for (int m = 0; m < 6; ++m) {
-      tot[m][0] = _mm256_add_epi32(tot[m][0], _mm256_madd_epi16(acc[m][0], ones));
-      tot[m][1] = _mm256_add_epi32(tot[m][1], _mm256_madd_epi16(acc[m][1], ones));
-    }
+      const uint8_t *as = a + s * 16;
+#define U8_STEP(m)                                                                                  \
+  {                                                                                                 \
+    const __m256i av = _mm256_set1_epi32(ld32(as + 4 * m));                                         \
+    h##m##0 = _mm256_add_epi16(h##m##0, _mm256_maddubs_epi16(av, b0));                              \
+    h##m##1 = _mm256_add_epi16(h##m##1, _mm256_maddubs_epi16(av, b1));                              \
   }
-  for (int m = 0; m < 6; ++m) {
-    _mm256_storeu_si256((__m256i *)(c + m * ldc), tot[m][0]);
-    _mm256_storeu_si256((__m256i *)(c + m * ldc + 8), tot[m][1]);
+      ROWS4(U8_STEP)
+    }
+#define U8_WIDEN(m)                                                                                 \
+  {                                                                                                 \
+    __m256i *p0 = (__m256i *)(c + m * ldc), *p1 = (__m256i *)(c + m * ldc + 8);                     \
+    _mm256_storeu_si256(p0, _mm256_add_epi32(_mm256_loadu_si256(p0), _mm256_madd_epi16(h##m##0, ones))); \
+    _mm256_storeu_si256(p1, _mm256_add_epi32(_mm256_loadu_si256(p1), _mm256_madd_epi16(h##m##1, ones))); \
+  }
+    ROWS4(U8_WIDEN)
   }
 }
 
-AVX512_FN static void kern_vnni(const gk_cfg *g, const void *ap, const void *bp, int32_t *c,
-                                int64_t ldc) {
+#define ROWS16(X)                                                                                   \
+  X(0) X(1) X(2) X(3) X(4) X(5) X(6) X(7) X(8) X(9) X(10) X(11) X(12) X(13) X(14) X(15)
+
+AVX512_FN static void kern_vnni(const gk_cfg *g, const void *ap, const void *bp, int64_t ns,
+                                int32_t *c, int64_t ldc, int accum) {
+  (void)g;
   const uint8_t *a = ap;
   const int8_t *b = bp;
-  __m512i acc[16];
-  for (int m = 0; m < 16; ++m) acc[m] = _mm512_setzero_si512();
-  for (int64_t s = 0; s < g->ksteps; ++s) {
+#define VN_INIT(m)                                                                                  \
+  __m512i v##m = accum ? _mm512_loadu_si512((const void *)(c + m * ldc)) : _mm512_setzero_si512();
+  ROWS16(VN_INIT)
+  for (int64_t s = 0; s < ns; ++s) {
     const __m512i bv = _mm512_loadu_si512((const void *)(b + s * 64));
     const uint8_t *as = a + s * 64;
-    for (int m = 0; m < 16; ++m) {
-      int32_t quad;
-      memcpy(&quad, as + 4 * m, sizeof quad);
-      acc[m] = _mm512_dpbusd_epi32(acc[m], _mm512_set1_epi32(quad), bv);
-    }
+#define VN_STEP(m) v##m = _mm512_dpbusd_epi32(v##m, _mm512_set1_epi32(ld32(as + 4 * m)), bv);
+    ROWS16(VN_STEP)
   }
-  for (int m = 0; m < 16; ++m) _mm512_storeu_si512((void *)(c + m * ldc), acc[m]);
+#define VN_STORE(m) _mm512_storeu_si512((void *)(c + m * ldc), v##m);
+  ROWS16(VN_STORE)
 }
 #endif
 
-static void run_kernel(const gk_cfg *g, const void *ap, const void *bp, int32_t *c, int64_t ldc) {
+static void run_kernel(const gk_cfg *g, const void *ap, const void *bp, int64_t ns, int32_t *c,
+                       int64_t ldc, int accum) {
 #if FAST_X86
   if (g->simd) {
-    if (g->kind == K_VNNI) kern_vnni(g, ap, bp, c, ldc);
-    else if (g->kind == K_U8) kern_u8_avx2(g, ap, bp, c, ldc);
-    else kern_w16_avx2(g, ap, bp, c, ldc);
+    if (g->kind == K_VNNI) kern_vnni(g, ap, bp, ns, c, ldc, accum);
+    else if (g->kind == K_U8) kern_u8_avx2(g, ap, bp, ns, c, ldc, accum);
+    else kern_w16_avx2(g, ap, bp, ns, c, ldc, accum);
     return;
   }
 #endif
-  kern_scalar(g, ap, bp, c, ldc);
+  kern_scalar(g, ap, bp, ns, c, ldc, accum);
 }
 
 /* ---- packing -------------------------------------------------------------------------------- */
@@ -156,40 +179,63 @@ typedef struct {
   int64_t tiles_n;
 } gctx;
 
+/* Packs rows r0 .. r0+rows-1 (rows <= width of the panel) of a source with element (r, k) at
+ * src[r*sr + k*sk] into a panel of `width` rows: step s holds, for each row, kstep consecutive k;
+ * entries past the source (rows or k) are `fill`; values are stored as int16 (w16) or as the byte
+ * v + off. Returns sum_k v per panel row in sums (when not NULL). The loop runs along whichever
+ * source axis is contiguous. */
+static void pack_panel(const gk_cfg *g, const int8_t *src, int64_t sr, int64_t sk, int64_t rows,
+                       int64_t seg_k, int width, int off, unsigned char *dst, uint32_t *sums) {
+  const int ks = g->kstep;
+  const int64_t n = g->ksteps * width * ks;
+  const int w16 = g->kind == K_W16;
+  int16_t *d16 = (int16_t *)(void *)dst;
+  if (w16) memset(dst, 0, (size_t)n * 2);
+  else memset(dst, off, (size_t)n);
+  if (sums) memset(sums, 0, (size_t)width * sizeof *sums);
+  const int sh = ks == 4 ? 2 : 1; /* kstep is 2 or 4: shifts, not divisions */
+#define AT(r, k) (((((k) >> sh) * width + (r)) << sh) + ((k) & (ks - 1)))
+  if (sk == 1 || sr != 1) { /* along k, row by row */
+    for (int64_t r = 0; r < rows; ++r) {
+      const int8_t *row = src + r * sr;
+      uint32_t sum = 0;
+      for (int64_t k = 0; k < seg_k; ++k) {
+        const int v = row[k * sk];
+        if (w16) d16[AT(r, k)] = (int16_t)v;
+        else dst[AT(r, k)] = (unsigned char)(v + off);
+        sum += (uint32_t)v;
+      }
+      if (sums) sums[r] = sum;
+    }
+  } else { /* rows contiguous (sr == 1): along the rows, k by k */
+    for (int64_t k = 0; k < seg_k; ++k) {
+      const int8_t *col = src + k * sk;
+      for (int64_t r = 0; r < rows; ++r) {
+        const int v = col[r];
+        if (w16) d16[AT(r, k)] = (int16_t)v;
+        else dst[AT(r, k)] = (unsigned char)(v + off);
+        if (sums) sums[r] += (uint32_t)v;
+      }
+    }
+  }
+#undef AT
+}
+
 static void pack_a(const gctx *x, int64_t seg, int64_t p) {
   const fast_igemm_op *op = x->op;
   const gk_cfg *g = x->g;
-  const int8_t *a = op->a_seg[seg];
-  const int mr = g->mr, ks = g->kstep;
-  unsigned char *dst = x->pa + (size_t)(seg * g->npa + p) * g->apb;
-  for (int64_t s = 0; s < g->ksteps; ++s)
-    for (int m = 0; m < mr; ++m)
-      for (int kk = 0; kk < ks; ++kk) {
-        const int64_t row = p * mr + m, k = s * ks + kk;
-        const int v = row < op->M && k < op->seg_k ? a[row * op->a_sm + k * op->a_sk] : 0;
-        const int64_t at = (s * mr + m) * ks + kk;
-        if (g->kind == K_W16) ((int16_t *)(void *)dst)[at] = (int16_t)v;
-        else dst[at] = (unsigned char)(v + g->off);
-      }
+  const int64_t r0 = p * g->mr, rows = op->M - r0 < g->mr ? op->M - r0 : g->mr;
+  pack_panel(g, op->a_seg[seg] + r0 * op->a_sm, op->a_sm, op->a_sk, rows, op->seg_k, g->mr,
+             g->off, x->pa + (size_t)(seg * g->npa + p) * g->apb, NULL);
 }
 
 static void pack_b(const gctx *x, int64_t seg, int64_t p) {
   const fast_igemm_op *op = x->op;
   const gk_cfg *g = x->g;
-  const int8_t *b = op->b_seg[seg];
-  const int ks = g->kstep;
-  unsigned char *dst = x->pb + (size_t)(seg * g->npb + p) * g->bpb;
-  uint32_t sum[NR] = {0};
-  for (int64_t s = 0; s < g->ksteps; ++s)
-    for (int n = 0; n < NR; ++n)
-      for (int kk = 0; kk < ks; ++kk) {
-        const int64_t col = p * NR + n, k = s * ks + kk;
-        const int v = col < op->N && k < op->seg_k ? b[col * op->b_sn + k * op->b_sk] : 0;
-        const int64_t at = (s * NR + n) * ks + kk;
-        if (g->kind == K_W16) ((int16_t *)(void *)dst)[at] = (int16_t)v;
-        else dst[at] = (unsigned char)(int8_t)v;
-        sum[n] += (uint32_t)v;
-      }
+  const int64_t r0 = p * NR, rows = op->N - r0 < NR ? op->N - r0 : NR;
+  uint32_t sum[NR];
+  pack_panel(g, op->b_seg[seg] + r0 * op->b_sn, op->b_sn, op->b_sk, rows, op->seg_k, NR, 0,
+             x->pb + (size_t)(seg * g->npb + p) * g->bpb, sum);
   if (x->corr)
     for (int n = 0; n < NR; ++n) x->corr[seg * g->npb * NR + p * NR + n] = (uint32_t)g->off * sum[n];
 }
@@ -216,12 +262,17 @@ static void tile_task(void *ctx, int64_t i, int tid) {
   const int64_t pb0 = n0 / NR, pb1 = fast_cdiv(n0 + nc, NR);
   const int64_t ldc = NCP * NR;
   int32_t *c = x->scratch[tid];
+  const size_t esz = g->kind == K_W16 ? 2 : 1;
+  const size_t astep = (size_t)(g->mr * g->kstep) * esz, bstep = (size_t)(NR * g->kstep) * esz;
   for (int64_t seg = 0; seg < op->segs; ++seg) {
-    for (int64_t pb = pb0; pb < pb1; ++pb) {
-      const unsigned char *bp = x->pb + (size_t)(seg * g->npb + pb) * g->bpb;
-      for (int64_t pa = pa0; pa < pa1; ++pa) {
-        const unsigned char *ap = x->pa + (size_t)(seg * g->npa + pa) * g->apb;
-        run_kernel(g, ap, bp, c + (pa - pa0) * g->mr * ldc + (pb - pb0) * NR, ldc);
+    for (int64_t s0 = 0; s0 < g->ksteps; s0 += g->kc) { /* K blocks: panels stay in L1 */
+      const int64_t ns = g->ksteps - s0 < g->kc ? g->ksteps - s0 : g->kc;
+      for (int64_t pb = pb0; pb < pb1; ++pb) {
+        const unsigned char *bp = x->pb + (size_t)(seg * g->npb + pb) * g->bpb + (size_t)s0 * bstep;
+        for (int64_t pa = pa0; pa < pa1; ++pa) {
+          const unsigned char *ap = x->pa + (size_t)(seg * g->npa + pa) * g->apb + (size_t)s0 * astep;
+          run_kernel(g, ap, bp, ns, c + (pa - pa0) * g->mr * ldc + (pb - pb0) * NR, ldc, s0 > 0);
+        }
       }
     }
     if (x->corr) {
@@ -247,12 +298,13 @@ int fast_igemm(const fast_igemm_op *op) {
   if (level >= FAST_LEVEL_AVX512) {
     g.kind = K_VNNI, g.simd = 1, g.mr = 16, g.kstep = 4, g.off = 128;
   } else if (level >= FAST_LEVEL_AVX2 && s_u8 >= 16 && 2 * qa <= 255) {
-    g.kind = K_U8, g.simd = 1, g.mr = 6, g.kstep = 4, g.off = qa;
+    g.kind = K_U8, g.simd = 1, g.mr = 4, g.kstep = 4, g.off = qa;
     g.chunk = (int)(s_u8 < 1024 ? s_u8 : 1024);
   } else {
-    g.kind = K_W16, g.simd = level >= FAST_LEVEL_AVX2, g.mr = 6, g.kstep = 2, g.off = 0;
+    g.kind = K_W16, g.simd = level >= FAST_LEVEL_AVX2, g.mr = 4, g.kstep = 2, g.off = 0;
   }
   const size_t esz = g.kind == K_W16 ? 2 : 1;
+  g.kc = g.kind == K_W16 ? 128 : 64;
   g.ksteps = fast_cdiv(op->seg_k, g.kstep);
   g.npa = fast_cdiv(op->M, g.mr);
   g.npb = fast_cdiv(op->N, NR);

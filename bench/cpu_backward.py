@@ -1,0 +1,121 @@
+#!/usr/bin/env python3
+"""cpu_backward.py — hot's CPU backward (fast path and reference twins) beside torch's fp32
+nn.Linear backward, on the same thread count, one row per shape.
+
+    python3 bench/cpu_backward.py [--lib PATH] [--threads N] [--reps R] [--exact]
+
+hot is timed through the fast path's benchmark module (tests/fast/fast_bench.c, built as
+<build>/tests/fast/libhot_fast_bench.so): forward save once, then the backward (g_x, g_w, g_b) of
+the `hot` recipe with sm_80 storage, as the CPU backend runs it; "fast" is fast_layer_backward
+with N threads, "twin" hot_ref_layer_backward (single-threaded, what the CPU backend ran before the
+fast path). torch: y = F.linear(x, w, b), then y.backward(g_y) timed alone, with
+torch.set_num_threads(N). Every figure is the best of R runs; the load average is printed with
+each row. --exact adds the fp64 exact products (hot_ref_exact_gx + _gw and their fast twins) of
+an accuracy-row layer, 8192 tokens 4096 -> 4096 (slow: the twin takes minutes).
+Benchmark only: nothing here is a test and nothing asserts a time.
+"""
+import argparse
+import ctypes
+import glob
+import os
+import sys
+import time
+
+SHAPES = [  # (label, B, L, O, I): T = B*L tokens, I -> O
+    ("8x197 tok, 768->768", 8, 197, 768, 768),
+    ("8x197 tok, 768->3072", 8, 197, 3072, 768),
+    ("1x2048 tok, 2048->2048", 1, 2048, 2048, 2048),
+]
+
+
+def find_lib(arg):
+    if arg:
+        return arg
+    if os.environ.get("HOT_FAST_BENCH_LIB"):
+        return os.environ["HOT_FAST_BENCH_LIB"]
+    root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    hits = sorted(glob.glob(os.path.join(root, "build*", "tests", "fast", "libhot_fast_bench.so")),
+                  key=os.path.getmtime, reverse=True)
+    if not hits:
+        sys.exit("cpu_backward.py: libhot_fast_bench.so not found; build the target hot_fast_bench "
+                 "or pass --lib")
+    return hits[0]
+
+
+def load():
+    return "%.2f" % os.getloadavg()[0]
+
+
+def hot_time(lib, path, shape, threads, reps):
+    _, B, L, O, I = shape
+    best = ctypes.c_double(0.0)
+    chk = ctypes.c_uint(0)
+    rc = lib.hot_fast_bench(path, B, L, O, I, 0, threads, reps, ctypes.byref(best), ctypes.byref(chk))
+    if rc != 0:
+        sys.exit("cpu_backward.py: hot_fast_bench failed (path %d)" % path)
+    return best.value, chk.value
+
+
+def torch_time(shape, threads, reps):
+    try:
+        import torch
+        import torch.nn.functional as F
+    except ImportError:
+        return None
+    torch.set_num_threads(threads)
+    _, B, L, O, I = shape
+    T = B * L
+    g = torch.Generator().manual_seed(0)
+    x = torch.randn(T, I, generator=g, requires_grad=True)
+    w = (0.05 * torch.randn(O, I, generator=g)).requires_grad_()
+    b = torch.zeros(O, requires_grad=True)
+    gy = 1e-3 * torch.randn(T, O, generator=g)
+    best = 1e30
+    for _ in range(reps + 1):  # one warm-up
+        x.grad = w.grad = b.grad = None
+        y = F.linear(x, w, b)
+        t0 = time.perf_counter()
+        y.backward(gy)
+        best = min(best, time.perf_counter() - t0)
+    return best
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--lib", help="path of libhot_fast_bench.so")
+    ap.add_argument("--threads", type=int, default=os.cpu_count() or 1)
+    ap.add_argument("--reps", type=int, default=3)
+    ap.add_argument("--exact", action="store_true", help="also the fp64 exact products (slow)")
+    a = ap.parse_args()
+    lib = ctypes.CDLL(find_lib(a.lib))
+    lib.hot_fast_bench.argtypes = [ctypes.c_int] + [ctypes.c_longlong] * 4 + [ctypes.c_int] * 3 + \
+        [ctypes.POINTER(ctypes.c_double), ctypes.POINTER(ctypes.c_uint)]
+    lib.hot_fast_bench.restype = ctypes.c_int
+    print("hot CPU backward vs torch fp32 nn.Linear backward: %d threads, best of %d, %s"
+          % (a.threads, a.reps, time.strftime("%Y-%m-%d %H:%M")))
+    print("%-24s %10s %10s %10s %12s %12s  %s" % ("shape", "hot fast", "hot twin", "torch",
+                                                  "twin/fast", "torch/fast", "load (1 min)"))
+    for s in SHAPES:
+        tf, cf = hot_time(lib, 1, s, a.threads, a.reps)
+        lf = load()
+        tr, cr = hot_time(lib, 0, s, a.threads, a.reps)
+        lr = load()
+        tt = torch_time(s, a.threads, a.reps)
+        lt = load()
+        same = "bits equal" if cf == cr else "BITS DIFFER"
+        ts = "%8.1f ms" % (1e3 * tt) if tt is not None else "not installed"
+        ratio = "%11.2fx" % (tt / tf) if tt is not None else "%12s" % "-"
+        print("%-24s %7.1f ms %7.1f ms %10s %11.2fx %s  %s/%s/%s  (%s)"
+              % (s[0], 1e3 * tf, 1e3 * tr, ts, tr / tf, ratio, lf, lr, lt, same))
+        sys.stdout.flush()
+    if a.exact:
+        s = ("8192 tok, 4096->4096 fp64 exact g_x+g_w", 1, 8192, 4096, 4096)
+        tf, cf = hot_time(lib, 2, s, a.threads, 1)
+        lf = load()
+        tr, cr = hot_time(lib, 3, s, a.threads, 1)
+        print("%s: fast %.1f s (load %s), twin %.1f s (load %s), %.1fx (%s)"
+              % (s[0], tf, lf, tr, load(), tr / tf, "bits equal" if cf == cr else "BITS DIFFER"))
+
+
+if __name__ == "__main__":
+    main()
