@@ -2,14 +2,16 @@
 """cpu_backward.py — hot's CPU backward (fast path and reference twins) beside torch's fp32
 nn.Linear backward, on the same thread count, one row per shape.
 
-    python3 bench/cpu_backward.py [--lib PATH] [--threads N] [--reps R] [--exact]
+    python3 bench/cpu_backward.py [--lib PATH] [--threads N] [--reps R] [--api] [--exact]
 
 hot is timed through the fast path's benchmark module (tests/fast/fast_bench.c, built as
 <build>/tests/fast/libhot_fast_bench.so): forward save once, then the backward (g_x, g_w, g_b) of
 the `hot` recipe with sm_80 storage, as the CPU backend runs it; "fast" is fast_layer_backward
 with N threads, "twin" hot_ref_layer_backward (single-threaded, what the CPU backend ran before the
 fast path). torch: y = F.linear(x, w, b), then y.backward(g_y) timed alone, with
-torch.set_num_threads(N). Every figure is the best of R runs; the load average is printed with
+torch.set_num_threads(N). --api adds hot's Python API (python/hot: Context(backend="cpu"),
+layer.save(x), then layer.backward(g_y, w) timed) on the libhot that $HOT_LIBRARY names, with
+HOT_CPU_THREADS=N: the end-to-end figure of whatever the CPU backend runs. Every figure is the best of R runs; the load average is printed with
 each row. --exact adds the fp64 exact products (hot_ref_exact_gx + _gw and their fast twins) of
 an accuracy-row layer, 8192 tokens 4096 -> 4096 (slow: the twin takes minutes).
 Benchmark only: nothing here is a test and nothing asserts a time.
@@ -80,11 +82,34 @@ def torch_time(shape, threads, reps):
     return best
 
 
+def api_time(shape, threads, reps):
+    os.environ["HOT_CPU_THREADS"] = str(threads)
+    sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))),
+                                    "python"))
+    import numpy as np
+    import hot
+    _, B, L, O, I = shape
+    rng = np.random.default_rng(0)
+    x = rng.standard_normal((B * L, I), dtype=np.float32)
+    w = (0.05 * rng.standard_normal((O, I))).astype(np.float32)
+    gy = (1e-3 * rng.standard_normal((B * L, O))).astype(np.float32)
+    with hot.Context(backend="cpu") as ctx:
+        layer = ctx.create_layer(I, O, batch=B, tokens=L)
+        best = 1e30
+        for r in range(reps):
+            layer.save(x)
+            t0 = time.perf_counter()
+            layer.backward(gy, w, step=r)
+            best = min(best, time.perf_counter() - t0)
+    return best
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--lib", help="path of libhot_fast_bench.so")
     ap.add_argument("--threads", type=int, default=os.cpu_count() or 1)
     ap.add_argument("--reps", type=int, default=3)
+    ap.add_argument("--api", action="store_true", help="also hot's Python API ($HOT_LIBRARY)")
     ap.add_argument("--exact", action="store_true", help="also the fp64 exact products (slow)")
     a = ap.parse_args()
     lib = ctypes.CDLL(find_lib(a.lib))
@@ -103,6 +128,9 @@ def main():
         tt = torch_time(s, a.threads, a.reps)
         lt = load()
         same = "bits equal" if cf == cr else "BITS DIFFER"
+        if a.api:
+            ta = api_time(s, a.threads, a.reps)
+            same += "; Python API %.1f ms (load %s)" % (1e3 * ta, load())
         ts = "%8.1f ms" % (1e3 * tt) if tt is not None else "not installed"
         ratio = "%11.2fx" % (tt / tf) if tt is not None else "%12s" % "-"
         print("%-24s %7.1f ms %7.1f ms %10s %11.2fx %s  %s/%s/%s  (%s)"
