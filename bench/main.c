@@ -1,5 +1,6 @@
 /* main.c — hot-bench: the CLI, the sizes of each stage, and the order of the stages. */
 #define _POSIX_C_SOURCE 200809L
+#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -8,6 +9,7 @@
 
 #include "bench.h"
 #include "diag.h"
+#include "fileio.h" /* --out: a regular file, opened without blocking */
 #include "spec.h"
 
 static hot_model g_model; /* the spec, loaded once: names, shapes, recipe, seed */
@@ -353,7 +355,7 @@ static void bench_one(bench_run *run, hot_ctx *ctx, bench_gpu *gpu, const char *
   hot_layer *layer = NULL;
   hot_status st = bench_layer_open(ctx, run, bl, bl->B, bl->L, &layer, err, sizeof err);
   if (st != HOT_OK) {
-    snprintf(bl->status, sizeof bl->status, "layer: %s: %.250s", hot_status_name(st), err);
+    hot_msgf(bl->status, sizeof bl->status, "layer: %s: %s", hot_status_name(st), err);
     fprintf(stderr, " - %s\n", bl->status);
     return;
   }
@@ -394,9 +396,10 @@ static int write_reports(const bench_run *run) {
   if (o->json) bench_report_json(run, stdout);
   else bench_report_table(run, stdout);
   if (o->out) {
-    FILE *f = fopen(o->out, "w");
+    char why[128] = "";
+    FILE *f = hot_file_fopen(o->out, "wb", why, sizeof why); /* a FIFO is refused, not waited on */
     if (!f || bench_report_json(run, f) != 0) {
-      fprintf(stderr, "hot-bench: cannot write %s\n", o->out);
+      fprintf(stderr, "hot-bench: cannot write %s%s%s\n", o->out, *why ? ": " : "", why);
       rc = 1;
     }
     if (f && fclose(f) != 0) rc = 1;
@@ -409,6 +412,12 @@ int main(int argc, char **argv) {
   memset(&run, 0, sizeof run);
   run.spec_model = &g_model;
   if (parse_args(argc, argv, &run.opt) != 0) return 1;
+  char owhy[128];
+  if (run.opt.out && hot_file_check_regular(run.opt.out, 0, owhy, sizeof owhy) != 0 &&
+      errno == EINVAL) { /* said now, not after the whole run */
+    fprintf(stderr, "hot-bench: --out %s: %s\n", run.opt.out, owhy);
+    return 1;
+  }
   double t_start = bench_now_ms();
   bench_opts *o = &run.opt;
   if (load_layers(&run) != 0) return 1;

@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "bench.h"
+#include "escape.h"
 #include "plan.h"
 
 static double ratio(int64_t a, int64_t b) { return b > 0 ? (double)a / (double)b : 0; }
@@ -270,16 +271,7 @@ void bench_report_table(const bench_run *r, FILE *f) {
 }
 
 /* ---- JSON ----------------------------------------------------------------------------------- */
-static void jstr(FILE *f, const char *s) {
-  fputc('"', f);
-  for (; *s; ++s) {
-    unsigned char ch = (unsigned char)*s;
-    if (ch == '"' || ch == '\\') fprintf(f, "\\%c", ch);
-    else if (ch < 0x20) fprintf(f, "\\u%04x", ch);
-    else fputc(ch, f);
-  }
-  fputc('"', f);
-}
+static void jstr(FILE *f, const char *s) { esc_fputs(f, esc_json, s); }
 
 static void jnum(FILE *f, double v, int ok) {
   if (ok && isfinite(v)) fprintf(f, "%.6g", v);

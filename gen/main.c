@@ -11,6 +11,8 @@
 #include "buf.h"
 #include "diag.h"
 #include "emit.h"
+#include "escape.h"
+#include "fileio.h"
 #include "hot_tools.h" /* libhot's internals: the kernel cache, the JIT, the tuned planner */
 #include "plan.h"
 #include "spec.h"
@@ -149,7 +151,7 @@ static struct {
   const char *device;
   int n_layers;
   hot_layer_spec *specs;     /* [arch * n_layers + layer] */
-  char (*origin)[600];
+  char (*origin)[1400];     /* tuned.h's origin line: two paths of up to 512 bytes fit whole */
 } g_tune;
 
 static int plan_one(const hot_model *m, int layer, hot_arch arch, hot_layer_plan *p, hot_diag *d) {
@@ -256,16 +258,7 @@ static void print_plan(const hot_layer_plan *p) {
 
 /* ---- the plan as JSON ---------------------------------------------------------------------- */
 
-static void json_str(hot_buf *b, const char *s) {
-  buf_puts(b, "\"");
-  for (; *s; ++s) {
-    unsigned char c = (unsigned char)*s;
-    if (c == '"' || c == '\\') buf_printf(b, "\\%c", c);
-    else if (c < 0x20) buf_printf(b, "\\u%04x", c);
-    else buf_add(b, (const char *)&c, 1);
-  }
-  buf_puts(b, "\"");
-}
+static void json_str(hot_buf *b, const char *s) { esc_json(b, s); }
 
 static void json_quant(hot_buf *b, const hot_quant *q) {
   buf_printf(b, "{\"bits\":%d,\"round\":\"%s\",\"scale\":\"%s\",\"rule\":\"%s\"}", q->bits,
@@ -349,13 +342,16 @@ static int mkdirs(const char *dir) {
   return (mkdir(tmp, 0755) != 0 && errno != EEXIST) ? -1 : 0;
 }
 
-/* Writes text to path through a temp file and rename (never a torn file). */
+/* Writes text to path through a temp file and rename (never a torn file). Regular files only:
+ * a FIFO, device or directory at path (or at the temp file's name) is refused, not replaced. */
 static int write_file(const char *path, const char *text, size_t len, hot_diag *d) {
-  char tmp[HOT_PATH_MAX + 32];
+  char tmp[HOT_PATH_MAX + 32], why[128];
   snprintf(tmp, sizeof tmp, "%s.tmp.%ld", path, (long)getpid());
-  FILE *f = fopen(tmp, "wb");
+  FILE *f = NULL;
+  if (hot_file_check_regular(path, 0, why, sizeof why) == 0)
+    f = hot_file_fopen(tmp, "wb", why, sizeof why);
   if (!f) {
-    diag_add(d, "%s: cannot write: %s", path, strerror(errno));
+    diag_add(d, "%s: cannot write: %s", path, why);
     return -1;
   }
   size_t w = fwrite(text, 1, len, f);
@@ -432,7 +428,14 @@ static int load_model(const options *o, hot_model *m) {
   print_diag(&d); /* warnings */
   diag_free(&d);
   if (o->layer && spec_find_layer(m, o->layer) < 0) {
-    fprintf(stderr, "hot-gen: %s has no layer '%s'\n", o->spec, o->layer);
+    hot_buf names = {0}; /* every name, in spec order (no fixed room to cut them) */
+    for (int i = 0; i < m->n_layers; ++i) {
+      if (i) buf_puts(&names, ", ");
+      buf_puts(&names, m->layers[i].name);
+    }
+    fprintf(stderr, "hot-gen: %s has no layer '%s' (layers: %s)\n", o->spec, o->layer,
+            buf_ok(&names) && names.data ? names.data : m->n_layers ? "?" : "none");
+    buf_free(&names);
     return 2;
   }
   return 0;

@@ -2,6 +2,7 @@
  * copy the result into plain C structs. The entry points of spec.h; the sandbox, the field-line
  * lexer, the C copy and the help text are in spec_*.c (spec_internal.h). */
 #define _POSIX_C_SOURCE 200809L
+#include "fileio.h"
 #include "spec.h"
 
 #include <errno.h>
@@ -257,9 +258,10 @@ int spec_load_file(const char *path, const spec_limits *limits, hot_model *out, 
     return SPEC_ERR_SPEC;
   }
   memset(out, 0, sizeof *out);
-  FILE *f = fopen(path, "rb");
+  char why[128];
+  FILE *f = hot_file_fopen(path, "rb", why, sizeof why); /* a FIFO is refused, never waited on */
   if (!f) {
-    diag_add(diag, "%s: cannot open: %s", path, strerror(errno));
+    diag_add(diag, "%s: cannot open: %s", path, why);
     return SPEC_ERR_SPEC;
   }
   size_t cap = 1 << 16, len = 0;

@@ -2,6 +2,7 @@
 #define _GNU_SOURCE
 #include "cache.h"
 #include "diag.h"
+#include "fileio.h"
 
 #include <dirent.h>
 #include <errno.h>
@@ -114,16 +115,16 @@ static rt_status open_dir(hot_kcache *kc, const hot_kcache_config *cfg, const ho
     n = snprintf(path, sizeof path, "%s", cfg->dir);
     what = cfg->dir_origin ? cfg->dir_origin : "the configured directory";
   } else if ((n = hot_kcache_default_dir(ev, path, sizeof path, &what)) < 0) {
-    hot_errf(err, errlen, "kernel cache: no directory (HOME unset): set HOT_CACHE_DIR or HOT_NO_DISK_CACHE=1");
+    hot_msgf(err, errlen, "kernel cache: no directory (HOME unset): set HOT_CACHE_DIR or HOT_NO_DISK_CACHE=1");
     return RT_ERR_IO;
   }
   if (n < 0 || (size_t)n >= sizeof path - 160) {  /* room for entry names */
-    hot_errf(err, errlen, "kernel cache: directory path from %s too long", what);
+    hot_msgf(err, errlen, "kernel cache: directory path from %s too long", what);
     return RT_ERR_IO;
   }
   if (make_dirs(path) != 0 || access(path, R_OK | X_OK) != 0) {
     int e = errno;
-    hot_errf(err, errlen, "kernel cache: cannot use directory %s from %s (%s): set "
+    hot_msgf(err, errlen, "kernel cache: cannot use directory %s from %s (%s): set "
         "HOT_CACHE_DIR to a usable directory, or HOT_NO_DISK_CACHE=1", path, what, strerror(e));
     return RT_ERR_IO;
   }
@@ -132,7 +133,7 @@ static rt_status open_dir(hot_kcache *kc, const hot_kcache_config *cfg, const ho
   kc->read_only = cfg->read_only > 0 || access(path, W_OK) != 0;
   kc->dir = strdup(path);
   if (!kc->dir) {
-    hot_errf(err, errlen, "kernel cache: out of memory");
+    hot_msgf(err, errlen, "kernel cache: out of memory");
     return RT_ERR_NOMEM;
   }
   return RT_OK;
@@ -151,7 +152,7 @@ static rt_status open_debug(hot_kcache *kc, const hot_kcache_config *cfg, const 
     dd = buf;
   }
   if (!(kc->debug_dir = strdup(dd))) {
-    hot_errf(err, errlen, "kernel cache: out of memory");
+    hot_msgf(err, errlen, "kernel cache: out of memory");
     return RT_ERR_NOMEM;
   }
   return RT_OK;
@@ -160,7 +161,7 @@ static rt_status open_debug(hot_kcache *kc, const hot_kcache_config *cfg, const 
 rt_status hot_kcache_open(hot_kcache **out, const hot_kcache_config *config, char *err,
                           size_t errlen) {
   if (!out) {
-    hot_errf(err, errlen, "kernel cache: NULL output handle");
+    hot_msgf(err, errlen, "kernel cache: NULL output handle");
     return RT_ERR_INVALID;
   }
   *out = NULL;
@@ -179,7 +180,7 @@ rt_status hot_kcache_open(hot_kcache **out, const hot_kcache_config *config, cha
   }
   hot_kcache *kc = calloc(1, sizeof *kc);
   if (!kc) {
-    hot_errf(err, errlen, "kernel cache: out of memory");
+    hot_msgf(err, errlen, "kernel cache: out of memory");
     return RT_ERR_NOMEM;
   }
   pthread_mutex_init(&kc->mu, NULL);
@@ -228,7 +229,7 @@ void hot_kcache_stats_get(hot_kcache *kc, hot_kcache_stats *out) {
 rt_status hot_kcache_add_pack(hot_kcache *kc, hot_pack *pack, char *err, size_t errlen) {
   if (!kc || !pack) {
     pack_free(pack);
-    hot_errf(err, errlen, "kernel cache: NULL %s", kc ? "pack" : "cache");
+    hot_msgf(err, errlen, "kernel cache: NULL %s", kc ? "pack" : "cache");
     return RT_ERR_INVALID;
   }
   pthread_mutex_lock(&kc->mu);
@@ -240,7 +241,7 @@ rt_status hot_kcache_add_pack(hot_kcache *kc, hot_pack *pack, char *err, size_t 
   pthread_mutex_unlock(&kc->mu);
   if (!v) {
     pack_free(pack);
-    hot_errf(err, errlen, "kernel cache: out of memory");
+    hot_msgf(err, errlen, "kernel cache: out of memory");
     return RT_ERR_NOMEM;
   }
   return RT_OK;
@@ -498,18 +499,18 @@ static uint64_t evict(const hot_kcache *kc, const char *keep) {
 rt_status hot_kcache_entry_path(hot_kcache *kc, const hot_kernel_source *src, char *buf,
                                 size_t n, char *err, size_t errlen) {
   if (!kc || !buf || !n) {
-    hot_errf(err, errlen, "kernel cache: NULL argument");
+    hot_msgf(err, errlen, "kernel cache: NULL argument");
     return RT_ERR_INVALID;
   }
   rt_status st = nvrtc_check_source(src, err, errlen);
   if (st != RT_OK) return st;
   if (!kc->dir) {
-    hot_errf(err, errlen, "kernel cache: memory only, no entry files");
+    hot_msgf(err, errlen, "kernel cache: memory only, no entry files");
     return RT_ERR_INVALID;
   }
   char ver[32];
   if (!compiler_version(kc, ver)) {
-    hot_errf(err, errlen, "kernel cache: the compiler's version is unknown (no NVRTC?)");
+    hot_msgf(err, errlen, "kernel cache: the compiler's version is unknown (no NVRTC?)");
     return RT_ERR_NO_NVRTC;
   }
   unsigned char h[HASH_SHA256_BYTES];
@@ -528,7 +529,7 @@ static entry *adopt(hot_kcache *kc, entry *e) {
 }
 
 static rt_status out_of_memory(char *err, size_t errlen) {
-  hot_errf(err, errlen, "kernel cache: out of memory");
+  hot_msgf(err, errlen, "kernel cache: out of memory");
   return RT_ERR_NOMEM;
 }
 
@@ -581,7 +582,7 @@ static rt_status compile_entry(hot_kcache *kc, const hot_kernel_source *src,
   rt_status st = kc->cc->compile(kc->cc->user, src, &e->res, err, errlen);
   if (st == RT_OK && (!e->res.cubin || !e->res.cubin_size || e->res.n_kernels != src->n_kernels ||
                       !e->res.kernels)) {
-    hot_errf(err, errlen, "compile '%s' for %s: the compiler returned an incomplete result",
+    hot_msgf(err, errlen, "compile '%s' for %s: the compiler returned an incomplete result",
         src->program ? src->program : "hot.cu", src->arch);
     st = RT_ERR_COMPILE;
   }
@@ -592,7 +593,7 @@ static rt_status compile_entry(hot_kcache *kc, const hot_kernel_source *src,
     e->res.log = calloc(1, 1);
     if (!e->res.log) st = RT_ERR_NOMEM;
   }
-  if (st == RT_ERR_NOMEM) hot_errf(err, errlen, "kernel cache: out of memory");
+  if (st == RT_ERR_NOMEM) hot_msgf(err, errlen, "kernel cache: out of memory");
   if (st != RT_OK) {
     if (log && e->res.log) *log = strdup(e->res.log);
     pthread_mutex_lock(&kc->mu);
@@ -630,7 +631,7 @@ rt_status hot_kcache_get(hot_kcache *kc, const hot_kernel_source *src,
   if (out) *out = NULL;
   if (log) *log = NULL;
   if (!kc || !out) {
-    hot_errf(err, errlen, "kernel cache: NULL %s", kc ? "output" : "cache");
+    hot_msgf(err, errlen, "kernel cache: NULL %s", kc ? "output" : "cache");
     return RT_ERR_INVALID;
   }
   rt_status st = nvrtc_check_source(src, err, errlen);

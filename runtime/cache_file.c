@@ -2,6 +2,7 @@
  * cache_file.h for the format and the rules on what is found in an entry's place). */
 #define _GNU_SOURCE
 #include "cache_file.h"
+#include "fileio.h"
 #include "le.h"
 
 #include <errno.h>
@@ -222,7 +223,7 @@ int cache_file_write(const char *dir, const char *path, const cache_file_id *id,
   char tmp[4096];
   unsigned long c = __atomic_fetch_add(&tmp_counter, 1, __ATOMIC_RELAXED);
   snprintf(tmp, sizeof tmp, "%s/.tmp-%.16s-%ld-%lu", dir, id->key_hex, (long)getpid(), c);
-  int fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0644);
+  int fd = hot_file_open(tmp, HOT_FILE_WRITE_NEW | HOT_FILE_NOFOLLOW, 0644, NULL, 0);
   if (fd < 0) {
     free(rec);
     return -1;
@@ -250,8 +251,8 @@ int cache_file_write(const char *dir, const char *path, const cache_file_id *id,
 /* Reads a whole regular file without blocking on what is not one. CF_OK (malloc'd *buf, *len),
  * CF_MISSING, CF_REJECT (not a regular file, or not an entry's size), CF_NOMEM. */
 static int read_regular(const char *path, unsigned char **buf, size_t *len) {
-  int fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOFOLLOW);
-  if (fd < 0) return errno == ELOOP || errno == ENXIO ? CF_REJECT : CF_MISSING;
+  int fd = hot_file_open(path, HOT_FILE_READ | HOT_FILE_NOFOLLOW, 0, NULL, 0);
+  if (fd < 0) return errno == EINVAL || errno == ELOOP || errno == ENXIO ? CF_REJECT : CF_MISSING;
   struct stat sb;
   if (fstat(fd, &sb) != 0) {
     close(fd);

@@ -18,6 +18,7 @@
 #include <unistd.h>
 
 #include "diag.h"
+#include "fileio.h"
 #include "hash.h"
 #include "hot_math.cuh"
 
@@ -123,26 +124,26 @@ hot_status hot_capture_write(const char *path, const char *layer_name, int64_t b
   char ps[512];
   if (err && errlen) err[0] = '\0';
   if (!path || !*path) {
-    hot_errf(err, errlen, "capture: no file given (path is %s)", path ? "empty" : "NULL");
+    hot_msgf(err, errlen, "capture: no file given (path is %s)", path ? "empty" : "NULL");
     return HOT_ERR_INVALID;
   }
   shown(path, ps);
   if (!layer_name) {
-    hot_errf(err, errlen, "capture %s: layer_name is NULL", ps);
+    hot_msgf(err, errlen, "capture %s: layer_name is NULL", ps);
     return HOT_ERR_INVALID;
   }
   size_t nlen = strnlen(layer_name, HOT_NAME_MAX), bad = 0;
   if (!name_ok(layer_name, nlen, &bad)) {
     if (nlen == 0 || nlen >= HOT_NAME_MAX)
-      hot_errf(err, errlen, "capture %s: layer_name must be 1 .. %d bytes (got %s)", ps,
+      hot_msgf(err, errlen, "capture %s: layer_name must be 1 .. %d bytes (got %s)", ps,
                HOT_NAME_MAX - 1, nlen ? "a longer one" : "an empty one");
     else
-      hot_errf(err, errlen, "capture %s: layer_name byte %zu is 0x%02x (printable ASCII only)",
+      hot_msgf(err, errlen, "capture %s: layer_name byte %zu is 0x%02x (printable ASCII only)",
                ps, bad, (unsigned char)layer_name[bad]);
     return HOT_ERR_INVALID;
   }
   if ((int)dtype < HOT_DT_F32 || (int)dtype > HOT_DT_F16) {
-    hot_errf(err, errlen, "capture %s: dtype %d is not f32 (0), bf16 (1) or f16 (2)", ps,
+    hot_msgf(err, errlen, "capture %s: dtype %d is not f32 (0), bf16 (1) or f16 (2)", ps,
              (int)dtype);
     return HOT_ERR_INVALID;
   }
@@ -150,19 +151,19 @@ hot_status hot_capture_write(const char *path, const char *layer_name, int64_t b
   const int64_t dim[4] = {batch, tokens, out_features, in_features};
   for (int i = 0; i < 4; ++i)
     if (dim[i] < 1 || dim[i] > HOT_CAPTURE_MAX_DIM) {
-      hot_errf(err, errlen, "capture %s: %s = %lld must be in 1 .. %lld", ps, dim_name[i],
+      hot_msgf(err, errlen, "capture %s: %s = %lld must be in 1 .. %lld", ps, dim_name[i],
                (long long)dim[i], (long long)HOT_CAPTURE_MAX_DIM);
       return HOT_ERR_SHAPE;
     }
   if (tokens > HOT_CAPTURE_MAX_DIM / batch) {
-    hot_errf(err, errlen, "capture %s: T = batch * tokens = %lld * %lld exceeds %lld", ps,
+    hot_msgf(err, errlen, "capture %s: T = batch * tokens = %lld * %lld exceeds %lld", ps,
              (long long)batch, (long long)tokens, (long long)HOT_CAPTURE_MAX_DIM);
     return HOT_ERR_SHAPE;
   }
   const void *tensor[3] = {x, w, g_y};
   for (int i = 0; i < 3; ++i)
     if (!tensor[i]) {
-      hot_errf(err, errlen, "capture %s: %s is NULL", ps, TENSOR[i]);
+      hot_msgf(err, errlen, "capture %s: %s is NULL", ps, TENSOR[i]);
       return HOT_ERR_INVALID;
     }
   /* Each size <= 2^31-1, so each product <= 2^62 and their sum < 2^64: no overflow below. */
@@ -172,7 +173,7 @@ hot_status hot_capture_write(const char *path, const char *layer_name, int64_t b
   const uint64_t elems = T * I + O * I + T * O;
   const uint64_t limit = (uint64_t)INT64_MAX - HOT_CAPTURE_HEADER_BYTES - HOT_CAPTURE_SUM_BYTES;
   if (elems > limit / esz) {
-    hot_errf(err, errlen, "capture %s: %llu elements of %llu bytes exceed the largest file", ps,
+    hot_msgf(err, errlen, "capture %s: %llu elements of %llu bytes exceed the largest file", ps,
              (unsigned long long)elems, (unsigned long long)esz);
     return HOT_ERR_SHAPE;
   }
@@ -180,20 +181,25 @@ hot_status hot_capture_write(const char *path, const char *layer_name, int64_t b
     int64_t at = first_nonfinite(tensor[i], dtype, (int64_t)(rows[i] * cols[i]));
     if (at >= 0) {
       float v = hot_load_f32(tensor[i], (long long)at, (int)dtype);
-      hot_errf(err, errlen, "capture %s: %s[%lld][%lld] is %s (a capture holds finite values)",
+      hot_msgf(err, errlen, "capture %s: %s[%lld][%lld] is %s (a capture holds finite values)",
                ps, TENSOR[i], (long long)((uint64_t)at / cols[i]),
                (long long)((uint64_t)at % cols[i]), isnan(v) ? "NaN" : "Inf");
       return HOT_ERR_NONFINITE;
     }
   }
 
+  char twhy[128];
+  if (hot_file_check_regular(path, 0, twhy, sizeof twhy) != 0 && errno == EINVAL) {
+    hot_msgf(err, errlen, "capture %s: cannot write: %s", ps, twhy);
+    return HOT_ERR_IO;
+  }
   unsigned char *buf = malloc(CAP_CHUNK);
   size_t tlen = strlen(path) + 64;
   char *tmp = malloc(tlen);
   if (!buf || !tmp) {
     free(buf);
     free(tmp);
-    hot_errf(err, errlen, "capture %s: out of memory", ps);
+    hot_msgf(err, errlen, "capture %s: out of memory", ps);
     return HOT_ERR_NOMEM;
   }
 
@@ -214,7 +220,7 @@ hot_status hot_capture_write(const char *path, const char *layer_name, int64_t b
   for (int attempt = 0; fd < 0 && attempt < 16; ++attempt) { /* a stale name: take the next */
     unsigned long c = __atomic_fetch_add(&tmp_counter, 1, __ATOMIC_RELAXED);
     snprintf(tmp, tlen, "%s.tmp-%ld-%lu", path, (long)getpid(), c);
-    fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
+    fd = hot_file_open(tmp, HOT_FILE_WRITE_NEW, 0644, NULL, 0);
     if (fd < 0 && errno != EEXIST) break;
   }
   int ok = fd >= 0, e = ok ? 0 : errno;
@@ -246,9 +252,9 @@ hot_status hot_capture_write(const char *path, const char *layer_name, int64_t b
   if (!ok) {
     char ts[512];
     if (!strcmp(what, "create"))
-      hot_errf(err, errlen, "capture %s: cannot create %s: %s", ps, shown(tmp, ts), strerror(e));
+      hot_msgf(err, errlen, "capture %s: cannot create %s: %s", ps, shown(tmp, ts), strerror(e));
     else
-      hot_errf(err, errlen, "capture %s: cannot %s: %s", ps, what, strerror(e));
+      hot_msgf(err, errlen, "capture %s: cannot %s: %s", ps, what, strerror(e));
   }
   free(buf);
   free(tmp);
@@ -400,22 +406,23 @@ int hot_capture_read(const char *path, hot_capture *out, char *err, size_t errle
   if (out) memset(out, 0, sizeof *out);
   if (err && errlen) err[0] = '\0';
   if (!path || !*path || !out) {
-    hot_errf(err, errlen, "capture: %s", !out ? "no output given (out is NULL)"
+    hot_msgf(err, errlen, "capture: %s", !out ? "no output given (out is NULL)"
                                               : "no file given (path is NULL or empty)");
     return HOT_ERR_INVALID;
   }
   shown(path, ps);
-  int fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
+  char cwhy[128] = "";
+  int fd = hot_file_open(path, HOT_FILE_READ, 0, cwhy, sizeof cwhy);
   struct stat sb;
   if (fd < 0 || fstat(fd, &sb) != 0) {
     int e = errno;
     if (fd >= 0) close(fd);
-    hot_errf(err, errlen, "capture %s: cannot open: %s", ps, strerror(e));
+    hot_msgf(err, errlen, "capture %s: cannot open: %s", ps, fd < 0 ? cwhy : strerror(e));
     return HOT_ERR_IO;
   }
   if (!S_ISREG(sb.st_mode)) {
     close(fd);
-    hot_errf(err, errlen, "capture %s: not a regular file", ps);
+    hot_msgf(err, errlen, "capture %s: not a regular file", ps);
     return HOT_ERR_IO;
   }
   const uint64_t size = (uint64_t)sb.st_size;
@@ -424,12 +431,12 @@ int hot_capture_read(const char *path, hot_capture *out, char *err, size_t errle
   if (read_all(fd, hdr, head)) {
     int e = errno;
     close(fd);
-    hot_errf(err, errlen, "capture %s: cannot read: %s", ps, e ? strerror(e) : "file shrank");
+    hot_msgf(err, errlen, "capture %s: cannot read: %s", ps, e ? strerror(e) : "file shrank");
     return HOT_ERR_IO;
   }
   if (size < 8 || (memcmp(hdr, MAGIC, 8) == 0 && size < sizeof hdr + HOT_CAPTURE_SUM_BYTES)) {
     close(fd);
-    hot_errf(err, errlen, "capture %s: truncated: %llu bytes, a capture has at least %d", ps,
+    hot_msgf(err, errlen, "capture %s: truncated: %llu bytes, a capture has at least %d", ps,
              (unsigned long long)size, HOT_CAPTURE_HEADER_BYTES + HOT_CAPTURE_SUM_BYTES);
     return HOT_ERR_INVALID;
   }
@@ -437,7 +444,7 @@ int hot_capture_read(const char *path, hot_capture *out, char *err, size_t errle
   if (bad) {
     close(fd);
     memset(out, 0, sizeof *out);
-    hot_errf(err, errlen, "capture %s: %s", ps, bad);
+    hot_msgf(err, errlen, "capture %s: %s", ps, bad);
     return HOT_ERR_INVALID;
   }
   const uint64_t T = (uint64_t)out->T, O = (uint64_t)out->O, I = (uint64_t)out->I;
@@ -448,7 +455,7 @@ int hot_capture_read(const char *path, hot_capture *out, char *err, size_t errle
     if (n[i] > SIZE_MAX / sizeof(float)) {
       close(fd);
       memset(out, 0, sizeof *out);
-      hot_errf(err, errlen, "capture %s: %s of %llu elements does not fit this machine's memory",
+      hot_msgf(err, errlen, "capture %s: %s of %llu elements does not fit this machine's memory",
                ps, TENSOR[i], (unsigned long long)n[i]);
       return HOT_ERR_NOMEM;
     }
@@ -460,7 +467,7 @@ int hot_capture_read(const char *path, hot_capture *out, char *err, size_t errle
     close(fd);
     free(buf);
     hot_capture_free(out);
-    hot_errf(err, errlen, "capture %s: out of memory", ps);
+    hot_msgf(err, errlen, "capture %s: out of memory", ps);
     return HOT_ERR_NOMEM;
   }
   hash_sha256 h;
@@ -476,13 +483,13 @@ int hot_capture_read(const char *path, hot_capture *out, char *err, size_t errle
   free(buf);
   if (!ok) {
     hot_capture_free(out);
-    hot_errf(err, errlen, "capture %s: cannot read: %s", ps, e ? strerror(e) : "file shrank");
+    hot_msgf(err, errlen, "capture %s: cannot read: %s", ps, e ? strerror(e) : "file shrank");
     return HOT_ERR_IO;
   }
   hash_sha256_final(&h, sum);
   if (memcmp(sum, want, sizeof sum) != 0) {
     hot_capture_free(out);
-    hot_errf(err, errlen, "capture %s: checksum mismatch (corrupt file: the SHA-256 of bytes "
+    hot_msgf(err, errlen, "capture %s: checksum mismatch (corrupt file: the SHA-256 of bytes "
              "0..%llu differs from the last 32 bytes)", ps,
              (unsigned long long)(size - HOT_CAPTURE_SUM_BYTES - 1));
     return HOT_ERR_INVALID;
@@ -491,7 +498,7 @@ int hot_capture_read(const char *path, hot_capture *out, char *err, size_t errle
   for (int i = 0; i < 3; ++i)
     for (uint64_t k = 0; k < n[i]; ++k)
       if (!isfinite(dst[i][k])) {
-        hot_errf(err, errlen, "capture %s: %s[%llu][%llu] is %s (a capture holds finite values)",
+        hot_msgf(err, errlen, "capture %s: %s[%llu][%llu] is %s (a capture holds finite values)",
                  ps, TENSOR[i], (unsigned long long)(k / cols[i]),
                  (unsigned long long)(k % cols[i]), isnan(dst[i][k]) ? "NaN" : "Inf");
         hot_capture_free(out);

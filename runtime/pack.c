@@ -13,6 +13,7 @@
 #include <unistd.h>
 
 #include "diag.h"
+#include "fileio.h"
 #include "hash.h"
 
 static const unsigned char MAGIC[8] = {'H', 'O', 'T', 'P', 'A', 'C', 'K', 0};
@@ -82,7 +83,7 @@ static int entry_check(const hot_pack_entry *e, size_t i, char *err, size_t errl
              ki->spill_load_bytes < -1 || ki->shared_bytes < -1)
       why = "kernel figure below -1";
   }
-  if (why) hot_errf(err, errlen, "pack entry %zu: %s", i, why);
+  if (why) hot_msgf(err, errlen, "pack entry %zu: %s", i, why);
   return why ? -1 : 0;
 }
 
@@ -102,12 +103,17 @@ static unsigned char *put_blob(unsigned char *p, const void *d, size_t n) {
 rt_status pack_write(const char *path, const hot_pack_entry *entries, size_t n, char *err,
                      size_t errlen) {
   if (!path || !*path || (n && !entries)) {
-    hot_errf(err, errlen, "pack: no file or entries given");
+    hot_msgf(err, errlen, "pack: no file or entries given");
     return RT_ERR_INVALID;
+  }
+  char twhy[128];
+  if (hot_file_check_regular(path, 0, twhy, sizeof twhy) != 0 && errno == EINVAL) {
+    hot_msgf(err, errlen, "pack %s: cannot write: %s", path, twhy);
+    return RT_ERR_IO;
   }
   char *keep = calloc(n + 1, 1); /* 1: written (not a duplicate) */
   if (!keep) {
-    hot_errf(err, errlen, "pack %s: out of memory", path);
+    hot_msgf(err, errlen, "pack %s: out of memory", path);
     return RT_ERR_NOMEM;
   }
   size_t body = 0, count = 0;
@@ -127,13 +133,13 @@ rt_status pack_write(const char *path, const hot_pack_entry *entries, size_t n, 
   }
   if (count > HOT_PACK_MAX_ENTRIES || body > HOT_PACK_MAX_BYTES - HOT_PACK_HEADER_BYTES) {
     free(keep);
-    hot_errf(err, errlen, "pack %s: too large (%zu entries, %zu bytes)", path, count, body);
+    hot_msgf(err, errlen, "pack %s: too large (%zu entries, %zu bytes)", path, count, body);
     return RT_ERR_INVALID;
   }
   unsigned char *img = malloc(HOT_PACK_HEADER_BYTES + body);
   if (!img) {
     free(keep);
-    hot_errf(err, errlen, "pack %s: out of memory", path);
+    hot_msgf(err, errlen, "pack %s: out of memory", path);
     return RT_ERR_NOMEM;
   }
   unsigned char *p = img + HOT_PACK_HEADER_BYTES;
@@ -168,10 +174,11 @@ rt_status pack_write(const char *path, const hot_pack_entry *entries, size_t n, 
   char tmp[4200];
   if (snprintf(tmp, sizeof tmp, "%s.tmp-%ld", path, (long)getpid()) >= (int)sizeof tmp) {
     free(img);
-    hot_errf(err, errlen, "pack %s: path too long", path);
+    hot_msgf(err, errlen, "pack %s: path too long", path);
     return RT_ERR_IO;
   }
-  int fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+  char why[128] = "";
+  int fd = hot_file_open(tmp, HOT_FILE_WRITE, 0644, why, sizeof why);
   size_t done = 0;
   while (fd >= 0 && done < total) {
     ssize_t w = write(fd, img + done, total - done);
@@ -186,7 +193,7 @@ rt_status pack_write(const char *path, const hot_pack_entry *entries, size_t n, 
   free(img);
   if (!ok) {
     unlink(tmp);
-    hot_errf(err, errlen, "pack %s: cannot write: %s", path, strerror(e));
+    hot_msgf(err, errlen, "pack %s: cannot write: %s", path, fd < 0 && *why ? why : strerror(e));
     return RT_ERR_IO;
   }
   return RT_OK;
@@ -288,34 +295,34 @@ rt_status pack_parse(const unsigned char *data, size_t size, const char *name, h
   if (out) *out = NULL;
   if (!name) name = "(pack)";
   if (!out || (!data && size)) {
-    hot_errf(err, errlen, "%s: NULL argument", name);
+    hot_msgf(err, errlen, "%s: NULL argument", name);
     return RT_ERR_INVALID;
   }
   if (size < HOT_PACK_HEADER_BYTES || memcmp(data, MAGIC, 8) != 0) {
-    hot_errf(err, errlen, "%s: not a kernel pack (%s)", name,
+    hot_msgf(err, errlen, "%s: not a kernel pack (%s)", name,
              size < HOT_PACK_HEADER_BYTES ? "shorter than its header" : "wrong magic");
     return RT_ERR_INVALID;
   }
   uint64_t ver = hot_le_get(data + 8, 4), n = hot_le_get(data + 12, 4), body = hot_le_get(data + 16, 8);
   if (ver != HOT_PACK_VERSION) {
-    hot_errf(err, errlen, "%s: kernel pack format %llu, this build reads %d", name,
+    hot_msgf(err, errlen, "%s: kernel pack format %llu, this build reads %d", name,
              (unsigned long long)ver, HOT_PACK_VERSION);
     return RT_ERR_INVALID;
   }
   if (body != size - HOT_PACK_HEADER_BYTES) {
-    hot_errf(err, errlen, "%s: truncated or extended kernel pack (%zu bytes, header says %llu)",
+    hot_msgf(err, errlen, "%s: truncated or extended kernel pack (%zu bytes, header says %llu)",
              name, size, (unsigned long long)(body + HOT_PACK_HEADER_BYTES));
     return RT_ERR_INVALID;
   }
   if (n > HOT_PACK_MAX_ENTRIES) {
-    hot_errf(err, errlen, "%s: %llu entries, at most %d", name, (unsigned long long)n,
+    hot_msgf(err, errlen, "%s: %llu entries, at most %d", name, (unsigned long long)n,
              HOT_PACK_MAX_ENTRIES);
     return RT_ERR_INVALID;
   }
   unsigned char h[HASH_SHA256_BYTES];
   hash_sha256_digest(data + HOT_PACK_HEADER_BYTES, (size_t)body, h);
   if (memcmp(h, data + 24, HASH_SHA256_BYTES) != 0) {
-    hot_errf(err, errlen, "%s: kernel pack checksum mismatch (corrupt file)", name);
+    hot_msgf(err, errlen, "%s: kernel pack checksum mismatch (corrupt file)", name);
     return RT_ERR_INVALID;
   }
   hot_pack *p = calloc(1, sizeof *p);
@@ -323,7 +330,7 @@ rt_status pack_parse(const unsigned char *data, size_t size, const char *name, h
   if (p && p->data && n) p->e = calloc((size_t)n, sizeof *p->e);
   if (!p || !p->data || (n && !p->e)) {
     pack_free(p);
-    hot_errf(err, errlen, "%s: out of memory", name);
+    hot_msgf(err, errlen, "%s: out of memory", name);
     return RT_ERR_NOMEM;
   }
   memcpy(p->data, data, size);
@@ -335,14 +342,14 @@ rt_status pack_parse(const unsigned char *data, size_t size, const char *name, h
     const char *why = parse_entry(&c, &p->e[i]);
     if (why) {
       int nomem = !strcmp(why, "out of memory");
-      hot_errf(err, errlen, "%s: kernel pack entry %llu (byte %zu): %s", name,
+      hot_msgf(err, errlen, "%s: kernel pack entry %llu (byte %zu): %s", name,
                (unsigned long long)i, at, why);
       pack_free(p);
       return nomem ? RT_ERR_NOMEM : RT_ERR_INVALID;
     }
   }
   if (c.p != c.end) {
-    hot_errf(err, errlen, "%s: %zu stray bytes after the last kernel pack entry", name,
+    hot_msgf(err, errlen, "%s: %zu stray bytes after the last kernel pack entry", name,
              (size_t)(c.end - c.p));
     pack_free(p);
     return RT_ERR_INVALID;
@@ -354,20 +361,21 @@ rt_status pack_parse(const unsigned char *data, size_t size, const char *name, h
 rt_status pack_load(const char *path, hot_pack **out, char *err, size_t errlen) {
   if (out) *out = NULL;
   if (!path || !*path || !out) {
-    hot_errf(err, errlen, "kernel pack: no file given");
+    hot_msgf(err, errlen, "kernel pack: no file given");
     return RT_ERR_INVALID;
   }
-  int fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
+  char why[128] = "";
+  int fd = hot_file_open(path, HOT_FILE_READ, 0, why, sizeof why);
   struct stat sb;
   if (fd < 0 || fstat(fd, &sb) != 0) {
     int e = errno;
     if (fd >= 0) close(fd);
-    hot_errf(err, errlen, "kernel pack %s: cannot open: %s", path, strerror(e));
+    hot_msgf(err, errlen, "kernel pack %s: cannot open: %s", path, fd < 0 ? why : strerror(e));
     return RT_ERR_IO;
   }
   if (!S_ISREG(sb.st_mode) || (uint64_t)sb.st_size > HOT_PACK_MAX_BYTES) {
     close(fd);
-    hot_errf(err, errlen, "kernel pack %s: %s", path,
+    hot_msgf(err, errlen, "kernel pack %s: %s", path,
              !S_ISREG(sb.st_mode) ? "not a regular file" : "larger than 4 GiB");
     return RT_ERR_IO;
   }
@@ -375,7 +383,7 @@ rt_status pack_load(const char *path, hot_pack **out, char *err, size_t errlen) 
   unsigned char *buf = malloc(size ? size : 1);
   if (!buf) {
     close(fd);
-    hot_errf(err, errlen, "kernel pack %s: out of memory", path);
+    hot_msgf(err, errlen, "kernel pack %s: out of memory", path);
     return RT_ERR_NOMEM;
   }
   while (got < size) {
@@ -388,7 +396,7 @@ rt_status pack_load(const char *path, hot_pack **out, char *err, size_t errlen) 
   close(fd);
   if (got != size) {
     free(buf);
-    hot_errf(err, errlen, "kernel pack %s: cannot read: %s", path,
+    hot_msgf(err, errlen, "kernel pack %s: cannot read: %s", path,
              got < size ? (e ? strerror(e) : "file shrank") : "?");
     return RT_ERR_IO;
   }

@@ -8,13 +8,16 @@
 
 #include "cache.h"
 #include "fields.h"
+#include "fileio.h"
 
-/* snprintf whose cut of a long message is intended (one-line messages have a fixed room). */
+/* A one-line message into a fixed room: cut at a word and ended with "..." when it does not fit
+ * (hot_msg_cut). */
 __attribute__((format(printf, 3, 4))) static void put(char *dst, size_t n, const char *fmt, ...) {
   va_list ap;
   va_start(ap, fmt);
-  vsnprintf(dst, n, fmt, ap);
+  int w = vsnprintf(dst, n, fmt, ap);
   va_end(ap);
+  if (w > 0) hot_msg_cut(dst, n, (size_t)w);
 }
 
 static void note(hot_tuned *t, const char *what, const char *msg) {
@@ -28,8 +31,13 @@ void tuned_open(hot_tuned *t, const hot_env *ev, const char *path) {
   if (ev && ev->tune_set && !ev->tune) return; /* HOT_TUNE=0 */
   t->enabled = 1;
   char err[700];
-  if (path && *path) put(t->user_path, sizeof t->user_path, "%s", path);
-  else if (ev && ev->tune_db) put(t->user_path, sizeof t->user_path, "%s", ev->tune_db);
+  const char *given = path && *path ? path : ev && ev->tune_db ? ev->tune_db : NULL;
+  if (given && strlen(given) >= sizeof t->user_path) {
+    char sh[160];
+    put(err, sizeof err, "the path %s is %zu bytes long; SQLite opens paths of at most 512 bytes",
+        hot_path_short(given, sh, 120), strlen(given));
+    note(t, "user tuning DB ignored", err);
+  } else if (given) put(t->user_path, sizeof t->user_path, "%s", given);
   else if (ev) {
     char dir[1024];
     const char *what;
@@ -38,7 +46,8 @@ void tuned_open(hot_tuned *t, const hot_env *ev, const char *path) {
   }
   struct stat st;
   const int named = (path && *path) || (ev && ev->tune_db); /* given, not derived */
-  if (named && stat(t->user_path, &st) != 0) note(t, "user tuning DB not found", t->user_path);
+  if (named && *t->user_path && stat(t->user_path, &st) != 0)
+    note(t, "user tuning DB not found", t->user_path);
   if (*t->user_path && stat(t->user_path, &st) == 0) { /* a missing default user DB is no rows */
     if (tunedb_open(&t->db[t->n], t->user_path, 1, err, sizeof err) == RT_OK) ++t->n;
     else note(t, "user tuning DB ignored", err);
@@ -90,6 +99,11 @@ int tuned_plan_layer(const hot_tuned *t, const char *device, const hot_layer_spe
     q.in_features = spec->in_features;
     found = tunedb_best_speed((hot_tunedb *const *)t->db, t->n, &q, &c, why, sizeof why);
     if (found < 0) found = 0;
+    else if (found == 0 && c.far)
+      put(why, sizeof why, "the nearest tuned shape %lldx%lldx%lldx%lld in %s is at distance "
+          "%.3g, more than %.2f (ln 8)", (long long)c.row.batch, (long long)c.row.tokens,
+          (long long)c.row.out_features, (long long)c.row.in_features, c.db, c.distance,
+          HOT_TUNE_NEAR_MAX);
     else why[0] = 0;
   }
   if (found == 1) {
@@ -105,19 +119,26 @@ int tuned_plan_layer(const hot_tuned *t, const char *device, const hot_layer_spe
         if (c.exact)
           put(origin, on, "tuned: %s %s %s (exact shape)", c.db, c.row.date, c.row.variant);
         else
-          put(origin, on, "tuned: %s %s %s (nearest shape %lldx%lldx%lldx%lld)", c.db,
-                   c.row.date, c.row.variant, (long long)c.row.batch, (long long)c.row.tokens,
-                   (long long)c.row.out_features, (long long)c.row.in_features);
+          put(origin, on, "tuned: %s %s %s (nearest shape %lldx%lldx%lldx%lld, distance %.2f of "
+              "at most %.2f)", c.db, c.row.date, c.row.variant, (long long)c.row.batch,
+              (long long)c.row.tokens, (long long)c.row.out_features,
+              (long long)c.row.in_features, c.distance, HOT_TUNE_NEAR_MAX);
         return 0;
       } else {
-        put(why, sizeof why, "the planner refused the tuned tiles %s: %.300s", c.row.variant, e);
+        put(why, sizeof why, "the planner refused the tuned tiles %s: %s", c.row.variant, e);
       }
     } else {
-      put(why, sizeof why, "bad tuned row in %s: %.300s", c.db, e);
+      put(why, sizeof why, "bad tuned row in %s: %s", c.db, e);
     }
   }
-  if (*why) put(origin, on, "default (%.*s)", (int)(on > 20 ? on - 20 : 0), why);
-  else if (t && *t->notes) put(origin, on, "default (%.*s)", (int)(on > 20 ? on - 20 : 0), t->notes);
-  else put(origin, on, "default");
+  /* the reason is cut (at a word, with "...") so that the closing parenthesis always fits */
+  const char *reason = *why ? why : t && *t->notes ? t->notes : NULL;
+  if (reason && on > 16) {
+    char r[1400];
+    put(r, on - 11 < sizeof r ? on - 11 : sizeof r, "%s", reason);
+    put(origin, on, "default (%s)", r);
+  } else {
+    put(origin, on, "default");
+  }
   return plan_layer(tuned_spec, batch, tokens, recipe, arch, layer_id, out, err, errlen);
 }

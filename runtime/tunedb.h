@@ -143,7 +143,14 @@ typedef struct {
   char db[512];             /* tunedb_path of the database that held it */
   int exact;                /* 1: the same shape, 0: the nearest recorded shape */
   double distance;          /* sum over T = B*L, O, I of |ln(a/b)| (0 when exact) */
+  int far;                  /* 1: the nearest row is beyond HOT_TUNE_NEAR_MAX (not used) */
 } hot_tune_choice;
+
+/* The nearest-shape rule's cut-off: a row of another shape is used only when its distance
+ * (above) is at most ln 8, i.e. the three ratios T/T', O/O', I/I' (each taken >= 1) multiply to at
+ * most 8: T 8x off, or T, O and I each 2x off. Farther rows say nothing about the layer's tiles
+ * (docs/tuning.md, "Nearest shape"). */
+#define HOT_TUNE_NEAR_MAX 2.0794415416798357
 
 /* Among rows with kind "speed", status "ok", timed 1, bitexact 1 and the query's arch, dtype,
  * recipe, base (and device when given), in the databases dbs[0..n) (NULL entries skipped):
@@ -151,7 +158,9 @@ typedef struct {
  * before one at the same distance (same T = B*L, O, I split differently), then the earlier
  * database, then the smallest time_med_ms, then the smallest variant string (a total order: the
  * answer never depends on row order). Rows with a non-positive shape or a NAN time are skipped.
- * Returns 1 with *out filled, 0 when no row qualifies, -1 on an error (a NULL argument or field,
+ * The chosen row is used only when its distance is at most HOT_TUNE_NEAR_MAX.
+ * Returns 1 with *out filled, 0 when no row qualifies (*out zeroed; or, when the nearest row is
+ * beyond the cut-off, *out holds it with far = 1, for the caller to say how far it was), -1 on an error (a NULL argument or field,
  * a non-positive query shape, a row that cannot be read; message in err naming the database;
  * callers report it and plan with the defaults). */
 int tunedb_best_speed(hot_tunedb *const *dbs, int n, const hot_tune_query *q,

@@ -104,6 +104,47 @@ typedef struct {
   tooldata b;
 } data_set;
 
+/* The plans of layer `layer` of m (as written) at B1 x L1 and B2 x L2 block alike: the same HQ
+ * block, the same HLA on/off, p, layout and rank. 1, or 0 (also when either does not plan). */
+static int same_blocking(const hot_model *m, int layer, const tune_opts *o, int64_t B1, int64_t L1,
+                         int64_t B2, int64_t L2) {
+  const hot_layer_spec *s = &m->layers[layer];
+  hot_arch arch = m->archs[0];
+  if (o->plan_arch) plan_arch_parse(o->plan_arch, &arch);
+  hot_layer_plan *p0 = malloc(sizeof *p0), *p1 = malloc(sizeof *p1);
+  char err[256];
+  int same = p0 && p1 && plan_layer(s, B1, L1, m->recipe, arch, layer, p0, err, sizeof err) == 0 &&
+             plan_layer(s, B2, L2, m->recipe, arch, layer, p1, err, sizeof err) == 0 &&
+             p1->hla.enabled == p0->hla.enabled && p1->hla.block == p0->hla.block &&
+             p1->hla.layout == p0->hla.layout && p1->hla.rank == p0->hla.rank &&
+             p1->hq.block == p0->hq.block;
+  free(p0);
+  free(p1);
+  return same;
+}
+
+int tune_capture_fits(const hot_model *m, int layer, const tune_opts *o, const hot_capture *c,
+                      char *why, size_t whylen) {
+  const hot_layer_spec *s = &m->layers[layer];
+  const int64_t L = s->tokens ? s->tokens : m->tokens;
+  if (c->O != s->out_features || c->I != s->in_features) {
+    hot_msgf(why, whylen, "captured O x I = %lld x %lld, layer %s is %lld x %lld",
+             (long long)c->O, (long long)c->I, s->name, (long long)s->out_features,
+             (long long)s->in_features);
+    return 0;
+  }
+  /* the rule of the seeded data's size (sizes): any B, an L with the layer's blocking */
+  if (v2_capped(c->L) != v2_capped(L) ||
+      !same_blocking(m, layer, o, c->B, c->L, m->batch, L)) {
+    hot_msgf(why, whylen, "captured B x L = %lld x %lld blocks differently from layer %s at "
+             "B x L = %lld x %lld (HQ/HLA blocks, layout or rank): its errors would be another "
+             "layer's", (long long)c->B, (long long)c->L, s->name, (long long)m->batch,
+             (long long)L);
+    return 0;
+  }
+  return 1;
+}
+
 /* The seeded data of `kind` (0..2) for the layer, or the capture (kind HOT_TUNE_CAPTURE). Returns
  * 0, 1 when the capture does not fit the layer (why in err), -1 on out-of-memory. */
 static int make_data(const hot_model *m, int layer, const tune_opts *o, int kind, data_set *d,
@@ -119,10 +160,9 @@ static int make_data(const hot_model *m, int layer, const tune_opts *o, int kind
       }
     }
     const hot_capture *c = &g_capture;
-    if (c->O != s->out_features || c->I != s->in_features) {
-      snprintf(err, errlen, "%s: captured O x I = %lld x %lld, layer %s is %lld x %lld", o->capture,
-               (long long)c->O, (long long)c->I, s->name, (long long)s->out_features,
-               (long long)s->in_features);
+    char why[300];
+    if (!tune_capture_fits(m, layer, o, c, why, sizeof why)) {
+      hot_msgf(err, errlen, "%s: %s", o->capture, why);
       return 1;
     }
     d->B = c->B;
@@ -189,11 +229,11 @@ static int run_kind(const hot_model *m, int layer, const hot_layer_spec *s, cons
   char why[300] = "";
   int rc = make_data(m, layer, o, kind, &d, why, sizeof why);
   if (rc < 0) {
-    snprintf(err, errlen, "out of memory making the data of layer %s", s->name);
+    hot_msgf(err, errlen, "out of memory making the data of layer %s", s->name);
     return -1;
   }
   if (rc > 0) { /* a capture that cannot serve: the row says so, the seeded kinds still count */
-    snprintf(row->note, sizeof row->note, "capture not used: %.200s", why);
+    hot_msgf(row->note, sizeof row->note, "capture not used: %s", why);
     return 0;
   }
   hot_options opt;
@@ -227,25 +267,30 @@ static int run_kind(const hot_model *m, int layer, const hot_layer_spec *s, cons
   }
   int out = 0;
   if (st == HOT_ERR_NOMEM) {
-    snprintf(err, errlen, "out of memory running layer %s", s->name);
+    hot_msgf(err, errlen, "out of memory running layer %s", s->name);
     out = -1;
   } else if (st != HOT_OK) {
     snprintf(row->status, sizeof row->status, "%s", st == HOT_ERR_PLAN ? "plan_refused" : "failed");
-    snprintf(row->note, sizeof row->note, "%s: %s: %.200s", what, hot_status_name(st),
+    hot_msgf(row->note, sizeof row->note, "%s: %s: %s", what, hot_status_name(st),
              hot_errmsg(ctx));
     out = 1;
   } else if (reference(layer, o, kind, &d.b) != 0) {
-    snprintf(err, errlen, "out of memory computing the fp64 reference of layer %s", s->name);
+    hot_msgf(err, errlen, "out of memory computing the fp64 reference of layer %s", s->name);
     out = -1;
   } else {
     row->gx_err[kind] = hot_ref_rel_err(gx, refs.ex[kind], b->T * b->I);
     row->gw_err[kind] = hot_ref_rel_err(gw, refs.ew[kind], b->O * b->I);
     if (kind == HOT_TUNE_GAUSS && !row->note[0]) /* the seeded data's size, for the reader */
-      snprintf(row->note, sizeof row->note, "seeded data B=%lld L=%lld", (long long)d.B,
+      hot_msgf(row->note, sizeof row->note, "seeded data B=%lld L=%lld", (long long)d.B,
                (long long)d.L);
     if (kind == HOT_TUNE_CAPTURE) {
       const char *base = strrchr(o->capture, '/');
       snprintf(row->capture, sizeof row->capture, "%s", base ? base + 1 : o->capture);
+      /* the capture's own shape, beside the seeded data's */
+      size_t used = strlen(row->note);
+      if (used < sizeof row->note)
+        hot_msgf(row->note + used, sizeof row->note - used, "%scapture B=%lld L=%lld",
+                 used ? "; " : "", (long long)d.B, (long long)d.L);
     }
   }
   hot_ctx_destroy(ctx);

@@ -179,7 +179,7 @@ static int row_config(hot_tune_row *r, const hot_model *m, const tune_env *env, 
   const int64_t L = s->tokens ? s->tokens : m->tokens;
   if (plan_layer(s, m->batch, L, m->recipe, env->arch, layer, &pl, e, sizeof e) != 0) {
     snprintf(r->status, sizeof r->status, "plan_refused");
-    snprintf(r->note, sizeof r->note, "%.250s", e);
+    hot_msgf(r->note, sizeof r->note, "%s", e);
     return -1;
   }
   r->saved_bytes = pl.abc.enabled ? pl.abc.bytes : pl.abc.fp32_bytes; /* at the spec's size */
@@ -241,14 +241,17 @@ static int load_capture(const tune_opts *o, const hot_model *m) {
   }
   const hot_capture *c = tune_accuracy_capture();
   int fits = 0;
+  char why[300] = "", w[300];
   for (int i = 0; i < m->n_layers; ++i)
-    if ((!o->layer || !strcmp(o->layer, m->layers[i].name)) &&
-        m->layers[i].out_features == c->O && m->layers[i].in_features == c->I)
-      fits = 1;
+    if (!o->layer || !strcmp(o->layer, m->layers[i].name)) {
+      if (tune_capture_fits(m, i, o, c, w, sizeof w)) fits = 1;
+      else if (!*why) hot_msgf(why, sizeof why, "%s", w);
+    }
   if (!fits) {
-    fprintf(stderr, "hot-tune: --capture: %s (layer '%s', O x I = %lld x %lld) fits no layer "
-            "being swept%s%s%s\n", o->capture, c->name, (long long)c->O, (long long)c->I,
-            o->layer ? " (--layer " : "", o->layer ? o->layer : "", o->layer ? ")" : "");
+    fprintf(stderr, "hot-tune: --capture: %s (layer '%s', B x L x O x I = %lld x %lld x %lld x "
+            "%lld) fits no layer being swept%s%s%s: %s\n", o->capture, c->name, (long long)c->B,
+            (long long)c->L, (long long)c->O, (long long)c->I, o->layer ? " (--layer " : "",
+            o->layer ? o->layer : "", o->layer ? ")" : "", why);
     tune_accuracy_free_capture();
     return -1;
   }
@@ -368,7 +371,7 @@ static void take_gpu_time(hot_tune_row *row, const hot_tune_row *t) {
   row->smem_bytes = t->smem_bytes, row->occupancy = t->occupancy;
   if (strcmp(t->status, "ok") != 0) {
     snprintf(row->status, sizeof row->status, "%s", t->status);
-    snprintf(row->note, sizeof row->note, "%s", t->note);
+    hot_msgf(row->note, sizeof row->note, "%s", t->note);
   }
 }
 

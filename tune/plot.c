@@ -4,6 +4,9 @@
 #define _POSIX_C_SOURCE 200809L
 #include "plot.h"
 
+#include "escape.h" /* esc_xml: the one XML escaping */
+#include "fileio.h" /* hot_file_fopen, hot_msg_cut */
+
 #include <errno.h>
 #include <math.h>
 #include <stdarg.h>
@@ -19,8 +22,9 @@ static void set_err(char *err, size_t len, const char *fmt, ...) {
   if (!err || len == 0) return;
   va_list ap;
   va_start(ap, fmt);
-  vsnprintf(err, len, fmt, ap);
+  int w = vsnprintf(err, len, fmt, ap);
   va_end(ap);
+  if (w > 0) hot_msg_cut(err, len, (size_t)w);
 }
 
 typedef struct {
@@ -49,7 +53,7 @@ static void buf_put(buf *b, const void *data, size_t n) {
 static void buf_str(buf *b, const char *s) { buf_put(b, s, strlen(s)); }
 
 /* Only integers and strings go through here, so the locale cannot change the output. */
-static void buf_printf(buf *b, const char *fmt, ...) {
+static void cbuf_printf(buf *b, const char *fmt, ...) {
   char tmp[256];
   va_list ap;
   va_start(ap, fmt);
@@ -308,37 +312,22 @@ typedef struct {
 enum { A_START, A_MIDDLE, A_END };
 
 static void svg_colour(canvas *c, const char *attr, int col) {
-  buf_printf(&c->out, " %s=\"#%02x%02x%02x\"", attr, k_pal[col][0], k_pal[col][1], k_pal[col][2]);
+  cbuf_printf(&c->out, " %s=\"#%02x%02x%02x\"", attr, k_pal[col][0], k_pal[col][1], k_pal[col][2]);
 }
 
 /* A coordinate in half units (the SVG position of a pixel centre is its index + 0.5). */
 static void svg_half(canvas *c, const char *attr, long halves) {
-  buf_printf(&c->out, " %s=\"%ld%s\"", attr, halves / 2, halves % 2 ? ".5" : "");
+  cbuf_printf(&c->out, " %s=\"%ld%s\"", attr, halves / 2, halves % 2 ? ".5" : "");
 }
 
-/* XML text of s: &<>"' escaped, valid UTF-8 kept, other non-printable bytes as '?'. */
+/* XML text of s (esc_xml: entities; valid UTF-8 kept; control characters and invalid bytes as
+ * '?'). */
 static void svg_escaped(canvas *c, const char *s) {
-  const unsigned char *p = (const unsigned char *)s;
-  while (*p) {
-    char a;
-    int k = next_glyph(p, &a);
-    if (k > 1) {
-      buf_put(&c->out, p, (size_t)k);
-    } else if (a == '&') {
-      buf_str(&c->out, "&amp;");
-    } else if (a == '<') {
-      buf_str(&c->out, "&lt;");
-    } else if (a == '>') {
-      buf_str(&c->out, "&gt;");
-    } else if (a == '"') {
-      buf_str(&c->out, "&quot;");
-    } else if (a == '\'') {
-      buf_str(&c->out, "&apos;");
-    } else {
-      buf_put(&c->out, &a, 1);
-    }
-    p += k;
-  }
+  hot_buf x = {0};
+  esc_xml(&x, s);
+  if (buf_ok(&x) && x.len) buf_put(&c->out, x.data, x.len);
+  else if (!buf_ok(&x)) c->out.oom = 1;
+  buf_free(&x);
 }
 
 static void px_set(canvas *c, int x, int y, int col) {
@@ -355,7 +344,7 @@ static void px_brush(canvas *c, int x, int y, int t, int col) {
 /* Fills the pixels x..x+w-1, y..y+h-1. */
 static void cv_fill(canvas *c, int x, int y, int w, int h, int col) {
   if (c->svg) {
-    buf_printf(&c->out, "<rect x=\"%d\" y=\"%d\" width=\"%d\" height=\"%d\"", x, y, w, h);
+    cbuf_printf(&c->out, "<rect x=\"%d\" y=\"%d\" width=\"%d\" height=\"%d\"", x, y, w, h);
     svg_colour(c, "fill", col);
     buf_str(&c->out, "/>\n");
     return;
@@ -373,7 +362,7 @@ static void cv_line(canvas *c, int x0, int y0, int x1, int y1, int t, int col) {
     svg_half(c, "x2", 2L * x1 + 1);
     svg_half(c, "y2", 2L * y1 + 1);
     svg_colour(c, "stroke", col);
-    buf_printf(&c->out, " stroke-width=\"%d\" stroke-linecap=\"square\"/>\n", t);
+    cbuf_printf(&c->out, " stroke-width=\"%d\" stroke-linecap=\"square\"/>\n", t);
     return;
   }
   int dx = abs(x1 - x0), dy = -abs(y1 - y0);
@@ -400,7 +389,7 @@ static void cv_frame(canvas *c, int x0, int y0, int x1, int y1, int col) {
     buf_str(&c->out, "<rect");
     svg_half(c, "x", 2L * x0 + 1);
     svg_half(c, "y", 2L * y0 + 1);
-    buf_printf(&c->out, " width=\"%d\" height=\"%d\" fill=\"none\"", x1 - x0, y1 - y0);
+    cbuf_printf(&c->out, " width=\"%d\" height=\"%d\" fill=\"none\"", x1 - x0, y1 - y0);
     svg_colour(c, "stroke", col);
     buf_str(&c->out, " stroke-width=\"1\"/>\n");
     return;
@@ -415,15 +404,15 @@ static void cv_frame(canvas *c, int x0, int y0, int x1, int y1, int col) {
 static void cv_polyline(canvas *c, const int *xy, int n, int t, int col, const char *cls) {
   if (n < 2) return;
   if (c->svg) {
-    buf_printf(&c->out, "<polyline class=\"%s\" points=\"", cls);
+    cbuf_printf(&c->out, "<polyline class=\"%s\" points=\"", cls);
     for (int i = 0; i < n; ++i) {
       long hx = 2L * xy[2 * i] + 1, hy = 2L * xy[2 * i + 1] + 1;
-      buf_printf(&c->out, "%s%ld%s,%ld%s", i ? " " : "", hx / 2, hx % 2 ? ".5" : "", hy / 2,
+      cbuf_printf(&c->out, "%s%ld%s,%ld%s", i ? " " : "", hx / 2, hx % 2 ? ".5" : "", hy / 2,
                  hy % 2 ? ".5" : "");
     }
     buf_str(&c->out, "\" fill=\"none\"");
     svg_colour(c, "stroke", col);
-    buf_printf(&c->out, " stroke-width=\"%d\" stroke-linejoin=\"miter\"/>\n", t);
+    cbuf_printf(&c->out, " stroke-width=\"%d\" stroke-linejoin=\"miter\"/>\n", t);
     return;
   }
   for (int i = 0; i + 1 < n; ++i)
@@ -435,7 +424,7 @@ static void cv_polyline(canvas *c, const int *xy, int n, int t, int col, const c
 static void cv_disc(canvas *c, int cx, int cy, int r, int col, const char *cls, const char *tip) {
   if (c->svg) {
     buf_str(&c->out, "<circle");
-    if (cls) buf_printf(&c->out, " class=\"%s\"", cls);
+    if (cls) cbuf_printf(&c->out, " class=\"%s\"", cls);
     svg_half(c, "cx", 2L * cx + 1);
     svg_half(c, "cy", 2L * cy + 1);
     svg_half(c, "r", 2L * r + 1);
@@ -458,13 +447,13 @@ static void cv_disc(canvas *c, int cx, int cy, int r, int col, const char *cls, 
 static void cv_ring(canvas *c, int cx, int cy, int r, int t, int col, const char *cls) {
   if (c->svg) {
     buf_str(&c->out, "<circle");
-    if (cls) buf_printf(&c->out, " class=\"%s\"", cls);
+    if (cls) cbuf_printf(&c->out, " class=\"%s\"", cls);
     svg_half(c, "cx", 2L * cx + 1);
     svg_half(c, "cy", 2L * cy + 1);
     svg_half(c, "r", 2L * r + 1 - t); /* the middle of the band r - t + 1/2 .. r + 1/2 */
     buf_str(&c->out, " fill=\"none\"");
     svg_colour(c, "stroke", col);
-    buf_printf(&c->out, " stroke-width=\"%d\"/>\n", t);
+    cbuf_printf(&c->out, " stroke-width=\"%d\"/>\n", t);
     return;
   }
   int ri = r - t;
@@ -483,12 +472,12 @@ static void cv_text(canvas *c, int x, int top, int anchor, int sc, int col, cons
   if (w <= 0) return;
   if (c->svg) {
     buf_str(&c->out, "<text");
-    if (cls) buf_printf(&c->out, " class=\"%s\"", cls);
-    buf_printf(&c->out, " x=\"%d\" y=\"%d\" font-size=\"%d\"",
+    if (cls) cbuf_printf(&c->out, " class=\"%s\"", cls);
+    cbuf_printf(&c->out, " x=\"%d\" y=\"%d\" font-size=\"%d\"",
                anchor == A_START ? x : anchor == A_MIDDLE ? x : x + 1, top + CAP_H * sc,
                CELL_H * sc);
     if (anchor != A_START)
-      buf_printf(&c->out, " text-anchor=\"%s\"", anchor == A_MIDDLE ? "middle" : "end");
+      cbuf_printf(&c->out, " text-anchor=\"%s\"", anchor == A_MIDDLE ? "middle" : "end");
     svg_colour(c, "fill", col);
     buf_str(&c->out, ">");
     svg_escaped(c, s);
@@ -1160,9 +1149,12 @@ static int write_atomic(const char *path, const unsigned char *data, size_t n, c
     return -1;
   }
   snprintf(tmp, pl + 32, "%s.tmp.%ld", path, (long)getpid());
-  FILE *f = fopen(tmp, "wb");
+  char why[128];
+  FILE *f = NULL; /* regular files only: a FIFO or directory at path is refused, not replaced */
+  if (hot_file_check_regular(path, 0, why, sizeof why) == 0)
+    f = hot_file_fopen(tmp, "wb", why, sizeof why);
   if (!f) {
-    set_err(err, errlen, "plot: cannot write %s: %s", path, strerror(errno));
+    set_err(err, errlen, "plot: cannot write %s: %s", path, why);
     free(tmp);
     return -1;
   }
@@ -1285,7 +1277,7 @@ static int render(const layout *L, const hot_plot_point *pts, int n, const hot_p
   int rc = 0;
   if (svg) {
     buf_str(&c.out, "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n");
-    buf_printf(&c.out,
+    cbuf_printf(&c.out,
                "<svg xmlns=\"http://www.w3.org/2000/svg\" version=\"1.1\" width=\"%d\" "
                "height=\"%d\" viewBox=\"0 0 %d %d\" font-family=\"monospace\">\n",
                L->W, L->H, L->W, L->H);

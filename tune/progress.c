@@ -41,7 +41,7 @@ void tune_progress_step(tune_progress *p, const char *label) {
     char bar[64];
     for (int i = 0; i < p->width; ++i) bar[i] = i < fill ? '#' : '.';
     bar[p->width] = 0;
-    fprintf(p->f, "\r\033[K[%s] %d/%d ETA %s  %.60s", bar, p->done, p->total, eta, label);
+    fprintf(p->f, "\r\033[K[%s] %d/%d ETA %s  %s", bar, p->done, p->total, eta, tune_cell(label, 60));
   } else {
     fprintf(p->f, "hot-tune: %d/%d (%s, ETA %s) %s\n", p->done, p->total, spent, eta, label);
   }

@@ -45,35 +45,58 @@ static void print_num(FILE *f, double v) {
   else fprintf(f, "%.17g", v);
 }
 
+const char *tune_cell(const char *s, int width) {
+  static hot_buf ring[8];
+  static int next;
+  hot_buf *b = &ring[next];
+  next = (next + 1) % 8;
+  b->len = 0;
+  if (b->data) b->data[0] = '\0';
+  esc_text(b, s ? s : "");
+  if (!buf_ok(b) || !b->data) return "?";
+  if (width > 3 && b->len > (size_t)width) { /* cut at a whole character, then "..." */
+    size_t cut = (size_t)width - 3;
+    while (cut > 0 && ((unsigned char)b->data[cut] & 0xC0) == 0x80) --cut;
+    memcpy(b->data + cut, "...", 4);
+    b->len = cut + 3;
+  }
+  return b->data;
+}
+
+/* One text cell of --rows: escaped (a tab or newline in a value never adds a column or a line),
+ * then a tab. */
+static void cell(FILE *f, const char *s) {
+  esc_fputs(f, esc_text, s);
+  fputc('\t', f);
+}
+
 /* --rows: every field but the date, tab-separated, in the database's total order. */
 static void print_rows(const row_list *l, FILE *f) {
   for (int i = 0; i < l->n; ++i) {
     const hot_tune_row *r = &l->r[i];
-    fprintf(f, "%s\t%s\t%s\t%s\t%s\t%lld\t%lld\t%lld\t%lld\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%d\t",
-            r->device, r->arch, r->driver, r->nvrtc, r->hot_version, (long long)r->batch,
-            (long long)r->tokens, (long long)r->out_features, (long long)r->in_features, r->dtype,
-            r->recipe, r->base, r->kind, r->variant, r->model, r->layer, r->config, r->status,
-            r->note, r->timed);
+    const char *const k1[] = {r->device, r->arch, r->driver, r->nvrtc, r->hot_version};
+    for (int k = 0; k < 5; ++k) cell(f, k1[k]);
+    fprintf(f, "%lld\t%lld\t%lld\t%lld\t", (long long)r->batch, (long long)r->tokens,
+            (long long)r->out_features, (long long)r->in_features);
+    const char *const k2[] = {r->dtype, r->recipe, r->base, r->kind, r->variant, r->model,
+                              r->layer, r->config, r->status, r->note};
+    for (int k = 0; k < 10; ++k) cell(f, k2[k]);
+    fprintf(f, "%d\t", r->timed);
     const double t[4] = {r->time_med_ms, r->time_p10_ms, r->time_p90_ms, r->time_min_ms};
     for (int k = 0; k < 4; ++k) print_num(f, r->timed ? t[k] : NAN), fputc('\t', f);
     fprintf(f, "%d\t%d\t%d\t%d\t%d\t", r->repeats, r->bitexact, r->regs, r->spills, r->smem_bytes);
     print_num(f, r->occupancy);
     for (int k = 0; k < HOT_TUNE_DATA_COUNT; ++k) fputc('\t', f), print_num(f, r->gx_err[k]);
     for (int k = 0; k < HOT_TUNE_DATA_COUNT; ++k) fputc('\t', f), print_num(f, r->gw_err[k]);
-    fprintf(f, "\t%s\t%lld\n", r->capture, (long long)r->saved_bytes);
+    fputc('\t', f);
+    cell(f, r->capture);
+    fprintf(f, "%lld\n", (long long)r->saved_bytes);
   }
 }
 
 /* --sql: the rows fit for the system DB (speed, ok, timed, bit-exact) as the INSERT statements
  * tune/system.sql holds (one per row; NULL for a figure not measured). */
-static void sql_str(FILE *f, const char *s) {
-  fputc('\'', f);
-  for (; *s; ++s) {
-    if (*s == '\'') fputc('\'', f);
-    fputc(*s, f);
-  }
-  fputc('\'', f);
-}
+static void sql_str(FILE *f, const char *s) { esc_fputs(f, esc_sql, s); }
 
 static void sql_num(FILE *f, double v) {
   if (isnan(v) || isinf(v)) fputs("NULL", f);
@@ -116,16 +139,7 @@ static int print_sql(const row_list *l, FILE *f) {
   return n;
 }
 
-void tune_json_str(FILE *f, const char *s) {
-  fputc('"', f);
-  for (; *s; ++s) {
-    unsigned char c = (unsigned char)*s;
-    if (c == '"' || c == '\\') fprintf(f, "\\%c", c);
-    else if (c < 0x20) fprintf(f, "\\u%04x", c);
-    else fputc(c, f);
-  }
-  fputc('"', f);
-}
+void tune_json_str(FILE *f, const char *s) { esc_fputs(f, esc_json, s); }
 
 static void json_num(FILE *f, double v) {
   if (isnan(v) || isinf(v)) fputs("null", f);
@@ -289,7 +303,8 @@ static int show_speed_block(const row_list *l, int si, int j, const hot_tune_row
   }
   qsort(sp, (size_t)ns, sizeof *sp, cmp_time);
   fprintf(out, "  speed, %s on %s: %d variant%s (%d pruned, %d failed or refused, %d timed and "
-          "bit-exact)\n", l->r[si].arch, l->r[si].device[0] ? l->r[si].device : "no GPU", n_speed,
+          "bit-exact)\n", tune_cell(l->r[si].arch, 0),
+          l->r[si].device[0] ? tune_cell(l->r[si].device, 0) : "no GPU", n_speed,
           n_speed == 1 ? "" : "s", n_pruned, n_bad, ns);
   const hot_tune_row *ref = NULL;
   for (int k = 0; k < ns; ++k)
@@ -305,7 +320,7 @@ static int show_speed_block(const row_list *l, int si, int j, const hot_tune_row
   for (int k = 0; k < ns && k < 5; ++k)
     fprintf(out, "    %-3d %10.4f %10.4f %6d %6.2f  %s%s\n", k + 1, sp[k]->time_med_ms,
             sp[k]->time_p90_ms, sp[k]->regs, sp[k]->occupancy,
-            sp[k]->variant[0] ? sp[k]->variant : "(as written)",
+            sp[k]->variant[0] ? tune_cell(sp[k]->variant, 0) : "(as written)",
             k == 0 ? "   <- the planner's choice" : "");
   return sj;
 }
@@ -327,11 +342,12 @@ static void show_front(const acc_point *pts, int na, int n_acc_bad, int timed, F
     fmt_err(e[0], 16, r->gx_err[0]), fmt_err(e[1], 16, r->gx_err[1]), fmt_err(e[2], 16, r->gx_err[2]);
     fmt_err(e[3], 16, r->gw_err[0]), fmt_err(e[4], 16, r->gw_err[1]), fmt_err(e[5], 16, r->gw_err[2]);
     fmt_err(e[6], 16, pts[k].err);
-    fprintf(out, "    %-2s %-44.44s %8s %8s %8s %8s %8s %8s %8s %12.*f\n", pts[k].chosen ? "*" : "",
-            r->variant[0] ? r->variant : "(as written)", e[0], e[1], e[2], e[3], e[4], e[5], e[6], timed ? 4 : 0, pts[k].cost);
+    fprintf(out, "    %-2s %-44s %8s %8s %8s %8s %8s %8s %8s %12.*f\n", pts[k].chosen ? "*" : "",
+            r->variant[0] ? tune_cell(r->variant, 44) : "(as written)", e[0], e[1], e[2], e[3], e[4], e[5], e[6], timed ? 4 : 0, pts[k].cost);
   }
   if (na && pts[0].r->capture[0])
-    fprintf(out, "    (errors on captured tensors %s are in --json / --rows)\n", pts[0].r->capture);
+    fprintf(out, "    (errors on captured tensors %s are in --json / --rows)\n",
+            tune_cell(pts[0].r->capture, 0));
   fprintf(out, "    error = mean over the data sets of sqrt((gx^2 + gw^2) / 2)\n");
 }
 
@@ -414,9 +430,10 @@ static int show_summary(const show_opts *o, const row_list *l, FILE *out) {
     int j = i;
     while (j < l->n && !cmp_shape(&l->r[j], &l->r[i])) ++j;
     const hot_tune_row *first = &l->r[i];
-    fprintf(out, "\n%s / %s  (B x L x O x I = %lld x %lld x %lld x %lld, %s, recipe %s)\n", first->model,
-            first->layer, (long long)first->batch, (long long)first->tokens,
-            (long long)first->out_features, (long long)first->in_features, first->dtype, first->recipe);
+    fprintf(out, "\n%s / %s  (B x L x O x I = %lld x %lld x %lld x %lld, %s, recipe %s)\n",
+            tune_cell(first->model, 0), tune_cell(first->layer, 0), (long long)first->batch, (long long)first->tokens,
+            (long long)first->out_features, (long long)first->in_features, tune_cell(first->dtype, 0),
+            tune_cell(first->recipe, 0));
     /* speed: one block per (device, arch) — rows come sorted that way (sort_groups) */
     for (int si = i; si < j;)
       si = strcmp(l->r[si].kind, "speed") ? si + 1 : show_speed_block(l, si, j, sp, out);

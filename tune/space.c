@@ -15,6 +15,8 @@ static const char *const acc_scale[] = {"tensor", "sample", "token"};
 static const char *const mn_small[] = {"64", "128"};
 static const char *const n_wide[] = {"128", "256"};
 static const char *const stages[] = {"3", "4"};
+/* sm_90a: warps_n 1 = the cp.async wgmma GEMM, 2 = the TMA GEMM (docs/gemm-paths.md) */
+static const char *const sm90a_path[] = {"1", "2"};
 
 static void axis(tune_axis *a, const char *field, const char *const *v, int n) {
   memset(a, 0, sizeof *a);
@@ -29,7 +31,7 @@ int tune_axes(const hot_model *m, hot_field_class cls, hot_arch arch, tune_axis 
   for (int i = 0; i < m->n_sweep; ++i) {
     const hot_field *f = fields_find(m->sweep[i].field);
     if (!f) {
-      snprintf(err, errlen, "%s: sweep axis '%s' is not a field hot-tune knows", m->file,
+      hot_msgf(err, errlen, "%s: sweep axis '%s' is not a field hot-tune knows", m->file,
                m->sweep[i].field);
       return -1;
     }
@@ -50,6 +52,8 @@ int tune_axes(const hot_model *m, hot_field_class cls, hot_arch arch, tune_axis 
     axis(&axes[(*n)++], "tile_gx.tile_n", n_wide, 2);
     axis(&axes[(*n)++], "tile_gx.stages", stages, 2);
     axis(&axes[(*n)++], "tile_gw.tile_n", n_wide, 2);
+    axis(&axes[(*n)++], "tile_gx.warps_n", sm90a_path, 2);
+    axis(&axes[(*n)++], "tile_gw.warps_n", sm90a_path, 2);
   } else {
     axis(&axes[(*n)++], "tile_gx.tile_m", mn_small, 2);
     axis(&axes[(*n)++], "tile_gx.tile_n", mn_small, 2);
@@ -58,6 +62,19 @@ int tune_axes(const hot_model *m, hot_field_class cls, hot_arch arch, tune_axis 
     axis(&axes[(*n)++], "tile_gw.tile_n", mn_small, 2);
   }
   return 0;
+}
+
+/* The variants of one layer and class: 1 (the layer as written) + the product of the axis sizes,
+ * computed before anything is built; any count over TUNE_MAX_VARIANTS is TUNE_MAX_VARIANTS + 1
+ * (no overflow, whatever the axes). */
+static int64_t space_size(const tune_axis *axes, int na) {
+  int64_t p = 1;
+  for (int a = 0; a < na; ++a) {
+    if (axes[a].n <= 0) return 1; /* an empty axis: only the layer as written */
+    if (p > TUNE_MAX_VARIANTS / axes[a].n) return TUNE_MAX_VARIANTS + 1;
+    p *= axes[a].n;
+  }
+  return p + 1 > TUNE_MAX_VARIANTS ? TUNE_MAX_VARIANTS + 1 : p + 1;
 }
 
 /* Appends the product of axes[0..na) for one layer and class to *list. */
@@ -70,7 +87,7 @@ static int product(const tune_axis *axes, int na, int layer, hot_field_class cls
       int nc = *cap ? *cap * 2 : 64;
       tune_variant *nl = realloc(*list, (size_t)nc * sizeof **list);
       if (!nl) {
-        snprintf(err, errlen, "out of memory listing the variants");
+        hot_msgf(err, errlen, "out of memory listing the variants");
         return -1;
       }
       *list = nl;
@@ -86,7 +103,7 @@ static int product(const tune_axis *axes, int na, int layer, hot_field_class cls
       int w = snprintf(v->assign + used, sizeof v->assign - used, "%s%s=%s", a ? ";" : "",
                        axes[a].field, axes[a].values[idx[a]]);
       if (w < 0 || (size_t)w >= sizeof v->assign - used) {
-        snprintf(err, errlen, "variant text longer than %d bytes", HOT_TUNE_TEXT - 1);
+        hot_msgf(err, errlen, "variant text longer than %d bytes", HOT_TUNE_TEXT - 1);
         return -1;
       }
       used += (size_t)w;
@@ -95,10 +112,6 @@ static int product(const tune_axis *axes, int na, int layer, hot_field_class cls
     if (as_written) {
       as_written = 0;
       continue;
-    }
-    if (*n > (1 << 20)) {
-      snprintf(err, errlen, "the space has more than %d variants per layer: fewer axes or values", 1 << 20);
-      return -1;
     }
     int a = na - 1; /* odometer: the last axis moves fastest */
     while (a >= 0 && ++idx[a] == axes[a].n) idx[a--] = 0;
@@ -122,21 +135,40 @@ static int duplicate_of(const hot_model *m, const tune_opts *o, int l) {
   return -1;
 }
 
-/* Appends layer l's variants of the selected kinds to *out. Returns 0, or -1 with a message. */
+/* Appends layer l's variants of the selected kinds to *out. The layer's count (both kinds) is
+ * checked against TUNE_MAX_VARIANTS before a variant is built. Returns 0, or -1 with a message. */
 static int layer_variants(const hot_model *m, const tune_opts *o, hot_arch arch, int l,
                           tune_variant **out, int *n, int *cap, char *err, size_t errlen) {
+  tune_axis axes[2][HOT_MAX_SWEEP * 4];
+  int na[2] = {0, 0};
+  int64_t total = 0;
+  if (m->n_sweep > HOT_MAX_SWEEP * 4) {
+    hot_msgf(err, errlen, "%s: %d sweep axes, at most %d", m->file, m->n_sweep, HOT_MAX_SWEEP * 4);
+    return -1;
+  }
   for (int c = 0; c < 2; ++c) {
     const hot_field_class cls = c == 0 ? HOT_FIELD_SPEED : HOT_FIELD_ACCURACY;
     if (!(o->kinds & (c == 0 ? TUNE_SPEED : TUNE_ACCURACY))) continue;
-    tune_axis axes[HOT_MAX_SWEEP * 4];
-    int na = 0;
-    if (m->n_sweep > HOT_MAX_SWEEP * 4) {
-      snprintf(err, errlen, "%s: more than %d sweep axes", m->file, HOT_MAX_SWEEP * 4);
-      return -1;
-    }
-    if (tune_axes(m, cls, arch, axes, &na, err, errlen) != 0 ||
-        product(axes, na, l, cls, out, n, cap, err, errlen) != 0)
-      return -1;
+    if (tune_axes(m, cls, arch, axes[c], &na[c], err, errlen) != 0) return -1;
+    total += space_size(axes[c], na[c]);
+  }
+  if (total > TUNE_MAX_VARIANTS) {
+    hot_msgf(err, errlen, "layer %s: the space has %s%lld variants, at most %d per layer: fewer "
+             "axes or values (or --kind speed / accuracy alone)", m->layers[l].name,
+             total > 2 * (int64_t)TUNE_MAX_VARIANTS ? "more than " : "",
+             (long long)(total > 2 * (int64_t)TUNE_MAX_VARIANTS ? TUNE_MAX_VARIANTS : total),
+             TUNE_MAX_VARIANTS);
+    return -1;
+  }
+  if ((int64_t)*n + total > INT32_MAX) {
+    hot_msgf(err, errlen, "the sweep has more than %d variants in all: sweep fewer layers "
+             "(--layer)", INT32_MAX);
+    return -1;
+  }
+  for (int c = 0; c < 2; ++c) {
+    const hot_field_class cls = c == 0 ? HOT_FIELD_SPEED : HOT_FIELD_ACCURACY;
+    if (!(o->kinds & (c == 0 ? TUNE_SPEED : TUNE_ACCURACY))) continue;
+    if (product(axes[c], na[c], l, cls, out, n, cap, err, errlen) != 0) return -1;
   }
   return 0;
 }
@@ -163,16 +195,18 @@ int tune_space(const hot_model *m, const tune_opts *o, hot_arch arch, tune_varia
     }
   }
   if (!found) {
-    char names[256] = "";
-    size_t used = 0;
-    for (int l = 0; l < m->n_layers && used < sizeof names - 70; ++l)
-      used += (size_t)snprintf(names + used, sizeof names - used, "%s%s", l ? ", " : "",
-                               m->layers[l].name);
-    snprintf(err, errlen, "%s has no layer '%s' (layers: %s)", m->file, o->layer, names);
+    hot_buf names = {0}; /* every name; the message is cut at a name when err is full */
+    for (int l = 0; l < m->n_layers; ++l) {
+      if (l) buf_puts(&names, ", ");
+      buf_puts(&names, m->layers[l].name);
+    }
+    hot_msgf(err, errlen, "%s has no layer '%s' (layers: %s)", m->file, o->layer,
+             buf_ok(&names) && names.data ? names.data : "?");
+    buf_free(&names);
     return -1;
   }
   if (*n == 0) {
-    snprintf(err, errlen, "empty space: no variant to try (kinds: %s)",
+    hot_msgf(err, errlen, "empty space: no variant to try (kinds: %s)",
              o->kinds == TUNE_SPEED ? "speed" : o->kinds == TUNE_ACCURACY ? "accuracy" : "none");
     return -1;
   }
@@ -184,7 +218,7 @@ int tune_variant_spec(const hot_model *m, const tune_variant *v, hot_layer_spec 
   *out = m->layers[v->layer];
   char e[300];
   if (fields_apply(out, v->assign, e, sizeof e) != 0) {
-    snprintf(err, errlen, "layer %s: %s", out->name, e);
+    hot_msgf(err, errlen, "layer %s: %s", out->name, e);
     return -1;
   }
   return 0;

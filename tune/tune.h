@@ -21,6 +21,9 @@
 #include "hot.h"
 #include "hot_tools.h" /* libhot's internals: capture files, the tuning DB, the JIT */
 #include "plan.h"
+#include "buf.h"
+#include "escape.h"
+#include "fileio.h"
 #include "tunedb_write.h"
 
 /* ---- options of a sweep ------------------------------------------------------------------- */
@@ -57,6 +60,10 @@ typedef struct {
 } tune_env;
 
 /* ---- space.c ------------------------------------------------------------------------------ */
+/* Most variants of one layer (both kinds together, the layer as written included): a space
+ * beyond it is refused before a variant is built. */
+#define TUNE_MAX_VARIANTS (1 << 20)
+
 typedef struct {
   int layer;                 /* index in the model */
   hot_field_class cls;       /* SPEED or ACCURACY */
@@ -103,6 +110,11 @@ void tune_accuracy_reset(void);
  * Returns 0, or -1 with the reader's one-line message in err. tune_accuracy_capture: the loaded
  * capture (borrowed) or NULL; tune_accuracy_free_capture releases it. */
 int tune_accuracy_load_capture(const char *path, char *err, size_t errlen);
+/* 1 when capture c can measure layer `layer` of m: the layer's O and I, and a B x L whose plan
+ * blocks as the layer's at the spec's B x L (any B; L with the layer's HQ/HLA blocking, layout
+ * and rank: the rule of the seeded data's size). Else 0 with why (docs/capture.md). */
+int tune_capture_fits(const hot_model *m, int layer, const tune_opts *o, const hot_capture *c,
+                      char *why, size_t whylen);
 const hot_capture *tune_accuracy_capture(void);
 void tune_accuracy_free_capture(void);
 
@@ -153,6 +165,10 @@ int tune_show(const show_opts *o, FILE *out);
 
 /* Writes s as a JSON string (quoted, escaped). */
 void tune_json_str(FILE *f, const char *s);
+/* s as one cell of a table printed for people (esc_text: control characters and invalid UTF-8
+ * escaped), cut to width bytes with "..." when width > 3 and it is longer (0: never cut). The
+ * text lives in one of 8 rotating buffers: valid until 8 more calls. "?" when out of memory. */
+const char *tune_cell(const char *s, int width);
 
 /* The combined error of an accuracy row: sqrt((gx^2 + gw^2) / 2) averaged over the data kinds it
  * has; NAN when it has none. */
