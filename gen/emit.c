@@ -9,6 +9,7 @@
 #include "buf.h"
 #include "diag.h"
 #include "embed.h"
+#include "kernel_desc.h"
 
 #ifndef HOT_VERSION
 #define HOT_VERSION "0"
@@ -21,34 +22,32 @@
 
 /* The parameters of one kernel instance: names are identifiers of at most PARAM_LEN - 1
  * characters (longer ones are an error), values are heap strings of any length. */
-typedef struct {
+struct hot_params {
   int n;
   int failed;               /* 1: out of memory; 2: too many parameters or a name too long */
   char name[MAX_PARAMS][PARAM_LEN];
   char *value[MAX_PARAMS];  /* owned */
-} params;
+};
+typedef struct hot_params params;
 
 static void params_free(params *p) {
   for (int i = 0; i < p->n; ++i) free(p->value[i]);
   p->n = 0;
 }
 
-#if defined(__GNUC__)
-__attribute__((format(printf, 3, 4)))
-#endif
-static void param_set(params *p, const char *name, const char *fmt, ...) {
+static void param_vset(params *p, const char *name, const char *fmt, va_list ap0) {
   if (p->failed) return;
   if (p->n >= MAX_PARAMS || strlen(name) >= PARAM_LEN) {
     p->failed = 2; /* a bug of the caller: more parameters or a longer name than the table takes */
     return;
   }
   va_list ap;
-  va_start(ap, fmt);
+  va_copy(ap, ap0);
   int len = vsnprintf(NULL, 0, fmt, ap);
   va_end(ap);
   char *v = len < 0 ? NULL : malloc((size_t)len + 1);
   if (v) {
-    va_start(ap, fmt);
+    va_copy(ap, ap0);
     vsnprintf(v, (size_t)len + 1, fmt, ap);
     va_end(ap);
   }
@@ -60,74 +59,35 @@ static void param_set(params *p, const char *name, const char *fmt, ...) {
   p->value[p->n++] = v;
 }
 
-/* The HLA basis rows of the plan as HOT_ROWS text: "r0,r1,...", every one of the rank's rows. */
-static char *rows_text(const hot_layer_plan *pl) {
-  hot_buf b = {0};
-  for (int i = 0; i < pl->hla.rank; ++i) buf_printf(&b, "%s%d", i ? "," : "", pl->hla.rows[i]);
-  return buf_take(&b);
+#if defined(__GNUC__)
+__attribute__((format(printf, 3, 4)))
+#endif
+static void param_set(params *p, const char *name, const char *fmt, ...) {
+  va_list ap;
+  va_start(ap, fmt);
+  param_vset(p, name, fmt, ap);
+  va_end(ap);
 }
 
-/* The template parameters of one planned kernel. Returns 0, or -1 with p->failed set. */
+void kd_param(hot_params *p, const char *name, const char *fmt, ...) {
+  va_list ap;
+  va_start(ap, fmt);
+  param_vset(p, name, fmt, ap);
+  va_end(ap);
+}
+
+void kd_param_oom(hot_params *p) {
+  if (!p->failed) p->failed = 1;
+}
+
+/* The template parameters of one planned kernel: HOT_KNAME, then its descriptor's. Returns 0, or
+ * -1 with p->failed set. */
 static int kernel_params(const hot_layer_plan *pl, const hot_kernel_plan *k, params *p) {
   p->n = 0;
   p->failed = 0;
   param_set(p, "HOT_KNAME", "%s", k->name);
-  int dt = (int)pl->spec->dtype;
-  switch (k->role) {
-  case HOT_K_HQ_G:
-  case HOT_K_HQ_W: {
-    const hot_quant *q = k->role == HOT_K_HQ_W ? &pl->hq.w : &pl->hq.g;
-    param_set(p, "HOT_OPERAND", "%d", k->role == HOT_K_HQ_W);
-    param_set(p, "HOT_DTYPE", "%d", dt);
-    param_set(p, "HOT_B", "%d", pl->hq.block);
-    param_set(p, "HOT_BITS", "%d", q->bits);
-    param_set(p, "HOT_CODES", "%d", (int)pl->hq.codes);
-    param_set(p, "HOT_ROUND", "%d", q->round == HOT_ROUND_SR); /* 0: RTN, 1: SR */
-    break;
-  }
-  case HOT_K_ABC_X:
-  case HOT_K_HLA_G: {
-    const hot_quant *q = k->role == HOT_K_HLA_G ? &pl->hla.g : &pl->hla.x;
-    param_set(p, "HOT_MODE", "%d", k->role == HOT_K_HLA_G); /* 0: x^, 1: g^ */
-    param_set(p, "HOT_DTYPE", "%d", dt);
-    param_set(p, "HOT_P", "%d", pl->hla.block);
-    param_set(p, "HOT_R", "%d", pl->hla.rank);
-    param_set(p, "HOT_BITS", "%d", q->bits);
-    param_set(p, "HOT_ROUND", "%d", q->round == HOT_ROUND_SR); /* 0: RTN, 1: SR */
-    char *rows = rows_text(pl);
-    if (rows) param_set(p, "HOT_ROWS", "%s", rows);
-    else p->failed = 1;
-    free(rows);
-    break;
-  }
-  case HOT_K_GEMM_GX:
-  case HOT_K_GEMM_GW: {
-    const hot_gemm_plan *g = k->role == HOT_K_GEMM_GX ? &pl->hq.gemm : &pl->hla.gemm;
-    param_set(p, "HOT_CODES", "%d", (int)g->codes);
-    param_set(p, "HOT_TILE_M", "%d", g->tile_m);
-    param_set(p, "HOT_TILE_N", "%d", g->tile_n);
-    param_set(p, "HOT_TILE_K", "%d", g->tile_k);
-    param_set(p, "HOT_WARPS_M", "%d", g->warps_m);
-    param_set(p, "HOT_WARPS_N", "%d", g->warps_n);
-    param_set(p, "HOT_STAGES", "%d", g->stages);
-    param_set(p, "HOT_SEGS", "%d", g->segmented); /* 1: K segments with a scale each */
-    break;
-  }
-  case HOT_K_BIAS:
-    param_set(p, "HOT_DTYPE", "%d", dt);
-    break;
-  case HOT_K_LQS: /* the errors of g' as quantized: its bits and rounding */
-    param_set(p, "HOT_DTYPE", "%d", dt);
-    param_set(p, "HOT_BITS", "%d", pl->hq.g.bits);
-    param_set(p, "HOT_ROUND", "%d", pl->hq.g.round == HOT_ROUND_SR);
-    break;
-  case HOT_K_SAWB_W:
-  case HOT_K_SAWB_X:
-    param_set(p, "HOT_BITS", "%d", k->role == HOT_K_SAWB_W ? pl->hq.w.bits : pl->hla.x.bits);
-    break;
-  default:
-    break;
-  }
+  const hot_kernel_desc *d = kd_of(k);
+  if (d) d->params(pl, k->role, p);
   return p->failed ? -1 : 0;
 }
 

@@ -64,7 +64,7 @@
   F(#g ".warps_m", g.warps_m, NOALSO, INT, none, 0, 8, FL_SWEEP, 0, 0, 0, "0..8 (0 = default)",      \
     "warps per block along M (0 = default 2; sm_90a wgmma: tile_m / 16, the planner's)")           \
   F(#g ".warps_n", g.warps_n, NOALSO, INT, none, 0, 8, FL_SWEEP, 0, 0, 0, "0..8 (0 = default)",      \
-    "warps per block along N (0 = default 2; sm_90a wgmma: 1)")                                    \
+    "warps per block along N (0 = default 2; sm_90a: 1 = wgmma via cp.async, 2 = the TMA GEMM)")    \
   F(#g ".stages", g.stages, NOALSO, INT, none, 0, 6, FL_SWEEP, 0, 0, 0, "0..6 (0 = default)",        \
     "cp.async pipeline stages (0 = default; 2..6; sm_90a wgmma: 3..6)")
 

@@ -12,6 +12,7 @@
 #include "basis.h"
 #include "diag.h"
 #include "fields.h"
+#include "kernel_desc.h"
 
 /* ---- arch capability table --------------------------------------------------------------- */
 
@@ -59,10 +60,11 @@ ENUM_NAME_FN(plan_recipe_name, hot_recipe, recipe)
     static const char *const names[] = {__VA_ARGS__};                       \
     return ((int)v >= 0 && (size_t)v < sizeof names / sizeof names[0]) ? names[v] : "?"; \
   }
-NAME_FN(plan_gemm_path_name, hot_gemm_path, "mma_s4", "mma_s8", "wgmma_s8")
+NAME_FN(plan_gemm_path_name, hot_gemm_path, "mma_s4", "mma_s8", "wgmma_s8", "tma_s8")
 NAME_FN(plan_codes_name, hot_codes, "s8", "s4_packed")
-NAME_FN(plan_role_name, hot_kernel_role, "abc_x", "hq_g", "hq_w", "hla_g", "gemm_gx", "gemm_gw",
-        "bias", "lqs", "sawb_w", "sawb_x")
+#define HOT_ROLE_NAME_(c, name) name,
+NAME_FN(plan_role_name, hot_kernel_role, HOT_KERNEL_ROLES(HOT_ROLE_NAME_))
+#undef HOT_ROLE_NAME_
 NAME_FN(plan_buffer_name, hot_buffer, "q_g", "s_g", "q_w", "q_hg", "q_hx", "saved", "math",
         "partials", "g_y", "x", "w", "g_x", "g_w")
 #undef NAME_FN
@@ -99,6 +101,8 @@ unsigned plan_gemm_smem(hot_gemm_path path, hot_codes codes, int tile_m, int til
                         int stages) {
   if (path == HOT_GEMM_WGMMA_S8) /* templates/gemm_wgmma.cu: 128-byte rows, +1024 to align */
     return (unsigned)((int64_t)stages * (tile_m + tile_n) * tile_k + 1024);
+  if (path == HOT_GEMM_TMA_S8) /* templates/gemm_tma.cu: + 1024 to align, + 128 of mbarriers */
+    return (unsigned)((int64_t)stages * (tile_m + tile_n) * tile_k + 1024 + 128);
   /* templates/gemm_int.cu: per stage one A tile (tile_m rows) and one B tile (tile_n rows) of
    * tile_k codes each, XOR-swizzled (no padding). */
   int64_t row_bytes = codes == HOT_CODES_S4_PACKED ? tile_k / 2 : tile_k;
@@ -108,32 +112,45 @@ unsigned plan_gemm_smem(hot_gemm_path path, hot_codes codes, int tile_m, int til
 /* Problems with fewer 128x128 tiles than about two waves of 100+ SMs use smaller tiles. */
 static int gemm_is_big(const hot_gemm_plan *g) { return cdiv(g->m, 128) * cdiv(g->n, 128) >= 200; }
 
-/* The wgmma path (templates/gemm_wgmma.cu): warpgroups of 64 rows, one 128-byte K slab per
- * stage; warps follow from tile_m (4 per warpgroup), so requests for them must agree. */
+/* The wgmma paths of sm_90a: warpgroups of 64 rows, one 128-byte K slab per stage; warps follow
+ * from tile_m (4 per warpgroup), so requests for them must agree. wgmma_s8 (templates/
+ * gemm_wgmma.cu, cp.async): warps_n 1 (or 0), 3..8 stages; tma_s8 (templates/gemm_tma.cu, asked
+ * for with warps_n = 2: the warps split into a producer warpgroup and the consumers): 2..8
+ * stages. The shared memory of both is checked against the arch by plan_gemm. */
 static int plan_gemm_wgmma(hot_gemm_plan *g, const hot_tile *req, const char *what, char *err,
                            size_t n) {
-  const int big = gemm_is_big(g);
+  const int big = gemm_is_big(g), tma = g->path == HOT_GEMM_TMA_S8;
+  const char *pn = plan_gemm_path_name(g->path);
   g->tile_m = req->tile_m ? req->tile_m : 128;
   g->tile_n = req->tile_n ? req->tile_n : (big ? 256 : 128);
   g->tile_k = req->tile_k ? req->tile_k : 128;
   g->stages = req->stages ? req->stages : 4;
   if (g->tile_m != 64 && g->tile_m != 128)
-    return hot_errf(err, n, "%s.tile_m must be 64 or 128 for wgmma_s8 (got %d)", what, g->tile_m);
+    return hot_errf(err, n, "%s.tile_m must be 64 or 128 for %s (got %d)", what, pn, g->tile_m);
   if (g->tile_n != 64 && g->tile_n != 128 && g->tile_n != 256)
-    return hot_errf(err, n, "%s.tile_n must be 64, 128 or 256 for wgmma_s8 (got %d)", what,
+    return hot_errf(err, n, "%s.tile_n must be 64, 128 or 256 for %s (got %d)", what, pn,
                     g->tile_n);
   if (g->tile_k != 128)
-    return hot_errf(err, n, "%s.tile_k must be 128 for wgmma_s8 (one 128-byte swizzled slab; got "
-                    "%d)", what, g->tile_k);
+    return hot_errf(err, n, "%s.tile_k must be 128 for %s (one 128-byte swizzled slab; got "
+                    "%d)", what, pn, g->tile_k);
   g->warps_m = g->tile_m / 16;
-  g->warps_n = 1;
-  if ((req->warps_m && req->warps_m != g->warps_m) || (req->warps_n && req->warps_n != 1))
-    return hot_errf(err, n, "%s: wgmma_s8 uses %d x 1 warps for tile_m = %d (4 warps per 64-row "
-                    "warpgroup; got %d x %d)", what, g->warps_m, g->tile_m, req->warps_m,
-                    req->warps_n);
-  if (g->stages < 3 || g->stages > 8)
-    return hot_errf(err, n, "%s.stages must be in [3, 8] for wgmma_s8 (got %d)", what, g->stages);
+  g->warps_n = tma ? 2 : 1;
+  if ((req->warps_m && req->warps_m != g->warps_m) || (req->warps_n && req->warps_n != g->warps_n))
+    return hot_errf(err, n, "%s: %s uses %d x %d warps for tile_m = %d (4 warps per 64-row "
+                    "warpgroup; warps_n 1: wgmma_s8, 2: tma_s8; got %d x %d)", what, pn,
+                    g->warps_m, g->warps_n, g->tile_m, req->warps_m, req->warps_n);
+  if (g->stages < (tma ? 2 : 3) || g->stages > 8)
+    return hot_errf(err, n, "%s.stages must be in [%d, 8] for %s (got %d)", what, tma ? 2 : 3, pn,
+                    g->stages);
   return 0;
+}
+
+/* The path of a GEMM on `caps` (CONTRACT.md 7): on sm_90a wgmma, fed by cp.async (wgmma_s8, the
+ * default) or by the TMA (tma_s8, when the tile asks for warps_n = 2); INT4 mma.sync where the
+ * tensor cores have it and both operands fit 4 bits (s4_ok); INT8 mma.sync otherwise. */
+static hot_gemm_path gemm_path(const hot_arch_caps *caps, const hot_tile *req, int s4_ok) {
+  if (caps->wgmma) return req->warps_n == 2 ? HOT_GEMM_TMA_S8 : HOT_GEMM_WGMMA_S8;
+  return caps->int4_mma && s4_ok ? HOT_GEMM_MMA_S4 : HOT_GEMM_MMA_S8;
 }
 
 /* Chooses and checks the tile configuration of one GEMM (m x n x k). */
@@ -141,7 +158,7 @@ static int plan_gemm(hot_gemm_plan *g, const hot_tile *req, const hot_arch_caps 
                      hot_gemm_path path, const char *what, char *err, size_t n) {
   g->path = path;
   g->codes = path == HOT_GEMM_MMA_S4 ? HOT_CODES_S4_PACKED : HOT_CODES_S8;
-  if (path == HOT_GEMM_WGMMA_S8) {
+  if (path == HOT_GEMM_WGMMA_S8 || path == HOT_GEMM_TMA_S8) {
     if (plan_gemm_wgmma(g, req, what, err, n)) return -1;
   } else {
     const int big = gemm_is_big(g);
@@ -179,74 +196,28 @@ static int plan_gemm(hot_gemm_plan *g, const hot_tile *req, const hot_arch_caps 
   return 0;
 }
 
-static const char *gemm_template(const hot_gemm_plan *g) {
-  return g->path == HOT_GEMM_WGMMA_S8 ? "templates/gemm_wgmma.cu" : "templates/gemm_int.cu";
-}
-
-static hot_kernel_plan *add_kernel(hot_layer_plan *p, hot_kernel_role role, const char *templ) {
+static hot_kernel_plan *add_kernel(hot_layer_plan *p, hot_kernel_role role,
+                                   const hot_kernel_desc *d) {
   hot_kernel_plan *k = &p->kernels[p->n_kernels++];
   memset(k, 0, sizeof *k);
   k->role = role;
-  k->templ = templ;
+  k->desc = d;
+  k->templ = d->templ_for ? d->templ_for(p, role) : d->templ;
   k->block[0] = k->block[1] = k->block[2] = 1;
   k->grid[0] = k->grid[1] = k->grid[2] = 1;
   return k;
 }
 
 /* Kernel names encode every parameter that changes the generated code, so two layers with
- * the same parameters share one binary and the name alone identifies it. g' and g^ round
- * stochastically unless their name ends in "_rtn". A name that does not fit is an error. */
+ * the same parameters share one binary and the name alone identifies it (each descriptor's
+ * name()). A name that does not fit is an error. */
 static int name_kernels(hot_layer_plan *p, char *err, size_t errlen) {
-  const hot_layer_spec *s = p->spec;
-  const char *dt = plan_dtype_name(s->dtype);
   for (int i = 0; i < p->n_kernels; ++i) {
     hot_kernel_plan *k = &p->kernels[i];
-    char *nm = k->name;
-    size_t n = sizeof k->name;
-    int w = -1;
-    switch (k->role) {
-    case HOT_K_HQ_G:
-    case HOT_K_HQ_W: {
-      const int g = k->role == HOT_K_HQ_G;
-      w = snprintf(nm, n, "hot_hq_%s_%s_b%d_k%d_%s%s", g ? "g" : "w", dt, p->hq.block,
-                   g ? p->hq.g.bits : p->hq.w.bits, plan_codes_name(p->hq.codes),
-                   g && p->hq.g.round == HOT_ROUND_RTN ? "_rtn" : "");
-      break;
-    }
-    case HOT_K_ABC_X:
-      w = snprintf(nm, n, "hot_hla_x_%s_p%d_r%d_%s_k%d", dt, p->hla.block, p->hla.rank,
-                   plan_selection_name(p->hla.selection), p->hla.x.bits);
-      break;
-    case HOT_K_HLA_G: /* the bits are compiled in (HOT_BITS): part of the name */
-      w = snprintf(nm, n, "hot_hla_g_%s_p%d_r%d_%s_k%d%s", dt, p->hla.block, p->hla.rank,
-                   plan_selection_name(p->hla.selection), p->hla.g.bits,
-                   p->hla.g.round == HOT_ROUND_RTN ? "_rtn" : "");
-      break;
-    case HOT_K_GEMM_GX:
-    case HOT_K_GEMM_GW: {
-      const hot_gemm_plan *g = k->role == HOT_K_GEMM_GX ? &p->hq.gemm : &p->hla.gemm;
-      w = snprintf(nm, n, "hot_gemm_%s_%dx%dx%d_w%dx%d_s%d%s", plan_gemm_path_name(g->path),
-                   g->tile_m, g->tile_n, g->tile_k, g->warps_m, g->warps_n, g->stages,
-                   g->segmented ? "_seg" : "");
-      break;
-    }
-    case HOT_K_BIAS:
-      w = snprintf(nm, n, "hot_bias_%s", dt);
-      break;
-    case HOT_K_LQS:
-      w = snprintf(nm, n, "hot_lqs_%s_k%d%s", dt, p->hq.g.bits,
-                   p->hq.g.round == HOT_ROUND_RTN ? "_rtn" : "");
-      break;
-    case HOT_K_SAWB_W:
-    case HOT_K_SAWB_X:
-      w = snprintf(nm, n, "hot_sawb_k%d", k->role == HOT_K_SAWB_W ? p->hq.w.bits : p->hla.x.bits);
-      break;
-    default:
-      break;
-    }
-    if (w < 0 || (size_t)w >= n)
+    const int w = k->desc->name(p, k->role, k->name, sizeof k->name);
+    if (w < 0 || (size_t)w >= sizeof k->name)
       return hot_errf(err, errlen, "kernel %s: its name does not fit %zu bytes",
-                      plan_role_name(k->role), n);
+                      plan_role_name(k->role), sizeof k->name);
   }
   return 0;
 }
@@ -410,12 +381,8 @@ static int plan_hq(const hot_layer_spec *s, const hot_arch_caps *caps, hot_layer
   }
   p->hq.o_pad = round_up(p->O, p->hq.block); /* O <= 2^31 - 1: no overflow */
   if (int_limit("hq o_pad (O rounded up to hq.block)", p->hq.o_pad, err, n)) return -1;
-  /* CONTRACT.md 7: INT4 MMA where the tensor cores have it and both operands fit 4 bits; wgmma on
-   * sm_90a; INT8 mma.sync otherwise. */
-  hot_gemm_path gx_path = caps->wgmma ? HOT_GEMM_WGMMA_S8
-                          : (caps->int4_mma && p->hq.g.bits <= 4 && p->hq.w.bits <= 4)
-                              ? HOT_GEMM_MMA_S4
-                              : HOT_GEMM_MMA_S8;
+  const hot_gemm_path gx_path =
+      gemm_path(caps, &s->tile_gx, p->hq.g.bits <= 4 && p->hq.w.bits <= 4);
   p->hq.gemm.m = p->T;
   p->hq.gemm.n = p->I;
   p->hq.gemm.k = p->hq.o_pad;
@@ -507,8 +474,8 @@ static int plan_hla(const hot_layer_spec *s, const hot_arch_caps *caps, hot_laye
   p->hla.gemm.m = p->O;
   p->hla.gemm.n = p->I;
   p->hla.gemm.k = p->hla.k;
-  if (plan_gemm(&p->hla.gemm, &s->tile_gw, caps, caps->wgmma ? HOT_GEMM_WGMMA_S8 : HOT_GEMM_MMA_S8,
-                "tile_gw", err, n))
+  if (plan_gemm(&p->hla.gemm, &s->tile_gw, caps, gemm_path(caps, &s->tile_gw, 0), "tile_gw", err,
+                n))
     return -1;
   p->hla.group_k = p->hla.k / p->hla.groups; /* groups divides blocks: segments of equal size */
   if (p->hla.groups > 1) { /* one K segment per scale group, each padded to the K tile */
@@ -557,75 +524,41 @@ static int plan_abc_ops(hot_layer_plan *p, char *err, size_t n) {
   return 0;
 }
 
-/* Sets a kernel's launch geometry, refusing grids beyond CUDA's launch limits. */
-static int set_geom(hot_kernel_plan *k, int64_t gx, int64_t gy, unsigned bx, unsigned smem,
-                    char *err, size_t n) {
+/* Sets a kernel's launch geometry, refusing grids beyond CUDA's launch limits (a persistent
+ * kernel's tile count is capped at the grid.x limit instead: it loops over its tiles). */
+static int set_geom(hot_kernel_plan *k, const hot_kernel_geom *g, char *err, size_t n) {
+  int64_t gx = g->grid_x;
+  if (g->persistent && gx > HOT_LIMIT_GRID_X) gx = HOT_LIMIT_GRID_X;
   if (gx < 1 || gx > HOT_LIMIT_GRID_X)
     return hot_errf(err, n, "kernel %s: grid.x = %lld exceeds the launch limit of %lld",
                     plan_role_name(k->role), (long long)gx, HOT_LIMIT_GRID_X);
-  if (gy < 1 || gy > HOT_LIMIT_GRID_YZ)
+  if (g->grid_y < 1 || g->grid_y > HOT_LIMIT_GRID_YZ)
     return hot_errf(err, n, "kernel %s: grid.y = %lld exceeds the launch limit of %lld",
-                    plan_role_name(k->role), (long long)gy, HOT_LIMIT_GRID_YZ);
+                    plan_role_name(k->role), (long long)g->grid_y, HOT_LIMIT_GRID_YZ);
   k->grid[0] = (unsigned)gx;
-  k->grid[1] = (unsigned)gy;
-  k->block[0] = bx;
-  k->smem = smem;
+  k->grid[1] = (unsigned)g->grid_y;
+  k->block[0] = g->block;
+  k->smem = g->smem;
+  k->persistent = g->persistent;
   return 0;
 }
 
-/* templates/hla_project.cu: HLA_COLS columns per block (the p x columns fp32 tile <= 32 KiB). */
-static int64_t hla_cols(int p) { return p <= 32 ? 256 : 8192 / p; }
-/* templates/sawb.cu phase 0: one warp per 1024-element chunk, 8 warps per block. */
-static int64_t sawb_blocks(int64_t elems) { return cdiv(cdiv(elems, 1024), 8); }
-
-/* Stage 4: the kernels in launch order of one step and their geometry, the one place the grid,
- * block and dynamic shared memory of every launch is decided (each template documents it in its
- * header; the runtime, the cost model and the CPU backend read it from here). Element-wise
- * kernels use 256 threads; one warp per row for the row-wise transforms. */
+/* Stage 4: the kernels in launch order of one step (kd_plan_order) and their geometry, the one
+ * place the grid, block and dynamic shared memory of every launch is decided: each role's
+ * descriptor (gen/kernels/) gives it, the template documents it in its header, and the runtime,
+ * the cost model and the CPU backend read it from here. */
 static int plan_kernels(const hot_layer_spec *s, hot_layer_plan *p, char *err, size_t n) {
-  const int64_t hc = hla_cols(p->hla.block);
-  int rc = 0;
-  if (p->abc.enabled) {
-    /* one token block x HLA_COLS columns of x per block */
-    hot_kernel_plan *k = add_kernel(p, HOT_K_ABC_X, "templates/hla_project.cu");
-    rc |= set_geom(k, p->hla.blocks, cdiv(p->I, hc), 256, 0, err, n);
-    if (!rc && p->hla.x.rule == HOT_RULE_SAWB) {
-      k = add_kernel(p, HOT_K_SAWB_X, "templates/sawb.cu");
-      rc |= set_geom(k, sawb_blocks(plan_sawb_elems(p, HOT_K_SAWB_X)), 1, 256, 0, err, n);
-    }
+  const hot_kernel_role *order = kd_plan_order();
+  for (int i = 0; i < HOT_K_ROLE_COUNT; ++i) {
+    const hot_kernel_desc *d = kd_select(s, p, order[i]);
+    if (!d) continue;
+    if (p->n_kernels >= HOT_MAX_KERNELS)
+      return hot_errf(err, n, "more than %d kernels in one plan", HOT_MAX_KERNELS);
+    hot_kernel_plan *k = add_kernel(p, order[i], d);
+    hot_kernel_geom g = {0, 0, 0, 0, 0};
+    if (d->geom(p, order[i], &g) || set_geom(k, &g, err, n)) return -1;
   }
-  if (!rc && p->hq.enabled) {
-    /* hadamard_quant.cu: g' one warp per row of g_y, 8 rows per block; w' 32 columns of w x one
-     * 256-row chunk of k_pad per block (a transposing shared tile). */
-    hot_kernel_plan *k = add_kernel(p, HOT_K_HQ_G, "templates/hadamard_quant.cu");
-    rc |= set_geom(k, cdiv(p->T, 8), 1, 256, 0, err, n);
-    k = add_kernel(p, HOT_K_HQ_W, "templates/hadamard_quant.cu");
-    if (!rc) rc |= set_geom(k, cdiv(p->I, 32), cdiv(p->hq.gemm.k_pad, 256), 256, 0, err, n);
-    if (!rc && p->hq.w.rule == HOT_RULE_SAWB) {
-      k = add_kernel(p, HOT_K_SAWB_W, "templates/sawb.cu");
-      rc |= set_geom(k, sawb_blocks(plan_sawb_elems(p, HOT_K_SAWB_W)), 1, 256, 0, err, n);
-    }
-  }
-  if (!rc && p->hla.enabled) { /* the same as abc_x over the columns of g_y */
-    hot_kernel_plan *k = add_kernel(p, HOT_K_HLA_G, "templates/hla_project.cu");
-    rc |= set_geom(k, p->hla.blocks, cdiv(p->O, hc), 256, 0, err, n);
-  }
-  for (int gw = 0; gw < 2 && !rc; ++gw) { /* GEMMs: x over N tiles, y over M tiles */
-    if (!(gw ? p->hla.enabled : p->hq.enabled)) continue;
-    const hot_gemm_plan *g = gw ? &p->hla.gemm : &p->hq.gemm;
-    hot_kernel_plan *k = add_kernel(p, gw ? HOT_K_GEMM_GW : HOT_K_GEMM_GX, gemm_template(g));
-    rc |= set_geom(k, cdiv(g->n, g->tile_n), cdiv(g->m, g->tile_m),
-                   (unsigned)(32 * g->warps_m * g->warps_n), g->smem, err, n);
-  }
-  if (!rc && s->bias) { /* bias.cu: 4 columns per block, 64 slots splitting the token chunks */
-    hot_kernel_plan *k = add_kernel(p, HOT_K_BIAS, "templates/bias.cu");
-    rc |= set_geom(k, cdiv(p->O, 4), 1, 256, 0, err, n);
-  }
-  if (!rc && p->hq.enabled && p->hq.g.gran == HOT_GRAN_AUTO) { /* lqs.cu: one warp per row */
-    hot_kernel_plan *k = add_kernel(p, HOT_K_LQS, "templates/lqs.cu");
-    rc |= set_geom(k, cdiv(p->T, 8), 1, 256, 0, err, n);
-  }
-  return rc ? -1 : 0;
+  return 0;
 }
 
 /* Stage 6: the block and shared memory against the arch, every buffer's bytes against int64. */
@@ -670,7 +603,8 @@ void plan_kernel_grid(const hot_layer_plan *pl, int k, int phase, unsigned grid[
   grid[0] = grid[1] = grid[2] = 0;
   if (!pl || k < 0 || k >= pl->n_kernels) return;
   const hot_kernel_plan *kp = &pl->kernels[k];
-  const int one_block = phase == 1 && (kp->role == HOT_K_SAWB_W || kp->role == HOT_K_SAWB_X);
+  const hot_kernel_desc *d = kd_of(kp);
+  const int one_block = d && d->one_block_phase >= 0 && phase == d->one_block_phase;
   grid[0] = one_block ? 1u : kp->grid[0];
   grid[1] = one_block ? 1u : kp->grid[1];
   grid[2] = one_block ? 1u : kp->grid[2];

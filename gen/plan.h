@@ -44,8 +44,10 @@
 typedef enum {
   HOT_ARCH_SM80 = 0, HOT_ARCH_SM86, HOT_ARCH_SM89, HOT_ARCH_SM90, HOT_ARCH_SM90A, HOT_ARCH_COUNT
 } hot_arch;
-/* How a GEMM runs: INT4 mma.sync on packed nibbles, INT8 mma.sync, or INT8 wgmma (sm_90a). */
-typedef enum { HOT_GEMM_MMA_S4 = 0, HOT_GEMM_MMA_S8, HOT_GEMM_WGMMA_S8 } hot_gemm_path;
+/* How a GEMM runs: INT4 mma.sync on packed nibbles, INT8 mma.sync, INT8 wgmma fed by cp.async
+ * (sm_90a), or INT8 wgmma fed by the TMA, warp-specialised and persistent (sm_90a, asked for with
+ * tile_*.warps_n = 2; docs/gemm-paths.md). */
+typedef enum { HOT_GEMM_MMA_S4 = 0, HOT_GEMM_MMA_S8, HOT_GEMM_WGMMA_S8, HOT_GEMM_TMA_S8 } hot_gemm_path;
 /* How codes are stored: one int8 per element, or two's-complement nibbles, two per byte. */
 typedef enum { HOT_CODES_S8 = 0, HOT_CODES_S4_PACKED } hot_codes;
 
@@ -89,29 +91,36 @@ typedef struct {
 
 /* ---- the plan of one layer for one arch (plan.c; pure function of spec + arch) ----------- */
 
-/* Kernel roles, in launch order of one training step. */
-typedef enum {
-  HOT_K_ABC_X = 0,   /* forward: x -> HLA projection -> q_x^ (RTN int8) + s_x^ */
-  HOT_K_HQ_G,        /* backward: g_y -> block FWHT along O -> q_g' (SR) + s_g */
-  HOT_K_HQ_W,        /* backward: w -> block FWHT along O -> q_w' (RTN) + s_w */
-  HOT_K_HLA_G,       /* backward: g_y -> HLA projection -> q_g^ (SR int8) + s_g^ */
-  HOT_K_GEMM_GX,     /* g_x = q_g' . q_w' with the HQ epilogue */
-  HOT_K_GEMM_GW,     /* g_w = q_g^T . q_x^ with the HLA epilogue */
-  HOT_K_BIAS,        /* g_b = column sums of g_y */
-  HOT_K_LQS,         /* calibration: both errors of CONTRACT.md section 6 */
-  HOT_K_SAWB_W,      /* SAWB scale of w' (when hq.w.rule = sawb) from its fp32 math tensor */
-  HOT_K_SAWB_X,      /* SAWB scale of x^ (when hla.x.rule = sawb) */
-  HOT_K_ROLE_COUNT
-} hot_kernel_role;
+/* Kernel roles: R(constant, name) in enumeration order (the values are the role numbers of
+ * hot_kernel_time.role: append only). What implements each, and where it runs in a step: its
+ * descriptor under gen/kernels/ (kernel_desc.h). */
+#define HOT_KERNEL_ROLES(R)                                                                        \
+  R(HOT_K_ABC_X, "abc_x")    /* forward: x -> HLA projection -> q_x^ (RTN int8) + s_x^ */          \
+  R(HOT_K_HQ_G, "hq_g")      /* backward: g_y -> block FWHT along O -> q_g' (SR) + s_g */          \
+  R(HOT_K_HQ_W, "hq_w")      /* backward: w -> block FWHT along O -> q_w' (RTN) + s_w */           \
+  R(HOT_K_HLA_G, "hla_g")    /* backward: g_y -> HLA projection -> q_g^ (SR int8) + s_g^ */        \
+  R(HOT_K_GEMM_GX, "gemm_gx") /* g_x = q_g' . q_w' with the HQ epilogue */                        \
+  R(HOT_K_GEMM_GW, "gemm_gw") /* g_w = q_g^T . q_x^ with the HLA epilogue */                      \
+  R(HOT_K_BIAS, "bias")      /* g_b = column sums of g_y */                                        \
+  R(HOT_K_LQS, "lqs")        /* calibration: both errors of CONTRACT.md section 6 */               \
+  R(HOT_K_SAWB_W, "sawb_w")  /* SAWB scale of w' (when hq.w.rule = sawb) from its fp32 tensor */   \
+  R(HOT_K_SAWB_X, "sawb_x")  /* SAWB scale of x^ (when hla.x.rule = sawb) */
+#define HOT_ROLE_ENUM_(c, name) c,
+typedef enum { HOT_KERNEL_ROLES(HOT_ROLE_ENUM_) HOT_K_ROLE_COUNT } hot_kernel_role;
+#undef HOT_ROLE_ENUM_
+
+struct hot_kernel_desc; /* gen/kernel_desc.h */
 
 typedef struct {
   hot_kernel_role role;
+  const struct hot_kernel_desc *desc; /* what implements it (NULL in hand-built plans: kd_of) */
   char name[128];           /* extern "C" entry point; encodes the parameters */
   const char *templ;        /* template file, e.g. "templates/hadamard_quant.cu" */
   unsigned grid[3];         /* phase 0's grid; plan_kernel_grid gives every phase's */
   unsigned block[3];
   unsigned smem;            /* dynamic shared memory, bytes */
   int max_spills;           /* spill bytes the plan allows (0 unless stated) */
+  int persistent;           /* 1: grid[0] is the tile count; the launch uses min(grid[0], SMs) */
 } hot_kernel_plan;
 
 typedef struct {
@@ -261,8 +270,9 @@ int64_t plan_sawb_elems(const hot_layer_plan *plan, hot_kernel_role role);
 int64_t plan_sawb_groups(const hot_layer_plan *plan, hot_kernel_role role);
 
 /* The grid of the kernel plan->kernels[k] for launch argument `phase`: the planned grid, except
- * where the template documents its own grid for a phase (sawb.cu phase 1: one block). Zeros for
- * an invalid k. */
+ * where the template documents its own grid for a phase (its descriptor's one_block_phase:
+ * sawb.cu phase 1). A persistent kernel's grid[0] is its tile count (the launch caps it at the
+ * SM count). Zeros for an invalid k. */
 void plan_kernel_grid(const hot_layer_plan *plan, int k, int phase, unsigned grid[3]);
 
 /* Index of the kernel with `role` in plan->kernels, or -1 when the plan has none. */
@@ -274,7 +284,8 @@ int plan_kernel_index(const hot_layer_plan *plan, hot_kernel_role role);
 hot_gran plan_lqs_coarse(const hot_layer_plan *plan);
 
 /* Bytes of dynamic shared memory a GEMM tile configuration needs (the formula in the header of
- * templates/gemm_int.cu, or of templates/gemm_wgmma.cu for path wgmma_s8). */
+ * templates/gemm_int.cu, of templates/gemm_wgmma.cu for path wgmma_s8, of templates/gemm_tma.cu
+ * for path tma_s8). */
 unsigned plan_gemm_smem(hot_gemm_path path, hot_codes codes, int tile_m, int tile_n, int tile_k,
                         int stages);
 

@@ -105,6 +105,10 @@ static void drv_load(void) {
   }
   CUDA_DRIVER_FUNCS(LOAD)
 #undef LOAD
+#define LOAD_OPTIONAL(ret, name, sym, params)                                                  \
+  if (resolve(lib, sym, &drv.name, sizeof drv.name) != 0) drv.name = NULL;
+  CUDA_DRIVER_OPTIONAL_FUNCS(LOAD_OPTIONAL)
+#undef LOAD_OPTIONAL
   __atomic_store_n(&drv_loaded, 1, __ATOMIC_RELEASE);  /* error names usable from here on */
   /* The library stays loaded for the life of the process (the table points into it). */
   CUresult r = drv.cuInit(0);

@@ -22,6 +22,7 @@
 #define HOT_CUDA_API_H
 
 #include <stddef.h>
+#include <stdint.h>
 
 #include "status.h" /* rt_status */
 
@@ -75,6 +76,18 @@ typedef struct CUevent_st *CUevent;
 #define CU_MEMORYTYPE_ARRAY 3
 #define CU_MEMORYTYPE_UNIFIED 4
 #define CU_STREAM_NON_BLOCKING 0x1u
+/* Tensor maps (CUDA 12.0+, cuTensorMapEncodeTiled): the driver's opaque 128-byte, 64-byte aligned
+ * CUtensorMap and the enumerator values hot uses (cuda.h's; templates/gemm_tma.cu's HOT_TMA_*). */
+typedef uint32_t cuuint32_t;
+typedef uint64_t cuuint64_t;
+typedef struct {
+  _Alignas(64) unsigned long long opaque[16];
+} CUtensorMap;
+#define CU_TENSOR_MAP_DATA_TYPE_UINT8 0
+#define CU_TENSOR_MAP_INTERLEAVE_NONE 0
+#define CU_TENSOR_MAP_SWIZZLE_128B 3
+#define CU_TENSOR_MAP_L2_PROMOTION_L2_256B 3
+#define CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE 0
 #define CU_EVENT_DEFAULT 0x0u
 
 /* ---- the driver table: X(return type, member, exported symbol, parameter list) -------------
@@ -134,6 +147,15 @@ typedef struct CUevent_st *CUevent;
   X(CUresult, cuMemFreeHost, "cuMemFreeHost", (void *p))                                         \
   X(CUresult, cuEventQuery, "cuEventQuery", (CUevent event))
 
+/* Optional entries: resolved when the driver has them, NULL otherwise (the one feature that needs
+ * it reports the driver as too old). cuTensorMapEncodeTiled: CUDA 12.0+, the TMA GEMM's maps. */
+#define CUDA_DRIVER_OPTIONAL_FUNCS(X)                                                            \
+  X(CUresult, cuTensorMapEncodeTiled, "cuTensorMapEncodeTiled",                                  \
+    (CUtensorMap * map, int data_type, cuuint32_t rank, void *global_address,                    \
+     const cuuint64_t *global_dim, const cuuint64_t *global_strides, const cuuint32_t *box_dim,  \
+     const cuuint32_t *element_strides, int interleave, int swizzle, int l2_promotion,           \
+     int oob_fill))
+
 /* ---- NVRTC: types and table ---------------------------------------------------------------- */
 typedef int nvrtcResult;                    /* NVRTC_SUCCESS = 0 */
 typedef struct _nvrtcProgram *nvrtcProgram;
@@ -159,6 +181,7 @@ typedef struct _nvrtcProgram *nvrtcProgram;
 /* The driver, loaded and initialised. Static storage, valid for the life of the process. */
 typedef struct {
   CUDA_DRIVER_FUNCS(CUDA_API_MEMBER)
+  CUDA_DRIVER_OPTIONAL_FUNCS(CUDA_API_MEMBER) /* NULL when the driver lacks them */
   int version;        /* cuDriverGetVersion, e.g. 13000 */
   int device_count;   /* >= 1 */
   char path[HOT_CUDA_PATH_MAX + 64]; /* the library that was loaded */

@@ -2,7 +2,8 @@
  * creation (primary context, arch from the compute capability, a forced arch checked against
  * it), caller pointers checked with cuPointerGetAttribute (memory type, device), the binaries
  * layer.c compiled loaded as modules with the layer's device scratch, the order of a step's
- * kernels on the caller's stream (launch.c launches them), overflow words, and the lifetime
+ * kernels on the caller's stream (the kernel descriptors' steps, gen/kernel_desc.h, in seq order;
+ * launch.c launches them), overflow words, and the lifetime
  * event that every free waits for. Its state (cuda_backend.h) is allocated here and hung off
  * ctx->be / layer->be; it calls nothing in ctx.c or layer.c.
  *
@@ -67,6 +68,8 @@ static hot_status cuda_ctx_setup(hot_ctx *ctx, hot_cuda_ctx *cu) {
   if (c == CUDA_SUCCESS)
     c = d->cuDeviceGetAttribute(&cu->cc_minor, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR, cu->dev);
   if (c != CUDA_SUCCESS) return cu_fail(ctx, c, "cuDeviceGetAttribute (compute capability)");
+  c = d->cuDeviceGetAttribute(&cu->sm_count, CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT, cu->dev);
+  if (c != CUDA_SUCCESS) return cu_fail(ctx, c, "cuDeviceGetAttribute (multiprocessor count)");
   if (d->cuDeviceGetName(ctx->device_name, (int)sizeof ctx->device_name, cu->dev) != CUDA_SUCCESS)
     snprintf(ctx->device_name, sizeof ctx->device_name, "device %d", ctx->device);
   hot_arch dev_arch;
@@ -312,22 +315,92 @@ static hot_status check_features(hot_layer *layer, int backward) {
 
 #define ROLE(r) (1u << (r))
 
-/* The role's bit when the plan has that kernel (SAWB roles exist only for rule = sawb). */
-static unsigned role_if_planned(const hot_layer_plan *pl, hot_kernel_role r) {
-  return plan_kernel_index(pl, r) >= 0 ? ROLE(r) : 0u;
+/* The device buffers of a call (kernel_desc.h's hot_launch_in): the caller's pointers, the
+ * layer's scratch, and the amax words of each quantizer (per tensor or per sample, amax_hla). */
+static void call_buffers(hot_layer *layer, const void *x, const void *saved, const void *g_y,
+                         const void *w, float *g_x, float *g_w, float *g_b, uint32_t step,
+                         hot_launch_in *in) {
+  const hot_layer_plan *pl = layer->plan;
+  const hot_cuda_layer *cu = cuda_layer_of(layer);
+  memset(in, 0, sizeof *in);
+  uint64_t *b = in->buf;
+  const CUdeviceptr sv = saved ? (CUdeviceptr)(uintptr_t)saved : cu->saved;
+  b[HOT_LB_X] = (CUdeviceptr)(uintptr_t)x;
+  b[HOT_LB_SAVED] = sv;
+  b[HOT_LB_S_X] = sv ? sv + (CUdeviceptr)hot_ref_hla_x_bytes(pl) : 0;
+  b[HOT_LB_GY] = (CUdeviceptr)(uintptr_t)g_y;
+  b[HOT_LB_W] = (CUdeviceptr)(uintptr_t)w;
+  b[HOT_LB_GX] = (CUdeviceptr)(uintptr_t)g_x;
+  b[HOT_LB_GW] = (CUdeviceptr)(uintptr_t)g_w;
+  b[HOT_LB_GB] = (CUdeviceptr)(uintptr_t)g_b;
+  b[HOT_LB_Q_G] = cu->q_g, b[HOT_LB_S_G] = cu->s_g, b[HOT_LB_Q_W] = cu->q_w, b[HOT_LB_S_W] = cu->s_w;
+  b[HOT_LB_Q_HG] = cu->q_hg, b[HOT_LB_S_HG] = cu->s_hg;
+  /* g': per sample = one amax word a sample (after the per-tensor words), else its own word */
+  in->per_sample_g = layer->gran == HOT_GRAN_SAMPLE;
+  b[HOT_LB_AMAX_G] = cu->amax + 4 * (CUdeviceptr)(in->per_sample_g ? HOT_AMAX_WORDS : HOT_AMAX_HQ_G);
+  b[HOT_LB_AMAX_W] = cu->amax + 4 * HOT_AMAX_HQ_W;
+  b[HOT_LB_AMAX_HG] = amax_hla(layer, 1);
+  b[HOT_LB_AMAX_X] = amax_hla(layer, 0);
+  b[HOT_LB_AMAX_LQS] = cu->amax + 4 * HOT_AMAX_WORDS;
+  b[HOT_LB_S_SAWB_W] = cu->s_sawb;
+  b[HOT_LB_S_SAWB_X] = cu->s_sawb ? cu->s_sawb + 4 : 0;
+  b[HOT_LB_MATH] = cu->math, b[HOT_LB_PARTIALS] = cu->partials;
+  b[HOT_LB_LQS_RS] = cu->lqs_rs, b[HOT_LB_LQS_RES] = cu->lqs_res;
+  b[HOT_LB_LQS_CHOICE] = cu->lqs_choice;
+  in->seed = layer->seed;
+  in->step = step;
+}
+
+/* Whether a step runs in this call (g_b: the caller asked for the bias gradient). */
+static int step_runs(const hot_layer *layer, const hot_step *s, const void *g_b) {
+  switch (s->when) {
+  case HOT_WHEN_PLANNED: return plan_kernel_index(layer->plan, s->role) >= 0;
+  case HOT_WHEN_GRAN_ROW: return layer->gran == HOT_GRAN_ROW;
+  case HOT_WHEN_GRAN_NOT_ROW: return layer->gran != HOT_GRAN_ROW;
+  case HOT_WHEN_BIAS: return g_b != NULL;
+  case HOT_WHEN_ALWAYS: return 1;
+  }
+  return 0;
+}
+
+/* The steps of `call` that run, in order, into steps (n_out), and the roles they need. */
+static unsigned call_steps(const hot_layer *layer, hot_call call, const void *g_b, hot_step *steps,
+                           int *n_out) {
+  hot_step all[64];
+  const int n = kd_steps(call, all, 64);
+  unsigned need = 0;
+  *n_out = 0;
+  for (int i = 0; i < n; ++i)
+    if (step_runs(layer, &all[i], g_b)) {
+      steps[(*n_out)++] = all[i];
+      need |= ROLE(all[i].role);
+    }
+  return need;
+}
+
+/* Nothing is launched unless every needed kernel is compiled and launchable. */
+static hot_status check_need(hot_layer *layer, unsigned need) {
+  hot_status st = launch_need_kernels(layer, need);
+  return st ? st : launch_check(layer, need);
+}
+
+static hot_status run_steps(hot_layer *layer, const hot_step *steps, int n, const hot_launch_in *in,
+                            CUstream stream) {
+  hot_status st = HOT_OK;
+  for (int i = 0; i < n && !st; ++i) st = launch_step(layer, steps[i].role, steps[i].phase, in, stream);
+  return st;
 }
 
 /* Forward (ABC): x -> q_x^ codes at dst (I rows of hla.gemm.k_pad int8, the zero tails written by
- * the kernel) and s_x^ (hla.groups floats) at dst + hot_ref_hla_x_bytes, the CPU backend's layout. absmax:
- * memset(amax) ; abc_x phase 0 ; abc_x phase 1. SAWB: memset ; abc_x phase 0 with math_out ;
- * sawb_x phases 0, 1 ; abc_x phase 1 with scale_in. */
+ * the kernel) and s_x^ (hla.groups floats) at dst + hot_ref_hla_x_bytes, the CPU backend's layout:
+ * memset(x^'s amax words), then the save steps (abc_x 0 [sawb_x 0, 1] abc_x 1). */
 static hot_status cuda_layer_save(hot_layer *layer, const void *x, void *saved, CUstream stream) {
   const hot_layer_plan *pl = layer->plan;
+  hot_step steps[64];
+  int n = 0;
   hot_status st = check_features(layer, 0);
-  unsigned need = ROLE(HOT_K_ABC_X) | role_if_planned(pl, HOT_K_SAWB_X);
-  int sawb = (need & ROLE(HOT_K_SAWB_X)) != 0;
-  if (!st) st = launch_need_kernels(layer, need);
-  if (!st) st = launch_check(layer, need);
+  const unsigned need = call_steps(layer, HOT_CALL_SAVE, NULL, steps, &n);
+  if (!st) st = check_need(layer, need);
   if (!st) st = check_ptr(layer, x, "x");
   if (!st && saved) st = check_ptr(layer, saved, "saved");
   if (st) return st;
@@ -339,34 +412,25 @@ static hot_status cuda_layer_save(hot_layer *layer, const void *x, void *saved, 
       return cu_fail(layer->ctx, c, "cuMemAlloc (saved activations)");
     }
   }
-  hot_cuda_layer *cu = cuda_layer_of(layer);
-  CUdeviceptr src = (CUdeviceptr)(uintptr_t)x;
-  CUdeviceptr dst = saved ? (CUdeviceptr)(uintptr_t)saved : cu->saved;
-  CUdeviceptr s_x = dst + (CUdeviceptr)hot_ref_hla_x_bytes(pl);
-  CUdeviceptr amax = amax_hla(layer, 0), s_sawb = sawb ? cu->s_sawb + 4 : 0;
-  st = launch_zero(layer, amax, (size_t)(pl->hla.x.gran == HOT_GRAN_SAMPLE ? pl->hla.groups : 1),
-                   stream);
-  if (!st) st = launch_hla(layer, HOT_K_ABC_X, src, dst, s_x, amax, 0, sawb ? cu->math : 0, 0, 0, stream);
-  if (!st && sawb) st = launch_sawb(layer, HOT_K_SAWB_X, cu->math, cu->partials, amax, s_sawb, 0, stream);
-  if (!st && sawb) st = launch_sawb(layer, HOT_K_SAWB_X, cu->math, cu->partials, amax, s_sawb, 1, stream);
-  if (!st) st = launch_hla(layer, HOT_K_ABC_X, src, dst, s_x, amax, s_sawb, 0, 1, 0, stream);
-  return st;
+  hot_launch_in in;
+  call_buffers(layer, x, saved, NULL, NULL, NULL, NULL, NULL, 0, &in);
+  st = launch_zero(layer, in.buf[HOT_LB_AMAX_X],
+                   (size_t)(pl->hla.x.gran == HOT_GRAN_SAMPLE ? pl->hla.groups : 1), stream);
+  return st ? st : run_steps(layer, steps, n, &in, stream);
 }
 
-/* Backward: memset(amax words) ; HQ g' (per token: phase 2; per tensor/sample: phases 0, 1) ; HQ w'
- * phase 0 (SAWB: with math_out, then sawb_w phases 0, 1) and phase 1 (SAWB: scale_in) ; HLA g^
- * phases 0, 1 ; GEMM g_x ; GEMM g_w (q_x^ and s_x^ from the saved buffer) ; bias. */
+/* Backward: memset(amax words), then the backward steps: HQ g' (per token: phase 2; per tensor /
+ * sample: phases 0, 1) ; HQ w' phase 0 (SAWB: with math_out, then sawb_w phases 0, 1) and phase 1
+ * (SAWB: scale_in) ; HLA g^ phases 0, 1 ; GEMM g_x ; GEMM g_w (q_x^ and s_x^ from the saved
+ * buffer) ; bias. */
 static hot_status cuda_layer_backward(hot_layer *layer, const void *g_y, const void *w, const void *saved,
                                float *g_x, float *g_w, float *g_b, uint32_t step,
                                CUstream stream) {
-  const hot_layer_plan *pl = layer->plan;
+  hot_step steps[64];
+  int n = 0;
   hot_status st = check_features(layer, 1);
-  unsigned need = ROLE(HOT_K_HQ_G) | ROLE(HOT_K_HQ_W) | ROLE(HOT_K_HLA_G) | ROLE(HOT_K_GEMM_GX) |
-                  ROLE(HOT_K_GEMM_GW) | (g_b ? ROLE(HOT_K_BIAS) : 0u) |
-                  role_if_planned(pl, HOT_K_SAWB_W);
-  int sawb = (need & ROLE(HOT_K_SAWB_W)) != 0;
-  if (!st) st = launch_need_kernels(layer, need);
-  if (!st) st = launch_check(layer, need); /* nothing is launched unless everything can be */
+  const unsigned need = call_steps(layer, HOT_CALL_BACKWARD, g_b, steps, &n);
+  if (!st) st = check_need(layer, need); /* nothing is launched unless everything can be */
   if (!st) st = check_ptr(layer, g_y, "g_y");
   if (!st) st = check_ptr(layer, w, "w");
   if (!st) st = check_ptr(layer, g_x, "g_x");
@@ -374,44 +438,10 @@ static hot_status cuda_layer_backward(hot_layer *layer, const void *g_y, const v
   if (!st && g_b) st = check_ptr(layer, g_b, "g_b");
   if (!st && saved) st = check_ptr(layer, saved, "saved");
   if (st) return st;
-  hot_cuda_layer *cu = cuda_layer_of(layer);
-  CUdeviceptr gy = (CUdeviceptr)(uintptr_t)g_y, wp = (CUdeviceptr)(uintptr_t)w;
-  CUdeviceptr sv = saved ? (CUdeviceptr)(uintptr_t)saved : cu->saved;
-  CUdeviceptr amax_g = cu->amax + 4 * HOT_AMAX_HQ_G, amax_w = cu->amax + 4 * HOT_AMAX_HQ_W;
-  CUdeviceptr amax_hg = amax_hla(layer, 1), s_sawb = sawb ? cu->s_sawb : 0;
-  st = launch_zero(layer, cu->amax, (size_t)amax_words(pl), stream);
-  /* g': per token = phase 2 (one launch); per tensor or per sample = amax (0) then quantize (1),
-   * per sample with one amax word a sample (after the per-tensor words). */
-  int per_sample = layer->gran == HOT_GRAN_SAMPLE;
-  if (per_sample) amax_g = cu->amax + 4 * HOT_AMAX_WORDS;
-  if (!st && layer->gran == HOT_GRAN_ROW)
-    st = launch_hq(layer, HOT_K_HQ_G, gy, cu->q_g, cu->s_g, amax_g, 0, 0, 0, 2, step, stream);
-  else if (!st) {
-    st = launch_hq(layer, HOT_K_HQ_G, gy, cu->q_g, cu->s_g, amax_g, per_sample, 0, 0, 0, step,
-                   stream);
-    if (!st)
-      st = launch_hq(layer, HOT_K_HQ_G, gy, cu->q_g, cu->s_g, amax_g, per_sample, 0, 0, 1, step,
-                     stream);
-  }
-  /* w': always per tensor; SAWB from its math tensor. */
-  if (!st)
-    st = launch_hq(layer, HOT_K_HQ_W, wp, cu->q_w, cu->s_w, amax_w, 0, 0, sawb ? cu->math : 0, 0,
-                   step, stream);
-  if (!st && sawb) st = launch_sawb(layer, HOT_K_SAWB_W, cu->math, cu->partials, amax_w, s_sawb, 0, stream);
-  if (!st && sawb) st = launch_sawb(layer, HOT_K_SAWB_W, cu->math, cu->partials, amax_w, s_sawb, 1, stream);
-  if (!st) st = launch_hq(layer, HOT_K_HQ_W, wp, cu->q_w, cu->s_w, amax_w, 0, s_sawb, 0, 1, step,
-                          stream);
-  /* g^: 8-bit SR, per tensor or per sample (absmax), hla.groups scales into s_hg. */
-  if (!st) st = launch_hla(layer, HOT_K_HLA_G, gy, cu->q_hg, cu->s_hg, amax_hg, 0, 0, 0, step, stream);
-  if (!st) st = launch_hla(layer, HOT_K_HLA_G, gy, cu->q_hg, cu->s_hg, amax_hg, 0, 0, 1, step, stream);
-  if (!st)
-    st = launch_gemm(layer, HOT_K_GEMM_GX, cu->q_g, cu->q_w, (CUdeviceptr)(uintptr_t)g_x, cu->s_g,
-                     cu->s_w, 0, stream);
-  if (!st)
-    st = launch_gemm(layer, HOT_K_GEMM_GW, cu->q_hg, sv, (CUdeviceptr)(uintptr_t)g_w, 0, cu->s_hg,
-                     sv + (CUdeviceptr)hot_ref_hla_x_bytes(pl), stream);
-  if (!st && g_b) st = launch_bias(layer, gy, (CUdeviceptr)(uintptr_t)g_b, stream);
-  return st;
+  hot_launch_in in;
+  call_buffers(layer, NULL, saved, g_y, w, g_x, g_w, g_b, step, &in);
+  st = launch_zero(layer, cuda_layer_of(layer)->amax, (size_t)amax_words(layer->plan), stream);
+  return st ? st : run_steps(layer, steps, n, &in, stream);
 }
 
 /* Calibration (LQS): memset(the B per-sample amax words) ; lqs phases 0, 1, 2 ;
@@ -419,16 +449,18 @@ static hot_status cuda_layer_backward(hot_layer *layer, const void *g_y, const v
  * plan_lqs_coarse (hot_ref_layer_calibrate's rule, evaluated on the device bit for bit). */
 static hot_status cuda_layer_calibrate(hot_layer *layer, const void *g_y, uint32_t step,
                                 CUstream stream) {
-  unsigned need = ROLE(HOT_K_LQS);
-  hot_status st = launch_need_kernels(layer, need);
-  if (!st) st = launch_check(layer, need);
+  hot_step steps[64];
+  int n = 0;
+  const unsigned need = call_steps(layer, HOT_CALL_CALIBRATE, NULL, steps, &n);
+  hot_status st = check_need(layer, need);
   if (!st) st = check_ptr(layer, g_y, "g_y");
   if (st) return st;
   hot_cuda_layer *cu = cuda_layer_of(layer);
   const cuda_driver *d = cuda_ctx_of(layer->ctx)->drv;
-  CUdeviceptr gy = (CUdeviceptr)(uintptr_t)g_y;
-  st = launch_zero(layer, cu->amax + 4 * HOT_AMAX_WORDS, (size_t)layer->plan->B, stream);
-  for (int phase = 0; phase < 3 && !st; ++phase) st = launch_lqs(layer, gy, phase, step, stream);
+  hot_launch_in in;
+  call_buffers(layer, NULL, NULL, g_y, NULL, NULL, NULL, NULL, step, &in);
+  st = launch_zero(layer, in.buf[HOT_LB_AMAX_LQS], (size_t)layer->plan->B, stream);
+  if (!st) st = run_steps(layer, steps, n, &in, stream);
   if (st) return st;
   CUresult c = d->cuStreamSynchronize(stream);
   if (c != CUDA_SUCCESS) return cu_fail(layer->ctx, c, "cuStreamSynchronize (LQS)");
@@ -455,12 +487,12 @@ static hot_status range_setup(hot_layer *layer) {
   hot_cuda_layer *cu = cuda_layer_of(layer);
   if (cu->range_ready) return HOT_OK;
   const cuda_driver *d = cuda_ctx_of(layer->ctx)->drv;
-  const hot_kernel_role roles[3] = {HOT_K_GEMM_GX, HOT_K_GEMM_GW, HOT_K_BIAS};
   char err[512];
   cu->n_range = 0;
-  for (int r = 0; r < 3; ++r) {
-    int k = plan_kernel_index(layer->plan, roles[r]);
-    int m = k >= 0 ? cu->module_of[k] : -1;
+  for (int k = 0; k < layer->plan->n_kernels && cu->n_range < 3; ++k) {
+    const hot_kernel_desc *kd = kd_of(&layer->plan->kernels[k]);
+    if (!kd || !kd->output || !kd->output(layer->plan->kernels[k].role)) continue;
+    int m = cu->module_of[k];
     if (m < 0) continue; /* no binary: template not in this build */
     size_t bytes = 0;
     CUdeviceptr p = 0;
@@ -472,7 +504,7 @@ static hot_status range_setup(hot_layer *layer) {
                       "%zu bytes, expected %zu", layer->spec.name, layer->plan->kernels[k].name,
                       bytes, sizeof(unsigned));
     cu->range_flag[cu->n_range] = p;
-    cu->range_role[cu->n_range++] = roles[r];
+    cu->range_role[cu->n_range++] = layer->plan->kernels[k].role;
   }
   if (cu->n_range) {
     void *h = NULL;
@@ -531,11 +563,13 @@ static hot_status range_poll(hot_layer *layer, int wait) {
   if (cu->report_more)
     snprintf(more, sizeof more, " (and %d later backward%s of this layer overflowed too)",
              cu->report_more, cu->report_more > 1 ? "s" : "");
+  const int rk = plan_kernel_index(layer->plan, cu->report_role);
+  const hot_kernel_desc *kd = rk >= 0 ? kd_of(&layer->plan->kernels[rk]) : NULL;
+  const char *out = kd && kd->output ? kd->output(cu->report_role) : NULL;
   return ctx_fail(layer->ctx, HOT_ERR_RANGE, "layer '%s': the backward of step %u overflowed "
                   "fp32: %s holds Inf/NaN (finite inputs too close to FLT_MAX); its outputs "
                   "must not be used%s", layer->spec.name, (unsigned)cu->report_step,
-                  cu->report_role == HOT_K_GEMM_GX ? "g_x"
-                  : cu->report_role == HOT_K_GEMM_GW ? "g_w" : "g_b", more);
+                  out ? out : "an output", more);
 }
 
 /* Before a backward: a free slot for its words. With every slot pending, waits for the oldest

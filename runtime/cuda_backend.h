@@ -18,6 +18,7 @@ typedef struct {
   CUcontext cuctx;    /* the device's primary context, retained */
   int retained;
   int cc_major, cc_minor;
+  int sm_count;       /* CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT: persistent kernels' grid.x cap */
   int versions_checked;  /* the compiler's version was compared with the driver's (once) */
 } hot_cuda_ctx;
 
@@ -69,7 +70,7 @@ typedef struct {
   int range_head, range_count;           /* pending slots: range_head .. + range_count - 1 */
   int report;                            /* an observed overflow not returned yet */
   uint32_t report_step;                  /* the first such backward's step and output */
-  hot_kernel_role report_role;
+  hot_kernel_role report_role;           /* named by its descriptor's output ("g_x", ...) */
   int report_more;                       /* later overflowing backwards observed with it */
   /* Lifetime: an event recorded on the caller's stream after each save, backward and calibrate;
    * nothing of the layer (memory, modules, host words) is freed before it has completed. */

@@ -1,24 +1,20 @@
-/* launch.c — one function per kernel role: the argument list documented at the top of its
- * template, the plan's launch geometry, and the launch on the caller's stream through
- * module_launch.
+/* launch.c — the generic launcher of the CUDA backend: a planned kernel's descriptor
+ * (gen/kernels/<family>.c) lists its entry's parameter names (sig) and fills their values for
+ * one launch from the call's device buffers (args); this file turns them into the kernelParams
+ * array, encodes the tensor maps a TMA kernel takes (cuTensorMapEncodeTiled, passed by value as
+ * __grid_constant__ parameters), and launches on the plan's geometry through module_launch.
  *
  * The launch geometry (grid, block, dynamic shared memory) is the plan's, decided once in
- * gen/plan.c (plan_kernel_grid for a phase's grid); nothing here recomputes it. k_sig lists the
- * parameter names each launch passes, in order; the test suite compares them with every
- * template's entry point (emit_entry_params), so a template and this file cannot drift apart
- * unnoticed — nothing parses template text at run time.
- *
- * Every planned role has launch code (abc_x, hq_g, hq_w, hla_g, gemm_gx, gemm_gw, bias, lqs,
- * sawb_w, sawb_x). Adding a role: put its parameter names in k_sig, its geometry in plan.c,
- * write a launch_<role> that fills the arguments in that order (copy launch_hq), and call it from
- * cuda_backend.c.
+ * gen/plan.c (plan_kernel_grid for a phase's grid; a persistent kernel's grid.x is capped at the
+ * device's SM count here); nothing here recomputes it. The test suite compares every
+ * descriptor's sig with its template's entry point (emit_entry_params), so a template and its
+ * launch cannot drift apart unnoticed — nothing parses template text at run time. Nothing here
+ * knows a role: adding one touches gen/kernels/ only (docs/adding.md).
  */
 #include <stdio.h>
 #include <string.h>
 
 #include "launch.h"
-#include "hot_math.cuh"
-#include "ref.h"
 
 hot_status launch_need_kernels(hot_layer *layer, unsigned need) {
   for (int i = 0; i < layer->n_missing; ++i) {
@@ -33,22 +29,19 @@ hot_status launch_need_kernels(hot_layer *layer, unsigned need) {
   return HOT_OK;
 }
 
-/* Parameter names of each role's entry point, in order; NULL: no launch code yet. */
-static const char *const k_sig[HOT_K_ROLE_COUNT] = {
-    [HOT_K_ABC_X] = "src,T,cols,ld_src,L,layout,seg_len,segments,k_real,k_pad,group_k,group_k_pad,groups,per_sample,codes,ld_codes,scale,amax_bits,scale_in,math_out,phase,seed,tag,step",
-    [HOT_K_HQ_G] = "src,rows,cols,ld_src,o_pad,k_pad,codes,ld_codes,scales,amax_bits,group_rows,scale_in,math_out,phase,seed,tag,step",
-    [HOT_K_HQ_W] = "src,rows,cols,ld_src,o_pad,k_pad,codes,ld_codes,scales,amax_bits,group_rows,scale_in,math_out,phase,seed,tag,step",
-    [HOT_K_HLA_G] = "src,T,cols,ld_src,L,layout,seg_len,segments,k_real,k_pad,group_k,group_k_pad,groups,per_sample,codes,ld_codes,scale,amax_bits,scale_in,math_out,phase,seed,tag,step",
-    [HOT_K_GEMM_GX] = "A,B,C,row_scale,alpha_a,alpha_b,alpha_div,M,N,Kpad,ldc,seg_kpad",
-    [HOT_K_GEMM_GW] = "A,B,C,row_scale,alpha_a,alpha_b,alpha_div,M,N,Kpad,ldc,seg_kpad",
-    [HOT_K_BIAS] = "gy,gb,T,O",
-    [HOT_K_LQS] = "g_y,T,O,ld_src,amax_bits,group_rows,row_scale,partials,result,choice,phase,seed,tag,step",
-    [HOT_K_SAWB_W] = "v,n,groups,partials,amax_bits,scale,phase",
-    [HOT_K_SAWB_X] = "v,n,groups,partials,amax_bits,scale,phase",
-};
-
 const char *launch_signature(hot_kernel_role role) {
-  return (int)role >= 0 && role < HOT_K_ROLE_COUNT ? k_sig[role] : NULL;
+  if ((int)role < 0 || role >= HOT_K_ROLE_COUNT) return NULL;
+  hot_kernel_plan k;
+  memset(&k, 0, sizeof k);
+  k.role = role;
+  const hot_kernel_desc *d = kd_of(&k);
+  return d ? d->sig : NULL;
+}
+
+const char *launch_signature_of(const hot_layer_plan *pl, int k) {
+  if (!pl || k < 0 || k >= pl->n_kernels) return NULL;
+  const hot_kernel_desc *d = kd_of(&pl->kernels[k]);
+  return d ? d->sig : NULL;
 }
 
 int64_t launch_sawb_elems(const hot_layer_plan *pl, hot_kernel_role role) {
@@ -61,9 +54,10 @@ static hot_status check_role(hot_layer *layer, hot_kernel_role role) {
   if (k < 0)
     return ctx_fail(layer->ctx, HOT_ERR_INTERNAL, "layer '%s': the plan has no kernel %s",
                     layer->spec.name, plan_role_name(role));
-  if (!k_sig[role])
-    return ctx_fail(layer->ctx, HOT_ERR_UNSUPPORTED, "layer '%s': kernel %s: runtime/launch.c has "
-                    "no launch code for %s", layer->spec.name, plan_role_name(role),
+  const hot_kernel_desc *d = kd_of(&layer->plan->kernels[k]);
+  if (!d || !d->args || !d->sig)
+    return ctx_fail(layer->ctx, HOT_ERR_UNSUPPORTED, "layer '%s': kernel %s: no descriptor with "
+                    "launch code for %s", layer->spec.name, plan_role_name(role),
                     layer->plan->kernels[k].templ);
   return HOT_OK;
 }
@@ -111,6 +105,8 @@ static hot_status launch_role(hot_layer *layer, hot_kernel_role role, int phase,
   const hot_kernel_plan *kp = &pl->kernels[k];
   hot_launch_cfg cfg = {{0, 0, 0}, {kp->block[0], kp->block[1], kp->block[2]}, kp->smem, stream};
   plan_kernel_grid(pl, k, phase, cfg.grid);
+  const int sms = cuda_ctx_of(layer->ctx)->sm_count; /* persistent: one block per SM at most */
+  if (kp->persistent && sms > 0 && cfg.grid[0] > (unsigned)sms) cfg.grid[0] = (unsigned)sms;
   char err[512];
   int prof = cu->prof_on && cu->prof_n < HOT_MAX_KERNEL_TIMES; /* off: one test, no driver call */
   if (prof && (st = prof_record(layer, 2 * cu->prof_n, stream))) return st;
@@ -136,121 +132,80 @@ hot_status launch_zero(hot_layer *layer, CUdeviceptr p, size_t words, CUstream s
   return ctx_fail(layer->ctx, ctx_rt(r), "layer '%s': %s", layer->spec.name, err);
 }
 
-/* templates/hadamard_quant.cu. g' (HOT_K_HQ_G): rows of g_y, T x O; w' (HOT_K_HQ_W): columns
- * of w, O x I, codes stored I x k_pad. Phases: 0 amax (w' with math_out: also w' in math layout,
- * o_pad x I floats, for SAWB), 1 quantize with the group's scale (scale_in: a precomputed one,
- * SAWB), 2 per-row (g' only). per_sample (g' only): one amax word and scale per sample (amax
- * then points at B words), else one for the tensor. */
-hot_status launch_hq(hot_layer *layer, hot_kernel_role role, CUdeviceptr src, CUdeviceptr codes,
-                     CUdeviceptr scales, CUdeviceptr amax, int per_sample, CUdeviceptr scale_in,
-                     CUdeviceptr math_out, int phase, uint32_t step, CUstream stream) {
-  const hot_layer_plan *pl = layer->plan;
-  int is_g = role == HOT_K_HQ_G;
-  int rows = (int)(is_g ? pl->T : pl->O), cols = (int)(is_g ? pl->O : pl->I), ld_src = cols;
-  int o_pad = (int)pl->hq.o_pad, k_pad = (int)pl->hq.gemm.k_pad;
-  int ld_codes = pl->hq.codes == HOT_CODES_S4_PACKED ? k_pad / 2 : k_pad;
-  unsigned long long seed = layer->seed;
-  unsigned tag = (unsigned)pl->layer_id * 16u + (is_g ? HOT_TENSOR_HQ_G : 0u); /* w': RTN */
-  unsigned st = step;
-  int group_rows = is_g && per_sample ? (int)pl->L : rows; /* L <= T <= 2^31 - 1 (planner) */
-  void *args[] = {&src, &rows, &cols, &ld_src, &o_pad, &k_pad, &codes, &ld_codes,
-                  &scales, &amax, &group_rows, &scale_in, &math_out, &phase, &seed, &tag, &st};
-  return launch_role(layer, role, phase, args, stream);
+/* Encodes the tensor maps a TMA kernel's descriptor asks for into maps[] (64-byte aligned, the
+ * driver's CUtensorMap): rank 2, uint8, 128B swizzle, zero fill (templates/gemm_tma.cu's
+ * HOT_TMA_* values). Returns how many (0 for other kernels), or -1 with the layer's message set
+ * (*st). */
+static int encode_maps(hot_layer *layer, const hot_kernel_desc *d, hot_kernel_role role,
+                       const hot_launch_in *in, CUtensorMap maps[2], hot_status *st) {
+  if (!d->tmaps) return 0;
+  hot_tmap_req req[2];
+  memset(req, 0, sizeof req);
+  const int n = d->tmaps(layer->plan, role, in, req);
+  const cuda_driver *drv = cuda_ctx_of(layer->ctx)->drv;
+  if (n > 0 && !drv->cuTensorMapEncodeTiled) {
+    *st = ctx_fail(layer->ctx, HOT_ERR_UNSUPPORTED, "layer '%s': kernel %s (path tma_s8) needs "
+                   "cuTensorMapEncodeTiled, which the CUDA driver %s lacks (CUDA 12.0 or newer); "
+                   "plan the GEMM without tile warps_n = 2", layer->spec.name,
+                   plan_role_name(role), drv->path);
+    return -1;
+  }
+  for (int i = 0; i < n && i < 2; ++i) {
+    const cuuint64_t dims[2] = {req[i].dims[0], req[i].dims[1]}, strides[1] = {req[i].stride};
+    const cuuint32_t box[2] = {req[i].box[0], req[i].box[1]}, elem[2] = {1, 1};
+    CUresult c = drv->cuTensorMapEncodeTiled(
+        &maps[i], CU_TENSOR_MAP_DATA_TYPE_UINT8, 2, (void *)(uintptr_t)req[i].addr, dims, strides,
+        box, elem, CU_TENSOR_MAP_INTERLEAVE_NONE, CU_TENSOR_MAP_SWIZZLE_128B,
+        CU_TENSOR_MAP_L2_PROMOTION_L2_256B, CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE);
+    if (c != CUDA_SUCCESS) {
+      char what[160], err[384];
+      snprintf(what, sizeof what, "kernel %s: cuTensorMapEncodeTiled of operand %s (%llu x %llu "
+               "bytes at %p)", plan_role_name(role), req[i].what, (unsigned long long)dims[1],
+               (unsigned long long)dims[0], (void *)(uintptr_t)req[i].addr);
+      rt_status r = cuda_result_error(c, what, err, sizeof err);
+      *st = ctx_fail(layer->ctx, ctx_rt(r), "layer '%s': %s", layer->spec.name, err);
+      return -1;
+    }
+  }
+  return n;
 }
 
-/* templates/hla_project.cu. x^ (HOT_K_ABC_X, RTN): x, T x I; g^ (HOT_K_HLA_G, hla.g.round
- * compiled into the kernel; SR draws with tag = layer_id*16 + 2): g_y, T x O. Codes cols x
- * hla.gemm.k_pad int8 (zero tail written by phase 1).
- * Phases: 0 amax (+ math_out K x cols floats for SAWB), 1 quantize (scale_in: SAWB's scale). */
-hot_status launch_hla(hot_layer *layer, hot_kernel_role role, CUdeviceptr src, CUdeviceptr codes,
-                      CUdeviceptr scale, CUdeviceptr amax, CUdeviceptr scale_in,
-                      CUdeviceptr math_out, int phase, uint32_t step, CUstream stream) {
+hot_status launch_step(hot_layer *layer, hot_kernel_role role, int phase, const hot_launch_in *in,
+                       CUstream stream) {
   const hot_layer_plan *pl = layer->plan;
-  int is_g = role == HOT_K_HLA_G;
-  int T = (int)pl->T, cols = (int)(is_g ? pl->O : pl->I), ld_src = cols, L = (int)pl->L;
-  int layout = pl->hla.layout == HOT_LAYOUT_FLAT ? 1 : 0;
-  long long seg_len = (long long)pl->hla.seg_len, segments = (long long)pl->hla.segments;
-  int k_real = (int)pl->hla.k, k_pad = (int)pl->hla.gemm.k_pad, ld_codes = k_pad;
-  unsigned long long seed = layer->seed;
-  unsigned tag = (unsigned)pl->layer_id * 16u + (is_g ? HOT_TENSOR_HLA_G : 0u); /* x^: RTN */
-  unsigned st = step;
-  if (pl->hla.k > HOT_LIMIT_INT || pl->hla.gemm.k_pad > HOT_LIMIT_INT) /* the planner refuses */
-    return ctx_fail(layer->ctx, HOT_ERR_SHAPE, "layer '%s': hla K = %lld does not fit the "
-                    "kernel's int argument", layer->spec.name, (long long)pl->hla.gemm.k_pad);
-  /* scale groups (CONTRACT.md 9): `scale` receives hla.groups floats; a per-sample quantizer
-   * has one amax word (and one SAWB scale_in) per group, a per-tensor one a single word */
-  int group_k = (int)pl->hla.group_k, group_k_pad = (int)pl->hla.group_k_pad;
-  int groups = (int)pl->hla.groups;
-  int per_sample = (is_g ? pl->hla.g.gran : pl->hla.x.gran) == HOT_GRAN_SAMPLE;
-  void *args[] = {&src, &T, &cols, &ld_src, &L, &layout, &seg_len, &segments, &k_real, &k_pad,
-                  &group_k, &group_k_pad, &groups, &per_sample, &codes, &ld_codes, &scale, &amax,
-                  &scale_in, &math_out, &phase, &seed, &tag, &st};
-  return launch_role(layer, role, phase, args, stream);
-}
-
-/* templates/sawb.cu: phase 0 per-chunk partials of S1 = sum |v|, S2 = sum v*v (plan's grid),
- * phase 1 the scale from them and the amax word (one block). */
-hot_status launch_sawb(hot_layer *layer, hot_kernel_role role, CUdeviceptr v, CUdeviceptr partials,
-                       CUdeviceptr amax, CUdeviceptr scale, int phase, CUstream stream) {
-  const int64_t total = launch_sawb_elems(layer->plan, role);
-  const int64_t g = plan_sawb_groups(layer->plan, role);
-  if (total < 1 || g < 1 || total % g != 0 || g > HOT_LIMIT_INT)
-    return ctx_fail(layer->ctx, HOT_ERR_INTERNAL, "layer '%s': kernel %s is not a SAWB role",
+  const int k = plan_kernel_index(pl, role);
+  const hot_kernel_desc *d = k >= 0 ? kd_of(&pl->kernels[k]) : NULL;
+  if (!d || !d->args)
+    return ctx_fail(layer->ctx, HOT_ERR_INTERNAL, "layer '%s': the plan has no kernel %s",
                     layer->spec.name, plan_role_name(role));
-  long long n = (long long)(total / g); /* elements of one group */
-  int groups = (int)g;
-  void *args[] = {&v, &n, &groups, &partials, &amax, &scale, &phase};
-  return launch_role(layer, role, phase, args, stream);
-}
-
-/* templates/lqs.cu on the raw g_y (T x O): phase 0 row scales + per-sample amax (B words after
- * the per-tensor ones, zeroed by the caller; groups of L rows), 1 chunk partials of both squared
- * errors, 2 result[0..1] and *choice. Scratch: the layer's lqs_rs (T floats), partials
- * (2 ceil(T*O / 1024) doubles), lqs_res, lqs_choice. */
-hot_status launch_lqs(hot_layer *layer, CUdeviceptr g_y, int phase, uint32_t step,
-                      CUstream stream) {
-  const hot_layer_plan *pl = layer->plan;
-  const hot_cuda_layer *cu = cuda_layer_of(layer);
-  int T = (int)pl->T, O = (int)pl->O, ld_src = O, group_rows = (int)pl->L;
-  CUdeviceptr amax = cu->amax + 4 * HOT_AMAX_WORDS, rs = cu->lqs_rs, part = cu->partials,
-              res = cu->lqs_res, choice = cu->lqs_choice;
-  unsigned long long seed = layer->seed;
-  unsigned tag = (unsigned)pl->layer_id * 16u + HOT_TENSOR_LQS, st = step;
-  if (!rs || !part || !res || !choice)
-    return ctx_fail(layer->ctx, HOT_ERR_INTERNAL, "layer '%s': no LQS scratch", layer->spec.name);
-  void *args[] = {&g_y, &T, &O, &ld_src, &amax, &group_rows, &rs, &part, &res, &choice, &phase,
-                  &seed, &tag, &st};
-  return launch_role(layer, HOT_K_LQS, phase, args, stream);
-}
-
-/* templates/gemm_int.cu: C = (float)(A . B^T) * factor(m), alpha = (*alpha_a * (alpha_b ?
- * *alpha_b : 1)) / alpha_div computed on the device. HQ: A = q_g' (T x k_pad), B = q_w'
- * (I x k_pad), row_scale = s_g, alpha_a = &s_w, alpha_b = NULL, div = b. HLA: A = q_g^ (O x
- * k_pad), B = q_x^ (I x k_pad), row_scale = NULL, alpha_a = s_g^, alpha_b = s_x^ (hla.groups
- * floats each), div = p; a segmented g_w GEMM (HOT_SEGS) sums each seg_kpad codes of K apart and
- * uses alpha_a[j], alpha_b[j] for segment j. */
-hot_status launch_gemm(hot_layer *layer, hot_kernel_role role, CUdeviceptr a, CUdeviceptr b,
-                       CUdeviceptr c, CUdeviceptr row_scale, CUdeviceptr alpha_a,
-                       CUdeviceptr alpha_b, CUstream stream) {
-  const hot_layer_plan *pl = layer->plan;
-  int gx = role == HOT_K_GEMM_GX;
-  const hot_gemm_plan *g = gx ? &pl->hq.gemm : &pl->hla.gemm;
-  float alpha_div = (float)(gx ? pl->hq.block : pl->hla.block);
-  int M = (int)(gx ? pl->T : pl->O), N = (int)pl->I, Kpad = (int)g->k_pad, ldc = (int)pl->I;
-  if (g->m != M || g->n != N)
-    return ctx_fail(layer->ctx, HOT_ERR_INTERNAL, "layer '%s': %s GEMM planned %lldx%lld, the "
-                    "layer is %dx%d", layer->spec.name, gx ? "g_x" : "g_w", (long long)g->m,
-                    (long long)g->n, M, N);
-  int seg_kpad = (int)g->seg_k_pad; /* = Kpad unless the GEMM is segmented (HLA scale groups) */
-  void *args[] = {&a, &b, &c, &row_scale, &alpha_a, &alpha_b, &alpha_div, &M, &N, &Kpad, &ldc,
-                  &seg_kpad};
-  return launch_role(layer, role, 0, args, stream);
-}
-
-/* templates/bias.cu: the plan's grid, ceil(O / 4) blocks of 256 threads, each owning 4 columns. */
-hot_status launch_bias(hot_layer *layer, CUdeviceptr g_y, CUdeviceptr g_b, CUstream stream) {
-  const hot_layer_plan *pl = layer->plan;
-  int T = (int)pl->T, O = (int)pl->O;
-  void *args[] = {&g_y, &g_b, &T, &O};
-  return launch_role(layer, HOT_K_BIAS, 0, args, stream);
+  hot_launch_in local = *in;
+  CUtensorMap maps[2];
+  hot_status st = HOT_OK;
+  const int nm = encode_maps(layer, d, role, in, maps, &st);
+  if (nm < 0) return st;
+  for (int i = 0; i < nm; ++i) local.tmap[i] = &maps[i];
+  hot_argv v;
+  memset(&v, 0, sizeof v);
+  if (d->args(pl, role, phase, &local, &v) || v.bad || v.n != kd_sig_count(d->sig))
+    return ctx_fail(layer->ctx, HOT_ERR_INTERNAL, "layer '%s': kernel %s phase %d: its launch "
+                    "arguments cannot be built from the plan (%d of %d; a size beyond its "
+                    "argument type, scratch missing, or a GEMM of another shape)",
+                    layer->spec.name, plan_role_name(role), phase, v.n, kd_sig_count(d->sig));
+  /* each value in storage of its own type; kernelParams points at it (a map: at its 128 bytes) */
+  union { int32_t i32; uint32_t u32; int64_t i64; uint64_t u64; float f; } val[HOT_MAX_ARGS];
+  void *params[HOT_MAX_ARGS];
+  for (int i = 0; i < v.n; ++i) {
+    const hot_arg *a = &v.a[i];
+    switch (a->type) {
+    case HOT_ARG_I32: val[i].i32 = (int32_t)a->i; break;
+    case HOT_ARG_U32: val[i].u32 = (uint32_t)a->u; break;
+    case HOT_ARG_I64: val[i].i64 = a->i; break;
+    case HOT_ARG_F32: val[i].f = a->f; break;
+    case HOT_ARG_PTR:
+    case HOT_ARG_U64: val[i].u64 = a->u; break;
+    case HOT_ARG_MAP: break;
+    }
+    params[i] = a->type == HOT_ARG_MAP ? (void *)(uintptr_t)a->map : (void *)&val[i];
+  }
+  return launch_role(layer, role, phase, params, stream);
 }

@@ -1,4 +1,4 @@
-/* @hot-params: HOT_KNAME HOT_MODE HOT_DTYPE HOT_P HOT_R HOT_BITS HOT_ROUND HOT_ROWS */
+/* @hot-params: HOT_KNAME HOT_MODE HOT_DTYPE HOT_P HOT_R HOT_BITS HOT_ROUND HOT_ROWS HOT_COLS */
 /* hla_project.cu — HLA / ABC projection kernels (CONTRACT.md sections 4, 5 and 9-12):
  * per token block, the p-point FWHT down every column (fp32, CONTRACT.md 2 stage order), the gather of
  * the r selected natural rows of H_p, an 8-bit quantizer with one scale per tensor or per sample
@@ -16,6 +16,9 @@
  *   HOT_R      rank r (1..p)
  *   HOT_BITS   code bits (8 in every shipped recipe; 2..8 accepted)
  *   HOT_ROWS   the r selected natural rows of H_p, ascending sequency, comma-separated
+ *   HOT_COLS   columns per block as the planner computed it (gen/kernels/hla.c), for the launch
+ *              geometry; checked against HLA_COLS below (a build that defines HOT_GENERATED
+ *              itself may leave it out)
  *
  * Entry (one signature for both modes):
  *   extern "C" __global__ void HOT_KNAME (const void *src, int T, int cols, int ld_src, int L,
@@ -98,12 +101,16 @@
 #define HOT_BITS 8
 #define HOT_ROUND 1
 #define HOT_ROWS 0, 8, 12, 4, 14, 10, 2, 3, 11, 1
+#define HOT_COLS 256
 #endif
 
 #include "hot_math.cuh"
 
 #define HLA_THREADS 256
 #define HLA_COLS (HOT_P <= 32 ? 256 : 8192 / HOT_P)
+#ifdef HOT_COLS
+static_assert(HOT_COLS == HLA_COLS, "HOT_COLS (the planner's grid.y divisor) != HLA_COLS");
+#endif
 #define HLA_QMAX ((1 << (HOT_BITS - 1)) - 1)
 #define HLA_LP                                                                                  \
   (HOT_P >= 1024 ? 10 : HOT_P >= 512 ? 9 : HOT_P >= 256 ? 8 : HOT_P >= 128 ? 7 : HOT_P >= 64 ? 6 \

@@ -95,8 +95,9 @@ hla_wrapper() {
   local f="$work/hla_m$1_dt$2_p$3_r$4_q${5:-$1}.cu" rows
   rows=$(seq -s, 0 $(($4 - 1)))
   [ "$3" = 16 ] && [ "$4" = 10 ] && rows="0,8,12,4,14,10,2,3,11,1"
-  printf '#define HOT_KNAME hot_hla_m%s_dt%s_p%s\n#define HOT_MODE %s\n#define HOT_DTYPE %s\n#define HOT_P %s\n#define HOT_R %s\n#define HOT_BITS 8\n#define HOT_ROUND %s\n#define HOT_ROWS %s\n#include "hla_project.cu"\n' \
-    "$1" "$2" "$3" "$1" "$2" "$3" "$4" "${5:-$1}" "$rows" >"$f"
+  # HOT_COLS: the planner's column count (gen/kernels/hla.c), which the template checks
+  printf '#define HOT_KNAME hot_hla_m%s_dt%s_p%s\n#define HOT_MODE %s\n#define HOT_DTYPE %s\n#define HOT_P %s\n#define HOT_R %s\n#define HOT_BITS 8\n#define HOT_ROUND %s\n#define HOT_ROWS %s\n#define HOT_COLS %s\n#include "hla_project.cu"\n' \
+    "$1" "$2" "$3" "$1" "$2" "$3" "$4" "${5:-$1}" "$rows" "$(($3 <= 32 ? 256 : 8192 / $3))" >"$f"
   echo "$f"
 }
 # p dtype r

@@ -8,6 +8,7 @@
 #include <unistd.h>
 
 #include "emit.h"
+#include "kernel_desc.h"
 #include "spec.h"
 
 static char *read_all(const char *path, size_t *len) {
@@ -334,6 +335,55 @@ START_TEST(no_truncation) {
 }
 END_TEST
 
+/* Every planned kernel's launch signature (its descriptor's sig) is its template's entry point
+ * (emit_entry_params, which accepts the TMA kernel's `const __grid_constant__` map parameters),
+ * and the emitted source defines what the descriptor says: HOT_COLS for the HLA projections, the
+ * consumer warps (HOT_WARPS_N 1) for the TMA GEMM. Plans cover every template: sm_80 (int4
+ * mma.sync, SAWB, LQS, bias), sm_90a (wgmma), sm_90a with warps_n = 2 (TMA). */
+START_TEST(descriptor_signatures) {
+  hot_layer_spec s;
+  plan_spec_defaults(&s, HOT_RECIPE_PAPER_CODE);
+  snprintf(s.name, sizeof s.name, "sig");
+  s.in_features = 768;
+  s.out_features = 3072;
+  s.bias = 1;
+  s.hq.g.gran = HOT_GRAN_AUTO;
+  s.hq.w.rule = HOT_RULE_SAWB;
+  s.hla.x.rule = HOT_RULE_SAWB;
+  static hot_layer_plan p;
+  char err[512];
+  const char *names[16];
+  int n_names = 0;
+  for (int v = 0; v < 3; ++v) {
+    s.tile_gx.warps_n = s.tile_gw.warps_n = v == 2 ? 2 : 0;
+    const hot_arch arch = v == 0 ? HOT_ARCH_SM80 : HOT_ARCH_SM90A;
+    ck_assert_msg(plan_layer(&s, 4, 196, HOT_RECIPE_PAPER_CODE, arch, 0, &p, err, sizeof err) == 0,
+                  "%s", err);
+    for (int k = 0; k < p.n_kernels; ++k) {
+      const hot_kernel_desc *d = kd_of(&p.kernels[k]);
+      ck_assert_ptr_nonnull(d);
+      char *want = NULL;
+      ck_assert_msg(emit_entry_params(p.kernels[k].templ, &want, err, sizeof err) == 0, "%s", err);
+      ck_assert_msg(!strcmp(d->sig, want), "%s (%s): descriptor %s passes\n  %s\nthe entry takes\n  %s",
+                    p.kernels[k].name, p.kernels[k].templ, d->family, d->sig, want);
+      free(want);
+      int seen = 0;
+      for (int i = 0; i < n_names; ++i) seen |= !strcmp(names[i], p.kernels[k].templ);
+      if (!seen && n_names < 16) names[n_names++] = p.kernels[k].templ;
+      hot_emitted e;
+      ck_assert_msg(emit_layer_select(&p, 1u << k, &e, err, sizeof err) == 0, "%s", err);
+      if (!strcmp(p.kernels[k].templ, "templates/hla_project.cu"))
+        ck_assert_ptr_nonnull(strstr(e.source, p.hla.block <= 32 ? "#define HOT_COLS 256\n"
+                                                                  : "#define HOT_COLS "));
+      if (!strcmp(p.kernels[k].templ, "templates/gemm_tma.cu"))
+        ck_assert_ptr_nonnull(strstr(e.source, "#define HOT_WARPS_N 1\n"));
+      emit_free(&e);
+    }
+  }
+  ck_assert_int_eq(n_names, 8); /* hadamard_quant, hla_project, sawb, lqs, bias, 3 GEMMs */
+}
+END_TEST
+
 int main(void) {
   Suite *s = suite_create("emit");
   TCase *tc = tcase_create("emit");
@@ -345,6 +395,7 @@ int main(void) {
   tcase_add_test(tc, rows_every_p);
   tcase_add_test(tc, round_mode_carried);
   tcase_add_test(tc, no_truncation);
+  tcase_add_test(tc, descriptor_signatures);
   suite_add_tcase(s, tc);
   SRunner *r = srunner_create(s);
   srunner_run_all(r, CK_NORMAL);

@@ -1,6 +1,7 @@
 /* test_nvrtc_kernels — compiles, without a GPU, (1) the first template (hadamard_quant.cu) alone
  * over a grid of its parameters and (2) every distinct kernel of every shipped spec, for sm_80,
- * sm_86, sm_89, sm_90 and sm_90a, to CUBIN through the kernel cache; asserts zero spills (the
+ * sm_86, sm_89, sm_90 and sm_90a, and on sm_90a once more with the GEMMs on the opt-in TMA path
+ * (tile warps_n = 2: templates/gemm_tma.cu), to CUBIN through the kernel cache; asserts zero spills (the
  * plans allow none) and that each kernel's registers, threads and shared memory fit the arch.
  * Prints per kernel: arch, name, ms, registers, spills. Compiles are cached in
  * $HOT_TEST_KCACHE (a build-tree folder), so reruns only recompile what changed.
@@ -476,24 +477,30 @@ START_TEST(every_shipped_kernel) {
     hot_model m;
     hot_diag dg = {0};
     ck_assert_msg(spec_load_file(path, NULL, &m, &dg) == 0, "%s", dg.count ? dg.lines[0] : path);
-    for (size_t a = 0; a < sizeof k_archs / sizeof k_archs[0]; ++a)
+    /* every arch, then sm_90a once more with both GEMMs on the TMA path (tile warps_n = 2,
+     * opt-in: docs/gemm-paths.md) */
+    const size_t n_archs = sizeof k_archs / sizeof k_archs[0];
+    for (size_t a = 0; a <= n_archs; ++a)
       for (int l = 0; l < m.n_layers; ++l) {
         hot_layer_plan p;
         char err[512];
-        int64_t tokens = m.layers[l].tokens ? m.layers[l].tokens : m.tokens;
-        ck_assert_msg(plan_layer(&m.layers[l], m.batch, tokens, m.recipe, k_archs[a], l, &p, err,
-                                 sizeof err) == 0, "%s layer %s: %s", names[s], m.layers[l].name, err);
+        const hot_arch arch = a < n_archs ? k_archs[a] : HOT_ARCH_SM90A;
+        hot_layer_spec ls = m.layers[l];
+        if (a == n_archs) ls.tile_gx.warps_n = ls.tile_gw.warps_n = 2;
+        int64_t tokens = ls.tokens ? ls.tokens : m.tokens;
+        ck_assert_msg(plan_layer(&ls, m.batch, tokens, m.recipe, arch, l, &p, err, sizeof err) == 0,
+                      "%s layer %s: %s", names[s], ls.name, err);
         for (int k = 0; k < p.n_kernels; ++k) {
-          if (seen(plan_arch_caps(k_archs[a])->name, p.kernels[k].name)) continue;
+          if (seen(plan_arch_caps(arch)->name, p.kernels[k].name)) continue;
           hot_emitted e;
           ck_assert_msg(emit_layer_select(&p, 1u << k, &e, err, sizeof err) == 0, "%s", err);
           if (e.n_kernels == 1) {
             unsigned thr[] = {p.kernels[k].block[0] * p.kernels[k].block[1] * p.kernels[k].block[2]};
             unsigned smem[] = {p.kernels[k].smem};
-            compile_check(e.source, e.kernels, 1, k_archs[a], thr, smem);
+            compile_check(e.source, e.kernels, 1, arch, thr, smem);
             ++kernels;
           } else {
-            printf("%-6s %-46s pending (no template yet)\n", plan_arch_caps(k_archs[a])->name,
+            printf("%-6s %-46s pending (no template yet)\n", plan_arch_caps(arch)->name,
                    p.kernels[k].name);
           }
           emit_free(&e);

@@ -10,6 +10,7 @@
 #include "basis.h"
 #include "cost.h"
 #include "plan.h"
+#include "kernel_desc.h"
 
 static hot_layer_plan g_plan, g_plan2; /* large: keep off the stack */
 
@@ -760,6 +761,119 @@ START_TEST(wgmma_tiles) {
 }
 END_TEST
 
+/* The TMA path (sm_90a, templates/gemm_tma.cu), asked for per GEMM with warps_n = 2: the tiles of
+ * wgmma_s8, 2..8 stages, a producer warpgroup beside the consumers, +1152 bytes of shared memory,
+ * a persistent grid (the tile count, launched as at most the SM count), the same cost; warps_n 2
+ * on other archs stays a mma.sync warp layout. */
+START_TEST(tma_tiles) {
+  hot_layer_spec s = layer(HOT_RECIPE_HOT, 4096, 4096);
+  s.tile_gx.warps_n = 2;
+  plan_ok(&s, 1, 8192, HOT_RECIPE_HOT, HOT_ARCH_SM90A, &g_plan);
+  const hot_gemm_plan *g = &g_plan.hq.gemm;
+  ck_assert_int_eq(g->path, HOT_GEMM_TMA_S8);
+  ck_assert_int_eq(g_plan.hla.gemm.path, HOT_GEMM_WGMMA_S8); /* tile_gw not asked */
+  ck_assert_int_eq(g->tile_m, 128);
+  ck_assert_int_eq(g->tile_n, 256);
+  ck_assert_int_eq(g->warps_m, 8);
+  ck_assert_int_eq(g->warps_n, 2);
+  ck_assert_uint_eq(g->smem, 4u * (128 + 256) * 128 + 1024 + 128); /* 197760 */
+  ck_assert_uint_eq(g->smem, plan_gemm_smem(HOT_GEMM_TMA_S8, HOT_CODES_S8, 128, 256, 128, 4));
+  const int k = plan_kernel_index(&g_plan, HOT_K_GEMM_GX);
+  const hot_kernel_plan *kp = &g_plan.kernels[k];
+  ck_assert_str_eq(kp->templ, "templates/gemm_tma.cu");
+  ck_assert_str_eq(kp->name, "hot_gemm_tma_s8_128x256x128_w8x1_s4");
+  ck_assert_uint_eq(kp->block[0], 384);
+  ck_assert_int_eq(kp->persistent, 1);
+  ck_assert_uint_eq(kp->grid[0], (8192 / 128) * (4096 / 256));
+  ck_assert_uint_eq(kp->grid[1], 1);
+  unsigned grid[3];
+  plan_kernel_grid(&g_plan, k, 0, grid);
+  ck_assert_uint_eq(grid[0], kp->grid[0]);
+  hot_kernel_cost tc, wc;
+  ck_assert_int_eq(plan_kernel_cost(&g_plan, HOT_K_GEMM_GX, 0, 0, &tc), 0);
+  s.tile_gx.warps_n = 0;
+  plan_ok(&s, 1, 8192, HOT_RECIPE_HOT, HOT_ARCH_SM90A, &g_plan2);
+  ck_assert_int_eq(plan_kernel_cost(&g_plan2, HOT_K_GEMM_GX, 0, 0, &wc), 0);
+  ck_assert_int_eq(tc.bytes_read, wc.bytes_read);
+  ck_assert_int_eq(tc.bytes_written, wc.bytes_written);
+  ck_assert_int_eq(tc.int_ops, wc.int_ops);
+  ck_assert_int_eq(tc.bound, 1);
+  /* both GEMMs, small tiles, 2 stages, segmented g_w (per-sample scales) */
+  s = layer(HOT_RECIPE_HOT, 137, 100);
+  s.tile_gx = (hot_tile){64, 64, 0, 0, 2, 2};
+  s.tile_gw.warps_n = 2;
+  s.hla.layout = HOT_LAYOUT_SAMPLE;
+  s.hla.g.gran = HOT_GRAN_SAMPLE;
+  plan_ok(&s, 3, 196, HOT_RECIPE_HOT, HOT_ARCH_SM90A, &g_plan);
+  ck_assert_int_eq(g_plan.hq.gemm.stages, 2);
+  ck_assert_uint_eq(g_plan.hq.gemm.smem, 2u * 128 * 128 + 1152);
+  ck_assert_uint_eq(g_plan.kernels[plan_kernel_index(&g_plan, HOT_K_GEMM_GX)].block[0], 256);
+  ck_assert_int_eq(g_plan.hla.gemm.path, HOT_GEMM_TMA_S8);
+  ck_assert_int_eq(g_plan.hla.gemm.segmented, 1);
+  ck_assert_str_eq(g_plan.kernels[plan_kernel_index(&g_plan, HOT_K_GEMM_GW)].name,
+                   "hot_gemm_tma_s8_128x128x128_w8x1_s4_seg");
+  /* illegal requests */
+  s.tile_gx.stages = 9;
+  plan_err(&s, 3, 196, HOT_ARCH_SM90A, "tile_gx.stages must be in [2, 8] for tma_s8");
+  s.tile_gx.stages = 1;
+  plan_err(&s, 3, 196, HOT_ARCH_SM90A, "tile_gx.stages must be in [2, 8] for tma_s8");
+  s.tile_gx.stages = 0;
+  s.tile_gx.warps_m = 8;
+  plan_err(&s, 3, 196, HOT_ARCH_SM90A, "tile_gx: tma_s8 uses 4 x 2 warps for tile_m = 64");
+  s.tile_gx.warps_m = 0;
+  s.tile_gx.warps_n = 3;
+  plan_err(&s, 3, 196, HOT_ARCH_SM90A, "wgmma_s8 uses 4 x 1 warps for tile_m = 64");
+  s.tile_gx = (hot_tile){128, 256, 0, 0, 2, 5}; /* 5 x 384 x 128 + 1152 = 246912 */
+  plan_err(&s, 3, 196, HOT_ARCH_SM90A, "needs 246912 bytes of shared memory");
+  /* warps_n = 2 elsewhere: the mma.sync layout it always was */
+  s.tile_gx = (hot_tile){0, 0, 0, 0, 2, 0};
+  plan_ok(&s, 3, 196, HOT_RECIPE_HOT, HOT_ARCH_SM90, &g_plan);
+  ck_assert_int_eq(g_plan.hq.gemm.path, HOT_GEMM_MMA_S8);
+  ck_assert_int_eq(g_plan.hq.gemm.warps_n, 2);
+}
+END_TEST
+
+/* The descriptors: the plan's kernel order (each role's first step), one descriptor per planned
+ * kernel whose roles include it, every role has steps, and no step names a role its descriptor
+ * does not implement. */
+START_TEST(kernel_descriptors) {
+  static const hot_kernel_role want[HOT_K_ROLE_COUNT] = {
+      HOT_K_ABC_X, HOT_K_SAWB_X, HOT_K_HQ_G, HOT_K_HQ_W, HOT_K_SAWB_W,
+      HOT_K_HLA_G, HOT_K_GEMM_GX, HOT_K_GEMM_GW, HOT_K_BIAS, HOT_K_LQS};
+  const hot_kernel_role *order = kd_plan_order();
+  for (int i = 0; i < HOT_K_ROLE_COUNT; ++i)
+    ck_assert_msg(order[i] == want[i], "plan order %d: %s, expected %s", i,
+                  plan_role_name(order[i]), plan_role_name(want[i]));
+  int n = 0;
+  const hot_kernel_desc *const *all = kd_all(&n);
+  unsigned roles = 0, stepped = 0;
+  for (int i = 0; i < n; ++i) {
+    roles |= all[i]->roles;
+    for (int s = 0; s < all[i]->n_steps; ++s) {
+      ck_assert_msg(all[i]->roles & (1u << all[i]->steps[s].role), "%s: step of %s",
+                    all[i]->family, plan_role_name(all[i]->steps[s].role));
+      stepped |= 1u << all[i]->steps[s].role;
+    }
+    ck_assert_int_gt(kd_sig_count(all[i]->sig), 0);
+  }
+  ck_assert_uint_eq(roles, (1u << HOT_K_ROLE_COUNT) - 1);
+  ck_assert_uint_eq(stepped, (1u << HOT_K_ROLE_COUNT) - 1);
+  hot_step st[64];
+  const int nb = kd_steps(HOT_CALL_BACKWARD, st, 64);
+  ck_assert_int_eq(nb, 12); /* hq_g 2, 0, 1, hq_w 0, sawb_w 0,1, hq_w 1, hla_g 0,1, gx, gw, bias */
+  for (int i = 1; i < nb; ++i) ck_assert_int_lt(st[i - 1].seq, st[i].seq);
+  hot_layer_spec s = layer(HOT_RECIPE_PAPER_CODE, 137, 100);
+  s.bias = 1;
+  plan_ok(&s, 3, 197, HOT_RECIPE_PAPER_CODE, HOT_ARCH_SM80, &g_plan);
+  for (int k = 0; k < g_plan.n_kernels; ++k) {
+    const hot_kernel_plan *kp = &g_plan.kernels[k];
+    ck_assert_ptr_nonnull(kp->desc);
+    ck_assert_ptr_eq(kd_of(kp), kp->desc);
+    ck_assert(kp->desc->roles & (1u << kp->role));
+  }
+}
+END_TEST
+
 /* Every buffer size has one definition (plan_buffer_bytes): the cost model's traffic is built
  * from it, the plan's ABC figure is it, and the per-phase grids come from the plan. */
 START_TEST(buffers_and_grids) {
@@ -889,6 +1003,8 @@ int main(void) {
   tcase_add_test(tc, op_counts);
   tcase_add_test(tc, kernel_costs);
   tcase_add_test(tc, wgmma_tiles);
+  tcase_add_test(tc, tma_tiles);
+  tcase_add_test(tc, kernel_descriptors);
   tcase_add_test(tc, buffers_and_grids);
   suite_add_tcase(su, tc);
   SRunner *sr = srunner_create(su);

@@ -14,6 +14,10 @@
  * device ordinal). Events: with fake_cuda_set_running(1) a recorded event stays pending ("the
  * kernels before it still run") until it is synchronised; frees and module unloads meanwhile are
  * counted (frees_while_running).
+ * Tensor maps: cuTensorMapEncodeTiled checks its arguments against the driver's documented rules
+ * (data type, rank, 16-byte address, dims, strides, box, element strides, swizzle span, enums),
+ * records every call (log tmaps[]) and writes a map that names its record; a TMA GEMM launch
+ * (hot_gemm_tma_*) reads its two maps by value and logs the record indices (-1: not a map).
  * Test-side API: fake_cuda_log (the launches so far), fake_cuda_reset, fake_cuda_set_lqs,
  * fake_cuda_raise_range, fake_cuda_set_running, fake_cuda_configure. */
 #define _GNU_SOURCE
@@ -174,6 +178,7 @@ EXPORT CUresult cuFuncSetAttribute(void *f, int a, int v) {
 /* Argument types by entry point (templates' headers): p pointer, i int, l long long / u64,
  * u unsigned, f float. */
 static const char *sig_of(const char *name) {
+  if (!strncmp(name, "hot_gemm_tma_", 13)) return "ppppppfiiiii" "mm";
   if (!strncmp(name, "hot_hq_", 7)) return "piiiiipipp" "ipp" "iluu";
   if (!strncmp(name, "hot_hla_", 8)) return "piiiiilliiiiiipipppp" "iluu";
   if (!strncmp(name, "hot_gemm_", 9)) return "ppppppfiiii";
@@ -181,6 +186,65 @@ static const char *sig_of(const char *name) {
   if (!strncmp(name, "hot_lqs_", 8)) return "piiipi" "ppppiluu";
   if (!strncmp(name, "hot_sawb_", 9)) return "plipppi";
   return "";
+}
+
+/* Tensor maps: 128 bytes, 64-byte aligned; the fake's encoding is a magic word and the index of
+ * the call's record. */
+#define FAKE_TMAP_MAGIC 0x686f74746d6170ull /* "hottmap" */
+static int g_refuse_tmaps;
+EXPORT void fake_cuda_refuse_tmaps(int on) { g_refuse_tmaps = on; }
+static int64_t map_record(const void *p) {
+  uint64_t w[2];
+  if (((uintptr_t)p & 63u) != 0) return -1; /* kernelParams must point at an aligned map copy */
+  memcpy(w, p, sizeof w);
+  return w[0] == FAKE_TMAP_MAGIC && w[1] < (uint64_t)g_log.n_tmaps ? (int64_t)w[1] : -1;
+}
+EXPORT CUresult cuTensorMapEncodeTiled(void *map, int dtype, unsigned rank, void *addr,
+                                       const uint64_t *dims, const uint64_t *strides,
+                                       const unsigned *box, const unsigned *elem, int interleave,
+                                       int swizzle, int l2, int oob) {
+  static fake_cuda_tmap spare;
+  fake_cuda_tmap *t = g_log.n_tmaps < FAKE_CUDA_MAX_TMAPS ? &g_log.tmaps[g_log.n_tmaps] : &spare;
+  memset(t, 0, sizeof *t);
+  t->data_type = dtype;
+  t->rank = rank;
+  t->addr = (uint64_t)(uintptr_t)addr;
+  for (unsigned i = 0; i < rank && i < 2; ++i) {
+    t->dims[i] = dims[i];
+    t->box[i] = box[i];
+    t->elem[i] = elem[i];
+  }
+  if (rank >= 2) t->strides[0] = strides[0];
+  t->interleave = interleave, t->swizzle = swizzle, t->l2 = l2, t->oob = oob;
+  const char *why = NULL;
+  const unsigned span = swizzle == 1 ? 32u : swizzle == 2 ? 64u : swizzle == 3 ? 128u : 0u;
+  if (g_refuse_tmaps) why = "refused by the test";
+  else if (!map || ((uintptr_t)map & 63u)) why = "map not 64-byte aligned";
+  else if (dtype < 0 || dtype > 12) why = "data type";
+  else if (rank < 1 || rank > 5) why = "rank";
+  else if (rank != 2) why = "rank (hot encodes rank 2 only)";
+  else if (!addr || ((uintptr_t)addr & 15u)) why = "global address not 16-byte aligned";
+  else if (dims[0] < 1 || dims[1] < 1 || dims[0] > (1ull << 32) || dims[1] > (1ull << 32))
+    why = "globalDim out of [1, 2^32]";
+  else if (strides[0] % 16 || strides[0] >= (1ull << 40) || strides[0] < dims[0])
+    why = "globalStrides";
+  else if (box[0] < 1 || box[0] > 256 || box[1] < 1 || box[1] > 256) why = "boxDim out of [1, 256]";
+  else if (box[0] % 16) why = "boxDim[0] bytes not a multiple of 16";
+  else if (elem[0] < 1 || elem[0] > 8 || elem[1] < 1 || elem[1] > 8) why = "elementStrides";
+  else if (interleave < 0 || interleave > 2 || swizzle < 0 || swizzle > 3 || l2 < 0 || l2 > 3 ||
+           oob < 0 || oob > 1)
+    why = "enumerator out of range";
+  else if (interleave == 0 && span && box[0] > span) why = "inner box beyond the swizzle span";
+  else if (oob == 1 && dtype <= 6) why = "NaN fill of an integer type";
+  if (g_log.n_tmaps < FAKE_CUDA_MAX_TMAPS) g_log.n_tmaps++;
+  if (why) {
+    t->refused = 1;
+    snprintf(t->refused_why, sizeof t->refused_why, "%s", why);
+    return 1; /* CUDA_ERROR_INVALID_VALUE */
+  }
+  uint64_t w[16] = {FAKE_TMAP_MAGIC, t == &spare ? UINT64_MAX : (uint64_t)(t - g_log.tmaps)};
+  memcpy(map, w, sizeof w);
+  return OK;
 }
 
 EXPORT CUresult cuLaunchKernel(void *f, unsigned gx, unsigned gy, unsigned gz, unsigned bx,
@@ -209,6 +273,7 @@ EXPORT CUresult cuLaunchKernel(void *f, unsigned gx, unsigned gy, unsigned gz, u
     case 'i': { int v; memcpy(&v, params[i], 4); l->arg[i] = v; break; }
     case 'u': { unsigned v; memcpy(&v, params[i], 4); l->arg[i] = v; break; }
     case 'f': { float v; memcpy(&v, params[i], 4); l->farg[i] = v; break; }
+    case 'm': l->arg[i] = map_record(params[i]); break;
     }
   }
   /* LQS phase 2 writes result[0..1] and *choice */

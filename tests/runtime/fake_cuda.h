@@ -10,9 +10,26 @@ typedef struct {
   char name[128];          /* kernel name, or "memset32" for cuMemsetD32Async */
   unsigned grid[3], block[3], smem;
   int n_args;
-  int64_t arg[FAKE_CUDA_MAX_ARGS]; /* integers and pointers (memset32: dst, words) */
+  int64_t arg[FAKE_CUDA_MAX_ARGS]; /* integers and pointers (memset32: dst, words); a tensor
+                                      map passed by value: its index in tmaps[], -1 when its
+                                      bytes are not a map the fake encoded */
   float farg[FAKE_CUDA_MAX_ARGS];  /* float arguments */
 } fake_cuda_launch;
+
+/* One cuTensorMapEncodeTiled call, as the caller passed it (rank 2 entries; the fake refuses
+ * what the driver documents as invalid and records the call either way). */
+#define FAKE_CUDA_MAX_TMAPS 64
+typedef struct {
+  int data_type;           /* CU_TENSOR_MAP_DATA_TYPE_*: 0 = UINT8 */
+  unsigned rank;
+  uint64_t addr;
+  uint64_t dims[2];        /* globalDim (the first rank entries) */
+  uint64_t strides[1];     /* globalStrides (rank - 1 entries) */
+  unsigned box[2], elem[2];
+  int interleave, swizzle, l2, oob; /* 0 none, 3 = 128B, 3 = 256B, 0 = zero fill */
+  int refused;             /* 1: CUDA_ERROR_INVALID_VALUE returned (why: refused_why) */
+  char refused_why[64];
+} fake_cuda_tmap;
 
 typedef struct {
   int n;                   /* launches recorded in l[] (at most FAKE_CUDA_MAX_LAUNCHES) */
@@ -29,6 +46,8 @@ typedef struct {
   int frees;               /* cuMemFree / cuMemFreeHost / cuModuleUnload calls */
   int frees_while_running; /* cuMemFree / cuMemFreeHost / cuModuleUnload while an event recorded
                               in "running" mode was not waited for (fake_cuda_set_running) */
+  int n_tmaps;              /* cuTensorMapEncodeTiled calls recorded in tmaps[] */
+  fake_cuda_tmap tmaps[FAKE_CUDA_MAX_TMAPS];
   fake_cuda_launch l[FAKE_CUDA_MAX_LAUNCHES];
 } fake_cuda_log_t;
 
@@ -38,6 +57,9 @@ typedef void (*fake_cuda_set_lqs_fn)(double e_tensor, double e_token, int choice
 #include <stddef.h>
 typedef size_t (*fake_cuda_alloc_size_fn)(uintptr_t p); /* bytes of the allocation at p, or 0 */
 typedef void (*fake_cuda_raise_range_fn)(int on);
+/* on = 1: every later cuTensorMapEncodeTiled is refused (CUDA_ERROR_INVALID_VALUE, recorded with
+ * refused_why "refused by the test"), for the runtime's error path. */
+typedef void (*fake_cuda_refuse_tmaps_fn)(int on);
 /* "Kernels still running": with on = 1 every event recorded afterwards stays pending (cuEventQuery
  * answers CUDA_ERROR_NOT_READY) until cuEventSynchronize on it, or cuStreamSynchronize /
  * cuCtxSynchronize, completes it; freeing memory or unloading a module while one is pending is

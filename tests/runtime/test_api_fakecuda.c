@@ -715,6 +715,138 @@ START_TEST(wgmma_gemms) {
 END_TEST
 
 
+/* The tensor map record of a TMA launch's argument i: encoded by the fake, accepted, and with the
+ * layout templates/gemm_tma.cu documents (uint8, rank 2, {Kpad, rows}, stride Kpad, box {128,
+ * tile rows}, element strides 1, no interleave, 128B swizzle, L2 256B, zero fill). */
+static void tma_map(const fake_cuda_launch *l, int i, int64_t addr, int64_t kpad, int64_t rows,
+                    int box_rows) {
+  ck_assert_msg(l->arg[i] >= 0 && l->arg[i] < g_log->n_tmaps, "%s: argument %d is not a map the "
+                "driver encoded (%lld)", l->name, i, (long long)l->arg[i]);
+  const fake_cuda_tmap *t = &g_log->tmaps[l->arg[i]];
+  ck_assert_int_eq(t->refused, 0);
+  ck_assert_int_eq(t->data_type, CU_TENSOR_MAP_DATA_TYPE_UINT8);
+  ck_assert_uint_eq(t->rank, 2);
+  ck_assert_int_eq((int64_t)t->addr, addr);
+  ck_assert_int_eq((int64_t)t->dims[0], kpad);
+  ck_assert_int_eq((int64_t)t->dims[1], rows);
+  ck_assert_int_eq((int64_t)t->strides[0], kpad);
+  ck_assert_uint_eq(t->box[0], 128);
+  ck_assert_uint_eq(t->box[1], (unsigned)box_rows);
+  ck_assert_uint_eq(t->elem[0], 1);
+  ck_assert_uint_eq(t->elem[1], 1);
+  ck_assert_int_eq(t->interleave, CU_TENSOR_MAP_INTERLEAVE_NONE);
+  ck_assert_int_eq(t->swizzle, CU_TENSOR_MAP_SWIZZLE_128B);
+  ck_assert_int_eq(t->l2, CU_TENSOR_MAP_L2_PROMOTION_L2_256B);
+  ck_assert_int_eq(t->oob, CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE);
+}
+
+/* sm_90a with tile warps_n = 2: both GEMMs on the TMA path (templates/gemm_tma.cu): a producer
+ * warpgroup plus the consumers (384 threads at tile_m 128), a persistent grid of min(tiles, SM
+ * count = 132 in the fake), the plan's shared memory, the twelve arguments of the wgmma path and
+ * two tensor maps by value, encoded by cuTensorMapEncodeTiled over the operands (the fake's
+ * encoder refuses what the driver documents as invalid). */
+START_TEST(tma_gemms) {
+  hot_options o;
+  hot_options_init(&o);
+  o.backend = HOT_BACKEND_CUDA;
+  o.disk_cache = -1;
+  o.arch = "sm_90a";
+  hot_ctx *ctx = NULL;
+  g_reset();
+  ck_assert_msg(hot_ctx_create_with_compiler(&ctx, &o, &g_cc) == HOT_OK, "%s", hot_errmsg(ctx));
+  hot_layer_spec s;
+  plan_spec_defaults(&s, HOT_RECIPE_HOT);
+  snprintf(s.name, sizeof s.name, "tma");
+  s.in_features = 4096;
+  s.out_features = 100;
+  s.tile_gx.warps_n = 2;
+  s.tile_gw.warps_n = 2;
+  hot_layer *l = NULL;
+  ck_assert_msg(hot_layer_create(ctx, &s, 3, 197, HOT_RECIPE_HOT, &l) == HOT_OK, "%s",
+                hot_errmsg(ctx));
+  ck_assert_msg(hot_layer_compile(l) == HOT_OK, "%s", hot_errmsg(ctx));
+  const hot_layer_plan *pl = l->plan;
+  ck_assert_int_eq(pl->hq.gemm.path, HOT_GEMM_TMA_S8);
+  ck_assert_int_eq(pl->hla.gemm.path, HOT_GEMM_TMA_S8);
+  int64_t T = pl->T, O = pl->O, I = pl->I;
+  size_t nb = hot_layer_saved_bytes(l);
+  CUdeviceptr x = dalloc((size_t)(T * I) * 4), w = dalloc((size_t)(O * I) * 4),
+              gy = dalloc((size_t)(T * O) * 4), gx = dalloc((size_t)(T * I) * 4),
+              gw = dalloc((size_t)(O * I) * 4), sv = dalloc(nb + 64);
+  ck_assert_int_eq(hot_layer_save(l, vp(x), HOT_DT_F32, vp(sv), NULL), HOT_OK);
+  g_reset();
+  ck_assert_int_eq(hot_layer_backward(l, vp(gy), vp(w), HOT_DT_F32, vp(sv), vp(gx), vp(gw), NULL,
+                                      3, NULL), HOT_OK);
+  ck_assert_int_eq(g_log->n, 9); /* memset, hq_g x2, hq_w x2, hla_g x2, two GEMMs (no bias) */
+  ck_assert_int_eq(g_log->n_tmaps, 4); /* A and B of each GEMM, encoded per launch */
+  const fake_cuda_launch *mx = at(7, "hot_gemm_tma_s8_", -1, 0);
+  const fake_cuda_launch *mw = at(8, "hot_gemm_tma_s8_", -1, 0);
+  const hot_kernel_plan *kx = &pl->kernels[plan_kernel_index(pl, HOT_K_GEMM_GX)];
+  const hot_kernel_plan *kw = &pl->kernels[plan_kernel_index(pl, HOT_K_GEMM_GW)];
+  ck_assert_str_eq(mx->name, kx->name);
+  ck_assert_str_eq(mw->name, kw->name);
+  ck_assert_int_eq(kx->persistent, 1);
+  const hot_gemm_plan *g = &pl->hq.gemm;
+  const int64_t tiles_x = ((T + g->tile_m - 1) / g->tile_m) * ((I + g->tile_n - 1) / g->tile_n);
+  ck_assert_int_gt(tiles_x, 132); /* more tiles than SMs: the grid is the SM count */
+  ck_assert_uint_eq(kx->grid[0], (unsigned)tiles_x);
+  ck_assert_uint_eq(mx->grid[0], 132);
+  ck_assert_uint_eq(mx->grid[1], 1);
+  ck_assert_uint_eq(mw->grid[0], kw->grid[0] < 132 ? kw->grid[0] : 132);
+  ck_assert_uint_eq(mx->block[0], (unsigned)(128 * (g->tile_m / 64 + 1)));
+  ck_assert_uint_eq(mx->block[0], kx->block[0]);
+  ck_assert_uint_eq(mx->smem, g->smem);
+  ck_assert_uint_eq(mx->smem, (unsigned)(g->stages * (g->tile_m + g->tile_n) * 128 + 1152));
+  ck_assert_int_ge(g_log->dyn_smem_max, (int)g->smem);
+  const hot_cuda_layer *cu = cuda_layer_of(l);
+  ck_assert_int_eq(mx->arg[0], (int64_t)cu->q_g);
+  ck_assert_int_eq(mx->arg[1], (int64_t)cu->q_w);
+  ck_assert_int_eq(mx->arg[2], (int64_t)gx);
+  ck_assert_int_eq(mx->arg[3], (int64_t)cu->s_g);
+  ck_assert_int_eq(mx->arg[7], T);
+  ck_assert_int_eq(mx->arg[8], I);
+  ck_assert_int_eq(mx->arg[9], g->k_pad);
+  ck_assert_int_eq(mx->arg[11], g->seg_k_pad);
+  tma_map(mx, 12, (int64_t)cu->q_g, g->k_pad, T, g->tile_m);
+  tma_map(mx, 13, (int64_t)cu->q_w, g->k_pad, I, g->tile_n);
+  ck_assert_int_eq(mw->arg[0], (int64_t)cu->q_hg);
+  ck_assert_int_eq(mw->arg[1], (int64_t)sv);
+  ck_assert_int_eq(mw->arg[2], (int64_t)gw);
+  ck_assert_int_eq(mw->arg[5], (int64_t)(sv + (CUdeviceptr)hot_ref_hla_x_bytes(pl)));
+  tma_map(mw, 12, (int64_t)cu->q_hg, pl->hla.gemm.k_pad, O, pl->hla.gemm.tile_m);
+  tma_map(mw, 13, (int64_t)sv, pl->hla.gemm.k_pad, I, pl->hla.gemm.tile_n);
+  /* the driver table's encoder is the fake's, which refuses what the driver documents as
+   * invalid: an operand that is not 16-byte aligned, a 128-byte box under the 64B swizzle */
+  ck_assert_ptr_nonnull(d->cuTensorMapEncodeTiled);
+  CUtensorMap m;
+  const cuuint64_t dims[2] = {256, 64}, strides[1] = {256};
+  const cuuint32_t box[2] = {128, 64}, elem[2] = {1, 1};
+  ck_assert_int_eq(d->cuTensorMapEncodeTiled(&m, 0, 2, vp(sv + 8), dims, strides, box, elem, 0, 3,
+                                             3, 0), CUDA_ERROR_INVALID_VALUE);
+  ck_assert_str_eq(g_log->tmaps[g_log->n_tmaps - 1].refused_why,
+                   "global address not 16-byte aligned");
+  ck_assert_int_eq(d->cuTensorMapEncodeTiled(&m, 0, 2, vp(sv), dims, strides, box, elem, 0, 2, 3,
+                                             0), CUDA_ERROR_INVALID_VALUE);
+  ck_assert_str_eq(g_log->tmaps[g_log->n_tmaps - 1].refused_why,
+                   "inner box beyond the swizzle span");
+  ck_assert_int_eq(d->cuTensorMapEncodeTiled(&m, 0, 2, vp(sv), dims, strides, box, elem, 0, 3, 3,
+                                             0), CUDA_SUCCESS);
+  /* a map the driver refuses: the backward fails naming the kernel and the operand */
+  void *h = dlopen(HOT_FAKE_CUDA, RTLD_NOW | RTLD_NOLOAD);
+  fake_cuda_refuse_tmaps_fn refuse = (fake_cuda_refuse_tmaps_fn)dlsym(h, "fake_cuda_refuse_tmaps");
+  ck_assert_ptr_nonnull(refuse);
+  refuse(1);
+  hot_status st = hot_layer_backward(l, vp(gy), vp(w), HOT_DT_F32, vp(sv), vp(gx), vp(gw), NULL, 4,
+                                     NULL);
+  refuse(0);
+  ck_assert_int_ne(st, HOT_OK);
+  ck_assert_msg(strstr(hot_errmsg(ctx), "layer 'tma': kernel gemm_gx: cuTensorMapEncodeTiled of "
+                       "operand A (q_g')"), "%s", hot_errmsg(ctx));
+  ck_assert_int_eq(hot_layer_check(l), HOT_OK);
+  hot_ctx_destroy(ctx);
+}
+END_TEST
+
 /* Overflow of finite inputs on CUDA: the output kernels' flag words are zeroed before each
  * backward and copied back behind it without any synchronisation; a raised flag is reported
  * once, by the next call on the layer (which then does not run), by hot_layer_check, or at once
@@ -1110,6 +1242,7 @@ int main(void) {
   tcase_add_test(tc, refusals);
   tcase_add_test(tc, profiling);
   tcase_add_test(tc, wgmma_gemms);
+  tcase_add_test(tc, tma_gemms);
   tcase_add_test(tc, overflow_flags);
   suite_add_tcase(su, tc);
   TCase *tm = tcase_create("machines"); /* each test configures the fake before loading it */

@@ -1,0 +1,192 @@
+/* kernel_desc.h — one descriptor per kernel family: everything the generator and the CUDA backend
+ * know about a kernel role, kept together in one file under gen/kernels/ (hq.c, hla.c, sawb.c,
+ * gemm.c, gemm_tma.c, bias.c, lqs.c):
+ *
+ *   template file      templ
+ *   whether planned    planned(spec, plan, role)  (the first descriptor that says yes implements
+ *                      the role: gemm.c and gemm_tma.c split the GEMM roles by path)
+ *   launch geometry    geom(plan, role)           (plan.c checks it against CUDA's limits)
+ *   entry-point name   name(plan, role)           (encodes every parameter of the code)
+ *   #defines           params(plan, role)         (emit.c writes them; the template checks the
+ *                                                  geometry it is handed with static_asserts)
+ *   launch arguments   sig + args(plan, role, phase, layer buffers)
+ *                      (runtime/launch.c turns them into the kernelParams array)
+ *   tensor maps        tmaps(...)                 (TMA kernels only)
+ *   cost               cost(plan, role, phase)    (gen/cost.c)
+ *   step order         steps[]                    (runtime/cuda_backend.c runs them in seq order)
+ *
+ * plan.c, emit.c, cost.c, runtime/launch.c and runtime/cuda_backend.c iterate over the descriptors
+ * (kernel_desc.c's registry) and switch on no role. Adding a kernel: docs/adding.md.
+ *
+ * Pure C (no CUDA, no allocation): device addresses are uint64_t. */
+#ifndef HOT_KERNEL_DESC_H
+#define HOT_KERNEL_DESC_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "cost.h"
+#include "plan.h"
+
+/* ---- #defines (emit.c owns the list; a descriptor adds to it) ------------------------------- */
+
+typedef struct hot_params hot_params;
+/* Adds "#define name <printf text>" to the kernel's parameters (emit.c). Errors (out of memory,
+ * more parameters than emit.c's table takes, a name too long) are kept in p and reported by the
+ * emitter after params() returns. */
+#if defined(__GNUC__)
+__attribute__((format(printf, 3, 4)))
+#endif
+void kd_param(hot_params *p, const char *name, const char *fmt, ...);
+/* Marks p as failed for lack of memory (a descriptor's own allocation failed). */
+void kd_param_oom(hot_params *p);
+
+/* ---- geometry -------------------------------------------------------------------------------- */
+
+typedef struct {
+  int64_t grid_x, grid_y;   /* phase 0's grid; plan.c refuses grids beyond CUDA's limits */
+  unsigned block;           /* threads (x) */
+  unsigned smem;            /* dynamic shared memory, bytes */
+  int persistent;           /* 1: grid_x is the tile count, the launch uses min(grid_x, SMs)
+                               (plan.c caps it at the grid.x limit instead of refusing it) */
+} hot_kernel_geom;
+
+/* ---- launch arguments ----------------------------------------------------------------------- */
+
+/* The device buffers of one call (runtime/cuda_backend.c fills them; 0 = none). Role-specific
+ * amax words are resolved by the backend (its word layout), so a descriptor picks, never
+ * computes, an address. */
+typedef enum {
+  HOT_LB_X = 0, HOT_LB_SAVED, HOT_LB_S_X,   /* x; saved buffer (q_x^), its s_x^ */
+  HOT_LB_GY, HOT_LB_W, HOT_LB_GX, HOT_LB_GW, HOT_LB_GB,
+  HOT_LB_Q_G, HOT_LB_S_G, HOT_LB_Q_W, HOT_LB_S_W, HOT_LB_Q_HG, HOT_LB_S_HG,
+  HOT_LB_AMAX_G,            /* g': the per-tensor word, or the B per-sample words */
+  HOT_LB_AMAX_W, HOT_LB_AMAX_HG, HOT_LB_AMAX_X, /* w', g^, x^ (the group words when per sample) */
+  HOT_LB_AMAX_LQS,          /* the B per-sample words LQS fills */
+  HOT_LB_S_SAWB_W, HOT_LB_S_SAWB_X, /* SAWB scales of w' and x^ (0 without SAWB) */
+  HOT_LB_MATH, HOT_LB_PARTIALS, HOT_LB_LQS_RS, HOT_LB_LQS_RES, HOT_LB_LQS_CHOICE,
+  HOT_LB_COUNT
+} hot_lbuf;
+
+typedef struct {
+  uint64_t buf[HOT_LB_COUNT];
+  uint64_t seed;            /* Philox key */
+  uint32_t step;
+  int per_sample_g;         /* g' has one scale per sample in this backward */
+  const void *tmap[2];      /* encoded tensor maps (128 bytes each) of a TMA kernel, else NULL */
+} hot_launch_in;
+
+typedef enum { HOT_ARG_PTR = 0, HOT_ARG_I32, HOT_ARG_U32, HOT_ARG_I64, HOT_ARG_U64, HOT_ARG_F32,
+               HOT_ARG_MAP } hot_arg_type;
+typedef struct {
+  hot_arg_type type;
+  uint64_t u;               /* PTR, U32, U64 */
+  int64_t i;                /* I32, I64 */
+  float f;                  /* F32 */
+  const void *map;          /* MAP: 128 bytes passed by value (__grid_constant__) */
+} hot_arg;
+
+#define HOT_MAX_ARGS 32
+typedef struct {
+  int n;
+  int bad;                  /* 1: a value does not fit its type, or more than HOT_MAX_ARGS */
+  hot_arg a[HOT_MAX_ARGS];
+} hot_argv;
+
+/* Appenders (kernel_desc.c): each sets v->bad instead of overflowing or truncating. */
+void kd_ptr(hot_argv *v, uint64_t p);
+void kd_i32(hot_argv *v, int64_t x);
+void kd_u32(hot_argv *v, uint64_t x);
+void kd_i64(hot_argv *v, int64_t x);
+void kd_u64(hot_argv *v, uint64_t x);
+void kd_f32(hot_argv *v, float x);
+void kd_map(hot_argv *v, const void *map128);
+
+/* A tensor map a TMA kernel needs: rank 2, uint8, globalDim {dims[0], dims[1]}, one stride
+ * (bytes of a row), boxDim {box[0], box[1]}, 128B swizzle, zero fill (runtime/launch.c encodes
+ * it with cuTensorMapEncodeTiled). */
+typedef struct {
+  const char *what;         /* "A (q_g')" ... for messages */
+  uint64_t addr;
+  uint64_t dims[2];
+  uint64_t stride;
+  uint32_t box[2];
+} hot_tmap_req;
+
+/* ---- steps ----------------------------------------------------------------------------------- */
+
+typedef enum { HOT_CALL_SAVE = 0, HOT_CALL_BACKWARD, HOT_CALL_CALIBRATE } hot_call;
+/* When a step runs: always (the role must be planned), when its role is planned, when g' is per
+ * token / not per token in this backward, when the caller asked for g_b. */
+typedef enum { HOT_WHEN_ALWAYS = 0, HOT_WHEN_PLANNED, HOT_WHEN_GRAN_ROW, HOT_WHEN_GRAN_NOT_ROW,
+               HOT_WHEN_BIAS } hot_step_when;
+/* One launch of a call. seq orders the launches of a call across descriptors (and the kernels of
+ * a plan: a role's place is its smallest seq):
+ *   save 10 abc_x 0, 11-12 sawb_x 0/1, 13 abc_x 1;
+ *   backward 20-22 hq_g (2 | 0, 1), 30 hq_w 0, 31-32 sawb_w 0/1, 33 hq_w 1, 40-41 hla_g 0/1,
+ *   50 gemm_gx, 51 gemm_gw, 60 bias;  calibrate 70-72 lqs 0/1/2. */
+typedef struct {
+  hot_call call;
+  int seq;
+  hot_kernel_role role;
+  int phase;
+  hot_step_when when;
+} hot_step;
+
+/* ---- the descriptor -------------------------------------------------------------------------- */
+
+typedef struct hot_kernel_desc {
+  const char *family;       /* "hq", "gemm_tma", ... (messages, tests) */
+  unsigned roles;           /* bit per hot_kernel_role it implements */
+  const char *templ;        /* "templates/hadamard_quant.cu" */
+  /* When set, the template of a planned kernel (a family with one template per path); NULL: templ.
+   */
+  const char *(*templ_for)(const hot_layer_plan *p, hot_kernel_role role);
+  /* 1 when this descriptor implements `role` in plan p (spec s): its feature is on and, for a
+   * family with variants, the plan chose this one. */
+  int (*planned)(const hot_layer_spec *s, const hot_layer_plan *p, hot_kernel_role role);
+  /* Phase 0's geometry into *g. Returns 0. */
+  int (*geom)(const hot_layer_plan *p, hot_kernel_role role, hot_kernel_geom *g);
+  int one_block_phase;      /* the phase launched on a single block (sawb: 1), -1: none */
+  /* The entry name into out (n bytes): snprintf's result (>= n: does not fit). */
+  int (*name)(const hot_layer_plan *p, hot_kernel_role role, char *out, size_t n);
+  /* The template's #defines but HOT_KNAME (emit.c adds it first). */
+  void (*params)(const hot_layer_plan *p, hot_kernel_role role, hot_params *out);
+  /* The entry point's parameter names, comma-joined in order (tests compare them with the
+   * template's entry: emit_entry_params), and the values of one launch in that order. args
+   * returns 0, or -1 when the plan cannot be launched (a size beyond an int argument). */
+  const char *sig;
+  int (*args)(const hot_layer_plan *p, hot_kernel_role role, int phase, const hot_launch_in *in,
+              hot_argv *out);
+  /* TMA kernels: the maps of one launch into out[0..]; returns how many (0: none). NULL: none. */
+  int (*tmaps)(const hot_layer_plan *p, hot_kernel_role role, const hot_launch_in *in,
+               hot_tmap_req out[2]);
+  /* plan_kernel_cost (cost.h) of one launch; -1 for a phase the role does not have. */
+  int (*cost)(const hot_layer_plan *p, hot_kernel_role role, int phase, int gran_row,
+              hot_kernel_cost *c);
+  /* The backward output this role stores and watches for overflow ("g_x", ...), or NULL. */
+  const char *(*output)(hot_kernel_role role);
+  const hot_step *steps;
+  int n_steps;
+} hot_kernel_desc;
+
+/* ---- the registry (kernel_desc.c) ------------------------------------------------------------ */
+
+/* Every descriptor, in a fixed order; *n receives the count. Static storage. */
+const hot_kernel_desc *const *kd_all(int *n);
+/* The descriptor that implements `role` in plan p of spec s (the first whose planned() says
+ * yes), or NULL when the plan has no such kernel. */
+const hot_kernel_desc *kd_select(const hot_layer_spec *s, const hot_layer_plan *p,
+                                 hot_kernel_role role);
+/* The descriptor of a planned kernel: k->desc, or for a hand-built kernel without one the first
+ * descriptor that lists k->role. NULL for an unknown role. */
+const hot_kernel_desc *kd_of(const hot_kernel_plan *k);
+/* The roles in plan order (each role's smallest step seq), HOT_K_ROLE_COUNT of them. */
+const hot_kernel_role *kd_plan_order(void);
+/* The steps of `call` from every descriptor, sorted by seq, into out (max entries); returns how
+ * many (at most max). */
+int kd_steps(hot_call call, hot_step *out, int max);
+/* Number of names in a comma-joined signature ("a,b,c": 3; "": 0). */
+int kd_sig_count(const char *sig);
+
+#endif

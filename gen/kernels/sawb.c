@@ -1,0 +1,90 @@
+/* kernels/sawb.c — the SAWB scales of w' (sawb_w, hq.w.rule = sawb) and x^ (sawb_x,
+ * hla.x.rule = sawb): templates/sawb.cu, twin templates/quant_ref.c (group_scale). */
+#include <stdio.h>
+
+#include "kernel_desc.h"
+
+static int64_t cdiv(int64_t a, int64_t b) { return (a + b - 1) / b; }
+
+static int sawb_planned(const hot_layer_spec *s, const hot_layer_plan *p, hot_kernel_role r) {
+  (void)s;
+  if (r == HOT_K_SAWB_W) return p->hq.enabled && p->hq.w.rule == HOT_RULE_SAWB;
+  return p->abc.enabled && p->hla.x.rule == HOT_RULE_SAWB;
+}
+
+/* Phase 0: one warp per 1024-element chunk, 8 warps per block; phase 1 on one block. */
+static int sawb_geom(const hot_layer_plan *p, hot_kernel_role r, hot_kernel_geom *g) {
+  g->grid_x = cdiv(cdiv(plan_sawb_elems(p, r), 1024), 8);
+  g->grid_y = 1;
+  g->block = 256;
+  return 0;
+}
+
+static int sawb_bits(const hot_layer_plan *p, hot_kernel_role r) {
+  return r == HOT_K_SAWB_W ? p->hq.w.bits : p->hla.x.bits;
+}
+
+static int sawb_name(const hot_layer_plan *p, hot_kernel_role r, char *out, size_t n) {
+  return snprintf(out, n, "hot_sawb_k%d", sawb_bits(p, r));
+}
+
+static void sawb_params(const hot_layer_plan *p, hot_kernel_role r, hot_params *o) {
+  kd_param(o, "HOT_BITS", "%d", sawb_bits(p, r));
+}
+
+/* Phase 0: per-chunk partials of S1 = sum |v|, S2 = sum v*v over the math tensor; phase 1: the
+ * scales from them and the amax words (x^ per sample: one per group). */
+static int sawb_args(const hot_layer_plan *p, hot_kernel_role r, int phase,
+                     const hot_launch_in *in, hot_argv *v) {
+  const int64_t total = plan_sawb_elems(p, r), g = plan_sawb_groups(p, r);
+  if (total < 1 || g < 1 || total % g != 0) return -1;
+  const int w = r == HOT_K_SAWB_W;
+  kd_ptr(v, in->buf[HOT_LB_MATH]);
+  kd_i64(v, total / g); /* elements of one group */
+  kd_i32(v, g);
+  kd_ptr(v, in->buf[HOT_LB_PARTIALS]);
+  kd_ptr(v, in->buf[w ? HOT_LB_AMAX_W : HOT_LB_AMAX_X]);
+  kd_ptr(v, in->buf[w ? HOT_LB_S_SAWB_W : HOT_LB_S_SAWB_X]);
+  kd_i32(v, phase);
+  return v->bad ? -1 : 0;
+}
+
+static int sawb_cost(const hot_layer_plan *p, hot_kernel_role r, int phase, int gran_row,
+                     hot_kernel_cost *c) {
+  (void)gran_row;
+  const int64_t n = plan_sawb_elems(p, r);
+  const int64_t parts = 2 * ((n + 1023) / 1024) * 8;
+  if (phase == 0) c->bytes_read = n * 4, c->bytes_written = parts;
+  else if (phase == 1) c->bytes_read = parts, c->bytes_written = 4;
+  else return -1;
+  return 0;
+}
+
+static const char *no_output(hot_kernel_role r) {
+  (void)r;
+  return NULL;
+}
+
+static const hot_step sawb_steps[] = {
+    {HOT_CALL_SAVE, 11, HOT_K_SAWB_X, 0, HOT_WHEN_PLANNED},
+    {HOT_CALL_SAVE, 12, HOT_K_SAWB_X, 1, HOT_WHEN_PLANNED},
+    {HOT_CALL_BACKWARD, 31, HOT_K_SAWB_W, 0, HOT_WHEN_PLANNED},
+    {HOT_CALL_BACKWARD, 32, HOT_K_SAWB_W, 1, HOT_WHEN_PLANNED},
+};
+
+const hot_kernel_desc hot_kd_sawb = {
+    .family = "sawb",
+    .roles = 1u << HOT_K_SAWB_W | 1u << HOT_K_SAWB_X,
+    .templ = "templates/sawb.cu",
+    .planned = sawb_planned,
+    .geom = sawb_geom,
+    .one_block_phase = 1,
+    .name = sawb_name,
+    .params = sawb_params,
+    .sig = "v,n,groups,partials,amax_bits,scale,phase",
+    .args = sawb_args,
+    .cost = sawb_cost,
+    .output = no_output,
+    .steps = sawb_steps,
+    .n_steps = (int)(sizeof sawb_steps / sizeof sawb_steps[0]),
+};
