@@ -1092,6 +1092,10 @@ def convert(model, spec=None, recipe="hot", context=None, include=None, verbose=
                 report._add(False, n, tname, f"a subclass of {base} with a forward of its own: "
                             "hot cannot know what it computes (wrap its linear maps in "
                             "HOTLinear yourself)")
+                if isinstance(m, nn.MultiheadAttention):
+                    report._add(False, f"{n}.out_proj", type(m.out_proj).__name__,
+                                "its attention module is not converted (torch uses out_proj's "
+                                "weight, not its forward)")
             continue
         if include is not None and not include(n, m):
             report._add(False, n, tname, "refused by include()")
