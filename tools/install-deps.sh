@@ -1,20 +1,31 @@
 #!/usr/bin/env bash
-# Installs from Debian/Ubuntu what hot and its whole test suite need when it is missing: the build
-# (CMake, make, a C compiler, pkg-config, Lua 5.4, Check) and the test tools (g++ and python3 for
-# the kernel emulators of label emu, valgrind for test_spec_valgrind of label spec). The CUDA
-# toolkit (NVRTC) comes from the machine image and is not installed here.
-# Usage: tools/install-deps.sh
+# Installs from Debian/Ubuntu what hot needs when it is missing.
+#   tools/install-deps.sh           to build and run hot: CMake, make, a C compiler, pkg-config,
+#                                   Lua 5.4, Check, SQLite 3 (what the README's first command needs)
+#   tools/install-deps.sh --tests   that, plus the tools only the test suite uses: g++ and python3
+#                                   (kernel emulators, label emu), python3-venv (the pip install
+#                                   test, label python), valgrind (label spec), slurm-wlm and munge
+#                                   (label slurm)
+# tools/install-python-deps.sh runs `tools/install-deps.sh --tests` first, so the README's test
+# command (install-deps.sh && install-python-deps.sh && cmake ... && ctest ...) installs all of it.
+# The CUDA toolkit (NVRTC) comes from the machine image and is not installed here.
 #   Does nothing when everything is present. As root it runs apt-get directly; otherwise through
 #   sudo when sudo exists, else it stops with the list of packages to install by hand.
-#   Exit status: 0 when everything is installed, 1 when something could not be installed.
+#   Exit status: 0 when everything is installed, 1 when something could not be installed, 2 for a
+#   bad argument.
 set -euo pipefail
-# One list; add a package here and nowhere else.
-pkgs=(
-  cmake make gcc pkg-config liblua5.4-dev lua5.4 check libsqlite3-dev sqlite3 # build
-  g++ python3                                          # tests: kernel emulators (label emu)
-  valgrind                                             # tests: memory check (label spec)
-  slurm-wlm munge sqlite3                              # tests: Slurm test (label slurm)
+# Two lists; add a package to one of them and nowhere else.
+run_pkgs=(cmake make gcc pkg-config liblua5.4-dev lua5.4 check libsqlite3-dev sqlite3)
+test_pkgs=(
+  g++ python3 python3-venv                             # kernel emulators (emu), pip install (python)
+  valgrind                                             # memory check (label spec)
+  slurm-wlm munge                                      # Slurm test (label slurm)
 )
+case "${1:-}" in
+  "") pkgs=("${run_pkgs[@]}") ;;
+  --tests) pkgs=("${run_pkgs[@]}" "${test_pkgs[@]}") ;;
+  *) echo "usage: tools/install-deps.sh [--tests]" >&2; exit 2 ;;
+esac
 missing=()
 for p in "${pkgs[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")

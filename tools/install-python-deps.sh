@@ -1,18 +1,21 @@
 #!/usr/bin/env bash
-# Installs the Python modules of the Python tests (python/tests, CTest labels python and torch)
-# with pip from PyPI: torch, numpy, pytest; with --demo also those of examples/train.py:
-# scikit-learn (the digits data set) and matplotlib (the plot). Also the CUDA disassemblers
-# cuobjdump and nvdisasm (wheels nvidia-cuda-cuobjdump, nvidia-cuda-nvdisasm of the CUDA toolkit's
-# major version, 13 when nvcc is not found) for the SASS counts of test_nvrtc_sass; those count as
-# present when tools/find-cuda-tool.sh finds them (PATH, the CUDA toolkit, or the wheels). Does
-# nothing for what is already present. torch is the CPU-capable build from PyPI (about 2.5
-# minutes, 5.4 GB).
+# Installs what the Python tests (python/tests, CTest labels python and torch) need: first the
+# system tools of the test suite (`tools/install-deps.sh --tests`: g++, python3, python3-venv,
+# valgrind, slurm-wlm, munge; skipped with --python-only), then with pip from PyPI: torch, numpy,
+# pytest; with --demo also those of examples/train.py and examples/train_lm.py: scikit-learn (the
+# digits data set) and matplotlib (the plots). Also the CUDA disassemblers cuobjdump and nvdisasm
+# (wheels nvidia-cuda-cuobjdump, nvidia-cuda-nvdisasm of the CUDA toolkit's major version, 13 when
+# nvcc is not found) for the SASS counts of test_nvrtc_sass; those count as present when
+# tools/find-cuda-tool.sh finds them (PATH, the CUDA toolkit, or the wheels). Does nothing for
+# what is already present. torch is the CPU-capable build from PyPI (about 2.5 minutes, 5.4 GB).
+# The pip install test (python_install) fetches scikit-build-core itself, in its own environment.
 #
-# Usage: tools/install-python-deps.sh [--demo]    (PYTHON=... picks the interpreter; default:
-#        python3, the one CMake's find_package(Python3) normally finds first on PATH)
+# Usage: tools/install-python-deps.sh [--demo] [--python-only]   (PYTHON=... picks the
+#        interpreter; default: python3, the one CMake's find_package(Python3) normally finds first)
 #
-# Always exits 0, so that the C test suite still runs: on a failure it says so loudly, and the
-# Python tests then report SKIP (counted as skipped by CTest) with the missing module named.
+# Exit status: 1 when the system tools could not be installed (as tools/install-deps.sh), else
+# 0, so that the C test suite still runs when pip fails: it says so loudly, and the Python tests
+# then report SKIP (counted as skipped by CTest) with the missing module named.
 set -uo pipefail
 py="${PYTHON:-python3}"
 here=$(cd "$(dirname "$0")" && pwd)
@@ -23,12 +26,16 @@ cuda_major=${cuda_major:-13}
 # a module name to import, or tool:NAME for a binary that tools/find-cuda-tool.sh must find
 mods=(torch numpy pytest tool:cuobjdump tool:nvdisasm)
 pkgs=(torch numpy pytest "nvidia-cuda-cuobjdump==$cuda_major.*" "nvidia-cuda-nvdisasm==$cuda_major.*")
-if [ "${1:-}" = "--demo" ]; then
-  mods+=(sklearn matplotlib)
-  pkgs+=(scikit-learn matplotlib)
-elif [ $# -gt 0 ]; then
-  echo "usage: tools/install-python-deps.sh [--demo]" >&2
-  exit 0
+system=1
+for arg in "$@"; do
+  case "$arg" in
+    --demo) mods+=(sklearn matplotlib); pkgs+=(scikit-learn matplotlib) ;;
+    --python-only) system=0 ;;
+    *) echo "usage: tools/install-python-deps.sh [--demo] [--python-only]" >&2; exit 0 ;;
+  esac
+done
+if [ $system -eq 1 ]; then
+  "$here/install-deps.sh" --tests || exit 1
 fi
 if ! command -v "$py" >/dev/null 2>&1; then
   echo "install-python-deps: WARNING: no $py interpreter: the Python tests will be skipped" >&2

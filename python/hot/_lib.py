@@ -7,7 +7,8 @@ against the header, so a change of hot.h that this file does not follow fails a 
 
 Where the library is looked for, first hit wins (see find_library):
   1. $HOT_LIBRARY, the path of libhot.so (an error if it is set and does not load);
-  2. libhot.so in this package's folder (a wheel that carries it);
+  2. libhot.so in this package's folder (`pip install ./python` builds it with CMake and puts
+     it there);
   3. ctypes.util.find_library("hot") (ldconfig's cache, LD_LIBRARY_PATH);
   4. /usr/local/lib/libhot.so, /usr/local/lib64/libhot.so, /usr/lib/libhot.so.
 The library is loaded on first use, so `import hot` works without it; the first call that needs
@@ -248,7 +249,8 @@ def find_library():
             return lib, path
         raise HotLibraryError(
             "libhot.so not found; set HOT_LIBRARY to its path (build it with CMake: target "
-            "hot_shared) or install it. Tried: " + "; ".join(tried))
+            "hot_shared), or `pip install ./python` from the repository (which builds it into "
+            "the package). Tried: " + "; ".join(tried))
 
 
 def lib():
