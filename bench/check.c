@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "bench.h"
+#include "fast.h"
 #include "ref.h"
 
 void bench_outputs_free(bench_outputs *o) {
@@ -75,7 +76,7 @@ int bench_check_cpu(const bench_run *run, bench_layer *bl, const tooldata *d, co
            info.gran_auto ? " (lqs)" : "");
 
   /* The fp64 references. */
-  if (hot_ref_exact_gx(T, O, I, d->gy, d->w, ex) != 0 || hot_ref_exact_gw(T, O, I, d->gy, d->x, ew) != 0) {
+  if (fast_exact_gx(T, O, I, d->gy, d->w, ex) != 0 || fast_exact_gw(T, O, I, d->gy, d->x, ew) != 0) {
     snprintf(bl->status, sizeof bl->status, "fp64 reference failed");
     goto free_exact;
   }

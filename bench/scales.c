@@ -10,6 +10,7 @@
 #include <string.h>
 
 #include "bench.h"
+#include "fast.h"
 #include "ref.h"
 
 enum { KINDS = TOOLDATA_KINDS }; /* data kinds: TOOLDATA_GAUSS, _CHANNELS, _TOKENS */
@@ -73,7 +74,7 @@ static int run_kind(const hot_layer_plan *pl, const hot_layer_plan *pl_s, const 
   if (!g || !gx || !sg || !gw || !ex || !ew || (pl->hq.enabled && (!qg || !qw))) goto done;
   make_g(g, T, O, kind, seed, layer);
   *why = "reference failed";
-  if (hot_ref_exact_gx(T, O, I, g, w, ex) || hot_ref_exact_gw(T, O, I, g, x, ew)) goto done;
+  if (fast_exact_gx(T, O, I, g, w, ex) || fast_exact_gw(T, O, I, g, x, ew)) goto done;
   for (int k = 0; k < 3; ++k) r->gx[k] = -1.0;
   r->gw[0] = r->gw[1] = -1.0;
   r->have_lqs = 0;

@@ -1,5 +1,6 @@
-/* cpu_backend.c — the per-step calls on the CPU reference twins (templates/ref.h): the same
- * functions the GPU kernels are compared with, so the results are the reference's bit for bit.
+/* cpu_backend.c — the per-step calls of the CPU backend: the fast CPU path (templates/fast/fast.h:
+ * threaded, SIMD, HOT_CPU_THREADS threads) whose results are the reference twins' (templates/ref.h)
+ * bit for bit, so they are also what the GPU kernels are compared with.
  *
  * The saved buffer holds what hot_ref_saved holds, flat: with ABC the q_x^ codes (I rows of
  * hla.gemm.k_pad int8) followed by s_x^ (hla.groups fp32 scales, at a multiple of 32 bytes);
@@ -10,6 +11,7 @@
 #include <string.h>
 
 #include "backend.h"
+#include "fast.h"
 #include "ref.h"
 
 /* The CPU side of a layer (layer->be): the layer-owned saved buffer. */
@@ -61,7 +63,7 @@ static hot_status cpu_layer_save(hot_layer *layer, const void *x, void *saved) {
   void *dst = saved ? saved : own_buffer(layer);
   if (!dst) return ctx_fail(layer->ctx, HOT_ERR_NOMEM, "hot_layer_save: out of memory");
   hot_ref_saved s;
-  int rc = hot_ref_layer_save(pl, x, layer->spec.dtype, &s);
+  int rc = fast_layer_save(pl, x, layer->spec.dtype, &s);
   if (rc) return cpu_ref_status(layer, rc, "save");
   if (s.q_x) {
     memcpy(dst, s.q_x, (size_t)hot_ref_hla_x_bytes(pl));
@@ -92,8 +94,8 @@ static hot_status cpu_layer_backward(hot_layer *layer, const void *g_y, const vo
     s.x = (float *)(uintptr_t)src;
   }
   s.bytes = layer_saved_bytes(pl);
-  int rc = hot_ref_layer_backward(pl, &s, g_y, w, layer->spec.dtype, layer->gran, layer->seed, step,
-                                  g_x, g_w, g_b);
+  int rc = fast_layer_backward(pl, &s, g_y, w, layer->spec.dtype, layer->gran, layer->seed, step,
+                               g_x, g_w, g_b);
   free(sx);
   if (rc) return cpu_ref_status(layer, rc, "backward");
   /* The inputs were finite (the twins refuse others): a non-finite output is an overflow. */
@@ -109,7 +111,7 @@ static hot_status cpu_layer_backward(hot_layer *layer, const void *g_y, const vo
 
 static hot_status cpu_layer_calibrate(hot_layer *layer, const void *g_y, uint32_t step) {
   hot_ref_lqs_result r;
-  int rc = hot_ref_layer_calibrate(layer->plan, g_y, layer->spec.dtype, layer->seed, step, &r);
+  int rc = fast_layer_calibrate(layer->plan, g_y, layer->spec.dtype, layer->seed, step, &r);
   if (rc) return cpu_ref_status(layer, rc, "calibrate");
   layer->gran = r.choice;
   layer->lqs_e_tensor = r.e_tensor;

@@ -14,6 +14,7 @@
 #include <string.h>
 
 #include "hot_tooldata.h"
+#include "fast.h"
 #include "ref.h"
 #include "tune.h"
 
@@ -214,8 +215,8 @@ static int reference(int layer, const tune_opts *o, int kind, const tooldata *d)
   refs.ex[kind] = malloc((size_t)(d->T * d->I) * sizeof(double));
   refs.ew[kind] = malloc((size_t)(d->O * d->I) * sizeof(double));
   if (!refs.ex[kind] || !refs.ew[kind] ||
-      hot_ref_exact_gx(d->T, d->O, d->I, d->gy, d->w, refs.ex[kind]) != 0 ||
-      hot_ref_exact_gw(d->T, d->O, d->I, d->gy, d->x, refs.ew[kind]) != 0)
+      fast_exact_gx(d->T, d->O, d->I, d->gy, d->w, refs.ex[kind]) != 0 ||
+      fast_exact_gw(d->T, d->O, d->I, d->gy, d->x, refs.ew[kind]) != 0)
     return -1;
   refs.have[kind] = 1;
   return 0;
