@@ -5,6 +5,7 @@ same batch order: once with torch.nn.Linear (exact backward), once with hot.torc
 accuracy per epoch for both and writes a PNG of both loss curves.
 
     HOT_LIBRARY=build/runtime/libhot.so PYTHONPATH=python python3 examples/train.py
+    (writes build/examples/train_digits.png; --out PATH elsewhere)
     ... examples/train.py --device cuda          # hot's CUDA backend on a GPU
 
 Needs torch, scikit-learn, matplotlib (tools/install-python-deps.sh --demo).
@@ -33,8 +34,10 @@ def parse_args():
                    help="hot recipe of the HOTLinear layers (default hot)")
     p.add_argument("--device", default="cpu", choices=["cpu", "cuda"],
                    help="cpu: hot's CPU backend; cuda: tensors on the GPU, hot's CUDA backend")
-    p.add_argument("--out", default=os.path.join(HERE, "..", "docs", "train_digits.png"),
-                   help="PNG of the loss curves (default docs/train_digits.png)")
+    p.add_argument("--out", default=os.path.join(HERE, "..", "build", "examples",
+                                                 "train_digits.png"),
+                   help="PNG of the loss curves (default build/examples/train_digits.png; "
+                        "docs/train_digits.png is the published one: --out it on purpose)")
     p.add_argument("--json", default=None, help="also write the per-epoch figures as JSON here")
     return p.parse_args()
 
