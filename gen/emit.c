@@ -10,75 +10,14 @@
 #include "diag.h"
 #include "embed.h"
 #include "kernel_desc.h"
+#include "params.h"
 
 #ifndef HOT_VERSION
 #define HOT_VERSION "0"
 #endif
 
-#define MAX_PARAMS 24
 #define MAX_DEFINES 64
 #define MAX_INCLUDES 8
-#define PARAM_LEN 48
-
-/* The parameters of one kernel instance: names are identifiers of at most PARAM_LEN - 1
- * characters (longer ones are an error), values are heap strings of any length. */
-struct hot_params {
-  int n;
-  int failed;               /* 1: out of memory; 2: too many parameters or a name too long */
-  char name[MAX_PARAMS][PARAM_LEN];
-  char *value[MAX_PARAMS];  /* owned */
-};
-typedef struct hot_params params;
-
-static void params_free(params *p) {
-  for (int i = 0; i < p->n; ++i) free(p->value[i]);
-  p->n = 0;
-}
-
-static void param_vset(params *p, const char *name, const char *fmt, va_list ap0) {
-  if (p->failed) return;
-  if (p->n >= MAX_PARAMS || strlen(name) >= PARAM_LEN) {
-    p->failed = 2; /* a bug of the caller: more parameters or a longer name than the table takes */
-    return;
-  }
-  va_list ap;
-  va_copy(ap, ap0);
-  int len = vsnprintf(NULL, 0, fmt, ap);
-  va_end(ap);
-  char *v = len < 0 ? NULL : malloc((size_t)len + 1);
-  if (v) {
-    va_copy(ap, ap0);
-    vsnprintf(v, (size_t)len + 1, fmt, ap);
-    va_end(ap);
-  }
-  if (!v) {
-    p->failed = 1;
-    return;
-  }
-  memcpy(p->name[p->n], name, strlen(name) + 1);
-  p->value[p->n++] = v;
-}
-
-#if defined(__GNUC__)
-__attribute__((format(printf, 3, 4)))
-#endif
-static void param_set(params *p, const char *name, const char *fmt, ...) {
-  va_list ap;
-  va_start(ap, fmt);
-  param_vset(p, name, fmt, ap);
-  va_end(ap);
-}
-
-void kd_param(hot_params *p, const char *name, const char *fmt, ...) {
-  va_list ap;
-  va_start(ap, fmt);
-  param_vset(p, name, fmt, ap);
-  va_end(ap);
-}
-
-void kd_param_oom(hot_params *p) {
-  if (!p->failed) p->failed = 1;
-}
 
 /* The template parameters of one planned kernel: HOT_KNAME, then its descriptor's. Returns 0, or
  * -1 with p->failed set. */
