@@ -1,5 +1,6 @@
 /* diag.c — collected diagnostics (see diag.h). */
 #include "diag.h"
+#include "fileio.h"
 
 #include <stdarg.h>
 #include <stdio.h>
@@ -38,8 +39,9 @@ int hot_errf(char *err, size_t n, const char *fmt, ...) {
   if (err && n) {
     va_list ap;
     va_start(ap, fmt);
-    vsnprintf(err, n, fmt, ap);
+    int w = vsnprintf(err, n, fmt, ap);
     va_end(ap);
+    if (w > 0) hot_msg_cut(err, n, (size_t)w); /* too long: cut at a word, "..." */
   }
   return -1;
 }

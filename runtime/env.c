@@ -116,8 +116,13 @@ rt_status env_read(hot_env *o, unsigned skip, char *err, size_t errlen) {
     o->tune_set = 1;
   }
   if ((v = env_get("HOT_TUNE_DB"))) {
-    if (!*v || strlen(v) > 4000) {
-      hot_errf(err, errlen, "HOT_TUNE_DB: expected a file path (got %s)", *v ? "a path longer than 4000 bytes" : "an empty value");
+    /* SQLite opens paths of at most 512 bytes (its default mxPathname) */
+    if (!*v || strlen(v) > 512) {
+      if (*v)
+        hot_errf(err, errlen, "HOT_TUNE_DB: the path is %zu bytes long; SQLite opens paths of at "
+                 "most 512 bytes", strlen(v));
+      else
+        hot_errf(err, errlen, "HOT_TUNE_DB: expected a file path (got an empty value)");
       return RT_ERR_INVALID;
     }
     o->tune_db = v;

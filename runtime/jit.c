@@ -13,6 +13,7 @@
 
 #include "diag.h"
 #include "emit.h"
+#include "fileio.h"
 #include "env.h"
 
 int jit_default_threads(void) {
@@ -37,7 +38,8 @@ static int mkdirs(const char *path) {
 static void write_text(const char *dir, const char *base, const char *ext, const char *text) {
   char path[1400];
   snprintf(path, sizeof path, "%s/%s%s", dir, base, ext);
-  FILE *f = fopen(path, "w");
+  char why[64];
+  FILE *f = hot_file_fopen(path, "w", why, sizeof why); /* a FIFO there must not block us */
   if (!f) return;
   fputs(text ? text : "", f);
   fclose(f);

@@ -87,8 +87,6 @@ OPEN_KNOWN = {
     "bench/cublas.c": (1, "dlopen of cuBLAS by library name"),
     "bench/cublaslt.c": (1, "dlopen of cuBLASLt by library name"),
     "runtime/nvrtc.c": (2, "mkstemp of its own new temp file and fopen of that file (NVRTC's --time report)"),
-    "runtime/jit.c": (1, "fopen(\"w\") of the HOT_DEBUG_DIR dump: not yet through fileio "
-                         "(file outside this change; see docs/reliability.md)"),
 }
 
 

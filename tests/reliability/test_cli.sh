@@ -95,6 +95,9 @@ mkdir -p "$P" && cp a.db "$P/tune.db"
 run o.txt "$TUNE" show "$P/tune.db"
 has o.txt "the path is $(( ${#P} + 8 )) bytes long; SQLite opens paths of at most 512 bytes" "a path beyond SQLite's limit"
 HOT_TUNE_DB=$P/tune.db run o.txt "$GEN" "$SPEC" --plan
+has o.txt "HOT_TUNE_DB: the path is $(( ${#P} + 8 )) bytes long; SQLite opens paths of at most 512 bytes" \
+  "HOT_TUNE_DB beyond SQLite's limit refused when the environment is read"
+"$GEN" "$SPEC" --plan --tune-db "$P/tune.db" >o.txt 2>&1
 grep -m1 "tiles" o.txt | grep -q "SQLite opens paths of at most 512 bytes)$" \
   && ok "--plan's tiles line says it whole" || fail "tiles line: $(grep -m1 tiles o.txt | tail -c 120)"
 
