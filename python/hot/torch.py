@@ -1139,10 +1139,10 @@ def convert(model, spec=None, recipe="hot", context=None, include=None, verbose=
         used.add(stream_id(f"{tag}.out_proj"))
         new = HOTMultiheadAttention.from_mha(m, tag=tag, **kw)
         E = m.embed_dim
-        how = (f"in_proj packed {3 * E}x{E} (self-attention), or q/kv, q/k/v"
-               if m._qkv_same_embed_dim else f"q/k/v_proj_weight {E}x{E}/{m.kdim}/{m.vdim}")
+        how = (f"in_proj {E} -> {3 * E} (q, k, v packed)" if m._qkv_same_embed_dim else
+               f"q/k/v_proj {E}/{m.kdim}/{m.vdim} -> {E}")
         report._add(True, n, f"{tname} -> HOTMultiheadAttention",
-                    f"{how}; out_proj {E} -> {E} (HOTLinear {tag}.out_proj); {m.num_heads} heads")
+                    f"{how}, out_proj {E} -> {E}, {m.num_heads} heads")
         replace[n] = new
     if spec_file is not None and not replace:
         raise ValueError(f"spec {spec_file} names none of the model's nn.Linear modules "
