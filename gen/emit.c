@@ -10,7 +10,7 @@
 #include "diag.h"
 #include "embed.h"
 #include "kernel_desc.h"
-#include "params.h"
+#include "kernel_params.h"
 
 #ifndef HOT_VERSION
 #define HOT_VERSION "0"

@@ -40,12 +40,12 @@ secs() { awk -v a="$1" -v b="$2" 'BEGIN { printf "%.1f", b - a }'; }
 if [ "$(id -u)" -ne 0 ]; then echo "SKIP: not root"; exit 77; fi
 for c in munged munge slurmctld slurmd sbatch squeue scancel sinfo; do
   if ! command -v "$c" >/dev/null 2>&1; then
-    echo "SKIP: slurm-wlm or munge not installed (no $c on PATH; tools/install-deps.sh installs them)"
+    echo "SKIP: slurm-wlm or munge not installed (no $c on PATH; tools/install-deps.sh --tests installs them)"
     exit 77
   fi
 done
 if [ "$(basename -- "$HOT_TUNE_EXE")" = hot-tune-standin.sh ] && ! command -v sqlite3 >/dev/null 2>&1; then
-  echo "SKIP: sqlite3 not installed (the stand-in for hot-tune needs it; tools/install-deps.sh installs it)"
+  echo "SKIP: sqlite3 not installed (the stand-in for hot-tune needs it; tools/install-deps.sh --tests installs it)"
   exit 77
 fi
 

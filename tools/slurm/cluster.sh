@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # cluster.sh — a one-node Slurm cluster on this machine, entirely inside one folder, for trying
 # tools/slurm/hot-tune-sweep.sh and for its test (tests/slurm). Needs root and the Debian packages
-# slurm-wlm and munge (tools/install-deps.sh installs them). Nothing outside DIR is written: the
+# slurm-wlm and munge (tools/install-deps.sh --tests installs them). Nothing outside DIR is written: the
 # munge key, munged's socket, slurm.conf, state, spool, logs and pid files all live in DIR, and the
 # two Slurm ports are free ports picked at start (never a real cluster's 6817/6818), so it can run
 # next to a machine's own munged and Slurm daemons.
@@ -36,7 +36,7 @@ esac
 if [ "$action" = start ]; then
   [ "$(id -u)" -eq 0 ] || die "needs root (slurmd runs jobs as their users; munged runs as munge)"
   for c in munged munge unmunge slurmctld slurmd sinfo squeue scancel runuser; do
-    command -v "$c" >/dev/null 2>&1 || die "$c not found on PATH (install slurm-wlm and munge: tools/install-deps.sh)"
+    command -v "$c" >/dev/null 2>&1 || die "$c not found on PATH (install slurm-wlm and munge: tools/install-deps.sh --tests)"
   done
   getent passwd munge >/dev/null || die "no user munge (install the munge package)"
 fi

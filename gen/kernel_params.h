@@ -1,8 +1,9 @@
-/* params.h — the #define list of one kernel instance (struct hot_params, kernel_desc.h's opaque
- * type), shared by the emitter (emit.c) and the descriptors' params() (through kd_param). Kept
- * apart from emit.c so that the planner and descriptors link without the embedded templates. */
-#ifndef HOT_PARAMS_H
-#define HOT_PARAMS_H
+/* kernel_params.h — the #define list of one kernel instance (struct hot_params, kernel_desc.h's
+ * opaque type), shared by the emitter (emit.c) and the descriptors' params() (through kd_param).
+ * Kept apart from emit.c so that the planner and descriptors link without the embedded
+ * templates. */
+#ifndef HOT_KERNEL_PARAMS_H
+#define HOT_KERNEL_PARAMS_H
 
 #include "kernel_desc.h"
 

@@ -1,5 +1,6 @@
-/* params.c — the #define list of a kernel instance (params.h) and kd_param (kernel_desc.h). */
-#include "params.h"
+/* kernel_params.c — the #define list of a kernel instance (kernel_params.h) and kd_param
+ * (kernel_desc.h). */
+#include "kernel_params.h"
 
 #include <stdarg.h>
 #include <stdio.h>
