@@ -223,7 +223,8 @@ build_bias() { # SRC DTYPE -> $work/bias_emu
 }
 for dt in 0 1 2; do
   build_bias "$here/templates/bias.cu" $dt || { fail=1; continue; }
-  for sz in "1 1" "0 5" "197 100" "2100 70" "4099 33"; do
+  # 16700 tokens = 66 chunks of 256: two rounds of the 64 slots, so both partial buffers serve
+  for sz in "1 1" "0 5" "197 100" "2100 70" "4099 33" "16700 9"; do
     # shellcheck disable=SC2086
     "$work/bias_emu" $sz || fail=1
   done
@@ -231,15 +232,15 @@ done
 bias_mutant() { # WHAT ANCHOR REPLACEMENT
   mutate "$here/templates/bias.cu" "$work/bias_mut.cu" "$2" "$3" || return 1
   build_bias "$work/bias_mut.cu" 0 || return 1
-  if "$work/bias_emu" 4099 70 >"$work/bias.log" 2>&1; then
+  if "$work/bias_emu" 16700 9 >"$work/bias.log" 2>&1; then
     echo "FAIL: the emulator did not detect the bias mutant: $1"; return 1
   fi
   echo "bias mutant detected, as it must be: $1 ($(caught "$work/bias.log"))"
 }
 bias_mutant "no barrier between the partials and the fold" \
-  "    part[j & 1][warp][lane] = p;
-    __syncthreads();" "    part[j & 1][warp][lane] = p;" || fail=1
-bias_mutant "one partial buffer instead of two" "part[j & 1][warp][lane] = p;" "part[0][warp][lane] = p;" || fail=1
+  "    part[j & 1][slot][lane] = p;
+    __syncthreads();" "    part[j & 1][slot][lane] = p;" || fail=1
+bias_mutant "one partial buffer instead of two" "part[j & 1][slot][lane] = p;" "part[0][slot][lane] = p;" || fail=1
 
 # gemm_int.cu: the emulator must notice a broken pipeline in each copy mode named.
 gemm_mutant() { # WHAT CP_MODES ANCHOR REPLACEMENT [ANCHOR REPLACEMENT ...]
