@@ -80,8 +80,8 @@ int bench_check_cpu(const bench_run *run, bench_layer *bl, const tooldata *d, co
     snprintf(bl->status, sizeof bl->status, "fp64 reference failed");
     goto free_exact;
   }
-  bl->gx_err = hot_ref_rel_err(o.gx, ex, T * I);
-  bl->gw_err = hot_ref_rel_err(o.gw, ew, O * I);
+  bl->gx_err = ref_rel_err(o.gx, ex, T * I);
+  bl->gw_err = ref_rel_err(o.gw, ew, O * I);
   bl->gb_err = -1;
   if (o.gb) { /* fp64 column sums of g_y */
     double num = 0, den = 0;

@@ -7,12 +7,12 @@ nn.Linear backward, on the same thread count, one row per shape.
 hot is timed through the fast path's benchmark module (tests/fast/fast_bench.c, built as
 <build>/tests/fast/libhot_fast_bench.so): forward save once, then the backward (g_x, g_w, g_b) of
 the `hot` recipe with sm_80 storage, as the CPU backend runs it; "fast" is fast_layer_backward
-with N threads, "twin" hot_ref_layer_backward (single-threaded, what the CPU backend ran before the
+with N threads, "twin" ref_layer_backward (single-threaded, what the CPU backend ran before the
 fast path). torch: y = F.linear(x, w, b), then y.backward(g_y) timed alone, with
 torch.set_num_threads(N). --api adds hot's Python API (python/hot: Context(backend="cpu"),
 layer.save(x), then layer.backward(g_y, w) timed) on the libhot that $HOT_LIBRARY names, with
 HOT_CPU_THREADS=N: the end-to-end figure of whatever the CPU backend runs. Every figure is the best of R runs; the load average is printed with
-each row. --exact adds the fp64 exact products (hot_ref_exact_gx + _gw and their fast twins) of
+each row. --exact adds the fp64 exact products (ref_exact_gx + _gw and their fast twins) of
 an accuracy-row layer, 8192 tokens 4096 -> 4096 (slow: the twin takes minutes).
 Benchmark only: nothing here is a test and nothing asserts a time.
 """

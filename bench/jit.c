@@ -28,7 +28,7 @@ static int rm_entry(const char *path, const struct stat *sb, int flag, struct FT
 static void kernel_figures(bench_layer *bl, const hot_layer *layer) {
   enum { CAP = (int)(sizeof bl->jit_kern / sizeof bl->jit_kern[0]) };
   hot_tools_jit_kernel k[CAP];
-  bl->jit_nk = hot_tools_layer_jit_kernels(layer, k, CAP);
+  bl->jit_nk = tools_layer_jit_kernels(layer, k, CAP);
   for (int i = 0; i < bl->jit_nk; ++i) {
     bench_jit_kernel *o = &bl->jit_kern[i];
     snprintf(o->name, sizeof o->name, "%s", k[i].name);

@@ -355,7 +355,7 @@ static void bench_one(bench_run *run, hot_ctx *ctx, bench_gpu *gpu, const char *
   hot_layer *layer = NULL;
   hot_status st = bench_layer_open(ctx, run, bl, bl->B, bl->L, &layer, err, sizeof err);
   if (st != HOT_OK) {
-    hot_msgf(bl->status, sizeof bl->status, "layer: %s: %s", hot_status_name(st), err);
+    fileio_msgf(bl->status, sizeof bl->status, "layer: %s: %s", hot_status_name(st), err);
     fprintf(stderr, " - %s\n", bl->status);
     return;
   }
@@ -397,7 +397,7 @@ static int write_reports(const bench_run *run) {
   else bench_report_table(run, stdout);
   if (o->out) {
     char why[128] = "";
-    FILE *f = hot_file_fopen(o->out, "wb", why, sizeof why); /* a FIFO is refused, not waited on */
+    FILE *f = fileio_fopen(o->out, "wb", why, sizeof why); /* a FIFO is refused, not waited on */
     if (!f || bench_report_json(run, f) != 0) {
       fprintf(stderr, "hot-bench: cannot write %s%s%s\n", o->out, *why ? ": " : "", why);
       rc = 1;
@@ -413,7 +413,7 @@ int main(int argc, char **argv) {
   run.spec_model = &g_model;
   if (parse_args(argc, argv, &run.opt) != 0) return 1;
   char owhy[128];
-  if (run.opt.out && hot_file_check_regular(run.opt.out, 0, owhy, sizeof owhy) != 0 &&
+  if (run.opt.out && fileio_check_regular(run.opt.out, 0, owhy, sizeof owhy) != 0 &&
       errno == EINVAL) { /* said now, not after the whole run */
     fprintf(stderr, "hot-bench: --out %s: %s\n", run.opt.out, owhy);
     return 1;

@@ -15,12 +15,12 @@
  *              floor form with the Philox stream
  *
  * A what-if reference of one layer's backward, written here (not in templates/: the CPU twins
- * stay the contract): the transforms come from the twins (hot_ref_hq_transform_g/_w,
- * hot_ref_hla_transform, identical in both forms), the quantizers, the GEMMs and the epilogues
+ * stay the contract): the transforms come from the twins (ref_hq_transform_g/_w,
+ * ref_hla_transform, identical in both forms), the quantizers, the GEMMs and the epilogues
  * are this file's, each difference a flag. With no flag set it must give the bits of the twins:
  * every layer and data kind checks that against a save + calibrate + backward through the public
  * API on the CPU backend (first seed) and prints the result. Errors are relative Frobenius norms
- * against the fp64 products (hot_ref_exact_gx/_gw), mean and spread over seeds. */
+ * against the fp64 products (ref_exact_gx/_gw), mean and spread over seeds. */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -560,12 +560,12 @@ static int pd_references(pd_run *p, uint64_t seed) {
   const int64_t T = L->T, O = L->O, I = L->I;
   wi_inputs(L, seed, p->bl->index, (float)(p->run->opt.gy_scale > 0 ? p->run->opt.gy_scale : 1.0));
   int bad = fast_exact_gx(T, O, I, L->gy, L->w, L->ex) ||
-            hot_ref_hq_transform_g(pl, L->gy, HOT_DT_F32, L->g_t) ||
-            hot_ref_hq_transform_w(pl, L->w, HOT_DT_F32, L->w_t) ||
-            hot_ref_hla_transform(pl, L->gy, HOT_DT_F32, O, L->hg_t);
+            ref_hq_transform_g(pl, L->gy, HOT_DT_F32, L->g_t) ||
+            ref_hq_transform_w(pl, L->w, HOT_DT_F32, L->w_t) ||
+            ref_hla_transform(pl, L->gy, HOT_DT_F32, O, L->hg_t);
   for (int k = 0; k < NKIND && !bad; ++k)
     bad = fast_exact_gw(T, O, I, L->gy, L->x[k], L->ew[k]) ||
-          hot_ref_hla_transform(pl, L->x[k], HOT_DT_F32, I, L->hx_t[k]);
+          ref_hla_transform(pl, L->x[k], HOT_DT_F32, I, L->hx_t[k]);
   if (bad) {
     fprintf(p->f, "%-10s: reference or transform failed\n", p->bl->name);
     return -1;
@@ -573,7 +573,7 @@ static int pd_references(pd_run *p, uint64_t seed) {
   L->gran = pl->hq.g.gran;
   if (L->gran == HOT_GRAN_AUTO) { /* LQS on the baseline, step 1; kept for every variant */
     hot_ref_lqs_result lq;
-    if (hot_ref_lqs(pl, L->gy, HOT_DT_F32, seed, 1, &lq)) {
+    if (ref_lqs(pl, L->gy, HOT_DT_F32, seed, 1, &lq)) {
       fprintf(p->f, "%-10s: LQS failed\n", p->bl->name);
       return -1;
     }
@@ -593,7 +593,7 @@ static void pd_gx(pd_run *p, int s, uint64_t seed) {
     if (v && wi_gx(&p->L, var_flags[v], seed, 1, out, 0)) memcpy(out, p->gx, (size_t)TI * 4);
     else if (!v) wi_gx(&p->L, 0, seed, 1, out, 1);
     if (v && memcmp(out, p->gx, (size_t)TI * 4)) p->dgx[v] += 1;
-    const double e = hot_ref_rel_err(out, p->L.ex, TI);
+    const double e = ref_rel_err(out, p->L.ex, TI);
     for (int k = 0; k < NKIND; ++k) p->egx[(k * NVAR + v) * p->seeds + s] = e;
   }
 }
@@ -623,7 +623,7 @@ static void pd_gw(pd_run *p, int s, uint64_t seed) {
       if (v && wi_gw(&p->L, k, var_flags[v], seed, 1, out, 0)) memcpy(out, g0, (size_t)OI * 4);
       else if (!v) wi_gw(&p->L, k, 0, seed, 1, out, 1);
       if (v && memcmp(out, g0, (size_t)OI * 4)) p->dgw[k * NVAR + v] += 1;
-      p->egw[(k * NVAR + v) * p->seeds + s] = hot_ref_rel_err(out, p->L.ew[k], OI);
+      p->egw[(k * NVAR + v) * p->seeds + s] = ref_rel_err(out, p->L.ew[k], OI);
     }
     if (s == 0) pd_validate(p, k, seed, g0);
   }

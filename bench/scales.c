@@ -48,12 +48,12 @@ typedef struct {
 static int gw_err(const hot_layer_plan *p, const float *g, const float *x, uint64_t seed,
                   const double *ew, float *gw, double *err) {
   const size_t G = (size_t)p->hla.groups;
-  int8_t *hg = malloc((size_t)hot_ref_hla_g_bytes(p)), *hx = malloc((size_t)hot_ref_hla_x_bytes(p));
+  int8_t *hg = malloc((size_t)ref_hla_g_bytes(p)), *hx = malloc((size_t)ref_hla_x_bytes(p));
   float *shg = malloc(G * sizeof *shg), *shx = malloc(G * sizeof *shx);
-  int bad = !hg || !hx || !shg || !shx || hot_ref_hla_quant_g(p, g, HOT_DT_F32, seed, 1, hg, shg) ||
-            hot_ref_hla_quant_x(p, x, HOT_DT_F32, hx, shx) ||
-            hot_ref_gemm_gw(p, hg, shg, hx, shx, gw);
-  if (!bad) *err = hot_ref_rel_err(gw, ew, p->O * p->I);
+  int bad = !hg || !hx || !shg || !shx || ref_hla_quant_g(p, g, HOT_DT_F32, seed, 1, hg, shg) ||
+            ref_hla_quant_x(p, x, HOT_DT_F32, hx, shx) ||
+            ref_gemm_gw(p, hg, shg, hx, shx, gw);
+  if (!bad) *err = ref_rel_err(gw, ew, p->O * p->I);
   free(hg); free(hx); free(shg); free(shx);
   return bad ? -1 : 0;
 }
@@ -67,8 +67,8 @@ static int run_kind(const hot_layer_plan *pl, const hot_layer_plan *pl_s, const 
   float *g = malloc((size_t)(T * O) * sizeof *g), *gx = malloc((size_t)(T * I) * sizeof *gx);
   float *sg = malloc((size_t)T * sizeof *sg), *gw = malloc((size_t)(O * I) * sizeof *gw);
   double *ex = malloc((size_t)(T * I) * sizeof *ex), *ew = malloc((size_t)(O * I) * sizeof *ew);
-  void *qg = pl->hq.enabled ? malloc((size_t)hot_ref_hq_g_bytes(pl)) : NULL;
-  void *qw = pl->hq.enabled ? malloc((size_t)hot_ref_hq_w_bytes(pl)) : NULL;
+  void *qg = pl->hq.enabled ? malloc((size_t)ref_hq_g_bytes(pl)) : NULL;
+  void *qw = pl->hq.enabled ? malloc((size_t)ref_hq_w_bytes(pl)) : NULL;
   int rc = -1;
   *why = "out of host memory";
   if (!g || !gx || !sg || !gw || !ex || !ew || (pl->hq.enabled && (!qg || !qw))) goto done;
@@ -80,15 +80,15 @@ static int run_kind(const hot_layer_plan *pl, const hot_layer_plan *pl_s, const 
   r->have_lqs = 0;
   if (pl->hq.enabled) {
     float sw;
-    if (hot_ref_hq_quant_w(pl, w, HOT_DT_F32, qw, &sw)) goto done;
+    if (ref_hq_quant_w(pl, w, HOT_DT_F32, qw, &sw)) goto done;
     for (int k = 0; k < 3; ++k) {
-      if (hot_ref_hq_quant_g(pl, g, HOT_DT_F32, grans[k], seed, 1, qg, sg) ||
-          hot_ref_gemm_gx(pl, qg, sg, qw, sw, gx))
+      if (ref_hq_quant_g(pl, g, HOT_DT_F32, grans[k], seed, 1, qg, sg) ||
+          ref_gemm_gx(pl, qg, sg, qw, sw, gx))
         goto done;
-      r->gx[k] = hot_ref_rel_err(gx, ex, T * I);
+      r->gx[k] = ref_rel_err(gx, ex, T * I);
     }
     hot_ref_lqs_result lq;
-    if (hot_ref_lqs(pl, g, HOT_DT_F32, seed, 1, &lq)) goto done;
+    if (ref_lqs(pl, g, HOT_DT_F32, seed, 1, &lq)) goto done;
     r->lqs = lq.choice;
     r->have_lqs = 1;
   }

@@ -148,9 +148,9 @@ int main(void) {
   /* Errors against the exact products (CONTRACT.md 8: g_x per tensor about 0.27-0.30 on Gaussian
    * data; g_w with HLA tri 50 % at p = 64 about 0.66 there — HLA keeps the low sequencies, which
    * carry little of white noise and most of real, token-smooth activations). */
-  hot_ref_exact_gx(T, O, I, gy, w, ex);
-  hot_ref_exact_gw(T, O, I, gy, x, ew);
-  double egx = hot_ref_rel_err(gx, ex, T * I), egw = hot_ref_rel_err(gw, ew, O * I);
+  ref_exact_gx(T, O, I, gy, w, ex);
+  ref_exact_gw(T, O, I, gy, x, ew);
+  double egx = ref_rel_err(gx, ex, T * I), egw = ref_rel_err(gw, ew, O * I);
   double sb = 0;
   for (int o = 0; o < O; ++o) {
     double e = 0;

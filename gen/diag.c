@@ -35,13 +35,13 @@ void diag_free(hot_diag *d) {
   d->oom = 0;
 }
 
-int hot_errf(char *err, size_t n, const char *fmt, ...) {
+int diag_errf(char *err, size_t n, const char *fmt, ...) {
   if (err && n) {
     va_list ap;
     va_start(ap, fmt);
     int w = vsnprintf(err, n, fmt, ap);
     va_end(ap);
-    if (w > 0) hot_msg_cut(err, n, (size_t)w); /* too long: cut at a word, "..." */
+    if (w > 0) fileio_msg_cut(err, n, (size_t)w); /* too long: cut at a word, "..." */
   }
   return -1;
 }

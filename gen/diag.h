@@ -17,12 +17,12 @@ __attribute__((format(printf, 2, 3)))
 void diag_add(hot_diag *d, const char *fmt, ...);
 
 /* Writes a printf-style one-line message into err (n bytes, always NUL-terminated when n > 0;
- * nothing when err is NULL or n is 0) and returns -1, so `return hot_errf(err, n, ...)` reports
+ * nothing when err is NULL or n is 0) and returns -1, so `return diag_errf(err, n, ...)` reports
  * a failure in one line. Shared by the generator and the runtime. */
 #if defined(__GNUC__)
 __attribute__((format(printf, 3, 4)))
 #endif
-int hot_errf(char *err, size_t n, const char *fmt, ...);
+int diag_errf(char *err, size_t n, const char *fmt, ...);
 
 /* Frees every line; *d becomes empty and reusable. NULL-safe. */
 void diag_free(hot_diag *d);

@@ -5,7 +5,7 @@
 
 const hot_embedded_file *embed_find(const char *path) {
   if (!path) return NULL;
-  for (const hot_embedded_file *f = hot_embedded_files; f->path; ++f)
+  for (const hot_embedded_file *f = embed_files; f->path; ++f)
     if (strcmp(f->path, path) == 0) return f;
   return NULL;
 }

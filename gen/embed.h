@@ -10,7 +10,7 @@ typedef struct {
   size_t size;
 } hot_embedded_file;
 
-extern const hot_embedded_file hot_embedded_files[];
+extern const hot_embedded_file embed_files[];
 
 /* The embedded file at `path`, or NULL. Static storage; never free. */
 const hot_embedded_file *embed_find(const char *path);

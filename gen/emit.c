@@ -64,7 +64,7 @@ static int parse_template(const char *path, const hot_embedded_file *file, templ
                           char *err, size_t n) {
   memset(t, 0, sizeof *t);
   t->file = file ? file : embed_find(path);
-  if (!t->file) return hot_errf(err, n, "%s: template not found", path);
+  if (!t->file) return diag_errf(err, n, "%s: template not found", path);
   const char *s = t->file->data;
   int line = 1, seen_params = 0;
   for (const char *l = s; *l; ++line) {
@@ -75,9 +75,9 @@ static int parse_template(const char *path, const hot_embedded_file *file, templ
       if (strncmp(m, "@hot-params:", 12) != 0) {
         const char *b = m + 5, *e2 = b;
         while (is_ident(*e2)) ++e2;
-        return hot_errf(err, n, "%s:%d: unknown marker @hot-%.*s", path, line, (int)(e2 - b), b);
+        return diag_errf(err, n, "%s:%d: unknown marker @hot-%.*s", path, line, (int)(e2 - b), b);
       }
-      if (seen_params) return hot_errf(err, n, "%s:%d: second @hot-params marker", path, line);
+      if (seen_params) return diag_errf(err, n, "%s:%d: second @hot-params marker", path, line);
       seen_params = 1;
       const char *q = m + 12;
       while (q < l + len) {
@@ -87,10 +87,10 @@ static int parse_template(const char *path, const hot_embedded_file *file, templ
         }
         if (q >= l + len || *q == '*') break;
         if (t->n_params >= MAX_PARAMS)
-          return hot_errf(err, n, "%s:%d: more than %d parameters", path, line, MAX_PARAMS);
+          return diag_errf(err, n, "%s:%d: more than %d parameters", path, line, MAX_PARAMS);
         size_t got = read_ident(q, t->params[t->n_params++], PARAM_LEN);
         if (!got)
-          return hot_errf(err, n, "%s:%d: a parameter name longer than %d characters", path, line,
+          return diag_errf(err, n, "%s:%d: a parameter name longer than %d characters", path, line,
                           PARAM_LEN - 1);
         q += got;
       }
@@ -106,33 +106,33 @@ static int parse_template(const char *path, const hot_embedded_file *file, templ
         while (*d == ' ' || *d == '\t') ++d;
         char name[PARAM_LEN];
         if (is_ident(*d) && !read_ident(d, name, sizeof name))
-          return hot_errf(err, n, "%s:%d: a macro name longer than %d characters", path, line,
+          return diag_errf(err, n, "%s:%d: a macro name longer than %d characters", path, line,
                           PARAM_LEN - 1);
         int dup = 0;
         for (int i = 0; i < t->n_defines; ++i) dup |= strcmp(t->defines[i], name) == 0;
         if (!dup && name[0]) {
           if (t->n_defines >= MAX_DEFINES) /* each is #undef'd after the kernel: none may be lost */
-            return hot_errf(err, n, "%s:%d: more than %d macros defined", path, line, MAX_DEFINES);
+            return diag_errf(err, n, "%s:%d: more than %d macros defined", path, line, MAX_DEFINES);
           memcpy(t->defines[t->n_defines++], name, strlen(name) + 1);
         }
       } else if (strncmp(d, "include", 7) == 0) {
         const char *q = strchr(d, '"');
         const char *r = q ? strchr(q + 1, '"') : NULL;
         if (!q || !r || r > l + len || (size_t)(r - q - 1) >= 100)
-          return hot_errf(err, n, "%s:%d: only #include \"file.cuh\" of templates/ is allowed", path,
+          return diag_errf(err, n, "%s:%d: only #include \"file.cuh\" of templates/ is allowed", path,
                       line);
         if (t->n_includes >= MAX_INCLUDES)
-          return hot_errf(err, n, "%s:%d: more than %d includes", path, line, MAX_INCLUDES);
+          return diag_errf(err, n, "%s:%d: more than %d includes", path, line, MAX_INCLUDES);
         snprintf(t->includes[t->n_includes++], 128, "templates/%.*s", (int)(r - q - 1), q + 1);
       }
     }
     if (!e) break;
     l = e + 1;
   }
-  if (!seen_params) return hot_errf(err, n, "%s: no @hot-params marker", path);
+  if (!seen_params) return diag_errf(err, n, "%s: no @hot-params marker", path);
   for (int i = 0; i < t->n_includes; ++i)
     if (!embed_find(t->includes[i]))
-      return hot_errf(err, n, "%s: included file %s not found", path, t->includes[i]);
+      return diag_errf(err, n, "%s: included file %s not found", path, t->includes[i]);
   return 0;
 }
 
@@ -142,12 +142,12 @@ static int check_params(const templ_info *t, const params *p, const char *path, 
   for (int i = 0; i < t->n_params; ++i) {
     int found = 0;
     for (int j = 0; j < p->n; ++j) found |= strcmp(t->params[i], p->name[j]) == 0;
-    if (!found) return hot_errf(err, n, "%s: parameter %s is not filled by the plan", path, t->params[i]);
+    if (!found) return diag_errf(err, n, "%s: parameter %s is not filled by the plan", path, t->params[i]);
   }
   for (int j = 0; j < p->n; ++j) {
     int found = 0;
     for (int i = 0; i < t->n_params; ++i) found |= strcmp(t->params[i], p->name[j]) == 0;
-    if (!found) return hot_errf(err, n, "%s: unknown parameter %s (not in @hot-params)", path, p->name[j]);
+    if (!found) return diag_errf(err, n, "%s: unknown parameter %s (not in @hot-params)", path, p->name[j]);
   }
   return 0;
 }
@@ -211,7 +211,7 @@ static void add_instance(hot_buf *b, const templ_info *t, const params *p, const
 
 /* "out of memory" in err; EMIT_ENOMEM, so that callers tell it from a bad plan or template. */
 static int emit_oom(char *err, size_t n) {
-  hot_errf(err, n, "out of memory");
+  diag_errf(err, n, "out of memory");
   return EMIT_ENOMEM;
 }
 
@@ -236,9 +236,9 @@ static int collect_kernels(const hot_layer_plan *plan, unsigned mask, templ_info
     if (parse_template(k->templ, NULL, &infos[i], err, n)) return -1;
     if (kernel_params(plan, k, &ps[i])) {
       if (ps[i].failed == 2)
-        return hot_errf(err, n, "kernel %s: more than %d template parameters or a name of %d "
+        return diag_errf(err, n, "kernel %s: more than %d template parameters or a name of %d "
                         "characters or more", k->name, MAX_PARAMS, PARAM_LEN);
-      hot_errf(err, n, "kernel %s: cannot build its parameters (out of memory)", k->name);
+      diag_errf(err, n, "kernel %s: cannot build its parameters (out of memory)", k->name);
       return EMIT_ENOMEM;
     }
     if (check_params(&infos[i], &ps[i], k->templ, err, n)) return -1;
@@ -269,7 +269,7 @@ static int assemble_source(const hot_layer_plan *plan, const templ_info *infos, 
   for (int i = 0; i < plan->n_kernels; ++i)
     if (use[i] && add_includes(&b, &infos[i], done, &n_done)) {
       buf_free(&b);
-      return hot_errf(err, n, "%s: more than %d distinct included files in one source",
+      return diag_errf(err, n, "%s: more than %d distinct included files in one source",
                       plan->kernels[i].templ, MAX_HOISTED);
     }
   /* Namespaces numbered by emission order, not plan index: a kernel emitted alone (jit.h's one
@@ -287,7 +287,7 @@ static int assemble_source(const hot_layer_plan *plan, const templ_info *infos, 
 
 int emit_layer_select(const hot_layer_plan *plan, unsigned mask, hot_emitted *out, char *err,
                       size_t n) {
-  if (!plan || !out || !plan->spec) return hot_errf(err, n, "emit_layer: NULL argument");
+  if (!plan || !out || !plan->spec) return diag_errf(err, n, "emit_layer: NULL argument");
   memset(out, 0, sizeof *out);
   templ_info *infos = calloc(HOT_MAX_KERNELS, sizeof *infos);
   params *ps = calloc(HOT_MAX_KERNELS, sizeof *ps);
@@ -303,13 +303,13 @@ int emit_layer_select(const hot_layer_plan *plan, unsigned mask, hot_emitted *ou
 }
 
 int emit_entry_params(const char *templ, char **out, char *err, size_t n) {
-  if (!templ || !out) return hot_errf(err, n, "emit_entry_params: NULL argument");
+  if (!templ || !out) return diag_errf(err, n, "emit_entry_params: NULL argument");
   *out = NULL;
   const hot_embedded_file *f = embed_find(templ);
-  if (!f) return hot_errf(err, n, "%s: template not found", templ);
+  if (!f) return diag_errf(err, n, "%s: template not found", templ);
   const char *p = strstr(f->data, "HOT_KNAME(");
   while (p && p > f->data && is_ident(p[-1])) p = strstr(p + 1, "HOT_KNAME(");
-  if (!p) return hot_errf(err, n, "%s: no entry point HOT_KNAME(...)", templ);
+  if (!p) return diag_errf(err, n, "%s: no entry point HOT_KNAME(...)", templ);
   p += strlen("HOT_KNAME(");
   hot_buf b = {0};
   int first = 1;
@@ -326,10 +326,10 @@ int emit_entry_params(const char *templ, char **out, char *err, size_t n) {
   }
   if (*p != ')') {
     buf_free(&b);
-    return hot_errf(err, n, "%s: unterminated entry point parameter list", templ);
+    return diag_errf(err, n, "%s: unterminated entry point parameter list", templ);
   }
   *out = buf_take(&b);
-  return *out ? 0 : hot_errf(err, n, "out of memory");
+  return *out ? 0 : diag_errf(err, n, "out of memory");
 }
 
 void emit_free(hot_emitted *out) {
@@ -347,18 +347,18 @@ int emit_template(const char *templ, const char *const *names, const char *const
 int emit_template_text(const char *templ, const char *text, const char *const *names,
                        const char *const *values, int n, char **source, char *err, size_t errlen) {
   if (!templ || !source || (n > 0 && (!names || !values)))
-    return hot_errf(err, errlen, "emit_template: NULL argument");
+    return diag_errf(err, errlen, "emit_template: NULL argument");
   *source = NULL;
-  if (n > MAX_PARAMS) return hot_errf(err, errlen, "emit_template: too many parameters");
+  if (n > MAX_PARAMS) return diag_errf(err, errlen, "emit_template: too many parameters");
   hot_embedded_file given = {templ, text, text ? strlen(text) : 0};
   templ_info *t = calloc(1, sizeof *t);
   params *p = calloc(1, sizeof *p);
-  int rc = (!t || !p) ? hot_errf(err, errlen, "out of memory")
+  int rc = (!t || !p) ? diag_errf(err, errlen, "out of memory")
                       : parse_template(templ, text ? &given : NULL, t, err, errlen);
   if (rc == 0) {
     for (int i = 0; i < n; ++i) param_set(p, names[i], "%s", values[i] ? values[i] : "");
     if (p->failed)
-      rc = hot_errf(err, errlen, "emit_template: a parameter name longer than %d characters, or "
+      rc = diag_errf(err, errlen, "emit_template: a parameter name longer than %d characters, or "
                     "out of memory", PARAM_LEN - 1);
     /* HOT_KNAME first: it names the instance in the emitted comment. */
     for (int i = 1; i < p->n && rc == 0; ++i)
@@ -381,7 +381,7 @@ int emit_template_text(const char *templ, const char *text, const char *const *n
     add_includes(&b, t, done, &n_done); /* one template: at most MAX_INCLUDES files */
     add_instance(&b, t, p, templ, 0);
     *source = buf_take(&b);
-    if (!*source) rc = hot_errf(err, errlen, "out of memory");
+    if (!*source) rc = diag_errf(err, errlen, "out of memory");
   }
   if (p) params_free(p);
   free(t);

@@ -10,7 +10,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-const char *hot_file_kind(mode_t m) {
+const char *fileio_kind(mode_t m) {
   if (S_ISREG(m)) return "a regular file";
   if (S_ISFIFO(m)) return "a FIFO";
   if (S_ISDIR(m)) return "a directory";
@@ -27,12 +27,12 @@ static void say(char *why, size_t whylen, const char *s) {
 
 /* "not a regular file (a FIFO)" into why; errno EINVAL; -1. */
 static int not_regular(mode_t m, char *why, size_t whylen) {
-  if (why && whylen) snprintf(why, whylen, "not a regular file (%s)", hot_file_kind(m));
+  if (why && whylen) snprintf(why, whylen, "not a regular file (%s)", fileio_kind(m));
   errno = EINVAL;
   return -1;
 }
 
-int hot_file_check_regular(const char *path, int must_exist, char *why, size_t whylen) {
+int fileio_check_regular(const char *path, int must_exist, char *why, size_t whylen) {
   struct stat sb;
   if (!path || !*path) {
     say(why, whylen, "no file given");
@@ -49,7 +49,7 @@ int hot_file_check_regular(const char *path, int must_exist, char *why, size_t w
   return S_ISREG(sb.st_mode) ? 0 : not_regular(sb.st_mode, why, whylen);
 }
 
-int hot_file_open(const char *path, int how, mode_t mode, char *why, size_t whylen) {
+int fileio_open(const char *path, int how, mode_t mode, char *why, size_t whylen) {
   const int nofollow = (how & HOT_FILE_NOFOLLOW) != 0;
   how &= ~HOT_FILE_NOFOLLOW;
   if (!path || !*path) {
@@ -103,7 +103,7 @@ int hot_file_open(const char *path, int how, mode_t mode, char *why, size_t whyl
   return fd;
 }
 
-FILE *hot_file_fopen(const char *path, const char *mode, char *why, size_t whylen) {
+FILE *fileio_fopen(const char *path, const char *mode, char *why, size_t whylen) {
   int how;
   if (mode && (!strcmp(mode, "rb") || !strcmp(mode, "r"))) how = HOT_FILE_READ;
   else if (mode && (!strcmp(mode, "wb") || !strcmp(mode, "w"))) how = HOT_FILE_WRITE;
@@ -112,7 +112,7 @@ FILE *hot_file_fopen(const char *path, const char *mode, char *why, size_t whyle
     errno = EINVAL;
     return NULL;
   }
-  int fd = hot_file_open(path, how, 0644, why, whylen);
+  int fd = fileio_open(path, how, 0644, why, whylen);
   if (fd < 0) return NULL;
   FILE *f = fdopen(fd, how == HOT_FILE_READ ? "rb" : "wb");
   if (!f) {
@@ -128,7 +128,7 @@ FILE *hot_file_fopen(const char *path, const char *mode, char *why, size_t whyle
 
 static int is_cont(unsigned char c) { return (c & 0xC0) == 0x80; }
 
-void hot_msg_cut(char *dst, size_t n, size_t full) {
+void fileio_msg_cut(char *dst, size_t n, size_t full) {
   if (!dst || n == 0 || full < n) return;
   static const char dots[] = "...";
   if (n < sizeof dots + 1) { /* no room for a word and the dots: whole characters only */
@@ -156,7 +156,7 @@ void hot_msg_cut(char *dst, size_t n, size_t full) {
   memcpy(dst + cut, dots, sizeof dots);
 }
 
-int hot_msgf(char *dst, size_t n, const char *fmt, ...) {
+int fileio_msgf(char *dst, size_t n, const char *fmt, ...) {
   if (!dst || !n) return -1;
   va_list ap;
   va_start(ap, fmt);
@@ -166,11 +166,11 @@ int hot_msgf(char *dst, size_t n, const char *fmt, ...) {
     dst[0] = '\0';
     return -1;
   }
-  hot_msg_cut(dst, n, (size_t)w);
+  fileio_msg_cut(dst, n, (size_t)w);
   return -1;
 }
 
-const char *hot_path_short(const char *path, char *buf, size_t max) {
+const char *fileio_path_short(const char *path, char *buf, size_t max) {
   if (!path) return "(null)";
   const size_t len = strlen(path);
   if (len <= max || max < 16) return path;

@@ -5,16 +5,16 @@
  * capture, a tuning database (and its -wal, -journal, -shm companions), hot-tune's merge inputs
  * and plot output, hot-gen's --emit and --dump-cubin files, hot-bench's --out. Anything else (a
  * FIFO, a device, a socket, a directory) is refused with one line naming the path, and never
- * blocks the process: hot_file_open opens with O_NONBLOCK, checks the descriptor with fstat, and
+ * blocks the process: fileio_open opens with O_NONBLOCK, checks the descriptor with fstat, and
  * only then clears O_NONBLOCK. A file another library opens by name (SQLite) is checked with
- * hot_file_check_regular before that library sees the path.
+ * fileio_check_regular before that library sees the path.
  *
  * Lives in gen/ (library hot_gen) because the generator (spec loading, hot-gen) needs it as much
  * as the runtime does, and every program and libhot link hot_gen.
  *
- * Messages. hot_msgf formats like snprintf into a fixed buffer; a message that does not fit is
+ * Messages. fileio_msgf formats like snprintf into a fixed buffer; a message that does not fit is
  * cut at a word boundary and ends with "..." (never in the middle of a word or of a UTF-8
- * character). hot_path_short shows a long path as its head and tail.
+ * character). fileio_path_short shows a long path as its head and tail.
  */
 #ifndef HOT_FILEIO_H
 #define HOT_FILEIO_H
@@ -23,7 +23,7 @@
 #include <stdio.h>
 #include <sys/types.h>
 
-/* How hot_file_open opens. */
+/* How fileio_open opens. */
 typedef enum {
   HOT_FILE_READ = 0,        /* an existing file, read-only */
   HOT_FILE_WRITE = 1,       /* write-only; created (mode) when missing, emptied when regular */
@@ -36,37 +36,37 @@ typedef enum {
  * ("not a regular file (a FIFO)", or strerror's text; why may be NULL). A non-regular file gives
  * errno EINVAL, a missing one ENOENT (what open says). */
 #define HOT_FILE_NOFOLLOW 8
-int hot_file_open(const char *path, int how, mode_t mode, char *why, size_t whylen);
+int fileio_open(const char *path, int how, mode_t mode, char *why, size_t whylen);
 
-/* hot_file_open wrapped in a stdio stream: mode "rb" (HOT_FILE_READ) or "wb" (HOT_FILE_WRITE).
- * NULL with errno and why as hot_file_open's (EINVAL also for another mode). */
-FILE *hot_file_fopen(const char *path, const char *mode, char *why, size_t whylen);
+/* fileio_open wrapped in a stdio stream: mode "rb" (HOT_FILE_READ) or "wb" (HOT_FILE_WRITE).
+ * NULL with errno and why as fileio_open's (EINVAL also for another mode). */
+FILE *fileio_fopen(const char *path, const char *mode, char *why, size_t whylen);
 
 /* Without opening it: 0 when `path` is a regular file (after symbolic links), or absent and
- * !must_exist; else -1 with errno and why as hot_file_open's. For files another library opens
+ * !must_exist; else -1 with errno and why as fileio_open's. For files another library opens
  * by name, and for the target of a write through a temporary file and rename (an existing FIFO
  * or directory there is refused, not replaced). */
-int hot_file_check_regular(const char *path, int must_exist, char *why, size_t whylen);
+int fileio_check_regular(const char *path, int must_exist, char *why, size_t whylen);
 
 /* "a FIFO", "a directory", "a character device", "a block device", "a socket", "a symbolic
  * link", "a regular file" or "an unknown kind of file", for st_mode m. Static storage. */
-const char *hot_file_kind(mode_t m);
+const char *fileio_kind(mode_t m);
 
 /* vsnprintf of fmt into dst (n bytes, always NUL-terminated when n > 0; nothing when dst is NULL
  * or n is 0). When the text does not fit it is cut after the last whole word that leaves room for
  * "..." (or, with no space in reach, at the last whole UTF-8 character) and "..." is appended.
- * Returns -1, like hot_errf, so `return hot_msgf(err, n, ...)` reports a failure. */
+ * Returns -1, like diag_errf, so `return fileio_msgf(err, n, ...)` reports a failure. */
 #if defined(__GNUC__)
 __attribute__((format(printf, 3, 4)))
 #endif
-int hot_msgf(char *dst, size_t n, const char *fmt, ...);
+int fileio_msgf(char *dst, size_t n, const char *fmt, ...);
 
 /* Cuts the message in dst (its buffer holds n bytes and was filled by a cut format; `full` is the
- * length the whole text would have had) the way hot_msgf does: nothing when full < n. */
-void hot_msg_cut(char *dst, size_t n, size_t full);
+ * length the whole text would have had) the way fileio_msgf does: nothing when full < n. */
+void fileio_msg_cut(char *dst, size_t n, size_t full);
 
 /* `path` when it is at most `max` bytes, else its first and last bytes around "..." (max bytes
  * in all, at UTF-8 character boundaries), written into buf (max + 1 bytes). Returns buf or path. */
-const char *hot_path_short(const char *path, char *buf, size_t max);
+const char *fileio_path_short(const char *path, char *buf, size_t max);
 
 #endif

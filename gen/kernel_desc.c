@@ -5,14 +5,14 @@
 #include <string.h>
 
 /* The families, one per file gen/kernels/<family>.c. */
-extern const hot_kernel_desc hot_kd_hla, hot_kd_sawb, hot_kd_hq, hot_kd_gemm, hot_kd_gemm_tma,
-    hot_kd_bias, hot_kd_lqs;
+extern const hot_kernel_desc kd_hla, kd_sawb, kd_hq, kd_gemm, kd_gemm_tma,
+    kd_bias, kd_lqs;
 
 /* Every family; for a role served by two (the GEMMs: gemm, gemm_tma) the plan's choice decides
  * (planned()); the first listed is the default of hand-built plans. */
-static const hot_kernel_desc *const k_desc[] = {&hot_kd_hla, &hot_kd_sawb, &hot_kd_hq,
-                                                &hot_kd_gemm, &hot_kd_gemm_tma, &hot_kd_bias,
-                                                &hot_kd_lqs};
+static const hot_kernel_desc *const k_desc[] = {&kd_hla, &kd_sawb, &kd_hq,
+                                                &kd_gemm, &kd_gemm_tma, &kd_bias,
+                                                &kd_lqs};
 enum { N_DESC = (int)(sizeof k_desc / sizeof k_desc[0]) };
 
 const hot_kernel_desc *const *kd_all(int *n) {

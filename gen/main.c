@@ -348,8 +348,8 @@ static int write_file(const char *path, const char *text, size_t len, hot_diag *
   char tmp[HOT_PATH_MAX + 32], why[128];
   snprintf(tmp, sizeof tmp, "%s.tmp.%ld", path, (long)getpid());
   FILE *f = NULL;
-  if (hot_file_check_regular(path, 0, why, sizeof why) == 0)
-    f = hot_file_fopen(tmp, "wb", why, sizeof why);
+  if (fileio_check_regular(path, 0, why, sizeof why) == 0)
+    f = fileio_fopen(tmp, "wb", why, sizeof why);
   if (!f) {
     diag_add(d, "%s: cannot write: %s", path, why);
     return -1;
@@ -698,7 +698,7 @@ static int compile_layer(const options *o, const hot_model *m, int l, hot_kcache
     /* origin: how the binary entered the cache (compiled now, or read from disk), not this
      * layer's lookup, which the whole-spec batch before it has always warmed */
     printf("%-7s %-8s %-44s %9.1f %6s %6s %6s %-8s %5d %7d %6d\n", arch, lname, ki->name,
-           bin->compile_ms, ph[0], ph[1], ph[2], hot_kcache_origin_name(bin->origin),
+           bin->compile_ms, ph[0], ph[1], ph[2], kcache_origin_name(bin->origin),
            ki->registers, spills, ki->shared_bytes);
     if (spills > kp->max_spills) {
       fprintf(stderr, "hot-gen: kernel %s spills %d bytes on %s (the plan allows %d)\n", ki->name,
@@ -731,7 +731,7 @@ static int compile_all(const options *o, const hot_model *m, const arch_sets *as
   cfg.disk = o->no_disk ? -1 : 0;
   hot_kcache *kc = NULL;
   char err[1024];
-  if (hot_kcache_open(&kc, &cfg, err, sizeof err) != RT_OK) {
+  if (kcache_open(&kc, &cfg, err, sizeof err) != RT_OK) {
     fprintf(stderr, "hot-gen: %s\n", err);
     return 1;
   }
@@ -745,7 +745,7 @@ static int compile_all(const options *o, const hot_model *m, const arch_sets *as
   if (!plans || !pp || !lidx) {
     fprintf(stderr, "hot-gen: out of memory\n");
     free(plans), free(pp), free(lidx);
-    hot_kcache_close(kc);
+    kcache_close(kc);
     return 1;
   }
   for (int a = 0; a < as->n_compile; ++a)
@@ -758,7 +758,7 @@ static int compile_all(const options *o, const hot_model *m, const arch_sets *as
   if (jit_prefetch(kc, pp, np, o->threads, &batch, err, sizeof err) != RT_OK) {
     fprintf(stderr, "hot-gen: %s\n", err);
     free(plans), free(pp), free(lidx);
-    hot_kcache_close(kc);
+    kcache_close(kc);
     return 1;
   }
   printf("%-7s %-8s %-44s %9s %6s %6s %6s %-8s %5s %7s %6s\n", "arch", "layer", "kernel", "ms",
@@ -778,11 +778,11 @@ static int compile_all(const options *o, const hot_model *m, const arch_sets *as
          batch.n_programs == 1 ? "" : "s", batch.n_compiled, batch.threads,
          batch.threads == 1 ? "" : "s", batch.wall_ms);
   hot_kcache_stats st;
-  hot_kcache_stats_get(kc, &st);
+  kcache_stats_get(kc, &st);
   printf("compiles %llu (%.1f ms), memory hits %llu, disk hits %llu, cache %s\n",
          (unsigned long long)st.compiles, st.compile_ms, (unsigned long long)st.memory_hits,
-         (unsigned long long)st.disk_hits, hot_kcache_dir(kc) ? hot_kcache_dir(kc) : "(memory only)");
-  hot_kcache_close(kc);
+         (unsigned long long)st.disk_hits, kcache_dir(kc) ? kcache_dir(kc) : "(memory only)");
+  kcache_close(kc);
   print_diag(&d);
   diag_free(&d);
   if (failures) {

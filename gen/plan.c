@@ -93,7 +93,7 @@ static int64_t pow2_dividing(int64_t v, int64_t cap) {
 
 static int quant_ok(const hot_quant *q, const char *what, char *err, size_t n) {
   if (q->bits < 2 || q->bits > 8)
-    return hot_errf(err, n, "%s must be in [2, 8] (got %d)", what, q->bits);
+    return diag_errf(err, n, "%s must be in [2, 8] (got %d)", what, q->bits);
   return 0;
 }
 
@@ -126,21 +126,21 @@ static int plan_gemm_wgmma(hot_gemm_plan *g, const hot_tile *req, const char *wh
   g->tile_k = req->tile_k ? req->tile_k : 128;
   g->stages = req->stages ? req->stages : 4;
   if (g->tile_m != 64 && g->tile_m != 128)
-    return hot_errf(err, n, "%s.tile_m must be 64 or 128 for %s (got %d)", what, pn, g->tile_m);
+    return diag_errf(err, n, "%s.tile_m must be 64 or 128 for %s (got %d)", what, pn, g->tile_m);
   if (g->tile_n != 64 && g->tile_n != 128 && g->tile_n != 256)
-    return hot_errf(err, n, "%s.tile_n must be 64, 128 or 256 for %s (got %d)", what, pn,
+    return diag_errf(err, n, "%s.tile_n must be 64, 128 or 256 for %s (got %d)", what, pn,
                     g->tile_n);
   if (g->tile_k != 128)
-    return hot_errf(err, n, "%s.tile_k must be 128 for %s (one 128-byte swizzled slab; got "
+    return diag_errf(err, n, "%s.tile_k must be 128 for %s (one 128-byte swizzled slab; got "
                     "%d)", what, pn, g->tile_k);
   g->warps_m = g->tile_m / 16;
   g->warps_n = tma ? 2 : 1;
   if ((req->warps_m && req->warps_m != g->warps_m) || (req->warps_n && req->warps_n != g->warps_n))
-    return hot_errf(err, n, "%s: %s uses %d x %d warps for tile_m = %d (4 warps per 64-row "
+    return diag_errf(err, n, "%s: %s uses %d x %d warps for tile_m = %d (4 warps per 64-row "
                     "warpgroup; warps_n 1: wgmma_s8, 2: tma_s8; got %d x %d)", what, pn,
                     g->warps_m, g->warps_n, g->tile_m, req->warps_m, req->warps_n);
   if (g->stages < (tma ? 2 : 3) || g->stages > 8)
-    return hot_errf(err, n, "%s.stages must be in [%d, 8] for %s (got %d)", what, tma ? 2 : 3, pn,
+    return diag_errf(err, n, "%s.stages must be in [%d, 8] for %s (got %d)", what, tma ? 2 : 3, pn,
                     g->stages);
   return 0;
 }
@@ -170,27 +170,27 @@ static int plan_gemm(hot_gemm_plan *g, const hot_tile *req, const hot_arch_caps 
     g->warps_n = req->warps_n ? req->warps_n : 2;
     g->stages = req->stages ? req->stages : (big ? 3 : 4);
     if (g->tile_m != 64 && g->tile_m != 128 && g->tile_m != 256)
-      return hot_errf(err, n, "%s.tile_m must be 64, 128 or 256 (got %d)", what, g->tile_m);
+      return diag_errf(err, n, "%s.tile_m must be 64, 128 or 256 (got %d)", what, g->tile_m);
     if (g->tile_n != 64 && g->tile_n != 128 && g->tile_n != 256)
-      return hot_errf(err, n, "%s.tile_n must be 64, 128 or 256 (got %d)", what, g->tile_n);
+      return diag_errf(err, n, "%s.tile_n must be 64, 128 or 256 (got %d)", what, g->tile_n);
     if (g->tile_k % k_step != 0 || g->tile_k < k_step || g->tile_k > 4 * k_step)
-      return hot_errf(err, n, "%s.tile_k must be a multiple of %d in [%d, %d] for %s (got %d)",
+      return diag_errf(err, n, "%s.tile_k must be a multiple of %d in [%d, %d] for %s (got %d)",
                       what, k_step, k_step, 4 * k_step, plan_gemm_path_name(path), g->tile_k);
     if (g->warps_m < 1 || g->warps_n < 1 || g->warps_m * g->warps_n > 8)
-      return hot_errf(err, n, "%s: warps_m x warps_n must be in [1, 8] (got %d x %d)", what,
+      return diag_errf(err, n, "%s: warps_m x warps_n must be in [1, 8] (got %d x %d)", what,
                       g->warps_m, g->warps_n);
     if (g->tile_m % (16 * g->warps_m) != 0 || g->tile_n % (8 * g->warps_n) != 0)
-      return hot_errf(err, n, "%s: tile %dx%d does not split into %dx%d warps of mma tiles", what,
+      return diag_errf(err, n, "%s: tile %dx%d does not split into %dx%d warps of mma tiles", what,
                       g->tile_m, g->tile_n, g->warps_m, g->warps_n);
     if (g->stages < 2 || g->stages > 6)
-      return hot_errf(err, n, "%s.stages must be in [2, 6] (got %d)", what, g->stages);
+      return diag_errf(err, n, "%s.stages must be in [2, 6] (got %d)", what, g->stages);
   }
   g->k_pad = round_up(g->k, g->tile_k);
   g->segmented = 0;
   g->seg_k_pad = g->k_pad;
   g->smem = plan_gemm_smem(path, g->codes, g->tile_m, g->tile_n, g->tile_k, g->stages);
   if (g->smem > (unsigned)caps->max_smem_optin)
-    return hot_errf(err, n, "%s: tile %dx%dx%d with %d stages needs %u bytes of shared memory, %s "
+    return diag_errf(err, n, "%s: tile %dx%dx%d with %d stages needs %u bytes of shared memory, %s "
                 "allows %d", what, g->tile_m, g->tile_n, g->tile_k, g->stages, g->smem,
                 caps->name, caps->max_smem_optin);
   return 0;
@@ -216,7 +216,7 @@ static int name_kernels(hot_layer_plan *p, char *err, size_t errlen) {
     hot_kernel_plan *k = &p->kernels[i];
     const int w = k->desc->name(p, k->role, k->name, sizeof k->name);
     if (w < 0 || (size_t)w >= sizeof k->name)
-      return hot_errf(err, errlen, "kernel %s: its name does not fit %zu bytes",
+      return diag_errf(err, errlen, "kernel %s: its name does not fit %zu bytes",
                       plan_role_name(k->role), sizeof k->name);
   }
   return 0;
@@ -315,7 +315,7 @@ int64_t plan_buffer_bytes(const hot_layer_plan *pl, hot_buffer b) {
 /* Refuses a size the kernels cannot address (an int argument or index). */
 static int int_limit(const char *what, int64_t v, char *err, size_t n) {
   if (v >= 0 && v <= HOT_LIMIT_INT) return 0;
-  return hot_errf(err, n, "%s = %lld exceeds the kernels' limit of %lld (2^31 - 1: a 32-bit int "
+  return diag_errf(err, n, "%s = %lld exceeds the kernels' limit of %lld (2^31 - 1: a 32-bit int "
                   "argument/index)", what, (long long)v, HOT_LIMIT_INT);
 }
 
@@ -323,17 +323,17 @@ static int int_limit(const char *what, int64_t v, char *err, size_t n) {
 static int plan_sizes(const hot_layer_spec *s, int64_t batch, int64_t tokens, hot_layer_plan *p,
                       char *err, size_t n) {
   if (batch < 1 || tokens < 1)
-    return hot_errf(err, n, "batch and tokens must be >= 1 (got %lld, %lld)", (long long)batch,
+    return diag_errf(err, n, "batch and tokens must be >= 1 (got %lld, %lld)", (long long)batch,
                     (long long)tokens);
   if (s->in_features < 1 || s->out_features < 1)
-    return hot_errf(err, n, "in_features and out_features must be >= 1 (got %lld, %lld)",
+    return diag_errf(err, n, "in_features and out_features must be >= 1 (got %lld, %lld)",
                     (long long)s->in_features, (long long)s->out_features);
   if (int_limit("batch", batch, err, n) || int_limit("tokens (L)", tokens, err, n) ||
       int_limit("out_features (O)", s->out_features, err, n) ||
       int_limit("in_features (I)", s->in_features, err, n))
     return -1;
   if (mul_ok(batch, tokens, &p->T) || p->T > HOT_LIMIT_INT)
-    return hot_errf(err, n, "T = batch x tokens = %lld x %lld exceeds the kernels' limit of %lld "
+    return diag_errf(err, n, "T = batch x tokens = %lld x %lld exceeds the kernels' limit of %lld "
                     "(2^31 - 1: a 32-bit int argument/index)", (long long)batch, (long long)tokens,
                     HOT_LIMIT_INT);
   p->B = batch;
@@ -347,9 +347,9 @@ static int plan_sizes(const hot_layer_spec *s, int64_t batch, int64_t tokens, ho
 static int quant_round_ok(const hot_quant *q, int sr_allowed, const char *what, char *err,
                           size_t n) {
   if (q->round != HOT_ROUND_RTN && q->round != HOT_ROUND_SR)
-    return hot_errf(err, n, "%s must be rtn or sr (got %d)", what, (int)q->round);
+    return diag_errf(err, n, "%s must be rtn or sr (got %d)", what, (int)q->round);
   if (!sr_allowed && q->round != HOT_ROUND_RTN)
-    return hot_errf(err, n, "%s must be rtn (no random stream is defined for it)", what);
+    return diag_errf(err, n, "%s must be rtn (no random stream is defined for it)", what);
   return 0;
 }
 
@@ -365,18 +365,18 @@ static int plan_hq(const hot_layer_spec *s, const hot_arch_caps *caps, hot_layer
     return -1;
   /* g': one scale per tensor, sample or row (AUTO: LQS); w' has one per tensor (CONTRACT 3). */
   if ((int)s->hq.g.gran < 0 || (int)s->hq.g.gran > (int)HOT_GRAN_SAMPLE)
-    return hot_errf(err, n, "hq.g.gran (scale of g') must be tensor, token, auto or sample (got %d)",
+    return diag_errf(err, n, "hq.g.gran (scale of g') must be tensor, token, auto or sample (got %d)",
                     (int)s->hq.g.gran);
   if (s->hq.w.gran != HOT_GRAN_TENSOR)
-    return hot_errf(err, n, "hq.w.gran (scale of w') must be tensor (got %s): w' has one scale",
+    return diag_errf(err, n, "hq.w.gran (scale of w') must be tensor (got %s): w' has one scale",
                     plan_gran_name(s->hq.w.gran));
   if (s->hq.pad) {
     if (!is_pow2(s->hq.block) || s->hq.block < 2 || s->hq.block > 256)
-      return hot_errf(err, n, "hq.block must be a power of two in [2, 256] (got %d)", s->hq.block);
+      return diag_errf(err, n, "hq.block must be a power of two in [2, 256] (got %d)", s->hq.block);
     p->hq.block = s->hq.block;
   } else {
     if (!is_pow2(s->hq.block) || s->hq.block > 256)
-      return hot_errf(err, n, "hq.block must be a power of two in [1, 256] (got %d)", s->hq.block);
+      return diag_errf(err, n, "hq.block must be a power of two in [1, 256] (got %d)", s->hq.block);
     p->hq.block = (int)pow2_dividing(p->O, s->hq.block); /* the paper code's shrinking rule */
   }
   p->hq.o_pad = round_up(p->O, p->hq.block); /* O <= 2^31 - 1: no overflow */
@@ -397,14 +397,14 @@ static int plan_hla_gran(hot_quant *q, const char *what, hot_layout layout, cons
                          int pb, char *err, size_t n) {
   if (q->gran == HOT_GRAN_AUTO) q->gran = layout == HOT_LAYOUT_SAMPLE ? HOT_GRAN_SAMPLE : HOT_GRAN_TENSOR;
   if (q->gran == HOT_GRAN_ROW)
-    return hot_errf(err, n, "hla.scale (%s) cannot be per token: tokens are the contraction axis of "
+    return diag_errf(err, n, "hla.scale (%s) cannot be per token: tokens are the contraction axis of "
                     "the integer g_w GEMM, where a per-token scale cannot stay outside it; use "
                     "tensor, sample or auto", what);
   if (q->gran != HOT_GRAN_TENSOR && q->gran != HOT_GRAN_SAMPLE)
-    return hot_errf(err, n, "hla.scale (%s) must be tensor, sample or auto (got %d)", what,
+    return diag_errf(err, n, "hla.scale (%s) must be tensor, sample or auto (got %d)", what,
                     (int)q->gran);
   if (q->gran == HOT_GRAN_SAMPLE && layout == HOT_LAYOUT_FLAT && p->B > 1)
-    return hot_errf(err, n, "hla.scale = sample (%s) needs hla.layout = sample: layout flat cuts "
+    return diag_errf(err, n, "hla.scale = sample (%s) needs hla.layout = sample: layout flat cuts "
                     "token blocks across the %lld samples (L = %lld, p = %d), so no block belongs "
                     "to one sample; use hla.layout = \"sample\", hla.scale = \"tensor\" or "
                     "\"auto\"", what, (long long)p->B, (long long)p->L, pb);
@@ -428,13 +428,13 @@ static int plan_hla(const hot_layer_spec *s, const hot_arch_caps *caps, hot_laye
     /* the authors' rule, uncapped: may be 1 (HLA is then a no-op) or beyond the kernels' p */
     const int64_t pa = pow2_dividing(p->L, (int64_t)1 << 62);
     if (pa > HOT_MAX_P)
-      return hot_errf(err, n, "hla.block = 0 (the authors' rule: the largest power of two dividing "
+      return diag_errf(err, n, "hla.block = 0 (the authors' rule: the largest power of two dividing "
                       "L) gives p = %lld for L = %lld, beyond the HLA kernels' p <= %d; the "
                       "authors' choice cannot be reproduced: set hla.block (e.g. %d) or use the "
                       "recipe hot or paper", (long long)pa, (long long)p->L, HOT_MAX_P, HOT_MAX_P);
     pb = (int)pa;
   } else if (!is_pow2(pb) || pb < 2 || pb > HOT_MAX_P) {
-    return hot_errf(err, n, "hla.block must be a power of two in [2, %d] (got %d)", HOT_MAX_P, pb);
+    return diag_errf(err, n, "hla.block must be a power of two in [2, %d] (got %d)", HOT_MAX_P, pb);
   }
   p->hla.block = pb;
   hot_layout layout = s->hla.layout;
@@ -442,7 +442,7 @@ static int plan_hla(const hot_layer_spec *s, const hot_arch_caps *caps, hot_laye
   p->hla.layout = layout;
   int64_t seg = layout == HOT_LAYOUT_SAMPLE ? p->L : p->T;
   if (!s->hla.pad && seg % pb != 0)
-    return hot_errf(err, n, "hla.block %d does not divide the %s length %lld and padding is off",
+    return diag_errf(err, n, "hla.block %d does not divide the %s length %lld and padding is off",
                     pb, layout == HOT_LAYOUT_SAMPLE ? "sample" : "batch", (long long)seg);
   p->hla.segments = layout == HOT_LAYOUT_SAMPLE ? p->B : 1;
   if (plan_hla_gran(&p->hla.g, "g^", layout, p, pb, err, n) ||
@@ -453,22 +453,22 @@ static int plan_hla(const hot_layer_spec *s, const hot_arch_caps *caps, hot_laye
   p->hla.seg_len = round_up(seg, pb); /* seg <= 2^31 - 1, pb <= 1024: no overflow */
   if (int_limit("hla seg_len (padded segment)", p->hla.seg_len, err, n)) return -1;
   if (mul_ok(p->hla.segments, p->hla.seg_len / pb, &p->hla.blocks))
-    return hot_errf(err, n, "hla blocks = %lld x %lld overflows int64", (long long)p->hla.segments,
+    return diag_errf(err, n, "hla blocks = %lld x %lld overflows int64", (long long)p->hla.segments,
                     (long long)(p->hla.seg_len / pb));
   if (pb == 1) {
     p->hla.rank = 1; /* H_1 = [1]: the projection is the identity */
     p->hla.rows[0] = 0;
   } else {
     if (s->hla.selection == HOT_SEL_TRI && (s->hla.keep < 1 || s->hla.keep > 50))
-      return hot_errf(err, n, "hla.keep must be in [1, 50] (got %d)", s->hla.keep);
+      return diag_errf(err, n, "hla.keep must be in [1, 50] (got %d)", s->hla.keep);
     if (s->hla.selection == HOT_SEL_PREFIX && (s->hla.rank < 1 || s->hla.rank > pb))
-      return hot_errf(err, n, "hla.rank must be in [1, %d] for hla.block %d (got %d)", pb, pb,
+      return diag_errf(err, n, "hla.rank must be in [1, %d] for hla.block %d (got %d)", pb, pb,
                       s->hla.rank);
     p->hla.rank = basis_select(s->hla.selection, pb, s->hla.keep, s->hla.rank, p->hla.rows);
-    if (p->hla.rank < 1) return hot_errf(err, n, "hla: invalid basis selection");
+    if (p->hla.rank < 1) return diag_errf(err, n, "hla: invalid basis selection");
   }
   if (mul_ok(p->hla.blocks, p->hla.rank, &p->hla.k) || p->hla.k > HOT_LIMIT_INT)
-    return hot_errf(err, n, "hla K = blocks x r = %lld x %d exceeds the kernels' limit of %lld "
+    return diag_errf(err, n, "hla K = blocks x r = %lld x %d exceeds the kernels' limit of %lld "
                     "(2^31 - 1: a 32-bit int argument/index)", (long long)p->hla.blocks,
                     p->hla.rank, HOT_LIMIT_INT);
   p->hla.gemm.m = p->O;
@@ -483,7 +483,7 @@ static int plan_hla(const hot_layer_spec *s, const hot_arch_caps *caps, hot_laye
     g->segmented = 1;
     g->seg_k_pad = round_up(p->hla.group_k, g->tile_k); /* group_k <= 2^31 - 1: no overflow */
     if (mul_ok(p->hla.groups, g->seg_k_pad, &g->k_pad))
-      return hot_errf(err, n, "hla k_pad = %lld groups x %lld overflows int64",
+      return diag_errf(err, n, "hla k_pad = %lld groups x %lld overflows int64",
                       (long long)p->hla.groups, (long long)g->seg_k_pad);
   }
   p->hla.group_k_pad = p->hla.gemm.seg_k_pad;
@@ -519,7 +519,7 @@ static int plan_abc_ops(hot_layer_plan *p, char *err, size_t n) {
   };
   for (size_t i = 0; i < sizeof ops / sizeof ops[0]; ++i)
     if (ops[i].v < 0)
-      return hot_errf(err, n, "%s overflows int64 (T = %lld, O = %lld, I = %lld): too large",
+      return diag_errf(err, n, "%s overflows int64 (T = %lld, O = %lld, I = %lld): too large",
                       ops[i].what, (long long)p->T, (long long)p->O, (long long)p->I);
   return 0;
 }
@@ -530,10 +530,10 @@ static int set_geom(hot_kernel_plan *k, const hot_kernel_geom *g, char *err, siz
   int64_t gx = g->grid_x;
   if (g->persistent && gx > HOT_LIMIT_GRID_X) gx = HOT_LIMIT_GRID_X;
   if (gx < 1 || gx > HOT_LIMIT_GRID_X)
-    return hot_errf(err, n, "kernel %s: grid.x = %lld exceeds the launch limit of %lld",
+    return diag_errf(err, n, "kernel %s: grid.x = %lld exceeds the launch limit of %lld",
                     plan_role_name(k->role), (long long)gx, HOT_LIMIT_GRID_X);
   if (g->grid_y < 1 || g->grid_y > HOT_LIMIT_GRID_YZ)
-    return hot_errf(err, n, "kernel %s: grid.y = %lld exceeds the launch limit of %lld",
+    return diag_errf(err, n, "kernel %s: grid.y = %lld exceeds the launch limit of %lld",
                     plan_role_name(k->role), (long long)g->grid_y, HOT_LIMIT_GRID_YZ);
   k->grid[0] = (unsigned)gx;
   k->grid[1] = (unsigned)g->grid_y;
@@ -553,7 +553,7 @@ static int plan_kernels(const hot_layer_spec *s, hot_layer_plan *p, char *err, s
     const hot_kernel_desc *d = kd_select(s, p, order[i]);
     if (!d) continue;
     if (p->n_kernels >= HOT_MAX_KERNELS)
-      return hot_errf(err, n, "more than %d kernels in one plan", HOT_MAX_KERNELS);
+      return diag_errf(err, n, "more than %d kernels in one plan", HOT_MAX_KERNELS);
     hot_kernel_plan *k = add_kernel(p, order[i], d);
     hot_kernel_geom g = {0, 0, 0, 0, 0};
     if (d->geom(p, order[i], &g) || set_geom(k, &g, err, n)) return -1;
@@ -566,12 +566,12 @@ static int plan_check(const hot_arch_caps *caps, hot_layer_plan *p, char *err, s
   for (int i = 0; i < p->n_kernels; ++i) {
     const hot_kernel_plan *k = &p->kernels[i];
     if (k->block[0] > (unsigned)caps->max_threads || k->smem > (unsigned)caps->max_smem_optin)
-      return hot_errf(err, n, "kernel %s: block of %u threads / %u bytes of shared memory "
+      return diag_errf(err, n, "kernel %s: block of %u threads / %u bytes of shared memory "
                       "exceeds %s", plan_role_name(k->role), k->block[0], k->smem, caps->name);
   }
   for (int b = 0; b < HOT_BUF_COUNT; ++b)
     if (plan_buffer_bytes(p, (hot_buffer)b) < 0)
-      return hot_errf(err, n, "buffer %s: its size overflows int64 (T = %lld, O = %lld, I = %lld)",
+      return diag_errf(err, n, "buffer %s: its size overflows int64 (T = %lld, O = %lld, I = %lld)",
                       plan_buffer_name((hot_buffer)b), (long long)p->T, (long long)p->O,
                       (long long)p->I);
   p->abc.bytes = plan_buffer_bytes(p, HOT_BUF_SAVED);
@@ -584,10 +584,10 @@ hot_gran plan_lqs_coarse(const hot_layer_plan *pl) {
 
 int plan_layer(const hot_layer_spec *s, int64_t batch, int64_t tokens, hot_recipe recipe,
                hot_arch arch, int layer_id, hot_layer_plan *p, char *err, size_t n) {
-  if (!s || !p) return hot_errf(err, n, "plan_layer: NULL argument");
+  if (!s || !p) return diag_errf(err, n, "plan_layer: NULL argument");
   memset(p, 0, sizeof *p);
   const hot_arch_caps *caps = plan_arch_caps(arch);
-  if (!caps) return hot_errf(err, n, "unknown arch %d", (int)arch);
+  if (!caps) return diag_errf(err, n, "unknown arch %d", (int)arch);
   (void)recipe; /* the recipe's defaults are already in the spec (plan_spec_defaults) */
   p->spec = s;
   p->arch = arch;

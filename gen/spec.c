@@ -259,7 +259,7 @@ int spec_load_file(const char *path, const spec_limits *limits, hot_model *out, 
   }
   memset(out, 0, sizeof *out);
   char why[128];
-  FILE *f = hot_file_fopen(path, "rb", why, sizeof why); /* a FIFO is refused, never waited on */
+  FILE *f = fileio_fopen(path, "rb", why, sizeof why); /* a FIFO is refused, never waited on */
   if (!f) {
     diag_add(diag, "%s: cannot open: %s", path, why);
     return SPEC_ERR_SPEC;

@@ -1,6 +1,6 @@
 /* backend.h — the one interface through which ctx.c and layer.c reach a backend. Each backend
- * fills a hot_backend_ops: cpu_backend.c (hot_cpu_ops, host pointers, the reference twins) and
- * cuda_backend.c (hot_cuda_ops, device pointers, the generated kernels). A backend owns its
+ * fills a hot_backend_ops: cpu_backend.c (cpu_backend_ops, host pointers, the reference twins) and
+ * cuda_backend.c (cuda_backend_ops, device pointers, the generated kernels). A backend owns its
  * state: it allocates what hangs off ctx->be (init) and layer->be (layer_init) and frees it
  * (fini, release); nobody else looks inside. ctx.c picks the backend and calls init / fini and
  * release; layer.c checks the arguments of the public calls, compiles the layer's kernels itself
@@ -52,8 +52,8 @@ typedef struct hot_backend_ops {
   void (*release)(hot_layer *layer);
 } hot_backend_ops;
 
-extern const hot_backend_ops hot_cpu_ops;
-extern const hot_backend_ops hot_cuda_ops;
+extern const hot_backend_ops cpu_backend_ops;
+extern const hot_backend_ops cuda_backend_ops;
 
 /* Frees a layer's resources (the backend's, plan, JIT); the handle itself stays in the context's
  * list, marked dead by the caller, until hot_ctx_destroy. Inline: used by layer.c

@@ -50,7 +50,7 @@ struct hot_kcache {
 };
 
 
-const char *hot_kcache_origin_name(hot_kcache_origin o) {
+const char *kcache_origin_name(hot_kcache_origin o) {
   switch (o) {
   case HOT_KCACHE_COMPILED: return "compiled";
   case HOT_KCACHE_MEMORY: return "memory";
@@ -87,7 +87,7 @@ static int make_dirs(const char *path) {
   return 0;
 }
 
-int hot_kcache_default_dir(const hot_env *ev, char *path, size_t n, const char **what) {
+int kcache_default_dir(const hot_env *ev, char *path, size_t n, const char **what) {
   if (ev->cache_dir) {
     *what = "HOT_CACHE_DIR";
     return snprintf(path, n, "%s", ev->cache_dir);
@@ -114,17 +114,17 @@ static rt_status open_dir(hot_kcache *kc, const hot_kcache_config *cfg, const ho
   if (cfg->dir && *cfg->dir) {
     n = snprintf(path, sizeof path, "%s", cfg->dir);
     what = cfg->dir_origin ? cfg->dir_origin : "the configured directory";
-  } else if ((n = hot_kcache_default_dir(ev, path, sizeof path, &what)) < 0) {
-    hot_msgf(err, errlen, "kernel cache: no directory (HOME unset): set HOT_CACHE_DIR or HOT_NO_DISK_CACHE=1");
+  } else if ((n = kcache_default_dir(ev, path, sizeof path, &what)) < 0) {
+    fileio_msgf(err, errlen, "kernel cache: no directory (HOME unset): set HOT_CACHE_DIR or HOT_NO_DISK_CACHE=1");
     return RT_ERR_IO;
   }
   if (n < 0 || (size_t)n >= sizeof path - 160) {  /* room for entry names */
-    hot_msgf(err, errlen, "kernel cache: directory path from %s too long", what);
+    fileio_msgf(err, errlen, "kernel cache: directory path from %s too long", what);
     return RT_ERR_IO;
   }
   if (make_dirs(path) != 0 || access(path, R_OK | X_OK) != 0) {
     int e = errno;
-    hot_msgf(err, errlen, "kernel cache: cannot use directory %s from %s (%s): set "
+    fileio_msgf(err, errlen, "kernel cache: cannot use directory %s from %s (%s): set "
         "HOT_CACHE_DIR to a usable directory, or HOT_NO_DISK_CACHE=1", path, what, strerror(e));
     return RT_ERR_IO;
   }
@@ -133,7 +133,7 @@ static rt_status open_dir(hot_kcache *kc, const hot_kcache_config *cfg, const ho
   kc->read_only = cfg->read_only > 0 || access(path, W_OK) != 0;
   kc->dir = strdup(path);
   if (!kc->dir) {
-    hot_msgf(err, errlen, "kernel cache: out of memory");
+    fileio_msgf(err, errlen, "kernel cache: out of memory");
     return RT_ERR_NOMEM;
   }
   return RT_OK;
@@ -152,16 +152,16 @@ static rt_status open_debug(hot_kcache *kc, const hot_kcache_config *cfg, const 
     dd = buf;
   }
   if (!(kc->debug_dir = strdup(dd))) {
-    hot_msgf(err, errlen, "kernel cache: out of memory");
+    fileio_msgf(err, errlen, "kernel cache: out of memory");
     return RT_ERR_NOMEM;
   }
   return RT_OK;
 }
 
-rt_status hot_kcache_open(hot_kcache **out, const hot_kcache_config *config, char *err,
+rt_status kcache_open(hot_kcache **out, const hot_kcache_config *config, char *err,
                           size_t errlen) {
   if (!out) {
-    hot_msgf(err, errlen, "kernel cache: NULL output handle");
+    fileio_msgf(err, errlen, "kernel cache: NULL output handle");
     return RT_ERR_INVALID;
   }
   *out = NULL;
@@ -180,7 +180,7 @@ rt_status hot_kcache_open(hot_kcache **out, const hot_kcache_config *config, cha
   }
   hot_kcache *kc = calloc(1, sizeof *kc);
   if (!kc) {
-    hot_msgf(err, errlen, "kernel cache: out of memory");
+    fileio_msgf(err, errlen, "kernel cache: out of memory");
     return RT_ERR_NOMEM;
   }
   pthread_mutex_init(&kc->mu, NULL);
@@ -194,7 +194,7 @@ rt_status hot_kcache_open(hot_kcache **out, const hot_kcache_config *config, cha
   int debug = cfg.jit_debug > 0 || (cfg.jit_debug == 0 && ev->jit_debug_set && ev->jit_debug);
   if (st == RT_OK && debug) st = open_debug(kc, &cfg, ev, err, errlen);
   if (st != RT_OK) {
-    hot_kcache_close(kc);
+    kcache_close(kc);
     return st;
   }
   *out = kc;
@@ -203,11 +203,11 @@ rt_status hot_kcache_open(hot_kcache **out, const hot_kcache_config *config, cha
 
 static void entry_free(entry *e) {
   if (!e) return;
-  hot_compile_result_free(&e->res);
+  nvrtc_result_free(&e->res);
   free(e);
 }
 
-void hot_kcache_close(hot_kcache *kc) {
+void kcache_close(hot_kcache *kc) {
   if (!kc) return;
   for (size_t i = 0; i < kc->n; i++) entry_free(kc->v[i]);
   free(kc->v);
@@ -219,17 +219,17 @@ void hot_kcache_close(hot_kcache *kc) {
   free(kc);
 }
 
-void hot_kcache_stats_get(hot_kcache *kc, hot_kcache_stats *out) {
+void kcache_stats_get(hot_kcache *kc, hot_kcache_stats *out) {
   if (!kc || !out) return;
   pthread_mutex_lock(&kc->mu);
   *out = kc->st;
   pthread_mutex_unlock(&kc->mu);
 }
 
-rt_status hot_kcache_add_pack(hot_kcache *kc, hot_pack *pack, char *err, size_t errlen) {
+rt_status kcache_add_pack(hot_kcache *kc, hot_pack *pack, char *err, size_t errlen) {
   if (!kc || !pack) {
     pack_free(pack);
-    hot_msgf(err, errlen, "kernel cache: NULL %s", kc ? "pack" : "cache");
+    fileio_msgf(err, errlen, "kernel cache: NULL %s", kc ? "pack" : "cache");
     return RT_ERR_INVALID;
   }
   pthread_mutex_lock(&kc->mu);
@@ -241,7 +241,7 @@ rt_status hot_kcache_add_pack(hot_kcache *kc, hot_pack *pack, char *err, size_t 
   pthread_mutex_unlock(&kc->mu);
   if (!v) {
     pack_free(pack);
-    hot_msgf(err, errlen, "kernel cache: out of memory");
+    fileio_msgf(err, errlen, "kernel cache: out of memory");
     return RT_ERR_NOMEM;
   }
   return RT_OK;
@@ -278,11 +278,11 @@ static int pack_find(hot_kcache *kc, const unsigned char h[HASH_SHA256_BYTES], i
   return CF_MISSING;
 }
 
-const char *hot_kcache_dir(const hot_kcache *kc) { return kc ? kc->dir : NULL; }
+const char *kcache_dir(const hot_kcache *kc) { return kc ? kc->dir : NULL; }
 
-int hot_kcache_read_only(const hot_kcache *kc) { return kc && kc->read_only; }
+int kcache_read_only(const hot_kcache *kc) { return kc && kc->read_only; }
 
-const char *hot_kcache_debug_dir(const hot_kcache *kc) { return kc ? kc->debug_dir : NULL; }
+const char *kcache_debug_dir(const hot_kcache *kc) { return kc ? kc->debug_dir : NULL; }
 
 /* ---- keys --------------------------------------------------------------------------------- */
 
@@ -496,21 +496,21 @@ static uint64_t evict(const hot_kcache *kc, const char *keep) {
 
 /* ---- get ---------------------------------------------------------------------------------- */
 
-rt_status hot_kcache_entry_path(hot_kcache *kc, const hot_kernel_source *src, char *buf,
+rt_status kcache_entry_path(hot_kcache *kc, const hot_kernel_source *src, char *buf,
                                 size_t n, char *err, size_t errlen) {
   if (!kc || !buf || !n) {
-    hot_msgf(err, errlen, "kernel cache: NULL argument");
+    fileio_msgf(err, errlen, "kernel cache: NULL argument");
     return RT_ERR_INVALID;
   }
   rt_status st = nvrtc_check_source(src, err, errlen);
   if (st != RT_OK) return st;
   if (!kc->dir) {
-    hot_msgf(err, errlen, "kernel cache: memory only, no entry files");
+    fileio_msgf(err, errlen, "kernel cache: memory only, no entry files");
     return RT_ERR_INVALID;
   }
   char ver[32];
   if (!compiler_version(kc, ver)) {
-    hot_msgf(err, errlen, "kernel cache: the compiler's version is unknown (no NVRTC?)");
+    fileio_msgf(err, errlen, "kernel cache: the compiler's version is unknown (no NVRTC?)");
     return RT_ERR_NO_NVRTC;
   }
   unsigned char h[HASH_SHA256_BYTES];
@@ -529,7 +529,7 @@ static entry *adopt(hot_kcache *kc, entry *e) {
 }
 
 static rt_status out_of_memory(char *err, size_t errlen) {
-  hot_msgf(err, errlen, "kernel cache: out of memory");
+  fileio_msgf(err, errlen, "kernel cache: out of memory");
   return RT_ERR_NOMEM;
 }
 
@@ -582,7 +582,7 @@ static rt_status compile_entry(hot_kcache *kc, const hot_kernel_source *src,
   rt_status st = kc->cc->compile(kc->cc->user, src, &e->res, err, errlen);
   if (st == RT_OK && (!e->res.cubin || !e->res.cubin_size || e->res.n_kernels != src->n_kernels ||
                       !e->res.kernels)) {
-    hot_msgf(err, errlen, "compile '%s' for %s: the compiler returned an incomplete result",
+    fileio_msgf(err, errlen, "compile '%s' for %s: the compiler returned an incomplete result",
         src->program ? src->program : "hot.cu", src->arch);
     st = RT_ERR_COMPILE;
   }
@@ -593,7 +593,7 @@ static rt_status compile_entry(hot_kcache *kc, const hot_kernel_source *src,
     e->res.log = calloc(1, 1);
     if (!e->res.log) st = RT_ERR_NOMEM;
   }
-  if (st == RT_ERR_NOMEM) hot_msgf(err, errlen, "kernel cache: out of memory");
+  if (st == RT_ERR_NOMEM) fileio_msgf(err, errlen, "kernel cache: out of memory");
   if (st != RT_OK) {
     if (log && e->res.log) *log = strdup(e->res.log);
     pthread_mutex_lock(&kc->mu);
@@ -625,13 +625,13 @@ static void store_entry(hot_kcache *kc, const hot_kernel_source *src,
   pthread_mutex_unlock(&kc->mu);
 }
 
-rt_status hot_kcache_get(hot_kcache *kc, const hot_kernel_source *src,
+rt_status kcache_get(hot_kcache *kc, const hot_kernel_source *src,
                          const hot_kernel_binary **out, hot_kcache_origin *origin, char **log,
                          char *err, size_t errlen) {
   if (out) *out = NULL;
   if (log) *log = NULL;
   if (!kc || !out) {
-    hot_msgf(err, errlen, "kernel cache: NULL %s", kc ? "output" : "cache");
+    fileio_msgf(err, errlen, "kernel cache: NULL %s", kc ? "output" : "cache");
     return RT_ERR_INVALID;
   }
   rt_status st = nvrtc_check_source(src, err, errlen);

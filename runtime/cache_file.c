@@ -223,7 +223,7 @@ int cache_file_write(const char *dir, const char *path, const cache_file_id *id,
   char tmp[4096];
   unsigned long c = __atomic_fetch_add(&tmp_counter, 1, __ATOMIC_RELAXED);
   snprintf(tmp, sizeof tmp, "%s/.tmp-%.16s-%ld-%lu", dir, id->key_hex, (long)getpid(), c);
-  int fd = hot_file_open(tmp, HOT_FILE_WRITE_NEW | HOT_FILE_NOFOLLOW, 0644, NULL, 0);
+  int fd = fileio_open(tmp, HOT_FILE_WRITE_NEW | HOT_FILE_NOFOLLOW, 0644, NULL, 0);
   if (fd < 0) {
     free(rec);
     return -1;
@@ -251,7 +251,7 @@ int cache_file_write(const char *dir, const char *path, const cache_file_id *id,
 /* Reads a whole regular file without blocking on what is not one. CF_OK (malloc'd *buf, *len),
  * CF_MISSING, CF_REJECT (not a regular file, or not an entry's size), CF_NOMEM. */
 static int read_regular(const char *path, unsigned char **buf, size_t *len) {
-  int fd = hot_file_open(path, HOT_FILE_READ | HOT_FILE_NOFOLLOW, 0, NULL, 0);
+  int fd = fileio_open(path, HOT_FILE_READ | HOT_FILE_NOFOLLOW, 0, NULL, 0);
   if (fd < 0) return errno == EINVAL || errno == ELOOP || errno == ENXIO ? CF_REJECT : CF_MISSING;
   struct stat sb;
   if (fstat(fd, &sb) != 0) {
@@ -318,7 +318,7 @@ int cache_file_read(const char *path, const unsigned char h[HASH_SHA256_BYTES], 
   out->log_size = strlen(out->log);
   rc = CF_OK;
 done:
-  if (rc != CF_OK) hot_compile_result_free(out);
+  if (rc != CF_OK) nvrtc_result_free(out);
   free(b);
   return rc;
 }

@@ -55,7 +55,7 @@ int cache_file_write(const char *dir, const char *path, const cache_file_id *id,
                      const hot_compile_result *res);
 
 /* Reads and verifies the entry at path for key h under compiler version ver. CF_OK (*out filled,
- * the caller frees it with hot_compile_result_free), CF_MISSING (no such file or unreadable),
+ * the caller frees it with nvrtc_result_free), CF_MISSING (no such file or unreadable),
  * CF_REJECT (not a regular file, wrong size, magic, format, key, checksum or record),
  * CF_NOMEM. */
 int cache_file_read(const char *path, const unsigned char h[HASH_SHA256_BYTES], const char *ver,

@@ -1,5 +1,5 @@
 /* capture.c — layer capture files: hot_capture_write (hot.h) and the validating reader
- * hot_capture_read (capture.h). Format: capture.h and docs/capture.md.
+ * capture_read (capture.h). Format: capture.h and docs/capture.md.
  *
  * Both sides stream: the writer encodes and hashes through one bounded buffer (no copy of the
  * tensors), the reader checks the whole header against the file's size before it allocates the
@@ -124,26 +124,26 @@ hot_status hot_capture_write(const char *path, const char *layer_name, int64_t b
   char ps[512];
   if (err && errlen) err[0] = '\0';
   if (!path || !*path) {
-    hot_msgf(err, errlen, "capture: no file given (path is %s)", path ? "empty" : "NULL");
+    fileio_msgf(err, errlen, "capture: no file given (path is %s)", path ? "empty" : "NULL");
     return HOT_ERR_INVALID;
   }
   shown(path, ps);
   if (!layer_name) {
-    hot_msgf(err, errlen, "capture %s: layer_name is NULL", ps);
+    fileio_msgf(err, errlen, "capture %s: layer_name is NULL", ps);
     return HOT_ERR_INVALID;
   }
   size_t nlen = strnlen(layer_name, HOT_NAME_MAX), bad = 0;
   if (!name_ok(layer_name, nlen, &bad)) {
     if (nlen == 0 || nlen >= HOT_NAME_MAX)
-      hot_msgf(err, errlen, "capture %s: layer_name must be 1 .. %d bytes (got %s)", ps,
+      fileio_msgf(err, errlen, "capture %s: layer_name must be 1 .. %d bytes (got %s)", ps,
                HOT_NAME_MAX - 1, nlen ? "a longer one" : "an empty one");
     else
-      hot_msgf(err, errlen, "capture %s: layer_name byte %zu is 0x%02x (printable ASCII only)",
+      fileio_msgf(err, errlen, "capture %s: layer_name byte %zu is 0x%02x (printable ASCII only)",
                ps, bad, (unsigned char)layer_name[bad]);
     return HOT_ERR_INVALID;
   }
   if ((int)dtype < HOT_DT_F32 || (int)dtype > HOT_DT_F16) {
-    hot_msgf(err, errlen, "capture %s: dtype %d is not f32 (0), bf16 (1) or f16 (2)", ps,
+    fileio_msgf(err, errlen, "capture %s: dtype %d is not f32 (0), bf16 (1) or f16 (2)", ps,
              (int)dtype);
     return HOT_ERR_INVALID;
   }
@@ -151,19 +151,19 @@ hot_status hot_capture_write(const char *path, const char *layer_name, int64_t b
   const int64_t dim[4] = {batch, tokens, out_features, in_features};
   for (int i = 0; i < 4; ++i)
     if (dim[i] < 1 || dim[i] > HOT_CAPTURE_MAX_DIM) {
-      hot_msgf(err, errlen, "capture %s: %s = %lld must be in 1 .. %lld", ps, dim_name[i],
+      fileio_msgf(err, errlen, "capture %s: %s = %lld must be in 1 .. %lld", ps, dim_name[i],
                (long long)dim[i], (long long)HOT_CAPTURE_MAX_DIM);
       return HOT_ERR_SHAPE;
     }
   if (tokens > HOT_CAPTURE_MAX_DIM / batch) {
-    hot_msgf(err, errlen, "capture %s: T = batch * tokens = %lld * %lld exceeds %lld", ps,
+    fileio_msgf(err, errlen, "capture %s: T = batch * tokens = %lld * %lld exceeds %lld", ps,
              (long long)batch, (long long)tokens, (long long)HOT_CAPTURE_MAX_DIM);
     return HOT_ERR_SHAPE;
   }
   const void *tensor[3] = {x, w, g_y};
   for (int i = 0; i < 3; ++i)
     if (!tensor[i]) {
-      hot_msgf(err, errlen, "capture %s: %s is NULL", ps, TENSOR[i]);
+      fileio_msgf(err, errlen, "capture %s: %s is NULL", ps, TENSOR[i]);
       return HOT_ERR_INVALID;
     }
   /* Each size <= 2^31-1, so each product <= 2^62 and their sum < 2^64: no overflow below. */
@@ -173,7 +173,7 @@ hot_status hot_capture_write(const char *path, const char *layer_name, int64_t b
   const uint64_t elems = T * I + O * I + T * O;
   const uint64_t limit = (uint64_t)INT64_MAX - HOT_CAPTURE_HEADER_BYTES - HOT_CAPTURE_SUM_BYTES;
   if (elems > limit / esz) {
-    hot_msgf(err, errlen, "capture %s: %llu elements of %llu bytes exceed the largest file", ps,
+    fileio_msgf(err, errlen, "capture %s: %llu elements of %llu bytes exceed the largest file", ps,
              (unsigned long long)elems, (unsigned long long)esz);
     return HOT_ERR_SHAPE;
   }
@@ -181,7 +181,7 @@ hot_status hot_capture_write(const char *path, const char *layer_name, int64_t b
     int64_t at = first_nonfinite(tensor[i], dtype, (int64_t)(rows[i] * cols[i]));
     if (at >= 0) {
       float v = hot_load_f32(tensor[i], (long long)at, (int)dtype);
-      hot_msgf(err, errlen, "capture %s: %s[%lld][%lld] is %s (a capture holds finite values)",
+      fileio_msgf(err, errlen, "capture %s: %s[%lld][%lld] is %s (a capture holds finite values)",
                ps, TENSOR[i], (long long)((uint64_t)at / cols[i]),
                (long long)((uint64_t)at % cols[i]), isnan(v) ? "NaN" : "Inf");
       return HOT_ERR_NONFINITE;
@@ -189,8 +189,8 @@ hot_status hot_capture_write(const char *path, const char *layer_name, int64_t b
   }
 
   char twhy[128];
-  if (hot_file_check_regular(path, 0, twhy, sizeof twhy) != 0 && errno == EINVAL) {
-    hot_msgf(err, errlen, "capture %s: cannot write: %s", ps, twhy);
+  if (fileio_check_regular(path, 0, twhy, sizeof twhy) != 0 && errno == EINVAL) {
+    fileio_msgf(err, errlen, "capture %s: cannot write: %s", ps, twhy);
     return HOT_ERR_IO;
   }
   unsigned char *buf = malloc(CAP_CHUNK);
@@ -199,7 +199,7 @@ hot_status hot_capture_write(const char *path, const char *layer_name, int64_t b
   if (!buf || !tmp) {
     free(buf);
     free(tmp);
-    hot_msgf(err, errlen, "capture %s: out of memory", ps);
+    fileio_msgf(err, errlen, "capture %s: out of memory", ps);
     return HOT_ERR_NOMEM;
   }
 
@@ -220,7 +220,7 @@ hot_status hot_capture_write(const char *path, const char *layer_name, int64_t b
   for (int attempt = 0; fd < 0 && attempt < 16; ++attempt) { /* a stale name: take the next */
     unsigned long c = __atomic_fetch_add(&tmp_counter, 1, __ATOMIC_RELAXED);
     snprintf(tmp, tlen, "%s.tmp-%ld-%lu", path, (long)getpid(), c);
-    fd = hot_file_open(tmp, HOT_FILE_WRITE_NEW, 0644, NULL, 0);
+    fd = fileio_open(tmp, HOT_FILE_WRITE_NEW, 0644, NULL, 0);
     if (fd < 0 && errno != EEXIST) break;
   }
   int ok = fd >= 0, e = ok ? 0 : errno;
@@ -252,9 +252,9 @@ hot_status hot_capture_write(const char *path, const char *layer_name, int64_t b
   if (!ok) {
     char ts[512];
     if (!strcmp(what, "create"))
-      hot_msgf(err, errlen, "capture %s: cannot create %s: %s", ps, shown(tmp, ts), strerror(e));
+      fileio_msgf(err, errlen, "capture %s: cannot create %s: %s", ps, shown(tmp, ts), strerror(e));
     else
-      hot_msgf(err, errlen, "capture %s: cannot %s: %s", ps, what, strerror(e));
+      fileio_msgf(err, errlen, "capture %s: cannot %s: %s", ps, what, strerror(e));
   }
   free(buf);
   free(tmp);
@@ -263,7 +263,7 @@ hot_status hot_capture_write(const char *path, const char *layer_name, int64_t b
 
 /* ---- reader -------------------------------------------------------------------------------- */
 
-void hot_capture_free(hot_capture *c) {
+void capture_free(hot_capture *c) {
   if (!c) return;
   free(c->x);
   free(c->w);
@@ -401,28 +401,28 @@ static int read_tensor(int fd, hash_sha256 *h, unsigned char *buf, float *dst, h
   return 0;
 }
 
-int hot_capture_read(const char *path, hot_capture *out, char *err, size_t errlen) {
+int capture_read(const char *path, hot_capture *out, char *err, size_t errlen) {
   char ps[512], why[256];
   if (out) memset(out, 0, sizeof *out);
   if (err && errlen) err[0] = '\0';
   if (!path || !*path || !out) {
-    hot_msgf(err, errlen, "capture: %s", !out ? "no output given (out is NULL)"
+    fileio_msgf(err, errlen, "capture: %s", !out ? "no output given (out is NULL)"
                                               : "no file given (path is NULL or empty)");
     return HOT_ERR_INVALID;
   }
   shown(path, ps);
   char cwhy[128] = "";
-  int fd = hot_file_open(path, HOT_FILE_READ, 0, cwhy, sizeof cwhy);
+  int fd = fileio_open(path, HOT_FILE_READ, 0, cwhy, sizeof cwhy);
   struct stat sb;
   if (fd < 0 || fstat(fd, &sb) != 0) {
     int e = errno;
     if (fd >= 0) close(fd);
-    hot_msgf(err, errlen, "capture %s: cannot open: %s", ps, fd < 0 ? cwhy : strerror(e));
+    fileio_msgf(err, errlen, "capture %s: cannot open: %s", ps, fd < 0 ? cwhy : strerror(e));
     return HOT_ERR_IO;
   }
   if (!S_ISREG(sb.st_mode)) {
     close(fd);
-    hot_msgf(err, errlen, "capture %s: not a regular file", ps);
+    fileio_msgf(err, errlen, "capture %s: not a regular file", ps);
     return HOT_ERR_IO;
   }
   const uint64_t size = (uint64_t)sb.st_size;
@@ -431,12 +431,12 @@ int hot_capture_read(const char *path, hot_capture *out, char *err, size_t errle
   if (read_all(fd, hdr, head)) {
     int e = errno;
     close(fd);
-    hot_msgf(err, errlen, "capture %s: cannot read: %s", ps, e ? strerror(e) : "file shrank");
+    fileio_msgf(err, errlen, "capture %s: cannot read: %s", ps, e ? strerror(e) : "file shrank");
     return HOT_ERR_IO;
   }
   if (size < 8 || (memcmp(hdr, MAGIC, 8) == 0 && size < sizeof hdr + HOT_CAPTURE_SUM_BYTES)) {
     close(fd);
-    hot_msgf(err, errlen, "capture %s: truncated: %llu bytes, a capture has at least %d", ps,
+    fileio_msgf(err, errlen, "capture %s: truncated: %llu bytes, a capture has at least %d", ps,
              (unsigned long long)size, HOT_CAPTURE_HEADER_BYTES + HOT_CAPTURE_SUM_BYTES);
     return HOT_ERR_INVALID;
   }
@@ -444,7 +444,7 @@ int hot_capture_read(const char *path, hot_capture *out, char *err, size_t errle
   if (bad) {
     close(fd);
     memset(out, 0, sizeof *out);
-    hot_msgf(err, errlen, "capture %s: %s", ps, bad);
+    fileio_msgf(err, errlen, "capture %s: %s", ps, bad);
     return HOT_ERR_INVALID;
   }
   const uint64_t T = (uint64_t)out->T, O = (uint64_t)out->O, I = (uint64_t)out->I;
@@ -455,7 +455,7 @@ int hot_capture_read(const char *path, hot_capture *out, char *err, size_t errle
     if (n[i] > SIZE_MAX / sizeof(float)) {
       close(fd);
       memset(out, 0, sizeof *out);
-      hot_msgf(err, errlen, "capture %s: %s of %llu elements does not fit this machine's memory",
+      fileio_msgf(err, errlen, "capture %s: %s of %llu elements does not fit this machine's memory",
                ps, TENSOR[i], (unsigned long long)n[i]);
       return HOT_ERR_NOMEM;
     }
@@ -466,8 +466,8 @@ int hot_capture_read(const char *path, hot_capture *out, char *err, size_t errle
   if (!buf || !out->x || !out->w || !out->g_y) {
     close(fd);
     free(buf);
-    hot_capture_free(out);
-    hot_msgf(err, errlen, "capture %s: out of memory", ps);
+    capture_free(out);
+    fileio_msgf(err, errlen, "capture %s: out of memory", ps);
     return HOT_ERR_NOMEM;
   }
   hash_sha256 h;
@@ -482,14 +482,14 @@ int hot_capture_read(const char *path, hot_capture *out, char *err, size_t errle
   close(fd);
   free(buf);
   if (!ok) {
-    hot_capture_free(out);
-    hot_msgf(err, errlen, "capture %s: cannot read: %s", ps, e ? strerror(e) : "file shrank");
+    capture_free(out);
+    fileio_msgf(err, errlen, "capture %s: cannot read: %s", ps, e ? strerror(e) : "file shrank");
     return HOT_ERR_IO;
   }
   hash_sha256_final(&h, sum);
   if (memcmp(sum, want, sizeof sum) != 0) {
-    hot_capture_free(out);
-    hot_msgf(err, errlen, "capture %s: checksum mismatch (corrupt file: the SHA-256 of bytes "
+    capture_free(out);
+    fileio_msgf(err, errlen, "capture %s: checksum mismatch (corrupt file: the SHA-256 of bytes "
              "0..%llu differs from the last 32 bytes)", ps,
              (unsigned long long)(size - HOT_CAPTURE_SUM_BYTES - 1));
     return HOT_ERR_INVALID;
@@ -498,10 +498,10 @@ int hot_capture_read(const char *path, hot_capture *out, char *err, size_t errle
   for (int i = 0; i < 3; ++i)
     for (uint64_t k = 0; k < n[i]; ++k)
       if (!isfinite(dst[i][k])) {
-        hot_msgf(err, errlen, "capture %s: %s[%llu][%llu] is %s (a capture holds finite values)",
+        fileio_msgf(err, errlen, "capture %s: %s[%llu][%llu] is %s (a capture holds finite values)",
                  ps, TENSOR[i], (unsigned long long)(k / cols[i]),
                  (unsigned long long)(k % cols[i]), isnan(dst[i][k]) ? "NaN" : "Inf");
-        hot_capture_free(out);
+        capture_free(out);
         return HOT_ERR_INVALID;
       }
   return HOT_OK;

@@ -35,7 +35,7 @@
 #define HOT_CAPTURE_MAX_DIM ((int64_t)0x7fffffff) /* bound of B, L, O, I and T */
 
 /* A capture read into memory: the sizes, the dtype the tensors were stored in, and fp32 copies
- * of the tensors (bf16 and f16 converted exactly). Owned by the caller: hot_capture_free. */
+ * of the tensors (bf16 and f16 converted exactly). Owned by the caller: capture_free. */
 typedef struct {
   char name[HOT_NAME_MAX];  /* the layer's name, NUL-terminated */
   int64_t B, L, O, I;       /* batch, tokens per sample, out_features, in_features */
@@ -46,7 +46,7 @@ typedef struct {
   float *g_y;               /* T x O */
 } hot_capture;
 
-/* Reads and validates the capture file at path into *out (zeroed first, so hot_capture_free
+/* Reads and validates the capture file at path into *out (zeroed first, so capture_free
  * is safe after any return). Validated before anything large is allocated: a regular file, the
  * magic, version, header size, dtype and element size, each size in 1 .. 2^31-1 and T too,
  * every product checked by division against the file's size, the payload size field, the file
@@ -57,9 +57,9 @@ typedef struct {
  * foreign, truncated, extended, corrupt, a bad field or a non-finite value), HOT_ERR_IO
  * (missing, unreadable, not a regular file), HOT_ERR_NOMEM. On an error err holds one line
  * starting "capture <path>: " that says what is wrong (field, byte offset or element). */
-int hot_capture_read(const char *path, hot_capture *out, char *err, size_t errlen);
+int capture_read(const char *path, hot_capture *out, char *err, size_t errlen);
 
 /* Frees the tensors of c and zeroes it. NULL-safe; safe on a zeroed struct. */
-void hot_capture_free(hot_capture *c);
+void capture_free(hot_capture *c);
 
 #endif

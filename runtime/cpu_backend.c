@@ -34,7 +34,7 @@ static hot_status cpu_ref_status(hot_layer *layer, int rc, const char *what) {
   case HOT_REF_ESHAPE:
   default:
     return ctx_fail(ctx, HOT_ERR_INTERNAL, "layer '%s': %s: %s (plan inconsistent)", n, what,
-                    hot_ref_status_name(rc));
+                    ref_status_name(rc));
   }
 }
 
@@ -45,7 +45,7 @@ static int all_finite(const float *v, int64_t n) {
 }
 
 /* Offset of s_x^ in an ABC buffer (the codes' size: a multiple of 32 bytes). */
-static int64_t scale_offset(const hot_layer_plan *pl) { return hot_ref_hla_x_bytes(pl); }
+static int64_t scale_offset(const hot_layer_plan *pl) { return ref_hla_x_bytes(pl); }
 
 /* The layer's own buffer, allocated on first use (16-byte aligned). */
 static void *own_buffer(hot_layer *layer) {
@@ -66,12 +66,12 @@ static hot_status cpu_layer_save(hot_layer *layer, const void *x, void *saved) {
   int rc = fast_layer_save(pl, x, layer->spec.dtype, &s);
   if (rc) return cpu_ref_status(layer, rc, "save");
   if (s.q_x) {
-    memcpy(dst, s.q_x, (size_t)hot_ref_hla_x_bytes(pl));
+    memcpy(dst, s.q_x, (size_t)ref_hla_x_bytes(pl));
     memcpy((char *)dst + scale_offset(pl), s.s_x, (size_t)pl->hla.groups * sizeof *s.s_x);
   } else {
     memcpy(dst, s.x, (size_t)(pl->T * pl->I) * sizeof(float));
   }
-  hot_ref_saved_free(&s);
+  ref_saved_free(&s);
   return HOT_OK;
 }
 
@@ -167,7 +167,7 @@ static void ops_release(hot_layer *layer) {
 
 /* No kernels to load (load NULL: layer.c compiles only to fill caches under a forced arch), no
  * kernel times. */
-const hot_backend_ops hot_cpu_ops = {
+const hot_backend_ops cpu_backend_ops = {
     .kind = HOT_BACKEND_CPU, .init = ops_init, .fini = ops_fini, .layer_init = ops_layer_init,
     .load = NULL, .save = ops_save, .backward = ops_backward, .calibrate = ops_calibrate,
     .check = ops_check, .times = NULL, .release = ops_release};

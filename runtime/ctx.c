@@ -129,12 +129,12 @@ static hot_status load_pack(hot_ctx *ctx, const char *path, const char *what) {
   hot_pack *p = NULL;
   char err[768];
   rt_status r = pack_load(path, &p, err, sizeof err);
-  if (r == RT_OK) r = hot_kcache_add_pack(kc, p, err, sizeof err);
+  if (r == RT_OK) r = kcache_add_pack(kc, p, err, sizeof err);
   if (r != RT_OK) return ctx_fail(ctx, ctx_rt(r), "%s: %s", what, err);
   return HOT_OK;
 }
 
-hot_status hot_ctx_create_with_compiler(hot_ctx **out, const hot_options *opt,
+hot_status ctx_create_with_compiler(hot_ctx **out, const hot_options *opt,
                                         const hot_compiler *cc) {
   if (!out) return HOT_ERR_INVALID;
   *out = NULL;
@@ -148,12 +148,12 @@ hot_status hot_ctx_create_with_compiler(hot_ctx **out, const hot_options *opt,
   hot_status st = resolve(ctx, opt ? opt : &defaults, &want);
   if (st == HOT_OK) {
     if (want == HOT_BACKEND_CPU) {
-      st = hot_cpu_ops.init(ctx);
-      if (st == HOT_OK) ctx->ops = &hot_cpu_ops;
+      st = cpu_backend_ops.init(ctx);
+      if (st == HOT_OK) ctx->ops = &cpu_backend_ops;
     } else {
-      st = hot_cuda_ops.init(ctx);
+      st = cuda_backend_ops.init(ctx);
       if (st == HOT_OK) {
-        ctx->ops = &hot_cuda_ops;
+        ctx->ops = &cuda_backend_ops;
       } else if (want == HOT_BACKEND_AUTO && st != HOT_ERR_INVALID) {
         /* fall back, keeping the reason (a bad option, HOT_ERR_INVALID, stays an error) */
         ctx->fell_back = 1;
@@ -161,8 +161,8 @@ hot_status hot_ctx_create_with_compiler(hot_ctx **out, const hot_options *opt,
         ctx_copy(ctx->fallback_reason, sizeof ctx->fallback_reason, ctx->errmsg);
         ctx_clear(ctx);
         const hot_status why = st;
-        st = hot_cpu_ops.init(ctx);
-        if (st == HOT_OK) ctx->ops = &hot_cpu_ops;
+        st = cpu_backend_ops.init(ctx);
+        if (st == HOT_OK) ctx->ops = &cpu_backend_ops;
         if (st == HOT_OK && why != HOT_ERR_NO_DRIVER && why != HOT_ERR_NO_DEVICE)
           ctx_fail(ctx, HOT_OK, "warning: backend auto runs the CPU reference although a CUDA "
                    "device is present: %s", ctx->fallback_reason); /* a device hot cannot use */
@@ -194,7 +194,7 @@ hot_status hot_ctx_load_pack(hot_ctx *ctx, const char *path) {
 }
 
 hot_status hot_ctx_create(hot_ctx **out, const hot_options *opt) {
-  return hot_ctx_create_with_compiler(out, opt, NULL);
+  return ctx_create_with_compiler(out, opt, NULL);
 }
 
 void hot_ctx_destroy(hot_ctx *ctx) {
@@ -209,7 +209,7 @@ void hot_ctx_destroy(hot_ctx *ctx) {
   }
   if (ctx->ops) ctx->ops->fini(ctx);
   ctx->be = NULL;
-  hot_kcache_close(ctx->kc);
+  kcache_close(ctx->kc);
   tuned_close(ctx->tuned);
   free(ctx->tuned);
   free(ctx->cache_dir);
@@ -231,7 +231,7 @@ hot_status ctx_kcache(hot_ctx *ctx, hot_kcache **out) {
     cfg.jit_debug = ctx->jit_debug ? 1 : -1;
     cfg.debug_dir = ctx->debug_dir;
     char err[768];
-    rt_status r = hot_kcache_open(&ctx->kc, &cfg, err, sizeof err);
+    rt_status r = kcache_open(&ctx->kc, &cfg, err, sizeof err);
     if (r != RT_OK) return ctx_fail(ctx, ctx_rt(r), "%s", err);
   }
   *out = ctx->kc;
@@ -248,14 +248,14 @@ hot_status hot_ctx_stats(hot_ctx *ctx, hot_stats *out) {
   if (ctx->arch_known) snprintf(out->arch, sizeof out->arch, "%s", plan_arch_caps(ctx->arch)->name);
   if (ctx->kc) {
     hot_kcache_stats ks;
-    hot_kcache_stats_get(ctx->kc, &ks);
+    kcache_stats_get(ctx->kc, &ks);
     out->compiles = ks.compiles;
     out->compile_failures = ks.compile_failures;
     out->memory_hits = ks.memory_hits;
     out->disk_hits = ks.disk_hits;
     out->disk_rejects = ks.disk_rejects;
     out->compile_ms = ks.compile_ms;
-    const char *d = hot_kcache_dir(ctx->kc);
+    const char *d = kcache_dir(ctx->kc);
     if (d) ctx_copy(out->cache_dir, sizeof out->cache_dir, d);
   }
   for (const hot_layer *l = ctx->layers; l; l = l->next) {

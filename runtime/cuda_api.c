@@ -145,7 +145,7 @@ static void drv_load(void) {
 rt_status cuda_driver_get(const cuda_driver **out, char *err, size_t errlen) {
   pthread_once(&drv_once, drv_load);
   if (out) *out = drv_status == RT_OK ? &drv : NULL;
-  if (drv_status != RT_OK) hot_errf(err, errlen, "%s", drv_msg);
+  if (drv_status != RT_OK) diag_errf(err, errlen, "%s", drv_msg);
   return drv_status;
 }
 
@@ -214,7 +214,7 @@ static void nv_load(void) {
 rt_status cuda_nvrtc_get(const cuda_nvrtc **out, char *err, size_t errlen) {
   pthread_once(&nv_once, nv_load);
   if (out) *out = nv_status == RT_OK ? &nv : NULL;
-  if (nv_status != RT_OK) hot_errf(err, errlen, "%s", nv_msg);
+  if (nv_status != RT_OK) diag_errf(err, errlen, "%s", nv_msg);
   return nv_status;
 }
 
@@ -232,7 +232,7 @@ rt_status cuda_versions_check(int driver_version, int nvrtc_major, int nvrtc_min
   if (driver_version <= 0) return RT_OK;
   const int dmaj = driver_version / 1000, dmin = driver_version % 1000 / 10;
   if (dmaj >= nvrtc_major) return RT_OK;
-  hot_errf(err, errlen, "NVRTC %d.%d makes cubins that the CUDA driver %d.%d (version %d) cannot "
+  diag_errf(err, errlen, "NVRTC %d.%d makes cubins that the CUDA driver %d.%d (version %d) cannot "
            "load: update the driver to CUDA %d or later, or set HOT_CUDA_HOME to a CUDA %d "
            "toolkit", nvrtc_major, nvrtc_minor, dmaj, dmin, driver_version, nvrtc_major, dmaj);
   return RT_ERR_BAD_BINARY;
@@ -322,8 +322,8 @@ rt_status cuda_result_error(CUresult r, const char *what, char *err, size_t errl
       drv.cuGetErrorString(r, &text) != CUDA_SUCCESS)
     text = NULL;
   if (text)
-    hot_errf(err, errlen, "%s: %s (%s)", what ? what : "CUDA", name, text);
+    diag_errf(err, errlen, "%s: %s (%s)", what ? what : "CUDA", name, text);
   else
-    hot_errf(err, errlen, "%s: %s", what ? what : "CUDA", name);
+    diag_errf(err, errlen, "%s: %s", what ? what : "CUDA", name);
   return cuda_result_status(r);
 }

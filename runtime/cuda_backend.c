@@ -1,4 +1,4 @@
-/* cuda_backend.c — the CUDA side (hot_cuda_ops, backend.h): driver and device at context
+/* cuda_backend.c — the CUDA side (cuda_backend_ops, backend.h): driver and device at context
  * creation (primary context, arch from the compute capability, a forced arch checked against
  * it), caller pointers checked with cuPointerGetAttribute (memory type, device), the binaries
  * layer.c compiled loaded as modules with the layer's device scratch, the order of a step's
@@ -178,9 +178,9 @@ static CUdeviceptr amax_hla(const hot_layer *layer, int is_g) {
 }
 
 /* Device scratch of the layer's calls, one allocation (each piece 256-byte aligned):
- *   q_g, s_g      HQ g' codes (hot_ref_hq_g_bytes) and T scales            (backward, HQ)
- *   q_w, s_w      HQ w' codes (hot_ref_hq_w_bytes) and its scale           (backward, HQ)
- *   q_hg, s_hg    HLA g^ codes (hot_ref_hla_g_bytes) and its hla.groups scales (backward, HLA)
+ *   q_g, s_g      HQ g' codes (ref_hq_g_bytes) and T scales            (backward, HQ)
+ *   q_w, s_w      HQ w' codes (ref_hq_w_bytes) and its scale           (backward, HQ)
+ *   q_hg, s_hg    HLA g^ codes (ref_hla_g_bytes) and its hla.groups scales (backward, HLA)
  *   amax          HOT_AMAX_WORDS words, one per per-tensor amax, then B words for the
  *                 per-sample amax of g' (HQ), then hla.groups words each for x^ and g^ where
  *                 they are per sample (amax_hla)                          (every call)
@@ -327,7 +327,7 @@ static void call_buffers(hot_layer *layer, const void *x, const void *saved, con
   const CUdeviceptr sv = saved ? (CUdeviceptr)(uintptr_t)saved : cu->saved;
   b[HOT_LB_X] = (CUdeviceptr)(uintptr_t)x;
   b[HOT_LB_SAVED] = sv;
-  b[HOT_LB_S_X] = sv ? sv + (CUdeviceptr)hot_ref_hla_x_bytes(pl) : 0;
+  b[HOT_LB_S_X] = sv ? sv + (CUdeviceptr)ref_hla_x_bytes(pl) : 0;
   b[HOT_LB_GY] = (CUdeviceptr)(uintptr_t)g_y;
   b[HOT_LB_W] = (CUdeviceptr)(uintptr_t)w;
   b[HOT_LB_GX] = (CUdeviceptr)(uintptr_t)g_x;
@@ -392,7 +392,7 @@ static hot_status run_steps(hot_layer *layer, const hot_step *steps, int n, cons
 }
 
 /* Forward (ABC): x -> q_x^ codes at dst (I rows of hla.gemm.k_pad int8, the zero tails written by
- * the kernel) and s_x^ (hla.groups floats) at dst + hot_ref_hla_x_bytes, the CPU backend's layout:
+ * the kernel) and s_x^ (hla.groups floats) at dst + ref_hla_x_bytes, the CPU backend's layout:
  * memset(x^'s amax words), then the save steps (abc_x 0 [sawb_x 0, 1] abc_x 1). */
 static hot_status cuda_layer_save(hot_layer *layer, const void *x, void *saved, CUstream stream) {
   const hot_layer_plan *pl = layer->plan;
@@ -446,7 +446,7 @@ static hot_status cuda_layer_backward(hot_layer *layer, const void *g_y, const v
 
 /* Calibration (LQS): memset(the B per-sample amax words) ; lqs phases 0, 1, 2 ;
  * cuStreamSynchronize ; read back choice and both errors ; the layer's granularity = per token or
- * plan_lqs_coarse (hot_ref_layer_calibrate's rule, evaluated on the device bit for bit). */
+ * plan_lqs_coarse (ref_layer_calibrate's rule, evaluated on the device bit for bit). */
 static hot_status cuda_layer_calibrate(hot_layer *layer, const void *g_y, uint32_t step,
                                 CUstream stream) {
   hot_step steps[64];
@@ -774,7 +774,7 @@ static hot_status ops_check(hot_layer *layer) {
   return st;
 }
 
-const hot_backend_ops hot_cuda_ops = {
+const hot_backend_ops cuda_backend_ops = {
     .kind = HOT_BACKEND_CUDA, .init = ops_init, .fini = ops_fini, .layer_init = ops_layer_init,
     .load = ops_load, .save = ops_save, .backward = ops_backward, .calibrate = ops_calibrate,
     .check = ops_check, .times = ops_times, .release = ops_release};

@@ -25,7 +25,7 @@ int env_parse_u64(const char *name, const char *s, uint64_t lo, uint64_t hi, uin
   int ok = s && *s >= '0' && *s <= '9'; /* no sign, no space: strtoull would accept both */
   if (ok) v = strtoull(s, &end, 0);
   if (!ok || errno || !end || *end || v < lo || v > hi)
-    return hot_errf(err, errlen, "%s='%s': expected an integer in [%llu, %llu]", name,
+    return diag_errf(err, errlen, "%s='%s': expected an integer in [%llu, %llu]", name,
                     s ? s : "", (unsigned long long)lo, (unsigned long long)hi);
   *out = (uint64_t)v;
   return 0;
@@ -37,7 +37,7 @@ int env_parse_bool(const char *name, const char *s, int *out, char *err, size_t 
     if (!strcasecmp(s, yes[i])) return *out = 1, 0;
     if (!strcasecmp(s, no[i])) return *out = 0, 0;
   }
-  return hot_errf(err, errlen, "%s='%s': expected 0 or 1 (or true/false, yes/no, on/off)", name,
+  return diag_errf(err, errlen, "%s='%s': expected 0 or 1 (or true/false, yes/no, on/off)", name,
                   s ? s : "");
 }
 
@@ -45,13 +45,13 @@ int env_parse_bool(const char *name, const char *s, int *out, char *err, size_t 
  * directory. */
 static int check_path(const char *name, const char *v, int mode, char *err, size_t errlen) {
   if (mode == 2 && strlen(v) > HOT_CUDA_PATH_MAX) /* HOT_CUDA_HOME: built into longer paths */
-    return hot_errf(err, errlen, "%s: longer than %d bytes", name, HOT_CUDA_PATH_MAX);
+    return diag_errf(err, errlen, "%s: longer than %d bytes", name, HOT_CUDA_PATH_MAX);
   struct stat sb;
   int exists = stat(v, &sb) == 0;
   int e = errno;
-  if (!exists && mode == 2) return hot_errf(err, errlen, "%s='%s': %s", name, v, strerror(e));
+  if (!exists && mode == 2) return diag_errf(err, errlen, "%s='%s': %s", name, v, strerror(e));
   if (exists && !S_ISDIR(sb.st_mode))
-    return hot_errf(err, errlen, "%s='%s': not a directory", name, v);
+    return diag_errf(err, errlen, "%s='%s': not a directory", name, v);
   return 0;
 }
 
@@ -61,7 +61,7 @@ rt_status env_read(hot_env *o, unsigned skip, char *err, size_t errlen) {
   uint64_t u;
   if (!(skip & HOT_ENV_BACKEND) && (v = env_get("HOT_BACKEND"))) {
     if (strcmp(v, "auto") && strcmp(v, "cuda") && strcmp(v, "cpu")) {
-      hot_errf(err, errlen, "HOT_BACKEND='%s': expected auto, cuda or cpu", v);
+      diag_errf(err, errlen, "HOT_BACKEND='%s': expected auto, cuda or cpu", v);
       return RT_ERR_INVALID;
     }
     o->backend = v;
@@ -99,7 +99,7 @@ rt_status env_read(hot_env *o, unsigned skip, char *err, size_t errlen) {
   }
   o->cuda_driver = env_get("HOT_CUDA_DRIVER"); /* a missing library: the loader's message */
   if (o->cuda_driver && strlen(o->cuda_driver) > HOT_CUDA_PATH_MAX) {
-    hot_errf(err, errlen, "HOT_CUDA_DRIVER: longer than %d bytes", HOT_CUDA_PATH_MAX);
+    diag_errf(err, errlen, "HOT_CUDA_DRIVER: longer than %d bytes", HOT_CUDA_PATH_MAX);
     return RT_ERR_INVALID;
   }
   if ((v = env_get("HOT_CUDA_HOME"))) {
@@ -119,10 +119,10 @@ rt_status env_read(hot_env *o, unsigned skip, char *err, size_t errlen) {
     /* SQLite opens paths of at most 512 bytes (its default mxPathname) */
     if (!*v || strlen(v) > 512) {
       if (*v)
-        hot_errf(err, errlen, "HOT_TUNE_DB: the path is %zu bytes long; SQLite opens paths of at "
+        diag_errf(err, errlen, "HOT_TUNE_DB: the path is %zu bytes long; SQLite opens paths of at "
                  "most 512 bytes", strlen(v));
       else
-        hot_errf(err, errlen, "HOT_TUNE_DB: expected a file path (got an empty value)");
+        diag_errf(err, errlen, "HOT_TUNE_DB: expected a file path (got an empty value)");
       return RT_ERR_INVALID;
     }
     o->tune_db = v;

@@ -4,7 +4,7 @@
  * hot_ctx_create reads the whole environment once (env_read) and passes the values down: the
  * kernel cache (hot_kcache_config.env), the JIT (its thread count) and the CUDA loaders
  * (cuda_api_configure). Tools that use the lower layers directly (hot-gen --compile) get the same
- * parse when they leave a setting to the environment (hot_kcache_open with config.env NULL).
+ * parse when they leave a setting to the environment (kcache_open with config.env NULL).
  *
  * Accepted forms: integers in decimal or 0x hex, without sign or trailing characters, inside the
  * documented range; booleans 0/1, true/false, yes/no, on/off; paths non-empty. An empty variable

@@ -4,8 +4,8 @@
  *                  the kernel cache (ctx_kcache)
  *   layer.c        layers (spec / C), argument checks, the JIT (jit.h): a layer's binaries are
  *                  compiled here and handed down to the backend (backend.h: load), then dispatch
- *   cpu_backend.c  hot_cpu_ops: the calls on the CPU reference twins (templates/ref.h)
- *   cuda_backend.c hot_cuda_ops: device, pointers, scratch, modules, a step's kernel order; its
+ *   cpu_backend.c  cpu_backend_ops: the calls on the CPU reference twins (templates/ref.h)
+ *   cuda_backend.c cuda_backend_ops: device, pointers, scratch, modules, a step's kernel order; its
  *                  state (cuda_backend.h) hangs off ctx->be / layer->be, opaque to everything else
  *   launch.c       the CUDA backend's own: one function per kernel role (launch.h)
  * Calls go one way: ctx.c -> backend.h (init, fini, layer release); layer.c -> ctx.c (cache) and
@@ -97,14 +97,14 @@ struct hot_ctx {
 
 /* hot_ctx_create with an injected compiler (tests count compiles / force failures); cc NULL =
  * NVRTC. cc must outlive the context. */
-hot_status hot_ctx_create_with_compiler(hot_ctx **out, const hot_options *opt,
+hot_status ctx_create_with_compiler(hot_ctx **out, const hot_options *opt,
                                         const hot_compiler *cc);
 
 /* A layer from a spec whose recipe defaults are already applied (a spec file's layer, possibly
  * changed field by field: hot-tune's variants): planned exactly as given, with Philox layer id
  * `layer_id` and the context's seed; hot_layer_create's recipe rule is NOT applied. Same
  * ownership and errors as hot_layer_create (HOT_ERR_INVALID also for layer_id < 0). */
-hot_status hot_layer_create_resolved(hot_ctx *ctx, const hot_layer_spec *spec, int64_t batch,
+hot_status layer_create_resolved(hot_ctx *ctx, const hot_layer_spec *spec, int64_t batch,
                                      int64_t tokens, hot_recipe recipe, int layer_id,
                                      hot_layer **out);
 

@@ -39,7 +39,7 @@ static void write_text(const char *dir, const char *base, const char *ext, const
   char path[1400];
   snprintf(path, sizeof path, "%s/%s%s", dir, base, ext);
   char why[64];
-  FILE *f = hot_file_fopen(path, "w", why, sizeof why); /* a FIFO there must not block us */
+  FILE *f = fileio_fopen(path, "w", why, sizeof why); /* a FIFO there must not block us */
   if (!f) return;
   fputs(text ? text : "", f);
   fclose(f);
@@ -103,7 +103,7 @@ static void *worker(void *arg) {
     int i = __atomic_fetch_add(&p->next, 1, __ATOMIC_RELAXED);
     if (i >= p->n) return NULL;
     unit *u = &p->units[p->order[i]];
-    u->st = hot_kcache_get(p->kc, &u->src, &u->bin, &u->origin, &u->log, u->err, sizeof u->err);
+    u->st = kcache_get(p->kc, &u->src, &u->bin, &u->origin, &u->log, u->err, sizeof u->err);
   }
 }
 
@@ -130,7 +130,7 @@ static int run_pool(hot_kcache *kc, unit *units, int n, int threads) {
   if (!order && n <= HOT_MAX_KERNELS) order = inplace; /* no memory: still run, unsorted */
   if (!order) { /* a large batch without memory: one by one, in request order */
     for (int i = 0; i < n; ++i)
-      units[i].st = hot_kcache_get(kc, &units[i].src, &units[i].bin, &units[i].origin,
+      units[i].st = kcache_get(kc, &units[i].src, &units[i].bin, &units[i].origin,
                                    &units[i].log, units[i].err, sizeof units[i].err);
     return 1;
   }
@@ -183,7 +183,7 @@ static rt_status emit_kernel(const hot_layer_plan *pl, int k, hot_emitted *e, ch
   char eerr[512];
   const int rc = emit_layer_select(pl, 1u << k, e, eerr, sizeof eerr);
   if (rc == 0) return RT_OK;
-  hot_errf(err, errlen, "kernel %s: emit: %s", pl->kernels[k].name, eerr);
+  diag_errf(err, errlen, "kernel %s: emit: %s", pl->kernels[k].name, eerr);
   return rc == EMIT_ENOMEM ? RT_ERR_NOMEM : RT_ERR_INVALID;
 }
 
@@ -191,7 +191,7 @@ rt_status jit_layer(hot_kcache *kc, const hot_layer_plan *pl, int threads, hot_j
                     char **log, char *err, size_t errlen) {
   if (log) *log = NULL;
   if (!kc || !pl || !out) {
-    hot_errf(err, errlen, "jit_layer: NULL argument");
+    diag_errf(err, errlen, "jit_layer: NULL argument");
     return RT_ERR_INVALID;
   }
   memset(out, 0, sizeof *out);
@@ -233,7 +233,7 @@ rt_status jit_layer(hot_kcache *kc, const hot_layer_plan *pl, int threads, hot_j
   }
   out->threads = run_pool(kc, units, n, threads);
   out->n_programs = n;
-  const char *ddir = hot_kcache_debug_dir(kc);
+  const char *ddir = kcache_debug_dir(kc);
   if (ddir) {
     const char *logs[HOT_MAX_KERNELS], *names[HOT_MAX_KERNELS];
     for (int u = 0; u < n; ++u) {
@@ -246,7 +246,7 @@ rt_status jit_layer(hot_kcache *kc, const hot_layer_plan *pl, int threads, hot_j
   for (int u = 0; u < n && st == RT_OK; ++u)
     if (units[u].st != RT_OK) {
       st = units[u].st;
-      hot_errf(err, errlen, "kernel %s: %s", units[u].name, units[u].err);
+      diag_errf(err, errlen, "kernel %s: %s", units[u].name, units[u].err);
       if (log) {
         *log = units[u].log;
         units[u].log = NULL;
@@ -273,7 +273,7 @@ rt_status jit_prefetch(hot_kcache *kc, const hot_layer_plan *const *plans, int n
   memset(&b, 0, sizeof b);
   if (out) *out = b;
   if (!kc || (n > 0 && !plans) || n < 0) {
-    hot_errf(err, errlen, "jit_prefetch: NULL argument");
+    diag_errf(err, errlen, "jit_prefetch: NULL argument");
     return RT_ERR_INVALID;
   }
   double t0 = now_ms();
@@ -284,7 +284,7 @@ rt_status jit_prefetch(hot_kcache *kc, const hot_layer_plan *const *plans, int n
   if (!units || !srcs) {
     free(units);
     free(srcs);
-    hot_errf(err, errlen, "jit_prefetch: out of memory");
+    diag_errf(err, errlen, "jit_prefetch: out of memory");
     return RT_ERR_NOMEM;
   }
   int m = 0;
@@ -292,7 +292,7 @@ rt_status jit_prefetch(hot_kcache *kc, const hot_layer_plan *const *plans, int n
   for (int i = 0; i < n && st == RT_OK; ++i) {
     const hot_layer_plan *pl = plans[i];
     if (!pl) {
-      hot_errf(err, errlen, "jit_prefetch: plans[%d] is NULL", i);
+      diag_errf(err, errlen, "jit_prefetch: plans[%d] is NULL", i);
       st = RT_ERR_INVALID;
       break;
     }

@@ -16,7 +16,7 @@
 #include "plan.h"
 
 typedef struct {
-  /* By plan kernel index; owned by the cache (valid until hot_kcache_close); NULL for a kernel
+  /* By plan kernel index; owned by the cache (valid until kcache_close); NULL for a kernel
    * whose template is not in this build. Equal kernels share one binary. */
   const hot_kernel_binary *bin[HOT_MAX_KERNELS];
   hot_kcache_origin origin[HOT_MAX_KERNELS];
@@ -35,12 +35,12 @@ int jit_default_threads(void);
 /* Emits every kernel of `pl` and finds or compiles it in `kc` for pl->arch, with up to `threads`
  * concurrent compiles (<= 0: $HOT_JIT_THREADS, 1..64, a bad value is RT_ERR_INVALID naming it;
  * else jit_default_threads()). When the cache has a debug folder (HOT_JIT_DEBUG,
- * hot_kcache_debug_dir) writes <layer>.<arch>.cu (every program's source) and .log (their
+ * kcache_debug_dir) writes <layer>.<arch>.cu (every program's source) and .log (their
  * compile logs, or the failing one's) there, best effort. On RT_OK *out is filled; the caller frees
  * it with jit_free. On an error (the message of the first failing kernel in plan order in err,
  * which names it; when `log` is not NULL, *log = a malloc'd copy of its compiler log or NULL)
  * *out holds nothing to free. Errors: those of emit (RT_ERR_NOMEM when it ran out of memory, else
- * RT_ERR_INVALID: a template/plan mismatch) and hot_kcache_get, RT_ERR_NOMEM. */
+ * RT_ERR_INVALID: a template/plan mismatch) and kcache_get, RT_ERR_NOMEM. */
 rt_status jit_layer(hot_kcache *kc, const hot_layer_plan *pl, int threads, hot_jit *out,
                     char **log, char *err, size_t errlen);
 

@@ -144,14 +144,14 @@ hot_status hot_layer_create_with_id(hot_ctx *ctx, const hot_layer_spec *spec, in
   return layer_new(ctx, &own, batch, tokens, recipe, layer_id, ctx->seed, out);
 }
 
-hot_status hot_layer_create_resolved(hot_ctx *ctx, const hot_layer_spec *spec, int64_t batch,
+hot_status layer_create_resolved(hot_ctx *ctx, const hot_layer_spec *spec, int64_t batch,
                                      int64_t tokens, hot_recipe recipe, int layer_id,
                                      hot_layer **out) {
   if (out) *out = NULL;
-  hot_status st = enter_ctx(ctx, "hot_layer_create_resolved");
+  hot_status st = enter_ctx(ctx, "layer_create_resolved");
   if (st) return st;
   if (!spec || !out || layer_id < 0)
-    return ctx_fail(ctx, HOT_ERR_INVALID, "hot_layer_create_resolved: bad argument");
+    return ctx_fail(ctx, HOT_ERR_INVALID, "layer_create_resolved: bad argument");
   return layer_new(ctx, spec, batch, tokens, recipe, layer_id, ctx->seed, out);
 }
 

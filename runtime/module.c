@@ -24,11 +24,11 @@ rt_status module_load(hot_module **out, const void *cubin, size_t size, const ch
   if (out) *out = NULL;
   if (!label) label = "module";
   if (!out || !cubin || size < 4) {
-    hot_errf(err, errlen, "load of module '%s': %s", label, !out ? "NULL output" : "no CUBIN given");
+    diag_errf(err, errlen, "load of module '%s': %s", label, !out ? "NULL output" : "no CUBIN given");
     return RT_ERR_INVALID;
   }
   if (memcmp(cubin, "\177ELF", 4) != 0) {  /* PTX or garbage would be JIT-compiled or refused */
-    hot_errf(err, errlen, "load of module '%s': not a CUBIN (ELF) image", label);
+    diag_errf(err, errlen, "load of module '%s': not a CUBIN (ELF) image", label);
     return RT_ERR_BAD_BINARY;
   }
   const cuda_driver *drv = NULL;
@@ -42,7 +42,7 @@ rt_status module_load(hot_module **out, const void *cubin, size_t size, const ch
     return cuda_result_error(r, what, err, errlen);
   }
   if (!ctx) {
-    hot_errf(err, errlen, "load of module '%s': no current CUDA context", label);
+    diag_errf(err, errlen, "load of module '%s': no current CUDA context", label);
     return RT_ERR_INVALID;
   }
   hot_module *m = calloc(1, sizeof *m);
@@ -50,7 +50,7 @@ rt_status module_load(hot_module **out, const void *cubin, size_t size, const ch
   if (!m || !lab) {
     free(m);
     free(lab);
-    hot_errf(err, errlen, "load of module '%s': out of memory", label);
+    diag_errf(err, errlen, "load of module '%s': out of memory", label);
     return RT_ERR_NOMEM;
   }
   r = drv->cuModuleLoadData(&m->mod, cubin);
@@ -83,7 +83,7 @@ rt_status module_function(hot_module *m, const char *kernel, const hot_kfunc **o
                           size_t errlen) {
   if (out) *out = NULL;
   if (!m || !kernel || !*kernel || !out) {
-    hot_errf(err, errlen, "kernel lookup: NULL %s", !m ? "module" : !out ? "output" : "kernel name");
+    diag_errf(err, errlen, "kernel lookup: NULL %s", !m ? "module" : !out ? "output" : "kernel name");
     return RT_ERR_INVALID;
   }
   rt_status st = RT_OK;
@@ -99,7 +99,7 @@ rt_status module_function(hot_module *m, const char *kernel, const hot_kfunc **o
   if (!f) {
     free(f);
     pthread_mutex_unlock(&m->mu);
-    hot_errf(err, errlen, "kernel '%s' of module '%s': out of memory", kernel, m->label);
+    diag_errf(err, errlen, "kernel '%s' of module '%s': out of memory", kernel, m->label);
     return RT_ERR_NOMEM;
   }
   char *name = (char *)(f + 1);
@@ -109,7 +109,7 @@ rt_status module_function(hot_module *m, const char *kernel, const hot_kfunc **o
   f->owner = m;
   CUresult r = m->drv->cuModuleGetFunction(&f->fn, m->mod, kernel);
   if (r == CUDA_ERROR_NOT_FOUND) {
-    hot_errf(err, errlen, "module '%s' has no kernel '%s'", m->label, kernel);
+    diag_errf(err, errlen, "module '%s' has no kernel '%s'", m->label, kernel);
     st = RT_ERR_NOT_FOUND;
   } else if (r != CUDA_SUCCESS) {
     char what[300];
@@ -136,7 +136,7 @@ rt_status module_function(hot_module *m, const char *kernel, const hot_kfunc **o
     size_t cap = m->cap ? 2 * m->cap : 8;
     hot_kfunc **v = realloc(m->fns, cap * sizeof *v);
     if (!v) {
-      hot_errf(err, errlen, "kernel '%s' of module '%s': out of memory", kernel, m->label);
+      diag_errf(err, errlen, "kernel '%s' of module '%s': out of memory", kernel, m->label);
       st = RT_ERR_NOMEM;
     } else {
       m->fns = v;
@@ -156,7 +156,7 @@ rt_status module_function(hot_module *m, const char *kernel, const hot_kfunc **o
 rt_status module_launch(const hot_kfunc *f, const hot_launch_cfg *cfg, void **args, char *err,
                         size_t errlen) {
   if (!f || !cfg || !f->owner) {
-    hot_errf(err, errlen, "launch: NULL %s", !f ? "kernel" : "configuration");
+    diag_errf(err, errlen, "launch: NULL %s", !f ? "kernel" : "configuration");
     return RT_ERR_INVALID;
   }
   char shape[160];
@@ -166,12 +166,12 @@ rt_status module_launch(const hot_kfunc *f, const hot_launch_cfg *cfg, void **ar
   unsigned long long threads =
       (unsigned long long)cfg->block[0] * cfg->block[1] * (unsigned long long)cfg->block[2];
   if (!cfg->grid[0] || !cfg->grid[1] || !cfg->grid[2] || !threads) {
-    hot_errf(err, errlen, "launch of kernel '%s' (module '%s'): a zero dimension (%s)", f->name,
+    diag_errf(err, errlen, "launch of kernel '%s' (module '%s'): a zero dimension (%s)", f->name,
         f->module, shape);
     return RT_ERR_INVALID;
   }
   if (threads > (unsigned long long)f->max_threads) {
-    hot_errf(err, errlen, "launch of kernel '%s' (module '%s'): %llu threads per block, the kernel "
+    diag_errf(err, errlen, "launch of kernel '%s' (module '%s'): %llu threads per block, the kernel "
         "allows %d (%s)", f->name, f->module, threads, f->max_threads, shape);
     return RT_ERR_INVALID;
   }
@@ -210,12 +210,12 @@ rt_status module_launch(const hot_kfunc *f, const hot_launch_cfg *cfg, void **ar
 rt_status module_global(hot_module *m, const char *name, CUdeviceptr *ptr, size_t *bytes,
                         char *err, size_t errlen) {
   if (!m || !name || !ptr || !bytes) {
-    hot_errf(err, errlen, "module_global: NULL argument");
+    diag_errf(err, errlen, "module_global: NULL argument");
     return RT_ERR_INVALID;
   }
   CUresult r = m->drv->cuModuleGetGlobal(ptr, bytes, m->mod, name);
   if (r == CUDA_ERROR_NOT_FOUND) {
-    hot_errf(err, errlen, "module '%s' has no global '%s'", m->label, name);
+    diag_errf(err, errlen, "module '%s' has no global '%s'", m->label, name);
     return RT_ERR_NOT_FOUND;
   }
   char what[300];

@@ -15,7 +15,7 @@
 #define FIXED_OPTIONS "-std=c++17 --ptxas-options=-v -default-device --include-path=<toolkit>"
 
 
-void hot_compile_result_free(hot_compile_result *r) {
+void nvrtc_result_free(hot_compile_result *r) {
   if (!r) return;
   free(r->cubin);
   free(r->log);
@@ -37,31 +37,31 @@ int nvrtc_arch_valid(const char *arch) {
 
 rt_status nvrtc_check_source(const hot_kernel_source *src, char *err, size_t errlen) {
   if (!src || !src->source) {
-    hot_errf(err, errlen, "compile: no source given");
+    diag_errf(err, errlen, "compile: no source given");
     return RT_ERR_INVALID;
   }
   if (!src->kernels || src->n_kernels == 0 || src->n_kernels > HOT_MAX_PROGRAM_KERNELS) {
-    hot_errf(err, errlen, "compile: a program needs 1..%d kernel names (got %zu)",
+    diag_errf(err, errlen, "compile: a program needs 1..%d kernel names (got %zu)",
         HOT_MAX_PROGRAM_KERNELS, src->kernels ? src->n_kernels : 0);
     return RT_ERR_INVALID;
   }
   for (size_t i = 0; i < src->n_kernels; i++)
     if (!src->kernels[i] || !src->kernels[i][0]) {
-      hot_errf(err, errlen, "compile: kernel name %zu is empty", i);
+      diag_errf(err, errlen, "compile: kernel name %zu is empty", i);
       return RT_ERR_INVALID;
     }
   if (!nvrtc_arch_valid(src->arch)) {
-    hot_errf(err, errlen, "compile: arch '%s' is not of the form sm_XX or sm_XXa",
+    diag_errf(err, errlen, "compile: arch '%s' is not of the form sm_XX or sm_XXa",
         src->arch ? src->arch : "(null)");
     return RT_ERR_INVALID;
   }
   if (src->n_options && !src->options) {
-    hot_errf(err, errlen, "compile: %zu options announced but none given", src->n_options);
+    diag_errf(err, errlen, "compile: %zu options announced but none given", src->n_options);
     return RT_ERR_INVALID;
   }
   for (size_t i = 0; i < src->n_options; i++)
     if (!src->options[i]) {
-      hot_errf(err, errlen, "compile: option %zu is NULL", i);
+      diag_errf(err, errlen, "compile: option %zu is NULL", i);
       return RT_ERR_INVALID;
     }
   return RT_OK;
@@ -254,7 +254,7 @@ static void first_error(const char *log, char *buf, size_t n) {
 rt_status nvrtc_compile(const hot_kernel_source *src, hot_compile_result *out, char *err,
                         size_t errlen) {
   if (!out) {
-    hot_errf(err, errlen, "compile: no result given");
+    diag_errf(err, errlen, "compile: no result given");
     return RT_ERR_INVALID;
   }
   memset(out, 0, sizeof *out);
@@ -272,7 +272,7 @@ rt_status nvrtc_compile(const hot_kernel_source *src, hot_compile_result *out, c
   out->kernels = calloc(src->n_kernels, sizeof *out->kernels);
   if (!opts || !out->kernels) {
     free(opts);
-    hot_errf(err, errlen, "compile '%s': out of memory", prog_name);
+    diag_errf(err, errlen, "compile '%s': out of memory", prog_name);
     return RT_ERR_NOMEM;
   }
   out->n_kernels = src->n_kernels;
@@ -280,7 +280,7 @@ rt_status nvrtc_compile(const hot_kernel_source *src, hot_compile_result *out, c
     out->kernels[i].name = strdup(src->kernels[i]);
     if (!out->kernels[i].name) {
       free(opts);
-      hot_errf(err, errlen, "compile '%s': out of memory", prog_name);
+      diag_errf(err, errlen, "compile '%s': out of memory", prog_name);
       return RT_ERR_NOMEM;
     }
   }
@@ -304,7 +304,7 @@ rt_status nvrtc_compile(const hot_kernel_source *src, hot_compile_result *out, c
   if (r != NVRTC_SUCCESS) {
     free(opts);
     if (timed) unlink(tpath);
-    hot_errf(err, errlen, "compile '%s' for %s: nvrtcCreateProgram failed (%s)", prog_name, src->arch,
+    diag_errf(err, errlen, "compile '%s' for %s: nvrtcCreateProgram failed (%s)", prog_name, src->arch,
         nv->nvrtcGetErrorString(r));
     return RT_ERR_COMPILE;
   }
@@ -316,7 +316,7 @@ rt_status nvrtc_compile(const hot_kernel_source *src, hot_compile_result *out, c
   out->log = malloc(log_n + 1);
   if (!out->log) {
     nv->nvrtcDestroyProgram(&prog);
-    hot_errf(err, errlen, "compile '%s': out of memory", prog_name);
+    diag_errf(err, errlen, "compile '%s': out of memory", prog_name);
     return RT_ERR_NOMEM;
   }
   out->log[0] = '\0';
@@ -328,27 +328,27 @@ rt_status nvrtc_compile(const hot_kernel_source *src, hot_compile_result *out, c
     first_error(out->log, first, sizeof first);
     nv->nvrtcDestroyProgram(&prog);
     out->compile_ms = now_ms() - t0;
-    hot_errf(err, errlen, "compile '%s' for %s failed (%s)%s%s", prog_name, src->arch,
+    diag_errf(err, errlen, "compile '%s' for %s failed (%s)%s%s", prog_name, src->arch,
         nv->nvrtcGetErrorString(cr), first[0] ? ": " : "", first);
     return RT_ERR_COMPILE;
   }
   size_t cn = 0;
   if (nv->nvrtcGetCUBINSize(prog, &cn) != NVRTC_SUCCESS || cn == 0) {
     nv->nvrtcDestroyProgram(&prog);
-    hot_errf(err, errlen, "compile '%s' for %s: NVRTC produced no CUBIN", prog_name, src->arch);
+    diag_errf(err, errlen, "compile '%s' for %s: NVRTC produced no CUBIN", prog_name, src->arch);
     return RT_ERR_COMPILE;
   }
   out->cubin = malloc(cn);
   if (!out->cubin) {
     nv->nvrtcDestroyProgram(&prog);
-    hot_errf(err, errlen, "compile '%s': out of memory", prog_name);
+    diag_errf(err, errlen, "compile '%s': out of memory", prog_name);
     return RT_ERR_NOMEM;
   }
   if (nv->nvrtcGetCUBIN(prog, (char *)out->cubin) != NVRTC_SUCCESS) {
     nv->nvrtcDestroyProgram(&prog);
     free(out->cubin);
     out->cubin = NULL;
-    hot_errf(err, errlen, "compile '%s' for %s: nvrtcGetCUBIN failed", prog_name, src->arch);
+    diag_errf(err, errlen, "compile '%s' for %s: nvrtcGetCUBIN failed", prog_name, src->arch);
     return RT_ERR_COMPILE;
   }
   out->cubin_size = cn;
@@ -360,7 +360,7 @@ rt_status nvrtc_compile(const hot_kernel_source *src, hot_compile_result *out, c
      * extern "C" (the cubin would fail at lookup on the GPU, so fail here, without one). */
     for (size_t i = 0; i < out->n_kernels; i++)
       if (!out->kernels[i].found) {
-        hot_errf(err, errlen,
+        diag_errf(err, errlen,
             "compile '%s' for %s: no kernel '%s' in the program (missing extern \"C\" "
             "__global__?)", prog_name, src->arch, out->kernels[i].name);
         break;

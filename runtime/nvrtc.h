@@ -45,7 +45,7 @@ typedef struct {
 } hot_kernel_info;
 
 /* A compiled program. Every pointer member is malloc'd and owned by the struct: release with
- * hot_compile_result_free. kernels[] is in the order of the request's kernels. */
+ * nvrtc_result_free. kernels[] is in the order of the request's kernels. */
 typedef struct {
   unsigned char *cubin;      /* the CUBIN image (NULL after a failed compile) */
   size_t cubin_size;
@@ -63,7 +63,7 @@ typedef struct {
 } hot_compile_result;
 
 /* Frees every member and zeroes *r. NULL-safe; safe on a zeroed struct. */
-void hot_compile_result_free(hot_compile_result *r);
+void nvrtc_result_free(hot_compile_result *r);
 
 /* The injectable compiler. The default is nvrtc_compiler(); tests pass their own table (which may
  * wrap the default through `user`). All three functions must be thread-safe. */
@@ -77,7 +77,7 @@ typedef struct hot_compiler {
    * one string hashed into cache keys. NULL counts as "". */
   const char *fixed_options;
   /* Compiles src into *out. *out is always fully written (zeroed first): on error it may still
-   * hold the log, and the caller must hot_compile_result_free it either way. Returns RT_OK,
+   * hold the log, and the caller must nvrtc_result_free it either way. Returns RT_OK,
    * RT_ERR_COMPILE (one-line message naming the program, arch and first error; log in out->log),
    * RT_ERR_NO_NVRTC, RT_ERR_INVALID or RT_ERR_NOMEM. */
   rt_status (*compile)(void *user, const hot_kernel_source *src, hot_compile_result *out,

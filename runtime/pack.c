@@ -83,7 +83,7 @@ static int entry_check(const hot_pack_entry *e, size_t i, char *err, size_t errl
              ki->spill_load_bytes < -1 || ki->shared_bytes < -1)
       why = "kernel figure below -1";
   }
-  if (why) hot_msgf(err, errlen, "pack entry %zu: %s", i, why);
+  if (why) fileio_msgf(err, errlen, "pack entry %zu: %s", i, why);
   return why ? -1 : 0;
 }
 
@@ -103,17 +103,17 @@ static unsigned char *put_blob(unsigned char *p, const void *d, size_t n) {
 rt_status pack_write(const char *path, const hot_pack_entry *entries, size_t n, char *err,
                      size_t errlen) {
   if (!path || !*path || (n && !entries)) {
-    hot_msgf(err, errlen, "pack: no file or entries given");
+    fileio_msgf(err, errlen, "pack: no file or entries given");
     return RT_ERR_INVALID;
   }
   char twhy[128];
-  if (hot_file_check_regular(path, 0, twhy, sizeof twhy) != 0 && errno == EINVAL) {
-    hot_msgf(err, errlen, "pack %s: cannot write: %s", path, twhy);
+  if (fileio_check_regular(path, 0, twhy, sizeof twhy) != 0 && errno == EINVAL) {
+    fileio_msgf(err, errlen, "pack %s: cannot write: %s", path, twhy);
     return RT_ERR_IO;
   }
   char *keep = calloc(n + 1, 1); /* 1: written (not a duplicate) */
   if (!keep) {
-    hot_msgf(err, errlen, "pack %s: out of memory", path);
+    fileio_msgf(err, errlen, "pack %s: out of memory", path);
     return RT_ERR_NOMEM;
   }
   size_t body = 0, count = 0;
@@ -133,13 +133,13 @@ rt_status pack_write(const char *path, const hot_pack_entry *entries, size_t n, 
   }
   if (count > HOT_PACK_MAX_ENTRIES || body > HOT_PACK_MAX_BYTES - HOT_PACK_HEADER_BYTES) {
     free(keep);
-    hot_msgf(err, errlen, "pack %s: too large (%zu entries, %zu bytes)", path, count, body);
+    fileio_msgf(err, errlen, "pack %s: too large (%zu entries, %zu bytes)", path, count, body);
     return RT_ERR_INVALID;
   }
   unsigned char *img = malloc(HOT_PACK_HEADER_BYTES + body);
   if (!img) {
     free(keep);
-    hot_msgf(err, errlen, "pack %s: out of memory", path);
+    fileio_msgf(err, errlen, "pack %s: out of memory", path);
     return RT_ERR_NOMEM;
   }
   unsigned char *p = img + HOT_PACK_HEADER_BYTES;
@@ -174,11 +174,11 @@ rt_status pack_write(const char *path, const hot_pack_entry *entries, size_t n, 
   char tmp[4200];
   if (snprintf(tmp, sizeof tmp, "%s.tmp-%ld", path, (long)getpid()) >= (int)sizeof tmp) {
     free(img);
-    hot_msgf(err, errlen, "pack %s: path too long", path);
+    fileio_msgf(err, errlen, "pack %s: path too long", path);
     return RT_ERR_IO;
   }
   char why[128] = "";
-  int fd = hot_file_open(tmp, HOT_FILE_WRITE, 0644, why, sizeof why);
+  int fd = fileio_open(tmp, HOT_FILE_WRITE, 0644, why, sizeof why);
   size_t done = 0;
   while (fd >= 0 && done < total) {
     ssize_t w = write(fd, img + done, total - done);
@@ -193,7 +193,7 @@ rt_status pack_write(const char *path, const hot_pack_entry *entries, size_t n, 
   free(img);
   if (!ok) {
     unlink(tmp);
-    hot_msgf(err, errlen, "pack %s: cannot write: %s", path, fd < 0 && *why ? why : strerror(e));
+    fileio_msgf(err, errlen, "pack %s: cannot write: %s", path, fd < 0 && *why ? why : strerror(e));
     return RT_ERR_IO;
   }
   return RT_OK;
@@ -295,34 +295,34 @@ rt_status pack_parse(const unsigned char *data, size_t size, const char *name, h
   if (out) *out = NULL;
   if (!name) name = "(pack)";
   if (!out || (!data && size)) {
-    hot_msgf(err, errlen, "%s: NULL argument", name);
+    fileio_msgf(err, errlen, "%s: NULL argument", name);
     return RT_ERR_INVALID;
   }
   if (size < HOT_PACK_HEADER_BYTES || memcmp(data, MAGIC, 8) != 0) {
-    hot_msgf(err, errlen, "%s: not a kernel pack (%s)", name,
+    fileio_msgf(err, errlen, "%s: not a kernel pack (%s)", name,
              size < HOT_PACK_HEADER_BYTES ? "shorter than its header" : "wrong magic");
     return RT_ERR_INVALID;
   }
   uint64_t ver = hot_le_get(data + 8, 4), n = hot_le_get(data + 12, 4), body = hot_le_get(data + 16, 8);
   if (ver != HOT_PACK_VERSION) {
-    hot_msgf(err, errlen, "%s: kernel pack format %llu, this build reads %d", name,
+    fileio_msgf(err, errlen, "%s: kernel pack format %llu, this build reads %d", name,
              (unsigned long long)ver, HOT_PACK_VERSION);
     return RT_ERR_INVALID;
   }
   if (body != size - HOT_PACK_HEADER_BYTES) {
-    hot_msgf(err, errlen, "%s: truncated or extended kernel pack (%zu bytes, header says %llu)",
+    fileio_msgf(err, errlen, "%s: truncated or extended kernel pack (%zu bytes, header says %llu)",
              name, size, (unsigned long long)(body + HOT_PACK_HEADER_BYTES));
     return RT_ERR_INVALID;
   }
   if (n > HOT_PACK_MAX_ENTRIES) {
-    hot_msgf(err, errlen, "%s: %llu entries, at most %d", name, (unsigned long long)n,
+    fileio_msgf(err, errlen, "%s: %llu entries, at most %d", name, (unsigned long long)n,
              HOT_PACK_MAX_ENTRIES);
     return RT_ERR_INVALID;
   }
   unsigned char h[HASH_SHA256_BYTES];
   hash_sha256_digest(data + HOT_PACK_HEADER_BYTES, (size_t)body, h);
   if (memcmp(h, data + 24, HASH_SHA256_BYTES) != 0) {
-    hot_msgf(err, errlen, "%s: kernel pack checksum mismatch (corrupt file)", name);
+    fileio_msgf(err, errlen, "%s: kernel pack checksum mismatch (corrupt file)", name);
     return RT_ERR_INVALID;
   }
   hot_pack *p = calloc(1, sizeof *p);
@@ -330,7 +330,7 @@ rt_status pack_parse(const unsigned char *data, size_t size, const char *name, h
   if (p && p->data && n) p->e = calloc((size_t)n, sizeof *p->e);
   if (!p || !p->data || (n && !p->e)) {
     pack_free(p);
-    hot_msgf(err, errlen, "%s: out of memory", name);
+    fileio_msgf(err, errlen, "%s: out of memory", name);
     return RT_ERR_NOMEM;
   }
   memcpy(p->data, data, size);
@@ -342,14 +342,14 @@ rt_status pack_parse(const unsigned char *data, size_t size, const char *name, h
     const char *why = parse_entry(&c, &p->e[i]);
     if (why) {
       int nomem = !strcmp(why, "out of memory");
-      hot_msgf(err, errlen, "%s: kernel pack entry %llu (byte %zu): %s", name,
+      fileio_msgf(err, errlen, "%s: kernel pack entry %llu (byte %zu): %s", name,
                (unsigned long long)i, at, why);
       pack_free(p);
       return nomem ? RT_ERR_NOMEM : RT_ERR_INVALID;
     }
   }
   if (c.p != c.end) {
-    hot_msgf(err, errlen, "%s: %zu stray bytes after the last kernel pack entry", name,
+    fileio_msgf(err, errlen, "%s: %zu stray bytes after the last kernel pack entry", name,
              (size_t)(c.end - c.p));
     pack_free(p);
     return RT_ERR_INVALID;
@@ -361,21 +361,21 @@ rt_status pack_parse(const unsigned char *data, size_t size, const char *name, h
 rt_status pack_load(const char *path, hot_pack **out, char *err, size_t errlen) {
   if (out) *out = NULL;
   if (!path || !*path || !out) {
-    hot_msgf(err, errlen, "kernel pack: no file given");
+    fileio_msgf(err, errlen, "kernel pack: no file given");
     return RT_ERR_INVALID;
   }
   char why[128] = "";
-  int fd = hot_file_open(path, HOT_FILE_READ, 0, why, sizeof why);
+  int fd = fileio_open(path, HOT_FILE_READ, 0, why, sizeof why);
   struct stat sb;
   if (fd < 0 || fstat(fd, &sb) != 0) {
     int e = errno;
     if (fd >= 0) close(fd);
-    hot_msgf(err, errlen, "kernel pack %s: cannot open: %s", path, fd < 0 ? why : strerror(e));
+    fileio_msgf(err, errlen, "kernel pack %s: cannot open: %s", path, fd < 0 ? why : strerror(e));
     return RT_ERR_IO;
   }
   if (!S_ISREG(sb.st_mode) || (uint64_t)sb.st_size > HOT_PACK_MAX_BYTES) {
     close(fd);
-    hot_msgf(err, errlen, "kernel pack %s: %s", path,
+    fileio_msgf(err, errlen, "kernel pack %s: %s", path,
              !S_ISREG(sb.st_mode) ? "not a regular file" : "larger than 4 GiB");
     return RT_ERR_IO;
   }
@@ -383,7 +383,7 @@ rt_status pack_load(const char *path, hot_pack **out, char *err, size_t errlen) 
   unsigned char *buf = malloc(size ? size : 1);
   if (!buf) {
     close(fd);
-    hot_msgf(err, errlen, "kernel pack %s: out of memory", path);
+    fileio_msgf(err, errlen, "kernel pack %s: out of memory", path);
     return RT_ERR_NOMEM;
   }
   while (got < size) {
@@ -396,7 +396,7 @@ rt_status pack_load(const char *path, hot_pack **out, char *err, size_t errlen) 
   close(fd);
   if (got != size) {
     free(buf);
-    hot_msgf(err, errlen, "kernel pack %s: cannot read: %s", path,
+    fileio_msgf(err, errlen, "kernel pack %s: cannot read: %s", path,
              got < size ? (e ? strerror(e) : "file shrank") : "?");
     return RT_ERR_IO;
   }
@@ -439,7 +439,7 @@ int pack_lookup(const hot_pack *p, const char *key, const char *compiler,
     res->log = malloc(e->log_size + 1);
     res->kernels = calloc(n, sizeof *res->kernels);
     if (!res->cubin || !res->log || !res->kernels) {
-      hot_compile_result_free(res);
+      nvrtc_result_free(res);
       return -1;
     }
     memcpy(res->cubin, e->cubin, e->cubin_size);
@@ -451,7 +451,7 @@ int pack_lookup(const hot_pack *p, const char *key, const char *compiler,
     for (size_t k = 0; k < n; ++k) {
       res->kernels[k] = e->kernels[k];
       if (!(res->kernels[k].name = strdup(e->kernels[k].name))) {
-        hot_compile_result_free(res);
+        nvrtc_result_free(res);
         return -1;
       }
     }

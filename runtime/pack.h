@@ -83,7 +83,7 @@ void pack_entry(const hot_pack *p, size_t i, hot_pack_entry *out);
 
 /* Finds the entry of key `key` (hex) whose compiler version is `compiler` (NULL or "": any) and
  * whose kernel names are `names` (n, in order). 1: found, *res filled with a malloc'd copy
- * (hot_compile_result_free; phases_known 0) and *compiler_out (32 bytes) its compiler version;
+ * (nvrtc_result_free; phases_known 0) and *compiler_out (32 bytes) its compiler version;
  * 0: no such entry; -1: out of memory. */
 int pack_lookup(const hot_pack *p, const char *key, const char *compiler,
                 const char *const *names, size_t n, hot_compile_result *res,

@@ -11,13 +11,13 @@
 #include "fileio.h"
 
 /* A one-line message into a fixed room: cut at a word and ended with "..." when it does not fit
- * (hot_msg_cut). */
+ * (fileio_msg_cut). */
 __attribute__((format(printf, 3, 4))) static void put(char *dst, size_t n, const char *fmt, ...) {
   va_list ap;
   va_start(ap, fmt);
   int w = vsnprintf(dst, n, fmt, ap);
   va_end(ap);
-  if (w > 0) hot_msg_cut(dst, n, (size_t)w);
+  if (w > 0) fileio_msg_cut(dst, n, (size_t)w);
 }
 
 static void note(hot_tuned *t, const char *what, const char *msg) {
@@ -35,13 +35,13 @@ void tuned_open(hot_tuned *t, const hot_env *ev, const char *path) {
   if (given && strlen(given) >= sizeof t->user_path) {
     char sh[160];
     put(err, sizeof err, "the path %s is %zu bytes long; SQLite opens paths of at most 512 bytes",
-        hot_path_short(given, sh, 120), strlen(given));
+        fileio_path_short(given, sh, 120), strlen(given));
     note(t, "user tuning DB ignored", err);
   } else if (given) put(t->user_path, sizeof t->user_path, "%s", given);
   else if (ev) {
     char dir[1024];
     const char *what;
-    int n = hot_kcache_default_dir(ev, dir, sizeof dir, &what);
+    int n = kcache_default_dir(ev, dir, sizeof dir, &what);
     if (n > 0 && (size_t)n < sizeof dir - 16) put(t->user_path, sizeof t->user_path, "%s/tune.db", dir);
   }
   struct stat st;

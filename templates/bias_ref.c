@@ -7,9 +7,9 @@
 #include "hot_math.cuh"
 #include "ref.h"
 
-int hot_ref_bias(const hot_layer_plan *pl, const void *g_y, hot_dtype dt, float *g_b) {
+int ref_bias(const hot_layer_plan *pl, const void *g_y, hot_dtype dt, float *g_b) {
   if (!pl || !g_y || !g_b || !ref_dt_ok(dt)) return HOT_REF_EARG;
-  int rc = hot_ref_plan_check(pl);
+  int rc = ref_plan_check(pl);
   if (rc) return rc;
   int64_t T = pl->T, O = pl->O;
   float *part = malloc((size_t)O * sizeof *part);

@@ -7,7 +7,7 @@
 
 #include "ref.h"
 
-int hot_ref_exact_gx(int64_t T, int64_t O, int64_t I, const float *g_y, const float *w,
+int ref_exact_gx(int64_t T, int64_t O, int64_t I, const float *g_y, const float *w,
                      double *g_x) {
   if (T <= 0 || O <= 0 || I <= 0 || !g_y || !w || !g_x) return HOT_REF_EARG;
   for (int64_t t = 0; t < T; ++t) {
@@ -22,7 +22,7 @@ int hot_ref_exact_gx(int64_t T, int64_t O, int64_t I, const float *g_y, const fl
   return HOT_REF_OK;
 }
 
-int hot_ref_exact_gw(int64_t T, int64_t O, int64_t I, const float *g_y, const float *x,
+int ref_exact_gw(int64_t T, int64_t O, int64_t I, const float *g_y, const float *x,
                      double *g_w) {
   if (T <= 0 || O <= 0 || I <= 0 || !g_y || !x || !g_w) return HOT_REF_EARG;
   memset(g_w, 0, (size_t)(O * I) * sizeof *g_w);
@@ -65,9 +65,9 @@ static void atb64(const double *a, const double *b, int64_t K, int64_t M, int64_
   for (int64_t i = 0; i < M * N; ++i) c[i] /= div;
 }
 
-int hot_ref_hq_gx_f64(const hot_layer_plan *pl, const float *g_y, const float *w, double *g_x) {
+int ref_hq_gx_f64(const hot_layer_plan *pl, const float *g_y, const float *w, double *g_x) {
   if (!pl || !g_y || !w || !g_x) return HOT_REF_EARG;
-  int rc = hot_ref_plan_check(pl);
+  int rc = ref_plan_check(pl);
   if (rc) return rc;
   if (!pl->hq.enabled) return HOT_REF_ESHAPE;
   int b = pl->hq.block;
@@ -115,9 +115,9 @@ static void hla_project64(const hot_layer_plan *pl, const float *src, int64_t co
   }
 }
 
-int hot_ref_hla_gw_f64(const hot_layer_plan *pl, const float *g_y, const float *x, double *g_w) {
+int ref_hla_gw_f64(const hot_layer_plan *pl, const float *g_y, const float *x, double *g_w) {
   if (!pl || !g_y || !x || !g_w) return HOT_REF_EARG;
-  int rc = hot_ref_plan_check(pl);
+  int rc = ref_plan_check(pl);
   if (rc) return rc;
   if (!pl->hla.enabled) return HOT_REF_ESHAPE;
   int64_t K = pl->hla.k, O = pl->O, I = pl->I, wide = O > I ? O : I;
@@ -137,7 +137,7 @@ done:
   return rc;
 }
 
-double hot_ref_rel_err_f64(const double *a, const double *ref, int64_t n) {
+double ref_rel_err_f64(const double *a, const double *ref, int64_t n) {
   if (!a || !ref || n <= 0) return NAN;
   double num = 0.0, den = 0.0;
   for (int64_t i = 0; i < n; ++i) {
@@ -149,7 +149,7 @@ double hot_ref_rel_err_f64(const double *a, const double *ref, int64_t n) {
   return sqrt(num / den);
 }
 
-double hot_ref_rel_err(const float *a, const double *ref, int64_t n) {
+double ref_rel_err(const float *a, const double *ref, int64_t n) {
   if (!a || !ref || n <= 0) return NAN;
   double num = 0.0, den = 0.0;
   for (int64_t i = 0; i < n; ++i) {

@@ -91,10 +91,10 @@ static void gemm_epilogue(const int8_t *a, int64_t M, const int8_t *b, int64_t N
   }
 }
 
-int hot_ref_gemm_gx(const hot_layer_plan *pl, const void *q_g, const float *s_g, const void *q_w,
+int ref_gemm_gx(const hot_layer_plan *pl, const void *q_g, const float *s_g, const void *q_w,
                     float s_w, float *g_x) {
   if (!pl || !q_g || !s_g || !q_w || !g_x) return HOT_REF_EARG;
-  int rc = hot_ref_plan_check(pl);
+  int rc = ref_plan_check(pl);
   if (rc) return rc;
   if (!pl->hq.enabled) return HOT_REF_ESHAPE;
   int64_t T = pl->T, I = pl->I, kp = pl->hq.gemm.k_pad;
@@ -117,10 +117,10 @@ done:
   return rc;
 }
 
-int hot_ref_gemm_gw(const hot_layer_plan *pl, const int8_t *q_g, const float *s_g,
+int ref_gemm_gw(const hot_layer_plan *pl, const int8_t *q_g, const float *s_g,
                     const int8_t *q_x, const float *s_x, float *g_w) {
   if (!pl || !q_g || !s_g || !q_x || !s_x || !g_w) return HOT_REF_EARG;
-  int rc = hot_ref_plan_check(pl);
+  int rc = ref_plan_check(pl);
   if (rc) return rc;
   if (!pl->hla.enabled) return HOT_REF_ESHAPE;
   const int64_t G = pl->hla.gemm.segmented ? pl->hla.groups : 1;

@@ -21,7 +21,7 @@ void ref_fwht_rows(float *m, int n, int64_t cols) {
 }
 
 static int hq_ready(const hot_layer_plan *pl) {
-  int rc = hot_ref_plan_check(pl);
+  int rc = ref_plan_check(pl);
   if (rc) return rc;
   return pl->hq.enabled ? HOT_REF_OK : HOT_REF_ESHAPE;
 }
@@ -32,7 +32,7 @@ static int all_finite(const float *v, int64_t n) {
   return 1;
 }
 
-int hot_ref_hq_transform_g(const hot_layer_plan *pl, const void *g_y, hot_dtype dt, float *g_t) {
+int ref_hq_transform_g(const hot_layer_plan *pl, const void *g_y, hot_dtype dt, float *g_t) {
   if (!pl || !g_y || !g_t || !ref_dt_ok(dt)) return HOT_REF_EARG;
   int rc = hq_ready(pl);
   if (rc) return rc;
@@ -47,7 +47,7 @@ int hot_ref_hq_transform_g(const hot_layer_plan *pl, const void *g_y, hot_dtype 
   return HOT_REF_OK;
 }
 
-int hot_ref_hq_transform_w(const hot_layer_plan *pl, const void *w, hot_dtype dt, float *w_t) {
+int ref_hq_transform_w(const hot_layer_plan *pl, const void *w, hot_dtype dt, float *w_t) {
   if (!pl || !w || !w_t || !ref_dt_ok(dt)) return HOT_REF_EARG;
   int rc = hq_ready(pl);
   if (rc) return rc;
@@ -59,7 +59,7 @@ int hot_ref_hq_transform_w(const hot_layer_plan *pl, const void *w, hot_dtype dt
   return all_finite(w_t, op * I) ? HOT_REF_OK : HOT_REF_ENONFINITE;
 }
 
-int hot_ref_hq_quant_g(const hot_layer_plan *pl, const void *g_y, hot_dtype dt, hot_gran gran,
+int ref_hq_quant_g(const hot_layer_plan *pl, const void *g_y, hot_dtype dt, hot_gran gran,
                        uint64_t seed, uint32_t step, void *q_g, float *s_g) {
   if (!pl || !g_y || !q_g || !s_g ||
       (gran != HOT_GRAN_TENSOR && gran != HOT_GRAN_ROW && gran != HOT_GRAN_SAMPLE))
@@ -73,12 +73,12 @@ int hot_ref_hq_quant_g(const hot_layer_plan *pl, const void *g_y, hot_dtype dt, 
     rc = HOT_REF_ENOMEM;
     goto done;
   }
-  rc = hot_ref_hq_transform_g(pl, g_y, dt, g_t);
+  rc = ref_hq_transform_g(pl, g_y, dt, g_t);
   if (rc) goto done;
   uint32_t tag = (uint32_t)pl->layer_id * 16u + HOT_TENSOR_HQ_G;
   /* one scale per group of rows: all T (tensor), one (row), the L of a sample (sample) */
   int64_t group = gran == HOT_GRAN_ROW ? 1 : gran == HOT_GRAN_SAMPLE ? pl->L : T;
-  rc = hot_ref_quantize_groups(g_t, T, op, group, &pl->hq.g, seed, tag, step, codes, s_g);
+  rc = ref_quantize_groups(g_t, T, op, group, &pl->hq.g, seed, tag, step, codes, s_g);
   if (rc) goto done;
   for (int64_t t = T - 1; group > 1 && t >= 0; --t) s_g[t] = s_g[t / group]; /* expand to T */
   ref_store_codes(codes, T, op, 0, pl->hq.gemm.k_pad, pl->hq.codes == HOT_CODES_S4_PACKED, q_g);
@@ -88,7 +88,7 @@ done:
   return rc;
 }
 
-int hot_ref_hq_quant_w(const hot_layer_plan *pl, const void *w, hot_dtype dt, void *q_w,
+int ref_hq_quant_w(const hot_layer_plan *pl, const void *w, hot_dtype dt, void *q_w,
                        float *s_w) {
   if (!pl || !w || !q_w || !s_w) return HOT_REF_EARG;
   int rc = hq_ready(pl);
@@ -100,11 +100,11 @@ int hot_ref_hq_quant_w(const hot_layer_plan *pl, const void *w, hot_dtype dt, vo
     rc = HOT_REF_ENOMEM;
     goto done;
   }
-  rc = hot_ref_hq_transform_w(pl, w, dt, w_t);
+  rc = ref_hq_transform_w(pl, w, dt, w_t);
   if (rc) goto done;
   hot_quant qw = pl->hq.w;
   qw.round = HOT_ROUND_RTN; /* w' is always RTN: CONTRACT.md defines no random stream for it */
-  rc = hot_ref_quantize(w_t, op, I, &qw, HOT_GRAN_TENSOR, 0, 0, 0, codes, s_w);
+  rc = ref_quantize(w_t, op, I, &qw, HOT_GRAN_TENSOR, 0, 0, 0, codes, s_w);
   if (rc) goto done;
   ref_store_codes(codes, op, I, 1, pl->hq.gemm.k_pad, pl->hq.codes == HOT_CODES_S4_PACKED, q_w);
 done:

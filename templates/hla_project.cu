@@ -3,8 +3,8 @@
  * per token block, the p-point FWHT down every column (fp32, CONTRACT.md 2 stage order), the gather of
  * the r selected natural rows of H_p, an 8-bit quantizer with one scale per tensor or per sample
  * (RTN for x^, SR or RTN for g^) and the codes stored TRANSPOSED for the g_w GEMM, one run of
- * group_k_pad codes per scale group. CPU twins: hot_ref_hla_quant_x /
- * hot_ref_hla_quant_g (templates/hla_project_ref.c).
+ * group_k_pad codes per scale group. CPU twins: ref_hla_quant_x /
+ * ref_hla_quant_g (templates/hla_project_ref.c).
  *
  * Parameters (the generator defines them; the defaults below let the file compile alone):
  *   HOT_KNAME  entry point name

@@ -8,12 +8,12 @@
 #include "ref.h"
 
 static int hla_ready(const hot_layer_plan *pl) {
-  int rc = hot_ref_plan_check(pl);
+  int rc = ref_plan_check(pl);
   if (rc) return rc;
   return pl->hla.enabled ? HOT_REF_OK : HOT_REF_ESHAPE;
 }
 
-int hot_ref_hla_transform(const hot_layer_plan *pl, const void *src, hot_dtype dt, int64_t cols,
+int ref_hla_transform(const hot_layer_plan *pl, const void *src, hot_dtype dt, int64_t cols,
                           float *out) {
   if (!pl || !src || !out || cols <= 0 || !ref_dt_ok(dt)) return HOT_REF_EARG;
   int rc = hla_ready(pl);
@@ -77,10 +77,10 @@ static int project_quant(const hot_layer_plan *pl, const void *src, hot_dtype dt
     rc = HOT_REF_ENOMEM;
     goto done;
   }
-  rc = hot_ref_hla_transform(pl, src, dt, cols, t);
+  rc = ref_hla_transform(pl, src, dt, cols, t);
   if (rc) goto done;
   /* per sample: groups of group_k rows (G > 1 here; with one segment it is per tensor) */
-  rc = hot_ref_quantize_groups(t, K, cols, sample ? gk : K, q, seed, tag, step, codes, scale);
+  rc = ref_quantize_groups(t, K, cols, sample ? gk : K, q, seed, tag, step, codes, scale);
   if (rc) goto done;
   for (int64_t j = sample ? G : 1; j < G; ++j) scale[j] = scale[0];
   memset(dst, 0, (size_t)(cols * kp));
@@ -94,7 +94,7 @@ done:
   return rc;
 }
 
-int hot_ref_hla_quant_x(const hot_layer_plan *pl, const void *x, hot_dtype dt, int8_t *q_x,
+int ref_hla_quant_x(const hot_layer_plan *pl, const void *x, hot_dtype dt, int8_t *q_x,
                         float *s_x) {
   if (!pl || !x || !q_x || !s_x) return HOT_REF_EARG;
   hot_quant q = pl->hla.x;
@@ -102,7 +102,7 @@ int hot_ref_hla_quant_x(const hot_layer_plan *pl, const void *x, hot_dtype dt, i
   return project_quant(pl, x, dt, pl->I, &q, 0, 0, 0, q_x, s_x);
 }
 
-int hot_ref_hla_quant_g(const hot_layer_plan *pl, const void *g_y, hot_dtype dt, uint64_t seed,
+int ref_hla_quant_g(const hot_layer_plan *pl, const void *g_y, hot_dtype dt, uint64_t seed,
                         uint32_t step, int8_t *q_g, float *s_g) {
   if (!pl || !g_y || !q_g || !s_g) return HOT_REF_EARG;
   uint32_t tag = (uint32_t)pl->layer_id * 16u + HOT_TENSOR_HLA_G;

@@ -15,7 +15,7 @@ static float *load_f32(const void *src, hot_dtype dt, int64_t n) {
   return v;
 }
 
-void hot_ref_saved_free(hot_ref_saved *s) {
+void ref_saved_free(hot_ref_saved *s) {
   if (!s) return;
   free(s->q_x);
   free(s->s_x);
@@ -23,21 +23,21 @@ void hot_ref_saved_free(hot_ref_saved *s) {
   memset(s, 0, sizeof *s);
 }
 
-int hot_ref_layer_save(const hot_layer_plan *pl, const void *x, hot_dtype dt, hot_ref_saved *out) {
+int ref_layer_save(const hot_layer_plan *pl, const void *x, hot_dtype dt, hot_ref_saved *out) {
   if (!out) return HOT_REF_EARG;
   memset(out, 0, sizeof *out);
   if (!pl || !x || !ref_dt_ok(dt)) return HOT_REF_EARG;
-  int rc = hot_ref_plan_check(pl);
+  int rc = ref_plan_check(pl);
   if (rc) return rc;
   if (pl->hla.enabled && pl->abc.enabled) {
-    out->q_x = malloc((size_t)hot_ref_hla_x_bytes(pl));
+    out->q_x = malloc((size_t)ref_hla_x_bytes(pl));
     out->s_x = malloc((size_t)pl->hla.groups * sizeof *out->s_x);
     if (!out->q_x || !out->s_x) {
-      hot_ref_saved_free(out);
+      ref_saved_free(out);
       return HOT_REF_ENOMEM;
     }
-    rc = hot_ref_hla_quant_x(pl, x, dt, out->q_x, out->s_x);
-    out->bytes = hot_ref_hla_x_bytes(pl) + pl->hla.groups * (int64_t)sizeof(float);
+    rc = ref_hla_quant_x(pl, x, dt, out->q_x, out->s_x);
+    out->bytes = ref_hla_x_bytes(pl) + pl->hla.groups * (int64_t)sizeof(float);
   } else {
     out->x = load_f32(x, dt, pl->T * pl->I);
     if (!out->x) return HOT_REF_ENOMEM;
@@ -45,7 +45,7 @@ int hot_ref_layer_save(const hot_layer_plan *pl, const void *x, hot_dtype dt, ho
       if (!isfinite(out->x[i])) rc = HOT_REF_ENONFINITE;
     out->bytes = pl->T * pl->I * (int64_t)sizeof(float);
   }
-  if (rc) hot_ref_saved_free(out);
+  if (rc) ref_saved_free(out);
   return rc;
 }
 
@@ -53,15 +53,15 @@ int hot_ref_layer_save(const hot_layer_plan *pl, const void *x, hot_dtype dt, ho
 static int backward_gx(const hot_layer_plan *pl, const void *g_y, const void *w, hot_dtype dt,
                        hot_gran gran, uint64_t seed, uint32_t step, float *g_x) {
   int rc;
-  void *qg = malloc((size_t)hot_ref_hq_g_bytes(pl)), *qw = malloc((size_t)hot_ref_hq_w_bytes(pl));
+  void *qg = malloc((size_t)ref_hq_g_bytes(pl)), *qw = malloc((size_t)ref_hq_w_bytes(pl));
   float *sg = malloc((size_t)pl->T * sizeof *sg), sw = 0.0f;
   if (!qg || !qw || !sg) {
     rc = HOT_REF_ENOMEM;
     goto done;
   }
-  rc = hot_ref_hq_quant_g(pl, g_y, dt, gran, seed, step, qg, sg);
-  if (!rc) rc = hot_ref_hq_quant_w(pl, w, dt, qw, &sw);
-  if (!rc) rc = hot_ref_gemm_gx(pl, qg, sg, qw, sw, g_x);
+  rc = ref_hq_quant_g(pl, g_y, dt, gran, seed, step, qg, sg);
+  if (!rc) rc = ref_hq_quant_w(pl, w, dt, qw, &sw);
+  if (!rc) rc = ref_gemm_gx(pl, qg, sg, qw, sw, g_x);
 done:
   free(qg);
   free(qw);
@@ -74,7 +74,7 @@ static int backward_gw(const hot_layer_plan *pl, const hot_ref_saved *saved, con
                        hot_dtype dt, uint64_t seed, uint32_t step, float *g_w) {
   int rc = HOT_REF_OK;
   const size_t G = (size_t)pl->hla.groups;
-  int8_t *qg = malloc((size_t)hot_ref_hla_g_bytes(pl)), *qx = NULL;
+  int8_t *qg = malloc((size_t)ref_hla_g_bytes(pl)), *qx = NULL;
   float *sg = malloc(G * sizeof *sg), *sxo = NULL;
   const int8_t *qxs = saved->q_x;
   const float *sx = saved->s_x;
@@ -83,13 +83,13 @@ static int backward_gw(const hot_layer_plan *pl, const hot_ref_saved *saved, con
     goto done;
   }
   if (!qxs) { /* no ABC: project the kept x now (HOT_K_ABC_X runs in the backward) */
-    qx = malloc((size_t)hot_ref_hla_x_bytes(pl));
+    qx = malloc((size_t)ref_hla_x_bytes(pl));
     sxo = malloc(G * sizeof *sxo);
     if (!qx || !sxo) {
       rc = HOT_REF_ENOMEM;
       goto done;
     }
-    rc = hot_ref_hla_quant_x(pl, saved->x, HOT_DT_F32, qx, sxo);
+    rc = ref_hla_quant_x(pl, saved->x, HOT_DT_F32, qx, sxo);
     if (rc) goto done;
     qxs = qx;
     sx = sxo;
@@ -97,8 +97,8 @@ static int backward_gw(const hot_layer_plan *pl, const hot_ref_saved *saved, con
     rc = HOT_REF_EARG;
     goto done;
   }
-  rc = hot_ref_hla_quant_g(pl, g_y, dt, seed, step, qg, sg);
-  if (!rc) rc = hot_ref_gemm_gw(pl, qg, sg, qxs, sx, g_w);
+  rc = ref_hla_quant_g(pl, g_y, dt, seed, step, qg, sg);
+  if (!rc) rc = ref_gemm_gw(pl, qg, sg, qxs, sx, g_w);
 done:
   free(qg);
   free(sg);
@@ -115,7 +115,7 @@ static int backward_plain(const hot_layer_plan *pl, int gx, const void *g_y, con
   double *r = malloc((size_t)n * sizeof *r);
   int rc = HOT_REF_ENOMEM;
   if (g && m && r) {
-    rc = gx ? hot_ref_exact_gx(T, O, I, g, m, r) : hot_ref_exact_gw(T, O, I, g, m, r);
+    rc = gx ? ref_exact_gx(T, O, I, g, m, r) : ref_exact_gw(T, O, I, g, m, r);
     for (int64_t i = 0; i < n && !rc; ++i) {
       out[i] = (float)r[i];
       if (!isfinite(out[i])) rc = HOT_REF_ENONFINITE;
@@ -127,11 +127,11 @@ static int backward_plain(const hot_layer_plan *pl, int gx, const void *g_y, con
   return rc;
 }
 
-int hot_ref_layer_backward(const hot_layer_plan *pl, const hot_ref_saved *saved, const void *g_y,
+int ref_layer_backward(const hot_layer_plan *pl, const hot_ref_saved *saved, const void *g_y,
                            const void *w, hot_dtype dt, hot_gran gran, uint64_t seed,
                            uint32_t step, float *g_x, float *g_w, float *g_b) {
   if (!pl || !saved || !g_y || !w || !g_x || !g_w || !ref_dt_ok(dt)) return HOT_REF_EARG;
-  int rc = hot_ref_plan_check(pl);
+  int rc = ref_plan_check(pl);
   if (rc) return rc;
   if (pl->hq.enabled && gran != HOT_GRAN_TENSOR && gran != HOT_GRAN_ROW && gran != HOT_GRAN_SAMPLE)
     return HOT_REF_EARG;
@@ -143,10 +143,10 @@ int hot_ref_layer_backward(const hot_layer_plan *pl, const hot_ref_saved *saved,
   rc = pl->hla.enabled ? backward_gw(pl, saved, g_y, dt, seed, step, g_w)
                        : backward_plain(pl, 0, g_y, saved->x, HOT_DT_F32, dt, g_w);
   if (rc) return rc;
-  return g_b ? hot_ref_bias(pl, g_y, dt, g_b) : HOT_REF_OK;
+  return g_b ? ref_bias(pl, g_y, dt, g_b) : HOT_REF_OK;
 }
 
-int hot_ref_layer_calibrate(const hot_layer_plan *pl, const void *g_y, hot_dtype dt,
+int ref_layer_calibrate(const hot_layer_plan *pl, const void *g_y, hot_dtype dt,
                             uint64_t seed, uint32_t step, hot_ref_lqs_result *out) {
-  return hot_ref_lqs(pl, g_y, dt, seed, step, out);
+  return ref_lqs(pl, g_y, dt, seed, step, out);
 }

@@ -3,7 +3,7 @@
  * transform): e_tensor = ||g - deq(Q_sample(g))||_F (one scale per group of group_rows rows: per
  * sample with group_rows = L, per tensor with group_rows = T) and e_token = ||g - deq(Q_row(g))||_F with
  * HOT_BITS-bit codes rounded as g' is (HOT_ROUND: SR or RTN), absmax; choice = per-row iff e_token < 0.5 * e_tensor. Bit-identical to the
- * CPU twin hot_ref_lqs (templates/lqs_ref.c): both quantizations use the same Philox draws
+ * CPU twin ref_lqs (templates/lqs_ref.c): both quantizations use the same Philox draws
  * (tag = layer_id*16 + 3, idx = t*O + o), the squared errors are summed by the canonical fp64
  * sum of CONTRACT 13 (chunks of 1024 terms in idx order, each summed sequentially from 0.0,
  * then the partials sequentially in chunk order from 0.0).

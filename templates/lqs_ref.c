@@ -26,10 +26,10 @@ static double sq_error(const float *v, const int8_t *q, const float *s, int64_t 
   return ref_sum_end(&acc);
 }
 
-int hot_ref_lqs(const hot_layer_plan *pl, const void *g_y, hot_dtype dt, uint64_t seed,
+int ref_lqs(const hot_layer_plan *pl, const void *g_y, hot_dtype dt, uint64_t seed,
                 uint32_t step, hot_ref_lqs_result *out) {
   if (!pl || !g_y || !out || !ref_dt_ok(dt)) return HOT_REF_EARG;
-  int rc = hot_ref_plan_check(pl);
+  int rc = ref_plan_check(pl);
   if (rc) return rc;
   int64_t T = pl->T, O = pl->O, n = T * O;
   /* the errors of g' as it will be quantized: its bits and its rounding */
@@ -44,9 +44,9 @@ int hot_ref_lqs(const hot_layer_plan *pl, const void *g_y, hot_dtype dt, uint64_
   }
   for (int64_t i = 0; i < n; ++i) v[i] = ref_load(g_y, dt, i);
   /* the coarse candidate: one scale per sample of L rows (B = 1: the tensor) */
-  rc = hot_ref_quantize_groups(v, T, O, pl->L, &q, seed, tag, step, qt, s_smp);
+  rc = ref_quantize_groups(v, T, O, pl->L, &q, seed, tag, step, qt, s_smp);
   if (rc) goto done;
-  rc = hot_ref_quantize(v, T, O, &q, HOT_GRAN_ROW, seed, tag, step, qr, s_row);
+  rc = ref_quantize(v, T, O, &q, HOT_GRAN_ROW, seed, tag, step, qr, s_row);
   if (rc) goto done;
   out->e_tensor = HOT_DSQRT(sq_error(v, qt, s_smp, pl->L, T, O));
   out->e_token = HOT_DSQRT(sq_error(v, qr, s_row, 1, T, O));

@@ -7,7 +7,7 @@
 #include "hot_math.cuh"
 #include "ref.h"
 
-const char *hot_ref_status_name(int status) {
+const char *ref_status_name(int status) {
   switch (status) {
   case HOT_REF_OK: return "ok";
   case HOT_REF_EARG: return "bad argument";
@@ -26,7 +26,7 @@ static int quant_ok(const hot_quant *q) {
          (q->rule == HOT_RULE_ABSMAX || q->rule == HOT_RULE_SAWB);
 }
 
-int hot_ref_plan_check(const hot_layer_plan *pl) {
+int ref_plan_check(const hot_layer_plan *pl) {
   if (!pl) return HOT_REF_EARG;
   if (pl->B <= 0 || pl->L <= 0 || pl->O <= 0 || pl->I <= 0 || pl->T != pl->B * pl->L)
     return HOT_REF_ESHAPE;
@@ -86,10 +86,10 @@ static int64_t buf_bytes(const hot_layer_plan *pl, hot_buffer b) {
   const int64_t n = pl ? plan_buffer_bytes(pl, b) : 0;
   return n > 0 ? n : 0;
 }
-int64_t hot_ref_hq_g_bytes(const hot_layer_plan *pl) { return buf_bytes(pl, HOT_BUF_Q_G); }
-int64_t hot_ref_hq_w_bytes(const hot_layer_plan *pl) { return buf_bytes(pl, HOT_BUF_Q_W); }
-int64_t hot_ref_hla_g_bytes(const hot_layer_plan *pl) { return buf_bytes(pl, HOT_BUF_Q_HG); }
-int64_t hot_ref_hla_x_bytes(const hot_layer_plan *pl) { return buf_bytes(pl, HOT_BUF_Q_HX); }
+int64_t ref_hq_g_bytes(const hot_layer_plan *pl) { return buf_bytes(pl, HOT_BUF_Q_G); }
+int64_t ref_hq_w_bytes(const hot_layer_plan *pl) { return buf_bytes(pl, HOT_BUF_Q_W); }
+int64_t ref_hla_g_bytes(const hot_layer_plan *pl) { return buf_bytes(pl, HOT_BUF_Q_HG); }
+int64_t ref_hla_x_bytes(const hot_layer_plan *pl) { return buf_bytes(pl, HOT_BUF_Q_HX); }
 
 int ref_dt_ok(hot_dtype dt) { return dt == HOT_DT_F32 || dt == HOT_DT_BF16 || dt == HOT_DT_F16; }
 
@@ -179,7 +179,7 @@ static int group_scale(const float *v, int64_t n, const hot_quant *q, float *sca
   return HOT_REF_OK;
 }
 
-int hot_ref_quantize_groups(const float *v, int64_t rows, int64_t cols, int64_t group_rows,
+int ref_quantize_groups(const float *v, int64_t rows, int64_t cols, int64_t group_rows,
                             const hot_quant *q, uint64_t seed, uint32_t tag, uint32_t step,
                             int8_t *codes, float *scales) {
   if (!v || !q || !codes || !scales || rows <= 0 || cols <= 0 || group_rows <= 0 ||
@@ -204,9 +204,9 @@ int hot_ref_quantize_groups(const float *v, int64_t rows, int64_t cols, int64_t 
   return HOT_REF_OK;
 }
 
-int hot_ref_quantize(const float *v, int64_t rows, int64_t cols, const hot_quant *q, hot_gran gran,
+int ref_quantize(const float *v, int64_t rows, int64_t cols, const hot_quant *q, hot_gran gran,
                      uint64_t seed, uint32_t tag, uint32_t step, int8_t *codes, float *scales) {
   if (gran != HOT_GRAN_TENSOR && gran != HOT_GRAN_ROW) return HOT_REF_EARG;
-  return hot_ref_quantize_groups(v, rows, cols, gran == HOT_GRAN_ROW ? 1 : rows, q, seed, tag,
+  return ref_quantize_groups(v, rows, cols, gran == HOT_GRAN_ROW ? 1 : rows, q, seed, tag,
                                  step, codes, scales);
 }

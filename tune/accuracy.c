@@ -32,9 +32,9 @@ static struct {
 static hot_capture g_capture;
 
 int tune_accuracy_load_capture(const char *path, char *err, size_t errlen) {
-  hot_capture_free(&g_capture);
-  if (hot_capture_read(path, &g_capture, err, errlen) != 0) {
-    hot_capture_free(&g_capture);
+  capture_free(&g_capture);
+  if (capture_read(path, &g_capture, err, errlen) != 0) {
+    capture_free(&g_capture);
     return -1;
   }
   return 0;
@@ -42,7 +42,7 @@ int tune_accuracy_load_capture(const char *path, char *err, size_t errlen) {
 
 const hot_capture *tune_accuracy_capture(void) { return g_capture.x ? &g_capture : NULL; }
 
-void tune_accuracy_free_capture(void) { hot_capture_free(&g_capture); }
+void tune_accuracy_free_capture(void) { capture_free(&g_capture); }
 
 void tune_accuracy_reset(void) {
   for (int k = 0; k < HOT_TUNE_DATA_COUNT; ++k) {
@@ -129,7 +129,7 @@ int tune_capture_fits(const hot_model *m, int layer, const tune_opts *o, const h
   const hot_layer_spec *s = &m->layers[layer];
   const int64_t L = s->tokens ? s->tokens : m->tokens;
   if (c->O != s->out_features || c->I != s->in_features) {
-    hot_msgf(why, whylen, "captured O x I = %lld x %lld, layer %s is %lld x %lld",
+    fileio_msgf(why, whylen, "captured O x I = %lld x %lld, layer %s is %lld x %lld",
              (long long)c->O, (long long)c->I, s->name, (long long)s->out_features,
              (long long)s->in_features);
     return 0;
@@ -137,7 +137,7 @@ int tune_capture_fits(const hot_model *m, int layer, const tune_opts *o, const h
   /* the rule of the seeded data's size (sizes): any B, an L with the layer's blocking */
   if (v2_capped(c->L) != v2_capped(L) ||
       !same_blocking(m, layer, o, c->B, c->L, m->batch, L)) {
-    hot_msgf(why, whylen, "captured B x L = %lld x %lld blocks differently from layer %s at "
+    fileio_msgf(why, whylen, "captured B x L = %lld x %lld blocks differently from layer %s at "
              "B x L = %lld x %lld (HQ/HLA blocks, layout or rank): its errors would be another "
              "layer's", (long long)c->B, (long long)c->L, s->name, (long long)m->batch,
              (long long)L);
@@ -155,15 +155,15 @@ static int make_data(const hot_model *m, int layer, const tune_opts *o, int kind
   tooldata *b = &d->b;
   if (kind == HOT_TUNE_CAPTURE) {
     if (!g_capture.x) { /* not loaded up front (tune_accuracy_load_capture): read it now */
-      if (hot_capture_read(o->capture, &g_capture, err, errlen) != 0) {
-        hot_capture_free(&g_capture);
+      if (capture_read(o->capture, &g_capture, err, errlen) != 0) {
+        capture_free(&g_capture);
         return 1;
       }
     }
     const hot_capture *c = &g_capture;
     char why[300];
     if (!tune_capture_fits(m, layer, o, c, why, sizeof why)) {
-      hot_msgf(err, errlen, "%s: %s", o->capture, why);
+      fileio_msgf(err, errlen, "%s: %s", o->capture, why);
       return 1;
     }
     d->B = c->B;
@@ -230,11 +230,11 @@ static int run_kind(const hot_model *m, int layer, const hot_layer_spec *s, cons
   char why[300] = "";
   int rc = make_data(m, layer, o, kind, &d, why, sizeof why);
   if (rc < 0) {
-    hot_msgf(err, errlen, "out of memory making the data of layer %s", s->name);
+    fileio_msgf(err, errlen, "out of memory making the data of layer %s", s->name);
     return -1;
   }
   if (rc > 0) { /* a capture that cannot serve: the row says so, the seeded kinds still count */
-    hot_msgf(row->note, sizeof row->note, "capture not used: %s", why);
+    fileio_msgf(row->note, sizeof row->note, "capture not used: %s", why);
     return 0;
   }
   hot_options opt;
@@ -250,7 +250,7 @@ static int run_kind(const hot_model *m, int layer, const hot_layer_spec *s, cons
   float *gx = malloc((size_t)(b->T * b->I) * sizeof *gx), *gw = malloc((size_t)(b->O * b->I) * sizeof *gw);
   hot_status st = gx && gw ? hot_ctx_create(&ctx, &opt) : HOT_ERR_NOMEM;
   if (st == HOT_OK)
-    st = hot_tools_layer_create(ctx, s, d.B, d.L, m->recipe, layer, &l);
+    st = tools_layer_create(ctx, s, d.B, d.L, m->recipe, layer, &l);
   const char *what = "layer";
   if (st == HOT_OK) {
     what = "save";
@@ -268,21 +268,21 @@ static int run_kind(const hot_model *m, int layer, const hot_layer_spec *s, cons
   }
   int out = 0;
   if (st == HOT_ERR_NOMEM) {
-    hot_msgf(err, errlen, "out of memory running layer %s", s->name);
+    fileio_msgf(err, errlen, "out of memory running layer %s", s->name);
     out = -1;
   } else if (st != HOT_OK) {
     snprintf(row->status, sizeof row->status, "%s", st == HOT_ERR_PLAN ? "plan_refused" : "failed");
-    hot_msgf(row->note, sizeof row->note, "%s: %s: %s", what, hot_status_name(st),
+    fileio_msgf(row->note, sizeof row->note, "%s: %s: %s", what, hot_status_name(st),
              hot_errmsg(ctx));
     out = 1;
   } else if (reference(layer, o, kind, &d.b) != 0) {
-    hot_msgf(err, errlen, "out of memory computing the fp64 reference of layer %s", s->name);
+    fileio_msgf(err, errlen, "out of memory computing the fp64 reference of layer %s", s->name);
     out = -1;
   } else {
-    row->gx_err[kind] = hot_ref_rel_err(gx, refs.ex[kind], b->T * b->I);
-    row->gw_err[kind] = hot_ref_rel_err(gw, refs.ew[kind], b->O * b->I);
+    row->gx_err[kind] = ref_rel_err(gx, refs.ex[kind], b->T * b->I);
+    row->gw_err[kind] = ref_rel_err(gw, refs.ew[kind], b->O * b->I);
     if (kind == HOT_TUNE_GAUSS && !row->note[0]) /* the seeded data's size, for the reader */
-      hot_msgf(row->note, sizeof row->note, "seeded data B=%lld L=%lld", (long long)d.B,
+      fileio_msgf(row->note, sizeof row->note, "seeded data B=%lld L=%lld", (long long)d.B,
                (long long)d.L);
     if (kind == HOT_TUNE_CAPTURE) {
       const char *base = strrchr(o->capture, '/');
@@ -290,7 +290,7 @@ static int run_kind(const hot_model *m, int layer, const hot_layer_spec *s, cons
       /* the capture's own shape, beside the seeded data's */
       size_t used = strlen(row->note);
       if (used < sizeof row->note)
-        hot_msgf(row->note + used, sizeof row->note - used, "%scapture B=%lld L=%lld",
+        fileio_msgf(row->note + used, sizeof row->note - used, "%scapture B=%lld L=%lld",
                  used ? "; " : "", (long long)d.B, (long long)d.L);
     }
   }

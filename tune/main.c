@@ -179,7 +179,7 @@ static int row_config(hot_tune_row *r, const hot_model *m, const tune_env *env, 
   const int64_t L = s->tokens ? s->tokens : m->tokens;
   if (plan_layer(s, m->batch, L, m->recipe, env->arch, layer, &pl, e, sizeof e) != 0) {
     snprintf(r->status, sizeof r->status, "plan_refused");
-    hot_msgf(r->note, sizeof r->note, "%s", e);
+    fileio_msgf(r->note, sizeof r->note, "%s", e);
     return -1;
   }
   r->saved_bytes = pl.abc.enabled ? pl.abc.bytes : pl.abc.fp32_bytes; /* at the spec's size */
@@ -245,7 +245,7 @@ static int load_capture(const tune_opts *o, const hot_model *m) {
   for (int i = 0; i < m->n_layers; ++i)
     if (!o->layer || !strcmp(o->layer, m->layers[i].name)) {
       if (tune_capture_fits(m, i, o, c, w, sizeof w)) fits = 1;
-      else if (!*why) hot_msgf(why, sizeof why, "%s", w);
+      else if (!*why) fileio_msgf(why, sizeof why, "%s", w);
     }
   if (!fits) {
     fprintf(stderr, "hot-tune: --capture: %s (layer '%s', B x L x O x I = %lld x %lld x %lld x "
@@ -371,7 +371,7 @@ static void take_gpu_time(hot_tune_row *row, const hot_tune_row *t) {
   row->smem_bytes = t->smem_bytes, row->occupancy = t->occupancy;
   if (strcmp(t->status, "ok") != 0) {
     snprintf(row->status, sizeof row->status, "%s", t->status);
-    hot_msgf(row->note, sizeof row->note, "%s", t->note);
+    fileio_msgf(row->note, sizeof row->note, "%s", t->note);
   }
 }
 

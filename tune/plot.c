@@ -5,7 +5,7 @@
 #include "plot.h"
 
 #include "escape.h" /* esc_xml: the one XML escaping */
-#include "fileio.h" /* hot_file_fopen, hot_msg_cut */
+#include "fileio.h" /* fileio_fopen, fileio_msg_cut */
 
 #include <errno.h>
 #include <math.h>
@@ -24,7 +24,7 @@ static void set_err(char *err, size_t len, const char *fmt, ...) {
   va_start(ap, fmt);
   int w = vsnprintf(err, len, fmt, ap);
   va_end(ap);
-  if (w > 0) hot_msg_cut(err, len, (size_t)w);
+  if (w > 0) fileio_msg_cut(err, len, (size_t)w);
 }
 
 typedef struct {
@@ -1151,8 +1151,8 @@ static int write_atomic(const char *path, const unsigned char *data, size_t n, c
   snprintf(tmp, pl + 32, "%s.tmp.%ld", path, (long)getpid());
   char why[128];
   FILE *f = NULL; /* regular files only: a FIFO or directory at path is refused, not replaced */
-  if (hot_file_check_regular(path, 0, why, sizeof why) == 0)
-    f = hot_file_fopen(tmp, "wb", why, sizeof why);
+  if (fileio_check_regular(path, 0, why, sizeof why) == 0)
+    f = fileio_fopen(tmp, "wb", why, sizeof why);
   if (!f) {
     set_err(err, errlen, "plot: cannot write %s: %s", path, why);
     free(tmp);

@@ -31,7 +31,7 @@ int tune_axes(const hot_model *m, hot_field_class cls, hot_arch arch, tune_axis 
   for (int i = 0; i < m->n_sweep; ++i) {
     const hot_field *f = fields_find(m->sweep[i].field);
     if (!f) {
-      hot_msgf(err, errlen, "%s: sweep axis '%s' is not a field hot-tune knows", m->file,
+      fileio_msgf(err, errlen, "%s: sweep axis '%s' is not a field hot-tune knows", m->file,
                m->sweep[i].field);
       return -1;
     }
@@ -87,7 +87,7 @@ static int product(const tune_axis *axes, int na, int layer, hot_field_class cls
       int nc = *cap ? *cap * 2 : 64;
       tune_variant *nl = realloc(*list, (size_t)nc * sizeof **list);
       if (!nl) {
-        hot_msgf(err, errlen, "out of memory listing the variants");
+        fileio_msgf(err, errlen, "out of memory listing the variants");
         return -1;
       }
       *list = nl;
@@ -103,7 +103,7 @@ static int product(const tune_axis *axes, int na, int layer, hot_field_class cls
       int w = snprintf(v->assign + used, sizeof v->assign - used, "%s%s=%s", a ? ";" : "",
                        axes[a].field, axes[a].values[idx[a]]);
       if (w < 0 || (size_t)w >= sizeof v->assign - used) {
-        hot_msgf(err, errlen, "variant text longer than %d bytes", HOT_TUNE_TEXT - 1);
+        fileio_msgf(err, errlen, "variant text longer than %d bytes", HOT_TUNE_TEXT - 1);
         return -1;
       }
       used += (size_t)w;
@@ -143,7 +143,7 @@ static int layer_variants(const hot_model *m, const tune_opts *o, hot_arch arch,
   int na[2] = {0, 0};
   int64_t total = 0;
   if (m->n_sweep > HOT_MAX_SWEEP * 4) {
-    hot_msgf(err, errlen, "%s: %d sweep axes, at most %d", m->file, m->n_sweep, HOT_MAX_SWEEP * 4);
+    fileio_msgf(err, errlen, "%s: %d sweep axes, at most %d", m->file, m->n_sweep, HOT_MAX_SWEEP * 4);
     return -1;
   }
   for (int c = 0; c < 2; ++c) {
@@ -153,7 +153,7 @@ static int layer_variants(const hot_model *m, const tune_opts *o, hot_arch arch,
     total += space_size(axes[c], na[c]);
   }
   if (total > TUNE_MAX_VARIANTS) {
-    hot_msgf(err, errlen, "layer %s: the space has %s%lld variants, at most %d per layer: fewer "
+    fileio_msgf(err, errlen, "layer %s: the space has %s%lld variants, at most %d per layer: fewer "
              "axes or values (or --kind speed / accuracy alone)", m->layers[l].name,
              total > 2 * (int64_t)TUNE_MAX_VARIANTS ? "more than " : "",
              (long long)(total > 2 * (int64_t)TUNE_MAX_VARIANTS ? TUNE_MAX_VARIANTS : total),
@@ -161,7 +161,7 @@ static int layer_variants(const hot_model *m, const tune_opts *o, hot_arch arch,
     return -1;
   }
   if ((int64_t)*n + total > INT32_MAX) {
-    hot_msgf(err, errlen, "the sweep has more than %d variants in all: sweep fewer layers "
+    fileio_msgf(err, errlen, "the sweep has more than %d variants in all: sweep fewer layers "
              "(--layer)", INT32_MAX);
     return -1;
   }
@@ -200,13 +200,13 @@ int tune_space(const hot_model *m, const tune_opts *o, hot_arch arch, tune_varia
       if (l) buf_puts(&names, ", ");
       buf_puts(&names, m->layers[l].name);
     }
-    hot_msgf(err, errlen, "%s has no layer '%s' (layers: %s)", m->file, o->layer,
+    fileio_msgf(err, errlen, "%s has no layer '%s' (layers: %s)", m->file, o->layer,
              buf_ok(&names) && names.data ? names.data : "?");
     buf_free(&names);
     return -1;
   }
   if (*n == 0) {
-    hot_msgf(err, errlen, "empty space: no variant to try (kinds: %s)",
+    fileio_msgf(err, errlen, "empty space: no variant to try (kinds: %s)",
              o->kinds == TUNE_SPEED ? "speed" : o->kinds == TUNE_ACCURACY ? "accuracy" : "none");
     return -1;
   }
@@ -218,7 +218,7 @@ int tune_variant_spec(const hot_model *m, const tune_variant *v, hot_layer_spec 
   *out = m->layers[v->layer];
   char e[300];
   if (fields_apply(out, v->assign, e, sizeof e) != 0) {
-    hot_msgf(err, errlen, "layer %s: %s", out->name, e);
+    fileio_msgf(err, errlen, "layer %s: %s", out->name, e);
     return -1;
   }
   return 0;

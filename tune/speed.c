@@ -32,14 +32,14 @@ static int max_threads_per_sm(hot_arch a) { return a == HOT_ARCH_SM86 || a == HO
 tune_speed *tune_speed_open(const tune_opts *o, const tune_env *env, char *err, size_t errlen) {
   tune_speed *sp = calloc(1, sizeof *sp);
   if (!sp) {
-    hot_msgf(err, errlen, "out of memory");
+    fileio_msgf(err, errlen, "out of memory");
     return NULL;
   }
   sp->o = o;
   sp->env = env;
   hot_kcache_config cfg;
   memset(&cfg, 0, sizeof cfg);
-  if (hot_kcache_open(&sp->kc, &cfg, err, errlen) != RT_OK) {
+  if (kcache_open(&sp->kc, &cfg, err, errlen) != RT_OK) {
     free(sp);
     return NULL;
   }
@@ -55,7 +55,7 @@ tune_speed *tune_speed_open(const tune_opts *o, const tune_env *env, char *err, 
   }
   if (st != HOT_OK || cuda_driver_get(&sp->d, err, errlen) != RT_OK) {
     if (st != HOT_OK)
-      hot_msgf(err, errlen, "GPU context: %s: %s", hot_status_name(st),
+      fileio_msgf(err, errlen, "GPU context: %s: %s", hot_status_name(st),
                hot_errmsg(sp->gpu ? sp->gpu : sp->cpu));
     tune_speed_close(sp);
     return NULL;
@@ -74,7 +74,7 @@ void tune_speed_close(tune_speed *sp) {
   if (sp->flush) sp->d->cuMemFree(sp->flush);
   hot_ctx_destroy(sp->gpu);
   hot_ctx_destroy(sp->cpu);
-  hot_kcache_close(sp->kc);
+  kcache_close(sp->kc);
   free(sp);
 }
 
@@ -90,7 +90,7 @@ int tune_speed_prefetch(tune_speed *sp, const hot_model *m, const int *layers,
   const hot_layer_plan **pp = calloc((size_t)n + 1, sizeof *pp);
   int np = 0, rc = -1;
   if (!plans || !pp) {
-    hot_msgf(err, errlen, "out of memory planning the variants");
+    fileio_msgf(err, errlen, "out of memory planning the variants");
     goto done;
   }
   for (int i = 0; i < n; ++i) {
@@ -235,7 +235,7 @@ static void compare_bits(const float *hx, const float *cx, const float *hw, cons
   row->bitexact = bad < 0;
   if (bad >= 0) {
     snprintf(row->status, sizeof row->status, "not_bitexact");
-    hot_msgf(row->note, sizeof row->note, "%s differs from the CPU twin first at element %lld", what,
+    fileio_msgf(row->note, sizeof row->note, "%s differs from the CPU twin first at element %lld", what,
              (long long)bad);
   }
 }
@@ -254,22 +254,22 @@ static void bitexact(tune_speed *sp, const hot_model *m, int layer, const hot_la
   float *cx = malloc((size_t)(T * I) * 4), *cw = malloc((size_t)(O * I) * 4);
   row->bitexact = -1;
   if (!hx || !hw || !cx || !cw || dev_make(sp->d, m, layer, s->dtype, T, O, I, &b, &ds) != 0) {
-    hot_msgf(row->note, sizeof row->note, "bit-exactness not checked: out of memory");
+    fileio_msgf(row->note, sizeof row->note, "bit-exactness not checked: out of memory");
     free(hx), free(hw), free(cx), free(cw);
     return;
   }
-  hot_status st = hot_tools_layer_create(sp->cpu, s, B, L, m->recipe, layer, &lc);
-  if (st == HOT_OK) st = hot_tools_layer_create(sp->gpu, s, B, L, m->recipe, layer, &lg);
+  hot_status st = tools_layer_create(sp->cpu, s, B, L, m->recipe, layer, &lc);
+  if (st == HOT_OK) st = tools_layer_create(sp->gpu, s, B, L, m->recipe, layer, &lg);
   const char *differs = st == HOT_OK ? kernels_differ(lg, full) : NULL;
   if (differs) { /* the same binaries as the full size, or no claim */
-    hot_msgf(row->note, sizeof row->note, "bit-exactness not checked: the small problem "
+    fileio_msgf(row->note, sizeof row->note, "bit-exactness not checked: the small problem "
              "(B = %lld, O, I <= %d) runs other kernels than the full size (%s)",
              (long long)B, BITEXACT_MAX_FEATURES, differs);
   } else {
     if (st == HOT_OK) st = run_both(sp, lc, lg, s->dtype, &b, &ds, T, O, I, cx, cw, hx, hw);
     if (st != HOT_OK) {
       snprintf(row->status, sizeof row->status, "failed");
-      hot_msgf(row->note, sizeof row->note, "bit-exactness run: %s: %s", hot_status_name(st),
+      fileio_msgf(row->note, sizeof row->note, "bit-exactness run: %s: %s", hot_status_name(st),
                hot_errmsg(lg ? sp->gpu : sp->cpu));
     } else {
       compare_bits(hx, cx, hw, cw, T, O, I, row);
@@ -298,11 +298,11 @@ static void timing(tune_speed *sp, const hot_model *m, int layer, const hot_laye
   tooldata b;
   dev_set ds;
   if (!ms || dev_make(sp->d, m, layer, s->dtype, T, O, I, &b, &ds) != 0) {
-    hot_msgf(row->note, sizeof row->note, "not timed: out of host or device memory");
+    fileio_msgf(row->note, sizeof row->note, "not timed: out of host or device memory");
     free(ms);
     return;
   }
-  hot_status st = hot_tools_layer_create(sp->gpu, s, m->batch, L, m->recipe, layer, &l);
+  hot_status st = tools_layer_create(sp->gpu, s, m->batch, L, m->recipe, layer, &l);
   if (st == HOT_OK) st = hot_ctx_set_profiling(sp->gpu, 1);
   int n = 0;
   for (int r = -2; r < reps && st == HOT_OK; ++r) { /* two untimed warm-up runs */
@@ -322,7 +322,7 @@ static void timing(tune_speed *sp, const hot_model *m, int layer, const hot_laye
   hot_ctx_set_profiling(sp->gpu, 0);
   if (st != HOT_OK) {
     snprintf(row->status, sizeof row->status, "failed");
-    hot_msgf(row->note, sizeof row->note, "timing: %s: %s", hot_status_name(st), hot_errmsg(sp->gpu));
+    fileio_msgf(row->note, sizeof row->note, "timing: %s: %s", hot_status_name(st), hot_errmsg(sp->gpu));
   } else if (n > 0) {
     qsort(ms, (size_t)n, sizeof *ms, cmp_d);
     row->timed = 1;
@@ -345,7 +345,7 @@ int tune_speed_run(tune_speed *sp, const hot_model *m, int layer, const hot_laye
   snprintf(row->status, sizeof row->status, "ok");
   if (plan_of(m, layer, s, sp->env->arch, &pl, e, sizeof e) != 0) {
     snprintf(row->status, sizeof row->status, "plan_refused");
-    hot_msgf(row->note, sizeof row->note, "%s", e);
+    fileio_msgf(row->note, sizeof row->note, "%s", e);
     return 0;
   }
   hot_jit j;
@@ -353,12 +353,12 @@ int tune_speed_run(tune_speed *sp, const hot_model *m, int layer, const hot_laye
   rt_status rs = jit_layer(sp->kc, &pl, sp->o->jobs, &j, &log, e, sizeof e);
   free(log);
   if (rs == RT_ERR_NOMEM) {
-    hot_msgf(err, errlen, "out of memory compiling layer %s", s->name);
+    fileio_msgf(err, errlen, "out of memory compiling layer %s", s->name);
     return -1;
   }
   if (rs != RT_OK) {
     snprintf(row->status, sizeof row->status, "compile_failed");
-    hot_msgf(row->note, sizeof row->note, "%s", e);
+    fileio_msgf(row->note, sizeof row->note, "%s", e);
     return 0;
   }
   row->regs = 0;
@@ -376,25 +376,25 @@ int tune_speed_run(tune_speed *sp, const hot_model *m, int layer, const hot_laye
     row->spills += spills;
     if ((int)kp->smem + ki->shared_bytes > row->smem_bytes) row->smem_bytes = (int)kp->smem + ki->shared_bytes;
     if (spills > kp->max_spills && !*why)
-      hot_msgf(why, sizeof why, "%s spills %d bytes (the plan allows %d)", kp->name, spills, kp->max_spills);
+      fileio_msgf(why, sizeof why, "%s spills %d bytes (the plan allows %d)", kp->name, spills, kp->max_spills);
     if (kp->role == HOT_K_GEMM_GX || kp->role == HOT_K_GEMM_GW) {
       const double occ = occupancy(pl.arch, kp, ki);
       if (occ < row->occupancy) row->occupancy = occ;
-      if (occ <= 0 && !*why) hot_msgf(why, sizeof why, "%s cannot be resident (registers or shared memory)", kp->name);
+      if (occ <= 0 && !*why) fileio_msgf(why, sizeof why, "%s cannot be resident (registers or shared memory)", kp->name);
     }
   }
   jit_free(&j);
   if (*why) {
     snprintf(row->status, sizeof row->status, "pruned");
-    hot_msgf(row->note, sizeof row->note, "%s", why);
+    fileio_msgf(row->note, sizeof row->note, "%s", why);
     return 0;
   }
   if (!sp->env->have_gpu) {
-    hot_msgf(row->note, sizeof row->note, "not timed: no GPU (compiled and checked for spills only)");
+    fileio_msgf(row->note, sizeof row->note, "not timed: no GPU (compiled and checked for spills only)");
     return 0;
   }
   bitexact(sp, m, layer, s, &pl, row);
   if (row->bitexact == 1) timing(sp, m, layer, s, row);
-  else if (!*row->note) hot_msgf(row->note, sizeof row->note, "not timed: bit-exactness unknown");
+  else if (!*row->note) fileio_msgf(row->note, sizeof row->note, "not timed: bit-exactness unknown");
   return 0;
 }

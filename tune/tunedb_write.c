@@ -67,11 +67,11 @@ rt_status tunedb_open_write(hot_tunedb **out, const char *path, char *err, size_
 
 rt_status tunedb_put(hot_tunedb *t, const hot_tune_row *row, char *err, size_t errlen) {
   if (!t || !row) {
-    hot_msgf(err, errlen, "tunedb_put: NULL %s", !t ? "database" : "row");
+    fileio_msgf(err, errlen, "tunedb_put: NULL %s", !t ? "database" : "row");
     return RT_ERR_INVALID;
   }
   if (t->read_only) {
-    hot_msgf(err, errlen, "tuning database %s: opened read-only, cannot store a row", t->path);
+    fileio_msgf(err, errlen, "tuning database %s: opened read-only, cannot store a row", t->path);
     return RT_ERR_INVALID;
   }
   if (tunedb_check_strings(row, 0, "tunedb_put", err, errlen) != 0) return RT_ERR_INVALID;
@@ -113,11 +113,11 @@ rt_status tunedb_merge(hot_tunedb *t, const char *in_path, int64_t *n_rows, char
                        size_t errlen) {
   if (n_rows) *n_rows = 0;
   if (!t || !in_path) {
-    hot_msgf(err, errlen, "tunedb_merge: NULL %s", !t ? "database" : "input path");
+    fileio_msgf(err, errlen, "tunedb_merge: NULL %s", !t ? "database" : "input path");
     return RT_ERR_INVALID;
   }
   if (t->read_only) {
-    hot_msgf(err, errlen, "tuning database %s: opened read-only, cannot merge into it", t->path);
+    fileio_msgf(err, errlen, "tuning database %s: opened read-only, cannot merge into it", t->path);
     return RT_ERR_INVALID;
   }
   rt_status ps = prepare_writes(t, err, errlen);
@@ -155,7 +155,7 @@ rt_status tunedb_merge(hot_tunedb *t, const char *in_path, int64_t *n_rows, char
 
 rt_status tunedb_integrity_check(hot_tunedb *t, char *err, size_t errlen) {
   if (!t) {
-    hot_msgf(err, errlen, "tunedb_integrity_check: NULL database");
+    fileio_msgf(err, errlen, "tunedb_integrity_check: NULL database");
     return RT_ERR_INVALID;
   }
   sqlite3_stmt *st = NULL;
@@ -168,7 +168,7 @@ rt_status tunedb_integrity_check(hot_tunedb *t, char *err, size_t errlen) {
   } else {
     const unsigned char *v = sqlite3_column_text(st, 0);
     if (!v || strcmp((const char *)v, "ok") != 0) {
-      hot_msgf(err, errlen, "tuning database %s: integrity check failed: %s", t->path,
+      fileio_msgf(err, errlen, "tuning database %s: integrity check failed: %s", t->path,
                v ? (const char *)v : "?");
       tunedb_one_line(err, errlen);
       s = RT_ERR_IO;

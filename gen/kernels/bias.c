@@ -56,7 +56,7 @@ static const char *bias_output(hot_kernel_role r) {
 
 static const hot_step bias_steps[] = {{HOT_CALL_BACKWARD, 60, HOT_K_BIAS, 0, HOT_WHEN_BIAS}};
 
-const hot_kernel_desc hot_kd_bias = {
+const hot_kernel_desc kd_bias = {
     .family = "bias",
     .roles = 1u << HOT_K_BIAS,
     .templ = "templates/bias.cu",

@@ -110,7 +110,7 @@ static const hot_step gemm_steps[] = {
 };
 
 /* The template follows the plan's path: mma.sync (gemm_int.cu) or wgmma (gemm_wgmma.cu). */
-const hot_kernel_desc hot_kd_gemm = {
+const hot_kernel_desc kd_gemm = {
     .family = "gemm",
     .roles = 1u << HOT_K_GEMM_GX | 1u << HOT_K_GEMM_GW,
     .templ = "templates/gemm_int.cu",

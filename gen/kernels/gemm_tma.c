@@ -85,7 +85,7 @@ static const hot_step tma_steps[] = {
     {HOT_CALL_BACKWARD, 51, HOT_K_GEMM_GW, 0, HOT_WHEN_ALWAYS},
 };
 
-const hot_kernel_desc hot_kd_gemm_tma = {
+const hot_kernel_desc kd_gemm_tma = {
     .family = "gemm_tma",
     .roles = 1u << HOT_K_GEMM_GX | 1u << HOT_K_GEMM_GW,
     .templ = "templates/gemm_tma.cu",

@@ -1,5 +1,5 @@
 /* kernels/hla.c — the HLA projections of x^ (abc_x, forward, ABC) and g^ (hla_g, backward):
- * templates/hla_project.cu, twin templates/hla_project_ref.c (hot_ref_hla_quant_x / _g). */
+ * templates/hla_project.cu, twin templates/hla_project_ref.c (ref_hla_quant_x / _g). */
 #include <stdio.h>
 #include <stdlib.h>
 
@@ -118,7 +118,7 @@ static const hot_step hla_steps[] = {
     {HOT_CALL_BACKWARD, 41, HOT_K_HLA_G, 1, HOT_WHEN_ALWAYS},
 };
 
-const hot_kernel_desc hot_kd_hla = {
+const hot_kernel_desc kd_hla = {
     .family = "hla",
     .roles = 1u << HOT_K_ABC_X | 1u << HOT_K_HLA_G,
     .templ = "templates/hla_project.cu",

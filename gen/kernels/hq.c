@@ -101,7 +101,7 @@ static const hot_step hq_steps[] = {
     {HOT_CALL_BACKWARD, 33, HOT_K_HQ_W, 1, HOT_WHEN_ALWAYS},
 };
 
-const hot_kernel_desc hot_kd_hq = {
+const hot_kernel_desc kd_hq = {
     .family = "hq",
     .roles = 1u << HOT_K_HQ_G | 1u << HOT_K_HQ_W,
     .templ = "templates/hadamard_quant.cu",

@@ -84,7 +84,7 @@ static const hot_step lqs_steps[] = {
     {HOT_CALL_CALIBRATE, 72, HOT_K_LQS, 2, HOT_WHEN_ALWAYS},
 };
 
-const hot_kernel_desc hot_kd_lqs = {
+const hot_kernel_desc kd_lqs = {
     .family = "lqs",
     .roles = 1u << HOT_K_LQS,
     .templ = "templates/lqs.cu",

@@ -72,7 +72,7 @@ static const hot_step sawb_steps[] = {
     {HOT_CALL_BACKWARD, 32, HOT_K_SAWB_W, 1, HOT_WHEN_PLANNED},
 };
 
-const hot_kernel_desc hot_kd_sawb = {
+const hot_kernel_desc kd_sawb = {
     .family = "sawb",
     .roles = 1u << HOT_K_SAWB_W | 1u << HOT_K_SAWB_X,
     .templ = "templates/sawb.cu",

@@ -42,7 +42,7 @@
  * and the context's seed; hot_layer_create's recipe rule is not applied. On HOT_OK *out is a
  * layer the caller owns (hot_layer_destroy, or with the context). Errors as hot_layer_create's
  * (message in hot_errmsg(ctx)); HOT_ERR_INVALID also for layer_id < 0. */
-hot_status hot_tools_layer_create(hot_ctx *ctx, const hot_layer_spec *spec, int64_t batch,
+hot_status tools_layer_create(hot_ctx *ctx, const hot_layer_spec *spec, int64_t batch,
                                   int64_t tokens, hot_recipe recipe, int layer_id,
                                   hot_layer **out);
 
@@ -58,6 +58,6 @@ typedef struct {
 /* The distinct programs the latest compile of `layer` (hot_layer_compile, hot_ctx_compile)
  * compiled, in plan order, into out[0..cap). Returns how many were written (0 for NULL
  * arguments, an uncompiled layer, or a layer whose kernels all came from a cache). */
-int hot_tools_layer_jit_kernels(const hot_layer *layer, hot_tools_jit_kernel *out, int cap);
+int tools_layer_jit_kernels(const hot_layer *layer, hot_tools_jit_kernel *out, int cap);
 
 #endif

@@ -5,13 +5,13 @@
 
 #include "../hot_internal.h"
 
-hot_status hot_tools_layer_create(hot_ctx *ctx, const hot_layer_spec *spec, int64_t batch,
+hot_status tools_layer_create(hot_ctx *ctx, const hot_layer_spec *spec, int64_t batch,
                                   int64_t tokens, hot_recipe recipe, int layer_id,
                                   hot_layer **out) {
-  return hot_layer_create_resolved(ctx, spec, batch, tokens, recipe, layer_id, out);
+  return layer_create_resolved(ctx, spec, batch, tokens, recipe, layer_id, out);
 }
 
-int hot_tools_layer_jit_kernels(const hot_layer *layer, hot_tools_jit_kernel *out, int cap) {
+int tools_layer_jit_kernels(const hot_layer *layer, hot_tools_jit_kernel *out, int cap) {
   if (!layer || !out || cap <= 0 || !layer->plan) return 0;
   const hot_layer_plan *pl = layer->plan;
   int n = 0;

@@ -1,5 +1,5 @@
 /* fast.h — the fast CPU path of hot: the whole-layer operations of templates/ref.h
- * (hot_ref_layer_save / _backward / _calibrate) and the fp64 exact products of exact_ref.c, with
+ * (ref_layer_save / _backward / _calibrate) and the fp64 exact products of exact_ref.c, with
  * the same signatures and the same results bit for bit, computed by threads (a pool sized by
  * fast_set_threads, HOT_CPU_THREADS or the online CPUs) with SIMD kernels picked at run time
  * (scalar, AVX2, AVX-512 VNNI; the build needs no -march flag).
@@ -10,7 +10,7 @@
  * same butterfly per element, the Philox stream is counter based, and the canonical fp64 sums
  * are cut into the contract's 1024-term chunks, summed chunk by chunk and then in chunk order.
  *
- * Conventions are those of ref.h: the plan is checked with hot_ref_plan_check, inputs are only
+ * Conventions are those of ref.h: the plan is checked with ref_plan_check, inputs are only
  * read, outputs are written into the caller's buffers, scratch memory is malloc'ed and freed
  * before returning, the status codes are HOT_REF_*; the functions never print or exit. They may
  * be called from several threads at once (the pool runs one parallel region at a time; a call
@@ -50,16 +50,16 @@ const char *fast_level_name(int level);
 
 /* ---- whole layer: the same contract as hot_ref_layer_* (ref.h) ------------------------------ */
 
-/* As hot_ref_layer_save: the saved buffer (q_x^ and s_x^ with ABC, else an fp32 copy of x)
- * with the same bytes; release it with hot_ref_saved_free. */
+/* As ref_layer_save: the saved buffer (q_x^ and s_x^ with ABC, else an fp32 copy of x)
+ * with the same bytes; release it with ref_saved_free. */
 int fast_layer_save(const hot_layer_plan *pl, const void *x, hot_dtype dt, hot_ref_saved *out);
 
-/* As hot_ref_layer_backward: g_x[T*I], g_w[O*I] and g_b[O] (when not NULL), bit for bit. */
+/* As ref_layer_backward: g_x[T*I], g_w[O*I] and g_b[O] (when not NULL), bit for bit. */
 int fast_layer_backward(const hot_layer_plan *pl, const hot_ref_saved *saved, const void *g_y,
                         const void *w, hot_dtype dt, hot_gran gran, uint64_t seed, uint32_t step,
                         float *g_x, float *g_w, float *g_b);
 
-/* As hot_ref_layer_calibrate (hot_ref_lqs): the same errors and choice, bit for bit. */
+/* As ref_layer_calibrate (ref_lqs): the same errors and choice, bit for bit. */
 int fast_layer_calibrate(const hot_layer_plan *pl, const void *g_y, hot_dtype dt, uint64_t seed,
                          uint32_t step, hot_ref_lqs_result *out);
 

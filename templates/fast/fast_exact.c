@@ -7,7 +7,7 @@
  * and each block adds its terms in ascending k, so every element sees the same additions in the
  * same order. (atb64's skipping of zero terms changes nothing: a sum that starts at +0.0 is never
  * -0.0 under round-to-nearest, and adding +-0 to it leaves it as it is.) The fp64 transforms of
- * hot_ref_hq_gx_f64 and hot_ref_hla_gw_f64 keep their stage order and run per column. */
+ * ref_hq_gx_f64 and ref_hla_gw_f64 keep their stage order and run per column. */
 #include <stdlib.h>
 #include <string.h>
 
@@ -206,7 +206,7 @@ static void div_all(double *c, int64_t n, double div) {
 
 int fast_hq_gx_f64(const hot_layer_plan *pl, const float *g_y, const float *w, double *g_x) {
   if (!pl || !g_y || !w || !g_x) return HOT_REF_EARG;
-  int rc = hot_ref_plan_check(pl);
+  int rc = ref_plan_check(pl);
   if (rc) return rc;
   if (!pl->hq.enabled) return HOT_REF_ESHAPE;
   const int b = pl->hq.block;
@@ -276,7 +276,7 @@ static int project64(const hot_layer_plan *pl, const float *src, int64_t cols, d
 
 int fast_hla_gw_f64(const hot_layer_plan *pl, const float *g_y, const float *x_, double *g_w) {
   if (!pl || !g_y || !x_ || !g_w) return HOT_REF_EARG;
-  int rc = hot_ref_plan_check(pl);
+  int rc = ref_plan_check(pl);
   if (rc) return rc;
   if (!pl->hla.enabled) return HOT_REF_ESHAPE;
   const int64_t K = pl->hla.k, O = pl->O, I = pl->I;

@@ -22,7 +22,7 @@ static int64_t rows_per_task(int64_t cols) {
   return r > 0 ? r : 1;
 }
 
-/* ---- the grouped quantizer (hot_ref_quantize_groups, CONTRACT.md 6 and 11) ----------------- */
+/* ---- the grouped quantizer (ref_quantize_groups, CONTRACT.md 6 and 11) ----------------- */
 
 typedef struct {
   const float *v;
@@ -93,7 +93,7 @@ static int row_stats(qctx *x, int threads) {
   return atomic_load(&x->bad) ? HOT_REF_ENONFINITE : HOT_REF_OK;
 }
 
-/* hot_ref_quantize_groups on a tensor whose row amax (row_amax, finite) is known: writes
+/* ref_quantize_groups on a tensor whose row amax (row_amax, finite) is known: writes
  * scales[rows / group_rows] and codes[rows * cols]. */
 static int quantize_known(const float *v, int64_t rows, int64_t cols, int64_t group_rows,
                           const hot_quant *q, uint64_t seed, uint32_t tag, uint32_t step,
@@ -132,7 +132,7 @@ static int quantize_known(const float *v, int64_t rows, int64_t cols, int64_t gr
   return HOT_REF_OK;
 }
 
-/* The whole grouped quantizer on a finite-or-not tensor: as hot_ref_quantize_groups. */
+/* The whole grouped quantizer on a finite-or-not tensor: as ref_quantize_groups. */
 static int quantize_groups(const float *v, int64_t rows, int64_t cols, int64_t group_rows,
                            const hot_quant *q, uint64_t seed, uint32_t tag, uint32_t step,
                            int threads, int8_t *codes, float *scales) {
@@ -161,7 +161,7 @@ typedef struct {
   int level;
 } tctx;
 
-/* g' rows: load, zero-pad to o_pad, H_b per block of b (hot_ref_hq_transform_g). */
+/* g' rows: load, zero-pad to o_pad, H_b per block of b (ref_hq_transform_g). */
 static void hq_g_task(void *ctx, int64_t i, int tid) {
   (void)tid;
   const tctx *x = ctx;
@@ -176,7 +176,7 @@ static void hq_g_task(void *ctx, int64_t i, int tid) {
   }
 }
 
-/* w' (o_pad x I): block of b rows i / chunks, columns chunk i % chunks (hot_ref_hq_transform_w). */
+/* w' (o_pad x I): block of b rows i / chunks, columns chunk i % chunks (ref_hq_transform_w). */
 static void hq_w_task(void *ctx, int64_t i, int tid) {
   (void)tid;
   const tctx *x = ctx;
@@ -192,7 +192,7 @@ static void hq_w_task(void *ctx, int64_t i, int tid) {
   fast_fwht_cols(x->out + o0 * I + c0, (int)b, n, I, x->level);
 }
 
-/* HLA: token block i / chunks, column chunk i % chunks (hot_ref_hla_transform). */
+/* HLA: token block i / chunks, column chunk i % chunks (ref_hla_transform). */
 static void hla_task(void *ctx, int64_t i, int tid) {
   const tctx *x = ctx;
   const hot_layer_plan *pl = x->pl;
@@ -317,7 +317,7 @@ static int backward_gx(const hot_layer_plan *pl, const void *g_y, const void *w,
   float *ra = malloc((size_t)(T > op ? T : op) * sizeof *ra), *sg = malloc((size_t)T * sizeof *sg);
   int8_t *qg = malloc((size_t)(T * op)), *qw = malloc((size_t)(op * I));
   if (!gt || !wt || !ra || !sg || !qg || !qw) goto done;
-  /* q_g' (hot_ref_hq_quant_g) */
+  /* q_g' (ref_hq_quant_g) */
   tctx tg = {pl, g_y, dt, op, gt, NULL, level};
   fast_parallel(fast_cdiv(T, rows_per_task(op)), threads, hq_g_task, &tg);
   qctx st;
@@ -333,7 +333,7 @@ static int backward_gx(const hot_layer_plan *pl, const void *g_y, const void *w,
   rc = quantize_known(gt, T, op, group, &pl->hq.g, seed, tag, step, ra, threads, qg, sg);
   if (rc) goto done;
   for (int64_t t = T - 1; group > 1 && t >= 0; --t) sg[t] = sg[t / group];
-  /* q_w' (hot_ref_hq_quant_w): RTN, per tensor */
+  /* q_w' (ref_hq_quant_w): RTN, per tensor */
   tctx tw = {pl, w, dt, I, wt, NULL, level};
   fast_parallel((op / pl->hq.block) * fast_cdiv(I, COLS_CHUNK), threads, hq_w_task, &tw);
   hot_quant qwq = pl->hq.w;
@@ -341,7 +341,7 @@ static int backward_gx(const hot_layer_plan *pl, const void *g_y, const void *w,
   float sw = 0.0f;
   rc = quantize_groups(wt, op, I, op, &qwq, 0, 0, 0, threads, qw, &sw);
   if (rc) goto done;
-  /* GEMM + epilogue (hot_ref_gemm_gx) */
+  /* GEMM + epilogue (ref_gemm_gx) */
   const float c_w = HOT_DIV(sw, HOT_I2F(pl->hq.block));
   for (int64_t t = 0; t < T; ++t) sg[t] = HOT_MUL(sg[t], c_w);
   ectx e = {sg, NULL, g_x, I};
@@ -409,7 +409,7 @@ done:
   return rc;
 }
 
-/* ---- g_b (hot_ref_bias) ----------------------------------------------------------------------- */
+/* ---- g_b (ref_bias) ----------------------------------------------------------------------- */
 
 typedef struct {
   const hot_layer_plan *pl;
@@ -509,17 +509,17 @@ int fast_layer_save(const hot_layer_plan *pl, const void *x, hot_dtype dt, hot_r
   if (!out) return HOT_REF_EARG;
   memset(out, 0, sizeof *out);
   if (!pl || !x || !ref_dt_ok(dt)) return HOT_REF_EARG;
-  int rc = hot_ref_plan_check(pl);
+  int rc = ref_plan_check(pl);
   if (rc) return rc;
   const int threads = fast_threads();
   if (pl->hla.enabled && pl->abc.enabled) {
     const int64_t I = pl->I, K = pl->hla.k;
-    out->q_x = malloc((size_t)hot_ref_hla_x_bytes(pl));
+    out->q_x = malloc((size_t)ref_hla_x_bytes(pl));
     out->s_x = malloc((size_t)pl->hla.groups * sizeof *out->s_x);
     int8_t *codes = malloc((size_t)(K * I));
     if (!out->q_x || !out->s_x || !codes) {
       free(codes);
-      hot_ref_saved_free(out);
+      ref_saved_free(out);
       return HOT_REF_ENOMEM;
     }
     hot_quant q = pl->hla.x;
@@ -530,14 +530,14 @@ int fast_layer_save(const hot_layer_plan *pl, const void *x, hot_dtype dt, hot_r
       fast_parallel(fast_cdiv(I, 64), threads, store_task, &s);
     }
     free(codes);
-    out->bytes = hot_ref_hla_x_bytes(pl) + pl->hla.groups * (int64_t)sizeof(float);
+    out->bytes = ref_hla_x_bytes(pl) + pl->hla.groups * (int64_t)sizeof(float);
   } else {
     out->x = malloc((size_t)(pl->T * pl->I) * sizeof *out->x);
     if (!out->x) return HOT_REF_ENOMEM;
     rc = load_all(x, dt, pl->T * pl->I, 1, threads, out->x);
     out->bytes = pl->T * pl->I * (int64_t)sizeof(float);
   }
-  if (rc) hot_ref_saved_free(out);
+  if (rc) ref_saved_free(out);
   return rc;
 }
 
@@ -545,7 +545,7 @@ int fast_layer_backward(const hot_layer_plan *pl, const hot_ref_saved *saved, co
                         const void *w, hot_dtype dt, hot_gran gran, uint64_t seed, uint32_t step,
                         float *g_x, float *g_w, float *g_b) {
   if (!pl || !saved || !g_y || !w || !g_x || !g_w || !ref_dt_ok(dt)) return HOT_REF_EARG;
-  int rc = hot_ref_plan_check(pl);
+  int rc = ref_plan_check(pl);
   if (rc) return rc;
   if (pl->hq.enabled && gran != HOT_GRAN_TENSOR && gran != HOT_GRAN_ROW && gran != HOT_GRAN_SAMPLE)
     return HOT_REF_EARG;
@@ -561,7 +561,7 @@ int fast_layer_backward(const hot_layer_plan *pl, const hot_ref_saved *saved, co
   return g_b ? bias(pl, g_y, dt, threads, g_b) : HOT_REF_OK;
 }
 
-/* ---- LQS (hot_ref_lqs) ------------------------------------------------------------------------- */
+/* ---- LQS (ref_lqs) ------------------------------------------------------------------------- */
 
 typedef struct {
   const float *v;
@@ -607,7 +607,7 @@ static void lqs_task(void *ctx, int64_t i, int tid) {
 int fast_layer_calibrate(const hot_layer_plan *pl, const void *g_y, hot_dtype dt, uint64_t seed,
                          uint32_t step, hot_ref_lqs_result *out) {
   if (!pl || !g_y || !out || !ref_dt_ok(dt)) return HOT_REF_EARG;
-  int rc = hot_ref_plan_check(pl);
+  int rc = ref_plan_check(pl);
   if (rc) return rc;
   const int64_t T = pl->T, O = pl->O, L = pl->L, n = T * O;
   lqctx x;

@@ -4,9 +4,9 @@
  *
  *   int hot_fast_bench(int path, long long B, long long L, long long O, long long I, int recipe,
  *                      int threads, int reps, double *best_s, unsigned *checksum)
- * path 0: hot_ref_layer_backward (single-threaded twins); 1: fast_layer_backward with `threads`
+ * path 0: ref_layer_backward (single-threaded twins); 1: fast_layer_backward with `threads`
  * threads (0: fast_threads()'s default); 2: fast_exact_gx + fast_exact_gw (fp64), 3: the same
- * through hot_ref_exact_gx/gw. Writes the best of `reps` wall times in seconds and a checksum of
+ * through ref_exact_gx/gw. Writes the best of `reps` wall times in seconds and a checksum of
  * the output bits (equal for paths 0 and 1, and for 2 and 3). Returns 0, or -1 with a message on
  * stderr. */
 #define _POSIX_C_SOURCE 200809L
@@ -76,28 +76,28 @@ int hot_fast_bench(int path, long long B, long long L, long long O, long long I,
   for (int r = 0; r < reps && !rc; ++r) {
     double t0 = now_s();
     switch (path) {
-    case 0: rc = hot_ref_layer_backward(&pl, &s, g, w, HOT_DT_F32, HOT_GRAN_TENSOR, 1, 1, gx, gw, gb); break;
+    case 0: rc = ref_layer_backward(&pl, &s, g, w, HOT_DT_F32, HOT_GRAN_TENSOR, 1, 1, gx, gw, gb); break;
     case 1: rc = fast_layer_backward(&pl, &s, g, w, HOT_DT_F32, HOT_GRAN_TENSOR, 1, 1, gx, gw, gb); break;
     case 2:
       rc = fast_exact_gx(T, O, I, g, w, dx);
       if (!rc) rc = fast_exact_gw(T, O, I, g, x, dw);
       break;
     default:
-      rc = hot_ref_exact_gx(T, O, I, g, w, dx);
-      if (!rc) rc = hot_ref_exact_gw(T, O, I, g, x, dw);
+      rc = ref_exact_gx(T, O, I, g, w, dx);
+      if (!rc) rc = ref_exact_gw(T, O, I, g, x, dw);
       break;
     }
     double dt = now_s() - t0;
     best = dt < best ? dt : best;
   }
-  if (rc) fprintf(stderr, "hot_fast_bench: %s\n", hot_ref_status_name(rc));
+  if (rc) fprintf(stderr, "hot_fast_bench: %s\n", ref_status_name(rc));
   *best_s = best;
   if (path >= 2) {
     for (int64_t i = 0; i < T * I; ++i) gx[i] = (float)dx[i];
     for (int64_t i = 0; i < O * I; ++i) gw[i] = (float)dw[i];
   }
   *checksum = fold(gx, T * I) ^ (fold(gw, O * I) * 31u) ^ (path < 2 ? fold(gb, O) * 7u : 0u);
-  hot_ref_saved_free(&s);
+  ref_saved_free(&s);
   fast_set_threads(0);
   free(x), free(w), free(g), free(gx), free(gw), free(gb), free(dx), free(dw);
   return rc ? -1 : 0;

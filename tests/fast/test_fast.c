@@ -90,7 +90,7 @@ static void make_plan(const fcase *c, hot_layer_spec *sp, hot_layer_plan *pl) {
   if (m & M_FULL) sp->hla.selection = HOT_SEL_FULL;
   int rc = plan_layer(sp, c->B, c->L, c->rec, c->arch, 5, pl, err, sizeof err);
   ck_assert_msg(rc == 0, "plan_layer: %s", err);
-  ck_assert_int_eq(hot_ref_plan_check(pl), HOT_REF_OK);
+  ck_assert_int_eq(ref_plan_check(pl), HOT_REF_OK);
 }
 
 /* Inputs of dtype dt: n values N(0, sd), as bit patterns of dt. */
@@ -112,7 +112,7 @@ static void *make_input(tp_rng *r, int64_t n, double sd, hot_dtype dt, float *f3
 static int same_saved(const hot_layer_plan *pl, const hot_ref_saved *a, const hot_ref_saved *b) {
   if (a->bytes != b->bytes || !a->q_x != !b->q_x || !a->x != !b->x) return 0;
   if (a->q_x)
-    return memcmp(a->q_x, b->q_x, (size_t)hot_ref_hla_x_bytes(pl)) == 0 &&
+    return memcmp(a->q_x, b->q_x, (size_t)ref_hla_x_bytes(pl)) == 0 &&
            memcmp(a->s_x, b->s_x, (size_t)pl->hla.groups * sizeof(float)) == 0;
   return memcmp(a->x, b->x, (size_t)(pl->T * pl->I) * sizeof(float)) == 0;
 }
@@ -135,14 +135,14 @@ static void run_case(const fcase *c, int idx) {
   float *fx = malloc((size_t)(T * I) * sizeof *fx), *fw = malloc((size_t)(O * I) * sizeof *fw);
   float *rb = malloc((size_t)O * sizeof *rb), *fb = malloc((size_t)O * sizeof *fb);
   hot_ref_saved rs, fs;
-  ck_assert_int_eq(hot_ref_layer_save(&pl, x, c->dt, &rs), HOT_REF_OK);
+  ck_assert_int_eq(ref_layer_save(&pl, x, c->dt, &rs), HOT_REF_OK);
   hot_ref_lqs_result rl, fl;
-  int rlc = hot_ref_layer_calibrate(&pl, g, c->dt, 77, 9, &rl);
+  int rlc = ref_layer_calibrate(&pl, g, c->dt, 77, 9, &rl);
   const hot_gran grans[3] = {HOT_GRAN_TENSOR, HOT_GRAN_ROW, HOT_GRAN_SAMPLE};
   const int ngran = pl.hq.enabled ? 3 : 1;
   int runs = 0;
   for (int gi = 0; gi < ngran; ++gi) {
-    ck_assert_int_eq(hot_ref_layer_backward(&pl, &rs, g, w, c->dt, grans[gi], 77, 9 + (uint32_t)gi,
+    ck_assert_int_eq(ref_layer_backward(&pl, &rs, g, w, c->dt, grans[gi], 77, 9 + (uint32_t)gi,
                                             rx, rw, rb),
                      HOT_REF_OK);
     for (int level = 0; level <= (int)fast_level_cpu(); ++level)
@@ -155,7 +155,7 @@ static void run_case(const fcase *c, int idx) {
           ck_assert_int_eq(fast_layer_save(&pl, x, c->dt, &fs), HOT_REF_OK);
           ck_assert_msg(same_saved(&pl, &rs, &fs), "case %d: saved buffer differs (%s, %d threads)",
                         idx, fast_level_name(level), th);
-          hot_ref_saved_free(&fs);
+          ref_saved_free(&fs);
           int flc = fast_layer_calibrate(&pl, g, c->dt, 77, 9, &fl);
           ck_assert_int_eq(flc, rlc);
           if (!rlc) {
@@ -193,7 +193,7 @@ static void run_case(const fcase *c, int idx) {
          pl.hq.enabled ? plan_codes_name(pl.hq.codes) : "off", pl.hla.enabled ? "on" : "off",
          pl.hla.block, pl.hla.rank, plan_layout_name(pl.hla.layout), (long long)pl.hla.groups,
          (long long)pl.hla.k, runs);
-  hot_ref_saved_free(&rs);
+  ref_saved_free(&rs);
   free(tmp), free(x), free(w), free(g), free(rx), free(rw), free(fx), free(fw), free(rb), free(fb);
   fast_set_level(-1);
   fast_set_threads(0);
@@ -218,8 +218,8 @@ START_TEST(exact_bit_identical) {
     tp_fill_normal(&r, w, O * I, 1.0);
     tp_fill_normal(&r, x, T * I, 1.0);
     double *a = malloc((size_t)(T * I + O * I) * sizeof *a), *b = malloc((size_t)(T * I + O * I) * sizeof *b);
-    ck_assert_int_eq(hot_ref_exact_gx(T, O, I, g, w, a), 0);
-    ck_assert_int_eq(hot_ref_exact_gw(T, O, I, g, x, a + T * I), 0);
+    ck_assert_int_eq(ref_exact_gx(T, O, I, g, w, a), 0);
+    ck_assert_int_eq(ref_exact_gw(T, O, I, g, x, a + T * I), 0);
     for (int level = 0; level <= (int)fast_level_cpu() && level <= FAST_LEVEL_AVX2; ++level)
       for (int th = 1; th <= 3; ++th) {
         fast_set_level(level);
@@ -247,8 +247,8 @@ START_TEST(exact_bit_identical) {
     tp_fill_normal(&r, w, O * I, 1.0);
     tp_fill_normal(&r, x, T * I, 1.0);
     double *a = malloc((size_t)(T * I + O * I) * sizeof *a), *b = malloc((size_t)(T * I + O * I) * sizeof *b);
-    ck_assert_int_eq(hot_ref_hq_gx_f64(&pl, g, w, a), 0);
-    ck_assert_int_eq(hot_ref_hla_gw_f64(&pl, g, x, a + T * I), 0);
+    ck_assert_int_eq(ref_hq_gx_f64(&pl, g, w, a), 0);
+    ck_assert_int_eq(ref_hla_gw_f64(&pl, g, x, a + T * I), 0);
     for (int th = 1; th <= 3; ++th) {
       fast_set_threads(th);
       ck_assert_int_eq(fast_hq_gx_f64(&pl, g, w, b), 0);
@@ -279,7 +279,7 @@ START_TEST(statuses_match) {
   ck_assert_int_eq(fast_layer_save(NULL, x, HOT_DT_F32, &f), HOT_REF_EARG);
   ck_assert_int_eq(fast_layer_save(&pl, x, (hot_dtype)7, &f), HOT_REF_EARG);
   ck_assert_int_eq(fast_layer_save(&pl, x, HOT_DT_F32, NULL), HOT_REF_EARG);
-  ck_assert_int_eq(hot_ref_layer_save(&pl, x, HOT_DT_F32, &s), HOT_REF_OK);
+  ck_assert_int_eq(ref_layer_save(&pl, x, HOT_DT_F32, &s), HOT_REF_OK);
   ck_assert_int_eq(fast_layer_backward(&pl, &s, g, w, HOT_DT_F32, HOT_GRAN_AUTO, 1, 1, gx, gw, gb),
                    HOT_REF_EARG);
   ck_assert_int_eq(fast_layer_backward(&pl, &s, g, w, HOT_DT_F32, HOT_GRAN_ROW, 1, 1, NULL, gw, gb),
@@ -288,10 +288,10 @@ START_TEST(statuses_match) {
   hot_layer_plan bad = pl;
   bad.hq.o_pad += 1;
   ck_assert_int_eq(fast_layer_backward(&bad, &s, g, w, HOT_DT_F32, HOT_GRAN_ROW, 1, 1, gx, gw, gb),
-                   hot_ref_layer_backward(&bad, &s, g, w, HOT_DT_F32, HOT_GRAN_ROW, 1, 1, gx, gw, gb));
+                   ref_layer_backward(&bad, &s, g, w, HOT_DT_F32, HOT_GRAN_ROW, 1, 1, gx, gw, gb));
   /* all-zero data: zero scales, zero outputs, like the twins */
   float *rx = malloc((size_t)(T * I) * sizeof *rx), *rw = malloc((size_t)(O * I) * sizeof *rw);
-  ck_assert_int_eq(hot_ref_layer_backward(&pl, &s, g, w, HOT_DT_F32, HOT_GRAN_ROW, 1, 1, rx, rw, NULL), 0);
+  ck_assert_int_eq(ref_layer_backward(&pl, &s, g, w, HOT_DT_F32, HOT_GRAN_ROW, 1, 1, rx, rw, NULL), 0);
   ck_assert_int_eq(fast_layer_backward(&pl, &s, g, w, HOT_DT_F32, HOT_GRAN_ROW, 1, 1, gx, gw, NULL), 0);
   ck_assert_mem_eq(rx, gx, (size_t)(T * I) * sizeof *gx);
   ck_assert_mem_eq(rw, gw, (size_t)(O * I) * sizeof *gw);
@@ -308,7 +308,7 @@ START_TEST(statuses_match) {
   x[7] = NAN;
   ck_assert_int_eq(fast_layer_save(&pl, x, HOT_DT_F32, &f), HOT_REF_ENONFINITE);
   ck_assert_ptr_null(f.q_x);
-  hot_ref_saved_free(&s);
+  ref_saved_free(&s);
   free(x), free(w), free(g), free(gx), free(gw), free(gb), free(rx), free(rw);
 }
 END_TEST

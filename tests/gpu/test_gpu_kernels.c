@@ -147,7 +147,7 @@ static kernel load_kernel(const hot_layer_plan *pl, hot_kernel_role role) {
   hot_kernel_source src = {"hot.cu", e.source, e.kernels, 1, plan_arch_caps(pl->arch)->name, NULL, 0};
   const hot_kernel_binary *bin;
   char *log = NULL;
-  if (hot_kcache_get(kc, &src, &bin, NULL, &log, err, sizeof err) != RT_OK)
+  if (kcache_get(kc, &src, &bin, NULL, &log, err, sizeof err) != RT_OK)
     FAIL("compile %s: %s\n%s", k.kp->name, err, log ? log : "");
   if (!g_dry) {
     CKRT(module_load(&k.mod, bin->cubin, bin->cubin_size, k.kp->name, err, sizeof err));
@@ -271,8 +271,8 @@ static void check_hq_g(const hot_layer_plan *pl, const void *gy, hot_gran gran) 
   float *gs = dev_fetch(scales, (size_t)pl->T * 4);
   void *cc = malloc((size_t)pl->T * rb);
   float *cs = malloc((size_t)pl->T * 4);
-  int rc = hot_ref_hq_quant_g(pl, gy, pl->spec->dtype, gran, seed, step, cc, cs);
-  if (rc != HOT_REF_OK) FAIL("twin: %s", hot_ref_status_name(rc));
+  int rc = ref_hq_quant_g(pl, gy, pl->spec->dtype, gran, seed, step, cc, cs);
+  if (rc != HOT_REF_OK) FAIL("twin: %s", ref_status_name(rc));
   char what[160];
   snprintf(what, sizeof what, "%s (%s) codes", k.kp->name, plan_gran_name(gran));
   same_bytes(what, gc, cc, (size_t)pl->T * rb);
@@ -306,8 +306,8 @@ static void check_hq_w(const hot_layer_plan *pl, const void *w) {
   float *gs = dev_fetch(scale, 4);
   void *cc = malloc((size_t)pl->I * rb);
   float cs;
-  int rc = hot_ref_hq_quant_w(pl, w, pl->spec->dtype, cc, &cs);
-  if (rc != HOT_REF_OK) FAIL("twin: %s", hot_ref_status_name(rc));
+  int rc = ref_hq_quant_w(pl, w, pl->spec->dtype, cc, &cs);
+  if (rc != HOT_REF_OK) FAIL("twin: %s", ref_status_name(rc));
   same_bytes(k.kp->name, gc, cc, (size_t)pl->I * rb);
   same_floats("s_w", gs, &cs, 1);
   free(gc); free(gs); free(cc);
@@ -353,13 +353,13 @@ static void check_hq_w_sawb(const hot_layer_plan *pl, const void *w) {
                   &math_out, &phase, &seed, &tag, &step};
   launch(&k, NULL, args);
   float *gm = dev_fetch(math, nm * 4), *cm = malloc(nm * 4);
-  if (hot_ref_hq_transform_w(pl, w, pl->spec->dtype, cm)) FAIL("twin transform_w");
+  if (ref_hq_transform_w(pl, w, pl->spec->dtype, cm)) FAIL("twin transform_w");
   same_floats("w' math tensor (hadamard_quant.cu math_out)", gm, cm, nm);
   run_sawb(&ks, math, (long long)nm, 1, amax, sawb_s);
   void *cc = malloc((size_t)pl->I * rb);
   float cs;
-  int rc = hot_ref_hq_quant_w(pl, w, pl->spec->dtype, cc, &cs);
-  if (rc != HOT_REF_OK) FAIL("twin: %s", hot_ref_status_name(rc));
+  int rc = ref_hq_quant_w(pl, w, pl->spec->dtype, cc, &cs);
+  if (rc != HOT_REF_OK) FAIL("twin: %s", ref_status_name(rc));
   float *gss = dev_fetch(sawb_s, 4);
   same_floats("s_w (sawb.cu)", gss, &cs, 1);
   phase = 1;
@@ -382,7 +382,7 @@ static void check_hq_w_sawb(const hot_layer_plan *pl, const void *w) {
 /* HLA projection x^ (HOT_K_ABC_X, RTN) or g^ (HOT_K_HLA_G, SR): absmax = phases 0, 1; x^ with
  * the SAWB rule = phase 0 with math_out (compared with the twin's transform), sawb.cu, phase 1
  * with scale_in. Codes (cols x k_pad, the zero tail included: the buffer starts as garbage) and
- * the scale are compared with hot_ref_hla_quant_x / _g. */
+ * the scale are compared with ref_hla_quant_x / _g. */
 static void check_hla(const hot_layer_plan *pl, const void *src_h, hot_kernel_role role) {
   kernel k = load_kernel(pl, role);
   int is_g = role == HOT_K_HLA_G;
@@ -412,14 +412,14 @@ static void check_hla(const hot_layer_plan *pl, const void *src_h, hot_kernel_ro
   launch(&k, NULL, args);
   int8_t *cc = malloc(ncodes);
   float *cs = malloc(4 * (size_t)groups);
-  int rc = is_g ? hot_ref_hla_quant_g(pl, src_h, pl->spec->dtype, seed, step, cc, cs)
-                : hot_ref_hla_quant_x(pl, src_h, pl->spec->dtype, cc, cs);
-  if (rc != HOT_REF_OK) FAIL("twin: %s", hot_ref_status_name(rc));
+  int rc = is_g ? ref_hla_quant_g(pl, src_h, pl->spec->dtype, seed, step, cc, cs)
+                : ref_hla_quant_x(pl, src_h, pl->spec->dtype, cc, cs);
+  if (rc != HOT_REF_OK) FAIL("twin: %s", ref_status_name(rc));
   char what[200];
   if (sawb) {
     kernel ks = load_kernel(pl, HOT_K_SAWB_X);
     float *gm = dev_fetch(math, nm * 4), *cm = malloc(nm * 4);
-    if (hot_ref_hla_transform(pl, src_h, pl->spec->dtype, pl->I, cm)) FAIL("twin hla_transform");
+    if (ref_hla_transform(pl, src_h, pl->spec->dtype, pl->I, cm)) FAIL("twin hla_transform");
     snprintf(what, sizeof what, "%s x^ math tensor (math_out)", k.kp->name);
     same_floats(what, gm, cm, nm);
     run_sawb(&ks, math, (long long)(nm / nw), (int)nw, amax, sawb_s);
@@ -463,7 +463,7 @@ static void *make_token_outliers(int64_t rows, int64_t cols, hot_dtype dt) {
 }
 
 /* LQS: phases 0, 1, 2 on the plan's grid; e_tensor, e_token (fp64 bits) and the choice against
- * hot_ref_lqs. want: the choice the data must give (-1: no expectation). */
+ * ref_lqs. want: the choice the data must give (-1: no expectation). */
 static void check_lqs(const hot_layer_plan *pl, const void *gy, int want, const char *label) {
   kernel k = load_kernel(pl, HOT_K_LQS);
   size_t es = pl->spec->dtype == HOT_DT_F32 ? 4 : 2;
@@ -482,8 +482,8 @@ static void check_lqs(const hot_layer_plan *pl, const void *gy, int want, const 
   double *gr = dev_fetch(res, 16);
   int *gch = dev_fetch(choice, 4);
   hot_ref_lqs_result r;
-  int rc = hot_ref_lqs(pl, gy, pl->spec->dtype, seed, step, &r);
-  if (rc != HOT_REF_OK) FAIL("twin lqs: %s", hot_ref_status_name(rc));
+  int rc = ref_lqs(pl, gy, pl->spec->dtype, seed, step, &r);
+  if (rc != HOT_REF_OK) FAIL("twin lqs: %s", ref_status_name(rc));
   double cr[2] = {r.e_tensor, r.e_token};
   char what[200];
   snprintf(what, sizeof what, "%s (%s) [e_tensor, e_token]", k.kp->name, label);
@@ -509,11 +509,11 @@ static void check_gemms(const hot_layer_plan *pl, const void *gy, const void *w,
   /* g_x */
   void *qg = malloc((size_t)pl->T * rb), *qw = malloc((size_t)pl->I * rb);
   float *sg = malloc((size_t)pl->T * 4), sw;
-  if (hot_ref_hq_quant_g(pl, gy, dt, HOT_GRAN_ROW, k_seed, 1, qg, sg) ||
-      hot_ref_hq_quant_w(pl, w, dt, qw, &sw))
+  if (ref_hq_quant_g(pl, gy, dt, HOT_GRAN_ROW, k_seed, 1, qg, sg) ||
+      ref_hq_quant_w(pl, w, dt, qw, &sw))
     FAIL("twin quantizers");
   float *cx = malloc((size_t)(pl->T * pl->I) * 4);
-  if (hot_ref_gemm_gx(pl, qg, sg, qw, sw, cx)) FAIL("twin gemm_gx");
+  if (ref_gemm_gx(pl, qg, sg, qw, sw, cx)) FAIL("twin gemm_gx");
   kernel k = load_kernel(pl, HOT_K_GEMM_GX);
   CUdeviceptr A = dev_alloc((size_t)pl->T * rb, qg), Bm = dev_alloc((size_t)pl->I * rb, qw),
               C = dev_alloc((size_t)(pl->T * pl->I) * 4, NULL), rs = dev_alloc((size_t)pl->T * 4, sg),
@@ -534,10 +534,10 @@ static void check_gemms(const hot_layer_plan *pl, const void *gy, const void *w,
   int8_t *qgh = malloc((size_t)pl->O * kp), *qx = malloc((size_t)pl->I * kp);
   size_t gb = 4 * (size_t)pl->hla.groups;
   float *sgh = malloc(gb), *sx = malloc(gb);
-  if (hot_ref_hla_quant_g(pl, gy, dt, k_seed, 1, qgh, sgh) || hot_ref_hla_quant_x(pl, x, dt, qx, sx))
+  if (ref_hla_quant_g(pl, gy, dt, k_seed, 1, qgh, sgh) || ref_hla_quant_x(pl, x, dt, qx, sx))
     FAIL("twin HLA quantizers");
   float *cw = malloc((size_t)(pl->O * pl->I) * 4);
-  if (hot_ref_gemm_gw(pl, qgh, sgh, qx, sx, cw)) FAIL("twin gemm_gw");
+  if (ref_gemm_gw(pl, qgh, sgh, qx, sx, cw)) FAIL("twin gemm_gw");
   k = load_kernel(pl, HOT_K_GEMM_GW);
   A = dev_alloc((size_t)pl->O * kp, qgh);
   Bm = dev_alloc((size_t)pl->I * kp, qx);
@@ -568,7 +568,7 @@ static void check_bias(const hot_layer_plan *pl, const void *gy) {
   void *args[] = {&src, &gb, &T, &O};
   launch(&k, NULL, args);
   float *g = dev_fetch(gb, (size_t)pl->O * 4), *c = malloc((size_t)pl->O * 4);
-  if (hot_ref_bias(pl, gy, pl->spec->dtype, c)) FAIL("twin bias");
+  if (ref_bias(pl, gy, pl->spec->dtype, c)) FAIL("twin bias");
   same_floats(k.kp->name, g, c, (size_t)pl->O);
   free(g); free(c);
   d->cuMemFree(src); d->cuMemFree(gb);
@@ -616,15 +616,15 @@ static void open_cache(void) {
   hot_kcache_config cfg;
   memset(&cfg, 0, sizeof cfg);
   cfg.disk = dir && *dir ? 0 : -1;
-  CKRT(hot_kcache_open(&kc, &cfg, err, sizeof err));
+  CKRT(kcache_open(&kc, &cfg, err, sizeof err));
 }
 
 static void print_cache(const char *what) {
   hot_kcache_stats st;
-  hot_kcache_stats_get(kc, &st);
+  kcache_stats_get(kc, &st);
   printf("kernel cache (%s): %llu compiled (%.0f ms), %llu disk hits, %llu memory hits, %s\n", what,
          (unsigned long long)st.compiles, st.compile_ms, (unsigned long long)st.disk_hits,
-         (unsigned long long)st.memory_hits, hot_kcache_dir(kc) ? hot_kcache_dir(kc) : "memory only");
+         (unsigned long long)st.memory_hits, kcache_dir(kc) ? kcache_dir(kc) : "memory only");
 }
 
 /* --precompile ARCHS: every plan and kernel of run_all for each arch, no driver. */
@@ -669,7 +669,7 @@ static int precompile(const char *archs) {
     printf("precompile %s: %d kernel loads\n", plan_arch_caps(g_arch)->name, g_kernels - before);
   }
   print_cache("precompile");
-  hot_kcache_close(kc);
+  kcache_close(kc);
   return 0;
 }
 
@@ -727,7 +727,7 @@ int main(int argc, char **argv) {
     run_all();
   }
   print_cache("run");
-  hot_kcache_close(kc);
+  kcache_close(kc);
   d->cuDevicePrimaryCtxRelease(dev);
   printf("PASS: %d kernel loads, %d bit-exact comparisons on %s (plans:", g_kernels, g_checks, arch);
   for (int i = 0; i < nruns; ++i) printf(" %s", plan_arch_caps(runs[i])->name);

@@ -300,7 +300,7 @@ static void open_cache(void) {
   cfg.dir = getenv("HOT_TEST_KCACHE");
   cfg.disk = cfg.dir ? 1 : -1;
   char err[512];
-  ck_assert_msg(hot_kcache_open(&g_kc, &cfg, err, sizeof err) == RT_OK, "%s", err);
+  ck_assert_msg(kcache_open(&g_kc, &cfg, err, sizeof err) == RT_OK, "%s", err);
 }
 
 /* Compiles src (kernels names) for arch; checks spills and limits against caps. */
@@ -311,14 +311,14 @@ static void compile_check(const char *src, const char *const *names, size_t n, h
   const hot_kernel_binary *bin = NULL;
   char err[1024], *log = NULL;
   hot_kcache_origin how;
-  rt_status st = hot_kcache_get(g_kc, &ks, &bin, &how, &log, err, sizeof err);
+  rt_status st = kcache_get(g_kc, &ks, &bin, &how, &log, err, sizeof err);
   ck_assert_msg(st == RT_OK, "%s\n%s", err, log ? log : "");
   free(log);
   for (size_t k = 0; k < bin->n_kernels; ++k) {
     const hot_kernel_info *ki = &bin->kernels[k];
     int spills = ki->spill_store_bytes + ki->spill_load_bytes;
     printf("%-6s %-46s %8.1f ms %-8s regs %3d spills %d smem %d+%u\n", caps->name, ki->name,
-           bin->compile_ms, hot_kcache_origin_name(how), ki->registers, spills, ki->shared_bytes,
+           bin->compile_ms, kcache_origin_name(how), ki->registers, spills, ki->shared_bytes,
            dyn_smem[k]);
     ck_assert_msg(ki->found, "%s: no ptxas info", ki->name);
     quality_add(caps->name, ki, bin);
@@ -360,7 +360,7 @@ START_TEST(first_template_alone) {
       free(src);
     }
   }
-  hot_kcache_close(g_kc);
+  kcache_close(g_kc);
 }
 END_TEST
 
@@ -394,7 +394,7 @@ START_TEST(rtn_kernels) {
       emit_free(&e);
     }
   }
-  hot_kcache_close(g_kc);
+  kcache_close(g_kc);
 }
 END_TEST
 
@@ -433,7 +433,7 @@ START_TEST(segmented_gw_kernels) {
     compile_check(e.source, e.kernels, 1, arch, thr, smem);
     emit_free(&e);
   }
-  hot_kcache_close(g_kc);
+  kcache_close(g_kc);
 }
 END_TEST
 
@@ -511,12 +511,12 @@ START_TEST(every_shipped_kernel) {
     free(names[s]);
   }
   hot_kcache_stats st;
-  hot_kcache_stats_get(g_kc, &st);
+  kcache_stats_get(g_kc, &st);
   printf("%d distinct kernels from %d specs: %llu compiled (%.1f s), %llu from the disk cache\n",
          kernels, nspec, (unsigned long long)st.compiles, st.compile_ms / 1000.0,
          (unsigned long long)st.disk_hits);
   ck_assert_int_gt(kernels, 10);
-  hot_kcache_close(g_kc);
+  kcache_close(g_kc);
   free(g_seen);
   if (g_sass)
     sass_check();

@@ -259,7 +259,7 @@ static int run(char **argv) {
 static int capture(char **argv) {
   hot_capture c;
   char err[1024];
-  int st = hot_capture_read(argv[0], &c, err, sizeof err);
+  int st = capture_read(argv[0], &c, err, sizeof err);
   if (st != HOT_OK) {
     fprintf(stderr, "hot_py_helper: %s: %s\n", hot_status_name((hot_status)st), err);
     return 1;
@@ -272,7 +272,7 @@ static int capture(char **argv) {
   int ok = out != NULL;
   for (int i = 0; ok && i < 3; ++i) ok = fwrite(t[i], sizeof(float), n[i], out) == n[i];
   if (out && fclose(out) != 0) ok = 0;
-  hot_capture_free(&c);
+  capture_free(&c);
   if (!ok) {
     fprintf(stderr, "hot_py_helper: cannot write %s\n", argv[1]);
     return 1;

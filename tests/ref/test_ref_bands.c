@@ -37,14 +37,14 @@ static double gx_error(uint64_t seed, int kind, int b, hot_gran gran, hot_ref_lq
   float *g = malloc((size_t)(T * O) * sizeof *g), *w = malloc((size_t)(O * I) * sizeof *w);
   float *gx = malloc((size_t)(T * I) * sizeof *gx), *sg = malloc((size_t)T * sizeof *sg), sw;
   double *ex = malloc((size_t)(T * I) * sizeof *ex);
-  void *qg = malloc((size_t)hot_ref_hq_g_bytes(&pl)), *qw = malloc((size_t)hot_ref_hq_w_bytes(&pl));
+  void *qg = malloc((size_t)ref_hq_g_bytes(&pl)), *qw = malloc((size_t)ref_hq_w_bytes(&pl));
   make_gx_data(seed, kind, T, O, I, g, w);
-  ck_assert_int_eq(hot_ref_exact_gx(T, O, I, g, w, ex), 0);
-  ck_assert_int_eq(hot_ref_hq_quant_g(&pl, g, HOT_DT_F32, gran, seed, 1, qg, sg), 0);
-  ck_assert_int_eq(hot_ref_hq_quant_w(&pl, w, HOT_DT_F32, qw, &sw), 0);
-  ck_assert_int_eq(hot_ref_gemm_gx(&pl, qg, sg, qw, sw, gx), 0);
-  if (lqs) ck_assert_int_eq(hot_ref_lqs(&pl, g, HOT_DT_F32, seed, 7, lqs), 0);
-  double e = hot_ref_rel_err(gx, ex, T * I);
+  ck_assert_int_eq(ref_exact_gx(T, O, I, g, w, ex), 0);
+  ck_assert_int_eq(ref_hq_quant_g(&pl, g, HOT_DT_F32, gran, seed, 1, qg, sg), 0);
+  ck_assert_int_eq(ref_hq_quant_w(&pl, w, HOT_DT_F32, qw, &sw), 0);
+  ck_assert_int_eq(ref_gemm_gx(&pl, qg, sg, qw, sw, gx), 0);
+  if (lqs) ck_assert_int_eq(ref_lqs(&pl, g, HOT_DT_F32, seed, 7, lqs), 0);
+  double e = ref_rel_err(gx, ex, T * I);
   free(g);
   free(w);
   free(gx);
@@ -109,7 +109,7 @@ static double lqs_err(const hot_layer_plan *pl, const float *g, int64_t group, u
   hot_quant q = {4, HOT_ROUND_SR, HOT_GRAN_TENSOR, HOT_RULE_ABSMAX};
   int8_t *c = malloc((size_t)(T * O));
   float *sc = malloc((size_t)T * sizeof *sc);
-  ck_assert_int_eq(hot_ref_quantize_groups(g, T, O, group, &q, seed,
+  ck_assert_int_eq(ref_quantize_groups(g, T, O, group, &q, seed,
                                            (uint32_t)pl->layer_id * 16u + HOT_TENSOR_LQS, 7, c,
                                            sc), HOT_REF_OK);
   double e = 0.0;
@@ -139,7 +139,7 @@ START_TEST(lqs_token_vs_sample) {
     if (B > 1)
       for (int64_t i = 1 * L * O; i < 2 * L * O; ++i) g[i] *= 30.0f;
     hot_ref_lqs_result lq;
-    ck_assert_int_eq(hot_ref_lqs(&pl, g, HOT_DT_F32, 5, 7, &lq), HOT_REF_OK);
+    ck_assert_int_eq(ref_lqs(&pl, g, HOT_DT_F32, 5, 7, &lq), HOT_REF_OK);
     double e_sample = lqs_err(&pl, g, L, 5), e_tensor = lqs_err(&pl, g, T, 5);
     double e_token = lqs_err(&pl, g, 1, 5);
     printf("LQS B = %lld%s: e_token %.4f, e_sample %.4f, e_tensor %.4f -> %s\n", (long long)B,
@@ -176,7 +176,7 @@ START_TEST(lqs_channel_outliers_shape) {
     for (int j = 0; j < cfg[ci].k; ++j)
       for (int64_t t = 0; t < T; ++t) g[t * O + 5 + 13 * j] *= cfg[ci].f;
     hot_ref_lqs_result lq;
-    ck_assert_int_eq(hot_ref_lqs(&pl, g, HOT_DT_F32, 3, 7, &lq), HOT_REF_OK);
+    ck_assert_int_eq(ref_lqs(&pl, g, HOT_DT_F32, 3, 7, &lq), HOT_REF_OK);
     printf("LQS 1x256, O = 64, %d channel(s) x%g: e_token %.3f e_tensor %.3f ratio %.3f -> %s\n",
            cfg[ci].k, (double)cfg[ci].f, lq.e_token, lq.e_tensor, lq.e_token / lq.e_tensor,
            plan_gran_name(lq.choice));
@@ -200,7 +200,7 @@ static void gw_error(uint64_t seed, int smooth, int p, double *e_plain, double *
   float *g = malloc((size_t)(T * O) * sizeof *g), *x = malloc((size_t)(T * I) * sizeof *x);
   float *gw = malloc((size_t)(O * I) * sizeof *gw), sg, sx;
   double *ex = malloc((size_t)(O * I) * sizeof *ex), *h = malloc((size_t)(O * I) * sizeof *h);
-  int8_t *qg = malloc((size_t)hot_ref_hla_g_bytes(&pl)), *qx = malloc((size_t)hot_ref_hla_x_bytes(&pl));
+  int8_t *qg = malloc((size_t)ref_hla_g_bytes(&pl)), *qx = malloc((size_t)ref_hla_x_bytes(&pl));
   tp_rng rr;
   tp_seed(&rr, seed);
   if (smooth) {
@@ -210,13 +210,13 @@ static void gw_error(uint64_t seed, int smooth, int p, double *e_plain, double *
     tp_fill_normal(&rr, g, T * O, 1.0);
     tp_fill_normal(&rr, x, T * I, 1.0);
   }
-  ck_assert_int_eq(hot_ref_exact_gw(T, O, I, g, x, ex), 0);
-  ck_assert_int_eq(hot_ref_hla_gw_f64(&pl, g, x, h), 0);
-  *e_plain = hot_ref_rel_err_f64(h, ex, O * I);
-  ck_assert_int_eq(hot_ref_hla_quant_g(&pl, g, HOT_DT_F32, seed, 3, qg, &sg), 0);
-  ck_assert_int_eq(hot_ref_hla_quant_x(&pl, x, HOT_DT_F32, qx, &sx), 0);
-  ck_assert_int_eq(hot_ref_gemm_gw(&pl, qg, &sg, qx, &sx, gw), 0);
-  *e_int8 = hot_ref_rel_err(gw, ex, O * I);
+  ck_assert_int_eq(ref_exact_gw(T, O, I, g, x, ex), 0);
+  ck_assert_int_eq(ref_hla_gw_f64(&pl, g, x, h), 0);
+  *e_plain = ref_rel_err_f64(h, ex, O * I);
+  ck_assert_int_eq(ref_hla_quant_g(&pl, g, HOT_DT_F32, seed, 3, qg, &sg), 0);
+  ck_assert_int_eq(ref_hla_quant_x(&pl, x, HOT_DT_F32, qx, &sx), 0);
+  ck_assert_int_eq(ref_gemm_gw(&pl, qg, &sg, qx, &sx, gw), 0);
+  *e_int8 = ref_rel_err(gw, ex, O * I);
   free(g);
   free(x);
   free(gw);

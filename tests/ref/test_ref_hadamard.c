@@ -73,8 +73,8 @@ START_TEST(block_is_kronecker) {
     tp_seed(&r, 11u + (uint64_t)bi);
     for (int64_t i = 0; i < T * O; ++i) g[i] = (float)((int)(tp_u64(&r) % 201) - 100);
     for (int64_t i = 0; i < O * I; ++i) w[i] = (float)((int)(tp_u64(&r) % 201) - 100);
-    ck_assert_int_eq(hot_ref_hq_transform_g(&pl, g, HOT_DT_F32, gt), HOT_REF_OK);
-    ck_assert_int_eq(hot_ref_hq_transform_w(&pl, w, HOT_DT_F32, wt), HOT_REF_OK);
+    ck_assert_int_eq(ref_hq_transform_g(&pl, g, HOT_DT_F32, gt), HOT_REF_OK);
+    ck_assert_int_eq(ref_hq_transform_w(&pl, w, HOT_DT_F32, wt), HOT_REF_OK);
     int64_t bad = 0;
     for (int64_t t = 0; t < T; ++t)
       for (int64_t o = 0; o < op; ++o) { /* (g (I (x) H_b))[t,o], H_b symmetric */

@@ -24,15 +24,15 @@ START_TEST(hq_without_quantization_is_exact) {
     tp_seed(&r, 100u + (uint64_t)c);
     tp_fill_normal(&r, g, T * O, 1.0);
     tp_fill_normal(&r, w, O * I, 0.05);
-    ck_assert_int_eq(hot_ref_exact_gx(T, O, I, g, w, ex), 0);
-    ck_assert_int_eq(hot_ref_hq_gx_f64(&pl, g, w, h), 0);
-    double e64 = hot_ref_rel_err_f64(h, ex, T * I);
+    ck_assert_int_eq(ref_exact_gx(T, O, I, g, w, ex), 0);
+    ck_assert_int_eq(ref_hq_gx_f64(&pl, g, w, h), 0);
+    double e64 = ref_rel_err_f64(h, ex, T * I);
     /* the twins' fp32 g' and w' (what the kernels quantize), multiplied in fp64, / b */
-    ck_assert_int_eq(hot_ref_hq_transform_g(&pl, g, HOT_DT_F32, gt), 0);
-    ck_assert_int_eq(hot_ref_hq_transform_w(&pl, w, HOT_DT_F32, wt), 0);
-    ck_assert_int_eq(hot_ref_exact_gx(T, op, I, gt, wt, h), 0);
+    ck_assert_int_eq(ref_hq_transform_g(&pl, g, HOT_DT_F32, gt), 0);
+    ck_assert_int_eq(ref_hq_transform_w(&pl, w, HOT_DT_F32, wt), 0);
+    ck_assert_int_eq(ref_exact_gx(T, op, I, gt, wt, h), 0);
     for (int64_t i = 0; i < T * I; ++i) h[i] /= a.b;
-    double e32 = hot_ref_rel_err_f64(h, ex, T * I);
+    double e32 = ref_rel_err_f64(h, ex, T * I);
     printf("HQ unquantized T=%lld O=%lld I=%lld b=%d (o_pad %lld): rel err fp64 transforms %.2e, "
            "fp32 transforms %.2e\n",
            (long long)T, (long long)O, (long long)I, a.b, (long long)op, e64, e32);
@@ -66,14 +66,14 @@ START_TEST(hla_full_is_exact) {
     tp_seed(&r, 200u + (uint64_t)c);
     tp_fill_normal(&r, g, T * O, 1e-3);
     tp_fill_normal(&r, x, T * I, 1.0);
-    ck_assert_int_eq(hot_ref_exact_gw(T, O, I, g, x, ex), 0);
-    ck_assert_int_eq(hot_ref_hla_gw_f64(&pl, g, x, h), 0);
-    double e64 = hot_ref_rel_err_f64(h, ex, O * I);
-    ck_assert_int_eq(hot_ref_hla_transform(&pl, g, HOT_DT_F32, O, gh), 0);
-    ck_assert_int_eq(hot_ref_hla_transform(&pl, x, HOT_DT_F32, I, xh), 0);
-    ck_assert_int_eq(hot_ref_exact_gw(K, O, I, gh, xh, h), 0);
+    ck_assert_int_eq(ref_exact_gw(T, O, I, g, x, ex), 0);
+    ck_assert_int_eq(ref_hla_gw_f64(&pl, g, x, h), 0);
+    double e64 = ref_rel_err_f64(h, ex, O * I);
+    ck_assert_int_eq(ref_hla_transform(&pl, g, HOT_DT_F32, O, gh), 0);
+    ck_assert_int_eq(ref_hla_transform(&pl, x, HOT_DT_F32, I, xh), 0);
+    ck_assert_int_eq(ref_exact_gw(K, O, I, gh, xh, h), 0);
     for (int64_t i = 0; i < O * I; ++i) h[i] /= a.p;
-    double e32 = hot_ref_rel_err_f64(h, ex, O * I);
+    double e32 = ref_rel_err_f64(h, ex, O * I);
     printf("HLA full p=%d %s T=%lld (K=%lld) O=%lld I=%lld: rel err fp64 %.2e, fp32 transforms "
            "%.2e\n",
            a.p, lays[c] == HOT_LAYOUT_FLAT ? "flat" : "sample", (long long)T, (long long)K,
@@ -110,7 +110,7 @@ START_TEST(projector) {
     float *id = calloc((size_t)(T * T), sizeof *id), *A = malloc((size_t)(K * T) * sizeof *A);
     double *P = calloc((size_t)(T * T), sizeof *P);
     for (int64_t t = 0; t < T; ++t) id[t * T + t] = 1.0f;
-    ck_assert_int_eq(hot_ref_hla_transform(&pl, id, HOT_DT_F32, T, A), 0);
+    ck_assert_int_eq(ref_hla_transform(&pl, id, HOT_DT_F32, T, A), 0);
     for (int64_t k = 0; k < K; ++k)
       for (int64_t i = 0; i < T; ++i)
         for (int64_t j = 0; j < T; ++j) P[i * T + j] += (double)A[k * T + i] * A[k * T + j];

@@ -11,7 +11,7 @@
 #include "hot_math.cuh"
 #include "ref_util.h"
 
-/* one scale group of value 1 (the hot_ref_gemm_gw scale arrays of a per-tensor plan) */
+/* one scale group of value 1 (the ref_gemm_gw scale arrays of a per-tensor plan) */
 static const float k_one[1] = {1.0f};
 
 static void make_plan(hot_layer_spec *sp, hot_layer_plan *pl, hot_recipe rec, hot_arch arch,
@@ -58,12 +58,12 @@ static hot_gran run_layer(const hot_layer_plan *pl, const void *x, const void *w
                           hot_dtype dt, float *gx, float *gw, float *gb) {
   hot_ref_saved sv;
   hot_ref_lqs_result lq;
-  ck_assert_int_eq(hot_ref_layer_save(pl, x, dt, &sv), HOT_REF_OK);
-  ck_assert_int_eq(hot_ref_layer_calibrate(pl, g, dt, 99, 0, &lq), HOT_REF_OK);
-  ck_assert_int_eq(hot_ref_layer_backward(pl, &sv, g, w, dt, lq.choice, 99, 1, gx, gw, gb),
+  ck_assert_int_eq(ref_layer_save(pl, x, dt, &sv), HOT_REF_OK);
+  ck_assert_int_eq(ref_layer_calibrate(pl, g, dt, 99, 0, &lq), HOT_REF_OK);
+  ck_assert_int_eq(ref_layer_backward(pl, &sv, g, w, dt, lq.choice, 99, 1, gx, gw, gb),
                    HOT_REF_OK);
-  hot_ref_saved_free(&sv);
-  hot_ref_saved_free(&sv); /* idempotent */
+  ref_saved_free(&sv);
+  ref_saved_free(&sv); /* idempotent */
   return lq.choice;
 }
 
@@ -72,7 +72,7 @@ START_TEST(awkward_layer) {
   hot_layer_plan p80, p90;
   make_plan(&s80, &p80, HOT_RECIPE_HOT, HOT_ARCH_SM80, 3, 197, 100, 137);
   make_plan(&s90, &p90, HOT_RECIPE_HOT, HOT_ARCH_SM90, 3, 197, 100, 137);
-  ck_assert_int_eq(hot_ref_plan_check(&p80), HOT_REF_OK);
+  ck_assert_int_eq(ref_plan_check(&p80), HOT_REF_OK);
   ck_assert_int_eq(p80.hq.codes, HOT_CODES_S4_PACKED);
   ck_assert_int_eq(p90.hq.codes, HOT_CODES_S8);
   printf("plan sm_80: T=%lld O=%lld I=%lld b=%d o_pad=%lld k_pad=%lld | p=%d r=%d %s K=%lld "
@@ -95,13 +95,13 @@ START_TEST(awkward_layer) {
   ck_assert(memcmp(b.gb, gb2, (size_t)O * sizeof *gb2) == 0);
   /* errors against fp64 */
   double *ex = malloc((size_t)(T * I) * sizeof *ex), *ew = malloc((size_t)(O * I) * sizeof *ew);
-  ck_assert_int_eq(hot_ref_exact_gx(T, O, I, b.g, b.w, ex), 0);
-  ck_assert_int_eq(hot_ref_exact_gw(T, O, I, b.g, b.x, ew), 0);
-  double egx = hot_ref_rel_err(b.gx, ex, T * I), egw = hot_ref_rel_err(b.gw, ew, O * I);
+  ck_assert_int_eq(ref_exact_gx(T, O, I, b.g, b.w, ex), 0);
+  ck_assert_int_eq(ref_exact_gw(T, O, I, b.g, b.x, ew), 0);
+  double egx = ref_rel_err(b.gx, ex, T * I), egw = ref_rel_err(b.gw, ew, O * I);
   double gbx[100] = {0};
   for (int64_t t = 0; t < T; ++t)
     for (int64_t o = 0; o < O; ++o) gbx[o] += b.g[t * O + o];
-  double egb = hot_ref_rel_err(b.gb, gbx, O);
+  double egb = ref_rel_err(b.gb, gbx, O);
   printf("layer (LQS -> %s): rel err g_x %.4f, g_w %.4f (sqrt(1-r/p) = %.4f), g_b %.2e; s4 == s8 "
          "bit for bit\n",
          ch == HOT_GRAN_ROW ? "row" : "tensor", egx, egw,
@@ -121,11 +121,11 @@ END_TEST
 /* g_x of one granularity: q_g' (gran), q_w', GEMM. */
 static void gx_with(const hot_layer_plan *pl, const float *g, const float *w, hot_gran gran,
                     void *qg, float *sg, float *gx) {
-  void *qw = malloc((size_t)hot_ref_hq_w_bytes(pl));
+  void *qw = malloc((size_t)ref_hq_w_bytes(pl));
   float sw;
-  ck_assert_int_eq(hot_ref_hq_quant_g(pl, g, HOT_DT_F32, gran, 11, 3, qg, sg), HOT_REF_OK);
-  ck_assert_int_eq(hot_ref_hq_quant_w(pl, w, HOT_DT_F32, qw, &sw), HOT_REF_OK);
-  ck_assert_int_eq(hot_ref_gemm_gx(pl, qg, sg, qw, sw, gx), HOT_REF_OK);
+  ck_assert_int_eq(ref_hq_quant_g(pl, g, HOT_DT_F32, gran, 11, 3, qg, sg), HOT_REF_OK);
+  ck_assert_int_eq(ref_hq_quant_w(pl, w, HOT_DT_F32, qw, &sw), HOT_REF_OK);
+  ck_assert_int_eq(ref_gemm_gx(pl, qg, sg, qw, sw, gx), HOT_REF_OK);
   free(qw);
 }
 
@@ -142,7 +142,7 @@ START_TEST(per_sample_scales) {
     make_plan(&sp, &pl, HOT_RECIPE_HOT, HOT_ARCH_SM86, B, L, O, I);
     bufs b;
     bufs_make(&b, &pl, 21);
-    const int64_t T = pl.T, gb = hot_ref_hq_g_bytes(&pl), rb = gb / T;
+    const int64_t T = pl.T, gb = ref_hq_g_bytes(&pl), rb = gb / T;
     if (B > 1)
       for (int64_t i = hot * L * O; i < (hot + 1) * L * O; ++i) b.g[i] *= 30.0f;
     unsigned char *qt = malloc((size_t)gb), *qs = malloc((size_t)gb);
@@ -157,14 +157,14 @@ START_TEST(per_sample_scales) {
       ck_assert_mem_eq(st, ss, (size_t)T * sizeof *st);
       ck_assert_mem_eq(b.gx, gxs, (size_t)(T * I) * sizeof *gxs);
     } else {
-      ck_assert_int_eq(hot_ref_exact_gx(T, O, I, b.g, b.w, ex), 0);
+      ck_assert_int_eq(ref_exact_gx(T, O, I, b.g, b.w, ex), 0);
       ck_assert_mem_eq(qt + hot * L * rb, qs + hot * L * rb, (size_t)(L * rb));
       ck_assert(ss[hot * L] == st[0]);
       for (int64_t s = 0; s < B; ++s) {
         if (s == hot) continue;
         ck_assert(ss[s * L] < st[0] / 10.0f);
-        double et = hot_ref_rel_err(b.gx + s * L * I, ex + s * L * I, L * I);
-        double es = hot_ref_rel_err(gxs + s * L * I, ex + s * L * I, L * I);
+        double et = ref_rel_err(b.gx + s * L * I, ex + s * L * I, L * I);
+        double es = ref_rel_err(gxs + s * L * I, ex + s * L * I, L * I);
         printf("per sample: sample %lld of 4 (sample %lld x30): g_x rel err per tensor %.3f, "
                "per sample %.3f\n", (long long)s, (long long)hot, et, es);
         ck_assert_msg(es < 0.5 * et, "sample %lld: per sample %.3f, per tensor %.3f", (long long)s,
@@ -179,10 +179,10 @@ START_TEST(per_sample_scales) {
   int8_t c[12];
   float sc[12];
   hot_quant q = {4, HOT_ROUND_RTN, HOT_GRAN_TENSOR, HOT_RULE_ABSMAX};
-  ck_assert_int_eq(hot_ref_quantize_groups(v, 6, 2, 4, &q, 0, 0, 0, c, sc), HOT_REF_EARG);
-  ck_assert_int_eq(hot_ref_quantize_groups(v, 6, 2, 0, &q, 0, 0, 0, c, sc), HOT_REF_EARG);
-  ck_assert_int_eq(hot_ref_quantize_groups(v, 6, 2, 3, &q, 0, 0, 0, c, sc), HOT_REF_OK);
-  ck_assert_int_eq(hot_ref_quantize(v, 6, 2, &q, HOT_GRAN_SAMPLE, 0, 0, 0, c, sc), HOT_REF_EARG);
+  ck_assert_int_eq(ref_quantize_groups(v, 6, 2, 4, &q, 0, 0, 0, c, sc), HOT_REF_EARG);
+  ck_assert_int_eq(ref_quantize_groups(v, 6, 2, 0, &q, 0, 0, 0, c, sc), HOT_REF_EARG);
+  ck_assert_int_eq(ref_quantize_groups(v, 6, 2, 3, &q, 0, 0, 0, c, sc), HOT_REF_OK);
+  ck_assert_int_eq(ref_quantize(v, 6, 2, &q, HOT_GRAN_SAMPLE, 0, 0, 0, c, sc), HOT_REF_EARG);
 }
 END_TEST
 
@@ -194,12 +194,12 @@ START_TEST(gemm_matches_naive) {
   bufs b;
   bufs_make(&b, &pl, 7);
   int64_t T = pl.T, O = pl.O, I = pl.I, kq = pl.hq.gemm.k_pad, kh = pl.hla.gemm.k_pad;
-  void *qg = malloc((size_t)hot_ref_hq_g_bytes(&pl)), *qw = malloc((size_t)hot_ref_hq_w_bytes(&pl));
-  int8_t *hg = malloc((size_t)hot_ref_hla_g_bytes(&pl)), *hx = malloc((size_t)hot_ref_hla_x_bytes(&pl));
+  void *qg = malloc((size_t)ref_hq_g_bytes(&pl)), *qw = malloc((size_t)ref_hq_w_bytes(&pl));
+  int8_t *hg = malloc((size_t)ref_hla_g_bytes(&pl)), *hx = malloc((size_t)ref_hla_x_bytes(&pl));
   float *sg = malloc((size_t)T * sizeof *sg), sw, shg, shx;
-  ck_assert_int_eq(hot_ref_hq_quant_g(&pl, b.g, HOT_DT_F32, HOT_GRAN_ROW, 5, 6, qg, sg), 0);
-  ck_assert_int_eq(hot_ref_hq_quant_w(&pl, b.w, HOT_DT_F32, qw, &sw), 0);
-  ck_assert_int_eq(hot_ref_gemm_gx(&pl, qg, sg, qw, sw, b.gx), 0);
+  ck_assert_int_eq(ref_hq_quant_g(&pl, b.g, HOT_DT_F32, HOT_GRAN_ROW, 5, 6, qg, sg), 0);
+  ck_assert_int_eq(ref_hq_quant_w(&pl, b.w, HOT_DT_F32, qw, &sw), 0);
+  ck_assert_int_eq(ref_gemm_gx(&pl, qg, sg, qw, sw, b.gx), 0);
   int packed = pl.hq.codes == HOT_CODES_S4_PACKED;
   int64_t rb = packed ? kq / 2 : kq, bad = 0;
   float cw = sw / (float)pl.hq.block;
@@ -212,9 +212,9 @@ START_TEST(gemm_matches_naive) {
       float want = (float)acc * (sg[t] * cw);
       bad += want != b.gx[t * I + i];
     }
-  ck_assert_int_eq(hot_ref_hla_quant_g(&pl, b.g, HOT_DT_F32, 5, 6, hg, &shg), 0);
-  ck_assert_int_eq(hot_ref_hla_quant_x(&pl, b.x, HOT_DT_F32, hx, &shx), 0);
-  ck_assert_int_eq(hot_ref_gemm_gw(&pl, hg, &shg, hx, &shx, b.gw), 0);
+  ck_assert_int_eq(ref_hla_quant_g(&pl, b.g, HOT_DT_F32, 5, 6, hg, &shg), 0);
+  ck_assert_int_eq(ref_hla_quant_x(&pl, b.x, HOT_DT_F32, hx, &shx), 0);
+  ck_assert_int_eq(ref_gemm_gw(&pl, hg, &shg, hx, &shx, b.gw), 0);
   float c = (shg * shx) / (float)pl.hla.block;
   for (int64_t o = 0; o < O; ++o)
     for (int64_t i = 0; i < I; ++i) {
@@ -259,7 +259,7 @@ START_TEST(gemm_wraps_like_the_tensor_cores) {
     for (int64_t o = 0; o < O; ++o) hg[o * kh + k] = (int8_t)(o == 2 ? -127 : 127);
     for (int64_t i = 0; i < I; ++i) hx[i * kh + k] = 127;
   }
-  ck_assert_int_eq(hot_ref_gemm_gw(&pl, hg, k_one, hx, k_one, gw), 0);
+  ck_assert_int_eq(ref_gemm_gw(&pl, hg, k_one, hx, k_one, gw), 0);
   const int64_t full = pl.hla.k * 127 * 127;               /* the true sum, > 2^31 */
   const int64_t wrapped = full - ((int64_t)1 << 32);       /* its int32 residue */
   ck_assert_int_lt(wrapped, 0);
@@ -280,7 +280,7 @@ START_TEST(bias_order) {
   make_plan(&sp, &pl, HOT_RECIPE_HOT, HOT_ARCH_SM80, 3, 197, 100, 8);
   bufs b;
   bufs_make(&b, &pl, 31);
-  ck_assert_int_eq(hot_ref_bias(&pl, b.g, HOT_DT_F32, b.gb), 0);
+  ck_assert_int_eq(ref_bias(&pl, b.g, HOT_DT_F32, b.gb), 0);
   int64_t bad = 0;
   for (int64_t o = 0; o < pl.O; ++o) {
     float total = 0.0f;
@@ -368,7 +368,7 @@ START_TEST(abc_bytes) {
     ck_assert_int_eq(plan_layer(&sp, 8, cs[c].L, HOT_RECIPE_HOT, HOT_ARCH_SM80, 0, &pl, err, sizeof err), 0);
     hot_ref_saved sv;
     float *x = calloc((size_t)(pl.T * pl.I), sizeof *x);
-    ck_assert_int_eq(hot_ref_layer_save(&pl, x, HOT_DT_F32, &sv), 0);
+    ck_assert_int_eq(ref_layer_save(&pl, x, HOT_DT_F32, &sv), 0);
     double ratio = (double)(pl.hla.k * pl.I + 4 * pl.hla.groups) / (double)pl.abc.fp32_bytes;
     double kept = (double)sv.bytes / (double)pl.abc.fp32_bytes;
     printf("ABC L=%lld p=%d r=%d %s: codes+scale / fp32 = %.4f (stored with k_pad: %.4f)\n",
@@ -384,7 +384,7 @@ START_TEST(abc_bytes) {
       const double scales = 4.0 * (double)pl.hla.groups / (double)pl.abc.fp32_bytes;
       if (2 * pl.hla.rank <= pl.hla.block) ck_assert(ratio <= 0.125 + scales + 1e-12);
     }
-    hot_ref_saved_free(&sv);
+    ref_saved_free(&sv);
     free(x);
   }
 }
@@ -403,13 +403,13 @@ START_TEST(paper_code_no_op) {
   bufs_make(&b, &pc, 555);
   int64_t T = pc.T, O = pc.O, I = pc.I;
   double *ex = malloc((size_t)(O * I) * sizeof *ex), *h = malloc((size_t)(O * I) * sizeof *h);
-  ck_assert_int_eq(hot_ref_exact_gw(T, O, I, b.g, b.x, ex), 0);
-  ck_assert_int_eq(hot_ref_hla_gw_f64(&pc, b.g, b.x, h), 0);
-  double e_pc = hot_ref_rel_err_f64(h, ex, O * I);
-  ck_assert_int_eq(hot_ref_hla_gw_f64(&pd, b.g, b.x, h), 0);
-  double e_def = hot_ref_rel_err_f64(h, ex, O * I);
+  ck_assert_int_eq(ref_exact_gw(T, O, I, b.g, b.x, ex), 0);
+  ck_assert_int_eq(ref_hla_gw_f64(&pc, b.g, b.x, h), 0);
+  double e_pc = ref_rel_err_f64(h, ex, O * I);
+  ck_assert_int_eq(ref_hla_gw_f64(&pd, b.g, b.x, h), 0);
+  double e_def = ref_rel_err_f64(h, ex, O * I);
   run_layer(&pc, b.x, b.w, b.g, HOT_DT_F32, b.gx, b.gw, b.gb);
-  double e_pc8 = hot_ref_rel_err(b.gw, ex, O * I);
+  double e_pc8 = ref_rel_err(b.gw, ex, O * I);
   printf("paper_code L=197: p=%d (b=%d, SAWB), unquantized HLA rel err %.1e, INT8 %.4f; default "
          "recipe p=%d r=%d: %.4f\n",
          pc.hla.block, pc.hq.block, e_pc, e_pc8, pd.hla.block, pd.hla.rank, e_def);
@@ -446,59 +446,59 @@ START_TEST(bad_arguments) {
   hot_ref_saved sv;
   hot_ref_lqs_result lq;
   /* NULL */
-  ck_assert_int_eq(hot_ref_plan_check(NULL), HOT_REF_EARG);
-  ck_assert_int_eq(hot_ref_hq_quant_g(NULL, f, HOT_DT_F32, HOT_GRAN_ROW, 0, 0, c8, s), HOT_REF_EARG);
-  ck_assert_int_eq(hot_ref_hq_quant_g(&pl, NULL, HOT_DT_F32, HOT_GRAN_ROW, 0, 0, c8, s), HOT_REF_EARG);
-  ck_assert_int_eq(hot_ref_hq_quant_w(&pl, f, HOT_DT_F32, NULL, s), HOT_REF_EARG);
-  ck_assert_int_eq(hot_ref_hla_quant_x(&pl, f, HOT_DT_F32, c8, NULL), HOT_REF_EARG);
-  ck_assert_int_eq(hot_ref_hla_quant_g(&pl, NULL, HOT_DT_F32, 0, 0, c8, s), HOT_REF_EARG);
-  ck_assert_int_eq(hot_ref_gemm_gx(&pl, c8, NULL, c8, 1.0f, f), HOT_REF_EARG);
-  ck_assert_int_eq(hot_ref_gemm_gw(&pl, c8, k_one, NULL, k_one, f), HOT_REF_EARG);
-  ck_assert_int_eq(hot_ref_bias(&pl, f, HOT_DT_F32, NULL), HOT_REF_EARG);
-  ck_assert_int_eq(hot_ref_lqs(&pl, f, HOT_DT_F32, 0, 0, NULL), HOT_REF_EARG);
-  ck_assert_int_eq(hot_ref_layer_save(&pl, NULL, HOT_DT_F32, &sv), HOT_REF_EARG);
+  ck_assert_int_eq(ref_plan_check(NULL), HOT_REF_EARG);
+  ck_assert_int_eq(ref_hq_quant_g(NULL, f, HOT_DT_F32, HOT_GRAN_ROW, 0, 0, c8, s), HOT_REF_EARG);
+  ck_assert_int_eq(ref_hq_quant_g(&pl, NULL, HOT_DT_F32, HOT_GRAN_ROW, 0, 0, c8, s), HOT_REF_EARG);
+  ck_assert_int_eq(ref_hq_quant_w(&pl, f, HOT_DT_F32, NULL, s), HOT_REF_EARG);
+  ck_assert_int_eq(ref_hla_quant_x(&pl, f, HOT_DT_F32, c8, NULL), HOT_REF_EARG);
+  ck_assert_int_eq(ref_hla_quant_g(&pl, NULL, HOT_DT_F32, 0, 0, c8, s), HOT_REF_EARG);
+  ck_assert_int_eq(ref_gemm_gx(&pl, c8, NULL, c8, 1.0f, f), HOT_REF_EARG);
+  ck_assert_int_eq(ref_gemm_gw(&pl, c8, k_one, NULL, k_one, f), HOT_REF_EARG);
+  ck_assert_int_eq(ref_bias(&pl, f, HOT_DT_F32, NULL), HOT_REF_EARG);
+  ck_assert_int_eq(ref_lqs(&pl, f, HOT_DT_F32, 0, 0, NULL), HOT_REF_EARG);
+  ck_assert_int_eq(ref_layer_save(&pl, NULL, HOT_DT_F32, &sv), HOT_REF_EARG);
   ck_assert(sv.q_x == NULL && sv.x == NULL);
-  ck_assert_int_eq(hot_ref_layer_save(&pl, f, HOT_DT_F32, NULL), HOT_REF_EARG);
-  ck_assert_int_eq(hot_ref_layer_backward(&pl, NULL, f, f, HOT_DT_F32, HOT_GRAN_ROW, 0, 0, f, f, f),
+  ck_assert_int_eq(ref_layer_save(&pl, f, HOT_DT_F32, NULL), HOT_REF_EARG);
+  ck_assert_int_eq(ref_layer_backward(&pl, NULL, f, f, HOT_DT_F32, HOT_GRAN_ROW, 0, 0, f, f, f),
                    HOT_REF_EARG);
-  ck_assert_int_eq(hot_ref_exact_gx(0, 1, 1, f, f, (double *)(void *)c8), HOT_REF_EARG);
-  ck_assert_int_eq(hot_ref_exact_gw(1, 1, 1, f, NULL, (double *)(void *)c8), HOT_REF_EARG);
-  ck_assert(isnan(hot_ref_rel_err(NULL, NULL, 3)));
-  hot_ref_saved_free(NULL);
-  ck_assert_int_eq(hot_ref_bias(&pl, f, (hot_dtype)7, s), HOT_REF_EARG);
-  ck_assert_int_eq(hot_ref_layer_save(&pl, f, (hot_dtype)-1, &sv), HOT_REF_EARG);
+  ck_assert_int_eq(ref_exact_gx(0, 1, 1, f, f, (double *)(void *)c8), HOT_REF_EARG);
+  ck_assert_int_eq(ref_exact_gw(1, 1, 1, f, NULL, (double *)(void *)c8), HOT_REF_EARG);
+  ck_assert(isnan(ref_rel_err(NULL, NULL, 3)));
+  ref_saved_free(NULL);
+  ck_assert_int_eq(ref_bias(&pl, f, (hot_dtype)7, s), HOT_REF_EARG);
+  ck_assert_int_eq(ref_layer_save(&pl, f, (hot_dtype)-1, &sv), HOT_REF_EARG);
   /* AUTO granularity must be resolved first */
-  ck_assert_int_eq(hot_ref_hq_quant_g(&pl, f, HOT_DT_F32, HOT_GRAN_AUTO, 0, 0, c8, s), HOT_REF_EARG);
+  ck_assert_int_eq(ref_hq_quant_g(&pl, f, HOT_DT_F32, HOT_GRAN_AUTO, 0, 0, c8, s), HOT_REF_EARG);
   /* zero sizes and mismatched shapes */
   bad = pl; bad.T = 0; bad.B = 0;
-  ck_assert_int_eq(hot_ref_plan_check(&bad), HOT_REF_ESHAPE);
-  ck_assert_int_eq(hot_ref_bias(&bad, f, HOT_DT_F32, s), HOT_REF_ESHAPE);
+  ck_assert_int_eq(ref_plan_check(&bad), HOT_REF_ESHAPE);
+  ck_assert_int_eq(ref_bias(&bad, f, HOT_DT_F32, s), HOT_REF_ESHAPE);
   bad = pl; bad.T = pl.T + 1;
-  ck_assert_int_eq(hot_ref_hq_quant_w(&bad, f, HOT_DT_F32, c8, s), HOT_REF_ESHAPE);
+  ck_assert_int_eq(ref_hq_quant_w(&bad, f, HOT_DT_F32, c8, s), HOT_REF_ESHAPE);
   bad = pl; bad.hq.o_pad = pl.O;
-  ck_assert_int_eq(hot_ref_hq_quant_g(&bad, f, HOT_DT_F32, HOT_GRAN_ROW, 0, 0, c8, s), HOT_REF_ESHAPE);
+  ck_assert_int_eq(ref_hq_quant_g(&bad, f, HOT_DT_F32, HOT_GRAN_ROW, 0, 0, c8, s), HOT_REF_ESHAPE);
   bad = pl; bad.hq.gemm.k_pad = pl.hq.o_pad - 2;
-  ck_assert_int_eq(hot_ref_gemm_gx(&bad, c8, s, c8, 1.0f, f), HOT_REF_ESHAPE);
+  ck_assert_int_eq(ref_gemm_gx(&bad, c8, s, c8, 1.0f, f), HOT_REF_ESHAPE);
   bad = pl; bad.hq.block = 12;
-  ck_assert_int_eq(hot_ref_plan_check(&bad), HOT_REF_ESHAPE);
+  ck_assert_int_eq(ref_plan_check(&bad), HOT_REF_ESHAPE);
   bad = pl; bad.hla.rank = pl.hla.block + 1;
-  ck_assert_int_eq(hot_ref_hla_quant_x(&bad, f, HOT_DT_F32, c8, s), HOT_REF_ESHAPE);
+  ck_assert_int_eq(ref_hla_quant_x(&bad, f, HOT_DT_F32, c8, s), HOT_REF_ESHAPE);
   bad = pl; bad.hla.rows[1] = bad.hla.rows[0];
-  ck_assert_int_eq(hot_ref_hla_quant_g(&bad, f, HOT_DT_F32, 0, 0, c8, s), HOT_REF_ESHAPE);
+  ck_assert_int_eq(ref_hla_quant_g(&bad, f, HOT_DT_F32, 0, 0, c8, s), HOT_REF_ESHAPE);
   bad = pl; bad.hla.k = pl.hla.k + 1;
-  ck_assert_int_eq(hot_ref_gemm_gw(&bad, c8, k_one, c8, k_one, f), HOT_REF_ESHAPE);
+  ck_assert_int_eq(ref_gemm_gw(&bad, c8, k_one, c8, k_one, f), HOT_REF_ESHAPE);
   bad = pl; bad.hla.seg_len = pl.hla.seg_len + 1;
-  ck_assert_int_eq(hot_ref_lqs(&bad, f, HOT_DT_F32, 0, 0, &lq), HOT_REF_ESHAPE);
+  ck_assert_int_eq(ref_lqs(&bad, f, HOT_DT_F32, 0, 0, &lq), HOT_REF_ESHAPE);
   bad = pl; bad.hla.enabled = 0;
-  ck_assert_int_eq(hot_ref_gemm_gw(&bad, c8, k_one, c8, k_one, f), HOT_REF_ESHAPE);
-  ck_assert_int_eq(hot_ref_hla_transform(&bad, f, HOT_DT_F32, 16, f), HOT_REF_ESHAPE);
+  ck_assert_int_eq(ref_gemm_gw(&bad, c8, k_one, c8, k_one, f), HOT_REF_ESHAPE);
+  ck_assert_int_eq(ref_hla_transform(&bad, f, HOT_DT_F32, 16, f), HOT_REF_ESHAPE);
   bad = pl; bad.hq.g.bits = 1;
-  ck_assert_int_eq(hot_ref_plan_check(&bad), HOT_REF_ESHAPE);
+  ck_assert_int_eq(ref_plan_check(&bad), HOT_REF_ESHAPE);
   /* non-finite input */
   f[5] = NAN;
-  ck_assert_int_eq(hot_ref_bias(&pl, f, HOT_DT_F32, s), HOT_REF_ENONFINITE);
-  ck_assert_int_eq(hot_ref_hq_quant_w(&pl, f, HOT_DT_F32, c8, s), HOT_REF_ENONFINITE);
-  ck_assert_int_eq(hot_ref_layer_save(&pl, f, HOT_DT_F32, &sv), HOT_REF_ENONFINITE);
+  ck_assert_int_eq(ref_bias(&pl, f, HOT_DT_F32, s), HOT_REF_ENONFINITE);
+  ck_assert_int_eq(ref_hq_quant_w(&pl, f, HOT_DT_F32, c8, s), HOT_REF_ENONFINITE);
+  ck_assert_int_eq(ref_layer_save(&pl, f, HOT_DT_F32, &sv), HOT_REF_ENONFINITE);
   ck_assert(sv.q_x == NULL && sv.x == NULL);
   printf("bad arguments: NULLs, zero sizes, 12 kinds of mismatched plans, overflow, NaN -> codes\n");
 }

@@ -19,7 +19,7 @@ START_TEST(sr_unbiased) {
   int8_t codes[6];
   float s;
   for (int step = 0; step < N; ++step) {
-    ck_assert_int_eq(hot_ref_quantize(v, 1, 6, &q, HOT_GRAN_TENSOR, 42, 17, (uint32_t)step, codes, &s),
+    ck_assert_int_eq(ref_quantize(v, 1, 6, &q, HOT_GRAN_TENSOR, 42, 17, (uint32_t)step, codes, &s),
                      HOT_REF_OK);
     ck_assert_int_eq(codes[5], 7); /* the amax element maps to qmax */
     for (int i = 0; i < 6; ++i) {
@@ -49,15 +49,15 @@ START_TEST(sr_reproducible_and_keyed) {
   tp_fill_normal(&r, v, n, 1.0);
   hot_quant q = {4, HOT_ROUND_SR, HOT_GRAN_TENSOR, HOT_RULE_ABSMAX};
   float sa, sb;
-  ck_assert_int_eq(hot_ref_quantize(v, 64, 64, &q, HOT_GRAN_TENSOR, 9, 49, 100, a, &sa), 0);
-  ck_assert_int_eq(hot_ref_quantize(v, 64, 64, &q, HOT_GRAN_TENSOR, 9, 49, 100, b, &sb), 0);
+  ck_assert_int_eq(ref_quantize(v, 64, 64, &q, HOT_GRAN_TENSOR, 9, 49, 100, a, &sa), 0);
+  ck_assert_int_eq(ref_quantize(v, 64, 64, &q, HOT_GRAN_TENSOR, 9, 49, 100, b, &sb), 0);
   ck_assert(memcmp(a, b, (size_t)n) == 0 && sa == sb);
   int64_t d_step = 0, d_tag = 0, d_seed = 0;
-  ck_assert_int_eq(hot_ref_quantize(v, 64, 64, &q, HOT_GRAN_TENSOR, 9, 49, 101, b, &sb), 0);
+  ck_assert_int_eq(ref_quantize(v, 64, 64, &q, HOT_GRAN_TENSOR, 9, 49, 101, b, &sb), 0);
   for (int64_t i = 0; i < n; ++i) d_step += a[i] != b[i];
-  ck_assert_int_eq(hot_ref_quantize(v, 64, 64, &q, HOT_GRAN_TENSOR, 9, 50, 100, b, &sb), 0);
+  ck_assert_int_eq(ref_quantize(v, 64, 64, &q, HOT_GRAN_TENSOR, 9, 50, 100, b, &sb), 0);
   for (int64_t i = 0; i < n; ++i) d_tag += a[i] != b[i];
-  ck_assert_int_eq(hot_ref_quantize(v, 64, 64, &q, HOT_GRAN_TENSOR, 10, 49, 100, b, &sb), 0);
+  ck_assert_int_eq(ref_quantize(v, 64, 64, &q, HOT_GRAN_TENSOR, 10, 49, 100, b, &sb), 0);
   for (int64_t i = 0; i < n; ++i) d_seed += a[i] != b[i];
   printf("SR codes changed of %lld: step+1 %lld, tag+1 %lld, seed+1 %lld; same inputs: identical\n",
          (long long)n, (long long)d_step, (long long)d_tag, (long long)d_seed);
@@ -79,7 +79,7 @@ START_TEST(rtn_ties_even_and_rows) {
   hot_quant q = {4, HOT_ROUND_RTN, HOT_GRAN_ROW, HOT_RULE_ABSMAX};
   int8_t c[12];
   float s[2];
-  ck_assert_int_eq(hot_ref_quantize(v, 2, 6, &q, HOT_GRAN_ROW, 0, 0, 0, c, s), 0);
+  ck_assert_int_eq(ref_quantize(v, 2, 6, &q, HOT_GRAN_ROW, 0, 0, 0, c, s), 0);
   static const int8_t want[12] = {2, 4, -2, 0, -7, 1, 0, 0, 0, 0, 0, 0};
   ck_assert(memcmp(c, want, 12) == 0);
   ck_assert(s[0] == 1.0f && s[1] == 0.0f);
@@ -90,7 +90,7 @@ START_TEST(rtn_ties_even_and_rows) {
   int8_t *cm = malloc(197 * 137);
   tp_fill_normal(&r, m, 197 * 137, 3.0);
   hot_quant q8 = {8, HOT_ROUND_SR, HOT_GRAN_ROW, HOT_RULE_ABSMAX};
-  ck_assert_int_eq(hot_ref_quantize(m, 197, 137, &q8, HOT_GRAN_ROW, 1, 2, 3, cm, sr), 0);
+  ck_assert_int_eq(ref_quantize(m, 197, 137, &q8, HOT_GRAN_ROW, 1, 2, 3, cm, sr), 0);
   for (int t = 0; t < 197; ++t) {
     int best = 0;
     for (int i = 1; i < 137; ++i)
@@ -125,7 +125,7 @@ START_TEST(sawb_scale) {
   tp_seed(&r, 3);
   tp_fill_normal(&r, v, n, 0.02);
   hot_quant q = {4, HOT_ROUND_RTN, HOT_GRAN_TENSOR, HOT_RULE_SAWB};
-  ck_assert_int_eq(hot_ref_quantize(v, rows, cols, &q, HOT_GRAN_TENSOR, 0, 0, 0, c, &s), 0);
+  ck_assert_int_eq(ref_quantize(v, rows, cols, &q, HOT_GRAN_TENSOR, 0, 0, 0, c, &s), 0);
   double s1 = chunked(v, n, 0), s2 = chunked(v, n, 1);
   float clip = (float)(12.1 * sqrt(s2 / (double)n) - 12.2 * (s1 / (double)n));
   float amax = 0;
@@ -138,7 +138,7 @@ START_TEST(sawb_scale) {
   ck_assert(sat > 0);
   /* fallback: equal magnitudes give clip = (12.1 - 12.2) a < 0 -> absmax */
   for (int64_t i = 0; i < n; ++i) v[i] = i % 3 ? 0.5f : -0.5f;
-  ck_assert_int_eq(hot_ref_quantize(v, rows, cols, &q, HOT_GRAN_TENSOR, 0, 0, 0, c, &s), 0);
+  ck_assert_int_eq(ref_quantize(v, rows, cols, &q, HOT_GRAN_TENSOR, 0, 0, 0, c, &s), 0);
   ck_assert(s == 0.5f / 7.0f);
   for (int64_t i = 0; i < n; ++i) ck_assert_int_eq(abs(c[i]), 7);
   printf("SAWB fallback (clip <= 0): s = amax/qmax = %.6g\n", (double)s);
@@ -173,17 +173,17 @@ START_TEST(bad_arguments) {
   float v[4] = {1, 2, 3, NAN}, s[2];
   int8_t c[4];
   hot_quant q = {4, HOT_ROUND_RTN, HOT_GRAN_TENSOR, HOT_RULE_ABSMAX}, bad = q;
-  ck_assert_int_eq(hot_ref_quantize(NULL, 1, 4, &q, HOT_GRAN_TENSOR, 0, 0, 0, c, s), HOT_REF_EARG);
-  ck_assert_int_eq(hot_ref_quantize(v, 0, 4, &q, HOT_GRAN_TENSOR, 0, 0, 0, c, s), HOT_REF_EARG);
-  ck_assert_int_eq(hot_ref_quantize(v, 1, 4, &q, HOT_GRAN_AUTO, 0, 0, 0, c, s), HOT_REF_EARG);
+  ck_assert_int_eq(ref_quantize(NULL, 1, 4, &q, HOT_GRAN_TENSOR, 0, 0, 0, c, s), HOT_REF_EARG);
+  ck_assert_int_eq(ref_quantize(v, 0, 4, &q, HOT_GRAN_TENSOR, 0, 0, 0, c, s), HOT_REF_EARG);
+  ck_assert_int_eq(ref_quantize(v, 1, 4, &q, HOT_GRAN_AUTO, 0, 0, 0, c, s), HOT_REF_EARG);
   bad.bits = 9;
-  ck_assert_int_eq(hot_ref_quantize(v, 1, 4, &bad, HOT_GRAN_TENSOR, 0, 0, 0, c, s), HOT_REF_EARG);
-  ck_assert_int_eq(hot_ref_quantize(v, 1, 4, &q, HOT_GRAN_TENSOR, 0, 0, 0, c, s),
+  ck_assert_int_eq(ref_quantize(v, 1, 4, &bad, HOT_GRAN_TENSOR, 0, 0, 0, c, s), HOT_REF_EARG);
+  ck_assert_int_eq(ref_quantize(v, 1, 4, &q, HOT_GRAN_TENSOR, 0, 0, 0, c, s),
                    HOT_REF_ENONFINITE);
   v[3] = INFINITY;
-  ck_assert_int_eq(hot_ref_quantize(v, 2, 2, &q, HOT_GRAN_ROW, 0, 0, 0, c, s), HOT_REF_ENONFINITE);
-  ck_assert_str_eq(hot_ref_status_name(HOT_REF_ENONFINITE), "non-finite value");
-  ck_assert_str_eq(hot_ref_status_name(12345), "unknown status");
+  ck_assert_int_eq(ref_quantize(v, 2, 2, &q, HOT_GRAN_ROW, 0, 0, 0, c, s), HOT_REF_ENONFINITE);
+  ck_assert_str_eq(ref_status_name(HOT_REF_ENONFINITE), "non-finite value");
+  ck_assert_str_eq(ref_status_name(12345), "unknown status");
   printf("quantizer: NULL, zero size, AUTO, 9 bits, NaN, Inf -> error codes\n");
 }
 END_TEST

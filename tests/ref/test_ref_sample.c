@@ -49,11 +49,11 @@ START_TEST(groups_scales_and_layout) {
     float *g = normal(B * L * O, 7, 1.0);
     scale_sample(g, L, O, 1, 50.0f); /* sample 1 dominates */
     float *t = malloc((size_t)(pl.hla.k * O) * sizeof *t);
-    ck_assert_int_eq(hot_ref_hla_transform(&pl, g, HOT_DT_F32, O, t), 0);
+    ck_assert_int_eq(ref_hla_transform(&pl, g, HOT_DT_F32, O, t), 0);
     int8_t *q = malloc((size_t)(O * pl.hla.gemm.k_pad));
     memset(q, 0x55, (size_t)(O * pl.hla.gemm.k_pad)); /* garbage: the twin writes every byte */
     float s[3];
-    ck_assert_int_eq(hot_ref_hla_quant_g(&pl, g, HOT_DT_F32, 9, 2, q, s), 0);
+    ck_assert_int_eq(ref_hla_quant_g(&pl, g, HOT_DT_F32, 9, 2, q, s), 0);
     int64_t tail_bad = 0, code_bad = 0;
     for (int64_t j = 0; j < 3; ++j) {
       float amax = 0.0f;
@@ -80,13 +80,13 @@ START_TEST(groups_scales_and_layout) {
     /* x^ in the same plan: per sample or one scale repeated, codes in the same grouped layout */
     float *x = normal(B * L * I, 8, 1.0), sx[3], sx1;
     int8_t *qx = malloc((size_t)(I * 96)), *q1 = malloc((size_t)(I * 96));
-    ck_assert_int_eq(hot_ref_hla_quant_x(&pl, x, HOT_DT_F32, qx, sx), 0);
+    ck_assert_int_eq(ref_hla_quant_x(&pl, x, HOT_DT_F32, qx, sx), 0);
     if (other) {
       ck_assert(sx[0] == sx[1] && sx[1] == sx[2]);
       /* the per-tensor plan's codes, moved to the grouped positions */
       hot_layer_plan pt = make(B, L, O, I, HOT_GRAN_TENSOR, HOT_GRAN_TENSOR, 32);
       ck_assert_int_eq(pt.hla.gemm.k_pad, 96); /* 90 rounded up to 32 */
-      ck_assert_int_eq(hot_ref_hla_quant_x(&pt, x, HOT_DT_F32, q1, &sx1), 0);
+      ck_assert_int_eq(ref_hla_quant_x(&pt, x, HOT_DT_F32, q1, &sx1), 0);
       ck_assert_float_eq(sx1, sx[0]);
       for (int64_t i = 0; i < I; ++i)
         for (int64_t kk = 0; kk < 90; ++kk)
@@ -114,14 +114,14 @@ START_TEST(one_sample_is_per_tensor) {
     size_t ng = (size_t)(33 * pt.hla.gemm.k_pad), nx = (size_t)(17 * pt.hla.gemm.k_pad);
     int8_t *g1 = malloc(ng), *g2 = malloc(ng), *x1 = malloc(nx), *x2 = malloc(nx);
     float sg1, sg2, sx1, sx2, *w1 = malloc(33 * 17 * 4), *w2 = malloc(33 * 17 * 4);
-    ck_assert_int_eq(hot_ref_hla_quant_g(&pt, g, HOT_DT_F32, 5, 1, g1, &sg1), 0);
-    ck_assert_int_eq(hot_ref_hla_quant_g(&ps, g, HOT_DT_F32, 5, 1, g2, &sg2), 0);
-    ck_assert_int_eq(hot_ref_hla_quant_x(&pt, x, HOT_DT_F32, x1, &sx1), 0);
-    ck_assert_int_eq(hot_ref_hla_quant_x(&ps, x, HOT_DT_F32, x2, &sx2), 0);
+    ck_assert_int_eq(ref_hla_quant_g(&pt, g, HOT_DT_F32, 5, 1, g1, &sg1), 0);
+    ck_assert_int_eq(ref_hla_quant_g(&ps, g, HOT_DT_F32, 5, 1, g2, &sg2), 0);
+    ck_assert_int_eq(ref_hla_quant_x(&pt, x, HOT_DT_F32, x1, &sx1), 0);
+    ck_assert_int_eq(ref_hla_quant_x(&ps, x, HOT_DT_F32, x2, &sx2), 0);
     ck_assert(memcmp(g1, g2, ng) == 0 && memcmp(x1, x2, nx) == 0);
     ck_assert(sg1 == sg2 && sx1 == sx2);
-    ck_assert_int_eq(hot_ref_gemm_gw(&pt, g1, &sg1, x1, &sx1, w1), 0);
-    ck_assert_int_eq(hot_ref_gemm_gw(&ps, g2, &sg2, x2, &sx2, w2), 0);
+    ck_assert_int_eq(ref_gemm_gw(&pt, g1, &sg1, x1, &sx1, w1), 0);
+    ck_assert_int_eq(ref_gemm_gw(&ps, g2, &sg2, x2, &sx2, w2), 0);
     ck_assert(memcmp(w1, w2, 33 * 17 * 4) == 0);
     free(g); free(x); free(g1); free(g2); free(x1); free(x2); free(w1); free(w2);
   }
@@ -143,7 +143,7 @@ START_TEST(segmented_epilogue) {
   for (int64_t i = 0; i < I * kp; ++i) b[i] = (int8_t)((int)(tp_u64(&r) % 255) - 127);
   float sg[5] = {1e-3f, 3e-2f, 7.5e-4f, 0.25f, 1e-5f}, sx[5] = {2e-2f, 1e-3f, 0.5f, 3e-4f, 9.0f};
   float *w = malloc((size_t)(O * I) * sizeof *w);
-  ck_assert_int_eq(hot_ref_gemm_gw(&pl, a, sg, b, sx, w), 0);
+  ck_assert_int_eq(ref_gemm_gw(&pl, a, sg, b, sx, w), 0);
   for (int64_t o = 0; o < O; ++o)
     for (int64_t i = 0; i < I; ++i) {
       float want = 0.0f;
@@ -167,7 +167,7 @@ static void gw_errors(const float *g, const float *x, int64_t B, int64_t L, int6
                       double *e_tensor, double *e_sample) {
   const int64_t T = B * L;
   double *ex = malloc((size_t)(O * I) * sizeof *ex);
-  ck_assert_int_eq(hot_ref_exact_gw(T, O, I, g, x, ex), 0);
+  ck_assert_int_eq(ref_exact_gw(T, O, I, g, x, ex), 0);
   for (int k = 0; k < 2; ++k) {
     hot_gran gr = k ? HOT_GRAN_SAMPLE : HOT_GRAN_TENSOR;
     tp_args a = tp_default(B, L, O, I);
@@ -179,10 +179,10 @@ static void gw_errors(const float *g, const float *x, int64_t B, int64_t L, int6
     int8_t *qg = malloc((size_t)(O * pl.hla.gemm.k_pad)), *qx = malloc((size_t)(I * pl.hla.gemm.k_pad));
     float *sg = malloc((size_t)pl.hla.groups * 4), *sx = malloc((size_t)pl.hla.groups * 4);
     float *w = malloc((size_t)(O * I) * sizeof *w);
-    ck_assert_int_eq(hot_ref_hla_quant_g(&pl, g, HOT_DT_F32, 1, 1, qg, sg), 0);
-    ck_assert_int_eq(hot_ref_hla_quant_x(&pl, x, HOT_DT_F32, qx, sx), 0);
-    ck_assert_int_eq(hot_ref_gemm_gw(&pl, qg, sg, qx, sx, w), 0);
-    *(k ? e_sample : e_tensor) = hot_ref_rel_err(w, ex, O * I);
+    ck_assert_int_eq(ref_hla_quant_g(&pl, g, HOT_DT_F32, 1, 1, qg, sg), 0);
+    ck_assert_int_eq(ref_hla_quant_x(&pl, x, HOT_DT_F32, qx, sx), 0);
+    ck_assert_int_eq(ref_gemm_gw(&pl, qg, sg, qx, sx, w), 0);
+    *(k ? e_sample : e_tensor) = ref_rel_err(w, ex, O * I);
     free(qg); free(qx); free(sg); free(sx); free(w);
   }
   free(ex);

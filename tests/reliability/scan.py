@@ -128,10 +128,10 @@ def in_msg_files(f):
 
 def check_messages(root):
     bad = 0
-    # hot_errf (diag.c: a plain vsnprintf) and snprintf into an error buffer cut mid-word
+    # diag_errf (diag.c: a plain vsnprintf) and snprintf into an error buffer cut mid-word
     got = {f: k for f, k in find(root, r"\bhot_errf\s*\(|\bsnprintf\s*\(\s*(err|why|row->note|r->note)\s*,").items()
            if in_msg_files(f)}
-    bad += compare("messages not through hot_msgf", got,
+    bad += compare("messages not through fileio_msgf", got,
                    {"runtime/capture.c": (11, "check_header: fixed texts with numbers, each far "
                                               "under its 256-byte buffer")})
     # a precision cut of a string (%.40s, %.*s) in a message
@@ -195,7 +195,7 @@ def check_limits(root):
 
 # ---- 6. captures: a capture is used only for a layer it blocks like -----------------------------
 def check_captures(root):
-    bad = compare("capture reads", find(root, r"\bhot_capture_read\s*\("),
+    bad = compare("capture reads", find(root, r"\bcapture_read\s*\("),
                   {"tune/accuracy.c": (2, "tune_accuracy_load_capture, make_data: both then "
                                           "checked by tune_capture_fits"),
                    "runtime/capture.c": (1, "its definition")})

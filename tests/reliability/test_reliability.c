@@ -52,28 +52,28 @@ START_TEST(fileio_regular_only) {
   ck_assert_int_eq(symlink(r, in_dir(l, sizeof l, "link")), 0);
   const int how[] = {HOT_FILE_READ, HOT_FILE_WRITE, HOT_FILE_WRITE_NEW};
   for (int i = 0; i < 3; ++i) {
-    ck_assert_int_eq(hot_file_open(f, how[i], 0600, why, sizeof why), -1);
+    ck_assert_int_eq(fileio_open(f, how[i], 0600, why, sizeof why), -1);
     ck_assert_int_eq(errno, EINVAL);
     ck_assert_str_eq(why, "not a regular file (a FIFO)");
-    ck_assert_int_eq(hot_file_open(d, how[i], 0600, why, sizeof why), -1);
+    ck_assert_int_eq(fileio_open(d, how[i], 0600, why, sizeof why), -1);
     ck_assert_str_eq(why, "not a regular file (a directory)");
-    ck_assert_int_eq(hot_file_open("/dev/null", how[i], 0600, why, sizeof why), -1);
+    ck_assert_int_eq(fileio_open("/dev/null", how[i], 0600, why, sizeof why), -1);
     ck_assert_str_eq(why, "not a regular file (a character device)");
   }
-  int fd = hot_file_open(r, HOT_FILE_READ, 0, why, sizeof why);
+  int fd = fileio_open(r, HOT_FILE_READ, 0, why, sizeof why);
   ck_assert_int_ge(fd, 0);
   ck_assert_int_eq(fcntl(fd, F_GETFL) & O_NONBLOCK, 0); /* blocking I/O once checked */
   close(fd);
-  fd = hot_file_open(l, HOT_FILE_READ | HOT_FILE_NOFOLLOW, 0, why, sizeof why);
+  fd = fileio_open(l, HOT_FILE_READ | HOT_FILE_NOFOLLOW, 0, why, sizeof why);
   ck_assert_int_eq(fd, -1);
   ck_assert_str_eq(why, "not a regular file (a symbolic link)");
-  ck_assert_ptr_null(hot_file_fopen(f, "rb", why, sizeof why));
-  ck_assert_ptr_null(hot_file_fopen(f, "wb", why, sizeof why));
-  ck_assert_int_eq(hot_file_check_regular(f, 0, why, sizeof why), -1);
-  ck_assert_int_eq(hot_file_check_regular(r, 1, why, sizeof why), 0);
+  ck_assert_ptr_null(fileio_fopen(f, "rb", why, sizeof why));
+  ck_assert_ptr_null(fileio_fopen(f, "wb", why, sizeof why));
+  ck_assert_int_eq(fileio_check_regular(f, 0, why, sizeof why), -1);
+  ck_assert_int_eq(fileio_check_regular(r, 1, why, sizeof why), 0);
   char m[400];
-  ck_assert_int_eq(hot_file_check_regular(in_dir(m, sizeof m, "missing"), 0, why, sizeof why), 0);
-  ck_assert_int_eq(hot_file_check_regular(m, 1, why, sizeof why), -1);
+  ck_assert_int_eq(fileio_check_regular(in_dir(m, sizeof m, "missing"), 0, why, sizeof why), 0);
+  ck_assert_int_eq(fileio_check_regular(m, 1, why, sizeof why), -1);
 }
 END_TEST
 
@@ -223,14 +223,14 @@ START_TEST(messages_name_value_and_limit) {
   size_t sl = strlen(small);
   ck_assert_msg(sl >= 3 && !strcmp(small + sl - 3, "..."), "%s", small);
   char cut[24];
-  hot_msgf(cut, sizeof cut, "alpha beta gamma delta epsilon");
+  fileio_msgf(cut, sizeof cut, "alpha beta gamma delta epsilon");
   ck_assert_str_eq(cut, "alpha beta gamma...");
-  hot_msgf(cut, sizeof cut, "%s", "\xc3\xa9\xc3\xa9\xc3\xa9\xc3\xa9\xc3\xa9\xc3\xa9\xc3\xa9\xc3\xa9\xc3\xa9\xc3\xa9\xc3\xa9\xc3\xa9");
+  fileio_msgf(cut, sizeof cut, "%s", "\xc3\xa9\xc3\xa9\xc3\xa9\xc3\xa9\xc3\xa9\xc3\xa9\xc3\xa9\xc3\xa9\xc3\xa9\xc3\xa9\xc3\xa9\xc3\xa9");
   ck_assert_str_eq(cut, "\xc3\xa9\xc3\xa9\xc3\xa9\xc3\xa9\xc3\xa9\xc3\xa9\xc3\xa9\xc3\xa9\xc3\xa9\xc3\xa9..."); /* 10 whole characters */
-  hot_msgf(cut, sizeof cut, "short");
+  fileio_msgf(cut, sizeof cut, "short");
   ck_assert_str_eq(cut, "short");
   char sh[40];
-  ck_assert_uint_le(strlen(hot_path_short(lp, sh, 39)), 39);
+  ck_assert_uint_le(strlen(fileio_path_short(lp, sh, 39)), 39);
   ck_assert_ptr_nonnull(strstr(sh, "..."));
 }
 END_TEST
@@ -331,7 +331,7 @@ START_TEST(other_files_special) {
   ck_assert_int_eq(pack_write(p, NULL, 0, err, sizeof err), RT_ERR_IO);
   ck_assert_msg(strstr(err, "(a FIFO)"), "%s", err);
   hot_capture cap;
-  ck_assert_int_eq(hot_capture_read(p, &cap, err, sizeof err), HOT_ERR_IO);
+  ck_assert_int_eq(capture_read(p, &cap, err, sizeof err), HOT_ERR_IO);
   ck_assert_msg(strstr(err, "(a FIFO)"), "%s", err);
   float x[6] = {1, 2, 3, 4, 5, 6}, w[6] = {1, 2, 3, 4, 5, 6}, gy[4] = {1, 2, 3, 4};
   ck_assert_int_eq(hot_capture_write(p, "fc", 1, 2, 2, 3, HOT_DT_F32, x, w, gy, err, sizeof err),

@@ -172,7 +172,7 @@ static void run(const char *root, long n, const float *x, const float *w, const 
   g_count = 0;
   g_failed = 0;
   g_fail_at = n;
-  hot_status st = hot_ctx_create_with_compiler(&ctx, &o, &k_cc);
+  hot_status st = ctx_create_with_compiler(&ctx, &o, &k_cc);
   if (st != HOT_OK && st != HOT_ERR_NOMEM) {
     fprintf(stderr, "FAIL: N=%ld: hot_ctx_create -> %s\n", n, hot_status_name(st));
     bad = 1;

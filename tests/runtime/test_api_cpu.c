@@ -105,7 +105,7 @@ static void compare_layer(hot_ctx *ctx, hot_layer *l, const au_io *io_in, int ow
   ck_assert_msg(st == HOT_OK, "%s: %s", hot_status_name(st), hot_errmsg(ctx));
 
   hot_ref_saved rs;
-  ck_assert_int_eq(hot_ref_layer_save(pl, x, info.dtype, &rs), HOT_REF_OK);
+  ck_assert_int_eq(ref_layer_save(pl, x, info.dtype, &rs), HOT_REF_OK);
   ck_assert_int_eq((int64_t)nb, rs.bytes);
   if (buf) { /* the caller's buffer holds exactly the twin's saved state */
     if (rs.q_x) { /* the codes, then one scale per scale group */
@@ -116,7 +116,7 @@ static void compare_layer(hot_ctx *ctx, hot_layer *l, const au_io *io_in, int ow
       ck_assert_int_eq(memcmp(buf, rs.x, nb), 0);
     }
   }
-  ck_assert_int_eq(hot_ref_layer_backward(pl, &rs, gy, w, info.dtype, info.gran, info.seed, step,
+  ck_assert_int_eq(ref_layer_backward(pl, &rs, gy, w, info.dtype, info.gran, info.seed, step,
                                           io->rgx, io->rgw, with_bias ? io->rgb : NULL),
                    HOT_REF_OK);
   ck_assert_int_eq(memcmp(io->gx, io->rgx, (size_t)(io->T * io->I) * 4), 0);
@@ -127,7 +127,7 @@ static void compare_layer(hot_ctx *ctx, hot_layer *l, const au_io *io_in, int ow
   for (int64_t i = 0; i < io->T * io->I; ++i) sx += fabs(io->gx[i]);
   for (int64_t i = 0; i < io->O * io->I; ++i) sw += fabs(io->gw[i]);
   ck_assert(sx > 0 && sw > 0);
-  hot_ref_saved_free(&rs);
+  ref_saved_free(&rs);
   free(buf);
   free(hx);
   free(hw);
@@ -163,7 +163,7 @@ START_TEST(cpu_equals_reference) {
   ck_assert_int_eq(hot_layer_get_info(l, &info), HOT_OK);
   ck_assert_int_eq(info.calibrated, 1);
   hot_ref_lqs_result r;
-  ck_assert_int_eq(hot_ref_layer_calibrate(hot_layer_get_plan(l), io.gy, HOT_DT_F32, info.seed, 3, &r),
+  ck_assert_int_eq(ref_layer_calibrate(hot_layer_get_plan(l), io.gy, HOT_DT_F32, info.seed, 3, &r),
                    HOT_REF_OK);
   ck_assert_int_eq(info.gran, r.choice);
   ck_assert(info.lqs_e_tensor == r.e_tensor && info.lqs_e_token == r.e_token);
@@ -357,7 +357,7 @@ START_TEST(environment_read_once) {
   setenv("HOT_ARCH", "sm_80", 1);
   setenv("HOT_JIT_THREADS", "2", 1);
   hot_ctx *ctx = NULL;
-  ck_assert_int_eq(hot_ctx_create_with_compiler(&ctx, NULL, &cc), HOT_OK);
+  ck_assert_int_eq(ctx_create_with_compiler(&ctx, NULL, &cc), HOT_OK);
   setenv("HOT_CACHE_DIR", b, 1);        /* too late */
   setenv("HOT_JIT_THREADS", "abc", 1);  /* too late, and would be refused */
   setenv("HOT_CACHE_MAX_MB", "abc", 1); /* likewise */
@@ -389,7 +389,7 @@ START_TEST(environment_read_once) {
   hot_options o;
   hot_options_init(&o);
   o.arch = "sm_80";
-  ck_assert_int_eq(hot_ctx_create_with_compiler(&ctx, &o, &cc), HOT_OK);
+  ck_assert_int_eq(ctx_create_with_compiler(&ctx, &o, &cc), HOT_OK);
   ck_assert_int_eq(hot_layer_create(ctx, &s, 1, 64, HOT_RECIPE_HOT, &l), HOT_OK);
   ck_assert_int_eq(hot_layer_compile(l), HOT_ERR_IO);
   ck_assert_msg(strstr(hot_errmsg(ctx), "from HOT_CACHE_DIR"), "%s", hot_errmsg(ctx));
@@ -562,7 +562,7 @@ START_TEST(ctx_compile_one_pool) {
   o.disk_cache = -1;
   o.arch = "sm_90";
   hot_ctx *ctx = NULL;
-  ck_assert_int_eq(hot_ctx_create_with_compiler(&ctx, &o, &cc), HOT_OK);
+  ck_assert_int_eq(ctx_create_with_compiler(&ctx, &o, &cc), HOT_OK);
   unsetenv("HOT_JIT_THREADS");
   hot_layer_spec s;
   plan_spec_defaults(&s, HOT_RECIPE_HOT);
@@ -614,7 +614,7 @@ START_TEST(kernel_pack_api) {
   s.out_features = 32;
   hot_ctx *ctx = NULL;
   hot_layer *a = NULL;
-  ck_assert_int_eq(hot_ctx_create_with_compiler(&ctx, &o, &cc), HOT_OK);
+  ck_assert_int_eq(ctx_create_with_compiler(&ctx, &o, &cc), HOT_OK);
   ck_assert_int_eq(hot_layer_create(ctx, &s, 2, 64, HOT_RECIPE_HOT, &a), HOT_OK);
   ck_assert_int_eq(hot_layer_compile(a), HOT_OK);
   int compiled = f.compiles;
@@ -632,7 +632,7 @@ START_TEST(kernel_pack_api) {
   hot_ctx_destroy(ctx);
 
   /* hot_ctx_load_pack: zero compiles */
-  ck_assert_int_eq(hot_ctx_create_with_compiler(&ctx, &o, &cc), HOT_OK);
+  ck_assert_int_eq(ctx_create_with_compiler(&ctx, &o, &cc), HOT_OK);
   ck_assert_int_eq(hot_ctx_load_pack(ctx, path), HOT_OK);
   ck_assert_int_eq(hot_layer_create(ctx, &s, 2, 64, HOT_RECIPE_HOT, &a), HOT_OK);
   ck_assert_int_eq(hot_layer_compile(a), HOT_OK);
@@ -649,7 +649,7 @@ START_TEST(kernel_pack_api) {
 
   /* HOT_KERNEL_PACK, read once by hot_ctx_create */
   setenv("HOT_KERNEL_PACK", path, 1);
-  ck_assert_int_eq(hot_ctx_create_with_compiler(&ctx, &o, &cc), HOT_OK);
+  ck_assert_int_eq(ctx_create_with_compiler(&ctx, &o, &cc), HOT_OK);
   unsetenv("HOT_KERNEL_PACK");
   ck_assert_int_eq(hot_layer_create(ctx, &s, 2, 64, HOT_RECIPE_HOT, &a), HOT_OK);
   ck_assert_int_eq(hot_layer_compile(a), HOT_OK);
@@ -660,7 +660,7 @@ START_TEST(kernel_pack_api) {
   /* another compiler version: every kernel compiles, no error */
   fake_cc g = {0, 0, 0, "fake-2"};
   hot_compiler cg = FAKE_COMPILER(g);
-  ck_assert_int_eq(hot_ctx_create_with_compiler(&ctx, &o, &cg), HOT_OK);
+  ck_assert_int_eq(ctx_create_with_compiler(&ctx, &o, &cg), HOT_OK);
   ck_assert_int_eq(hot_ctx_load_pack(ctx, path), HOT_OK);
   ck_assert_int_eq(hot_layer_create(ctx, &s, 2, 64, HOT_RECIPE_HOT, &a), HOT_OK);
   ck_assert_int_eq(hot_layer_compile(a), HOT_OK);
@@ -673,7 +673,7 @@ START_TEST(kernel_pack_api) {
   fputs("HOTPACK", fp);
   fclose(fp);
   setenv("HOT_KERNEL_PACK", bad, 1);
-  ck_assert_int_eq(hot_ctx_create_with_compiler(&ctx, &o, &cc), HOT_ERR_INVALID);
+  ck_assert_int_eq(ctx_create_with_compiler(&ctx, &o, &cc), HOT_ERR_INVALID);
   unsetenv("HOT_KERNEL_PACK");
   ck_assert_msg(strstr(hot_errmsg(ctx), "HOT_KERNEL_PACK") && strstr(hot_errmsg(ctx), bad),
                 "%s", hot_errmsg(ctx));
@@ -699,7 +699,7 @@ START_TEST(compile_with_fake_compiler) {
   hot_layer *a = NULL, *b = NULL;
 
   /* CPU without a forced arch: nothing to compile */
-  ck_assert_int_eq(hot_ctx_create_with_compiler(&ctx, &o, &cc), HOT_OK);
+  ck_assert_int_eq(ctx_create_with_compiler(&ctx, &o, &cc), HOT_OK);
   ck_assert_int_eq(hot_layer_create(ctx, &s, 2, 64, HOT_RECIPE_HOT, &a), HOT_OK);
   ck_assert_int_eq(hot_layer_compile(a), HOT_OK);
   ck_assert_int_eq(f.compiles, 0);
@@ -708,7 +708,7 @@ START_TEST(compile_with_fake_compiler) {
   /* forced arch: emit + cache; a second layer with the same kernels is a memory hit */
   o.arch = "sm_90";
   o.jit_debug = 1;
-  ck_assert_int_eq(hot_ctx_create_with_compiler(&ctx, &o, &cc), HOT_OK);
+  ck_assert_int_eq(ctx_create_with_compiler(&ctx, &o, &cc), HOT_OK);
   ck_assert_int_eq(hot_layer_create(ctx, &s, 2, 64, HOT_RECIPE_HOT, &a), HOT_OK);
   ck_assert_int_eq(hot_layer_create(ctx, &s, 2, 64, HOT_RECIPE_HOT, &b), HOT_OK);
   hot_layer *both[] = {a, b};
@@ -747,7 +747,7 @@ START_TEST(compile_with_fake_compiler) {
 
   /* a new context finds the entry on disk */
   o.jit_debug = -1;
-  ck_assert_int_eq(hot_ctx_create_with_compiler(&ctx, &o, &cc), HOT_OK);
+  ck_assert_int_eq(ctx_create_with_compiler(&ctx, &o, &cc), HOT_OK);
   ck_assert_int_eq(hot_layer_create(ctx, &s, 2, 64, HOT_RECIPE_HOT, &a), HOT_OK);
   ck_assert_int_eq(hot_layer_compile(a), HOT_OK);
   ck_assert_int_eq(f.compiles, (int)np);
@@ -759,7 +759,7 @@ START_TEST(compile_with_fake_compiler) {
   f.fail = 1;
   o.disk_cache = -1;
   s.out_features = 48; /* other kernels: a miss */
-  ck_assert_int_eq(hot_ctx_create_with_compiler(&ctx, &o, &cc), HOT_OK);
+  ck_assert_int_eq(ctx_create_with_compiler(&ctx, &o, &cc), HOT_OK);
   ck_assert_int_eq(hot_layer_create(ctx, &s, 2, 64, HOT_RECIPE_HOT, &a), HOT_OK);
   hot_status r = hot_layer_compile(a);
   ck_assert_int_eq(r, HOT_ERR_COMPILE);

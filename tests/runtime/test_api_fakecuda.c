@@ -55,7 +55,7 @@ static hot_ctx *cuda_ctx(void) {
   o.backend = HOT_BACKEND_CUDA;
   o.disk_cache = -1;
   hot_ctx *ctx = NULL;
-  hot_status st = hot_ctx_create_with_compiler(&ctx, &o, &g_cc);
+  hot_status st = ctx_create_with_compiler(&ctx, &o, &g_cc);
   ck_assert_msg(st == HOT_OK, "%s", hot_errmsg(ctx));
   ck_assert_int_eq(hot_ctx_backend(ctx), HOT_BACKEND_CUDA);
   return ctx;
@@ -140,7 +140,7 @@ START_TEST(default_recipe_sequence) {
   hot_ctx *ctx = cuda_ctx();
   hot_layer *l = layer(ctx, HOT_RECIPE_HOT, "fc");
   const hot_layer_plan *pl = l->plan;
-  int64_t T = pl->T, O = pl->O, I = pl->I, xb = hot_ref_hla_x_bytes(pl);
+  int64_t T = pl->T, O = pl->O, I = pl->I, xb = ref_hla_x_bytes(pl);
   size_t nb = hot_layer_saved_bytes(l);
   ck_assert_int_eq((int64_t)nb, xb + 4);
   CUdeviceptr x = dalloc((size_t)(T * I) * 4), w = dalloc((size_t)(O * I) * 4),
@@ -201,7 +201,7 @@ START_TEST(default_recipe_sequence) {
   ck_assert_int_eq(h1->arg[23], 7);
   ck_assert_int_eq(h1->arg[17], (int64_t)(cuda_layer_of(l)->amax + 4 * HOT_AMAX_HLA_G));
   ck_assert_int_eq(h1->arg[18], 0);
-  in_scratch(l, h1->arg[14], hot_ref_hla_g_bytes(pl));
+  in_scratch(l, h1->arg[14], ref_hla_g_bytes(pl));
   /* GEMM g_x: A = q_g', B = q_w', row_scale = s_g, alpha_a = s_w, div = b */
   ck_assert_int_eq(mx->arg[0], g1->arg[6]);
   ck_assert_int_eq(mx->arg[1], w1->arg[6]);
@@ -397,7 +397,7 @@ START_TEST(hla_groups_sequence) {
   ck_assert_int_eq(pl->hla.groups, 3);
   ck_assert(pl->hla.x.gran == HOT_GRAN_SAMPLE && pl->hla.g.gran == HOT_GRAN_TENSOR);
   ck_assert_int_gt(pl->hla.group_k_pad, pl->hla.group_k);
-  int64_t T = pl->T, O = pl->O, I = pl->I, xb = hot_ref_hla_x_bytes(pl);
+  int64_t T = pl->T, O = pl->O, I = pl->I, xb = ref_hla_x_bytes(pl);
   size_t nb = hot_layer_saved_bytes(l);
   ck_assert_int_eq((int64_t)nb, xb + 4 * pl->hla.groups);
   CUdeviceptr x = dalloc((size_t)(T * I) * 4), w = dalloc((size_t)(O * I) * 4),
@@ -440,7 +440,7 @@ START_TEST(paper_code_sawb_sequence) {
   ck_assert_int_eq(pl->hla.block, 1);
   ck_assert_int_ge(plan_kernel_index(pl, HOT_K_SAWB_W), 0);
   ck_assert_int_ge(plan_kernel_index(pl, HOT_K_SAWB_X), 0);
-  int64_t T = pl->T, O = pl->O, I = pl->I, xb = hot_ref_hla_x_bytes(pl);
+  int64_t T = pl->T, O = pl->O, I = pl->I, xb = ref_hla_x_bytes(pl);
   CUdeviceptr x = dalloc((size_t)(T * I) * 4), w = dalloc((size_t)(O * I) * 4),
               gy = dalloc((size_t)(T * O) * 4), gx = dalloc((size_t)(T * I) * 4),
               gw = dalloc((size_t)(O * I) * 4), sv = dalloc(hot_layer_saved_bytes(l));
@@ -679,7 +679,7 @@ START_TEST(wgmma_gemms) {
   o.arch = "sm_90a";
   hot_ctx *ctx = NULL;
   g_reset();
-  ck_assert_msg(hot_ctx_create_with_compiler(&ctx, &o, &g_cc) == HOT_OK, "%s", hot_errmsg(ctx));
+  ck_assert_msg(ctx_create_with_compiler(&ctx, &o, &g_cc) == HOT_OK, "%s", hot_errmsg(ctx));
   hot_layer *l = layer(ctx, HOT_RECIPE_HOT, "fc");
   const hot_layer_plan *pl = l->plan;
   ck_assert_int_eq(pl->arch, HOT_ARCH_SM90A);
@@ -753,7 +753,7 @@ START_TEST(tma_gemms) {
   o.arch = "sm_90a";
   hot_ctx *ctx = NULL;
   g_reset();
-  ck_assert_msg(hot_ctx_create_with_compiler(&ctx, &o, &g_cc) == HOT_OK, "%s", hot_errmsg(ctx));
+  ck_assert_msg(ctx_create_with_compiler(&ctx, &o, &g_cc) == HOT_OK, "%s", hot_errmsg(ctx));
   hot_layer_spec s;
   plan_spec_defaults(&s, HOT_RECIPE_HOT);
   snprintf(s.name, sizeof s.name, "tma");
@@ -812,7 +812,7 @@ START_TEST(tma_gemms) {
   ck_assert_int_eq(mw->arg[0], (int64_t)cu->q_hg);
   ck_assert_int_eq(mw->arg[1], (int64_t)sv);
   ck_assert_int_eq(mw->arg[2], (int64_t)gw);
-  ck_assert_int_eq(mw->arg[5], (int64_t)(sv + (CUdeviceptr)hot_ref_hla_x_bytes(pl)));
+  ck_assert_int_eq(mw->arg[5], (int64_t)(sv + (CUdeviceptr)ref_hla_x_bytes(pl)));
   tma_map(mw, 12, (int64_t)cu->q_hg, pl->hla.gemm.k_pad, O, pl->hla.gemm.tile_m);
   tma_map(mw, 13, (int64_t)sv, pl->hla.gemm.k_pad, I, pl->hla.gemm.tile_n);
   /* the driver table's encoder is the fake's, which refuses what the driver documents as
@@ -956,7 +956,7 @@ static hot_ctx *ctx_on(hot_backend b, int device, const char *arch, hot_status w
   o.arch = arch;
   o.disk_cache = -1;
   hot_ctx *ctx = NULL;
-  hot_status st = hot_ctx_create_with_compiler(&ctx, &o, &g_cc);
+  hot_status st = ctx_create_with_compiler(&ctx, &o, &g_cc);
   ck_assert_msg(st == want, "%s: %s", hot_status_name(st), hot_errmsg(ctx));
   return ctx;
 }
@@ -1202,7 +1202,7 @@ START_TEST(nvrtc_vs_driver) {
     o.backend = HOT_BACKEND_CUDA;
     o.disk_cache = -1;
     hot_ctx *ctx = NULL;
-    ck_assert_int_eq(hot_ctx_create_with_compiler(&ctx, &o, ccs[i]), HOT_OK);
+    ck_assert_int_eq(ctx_create_with_compiler(&ctx, &o, ccs[i]), HOT_OK);
     hot_layer_spec s;
     plan_spec_defaults(&s, HOT_RECIPE_HOT);
     s.in_features = 64;

@@ -168,7 +168,7 @@ static void run_case(const api_case *c, hot_ctx *ctx, hot_ctx *cpu) {
   CHECK_CU(d->cuMemcpyDtoH(saved, dsv, nb));
   same_bytes(c->name, "saved buffer", saved, csaved, nb);
   printf("  save: %zu bytes equal (s_x^ %.9g)\n", nb,
-         (double)*(const float *)(const void *)(csaved + hot_ref_hla_x_bytes(pl)));
+         (double)*(const float *)(const void *)(csaved + ref_hla_x_bytes(pl)));
 
   /* before calibration: per tensor */
   backward_both(c, ctx, cpu, g, h, &io, gy, w, dgy, dw, dsv, csaved, 5, "uncalibrated, caller's buffer");

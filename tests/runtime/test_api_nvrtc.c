@@ -63,9 +63,9 @@ static void entry_path(const char *dir, const char *spec, char *path, size_t n) 
   hot_kcache_config cfg = {0};
   cfg.dir = dir;
   hot_kcache *kc = NULL;
-  ck_assert_int_eq(hot_kcache_open(&kc, &cfg, err, sizeof err), RT_OK);
-  ck_assert_int_eq(hot_kcache_entry_path(kc, &src, path, n, err, sizeof err), RT_OK);
-  hot_kcache_close(kc);
+  ck_assert_int_eq(kcache_open(&kc, &cfg, err, sizeof err), RT_OK);
+  ck_assert_int_eq(kcache_entry_path(kc, &src, path, n, err, sizeof err), RT_OK);
+  kcache_close(kc);
   emit_free(&e);
   hot_ctx_destroy(ctx);
 }

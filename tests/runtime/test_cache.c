@@ -33,7 +33,7 @@ static hot_kcache *open_fake(const char *dir, fake_cc *f, const hot_compiler *cc
   hot_kcache_config cfg = {.dir = dir, .disk = 1, .compiler = cc, .max_bytes = max};
   hot_kcache *kc = NULL;
   char err[512];
-  ck_assert_msg(hot_kcache_open(&kc, &cfg, err, sizeof err) == RT_OK, "%s", err);
+  ck_assert_msg(kcache_open(&kc, &cfg, err, sizeof err) == RT_OK, "%s", err);
   return kc;
 }
 
@@ -86,14 +86,14 @@ START_TEST(real_nvrtc_roundtrip) {
   const hot_kernel_binary *b1 = NULL, *b2 = NULL, *b3 = NULL;
   hot_kcache_origin how;
   double t0 = now_ms();
-  ck_assert_msg(hot_kcache_get(kc, &src, &b1, &how, NULL, err, sizeof err) == RT_OK, "%s", err);
+  ck_assert_msg(kcache_get(kc, &src, &b1, &how, NULL, err, sizeof err) == RT_OK, "%s", err);
   double t1 = now_ms();
   ck_assert_int_eq(how, HOT_KCACHE_COMPILED);
   ck_assert_int_eq(cnt.compiles, 1);
   ck_assert_int_gt(b1->kernels[0].registers, 0);
   ck_assert_int_eq(b1->kernels[0].spill_store_bytes, 0);
   ck_assert_ptr_nonnull(strstr(b1->compiler, "nvrtc-"));
-  ck_assert_msg(hot_kcache_get(kc, &src, &b2, &how, NULL, err, sizeof err) == RT_OK, "%s", err);
+  ck_assert_msg(kcache_get(kc, &src, &b2, &how, NULL, err, sizeof err) == RT_OK, "%s", err);
   double t2 = now_ms();
   ck_assert_int_eq(how, HOT_KCACHE_MEMORY);
   ck_assert_ptr_eq(b1, b2);
@@ -102,7 +102,7 @@ START_TEST(real_nvrtc_roundtrip) {
   /* A second cache object: fresh memory, same directory -> found on disk, nothing compiled. */
   hot_kcache *kc2 = open_fake(dir, NULL, &cc, 0);
   double t3 = now_ms();
-  ck_assert_msg(hot_kcache_get(kc2, &src, &b3, &how, NULL, err, sizeof err) == RT_OK, "%s", err);
+  ck_assert_msg(kcache_get(kc2, &src, &b3, &how, NULL, err, sizeof err) == RT_OK, "%s", err);
   double t4 = now_ms();
   ck_assert_int_eq(how, HOT_KCACHE_DISK);
   ck_assert_int_eq(cnt.compiles, 1);
@@ -114,10 +114,10 @@ START_TEST(real_nvrtc_roundtrip) {
   ck_assert_str_eq(b3->key, b1->key);
   ck_assert_int_eq((int)(b3->compile_ms * 1000), (int)(b1->compile_ms * 1000));
   hot_kcache_stats st;
-  hot_kcache_stats_get(kc2, &st);
+  kcache_stats_get(kc2, &st);
   ck_assert_uint_eq(st.compiles, 0);
   ck_assert_uint_eq(st.disk_hits, 1);
-  hot_kcache_stats_get(kc, &st);
+  kcache_stats_get(kc, &st);
   ck_assert_uint_eq(st.compiles, 1);
   ck_assert_uint_eq(st.memory_hits, 1);
   ck_assert_uint_eq(st.disk_writes, 1);
@@ -126,7 +126,7 @@ START_TEST(real_nvrtc_roundtrip) {
 
   /* The readable record is in the entry. */
   char path[4096];
-  ck_assert_int_eq(hot_kcache_entry_path(kc2, &src, path, sizeof path, err, sizeof err), RT_OK);
+  ck_assert_int_eq(kcache_entry_path(kc2, &src, path, sizeof path, err, sizeof err), RT_OK);
   FILE *f = fopen(path, "rb");
   ck_assert_ptr_nonnull(f);
   static char body[65536];
@@ -135,8 +135,8 @@ START_TEST(real_nvrtc_roundtrip) {
   body[n] = '\0';
   ck_assert_ptr_nonnull(strstr(body + 104, "arch sm_80\n"));
   ck_assert_ptr_nonnull(strstr(body + 104, "kernel scale registers "));
-  hot_kcache_close(kc);
-  hot_kcache_close(kc2);
+  kcache_close(kc);
+  kcache_close(kc2);
   rm_tree(dir);
 }
 END_TEST
@@ -152,9 +152,9 @@ static void damage_and_recover(damage how_bad) {
   hot_kernel_source src = fake_src("damaged entry test");
   hot_kcache *kc = open_fake(dir, &f, &cc, 0);
   const hot_kernel_binary *b;
-  ck_assert_int_eq(hot_kcache_get(kc, &src, &b, NULL, NULL, err, sizeof err), RT_OK);
-  ck_assert_int_eq(hot_kcache_entry_path(kc, &src, path, sizeof path, err, sizeof err), RT_OK);
-  hot_kcache_close(kc);
+  ck_assert_int_eq(kcache_get(kc, &src, &b, NULL, NULL, err, sizeof err), RT_OK);
+  ck_assert_int_eq(kcache_entry_path(kc, &src, path, sizeof path, err, sizeof err), RT_OK);
+  kcache_close(kc);
 
   struct stat sb;
   ck_assert_int_eq(stat(path, &sb), 0);
@@ -175,26 +175,26 @@ static void damage_and_recover(damage how_bad) {
   f.compiles = 0;
   kc = open_fake(dir, &f, &cc, 0);
   hot_kcache_origin o;
-  ck_assert_int_eq(hot_kcache_get(kc, &src, &b, &o, NULL, err, sizeof err), RT_OK);
+  ck_assert_int_eq(kcache_get(kc, &src, &b, &o, NULL, err, sizeof err), RT_OK);
   ck_assert_int_eq(o, HOT_KCACHE_COMPILED);  /* the damaged entry was a miss */
   ck_assert_int_eq(f.compiles, 1);
   unsigned char expect[5000];
   fake_bytes(&src, sizeof expect, expect);
   ck_assert_mem_eq(b->cubin, expect, sizeof expect);
   hot_kcache_stats st;
-  hot_kcache_stats_get(kc, &st);
+  kcache_stats_get(kc, &st);
   ck_assert_uint_eq(st.disk_rejects, 1);
   ck_assert_uint_eq(st.disk_writes, 1);
-  hot_kcache_close(kc);
+  kcache_close(kc);
 
   /* ... and replaced: the next fresh cache finds a good entry. */
   f.compiles = 0;
   kc = open_fake(dir, &f, &cc, 0);
-  ck_assert_int_eq(hot_kcache_get(kc, &src, &b, &o, NULL, err, sizeof err), RT_OK);
+  ck_assert_int_eq(kcache_get(kc, &src, &b, &o, NULL, err, sizeof err), RT_OK);
   ck_assert_int_eq(o, HOT_KCACHE_DISK);
   ck_assert_int_eq(f.compiles, 0);
   ck_assert_mem_eq(b->cubin, expect, sizeof expect);
-  hot_kcache_close(kc);
+  kcache_close(kc);
   ck_assert_int_eq(count_files(dir, ".tmp"), 0);
   rm_tree(dir);
 }
@@ -230,7 +230,7 @@ START_TEST(concurrent_fill) {
       hot_kcache_config cfg = {.dir = dir, .disk = 1, .compiler = &cc};
       hot_kcache *kc = NULL;
       char err[512];
-      int bad = hot_kcache_open(&kc, &cfg, err, sizeof err) != RT_OK;
+      int bad = kcache_open(&kc, &cfg, err, sizeof err) != RT_OK;
       /* keys 0..5 shared by all (in a different order per process), 6..9: two processes each */
       for (int i = 0; i < KEYS && !bad; i++) {
         int k = (i + p) % KEYS;
@@ -239,13 +239,13 @@ START_TEST(concurrent_fill) {
         key_text(k, text);
         hot_kernel_source src = fake_src(text);
         const hot_kernel_binary *b;
-        if (hot_kcache_get(kc, &src, &b, NULL, NULL, err, sizeof err) != RT_OK) bad = 1;
+        if (kcache_get(kc, &src, &b, NULL, NULL, err, sizeof err) != RT_OK) bad = 1;
         unsigned char *want = malloc(size);
         fake_bytes(&src, size, want);
         if (!bad && (b->cubin_size != size || memcmp(b->cubin, want, size) != 0)) bad = 1;
         free(want);
       }
-      hot_kcache_close(kc);
+      kcache_close(kc);
       _exit(bad);
     }
     kids[p] = pid;
@@ -267,11 +267,11 @@ START_TEST(concurrent_fill) {
     char text[64], err[512], path[4096];
     key_text(k, text);
     hot_kernel_source src = fake_src(text);
-    ck_assert_int_eq(hot_kcache_entry_path(kc, &src, path, sizeof path, err, sizeof err), RT_OK);
+    ck_assert_int_eq(kcache_entry_path(kc, &src, path, sizeof path, err, sizeof err), RT_OK);
     if (access(path, F_OK) != 0) continue;  /* a key no process asked for */
     const hot_kernel_binary *b;
     hot_kcache_origin o;
-    ck_assert_int_eq(hot_kcache_get(kc, &src, &b, &o, NULL, err, sizeof err), RT_OK);
+    ck_assert_int_eq(kcache_get(kc, &src, &b, &o, NULL, err, sizeof err), RT_OK);
     ck_assert_int_eq(o, HOT_KCACHE_DISK);
     fake_bytes(&src, size, want);
     ck_assert_mem_eq(b->cubin, want, size);
@@ -281,7 +281,7 @@ START_TEST(concurrent_fill) {
   ck_assert_int_eq(f.compiles, 0);
   ck_assert_int_ge(loaded, 6);
   ck_assert_int_eq(count_files(dir, ".hotk"), loaded);
-  hot_kcache_close(kc);
+  kcache_close(kc);
   rm_tree(dir);
 }
 END_TEST
@@ -301,7 +301,7 @@ static void *work(void *arg) {
     hot_kernel_source src = fake_src(text);
     const hot_kernel_binary *b;
     unsigned char want[2000];
-    if (hot_kcache_get(w->kc, &src, &b, NULL, NULL, err, sizeof err) != RT_OK) w->bad = 1;
+    if (kcache_get(w->kc, &src, &b, NULL, NULL, err, sizeof err) != RT_OK) w->bad = 1;
     fake_bytes(&src, sizeof want, want);
     if (!w->bad && (b->cubin_size != sizeof want || memcmp(b->cubin, want, sizeof want))) w->bad = 1;
   }
@@ -325,11 +325,11 @@ START_TEST(threads_share_a_cache) {
     ck_assert_int_eq(w[i].bad, 0);
   }
   hot_kcache_stats st;
-  hot_kcache_stats_get(kc, &st);
+  kcache_stats_get(kc, &st);
   ck_assert_uint_eq(st.compiles + st.memory_hits + st.disk_hits, 8 * 12);
   ck_assert_uint_ge(st.compiles, 6);  /* a race may compile a key twice; one result is kept */
   ck_assert_int_eq(count_files(dir, ".hotk"), 6);
-  hot_kcache_close(kc);
+  kcache_close(kc);
   rm_tree(dir);
 }
 END_TEST
@@ -347,39 +347,39 @@ START_TEST(lru_eviction) {
   const hot_kernel_binary *b;
   for (int i = 0; i < 3; i++) {
     src[i] = fake_src(texts[i]);
-    ck_assert_int_eq(hot_kcache_get(kc, &src[i], &b, NULL, NULL, err, sizeof err), RT_OK);
-    ck_assert_int_eq(hot_kcache_entry_path(kc, &src[i], path[i], sizeof path[i], err, sizeof err),
+    ck_assert_int_eq(kcache_get(kc, &src[i], &b, NULL, NULL, err, sizeof err), RT_OK);
+    ck_assert_int_eq(kcache_entry_path(kc, &src[i], path[i], sizeof path[i], err, sizeof err),
                      RT_OK);
     /* Age them explicitly (A oldest) so the order does not depend on timestamp resolution. */
     struct timespec ts[2] = {{1000000 + i * 10, 0}, {1000000 + i * 10, 0}};
     ck_assert_int_eq(utimensat(AT_FDCWD, path[i], ts, 0), 0);
   }
-  hot_kcache_close(kc);
+  kcache_close(kc);
   ck_assert_int_eq(count_files(dir, ".hotk"), 3);
 
   /* A hit on A (from a fresh cache: a disk hit) makes it the most recent ... */
   kc = open_fake(dir, &f, &cc, bound);
   hot_kcache_origin o;
-  ck_assert_int_eq(hot_kcache_get(kc, &src[0], &b, &o, NULL, err, sizeof err), RT_OK);
+  ck_assert_int_eq(kcache_get(kc, &src[0], &b, &o, NULL, err, sizeof err), RT_OK);
   ck_assert_int_eq(o, HOT_KCACHE_DISK);
   /* ... so adding D evicts B, the least recently used. */
   src[3] = fake_src(texts[3]);
-  ck_assert_int_eq(hot_kcache_get(kc, &src[3], &b, NULL, NULL, err, sizeof err), RT_OK);
-  ck_assert_int_eq(hot_kcache_entry_path(kc, &src[3], path[3], sizeof path[3], err, sizeof err),
+  ck_assert_int_eq(kcache_get(kc, &src[3], &b, NULL, NULL, err, sizeof err), RT_OK);
+  ck_assert_int_eq(kcache_entry_path(kc, &src[3], path[3], sizeof path[3], err, sizeof err),
                    RT_OK);
   ck_assert_int_eq(access(path[0], F_OK), 0);
   ck_assert_int_ne(access(path[1], F_OK), 0);
   ck_assert_int_eq(access(path[2], F_OK), 0);
   ck_assert_int_eq(access(path[3], F_OK), 0);
   hot_kcache_stats st;
-  hot_kcache_stats_get(kc, &st);
+  kcache_stats_get(kc, &st);
   ck_assert_uint_eq(st.evictions, 1);
   /* B is gone from the disk: asking for it again compiles it. */
   int before = f.compiles;
-  ck_assert_int_eq(hot_kcache_get(kc, &src[1], &b, &o, NULL, err, sizeof err), RT_OK);
+  ck_assert_int_eq(kcache_get(kc, &src[1], &b, &o, NULL, err, sizeof err), RT_OK);
   ck_assert_int_eq(o, HOT_KCACHE_COMPILED);
   ck_assert_int_eq(f.compiles, before + 1);
-  hot_kcache_close(kc);
+  kcache_close(kc);
   rm_tree(dir);
 }
 END_TEST
@@ -396,10 +396,10 @@ START_TEST(env_max_mb) {
   for (int i = 0; i < 4; i++) {
     snprintf(text[i], sizeof text[i], "mb %d", i);
     hot_kernel_source s = fake_src(text[i]);
-    ck_assert_int_eq(hot_kcache_get(kc, &s, &b, NULL, NULL, err, sizeof err), RT_OK);
+    ck_assert_int_eq(kcache_get(kc, &s, &b, NULL, NULL, err, sizeof err), RT_OK);
   }
   ck_assert_int_eq(count_files(dir, ".hotk"), 2);  /* 2 x 400 kB fit in 1 MiB, 3 do not */
-  hot_kcache_close(kc);
+  kcache_close(kc);
   rm_tree(dir);
 }
 END_TEST
@@ -413,25 +413,25 @@ START_TEST(no_disk_cache_env) {
   hot_compiler cc = FAKE_COMPILER(f);
   hot_kcache_config cfg = {.dir = dir, .compiler = &cc};
   hot_kcache *kc = NULL;
-  ck_assert_int_eq(hot_kcache_open(&kc, &cfg, err, sizeof err), RT_OK);
-  ck_assert_ptr_null(hot_kcache_dir(kc));
+  ck_assert_int_eq(kcache_open(&kc, &cfg, err, sizeof err), RT_OK);
+  ck_assert_ptr_null(kcache_dir(kc));
   hot_kernel_source src = fake_src("memory only");
   const hot_kernel_binary *b;
   hot_kcache_origin o;
-  ck_assert_int_eq(hot_kcache_get(kc, &src, &b, &o, NULL, err, sizeof err), RT_OK);
+  ck_assert_int_eq(kcache_get(kc, &src, &b, &o, NULL, err, sizeof err), RT_OK);
   ck_assert_int_eq(o, HOT_KCACHE_COMPILED);
-  ck_assert_int_eq(hot_kcache_get(kc, &src, &b, &o, NULL, err, sizeof err), RT_OK);
+  ck_assert_int_eq(kcache_get(kc, &src, &b, &o, NULL, err, sizeof err), RT_OK);
   ck_assert_int_eq(o, HOT_KCACHE_MEMORY);
   char path[4096];
-  ck_assert_int_eq(hot_kcache_entry_path(kc, &src, path, sizeof path, err, sizeof err),
+  ck_assert_int_eq(kcache_entry_path(kc, &src, path, sizeof path, err, sizeof err),
                    RT_ERR_INVALID);
-  hot_kcache_close(kc);
+  kcache_close(kc);
   ck_assert_int_eq(count_files(dir, ".hotk"), 0);
   /* disk = 1 overrides the variable. */
   cfg.disk = 1;
-  ck_assert_int_eq(hot_kcache_open(&kc, &cfg, err, sizeof err), RT_OK);
-  ck_assert_str_eq(hot_kcache_dir(kc), dir);
-  hot_kcache_close(kc);
+  ck_assert_int_eq(kcache_open(&kc, &cfg, err, sizeof err), RT_OK);
+  ck_assert_str_eq(kcache_dir(kc), dir);
+  kcache_close(kc);
   rm_tree(dir);
 }
 END_TEST
@@ -443,15 +443,15 @@ START_TEST(directory_from_env) {
   unsetenv("HOT_CACHE_DIR");
   setenv("XDG_CACHE_HOME", dir, 1);
   hot_kcache *kc = NULL;
-  ck_assert_int_eq(hot_kcache_open(&kc, NULL, err, sizeof err), RT_OK);
+  ck_assert_int_eq(kcache_open(&kc, NULL, err, sizeof err), RT_OK);
   snprintf(want, sizeof want, "%s/hot", dir);
-  ck_assert_str_eq(hot_kcache_dir(kc), want);
-  hot_kcache_close(kc);
+  ck_assert_str_eq(kcache_dir(kc), want);
+  kcache_close(kc);
   snprintf(want, sizeof want, "%s/a/b/c", dir);
   setenv("HOT_CACHE_DIR", want, 1);
-  ck_assert_int_eq(hot_kcache_open(&kc, NULL, err, sizeof err), RT_OK);
-  ck_assert_str_eq(hot_kcache_dir(kc), want);  /* created with its parents */
-  hot_kcache_close(kc);
+  ck_assert_int_eq(kcache_open(&kc, NULL, err, sizeof err), RT_OK);
+  ck_assert_str_eq(kcache_dir(kc), want);  /* created with its parents */
+  kcache_close(kc);
   /* A directory that cannot exist: a clear error naming it and the way out. */
   snprintf(want, sizeof want, "%s/hot/file", dir);
   FILE *fp = fopen(want, "w");
@@ -460,7 +460,7 @@ START_TEST(directory_from_env) {
   char sub[600];
   snprintf(sub, sizeof sub, "%s/below", want);
   hot_kcache_config cfg = {.dir = sub};
-  ck_assert_int_eq(hot_kcache_open(&kc, &cfg, err, sizeof err), RT_ERR_IO);
+  ck_assert_int_eq(kcache_open(&kc, &cfg, err, sizeof err), RT_ERR_IO);
   ck_assert_ptr_null(kc);
   ck_assert_ptr_nonnull(strstr(err, sub));
   ck_assert_ptr_nonnull(strstr(err, "HOT_NO_DISK_CACHE"));
@@ -479,8 +479,8 @@ static void odd_entry(odd what) {
   hot_compiler cc = FAKE_COMPILER(f);
   hot_kernel_source src = fake_src("odd entry test");
   hot_kcache *kc = open_fake(dir, &f, &cc, 0);
-  ck_assert_int_eq(hot_kcache_entry_path(kc, &src, path, sizeof path, err, sizeof err), RT_OK);
-  hot_kcache_close(kc);
+  ck_assert_int_eq(kcache_entry_path(kc, &src, path, sizeof path, err, sizeof err), RT_OK);
+  kcache_close(kc);
   switch (what) {
   case ODD_FIFO: ck_assert_int_eq(mkfifo(path, 0600), 0); break;
   case ODD_EMPTY_DIR: ck_assert_int_eq(mkdir(path, 0700), 0); break;
@@ -502,9 +502,9 @@ static void odd_entry(odd what) {
     kc = open_fake(dir, &f, &cc, 0);
     const hot_kernel_binary *b;
     hot_kcache_origin o;
-    ck_assert_int_eq(hot_kcache_get(kc, &src, &b, &o, NULL, err, sizeof err), RT_OK);
+    ck_assert_int_eq(kcache_get(kc, &src, &b, &o, NULL, err, sizeof err), RT_OK);
     hot_kcache_stats st;
-    hot_kcache_stats_get(kc, &st);
+    kcache_stats_get(kc, &st);
     if (round == 0) { /* a miss, counted as a reject, and the entry written in its place */
       ck_assert_int_eq(o, HOT_KCACHE_COMPILED);
       ck_assert_int_eq(f.compiles, 1);
@@ -514,7 +514,7 @@ static void odd_entry(odd what) {
       ck_assert_int_eq(o, HOT_KCACHE_DISK);
       ck_assert_int_eq(f.compiles, 0);
     }
-    hot_kcache_close(kc);
+    kcache_close(kc);
   }
   alarm(0);
   struct stat sb;
@@ -559,24 +559,24 @@ START_TEST(read_only_cache) {
   hot_kcache *kc = open_fake(dir, &f, &cc, 0);
   const hot_kernel_binary *b;
   hot_kcache_origin o;
-  ck_assert_int_eq(hot_kcache_get(kc, &src, &b, &o, NULL, err, sizeof err), RT_OK);
-  hot_kcache_close(kc);
+  ck_assert_int_eq(kcache_get(kc, &src, &b, &o, NULL, err, sizeof err), RT_OK);
+  kcache_close(kc);
   int as_root = geteuid() == 0;
   for (int how = as_root ? 1 : 0; how < 2; ++how) {
     if (how == 0) ck_assert_int_eq(chmod(dir, 0555), 0);
     f.compiles = 0;
     hot_kcache_config cfg = {.dir = dir, .disk = 1, .compiler = &cc, .read_only = how};
-    ck_assert_int_eq(hot_kcache_open(&kc, &cfg, err, sizeof err), RT_OK);
-    ck_assert_int_eq(hot_kcache_read_only(kc), 1);
-    ck_assert_int_eq(hot_kcache_get(kc, &src, &b, &o, NULL, err, sizeof err), RT_OK);
+    ck_assert_int_eq(kcache_open(&kc, &cfg, err, sizeof err), RT_OK);
+    ck_assert_int_eq(kcache_read_only(kc), 1);
+    ck_assert_int_eq(kcache_get(kc, &src, &b, &o, NULL, err, sizeof err), RT_OK);
     ck_assert_int_eq(o, HOT_KCACHE_DISK);
-    ck_assert_int_eq(hot_kcache_get(kc, &miss, &b, &o, NULL, err, sizeof err), RT_OK);
+    ck_assert_int_eq(kcache_get(kc, &miss, &b, &o, NULL, err, sizeof err), RT_OK);
     ck_assert_int_eq(o, HOT_KCACHE_COMPILED); /* compiled into memory only */
     ck_assert_int_eq(f.compiles, 1);
     hot_kcache_stats st;
-    hot_kcache_stats_get(kc, &st);
+    kcache_stats_get(kc, &st);
     ck_assert_uint_eq(st.disk_writes, 0);
-    hot_kcache_close(kc);
+    kcache_close(kc);
     if (how == 0) ck_assert_int_eq(chmod(dir, 0700), 0);
     ck_assert_int_eq(count_files(dir, ".hotk"), 1);
   }
@@ -596,16 +596,16 @@ START_TEST(strict_environment) {
   hot_kcache *kc = NULL;
   for (size_t i = 0; i < sizeof bad_mb / sizeof *bad_mb; ++i) {
     setenv("HOT_CACHE_MAX_MB", bad_mb[i], 1);
-    ck_assert_int_eq(hot_kcache_open(&kc, NULL, err, sizeof err), RT_ERR_INVALID);
+    ck_assert_int_eq(kcache_open(&kc, NULL, err, sizeof err), RT_ERR_INVALID);
     ck_assert_msg(strstr(err, "HOT_CACHE_MAX_MB") && strstr(err, bad_mb[i]), "%s", err);
     ck_assert_ptr_null(kc);
   }
   setenv("HOT_CACHE_MAX_MB", "0x10", 1);
-  ck_assert_int_eq(hot_kcache_open(&kc, NULL, err, sizeof err), RT_OK);
-  hot_kcache_close(kc);
+  ck_assert_int_eq(kcache_open(&kc, NULL, err, sizeof err), RT_OK);
+  kcache_close(kc);
   unsetenv("HOT_CACHE_MAX_MB");
   setenv("HOT_NO_DISK_CACHE", "maybe", 1);
-  ck_assert_int_eq(hot_kcache_open(&kc, NULL, err, sizeof err), RT_ERR_INVALID);
+  ck_assert_int_eq(kcache_open(&kc, NULL, err, sizeof err), RT_ERR_INVALID);
   ck_assert_msg(strstr(err, "HOT_NO_DISK_CACHE='maybe'"), "%s", err);
   unsetenv("HOT_NO_DISK_CACHE");
   /* HOT_CACHE_DIR naming a file: the error names the variable */
@@ -613,13 +613,13 @@ START_TEST(strict_environment) {
   snprintf(file, sizeof file, "%s/plain", dir);
   fclose(fopen(file, "w"));
   setenv("HOT_CACHE_DIR", file, 1);
-  ck_assert_int_eq(hot_kcache_open(&kc, NULL, err, sizeof err), RT_ERR_INVALID);
+  ck_assert_int_eq(kcache_open(&kc, NULL, err, sizeof err), RT_ERR_INVALID);
   ck_assert_msg(strstr(err, "HOT_CACHE_DIR") && strstr(err, "not a directory"), "%s", err);
   /* ... and below a file: cannot be created, named as the cause */
   char below[400];
   snprintf(below, sizeof below, "%s/sub", file);
   setenv("HOT_CACHE_DIR", below, 1);
-  ck_assert_int_eq(hot_kcache_open(&kc, NULL, err, sizeof err), RT_ERR_IO);
+  ck_assert_int_eq(kcache_open(&kc, NULL, err, sizeof err), RT_ERR_IO);
   ck_assert_msg(strstr(err, "from HOT_CACHE_DIR"), "%s", err);
   unsetenv("HOT_CACHE_DIR");
   /* the other parsers */
@@ -684,24 +684,24 @@ START_TEST(key_covers_everything) {
   v[6].program = "other.cu";
   const hot_kernel_binary *b[7];
   for (int i = 0; i < 7; i++)
-    ck_assert_int_eq(hot_kcache_get(kc, &v[i], &b[i], NULL, NULL, err, sizeof err), RT_OK);
+    ck_assert_int_eq(kcache_get(kc, &v[i], &b[i], NULL, NULL, err, sizeof err), RT_OK);
   ck_assert_int_eq(f.compiles, 7);
   for (int i = 0; i < 7; i++)
     for (int j = i + 1; j < 7; j++) ck_assert_str_ne(b[i]->key, b[j]->key);
   ck_assert_str_eq(b[1]->arch, "sm_90a");
-  hot_kcache_close(kc);
+  kcache_close(kc);
   /* Another generator version or compiler version: other entries, old ones kept. */
   hot_kcache_config cfg = {.dir = dir, .disk = 1, .compiler = &cc, .generator_version = "9.9"};
-  ck_assert_int_eq(hot_kcache_open(&kc, &cfg, err, sizeof err), RT_OK);
-  ck_assert_int_eq(hot_kcache_get(kc, &base, &b[0], NULL, NULL, err, sizeof err), RT_OK);
+  ck_assert_int_eq(kcache_open(&kc, &cfg, err, sizeof err), RT_OK);
+  ck_assert_int_eq(kcache_get(kc, &base, &b[0], NULL, NULL, err, sizeof err), RT_OK);
   ck_assert_int_eq(f.compiles, 8);
-  hot_kcache_close(kc);
+  kcache_close(kc);
   f.version = "fake-2";
   kc = open_fake(dir, &f, &cc, 0);
-  ck_assert_int_eq(hot_kcache_get(kc, &base, &b[0], NULL, NULL, err, sizeof err), RT_OK);
+  ck_assert_int_eq(kcache_get(kc, &base, &b[0], NULL, NULL, err, sizeof err), RT_OK);
   ck_assert_int_eq(f.compiles, 9);
   ck_assert_str_eq(b[0]->compiler, "fake-2");
-  hot_kcache_close(kc);
+  kcache_close(kc);
   ck_assert_int_eq(count_files(dir, ".hotk"), 9);
   rm_tree(dir);
 }
@@ -716,19 +716,19 @@ START_TEST(no_compiler_version_uses_any_entry) {
   hot_kernel_source src = fake_src("seeded elsewhere");
   hot_kcache *kc = open_fake(dir, &f, &cc, 0);
   const hot_kernel_binary *b;
-  ck_assert_int_eq(hot_kcache_get(kc, &src, &b, NULL, NULL, err, sizeof err), RT_OK);
-  hot_kcache_close(kc);
+  ck_assert_int_eq(kcache_get(kc, &src, &b, NULL, NULL, err, sizeof err), RT_OK);
+  kcache_close(kc);
   fake_cc g = {.version = NULL, .fail = 1};
   hot_compiler cg = FAKE_COMPILER(g);
   kc = open_fake(dir, &g, &cg, 0);
   hot_kcache_origin o;
-  ck_assert_int_eq(hot_kcache_get(kc, &src, &b, &o, NULL, err, sizeof err), RT_OK);
+  ck_assert_int_eq(kcache_get(kc, &src, &b, &o, NULL, err, sizeof err), RT_OK);
   ck_assert_int_eq(o, HOT_KCACHE_DISK);
   ck_assert_str_eq(b->compiler, "fake-1");
   ck_assert_int_eq(g.compiles, 0);
-  ck_assert_int_eq(hot_kcache_get(kc, &src, &b, &o, NULL, err, sizeof err), RT_OK);
+  ck_assert_int_eq(kcache_get(kc, &src, &b, &o, NULL, err, sizeof err), RT_OK);
   ck_assert_int_eq(o, HOT_KCACHE_MEMORY);
-  hot_kcache_close(kc);
+  kcache_close(kc);
   rm_tree(dir);
 }
 END_TEST
@@ -742,7 +742,7 @@ START_TEST(forced_compile_failure) {
   hot_kernel_source src = fake_src("will fail first");
   const hot_kernel_binary *b = (const hot_kernel_binary *)1;
   char *log = (char *)1;
-  ck_assert_int_eq(hot_kcache_get(kc, &src, &b, NULL, &log, err, sizeof err), RT_ERR_COMPILE);
+  ck_assert_int_eq(kcache_get(kc, &src, &b, NULL, &log, err, sizeof err), RT_ERR_COMPILE);
   ck_assert_ptr_null(b);
   ck_assert_ptr_nonnull(log);
   ck_assert_ptr_nonnull(strstr(log, "forced failure"));
@@ -750,14 +750,14 @@ START_TEST(forced_compile_failure) {
   free(log);
   ck_assert_int_eq(count_files(dir, ".hotk"), 0);
   f.fail = 0;  /* a failure is not cached */
-  ck_assert_int_eq(hot_kcache_get(kc, &src, &b, NULL, &log, err, sizeof err), RT_OK);
+  ck_assert_int_eq(kcache_get(kc, &src, &b, NULL, &log, err, sizeof err), RT_OK);
   ck_assert_ptr_null(log);
   hot_kcache_stats st;
-  hot_kcache_stats_get(kc, &st);
+  kcache_stats_get(kc, &st);
   ck_assert_uint_eq(st.compile_failures, 1);
   ck_assert_uint_eq(st.compiles, 1);
   ck_assert_int_eq(f.compiles, 2);
-  hot_kcache_close(kc);
+  kcache_close(kc);
   rm_tree(dir);
 }
 END_TEST
@@ -765,23 +765,23 @@ END_TEST
 START_TEST(misuse) {
   char err[512];
   hot_kcache *kc = NULL;
-  ck_assert_int_eq(hot_kcache_open(NULL, NULL, err, sizeof err), RT_ERR_INVALID);
+  ck_assert_int_eq(kcache_open(NULL, NULL, err, sizeof err), RT_ERR_INVALID);
   fake_cc f = {.version = "fake-1"};
   hot_compiler cc = FAKE_COMPILER(f);
   hot_kcache_config cfg = {.disk = -1, .compiler = &cc};
-  ck_assert_int_eq(hot_kcache_open(&kc, &cfg, err, sizeof err), RT_OK);
+  ck_assert_int_eq(kcache_open(&kc, &cfg, err, sizeof err), RT_OK);
   hot_kernel_source src = fake_src("x");
   const hot_kernel_binary *b;
-  ck_assert_int_eq(hot_kcache_get(NULL, &src, &b, NULL, NULL, err, sizeof err), RT_ERR_INVALID);
-  ck_assert_int_eq(hot_kcache_get(kc, NULL, &b, NULL, NULL, err, sizeof err), RT_ERR_INVALID);
-  ck_assert_int_eq(hot_kcache_get(kc, &src, NULL, NULL, NULL, err, sizeof err), RT_ERR_INVALID);
+  ck_assert_int_eq(kcache_get(NULL, &src, &b, NULL, NULL, err, sizeof err), RT_ERR_INVALID);
+  ck_assert_int_eq(kcache_get(kc, NULL, &b, NULL, NULL, err, sizeof err), RT_ERR_INVALID);
+  ck_assert_int_eq(kcache_get(kc, &src, NULL, NULL, NULL, err, sizeof err), RT_ERR_INVALID);
   src.arch = "sm_9";
-  ck_assert_int_eq(hot_kcache_get(kc, &src, &b, NULL, NULL, err, sizeof err), RT_ERR_INVALID);
+  ck_assert_int_eq(kcache_get(kc, &src, &b, NULL, NULL, err, sizeof err), RT_ERR_INVALID);
   ck_assert_ptr_nonnull(strstr(err, "sm_9"));
   ck_assert_int_eq(f.compiles, 0);
-  hot_kcache_close(kc);
-  hot_kcache_close(NULL);
-  ck_assert_str_eq(hot_kcache_origin_name(HOT_KCACHE_DISK), "disk");
+  kcache_close(kc);
+  kcache_close(NULL);
+  ck_assert_str_eq(kcache_origin_name(HOT_KCACHE_DISK), "disk");
 }
 END_TEST
 

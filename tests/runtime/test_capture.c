@@ -1,4 +1,4 @@
-/* test_capture.c — layer capture files (hot_capture_write in hot.h, hot_capture_read in
+/* test_capture.c — layer capture files (hot_capture_write in hot.h, capture_read in
  * capture.h): round trips in f32, bf16 and f16 with 2-D (B = 1) and 3-D shapes against an
  * independent conversion and the documented byte layout; every single-byte corruption and every
  * truncation of a small file refused with a message naming the file; forged headers with huge or
@@ -126,7 +126,7 @@ static void expect_refused(const char *path, int want, const char *needle) {
   hot_capture c;
   char err[512];
   g_mallocs = g_malloc_max = 0;
-  int st = hot_capture_read(path, &c, err, sizeof err);
+  int st = capture_read(path, &c, err, sizeof err);
   g_read_mallocs = g_mallocs;
   g_read_malloc_max = g_malloc_max;
   ck_assert_msg(st == want, "%s: status %d, want %d (%s)", path, st, want, err);
@@ -209,7 +209,7 @@ START_TEST(round_trip) {
       free(img);
 
       hot_capture c;
-      ck_assert_msg(hot_capture_read(path, &c, err, sizeof err) == HOT_OK, "%s", err);
+      ck_assert_msg(capture_read(path, &c, err, sizeof err) == HOT_OK, "%s", err);
       ck_assert_str_eq(err, "");
       ck_assert_str_eq(c.name, name);
       ck_assert_int_eq(c.B, B);
@@ -226,10 +226,10 @@ START_TEST(round_trip) {
         free(src[k]);
         free(ref[k]);
       }
-      hot_capture_free(&c);
+      capture_free(&c);
       ck_assert_ptr_null(c.x);
-      hot_capture_free(&c); /* twice is safe */
-      hot_capture_free(NULL);
+      capture_free(&c); /* twice is safe */
+      capture_free(NULL);
     }
   ck_assert_int_eq(tmp_files(dir), 0);
   rm_tree(dir);
@@ -257,8 +257,8 @@ START_TEST(every_corruption_detected) {
   spit(path, good, n); /* and the original still reads */
   hot_capture c;
   char err[512];
-  ck_assert_msg(hot_capture_read(path, &c, err, sizeof err) == HOT_OK, "%s", err);
-  hot_capture_free(&c);
+  ck_assert_msg(capture_read(path, &c, err, sizeof err) == HOT_OK, "%s", err);
+  capture_free(&c);
   free(good);
   rm_tree(dir);
 }
@@ -348,9 +348,9 @@ START_TEST(huge_sizes_refused_without_allocating) {
   hot_capture c;
   char err[512];
   g_mallocs = 0;
-  ck_assert_msg(hot_capture_read(path, &c, err, sizeof err) == HOT_OK, "%s", err);
+  ck_assert_msg(capture_read(path, &c, err, sizeof err) == HOT_OK, "%s", err);
   ck_assert_uint_ge(g_mallocs, 4);
-  hot_capture_free(&c);
+  capture_free(&c);
   free(good);
   rm_tree(dir);
 }
@@ -411,14 +411,14 @@ START_TEST(bad_fields_under_valid_checksum) {
   snprintf(odd, sizeof odd, "%s/a\nb", dir);
   hot_capture c;
   char err[512];
-  ck_assert_int_eq(hot_capture_read(odd, &c, err, sizeof err), HOT_ERR_IO);
+  ck_assert_int_eq(capture_read(odd, &c, err, sizeof err), HOT_ERR_IO);
   ck_assert_ptr_null(strchr(err, '\n'));
   ck_assert_ptr_nonnull(strstr(err, "a\\012b"));
-  ck_assert_int_eq(hot_capture_read(NULL, &c, err, sizeof err), HOT_ERR_INVALID);
+  ck_assert_int_eq(capture_read(NULL, &c, err, sizeof err), HOT_ERR_INVALID);
   ck_assert_ptr_nonnull(strstr(err, "no file given"));
-  ck_assert_int_eq(hot_capture_read(path, NULL, err, sizeof err), HOT_ERR_INVALID);
+  ck_assert_int_eq(capture_read(path, NULL, err, sizeof err), HOT_ERR_INVALID);
   ck_assert_ptr_nonnull(strstr(err, "out is NULL"));
-  ck_assert_int_eq(hot_capture_read(NULL, &c, NULL, 0), HOT_ERR_INVALID); /* no err buffer */
+  ck_assert_int_eq(capture_read(NULL, &c, NULL, 0), HOT_ERR_INVALID); /* no err buffer */
   rm_tree(dir);
 }
 END_TEST
@@ -550,10 +550,10 @@ START_TEST(unwritable_paths) {
   ck_assert_int_eq(hot_capture_write(path, "new", 1, 2, 2, 3, HOT_DT_F32, x, w, gy, err, sizeof err),
                    HOT_OK);
   hot_capture c;
-  ck_assert_int_eq(hot_capture_read(path, &c, err, sizeof err), HOT_OK);
+  ck_assert_int_eq(capture_read(path, &c, err, sizeof err), HOT_OK);
   ck_assert_str_eq(c.name, "new");
   ck_assert(c.g_y[0] == -7.0f);
-  hot_capture_free(&c);
+  capture_free(&c);
   ck_assert_int_eq(tmp_files(dir), 0);
   rm_tree(dir);
 }
@@ -574,9 +574,9 @@ START_TEST(stale_temporary_names_skipped) {
   ck_assert_msg(hot_capture_write(path, "fc", 1, 1, 1, 2, HOT_DT_F32, x, w, gy, err,
                                   sizeof err) == HOT_OK, "%s", err);
   hot_capture c;
-  ck_assert_int_eq(hot_capture_read(path, &c, err, sizeof err), HOT_OK);
+  ck_assert_int_eq(capture_read(path, &c, err, sizeof err), HOT_OK);
   ck_assert(c.g_y[0] == 5.0f);
-  hot_capture_free(&c);
+  capture_free(&c);
   for (int i = 0; i < 3; ++i) {
     size_t n;
     unsigned char *d = slurp(stale[i], &n);
@@ -614,10 +614,10 @@ START_TEST(out_of_memory) {
     hot_capture c;
     g_mallocs = 0;
     g_fail_at = k;
-    int st = hot_capture_read(path, &c, err, sizeof err);
+    int st = capture_read(path, &c, err, sizeof err);
     g_fail_at = 0;
     if (st == HOT_OK) {
-      hot_capture_free(&c);
+      capture_free(&c);
       break;
     }
     ck_assert_msg(st == HOT_ERR_NOMEM && strstr(err, path) && strstr(err, "out of memory"),

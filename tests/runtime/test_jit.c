@@ -76,7 +76,7 @@ static void prefetch_spec(const char *rel) {
   cfg.disk = -1;
   cfg.compiler = &cc;
   hot_kcache *kc;
-  ck_assert_int_eq(hot_kcache_open(&kc, &cfg, err, sizeof err), RT_OK);
+  ck_assert_int_eq(kcache_open(&kc, &cfg, err, sizeof err), RT_OK);
   hot_jit_batch b;
   ck_assert_msg(jit_prefetch(kc, pp, np, 2, &b, err, sizeof err) == RT_OK, "%s", err);
   int want = distinct_kernels(pl, np);
@@ -99,7 +99,7 @@ static void prefetch_spec(const char *rel) {
   }
   ck_assert_int_eq(f.compiles, want);
   printf("%s: %d plans, %d distinct kernels compiled once\n", rel, np, want);
-  hot_kcache_close(kc);
+  kcache_close(kc);
   free(pl);
   free(pp);
   spec_model_free(&m);
@@ -125,7 +125,7 @@ START_TEST(prefetch_failures_counted) {
   cfg.disk = -1;
   cfg.compiler = &cc;
   hot_kcache *kc;
-  ck_assert_int_eq(hot_kcache_open(&kc, &cfg, err, sizeof err), RT_OK);
+  ck_assert_int_eq(kcache_open(&kc, &cfg, err, sizeof err), RT_OK);
   const hot_layer_plan *pp = &pl;
   hot_jit_batch b;
   ck_assert_int_eq(jit_prefetch(kc, &pp, 1, 1, &b, err, sizeof err), RT_OK);
@@ -145,7 +145,7 @@ START_TEST(prefetch_failures_counted) {
   ck_assert_int_eq(jit_prefetch(kc, &nul, 1, 1, &b, err, sizeof err), RT_ERR_INVALID);
   ck_assert_int_eq(jit_prefetch(kc, NULL, 0, 1, &b, err, sizeof err), RT_OK);
   ck_assert_int_eq(b.n_programs, 0);
-  hot_kcache_close(kc);
+  kcache_close(kc);
   spec_model_free(&m);
 }
 END_TEST

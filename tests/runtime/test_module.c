@@ -92,11 +92,11 @@ START_TEST(gpu_load_lookup_launch) {
   snprintf(arch, sizeof arch, "sm_%d%d", major, minor);
   hot_kcache_config cfg = {.disk = -1};
   hot_kcache *kc;
-  ck_assert_int_eq(hot_kcache_open(&kc, &cfg, err, sizeof err), RT_OK);
+  ck_assert_int_eq(kcache_open(&kc, &cfg, err, sizeof err), RT_OK);
   const char *names[] = {"add_one", "big_smem"};
   hot_kernel_source src = {"gpu.cu", GPU_SRC, names, 2, arch, NULL, 0};
   const hot_kernel_binary *bin;
-  ck_assert_msg(hot_kcache_get(kc, &src, &bin, NULL, NULL, err, sizeof err) == RT_OK, "%s", err);
+  ck_assert_msg(kcache_get(kc, &src, &bin, NULL, NULL, err, sizeof err) == RT_OK, "%s", err);
 
   hot_module *m;
   ck_assert_msg(module_load(&m, bin->cubin, bin->cubin_size, "gpu.cu", err, sizeof err) == RT_OK,
@@ -139,7 +139,7 @@ START_TEST(gpu_load_lookup_launch) {
   free(host);
   ck_assert_int_eq(d->cuMemFree(p), CUDA_SUCCESS);
   ck_assert_int_eq(module_unload(m), RT_OK);
-  hot_kcache_close(kc);
+  kcache_close(kc);
   ck_assert_int_eq(d->cuDevicePrimaryCtxRelease(dev), CUDA_SUCCESS);
 }
 END_TEST

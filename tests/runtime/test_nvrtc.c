@@ -51,7 +51,7 @@ static void compile_for(const char *arch) {
   }
   printf("nvrtc %s: %zu-byte cubin in %.1f ms; axpy %d regs, rev %d regs\n", arch, r.cubin_size,
          r.compile_ms, r.kernels[0].registers, r.kernels[1].registers);
-  hot_compile_result_free(&r);
+  nvrtc_result_free(&r);
   ck_assert_ptr_null(r.cubin);
 }
 
@@ -77,7 +77,7 @@ START_TEST(compile_error_kept) {
   ck_assert_ptr_nonnull(r.log);
   ck_assert_ptr_nonnull(strstr(r.log, "broken.cu(2): error"));
   ck_assert_ptr_null(r.cubin);
-  hot_compile_result_free(&r);
+  nvrtc_result_free(&r);
 }
 END_TEST
 
@@ -91,7 +91,7 @@ START_TEST(missing_kernel_is_an_error) {
   ck_assert_int_eq(nvrtc_compile(&src, &r, err, sizeof err), RT_ERR_COMPILE);
   ck_assert_ptr_nonnull(strstr(err, "no kernel 'mangled'"));
   ck_assert_ptr_null(r.cubin);
-  hot_compile_result_free(&r);
+  nvrtc_result_free(&r);
 }
 END_TEST
 
@@ -105,11 +105,11 @@ START_TEST(extra_options_used) {
   hot_compile_result r;
   char err[512] = "";
   ck_assert_msg(nvrtc_compile(&src, &r, err, sizeof err) == RT_OK, "%s", err);
-  hot_compile_result_free(&r);
+  nvrtc_result_free(&r);
   src.n_options = 0;
   ck_assert_int_eq(nvrtc_compile(&src, &r, err, sizeof err), RT_ERR_COMPILE);
   ck_assert_ptr_nonnull(strstr(r.log, "missing"));
-  hot_compile_result_free(&r);
+  nvrtc_result_free(&r);
 }
 END_TEST
 
@@ -123,7 +123,7 @@ START_TEST(fp16_header_via_include_path) {
   char err[512] = "";
   rt_status st = nvrtc_compile(&src, &r, err, sizeof err);
   ck_assert_msg(st == RT_OK, "%s\n%s", err, r.log ? r.log : "");
-  hot_compile_result_free(&r);
+  nvrtc_result_free(&r);
 }
 END_TEST
 
@@ -136,7 +136,7 @@ START_TEST(requests_checked) {
   hot_kernel_source s = ok;
   s.source = NULL;
   ck_assert_int_eq(nvrtc_compile(&s, &r, err, sizeof err), RT_ERR_INVALID);
-  hot_compile_result_free(&r);
+  nvrtc_result_free(&r);
   s = ok;
   s.n_kernels = 0;
   ck_assert_int_eq(nvrtc_compile(&s, &r, err, sizeof err), RT_ERR_INVALID);
@@ -152,8 +152,8 @@ START_TEST(requests_checked) {
   ck_assert_int_eq(nvrtc_compile(&s, &r, err, sizeof err), RT_ERR_INVALID);
   ck_assert_int_eq(nvrtc_compile(&ok, NULL, err, sizeof err), RT_ERR_INVALID);
   ck_assert_int_eq(nvrtc_compile(NULL, &r, NULL, 0), RT_ERR_INVALID);
-  hot_compile_result_free(&r);
-  hot_compile_result_free(NULL);
+  nvrtc_result_free(&r);
+  nvrtc_result_free(NULL);
 }
 END_TEST
 

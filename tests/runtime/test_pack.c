@@ -23,7 +23,7 @@ static hot_kcache *open_cache(fake_cc *f, hot_compiler *cc) {
   (void)f;
   hot_kcache *kc = NULL;
   char err[512];
-  ck_assert_msg(hot_kcache_open(&kc, &cfg, err, sizeof err) == RT_OK, "%s", err);
+  ck_assert_msg(kcache_open(&kc, &cfg, err, sizeof err) == RT_OK, "%s", err);
   return kc;
 }
 
@@ -36,8 +36,8 @@ static void make_pack(const char *path, const char *version) {
   hot_kernel_source b = {"hot.cu", SRC_B, NAME_B, 1, "sm_90", NULL, 0};
   const hot_kernel_binary *ba, *bb;
   char err[512];
-  ck_assert_int_eq(hot_kcache_get(kc, &a, &ba, NULL, NULL, err, sizeof err), RT_OK);
-  ck_assert_int_eq(hot_kcache_get(kc, &b, &bb, NULL, NULL, err, sizeof err), RT_OK);
+  ck_assert_int_eq(kcache_get(kc, &a, &ba, NULL, NULL, err, sizeof err), RT_OK);
+  ck_assert_int_eq(kcache_get(kc, &b, &bb, NULL, NULL, err, sizeof err), RT_OK);
   hot_pack_entry e[3];
   const hot_kernel_binary *bins[3] = {ba, bb, ba}; /* the duplicate is written once */
   for (int i = 0; i < 3; ++i)
@@ -45,7 +45,7 @@ static void make_pack(const char *path, const char *version) {
                             bins[i]->n_kernels, bins[i]->cubin, bins[i]->cubin_size,
                             bins[i]->log, bins[i]->compile_ms};
   ck_assert_msg(pack_write(path, e, 3, err, sizeof err) == RT_OK, "%s", err);
-  hot_kcache_close(kc);
+  kcache_close(kc);
 }
 
 static unsigned char *read_all(const char *path, size_t *n) {
@@ -91,9 +91,9 @@ START_TEST(round_trip) {
   ck_assert_mem_eq(r.cubin, want, 300);
   ck_assert_str_eq(r.log, "fake log\n");
   ck_assert_int_eq(r.phases_known, 0);
-  hot_compile_result_free(&r);
+  nvrtc_result_free(&r);
   ck_assert_int_eq(pack_lookup(p, e.key, NULL, NAME_A, 1, &r, ver), 1); /* any version */
-  hot_compile_result_free(&r);
+  nvrtc_result_free(&r);
   ck_assert_int_eq(pack_lookup(p, e.key, "fake-2.0", NAME_A, 1, &r, ver), 0);
   ck_assert_int_eq(pack_lookup(p, e.key, "fake-1.0", NAME_B, 1, &r, ver), 0);
   char other[65];
@@ -235,52 +235,52 @@ START_TEST(cache_serves_pack) {
   hot_kcache *kc = open_cache(&f, &cc);
   hot_pack *p;
   ck_assert_int_eq(pack_load(path, &p, err, sizeof err), RT_OK);
-  ck_assert_int_eq(hot_kcache_add_pack(kc, p, err, sizeof err), RT_OK);
-  ck_assert_int_eq(hot_kcache_get(kc, &a, &bin, &how, NULL, err, sizeof err), RT_OK);
+  ck_assert_int_eq(kcache_add_pack(kc, p, err, sizeof err), RT_OK);
+  ck_assert_int_eq(kcache_get(kc, &a, &bin, &how, NULL, err, sizeof err), RT_OK);
   ck_assert_int_eq(how, HOT_KCACHE_PACK);
   ck_assert_int_eq(bin->origin, HOT_KCACHE_PACK);
   ck_assert_mem_eq(bin->cubin, want, 300);
   ck_assert_int_eq(bin->kernels[0].registers, 32);
-  ck_assert_int_eq(hot_kcache_get(kc, &a, &bin, &how, NULL, err, sizeof err), RT_OK);
+  ck_assert_int_eq(kcache_get(kc, &a, &bin, &how, NULL, err, sizeof err), RT_OK);
   ck_assert_int_eq(how, HOT_KCACHE_MEMORY);
-  ck_assert_int_eq(hot_kcache_get(kc, &b, &bin, &how, NULL, err, sizeof err), RT_OK);
+  ck_assert_int_eq(kcache_get(kc, &b, &bin, &how, NULL, err, sizeof err), RT_OK);
   ck_assert_int_eq(how, HOT_KCACHE_PACK);
   ck_assert_int_eq(f.compiles, 0);
-  ck_assert_int_eq(hot_kcache_get(kc, &a80, &bin, &how, NULL, err, sizeof err), RT_OK);
+  ck_assert_int_eq(kcache_get(kc, &a80, &bin, &how, NULL, err, sizeof err), RT_OK);
   ck_assert_int_eq(how, HOT_KCACHE_COMPILED); /* another arch: another key, a miss */
   ck_assert_int_eq(f.compiles, 1);
-  hot_kcache_stats_get(kc, &st);
+  kcache_stats_get(kc, &st);
   ck_assert_uint_eq(st.pack_hits, 2);
   ck_assert_uint_eq(st.compiles, 1);
-  ck_assert_str_eq(hot_kcache_origin_name(HOT_KCACHE_PACK), "pack");
-  ck_assert_int_eq(hot_kcache_add_pack(kc, NULL, err, sizeof err), RT_ERR_INVALID);
-  hot_kcache_close(kc);
+  ck_assert_str_eq(kcache_origin_name(HOT_KCACHE_PACK), "pack");
+  ck_assert_int_eq(kcache_add_pack(kc, NULL, err, sizeof err), RT_ERR_INVALID);
+  kcache_close(kc);
 
   /* another compiler version: the pack is not used (a miss, no error) */
   fake_cc g = {0, 0, 300, "fake-2.0"};
   hot_compiler cg = FAKE_COMPILER(g);
   kc = open_cache(&g, &cg);
   ck_assert_int_eq(pack_load(path, &p, err, sizeof err), RT_OK);
-  ck_assert_int_eq(hot_kcache_add_pack(kc, p, err, sizeof err), RT_OK);
-  ck_assert_int_eq(hot_kcache_get(kc, &a, &bin, &how, NULL, err, sizeof err), RT_OK);
+  ck_assert_int_eq(kcache_add_pack(kc, p, err, sizeof err), RT_OK);
+  ck_assert_int_eq(kcache_get(kc, &a, &bin, &how, NULL, err, sizeof err), RT_OK);
   ck_assert_int_eq(how, HOT_KCACHE_COMPILED);
   ck_assert_int_eq(g.compiles, 1);
-  hot_kcache_close(kc);
+  kcache_close(kc);
 
   /* no compiler at all (version unknown): the pack serves, as the disk cache does */
   fake_cc n0 = {0, 1, 300, NULL};
   hot_compiler cn = FAKE_COMPILER(n0);
   kc = open_cache(&n0, &cn);
   ck_assert_int_eq(pack_load(path, &p, err, sizeof err), RT_OK);
-  ck_assert_int_eq(hot_kcache_add_pack(kc, p, err, sizeof err), RT_OK);
-  ck_assert_int_eq(hot_kcache_get(kc, &b, &bin, &how, NULL, err, sizeof err), RT_OK);
+  ck_assert_int_eq(kcache_add_pack(kc, p, err, sizeof err), RT_OK);
+  ck_assert_int_eq(kcache_get(kc, &b, &bin, &how, NULL, err, sizeof err), RT_OK);
   ck_assert_int_eq(how, HOT_KCACHE_PACK);
   ck_assert_str_eq(bin->compiler, "fake-1.0");
   ck_assert_int_eq(n0.compiles, 0);
   /* a different source (other generator output): a miss, compiled (here: fails, forced) */
   hot_kernel_source b2 = {"hot.cu", SRC_A, NAME_B, 1, "sm_90", NULL, 0};
-  ck_assert_int_eq(hot_kcache_get(kc, &b2, &bin, &how, NULL, err, sizeof err), RT_ERR_COMPILE);
-  hot_kcache_close(kc);
+  ck_assert_int_eq(kcache_get(kc, &b2, &bin, &how, NULL, err, sizeof err), RT_ERR_COMPILE);
+  kcache_close(kc);
 
   /* a disk cache is not written by pack hits */
   char cdir[256];
@@ -288,14 +288,14 @@ START_TEST(cache_serves_pack) {
   hot_kcache_config cfg = {0};
   cfg.dir = cdir;
   cfg.compiler = &cc;
-  ck_assert_int_eq(hot_kcache_open(&kc, &cfg, err, sizeof err), RT_OK);
+  ck_assert_int_eq(kcache_open(&kc, &cfg, err, sizeof err), RT_OK);
   ck_assert_int_eq(pack_load(path, &p, err, sizeof err), RT_OK);
-  ck_assert_int_eq(hot_kcache_add_pack(kc, p, err, sizeof err), RT_OK);
-  ck_assert_int_eq(hot_kcache_get(kc, &a, &bin, &how, NULL, err, sizeof err), RT_OK);
+  ck_assert_int_eq(kcache_add_pack(kc, p, err, sizeof err), RT_OK);
+  ck_assert_int_eq(kcache_get(kc, &a, &bin, &how, NULL, err, sizeof err), RT_OK);
   ck_assert_int_eq(how, HOT_KCACHE_PACK);
-  hot_kcache_stats_get(kc, &st);
+  kcache_stats_get(kc, &st);
   ck_assert_uint_eq(st.disk_writes, 0);
-  hot_kcache_close(kc);
+  kcache_close(kc);
   rm_tree(cdir);
   rm_tree(dir);
 }

@@ -1,7 +1,7 @@
 // hla_emu.cpp — runs templates/hla_project.cu (and templates/sawb.cu for the SAWB rule) in the
 // SIMT model of kemu.h and compares codes (every position of [0, k_pad) of every code row, the
 // zero tails included), all `groups` scales and (SAWB) the fp32 math tensor with the CPU twins
-// hot_ref_hla_quant_x / hot_ref_hla_quant_g / hot_ref_hla_transform, bit for bit.
+// ref_hla_quant_x / ref_hla_quant_g / ref_hla_transform, bit for bit.
 // Built by tools/kernel-emu.sh with params.h defining HOT_KNAME HOT_MODE HOT_ROUND HOT_DTYPE
 // HOT_P HOT_R HOT_BITS HOT_ROWS (as the generator would).
 // Usage: hla_emu B L cols layout(0 sample, 1 flat) rule(0 absmax, 1 sawb) ld_extra kpad_step
@@ -46,7 +46,7 @@ static int emu_run(int argc, char **argv) {
   const int p = HOT_P, r = HOT_R, dt = HOT_DTYPE;
   long long T = B * L;
 
-  // the plan, by hand (hot_ref_plan_check validates it)
+  // the plan, by hand (ref_plan_check validates it)
   static hot_layer_plan pl;
   std::memset(&pl, 0, sizeof pl);
   pl.layer_id = layer;
@@ -83,7 +83,7 @@ static int emu_run(int argc, char **argv) {
     pl.hla.group_k_pad = pl.hla.gemm.k_pad;
     pl.hla.gemm.seg_k_pad = pl.hla.gemm.k_pad;
   }
-  if (hot_ref_plan_check(&pl) != HOT_REF_OK) emu_die("plan check failed");
+  if (ref_plan_check(&pl) != HOT_REF_OK) emu_die("plan check failed");
   const long long K = pl.hla.k, k_pad = pl.hla.gemm.k_pad;
   const int per_sample = gran_self != 0;
   const int words = per_sample ? (int)G : 1; // amax words and scale_in entries of this tensor
@@ -105,9 +105,9 @@ static int emu_run(int argc, char **argv) {
   std::vector<signed char> q_ref((size_t)(cols * k_pad));
   std::vector<float> s_ref((size_t)G, -1.0f);
   int rc = HOT_MODE
-               ? hot_ref_hla_quant_g(&pl, src.data(), hdt, seed, step, q_ref.data(), s_ref.data())
-               : hot_ref_hla_quant_x(&pl, src.data(), hdt, q_ref.data(), s_ref.data());
-  if (rc != HOT_REF_OK) { std::printf("twin failed: %s\n", hot_ref_status_name(rc)); return 2; }
+               ? ref_hla_quant_g(&pl, src.data(), hdt, seed, step, q_ref.data(), s_ref.data())
+               : ref_hla_quant_x(&pl, src.data(), hdt, q_ref.data(), s_ref.data());
+  if (rc != HOT_REF_OK) { std::printf("twin failed: %s\n", ref_status_name(rc)); return 2; }
   // per sample: the samples' scales must differ, else a scale of the wrong group would pass
   if (per_sample && G > 1) {
     bool differ = false;
@@ -141,7 +141,7 @@ static int emu_run(int argc, char **argv) {
   long bad = 0;
   // phase 0's amax words against the groups' max |v| of the twin's math tensor
   std::vector<float> t_ref((size_t)(K * cols));
-  if (hot_ref_hla_transform(&pl, src.data(), hdt, cols, t_ref.data()) != HOT_REF_OK)
+  if (ref_hla_transform(&pl, src.data(), hdt, cols, t_ref.data()) != HOT_REF_OK)
     emu_die("twin transform failed");
   for (int w = 0; w < words; ++w) {
     const long long n_w = K * cols / words;

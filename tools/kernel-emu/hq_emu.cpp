@@ -1,7 +1,7 @@
 // hq_emu.cpp — runs templates/hadamard_quant.cu (operand g' or w', set by HOT_OPERAND) in the SIMT
 // model of kemu.h with the arguments and phases the runtime uses, and compares codes and scales
-// with the CPU twins hot_ref_hq_quant_g / hot_ref_hq_quant_w (and, for SAWB, the w' math tensor
-// with hot_ref_hq_transform_w), bit for bit. The plan comes from the real planner (plan_layer).
+// with the CPU twins ref_hq_quant_g / ref_hq_quant_w (and, for SAWB, the w' math tensor
+// with ref_hq_transform_w), bit for bit. The plan comes from the real planner (plan_layer).
 // Built by tools/kernel-emu.sh with -DHOT_GENERATED -DHOT_KNAME -DHOT_OPERAND -DHOT_DTYPE -DHOT_B
 // -DHOT_BITS -DHOT_CODES (as the generator would).
 // Usage: hq_emu B L O I arch(sm_80|sm_90) gran(0 tensor, 1 row, 2 sample; g' only) sawb(0|1; w' only)
@@ -62,7 +62,7 @@ static int emu_run(int argc, char **argv) {
   const hot_gran gran = gran_arg == 1 ? HOT_GRAN_ROW : gran_arg == 2 ? HOT_GRAN_SAMPLE : HOT_GRAN_TENSOR;
   std::vector<unsigned char> q_ref((size_t)(T * ld_codes)), q_k((size_t)(T * ld_codes), 0xA5);
   std::vector<float> s_ref((size_t)T), s_k((size_t)T, -7.0f);
-  if (hot_ref_hq_quant_g(&pl, gy.data(), dt, gran, seed, step, q_ref.data(), s_ref.data()))
+  if (ref_hq_quant_g(&pl, gy.data(), dt, gran, seed, step, q_ref.data(), s_ref.data()))
     emu_die("twin failed");
   std::vector<unsigned> amax((size_t)B, 0u); // per sample: B words (segmented amax); else word 0
   unsigned tag = (unsigned)layer * 16u + HOT_TENSOR_HQ_G;
@@ -96,7 +96,7 @@ static int emu_run(int argc, char **argv) {
     for (long long i = 0; i < I; ++i) emu_fill(w.data(), HOT_DTYPE, o * I + i, (i % 41 == 3));
   std::vector<unsigned char> q_ref((size_t)(I * ld_codes)), q_k((size_t)(I * ld_codes), 0xA5);
   float s_ref = -1, s_k = -2;
-  if (hot_ref_hq_quant_w(&pl, w.data(), dt, q_ref.data(), &s_ref)) emu_die("twin failed");
+  if (ref_hq_quant_w(&pl, w.data(), dt, q_ref.data(), &s_ref)) emu_die("twin failed");
   unsigned amax = 0;
   int rows = (int)O, cols = (int)I, ld = (int)I, op = (int)o_pad, kp = (int)k_pad;
   const hot_kernel_plan &kw = pl.kernels[plan_kernel_index(&pl, HOT_K_HQ_W)];
@@ -111,14 +111,14 @@ static int emu_run(int argc, char **argv) {
   });
   if (sawb) { // the math tensor must equal the twin's w'; the scale then comes from sawb.cu's rule
     std::vector<float> wt((size_t)(o_pad * I));
-    if (hot_ref_hq_transform_w(&pl, w.data(), dt, wt.data())) emu_die("twin transform failed");
+    if (ref_hq_transform_w(&pl, w.data(), dt, wt.data())) emu_die("twin transform failed");
     if (std::memcmp(wt.data(), math.data(), wt.size() * 4) != 0) {
       std::printf("  w' math tensor differs\n");
       ok = false;
     }
     hot_quant q = {HOT_BITS, HOT_ROUND_RTN, HOT_GRAN_TENSOR, HOT_RULE_SAWB};
     std::vector<int8_t> tmp(wt.size());
-    if (hot_ref_quantize(math.data(), o_pad, I, &q, HOT_GRAN_TENSOR, 0, 0, 0, tmp.data(), &s_sawb))
+    if (ref_quantize(math.data(), o_pad, I, &q, HOT_GRAN_TENSOR, 0, 0, 0, tmp.data(), &s_sawb))
       emu_die("sawb rule failed");
     scale_in = &s_sawb;
   }

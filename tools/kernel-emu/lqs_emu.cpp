@@ -1,5 +1,5 @@
 // lqs_emu.cpp — runs templates/lqs.cu (three phases) in the SIMT model of kemu.h and compares
-// e_tensor, e_token (fp64 bits) and the choice with the CPU twin hot_ref_lqs.
+// e_tensor, e_token (fp64 bits) and the choice with the CPU twin ref_lqs.
 // Built by tools/kernel-emu.sh with -DHOT_GENERATED -DHOT_KNAME=emu_lqs -DHOT_DTYPE -DHOT_BITS.
 // Usage: lqs_emu B L O kind(0 gaussian-like, 1 token outliers) ld_extra seed step layer_id grid
 //        (grid 0: the planner's ceil(T/8))
@@ -41,8 +41,8 @@ static int emu_run(int argc, char **argv) {
     std::memcpy(&srck[(size_t)(t * ld) * esz], &src[(size_t)(t * O) * esz], O * esz);
 
   hot_ref_lqs_result want;
-  int rc = hot_ref_lqs(&pl, src.data(), hdt, seed, step, &want);
-  if (rc != HOT_REF_OK) { std::printf("twin failed: %s\n", hot_ref_status_name(rc)); return 2; }
+  int rc = ref_lqs(&pl, src.data(), hdt, seed, step, &want);
+  if (rc != HOT_REF_OK) { std::printf("twin failed: %s\n", ref_status_name(rc)); return 2; }
 
   std::vector<unsigned> amax_bits((size_t)B, 0u); // one word per sample (groups of L rows)
   std::vector<float> row_scale((size_t)T, std::nanf("3"));

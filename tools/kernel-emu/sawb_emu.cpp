@@ -1,5 +1,5 @@
 // sawb_emu.cpp — runs templates/sawb.cu (two phases) in the SIMT model of kemu.h and compares the
-// scales with the twin's SAWB rule (hot_ref_quantize_groups with HOT_RULE_SAWB: `groups` groups
+// scales with the twin's SAWB rule (ref_quantize_groups with HOT_RULE_SAWB: `groups` groups
 // of n elements, each group's canonical sums chunked from its own first element), bit for bit.
 // Usage: sawb_emu n kind(0 random, 1 constant magnitude: clip <= 0, the absmax fallback) grid
 //                 [groups (default 1)]
@@ -38,7 +38,7 @@ static int emu_run(int argc, char **argv) {
   hot_quant q = {HOT_BITS, HOT_ROUND_RTN, HOT_GRAN_TENSOR, HOT_RULE_SAWB};
   std::vector<int8_t> codes((size_t)total);
   std::vector<float> want((size_t)groups, -1.0f);
-  if (hot_ref_quantize_groups(v.data(), groups, n, 1, &q, 0, 0, 0, codes.data(), want.data()))
+  if (ref_quantize_groups(v.data(), groups, n, 1, &q, 0, 0, 0, codes.data(), want.data()))
     emu_die("twin failed");
   long long nch = (n + 1023) / 1024;
   std::vector<double> part((size_t)(2 * nch * groups), std::nan("5"));

@@ -349,8 +349,8 @@ namespace hot_k0 {
  * per token block, the p-point FWHT down every column (fp32, CONTRACT.md 2 stage order), the gather of
  * the r selected natural rows of H_p, an 8-bit quantizer with one scale per tensor or per sample
  * (RTN for x^, SR or RTN for g^) and the codes stored TRANSPOSED for the g_w GEMM, one run of
- * group_k_pad codes per scale group. CPU twins: hot_ref_hla_quant_x /
- * hot_ref_hla_quant_g (templates/hla_project_ref.c).
+ * group_k_pad codes per scale group. CPU twins: ref_hla_quant_x /
+ * ref_hla_quant_g (templates/hla_project_ref.c).
  *
  * Parameters (the generator defines them; the defaults below let the file compile alone):
  *   HOT_KNAME  entry point name
@@ -1368,8 +1368,8 @@ namespace hot_k3 {
  * per token block, the p-point FWHT down every column (fp32, CONTRACT.md 2 stage order), the gather of
  * the r selected natural rows of H_p, an 8-bit quantizer with one scale per tensor or per sample
  * (RTN for x^, SR or RTN for g^) and the codes stored TRANSPOSED for the g_w GEMM, one run of
- * group_k_pad codes per scale group. CPU twins: hot_ref_hla_quant_x /
- * hot_ref_hla_quant_g (templates/hla_project_ref.c).
+ * group_k_pad codes per scale group. CPU twins: ref_hla_quant_x /
+ * ref_hla_quant_g (templates/hla_project_ref.c).
  *
  * Parameters (the generator defines them; the defaults below let the file compile alone):
  *   HOT_KNAME  entry point name
@@ -2883,7 +2883,7 @@ namespace hot_k7 {
  * transform): e_tensor = ||g - deq(Q_sample(g))||_F (one scale per group of group_rows rows: per
  * sample with group_rows = L, per tensor with group_rows = T) and e_token = ||g - deq(Q_row(g))||_F with
  * HOT_BITS-bit codes rounded as g' is (HOT_ROUND: SR or RTN), absmax; choice = per-row iff e_token < 0.5 * e_tensor. Bit-identical to the
- * CPU twin hot_ref_lqs (templates/lqs_ref.c): both quantizations use the same Philox draws
+ * CPU twin ref_lqs (templates/lqs_ref.c): both quantizations use the same Philox draws
  * (tag = layer_id*16 + 3, idx = t*O + o), the squared errors are summed by the canonical fp64
  * sum of CONTRACT 13 (chunks of 1024 terms in idx order, each summed sequentially from 0.0,
  * then the partials sequentially in chunk order from 0.0).
