@@ -24,24 +24,7 @@
 #include "backend.h"
 #include "hot_internal.h"
 #include "launch.h"
-
-#define FAIL(...)                                                                                  \
-  do {                                                                                             \
-    printf("FAIL %s:%d: ", __FILE__, __LINE__);                                                    \
-    printf(__VA_ARGS__);                                                                           \
-    printf("\n");                                                                                  \
-    exit(1);                                                                                       \
-  } while (0)
-#define CHECK_HOT(ctx, call)                                                                       \
-  do {                                                                                             \
-    hot_status st_ = (call);                                                                       \
-    if (st_ != HOT_OK) FAIL("%s: %s: %s", #call, hot_status_name(st_), hot_errmsg(ctx));           \
-  } while (0)
-#define CHECK_CU(call)                                                                             \
-  do {                                                                                             \
-    CUresult r_ = (call);                                                                          \
-    if (r_ != CUDA_SUCCESS) FAIL("%s: CUresult %d", #call, r_);                                    \
-  } while (0)
+#include "gpu_check.h"
 
 static const cuda_driver *d;
 
