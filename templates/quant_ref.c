@@ -26,56 +26,75 @@ static int quant_ok(const hot_quant *q) {
          (q->rule == HOT_RULE_ABSMAX || q->rule == HOT_RULE_SAWB);
 }
 
+/* HQ's block, padding, codes and quantizers. */
+static int hq_plan_ok(const hot_layer_plan *pl) {
+  int b = pl->hq.block;
+  if (b < 1 || b > 256 || !is_pow2(b)) return 0;
+  if (pl->hq.o_pad != round_up(pl->O, b) || pl->hq.gemm.k_pad < pl->hq.o_pad) return 0;
+  if (pl->hq.codes != HOT_CODES_S8 && pl->hq.codes != HOT_CODES_S4_PACKED) return 0;
+  if (!quant_ok(&pl->hq.g) || !quant_ok(&pl->hq.w)) return 0;
+  if (pl->hq.codes == HOT_CODES_S4_PACKED &&
+      (pl->hq.gemm.k_pad % 2 != 0 || pl->hq.g.bits > 4 || pl->hq.w.bits > 4))
+    return 0;
+  return 1;
+}
+
+/* HLA's block p, rank r and r distinct basis rows below p. */
+static int hla_rows_ok(const hot_layer_plan *pl) {
+  int p = pl->hla.block, r = pl->hla.rank;
+  if (p < 1 || p > HOT_MAX_P || !is_pow2(p) || r < 1 || r > p) return 0;
+  unsigned char seen[HOT_MAX_P];
+  memset(seen, 0, sizeof seen);
+  for (int j = 0; j < r; ++j) {
+    int row = pl->hla.rows[j];
+    if (row >= p || seen[row]) return 0;
+    seen[row] = 1;
+  }
+  return 1;
+}
+
+/* HLA's layout, segments, blocks and K (the block p already checked). */
+static int hla_layout_ok(const hot_layer_plan *pl) {
+  const int p = pl->hla.block;
+  if (pl->hla.layout == HOT_LAYOUT_SAMPLE) {
+    if (pl->hla.segments != pl->B || pl->hla.seg_len != round_up(pl->L, p)) return 0;
+  } else if (pl->hla.layout == HOT_LAYOUT_FLAT) {
+    if (pl->hla.segments != 1 || pl->hla.seg_len != round_up(pl->T, p)) return 0;
+  } else {
+    return 0;
+  }
+  return pl->hla.blocks == pl->hla.segments * (pl->hla.seg_len / p) &&
+         pl->hla.k == pl->hla.blocks * pl->hla.rank && pl->hla.gemm.k_pad >= pl->hla.k;
+}
+
+/* HLA's scale groups (CONTRACT.md 9): 1, or the segments when a quantizer is per sample, and
+ * the g_w GEMM's K segmentation that follows from them. */
+static int hla_groups_ok(const hot_layer_plan *pl) {
+  const hot_gran gg = pl->hla.g.gran, gx = pl->hla.x.gran;
+  if ((gg != HOT_GRAN_TENSOR && gg != HOT_GRAN_SAMPLE) ||
+      (gx != HOT_GRAN_TENSOR && gx != HOT_GRAN_SAMPLE))
+    return 0;
+  const int64_t G = pl->hla.groups;
+  const int want = gg == HOT_GRAN_SAMPLE || gx == HOT_GRAN_SAMPLE;
+  const hot_gemm_plan *gm = &pl->hla.gemm;
+  if (G != (want ? pl->hla.segments : 1) || pl->hla.group_k * G != pl->hla.k) return 0;
+  if (G > 1 ? (!gm->segmented || pl->hla.group_k_pad < pl->hla.group_k ||
+               gm->seg_k_pad != pl->hla.group_k_pad || gm->k_pad != G * pl->hla.group_k_pad)
+            : (gm->segmented || pl->hla.group_k_pad != gm->k_pad))
+    return 0;
+  return 1;
+}
+
 int ref_plan_check(const hot_layer_plan *pl) {
   if (!pl) return HOT_REF_EARG;
   if (pl->B <= 0 || pl->L <= 0 || pl->O <= 0 || pl->I <= 0 || pl->T != pl->B * pl->L)
     return HOT_REF_ESHAPE;
   if (pl->layer_id < 0 || pl->layer_id >= (1 << 27)) return HOT_REF_ESHAPE; /* tag fits 32 bits */
-  if (pl->hq.enabled) {
-    int b = pl->hq.block;
-    if (b < 1 || b > 256 || !is_pow2(b)) return HOT_REF_ESHAPE;
-    if (pl->hq.o_pad != round_up(pl->O, b) || pl->hq.gemm.k_pad < pl->hq.o_pad)
-      return HOT_REF_ESHAPE;
-    if (pl->hq.codes != HOT_CODES_S8 && pl->hq.codes != HOT_CODES_S4_PACKED) return HOT_REF_ESHAPE;
-    if (!quant_ok(&pl->hq.g) || !quant_ok(&pl->hq.w)) return HOT_REF_ESHAPE;
-    if (pl->hq.codes == HOT_CODES_S4_PACKED &&
-        (pl->hq.gemm.k_pad % 2 != 0 || pl->hq.g.bits > 4 || pl->hq.w.bits > 4))
-      return HOT_REF_ESHAPE;
-  }
+  if (pl->hq.enabled && !hq_plan_ok(pl)) return HOT_REF_ESHAPE;
   if (pl->hla.enabled) {
-    int p = pl->hla.block, r = pl->hla.rank;
-    if (p < 1 || p > HOT_MAX_P || !is_pow2(p) || r < 1 || r > p) return HOT_REF_ESHAPE;
-    unsigned char seen[HOT_MAX_P];
-    memset(seen, 0, sizeof seen);
-    for (int j = 0; j < r; ++j) {
-      int row = pl->hla.rows[j];
-      if (row >= p || seen[row]) return HOT_REF_ESHAPE;
-      seen[row] = 1;
-    }
-    if (pl->hla.layout == HOT_LAYOUT_SAMPLE) {
-      if (pl->hla.segments != pl->B || pl->hla.seg_len != round_up(pl->L, p)) return HOT_REF_ESHAPE;
-    } else if (pl->hla.layout == HOT_LAYOUT_FLAT) {
-      if (pl->hla.segments != 1 || pl->hla.seg_len != round_up(pl->T, p)) return HOT_REF_ESHAPE;
-    } else {
-      return HOT_REF_ESHAPE;
-    }
-    if (pl->hla.blocks != pl->hla.segments * (pl->hla.seg_len / p) ||
-        pl->hla.k != pl->hla.blocks * r || pl->hla.gemm.k_pad < pl->hla.k)
-      return HOT_REF_ESHAPE;
+    if (!hla_rows_ok(pl) || !hla_layout_ok(pl)) return HOT_REF_ESHAPE;
     if (!quant_ok(&pl->hla.g) || !quant_ok(&pl->hla.x)) return HOT_REF_ESHAPE;
-    /* scale groups (CONTRACT.md 9): 1, or the segments when a quantizer is per sample */
-    const hot_gran gg = pl->hla.g.gran, gx = pl->hla.x.gran;
-    if ((gg != HOT_GRAN_TENSOR && gg != HOT_GRAN_SAMPLE) ||
-        (gx != HOT_GRAN_TENSOR && gx != HOT_GRAN_SAMPLE))
-      return HOT_REF_ESHAPE;
-    const int64_t G = pl->hla.groups;
-    const int want = gg == HOT_GRAN_SAMPLE || gx == HOT_GRAN_SAMPLE;
-    const hot_gemm_plan *gm = &pl->hla.gemm;
-    if (G != (want ? pl->hla.segments : 1) || pl->hla.group_k * G != pl->hla.k) return HOT_REF_ESHAPE;
-    if (G > 1 ? (!gm->segmented || pl->hla.group_k_pad < pl->hla.group_k ||
-                 gm->seg_k_pad != pl->hla.group_k_pad || gm->k_pad != G * pl->hla.group_k_pad)
-              : (gm->segmented || pl->hla.group_k_pad != gm->k_pad))
-      return HOT_REF_ESHAPE;
+    if (!hla_groups_ok(pl)) return HOT_REF_ESHAPE;
   }
   return HOT_REF_OK;
 }
