@@ -153,6 +153,35 @@ static hot_gemm_path gemm_path(const hot_arch_caps *caps, const hot_tile *req, i
   return caps->int4_mma && s4_ok ? HOT_GEMM_MMA_S4 : HOT_GEMM_MMA_S8;
 }
 
+/* Defaults and checks the tile of an mma.sync GEMM (INT8 or INT4 codes). */
+static int plan_gemm_mma(hot_gemm_plan *g, const hot_tile *req, hot_gemm_path path,
+                         const char *what, char *err, size_t n) {
+  const int big = gemm_is_big(g);
+  g->tile_m = req->tile_m ? req->tile_m : (big ? 128 : 64);
+  g->tile_n = req->tile_n ? req->tile_n : (big ? 128 : 64);
+  int k_step = path == HOT_GEMM_MMA_S4 ? 64 : 32; /* K of one mma instruction */
+  g->tile_k = req->tile_k ? req->tile_k : 2 * k_step;
+  g->warps_m = req->warps_m ? req->warps_m : 2;
+  g->warps_n = req->warps_n ? req->warps_n : 2;
+  g->stages = req->stages ? req->stages : (big ? 3 : 4);
+  if (g->tile_m != 64 && g->tile_m != 128 && g->tile_m != 256)
+    return diag_errf(err, n, "%s.tile_m must be 64, 128 or 256 (got %d)", what, g->tile_m);
+  if (g->tile_n != 64 && g->tile_n != 128 && g->tile_n != 256)
+    return diag_errf(err, n, "%s.tile_n must be 64, 128 or 256 (got %d)", what, g->tile_n);
+  if (g->tile_k % k_step != 0 || g->tile_k < k_step || g->tile_k > 4 * k_step)
+    return diag_errf(err, n, "%s.tile_k must be a multiple of %d in [%d, %d] for %s (got %d)",
+                    what, k_step, k_step, 4 * k_step, plan_gemm_path_name(path), g->tile_k);
+  if (g->warps_m < 1 || g->warps_n < 1 || g->warps_m * g->warps_n > 8)
+    return diag_errf(err, n, "%s: warps_m x warps_n must be in [1, 8] (got %d x %d)", what,
+                    g->warps_m, g->warps_n);
+  if (g->tile_m % (16 * g->warps_m) != 0 || g->tile_n % (8 * g->warps_n) != 0)
+    return diag_errf(err, n, "%s: tile %dx%d does not split into %dx%d warps of mma tiles", what,
+                    g->tile_m, g->tile_n, g->warps_m, g->warps_n);
+  if (g->stages < 2 || g->stages > 6)
+    return diag_errf(err, n, "%s.stages must be in [2, 6] (got %d)", what, g->stages);
+  return 0;
+}
+
 /* Chooses and checks the tile configuration of one GEMM (m x n x k). */
 static int plan_gemm(hot_gemm_plan *g, const hot_tile *req, const hot_arch_caps *caps,
                      hot_gemm_path path, const char *what, char *err, size_t n) {
@@ -160,30 +189,8 @@ static int plan_gemm(hot_gemm_plan *g, const hot_tile *req, const hot_arch_caps 
   g->codes = path == HOT_GEMM_MMA_S4 ? HOT_CODES_S4_PACKED : HOT_CODES_S8;
   if (path == HOT_GEMM_WGMMA_S8 || path == HOT_GEMM_TMA_S8) {
     if (plan_gemm_wgmma(g, req, what, err, n)) return -1;
-  } else {
-    const int big = gemm_is_big(g);
-    g->tile_m = req->tile_m ? req->tile_m : (big ? 128 : 64);
-    g->tile_n = req->tile_n ? req->tile_n : (big ? 128 : 64);
-    int k_step = path == HOT_GEMM_MMA_S4 ? 64 : 32; /* K of one mma instruction */
-    g->tile_k = req->tile_k ? req->tile_k : 2 * k_step;
-    g->warps_m = req->warps_m ? req->warps_m : 2;
-    g->warps_n = req->warps_n ? req->warps_n : 2;
-    g->stages = req->stages ? req->stages : (big ? 3 : 4);
-    if (g->tile_m != 64 && g->tile_m != 128 && g->tile_m != 256)
-      return diag_errf(err, n, "%s.tile_m must be 64, 128 or 256 (got %d)", what, g->tile_m);
-    if (g->tile_n != 64 && g->tile_n != 128 && g->tile_n != 256)
-      return diag_errf(err, n, "%s.tile_n must be 64, 128 or 256 (got %d)", what, g->tile_n);
-    if (g->tile_k % k_step != 0 || g->tile_k < k_step || g->tile_k > 4 * k_step)
-      return diag_errf(err, n, "%s.tile_k must be a multiple of %d in [%d, %d] for %s (got %d)",
-                      what, k_step, k_step, 4 * k_step, plan_gemm_path_name(path), g->tile_k);
-    if (g->warps_m < 1 || g->warps_n < 1 || g->warps_m * g->warps_n > 8)
-      return diag_errf(err, n, "%s: warps_m x warps_n must be in [1, 8] (got %d x %d)", what,
-                      g->warps_m, g->warps_n);
-    if (g->tile_m % (16 * g->warps_m) != 0 || g->tile_n % (8 * g->warps_n) != 0)
-      return diag_errf(err, n, "%s: tile %dx%d does not split into %dx%d warps of mma tiles", what,
-                      g->tile_m, g->tile_n, g->warps_m, g->warps_n);
-    if (g->stages < 2 || g->stages > 6)
-      return diag_errf(err, n, "%s.stages must be in [2, 6] (got %d)", what, g->stages);
+  } else if (plan_gemm_mma(g, req, path, what, err, n)) {
+    return -1;
   }
   g->k_pad = round_up(g->k, g->tile_k);
   g->segmented = 0;
@@ -259,6 +266,38 @@ int64_t plan_sawb_groups(const hot_layer_plan *pl, hot_kernel_role role) {
   return role == HOT_K_SAWB_W ? 1 : 0;
 }
 
+/* HOT_BUF_SAVED: x in fp32, or under ABC q_x^ (I rows of k_pad codes) then s_x^ (one fp32
+ * scale per scale group); -1 on overflow. */
+static int64_t saved_bytes(const hot_layer_plan *pl) {
+  if (!pl->abc.enabled) return mul3(pl->T, pl->I, 4);
+  int64_t codes = mul3(pl->I, pl->hla.gemm.k_pad, 1), sc = mul3(pl->hla.groups, 4, 1), r;
+  return codes < 0 || sc < 0 || add_ok(codes, sc, &r) ? -1 : r;
+}
+
+/* HOT_BUF_MATH: fp32 room for the larger of the planned SAWB inputs; -1 on overflow. */
+static int64_t math_bytes(const hot_layer_plan *pl) {
+  int64_t nw = plan_kernel_index(pl, HOT_K_SAWB_W) >= 0 ? plan_sawb_elems(pl, HOT_K_SAWB_W) : 0;
+  int64_t nx = plan_kernel_index(pl, HOT_K_SAWB_X) >= 0 ? plan_sawb_elems(pl, HOT_K_SAWB_X) : 0;
+  if (nw < 0 || nx < 0) return -1;
+  return mul3(max64(nw, nx), 4, 1);
+}
+
+/* HOT_BUF_PARTIALS: the largest of the planned reductions' partials; -1 on overflow. */
+static int64_t partials_buffer_bytes(const hot_layer_plan *pl) {
+  const hot_kernel_role roles[] = {HOT_K_SAWB_W, HOT_K_SAWB_X, HOT_K_LQS};
+  int64_t r = 0;
+  for (size_t i = 0; i < sizeof roles / sizeof roles[0]; ++i) {
+    if (plan_kernel_index(pl, roles[i]) < 0) continue;
+    /* SAWB of x^ per sample: each group's chunks start at the group (CONTRACT.md 11) */
+    const int64_t groups = roles[i] == HOT_K_SAWB_X ? plan_sawb_groups(pl, roles[i]) : 1;
+    const int64_t elems =
+        roles[i] == HOT_K_LQS ? mul3(pl->T, pl->O, 1) : plan_sawb_elems(pl, roles[i]);
+    const int64_t bytes = groups < 1 || elems < 0 ? -1 : mul3(groups, partial_bytes(elems / groups), 1);
+    if (bytes < 0) return -1;
+    r = max64(r, bytes);
+  }
+  return r;
+}
 
 int64_t plan_buffer_bytes(const hot_layer_plan *pl, hot_buffer b) {
   if (!pl) return -1;
@@ -274,33 +313,9 @@ int64_t plan_buffer_bytes(const hot_layer_plan *pl, hot_buffer b) {
     return pl->hla.enabled ? mul3(pl->O, pl->hla.gemm.k_pad, 1) : 0;
   case HOT_BUF_Q_HX:
     return pl->hla.enabled ? mul3(pl->I, pl->hla.gemm.k_pad, 1) : 0;
-  case HOT_BUF_SAVED: {
-    if (!pl->abc.enabled) return mul3(pl->T, pl->I, 4);
-    /* q_x^ (I rows of k_pad codes), then s_x^: one fp32 scale per scale group */
-    int64_t codes = mul3(pl->I, pl->hla.gemm.k_pad, 1), sc = mul3(pl->hla.groups, 4, 1), r;
-    return codes < 0 || sc < 0 || add_ok(codes, sc, &r) ? -1 : r;
-  }
-  case HOT_BUF_MATH: {
-    int64_t nw = plan_kernel_index(pl, HOT_K_SAWB_W) >= 0 ? plan_sawb_elems(pl, HOT_K_SAWB_W) : 0;
-    int64_t nx = plan_kernel_index(pl, HOT_K_SAWB_X) >= 0 ? plan_sawb_elems(pl, HOT_K_SAWB_X) : 0;
-    if (nw < 0 || nx < 0) return -1;
-    return mul3(max64(nw, nx), 4, 1);
-  }
-  case HOT_BUF_PARTIALS: { /* the largest of the planned reductions' partials */
-    const hot_kernel_role roles[] = {HOT_K_SAWB_W, HOT_K_SAWB_X, HOT_K_LQS};
-    int64_t r = 0;
-    for (size_t i = 0; i < sizeof roles / sizeof roles[0]; ++i) {
-      if (plan_kernel_index(pl, roles[i]) < 0) continue;
-      /* SAWB of x^ per sample: each group's chunks start at the group (CONTRACT.md 11) */
-      const int64_t groups = roles[i] == HOT_K_SAWB_X ? plan_sawb_groups(pl, roles[i]) : 1;
-      const int64_t elems =
-          roles[i] == HOT_K_LQS ? mul3(pl->T, pl->O, 1) : plan_sawb_elems(pl, roles[i]);
-      const int64_t bytes = groups < 1 || elems < 0 ? -1 : mul3(groups, partial_bytes(elems / groups), 1);
-      if (bytes < 0) return -1;
-      r = max64(r, bytes);
-    }
-    return r;
-  }
+  case HOT_BUF_SAVED: return saved_bytes(pl);
+  case HOT_BUF_MATH: return math_bytes(pl);
+  case HOT_BUF_PARTIALS: return partials_buffer_bytes(pl);
   case HOT_BUF_GY: return mul3(pl->T, pl->O, ds);
   case HOT_BUF_X: return mul3(pl->T, pl->I, ds);
   case HOT_BUF_W: return mul3(pl->O, pl->I, ds);
@@ -411,18 +426,8 @@ static int plan_hla_gran(hot_quant *q, const char *what, hot_layout layout, cons
   return 0;
 }
 
-/* Stage 3: HLA (CONTRACT.md 4): block, layout, segments, basis rows, the g_w GEMM. */
-static int plan_hla(const hot_layer_spec *s, const hot_arch_caps *caps, hot_layer_plan *p,
-                    char *err, size_t n) {
-  p->hla.enabled = s->hla.enabled;
-  p->hla.selection = s->hla.selection;
-  p->hla.keep = s->hla.keep;
-  p->hla.g = s->hla.g;
-  p->hla.x = s->hla.x;
-  if (quant_ok(&s->hla.g, "hla.bits", err, n) || quant_ok(&s->hla.x, "hla.x_bits", err, n) ||
-      quant_round_ok(&s->hla.g, 1, "hla.g.round (g^)", err, n) ||
-      quant_round_ok(&s->hla.x, 0, "hla.x.round (x^)", err, n))
-    return -1;
+/* The HLA block p into p->hla.block: the spec's, or under hla.block = 0 the authors' rule. */
+static int plan_hla_block(const hot_layer_spec *s, hot_layer_plan *p, char *err, size_t n) {
   int pb = s->hla.block;
   if (pb == 0) {
     /* the authors' rule, uncapped: may be 1 (HLA is then a no-op) or beyond the kernels' p */
@@ -437,6 +442,55 @@ static int plan_hla(const hot_layer_spec *s, const hot_arch_caps *caps, hot_laye
     return diag_errf(err, n, "hla.block must be a power of two in [2, %d] (got %d)", HOT_MAX_P, pb);
   }
   p->hla.block = pb;
+  return 0;
+}
+
+/* The kept Hadamard basis rows (p->hla.rank, p->hla.rows) for block p->hla.block. */
+static int plan_hla_rows(const hot_layer_spec *s, hot_layer_plan *p, char *err, size_t n) {
+  const int pb = p->hla.block;
+  if (pb == 1) {
+    p->hla.rank = 1; /* H_1 = [1]: the projection is the identity */
+    p->hla.rows[0] = 0;
+    return 0;
+  }
+  if (s->hla.selection == HOT_SEL_TRI && (s->hla.keep < 1 || s->hla.keep > 50))
+    return diag_errf(err, n, "hla.keep must be in [1, 50] (got %d)", s->hla.keep);
+  if (s->hla.selection == HOT_SEL_PREFIX && (s->hla.rank < 1 || s->hla.rank > pb))
+    return diag_errf(err, n, "hla.rank must be in [1, %d] for hla.block %d (got %d)", pb, pb,
+                    s->hla.rank);
+  p->hla.rank = basis_select(s->hla.selection, pb, s->hla.keep, s->hla.rank, p->hla.rows);
+  if (p->hla.rank < 1) return diag_errf(err, n, "hla: invalid basis selection");
+  return 0;
+}
+
+/* group_k, and with several scale groups one K segment per group, each padded to the K tile. */
+static int plan_hla_groups_k(hot_layer_plan *p, char *err, size_t n) {
+  p->hla.group_k = p->hla.k / p->hla.groups; /* groups divides blocks: segments of equal size */
+  if (p->hla.groups > 1) {
+    hot_gemm_plan *g = &p->hla.gemm;
+    g->segmented = 1;
+    g->seg_k_pad = round_up(p->hla.group_k, g->tile_k); /* group_k <= 2^31 - 1: no overflow */
+    if (mul_ok(p->hla.groups, g->seg_k_pad, &g->k_pad))
+      return diag_errf(err, n, "hla k_pad = %lld groups x %lld overflows int64",
+                      (long long)p->hla.groups, (long long)g->seg_k_pad);
+  }
+  return 0;
+}
+
+/* Stage 3: HLA (CONTRACT.md 4): block, layout, segments, basis rows, the g_w GEMM. */
+static int plan_hla(const hot_layer_spec *s, const hot_arch_caps *caps, hot_layer_plan *p,
+                    char *err, size_t n) {
+  p->hla.enabled = s->hla.enabled;
+  p->hla.selection = s->hla.selection;
+  p->hla.keep = s->hla.keep;
+  p->hla.g = s->hla.g;
+  p->hla.x = s->hla.x;
+  if (quant_ok(&s->hla.g, "hla.bits", err, n) || quant_ok(&s->hla.x, "hla.x_bits", err, n) ||
+      quant_round_ok(&s->hla.g, 1, "hla.g.round (g^)", err, n) ||
+      quant_round_ok(&s->hla.x, 0, "hla.x.round (x^)", err, n))
+    return -1;
+  if (plan_hla_block(s, p, err, n)) return -1;
+  const int pb = p->hla.block;
   hot_layout layout = s->hla.layout;
   if (layout == HOT_LAYOUT_AUTO) layout = p->L % pb == 0 ? HOT_LAYOUT_SAMPLE : HOT_LAYOUT_FLAT;
   p->hla.layout = layout;
@@ -455,18 +509,7 @@ static int plan_hla(const hot_layer_spec *s, const hot_arch_caps *caps, hot_laye
   if (mul_ok(p->hla.segments, p->hla.seg_len / pb, &p->hla.blocks))
     return diag_errf(err, n, "hla blocks = %lld x %lld overflows int64", (long long)p->hla.segments,
                     (long long)(p->hla.seg_len / pb));
-  if (pb == 1) {
-    p->hla.rank = 1; /* H_1 = [1]: the projection is the identity */
-    p->hla.rows[0] = 0;
-  } else {
-    if (s->hla.selection == HOT_SEL_TRI && (s->hla.keep < 1 || s->hla.keep > 50))
-      return diag_errf(err, n, "hla.keep must be in [1, 50] (got %d)", s->hla.keep);
-    if (s->hla.selection == HOT_SEL_PREFIX && (s->hla.rank < 1 || s->hla.rank > pb))
-      return diag_errf(err, n, "hla.rank must be in [1, %d] for hla.block %d (got %d)", pb, pb,
-                      s->hla.rank);
-    p->hla.rank = basis_select(s->hla.selection, pb, s->hla.keep, s->hla.rank, p->hla.rows);
-    if (p->hla.rank < 1) return diag_errf(err, n, "hla: invalid basis selection");
-  }
+  if (plan_hla_rows(s, p, err, n)) return -1;
   if (mul_ok(p->hla.blocks, p->hla.rank, &p->hla.k) || p->hla.k > HOT_LIMIT_INT)
     return diag_errf(err, n, "hla K = blocks x r = %lld x %d exceeds the kernels' limit of %lld "
                     "(2^31 - 1: a 32-bit int argument/index)", (long long)p->hla.blocks,
@@ -477,15 +520,7 @@ static int plan_hla(const hot_layer_spec *s, const hot_arch_caps *caps, hot_laye
   if (plan_gemm(&p->hla.gemm, &s->tile_gw, caps, gemm_path(caps, &s->tile_gw, 0), "tile_gw", err,
                 n))
     return -1;
-  p->hla.group_k = p->hla.k / p->hla.groups; /* groups divides blocks: segments of equal size */
-  if (p->hla.groups > 1) { /* one K segment per scale group, each padded to the K tile */
-    hot_gemm_plan *g = &p->hla.gemm;
-    g->segmented = 1;
-    g->seg_k_pad = round_up(p->hla.group_k, g->tile_k); /* group_k <= 2^31 - 1: no overflow */
-    if (mul_ok(p->hla.groups, g->seg_k_pad, &g->k_pad))
-      return diag_errf(err, n, "hla k_pad = %lld groups x %lld overflows int64",
-                      (long long)p->hla.groups, (long long)g->seg_k_pad);
-  }
+  if (plan_hla_groups_k(p, err, n)) return -1;
   p->hla.group_k_pad = p->hla.gemm.seg_k_pad;
   p->abc.enabled = s->abc.enabled && s->hla.enabled; /* ABC keeps x^: it needs HLA */
   return int_limit("hla k_pad (g_w GEMM K)", p->hla.gemm.k_pad, err, n);
