@@ -59,6 +59,91 @@ static size_t read_ident(const char *s, char *dst, size_t n) {
   return i;
 }
 
+/* Reads the parameter names after "@hot-params:" from q up to the line's end (or a '*'). */
+static int parse_param_list(const char *path, int line, const char *q, const char *end,
+                            templ_info *t, char *err, size_t n) {
+  while (q < end) {
+    while (q < end && !is_ident(*q)) {
+      if (*q == '*') break;
+      ++q;
+    }
+    if (q >= end || *q == '*') break;
+    if (t->n_params >= MAX_PARAMS)
+      return diag_errf(err, n, "%s:%d: more than %d parameters", path, line, MAX_PARAMS);
+    size_t got = read_ident(q, t->params[t->n_params++], PARAM_LEN);
+    if (!got)
+      return diag_errf(err, n, "%s:%d: a parameter name longer than %d characters", path, line,
+                      PARAM_LEN - 1);
+    q += got;
+  }
+  return 0;
+}
+
+/* The @hot- markers of line l (len bytes): exactly one @hot-params in the whole template. */
+static int parse_markers(const char *path, int line, const char *l, size_t len, templ_info *t,
+                         int *seen_params, char *err, size_t n) {
+  const char *m = l;
+  while ((m = strstr(m, "@hot-")) && m < l + len) {
+    if (strncmp(m, "@hot-params:", 12) != 0) {
+      const char *b = m + 5, *e2 = b;
+      while (is_ident(*e2)) ++e2;
+      return diag_errf(err, n, "%s:%d: unknown marker @hot-%.*s", path, line, (int)(e2 - b), b);
+    }
+    if (*seen_params) return diag_errf(err, n, "%s:%d: second @hot-params marker", path, line);
+    *seen_params = 1;
+    if (parse_param_list(path, line, m + 12, l + len, t, err, n)) return -1;
+    m += 12;
+  }
+  return 0;
+}
+
+/* "#define NAME": records NAME (once) so it can be #undef'd after the kernel. d: after
+ * "define". */
+static int parse_define(const char *path, int line, const char *d, templ_info *t, char *err,
+                        size_t n) {
+  while (*d == ' ' || *d == '\t') ++d;
+  char name[PARAM_LEN];
+  if (is_ident(*d) && !read_ident(d, name, sizeof name))
+    return diag_errf(err, n, "%s:%d: a macro name longer than %d characters", path, line,
+                    PARAM_LEN - 1);
+  int dup = 0;
+  for (int i = 0; i < t->n_defines; ++i) dup |= strcmp(t->defines[i], name) == 0;
+  if (!dup && name[0]) {
+    if (t->n_defines >= MAX_DEFINES) /* each is #undef'd after the kernel: none may be lost */
+      return diag_errf(err, n, "%s:%d: more than %d macros defined", path, line, MAX_DEFINES);
+    memcpy(t->defines[t->n_defines++], name, strlen(name) + 1);
+  }
+  return 0;
+}
+
+/* "#include \"file.cuh\"" (d: at "include", end: the line's end): records templates/file.cuh. */
+static int parse_include(const char *path, int line, const char *d, const char *end,
+                         templ_info *t, char *err, size_t n) {
+  const char *q = strchr(d, '"');
+  const char *r = q ? strchr(q + 1, '"') : NULL;
+  if (!q || !r || r > end || (size_t)(r - q - 1) >= 100)
+    return diag_errf(err, n, "%s:%d: only #include \"file.cuh\" of templates/ is allowed", path,
+                line);
+  if (t->n_includes >= MAX_INCLUDES)
+    return diag_errf(err, n, "%s:%d: more than %d includes", path, line, MAX_INCLUDES);
+  snprintf(t->includes[t->n_includes++], 128, "templates/%.*s", (int)(r - q - 1), q + 1);
+  return 0;
+}
+
+/* The preprocessor directive of line l (len bytes), if any: #define and #include. */
+static int parse_directive(const char *path, int line, const char *l, size_t len, templ_info *t,
+                           char *err, size_t n) {
+  const char *d = l;
+  while (d < l + len && (*d == ' ' || *d == '\t')) ++d;
+  if (*d != '#') return 0;
+  ++d;
+  while (*d == ' ' || *d == '\t') ++d;
+  if (strncmp(d, "define", 6) == 0 && (d[6] == ' ' || d[6] == '\t'))
+    return parse_define(path, line, d + 6, t, err, n);
+  if (strncmp(d, "include", 7) == 0) return parse_include(path, line, d, l + len, t, err, n);
+  return 0;
+}
+
 /* Parses template `path` (its text: `file`, or the embedded file when NULL). */
 static int parse_template(const char *path, const hot_embedded_file *file, templ_info *t,
                           char *err, size_t n) {
@@ -70,62 +155,9 @@ static int parse_template(const char *path, const hot_embedded_file *file, templ
   for (const char *l = s; *l; ++line) {
     const char *e = strchr(l, '\n');
     size_t len = e ? (size_t)(e - l) : strlen(l);
-    const char *m = l;
-    while ((m = strstr(m, "@hot-")) && m < l + len) {
-      if (strncmp(m, "@hot-params:", 12) != 0) {
-        const char *b = m + 5, *e2 = b;
-        while (is_ident(*e2)) ++e2;
-        return diag_errf(err, n, "%s:%d: unknown marker @hot-%.*s", path, line, (int)(e2 - b), b);
-      }
-      if (seen_params) return diag_errf(err, n, "%s:%d: second @hot-params marker", path, line);
-      seen_params = 1;
-      const char *q = m + 12;
-      while (q < l + len) {
-        while (q < l + len && !is_ident(*q)) {
-          if (*q == '*') break;
-          ++q;
-        }
-        if (q >= l + len || *q == '*') break;
-        if (t->n_params >= MAX_PARAMS)
-          return diag_errf(err, n, "%s:%d: more than %d parameters", path, line, MAX_PARAMS);
-        size_t got = read_ident(q, t->params[t->n_params++], PARAM_LEN);
-        if (!got)
-          return diag_errf(err, n, "%s:%d: a parameter name longer than %d characters", path, line,
-                          PARAM_LEN - 1);
-        q += got;
-      }
-      m += 12;
-    }
-    const char *d = l;
-    while (d < l + len && (*d == ' ' || *d == '\t')) ++d;
-    if (*d == '#') {
-      ++d;
-      while (*d == ' ' || *d == '\t') ++d;
-      if (strncmp(d, "define", 6) == 0 && (d[6] == ' ' || d[6] == '\t')) {
-        d += 6;
-        while (*d == ' ' || *d == '\t') ++d;
-        char name[PARAM_LEN];
-        if (is_ident(*d) && !read_ident(d, name, sizeof name))
-          return diag_errf(err, n, "%s:%d: a macro name longer than %d characters", path, line,
-                          PARAM_LEN - 1);
-        int dup = 0;
-        for (int i = 0; i < t->n_defines; ++i) dup |= strcmp(t->defines[i], name) == 0;
-        if (!dup && name[0]) {
-          if (t->n_defines >= MAX_DEFINES) /* each is #undef'd after the kernel: none may be lost */
-            return diag_errf(err, n, "%s:%d: more than %d macros defined", path, line, MAX_DEFINES);
-          memcpy(t->defines[t->n_defines++], name, strlen(name) + 1);
-        }
-      } else if (strncmp(d, "include", 7) == 0) {
-        const char *q = strchr(d, '"');
-        const char *r = q ? strchr(q + 1, '"') : NULL;
-        if (!q || !r || r > l + len || (size_t)(r - q - 1) >= 100)
-          return diag_errf(err, n, "%s:%d: only #include \"file.cuh\" of templates/ is allowed", path,
-                      line);
-        if (t->n_includes >= MAX_INCLUDES)
-          return diag_errf(err, n, "%s:%d: more than %d includes", path, line, MAX_INCLUDES);
-        snprintf(t->includes[t->n_includes++], 128, "templates/%.*s", (int)(r - q - 1), q + 1);
-      }
-    }
+    if (parse_markers(path, line, l, len, t, &seen_params, err, n) ||
+        parse_directive(path, line, l, len, t, err, n))
+      return -1;
     if (!e) break;
     l = e + 1;
   }
