@@ -55,8 +55,8 @@ static int check_path(const char *name, const char *v, int mode, char *err, size
   return 0;
 }
 
-rt_status env_read(hot_env *o, unsigned skip, char *err, size_t errlen) {
-  memset(o, 0, sizeof *o);
+/* The backend, device, cache and debug variables (the ones `skip` can leave out). */
+static rt_status env_read_selection(hot_env *o, unsigned skip, char *err, size_t errlen) {
   const char *v;
   uint64_t u;
   if (!(skip & HOT_ENV_BACKEND) && (v = env_get("HOT_BACKEND"))) {
@@ -97,6 +97,13 @@ rt_status env_read(hot_env *o, unsigned skip, char *err, size_t errlen) {
     if (check_path("HOT_JIT_DEBUG_DIR", v, 1, err, errlen)) return RT_ERR_INVALID;
     o->debug_dir = v;
   }
+  return RT_OK;
+}
+
+/* The CUDA toolkit, JIT, kernel pack and tuning variables. */
+static rt_status env_read_toolchain(hot_env *o, char *err, size_t errlen) {
+  const char *v;
+  uint64_t u;
   o->cuda_driver = env_get("HOT_CUDA_DRIVER"); /* a missing library: the loader's message */
   if (o->cuda_driver && strlen(o->cuda_driver) > HOT_CUDA_PATH_MAX) {
     diag_errf(err, errlen, "HOT_CUDA_DRIVER: longer than %d bytes", HOT_CUDA_PATH_MAX);
@@ -127,6 +134,14 @@ rt_status env_read(hot_env *o, unsigned skip, char *err, size_t errlen) {
     }
     o->tune_db = v;
   }
+  return RT_OK;
+}
+
+rt_status env_read(hot_env *o, unsigned skip, char *err, size_t errlen) {
+  memset(o, 0, sizeof *o);
+  rt_status st = env_read_selection(o, skip, err, errlen);
+  if (st == RT_OK) st = env_read_toolchain(o, err, errlen);
+  if (st != RT_OK) return st;
   o->xdg_cache_home = env_get("XDG_CACHE_HOME");
   o->home = env_get("HOME");
   return RT_OK;
