@@ -251,6 +251,54 @@ static void first_error(const char *log, char *buf, size_t n) {
   buf[len] = '\0';
 }
 
+/* Copies the CUBIN of a compiled program into out->cubin and destroys *prog on every path. */
+static rt_status take_cubin(const cuda_nvrtc *nv, nvrtcProgram *prog, hot_compile_result *out,
+                            const char *prog_name, const char *arch, char *err, size_t errlen) {
+  size_t cn = 0;
+  if (nv->nvrtcGetCUBINSize(*prog, &cn) != NVRTC_SUCCESS || cn == 0) {
+    nv->nvrtcDestroyProgram(prog);
+    diag_errf(err, errlen, "compile '%s' for %s: NVRTC produced no CUBIN", prog_name, arch);
+    return RT_ERR_COMPILE;
+  }
+  out->cubin = malloc(cn);
+  if (!out->cubin) {
+    nv->nvrtcDestroyProgram(prog);
+    diag_errf(err, errlen, "compile '%s': out of memory", prog_name);
+    return RT_ERR_NOMEM;
+  }
+  if (nv->nvrtcGetCUBIN(*prog, (char *)out->cubin) != NVRTC_SUCCESS) {
+    nv->nvrtcDestroyProgram(prog);
+    free(out->cubin);
+    out->cubin = NULL;
+    diag_errf(err, errlen, "compile '%s' for %s: nvrtcGetCUBIN failed", prog_name, arch);
+    return RT_ERR_COMPILE;
+  }
+  out->cubin_size = cn;
+  nv->nvrtcDestroyProgram(prog);
+  return RT_OK;
+}
+
+/* Fills the per-kernel ptxas figures from out->log; a requested kernel that ptxas did not
+ * report fails the compile and drops the CUBIN. */
+static rt_status check_entry_points(hot_compile_result *out, const char *prog_name,
+                                    const char *arch, char *err, size_t errlen) {
+  size_t found = nvrtc_parse_ptxas(out->log, out->kernels, out->n_kernels);
+  if (found == out->n_kernels) return RT_OK;
+  /* A kernel name absent from ptxas' output is not an entry point: a typo or a missing
+   * extern "C" (the cubin would fail at lookup on the GPU, so fail here, without one). */
+  for (size_t i = 0; i < out->n_kernels; i++)
+    if (!out->kernels[i].found) {
+      diag_errf(err, errlen,
+          "compile '%s' for %s: no kernel '%s' in the program (missing extern \"C\" "
+          "__global__?)", prog_name, arch, out->kernels[i].name);
+      break;
+    }
+  free(out->cubin);
+  out->cubin = NULL;
+  out->cubin_size = 0;
+  return RT_ERR_COMPILE;
+}
+
 rt_status nvrtc_compile(const hot_kernel_source *src, hot_compile_result *out, char *err,
                         size_t errlen) {
   if (!out) {
@@ -332,45 +380,10 @@ rt_status nvrtc_compile(const hot_kernel_source *src, hot_compile_result *out, c
         nv->nvrtcGetErrorString(cr), first[0] ? ": " : "", first);
     return RT_ERR_COMPILE;
   }
-  size_t cn = 0;
-  if (nv->nvrtcGetCUBINSize(prog, &cn) != NVRTC_SUCCESS || cn == 0) {
-    nv->nvrtcDestroyProgram(&prog);
-    diag_errf(err, errlen, "compile '%s' for %s: NVRTC produced no CUBIN", prog_name, src->arch);
-    return RT_ERR_COMPILE;
-  }
-  out->cubin = malloc(cn);
-  if (!out->cubin) {
-    nv->nvrtcDestroyProgram(&prog);
-    diag_errf(err, errlen, "compile '%s': out of memory", prog_name);
-    return RT_ERR_NOMEM;
-  }
-  if (nv->nvrtcGetCUBIN(prog, (char *)out->cubin) != NVRTC_SUCCESS) {
-    nv->nvrtcDestroyProgram(&prog);
-    free(out->cubin);
-    out->cubin = NULL;
-    diag_errf(err, errlen, "compile '%s' for %s: nvrtcGetCUBIN failed", prog_name, src->arch);
-    return RT_ERR_COMPILE;
-  }
-  out->cubin_size = cn;
-  nv->nvrtcDestroyProgram(&prog);
+  st = take_cubin(nv, &prog, out, prog_name, src->arch, err, errlen);
+  if (st != RT_OK) return st;
   out->compile_ms = now_ms() - t0;
-  size_t found = nvrtc_parse_ptxas(out->log, out->kernels, out->n_kernels);
-  if (found != out->n_kernels) {
-    /* A kernel name absent from ptxas' output is not an entry point: a typo or a missing
-     * extern "C" (the cubin would fail at lookup on the GPU, so fail here, without one). */
-    for (size_t i = 0; i < out->n_kernels; i++)
-      if (!out->kernels[i].found) {
-        diag_errf(err, errlen,
-            "compile '%s' for %s: no kernel '%s' in the program (missing extern \"C\" "
-            "__global__?)", prog_name, src->arch, out->kernels[i].name);
-        break;
-      }
-    free(out->cubin);
-    out->cubin = NULL;
-    out->cubin_size = 0;
-    return RT_ERR_COMPILE;
-  }
-  return RT_OK;
+  return check_entry_points(out, prog_name, src->arch, err, errlen);
 }
 
 static rt_status nv_version(void *user, char *buf, size_t n, char *err, size_t errlen) {
