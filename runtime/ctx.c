@@ -58,19 +58,17 @@ void hot_options_init(hot_options *opt) {
 
 static char *dup_opt(const char *s) { return s ? strdup(s) : NULL; }
 
-/* Resolves every option (code first, then the environment read once into ctx->env, then the
- * default). */
-static hot_status resolve(hot_ctx *ctx, const hot_options *o, hot_backend *backend) {
-  char err[512];
-  hot_env raw;
-  unsigned skip = (o->backend != HOT_BACKEND_DEFAULT ? HOT_ENV_BACKEND : 0u) |
-                  (o->device >= 0 ? HOT_ENV_DEVICE : 0u) | (o->arch ? HOT_ENV_ARCH : 0u) |
-                  (o->cache_dir ? HOT_ENV_CACHE_DIR : 0u) | (o->disk_cache ? HOT_ENV_NO_DISK : 0u) |
-                  (o->seed_set ? HOT_ENV_SEED : 0u) | (o->jit_debug ? HOT_ENV_JIT_DEBUG : 0u) |
-                  (o->debug_dir ? HOT_ENV_DEBUG_DIR : 0u);
-  if (env_read(&raw, skip, err, sizeof err) != RT_OK) return ctx_fail(ctx, HOT_ERR_INVALID, "%s", err);
-  if (env_dup(&ctx->env, &raw, &ctx->env_block) != RT_OK)
-    return ctx_fail(ctx, HOT_ERR_NOMEM, "out of memory");
+/* The HOT_ENV_* bits of the variables an option set in code overrides. */
+static unsigned env_skip_mask(const hot_options *o) {
+  return (o->backend != HOT_BACKEND_DEFAULT ? HOT_ENV_BACKEND : 0u) |
+         (o->device >= 0 ? HOT_ENV_DEVICE : 0u) | (o->arch ? HOT_ENV_ARCH : 0u) |
+         (o->cache_dir ? HOT_ENV_CACHE_DIR : 0u) | (o->disk_cache ? HOT_ENV_NO_DISK : 0u) |
+         (o->seed_set ? HOT_ENV_SEED : 0u) | (o->jit_debug ? HOT_ENV_JIT_DEBUG : 0u) |
+         (o->debug_dir ? HOT_ENV_DEBUG_DIR : 0u);
+}
+
+/* The backend: options.backend, else HOT_BACKEND, else auto. */
+static hot_status resolve_backend(hot_ctx *ctx, const hot_options *o, hot_backend *backend) {
   const hot_env *e = &ctx->env;
   *backend = o->backend;
   if (*backend == HOT_BACKEND_DEFAULT) {
@@ -82,6 +80,12 @@ static hot_status resolve(hot_ctx *ctx, const hot_options *o, hot_backend *backe
              *backend != HOT_BACKEND_CPU) {
     return ctx_fail(ctx, HOT_ERR_INVALID, "options.backend = %d: not a hot_backend", (int)*backend);
   }
+  return HOT_OK;
+}
+
+/* The device and the arch (options first, then HOT_DEVICE / HOT_ARCH). */
+static hot_status resolve_device(hot_ctx *ctx, const hot_options *o) {
+  const hot_env *e = &ctx->env;
   ctx->device = o->device;
   if (ctx->device < 0) ctx->device = e->device_set ? e->device : 0;
   const char *arch = o->arch ? o->arch : e->arch;
@@ -94,6 +98,12 @@ static hot_status resolve(hot_ctx *ctx, const hot_options *o, hot_backend *backe
   } else {
     ctx->arch = HOT_ARCH_SM80; /* CPU storage layout until a device says otherwise */
   }
+  return HOT_OK;
+}
+
+/* The cache directory, the disk cache switch and the seed. */
+static hot_status resolve_cache_seed(hot_ctx *ctx, const hot_options *o) {
+  const hot_env *e = &ctx->env;
   const char *dir = o->cache_dir ? o->cache_dir : e->cache_dir;
   ctx->cache_dir_origin = o->cache_dir ? "options.cache_dir" : "HOT_CACHE_DIR";
   if (dir && !(ctx->cache_dir = dup_opt(dir))) return ctx_fail(ctx, HOT_ERR_NOMEM, "out of memory");
@@ -110,6 +120,12 @@ static hot_status resolve(hot_ctx *ctx, const hot_options *o, hot_backend *backe
     ctx->seed_set = 1;
     ctx->seed = e->seed;
   }
+  return HOT_OK;
+}
+
+/* The JIT debug switch and directory, the JIT threads and the CUDA library paths. */
+static hot_status resolve_jit(hot_ctx *ctx, const hot_options *o) {
+  const hot_env *e = &ctx->env;
   if (o->jit_debug < -1 || o->jit_debug > 1)
     return ctx_fail(ctx, HOT_ERR_INVALID, "options.jit_debug = %d: expected -1, 0 or 1",
                     o->jit_debug);
@@ -119,6 +135,22 @@ static hot_status resolve(hot_ctx *ctx, const hot_options *o, hot_backend *backe
   ctx->jit_threads = e->jit_threads ? e->jit_threads : jit_default_threads();
   cuda_api_configure(e->cuda_driver, e->cuda_home);
   return HOT_OK;
+}
+
+/* Resolves every option (code first, then the environment read once into ctx->env, then the
+ * default). */
+static hot_status resolve(hot_ctx *ctx, const hot_options *o, hot_backend *backend) {
+  char err[512];
+  hot_env raw;
+  if (env_read(&raw, env_skip_mask(o), err, sizeof err) != RT_OK)
+    return ctx_fail(ctx, HOT_ERR_INVALID, "%s", err);
+  if (env_dup(&ctx->env, &raw, &ctx->env_block) != RT_OK)
+    return ctx_fail(ctx, HOT_ERR_NOMEM, "out of memory");
+  hot_status st = resolve_backend(ctx, o, backend);
+  if (st == HOT_OK) st = resolve_device(ctx, o);
+  if (st == HOT_OK) st = resolve_cache_seed(ctx, o);
+  if (st == HOT_OK) st = resolve_jit(ctx, o);
+  return st;
 }
 
 /* Loads the pack at path into ctx's kernel cache; `what` names where the path came from. */
