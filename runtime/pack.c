@@ -100,6 +100,76 @@ static unsigned char *put_blob(unsigned char *p, const void *d, size_t n) {
   return p + 8 + n;
 }
 
+/* Checks every entry and marks in keep[] the first of each (key, compiler); *count and *body
+ * get the kept entries and their body bytes. -1 (err filled) on a bad entry. */
+static int select_entries(const hot_pack_entry *entries, size_t n, char *keep, size_t *count,
+                          size_t *body, char *err, size_t errlen) {
+  *body = 0;
+  *count = 0;
+  for (size_t i = 0; i < n; ++i) {
+    if (entry_check(&entries[i], i, err, errlen)) return -1;
+    int dup = 0;
+    for (size_t j = 0; j < i && !dup; ++j)
+      dup = keep[j] && !strcmp(entries[j].key, entries[i].key) &&
+            !strcmp(entries[j].compiler, entries[i].compiler);
+    if (dup) continue;
+    keep[i] = 1;
+    ++*count;
+    *body += entry_bytes(&entries[i]);
+  }
+  return 0;
+}
+
+/* Serializes entry e at p (entry_bytes(e) bytes); returns the end. */
+static unsigned char *put_entry(unsigned char *p, const hot_pack_entry *e) {
+  memcpy(p, e->key, 64);
+  p = put_str(p + 64, e->compiler, 1);
+  p = put_str(p, e->arch, 1);
+  hot_le_put(p, e->n_kernels, 4);
+  p += 4;
+  for (size_t k = 0; k < e->n_kernels; ++k) {
+    const hot_kernel_info *ki = &e->kernels[k];
+    p = put_str(p, ki->name, 2);
+    int v[5] = {ki->registers, ki->stack_bytes, ki->spill_store_bytes, ki->spill_load_bytes,
+                ki->shared_bytes};
+    for (int j = 0; j < 5; ++j, p += 4) hot_le_put(p, (uint32_t)v[j], 4);
+  }
+  double us = e->compile_ms > 0 ? e->compile_ms * 1e3 : 0;
+  hot_le_put(p, us < 1e15 ? (uint64_t)us : 0, 8);
+  p = put_blob(p + 8, e->cubin, e->cubin_size);
+  return put_blob(p, e->log ? e->log : "", e->log ? strlen(e->log) : 0);
+}
+
+/* Writes the total bytes of img to path through a temporary file and a rename; the caller
+ * keeps img. */
+static rt_status write_image(const char *path, const unsigned char *img, size_t total, char *err,
+                             size_t errlen) {
+  char tmp[4200];
+  if (snprintf(tmp, sizeof tmp, "%s.tmp-%ld", path, (long)getpid()) >= (int)sizeof tmp) {
+    fileio_msgf(err, errlen, "pack %s: path too long", path);
+    return RT_ERR_IO;
+  }
+  char why[128] = "";
+  int fd = fileio_open(tmp, HOT_FILE_WRITE, 0644, why, sizeof why);
+  size_t done = 0;
+  while (fd >= 0 && done < total) {
+    ssize_t w = write(fd, img + done, total - done);
+    if (w < 0 && errno == EINTR) continue;
+    if (w <= 0) break;
+    done += (size_t)w;
+  }
+  int e = errno;
+  int ok = fd >= 0 && done == total;
+  if (fd >= 0 && close(fd) != 0) ok = 0, e = errno;
+  if (ok && rename(tmp, path) != 0) ok = 0, e = errno;
+  if (!ok) {
+    unlink(tmp);
+    fileio_msgf(err, errlen, "pack %s: cannot write: %s", path, fd < 0 && *why ? why : strerror(e));
+    return RT_ERR_IO;
+  }
+  return RT_OK;
+}
+
 rt_status pack_write(const char *path, const hot_pack_entry *entries, size_t n, char *err,
                      size_t errlen) {
   if (!path || !*path || (n && !entries)) {
@@ -117,19 +187,9 @@ rt_status pack_write(const char *path, const hot_pack_entry *entries, size_t n, 
     return RT_ERR_NOMEM;
   }
   size_t body = 0, count = 0;
-  for (size_t i = 0; i < n; ++i) {
-    if (entry_check(&entries[i], i, err, errlen)) {
-      free(keep);
-      return RT_ERR_INVALID;
-    }
-    int dup = 0;
-    for (size_t j = 0; j < i && !dup; ++j)
-      dup = keep[j] && !strcmp(entries[j].key, entries[i].key) &&
-            !strcmp(entries[j].compiler, entries[i].compiler);
-    if (dup) continue;
-    keep[i] = 1;
-    ++count;
-    body += entry_bytes(&entries[i]);
+  if (select_entries(entries, n, keep, &count, &body, err, errlen)) {
+    free(keep);
+    return RT_ERR_INVALID;
   }
   if (count > HOT_PACK_MAX_ENTRIES || body > HOT_PACK_MAX_BYTES - HOT_PACK_HEADER_BYTES) {
     free(keep);
@@ -143,60 +203,17 @@ rt_status pack_write(const char *path, const hot_pack_entry *entries, size_t n, 
     return RT_ERR_NOMEM;
   }
   unsigned char *p = img + HOT_PACK_HEADER_BYTES;
-  for (size_t i = 0; i < n; ++i) {
-    if (!keep[i]) continue;
-    const hot_pack_entry *e = &entries[i];
-    memcpy(p, e->key, 64);
-    p = put_str(p + 64, e->compiler, 1);
-    p = put_str(p, e->arch, 1);
-    hot_le_put(p, e->n_kernels, 4);
-    p += 4;
-    for (size_t k = 0; k < e->n_kernels; ++k) {
-      const hot_kernel_info *ki = &e->kernels[k];
-      p = put_str(p, ki->name, 2);
-      int v[5] = {ki->registers, ki->stack_bytes, ki->spill_store_bytes, ki->spill_load_bytes,
-                  ki->shared_bytes};
-      for (int j = 0; j < 5; ++j, p += 4) hot_le_put(p, (uint32_t)v[j], 4);
-    }
-    double us = e->compile_ms > 0 ? e->compile_ms * 1e3 : 0;
-    hot_le_put(p, us < 1e15 ? (uint64_t)us : 0, 8);
-    p = put_blob(p + 8, e->cubin, e->cubin_size);
-    p = put_blob(p, e->log ? e->log : "", e->log ? strlen(e->log) : 0);
-  }
+  for (size_t i = 0; i < n; ++i)
+    if (keep[i]) p = put_entry(p, &entries[i]);
   free(keep);
   memcpy(img, MAGIC, 8);
   hot_le_put(img + 8, HOT_PACK_VERSION, 4);
   hot_le_put(img + 12, count, 4);
   hot_le_put(img + 16, body, 8);
   hash_sha256_digest(img + HOT_PACK_HEADER_BYTES, body, img + 24);
-
-  size_t total = HOT_PACK_HEADER_BYTES + body;
-  char tmp[4200];
-  if (snprintf(tmp, sizeof tmp, "%s.tmp-%ld", path, (long)getpid()) >= (int)sizeof tmp) {
-    free(img);
-    fileio_msgf(err, errlen, "pack %s: path too long", path);
-    return RT_ERR_IO;
-  }
-  char why[128] = "";
-  int fd = fileio_open(tmp, HOT_FILE_WRITE, 0644, why, sizeof why);
-  size_t done = 0;
-  while (fd >= 0 && done < total) {
-    ssize_t w = write(fd, img + done, total - done);
-    if (w < 0 && errno == EINTR) continue;
-    if (w <= 0) break;
-    done += (size_t)w;
-  }
-  int e = errno;
-  int ok = fd >= 0 && done == total;
-  if (fd >= 0 && close(fd) != 0) ok = 0, e = errno;
-  if (ok && rename(tmp, path) != 0) ok = 0, e = errno;
+  rt_status st = write_image(path, img, HOT_PACK_HEADER_BYTES + body, err, errlen);
   free(img);
-  if (!ok) {
-    unlink(tmp);
-    fileio_msgf(err, errlen, "pack %s: cannot write: %s", path, fd < 0 && *why ? why : strerror(e));
-    return RT_ERR_IO;
-  }
-  return RT_OK;
+  return st;
 }
 
 /* ---- parse -------------------------------------------------------------------------------- */
