@@ -117,26 +117,20 @@ static int write_tensor(int fd, hash_sha256 *h, unsigned char *buf, const void *
   return 0;
 }
 
-hot_status hot_capture_write(const char *path, const char *layer_name, int64_t batch,
-                             int64_t tokens, int64_t out_features, int64_t in_features,
-                             hot_dtype dtype, const void *x, const void *w, const void *g_y,
-                             char *err, size_t errlen) {
-  char ps[512];
-  if (err && errlen) err[0] = '\0';
-  if (!path || !*path) {
-    fileio_msgf(err, errlen, "capture: no file given (path is %s)", path ? "empty" : "NULL");
-    return HOT_ERR_INVALID;
-  }
-  shown(path, ps);
+/* Checks layer_name (its length into *nlen), the dtype and the four sizes of a capture. */
+static hot_status capture_check_args(const char *ps, const char *layer_name, size_t *nlen,
+                                     hot_dtype dtype, const int64_t dim[4], char *err,
+                                     size_t errlen) {
   if (!layer_name) {
     fileio_msgf(err, errlen, "capture %s: layer_name is NULL", ps);
     return HOT_ERR_INVALID;
   }
-  size_t nlen = strnlen(layer_name, HOT_NAME_MAX), bad = 0;
-  if (!name_ok(layer_name, nlen, &bad)) {
-    if (nlen == 0 || nlen >= HOT_NAME_MAX)
+  size_t bad = 0;
+  *nlen = strnlen(layer_name, HOT_NAME_MAX);
+  if (!name_ok(layer_name, *nlen, &bad)) {
+    if (*nlen == 0 || *nlen >= HOT_NAME_MAX)
       fileio_msgf(err, errlen, "capture %s: layer_name must be 1 .. %d bytes (got %s)", ps,
-               HOT_NAME_MAX - 1, nlen ? "a longer one" : "an empty one");
+               HOT_NAME_MAX - 1, *nlen ? "a longer one" : "an empty one");
     else
       fileio_msgf(err, errlen, "capture %s: layer_name byte %zu is 0x%02x (printable ASCII only)",
                ps, bad, (unsigned char)layer_name[bad]);
@@ -148,19 +142,114 @@ hot_status hot_capture_write(const char *path, const char *layer_name, int64_t b
     return HOT_ERR_INVALID;
   }
   const char *dim_name[4] = {"batch", "tokens", "out_features", "in_features"};
-  const int64_t dim[4] = {batch, tokens, out_features, in_features};
   for (int i = 0; i < 4; ++i)
     if (dim[i] < 1 || dim[i] > HOT_CAPTURE_MAX_DIM) {
       fileio_msgf(err, errlen, "capture %s: %s = %lld must be in 1 .. %lld", ps, dim_name[i],
                (long long)dim[i], (long long)HOT_CAPTURE_MAX_DIM);
       return HOT_ERR_SHAPE;
     }
-  if (tokens > HOT_CAPTURE_MAX_DIM / batch) {
+  if (dim[1] > HOT_CAPTURE_MAX_DIM / dim[0]) {
     fileio_msgf(err, errlen, "capture %s: T = batch * tokens = %lld * %lld exceeds %lld", ps,
-             (long long)batch, (long long)tokens, (long long)HOT_CAPTURE_MAX_DIM);
+             (long long)dim[0], (long long)dim[1], (long long)HOT_CAPTURE_MAX_DIM);
     return HOT_ERR_SHAPE;
   }
-  const void *tensor[3] = {x, w, g_y};
+  return HOT_OK;
+}
+
+/* Refuses a non-finite element in any of the three tensors (rows[i] x cols[i] each). */
+static hot_status capture_check_finite(const char *ps, const void *const tensor[3],
+                                       hot_dtype dtype, const uint64_t rows[3],
+                                       const uint64_t cols[3], char *err, size_t errlen) {
+  for (int i = 0; i < 3; ++i) {
+    int64_t at = first_nonfinite(tensor[i], dtype, (int64_t)(rows[i] * cols[i]));
+    if (at >= 0) {
+      float v = hot_load_f32(tensor[i], (long long)at, (int)dtype);
+      fileio_msgf(err, errlen, "capture %s: %s[%lld][%lld] is %s (a capture holds finite values)",
+               ps, TENSOR[i], (long long)((uint64_t)at / cols[i]),
+               (long long)((uint64_t)at % cols[i]), isnan(v) ? "NaN" : "Inf");
+      return HOT_ERR_NONFINITE;
+    }
+  }
+  return HOT_OK;
+}
+
+/* Fills the header of a capture of `elems` elements of esz bytes (format: capture.h). */
+static void capture_header(unsigned char hdr[HOT_CAPTURE_HEADER_BYTES], hot_dtype dtype,
+                           uint64_t esz, const int64_t dim[4], uint64_t elems,
+                           const char *layer_name, size_t nlen) {
+  memset(hdr, 0, HOT_CAPTURE_HEADER_BYTES);
+  memcpy(hdr, MAGIC, 8);
+  hot_le_put(hdr + 8, HOT_CAPTURE_VERSION, 4);
+  hot_le_put(hdr + 12, HOT_CAPTURE_HEADER_BYTES, 4);
+  hot_le_put(hdr + 16, (uint64_t)dtype, 4);
+  hot_le_put(hdr + 20, esz, 4);
+  for (int i = 0; i < 4; ++i) hot_le_put(hdr + 24 + 8 * i, (uint64_t)dim[i], 8);
+  hot_le_put(hdr + 56, elems * esz, 8);
+  hot_le_put(hdr + 64, nlen, 4);
+  memcpy(hdr + CAP_NAME_OFF, layer_name, nlen);
+}
+
+/* Creates a fresh temporary file next to path (its name into tmp[tlen]); the descriptor, or
+ * -1 with errno set. */
+static int open_tmp(const char *path, char *tmp, size_t tlen) {
+  int fd = -1;
+  for (int attempt = 0; fd < 0 && attempt < 16; ++attempt) { /* a stale name: take the next */
+    unsigned long c = __atomic_fetch_add(&tmp_counter, 1, __ATOMIC_RELAXED);
+    snprintf(tmp, tlen, "%s.tmp-%ld-%lu", path, (long)getpid(), c);
+    fd = fileio_open(tmp, HOT_FILE_WRITE_NEW, 0644, NULL, 0);
+    if (fd < 0 && errno != EEXIST) break;
+  }
+  return fd;
+}
+
+/* Writes header, tensors and checksum to fd, closes it and renames tmp to path; 1 on success,
+ * else 0 with *what the failed step, *e its errno and tmp removed. */
+static int capture_stream(int fd, const char *tmp, const char *path,
+                          const unsigned char hdr[HOT_CAPTURE_HEADER_BYTES], unsigned char *buf,
+                          const void *const tensor[3], hot_dtype dtype, const uint64_t rows[3],
+                          const uint64_t cols[3], const char **what, int *e) {
+  hash_sha256 h;
+  hash_sha256_init(&h);
+  hash_sha256_update(&h, hdr, HOT_CAPTURE_HEADER_BYTES);
+  *what = "write";
+  int ok = write_all(fd, hdr, HOT_CAPTURE_HEADER_BYTES) == 0;
+  for (int i = 0; ok && i < 3; ++i)
+    ok = write_tensor(fd, &h, buf, tensor[i], dtype, rows[i] * cols[i]) == 0;
+  if (ok) {
+    unsigned char sum[HASH_SHA256_BYTES];
+    hash_sha256_final(&h, sum);
+    ok = write_all(fd, sum, sizeof sum) == 0;
+  }
+  if (ok) {
+    *what = "flush";
+    ok = fsync(fd) == 0;
+  }
+  if (!ok) *e = errno;
+  if (close(fd) != 0 && ok) ok = 0, *e = errno;
+  if (ok) {
+    *what = "rename into place";
+    if (rename(tmp, path) != 0) ok = 0, *e = errno;
+  }
+  if (!ok) unlink(tmp);
+  return ok;
+}
+
+hot_status hot_capture_write(const char *path, const char *layer_name, int64_t batch,
+                             int64_t tokens, int64_t out_features, int64_t in_features,
+                             hot_dtype dtype, const void *x, const void *w, const void *g_y,
+                             char *err, size_t errlen) {
+  char ps[512];
+  if (err && errlen) err[0] = '\0';
+  if (!path || !*path) {
+    fileio_msgf(err, errlen, "capture: no file given (path is %s)", path ? "empty" : "NULL");
+    return HOT_ERR_INVALID;
+  }
+  shown(path, ps);
+  size_t nlen = 0;
+  const int64_t dim[4] = {batch, tokens, out_features, in_features};
+  hot_status st = capture_check_args(ps, layer_name, &nlen, dtype, dim, err, errlen);
+  if (st != HOT_OK) return st;
+  const void *const tensor[3] = {x, w, g_y};
   for (int i = 0; i < 3; ++i)
     if (!tensor[i]) {
       fileio_msgf(err, errlen, "capture %s: %s is NULL", ps, TENSOR[i]);
@@ -177,16 +266,8 @@ hot_status hot_capture_write(const char *path, const char *layer_name, int64_t b
              (unsigned long long)elems, (unsigned long long)esz);
     return HOT_ERR_SHAPE;
   }
-  for (int i = 0; i < 3; ++i) {
-    int64_t at = first_nonfinite(tensor[i], dtype, (int64_t)(rows[i] * cols[i]));
-    if (at >= 0) {
-      float v = hot_load_f32(tensor[i], (long long)at, (int)dtype);
-      fileio_msgf(err, errlen, "capture %s: %s[%lld][%lld] is %s (a capture holds finite values)",
-               ps, TENSOR[i], (long long)((uint64_t)at / cols[i]),
-               (long long)((uint64_t)at % cols[i]), isnan(v) ? "NaN" : "Inf");
-      return HOT_ERR_NONFINITE;
-    }
-  }
+  st = capture_check_finite(ps, tensor, dtype, rows, cols, err, errlen);
+  if (st != HOT_OK) return st;
 
   char twhy[128];
   if (fileio_check_regular(path, 0, twhy, sizeof twhy) != 0 && errno == EINVAL) {
@@ -202,53 +283,13 @@ hot_status hot_capture_write(const char *path, const char *layer_name, int64_t b
     fileio_msgf(err, errlen, "capture %s: out of memory", ps);
     return HOT_ERR_NOMEM;
   }
-
   unsigned char hdr[HOT_CAPTURE_HEADER_BYTES];
-  memset(hdr, 0, sizeof hdr);
-  memcpy(hdr, MAGIC, 8);
-  hot_le_put(hdr + 8, HOT_CAPTURE_VERSION, 4);
-  hot_le_put(hdr + 12, HOT_CAPTURE_HEADER_BYTES, 4);
-  hot_le_put(hdr + 16, (uint64_t)dtype, 4);
-  hot_le_put(hdr + 20, esz, 4);
-  for (int i = 0; i < 4; ++i) hot_le_put(hdr + 24 + 8 * i, (uint64_t)dim[i], 8);
-  hot_le_put(hdr + 56, elems * esz, 8);
-  hot_le_put(hdr + 64, nlen, 4);
-  memcpy(hdr + CAP_NAME_OFF, layer_name, nlen);
+  capture_header(hdr, dtype, esz, dim, elems, layer_name, nlen);
 
   const char *what = "create";
-  int fd = -1;
-  for (int attempt = 0; fd < 0 && attempt < 16; ++attempt) { /* a stale name: take the next */
-    unsigned long c = __atomic_fetch_add(&tmp_counter, 1, __ATOMIC_RELAXED);
-    snprintf(tmp, tlen, "%s.tmp-%ld-%lu", path, (long)getpid(), c);
-    fd = fileio_open(tmp, HOT_FILE_WRITE_NEW, 0644, NULL, 0);
-    if (fd < 0 && errno != EEXIST) break;
-  }
+  int fd = open_tmp(path, tmp, tlen);
   int ok = fd >= 0, e = ok ? 0 : errno;
-  if (ok) {
-    hash_sha256 h;
-    hash_sha256_init(&h);
-    hash_sha256_update(&h, hdr, sizeof hdr);
-    what = "write";
-    ok = write_all(fd, hdr, sizeof hdr) == 0;
-    for (int i = 0; ok && i < 3; ++i)
-      ok = write_tensor(fd, &h, buf, tensor[i], dtype, rows[i] * cols[i]) == 0;
-    if (ok) {
-      unsigned char sum[HASH_SHA256_BYTES];
-      hash_sha256_final(&h, sum);
-      ok = write_all(fd, sum, sizeof sum) == 0;
-    }
-    if (ok) {
-      what = "flush";
-      ok = fsync(fd) == 0;
-    }
-    if (!ok) e = errno;
-    if (close(fd) != 0 && ok) ok = 0, e = errno;
-    if (ok) {
-      what = "rename into place";
-      if (rename(tmp, path) != 0) ok = 0, e = errno;
-    }
-    if (!ok) unlink(tmp);
-  }
+  if (ok) ok = capture_stream(fd, tmp, path, hdr, buf, tensor, dtype, rows, cols, &what, &e);
   if (!ok) {
     char ts[512];
     if (!strcmp(what, "create"))
@@ -401,16 +442,9 @@ static int read_tensor(int fd, hash_sha256 *h, unsigned char *buf, float *dst, h
   return 0;
 }
 
-int capture_read(const char *path, hot_capture *out, char *err, size_t errlen) {
-  char ps[512], why[256];
-  if (out) memset(out, 0, sizeof *out);
-  if (err && errlen) err[0] = '\0';
-  if (!path || !*path || !out) {
-    fileio_msgf(err, errlen, "capture: %s", !out ? "no output given (out is NULL)"
-                                              : "no file given (path is NULL or empty)");
-    return HOT_ERR_INVALID;
-  }
-  shown(path, ps);
+/* Opens path for reading and checks it is a regular file; *fd and *size on HOT_OK. */
+static hot_status capture_open(const char *path, const char *ps, int *fd_out, uint64_t *size,
+                               char *err, size_t errlen) {
   char cwhy[128] = "";
   int fd = fileio_open(path, HOT_FILE_READ, 0, cwhy, sizeof cwhy);
   struct stat sb;
@@ -425,16 +459,26 @@ int capture_read(const char *path, hot_capture *out, char *err, size_t errlen) {
     fileio_msgf(err, errlen, "capture %s: not a regular file", ps);
     return HOT_ERR_IO;
   }
-  const uint64_t size = (uint64_t)sb.st_size;
-  unsigned char hdr[HOT_CAPTURE_HEADER_BYTES];
-  const size_t head = size < sizeof hdr ? (size_t)size : sizeof hdr;
+  *fd_out = fd;
+  *size = (uint64_t)sb.st_size;
+  return HOT_OK;
+}
+
+/* Reads and checks the header of the open capture fd (`size` bytes) into hdr and out; closes
+ * fd on failure. */
+static hot_status capture_read_header(int fd, uint64_t size, const char *ps,
+                                      unsigned char hdr[HOT_CAPTURE_HEADER_BYTES],
+                                      hot_capture *out, char *err, size_t errlen) {
+  char why[256];
+  const size_t head = size < HOT_CAPTURE_HEADER_BYTES ? (size_t)size : HOT_CAPTURE_HEADER_BYTES;
   if (read_all(fd, hdr, head)) {
     int e = errno;
     close(fd);
     fileio_msgf(err, errlen, "capture %s: cannot read: %s", ps, e ? strerror(e) : "file shrank");
     return HOT_ERR_IO;
   }
-  if (size < 8 || (memcmp(hdr, MAGIC, 8) == 0 && size < sizeof hdr + HOT_CAPTURE_SUM_BYTES)) {
+  if (size < 8 ||
+      (memcmp(hdr, MAGIC, 8) == 0 && size < HOT_CAPTURE_HEADER_BYTES + HOT_CAPTURE_SUM_BYTES)) {
     close(fd);
     fileio_msgf(err, errlen, "capture %s: truncated: %llu bytes, a capture has at least %d", ps,
              (unsigned long long)size, HOT_CAPTURE_HEADER_BYTES + HOT_CAPTURE_SUM_BYTES);
@@ -447,18 +491,15 @@ int capture_read(const char *path, hot_capture *out, char *err, size_t errlen) {
     fileio_msgf(err, errlen, "capture %s: %s", ps, bad);
     return HOT_ERR_INVALID;
   }
-  const uint64_t T = (uint64_t)out->T, O = (uint64_t)out->O, I = (uint64_t)out->I;
-  const uint64_t n[3] = {T * I, O * I, T * O};
-  /* Each count <= the file's payload elements (checked above), so these products fit size_t
-   * wherever the file could be mapped; refuse otherwise rather than wrap. */
-  for (int i = 0; i < 3; ++i)
-    if (n[i] > SIZE_MAX / sizeof(float)) {
-      close(fd);
-      memset(out, 0, sizeof *out);
-      fileio_msgf(err, errlen, "capture %s: %s of %llu elements does not fit this machine's memory",
-               ps, TENSOR[i], (unsigned long long)n[i]);
-      return HOT_ERR_NOMEM;
-    }
+  return HOT_OK;
+}
+
+/* Allocates out's tensors (n[i] elements each) and reads them and the checksum from fd, which
+ * it closes; checks the SHA-256 over hdr and the payload. */
+static hot_status capture_read_body(int fd, uint64_t size, const char *ps,
+                                    const unsigned char hdr[HOT_CAPTURE_HEADER_BYTES],
+                                    const uint64_t n[3], hot_capture *out, char *err,
+                                    size_t errlen) {
   unsigned char *buf = malloc(CAP_CHUNK);
   out->x = malloc((size_t)n[0] * sizeof(float));
   out->w = malloc((size_t)n[1] * sizeof(float));
@@ -472,7 +513,7 @@ int capture_read(const char *path, hot_capture *out, char *err, size_t errlen) {
   }
   hash_sha256 h;
   hash_sha256_init(&h);
-  hash_sha256_update(&h, hdr, sizeof hdr);
+  hash_sha256_update(&h, hdr, HOT_CAPTURE_HEADER_BYTES);
   float *dst[3] = {out->x, out->w, out->g_y};
   int ok = 1;
   for (int i = 0; ok && i < 3; ++i) ok = read_tensor(fd, &h, buf, dst[i], out->dtype, n[i]) == 0;
@@ -494,6 +535,41 @@ int capture_read(const char *path, hot_capture *out, char *err, size_t errlen) {
              (unsigned long long)(size - HOT_CAPTURE_SUM_BYTES - 1));
     return HOT_ERR_INVALID;
   }
+  return HOT_OK;
+}
+
+int capture_read(const char *path, hot_capture *out, char *err, size_t errlen) {
+  char ps[512];
+  if (out) memset(out, 0, sizeof *out);
+  if (err && errlen) err[0] = '\0';
+  if (!path || !*path || !out) {
+    fileio_msgf(err, errlen, "capture: %s", !out ? "no output given (out is NULL)"
+                                              : "no file given (path is NULL or empty)");
+    return HOT_ERR_INVALID;
+  }
+  shown(path, ps);
+  int fd = -1;
+  uint64_t size = 0;
+  hot_status st = capture_open(path, ps, &fd, &size, err, errlen);
+  if (st != HOT_OK) return st;
+  unsigned char hdr[HOT_CAPTURE_HEADER_BYTES];
+  st = capture_read_header(fd, size, ps, hdr, out, err, errlen);
+  if (st != HOT_OK) return st;
+  const uint64_t T = (uint64_t)out->T, O = (uint64_t)out->O, I = (uint64_t)out->I;
+  const uint64_t n[3] = {T * I, O * I, T * O};
+  /* Each count <= the file's payload elements (checked above), so these products fit size_t
+   * wherever the file could be mapped; refuse otherwise rather than wrap. */
+  for (int i = 0; i < 3; ++i)
+    if (n[i] > SIZE_MAX / sizeof(float)) {
+      close(fd);
+      memset(out, 0, sizeof *out);
+      fileio_msgf(err, errlen, "capture %s: %s of %llu elements does not fit this machine's memory",
+               ps, TENSOR[i], (unsigned long long)n[i]);
+      return HOT_ERR_NOMEM;
+    }
+  st = capture_read_body(fd, size, ps, hdr, n, out, err, errlen);
+  if (st != HOT_OK) return st;
+  float *dst[3] = {out->x, out->w, out->g_y};
   const uint64_t cols[3] = {I, I, O};
   for (int i = 0; i < 3; ++i)
     for (uint64_t k = 0; k < n[i]; ++k)
