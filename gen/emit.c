@@ -102,7 +102,7 @@ static int parse_markers(const char *path, int line, const char *l, size_t len, 
 static int parse_define(const char *path, int line, const char *d, templ_info *t, char *err,
                         size_t n) {
   while (*d == ' ' || *d == '\t') ++d;
-  char name[PARAM_LEN];
+  char name[PARAM_LEN] = ""; /* a bare "#define" records nothing */
   if (is_ident(*d) && !read_ident(d, name, sizeof name))
     return diag_errf(err, n, "%s:%d: a macro name longer than %d characters", path, line,
                     PARAM_LEN - 1);
