@@ -1019,6 +1019,115 @@ def _unique_tag(name, used):
     return tag
 
 
+_NOT_CONVERTED_OUT_PROJ = ("its attention module is not converted (torch uses out_proj's "
+                           "weight, not its forward)")
+
+
+class _ConvertState:
+    """convert()'s walk: one module at a time, what it converts (replace), what it reports, and
+    the stream ids already taken."""
+
+    def __init__(self, model, spec, spec_file, recipe, context):
+        self.model, self.spec, self.spec_file = model, spec, spec_file
+        self.kw = dict(recipe=recipe, context=context)
+        self.report = ConvertReport()
+        self.used = set()
+        self.replace = {}
+        self.mha_names = set()
+        self.linear_names = []
+
+    def file_spec(self, layer):
+        try:
+            return spec_from_file(self.spec_file, layer)
+        except api.HotError as e:
+            if e.status == api.Status.ERR_NOT_FOUND:
+                return None
+            raise
+
+    def visit(self, n, m, include):
+        tname = type(m).__name__
+        parent = n.rpartition(".")[0]
+        if isinstance(m, (HOTLinear, HOTMultiheadAttention)):
+            self.already_hot(n, m, tname, parent)
+            return
+        if isinstance(m, nn.Linear) and n.endswith("out_proj") and parent in self.mha_names:
+            return  # decided with its attention module
+        is_lin, is_mha = _plain_linear(m), _plain_mha(m)
+        if not is_lin and not is_mha:
+            if isinstance(m, (nn.Linear, nn.MultiheadAttention)):
+                base = "nn.Linear" if isinstance(m, nn.Linear) else "nn.MultiheadAttention"
+                self.report._add(False, n, tname, f"a subclass of {base} with a forward of its "
+                                 "own: hot cannot know what it computes (wrap its linear maps in "
+                                 "HOTLinear yourself)")
+                if isinstance(m, nn.MultiheadAttention):
+                    self.report._add(False, f"{n}.out_proj", type(m.out_proj).__name__,
+                                     _NOT_CONVERTED_OUT_PROJ)
+            return
+        if include is not None and not include(n, m):
+            self.report._add(False, n, tname, "refused by include()")
+            if is_mha:
+                self.report._add(False, f"{n}.out_proj", type(m.out_proj).__name__,
+                                 _NOT_CONVERTED_OUT_PROJ)
+            return
+        self.linear_names.append(n)
+        if is_lin:
+            self.linear(n, m, tname)
+        else:
+            self.attention(n, m, tname)
+
+    def already_hot(self, n, m, tname, parent):
+        if isinstance(m, HOTLinear) and n.endswith("out_proj") and parent in self.mha_names \
+                and isinstance(self.model.get_submodule(parent), HOTMultiheadAttention):
+            return  # reported with its attention module
+        if m.hot_tag.startswith(("HOTLinear#", "MultiheadAttention#")):
+            tag = _unique_tag(n or tname, self.used)
+            m.hot_set_tag(tag)
+            self.report._add(False, n, tname, f"already HOT; random stream tagged {tag!r}")
+        else:
+            self.used.add(stream_id(m.hot_tag))
+            self.report._add(False, n, tname, f"already HOT (tag {m.hot_tag!r})")
+
+    def linear(self, n, m, tname):
+        kw = dict(self.kw)
+        if self.spec_file is not None:
+            s = self.file_spec(n)
+            if s is None:
+                self.report._add(False, n, tname, f"not a layer of {self.spec_file}")
+                return
+            kw["spec"] = s
+        elif self.spec is not None:
+            kw["spec"] = self.spec
+        tag = _unique_tag(n or "linear", self.used)
+        self.replace[n] = HOTLinear.from_linear(m, name=n or "linear", tag=tag, **kw)
+        note = "" if tag == (n or "linear") else f", stream tag {tag!r} (id collision)"
+        self.report._add(True, n, f"{tname} -> HOTLinear",
+                         f"{m.in_features} -> {m.out_features}{note}")
+
+    def attention(self, n, m, tname):
+        kw = dict(self.kw)
+        if self.spec_file is not None:
+            s_in, s_out = self.file_spec(f"{n}.in_proj"), self.file_spec(f"{n}.out_proj")
+            if s_in is None or s_out is None:
+                missing = [x for x, s in (("in_proj", s_in), ("out_proj", s_out)) if s is None]
+                self.report._add(False, n, tname, f"{self.spec_file} has no layer "
+                                 f"{' or '.join(n + '.' + x for x in missing)}")
+                self.report._add(False, f"{n}.out_proj", type(m.out_proj).__name__,
+                                 "its attention module is not converted")
+                return
+            kw.update(spec=s_out, in_proj_spec=s_in)
+        elif self.spec is not None:
+            kw["spec"] = self.spec
+        tag = _unique_tag(n or "attention", self.used)
+        self.used.add(stream_id(f"{tag}.out_proj"))
+        new = HOTMultiheadAttention.from_mha(m, tag=tag, **kw)
+        E = m.embed_dim
+        how = (f"in_proj {E} -> {3 * E} (q, k, v packed)" if m._qkv_same_embed_dim else
+               f"q/k/v_proj {E}/{m.kdim}/{m.vdim} -> {E}")
+        self.report._add(True, n, f"{tname} -> HOTMultiheadAttention",
+                         f"{how}, out_proj {E} -> {E}, {m.num_heads} heads")
+        self.replace[n] = new
+
+
 def convert(model, spec=None, recipe="hot", context=None, include=None, verbose=False,
             return_report=False):
     """Replaces in place the linear maps of `model` by HOT modules sharing their Parameters and
@@ -1050,100 +1159,12 @@ def convert(model, spec=None, recipe="hot", context=None, include=None, verbose=
     if spec_file is None and spec is not None and not isinstance(spec, api.LayerSpec):
         raise TypeError(f"spec must be None, a hot.LayerSpec or a spec file path (got "
                         f"{type(spec).__name__})")
-    report = ConvertReport()
-    used = set()
-    replace = {}
-    mha_names = set()
-    linear_names = []
-
-    def file_spec(layer):
-        try:
-            return spec_from_file(spec_file, layer)
-        except api.HotError as e:
-            if e.status == api.Status.ERR_NOT_FOUND:
-                return None
-            raise
-
+    st = _ConvertState(model, spec, spec_file, recipe, context)
     mods = list(model.named_modules())
+    st.mha_names = {n for n, m in mods if isinstance(m, nn.MultiheadAttention)}
     for n, m in mods:
-        if isinstance(m, (nn.MultiheadAttention,)):
-            mha_names.add(n)
-    for n, m in mods:
-        tname = type(m).__name__
-        parent = n.rpartition(".")[0]
-        if isinstance(m, HOTLinear) or isinstance(m, HOTMultiheadAttention):
-            if isinstance(m, HOTLinear) and n.endswith("out_proj") and parent in mha_names \
-                    and isinstance(model.get_submodule(parent), HOTMultiheadAttention):
-                continue  # reported with its attention module
-            if m.hot_tag.startswith(("HOTLinear#", "MultiheadAttention#")):
-                tag = _unique_tag(n or tname, used)
-                m.hot_set_tag(tag)
-                report._add(False, n, tname, f"already HOT; random stream tagged {tag!r}")
-            else:
-                used.add(stream_id(m.hot_tag))
-                report._add(False, n, tname, f"already HOT (tag {m.hot_tag!r})")
-            continue
-        if isinstance(m, nn.Linear) and n.endswith("out_proj") and parent in mha_names:
-            continue  # decided with its attention module below
-        is_lin, is_mha = _plain_linear(m), _plain_mha(m)
-        if not is_lin and not is_mha:
-            if isinstance(m, (nn.Linear, nn.MultiheadAttention)):
-                base = "nn.Linear" if isinstance(m, nn.Linear) else "nn.MultiheadAttention"
-                report._add(False, n, tname, f"a subclass of {base} with a forward of its own: "
-                            "hot cannot know what it computes (wrap its linear maps in "
-                            "HOTLinear yourself)")
-                if isinstance(m, nn.MultiheadAttention):
-                    report._add(False, f"{n}.out_proj", type(m.out_proj).__name__,
-                                "its attention module is not converted (torch uses out_proj's "
-                                "weight, not its forward)")
-            continue
-        if include is not None and not include(n, m):
-            report._add(False, n, tname, "refused by include()")
-            if is_mha:
-                report._add(False, f"{n}.out_proj", type(m.out_proj).__name__,
-                            "its attention module is not converted (torch uses out_proj's "
-                            "weight, not its forward)")
-            continue
-        kw = dict(recipe=recipe, context=context)
-        if is_lin:
-            linear_names.append(n)
-            if spec_file is not None:
-                s = file_spec(n)
-                if s is None:
-                    report._add(False, n, tname, f"not a layer of {spec_file}")
-                    continue
-                kw["spec"] = s
-            elif spec is not None:
-                kw["spec"] = spec
-            tag = _unique_tag(n or "linear", used)
-            replace[n] = HOTLinear.from_linear(m, name=n or "linear", tag=tag, **kw)
-            note = "" if tag == (n or "linear") else f", stream tag {tag!r} (id collision)"
-            report._add(True, n, f"{tname} -> HOTLinear",
-                        f"{m.in_features} -> {m.out_features}{note}")
-            continue
-        # nn.MultiheadAttention
-        linear_names.append(n)
-        if spec_file is not None:
-            s_in, s_out = file_spec(f"{n}.in_proj"), file_spec(f"{n}.out_proj")
-            if s_in is None or s_out is None:
-                missing = [x for x, s in (("in_proj", s_in), ("out_proj", s_out)) if s is None]
-                report._add(False, n, tname, f"{spec_file} has no layer "
-                            f"{' or '.join(n + '.' + x for x in missing)}")
-                report._add(False, f"{n}.out_proj", type(m.out_proj).__name__,
-                            "its attention module is not converted")
-                continue
-            kw.update(spec=s_out, in_proj_spec=s_in)
-        elif spec is not None:
-            kw["spec"] = spec
-        tag = _unique_tag(n or "attention", used)
-        used.add(stream_id(f"{tag}.out_proj"))
-        new = HOTMultiheadAttention.from_mha(m, tag=tag, **kw)
-        E = m.embed_dim
-        how = (f"in_proj {E} -> {3 * E} (q, k, v packed)" if m._qkv_same_embed_dim else
-               f"q/k/v_proj {E}/{m.kdim}/{m.vdim} -> {E}")
-        report._add(True, n, f"{tname} -> HOTMultiheadAttention",
-                    f"{how}, out_proj {E} -> {E}, {m.num_heads} heads")
-        replace[n] = new
+        st.visit(n, m, include)
+    report, replace, linear_names = st.report, st.replace, st.linear_names
     if spec_file is not None and not replace:
         raise ValueError(f"spec {spec_file} names none of the model's nn.Linear modules "
                          f"({', '.join(linear_names) or 'none'})")
