@@ -162,63 +162,74 @@ local function in_list(v, list)
   return false
 end
 
--- Checks one value against its field descriptor; returns the normalized value or nil. An error
--- names the line of field `key` of ctx's table (looked up only then: the lookup reads the text).
-local function check_value(v, fd, path, ctx, key)
-  local k = fd.kind
-  if k == "int" then
-    local iv = as_int(v)
-    local lo, hi = fd.min, fd.max
-    if not iv and is_huge_integral(v) then
-      report(at_field(ctx, key), fmt("%s must be %s (got %s)", path,
-                      hi and fmt("in [%d, %d]", lo, hi) or fmt("an integer in [%d, %d]", lo, math.maxinteger),
-                      show(v)))
-      return nil
-    end
-    if not iv then
-      report(at_field(ctx, key), fmt("%s must be an integer (got %s)", path, show(v))); return nil
-    end
-    v = iv
-    local bad = (lo and v < lo) or (hi and v > hi)
-    if fd.pow2 and not (fd.zero_ok and v == 0) and not is_pow2(v) then bad = true end
-    if bad then
-      local range = hi and fmt("[%d, %d]", lo, hi) or fmt(">= %d", lo)
-      if fd.pow2 then
-        range = (fd.zero_ok and "0 or " or "") .. "a power of two in " ..
-                fmt("[%d, %d]", math.max(lo, 2), hi)
-      end
-      report(at_field(ctx, key), fmt("%s must be %s%s (got %d)", path, fd.pow2 and "" or "in ", range, v))
-      return nil
-    end
-    return v
-  elseif k == "bool" then
-    if type(v) ~= "boolean" then report(at_field(ctx, key), fmt("%s must be true or false (got %s)", path, show(v))); return nil end
-    return v
-  elseif k == "string" then
-    if type(v) ~= "string" then report(at_field(ctx, key), fmt("%s must be a string (got %s)", path, show(v))); return nil end
-    return v
-  elseif k == "enum" then
-    if type(v) ~= "string" or not in_list(v, fd.values) then
-      report(at_field(ctx, key), fmt("%s must be one of %s (got %s)", path, concat(fd.values, ", "), show(v))); return nil
-    end
-    return v
-  elseif k == "list" then
-    if type(v) == "string" then v = { v } end
-    if type(v) ~= "table" or #v == 0 then
-      report(at_field(ctx, key), fmt("%s must be a name or a non-empty list of names (got %s)", path, show(v))); return nil
-    end
-    if not check_list(v, path, at_field(ctx, key)) then return nil end
-    local out = {}
-    for i, x in ipairs(v) do
-      if not in_list(x, fd.values) then
-        report(at_field(ctx, key), fmt("%s[%d]: unknown arch %s (known: %s)", path, i, show(x), concat(fd.values, ", ")))
-        return nil
-      end
-      out[#out + 1] = x
-    end
-    return out
+-- One checker per field kind: each takes (v, fd, path, at) and returns the normalized value or
+-- nil after reporting; `at()` looks up the line of the field (only then: the lookup reads the text).
+local CHECK = {}
+
+local function int_range(fd)
+  local lo, hi = fd.min, fd.max
+  if fd.pow2 then
+    return (fd.zero_ok and "0 or " or "") .. "a power of two in " .. fmt("[%d, %d]", math.max(lo, 2), hi)
   end
-  error("schema: unknown kind " .. tostring(k))
+  return "in " .. (hi and fmt("[%d, %d]", lo, hi) or fmt(">= %d", lo))
+end
+
+function CHECK.int(v, fd, path, at)
+  local iv = as_int(v)
+  local lo, hi = fd.min, fd.max
+  if not iv and is_huge_integral(v) then
+    report(at(), fmt("%s must be %s (got %s)", path,
+                     hi and fmt("in [%d, %d]", lo, hi) or fmt("an integer in [%d, %d]", lo, math.maxinteger),
+                     show(v)))
+    return nil
+  end
+  if not iv then report(at(), fmt("%s must be an integer (got %s)", path, show(v))); return nil end
+  local bad = (lo and iv < lo) or (hi and iv > hi)
+  if fd.pow2 and not (fd.zero_ok and iv == 0) and not is_pow2(iv) then bad = true end
+  if bad then report(at(), fmt("%s must be %s (got %d)", path, int_range(fd), iv)); return nil end
+  return iv
+end
+
+function CHECK.bool(v, _, path, at)
+  if type(v) ~= "boolean" then report(at(), fmt("%s must be true or false (got %s)", path, show(v))); return nil end
+  return v
+end
+
+function CHECK.string(v, _, path, at)
+  if type(v) ~= "string" then report(at(), fmt("%s must be a string (got %s)", path, show(v))); return nil end
+  return v
+end
+
+function CHECK.enum(v, fd, path, at)
+  if type(v) ~= "string" or not in_list(v, fd.values) then
+    report(at(), fmt("%s must be one of %s (got %s)", path, concat(fd.values, ", "), show(v))); return nil
+  end
+  return v
+end
+
+function CHECK.list(v, fd, path, at)
+  if type(v) == "string" then v = { v } end
+  if type(v) ~= "table" or #v == 0 then
+    report(at(), fmt("%s must be a name or a non-empty list of names (got %s)", path, show(v))); return nil
+  end
+  if not check_list(v, path, at()) then return nil end
+  local out = {}
+  for i, x in ipairs(v) do
+    if not in_list(x, fd.values) then
+      report(at(), fmt("%s[%d]: unknown arch %s (known: %s)", path, i, show(x), concat(fd.values, ", ")))
+      return nil
+    end
+    out[#out + 1] = x
+  end
+  return out
+end
+
+-- Checks one value against its field descriptor; returns the normalized value or nil. An error
+-- names the line of field `key` of ctx's table.
+local function check_value(v, fd, path, ctx, key)
+  local check = CHECK[fd.kind]
+  if not check then error("schema: unknown kind " .. tostring(fd.kind)) end
+  return check(v, fd, path, function() return at_field(ctx, key) end)
 end
 
 -- Checks a table against a sub-schema; unknown fields suggest the closest known name.
@@ -448,6 +459,43 @@ local function freeze(t)
   return setmetatable(view, VIEW)
 end
 
+-- Checks layer i (a hot.linear / hot.conv2d table) and appends it to m.layers; `seen` maps the
+-- names so far to their lines (duplicates are reported).
+local function check_layer(i, lt, m, seen, mctx)
+  local li = type(lt) == "table" and tags[lt] or nil
+  if not li or li.kind ~= "linear" then
+    report(mctx, fmt("layers[%d] must be hot.linear { ... } or hot.conv2d { ... } (got %s)", i, show(lt)))
+    return
+  end
+  local lname = type(lt.name) == "string" and lt.name or fmt("#%d", i)
+  local ctx = { file = li.file, line = li.line, layer = lname, ctor = li.ctor or "linear", keys = {} }
+  local e1 = #errors
+  local l = check_table(lt, S.linear, nil, ctx)
+  if not l then return end
+  if l.name and not name_ok(l.name) then
+    report(at_field(ctx, "name"), fmt("name must match %s (got %s)", NAME_RULE, show(l.name)))
+  end
+  if l.name and seen[l.name] then
+    report(ctx, fmt("duplicate layer name (first declared at line %d)", seen[l.name]))
+  elseif l.name then
+    seen[l.name] = li.line
+  end
+  l.line = li.line
+  m.layers[#m.layers + 1] = l
+  m.layer_ok[#m.layers] = #errors == e1 and li.conv_ok ~= false
+end
+
+-- Checks every layer of the list; the spec's limits grow with the number of distinct tables.
+local function check_layers(layers, m, mctx)
+  local count, distinct = 0, {}
+  for _, lt in pairs(layers) do
+    if type(lt) == "table" and not distinct[lt] then distinct[lt] = true; count = count + 1 end
+  end
+  spec_layers(count)  -- the limits grow with the model (gen/spec.h)
+  local seen = {}
+  for i, lt in ipairs(layers) do check_layer(i, lt, m, seen, mctx) end
+end
+
 -- Validates the whole model; returns a read-only view of the normalized model.
 local function validate_model(t)
   local r = record("model", t)
@@ -472,39 +520,7 @@ local function validate_model(t)
     check_list(t.layers, "layers", at_field(mctx, "layers"))
   end
   local model_ok = #errors == e0
-  if type(t.layers) == "table" then
-    local count, distinct = 0, {}
-    for _, lt in pairs(t.layers) do
-      if type(lt) == "table" and not distinct[lt] then distinct[lt] = true; count = count + 1 end
-    end
-    distinct = nil
-    spec_layers(count)  -- the limits grow with the model (gen/spec.h)
-    local seen = {}
-    for i, lt in ipairs(t.layers) do
-      local li = type(lt) == "table" and tags[lt] or nil
-      if not li or li.kind ~= "linear" then
-        report(mctx, fmt("layers[%d] must be hot.linear { ... } or hot.conv2d { ... } (got %s)", i, show(lt)))
-      else
-        local lname = type(lt.name) == "string" and lt.name or fmt("#%d", i)
-        local ctx = { file = li.file, line = li.line, layer = lname, ctor = li.ctor or "linear", keys = {} }
-        local e1 = #errors
-        local l = check_table(lt, S.linear, nil, ctx)
-        if l then
-          if l.name and not name_ok(l.name) then
-            report(at_field(ctx, "name"), fmt("name must match %s (got %s)", NAME_RULE, show(l.name)))
-          end
-          if l.name and seen[l.name] then
-            report(ctx, fmt("duplicate layer name (first declared at line %d)", seen[l.name]))
-          elseif l.name then
-            seen[l.name] = li.line
-          end
-          l.line = li.line
-          m.layers[#m.layers + 1] = l
-          m.layer_ok[#m.layers] = #errors == e1 and li.conv_ok ~= false
-        end
-      end
-    end
-  end
+  if type(t.layers) == "table" then check_layers(t.layers, m, mctx) end
   if t.sweep ~= nil then
     local sw = tags[t.sweep]
     m.sweep_line = sw and sw.line or info.line
