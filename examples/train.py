@@ -42,22 +42,13 @@ def parse_args():
     return p.parse_args()
 
 
-def main():
-    args = parse_args()
+def load_data(args, dev):
+    """The digits, split 80/20 (stratified by the seed), standardized by the training images."""
     import numpy as np
     import torch
-    import torch.nn as nn
-    import torch.nn.functional as F
     from sklearn.datasets import load_digits
     from sklearn.model_selection import train_test_split
 
-    import hot
-    import hot.torch as ht
-
-    if args.device == "cuda" and not torch.cuda.is_available():
-        sys.exit("train.py: --device cuda but torch sees no CUDA device")
-    dev = torch.device(args.device)
-    torch.manual_seed(args.seed)
     digits = load_digits()
     X = digits.data.astype(np.float32)
     y = digits.target.astype(np.int64)
@@ -68,16 +59,16 @@ def main():
     Xtr, Xte = (Xtr - mean) / std, (Xte - mean) / std
     Xtr, Xte = torch.from_numpy(Xtr).to(dev), torch.from_numpy(Xte).to(dev)
     ytr, yte = torch.from_numpy(ytr).to(dev), torch.from_numpy(yte).to(dev)
+    return Xtr, Xte, ytr, yte
 
-    base = nn.Sequential(nn.Linear(64, args.hidden), nn.ReLU(),
-                         nn.Linear(args.hidden, args.hidden), nn.ReLU(),
-                         nn.Linear(args.hidden, 10))
-    models = {"exact": copy.deepcopy(base).to(dev),
-              "hot": ht.convert(copy.deepcopy(base), recipe=args.recipe).to(dev)}
+
+def train(args, models, data, dev):
+    """Trains every model on the same batches, one epoch at a time; returns the history."""
+    import torch
+    import torch.nn.functional as F
+
+    Xtr, Xte, ytr, yte = data
     opts = {k: torch.optim.Adam(m.parameters(), lr=args.lr) for k, m in models.items()}
-    print(f"digits: {len(Xtr)} train / {len(Xte)} test images, MLP 64-{args.hidden}-"
-          f"{args.hidden}-10, batch {args.batch}, Adam lr {args.lr}, {args.epochs} epochs, "
-          f"device {dev}, hot recipe {args.recipe}, libhot {hot.library_path()}")
 
     def evaluate(m):
         with torch.no_grad():
@@ -88,7 +79,6 @@ def main():
     n = len(Xtr)
     print(f"{'epoch':>5} | {'exact: train loss':>17} {'test loss':>9} {'test acc':>8} | "
           f"{'HOT: train loss':>15} {'test loss':>9} {'test acc':>8}")
-    t0 = time.time()
     for epoch in range(1, args.epochs + 1):
         g = torch.Generator().manual_seed(args.seed * 1000 + epoch)
         order = torch.randperm(n, generator=g).to(dev)  # the same batches for both models
@@ -111,9 +101,15 @@ def main():
         print(f"{epoch:5d} | {e['train_loss'][-1]:17.4f} {e['test_loss'][-1]:9.4f} "
               f"{100 * e['test_acc'][-1]:7.2f}% | {h['train_loss'][-1]:15.4f} "
               f"{h['test_loss'][-1]:9.4f} {100 * h['test_acc'][-1]:7.2f}%")
-    wall = time.time() - t0
-    ctx = ht.context_for(dev)
-    st = ctx.stats()
+    return hist
+
+
+def report(models, hist, wall, dev):
+    """Prints the final accuracies, hot's counters and every HOT layer's choice and bytes."""
+    import hot
+    import hot.torch as ht
+
+    st = ht.context_for(dev).stats()
     fe, fh = hist["exact"]["test_acc"][-1], hist["hot"]["test_acc"][-1]
     print(f"final test accuracy: exact {100 * fe:.2f}%, HOT {100 * fh:.2f}% "
           f"(difference {100 * (fh - fe):+.2f} points); {wall:.1f} s for both")
@@ -127,9 +123,14 @@ def main():
                       f"{'token' if i.gran == hot.Gran.ROW else i.gran.name.lower()} (LQS), saved "
                       f"{i.saved_bytes} bytes vs fp32 x {i.fp32_bytes} ({i.saved_bytes / i.fp32_bytes:.3f})")
 
+
+def plot(args, hist):
+    """Loss and test accuracy per epoch for both models, into args.out."""
     import matplotlib
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
+
+    fe, fh = hist["exact"]["test_acc"][-1], hist["hot"]["test_acc"][-1]
     ep = list(range(1, args.epochs + 1))
     fig, (a1, a2) = plt.subplots(1, 2, figsize=(10, 4))
     for k, label, color in (("exact", "nn.Linear (exact)", "C0"), ("hot", "HOTLinear", "C1")):
@@ -149,6 +150,35 @@ def main():
     os.makedirs(os.path.dirname(os.path.abspath(args.out)), exist_ok=True)
     fig.savefig(args.out, dpi=100)
     print(f"plot: {args.out}")
+
+
+def main():
+    args = parse_args()
+    import torch
+    import torch.nn as nn
+
+    import hot
+    import hot.torch as ht
+
+    if args.device == "cuda" and not torch.cuda.is_available():
+        sys.exit("train.py: --device cuda but torch sees no CUDA device")
+    dev = torch.device(args.device)
+    torch.manual_seed(args.seed)
+    data = load_data(args, dev)
+
+    base = nn.Sequential(nn.Linear(64, args.hidden), nn.ReLU(),
+                         nn.Linear(args.hidden, args.hidden), nn.ReLU(),
+                         nn.Linear(args.hidden, 10))
+    models = {"exact": copy.deepcopy(base).to(dev),
+              "hot": ht.convert(copy.deepcopy(base), recipe=args.recipe).to(dev)}
+    print(f"digits: {len(data[0])} train / {len(data[1])} test images, MLP 64-{args.hidden}-"
+          f"{args.hidden}-10, batch {args.batch}, Adam lr {args.lr}, {args.epochs} epochs, "
+          f"device {dev}, hot recipe {args.recipe}, libhot {hot.library_path()}")
+    t0 = time.time()
+    hist = train(args, models, data, dev)
+    wall = time.time() - t0
+    report(models, hist, wall, dev)
+    plot(args, hist)
     if args.json:
         with open(args.json, "w") as f:
             json.dump({"args": vars(args), "history": hist, "wall_s": wall}, f, indent=1)
