@@ -3,6 +3,7 @@
 nn.Linear backward, on the same thread count, one row per shape.
 
     python3 bench/cpu_backward.py [--lib PATH] [--threads N] [--reps R] [--api] [--exact]
+                                  [--stages]
 
 hot is timed through the fast path's benchmark module (tests/fast/fast_bench.c, built as
 <build>/tests/fast/libhot_fast_bench.so): forward save once, then the backward (g_x, g_w, g_b) of
@@ -13,7 +14,9 @@ torch.set_num_threads(N). --api adds hot's Python API (python/hot: Context(backe
 layer.save(x), then layer.backward(g_y, w) timed) on the libhot that $HOT_LIBRARY names, with
 HOT_CPU_THREADS=N: the end-to-end figure of whatever the CPU backend runs. Every figure is the best of R runs; the load average is printed with
 each row. --exact adds the fp64 exact products (ref_exact_gx + _gw and their fast twins) of
-an accuracy-row layer, 8192 tokens 4096 -> 4096 (slow: the twin takes minutes).
+an accuracy-row layer, 8192 tokens 4096 -> 4096 (slow: the twin takes minutes). --stages prints,
+instead of the table, where the fast backward's wall and process CPU time go, stage by stage (the mean of R
+profiled runs after one warm-up; fast_profile in templates/fast/fast.h), at N threads and at 1.
 Benchmark only: nothing here is a test and nothing asserts a time.
 """
 import argparse
@@ -104,6 +107,42 @@ def api_time(shape, threads, reps):
     return best
 
 
+def stages(lib, threads, reps):
+    lib.hot_fast_bench_stages.argtypes = [ctypes.c_longlong] * 4 + [ctypes.c_int] * 3 + \
+        [ctypes.POINTER(ctypes.c_double)] * 2 + [ctypes.c_int, ctypes.c_char_p, ctypes.c_int]
+    lib.hot_fast_bench_stages.restype = ctypes.c_int
+    lib.hot_fast_stage_name.argtypes = [ctypes.c_int]
+    lib.hot_fast_stage_name.restype = ctypes.c_char_p
+    names = []
+    while len(names) < 64:
+        nm = lib.hot_fast_stage_name(len(names)).decode()
+        if nm == "unknown stage":
+            break
+        names.append(nm)
+    n = len(names)
+    for s in SHAPES:
+        _, B, L, O, I = s
+        cols = []
+        plan = ctypes.create_string_buffer(512)
+        for th in (threads, 1) if threads != 1 else (1,):
+            wall, cpu = (ctypes.c_double * n)(), (ctypes.c_double * n)()
+            if lib.hot_fast_bench_stages(B, L, O, I, 0, th, reps, wall, cpu, n, plan, 512):
+                sys.exit("cpu_backward.py: hot_fast_bench_stages failed")
+            cols.append((th, list(wall), list(cpu), load()))
+        print("\n%s  (%s)" % (s[0], plan.value.decode()))
+        print("  %-30s" % "stage (ms)" + "".join("  %2d thr wall    CPU (load %s)" % (th, ld)
+                                                for th, _, _, ld in cols))
+        rows = [(nm, [(w[i], c[i]) for _, w, c, _ in cols]) for i, nm in enumerate(names)]
+        top = [(w[-1] - sum(x for j, x in enumerate(w[:-1]) if "of which" not in names[j]),
+                c[-1] - sum(x for j, x in enumerate(c[:-1]) if "of which" not in names[j]))
+               for _, w, c, _ in cols]
+        rows.append(("other (allocation, scales)", top))
+        for nm, v in rows:
+            print("  %-30s" % nm + "".join("  %11.2f %10.2f %11s" % (1e3 * w, 1e3 * c, "")
+                                            for w, c in v))
+        sys.stdout.flush()
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--lib", help="path of libhot_fast_bench.so")
@@ -111,8 +150,14 @@ def main():
     ap.add_argument("--reps", type=int, default=3)
     ap.add_argument("--api", action="store_true", help="also hot's Python API ($HOT_LIBRARY)")
     ap.add_argument("--exact", action="store_true", help="also the fp64 exact products (slow)")
+    ap.add_argument("--stages", action="store_true", help="per-stage times of the fast path only")
     a = ap.parse_args()
     lib = ctypes.CDLL(find_lib(a.lib))
+    if a.stages:
+        print("hot fast CPU backward, per stage: mean of %d runs, %s"
+              % (a.reps, time.strftime("%Y-%m-%d %H:%M")))
+        stages(lib, a.threads, a.reps)
+        return
     lib.hot_fast_bench.argtypes = [ctypes.c_int] + [ctypes.c_longlong] * 4 + [ctypes.c_int] * 3 + \
         [ctypes.POINTER(ctypes.c_double), ctypes.POINTER(ctypes.c_uint)]
     lib.hot_fast_bench.restype = ctypes.c_int

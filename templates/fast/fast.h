@@ -48,6 +48,43 @@ fast_level fast_level_cpu(void);
 /* Static name of a level ("scalar", "avx2", "avx512-vnni"). */
 const char *fast_level_name(int level);
 
+/* ---- stage timing (benchmarks only) -------------------------------------------------------- */
+
+/* Stages of fast_layer_backward whose wall time the profile adds up (fast_profile_read's
+ * order). GEMM "pack" is the packing of both operands into panels, "tiles" the microkernels,
+ * the correction and the epilogue; "epilogue" is the part of "tiles" spent in the epilogue and
+ * correction, summed over threads (thread-seconds). */
+#define FAST_STAGES(S)                                                                            \
+  S(FAST_ST_HQ_G, "hq g' load+FWHT")                                                            \
+  S(FAST_ST_HQ_GQ, "hq g' amax+quant(SR,Philox)")                                               \
+  S(FAST_ST_HQ_W, "hq w' load+FWHT")                                                            \
+  S(FAST_ST_HQ_WQ, "hq w' amax+quant")                                                          \
+  S(FAST_ST_GX_PACK, "gemm g_x pack")                                                           \
+  S(FAST_ST_GX_TILES, "gemm g_x tiles")                                                         \
+  S(FAST_ST_GX_EPI, "  of which epilogue (thr-s)")                                              \
+  S(FAST_ST_HLA_X, "hla x^ codes (no ABC)")                                                     \
+  S(FAST_ST_HLA_G, "hla g^ load+FWHT")                                                          \
+  S(FAST_ST_HLA_GQ, "hla g^ amax+quant(SR,Philox)")                                             \
+  S(FAST_ST_GW_PACK, "gemm g_w pack")                                                           \
+  S(FAST_ST_GW_TILES, "gemm g_w tiles")                                                         \
+  S(FAST_ST_GW_EPI, "  of which epilogue (thr-s)")                                              \
+  S(FAST_ST_BIAS, "g_b column sums")                                                            \
+  S(FAST_ST_TOTAL, "whole backward")
+#define FAST_ST_ENUM_(c, name) c,
+typedef enum { FAST_STAGES(FAST_ST_ENUM_) FAST_ST_COUNT } fast_stage;
+#undef FAST_ST_ENUM_
+
+/* Switches the stage profile on (on != 0; the sums are reset) or off. While on, every
+ * fast_layer_backward adds its stages' wall and process CPU times (seconds) to process-wide sums
+ * (the epilogue rows add thread-seconds to both). The sums are not synchronised: profile one
+ * backward at a time. */
+void fast_profile(int on);
+/* Copies the sums of the stages 0 .. n-1 (n <= FAST_ST_COUNT) into wall[] and cpu[] (either may
+ * be NULL). */
+void fast_profile_read(double *wall, double *cpu, int n);
+/* Static name of a stage, or "unknown stage". */
+const char *fast_stage_name(int stage);
+
 /* ---- whole layer: the same contract as hot_ref_layer_* (ref.h) ------------------------------ */
 
 /* As ref_layer_save: the saved buffer (q_x^ and s_x^ with ABC, else an fp32 copy of x)

@@ -176,49 +176,146 @@ typedef struct {
   unsigned char *pa, *pb;
   uint32_t *corr; /* segs x npb*16: off * sum_k b, or NULL */
   int32_t **scratch;
+  double *epi_s; /* per thread: seconds in the correction and epilogue (profile), or NULL */
   int64_t tiles_n;
 } gctx;
+
+#if FAST_X86
+/* The AVX2 packing of whole panels (rows == width) over k in [0, kend), kend a multiple of the
+ * block each case handles; returns kend (0 when no case fits: the scalar loop does it all).
+ * Layouts as pack_panel's: u8 (kstep 4, byte v + off) or w16 (kstep 2, int16 v). */
+AVX2_FN static int64_t pack_fast_avx2(const gk_cfg *g, const int8_t *src, int64_t sr, int64_t sk,
+                                      int64_t seg_k, int width, int off, unsigned char *dst) {
+  const int w16 = g->kind == K_W16;
+  const __m128i vo = _mm_set1_epi8((char)off);
+  if (sk == 1 && width % 4 == 0) { /* rows along k: 4 rows x 16 bytes of codes at a time */
+    const int kb = w16 ? 8 : 16;     /* k of one block: 4 steps */
+    const int64_t kend = seg_k / kb * kb;
+    const int64_t sbytes = (int64_t)width * 4; /* bytes of one step */
+    for (int r0 = 0; r0 < width; r0 += 4)
+      for (int64_t k = 0; k < kend; k += kb) {
+        __m128i v[4];
+        for (int i = 0; i < 4; ++i) {
+          const int8_t *p = src + (r0 + i) * sr + k;
+          v[i] = w16 ? _mm_cvtepi8_epi16(_mm_loadl_epi64((const __m128i *)p))
+                     : _mm_add_epi8(_mm_loadu_si128((const __m128i *)p), vo);
+        }
+        /* a 4 x 4 transpose of 32-bit words: word s of row i goes to step s, slot i */
+        const __m128i t0 = _mm_unpacklo_epi32(v[0], v[1]), t1 = _mm_unpacklo_epi32(v[2], v[3]);
+        const __m128i t2 = _mm_unpackhi_epi32(v[0], v[1]), t3 = _mm_unpackhi_epi32(v[2], v[3]);
+        unsigned char *d = dst + (k / (w16 ? 2 : 4)) * sbytes + r0 * 4;
+        _mm_storeu_si128((__m128i *)d, _mm_unpacklo_epi64(t0, t1));
+        _mm_storeu_si128((__m128i *)(d + sbytes), _mm_unpackhi_epi64(t0, t1));
+        _mm_storeu_si128((__m128i *)(d + 2 * sbytes), _mm_unpacklo_epi64(t2, t3));
+        _mm_storeu_si128((__m128i *)(d + 3 * sbytes), _mm_unpackhi_epi64(t2, t3));
+      }
+    return kend;
+  }
+  if (sr == 1 && width == 16 && !w16) { /* rows contiguous, u8: 16 rows x 4 k per step */
+    const int64_t kend = seg_k / 4 * 4;
+    for (int64_t k = 0; k < kend; k += 4) {
+      const __m128i k0 = _mm_add_epi8(_mm_loadu_si128((const __m128i *)(src + k * sk)), vo);
+      const __m128i k1 = _mm_add_epi8(_mm_loadu_si128((const __m128i *)(src + (k + 1) * sk)), vo);
+      const __m128i k2 = _mm_add_epi8(_mm_loadu_si128((const __m128i *)(src + (k + 2) * sk)), vo);
+      const __m128i k3 = _mm_add_epi8(_mm_loadu_si128((const __m128i *)(src + (k + 3) * sk)), vo);
+      const __m128i a = _mm_unpacklo_epi8(k0, k1), b = _mm_unpackhi_epi8(k0, k1);
+      const __m128i c = _mm_unpacklo_epi8(k2, k3), d = _mm_unpackhi_epi8(k2, k3);
+      unsigned char *o = dst + k * 16;
+      _mm_storeu_si128((__m128i *)o, _mm_unpacklo_epi16(a, c));
+      _mm_storeu_si128((__m128i *)(o + 16), _mm_unpackhi_epi16(a, c));
+      _mm_storeu_si128((__m128i *)(o + 32), _mm_unpacklo_epi16(b, d));
+      _mm_storeu_si128((__m128i *)(o + 48), _mm_unpackhi_epi16(b, d));
+    }
+    return kend;
+  }
+  if (sr == 1 && width % 4 == 0 && w16) { /* rows contiguous, w16: 4 rows x 2 k per step */
+    const int64_t kend = seg_k / 2 * 2;
+    for (int64_t k = 0; k < kend; k += 2)
+      for (int r0 = 0; r0 < width; r0 += 4) {
+        int32_t a, b;
+        memcpy(&a, src + k * sk + r0, 4);
+        memcpy(&b, src + (k + 1) * sk + r0, 4);
+        const __m128i p = _mm_unpacklo_epi8(_mm_cvtsi32_si128(a), _mm_cvtsi32_si128(b));
+        _mm_storeu_si128((__m128i *)(dst + (k / 2 * width + r0) * 4), _mm_cvtepi8_epi16(p));
+      }
+    return kend;
+  }
+  return 0;
+}
+
+/* sums[r] = sum over the steps of a packed u8 panel (off 0, 16 rows) of row r's codes. */
+AVX2_FN static void panel_sums_avx2(const unsigned char *p, int64_t ksteps, uint32_t *sums) {
+  const __m256i one8 = _mm256_set1_epi8(1), one16 = _mm256_set1_epi16(1);
+  __m256i s0 = _mm256_setzero_si256(), s1 = _mm256_setzero_si256();
+  for (int64_t s = 0; s < ksteps; ++s) {
+    const __m256i v0 = _mm256_loadu_si256((const __m256i *)(p + s * 64));
+    const __m256i v1 = _mm256_loadu_si256((const __m256i *)(p + s * 64 + 32));
+    s0 = _mm256_add_epi32(s0, _mm256_madd_epi16(_mm256_maddubs_epi16(one8, v0), one16));
+    s1 = _mm256_add_epi32(s1, _mm256_madd_epi16(_mm256_maddubs_epi16(one8, v1), one16));
+  }
+  _mm256_storeu_si256((__m256i *)sums, s0);
+  _mm256_storeu_si256((__m256i *)(sums + 8), s1);
+}
+#endif
 
 /* Packs rows r0 .. r0+rows-1 (rows <= width of the panel) of a source with element (r, k) at
  * src[r*sr + k*sk] into a panel of `width` rows: step s holds, for each row, kstep consecutive k;
  * entries past the source (rows or k) are `fill`; values are stored as int16 (w16) or as the byte
- * v + off. Returns sum_k v per panel row in sums (when not NULL). The loop runs along whichever
- * source axis is contiguous. */
+ * v + off. Returns sum_k v per panel row in sums (when not NULL). Whole panels take the AVX2
+ * transposes (with g->simd); the rest runs along whichever source axis is contiguous. */
 static void pack_panel(const gk_cfg *g, const int8_t *src, int64_t sr, int64_t sk, int64_t rows,
                        int64_t seg_k, int width, int off, unsigned char *dst, uint32_t *sums) {
   const int ks = g->kstep;
   const int64_t n = g->ksteps * width * ks;
   const int w16 = g->kind == K_W16;
   int16_t *d16 = (int16_t *)(void *)dst;
-  if (w16) memset(dst, 0, (size_t)n * 2);
-  else memset(dst, off, (size_t)n);
-  if (sums) memset(sums, 0, (size_t)width * sizeof *sums);
+  int64_t k0 = 0; /* k below k0 are packed by the AVX2 path */
+#if FAST_X86
+  if (g->simd && rows == width) k0 = pack_fast_avx2(g, src, sr, sk, seg_k, width, off, dst);
+#endif
+  if (k0 < g->ksteps * ks) { /* the fill of what the loops below do not write */
+    const int64_t b0 = (k0 / ks) * width * ks;
+    if (w16) memset(dst + 2 * b0, 0, (size_t)(n - b0) * 2);
+    else memset(dst + b0, off, (size_t)(n - b0));
+  }
   const int sh = ks == 4 ? 2 : 1; /* kstep is 2 or 4: shifts, not divisions */
 #define AT(r, k) (((((k) >> sh) * width + (r)) << sh) + ((k) & (ks - 1)))
   if (sk == 1 || sr != 1) { /* along k, row by row */
     for (int64_t r = 0; r < rows; ++r) {
       const int8_t *row = src + r * sr;
-      uint32_t sum = 0;
-      for (int64_t k = 0; k < seg_k; ++k) {
+      for (int64_t k = k0; k < seg_k; ++k) {
         const int v = row[k * sk];
         if (w16) d16[AT(r, k)] = (int16_t)v;
         else dst[AT(r, k)] = (unsigned char)(v + off);
-        sum += (uint32_t)v;
       }
-      if (sums) sums[r] = sum;
     }
   } else { /* rows contiguous (sr == 1): along the rows, k by k */
-    for (int64_t k = 0; k < seg_k; ++k) {
+    for (int64_t k = k0; k < seg_k; ++k) {
       const int8_t *col = src + k * sk;
       for (int64_t r = 0; r < rows; ++r) {
         const int v = col[r];
         if (w16) d16[AT(r, k)] = (int16_t)v;
         else dst[AT(r, k)] = (unsigned char)(v + off);
-        if (sums) sums[r] += (uint32_t)v;
       }
     }
   }
 #undef AT
+  if (!sums) return;
+#if FAST_X86
+  if (g->simd && !w16 && off == 0 && width == 16) {
+    panel_sums_avx2(dst, g->ksteps, sums);
+    return;
+  }
+#endif
+  for (int r = 0; r < width; ++r) { /* the fill adds nothing: off is 0 when sums are asked */
+    uint32_t sum = 0;
+    for (int64_t k = 0; k < g->ksteps * ks; ++k) {
+      const int64_t at = (((k >> sh) * width + r) << sh) + (k & (ks - 1));
+      const int v = w16 ? d16[at] : (int8_t)dst[at];
+      sum += (uint32_t)v;
+    }
+    sums[r] = sum;
+  }
 }
 
 static void pack_a(const gctx *x, int64_t seg, int64_t p) {
@@ -235,7 +332,7 @@ static void pack_b(const gctx *x, int64_t seg, int64_t p) {
   const int64_t r0 = p * NR, rows = op->N - r0 < NR ? op->N - r0 : NR;
   uint32_t sum[NR];
   pack_panel(g, op->b_seg[seg] + r0 * op->b_sn, op->b_sn, op->b_sk, rows, op->seg_k, NR, 0,
-             x->pb + (size_t)(seg * g->npb + p) * g->bpb, sum);
+             x->pb + (size_t)(seg * g->npb + p) * g->bpb, x->corr ? sum : NULL);
   if (x->corr)
     for (int n = 0; n < NR; ++n) x->corr[seg * g->npb * NR + p * NR + n] = (uint32_t)g->off * sum[n];
 }
@@ -275,6 +372,7 @@ static void tile_task(void *ctx, int64_t i, int tid) {
         }
       }
     }
+    const double te = x->epi_s ? fast_prof_now().wall : 0.0;
     if (x->corr) {
       const uint32_t *cr = x->corr + seg * g->npb * NR + n0;
       for (int64_t m = 0; m < mc; ++m)
@@ -286,6 +384,7 @@ static void tile_task(void *ctx, int64_t i, int tid) {
         }
     }
     op->epi(op->ctx, seg, m0, n0, mc, nc, c, ldc);
+    if (x->epi_s) x->epi_s[tid] += fast_prof_now().wall - te;
   }
 }
 
@@ -324,8 +423,16 @@ int fast_igemm(const fast_igemm_op *op) {
   if (!x.pa || !x.pb || (g.off && !x.corr) || !x.scratch) goto done;
   for (int t = 0; t < threads; ++t)
     if (!(x.scratch[t] = malloc((size_t)(MC * NCP * NR) * sizeof(int32_t)))) goto done;
+  if (fast_prof_on && op->prof >= 0) x.epi_s = calloc((size_t)threads, sizeof *x.epi_s);
+  fast_prof_t t0 = fast_prof_now();
   fast_parallel(op->segs * (g.npa + g.npb), threads, pack_task, &x);
+  t0 = fast_prof_add(op->prof, t0);
   fast_parallel(fast_cdiv(op->M, MC) * x.tiles_n, threads, tile_task, &x);
+  fast_prof_add(op->prof + 1, t0);
+  if (x.epi_s) {
+    for (int t = 0; t < threads; ++t) fast_prof_sum(op->prof + 2, x.epi_s[t]);
+    free(x.epi_s);
+  }
   rc = HOT_REF_OK;
 done:
   if (x.scratch)

@@ -25,6 +25,22 @@ void fast_parallel(int64_t n, int threads, fast_task_fn fn, void *ctx);
 static inline int64_t fast_cdiv(int64_t a, int64_t b) { return (a + b - 1) / b; }
 static inline int64_t fast_round_up(int64_t a, int64_t b) { return fast_cdiv(a, b) * b; }
 
+/* ---- stage profile (fast_pool.c) ------------------------------------------------------------ */
+
+/* Nonzero while fast_profile is on. */
+extern int fast_prof_on;
+/* A point in time: monotonic wall and process CPU seconds (zeros while the profile is off, so
+ * that the calls cost nothing). */
+typedef struct {
+  double wall, cpu;
+} fast_prof_t;
+fast_prof_t fast_prof_now(void);
+/* Adds the wall and CPU time since t0 to stage st (nothing while the profile is off, or for
+ * st < 0); returns now. */
+fast_prof_t fast_prof_add(int st, fast_prof_t t0);
+/* Adds s seconds of wall and of CPU time to stage st (nothing while the profile is off). */
+void fast_prof_sum(int st, double s);
+
 /* ---- integer GEMM (fast_gemm.c) ----------------------------------------------------------- */
 
 /* C = A.B^T over K-segments: for segment j, acc[m][n] = sum over k < seg_k of
@@ -44,6 +60,7 @@ typedef struct {
   int qa, qb;
   fast_epi_fn epi;
   void *ctx;
+  int prof; /* profile stage of the packing (tiles: prof + 1, epilogue: prof + 2), or -1 */
 } fast_igemm_op;
 
 /* Runs op at the current level with the pool. Returns HOT_REF_OK or HOT_REF_ENOMEM. */

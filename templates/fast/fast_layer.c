@@ -236,14 +236,17 @@ static int hla_transform(const hot_layer_plan *pl, const void *src, hot_dtype dt
  * hla.groups scales (a per-tensor scale repeated). */
 static int hla_codes(const hot_layer_plan *pl, const void *src, hot_dtype dt, int64_t cols,
                      const hot_quant *q, uint64_t seed, uint32_t tag, uint32_t step, int threads,
-                     int8_t *codes, float *scale) {
+                     int8_t *codes, float *scale, int prof) {
   const int64_t K = pl->hla.k, G = pl->hla.groups, gk = pl->hla.group_k;
   const int sample = q->gran == HOT_GRAN_SAMPLE;
   if (q->gran != HOT_GRAN_TENSOR && !sample) return HOT_REF_ESHAPE;
   float *t = malloc((size_t)(K * cols) * sizeof *t);
   if (!t) return HOT_REF_ENOMEM;
+  fast_prof_t t0 = fast_prof_now();
   int rc = hla_transform(pl, src, dt, cols, threads, t);
+  if (prof >= 0) t0 = fast_prof_add(prof, t0);
   if (!rc) rc = quantize_groups(t, K, cols, sample ? gk : K, q, seed, tag, step, threads, codes, scale);
+  if (prof >= 0) fast_prof_add(prof + 1, t0);
   if (!rc)
     for (int64_t j = sample ? G : 1; j < G; ++j) scale[j] = scale[0];
   free(t);
@@ -318,8 +321,10 @@ static int backward_gx(const hot_layer_plan *pl, const void *g_y, const void *w,
   int8_t *qg = malloc((size_t)(T * op)), *qw = malloc((size_t)(op * I));
   if (!gt || !wt || !ra || !sg || !qg || !qw) goto done;
   /* q_g' (ref_hq_quant_g) */
+  fast_prof_t t0 = fast_prof_now();
   tctx tg = {pl, g_y, dt, op, gt, NULL, level};
   fast_parallel(fast_cdiv(T, rows_per_task(op)), threads, hq_g_task, &tg);
+  t0 = fast_prof_add(FAST_ST_HQ_G, t0);
   qctx st;
   memset(&st, 0, sizeof st);
   st.v = gt, st.rows = T, st.cols = op, st.row_amax = ra, st.level = level;
@@ -333,21 +338,24 @@ static int backward_gx(const hot_layer_plan *pl, const void *g_y, const void *w,
   rc = quantize_known(gt, T, op, group, &pl->hq.g, seed, tag, step, ra, threads, qg, sg);
   if (rc) goto done;
   for (int64_t t = T - 1; group > 1 && t >= 0; --t) sg[t] = sg[t / group];
+  t0 = fast_prof_add(FAST_ST_HQ_GQ, t0);
   /* q_w' (ref_hq_quant_w): RTN, per tensor */
   tctx tw = {pl, w, dt, I, wt, NULL, level};
   fast_parallel((op / pl->hq.block) * fast_cdiv(I, COLS_CHUNK), threads, hq_w_task, &tw);
+  t0 = fast_prof_add(FAST_ST_HQ_W, t0);
   hot_quant qwq = pl->hq.w;
   qwq.round = HOT_ROUND_RTN;
   float sw = 0.0f;
   rc = quantize_groups(wt, op, I, op, &qwq, 0, 0, 0, threads, qw, &sw);
   if (rc) goto done;
+  fast_prof_add(FAST_ST_HQ_WQ, t0);
   /* GEMM + epilogue (ref_gemm_gx) */
   const float c_w = HOT_DIV(sw, HOT_I2F(pl->hq.block));
   for (int64_t t = 0; t < T; ++t) sg[t] = HOT_MUL(sg[t], c_w);
   ectx e = {sg, NULL, g_x, I};
   const int8_t *a_seg[1] = {qg}, *b_seg[1] = {qw};
   fast_igemm_op g = {T, I, op, 1, a_seg, op, 1, b_seg, 1, I, hot_qmax(pl->hq.g.bits),
-                     hot_qmax(pl->hq.w.bits), epi_gx, &e};
+                     hot_qmax(pl->hq.w.bits), epi_gx, &e, FAST_ST_GX_PACK};
   rc = fast_igemm(&g);
 done:
   free(gt);
@@ -376,7 +384,9 @@ static int backward_gw(const hot_layer_plan *pl, const hot_ref_saved *saved, con
     qx = malloc((size_t)(K * I));
     sxo = malloc((size_t)G * sizeof *sxo);
     if (!qx || !sxo) goto done;
-    rc = hla_codes(pl, saved->x, HOT_DT_F32, I, &qxq, 0, 0, 0, threads, qx, sxo);
+    const fast_prof_t t0 = fast_prof_now();
+    rc = hla_codes(pl, saved->x, HOT_DT_F32, I, &qxq, 0, 0, 0, threads, qx, sxo, -1);
+    fast_prof_add(FAST_ST_HLA_X, t0);
     if (rc) goto done;
     sx = sxo;
   } else if (!sx) {
@@ -384,7 +394,7 @@ static int backward_gw(const hot_layer_plan *pl, const hot_ref_saved *saved, con
     goto done;
   }
   const uint32_t tag = (uint32_t)pl->layer_id * 16u + HOT_TENSOR_HLA_G;
-  rc = hla_codes(pl, g_y, dt, O, &pl->hla.g, seed, tag, step, threads, qg, sg);
+  rc = hla_codes(pl, g_y, dt, O, &pl->hla.g, seed, tag, step, threads, qg, sg, FAST_ST_HLA_G);
   if (rc) goto done;
   const int64_t segs = pl->hla.gemm.segmented ? G : 1, seg_k = K / segs;
   for (int64_t j = 0; j < segs; ++j) {
@@ -396,7 +406,7 @@ static int backward_gw(const hot_layer_plan *pl, const hot_ref_saved *saved, con
   ectx e = {NULL, c, g_w, I};
   fast_igemm_op g = {O, I, seg_k, segs, a_seg, 1, O, b_seg, qx ? 1 : pl->hla.gemm.k_pad,
                      qx ? I : 1, hot_qmax(pl->hla.g.bits), qx ? hot_qmax(pl->hla.x.bits) : 127,
-                     epi_gw, &e};
+                     epi_gw, &e, FAST_ST_GW_PACK};
   rc = fast_igemm(&g);
 done:
   free(qg);
@@ -524,7 +534,7 @@ int fast_layer_save(const hot_layer_plan *pl, const void *x, hot_dtype dt, hot_r
     }
     hot_quant q = pl->hla.x;
     q.round = HOT_ROUND_RTN;
-    rc = hla_codes(pl, x, dt, I, &q, 0, 0, 0, threads, codes, out->s_x);
+    rc = hla_codes(pl, x, dt, I, &q, 0, 0, 0, threads, codes, out->s_x, -1);
     if (!rc) {
       sctx s = {pl, codes, I, out->q_x};
       fast_parallel(fast_cdiv(I, 64), threads, store_task, &s);
@@ -552,13 +562,18 @@ int fast_layer_backward(const hot_layer_plan *pl, const hot_ref_saved *saved, co
   if (!saved->q_x && !saved->x) return HOT_REF_EARG;
   if (!pl->hla.enabled && !saved->x) return HOT_REF_ESHAPE;
   const int threads = fast_threads();
+  const fast_prof_t t0 = fast_prof_now();
   rc = pl->hq.enabled ? backward_gx(pl, g_y, w, dt, gran, seed, step, threads, g_x)
                       : backward_plain(pl, 1, g_y, w, dt, dt, threads, g_x);
   if (rc) return rc;
   rc = pl->hla.enabled ? backward_gw(pl, saved, g_y, dt, seed, step, threads, g_w)
                        : backward_plain(pl, 0, g_y, saved->x, HOT_DT_F32, dt, threads, g_w);
   if (rc) return rc;
-  return g_b ? bias(pl, g_y, dt, threads, g_b) : HOT_REF_OK;
+  const fast_prof_t t1 = fast_prof_now();
+  rc = g_b ? bias(pl, g_y, dt, threads, g_b) : HOT_REF_OK;
+  fast_prof_add(FAST_ST_BIAS, t1);
+  fast_prof_add(FAST_ST_TOTAL, t0);
+  return rc;
 }
 
 /* ---- LQS (ref_lqs) ------------------------------------------------------------------------- */

@@ -1,10 +1,12 @@
 /* fast_pool.c — the settings of the fast CPU path (threads, dispatch level) and its thread pool:
  * workers created on first use and kept for the life of the process, one parallel region at a
  * time, tasks handed out by an atomic counter. */
+#define _POSIX_C_SOURCE 200809L
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "fast_internal.h"
@@ -71,6 +73,55 @@ const char *fast_level_name(int level) {
   case FAST_LEVEL_AVX512: return "avx512-vnni";
   default: return "unknown level";
   }
+}
+
+/* ---- stage profile -------------------------------------------------------------------------- */
+
+int fast_prof_on;
+static double g_prof[2][FAST_ST_COUNT]; /* wall, CPU */
+
+fast_prof_t fast_prof_now(void) {
+  fast_prof_t t = {0.0, 0.0};
+  if (!fast_prof_on) return t;
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  t.wall = (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+  clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
+  t.cpu = (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+  return t;
+}
+
+fast_prof_t fast_prof_add(int st, fast_prof_t t0) {
+  if (!fast_prof_on || st < 0 || st >= FAST_ST_COUNT) return t0;
+  const fast_prof_t t = fast_prof_now();
+  g_prof[0][st] += t.wall - t0.wall;
+  g_prof[1][st] += t.cpu - t0.cpu;
+  return t;
+}
+
+void fast_prof_sum(int st, double s) {
+  if (fast_prof_on && st >= 0 && st < FAST_ST_COUNT) g_prof[0][st] += s, g_prof[1][st] += s;
+}
+
+void fast_profile(int on) {
+  memset(g_prof, 0, sizeof g_prof);
+  fast_prof_on = on != 0;
+}
+
+void fast_profile_read(double *wall, double *cpu, int n) {
+  for (int i = 0; i < n && i < FAST_ST_COUNT; ++i) {
+    if (wall) wall[i] = g_prof[0][i];
+    if (cpu) cpu[i] = g_prof[1][i];
+  }
+}
+
+const char *fast_stage_name(int stage) {
+#define FAST_ST_NAME_(c, name) case c: return name;
+  switch (stage) {
+    FAST_STAGES(FAST_ST_NAME_)
+  default: return "unknown stage";
+  }
+#undef FAST_ST_NAME_
 }
 
 /* ---- the pool ------------------------------------------------------------------------------ */

@@ -2,13 +2,44 @@
  * test): one layer planned like the CPU backend plans it (recipe, sm_80 storage), random data,
  * the forward save, then the backward timed through the reference twins or the fast path.
  *
- *   int hot_fast_bench(int path, long long B, long long L, long long O, long long I, int recipe,
+ *   static int bench_plan(long long B, long long L, long long O, long long I, int recipe,
+                      hot_layer_plan *pl) {
+  hot_layer_spec sp;
+  char err[256] = "";
+  plan_spec_defaults(&sp, (hot_recipe)recipe);
+  snprintf(sp.name, sizeof sp.name, "bench");
+  sp.in_features = I;
+  sp.out_features = O;
+  if (plan_layer(&sp, B, L, (hot_recipe)recipe, HOT_ARCH_SM80, 0, pl, err, sizeof err)) {
+    fprintf(stderr, "hot_fast_bench: plan_layer: %s\n", err);
+    return -1;
+  }
+  return 0;
+}
+
+int hot_fast_bench(int path, long long B, long long L, long long O, long long I, int recipe,
  *                      int threads, int reps, double *best_s, unsigned *checksum)
  * path 0: ref_layer_backward (single-threaded twins); 1: fast_layer_backward with `threads`
  * threads (0: fast_threads()'s default); 2: fast_exact_gx + fast_exact_gw (fp64), 3: the same
  * through ref_exact_gx/gw. Writes the best of `reps` wall times in seconds and a checksum of
  * the output bits (equal for paths 0 and 1, and for 2 and 3). Returns 0, or -1 with a message on
- * stderr. */
+ * stderr.
+ *
+ *   int hot_fast_bench_stages(long long B, long long L, long long O, long long I, int recipe,
+ *                             int threads, int reps, double *wall, double *cpu, int n, char *plan,
+ *                             int cap)
+ * Runs path 1 `reps` times with the stage profile on (fast_profile) and writes the per-stage
+ * wall and process CPU seconds of one backward (the sums over the reps divided by reps) into
+ * wall[0 .. n) and cpu[0 .. n) (n at most FAST_ST_COUNT; the names come from
+ * hot_fast_stage_name) and a one-line summary of the plan
+ * (block sizes, bits, GEMM sizes) into plan[cap]. Returns 0, or -1 with a message on stderr.
+ *
+ *   int hot_fast_bench_gemm(long long M, long long N, long long K, int qa, int qb, int b_kmajor,
+ *                           int threads, int reps, double *best_wall, double *best_cpu,
+ *                           unsigned *checksum)
+ * The integer GEMM alone (fast_igemm at the current level, random codes within qa and qb; B read
+ * k-major when b_kmajor, as the g_x GEMM reads q_w'), with an epilogue that only folds the
+ * int32 sums into a checksum: the best wall and process CPU seconds of `reps` runs. */
 #define _POSIX_C_SOURCE 200809L
 #include <stdio.h>
 #include <stdlib.h>
@@ -16,6 +47,7 @@
 #include <time.h>
 
 #include "fast.h"
+#include "fast_internal.h"
 
 static double now_s(void) {
   struct timespec ts;
@@ -42,19 +74,25 @@ static unsigned fold(const float *v, int64_t n) {
   return h;
 }
 
-int hot_fast_bench(int path, long long B, long long L, long long O, long long I, int recipe,
-                   int threads, int reps, double *best_s, unsigned *checksum) {
+static int bench_plan(long long B, long long L, long long O, long long I, int recipe,
+                      hot_layer_plan *pl) {
   hot_layer_spec sp;
-  hot_layer_plan pl;
   char err[256] = "";
   plan_spec_defaults(&sp, (hot_recipe)recipe);
   snprintf(sp.name, sizeof sp.name, "bench");
   sp.in_features = I;
   sp.out_features = O;
-  if (plan_layer(&sp, B, L, (hot_recipe)recipe, HOT_ARCH_SM80, 0, &pl, err, sizeof err)) {
+  if (plan_layer(&sp, B, L, (hot_recipe)recipe, HOT_ARCH_SM80, 0, pl, err, sizeof err)) {
     fprintf(stderr, "hot_fast_bench: plan_layer: %s\n", err);
     return -1;
   }
+  return 0;
+}
+
+int hot_fast_bench(int path, long long B, long long L, long long O, long long I, int recipe,
+                   int threads, int reps, double *best_s, unsigned *checksum) {
+  hot_layer_plan pl;
+  if (bench_plan(B, L, O, I, recipe, &pl)) return -1;
   const int64_t T = pl.T;
   float *x = malloc((size_t)(T * I) * sizeof *x), *w = malloc((size_t)(O * I) * sizeof *w);
   float *g = malloc((size_t)(T * O) * sizeof *g), *gx = malloc((size_t)(T * I) * sizeof *gx);
@@ -102,3 +140,99 @@ int hot_fast_bench(int path, long long B, long long L, long long O, long long I,
   free(x), free(w), free(g), free(gx), free(gw), free(gb), free(dx), free(dw);
   return rc ? -1 : 0;
 }
+
+const char *hot_fast_stage_name(int stage) { return fast_stage_name(stage); }
+
+int hot_fast_bench_stages(long long B, long long L, long long O, long long I, int recipe,
+                          int threads, int reps, double *wall, double *cpu, int n, char *plan,
+                          int cap) {
+  hot_layer_plan pl;
+  if (bench_plan(B, L, O, I, recipe, &pl)) return -1;
+  snprintf(plan, (size_t)cap,
+           "T=%lld; HQ b=%d o_pad=%lld g %d-bit w %d-bit, GEMM %lldx%lldx%lld; HLA p=%d r=%d "
+           "k=%lld groups=%lld g %d-bit x %d-bit, GEMM %lldx%lldx%lld",
+           (long long)pl.T, pl.hq.block, (long long)pl.hq.o_pad, pl.hq.g.bits, pl.hq.w.bits,
+           (long long)pl.T, (long long)pl.I, (long long)pl.hq.o_pad, pl.hla.block, pl.hla.rank,
+           (long long)pl.hla.k, (long long)pl.hla.groups, pl.hla.g.bits, pl.hla.x.bits,
+           (long long)pl.O, (long long)pl.I, (long long)pl.hla.k);
+  const int64_t T = pl.T;
+  float *x = malloc((size_t)(T * I) * sizeof *x), *w = malloc((size_t)(O * I) * sizeof *w);
+  float *g = malloc((size_t)(T * O) * sizeof *g), *gx = malloc((size_t)(T * I) * sizeof *gx);
+  float *gw = malloc((size_t)(O * I) * sizeof *gw), *gb = malloc((size_t)O * sizeof *gb);
+  int rc = -1;
+  if (x && w && g && gx && gw && gb) {
+    g_state = 0x243F6A8885A308D3ull;
+    for (int64_t i = 0; i < T * I; ++i) x[i] = rnd();
+    for (int64_t i = 0; i < O * I; ++i) w[i] = 0.05f * rnd();
+    for (int64_t i = 0; i < T * O; ++i) g[i] = 1e-3f * rnd();
+    fast_set_threads(threads);
+    hot_ref_saved s;
+    rc = fast_layer_save(&pl, x, HOT_DT_F32, &s);
+    if (!rc) rc = fast_layer_backward(&pl, &s, g, w, HOT_DT_F32, HOT_GRAN_TENSOR, 1, 1, gx, gw, gb);
+    fast_profile(1);
+    for (int r = 0; r < reps && !rc; ++r)
+      rc = fast_layer_backward(&pl, &s, g, w, HOT_DT_F32, HOT_GRAN_TENSOR, 1, 1, gx, gw, gb);
+    fast_profile_read(wall, cpu, n);
+    fast_profile(0);
+    for (int i = 0; i < n; ++i) wall[i] /= reps > 0 ? reps : 1, cpu[i] /= reps > 0 ? reps : 1;
+    if (rc) fprintf(stderr, "hot_fast_bench_stages: %s\n", ref_status_name(rc));
+    ref_saved_free(&s);
+    fast_set_threads(0);
+  } else {
+    fprintf(stderr, "hot_fast_bench_stages: out of memory\n");
+  }
+  free(x), free(w), free(g), free(gx), free(gw), free(gb);
+  return rc ? -1 : 0;
+}
+
+static void epi_fold(void *ctx, int64_t seg, int64_t m0, int64_t n0, int64_t mc, int64_t nc,
+                     const int32_t *acc, int64_t ldc) {
+  (void)seg;
+  unsigned *h = ctx, t = 0;
+  for (int64_t m = 0; m < mc; ++m)
+    for (int64_t n = 0; n < nc; ++n)
+      t += (unsigned)acc[m * ldc + n] * (unsigned)(((m0 + m) * 7919 + (n0 + n)) | 1);
+  __atomic_fetch_add(h, t, __ATOMIC_RELAXED);
+}
+
+static double cpu_s(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
+  return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
+
+int hot_fast_bench_gemm(long long M, long long N, long long K, int qa, int qb, int b_kmajor,
+                        int threads, int reps, double *best_wall, double *best_cpu,
+                        unsigned *checksum) {
+  int8_t *a = malloc((size_t)(M * K)), *b = malloc((size_t)(N * K));
+  if (!a || !b || qa < 1 || qa > 127 || qb < 1 || qb > 127) {
+    free(a), free(b);
+    fprintf(stderr, "hot_fast_bench_gemm: bad arguments or out of memory\n");
+    return -1;
+  }
+  g_state = 0x13198A2E03707344ull;
+  for (int64_t i = 0; i < M * K; ++i) a[i] = (int8_t)((int)(g_state = g_state * 6364136223846793005ull + 1442695040888963407ull, g_state >> 33) % (2 * qa + 1) - qa);
+  for (int64_t i = 0; i < N * K; ++i) b[i] = (int8_t)((int)(g_state = g_state * 6364136223846793005ull + 1442695040888963407ull, g_state >> 33) % (2 * qb + 1) - qb);
+  const int8_t *as[1] = {a}, *bs[1] = {b};
+  unsigned h = 0;
+  fast_igemm_op op = {M, N, K, 1, as, K, 1, bs, b_kmajor ? 1 : K, b_kmajor ? N : 1, qa, qb,
+                      epi_fold, &h, -1};
+  fast_set_threads(threads);
+  double bw = 1e30, bc = 1e30;
+  int rc = 0;
+  for (int r = 0; r < reps && !rc; ++r) {
+    h = 0;
+    const double w0 = now_s(), c0 = cpu_s();
+    rc = fast_igemm(&op);
+    const double c1 = cpu_s() - c0, w1 = now_s() - w0;
+    bw = w1 < bw ? w1 : bw;
+    bc = c1 < bc ? c1 : bc;
+  }
+  fast_set_threads(0);
+  *best_wall = bw, *best_cpu = bc, *checksum = h;
+  free(a), free(b);
+  return rc ? -1 : 0;
+}
+
+/* Caps the dispatch level of the fast path (fast_set_level) for the following calls. */
+void hot_fast_bench_level(int max) { fast_set_level(max); }
