@@ -44,6 +44,8 @@ typedef struct {
   int paper_diffs;         /* --paper-diffs: the remaining differences from the authors' code */
   int seeds;               /* --seeds: seeds of --paper-diffs (0: 8) */
   double gy_scale;         /* --gy-scale: g_y magnitude of --paper-diffs (0: 1) */
+  int gemm_paths;          /* --gemm-paths: the three sm_90 GEMM paths timed side by side */
+  int precompile;          /* --precompile (with --gemm-paths): compile its kernels, no GPU */
 } bench_opts;
 
 /* ---- statistics of repeated timings ------------------------------------------------------ */
@@ -197,6 +199,21 @@ typedef struct bench_gpu bench_gpu;
 /* Driver, primary context, stream, cuBLAS, L2 size. NULL with a message on failure. */
 bench_gpu *bench_gpu_open(char *err, size_t n);
 void bench_gpu_close(bench_gpu *g);
+/* What other stages (paths.c) use of the benchmark's device side, borrowed from g (valid until
+ * bench_gpu_close): the driver table, the stream, cuBLAS (NULL: cublas_err says why), cuBLASLt
+ * for FP8 (NULL: lt_err says why) with its workspace, the compute capability (0.0: unknown). */
+typedef struct {
+  const cuda_driver *d;
+  CUstream s;
+  struct bench_cublas *cb;
+  const char *cublas_err;
+  struct bench_cublaslt *lt;
+  const char *lt_err;
+  CUdeviceptr lt_ws;
+  size_t lt_ws_bytes;
+  int cc_major, cc_minor;
+} bench_gpu_parts;
+void bench_gpu_get_parts(bench_gpu *g, bench_gpu_parts *out);
 /* Copy bandwidth, large BF16 and INT8 cuBLAS GEMM rates into run. */
 void bench_gpu_ceilings(bench_gpu *g, bench_run *run);
 /* Bit-exactness at the check size against `ref` (CPU outputs) in a fresh CUDA context. */
@@ -277,6 +294,9 @@ void bench_report_table(const bench_run *run, FILE *f);
  * bad arguments or no memory. */
 int bench_scales(const bench_run *run, const hot_model *model, FILE *f);
 int bench_report_json(const bench_run *run, FILE *f);
+/* The JSON report's opening (tool, backend, device, arch, spec, ..., ceilings) up to and
+ * including the '[' of its "layers" array: shared by the modes that write their own layers. */
+void bench_report_json_head(const bench_run *run, FILE *f);
 
 /* ---- paper_diffs.c: --paper-diffs --------------------------------------------------------- */
 /* For every layer of run->layers planned with recipe paper_code (B = --batch, else 4; L =
@@ -287,5 +307,23 @@ int bench_report_json(const bench_run *run, FILE *f);
  * could not be planned or run or the baseline did not match the twins (the output says which),
  * 1 on bad arguments. */
 int bench_paper_diffs(const bench_run *run, const hot_model *model, FILE *f);
+
+/* ---- paths.c: --gemm-paths ----------------------------------------------------------------- */
+/* For every layer of run->layers: the layer planned three ways on a 9.0 device — mma_s8 (arch
+ * sm_90), wgmma_s8 (sm_90a, tile_gx/tile_gw.warps_n = 1) and tma_s8 (sm_90a, warps_n = 2) —
+ * run on the same inputs (g_x and g_w compared bit for bit across the paths, and with the CPU
+ * backend at the check size), the two GEMM kernels of each timed (per-kernel profiling), and
+ * cuBLAS BF16 and cuBLASLt FP8 GEMMs of the same sizes timed beside them; TOP/s against the INT8
+ * ceiling of the same run. gpu NULL (CPU backend) or a device that is not 9.0: one line says
+ * the mode is skipped and why. The table goes to stdout (JSON with --json), the JSON to --out.
+ * Returns 0, 2 when a path failed, could not be planned or gave other bits, 1 when --out cannot
+ * be written or memory ran out. */
+int bench_gemm_paths(bench_run *run, bench_gpu *gpu);
+/* --gemm-paths --precompile: every kernel bench_gemm_paths would launch (the three plans of each
+ * layer at the benchmark size and, when the check is capped, at the check size) compiled into
+ * the kernel cache ($HOT_CACHE_DIR, required) on CPU-backend contexts with the arch forced: no
+ * driver, no GPU. Prints one line per layer and a total. Returns 0, 2 when a plan or compile
+ * failed (said), 1 without HOT_CACHE_DIR. */
+int bench_gemm_paths_precompile(bench_run *run);
 
 #endif

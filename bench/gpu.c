@@ -77,6 +77,20 @@ bench_gpu *bench_gpu_open(char *err, size_t n) {
   return g;
 }
 
+void bench_gpu_get_parts(bench_gpu *g, bench_gpu_parts *out) {
+  memset(out, 0, sizeof *out);
+  out->d = g->d;
+  out->s = g->s;
+  out->cb = g->cb;
+  out->cublas_err = g->cublas_err;
+  out->lt = g->lt;
+  out->lt_err = g->lt_err;
+  out->lt_ws = g->lt_ws;
+  out->lt_ws_bytes = FP8_WORKSPACE;
+  out->cc_major = g->cc_major;
+  out->cc_minor = g->cc_minor;
+}
+
 void bench_gpu_close(bench_gpu *g) {
   if (!g) return;
   bench_cublas_close(g->cb);

@@ -18,7 +18,7 @@ static const char *usage =
     "usage: hot-bench SPEC [--layer NAME] [--backend auto|cuda|cpu] [--batch N] [--tokens N]\n"
     "                 [--iters N] [--warmup N] [--json] [--out FILE] [--arch ARCH] [--no-jit]\n"
     "                 [--full] [--check-macs N] [--scales] [--paper-diffs [--seeds N] [--gy-scale F]]\n"
-    "                 [--help]\n";
+    "                 [--gemm-paths [--precompile]] [--help]\n";
 
 static const char *help_text =
     "Runs every layer of SPEC through libhot's public API (hot.h) on seeded Gaussian data and\n"
@@ -87,6 +87,19 @@ static const char *help_text =
     "  --seeds N        seeds of --paper-diffs (default 8, at most 256)\n"
     "  --gy-scale F     --paper-diffs: g_y drawn as F * N(0, 1) (default 1; real gradients are\n"
     "                   small, which is where a + 1e-11 on the scales shows)\n"
+    "  --gemm-paths     instead of the benchmark (9.0 GPU): each layer planned three ways -\n"
+    "                   mma_s8 (arch sm_90), wgmma_s8 (sm_90a, tile_gx/tile_gw.warps_n = 1) and\n"
+    "                   tma_s8 (sm_90a, warps_n = 2) - and run on the same inputs: g_x and g_w\n"
+    "                   compared bit for bit across the paths and with the CPU backend (at the\n"
+    "                   check size), the two GEMM launches of each path timed (profiling: CUDA\n"
+    "                   events around each launch; --iters, --warmup), cuBLAS BF16 and cuBLASLt\n"
+    "                   FP8 GEMMs of the same products timed beside them; per layer and product\n"
+    "                   a row per path: kernel, M x N x K, ms, TOP/s, % of the INT8 cuBLAS\n"
+    "                   ceiling of the same run, xBF16 and xFP8 (their ms / the path's). On the\n"
+    "                   CPU backend or a device that is not 9.0 it says so and skips (exit 0);\n"
+    "                   exit 2 when a path cannot be planned, fails or gives other bits\n"
+    "  --precompile     with --gemm-paths: compile every kernel it would launch into the kernel\n"
+    "                   cache of $HOT_CACHE_DIR (no driver, no GPU) and exit\n"
     "Environment: as libhot (HOT_DEVICE, HOT_SEED, HOT_CUDA_HOME, HOT_CUDA_DRIVER, ...).\n"
     "Exit status: 0 every layer ran; 2 a layer failed or is unsupported on this backend (the\n"
     "table says which and why); 1 bad arguments, a bad spec, or --backend cuda without CUDA.\n";
@@ -174,6 +187,8 @@ static int parse_one(bench_opts *o, const char *a, const char *v, int *used) {
   } else if (!strcmp(a, "--full")) { o->full = 1;
   } else if (!strcmp(a, "--scales")) { o->scales = 1;
   } else if (!strcmp(a, "--paper-diffs")) { o->paper_diffs = 1;
+  } else if (!strcmp(a, "--gemm-paths")) { o->gemm_paths = 1;
+  } else if (!strcmp(a, "--precompile")) { o->precompile = 1;
   } else if (a[0] == '-' && a[1]) {
     fprintf(stderr, "hot-bench: unknown option %s\n%s", a, usage);
     return -1;
@@ -200,6 +215,15 @@ static int parse_args(int argc, char **argv, bench_opts *o) {
   }
   if (!o->spec) {
     fprintf(stderr, "hot-bench: no SPEC given\n%s", usage);
+    return -1;
+  }
+  if (o->precompile && !o->gemm_paths) {
+    fprintf(stderr, "hot-bench: --precompile is a part of --gemm-paths (add it)\n");
+    return -1;
+  }
+  if (o->gemm_paths && (o->scales || o->paper_diffs)) {
+    fprintf(stderr, "hot-bench: --gemm-paths is a mode of its own: not with %s\n",
+            o->scales ? "--scales" : "--paper-diffs");
     return -1;
   }
   return 0;
@@ -430,11 +454,26 @@ int main(int argc, char **argv) {
     return src;
   }
 
+  if (o->gemm_paths && o->precompile) { /* no driver, no GPU: the kernels into the cache */
+    int prc = bench_gemm_paths_precompile(&run);
+    free(run.layers);
+    spec_model_free(&g_model);
+    return prc;
+  }
+
   hot_ctx *ctx = NULL;
   bench_gpu *gpu = NULL;
   const char *jit_arch = NULL;
   if (open_backend(&run, &ctx, &gpu, &jit_arch) != 0) return 1;
   announce(&run);
+  if (o->gemm_paths) { /* the three sm_90 GEMM paths side by side (paths.c) */
+    int prc = bench_gemm_paths(&run, gpu);
+    bench_gpu_close(gpu);
+    hot_ctx_destroy(ctx);
+    free(run.layers);
+    spec_model_free(&g_model);
+    return prc;
+  }
 
   if (gpu) {
     fprintf(stderr, "hot-bench: ceilings (copy bandwidth, cuBLAS BF16/INT8 and cuBLASLt FP8 8192^3)...\n");

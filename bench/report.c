@@ -323,6 +323,8 @@ static void json_head(const bench_run *r, int gpu, FILE *f) {
   fprintf(f, ", \"l2_bytes\": %d},\n  \"layers\": [", r->l2_bytes);
 }
 
+void bench_report_json_head(const bench_run *r, FILE *f) { json_head(r, gpu_ran(r), f); }
+
 /* A layer's JIT figures (null when not measured) and note. */
 static void json_jit(const bench_layer *l, FILE *f) {
   KEY("jit");

@@ -18,6 +18,9 @@
 #               stream, a thread with no current context) against the CPU backend
 #   sass        IMMA / IGMMA in one GEMM per arch path (hot-gen --dump-cubin + cuobjdump)
 #   bench vit_b16, bench bench_large (sm_90a on 9.0)   hot-bench: bit-exactness and speed
+#   gemm paths  hot-bench --gemm-paths on bench_large (9.0): the three GEMM paths (mma_s8,
+#               wgmma_s8, tma_s8) bit for bit against each other and the CPU backend, their
+#               GEMM kernels timed against cuBLAS BF16 and cuBLASLt FP8 and the INT8 ceiling
 #   tune        hot-tune speed sweep of bench_large (budget cut to the time left)
 # No CPU-only suite runs here (CI runs them).
 #
@@ -40,6 +43,7 @@
 #   torch          CPU time of the pytest run here + 15 s (torch's CUDA start, the CUDA tests)
 #   sass           CPU time here + 2 s
 #   bench          CPU time of the fake-driver run + 15 s (CUDA, cuBLAS, ceilings) + 3 s/layer
+#   gemm paths     the same rule as bench
 #   tune           its budget + 15 s
 #   deps           5 s (unpacking 12 .deb files), fixed start 2 s
 # CPU time, not wall time, is used where the machine here is shared (its wall time depends on
@@ -230,7 +234,8 @@ if [ $selftest = 1 ]; then
   mkdir -p "$HOT_CACHE_DIR"
   export HOT_CACHE_DIR
   st_step() { sleep 1; echo "selftest stand-in" >"$keep/selftest.txt"; det="stand-in"; dev_est=3; }
-  for s in deps build gpu "kernels sm_90" "kernels sm_90a" api torch sass "bench vit_b16" "bench bench_large" tune; do
+  for s in deps build gpu "kernels sm_90" "kernels sm_90a" api torch sass "bench vit_b16" "bench bench_large" \
+    "gemm paths" tune; do
     run_step "$s" 3 st_step
   done
   row "total" ok "$(elapsed)" "$(fint "$est_total")" "$k_total" "selftest, deadline $deadline s"
@@ -484,7 +489,59 @@ step_bench() {
 run_step "bench vit_b16" 50 step_bench vit_b16
 run_step "bench bench_large" 90 step_bench bench_large
 
-# ---- 9. a speed sweep of the large layers (hot-tune) ------------------------------------------
+# ---- 9. the three sm_90 GEMM paths side by side (hot-bench --gemm-paths) ---------------------
+# bench_large's layers planned as mma_s8 (sm_90), wgmma_s8 (sm_90a, warps_n 1) and tma_s8
+# (sm_90a, warps_n 2): the same inputs, g_x and g_w compared across the paths and with the CPU
+# backend (at hot-bench's check size), the two GEMM launches of each path timed beside cuBLAS
+# BF16 and cuBLASLt FP8 GEMMs of the same sizes, TOP/s against the INT8 ceiling of the run. A
+# device that is not 9.0 skips it (its row says so). The kernels come from the prepared cache
+# (tools/device-prep.sh runs the same command with --precompile).
+paths_iters=20
+step_paths() {
+  local o=gemm-paths c0 rc
+  local args=("$root/specs/bench_large.lua" --gemm-paths --iters "$paths_iters" --warmup 3 --out "$keep/$o.json")
+  if [ $rehearse = 1 ] && [ ${#fake_env[@]} -eq 0 ]; then
+    res="not run"; det="no fake driver in this build (hot_fake_cuda, hot_fake_cublaslt)"; dev_est=0; return
+  fi
+  cpu_now; c0=$CPU
+  timeout --kill-after=5 "$(limit)" "${fake_env[@]:-env}" "$bdir/bench/hot-bench" "${args[@]}" \
+    >"$keep/$o.txt" 2>"$keep/$o.log"
+  rc=$?
+  { echo "\$ hot-bench ${args[*]} exit $rc"; tail -20 "$keep/$o.log"; } >>"$logf"
+  local j="$keep/$o.json" skipped nl np nid ncpu nbad
+  skipped=$(grep -o '"gemm_paths_skipped": "[^"]*' "$j" 2>/dev/null | cut -d'"' -f4 | cut -c1-90)
+  nl=$(grep -c '^    {"name": ' "$j" 2>/dev/null)
+  np=$(grep -c '{"path": ' "$j" 2>/dev/null)
+  nid=$(grep -c '"identical": true' "$j" 2>/dev/null)
+  ncpu=$(grep -c '"cpu_equal": true' "$j" 2>/dev/null)
+  nbad=$(grep '{"path": ' "$j" 2>/dev/null | grep -vc '"status": ""')
+  case $rc in
+    0|2)
+      if [ -n "$skipped" ]; then
+        res=skipped; det="$skipped"
+      else
+        # each path row appears once per product: np = layers x 3 paths x 2 products
+        det="$nl layer(s) x 3 paths: identical to the first path $nid of $((np * 2 / 3)), CPU-equal $ncpu of $np, failed $nbad (product rows)"
+        if [ $rc = 2 ]; then
+          if [ $rehearse = 1 ]; then det="$det; kernels do not run on the fake driver"
+          else res=FAILED; fi
+        fi
+      fi ;;
+    124|137) res=FAILED; det="cut at the deadline (keep/$o.log)" ;;
+    *) res=FAILED; det="exit $rc: $(tail -1 "$keep/$o.log" | cut -c1-70)" ;;
+  esac
+  [ ${#fake_env[@]} -gt 0 ] && det="$det; fake driver"
+  cpu_since "$c0"
+  dev_est=$(awk -v c="$CPU_D" -v n="${nl:-3}" 'BEGIN { printf "%.1f", c + 15 + 3 * n }')
+}
+if [ "$cc" = "9.0" ] || [ -z "$cc" ]; then
+  run_step "gemm paths" 70 step_paths
+else
+  row "gemm paths" skipped - - - "compute capability $cc: the three sm_90 GEMM paths need a 9.0 device"
+  pack
+fi
+
+# ---- 10. a speed sweep of the large layers (hot-tune) ------------------------------------------
 step_tune() {
   local tdb="$keep/tune-bench_large.db" budget=75 tarch=() trc
   if [ $rehearse = 0 ]; then
@@ -531,6 +588,11 @@ if [ $rehearse = 0 ]; then
     head -1 "$o"
     awk '/^per kernel/ {on = 0} /^layers that did not run completely|^ceilings measured|^speed: not measured/ {on = 1} on' "$o"
   done
+  if [ -s "$keep/gemm-paths.txt" ]; then
+    echo
+    echo "== hot-bench specs/bench_large.lua --gemm-paths =="
+    cat "$keep/gemm-paths.txt"
+  fi
   echo "device-check: done in $(elapsed) s, $k_total kernels compiled on the device"
 else
   echo "device-check estimate: $(fint "$est_total") s on the device, $k_total kernels to compile there"

@@ -15,7 +15,10 @@
 #     runs; the same keys as the runtime's), and of vit_b16's qkv for sm_80 and sm_89 too (the
 #     SASS step dumps those);
 #   - hot-tune's speed sweep of specs/bench_large.lua for sm_90a without a budget (every variant
-#     the device sweep can reach; without a GPU they are compiled and not timed).
+#     the device sweep can reach; without a GPU they are compiled and not timed);
+#   - hot-bench specs/bench_large.lua --gemm-paths --precompile: the three GEMM paths of the
+#     device check's "gemm paths" step (mma_s8 on sm_90, wgmma_s8 and tma_s8 on sm_90a, at the
+#     benchmark and the check size), whatever --archs says (the step runs on 9.0 only).
 # Then every program is run again on the filled cache and must compile nothing (the check the
 # device repeats and counts). Prints the sizes of what travels (tree, .deps, cache; the limit
 # is 64 MiB).
@@ -60,7 +63,7 @@ mkdir -p "$bdir" || die "cannot create $bdir"
 cmake -S . -B "$bdir" -DCMAKE_BUILD_TYPE=Release "${launcher[@]}" ${py:+-DPython3_EXECUTABLE="$py"} \
   >"$bdir/prep-configure.log" 2>&1 || die "configure failed (see $bdir/prep-configure.log)"
 mapfile -t gpu_tests < <(ctest --test-dir "$bdir" -N -L gpu | sed -n 's/^ *Test *#[0-9]*: *//p')
-cmake --build "$bdir" -j"$(nproc)" --target hot-gen hot-tune hot_shared "${gpu_tests[@]}" \
+cmake --build "$bdir" -j"$(nproc)" --target hot-gen hot-tune hot-bench hot_shared "${gpu_tests[@]}" \
   >"$bdir/prep-build.log" 2>&1 || die "build failed (see $bdir/prep-build.log)"
 say "built; GPU test programs: ${gpu_tests[*]}"
 
@@ -104,6 +107,8 @@ precompile_all() {
   rm -f "$bdir/prep-tune.db"
   fill "hot-tune bench_large speed ($tarch)" "$bdir/tune/hot-tune" specs/bench_large.lua --kind speed --no-gpu \
     --arch "$tarch" --db "$bdir/prep-tune.db" --progress plain
+  fill "hot-bench bench_large --gemm-paths" "$bdir/bench/hot-bench" specs/bench_large.lua \
+    --gemm-paths --precompile
 }
 precompile_all
 n1=$(ls "$HOT_CACHE_DIR" | grep -c '\.hotk$')
