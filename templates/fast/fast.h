@@ -11,8 +11,9 @@
  * are cut into the contract's 1024-term chunks, summed chunk by chunk and then in chunk order.
  *
  * Conventions are those of ref.h: the plan is checked with ref_plan_check, inputs are only
- * read, outputs are written into the caller's buffers, scratch memory is malloc'ed and freed
- * before returning, the status codes are HOT_REF_*; the functions never print or exit. They may
+ * read, outputs are written into the caller's buffers, scratch memory is malloc'ed and given
+ * back before returning (the large blocks to a small process-wide cache that the next call
+ * reuses, see fast_release_scratch), the status codes are HOT_REF_*; the functions never print or exit. They may
  * be called from several threads at once (the pool runs one parallel region at a time; a call
  * made from inside a worker runs single-threaded).
  */
@@ -47,6 +48,12 @@ fast_level fast_level_now(void);
 fast_level fast_level_cpu(void);
 /* Static name of a level ("scalar", "avx2", "avx512-vnni"). */
 const char *fast_level_name(int level);
+
+/* Frees the scratch blocks the fast path keeps between calls (its large temporary buffers are
+ * reused from one call to the next; at most FAST_SCRATCH_KEEP blocks, those of the last calls).
+ * Safe at any time; later calls allocate again. */
+void fast_release_scratch(void);
+#define FAST_SCRATCH_KEEP 12
 
 /* ---- stage timing (benchmarks only) -------------------------------------------------------- */
 

@@ -40,10 +40,12 @@ typedef struct {
 } gk_cfg;
 
 /* ---- kernels: one MR x 16 tile over steps [0, ns) of packed panels; c (row stride ldc) is
- * overwritten (acc == 0) or added to (acc != 0), modulo 2^32 ------------------------------------ */
+ * overwritten (acc == 0) or added to (acc != 0), then, when corr is not NULL, corr[n] is
+ * subtracted from column n (the offset correction, after a tile's last K block); all modulo
+ * 2^32 ------------------------------------------------------------------------------------------ */
 
 static void kern_scalar(const gk_cfg *g, const void *ap, const void *bp, int64_t ns, int32_t *c,
-                        int64_t ldc, int accum) {
+                        int64_t ldc, int accum, const uint32_t *corr) {
   const int16_t *a = ap, *b = bp;
   const int mr = g->mr;
   uint32_t acc[16][NR];
@@ -60,7 +62,10 @@ static void kern_scalar(const gk_cfg *g, const void *ap, const void *bp, int64_t
                      (uint32_t)((int32_t)as[2 * m + 1] * bs[2 * n + 1]);
   }
   for (int m = 0; m < mr; ++m)
-    for (int n = 0; n < NR; ++n) memcpy(&c[m * ldc + n], &acc[m][n], sizeof(int32_t));
+    for (int n = 0; n < NR; ++n) {
+      if (corr) acc[m][n] -= corr[n];
+      memcpy(&c[m * ldc + n], &acc[m][n], sizeof(int32_t));
+    }
 }
 
 #if FAST_X86
@@ -75,8 +80,8 @@ static inline int32_t ld32(const void *p) {
 #define ROWS4(X) X(0) X(1) X(2) X(3)
 
 AVX2_FN static void kern_w16_avx2(const gk_cfg *g, const void *ap, const void *bp, int64_t ns,
-                                  int32_t *c, int64_t ldc, int accum) {
-  (void)g;
+                                  int32_t *c, int64_t ldc, int accum, const uint32_t *corr) {
+  (void)g, (void)corr; /* no offset: corr is always NULL */
   const int16_t *a = ap, *b = bp;
 #define W16_INIT(m)                                                                                 \
   __m256i c##m##0 = accum ? _mm256_loadu_si256((const __m256i *)(c + m * ldc)) : _mm256_setzero_si256(); \
@@ -101,7 +106,7 @@ AVX2_FN static void kern_w16_avx2(const gk_cfg *g, const void *ap, const void *b
 }
 
 AVX2_FN static void kern_u8_avx2(const gk_cfg *g, const void *ap, const void *bp, int64_t ns,
-                                 int32_t *c, int64_t ldc, int accum) {
+                                 int32_t *c, int64_t ldc, int accum, const uint32_t *corr) {
   const uint8_t *a = ap;
   const int8_t *b = bp;
   const __m256i ones = _mm256_set1_epi16(1);
@@ -131,13 +136,22 @@ AVX2_FN static void kern_u8_avx2(const gk_cfg *g, const void *ap, const void *bp
   }
     ROWS4(U8_WIDEN)
   }
+  if (corr) {
+    const __m256i k0 = _mm256_loadu_si256((const __m256i *)corr);
+    const __m256i k1 = _mm256_loadu_si256((const __m256i *)(corr + 8));
+    for (int m = 0; m < 4; ++m) {
+      __m256i *p0 = (__m256i *)(c + m * ldc), *p1 = (__m256i *)(c + m * ldc + 8);
+      _mm256_storeu_si256(p0, _mm256_sub_epi32(_mm256_loadu_si256(p0), k0));
+      _mm256_storeu_si256(p1, _mm256_sub_epi32(_mm256_loadu_si256(p1), k1));
+    }
+  }
 }
 
 #define ROWS16(X)                                                                                   \
   X(0) X(1) X(2) X(3) X(4) X(5) X(6) X(7) X(8) X(9) X(10) X(11) X(12) X(13) X(14) X(15)
 
 AVX512_FN static void kern_vnni(const gk_cfg *g, const void *ap, const void *bp, int64_t ns,
-                                int32_t *c, int64_t ldc, int accum) {
+                                int32_t *c, int64_t ldc, int accum, const uint32_t *corr) {
   (void)g;
   const uint8_t *a = ap;
   const int8_t *b = bp;
@@ -150,22 +164,27 @@ AVX512_FN static void kern_vnni(const gk_cfg *g, const void *ap, const void *bp,
 #define VN_STEP(m) v##m = _mm512_dpbusd_epi32(v##m, _mm512_set1_epi32(ld32(as + 4 * m)), bv);
     ROWS16(VN_STEP)
   }
+  if (corr) {
+    const __m512i k = _mm512_loadu_si512((const void *)corr);
+#define VN_CORR(m) v##m = _mm512_sub_epi32(v##m, k);
+    ROWS16(VN_CORR)
+  }
 #define VN_STORE(m) _mm512_storeu_si512((void *)(c + m * ldc), v##m);
   ROWS16(VN_STORE)
 }
 #endif
 
 static void run_kernel(const gk_cfg *g, const void *ap, const void *bp, int64_t ns, int32_t *c,
-                       int64_t ldc, int accum) {
+                       int64_t ldc, int accum, const uint32_t *corr) {
 #if FAST_X86
   if (g->simd) {
-    if (g->kind == K_VNNI) kern_vnni(g, ap, bp, ns, c, ldc, accum);
-    else if (g->kind == K_U8) kern_u8_avx2(g, ap, bp, ns, c, ldc, accum);
-    else kern_w16_avx2(g, ap, bp, ns, c, ldc, accum);
+    if (g->kind == K_VNNI) kern_vnni(g, ap, bp, ns, c, ldc, accum, corr);
+    else if (g->kind == K_U8) kern_u8_avx2(g, ap, bp, ns, c, ldc, accum, corr);
+    else kern_w16_avx2(g, ap, bp, ns, c, ldc, accum, corr);
     return;
   }
 #endif
-  kern_scalar(g, ap, bp, ns, c, ldc, accum);
+  kern_scalar(g, ap, bp, ns, c, ldc, accum, corr);
 }
 
 /* ---- packing -------------------------------------------------------------------------------- */
@@ -364,25 +383,17 @@ static void tile_task(void *ctx, int64_t i, int tid) {
   for (int64_t seg = 0; seg < op->segs; ++seg) {
     for (int64_t s0 = 0; s0 < g->ksteps; s0 += g->kc) { /* K blocks: panels stay in L1 */
       const int64_t ns = g->ksteps - s0 < g->kc ? g->ksteps - s0 : g->kc;
+      const int last = s0 + ns >= g->ksteps;
       for (int64_t pb = pb0; pb < pb1; ++pb) {
         const unsigned char *bp = x->pb + (size_t)(seg * g->npb + pb) * g->bpb + (size_t)s0 * bstep;
+        const uint32_t *cr = x->corr && last ? x->corr + (seg * g->npb + pb) * NR : NULL;
         for (int64_t pa = pa0; pa < pa1; ++pa) {
           const unsigned char *ap = x->pa + (size_t)(seg * g->npa + pa) * g->apb + (size_t)s0 * astep;
-          run_kernel(g, ap, bp, ns, c + (pa - pa0) * g->mr * ldc + (pb - pb0) * NR, ldc, s0 > 0);
+          run_kernel(g, ap, bp, ns, c + (pa - pa0) * g->mr * ldc + (pb - pb0) * NR, ldc, s0 > 0, cr);
         }
       }
     }
     const double te = x->epi_s ? fast_prof_now().wall : 0.0;
-    if (x->corr) {
-      const uint32_t *cr = x->corr + seg * g->npb * NR + n0;
-      for (int64_t m = 0; m < mc; ++m)
-        for (int64_t n = 0; n < nc; ++n) {
-          uint32_t u;
-          memcpy(&u, &c[m * ldc + n], sizeof u);
-          u -= cr[n];
-          memcpy(&c[m * ldc + n], &u, sizeof u);
-        }
-    }
     op->epi(op->ctx, seg, m0, n0, mc, nc, c, ldc);
     if (x->epi_s) x->epi_s[tid] += fast_prof_now().wall - te;
   }
@@ -403,7 +414,7 @@ int fast_igemm(const fast_igemm_op *op) {
     g.kind = K_W16, g.simd = level >= FAST_LEVEL_AVX2, g.mr = 4, g.kstep = 2, g.off = 0;
   }
   const size_t esz = g.kind == K_W16 ? 2 : 1;
-  g.kc = g.kind == K_W16 ? 128 : 64;
+  g.kc = 64;
   g.ksteps = fast_cdiv(op->seg_k, g.kstep);
   g.npa = fast_cdiv(op->M, g.mr);
   g.npb = fast_cdiv(op->N, NR);
@@ -416,8 +427,8 @@ int fast_igemm(const fast_igemm_op *op) {
   x.g = &g;
   x.tiles_n = fast_cdiv(op->N, NCP * NR);
   int rc = HOT_REF_ENOMEM;
-  x.pa = malloc((size_t)(op->segs * g.npa) * g.apb + 64);
-  x.pb = malloc((size_t)(op->segs * g.npb) * g.bpb + 64);
+  x.pa = fast_scratch((size_t)(op->segs * g.npa) * g.apb + 64);
+  x.pb = fast_scratch((size_t)(op->segs * g.npb) * g.bpb + 64);
   x.corr = g.off ? malloc((size_t)(op->segs * g.npb * NR) * sizeof *x.corr) : NULL;
   x.scratch = calloc((size_t)threads, sizeof *x.scratch);
   if (!x.pa || !x.pb || (g.off && !x.corr) || !x.scratch) goto done;
@@ -438,8 +449,8 @@ done:
   if (x.scratch)
     for (int t = 0; t < threads; ++t) free(x.scratch[t]);
   free(x.scratch);
-  free(x.pa);
-  free(x.pb);
+  fast_unscratch(x.pa);
+  fast_unscratch(x.pb);
   free(x.corr);
   return rc;
 }

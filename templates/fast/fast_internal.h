@@ -25,6 +25,16 @@ void fast_parallel(int64_t n, int threads, fast_task_fn fn, void *ctx);
 static inline int64_t fast_cdiv(int64_t a, int64_t b) { return (a + b - 1) / b; }
 static inline int64_t fast_round_up(int64_t a, int64_t b) { return fast_cdiv(a, b) * b; }
 
+/* ---- scratch blocks (fast_pool.c) ------------------------------------------------------------ */
+
+/* Like malloc(bytes) (NULL when out of memory), but may hand out a block that an earlier
+ * fast_unscratch kept: large scratch buffers are reused from call to call instead of being
+ * mapped, faulted in and unmapped every time. The block is aligned to 64 bytes. */
+void *fast_scratch(size_t bytes);
+/* Like free(p) for a block of fast_scratch (NULL is ignored): keeps up to a few large blocks
+ * for later calls (fast_release_scratch frees them). */
+void fast_unscratch(void *p);
+
 /* ---- stage profile (fast_pool.c) ------------------------------------------------------------ */
 
 /* Nonzero while fast_profile is on. */
@@ -94,6 +104,10 @@ void fast_fwht_cols(float *m, int p, int64_t cols, int64_t ld, int level);
 
 /* acc[i] = HOT_ADD(acc[i], v[i]) for i < n; returns 0 when a v[i] is not finite. */
 int fast_add_run(float *acc, const float *v, int64_t n, int level);
+
+/* o[i] = HOT_MUL(HOT_I2F(a[i]), f) (add == 0) or HOT_ADD(o[i], HOT_MUL(HOT_I2F(a[i]), f))
+ * (add != 0) for i < n: the GEMM epilogues' per-element steps. */
+void fast_scale_run(float *o, const int32_t *a, int64_t n, float f, int add, int level);
 
 /* dst[0..n) = elements off.. of a dtype-tagged array, as fp32 (exact, as ref_load). */
 void fast_load_run(const void *src, hot_dtype dt, int64_t off, int64_t n, float *dst);

@@ -324,6 +324,35 @@ int fast_add_run(float *acc, const float *v, int64_t n, int level) {
   return good;
 }
 
+/* ---- GEMM epilogue ---------------------------------------------------------------------------- */
+
+#if FAST_X86
+AVX2_FN static void scale_avx2(float *o, const int32_t *a, int64_t n, float f, int add) {
+  const __m256 vf = _mm256_set1_ps(f);
+  int64_t i = 0;
+  for (; i + 8 <= n; i += 8) {
+    __m256 p = _mm256_mul_ps(_mm256_cvtepi32_ps(_mm256_loadu_si256((const __m256i *)(a + i))), vf);
+    if (add) p = _mm256_add_ps(_mm256_loadu_ps(o + i), p);
+    _mm256_storeu_ps(o + i, p);
+  }
+  for (; i < n; ++i) o[i] = add ? HOT_ADD(o[i], HOT_MUL(HOT_I2F(a[i]), f)) : HOT_MUL(HOT_I2F(a[i]), f);
+}
+#endif
+
+void fast_scale_run(float *o, const int32_t *a, int64_t n, float f, int add, int level) {
+#if FAST_X86
+  if (level >= FAST_LEVEL_AVX2) {
+    scale_avx2(o, a, n, f, add);
+    return;
+  }
+#endif
+  (void)level;
+  if (add)
+    for (int64_t i = 0; i < n; ++i) o[i] = HOT_ADD(o[i], HOT_MUL(HOT_I2F(a[i]), f));
+  else
+    for (int64_t i = 0; i < n; ++i) o[i] = HOT_MUL(HOT_I2F(a[i]), f);
+}
+
 /* ---- loads -------------------------------------------------------------------------------- */
 
 void fast_load_run(const void *src, hot_dtype dt, int64_t off, int64_t n, float *dst) {

@@ -240,7 +240,7 @@ static int hla_codes(const hot_layer_plan *pl, const void *src, hot_dtype dt, in
   const int64_t K = pl->hla.k, G = pl->hla.groups, gk = pl->hla.group_k;
   const int sample = q->gran == HOT_GRAN_SAMPLE;
   if (q->gran != HOT_GRAN_TENSOR && !sample) return HOT_REF_ESHAPE;
-  float *t = malloc((size_t)(K * cols) * sizeof *t);
+  float *t = fast_scratch((size_t)(K * cols) * sizeof *t);
   if (!t) return HOT_REF_ENOMEM;
   fast_prof_t t0 = fast_prof_now();
   int rc = hla_transform(pl, src, dt, cols, threads, t);
@@ -249,7 +249,7 @@ static int hla_codes(const hot_layer_plan *pl, const void *src, hot_dtype dt, in
   if (prof >= 0) fast_prof_add(prof + 1, t0);
   if (!rc)
     for (int64_t j = sample ? G : 1; j < G; ++j) scale[j] = scale[0];
-  free(t);
+  fast_unscratch(t);
   return rc;
 }
 
@@ -281,6 +281,7 @@ typedef struct {
   const float *seg_scale; /* HLA: c_j per segment */
   float *out;
   int64_t ldo;
+  int level;
 } ectx;
 
 static void epi_gx(void *ctx, int64_t seg, int64_t m0, int64_t n0, int64_t mc, int64_t nc,
@@ -288,10 +289,8 @@ static void epi_gx(void *ctx, int64_t seg, int64_t m0, int64_t n0, int64_t mc, i
   (void)seg;
   const ectx *e = ctx;
   for (int64_t m = 0; m < mc; ++m) {
-    const float f = e->row_scale[m0 + m];
-    float *o = e->out + (m0 + m) * e->ldo + n0;
-    const int32_t *a = acc + m * ldc;
-    for (int64_t n = 0; n < nc; ++n) o[n] = HOT_MUL(HOT_I2F(a[n]), f);
+    fast_scale_run(e->out + (m0 + m) * e->ldo + n0, acc + m * ldc, nc, e->row_scale[m0 + m], 0,
+                   e->level);
   }
 }
 
@@ -299,14 +298,8 @@ static void epi_gw(void *ctx, int64_t seg, int64_t m0, int64_t n0, int64_t mc, i
                    const int32_t *acc, int64_t ldc) {
   const ectx *e = ctx;
   const float c = e->seg_scale[seg];
-  for (int64_t m = 0; m < mc; ++m) {
-    float *o = e->out + (m0 + m) * e->ldo + n0;
-    const int32_t *a = acc + m * ldc;
-    if (seg == 0)
-      for (int64_t n = 0; n < nc; ++n) o[n] = HOT_MUL(HOT_I2F(a[n]), c);
-    else
-      for (int64_t n = 0; n < nc; ++n) o[n] = HOT_ADD(o[n], HOT_MUL(HOT_I2F(a[n]), c));
-  }
+  for (int64_t m = 0; m < mc; ++m)
+    fast_scale_run(e->out + (m0 + m) * e->ldo + n0, acc + m * ldc, nc, c, seg > 0, e->level);
 }
 
 /* ---- g_x by HQ ------------------------------------------------------------------------------ */
@@ -316,9 +309,10 @@ static int backward_gx(const hot_layer_plan *pl, const void *g_y, const void *w,
   const int64_t T = pl->T, I = pl->I, op = pl->hq.o_pad;
   const int level = fast_level_now();
   int rc = HOT_REF_ENOMEM;
-  float *gt = malloc((size_t)(T * op) * sizeof *gt), *wt = malloc((size_t)(op * I) * sizeof *wt);
+  float *gt = fast_scratch((size_t)(T * op) * sizeof *gt);
+  float *wt = fast_scratch((size_t)(op * I) * sizeof *wt);
   float *ra = malloc((size_t)(T > op ? T : op) * sizeof *ra), *sg = malloc((size_t)T * sizeof *sg);
-  int8_t *qg = malloc((size_t)(T * op)), *qw = malloc((size_t)(op * I));
+  int8_t *qg = fast_scratch((size_t)(T * op)), *qw = fast_scratch((size_t)(op * I));
   if (!gt || !wt || !ra || !sg || !qg || !qw) goto done;
   /* q_g' (ref_hq_quant_g) */
   fast_prof_t t0 = fast_prof_now();
@@ -352,18 +346,18 @@ static int backward_gx(const hot_layer_plan *pl, const void *g_y, const void *w,
   /* GEMM + epilogue (ref_gemm_gx) */
   const float c_w = HOT_DIV(sw, HOT_I2F(pl->hq.block));
   for (int64_t t = 0; t < T; ++t) sg[t] = HOT_MUL(sg[t], c_w);
-  ectx e = {sg, NULL, g_x, I};
+  ectx e = {sg, NULL, g_x, I, level};
   const int8_t *a_seg[1] = {qg}, *b_seg[1] = {qw};
   fast_igemm_op g = {T, I, op, 1, a_seg, op, 1, b_seg, 1, I, hot_qmax(pl->hq.g.bits),
                      hot_qmax(pl->hq.w.bits), epi_gx, &e, FAST_ST_GX_PACK};
   rc = fast_igemm(&g);
 done:
-  free(gt);
-  free(wt);
+  fast_unscratch(gt);
+  fast_unscratch(wt);
   free(ra);
   free(sg);
-  free(qg);
-  free(qw);
+  fast_unscratch(qg);
+  fast_unscratch(qw);
   return rc;
 }
 
@@ -373,7 +367,7 @@ static int backward_gw(const hot_layer_plan *pl, const hot_ref_saved *saved, con
                        hot_dtype dt, uint64_t seed, uint32_t step, int threads, float *g_w) {
   const int64_t K = pl->hla.k, O = pl->O, I = pl->I, G = pl->hla.groups, gk = pl->hla.group_k;
   int rc = HOT_REF_ENOMEM;
-  int8_t *qg = malloc((size_t)(K * O)), *qx = NULL;
+  int8_t *qg = fast_scratch((size_t)(K * O)), *qx = NULL;
   float *sg = malloc((size_t)G * sizeof *sg), *sxo = NULL, *c = malloc((size_t)G * sizeof *c);
   const float *sx = saved->s_x;
   const int8_t **a_seg = malloc((size_t)G * sizeof *a_seg), **b_seg = malloc((size_t)G * sizeof *b_seg);
@@ -381,7 +375,7 @@ static int backward_gw(const hot_layer_plan *pl, const hot_ref_saved *saved, con
   hot_quant qxq = pl->hla.x;
   qxq.round = HOT_ROUND_RTN;
   if (!saved->q_x) { /* no ABC: the x^ codes of the kept x, used in math layout */
-    qx = malloc((size_t)(K * I));
+    qx = fast_scratch((size_t)(K * I));
     sxo = malloc((size_t)G * sizeof *sxo);
     if (!qx || !sxo) goto done;
     const fast_prof_t t0 = fast_prof_now();
@@ -403,14 +397,14 @@ static int backward_gw(const hot_layer_plan *pl, const hot_ref_saved *saved, con
     b_seg[j] = qx ? qx + j * seg_k * I : saved->q_x + j * pl->hla.group_k_pad;
   }
   (void)gk;
-  ectx e = {NULL, c, g_w, I};
+  ectx e = {NULL, c, g_w, I, fast_level_now()};
   fast_igemm_op g = {O, I, seg_k, segs, a_seg, 1, O, b_seg, qx ? 1 : pl->hla.gemm.k_pad,
                      qx ? I : 1, hot_qmax(pl->hla.g.bits), qx ? hot_qmax(pl->hla.x.bits) : 127,
                      epi_gw, &e, FAST_ST_GW_PACK};
   rc = fast_igemm(&g);
 done:
-  free(qg);
-  free(qx);
+  fast_unscratch(qg);
+  fast_unscratch(qx);
   free(sg);
   free(sxo);
   free(c);

@@ -75,6 +75,77 @@ const char *fast_level_name(int level) {
   }
 }
 
+/* ---- scratch blocks ----------------------------------------------------------------------------- */
+
+#define SCRATCH_MIN ((size_t)1 << 16) /* smaller blocks are plain malloc / free */
+#define SCRATCH_HDR 64                /* header: the block's usable size; keeps 64-byte alignment */
+
+static pthread_mutex_t g_scr_mu = PTHREAD_MUTEX_INITIALIZER;
+static unsigned char *g_scr[FAST_SCRATCH_KEEP]; /* kept blocks (header addresses) */
+
+static size_t scr_size(const unsigned char *h) {
+  size_t n;
+  memcpy(&n, h, sizeof n);
+  return n;
+}
+
+void *fast_scratch(size_t bytes) {
+  if (bytes < SCRATCH_MIN) bytes = SCRATCH_MIN;
+  unsigned char *h = NULL;
+  pthread_mutex_lock(&g_scr_mu);
+  int best = -1; /* the smallest kept block that fits and wastes at most half of itself */
+  for (int i = 0; i < FAST_SCRATCH_KEEP; ++i)
+    if (g_scr[i] && scr_size(g_scr[i]) >= bytes && scr_size(g_scr[i]) / 2 <= bytes &&
+        (best < 0 || scr_size(g_scr[i]) < scr_size(g_scr[best])))
+      best = i;
+  if (best >= 0) {
+    h = g_scr[best];
+    g_scr[best] = NULL;
+  }
+  pthread_mutex_unlock(&g_scr_mu);
+  if (!h) {
+    if (bytes > SIZE_MAX - SCRATCH_HDR) return NULL;
+    void *p = NULL;
+    if (posix_memalign(&p, SCRATCH_HDR, bytes + SCRATCH_HDR)) return NULL;
+    h = p;
+    memcpy(h, &bytes, sizeof bytes);
+  }
+  return h + SCRATCH_HDR;
+}
+
+void fast_unscratch(void *p) {
+  if (!p) return;
+  unsigned char *h = (unsigned char *)p - SCRATCH_HDR;
+  pthread_mutex_lock(&g_scr_mu);
+  int slot = -1; /* an empty slot, else the smallest kept block if it is smaller than this one */
+  for (int i = 0; i < FAST_SCRATCH_KEEP && slot < 0; ++i)
+    if (!g_scr[i]) slot = i;
+  if (slot < 0) {
+    slot = 0;
+    for (int i = 1; i < FAST_SCRATCH_KEEP; ++i)
+      if (scr_size(g_scr[i]) < scr_size(g_scr[slot])) slot = i;
+    if (scr_size(g_scr[slot]) < scr_size(h)) {
+      unsigned char *t = g_scr[slot];
+      g_scr[slot] = h;
+      h = t;
+    }
+  } else {
+    g_scr[slot] = h;
+    h = NULL;
+  }
+  pthread_mutex_unlock(&g_scr_mu);
+  free(h);
+}
+
+void fast_release_scratch(void) {
+  pthread_mutex_lock(&g_scr_mu);
+  for (int i = 0; i < FAST_SCRATCH_KEEP; ++i) {
+    free(g_scr[i]);
+    g_scr[i] = NULL;
+  }
+  pthread_mutex_unlock(&g_scr_mu);
+}
+
 /* ---- stage profile -------------------------------------------------------------------------- */
 
 int fast_prof_on;
