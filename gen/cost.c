@@ -8,9 +8,6 @@
 #include "kernel_desc.h"
 
 
-int64_t plan_code_bytes(hot_codes codes, int64_t k) {
-  return codes == HOT_CODES_S4_PACKED ? (k + 1) / 2 : k;
-}
 
 int plan_kernel_cost(const hot_layer_plan *p, hot_kernel_role role, int phase, int gran_row,
                      hot_kernel_cost *out) {

@@ -30,7 +30,4 @@ typedef struct {
 int plan_kernel_cost(const hot_layer_plan *p, hot_kernel_role role, int phase, int gran_row,
                      hot_kernel_cost *out);
 
-/* Bytes of one code row of k codes stored as `codes` (int8: k; packed int4: k / 2). */
-int64_t plan_code_bytes(hot_codes codes, int64_t k);
-
 #endif

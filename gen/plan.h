@@ -258,6 +258,9 @@ typedef enum {
  * every buffer size: the planner, both backends, the twins and the cost model use it. Returns
  * -1 when the size does not fit int64_t (plan_layer refuses such plans) or plan/b is invalid. */
 int64_t plan_buffer_bytes(const hot_layer_plan *plan, hot_buffer b);
+
+/* Bytes of one code row of k codes stored as `codes` (int8: k; packed int4: k / 2). */
+int64_t plan_code_bytes(hot_codes codes, int64_t k);
 /* Static name of a buffer ("q_g", "saved", ...). */
 const char *plan_buffer_name(hot_buffer b);
 

@@ -39,10 +39,6 @@ void spec_add_line(hot_diag *diag, const char *text) {
 
 /* ---- entry points ----------------------------------------------------------------------- */
 
-spec_limits spec_default_limits(void) {
-  spec_limits l = {64u << 20, 50000000LL, 60.0};
-  return l;
-}
 
 /* The message of a failed protected call of the spec (status st, message on the stack top).
  * Returns SPEC_ERR_NOMEM when the host ran out of memory, else SPEC_ERR_SPEC. */
@@ -320,16 +316,6 @@ int spec_find_layer(const hot_model *m, const char *name) {
 
 /* ---- names and paths -------------------------------------------------------------------- */
 
-int spec_name_valid(const char *s) {
-  if (!s || !*s) return 0;
-  size_t n = 0;
-  for (const char *p = s; *p; ++p, ++n) {
-    unsigned char ch = (unsigned char)*p;
-    int alnum = (ch >= 'a' && ch <= 'z') || (ch >= 'A' && ch <= 'Z') || (ch >= '0' && ch <= '9');
-    if (!(alnum || ch == '_' || (p != s && (ch == '.' || ch == '-')))) return 0;
-  }
-  return n < HOT_NAME_MAX;
-}
 
 int spec_path_join(char *out, size_t n, const char *dir, const char *component) {
   if (!out || !n) return -1;

@@ -16,24 +16,6 @@
 
 #define HOOK_EVERY 1000     /* VM instructions between two hook calls */
 
-/* The allocation-failure hook of spec.h (tests only). */
-static _Atomic long long g_fail_after = -1, g_alloc_count = 0;
-
-void spec_test_fail_allocs_after(long long n) { g_fail_after = n; }
-long long spec_test_alloc_count(void) { return g_alloc_count; }
-
-/* Counts an allocation; 1 when the test hook says it must fail. */
-static int injected_failure(void) {
-  ++g_alloc_count;
-  if (g_fail_after < 0) return 0;
-  if (g_fail_after == 0) return 1;
-  --g_fail_after;
-  return 0;
-}
-
-void *spec_malloc(size_t n) { return injected_failure() ? NULL : malloc(n); }
-
-void *spec_realloc(void *p, size_t n) { return injected_failure() ? NULL : realloc(p, n); }
 
 static double now_seconds(void) {
   struct timespec ts;
@@ -56,7 +38,7 @@ static void *bounded_alloc(void *ud, void *ptr, size_t osize, size_t nsize) {
     sb->refused = 1;
     return NULL;
   }
-  void *p = injected_failure() ? NULL : realloc(ptr, nsize);
+  void *p = spec_realloc(ptr, nsize);
   if (p) {
     sb->used = sb->used - old + nsize;
     sb->refused = 0;
@@ -93,11 +75,6 @@ void sandbox_hook(lua_State *L, int on) {
   else lua_sethook(L, NULL, 0, 0);
 }
 
-sandbox *sandbox_of(lua_State *L) {
-  void *ud;
-  lua_getallocf(L, &ud);
-  return ud;
-}
 
 lua_State *sandbox_open(sandbox *sb, const spec_limits *lim) {
   spec_limits dl = spec_default_limits();
