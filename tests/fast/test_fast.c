@@ -4,7 +4,9 @@
  * the recipes hot / paper / paper_code, every granularity, SAWB, both HLA layouts, per-sample
  * HLA scales, RTN and SR, 2..8 bits, s4 and s8 codes, f32 / bf16 / f16 inputs and HQ / HLA / ABC
  * switched off; each at every dispatch level this CPU has (scalar, AVX2, AVX-512 VNNI) and with
- * 1, 2 and 3 threads. Also bad arguments and non-finite inputs give the twins' status. */
+ * 1, 2 and 3 threads. The integer GEMM is also checked alone against a plain int32 sum, on
+ * every kernel's tails, both operand orientations, segments and saturating code bounds. Also bad
+ * arguments and non-finite inputs give the twins' status. */
 #define _POSIX_C_SOURCE 200809L
 #include <check.h>
 #include <math.h>
@@ -13,6 +15,7 @@
 #include <string.h>
 
 #include "fast.h"
+#include "fast_internal.h"
 #include "ref/ref_util.h"
 
 /* ---- cases -------------------------------------------------------------------------------- */
@@ -263,6 +266,89 @@ START_TEST(exact_bit_identical) {
 }
 END_TEST
 
+/* ---- the integer GEMM alone ------------------------------------------------------------------ */
+
+/* Where gemm_epi puts the tiles: out[seg][m][n] for M x N, segment by segment. */
+typedef struct {
+  int64_t M, N;
+  int32_t *out;
+} gemm_sink;
+
+static void gemm_epi(void *ctx, int64_t seg, int64_t m0, int64_t n0, int64_t mc, int64_t nc,
+                     const int32_t *acc, int64_t ldc) {
+  const gemm_sink *k = ctx;
+  for (int64_t m = 0; m < mc; ++m)
+    memcpy(k->out + (seg * k->M + m0 + m) * k->N + n0, acc + m * ldc, (size_t)nc * sizeof *acc);
+}
+
+/* A code in [-q, q], the bounds a third of the time (saturation edges of the 8-bit kernels). */
+static int8_t gemm_code(tp_rng *r, int q) {
+  const double u = tp_uniform(r);
+  if (u < 0.17) return (int8_t)-q;
+  if (u < 0.34) return (int8_t)q;
+  int v = (int)(tp_uniform(r) * (2 * q + 1)) - q;
+  return (int8_t)(v > q ? q : v);
+}
+
+/* fast_igemm against a plain uint32 sum (the definition, CONTRACT.md 13) on shapes with M, N and
+ * K tails of every kernel (MR 4 and 16, NR 16, K steps of 2 and 4, K blocks of 64 steps, tiles of
+ * 48 x 256), both operand orientations, K segments, code bounds picking each kernel (u8: 4-bit,
+ * w16: 8-bit or mixed), at every level and with 1 to 3 threads. */
+START_TEST(gemm_exact) {
+  static const int64_t dims[][4] = {/* M, N, seg_k, segs */
+                                    {1, 1, 1, 1},      {5, 17, 3, 1},     {4, 16, 16, 1},
+                                    {49, 257, 257, 1}, {67, 300, 700, 1}, {16, 33, 130, 3},
+                                    {100, 31, 9, 2},   {3, 530, 513, 1},  {130, 18, 1023, 1}};
+  static const int qs[][2] = {{7, 7}, {127, 127}, {7, 127}, {1, 3}, {3, 7}};
+  for (size_t d = 0; d < sizeof dims / sizeof dims[0]; ++d)
+    for (size_t qi = 0; qi < sizeof qs / sizeof qs[0]; ++qi)
+      for (int orient = 0; orient < 4; ++orient) {
+        const int64_t M = dims[d][0], N = dims[d][1], K = dims[d][2], S = dims[d][3];
+        const int qa = qs[qi][0], qb = qs[qi][1];
+        const int a_kmaj = orient & 1, b_kmaj = (orient >> 1) & 1; /* (r, k) at k*rows + r */
+        tp_rng r;
+        tp_seed(&r, 700u + 31u * d + 7u * qi + (uint64_t)orient);
+        int8_t *a = malloc((size_t)(S * M * K)), *b = malloc((size_t)(S * N * K));
+        for (int64_t i = 0; i < S * M * K; ++i) a[i] = gemm_code(&r, qa);
+        for (int64_t i = 0; i < S * N * K; ++i) b[i] = gemm_code(&r, qb);
+        uint32_t *want = malloc((size_t)(S * M * N) * sizeof *want);
+        for (int64_t sg = 0; sg < S; ++sg)
+          for (int64_t m = 0; m < M; ++m)
+            for (int64_t n = 0; n < N; ++n) {
+              uint32_t acc = 0;
+              for (int64_t k = 0; k < K; ++k) {
+                const int va = a[sg * M * K + (a_kmaj ? k * M + m : m * K + k)];
+                const int vb = b[sg * N * K + (b_kmaj ? k * N + n : n * K + k)];
+                acc += (uint32_t)(va * vb);
+              }
+              want[(sg * M + m) * N + n] = acc;
+            }
+        const int8_t **as = malloc((size_t)S * sizeof *as), **bs = malloc((size_t)S * sizeof *bs);
+        for (int64_t sg = 0; sg < S; ++sg) as[sg] = a + sg * M * K, bs[sg] = b + sg * N * K;
+        int32_t *got = malloc((size_t)(S * M * N) * sizeof *got);
+        gemm_sink sink = {M, N, got};
+        fast_igemm_op op = {M,  N,  K,  S,  as, a_kmaj ? 1 : K, a_kmaj ? M : 1, bs, b_kmaj ? 1 : K,
+                            b_kmaj ? N : 1, qa, qb, gemm_epi, &sink, -1};
+        for (int level = 0; level <= (int)fast_level_cpu(); ++level)
+          for (int th = 1; th <= 3; ++th) {
+            fast_set_level(level);
+            fast_set_threads(th);
+            memset(got, 0x5a, (size_t)(S * M * N) * sizeof *got);
+            ck_assert_int_eq(fast_igemm(&op), HOT_REF_OK);
+            ck_assert_msg(memcmp(got, want, (size_t)(S * M * N) * sizeof *got) == 0,
+                          "GEMM %lld x %lld x %lld (%lld segments), q %d/%d, orientation %d "
+                          "differs (%s, %d threads)",
+                          (long long)M, (long long)N, (long long)K, (long long)S, qa, qb, orient,
+                          fast_level_name(level), th);
+          }
+        if (d % 3 == 0) fast_release_scratch(); /* kept blocks and fresh ones give the same sums */
+        free(a), free(b), free(want), free(got), free(as), free(bs);
+      }
+  fast_set_level(-1);
+  fast_set_threads(0);
+}
+END_TEST
+
 /* ---- statuses ------------------------------------------------------------------------------- */
 
 START_TEST(statuses_match) {
@@ -344,6 +430,7 @@ int main(void) {
   tcase_add_test(tc, settings);
   tcase_add_loop_test(tc, layers_bit_identical, 0, (int)(sizeof k_cases / sizeof k_cases[0]));
   tcase_add_test(tc, exact_bit_identical);
+  tcase_add_test(tc, gemm_exact);
   tcase_add_test(tc, statuses_match);
   suite_add_tcase(s, tc);
   SRunner *sr = srunner_create(s);
