@@ -223,9 +223,10 @@ AVX2_FN static inline __m256 fwht8_avx2(__m256 v, int b) {
   return v;
 }
 
-AVX2_FN static void fwht_row_avx2(float *a, int64_t n, int b) {
+AVX2_FN static void fwht_row_avx2(float *a, const float *src, int64_t n, int b) {
   int64_t i = 0;
-  for (; i + 8 <= n; i += 8) _mm256_storeu_ps(a + i, fwht8_avx2(_mm256_loadu_ps(a + i), b));
+  for (; i + 8 <= n; i += 8) _mm256_storeu_ps(a + i, fwht8_avx2(_mm256_loadu_ps(src + i), b));
+  if (i < n && src != a) memcpy(a + i, src + i, (size_t)(n - i) * sizeof *a);
   for (; i < n; i += b) hot_fwht(a + i, b); /* b < 8 tail */
   for (int h = 8; h < b; h <<= 1)
     for (int64_t o = 0; o < n; o += b)
@@ -237,8 +238,8 @@ AVX2_FN static void fwht_row_avx2(float *a, int64_t n, int b) {
         }
 }
 
-AVX2_FN static void fwht_cols_avx2(float *m, int p, int64_t cols, int64_t ld) {
-  for (int h = 1; h < p; h <<= 1)
+AVX2_FN static void fwht_cols_avx2(float *m, int p, int64_t cols, int64_t ld, int h0) {
+  for (int h = h0; h < p; h <<= 1)
     for (int j = 0; j < p; ++j) {
       if (j & h) continue;
       float *x = m + (int64_t)j * ld, *y = m + (int64_t)(j + h) * ld;
@@ -257,27 +258,28 @@ AVX2_FN static void fwht_cols_avx2(float *m, int p, int64_t cols, int64_t ld) {
 }
 #endif
 
-void fast_fwht_row(float *a, int64_t n, int b, int level) {
-  if (b <= 1) return;
+void fast_fwht_row(float *a, const float *src, int64_t n, int b, int level) {
 #if FAST_X86
-  if (level >= FAST_LEVEL_AVX2 && (b >= 8 || n % 8 == 0)) {
-    fwht_row_avx2(a, n, b);
+  if (b > 1 && level >= FAST_LEVEL_AVX2 && (b >= 8 || n % 8 == 0)) {
+    fwht_row_avx2(a, src, n, b);
     return;
   }
 #endif
   (void)level;
-  for (int64_t o = 0; o < n; o += b) hot_fwht(a + o, b);
+  if (src != a) memcpy(a, src, (size_t)n * sizeof *a);
+  for (int64_t o = 0; b > 1 && o < n; o += b) hot_fwht(a + o, b);
 }
 
-void fast_fwht_cols(float *m, int p, int64_t cols, int64_t ld, int level) {
+/* The stages h0, 2 h0, ... < p of fast_fwht_cols. */
+static void fwht_cols_from(float *m, int p, int64_t cols, int64_t ld, int h0, int level) {
 #if FAST_X86
   if (level >= FAST_LEVEL_AVX2) {
-    fwht_cols_avx2(m, p, cols, ld);
+    fwht_cols_avx2(m, p, cols, ld, h0);
     return;
   }
 #endif
   (void)level;
-  for (int h = 1; h < p; h <<= 1)
+  for (int h = h0; h < p; h <<= 1)
     for (int j = 0; j < p; ++j) {
       if (j & h) continue;
       float *x = m + (int64_t)j * ld, *y = m + (int64_t)(j + h) * ld;
@@ -287,6 +289,49 @@ void fast_fwht_cols(float *m, int p, int64_t cols, int64_t ld, int level) {
         y[c] = HOT_SUB(a, d);
       }
     }
+}
+
+void fast_fwht_cols(float *m, int p, int64_t cols, int64_t ld, int level) {
+  fwht_cols_from(m, p, cols, ld, 1, level);
+}
+
+#if FAST_X86
+AVX2_FN static int64_t stage1_avx2(float *x, float *y, const float *sx, const float *sy,
+                                   int64_t cols) {
+  int64_t c = 0;
+  for (; c + 8 <= cols; c += 8) {
+    const __m256 a = sx ? _mm256_loadu_ps(sx + c) : _mm256_setzero_ps();
+    const __m256 d = sy ? _mm256_loadu_ps(sy + c) : _mm256_setzero_ps();
+    _mm256_storeu_ps(x + c, _mm256_add_ps(a, d));
+    _mm256_storeu_ps(y + c, _mm256_sub_ps(a, d));
+  }
+  return c;
+}
+#endif
+
+void fast_fwht_cols_src(float *m, int p, int64_t cols, int64_t ld, const float *const *src,
+                        int level) {
+  if (p < 2) {
+    if (p == 1) {
+      if (src[0]) memcpy(m, src[0], (size_t)cols * sizeof *m);
+      else memset(m, 0, (size_t)cols * sizeof *m);
+    }
+    return;
+  }
+  for (int j = 0; j < p; j += 2) { /* stage h = 1 straight from the sources (+0.0 for NULL) */
+    float *x = m + (int64_t)j * ld, *y = x + ld;
+    const float *sx = src[j], *sy = src[j + 1];
+    int64_t c = 0;
+#if FAST_X86
+    if (level >= FAST_LEVEL_AVX2) c = stage1_avx2(x, y, sx, sy, cols);
+#endif
+    for (; c < cols; ++c) {
+      const float a = sx ? sx[c] : 0.0f, d = sy ? sy[c] : 0.0f;
+      x[c] = HOT_ADD(a, d);
+      y[c] = HOT_SUB(a, d);
+    }
+  }
+  fwht_cols_from(m, p, cols, ld, 2, level);
 }
 
 /* ---- column sums ---------------------------------------------------------------------------- */

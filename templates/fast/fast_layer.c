@@ -170,9 +170,13 @@ static void hq_g_task(void *ctx, int64_t i, int tid) {
   const int64_t t1 = (i + 1) * rpt < pl->T ? (i + 1) * rpt : pl->T;
   for (int64_t t = i * rpt; t < t1; ++t) {
     float *row = x->out + t * op;
+    if (x->dt == HOT_DT_F32 && op == O) { /* no copy: the first stages read g_y */
+      fast_fwht_row(row, (const float *)x->src + t * O, op, pl->hq.block, x->level);
+      continue;
+    }
     fast_load_run(x->src, x->dt, t * O, O, row);
     memset(row + O, 0, (size_t)(op - O) * sizeof *row);
-    fast_fwht_row(row, op, pl->hq.block, x->level);
+    fast_fwht_row(row, row, op, pl->hq.block, x->level);
   }
 }
 
@@ -184,12 +188,17 @@ static void hq_w_task(void *ctx, int64_t i, int tid) {
   const int64_t I = pl->I, chunks = fast_cdiv(I, COLS_CHUNK), b = pl->hq.block;
   const int64_t o0 = (i / chunks) * b, c0 = (i % chunks) * COLS_CHUNK;
   const int64_t n = I - c0 < COLS_CHUNK ? I - c0 : COLS_CHUNK;
+  const float *srcs[256]; /* hq.block <= 256 (plan.c) */
   for (int64_t o = o0; o < o0 + b; ++o) {
     float *row = x->out + o * I + c0;
-    if (o < pl->O) fast_load_run(x->src, x->dt, o * I + c0, n, row);
-    else memset(row, 0, (size_t)n * sizeof *row);
+    if (o >= pl->O) srcs[o - o0] = NULL;
+    else if (x->dt == HOT_DT_F32) srcs[o - o0] = (const float *)x->src + o * I + c0;
+    else {
+      fast_load_run(x->src, x->dt, o * I + c0, n, row);
+      srcs[o - o0] = row;
+    }
   }
-  fast_fwht_cols(x->out + o0 * I + c0, (int)b, n, I, x->level);
+  fast_fwht_cols_src(x->out + o0 * I + c0, (int)b, n, I, srcs, x->level);
 }
 
 /* HLA: token block i / chunks, column chunk i % chunks (ref_hla_transform). */
@@ -203,13 +212,18 @@ static void hla_task(void *ctx, int64_t i, int tid) {
   const int64_t per_seg = pl->hla.seg_len / p, seg = blk / per_seg, b = blk % per_seg;
   const int64_t seg_real = flat ? pl->T : pl->L, base = flat ? 0 : seg * pl->L;
   float *buf = x->scratch[tid];
+  const float *srcs[HOT_MAX_P];
   for (int j = 0; j < p; ++j) {
     const int64_t pos = b * p + j;
     float *row = buf + (int64_t)j * COLS_CHUNK;
-    if (pos < seg_real) fast_load_run(x->src, x->dt, (base + pos) * cols + c0, n, row);
-    else memset(row, 0, (size_t)n * sizeof *row);
+    if (pos >= seg_real) srcs[j] = NULL;
+    else if (x->dt == HOT_DT_F32) srcs[j] = (const float *)x->src + (base + pos) * cols + c0;
+    else {
+      fast_load_run(x->src, x->dt, (base + pos) * cols + c0, n, row);
+      srcs[j] = row;
+    }
   }
-  fast_fwht_cols(buf, p, n, COLS_CHUNK, x->level);
+  fast_fwht_cols_src(buf, p, n, COLS_CHUNK, srcs, x->level);
   const int64_t kb = blk * r;
   for (int j = 0; j < r; ++j)
     memcpy(x->out + (kb + j) * cols + c0, buf + (int64_t)pl->hla.rows[j] * COLS_CHUNK,
