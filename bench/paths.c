@@ -271,10 +271,16 @@ static void time_path(const bench_gpu_parts *gp, hot_ctx *ctx, hot_layer *l, con
     for (int i = 0; i < nk && i < HOT_MAX_KERNEL_TIMES; ++i) {
       int p = kt[i].role == HOT_K_GEMM_GX ? 0 : kt[i].role == HOT_K_GEMM_GW ? 1 : -1;
       if (p < 0) continue;
+      if (!kt[i].name || strcmp(kt[i].name, r->kernel[p]) != 0) {
+        fileio_msgf(r->status, sizeof r->status, "launched %s as the %s GEMM, planned %s",
+                    kt[i].name ? kt[i].name : "?", k_products[p], r->kernel[p]);
+        break;
+      }
       t[p] += kt[i].ms;
       seen[p] = 1;
     }
-    if (!seen[0] || !seen[1]) {
+    if (r->status[0]) break;
+    if (!seen[0] || !seen[1]) { /* every backward launches both GEMMs */
       snprintf(r->status, sizeof r->status, "profiling: a backward without its %s GEMM launch",
                seen[0] ? "g_w" : "g_x");
       break;
