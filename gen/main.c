@@ -238,11 +238,14 @@ static void print_plan(const hot_layer_plan *p) {
   } else {
     printf("  HLA  off (g_w in fp32)\n");
   }
-  if (p->abc.enabled)
-    printf("  ABC  %.2f MiB saved buffer vs fp32 x %.2f MiB (%.3f) and bf16 x %.2f MiB (%.3f)\n",
+  if (p->abc.enabled) {
+    const int64_t method = plan_abc_method_bytes(p);
+    printf("  ABC  %.2f MiB saved buffer vs fp32 x %.2f MiB (%.3f) and bf16 x %.2f MiB (%.3f); "
+           "%.3f x the method's K.I + scales (%.2f MiB)\n",
            mib(p->abc.bytes), mib(p->abc.fp32_bytes), (double)p->abc.bytes / (double)p->abc.fp32_bytes,
-           mib(p->abc.bf16_bytes), (double)p->abc.bytes / (double)p->abc.bf16_bytes);
-  else
+           mib(p->abc.bf16_bytes), (double)p->abc.bytes / (double)p->abc.bf16_bytes,
+           method > 0 ? (double)p->abc.bytes / (double)method : 0.0, mib(method));
+  } else
     printf("  ABC  off (x kept in full: %.2f MiB fp32)\n", mib(p->abc.fp32_bytes));
   printf("  tiles %s\n", tiles_origin(p));
   printf("  ops  g_x %.3f G int MACs (fp32 %.3f G), g_w %.3f G int MACs (fp32 %.3f G), FWHT %.3f G adds\n",
@@ -307,10 +310,11 @@ static void json_plan(hot_buf *b, const hot_layer_plan *p) {
   buf_puts(b, ",\"gemm\":");
   json_gemm(b, &p->hla.gemm);
   buf_printf(b, "},\"abc\":{\"enabled\":%s,\"bytes\":%lld,\"fp32_bytes\":%lld,\"bf16_bytes\":%lld,"
-                "\"fp32_ratio\":%.6f},",
+                "\"fp32_ratio\":%.6f,\"method_bytes\":%lld},",
              p->abc.enabled ? "true" : "false", (long long)p->abc.bytes,
              (long long)p->abc.fp32_bytes, (long long)p->abc.bf16_bytes,
-             (double)p->abc.bytes / (double)p->abc.fp32_bytes);
+             (double)p->abc.bytes / (double)p->abc.fp32_bytes,
+             (long long)plan_abc_method_bytes(p));
   buf_puts(b, "\"tiles\":");
   json_str(b, tiles_origin(p));
   buf_puts(b, ",");

@@ -259,6 +259,11 @@ typedef enum {
  * -1 when the size does not fit int64_t (plan_layer refuses such plans) or plan/b is invalid. */
 int64_t plan_buffer_bytes(const hot_layer_plan *plan, hot_buffer b);
 
+/* The method's own count of ABC's saved bytes: K = blocks·r int8 codes per input column (no
+ * padding of K) plus one fp32 scale per scale group; 0 without ABC, -1 on overflow or NULL. The
+ * saved buffer (plan_buffer_bytes(HOT_BUF_SAVED)) is compared with it. */
+int64_t plan_abc_method_bytes(const hot_layer_plan *plan);
+
 /* Bytes of one code row of k codes stored as `codes` (int8: k; packed int4: k / 2). */
 int64_t plan_code_bytes(hot_codes codes, int64_t k);
 /* Static name of a buffer ("q_g", "saved", ...). */

@@ -97,6 +97,12 @@ static int64_t partials_buffer_bytes(const hot_layer_plan *pl) {
   return r;
 }
 
+int64_t plan_abc_method_bytes(const hot_layer_plan *pl) {
+  if (!pl || !pl->abc.enabled) return 0;
+  int64_t codes = mul3(pl->hla.k, pl->I, 1), sc = mul3(pl->hla.groups, 4, 1), r;
+  return codes < 0 || sc < 0 || add_ok(codes, sc, &r) ? -1 : r;
+}
+
 int64_t plan_buffer_bytes(const hot_layer_plan *pl, hot_buffer b) {
   if (!pl) return -1;
   const int64_t ds = pl->spec ? dtype_size(pl->spec->dtype) : 4;
