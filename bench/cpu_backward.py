@@ -10,7 +10,9 @@ hot is timed through the fast path's benchmark module (tests/fast/fast_bench.c, 
 the `hot` recipe with sm_80 storage, as the CPU backend runs it; "fast" is fast_layer_backward
 with N threads, "twin" ref_layer_backward (single-threaded, what the CPU backend ran before the
 fast path). torch: y = F.linear(x, w, b), then y.backward(g_y) timed alone, with
-torch.set_num_threads(N). --api adds hot's Python API (python/hot: Context(backend="cpu"),
+torch.set_num_threads(N); hot fast and torch take turns, run by run, so that both see the same
+load, and the process CPU time of each run is printed beside its wall time (on a machine shared
+with other work the CPU figures are the steadier ones). --api adds hot's Python API (python/hot: Context(backend="cpu"),
 layer.save(x), then layer.backward(g_y, w) timed) on the libhot that $HOT_LIBRARY names, with
 HOT_CPU_THREADS=N: the end-to-end figure of whatever the CPU backend runs. Every figure is the best of R runs; the load average is printed with
 each row. --exact adds the fp64 exact products (ref_exact_gx + _gw and their fast twins) of
@@ -51,38 +53,60 @@ def load():
     return "%.2f" % os.getloadavg()[0]
 
 
-def hot_time(lib, path, shape, threads, reps):
+def hot_time(lib, path, shape, threads, reps, cpu=False):
+    """Best wall seconds of `reps` runs and the output checksum (and the best CPU seconds)."""
     _, B, L, O, I = shape
     best = ctypes.c_double(0.0)
+    bcpu = ctypes.c_double(0.0)
     chk = ctypes.c_uint(0)
-    rc = lib.hot_fast_bench(path, B, L, O, I, 0, threads, reps, ctypes.byref(best), ctypes.byref(chk))
+    rc = lib.hot_fast_bench_cpu(path, B, L, O, I, 0, threads, reps, ctypes.byref(best),
+                                ctypes.byref(chk), ctypes.byref(bcpu))
     if rc != 0:
         sys.exit("cpu_backward.py: hot_fast_bench failed (path %d)" % path)
-    return best.value, chk.value
+    return (best.value, chk.value, bcpu.value) if cpu else (best.value, chk.value)
 
 
-def torch_time(shape, threads, reps):
-    try:
+class TorchLinear:
+    """torch's fp32 nn.Linear of one shape: run() times one backward (wall and process CPU)."""
+
+    def __init__(self, shape, threads):
         import torch
         import torch.nn.functional as F
+        torch.set_num_threads(threads)
+        _, B, L, O, I = shape
+        T = B * L
+        g = torch.Generator().manual_seed(0)
+        self.F = F
+        self.x = torch.randn(T, I, generator=g, requires_grad=True)
+        self.w = (0.05 * torch.randn(O, I, generator=g)).requires_grad_()
+        self.b = torch.zeros(O, requires_grad=True)
+        self.gy = 1e-3 * torch.randn(T, O, generator=g)
+        self.run()  # warm-up
+
+    def run(self):
+        self.x.grad = self.w.grad = self.b.grad = None
+        y = self.F.linear(self.x, self.w, self.b)
+        c0, t0 = time.process_time(), time.perf_counter()
+        y.backward(self.gy)
+        return time.perf_counter() - t0, time.process_time() - c0
+
+
+def fast_vs_torch(lib, shape, threads, reps):
+    """hot fast and torch run by run in turns (so that both see the same load): the best wall
+    and CPU seconds of each, and hot's checksum; torch's figures are None without torch."""
+    try:
+        tl = TorchLinear(shape, threads)
     except ImportError:
-        return None
-    torch.set_num_threads(threads)
-    _, B, L, O, I = shape
-    T = B * L
-    g = torch.Generator().manual_seed(0)
-    x = torch.randn(T, I, generator=g, requires_grad=True)
-    w = (0.05 * torch.randn(O, I, generator=g)).requires_grad_()
-    b = torch.zeros(O, requires_grad=True)
-    gy = 1e-3 * torch.randn(T, O, generator=g)
-    best = 1e30
-    for _ in range(reps + 1):  # one warm-up
-        x.grad = w.grad = b.grad = None
-        y = F.linear(x, w, b)
-        t0 = time.perf_counter()
-        y.backward(gy)
-        best = min(best, time.perf_counter() - t0)
-    return best
+        tl = None
+    hw = hc = tw = tc = 1e30
+    chk = None
+    for _ in range(reps):
+        w, chk, c = hot_time(lib, 1, shape, threads, 1, cpu=True)
+        hw, hc = min(hw, w), min(hc, c)
+        if tl:
+            w, c = tl.run()
+            tw, tc = min(tw, w), min(tc, c)
+    return hw, hc, chk, (tw if tl else None), (tc if tl else None)
 
 
 def api_time(shape, threads, reps):
@@ -158,28 +182,29 @@ def main():
               % (a.reps, time.strftime("%Y-%m-%d %H:%M")))
         stages(lib, a.threads, a.reps)
         return
-    lib.hot_fast_bench.argtypes = [ctypes.c_int] + [ctypes.c_longlong] * 4 + [ctypes.c_int] * 3 + \
-        [ctypes.POINTER(ctypes.c_double), ctypes.POINTER(ctypes.c_uint)]
-    lib.hot_fast_bench.restype = ctypes.c_int
+    lib.hot_fast_bench_cpu.argtypes = [ctypes.c_int] + [ctypes.c_longlong] * 4 + \
+        [ctypes.c_int] * 3 + [ctypes.POINTER(ctypes.c_double), ctypes.POINTER(ctypes.c_uint),
+                              ctypes.POINTER(ctypes.c_double)]
+    lib.hot_fast_bench_cpu.restype = ctypes.c_int
     print("hot CPU backward vs torch fp32 nn.Linear backward: %d threads, best of %d, %s"
           % (a.threads, a.reps, time.strftime("%Y-%m-%d %H:%M")))
-    print("%-24s %10s %10s %10s %12s %12s  %s" % ("shape", "hot fast", "hot twin", "torch",
-                                                  "twin/fast", "torch/fast", "load (1 min)"))
+    print("hot fast and torch alternate run by run; wall ms, and [process CPU ms] of the same runs")
+    print("%-24s %20s %10s %20s %10s %14s  %s" % ("shape", "hot fast [CPU]", "hot twin",
+                                                   "torch [CPU]", "twin/fast", "torch/fast [CPU]",
+                                                   "load (1 min)"))
     for s in SHAPES:
-        tf, cf = hot_time(lib, 1, s, a.threads, a.reps)
+        tf, cfast, cf, tt, ct = fast_vs_torch(lib, s, a.threads, a.reps)
         lf = load()
         tr, cr = hot_time(lib, 0, s, a.threads, a.reps)
         lr = load()
-        tt = torch_time(s, a.threads, a.reps)
-        lt = load()
         same = "bits equal" if cf == cr else "BITS DIFFER"
         if a.api:
             ta = api_time(s, a.threads, a.reps)
             same += "; Python API %.1f ms (load %s)" % (1e3 * ta, load())
-        ts = "%8.1f ms" % (1e3 * tt) if tt is not None else "not installed"
-        ratio = "%11.2fx" % (tt / tf) if tt is not None else "%12s" % "-"
-        print("%-24s %7.1f ms %7.1f ms %10s %11.2fx %s  %s/%s/%s  (%s)"
-              % (s[0], 1e3 * tf, 1e3 * tr, ts, tr / tf, ratio, lf, lr, lt, same))
+        ts = "%8.1f [%6.1f] ms" % (1e3 * tt, 1e3 * ct) if tt is not None else "not installed"
+        ratio = "%6.2fx [%5.2fx]" % (tt / tf, ct / cfast) if tt is not None else "%16s" % "-"
+        print("%-24s %8.1f [%6.1f] ms %7.1f ms %20s %9.2fx %s  %s/%s  (%s)"
+              % (s[0], 1e3 * tf, 1e3 * cfast, 1e3 * tr, ts, tr / tf, ratio, lf, lr, same))
         sys.stdout.flush()
     if a.exact:
         s = ("8192 tok, 4096->4096 fp64 exact g_x+g_w", 1, 8192, 4096, 4096)
