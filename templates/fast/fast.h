@@ -58,9 +58,9 @@ void fast_release_scratch(void);
 /* ---- stage timing (benchmarks only) -------------------------------------------------------- */
 
 /* Stages of fast_layer_backward whose wall time the profile adds up (fast_profile_read's
- * order). GEMM "pack" is the packing of both operands into panels, "tiles" the microkernels,
- * the correction and the epilogue; "epilogue" is the part of "tiles" spent in the epilogue and
- * correction, summed over threads (thread-seconds). */
+ * order). GEMM "pack" is the packing of both operands into panels, "tiles" the microkernels
+ * and the epilogue; "epilogue" is the CPU time of the epilogue within "tiles", summed over the
+ * threads (its wall and CPU entries are both that sum). */
 #define FAST_STAGES(S)                                                                            \
   S(FAST_ST_HQ_G, "hq g' load+FWHT")                                                            \
   S(FAST_ST_HQ_GQ, "hq g' amax+quant(SR,Philox)")                                               \
@@ -68,13 +68,13 @@ void fast_release_scratch(void);
   S(FAST_ST_HQ_WQ, "hq w' amax+quant")                                                          \
   S(FAST_ST_GX_PACK, "gemm g_x pack")                                                           \
   S(FAST_ST_GX_TILES, "gemm g_x tiles")                                                         \
-  S(FAST_ST_GX_EPI, "  of which epilogue (thr-s)")                                              \
+  S(FAST_ST_GX_EPI, "  of which epilogue (CPU)")                                              \
   S(FAST_ST_HLA_X, "hla x^ codes (no ABC)")                                                     \
   S(FAST_ST_HLA_G, "hla g^ load+FWHT")                                                          \
   S(FAST_ST_HLA_GQ, "hla g^ amax+quant(SR,Philox)")                                             \
   S(FAST_ST_GW_PACK, "gemm g_w pack")                                                           \
   S(FAST_ST_GW_TILES, "gemm g_w tiles")                                                         \
-  S(FAST_ST_GW_EPI, "  of which epilogue (thr-s)")                                              \
+  S(FAST_ST_GW_EPI, "  of which epilogue (CPU)")                                              \
   S(FAST_ST_BIAS, "g_b column sums")                                                            \
   S(FAST_ST_TOTAL, "whole backward")
 #define FAST_ST_ENUM_(c, name) c,
@@ -83,7 +83,7 @@ typedef enum { FAST_STAGES(FAST_ST_ENUM_) FAST_ST_COUNT } fast_stage;
 
 /* Switches the stage profile on (on != 0; the sums are reset) or off. While on, every
  * fast_layer_backward adds its stages' wall and process CPU times (seconds) to process-wide sums
- * (the epilogue rows add thread-seconds to both). The sums are not synchronised: profile one
+ * (the epilogue rows add thread CPU seconds to both). The sums are not synchronised: profile one
  * backward at a time. */
 void fast_profile(int on);
 /* Copies the sums of the stages 0 .. n-1 (n <= FAST_ST_COUNT) into wall[] and cpu[] (either may

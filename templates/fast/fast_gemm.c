@@ -196,7 +196,7 @@ typedef struct {
   unsigned char *pa, *pb;
   uint32_t *corr; /* segs x npb*16: off * sum_k b, or NULL */
   int32_t **scratch;
-  double *epi_s; /* per thread: seconds in the correction and epilogue (profile), or NULL */
+  double *epi_s; /* per thread: CPU seconds in the epilogue (profile), or NULL */
   int64_t tiles_m;
 } gctx;
 
@@ -394,9 +394,9 @@ static void tile_task(void *ctx, int64_t i, int tid) {
         }
       }
     }
-    const double te = x->epi_s ? fast_prof_now().wall : 0.0;
+    const double te = x->epi_s ? fast_prof_thread_cpu() : 0.0;
     op->epi(op->ctx, seg, m0, n0, mc, nc, c, ldc);
-    if (x->epi_s) x->epi_s[tid] += fast_prof_now().wall - te;
+    if (x->epi_s) x->epi_s[tid] += fast_prof_thread_cpu() - te;
   }
 }
 

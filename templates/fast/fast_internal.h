@@ -48,6 +48,8 @@ fast_prof_t fast_prof_now(void);
 /* Adds the wall and CPU time since t0 to stage st (nothing while the profile is off, or for
  * st < 0); returns now. */
 fast_prof_t fast_prof_add(int st, fast_prof_t t0);
+/* The calling thread's CPU seconds (0.0 while the profile is off). */
+double fast_prof_thread_cpu(void);
 /* Adds s seconds of wall and of CPU time to stage st (nothing while the profile is off). */
 void fast_prof_sum(int st, double s);
 

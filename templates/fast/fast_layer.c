@@ -157,8 +157,9 @@ typedef struct {
   hot_dtype dt;
   int64_t cols;
   float *out;
-  float **scratch; /* per thread: p x COLS_CHUNK floats (HLA) */
+  float **scratch; /* per thread: p x hcols floats (HLA) */
   int level;
+  int64_t hcols; /* HLA: columns of one task, so that its p x hcols block stays in L1 */
 } tctx;
 
 /* g' rows: load, zero-pad to o_pad, H_b per block of b (ref_hq_transform_g). */
@@ -206,16 +207,16 @@ static void hla_task(void *ctx, int64_t i, int tid) {
   const tctx *x = ctx;
   const hot_layer_plan *pl = x->pl;
   const int p = pl->hla.block, r = pl->hla.rank, flat = pl->hla.layout == HOT_LAYOUT_FLAT;
-  const int64_t cols = x->cols, chunks = fast_cdiv(cols, COLS_CHUNK);
-  const int64_t blk = i / chunks, c0 = (i % chunks) * COLS_CHUNK;
-  const int64_t n = cols - c0 < COLS_CHUNK ? cols - c0 : COLS_CHUNK;
+  const int64_t cols = x->cols, hc = x->hcols, chunks = fast_cdiv(cols, hc);
+  const int64_t blk = i / chunks, c0 = (i % chunks) * hc;
+  const int64_t n = cols - c0 < hc ? cols - c0 : hc;
   const int64_t per_seg = pl->hla.seg_len / p, seg = blk / per_seg, b = blk % per_seg;
   const int64_t seg_real = flat ? pl->T : pl->L, base = flat ? 0 : seg * pl->L;
   float *buf = x->scratch[tid];
   const float *srcs[HOT_MAX_P];
   for (int j = 0; j < p; ++j) {
     const int64_t pos = b * p + j;
-    float *row = buf + (int64_t)j * COLS_CHUNK;
+    float *row = buf + (int64_t)j * hc;
     if (pos >= seg_real) srcs[j] = NULL;
     else if (x->dt == HOT_DT_F32) srcs[j] = (const float *)x->src + (base + pos) * cols + c0;
     else {
@@ -223,23 +224,25 @@ static void hla_task(void *ctx, int64_t i, int tid) {
       srcs[j] = row;
     }
   }
-  fast_fwht_cols_src(buf, p, n, COLS_CHUNK, srcs, x->level);
+  fast_fwht_cols_src(buf, p, n, hc, srcs, x->level);
   const int64_t kb = blk * r;
   for (int j = 0; j < r; ++j)
-    memcpy(x->out + (kb + j) * cols + c0, buf + (int64_t)pl->hla.rows[j] * COLS_CHUNK,
+    memcpy(x->out + (kb + j) * cols + c0, buf + (int64_t)pl->hla.rows[j] * hc,
            (size_t)n * sizeof *x->out);
 }
 
 /* The HLA projection of src (T x cols) into out (hla.k x cols). */
 static int hla_transform(const hot_layer_plan *pl, const void *src, hot_dtype dt, int64_t cols,
                          int threads, float *out) {
-  tctx x = {pl, src, dt, cols, out, NULL, fast_level_now()};
+  tctx x = {pl, src, dt, cols, out, NULL, fast_level_now(), 0};
+  x.hcols = 4096 / pl->hla.block; /* 16 KB of floats per task */
+  if (x.hcols < 8) x.hcols = 8;
   x.scratch = calloc((size_t)threads, sizeof *x.scratch);
   int rc = x.scratch ? HOT_REF_OK : HOT_REF_ENOMEM;
   for (int t = 0; t < threads && !rc; ++t)
-    if (!(x.scratch[t] = malloc((size_t)pl->hla.block * COLS_CHUNK * sizeof(float))))
+    if (!(x.scratch[t] = malloc((size_t)(pl->hla.block * x.hcols) * sizeof(float))))
       rc = HOT_REF_ENOMEM;
-  if (!rc) fast_parallel(pl->hla.blocks * fast_cdiv(cols, COLS_CHUNK), threads, hla_task, &x);
+  if (!rc) fast_parallel(pl->hla.blocks * fast_cdiv(cols, x.hcols), threads, hla_task, &x);
   if (x.scratch)
     for (int t = 0; t < threads; ++t) free(x.scratch[t]);
   free(x.scratch);
@@ -330,7 +333,7 @@ static int backward_gx(const hot_layer_plan *pl, const void *g_y, const void *w,
   if (!gt || !wt || !ra || !sg || !qg || !qw) goto done;
   /* q_g' (ref_hq_quant_g) */
   fast_prof_t t0 = fast_prof_now();
-  tctx tg = {pl, g_y, dt, op, gt, NULL, level};
+  tctx tg = {pl, g_y, dt, op, gt, NULL, level, 0};
   fast_parallel(fast_cdiv(T, rows_per_task(op)), threads, hq_g_task, &tg);
   t0 = fast_prof_add(FAST_ST_HQ_G, t0);
   qctx st;
@@ -348,7 +351,7 @@ static int backward_gx(const hot_layer_plan *pl, const void *g_y, const void *w,
   for (int64_t t = T - 1; group > 1 && t >= 0; --t) sg[t] = sg[t / group];
   t0 = fast_prof_add(FAST_ST_HQ_GQ, t0);
   /* q_w' (ref_hq_quant_w): RTN, per tensor */
-  tctx tw = {pl, w, dt, I, wt, NULL, level};
+  tctx tw = {pl, w, dt, I, wt, NULL, level, 0};
   fast_parallel((op / pl->hq.block) * fast_cdiv(I, COLS_CHUNK), threads, hq_w_task, &tw);
   t0 = fast_prof_add(FAST_ST_HQ_W, t0);
   hot_quant qwq = pl->hq.w;

@@ -170,6 +170,13 @@ fast_prof_t fast_prof_add(int st, fast_prof_t t0) {
   return t;
 }
 
+double fast_prof_thread_cpu(void) {
+  if (!fast_prof_on) return 0.0;
+  struct timespec ts;
+  clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+  return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
+
 void fast_prof_sum(int st, double s) {
   if (fast_prof_on && st >= 0 && st < FAST_ST_COUNT) g_prof[0][st] += s, g_prof[1][st] += s;
 }
