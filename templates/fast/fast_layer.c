@@ -160,6 +160,9 @@ typedef struct {
   float **scratch; /* per thread: p x hcols floats (HLA) */
   int level;
   int64_t hcols; /* HLA: columns of one task, so that its p x hcols block stays in L1 */
+  float *amax;    /* when not NULL: the amax of every output row (HQ g') or of every output
+                     row's column chunk (HLA: K x chunks), computed while the row is in cache */
+  atomic_int *bad; /* set when an output value is not finite (with amax) */
 } tctx;
 
 /* g' rows: load, zero-pad to o_pad, H_b per block of b (ref_hq_transform_g). */
@@ -173,11 +176,14 @@ static void hq_g_task(void *ctx, int64_t i, int tid) {
     float *row = x->out + t * op;
     if (x->dt == HOT_DT_F32 && op == O) { /* no copy: the first stages read g_y */
       fast_fwht_row(row, (const float *)x->src + t * O, op, pl->hq.block, x->level);
-      continue;
+    } else {
+      fast_load_run(x->src, x->dt, t * O, O, row);
+      memset(row + O, 0, (size_t)(op - O) * sizeof *row);
+      fast_fwht_row(row, row, op, pl->hq.block, x->level);
     }
-    fast_load_run(x->src, x->dt, t * O, O, row);
-    memset(row + O, 0, (size_t)(op - O) * sizeof *row);
-    fast_fwht_row(row, row, op, pl->hq.block, x->level);
+    float m = 0.0f; /* row_stats' amax and finiteness check, while the row is in L1 */
+    if (!fast_amax_run(row, op, &m, x->level)) atomic_store(x->bad, 1);
+    x->amax[t] = m;
   }
 }
 
@@ -226,26 +232,42 @@ static void hla_task(void *ctx, int64_t i, int tid) {
   }
   fast_fwht_cols_src(buf, p, n, hc, srcs, x->level);
   const int64_t kb = blk * r;
-  for (int j = 0; j < r; ++j)
-    memcpy(x->out + (kb + j) * cols + c0, buf + (int64_t)pl->hla.rows[j] * hc,
-           (size_t)n * sizeof *x->out);
+  for (int j = 0; j < r; ++j) {
+    const float *row = buf + (int64_t)pl->hla.rows[j] * hc;
+    memcpy(x->out + (kb + j) * cols + c0, row, (size_t)n * sizeof *x->out);
+    float m = 0.0f;
+    if (!fast_amax_run(row, n, &m, x->level)) atomic_store(x->bad, 1);
+    x->amax[(kb + j) * chunks + i % chunks] = m;
+  }
 }
 
-/* The HLA projection of src (T x cols) into out (hla.k x cols). */
+/* The HLA projection of src (T x cols) into out (hla.k x cols), with the row amax of out in
+ * row_amax[hla.k]: HOT_REF_ENONFINITE when a value of out is not finite. */
 static int hla_transform(const hot_layer_plan *pl, const void *src, hot_dtype dt, int64_t cols,
-                         int threads, float *out) {
-  tctx x = {pl, src, dt, cols, out, NULL, fast_level_now(), 0};
+                         int threads, float *out, float *row_amax) {
+  atomic_int bad;
+  atomic_init(&bad, 0);
+  tctx x = {pl, src, dt, cols, out, NULL, fast_level_now(), 0, NULL, &bad};
   x.hcols = 4096 / pl->hla.block; /* 16 KB of floats per task */
   if (x.hcols < 8) x.hcols = 8;
+  const int64_t K = pl->hla.k, chunks = fast_cdiv(cols, x.hcols);
+  x.amax = malloc((size_t)(K * chunks) * sizeof *x.amax);
   x.scratch = calloc((size_t)threads, sizeof *x.scratch);
-  int rc = x.scratch ? HOT_REF_OK : HOT_REF_ENOMEM;
+  int rc = x.scratch && x.amax ? HOT_REF_OK : HOT_REF_ENOMEM;
   for (int t = 0; t < threads && !rc; ++t)
     if (!(x.scratch[t] = malloc((size_t)(pl->hla.block * x.hcols) * sizeof(float))))
       rc = HOT_REF_ENOMEM;
-  if (!rc) fast_parallel(pl->hla.blocks * fast_cdiv(cols, x.hcols), threads, hla_task, &x);
+  if (!rc) fast_parallel(pl->hla.blocks * chunks, threads, hla_task, &x);
+  if (!rc && atomic_load(&bad)) rc = HOT_REF_ENONFINITE;
+  for (int64_t k = 0; k < K && !rc; ++k) { /* max is order-free */
+    float m = 0.0f;
+    for (int64_t c = 0; c < chunks; ++c) m = x.amax[k * chunks + c] > m ? x.amax[k * chunks + c] : m;
+    row_amax[k] = m;
+  }
   if (x.scratch)
     for (int t = 0; t < threads; ++t) free(x.scratch[t]);
   free(x.scratch);
+  free(x.amax);
   return rc;
 }
 
@@ -257,16 +279,21 @@ static int hla_codes(const hot_layer_plan *pl, const void *src, hot_dtype dt, in
   const int64_t K = pl->hla.k, G = pl->hla.groups, gk = pl->hla.group_k;
   const int sample = q->gran == HOT_GRAN_SAMPLE;
   if (q->gran != HOT_GRAN_TENSOR && !sample) return HOT_REF_ESHAPE;
-  float *t = fast_scratch((size_t)(K * cols) * sizeof *t);
-  if (!t) return HOT_REF_ENOMEM;
+  float *t = fast_scratch((size_t)(K * cols) * sizeof *t), *ra = malloc((size_t)K * sizeof *ra);
+  int rc = t && ra ? HOT_REF_OK : HOT_REF_ENOMEM;
   fast_prof_t t0 = fast_prof_now();
-  int rc = hla_transform(pl, src, dt, cols, threads, t);
+  if (!rc) rc = hla_transform(pl, src, dt, cols, threads, t, ra); /* also the row amax */
   if (prof >= 0) t0 = fast_prof_add(prof, t0);
-  if (!rc) rc = quantize_groups(t, K, cols, sample ? gk : K, q, seed, tag, step, threads, codes, scale);
+  const int64_t group = sample ? gk : K;
+  /* quantize_groups' checks in its order: arguments, then finiteness (hla_transform's) */
+  if ((!rc || rc == HOT_REF_ENONFINITE) && (!quant_ok(q) || group <= 0 || K % group))
+    rc = HOT_REF_EARG;
+  if (!rc) rc = quantize_known(t, K, cols, group, q, seed, tag, step, ra, threads, codes, scale);
   if (prof >= 0) fast_prof_add(prof + 1, t0);
   if (!rc)
     for (int64_t j = sample ? G : 1; j < G; ++j) scale[j] = scale[0];
   fast_unscratch(t);
+  free(ra);
   return rc;
 }
 
@@ -333,13 +360,15 @@ static int backward_gx(const hot_layer_plan *pl, const void *g_y, const void *w,
   if (!gt || !wt || !ra || !sg || !qg || !qw) goto done;
   /* q_g' (ref_hq_quant_g) */
   fast_prof_t t0 = fast_prof_now();
-  tctx tg = {pl, g_y, dt, op, gt, NULL, level, 0};
+  atomic_int bad;
+  atomic_init(&bad, 0);
+  tctx tg = {pl, g_y, dt, op, gt, NULL, level, 0, ra, &bad}; /* also row_stats' amax and check */
   fast_parallel(fast_cdiv(T, rows_per_task(op)), threads, hq_g_task, &tg);
   t0 = fast_prof_add(FAST_ST_HQ_G, t0);
-  qctx st;
-  memset(&st, 0, sizeof st);
-  st.v = gt, st.rows = T, st.cols = op, st.row_amax = ra, st.level = level;
-  if ((rc = row_stats(&st, threads))) goto done;
+  if (atomic_load(&bad)) {
+    rc = HOT_REF_ENONFINITE;
+    goto done;
+  }
   const int64_t group = gran == HOT_GRAN_ROW ? 1 : gran == HOT_GRAN_SAMPLE ? pl->L : T;
   const uint32_t tag = (uint32_t)pl->layer_id * 16u + HOT_TENSOR_HQ_G;
   if (!quant_ok(&pl->hq.g)) {
@@ -351,7 +380,7 @@ static int backward_gx(const hot_layer_plan *pl, const void *g_y, const void *w,
   for (int64_t t = T - 1; group > 1 && t >= 0; --t) sg[t] = sg[t / group];
   t0 = fast_prof_add(FAST_ST_HQ_GQ, t0);
   /* q_w' (ref_hq_quant_w): RTN, per tensor */
-  tctx tw = {pl, w, dt, I, wt, NULL, level, 0};
+  tctx tw = {pl, w, dt, I, wt, NULL, level, 0, NULL, NULL};
   fast_parallel((op / pl->hq.block) * fast_cdiv(I, COLS_CHUNK), threads, hq_w_task, &tw);
   t0 = fast_prof_add(FAST_ST_HQ_W, t0);
   hot_quant qwq = pl->hq.w;
