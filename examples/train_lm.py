@@ -1,14 +1,19 @@
 """Does HOT train a transformer? A small character-level language model trained on the Python
 standard library's own source files (text every machine with Python has), twice per seed from the
 same initial weights and the same batch order: once exact (nn.Linear, nn.MultiheadAttention),
-once converted by hot.torch.convert (every linear map of the model, attention projections
-included, with hot's backward; HLA runs along the 128+ characters of each sequence). Prints the
-validation loss every few steps for both, a table per seed (final validation loss, time per
-step, bytes autograd keeps for the backward), writes a PNG of the curves (when matplotlib is
-installed) and a JSON of everything.
+once converted by hot.torch.convert (recipe hot: HQ 4-bit g_x with LQS, HLA INT8 g_w along the
+characters of each sequence, ABC) — by default every linear map but the output head (kept
+exact, as quantized training usually keeps the logits layer), the attention projections
+included, and with HLA's full Walsh basis (no rank cut: a character's gradient is not smooth
+along the sequence, and the recipe's low-rank basis costs about 20 % of validation loss here;
+docs/python.md has the ablation). Prints the validation loss every few steps for both, a table
+per seed (final validation loss, time per step, bytes autograd keeps for the backward), writes a
+PNG of the curves (when matplotlib is installed) and a JSON of everything.
 
     HOT_LIBRARY=build/runtime/libhot.so PYTHONPATH=python python3 examples/train_lm.py
     ... examples/train_lm.py --seeds 0,1,2          # the table of docs/python.md
+    ... examples/train_lm.py --exact none --hla-selection recipe   # the recipe as it is
+    ... examples/train_lm.py --ablate               # per layer kind / technique / HLA basis
     ... examples/train_lm.py --device cuda          # tensors on the GPU, hot's CUDA backend
 
 Outputs go to build/examples/train_lm/ (--out-dir). Needs torch; matplotlib for the plot.
@@ -29,6 +34,211 @@ REPO = os.path.dirname(HERE)
 sys.path.insert(0, os.path.join(REPO, "python"))  # the repository's package, if not installed
 
 
+KINDS = ("in_proj", "out_proj", "linear1", "linear2", "head")
+DEFAULT_EXACT = "head"
+DEFAULT_SELECTION = "full"
+
+# The built-in ablation list (--ablate): each line the HOT options of one variant, applied on top
+# of the command line's. "off" runs hot's backward with that technique disabled: HQ off = the
+# fp32 product g_y·w for g_x, HLA off = the fp32 product g_yᵀ·x for g_w (x kept in fp32, so ABC
+# off too); "--exact K" keeps the modules of kind K nn.Linear / nn.MultiheadAttention (an
+# attention module's in_proj or out_proj alone: hot's backward with HQ, HLA and ABC disabled).
+ABLATIONS = {"all": """
+--exact none                                  # every linear map HOT (recipe hot)
+--exact in_proj                               # one kind kept exact ...
+--exact out_proj
+--exact linear1
+--exact linear2
+--exact head
+--exact in_proj,out_proj,linear1,linear2      # ... or only one kind HOT
+--exact out_proj,linear1,linear2,head
+--exact in_proj,linear1,linear2,head
+--exact in_proj,out_proj,linear2,head
+--exact in_proj,out_proj,linear1,head
+--exact none --hq off                         # one technique off everywhere
+--exact none --hla off
+--exact none --abc off
+--exact none --hla-selection full             # HLA without the rank cut (8-bit g^, x^ kept)
+--exact none --hla-selection prefix --hla-rank 48
+--exact none --hla-block 16
+--exact none --hla-block 128
+--exact head --hla off
+--exact head --hq off
+--exact head --hla-selection full
+--exact none --recipe paper
+""", "short": """
+--exact none --hla-selection tri              # the recipe as it is, every linear map HOT
+--exact head --hla-selection tri              # the output head kept exact
+--exact none --hla-selection full             # no rank cut
+--exact head --hla-selection full             # both
+"""}
+
+
+def add_hot_options(p, exact=None, selection=None):
+    """The options that choose what is converted and how (also the language of --ablate, whose
+    variants start from the recipe as it is: exact="none", selection="recipe")."""
+    exact = DEFAULT_EXACT if exact is None else exact
+    selection = DEFAULT_SELECTION if selection is None else selection
+    p.add_argument("--recipe", default="hot", choices=["hot", "paper", "paper_code"],
+                   help="hot's recipe of the converted layers (default hot)")
+    p.add_argument("--exact", default=exact, metavar="KINDS",
+                   help="comma-separated kinds of linear maps kept exact (not converted): "
+                        f"{', '.join(KINDS)}, or none (default {exact})")
+    for part, what in (("hq", "HQ (4-bit g_x)"), ("hla", "HLA (low-rank INT8 g_w)"),
+                       ("abc", "ABC (x kept as HLA's int8 codes)")):
+        p.add_argument(f"--{part}", default="on", choices=["on", "off"],
+                       help=f"{what} in the converted layers (default on)")
+    p.add_argument("--hla-block", type=int, default=0, metavar="P",
+                   help="HLA block p along the sequence (0: the recipe's, 64)")
+    p.add_argument("--hla-selection", default=selection,
+                   choices=["recipe", "tri", "prefix", "full"],
+                   help="HLA basis along the sequence: tri (the recipe's: keep percentage), "
+                        "prefix (the --hla-rank lowest sequencies), full (no rank cut: INT8 "
+                        f"g_w and x codes of every Walsh component) (default {selection})")
+    p.add_argument("--hla-keep", type=int, default=0, metavar="PCT",
+                   help="tri keep percentage 1..50 (0: the recipe's, 50)")
+    p.add_argument("--hla-rank", type=int, default=0, metavar="R",
+                   help="prefix rank (with --hla-selection prefix)")
+
+
+def hot_config_parser():
+    p = argparse.ArgumentParser(prog="--ablate variant", add_help=False, exit_on_error=False)
+    add_hot_options(p, exact="none", selection="recipe")
+    return p
+
+
+def hot_variants(args):
+    """[(label, namespace of HOT options)]: the command line's, or each --ablate variant
+    parsed on top of them."""
+    if args.ablate is None:
+        return [("hot", args)]
+    if args.ablate in ABLATIONS:
+        text = ABLATIONS[args.ablate]
+    else:
+        try:
+            with open(args.ablate) as f:
+                text = f.read()
+        except OSError as e:
+            sys.exit(f"train_lm.py: --ablate {args.ablate}: not a list ({', '.join(ABLATIONS)}) "
+                     f"and not a readable file ({e.strerror})")
+    parser = hot_config_parser()
+    out = []
+    for lineno, line in enumerate(text.splitlines(), 1):
+        line = line.split("#", 1)[0].strip()
+        if not line:
+            continue
+        try:
+            # a line starts from the recipe as it is (the command line's --recipe)
+            ns, extra = parser.parse_known_args(["--recipe", args.recipe] + line.split())
+            if extra:
+                raise argparse.ArgumentError(None, f"unknown {' '.join(extra)}")
+        except argparse.ArgumentError as e:
+            sys.exit(f"train_lm.py: --ablate {args.ablate}: line {lineno}: bad variant "
+                     f"{line!r}: {e}")
+        out.append((line, ns))
+    if not out:
+        sys.exit(f"train_lm.py: --ablate {args.ablate}: no variant")
+    return out
+
+
+def exact_kinds(cfg):
+    kinds = {k.strip() for k in cfg.exact.split(",") if k.strip()}
+    if kinds == {"none"}:
+        return set()
+    bad = kinds - set(KINDS)
+    if bad:
+        sys.exit(f"train_lm.py: --exact {cfg.exact}: unknown kind {', '.join(sorted(bad))} "
+                 f"(kinds: {', '.join(KINDS)}, none)")
+    return kinds
+
+
+def check_config(cfg, args, where):
+    """Exits with one line naming the option when cfg's HOT options are not a valid layer
+    (hot plans a layer of the model's width and sequence to find out)."""
+    import hot
+    import hot.torch as ht
+    import torch
+    exact_kinds(cfg)
+    if cfg.hla_rank and cfg.hla_selection != "prefix":
+        sys.exit(f"train_lm.py: {where}: --hla-rank needs --hla-selection prefix")
+    if cfg.hla_keep and cfg.hla_selection not in ("tri", "recipe"):
+        sys.exit(f"train_lm.py: {where}: --hla-keep needs --hla-selection tri")
+    spec = layer_spec(hot, cfg)
+    spec.c.in_features = spec.c.out_features = args.d_model
+    try:
+        ht.context_for(torch.device("cpu")).create_layer(spec=spec, batch=args.batch,
+                                                         tokens=args.seq)
+    except hot.HotError as e:
+        sys.exit(f"train_lm.py: {where}: the HOT options make no valid layer: {e}")
+
+
+def kind_of(name):
+    """The kind of a module by its qualified name (self_attn: the attention module)."""
+    last = name.rpartition(".")[2]
+    return last if last in ("self_attn", "linear1", "linear2", "head") else None
+
+
+def layer_spec(hot, cfg, exact=False):
+    """The hot.LayerSpec of the converted layers (sizes from each module); exact=True: hot's
+    backward with HQ, HLA and ABC disabled (fp32 products, x kept)."""
+    s = hot.LayerSpec(0, 0, recipe=cfg.recipe)
+    c = s.c
+    c.hq.enabled = 0 if (exact or cfg.hq == "off") else 1
+    c.hla.enabled = 0 if (exact or cfg.hla == "off") else 1
+    c.abc.enabled = 0 if (exact or cfg.abc == "off" or cfg.hla == "off") else 1
+    if cfg.hla_block:
+        c.hla.block = cfg.hla_block
+    if cfg.hla_selection != "recipe":
+        c.hla.selection = int(getattr(hot.Selection, cfg.hla_selection.upper()))
+    if cfg.hla_keep:
+        c.hla.keep = cfg.hla_keep
+    if cfg.hla_rank:
+        c.hla.rank = cfg.hla_rank
+    return s
+
+
+def convert_model(model, cfg):
+    """hot.torch.convert(model) with the HOT options of cfg: the kinds of --exact refused by
+    convert's include= (an attention module whose in_proj or out_proj alone is exact is made
+    by HOTMultiheadAttention.from_mha first, the exact one with hot's backward disabled);
+    returns (model, report)."""
+    import hot
+    import hot.torch as ht
+    exact = exact_kinds(cfg)
+    spec = layer_spec(hot, cfg)
+    if len(exact & {"in_proj", "out_proj"}) == 1:
+        off = layer_spec(hot, cfg, exact=True)
+        for n, m in list(model.named_modules()):
+            if kind_of(n) == "self_attn":
+                new = ht.HOTMultiheadAttention.from_mha(
+                    m, spec=off if "out_proj" in exact else spec,
+                    in_proj_spec=off if "in_proj" in exact else spec, recipe=cfg.recipe, tag=n)
+                parent, _, child = n.rpartition(".")
+                setattr(model.get_submodule(parent), child, new)
+
+    def include(name, m):
+        k = kind_of(name)
+        if k == "self_attn":
+            return not {"in_proj", "out_proj"} <= exact
+        return k not in exact
+    return ht.convert(model, spec=spec, recipe=cfg.recipe, include=include, return_report=True)
+
+
+def describe(cfg):
+    """One line: what cfg converts and how."""
+    ex = sorted(exact_kinds(cfg), key=KINDS.index)
+    parts = [f"recipe {cfg.recipe}", f"exact: {', '.join(ex) if ex else 'none'}"]
+    for part in ("hq", "hla", "abc"):
+        if getattr(cfg, part) == "off":
+            parts.append(f"{part.upper()} off")
+    for opt in ("hla_block", "hla_keep", "hla_rank"):
+        if getattr(cfg, opt):
+            parts.append(f"{opt.replace('_', '.', 1)} {getattr(cfg, opt)}")
+    if cfg.hla_selection != "recipe":
+        parts.append(f"hla.selection {cfg.hla_selection}")
+    return ", ".join(parts)
+
+
 def parse_args():
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0],
                                 formatter_class=argparse.RawDescriptionHelpFormatter)
@@ -44,7 +254,16 @@ def parse_args():
     p.add_argument("--seeds", default="0", help="comma-separated seeds (default 0)")
     p.add_argument("--text-mb", type=float, default=4.0,
                    help="MB of standard-library source to read (default 4)")
-    p.add_argument("--recipe", default="hot", choices=["hot", "paper", "paper_code"])
+    add_hot_options(p)
+    p.add_argument("--ablate", nargs="?", const="all", default=None, metavar="LIST",
+                   help="train the exact model once per seed and, next to it, every HOT "
+                        "variant of LIST: 'all' (the default: per layer kind, per technique, "
+                        "HLA's basis), 'short' (the recipe vs the head kept exact vs no rank "
+                        "cut) or a file, one variant a line written in the HOT options above "
+                        "(e.g. '--exact head --hla off'; # starts a comment); each starts from "
+                        "the recipe as it is (every linear map HOT, the recipe's basis; "
+                        "--recipe applies); prints a table, one "
+                        "row per variant, and writes train_lm_ablation.json")
     p.add_argument("--device", default="cpu", choices=["cpu", "cuda"])
     p.add_argument("--threads", type=int, default=0, help="torch CPU threads (0: torch's)")
     p.add_argument("--out-dir", default=os.path.join(REPO, "build", "examples", "train_lm"),
@@ -112,19 +331,20 @@ def saved_bytes_of(torch, params, fn):
     return out, sum(seen.values())
 
 
-def run_seed(args, seed, data, n_train, dev):
+def run_seed(args, seed, data, n_train, dev, variants):
+    """Trains the exact model and one HOT model per variant [(label, cfg)] from the same
+    initial weights on the same batches; returns the histories, times and saved bytes."""
     import torch
     import torch.nn as nn
     import torch.nn.functional as F
 
-    import hot.torch as ht
-
     torch.manual_seed(seed)
     base = build_model(args, torch, nn)
-    exact = copy.deepcopy(base).to(dev)
-    hot_model, report = ht.convert(copy.deepcopy(base), recipe=args.recipe, return_report=True)
-    hot_model = hot_model.to(dev)
-    models = {"exact": exact, "hot": hot_model}
+    models = {"exact": copy.deepcopy(base).to(dev)}
+    reports = {}
+    for label, cfg in variants:
+        m, reports[label] = convert_model(copy.deepcopy(base), cfg)
+        models[label] = m.to(dev)
     opts = {k: torch.optim.AdamW(m.parameters(), lr=args.lr, weight_decay=0.01)
             for k, m in models.items()}
     warm = max(1, args.steps // 10)
@@ -166,9 +386,16 @@ def run_seed(args, seed, data, n_train, dev):
             for k, m in models.items():
                 hist[k]["step"].append(step)
                 hist[k]["val_loss"].append(val_loss(m))
-            e, h = hist["exact"]["val_loss"][-1], hist["hot"]["val_loss"][-1]
-            print(f"  seed {seed} step {step:4d}: validation loss exact {e:.4f}  HOT {h:.4f} "
-                  f"({100 * (h - e) / e:+.2f} %)", flush=True)
+            e = hist["exact"]["val_loss"][-1]
+            if len(models) == 2:
+                h = hist["hot"]["val_loss"][-1]
+                rel = f"HOT {h:.4f} ({100 * (h - e) / e:+.2f} %)"
+            else:  # --ablate: the variants in their order
+                rel = "variants " + " ".join(
+                    f"{100 * (hist[k]['val_loss'][-1] - e) / e:+.1f}"
+                    for k in models if k != "exact") + " %"
+            print(f"  seed {seed} step {step:4d}: validation loss exact {e:.4f}  {rel}",
+                  flush=True)
         if step == args.steps:
             break
         x, y = batch(train_starts[step])
@@ -197,7 +424,28 @@ def run_seed(args, seed, data, n_train, dev):
     n_timed = max(1, args.steps - 1)
     return {"seed": seed, "history": hist, "train_loss": train_loss,
             "ms_per_step": {k: 1000 * v / n_timed for k, v in times.items()},
-            "saved_bytes": saved, "report": str(report)}
+            "saved_bytes": saved, "report": {k: str(r) for k, r in reports.items()},
+            "variants": {label: describe(cfg) for label, cfg in variants}}
+
+
+def print_ablation(results, variants):
+    """One row per variant: its final validation loss against exact's, per seed and the mean."""
+    seeds = [r["seed"] for r in results]
+    print("\n| HOT variant (--ablate line) | what | " +
+          " | ".join(f"seed {s}: HOT vs exact" for s in seeds) +
+          (" | mean |" if len(seeds) > 1 else ""))
+    print("|---|---|" + "---|" * (len(seeds) + (1 if len(seeds) > 1 else 0)))
+    e = [r["history"]["exact"]["val_loss"][-1] for r in results]
+    print("| (exact) | nn.Linear / nn.MultiheadAttention | " +
+          " | ".join(f"{v:.4f}" for v in e) + (f" | {sum(e) / len(e):.4f} |"
+                                                if len(seeds) > 1 else " |"))
+    for label, cfg in variants:
+        rel = [100 * (r["history"][label]["val_loss"][-1] - ee) / ee
+               for r, ee in zip(results, e)]
+        cells = " | ".join(f"{r['history'][label]['val_loss'][-1]:.4f} ({x:+.2f} %)"
+                           for r, x in zip(results, rel))
+        mean = f" | {sum(rel) / len(rel):+.2f} % |" if len(seeds) > 1 else " |"
+        print(f"| `{label}` | {describe(cfg)} | {cells}{mean}")
 
 
 def main():
@@ -220,18 +468,32 @@ def main():
           f"validation); model: {args.layers} x TransformerEncoderLayer(d={args.d_model}, "
           f"{args.heads} heads, ff {4 * args.d_model}, pre-norm, causal), byte vocabulary 256; "
           f"batch {args.batch} x {args.seq}, AdamW lr {args.lr} (warm-up, cosine), {args.steps} "
-          f"steps, device {dev}, recipe {args.recipe}, libhot {hot.library_path()}", flush=True)
+          f"steps, device {dev}, libhot {hot.library_path()}", flush=True)
+    variants = hot_variants(args)
+    for label, cfg in variants:  # a bad option stops here, before any training
+        check_config(cfg, args, "the command line" if label == "hot" else
+                     f"--ablate {args.ablate} variant {label!r}")
+        print(f"HOT{'' if label == 'hot' else ' variant ' + repr(label)}: {describe(cfg)}")
     results = []
     t0 = time.time()
     for seed in seeds:
-        r = run_seed(args, seed, data, n_train, dev)
+        r = run_seed(args, seed, data, n_train, dev, variants)
         if seed == seeds[0]:
-            print(r["report"])
+            for label, rep in r["report"].items():
+                print(rep if label == "hot" else f"{label}: {rep.splitlines()[0]}")
         results.append(r)
     wall = time.time() - t0
     st = ht.context_for(dev).stats()
     print(f"\nhot: backend {st.backend}, {st.saves} saves, {st.backwards} backwards, "
           f"{st.calibrations} calibrations; {wall:.0f} s in all")
+    if args.ablate is not None:
+        print_ablation(results, variants)
+        os.makedirs(args.out_dir, exist_ok=True)
+        js = os.path.join(args.out_dir, "train_lm_ablation.json")
+        with open(js, "w") as f:
+            json.dump({"args": vars(args), "results": results, "wall_s": wall}, f, indent=1)
+        print(f"json: {js}")
+        return
     print(f"\n| seed | exact: val loss | HOT: val loss | HOT vs exact | exact ms/step | "
           f"HOT ms/step | saved bytes exact | saved bytes HOT |")
     print("|---|---|---|---|---|---|---|---|")
@@ -278,6 +540,7 @@ def main():
     a2.set_ylabel("HOT vs exact validation loss (%)")
     a2.set_title("relative difference (goal: within 5 %)")
     a2.legend(fontsize=7)
+    fig.suptitle(f"HOT: {describe(args)}", fontsize=9)
     fig.tight_layout()
     png = os.path.join(args.out_dir, "train_lm.png")
     fig.savefig(png, dpi=100)

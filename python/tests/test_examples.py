@@ -28,7 +28,9 @@ def test_train_lm_runs(hot, tmp_path):
                         "--text-mb", "0.2", "--threads", "1", "--out-dir", str(tmp_path)],
                        env=env_for(hot), capture_output=True, text=True, timeout=600)
     assert r.returncode == 0, r.stdout + r.stderr
-    assert "hot.torch.convert: 4 converted, 0 skipped" in r.stdout
+    # the default keeps the output head exact (refused by convert's include=)
+    assert "hot.torch.convert: 3 converted, 1 skipped" in r.stdout
+    assert "head" in r.stdout and "refused by include()" in r.stdout
     assert "| seed | exact: val loss | HOT: val loss |" in r.stdout
     res = json.loads((tmp_path / "train_lm.json").read_text())["results"][0]
     ex, hl = res["history"]["exact"]["val_loss"], res["history"]["hot"]["val_loss"]
@@ -40,6 +42,36 @@ def test_train_lm_runs(hot, tmp_path):
         assert (tmp_path / "train_lm.png").is_file()
     except ImportError:
         assert "plot: skipped, matplotlib is not installed" in r.stdout
+
+
+def test_train_lm_ablation(hot, tmp_path):
+    """--ablate FILE: one exact model and one HOT model per line; ABC changes what is kept, not
+    the gradients (the same losses bit for bit); a bad line stops before training."""
+    variants = tmp_path / "variants.txt"
+    variants.write_text("--exact none            # the recipe as it is\n"
+                        "--exact none --abc off\n"
+                        "--exact in_proj,linear1,linear2,head --hla-selection full\n")
+    small = ["--steps", "3", "--eval-every", "3", "--eval-batches", "1", "--batch", "2",
+             "--seq", "64", "--d-model", "32", "--heads", "2", "--layers", "1", "--text-mb",
+             "0.2", "--threads", "1", "--out-dir", str(tmp_path)]
+    script = os.path.join(REPO, "examples", "train_lm.py")
+    r = subprocess.run([sys.executable, script, "--ablate", str(variants)] + small,
+                       env=env_for(hot), capture_output=True, text=True, timeout=600)
+    assert r.returncode == 0, r.stdout + r.stderr
+    assert "| `--exact none --abc off` | recipe hot, exact: none, ABC off |" in r.stdout
+    res = json.loads((tmp_path / "train_lm_ablation.json").read_text())["results"][0]
+    h = res["history"]
+    assert set(h) == {"exact", "--exact none", "--exact none --abc off",
+                      "--exact in_proj,linear1,linear2,head --hla-selection full"}
+    assert h["--exact none"]["val_loss"] == h["--exact none --abc off"]["val_loss"]
+    assert h["--exact none"]["val_loss"][-1] != h["exact"]["val_loss"][-1]
+    assert res["saved_bytes"]["--exact none --abc off"] > res["saved_bytes"]["--exact none"]
+    variants.write_text("--exact none\n--hla-block 5\n")
+    r = subprocess.run([sys.executable, script, "--ablate", str(variants)] + small,
+                       env=env_for(hot), capture_output=True, text=True, timeout=600)
+    assert r.returncode != 0
+    assert "variant '--hla-block 5'" in r.stderr and "hla.block" in r.stderr
+    assert "validation loss exact" not in r.stdout  # stopped before training
 
 
 def test_train_digits_default_output_is_under_build():
