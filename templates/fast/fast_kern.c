@@ -83,6 +83,11 @@ void fast_philox_words(const fast_rng *r, uint64_t idx0, int64_t n, uint32_t *wo
     int64_t skip = (int64_t)(idx & 3u), take;
 #if FAST_X86
     if (level >= FAST_LEVEL_AVX2) {
+      if (skip == 0 && n - i >= 32) { /* a whole block: straight into words */
+        philox8_avx2(r, q, words + i);
+        i += 32;
+        continue;
+      }
       philox8_avx2(r, q, buf);
       take = 32 - skip;
     } else
