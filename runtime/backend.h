@@ -50,6 +50,9 @@ typedef struct hot_backend_ops {
   /* Frees what the backend holds for the layer (buffers, scratch, modules, layer->be), once the
    * layer's work has completed. */
   void (*release)(hot_layer *layer);
+  /* hot_stats.workspace_bytes: device memory the context's layers share for their calls. NULL:
+   * none (the CPU). */
+  int64_t (*workspace_bytes)(const hot_ctx *ctx);
 } hot_backend_ops;
 
 extern const hot_backend_ops cpu_backend_ops;

@@ -302,5 +302,6 @@ hot_status hot_ctx_stats(hot_ctx *ctx, hot_stats *out) {
   out->backwards = ctx->backwards;
   out->calibrations = ctx->calibrations;
   out->launches = ctx->launches;
+  out->workspace_bytes = ctx->ops && ctx->ops->workspace_bytes && ctx->be ? ctx->ops->workspace_bytes(ctx) : 0;
   return HOT_OK;
 }

@@ -135,6 +135,8 @@ typedef struct {
   X(CUresult, cuEventDestroy, "cuEventDestroy_v2", (CUevent event))                              \
   X(CUresult, cuEventRecord, "cuEventRecord", (CUevent event, CUstream stream))                  \
   X(CUresult, cuEventSynchronize, "cuEventSynchronize", (CUevent event))                         \
+  X(CUresult, cuStreamWaitEvent, "cuStreamWaitEvent", (CUstream stream, CUevent event,           \
+                                                        unsigned int flags))                     \
   X(CUresult, cuEventElapsedTime, "cuEventElapsedTime", (float *ms, CUevent start, CUevent end)) \
   X(CUresult, cuMemcpyDtoDAsync, "cuMemcpyDtoDAsync_v2",                                         \
     (CUdeviceptr dst, CUdeviceptr src, size_t bytes, CUstream stream))                           \

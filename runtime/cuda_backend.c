@@ -117,6 +117,14 @@ static hot_status ops_init(hot_ctx *ctx) {
 static void ops_fini(hot_ctx *ctx) {
   hot_cuda_ctx *cu = cuda_ctx_of(ctx);
   if (!cu) return;
+  if (cu->ws || cu->ws_ev) { /* the layers are gone: only the last call's work may remain */
+    CUcontext prev;
+    int pushed = cu->drv->cuCtxPushCurrent(cu->cuctx) == CUDA_SUCCESS;
+    if (cu->ws_pending) (void)cu->drv->cuEventSynchronize(cu->ws_ev);
+    if (cu->ws) cu->drv->cuMemFree(cu->ws);
+    if (cu->ws_ev) cu->drv->cuEventDestroy(cu->ws_ev);
+    if (pushed) cu->drv->cuCtxPopCurrent(&prev);
+  }
   if (cu->retained) cu->drv->cuDevicePrimaryCtxRelease(cu->dev);
   free(cu);
   ctx->be = NULL;
@@ -177,7 +185,8 @@ static CUdeviceptr amax_hla(const hot_layer *layer, int is_g) {
   return cuda_layer_of(layer)->amax + 4 * (CUdeviceptr)w;
 }
 
-/* Device scratch of the layer's calls, one allocation (each piece 256-byte aligned):
+/* Device scratch of the layer's calls, carved out of the context's workspace (each piece
+ * 256-byte aligned):
  *   q_g, s_g      HQ g' codes (ref_hq_g_bytes) and T scales            (backward, HQ)
  *   q_w, s_w      HQ w' codes (ref_hq_w_bytes) and its scale           (backward, HQ)
  *   q_hg, s_hg    HLA g^ codes (ref_hla_g_bytes) and its hla.groups scales (backward, HLA)
@@ -188,16 +197,17 @@ static CUdeviceptr amax_hla(const hot_layer *layer, int is_g) {
  *   math          fp32 math tensor read by sawb.cu: max(o_pad*I, K*I) of the planned SAWB roles
  *   partials      doubles: max(2 ceil(n/1024)) over the planned SAWB roles and LQS (n = T*O)
  *   lqs_rs, lqs_res, lqs_choice   T floats, 2 doubles, 1 int                (LQS)
- * Pieces of roles the plan does not have are not allocated (their pointers stay 0). */
-static hot_status alloc_scratch(hot_layer *layer) {
-  hot_cuda_layer *cu = cuda_layer_of(layer);
-  if (cu->scratch) return HOT_OK;
+ * Pieces of roles the plan does not have get no room (their pointers stay 0). Every piece is
+ * written by the call before it is read (the amax words are zeroed first), so nothing is carried
+ * from one call to the next and layers can take turns in one allocation. */
+enum { N_PIECES = 13 };
+
+static void scratch_sizes(const hot_layer *layer, size_t sz[N_PIECES]) {
   const hot_layer_plan *pl = layer->plan;
   int sawb_w = plan_kernel_index(pl, HOT_K_SAWB_W) >= 0;
   int sawb_x = plan_kernel_index(pl, HOT_K_SAWB_X) >= 0;
   int lqs = plan_kernel_index(pl, HOT_K_LQS) >= 0;
-  enum { N_PIECES = 13 };
-  size_t sz[N_PIECES] = {
+  const size_t v[N_PIECES] = {
       (size_t)plan_buffer_bytes(pl, HOT_BUF_Q_G),            /* q_g (the plan's sizes) */
       (size_t)plan_buffer_bytes(pl, HOT_BUF_S_G),            /* s_g: T floats */
       (size_t)plan_buffer_bytes(pl, HOT_BUF_Q_W),            /* q_w */
@@ -211,22 +221,87 @@ static hot_status alloc_scratch(hot_layer *layer) {
       lqs ? (size_t)pl->T * 4 : 0,                           /* lqs_rs */
       lqs ? 2 * 8 : 0,                                       /* lqs_res */
       lqs ? 4 : 0};                                          /* lqs_choice */
-  size_t off[N_PIECES], total = 0;
+  memcpy(sz, v, sizeof v);
+}
+
+/* The layer's pieces: offsets and the bytes it needs of the workspace (at load). */
+static void scratch_layout(hot_layer *layer) {
+  hot_cuda_layer *cu = cuda_layer_of(layer);
+  size_t sz[N_PIECES], total = 0;
+  scratch_sizes(layer, sz);
   for (int i = 0; i < N_PIECES; ++i) {
-    off[i] = total;
+    cu->scratch_off[i] = total;
     total += ALIGN_UP(sz[i], 256); /* GEMM operands need 16 bytes; 256 keeps rows apart */
   }
-  CUresult c = cuda_ctx_of(layer->ctx)->drv->cuMemAlloc(&cu->scratch, total);
-  if (c != CUDA_SUCCESS) {
-    cu->scratch = 0;
-    return cu_fail(layer->ctx, c, "cuMemAlloc (layer scratch)");
+  cu->scratch_bytes = total;
+}
+
+/* Makes the context's workspace at least `need` bytes. Growing waits for the last call that used
+ * it (ws_ev) before the old allocation is freed; on failure the workspace is empty (a later call
+ * tries again) and the status names the allocation. */
+static hot_status ws_reserve(hot_ctx *ctx, size_t need) {
+  hot_cuda_ctx *c = cuda_ctx_of(ctx);
+  const cuda_driver *d = c->drv;
+  if (need <= c->ws_bytes) return HOT_OK;
+  CUresult r = CUDA_SUCCESS;
+  if (!c->ws_ev) r = d->cuEventCreate(&c->ws_ev, 2 /* CU_EVENT_DISABLE_TIMING */);
+  if (r != CUDA_SUCCESS) {
+    c->ws_ev = 0;
+    return cu_fail(ctx, r, "cuEventCreate (workspace)");
   }
+  if (c->ws) {
+    if (c->ws_pending) (void)d->cuEventSynchronize(c->ws_ev); /* the old one may be in use */
+    c->ws_pending = 0;
+    d->cuMemFree(c->ws);
+    c->ws = 0;
+    c->ws_bytes = 0;
+  }
+  r = d->cuMemAlloc(&c->ws, need);
+  if (r != CUDA_SUCCESS) {
+    c->ws = 0;
+    return cu_fail(ctx, r, "cuMemAlloc (workspace)");
+  }
+  c->ws_bytes = need;
+  return HOT_OK;
+}
+
+/* Before a call's first launch on `stream`: the workspace is large enough for the layer, the
+ * stream waits for the previous user when that was on another stream, and the layer's piece
+ * pointers point into it. */
+static hot_status scratch_bind(hot_layer *layer, CUstream stream) {
+  hot_cuda_layer *cu = cuda_layer_of(layer);
+  hot_cuda_ctx *c = cuda_ctx_of(layer->ctx);
+  hot_status st = ws_reserve(layer->ctx, cu->scratch_bytes);
+  if (st != HOT_OK) return st;
+  if (c->ws_pending && c->ws_stream != stream) {
+    CUresult r = c->drv->cuStreamWaitEvent(stream, c->ws_ev, 0);
+    if (r != CUDA_SUCCESS) return cu_fail(layer->ctx, r, "cuStreamWaitEvent (workspace)");
+  }
+  size_t sz[N_PIECES];
+  scratch_sizes(layer, sz);
   CUdeviceptr *dst[N_PIECES] = {&cu->q_g,  &cu->s_g,  &cu->q_w,      &cu->s_w,    &cu->q_hg,
                                 &cu->s_hg, &cu->amax, &cu->s_sawb,   &cu->math,   &cu->partials,
                                 &cu->lqs_rs, &cu->lqs_res, &cu->lqs_choice};
-  cu->scratch_bytes = total;
-  for (int i = 0; i < N_PIECES; ++i) *dst[i] = sz[i] ? cu->scratch + off[i] : 0;
+  cu->scratch = c->ws;
+  for (int i = 0; i < N_PIECES; ++i) *dst[i] = sz[i] ? c->ws + cu->scratch_off[i] : 0;
   return HOT_OK;
+}
+
+/* After a call's work is enqueued on `stream` (also after a failure midway): the next user of
+ * the workspace on another stream waits for this event. When it cannot be recorded, the stream
+ * is synchronised instead (its failure returned when st is HOT_OK). */
+static hot_status scratch_unbind(hot_layer *layer, hot_status st, CUstream stream) {
+  hot_cuda_ctx *c = cuda_ctx_of(layer->ctx);
+  CUresult r = c->ws_ev ? c->drv->cuEventRecord(c->ws_ev, stream) : CUDA_ERROR_INVALID_VALUE;
+  if (r == CUDA_SUCCESS) {
+    c->ws_pending = 1;
+    c->ws_stream = stream;
+    return st;
+  }
+  c->ws_pending = 0;
+  CUresult w = c->drv->cuStreamSynchronize(stream);
+  if (st != HOT_OK) return st;
+  return w == CUDA_SUCCESS ? HOT_OK : cu_fail(layer->ctx, w, "cuStreamSynchronize (workspace)");
 }
 
 /* The binaries layer.c compiled (jit), loaded: modules, kernels by plan index, scratch. */
@@ -253,7 +328,8 @@ static hot_status cuda_layer_load(hot_layer *layer, const hot_jit *jit) {
     rt_status r = module_function(cu->modules[m], pl->kernels[i].name, &cu->fn[i], err, sizeof err);
     if (r != RT_OK) return ctx_fail(layer->ctx, ctx_rt(r), "layer '%s': %s", layer->spec.name, err);
   }
-  hot_status st = alloc_scratch(layer);
+  scratch_layout(layer);
+  hot_status st = ws_reserve(layer->ctx, cu->scratch_bytes); /* an allocation failure shows now */
   if (st == HOT_OK) cu->loaded = 1;
   return st;
 }
@@ -295,7 +371,6 @@ static void cuda_layer_free(hot_layer *layer) {
   const cuda_driver *d = cuda_ctx_of(layer->ctx)->drv;
   for (int i = 0; i < cu->prof_events; ++i) d->cuEventDestroy(cu->prof_ev[i]);
   if (cu->saved) d->cuMemFree(cu->saved);
-  if (cu->scratch) d->cuMemFree(cu->scratch);
   for (int m = 0; m < cu->n_modules; ++m) module_unload(cu->modules[m]);
   memset(cu, 0, sizeof *cu);
 }
@@ -648,8 +723,14 @@ static hot_status done_record(hot_layer *layer, hot_status st, CUstream stream) 
  * freed while its kernels may run). Errors of the wait are ignored: the memory goes either way. */
 static void done_wait(hot_layer *layer) {
   hot_cuda_layer *cu = cuda_layer_of(layer);
-  if (cu->done_pending && cu->done_ev) (void)cuda_ctx_of(layer->ctx)->drv->cuEventSynchronize(cu->done_ev);
+  hot_cuda_ctx *c = cuda_ctx_of(layer->ctx);
+  if (cu->done_pending && cu->done_ev) (void)c->drv->cuEventSynchronize(cu->done_ev);
   cu->done_pending = 0;
+  /* and the workspace's last user (recorded after the layer's own event when that was this
+   * layer; another layer's call otherwise: destroying waits for it too, a little more than
+   * needed, never less) */
+  if (c->ws_pending && c->ws_ev) (void)c->drv->cuEventSynchronize(c->ws_ev);
+  c->ws_pending = 0;
 }
 
 /* ---- the backend interface (backend.h) ------------------------------------------------------ */
@@ -688,8 +769,10 @@ static hot_status ops_save(hot_layer *layer, const void *x, void *saved, void *s
   if (st != HOT_OK) return st;
   if ((st = range_poll(layer, 0)) == HOT_OK) {
     cuda_prof_begin(layer);
-    st = cuda_layer_save(layer, x, saved, (CUstream)stream);
+    const int bound = (st = scratch_bind(layer, (CUstream)stream)) == HOT_OK;
+    if (bound) st = cuda_layer_save(layer, x, saved, (CUstream)stream);
     st = done_record(layer, st, (CUstream)stream);
+    if (bound) st = scratch_unbind(layer, st, (CUstream)stream); /* the last event recorded */
     st = cuda_prof_end(layer, st, (CUstream)stream);
   }
   cuda_pop(layer->ctx);
@@ -704,10 +787,11 @@ static hot_status ops_backward(hot_layer *layer, const void *g_y, const void *w,
     int prof = layer->ctx->profiling;
     cuda_prof_begin(layer);
     st = range_begin(layer, (CUstream)stream);
-    if (st == HOT_OK)
-      st = cuda_layer_backward(layer, g_y, w, saved, g_x, g_w, g_b, step, (CUstream)stream);
+    const int bound = st == HOT_OK && (st = scratch_bind(layer, (CUstream)stream)) == HOT_OK;
+    if (bound) st = cuda_layer_backward(layer, g_y, w, saved, g_x, g_w, g_b, step, (CUstream)stream);
     if (st == HOT_OK) st = range_end(layer, step, (CUstream)stream);
     st = done_record(layer, st, (CUstream)stream);
+    if (bound) st = scratch_unbind(layer, st, (CUstream)stream); /* the last event recorded */
     st = cuda_prof_end(layer, st, (CUstream)stream);
     if (st == HOT_OK && prof) st = range_poll(layer, 0); /* synchronised already: report now */
   }
@@ -720,8 +804,10 @@ static hot_status ops_calibrate(hot_layer *layer, const void *g_y, uint32_t step
   if (st != HOT_OK) return st;
   if ((st = range_poll(layer, 0)) == HOT_OK) {
     cuda_prof_begin(layer);
-    st = cuda_layer_calibrate(layer, g_y, step, (CUstream)stream);
+    const int bound = (st = scratch_bind(layer, (CUstream)stream)) == HOT_OK;
+    if (bound) st = cuda_layer_calibrate(layer, g_y, step, (CUstream)stream);
     st = done_record(layer, st, (CUstream)stream);
+    if (bound) st = scratch_unbind(layer, st, (CUstream)stream); /* the last event recorded */
     st = cuda_prof_end(layer, st, (CUstream)stream);
   }
   cuda_pop(layer->ctx);
@@ -774,7 +860,12 @@ static hot_status ops_check(hot_layer *layer) {
   return st;
 }
 
+static int64_t ops_workspace_bytes(const hot_ctx *ctx) {
+  return (int64_t)cuda_ctx_of(ctx)->ws_bytes;
+}
+
 const hot_backend_ops cuda_backend_ops = {
     .kind = HOT_BACKEND_CUDA, .init = ops_init, .fini = ops_fini, .layer_init = ops_layer_init,
     .load = ops_load, .save = ops_save, .backward = ops_backward, .calibrate = ops_calibrate,
-    .check = ops_check, .times = ops_times, .release = ops_release};
+    .check = ops_check, .times = ops_times, .release = ops_release,
+    .workspace_bytes = ops_workspace_bytes};

@@ -20,6 +20,16 @@ typedef struct {
   int cc_major, cc_minor;
   int sm_count;       /* CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT: persistent kernels' grid.x cap */
   int versions_checked;  /* the compiler's version was compared with the driver's (once) */
+  /* The workspace of every layer's calls (cuda_backend.c, "workspace"): one device allocation as
+   * large as the largest layer's scratch, used by one call at a time. A call on another stream
+   * than the previous user's first makes its stream wait for ws_ev (recorded after every call
+   * that used the workspace), so calls from any streams never overlap in it; growing it waits
+   * for ws_ev before the old allocation is freed. */
+  CUdeviceptr ws;
+  size_t ws_bytes;
+  CUevent ws_ev;          /* created with the first allocation */
+  int ws_pending;         /* ws_ev recorded and not waited for */
+  CUstream ws_stream;     /* the stream of the last call that used it */
 } hot_cuda_ctx;
 
 /* Backwards whose overflow words may be on their way at once (per layer): a backward that finds
@@ -27,9 +37,10 @@ typedef struct {
 #define HOT_RANGE_SLOTS 8
 
 /* The CUDA side of a layer: module, kernels by plan index, device scratch (cuda_backend.c's
- * alloc_scratch lists every piece and its size). Scratch carries nothing from one call to the
- * next (the saved buffer is the only state between a save and its backward), so the SAWB and
- * LQS pieces are shared by save, backward and calibrate, which hot.h orders on one stream. */
+ * scratch_layout lists every piece and its size). Scratch carries nothing from one call to the
+ * next (the saved buffer is the only state between a save and its backward), so it is not the
+ * layer's own: every call carves it out of the context's workspace (hot_cuda_ctx.ws), and the
+ * pointers below are valid during a call only. */
 typedef struct {
   hot_module *modules[HOT_MAX_KERNELS];  /* one per distinct binary (n_modules of them) */
   const hot_kernel_binary *module_bin[HOT_MAX_KERNELS]; /* the binary each module holds */
@@ -37,8 +48,9 @@ typedef struct {
   int loaded;                            /* modules loaded and kernels looked up */
   const hot_kfunc *fn[HOT_MAX_KERNELS];  /* by plan kernel index; NULL: not in this build */
   int module_of[HOT_MAX_KERNELS];        /* by plan kernel index: its module, -1: none */
-  CUdeviceptr scratch;                   /* one allocation, carved below */
-  size_t scratch_bytes;
+  CUdeviceptr scratch;                   /* the workspace during a call, carved below */
+  size_t scratch_bytes;                  /* what the layer needs of it (scratch_layout) */
+  size_t scratch_off[16];                /* each piece's offset, 0-sized pieces excluded */
   CUdeviceptr q_g, s_g, q_w, s_w, q_hg, s_hg, amax; /* amax: HOT_AMAX_WORDS words */
   CUdeviceptr s_sawb;                    /* 2 floats: SAWB scale of w' [0] and of x^ [1] */
   CUdeviceptr math;                      /* SAWB: fp32 math tensor (o_pad x I or K x I); 0 without */

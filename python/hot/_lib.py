@@ -137,7 +137,8 @@ class hot_stats(ctypes.Structure):
                 ("memory_hits", c_uint64), ("disk_hits", c_uint64), ("disk_rejects", c_uint64),
                 ("compile_ms", c_double), ("layers", c_uint64), ("saves", c_uint64),
                 ("backwards", c_uint64), ("calibrations", c_uint64), ("launches", c_uint64),
-                ("saved_bytes", c_int64), ("saved_fp32_bytes", c_int64)]
+                ("saved_bytes", c_int64), ("saved_fp32_bytes", c_int64),
+                ("workspace_bytes", c_int64)]
 
 
 class hot_layer_info(ctypes.Structure):

@@ -130,6 +130,7 @@ class Stats:
     launches: int
     saved_bytes: int
     saved_fp32_bytes: int
+    workspace_bytes: int
 
 
 @dataclasses.dataclass(frozen=True)
@@ -382,7 +383,8 @@ class Context:
                      disk_hits=s.disk_hits, disk_rejects=s.disk_rejects,
                      compile_ms=s.compile_ms, layers=s.layers, saves=s.saves,
                      backwards=s.backwards, calibrations=s.calibrations, launches=s.launches,
-                     saved_bytes=s.saved_bytes, saved_fp32_bytes=s.saved_fp32_bytes)
+                     saved_bytes=s.saved_bytes, saved_fp32_bytes=s.saved_fp32_bytes,
+                     workspace_bytes=s.workspace_bytes)
 
     def set_profiling(self, on):
         """hot_ctx_set_profiling (CUDA backend; turning it on for the CPU raises)."""

@@ -44,10 +44,12 @@
  *    (O x I) and g_b (O) are fp32. Inputs are only read. Numerics:
  *    templates/CONTRACT.md; both backends give the same bits.
  *  - A context and its layers are used by one thread at a time; distinct contexts are
- *    independent (the kernel cache on disk is shared safely, also across processes). On CUDA a
- *    layer's device scratch (codes, scales) is reused by each call: calls on one layer must be
- *    ordered on one stream (or synchronised by the caller), and a save's buffer must be ready
- *    (same stream, or an event) before the backward that reads it.
+ *    independent (the kernel cache on disk is shared safely, also across processes). On CUDA
+ *    the device scratch of a call (codes, scales) is one workspace per context, as large as the
+ *    largest layer's (hot_stats.workspace_bytes), which the calls of all its layers take turns
+ *    in: hot orders them itself (a call on another stream than the previous call's first waits
+ *    for that call's work, with an event, not the host). A save's buffer must be ready (same
+ *    stream, or an event) before the backward that reads it.
  *  - Lifetime on CUDA: after each save, backward and calibrate hot records an event on the
  *    stream it was given; before it frees anything of a layer (hot_layer_destroy,
  *    hot_ctx_destroy) it waits for that event, so a layer may be destroyed while its kernels
@@ -242,6 +244,9 @@ typedef struct {
   uint64_t saves, backwards, calibrations, launches;  /* successful calls; kernel launches */
   int64_t saved_bytes;         /* bytes of saved activations of the live layers' last saves */
   int64_t saved_fp32_bytes;    /* what fp32 copies of those x would take */
+  int64_t workspace_bytes;     /* device memory the layers' calls share (CUDA: one workspace per
+                                  context, as large as the largest loaded layer's scratch; 0 on
+                                  the CPU backend, whose scratch lives only during a call) */
 } hot_stats;
 
 /* Copies the statistics of ctx into *out. HOT_ERR_INVALID on NULL arguments. Works on a
@@ -299,12 +304,12 @@ HOT_API hot_status hot_layer_create_with_id(hot_ctx *ctx, const hot_layer_spec *
                                             int64_t batch, int64_t tokens, hot_recipe recipe,
                                             int layer_id, hot_layer **out);
 
-/* Destroys a layer: frees its buffers (including a layer-owned saved buffer) and device
- * scratch, unloads its module. NULL-safe and safe to repeat: the small handle stays known to its
+/* Destroys a layer: frees its buffers (including a layer-owned saved buffer), unloads its
+ * module (the context's workspace stays, for the other layers). NULL-safe and safe to repeat: the small handle stays known to its
  * context until hot_ctx_destroy, so later calls with it fail with HOT_ERR_MISUSE instead of
  * touching freed memory. On CUDA it first waits for the work of the layer's last call (the event
- * recorded after it), so kernels still running never see their scratch, saved buffer or module
- * freed. An overflow not reported yet is dropped (call hot_layer_check first to see it). */
+ * recorded after it, and the workspace's last call), so kernels still running never see their
+ * saved buffer or module freed. An overflow not reported yet is dropped (call hot_layer_check first to see it). */
 HOT_API void hot_layer_destroy(hot_layer *layer);
 
 /* What a layer is. Strings are copies. */

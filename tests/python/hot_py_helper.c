@@ -65,6 +65,7 @@ static void dump_abi(void) {
   FIELD(hot_stats, launches);
   FIELD(hot_stats, saved_bytes);
   FIELD(hot_stats, saved_fp32_bytes);
+  FIELD(hot_stats, workspace_bytes);
 
   SIZE(hot_layer_info);
   FIELD(hot_layer_info, name);

@@ -250,13 +250,13 @@ EXPORT CUresult cuTensorMapEncodeTiled(void *map, int dtype, unsigned rank, void
 EXPORT CUresult cuLaunchKernel(void *f, unsigned gx, unsigned gy, unsigned gz, unsigned bx,
                                unsigned by, unsigned bz, unsigned smem, void *stream,
                                void **params, void **extra) {
-  (void)stream;
   (void)extra;
   /* beyond the log's capacity launches are counted, not recorded (long runs: hot-bench) */
   g_log.total++;
   static fake_cuda_launch spare;
   fake_cuda_launch *l = g_log.n < FAKE_CUDA_MAX_LAUNCHES ? &g_log.l[g_log.n++] : &spare;
   memset(l, 0, sizeof *l);
+  l->stream = (uint64_t)(uintptr_t)stream;
   strncpy(l->name, (const char *)f, sizeof l->name - 1);
   if (g_raise_range && (!strncmp(l->name, "hot_gemm", 8) || !strncmp(l->name, "hot_bias", 8)))
     for (int i = 0; i < FAKE_MAX_MODULES; ++i)
@@ -314,7 +314,6 @@ EXPORT CUresult cuMemcpyHtoD_v2(CUdeviceptr d, const void *s, size_t n) { memcpy
 EXPORT CUresult cuMemcpyDtoH_v2(void *d, CUdeviceptr s, size_t n) { memcpy(d, (const void *)(uintptr_t)s, n); return OK; }
 EXPORT CUresult cuMemsetD8_v2(CUdeviceptr d, unsigned char v, size_t n) { memset((void *)(uintptr_t)d, v, n); return OK; }
 EXPORT CUresult cuMemsetD32Async(CUdeviceptr d, unsigned v, size_t n, void *s) {
-  (void)s;
   unsigned *p = (unsigned *)(uintptr_t)d;
   for (size_t i = 0; i < n; ++i) p[i] = v;
   if (is_flag(d)) {
@@ -325,6 +324,7 @@ EXPORT CUresult cuMemsetD32Async(CUdeviceptr d, unsigned v, size_t n, void *s) {
     fake_cuda_launch *l = &g_log.l[g_log.n++];
     memset(l, 0, sizeof *l);
     strcpy(l->name, "memset32");
+    l->stream = (uint64_t)(uintptr_t)s;
     l->arg[0] = (int64_t)d;
     l->arg[1] = (int64_t)n;
   }
@@ -409,6 +409,15 @@ EXPORT CUresult cuEventRecord(void *e, void *s) {
   else g_log.events_recorded++;
   ev->pending = (unsigned char)(g_running != 0);
   ev->seq = ++g_seq;
+  return OK;
+}
+/* A stream waiting for an event: recorded (the stream's later work is behind it). */
+EXPORT CUresult cuStreamWaitEvent(void *s, void *e, unsigned flags) {
+  if (!e || flags) return 1; /* CUDA_ERROR_INVALID_VALUE */
+  g_log.stream_waits++;
+  g_log.wait_stream = (uint64_t)(uintptr_t)s;
+  g_log.wait_event = (uint64_t)(uintptr_t)e;
+  g_log.wait_at = g_log.n;
   return OK;
 }
 /* Waiting for an event completes it and everything recorded before it (one stream). */

@@ -14,6 +14,7 @@ typedef struct {
                                       map passed by value: its index in tmaps[], -1 when its
                                       bytes are not a map the fake encoded */
   float farg[FAKE_CUDA_MAX_ARGS];  /* float arguments */
+  uint64_t stream;                 /* the stream it was enqueued on */
 } fake_cuda_launch;
 
 /* One cuTensorMapEncodeTiled call, as the caller passed it (rank 2 entries; the fake refuses
@@ -43,6 +44,9 @@ typedef struct {
   int untimed_created, untimed_recorded, untimed_destroyed; /* CU_EVENT_DISABLE_TIMING events */
   int event_syncs;         /* cuEventSynchronize calls */
   int event_queries_busy;  /* cuEventQuery calls answered CUDA_ERROR_NOT_READY */
+  int stream_waits;        /* cuStreamWaitEvent calls */
+  uint64_t wait_stream, wait_event; /* the last cuStreamWaitEvent's stream and event */
+  int wait_at;             /* n (launches recorded) when it was made */
   int frees;               /* cuMemFree / cuMemFreeHost / cuModuleUnload calls */
   int frees_while_running; /* cuMemFree / cuMemFreeHost / cuModuleUnload while an event recorded
                               in "running" mode was not waited for (fake_cuda_set_running) */

@@ -186,6 +186,7 @@ START_TEST(cpu_equals_reference) {
   ck_assert_int_eq(st.saved_bytes, (int64_t)hot_layer_saved_bytes(l));
   ck_assert_int_eq(st.saved_fp32_bytes, 591 * 137 * 4);
   ck_assert(st.saved_bytes * 4 < st.saved_fp32_bytes); /* ABC: well under fp32 */
+  ck_assert_int_eq(st.workspace_bytes, 0);             /* no device workspace on the CPU */
   ck_assert_uint_eq(st.compiles, 0);
   hot_layer_destroy(l);
   au_io_free(&io);

@@ -146,12 +146,14 @@ START_TEST(default_recipe_sequence) {
   CUdeviceptr x = dalloc((size_t)(T * I) * 4), w = dalloc((size_t)(O * I) * 4),
               gy = dalloc((size_t)(T * O) * 4), gx = dalloc((size_t)(T * I) * 4),
               gw = dalloc((size_t)(O * I) * 4), gb = dalloc((size_t)O * 4), sv = dalloc(nb);
-  ck_assert_ptr_nonnull((void *)(uintptr_t)cuda_layer_of(l)->lqs_res); /* auto: LQS scratch */
-  ck_assert(!cuda_layer_of(l)->math);                                   /* absmax: no SAWB scratch */
 
   /* save into the caller's buffer: memset(amax) ; hla_x 0 ; hla_x 1 */
   g_reset();
   ck_assert_int_eq(hot_layer_save(l, vp(x), HOT_DT_F32, vp(sv), NULL), HOT_OK);
+  /* the scratch of the call, carved out of the context's workspace */
+  ck_assert_ptr_nonnull((void *)(uintptr_t)cuda_layer_of(l)->lqs_res); /* auto: LQS scratch */
+  ck_assert(!cuda_layer_of(l)->math);                                   /* absmax: no SAWB scratch */
+  ck_assert_int_eq((int64_t)cuda_layer_of(l)->scratch, (int64_t)cuda_ctx_of(ctx)->ws);
   ck_assert_int_eq(g_log->n, 3);
   const fake_cuda_launch *m = at(0, "memset32", -1, 0);
   ck_assert_int_eq(m->arg[0], (int64_t)(cuda_layer_of(l)->amax + 4 * HOT_AMAX_ABC_X));
@@ -877,8 +879,8 @@ START_TEST(overflow_flags) {
   g_reset();
   ck_assert_int_eq(BACKWARD(1), HOT_OK);
   ck_assert_int_eq(g_log->range_resets, 3);     /* g_x, g_w and g_b words zeroed */
-  ck_assert_int_eq(g_log->untimed_recorded, 2); /* the slot's event behind the copies back, and
-                                                   the layer's lifetime event */
+  ck_assert_int_eq(g_log->untimed_recorded, 3); /* the slot's event behind the copies back, the
+                                                   workspace's and the layer's lifetime event */
   ck_assert_int_eq(g_log->syncs, 0);            /* and no synchronisation */
   ck_assert_int_eq(hot_layer_check(l), HOT_OK);
 
@@ -1225,6 +1227,93 @@ START_TEST(nvrtc_vs_driver) {
 }
 END_TEST
 
+/* Every layer's scratch lives in one workspace of the context, as large as the largest layer's:
+ * layers take turns in it, a call on another stream than the last user's first waits for the
+ * workspace's event (before its first launch), and growing it waits for that event before the
+ * old allocation is freed. */
+static hot_layer *sized_layer(hot_ctx *ctx, const char *name, int64_t in, int64_t out, int64_t B) {
+  hot_layer_spec s;
+  plan_spec_defaults(&s, HOT_RECIPE_HOT);
+  snprintf(s.name, sizeof s.name, "%s", name);
+  s.in_features = in;
+  s.out_features = out;
+  hot_layer *l = NULL;
+  hot_status st = hot_layer_create(ctx, &s, B, 197, HOT_RECIPE_HOT, &l);
+  if (st == HOT_OK) st = hot_layer_compile(l);
+  ck_assert_msg(st == HOT_OK, "%s", hot_errmsg(ctx));
+  return l;
+}
+
+START_TEST(shared_workspace) {
+  boot(1, 9, 0, 13000);
+  void *h = dlopen(HOT_FAKE_CUDA, RTLD_NOW | RTLD_NOLOAD);
+  fake_cuda_alloc_size_fn asz = (fake_cuda_alloc_size_fn)dlsym(h, "fake_cuda_alloc_size");
+  ck_assert_ptr_nonnull(asz);
+  hot_ctx *ctx = cuda_ctx();
+  hot_cuda_ctx *c = cuda_ctx_of(ctx);
+  hot_layer *a = sized_layer(ctx, "a", 137, 100, 3), *b = sized_layer(ctx, "b", 64, 300, 2);
+  const size_t na = cuda_layer_of(a)->scratch_bytes, nb = cuda_layer_of(b)->scratch_bytes;
+  ck_assert(na > 0 && nb > 0 && na != nb);
+  ck_assert_uint_eq(c->ws_bytes, na > nb ? na : nb); /* one allocation: the larger need */
+  ck_assert_uint_eq(asz((uintptr_t)c->ws), c->ws_bytes);
+  hot_stats stats;
+  ck_assert_int_eq(hot_ctx_stats(ctx, &stats), HOT_OK);
+  ck_assert_int_eq(stats.workspace_bytes, (int64_t)c->ws_bytes);
+
+  const hot_layer_plan *pa = a->plan, *pb = b->plan;
+  CUdeviceptr xa = dalloc((size_t)(pa->T * pa->I) * 4), xb = dalloc((size_t)(pb->T * pb->I) * 4);
+  CUdeviceptr wa = dalloc((size_t)(pa->O * pa->I) * 4), gya = dalloc((size_t)(pa->T * pa->O) * 4),
+              gxa = dalloc((size_t)(pa->T * pa->I) * 4), gwa = dalloc((size_t)(pa->O * pa->I) * 4);
+  CUstream s2 = NULL;
+  ck_assert_int_eq(d->cuStreamCreate(&s2, 0), CUDA_SUCCESS);
+
+  /* one stream: no waits, both layers' pieces in the same allocation */
+  g_reset();
+  ck_assert_int_eq(hot_layer_save(a, vp(xa), HOT_DT_F32, NULL, NULL), HOT_OK);
+  ck_assert_int_eq((int64_t)cuda_layer_of(a)->scratch, (int64_t)c->ws);
+  ck_assert_int_eq(hot_layer_save(b, vp(xb), HOT_DT_F32, NULL, NULL), HOT_OK);
+  ck_assert_int_eq((int64_t)cuda_layer_of(b)->scratch, (int64_t)c->ws);
+  ck_assert_int_eq(g_log->stream_waits, 0);
+  ck_assert_int_eq(c->ws_pending, 1);
+
+  /* another stream: it waits for the workspace's event before its first launch */
+  const int before = g_log->n;
+  ck_assert_int_eq(hot_layer_backward(a, vp(gya), vp(wa), HOT_DT_F32, NULL, vp(gxa), vp(gwa),
+                                      NULL, 1, s2), HOT_OK);
+  ck_assert_int_eq(g_log->stream_waits, 1);
+  ck_assert_int_eq((int64_t)g_log->wait_stream, (int64_t)(uintptr_t)s2);
+  ck_assert_int_eq((int64_t)g_log->wait_event, (int64_t)(uintptr_t)c->ws_ev);
+  ck_assert_int_eq(g_log->wait_at, before);
+  ck_assert_int_gt(g_log->n, before);
+  for (int i = before; i < g_log->n; ++i)
+    ck_assert_int_eq((int64_t)g_log->l[i].stream, (int64_t)(uintptr_t)s2);
+  /* and back on the default stream: one more wait */
+  ck_assert_int_eq(hot_layer_save(a, vp(xa), HOT_DT_F32, NULL, NULL), HOT_OK);
+  ck_assert_int_eq(g_log->stream_waits, 2);
+
+  /* a larger layer grows the workspace: the old allocation is freed only after its event */
+  g_set_running(1);
+  ck_assert_int_eq(hot_layer_save(a, vp(xa), HOT_DT_F32, NULL, NULL), HOT_OK);
+  g_reset();
+  const size_t old = c->ws_bytes;
+  hot_layer *big = sized_layer(ctx, "big", 512, 1024, 4);
+  ck_assert_uint_gt(c->ws_bytes, old);
+  ck_assert_uint_eq(c->ws_bytes, cuda_layer_of(big)->scratch_bytes);
+  ck_assert_int_ge(g_log->event_syncs, 1);
+  ck_assert_int_eq(g_log->frees_while_running, 0);
+  ck_assert_int_eq(hot_layer_save(a, vp(xa), HOT_DT_F32, NULL, NULL), HOT_OK);
+  ck_assert_int_eq((int64_t)cuda_layer_of(a)->scratch, (int64_t)c->ws);
+
+  /* the context goes last: its workspace after the last call's event */
+  hot_ctx_destroy(ctx);
+  ck_assert_int_eq(g_log->frees_while_running, 0);
+  g_set_running(0);
+  d->cuStreamDestroy(s2);
+  CUdeviceptr all[] = {xa, xb, wa, gya, gxa, gwa};
+  for (size_t i = 0; i < sizeof all / sizeof all[0]; ++i) d->cuMemFree(all[i]);
+}
+END_TEST
+
 int main(void) {
   setenv("HOT_CUDA_DRIVER", HOT_FAKE_CUDA, 1);
   unsetenv("HOT_BACKEND");
@@ -1248,6 +1337,7 @@ int main(void) {
   TCase *tm = tcase_create("machines"); /* each test configures the fake before loading it */
   tcase_set_timeout(tm, 120);
   tcase_add_test(tm, lifetime_waits);
+  tcase_add_test(tm, shared_workspace);
   tcase_add_test(tm, overflow_ring);
   tcase_add_test(tm, device_ordinals);
   tcase_add_test(tm, forced_arch_vs_device);
