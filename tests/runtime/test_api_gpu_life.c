@@ -9,6 +9,9 @@
  *  - a forced arch the device cannot run is refused at creation (every known arch against the
  *    device's compute capability, sm_XY: same major, minor <= the device's; sm_90a: 9.0 only);
  *  - memory of another device is refused naming both devices (needs two devices, else noted);
+ *  - the context's one workspace: two layers' saves and backwards interleaved on two streams with
+ *    no synchronisation (each call waits for the previous one's event on the device) equal the
+ *    CPU backend bit for bit;
  *  - the driver's and NVRTC's versions, compared.
  * Without a driver it prints "SKIP: no CUDA driver" and exits 77.
  *
@@ -136,6 +139,76 @@ static void lifetime(hot_ctx *cpu, int whole_ctx) {
          "the CPU's\n", whole_ctx ? "context" : "layer");
 }
 
+/* One layer's outputs (device) against the CPU backend's for the same inputs and step. */
+static void same_as_cpu(hot_ctx *cpu, const char *name, int64_t in, int64_t out, int64_t b,
+                        int64_t l, const au_io *io, CUdeviceptr gx, CUdeviceptr gw, CUdeviceptr gb,
+                        uint32_t step) {
+  hot_layer *lc = make_layer(cpu, name, in, out, b, l);
+  const int64_t T = b * l;
+  CHECK_HOT(cpu, hot_layer_save(lc, io->x, HOT_DT_F32, NULL, NULL));
+  CHECK_HOT(cpu, hot_layer_backward(lc, io->gy, io->w, HOT_DT_F32, NULL, io->gx, io->gw, io->gb,
+                                    step, NULL));
+  float *hx = malloc((size_t)(T * in) * 4), *hw = malloc((size_t)(out * in) * 4),
+        *hb = malloc((size_t)out * 4);
+  CHECK_CU(d->cuMemcpyDtoH(hx, gx, (size_t)(T * in) * 4));
+  CHECK_CU(d->cuMemcpyDtoH(hw, gw, (size_t)(out * in) * 4));
+  CHECK_CU(d->cuMemcpyDtoH(hb, gb, (size_t)out * 4));
+  same_floats("g_x", hx, io->gx, T * in);
+  same_floats("g_w", hw, io->gw, out * in);
+  same_floats("g_b", hb, io->gb, out);
+  free(hx);
+  free(hw);
+  free(hb);
+  hot_layer_destroy(lc);
+}
+
+/* Two layers of one context, each on its own stream, calls interleaved without any host
+ * synchronisation: they take turns in the context's workspace (hot makes each stream wait for
+ * the previous call's event), so both end with the CPU backend's outputs. */
+static void two_streams(hot_ctx *cpu) {
+  hot_ctx *ctx = make_ctx(HOT_BACKEND_CUDA, NULL, HOT_OK);
+  hot_layer *la = make_layer(ctx, "life", LT_I, LT_O, LT_B, LT_L);
+  hot_layer *lb = make_layer(ctx, "ovf", OV_I, OV_O, OV_B, OV_L);
+  CHECK_HOT(ctx, hot_layer_compile(la));
+  CHECK_HOT(ctx, hot_layer_compile(lb));
+  const int64_t Ta = LT_B * LT_L, Tb = OV_B * OV_L;
+  au_io ia, ib;
+  au_io_init(&ia, Ta, LT_O, LT_I, 31);
+  au_io_init(&ib, Tb, OV_O, OV_I, 32);
+  CUstream s[2];
+  CHECK_CU(d->cuStreamCreate(&s[0], CU_STREAM_NON_BLOCKING));
+  CHECK_CU(d->cuStreamCreate(&s[1], CU_STREAM_NON_BLOCKING));
+  CUdeviceptr xa = upload(ia.x, (size_t)(Ta * LT_I) * 4), wa = upload(ia.w, (size_t)(LT_O * LT_I) * 4),
+              gya = upload(ia.gy, (size_t)(Ta * LT_O) * 4), gxa = upload(NULL, (size_t)(Ta * LT_I) * 4),
+              gwa = upload(NULL, (size_t)(LT_O * LT_I) * 4), gba = upload(NULL, (size_t)LT_O * 4);
+  CUdeviceptr xb = upload(ib.x, (size_t)(Tb * OV_I) * 4), wb = upload(ib.w, (size_t)(OV_O * OV_I) * 4),
+              gyb = upload(ib.gy, (size_t)(Tb * OV_O) * 4), gxb = upload(NULL, (size_t)(Tb * OV_I) * 4),
+              gwb = upload(NULL, (size_t)(OV_O * OV_I) * 4), gbb = upload(NULL, (size_t)OV_O * 4);
+  for (uint32_t step = 1; step <= 3; ++step) {
+    CHECK_HOT(ctx, hot_layer_save(la, dp(xa), HOT_DT_F32, NULL, s[0]));
+    CHECK_HOT(ctx, hot_layer_save(lb, dp(xb), HOT_DT_F32, NULL, s[1]));
+    CHECK_HOT(ctx, hot_layer_backward(lb, dp(gyb), dp(wb), HOT_DT_F32, NULL, dp(gxb), dp(gwb),
+                                      dp(gbb), step, s[1]));
+    CHECK_HOT(ctx, hot_layer_backward(la, dp(gya), dp(wa), HOT_DT_F32, NULL, dp(gxa), dp(gwa),
+                                      dp(gba), step, s[0]));
+  }
+  CHECK_CU(d->cuStreamSynchronize(s[0]));
+  CHECK_CU(d->cuStreamSynchronize(s[1]));
+  hot_stats st;
+  CHECK_HOT(ctx, hot_ctx_stats(ctx, &st));
+  same_as_cpu(cpu, "life", LT_I, LT_O, LT_B, LT_L, &ia, gxa, gwa, gba, 3);
+  same_as_cpu(cpu, "ovf", OV_I, OV_O, OV_B, OV_L, &ib, gxb, gwb, gbb, 3);
+  CUdeviceptr all[] = {xa, wa, gya, gxa, gwa, gba, xb, wb, gyb, gxb, gwb, gbb};
+  for (size_t i = 0; i < sizeof all / sizeof all[0]; ++i) CHECK_CU(d->cuMemFree(all[i]));
+  CHECK_CU(d->cuStreamDestroy(s[0]));
+  CHECK_CU(d->cuStreamDestroy(s[1]));
+  hot_ctx_destroy(ctx);
+  au_io_free(&ia);
+  au_io_free(&ib);
+  printf("workspace: two layers on two streams, 12 calls without a host wait, outputs equal the "
+         "CPU's (one workspace of %lld bytes)\n", (long long)st.workspace_bytes);
+}
+
 /* Backward 5 overflows, backward 6 (clean, another saved buffer) follows without a wait: the
  * report of step 5 comes back either way. */
 static void overflow_kept(void) {
@@ -257,11 +330,13 @@ int main(int argc, char **argv) {
   hot_ctx *cpu = make_ctx(HOT_BACKEND_CPU, NULL, HOT_OK);
   lifetime(cpu, 0);
   lifetime(cpu, 1);
+  two_streams(cpu);
   overflow_kept();
   forced_archs(major, minor);
   other_device();
   hot_ctx_destroy(cpu);
   d->cuDevicePrimaryCtxRelease(dev);
-  printf("OK: lifetime, overflow reports, forced arch and device checks on a real device\n");
+  printf("OK: lifetime, shared workspace, overflow reports, forced arch and device checks on a "
+         "real device\n");
   return 0;
 }
