@@ -62,7 +62,7 @@ void fast_release_scratch(void);
  * and the epilogue; "epilogue" is the CPU time of the epilogue within "tiles", summed over the
  * threads (its wall and CPU entries are both that sum). */
 #define FAST_STAGES(S)                                                                            \
-  S(FAST_ST_HQ_G, "hq g' load+FWHT")                                                            \
+  S(FAST_ST_HQ_G, "hq g' load+FWHT (+g_b sums)")                                               \
   S(FAST_ST_HQ_GQ, "hq g' amax+quant(SR,Philox)")                                               \
   S(FAST_ST_HQ_W, "hq w' load+FWHT")                                                            \
   S(FAST_ST_HQ_WQ, "hq w' amax+quant")                                                          \
@@ -75,7 +75,7 @@ void fast_release_scratch(void);
   S(FAST_ST_GW_PACK, "gemm g_w pack")                                                           \
   S(FAST_ST_GW_TILES, "gemm g_w tiles")                                                         \
   S(FAST_ST_GW_EPI, "  of which epilogue (CPU)")                                              \
-  S(FAST_ST_BIAS, "g_b column sums")                                                            \
+  S(FAST_ST_BIAS, "g_b (sums here without HQ)")                                                \
   S(FAST_ST_TOTAL, "whole backward")
 #define FAST_ST_ENUM_(c, name) c,
 typedef enum { FAST_STAGES(FAST_ST_ENUM_) FAST_ST_COUNT } fast_stage;

@@ -160,31 +160,47 @@ typedef struct {
   float **scratch; /* per thread: p x hcols floats (HLA) */
   int level;
   int64_t hcols; /* HLA: columns of one task, so that its p x hcols block stays in L1 */
-  float *amax;    /* when not NULL: the amax of every output row (HQ g') or of every output
-                     row's column chunk (HLA: K x chunks), computed while the row is in cache */
+  float *amax;    /* the amax of every output row's column block (HQ g': T x ncb, HLA: K x
+                     chunks), computed while the row is in cache; NULL for w' */
   atomic_int *bad; /* set when an output value is not finite (with amax) */
+  float *bias;     /* HQ g': the bias partial sums (token chunks x O), or NULL */
 } tctx;
 
-/* g' rows: load, zero-pad to o_pad, H_b per block of b (ref_hq_transform_g). */
+/* g' (ref_hq_transform_g): task i = token chunk i / ncb (HOT_REF_BIAS_CHUNK tokens) x column
+ * block i % ncb (HQ_COLS columns, a multiple of every b): load, zero-pad to o_pad, H_b per block
+ * of b; the block's amax per row into amax[t * ncb + j] (row_stats' amax and finiteness check,
+ * while the row is in L1); with bias, the chunk's column sums of the raw g_y (ref_bias' partial
+ * sums, tokens in order) into bias[chunk * O + o]. */
+#define HQ_COLS 256
 static void hq_g_task(void *ctx, int64_t i, int tid) {
   (void)tid;
   const tctx *x = ctx;
   const hot_layer_plan *pl = x->pl;
-  const int64_t O = pl->O, op = pl->hq.o_pad, rpt = rows_per_task(op);
-  const int64_t t1 = (i + 1) * rpt < pl->T ? (i + 1) * rpt : pl->T;
-  for (int64_t t = i * rpt; t < t1; ++t) {
-    float *row = x->out + t * op;
-    if (x->dt == HOT_DT_F32 && op == O) { /* no copy: the first stages read g_y */
-      fast_fwht_row(row, (const float *)x->src + t * O, op, pl->hq.block, x->level);
+  const int64_t O = pl->O, op = pl->hq.o_pad, ncb = fast_cdiv(op, HQ_COLS);
+  const int64_t ch = i / ncb, j = i % ncb, c0 = j * HQ_COLS;
+  const int64_t w = op - c0 < HQ_COLS ? op - c0 : HQ_COLS, real = O - c0 < w ? O - c0 : w;
+  const int64_t t0 = ch * HOT_REF_BIAS_CHUNK;
+  const int64_t t1 = t0 + HOT_REF_BIAS_CHUNK < pl->T ? t0 + HOT_REF_BIAS_CHUNK : pl->T;
+  float part[HQ_COLS];
+  if (x->bias) memset(part, 0, sizeof part);
+  for (int64_t t = t0; t < t1; ++t) {
+    float *row = x->out + t * op + c0;
+    if (x->dt == HOT_DT_F32 && real == w) { /* no copy: the first stages read g_y */
+      const float *src = (const float *)x->src + t * O + c0;
+      if (x->bias) fast_add_run(part, src, real, x->level);
+      fast_fwht_row(row, src, w, pl->hq.block, x->level);
     } else {
-      fast_load_run(x->src, x->dt, t * O, O, row);
-      memset(row + O, 0, (size_t)(op - O) * sizeof *row);
-      fast_fwht_row(row, row, op, pl->hq.block, x->level);
+      /* real >= 1: o_pad is O rounded up to b, so no block of b columns is all padding */
+      fast_load_run(x->src, x->dt, t * O + c0, real, row);
+      if (x->bias) fast_add_run(part, row, real, x->level);
+      memset(row + real, 0, (size_t)(w - real) * sizeof *row);
+      fast_fwht_row(row, row, w, pl->hq.block, x->level);
     }
-    float m = 0.0f; /* row_stats' amax and finiteness check, while the row is in L1 */
-    if (!fast_amax_run(row, op, &m, x->level)) atomic_store(x->bad, 1);
-    x->amax[t] = m;
+    float m = 0.0f;
+    if (!fast_amax_run(row, w, &m, x->level)) atomic_store(x->bad, 1);
+    x->amax[t * ncb + j] = m;
   }
+  if (x->bias) memcpy(x->bias + ch * O + c0, part, (size_t)real * sizeof *part);
 }
 
 /* w' (o_pad x I): block of b rows i / chunks, columns chunk i % chunks (ref_hq_transform_w). */
@@ -247,7 +263,7 @@ static int hla_transform(const hot_layer_plan *pl, const void *src, hot_dtype dt
                          int threads, float *out, float *row_amax) {
   atomic_int bad;
   atomic_init(&bad, 0);
-  tctx x = {pl, src, dt, cols, out, NULL, fast_level_now(), 0, NULL, &bad};
+  tctx x = {pl, src, dt, cols, out, NULL, fast_level_now(), 0, NULL, &bad, NULL};
   x.hcols = 4096 / pl->hla.block; /* 16 KB of floats per task */
   if (x.hcols < 8) x.hcols = 8;
   const int64_t K = pl->hla.k, chunks = fast_cdiv(cols, x.hcols);
@@ -348,8 +364,10 @@ static void epi_gw(void *ctx, int64_t seg, int64_t m0, int64_t n0, int64_t mc, i
 
 /* ---- g_x by HQ ------------------------------------------------------------------------------ */
 
+/* g_x by HQ; with g_b not NULL, also the bias (ref_bias) from the same pass over g_y. */
 static int backward_gx(const hot_layer_plan *pl, const void *g_y, const void *w, hot_dtype dt,
-                       hot_gran gran, uint64_t seed, uint32_t step, int threads, float *g_x) {
+                       hot_gran gran, uint64_t seed, uint32_t step, int threads, float *g_x,
+                       float *g_b) {
   const int64_t T = pl->T, I = pl->I, op = pl->hq.o_pad;
   const int level = fast_level_now();
   int rc = HOT_REF_ENOMEM;
@@ -362,8 +380,29 @@ static int backward_gx(const hot_layer_plan *pl, const void *g_y, const void *w,
   fast_prof_t t0 = fast_prof_now();
   atomic_int bad;
   atomic_init(&bad, 0);
-  tctx tg = {pl, g_y, dt, op, gt, NULL, level, 0, ra, &bad}; /* also row_stats' amax and check */
-  fast_parallel(fast_cdiv(T, rows_per_task(op)), threads, hq_g_task, &tg);
+  const int64_t ncb = fast_cdiv(op, HQ_COLS), nch = fast_cdiv(T, HOT_REF_BIAS_CHUNK);
+  tctx tg = {pl, g_y, dt, op, gt, NULL, level, 0, NULL, &bad, NULL};
+  tg.amax = malloc((size_t)(T * ncb) * sizeof *tg.amax);
+  if (g_b) tg.bias = malloc((size_t)(nch * pl->O) * sizeof *tg.bias);
+  if (!tg.amax || (g_b && !tg.bias)) {
+    free(tg.amax);
+    free(tg.bias);
+    rc = HOT_REF_ENOMEM;
+    goto done;
+  }
+  fast_parallel(nch * ncb, threads, hq_g_task, &tg);
+  for (int64_t t = 0; t < T; ++t) { /* row amax: a max over the blocks (order-free) */
+    float m = 0.0f;
+    for (int64_t j = 0; j < ncb; ++j) m = tg.amax[t * ncb + j] > m ? tg.amax[t * ncb + j] : m;
+    ra[t] = m;
+  }
+  for (int64_t o = 0; g_b && o < pl->O; ++o) { /* ref_bias: chunk partials in chunk order */
+    float tot = 0.0f;
+    for (int64_t c = 0; c < nch; ++c) tot = HOT_ADD(tot, tg.bias[c * pl->O + o]);
+    g_b[o] = tot;
+  }
+  free(tg.amax);
+  free(tg.bias);
   t0 = fast_prof_add(FAST_ST_HQ_G, t0);
   if (atomic_load(&bad)) {
     rc = HOT_REF_ENONFINITE;
@@ -380,7 +419,7 @@ static int backward_gx(const hot_layer_plan *pl, const void *g_y, const void *w,
   for (int64_t t = T - 1; group > 1 && t >= 0; --t) sg[t] = sg[t / group];
   t0 = fast_prof_add(FAST_ST_HQ_GQ, t0);
   /* q_w' (ref_hq_quant_w): RTN, per tensor */
-  tctx tw = {pl, w, dt, I, wt, NULL, level, 0, NULL, NULL};
+  tctx tw = {pl, w, dt, I, wt, NULL, level, 0, NULL, NULL, NULL};
   fast_parallel((op / pl->hq.block) * fast_cdiv(I, COLS_CHUNK), threads, hq_w_task, &tw);
   t0 = fast_prof_add(FAST_ST_HQ_W, t0);
   hot_quant qwq = pl->hq.w;
@@ -603,14 +642,20 @@ int fast_layer_backward(const hot_layer_plan *pl, const hot_ref_saved *saved, co
   if (!pl->hla.enabled && !saved->x) return HOT_REF_ESHAPE;
   const int threads = fast_threads();
   const fast_prof_t t0 = fast_prof_now();
-  rc = pl->hq.enabled ? backward_gx(pl, g_y, w, dt, gran, seed, step, threads, g_x)
+  /* With HQ, the bias comes from HQ's pass over g_y (into gb, copied to g_b once all is done:
+   * g_b is written only on success, as the twin's; its status is HQ's, which sees every
+   * non-finite g_y value first) */
+  float *gb = pl->hq.enabled && g_b ? malloc((size_t)pl->O * sizeof *gb) : NULL;
+  if (pl->hq.enabled && g_b && !gb) return HOT_REF_ENOMEM;
+  rc = pl->hq.enabled ? backward_gx(pl, g_y, w, dt, gran, seed, step, threads, g_x, gb)
                       : backward_plain(pl, 1, g_y, w, dt, dt, threads, g_x);
-  if (rc) return rc;
-  rc = pl->hla.enabled ? backward_gw(pl, saved, g_y, dt, seed, step, threads, g_w)
-                       : backward_plain(pl, 0, g_y, saved->x, HOT_DT_F32, dt, threads, g_w);
-  if (rc) return rc;
+  if (!rc)
+    rc = pl->hla.enabled ? backward_gw(pl, saved, g_y, dt, seed, step, threads, g_w)
+                         : backward_plain(pl, 0, g_y, saved->x, HOT_DT_F32, dt, threads, g_w);
   const fast_prof_t t1 = fast_prof_now();
-  rc = g_b ? bias(pl, g_y, dt, threads, g_b) : HOT_REF_OK;
+  if (!rc && gb) memcpy(g_b, gb, (size_t)pl->O * sizeof *gb);
+  else if (!rc && g_b) rc = bias(pl, g_y, dt, threads, g_b);
+  free(gb);
   fast_prof_add(FAST_ST_BIAS, t1);
   fast_prof_add(FAST_ST_TOTAL, t0);
   return rc;
