@@ -826,7 +826,41 @@ class HOTMultiheadAttention(nn.MultiheadAttention):
             if key_padding_mask is not None:
                 key_padding_mask = key_padding_mask.unsqueeze(0)
         tgt_len, bsz, embed_dim = query.shape
-        src_len = key.shape[0]
+        key_padding_mask, attn_mask, is_causal = self._canonical_masks(
+            query, key_padding_mask, attn_mask, need_weights, is_causal)
+        self._check_shapes(key, value, embed_dim)
+        q, k, v = self._in_projection(query, key, value)
+        attn_mask = self._checked_attn_mask(attn_mask, tgt_len, key.shape[0], bsz)
+        k, v, attn_mask, key_padding_mask = self._extra_keys(k, v, attn_mask, key_padding_mask,
+                                                             bsz)
+        head_dim = embed_dim // num_heads
+        q = q.view(tgt_len, bsz * num_heads, head_dim).transpose(0, 1)
+        k = k.view(k.shape[0], bsz * num_heads, head_dim).transpose(0, 1)
+        v = v.view(v.shape[0], bsz * num_heads, head_dim).transpose(0, 1)
+        if self.add_zero_attn:
+            zero = (bsz * num_heads, 1, head_dim)
+            k = torch.cat([k, torch.zeros(zero, dtype=k.dtype, device=k.device)], dim=1)
+            v = torch.cat([v, torch.zeros(zero, dtype=v.dtype, device=v.device)], dim=1)
+            attn_mask, key_padding_mask = _pad_masks(attn_mask, key_padding_mask)
+        src_len = k.size(1)
+        attn_mask = self._with_padding(attn_mask, key_padding_mask, bsz, src_len)
+        dropout_p = self.dropout if self.training else 0.0
+        if need_weights:
+            out, w = self._attend_weights(q, k, v, attn_mask, dropout_p, is_causal,
+                                          (bsz, tgt_len, src_len, embed_dim),
+                                          average_attn_weights)
+            if not is_batched:
+                out, w = out.squeeze(1), w.squeeze(0)
+            return out, w
+        out = self._attend_sdpa(q, k, v, attn_mask, dropout_p, is_causal,
+                                (bsz, tgt_len, src_len, embed_dim))
+        if not is_batched:
+            out = out.squeeze(1)
+        return out, None
+
+    @staticmethod
+    def _canonical_masks(query, key_padding_mask, attn_mask, need_weights, is_causal):
+        """The masks as nn.MultiheadAttention canonicalizes them, and the causal hint."""
         key_padding_mask = F._canonical_mask(mask=key_padding_mask,
                                              mask_name="key_padding_mask",
                                              other_type=F._none_or_dtype(attn_mask),
@@ -842,76 +876,80 @@ class HOTMultiheadAttention(nn.MultiheadAttention):
                                           target_type=query.dtype, check_other=False)
             if key_padding_mask is not None:
                 is_causal = False
+        return key_padding_mask, attn_mask, is_causal
+
+    def _check_shapes(self, key, value, embed_dim):
         if embed_dim != self.embed_dim:
             raise ValueError(f"HOTMultiheadAttention({self.hot_tag}): embedding dimension "
                              f"{embed_dim}, expected {self.embed_dim}")
-        head_dim = embed_dim // num_heads
         if self._qkv_same_embed_dim and key.shape != value.shape:
             raise ValueError(f"HOTMultiheadAttention({self.hot_tag}): key shape {tuple(key.shape)}"
                              f" does not match value shape {tuple(value.shape)}")
-        q, k, v = self._in_projection(query, key, value)
-        if attn_mask is not None:
-            if attn_mask.dim() == 2:
-                if attn_mask.shape != (tgt_len, src_len):
-                    raise RuntimeError(f"The shape of the 2D attn_mask is {attn_mask.shape}, but "
-                                       f"should be {(tgt_len, src_len)}.")
-                attn_mask = attn_mask.unsqueeze(0)
-            elif attn_mask.dim() == 3:
-                if attn_mask.shape != (bsz * num_heads, tgt_len, src_len):
-                    raise RuntimeError(f"The shape of the 3D attn_mask is {attn_mask.shape}, but "
-                                       f"should be {(bsz * num_heads, tgt_len, src_len)}.")
-            else:
-                raise RuntimeError(f"attn_mask's dimension {attn_mask.dim()} is not supported")
+
+    def _checked_attn_mask(self, attn_mask, tgt_len, src_len, bsz):
+        """A 2-D mask gains the batch axis; a 3-D one must be (bsz * heads, tgt, src)."""
+        if attn_mask is None:
+            return None
+        if attn_mask.dim() == 2:
+            if attn_mask.shape != (tgt_len, src_len):
+                raise RuntimeError(f"The shape of the 2D attn_mask is {attn_mask.shape}, but "
+                                   f"should be {(tgt_len, src_len)}.")
+            return attn_mask.unsqueeze(0)
+        if attn_mask.dim() == 3:
+            if attn_mask.shape != (bsz * self.num_heads, tgt_len, src_len):
+                raise RuntimeError(f"The shape of the 3D attn_mask is {attn_mask.shape}, but "
+                                   f"should be {(bsz * self.num_heads, tgt_len, src_len)}.")
+            return attn_mask
+        raise RuntimeError(f"attn_mask's dimension {attn_mask.dim()} is not supported")
+
+    def _extra_keys(self, k, v, attn_mask, key_padding_mask, bsz):
+        """bias_k / bias_v appended as one more key and value, the masks padded for it."""
         if self.bias_k is not None and self.bias_v is not None:
             k = torch.cat([k, self.bias_k.repeat(1, bsz, 1)])
             v = torch.cat([v, self.bias_v.repeat(1, bsz, 1)])
-            if attn_mask is not None:
-                attn_mask = F.pad(attn_mask, (0, 1))
-            if key_padding_mask is not None:
-                key_padding_mask = F.pad(key_padding_mask, (0, 1))
-        q = q.view(tgt_len, bsz * num_heads, head_dim).transpose(0, 1)
-        k = k.view(k.shape[0], bsz * num_heads, head_dim).transpose(0, 1)
-        v = v.view(v.shape[0], bsz * num_heads, head_dim).transpose(0, 1)
-        if self.add_zero_attn:
-            zero = (bsz * num_heads, 1, head_dim)
-            k = torch.cat([k, torch.zeros(zero, dtype=k.dtype, device=k.device)], dim=1)
-            v = torch.cat([v, torch.zeros(zero, dtype=v.dtype, device=v.device)], dim=1)
-            if attn_mask is not None:
-                attn_mask = F.pad(attn_mask, (0, 1))
-            if key_padding_mask is not None:
-                key_padding_mask = F.pad(key_padding_mask, (0, 1))
-        src_len = k.size(1)
-        if key_padding_mask is not None:
-            if key_padding_mask.shape != (bsz, src_len):
-                raise RuntimeError(f"expecting key_padding_mask shape of {(bsz, src_len)}, but "
-                                   f"got {key_padding_mask.shape}")
-            key_padding_mask = key_padding_mask.view(bsz, 1, 1, src_len) \
-                .expand(-1, num_heads, -1, -1).reshape(bsz * num_heads, 1, src_len)
-            attn_mask = key_padding_mask if attn_mask is None else attn_mask + key_padding_mask
-        dropout_p = self.dropout if self.training else 0.0
-        if need_weights:
-            _B, _Nt, E = q.shape
-            q_scaled = q * math.sqrt(1.0 / float(E))
-            if is_causal and attn_mask is None:
-                raise RuntimeError("is_causal without attn_mask is not implemented for "
-                                   "need_weights (as nn.MultiheadAttention)")
-            if attn_mask is not None:
-                w = torch.baddbmm(attn_mask, q_scaled, k.transpose(-2, -1))
-            else:
-                w = torch.bmm(q_scaled, k.transpose(-2, -1))
-            w = F.softmax(w, dim=-1)
-            if dropout_p > 0.0:
-                w = F.dropout(w, p=dropout_p)
-            out = torch.bmm(w, v)  # [bsz * heads, tgt, head_dim]
-            out = out.view(bsz, num_heads, tgt_len, head_dim).permute(0, 2, 1, 3) \
-                .reshape(bsz, tgt_len, embed_dim).contiguous()
-            out = self.out_proj(out).transpose(0, 1)  # [tgt, bsz, E]
-            w = w.view(bsz, num_heads, tgt_len, src_len)
-            if average_attn_weights:
-                w = w.mean(dim=1)
-            if not is_batched:
-                out, w = out.squeeze(1), w.squeeze(0)
-            return out, w
+            attn_mask, key_padding_mask = _pad_masks(attn_mask, key_padding_mask)
+        return k, v, attn_mask, key_padding_mask
+
+    def _with_padding(self, attn_mask, key_padding_mask, bsz, src_len):
+        """The key padding mask merged into the attention mask, per head."""
+        if key_padding_mask is None:
+            return attn_mask
+        if key_padding_mask.shape != (bsz, src_len):
+            raise RuntimeError(f"expecting key_padding_mask shape of {(bsz, src_len)}, but "
+                               f"got {key_padding_mask.shape}")
+        key_padding_mask = key_padding_mask.view(bsz, 1, 1, src_len) \
+            .expand(-1, self.num_heads, -1, -1).reshape(bsz * self.num_heads, 1, src_len)
+        return key_padding_mask if attn_mask is None else attn_mask + key_padding_mask
+
+    def _attend_weights(self, q, k, v, attn_mask, dropout_p, is_causal, dims, average):
+        """The need_weights path: explicit softmax(q k^T) v, the weights returned too."""
+        bsz, tgt_len, src_len, embed_dim = dims
+        num_heads, head_dim = self.num_heads, embed_dim // self.num_heads
+        _B, _Nt, E = q.shape
+        q_scaled = q * math.sqrt(1.0 / float(E))
+        if is_causal and attn_mask is None:
+            raise RuntimeError("is_causal without attn_mask is not implemented for "
+                               "need_weights (as nn.MultiheadAttention)")
+        if attn_mask is not None:
+            w = torch.baddbmm(attn_mask, q_scaled, k.transpose(-2, -1))
+        else:
+            w = torch.bmm(q_scaled, k.transpose(-2, -1))
+        w = F.softmax(w, dim=-1)
+        if dropout_p > 0.0:
+            w = F.dropout(w, p=dropout_p)
+        out = torch.bmm(w, v)  # [bsz * heads, tgt, head_dim]
+        out = out.view(bsz, num_heads, tgt_len, head_dim).permute(0, 2, 1, 3) \
+            .reshape(bsz, tgt_len, embed_dim).contiguous()
+        out = self.out_proj(out).transpose(0, 1)  # [tgt, bsz, E]
+        w = w.view(bsz, num_heads, tgt_len, src_len)
+        if average:
+            w = w.mean(dim=1)
+        return out, w
+
+    def _attend_sdpa(self, q, k, v, attn_mask, dropout_p, is_causal, dims):
+        """The fused path: F.scaled_dot_product_attention, then out_proj."""
+        bsz, tgt_len, src_len, embed_dim = dims
+        num_heads, head_dim = self.num_heads, embed_dim // self.num_heads
         if attn_mask is not None:
             if attn_mask.size(0) == 1 and attn_mask.dim() == 3:
                 attn_mask = attn_mask.unsqueeze(0)
@@ -922,10 +960,16 @@ class HOTMultiheadAttention(nn.MultiheadAttention):
         v = v.view(bsz, num_heads, src_len, head_dim)
         out = F.scaled_dot_product_attention(q, k, v, attn_mask, dropout_p, is_causal)
         out = out.permute(0, 2, 1, 3).reshape(bsz, tgt_len, embed_dim).contiguous()
-        out = self.out_proj(out).transpose(0, 1)  # [tgt, bsz, E]
-        if not is_batched:
-            out = out.squeeze(1)
-        return out, None
+        return self.out_proj(out).transpose(0, 1)  # [tgt, bsz, E]
+
+
+def _pad_masks(attn_mask, key_padding_mask):
+    """Both masks (where given) padded by one key on the right."""
+    if attn_mask is not None:
+        attn_mask = F.pad(attn_mask, (0, 1))
+    if key_padding_mask is not None:
+        key_padding_mask = F.pad(key_padding_mask, (0, 1))
+    return attn_mask, key_padding_mask
 
 
 def _hot_modules(model):
