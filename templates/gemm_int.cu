@@ -372,6 +372,9 @@ static __device__ __forceinline__ void hot_epilogue(const int (&acc)[HOT_MI][HOT
       const int m = mb + mi * 16 + 8 * h;
       if (m >= M) continue;
       float *crow = C + (long long)m * ldc;
+      /* overflow check (CONTRACT 19): HOT_SEGS = 0 once for the row's stored columns
+       * (hot_row_range_check; columns past N hold acc = 0: their B rows are zero-filled),
+       * HOT_SEGS = 1 element by element in hot_store_or_add_pair */
       if (HOT_SEGS) {
 #pragma unroll
         for (int ni = 0; ni < HOT_NI; ++ni)
@@ -379,10 +382,14 @@ static __device__ __forceinline__ void hot_epilogue(const int (&acc)[HOT_MI][HOT
                                 alpha, vec, add);
       } else {
         const float factor = hot_row_factor(row_scale, m, alpha);
+        float amax = 0.0f;
 #pragma unroll
-        for (int ni = 0; ni < HOT_NI; ++ni)
+        for (int ni = 0; ni < HOT_NI; ++ni) {
           hot_store_pair(crow, nb + ni * 8, N, acc[mi][ni][2 * h], acc[mi][ni][2 * h + 1],
                          factor, vec);
+          amax = hot_row_amax_pair(amax, acc[mi][ni][2 * h], acc[mi][ni][2 * h + 1]);
+        }
+        hot_row_range_check(amax, factor);
       }
     }
   }

@@ -266,6 +266,9 @@ static __device__ __forceinline__ void hot_wg_epilogue(const int (&acc)[HOT_NREG
     const int m = mb + g + 8 * h;
     if (m >= M) continue;
     float *crow = C + (long long)m * ldc;
+    /* overflow check (CONTRACT 19): HOT_SEGS = 0 once for the row's stored columns
+     * (hot_row_range_check; columns past N hold acc = 0: cp.async zero-fills their B rows),
+     * HOT_SEGS = 1 element by element in hot_store_or_add_pair */
     if (HOT_SEGS) {
 #pragma unroll
       for (int j = 0; j < HOT_TILE_N / 8; ++j)
@@ -273,10 +276,14 @@ static __device__ __forceinline__ void hot_wg_epilogue(const int (&acc)[HOT_NREG
                               acc[4 * j + 2 * h + 1], alpha, vec, add);
     } else {
       const float factor = hot_row_factor(row_scale, m, alpha);
+      float amax = 0.0f;
 #pragma unroll
-      for (int j = 0; j < HOT_TILE_N / 8; ++j)
+      for (int j = 0; j < HOT_TILE_N / 8; ++j) {
         hot_store_pair(crow, n0 + 8 * j + 2 * t, N, acc[4 * j + 2 * h], acc[4 * j + 2 * h + 1],
                        factor, vec);
+        amax = hot_row_amax_pair(amax, acc[4 * j + 2 * h], acc[4 * j + 2 * h + 1]);
+      }
+      hot_row_range_check(amax, factor);
     }
   }
 }

@@ -10,7 +10,11 @@
 # the same interleavings and results on every run, at any machine load. A mutant counts as caught
 # when at least one schedule fails it; being deterministic, it is then caught on every run.
 # Checks the kernel's own index arithmetic and pipeline order without a GPU (see emu.cpp for what
-# it cannot check). Needs python3 and a C++17 compiler (CXX, default g++; PYTHON, default python3). One build at a time.
+# it cannot check). The overflow flag of CONTRACT.md 19 (hot_range_flag) is checked by every run
+# (raised exactly when some output is not finite), at the edge of fp32 by the over=J / under=J
+# runs (one output just past / just below FLT_MAX, in a row scale or a segment's scale), and by
+# mutants of the epilogue's checks that must be caught.
+# Needs python3 and a C++17 compiler (CXX, default g++; PYTHON, default python3). One build at a time.
 # Usage: tools/gemm-emu.sh            (prints one line per configuration and schedule, flushed)
 set -u
 here=$(cd "$(dirname "$0")/.." && pwd)
@@ -50,6 +54,11 @@ for cfg in "${CONFIGS[@]}"; do
       "$work/emu" 1 9 $((1 * tk)) 10 1 $late || fail=1
       "$work/emu" 64 64 $((2 * tk)) 64 1 $late || fail=1
       "$work/emu" 33 17 0 20 0 $late || fail=1
+      # the overflow flag at the edge: row 35's scale (row scale) or alpha (none) puts output
+      # (35, 136), in the second column tile, just past / just below FLT_MAX
+      "$work/emu" 70 137 $((2 * tk)) 139 1 $late over=0 || fail=1
+      "$work/emu" 70 137 $((2 * tk)) 139 1 $late under=0 || fail=1
+      "$work/emu" 70 137 $((2 * tk)) 139 0 $late over=0 || fail=1
     fi
   done
 done
@@ -97,6 +106,10 @@ for cfg in "${SEG_CONFIGS[@]}"; do
       "$work/emu" 1 9 $((6 * tk)) 10 0 $late segs=2 || fail=1   # 2 segments of 3 K tiles
       "$work/emu" 64 64 $((3 * tk)) 64 0 $late segs=1 || fail=1 # one segment: the plain GEMM
       "$work/emu" 33 17 0 20 0 $late segs=1 || fail=1           # Kpad 0: C = 0 * c_0
+      # the overflow flag at the edge: segment 2 of 5 (an added sum), the only segment (a plain store)
+      "$work/emu" 70 137 $((5 * tk)) 139 0 $late segs=5 over=2 || fail=1
+      "$work/emu" 70 137 $((5 * tk)) 139 0 $late segs=5 under=2 || fail=1
+      "$work/emu" 70 137 $((2 * tk)) 139 0 $late segs=1 over=0 || fail=1
     fi
   done
 done
@@ -132,6 +145,10 @@ for cfg in "64 64 3" "64 256 4" "128 128 4" "128 256 4" "128 64 5"; do
       "$work/wg/emu" 33 17 0 20 0 $mode || fail=1
     }
   done
+  # the overflow flag at the edge (row scale: row 35's; none: alpha), output (35, 136)
+  "$work/wg/emu" 70 137 256 139 1 1 1 over=0 || fail=1
+  "$work/wg/emu" 70 137 256 139 1 1 1 under=0 || fail=1
+  "$work/wg/emu" 70 137 256 139 0 1 1 over=0 || fail=1
 done
 # segmented (HOT_SEGS=1): the planner's tile and a small one; segments of 1 and of several K
 # tiles (each segment end waits for the wgmmas in flight, the loads stay in flight across it)
@@ -152,6 +169,10 @@ for cfg in "128 128 4" "64 64 3"; do
   done
   "$work/wg/emu" 1 9 $((6 * 128)) 10 0 1 1 segs=2 || fail=1 # 2 segments of 3 K tiles
   "$work/wg/emu" 33 17 0 20 0 1 1 segs=1 || fail=1           # Kpad 0: C = 0 * c_0
+  # the overflow flag at the edge: segment 2 of 5 (an added sum), the only segment (a plain store)
+  "$work/wg/emu" 70 137 $((5 * 128)) 139 0 1 1 segs=5 over=2 || fail=1
+  "$work/wg/emu" 70 137 $((5 * 128)) 139 0 1 1 segs=5 under=2 || fail=1
+  "$work/wg/emu" 70 137 256 139 0 1 1 segs=1 over=0 || fail=1
 done
 
 # shellcheck source=tools/emu-common.sh
@@ -319,6 +340,77 @@ gemm_seg_mutant "no segment end after the second tile of an odd-K-step pair" 96 
       if (HOT_SEGS)
         hot_seg_boundary(x, s, kt, seg_end, C, alpha_a, alpha_b, alpha_div, M, N, ldc, seg_kpad);" \
   "      hot_ktile<1>(x, s, kt);" || fail=1
+
+# The overflow flag (CONTRACT 19): mutants of the epilogue's checks, each built from the template
+# with hot_gemm.cuh inlined (so that an anchor may lie in either) and run on an edge that must
+# fail: the flag not raised for an output that is not finite, or raised although all are finite.
+inline_gemm_h() { # SRC DST: SRC with hot_gemm.cuh pasted in place of its #include
+  "$PY" - "$1" "$2" "$here/templates/hot_gemm.cuh" <<'PY'
+import sys
+s = open(sys.argv[1]).read()
+inc = '#include "hot_gemm.cuh"'
+if s.count(inc) != 1:
+    sys.exit("gemm-emu: %r not found once in %s" % (inc, sys.argv[1]))
+open(sys.argv[2], "w").write(s.replace(inc, open(sys.argv[3]).read(), 1))
+PY
+}
+flag_mutant() { # int|wgmma SEGS WHAT RUN ANCHOR REPLACEMENT [ANCHOR REPLACEMENT ...]
+  local kind=$1 segs=$2 what=$3 run=$4 src=$here/templates/gemm_int.cu
+  shift 4
+  [ "$kind" = wgmma ] && src=$here/templates/gemm_wgmma.cu
+  mkdir -p "$work/fm"
+  inline_gemm_h "$src" "$work/fm/inl.cu" || return 1
+  mutate "$work/fm/inl.cu" "$work/fm/mut.cu" "$@" || return 1
+  "$PY" "$here/tools/gemm-emu/mkemu.py" "$work/fm/mut.cu" "$work/fm/kernel.inc" || return 1
+  if [ "$kind" = wgmma ]; then
+    build_wg "$work/fm" 128 128 4 "$segs" || return 1
+  else
+    $CXX -std=c++17 -O2 -I"$work/fm" "${EMU_INC[@]}" -DHOT_GENERATED -DHOT_KNAME=emu_flag_mutant \
+      -DHOT_CODES=0 -DHOT_TILE_M=128 -DHOT_TILE_N=128 -DHOT_TILE_K=64 -DHOT_WARPS_M=2 \
+      -DHOT_WARPS_N=2 -DHOT_STAGES=3 -DHOT_SEGS="$segs" "$here/tools/gemm-emu/emu.cpp" \
+      -o "$work/fm/emu" 2>"$work/fm/cc.log" ||
+      { echo "FAIL build: flag mutant $what"; head -30 "$work/fm/cc.log"; return 1; }
+  fi
+  # shellcheck disable=SC2086
+  if "$work/fm/emu" $run >"$work/fm/log" 2>&1; then
+    echo "FAIL: the emulator did not detect the $kind overflow-flag mutant: $what"; return 1
+  fi
+  echo "$kind overflow-flag mutant detected, as it must be: $what ($(caught "$work/fm/log"))"
+}
+# gemm_int.cu (128x128x64, 2x2 warps): output (98, 136) past FLT_MAX through row 98's scale;
+# column 136 is the thread's second column pair of its row in that tile
+flag_mutant int 0 "no row check" "197 137 640 139 1 1 over=0" \
+  "        hot_row_range_check(amax, factor);" "" || fail=1
+flag_mutant int 0 "row check with alpha instead of the row's factor" "197 137 640 139 1 1 over=0" \
+  "        hot_row_range_check(amax, factor);" "        hot_row_range_check(amax, alpha);" || fail=1
+flag_mutant int 0 "row maximum over the first column pair only" "197 137 640 139 1 1 over=0" \
+  "          amax = hot_row_amax_pair(amax, acc[mi][ni][2 * h], acc[mi][ni][2 * h + 1]);
+        }
+        hot_row_range_check(amax, factor);" \
+  "          if (ni == 0) amax = hot_row_amax_pair(amax, acc[mi][ni][2 * h], acc[mi][ni][2 * h + 1]);
+        }
+        hot_row_range_check(amax, factor);" || fail=1
+flag_mutant int 0 "row check one ulp high (a false alarm just below FLT_MAX)" "197 137 640 139 1 1 under=0" \
+  "  HOT_RANGE_CHECK(HOT_MUL(amax, fabsf(factor)));" \
+  "  HOT_RANGE_CHECK(HOT_MUL(HOT_MUL(amax, 1.00000012f), fabsf(factor)));" || fail=1
+# segmented (hot_store_or_add_pair, shared by the three templates): an added sum past FLT_MAX
+# (segment 2 of 5), then the plain store of a single segment
+flag_mutant int 1 "segmented: vector stores of added sums not checked" "130 70 640 70 0 1 segs=5 over=2" \
+  "      v1 = HOT_ADD(old.y, v1);
+    }
+    HOT_RANGE_CHECK(v0);
+    HOT_RANGE_CHECK(v1);" "      v1 = HOT_ADD(old.y, v1);
+    }" || fail=1
+flag_mutant int 1 "segmented: scalar stores not checked (ldc odd)" "130 69 384 69 0 1 segs=1 over=0" \
+  "      if (add) v0 = HOT_ADD(crow[n], v0);
+      HOT_RANGE_CHECK(v0);" "      if (add) v0 = HOT_ADD(crow[n], v0);" \
+  "      if (add) v1 = HOT_ADD(crow[n + 1], v1);
+      HOT_RANGE_CHECK(v1);" "      if (add) v1 = HOT_ADD(crow[n + 1], v1);" || fail=1
+# gemm_wgmma.cu (128x128, 4 stages)
+flag_mutant wgmma 0 "no row check" "197 137 384 139 1 1 1 over=0" \
+  "      hot_row_range_check(amax, factor);" "" || fail=1
+flag_mutant wgmma 0 "row check with alpha instead of the row's factor" "197 137 384 139 1 1 1 over=0" \
+  "      hot_row_range_check(amax, factor);" "      hot_row_range_check(amax, alpha);" || fail=1
 
 echo "gemm-emu: $((SECONDS - start)) s"
 if [ $fail = 0 ]; then echo "gemm-emu: all OK"; else echo "gemm-emu: FAILED"; fi

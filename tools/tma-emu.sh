@@ -8,6 +8,9 @@
 # reports: a deadlock, a race on a stage). Every check runs under the deterministic schedules of
 # tools/kernel-emu/emu_sched.h (EMU_SEEDS, default "0 1 2 3"); a mutant counts as caught when
 # some schedule or check fails it, and then fails it on every run.
+# The overflow flag of CONTRACT.md 19 is checked by every run (raised exactly when some output is
+# not finite), at the edge of fp32 by the over=J / under=J runs and by mutants of the epilogue's
+# checks (as in tools/gemm-emu.sh).
 # Three completion modes: TMA by the TMA fiber + wgmma late (at the wait_group retiring it), TMA
 # at issue + wgmma at issue, TMA at issue + wgmma late.
 # Needs python3 and a C++17 compiler (CXX, default g++; PYTHON, default python3). One build at a
@@ -56,6 +59,10 @@ for cfg in "64 64 2" "64 256 4" "128 128 4" "128 256 3" "128 64 5"; do
   "$work/k/emu" 33 17 0 20 0 0 1 || fail=1                      # Kpad 0: C = 0
   "$work/k/emu" 200 70 $((5 * 128)) 70 0 0 1 sms=1 || fail=1    # one CTA runs every tile
   "$work/k/emu" 129 257 $((2 * 128)) 258 1 0 1 sms=132 || fail=1 # more SMs than tiles
+  # the overflow flag at the edge (row scale: row 35's; none: alpha), output (35, 136)
+  "$work/k/emu" 70 137 $((2 * 128)) 139 1 0 1 over=0 || fail=1
+  "$work/k/emu" 70 137 $((2 * 128)) 139 1 0 1 under=0 || fail=1
+  "$work/k/emu" 70 137 $((2 * 128)) 139 0 0 1 over=0 || fail=1
 done
 
 # Determinism: two runs of the same schedules give the same interleavings and results, and the
@@ -84,6 +91,10 @@ for cfg in "128 128 4" "64 64 3" "128 256 4"; do
   "$work/k/emu" 1 9 $((6 * 128)) 10 0 0 1 segs=2 || fail=1   # 2 segments of 3 K tiles
   "$work/k/emu" 64 64 $((3 * 128)) 64 0 0 1 segs=1 || fail=1 # one segment: the plain GEMM
   "$work/k/emu" 33 17 0 20 0 0 1 segs=1 || fail=1            # Kpad 0: C = 0 * c_0
+  # the overflow flag at the edge: segment 2 of 5 (an added sum), the only segment (a plain store)
+  "$work/k/emu" 70 137 $((5 * 128)) 139 0 0 1 segs=5 over=2 || fail=1
+  "$work/k/emu" 70 137 $((5 * 128)) 139 0 0 1 segs=5 under=2 || fail=1
+  "$work/k/emu" 70 137 $((2 * 128)) 139 0 0 1 segs=1 over=0 || fail=1
 done
 
 # ---- mutants -------------------------------------------------------------------------------------
@@ -168,6 +179,22 @@ mutant 1 "segment end without wgmma.wait_group 0" \
   hot_wgmma_wait<0>();
   hot_acc_fence(acc);" "  if (kt + 1 != seg_end || kt + 1 >= ktiles) return;
   hot_acc_fence(acc);" || fail=1
+
+# overflow-flag mutants (CONTRACT 19): run once on an edge that must fail
+flag_mutant() { # SEGS WHAT RUN ANCHOR REPLACEMENT
+  local segs=$1 what=$2 run=$3
+  mutate "$T" "$work/m/mut.cu" "$4" "$5" 2>"$work/m.err" || { cat "$work/m.err"; return 1; }
+  build "$work/m" "$work/m/mut.cu" 128 128 4 "$segs" || return 1
+  # shellcheck disable=SC2086
+  if "$work/m/emu" $run >"$work/m/log" 2>&1; then
+    echo "FAIL: the emulator did not detect the overflow-flag mutant: $what"; return 1
+  fi
+  echo "overflow-flag mutant detected, as it must be: $what ($(caught "$work/m/log"))"
+}
+flag_mutant 0 "no row check" "197 137 384 139 1 0 1 over=0" \
+  "      hot_row_range_check(amax, factor);" "" || fail=1
+flag_mutant 0 "row check with alpha instead of the row's factor" "197 137 384 139 1 0 1 over=0" \
+  "      hot_row_range_check(amax, factor);" "      hot_row_range_check(amax, alpha);" || fail=1
 
 echo "tma-emu: $((SECONDS - start)) s"
 if [ $fail = 0 ]; then echo "tma-emu: all OK"; else echo "tma-emu: FAILED"; fi

@@ -17,10 +17,16 @@
 // emulated wrappers are calls, so e.g. gemm_wgmma.cu's register fence after wgmma.wait_group
 // (which keeps nvcc from reading the accumulators before the wait) makes no difference here.
 //
-// Usage: emu M N Kpad ldc use_row_scale [cp_late [wg_late]] [segs=G]
+// Usage: emu M N Kpad ldc use_row_scale [cp_late [wg_late]] [segs=G] [over=J | under=J]
 // segs=G (HOT_SEGS=1 builds only, default 1): G segments of Kpad / G codes (seg_kpad, a multiple
 // of HOT_TILE_K; use_row_scale must be 0). HOT_SEGS=0 builds pass seg_kpad = -1, which the
 // kernel must not read.
+// The overflow flag (CONTRACT 19, range_edge.h): every run compares the kernel's flag with "some
+// output is not finite". over=J / under=J make row m* = M / 2 of A and row n* = N - 1 of B all
+// codes +max, so output (m*, n*) has the largest |acc| of its row and of the matrix, then scale
+// it to the edge of fp32: with a row scale (J = 0) row m*'s scale, else s_a[J] (segment J's
+// scale); over = the smallest scale for which some output is not finite (flag expected),
+// under = the float below it (every output finite, at most FLT_MAX: no flag).
 // cp.async: cp_late = 1 (default) performs each group's copies only when a wait_group retires it
 // (exposes a wait that is too weak: a stage read before its data landed); cp_late = 0 copies at
 // issue (exposes a prefetch that overwrites a stage other warps may still read, under the
@@ -345,6 +351,9 @@ static void emu_wgmma_wait(int n) { // groups older than the n youngest committe
 }
 #endif
 
+// ---- the overflow flag (HOT_RANGE_CHECK, redirected by mkemu.py) -------------------------------
+#include "range_edge.h"
+
 // ---- the kernel, compiled from the template ------------------------------------------------
 #include "kernel.inc"
 
@@ -363,15 +372,18 @@ static int code_at(const signed char *row, int k) {
 }
 
 int main(int argc, char **argv) {
-  // positional arguments, then named ones (segs=G)
-  int G = 1, npos = argc;
-  for (int i = 1; i < argc; ++i)
-    if (std::strncmp(argv[i], "segs=", 5) == 0) {
-      if (i != argc - 1) die("segs=G must be the last argument");
-      G = std::atoi(argv[i] + 5);
-      npos = i;
-    }
-  if (npos < 6) die("usage: emu M N Kpad ldc use_row_scale [cp_late [wg_late]] [segs=G]");
+  // positional arguments, then named ones (segs=G, over=J, under=J)
+  int G = 1, npos = argc, edge = 0, edge_seg = 0; // edge: +1 over, -1 under
+  for (int i = 1; i < argc; ++i) {
+    const bool o = std::strncmp(argv[i], "over=", 5) == 0, u = std::strncmp(argv[i], "under=", 6) == 0;
+    if (std::strncmp(argv[i], "segs=", 5) == 0) G = std::atoi(argv[i] + 5);
+    else if (o || u) edge = o ? 1 : -1, edge_seg = std::atoi(argv[i] + (o ? 5 : 6));
+    else if (npos != argc) die("segs=G, over=J, under=J must follow the positional arguments");
+    else continue;
+    if (npos == argc) npos = i;
+  }
+  if (npos < 6)
+    die("usage: emu M N Kpad ldc use_row_scale [cp_late [wg_late]] [segs=G] [over=J | under=J]");
   int M = std::atoi(argv[1]), N = std::atoi(argv[2]), Kpad = std::atoi(argv[3]);
   int ldc = std::atoi(argv[4]), use_rs = std::atoi(argv[5]);
   g_cp_late = npos > 6 ? std::atoi(argv[6]) != 0 : true;
@@ -381,6 +393,8 @@ int main(int argc, char **argv) {
     die("segs=G: Kpad / G must be a multiple of HOT_TILE_K");
   if (!HOT_SEGS && G != 1) die("segs=G > 1 needs a HOT_SEGS=1 build");
   if (HOT_SEGS && use_rs) die("a segmented GEMM has no row scale (use_row_scale must be 0)");
+  if (edge && (M < 1 || N < 1 || Kpad < 1 || edge_seg < 0 || edge_seg >= G || (use_rs && edge_seg)))
+    die("over=J / under=J need M, N, Kpad >= 1 and 0 <= J < G (J = 0 with a row scale)");
   const int seg_k = Kpad / G;                  // codes per segment
   const int seg_kpad = HOT_SEGS ? seg_k : -1;  // HOT_SEGS = 0 must ignore it
   long pitch = HOT_CODES ? Kpad / 2 : Kpad;
@@ -388,6 +402,12 @@ int main(int argc, char **argv) {
   std::vector<signed char> A((size_t)M * pitch + 1), B((size_t)N * pitch + 1); // +1: non-empty
   for (auto &v : A) v = (signed char)(HOT_CODES ? rnd() & 0xff : (int)(rnd() % 255) - 127);
   for (auto &v : B) v = (signed char)(HOT_CODES ? rnd() & 0xff : (int)(rnd() % 255) - 127);
+  const int m_edge = M / 2, n_edge = N - 1;
+  if (edge) { // the largest product of every K step at (m*, n*): +max times +max
+    const signed char top = HOT_CODES ? (signed char)0x77 : (signed char)127;
+    std::memset(&A[(size_t)m_edge * pitch], top, (size_t)pitch);
+    std::memset(&B[(size_t)n_edge * pitch], top, (size_t)pitch);
+  }
   // 16-byte aligned copies
   size_t asz = (size_t)M * pitch, bsz = (size_t)N * pitch;
   signed char *Ad = (signed char *)std::aligned_alloc(16, asz + 16);
@@ -411,8 +431,11 @@ int main(int argc, char **argv) {
   float alpha_div = use_rs ? 16.0f : 64.0f;
   // the twins' formulas (gemm_ref.c), not the kernel's: c_w = s_w / b; c_j = (s_g[j] * s_x[j]) / p
   std::vector<float> cj(G);
-  for (int j = 0; j < G; ++j)
-    cj[j] = use_rs ? HOT_DIV(s_a[j], 16.0f) : HOT_DIV(HOT_MUL(s_a[j], s_b[j]), 64.0f);
+  const auto set_cj = [&] {
+    for (int j = 0; j < G; ++j)
+      cj[j] = use_rs ? HOT_DIV(s_a[j], 16.0f) : HOT_DIV(HOT_MUL(s_a[j], s_b[j]), 64.0f);
+  };
+  set_cj();
   const float NaNpat = std::nanf("7");
   size_t csz = (size_t)(M ? (M - 1) : 0) * ldc + N + 64;
   std::vector<float> C(csz);
@@ -428,35 +451,63 @@ int main(int argc, char **argv) {
   };
   // the reference, once (CONTRACT 14): per segment j the int32 sum (modulo 2^32) over its codes,
   // v_j = (float)acc_j * factor_j; C = v_0, then C = C + v_j for j = 1 .. G-1 in segment order
-  std::vector<float> want((size_t)M * (size_t)N);
-  std::vector<int> wacc((size_t)M * (size_t)N); // the last segment's sum (for the messages)
+  const size_t MN = (size_t)M * (size_t)N;
+  std::vector<int> accs((size_t)G * MN); // accs[j * MN + m * N + n]: segment j's int32 sum
   for (int m = 0; m < M; ++m)
-    for (int n = 0; n < N; ++n) {
-      float out = 0.0f;
+    for (int n = 0; n < N; ++n)
       for (int j = 0; j < G; ++j) {
-        float factor = use_rs ? HOT_MUL(rs[m], cj[j]) : cj[j];
         unsigned acc = 0;
         for (int k = j * seg_k; k < (j + 1) * seg_k; ++k)
           acc += (unsigned)(code_at(Ad + (size_t)m * pitch, k) *
                             code_at(Bd + (size_t)n * pitch, k));
-        const int a = (int)acc;
-        const float v = HOT_MUL(HOT_I2F(a), factor);
-        out = j == 0 ? v : HOT_ADD(out, v);
-        wacc[(size_t)m * N + n] = a;
+        accs[(size_t)j * MN + (size_t)m * N + n] = (int)acc;
       }
-      want[(size_t)m * N + n] = out;
-    }
+  std::vector<float> want(MN);
+  // want from accs and the current scales; returns whether some output is not finite
+  const auto reference = [&] {
+    bool nonfinite = false;
+    for (int m = 0; m < M; ++m)
+      for (int n = 0; n < N; ++n) {
+        float out = 0.0f;
+        for (int j = 0; j < G; ++j) {
+          const float factor = use_rs ? HOT_MUL(rs[m], cj[j]) : cj[j];
+          const float v = HOT_MUL(HOT_I2F(accs[(size_t)j * MN + (size_t)m * N + n]), factor);
+          out = j == 0 ? v : HOT_ADD(out, v);
+        }
+        want[(size_t)m * N + n] = out;
+        nonfinite |= !std::isfinite(out);
+      }
+    return nonfinite;
+  };
+  if (edge) { // scale row m* (row scale) or segment J (s_a[J]) to the edge of fp32
+    float &x = use_rs ? rs[m_edge] : s_a[edge_seg];
+    float below, above;
+    const bool ok = range_edge(x, [&](float t) {
+      x = t;
+      set_cj();
+      return reference();
+    }, &below, &above);
+    if (!ok) die("over / under: no fp32 edge found for the scale");
+    x = edge > 0 ? above : below;
+    set_cj();
+  }
+  const unsigned want_flag = reference() ? 1u : 0u;
+  const int *wacc = &accs[(size_t)(G - 1) * MN]; // the last segment's sums (for the messages)
 #ifdef EMU_WGMMA
   const char *wgm = g_wg_late ? " wgmma=late" : " wgmma=early";
 #else
   const char *wgm = "";
 #endif
-  char segs_txt[32] = "";
+  char segs_txt[64] = "";
   if (HOT_SEGS) std::snprintf(segs_txt, sizeof segs_txt, " segs=%d", G);
+  if (edge)
+    std::snprintf(segs_txt + std::strlen(segs_txt), sizeof segs_txt - std::strlen(segs_txt),
+                  " %s=%d", edge > 0 ? "over" : "under", edge_seg);
   int rc = 0;
   for (uint64_t seed : seeds) {
     emu::set_seed(seed);
     std::fill(C.begin(), C.end(), NaNpat);
+    g_range_flag = 0;
     for (long b : emu::block_order((long)gx * gy)) {
       const int bx = (int)(b % gx), by = (int)(b / gx);
       std::fill(g_smem.begin(), g_smem.end(), 0xCD); // stale garbage, like real smem
@@ -488,6 +539,10 @@ int main(int argc, char **argv) {
                       HOT_SEGS ? "last segment's acc" : "acc",
                       wacc[(size_t)m * N + n]);
       }
+    // the overflow flag: raised exactly when some output is not finite (CONTRACT 19)
+    if (g_range_flag != want_flag && bad++ < 5)
+      std::printf("  overflow flag %u, want %u (%s)\n", g_range_flag, want_flag,
+                  want_flag ? "an output is not finite" : "every output is finite");
     // nothing outside the M x N window of C may be written
     for (size_t i = 0; i < csz; ++i) {
       long m = (long)(i / ldc), n = (long)(i % ldc);

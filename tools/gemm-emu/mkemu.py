@@ -3,7 +3,8 @@
 (emu.cpp).
 
 Only the PTX wrappers change: the body of each hot_* wrapper below is replaced by a call into
-the emulator, and the dynamic shared array becomes the emulated block's buffer. Everything
+the emulator, the dynamic shared array becomes the emulated block's buffer, and the overflow
+check HOT_RANGE_CHECK raises the emulator's flag word (emu_range_check). Everything
 else (tiling, swizzle, loader, pipeline, fragment bookkeeping, epilogue) is the template's own
 code, compiled unchanged.  Usage: mkemu.py templates/gemm_int.cu out.inc
 """
@@ -57,6 +58,14 @@ def main():
         src = src.replace(inc, open(os.path.join(tdir, "hot_gemm.cuh")).read(), 1)
     for name, body in BODIES.items():
         src = replace_body(src, name, body)
+    # the overflow flag (hot_math.cuh's HOT_RANGE_CHECK is a no-op off the device): every check
+    # the kernel makes goes to the emulator's flag word, which the driver compares with the
+    # reference's "some output is not finite"
+    math = '#include "hot_math.cuh"'
+    if src.count(math) != 1:
+        sys.exit("mkemu: %r not found once" % math)
+    src = src.replace(math, math + "\n#undef HOT_RANGE_CHECK\n"
+                      "#define HOT_RANGE_CHECK(v) emu_range_check(v)", 1)
     decl = re.search(r"extern __shared__ __align__\(\d+\) unsigned char hot_smem\[\];", src)
     if not decl:
         sys.exit("mkemu: shared declaration not found")

@@ -40,7 +40,13 @@
 // occupancy, L2 behaviour or the grouped order's benefit; what the compiler reorders (the
 // wrappers are calls here); cluster scope (one CTA, no multicast).
 //
+// The overflow flag (CONTRACT 19): every run compares the kernel's flag with "some output is not
+// finite"; over=J / under=J put output (m*, n*) = (M / 2, N - 1) just past / just below the edge
+// of fp32 through row m*'s scale (J = 0, with a row scale) or segment J's s_a[J], as
+// tools/gemm-emu/emu.cpp does (see range_edge.h).
+//
 // Usage: tma_emu M N Kpad ldc use_row_scale [tma_early [wg_late]] [segs=G] [sms=S]
+//                [over=J | under=J]
 //   grid = min(tiles, S) persistent CTAs (default S = 3, so CTAs run several tiles).
 #include <cmath>
 #include <cstdint>
@@ -537,6 +543,9 @@ static void thr_exit(int t) {
   }
 }
 
+// ---- the overflow flag (HOT_RANGE_CHECK, redirected by tools/gemm-emu/mkemu.py) ------------------
+#include "../gemm-emu/range_edge.h"
+
 // ---- the kernel, compiled from the template ------------------------------------------------------
 #include "kernel.inc"
 
@@ -545,16 +554,21 @@ static unsigned rng_state = 12345;
 static unsigned rnd() { rng_state = rng_state * 1664525u + 1013904223u; return rng_state >> 8; }
 
 int main(int argc, char **argv) {
-  int G = 1, sms = 3, npos = argc;
+  int G = 1, sms = 3, npos = argc, edge = 0, edge_seg = 0; // edge: +1 over, -1 under
   for (int i = 1; i < argc; ++i)
-    if (!std::strncmp(argv[i], "segs=", 5) || !std::strncmp(argv[i], "sms=", 4)) {
+    if (!std::strncmp(argv[i], "segs=", 5) || !std::strncmp(argv[i], "sms=", 4) ||
+        !std::strncmp(argv[i], "over=", 5) || !std::strncmp(argv[i], "under=", 6)) {
       if (npos == argc) npos = i;
       if (argv[i][1] == 'e') G = std::atoi(argv[i] + 5);
-      else sms = std::atoi(argv[i] + 4);
+      else if (argv[i][1] == 'm') sms = std::atoi(argv[i] + 4);
+      else if (argv[i][0] == 'o') edge = 1, edge_seg = std::atoi(argv[i] + 5);
+      else edge = -1, edge_seg = std::atoi(argv[i] + 6);
     } else if (npos != argc) {
-      die("segs=G and sms=S must follow the positional arguments");
+      die("segs=G, sms=S, over=J and under=J must follow the positional arguments");
     }
-  if (npos < 6) die("usage: tma_emu M N Kpad ldc use_row_scale [tma_early [wg_late]] [segs=G] [sms=S]");
+  if (npos < 6)
+    die("usage: tma_emu M N Kpad ldc use_row_scale [tma_early [wg_late]] [segs=G] [sms=S] "
+        "[over=J | under=J]");
   const int M = std::atoi(argv[1]), N = std::atoi(argv[2]), Kpad = std::atoi(argv[3]);
   const int ldc = std::atoi(argv[4]), use_rs = std::atoi(argv[5]);
   g_tma_early = npos > 6 && std::atoi(argv[6]) != 0;
@@ -564,6 +578,8 @@ int main(int argc, char **argv) {
   if (G < 1 || Kpad % G || (Kpad / G) % HOT_TILE_K) die("segs=G: Kpad / G must be a multiple of 128");
   if (!HOT_SEGS && G != 1) die("segs=G > 1 needs a HOT_SEGS=1 build");
   if (HOT_SEGS && use_rs) die("a segmented GEMM has no row scale");
+  if (edge && (Kpad < 1 || edge_seg < 0 || edge_seg >= G || (use_rs && edge_seg)))
+    die("over=J / under=J need Kpad >= 1 and 0 <= J < G (J = 0 with a row scale)");
   const int seg_k = Kpad / G, seg_kpad = HOT_SEGS ? seg_k : -1;
 
   // operands exactly as large as the matrices, 16-byte aligned (any stray read is caught)
@@ -572,6 +588,11 @@ int main(int argc, char **argv) {
   signed char *Bd = (signed char *)std::aligned_alloc(16, bsz + 16);
   for (size_t i = 0; i < asz; ++i) Ad[i] = (signed char)((int)(rnd() % 255) - 127);
   for (size_t i = 0; i < bsz; ++i) Bd[i] = (signed char)((int)(rnd() % 255) - 127);
+  const int m_edge = M / 2, n_edge = N - 1;
+  if (edge) { // the largest product of every K step at (m*, n*): 127 * 127
+    std::memset(Ad + (size_t)m_edge * Kpad, 127, (size_t)Kpad);
+    std::memset(Bd + (size_t)n_edge * Kpad, 127, (size_t)Kpad);
+  }
   alignas(16) static unsigned char dummy[16];
   g_buf_lo[0] = (const unsigned char *)Ad, g_buf_hi[0] = g_buf_lo[0] + asz;
   g_buf_lo[1] = (const unsigned char *)Bd, g_buf_hi[1] = g_buf_lo[1] + bsz;
@@ -612,22 +633,43 @@ int main(int argc, char **argv) {
 
   // the reference (CONTRACT 14): per segment the int32 sum modulo 2^32, v_j = (float)acc_j *
   // factor_j, C = v_0 then C = C + v_j in segment order
-  std::vector<float> want((size_t)M * N);
+  const size_t MN = (size_t)M * (size_t)N;
+  std::vector<int> accs((size_t)G * MN); // accs[j * MN + m * N + n]: segment j's int32 sum
   for (int m = 0; m < M; ++m)
-    for (int n = 0; n < N; ++n) {
-      float out = 0.0f;
+    for (int n = 0; n < N; ++n)
       for (int j = 0; j < G; ++j) {
-        const float c = use_rs ? HOT_DIV(s_a[(size_t)j], 16.0f)
-                               : HOT_DIV(HOT_MUL(s_a[(size_t)j], s_b[(size_t)j]), 64.0f);
-        const float factor = use_rs ? HOT_MUL(rs[(size_t)m], c) : c;
         unsigned acc = 0;
         for (int k = j * seg_k; k < (j + 1) * seg_k; ++k)
           acc += (unsigned)(Ad[(size_t)m * Kpad + k] * Bd[(size_t)n * Kpad + k]);
-        const float v = HOT_MUL(HOT_I2F((int)acc), factor);
-        out = j == 0 ? v : HOT_ADD(out, v);
+        accs[(size_t)j * MN + (size_t)m * N + n] = (int)acc;
       }
-      want[(size_t)m * N + n] = out;
-    }
+  std::vector<float> want(MN);
+  // want from accs and the current scales; returns whether some output is not finite
+  const auto reference = [&] {
+    bool nonfinite = false;
+    for (int m = 0; m < M; ++m)
+      for (int n = 0; n < N; ++n) {
+        float out = 0.0f;
+        for (int j = 0; j < G; ++j) {
+          const float c = use_rs ? HOT_DIV(s_a[(size_t)j], 16.0f)
+                                 : HOT_DIV(HOT_MUL(s_a[(size_t)j], s_b[(size_t)j]), 64.0f);
+          const float factor = use_rs ? HOT_MUL(rs[(size_t)m], c) : c;
+          const float v = HOT_MUL(HOT_I2F(accs[(size_t)j * MN + (size_t)m * N + n]), factor);
+          out = j == 0 ? v : HOT_ADD(out, v);
+        }
+        want[(size_t)m * N + n] = out;
+        nonfinite |= !std::isfinite(out);
+      }
+    return nonfinite;
+  };
+  if (edge) { // scale row m* (row scale) or segment J (s_a[J]) to the edge of fp32
+    float &x = use_rs ? rs[(size_t)m_edge] : s_a[(size_t)edge_seg];
+    float below, above;
+    if (!range_edge(x, [&](float t) { x = t; return reference(); }, &below, &above))
+      die("over / under: no fp32 edge found for the scale");
+    x = edge > 0 ? above : below;
+  }
+  const unsigned want_flag = reference() ? 1u : 0u;
 
   const float NaNpat = std::nanf("7");
   const size_t csz = (size_t)(M - 1) * ldc + N + 64;
@@ -650,6 +692,7 @@ int main(int argc, char **argv) {
   int rc = 0;
   for (uint64_t seed : seeds) {
     emu::set_seed(seed);
+    g_range_flag = 0;
     std::fill(C.begin(), C.end(), NaNpat);
     gridDim = {(unsigned)grid, 1, 1};
     for (long b : emu::block_order(grid)) {
@@ -689,13 +732,20 @@ int main(int argc, char **argv) {
         if (std::memcmp(&w, &got, 4) != 0 && bad++ < 5)
           std::printf("  mismatch C[%d,%d]: got %.9g want %.9g\n", m, n, got, w);
       }
+    // the overflow flag: raised exactly when some output is not finite (CONTRACT 19)
+    if (g_range_flag != want_flag && bad++ < 5)
+      std::printf("  overflow flag %u, want %u (%s)\n", g_range_flag, want_flag,
+                  want_flag ? "an output is not finite" : "every output is finite");
     for (size_t i = 0; i < csz; ++i) {
       const long m = (long)(i / (size_t)ldc), n = (long)(i % (size_t)ldc);
       if (!(m < M && n < N) && std::memcmp(&C[i], &NaNpat, 4) != 0 && bad++ < 5)
         std::printf("  write outside C's window at m=%ld n=%ld\n", m, n);
     }
-    char segs_txt[32] = "";
+    char segs_txt[64] = "";
     if (HOT_SEGS) std::snprintf(segs_txt, sizeof segs_txt, " segs=%d", G);
+    if (edge)
+      std::snprintf(segs_txt + std::strlen(segs_txt), sizeof segs_txt - std::strlen(segs_txt),
+                    " %s=%d", edge > 0 ? "over" : "under", edge_seg);
     std::printf("%s M=%d N=%d Kpad=%d ldc=%d rs=%d%s grid=%ld/%ld tma=%s wgmma=%s schedule %llu "
                 "(%s): %s, trace %016llx\n",
                 HOT_STR(HOT_KNAME), M, N, Kpad, ldc, use_rs, segs_txt, grid, tiles,

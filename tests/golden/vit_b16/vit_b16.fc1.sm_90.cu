@@ -229,11 +229,12 @@ __device__ unsigned int hot_range_flag;
 
 #endif /* HOT_MATH_CUH */
 #line 1 "templates/hot_gemm.cuh"
-/* hot_gemm.cuh — what the GEMM templates (gemm_int.cu, gemm_wgmma.cu) share: the cp.async
- * wrappers (shared-state addresses, 16-byte global -> shared copies with zero fill, commit and
- * wait) and the dequantization epilogue (alpha, row factor, the store of two adjacent outputs,
- * and the store-or-accumulate of a segmented GEMM). tools/gemm-emu/mkemu.py inlines this file
- * and replaces the wrappers' bodies with its emulator's. */
+/* hot_gemm.cuh — what the GEMM templates (gemm_int.cu, gemm_wgmma.cu, gemm_tma.cu) share: the
+ * cp.async wrappers (shared-state addresses, 16-byte global -> shared copies with zero fill,
+ * commit and wait) and the dequantization epilogue (alpha, row factor, the store of two adjacent
+ * outputs, the overflow check of a stored row, and the store-or-accumulate of a segmented GEMM).
+ * tools/gemm-emu/mkemu.py inlines this file and replaces the wrappers' bodies with its
+ * emulator's. */
 
 /* 32-bit shared-state address of a generic pointer into shared memory. */
 static __device__ __forceinline__ unsigned hot_smem_u32(const void *p) {
@@ -283,12 +284,11 @@ static __device__ __forceinline__ float hot_row_factor(const float *row_scale, i
 
 /* C[n], C[n + 1] of one output row (crow = &C[m * ldc]) = (float)acc * factor where they are
  * inside N: one 8-byte store when vec (ldc even and C 8-byte aligned) and both are inside, else
- * scalars. */
+ * scalars. No overflow check here: the caller checks the whole row once (hot_row_amax_pair,
+ * hot_row_range_check). */
 static __device__ __forceinline__ void hot_store_pair(float *crow, int n, int N, int acc0, int acc1,
                                                       float factor, bool vec) {
   const float v0 = HOT_MUL(HOT_I2F(acc0), factor), v1 = HOT_MUL(HOT_I2F(acc1), factor);
-  if (n < N) HOT_RANGE_CHECK(v0);
-  if (n + 1 < N) HOT_RANGE_CHECK(v1);
   if (vec && n + 1 < N) {
     *reinterpret_cast<float2 *>(crow + n) = make_float2(v0, v1);
   } else {
@@ -297,13 +297,38 @@ static __device__ __forceinline__ void hot_store_pair(float *crow, int n, int N,
   }
 }
 
+/* ---- the overflow check of a stored output row (CONTRACT 19) --------------------------------
+ * A thread that stores v = HOT_MUL(HOT_I2F(acc_n), factor) for its columns n of one output row
+ * (one factor for the whole row) checks the row once: amax = max over its columns of
+ * |HOT_I2F(acc_n)| (hot_row_amax_pair, from 0), then HOT_RANGE_CHECK(HOT_MUL(amax, |factor|))
+ * (hot_row_range_check). It raises hot_range_flag exactly when one of the stored v is not finite:
+ * HOT_I2F is exact or rounds monotonically and is always finite, and a round-to-nearest product
+ * is symmetric in the signs and monotone in |a|, so HOT_MUL(amax, |factor|) is the largest |v|
+ * of the row (and a NaN or infinite factor makes it NaN or infinite, as it makes every v, acc = 0
+ * included). The columns past N that the thread holds but does not store must hold acc = 0 (every
+ * GEMM path zero-fills the B rows past N: cp.async src-size 0, the TMA's out-of-bounds fill):
+ * they never raise amax (|0| = 0) and change the check only when the factor is not finite, and
+ * then column 0 of the same row, stored by some thread, is not finite either: the flag word ends
+ * the same. Only for a factor that depends on the row alone; the segmented store-or-add checks
+ * element by element. */
+static __device__ __forceinline__ float hot_row_amax_pair(float amax, int acc0, int acc1) {
+  return fmaxf(amax, fmaxf(fabsf(HOT_I2F(acc0)), fabsf(HOT_I2F(acc1))));
+}
+
+static __device__ __forceinline__ void hot_row_range_check(float amax, float factor) {
+  HOT_RANGE_CHECK(HOT_MUL(amax, fabsf(factor)));
+}
+
 /* The segmented epilogue of CONTRACT 14 (HOT_SEGS = 1) for C[n], C[n + 1] of one output row
  * (crow = &C[m * ldc]): v = HOT_MUL(HOT_I2F(acc), factor) with factor = c_j of the segment just
  * finished; add = false (segment 0) stores v, add = true stores HOT_ADD(C_old, v) where C_old is
  * what this same thread stored there at the previous segment end (each output element has one
  * owner thread; its own earlier store is ordered before this load by program order). Same
- * vector / scalar choice as hot_store_pair. Every stored value is range-checked: a running sum
- * that is not finite stays so, hence this flags exactly the outputs whose final value is not. */
+ * vector / scalar choice as hot_store_pair. Every stored value is range-checked, element by
+ * element (a sum of two finite values can overflow, so a row check cannot cover the adds; one
+ * for the plain stores of segment 0 alone made the kernels larger, see docs/cold-start.md): a
+ * running sum that is not finite stays so, hence this flags exactly the outputs whose final
+ * value is not. */
 static __device__ __forceinline__ void hot_store_or_add_pair(float *crow, int n, int N, int acc0,
                                                              int acc1, float factor, bool vec,
                                                              bool add) {
@@ -2096,6 +2121,9 @@ static __device__ __forceinline__ void hot_epilogue(const int (&acc)[HOT_MI][HOT
       const int m = mb + mi * 16 + 8 * h;
       if (m >= M) continue;
       float *crow = C + (long long)m * ldc;
+      /* overflow check (CONTRACT 19): HOT_SEGS = 0 once for the row's stored columns
+       * (hot_row_range_check; columns past N hold acc = 0: their B rows are zero-filled),
+       * HOT_SEGS = 1 element by element in hot_store_or_add_pair */
       if (HOT_SEGS) {
 #pragma unroll
         for (int ni = 0; ni < HOT_NI; ++ni)
@@ -2103,10 +2131,14 @@ static __device__ __forceinline__ void hot_epilogue(const int (&acc)[HOT_MI][HOT
                                 alpha, vec, add);
       } else {
         const float factor = hot_row_factor(row_scale, m, alpha);
+        float amax = 0.0f;
 #pragma unroll
-        for (int ni = 0; ni < HOT_NI; ++ni)
+        for (int ni = 0; ni < HOT_NI; ++ni) {
           hot_store_pair(crow, nb + ni * 8, N, acc[mi][ni][2 * h], acc[mi][ni][2 * h + 1],
                          factor, vec);
+          amax = hot_row_amax_pair(amax, acc[mi][ni][2 * h], acc[mi][ni][2 * h + 1]);
+        }
+        hot_row_range_check(amax, factor);
       }
     }
   }
@@ -2625,6 +2657,9 @@ static __device__ __forceinline__ void hot_epilogue(const int (&acc)[HOT_MI][HOT
       const int m = mb + mi * 16 + 8 * h;
       if (m >= M) continue;
       float *crow = C + (long long)m * ldc;
+      /* overflow check (CONTRACT 19): HOT_SEGS = 0 once for the row's stored columns
+       * (hot_row_range_check; columns past N hold acc = 0: their B rows are zero-filled),
+       * HOT_SEGS = 1 element by element in hot_store_or_add_pair */
       if (HOT_SEGS) {
 #pragma unroll
         for (int ni = 0; ni < HOT_NI; ++ni)
@@ -2632,10 +2667,14 @@ static __device__ __forceinline__ void hot_epilogue(const int (&acc)[HOT_MI][HOT
                                 alpha, vec, add);
       } else {
         const float factor = hot_row_factor(row_scale, m, alpha);
+        float amax = 0.0f;
 #pragma unroll
-        for (int ni = 0; ni < HOT_NI; ++ni)
+        for (int ni = 0; ni < HOT_NI; ++ni) {
           hot_store_pair(crow, nb + ni * 8, N, acc[mi][ni][2 * h], acc[mi][ni][2 * h + 1],
                          factor, vec);
+          amax = hot_row_amax_pair(amax, acc[mi][ni][2 * h], acc[mi][ni][2 * h + 1]);
+        }
+        hot_row_range_check(amax, factor);
       }
     }
   }
