@@ -155,6 +155,8 @@ def check_escaping(root):
         "gen/main.c": (23, "arch, dtype, recipe, role, template, path and codes names of plan.h; "
                            "kernel names built from spec names ([A-Za-z0-9_.-])"),
         "bench/report.c": (4, "KEY's literal names, role names of plan.h, 'backward'/'save', 'tops'/'gbs'"),
+        "bench/paths.c": (5, "KEY's literal names; path, arch and product names of its own constant "
+                             "tables (k_paths, k_products)"),
         "tune/main.c": (1, "the arch name of plan.h"),
         "tune/show.c": (6, "the literal column names (\"%s\": counted twice)"),
         "tune/plot.c": (7, "SVG class names and attribute numbers of the writer itself; a message "
