@@ -127,7 +127,13 @@ static hot_status ops_init(hot_ctx *ctx) {
   return HOT_OK;
 }
 
-static void ops_fini(hot_ctx *ctx) { (void)ctx; }
+/* The fast path keeps its large temporary blocks between calls (process-wide); a context going
+ * away hands them back, so a finished model does not keep its scratch (other contexts simply
+ * allocate again). */
+static void ops_fini(hot_ctx *ctx) {
+  (void)ctx;
+  fast_release_scratch();
+}
 
 static hot_status ops_layer_init(hot_layer *layer) {
   if (!(layer->be = calloc(1, sizeof(cpu_layer))))
