@@ -2,22 +2,7 @@
  * test): one layer planned like the CPU backend plans it (recipe, sm_80 storage), random data,
  * the forward save, then the backward timed through the reference twins or the fast path.
  *
- *   static int bench_plan(long long B, long long L, long long O, long long I, int recipe,
-                      hot_layer_plan *pl) {
-  hot_layer_spec sp;
-  char err[256] = "";
-  plan_spec_defaults(&sp, (hot_recipe)recipe);
-  snprintf(sp.name, sizeof sp.name, "bench");
-  sp.in_features = I;
-  sp.out_features = O;
-  if (plan_layer(&sp, B, L, (hot_recipe)recipe, HOT_ARCH_SM80, 0, pl, err, sizeof err)) {
-    fprintf(stderr, "hot_fast_bench: plan_layer: %s\n", err);
-    return -1;
-  }
-  return 0;
-}
-
-int hot_fast_bench(int path, long long B, long long L, long long O, long long I, int recipe,
+ *   int hot_fast_bench(int path, long long B, long long L, long long O, long long I, int recipe,
  *                      int threads, int reps, double *best_s, unsigned *checksum)
  * path 0: ref_layer_backward (single-threaded twins); 1: fast_layer_backward with `threads`
  * threads (0: fast_threads()'s default); 2: fast_exact_gx + fast_exact_gw (fp64), 3: the same
