@@ -32,9 +32,10 @@ CFL="-O2 -ffp-contract=off -I$here/gen -I$here/templates"
 for f in quant_ref hla_project_ref lqs_ref hadamard_quant_ref; do
   $CC -std=c11 $CFL -c "$here/templates/$f.c" -o "$work/$f.o" || { echo "FAIL: build $f.c"; exit 1; }
 done
-# the twins take buffer sizes from the planner (plan_buffer_bytes)
-for f in plan basis diag fields fileio kernel_desc kernel_params cost buf kernels/hq kernels/hla kernels/sawb \
-         kernels/bias kernels/lqs kernels/gemm kernels/gemm_tma; do
+# the twins take buffer sizes from the planner (plan_buffer_bytes): the planner's files, every
+# gen/*.c except the spec loader (Lua), the embedded files and the CLI, and every descriptor
+planner_srcs=$(cd "$here/gen" && ls *.c kernels/*.c | grep -v -E '^(spec|embed|main)' | sed 's/\.c$//')
+for f in $planner_srcs; do
   $CC -std=c11 $CFL -c "$here/gen/$f.c" -o "$work/gen_${f#*/}.o" || { echo "FAIL: build gen/$f.c"; exit 1; }
 done
 ar rcs "$work/libref.a" "$work"/*.o
@@ -173,8 +174,7 @@ done
 # HQ operand kernels (hadamard_quant.cu) with plans from the real planner: g' per row, per
 # sample (segmented amax, B = 3) and per tensor, w' absmax and SAWB (math tensor + scale_in), packed int4 (sm_80) and int8 (sm_90)
 # codes, b = 1 ... 256, O = 100 (padded), O = 1200 (longer than the register-cached chunks).
-for f in plan basis diag fields fileio kernel_desc kernel_params cost buf kernels/hq kernels/hla kernels/sawb \
-         kernels/bias kernels/lqs kernels/gemm kernels/gemm_tma; do
+for f in $planner_srcs; do
   $CC -std=c11 $CFL -c "$here/gen/$f.c" -o "$work/gen_${f#*/}.o" || { echo "FAIL: build gen/$f.c"; exit 1; }
 done
 ar rcs "$work/libgen.a" "$work"/gen_*.o
