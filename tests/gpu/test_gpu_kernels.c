@@ -30,14 +30,8 @@
 #include "hot_math.cuh"
 #include "module.h"
 #include "ref.h"
+#include "runtime/gpu_check.h" /* FAIL */
 
-#define FAIL(...)                                                                                  \
-  do {                                                                                             \
-    printf("FAIL %s:%d: ", __FILE__, __LINE__);                                                    \
-    printf(__VA_ARGS__);                                                                           \
-    printf("\n");                                                                                  \
-    exit(1);                                                                                       \
-  } while (0)
 #define CK(call)                                                                                   \
   do {                                                                                             \
     CUresult r_ = (call);                                                                          \

@@ -1,4 +1,4 @@
-/* gpu_check.h — the failure macros of the GPU test programs (test_api_gpu.c,
+/* gpu_check.h — the failure macros of the GPU test programs (test_gpu_kernels.c, test_api_gpu.c,
  * test_api_gpu_life.c): a failed check prints "FAIL file:line: message" and exits 1 (these
  * programs are plain executables, not Check suites, so they can skip with exit 77). */
 #ifndef HOT_TESTS_GPU_CHECK_H
