@@ -46,6 +46,7 @@ typedef struct {
   double gy_scale;         /* --gy-scale: g_y magnitude of --paper-diffs (0: 1) */
   int gemm_paths;          /* --gemm-paths: the three sm_90 GEMM paths timed side by side */
   int precompile;          /* --precompile (with --gemm-paths): compile its kernels, no GPU */
+  int memory;              /* --memory: saved bytes against the method's count, no timing */
 } bench_opts;
 
 /* ---- statistics of repeated timings ------------------------------------------------------ */
@@ -164,6 +165,10 @@ void bench_fp8_pack(const float *src, int64_t rows, int64_t cols, float q, int t
  * else hot_layer_create with the spec's fields (same seed). Message in err on failure. */
 hot_status bench_layer_open(hot_ctx *ctx, const bench_run *run, const bench_layer *bl,
                             int64_t batch, int64_t tokens, hot_layer **out, char *err, size_t n);
+/* The paper_code spec of layer `index` of m into *s: as written when the spec's recipe is
+ * paper_code, else its shape (features, bias, tokens, name, line) with paper_code's defaults.
+ * dtype f32 either way. Plan it with recipe HOT_RECIPE_PAPER_CODE. */
+void bench_paper_spec(const hot_model *m, int index, hot_layer_spec *s);
 /* hot_ctx_create with the bench's seed and the given backend/arch/cache settings. */
 hot_status bench_ctx_open(hot_ctx **out, const bench_run *run, hot_backend backend,
                           const char *arch, int disk_cache, const char *cache_dir, char *err,
@@ -307,6 +312,12 @@ void bench_report_json_head(const bench_run *run, FILE *f);
  * could not be planned or run or the baseline did not match the twins (the output says which),
  * 1 on bad arguments. */
 int bench_paper_diffs(const bench_run *run, const hot_model *model, FILE *f);
+/* --memory: per layer, recipe (the spec's, and paper_code) and batch (--batch, else 1, 4 and
+ * the spec's), the saved buffer of a real save into a buffer of exactly hot_layer_saved_bytes
+ * (CPU backend) against the method's own count (plan_abc_method_bytes: K·I int8 + one fp32
+ * scale per group) and an fp32 x, and the backward's unpack traffic. Table on f; 0, 1 on a
+ * failure (said on f), 2 when a saved buffer exceeds 1.05 x the method's count. */
+int bench_memory(const bench_run *run, const hot_model *model, FILE *f);
 
 /* ---- paths.c: --gemm-paths ----------------------------------------------------------------- */
 /* For every layer of run->layers: the layer planned three ways on a 9.0 device — mma_s8 (arch

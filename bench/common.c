@@ -1,8 +1,9 @@
 /* common.c — what every stage of hot-bench shares: the clock, a context with the run's seed and
  * cache settings, and a layer of the spec at a given size. Called by main.c and the stages
- * (check.c, gpu.c, jit.c, scales.c, paper_diffs.c); calls only libhot's public API. */
+ * (check.c, gpu.c, jit.c, scales.c, paper_diffs.c, memory.c); calls only libhot's public API. */
 #define _POSIX_C_SOURCE 200809L
 #include <stdio.h>
+#include <string.h>
 #include <time.h>
 
 #include "bench.h"
@@ -41,4 +42,20 @@ hot_status bench_layer_open(hot_ctx *ctx, const bench_run *run, const bench_laye
     st = hot_layer_create(ctx, s, batch, tokens, run->spec_model->recipe, out);
   if (st != HOT_OK) snprintf(err, n, "%s", hot_errmsg(ctx));
   return st;
+}
+
+void bench_paper_spec(const hot_model *m, int index, hot_layer_spec *s) {
+  const hot_layer_spec *src = &m->layers[index];
+  if (m->recipe == HOT_RECIPE_PAPER_CODE) {
+    *s = *src;
+  } else {
+    hot_layer_spec_defaults(s, HOT_RECIPE_PAPER_CODE);
+    memcpy(s->name, src->name, sizeof s->name);
+    s->line = src->line;
+    s->tokens = src->tokens;
+    s->in_features = src->in_features;
+    s->out_features = src->out_features;
+    s->bias = src->bias;
+  }
+  s->dtype = HOT_DT_F32;
 }

@@ -18,7 +18,7 @@ static const char *usage =
     "usage: hot-bench SPEC [--layer NAME] [--backend auto|cuda|cpu] [--batch N] [--tokens N]\n"
     "                 [--iters N] [--warmup N] [--json] [--out FILE] [--arch ARCH] [--no-jit]\n"
     "                 [--full] [--check-macs N] [--scales] [--paper-diffs [--seeds N] [--gy-scale F]]\n"
-    "                 [--gemm-paths [--precompile]] [--help]\n";
+    "                 [--gemm-paths [--precompile]] [--memory] [--help]\n";
 
 static const char *help_text =
     "Runs every layer of SPEC through libhot's public API (hot.h) on seeded Gaussian data and\n"
@@ -100,6 +100,12 @@ static const char *help_text =
     "                   exit 2 when a path cannot be planned, fails or gives other bits\n"
     "  --precompile     with --gemm-paths: compile every kernel it would launch into the kernel\n"
     "                   cache of $HOT_CACHE_DIR (no driver, no GPU) and exit\n"
+    "  --memory         instead of the benchmark: per layer, under the spec's recipe and\n"
+    "                   paper_code, at B = 1, 4 and the spec's batch (or --batch): a real save\n"
+    "                   (CPU backend) into a buffer of exactly hot_layer_saved_bytes, against\n"
+    "                   the method's count K.I int8 + one fp32 scale per group and an fp32 x,\n"
+    "                   and whether the backward unpacks the codes for the g_w GEMM (bytes);\n"
+    "                   exit 2 when a buffer exceeds 1.05x the method's count\n"
     "Environment: as libhot (HOT_DEVICE, HOT_SEED, HOT_CUDA_HOME, HOT_CUDA_DRIVER, ...).\n"
     "Exit status: 0 every layer ran; 2 a layer failed or is unsupported on this backend (the\n"
     "table says which and why); 1 bad arguments, a bad spec, or --backend cuda without CUDA.\n";
@@ -189,6 +195,7 @@ static int parse_one(bench_opts *o, const char *a, const char *v, int *used) {
   } else if (!strcmp(a, "--paper-diffs")) { o->paper_diffs = 1;
   } else if (!strcmp(a, "--gemm-paths")) { o->gemm_paths = 1;
   } else if (!strcmp(a, "--precompile")) { o->precompile = 1;
+  } else if (!strcmp(a, "--memory")) { o->memory = 1;
   } else if (a[0] == '-' && a[1]) {
     fprintf(stderr, "hot-bench: unknown option %s\n%s", a, usage);
     return -1;
@@ -221,9 +228,10 @@ static int parse_args(int argc, char **argv, bench_opts *o) {
     fprintf(stderr, "hot-bench: --precompile is a part of --gemm-paths (add it)\n");
     return -1;
   }
-  if (o->gemm_paths && (o->scales || o->paper_diffs)) {
-    fprintf(stderr, "hot-bench: --gemm-paths is a mode of its own: not with %s\n",
-            o->scales ? "--scales" : "--paper-diffs");
+  const int modes = o->scales + o->paper_diffs + o->gemm_paths + o->memory;
+  if (modes > 1) {
+    fprintf(stderr, "hot-bench: --scales, --paper-diffs, --gemm-paths and --memory are modes of "
+            "their own: give one\n");
     return -1;
   }
   return 0;
@@ -445,6 +453,13 @@ int main(int argc, char **argv) {
   double t_start = bench_now_ms();
   bench_opts *o = &run.opt;
   if (load_layers(&run) != 0) return 1;
+
+  if (o->memory) { /* saved bytes of real saves: CPU backend, no timing */
+    int mrc = bench_memory(&run, &g_model, stdout);
+    free(run.layers);
+    spec_model_free(&g_model);
+    return mrc;
+  }
 
   if (o->scales || o->paper_diffs) { /* accuracy comparisons: CPU twins only */
     int src = o->scales ? bench_scales(&run, &g_model, stdout)

@@ -443,24 +443,6 @@ static void mean_sd(const double *v, int n, double *mean, double *sd) {
   *sd = n > 1 ? sqrt(q / (n - 1)) : 0.0;
 }
 
-/* The paper_code spec of a layer: as written when the spec's recipe is paper_code, else its
- * shape (features, bias, tokens) with paper_code's defaults. Inputs are f32 either way. */
-static void paper_spec(const hot_model *m, int index, hot_layer_spec *s) {
-  const hot_layer_spec *src = &m->layers[index];
-  if (m->recipe == HOT_RECIPE_PAPER_CODE) {
-    *s = *src;
-  } else {
-    hot_layer_spec_defaults(s, HOT_RECIPE_PAPER_CODE);
-    memcpy(s->name, src->name, sizeof s->name);
-    s->line = src->line;
-    s->tokens = src->tokens;
-    s->in_features = src->in_features;
-    s->out_features = src->out_features;
-    s->bias = src->bias;
-  }
-  s->dtype = HOT_DT_F32;
-}
-
 /* Bits of the public API's outputs against the what-if baseline: "bit-exact", or the largest
  * relative difference. Returns 1 when equal. */
 static int compare(const float *a, const float *b, int64_t n, char *msg, size_t len) {
@@ -662,7 +644,7 @@ static void pd_table(const pd_run *p) {
 /* The layer planned under paper_code in a CPU context: 0, or -1 (said). */
 static int pd_plan(pd_run *p, const hot_model *model, int64_t B, int64_t Ltok) {
   hot_layer_spec ps;
-  paper_spec(model, p->bl->index, &ps);
+  bench_paper_spec(model, p->bl->index, &ps);
   char err[600];
   hot_status st = bench_ctx_open(&p->ctx, p->run, HOT_BACKEND_CPU, NULL, -1, NULL, err, sizeof err);
   if (st == HOT_OK) st = hot_layer_create(p->ctx, &ps, B, Ltok, HOT_RECIPE_PAPER_CODE, &p->layer);

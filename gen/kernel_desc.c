@@ -7,13 +7,13 @@
 
 /* The families, one per file gen/kernels/<family>.c. */
 extern const hot_kernel_desc kd_hla, kd_sawb, kd_hq, kd_gemm, kd_gemm_tma,
-    kd_bias, kd_lqs;
+    kd_bias, kd_lqs, kd_abc_unpack;
 
 /* Every family; for a role served by two (the GEMMs: gemm, gemm_tma) the plan's choice decides
  * (planned()); the first listed is the default of hand-built plans. */
 static const hot_kernel_desc *const k_desc[] = {&kd_hla, &kd_sawb, &kd_hq,
                                                 &kd_gemm, &kd_gemm_tma, &kd_bias,
-                                                &kd_lqs};
+                                                &kd_lqs, &kd_abc_unpack};
 enum { N_DESC = (int)(sizeof k_desc / sizeof k_desc[0]) };
 
 const hot_kernel_desc *const *kd_all(int *n) {

@@ -1,6 +1,6 @@
 /* kernel_desc.h — one descriptor per kernel family: everything the generator and the CUDA backend
  * know about a kernel role, kept together in one file under gen/kernels/ (hq.c, hla.c, sawb.c,
- * gemm.c, gemm_tma.c, bias.c, lqs.c):
+ * gemm.c, gemm_tma.c, bias.c, lqs.c, abc_unpack.c):
  *
  *   template file      templ
  *   whether planned    planned(spec, plan, role)  (the first descriptor that says yes implements
@@ -65,6 +65,8 @@ typedef enum {
   HOT_LB_AMAX_LQS,          /* the B per-sample words LQS fills */
   HOT_LB_S_SAWB_W, HOT_LB_S_SAWB_X, /* SAWB scales of w' and x^ (0 without SAWB) */
   HOT_LB_MATH, HOT_LB_PARTIALS, HOT_LB_LQS_RS, HOT_LB_LQS_RES, HOT_LB_LQS_CHOICE,
+  HOT_LB_Q_HX,              /* q_x^ in the g_w GEMM's layout: abc_unpack's output, or the saved
+                               buffer itself when the plan has no abc_unpack */
   HOT_LB_COUNT
 } hot_lbuf;
 
@@ -124,7 +126,7 @@ typedef enum { HOT_WHEN_ALWAYS = 0, HOT_WHEN_PLANNED, HOT_WHEN_GRAN_ROW, HOT_WHE
  * a plan: a role's place is its smallest seq):
  *   save 10 abc_x 0, 11-12 sawb_x 0/1, 13 abc_x 1;
  *   backward 20-22 hq_g (2 | 0, 1), 30 hq_w 0, 31-32 sawb_w 0/1, 33 hq_w 1, 40-41 hla_g 0/1,
- *   50 gemm_gx, 51 gemm_gw, 60 bias;  calibrate 70-72 lqs 0/1/2. */
+ *   45 abc_unpack, 50 gemm_gx, 51 gemm_gw, 60 bias;  calibrate 70-72 lqs 0/1/2. */
 typedef struct {
   hot_call call;
   int seq;

@@ -104,7 +104,8 @@ typedef struct {
   R(HOT_K_BIAS, "bias")      /* g_b = column sums of g_y */                                        \
   R(HOT_K_LQS, "lqs")        /* calibration: both errors of CONTRACT.md section 6 */               \
   R(HOT_K_SAWB_W, "sawb_w")  /* SAWB scale of w' (when hq.w.rule = sawb) from its fp32 tensor */   \
-  R(HOT_K_SAWB_X, "sawb_x")  /* SAWB scale of x^ (when hla.x.rule = sawb) */
+  R(HOT_K_SAWB_X, "sawb_x")  /* SAWB scale of x^ (when hla.x.rule = sawb) */                     \
+  R(HOT_K_ABC_UNPACK, "abc_unpack") /* backward: saved codes -> the g_w GEMM's k_pad layout */
 #define HOT_ROLE_ENUM_(c, name) c,
 typedef enum { HOT_KERNEL_ROLES(HOT_ROLE_ENUM_) HOT_K_ROLE_COUNT } hot_kernel_role;
 #undef HOT_ROLE_ENUM_
@@ -242,7 +243,8 @@ typedef enum {
   HOT_BUF_Q_W,      /* q_w': I rows of hq.gemm.k_pad codes (k_pad / 2 bytes when packed) */
   HOT_BUF_Q_HG,     /* q_g^: O rows of hla.gemm.k_pad int8 */
   HOT_BUF_Q_HX,     /* q_x^: I rows of hla.gemm.k_pad int8 (the GEMM reads whole k_pad rows) */
-  HOT_BUF_SAVED,    /* the saved buffer: q_x^ then s_x^ (fp32) with ABC, else x as T x I fp32 */
+  HOT_BUF_SAVED,    /* the saved buffer: with ABC the saved codes, then s_x^ (fp32) at
+                       plan_saved_scale_offset; else x as T x I fp32 */
   HOT_BUF_MATH,     /* fp32 math tensor read by sawb.cu: the larger of the planned SAWB roles' */
   HOT_BUF_PARTIALS, /* doubles: 2 per 1024-element chunk, the largest of SAWB roles and LQS */
   HOT_BUF_GY,       /* g_y: T x O in the layer's dtype */
@@ -250,6 +252,7 @@ typedef enum {
   HOT_BUF_W,        /* w: O x I in the layer's dtype */
   HOT_BUF_GX,       /* g_x: T x I fp32 */
   HOT_BUF_GW,       /* g_w: O x I fp32 */
+  HOT_BUF_SAVED_CODES, /* the codes of the saved buffer (ABC): I rows of hla.k int8, unpadded */
   HOT_BUF_COUNT
 } hot_buffer;
 
@@ -263,6 +266,16 @@ int64_t plan_buffer_bytes(const hot_layer_plan *plan, hot_buffer b);
  * padding of K) plus one fp32 scale per scale group; 0 without ABC, -1 on overflow or NULL. The
  * saved buffer (plan_buffer_bytes(HOT_BUF_SAVED)) is compared with it. */
 int64_t plan_abc_method_bytes(const hot_layer_plan *plan);
+
+/* The saved buffer under ABC (templates/CONTRACT.md 5, "the saved buffer"): I code rows of
+ * exactly hla.k = blocks·r int8 codes (row c = column c of x^, math row kk at byte kk: the
+ * scale groups are consecutive runs of group_k and nothing is padded), then s_x^ (hla.groups
+ * fp32) at this offset, the codes' bytes rounded up to 16. -1 without ABC, on overflow or NULL. */
+int64_t plan_saved_scale_offset(const hot_layer_plan *plan);
+/* 1 when the g_w GEMM cannot read the saved codes in place (its operand layout, I rows of
+ * hla.gemm.k_pad with zero tails per group, differs: k_pad != K), so the backward unpacks them
+ * into a workspace buffer first (role abc_unpack); 0 otherwise (also without ABC or NULL). */
+int plan_saved_unpacked(const hot_layer_plan *plan);
 
 /* Bytes of one code row of k codes stored as `codes` (int8: k; packed int4: k / 2). */
 int64_t plan_code_bytes(hot_codes codes, int64_t k);

@@ -35,7 +35,7 @@ NAME_FN(plan_codes_name, hot_codes, "s8", "s4_packed")
 NAME_FN(plan_role_name, hot_kernel_role, HOT_KERNEL_ROLES(HOT_ROLE_NAME_))
 #undef HOT_ROLE_NAME_
 NAME_FN(plan_buffer_name, hot_buffer, "q_g", "s_g", "q_w", "q_hg", "q_hx", "saved", "math",
-        "partials", "g_y", "x", "w", "g_x", "g_w")
+        "partials", "g_y", "x", "w", "g_x", "g_w", "saved_codes")
 #undef NAME_FN
 
 int64_t plan_code_bytes(hot_codes codes, int64_t k) {
@@ -64,12 +64,22 @@ int64_t plan_sawb_groups(const hot_layer_plan *pl, hot_kernel_role role) {
   return role == HOT_K_SAWB_W ? 1 : 0;
 }
 
-/* HOT_BUF_SAVED: x in fp32, or under ABC q_x^ (I rows of k_pad codes) then s_x^ (one fp32
- * scale per scale group); -1 on overflow. */
+/* HOT_BUF_SAVED: x in fp32, or under ABC the saved codes (I rows of hla.k int8: K is not
+ * padded), 16-byte alignment, then s_x^ (one fp32 scale per scale group); -1 on overflow. */
 static int64_t saved_bytes(const hot_layer_plan *pl) {
   if (!pl->abc.enabled) return mul3(pl->T, pl->I, 4);
-  int64_t codes = mul3(pl->I, pl->hla.gemm.k_pad, 1), sc = mul3(pl->hla.groups, 4, 1), r;
-  return codes < 0 || sc < 0 || add_ok(codes, sc, &r) ? -1 : r;
+  int64_t off = plan_saved_scale_offset(pl), sc = mul3(pl->hla.groups, 4, 1), r;
+  return off < 0 || sc < 0 || add_ok(off, sc, &r) ? -1 : r;
+}
+
+int64_t plan_saved_scale_offset(const hot_layer_plan *pl) {
+  if (!pl || !pl->abc.enabled) return -1;
+  const int64_t codes = mul3(pl->I, pl->hla.k, 1);
+  return codes < 0 || codes > INT64_MAX - 15 ? -1 : round_up(codes, 16);
+}
+
+int plan_saved_unpacked(const hot_layer_plan *pl) {
+  return pl && pl->abc.enabled && pl->hla.enabled && pl->hla.gemm.k_pad != pl->hla.k;
 }
 
 /* HOT_BUF_MATH: fp32 room for the larger of the planned SAWB inputs; -1 on overflow. */
@@ -117,6 +127,7 @@ int64_t plan_buffer_bytes(const hot_layer_plan *pl, hot_buffer b) {
     return pl->hla.enabled ? mul3(pl->O, pl->hla.gemm.k_pad, 1) : 0;
   case HOT_BUF_Q_HX:
     return pl->hla.enabled ? mul3(pl->I, pl->hla.gemm.k_pad, 1) : 0;
+  case HOT_BUF_SAVED_CODES: return pl->abc.enabled ? mul3(pl->I, pl->hla.k, 1) : 0;
   case HOT_BUF_SAVED: return saved_bytes(pl);
   case HOT_BUF_MATH: return math_bytes(pl);
   case HOT_BUF_PARTIALS: return partials_buffer_bytes(pl);

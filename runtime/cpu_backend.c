@@ -2,10 +2,9 @@
  * threaded, SIMD, HOT_CPU_THREADS threads) whose results are the reference twins' (templates/ref.h)
  * bit for bit, so they are also what the GPU kernels are compared with.
  *
- * The saved buffer holds what hot_ref_saved holds, flat: with ABC the q_x^ codes (I rows of
- * hla.gemm.k_pad int8) followed by s_x^ (hla.groups fp32 scales, at a multiple of 32 bytes);
- * without ABC the fp32
- * copy of x (T * I floats). The same layout as the CUDA backend's. */
+ * The saved buffer holds what hot_ref_saved holds, flat: with ABC the saved codes (I rows of
+ * hla.k int8, unpadded) followed by s_x^ (hla.groups fp32 scales) at plan_saved_scale_offset;
+ * without ABC the fp32 copy of x (T * I floats). The same layout as the CUDA backend's. */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -44,8 +43,8 @@ static int all_finite(const float *v, int64_t n) {
   return 1;
 }
 
-/* Offset of s_x^ in an ABC buffer (the codes' size: a multiple of 32 bytes). */
-static int64_t scale_offset(const hot_layer_plan *pl) { return ref_hla_x_bytes(pl); }
+/* Offset of s_x^ in an ABC buffer (the codes' bytes rounded up to 16). */
+static int64_t scale_offset(const hot_layer_plan *pl) { return plan_saved_scale_offset(pl); }
 
 /* The layer's own buffer, allocated on first use (16-byte aligned). */
 static void *own_buffer(hot_layer *layer) {
@@ -66,8 +65,10 @@ static hot_status cpu_layer_save(hot_layer *layer, const void *x, void *saved) {
   int rc = fast_layer_save(pl, x, layer->spec.dtype, &s);
   if (rc) return cpu_ref_status(layer, rc, "save");
   if (s.q_x) {
-    memcpy(dst, s.q_x, (size_t)ref_hla_x_bytes(pl));
-    memcpy((char *)dst + scale_offset(pl), s.s_x, (size_t)pl->hla.groups * sizeof *s.s_x);
+    const int64_t nc = plan_buffer_bytes(pl, HOT_BUF_SAVED_CODES), off = scale_offset(pl);
+    memcpy(dst, s.q_x, (size_t)nc);
+    memset((char *)dst + nc, 0, (size_t)(off - nc)); /* the alignment gap: no stale bytes */
+    memcpy((char *)dst + off, s.s_x, (size_t)pl->hla.groups * sizeof *s.s_x);
   } else {
     memcpy(dst, s.x, (size_t)(pl->T * pl->I) * sizeof(float));
   }

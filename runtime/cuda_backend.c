@@ -197,16 +197,20 @@ static CUdeviceptr amax_hla(const hot_layer *layer, int is_g) {
  *   math          fp32 math tensor read by sawb.cu: max(o_pad*I, K*I) of the planned SAWB roles
  *   partials      doubles: max(2 ceil(n/1024)) over the planned SAWB roles and LQS (n = T*O)
  *   lqs_rs, lqs_res, lqs_choice   T floats, 2 doubles, 1 int                (LQS)
+ *   q_hx          the saved codes unpacked into the g_w GEMM's layout (HOT_BUF_Q_HX), when the
+ *                 plan has abc_unpack (plan_saved_unpacked: K != k_pad); else the GEMM reads
+ *                 the saved buffer in place                              (backward, ABC)
  * Pieces of roles the plan does not have get no room (their pointers stay 0). Every piece is
  * written by the call before it is read (the amax words are zeroed first), so nothing is carried
  * from one call to the next and layers can take turns in one allocation. */
-enum { N_PIECES = 13 };
+enum { N_PIECES = 14 };
 
 static void scratch_sizes(const hot_layer *layer, size_t sz[N_PIECES]) {
   const hot_layer_plan *pl = layer->plan;
   int sawb_w = plan_kernel_index(pl, HOT_K_SAWB_W) >= 0;
   int sawb_x = plan_kernel_index(pl, HOT_K_SAWB_X) >= 0;
   int lqs = plan_kernel_index(pl, HOT_K_LQS) >= 0;
+  int unpack = plan_kernel_index(pl, HOT_K_ABC_UNPACK) >= 0;
   const size_t v[N_PIECES] = {
       (size_t)plan_buffer_bytes(pl, HOT_BUF_Q_G),            /* q_g (the plan's sizes) */
       (size_t)plan_buffer_bytes(pl, HOT_BUF_S_G),            /* s_g: T floats */
@@ -220,7 +224,8 @@ static void scratch_sizes(const hot_layer *layer, size_t sz[N_PIECES]) {
       (size_t)plan_buffer_bytes(pl, HOT_BUF_PARTIALS),       /* partials */
       lqs ? (size_t)pl->T * 4 : 0,                           /* lqs_rs */
       lqs ? 2 * 8 : 0,                                       /* lqs_res */
-      lqs ? 4 : 0};                                          /* lqs_choice */
+      lqs ? 4 : 0,                                           /* lqs_choice */
+      unpack ? (size_t)plan_buffer_bytes(pl, HOT_BUF_Q_HX) : 0}; /* q_hx */
   memcpy(sz, v, sizeof v);
 }
 
@@ -281,7 +286,7 @@ static hot_status scratch_bind(hot_layer *layer, CUstream stream) {
   scratch_sizes(layer, sz);
   CUdeviceptr *dst[N_PIECES] = {&cu->q_g,  &cu->s_g,  &cu->q_w,      &cu->s_w,    &cu->q_hg,
                                 &cu->s_hg, &cu->amax, &cu->s_sawb,   &cu->math,   &cu->partials,
-                                &cu->lqs_rs, &cu->lqs_res, &cu->lqs_choice};
+                                &cu->lqs_rs, &cu->lqs_res, &cu->lqs_choice, &cu->q_hx};
   cu->scratch = c->ws;
   for (int i = 0; i < N_PIECES; ++i) *dst[i] = sz[i] ? c->ws + cu->scratch_off[i] : 0;
   return HOT_OK;
@@ -402,7 +407,8 @@ static void call_buffers(hot_layer *layer, const void *x, const void *saved, con
   const CUdeviceptr sv = saved ? (CUdeviceptr)(uintptr_t)saved : cu->saved;
   b[HOT_LB_X] = (CUdeviceptr)(uintptr_t)x;
   b[HOT_LB_SAVED] = sv;
-  b[HOT_LB_S_X] = sv ? sv + (CUdeviceptr)ref_hla_x_bytes(pl) : 0;
+  b[HOT_LB_S_X] = sv && pl->abc.enabled ? sv + (CUdeviceptr)plan_saved_scale_offset(pl) : 0;
+  b[HOT_LB_Q_HX] = cu->q_hx ? cu->q_hx : sv; /* the g_w GEMM's q_x^: unpacked, or in place */
   b[HOT_LB_GY] = (CUdeviceptr)(uintptr_t)g_y;
   b[HOT_LB_W] = (CUdeviceptr)(uintptr_t)w;
   b[HOT_LB_GX] = (CUdeviceptr)(uintptr_t)g_x;
@@ -466,9 +472,10 @@ static hot_status run_steps(hot_layer *layer, const hot_step *steps, int n, cons
   return st;
 }
 
-/* Forward (ABC): x -> q_x^ codes at dst (I rows of hla.gemm.k_pad int8, the zero tails written by
- * the kernel) and s_x^ (hla.groups floats) at dst + ref_hla_x_bytes, the CPU backend's layout:
- * memset(x^'s amax words), then the save steps (abc_x 0 [sawb_x 0, 1] abc_x 1). */
+/* Forward (ABC): x -> the saved codes at dst (I rows of hla.k int8, unpadded), zero bytes up to
+ * plan_saved_scale_offset and s_x^ (hla.groups floats) there, the CPU backend's layout:
+ * memset(x^'s amax words) [memset of the words that hold the alignment gap, before the codes
+ * that share its first word are written], then the save steps (abc_x 0 [sawb_x 0, 1] abc_x 1). */
 static hot_status cuda_layer_save(hot_layer *layer, const void *x, void *saved, CUstream stream) {
   const hot_layer_plan *pl = layer->plan;
   hot_step steps[64];
@@ -491,13 +498,17 @@ static hot_status cuda_layer_save(hot_layer *layer, const void *x, void *saved, 
   call_buffers(layer, x, saved, NULL, NULL, NULL, NULL, NULL, 0, &in);
   st = launch_zero(layer, in.buf[HOT_LB_AMAX_X],
                    (size_t)(pl->hla.x.gran == HOT_GRAN_SAMPLE ? pl->hla.groups : 1), stream);
+  const int64_t nc = plan_buffer_bytes(pl, HOT_BUF_SAVED_CODES), off = plan_saved_scale_offset(pl);
+  if (!st && off > nc) /* whole words from the one holding the last code byte to the scales */
+    st = launch_zero(layer, in.buf[HOT_LB_SAVED] + (CUdeviceptr)(nc & ~(int64_t)3),
+                     (size_t)((off - (nc & ~(int64_t)3)) / 4), stream);
   return st ? st : run_steps(layer, steps, n, &in, stream);
 }
 
 /* Backward: memset(amax words), then the backward steps: HQ g' (per token: phase 2; per tensor /
  * sample: phases 0, 1) ; HQ w' phase 0 (SAWB: with math_out, then sawb_w phases 0, 1) and phase 1
- * (SAWB: scale_in) ; HLA g^ phases 0, 1 ; GEMM g_x ; GEMM g_w (q_x^ and s_x^ from the saved
- * buffer) ; bias. */
+ * (SAWB: scale_in) ; HLA g^ phases 0, 1 ; [abc_unpack: the saved codes into q_hx] ; GEMM g_x ;
+ * GEMM g_w (q_x^ from q_hx or the saved buffer, s_x^ from the saved buffer) ; bias. */
 static hot_status cuda_layer_backward(hot_layer *layer, const void *g_y, const void *w, const void *saved,
                                float *g_x, float *g_w, float *g_b, uint32_t step,
                                CUstream stream) {

@@ -56,6 +56,7 @@ typedef struct {
   CUdeviceptr math;                      /* SAWB: fp32 math tensor (o_pad x I or K x I); 0 without */
   CUdeviceptr partials;                  /* SAWB / LQS chunk partials (doubles); 0 without */
   CUdeviceptr lqs_rs, lqs_res, lqs_choice; /* LQS: T floats, 2 doubles, 1 int; 0 without */
+  CUdeviceptr q_hx;           /* the saved codes in the g_w GEMM's layout (abc_unpack); 0 without */
   CUdeviceptr saved;                     /* the layer-owned saved buffer (0 until first save) */
   /* Profiling (hot_ctx_set_profiling): a start and an end event per launch of the current call,
    * created on first need and kept until the layer is released; the launches of the last call. */

@@ -30,20 +30,25 @@ int ref_layer_save(const hot_layer_plan *pl, const void *x, hot_dtype dt, hot_re
   int rc = ref_plan_check(pl);
   if (rc) return rc;
   if (pl->hla.enabled && pl->abc.enabled) {
-    out->q_x = malloc((size_t)ref_hla_x_bytes(pl));
+    /* HOT_K_ABC_X writes the unpadded saved layout: the GEMM layout's codes, packed */
+    int8_t *qx = malloc((size_t)ref_hla_x_bytes(pl));
+    out->q_x = malloc((size_t)(pl->I * pl->hla.k));
     out->s_x = malloc((size_t)pl->hla.groups * sizeof *out->s_x);
-    if (!out->q_x || !out->s_x) {
+    if (!qx || !out->q_x || !out->s_x) {
+      free(qx);
       ref_saved_free(out);
       return HOT_REF_ENOMEM;
     }
-    rc = ref_hla_quant_x(pl, x, dt, out->q_x, out->s_x);
-    out->bytes = ref_hla_x_bytes(pl) + pl->hla.groups * (int64_t)sizeof(float);
+    rc = ref_hla_quant_x(pl, x, dt, qx, out->s_x);
+    if (!rc) rc = ref_abc_pack(pl, qx, out->q_x);
+    free(qx);
+    out->bytes = plan_buffer_bytes(pl, HOT_BUF_SAVED);
   } else {
     out->x = load_f32(x, dt, pl->T * pl->I);
     if (!out->x) return HOT_REF_ENOMEM;
     for (int64_t i = 0; i < pl->T * pl->I && !rc; ++i)
       if (!isfinite(out->x[i])) rc = HOT_REF_ENONFINITE;
-    out->bytes = pl->T * pl->I * (int64_t)sizeof(float);
+    out->bytes = plan_buffer_bytes(pl, HOT_BUF_SAVED);
   }
   if (rc) ref_saved_free(out);
   return rc;
@@ -96,6 +101,15 @@ static int backward_gw(const hot_layer_plan *pl, const hot_ref_saved *saved, con
   } else if (!sx) {
     rc = HOT_REF_EARG;
     goto done;
+  } else { /* ABC: the saved codes into the GEMM's layout (HOT_K_ABC_UNPACK) */
+    qx = malloc((size_t)ref_hla_x_bytes(pl));
+    if (!qx) {
+      rc = HOT_REF_ENOMEM;
+      goto done;
+    }
+    rc = ref_abc_unpack(pl, qxs, qx);
+    if (rc) goto done;
+    qxs = qx;
   }
   rc = ref_hla_quant_g(pl, g_y, dt, seed, step, qg, sg);
   if (!rc) rc = ref_gemm_gw(pl, qg, sg, qxs, sx, g_w);

@@ -118,6 +118,18 @@ int ref_hla_quant_x(const hot_layer_plan *pl, const void *x, hot_dtype dt, int8_
 int ref_hla_quant_g(const hot_layer_plan *pl, const void *g_y, hot_dtype dt, uint64_t seed,
                         uint32_t step, int8_t *q_g, float *s_g);
 
+/* ---- the saved codes of ABC (abc_unpack_ref.c; HOT_K_ABC_UNPACK) ------------------------- */
+
+/* Twin of HOT_K_ABC_UNPACK: the saved codes (plan_saved_scale_offset's layout: I rows of hla.k
+ * int8, group j's group_k codes at j * group_k) into the g_w GEMM's operand layout, as
+ * ref_hla_quant_x writes it: q_x[I * hla.gemm.k_pad], group j at j * group_k_pad, zeros in each
+ * group's tail. Errors: EARG (NULL), ESHAPE (no ABC, or groups / group_k / k_pad inconsistent). */
+int ref_abc_unpack(const hot_layer_plan *pl, const int8_t *codes, int8_t *q_x);
+/* The inverse: the codes of q_x (GEMM layout) into the saved layout, codes[I * hla.k]. What
+ * HOT_K_ABC_X writes in the save (it is launched with k_pad = group_k_pad = K per group).
+ * Errors as ref_abc_unpack. */
+int ref_abc_pack(const hot_layer_plan *pl, const int8_t *q_x, int8_t *codes);
+
 /* ---- integer GEMMs with the fused epilogues (gemm_ref.c) -------------------------------- */
 
 /* Twin of HOT_K_GEMM_GX: acc[t,i] = sum_k q_g[t,k] * q_w[i,k] over k < hq.gemm.k_pad in int32,
@@ -180,10 +192,10 @@ double ref_rel_err_f64(const double *a, const double *ref, int64_t n);
 
 /* ---- whole layer (layer_ref.c) ----------------------------------------------------------- */
 
-/* What the forward pass keeps for the backward. With HLA and ABC enabled: q_x (I x
- * hla.gemm.k_pad int8) and s_x (hla.groups floats); otherwise x (T x I fp32 copy, dt
- * converted). `bytes` = bytes kept (I*k_pad codes + 4 * groups, or T*I*4). Owned by the struct:
- * release with ref_saved_free. */
+/* What the forward pass keeps for the backward. With HLA and ABC enabled: q_x, the saved codes
+ * (I x hla.k int8, unpadded: ref_abc_pack's layout) and s_x (hla.groups floats); otherwise x
+ * (T x I fp32 copy, dt converted). `bytes` = plan_buffer_bytes(HOT_BUF_SAVED), the bytes of the
+ * runtime's flat saved buffer. Owned by the struct: release with ref_saved_free. */
 typedef struct {
   int8_t *q_x;
   float *s_x;

@@ -18,14 +18,15 @@ int kd_gemm_enabled(const hot_layer_plan *p, hot_kernel_role r) {
 
 /* C = (float)(A . B^T) * factor(m), alpha = (*alpha_a * (alpha_b ? *alpha_b : 1)) / alpha_div.
  * g_x: A = q_g' (T x k_pad), B = q_w' (I x k_pad), row_scale = s_g, alpha_a = s_w, div = b.
- * g_w: A = q_g^ (O x k_pad), B = q_x^ (the saved buffer), alpha_a = s_g^, alpha_b = s_x^
- * (hla.groups floats each), div = p; segmented: seg_kpad codes of K per segment. */
+ * g_w: A = q_g^ (O x k_pad), B = q_x^ (HOT_LB_Q_HX: unpacked by abc_unpack, or the saved buffer
+ * in place), alpha_a = s_g^, alpha_b = s_x^ (hla.groups floats each), div = p; segmented:
+ * seg_kpad codes of K per segment. */
 int kd_gemm_args(const hot_layer_plan *p, hot_kernel_role r, const hot_launch_in *in, hot_argv *v) {
   const int gx = r == HOT_K_GEMM_GX;
   const hot_gemm_plan *g = kd_gemm_plan(p, r);
   if (g->m != (gx ? p->T : p->O) || g->n != p->I) return -1;
   kd_ptr(v, in->buf[gx ? HOT_LB_Q_G : HOT_LB_Q_HG]);
-  kd_ptr(v, in->buf[gx ? HOT_LB_Q_W : HOT_LB_SAVED]);
+  kd_ptr(v, in->buf[gx ? HOT_LB_Q_W : HOT_LB_Q_HX]);
   kd_ptr(v, in->buf[gx ? HOT_LB_GX : HOT_LB_GW]);
   kd_ptr(v, gx ? in->buf[HOT_LB_S_G] : 0);
   kd_ptr(v, in->buf[gx ? HOT_LB_S_W : HOT_LB_S_HG]);

@@ -71,7 +71,7 @@ static int tma_maps(const hot_layer_plan *p, hot_kernel_role r, const hot_launch
   out[0].box[0] = 128;
   out[0].box[1] = (uint32_t)g->tile_m;
   out[1].what = gx ? "B (q_w')" : "B (q_x^)";
-  out[1].addr = in->buf[gx ? HOT_LB_Q_W : HOT_LB_SAVED];
+  out[1].addr = in->buf[gx ? HOT_LB_Q_W : HOT_LB_Q_HX];
   out[1].dims[0] = k;
   out[1].dims[1] = g->k_pad > 0 ? (uint64_t)g->n : 1u;
   out[1].stride = k;

@@ -53,8 +53,9 @@ static void hla_params(const hot_layer_plan *p, hot_kernel_role r, hot_params *o
   kd_param(o, "HOT_COLS", "%lld", (long long)hla_cols(p->hla.block));
 }
 
-/* x^ (abc_x, RTN): x, T x I; g^ (hla_g, SR with tag layer_id*16 + 2, or RTN): g_y, T x O. Codes
- * cols x hla.gemm.k_pad int8 (zero tails written by phase 1), `groups` scales. Phases: 0 amax (+
+/* x^ (abc_x, RTN): x, T x I, codes into the saved buffer, I rows of hla.k int8 (unpadded);
+ * g^ (hla_g, SR with tag layer_id*16 + 2, or RTN): g_y, T x O, codes O x hla.gemm.k_pad int8
+ * (zero tails written by phase 1). `groups` scales. Phases: 0 amax (+
  * math_out K x cols floats for SAWB of x^), 1 quantize (scale_in: SAWB's scales). */
 static int hla_args(const hot_layer_plan *p, hot_kernel_role r, int phase, const hot_launch_in *in,
                     hot_argv *v) {
@@ -69,14 +70,17 @@ static int hla_args(const hot_layer_plan *p, hot_kernel_role r, int phase, const
   kd_i32(v, p->hla.layout == HOT_LAYOUT_FLAT ? 1 : 0);
   kd_i64(v, p->hla.seg_len);
   kd_i64(v, p->hla.segments);
-  kd_i32(v, p->hla.k);          /* k_real */
-  kd_i32(v, p->hla.gemm.k_pad); /* k_pad */
+  /* g^: the GEMM's layout (k_pad rows, groups at group_k_pad); x^: the saved layout (K rows,
+   * nothing padded: plan_saved_scale_offset), i.e. the same kernel with k_pad = K per group */
+  const int64_t k_pad = g ? p->hla.gemm.k_pad : p->hla.k;
+  kd_i32(v, p->hla.k); /* k_real */
+  kd_i32(v, k_pad);
   kd_i32(v, p->hla.group_k);
-  kd_i32(v, p->hla.group_k_pad);
+  kd_i32(v, g ? p->hla.group_k_pad : p->hla.group_k);
   kd_i32(v, p->hla.groups);
   kd_i32(v, (g ? p->hla.g.gran : p->hla.x.gran) == HOT_GRAN_SAMPLE); /* per_sample */
   kd_ptr(v, in->buf[g ? HOT_LB_Q_HG : HOT_LB_SAVED]);
-  kd_i32(v, p->hla.gemm.k_pad); /* ld_codes */
+  kd_i32(v, k_pad); /* ld_codes */
   kd_ptr(v, in->buf[g ? HOT_LB_S_HG : HOT_LB_S_X]);
   kd_ptr(v, in->buf[g ? HOT_LB_AMAX_HG : HOT_LB_AMAX_X]);
   kd_ptr(v, sawb && phase == 1 ? in->buf[HOT_LB_S_SAWB_X] : 0); /* scale_in */
@@ -89,7 +93,7 @@ static int hla_args(const hot_layer_plan *p, hot_kernel_role r, int phase, const
 }
 
 /* Phase 0 = amax (+ the fp32 math tensor K x cols when the rule is SAWB), phase 1 = quantize
- * into cols code rows of k_pad and the scales. */
+ * into cols code rows (k_pad bytes for g^, K for the saved x^) and the scales. */
 static int hla_cost(const hot_layer_plan *p, hot_kernel_role r, int phase, int gran_row,
                     hot_kernel_cost *c) {
   (void)gran_row;
@@ -100,7 +104,7 @@ static int hla_cost(const hot_layer_plan *p, hot_kernel_role r, int phase, int g
   if (phase == 0)
     c->bytes_written = q->rule == HOT_RULE_SAWB ? p->hla.k * cols * 4 : 0;
   else if (phase == 1)
-    c->bytes_written = plan_buffer_bytes(p, g ? HOT_BUF_Q_HG : HOT_BUF_Q_HX) + 4 * p->hla.groups;
+    c->bytes_written = plan_buffer_bytes(p, g ? HOT_BUF_Q_HG : HOT_BUF_SAVED_CODES) + 4 * p->hla.groups;
   else
     return -1;
   return 0;

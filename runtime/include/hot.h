@@ -351,8 +351,9 @@ typedef struct hot_layer_plan hot_layer_plan;
 HOT_API const hot_layer_plan *hot_layer_get_plan(const hot_layer *layer);
 
 /* Bytes of the saved-activation buffer of hot_layer_save: with ABC, the q_x^ codes (I rows of
- * hla.gemm.k_pad int8) then the fp32 scales s_x^ (one, or one per sample when x^ or g^ is scaled
- * per sample: hla.scale); without ABC an fp32 copy of x (T * I * 4).
+ * K = blocks * r int8, K not padded), zero bytes up to a multiple of 16, then the fp32 scales
+ * s_x^ (one, or one per sample when x^ or g^ is scaled per sample: hla.scale) — the method's own
+ * count plus at most 15 bytes; without ABC an fp32 copy of x (T * I * 4).
  * 0 for a NULL or destroyed layer. */
 HOT_API size_t hot_layer_saved_bytes(const hot_layer *layer);
 

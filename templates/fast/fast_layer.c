@@ -313,7 +313,8 @@ static int hla_codes(const hot_layer_plan *pl, const void *src, hot_dtype dt, in
   return rc;
 }
 
-/* Stores K x cols math codes transposed at the group positions of CONTRACT.md 9. */
+/* Stores K x cols math codes transposed into the saved layout (plan_saved_scale_offset): code row
+ * c holds the K codes of column c in math-row order, nothing padded. */
 typedef struct {
   const hot_layer_plan *pl;
   const int8_t *codes;
@@ -324,13 +325,10 @@ typedef struct {
 static void store_task(void *ctx, int64_t i, int tid) {
   (void)tid;
   const sctx *x = ctx;
-  const int64_t K = x->pl->hla.k, gk = x->pl->hla.group_k, gkp = x->pl->hla.group_k_pad;
-  const int64_t kp = x->pl->hla.gemm.k_pad, c0 = i * 64, c1 = c0 + 64 < x->cols ? c0 + 64 : x->cols;
-  for (int64_t c = c0; c < c1; ++c) memset(x->dst + c * kp, 0, (size_t)kp);
+  const int64_t K = x->pl->hla.k, c0 = i * 64, c1 = c0 + 64 < x->cols ? c0 + 64 : x->cols;
   for (int64_t kk = 0; kk < K; ++kk) {
-    const int64_t pos = (kk / gk) * gkp + kk % gk;
     const int8_t *src = x->codes + kk * x->cols;
-    for (int64_t c = c0; c < c1; ++c) x->dst[c * kp + pos] = src[c];
+    for (int64_t c = c0; c < c1; ++c) x->dst[c * K + kk] = src[c];
   }
 }
 
@@ -479,11 +477,11 @@ static int backward_gw(const hot_layer_plan *pl, const hot_ref_saved *saved, con
   for (int64_t j = 0; j < segs; ++j) {
     c[j] = HOT_DIV(HOT_MUL(sg[j], sx[j]), HOT_I2F(pl->hla.block));
     a_seg[j] = qg + j * seg_k * O;
-    b_seg[j] = qx ? qx + j * seg_k * I : saved->q_x + j * pl->hla.group_k_pad;
+    /* the saved codes: I rows of K, segment j at j * group_k (seg_k = group_k when segmented) */
+    b_seg[j] = qx ? qx + j * seg_k * I : saved->q_x + j * gk;
   }
-  (void)gk;
   ectx e = {NULL, c, g_w, I, fast_level_now()};
-  fast_igemm_op g = {O, I, seg_k, segs, a_seg, 1, O, b_seg, qx ? 1 : pl->hla.gemm.k_pad,
+  fast_igemm_op g = {O, I, seg_k, segs, a_seg, 1, O, b_seg, qx ? 1 : K,
                      qx ? I : 1, hot_qmax(pl->hla.g.bits), qx ? hot_qmax(pl->hla.x.bits) : 127,
                      epi_gw, &e, FAST_ST_GW_PACK};
   rc = fast_igemm(&g);
@@ -603,7 +601,7 @@ int fast_layer_save(const hot_layer_plan *pl, const void *x, hot_dtype dt, hot_r
   const int threads = fast_threads();
   if (pl->hla.enabled && pl->abc.enabled) {
     const int64_t I = pl->I, K = pl->hla.k;
-    out->q_x = malloc((size_t)ref_hla_x_bytes(pl));
+    out->q_x = malloc((size_t)(I * K));
     out->s_x = malloc((size_t)pl->hla.groups * sizeof *out->s_x);
     int8_t *codes = malloc((size_t)(K * I));
     if (!out->q_x || !out->s_x || !codes) {
@@ -619,12 +617,12 @@ int fast_layer_save(const hot_layer_plan *pl, const void *x, hot_dtype dt, hot_r
       fast_parallel(fast_cdiv(I, 64), threads, store_task, &s);
     }
     free(codes);
-    out->bytes = ref_hla_x_bytes(pl) + pl->hla.groups * (int64_t)sizeof(float);
+    out->bytes = plan_buffer_bytes(pl, HOT_BUF_SAVED);
   } else {
     out->x = malloc((size_t)(pl->T * pl->I) * sizeof *out->x);
     if (!out->x) return HOT_REF_ENOMEM;
     rc = load_all(x, dt, pl->T * pl->I, 1, threads, out->x);
-    out->bytes = pl->T * pl->I * (int64_t)sizeof(float);
+    out->bytes = plan_buffer_bytes(pl, HOT_BUF_SAVED);
   }
   if (rc) ref_saved_free(out);
   return rc;

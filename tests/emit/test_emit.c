@@ -380,7 +380,7 @@ START_TEST(descriptor_signatures) {
       emit_free(&e);
     }
   }
-  ck_assert_int_eq(n_names, 8); /* hadamard_quant, hla_project, sawb, lqs, bias, 3 GEMMs */
+  ck_assert_int_eq(n_names, 9); /* hadamard_quant, hla_project, sawb, lqs, bias, abc_unpack, 3 GEMMs */
 }
 END_TEST
 

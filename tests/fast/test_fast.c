@@ -115,7 +115,7 @@ static void *make_input(tp_rng *r, int64_t n, double sd, hot_dtype dt, float *f3
 static int same_saved(const hot_layer_plan *pl, const hot_ref_saved *a, const hot_ref_saved *b) {
   if (a->bytes != b->bytes || !a->q_x != !b->q_x || !a->x != !b->x) return 0;
   if (a->q_x)
-    return memcmp(a->q_x, b->q_x, (size_t)ref_hla_x_bytes(pl)) == 0 &&
+    return memcmp(a->q_x, b->q_x, (size_t)plan_buffer_bytes(pl, HOT_BUF_SAVED_CODES)) == 0 &&
            memcmp(a->s_x, b->s_x, (size_t)pl->hla.groups * sizeof(float)) == 0;
   return memcmp(a->x, b->x, (size_t)(pl->T * pl->I) * sizeof(float)) == 0;
 }

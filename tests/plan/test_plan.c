@@ -386,10 +386,11 @@ START_TEST(abc_bytes) {
       ck_assert_int_eq(p->abc.enabled, 1);
       ck_assert_int_eq(p->abc.fp32_bytes, p->T * 96 * 4);
       ck_assert_int_eq(p->abc.bf16_bytes, p->T * 96 * 2);
-      /* int8 codes in rows of k_pad (what the g_w GEMM reads) + one fp32 scale per sample
+      /* int8 codes in rows of K (unpadded), 16-byte alignment, + one fp32 scale per sample
        * (the hot recipe: x^ per sample under layout sample) */
       ck_assert_int_eq(p->hla.groups, 2);
-      ck_assert_int_eq(p->abc.bytes, p->hla.gemm.k_pad * 96 + 2 * 4);
+      ck_assert_int_eq(p->abc.bytes, (p->hla.k * 96 + 15) / 16 * 16 + 2 * 4);
+      ck_assert_int_le(p->abc.bytes, plan_abc_method_bytes(p) + 15);
       ck_assert_int_eq(p->hla.k * pb, p->T * p->hla.rank);
       if (2 * p->hla.rank <= pb) {
         ck_assert_int_le(8 * p->hla.k * 96, p->abc.fp32_bytes);
@@ -403,7 +404,8 @@ START_TEST(abc_bytes) {
   plan_ok(&s, 32, 197, HOT_RECIPE_HOT, HOT_ARCH_SM80, p);
   ck_assert_int_eq(p->hla.k, (6336 / 64) * 36);                 /* K = 3564 */
   ck_assert_int_eq(p->hla.gemm.k_pad, 3584);                     /* rows the GEMM reads */
-  ck_assert_int_eq(p->abc.bytes, 3584 * 768 + 4);
+  ck_assert_int_eq(p->abc.bytes, 3564 * 768 + 4);                /* rows the save keeps */
+  ck_assert_int_eq(plan_abc_method_bytes(p), 3564 * 768 + 4);
   ck_assert_double_lt((double)p->abc.bytes / (double)p->abc.fp32_bytes, 0.15);
   /* ABC off: the fp32 buffer stays. */
   s.abc.enabled = 0;
@@ -433,8 +435,11 @@ START_TEST(hla_scale_groups) {
     ck_assert_int_ge(g->seg_k_pad, 72);
     ck_assert_int_lt(g->seg_k_pad - 72, g->tile_k);
     ck_assert_int_eq(g->k_pad, 3 * g->seg_k_pad);
-    /* the saved buffer: codes then one scale per group */
-    ck_assert_int_eq(p->abc.bytes, g->k_pad * 96 + 3 * 4);
+    /* the saved buffer: unpadded codes (K = 3 * 72), then one scale per group; the backward
+     * unpacks them into the segmented GEMM's layout */
+    ck_assert_int_eq(p->abc.bytes, 3 * 72 * 96 + 3 * 4);
+    ck_assert_int_eq(plan_saved_unpacked(p), 1);
+    ck_assert_int_ge(plan_kernel_index(p, HOT_K_ABC_UNPACK), 0);
     ck_assert_int_eq(plan_buffer_bytes(p, HOT_BUF_Q_HG), 64 * g->k_pad);
     int k = plan_kernel_index(p, HOT_K_GEMM_GW);
     ck_assert_ptr_nonnull(strstr(p->kernels[k].name, "_seg"));
@@ -589,11 +594,17 @@ START_TEST(kernel_names) {
     plan_ok(&s, 32, 197, HOT_RECIPE_HOT, (hot_arch)a, &g_plan);
     plan_ok(&s, 32, 197, HOT_RECIPE_HOT, (hot_arch)a, &g_plan2);
     ck_assert_int_eq(g_plan.n_kernels, g_plan2.n_kernels);
-    /* All roles in launch order: abc_x, hq_g, hq_w, hla_g, gemm_gx, gemm_gw, bias, lqs. */
-    ck_assert_int_eq(g_plan.n_kernels, 8);
-    for (int k = 0; k < g_plan.n_kernels; ++k) {
+    /* All roles in launch order: abc_x, hq_g, hq_w, hla_g, abc_unpack (only where K is not a
+     * multiple of the g_w GEMM's K tile: plan_saved_unpacked), gemm_gx, gemm_gw, bias, lqs. */
+    static const hot_kernel_role order[] = {HOT_K_ABC_X, HOT_K_HQ_G, HOT_K_HQ_W, HOT_K_HLA_G,
+                                            HOT_K_ABC_UNPACK, HOT_K_GEMM_GX, HOT_K_GEMM_GW,
+                                            HOT_K_BIAS, HOT_K_LQS};
+    const int unpack = plan_saved_unpacked(&g_plan);
+    ck_assert_int_eq(g_plan.n_kernels, 8 + unpack);
+    for (int k = 0, j = 0; k < g_plan.n_kernels; ++k, ++j) {
       const hot_kernel_plan *kp = &g_plan.kernels[k];
-      ck_assert_int_eq(kp->role, (hot_kernel_role)k);
+      if (!unpack && order[j] == HOT_K_ABC_UNPACK) ++j;
+      ck_assert_int_eq(kp->role, order[j]);
       ck_assert_str_eq(kp->name, g_plan2.kernels[k].name); /* deterministic */
       ck_assert_msg(is_c_ident(kp->name), "kernel name %s is not a C identifier", kp->name);
       ck_assert_ptr_nonnull(kp->templ);
@@ -642,7 +653,7 @@ START_TEST(kernel_names) {
   t.hq.g.gran = HOT_GRAN_ROW;
   plan_ok(&t, 32, 197, HOT_RECIPE_HOT, HOT_ARCH_SM80, &g_plan2);
   ck_assert_int_eq(plan_kernel_index(&g_plan2, HOT_K_LQS), -1);
-  ck_assert_int_eq(plan_kernel_index(&g_plan2, HOT_K_BIAS), 6);
+  ck_assert_int_eq(plan_kernel_index(&g_plan2, HOT_K_BIAS), 7); /* abc_unpack: K 3564, k_pad 3584 */
 }
 END_TEST
 
@@ -688,7 +699,7 @@ START_TEST(kernel_costs) {
     ck_assert_int_eq(c.bytes_written, I * cb + 4);
     ck_assert_int_eq(plan_kernel_cost(p, HOT_K_ABC_X, 1, 0, &c), 0);
     ck_assert_int_eq(c.bytes_read, T * I * 4);
-    ck_assert_int_eq(c.bytes_written, I * kh + 4);
+    ck_assert_int_eq(c.bytes_written, I * p->hla.k + 4); /* the saved codes: K, unpadded */
     ck_assert_int_eq(plan_kernel_cost(p, HOT_K_HLA_G, 1, 0, &c), 0);
     ck_assert_int_eq(c.bytes_written, O * kh + 4);
     ck_assert_int_eq(plan_kernel_cost(p, HOT_K_GEMM_GX, 0, 0, &c), 0);
@@ -839,7 +850,7 @@ END_TEST
 START_TEST(kernel_descriptors) {
   static const hot_kernel_role want[HOT_K_ROLE_COUNT] = {
       HOT_K_ABC_X, HOT_K_SAWB_X, HOT_K_HQ_G, HOT_K_HQ_W, HOT_K_SAWB_W,
-      HOT_K_HLA_G, HOT_K_GEMM_GX, HOT_K_GEMM_GW, HOT_K_BIAS, HOT_K_LQS};
+      HOT_K_HLA_G, HOT_K_ABC_UNPACK, HOT_K_GEMM_GX, HOT_K_GEMM_GW, HOT_K_BIAS, HOT_K_LQS};
   const hot_kernel_role *order = kd_plan_order();
   for (int i = 0; i < HOT_K_ROLE_COUNT; ++i)
     ck_assert_msg(order[i] == want[i], "plan order %d: %s, expected %s", i,
@@ -860,7 +871,8 @@ START_TEST(kernel_descriptors) {
   ck_assert_uint_eq(stepped, (1u << HOT_K_ROLE_COUNT) - 1);
   hot_step st[64];
   const int nb = kd_steps(HOT_CALL_BACKWARD, st, 64);
-  ck_assert_int_eq(nb, 12); /* hq_g 2, 0, 1, hq_w 0, sawb_w 0,1, hq_w 1, hla_g 0,1, gx, gw, bias */
+  ck_assert_int_eq(nb, 13); /* hq_g 2, 0, 1, hq_w 0, sawb_w 0,1, hq_w 1, hla_g 0,1, abc_unpack,
+                               gx, gw, bias */
   for (int i = 1; i < nb; ++i) ck_assert_int_lt(st[i - 1].seq, st[i].seq);
   hot_layer_spec s = layer(HOT_RECIPE_PAPER_CODE, 137, 100);
   s.bias = 1;
@@ -895,7 +907,15 @@ START_TEST(buffers_and_grids) {
     ck_assert_int_eq(plan_buffer_bytes(p, HOT_BUF_Q_HG), p->O * p->hla.gemm.k_pad);
     ck_assert_int_eq(plan_buffer_bytes(p, HOT_BUF_Q_HX), p->I * p->hla.gemm.k_pad);
     ck_assert_int_eq(plan_buffer_bytes(p, HOT_BUF_SAVED), p->abc.bytes);
-    ck_assert_int_eq(p->abc.bytes, p->I * p->hla.gemm.k_pad + 4 * p->hla.groups);
+    ck_assert_int_eq(plan_buffer_bytes(p, HOT_BUF_SAVED_CODES), p->I * p->hla.k);
+    ck_assert_int_eq(plan_saved_scale_offset(p), (p->I * p->hla.k + 15) / 16 * 16);
+    ck_assert_int_eq(p->abc.bytes, plan_saved_scale_offset(p) + 4 * p->hla.groups);
+    ck_assert_int_le(p->abc.bytes, plan_abc_method_bytes(p) + 15); /* the method's count */
+    ck_assert_int_eq(plan_saved_unpacked(p), p->hla.gemm.k_pad != p->hla.k);
+    ck_assert_int_eq(plan_kernel_index(p, HOT_K_ABC_UNPACK) >= 0, plan_saved_unpacked(p));
+    if (plan_saved_unpacked(p)) {
+      ck_assert_int_eq(plan_kernel_cost(p, HOT_K_ABC_UNPACK, 0, 0, &(hot_kernel_cost){0}), 0);
+    }
     ck_assert_int_eq(plan_buffer_bytes(p, HOT_BUF_GY), p->T * p->O * ds);
     ck_assert_int_eq(plan_buffer_bytes(p, HOT_BUF_W), p->O * p->I * ds);
     ck_assert_int_eq(plan_buffer_bytes(p, HOT_BUF_GW), p->O * p->I * 4);
@@ -906,7 +926,7 @@ START_TEST(buffers_and_grids) {
     ck_assert_int_eq(c.bytes_written, plan_buffer_bytes(p, HOT_BUF_Q_HG) + 4 * p->hla.groups);
     ck_assert_int_eq(c.bytes_read, plan_buffer_bytes(p, HOT_BUF_GY));
     ck_assert_int_eq(plan_kernel_cost(p, HOT_K_ABC_X, 1, 0, &c), 0);
-    ck_assert_int_eq(c.bytes_written, plan_buffer_bytes(p, HOT_BUF_Q_HX) + 4 * p->hla.groups);
+    ck_assert_int_eq(c.bytes_written, plan_buffer_bytes(p, HOT_BUF_SAVED_CODES) + 4 * p->hla.groups);
     ck_assert_int_eq(c.bytes_read, plan_buffer_bytes(p, HOT_BUF_X));
     const int sawb = cs[i].r == HOT_RECIPE_PAPER_CODE;
     ck_assert_int_eq(plan_buffer_bytes(p, HOT_BUF_MATH),

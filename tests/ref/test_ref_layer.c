@@ -371,12 +371,13 @@ START_TEST(abc_bytes) {
     ck_assert_int_eq(ref_layer_save(&pl, x, HOT_DT_F32, &sv), 0);
     double ratio = (double)(pl.hla.k * pl.I + 4 * pl.hla.groups) / (double)pl.abc.fp32_bytes;
     double kept = (double)sv.bytes / (double)pl.abc.fp32_bytes;
-    printf("ABC L=%lld p=%d r=%d %s: codes+scale / fp32 = %.4f (stored with k_pad: %.4f)\n",
+    printf("ABC L=%lld p=%d r=%d %s: codes+scale / fp32 = %.4f (stored: %.4f)\n",
            (long long)cs[c].L, pl.hla.block, pl.hla.rank,
            pl.hla.layout == HOT_LAYOUT_FLAT ? "flat" : "sample", ratio, kept);
-    /* the plan reports what is stored: I rows of k_pad codes (the GEMM reads whole rows) and
-     * one scale per scale group */
-    ck_assert_int_eq(pl.abc.bytes, pl.I * pl.hla.gemm.k_pad + 4 * pl.hla.groups);
+    /* the plan reports what is stored: I rows of K codes (unpadded), 16-byte alignment and
+     * one scale per scale group: the method's count + at most 15 bytes */
+    ck_assert_int_eq(pl.abc.bytes, (pl.I * pl.hla.k + 15) / 16 * 16 + 4 * pl.hla.groups);
+    ck_assert_int_le(pl.abc.bytes - plan_abc_method_bytes(&pl), 15);
     ck_assert_int_eq(sv.bytes, pl.abc.bytes);
     if (pl.L % pl.hla.block == 0) { /* no padding: exactly (r/p)/4 + the scales */
       double rp = (double)pl.hla.rank / pl.hla.block;

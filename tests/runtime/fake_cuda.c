@@ -185,6 +185,7 @@ static const char *sig_of(const char *name) {
   if (!strncmp(name, "hot_bias_", 9)) return "ppii";
   if (!strncmp(name, "hot_lqs_", 8)) return "piiipi" "ppppiluu";
   if (!strncmp(name, "hot_sawb_", 9)) return "plipppi";
+  if (!strncmp(name, "hot_abc_unpack", 14)) return "piiiiip";
   return "";
 }
 

@@ -108,10 +108,14 @@ static void compare_layer(hot_ctx *ctx, hot_layer *l, const au_io *io_in, int ow
   ck_assert_int_eq(ref_layer_save(pl, x, info.dtype, &rs), HOT_REF_OK);
   ck_assert_int_eq((int64_t)nb, rs.bytes);
   if (buf) { /* the caller's buffer holds exactly the twin's saved state */
-    if (rs.q_x) { /* the codes, then one scale per scale group */
+    if (rs.q_x) { /* the codes, zeros up to 16-byte alignment, one scale per scale group */
       const size_t ns = 4 * (size_t)pl->hla.groups;
-      ck_assert_int_eq(memcmp(buf, rs.q_x, nb - ns), 0);
-      ck_assert_int_eq(memcmp((char *)buf + nb - ns, rs.s_x, ns), 0);
+      const size_t nc = (size_t)(pl->I * pl->hla.k), off = (size_t)plan_saved_scale_offset(pl);
+      ck_assert_uint_eq(off, (nc + 15) / 16 * 16);
+      ck_assert_uint_eq(nb, off + ns);
+      ck_assert_int_eq(memcmp(buf, rs.q_x, nc), 0);
+      for (size_t i = nc; i < off; ++i) ck_assert_int_eq(((const unsigned char *)buf)[i], 0);
+      ck_assert_int_eq(memcmp((char *)buf + off, rs.s_x, ns), 0);
     } else {
       ck_assert_int_eq(memcmp(buf, rs.x, nb), 0);
     }

@@ -111,6 +111,41 @@ static void in_scratch(const hot_layer *l, int64_t p, int64_t n) {
                 (unsigned long long)p, (long long)n, (unsigned long long)lo, (unsigned long long)hi);
 }
 
+/* The saved layout (plan_saved_scale_offset): the codes, I rows of K; s_x^ at this offset. */
+static int64_t sx_off(const hot_layer_plan *pl) {
+  const int64_t off = plan_saved_scale_offset(pl);
+  ck_assert_int_eq(off, (pl->I * pl->hla.k + 15) / 16 * 16);
+  return off;
+}
+/* 1 when the save clears the words of the alignment gap between codes and scales: a second
+ * memset after the amax one, checked here (log entry i). */
+static int save_gap(const hot_layer_plan *pl, int i, CUdeviceptr sv) {
+  const int64_t nc = pl->I * pl->hla.k, off = sx_off(pl);
+  if (off == nc) return 0;
+  const fake_cuda_launch *m = at(i, "memset32", -1, 0);
+  ck_assert_int_eq(m->arg[0], (int64_t)sv + (nc & ~(int64_t)3));
+  ck_assert_int_eq(m->arg[1], (off - (nc & ~(int64_t)3)) / 4);
+  return 1;
+}
+/* The abc_unpack launch of a backward when the plan has one (log entry i; 0 launches else):
+ * the saved codes (sv) into q_hx of the scratch. Returns the g_w GEMM's B operand. */
+static int64_t unpack_at(int i, const hot_layer *l, CUdeviceptr sv, int *launches) {
+  const hot_layer_plan *pl = l->plan;
+  *launches = plan_saved_unpacked(pl);
+  if (!*launches) return (int64_t)sv;
+  const fake_cuda_launch *u = at(i, "hot_abc_unpack", -1, 0);
+  plan_grid(u, pl, HOT_K_ABC_UNPACK);
+  ck_assert_int_eq(u->arg[0], (int64_t)sv);
+  ck_assert_int_eq(u->arg[1], pl->I);
+  ck_assert_int_eq(u->arg[2], pl->hla.k);
+  ck_assert_int_eq(u->arg[3], pl->hla.group_k);
+  ck_assert_int_eq(u->arg[4], pl->hla.group_k_pad);
+  ck_assert_int_eq(u->arg[5], pl->hla.gemm.k_pad);
+  ck_assert_int_eq(u->arg[6], (int64_t)cuda_layer_of(l)->q_hx);
+  in_scratch(l, u->arg[6], pl->I * pl->hla.gemm.k_pad);
+  return u->arg[6];
+}
+
 /* HLA argument indexes (hla_project.cu): 0 src 1 T 2 cols 3 ld 4 L 5 layout 6 seg_len
  * 7 segments 8 k_real 9 k_pad 10 group_k 11 group_k_pad 12 groups 13 per_sample 14 codes
  * 15 ld_codes 16 scale 17 amax 18 scale_in 19 math_out 20 phase 21 seed 22 tag 23 step. */
@@ -125,13 +160,14 @@ static void hla_args(const fake_cuda_launch *l, const hot_layer *ly, int is_g, C
   ck_assert_int_eq(l->arg[5], pl->hla.layout == HOT_LAYOUT_FLAT);
   ck_assert_int_eq(l->arg[6], pl->hla.seg_len);
   ck_assert_int_eq(l->arg[7], pl->hla.segments);
+  /* g^: the GEMM's layout; x^: the saved one (k_pad = K, group_k_pad = group_k) */
   ck_assert_int_eq(l->arg[8], pl->hla.k);
-  ck_assert_int_eq(l->arg[9], pl->hla.gemm.k_pad);
+  ck_assert_int_eq(l->arg[9], is_g ? pl->hla.gemm.k_pad : pl->hla.k);
   ck_assert_int_eq(l->arg[10], pl->hla.group_k);
-  ck_assert_int_eq(l->arg[11], pl->hla.group_k_pad);
+  ck_assert_int_eq(l->arg[11], is_g ? pl->hla.group_k_pad : pl->hla.group_k);
   ck_assert_int_eq(l->arg[12], pl->hla.groups);
   ck_assert_int_eq(l->arg[13], (is_g ? pl->hla.g.gran : pl->hla.x.gran) == HOT_GRAN_SAMPLE);
-  ck_assert_int_eq(l->arg[15], pl->hla.gemm.k_pad);
+  ck_assert_int_eq(l->arg[15], is_g ? pl->hla.gemm.k_pad : pl->hla.k);
   ck_assert_int_eq(l->arg[21], (int64_t)ly->seed);
   ck_assert_int_eq(l->arg[22], pl->layer_id * 16 + (is_g ? HOT_TENSOR_HLA_G : 0));
 }
@@ -140,26 +176,29 @@ START_TEST(default_recipe_sequence) {
   hot_ctx *ctx = cuda_ctx();
   hot_layer *l = layer(ctx, HOT_RECIPE_HOT, "fc");
   const hot_layer_plan *pl = l->plan;
-  int64_t T = pl->T, O = pl->O, I = pl->I, xb = ref_hla_x_bytes(pl);
+  int64_t T = pl->T, O = pl->O, I = pl->I, xb = sx_off(pl);
   size_t nb = hot_layer_saved_bytes(l);
   ck_assert_int_eq((int64_t)nb, xb + 4);
+  ck_assert_int_eq(plan_saved_unpacked(pl), 1); /* K = 3 * 4 * 36 = 432 is no tile_k multiple */
   CUdeviceptr x = dalloc((size_t)(T * I) * 4), w = dalloc((size_t)(O * I) * 4),
               gy = dalloc((size_t)(T * O) * 4), gx = dalloc((size_t)(T * I) * 4),
               gw = dalloc((size_t)(O * I) * 4), gb = dalloc((size_t)O * 4), sv = dalloc(nb);
 
-  /* save into the caller's buffer: memset(amax) ; hla_x 0 ; hla_x 1 */
+  /* save into the caller's buffer: memset(amax) ; memset(gap) ; hla_x 0 ; hla_x 1 */
   g_reset();
   ck_assert_int_eq(hot_layer_save(l, vp(x), HOT_DT_F32, vp(sv), NULL), HOT_OK);
   /* the scratch of the call, carved out of the context's workspace */
   ck_assert_ptr_nonnull((void *)(uintptr_t)cuda_layer_of(l)->lqs_res); /* auto: LQS scratch */
   ck_assert(!cuda_layer_of(l)->math);                                   /* absmax: no SAWB scratch */
   ck_assert_int_eq((int64_t)cuda_layer_of(l)->scratch, (int64_t)cuda_ctx_of(ctx)->ws);
-  ck_assert_int_eq(g_log->n, 3);
   const fake_cuda_launch *m = at(0, "memset32", -1, 0);
   ck_assert_int_eq(m->arg[0], (int64_t)(cuda_layer_of(l)->amax + 4 * HOT_AMAX_ABC_X));
   ck_assert_int_eq(m->arg[1], 1);
+  const int gap = save_gap(pl, 1, sv);
+  ck_assert_int_eq(gap, 1); /* I * K = 137 * 432 is no multiple of 16 */
+  ck_assert_int_eq(g_log->n, 3 + gap);
   for (int ph = 0; ph < 2; ++ph) {
-    const fake_cuda_launch *k = at(1 + ph, "hot_hla_x_", 20, ph);
+    const fake_cuda_launch *k = at(1 + gap + ph, "hot_hla_x_", 20, ph);
     plan_grid(k, pl, HOT_K_ABC_X);
     hla_args(k, l, 0, x);
     ck_assert_int_eq(k->arg[14], (int64_t)sv);      /* codes at the buffer's start */
@@ -173,15 +212,17 @@ START_TEST(default_recipe_sequence) {
   g_reset();
   ck_assert_int_eq(hot_layer_backward(l, vp(gy), vp(w), HOT_DT_F32, vp(sv), vp(gx), vp(gw), vp(gb),
                                       7, NULL), HOT_OK);
-  ck_assert_int_eq(g_log->n, 10);
+  int up = 0;
+  const int64_t qx = unpack_at(7, l, sv, &up);
+  ck_assert_int_eq(g_log->n, 10 + up);
   m = at(0, "memset32", -1, 0);
   ck_assert_int_eq(m->arg[0], (int64_t)cuda_layer_of(l)->amax);
   ck_assert_int_eq(m->arg[1], HOT_AMAX_WORDS + pl->B); /* + one word a sample (g' per sample) */
   const fake_cuda_launch *g0 = at(1, "hot_hq_g_", 13, 0), *g1 = at(2, "hot_hq_g_", 13, 1);
   const fake_cuda_launch *w0 = at(3, "hot_hq_w_", 13, 0), *w1 = at(4, "hot_hq_w_", 13, 1);
   const fake_cuda_launch *h0 = at(5, "hot_hla_g_", 20, 0), *h1 = at(6, "hot_hla_g_", 20, 1);
-  const fake_cuda_launch *mx = at(7, "hot_gemm_", -1, 0), *mw = at(8, "hot_gemm_", -1, 0);
-  const fake_cuda_launch *b = at(9, "hot_bias_", -1, 0);
+  const fake_cuda_launch *mx = at(7 + up, "hot_gemm_", -1, 0), *mw = at(8 + up, "hot_gemm_", -1, 0);
+  const fake_cuda_launch *b = at(9 + up, "hot_bias_", -1, 0);
   plan_grid(g0, pl, HOT_K_HQ_G);
   plan_grid(w1, pl, HOT_K_HQ_W);
   plan_grid(h0, pl, HOT_K_HLA_G);
@@ -212,9 +253,10 @@ START_TEST(default_recipe_sequence) {
   ck_assert_int_eq(mx->arg[4], w1->arg[8]);
   ck_assert_int_eq(mx->arg[5], 0);
   ck_assert(mx->farg[6] == (float)pl->hq.block);
-  /* GEMM g_w: A = q_g^, B = q_x^ (saved), alpha_a = s_g^, alpha_b = s_x^ (saved), div = p */
+  /* GEMM g_w: A = q_g^, B = q_x^ (unpacked from the saved codes), alpha_a = s_g^, alpha_b =
+   * s_x^ (saved), div = p */
   ck_assert_int_eq(mw->arg[0], h1->arg[14]);
-  ck_assert_int_eq(mw->arg[1], (int64_t)sv);
+  ck_assert_int_eq(mw->arg[1], qx);
   ck_assert_int_eq(mw->arg[2], (int64_t)gw);
   ck_assert_int_eq(mw->arg[3], 0);
   ck_assert_int_eq(mw->arg[4], h1->arg[16]);
@@ -258,23 +300,24 @@ START_TEST(default_recipe_sequence) {
   /* per row: g' in one phase-2 launch; through the layer's own buffer */
   ck_assert_int_eq(hot_layer_save(l, vp(x), HOT_DT_F32, NULL, NULL), HOT_OK);
   ck_assert_int_ne((int64_t)cuda_layer_of(l)->saved, 0);
-  { /* the layer allocates exactly what it and the plan report: I rows of k_pad codes + s_x^ */
+  { /* the layer allocates exactly what it and the plan report: I rows of K codes + s_x^ */
     fake_cuda_alloc_size_fn asz = (fake_cuda_alloc_size_fn)dlsym(
         dlopen(HOT_FAKE_CUDA, RTLD_NOW | RTLD_NOLOAD), "fake_cuda_alloc_size");
     ck_assert_ptr_nonnull(asz);
     ck_assert_uint_eq(asz((uintptr_t)cuda_layer_of(l)->saved), hot_layer_saved_bytes(l));
     ck_assert_int_eq((int64_t)hot_layer_saved_bytes(l), pl->abc.bytes);
     ck_assert_int_eq(pl->abc.bytes, plan_buffer_bytes(pl, HOT_BUF_SAVED));
-    ck_assert_int_eq(pl->abc.bytes, pl->I * pl->hla.gemm.k_pad + 4);
+    ck_assert_int_eq(pl->abc.bytes, sx_off(pl) + 4);
   }
   g_reset();
   ck_assert_int_eq(hot_layer_backward(l, vp(gy), vp(w), HOT_DT_F32, NULL, vp(gx), vp(gw), NULL, 8,
                                       NULL), HOT_OK);
-  ck_assert_int_eq(g_log->n, 8); /* memset, hq_g 2, hq_w 0/1, hla_g 0/1, 2 GEMMs; no bias */
+  /* memset, hq_g 2, hq_w 0/1, hla_g 0/1, abc_unpack, 2 GEMMs; no bias */
+  ck_assert_int_eq(g_log->n, 9);
   at(1, "hot_hq_g_", 13, 2);
   at(2, "hot_hq_w_", 13, 0);
-  mw = at(7, "hot_gemm_", -1, 0);
-  ck_assert_int_eq(mw->arg[1], (int64_t)cuda_layer_of(l)->saved);
+  mw = at(8, "hot_gemm_", -1, 0);
+  ck_assert_int_eq(mw->arg[1], unpack_at(6, l, cuda_layer_of(l)->saved, &up));
   ck_assert_int_eq(mw->arg[5], (int64_t)cuda_layer_of(l)->saved + xb);
 
   /* a calibration that picks the coarse candidate: per sample (B = 3); then the backward runs
@@ -399,7 +442,7 @@ START_TEST(hla_groups_sequence) {
   ck_assert_int_eq(pl->hla.groups, 3);
   ck_assert(pl->hla.x.gran == HOT_GRAN_SAMPLE && pl->hla.g.gran == HOT_GRAN_TENSOR);
   ck_assert_int_gt(pl->hla.group_k_pad, pl->hla.group_k);
-  int64_t T = pl->T, O = pl->O, I = pl->I, xb = ref_hla_x_bytes(pl);
+  int64_t T = pl->T, O = pl->O, I = pl->I, xb = sx_off(pl);
   size_t nb = hot_layer_saved_bytes(l);
   ck_assert_int_eq((int64_t)nb, xb + 4 * pl->hla.groups);
   CUdeviceptr x = dalloc((size_t)(T * I) * 4), w = dalloc((size_t)(O * I) * 4),
@@ -409,8 +452,9 @@ START_TEST(hla_groups_sequence) {
   ck_assert_int_eq(hot_layer_save(l, vp(x), HOT_DT_F32, vp(sv), NULL), HOT_OK);
   const fake_cuda_launch *m = at(0, "memset32", -1, 0);
   ck_assert_int_eq(m->arg[1], pl->hla.groups); /* one amax word a group */
+  const int gap = save_gap(pl, 1, sv);
   for (int ph = 0; ph < 2; ++ph) {
-    const fake_cuda_launch *k = at(1 + ph, "hot_hla_x_", 20, ph);
+    const fake_cuda_launch *k = at(1 + gap + ph, "hot_hla_x_", 20, ph);
     hla_args(k, l, 0, x);
     ck_assert_int_eq(k->arg[13], 1);
     ck_assert_int_eq(k->arg[16], (int64_t)sv + xb); /* the groups' scales after the codes */
@@ -420,15 +464,22 @@ START_TEST(hla_groups_sequence) {
   g_reset();
   ck_assert_int_eq(hot_layer_backward(l, vp(gy), vp(w), HOT_DT_F32, vp(sv), vp(gx), vp(gw), NULL,
                                       3, NULL), HOT_OK);
-  int seen = 0;
+  int seen = 0, unpacked = 0;
   for (int i = 0; i < g_log->n; ++i) {
     const fake_cuda_launch *k = &g_log->l[i];
+    if (!strcmp(k->name, "hot_abc_unpack")) { /* the segmented GEMM's layout: groups padded */
+      int up = 0;
+      ck_assert_int_eq(unpack_at(i, l, sv, &up), (int64_t)cuda_layer_of(l)->q_hx);
+      ck_assert_int_eq(g_log->l[i + 2].arg[1], (int64_t)cuda_layer_of(l)->q_hx); /* gemm_gw */
+      unpacked += up;
+    }
     if (strncmp(k->name, "hot_hla_g_", 10)) continue;
     hla_args(k, l, 1, gy);
     ck_assert_int_eq(k->arg[13], 0);
     ck_assert_int_eq(k->arg[20], seen++);
   }
   ck_assert_int_eq(seen, 2);
+  ck_assert_int_eq(unpacked, 1);
   CUdeviceptr all[] = {x, w, gy, gx, gw, sv};
   for (size_t i = 0; i < sizeof all / sizeof all[0]; ++i) d->cuMemFree(all[i]);
   hot_ctx_destroy(ctx);
@@ -442,18 +493,22 @@ START_TEST(paper_code_sawb_sequence) {
   ck_assert_int_eq(pl->hla.block, 1);
   ck_assert_int_ge(plan_kernel_index(pl, HOT_K_SAWB_W), 0);
   ck_assert_int_ge(plan_kernel_index(pl, HOT_K_SAWB_X), 0);
-  int64_t T = pl->T, O = pl->O, I = pl->I, xb = ref_hla_x_bytes(pl);
+  int64_t T = pl->T, O = pl->O, I = pl->I, xb = sx_off(pl);
   CUdeviceptr x = dalloc((size_t)(T * I) * 4), w = dalloc((size_t)(O * I) * 4),
               gy = dalloc((size_t)(T * O) * 4), gx = dalloc((size_t)(T * I) * 4),
               gw = dalloc((size_t)(O * I) * 4), sv = dalloc(hot_layer_saved_bytes(l));
 
-  /* save: memset ; hla_x 0 (math_out) ; sawb_x 0 ; sawb_x 1 (one block) ; hla_x 1 (scale_in) */
+  /* save: memset ; [memset(gap)] ; hla_x 0 (math_out) ; sawb_x 0 ; sawb_x 1 (one block) ;
+   * hla_x 1 (scale_in) */
   g_reset();
   ck_assert_int_eq(hot_layer_save(l, vp(x), HOT_DT_F32, vp(sv), NULL), HOT_OK);
-  ck_assert_int_eq(g_log->n, 5);
   const fake_cuda_launch *m = at(0, "memset32", -1, 0);
-  const fake_cuda_launch *h0 = at(1, "hot_hla_x_", 20, 0), *s0 = at(2, "hot_sawb_k8", 6, 0),
-                         *s1 = at(3, "hot_sawb_k8", 6, 1), *h1 = at(4, "hot_hla_x_", 20, 1);
+  const int gap = save_gap(pl, 1, sv);
+  ck_assert_int_eq(g_log->n, 5 + gap);
+  const fake_cuda_launch *h0 = at(1 + gap, "hot_hla_x_", 20, 0),
+                         *s0 = at(2 + gap, "hot_sawb_k8", 6, 0),
+                         *s1 = at(3 + gap, "hot_sawb_k8", 6, 1),
+                         *h1 = at(4 + gap, "hot_hla_x_", 20, 1);
   hla_args(h0, l, 0, x);
   hla_args(h1, l, 0, x);
   plan_grid(h0, pl, HOT_K_ABC_X);
@@ -471,15 +526,18 @@ START_TEST(paper_code_sawb_sequence) {
   g_reset();
   ck_assert_int_eq(hot_layer_backward(l, vp(gy), vp(w), HOT_DT_F32, vp(sv), vp(gx), vp(gw), NULL, 3,
                                       NULL), HOT_OK);
-  ck_assert_int_eq(g_log->n, 11);
+  int up = 0;
+  unpack_at(9, l, sv, &up); /* paper_code: the samples' runs of L codes padded per group */
+  ck_assert_int_eq(up, 1);
+  ck_assert_int_eq(g_log->n, 12);
   at(1, "hot_hq_g_", 13, 0);
   at(2, "hot_hq_g_", 13, 1);
   const fake_cuda_launch *w0 = at(3, "hot_hq_w_", 13, 0), *t0 = at(4, "hot_sawb_k4", 6, 0),
                          *t1 = at(5, "hot_sawb_k4", 6, 1), *w1 = at(6, "hot_hq_w_", 13, 1);
   at(7, "hot_hla_g_", 20, 0);
   at(8, "hot_hla_g_", 20, 1);
-  const fake_cuda_launch *mx = at(9, "hot_gemm_", -1, 0);
-  at(10, "hot_gemm_", -1, 0);
+  const fake_cuda_launch *mx = at(10, "hot_gemm_", -1, 0);
+  at(11, "hot_gemm_", -1, 0);
   ck_assert_int_ne(w0->arg[12], 0);
   ck_assert_int_eq(w0->arg[11], 0);
   sawb_launch(t0, l, HOT_K_SAWB_W, 0, w0->arg[12], w0->arg[9]);
@@ -576,29 +634,30 @@ START_TEST(profiling) {
   ck_assert_int_eq(hot_layer_save(l, vp(x), HOT_DT_F32, vp(sv), NULL), HOT_OK);
   ck_assert_int_eq(hot_layer_backward(l, vp(gy), vp(w), HOT_DT_F32, vp(sv), vp(gx), vp(gw), vp(gb),
                                       1, NULL), HOT_OK);
-  ck_assert_int_eq(g_log->n, 13);
+  /* save: memset, memset(gap), hla_x 0/1; backward: memset, 9 launches + abc_unpack */
+  ck_assert_int_eq(g_log->n, 15);
   ck_assert_int_eq(g_log->events_created, 0);
   ck_assert_int_eq(g_log->events_recorded, 0);
   ck_assert_int_eq(g_log->syncs, 0);
   ck_assert_int_eq(hot_layer_kernel_times(l, t, HOT_MAX_KERNEL_TIMES, &n), HOT_OK);
   ck_assert_int_eq(n, 0);
 
-  /* on: a backward times each of its 9 launches (not the memset), in the recorded order */
+  /* on: a backward times each of its 10 launches (not the memset), in the recorded order */
   ck_assert_int_eq(hot_ctx_set_profiling(ctx, 1), HOT_OK);
   g_reset();
   ck_assert_int_eq(hot_layer_backward(l, vp(gy), vp(w), HOT_DT_F32, vp(sv), vp(gx), vp(gw), vp(gb),
                                       2, NULL), HOT_OK);
-  ck_assert_int_eq(g_log->n, 10);
-  times_match_log(l, 9);
-  ck_assert_int_eq(g_log->events_created, 18);
-  ck_assert_int_eq(g_log->events_recorded, 18);
+  ck_assert_int_eq(g_log->n, 11);
+  times_match_log(l, 10);
+  ck_assert_int_eq(g_log->events_created, 20);
+  ck_assert_int_eq(g_log->events_recorded, 20);
   ck_assert_int_eq(g_log->syncs, 1); /* profiling serialises: one sync at the call's end */
   n = -1;
   ck_assert_int_eq(hot_layer_kernel_times(l, NULL, 0, &n), HOT_OK); /* the count only */
-  ck_assert_int_eq(n, 9);
+  ck_assert_int_eq(n, 10);
   memset(t, 0, sizeof t);
   ck_assert_int_eq(hot_layer_kernel_times(l, t, 2, &n), HOT_OK);
-  ck_assert_int_eq(n, 9);
+  ck_assert_int_eq(n, 10);
   ck_assert_int_eq(t[0].role, HOT_K_HQ_G);
   ck_assert_int_eq(t[0].phase, 0);
   ck_assert_int_eq(t[1].role, HOT_K_HQ_G);
@@ -609,9 +668,9 @@ START_TEST(profiling) {
   g_reset();
   ck_assert_int_eq(hot_layer_backward(l, vp(gy), vp(w), HOT_DT_F32, vp(sv), vp(gx), vp(gw), NULL,
                                       3, NULL), HOT_OK);
-  times_match_log(l, 8);
+  times_match_log(l, 9);
   ck_assert_int_eq(g_log->events_created, 0);
-  ck_assert_int_eq(g_log->events_recorded, 16);
+  ck_assert_int_eq(g_log->events_recorded, 18);
   g_reset();
   ck_assert_int_eq(hot_layer_save(l, vp(x), HOT_DT_F32, vp(sv), NULL), HOT_OK);
   times_match_log(l, 2);
@@ -641,7 +700,7 @@ START_TEST(profiling) {
   ck_assert_int_eq(hot_ctx_set_profiling(NULL, 1), HOT_ERR_INVALID);
   g_reset();
   hot_layer_destroy(l);
-  ck_assert_int_eq(g_log->events_destroyed, 18);
+  ck_assert_int_eq(g_log->events_destroyed, 20);
   ck_assert_int_eq(hot_layer_kernel_times(l, t, HOT_MAX_KERNEL_TIMES, &n), HOT_ERR_MISUSE);
   CUdeviceptr all[] = {x, w, gy, gx, gw, gb, sv};
   for (size_t i = 0; i < sizeof all / sizeof all[0]; ++i) d->cuMemFree(all[i]);
@@ -694,10 +753,15 @@ START_TEST(wgmma_gemms) {
   g_reset();
   ck_assert_int_eq(hot_layer_backward(l, vp(gy), vp(w), HOT_DT_F32, vp(sv), vp(gx), vp(gw), NULL,
                                       3, NULL), HOT_OK);
-  ck_assert_int_eq(g_log->n, 9); /* memset, hq_g x2, hq_w x2, hla_g x2, two GEMMs (no bias) */
+  /* memset, hq_g x2, hq_w x2, hla_g x2, abc_unpack (k_pad: K to 128), two GEMMs (no bias) */
+  int up = 0;
+  const int64_t qx = unpack_at(7, l, sv, &up);
+  ck_assert_int_eq(up, 1);
+  ck_assert_int_eq(g_log->n, 10);
   ck_assert_int_ge(g_log->dyn_smem_max, 132096); /* raised at the GEMMs' first launch */
-  const fake_cuda_launch *mx = at(7, "hot_gemm_wgmma_s8_", -1, 0);
-  const fake_cuda_launch *mw = at(8, "hot_gemm_wgmma_s8_", -1, 0);
+  const fake_cuda_launch *mx = at(8, "hot_gemm_wgmma_s8_", -1, 0);
+  const fake_cuda_launch *mw = at(9, "hot_gemm_wgmma_s8_", -1, 0);
+  ck_assert_int_eq(mw->arg[1], qx);
   plan_grid(mx, pl, HOT_K_GEMM_GX);
   plan_grid(mw, pl, HOT_K_GEMM_GW);
   ck_assert_uint_eq(mx->block[0], 256);
@@ -779,10 +843,14 @@ START_TEST(tma_gemms) {
   g_reset();
   ck_assert_int_eq(hot_layer_backward(l, vp(gy), vp(w), HOT_DT_F32, vp(sv), vp(gx), vp(gw), NULL,
                                       3, NULL), HOT_OK);
-  ck_assert_int_eq(g_log->n, 9); /* memset, hq_g x2, hq_w x2, hla_g x2, two GEMMs (no bias) */
+  /* memset, hq_g x2, hq_w x2, hla_g x2, abc_unpack, two GEMMs (no bias) */
+  int up = 0;
+  const int64_t qx = unpack_at(7, l, sv, &up);
+  ck_assert_int_eq(up, 1);
+  ck_assert_int_eq(g_log->n, 10);
   ck_assert_int_eq(g_log->n_tmaps, 4); /* A and B of each GEMM, encoded per launch */
-  const fake_cuda_launch *mx = at(7, "hot_gemm_tma_s8_", -1, 0);
-  const fake_cuda_launch *mw = at(8, "hot_gemm_tma_s8_", -1, 0);
+  const fake_cuda_launch *mx = at(8, "hot_gemm_tma_s8_", -1, 0);
+  const fake_cuda_launch *mw = at(9, "hot_gemm_tma_s8_", -1, 0);
   const hot_kernel_plan *kx = &pl->kernels[plan_kernel_index(pl, HOT_K_GEMM_GX)];
   const hot_kernel_plan *kw = &pl->kernels[plan_kernel_index(pl, HOT_K_GEMM_GW)];
   ck_assert_str_eq(mx->name, kx->name);
@@ -812,11 +880,11 @@ START_TEST(tma_gemms) {
   tma_map(mx, 12, (int64_t)cu->q_g, g->k_pad, T, g->tile_m);
   tma_map(mx, 13, (int64_t)cu->q_w, g->k_pad, I, g->tile_n);
   ck_assert_int_eq(mw->arg[0], (int64_t)cu->q_hg);
-  ck_assert_int_eq(mw->arg[1], (int64_t)sv);
+  ck_assert_int_eq(mw->arg[1], qx); /* the unpacked codes in the workspace (16-byte aligned) */
   ck_assert_int_eq(mw->arg[2], (int64_t)gw);
-  ck_assert_int_eq(mw->arg[5], (int64_t)(sv + (CUdeviceptr)ref_hla_x_bytes(pl)));
+  ck_assert_int_eq(mw->arg[5], (int64_t)(sv + (CUdeviceptr)sx_off(pl)));
   tma_map(mw, 12, (int64_t)cu->q_hg, pl->hla.gemm.k_pad, O, pl->hla.gemm.tile_m);
-  tma_map(mw, 13, (int64_t)sv, pl->hla.gemm.k_pad, I, pl->hla.gemm.tile_n);
+  tma_map(mw, 13, qx, pl->hla.gemm.k_pad, I, pl->hla.gemm.tile_n);
   /* the driver table's encoder is the fake's, which refuses what the driver documents as
    * invalid: an operand that is not 16-byte aligned, a 128-byte box under the 64B swizzle */
   ck_assert_ptr_nonnull(d->cuTensorMapEncodeTiled);
