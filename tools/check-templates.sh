@@ -148,6 +148,8 @@ for arch in $archs; do
     run_one "bias_dt$dt" bias.cu "$arch" "-DHOT_KNAME=hot_bias_dt$dt -DHOT_DTYPE=$dt" \
       'add\.rn\.f32|add\.f32'
   done
+  # the saved codes into the g_w GEMM's layout: one 16-byte store per thread
+  run_one "abc_unpack" abc_unpack.cu "$arch" "-DHOT_KNAME=hot_abc_unpack" 'st\.global\.v4'
   # HLA / ABC projection: p = 1 (paper_code), 16 (tri r = 10), 64 (r = 36), 256 (r = 136),
   # 1024 (r = 528), both modes; row values do not change the code, only r does
   for s in "${HLA_SETS[@]}"; do
