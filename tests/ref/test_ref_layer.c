@@ -1,7 +1,7 @@
 /* test_ref_layer.c — whole layers on plans from plan_layer: awkward sizes (T = 197*3, O = 100,
  * I = 137, K not a multiple of 32), int4-packed vs int8 codes, dtypes, the GEMM against a naive
- * int64 product, g_b order, ABC bytes, the paper_code recipe's p = 1, a real ViT-B layer, and
- * bad arguments. */
+ * int64 product, g_b order, ABC bytes, ABC's saved layout (unpack / pack), the paper_code
+ * recipe's p = 1, a real ViT-B layer, and bad arguments. */
 #include <check.h>
 #include <math.h>
 #include <stdio.h>
@@ -391,6 +391,125 @@ START_TEST(abc_bytes) {
 }
 END_TEST
 
+/* The saved codes of ABC (ref_abc_unpack / ref_abc_pack): unpacking writes every byte of the
+ * GEMM layout (group j's codes at j * group_k_pad, zeros in each tail, whatever was there
+ * before), packing is its inverse; on hand-made layouts (one group padded, several groups
+ * padded, group_k_pad = group_k, group_k = 1) and on x^ of hand-built plans (per tensor and per
+ * sample: ref_hla_quant_x's codes survive the round trip); ESHAPE for a plan without ABC or HLA
+ * or with inconsistent groups / k_pad, EARG for NULL. */
+static void abc_plan(hot_layer_plan *pl, int64_t I, int64_t G, int64_t gk, int64_t gkp) {
+  memset(pl, 0, sizeof *pl);
+  pl->I = I;
+  pl->abc.enabled = 1;
+  pl->hla.enabled = 1;
+  pl->hla.k = G * gk;
+  pl->hla.groups = G;
+  pl->hla.group_k = gk;
+  pl->hla.group_k_pad = gkp;
+  pl->hla.gemm.k_pad = G * gkp;
+}
+
+START_TEST(abc_unpack_pack) {
+  static const int64_t cs[][4] = {/* I, groups, group_k, group_k_pad */
+                                  {5, 1, 37, 64}, {4, 3, 20, 32}, {3, 4, 16, 16},
+                                  {7, 2, 1, 16},  {1, 5, 255, 256}, {2, 1, 48, 48}};
+  tp_rng r;
+  tp_seed(&r, 77);
+  for (size_t c = 0; c < sizeof cs / sizeof cs[0]; ++c) {
+    hot_layer_plan pl;
+    abc_plan(&pl, cs[c][0], cs[c][1], cs[c][2], cs[c][3]);
+    const int64_t I = pl.I, K = pl.hla.k, G = pl.hla.groups, gk = pl.hla.group_k;
+    const int64_t gkp = pl.hla.group_k_pad, kp = pl.hla.gemm.k_pad;
+    int8_t *codes = malloc((size_t)(I * K)), *back = malloc((size_t)(I * K));
+    int8_t *q = malloc((size_t)(I * kp)), *q2 = malloc((size_t)(I * kp));
+    for (int64_t i = 0; i < I * K; ++i) codes[i] = (int8_t)(1 + tp_u64(&r) % 255); /* non-zero */
+    memset(q, 0x5a, (size_t)(I * kp));
+    memset(back, 0x33, (size_t)(I * K));
+    ck_assert_int_eq(ref_abc_unpack(&pl, codes, q), HOT_REF_OK);
+    int64_t tail = 0;
+    for (int64_t i = 0; i < I; ++i)
+      for (int64_t j = 0; j < G; ++j)
+        for (int64_t o = 0; o < gkp; ++o) {
+          const int8_t want = o < gk ? codes[i * K + j * gk + o] : 0;
+          tail += o >= gk;
+          ck_assert_msg(q[i * kp + j * gkp + o] == want,
+                        "case %zu: row %lld group %lld offset %lld: %d, want %d", c, (long long)i,
+                        (long long)j, (long long)o, q[i * kp + j * gkp + o], want);
+        }
+    ck_assert_int_eq(tail, I * (kp - K));
+    ck_assert_int_eq(ref_abc_pack(&pl, q, back), HOT_REF_OK);
+    ck_assert_mem_eq(back, codes, (size_t)(I * K));
+    /* and the other way: a GEMM-layout buffer with zero tails is unpacked from its packing */
+    memset(q2, 0x77, (size_t)(I * kp));
+    ck_assert_int_eq(ref_abc_unpack(&pl, back, q2), HOT_REF_OK);
+    ck_assert_mem_eq(q2, q, (size_t)(I * kp));
+    free(codes);
+    free(back);
+    free(q);
+    free(q2);
+  }
+  /* x^ of hand-built plans, per tensor (one group, k_pad > K) and per sample (B groups) */
+  for (int sample = 0; sample < 2; ++sample) {
+    tp_args a = tp_default(3, 197, 24, 37);
+    a.hla_x_gran = sample ? HOT_GRAN_SAMPLE : HOT_GRAN_TENSOR;
+    hot_layer_plan pl;
+    ck_assert_int_eq(tp_make(&a, &pl), 0);
+    ck_assert_int_eq(pl.hla.groups, sample ? 3 : 1);
+    ck_assert(pl.hla.group_k_pad > pl.hla.group_k);
+    const int64_t n = ref_hla_x_bytes(&pl), nc = pl.I * pl.hla.k;
+    ck_assert_int_eq(n, pl.I * pl.hla.gemm.k_pad);
+    float *x = malloc((size_t)(pl.T * pl.I) * sizeof *x), s[8];
+    int8_t *q = malloc((size_t)n), *q2 = malloc((size_t)n), *codes = malloc((size_t)nc);
+    tp_fill_normal(&r, x, pl.T * pl.I, 1.0);
+    ck_assert_int_eq(ref_hla_quant_x(&pl, x, HOT_DT_F32, q, s), HOT_REF_OK);
+    ck_assert_int_eq(ref_abc_pack(&pl, q, codes), HOT_REF_OK);
+    memset(q2, 0x7f, (size_t)n);
+    ck_assert_int_eq(ref_abc_unpack(&pl, codes, q2), HOT_REF_OK);
+    ck_assert_mem_eq(q2, q, (size_t)n);
+    /* the saved buffer's scales start at the 16-byte boundary after the I rows of K codes */
+    ck_assert_int_eq(plan_saved_scale_offset(&pl), (nc + 15) / 16 * 16);
+    ck_assert(plan_saved_unpacked(&pl));
+    /* bad plans and arguments */
+    hot_layer_plan bad = pl;
+    bad.abc.enabled = 0;
+    ck_assert_int_eq(ref_abc_unpack(&bad, codes, q2), HOT_REF_ESHAPE);
+    ck_assert_int_eq(ref_abc_pack(&bad, q, codes), HOT_REF_ESHAPE);
+    bad = pl;
+    bad.hla.enabled = 0;
+    ck_assert_int_eq(ref_abc_unpack(&bad, codes, q2), HOT_REF_ESHAPE);
+    ck_assert_int_eq(ref_abc_pack(&bad, q, codes), HOT_REF_ESHAPE);
+    bad = pl;
+    bad.hla.gemm.k_pad += 16; /* k_pad != groups * group_k_pad */
+    ck_assert_int_eq(ref_abc_unpack(&bad, codes, q2), HOT_REF_ESHAPE);
+    ck_assert_int_eq(ref_abc_pack(&bad, q, codes), HOT_REF_ESHAPE);
+    bad = pl;
+    bad.hla.groups = pl.hla.groups + 1; /* groups * group_k != K */
+    ck_assert_int_eq(ref_abc_unpack(&bad, codes, q2), HOT_REF_ESHAPE);
+    ck_assert_int_eq(ref_abc_pack(&bad, q, codes), HOT_REF_ESHAPE);
+    bad = pl;
+    bad.hla.group_k_pad = pl.hla.group_k - 1; /* a group longer than its room */
+    bad.hla.gemm.k_pad = bad.hla.groups * bad.hla.group_k_pad;
+    ck_assert_int_eq(ref_abc_unpack(&bad, codes, q2), HOT_REF_ESHAPE);
+    ck_assert_int_eq(ref_abc_pack(&bad, q, codes), HOT_REF_ESHAPE);
+    bad = pl;
+    bad.hla.groups = 0;
+    ck_assert_int_eq(ref_abc_unpack(&bad, codes, q2), HOT_REF_ESHAPE);
+    ck_assert_int_eq(ref_abc_pack(&bad, q, codes), HOT_REF_ESHAPE);
+    ck_assert_int_eq(ref_abc_unpack(NULL, codes, q2), HOT_REF_EARG);
+    ck_assert_int_eq(ref_abc_unpack(&pl, NULL, q2), HOT_REF_EARG);
+    ck_assert_int_eq(ref_abc_unpack(&pl, codes, NULL), HOT_REF_EARG);
+    ck_assert_int_eq(ref_abc_pack(NULL, q, codes), HOT_REF_EARG);
+    ck_assert_int_eq(ref_abc_pack(&pl, NULL, codes), HOT_REF_EARG);
+    ck_assert_int_eq(ref_abc_pack(&pl, q, NULL), HOT_REF_EARG);
+    free(x);
+    free(q);
+    free(q2);
+    free(codes);
+  }
+  printf("abc unpack/pack: 6 layouts and 2 plans round trip, tails zero; 6 bad plans, NULLs\n");
+}
+END_TEST
+
 /* paper_code: p = largest power of two dividing L = 197 -> 1, HLA is the identity (its g_w equals
  * the exact product); the default recipe projects (p = 64 here) and does not. */
 START_TEST(paper_code_no_op) {
@@ -516,6 +635,7 @@ int main(void) {
   tcase_add_test(tc, bias_order);
   tcase_add_test(tc, dtypes);
   tcase_add_test(tc, abc_bytes);
+  tcase_add_test(tc, abc_unpack_pack);
   tcase_add_test(tc, paper_code_no_op);
   tcase_add_test(tc, real_layer_time);
   tcase_add_test(tc, bad_arguments);
