@@ -88,10 +88,13 @@ static int mem_row(const bench_run *run, const hot_model *model, hot_ctx *ctx, c
           bl->name, recipe, (long long)B, (long long)pl->T, (long long)pl->I, (long long)pl->hla.k,
           (long long)pl->hla.groups, nb, (long long)method, ratio, (double)nb / (double)fp32,
           stats.saved_bytes == (int64_t)nb ? "=" : "MISMATCH");
-  if (unpack)
-    fprintf(f, "  unpack %lld -> %lld B (k_pad %lld%s)\n", (long long)(pl->I * pl->hla.k),
-            (long long)up_w, (long long)pl->hla.gemm.k_pad,
-            pl->hla.groups > 1 ? " per group" : "");
+  if (unpack && pl->hla.groups > 1)
+    fprintf(f, "  unpack %lld -> %lld B (k_pad %lld = %lld groups x %lld)\n",
+            (long long)(pl->I * pl->hla.k), (long long)up_w, (long long)pl->hla.gemm.k_pad,
+            (long long)pl->hla.groups, (long long)pl->hla.group_k_pad);
+  else if (unpack)
+    fprintf(f, "  unpack %lld -> %lld B (k_pad %lld)\n", (long long)(pl->I * pl->hla.k),
+            (long long)up_w, (long long)pl->hla.gemm.k_pad);
   else
     fprintf(f, "  in place\n");
   sum->rows++;
