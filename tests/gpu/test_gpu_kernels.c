@@ -4,7 +4,9 @@
  * first mismatch is reported with its index and both values. Kernels run one at a time through
  * the same emit -> NVRTC -> cache -> module path the runtime uses, with the plan's geometry.
  * Covered: HQ g' / w' (absmax and, on a paper_code plan, SAWB through sawb.cu), HLA x^ / g^
- * (p = 16 and 64, both layouts; p = 1 on a paper_code plan with L = 197, x^ with SAWB), LQS
+ * (p = 16 and 64, both layouts; p = 1 on a paper_code plan with L = 197, x^ with SAWB; x^ also
+ * as the save launches it, k_pad = K, against ref_abc_pack, and abc_unpack against
+ * ref_abc_unpack on every such plan that has it), LQS
  * (errors and choice; token outliers pick per row, Gaussian data per tensor), both GEMMs, bias.
  * Without a driver: "SKIP: no CUDA driver", exit 77 (counted as skipped by CTest).
  *
@@ -376,23 +378,37 @@ static void check_hq_w_sawb(const hot_layer_plan *pl, const void *w) {
 /* HLA projection x^ (HOT_K_ABC_X, RTN) or g^ (HOT_K_HLA_G, SR): absmax = phases 0, 1; x^ with
  * the SAWB rule = phase 0 with math_out (compared with the twin's transform), sawb.cu, phase 1
  * with scale_in. Codes (cols x k_pad, the zero tail included: the buffer starts as garbage) and
- * the scale are compared with ref_hla_quant_x / _g. */
-static void check_hla(const hot_layer_plan *pl, const void *src_h, hot_kernel_role role) {
+ * the scale are compared with ref_hla_quant_x / _g. compact (x^ only): launched as the save
+ * launches it (k_pad = ld_codes = K, group_k_pad = group_k, codes and scales in one buffer of
+ * plan_buffer_bytes(HOT_BUF_SAVED), the scales at plan_saved_scale_offset), the codes compared
+ * with ref_abc_pack of the twin's. */
+static void check_hla_as(const hot_layer_plan *pl, const void *src_h, hot_kernel_role role,
+                         int compact) {
   kernel k = load_kernel(pl, role);
   int is_g = role == HOT_K_HLA_G;
+  if (compact && is_g) FAIL("check_hla_as: the compact layout is x^'s (the save)");
   int sawb = !is_g && pl->hla.x.rule == HOT_RULE_SAWB;
   size_t es = pl->spec->dtype == HOT_DT_F32 ? 4 : 2;
   int T = (int)pl->T, cols = (int)(is_g ? pl->O : pl->I), ld = cols, L = (int)pl->L;
   int layout = pl->hla.layout == HOT_LAYOUT_FLAT ? 1 : 0;
   long long seg_len = pl->hla.seg_len, segments = pl->hla.segments;
-  int k_real = (int)pl->hla.k, k_pad = (int)pl->hla.gemm.k_pad, ldc = k_pad;
-  int group_k = (int)pl->hla.group_k, group_k_pad = (int)pl->hla.group_k_pad;
+  int k_real = (int)pl->hla.k, k_pad = (int)(compact ? pl->hla.k : pl->hla.gemm.k_pad), ldc = k_pad;
+  int group_k = (int)pl->hla.group_k;
+  int group_k_pad = (int)(compact ? pl->hla.group_k : pl->hla.group_k_pad);
   int groups = (int)pl->hla.groups;
   int per_sample = (is_g ? pl->hla.g.gran : pl->hla.x.gran) == HOT_GRAN_SAMPLE;
   size_t nw = per_sample ? (size_t)groups : 1; /* amax words and SAWB scales */
   size_t ncodes = (size_t)cols * (size_t)k_pad, nm = (size_t)pl->hla.k * (size_t)cols;
+  size_t ngemm = (size_t)cols * (size_t)pl->hla.gemm.k_pad; /* the twin's codes (GEMM layout) */
+  int64_t saved_n = compact ? plan_buffer_bytes(pl, HOT_BUF_SAVED) : 0;
+  int64_t scale_off = compact ? plan_saved_scale_offset(pl) : 0;
+  if (compact && (saved_n <= 0 || scale_off < (int64_t)ncodes ||
+                  scale_off + 4 * (int64_t)groups > saved_n))
+    FAIL("%s: saved buffer of %lld bytes, scales at %lld: not room for %zu codes and %d scales",
+         k.kp->name, (long long)saved_n, (long long)scale_off, ncodes, groups);
   CUdeviceptr src = dev_alloc((size_t)(pl->T * cols) * es, src_h);
-  CUdeviceptr codes = dev_alloc(ncodes, NULL), scale = dev_alloc(4 * (size_t)groups, NULL);
+  CUdeviceptr codes = dev_alloc(compact ? (size_t)saved_n : ncodes, NULL);
+  CUdeviceptr scale = compact ? codes + (CUdeviceptr)scale_off : dev_alloc(4 * (size_t)groups, NULL);
   CUdeviceptr amax = dev_alloc(4 * nw, NULL);
   CUdeviceptr math = sawb ? dev_alloc(nm * 4, NULL) : 0, sawb_s = sawb ? dev_alloc(4 * nw, NULL) : 0;
   CK(d->cuMemsetD8(amax, 0, 4 * nw));
@@ -404,11 +420,20 @@ static void check_hla(const hot_layer_plan *pl, const void *src_h, hot_kernel_ro
                   &group_k, &group_k_pad, &groups, &per_sample, &codes, &ldc, &scale, &amax,
                   &scale_in, &math_out, &phase, &seed, &tag, &step};
   launch(&k, NULL, args);
-  int8_t *cc = malloc(ncodes);
+  int8_t *cc = malloc(ngemm);
   float *cs = malloc(4 * (size_t)groups);
+  if (!cc || !cs) FAIL("out of memory");
   int rc = is_g ? ref_hla_quant_g(pl, src_h, pl->spec->dtype, seed, step, cc, cs)
                 : ref_hla_quant_x(pl, src_h, pl->spec->dtype, cc, cs);
   if (rc != HOT_REF_OK) FAIL("twin: %s", ref_status_name(rc));
+  if (compact) { /* the save's layout: the twin's codes packed */
+    int8_t *cp = malloc(ncodes);
+    if (!cp) FAIL("out of memory");
+    rc = ref_abc_pack(pl, cc, cp);
+    if (rc != HOT_REF_OK) FAIL("twin abc_pack: %s", ref_status_name(rc));
+    free(cc);
+    cc = cp;
+  }
   char what[200];
   if (sawb) {
     kernel ks = load_kernel(pl, HOT_K_SAWB_X);
@@ -428,15 +453,73 @@ static void check_hla(const hot_layer_plan *pl, const void *src_h, hot_kernel_ro
   launch(&k, NULL, args);
   void *gc = dev_fetch(codes, ncodes);
   float *gs = dev_fetch(scale, 4 * (size_t)groups);
-  snprintf(what, sizeof what, "%s (%s, p=%d, %s, %d scale groups) codes", k.kp->name,
-           sawb ? "sawb" : "absmax", pl->hla.block, plan_layout_name(pl->hla.layout), groups);
+  snprintf(what, sizeof what, "%s (%s, p=%d, %s, %d scale groups%s) codes", k.kp->name,
+           sawb ? "sawb" : "absmax", pl->hla.block, plan_layout_name(pl->hla.layout), groups,
+           compact ? ", the save's layout: k_pad = K" : "");
   same_bytes(what, gc, cc, ncodes);
-  snprintf(what, sizeof what, "%s (p=%d) scales", k.kp->name, pl->hla.block);
+  snprintf(what, sizeof what, "%s (p=%d%s) scales", k.kp->name, pl->hla.block,
+           compact ? ", at plan_saved_scale_offset" : "");
   same_floats(what, gs, cs, (size_t)groups);
   free(cc); free(cs); free(gc); free(gs);
-  d->cuMemFree(src); d->cuMemFree(codes); d->cuMemFree(scale); d->cuMemFree(amax);
+  d->cuMemFree(src); d->cuMemFree(codes); d->cuMemFree(amax);
+  if (!compact) d->cuMemFree(scale); /* else inside codes */
   if (sawb) { d->cuMemFree(math); d->cuMemFree(sawb_s); }
   module_unload(k.mod);
+}
+
+static void check_hla(const hot_layer_plan *pl, const void *src_h, hot_kernel_role role) {
+  check_hla_as(pl, src_h, role, 0);
+}
+
+/* abc_unpack (HOT_K_ABC_UNPACK, planned where K != k_pad) on the saved buffer of the twin's x^
+ * codes (ref_abc_pack of ref_hla_quant_x, at the start of a plan_buffer_bytes(HOT_BUF_SAVED)
+ * buffer) into q_hx, which starts as garbage (0xA5 from dev_alloc, then 0x5B) and is followed
+ * by 256 guard bytes: every byte of I x k_pad against ref_abc_unpack (which must give the
+ * twin's GEMM-layout codes again), the guard untouched. Returns 1 when the plan has the kernel. */
+static int check_unpack(const hot_layer_plan *pl, const void *x_h) {
+  if (plan_kernel_index(pl, HOT_K_ABC_UNPACK) < 0) return 0;
+  kernel k = load_kernel(pl, HOT_K_ABC_UNPACK);
+  const size_t nq = (size_t)(pl->I * pl->hla.gemm.k_pad), nc = (size_t)(pl->I * pl->hla.k);
+  const size_t guard = 256;
+  const int64_t saved_n = plan_buffer_bytes(pl, HOT_BUF_SAVED);
+  if (saved_n < (int64_t)nc) FAIL("%s: saved buffer of %lld bytes < %zu codes", k.kp->name,
+                                  (long long)saved_n, nc);
+  int8_t *q = malloc(nq), *codes = calloc((size_t)saved_n, 1), *want = malloc(nq);
+  float *s = malloc(4 * (size_t)pl->hla.groups);
+  if (!q || !codes || !want || !s) FAIL("out of memory");
+  int rc = ref_hla_quant_x(pl, x_h, pl->spec->dtype, q, s);
+  if (!rc) rc = ref_abc_pack(pl, q, codes);
+  if (!rc) rc = ref_abc_unpack(pl, codes, want);
+  if (rc != HOT_REF_OK) FAIL("twins (quant_x, abc_pack, abc_unpack): %s", ref_status_name(rc));
+  if (memcmp(want, q, nq) != 0) FAIL("ref_abc_unpack(ref_abc_pack(q_x^)) is not q_x^");
+  CUdeviceptr src = dev_alloc((size_t)saved_n, codes), dst = dev_alloc(nq + guard, NULL);
+  CK(d->cuMemsetD8(dst, 0x5B, nq)); /* garbage in q_hx, 0xA5 in the guard */
+  int rows = (int)pl->I, k_real = (int)pl->hla.k, group_k = (int)pl->hla.group_k;
+  int group_k_pad = (int)pl->hla.group_k_pad, k_pad = (int)pl->hla.gemm.k_pad;
+  void *args[] = {&src, &rows, &k_real, &group_k, &group_k_pad, &k_pad, &dst};
+  launch(&k, NULL, args);
+  unsigned char *g = dev_fetch(dst, nq + guard);
+  char what[200];
+  snprintf(what, sizeof what, "%s (I=%d, K=%d, k_pad=%d, %lld groups of %d padded to %d)",
+           k.kp->name, rows, k_real, k_pad, (long long)pl->hla.groups, group_k, group_k_pad);
+  same_bytes(what, g, want, nq);
+  if (!g_dry) {
+    for (size_t i = 0; i < guard; ++i)
+      if (g[nq + i] != 0xA5) FAIL("%s: wrote byte %zu past its I x k_pad", k.kp->name, i);
+    ++g_checks;
+  }
+  free(q); free(codes); free(want); free(s); free(g);
+  d->cuMemFree(src); d->cuMemFree(dst);
+  module_unload(k.mod);
+  return 1;
+}
+
+/* x^ of ABC: the GEMM layout (as ref_hla_quant_x), the save's compact layout, and the backward's
+ * abc_unpack where the plan has it. Returns 1 when abc_unpack ran. */
+static int check_abc_x(const hot_layer_plan *pl, const void *x_h) {
+  check_hla_as(pl, x_h, HOT_K_ABC_X, 0);
+  check_hla_as(pl, x_h, HOT_K_ABC_X, 1);
+  return check_unpack(pl, x_h);
 }
 
 /* g_y with 4 of every 128 tokens (rows) scaled x20: LQS must pick per row there. */
@@ -754,11 +837,11 @@ static void run_all(void) {
       static const int ps[] = {16, 64};
       for (int i = 0; i < 2; ++i) {
         hot_layer_plan ph = plan_for(3, 197, 100, 137, dt, (hot_layout)layout, ps[i]);
-        check_hla(&ph, x, HOT_K_ABC_X);
+        int unp = check_abc_x(&ph, x);
         check_hla(&ph, gy, HOT_K_HLA_G);
-        REPORT("dtype %s layout %s p %d: HLA x^, g^ bit-exact (K = %lld, %lld scale groups)\n",
-               plan_dtype_name(dt), plan_layout_name(ph.hla.layout), ps[i], (long long)ph.hla.k,
-               (long long)ph.hla.groups);
+        REPORT("dtype %s layout %s p %d: HLA x^ (GEMM and saved layouts), g^%s bit-exact (K = "
+               "%lld, %lld scale groups)\n", plan_dtype_name(dt), plan_layout_name(ph.hla.layout),
+               ps[i], unp ? ", abc_unpack" : "", (long long)ph.hla.k, (long long)ph.hla.groups);
       }
       /* under layout sample also per tensor (one group, unsegmented GEMM) and mixed (g^ per
        * sample, x^ per tensor: grouped layout, the x^ scale repeated) */
@@ -768,12 +851,13 @@ static void run_all(void) {
         for (int i = 0; i < 2; ++i) {
           hot_layer_plan pg = plan_scales(3, 197, 100, 137, dt, HOT_LAYOUT_SAMPLE, 64, gs[i][0],
                                           gs[i][1]);
-          check_hla(&pg, x, HOT_K_ABC_X);
+          int unp = check_abc_x(&pg, x);
           check_hla(&pg, gy, HOT_K_HLA_G);
           check_gemms(&pg, gy, w, x);
-          REPORT("dtype %s layout sample, g^ %s, x^ %s: HLA x^, g^, GEMMs bit-exact (%lld "
-                 "groups)\n", plan_dtype_name(dt), plan_gran_name(pg.hla.g.gran),
-                 plan_gran_name(pg.hla.x.gran), (long long)pg.hla.groups);
+          REPORT("dtype %s layout sample, g^ %s, x^ %s: HLA x^ (both layouts), g^%s, GEMMs "
+                 "bit-exact (%lld groups)\n", plan_dtype_name(dt), plan_gran_name(pg.hla.g.gran),
+                 plan_gran_name(pg.hla.x.gran), unp ? ", abc_unpack" : "",
+                 (long long)pg.hla.groups);
         }
       }
       free(gy); free(w); free(x);
@@ -786,13 +870,14 @@ static void run_all(void) {
       if (pl.hla.block != 1 || pl.hla.k != pl.T) FAIL("paper_code plan: p = %d", pl.hla.block);
       void *gy = make_tensor(pl.T, pl.O, dt, 1), *w = make_tensor(pl.O, pl.I, dt, 0),
            *x = make_tensor(pl.T, pl.I, dt, 1);
-      check_hla(&pl, x, HOT_K_ABC_X); /* SAWB */
+      int unp = check_abc_x(&pl, x); /* SAWB */
       check_hla(&pl, gy, HOT_K_HLA_G);
       check_hq_w_sawb(&pl, w);
       check_hq_g(&pl, gy, HOT_GRAN_TENSOR);
       check_gemms(&pl, gy, w, x);
-      REPORT("dtype %s paper_code (p = 1, b = %d): HLA x^ (sawb), g^, HQ w' (sawb), g', GEMMs "
-             "bit-exact\n", plan_dtype_name(dt), pl.hq.block);
+      REPORT("dtype %s paper_code (p = 1, b = %d): HLA x^ (sawb, both layouts), g^%s, HQ w' "
+             "(sawb), g', GEMMs bit-exact\n", plan_dtype_name(dt), pl.hq.block,
+             unp ? ", abc_unpack" : "");
       free(gy); free(w); free(x);
     }
     /* LQS picks per row on token outliers and the coarse candidate (per sample, B = 2) on
@@ -819,10 +904,11 @@ static void run_all(void) {
     check_hq_g(&pl, gy, HOT_GRAN_TENSOR);
     check_hq_w(&pl, w);
     check_gemms(&pl, gy, w, x);
-    check_hla(&pl, x, HOT_K_ABC_X);
+    int unp = check_abc_x(&pl, x);
     check_hla(&pl, gy, HOT_K_HLA_G);
     check_lqs(&pl, gy, -1, "large");
-    REPORT("large layer (T=2048, O=3072, I=768, bf16) bit-exact (HLA and LQS included)\n");
+    REPORT("large layer (T=2048, O=3072, I=768, bf16) bit-exact (HLA%s and LQS included)\n",
+           unp ? ", abc_unpack" : "");
     free(gy); free(w); free(x);
   }
 }
