@@ -124,9 +124,12 @@ static void run_case(const api_case *c, hot_ctx *ctx, hot_ctx *cpu) {
   CHECK_HOT(cpu, hot_layer_create(cpu, &spec, B, L, c->recipe, &h));
   CHECK_HOT(ctx, hot_layer_compile(g));
   const hot_layer_plan *pl = hot_layer_get_plan(g);
-  printf("%s: p = %d (%s, K = %lld), b = %d, w' %s, x^ %s, %d kernels\n", c->name, pl->hla.block,
-         plan_layout_name(pl->hla.layout), (long long)pl->hla.k, pl->hq.block,
-         plan_rule_name(pl->hq.w.rule), plan_rule_name(pl->hla.x.rule), pl->n_kernels);
+  printf("%s: p = %d (%s, K = %lld, k_pad = %lld: %s), b = %d, w' %s, x^ %s, %d kernels\n",
+         c->name, pl->hla.block, plan_layout_name(pl->hla.layout), (long long)pl->hla.k,
+         (long long)pl->hla.gemm.k_pad,
+         plan_kernel_index(pl, HOT_K_ABC_UNPACK) >= 0 ? "abc_unpack" : "read in place",
+         pl->hq.block, plan_rule_name(pl->hq.w.rule), plan_rule_name(pl->hla.x.rule),
+         pl->n_kernels);
 
   au_io io;
   au_io_init(&io, T, O, I, 2024 + (uint64_t)c->recipe);
@@ -144,14 +147,26 @@ static void run_case(const api_case *c, hot_ctx *ctx, hot_ctx *cpu) {
   CUdeviceptr dsv = upload(NULL, nb);
   unsigned char *saved = malloc(nb), *csaved = aligned_alloc(64, (nb + 63) & ~(size_t)63);
 
-  /* save into the caller's buffer: q_x^ codes then s_x^, as the CPU backend writes them */
+  /* save into the caller's buffer (it starts as garbage): the q_x^ codes unpadded (I rows of K),
+   * zeros up to plan_saved_scale_offset (a multiple of 16), then s_x^, as the CPU backend
+   * writes them */
+  const int64_t nc = pl->I * pl->hla.k, soff = plan_saved_scale_offset(pl);
+  if (soff != (nc + 15) / 16 * 16 || (int64_t)nb != soff + 4 * pl->hla.groups)
+    FAIL("%s: saved buffer of %zu bytes, scales at %lld: not I x K = %lld codes, alignment and "
+         "%lld scales", c->name, nb, (long long)soff, (long long)nc, (long long)pl->hla.groups);
   CHECK_HOT(ctx, hot_layer_save(g, dptr(dx), c->dtype, dptr(dsv), NULL));
+  memset(csaved, 0xA5, nb); /* the same garbage on the CPU side */
   CHECK_HOT(cpu, hot_layer_save(h, x, c->dtype, csaved, NULL));
   CHECK_CU(d->cuCtxSynchronize());
   CHECK_CU(d->cuMemcpyDtoH(saved, dsv, nb));
   same_bytes(c->name, "saved buffer", saved, csaved, nb);
-  printf("  save: %zu bytes equal (s_x^ %.9g)\n", nb,
-         (double)*(const float *)(const void *)(csaved + ref_hla_x_bytes(pl)));
+  for (int64_t i = nc; i < soff; ++i)
+    if (saved[i] != 0)
+      FAIL("%s: saved byte %lld (alignment gap) is 0x%02x", c->name, (long long)i, saved[i]);
+  float sx0;
+  memcpy(&sx0, csaved + soff, 4);
+  printf("  save: %zu bytes equal (%lld codes, s_x^ %.9g at %lld)\n", nb, (long long)nc,
+         (double)sx0, (long long)soff);
 
   /* before calibration: per tensor */
   backward_both(c, ctx, cpu, g, h, &io, gy, w, dgy, dw, dsv, csaved, 5, "uncalibrated, caller's buffer");
