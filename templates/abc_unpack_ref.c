@@ -13,26 +13,29 @@ static int saved_ok(const hot_layer_plan *pl) {
          gkp * G == pl->hla.gemm.k_pad;
 }
 
-int ref_abc_unpack(const hot_layer_plan *pl, const int8_t *codes, int8_t *q_x) {
-  if (!pl || !codes || !q_x) return HOT_REF_EARG;
+/* The copy both ways: unpack (saved -> GEMM layout, zero tails written) or pack (GEMM -> saved). */
+static int copy_codes(const hot_layer_plan *pl, const int8_t *src, int8_t *dst, int unpack) {
+  if (!pl || !src || !dst) return HOT_REF_EARG;
   if (!saved_ok(pl)) return HOT_REF_ESHAPE;
   const int64_t K = pl->hla.k, G = pl->hla.groups, gk = pl->hla.group_k, gkp = pl->hla.group_k_pad;
   const int64_t kp = pl->hla.gemm.k_pad;
   for (int64_t c = 0; c < pl->I; ++c)
     for (int64_t j = 0; j < G; ++j) {
-      int8_t *d = q_x + c * kp + j * gkp;
-      memcpy(d, codes + c * K + j * gk, (size_t)gk);
-      memset(d + gk, 0, (size_t)(gkp - gk));
+      const int64_t saved_at = c * K + j * gk, gemm_at = c * kp + j * gkp;
+      if (!unpack) {
+        memcpy(dst + saved_at, src + gemm_at, (size_t)gk);
+        continue;
+      }
+      memcpy(dst + gemm_at, src + saved_at, (size_t)gk);
+      memset(dst + gemm_at + gk, 0, (size_t)(gkp - gk));
     }
   return HOT_REF_OK;
 }
 
+int ref_abc_unpack(const hot_layer_plan *pl, const int8_t *codes, int8_t *q_x) {
+  return copy_codes(pl, codes, q_x, 1);
+}
+
 int ref_abc_pack(const hot_layer_plan *pl, const int8_t *q_x, int8_t *codes) {
-  if (!pl || !codes || !q_x) return HOT_REF_EARG;
-  if (!saved_ok(pl)) return HOT_REF_ESHAPE;
-  const int64_t K = pl->hla.k, G = pl->hla.groups, gk = pl->hla.group_k, gkp = pl->hla.group_k_pad;
-  const int64_t kp = pl->hla.gemm.k_pad;
-  for (int64_t c = 0; c < pl->I; ++c)
-    for (int64_t j = 0; j < G; ++j) memcpy(codes + c * K + j * gk, q_x + c * kp + j * gkp, (size_t)gk);
-  return HOT_REF_OK;
+  return copy_codes(pl, q_x, codes, 0);
 }
