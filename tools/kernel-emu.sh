@@ -1,12 +1,15 @@
 #!/usr/bin/env bash
-# kernel-emu.sh — run templates/hadamard_quant.cu, hla_project.cu, lqs.cu and sawb.cu in the CPU
+# kernel-emu.sh — run templates/hadamard_quant.cu, hla_project.cu, lqs.cu, sawb.cu and abc_unpack.cu
+# in the CPU
 # SIMT model (tools/kernel-emu/kemu.h: every CUDA thread a fiber of the deterministic scheduler of
 # tools/kernel-emu/emu_sched.h; barriers, warp shuffles, shared memory, atomics) against their CPU
 # twins (templates/*_ref.c, compiled here from source), bit for bit, on awkward sizes
 # (T = 197*3, O = 100, I = 137), both layouts, f32/bf16/f16, p = 1, 2, 8, 16, 64, 128, 512, 1024;
 # the HLA scale groups (g^ and x^ per sample, absmax and SAWB, SR and RTN; one per sample and the
-# other per tensor; B = 1; padded segments; group_k_pad > group_k and = group_k) and sawb.cu
-# with several groups; plus mutants (barriers removed, a wrong stage order, a wrong butterfly
+# other per tensor; B = 1; padded segments; group_k_pad > group_k and = group_k; x^ in the save's
+# compact layout, k_pad = K), sawb.cu with several groups and abc_unpack.cu (rows 1, 3, 137,
+# groups 1 ... 5, group_k 1 ... 255 padded to 16 ... 128, unaligned sources, guard bytes); plus
+# mutants (barriers removed, a wrong stage order, a wrong butterfly
 # sign, a missing zero tail, a wrong amax word or scale entry, SAWB chunks not started at the
 # group) that the check must catch. Every run repeats its check under the schedules of EMU_SEEDS
 # (default "0 1 2 3": lowest-first, highest-first, warp priorities, random); the same seeds give
@@ -29,7 +32,7 @@ fail=0
 CFL="-O2 -ffp-contract=off -I$here/gen -I$here/templates"
 
 # the twins, from source (no dependency on a build tree)
-for f in quant_ref hla_project_ref lqs_ref hadamard_quant_ref; do
+for f in quant_ref hla_project_ref lqs_ref hadamard_quant_ref abc_unpack_ref; do
   $CC -std=c11 $CFL -c "$here/templates/$f.c" -o "$work/$f.o" || { echo "FAIL: build $f.c"; exit 1; }
 done
 # the twins take buffer sizes from the planner (plan_buffer_bytes): the planner's files, every
@@ -108,6 +111,16 @@ for mode in 0 1; do
         run "$work/hla" 1 197 $cols 0 0 0 64 0x1234abcd 7 5 1 1   # B = 1: one group
         run "$work/hla" 2 256 $cols 0 0 0 2 0x1234abcd 7 5 1 0    # group_k_pad = group_k
       fi
+      if [ $mode = 0 ] && { [ "$dt" = 0 ] || [ "$1" = 16 ]; }; then
+        # x^ as the save writes it (kpad step 1): k_pad = ld_codes = K, group_k_pad = group_k
+        # (p = 16: K = 390, group_k = 130, not multiples of 16); per tensor and per sample,
+        # sample and flat
+        run "$work/hla" 3 197 $cols 0 0 0 1 0x1234abcd 7 5 0 0    # per tensor
+        run "$work/hla" 3 197 $cols 0 0 0 1 0x1234abcd 7 5 1 0    # per sample: groups 3
+        run "$work/hla" 3 197 $cols 0 0 0 1 0x1234abcd 7 5 0 1    # per tensor, groups 3
+        run "$work/hla" 2 40 $cols 1 0 0 1 42 1 0 0 0             # flat, per tensor
+        run "$work/hla" 2 40 $cols 1 0 0 1 42 1 0 1 0             # flat, per sample (one group)
+      fi
     done
   done
   if [ $mode = 1 ]; then # g^ rounded to nearest (the plan's hla.g.round = rtn): HOT_ROUND 0
@@ -170,6 +183,27 @@ for bits in 4 8; do
     run "$work/sawb" $a
   done
 done
+
+# abc_unpack.cu (the saved codes into the g_w GEMM's layout) with the descriptor's launch: every
+# byte of dst against ref_abc_unpack and the round trip through ref_abc_pack; rows x groups, each
+# run over group_k 1, 15, 16, 17, 36, 197, 255, group_k_pad = group_k rounded up to 16 ... 128 and
+# the source at base + 1 ... + 3
+build_unpack() { # [TEMPLATE_DIR] -> $work/unpack (or $work/unpack_mut with a template folder)
+  local tdir=${1:-$here/templates} out=$work/unpack
+  [ -n "${1:-}" ] && out=$work/unpack_mut
+  $CXX -std=c++17 -O2 -I"$tdir" $CFL -DHOT_GENERATED -DHOT_KNAME=emu_abc_unpack \
+    "$here/tools/kernel-emu/unpack_emu.cpp" "$work/libref.a" -o "$out" -lm 2>"$work/cc.log" ||
+    { head -30 "$work/cc.log"; return 1; }
+}
+if build_unpack; then
+  for rows in 1 3 137; do
+    for groups in 1 2 3 4 5; do
+      run "$work/unpack" $rows $groups
+    done
+  done
+else
+  echo "FAIL build unpack"; fail=1
+fi
 
 # HQ operand kernels (hadamard_quant.cu) with plans from the real planner: g' per row, per
 # sample (segmented amax, B = 3) and per tensor, w' absmax and SAWB (math tensor + scale_in), packed int4 (sm_80) and int8 (sm_90)
@@ -323,6 +357,27 @@ b_hq_g16() { b_hq "$1" 0 16; }
 kmutant "HQ: per-sample scale from sample 0" hadamard_quant.cu \
   "amax = __uint_as_float(amax_bits[row / group_rows]);" "amax = __uint_as_float(amax_bits[0]);" \
   b_hq_g16 "$work/hq_mut" 3 197 100 137 sm_90 2 0 0x1234abcd 7 5
+
+# abc_unpack: every mutant runs over rows 3, groups 3 (all group_k, group_k_pad and offsets)
+b_unpack() { build_unpack "$1"; }
+UNP=("$work/unpack_mut" 3 3)
+kmutant "ABC unpack: zero tail not written (bytes past group_k copied)" abc_unpack.cu \
+  "if (off < group_k) v |=" "v |=" b_unpack "${UNP[@]}"
+kmutant "ABC unpack: the group's source at grp * group_k_pad" abc_unpack.cu \
+  "(long long)grp * group_k;" "(long long)grp * group_k_pad;" b_unpack "${UNP[@]}"
+kmutant "ABC unpack: source row stride k_pad instead of k_real" abc_unpack.cu \
+  "src + row * (long long)k_real" "src + row * (long long)k_pad" b_unpack "${UNP[@]}"
+kmutant "ABC unpack: the last span of every row skipped" abc_unpack.cu \
+  "  const int grp = pos0 / group_k_pad," "  if (pos0 + 16 == k_pad) return;\n  const int grp = pos0 / group_k_pad," \
+  b_unpack "${UNP[@]}"
+kmutant "ABC unpack: bound check one span late (writes past dst)" abc_unpack.cu \
+  "if (id >= (long long)rows * spans) return;" "if (id > (long long)rows * spans) return;" \
+  b_unpack "${UNP[@]}"
+kmutant "ABC unpack: dst row stride k_real" abc_unpack.cu \
+  "*(uint4 *)(dst + row * (long long)k_pad + pos0)" "*(uint4 *)(dst + row * (long long)k_real + pos0)" \
+  b_unpack "${UNP[@]}"
+kmutant "ABC unpack: bytes of a word in reversed order" abc_unpack.cu \
+  "<< (8 * b);" "<< (8 * (3 - b));" b_unpack "${UNP[@]}"
 
 echo "kernel-emu: $((SECONDS - start)) s"
 if [ $fail = 0 ]; then echo "kernel-emu: all OK"; else echo "kernel-emu: FAILED"; fi
