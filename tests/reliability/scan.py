@@ -87,6 +87,9 @@ OPEN_KNOWN = {
     "bench/cublas.c": (1, "dlopen of cuBLAS by library name"),
     "bench/cublaslt.c": (1, "dlopen of cuBLASLt by library name"),
     "runtime/nvrtc.c": (2, "mkstemp of its own new temp file and fopen of that file (NVRTC's --time report)"),
+    "bench/jit-options/nvrtc_options.c": (3, "a measuring tool outside the library, run by its "
+                                          "script: /proc/loadavg, the runtime's own HOT_JIT_DEBUG "
+                                          "dumps, a cubin into its own mkdtemp folder"),
 }
 
 
