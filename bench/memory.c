@@ -15,7 +15,7 @@
 #define MEM_GOAL 1.05 /* saved bytes at most this many times the method's count */
 
 typedef struct {
-  int rows, over;
+  int rows, over, above_x; /* above_x: rows that keep more than an fp32 x (T < K / 4) */
   double worst;
   char worst_at[96];
 } mem_sum;
@@ -98,6 +98,7 @@ static int mem_row(const bench_run *run, const hot_model *model, hot_ctx *ctx, c
   else
     fprintf(f, "  in place\n");
   sum->rows++;
+  sum->above_x += (int64_t)nb > fp32;
   if (ratio > MEM_GOAL || stats.saved_bytes != (int64_t)nb) sum->over++;
   if (ratio > sum->worst) {
     sum->worst = ratio;
@@ -138,7 +139,7 @@ int bench_memory(const bench_run *run, const hot_model *model, FILE *f) {
           "I", "K", "grp", "saved B", "method B", "/method", "/fp32",
           "stats  backward (g_w GEMM operand)");
   int rc = 0;
-  mem_sum sum = {0, 0, 0.0, ""};
+  mem_sum sum = {0, 0, 0, 0.0, ""};
   for (int li = 0; li < run->n; ++li)
     for (int r = 0; r < recipes; ++r)
       for (int b = 0; b < nbatch; ++b)
@@ -149,5 +150,8 @@ int bench_memory(const bench_run *run, const hot_model *model, FILE *f) {
   fprintf(f, "%d rows with ABC: largest saved / method %.4f (%s); %d above %.2f or with stats "
           "!= the buffer\n", sum.rows, sum.worst, sum.worst_at[0] ? sum.worst_at : "-", sum.over,
           MEM_GOAL);
+  if (sum.above_x)
+    fprintf(f, "%d rows keep more than an fp32 x (/fp32 > 1): fewer tokens T than K / 4, the "
+            "method's K = blocks.r code rows (a head at a small batch)\n", sum.above_x);
   return rc ? 1 : sum.over ? 2 : 0;
 }

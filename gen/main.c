@@ -245,6 +245,10 @@ static void print_plan(const hot_layer_plan *p) {
            mib(p->abc.bytes), mib(p->abc.fp32_bytes), (double)p->abc.bytes / (double)p->abc.fp32_bytes,
            mib(p->abc.bf16_bytes), (double)p->abc.bytes / (double)p->abc.bf16_bytes,
            method > 0 ? (double)p->abc.bytes / (double)method : 0.0, mib(method));
+    if (p->abc.bytes > p->abc.fp32_bytes) /* K > 4 T: fewer tokens than kept rows (a head) */
+      printf("       note: ABC keeps more than an fp32 x here: K = %lld code rows (blocks of p = %d "
+             "tokens, r = %d kept) for T = %lld tokens\n", (long long)p->hla.k, p->hla.block,
+             p->hla.rank, (long long)p->T);
   } else
     printf("  ABC  off (x kept in full: %.2f MiB fp32)\n", mib(p->abc.fp32_bytes));
   printf("  tiles %s\n", tiles_origin(p));

@@ -5,7 +5,8 @@
  *    per scale group plus at most 15 (ratio in [1, 1.05]), the context's stats equal to it ("=");
  *  - the backward column: "unpack I·K -> I·k_pad B" where K is not a multiple of the GEMM's K
  *    tile (every row of this spec), with I·K matching the row's I and K;
- *  - the summary line, exit 0; --memory with another mode is a one-line error, exit 1. */
+ *  - the summary line, exit 0; a layer of two tokens, whose K exceeds 4 T, counted as keeping
+ *    more than an fp32 x; --memory with another mode is a one-line error, exit 1. */
 #define _POSIX_C_SOURCE 200809L
 #include <check.h>
 #include <stdio.h>
@@ -69,6 +70,12 @@ START_TEST(test_one_batch_and_refusal) {
   ck_assert_ptr_nonnull(strstr(out, "\nb            hot           3 "));
   ck_assert_ptr_nonnull(strstr(out, "\nb            paper_code    3 "));
   ck_assert_ptr_nonnull(strstr(out, "2 rows with ABC"));
+  free(out);
+  /* two tokens: the hot recipe's one block keeps K = 36 rows > 4 T: said in the summary */
+  out = run(HOT_BENCH_EXE " " HOT_BENCH_SPEC " --memory --batch 1 --tokens 2 --layer a 2>&1", &st);
+  printf("%s", out);
+  ck_assert_msg(st == 0, "exit %d", st);
+  ck_assert_ptr_nonnull(strstr(out, "\n1 rows keep more than an fp32 x (/fp32 > 1)"));
   free(out);
   out = run(HOT_BENCH_EXE " " HOT_BENCH_SPEC " --memory --scales 2>&1", &st);
   ck_assert_int_eq(st, 1);
