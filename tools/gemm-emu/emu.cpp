@@ -356,6 +356,7 @@ static void emu_wgmma_wait(int n) { // groups older than the n youngest committe
 
 // ---- the kernel, compiled from the template ------------------------------------------------
 #include "kernel.inc"
+#include "seg_ref.h"
 
 // ---- driver ------------------------------------------------------------------------------------
 static unsigned rng_state = 12345;
@@ -452,32 +453,15 @@ int main(int argc, char **argv) {
   // the reference, once (CONTRACT 14): per segment j the int32 sum (modulo 2^32) over its codes,
   // v_j = (float)acc_j * factor_j; C = v_0, then C = C + v_j for j = 1 .. G-1 in segment order
   const size_t MN = (size_t)M * (size_t)N;
-  std::vector<int> accs((size_t)G * MN); // accs[j * MN + m * N + n]: segment j's int32 sum
-  for (int m = 0; m < M; ++m)
-    for (int n = 0; n < N; ++n)
-      for (int j = 0; j < G; ++j) {
-        unsigned acc = 0;
-        for (int k = j * seg_k; k < (j + 1) * seg_k; ++k)
-          acc += (unsigned)(code_at(Ad + (size_t)m * pitch, k) *
-                            code_at(Bd + (size_t)n * pitch, k));
-        accs[(size_t)j * MN + (size_t)m * N + n] = (int)acc;
-      }
+  const std::vector<int> accs = seg_ref_sums(
+      M, N, G, seg_k, [&](int m, int k) { return code_at(Ad + (size_t)m * pitch, k); },
+      [&](int n, int k) { return code_at(Bd + (size_t)n * pitch, k); });
   std::vector<float> want(MN);
   // want from accs and the current scales; returns whether some output is not finite
   const auto reference = [&] {
-    bool nonfinite = false;
-    for (int m = 0; m < M; ++m)
-      for (int n = 0; n < N; ++n) {
-        float out = 0.0f;
-        for (int j = 0; j < G; ++j) {
-          const float factor = use_rs ? HOT_MUL(rs[m], cj[j]) : cj[j];
-          const float v = HOT_MUL(HOT_I2F(accs[(size_t)j * MN + (size_t)m * N + n]), factor);
-          out = j == 0 ? v : HOT_ADD(out, v);
-        }
-        want[(size_t)m * N + n] = out;
-        nonfinite |= !std::isfinite(out);
-      }
-    return nonfinite;
+    return seg_ref_out(accs, M, N, G, [&](int m, int j) {
+      return use_rs ? HOT_MUL(rs[m], cj[j]) : cj[j];
+    }, want);
   };
   if (edge) { // scale row m* (row scale) or segment J (s_a[J]) to the edge of fp32
     float &x = use_rs ? rs[m_edge] : s_a[edge_seg];
