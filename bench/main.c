@@ -169,6 +169,21 @@ static int parse_checked(bench_opts *o, const char *a, const char *v) {
   return 0;
 }
 
+/* The switches without a value: 1 when `a` is one (its field set), else 0. */
+static int set_flag(bench_opts *o, const char *a) {
+  const struct { const char *name; int *field; int value; } flags[] = {
+      {"--json", &o->json, 1},         {"--no-jit", &o->jit, 0},
+      {"--full", &o->full, 1},         {"--scales", &o->scales, 1},
+      {"--paper-diffs", &o->paper_diffs, 1}, {"--gemm-paths", &o->gemm_paths, 1},
+      {"--precompile", &o->precompile, 1},   {"--memory", &o->memory, 1}};
+  for (size_t i = 0; i < sizeof flags / sizeof flags[0]; ++i)
+    if (!strcmp(a, flags[i].name)) {
+      *flags[i].field = flags[i].value;
+      return 1;
+    }
+  return 0;
+}
+
 /* One argument (v: the next one, or NULL); *used = 1 when v was taken. 0, or -1 (said). */
 static int parse_one(bench_opts *o, const char *a, const char *v, int *used) {
   *used = 0;
@@ -188,14 +203,7 @@ static int parse_one(bench_opts *o, const char *a, const char *v, int *used) {
              !strcmp(a, "--gy-scale"))
       return parse_checked(o, a, v);
     else return parse_count(o, a, v);
-  } else if (!strcmp(a, "--json")) { o->json = 1;
-  } else if (!strcmp(a, "--no-jit")) { o->jit = 0;
-  } else if (!strcmp(a, "--full")) { o->full = 1;
-  } else if (!strcmp(a, "--scales")) { o->scales = 1;
-  } else if (!strcmp(a, "--paper-diffs")) { o->paper_diffs = 1;
-  } else if (!strcmp(a, "--gemm-paths")) { o->gemm_paths = 1;
-  } else if (!strcmp(a, "--precompile")) { o->precompile = 1;
-  } else if (!strcmp(a, "--memory")) { o->memory = 1;
+  } else if (set_flag(o, a)) { /* a switch without a value */
   } else if (a[0] == '-' && a[1]) {
     fprintf(stderr, "hot-bench: unknown option %s\n%s", a, usage);
     return -1;
