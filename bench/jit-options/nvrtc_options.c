@@ -227,6 +227,28 @@ static void parse_time(const char *path, sample *s) {
   unlink(path);
 }
 
+/* One line of `cuobjdump -sass`: an instruction line (an address in a comment, an optional
+ * predicate, the opcode) is hashed into *hv and counted into c (all, IMMA, *GMMA, LDL, STL; NOP excluded), as test_nvrtc_sass does. */
+static void sass_line(const char *line, int *c, uint64_t *hv) {
+  const char *q = line + strspn(line, " \t");
+  if (q[0] != '/' || q[1] != '*') return;
+  for (const char *x = q; *x; ++x) *hv = (*hv ^ (unsigned char)*x) * 1099511628211ull;
+  q += 2;
+  const char *h = q;
+  while ((*q >= '0' && *q <= '9') || (*q >= 'a' && *q <= 'f')) ++q;
+  if (q == h || q[0] != '*' || q[1] != '/') return;
+  q += 2 + strspn(q + 2, " \t");
+  if (*q == '@') q += strcspn(q, " "), q += strspn(q, " ");
+  size_t k = 0;
+  while ((q[k] >= 'A' && q[k] <= 'Z') || (q[k] >= '0' && q[k] <= '9') || q[k] == '_') ++k;
+  if (k == 0 || (k == 3 && !strncmp(q, "NOP", 3))) return;
+  ++c[0];
+  if (k == 4 && !strncmp(q, "IMMA", 4)) ++c[1];
+  if (k > 4 && !strncmp(q + k - 4, "GMMA", 4)) ++c[2];
+  if (k == 3 && !strncmp(q, "LDL", 3)) ++c[3];
+  if (k == 3 && !strncmp(q, "STL", 3)) ++c[4];
+}
+
 /* SASS counts of the CUBIN (as test_nvrtc_sass counts them) and a hash of its code lines into
  * *hash; all -1 without a disassembler. */
 static void sass_counts(const char *cubin, size_t n, int *c, uint64_t *hash) {
@@ -248,25 +270,7 @@ static void sass_counts(const char *cubin, size_t n, int *c, uint64_t *hash) {
   for (int i = 0; i < SASS_COLS; ++i) c[i] = 0;
   char line[1024];
   uint64_t hv = 1469598103934665603ull;
-  while (fgets(line, sizeof line, p)) {
-    const char *q = line + strspn(line, " \t");
-    if (q[0] != '/' || q[1] != '*') continue;
-    for (const char *x = q; *x; ++x) hv = (hv ^ (unsigned char)*x) * 1099511628211ull;
-    q += 2;
-    const char *h = q;
-    while ((*q >= '0' && *q <= '9') || (*q >= 'a' && *q <= 'f')) ++q;
-    if (q == h || q[0] != '*' || q[1] != '/') continue;
-    q += 2 + strspn(q + 2, " \t");
-    if (*q == '@') q += strcspn(q, " "), q += strspn(q, " ");
-    size_t k = 0;
-    while ((q[k] >= 'A' && q[k] <= 'Z') || (q[k] >= '0' && q[k] <= '9') || q[k] == '_') ++k;
-    if (k == 0 || (k == 3 && !strncmp(q, "NOP", 3))) continue;
-    ++c[0];
-    if (k == 4 && !strncmp(q, "IMMA", 4)) ++c[1];
-    if (k > 4 && !strncmp(q + k - 4, "GMMA", 4)) ++c[2];
-    if (k == 3 && !strncmp(q, "LDL", 3)) ++c[3];
-    if (k == 3 && !strncmp(q, "STL", 3)) ++c[4];
-  }
+  while (fgets(line, sizeof line, p)) sass_line(line, c, &hv);
   pclose(p);
   unlink(path);
   *hash = hv;
@@ -375,45 +379,170 @@ static double median(double *v, int n) {
   return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
 }
 
-int main(int argc, char **argv) {
-  int rounds = 3, threads = 0;
-  const char *only = NULL, *empty_arch = NULL;
+/* The command line: options into the globals and *rounds, *threads, *empty_arch; returns the
+ * index of the first dump file, or -1 (said: exit 2). */
+static int parse_args(int argc, char **argv, int *rounds, int *threads, const char **only,
+                      const char **empty_arch) {
   int i = 1;
   for (; i < argc && argv[i][0] == '-'; ++i) {
-    if (!strcmp(argv[i], "--rounds") && i + 1 < argc) rounds = atoi(argv[++i]);
+    if (!strcmp(argv[i], "--rounds") && i + 1 < argc) *rounds = atoi(argv[++i]);
     else if (!strcmp(argv[i], "--cuobjdump") && i + 1 < argc)
       snprintf(g_cuobjdump, sizeof g_cuobjdump, "%s", argv[++i]);
-    else if (!strcmp(argv[i], "--only") && i + 1 < argc) only = argv[++i];
-    else if (!strcmp(argv[i], "--batch") && i + 1 < argc) threads = atoi(argv[++i]);
-    else if (!strcmp(argv[i], "--empty") && i + 1 < argc) empty_arch = argv[++i];
+    else if (!strcmp(argv[i], "--only") && i + 1 < argc) *only = argv[++i];
+    else if (!strcmp(argv[i], "--batch") && i + 1 < argc) *threads = atoi(argv[++i]);
+    else if (!strcmp(argv[i], "--empty") && i + 1 < argc) *empty_arch = argv[++i];
     else if (!strcmp(argv[i], "--variant") && i + 1 < argc) {
       if (add_variant(argv[++i])) {
         fprintf(stderr, "nvrtc-options: --variant '%s': expected NAME=OPT[,OPT...]\n", argv[i]);
-        return 2;
+        return -1;
       }
     } else {
       fprintf(stderr, "usage: nvrtc-options [--rounds N] [--cuobjdump PATH] [--empty ARCH] "
                       "[--only SUBSTR] [--batch THREADS] [--variant NAME=OPT[,OPT...]]... "
                       "DUMP.cu...\n");
-      return 2;
+      return -1;
     }
   }
-  if (threads < 0 || threads > 16) {
+  if (*threads < 0 || *threads > 16) {
     fprintf(stderr, "nvrtc-options: --batch: expected 1..16 threads\n");
-    return 2;
+    return -1;
   }
-  if (rounds < 1 || rounds > MAX_ROUNDS) {
+  if (*rounds < 1 || *rounds > MAX_ROUNDS) {
     fprintf(stderr, "nvrtc-options: --rounds: expected 1..%d\n", MAX_ROUNDS);
-    return 2;
+    return -1;
   }
-  if (!g_nvar) {
-    static const char *const def[] = {
-        "base=", "ofc-min=-Ofc=min", "ofc-mid=-Ofc=mid", "ofc-max=-Ofc=max",
-        "ptxas-O2=--ptxas-options=-O2", "ptxas-O1=--ptxas-options=-O1",
-        "ptxas-O0=--ptxas-options=-O0",
-        "no-expensive=--ptxas-options=--allow-expensive-optimizations=false"};
-    for (size_t k = 0; k < sizeof def / sizeof *def; ++k) add_variant(def[k]);
+  return i;
+}
+
+/* The default variants when none was given. */
+static void default_variants(void) {
+  static const char *const def[] = {
+      "base=", "ofc-min=-Ofc=min", "ofc-mid=-Ofc=mid", "ofc-max=-Ofc=max",
+      "ptxas-O2=--ptxas-options=-O2", "ptxas-O1=--ptxas-options=-O1",
+      "ptxas-O0=--ptxas-options=-O0",
+      "no-expensive=--ptxas-options=--allow-expensive-optimizations=false"};
+  for (size_t k = 0; k < sizeof def / sizeof *def; ++k) add_variant(def[k]);
+}
+
+/* --batch: every variant's batch once per round (order rotated), then the table. */
+static void batch_mode(int rounds, int threads) {
+  double wall[MAX_VARIANTS][MAX_ROUNDS], cpu[MAX_VARIANTS][MAX_ROUNDS];
+  int okv[MAX_VARIANTS];
+  for (int v = 0; v < g_nvar; ++v) okv[v] = 1;
+  for (int r = 0; r < rounds; ++r) {
+    char l0[32], l1[32];
+    loadavg(l0, sizeof l0);
+    for (int k = 0; k < g_nvar; ++k) {
+      int v = (k + r) % g_nvar;
+      okv[v] &= run_batch(&g_var[v], threads, &wall[v][r], &cpu[v][r]);
+    }
+    loadavg(l1, sizeof l1);
+    printf("# round %d: load average %s -> %s\n", r + 1, l0, l1);
+    fflush(stdout);
   }
+  printf("# %d programs on %d threads, longest source first: ms per batch, min / median over "
+         "the rounds (every round: wall (CPU))\n", g_nprog, threads);
+  for (int v = 0; v < g_nvar; ++v) {
+    printf("batch %-13s", g_var[v].name);
+    if (!okv[v]) {
+      printf(" (a compile failed)\n");
+      continue;
+    }
+    double w[MAX_ROUNDS], c[MAX_ROUNDS], m = wall[v][0];
+    for (int r = 0; r < rounds; ++r) {
+      w[r] = wall[v][r], c[r] = cpu[v][r];
+      m = w[r] < m ? w[r] : m;
+      printf(" %6.0f (%6.0f)", wall[v][r], cpu[v][r]);
+    }
+    printf("  wall min %6.0f median %6.0f  CPU median %6.0f\n", m, median(w, rounds),
+           median(c, rounds));
+  }
+}
+
+/* Every program with every variant once per round (order rotated: no variant always runs
+ * first); SASS counted in the first round. */
+static void compile_rounds(int rounds) {
+  for (int r = 0; r < rounds; ++r) {
+    char l0[32], l1[32];
+    loadavg(l0, sizeof l0);
+    for (int p = 0; p < g_nprog; ++p)
+      for (int k = 0; k < g_nvar; ++k) {
+        int v = (k + r) % g_nvar;
+        compile(&g_prog[p], &g_var[v], &g_s[p][v][r], r == 0);
+      }
+    loadavg(l1, sizeof l1);
+    printf("# round %d: load average %s -> %s\n", r + 1, l0, l1);
+    fflush(stdout);
+  }
+}
+
+/* Sums over the programs of one variant, per round: CPU ms and the three phases. */
+typedef struct {
+  double tot[MAX_ROUNDS], ph[3][MAX_ROUNDS];
+  int bad;
+} var_sum;
+
+/* One row per program and variant (medians over the rounds), summed into sums[]. */
+static void program_rows(int rounds, var_sum *sums) {
+  printf("%-7s %-42s %-13s %7s %7s %6s %6s %6s %4s %5s %5s %6s %4s %4s %3s %3s %s\n", "arch",
+         "kernel", "variant", "cpu_min", "cpu_med", "front", "nvvm", "ptxas", "regs", "stack",
+         "spill", "instr", "imma", "gmma", "ldl", "stl", "sass");
+  for (int p = 0; p < g_nprog; ++p)
+    for (int v = 0; v < g_nvar; ++v) {
+      double c[MAX_ROUNDS], f[MAX_ROUNDS], n[MAX_ROUNDS], x[MAX_ROUNDS];
+      int ok = 1;
+      for (int r = 0; r < rounds; ++r) {
+        const sample *s = &g_s[p][v][r];
+        ok &= s->ok;
+        c[r] = s->cpu_ms, f[r] = s->front_ms, n[r] = s->nvvm_ms, x[r] = s->ptxas_ms;
+        sums[v].tot[r] += s->cpu_ms;
+        sums[v].ph[0][r] += s->front_ms, sums[v].ph[1][r] += s->nvvm_ms;
+        sums[v].ph[2][r] += s->ptxas_ms;
+      }
+      const sample *s0 = &g_s[p][v][0], *b0 = &g_s[p][0][0];
+      if (!ok) {
+        sums[v].bad = 1;
+        printf("%-7s %-42s %-13s failed\n", g_prog[p].arch, g_prog[p].kernel, g_var[v].name);
+        continue;
+      }
+      double cmin = c[0];
+      for (int r = 1; r < rounds; ++r) cmin = c[r] < cmin ? c[r] : cmin;
+      printf("%-7s %-42s %-13s %7.0f %7.0f %6.0f %6.0f %6.0f %4d %5d %5d %6d %4d %4d %3d %3d %s\n",
+             g_prog[p].arch, g_prog[p].kernel, g_var[v].name, cmin, median(c, rounds),
+             median(f, rounds), median(n, rounds), median(x, rounds), s0->regs, s0->stack,
+             s0->spill_st + s0->spill_ld, s0->sass[0], s0->sass[1], s0->sass[2], s0->sass[3],
+             s0->sass[4],
+             v == 0 ? "-" : (s0->hash == b0->hash ? "same" : "differs"));
+    }
+}
+
+/* One total row per variant: min and median of the sums, phase medians, ratio to variant 0. */
+static void total_rows(int rounds, var_sum *sums) {
+  printf("# sum over the %d programs (CPU ms): min, median over rounds; phases: medians; ratio: "
+         "median of the per-round ratios to %s\n", g_nprog, g_var[0].name);
+  for (int v = 0; v < g_nvar; ++v) {
+    if (sums[v].bad) {
+      printf("total %-13s (a compile failed)\n", g_var[v].name);
+      continue;
+    }
+    double t[MAX_ROUNDS], q[MAX_ROUNDS], m = sums[v].tot[0];
+    for (int r = 0; r < rounds; ++r) {
+      t[r] = sums[v].tot[r];
+      q[r] = sums[0].tot[r] > 0 ? sums[v].tot[r] / sums[0].tot[r] : 0;
+      m = t[r] < m ? t[r] : m;
+    }
+    printf("total %-13s min %7.0f  median %7.0f  front %6.0f  nvvm %6.0f  ptxas %6.0f  ratio %.2f\n",
+           g_var[v].name, m, median(t, rounds), median(sums[v].ph[0], rounds),
+           median(sums[v].ph[1], rounds), median(sums[v].ph[2], rounds), median(q, rounds));
+  }
+}
+
+int main(int argc, char **argv) {
+  int rounds = 3, threads = 0;
+  const char *only = NULL, *empty_arch = NULL;
+  int i = parse_args(argc, argv, &rounds, &threads, &only, &empty_arch);
+  if (i < 0) return 2;
+  if (!g_nvar) default_variants();
   if (empty_arch && g_nprog < MAX_PROGS) {
     program *g = &g_prog[g_nprog++];
     snprintf(g->kernel, sizeof g->kernel, "empty");
@@ -442,99 +571,12 @@ int main(int argc, char **argv) {
   printf("# first compile in the process (%s %s, NVRTC's set-up included): %.0f CPU ms\n",
          g_prog[g_nprog - 1].arch, g_prog[g_nprog - 1].kernel, cpu_ms() - w0);
   if (threads) {
-    double wall[MAX_VARIANTS][MAX_ROUNDS], cpu[MAX_VARIANTS][MAX_ROUNDS];
-    int okv[MAX_VARIANTS];
-    for (int v = 0; v < g_nvar; ++v) okv[v] = 1;
-    for (int r = 0; r < rounds; ++r) {
-      char l0[32], l1[32];
-      loadavg(l0, sizeof l0);
-      for (int k = 0; k < g_nvar; ++k) {
-        int v = (k + r) % g_nvar;
-        okv[v] &= run_batch(&g_var[v], threads, &wall[v][r], &cpu[v][r]);
-      }
-      loadavg(l1, sizeof l1);
-      printf("# round %d: load average %s -> %s\n", r + 1, l0, l1);
-      fflush(stdout);
-    }
-    printf("# %d programs on %d threads, longest source first: ms per batch, min / median over "
-           "the rounds (every round: wall (CPU))\n", g_nprog, threads);
-    for (int v = 0; v < g_nvar; ++v) {
-      printf("batch %-13s", g_var[v].name);
-      if (!okv[v]) {
-        printf(" (a compile failed)\n");
-        continue;
-      }
-      double w[MAX_ROUNDS], c[MAX_ROUNDS], m = wall[v][0];
-      for (int r = 0; r < rounds; ++r) {
-        w[r] = wall[v][r], c[r] = cpu[v][r];
-        m = w[r] < m ? w[r] : m;
-        printf(" %6.0f (%6.0f)", wall[v][r], cpu[v][r]);
-      }
-      printf("  wall min %6.0f median %6.0f  CPU median %6.0f\n", m, median(w, rounds),
-             median(c, rounds));
-    }
-    rmdir(g_tmp);
-    return 0;
-  }
-  for (int r = 0; r < rounds; ++r) {
-    char l0[32], l1[32];
-    loadavg(l0, sizeof l0);
-    for (int p = 0; p < g_nprog; ++p)
-      for (int k = 0; k < g_nvar; ++k) {
-        int v = (k + r) % g_nvar; /* rotated: no variant always runs first */
-        compile(&g_prog[p], &g_var[v], &g_s[p][v][r], r == 0);
-      }
-    loadavg(l1, sizeof l1);
-    printf("# round %d: load average %s -> %s\n", r + 1, l0, l1);
-    fflush(stdout);
-  }
-  printf("%-7s %-42s %-13s %7s %7s %6s %6s %6s %4s %5s %5s %6s %4s %4s %3s %3s %s\n", "arch",
-         "kernel", "variant", "cpu_min", "cpu_med", "front", "nvvm", "ptxas", "regs", "stack",
-         "spill", "instr", "imma", "gmma", "ldl", "stl", "sass");
-  double tot[MAX_VARIANTS][MAX_ROUNDS] = {{0}}, ph[MAX_VARIANTS][3][MAX_ROUNDS] = {{{0}}};
-  int bad[MAX_VARIANTS] = {0};
-  for (int p = 0; p < g_nprog; ++p)
-    for (int v = 0; v < g_nvar; ++v) {
-      double c[MAX_ROUNDS], f[MAX_ROUNDS], n[MAX_ROUNDS], x[MAX_ROUNDS];
-      int ok = 1;
-      for (int r = 0; r < rounds; ++r) {
-        const sample *s = &g_s[p][v][r];
-        ok &= s->ok;
-        c[r] = s->cpu_ms, f[r] = s->front_ms, n[r] = s->nvvm_ms, x[r] = s->ptxas_ms;
-        tot[v][r] += s->cpu_ms;
-        ph[v][0][r] += s->front_ms, ph[v][1][r] += s->nvvm_ms, ph[v][2][r] += s->ptxas_ms;
-      }
-      const sample *s0 = &g_s[p][v][0], *b0 = &g_s[p][0][0];
-      if (!ok) {
-        bad[v] = 1;
-        printf("%-7s %-42s %-13s failed\n", g_prog[p].arch, g_prog[p].kernel, g_var[v].name);
-        continue;
-      }
-      double cmin = c[0];
-      for (int r = 1; r < rounds; ++r) cmin = c[r] < cmin ? c[r] : cmin;
-      printf("%-7s %-42s %-13s %7.0f %7.0f %6.0f %6.0f %6.0f %4d %5d %5d %6d %4d %4d %3d %3d %s\n",
-             g_prog[p].arch, g_prog[p].kernel, g_var[v].name, cmin, median(c, rounds),
-             median(f, rounds), median(n, rounds), median(x, rounds), s0->regs, s0->stack,
-             s0->spill_st + s0->spill_ld, s0->sass[0], s0->sass[1], s0->sass[2], s0->sass[3],
-             s0->sass[4],
-             v == 0 ? "-" : (s0->hash == b0->hash ? "same" : "differs"));
-    }
-  printf("# sum over the %d programs (CPU ms): min, median over rounds; phases: medians; ratio: "
-         "median of the per-round ratios to %s\n", g_nprog, g_var[0].name);
-  for (int v = 0; v < g_nvar; ++v) {
-    if (bad[v]) {
-      printf("total %-13s (a compile failed)\n", g_var[v].name);
-      continue;
-    }
-    double t[MAX_ROUNDS], q[MAX_ROUNDS], m = tot[v][0];
-    for (int r = 0; r < rounds; ++r) {
-      t[r] = tot[v][r];
-      q[r] = tot[0][r] > 0 ? tot[v][r] / tot[0][r] : 0;
-      m = t[r] < m ? t[r] : m;
-    }
-    printf("total %-13s min %7.0f  median %7.0f  front %6.0f  nvvm %6.0f  ptxas %6.0f  ratio %.2f\n",
-           g_var[v].name, m, median(t, rounds), median(ph[v][0], rounds),
-           median(ph[v][1], rounds), median(ph[v][2], rounds), median(q, rounds));
+    batch_mode(rounds, threads);
+  } else {
+    static var_sum sums[MAX_VARIANTS];
+    compile_rounds(rounds);
+    program_rows(rounds, sums);
+    total_rows(rounds, sums);
   }
   rmdir(g_tmp);
   for (int p = 0; p < g_nprog; ++p) free(g_prog[p].src);
