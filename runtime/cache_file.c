@@ -96,9 +96,9 @@ static int make_record(const cache_file_id *id, const hot_kernel_source *src,
     put_line_value(f, src->options[i]);
     fputc('\n', f);
   }
-  fprintf(f, "source-sha256 %s\nsource-bytes %zu\ncubin-bytes %zu\ncompile-us %lld\nkernels %zu\n",
+  fprintf(f, "source-sha256 %s\nsource-bytes %zu\ncubin-bytes %zu\ncompile-us %llu\nkernels %zu\n",
           hash_hex(sh, hex), strlen(src->source), res->cubin_size,
-          (long long)(res->compile_ms * 1000.0), res->n_kernels);
+          (unsigned long long)hot_ms_to_us(res->compile_ms), res->n_kernels);
   for (size_t i = 0; i < res->n_kernels; i++) {
     const hot_kernel_info *k = &res->kernels[i];
     fprintf(f, "kernel %s registers %d stack %d spill-stores %d spill-loads %d shared %d\n",
@@ -133,9 +133,9 @@ static int parse_record(const char *rec, size_t len, const hot_kernel_source *sr
   char *save = NULL;
   for (char *line = strtok_r(text, "\n", &save); line && rc == CF_OK;
        line = strtok_r(NULL, "\n", &save)) {
-    long long us;
-    if (sscanf(line, "compile-us %lld", &us) == 1) {
-      res->compile_ms = (double)us / 1000.0;
+    unsigned long long us;
+    if (sscanf(line, "compile-us %llu", &us) == 1) {
+      res->compile_ms = hot_us_to_ms(us);
     } else if (strncmp(line, "kernel ", 7) == 0) {
       char *name = line + 7;
       char *sp = strchr(name, ' ');

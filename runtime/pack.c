@@ -134,8 +134,7 @@ static unsigned char *put_entry(unsigned char *p, const hot_pack_entry *e) {
                 ki->shared_bytes};
     for (int j = 0; j < 5; ++j, p += 4) hot_le_put(p, (uint32_t)v[j], 4);
   }
-  double us = e->compile_ms > 0 ? e->compile_ms * 1e3 : 0;
-  hot_le_put(p, us < 1e15 ? (uint64_t)us : 0, 8);
+  hot_le_put(p, hot_ms_to_us(e->compile_ms), 8);
   p = put_blob(p + 8, e->cubin, e->cubin_size);
   return put_blob(p, e->log ? e->log : "", e->log ? strlen(e->log) : 0);
 }
@@ -295,7 +294,7 @@ static const char *parse_entry(cur *c, pentry *e) {
     ki->found = 1;
   }
   if (take_u(c, 8, &v)) return "truncated compile time";
-  e->compile_ms = (double)v / 1e3;
+  e->compile_ms = hot_us_to_ms(v);
   if (take_u(c, 8, &v) || v == 0 || v > (uint64_t)(c->end - c->p) || take(c, (size_t)v, &q))
     return "bad CUBIN length";
   e->cubin = q;

@@ -356,7 +356,7 @@ START_TEST(environment_read_once) {
   char a[256], b[256];
   ck_assert_ptr_nonnull(tmp_dir(a));
   ck_assert_ptr_nonnull(tmp_dir(b));
-  fake_cc f = {0, 0, 0, "fake-1"};
+  fake_cc f = {0, 0, 0, "fake-1", 0};
   hot_compiler cc = FAKE_COMPILER(f);
   setenv("HOT_CACHE_DIR", a, 1);
   setenv("HOT_ARCH", "sm_80", 1);
@@ -558,7 +558,7 @@ static rt_status slow_compile(void *user, const hot_kernel_source *src, hot_comp
  * threads, more compiles run at once than any one layer has kernels (layer by layer, the pool
  * of a layer never exceeds its own kernels). */
 START_TEST(ctx_compile_one_pool) {
-  fake_cc f = {0, 0, 0, "fake-1"};
+  fake_cc f = {0, 0, 0, "fake-1", 0};
   hot_compiler cc = {&f, fake_version, "fake-options", slow_compile};
   slow_inflight = slow_max = slow_calls = 0;
   setenv("HOT_JIT_THREADS", "64", 1);
@@ -606,7 +606,7 @@ START_TEST(kernel_pack_api) {
   ck_assert_ptr_nonnull(tmp_dir(dir));
   snprintf(path, sizeof path, "%s/m.hotpack", dir);
   snprintf(bad, sizeof bad, "%s/bad.hotpack", dir);
-  fake_cc f = {0, 0, 0, "fake-1"};
+  fake_cc f = {0, 0, 0, "fake-1", 0};
   hot_compiler cc = FAKE_COMPILER(f);
   hot_options o;
   hot_options_init(&o);
@@ -663,7 +663,7 @@ START_TEST(kernel_pack_api) {
   hot_ctx_destroy(ctx);
 
   /* another compiler version: every kernel compiles, no error */
-  fake_cc g = {0, 0, 0, "fake-2"};
+  fake_cc g = {0, 0, 0, "fake-2", 0};
   hot_compiler cg = FAKE_COMPILER(g);
   ck_assert_int_eq(ctx_create_with_compiler(&ctx, &o, &cg), HOT_OK);
   ck_assert_int_eq(hot_ctx_load_pack(ctx, path), HOT_OK);
@@ -690,7 +690,7 @@ END_TEST
 START_TEST(compile_with_fake_compiler) {
   char dir[256];
   ck_assert_ptr_nonnull(tmp_dir(dir));
-  fake_cc f = {0, 0, 0, "fake-1"};
+  fake_cc f = {0, 0, 0, "fake-1", 0};
   hot_compiler cc = FAKE_COMPILER(f);
   hot_options o;
   hot_options_init(&o);

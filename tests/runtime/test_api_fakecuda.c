@@ -25,7 +25,7 @@ static fake_cuda_reset_fn g_reset;
 static fake_cuda_set_lqs_fn g_set_lqs;
 static fake_cuda_raise_range_fn g_raise_range;
 static const cuda_driver *d;
-static fake_cc g_fcc = {0, 0, 0, "fake-1"};
+static fake_cc g_fcc = {0, 0, 0, "fake-1", 0};
 
 /* rt_util.h's fake compiler with an ELF magic, so module_load takes the "cubin" to the driver. */
 static rt_status elf_compile(void *user, const hot_kernel_source *src, hot_compile_result *out,
@@ -1262,7 +1262,7 @@ END_TEST
  * NVRTC, passes. */
 START_TEST(nvrtc_vs_driver) {
   boot(1, 9, 0, 12040);
-  fake_cc nv13 = {0, 0, 0, "nvrtc-13.0"}, nv12 = {0, 0, 0, "nvrtc-12.8"};
+  fake_cc nv13 = {0, 0, 0, "nvrtc-13.0", 0}, nv12 = {0, 0, 0, "nvrtc-12.8", 0};
   hot_compiler c13 = {&nv13, fake_version, "fake-options", elf_compile};
   hot_compiler c12 = {&nv12, fake_version, "fake-options", elf_compile};
   const hot_compiler *ccs[3] = {&c13, &c12, &g_cc};

@@ -6,6 +6,7 @@
 #include <check.h>
 #include <dirent.h>
 #include <fcntl.h>
+#include <math.h>
 #include <pthread.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
@@ -14,6 +15,7 @@
 #include "cache.h"
 #include "cuda_api.h" /* HOT_CUDA_PATH_MAX */
 #include "env.h"
+#include "pack.h"
 
 static double now_ms(void) {
   struct timespec t;
@@ -112,7 +114,7 @@ START_TEST(real_nvrtc_roundtrip) {
   ck_assert_int_eq(b3->kernels[0].registers, b1->kernels[0].registers);
   ck_assert_str_eq(b3->kernels[0].name, "scale");
   ck_assert_str_eq(b3->key, b1->key);
-  ck_assert_int_eq((int)(b3->compile_ms * 1000), (int)(b1->compile_ms * 1000));
+  ck_assert(b3->compile_ms == b1->compile_ms); /* one stored grid: memory and disk agree */
   hot_kcache_stats st;
   kcache_stats_get(kc2, &st);
   ck_assert_uint_eq(st.compiles, 0);
@@ -762,6 +764,52 @@ START_TEST(forced_compile_failure) {
 }
 END_TEST
 
+/* Every place a compile time is kept (the entry in memory, the disk entry read by a fresh cache
+ * object, a kernel pack) reports the same double, including times that sit just off the stored
+ * microsecond grid, where truncation once made disk and memory differ by a microsecond. */
+START_TEST(compile_time_same_everywhere) {
+  static const double times[] = {65.258499999, 65.2585, 0.0004, 0.0005, 1.0005, 12345.6789012,
+                                 0.999999, 3.0};
+  char err[512];
+  for (size_t t = 0; t < sizeof times / sizeof times[0]; t++) {
+    char dir[256], pack_path[400];
+    ck_assert_ptr_nonnull(tmp_dir(dir));
+    fake_cc f = {0, 0, 200, "fake-1.0", times[t]};
+    hot_compiler cc = FAKE_COMPILER(f);
+    hot_kernel_source src = fake_src("timed source");
+    const hot_kernel_binary *mem = NULL, *hit = NULL, *disk = NULL;
+    hot_kcache_origin how;
+    hot_kcache *kc = open_fake(dir, &f, &cc, 0);
+    ck_assert_msg(kcache_get(kc, &src, &mem, &how, NULL, err, sizeof err) == RT_OK, "%s", err);
+    ck_assert_int_eq(how, HOT_KCACHE_COMPILED);
+    ck_assert_msg(kcache_get(kc, &src, &hit, &how, NULL, err, sizeof err) == RT_OK, "%s", err);
+    ck_assert_int_eq(how, HOT_KCACHE_MEMORY);
+    hot_kcache *kc2 = open_fake(dir, &f, &cc, 0);
+    ck_assert_msg(kcache_get(kc2, &src, &disk, &how, NULL, err, sizeof err) == RT_OK, "%s", err);
+    ck_assert_int_eq(how, HOT_KCACHE_DISK);
+    snprintf(pack_path, sizeof pack_path, "%s/t.hotpack", dir);
+    hot_pack_entry pe = {mem->key, mem->compiler, mem->arch, mem->kernels, mem->n_kernels,
+                         mem->cubin, mem->cubin_size, mem->log, mem->compile_ms};
+    ck_assert_msg(pack_write(pack_path, &pe, 1, err, sizeof err) == RT_OK, "%s", err);
+    hot_pack *p = NULL;
+    ck_assert_msg(pack_load(pack_path, &p, err, sizeof err) == RT_OK, "%s", err);
+    hot_compile_result r;
+    char ver[32];
+    ck_assert_int_eq(pack_lookup(p, mem->key, "fake-1.0", NAMES, 2, &r, ver), 1);
+    ck_assert_msg(mem->compile_ms == hit->compile_ms && mem->compile_ms == disk->compile_ms &&
+                      mem->compile_ms == r.compile_ms,
+                  "reported %.17g ms: memory %.17g, disk %.17g, pack %.17g", times[t],
+                  mem->compile_ms, disk->compile_ms, r.compile_ms);
+    ck_assert(fabs(mem->compile_ms - times[t]) <= 0.0005 + 1e-12); /* nearest microsecond */
+    nvrtc_result_free(&r);
+    pack_free(p);
+    kcache_close(kc2);
+    kcache_close(kc);
+    rm_tree(dir);
+  }
+}
+END_TEST
+
 START_TEST(misuse) {
   char err[512];
   hot_kcache *kc = NULL;
@@ -805,6 +853,7 @@ int main(void) {
   tcase_add_test(tc, no_compiler_version_uses_any_entry);
   tcase_add_test(tc, forced_compile_failure);
   tcase_add_test(tc, misuse);
+  tcase_add_test(tc, compile_time_same_everywhere);
   tcase_add_test(tc, fifo_in_entry_place);
   tcase_add_test(tc, empty_dir_in_entry_place);
   tcase_add_test(tc, full_dir_in_entry_place);

@@ -70,7 +70,7 @@ static void prefetch_spec(const char *rel) {
       pp[np] = &pl[np];
       ++np;
     }
-  fake_cc f = {0, 0, 0, "fake-1.0"};
+  fake_cc f = {0, 0, 0, "fake-1.0", 0};
   hot_compiler cc = FAKE_COMPILER(f);
   hot_kcache_config cfg = {0};
   cfg.disk = -1;
@@ -119,7 +119,7 @@ START_TEST(prefetch_failures_counted) {
   const hot_layer_spec *s = &m.layers[0];
   ck_assert_int_eq(plan_layer(s, m.batch, s->tokens ? s->tokens : m.tokens, m.recipe, HOT_ARCH_SM90,
                               0, &pl, err, sizeof err), 0);
-  fake_cc f = {0, 1, 0, "fake-1.0"};
+  fake_cc f = {0, 1, 0, "fake-1.0", 0};
   hot_compiler cc = FAKE_COMPILER(f);
   hot_kcache_config cfg = {0};
   cfg.disk = -1;

@@ -29,7 +29,7 @@ static hot_kcache *open_cache(fake_cc *f, hot_compiler *cc) {
 
 /* Compiles A and B (sm_90) with a fake compiler and writes them into a pack at path. */
 static void make_pack(const char *path, const char *version) {
-  fake_cc f = {0, 0, 300, version};
+  fake_cc f = {0, 0, 300, version, 0};
   hot_compiler cc = FAKE_COMPILER(f);
   hot_kcache *kc = open_cache(&f, &cc);
   hot_kernel_source a = {"hot.cu", SRC_A, NAME_A, 1, "sm_90", NULL, 0};
@@ -230,7 +230,7 @@ START_TEST(cache_serves_pack) {
   fake_bytes(&a, 300, want);
 
   /* same compiler: hits, no compiles */
-  fake_cc f = {0, 0, 300, "fake-1.0"};
+  fake_cc f = {0, 0, 300, "fake-1.0", 0};
   hot_compiler cc = FAKE_COMPILER(f);
   hot_kcache *kc = open_cache(&f, &cc);
   hot_pack *p;
@@ -257,7 +257,7 @@ START_TEST(cache_serves_pack) {
   kcache_close(kc);
 
   /* another compiler version: the pack is not used (a miss, no error) */
-  fake_cc g = {0, 0, 300, "fake-2.0"};
+  fake_cc g = {0, 0, 300, "fake-2.0", 0};
   hot_compiler cg = FAKE_COMPILER(g);
   kc = open_cache(&g, &cg);
   ck_assert_int_eq(pack_load(path, &p, err, sizeof err), RT_OK);
@@ -268,7 +268,7 @@ START_TEST(cache_serves_pack) {
   kcache_close(kc);
 
   /* no compiler at all (version unknown): the pack serves, as the disk cache does */
-  fake_cc n0 = {0, 1, 300, NULL};
+  fake_cc n0 = {0, 1, 300, NULL, 0};
   hot_compiler cn = FAKE_COMPILER(n0);
   kc = open_cache(&n0, &cn);
   ck_assert_int_eq(pack_load(path, &p, err, sizeof err), RT_OK);
