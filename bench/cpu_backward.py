@@ -11,7 +11,8 @@ the `hot` recipe with sm_80 storage, as the CPU backend runs it; "fast" is fast_
 with N threads, "twin" ref_layer_backward (single-threaded, what the CPU backend ran before the
 fast path). torch: y = F.linear(x, w, b), then y.backward(g_y) timed alone, with
 torch.set_num_threads(N); hot fast and torch take turns, run by run, so that both see the same
-load, and the process CPU time of each run is printed beside its wall time (on a machine shared
+load, each on a layer set up once (data, outputs, caches; hot's forward save before each run,
+torch's forward, neither timed) and warmed up by one untimed run, and the process CPU time of each run is printed beside its wall time (on a machine shared
 with other work the CPU figures are the steadier ones). --api adds hot's Python API (python/hot: Context(backend="cpu"),
 layer.save(x), then layer.backward(g_y, w) timed) on the libhot that $HOT_LIBRARY names, with
 HOT_CPU_THREADS=N: the end-to-end figure of whatever the CPU backend runs. Every figure is the best of R runs; the load average is printed with
@@ -92,20 +93,31 @@ class TorchLinear:
 
 
 def fast_vs_torch(lib, shape, threads, reps):
-    """hot fast and torch run by run in turns (so that both see the same load): the best wall
-    and CPU seconds of each, and hot's checksum; torch's figures are None without torch."""
+    """hot fast and torch run by run in turns (so that both see the same load), each on a layer
+    set up once and warmed up by one run: the best wall and CPU seconds of each, and hot's
+    checksum; torch's figures are None without torch."""
     try:
         tl = TorchLinear(shape, threads)
     except ImportError:
         tl = None
+    _, B, L, O, I = shape
+    layer = lib.hot_fast_bench_open(B, L, O, I, 0, threads)
+    if not layer:
+        sys.exit("cpu_backward.py: hot_fast_bench_open failed")
+    w, c = ctypes.c_double(0.0), ctypes.c_double(0.0)
     hw = hc = tw = tc = 1e30
-    chk = None
-    for _ in range(reps):
-        w, chk, c = hot_time(lib, 1, shape, threads, 1, cpu=True)
-        hw, hc = min(hw, w), min(hc, c)
-        if tl:
-            w, c = tl.run()
-            tw, tc = min(tw, w), min(tc, c)
+    try:
+        for r in range(reps + 1):  # run 0 warms up
+            if lib.hot_fast_bench_run(layer, 1, ctypes.byref(w), ctypes.byref(c)) != 0:
+                sys.exit("cpu_backward.py: hot_fast_bench_run failed")
+            if r:
+                hw, hc = min(hw, w.value), min(hc, c.value)
+            if tl:
+                tw1, tc1 = tl.run()
+                tw, tc = min(tw, tw1), min(tc, tc1)
+        chk = lib.hot_fast_bench_checksum(layer, 1)
+    finally:
+        lib.hot_fast_bench_close(layer)
     return hw, hc, chk, (tw if tl else None), (tc if tl else None)
 
 
@@ -186,9 +198,19 @@ def main():
         [ctypes.c_int] * 3 + [ctypes.POINTER(ctypes.c_double), ctypes.POINTER(ctypes.c_uint),
                               ctypes.POINTER(ctypes.c_double)]
     lib.hot_fast_bench_cpu.restype = ctypes.c_int
+    lib.hot_fast_bench_open.argtypes = [ctypes.c_longlong] * 4 + [ctypes.c_int] * 2
+    lib.hot_fast_bench_open.restype = ctypes.c_void_p
+    lib.hot_fast_bench_run.argtypes = [ctypes.c_void_p, ctypes.c_int,
+                                       ctypes.POINTER(ctypes.c_double), ctypes.POINTER(ctypes.c_double)]
+    lib.hot_fast_bench_run.restype = ctypes.c_int
+    lib.hot_fast_bench_checksum.argtypes = [ctypes.c_void_p, ctypes.c_int]
+    lib.hot_fast_bench_checksum.restype = ctypes.c_uint
+    lib.hot_fast_bench_close.argtypes = [ctypes.c_void_p]
+    lib.hot_fast_bench_close.restype = None
     print("hot CPU backward vs torch fp32 nn.Linear backward: %d threads, best of %d, %s"
           % (a.threads, a.reps, time.strftime("%Y-%m-%d %H:%M")))
-    print("hot fast and torch alternate run by run; wall ms, and [process CPU ms] of the same runs")
+    print("hot fast and torch alternate run by run (steady state: layers set up once, one warm-up "
+          "run); wall ms, and [process CPU ms] of the same runs")
     print("%-24s %20s %10s %20s %10s %14s  %s" % ("shape", "hot fast [CPU]", "hot twin",
                                                    "torch [CPU]", "twin/fast", "torch/fast [CPU]",
                                                    "load (1 min)"))

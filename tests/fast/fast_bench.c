@@ -11,6 +11,16 @@
  * stderr. hot_fast_bench_cpu (same arguments, then double *best_cpu) also writes the best
  * process CPU time of the timed calls (all threads).
  *
+ *   void *hot_fast_bench_open(long long B, long long L, long long O, long long I, int recipe,
+ *                             int threads)
+ *   int hot_fast_bench_run(void *layer, int path, double *wall, double *cpu)
+ *   unsigned hot_fast_bench_checksum(void *layer, int path)
+ *   void hot_fast_bench_close(void *layer)
+ * The same, one run at a time on a layer that stays set up between runs (data, outputs, the
+ * fast path's scratch blocks): a run is the forward save (not timed), then the timed backward
+ * of `path`, so that a caller can alternate runs with another library's, each in its steady
+ * state.
+ *
  *   int hot_fast_bench_stages(long long B, long long L, long long O, long long I, int recipe,
  *                             int threads, int reps, double *wall, double *cpu, int n, char *plan,
  *                             int cap)
@@ -81,60 +91,124 @@ static double cpu_now(void) {
   return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
 }
 
+/* One layer's state between timed runs: the plan, the data, the output buffers and the saved
+ * activations, so that a run times the backward alone, as a training step sees it (its buffers
+ * and the fast path's kept scratch blocks already in use), and not the setup of a fresh layer. */
+typedef struct {
+  hot_layer_plan pl;
+  float *x, *w, *g, *gx, *gw, *gb;
+  double *dx, *dw;
+  hot_ref_saved s;
+  int saved, threads;
+} bench_layer;
+
+void hot_fast_bench_close(void *h);
+
+/* Plans the layer, fills x, w, g_y with fixed pseudo-random data and allocates the outputs:
+ * a handle for hot_fast_bench_run, or NULL with a message on stderr. The caller closes it. */
+void *hot_fast_bench_open(long long B, long long L, long long O, long long I, int recipe,
+                          int threads) {
+  bench_layer *b = calloc(1, sizeof *b);
+  if (!b) return NULL;
+  if (bench_plan(B, L, O, I, recipe, &b->pl)) {
+    free(b);
+    return NULL;
+  }
+  const int64_t T = b->pl.T;
+  b->threads = threads;
+  b->x = malloc((size_t)(T * I) * sizeof *b->x), b->w = malloc((size_t)(O * I) * sizeof *b->w);
+  b->g = malloc((size_t)(T * O) * sizeof *b->g), b->gx = malloc((size_t)(T * I) * sizeof *b->gx);
+  b->gw = malloc((size_t)(O * I) * sizeof *b->gw), b->gb = malloc((size_t)O * sizeof *b->gb);
+  if (!b->x || !b->w || !b->g || !b->gx || !b->gw || !b->gb) {
+    fprintf(stderr, "hot_fast_bench: out of memory\n");
+    hot_fast_bench_close(b);
+    return NULL;
+  }
+  g_state = 0x243F6A8885A308D3ull;
+  for (int64_t i = 0; i < T * I; ++i) b->x[i] = rnd();
+  for (int64_t i = 0; i < O * I; ++i) b->w[i] = 0.05f * rnd();
+  for (int64_t i = 0; i < T * O; ++i) b->g[i] = 1e-3f * rnd();
+  return b;
+}
+
+/* One step of the layer: the forward save (not timed), then the timed part: path 0
+ * ref_layer_backward (single-threaded twins), 1 fast_layer_backward, 2 fast_exact_gx + _gw,
+ * 3 ref_exact_gx + _gw. Writes its wall and process CPU seconds. 0, or -1 with a message. */
+int hot_fast_bench_run(void *h, int path, double *wall, double *cpu) {
+  bench_layer *b = h;
+  const hot_layer_plan *pl = &b->pl;
+  const int64_t T = pl->T, O = pl->O, I = pl->I;
+  if (path >= 2 && !b->dx) { /* the fp64 products' outputs, on first use */
+    b->dx = malloc((size_t)(T * I) * sizeof *b->dx), b->dw = malloc((size_t)(O * I) * sizeof *b->dw);
+    if (!b->dx || !b->dw) {
+      fprintf(stderr, "hot_fast_bench: out of memory\n");
+      return -1;
+    }
+  }
+  fast_set_threads(b->threads);
+  if (b->saved) ref_saved_free(&b->s);
+  int rc = fast_layer_save(pl, b->x, HOT_DT_F32, &b->s);
+  b->saved = rc == 0;
+  const double c0 = cpu_now(), t0 = now_s();
+  if (!rc) switch (path) {
+    case 0: rc = ref_layer_backward(pl, &b->s, b->g, b->w, HOT_DT_F32, HOT_GRAN_TENSOR, 1, 1, b->gx, b->gw, b->gb); break;
+    case 1: rc = fast_layer_backward(pl, &b->s, b->g, b->w, HOT_DT_F32, HOT_GRAN_TENSOR, 1, 1, b->gx, b->gw, b->gb); break;
+    case 2:
+      rc = fast_exact_gx(T, O, I, b->g, b->w, b->dx);
+      if (!rc) rc = fast_exact_gw(T, O, I, b->g, b->x, b->dw);
+      break;
+    default:
+      rc = ref_exact_gx(T, O, I, b->g, b->w, b->dx);
+      if (!rc) rc = ref_exact_gw(T, O, I, b->g, b->x, b->dw);
+      break;
+    }
+  *wall = now_s() - t0;
+  *cpu = cpu_now() - c0;
+  fast_set_threads(0);
+  if (rc) fprintf(stderr, "hot_fast_bench: %s\n", ref_status_name(rc));
+  if (!rc && path >= 2) {
+    for (int64_t i = 0; i < T * I; ++i) b->gx[i] = (float)b->dx[i];
+    for (int64_t i = 0; i < O * I; ++i) b->gw[i] = (float)b->dw[i];
+  }
+  return rc ? -1 : 0;
+}
+
+/* A checksum of the last run's output bits (g_x, g_w, and g_b after a backward path 0 or 1):
+ * equal for paths 0 and 1, and for 2 and 3. */
+unsigned hot_fast_bench_checksum(void *h, int path) {
+  const bench_layer *b = h;
+  const int64_t T = b->pl.T, O = b->pl.O, I = b->pl.I;
+  return fold(b->gx, T * I) ^ (fold(b->gw, O * I) * 31u) ^ (path < 2 ? fold(b->gb, O) * 7u : 0u);
+}
+
+/* Frees the layer (NULL is fine). */
+void hot_fast_bench_close(void *h) {
+  bench_layer *b = h;
+  if (!b) return;
+  if (b->saved) ref_saved_free(&b->s);
+  free(b->x), free(b->w), free(b->g), free(b->gx), free(b->gw), free(b->gb), free(b->dx),
+      free(b->dw);
+  free(b);
+}
+
 int hot_fast_bench_cpu(int path, long long B, long long L, long long O, long long I, int recipe,
                        int threads, int reps, double *best_s, unsigned *checksum,
                        double *best_cpu) {
-  hot_layer_plan pl;
-  if (bench_plan(B, L, O, I, recipe, &pl)) return -1;
-  const int64_t T = pl.T;
-  float *x = malloc((size_t)(T * I) * sizeof *x), *w = malloc((size_t)(O * I) * sizeof *w);
-  float *g = malloc((size_t)(T * O) * sizeof *g), *gx = malloc((size_t)(T * I) * sizeof *gx);
-  float *gw = malloc((size_t)(O * I) * sizeof *gw), *gb = malloc((size_t)O * sizeof *gb);
-  double *dx = path >= 2 ? malloc((size_t)(T * I) * sizeof *dx) : NULL;
-  double *dw = path >= 2 ? malloc((size_t)(O * I) * sizeof *dw) : NULL;
-  if (!x || !w || !g || !gx || !gw || !gb || (path >= 2 && (!dx || !dw))) {
-    fprintf(stderr, "hot_fast_bench: out of memory\n");
-    return -1;
-  }
-  g_state = 0x243F6A8885A308D3ull;
-  for (int64_t i = 0; i < T * I; ++i) x[i] = rnd();
-  for (int64_t i = 0; i < O * I; ++i) w[i] = 0.05f * rnd();
-  for (int64_t i = 0; i < T * O; ++i) g[i] = 1e-3f * rnd();
-  fast_set_threads(threads);
-  hot_ref_saved s;
-  int rc = fast_layer_save(&pl, x, HOT_DT_F32, &s);
+  void *h = hot_fast_bench_open(B, L, O, I, recipe, threads);
+  if (!h) return -1;
   double best = 1e30, bestc = 1e30;
+  int rc = 0;
   for (int r = 0; r < reps && !rc; ++r) {
-    const double c0 = cpu_now();
-    double t0 = now_s();
-    switch (path) {
-    case 0: rc = ref_layer_backward(&pl, &s, g, w, HOT_DT_F32, HOT_GRAN_TENSOR, 1, 1, gx, gw, gb); break;
-    case 1: rc = fast_layer_backward(&pl, &s, g, w, HOT_DT_F32, HOT_GRAN_TENSOR, 1, 1, gx, gw, gb); break;
-    case 2:
-      rc = fast_exact_gx(T, O, I, g, w, dx);
-      if (!rc) rc = fast_exact_gw(T, O, I, g, x, dw);
-      break;
-    default:
-      rc = ref_exact_gx(T, O, I, g, w, dx);
-      if (!rc) rc = ref_exact_gw(T, O, I, g, x, dw);
-      break;
-    }
-    double dt = now_s() - t0, dc = cpu_now() - c0;
+    double dt, dc;
+    rc = hot_fast_bench_run(h, path, &dt, &dc);
     best = dt < best ? dt : best;
     bestc = dc < bestc ? dc : bestc;
   }
-  if (rc) fprintf(stderr, "hot_fast_bench: %s\n", ref_status_name(rc));
   *best_s = best;
   *best_cpu = bestc;
-  if (path >= 2) {
-    for (int64_t i = 0; i < T * I; ++i) gx[i] = (float)dx[i];
-    for (int64_t i = 0; i < O * I; ++i) gw[i] = (float)dw[i];
-  }
-  *checksum = fold(gx, T * I) ^ (fold(gw, O * I) * 31u) ^ (path < 2 ? fold(gb, O) * 7u : 0u);
-  ref_saved_free(&s);
-  fast_set_threads(0);
-  free(x), free(w), free(g), free(gx), free(gw), free(gb), free(dx), free(dw);
-  return rc ? -1 : 0;
+  *checksum = hot_fast_bench_checksum(h, path);
+  hot_fast_bench_close(h);
+  return rc;
 }
 
 int hot_fast_bench(int path, long long B, long long L, long long O, long long I, int recipe,
