@@ -29,73 +29,99 @@ static void philox_scalar(const fast_rng *r, uint64_t q0, int64_t nq, uint32_t *
 }
 
 #if FAST_X86
-/* 32 x 32 -> high and low 32 bits of each lane's product with the constant m. */
-AVX2_FN static inline void mul_hilo(__m256i c, __m256i m, __m256i *hi, __m256i *lo) {
-  __m256i pe = _mm256_mul_epu32(c, m);                        /* lanes 0, 2, 4, 6 (64-bit) */
-  __m256i po = _mm256_mul_epu32(_mm256_srli_epi64(c, 32), m); /* lanes 1, 3, 5, 7 */
-  *hi = _mm256_blend_epi32(_mm256_srli_epi64(pe, 32), po, 0xAA);
-  *lo = _mm256_blend_epi32(pe, _mm256_slli_epi64(po, 32), 0xAA);
-}
+/* The key schedule of one stream, as 32-bit broadcasts in 64-bit lanes: round r uses
+ * k0 + r * 0x9E3779B9 and k1 + r * 0xBB67AE85 (the same for every counter, so computed once per
+ * call of fast_philox_words rather than per block). */
+typedef struct {
+  __m256i k0[10], k1[10];
+} philox_keys;
 
-/* Eight Philox calls (counters q0 .. q0+7) at once: 32 words in element order. */
-AVX2_FN static void philox8_avx2(const fast_rng *r, uint64_t q0, uint32_t *out) {
-  uint32_t lo[8], hi[8];
-  for (int l = 0; l < 8; ++l) {
-    uint64_t q = q0 + (uint64_t)l;
-    lo[l] = (uint32_t)(q & 0xffffffffu);
-    hi[l] = (uint32_t)(q >> 32);
-  }
-  __m256i c0 = _mm256_loadu_si256((const __m256i *)lo), c1 = _mm256_loadu_si256((const __m256i *)hi);
-  __m256i c2 = _mm256_set1_epi32((int)r->tag), c3 = _mm256_set1_epi32((int)r->step);
+AVX2_FN static void philox_keys_init(const fast_rng *r, philox_keys *k) {
   uint32_t k0 = (uint32_t)(r->seed & 0xffffffffu), k1 = (uint32_t)(r->seed >> 32);
-  const __m256i m0 = _mm256_set1_epi32((int)0xD2511F53u), m1 = _mm256_set1_epi32((int)0xCD9E8D57u);
   for (int round = 0; round < 10; ++round) {
     if (round > 0) {
       k0 += 0x9E3779B9u;
       k1 += 0xBB67AE85u;
     }
-    __m256i hi0, lo0, hi1, lo1;
-    mul_hilo(c0, m0, &hi0, &lo0);
-    mul_hilo(c2, m1, &hi1, &lo1);
-    __m256i n0 = _mm256_xor_si256(_mm256_xor_si256(hi1, c1), _mm256_set1_epi32((int)k0));
-    __m256i n2 = _mm256_xor_si256(_mm256_xor_si256(hi0, c3), _mm256_set1_epi32((int)k1));
-    c0 = n0;
-    c1 = lo1;
-    c2 = n2;
-    c3 = lo0;
+    k->k0[round] = _mm256_set1_epi64x((long long)k0);
+    k->k1[round] = _mm256_set1_epi64x((long long)k1);
   }
-  __m256i t0 = _mm256_unpacklo_epi32(c0, c1), t1 = _mm256_unpacklo_epi32(c2, c3);
-  __m256i t2 = _mm256_unpackhi_epi32(c0, c1), t3 = _mm256_unpackhi_epi32(c2, c3);
-  __m256i u0 = _mm256_unpacklo_epi64(t0, t1), u1 = _mm256_unpackhi_epi64(t0, t1);
-  __m256i u2 = _mm256_unpacklo_epi64(t2, t3), u3 = _mm256_unpackhi_epi64(t2, t3);
-  _mm256_storeu_si256((__m256i *)out, _mm256_permute2x128_si256(u0, u1, 0x20));
-  _mm256_storeu_si256((__m256i *)(out + 8), _mm256_permute2x128_si256(u2, u3, 0x20));
-  _mm256_storeu_si256((__m256i *)(out + 16), _mm256_permute2x128_si256(u0, u1, 0x31));
-  _mm256_storeu_si256((__m256i *)(out + 24), _mm256_permute2x128_si256(u2, u3, 0x31));
+}
+
+/* Eight Philox calls (counters q0 .. q0+7) at once: 32 words in element order. Two groups of
+ * four counters, one counter per 64-bit lane with its 32-bit state word in the low half:
+ * vpmuludq then gives the whole 64-bit product (high word by one shift, low word in place), and
+ * the garbage that the XORs and the kept low products leave in the high halves is never read
+ * (vpmuludq reads the low halves only; the final packing drops them). The two groups are
+ * independent chains, so their rounds overlap. */
+AVX2_FN static void philox8_avx2(const fast_rng *r, const philox_keys *k, uint64_t q0,
+                                 uint32_t *out) {
+  const __m256i m0 = _mm256_set1_epi64x(0xD2511F53ll), m1 = _mm256_set1_epi64x(0xCD9E8D57ll);
+  const __m256i q = _mm256_add_epi64(_mm256_set1_epi64x((long long)q0), _mm256_setr_epi64x(0, 1, 2, 3));
+  const __m256i q4 = _mm256_add_epi64(q, _mm256_set1_epi64x(4));
+  __m256i a0 = q, a1 = _mm256_srli_epi64(q, 32), b0 = q4, b1 = _mm256_srli_epi64(q4, 32);
+  __m256i a2 = _mm256_set1_epi64x((long long)r->tag), a3 = _mm256_set1_epi64x((long long)r->step);
+  __m256i b2 = a2, b3 = a3;
+  for (int round = 0; round < 10; ++round) {
+    const __m256i pa0 = _mm256_mul_epu32(a0, m0), pa1 = _mm256_mul_epu32(a2, m1);
+    const __m256i pb0 = _mm256_mul_epu32(b0, m0), pb1 = _mm256_mul_epu32(b2, m1);
+    a0 = _mm256_xor_si256(_mm256_xor_si256(_mm256_srli_epi64(pa1, 32), a1), k->k0[round]);
+    a2 = _mm256_xor_si256(_mm256_xor_si256(_mm256_srli_epi64(pa0, 32), a3), k->k1[round]);
+    b0 = _mm256_xor_si256(_mm256_xor_si256(_mm256_srli_epi64(pb1, 32), b1), k->k0[round]);
+    b2 = _mm256_xor_si256(_mm256_xor_si256(_mm256_srli_epi64(pb0, 32), b3), k->k1[round]);
+    a1 = pa1, a3 = pa0, b1 = pb1, b3 = pb0;
+  }
+  /* per lane j: the 64-bit pairs (w0, w1) and (w2, w3), then each counter's 16 bytes */
+  const __m256i a01 = _mm256_blend_epi32(a0, _mm256_slli_epi64(a1, 32), 0xAA);
+  const __m256i a23 = _mm256_blend_epi32(a2, _mm256_slli_epi64(a3, 32), 0xAA);
+  const __m256i b01 = _mm256_blend_epi32(b0, _mm256_slli_epi64(b1, 32), 0xAA);
+  const __m256i b23 = _mm256_blend_epi32(b2, _mm256_slli_epi64(b3, 32), 0xAA);
+  const __m256i al = _mm256_unpacklo_epi64(a01, a23), ah = _mm256_unpackhi_epi64(a01, a23);
+  const __m256i bl = _mm256_unpacklo_epi64(b01, b23), bh = _mm256_unpackhi_epi64(b01, b23);
+  _mm256_storeu_si256((__m256i *)out, _mm256_permute2x128_si256(al, ah, 0x20));
+  _mm256_storeu_si256((__m256i *)(out + 8), _mm256_permute2x128_si256(al, ah, 0x31));
+  _mm256_storeu_si256((__m256i *)(out + 16), _mm256_permute2x128_si256(bl, bh, 0x20));
+  _mm256_storeu_si256((__m256i *)(out + 24), _mm256_permute2x128_si256(bl, bh, 0x31));
+}
+
+AVX2_FN static void philox_words_avx2(const fast_rng *r, uint64_t idx0, int64_t n,
+                                      uint32_t *words) {
+  philox_keys k;
+  philox_keys_init(r, &k);
+  uint32_t buf[32];
+  int64_t i = 0;
+  while (i < n) {
+    const uint64_t idx = idx0 + (uint64_t)i, q = idx >> 2;
+    const int64_t skip = (int64_t)(idx & 3u);
+    if (skip == 0 && n - i >= 32) { /* a whole block: straight into words */
+      philox8_avx2(r, &k, q, words + i);
+      i += 32;
+      continue;
+    }
+    philox8_avx2(r, &k, q, buf);
+    int64_t take = 32 - skip;
+    if (take > n - i) take = n - i;
+    memcpy(words + i, buf + skip, (size_t)take * sizeof *words);
+    i += take;
+  }
 }
 #endif
 
 void fast_philox_words(const fast_rng *r, uint64_t idx0, int64_t n, uint32_t *words, int level) {
-  uint32_t buf[32];
+#if FAST_X86
+  if (level >= FAST_LEVEL_AVX2) {
+    philox_words_avx2(r, idx0, n, words);
+    return;
+  }
+#endif
+  (void)level;
+  uint32_t buf[4];
   int64_t i = 0;
   while (i < n) {
-    uint64_t idx = idx0 + (uint64_t)i, q = idx >> 2;
-    int64_t skip = (int64_t)(idx & 3u), take;
-#if FAST_X86
-    if (level >= FAST_LEVEL_AVX2) {
-      if (skip == 0 && n - i >= 32) { /* a whole block: straight into words */
-        philox8_avx2(r, q, words + i);
-        i += 32;
-        continue;
-      }
-      philox8_avx2(r, q, buf);
-      take = 32 - skip;
-    } else
-#endif
-    {
-      philox_scalar(r, q, 1, buf);
-      take = 4 - skip;
-    }
+    const uint64_t idx = idx0 + (uint64_t)i;
+    const int64_t skip = (int64_t)(idx & 3u);
+    philox_scalar(r, idx >> 2, 1, buf);
+    int64_t take = 4 - skip;
     if (take > n - i) take = n - i;
     memcpy(words + i, buf + skip, (size_t)take * sizeof *words);
     i += take;
