@@ -3,7 +3,7 @@
 nn.Linear backward, on the same thread count, one row per shape.
 
     python3 bench/cpu_backward.py [--lib PATH] [--threads N] [--reps R] [--api] [--exact]
-                                  [--stages]
+                                  [--stages] [--tiny]
 
 hot is timed through the fast path's benchmark module (tests/fast/fast_bench.c, built as
 <build>/tests/fast/libhot_fast_bench.so): forward save once, then the backward (g_x, g_w, g_b) of
@@ -15,8 +15,9 @@ load, each on a layer set up once (data, outputs, caches; hot's forward save bef
 torch's forward, neither timed) and warmed up by one untimed run, and the process CPU time of each run is printed beside its wall time (on a machine shared
 with other work the CPU figures are the steadier ones). --api adds hot's Python API (python/hot: Context(backend="cpu"),
 layer.save(x), then layer.backward(g_y, w) timed) on the libhot that $HOT_LIBRARY names, with
-HOT_CPU_THREADS=N: the end-to-end figure of whatever the CPU backend runs. Every figure is the best of R runs; the load average is printed with
-each row. --exact adds the fp64 exact products (ref_exact_gx + _gw and their fast twins) of
+HOT_CPU_THREADS=N: the end-to-end figure of whatever the CPU backend runs. Every time is the best
+of R runs; "turns" is the median (and range) of the R torch / hot ratios of single turns, the
+figure least moved by a machine whose speed drifts; the load average is printed with each row. --exact adds the fp64 exact products (ref_exact_gx + _gw and their fast twins) of
 an accuracy-row layer, 8192 tokens 4096 -> 4096 (slow: the twin takes minutes). --stages prints,
 instead of the table, where the fast backward's wall and process CPU time go, stage by stage (the mean of R
 profiled runs after one warm-up; fast_profile in templates/fast/fast.h), at N threads and at 1.
@@ -33,6 +34,10 @@ SHAPES = [  # (label, B, L, O, I): T = B*L tokens, I -> O
     ("8x197 tok, 768->768", 8, 197, 768, 768),
     ("8x197 tok, 768->3072", 8, 197, 3072, 768),
     ("1x2048 tok, 2048->2048", 1, 2048, 2048, 2048),
+]
+TINY = [  # --tiny: the same code paths on small layers (a smoke run that checks the bits)
+    ("2x17 tok, 48->40", 2, 17, 40, 48),
+    ("1x70 tok, 64->96", 1, 70, 96, 64),
 ]
 
 
@@ -94,8 +99,9 @@ class TorchLinear:
 
 def fast_vs_torch(lib, shape, threads, reps):
     """hot fast and torch run by run in turns (so that both see the same load), each on a layer
-    set up once and warmed up by one run: the best wall and CPU seconds of each, and hot's
-    checksum; torch's figures are None without torch."""
+    set up once and warmed up by one run: the best wall and CPU seconds of each, hot's checksum,
+    and the torch / hot wall ratios of the turns (each turn's two runs are neighbours in time,
+    so a machine whose speed drifts moves both); torch's figures are None without torch."""
     try:
         tl = TorchLinear(shape, threads)
     except ImportError:
@@ -106,6 +112,7 @@ def fast_vs_torch(lib, shape, threads, reps):
         sys.exit("cpu_backward.py: hot_fast_bench_open failed")
     w, c = ctypes.c_double(0.0), ctypes.c_double(0.0)
     hw = hc = tw = tc = 1e30
+    pairs = []
     try:
         for r in range(reps + 1):  # run 0 warms up
             if lib.hot_fast_bench_run(layer, 1, ctypes.byref(w), ctypes.byref(c)) != 0:
@@ -115,10 +122,12 @@ def fast_vs_torch(lib, shape, threads, reps):
             if tl:
                 tw1, tc1 = tl.run()
                 tw, tc = min(tw, tw1), min(tc, tc1)
+                if r:
+                    pairs.append(tw1 / w.value)
         chk = lib.hot_fast_bench_checksum(layer, 1)
     finally:
         lib.hot_fast_bench_close(layer)
-    return hw, hc, chk, (tw if tl else None), (tc if tl else None)
+    return hw, hc, chk, (tw if tl else None), (tc if tl else None), sorted(pairs)
 
 
 def api_time(shape, threads, reps):
@@ -143,7 +152,7 @@ def api_time(shape, threads, reps):
     return best
 
 
-def stages(lib, threads, reps):
+def stages(lib, threads, reps, shapes):
     lib.hot_fast_bench_stages.argtypes = [ctypes.c_longlong] * 4 + [ctypes.c_int] * 3 + \
         [ctypes.POINTER(ctypes.c_double)] * 2 + [ctypes.c_int, ctypes.c_char_p, ctypes.c_int]
     lib.hot_fast_bench_stages.restype = ctypes.c_int
@@ -156,7 +165,7 @@ def stages(lib, threads, reps):
             break
         names.append(nm)
     n = len(names)
-    for s in SHAPES:
+    for s in shapes:
         _, B, L, O, I = s
         cols = []
         plan = ctypes.create_string_buffer(512)
@@ -187,12 +196,14 @@ def main():
     ap.add_argument("--api", action="store_true", help="also hot's Python API ($HOT_LIBRARY)")
     ap.add_argument("--exact", action="store_true", help="also the fp64 exact products (slow)")
     ap.add_argument("--stages", action="store_true", help="per-stage times of the fast path only")
+    ap.add_argument("--tiny", action="store_true",
+                    help="small layers instead of the three shapes (a quick check that it runs)")
     a = ap.parse_args()
     lib = ctypes.CDLL(find_lib(a.lib))
     if a.stages:
         print("hot fast CPU backward, per stage: mean of %d runs, %s"
               % (a.reps, time.strftime("%Y-%m-%d %H:%M")))
-        stages(lib, a.threads, a.reps)
+        stages(lib, a.threads, a.reps, TINY if a.tiny else SHAPES)
         return
     lib.hot_fast_bench_cpu.argtypes = [ctypes.c_int] + [ctypes.c_longlong] * 4 + \
         [ctypes.c_int] * 3 + [ctypes.POINTER(ctypes.c_double), ctypes.POINTER(ctypes.c_uint),
@@ -211,11 +222,11 @@ def main():
           % (a.threads, a.reps, time.strftime("%Y-%m-%d %H:%M")))
     print("hot fast and torch alternate run by run (steady state: layers set up once, one warm-up "
           "run); wall ms, and [process CPU ms] of the same runs")
-    print("%-24s %20s %10s %20s %10s %14s  %s" % ("shape", "hot fast [CPU]", "hot twin",
-                                                   "torch [CPU]", "twin/fast", "torch/fast [CPU]",
-                                                   "load (1 min)"))
-    for s in SHAPES:
-        tf, cfast, cf, tt, ct = fast_vs_torch(lib, s, a.threads, a.reps)
+    print("%-24s %20s %10s %20s %10s %14s %24s  %s"
+          % ("shape", "hot fast [CPU]", "hot twin", "torch [CPU]", "twin/fast", "torch/fast [CPU]",
+             "turns: median [min-max]", "load (1 min)"))
+    for s in TINY if a.tiny else SHAPES:
+        tf, cfast, cf, tt, ct, pairs = fast_vs_torch(lib, s, a.threads, a.reps)
         lf = load()
         tr, cr = hot_time(lib, 0, s, a.threads, a.reps)
         lr = load()
@@ -225,8 +236,10 @@ def main():
             same += "; Python API %.1f ms (load %s)" % (1e3 * ta, load())
         ts = "%8.1f [%6.1f] ms" % (1e3 * tt, 1e3 * ct) if tt is not None else "not installed"
         ratio = "%6.2fx [%5.2fx]" % (tt / tf, ct / cfast) if tt is not None else "%16s" % "-"
-        print("%-24s %8.1f [%6.1f] ms %7.1f ms %20s %9.2fx %s  %s/%s  (%s)"
-              % (s[0], 1e3 * tf, 1e3 * cfast, 1e3 * tr, ts, tr / tf, ratio, lf, lr, same))
+        turns = ("%7.2fx [%.2f-%.2f]" % (pairs[len(pairs) // 2], pairs[0], pairs[-1])
+                 if pairs else "-")
+        print("%-24s %8.1f [%6.1f] ms %7.1f ms %20s %9.2fx %s %24s  %s/%s  (%s)"
+              % (s[0], 1e3 * tf, 1e3 * cfast, 1e3 * tr, ts, tr / tf, ratio, turns, lf, lr, same))
         sys.stdout.flush()
     if a.exact:
         s = ("8192 tok, 4096->4096 fp64 exact g_x+g_w", 1, 8192, 4096, 4096)
