@@ -5,7 +5,8 @@
  * HLA scales, RTN and SR, 2..8 bits, s4 and s8 codes, f32 / bf16 / f16 inputs and HQ / HLA / ABC
  * switched off; each at every dispatch level this CPU has (scalar, AVX2, AVX-512 VNNI) and with
  * 1, 2 and 3 threads. The integer GEMM is also checked alone against a plain int32 sum, on
- * every kernel's tails, both operand orientations, segments and saturating code bounds. Also bad
+ * every kernel's tails, both operand orientations, segments and saturating code bounds, and the
+ * Philox words alone against hot_rand_word (block phases, counters past 2^32). Also bad
  * arguments and non-finite inputs give the twins' status. */
 #define _POSIX_C_SOURCE 200809L
 #include <check.h>
@@ -16,6 +17,7 @@
 
 #include "fast.h"
 #include "fast_internal.h"
+#include "hot_math.cuh" /* hot_rand_word, the definition of a Philox word */
 #include "ref/ref_util.h"
 
 /* ---- cases -------------------------------------------------------------------------------- */
@@ -349,6 +351,39 @@ START_TEST(gemm_exact) {
 }
 END_TEST
 
+/* ---- Philox words ---------------------------------------------------------------------------- */
+
+/* fast_philox_words against hot_rand_word element by element, at every level: starts at each
+ * phase of a Philox block (idx0 mod 4) and around counters 2^32 - 1 / 2^32 (the counter's high
+ * word), lengths around the AVX2 block of 32 words, keys and tags with high bits set. */
+START_TEST(philox_words_exact) {
+  static const uint64_t starts[] = {0, 1, 2, 3, 37, 1000003, (1ull << 34) - 70, (1ull << 34) - 3,
+                                    (1ull << 34), (1ull << 40) + 5, ~0ull - 200};
+  static const int64_t lens[] = {1, 2, 3, 5, 31, 32, 33, 63, 64, 65, 100, 1031};
+  static const fast_rng rngs[] = {{0, 0, 0}, {0x243F6A8885A308D3ull, 0x13198A2Eu, 7u},
+                                  {~0ull, 0xFFFFFFFFu, 0xFFFFFFFFu}};
+  uint32_t got[1031];
+  for (int level = 0; level <= (int)fast_level_cpu(); ++level)
+    for (size_t r = 0; r < sizeof rngs / sizeof rngs[0]; ++r)
+      for (size_t i = 0; i < sizeof starts / sizeof starts[0]; ++i)
+        for (size_t j = 0; j < sizeof lens / sizeof lens[0]; ++j) {
+          const int64_t n = lens[j];
+          if (starts[i] > ~0ull - (uint64_t)n) continue; /* the index would wrap */
+          memset(got, 0xA5, sizeof got);
+          fast_philox_words(&rngs[r], starts[i], n, got, level);
+          for (int64_t e = 0; e < n; ++e) {
+            const uint32_t want = hot_rand_word(rngs[r].seed, rngs[r].tag, rngs[r].step,
+                                                starts[i] + (uint64_t)e);
+            ck_assert_msg(got[e] == want,
+                          "level %s, key set %zu, word %lld of %lld from %llu: %08x, want %08x",
+                          fast_level_name(level), r, (long long)e, (long long)n,
+                          (unsigned long long)starts[i], got[e], want);
+          }
+          if (n < 1031) ck_assert_uint_eq(got[n], 0xA5A5A5A5u); /* nothing past n written */
+        }
+}
+END_TEST
+
 /* ---- statuses ------------------------------------------------------------------------------- */
 
 START_TEST(statuses_match) {
@@ -431,6 +466,7 @@ int main(void) {
   tcase_add_loop_test(tc, layers_bit_identical, 0, (int)(sizeof k_cases / sizeof k_cases[0]));
   tcase_add_test(tc, exact_bit_identical);
   tcase_add_test(tc, gemm_exact);
+  tcase_add_test(tc, philox_words_exact);
   tcase_add_test(tc, statuses_match);
   suite_add_tcase(s, tc);
   SRunner *sr = srunner_create(s);
