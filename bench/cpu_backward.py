@@ -3,7 +3,7 @@
 nn.Linear backward, on the same thread count, one row per shape.
 
     python3 bench/cpu_backward.py [--lib PATH] [--threads N] [--reps R] [--api] [--exact]
-                                  [--stages] [--tiny]
+                                  [--stages] [--philox] [--tiny]
 
 hot is timed through the fast path's benchmark module (tests/fast/fast_bench.c, built as
 <build>/tests/fast/libhot_fast_bench.so): forward save once, then the backward (g_x, g_w, g_b) of
@@ -152,6 +152,24 @@ def api_time(shape, threads, reps):
     return best
 
 
+def philox(lib, reps):
+    """ns per Philox word (the 1.2 M words of the 768 -> 768 g' quantizer, one thread) at each
+    dispatch level this CPU has."""
+    lib.hot_fast_bench_philox.argtypes = [ctypes.c_longlong, ctypes.c_int,
+                                          ctypes.POINTER(ctypes.c_double)]
+    lib.hot_fast_bench_level.argtypes = [ctypes.c_int]
+    n = 8 * 197 * 768
+    best = ctypes.c_double(0.0)
+    top = lib.hot_fast_bench_level_cpu()
+    for level, name in ((0, "scalar"), (1, "avx2"), (2, "avx512-vnni"))[:top + 1]:
+        lib.hot_fast_bench_level(level)
+        if lib.hot_fast_bench_philox(n, reps, ctypes.byref(best)) != 0:
+            sys.exit("cpu_backward.py: hot_fast_bench_philox failed")
+        print("Philox words, %s: %d words in %.3f ms, %.2f ns/word (best of %d, load %s)"
+              % (name, n, 1e3 * best.value, 1e9 * best.value / n, reps, load()))
+    lib.hot_fast_bench_level(-1)
+
+
 def stages(lib, threads, reps, shapes):
     lib.hot_fast_bench_stages.argtypes = [ctypes.c_longlong] * 4 + [ctypes.c_int] * 3 + \
         [ctypes.POINTER(ctypes.c_double)] * 2 + [ctypes.c_int, ctypes.c_char_p, ctypes.c_int]
@@ -196,10 +214,15 @@ def main():
     ap.add_argument("--api", action="store_true", help="also hot's Python API ($HOT_LIBRARY)")
     ap.add_argument("--exact", action="store_true", help="also the fp64 exact products (slow)")
     ap.add_argument("--stages", action="store_true", help="per-stage times of the fast path only")
+    ap.add_argument("--philox", action="store_true",
+                    help="time the quantizers' Philox words alone, at each level this CPU has")
     ap.add_argument("--tiny", action="store_true",
                     help="small layers instead of the three shapes (a quick check that it runs)")
     a = ap.parse_args()
     lib = ctypes.CDLL(find_lib(a.lib))
+    if a.philox:
+        philox(lib, a.reps)
+        return
     if a.stages:
         print("hot fast CPU backward, per stage: mean of %d runs, %s"
               % (a.reps, time.strftime("%Y-%m-%d %H:%M")))

@@ -35,7 +35,10 @@
  *                           unsigned *checksum)
  * The integer GEMM alone (fast_igemm at the current level, random codes within qa and qb; B read
  * k-major when b_kmajor, as the g_x GEMM reads q_w'), with an epilogue that only folds the
- * int32 sums into a checksum: the best wall and process CPU seconds of `reps` runs. */
+ * int32 sums into a checksum: the best wall and process CPU seconds of `reps` runs.
+ *
+ *   int hot_fast_bench_philox(long long n, int reps, double *best_s)
+ * The Philox words of the stochastic quantizers alone (fast_philox_words, one thread). */
 #define _POSIX_C_SOURCE 200809L
 #include <stdio.h>
 #include <stdlib.h>
@@ -304,6 +307,31 @@ int hot_fast_bench_gemm(long long M, long long N, long long K, int qa, int qb, i
   free(a), free(b);
   return rc ? -1 : 0;
 }
+
+/* fast_philox_words alone (the current level, the calling thread): the best wall seconds of
+ * `reps` fills of n words (n <= 2^24) in blocks of 1024 words, as the quantizers draw them.
+ * 0, or -1 on bad arguments or no memory. */
+int hot_fast_bench_philox(long long n, int reps, double *best_s) {
+  if (n < 1 || n > (1ll << 24) || reps < 1) return -1;
+  uint32_t *w = malloc((size_t)n * sizeof *w);
+  if (!w) return -1;
+  const fast_rng rng = {0x243F6A8885A308D3ull, 5u, 1u};
+  const int level = fast_level_now();
+  double best = 1e30;
+  for (int r = 0; r < reps; ++r) {
+    const double t0 = now_s();
+    for (long long i = 0; i < n; i += 1024)
+      fast_philox_words(&rng, (uint64_t)i, n - i < 1024 ? n - i : 1024, w + i, level);
+    const double dt = now_s() - t0;
+    best = dt < best ? dt : best;
+  }
+  free(w);
+  *best_s = best;
+  return 0;
+}
+
+/* The highest dispatch level this CPU supports (fast_level_cpu). */
+int hot_fast_bench_level_cpu(void) { return (int)fast_level_cpu(); }
 
 /* Caps the dispatch level of the fast path (fast_set_level) for the following calls. */
 void hot_fast_bench_level(int max) { fast_set_level(max); }
