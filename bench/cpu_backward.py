@@ -3,7 +3,7 @@
 nn.Linear backward, on the same thread count, one row per shape.
 
     python3 bench/cpu_backward.py [--lib PATH] [--threads N] [--reps R] [--api] [--exact]
-                                  [--stages] [--philox] [--tiny]
+                                  [--stages [--versus LIB_B]] [--philox] [--tiny]
 
 hot is timed through the fast path's benchmark module (tests/fast/fast_bench.c, built as
 <build>/tests/fast/libhot_fast_bench.so): forward save once, then the backward (g_x, g_w, g_b) of
@@ -170,10 +170,7 @@ def philox(lib, reps):
     lib.hot_fast_bench_level(-1)
 
 
-def stages(lib, threads, reps, shapes):
-    lib.hot_fast_bench_stages.argtypes = [ctypes.c_longlong] * 4 + [ctypes.c_int] * 3 + \
-        [ctypes.POINTER(ctypes.c_double)] * 2 + [ctypes.c_int, ctypes.c_char_p, ctypes.c_int]
-    lib.hot_fast_bench_stages.restype = ctypes.c_int
+def stage_names(lib):
     lib.hot_fast_stage_name.argtypes = [ctypes.c_int]
     lib.hot_fast_stage_name.restype = ctypes.c_char_p
     names = []
@@ -182,6 +179,45 @@ def stages(lib, threads, reps, shapes):
         if nm == "unknown stage":
             break
         names.append(nm)
+    return names
+
+
+def versus(paths, threads, reps, rounds, shapes):
+    """Two builds of the library, A and B, alternated: per shape, `rounds` turns of A's then B's
+    stage profile (each the mean of `reps` backwards at `threads` threads), and per stage the
+    best CPU ms of each build and B / A. For deciding a kernel change on a machine whose speed
+    drifts: the turns see the same drift, and the best of each is compared."""
+    libs = [ctypes.CDLL(p) for p in paths]
+    for lib in libs:
+        lib.hot_fast_bench_stages.argtypes = [ctypes.c_longlong] * 4 + [ctypes.c_int] * 3 + \
+            [ctypes.POINTER(ctypes.c_double)] * 2 + [ctypes.c_int, ctypes.c_char_p, ctypes.c_int]
+        lib.hot_fast_bench_stages.restype = ctypes.c_int
+    names = stage_names(libs[0])
+    n = len(names)
+    print("A = %s\nB = %s\n%d thread(s), %d turns of %d runs; best process CPU ms per stage"
+          % (paths[0], paths[1], threads, rounds, reps))
+    for s in shapes:
+        _, B, L, O, I = s
+        best = [[1e30] * n, [1e30] * n]
+        plan = ctypes.create_string_buffer(512)
+        for _ in range(rounds):
+            for k, lib in enumerate(libs):
+                wall, cpu = (ctypes.c_double * n)(), (ctypes.c_double * n)()
+                if lib.hot_fast_bench_stages(B, L, O, I, 0, threads, reps, wall, cpu, n, plan, 512):
+                    sys.exit("cpu_backward.py: hot_fast_bench_stages failed (%s)" % paths[k])
+                best[k] = [min(x, y) for x, y in zip(best[k], cpu)]
+        print("\n%s (load %s)\n  %-30s %10s %10s %8s" % (s[0], load(), "stage", "A", "B", "B / A"))
+        for i, nm in enumerate(names):
+            a, b = 1e3 * best[0][i], 1e3 * best[1][i]
+            print("  %-30s %10.2f %10.2f %8s" % (nm, a, b, "%.3f" % (b / a) if a > 0 else "-"))
+        sys.stdout.flush()
+
+
+def stages(lib, threads, reps, shapes):
+    lib.hot_fast_bench_stages.argtypes = [ctypes.c_longlong] * 4 + [ctypes.c_int] * 3 + \
+        [ctypes.POINTER(ctypes.c_double)] * 2 + [ctypes.c_int, ctypes.c_char_p, ctypes.c_int]
+    lib.hot_fast_bench_stages.restype = ctypes.c_int
+    names = stage_names(lib)
     n = len(names)
     for s in shapes:
         _, B, L, O, I = s
@@ -214,11 +250,21 @@ def main():
     ap.add_argument("--api", action="store_true", help="also hot's Python API ($HOT_LIBRARY)")
     ap.add_argument("--exact", action="store_true", help="also the fp64 exact products (slow)")
     ap.add_argument("--stages", action="store_true", help="per-stage times of the fast path only")
+    ap.add_argument("--versus", metavar="LIB_B",
+                    help="with --stages: alternate this build's library (B) with --lib's (A), "
+                         "5 turns, and print per stage the best CPU ms of each and B / A")
     ap.add_argument("--philox", action="store_true",
                     help="time the quantizers' Philox words alone, at each level this CPU has")
     ap.add_argument("--tiny", action="store_true",
                     help="small layers instead of the three shapes (a quick check that it runs)")
     a = ap.parse_args()
+    if a.versus:
+        if not a.stages:
+            sys.exit("cpu_backward.py: --versus goes with --stages")
+        if not os.path.isfile(a.versus):
+            sys.exit("cpu_backward.py: --versus %s: no such file (a libhot_fast_bench.so)" % a.versus)
+        versus([find_lib(a.lib), a.versus], a.threads, a.reps, 5, TINY if a.tiny else SHAPES)
+        return
     lib = ctypes.CDLL(find_lib(a.lib))
     if a.philox:
         philox(lib, a.reps)
