@@ -170,6 +170,12 @@ def philox(lib, reps):
     lib.hot_fast_bench_level(-1)
 
 
+def bind_stages(lib):
+    lib.hot_fast_bench_stages.argtypes = [ctypes.c_longlong] * 4 + [ctypes.c_int] * 3 + \
+        [ctypes.POINTER(ctypes.c_double)] * 2 + [ctypes.c_int, ctypes.c_char_p, ctypes.c_int]
+    lib.hot_fast_bench_stages.restype = ctypes.c_int
+
+
 def stage_names(lib):
     lib.hot_fast_stage_name.argtypes = [ctypes.c_int]
     lib.hot_fast_stage_name.restype = ctypes.c_char_p
@@ -189,9 +195,7 @@ def versus(paths, threads, reps, rounds, shapes):
     drifts: the turns see the same drift, and the best of each is compared."""
     libs = [ctypes.CDLL(p) for p in paths]
     for lib in libs:
-        lib.hot_fast_bench_stages.argtypes = [ctypes.c_longlong] * 4 + [ctypes.c_int] * 3 + \
-            [ctypes.POINTER(ctypes.c_double)] * 2 + [ctypes.c_int, ctypes.c_char_p, ctypes.c_int]
-        lib.hot_fast_bench_stages.restype = ctypes.c_int
+        bind_stages(lib)
     names = stage_names(libs[0])
     n = len(names)
     print("A = %s\nB = %s\n%d thread(s), %d turns of %d runs; best process CPU ms per stage"
@@ -214,9 +218,7 @@ def versus(paths, threads, reps, rounds, shapes):
 
 
 def stages(lib, threads, reps, shapes):
-    lib.hot_fast_bench_stages.argtypes = [ctypes.c_longlong] * 4 + [ctypes.c_int] * 3 + \
-        [ctypes.POINTER(ctypes.c_double)] * 2 + [ctypes.c_int, ctypes.c_char_p, ctypes.c_int]
-    lib.hot_fast_bench_stages.restype = ctypes.c_int
+    bind_stages(lib)
     names = stage_names(lib)
     n = len(names)
     for s in shapes:

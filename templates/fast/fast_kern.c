@@ -84,48 +84,56 @@ AVX2_FN static void philox8_avx2(const fast_rng *r, const philox_keys *k, uint64
   _mm256_storeu_si256((__m256i *)(out + 24), _mm256_permute2x128_si256(bl, bh, 0x31));
 }
 
-AVX2_FN static void philox_words_avx2(const fast_rng *r, uint64_t idx0, int64_t n,
-                                      uint32_t *words) {
+typedef struct {
+  const fast_rng *r;
   philox_keys k;
-  philox_keys_init(r, &k);
+} philox_avx2_ctx;
+
+AVX2_FN static void philox_block_avx2(const void *ctx, uint64_t q, uint32_t *out) {
+  const philox_avx2_ctx *c = ctx;
+  philox8_avx2(c->r, &c->k, q, out);
+}
+#endif
+
+static void philox_block_scalar(const void *ctx, uint64_t q, uint32_t *out) {
+  philox_scalar(ctx, q, 1, out);
+}
+
+/* words[i] = word idx0 + i of a counter-based stream made in blocks of `bw` words (bw / 4
+ * counters from q, a multiple of 4, at most 32): whole aligned blocks go straight into words,
+ * the ends through a buffer. */
+static void fill_words(uint64_t idx0, int64_t n, uint32_t *words, int bw,
+                       void (*block)(const void *ctx, uint64_t q, uint32_t *out), const void *ctx) {
   uint32_t buf[32];
   int64_t i = 0;
   while (i < n) {
     const uint64_t idx = idx0 + (uint64_t)i, q = idx >> 2;
     const int64_t skip = (int64_t)(idx & 3u);
-    if (skip == 0 && n - i >= 32) { /* a whole block: straight into words */
-      philox8_avx2(r, &k, q, words + i);
-      i += 32;
+    if (skip == 0 && n - i >= bw) {
+      block(ctx, q, words + i);
+      i += bw;
       continue;
     }
-    philox8_avx2(r, &k, q, buf);
-    int64_t take = 32 - skip;
+    block(ctx, q, buf);
+    int64_t take = bw - skip;
     if (take > n - i) take = n - i;
     memcpy(words + i, buf + skip, (size_t)take * sizeof *words);
     i += take;
   }
 }
-#endif
 
 void fast_philox_words(const fast_rng *r, uint64_t idx0, int64_t n, uint32_t *words, int level) {
 #if FAST_X86
   if (level >= FAST_LEVEL_AVX2) {
-    philox_words_avx2(r, idx0, n, words);
+    philox_avx2_ctx c;
+    c.r = r;
+    philox_keys_init(r, &c.k);
+    fill_words(idx0, n, words, 32, philox_block_avx2, &c);
     return;
   }
 #endif
   (void)level;
-  uint32_t buf[4];
-  int64_t i = 0;
-  while (i < n) {
-    const uint64_t idx = idx0 + (uint64_t)i;
-    const int64_t skip = (int64_t)(idx & 3u);
-    philox_scalar(r, idx >> 2, 1, buf);
-    int64_t take = 4 - skip;
-    if (take > n - i) take = n - i;
-    memcpy(words + i, buf + skip, (size_t)take * sizeof *words);
-    i += take;
-  }
+  fill_words(idx0, n, words, 4, philox_block_scalar, r);
 }
 
 /* ---- quantizer ---------------------------------------------------------------------------- */
