@@ -411,14 +411,14 @@ int fast_add_run(float *acc, const float *v, int64_t n, int level) {
 /* ---- GEMM epilogue ---------------------------------------------------------------------------- */
 
 #if FAST_X86
+/* One row of a tile; fresh rows starting on a 32-byte boundary take streaming stores (no read
+ * for ownership of output lines that are only written), which the caller fences once. */
 AVX2_FN static void scale_avx2(float *o, const int32_t *a, int64_t n, float f, int add) {
   const __m256 vf = _mm256_set1_ps(f);
   int64_t i = 0;
-  if (!add && ((uintptr_t)o & 31) == 0) { /* fresh output: streaming stores (no read for owning) */
+  if (!add && ((uintptr_t)o & 31) == 0)
     for (; i + 8 <= n; i += 8)
       _mm256_stream_ps(o + i, _mm256_mul_ps(_mm256_cvtepi32_ps(_mm256_loadu_si256((const __m256i *)(a + i))), vf));
-    _mm_sfence();
-  }
   for (; i + 8 <= n; i += 8) {
     __m256 p = _mm256_mul_ps(_mm256_cvtepi32_ps(_mm256_loadu_si256((const __m256i *)(a + i))), vf);
     if (add) p = _mm256_add_ps(_mm256_loadu_ps(o + i), p);
@@ -428,18 +428,26 @@ AVX2_FN static void scale_avx2(float *o, const int32_t *a, int64_t n, float f, i
 }
 #endif
 
-void fast_scale_run(float *o, const int32_t *a, int64_t n, float f, int add, int level) {
+void fast_scale_tile(float *out, int64_t ldo, const int32_t *acc, int64_t ldc, int64_t rows,
+                     int64_t n, const float *row_f, float f, int add, int level) {
 #if FAST_X86
   if (level >= FAST_LEVEL_AVX2) {
-    scale_avx2(o, a, n, f, add);
+    for (int64_t m = 0; m < rows; ++m)
+      scale_avx2(out + m * ldo, acc + m * ldc, n, row_f ? row_f[m] : f, add);
+    _mm_sfence(); /* one fence per tile: the streaming stores are visible before the task ends */
     return;
   }
 #endif
   (void)level;
-  if (add)
-    for (int64_t i = 0; i < n; ++i) o[i] = HOT_ADD(o[i], HOT_MUL(HOT_I2F(a[i]), f));
-  else
-    for (int64_t i = 0; i < n; ++i) o[i] = HOT_MUL(HOT_I2F(a[i]), f);
+  for (int64_t m = 0; m < rows; ++m) {
+    float *o = out + m * ldo;
+    const int32_t *a = acc + m * ldc;
+    const float s = row_f ? row_f[m] : f;
+    if (add)
+      for (int64_t i = 0; i < n; ++i) o[i] = HOT_ADD(o[i], HOT_MUL(HOT_I2F(a[i]), s));
+    else
+      for (int64_t i = 0; i < n; ++i) o[i] = HOT_MUL(HOT_I2F(a[i]), s);
+  }
 }
 
 /* ---- loads -------------------------------------------------------------------------------- */

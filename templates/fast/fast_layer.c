@@ -346,18 +346,15 @@ static void epi_gx(void *ctx, int64_t seg, int64_t m0, int64_t n0, int64_t mc, i
                    const int32_t *acc, int64_t ldc) {
   (void)seg;
   const ectx *e = ctx;
-  for (int64_t m = 0; m < mc; ++m) {
-    fast_scale_run(e->out + (m0 + m) * e->ldo + n0, acc + m * ldc, nc, e->row_scale[m0 + m], 0,
-                   e->level);
-  }
+  fast_scale_tile(e->out + m0 * e->ldo + n0, e->ldo, acc, ldc, mc, nc, e->row_scale + m0, 0.0f, 0,
+                  e->level);
 }
 
 static void epi_gw(void *ctx, int64_t seg, int64_t m0, int64_t n0, int64_t mc, int64_t nc,
                    const int32_t *acc, int64_t ldc) {
   const ectx *e = ctx;
-  const float c = e->seg_scale[seg];
-  for (int64_t m = 0; m < mc; ++m)
-    fast_scale_run(e->out + (m0 + m) * e->ldo + n0, acc + m * ldc, nc, c, seg > 0, e->level);
+  fast_scale_tile(e->out + m0 * e->ldo + n0, e->ldo, acc, ldc, mc, nc, NULL, e->seg_scale[seg],
+                  seg > 0, e->level);
 }
 
 /* ---- g_x by HQ ------------------------------------------------------------------------------ */
