@@ -151,26 +151,72 @@ AVX2_FN static void kern_u8_avx2(const gk_cfg *g, const void *ap, const void *bp
 #define ROWS16(X)                                                                                   \
   X(0) X(1) X(2) X(3) X(4) X(5) X(6) X(7) X(8) X(9) X(10) X(11) X(12) X(13) X(14) X(15)
 
-AVX512_FN static void kern_vnni(const gk_cfg *g, const void *ap, const void *bp, int64_t ns,
-                                int32_t *c, int64_t ldc, int accum, const uint32_t *corr) {
+/* The VNNI kernel's vector steps. HOT_FAST_VNNI_EMU (a test build, tests/fast) spells them in
+ * portable C on 16 int32 lanes, following the instruction's definition (vpdpbusd: per lane, the
+ * accumulator plus the four products of unsigned bytes of the second operand and signed bytes of
+ * the third, no saturation, modulo 2^32), so that the kernel, its packing and its offset
+ * correction run and are checked on CPUs without AVX-512; otherwise they are the intrinsics. */
+#ifdef HOT_FAST_VNNI_EMU
+typedef struct {
+  uint32_t w[16];
+} vn_vec;
+static inline vn_vec vn_load(const void *p) {
+  vn_vec v;
+  memcpy(v.w, p, sizeof v.w);
+  return v;
+}
+static inline void vn_store(void *p, vn_vec v) { memcpy(p, v.w, sizeof v.w); }
+static inline vn_vec vn_zero(void) {
+  vn_vec v;
+  memset(v.w, 0, sizeof v.w);
+  return v;
+}
+static inline vn_vec vn_set1(int32_t x) {
+  vn_vec v;
+  for (int i = 0; i < 16; ++i) v.w[i] = (uint32_t)x;
+  return v;
+}
+static inline vn_vec vn_dpbusd(vn_vec c, vn_vec u, vn_vec s) {
+  for (int i = 0; i < 16; ++i)
+    for (int j = 0; j < 4; ++j)
+      c.w[i] += (uint32_t)((int32_t)(uint8_t)(u.w[i] >> (8 * j)) * (int8_t)(uint8_t)(s.w[i] >> (8 * j)));
+  return c;
+}
+static inline vn_vec vn_sub(vn_vec a, vn_vec b) {
+  for (int i = 0; i < 16; ++i) a.w[i] -= b.w[i];
+  return a;
+}
+#define VNNI_FN
+#else
+typedef __m512i vn_vec;
+#define vn_load(p) _mm512_loadu_si512((const void *)(p))
+#define vn_store(p, v) _mm512_storeu_si512((void *)(p), (v))
+#define vn_zero() _mm512_setzero_si512()
+#define vn_set1(x) _mm512_set1_epi32(x)
+#define vn_dpbusd(c, u, s) _mm512_dpbusd_epi32((c), (u), (s))
+#define vn_sub(a, b) _mm512_sub_epi32((a), (b))
+#define VNNI_FN AVX512_FN
+#endif
+
+VNNI_FN static void kern_vnni(const gk_cfg *g, const void *ap, const void *bp, int64_t ns,
+                              int32_t *c, int64_t ldc, int accum, const uint32_t *corr) {
   (void)g;
   const uint8_t *a = ap;
   const int8_t *b = bp;
-#define VN_INIT(m)                                                                                  \
-  __m512i v##m = accum ? _mm512_loadu_si512((const void *)(c + m * ldc)) : _mm512_setzero_si512();
+#define VN_INIT(m) vn_vec v##m = accum ? vn_load(c + m * ldc) : vn_zero();
   ROWS16(VN_INIT)
   for (int64_t s = 0; s < ns; ++s) {
-    const __m512i bv = _mm512_loadu_si512((const void *)(b + s * 64));
+    const vn_vec bv = vn_load(b + s * 64);
     const uint8_t *as = a + s * 64;
-#define VN_STEP(m) v##m = _mm512_dpbusd_epi32(v##m, _mm512_set1_epi32(ld32(as + 4 * m)), bv);
+#define VN_STEP(m) v##m = vn_dpbusd(v##m, vn_set1(ld32(as + 4 * m)), bv);
     ROWS16(VN_STEP)
   }
   if (corr) {
-    const __m512i k = _mm512_loadu_si512((const void *)corr);
-#define VN_CORR(m) v##m = _mm512_sub_epi32(v##m, k);
+    const vn_vec k = vn_load(corr);
+#define VN_CORR(m) v##m = vn_sub(v##m, k);
     ROWS16(VN_CORR)
   }
-#define VN_STORE(m) _mm512_storeu_si512((void *)(c + m * ldc), v##m);
+#define VN_STORE(m) vn_store(c + m * ldc, v##m);
   ROWS16(VN_STORE)
 }
 #endif
