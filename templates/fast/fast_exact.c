@@ -23,8 +23,9 @@
 
 #define DMR 4   /* rows of the register tile */
 #define DNR 8   /* columns of the register tile */
-#define DMC 64  /* rows of a thread's tile */
-#define DNC 256 /* columns of a thread's tile */
+#define DMC 64  /* rows of one packed A block */
+#define DMS 256 /* rows of a task: DMS / DMC A blocks share each packed B block */
+#define DNC 256 /* columns of a task (one packed B block) */
 #define DKC 128 /* contraction block */
 
 /* c (M x N, row-major, ldc = N) += a.b over k ascending, a(m,k) = A[m*a_sm + k*a_sk],
@@ -39,18 +40,55 @@ typedef struct {
   int64_t M, N, K;
   double *c;
   int level;
-  double **scratch; /* per thread: packed A (DMC x DKC) then packed B (DKC x DNC) */
+  double **scratch; /* per thread: packed A (DMC x DKC), packed B (DKC x DNC), an edge tile */
 } dctx;
 
-static inline double ld_a(const dctx *x, int64_t m, int64_t k) {
-  const int64_t at = m * x->a_sm + k * x->a_sk;
-  return x->a_f32 ? (double)((const float *)x->a)[at] : ((const double *)x->a)[at];
-}
-static inline double ld_b(const dctx *x, int64_t k, int64_t n) {
-  const int64_t at = k * x->b_sk + n * x->b_sn;
-  return x->b_f32 ? (double)((const float *)x->b)[at] : ((const double *)x->b)[at];
+/* A strip of a packed panel: dst[k * w + j] = v(k, j) for k < kc and j < w, the element (k, j)
+ * at src[k * sk + j * sj] (fp32 when f32, else fp64), and 0.0 for j >= jn (past the matrix). */
+static void pack_strip(double *dst, int w, const void *src, int f32, int64_t sk, int64_t sj,
+                       int64_t kc, int64_t jn) {
+  const float *sf = src;
+  const double *sd = src;
+  for (int64_t k = 0; k < kc; ++k)
+    for (int j = 0; j < w; ++j)
+      dst[k * w + j] = j >= jn ? 0.0 : f32 ? (double)sf[k * sk + j * sj] : sd[k * sk + j * sj];
 }
 
+#if FAST_X86
+/* pack_strip for a whole strip along a contiguous axis (sj == 1, jn == w, w a multiple of 4). */
+AVX2_FN static void pack_strip_avx2(double *dst, int w, const void *src, int f32, int64_t sk,
+                                    int64_t kc) {
+  const float *sf = src;
+  const double *sd = src;
+  for (int64_t k = 0; k < kc; ++k)
+    for (int j = 0; j < w; j += 4)
+      _mm256_storeu_pd(dst + k * w + j, f32 ? _mm256_cvtps_pd(_mm_loadu_ps(sf + k * sk + j))
+                                            : _mm256_loadu_pd(sd + k * sk + j));
+}
+#endif
+
+/* Packs rows [m0, m0 + rows) of A (or, with b, columns [m0, m0 + rows) of B) over k in
+ * [k0, k0 + kc) into strips of w (DMR or DNR) in the order the kernel reads them. */
+static void pack_block(const dctx *x, int b, int64_t m0, int64_t rows, int64_t k0, int64_t kc,
+                       double *dst) {
+  const int w = b ? DNR : DMR, f32 = b ? x->b_f32 : x->a_f32;
+  const int64_t sk = b ? x->b_sk : x->a_sk, sj = b ? x->b_sn : x->a_sm;
+  const int64_t lim = b ? x->N : x->M;
+  const char *base = b ? x->b : x->a;
+  const size_t esz = f32 ? sizeof(float) : sizeof(double);
+  for (int64_t p = 0; p < fast_cdiv(rows, w); ++p) {
+    const int64_t j0 = m0 + p * w, jn = lim - j0 < w ? lim - j0 : w;
+    const void *src = base + (size_t)(k0 * sk + j0 * sj) * esz;
+    double *d = dst + p * kc * w;
+#if FAST_X86
+    if (x->level >= FAST_LEVEL_AVX2 && sj == 1 && jn == w) {
+      pack_strip_avx2(d, w, src, f32, sk, kc);
+      continue;
+    }
+#endif
+    pack_strip(d, w, src, f32, sk, sj, kc, jn);
+  }
+}
 /* c[DMR x DNR] (row stride ldc) += the kc steps of a packed A panel and B panel. */
 static void dkern_scalar(const double *ap, const double *bp, int64_t kc, double *c, int64_t ldc) {
   double acc[DMR][DNR];
@@ -92,46 +130,46 @@ AVX2_FN static void dkern_avx2(const double *ap, const double *bp, int64_t kc, d
 }
 #endif
 
+/* One DMR x DNR tile at (r0, c0) of c over kc steps of packed panels; edge tiles go through
+ * tmp (the kernel then sees zeros past the matrix, which add nothing to what is stored). */
+static void dtile(const dctx *x, const double *ap, const double *bp, int64_t kc, int64_t r0,
+                  int64_t c0, double *tmp) {
+  const int full = r0 + DMR <= x->M && c0 + DNR <= x->N;
+  double *c = full ? x->c + r0 * x->N + c0 : tmp;
+  const int64_t ldc = full ? x->N : DNR;
+  if (!full)
+    for (int m = 0; m < DMR; ++m)
+      for (int n = 0; n < DNR; ++n)
+        tmp[m * DNR + n] = r0 + m < x->M && c0 + n < x->N ? x->c[(r0 + m) * x->N + c0 + n] : 0.0;
+#if FAST_X86
+  if (x->level >= FAST_LEVEL_AVX2) dkern_avx2(ap, bp, kc, c, ldc);
+  else
+#endif
+    dkern_scalar(ap, bp, kc, c, ldc);
+  if (!full)
+    for (int m = 0; m < DMR; ++m)
+      for (int n = 0; n < DNR; ++n)
+        if (r0 + m < x->M && c0 + n < x->N) x->c[(r0 + m) * x->N + c0 + n] = tmp[m * DNR + n];
+}
+
+/* Task i: rows [m0, m0 + DMS) x columns [n0, n0 + DNC). For each K block (ascending), B's block
+ * is packed once and serves the task's DMS / DMC packed A blocks, so every element adds its terms
+ * in ascending k, block after block. */
 static void dtile_task(void *ctx, int64_t i, int tid) {
   const dctx *x = ctx;
-  const int64_t tiles_n = fast_cdiv(x->N, DNC), m0 = (i / tiles_n) * DMC, n0 = (i % tiles_n) * DNC;
-  const int64_t mc = x->M - m0 < DMC ? x->M - m0 : DMC, nc = x->N - n0 < DNC ? x->N - n0 : DNC;
-  const int64_t mp = fast_cdiv(mc, DMR), np = fast_cdiv(nc, DNR);
+  const int64_t tiles_n = fast_cdiv(x->N, DNC), ms = (i / tiles_n) * DMS, n0 = (i % tiles_n) * DNC;
+  const int64_t me = x->M - ms < DMS ? x->M : ms + DMS, nc = x->N - n0 < DNC ? x->N - n0 : DNC;
   double *pa = x->scratch[tid], *pb = pa + DMC * DKC, *tmp = pb + DKC * DNC;
   for (int64_t k0 = 0; k0 < x->K; k0 += DKC) {
     const int64_t kc = x->K - k0 < DKC ? x->K - k0 : DKC;
-    for (int64_t p = 0; p < mp; ++p) /* A panels: [k][DMR], zero rows past the tile */
-      for (int64_t k = 0; k < kc; ++k)
-        for (int m = 0; m < DMR; ++m) {
-          const int64_t row = m0 + p * DMR + m;
-          pa[(p * kc + k) * DMR + m] = row < x->M ? ld_a(x, row, k0 + k) : 0.0;
-        }
-    for (int64_t p = 0; p < np; ++p) /* B panels: [k][DNR], zero columns past the tile */
-      for (int64_t k = 0; k < kc; ++k)
-        for (int n = 0; n < DNR; ++n) {
-          const int64_t col = n0 + p * DNR + n;
-          pb[(p * kc + k) * DNR + n] = col < x->N ? ld_b(x, k0 + k, col) : 0.0;
-        }
-    for (int64_t q = 0; q < np; ++q)
-      for (int64_t p = 0; p < mp; ++p) {
-        const int64_t r0 = m0 + p * DMR, c0 = n0 + q * DNR;
-        const int full = r0 + DMR <= x->M && c0 + DNR <= x->N;
-        double *c = full ? x->c + r0 * x->N + c0 : tmp;
-        const int64_t ldc = full ? x->N : DNR;
-        if (!full) /* an edge tile: through a DMR x DNR copy */
-          for (int m = 0; m < DMR; ++m)
-            for (int n = 0; n < DNR; ++n)
-              tmp[m * DNR + n] = r0 + m < x->M && c0 + n < x->N ? x->c[(r0 + m) * x->N + c0 + n] : 0.0;
-#if FAST_X86
-        if (x->level >= FAST_LEVEL_AVX2) dkern_avx2(pa + p * kc * DMR, pb + q * kc * DNR, kc, c, ldc);
-        else
-#endif
-          dkern_scalar(pa + p * kc * DMR, pb + q * kc * DNR, kc, c, ldc);
-        if (!full)
-          for (int m = 0; m < DMR; ++m)
-            for (int n = 0; n < DNR; ++n)
-              if (r0 + m < x->M && c0 + n < x->N) x->c[(r0 + m) * x->N + c0 + n] = tmp[m * DNR + n];
-      }
+    pack_block(x, 1, n0, nc, k0, kc, pb);
+    for (int64_t m0 = ms; m0 < me; m0 += DMC) {
+      const int64_t mc = me - m0 < DMC ? me - m0 : DMC;
+      pack_block(x, 0, m0, mc, k0, kc, pa);
+      for (int64_t q = 0; q < fast_cdiv(nc, DNR); ++q)
+        for (int64_t p = 0; p < fast_cdiv(mc, DMR); ++p)
+          dtile(x, pa + p * kc * DMR, pb + q * kc * DNR, kc, m0 + p * DMR, n0 + q * DNR, tmp);
+    }
   }
 }
 
@@ -144,7 +182,7 @@ static int dgemm(dctx *x) {
   for (int t = 0; t < threads && !rc; ++t)
     if (!(x->scratch[t] = malloc((size_t)(DMC * DKC + DKC * DNC + DMR * DNR) * sizeof(double))))
       rc = HOT_REF_ENOMEM;
-  if (!rc) fast_parallel(fast_cdiv(x->M, DMC) * fast_cdiv(x->N, DNC), threads, dtile_task, x);
+  if (!rc) fast_parallel(fast_cdiv(x->M, DMS) * fast_cdiv(x->N, DNC), threads, dtile_task, x);
   if (x->scratch)
     for (int t = 0; t < threads; ++t) free(x->scratch[t]);
   free(x->scratch);

@@ -212,7 +212,8 @@ END_TEST
 /* ---- fp64 exact products ------------------------------------------------------------------ */
 
 START_TEST(exact_bit_identical) {
-  static const int64_t dims[][3] = {{1, 1, 1}, {3, 17, 137}, {197, 3, 17}, {137, 260, 3}, {70, 130, 260}};
+  static const int64_t dims[][3] = {{1, 1, 1},    {3, 17, 137},  {197, 3, 17},
+                                    {137, 260, 3}, {70, 130, 260}, {300, 261, 270}};
   for (size_t d = 0; d < sizeof dims / sizeof dims[0]; ++d) {
     const int64_t T = dims[d][0], O = dims[d][1], I = dims[d][2];
     tp_rng r;
