@@ -26,12 +26,16 @@
 
 /* ---- settings ----------------------------------------------------------------------------- */
 
-/* Dispatch levels of the SIMD kernels, lowest first. */
+/* Dispatch levels of the SIMD kernels, lowest first. Every level above scalar includes AVX2; a
+ * CPU may have AVX-512 VNNI without AVX-VNNI, so "has level l" does not imply "has every level
+ * below l" (fast_level_has). */
 typedef enum {
-  FAST_LEVEL_SCALAR = 0, /* portable C */
-  FAST_LEVEL_AVX2 = 1,   /* AVX2: vpmaddubsw / vpmaddwd GEMMs, 8-wide transforms and quantizers */
-  FAST_LEVEL_AVX512 = 2  /* AVX-512F/BW + VNNI: vpdpbusd GEMMs (the rest as AVX2) */
+  FAST_LEVEL_SCALAR = 0,  /* portable C */
+  FAST_LEVEL_AVX2 = 1,    /* AVX2: vpmaddubsw / vpmaddwd GEMMs, 8-wide transforms and quantizers */
+  FAST_LEVEL_AVXVNNI = 2, /* AVX-VNNI: 256-bit vpdpbusd GEMMs (the rest as AVX2) */
+  FAST_LEVEL_AVX512 = 3   /* AVX-512F/BW + VNNI: 512-bit vpdpbusd GEMMs (the rest as AVX2) */
 } fast_level;
+#define FAST_LEVELS 4
 
 /* Threads of the parallel regions: n > 0 sets it, n <= 0 returns to the default
  * (HOT_CPU_THREADS when it is a positive integer, else the number of online CPUs; at most 256). */
@@ -40,13 +44,17 @@ void fast_set_threads(int n);
 int fast_threads(void);
 
 /* Caps the dispatch level: `max` in FAST_LEVEL_*, or -1 for no cap (the default; HOT_CPU_ISA =
- * "scalar", "avx2" or "avx512" caps it from the environment when no cap was set here). */
+ * "scalar", "avx2", "avxvnni" or "avx512" caps it from the environment when no cap was set here;
+ * another value of HOT_CPU_ISA is no cap). */
 void fast_set_level(int max);
-/* The level the kernels run at: the highest the CPU supports, within the cap. */
+/* The level the kernels run at: the highest level at most the cap that the CPU supports. */
 fast_level fast_level_now(void);
 /* The highest level this CPU supports. */
 fast_level fast_level_cpu(void);
-/* Static name of a level ("scalar", "avx2", "avx512-vnni"). */
+/* 1 when this CPU (and this build's compiler) can run `level`, else 0 (also for a level out of
+ * range). */
+int fast_level_has(int level);
+/* Static name of a level ("scalar", "avx2", "avx-vnni", "avx512-vnni"; "unknown level"). */
 const char *fast_level_name(int level);
 
 /* Frees the scratch blocks the fast path keeps between calls (its large temporary buffers are

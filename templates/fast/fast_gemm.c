@@ -11,8 +11,10 @@
  *    vpmaddwd every S steps, then minus qa * sum_k b per column: used when 4 * qa * qb * S fits
  *    16 bits for S >= 16 (4-bit codes: S = 167), so neither the pair sums nor the 16-bit partial
  *    sums saturate; the correction is exact modulo 2^32;
- *  - AVX-512 VNNI: vpdpbusd on (a + 128) as u8 times b as s8 into int32, minus 128 * sum_k b:
- *    exact modulo 2^32 for any int8 codes. */
+ *  - AVX-VNNI ("vnni256"): vpdpbusd on 256-bit vectors, MR 4, on the u8 kernel's panels with
+ *    a + 128 as u8 times b as s8 into int32, minus 128 * sum_k b: exact modulo 2^32 for any int8
+ *    codes, and one instruction per 32 products where u8 needs two and w16 four;
+ *  - AVX-512 VNNI: the same on 512-bit vectors, MR 16. */
 #include <stdlib.h>
 #include <string.h>
 
@@ -23,11 +25,12 @@
 #define FAST_X86 1
 #define AVX2_FN __attribute__((target("avx2")))
 #define AVX512_FN __attribute__((target("avx2,avx512f,avx512bw,avx512vnni")))
+#define AVXVNNI_FN __attribute__((target("avx2,avxvnni")))
 #else
 #define FAST_X86 0
 #endif
 
-enum { K_W16 = 0, K_U8 = 1, K_VNNI = 2 };
+enum { K_W16 = 0, K_U8 = 1, K_VNNI = 2, K_VNNI256 = 3 };
 #define NR 16
 #define MC 64  /* rows of an output tile: a multiple of every MR (4, 16) */
 #define NCP 8 /* B panels (of NR columns) of an output tile: 128 columns, whose B panels (K x 128
@@ -151,42 +154,45 @@ AVX2_FN static void kern_u8_avx2(const gk_cfg *g, const void *ap, const void *bp
 #define ROWS16(X)                                                                                   \
   X(0) X(1) X(2) X(3) X(4) X(5) X(6) X(7) X(8) X(9) X(10) X(11) X(12) X(13) X(14) X(15)
 
-/* The VNNI kernel's vector steps. HOT_FAST_VNNI_EMU (a test build, tests/fast) spells them in
- * portable C on 16 int32 lanes, following the instruction's definition (vpdpbusd: per lane, the
- * accumulator plus the four products of unsigned bytes of the second operand and signed bytes of
- * the third, no saturation, modulo 2^32), so that the kernel, its packing and its offset
- * correction run and are checked on CPUs without AVX-512; otherwise they are the intrinsics. */
+/* The VNNI kernels' vector steps, vn_* on 16 int32 lanes (AVX-512) and va_* on 8 (AVX-VNNI).
+ * HOT_FAST_VNNI_EMU (a test build, tests/fast) spells them in portable C, following the
+ * instruction's definition (vpdpbusd: per lane, the accumulator plus the four products of unsigned
+ * bytes of the second operand and signed bytes of the third, no saturation, modulo 2^32), so that
+ * the kernels, their packing and their offset correction run and are checked on CPUs without
+ * AVX-512 or AVX-VNNI; otherwise they are the intrinsics. */
 #ifdef HOT_FAST_VNNI_EMU
-typedef struct {
-  uint32_t w[16];
-} vn_vec;
-static inline vn_vec vn_load(const void *p) {
-  vn_vec v;
-  memcpy(v.w, p, sizeof v.w);
-  return v;
-}
-static inline void vn_store(void *p, vn_vec v) { memcpy(p, v.w, sizeof v.w); }
-static inline vn_vec vn_zero(void) {
-  vn_vec v;
-  memset(v.w, 0, sizeof v.w);
-  return v;
-}
-static inline vn_vec vn_set1(int32_t x) {
-  vn_vec v;
-  for (int i = 0; i < 16; ++i) v.w[i] = (uint32_t)x;
-  return v;
-}
-static inline vn_vec vn_dpbusd(vn_vec c, vn_vec u, vn_vec s) {
-  for (int i = 0; i < 16; ++i)
-    for (int j = 0; j < 4; ++j)
-      c.w[i] += (uint32_t)((int32_t)(uint8_t)(u.w[i] >> (8 * j)) * (int8_t)(uint8_t)(s.w[i] >> (8 * j)));
-  return c;
-}
-static inline vn_vec vn_sub(vn_vec a, vn_vec b) {
-  for (int i = 0; i < 16; ++i) a.w[i] -= b.w[i];
-  return a;
-}
+#define EMU_VEC(T, N, P)                                                                            \
+  typedef struct {                                                                                  \
+    uint32_t w[N];                                                                                  \
+  } T;                                                                                              \
+  static inline T P##_load(const void *p) {                                                         \
+    T v;                                                                                            \
+    memcpy(v.w, p, sizeof v.w);                                                                     \
+    return v;                                                                                       \
+  }                                                                                                 \
+  static inline void P##_store(void *p, T v) { memcpy(p, v.w, sizeof v.w); }                       \
+  static inline T P##_set1(int32_t x) {                                                             \
+    T v;                                                                                            \
+    for (int i = 0; i < N; ++i) v.w[i] = (uint32_t)x;                                               \
+    return v;                                                                                       \
+  }                                                                                                 \
+  static inline T P##_zero(void) { return P##_set1(0); }                                            \
+  static inline T P##_dpbusd(T c, T u, T s) {                                                       \
+    for (int i = 0; i < N; ++i)                                                                     \
+      for (int j = 0; j < 4; ++j)                                                                   \
+        c.w[i] += (uint32_t)((int32_t)(uint8_t)(u.w[i] >> (8 * j)) *                                \
+                             (int8_t)(uint8_t)(s.w[i] >> (8 * j)));                                 \
+    return c;                                                                                       \
+  }                                                                                                 \
+  static inline T P##_sub(T a, T b) {                                                               \
+    for (int i = 0; i < N; ++i) a.w[i] -= b.w[i];                                                   \
+    return a;                                                                                       \
+  }
+EMU_VEC(vn_vec, 16, vn)
+EMU_VEC(va_vec, 8, va)
 #define VNNI_FN
+#define VNNI256_FN
+#define HAVE_VNNI256 1
 #else
 typedef __m512i vn_vec;
 #define vn_load(p) _mm512_loadu_si512((const void *)(p))
@@ -196,6 +202,49 @@ typedef __m512i vn_vec;
 #define vn_dpbusd(c, u, s) _mm512_dpbusd_epi32((c), (u), (s))
 #define vn_sub(a, b) _mm512_sub_epi32((a), (b))
 #define VNNI_FN AVX512_FN
+#define HAVE_VNNI256 FAST_HAVE_AVXVNNI
+#if FAST_HAVE_AVXVNNI
+typedef __m256i va_vec;
+#define va_load(p) _mm256_loadu_si256((const __m256i *)(const void *)(p))
+#define va_store(p, v) _mm256_storeu_si256((__m256i *)(void *)(p), (v))
+#define va_zero() _mm256_setzero_si256()
+#define va_set1(x) _mm256_set1_epi32(x)
+#define va_dpbusd(c, u, s) _mm256_dpbusd_avx_epi32((c), (u), (s))
+#define va_sub(a, b) _mm256_sub_epi32((a), (b))
+#define VNNI256_FN AVXVNNI_FN
+#endif
+#endif
+
+#if HAVE_VNNI256
+/* AVX-VNNI: four rows x 16 columns (two vectors), the u8 kernel's panels (steps of 4 k). */
+VNNI256_FN static void kern_vnni256(const gk_cfg *g, const void *ap, const void *bp, int64_t ns,
+                                    int32_t *c, int64_t ldc, int accum, const uint32_t *corr) {
+  (void)g;
+  const uint8_t *a = ap;
+  const int8_t *b = bp;
+#define VA_INIT(m)                                                                                  \
+  va_vec c##m##0 = accum ? va_load(c + m * ldc) : va_zero();                                        \
+  va_vec c##m##1 = accum ? va_load(c + m * ldc + 8) : va_zero();
+  ROWS4(VA_INIT)
+  for (int64_t s = 0; s < ns; ++s) {
+    const va_vec b0 = va_load(b + s * 64), b1 = va_load(b + s * 64 + 32);
+    const uint8_t *as = a + s * 16;
+#define VA_STEP(m)                                                                                  \
+  {                                                                                                 \
+    const va_vec av = va_set1(ld32(as + 4 * m));                                                    \
+    c##m##0 = va_dpbusd(c##m##0, av, b0);                                                           \
+    c##m##1 = va_dpbusd(c##m##1, av, b1);                                                           \
+  }
+    ROWS4(VA_STEP)
+  }
+  if (corr) {
+    const va_vec k0 = va_load(corr), k1 = va_load(corr + 8);
+#define VA_CORR(m) c##m##0 = va_sub(c##m##0, k0), c##m##1 = va_sub(c##m##1, k1);
+    ROWS4(VA_CORR)
+  }
+#define VA_STORE(m) va_store(c + m * ldc, c##m##0), va_store(c + m * ldc + 8, c##m##1);
+  ROWS4(VA_STORE)
+}
 #endif
 
 VNNI_FN static void kern_vnni(const gk_cfg *g, const void *ap, const void *bp, int64_t ns,
@@ -226,6 +275,9 @@ static void run_kernel(const gk_cfg *g, const void *ap, const void *bp, int64_t 
 #if FAST_X86
   if (g->simd) {
     if (g->kind == K_VNNI) kern_vnni(g, ap, bp, ns, c, ldc, accum, corr);
+#if HAVE_VNNI256
+    else if (g->kind == K_VNNI256) kern_vnni256(g, ap, bp, ns, c, ldc, accum, corr);
+#endif
     else if (g->kind == K_U8) kern_u8_avx2(g, ap, bp, ns, c, ldc, accum, corr);
     else kern_w16_avx2(g, ap, bp, ns, c, ldc, accum, corr);
     return;
@@ -454,6 +506,8 @@ int fast_igemm(const fast_igemm_op *op) {
   const int64_t s_u8 = 32767 / (4 * (int64_t)qa * qb);
   if (level >= FAST_LEVEL_AVX512) {
     g.kind = K_VNNI, g.simd = 1, g.mr = 16, g.kstep = 4, g.off = 128;
+  } else if (level == FAST_LEVEL_AVXVNNI) { /* only offered where HAVE_VNNI256 (fast_level_has) */
+    g.kind = K_VNNI256, g.simd = 1, g.mr = 4, g.kstep = 4, g.off = 128;
   } else if (level >= FAST_LEVEL_AVX2 && s_u8 >= 16 && 2 * qa <= 255) {
     g.kind = K_U8, g.simd = 1, g.mr = 4, g.kstep = 4, g.off = qa;
     g.chunk = (int)(s_u8 < 1024 ? s_u8 : 1024);

@@ -9,6 +9,15 @@
 
 #include "fast.h"
 
+/* Whether this compiler can emit AVX-VNNI (the VEX-encoded 256-bit vpdpbusd): GCC 11 and clang 12
+ * on. Without it the avx-vnni level is never offered (fast_level_has). */
+#if (defined(__x86_64__) || defined(__i386__)) &&                                                   \
+    ((defined(__clang__) && __clang_major__ >= 12) || (!defined(__clang__) && __GNUC__ >= 11))
+#define FAST_HAVE_AVXVNNI 1
+#else
+#define FAST_HAVE_AVXVNNI 0
+#endif
+
 /* ---- thread pool (fast_pool.c) ------------------------------------------------------------ */
 
 /* One task of a parallel region: index i in [0, n), run by thread tid in [0, threads). */

@@ -40,22 +40,37 @@ int fast_threads(void) {
 }
 
 void fast_set_level(int max) {
-  atomic_store(&g_level_cap, max >= FAST_LEVEL_SCALAR && max <= FAST_LEVEL_AVX512 ? max : -1);
+  atomic_store(&g_level_cap, max >= FAST_LEVEL_SCALAR && max < FAST_LEVELS ? max : -1);
 }
 
-fast_level fast_level_cpu(void) {
+int fast_level_has(int level) {
+  if (level == FAST_LEVEL_SCALAR) return 1;
 #if defined(__x86_64__) || defined(__i386__)
   __builtin_cpu_init();
-  if (__builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
-      __builtin_cpu_supports("avx512vnni") && __builtin_cpu_supports("avx2"))
-    return FAST_LEVEL_AVX512;
-#ifdef HOT_FAST_VNNI_EMU /* a test build: the VNNI GEMM kernel in portable C (fast_gemm.c) */
-  if (__builtin_cpu_supports("avx2")) return FAST_LEVEL_AVX512;
+  const int avx2 = __builtin_cpu_supports("avx2");
+#ifdef HOT_FAST_VNNI_EMU /* a test build: the VNNI GEMM kernels in portable C (fast_gemm.c) */
+  return level > FAST_LEVEL_SCALAR && level < FAST_LEVELS && avx2;
+#else
+  if (level == FAST_LEVEL_AVX2) return avx2;
+#if FAST_HAVE_AVXVNNI
+  if (level == FAST_LEVEL_AVXVNNI) return avx2 && __builtin_cpu_supports("avxvnni");
 #endif
-  if (__builtin_cpu_supports("avx2")) return FAST_LEVEL_AVX2;
+  if (level == FAST_LEVEL_AVX512)
+    return avx2 && __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
+           __builtin_cpu_supports("avx512vnni");
 #endif
-  return FAST_LEVEL_SCALAR;
+#endif
+  return 0;
 }
+
+/* The highest level at most `cap` that this CPU has (scalar always is). */
+static fast_level best_up_to(int cap) {
+  int l = cap < FAST_LEVELS ? cap : FAST_LEVELS - 1;
+  while (l > FAST_LEVEL_SCALAR && !fast_level_has(l)) --l;
+  return (fast_level)l;
+}
+
+fast_level fast_level_cpu(void) { return best_up_to(FAST_LEVELS - 1); }
 
 fast_level fast_level_now(void) {
   int cap = atomic_load(&g_level_cap);
@@ -63,16 +78,17 @@ fast_level fast_level_now(void) {
     const char *s = getenv("HOT_CPU_ISA");
     if (s && strcmp(s, "scalar") == 0) cap = FAST_LEVEL_SCALAR;
     else if (s && strcmp(s, "avx2") == 0) cap = FAST_LEVEL_AVX2;
+    else if (s && (strcmp(s, "avxvnni") == 0 || strcmp(s, "avx-vnni") == 0)) cap = FAST_LEVEL_AVXVNNI;
     else cap = FAST_LEVEL_AVX512;
   }
-  fast_level cpu = fast_level_cpu();
-  return (int)cpu < cap ? cpu : (fast_level)cap;
+  return best_up_to(cap);
 }
 
 const char *fast_level_name(int level) {
   switch (level) {
   case FAST_LEVEL_SCALAR: return "scalar";
   case FAST_LEVEL_AVX2: return "avx2";
+  case FAST_LEVEL_AVXVNNI: return "avx-vnni";
   case FAST_LEVEL_AVX512: return "avx512-vnni";
   default: return "unknown level";
   }

@@ -330,8 +330,8 @@ int hot_fast_bench_philox(long long n, int reps, double *best_s) {
   return 0;
 }
 
-/* The highest dispatch level this CPU supports (fast_level_cpu). */
-int hot_fast_bench_level_cpu(void) { return (int)fast_level_cpu(); }
+/* 1 when this CPU can run dispatch level `level` (fast_level_has), else 0. */
+int hot_fast_bench_level_has(int level) { return fast_level_has(level); }
 
 /* Caps the dispatch level of the fast path (fast_set_level) for the following calls. */
 void hot_fast_bench_level(int max) { fast_set_level(max); }

@@ -1,12 +1,12 @@
 /* test_fast.c — the fast CPU path (templates/fast/fast.h) equals the reference twins bit for
  * bit: saved buffers (codes and scales, or the fp32 copy), g_x, g_w, g_b, the LQS errors and
- * choice, and the fp64 exact products, over awkward shapes (1, 3, 17, 137, 197, 260), B > 1,
- * the recipes hot / paper / paper_code, every granularity, SAWB, both HLA layouts, per-sample
- * HLA scales, RTN and SR, 2..8 bits, s4 and s8 codes, f32 / bf16 / f16 inputs and HQ / HLA / ABC
- * switched off; each at every dispatch level this CPU has (scalar, AVX2, AVX-512 VNNI) and with
- * 1, 2 and 3 threads. The integer GEMM is also checked alone against a plain int32 sum, on
- * every kernel's tails, both operand orientations, segments and saturating code bounds, and the
- * Philox words alone against hot_rand_word (block phases, counters past 2^32). Also bad
+ * choice, and the fp64 exact products, over awkward shapes (1, 3, 17, 137, 197, 260), B > 1, the
+ * recipes hot / paper / paper_code, every granularity, SAWB, both HLA layouts, per-sample HLA
+ * scales, RTN and SR, 2..8 bits, s4 and s8 codes, f32 / bf16 / f16 inputs and HQ / HLA / ABC
+ * switched off; each at every dispatch level this CPU has (scalar, AVX2, AVX-VNNI, AVX-512 VNNI)
+ * and with 1, 2 and 3 threads. The integer GEMM is also checked alone against a plain int32 sum,
+ * on every kernel's tails, both operand orientations, segments and saturating code bounds, and
+ * the Philox words alone against hot_rand_word (block phases, counters past 2^32). Also bad
  * arguments and non-finite inputs give the twins' status. */
 #define _POSIX_C_SOURCE 200809L
 #include <check.h>
@@ -122,7 +122,7 @@ static int same_saved(const hot_layer_plan *pl, const hot_ref_saved *a, const ho
   return memcmp(a->x, b->x, (size_t)(pl->T * pl->I) * sizeof(float)) == 0;
 }
 
-static int g_levels_run[3];
+static int g_levels_run[FAST_LEVELS];
 
 /* One case: the twins once per granularity, the fast path at every level and thread count. */
 static void run_case(const fcase *c, int idx) {
@@ -150,7 +150,8 @@ static void run_case(const fcase *c, int idx) {
     ck_assert_int_eq(ref_layer_backward(&pl, &rs, g, w, c->dt, grans[gi], 77, 9 + (uint32_t)gi,
                                             rx, rw, rb),
                      HOT_REF_OK);
-    for (int level = 0; level <= (int)fast_level_cpu(); ++level)
+    for (int level = 0; level < FAST_LEVELS; ++level)
+      if (fast_level_has(level))
       for (int th = 1; th <= 3; ++th) {
         fast_set_level(level);
         fast_set_threads(th);
@@ -332,7 +333,8 @@ START_TEST(gemm_exact) {
         gemm_sink sink = {M, N, got};
         fast_igemm_op op = {M,  N,  K,  S,  as, a_kmaj ? 1 : K, a_kmaj ? M : 1, bs, b_kmaj ? 1 : K,
                             b_kmaj ? N : 1, qa, qb, gemm_epi, &sink, -1};
-        for (int level = 0; level <= (int)fast_level_cpu(); ++level)
+        for (int level = 0; level < FAST_LEVELS; ++level)
+      if (fast_level_has(level))
           for (int th = 1; th <= 3; ++th) {
             fast_set_level(level);
             fast_set_threads(th);
@@ -364,7 +366,8 @@ START_TEST(philox_words_exact) {
   static const fast_rng rngs[] = {{0, 0, 0}, {0x243F6A8885A308D3ull, 0x13198A2Eu, 7u},
                                   {~0ull, 0xFFFFFFFFu, 0xFFFFFFFFu}};
   uint32_t got[1031];
-  for (int level = 0; level <= (int)fast_level_cpu(); ++level)
+  for (int level = 0; level < FAST_LEVELS; ++level)
+      if (fast_level_has(level))
     for (size_t r = 0; r < sizeof rngs / sizeof rngs[0]; ++r)
       for (size_t i = 0; i < sizeof starts / sizeof starts[0]; ++i)
         for (size_t j = 0; j < sizeof lens / sizeof lens[0]; ++j) {
@@ -452,9 +455,27 @@ START_TEST(settings) {
   fast_set_level(-1);
   setenv("HOT_CPU_ISA", "scalar", 1);
   ck_assert_int_eq(fast_level_now(), FAST_LEVEL_SCALAR);
+  setenv("HOT_CPU_ISA", "avxvnni", 1);
+  ck_assert_int_le(fast_level_now(), FAST_LEVEL_AVXVNNI);
+  ck_assert(fast_level_has(fast_level_now()));
   unsetenv("HOT_CPU_ISA");
   ck_assert_int_eq(fast_level_now(), fast_level_cpu());
+  /* a cap gives the highest level under it that the CPU has (AVX-512 VNNI without AVX-VNNI
+   * exists, so a level's presence says nothing of the one below) */
+  ck_assert(fast_level_has(FAST_LEVEL_SCALAR));
+  ck_assert(!fast_level_has(-1) && !fast_level_has(FAST_LEVELS));
+  for (int l = 0; l < FAST_LEVELS; ++l) {
+    fast_set_level(l);
+    const int now = (int)fast_level_now();
+    ck_assert_int_le(now, l);
+    ck_assert(fast_level_has(now));
+    if (fast_level_has(l)) ck_assert_int_eq(now, l);
+    for (int k = now + 1; k <= l; ++k) ck_assert(!fast_level_has(k));
+  }
+  fast_set_level(-1);
   ck_assert_str_eq(fast_level_name(FAST_LEVEL_AVX2), "avx2");
+  ck_assert_str_eq(fast_level_name(FAST_LEVEL_AVXVNNI), "avx-vnni");
+  ck_assert_str_eq(fast_level_name(FAST_LEVELS), "unknown level");
   printf("this CPU: %s; threads by default: %d\n", fast_level_name(fast_level_cpu()), fast_threads());
 }
 END_TEST
@@ -476,13 +497,13 @@ int main(void) {
   int failed = srunner_ntests_failed(sr);
   srunner_free(sr);
 #ifdef HOT_FAST_VNNI_EMU
-  static const char *const k_run2 = "tested with its GEMM kernel emulated in portable C";
+  static const char *const k_run2 = "tested with its GEMM kernels emulated in portable C";
 #else
   static const char *const k_run2 = "tested";
 #endif
-  for (int l = 0; l < 3; ++l)
+  for (int l = 0; l < FAST_LEVELS; ++l)
     printf("level %s: %s\n", fast_level_name(l),
-           g_levels_run[l] ? (l == FAST_LEVEL_AVX512 ? k_run2 : "tested")
+           g_levels_run[l] ? (l >= FAST_LEVEL_AVXVNNI ? k_run2 : "tested")
                            : "not on this CPU (not tested here)");
   return failed ? 1 : 0;
 }
