@@ -30,6 +30,7 @@
  * CPU may have AVX-512 VNNI without AVX-VNNI, so "has level l" does not imply "has every level
  * below l" (fast_level_has). */
 typedef enum {
+  FAST_LEVEL_NONE = -1,   /* no cap (fast_set_level); also makes the enum's type int everywhere */
   FAST_LEVEL_SCALAR = 0,  /* portable C */
   FAST_LEVEL_AVX2 = 1,    /* AVX2: vpmaddubsw / vpmaddwd GEMMs, 8-wide transforms and quantizers */
   FAST_LEVEL_AVXVNNI = 2, /* AVX-VNNI: 256-bit vpdpbusd GEMMs (the rest as AVX2) */

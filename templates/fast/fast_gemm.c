@@ -501,7 +501,7 @@ static void tile_task(void *ctx, int64_t i, int tid) {
 int fast_igemm(const fast_igemm_op *op) {
   gk_cfg g;
   memset(&g, 0, sizeof g);
-  const int level = fast_level_now();
+  const int level = (int)fast_level_now();
   const int qa = op->qa < 1 ? 1 : op->qa, qb = op->qb < 1 ? 1 : op->qb;
   const int64_t s_u8 = 32767 / (4 * (int64_t)qa * qb);
   if (level >= FAST_LEVEL_AVX512) {

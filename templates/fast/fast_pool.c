@@ -10,6 +10,9 @@
 #include <unistd.h>
 
 #include "fast_internal.h"
+#if defined(__x86_64__) || defined(__i386__)
+#include <cpuid.h>
+#endif
 
 #define FAST_MAX_THREADS 256
 
@@ -53,7 +56,11 @@ int fast_level_has(int level) {
 #else
   if (level == FAST_LEVEL_AVX2) return avx2;
 #if FAST_HAVE_AVXVNNI
-  if (level == FAST_LEVEL_AVXVNNI) return avx2 && __builtin_cpu_supports("avxvnni");
+  if (level == FAST_LEVEL_AVXVNNI) { /* CPUID leaf 7 subleaf 1, EAX bit 4 (not every compiler's
+                                        __builtin_cpu_supports knows "avxvnni") */
+    unsigned a = 0, b = 0, c = 0, d = 0;
+    return avx2 && __get_cpuid_count(7, 1, &a, &b, &c, &d) && (a >> 4 & 1u);
+  }
 #endif
   if (level == FAST_LEVEL_AVX512)
     return avx2 && __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
