@@ -8,7 +8,9 @@
  *
  * Size: B = --batch, else the spec's batch capped at 4, lowered (not below 1) until T*O*I fits
  * --check-macs; the tokens per sample stay the layer's (HLA's blocks depend on them). The fp64
- * products are computed once per layer and data kind and kept for the next variants. */
+ * products are computed once per layer and data kind and kept for the next variants, and so are
+ * the seeded x, w and g_y (the kinds differ only in g_y's outliers): each variant and kind starts
+ * from a copy instead of drawing the normals again. */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -44,13 +46,53 @@ const hot_capture *tune_accuracy_capture(void) { return g_capture.x ? &g_capture
 
 void tune_accuracy_free_capture(void) { capture_free(&g_capture); }
 
-void tune_accuracy_reset(void) {
+/* The seeded normals of the last layer and size (tooldata_make at f32: before the outliers of a
+ * kind and the rounding to the layer's dtype), kept for the next kind and variant. */
+static struct {
+  int layer;
+  uint64_t seed;
+  tooldata d; /* d.x == NULL: none */
+} seeded = {.layer = -1};
+
+static void refs_reset(void) {
   for (int k = 0; k < HOT_TUNE_DATA_COUNT; ++k) {
     free(refs.ex[k]);
     free(refs.ew[k]);
   }
   memset(&refs, 0, sizeof refs);
   refs.layer = -1;
+}
+
+void tune_accuracy_reset(void) {
+  refs_reset();
+  tooldata_free(&seeded.d);
+  seeded.layer = -1;
+}
+
+/* b = a malloc'd copy of the seeded normals of (layer, T, O, I, seed), drawn when they are not
+ * the kept ones. 0, or -1 on out-of-memory (b then holds nothing). */
+static int seeded_copy(int layer, int64_t T, int64_t O, int64_t I, uint64_t seed, tooldata *b) {
+  tooldata *k = &seeded.d;
+  if (!k->x || seeded.layer != layer || seeded.seed != seed || k->T != T || k->O != O || k->I != I) {
+    tooldata_free(k);
+    seeded.layer = -1;
+    if (tooldata_make(k, T, O, I, seed, layer, HOT_DT_F32) != 0) return -1;
+    seeded.layer = layer;
+    seeded.seed = seed;
+  }
+  memset(b, 0, sizeof *b);
+  b->T = T, b->O = O, b->I = I, b->dt = HOT_DT_F32;
+  b->x = malloc((size_t)(T * I) * sizeof *b->x);
+  b->w = malloc((size_t)(O * I) * sizeof *b->w);
+  b->gy = malloc((size_t)(T * O) * sizeof *b->gy);
+  if (!b->x || !b->w || !b->gy) {
+    tooldata_free(b);
+    return -1;
+  }
+  memcpy(b->x, k->x, (size_t)(T * I) * sizeof *b->x);
+  memcpy(b->w, k->w, (size_t)(O * I) * sizeof *b->w);
+  memcpy(b->gy, k->gy, (size_t)(T * O) * sizeof *b->gy);
+  return 0;
 }
 
 /* 2-adic valuation of v > 0, capped at 11: what decides, for every p <= 1024, whether p divides
@@ -184,8 +226,7 @@ static int make_data(const hot_model *m, int layer, const tune_opts *o, int kind
     memcpy(b->gy, c->g_y, (size_t)(c->T * c->O) * sizeof *b->gy);
   } else {
     sizes(m, layer, o, &d->B, &d->L);
-    if (tooldata_make(b, d->B * d->L, s->out_features, s->in_features, m->seed, layer,
-                        HOT_DT_F32) != 0)
+    if (seeded_copy(layer, d->B * d->L, s->out_features, s->in_features, m->seed, b) != 0)
       return -1;
     tooldata_outliers(b->gy, b->T, b->O, kind); /* then rounded to the layer's dtype, below */
   }
@@ -204,7 +245,7 @@ static int reference(int layer, const tune_opts *o, int kind, const tooldata *d)
   const char *cap = o->capture ? o->capture : "";
   if (refs.layer != layer || refs.T != d->T || refs.O != d->O || refs.I != d->I ||
       strcmp(refs.capture, cap) != 0) {
-    tune_accuracy_reset();
+    refs_reset();
     refs.layer = layer;
     refs.T = d->T;
     refs.O = d->O;

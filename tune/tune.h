@@ -104,7 +104,7 @@ int tune_variant_spec(const hot_model *m, const tune_variant *v, hot_layer_spec 
  * out-of-memory (message in err). */
 int tune_accuracy(const hot_model *m, int layer, const hot_layer_spec *s, const tune_opts *o,
                   hot_tune_row *row, char *err, size_t errlen);
-/* Frees the fp64 references kept between variants. */
+/* Frees the fp64 references and the seeded inputs kept between variants. */
 void tune_accuracy_reset(void);
 /* Reads and validates the --capture file once, up front (the variants then copy its tensors).
  * Returns 0, or -1 with the reader's one-line message in err. tune_accuracy_capture: the loaded

@@ -1,9 +1,13 @@
 /* tooldata.c — the seeded inputs of hot-bench and hot-tune (hot_tooldata.h): standard-normal x, w
  * and g_y from a counter-based generator (splitmix64 of seed, stream and index), so every machine
- * and every run gets the same values, independent of the order they are generated in. */
+ * and every run gets the same values, independent of the order they are generated in (large
+ * fills are split over threads). */
+#define _POSIX_C_SOURCE 200809L
 #include <math.h>
+#include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "hot_tooldata.h"
 
@@ -16,15 +20,63 @@ static uint64_t mix(uint64_t z) { /* splitmix64 finaliser */
   return z ^ (z >> 31);
 }
 
-void tooldata_fill_normal(float *dst, size_t n, uint64_t seed, uint64_t stream) {
-  uint64_t base = mix(seed ^ mix(stream));
-  for (size_t i = 0; i < n; i += 2) { /* Box-Muller: two normals per pair of uniforms */
+/* Elements [i0, i1) of the fill (i0 even): Box-Muller, two normals per pair of uniforms. */
+static void fill_range(float *dst, size_t n, uint64_t base, size_t i0, size_t i1) {
+  for (size_t i = i0; i < i1; i += 2) {
     uint64_t a = mix(base + 2 * (uint64_t)i), b = mix(base + 2 * (uint64_t)i + 1);
     double u1 = ((double)(a >> 11) + 1.0) * 0x1.0p-53; /* (0, 1]: log is finite */
     double u2 = (double)(b >> 11) * 0x1.0p-53;
     double r = sqrt(-2.0 * log(u1)), t = 6.283185307179586 * u2;
     dst[i] = (float)(r * cos(t));
     if (i + 1 < n) dst[i + 1] = (float)(r * sin(t));
+  }
+}
+
+typedef struct {
+  float *dst;
+  size_t n, i0, i1;
+  uint64_t base;
+} fill_part;
+
+static void *fill_thread(void *arg) {
+  const fill_part *p = arg;
+  fill_range(p->dst, p->n, p->base, p->i0, p->i1);
+  return NULL;
+}
+
+/* Threads of a large fill: HOT_CPU_THREADS when it is a positive integer (as the CPU backend),
+ * else the online CPUs; at most FILL_MAX_THREADS. */
+#define FILL_MAX_THREADS 64
+static int fill_threads(void) {
+  const char *e = getenv("HOT_CPU_THREADS");
+  char *end = NULL;
+  long v = e && *e ? strtol(e, &end, 10) : 0;
+  if (!(e && *e && *end == '\0' && v > 0)) v = sysconf(_SC_NPROCESSORS_ONLN);
+  return v < 1 ? 1 : v > FILL_MAX_THREADS ? FILL_MAX_THREADS : (int)v;
+}
+
+void tooldata_fill_normal(float *dst, size_t n, uint64_t seed, uint64_t stream) {
+  const uint64_t base = mix(seed ^ mix(stream));
+  /* every element depends on its index only, so any split gives the same values: slices of an
+   * even length (whole pairs) of at least 2^18 elements, one per thread; a thread that cannot be
+   * started leaves its slice to the caller */
+  size_t parts = n >> 18;
+  const int nt = fill_threads();
+  parts = parts < 1 ? 1 : parts > (size_t)nt ? (size_t)nt : parts;
+  const size_t len = ((n / parts + 1) | 1) + 1; /* even, parts * len >= n */
+  fill_part p[FILL_MAX_THREADS];
+  pthread_t th[FILL_MAX_THREADS];
+  int started[FILL_MAX_THREADS] = {0};
+  for (size_t j = 0; j < parts; ++j) {
+    p[j].dst = dst, p[j].n = n, p[j].base = base;
+    p[j].i0 = j * len < n ? j * len : n;
+    p[j].i1 = (j + 1) * len < n ? (j + 1) * len : n;
+    if (j > 0) started[j] = pthread_create(&th[j], NULL, fill_thread, &p[j]) == 0;
+  }
+  fill_range(dst, n, base, p[0].i0, p[0].i1);
+  for (size_t j = 1; j < parts; ++j) {
+    if (started[j]) pthread_join(th[j], NULL);
+    else fill_range(dst, n, base, p[j].i0, p[j].i1);
   }
 }
 

@@ -666,6 +666,34 @@ START_TEST(test_f16_bf16_conversion) {
 }
 END_TEST
 
+/* tooldata_fill_normal splits large fills over threads: every split gives the values of the
+ * single-threaded generator, bit for bit (the FNV-1a hash of 3 * 2^19 + 5 normals of seed 7,
+ * stream 1, taken from the generator before the split), with 1, 2, 3 and 7 threads, an odd
+ * length, and HOT_CPU_THREADS unset or not a number. */
+START_TEST(test_fill_normal_split) {
+  const size_t n = (size_t)3 * (1u << 19) + 5;
+  float *v = malloc(n * sizeof *v);
+  ck_assert_ptr_nonnull(v);
+  const char *threads[] = {"1", "2", "3", "7", "junk", NULL};
+  for (int t = 0; t < 6; ++t) {
+    if (threads[t]) setenv("HOT_CPU_THREADS", threads[t], 1);
+    else unsetenv("HOT_CPU_THREADS");
+    memset(v, 0xff, n * sizeof *v);
+    tooldata_fill_normal(v, n, 7, 1);
+    unsigned long long h = 1469598103934665603ull;
+    for (size_t i = 0; i < n; ++i) {
+      uint32_t u;
+      memcpy(&u, &v[i], 4);
+      h = (h ^ u) * 1099511628211ull;
+    }
+    ck_assert_msg(h == 0x2c0ea6bea3fd2a58ull, "HOT_CPU_THREADS=%s: hash %016llx",
+                  threads[t] ? threads[t] : "(unset)", h);
+  }
+  unsetenv("HOT_CPU_THREADS");
+  free(v);
+}
+END_TEST
+
 int main(void) {
   Suite *s = suite_create("bench");
   TCase *tc = tcase_create("cpu");
@@ -675,6 +703,7 @@ int main(void) {
   tcase_add_test(tc, test_cuda_without_driver);
   tcase_add_test(tc, test_scales);
   tcase_add_test(tc, test_f16_bf16_conversion);
+  tcase_add_test(tc, test_fill_normal_split);
   tcase_add_test(tc, test_e4m3_conversion);
   tcase_add_test(tc, test_fp8_arch_rule);
   tcase_add_test(tc, test_cublaslt_loader_errors);
