@@ -6,8 +6,10 @@
  * and the contraction into blocks of KC; a tile's sums are kept in the output between blocks
  * and each block adds its terms in ascending k, so every element sees the same additions in the
  * same order. (atb64's skipping of zero terms changes nothing: a sum that starts at +0.0 is never
- * -0.0 under round-to-nearest, and adding +-0 to it leaves it as it is.) The fp64 transforms of
- * ref_hq_gx_f64 and ref_hla_gw_f64 keep their stage order and run per column. */
+ * -0.0 under round-to-nearest, and adding +-0 to it leaves it as it is.) When both operands are
+ * fp32 each product is exact in fp64, so a fused multiply-add rounds the same single time as the
+ * twins' add does (dkern_fma). The fp64 transforms of ref_hq_gx_f64 and ref_hla_gw_f64 keep their
+ * stage order and run per column. */
 #include <stdlib.h>
 #include <string.h>
 
@@ -40,6 +42,7 @@ typedef struct {
   int64_t M, N, K;
   double *c;
   int level;
+  int fma;          /* the fused kernel (dkern_fma): AVX2 + FMA, both operands fp32 */
   double **scratch; /* per thread: packed A (DMC x DKC), packed B (DKC x DNC), an edge tile */
 } dctx;
 
@@ -102,31 +105,43 @@ static void dkern_scalar(const double *ap, const double *bp, int64_t kc, double 
 }
 
 #if FAST_X86
+/* The AVX2 kernel, as a macro over the step that adds a * b into an accumulator: mul + add, or,
+ * where every product is exact, one fused multiply-add. */
+#define DKERN_AVX2_BODY(STEP)                                                                       \
+  __m256d c00 = _mm256_loadu_pd(c), c01 = _mm256_loadu_pd(c + 4);                                  \
+  __m256d c10 = _mm256_loadu_pd(c + ldc), c11 = _mm256_loadu_pd(c + ldc + 4);                      \
+  __m256d c20 = _mm256_loadu_pd(c + 2 * ldc), c21 = _mm256_loadu_pd(c + 2 * ldc + 4);              \
+  __m256d c30 = _mm256_loadu_pd(c + 3 * ldc), c31 = _mm256_loadu_pd(c + 3 * ldc + 4);              \
+  for (int64_t k = 0; k < kc; ++k) {                                                                \
+    const __m256d b0 = _mm256_loadu_pd(bp + k * DNR), b1 = _mm256_loadu_pd(bp + k * DNR + 4);      \
+    __m256d a = _mm256_broadcast_sd(ap + k * DMR);                                                  \
+    c00 = STEP(c00, a, b0), c01 = STEP(c01, a, b1);                                                 \
+    a = _mm256_broadcast_sd(ap + k * DMR + 1);                                                      \
+    c10 = STEP(c10, a, b0), c11 = STEP(c11, a, b1);                                                 \
+    a = _mm256_broadcast_sd(ap + k * DMR + 2);                                                      \
+    c20 = STEP(c20, a, b0), c21 = STEP(c21, a, b1);                                                 \
+    a = _mm256_broadcast_sd(ap + k * DMR + 3);                                                      \
+    c30 = STEP(c30, a, b0), c31 = STEP(c31, a, b1);                                                 \
+  }                                                                                                 \
+  _mm256_storeu_pd(c, c00), _mm256_storeu_pd(c + 4, c01);                                          \
+  _mm256_storeu_pd(c + ldc, c10), _mm256_storeu_pd(c + ldc + 4, c11);                              \
+  _mm256_storeu_pd(c + 2 * ldc, c20), _mm256_storeu_pd(c + 2 * ldc + 4, c21);                      \
+  _mm256_storeu_pd(c + 3 * ldc, c30), _mm256_storeu_pd(c + 3 * ldc + 4, c31);
+
+#define MUL_ADD(acc, a, b) _mm256_add_pd((acc), _mm256_mul_pd((a), (b)))
+#define FMA_ADD(acc, a, b) _mm256_fmadd_pd((a), (b), (acc))
+
 AVX2_FN static void dkern_avx2(const double *ap, const double *bp, int64_t kc, double *c,
                                int64_t ldc) {
-  __m256d c00 = _mm256_loadu_pd(c), c01 = _mm256_loadu_pd(c + 4);
-  __m256d c10 = _mm256_loadu_pd(c + ldc), c11 = _mm256_loadu_pd(c + ldc + 4);
-  __m256d c20 = _mm256_loadu_pd(c + 2 * ldc), c21 = _mm256_loadu_pd(c + 2 * ldc + 4);
-  __m256d c30 = _mm256_loadu_pd(c + 3 * ldc), c31 = _mm256_loadu_pd(c + 3 * ldc + 4);
-  for (int64_t k = 0; k < kc; ++k) {
-    const __m256d b0 = _mm256_loadu_pd(bp + k * DNR), b1 = _mm256_loadu_pd(bp + k * DNR + 4);
-    __m256d a = _mm256_broadcast_sd(ap + k * DMR);
-    c00 = _mm256_add_pd(c00, _mm256_mul_pd(a, b0));
-    c01 = _mm256_add_pd(c01, _mm256_mul_pd(a, b1));
-    a = _mm256_broadcast_sd(ap + k * DMR + 1);
-    c10 = _mm256_add_pd(c10, _mm256_mul_pd(a, b0));
-    c11 = _mm256_add_pd(c11, _mm256_mul_pd(a, b1));
-    a = _mm256_broadcast_sd(ap + k * DMR + 2);
-    c20 = _mm256_add_pd(c20, _mm256_mul_pd(a, b0));
-    c21 = _mm256_add_pd(c21, _mm256_mul_pd(a, b1));
-    a = _mm256_broadcast_sd(ap + k * DMR + 3);
-    c30 = _mm256_add_pd(c30, _mm256_mul_pd(a, b0));
-    c31 = _mm256_add_pd(c31, _mm256_mul_pd(a, b1));
-  }
-  _mm256_storeu_pd(c, c00), _mm256_storeu_pd(c + 4, c01);
-  _mm256_storeu_pd(c + ldc, c10), _mm256_storeu_pd(c + ldc + 4, c11);
-  _mm256_storeu_pd(c + 2 * ldc, c20), _mm256_storeu_pd(c + 2 * ldc + 4, c21);
-  _mm256_storeu_pd(c + 3 * ldc, c30), _mm256_storeu_pd(c + 3 * ldc + 4, c31);
+  DKERN_AVX2_BODY(MUL_ADD)
+}
+
+/* For fp32 operands only: the product of two fp32 values is exact in fp64 (48 significant bits,
+ * exponents far inside fp64's range), so fma(a, b, acc) rounds once, exactly as acc + (a * b)
+ * does; the sums keep the twins' bits with half the instructions. */
+__attribute__((target("avx2,fma"))) static void dkern_fma(const double *ap, const double *bp,
+                                                        int64_t kc, double *c, int64_t ldc) {
+  DKERN_AVX2_BODY(FMA_ADD)
 }
 #endif
 
@@ -142,7 +157,8 @@ static void dtile(const dctx *x, const double *ap, const double *bp, int64_t kc,
       for (int n = 0; n < DNR; ++n)
         tmp[m * DNR + n] = r0 + m < x->M && c0 + n < x->N ? x->c[(r0 + m) * x->N + c0 + n] : 0.0;
 #if FAST_X86
-  if (x->level >= FAST_LEVEL_AVX2) dkern_avx2(ap, bp, kc, c, ldc);
+  if (x->fma) dkern_fma(ap, bp, kc, c, ldc);
+  else if (x->level >= FAST_LEVEL_AVX2) dkern_avx2(ap, bp, kc, c, ldc);
   else
 #endif
     dkern_scalar(ap, bp, kc, c, ldc);
@@ -177,6 +193,9 @@ static void dtile_task(void *ctx, int64_t i, int tid) {
 static int dgemm(dctx *x) {
   const int threads = fast_threads();
   x->level = fast_level_now();
+#if FAST_X86
+  x->fma = x->level >= FAST_LEVEL_AVX2 && x->a_f32 && x->b_f32 && __builtin_cpu_supports("fma");
+#endif
   x->scratch = calloc((size_t)threads, sizeof *x->scratch);
   int rc = x->scratch ? HOT_REF_OK : HOT_REF_ENOMEM;
   for (int t = 0; t < threads && !rc; ++t)
@@ -192,7 +211,7 @@ static int dgemm(dctx *x) {
 int fast_exact_gx(int64_t T, int64_t O, int64_t I, const float *g_y, const float *w, double *g_x) {
   if (T <= 0 || O <= 0 || I <= 0 || !g_y || !w || !g_x) return HOT_REF_EARG;
   memset(g_x, 0, (size_t)(T * I) * sizeof *g_x);
-  dctx x = {g_y, 1, O, 1, w, 1, I, 1, T, I, O, g_x, 0, NULL};
+  dctx x = {g_y, 1, O, 1, w, 1, I, 1, T, I, O, g_x, 0, 0, NULL};
   return dgemm(&x);
 }
 
@@ -200,7 +219,7 @@ int fast_exact_gw(int64_t T, int64_t O, int64_t I, const float *g_y, const float
                   double *g_w) {
   if (T <= 0 || O <= 0 || I <= 0 || !g_y || !x_ || !g_w) return HOT_REF_EARG;
   memset(g_w, 0, (size_t)(O * I) * sizeof *g_w);
-  dctx x = {g_y, 1, 1, O, x_, 1, I, 1, O, I, T, g_w, 0, NULL};
+  dctx x = {g_y, 1, 1, O, x_, 1, I, 1, O, I, T, g_w, 0, 0, NULL};
   return dgemm(&x);
 }
 
@@ -261,7 +280,7 @@ int fast_hq_gx_f64(const hot_layer_plan *pl, const float *g_y, const float *w, d
   fwht64_blocks(gt, b, op / b, T);
   fwht64_blocks(wt, b, op / b, I);
   memset(g_x, 0, (size_t)(T * I) * sizeof *g_x);
-  dctx x = {gt, 0, 1, T, wt, 0, I, 1, T, I, op, g_x, 0, NULL};
+  dctx x = {gt, 0, 1, T, wt, 0, I, 1, T, I, op, g_x, 0, 0, NULL};
   rc = dgemm(&x);
   if (!rc) div_all(g_x, T * I, (double)b);
 done:
@@ -324,7 +343,7 @@ int fast_hla_gw_f64(const hot_layer_plan *pl, const float *g_y, const float *x_,
   if (!rc) rc = project64(pl, x_, I, xh);
   if (!rc) {
     memset(g_w, 0, (size_t)(O * I) * sizeof *g_w);
-    dctx x = {gh, 0, 1, O, xh, 0, I, 1, O, I, K, g_w, 0, NULL};
+    dctx x = {gh, 0, 1, O, xh, 0, I, 1, O, I, K, g_w, 0, 0, NULL};
     rc = dgemm(&x);
     if (!rc) div_all(g_w, O * I, (double)pl->hla.block);
   }
