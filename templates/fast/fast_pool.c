@@ -46,13 +46,14 @@ void fast_set_level(int max) {
   atomic_store(&g_level_cap, max >= FAST_LEVEL_SCALAR && max < FAST_LEVELS ? max : -1);
 }
 
-int fast_level_has(int level) {
+/* 1 when this CPU can run `level` (level in [0, FAST_LEVELS)): asked of the CPU each time. */
+static int cpu_has(int level) {
   if (level == FAST_LEVEL_SCALAR) return 1;
 #if defined(__x86_64__) || defined(__i386__)
   __builtin_cpu_init();
   const int avx2 = __builtin_cpu_supports("avx2");
 #ifdef HOT_FAST_VNNI_EMU /* a test build: the VNNI GEMM kernels in portable C (fast_gemm.c) */
-  return level > FAST_LEVEL_SCALAR && level < FAST_LEVELS && avx2;
+  return avx2;
 #else
   if (level == FAST_LEVEL_AVX2) return avx2;
 #if FAST_HAVE_AVXVNNI
@@ -68,6 +69,19 @@ int fast_level_has(int level) {
 #endif
 #endif
   return 0;
+}
+
+int fast_level_has(int level) {
+  /* the levels this CPU has, one bit each, found once: fast_level_now runs at every stage, and
+   * CPUID traps to the hypervisor on virtual machines */
+  static atomic_int mask = -1;
+  int m = atomic_load(&mask);
+  if (m < 0) {
+    m = 0;
+    for (int l = 0; l < FAST_LEVELS; ++l) m |= (cpu_has(l) != 0) << l;
+    atomic_store(&mask, m);
+  }
+  return level >= 0 && level < FAST_LEVELS && (m >> level & 1);
 }
 
 /* The highest level at most `cap` that this CPU has (scalar always is). */
