@@ -90,7 +90,9 @@ rc=$?
 t0=$(now)
 "$cluster" start "$cdir" || fail "cluster start"
 t1=$(now)
-"$cluster" start "$cdir" | grep -q "already running" || fail "a second start of a running cluster"
+out=$("$cluster" start "$cdir" 2>&1)
+grep -q "already running" <<<"$out" ||
+  fail "a second start of a running cluster: $out; status: $("$cluster" status "$cdir" 2>&1 | head -n 5 | tr '\n' ' ')"
 "$cluster" stop "$cdir" || fail "cluster stop"
 "$cluster" status "$cdir" >/dev/null && fail "status says running after stop"
 "$cluster" start "$cdir" || fail "cluster start after a stop"

@@ -132,8 +132,18 @@ pick_ports() {
   done
 }
 
+all_up() { [ -n "$(pid_munged)" ] && [ -n "$(pid_ctld)" ] && [ -n "$(pid_slurmd)" ]; }
+
 do_start() {
-  if [ -n "$(pid_munged)" ] && [ -n "$(pid_ctld)" ] && [ -n "$(pid_slurmd)" ]; then
+  # Some daemons up but not all: a pid file may be in the middle of being rewritten by a daemon
+  # on a loaded machine, so look again for up to 5 s before treating the cluster as broken.
+  local w
+  for ((w = 0; w < 25; w++)); do
+    all_up && break
+    [ -z "$(pid_munged)$(pid_ctld)$(pid_slurmd)" ] && break
+    sleep 0.2
+  done
+  if all_up; then
     # The daemons are up: give a busy controller (a loaded machine) up to 20 s to answer before
     # deciding the cluster is broken and restarting it.
     local st i
