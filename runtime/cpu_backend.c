@@ -120,6 +120,15 @@ static hot_status cpu_layer_calibrate(hot_layer *layer, const void *g_y, uint32_
   return HOT_OK;
 }
 
+/* ---- whose threads run the CPU backend (hot.h) ------------------------------------------------ */
+
+hot_status hot_cpu_use_openmp(const char *runtime) {
+  if (runtime && (!*runtime || strlen(runtime) >= HOT_NAME_MAX)) return HOT_ERR_INVALID;
+  return fast_use_openmp(runtime) ? HOT_ERR_NOT_FOUND : HOT_OK;
+}
+
+int hot_cpu_openmp(char *buf, size_t cap) { return fast_openmp(cap ? buf : NULL, cap); }
+
 /* ---- the backend interface (backend.h) ------------------------------------------------------ */
 
 /* The CPU has no context state. */

@@ -2,6 +2,8 @@
 
 - hot.Context, hot.Layer, hot.LayerSpec: a thin object API over the C API (runtime/include/hot.h);
   errors are raised as hot.HotError carrying hot's status and one-line message.
+- hot.cpu_use_openmp(runtime) / hot.cpu_openmp(): the CPU backend on an OpenMP runtime's workers
+  (GNU OpenMP, attached by itself when loaded: HOT_CPU_OPENMP) or on hot's own threads.
 - hot.capture(path, layer_name, x, w, g_y) writes a layer capture (x, w, g_y of one backward;
   docs/capture.md), hot.read_capture(path) reads one back.
 - hot.torch (imported on demand: `import hot.torch`): HOTLinear, a drop-in for torch.nn.Linear
@@ -15,11 +17,11 @@ from ._lib import (Backend, DType, Gran, HotLibraryError, Layout, Recipe, Round,
                    Status, library_path)
 from ._capture import Capture, capture, read_capture
 from .api import (LAYER_ID_LIMIT, Context, HotError, KernelTime, Layer, LayerInfo, LayerSpec,
-                  Stats, layer_id_for, status_name)
+                  Stats, cpu_openmp, cpu_use_openmp, layer_id_for, status_name)
 
 __version__ = "0.1.0"
 
 __all__ = ["Context", "Layer", "LayerSpec", "LayerInfo", "Stats", "KernelTime", "HotError",
            "HotLibraryError", "Status", "Backend", "DType", "Recipe", "Gran", "Round", "Rule",
            "Selection", "Layout", "status_name", "library_path", "capture", "read_capture",
-           "Capture", "layer_id_for", "LAYER_ID_LIMIT"]
+           "Capture", "layer_id_for", "LAYER_ID_LIMIT", "cpu_use_openmp", "cpu_openmp"]

@@ -233,6 +233,7 @@ def find_library():
                 raise HotLibraryError(
                     f"HOT_LIBRARY={env}: cannot load it: {e}") from None
             _declare(lib, env)
+            _attach_openmp(lib)
             _lib, _lib_path = lib, env
             return lib, env
         tried = []
@@ -246,6 +247,7 @@ def find_library():
                 tried.append(f"{path} ({how}: {e})")
                 continue
             _declare(lib, path)
+            _attach_openmp(lib)
             _lib, _lib_path = lib, path
             return lib, path
         raise HotLibraryError(
@@ -257,6 +259,39 @@ def find_library():
 def lib():
     """The loaded library (see find_library)."""
     return find_library()[0]
+
+
+# ---- whose threads run the CPU backend ----------------------------------------------------------
+
+OPENMP_ENV = "HOT_CPU_OPENMP"
+GNU_OPENMP = "libgomp.so.1"
+
+
+def _attach_openmp(lib_):
+    """Where the CPU backend's parallel regions run (hot_cpu_use_openmp), from $HOT_CPU_OPENMP:
+    unset, "" or "auto": on GNU OpenMP's workers when the process has libgomp.so.1 loaded
+    (PyTorch's CPU operators run on it: its workers spin for a few ms after each operator, and
+    hot's own threads would share the CPUs with them), else on hot's own pool; "off", "0", "no"
+    or "none": hot's own pool; another value: that runtime (a RuntimeWarning when it cannot be
+    used, and hot's own pool). Same bits in every case."""
+    v = os.environ.get(OPENMP_ENV, "auto").strip()
+    if v.lower() in ("", "auto"):
+        lib_.hot_cpu_use_openmp(GNU_OPENMP.encode())  # not loaded: the own pool stays
+    elif v.lower() not in ("off", "0", "no", "none"):
+        st = lib_.hot_cpu_use_openmp(v.encode())
+        if st != Status.OK:
+            import warnings
+            warnings.warn(f"{OPENMP_ENV}={v}: {Status(st).name}: not an OpenMP runtime loaded in "
+                          "this process; the CPU backend uses its own threads", RuntimeWarning,
+                          stacklevel=3)
+
+
+def reattach_openmp():
+    """Applies $HOT_CPU_OPENMP again if libhot is already loaded (hot.torch calls it at import:
+    torch, and GNU OpenMP with it, may have been imported after libhot was loaded)."""
+    with _lock:
+        if _lib is not None:
+            _attach_openmp(_lib)
 
 
 def library_path():
@@ -297,6 +332,8 @@ _FUNCS = {
     "hot_ctx_set_profiling": (c_int, [c_void_p, c_int]),
     "hot_layer_kernel_times": (c_int, [c_void_p, ctypes.POINTER(hot_kernel_time), c_int,
                                        ctypes.POINTER(c_int)]),
+    "hot_cpu_use_openmp": (c_int, [c_char_p]),
+    "hot_cpu_openmp": (c_int, [c_char_p, c_size_t]),
     "hot_capture_write": (c_int, [c_char_p, c_char_p, c_int64, c_int64, c_int64, c_int64, c_int,
                                   c_void_p, c_void_p, c_void_p, c_char_p, c_size_t]),
 }

@@ -30,7 +30,7 @@ from . import _lib
 from ._lib import Backend, DType, Gran, Layout, Recipe, Round, Rule, Selection, Status
 
 __all__ = ["HotError", "Context", "Layer", "LayerSpec", "LayerInfo", "Stats", "KernelTime",
-           "status_name", "layer_id_for", "LAYER_ID_LIMIT", "Status", "Backend", "DType", "Recipe", "Gran", "Round", "Rule",
+           "status_name", "layer_id_for", "LAYER_ID_LIMIT", "cpu_use_openmp", "cpu_openmp", "Status", "Backend", "DType", "Recipe", "Gran", "Round", "Rule",
            "Selection", "Layout"]
 
 
@@ -50,6 +50,28 @@ class HotError(RuntimeError):
 def status_name(status):
     """Static name of a status code ("HOT_OK", "HOT_ERR_INVALID", ...)."""
     return _lib.lib().hot_status_name(int(status)).decode()
+
+
+def cpu_use_openmp(runtime):
+    """Runs the CPU backend's parallel regions on the workers of an OpenMP runtime already loaded
+    in this process ("libgomp.so.1": GNU OpenMP, which PyTorch's CPU operators use; LLVM's
+    "libomp.so" or Intel's "libiomp5.so"), or on hot's own threads with None. Process-wide; the
+    gradients are the same bits either way. The package does this by itself when it loads libhot
+    (HOT_CPU_OPENMP, docs/python.md). Raises HotError: HOT_ERR_NOT_FOUND (not loaded here, or not
+    an OpenMP runtime), HOT_ERR_INVALID (an empty or too long name); TypeError for a non-string."""
+    if runtime is not None and not isinstance(runtime, str):
+        raise TypeError(f"cpu_use_openmp: runtime must be a str or None, not {type(runtime).__name__}")
+    st = _lib.lib().hot_cpu_use_openmp(None if runtime is None else runtime.encode())
+    if st != Status.OK:
+        why = ("an empty name, or one of 64 bytes or more" if st == Status.ERR_INVALID else
+               "not loaded in this process, or not an OpenMP runtime (no GOMP_parallel)")
+        raise HotError(st, f"runtime {runtime!r}: {why}", "cpu_use_openmp")
+
+
+def cpu_openmp():
+    """The OpenMP runtime the CPU backend runs on ("libgomp.so.1"), or None for hot's own threads."""
+    buf = ctypes.create_string_buffer(64)
+    return buf.value.decode() if _lib.lib().hot_cpu_openmp(buf, len(buf)) else None
 
 
 def _str(b):

@@ -79,8 +79,12 @@ import torch
 import torch.nn as nn
 import torch.nn.functional as F
 
-from . import _capture, api
+from . import _capture, _lib, api
 from ._lib import DType, Gran
+
+# torch brings GNU OpenMP: if libhot was loaded before torch was imported, attach the CPU backend
+# to it now (HOT_CPU_OPENMP; hot._lib._attach_openmp).
+_lib.reattach_openmp()
 
 __all__ = ["HOTLinear", "HOTMultiheadAttention", "convert", "ConvertReport", "context_for",
            "set_context", "spec_from_file", "capture_next_backward", "check", "stream_id"]

@@ -4,6 +4,7 @@ step; they lie within the reference error bands (templates/CONTRACT.md, tests/re
 of exact autograd; bad input raises a clear error; convert() swaps nn.Linear modules."""
 
 import gc
+import os
 import weakref
 
 import numpy as np
@@ -493,3 +494,79 @@ if __name__ == "__main__":
         sys.exit("test_torch.py: --precompile needs HOT_CACHE_DIR (the cache directory to fill)")
     n = precompile([a for a in sys.argv[2].split(",") if a])
     print(f"kernel cache (precompile): {n} compiled")
+
+
+def _gomp_loaded():
+    with open("/proc/self/maps") as f:
+        return any("libgomp" in line for line in f)
+
+
+def test_cpu_backend_on_torchs_openmp_workers(hot, ht):
+    """With torch imported (GNU OpenMP loaded), the CPU backend runs on that runtime's workers by
+    itself; HOTLinear's gradients are the same bits there and on hot's own threads, at 1, 2 and 3
+    threads; bad runtime names raise and leave the setting alone."""
+    if not _gomp_loaded():
+        pytest.skip("this torch build does not load GNU OpenMP (libgomp): nothing to attach to")
+    assert hot.cpu_openmp() == "libgomp.so.1", "hot.torch must attach to torch's OpenMP"
+    torch.manual_seed(3)
+    B, L, I, O = 3, 70, 64, 96
+    x = torch.randn(B, L, I).requires_grad_()
+    gy = torch.randn(B, L, O)
+    got = {}
+    try:
+        for runtime in ("libgomp.so.1", None):
+            hot.cpu_use_openmp(runtime)
+            assert hot.cpu_openmp() == runtime
+            for threads in (1, 2, 3):
+                os.environ["HOT_CPU_THREADS"] = str(threads)
+                with new_ctx(hot) as ctx:
+                    m = ht.HOTLinear(I, O, context=ctx, tag="omp")
+                    with torch.no_grad():
+                        m.weight.copy_(torch.linspace(-0.05, 0.05, O * I).reshape(O, I))
+                    x.grad = None
+                    m(x).backward(gy)
+                    got[runtime, threads] = (x.grad.clone(), m.weight.grad.clone(),
+                                             m.bias.grad.clone())
+        base = got["libgomp.so.1", 1]
+        for key, val in got.items():
+            for a, b, what in zip(val, base, ("g_x", "g_w", "g_b")):
+                assert bits_equal(a, b), f"{what} differs on {key[0] or 'own threads'}, {key[1]} threads"
+        with pytest.raises(hot.HotError) as e:
+            hot.cpu_use_openmp("libhot-no-such-runtime.so.9")
+        assert e.value.status == hot.Status.ERR_NOT_FOUND
+        with pytest.raises(hot.HotError) as e:
+            hot.cpu_use_openmp("libm.so.6")  # loaded, but not an OpenMP runtime
+        assert e.value.status == hot.Status.ERR_NOT_FOUND
+        with pytest.raises(hot.HotError) as e:
+            hot.cpu_use_openmp("")
+        assert e.value.status == hot.Status.ERR_INVALID
+        with pytest.raises(TypeError):
+            hot.cpu_use_openmp(7)
+        assert hot.cpu_openmp() is None  # unchanged by the refused names
+    finally:
+        os.environ.pop("HOT_CPU_THREADS", None)
+        hot.cpu_use_openmp("libgomp.so.1")
+
+
+@pytest.mark.parametrize("value,want,warns", [("off", None, False), ("auto", "libgomp.so.1", False),
+                                              ("libhot-no-such-runtime.so.9", None, True)])
+def test_hot_cpu_openmp_environment(hot, value, want, warns):
+    """HOT_CPU_OPENMP, read when libhot is loaded: off keeps hot's own threads, auto (the default)
+    attaches to GNU OpenMP when loaded, an unusable name warns and keeps hot's own threads."""
+    import subprocess
+    import sys
+    if want and not _gomp_loaded():
+        pytest.skip("this torch build does not load GNU OpenMP (libgomp): nothing to attach to")
+    code = ("import warnings, torch, hot, hot.torch\n"
+            "with warnings.catch_warnings(record=True) as w:\n"
+            "    warnings.simplefilter('always')\n"
+            "    hot._lib.find_library()\n"
+            "    hot._lib.reattach_openmp()\n"
+            "print(hot.cpu_openmp(), any('HOT_CPU_OPENMP' in str(x.message) for x in w))\n")
+    env = dict(os.environ, HOT_CPU_OPENMP=value)
+    r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env,
+                       timeout=300)
+    assert r.returncode == 0, r.stderr
+    runtime, warned = r.stdout.split()
+    assert runtime == str(want), r.stdout
+    assert warned == str(warns), r.stdout + r.stderr

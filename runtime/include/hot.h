@@ -129,7 +129,8 @@ typedef enum {
   HOT_ERR_NO_NVRTC,     /* a kernel must be compiled and NVRTC cannot be loaded */
   HOT_ERR_COMPILE,      /* NVRTC rejected a generated source (log: hot_compile_log) */
   HOT_ERR_BAD_BINARY,   /* the driver refused a cubin (wrong arch: check HOT_ARCH) */
-  HOT_ERR_NOT_FOUND,    /* a kernel missing from a module, or a layer missing from a spec */
+  HOT_ERR_NOT_FOUND,    /* a kernel missing from a module, a layer missing from a spec, or an
+                           OpenMP runtime not loaded in the process (hot_cpu_use_openmp) */
   HOT_ERR_DEVICE_OOM,   /* device memory exhausted */
   HOT_ERR_LAUNCH,       /* a kernel launch was refused (resources, shared memory) */
   HOT_ERR_CUDA,         /* any other CUDA error; the message names it and the kernel */
@@ -481,6 +482,29 @@ typedef struct {
  * (CPU backend). */
 HOT_API hot_status hot_layer_kernel_times(const hot_layer *layer, hot_kernel_time *out, int max,
                                           int *n);
+
+/* ---- the CPU backend's threads ------------------------------------------------------------------
+ * The CPU backend runs its parallel regions on HOT_CPU_THREADS threads (default: the online CPUs)
+ * of a pool of its own. In a program whose other CPU work runs on an OpenMP runtime (PyTorch's
+ * CPU operators run on GNU OpenMP), that runtime's workers keep spinning for a few milliseconds
+ * after each of its regions, so a backward that starts right after such work shares the CPUs with
+ * them. hot_cpu_use_openmp runs hot's regions on that runtime's workers instead (the Python
+ * package does this by itself when it finds GNU OpenMP loaded: docs/python.md). Process-wide, for
+ * every context; the results are the same bits either way. */
+
+/* Runs the CPU backend's parallel regions on the workers of the OpenMP runtime `runtime`, which
+ * must already be loaded in the process (nothing is loaded; it is kept loaded while in use),
+ * named as dlopen knows it: "libgomp.so.1" (GNU), or a runtime exporting the same entry points
+ * (GOMP_parallel, omp_get_thread_num: LLVM's "libomp.so", Intel's "libiomp5.so"); NULL returns to
+ * hot's own pool. Waits for a region in progress. Errors: HOT_ERR_INVALID (an empty name, or one
+ * of HOT_NAME_MAX bytes or more), HOT_ERR_NOT_FOUND (the runtime is not loaded in this process, or
+ * lacks one of the two functions); the setting is then unchanged. */
+HOT_API hot_status hot_cpu_use_openmp(const char *runtime);
+
+/* Copies the name of the runtime in use into buf (cap bytes, truncated to fit and NUL-terminated;
+ * "" for hot's own pool; buf may be NULL when cap is 0) and returns 1 when a runtime is in use, 0
+ * when the own pool is. */
+HOT_API int hot_cpu_openmp(char *buf, size_t cap);
 
 /* ---- captures ---------------------------------------------------------------------------------
  * A capture file holds the x (T x I), w (O x I) and g_y (T x O) of one backward of a linear layer,

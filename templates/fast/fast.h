@@ -20,6 +20,7 @@
 #ifndef HOT_FAST_H
 #define HOT_FAST_H
 
+#include <stddef.h>
 #include <stdint.h>
 
 #include "ref.h"
@@ -43,6 +44,23 @@ typedef enum {
 void fast_set_threads(int n);
 /* The thread count the next call will use (>= 1). */
 int fast_threads(void);
+
+/* Runs the parallel regions on the workers of an OpenMP runtime that is already loaded in the
+ * process, instead of the fast path's own pool: `runtime` is the runtime's library as dlopen names
+ * it ("libgomp.so.1", "libomp.so", "libiomp5.so"), NULL to return to the own pool. The runtime is
+ * entered through GOMP_parallel (the GNU OpenMP entry point, which LLVM's and Intel's runtimes
+ * also export) and omp_get_thread_num, and is kept loaded while in use. Why: in a process whose
+ * other work is OpenMP (PyTorch's CPU operators), that runtime's workers stay awake for a while
+ * after each of its regions; the fast path's own threads would then share the CPUs with them,
+ * while the runtime's workers start its regions at once. The results are the same bits either
+ * way (tasks are independent; nothing depends on which thread runs one). 0 on success; -1 when
+ * the runtime is not loaded in this process, lacks one of the two functions, or its name is empty
+ * or longer than 63 bytes (the setting is then unchanged). Process-wide; waits for a region in
+ * progress. */
+int fast_use_openmp(const char *runtime);
+/* Copies the name given to fast_use_openmp that is in use into buf (cap bytes, cap >= 1;
+ * truncated to fit) and returns 1, or writes "" and returns 0 when the own pool is in use. */
+int fast_openmp(char *buf, size_t cap);
 
 /* Caps the dispatch level: `max` in FAST_LEVEL_*, or -1 for no cap (the default; HOT_CPU_ISA =
  * "scalar", "avx2", "avxvnni" or "avx512" caps it from the environment when no cap was set here;

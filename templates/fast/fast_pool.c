@@ -1,7 +1,9 @@
 /* fast_pool.c — the settings of the fast CPU path (threads, dispatch level) and its thread pool:
  * workers created on first use and kept for the life of the process, one parallel region at a
- * time, tasks handed out by an atomic counter. */
-#define _POSIX_C_SOURCE 200809L
+ * time, tasks handed out by an atomic counter; or, when asked (fast_use_openmp), the same regions
+ * on the workers of an OpenMP runtime loaded in the process. */
+#define _GNU_SOURCE /* RTLD_NOLOAD */
+#include <dlfcn.h>
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdlib.h>
@@ -286,6 +288,77 @@ static void *worker(void *arg) {
   return NULL;
 }
 
+/* ---- an OpenMP runtime's workers instead of the pool's ------------------------------------------ */
+
+typedef void (*omp_parallel_fn)(void (*body)(void *), void *data, unsigned num_threads,
+                                unsigned flags);
+typedef int (*omp_thread_num_fn)(void);
+static struct {
+  void *handle; /* dlopen's reference: keeps the runtime loaded while it is used */
+  omp_parallel_fn parallel;
+  omp_thread_num_fn thread_num;
+  char name[64];
+} g_omp; /* guarded by g_region */
+
+typedef struct {
+  int64_t n;
+  fast_task_fn fn;
+  void *ctx;
+  int threads;
+  omp_thread_num_fn thread_num;
+} omp_job;
+
+/* The body every thread of the OpenMP team runs. A team has at most `threads` members, numbered
+ * from 0; a member whose number is out of range (a misbehaving runtime) takes no task, so no two
+ * threads ever share a tid (and its per-thread scratch); the caller, member 0, runs whatever is
+ * left. */
+static void omp_body(void *p) {
+  const omp_job *j = p;
+  const int tid = j->thread_num(), was = g_in_region;
+  if (tid < 0 || tid >= j->threads) return;
+  g_in_region = 1; /* a region inside a task runs inline (as on the pool's workers) */
+  run_tasks(j->n, j->fn, j->ctx, tid);
+  g_in_region = was;
+}
+
+int fast_use_openmp(const char *runtime) {
+  void *h = NULL;
+  omp_parallel_fn par = NULL;
+  omp_thread_num_fn num = NULL;
+  if (runtime) {
+    if (!*runtime || strlen(runtime) >= sizeof g_omp.name) return -1;
+    h = dlopen(runtime, RTLD_NOW | RTLD_NOLOAD); /* only a runtime the process has loaded */
+    if (!h) return -1;
+    void *p = dlsym(h, "GOMP_parallel"), *q = dlsym(h, "omp_get_thread_num");
+    if (!p || !q) {
+      dlclose(h);
+      return -1;
+    }
+    memcpy(&par, &p, sizeof par); /* object to function pointer: POSIX guarantees it works */
+    memcpy(&num, &q, sizeof num);
+  }
+  pthread_mutex_lock(&g_region);
+  void *old = g_omp.handle;
+  g_omp.handle = h, g_omp.parallel = par, g_omp.thread_num = num;
+  memset(g_omp.name, 0, sizeof g_omp.name);
+  if (runtime) memcpy(g_omp.name, runtime, strlen(runtime));
+  pthread_mutex_unlock(&g_region);
+  if (old) dlclose(old);
+  return 0;
+}
+
+int fast_openmp(char *buf, size_t cap) {
+  pthread_mutex_lock(&g_region);
+  const int on = g_omp.parallel != NULL;
+  if (buf && cap > 0) {
+    const size_t len = strlen(g_omp.name) < cap - 1 ? strlen(g_omp.name) : cap - 1;
+    memcpy(buf, g_omp.name, len);
+    buf[len] = '\0';
+  }
+  pthread_mutex_unlock(&g_region);
+  return on;
+}
+
 void fast_parallel(int64_t n, int threads, fast_task_fn fn, void *ctx) {
   if (n <= 0) return;
   if (threads <= 0) threads = fast_threads();
@@ -295,6 +368,19 @@ void fast_parallel(int64_t n, int threads, fast_task_fn fn, void *ctx) {
     return;
   }
   pthread_mutex_lock(&g_region);
+  if (g_omp.parallel) {
+    omp_job j = {n, fn, ctx, threads, g_omp.thread_num};
+    atomic_store(&g_next, 0);
+    g_omp.parallel(omp_body, &j, (unsigned)threads, 0);
+    /* the caller is member 0 of its team (or, nested in a region of the runtime, the whole team
+     * of one): whatever a team left undone runs here */
+    const int was = g_in_region;
+    g_in_region = 1;
+    run_tasks(n, fn, ctx, 0);
+    g_in_region = was;
+    pthread_mutex_unlock(&g_region);
+    return;
+  }
   pthread_mutex_lock(&g_mu);
   while (g_nworkers < threads - 1) {
     pthread_t th;

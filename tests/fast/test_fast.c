@@ -7,9 +7,18 @@
  * and with 1, 2 and 3 threads. The integer GEMM is also checked alone against a plain int32 sum,
  * on every kernel's tails, both operand orientations, segments and saturating code bounds, and
  * the Philox words alone against hot_rand_word (block phases, counters past 2^32). Also bad
- * arguments and non-finite inputs give the twins' status. */
-#define _POSIX_C_SOURCE 200809L
+ * arguments and non-finite inputs give the twins' status.
+ *
+ * Built a second time as test_fast_openmp (HOT_FAST_TEST_OPENMP): the same tests with every
+ * parallel region on GNU OpenMP's workers (fast_use_openmp("libgomp.so.1"), the runtime loaded
+ * here as an OpenMP program or PyTorch would have it), plus the pool's own checks of that mode:
+ * every task once, thread numbers in range and the runtime's, nesting inline, bad names refused.
+ * Without a loadable libgomp.so.1 it prints SKIP and exits 77 (CTest counts it skipped). */
+#define _GNU_SOURCE /* RTLD_NOLOAD (test_fast_openmp) */
 #include <check.h>
+#include <dlfcn.h>
+#include <pthread.h>
+#include <stdatomic.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -438,6 +447,83 @@ START_TEST(statuses_match) {
 }
 END_TEST
 
+/* ---- parallel regions on an OpenMP runtime (test_fast_openmp) ----------------------------- */
+
+#ifdef HOT_FAST_TEST_OPENMP
+#define OMP_RT "libgomp.so.1"
+static void *g_gomp;              /* this program's reference to the runtime */
+static int (*g_omp_num)(void);    /* its omp_get_thread_num */
+enum { OMP_TASKS = 997 };
+typedef struct {
+  atomic_int done[OMP_TASKS];
+  atomic_int bad_tid, foreign, nested_moved;
+  int threads;
+  pthread_t caller;
+  atomic_int others; /* tasks run by a thread other than the caller */
+} omp_probe;
+
+static void inner_task(void *ctx, int64_t i, int tid) {
+  (void)i;
+  omp_probe *p = ctx;
+  if (tid != 0) atomic_store(&p->nested_moved, 1); /* nested regions run inline as tid 0 */
+}
+
+static void probe_task(void *ctx, int64_t i, int tid) {
+  omp_probe *p = ctx;
+  atomic_fetch_add(&p->done[i], 1);
+  if (tid < 0 || tid >= p->threads) atomic_store(&p->bad_tid, 1);
+  if (g_omp_num() != tid) atomic_store(&p->foreign, 1); /* tid is the runtime's thread number */
+  if (!pthread_equal(pthread_self(), p->caller)) atomic_fetch_add(&p->others, 1);
+  if (i % 100 == 0) {
+    omp_probe q;
+    memset(&q, 0, sizeof q);
+    fast_parallel(8, p->threads, inner_task, &q);
+    if (atomic_load(&q.nested_moved)) atomic_store(&p->nested_moved, 1);
+  }
+}
+
+START_TEST(openmp_runtime) {
+  char name[64];
+  ck_assert_int_eq(fast_openmp(name, sizeof name), 1);
+  ck_assert_str_eq(name, OMP_RT);
+  ck_assert_int_eq(fast_openmp(name, 4), 1); /* truncated to fit */
+  ck_assert_str_eq(name, "lib");
+  for (int th = 1; th <= 4; ++th) {
+    static omp_probe p;
+    memset(&p, 0, sizeof p);
+    p.threads = th;
+    p.caller = pthread_self();
+    fast_parallel(OMP_TASKS, th, probe_task, &p);
+    for (int i = 0; i < OMP_TASKS; ++i)
+      ck_assert_msg(atomic_load(&p.done[i]) == 1, "%d threads: task %d ran %d times", th, i,
+                    atomic_load(&p.done[i]));
+    ck_assert_msg(!atomic_load(&p.bad_tid), "%d threads: a task's tid out of range", th);
+    ck_assert_msg(!atomic_load(&p.foreign), "%d threads: a tid that is not the runtime's", th);
+    ck_assert_msg(!atomic_load(&p.nested_moved), "%d threads: a nested region left its thread", th);
+    if (th == 1) ck_assert_int_eq(atomic_load(&p.others), 0);
+    printf("openmp %d threads: %d tasks, %d on the runtime's other threads\n", th, OMP_TASKS,
+           atomic_load(&p.others));
+  }
+  /* names that cannot be used leave the setting alone */
+  ck_assert_int_eq(fast_use_openmp("libhot-no-such-runtime.so.9"), -1);
+  ck_assert_int_eq(fast_use_openmp(""), -1);
+  ck_assert_int_eq(fast_use_openmp("libm.so.6"), -1); /* loaded, but no GOMP_parallel */
+  char longname[80];
+  memset(longname, 'x', sizeof longname - 1);
+  longname[sizeof longname - 1] = '\0';
+  ck_assert_int_eq(fast_use_openmp(longname), -1);
+  ck_assert_int_eq(fast_openmp(name, sizeof name), 1);
+  ck_assert_str_eq(name, OMP_RT);
+  /* back to the own pool and again to the runtime */
+  ck_assert_int_eq(fast_use_openmp(NULL), 0);
+  ck_assert_int_eq(fast_openmp(name, sizeof name), 0);
+  ck_assert_str_eq(name, "");
+  ck_assert_int_eq(fast_use_openmp(OMP_RT), 0);
+  ck_assert_int_eq(fast_openmp(NULL, 0), 1);
+}
+END_TEST
+#endif
+
 /* ---- settings ------------------------------------------------------------------------------- */
 
 START_TEST(settings) {
@@ -481,6 +567,21 @@ START_TEST(settings) {
 END_TEST
 
 int main(void) {
+#ifdef HOT_FAST_TEST_OPENMP
+  g_gomp = dlopen(OMP_RT, RTLD_NOW | RTLD_GLOBAL);
+  if (!g_gomp) {
+    printf("SKIP: %s cannot be loaded (%s): the fast path on an OpenMP runtime is not tested\n",
+           OMP_RT, dlerror());
+    return 77;
+  }
+  void *num = dlsym(g_gomp, "omp_get_thread_num");
+  if (num) memcpy(&g_omp_num, &num, sizeof g_omp_num);
+  if (!num || fast_use_openmp(OMP_RT) != 0) {
+    printf("fast_use_openmp(\"%s\") failed with the runtime loaded\n", OMP_RT);
+    return 1;
+  }
+  printf("parallel regions on %s\n", OMP_RT);
+#endif
   Suite *s = suite_create("fast");
   TCase *tc = tcase_create("fast");
   tcase_set_timeout(tc, 600);
@@ -490,6 +591,9 @@ int main(void) {
   tcase_add_test(tc, gemm_exact);
   tcase_add_test(tc, philox_words_exact);
   tcase_add_test(tc, statuses_match);
+#ifdef HOT_FAST_TEST_OPENMP
+  tcase_add_test(tc, openmp_runtime);
+#endif
   suite_add_tcase(s, tc);
   SRunner *sr = srunner_create(s);
   srunner_set_fork_status(sr, CK_NOFORK);
