@@ -3,7 +3,7 @@
 nn.Linear backward, on the same thread count, one row per shape.
 
     python3 bench/cpu_backward.py [--lib PATH] [--threads N] [--reps R] [--api] [--exact]
-                                  [--stages [--versus LIB_B]] [--philox] [--tiny]
+                                  [--own-threads] [--stages [--versus LIB_B]] [--philox] [--tiny]
 
 hot is timed through the fast path's benchmark module (tests/fast/fast_bench.c, built as
 <build>/tests/fast/libhot_fast_bench.so): forward save once, then the backward (g_x, g_w, g_b) of
@@ -17,7 +17,11 @@ with other work the CPU figures are the steadier ones). --api adds hot's Python 
 layer.save(x), then layer.backward(g_y, w) timed) on the libhot that $HOT_LIBRARY names, with
 HOT_CPU_THREADS=N: the end-to-end figure of whatever the CPU backend runs. Every time is the best
 of R runs; "turns" is the median (and range) of the R torch / hot ratios of single turns, the
-figure least moved by a machine whose speed drifts; the load average is printed with each row. --exact adds the fp64 exact products (ref_exact_gx + _gw and their fast twins) of
+figure least moved by a machine whose speed drifts; the load average is printed with each row.
+Threads: when torch has loaded GNU OpenMP (libgomp.so.1), hot's parallel regions run on its
+workers, as the Python package arranges in a torch program (hot_cpu_use_openmp; torch's workers
+spin for a few ms after each operator, and hot's own threads would share the CPUs with them);
+--own-threads keeps hot on its own pool instead (what a program without OpenMP gets). --exact adds the fp64 exact products (ref_exact_gx + _gw and their fast twins) of
 an accuracy-row layer, 8192 tokens 4096 -> 4096 (slow: the twin takes minutes). --stages prints,
 instead of the table, where the fast backward's wall and process CPU time go, stage by stage (the mean of R
 profiled runs after one warm-up; fast_profile in templates/fast/fast.h), at N threads and at 1.
@@ -128,6 +132,23 @@ def fast_vs_torch(lib, shape, threads, reps):
     finally:
         lib.hot_fast_bench_close(layer)
     return hw, hc, chk, (tw if tl else None), (tc if tl else None), sorted(pairs)
+
+
+def attach_openmp(lib, own):
+    """Puts the fast path's parallel regions on torch's OpenMP workers (GNU OpenMP, when torch is
+    installed and has loaded it) unless `own`; returns a line saying where they run."""
+    lib.hot_fast_bench_use_openmp.argtypes = [ctypes.c_char_p]
+    lib.hot_fast_bench_use_openmp.restype = ctypes.c_int
+    lib.hot_fast_bench_use_openmp(None)
+    if own:
+        return "hot's own threads (--own-threads)"
+    try:
+        import torch  # noqa: F401  (loads GNU OpenMP in torch's Linux builds)
+    except ImportError:
+        return "hot's own threads (torch is not installed)"
+    if lib.hot_fast_bench_use_openmp(b"libgomp.so.1") != 0:
+        return "hot's own threads (torch has not loaded GNU OpenMP)"
+    return "the workers of torch's OpenMP runtime (libgomp.so.1; --own-threads: hot's own pool)"
 
 
 def api_time(shape, threads, reps):
@@ -254,6 +275,9 @@ def main():
     ap.add_argument("--reps", type=int, default=3)
     ap.add_argument("--api", action="store_true", help="also hot's Python API ($HOT_LIBRARY)")
     ap.add_argument("--exact", action="store_true", help="also the fp64 exact products (slow)")
+    ap.add_argument("--own-threads", action="store_true",
+                    help="keep hot on its own thread pool even where torch's OpenMP runtime is "
+                         "loaded (default: run hot's regions on its workers)")
     ap.add_argument("--stages", action="store_true", help="per-stage times of the fast path only")
     ap.add_argument("--versus", metavar="LIB_B",
                     help="with --stages: alternate this build's library (B) with --lib's (A), "
@@ -294,6 +318,7 @@ def main():
     lib.hot_fast_bench_close.restype = None
     print("hot CPU backward vs torch fp32 nn.Linear backward: %d threads, best of %d, %s"
           % (a.threads, a.reps, time.strftime("%Y-%m-%d %H:%M")))
+    print("hot's parallel regions: %s" % attach_openmp(lib, a.own_threads))
     print("hot fast and torch alternate run by run (steady state: layers set up once, one warm-up "
           "run); wall ms, and [process CPU ms] of the same runs")
     print("%-24s %20s %10s %20s %10s %14s %24s  %s"

@@ -335,3 +335,8 @@ int hot_fast_bench_level_has(int level) { return fast_level_has(level); }
 
 /* Caps the dispatch level of the fast path (fast_set_level) for the following calls. */
 void hot_fast_bench_level(int max) { fast_set_level(max); }
+
+/* fast_use_openmp / fast_openmp (fast.h), for bench/cpu_backward.py: the same as the CPU
+ * backend's hot_cpu_use_openmp / hot_cpu_openmp (0 or -1; 1 when a runtime is in use). */
+int hot_fast_bench_use_openmp(const char *runtime) { return fast_use_openmp(runtime); }
+int hot_fast_bench_openmp(char *buf, size_t cap) { return fast_openmp(buf, cap); }
