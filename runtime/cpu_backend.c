@@ -124,7 +124,8 @@ static hot_status cpu_layer_calibrate(hot_layer *layer, const void *g_y, uint32_
 
 hot_status hot_cpu_use_openmp(const char *runtime) {
   if (runtime && (!*runtime || strlen(runtime) >= HOT_NAME_MAX)) return HOT_ERR_INVALID;
-  return fast_use_openmp(runtime) ? HOT_ERR_NOT_FOUND : HOT_OK;
+  const int rc = fast_use_openmp(runtime);
+  return rc == 0 ? HOT_OK : rc == -2 ? HOT_ERR_MISUSE : HOT_ERR_NOT_FOUND;
 }
 
 int hot_cpu_openmp(char *buf, size_t cap) { return fast_openmp(cap ? buf : NULL, cap); }

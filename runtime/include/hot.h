@@ -498,7 +498,8 @@ HOT_API hot_status hot_layer_kernel_times(const hot_layer *layer, hot_kernel_tim
  * (GOMP_parallel, omp_get_thread_num: LLVM's "libomp.so", Intel's "libiomp5.so"); NULL returns to
  * hot's own pool. Waits for a region in progress. Errors: HOT_ERR_INVALID (an empty name, or one
  * of HOT_NAME_MAX bytes or more), HOT_ERR_NOT_FOUND (the runtime is not loaded in this process, or
- * lacks one of the two functions); the setting is then unchanged. */
+ * lacks one of the two functions), HOT_ERR_MISUSE (called from a thread that is running one of
+ * hot's CPU tasks); the setting is then unchanged. */
 HOT_API hot_status hot_cpu_use_openmp(const char *runtime);
 
 /* Copies the name of the runtime in use into buf (cap bytes, truncated to fit and NUL-terminated;

@@ -55,11 +55,12 @@ int fast_threads(void);
  * while the runtime's workers start its regions at once. The results are the same bits either
  * way (tasks are independent; nothing depends on which thread runs one). 0 on success; -1 when
  * the runtime is not loaded in this process, lacks one of the two functions, or its name is empty
- * or longer than 63 bytes (the setting is then unchanged). Process-wide; waits for a region in
- * progress. */
+ * or longer than 63 bytes; -2 when called from inside a task of a parallel region (the setting is
+ * then unchanged). Process-wide; waits for a region in progress. */
 int fast_use_openmp(const char *runtime);
-/* Copies the name given to fast_use_openmp that is in use into buf (cap bytes, cap >= 1;
- * truncated to fit) and returns 1, or writes "" and returns 0 when the own pool is in use. */
+/* Copies the name given to fast_use_openmp that is in use into buf (cap bytes, truncated to fit;
+ * nothing is written when buf is NULL or cap 0) and returns 1, or writes "" and returns 0 when the
+ * own pool is in use. Safe anywhere, also inside a task. */
 int fast_openmp(char *buf, size_t cap);
 
 /* Caps the dispatch level: `max` in FAST_LEVEL_*, or -1 for no cap (the default; HOT_CPU_ISA =

@@ -298,7 +298,9 @@ static struct {
   omp_parallel_fn parallel;
   omp_thread_num_fn thread_num;
   char name[64];
-} g_omp; /* guarded by g_region */
+} g_omp; /* written under g_region and g_omp_mu; fast_parallel reads it under g_region, fast_openmp
+            under g_omp_mu (so that it may be called from inside a task) */
+static pthread_mutex_t g_omp_mu = PTHREAD_MUTEX_INITIALIZER;
 
 typedef struct {
   int64_t n;
@@ -322,6 +324,7 @@ static void omp_body(void *p) {
 }
 
 int fast_use_openmp(const char *runtime) {
+  if (g_in_region) return -2; /* inside a task this thread's region holds g_region */
   void *h = NULL;
   omp_parallel_fn par = NULL;
   omp_thread_num_fn num = NULL;
@@ -338,24 +341,26 @@ int fast_use_openmp(const char *runtime) {
     memcpy(&num, &q, sizeof num);
   }
   pthread_mutex_lock(&g_region);
+  pthread_mutex_lock(&g_omp_mu);
   void *old = g_omp.handle;
   g_omp.handle = h, g_omp.parallel = par, g_omp.thread_num = num;
   memset(g_omp.name, 0, sizeof g_omp.name);
   if (runtime) memcpy(g_omp.name, runtime, strlen(runtime));
+  pthread_mutex_unlock(&g_omp_mu);
   pthread_mutex_unlock(&g_region);
   if (old) dlclose(old);
   return 0;
 }
 
 int fast_openmp(char *buf, size_t cap) {
-  pthread_mutex_lock(&g_region);
+  pthread_mutex_lock(&g_omp_mu);
   const int on = g_omp.parallel != NULL;
   if (buf && cap > 0) {
     const size_t len = strlen(g_omp.name) < cap - 1 ? strlen(g_omp.name) : cap - 1;
     memcpy(buf, g_omp.name, len);
     buf[len] = '\0';
   }
-  pthread_mutex_unlock(&g_region);
+  pthread_mutex_unlock(&g_omp_mu);
   return on;
 }
 
@@ -364,7 +369,10 @@ void fast_parallel(int64_t n, int threads, fast_task_fn fn, void *ctx) {
   if (threads <= 0) threads = fast_threads();
   if (threads > n) threads = (int)n;
   if (threads <= 1 || g_in_region) { /* single-threaded, or nested: inline on this thread */
+    const int was = g_in_region;
+    g_in_region = 1; /* a task is a task: what it may not do (fast_use_openmp) holds here too */
     for (int64_t i = 0; i < n; ++i) fn(ctx, i, 0);
+    g_in_region = was;
     return;
   }
   pthread_mutex_lock(&g_region);

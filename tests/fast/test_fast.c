@@ -456,7 +456,8 @@ static int (*g_omp_num)(void);    /* its omp_get_thread_num */
 enum { OMP_TASKS = 997 };
 typedef struct {
   atomic_int done[OMP_TASKS];
-  atomic_int bad_tid, foreign, nested_moved;
+  atomic_int bad_tid, foreign, nested_moved, in_task_set; /* in_task_set: a switch inside a task
+                                                             was not refused */
   int threads;
   pthread_t caller;
   atomic_int others; /* tasks run by a thread other than the caller */
@@ -474,6 +475,11 @@ static void probe_task(void *ctx, int64_t i, int tid) {
   if (tid < 0 || tid >= p->threads) atomic_store(&p->bad_tid, 1);
   if (g_omp_num() != tid) atomic_store(&p->foreign, 1); /* tid is the runtime's thread number */
   if (!pthread_equal(pthread_self(), p->caller)) atomic_fetch_add(&p->others, 1);
+  if (i == 5) { /* inside a task: switching is refused (it would wait on this region), reading
+                   the setting works */
+    char nm[16];
+    if (fast_use_openmp(NULL) != -2 || fast_openmp(nm, sizeof nm) != 1) atomic_store(&p->in_task_set, 1);
+  }
   if (i % 100 == 0) {
     omp_probe q;
     memset(&q, 0, sizeof q);
@@ -500,6 +506,7 @@ START_TEST(openmp_runtime) {
     ck_assert_msg(!atomic_load(&p.bad_tid), "%d threads: a task's tid out of range", th);
     ck_assert_msg(!atomic_load(&p.foreign), "%d threads: a tid that is not the runtime's", th);
     ck_assert_msg(!atomic_load(&p.nested_moved), "%d threads: a nested region left its thread", th);
+    ck_assert_msg(!atomic_load(&p.in_task_set), "%d threads: a switch inside a task", th);
     if (th == 1) ck_assert_int_eq(atomic_load(&p.others), 0);
     printf("openmp %d threads: %d tasks, %d on the runtime's other threads\n", th, OMP_TASKS,
            atomic_load(&p.others));

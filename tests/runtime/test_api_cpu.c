@@ -8,6 +8,7 @@
 #define _GNU_SOURCE
 #endif
 #include <check.h>
+#include <dlfcn.h>
 #include <stddef.h>
 #include <sys/stat.h>
 
@@ -935,6 +936,39 @@ static unsigned check_all_roles(hot_layer *l) {
   return all;
 }
 
+/* hot_cpu_use_openmp / hot_cpu_openmp: the statuses of names that cannot be used, and the
+ * switch to a loaded GNU OpenMP and back (the results on it: test_fast_openmp, torch_hotlinear). */
+START_TEST(cpu_openmp_api) {
+  char buf[64];
+  ck_assert_int_eq(hot_cpu_openmp(NULL, 0), 0);
+  ck_assert_int_eq(hot_cpu_openmp(buf, sizeof buf), 0);
+  ck_assert_str_eq(buf, "");
+  ck_assert_int_eq(hot_cpu_use_openmp(""), HOT_ERR_INVALID);
+  char longname[HOT_NAME_MAX + 1];
+  memset(longname, 'x', HOT_NAME_MAX);
+  longname[HOT_NAME_MAX] = '\0';
+  ck_assert_int_eq(hot_cpu_use_openmp(longname), HOT_ERR_INVALID);
+  ck_assert_int_eq(hot_cpu_use_openmp("libhot-no-such-runtime.so.9"), HOT_ERR_NOT_FOUND);
+  ck_assert_int_eq(hot_cpu_use_openmp("libm.so.6"), HOT_ERR_NOT_FOUND); /* loaded, not OpenMP */
+  ck_assert_int_eq(hot_cpu_openmp(buf, sizeof buf), 0);
+  ck_assert_int_eq(hot_cpu_use_openmp(NULL), HOT_OK);
+  void *gomp = dlopen("libgomp.so.1", RTLD_NOW | RTLD_GLOBAL);
+  if (!gomp) {
+    printf("cpu_openmp_api: libgomp.so.1 cannot be loaded here: the switch to it is not tested "
+           "(test_fast_openmp says SKIP)\n");
+    return;
+  }
+  ck_assert_int_eq(hot_cpu_use_openmp("libgomp.so.1"), HOT_OK);
+  ck_assert_int_eq(hot_cpu_openmp(buf, sizeof buf), 1);
+  ck_assert_str_eq(buf, "libgomp.so.1");
+  ck_assert_int_eq(hot_cpu_openmp(buf, 4), 1);
+  ck_assert_str_eq(buf, "lib");
+  ck_assert_int_eq(hot_cpu_use_openmp(NULL), HOT_OK);
+  ck_assert_int_eq(hot_cpu_openmp(buf, sizeof buf), 0);
+  dlclose(gomp);
+}
+END_TEST
+
 START_TEST(launch_signatures_and_geometry) {
   hot_options o;
   hot_options_init(&o);
@@ -1060,6 +1094,7 @@ int main(void) {
   tcase_add_test(tc, huge_finite_inputs);
   tcase_add_test(tc, layer_create_enums_and_recipe);
   tcase_add_test(tc, launch_signatures_and_geometry);
+  tcase_add_test(tc, cpu_openmp_api);
   suite_add_tcase(s, tc);
   SRunner *sr = srunner_create(s);
   srunner_set_fork_status(sr, CK_FORK); /* tests set environment variables */
