@@ -2,7 +2,7 @@
 # Installs what the Python tests (python/tests, CTest labels python and torch) need: first the
 # system tools of the test suite (`tools/install-deps.sh --tests`: g++, python3, python3-venv,
 # valgrind, slurm-wlm, munge; skipped with --python-only), then with pip from PyPI: torch, numpy,
-# pytest; with --demo also those of examples/train.py and examples/train_lm.py: scikit-learn (the
+# pytest, Pillow (the independent PNG reader of the plot_viewer test); with --demo also those of examples/train.py and examples/train_lm.py: scikit-learn (the
 # digits data set) and matplotlib (the plots). Also the CUDA disassemblers cuobjdump and nvdisasm
 # (wheels nvidia-cuda-cuobjdump, nvidia-cuda-nvdisasm of the CUDA toolkit's major version, 13 when
 # nvcc is not found) for the SASS counts of test_nvrtc_sass; those count as present when
@@ -24,8 +24,8 @@ cuda_major=$({ command -v nvcc >/dev/null 2>&1 && nvcc --version; } 2>/dev/null 
   sed -n 's/.*release \([0-9][0-9]*\)\..*/\1/p' | head -1)
 cuda_major=${cuda_major:-13}
 # a module name to import, or tool:NAME for a binary that tools/find-cuda-tool.sh must find
-mods=(torch numpy pytest tool:cuobjdump tool:nvdisasm)
-pkgs=(torch numpy pytest "nvidia-cuda-cuobjdump==$cuda_major.*" "nvidia-cuda-nvdisasm==$cuda_major.*")
+mods=(torch numpy pytest PIL tool:cuobjdump tool:nvdisasm)
+pkgs=(torch numpy pytest Pillow "nvidia-cuda-cuobjdump==$cuda_major.*" "nvidia-cuda-nvdisasm==$cuda_major.*")
 system=1
 for arg in "$@"; do
   case "$arg" in
