@@ -139,7 +139,6 @@ def attach_openmp(lib, own):
     installed and has loaded it) unless `own`; returns a line saying where they run."""
     lib.hot_fast_bench_use_openmp.argtypes = [ctypes.c_char_p]
     lib.hot_fast_bench_use_openmp.restype = ctypes.c_int
-    lib.hot_fast_bench_use_openmp(None)
     if own:
         return "hot's own threads (--own-threads)"
     try:

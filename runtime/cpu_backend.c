@@ -122,10 +122,16 @@ static hot_status cpu_layer_calibrate(hot_layer *layer, const void *g_y, uint32_
 
 /* ---- whose threads run the CPU backend (hot.h) ------------------------------------------------ */
 
+/* fast_use_openmp refuses names of 64 bytes or more (-3): hot.h promises HOT_NAME_MAX */
+_Static_assert(HOT_NAME_MAX == 64, "fast_use_openmp's name limit is HOT_NAME_MAX");
+
 hot_status hot_cpu_use_openmp(const char *runtime) {
-  if (runtime && (!*runtime || strlen(runtime) >= HOT_NAME_MAX)) return HOT_ERR_INVALID;
-  const int rc = fast_use_openmp(runtime);
-  return rc == 0 ? HOT_OK : rc == -2 ? HOT_ERR_MISUSE : HOT_ERR_NOT_FOUND;
+  switch (fast_use_openmp(runtime)) {
+  case 0: return HOT_OK;
+  case -2: return HOT_ERR_MISUSE;
+  case -3: return HOT_ERR_INVALID;
+  default: return HOT_ERR_NOT_FOUND;
+  }
 }
 
 int hot_cpu_openmp(char *buf, size_t cap) { return fast_openmp(cap ? buf : NULL, cap); }

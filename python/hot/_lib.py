@@ -20,6 +20,7 @@ import ctypes.util
 import enum
 import os
 import threading
+import warnings
 
 c_int = ctypes.c_int
 c_int64 = ctypes.c_int64
@@ -280,7 +281,6 @@ def _attach_openmp(lib_):
     elif v.lower() not in ("off", "0", "no", "none"):
         st = lib_.hot_cpu_use_openmp(v.encode())
         if st != Status.OK:
-            import warnings
             warnings.warn(f"{OPENMP_ENV}={v}: {Status(st).name}: not an OpenMP runtime loaded in "
                           "this process; the CPU backend uses its own threads", RuntimeWarning,
                           stacklevel=3)

@@ -63,14 +63,14 @@ def cpu_use_openmp(runtime):
         raise TypeError(f"cpu_use_openmp: runtime must be a str or None, not {type(runtime).__name__}")
     st = _lib.lib().hot_cpu_use_openmp(None if runtime is None else runtime.encode())
     if st != Status.OK:
-        why = ("an empty name, or one of 64 bytes or more" if st == Status.ERR_INVALID else
+        why = (f"an empty name, or one of {_lib.HOT_NAME_MAX} bytes or more" if st == Status.ERR_INVALID else
                "not loaded in this process, or not an OpenMP runtime (no GOMP_parallel)")
         raise HotError(st, f"runtime {runtime!r}: {why}", "cpu_use_openmp")
 
 
 def cpu_openmp():
     """The OpenMP runtime the CPU backend runs on ("libgomp.so.1"), or None for hot's own threads."""
-    buf = ctypes.create_string_buffer(64)
+    buf = ctypes.create_string_buffer(_lib.HOT_NAME_MAX)
     return buf.value.decode() if _lib.lib().hot_cpu_openmp(buf, len(buf)) else None
 
 

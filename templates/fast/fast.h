@@ -54,9 +54,9 @@ int fast_threads(void);
  * after each of its regions; the fast path's own threads would then share the CPUs with them,
  * while the runtime's workers start its regions at once. The results are the same bits either
  * way (tasks are independent; nothing depends on which thread runs one). 0 on success; -1 when
- * the runtime is not loaded in this process, lacks one of the two functions, or its name is empty
- * or longer than 63 bytes; -2 when called from inside a task of a parallel region (the setting is
- * then unchanged). Process-wide; waits for a region in progress. */
+ * the runtime is not loaded in this process or lacks one of the two functions; -2 when called
+ * from inside a task of a parallel region; -3 when the name is empty or longer than 63 bytes (the
+ * setting is then unchanged). Process-wide; waits for a region in progress. */
 int fast_use_openmp(const char *runtime);
 /* Copies the name given to fast_use_openmp that is in use into buf (cap bytes, truncated to fit;
  * nothing is written when buf is NULL or cap 0) and returns 1, or writes "" and returns 0 when the

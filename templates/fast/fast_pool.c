@@ -260,12 +260,17 @@ static atomic_llong g_next;
 static unsigned long g_born[FAST_MAX_THREADS]; /* g_gen when worker tid was created */
 static _Thread_local int g_in_region; /* set on workers and on a caller inside its region */
 
+/* Takes tasks of the current region until none is left; the thread counts as inside a region
+ * meanwhile (a region inside a task runs inline; fast_use_openmp is refused). */
 static void run_tasks(int64_t n, fast_task_fn fn, void *ctx, int tid) {
+  const int was = g_in_region;
+  g_in_region = 1;
   for (;;) {
     long long i = atomic_fetch_add(&g_next, 1);
     if (i >= n) break;
     fn(ctx, (int64_t)i, tid);
   }
+  g_in_region = was;
 }
 
 static void *worker(void *arg) {
@@ -316,11 +321,8 @@ typedef struct {
  * left. */
 static void omp_body(void *p) {
   const omp_job *j = p;
-  const int tid = j->thread_num(), was = g_in_region;
-  if (tid < 0 || tid >= j->threads) return;
-  g_in_region = 1; /* a region inside a task runs inline (as on the pool's workers) */
-  run_tasks(j->n, j->fn, j->ctx, tid);
-  g_in_region = was;
+  const int tid = j->thread_num();
+  if (tid >= 0 && tid < j->threads) run_tasks(j->n, j->fn, j->ctx, tid);
 }
 
 int fast_use_openmp(const char *runtime) {
@@ -329,7 +331,7 @@ int fast_use_openmp(const char *runtime) {
   omp_parallel_fn par = NULL;
   omp_thread_num_fn num = NULL;
   if (runtime) {
-    if (!*runtime || strlen(runtime) >= sizeof g_omp.name) return -1;
+    if (!*runtime || strlen(runtime) >= sizeof g_omp.name) return -3;
     h = dlopen(runtime, RTLD_NOW | RTLD_NOLOAD); /* only a runtime the process has loaded */
     if (!h) return -1;
     void *p = dlsym(h, "GOMP_parallel"), *q = dlsym(h, "omp_get_thread_num");
@@ -382,10 +384,7 @@ void fast_parallel(int64_t n, int threads, fast_task_fn fn, void *ctx) {
     g_omp.parallel(omp_body, &j, (unsigned)threads, 0);
     /* the caller is member 0 of its team (or, nested in a region of the runtime, the whole team
      * of one): whatever a team left undone runs here */
-    const int was = g_in_region;
-    g_in_region = 1;
     run_tasks(n, fn, ctx, 0);
-    g_in_region = was;
     pthread_mutex_unlock(&g_region);
     return;
   }
@@ -411,9 +410,7 @@ void fast_parallel(int64_t n, int threads, fast_task_fn fn, void *ctx) {
   ++g_gen;
   pthread_cond_broadcast(&g_work);
   pthread_mutex_unlock(&g_mu);
-  g_in_region = 1;
   run_tasks(n, fn, ctx, 0);
-  g_in_region = 0;
   pthread_mutex_lock(&g_mu);
   while (g_active > 0) pthread_cond_wait(&g_done, &g_mu);
   pthread_mutex_unlock(&g_mu);
