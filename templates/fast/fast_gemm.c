@@ -109,6 +109,14 @@ AVX2_FN static void kern_w16_avx2(const gk_cfg *g, const void *ap, const void *b
   ROWS4(W16_STORE)
 }
 
+/* *h += p in 16-bit lanes, written into h's own register. With the plain intrinsic GCC 12 put
+ * each sum in the product's register and copied it back, eight vector moves per step of the u8
+ * kernel that cost about a tenth of its speed (its inner loop is bound by how many instructions
+ * the core takes in per cycle, not by the multiplies). The operands are in both dialects. */
+AVX2_FN static inline void add16_in_place(__m256i *h, __m256i p) {
+  __asm__("vpaddw {%1, %0, %0|%0, %0, %1}" : "+x"(*h) : "x"(p));
+}
+
 AVX2_FN static void kern_u8_avx2(const gk_cfg *g, const void *ap, const void *bp, int64_t ns,
                                  int32_t *c, int64_t ldc, int accum, const uint32_t *corr) {
   const uint8_t *a = ap;
@@ -127,8 +135,8 @@ AVX2_FN static void kern_u8_avx2(const gk_cfg *g, const void *ap, const void *bp
 #define U8_STEP(m)                                                                                  \
   {                                                                                                 \
     const __m256i av = _mm256_set1_epi32(ld32(as + 4 * m));                                         \
-    h##m##0 = _mm256_add_epi16(h##m##0, _mm256_maddubs_epi16(av, b0));                              \
-    h##m##1 = _mm256_add_epi16(h##m##1, _mm256_maddubs_epi16(av, b1));                              \
+    add16_in_place(&h##m##0, _mm256_maddubs_epi16(av, b0));                                         \
+    add16_in_place(&h##m##1, _mm256_maddubs_epi16(av, b1));                                         \
   }
       ROWS4(U8_STEP)
     }
