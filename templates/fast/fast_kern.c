@@ -62,6 +62,10 @@ AVX2_FN static void philox8_avx2(const fast_rng *r, const philox_keys *k, uint64
   __m256i a0 = q, a1 = _mm256_srli_epi64(q, 32), b0 = q4, b1 = _mm256_srli_epi64(q4, 32);
   __m256i a2 = _mm256_set1_epi64x((long long)r->tag), a3 = _mm256_set1_epi64x((long long)r->step);
   __m256i b2 = a2, b3 = a3;
+  /* unrolled: the state's renaming then costs nothing (as a loop GCC 12 copied five vectors per
+   * round); 1.06x the words per second. Three or four groups instead of two were no faster
+   * (measured: their states no longer fit the 16 registers). */
+#pragma GCC unroll 10
   for (int round = 0; round < 10; ++round) {
     const __m256i pa0 = _mm256_mul_epu32(a0, m0), pa1 = _mm256_mul_epu32(a2, m1);
     const __m256i pb0 = _mm256_mul_epu32(b0, m0), pb1 = _mm256_mul_epu32(b2, m1);
