@@ -109,12 +109,10 @@ int fast_amax_run(const float *v, int64_t n, float *amax, int level);
  * by the length-b FWHT (hot_fwht's operations per element); src may be a (in place). */
 void fast_fwht_row(float *a, const float *src, int64_t n, int b, int level);
 
-/* In place, the length-p FWHT down the p rows (stride ld) of a p x cols block, per column
- * (ref_fwht_rows' operations per element). */
-void fast_fwht_cols(float *m, int p, int64_t cols, int64_t ld, int level);
-/* The same on a block whose rows are first read from src[j] (cols values; NULL: a row of
- * +0.0, as the twins' zero padding): row j of m (stride ld) gets the transform of the rows
- * src[0..p); p is a power of two. m must not overlap the sources unless src[j] is row j. */
+/* The length-p FWHT down the p rows (stride ld) of a p x cols block, per column (ref_fwht_rows'
+ * operations per element), on rows first read from src[j] (cols values; NULL: a row of +0.0, as
+ * the twins' zero padding): row j of m gets the transform of the rows src[0..p); p is a power
+ * of two. m must not overlap the sources unless src[j] is row j (in place). */
 void fast_fwht_cols_src(float *m, int p, int64_t cols, int64_t ld, const float *const *src,
                         int level);
 

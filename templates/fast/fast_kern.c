@@ -281,23 +281,71 @@ AVX2_FN static void fwht_row_avx2(float *a, const float *src, int64_t n, int b) 
         }
 }
 
-AVX2_FN static void fwht_cols_avx2(float *m, int p, int64_t cols, int64_t ld, int h0) {
-  for (int h = h0; h < p; h <<= 1)
-    for (int j = 0; j < p; ++j) {
-      if (j & h) continue;
-      float *x = m + (int64_t)j * ld, *y = m + (int64_t)(j + h) * ld;
-      int64_t c = 0;
-      for (; c + 8 <= cols; c += 8) {
-        __m256 a = _mm256_loadu_ps(x + c), d = _mm256_loadu_ps(y + c);
-        _mm256_storeu_ps(x + c, _mm256_add_ps(a, d));
-        _mm256_storeu_ps(y + c, _mm256_sub_ps(a, d));
-      }
-      for (; c < cols; ++c) {
-        float a = x[c], d = y[c];
-        x[c] = HOT_ADD(a, d);
-        y[c] = HOT_SUB(a, d);
-      }
-    }
+/* One pass of the column FWHT: the stages h, 2h, .. (log2 G of them) on every group of G rows
+ * {blk + o + i h}, kept in registers from load to store (one load and one store per element and
+ * pass instead of one per stage). Rows come from src (NULL: +0.0) when src is not NULL, else
+ * from m; each output is HOT_ADD / HOT_SUB of the same pair in the same stage order as
+ * hot_fwht_stage, so the grouping does not change a bit. */
+#define FWHT_PASS(G)                                                                                \
+  AVX2_FN static void fwht_pass##G##_avx2(float *m, int p, int64_t cols, int64_t ld, int h,        \
+                                          const float *const *src) {                                \
+    for (int blk = 0; blk < p; blk += G * h)                                                        \
+      for (int o = 0; o < h; ++o) {                                                                 \
+        float *row[G];                                                                              \
+        const float *in[G];                                                                         \
+        for (int i = 0; i < G; ++i) {                                                               \
+          const int j = blk + o + i * h;                                                            \
+          row[i] = m + (int64_t)j * ld;                                                             \
+          in[i] = src ? src[j] : row[i];                                                            \
+        }                                                                                           \
+        int64_t c = 0;                                                                              \
+        int whole = 1; /* no row of zeros: loads without tests */                                   \
+        for (int i = 0; i < G; ++i) whole &= in[i] != NULL;                                         \
+        for (; c + 8 <= cols; c += 8) {                                                             \
+          __m256 v[G];                                                                              \
+          if (whole) {                                                                              \
+            _Pragma("GCC unroll 8") for (int i = 0; i < G; ++i) v[i] = _mm256_loadu_ps(in[i] + c);  \
+          } else {                                                                                  \
+            _Pragma("GCC unroll 8") for (int i = 0; i < G; ++i)                                     \
+              v[i] = in[i] ? _mm256_loadu_ps(in[i] + c) : _mm256_setzero_ps();                      \
+          }                                                                                         \
+          _Pragma("GCC unroll 3") for (int d = 1; d < G; d <<= 1)                                   \
+            _Pragma("GCC unroll 8") for (int i = 0; i < G; ++i)                                     \
+              if (!(i & d)) {                                                                       \
+                const __m256 x = v[i], y = v[i + d];                                                \
+                v[i] = _mm256_add_ps(x, y);                                                         \
+                v[i + d] = _mm256_sub_ps(x, y);                                                     \
+              }                                                                                     \
+          _Pragma("GCC unroll 8") for (int i = 0; i < G; ++i) _mm256_storeu_ps(row[i] + c, v[i]);   \
+        }                                                                                           \
+        for (; c < cols; ++c) {                                                                     \
+          float v[G];                                                                               \
+          for (int i = 0; i < G; ++i) v[i] = in[i] ? in[i][c] : 0.0f;                               \
+          for (int d = 1; d < G; d <<= 1)                                                           \
+            for (int i = 0; i < G; ++i)                                                             \
+              if (!(i & d)) {                                                                       \
+                const float x = v[i], y = v[i + d];                                                 \
+                v[i] = HOT_ADD(x, y);                                                               \
+                v[i + d] = HOT_SUB(x, y);                                                           \
+              }                                                                                     \
+          for (int i = 0; i < G; ++i) row[i][c] = v[i];                                             \
+        }                                                                                           \
+      }                                                                                             \
+  }
+FWHT_PASS(2)
+FWHT_PASS(4)
+FWHT_PASS(8)
+
+/* The whole column FWHT of fast_fwht_cols_src: passes of three stages (two or one at the end),
+ * the first one reading the sources. */
+AVX2_FN static void fwht_cols_src_avx2(float *m, int p, int64_t cols, int64_t ld,
+                                       const float *const *src) {
+  for (int h = 1; h < p; h *= 8) {
+    const float *const *in = h == 1 ? src : NULL;
+    if (8 * h <= p) fwht_pass8_avx2(m, p, cols, ld, h, in);
+    else if (4 * h <= p) fwht_pass4_avx2(m, p, cols, ld, h, in);
+    else fwht_pass2_avx2(m, p, cols, ld, h, in);
+  }
 }
 #endif
 
@@ -313,15 +361,8 @@ void fast_fwht_row(float *a, const float *src, int64_t n, int b, int level) {
   for (int64_t o = 0; b > 1 && o < n; o += b) hot_fwht(a + o, b);
 }
 
-/* The stages h0, 2 h0, ... < p of fast_fwht_cols. */
-static void fwht_cols_from(float *m, int p, int64_t cols, int64_t ld, int h0, int level) {
-#if FAST_X86
-  if (level >= FAST_LEVEL_AVX2) {
-    fwht_cols_avx2(m, p, cols, ld, h0);
-    return;
-  }
-#endif
-  (void)level;
+/* The stages h0, 2 h0, ... < p of the column FWHT, in place (scalar). */
+static void fwht_cols_from(float *m, int p, int64_t cols, int64_t ld, int h0) {
   for (int h = h0; h < p; h <<= 1)
     for (int j = 0; j < p; ++j) {
       if (j & h) continue;
@@ -334,24 +375,6 @@ static void fwht_cols_from(float *m, int p, int64_t cols, int64_t ld, int h0, in
     }
 }
 
-void fast_fwht_cols(float *m, int p, int64_t cols, int64_t ld, int level) {
-  fwht_cols_from(m, p, cols, ld, 1, level);
-}
-
-#if FAST_X86
-AVX2_FN static int64_t stage1_avx2(float *x, float *y, const float *sx, const float *sy,
-                                   int64_t cols) {
-  int64_t c = 0;
-  for (; c + 8 <= cols; c += 8) {
-    const __m256 a = sx ? _mm256_loadu_ps(sx + c) : _mm256_setzero_ps();
-    const __m256 d = sy ? _mm256_loadu_ps(sy + c) : _mm256_setzero_ps();
-    _mm256_storeu_ps(x + c, _mm256_add_ps(a, d));
-    _mm256_storeu_ps(y + c, _mm256_sub_ps(a, d));
-  }
-  return c;
-}
-#endif
-
 void fast_fwht_cols_src(float *m, int p, int64_t cols, int64_t ld, const float *const *src,
                         int level) {
   if (p < 2) {
@@ -361,20 +384,23 @@ void fast_fwht_cols_src(float *m, int p, int64_t cols, int64_t ld, const float *
     }
     return;
   }
+#if FAST_X86
+  if (level >= FAST_LEVEL_AVX2) {
+    fwht_cols_src_avx2(m, p, cols, ld, src);
+    return;
+  }
+#endif
+  (void)level;
   for (int j = 0; j < p; j += 2) { /* stage h = 1 straight from the sources (+0.0 for NULL) */
     float *x = m + (int64_t)j * ld, *y = x + ld;
     const float *sx = src[j], *sy = src[j + 1];
-    int64_t c = 0;
-#if FAST_X86
-    if (level >= FAST_LEVEL_AVX2) c = stage1_avx2(x, y, sx, sy, cols);
-#endif
-    for (; c < cols; ++c) {
+    for (int64_t c = 0; c < cols; ++c) {
       const float a = sx ? sx[c] : 0.0f, d = sy ? sy[c] : 0.0f;
       x[c] = HOT_ADD(a, d);
       y[c] = HOT_SUB(a, d);
     }
   }
-  fwht_cols_from(m, p, cols, ld, 2, level);
+  fwht_cols_from(m, p, cols, ld, 2);
 }
 
 /* ---- column sums ---------------------------------------------------------------------------- */
