@@ -266,7 +266,35 @@ AVX2_FN static inline __m256 fwht8_avx2(__m256 v, int b) {
   return v;
 }
 
+/* Blocks of b = 8 G entries along a row, all of its stages in registers: h = 1, 2, 4 inside each
+ * of the G vectors, then h = 8, 16, 32 between them (the same pairs in the same stage order). */
+#define FWHT_ROW_BLOCKS(G)                                                                          \
+  AVX2_FN static void fwht_row##G##_avx2(float *a, const float *src, int64_t n) {                  \
+    for (int64_t o = 0; o < n; o += 8 * G) {                                                        \
+      __m256 v[G];                                                                                  \
+      _Pragma("GCC unroll 8") for (int i = 0; i < G; ++i)                                           \
+        v[i] = fwht8_avx2(_mm256_loadu_ps(src + o + 8 * i), 8);                                     \
+      _Pragma("GCC unroll 3") for (int d = 1; d < G; d <<= 1)                                       \
+        _Pragma("GCC unroll 8") for (int i = 0; i < G; ++i)                                         \
+          if (!(i & d)) {                                                                           \
+            const __m256 x = v[i], y = v[i + d];                                                    \
+            v[i] = _mm256_add_ps(x, y);                                                             \
+            v[i + d] = _mm256_sub_ps(x, y);                                                         \
+          }                                                                                         \
+      _Pragma("GCC unroll 8") for (int i = 0; i < G; ++i) _mm256_storeu_ps(a + o + 8 * i, v[i]);    \
+    }                                                                                               \
+  }
+FWHT_ROW_BLOCKS(2)
+FWHT_ROW_BLOCKS(4)
+FWHT_ROW_BLOCKS(8)
+
 AVX2_FN static void fwht_row_avx2(float *a, const float *src, int64_t n, int b) {
+  if (b == 16 || b == 32 || b == 64) { /* n is a multiple of b */
+    if (b == 16) fwht_row2_avx2(a, src, n);
+    else if (b == 32) fwht_row4_avx2(a, src, n);
+    else fwht_row8_avx2(a, src, n);
+    return;
+  }
   int64_t i = 0;
   for (; i + 8 <= n; i += 8) _mm256_storeu_ps(a + i, fwht8_avx2(_mm256_loadu_ps(src + i), b));
   if (i < n && src != a) memcpy(a + i, src + i, (size_t)(n - i) * sizeof *a);

@@ -45,7 +45,9 @@ enum {
   M_BITS3 = 1024,    /* hq.bits = 3, hla.bits = 6, x_bits = 5 */
   M_P64 = 2048,      /* hla.block = 64 */
   M_B4 = 4096,       /* hq.block = 4 */
-  M_FULL = 8192      /* hla.selection = full */
+  M_FULL = 8192,     /* hla.selection = full */
+  M_B32 = 16384,     /* hq.block = 32 */
+  M_B64 = 32768      /* hq.block = 64 */
 };
 
 typedef struct {
@@ -70,6 +72,9 @@ static const fcase k_cases[] = {
     {HOT_RECIPE_HOT, HOT_ARCH_SM90, 1, 197, 137, 197, HOT_DT_F16, M_BITS8 | M_RTN},
     {HOT_RECIPE_HOT, HOT_ARCH_SM80, 3, 17, 100, 37, HOT_DT_F32, M_BITS3 | M_B4},
     {HOT_RECIPE_HOT, HOT_ARCH_SM80, 1, 137, 17, 137, HOT_DT_F32, M_FULL},
+    {HOT_RECIPE_HOT, HOT_ARCH_SM80, 2, 33, 100, 70, HOT_DT_F32, M_B32},
+    {HOT_RECIPE_HOT, HOT_ARCH_SM90, 1, 137, 256, 96, HOT_DT_F32, M_B64 | M_P64},
+    {HOT_RECIPE_HOT, HOT_ARCH_SM80, 1, 64, 200, 33, HOT_DT_BF16, M_B64},
     {HOT_RECIPE_HOT, HOT_ARCH_SM80, 2, 17, 137, 17, HOT_DT_F32, M_NO_ABC},
     {HOT_RECIPE_HOT, HOT_ARCH_SM80, 2, 17, 137, 17, HOT_DT_BF16, M_NO_HQ},
     {HOT_RECIPE_HOT, HOT_ARCH_SM80, 2, 17, 137, 17, HOT_DT_F32, M_NO_HLA | M_NO_ABC},
@@ -102,6 +107,8 @@ static void make_plan(const fcase *c, hot_layer_spec *sp, hot_layer_plan *pl) {
   if (m & M_P64) sp->hla.block = 64;
   if (m & M_B4) sp->hq.block = 4;
   if (m & M_FULL) sp->hla.selection = HOT_SEL_FULL;
+  if (m & M_B32) sp->hq.block = 32;
+  if (m & M_B64) sp->hq.block = 64;
   int rc = plan_layer(sp, c->B, c->L, c->rec, c->arch, 5, pl, err, sizeof err);
   ck_assert_msg(rc == 0, "plan_layer: %s", err);
   ck_assert_int_eq(ref_plan_check(pl), HOT_REF_OK);
