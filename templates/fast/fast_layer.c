@@ -132,23 +132,6 @@ static int quantize_known(const float *v, int64_t rows, int64_t cols, int64_t gr
   return HOT_REF_OK;
 }
 
-/* The whole grouped quantizer on a finite-or-not tensor: as ref_quantize_groups. */
-static int quantize_groups(const float *v, int64_t rows, int64_t cols, int64_t group_rows,
-                           const hot_quant *q, uint64_t seed, uint32_t tag, uint32_t step,
-                           int threads, int8_t *codes, float *scales) {
-  if (!quant_ok(q) || group_rows <= 0 || rows % group_rows) return HOT_REF_EARG;
-  float *ra = malloc((size_t)rows * sizeof *ra);
-  if (!ra) return HOT_REF_ENOMEM;
-  qctx x;
-  memset(&x, 0, sizeof x);
-  x.v = v, x.rows = rows, x.cols = cols, x.row_amax = ra, x.level = fast_level_now();
-  int rc = row_stats(&x, threads);
-  if (!rc)
-    rc = quantize_known(v, rows, cols, group_rows, q, seed, tag, step, ra, threads, codes, scales);
-  free(ra);
-  return rc;
-}
-
 /* ---- transforms ---------------------------------------------------------------------------- */
 
 typedef struct {
@@ -203,7 +186,9 @@ static void hq_g_task(void *ctx, int64_t i, int tid) {
   if (x->bias) memcpy(x->bias + ch * O + c0, part, (size_t)real * sizeof *part);
 }
 
-/* w' (o_pad x I): block of b rows i / chunks, columns chunk i % chunks (ref_hq_transform_w). */
+/* w' (o_pad x I): block of b rows i / chunks, columns chunk i % chunks (ref_hq_transform_w);
+ * each row's amax over the chunk into amax[o * chunks + chunk] while the block is in cache (the
+ * row_stats of ref_quantize_groups, and its finiteness check). */
 static void hq_w_task(void *ctx, int64_t i, int tid) {
   (void)tid;
   const tctx *x = ctx;
@@ -211,7 +196,7 @@ static void hq_w_task(void *ctx, int64_t i, int tid) {
   const int64_t I = pl->I, chunks = fast_cdiv(I, COLS_CHUNK), b = pl->hq.block;
   const int64_t o0 = (i / chunks) * b, c0 = (i % chunks) * COLS_CHUNK;
   const int64_t n = I - c0 < COLS_CHUNK ? I - c0 : COLS_CHUNK;
-  const float *srcs[256]; /* hq.block <= 256 (plan.c) */
+  const float *srcs[256] = {NULL}; /* hq.block <= 256 (plan.c) */
   for (int64_t o = o0; o < o0 + b; ++o) {
     float *row = x->out + o * I + c0;
     if (o >= pl->O) srcs[o - o0] = NULL;
@@ -222,6 +207,11 @@ static void hq_w_task(void *ctx, int64_t i, int tid) {
     }
   }
   fast_fwht_cols_src(x->out + o0 * I + c0, (int)b, n, I, srcs, x->level);
+  for (int64_t o = o0; o < o0 + b; ++o) {
+    float m = 0.0f;
+    if (!fast_amax_run(x->out + o * I + c0, n, &m, x->level)) atomic_store(x->bad, 1);
+    x->amax[o * chunks + i % chunks] = m;
+  }
 }
 
 /* HLA: token block i / chunks, column chunk i % chunks (ref_hla_transform). */
@@ -301,7 +291,7 @@ static int hla_codes(const hot_layer_plan *pl, const void *src, hot_dtype dt, in
   if (!rc) rc = hla_transform(pl, src, dt, cols, threads, t, ra); /* also the row amax */
   if (prof >= 0) t0 = fast_prof_add(prof, t0);
   const int64_t group = sample ? gk : K;
-  /* quantize_groups' checks in its order: arguments, then finiteness (hla_transform's) */
+  /* ref_quantize_groups' checks in its order: arguments, then finiteness (hla_transform's) */
   if ((!rc || rc == HOT_REF_ENONFINITE) && (!quant_ok(q) || group <= 0 || K % group))
     rc = HOT_REF_EARG;
   if (!rc) rc = quantize_known(t, K, cols, group, q, seed, tag, step, ra, threads, codes, scale);
@@ -413,14 +403,28 @@ static int backward_gx(const hot_layer_plan *pl, const void *g_y, const void *w,
   if (rc) goto done;
   for (int64_t t = T - 1; group > 1 && t >= 0; --t) sg[t] = sg[t / group];
   t0 = fast_prof_add(FAST_ST_HQ_GQ, t0);
-  /* q_w' (ref_hq_quant_w): RTN, per tensor */
-  tctx tw = {pl, w, dt, I, wt, NULL, level, 0, NULL, NULL, NULL};
-  fast_parallel((op / pl->hq.block) * fast_cdiv(I, COLS_CHUNK), threads, hq_w_task, &tw);
+  /* q_w' (ref_hq_quant_w): RTN, per tensor; the row amax taken by the transform's tasks */
+  const int64_t wch = fast_cdiv(I, COLS_CHUNK);
+  atomic_store(&bad, 0);
+  tctx tw = {pl, w, dt, I, wt, NULL, level, 0, NULL, &bad, NULL};
+  if (!(tw.amax = malloc((size_t)(op * wch) * sizeof *tw.amax))) {
+    rc = HOT_REF_ENOMEM;
+    goto done;
+  }
+  fast_parallel((op / pl->hq.block) * wch, threads, hq_w_task, &tw);
+  for (int64_t o = 0; o < op; ++o) { /* a max over the column chunks (order-free) */
+    float m = 0.0f;
+    for (int64_t j = 0; j < wch; ++j) m = tw.amax[o * wch + j] > m ? tw.amax[o * wch + j] : m;
+    ra[o] = m;
+  }
+  free(tw.amax);
   t0 = fast_prof_add(FAST_ST_HQ_W, t0);
   hot_quant qwq = pl->hq.w;
   qwq.round = HOT_ROUND_RTN;
   float sw = 0.0f;
-  rc = quantize_groups(wt, op, I, op, &qwq, 0, 0, 0, threads, qw, &sw);
+  /* ref_quantize_groups' checks in its order: arguments, then finiteness */
+  rc = !quant_ok(&qwq) ? HOT_REF_EARG : atomic_load(&bad) ? HOT_REF_ENONFINITE : HOT_REF_OK;
+  if (!rc) rc = quantize_known(wt, op, I, op, &qwq, 0, 0, 0, ra, threads, qw, &sw);
   if (rc) goto done;
   fast_prof_add(FAST_ST_HQ_WQ, t0);
   /* GEMM + epilogue (ref_gemm_gx) */
