@@ -266,6 +266,17 @@ AVX2_FN static inline __m256 fwht8_avx2(__m256 v, int b) {
   return v;
 }
 
+/* The butterfly stages 1, 2, .. G/2 among the G values v[0..G) of type T (vectors or scalars),
+ * each output ADD(x, y) or SUB(x, y) of its pair, stage by stage as in hot_fwht_stage. */
+#define FWHT_STAGES(T, v, G, ADD, SUB)                                                              \
+  _Pragma("GCC unroll 3") for (int d = 1; d < (G); d <<= 1)                                         \
+    _Pragma("GCC unroll 8") for (int i = 0; i < (G); ++i)                                           \
+      if (!(i & d)) {                                                                               \
+        const T x = (v)[i], y = (v)[i + d];                                                         \
+        (v)[i] = ADD(x, y);                                                                         \
+        (v)[i + d] = SUB(x, y);                                                                     \
+      }
+
 /* Blocks of b = 8 G entries along a row, all of its stages in registers: h = 1, 2, 4 inside each
  * of the G vectors, then h = 8, 16, 32 between them (the same pairs in the same stage order). */
 #define FWHT_ROW_BLOCKS(G)                                                                          \
@@ -274,13 +285,7 @@ AVX2_FN static inline __m256 fwht8_avx2(__m256 v, int b) {
       __m256 v[G];                                                                                  \
       _Pragma("GCC unroll 8") for (int i = 0; i < G; ++i)                                           \
         v[i] = fwht8_avx2(_mm256_loadu_ps(src + o + 8 * i), 8);                                     \
-      _Pragma("GCC unroll 3") for (int d = 1; d < G; d <<= 1)                                       \
-        _Pragma("GCC unroll 8") for (int i = 0; i < G; ++i)                                         \
-          if (!(i & d)) {                                                                           \
-            const __m256 x = v[i], y = v[i + d];                                                    \
-            v[i] = _mm256_add_ps(x, y);                                                             \
-            v[i + d] = _mm256_sub_ps(x, y);                                                         \
-          }                                                                                         \
+      FWHT_STAGES(__m256, v, G, _mm256_add_ps, _mm256_sub_ps)                                     \
       _Pragma("GCC unroll 8") for (int i = 0; i < G; ++i) _mm256_storeu_ps(a + o + 8 * i, v[i]);    \
     }                                                                                               \
   }
@@ -337,25 +342,13 @@ AVX2_FN static void fwht_row_avx2(float *a, const float *src, int64_t n, int b) 
             _Pragma("GCC unroll 8") for (int i = 0; i < G; ++i)                                     \
               v[i] = in[i] ? _mm256_loadu_ps(in[i] + c) : _mm256_setzero_ps();                      \
           }                                                                                         \
-          _Pragma("GCC unroll 3") for (int d = 1; d < G; d <<= 1)                                   \
-            _Pragma("GCC unroll 8") for (int i = 0; i < G; ++i)                                     \
-              if (!(i & d)) {                                                                       \
-                const __m256 x = v[i], y = v[i + d];                                                \
-                v[i] = _mm256_add_ps(x, y);                                                         \
-                v[i + d] = _mm256_sub_ps(x, y);                                                     \
-              }                                                                                     \
+          FWHT_STAGES(__m256, v, G, _mm256_add_ps, _mm256_sub_ps)                                 \
           _Pragma("GCC unroll 8") for (int i = 0; i < G; ++i) _mm256_storeu_ps(row[i] + c, v[i]);   \
         }                                                                                           \
         for (; c < cols; ++c) {                                                                     \
           float v[G];                                                                               \
           for (int i = 0; i < G; ++i) v[i] = in[i] ? in[i][c] : 0.0f;                               \
-          for (int d = 1; d < G; d <<= 1)                                                           \
-            for (int i = 0; i < G; ++i)                                                             \
-              if (!(i & d)) {                                                                       \
-                const float x = v[i], y = v[i + d];                                                 \
-                v[i] = HOT_ADD(x, y);                                                               \
-                v[i + d] = HOT_SUB(x, y);                                                           \
-              }                                                                                     \
+          FWHT_STAGES(float, v, G, HOT_ADD, HOT_SUB)                                              \
           for (int i = 0; i < G; ++i) row[i][c] = v[i];                                             \
         }                                                                                           \
       }                                                                                             \
