@@ -349,6 +349,33 @@ static void epi_gw(void *ctx, int64_t seg, int64_t m0, int64_t n0, int64_t mc, i
 
 /* ---- g_x by HQ ------------------------------------------------------------------------------ */
 
+/* q_w' (ref_hq_quant_w): RTN, per tensor, into codes qw and its scale *sw; wt (o_pad x I) and
+ * ra (o_pad) are the caller's scratch. The row amax is taken by the transform's tasks. */
+static int hq_quant_w(const hot_layer_plan *pl, const void *w, hot_dtype dt, int threads, float *wt,
+                      float *ra, int8_t *qw, float *sw) {
+  const int64_t I = pl->I, op = pl->hq.o_pad, wch = fast_cdiv(I, COLS_CHUNK);
+  fast_prof_t t0 = fast_prof_now();
+  atomic_int bad;
+  atomic_init(&bad, 0);
+  tctx tw = {pl, w, dt, I, wt, NULL, fast_level_now(), 0, NULL, &bad, NULL};
+  if (!(tw.amax = malloc((size_t)(op * wch) * sizeof *tw.amax))) return HOT_REF_ENOMEM;
+  fast_parallel((op / pl->hq.block) * wch, threads, hq_w_task, &tw);
+  for (int64_t o = 0; o < op; ++o) { /* a max over the column chunks (order-free) */
+    float m = 0.0f;
+    for (int64_t j = 0; j < wch; ++j) m = tw.amax[o * wch + j] > m ? tw.amax[o * wch + j] : m;
+    ra[o] = m;
+  }
+  free(tw.amax);
+  t0 = fast_prof_add(FAST_ST_HQ_W, t0);
+  hot_quant q = pl->hq.w;
+  q.round = HOT_ROUND_RTN;
+  /* ref_quantize_groups' checks in its order: arguments, then finiteness */
+  int rc = !quant_ok(&q) ? HOT_REF_EARG : atomic_load(&bad) ? HOT_REF_ENONFINITE : HOT_REF_OK;
+  if (!rc) rc = quantize_known(wt, op, I, op, &q, 0, 0, 0, ra, threads, qw, sw);
+  if (!rc) fast_prof_add(FAST_ST_HQ_WQ, t0);
+  return rc;
+}
+
 /* g_x by HQ; with g_b not NULL, also the bias (ref_bias) from the same pass over g_y. */
 static int backward_gx(const hot_layer_plan *pl, const void *g_y, const void *w, hot_dtype dt,
                        hot_gran gran, uint64_t seed, uint32_t step, int threads, float *g_x,
@@ -403,30 +430,8 @@ static int backward_gx(const hot_layer_plan *pl, const void *g_y, const void *w,
   if (rc) goto done;
   for (int64_t t = T - 1; group > 1 && t >= 0; --t) sg[t] = sg[t / group];
   t0 = fast_prof_add(FAST_ST_HQ_GQ, t0);
-  /* q_w' (ref_hq_quant_w): RTN, per tensor; the row amax taken by the transform's tasks */
-  const int64_t wch = fast_cdiv(I, COLS_CHUNK);
-  atomic_store(&bad, 0);
-  tctx tw = {pl, w, dt, I, wt, NULL, level, 0, NULL, &bad, NULL};
-  if (!(tw.amax = malloc((size_t)(op * wch) * sizeof *tw.amax))) {
-    rc = HOT_REF_ENOMEM;
-    goto done;
-  }
-  fast_parallel((op / pl->hq.block) * wch, threads, hq_w_task, &tw);
-  for (int64_t o = 0; o < op; ++o) { /* a max over the column chunks (order-free) */
-    float m = 0.0f;
-    for (int64_t j = 0; j < wch; ++j) m = tw.amax[o * wch + j] > m ? tw.amax[o * wch + j] : m;
-    ra[o] = m;
-  }
-  free(tw.amax);
-  t0 = fast_prof_add(FAST_ST_HQ_W, t0);
-  hot_quant qwq = pl->hq.w;
-  qwq.round = HOT_ROUND_RTN;
   float sw = 0.0f;
-  /* ref_quantize_groups' checks in its order: arguments, then finiteness */
-  rc = !quant_ok(&qwq) ? HOT_REF_EARG : atomic_load(&bad) ? HOT_REF_ENONFINITE : HOT_REF_OK;
-  if (!rc) rc = quantize_known(wt, op, I, op, &qwq, 0, 0, 0, ra, threads, qw, &sw);
-  if (rc) goto done;
-  fast_prof_add(FAST_ST_HQ_WQ, t0);
+  if ((rc = hq_quant_w(pl, w, dt, threads, wt, ra, qw, &sw))) goto done;
   /* GEMM + epilogue (ref_gemm_gx) */
   const float c_w = HOT_DIV(sw, HOT_I2F(pl->hq.block));
   for (int64_t t = 0; t < T; ++t) sg[t] = HOT_MUL(sg[t], c_w);
