@@ -168,6 +168,9 @@ static void hq_g_task(void *ctx, int64_t i, int tid) {
   if (x->bias) memset(part, 0, sizeof part);
   for (int64_t t = t0; t < t1; ++t) {
     float *row = x->out + t * op + c0;
+    if (x->dt == HOT_DT_F32 && t + 2 < t1) /* a new page every row: help the prefetcher */
+      for (int64_t c = 0; c < real; c += 16)
+        __builtin_prefetch((const float *)x->src + (t + 2) * O + c0 + c);
     if (x->dt == HOT_DT_F32 && real == w) { /* no copy: the first stages read g_y */
       const float *src = (const float *)x->src + t * O + c0;
       if (x->bias) fast_add_run(part, src, real, x->level);
