@@ -142,7 +142,7 @@ typedef struct {
   float *out;
   float **scratch; /* per thread: p x hcols floats (HLA) */
   int level;
-  int64_t hcols; /* HLA: columns of one task, so that its p x hcols block stays in L1 */
+  int64_t hcols; /* HLA: columns of one task (its p x hcols block: 64 KB) */
   float *amax;    /* the amax of every output row's column block (HQ g': T x ncb, HLA: K x
                      chunks), computed while the row is in cache; NULL for w' */
   atomic_int *bad; /* set when an output value is not finite (with amax) */
@@ -257,7 +257,9 @@ static int hla_transform(const hot_layer_plan *pl, const void *src, hot_dtype dt
   atomic_int bad;
   atomic_init(&bad, 0);
   tctx x = {pl, src, dt, cols, out, NULL, fast_level_now(), 0, NULL, &bad, NULL};
-  x.hcols = 4096 / pl->hla.block; /* 16 KB of floats per task */
+  x.hcols = 16384 / pl->hla.block; /* 64 KB of floats per task (L2): runs of 1 KB of each
+                                       source row with p = 64 (256 B, at 16 KB, were too short
+                                       for the prefetcher on rows a page or more apart) */
   if (x.hcols < 8) x.hcols = 8;
   const int64_t K = pl->hla.k, chunks = fast_cdiv(cols, x.hcols);
   x.amax = malloc((size_t)(K * chunks) * sizeof *x.amax);
