@@ -134,6 +134,16 @@ static int quantize_known(const float *v, int64_t rows, int64_t cols, int64_t gr
   return HOT_REF_OK;
 }
 
+/* out[r] = the max of amax[r * nb .. r * nb + nb) (the per-block amax the transform tasks took
+ * of a row, all >= 0): a max is order-free, so the blocks' split does not matter. */
+static void row_max(const float *amax, int64_t rows, int64_t nb, float *out) {
+  for (int64_t r = 0; r < rows; ++r) {
+    float m = 0.0f;
+    for (int64_t j = 0; j < nb; ++j) m = amax[r * nb + j] > m ? amax[r * nb + j] : m;
+    out[r] = m;
+  }
+}
+
 /* ---- transforms ---------------------------------------------------------------------------- */
 
 typedef struct {
@@ -272,11 +282,7 @@ static int hla_transform(const hot_layer_plan *pl, const void *src, hot_dtype dt
       rc = HOT_REF_ENOMEM;
   if (!rc) fast_parallel(pl->hla.blocks * chunks, threads, hla_task, &x);
   if (!rc && atomic_load(&bad)) rc = HOT_REF_ENONFINITE;
-  for (int64_t k = 0; k < K && !rc; ++k) { /* max is order-free */
-    float m = 0.0f;
-    for (int64_t c = 0; c < chunks; ++c) m = x.amax[k * chunks + c] > m ? x.amax[k * chunks + c] : m;
-    row_amax[k] = m;
-  }
+  if (!rc) row_max(x.amax, K, chunks, row_amax);
   if (x.scratch)
     for (int t = 0; t < threads; ++t) free(x.scratch[t]);
   free(x.scratch);
@@ -367,11 +373,7 @@ static int hq_quant_w(const hot_layer_plan *pl, const void *w, hot_dtype dt, int
   tctx tw = {pl, w, dt, I, wt, NULL, fast_level_now(), 0, NULL, &bad, NULL};
   if (!(tw.amax = malloc((size_t)(op * wch) * sizeof *tw.amax))) return HOT_REF_ENOMEM;
   fast_parallel((op / pl->hq.block) * wch, threads, hq_w_task, &tw);
-  for (int64_t o = 0; o < op; ++o) { /* a max over the column chunks (order-free) */
-    float m = 0.0f;
-    for (int64_t j = 0; j < wch; ++j) m = tw.amax[o * wch + j] > m ? tw.amax[o * wch + j] : m;
-    ra[o] = m;
-  }
+  row_max(tw.amax, op, wch, ra);
   free(tw.amax);
   t0 = fast_prof_add(FAST_ST_HQ_W, t0);
   hot_quant q = pl->hq.w;
@@ -410,11 +412,7 @@ static int backward_gx(const hot_layer_plan *pl, const void *g_y, const void *w,
     goto done;
   }
   fast_parallel(nch * ncb, threads, hq_g_task, &tg);
-  for (int64_t t = 0; t < T; ++t) { /* row amax: a max over the blocks (order-free) */
-    float m = 0.0f;
-    for (int64_t j = 0; j < ncb; ++j) m = tg.amax[t * ncb + j] > m ? tg.amax[t * ncb + j] : m;
-    ra[t] = m;
-  }
+  row_max(tg.amax, T, ncb, ra);
   for (int64_t o = 0; g_b && o < pl->O; ++o) { /* ref_bias: chunk partials in chunk order */
     float tot = 0.0f;
     for (int64_t c = 0; c < nch; ++c) tot = HOT_ADD(tot, tg.bias[c * pl->O + o]);
