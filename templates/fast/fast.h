@@ -35,9 +35,11 @@ typedef enum {
   FAST_LEVEL_SCALAR = 0,  /* portable C */
   FAST_LEVEL_AVX2 = 1,    /* AVX2: vpmaddubsw / vpmaddwd GEMMs, 8-wide transforms and quantizers */
   FAST_LEVEL_AVXVNNI = 2, /* AVX-VNNI: 256-bit vpdpbusd GEMMs (the rest as AVX2) */
-  FAST_LEVEL_AVX512 = 3   /* AVX-512F/BW + VNNI: 512-bit vpdpbusd GEMMs (the rest as AVX2) */
+  FAST_LEVEL_AVX512 = 3,  /* AVX-512F/BW + VNNI: 512-bit vpdpbusd GEMMs (the rest as AVX2) */
+  FAST_LEVEL_AMX = 4      /* AMX-INT8 (Linux, with the kernel's permission): tdpbssd GEMMs on
+                             16 x 16 int32 tiles (the rest as AVX2) */
 } fast_level;
-#define FAST_LEVELS 4
+#define FAST_LEVELS 5
 
 /* Threads of the parallel regions: n > 0 sets it, n <= 0 returns to the default
  * (HOT_CPU_THREADS when it is a positive integer, else the number of online CPUs; at most 256). */
@@ -64,8 +66,8 @@ int fast_use_openmp(const char *runtime);
 int fast_openmp(char *buf, size_t cap);
 
 /* Caps the dispatch level: `max` in FAST_LEVEL_*, or -1 for no cap (the default; HOT_CPU_ISA =
- * "scalar", "avx2", "avxvnni" or "avx512" caps it from the environment when no cap was set here;
- * another value of HOT_CPU_ISA is no cap). */
+ * "scalar", "avx2", "avxvnni", "avx512" or "amx" caps it from the environment when no cap was set
+ * here; another value of HOT_CPU_ISA is no cap). */
 void fast_set_level(int max);
 /* The level the kernels run at: the highest level at most the cap that the CPU supports. */
 fast_level fast_level_now(void);
@@ -74,7 +76,8 @@ fast_level fast_level_cpu(void);
 /* 1 when this CPU (and this build's compiler) can run `level`, else 0 (also for a level out of
  * range). */
 int fast_level_has(int level);
-/* Static name of a level ("scalar", "avx2", "avx-vnni", "avx512-vnni"; "unknown level"). */
+/* Static name of a level ("scalar", "avx2", "avx-vnni", "avx512-vnni", "amx-int8"; "unknown
+ * level"). */
 const char *fast_level_name(int level);
 
 /* Frees the scratch blocks the fast path keeps between calls (its large temporary buffers are

@@ -14,7 +14,11 @@
  *  - AVX-VNNI ("vnni256"): vpdpbusd on 256-bit vectors, MR 4, on the u8 kernel's panels with
  *    a + 128 as u8 times b as s8 into int32, minus 128 * sum_k b: exact modulo 2^32 for any int8
  *    codes, and one instruction per 32 products where u8 needs two and w16 four;
- *  - AVX-512 VNNI: the same on 512-bit vectors, MR 16. */
+ *  - AVX-512 VNNI: the same on 512-bit vectors, MR 16;
+ *  - AMX-INT8: tdpbssd (signed bytes times signed bytes into int32, modulo 2^32: no offset) on
+ *    2 x 2 tiles of 16 x 16 int32; B panels as the VNNI kernels' (steps of 4 k: a 64-k block of
+ *    a panel is one 16 x 64-byte B tile), A panels with each 64-k block stored row by row (one
+ *    A tile); K padded with zeros to a multiple of 64. */
 #include <stdlib.h>
 #include <string.h>
 
@@ -26,11 +30,12 @@
 #define AVX2_FN __attribute__((target("avx2")))
 #define AVX512_FN __attribute__((target("avx2,avx512f,avx512bw,avx512vnni")))
 #define AVXVNNI_FN __attribute__((target("avx2,avxvnni")))
+#define AMX_FN __attribute__((target("amx-tile,amx-int8")))
 #else
 #define FAST_X86 0
 #endif
 
-enum { K_W16 = 0, K_U8 = 1, K_VNNI = 2, K_VNNI256 = 3 };
+enum { K_W16 = 0, K_U8 = 1, K_VNNI = 2, K_VNNI256 = 3, K_AMX = 4 };
 #define NR 16
 #define MC 64  /* rows of an output tile: a multiple of every MR (4, 16) */
 #define NCP 8 /* B panels (of NR columns) of an output tile: 128 columns, whose B panels (K x 128
@@ -278,6 +283,104 @@ VNNI_FN static void kern_vnni(const gk_cfg *g, const void *ap, const void *bp, i
 }
 #endif
 
+/* ---- AMX-INT8 -------------------------------------------------------------------------------- */
+
+/* Tiles: 0-3 the 2 x 2 int32 accumulators (C[i][j] in tile 2i + j), 4-5 two A tiles, 6-7 two B
+ * tiles, each 16 rows of 64 bytes. HOT_FAST_VNNI_EMU spells the tile steps in portable C after
+ * the instructions' definitions (tdpbssd: C[m][n] plus, for each of the 16 dwords k4 of A's row
+ * m, the four products of A's signed bytes 4k4..4k4+3 and B's signed bytes 4n..4n+3 of row k4, no
+ * saturation, modulo 2^32), so that the kernel, its packing and the tile walk are checked on CPUs
+ * without AMX. */
+#if defined(HOT_FAST_VNNI_EMU)
+#define HAVE_AMX 1
+typedef struct {
+  unsigned char b[16][64];
+} emu_tile;
+static void emu_tload(emu_tile *t, const void *p, int64_t stride) {
+  for (int r = 0; r < 16; ++r) memcpy(t->b[r], (const unsigned char *)p + r * stride, 64);
+}
+static void emu_tstore(const emu_tile *t, void *p, int64_t stride) {
+  for (int r = 0; r < 16; ++r) memcpy((unsigned char *)p + r * stride, t->b[r], 64);
+}
+static void emu_tdpbssd(emu_tile *c, const emu_tile *a, const emu_tile *b) {
+  for (int m = 0; m < 16; ++m)
+    for (int n = 0; n < 16; ++n) {
+      uint32_t acc;
+      memcpy(&acc, &c->b[m][4 * n], 4);
+      for (int k4 = 0; k4 < 16; ++k4)
+        for (int j = 0; j < 4; ++j)
+          acc += (uint32_t)((int32_t)(int8_t)a->b[m][4 * k4 + j] * (int8_t)b->b[k4][4 * n + j]);
+      memcpy(&c->b[m][4 * n], &acc, 4);
+    }
+}
+#define AMX_KERNEL_FN
+#define AMX_TILES emu_tile T_[8]
+#define TILE_LOAD(t, p, s) emu_tload(&T_[t], (p), (s))
+#define TILE_STORE(t, p, s) emu_tstore(&T_[t], (p), (s))
+#define TILE_ZERO(t) memset(&T_[t], 0, sizeof T_[t])
+#define TILE_DP(c, a, b) emu_tdpbssd(&T_[c], &T_[a], &T_[b])
+static void amx_begin(void) {}
+static void amx_end(void) {}
+#elif FAST_HAVE_AMX
+#define HAVE_AMX 1
+#define AMX_KERNEL_FN AMX_FN
+#define AMX_TILES (void)0
+#define TILE_LOAD(t, p, s) _tile_loadd(t, (p), (s))
+#define TILE_STORE(t, p, s) _tile_stored(t, (p), (s))
+#define TILE_ZERO(t) _tile_zero(t)
+#define TILE_DP(c, a, b) _tile_dpbssd(c, a, b)
+/* The tile configuration (palette 1, 8 tiles of 16 rows x 64 bytes): loaded by each task that
+ * runs the kernel, released at its end, so that no tile state outlives a task on any thread. A
+ * constant in memory: GCC 12 dropped the stores of a local one as dead (it does not see that
+ * ldtilecfg reads all 64 bytes), and the load faulted on a configuration of zero tiles. */
+static const struct {
+  uint8_t palette, start_row, reserved[14];
+  uint16_t colsb[16];
+  uint8_t rows[16];
+} k_amx_cfg __attribute__((aligned(64))) = {1, 0, {0}, {64, 64, 64, 64, 64, 64, 64, 64},
+                                             {16, 16, 16, 16, 16, 16, 16, 16}};
+AMX_FN static void amx_begin(void) { _tile_loadconfig(&k_amx_cfg); }
+AMX_FN static void amx_end(void) { _tile_release(); }
+#else
+#define HAVE_AMX 0
+#endif
+
+#if HAVE_AMX
+/* C (32 x 32 int32 at c, row stride ldc) = or += A panels a0, a1 (16 rows each) times B panels
+ * b0, b1 (16 columns each) over nb blocks of 64 k (1 KB per panel and block). */
+AMX_KERNEL_FN static void kern_amx(const unsigned char *a0, const unsigned char *a1,
+                                   const unsigned char *b0, const unsigned char *b1, int64_t nb,
+                                   int32_t *c, int64_t ldc, int accum) {
+  AMX_TILES;
+  const int64_t cs = ldc * (int64_t)sizeof *c;
+  if (accum) {
+    TILE_LOAD(0, c, cs);
+    TILE_LOAD(1, c + 16, cs);
+    TILE_LOAD(2, c + 16 * ldc, cs);
+    TILE_LOAD(3, c + 16 * ldc + 16, cs);
+  } else {
+    TILE_ZERO(0);
+    TILE_ZERO(1);
+    TILE_ZERO(2);
+    TILE_ZERO(3);
+  }
+  for (int64_t j = 0; j < nb; ++j) {
+    TILE_LOAD(4, a0 + j * 1024, 64);
+    TILE_LOAD(6, b0 + j * 1024, 64);
+    TILE_DP(0, 4, 6);
+    TILE_LOAD(7, b1 + j * 1024, 64);
+    TILE_DP(1, 4, 7);
+    TILE_LOAD(5, a1 + j * 1024, 64);
+    TILE_DP(2, 5, 6);
+    TILE_DP(3, 5, 7);
+  }
+  TILE_STORE(0, c, cs);
+  TILE_STORE(1, c + 16, cs);
+  TILE_STORE(2, c + 16 * ldc, cs);
+  TILE_STORE(3, c + 16 * ldc + 16, cs);
+}
+#endif
+
 static void run_kernel(const gk_cfg *g, const void *ap, const void *bp, int64_t ns, int32_t *c,
                        int64_t ldc, int accum, const uint32_t *corr) {
 #if FAST_X86
@@ -444,18 +547,58 @@ static void pack_panel(const gk_cfg *g, const int8_t *src, int64_t sr, int64_t s
   }
 }
 
+/* Rows that panel p of width w holds out of n: from 0 (a panel past the end, which the AMX
+ * kernel's pairs of panels may need: all fill) to w. */
+static int64_t panel_rows(int64_t n, int64_t p, int w) {
+  const int64_t r = n - p * w;
+  return r < 0 ? 0 : r < w ? r : w;
+}
+
+/* An AMX A panel (16 rows; each block of 64 k stored row by row, 1 KB, zero past the source) of
+ * a source whose rows run along k (sk == 1): a copy of 64-byte runs. */
+static void pack_a_rows_amx(const int8_t *src, int64_t sr, int64_t rows, int64_t seg_k,
+                            int64_t nblocks, unsigned char *dst) {
+  for (int64_t j = 0; j < nblocks; ++j)
+    for (int64_t r = 0; r < 16; ++r) {
+      unsigned char *d = dst + j * 1024 + r * 64;
+      const int64_t k0 = j * 64, n = r < rows && seg_k > k0 ? (seg_k - k0 < 64 ? seg_k - k0 : 64) : 0;
+      if (n) memcpy(d, src + r * sr + k0, (size_t)n);
+      if (n < 64) memset(d + n, 0, (size_t)(64 - n));
+    }
+}
+
+/* An AMX A panel from the VNNI layout, in place: each 1 KB block holds dword [step][row] (16 x
+ * 16) and becomes dword [row][step], each row's 64 k contiguous. */
+static void transpose_blocks_amx(unsigned char *p, int64_t nblocks) {
+  for (int64_t j = 0; j < nblocks; ++j) {
+    uint32_t *d = (uint32_t *)(void *)(p + j * 1024);
+    for (int s = 1; s < 16; ++s)
+      for (int r = 0; r < s; ++r) {
+        const uint32_t t = d[s * 16 + r];
+        d[s * 16 + r] = d[r * 16 + s];
+        d[r * 16 + s] = t;
+      }
+  }
+}
+
 static void pack_a(const gctx *x, int64_t seg, int64_t p) {
   const fast_igemm_op *op = x->op;
   const gk_cfg *g = x->g;
-  const int64_t r0 = p * g->mr, rows = op->M - r0 < g->mr ? op->M - r0 : g->mr;
-  pack_panel(g, op->a_seg[seg] + r0 * op->a_sm, op->a_sm, op->a_sk, rows, op->seg_k, g->mr,
-             g->off, x->pa + (size_t)(seg * g->npa + p) * g->apb, NULL);
+  const int64_t r0 = p * g->mr, rows = panel_rows(op->M, p, g->mr);
+  const int8_t *src = op->a_seg[seg] + (rows ? r0 * op->a_sm : 0);
+  unsigned char *dst = x->pa + (size_t)(seg * g->npa + p) * g->apb;
+  if (g->kind == K_AMX && op->a_sk == 1) {
+    pack_a_rows_amx(src, op->a_sm, rows, op->seg_k, g->ksteps / 16, dst);
+    return;
+  }
+  pack_panel(g, src, op->a_sm, op->a_sk, rows, op->seg_k, g->mr, g->off, dst, NULL);
+  if (g->kind == K_AMX) transpose_blocks_amx(dst, g->ksteps / 16);
 }
 
 static void pack_b(const gctx *x, int64_t seg, int64_t p) {
   const fast_igemm_op *op = x->op;
   const gk_cfg *g = x->g;
-  const int64_t r0 = p * NR, rows = op->N - r0 < NR ? op->N - r0 : NR;
+  const int64_t rows = panel_rows(op->N, p, NR), r0 = rows ? p * NR : 0;
   uint32_t sum[NR];
   pack_panel(g, op->b_seg[seg] + r0 * op->b_sn, op->b_sn, op->b_sk, rows, op->seg_k, NR, 0,
              x->pb + (size_t)(seg * g->npb + p) * g->bpb, x->corr ? sum : NULL);
@@ -487,16 +630,27 @@ static void tile_task(void *ctx, int64_t i, int tid) {
   int32_t *c = x->scratch[tid];
   const size_t esz = g->kind == K_W16 ? 2 : 1;
   const size_t astep = (size_t)(g->mr * g->kstep) * esz, bstep = (size_t)(NR * g->kstep) * esz;
+  const int amx = g->kind == K_AMX, pstep = amx ? 2 : 1; /* AMX: pairs of panels */
+#if HAVE_AMX
+  if (amx) amx_begin();
+#endif
   for (int64_t seg = 0; seg < op->segs; ++seg) {
     for (int64_t s0 = 0; s0 < g->ksteps; s0 += g->kc) { /* K blocks of g->kc steps */
       const int64_t ns = g->ksteps - s0 < g->kc ? g->ksteps - s0 : g->kc;
       const int last = s0 + ns >= g->ksteps;
-      for (int64_t pb = pb0; pb < pb1; ++pb) {
+      for (int64_t pb = pb0; pb < pb1; pb += pstep) {
         const unsigned char *bp = x->pb + (size_t)(seg * g->npb + pb) * g->bpb + (size_t)s0 * bstep;
         const uint32_t *cr = x->corr && last ? x->corr + (seg * g->npb + pb) * NR : NULL;
-        for (int64_t pa = pa0; pa < pa1; ++pa) {
+        for (int64_t pa = pa0; pa < pa1; pa += pstep) {
           const unsigned char *ap = x->pa + (size_t)(seg * g->npa + pa) * g->apb + (size_t)s0 * astep;
-          run_kernel(g, ap, bp, ns, c + (pa - pa0) * g->mr * ldc + (pb - pb0) * NR, ldc, s0 > 0, cr);
+          int32_t *cp = c + (pa - pa0) * g->mr * ldc + (pb - pb0) * NR;
+#if HAVE_AMX
+          if (amx) {
+            kern_amx(ap, ap + g->apb, bp, bp + g->bpb, ns / 16, cp, ldc, s0 > 0);
+            continue;
+          }
+#endif
+          run_kernel(g, ap, bp, ns, cp, ldc, s0 > 0, cr);
         }
       }
     }
@@ -504,6 +658,9 @@ static void tile_task(void *ctx, int64_t i, int tid) {
     op->epi(op->ctx, seg, m0, n0, mc, nc, c, ldc);
     if (x->epi_s) x->epi_s[tid] += fast_prof_thread_cpu() - te;
   }
+#if HAVE_AMX
+  if (amx) amx_end();
+#endif
 }
 
 int fast_igemm(const fast_igemm_op *op) {
@@ -512,7 +669,9 @@ int fast_igemm(const fast_igemm_op *op) {
   const int level = (int)fast_level_now();
   const int qa = op->qa < 1 ? 1 : op->qa, qb = op->qb < 1 ? 1 : op->qb;
   const int64_t s_u8 = 32767 / (4 * (int64_t)qa * qb);
-  if (level >= FAST_LEVEL_AVX512) {
+  if (level >= FAST_LEVEL_AMX && HAVE_AMX) { /* only offered where HAVE_AMX (fast_level_has) */
+    g.kind = K_AMX, g.simd = 1, g.mr = 16, g.kstep = 4, g.off = 0;
+  } else if (level >= FAST_LEVEL_AVX512) {
     g.kind = K_VNNI, g.simd = 1, g.mr = 16, g.kstep = 4, g.off = 128;
   } else if (level == FAST_LEVEL_AVXVNNI) { /* only offered where HAVE_VNNI256 (fast_level_has) */
     g.kind = K_VNNI256, g.simd = 1, g.mr = 4, g.kstep = 4, g.off = 128;
@@ -527,10 +686,15 @@ int fast_igemm(const fast_igemm_op *op) {
    * B panels (128 columns) stay within 256 KB, half the L2, and the kernel's calls (zeroing,
    * widening, storing its tile) come once per 512 steps; measured 1.03-1.18x faster than 64-step
    * blocks (docs/cpu-backend.md). The VNNI kernels keep 64 (not timed on such a CPU). */
-  g.kc = g.kind == K_U8 || g.kind == K_W16 ? 512 : 64;
+  g.kc = g.kind == K_U8 || g.kind == K_W16 || g.kind == K_AMX ? 512 : 64;
   g.ksteps = fast_cdiv(op->seg_k, g.kstep);
   g.npa = fast_cdiv(op->M, g.mr);
   g.npb = fast_cdiv(op->N, NR);
+  if (g.kind == K_AMX) { /* whole 64-k blocks, and pairs of panels */
+    g.ksteps = fast_round_up(g.ksteps, 16);
+    g.npa = fast_round_up(g.npa, 2);
+    g.npb = fast_round_up(g.npb, 2);
+  }
   g.apb = (size_t)(g.ksteps * g.mr * g.kstep) * esz;
   g.bpb = (size_t)(g.ksteps * NR * g.kstep) * esz;
   const int threads = fast_threads();

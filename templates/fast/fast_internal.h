@@ -18,6 +18,14 @@
 #define FAST_HAVE_AVXVNNI 0
 #endif
 
+/* Whether this build can emit and use AMX-INT8 (tile instructions; GCC 11 and clang 12 on, and
+ * Linux, whose permission the level needs: fast_pool.c). */
+#if FAST_HAVE_AVXVNNI && defined(__linux__) && defined(__x86_64__)
+#define FAST_HAVE_AMX 1
+#else
+#define FAST_HAVE_AMX 0
+#endif
+
 /* ---- thread pool (fast_pool.c) ------------------------------------------------------------ */
 
 /* One task of a parallel region: index i in [0, n), run by thread tid in [0, threads). */

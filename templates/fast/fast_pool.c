@@ -15,6 +15,9 @@
 #if defined(__x86_64__) || defined(__i386__)
 #include <cpuid.h>
 #endif
+#if FAST_HAVE_AMX
+#include <sys/syscall.h>
+#endif
 
 #define FAST_MAX_THREADS 256
 
@@ -48,6 +51,22 @@ void fast_set_level(int max) {
   atomic_store(&g_level_cap, max >= FAST_LEVEL_SCALAR && max < FAST_LEVELS ? max : -1);
 }
 
+#if FAST_HAVE_AMX && !defined(HOT_FAST_VNNI_EMU)
+/* AMX-INT8 can be used: CPUID.(7,0):EDX bits 24 (AMX-TILE) and 25 (AMX-INT8), the OS saves the
+ * tile state (OSXSAVE, XCR0 bits 17 and 18), and Linux grants this process the tile data
+ * (arch_prctl ARCH_REQ_XCOMP_PERM for XTILEDATA: process-wide, refused for instance when a thread
+ * has a signal stack too small for the tile state; the level is then not offered). */
+static int amx_usable(void) {
+  unsigned a = 0, b = 0, c = 0, d = 0;
+  if (!__get_cpuid_count(7, 0, &a, &b, &c, &d) || !(d >> 24 & 1u) || !(d >> 25 & 1u)) return 0;
+  if (!__get_cpuid(1, &a, &b, &c, &d) || !(c >> 27 & 1u)) return 0;
+  unsigned lo = 0, hi = 0;
+  __asm__ volatile("xgetbv" : "=a"(lo), "=d"(hi) : "c"(0));
+  if ((lo >> 17 & 3u) != 3u) return 0;
+  return syscall(SYS_arch_prctl, 0x1023 /* ARCH_REQ_XCOMP_PERM */, 18 /* XTILEDATA */) == 0;
+}
+#endif
+
 /* 1 when this CPU can run `level` (level in [0, FAST_LEVELS)): asked of the CPU each time. */
 static int cpu_has(int level) {
   if (level == FAST_LEVEL_SCALAR) return 1;
@@ -68,6 +87,9 @@ static int cpu_has(int level) {
   if (level == FAST_LEVEL_AVX512)
     return avx2 && __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
            __builtin_cpu_supports("avx512vnni");
+#if FAST_HAVE_AMX
+  if (level == FAST_LEVEL_AMX) return avx2 && amx_usable();
+#endif
 #endif
 #endif
   return 0;
@@ -102,7 +124,9 @@ fast_level fast_level_now(void) {
     if (s && strcmp(s, "scalar") == 0) cap = FAST_LEVEL_SCALAR;
     else if (s && strcmp(s, "avx2") == 0) cap = FAST_LEVEL_AVX2;
     else if (s && (strcmp(s, "avxvnni") == 0 || strcmp(s, "avx-vnni") == 0)) cap = FAST_LEVEL_AVXVNNI;
-    else cap = FAST_LEVEL_AVX512;
+    else if (s && (strcmp(s, "avx512") == 0 || strcmp(s, "avx512-vnni") == 0)) cap = FAST_LEVEL_AVX512;
+    else if (s && (strcmp(s, "amx") == 0 || strcmp(s, "amx-int8") == 0)) cap = FAST_LEVEL_AMX;
+    else cap = FAST_LEVELS - 1;
   }
   return best_up_to(cap);
 }
@@ -113,6 +137,7 @@ const char *fast_level_name(int level) {
   case FAST_LEVEL_AVX2: return "avx2";
   case FAST_LEVEL_AVXVNNI: return "avx-vnni";
   case FAST_LEVEL_AVX512: return "avx512-vnni";
+  case FAST_LEVEL_AMX: return "amx-int8";
   default: return "unknown level";
   }
 }

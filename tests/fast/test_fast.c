@@ -373,6 +373,43 @@ START_TEST(gemm_exact) {
 }
 END_TEST
 
+/* Sums past 2^31 wrap modulo 2^32 at every level (CONTRACT.md 13): all codes at +-127, so that
+ * every product is +-16129 and a column of K = 140000 sums to +-2258060000; with the signs
+ * mixed by row and column, both directions wrap. */
+START_TEST(gemm_wraps) {
+  const int64_t M = 18, N = 20, K = 140000;
+  int8_t *a = malloc((size_t)(M * K)), *b = malloc((size_t)(N * K));
+  for (int64_t m = 0; m < M; ++m)
+    for (int64_t k = 0; k < K; ++k) a[m * K + k] = (int8_t)(m % 3 == 2 && k % 5 == 0 ? -127 : 127);
+  for (int64_t n = 0; n < N; ++n)
+    for (int64_t k = 0; k < K; ++k) b[n * K + k] = (int8_t)(n % 2 ? -127 : 127);
+  uint32_t *want = malloc((size_t)(M * N) * sizeof *want);
+  for (int64_t m = 0; m < M; ++m)
+    for (int64_t n = 0; n < N; ++n) {
+      uint32_t acc = 0;
+      for (int64_t k = 0; k < K; ++k) acc += (uint32_t)(a[m * K + k] * b[n * K + k]);
+      want[m * N + n] = acc;
+    }
+  ck_assert_uint_eq(want[0], 2258060000u); /* past 2^31: negative as int32 */
+  const int8_t *as[1] = {a}, *bs[1] = {b};
+  int32_t *got = malloc((size_t)(M * N) * sizeof *got);
+  gemm_sink sink = {M, N, got};
+  fast_igemm_op op = {M, N, K, 1, as, K, 1, bs, K, 1, 127, 127, gemm_epi, &sink, -1};
+  for (int level = 0; level < FAST_LEVELS; ++level)
+    if (fast_level_has(level)) {
+      fast_set_level(level);
+      fast_set_threads(2);
+      memset(got, 0x5a, (size_t)(M * N) * sizeof *got);
+      ck_assert_int_eq(fast_igemm(&op), HOT_REF_OK);
+      ck_assert_msg(memcmp(got, want, (size_t)(M * N) * sizeof *got) == 0,
+                    "sums past 2^31 differ at level %s", fast_level_name(level));
+    }
+  fast_set_level(-1);
+  fast_set_threads(0);
+  free(a), free(b), free(want), free(got);
+}
+END_TEST
+
 /* ---- Philox words ---------------------------------------------------------------------------- */
 
 /* fast_philox_words against hot_rand_word element by element, at every level: starts at each
@@ -561,6 +598,11 @@ START_TEST(settings) {
   setenv("HOT_CPU_ISA", "avxvnni", 1);
   ck_assert_int_le(fast_level_now(), FAST_LEVEL_AVXVNNI);
   ck_assert(fast_level_has(fast_level_now()));
+  setenv("HOT_CPU_ISA", "avx512", 1);
+  ck_assert_int_le(fast_level_now(), FAST_LEVEL_AVX512);
+  ck_assert(fast_level_has(fast_level_now()));
+  setenv("HOT_CPU_ISA", "amx", 1);
+  ck_assert_int_eq(fast_level_now(), fast_level_cpu());
   unsetenv("HOT_CPU_ISA");
   ck_assert_int_eq(fast_level_now(), fast_level_cpu());
   /* a cap gives the highest level under it that the CPU has (AVX-512 VNNI without AVX-VNNI
@@ -578,6 +620,7 @@ START_TEST(settings) {
   fast_set_level(-1);
   ck_assert_str_eq(fast_level_name(FAST_LEVEL_AVX2), "avx2");
   ck_assert_str_eq(fast_level_name(FAST_LEVEL_AVXVNNI), "avx-vnni");
+  ck_assert_str_eq(fast_level_name(FAST_LEVEL_AMX), "amx-int8");
   ck_assert_str_eq(fast_level_name(FAST_LEVELS), "unknown level");
   printf("this CPU: %s; threads by default: %d\n", fast_level_name(fast_level_cpu()), fast_threads());
 }
@@ -606,6 +649,7 @@ int main(void) {
   tcase_add_loop_test(tc, layers_bit_identical, 0, (int)(sizeof k_cases / sizeof k_cases[0]));
   tcase_add_test(tc, exact_bit_identical);
   tcase_add_test(tc, gemm_exact);
+  tcase_add_test(tc, gemm_wraps);
   tcase_add_test(tc, philox_words_exact);
   tcase_add_test(tc, statuses_match);
 #ifdef HOT_FAST_TEST_OPENMP
@@ -627,9 +671,9 @@ int main(void) {
 #if defined(__x86_64__) || defined(__i386__)
   __builtin_cpu_init();
   if (__builtin_cpu_supports("avx2")) {
-    int need[FAST_LEVELS] = {1, 1, 0, 0};
+    int need[FAST_LEVELS] = {1, 1, 0, 0, 0};
 #ifdef HOT_FAST_VNNI_EMU
-    need[FAST_LEVEL_AVXVNNI] = need[FAST_LEVEL_AVX512] = 1;
+    need[FAST_LEVEL_AVXVNNI] = need[FAST_LEVEL_AVX512] = need[FAST_LEVEL_AMX] = 1;
 #endif
     for (int l = 0; l < FAST_LEVELS; ++l)
       if (need[l] && !g_levels_run[l]) {
