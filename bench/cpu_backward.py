@@ -174,15 +174,15 @@ def api_time(shape, threads, reps):
 
 def philox(lib, reps):
     """ns per Philox word (the 1.2 M words of the 768 -> 768 g' quantizer, one thread) at each
-    dispatch level this CPU has that has its own generator: scalar and AVX2 (the VNNI levels
-    differ only in their GEMMs and run the AVX2 generator)."""
+    dispatch level this CPU has that has its own generator: scalar, AVX2 and AVX-512 (the
+    avx512-vnni level; avx-vnni runs the AVX2 generator and amx-int8 the AVX-512 one)."""
     lib.hot_fast_bench_philox.argtypes = [ctypes.c_longlong, ctypes.c_int,
                                           ctypes.POINTER(ctypes.c_double)]
     lib.hot_fast_bench_level.argtypes = [ctypes.c_int]
     n = 8 * 197 * 768
     best = ctypes.c_double(0.0)
     lib.hot_fast_bench_level_has.argtypes = [ctypes.c_int]
-    for level, name in ((0, "scalar"), (1, "avx2")):
+    for level, name in ((0, "scalar"), (1, "avx2"), (3, "avx-512")):
         if not lib.hot_fast_bench_level_has(level):
             continue
         lib.hot_fast_bench_level(level)

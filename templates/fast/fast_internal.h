@@ -26,6 +26,11 @@
 #define FAST_HAVE_AMX 0
 #endif
 
+/* 1 when the CPU itself runs AVX-512F (asked once): the per-element kernels' 512-bit forms run
+ * at the avx512-vnni and amx-int8 levels only where it does, so that the test build that
+ * emulates the GEMM levels (HOT_FAST_VNNI_EMU) never runs them on a CPU without it. */
+int fast_cpu_avx512(void);
+
 /* ---- thread pool (fast_pool.c) ------------------------------------------------------------ */
 
 /* One task of a parallel region: index i in [0, n), run by thread tid in [0, threads). */

@@ -95,6 +95,21 @@ static int cpu_has(int level) {
   return 0;
 }
 
+int fast_cpu_avx512(void) {
+  static atomic_int has = -1;
+  int h = atomic_load(&has);
+  if (h < 0) {
+#if defined(__x86_64__) || defined(__i386__)
+    __builtin_cpu_init();
+    h = __builtin_cpu_supports("avx512f") != 0;
+#else
+    h = 0;
+#endif
+    atomic_store(&has, h);
+  }
+  return h;
+}
+
 int fast_level_has(int level) {
   /* the levels this CPU has, one bit each, found once: fast_level_now runs at every stage, and
    * CPUID traps to the hypervisor on virtual machines */
