@@ -110,14 +110,27 @@ int fast_cpu_avx512(void) {
   return h;
 }
 
+_Static_assert(FAST_LEVEL_AMX == FAST_LEVELS - 1, "fast_level_has keeps AMX apart as the last level");
+
 int fast_level_has(int level) {
   /* the levels this CPU has, one bit each, found once: fast_level_now runs at every stage, and
    * CPUID traps to the hypervisor on virtual machines */
   static atomic_int mask = -1;
+  /* AMX apart, and only when asked: its check asks Linux for the tile data (amx_usable), which a
+   * process capped below it (HOT_CPU_ISA, fast_set_level) never needs to do */
+  static atomic_int amx = -1;
+  if (level == FAST_LEVEL_AMX) {
+    int a = atomic_load(&amx);
+    if (a < 0) {
+      a = cpu_has(FAST_LEVEL_AMX) != 0;
+      atomic_store(&amx, a);
+    }
+    return a;
+  }
   int m = atomic_load(&mask);
   if (m < 0) {
     m = 0;
-    for (int l = 0; l < FAST_LEVELS; ++l) m |= (cpu_has(l) != 0) << l;
+    for (int l = 0; l < FAST_LEVEL_AMX; ++l) m |= (cpu_has(l) != 0) << l;
     atomic_store(&mask, m);
   }
   return level >= 0 && level < FAST_LEVELS && (m >> level & 1);

@@ -28,6 +28,10 @@
 #include "fast_internal.h"
 #include "hot_math.cuh" /* hot_rand_word, the definition of a Philox word */
 #include "ref/ref_util.h"
+#if FAST_HAVE_AMX
+#include <sys/syscall.h>
+#include <unistd.h>
+#endif
 
 /* ---- cases -------------------------------------------------------------------------------- */
 
@@ -626,7 +630,33 @@ START_TEST(settings) {
 }
 END_TEST
 
+/* The AMX level asks Linux for the tile data only when it may be picked: a process capped below
+ * it (HOT_CPU_ISA=avx512) runs its GEMMs without the request. Must run first in the process
+ * (the permission, once granted, stays); returns the number of failures. */
+static int amx_asked_only_when_uncapped(void) {
+#if FAST_HAVE_AMX && !defined(HOT_FAST_VNNI_EMU)
+  setenv("HOT_CPU_ISA", "avx512", 1);
+  int8_t a[64 * 70], b[48 * 70];
+  for (int i = 0; i < 64 * 70; ++i) a[i] = (int8_t)(i % 15 - 7);
+  for (int i = 0; i < 48 * 70; ++i) b[i] = (int8_t)(i % 13 - 6);
+  const int8_t *as[1] = {a}, *bs[1] = {b};
+  int32_t got[64 * 48];
+  gemm_sink sink = {64, 48, got};
+  fast_igemm_op op = {64, 48, 70, 1, as, 70, 1, bs, 70, 1, 7, 7, gemm_epi, &sink, -1};
+  const int rc = fast_igemm(&op);
+  unsigned long long perm = 0;
+  const long g = syscall(SYS_arch_prctl, 0x1022 /* ARCH_GET_XCOMP_PERM */, &perm);
+  unsetenv("HOT_CPU_ISA");
+  if (rc != HOT_REF_OK || (g == 0 && (perm >> 18 & 1u))) {
+    printf("capped at avx512, a GEMM asked for the AMX tile data (or failed: %d)\n", rc);
+    return 1;
+  }
+#endif
+  return 0;
+}
+
 int main(void) {
+  const int amx_fail = amx_asked_only_when_uncapped();
 #ifdef HOT_FAST_TEST_OPENMP
   g_gomp = dlopen(OMP_RT, RTLD_NOW | RTLD_GLOBAL);
   if (!g_gomp) {
@@ -659,7 +689,7 @@ int main(void) {
   SRunner *sr = srunner_create(s);
   srunner_set_fork_status(sr, CK_NOFORK);
   srunner_run_all(sr, CK_NORMAL);
-  int failed = srunner_ntests_failed(sr);
+  int failed = srunner_ntests_failed(sr) + amx_fail;
   srunner_free(sr);
 #ifdef HOT_FAST_VNNI_EMU
   static const char *const k_run2 = "tested with its GEMM kernels emulated in portable C";
