@@ -137,10 +137,30 @@ static rt_status env_read_toolchain(hot_env *o, char *err, size_t errlen) {
   return RT_OK;
 }
 
+/* The CPU backend's variables: read by the fast path itself where it runs (templates/fast,
+ * which takes a bad value as unset), checked here so that a context refuses them by name. */
+static rt_status env_read_cpu(char *err, size_t errlen) {
+  static const char *const isa[] = {"scalar", "avx2",        "avxvnni", "avx-vnni",
+                                    "avx512", "avx512-vnni", "amx",     "amx-int8"};
+  const char *v;
+  uint64_t u;
+  if ((v = env_get("HOT_CPU_THREADS")) &&
+      env_parse_u64("HOT_CPU_THREADS", v, 1, 256, &u, err, errlen))
+    return RT_ERR_INVALID;
+  if ((v = env_get("HOT_CPU_ISA"))) {
+    for (size_t i = 0; i < sizeof isa / sizeof *isa; ++i)
+      if (!strcmp(v, isa[i])) return RT_OK;
+    diag_errf(err, errlen, "HOT_CPU_ISA='%s': expected scalar, avx2, avxvnni, avx512 or amx", v);
+    return RT_ERR_INVALID;
+  }
+  return RT_OK;
+}
+
 rt_status env_read(hot_env *o, unsigned skip, char *err, size_t errlen) {
   memset(o, 0, sizeof *o);
   rt_status st = env_read_selection(o, skip, err, errlen);
   if (st == RT_OK) st = env_read_toolchain(o, err, errlen);
+  if (st == RT_OK) st = env_read_cpu(err, errlen);
   if (st != RT_OK) return st;
   o->xdg_cache_home = env_get("XDG_CACHE_HOME");
   o->home = env_get("HOME");

@@ -636,6 +636,26 @@ START_TEST(strict_environment) {
   ck_assert_int_eq(env_read(&e, 0, err, sizeof err), RT_OK);
   ck_assert_int_eq(e.jit_threads, 3);
   unsetenv("HOT_JIT_THREADS");
+  /* the CPU backend's variables: refused by name, accepted when valid */
+  const char *bad_cpu[][2] = {{"HOT_CPU_THREADS", "0"},    {"HOT_CPU_THREADS", "abc"},
+                              {"HOT_CPU_THREADS", "257"},  {"HOT_CPU_THREADS", "-2"},
+                              {"HOT_CPU_ISA", "avx3"},     {"HOT_CPU_ISA", "AVX2"},
+                              {"HOT_CPU_ISA", "avx512 "}};
+  for (size_t i = 0; i < sizeof bad_cpu / sizeof *bad_cpu; ++i) {
+    setenv(bad_cpu[i][0], bad_cpu[i][1], 1);
+    ck_assert_int_eq(env_read(&e, 0, err, sizeof err), RT_ERR_INVALID);
+    ck_assert_msg(strstr(err, bad_cpu[i][0]) && strstr(err, bad_cpu[i][1]), "%s", err);
+    unsetenv(bad_cpu[i][0]);
+  }
+  const char *good_isa[] = {"scalar", "avx2", "avxvnni", "avx-vnni", "avx512", "avx512-vnni",
+                            "amx", "amx-int8"};
+  setenv("HOT_CPU_THREADS", "256", 1);
+  for (size_t i = 0; i < sizeof good_isa / sizeof *good_isa; ++i) {
+    setenv("HOT_CPU_ISA", good_isa[i], 1);
+    ck_assert_msg(env_read(&e, 0, err, sizeof err) == RT_OK, "HOT_CPU_ISA=%s: %s", good_isa[i], err);
+  }
+  unsetenv("HOT_CPU_ISA");
+  unsetenv("HOT_CPU_THREADS");
   const char *home = getenv("HOT_CUDA_HOME");
   char keep[600] = "";
   if (home) snprintf(keep, sizeof keep, "%s", home);
