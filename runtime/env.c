@@ -11,6 +11,7 @@
 
 #include "cuda_api.h"
 #include "diag.h"
+#include "fast.h"
 
 const char *env_get(const char *name) {
   const char *v = getenv(name);
@@ -140,16 +141,12 @@ static rt_status env_read_toolchain(hot_env *o, char *err, size_t errlen) {
 /* The CPU backend's variables: read by the fast path itself where it runs (templates/fast,
  * which takes a bad value as unset), checked here so that a context refuses them by name. */
 static rt_status env_read_cpu(char *err, size_t errlen) {
-  static const char *const isa[] = {"scalar", "avx2",        "avxvnni", "avx-vnni",
-                                    "avx512", "avx512-vnni", "amx",     "amx-int8"};
   const char *v;
   uint64_t u;
   if ((v = env_get("HOT_CPU_THREADS")) &&
-      env_parse_u64("HOT_CPU_THREADS", v, 1, 256, &u, err, errlen))
+      env_parse_u64("HOT_CPU_THREADS", v, 1, FAST_MAX_THREADS, &u, err, errlen))
     return RT_ERR_INVALID;
-  if ((v = env_get("HOT_CPU_ISA"))) {
-    for (size_t i = 0; i < sizeof isa / sizeof *isa; ++i)
-      if (!strcmp(v, isa[i])) return RT_OK;
+  if ((v = env_get("HOT_CPU_ISA")) && fast_level_by_name(v) < 0) {
     diag_errf(err, errlen, "HOT_CPU_ISA='%s': expected scalar, avx2, avxvnni, avx512 or amx", v);
     return RT_ERR_INVALID;
   }

@@ -41,6 +41,9 @@ typedef enum {
 } fast_level;
 #define FAST_LEVELS 5
 
+/* The most threads a parallel region runs on (HOT_CPU_THREADS above it is not a thread count). */
+#define FAST_MAX_THREADS 256
+
 /* Threads of the parallel regions: n > 0 sets it, n <= 0 returns to the default
  * (HOT_CPU_THREADS when it is a positive integer, else the number of online CPUs; at most 256). */
 void fast_set_threads(int n);
@@ -78,6 +81,9 @@ fast_level fast_level_cpu(void);
 int fast_level_has(int level);
 /* Static name of a level ("scalar", "avx2", "avx-vnni", "avx512-vnni", "amx-int8"; "unknown
  * level"). */
+/* The level a HOT_CPU_ISA value names: "scalar", "avx2", "avxvnni", "avx512", "amx", or a name of
+ * fast_level_name; -1 for NULL or any other string. */
+int fast_level_by_name(const char *s);
 const char *fast_level_name(int level);
 
 /* Frees the scratch blocks the fast path keeps between calls (its large temporary buffers are

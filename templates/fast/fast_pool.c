@@ -19,7 +19,6 @@
 #include <sys/syscall.h>
 #endif
 
-#define FAST_MAX_THREADS 256
 
 /* ---- settings ------------------------------------------------------------------------------ */
 
@@ -148,15 +147,17 @@ fast_level fast_level_cpu(void) { return best_up_to(FAST_LEVELS - 1); }
 fast_level fast_level_now(void) {
   int cap = atomic_load(&g_level_cap);
   if (cap < 0) {
-    const char *s = getenv("HOT_CPU_ISA");
-    if (s && strcmp(s, "scalar") == 0) cap = FAST_LEVEL_SCALAR;
-    else if (s && strcmp(s, "avx2") == 0) cap = FAST_LEVEL_AVX2;
-    else if (s && (strcmp(s, "avxvnni") == 0 || strcmp(s, "avx-vnni") == 0)) cap = FAST_LEVEL_AVXVNNI;
-    else if (s && (strcmp(s, "avx512") == 0 || strcmp(s, "avx512-vnni") == 0)) cap = FAST_LEVEL_AVX512;
-    else if (s && (strcmp(s, "amx") == 0 || strcmp(s, "amx-int8") == 0)) cap = FAST_LEVEL_AMX;
-    else cap = FAST_LEVELS - 1;
+    cap = fast_level_by_name(getenv("HOT_CPU_ISA"));
+    if (cap < 0) cap = FAST_LEVELS - 1;
   }
   return best_up_to(cap);
+}
+
+int fast_level_by_name(const char *s) {
+  static const char *const short_names[FAST_LEVELS] = {"scalar", "avx2", "avxvnni", "avx512", "amx"};
+  for (int l = 0; s && l < FAST_LEVELS; ++l)
+    if (!strcmp(s, short_names[l]) || !strcmp(s, fast_level_name(l))) return l;
+  return -1;
 }
 
 const char *fast_level_name(int level) {

@@ -625,6 +625,12 @@ START_TEST(settings) {
   ck_assert_str_eq(fast_level_name(FAST_LEVEL_AVX2), "avx2");
   ck_assert_str_eq(fast_level_name(FAST_LEVEL_AVXVNNI), "avx-vnni");
   ck_assert_str_eq(fast_level_name(FAST_LEVEL_AMX), "amx-int8");
+  for (int l = 0; l < FAST_LEVELS; ++l) ck_assert_int_eq(fast_level_by_name(fast_level_name(l)), l);
+  ck_assert_int_eq(fast_level_by_name("avx512"), FAST_LEVEL_AVX512);
+  ck_assert_int_eq(fast_level_by_name("amx"), FAST_LEVEL_AMX);
+  ck_assert_int_eq(fast_level_by_name("avxvnni"), FAST_LEVEL_AVXVNNI);
+  ck_assert_int_eq(fast_level_by_name("AVX2"), -1);
+  ck_assert_int_eq(fast_level_by_name(NULL), -1);
   ck_assert_str_eq(fast_level_name(FAST_LEVELS), "unknown level");
   printf("this CPU: %s; threads by default: %d\n", fast_level_name(fast_level_cpu()), fast_threads());
 }
