@@ -24,7 +24,7 @@ spin for a few ms after each operator, and hot's own threads would share the CPU
 --own-threads keeps hot on its own pool instead (what a program without OpenMP gets). --exact adds the fp64 exact products (ref_exact_gx + _gw and their fast twins) of
 an accuracy-row layer, 8192 tokens 4096 -> 4096 (slow: the twin takes minutes). --stages prints,
 instead of the table, where the fast backward's wall and process CPU time go, stage by stage (the mean of R
-profiled runs after one warm-up; fast_profile in templates/fast/fast.h), at N threads and at 1.
+profiled runs after one warm-up; fast_profile in runtime/cpu/fast.h), at N threads and at 1.
 Benchmark only: nothing here is a test and nothing asserts a time.
 """
 import argparse

@@ -1,4 +1,4 @@
-/* cpu_backend.c — the per-step calls of the CPU backend: the fast CPU path (templates/fast/fast.h:
+/* cpu_backend.c — the per-step calls of the CPU backend: the fast CPU path (runtime/cpu/fast.h:
  * threaded, SIMD, HOT_CPU_THREADS threads) whose results are the reference twins' (templates/ref.h)
  * bit for bit, so they are also what the GPU kernels are compared with.
  *

@@ -138,7 +138,7 @@ static rt_status env_read_toolchain(hot_env *o, char *err, size_t errlen) {
   return RT_OK;
 }
 
-/* The CPU backend's variables: read by the fast path itself where it runs (templates/fast,
+/* The CPU backend's variables: read by the fast path itself where it runs (runtime/cpu,
  * which takes a bad value as unset), checked here so that a context refuses them by name. */
 static rt_status env_read_cpu(char *err, size_t errlen) {
   const char *v;

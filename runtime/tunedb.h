@@ -14,7 +14,7 @@
  * This header is the read side, part of libhot: open (a file read-only or read-write, created
  * with its schema when missing), get, foreach, best_speed (the planner's lookup). The write side
  * (tunedb_put, tunedb_merge, tunedb_integrity_check) is hot-tune's alone: tune/tunedb_write.h.
- * Both halves share the row and schema definitions of tools/tunedb_schema.h.
+ * Both halves share the row and schema definitions of tunedb_schema.h.
  *
  * Rows are identified by their key (the fields marked "key" below); tunedb_put replaces a row
  * of the same key. Strings are NUL-terminated and stored as given (truncation is an error).

@@ -29,17 +29,18 @@ echo "kernel-emu: schedules EMU_SEEDS='$EMU_SEEDS'${quick:+ (quick)}"
 work=$(mktemp -d "${TMPDIR:-/tmp}/hot-kemu.XXXXXX")
 [ "${KEEP:-0}" = 1 ] || trap 'rm -rf "$work"' EXIT
 fail=0
-CFL="-O2 -ffp-contract=off -I$here/gen -I$here/templates"
+CFL="-O2 -ffp-contract=off -I$here/base -I$here/gen -I$here/templates"
 
 # the twins, from source (no dependency on a build tree)
 for f in quant_ref hla_project_ref lqs_ref hadamard_quant_ref abc_unpack_ref; do
   $CC -std=c11 $CFL -c "$here/templates/$f.c" -o "$work/$f.o" || { echo "FAIL: build $f.c"; exit 1; }
 done
 # the twins take buffer sizes from the planner (plan_buffer_bytes): the planner's files, every
-# gen/*.c except the spec loader (Lua), the embedded files and the CLI, and every descriptor
-planner_srcs=$(cd "$here/gen" && ls *.c kernels/*.c | grep -v -E '^(spec|embed|main)' | sed 's/\.c$//')
+# gen/*.c except the spec loader (Lua), the embedded files and the CLI, every descriptor, and the
+# base library under them
+planner_srcs=$(cd "$here" && ls gen/*.c gen/kernels/*.c base/*.c | grep -v -E '^gen/(spec|embed|main)' | sed 's/\.c$//')
 for f in $planner_srcs; do
-  $CC -std=c11 $CFL -c "$here/gen/$f.c" -o "$work/gen_${f#*/}.o" || { echo "FAIL: build gen/$f.c"; exit 1; }
+  $CC -std=c11 $CFL -c "$here/$f.c" -o "$work/gen_${f##*/}.o" || { echo "FAIL: build $f.c"; exit 1; }
 done
 ar rcs "$work/libref.a" "$work"/*.o
 # basis rows of the planner (gen/basis.c) for a selection
@@ -209,7 +210,7 @@ fi
 # sample (segmented amax, B = 3) and per tensor, w' absmax and SAWB (math tensor + scale_in), packed int4 (sm_80) and int8 (sm_90)
 # codes, b = 1 ... 256, O = 100 (padded), O = 1200 (longer than the register-cached chunks).
 for f in $planner_srcs; do
-  $CC -std=c11 $CFL -c "$here/gen/$f.c" -o "$work/gen_${f#*/}.o" || { echo "FAIL: build gen/$f.c"; exit 1; }
+  $CC -std=c11 $CFL -c "$here/$f.c" -o "$work/gen_${f##*/}.o" || { echo "FAIL: build $f.c"; exit 1; }
 done
 ar rcs "$work/libgen.a" "$work"/gen_*.o
 build_hq() { # OPERAND DTYPE B BITS CODES [ROUND (default: SR for g', RTN for w')]

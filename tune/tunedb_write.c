@@ -8,7 +8,7 @@
 
 #include "diag.h"
 #include "fileio.h"
-#include "tunedb_schema.h"
+#include "hot_tunedb.h"
 
 /* ---- statements ------------------------------------------------------------------------------ */
 

@@ -1,4 +1,4 @@
-/* test_fast.c — the fast CPU path (templates/fast/fast.h) equals the reference twins bit for
+/* test_fast.c — the fast CPU path (runtime/cpu/fast.h) equals the reference twins bit for
  * bit: saved buffers (codes and scales, or the fp32 copy), g_x, g_w, g_b, the LQS errors and
  * choice, and the fp64 exact products, over awkward shapes (1, 3, 17, 137, 197, 260), B > 1, the
  * recipes hot / paper / paper_code, every granularity, SAWB, both HLA layouts, per-sample HLA

@@ -76,10 +76,10 @@ def compare(what, got, known):
     return bad
 
 
-# ---- 1. files: every open of a file goes through gen/fileio.c ----------------------------------
+# ---- 1. files: every open of a file goes through base/fileio.c ----------------------------------
 OPEN = r"\b(fopen|freopen|fdopen|open|openat|creat|mkstemp|mkostemp|tmpfile|luaL_loadfilex?|luaL_dofile|dlopen|opendir|sqlite3_open(?:_v2)?)\s*\("
 OPEN_KNOWN = {
-    "gen/fileio.c": (2, "the one home: open() with O_NONBLOCK + fstat S_ISREG, fdopen of it"),
+    "base/fileio.c": (2, "the one home: open() with O_NONBLOCK + fstat S_ISREG, fdopen of it"),
     "runtime/tunedb.c": (3, "sqlite3_open_v2 through the VFS hot-regular after open_precheck "
                             "(database, immutable reopen) and of :memory:"),
     "runtime/cache.c": (2, "opendir of the cache folder (listing; entries read via fileio)"),
@@ -87,7 +87,7 @@ OPEN_KNOWN = {
     "bench/cublas.c": (1, "dlopen of cuBLAS by library name"),
     "bench/cublaslt.c": (1, "dlopen of cuBLASLt by library name"),
     "runtime/nvrtc.c": (2, "mkstemp of its own new temp file and fopen of that file (NVRTC's --time report)"),
-    "bench/jit-options/nvrtc_options.c": (3, "a measuring tool outside the library, run by its "
+    "dev/jit-options/nvrtc_options.c": (3, "a measuring tool outside the library, run by its "
                                           "script: /proc/loadavg, the runtime's own HOT_JIT_DEBUG "
                                           "dumps, a cubin into its own mkdtemp folder"),
 }

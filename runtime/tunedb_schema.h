@@ -1,7 +1,8 @@
 /* tunedb_schema.h — the tuning database's row and schema definitions shared by its two halves:
  * the read side in libhot (runtime/tunedb.c: open, get, foreach, best_speed; what the planner
  * uses) and the write side in hot-tune (tune/tunedb_write.c: put, merge, the integrity report).
- * Only those two files include it; everyone else uses tunedb.h (and tune/tunedb_write.h).
+ * The core owns it; hot-tune reaches it through the tools' door (tools/hot_tunedb.h). Only those two
+ * files use it; everyone else uses tunedb.h (and tune/tunedb_write.h).
  *
  * Every SQL statement is made from one table of columns (tunedb_cols), in the order of the fields
  * of hot_tune_row, so a column can never be forgotten by one statement and not another.
@@ -13,7 +14,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "../tunedb.h"
+#include "tunedb.h"
 
 #define TUNEDB_BUSY_TIMEOUT_MS 60000 /* writers wait this long for each other */
 #define TUNEDB_SQL_MAX 4096          /* longest statement made from the column table */

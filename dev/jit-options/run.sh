@@ -5,7 +5,7 @@
 # plus each variant, alternated back to back for ROUNDS rounds, with an empty kernel for the
 # fixed cost of a program. A benchmark: it prints figures and checks nothing.
 #
-# Usage: bench/jit-options/run.sh BUILD_DIR [SPEC [LAYER [ARCH [ROUNDS [-- DRIVER_OPTIONS...]]]]]
+# Usage: dev/jit-options/run.sh BUILD_DIR [SPEC [LAYER [ARCH [ROUNDS [-- DRIVER_OPTIONS...]]]]]
 #   defaults: specs/vit_b16.lua qkv sm_90 3; BUILD_DIR holds gen/hot-gen (built).
 #   DRIVER_OPTIONS go to the driver, e.g. -- --batch 2 --variant base= --variant min=-Ofc=min
 # Needs a C compiler, the CUDA toolkit's nvrtc.h and libnvrtc ($CUDA_HOME, default

@@ -1,4 +1,4 @@
-/* fast_internal.h — what the files of templates/fast/ share: the thread pool, the integer GEMM
+/* fast_internal.h — what the files of runtime/cpu/ share: the thread pool, the integer GEMM
  * driver and the per-element kernels (transforms, quantizers) of the fast CPU path. Not an API:
  * fast.h is. */
 #ifndef HOT_FAST_INTERNAL_H

@@ -12,7 +12,7 @@
  * median over the rounds, and the median of the per-round ratios to the first variant. A
  * benchmark: it prints figures and checks nothing.
  *
- * Not part of the CMake build (the .c files directly in bench/ make hot-bench); bench/jit-options/run.sh builds and runs
+ * Not part of the CMake build (the .c files directly in bench/ make hot-bench); dev/jit-options/run.sh builds and runs
  * it:  cc -O2 -std=c11 -o nvrtc-options nvrtc_options.c -I$CUDA/include -L$CUDA/lib64 -lnvrtc
  *
  * Usage: nvrtc-options [--rounds N] [--cuobjdump PATH] [--empty ARCH] [--only SUBSTR]
