@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# What NVRTC options do to the cold compile work of one layer (docs/cold-start.md, "Compile
+# What NVRTC options do to the cold compile work of one layer (dev/log/cold-start.md, "Compile
 # options"): dumps the programs the runtime compiles for SPEC's layer LAYER on ARCH
 # (HOT_JIT_DEBUG), builds nvrtc_options.c and compiles every program with the runtime's options
 # plus each variant, alternated back to back for ROUNDS rounds, with an empty kernel for the
