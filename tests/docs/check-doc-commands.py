@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Every command the manual shows is run, and every output it quotes is compared.
 
-Usage: check-doc-commands.py SOURCE_DIR BUILD_DIR [FILE.md ...]
+Usage: check-doc-commands.py SOURCE_DIR BUILD_DIR [PAGE ...]   (default: README.md and docs/*.md)
        check-doc-commands.py --self-test
 
 Reads README.md and docs/*.md (or the named files) and classifies every fenced code block by the
@@ -343,20 +343,20 @@ def doc_files(src):
 
 
 SELF_TEST = {
-    'ok.md': ('<!-- doc-test: run -->\n```sh\necho "took 12.5 ms on 2026-01-02"; echo two\n```\n'
+    'ok.page': ('<!-- doc-test: run -->\n```sh\necho "took 12.5 ms on 2026-01-02"; echo two\n```\n'
               '<!-- doc-test: output -->\n```\ntook 3 ms on 2030-10-10\ntwo\n```\n'
               '<!-- doc-test: run -->\n```sh\nseq 1 9\n```\n'
               '<!-- doc-test: output contains -->\n```\n2 ...\n...\n7\n```\n'
               '<!-- doc-test: skip needs a GPU -->\n```sh\nfalse\n```\n'
               '<!-- doc-test: session -->\n```\n$ echo a   b\na b\n```\n'
               '```c\nint x;\n```\n', 0),
-    'stale.md': ('<!-- doc-test: run -->\n```sh\necho 9 programs\n```\n'
+    'stale.page': ('<!-- doc-test: run -->\n```sh\necho 9 programs\n```\n'
                  '<!-- doc-test: output -->\n```\n8 programs\n```\n', 1),
-    'untagged.md': ('```sh\necho hi\n```\n', 1),
-    'noreason.md': ('<!-- doc-test: skip -->\n```sh\necho hi\n```\n', 1),
-    'failing.md': ('<!-- doc-test: run -->\n```sh\nfalse\necho not reached\n```\n', 1),
-    'orphan.md': ('<!-- doc-test: output -->\n```\nx\n```\n', 1),
-    'session.md': ('<!-- doc-test: session -->\n```\n$ echo 1\n2\n```\n', 1),
+    'untagged.page': ('```sh\necho hi\n```\n', 1),
+    'noreason.page': ('<!-- doc-test: skip -->\n```sh\necho hi\n```\n', 1),
+    'failing.page': ('<!-- doc-test: run -->\n```sh\nfalse\necho not reached\n```\n', 1),
+    'orphan.page': ('<!-- doc-test: output -->\n```\nx\n```\n', 1),
+    'session.page': ('<!-- doc-test: session -->\n```\n$ echo 1\n2\n```\n', 1),
 }
 
 
