@@ -1,0 +1,215 @@
+"""hot.torch at its edges: a graph of the gradient requested through a hot op (refused, never
+dropped), convert() on shared modules, lazy modules and long non-ASCII names, the Philox stream
+identity of every tag, the state dict's hot entries validated one by one, and HOT_LIBRARY
+resolved as a path."""
+
+import ast
+import glob
+import math
+import os
+import subprocess
+import sys
+
+import pytest
+
+torch = pytest.importorskip("torch", reason="torch is not installed (tools/install-python-deps.sh)")
+import torch.nn as nn  # noqa: E402
+
+PKG = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "hot")
+
+
+@pytest.fixture(scope="module")
+def ht(hot):
+    import hot.torch as ht_mod
+    return ht_mod
+
+
+# ---- double backward ----------------------------------------------------------------------------
+
+def _autograd_functions():
+    """(file, class name, backward's first call) of every torch.autograd.Function subclass in
+    the package's sources."""
+    out = []
+    for path in sorted(glob.glob(os.path.join(PKG, "*.py"))):
+        tree = ast.parse(open(path, encoding="utf-8").read())
+        for node in ast.walk(tree):
+            if not isinstance(node, ast.ClassDef):
+                continue
+            if not any(ast.unparse(b).endswith("autograd.Function") for b in node.bases):
+                continue
+            bw = [f for f in node.body if isinstance(f, ast.FunctionDef) and f.name == "backward"]
+            calls = [ast.unparse(n.func) for n in ast.walk(bw[0]) if isinstance(n, ast.Call)] \
+                if bw else []
+            out.append((os.path.basename(path), node.name, calls))
+    return out
+
+
+def test_every_autograd_function_refuses_a_graph_of_its_gradient():
+    found = _autograd_functions()
+    assert found, "no torch.autograd.Function found in python/hot (the scan is broken)"
+    for path, name, calls in found:
+        assert "_refuse_double_backward" in calls, \
+            f"{path}: {name}.backward does not call _refuse_double_backward"
+
+
+def _sites(ht):
+    """(what, module, forward(x) -> output through exactly that hot op) for every module kind
+    that runs the custom Function."""
+    torch.manual_seed(0)
+    lin = ht.HOTLinear(8, 8, tag="db.lin")
+    mha = ht.HOTMultiheadAttention(8, 2, batch_first=True, tag="db.mha")
+    sep = ht.HOTMultiheadAttention(8, 2, kdim=4, vdim=6, batch_first=True, tag="db.sep")
+    E = 8
+
+    def proj(m, role):
+        def f(x):  # [N, L, E] batch first -> the projection of x through hot, sequence first
+            w = m.in_proj_weight if m._qkv_same_embed_dim else \
+                {"q": m.q_proj_weight, "k": m.k_proj_weight, "v": m.v_proj_weight}[role]
+            rows = ht._ROWS[role] if m._qkv_same_embed_dim else None
+            b = m.in_proj_bias
+            if not m._qkv_same_embed_dim:
+                b = b[ht._ROWS[role][0] * E:ht._ROWS[role][1] * E]
+            return m._proj(role, x.transpose(0, 1), w, b, rows)
+        return f
+
+    out = [("HOTLinear", lin, 8, lin),
+           ("HOTMultiheadAttention", mha, 8, lambda x: mha(x, x, x, need_weights=False)[0]),
+           ("out_proj", mha.out_proj, 8, mha.out_proj)]
+    out += [(f"in_proj.{r}", mha, 8, proj(mha, r)) for r in ("qkv", "q", "kv", "k", "v")]
+    out += [(f"separate {r}_proj", sep, w, proj(sep, r)) for r, w in (("q", 8), ("k", 4),
+                                                                      ("v", 6))]
+    return out
+
+
+def _steps(m):
+    if hasattr(m, "hot_projections"):
+        return {k: p.hot_step for k, p in m.hot_projections().items()}
+    return m.hot_step
+
+
+def test_create_graph_through_every_hot_op_raises(hot, ht):
+    for what, m, width, f in _sites(ht):
+        x = torch.randn(2, 5, width, requires_grad=True)
+        before = None
+        f(x).sum()  # makes the projections, so that the step snapshot sees them
+        before = _steps(m)
+        y = f(x)
+        with pytest.raises(RuntimeError, match="create_graph=True, double backward") as e:
+            torch.autograd.grad((y * y).sum(), x, create_graph=True)
+        assert "HOTLinear(" in str(e.value) and "\n" not in str(e.value), (what, e.value)
+        assert _steps(m) == before, f"{what}: a refused backward consumed a step"
+        # the same call without a graph of the gradient works
+        g, = torch.autograd.grad(f(x).square().sum(), x)
+        assert g.shape == x.shape and bool(torch.isfinite(g).all()), what
+
+
+@pytest.mark.filterwarnings("ignore:Using backward.. with create_graph=True")
+def test_gradient_penalty_is_refused_not_dropped(hot, ht):
+    torch.manual_seed(1)
+    model = ht.convert(nn.Sequential(nn.Linear(6, 6), nn.Tanh(), nn.Linear(6, 1)))
+    x = torch.randn(4, 6, requires_grad=True)
+    with pytest.raises(RuntimeError, match="not differentiable"):
+        g, = torch.autograd.grad(model(x).sum(), x, create_graph=True)
+    with pytest.raises(RuntimeError, match="not differentiable"):
+        model(x).sum().backward(create_graph=True)
+
+
+# ---- state dict entries ---------------------------------------------------------------------------
+
+BAD_INTS = [3.7, float("nan"), float("inf"), "abc", torch.tensor([1, 2]), torch.tensor(2.5),
+            -1, 1 << 32, True, None, [3], torch.tensor(True)]
+GOOD_STEPS = [(3, 3), (3.0, 3), (torch.tensor(3), 3), (torch.tensor(3.0), 3),
+              ((1 << 32) - 1, (1 << 32) - 1)]
+
+
+def _state_sites(ht):
+    """(name, model, path of the hot state in model.state_dict()) of every hot state: a
+    HOTLinear, an attention module's in-projection (used, and loaded before its first use) and
+    its out_proj."""
+    torch.manual_seed(2)
+    lin = nn.Sequential(nn.Linear(8, 8))
+    mha = nn.ModuleDict({"att": nn.MultiheadAttention(8, 2, batch_first=True)})
+    ht.convert(lin)
+    ht.convert(mha)
+    x = torch.randn(2, 4, 8)
+    lin(x).sum().backward()
+    mha["att"](x, x, x)[0].sum().backward()
+    fresh = ht.convert(nn.ModuleDict({"att": nn.MultiheadAttention(8, 2, batch_first=True)}))
+    sd = mha.state_dict()
+    return [("HOTLinear", lin, ("0._extra_state",)),
+            ("out_proj", mha, ("att.out_proj._extra_state",)),
+            ("in_proj (made)", mha, ("att._extra_state", "in_proj", "qkv")),
+            ("in_proj (pending)", fresh, ("att._extra_state", "in_proj", "qkv"), sd)]
+
+
+def _with(sd, path, entry, value):
+    """A copy of state dict sd whose hot state at `path` has `entry` set (a callable edits it)."""
+    import copy
+    sd = copy.deepcopy(sd)
+    node = sd
+    for k in path:
+        node = node[k]
+    if callable(entry):
+        entry(node, value)
+    else:
+        node[entry] = value
+    return sd
+
+
+def _set_cal_value(node, v):
+    node["hot_calibration"] = {"f32,2,4": v}
+
+
+def _set_cal_key(node, v):
+    node["hot_calibration"] = {v: 1}
+
+
+def _set_cal(node, v):
+    node["hot_calibration"] = v
+
+
+def test_every_state_entry_refuses_bad_values(hot, ht):
+    entries = [("hot_step", "hot_step", BAD_INTS),
+               ("hot_calibration value", _set_cal_value, BAD_INTS + [2, 4]),
+               ("hot_calibration key", _set_cal_key, ["abc", "f64,2,4", "f32,0,4", "f32,2", 3]),
+               ("hot_calibration", _set_cal, [[1], "x", 3])]
+    for site in _state_sites(ht):
+        what, model, path = site[:3]
+        base = site[3] if len(site) > 3 else model.state_dict()
+        assert base[path[0]] is not None
+        for entry_name, entry, bads in entries:
+            for bad in bads:
+                sd = _with(base, path, entry, bad)
+                with pytest.raises(ValueError) as e:
+                    model.load_state_dict(sd)
+                msg = str(e.value)
+                assert "\n" not in msg, (what, entry_name, bad, msg)
+                assert path[0] in msg, (what, entry_name, bad, msg)  # the module's path
+                key = "hot_calibration" if entry_name.startswith("hot_cal") else entry_name
+                assert key in msg, (what, entry_name, bad, msg)
+        for v, want in GOOD_STEPS:
+            model.load_state_dict(_with(base, path, "hot_step", v))
+            sd = model.state_dict()
+            node = sd
+            for k in path:
+                node = node[k]
+            assert node["hot_step"] == want and type(node["hot_step"]) is int, (what, v)
+        with pytest.raises(ValueError, match="unknown entries hot_stpe"):
+            model.load_state_dict(_with(base, path, "hot_stpe", 1))
+
+
+def test_mha_state_refuses_unknown_projection_and_loads_nothing_partly(hot, ht):
+    torch.manual_seed(3)
+    m = ht.convert(nn.ModuleDict({"att": nn.MultiheadAttention(8, 2, batch_first=True)}))
+    x = torch.randn(2, 4, 8)
+    m["att"](x, x, x)[0].sum().backward()
+    sd = m.state_dict()
+    bad = _with(sd, ("att._extra_state", "in_proj"), "qvk", {"hot_step": 1})
+    with pytest.raises(ValueError, match=r"att\._extra_state\['in_proj'\]: unknown projection"):
+        m.load_state_dict(bad)
+    both = _with(sd, ("att._extra_state", "in_proj"), "q", {"hot_step": 7})
+    both["att._extra_state"]["in_proj"]["qkv"]["hot_step"] = 9
+    both["att._extra_state"]["in_proj"]["q"]["hot_step"] = 3.5
+    with pytest.raises(ValueError, match=r"\['q'\]\['hot_step'\] = 3.5"):
+        m.load_state_dict(both)
+    assert m["att"]._hot_in["qkv"].hot_step == 1  # nothing applied
