@@ -336,6 +336,27 @@ def _hot_linear(core, x, weight, bias):
     return _apply_hot(core, x, weight, bias)
 
 
+def _utf8_tail(text, max_bytes):
+    """The longest end of `text` whose UTF-8 encoding has at most max_bytes bytes, cut at a
+    character boundary (hot's names are bounded in bytes: HOT_NAME_MAX, with the NUL)."""
+    b = text.encode("utf-8")
+    if len(b) <= max_bytes:
+        return text
+    b = b[len(b) - max_bytes:]
+    while b and (b[0] & 0xC0) == 0x80:  # a character cut short at the start
+        b = b[1:]
+    return b.decode("utf-8")
+
+
+def _layer_name(name):
+    """The hot layer name of a module named `name` (messages, debug dumps, captures): characters
+    other than letters, digits, "_", "." and "-" become "_", and a name longer than hot's
+    HOT_NAME_MAX - 1 bytes keeps its end (the distinguishing part of a qualified name), cut at
+    a character boundary."""
+    safe = "".join(ch if (ch.isalnum() or ch in "_.-") else "_" for ch in str(name))
+    return _utf8_tail(safe, _lib.HOT_NAME_MAX - 1) or "linear"
+
+
 # ---- the hot entries of a state dict ------------------------------------------------------------
 
 _STEP_LIMIT = 1 << 32
@@ -439,8 +460,7 @@ class _HotCore:
         tmpl.c.in_features = self.in_features
         tmpl.c.out_features = self.out_features
         tmpl.c.bias = 1 if has_bias else 0
-        safe = "".join(ch if (ch.isalnum() or ch in "_.-") else "_" for ch in str(name))
-        tmpl.name = safe[-63:] or "linear"
+        tmpl.name = _layer_name(name)
         if context is not None and not isinstance(context, api.Context):
             raise TypeError(f"HOTLinear({name}): context must be a hot.Context")
         if int(max_cached_shapes) < 1:
@@ -645,7 +665,12 @@ class HOTLinear(_HotCore, nn.Linear):
 
     @classmethod
     def from_linear(cls, linear, **kwargs):
-        """A HOTLinear sharing `linear`'s weight and bias Parameters (no copy)."""
+        """A HOTLinear sharing `linear`'s weight and bias Parameters (no copy). ValueError for
+        an uninitialised lazy module (nn.LazyLinear before its first forward)."""
+        if _uninitialized(linear):
+            raise ValueError(f"HOTLinear.from_linear: {type(linear).__name__} is an "
+                             "uninitialised lazy module (its sizes are known after its first "
+                             "forward); run it once first")
         m = cls.__new__(cls)
         nn.Module.__init__(m)
         m.in_features, m.out_features = linear.in_features, linear.out_features
@@ -1151,6 +1176,12 @@ def _plain_mha(m):
         type(m).forward is nn.MultiheadAttention.forward
 
 
+def _uninitialized(m):
+    """True for a lazy module (nn.LazyLinear, ...) whose parameters are not materialised yet."""
+    return any(isinstance(p, nn.parameter.UninitializedParameter)
+               for p in m.parameters(recurse=False))
+
+
 def _unique_tag(name, used):
     """name, or name + "#k" with the smallest k whose stream id is not used yet (stable: the
     same model gives the same tags in every process)."""
@@ -1178,6 +1209,16 @@ class _ConvertState:
         self.replace = {}
         self.mha_names = set()
         self.linear_names = []
+        self.aliases = []  # (name, converted module) of the further names of a shared module
+
+    def alias(self, n, first):
+        """`n` names the module already visited as `first`: it gets the same converted object
+        (one module computes one way wherever it is registered)."""
+        new = self.replace.get(first)
+        if new is not None and n:
+            self.aliases.append((n, new))
+            self.report._add(True, n, f"{type(new).__name__} (shared)",
+                             f"the module of {first or '(model)'}, converted once")
 
     def file_spec(self, layer):
         try:
@@ -1196,6 +1237,10 @@ class _ConvertState:
         if isinstance(m, nn.Linear) and n.endswith("out_proj") and parent in self.mha_names:
             return  # decided with its attention module
         is_lin, is_mha = _plain_linear(m), _plain_mha(m)
+        if (is_lin or is_mha) and _uninitialized(m):
+            self.report._add(False, n, tname, "an uninitialised lazy module (its sizes are known "
+                             "after its first forward): run the model once before convert()")
+            return
         if not is_lin and not is_mha:
             if isinstance(m, (nn.Linear, nn.MultiheadAttention)):
                 base = "nn.Linear" if isinstance(m, nn.Linear) else "nn.MultiheadAttention"
@@ -1303,9 +1348,16 @@ def convert(model, spec=None, recipe="hot", context=None, include=None, verbose=
         raise TypeError(f"spec must be None, a hot.LayerSpec or a spec file path (got "
                         f"{type(spec).__name__})")
     st = _ConvertState(model, spec, spec_file, recipe, context)
-    mods = list(model.named_modules())
+    # every registration, a module shared by several names (or parents) included: the first
+    # name converts it, the others get the same converted object
+    mods = list(model.named_modules(remove_duplicate=False))
     st.mha_names = {n for n, m in mods if isinstance(m, nn.MultiheadAttention)}
+    first = {}
     for n, m in mods:
+        if id(m) in first:
+            st.alias(n, first[id(m)])
+            continue
+        first[id(m)] = n
         st.visit(n, m, include)
     report, replace, linear_names = st.report, st.replace, st.linear_names
     if spec_file is not None and not replace:
@@ -1316,7 +1368,7 @@ def convert(model, spec=None, recipe="hot", context=None, include=None, verbose=
     if "" in replace:  # the model itself is converted
         out = replace[""]
     else:
-        for n, new in replace.items():
+        for n, new in list(replace.items()) + st.aliases:
             parent_name, _, child = n.rpartition(".")
             parent = model.get_submodule(parent_name) if parent_name else model
             setattr(parent, child, new)

@@ -213,3 +213,74 @@ def test_mha_state_refuses_unknown_projection_and_loads_nothing_partly(hot, ht):
     with pytest.raises(ValueError, match=r"\['q'\]\['hot_step'\] = 3.5"):
         m.load_state_dict(both)
     assert m["att"]._hot_in["qkv"].hot_step == 1  # nothing applied
+
+
+# ---- convert(): shared, lazy, long names --------------------------------------------------------
+
+def _all_registrations(model):
+    return list(model.named_modules(remove_duplicate=False))
+
+
+def test_convert_shared_module_converted_once_everywhere(hot, ht):
+    torch.manual_seed(5)
+    fc, att = nn.Linear(8, 8), nn.MultiheadAttention(8, 2, batch_first=True)
+    block = nn.Sequential(nn.Linear(8, 8))
+    model = nn.ModuleDict({"a": fc, "b": fc, "att1": att, "att2": att, "blk1": block,
+                           "blk2": block, "inner": nn.Sequential(fc)})
+    _, report = ht.convert(model, return_report=True)
+    regs = _all_registrations(model)
+    plain = [n for n, m in regs if type(m) in (nn.Linear, nn.MultiheadAttention)]
+    assert not plain, f"still plain after convert: {plain}"
+    assert model["a"] is model["b"] is model["inner"][0]
+    assert model["att1"] is model["att2"]
+    assert model["blk1"][0] is model["blk2"][0]
+    by_id = {}
+    for n, m in regs:
+        if isinstance(m, (ht.HOTLinear, ht.HOTMultiheadAttention)):
+            by_id.setdefault(id(m), []).append(n)
+    assert sorted(len(v) for v in by_id.values()) == [2, 2, 2, 3], by_id
+    text = str(report)
+    for n in ("b ", "att2", "inner.0", "blk2.0"):
+        assert f"converted  {n}" in text and "(shared)" in text, text
+    x = torch.randn(2, 3, 8, requires_grad=True)
+    model["a"](x).sum().backward()  # the shared module runs hot
+
+
+def test_convert_skips_uninitialised_lazy_modules(hot, ht):
+    model = nn.Sequential(nn.LazyLinear(32), nn.ReLU(), nn.Linear(32, 4))
+    _, report = ht.convert(model, return_report=True)
+    assert isinstance(model[0], nn.LazyLinear) and type(model[2]) is ht.HOTLinear
+    assert any(n == "0" and "uninitialised lazy module" in d for n, _, d in report.skipped), \
+        str(report)
+    model(torch.randn(2, 5, 7)).sum().backward()  # the model runs
+    with pytest.raises(ValueError, match="uninitialised lazy module"):
+        ht.HOTLinear.from_linear(nn.LazyLinear(3))
+    ht.convert(model)  # after its first forward it is an nn.Linear and converts
+    assert type(model[0]) is ht.HOTLinear and model[0].in_features == 7
+
+
+NAMES = ["ß" * 40, "€" * 30, "😀" * 20, "a" + "ß" * 31, "x" * 70, "ab" + "😀" * 16]
+
+
+def test_long_non_ascii_names_cut_at_character_boundaries(hot, ht):
+    """Every place a name is bounded: the hot layer name of a HOTLinear (name=), of a module
+    converted under its qualified name, of an attention module's projections (from its tag),
+    and the layer name libhot reports back."""
+    for name in NAMES:
+        model = nn.Sequential()
+        model.add_module(name, nn.Linear(4, 4))
+        model.add_module(name + "_att", nn.MultiheadAttention(4, 2, batch_first=True))
+        ht.convert(model)
+        lin = ht.HOTLinear(4, 4, name=name)
+        att = getattr(model, name + "_att")
+        x = torch.randn(1, 3, 4, requires_grad=True)
+        (getattr(model, name)(x).sum() + lin(x).sum() + att(x, x, x)[0].sum()).backward()
+        mods = [getattr(model, name), lin, att.out_proj] + list(att._hot_in.values())
+        for m in mods:
+            layer_name = m.hot_spec.name
+            b = layer_name.encode("utf-8")
+            assert 0 < len(b) <= hot._lib.HOT_NAME_MAX - 1, (name, layer_name)
+            full = ht._layer_name(m.hot_tag if m is not lin else name)
+            assert full.endswith(layer_name), (name, layer_name)  # the end, whole characters
+            assert len(full.encode()) - len(b) < 4 or len(b) == len(full.encode())
+            assert m.hot_layers()[0].info().name == layer_name  # libhot keeps it whole
