@@ -11,8 +11,9 @@ import subprocess
 import sys
 
 import pytest
+from conftest import need
 
-torch = pytest.importorskip("torch", reason="torch is not installed (tools/install-python-deps.sh)")
+torch = need("torch")
 import torch.nn as nn  # noqa: E402
 
 PKG = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "hot")
@@ -284,3 +285,35 @@ def test_long_non_ascii_names_cut_at_character_boundaries(hot, ht):
             assert full.endswith(layer_name), (name, layer_name)  # the end, whole characters
             assert len(full.encode()) - len(b) < 4 or len(b) == len(full.encode())
             assert m.hot_layers()[0].info().name == layer_name  # libhot keeps it whole
+
+
+# ---- HOT_LIBRARY is a path ---------------------------------------------------------------------
+
+def _load_in(cwd, env_value, extra_env=None):
+    env = dict(os.environ, HOT_LIBRARY=env_value, PYTHONPATH=os.path.dirname(PKG))
+    env.update(extra_env or {})
+    code = "import hot\ntry:\n    print(hot.library_path())\nexcept hot.HotLibraryError as e:\n" \
+           "    print('ERR', e)\n"
+    r = subprocess.run([sys.executable, "-c", code], cwd=cwd, env=env, capture_output=True,
+                       text=True, timeout=120)
+    assert r.returncode == 0, r.stderr
+    return r.stdout.strip()
+
+
+def test_hot_library_relative_path_is_a_path(hot, tmp_path):
+    import shutil
+    real = os.path.realpath(hot._lib.library_path())
+    here, other = tmp_path / "here", tmp_path / "other"
+    here.mkdir()
+    other.mkdir()
+    shutil.copy(real, here / "libhot.so")
+    shutil.copy(real, other / "libhot.so")
+    ld = {"LD_LIBRARY_PATH": str(other)}
+    assert _load_in(here, "libhot.so", ld) == str(here / "libhot.so")
+    assert _load_in(tmp_path, "here/libhot.so", ld) == str(here / "libhot.so")
+    assert _load_in(tmp_path, "./here/../here/libhot.so", ld) == str(here / "libhot.so")
+    for bad, why in (("libhot.so", "no such file"), ("here", "is a directory")):
+        out = _load_in(tmp_path, bad, ld)  # no libhot.so in tmp_path: not the one in other/
+        want = os.path.join(str(tmp_path), bad)
+        assert out.startswith("ERR HOT_LIBRARY=" + bad) and want in out and why in out, out
+        assert "\n" not in out
