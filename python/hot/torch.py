@@ -1176,6 +1176,24 @@ def _plain_mha(m):
         type(m).forward is nn.MultiheadAttention.forward
 
 
+def _attention_stream_tags(tag):
+    """Every stream tag an attention module tagged `tag` may use: its in-projections (each role
+    of _ROWS, made on first use) and its out_proj."""
+    return [f"{tag}.in_proj.{r}" for r in _ROWS] + [f"{tag}.out_proj"]
+
+
+def _unique_attention_tag(name, used):
+    """name, or name + "#k" with the smallest k for which none of the attention's stream tags
+    (_attention_stream_tags) has an id in `used`; those ids are then taken."""
+    tag, k = name, 0
+    while len({stream_id(t) for t in _attention_stream_tags(tag)} | used) != \
+            len(used) + len(_attention_stream_tags(tag)):
+        k += 1
+        tag = f"{name}#{k}"
+    used.update(stream_id(t) for t in _attention_stream_tags(tag))
+    return tag
+
+
 def _uninitialized(m):
     """True for a lazy module (nn.LazyLinear, ...) whose parameters are not materialised yet."""
     return any(isinstance(p, nn.parameter.UninitializedParameter)
@@ -1267,13 +1285,18 @@ class _ConvertState:
         if isinstance(m, HOTLinear) and n.endswith("out_proj") and parent in self.mha_names \
                 and isinstance(self.model.get_submodule(parent), HOTMultiheadAttention):
             return  # reported with its attention module
+        mha = isinstance(m, HOTMultiheadAttention)
         if m.hot_tag.startswith(("HOTLinear#", "MultiheadAttention#")):
-            tag = _unique_tag(n or tname, self.used)
+            tag = (_unique_attention_tag if mha else _unique_tag)(n or tname, self.used)
             m.hot_set_tag(tag)
             self.report._add(False, n, tname, f"already HOT; random stream tagged {tag!r}")
         else:
-            self.used.add(stream_id(m.hot_tag))
-            self.report._add(False, n, tname, f"already HOT (tag {m.hot_tag!r})")
+            tags = _attention_stream_tags(m.hot_tag) if mha else [m.hot_tag]
+            shared = sorted(t for t in tags if stream_id(t) in self.used)
+            self.used.update(stream_id(t) for t in tags)
+            note = f"; stream id of {', '.join(shared)} shared with another module (id " \
+                "collision: change its tag)" if shared else ""
+            self.report._add(False, n, tname, f"already HOT (tag {m.hot_tag!r}){note}")
 
     def linear(self, n, m, tname):
         kw = dict(self.kw)
@@ -1305,14 +1328,14 @@ class _ConvertState:
             kw.update(spec=s_out, in_proj_spec=s_in)
         elif self.spec is not None:
             kw["spec"] = self.spec
-        tag = _unique_tag(n or "attention", self.used)
-        self.used.add(stream_id(f"{tag}.out_proj"))
+        tag = _unique_attention_tag(n or "attention", self.used)
         new = HOTMultiheadAttention.from_mha(m, tag=tag, **kw)
         E = m.embed_dim
         how = (f"in_proj {E} -> {3 * E} (q, k, v packed)" if m._qkv_same_embed_dim else
                f"q/k/v_proj {E}/{m.kdim}/{m.vdim} -> {E}")
+        note = "" if tag == (n or "attention") else f", stream tag {tag!r} (id collision)"
         self.report._add(True, n, f"{tname} -> HOTMultiheadAttention",
-                         f"{how}, out_proj {E} -> {E}, {m.num_heads} heads")
+                         f"{how}, out_proj {E} -> {E}, {m.num_heads} heads{note}")
         self.replace[n] = new
 
 

@@ -317,3 +317,38 @@ def test_hot_library_relative_path_is_a_path(hot, tmp_path):
         want = os.path.join(str(tmp_path), bad)
         assert out.startswith("ERR HOT_LIBRARY=" + bad) and want in out and why in out, out
         assert "\n" not in out
+
+
+# ---- stream identity ----------------------------------------------------------------------------
+
+# Brute-forced: "fc67872285" has the 27-bit stream id of "att.in_proj.qkv" (the FNV-1a 64 fold).
+COLLIDER = "fc67872285"
+
+
+def test_every_stream_tag_is_checked_for_collisions(hot, ht):
+    assert ht.stream_id(COLLIDER) == ht.stream_id("att.in_proj.qkv")
+    tags = ht._attention_stream_tags("att")
+    assert set(tags) == {f"att.in_proj.{r}" for r in ht._ROWS} | {"att.out_proj"}
+    for order in ("linear_first", "attention_first"):
+        torch.manual_seed(6)
+        mods = [(COLLIDER, nn.Linear(8, 8)), ("att", nn.MultiheadAttention(8, 2,
+                                                                          batch_first=True))]
+        model = nn.Sequential()
+        for n, m in (mods if order == "linear_first" else mods[::-1]):
+            model.add_module(n, m)
+        _, report = ht.convert(model, return_report=True)
+        att, lin = model.att, getattr(model, COLLIDER)
+        x = torch.randn(2, 3, 8, requires_grad=True)
+        (att(x, x, x)[0].sum() + lin(x).sum()).backward()
+        ids = {}
+        for m in [lin, att.out_proj] + list(att._hot_in.values()):
+            ids.setdefault(m.hot_stream_id, []).append(m.hot_tag)
+            assert m.hot_layers()[0].info().layer_id == m.hot_stream_id
+        assert all(len(v) == 1 for v in ids.values()), (order, ids)
+        assert "(id collision)" in str(report), str(report)
+    # HOT modules already in the model: a shared id is reported (their tags are the user's)
+    model = nn.Sequential()
+    model.add_module("a", ht.HOTMultiheadAttention(8, 2, tag="att"))
+    model.add_module("b", ht.HOTLinear(8, 8, tag=COLLIDER))
+    _, report = ht.convert(model, return_report=True)
+    assert f"stream id of {COLLIDER} shared with another module" in str(report), str(report)
