@@ -111,8 +111,8 @@ def test_examples_prefer_the_installed_package_and_say_which(hot, tmp_path, scri
         return r.stdout.splitlines()[0]
 
     first = run({"PYTHONPATH": str(site)})
-    assert first == f"hot: the installed package {site / 'hot'}, libhot {site / 'hot' / 'libhot.so'}", \
-        first
+    pkg = site / "hot"
+    assert first == f"hot: the installed package {pkg}, libhot {pkg / 'libhot.so'}", first
     first = run({"HOT_LIBRARY": os.path.realpath(hot.library_path())})
     if not first.startswith("hot: the installed package"):  # none installed for this python
         assert first.startswith("hot: this checkout's python/ (the installed package is not "

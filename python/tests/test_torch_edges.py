@@ -115,7 +115,7 @@ def test_gradient_penalty_is_refused_not_dropped(hot, ht):
         model(x).sum().backward(create_graph=True)
 
 
-# ---- state dict entries ---------------------------------------------------------------------------
+# ---- state dict entries -------------------------------------------------------------------------
 
 BAD_INTS = [3.7, float("nan"), float("inf"), "abc", torch.tensor([1, 2]), torch.tensor(2.5),
             -1, 1 << 32, True, None, [3], torch.tensor(True)]
