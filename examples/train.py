@@ -4,7 +4,7 @@ same batch order: once with torch.nn.Linear (exact backward), once with hot.torc
 (hot's backward: HQ 4-bit g_x, HLA INT8 g_w, ABC-compressed activations). Prints loss and
 accuracy per epoch for both and writes a PNG of both loss curves.
 
-    HOT_LIBRARY=build/runtime/libhot.so PYTHONPATH=python python3 examples/train.py
+    python3 examples/train.py        # hot: the installed package, else this checkout's + build/
     (writes build/examples/train_digits.png; --out PATH elsewhere)
     ... examples/train.py --device cuda          # hot's CUDA backend on a GPU
 
@@ -19,7 +19,12 @@ import sys
 import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-sys.path.insert(0, os.path.join(HERE, "..", "python"))  # the repository's package, if not installed
+if HERE not in sys.path:
+    sys.path.insert(0, HERE)
+import hot_import  # noqa: E402  the installed hot, else this checkout's (says which)
+
+REPO = os.path.dirname(HERE)
+hot_import.pick(REPO)
 
 
 def parse_args():

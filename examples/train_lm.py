@@ -10,7 +10,7 @@ docs/python.md has the ablation). Prints the validation loss every few steps for
 per seed (final validation loss, time per step, bytes autograd keeps for the backward), writes a
 PNG of the curves (when matplotlib is installed) and a JSON of everything.
 
-    HOT_LIBRARY=build/runtime/libhot.so PYTHONPATH=python python3 examples/train_lm.py
+    python3 examples/train_lm.py     # hot: the installed package, else this checkout's + build/
     ... examples/train_lm.py --seeds 0,1,2          # the table of docs/python.md
     ... examples/train_lm.py --exact none --hla-selection recipe   # the recipe as it is
     ... examples/train_lm.py --ablate               # per layer kind / technique / HLA basis
@@ -31,7 +31,11 @@ import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 REPO = os.path.dirname(HERE)
-sys.path.insert(0, os.path.join(REPO, "python"))  # the repository's package, if not installed
+if HERE not in sys.path:
+    sys.path.insert(0, HERE)
+import hot_import  # noqa: E402  the installed hot, else this checkout's (says which)
+
+hot_import.pick(REPO)
 
 
 KINDS = ("in_proj", "out_proj", "linear1", "linear2", "head")

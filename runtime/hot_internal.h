@@ -28,6 +28,7 @@
 #include "plan.h"
 #include "status.h"
 #include "tuned.h"
+#include "utf8.h"
 
 struct hot_backend_ops; /* backend.h */
 
@@ -117,11 +118,11 @@ static inline int64_t layer_saved_bytes(const hot_layer_plan *pl) {
 
 /* ---- messages (inline: every file may use them, none of them is a call into another file) ---- */
 
-/* Copies src into dst[n], truncating, always NUL-terminated. */
+/* Copies src into dst[n], truncating at a UTF-8 character boundary, always NUL-terminated. */
 static inline void ctx_copy(char *dst, size_t n, const char *src) {
   if (!n) return;
   size_t k = src ? strlen(src) : 0;
-  if (k >= n) k = n - 1;
+  if (k >= n) k = utf8_complete(src, n - 1);
   if (k) memcpy(dst, src, k);
   dst[k] = '\0';
 }
@@ -133,8 +134,10 @@ static inline hot_status ctx_fail(hot_ctx *ctx, hot_status s, const char *fmt, .
   if (ctx) {
     va_list ap;
     va_start(ap, fmt);
-    vsnprintf(ctx->errmsg, sizeof ctx->errmsg, fmt, ap);
+    const int n = vsnprintf(ctx->errmsg, sizeof ctx->errmsg, fmt, ap);
     va_end(ap);
+    if (n >= (int)sizeof ctx->errmsg) /* cut: not inside a character */
+      ctx->errmsg[utf8_complete(ctx->errmsg, sizeof ctx->errmsg - 1)] = '\0';
     for (char *p = ctx->errmsg; *p; ++p) /* one line */
       if (*p == '\n' || *p == '\r') *p = ' ';
   }

@@ -40,7 +40,8 @@ static hot_status enter_ctx(hot_ctx *ctx, const char *fn) {
 static hot_status check_enums(hot_ctx *ctx, const hot_layer_spec *s, hot_recipe recipe) {
   char err[200];
   if (fields_check_enums(s, recipe, err, sizeof err) != 0) /* gen/field_list.h's every member */
-    return ctx_fail(ctx, HOT_ERR_INVALID, "layer '%.*s': %s", HOT_NAME_MAX - 1, s->name, err);
+    return ctx_fail(ctx, HOT_ERR_INVALID, "layer '%.*s': %s",
+                    (int)utf8_complete(s->name, strnlen(s->name, HOT_NAME_MAX - 1)), s->name, err);
   return HOT_OK;
 }
 
@@ -73,7 +74,7 @@ static hot_status layer_new(hot_ctx *ctx, const hot_layer_spec *spec, int64_t ba
     return ctx_fail(ctx, HOT_ERR_NOMEM, "out of memory");
   }
   l->spec = *spec;
-  l->spec.name[HOT_NAME_MAX - 1] = '\0';
+  utf8_cut(l->spec.name, HOT_NAME_MAX);
   char err[512];
   /* the tuned tiles (tuned.h) where a kernel will run: the CUDA backend or a forced arch */
   if (!ctx->tuned && (ctx->backend == HOT_BACKEND_CUDA || ctx->arch_known) &&
@@ -115,7 +116,7 @@ hot_status hot_layer_create(hot_ctx *ctx, const hot_layer_spec *spec, int64_t ba
   if (st) return st;
   if (!spec || !out) return ctx_fail(ctx, HOT_ERR_INVALID, "hot_layer_create: NULL argument");
   hot_layer_spec own = *spec;
-  own.name[HOT_NAME_MAX - 1] = '\0';
+  utf8_cut(own.name, HOT_NAME_MAX);
   if ((st = check_enums(ctx, &own, recipe)) != HOT_OK) return st;
   apply_recipe(&own, recipe);
   st = layer_new(ctx, &own, batch, tokens, recipe, ctx->next_layer_id, ctx->seed, out);
@@ -138,7 +139,7 @@ hot_status hot_layer_create_with_id(hot_ctx *ctx, const hot_layer_spec *spec, in
                     "hot_layer_create_with_id: layer_id %d is outside [0, 2^27) (the Philox tag "
                     "layer_id * 16 + tensor must fit 32 bits)", layer_id);
   hot_layer_spec own = *spec;
-  own.name[HOT_NAME_MAX - 1] = '\0';
+  utf8_cut(own.name, HOT_NAME_MAX);
   if ((st = check_enums(ctx, &own, recipe)) != HOT_OK) return st;
   apply_recipe(&own, recipe);
   return layer_new(ctx, &own, batch, tokens, recipe, layer_id, ctx->seed, out);

@@ -56,7 +56,11 @@ if [ ${#missing[@]} -eq 0 ]; then
   exit 0
 fi
 echo "install-python-deps: pip installing ${missing[*]} into $("$py" -c 'import sys; print(sys.executable)')"
-if ! "$py" -m pip install --disable-pip-version-check -q "${missing[@]}"; then
+case " ${missing[*]} " in
+  *" torch "*) echo "install-python-deps: torch is large: about 200 MB for a CPU-only build, about 2.5-3 GB on Linux x86_64 from PyPI (it brings the CUDA libraries as nvidia-* wheels); pip shows each download below" ;;
+esac
+# no -q: pip's progress bars and the name and size of each file it downloads stay visible
+if ! "$py" -m pip install --disable-pip-version-check --progress-bar on "${missing[@]}"; then
   echo "install-python-deps: ************************************************************" >&2
   echo "install-python-deps: FAILED to install ${missing[*]} with pip." >&2
   echo "install-python-deps: the Python/torch tests (and test_nvrtc_sass without cuobjdump)" >&2

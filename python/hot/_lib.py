@@ -6,7 +6,8 @@ python/tests/test_abi.py compares their offsets, sizes and values with a C progr
 against the header, so a change of hot.h that this file does not follow fails a test.
 
 Where the library is looked for, first hit wins (see find_library):
-  1. $HOT_LIBRARY, the path of libhot.so (an error if it is set and does not load);
+  1. $HOT_LIBRARY, the path of libhot.so (a relative path is taken from the current directory,
+     never searched for; an error if it is set and names no file or does not load);
   2. libhot.so in this package's folder (`pip install ./python` builds it with CMake and puts
      it there);
   3. ctypes.util.find_library("hot") (ldconfig's cache, LD_LIBRARY_PATH);
@@ -219,6 +220,20 @@ def _candidates():
     return out
 
 
+def resolve_path(value, what):
+    """A path given by the user (an environment variable or argument named `what`) as an
+    absolute path: "~" expanded, a relative path taken from the current directory — never handed
+    to the dynamic loader's search (a bare "libhot.so" would otherwise load whichever libhot.so
+    LD_LIBRARY_PATH or the ldconfig cache holds). HotLibraryError naming `what` and the path when
+    no such file exists."""
+    path = os.path.abspath(os.path.expanduser(os.fspath(value)))
+    if not os.path.isfile(path):
+        why = "is a directory" if os.path.isdir(path) else "no such file"
+        raise HotLibraryError(f"{what}={value}: {path}: {why} ({what} is a path, relative "
+                              f"ones are taken from the current directory {os.getcwd()})")
+    return path
+
+
 def find_library():
     """Loads libhot (once per process) and returns (ctypes.CDLL, path). Raises HotLibraryError
     with the places tried when it cannot."""
@@ -228,15 +243,16 @@ def find_library():
             return _lib, _lib_path
         env = os.environ.get("HOT_LIBRARY")
         if env:
+            path = resolve_path(env, "HOT_LIBRARY")
             try:
-                lib = ctypes.CDLL(env)
+                lib = ctypes.CDLL(path)
             except OSError as e:
                 raise HotLibraryError(
-                    f"HOT_LIBRARY={env}: cannot load it: {e}") from None
-            _declare(lib, env)
+                    f"HOT_LIBRARY={env}: cannot load {path}: {e}") from None
+            _declare(lib, path)
             _attach_openmp(lib)
-            _lib, _lib_path = lib, env
-            return lib, env
+            _lib, _lib_path = lib, path
+            return lib, path
         tried = []
         for path, how in _candidates():
             if os.path.sep in path and not os.path.exists(path):

@@ -71,6 +71,7 @@ installs another, a module's `context=` argument overrides both.
 import collections
 import itertools
 import math
+import numbers
 import os
 import threading
 import warnings
@@ -223,6 +224,21 @@ def _device_ctx(dev):
     return torch.cuda.device(dev) if dev.type == "cuda" else _nullctx()
 
 
+def _refuse_double_backward(module):
+    """Raises when the backward runs with grad mode on (torch.autograd.grad(...,
+    create_graph=True), backward(create_graph=True)): hot's g_x, g_w, g_b come from C and carry
+    no graph, so a gradient of them (a gradient penalty, a Hessian-vector product) would be
+    silently zero. Every torch.autograd.Function of this module calls it first, before any step
+    is consumed."""
+    if torch.is_grad_enabled():
+        raise RuntimeError(
+            f"HOTLinear({module.hot_spec.name}): a graph of the gradient was requested "
+            "(create_graph=True, double backward), but hot's backward is not differentiable: "
+            "its gradients would be constants and a gradient of them silently lost; compute "
+            "this part with torch (exclude the module from hot.torch.convert, e.g. include=) "
+            "or call the backward without create_graph")
+
+
 class _HOTLinearFunction(torch.autograd.Function):
     @staticmethod
     def forward(ctx, x, weight, bias, module):
@@ -243,8 +259,9 @@ class _HOTLinearFunction(torch.autograd.Function):
 
     @staticmethod
     def backward(ctx, g_y):
-        weight, saved = ctx.saved_tensors[:2]
         module, entry, x_shape, x_dtype, has_bias, capture = ctx.hot
+        _refuse_double_backward(module)
+        weight, saved = ctx.saved_tensors[:2]
         layer = entry.layer
         info = layer._info
         dev = g_y.device
@@ -319,6 +336,103 @@ def _hot_linear(core, x, weight, bias):
     return _apply_hot(core, x, weight, bias)
 
 
+def _utf8_tail(text, max_bytes):
+    """The longest end of `text` whose UTF-8 encoding has at most max_bytes bytes, cut at a
+    character boundary (hot's names are bounded in bytes: HOT_NAME_MAX, with the NUL)."""
+    b = text.encode("utf-8")
+    if len(b) <= max_bytes:
+        return text
+    b = b[len(b) - max_bytes:]
+    while b and (b[0] & 0xC0) == 0x80:  # a character cut short at the start
+        b = b[1:]
+    return b.decode("utf-8")
+
+
+def _layer_name(name):
+    """The hot layer name of a module named `name` (messages, debug dumps, captures): characters
+    other than letters, digits, "_", "." and "-" become "_", and a name longer than hot's
+    HOT_NAME_MAX - 1 bytes keeps its end (the distinguishing part of a qualified name), cut at
+    a character boundary."""
+    safe = "".join(ch if (ch.isalnum() or ch in "_.-") else "_" for ch in str(name))
+    return _utf8_tail(safe, _lib.HOT_NAME_MAX - 1) or "linear"
+
+
+# ---- the hot entries of a state dict ------------------------------------------------------------
+
+_STEP_LIMIT = 1 << 32
+_CAL_GRANS = {int(Gran.TENSOR): "TENSOR", int(Gran.ROW): "ROW", int(Gran.SAMPLE): "SAMPLE"}
+
+
+def _short(v):
+    """A one-line, bounded description of a state dict value for messages."""
+    if isinstance(v, torch.Tensor):
+        return f"a tensor of shape {tuple(v.shape)} ({v.dtype})" if v.dim() else \
+            f"tensor({v.item()!r})"
+    r = repr(v).replace("\n", " ")
+    return r if len(r) <= 60 else r[:57] + "..."
+
+
+def _state_int(v, where, lo, hi):
+    """v as an int when it is an integer-valued scalar (an int, an integral finite float, a 0-d
+    tensor holding one; not a bool) in [lo, hi); else ValueError naming `where`."""
+    n = None
+    if isinstance(v, torch.Tensor) and v.dim() == 0 and v.dtype != torch.bool and \
+            not v.is_complex():
+        v = v.item()
+    if isinstance(v, bool):
+        pass
+    elif isinstance(v, numbers.Integral):
+        n = int(v)
+    elif isinstance(v, numbers.Real) and math.isfinite(float(v)) and float(v).is_integer():
+        n = int(float(v))
+    if n is None or not lo <= n < hi:
+        raise ValueError(f"{where} = {_short(v)} is not an integer in [{lo}, {hi})")
+    return n
+
+
+def _cal_key(k, where):
+    """A calibration key "<dtype>,<B>,<L>" (dtype f32, bf16 or f16; B, L >= 1), else ValueError."""
+    parts = k.split(",") if isinstance(k, str) else []
+    if len(parts) != 3 or parts[0] not in _DT_NAME.values() or \
+            not all(p.isdigit() and int(p) >= 1 for p in parts[1:]):
+        raise ValueError(f"{where}: key {_short(k)} is not '<f32|bf16|f16>,<batch>,<tokens>'")
+    return k
+
+
+def _parse_hot_state(state, who):
+    """(step, calibration) of one hot state {"hot_step": int, "hot_calibration": {key: gran}},
+    every entry checked; ValueError naming `who` (the module and the state dict entry) and the
+    entry otherwise. Used by load_state_dict of HOTLinear and of each in-projection of
+    HOTMultiheadAttention."""
+    if not isinstance(state, dict) or "hot_step" not in state:
+        raise ValueError(f"{who}: not a hot state (a dict with hot_step; got {_short(state)})")
+    unknown = sorted(set(map(str, state)) - {"hot_step", "hot_calibration"})
+    if unknown:
+        raise ValueError(f"{who}: unknown entries {', '.join(unknown)} (hot_step, "
+                         "hot_calibration)")
+    step = _state_int(state["hot_step"], f"{who}['hot_step']", 0, _STEP_LIMIT)
+    raw = state.get("hot_calibration", {})
+    if not isinstance(raw, dict):
+        raise ValueError(f"{who}['hot_calibration'] = {_short(raw)} is not a dict")
+    cal = {}
+    for k, v in raw.items():
+        where = f"{who}['hot_calibration']"
+        key = _cal_key(k, where)
+        g = _state_int(v, f"{where}[{key!r}]", 0, max(_CAL_GRANS) + 1)
+        if g not in _CAL_GRANS:
+            raise ValueError(f"{where}[{key!r}] = {g} is not a granularity ("
+                             + ", ".join(f"{n} = {i}" for i, n in _CAL_GRANS.items()) + ")")
+        cal[key] = g
+    return step, cal
+
+
+def _state_where(module, what):
+    """'HOTLinear(name): state dict entry <prefix>_extra_state' for messages: the prefix is the
+    module's path in the state dict being loaded (set by _load_tolerating_missing_state)."""
+    prefix = getattr(module, "_hot_state_prefix", None)
+    return f"{what}: state dict entry {prefix or ''}_extra_state"
+
+
 class _HotCore:
     """The hot state of one linear map: spec, context, the layers per shape, the Philox stream
     (tag) and step, the LQS choices; shared by HOTLinear and the projections of
@@ -346,8 +460,7 @@ class _HotCore:
         tmpl.c.in_features = self.in_features
         tmpl.c.out_features = self.out_features
         tmpl.c.bias = 1 if has_bias else 0
-        safe = "".join(ch if (ch.isalnum() or ch in "_.-") else "_" for ch in str(name))
-        tmpl.name = safe[-63:] or "linear"
+        tmpl.name = _layer_name(name)
         if context is not None and not isinstance(context, api.Context):
             raise TypeError(f"HOTLinear({name}): context must be a hot.Context")
         if int(max_cached_shapes) < 1:
@@ -384,17 +497,7 @@ class _HotCore:
                     "hot_calibration": {k: int(v) for k, v in self._hot_calibration.items()}}
 
     def _hot_load_state(self, state, who):
-        if not isinstance(state, dict) or "hot_step" not in state:
-            raise ValueError(f"{who}: the state dict's hot entry is not a hot state "
-                             f"(got {type(state).__name__})")
-        step = int(state["hot_step"])
-        if not 0 <= step < 1 << 32:
-            raise ValueError(f"{who}: hot_step {step} is outside [0, 2^32)")
-        cal = {}
-        for k, v in dict(state.get("hot_calibration", {})).items():
-            if int(v) not in (int(Gran.TENSOR), int(Gran.ROW), int(Gran.SAMPLE)):
-                raise ValueError(f"{who}: calibration {k!r} = {v!r} is not a granularity")
-            cal[str(k)] = int(v)
+        step, cal = _parse_hot_state(state, who)
         with self._hot_lock:
             self.hot_step = step
             self._hot_calibration = cal
@@ -519,8 +622,12 @@ def _load_tolerating_missing_state(module, super_load, state_dict, prefix, local
     nn.MultiheadAttention checkpoint) loads and keeps the hot state as it is."""
     key = prefix + "_extra_state"
     had = key in state_dict
-    super_load(state_dict, prefix, local_metadata, strict, missing_keys, unexpected_keys,
-               error_msgs)
+    module._hot_state_prefix = prefix  # named by the messages of set_extra_state
+    try:
+        super_load(state_dict, prefix, local_metadata, strict, missing_keys, unexpected_keys,
+                   error_msgs)
+    finally:
+        module._hot_state_prefix = None
     if not had and key in missing_keys:
         missing_keys.remove(key)
 
@@ -558,7 +665,12 @@ class HOTLinear(_HotCore, nn.Linear):
 
     @classmethod
     def from_linear(cls, linear, **kwargs):
-        """A HOTLinear sharing `linear`'s weight and bias Parameters (no copy)."""
+        """A HOTLinear sharing `linear`'s weight and bias Parameters (no copy). ValueError for
+        an uninitialised lazy module (nn.LazyLinear before its first forward)."""
+        if _uninitialized(linear):
+            raise ValueError(f"HOTLinear.from_linear: {type(linear).__name__} is an "
+                             "uninitialised lazy module (its sizes are known after its first "
+                             "forward); run it once first")
         m = cls.__new__(cls)
         nn.Module.__init__(m)
         m.in_features, m.out_features = linear.in_features, linear.out_features
@@ -585,7 +697,7 @@ class HOTLinear(_HotCore, nn.Linear):
         return self._hot_state()
 
     def set_extra_state(self, state):
-        self._hot_load_state(state, f"HOTLinear({self.hot_spec.name})")
+        self._hot_load_state(state, _state_where(self, f"HOTLinear({self.hot_spec.name})"))
 
     def _load_from_state_dict(self, state_dict, prefix, *args):
         _load_tolerating_missing_state(self, super()._load_from_state_dict, state_dict, prefix,
@@ -728,17 +840,25 @@ class HOTMultiheadAttention(nn.MultiheadAttention):
         return {"in_proj": st}
 
     def set_extra_state(self, state):
+        where = _state_where(self, f"HOTMultiheadAttention({self.hot_tag})")
         if not isinstance(state, dict) or not isinstance(state.get("in_proj"), dict):
-            raise ValueError(f"HOTMultiheadAttention({self.hot_tag}): the state dict's hot entry "
-                             "is not a hot state")
+            raise ValueError(f"{where}: not a hot state (a dict with in_proj; got "
+                             f"{_short(state)})")
+        unknown = sorted(set(map(str, state)) - {"in_proj"})
+        if unknown:
+            raise ValueError(f"{where}: unknown entries {', '.join(unknown)} (in_proj)")
+        parsed = {}
         for role, s in state["in_proj"].items():
             if role not in _ROWS:
-                raise ValueError(f"HOTMultiheadAttention({self.hot_tag}): unknown projection "
-                                 f"{role!r} in the state dict")
+                raise ValueError(f"{where}['in_proj']: unknown projection {_short(role)} "
+                                 f"({', '.join(_ROWS)})")
+            parsed[role] = _parse_hot_state(s, f"{where}['in_proj'][{role!r}]")
+        for role, (step, cal) in parsed.items():  # all checked before any is applied
+            state_ok = {"hot_step": step, "hot_calibration": cal}
             if role in self._hot_in:
-                self._hot_in[role]._hot_load_state(s, f"HOTMultiheadAttention({self.hot_tag})")
+                self._hot_in[role]._hot_load_state(state_ok, where)
             else:
-                self._hot_in_pending[role] = dict(s)
+                self._hot_in_pending[role] = state_ok
 
     def _load_from_state_dict(self, state_dict, prefix, *args):
         _load_tolerating_missing_state(self, super()._load_from_state_dict, state_dict, prefix,
@@ -1056,6 +1176,30 @@ def _plain_mha(m):
         type(m).forward is nn.MultiheadAttention.forward
 
 
+def _attention_stream_tags(tag):
+    """Every stream tag an attention module tagged `tag` may use: its in-projections (each role
+    of _ROWS, made on first use) and its out_proj."""
+    return [f"{tag}.in_proj.{r}" for r in _ROWS] + [f"{tag}.out_proj"]
+
+
+def _unique_attention_tag(name, used):
+    """name, or name + "#k" with the smallest k for which none of the attention's stream tags
+    (_attention_stream_tags) has an id in `used`; those ids are then taken."""
+    tag, k = name, 0
+    while len({stream_id(t) for t in _attention_stream_tags(tag)} | used) != \
+            len(used) + len(_attention_stream_tags(tag)):
+        k += 1
+        tag = f"{name}#{k}"
+    used.update(stream_id(t) for t in _attention_stream_tags(tag))
+    return tag
+
+
+def _uninitialized(m):
+    """True for a lazy module (nn.LazyLinear, ...) whose parameters are not materialised yet."""
+    return any(isinstance(p, nn.parameter.UninitializedParameter)
+               for p in m.parameters(recurse=False))
+
+
 def _unique_tag(name, used):
     """name, or name + "#k" with the smallest k whose stream id is not used yet (stable: the
     same model gives the same tags in every process)."""
@@ -1083,6 +1227,16 @@ class _ConvertState:
         self.replace = {}
         self.mha_names = set()
         self.linear_names = []
+        self.aliases = []  # (name, converted module) of the further names of a shared module
+
+    def alias(self, n, first):
+        """`n` names the module already visited as `first`: it gets the same converted object
+        (one module computes one way wherever it is registered)."""
+        new = self.replace.get(first)
+        if new is not None and n:
+            self.aliases.append((n, new))
+            self.report._add(True, n, f"{type(new).__name__} (shared)",
+                             f"the module of {first or '(model)'}, converted once")
 
     def file_spec(self, layer):
         try:
@@ -1101,6 +1255,10 @@ class _ConvertState:
         if isinstance(m, nn.Linear) and n.endswith("out_proj") and parent in self.mha_names:
             return  # decided with its attention module
         is_lin, is_mha = _plain_linear(m), _plain_mha(m)
+        if (is_lin or is_mha) and _uninitialized(m):
+            self.report._add(False, n, tname, "an uninitialised lazy module (its sizes are known "
+                             "after its first forward): run the model once before convert()")
+            return
         if not is_lin and not is_mha:
             if isinstance(m, (nn.Linear, nn.MultiheadAttention)):
                 base = "nn.Linear" if isinstance(m, nn.Linear) else "nn.MultiheadAttention"
@@ -1127,13 +1285,18 @@ class _ConvertState:
         if isinstance(m, HOTLinear) and n.endswith("out_proj") and parent in self.mha_names \
                 and isinstance(self.model.get_submodule(parent), HOTMultiheadAttention):
             return  # reported with its attention module
+        mha = isinstance(m, HOTMultiheadAttention)
         if m.hot_tag.startswith(("HOTLinear#", "MultiheadAttention#")):
-            tag = _unique_tag(n or tname, self.used)
+            tag = (_unique_attention_tag if mha else _unique_tag)(n or tname, self.used)
             m.hot_set_tag(tag)
             self.report._add(False, n, tname, f"already HOT; random stream tagged {tag!r}")
         else:
-            self.used.add(stream_id(m.hot_tag))
-            self.report._add(False, n, tname, f"already HOT (tag {m.hot_tag!r})")
+            tags = _attention_stream_tags(m.hot_tag) if mha else [m.hot_tag]
+            shared = sorted(t for t in tags if stream_id(t) in self.used)
+            self.used.update(stream_id(t) for t in tags)
+            note = f"; stream id of {', '.join(shared)} shared with another module (id " \
+                "collision: change its tag)" if shared else ""
+            self.report._add(False, n, tname, f"already HOT (tag {m.hot_tag!r}){note}")
 
     def linear(self, n, m, tname):
         kw = dict(self.kw)
@@ -1165,14 +1328,14 @@ class _ConvertState:
             kw.update(spec=s_out, in_proj_spec=s_in)
         elif self.spec is not None:
             kw["spec"] = self.spec
-        tag = _unique_tag(n or "attention", self.used)
-        self.used.add(stream_id(f"{tag}.out_proj"))
+        tag = _unique_attention_tag(n or "attention", self.used)
         new = HOTMultiheadAttention.from_mha(m, tag=tag, **kw)
         E = m.embed_dim
         how = (f"in_proj {E} -> {3 * E} (q, k, v packed)" if m._qkv_same_embed_dim else
                f"q/k/v_proj {E}/{m.kdim}/{m.vdim} -> {E}")
+        note = "" if tag == (n or "attention") else f", stream tag {tag!r} (id collision)"
         self.report._add(True, n, f"{tname} -> HOTMultiheadAttention",
-                         f"{how}, out_proj {E} -> {E}, {m.num_heads} heads")
+                         f"{how}, out_proj {E} -> {E}, {m.num_heads} heads{note}")
         self.replace[n] = new
 
 
@@ -1208,9 +1371,16 @@ def convert(model, spec=None, recipe="hot", context=None, include=None, verbose=
         raise TypeError(f"spec must be None, a hot.LayerSpec or a spec file path (got "
                         f"{type(spec).__name__})")
     st = _ConvertState(model, spec, spec_file, recipe, context)
-    mods = list(model.named_modules())
+    # every registration, a module shared by several names (or parents) included: the first
+    # name converts it, the others get the same converted object
+    mods = list(model.named_modules(remove_duplicate=False))
     st.mha_names = {n for n, m in mods if isinstance(m, nn.MultiheadAttention)}
+    first = {}
     for n, m in mods:
+        if id(m) in first:
+            st.alias(n, first[id(m)])
+            continue
+        first[id(m)] = n
         st.visit(n, m, include)
     report, replace, linear_names = st.report, st.replace, st.linear_names
     if spec_file is not None and not replace:
@@ -1221,7 +1391,7 @@ def convert(model, spec=None, recipe="hot", context=None, include=None, verbose=
     if "" in replace:  # the model itself is converted
         out = replace[""]
     else:
-        for n, new in replace.items():
+        for n, new in list(replace.items()) + st.aliases:
             parent_name, _, child = n.rpartition(".")
             parent = model.get_submodule(parent_name) if parent_name else model
             setattr(parent, child, new)

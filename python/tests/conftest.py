@@ -8,8 +8,10 @@ Kernel cache: memory only (HOT_NO_DISK_CACHE=1), unless HOT_CACHE_DIR names a di
 option HOT_TEST_CACHE_DIR; tools/device-check.sh points it at the prepared cache), which is then
 the disk cache."""
 
+import importlib
 import os
 import subprocess
+import sys
 
 import pytest
 
@@ -19,6 +21,25 @@ if not os.environ.get("HOT_CACHE_DIR"):
 
 SOURCE_DIR = os.environ.get("HOT_SOURCE_DIR") or os.path.abspath(
     os.path.join(os.path.dirname(__file__), "..", ".."))
+
+
+def missing_module_reason(module, error=None):
+    """The skip line of a test that needs a Python module this interpreter lacks: it names the
+    interpreter (CTest runs the one CMake found at the first configure, not an environment
+    activated later) and how to pick another."""
+    why = f" ({error})" if error else ""
+    return (f"Python module {module} cannot be imported by {sys.executable}{why}: install it "
+            "for that interpreter (tools/install-python-deps.sh), or run the tests with another "
+            "one (pytest: that python -m pytest; ctest: re-configure with "
+            "-DPython3_EXECUTABLE=$(command -v python3))")
+
+
+def need(module):
+    """pytest.importorskip(module) with missing_module_reason's skip line."""
+    try:
+        return importlib.import_module(module)
+    except ImportError as e:
+        pytest.skip(missing_module_reason(module, e), allow_module_level=True)
 
 
 @pytest.fixture(scope="session")

@@ -9,6 +9,7 @@ import sys
 
 import numpy as np
 import pytest
+from conftest import need
 
 from conftest import SOURCE_DIR, run_helper
 
@@ -284,7 +285,7 @@ for b in ("cuda", "auto"):
 def test_context_device_index(hot, tmp_path):
     """A CUDA context knows its device index (the option, else $HOT_DEVICE, else 0); hot.torch
     refuses to serve another device's tensors with it."""
-    pytest.importorskip("torch")
+    need("torch")
     out = _run_on_fake(hot, tmp_path, (2, 9, 0, 13000), """
 import os
 import hot.torch
@@ -305,7 +306,7 @@ def test_hotlinear_overflow_checks(hot):
     """HOTLinear surfaces overflow reports: hot_check() / hot.torch.check(model) check every cached
     layer, and a layer dropped from the shape cache is checked as it goes (on the CPU backend
     nothing is pending: the calls return quietly; the check calls are counted)."""
-    torch = pytest.importorskip("torch")
+    torch = need("torch")
     import hot.torch as ht
     calls = []
     orig = hot.Layer.check
@@ -328,3 +329,24 @@ def test_hotlinear_overflow_checks(hot):
         assert ht.check(torch.nn.Sequential(m, torch.nn.ReLU())) == 1 and len(calls) == 2
     finally:
         hot.Layer.check = orig
+
+
+def test_missing_module_skips_name_the_interpreter():
+    """Every skip for a missing Python module names the interpreter that tried and how to pick
+    another: the test files use conftest.need (no bare importorskip), and run_pytest.py's line."""
+    import glob
+    import sys
+    import conftest
+    here = os.path.dirname(os.path.abspath(__file__))
+    for path in sorted(glob.glob(os.path.join(here, "*.py"))):
+        if os.path.basename(path) == "conftest.py":
+            continue
+        assert "importor" + "skip(" not in open(path, encoding="utf-8").read(), \
+            f"{path}: use conftest.need(module), whose skip line names the interpreter"
+    reason = conftest.missing_module_reason("nosuchmodule")
+    assert sys.executable in reason and "-DPython3_EXECUTABLE=" in reason, reason
+    runner = os.path.join(SOURCE_DIR, "tests", "python", "run_pytest.py")
+    r = subprocess.run([sys.executable, runner, "--need", "hot_no_such_module", __file__],
+                       capture_output=True, text=True, timeout=60)
+    assert r.returncode == 77, r.stdout + r.stderr
+    assert sys.executable in r.stdout and "-DPython3_EXECUTABLE=" in r.stdout, r.stdout

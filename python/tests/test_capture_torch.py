@@ -6,10 +6,11 @@ import os
 
 import numpy as np
 import pytest
+from conftest import need
 
 from conftest import run_helper
 
-torch = pytest.importorskip("torch", reason="torch is not installed (tools/install-python-deps.sh)")
+torch = need("torch")
 import torch.nn as nn  # noqa: E402
 
 

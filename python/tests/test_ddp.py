@@ -9,8 +9,9 @@ import subprocess
 import sys
 
 import pytest
+from conftest import need
 
-pytest.importorskip("torch", reason="torch is not installed (tools/install-python-deps.sh)")
+need("torch")
 
 
 def free_port():

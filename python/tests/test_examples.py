@@ -9,8 +9,9 @@ import subprocess
 import sys
 
 import pytest
+from conftest import need
 
-pytest.importorskip("torch", reason="torch is not installed (tools/install-python-deps.sh)")
+need("torch")
 
 REPO = os.path.abspath(os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", ".."))
 
@@ -88,3 +89,31 @@ def test_train_digits_default_output_is_under_build():
         sys.argv = argv
     assert out.startswith(os.path.join(REPO, "build") + os.sep), out
     assert out != os.path.join(REPO, "docs", "train_digits.png")
+
+
+@pytest.mark.parametrize("script", ["train.py", "train_lm.py"])
+def test_examples_prefer_the_installed_package_and_say_which(hot, tmp_path, script):
+    """An installed hot (here: a copy of the package with libhot in its folder, as pip puts it,
+    on PYTHONPATH) wins over this checkout's python/; without one the checkout's package and
+    libhot serve; both say which was used."""
+    import shutil
+    path = os.path.join(REPO, "examples", script)
+    site = tmp_path / "site"
+    shutil.copytree(os.path.join(REPO, "python", "hot"), site / "hot",
+                    ignore=shutil.ignore_patterns("__pycache__"))
+    shutil.copy(os.path.realpath(hot.library_path()), site / "hot" / "libhot.so")
+    env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "HOT_LIBRARY")}
+
+    def run(extra):
+        r = subprocess.run([sys.executable, path, "--help"], env=dict(env, **extra),
+                           cwd=tmp_path, capture_output=True, text=True, timeout=120)
+        assert r.returncode == 0, r.stderr
+        return r.stdout.splitlines()[0]
+
+    first = run({"PYTHONPATH": str(site)})
+    pkg = site / "hot"
+    assert first == f"hot: the installed package {pkg}, libhot {pkg / 'libhot.so'}", first
+    first = run({"HOT_LIBRARY": os.path.realpath(hot.library_path())})
+    if not first.startswith("hot: the installed package"):  # none installed for this python
+        assert first.startswith("hot: this checkout's python/ (the installed package is not "
+                                "usable: "), first

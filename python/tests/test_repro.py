@@ -10,8 +10,9 @@ import subprocess
 import sys
 
 import pytest
+from conftest import need
 
-torch = pytest.importorskip("torch", reason="torch is not installed (tools/install-python-deps.sh)")
+torch = need("torch")
 
 STEPS = 4
 

@@ -9,8 +9,9 @@ import io
 import os
 
 import pytest
+from conftest import need
 
-torch = pytest.importorskip("torch", reason="torch is not installed (tools/install-python-deps.sh)")
+torch = need("torch")
 import torch.nn as nn  # noqa: E402
 import torch.nn.functional as F  # noqa: E402
 

@@ -12,6 +12,7 @@
 #include <unistd.h>
 
 #include "fast_internal.h"
+#include "utf8.h"
 #if defined(__x86_64__) || defined(__i386__)
 #include <cpuid.h>
 #endif
@@ -412,7 +413,8 @@ int fast_openmp(char *buf, size_t cap) {
   pthread_mutex_lock(&g_omp_mu);
   const int on = g_omp.parallel != NULL;
   if (buf && cap > 0) {
-    const size_t len = strlen(g_omp.name) < cap - 1 ? strlen(g_omp.name) : cap - 1;
+    const size_t len = strlen(g_omp.name) < cap - 1 ? strlen(g_omp.name)
+                                                     : utf8_complete(g_omp.name, cap - 1);
     memcpy(buf, g_omp.name, len);
     buf[len] = '\0';
   }

@@ -24,8 +24,11 @@ def main(argv):
         try:
             importlib.import_module(mod)
         except Exception as e:  # ImportError, or a broken install raising something else
-            print(f"SKIP: Python module {mod} cannot be imported ({type(e).__name__}: {e}); "
-                  "run tools/install-python-deps.sh")
+            print(f"SKIP: Python module {mod} cannot be imported by {sys.executable} "
+                  f"({type(e).__name__}: {e}); install it for that interpreter "
+                  "(tools/install-python-deps.sh), or pick another: re-configure with "
+                  "-DPython3_EXECUTABLE=$(command -v python3) (CMake keeps the interpreter of "
+                  "the first configure)")
             return 77
     import pytest
 

@@ -969,6 +969,54 @@ START_TEST(cpu_openmp_api) {
 }
 END_TEST
 
+/* Every place a name or message is bounded in bytes cuts at a UTF-8 character boundary:
+ * utf8_complete on a table, a layer name of 32 "ß" (64 bytes, no NUL: cut to 31 of them) through
+ * hot_layer_create and hot_layer_create_with_id, and a message longer than the buffer. */
+START_TEST(names_cut_at_character_boundaries) {
+  static const struct {
+    const char *s;
+    size_t len, want;
+  } cases[] = {
+      {"abc", 3, 3},          {"a\xc3\x9f", 3, 3},     {"a\xc3\x9f", 2, 1},
+      {"\xe2\x82\xac", 2, 0}, {"\xe2\x82\xac", 3, 3}, {"\xf0\x9f\x98\x80", 3, 0},
+      {"\xf0\x9f\x98\x80", 4, 4}, {"\x80\x80", 2, 2},      {"", 0, 0},
+  };
+  for (size_t i = 0; i < sizeof cases / sizeof cases[0]; ++i)
+    ck_assert_msg(utf8_complete(cases[i].s, cases[i].len) == cases[i].want, "case %zu", i);
+  hot_options o;
+  hot_options_init(&o);
+  o.backend = HOT_BACKEND_CPU;
+  hot_ctx *ctx = NULL;
+  ck_assert_int_eq(hot_ctx_create(&ctx, &o), HOT_OK);
+  for (int with_id = 0; with_id < 2; ++with_id) {
+    hot_layer_spec s;
+    ck_assert_int_eq(hot_layer_spec_defaults(&s, HOT_RECIPE_HOT), HOT_OK);
+    for (int i = 0; i < HOT_NAME_MAX / 2; ++i) memcpy(s.name + 2 * i, "\xc3\x9f", 2);
+    s.in_features = 8;
+    s.out_features = 4;
+    hot_layer *l = NULL;
+    ck_assert_int_eq(with_id ? hot_layer_create_with_id(ctx, &s, 1, 8, HOT_RECIPE_HOT, 7, &l)
+                             : hot_layer_create(ctx, &s, 1, 8, HOT_RECIPE_HOT, &l),
+                     HOT_OK);
+    hot_layer_info info;
+    ck_assert_int_eq(hot_layer_get_info(l, &info), HOT_OK);
+    ck_assert_uint_eq(strlen(info.name), HOT_NAME_MAX - 2);
+    ck_assert_int_eq(memcmp(info.name, s.name, HOT_NAME_MAX - 2), 0);
+    hot_layer_destroy(l);
+  }
+  char longname[4 * 1024];
+  for (size_t i = 0; i + 2 < sizeof longname; i += 2) memcpy(longname + i, "\xc3\x9f", 2);
+  longname[sizeof longname - 2] = '\0';
+  for (int shift = 0; shift < 2; ++shift) {
+    ctx_fail(ctx, HOT_ERR_INVALID, "%.*s%s", shift, "x", longname);
+    const char *m = hot_errmsg(ctx);
+    ck_assert_uint_eq(utf8_complete(m, strlen(m)), strlen(m));
+    ck_assert_uint_ge(strlen(m), 100);
+  }
+  hot_ctx_destroy(ctx);
+}
+END_TEST
+
 START_TEST(launch_signatures_and_geometry) {
   hot_options o;
   hot_options_init(&o);
@@ -1095,6 +1143,7 @@ int main(void) {
   tcase_add_test(tc, layer_create_enums_and_recipe);
   tcase_add_test(tc, launch_signatures_and_geometry);
   tcase_add_test(tc, cpu_openmp_api);
+  tcase_add_test(tc, names_cut_at_character_boundaries);
   suite_add_tcase(s, tc);
   SRunner *sr = srunner_create(s);
   srunner_set_fork_status(sr, CK_FORK); /* tests set environment variables */

@@ -1,0 +1,50 @@
+"""Which `hot` package the examples use: the installed one (`pip install ./python`, or one on
+PYTHONPATH) when it imports and loads its libhot; else this checkout's python/ with the
+checkout's build/runtime/libhot.so (unless HOT_LIBRARY names another). Prints which one it took
+and why; exits with both reasons when neither works."""
+
+import importlib
+import os
+import sys
+
+
+def _drop_hot():
+    for name in [n for n in sys.modules if n == "hot" or n.startswith("hot.")]:
+        del sys.modules[name]
+
+
+def _try():
+    """(hot module, None) when hot imports and loads libhot, else (None, reason)."""
+    try:
+        hot = importlib.import_module("hot")
+        hot.library_path()
+        return hot, None
+    except ImportError as e:
+        return None, str(e)
+    except OSError as e:  # hot.HotLibraryError
+        return None, str(e)
+
+
+def pick(repo):
+    """Imports hot (see the module docstring) and returns it."""
+    checkout = os.path.join(repo, "python")
+    hot, why = _try()
+    if hot is not None:
+        where = "this checkout's python/" if os.path.dirname(os.path.dirname(
+            os.path.abspath(hot.__file__))) == os.path.abspath(checkout) else "installed"
+        print(f"hot: the {where} package {os.path.dirname(hot.__file__)}, libhot "
+              f"{hot.library_path()}", flush=True)
+        return hot
+    _drop_hot()
+    sys.path.insert(0, checkout)
+    built = os.path.join(repo, "build", "runtime", "libhot.so")
+    if not os.environ.get("HOT_LIBRARY") and os.path.exists(built):
+        os.environ["HOT_LIBRARY"] = built
+    hot2, why2 = _try()
+    if hot2 is None:
+        sys.exit(f"hot: no usable package. Installed: {why}. This checkout's python/: {why2}. "
+                 "Install it (`pip install ./python`) or build libhot (cmake --build build) and "
+                 "set HOT_LIBRARY to build/runtime/libhot.so")
+    print(f"hot: this checkout's python/ (the installed package is not usable: {why}), libhot "
+          f"{hot2.library_path()}", flush=True)
+    return hot2
