@@ -2,6 +2,7 @@
 #define _GNU_SOURCE
 #include "cuda_api.h"
 #include "diag.h"
+#include "env.h"
 
 #include <dlfcn.h>
 #include <pthread.h>
@@ -63,7 +64,7 @@ void cuda_api_configure(const char *driver, const char *home) {
 static const char *configured(int driver, char *buf, size_t n, int *too_long) {
   pthread_mutex_lock(&cfg_mu);
   const char *v = cfg_set ? (driver ? cfg_driver : cfg_home)
-                          : getenv(driver ? "HOT_CUDA_DRIVER" : "HOT_CUDA_HOME");
+                          : env_get(driver ? "HOT_CUDA_DRIVER" : "HOT_CUDA_HOME");
   *too_long = cfg_set ? cfg_long[driver] : (v && strlen(v) > HOT_CUDA_PATH_MAX);
   snprintf(buf, n, "%s", v && !*too_long ? v : "");
   pthread_mutex_unlock(&cfg_mu);
