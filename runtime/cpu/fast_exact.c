@@ -205,7 +205,7 @@ static int dgemm(dctx *x) {
   return rc;
 }
 
-int fast_exact_gx(const fast_config *cf, int64_t T, int64_t O, int64_t I, const float *g_y, const float *w, double *g_x) {
+static int exact_gx_run(const fast_config *cf, int64_t T, int64_t O, int64_t I, const float *g_y, const float *w, double *g_x) {
   FAST_CONFIG_OR_DEFAULT(cf);
   if (T <= 0 || O <= 0 || I <= 0 || !g_y || !w || !g_x) return HOT_REF_EARG;
   memset(g_x, 0, (size_t)(T * I) * sizeof *g_x);
@@ -213,13 +213,28 @@ int fast_exact_gx(const fast_config *cf, int64_t T, int64_t O, int64_t I, const 
   return dgemm(&x);
 }
 
-int fast_exact_gw(const fast_config *cf, int64_t T, int64_t O, int64_t I, const float *g_y, const float *x_,
+int fast_exact_gx(const fast_config *cf, int64_t T, int64_t O, int64_t I, const float *g_y, const float *w, double *g_x) {
+  const fast_fpenv e = fast_fpenv_enter(); /* the twins' environment (fast_internal.h) */
+  const int rc = exact_gx_run(cf, T, O, I, g_y, w, g_x);
+  fast_fpenv_leave(e);
+  return rc;
+}
+
+static int exact_gw_run(const fast_config *cf, int64_t T, int64_t O, int64_t I, const float *g_y, const float *x_,
                   double *g_w) {
   FAST_CONFIG_OR_DEFAULT(cf);
   if (T <= 0 || O <= 0 || I <= 0 || !g_y || !x_ || !g_w) return HOT_REF_EARG;
   memset(g_w, 0, (size_t)(O * I) * sizeof *g_w);
   dctx x = {g_y, 1, 1, O, x_, 1, I, 1, O, I, T, g_w, cf, 0, NULL};
   return dgemm(&x);
+}
+
+int fast_exact_gw(const fast_config *cf, int64_t T, int64_t O, int64_t I, const float *g_y, const float *x_,
+                  double *g_w) {
+  const fast_fpenv e = fast_fpenv_enter(); /* the twins' environment (fast_internal.h) */
+  const int rc = exact_gw_run(cf, T, O, I, g_y, x_, g_w);
+  fast_fpenv_leave(e);
+  return rc;
 }
 
 /* ---- fp64 transforms ------------------------------------------------------------------------- */
@@ -260,7 +275,7 @@ static void div_all(double *c, int64_t n, double div) {
   for (int64_t i = 0; i < n; ++i) c[i] /= div;
 }
 
-int fast_hq_gx_f64(const fast_config *cf, const hot_layer_plan *pl, const float *g_y, const float *w, double *g_x) {
+static int hq_gx_f64_run(const fast_config *cf, const hot_layer_plan *pl, const float *g_y, const float *w, double *g_x) {
   FAST_CONFIG_OR_DEFAULT(cf);
   if (!pl || !g_y || !w || !g_x) return HOT_REF_EARG;
   int rc = ref_plan_check(pl);
@@ -286,6 +301,13 @@ int fast_hq_gx_f64(const fast_config *cf, const hot_layer_plan *pl, const float 
 done:
   free(gt);
   free(wt);
+  return rc;
+}
+
+int fast_hq_gx_f64(const fast_config *cf, const hot_layer_plan *pl, const float *g_y, const float *w, double *g_x) {
+  const fast_fpenv e = fast_fpenv_enter(); /* the twins' environment (fast_internal.h) */
+  const int rc = hq_gx_f64_run(cf, pl, g_y, w, g_x);
+  fast_fpenv_leave(e);
   return rc;
 }
 
@@ -332,7 +354,7 @@ static int project64(const fast_config *cf, const hot_layer_plan *pl, const floa
   return rc;
 }
 
-int fast_hla_gw_f64(const fast_config *cf, const hot_layer_plan *pl, const float *g_y, const float *x_, double *g_w) {
+static int hla_gw_f64_run(const fast_config *cf, const hot_layer_plan *pl, const float *g_y, const float *x_, double *g_w) {
   FAST_CONFIG_OR_DEFAULT(cf);
   if (!pl || !g_y || !x_ || !g_w) return HOT_REF_EARG;
   int rc = ref_plan_check(pl);
@@ -351,5 +373,12 @@ int fast_hla_gw_f64(const fast_config *cf, const hot_layer_plan *pl, const float
   }
   free(gh);
   free(xh);
+  return rc;
+}
+
+int fast_hla_gw_f64(const fast_config *cf, const hot_layer_plan *pl, const float *g_y, const float *x_, double *g_w) {
+  const fast_fpenv e = fast_fpenv_enter(); /* the twins' environment (fast_internal.h) */
+  const int rc = hla_gw_f64_run(cf, pl, g_y, x_, g_w);
+  fast_fpenv_leave(e);
   return rc;
 }

@@ -41,6 +41,42 @@ int fast_cpu_avx512(void);
     (cf) = &cf##_default_;                                                                        \
   }
 
+/* ---- the floating-point environment ---------------------------------------------------------- */
+
+/* Every operation of the fast path runs in one floating-point environment, the C default: round
+ * to nearest even, no flush of subnormal results to zero (FTZ), no subnormal inputs read as
+ * zero (DAZ), exceptions masked; the twins' results are defined in it (CONTRACT.md). A caller
+ * may have set another (torch.set_flush_denormal(True) sets FTZ and DAZ in MXCSR): the entry
+ * points of fast.h and every thread that runs tasks (pool workers, an OpenMP runtime's, the
+ * caller inline) enter the default with fast_fpenv_enter and give the thread its own back with
+ * fast_fpenv_leave (the exception flags raised meanwhile are dropped). */
+#if defined(__x86_64__) || (defined(__i386__) && defined(__SSE__))
+#include <xmmintrin.h>
+typedef struct {
+  unsigned csr;
+} fast_fpenv;
+static inline fast_fpenv fast_fpenv_enter(void) {
+  fast_fpenv e = {_mm_getcsr()};
+  if (e.csr != 0x1F80u) _mm_setcsr(0x1F80u); /* the power-on default: nearest, masked, no FTZ/DAZ */
+  return e;
+}
+static inline void fast_fpenv_leave(fast_fpenv e) {
+  if (_mm_getcsr() != e.csr) _mm_setcsr(e.csr);
+}
+#else
+#include <fenv.h>
+typedef struct {
+  fenv_t env;
+} fast_fpenv;
+static inline fast_fpenv fast_fpenv_enter(void) {
+  fast_fpenv e;
+  fegetenv(&e.env);
+  fesetenv(FE_DFL_ENV);
+  return e;
+}
+static inline void fast_fpenv_leave(fast_fpenv e) { fesetenv(&e.env); }
+#endif
+
 /* ---- thread pool (fast_pool.c) ------------------------------------------------------------ */
 
 /* One task of a parallel region: index i in [0, n), run by thread tid in [0, threads). */

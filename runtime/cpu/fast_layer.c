@@ -602,7 +602,7 @@ static int backward_plain(const hot_layer_plan *pl, int gx, const void *g_y, con
 
 /* ---- the API ---------------------------------------------------------------------------------- */
 
-int fast_layer_save(const fast_config *cf, const hot_layer_plan *pl, const void *x, hot_dtype dt, hot_ref_saved *out) {
+static int layer_save_run(const fast_config *cf, const hot_layer_plan *pl, const void *x, hot_dtype dt, hot_ref_saved *out) {
   if (!out) return HOT_REF_EARG;
   memset(out, 0, sizeof *out);
   if (!pl || !x || !ref_dt_ok(dt)) return HOT_REF_EARG;
@@ -639,7 +639,14 @@ int fast_layer_save(const fast_config *cf, const hot_layer_plan *pl, const void 
   return rc;
 }
 
-int fast_layer_backward(const fast_config *cf, const hot_layer_plan *pl, const hot_ref_saved *saved, const void *g_y,
+int fast_layer_save(const fast_config *cf, const hot_layer_plan *pl, const void *x, hot_dtype dt, hot_ref_saved *out) {
+  const fast_fpenv e = fast_fpenv_enter(); /* the twins' environment (fast_internal.h) */
+  const int rc = layer_save_run(cf, pl, x, dt, out);
+  fast_fpenv_leave(e);
+  return rc;
+}
+
+static int layer_backward_run(const fast_config *cf, const hot_layer_plan *pl, const hot_ref_saved *saved, const void *g_y,
                         const void *w, hot_dtype dt, hot_gran gran, uint64_t seed, uint32_t step,
                         float *g_x, float *g_w, float *g_b) {
   if (!pl || !saved || !g_y || !w || !g_x || !g_w || !ref_dt_ok(dt)) return HOT_REF_EARG;
@@ -667,6 +674,15 @@ int fast_layer_backward(const fast_config *cf, const hot_layer_plan *pl, const h
   free(gb);
   fast_prof_add(FAST_ST_BIAS, t1);
   fast_prof_add(FAST_ST_TOTAL, t0);
+  return rc;
+}
+
+int fast_layer_backward(const fast_config *cf, const hot_layer_plan *pl, const hot_ref_saved *saved, const void *g_y,
+                        const void *w, hot_dtype dt, hot_gran gran, uint64_t seed, uint32_t step,
+                        float *g_x, float *g_w, float *g_b) {
+  const fast_fpenv e = fast_fpenv_enter(); /* the twins' environment (fast_internal.h) */
+  const int rc = layer_backward_run(cf, pl, saved, g_y, w, dt, gran, seed, step, g_x, g_w, g_b);
+  fast_fpenv_leave(e);
   return rc;
 }
 
@@ -711,7 +727,7 @@ static void lqs_task(void *ctx, int64_t i, int tid) {
   x->part[2 * i + 1] = er;
 }
 
-int fast_layer_calibrate(const fast_config *cf, const hot_layer_plan *pl, const void *g_y, hot_dtype dt, uint64_t seed,
+static int layer_calibrate_run(const fast_config *cf, const hot_layer_plan *pl, const void *g_y, hot_dtype dt, uint64_t seed,
                          uint32_t step, hot_ref_lqs_result *out) {
   if (!pl || !g_y || !out || !ref_dt_ok(dt)) return HOT_REF_EARG;
   int rc = ref_plan_check(pl);
@@ -760,5 +776,13 @@ done:
   free(s_row);
   free(s_smp);
   free(part);
+  return rc;
+}
+
+int fast_layer_calibrate(const fast_config *cf, const hot_layer_plan *pl, const void *g_y, hot_dtype dt, uint64_t seed,
+                         uint32_t step, hot_ref_lqs_result *out) {
+  const fast_fpenv e = fast_fpenv_enter(); /* the twins' environment (fast_internal.h) */
+  const int rc = layer_calibrate_run(cf, pl, g_y, dt, seed, step, out);
+  fast_fpenv_leave(e);
   return rc;
 }

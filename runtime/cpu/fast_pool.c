@@ -162,11 +162,13 @@ static _Thread_local int g_in_region; /* set on workers and on a caller inside i
 static void run_tasks(int64_t n, fast_task_fn fn, void *ctx, int tid) {
   const int was = g_in_region;
   g_in_region = 1;
+  const fast_fpenv env = fast_fpenv_enter(); /* every task in the one environment */
   for (;;) {
     long long i = atomic_fetch_add(&g_next, 1);
     if (i >= n) break;
     fn(ctx, (int64_t)i, tid);
   }
+  fast_fpenv_leave(env);
   g_in_region = was;
 }
 
@@ -269,7 +271,9 @@ void fast_parallel(int64_t n, int threads, fast_task_fn fn, void *ctx) {
   if (threads <= 1 || g_in_region) { /* single-threaded, or nested: inline on this thread */
     const int was = g_in_region;
     g_in_region = 1; /* a task is a task: what it may not do (fast_use_openmp) holds here too */
+    const fast_fpenv env = fast_fpenv_enter();
     for (int64_t i = 0; i < n; ++i) fn(ctx, i, 0);
+    fast_fpenv_leave(env);
     g_in_region = was;
     return;
   }
@@ -311,4 +315,41 @@ void fast_parallel(int64_t n, int threads, fast_task_fn fn, void *ctx) {
   while (g_active > 0) pthread_cond_wait(&g_done, &g_mu);
   pthread_mutex_unlock(&g_mu);
   pthread_mutex_unlock(&g_region);
+}
+
+/* ---- fork ------------------------------------------------------------------------------------ */
+
+/* The process-wide state of this file across fork(): the child has only the forking thread, so
+ * the pool's workers are gone. Before the fork every lock is taken (no region, scratch or
+ * OpenMP switch is half done, so the child inherits a consistent state); the parent releases
+ * them and keeps its workers; the child releases them too and forgets its workers (the next
+ * region creates new ones). A fork from inside a task leaves the region lock alone (its region
+ * holds it): that child then runs its regions inline (g_in_region stays set on its thread). */
+static _Thread_local int g_fork_region; /* prepare took g_region on this thread */
+
+static void fork_prepare(void) {
+  g_fork_region = !g_in_region;
+  if (g_fork_region) pthread_mutex_lock(&g_region);
+  pthread_mutex_lock(&g_omp_mu);
+  pthread_mutex_lock(&g_scr_mu);
+  pthread_mutex_lock(&g_mu);
+}
+
+static void fork_parent(void) {
+  pthread_mutex_unlock(&g_mu);
+  pthread_mutex_unlock(&g_scr_mu);
+  pthread_mutex_unlock(&g_omp_mu);
+  if (g_fork_region) pthread_mutex_unlock(&g_region);
+}
+
+static void fork_child(void) {
+  g_nworkers = 0; /* the workers did not come along */
+  g_active = 0;
+  pthread_cond_init(&g_work, NULL);
+  pthread_cond_init(&g_done, NULL);
+  fork_parent();
+}
+
+__attribute__((constructor)) static void fork_handlers(void) {
+  pthread_atfork(fork_prepare, fork_parent, fork_child);
 }
