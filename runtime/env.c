@@ -2,6 +2,7 @@
 #define _POSIX_C_SOURCE 200809L
 #include "env.h"
 
+#include <ctype.h>
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -23,8 +24,12 @@ int env_parse_u64(const char *name, const char *s, uint64_t lo, uint64_t hi, uin
   char *end = NULL;
   errno = 0;
   unsigned long long v = 0;
-  int ok = s && *s >= '0' && *s <= '9'; /* no sign, no space: strtoull would accept both */
-  if (ok) v = strtoull(s, &end, 0);
+  /* decimal (leading zeros are decimal: "010" is ten, never octal), or hex after 0x / 0X; no
+   * sign, no space (strtoull would accept both) */
+  const int hex = s && s[0] == '0' && (s[1] == 'x' || s[1] == 'X');
+  const char *d = hex ? s + 2 : s;
+  int ok = s && (hex ? isxdigit((unsigned char)*d) : (*d >= '0' && *d <= '9'));
+  if (ok) v = strtoull(d, &end, hex ? 16 : 10);
   if (!ok || errno || !end || *end || v < lo || v > hi)
     return diag_errf(err, errlen, "%s='%s': expected an integer in [%llu, %llu]", name,
                     s ? s : "", (unsigned long long)lo, (unsigned long long)hi);

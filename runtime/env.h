@@ -6,7 +6,8 @@
  * (cuda_api_configure). Tools that use the lower layers directly (hot-gen --compile) get the same
  * parse when they leave a setting to the environment (kcache_open with config.env NULL).
  *
- * Accepted forms: integers in decimal or 0x hex, without sign or trailing characters, inside the
+ * Accepted forms: integers in decimal (leading zeros are decimal: "010" is 10; no octal) or hex
+ * after 0x / 0X, without sign, space or trailing characters, inside the
  * documented range; booleans 0/1, true/false, yes/no, on/off; paths non-empty. An empty variable
  * counts as unset. */
 #ifndef HOT_ENV_H
