@@ -76,7 +76,9 @@ int bench_check_cpu(const bench_run *run, bench_layer *bl, const tooldata *d, co
            info.gran_auto ? " (lqs)" : "");
 
   /* The fp64 references. */
-  if (fast_exact_gx(T, O, I, d->gy, d->w, ex) != 0 || fast_exact_gw(T, O, I, d->gy, d->x, ew) != 0) {
+  const fast_config *cf = tools_fast_config(NULL, 0); /* HOT_CPU_*, as the CPU backend */
+  if (fast_exact_gx(cf, T, O, I, d->gy, d->w, ex) != 0 ||
+      fast_exact_gw(cf, T, O, I, d->gy, d->x, ew) != 0) {
     snprintf(bl->status, sizeof bl->status, "fp64 reference failed");
     goto free_exact;
   }

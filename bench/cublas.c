@@ -33,7 +33,7 @@ struct bench_cublas {
 const char *bench_cublas_path(const bench_cublas *c) { return c ? c->path : ""; }
 
 int bench_lib_candidates(const char *stem, char out[][512], int max) {
-  const char *home = getenv("HOT_CUDA_HOME");
+  const char *home = env_get("HOT_CUDA_HOME");
   const char *dirs[3] = {home && *home ? home : NULL, HOT_CUDA_LIBDIR_DEFAULT, ""};
   int n = 0;
   for (int d = 0; d < 3; ++d) {

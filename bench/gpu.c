@@ -44,8 +44,13 @@ bench_gpu *bench_gpu_open(char *err, size_t n) {
     free(g);
     return NULL;
   }
-  const char *dv = getenv("HOT_DEVICE");
-  int ord = dv && *dv ? atoi(dv) : 0;
+  const char *dv = env_get("HOT_DEVICE"); /* the parser and range of hot_ctx_create (env.h) */
+  uint64_t ordv = 0;
+  if (dv && env_parse_u64("HOT_DEVICE", dv, 0, 1024, &ordv, err, n)) {
+    free(g);
+    return NULL;
+  }
+  int ord = (int)ordv;
   const cuda_driver *d = g->d;
   CUresult r = d->cuDeviceGet(&g->dev, ord);
   if (!r) r = d->cuDevicePrimaryCtxRetain(&g->pctx, g->dev);

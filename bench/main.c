@@ -300,8 +300,11 @@ static int load_layers(bench_run *run) {
   snprintf(run->model, sizeof run->model, "%s", g_model.name);
   snprintf(run->recipe, sizeof run->recipe, "%s", plan_recipe_name(g_model.recipe));
   run->seed = g_model.seed;
-  const char *se = getenv("HOT_SEED");
-  if (se && *se) run->seed = strtoull(se, NULL, 0);
+  const char *se = env_get("HOT_SEED"); /* checked by hot_ctx_create (env.h): the same parser */
+  uint64_t seed = 0;
+  char serr[160];
+  if (se && env_parse_u64("HOT_SEED", se, 0, UINT64_MAX, &seed, serr, sizeof serr) == 0)
+    run->seed = seed;
 
   run->layers = calloc((size_t)g_model.n_layers + 1, sizeof *run->layers);
   if (!run->layers) return 1;
@@ -334,7 +337,7 @@ static int open_backend(bench_run *run, hot_ctx **ctx, bench_gpu **gpu, const ch
   char err[600];
   hot_status st = bench_ctx_open(ctx, run, o->backend, NULL, 0, NULL, err, sizeof err);
   if (st != HOT_OK) {
-    const char *eb = getenv("HOT_BACKEND");
+    const char *eb = env_get("HOT_BACKEND");
     if (o->backend == HOT_BACKEND_DEFAULT)
       fprintf(stderr, "hot-bench: HOT_BACKEND=%s: %s: %s\n", eb && *eb ? eb : "(unset: auto)",
               hot_status_name(st), err);
@@ -358,7 +361,7 @@ static int open_backend(bench_run *run, hot_ctx **ctx, bench_gpu **gpu, const ch
       return 1;
     }
   } else {
-    const char *ea = getenv("HOT_ARCH");
+    const char *ea = env_get("HOT_ARCH");
     *jit_arch = o->arch ? o->arch : (ea && *ea ? ea : "sm_90");
     snprintf(run->arch, sizeof run->arch, "%s", *jit_arch);
   }

@@ -541,12 +541,12 @@ static int pd_references(pd_run *p, uint64_t seed) {
   const hot_layer_plan *pl = p->pl;
   const int64_t T = L->T, O = L->O, I = L->I;
   wi_inputs(L, seed, p->bl->index, (float)(p->run->opt.gy_scale > 0 ? p->run->opt.gy_scale : 1.0));
-  int bad = fast_exact_gx(T, O, I, L->gy, L->w, L->ex) ||
+  int bad = fast_exact_gx(tools_fast_config(NULL, 0), T, O, I, L->gy, L->w, L->ex) ||
             ref_hq_transform_g(pl, L->gy, HOT_DT_F32, L->g_t) ||
             ref_hq_transform_w(pl, L->w, HOT_DT_F32, L->w_t) ||
             ref_hla_transform(pl, L->gy, HOT_DT_F32, O, L->hg_t);
   for (int k = 0; k < NKIND && !bad; ++k)
-    bad = fast_exact_gw(T, O, I, L->gy, L->x[k], L->ew[k]) ||
+    bad = fast_exact_gw(tools_fast_config(NULL, 0), T, O, I, L->gy, L->x[k], L->ew[k]) ||
           ref_hla_transform(pl, L->x[k], HOT_DT_F32, I, L->hx_t[k]);
   if (bad) {
     fprintf(p->f, "%-10s: reference or transform failed\n", p->bl->name);

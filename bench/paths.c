@@ -869,7 +869,7 @@ static int compile_one(hot_ctx *c, const bench_run *run, const hot_layer_spec *s
 }
 
 int bench_gemm_paths_precompile(bench_run *run) {
-  const char *dir = getenv("HOT_CACHE_DIR");
+  const char *dir = env_get("HOT_CACHE_DIR");
   if (!dir || !*dir) {
     fprintf(stderr, "hot-bench: --precompile needs HOT_CACHE_DIR (the kernel cache folder to fill)\n");
     return 1;

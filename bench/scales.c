@@ -74,7 +74,8 @@ static int run_kind(const hot_layer_plan *pl, const hot_layer_plan *pl_s, const 
   if (!g || !gx || !sg || !gw || !ex || !ew || (pl->hq.enabled && (!qg || !qw))) goto done;
   make_g(g, T, O, kind, seed, layer);
   *why = "reference failed";
-  if (fast_exact_gx(T, O, I, g, w, ex) || fast_exact_gw(T, O, I, g, x, ew)) goto done;
+  const fast_config *cf = tools_fast_config(NULL, 0); /* HOT_CPU_*, as the CPU backend */
+  if (fast_exact_gx(cf, T, O, I, g, w, ex) || fast_exact_gw(cf, T, O, I, g, x, ew)) goto done;
   for (int k = 0; k < 3; ++k) r->gx[k] = -1.0;
   r->gw[0] = r->gw[1] = -1.0;
   r->have_lqs = 0;

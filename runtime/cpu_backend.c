@@ -1,5 +1,5 @@
 /* cpu_backend.c — the per-step calls of the CPU backend: the fast CPU path (runtime/cpu/fast.h:
- * threaded, SIMD, HOT_CPU_THREADS threads) whose results are the reference twins' (templates/ref.h)
+ * threaded, SIMD; the context's HOT_CPU_THREADS and HOT_CPU_ISA, read once) whose results are the reference twins' (templates/ref.h)
  * bit for bit, so they are also what the GPU kernels are compared with.
  *
  * The saved buffer holds what hot_ref_saved holds, flat: with ABC the saved codes (I rows of
@@ -19,6 +19,10 @@ typedef struct {
 } cpu_layer;
 
 static cpu_layer *CPU(const hot_layer *layer) { return layer->be; }
+
+/* The context's fast_config (ctx->be): HOT_CPU_THREADS and HOT_CPU_ISA as hot_ctx_create read
+ * them (ctx->env), fixed for the life of the context. */
+static const fast_config *CFG(const hot_layer *layer) { return layer->ctx->be; }
 
 static hot_status cpu_ref_status(hot_layer *layer, int rc, const char *what) {
   hot_ctx *ctx = layer->ctx;
@@ -62,7 +66,7 @@ static hot_status cpu_layer_save(hot_layer *layer, const void *x, void *saved) {
   void *dst = saved ? saved : own_buffer(layer);
   if (!dst) return ctx_fail(layer->ctx, HOT_ERR_NOMEM, "hot_layer_save: out of memory");
   hot_ref_saved s;
-  int rc = fast_layer_save(pl, x, layer->spec.dtype, &s);
+  int rc = fast_layer_save(CFG(layer), pl, x, layer->spec.dtype, &s);
   if (rc) return cpu_ref_status(layer, rc, "save");
   if (s.q_x) {
     const int64_t nc = plan_buffer_bytes(pl, HOT_BUF_SAVED_CODES), off = scale_offset(pl);
@@ -95,7 +99,7 @@ static hot_status cpu_layer_backward(hot_layer *layer, const void *g_y, const vo
     s.x = (float *)(uintptr_t)src;
   }
   s.bytes = layer_saved_bytes(pl);
-  int rc = fast_layer_backward(pl, &s, g_y, w, layer->spec.dtype, layer->gran, layer->seed, step,
+  int rc = fast_layer_backward(CFG(layer), pl, &s, g_y, w, layer->spec.dtype, layer->gran, layer->seed, step,
                                g_x, g_w, g_b);
   free(sx);
   if (rc) return cpu_ref_status(layer, rc, "backward");
@@ -112,7 +116,7 @@ static hot_status cpu_layer_backward(hot_layer *layer, const void *g_y, const vo
 
 static hot_status cpu_layer_calibrate(hot_layer *layer, const void *g_y, uint32_t step) {
   hot_ref_lqs_result r;
-  int rc = fast_layer_calibrate(layer->plan, g_y, layer->spec.dtype, layer->seed, step, &r);
+  int rc = fast_layer_calibrate(CFG(layer), layer->plan, g_y, layer->spec.dtype, layer->seed, step, &r);
   if (rc) return cpu_ref_status(layer, rc, "calibrate");
   layer->gran = r.choice;
   layer->lqs_e_tensor = r.e_tensor;
@@ -138,9 +142,11 @@ int hot_cpu_openmp(char *buf, size_t cap) { return fast_openmp(cap ? buf : NULL,
 
 /* ---- the backend interface (backend.h) ------------------------------------------------------ */
 
-/* The CPU has no context state. */
 static hot_status ops_init(hot_ctx *ctx) {
-  ctx->be = NULL;
+  fast_config *c = malloc(sizeof *c);
+  ctx->be = c;
+  if (!c) return ctx_fail(ctx, HOT_ERR_NOMEM, "hot_ctx_create: out of memory");
+  fast_config_init(c, ctx->env.cpu_threads, ctx->env.cpu_isa);
   return HOT_OK;
 }
 
@@ -148,7 +154,8 @@ static hot_status ops_init(hot_ctx *ctx) {
  * away hands them back, so a finished model does not keep its scratch (other contexts simply
  * allocate again). */
 static void ops_fini(hot_ctx *ctx) {
-  (void)ctx;
+  free(ctx->be);
+  ctx->be = NULL;
   fast_release_scratch();
 }
 

@@ -2,6 +2,7 @@
 #define _GNU_SOURCE
 #include "cuda_api.h"
 #include "diag.h"
+#include "env.h"
 
 #include <dlfcn.h>
 #include <pthread.h>
@@ -43,6 +44,13 @@ static int resolve(void *lib, const char *sym, void *fnp, size_t fnsize) {
 
 /* ---- configuration -------------------------------------------------------------------------- */
 static pthread_mutex_t cfg_mu = PTHREAD_MUTEX_INITIALIZER;
+/* fork(): the child gets the configured CUDA paths consistent (the lock is held across the fork, then released on
+ * both sides; pthread_atfork, registered at load). */
+static void cfg_mu_lock(void) { pthread_mutex_lock(&cfg_mu); }
+static void cfg_mu_unlock(void) { pthread_mutex_unlock(&cfg_mu); }
+__attribute__((constructor)) static void cfg_mu_atfork(void) {
+  pthread_atfork(cfg_mu_lock, cfg_mu_unlock, cfg_mu_unlock);
+}
 static int cfg_set;
 static char cfg_driver[HOT_CUDA_PATH_MAX + 1], cfg_home[HOT_CUDA_PATH_MAX + 1];
 static int cfg_long[2]; /* a configured value was longer than HOT_CUDA_PATH_MAX */
@@ -63,7 +71,7 @@ void cuda_api_configure(const char *driver, const char *home) {
 static const char *configured(int driver, char *buf, size_t n, int *too_long) {
   pthread_mutex_lock(&cfg_mu);
   const char *v = cfg_set ? (driver ? cfg_driver : cfg_home)
-                          : getenv(driver ? "HOT_CUDA_DRIVER" : "HOT_CUDA_HOME");
+                          : env_get(driver ? "HOT_CUDA_DRIVER" : "HOT_CUDA_HOME");
   *too_long = cfg_set ? cfg_long[driver] : (v && strlen(v) > HOT_CUDA_PATH_MAX);
   snprintf(buf, n, "%s", v && !*too_long ? v : "");
   pthread_mutex_unlock(&cfg_mu);

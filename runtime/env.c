@@ -2,6 +2,7 @@
 #define _POSIX_C_SOURCE 200809L
 #include "env.h"
 
+#include <ctype.h>
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -23,8 +24,12 @@ int env_parse_u64(const char *name, const char *s, uint64_t lo, uint64_t hi, uin
   char *end = NULL;
   errno = 0;
   unsigned long long v = 0;
-  int ok = s && *s >= '0' && *s <= '9'; /* no sign, no space: strtoull would accept both */
-  if (ok) v = strtoull(s, &end, 0);
+  /* decimal (leading zeros are decimal: "010" is ten, never octal), or hex after 0x / 0X; no
+   * sign, no space (strtoull would accept both) */
+  const int hex = s && s[0] == '0' && (s[1] == 'x' || s[1] == 'X');
+  const char *d = hex ? s + 2 : s;
+  int ok = s && (hex ? isxdigit((unsigned char)*d) : (*d >= '0' && *d <= '9'));
+  if (ok) v = strtoull(d, &end, hex ? 16 : 10);
   if (!ok || errno || !end || *end || v < lo || v > hi)
     return diag_errf(err, errlen, "%s='%s': expected an integer in [%llu, %llu]", name,
                     s ? s : "", (unsigned long long)lo, (unsigned long long)hi);
@@ -138,15 +143,16 @@ static rt_status env_read_toolchain(hot_env *o, char *err, size_t errlen) {
   return RT_OK;
 }
 
-/* The CPU backend's variables: read by the fast path itself where it runs (runtime/cpu,
- * which takes a bad value as unset), checked here so that a context refuses them by name. */
-static rt_status env_read_cpu(char *err, size_t errlen) {
+rt_status env_read_cpu(int *threads, int *isa, char *err, size_t errlen) {
   const char *v;
-  uint64_t u;
-  if ((v = env_get("HOT_CPU_THREADS")) &&
-      env_parse_u64("HOT_CPU_THREADS", v, 1, FAST_MAX_THREADS, &u, err, errlen))
-    return RT_ERR_INVALID;
-  if ((v = env_get("HOT_CPU_ISA")) && fast_level_by_name(v) < 0) {
+  uint64_t u = 0;
+  *threads = 0, *isa = -1;
+  if ((v = env_get("HOT_CPU_THREADS"))) {
+    if (env_parse_u64("HOT_CPU_THREADS", v, 1, FAST_MAX_THREADS, &u, err, errlen))
+      return RT_ERR_INVALID;
+    *threads = (int)u;
+  }
+  if ((v = env_get("HOT_CPU_ISA")) && (*isa = fast_level_by_name(v)) < 0) {
     diag_errf(err, errlen, "HOT_CPU_ISA='%s': expected scalar, avx2, avxvnni, avx512 or amx", v);
     return RT_ERR_INVALID;
   }
@@ -157,7 +163,7 @@ rt_status env_read(hot_env *o, unsigned skip, char *err, size_t errlen) {
   memset(o, 0, sizeof *o);
   rt_status st = env_read_selection(o, skip, err, errlen);
   if (st == RT_OK) st = env_read_toolchain(o, err, errlen);
-  if (st == RT_OK) st = env_read_cpu(err, errlen);
+  if (st == RT_OK) st = env_read_cpu(&o->cpu_threads, &o->cpu_isa, err, errlen);
   if (st != RT_OK) return st;
   o->xdg_cache_home = env_get("XDG_CACHE_HOME");
   o->home = env_get("HOME");

@@ -6,7 +6,8 @@
  * (cuda_api_configure). Tools that use the lower layers directly (hot-gen --compile) get the same
  * parse when they leave a setting to the environment (kcache_open with config.env NULL).
  *
- * Accepted forms: integers in decimal or 0x hex, without sign or trailing characters, inside the
+ * Accepted forms: integers in decimal (leading zeros are decimal: "010" is 10; no octal) or hex
+ * after 0x / 0X, without sign, space or trailing characters, inside the
  * documented range; booleans 0/1, true/false, yes/no, on/off; paths non-empty. An empty variable
  * counts as unset. */
 #ifndef HOT_ENV_H
@@ -44,6 +45,8 @@ typedef struct {
   int tune;
   const char *tune_db;       /* HOT_TUNE_DB: the user tuning database (default
                                 <cache dir>/tune.db); a missing file is no rows */
+  int cpu_threads;           /* HOT_CPU_THREADS: 1 .. 256 (FAST_MAX_THREADS); 0 = unset */
+  int cpu_isa;               /* HOT_CPU_ISA: the level cap (fast_level_by_name); -1 = unset */
   const char *xdg_cache_home; /* XDG_CACHE_HOME and HOME: where the default cache lives */
   const char *home;
 } hot_env;
@@ -69,6 +72,12 @@ rt_status env_dup(hot_env *dst, const hot_env *src, char **block);
 int env_parse_u64(const char *name, const char *s, uint64_t lo, uint64_t hi, uint64_t *out,
                   char *err, size_t errlen);
 int env_parse_bool(const char *name, const char *s, int *out, char *err, size_t errlen);
+
+/* The CPU backend's variables, the one parser of them (env_read's, and the tools'): *threads =
+ * HOT_CPU_THREADS (1 .. 256; 0 when unset), *isa = the level HOT_CPU_ISA names (-1 when unset).
+ * RT_OK, or RT_ERR_INVALID with a message naming the variable and its value. The fast path never
+ * reads the environment: these values reach it through fast_config_init. */
+rt_status env_read_cpu(int *threads, int *isa, char *err, size_t errlen);
 
 /* The value of a variable, NULL when unset or empty. */
 const char *env_get(const char *name);

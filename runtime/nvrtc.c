@@ -3,6 +3,7 @@
 #include "nvrtc.h"
 #include "cuda_api.h" /* the NVRTC table, the toolkit include folder */
 #include "diag.h"
+#include "env.h"
 
 #include <ctype.h>
 #include <stdarg.h>
@@ -198,7 +199,7 @@ int nvrtc_parse_time_csv(const char *csv, hot_compile_result *r) {
 
 /* A new empty temp file for NVRTC's --time report: its path into buf (0), or -1 (no report). */
 static int time_file(char *buf, size_t n) {
-  const char *dir = getenv("TMPDIR");
+  const char *dir = env_get("TMPDIR");
   if (!dir || dir[0] != '/') dir = "/tmp";
   if (snprintf(buf, n, "%s/hot-nvrtc-time-XXXXXX", dir) >= (int)n) return -1;
   int fd = mkstemp(buf);

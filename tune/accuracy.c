@@ -256,8 +256,10 @@ static int reference(int layer, const tune_opts *o, int kind, const tooldata *d)
   refs.ex[kind] = malloc((size_t)(d->T * d->I) * sizeof(double));
   refs.ew[kind] = malloc((size_t)(d->O * d->I) * sizeof(double));
   if (!refs.ex[kind] || !refs.ew[kind] ||
-      fast_exact_gx(d->T, d->O, d->I, d->gy, d->w, refs.ex[kind]) != 0 ||
-      fast_exact_gw(d->T, d->O, d->I, d->gy, d->x, refs.ew[kind]) != 0)
+      fast_exact_gx(tools_fast_config(NULL, 0), d->T, d->O, d->I, d->gy, d->w,
+                    refs.ex[kind]) != 0 ||
+      fast_exact_gw(tools_fast_config(NULL, 0), d->T, d->O, d->I, d->gy, d->x,
+                    refs.ew[kind]) != 0)
     return -1;
   refs.have[kind] = 1;
   return 0;

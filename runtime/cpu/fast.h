@@ -44,10 +44,36 @@ typedef enum {
 /* The most threads a parallel region runs on (HOT_CPU_THREADS above it is not a thread count). */
 #define FAST_MAX_THREADS 256
 
-/* Threads of the parallel regions: n > 0 sets it, n <= 0 returns to the default
- * (HOT_CPU_THREADS when it is a positive integer, else the number of online CPUs; at most 256). */
+/* The kernels of one dispatch level (fast_internal.h): one table per level, picked once. */
+typedef struct fast_kernels fast_kernels;
+
+/* What a call of the fast path runs with, fixed when it is built (fast_config_init): the thread
+ * count of its parallel regions, the dispatch level and that level's kernel table. Nothing of
+ * it is read from the environment: HOT_CPU_THREADS and HOT_CPU_ISA are parsed once, by
+ * runtime/env.c (env_read_cpu), which hot_ctx_create and the tools call, and their values are
+ * handed to fast_config_init. A plain struct the caller owns; copying it is fine. */
+typedef struct {
+  int threads;           /* 1 .. FAST_MAX_THREADS */
+  fast_level level;      /* the level the kernels run at */
+  const fast_kernels *k; /* that level's kernel table (static: never freed) */
+} fast_config;
+
+/* Builds *c: `threads` > 0 threads (at most FAST_MAX_THREADS), else the online CPUs (at most
+ * FAST_MAX_THREADS); the highest level at most `cap` (FAST_LEVEL_*, or -1 for no cap) that the
+ * CPU has, with its kernel table. Asks the CPU (and, for the amx-int8 level, Linux: only when
+ * cap allows it) once per process; never reads the environment. */
+void fast_config_init(fast_config *c, int threads, int cap);
+
+/* The process default that the fast path's functions use when given a NULL config: built by
+ * fast_config_init from fast_set_threads (else the online CPUs) and fast_set_level (else no cap);
+ * the environment plays no part (a program that wants HOT_CPU_THREADS / HOT_CPU_ISA parses them
+ * with env_read_cpu and builds its own config, as hot_ctx_create does). */
+void fast_config_default(fast_config *c);
+
+/* The thread count of the default config: n > 0 sets it, n <= 0 returns to the online CPUs (at
+ * most 256). Process-wide; meant for tests and benchmarks. */
 void fast_set_threads(int n);
-/* The thread count the next call will use (>= 1). */
+/* The default config's thread count (>= 1). */
 int fast_threads(void);
 
 /* Runs the parallel regions on the workers of an OpenMP runtime that is already loaded in the
@@ -68,11 +94,10 @@ int fast_use_openmp(const char *runtime);
  * own pool is in use. Safe anywhere, also inside a task. */
 int fast_openmp(char *buf, size_t cap);
 
-/* Caps the dispatch level: `max` in FAST_LEVEL_*, or -1 for no cap (the default; HOT_CPU_ISA =
- * "scalar", "avx2", "avxvnni", "avx512" or "amx" caps it from the environment when no cap was set
- * here; another value of HOT_CPU_ISA is no cap). */
+/* Caps the default config's dispatch level: `max` in FAST_LEVEL_*, or -1 for no cap (the
+ * default). Process-wide; meant for tests and benchmarks. */
 void fast_set_level(int max);
-/* The level the kernels run at: the highest level at most the cap that the CPU supports. */
+/* The default config's level: the highest level at most the cap that the CPU supports. */
 fast_level fast_level_now(void);
 /* The highest level this CPU supports. */
 fast_level fast_level_cpu(void);
@@ -131,24 +156,27 @@ const char *fast_stage_name(int stage);
 
 /* ---- whole layer: the same contract as hot_ref_layer_* (ref.h) ------------------------------ */
 
+/* Every function below takes the config it runs with first: its threads and its level's
+ * kernels (NULL: fast_config_default). */
+
 /* As ref_layer_save: the saved buffer (q_x^ and s_x^ with ABC, else an fp32 copy of x)
  * with the same bytes; release it with ref_saved_free. */
-int fast_layer_save(const hot_layer_plan *pl, const void *x, hot_dtype dt, hot_ref_saved *out);
+int fast_layer_save(const fast_config *cf, const hot_layer_plan *pl, const void *x, hot_dtype dt, hot_ref_saved *out);
 
 /* As ref_layer_backward: g_x[T*I], g_w[O*I] and g_b[O] (when not NULL), bit for bit. */
-int fast_layer_backward(const hot_layer_plan *pl, const hot_ref_saved *saved, const void *g_y,
+int fast_layer_backward(const fast_config *cf, const hot_layer_plan *pl, const hot_ref_saved *saved, const void *g_y,
                         const void *w, hot_dtype dt, hot_gran gran, uint64_t seed, uint32_t step,
                         float *g_x, float *g_w, float *g_b);
 
 /* As ref_layer_calibrate (ref_lqs): the same errors and choice, bit for bit. */
-int fast_layer_calibrate(const hot_layer_plan *pl, const void *g_y, hot_dtype dt, uint64_t seed,
+int fast_layer_calibrate(const fast_config *cf, const hot_layer_plan *pl, const void *g_y, hot_dtype dt, uint64_t seed,
                          uint32_t step, hot_ref_lqs_result *out);
 
 /* ---- fp64 exact products: the same contract and bits as exact_ref.c ----------------------- */
 
-int fast_exact_gx(int64_t T, int64_t O, int64_t I, const float *g_y, const float *w, double *g_x);
-int fast_exact_gw(int64_t T, int64_t O, int64_t I, const float *g_y, const float *x, double *g_w);
-int fast_hq_gx_f64(const hot_layer_plan *pl, const float *g_y, const float *w, double *g_x);
-int fast_hla_gw_f64(const hot_layer_plan *pl, const float *g_y, const float *x, double *g_w);
+int fast_exact_gx(const fast_config *cf, int64_t T, int64_t O, int64_t I, const float *g_y, const float *w, double *g_x);
+int fast_exact_gw(const fast_config *cf, int64_t T, int64_t O, int64_t I, const float *g_y, const float *x, double *g_w);
+int fast_hq_gx_f64(const fast_config *cf, const hot_layer_plan *pl, const float *g_y, const float *w, double *g_x);
+int fast_hla_gw_f64(const fast_config *cf, const hot_layer_plan *pl, const float *g_y, const float *x, double *g_w);
 
 #endif /* HOT_FAST_H */

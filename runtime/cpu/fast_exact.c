@@ -41,7 +41,7 @@ typedef struct {
   int64_t b_sk, b_sn;
   int64_t M, N, K;
   double *c;
-  int level;
+  const fast_config *cf; /* threads and the level's kernels (cf->k->f64_avx2, f64_fma) */
   int fma;          /* the fused kernel (dkern_fma): AVX2 + FMA, both operands fp32 */
   double **scratch; /* per thread: packed A (DMC x DKC), packed B (DKC x DNC), an edge tile */
 } dctx;
@@ -84,7 +84,7 @@ static void pack_block(const dctx *x, int b, int64_t m0, int64_t rows, int64_t k
     const void *src = base + (size_t)(k0 * sk + j0 * sj) * esz;
     double *d = dst + p * kc * w;
 #if FAST_X86
-    if (x->level >= FAST_LEVEL_AVX2 && sj == 1 && jn == w) {
+    if (x->cf->k->f64_avx2 && sj == 1 && jn == w) {
       pack_strip_avx2(d, w, src, f32, sk, kc);
       continue;
     }
@@ -158,7 +158,7 @@ static void dtile(const dctx *x, const double *ap, const double *bp, int64_t kc,
         tmp[m * DNR + n] = r0 + m < x->M && c0 + n < x->N ? x->c[(r0 + m) * x->N + c0 + n] : 0.0;
 #if FAST_X86
   if (x->fma) dkern_fma(ap, bp, kc, c, ldc);
-  else if (x->level >= FAST_LEVEL_AVX2) dkern_avx2(ap, bp, kc, c, ldc);
+  else if (x->cf->k->f64_avx2) dkern_avx2(ap, bp, kc, c, ldc);
   else
 #endif
     dkern_scalar(ap, bp, kc, c, ldc);
@@ -191,11 +191,8 @@ static void dtile_task(void *ctx, int64_t i, int tid) {
 
 /* Runs x over the pool (x->c must hold +0.0 on entry). */
 static int dgemm(dctx *x) {
-  const int threads = fast_threads();
-  x->level = fast_level_now();
-#if FAST_X86
-  x->fma = x->level >= FAST_LEVEL_AVX2 && x->a_f32 && x->b_f32 && __builtin_cpu_supports("fma");
-#endif
+  const int threads = x->cf->threads;
+  x->fma = x->cf->k->f64_fma && x->a_f32 && x->b_f32;
   x->scratch = calloc((size_t)threads, sizeof *x->scratch);
   int rc = x->scratch ? HOT_REF_OK : HOT_REF_ENOMEM;
   for (int t = 0; t < threads && !rc; ++t)
@@ -208,19 +205,36 @@ static int dgemm(dctx *x) {
   return rc;
 }
 
-int fast_exact_gx(int64_t T, int64_t O, int64_t I, const float *g_y, const float *w, double *g_x) {
+static int exact_gx_run(const fast_config *cf, int64_t T, int64_t O, int64_t I, const float *g_y, const float *w, double *g_x) {
+  FAST_CONFIG_OR_DEFAULT(cf);
   if (T <= 0 || O <= 0 || I <= 0 || !g_y || !w || !g_x) return HOT_REF_EARG;
   memset(g_x, 0, (size_t)(T * I) * sizeof *g_x);
-  dctx x = {g_y, 1, O, 1, w, 1, I, 1, T, I, O, g_x, 0, 0, NULL};
+  dctx x = {g_y, 1, O, 1, w, 1, I, 1, T, I, O, g_x, cf, 0, NULL};
   return dgemm(&x);
 }
 
-int fast_exact_gw(int64_t T, int64_t O, int64_t I, const float *g_y, const float *x_,
+int fast_exact_gx(const fast_config *cf, int64_t T, int64_t O, int64_t I, const float *g_y, const float *w, double *g_x) {
+  const fast_fpenv e = fast_fpenv_enter(); /* the twins' environment (fast_internal.h) */
+  const int rc = exact_gx_run(cf, T, O, I, g_y, w, g_x);
+  fast_fpenv_leave(e);
+  return rc;
+}
+
+static int exact_gw_run(const fast_config *cf, int64_t T, int64_t O, int64_t I, const float *g_y, const float *x_,
                   double *g_w) {
+  FAST_CONFIG_OR_DEFAULT(cf);
   if (T <= 0 || O <= 0 || I <= 0 || !g_y || !x_ || !g_w) return HOT_REF_EARG;
   memset(g_w, 0, (size_t)(O * I) * sizeof *g_w);
-  dctx x = {g_y, 1, 1, O, x_, 1, I, 1, O, I, T, g_w, 0, 0, NULL};
+  dctx x = {g_y, 1, 1, O, x_, 1, I, 1, O, I, T, g_w, cf, 0, NULL};
   return dgemm(&x);
+}
+
+int fast_exact_gw(const fast_config *cf, int64_t T, int64_t O, int64_t I, const float *g_y, const float *x_,
+                  double *g_w) {
+  const fast_fpenv e = fast_fpenv_enter(); /* the twins' environment (fast_internal.h) */
+  const int rc = exact_gw_run(cf, T, O, I, g_y, x_, g_w);
+  fast_fpenv_leave(e);
+  return rc;
 }
 
 /* ---- fp64 transforms ------------------------------------------------------------------------- */
@@ -252,16 +266,17 @@ static void f64_task(void *ctx, int64_t i, int tid) {
   fwht64_cols(x->m + blk * x->p * x->cols, x->p, x->cols, c0, x->cols - c0 < 256 ? x->cols - c0 : 256);
 }
 
-static void fwht64_blocks(double *m, int p, int64_t blocks, int64_t cols) {
+static void fwht64_blocks(const fast_config *cf, double *m, int p, int64_t blocks, int64_t cols) {
   fctx x = {m, p, blocks, cols};
-  fast_parallel(blocks * fast_cdiv(cols, 256), 0, f64_task, &x);
+  fast_parallel(blocks * fast_cdiv(cols, 256), cf->threads, f64_task, &x);
 }
 
 static void div_all(double *c, int64_t n, double div) {
   for (int64_t i = 0; i < n; ++i) c[i] /= div;
 }
 
-int fast_hq_gx_f64(const hot_layer_plan *pl, const float *g_y, const float *w, double *g_x) {
+static int hq_gx_f64_run(const fast_config *cf, const hot_layer_plan *pl, const float *g_y, const float *w, double *g_x) {
+  FAST_CONFIG_OR_DEFAULT(cf);
   if (!pl || !g_y || !w || !g_x) return HOT_REF_EARG;
   int rc = ref_plan_check(pl);
   if (rc) return rc;
@@ -277,15 +292,22 @@ int fast_hq_gx_f64(const hot_layer_plan *pl, const float *g_y, const float *w, d
     for (int64_t o = 0; o < O; ++o) gt[o * T + t] = g_y[t * O + o];
   for (int64_t o = 0; o < O; ++o)
     for (int64_t i = 0; i < I; ++i) wt[o * I + i] = w[o * I + i];
-  fwht64_blocks(gt, b, op / b, T);
-  fwht64_blocks(wt, b, op / b, I);
+  fwht64_blocks(cf, gt, b, op / b, T);
+  fwht64_blocks(cf, wt, b, op / b, I);
   memset(g_x, 0, (size_t)(T * I) * sizeof *g_x);
-  dctx x = {gt, 0, 1, T, wt, 0, I, 1, T, I, op, g_x, 0, 0, NULL};
+  dctx x = {gt, 0, 1, T, wt, 0, I, 1, T, I, op, g_x, cf, 0, NULL};
   rc = dgemm(&x);
   if (!rc) div_all(g_x, T * I, (double)b);
 done:
   free(gt);
   free(wt);
+  return rc;
+}
+
+int fast_hq_gx_f64(const fast_config *cf, const hot_layer_plan *pl, const float *g_y, const float *w, double *g_x) {
+  const fast_fpenv e = fast_fpenv_enter(); /* the twins' environment (fast_internal.h) */
+  const int rc = hq_gx_f64_run(cf, pl, g_y, w, g_x);
+  fast_fpenv_leave(e);
   return rc;
 }
 
@@ -318,8 +340,9 @@ static void p64_task(void *ctx, int64_t i, int tid) {
            (size_t)n * sizeof *x->out);
 }
 
-static int project64(const hot_layer_plan *pl, const float *src, int64_t cols, double *out) {
-  const int threads = fast_threads();
+static int project64(const fast_config *cf, const hot_layer_plan *pl, const float *src,
+                     int64_t cols, double *out) {
+  const int threads = cf->threads;
   pctx x = {pl, src, cols, out, calloc((size_t)threads, sizeof(double *))};
   int rc = x.scratch ? HOT_REF_OK : HOT_REF_ENOMEM;
   for (int t = 0; t < threads && !rc; ++t)
@@ -331,7 +354,8 @@ static int project64(const hot_layer_plan *pl, const float *src, int64_t cols, d
   return rc;
 }
 
-int fast_hla_gw_f64(const hot_layer_plan *pl, const float *g_y, const float *x_, double *g_w) {
+static int hla_gw_f64_run(const fast_config *cf, const hot_layer_plan *pl, const float *g_y, const float *x_, double *g_w) {
+  FAST_CONFIG_OR_DEFAULT(cf);
   if (!pl || !g_y || !x_ || !g_w) return HOT_REF_EARG;
   int rc = ref_plan_check(pl);
   if (rc) return rc;
@@ -339,15 +363,22 @@ int fast_hla_gw_f64(const hot_layer_plan *pl, const float *g_y, const float *x_,
   const int64_t K = pl->hla.k, O = pl->O, I = pl->I;
   double *gh = malloc((size_t)(K * O) * sizeof *gh), *xh = malloc((size_t)(K * I) * sizeof *xh);
   rc = HOT_REF_ENOMEM;
-  if (gh && xh) rc = project64(pl, g_y, O, gh);
-  if (!rc) rc = project64(pl, x_, I, xh);
+  if (gh && xh) rc = project64(cf, pl, g_y, O, gh);
+  if (!rc) rc = project64(cf, pl, x_, I, xh);
   if (!rc) {
     memset(g_w, 0, (size_t)(O * I) * sizeof *g_w);
-    dctx x = {gh, 0, 1, O, xh, 0, I, 1, O, I, K, g_w, 0, 0, NULL};
+    dctx x = {gh, 0, 1, O, xh, 0, I, 1, O, I, K, g_w, cf, 0, NULL};
     rc = dgemm(&x);
     if (!rc) div_all(g_w, O * I, (double)pl->hla.block);
   }
   free(gh);
   free(xh);
+  return rc;
+}
+
+int fast_hla_gw_f64(const fast_config *cf, const hot_layer_plan *pl, const float *g_y, const float *x_, double *g_w) {
+  const fast_fpenv e = fast_fpenv_enter(); /* the twins' environment (fast_internal.h) */
+  const int rc = hla_gw_f64_run(cf, pl, g_y, x_, g_w);
+  fast_fpenv_leave(e);
   return rc;
 }

@@ -4,7 +4,7 @@
  * panels of MR, rows of B in panels of 16), then every thread computes whole output tiles and
  * hands each to the caller's epilogue.
  *
- * Kernels (picked by fast_level_now() and the code bounds qa, qb):
+ * Kernels (picked by the level's setup, fast_gemm_by_level, and the code bounds qa, qb):
  *  - scalar: 16-bit packed pairs, uint32 sums (portable; what every level falls back to);
  *  - AVX2 "w16": vpmaddwd on sign-extended 16-bit pairs: exact for any int8 codes;
  *  - AVX2 "u8": vpmaddubsw on (a + qa) as u8 times b as s8, 16-bit partial sums widened by
@@ -41,7 +41,7 @@ enum { K_W16 = 0, K_U8 = 1, K_VNNI = 2, K_VNNI256 = 3, K_AMX = 4 };
 #define NCP 8 /* B panels (of NR columns) of an output tile: 128 columns, whose B panels (K x 128
                   codes) stay in a 512 KB L2 for K up to 4096 (u8) or 2048 (w16) */
 
-typedef struct {
+typedef struct fast_gk_cfg {
   int kind, simd, mr, kstep, off, chunk; /* chunk: u8 steps between widenings */
   int64_t kc;                           /* packed steps of one K block */
   int64_t ksteps, npa, npb;
@@ -663,24 +663,64 @@ static void tile_task(void *ctx, int64_t i, int tid) {
 #endif
 }
 
-int fast_igemm(const fast_igemm_op *op) {
+/* ---- the kernel of each level (fast_gemm_by_level): g's kind and panel shape ------------------- */
+
+static void setup_scalar(gk_cfg *g, int qa, int qb) {
+  (void)qa, (void)qb;
+  g->kind = K_W16, g->simd = 0, g->mr = 4, g->kstep = 2, g->off = 0;
+}
+
+#if FAST_X86
+static void setup_avx2(gk_cfg *g, int qa, int qb) {
+  const int64_t s_u8 = 32767 / (4 * (int64_t)qa * qb);
+  if (s_u8 >= 16 && 2 * qa <= 255) {
+    g->kind = K_U8, g->simd = 1, g->mr = 4, g->kstep = 4, g->off = qa;
+    g->chunk = (int)(s_u8 < 1024 ? s_u8 : 1024);
+  } else {
+    g->kind = K_W16, g->simd = 1, g->mr = 4, g->kstep = 2, g->off = 0;
+  }
+}
+
+static void setup_vnni512(gk_cfg *g, int qa, int qb) {
+  (void)qa, (void)qb;
+  g->kind = K_VNNI, g->simd = 1, g->mr = 16, g->kstep = 4, g->off = 128;
+}
+#endif
+
+#if HAVE_VNNI256
+static void setup_vnni256(gk_cfg *g, int qa, int qb) {
+  (void)qa, (void)qb;
+  g->kind = K_VNNI256, g->simd = 1, g->mr = 4, g->kstep = 4, g->off = 128;
+}
+#endif
+
+#if HAVE_AMX
+static void setup_amx(gk_cfg *g, int qa, int qb) {
+  (void)qa, (void)qb;
+  g->kind = K_AMX, g->simd = 1, g->mr = 16, g->kstep = 4, g->off = 0;
+}
+#endif
+
+/* A level this build cannot run stays NULL: fast_level_has never offers it (HAVE_VNNI256 and
+ * HAVE_AMX follow FAST_HAVE_AVXVNNI and FAST_HAVE_AMX). */
+const fast_gemm_setup_fn fast_gemm_by_level[FAST_LEVELS] = {
+    [FAST_LEVEL_SCALAR] = setup_scalar,
+#if FAST_X86
+    [FAST_LEVEL_AVX2] = setup_avx2,
+    [FAST_LEVEL_AVX512] = setup_vnni512,
+#endif
+#if HAVE_VNNI256
+    [FAST_LEVEL_AVXVNNI] = setup_vnni256,
+#endif
+#if HAVE_AMX
+    [FAST_LEVEL_AMX] = setup_amx,
+#endif
+};
+
+int fast_igemm(const fast_config *cf, const fast_igemm_op *op) {
   gk_cfg g;
   memset(&g, 0, sizeof g);
-  const int level = (int)fast_level_now();
-  const int qa = op->qa < 1 ? 1 : op->qa, qb = op->qb < 1 ? 1 : op->qb;
-  const int64_t s_u8 = 32767 / (4 * (int64_t)qa * qb);
-  if (level >= FAST_LEVEL_AMX && HAVE_AMX) { /* only offered where HAVE_AMX (fast_level_has) */
-    g.kind = K_AMX, g.simd = 1, g.mr = 16, g.kstep = 4, g.off = 0;
-  } else if (level >= FAST_LEVEL_AVX512) {
-    g.kind = K_VNNI, g.simd = 1, g.mr = 16, g.kstep = 4, g.off = 128;
-  } else if (level == FAST_LEVEL_AVXVNNI) { /* only offered where HAVE_VNNI256 (fast_level_has) */
-    g.kind = K_VNNI256, g.simd = 1, g.mr = 4, g.kstep = 4, g.off = 128;
-  } else if (level >= FAST_LEVEL_AVX2 && s_u8 >= 16 && 2 * qa <= 255) {
-    g.kind = K_U8, g.simd = 1, g.mr = 4, g.kstep = 4, g.off = qa;
-    g.chunk = (int)(s_u8 < 1024 ? s_u8 : 1024);
-  } else {
-    g.kind = K_W16, g.simd = level >= FAST_LEVEL_AVX2, g.mr = 4, g.kstep = 2, g.off = 0;
-  }
+  cf->k->gemm(&g, op->qa < 1 ? 1 : op->qa, op->qb < 1 ? 1 : op->qb);
   const size_t esz = g.kind == K_W16 ? 2 : 1;
   /* K blocks: the AVX2 kernels take 512 steps at a time (2048 k of u8, 1024 of w16), so a tile's
    * B panels (128 columns) stay within 256 KB, half the L2, and the kernel's calls (zeroing,
@@ -699,7 +739,7 @@ int fast_igemm(const fast_igemm_op *op) {
   }
   g.apb = (size_t)(g.ksteps * g.mr * g.kstep) * esz;
   g.bpb = (size_t)(g.ksteps * NR * g.kstep) * esz;
-  const int threads = fast_threads();
+  const int threads = cf->threads;
   gctx x;
   memset(&x, 0, sizeof x);
   x.op = op;

@@ -28,8 +28,54 @@
 
 /* 1 when the CPU itself runs AVX-512F (asked once): the per-element kernels' 512-bit forms run
  * at the avx512-vnni and amx-int8 levels only where it does, so that the test build that
- * emulates the GEMM levels (HOT_FAST_VNNI_EMU) never runs them on a CPU without it. */
+ * emulates the GEMM levels (HOT_FAST_VNNI_EMU) never runs them on a CPU without it (the level's
+ * table then takes the AVX2 forms, fast_level.c). */
 int fast_cpu_avx512(void);
+
+/* The entry points' NULL config: `cf` (a const fast_config * parameter) then points to the
+ * process default (fast_config_default), held in a local of the calling function. */
+#define FAST_CONFIG_OR_DEFAULT(cf)                                                                 \
+  fast_config cf##_default_;                                                                      \
+  if (!(cf)) {                                                                                    \
+    fast_config_default(&cf##_default_);                                                          \
+    (cf) = &cf##_default_;                                                                        \
+  }
+
+/* ---- the floating-point environment ---------------------------------------------------------- */
+
+/* Every operation of the fast path runs in one floating-point environment, the C default: round
+ * to nearest even, no flush of subnormal results to zero (FTZ), no subnormal inputs read as
+ * zero (DAZ), exceptions masked; the twins' results are defined in it (CONTRACT.md). A caller
+ * may have set another (torch.set_flush_denormal(True) sets FTZ and DAZ in MXCSR): the entry
+ * points of fast.h and every thread that runs tasks (pool workers, an OpenMP runtime's, the
+ * caller inline) enter the default with fast_fpenv_enter and give the thread its own back with
+ * fast_fpenv_leave (the exception flags raised meanwhile are dropped). */
+#if defined(__x86_64__) || (defined(__i386__) && defined(__SSE__))
+#include <xmmintrin.h>
+typedef struct {
+  unsigned csr;
+} fast_fpenv;
+static inline fast_fpenv fast_fpenv_enter(void) {
+  fast_fpenv e = {_mm_getcsr()};
+  if (e.csr != 0x1F80u) _mm_setcsr(0x1F80u); /* the power-on default: nearest, masked, no FTZ/DAZ */
+  return e;
+}
+static inline void fast_fpenv_leave(fast_fpenv e) {
+  if (_mm_getcsr() != e.csr) _mm_setcsr(e.csr);
+}
+#else
+#include <fenv.h>
+typedef struct {
+  fenv_t env;
+} fast_fpenv;
+static inline fast_fpenv fast_fpenv_enter(void) {
+  fast_fpenv e;
+  fegetenv(&e.env);
+  fesetenv(FE_DFL_ENV);
+  return e;
+}
+static inline void fast_fpenv_leave(fast_fpenv e) { fesetenv(&e.env); }
+#endif
 
 /* ---- thread pool (fast_pool.c) ------------------------------------------------------------ */
 
@@ -37,7 +83,7 @@ int fast_cpu_avx512(void);
 typedef void (*fast_task_fn)(void *ctx, int64_t i, int tid);
 
 /* Runs fn(ctx, i, tid) for every i in [0, n) on up to `threads` threads (the caller is tid 0)
- * and returns when all are done. threads <= 0 means fast_threads(). Tasks must not fail: they
+ * and returns when all are done (threads <= 0 counts as 1: callers pass their config's). Tasks must not fail: they
  * record errors in ctx. A call from another thread waits for the running region; a call from
  * inside a task runs all its tasks on the calling thread with tid 0 (the fast path never nests
  * regions). */
@@ -97,8 +143,17 @@ typedef struct {
   int prof; /* profile stage of the packing (tiles: prof + 1, epilogue: prof + 2), or -1 */
 } fast_igemm_op;
 
-/* Runs op at the current level with the pool. Returns HOT_REF_OK or HOT_REF_ENOMEM. */
-int fast_igemm(const fast_igemm_op *op);
+/* Runs op with cf's threads and its level's GEMM (cf->k->gemm; cf not NULL). Returns HOT_REF_OK or
+ * HOT_REF_ENOMEM. */
+int fast_igemm(const fast_config *cf, const fast_igemm_op *op);
+
+/* The blocking and kernel of one GEMM (fast_gemm.c; opaque elsewhere), and the function of a
+ * level that fills it for codes bounded by qa, qb. */
+struct fast_gk_cfg;
+typedef void (*fast_gemm_setup_fn)(struct fast_gk_cfg *g, int qa, int qb);
+/* The GEMM setup of each level (fast_gemm.c): NULL for a level that is never offered by this
+ * build, or that runs the GEMM of the level below it. */
+extern const fast_gemm_setup_fn fast_gemm_by_level[FAST_LEVELS];
 
 /* ---- per-element kernels (fast_kern.c) ---------------------------------------------------- */
 
@@ -107,37 +162,49 @@ typedef struct {
   uint32_t tag, step;
 } fast_rng;
 
-/* Fills words[i] = the Philox word of element idx0 + i, i < n (CONTRACT.md 6). */
-void fast_philox_words(const fast_rng *r, uint64_t idx0, int64_t n, uint32_t *words, int level);
+/* The per-element kernels of one level (fast_kern.c). Their contracts:
+ *  philox: words[i] = the Philox word of element idx0 + i, i < n (CONTRACT.md 6);
+ *  quant: codes of n values v[0..n) under scale s (RTN when sr == 0, else SR with words[i]), as
+ *    hot_quant_rtn / hot_quant_sr do;
+ *  amax: amax over v[0..n) (max with *amax on entry) and whether all are finite (0 when one is
+ *    not);
+ *  fwht_row: a[0..n) = src[0..n) with every run of b consecutive entries (n a multiple of b)
+ *    transformed by the length-b FWHT (hot_fwht's operations per element); src may be a;
+ *  fwht_cols_src: the length-p FWHT down the p rows (stride ld) of a p x cols block, per column
+ *    (ref_fwht_rows' operations per element), on rows first read from src[j] (cols values;
+ *    NULL: a row of +0.0, as the twins' zero padding): row j of m gets the transform of the rows
+ *    src[0..p); p is a power of two; m must not overlap the sources unless src[j] is row j;
+ *  add: acc[i] = HOT_ADD(acc[i], v[i]) for i < n; returns 0 when a v[i] is not finite;
+ *  scale_tile: the GEMM epilogues' step on a rows x n tile: out[m][i] (row stride ldo) =
+ *    HOT_MUL(HOT_I2F(acc[m][i]), s_m) (add == 0) or HOT_ADD(out[m][i], that) (add != 0), acc with
+ *    row stride ldc, s_m = row_f[m] (row_f not NULL) or f; stores to fresh rows may stream past
+ *    the caches; the tile is fenced before return, so the caller may hand it over at once. */
+typedef struct {
+  void (*philox)(const fast_rng *r, uint64_t idx0, int64_t n, uint32_t *words);
+  void (*quant)(const float *v, int64_t n, float s, int qmax, int sr, const uint32_t *words,
+                int8_t *out);
+  int (*amax)(const float *v, int64_t n, float *amax);
+  void (*fwht_row)(float *a, const float *src, int64_t n, int b);
+  void (*fwht_cols_src)(float *m, int p, int64_t cols, int64_t ld, const float *const *src);
+  int (*add)(float *acc, const float *v, int64_t n);
+  void (*scale_tile)(float *out, int64_t ldo, const int32_t *acc, int64_t ldc, int64_t rows,
+                     int64_t n, const float *row_f, float f, int add);
+} fast_elem_kernels;
+/* The per-element kernels of each level (fast_kern.c): NULL for a level that runs those of the
+ * level below it. */
+extern const fast_elem_kernels *const fast_elem_by_level[FAST_LEVELS];
 
-/* Codes of n values v[0..n) under scale s (RTN when sr == 0, else SR with words[i]), as
- * hot_quant_rtn / hot_quant_sr do. */
-void fast_quant_run(const float *v, int64_t n, float s, int qmax, int sr, const uint32_t *words,
-                    int8_t *out, int level);
+/* ---- the kernel table of a level (fast_level.c) ---------------------------------------------- */
 
-/* amax over v[0..n) and whether all are finite (returns 0 when one is not). */
-int fast_amax_run(const float *v, int64_t n, float *amax, int level);
-
-/* a[0..n) = src[0..n) with every run of b consecutive entries (n a multiple of b) transformed
- * by the length-b FWHT (hot_fwht's operations per element); src may be a (in place). */
-void fast_fwht_row(float *a, const float *src, int64_t n, int b, int level);
-
-/* The length-p FWHT down the p rows (stride ld) of a p x cols block, per column (ref_fwht_rows'
- * operations per element), on rows first read from src[j] (cols values; NULL: a row of +0.0, as
- * the twins' zero padding): row j of m gets the transform of the rows src[0..p); p is a power
- * of two. m must not overlap the sources unless src[j] is row j (in place). */
-void fast_fwht_cols_src(float *m, int p, int64_t cols, int64_t ld, const float *const *src,
-                        int level);
-
-/* acc[i] = HOT_ADD(acc[i], v[i]) for i < n; returns 0 when a v[i] is not finite. */
-int fast_add_run(float *acc, const float *v, int64_t n, int level);
-
-/* The GEMM epilogues' per-element steps on a rows x n tile: out[m][i] (row stride ldo) =
- * HOT_MUL(HOT_I2F(acc[m][i]), s_m) (add == 0) or HOT_ADD(out[m][i], that) (add != 0), acc with
- * row stride ldc, s_m = row_f[m] (row_f not NULL) or f. Stores to fresh rows may stream past the
- * caches; the tile is fenced before return, so the caller may hand it over at once. */
-void fast_scale_tile(float *out, int64_t ldo, const int32_t *acc, int64_t ldc, int64_t rows,
-                     int64_t n, const float *row_f, float f, int add, int level);
+/* Everything that depends on the dispatch level, picked once per config (fast_config_init):
+ * call sites run k->e->amax(...), k->gemm(...), never test the level. */
+struct fast_kernels {
+  fast_level level;
+  const fast_elem_kernels *e;
+  fast_gemm_setup_fn gemm;
+  int f64_avx2; /* fast_exact.c: the AVX2 kernels */
+  int f64_fma;  /* fast_exact.c: the fused kernel (with f64_avx2 and a CPU with FMA) */
+};
 
 /* dst[0..n) = elements off.. of a dtype-tagged array, as fp32 (exact, as ref_load). */
 void fast_load_run(const void *src, hot_dtype dt, int64_t off, int64_t n, float *dst);

@@ -173,21 +173,21 @@ static void fill_words(uint64_t idx0, int64_t n, uint32_t *words, int bw,
   }
 }
 
-void fast_philox_words(const fast_rng *r, uint64_t idx0, int64_t n, uint32_t *words, int level) {
+/* The Philox words of one level (fast_elem_kernels.philox). */
 #if FAST_X86
-  if (level >= FAST_LEVEL_AVX512 && fast_cpu_avx512()) {
-    fill_words(idx0, n, words, 128, philox_block_avx512, r);
-    return;
-  }
-  if (level >= FAST_LEVEL_AVX2) {
-    philox_avx2_ctx c;
-    c.r = r;
-    philox_keys_init(r, &c.k);
-    fill_words(idx0, n, words, 32, philox_block_avx2, &c);
-    return;
-  }
+static void philox_words_avx512(const fast_rng *r, uint64_t idx0, int64_t n, uint32_t *words) {
+  fill_words(idx0, n, words, 128, philox_block_avx512, r);
+}
+
+static void philox_words_avx2(const fast_rng *r, uint64_t idx0, int64_t n, uint32_t *words) {
+  philox_avx2_ctx c;
+  c.r = r;
+  philox_keys_init(r, &c.k);
+  fill_words(idx0, n, words, 32, philox_block_avx2, &c);
+}
 #endif
-  (void)level;
+
+static void philox_words_scalar(const fast_rng *r, uint64_t idx0, int64_t n, uint32_t *words) {
   fill_words(idx0, n, words, 4, philox_block_scalar, r);
 }
 
@@ -242,17 +242,6 @@ AVX2_FN static void quant_avx2(const float *v, int64_t n, float s, int qmax, int
 }
 #endif
 
-void fast_quant_run(const float *v, int64_t n, float s, int qmax, int sr, const uint32_t *words,
-                    int8_t *out, int level) {
-#if FAST_X86
-  if (level >= FAST_LEVEL_AVX2) {
-    quant_avx2(v, n, s, qmax, sr, words, out);
-    return;
-  }
-#endif
-  (void)level;
-  quant_scalar(v, n, s, qmax, sr, words, out);
-}
 
 /* ---- amax --------------------------------------------------------------------------------- */
 
@@ -288,13 +277,6 @@ AVX2_FN static int amax_avx2(const float *v, int64_t n, float *amax) {
 }
 #endif
 
-int fast_amax_run(const float *v, int64_t n, float *amax, int level) {
-#if FAST_X86
-  if (level >= FAST_LEVEL_AVX2) return amax_avx2(v, n, amax);
-#endif
-  (void)level;
-  return amax_scalar(v, n, amax);
-}
 
 /* ---- FWHT --------------------------------------------------------------------------------- */
 
@@ -421,17 +403,18 @@ AVX2_FN static void fwht_cols_src_avx2(float *m, int p, int64_t cols, int64_t ld
 }
 #endif
 
-void fast_fwht_row(float *a, const float *src, int64_t n, int b, int level) {
-#if FAST_X86
-  if (b > 1 && level >= FAST_LEVEL_AVX2 && (b >= 8 || n % 8 == 0)) {
-    fwht_row_avx2(a, src, n, b);
-    return;
-  }
-#endif
-  (void)level;
+static void fwht_row_scalar(float *a, const float *src, int64_t n, int b) {
   if (src != a) memcpy(a, src, (size_t)n * sizeof *a);
   for (int64_t o = 0; b > 1 && o < n; o += b) hot_fwht(a + o, b);
 }
+
+#if FAST_X86
+/* The AVX2 level's row FWHT: the 8-wide kernel where the blocks allow it. */
+static void fwht_row_level_avx2(float *a, const float *src, int64_t n, int b) {
+  if (b > 1 && (b >= 8 || n % 8 == 0)) fwht_row_avx2(a, src, n, b);
+  else fwht_row_scalar(a, src, n, b);
+}
+#endif
 
 /* The stages h0, 2 h0, ... < p of the column FWHT, in place (scalar). */
 static void fwht_cols_from(float *m, int p, int64_t cols, int64_t ld, int h0) {
@@ -447,22 +430,24 @@ static void fwht_cols_from(float *m, int p, int64_t cols, int64_t ld, int h0) {
     }
 }
 
-void fast_fwht_cols_src(float *m, int p, int64_t cols, int64_t ld, const float *const *src,
-                        int level) {
-  if (p < 2) {
-    if (p == 1) {
-      if (src[0]) memcpy(m, src[0], (size_t)cols * sizeof *m);
-      else memset(m, 0, (size_t)cols * sizeof *m);
-    }
-    return;
+/* p < 2: a copy of the one source row (or +0.0); returns 1 when it did the transform. */
+static int fwht_cols_trivial(float *m, int p, int64_t cols, const float *const *src) {
+  if (p >= 2) return 0;
+  if (p == 1) {
+    if (src[0]) memcpy(m, src[0], (size_t)cols * sizeof *m);
+    else memset(m, 0, (size_t)cols * sizeof *m);
   }
+  return 1;
+}
+
 #if FAST_X86
-  if (level >= FAST_LEVEL_AVX2) {
-    fwht_cols_src_avx2(m, p, cols, ld, src);
-    return;
-  }
+static void fwht_cols_level_avx2(float *m, int p, int64_t cols, int64_t ld, const float *const *src) {
+  if (!fwht_cols_trivial(m, p, cols, src)) fwht_cols_src_avx2(m, p, cols, ld, src);
+}
 #endif
-  (void)level;
+
+static void fwht_cols_scalar(float *m, int p, int64_t cols, int64_t ld, const float *const *src) {
+  if (fwht_cols_trivial(m, p, cols, src)) return;
   for (int j = 0; j < p; j += 2) { /* stage h = 1 straight from the sources (+0.0 for NULL) */
     float *x = m + (int64_t)j * ld, *y = x + ld;
     const float *sx = src[j], *sy = src[j + 1];
@@ -497,11 +482,7 @@ AVX2_FN static int add_avx2(float *acc, const float *v, int64_t n) {
 }
 #endif
 
-int fast_add_run(float *acc, const float *v, int64_t n, int level) {
-#if FAST_X86
-  if (level >= FAST_LEVEL_AVX2) return add_avx2(acc, v, n);
-#endif
-  (void)level;
+static int add_scalar(float *acc, const float *v, int64_t n) {
   int good = 1;
   for (int64_t i = 0; i < n; ++i) {
     if (!isfinite(v[i])) good = 0;
@@ -534,17 +515,17 @@ AVX2_FN static void scale_avx2(float *o, const int32_t *a, int64_t n, float f, i
 }
 #endif
 
-void fast_scale_tile(float *out, int64_t ldo, const int32_t *acc, int64_t ldc, int64_t rows,
-                     int64_t n, const float *row_f, float f, int add, int level) {
 #if FAST_X86
-  if (level >= FAST_LEVEL_AVX2) {
-    for (int64_t m = 0; m < rows; ++m)
-      scale_avx2(out + m * ldo, acc + m * ldc, n, row_f ? row_f[m] : f, add);
-    _mm_sfence(); /* one fence per tile: the streaming stores are visible before the task ends */
-    return;
-  }
+static void scale_tile_avx2(float *out, int64_t ldo, const int32_t *acc, int64_t ldc, int64_t rows,
+                            int64_t n, const float *row_f, float f, int add) {
+  for (int64_t m = 0; m < rows; ++m)
+    scale_avx2(out + m * ldo, acc + m * ldc, n, row_f ? row_f[m] : f, add);
+  _mm_sfence(); /* one fence per tile: the streaming stores are visible before the task ends */
+}
 #endif
-  (void)level;
+
+static void scale_tile_scalar(float *out, int64_t ldo, const int32_t *acc, int64_t ldc,
+                              int64_t rows, int64_t n, const float *row_f, float f, int add) {
   for (int64_t m = 0; m < rows; ++m) {
     float *o = out + m * ldo;
     const int32_t *a = acc + m * ldc;
@@ -569,3 +550,26 @@ void fast_load_run(const void *src, hot_dtype dt, int64_t off, int64_t n, float 
     for (int64_t i = 0; i < n; ++i) dst[i] = hot_f16_to_f32(s[i]);
   }
 }
+
+/* ---- the tables of the levels (fast_elem_kernels) ------------------------------------------- */
+
+static const fast_elem_kernels elem_scalar = {philox_words_scalar, quant_scalar, amax_scalar,
+                                              fwht_row_scalar, fwht_cols_scalar, add_scalar,
+                                              scale_tile_scalar};
+#if FAST_X86
+static const fast_elem_kernels elem_avx2 = {philox_words_avx2, quant_avx2, amax_avx2,
+                                            fwht_row_level_avx2, fwht_cols_level_avx2, add_avx2,
+                                            scale_tile_avx2};
+/* the 512-bit Philox (fast_level.c gives a level whose CPU lacks AVX-512F the row below) */
+static const fast_elem_kernels elem_avx512 = {philox_words_avx512, quant_avx2, amax_avx2,
+                                              fwht_row_level_avx2, fwht_cols_level_avx2, add_avx2,
+                                              scale_tile_avx2};
+#endif
+
+const fast_elem_kernels *const fast_elem_by_level[FAST_LEVELS] = {
+    [FAST_LEVEL_SCALAR] = &elem_scalar,
+#if FAST_X86
+    [FAST_LEVEL_AVX2] = &elem_avx2,
+    [FAST_LEVEL_AVX512] = &elem_avx512,
+#endif
+};

@@ -31,7 +31,7 @@ typedef struct {
   int64_t rows, cols, group_rows;
   const hot_quant *q;
   fast_rng rng;
-  int level;
+  const fast_kernels *k; /* the level's kernels (fast_config) */
   float *row_amax;  /* rows */
   double *part;     /* SAWB: 2 per chunk of every group */
   int64_t chunks;   /* SAWB chunks of one group */
@@ -46,7 +46,7 @@ static void stats_task(void *ctx, int64_t i, int tid) {
   const int64_t rpt = rows_per_task(x->cols), r1 = (i + 1) * rpt < x->rows ? (i + 1) * rpt : x->rows;
   for (int64_t r = i * rpt; r < r1; ++r) {
     float m = 0.0f;
-    if (!fast_amax_run(x->v + r * x->cols, x->cols, &m, x->level)) atomic_store(&x->bad, 1);
+    if (!x->k->e->amax(x->v + r * x->cols, x->cols, &m)) atomic_store(&x->bad, 1);
     x->row_amax[r] = m;
   }
 }
@@ -82,16 +82,16 @@ static void quant_task(void *ctx, int64_t i, int tid) {
     const float s = x->scales[r / x->group_rows];
     for (int64_t c0 = 0; c0 < x->cols; c0 += 1024) {
       const int64_t n = x->cols - c0 < 1024 ? x->cols - c0 : 1024, idx = r * x->cols + c0;
-      if (sr) fast_philox_words(&x->rng, (uint64_t)idx, n, words, x->level);
-      fast_quant_run(x->v + idx, n, s, qmax, sr, words, x->codes + idx, x->level);
+      if (sr) x->k->e->philox(&x->rng, (uint64_t)idx, n, words);
+      x->k->e->quant(x->v + idx, n, s, qmax, sr, words, x->codes + idx);
     }
   }
 }
 
 /* Row amax of the rows x cols tensor v (and the finiteness check): HOT_REF_ENONFINITE or OK. */
-static int row_stats(qctx *x, int threads) {
+static int row_stats(qctx *x, const fast_config *cf) {
   atomic_store(&x->bad, 0);
-  fast_parallel(fast_cdiv(x->rows, rows_per_task(x->cols)), threads, stats_task, x);
+  fast_parallel(fast_cdiv(x->rows, rows_per_task(x->cols)), cf->threads, stats_task, x);
   return atomic_load(&x->bad) ? HOT_REF_ENONFINITE : HOT_REF_OK;
 }
 
@@ -99,18 +99,18 @@ static int row_stats(qctx *x, int threads) {
  * scales[rows / group_rows] and codes[rows * cols]. */
 static int quantize_known(const float *v, int64_t rows, int64_t cols, int64_t group_rows,
                           const hot_quant *q, uint64_t seed, uint32_t tag, uint32_t step,
-                          const float *row_amax, int threads, int8_t *codes, float *scales) {
+                          const float *row_amax, const fast_config *cf, int8_t *codes, float *scales) {
   qctx x;
   memset(&x, 0, sizeof x);
   x.v = v, x.rows = rows, x.cols = cols, x.group_rows = group_rows, x.q = q;
   x.rng.seed = seed, x.rng.tag = tag, x.rng.step = step;
-  x.level = fast_level_now();
+  x.k = cf->k;
   const int64_t groups = rows / group_rows, glen = group_rows * cols;
   if (q->rule == HOT_RULE_SAWB) {
     x.chunks = fast_cdiv(glen, HOT_REF_SUM_CHUNK);
     x.part = malloc((size_t)(2 * groups * x.chunks) * sizeof *x.part);
     if (!x.part) return HOT_REF_ENOMEM;
-    fast_parallel(groups * fast_cdiv(x.chunks, 4), threads, sawb_task, &x);
+    fast_parallel(groups * fast_cdiv(x.chunks, 4), cf->threads, sawb_task, &x);
   }
   for (int64_t g = 0; g < groups; ++g) {
     float amax = 0.0f;
@@ -130,7 +130,7 @@ static int quantize_known(const float *v, int64_t rows, int64_t cols, int64_t gr
   free(x.part);
   x.scales = scales;
   x.codes = codes;
-  fast_parallel(fast_cdiv(rows, rows_per_task(cols)), threads, quant_task, &x);
+  fast_parallel(fast_cdiv(rows, rows_per_task(cols)), cf->threads, quant_task, &x);
   return HOT_REF_OK;
 }
 
@@ -153,7 +153,7 @@ typedef struct {
   int64_t cols;
   float *out;
   float **scratch; /* per thread: p x hcols floats (HLA) */
-  int level;
+  const fast_kernels *k; /* the level's kernels (fast_config) */
   int64_t hcols; /* HLA: columns of one task (its p x hcols block: 64 KB) */
   float *amax;    /* the amax of every output row's column block (HQ g': T x ncb, HLA: K x
                      chunks), computed while the row is in cache; NULL for w' */
@@ -185,17 +185,17 @@ static void hq_g_task(void *ctx, int64_t i, int tid) {
         __builtin_prefetch((const float *)x->src + (t + 2) * O + c0 + c);
     if (x->dt == HOT_DT_F32 && real == w) { /* no copy: the first stages read g_y */
       const float *src = (const float *)x->src + t * O + c0;
-      if (x->bias) fast_add_run(part, src, real, x->level);
-      fast_fwht_row(row, src, w, pl->hq.block, x->level);
+      if (x->bias) x->k->e->add(part, src, real);
+      x->k->e->fwht_row(row, src, w, pl->hq.block);
     } else {
       /* real >= 1: o_pad is O rounded up to b, so no block of b columns is all padding */
       fast_load_run(x->src, x->dt, t * O + c0, real, row);
-      if (x->bias) fast_add_run(part, row, real, x->level);
+      if (x->bias) x->k->e->add(part, row, real);
       memset(row + real, 0, (size_t)(w - real) * sizeof *row);
-      fast_fwht_row(row, row, w, pl->hq.block, x->level);
+      x->k->e->fwht_row(row, row, w, pl->hq.block);
     }
     float m = 0.0f;
-    if (!fast_amax_run(row, w, &m, x->level)) atomic_store(x->bad, 1);
+    if (!x->k->e->amax(row, w, &m)) atomic_store(x->bad, 1);
     x->amax[t * ncb + j] = m;
   }
   if (x->bias) memcpy(x->bias + ch * O + c0, part, (size_t)real * sizeof *part);
@@ -221,10 +221,10 @@ static void hq_w_task(void *ctx, int64_t i, int tid) {
       srcs[o - o0] = row;
     }
   }
-  fast_fwht_cols_src(x->out + o0 * I + c0, (int)b, n, I, srcs, x->level);
+  x->k->e->fwht_cols_src(x->out + o0 * I + c0, (int)b, n, I, srcs);
   for (int64_t o = o0; o < o0 + b; ++o) {
     float m = 0.0f;
-    if (!fast_amax_run(x->out + o * I + c0, n, &m, x->level)) atomic_store(x->bad, 1);
+    if (!x->k->e->amax(x->out + o * I + c0, n, &m)) atomic_store(x->bad, 1);
     x->amax[o * chunks + i % chunks] = m;
   }
 }
@@ -251,13 +251,13 @@ static void hla_task(void *ctx, int64_t i, int tid) {
       srcs[j] = row;
     }
   }
-  fast_fwht_cols_src(buf, p, n, hc, srcs, x->level);
+  x->k->e->fwht_cols_src(buf, p, n, hc, srcs);
   const int64_t kb = blk * r;
   for (int j = 0; j < r; ++j) {
     const float *row = buf + (int64_t)pl->hla.rows[j] * hc;
     memcpy(x->out + (kb + j) * cols + c0, row, (size_t)n * sizeof *x->out);
     float m = 0.0f;
-    if (!fast_amax_run(row, n, &m, x->level)) atomic_store(x->bad, 1);
+    if (!x->k->e->amax(row, n, &m)) atomic_store(x->bad, 1);
     x->amax[(kb + j) * chunks + i % chunks] = m;
   }
 }
@@ -265,26 +265,26 @@ static void hla_task(void *ctx, int64_t i, int tid) {
 /* The HLA projection of src (T x cols) into out (hla.k x cols), with the row amax of out in
  * row_amax[hla.k]: HOT_REF_ENONFINITE when a value of out is not finite. */
 static int hla_transform(const hot_layer_plan *pl, const void *src, hot_dtype dt, int64_t cols,
-                         int threads, float *out, float *row_amax) {
+                         const fast_config *cf, float *out, float *row_amax) {
   atomic_int bad;
   atomic_init(&bad, 0);
-  tctx x = {pl, src, dt, cols, out, NULL, fast_level_now(), 0, NULL, &bad, NULL};
+  tctx x = {pl, src, dt, cols, out, NULL, cf->k, 0, NULL, &bad, NULL};
   x.hcols = 16384 / pl->hla.block; /* 64 KB of floats per task (L2): runs of 1 KB of each
                                        source row with p = 64 (256 B, at 16 KB, were too short
                                        for the prefetcher on rows a page or more apart) */
   if (x.hcols < 8) x.hcols = 8;
   const int64_t K = pl->hla.k, chunks = fast_cdiv(cols, x.hcols);
   x.amax = malloc((size_t)(K * chunks) * sizeof *x.amax);
-  x.scratch = calloc((size_t)threads, sizeof *x.scratch);
+  x.scratch = calloc((size_t)cf->threads, sizeof *x.scratch);
   int rc = x.scratch && x.amax ? HOT_REF_OK : HOT_REF_ENOMEM;
-  for (int t = 0; t < threads && !rc; ++t)
+  for (int t = 0; t < cf->threads && !rc; ++t)
     if (!(x.scratch[t] = malloc((size_t)(pl->hla.block * x.hcols) * sizeof(float))))
       rc = HOT_REF_ENOMEM;
-  if (!rc) fast_parallel(pl->hla.blocks * chunks, threads, hla_task, &x);
+  if (!rc) fast_parallel(pl->hla.blocks * chunks, cf->threads, hla_task, &x);
   if (!rc && atomic_load(&bad)) rc = HOT_REF_ENONFINITE;
   if (!rc) row_max(x.amax, K, chunks, row_amax);
   if (x.scratch)
-    for (int t = 0; t < threads; ++t) free(x.scratch[t]);
+    for (int t = 0; t < cf->threads; ++t) free(x.scratch[t]);
   free(x.scratch);
   free(x.amax);
   return rc;
@@ -293,7 +293,7 @@ static int hla_transform(const hot_layer_plan *pl, const void *src, hot_dtype dt
 /* project_quant of hla_project_ref.c up to the codes: the K x cols math codes and the
  * hla.groups scales (a per-tensor scale repeated). */
 static int hla_codes(const hot_layer_plan *pl, const void *src, hot_dtype dt, int64_t cols,
-                     const hot_quant *q, uint64_t seed, uint32_t tag, uint32_t step, int threads,
+                     const hot_quant *q, uint64_t seed, uint32_t tag, uint32_t step, const fast_config *cf,
                      int8_t *codes, float *scale, int prof) {
   const int64_t K = pl->hla.k, G = pl->hla.groups, gk = pl->hla.group_k;
   const int sample = q->gran == HOT_GRAN_SAMPLE;
@@ -301,13 +301,13 @@ static int hla_codes(const hot_layer_plan *pl, const void *src, hot_dtype dt, in
   float *t = fast_scratch((size_t)(K * cols) * sizeof *t), *ra = malloc((size_t)K * sizeof *ra);
   int rc = t && ra ? HOT_REF_OK : HOT_REF_ENOMEM;
   fast_prof_t t0 = fast_prof_now();
-  if (!rc) rc = hla_transform(pl, src, dt, cols, threads, t, ra); /* also the row amax */
+  if (!rc) rc = hla_transform(pl, src, dt, cols, cf, t, ra); /* also the row amax */
   if (prof >= 0) t0 = fast_prof_add(prof, t0);
   const int64_t group = sample ? gk : K;
   /* ref_quantize_groups' checks in its order: arguments, then finiteness (hla_transform's) */
   if ((!rc || rc == HOT_REF_ENONFINITE) && (!quant_ok(q) || group <= 0 || K % group))
     rc = HOT_REF_EARG;
-  if (!rc) rc = quantize_known(t, K, cols, group, q, seed, tag, step, ra, threads, codes, scale);
+  if (!rc) rc = quantize_known(t, K, cols, group, q, seed, tag, step, ra, cf, codes, scale);
   if (prof >= 0) fast_prof_add(prof + 1, t0);
   if (!rc)
     for (int64_t j = sample ? G : 1; j < G; ++j) scale[j] = scale[0];
@@ -342,37 +342,36 @@ typedef struct {
   const float *seg_scale; /* HLA: c_j per segment */
   float *out;
   int64_t ldo;
-  int level;
+  const fast_kernels *k; /* the level's kernels (fast_config) */
 } ectx;
 
 static void epi_gx(void *ctx, int64_t seg, int64_t m0, int64_t n0, int64_t mc, int64_t nc,
                    const int32_t *acc, int64_t ldc) {
   (void)seg;
   const ectx *e = ctx;
-  fast_scale_tile(e->out + m0 * e->ldo + n0, e->ldo, acc, ldc, mc, nc, e->row_scale + m0, 0.0f, 0,
-                  e->level);
+  e->k->e->scale_tile(e->out + m0 * e->ldo + n0, e->ldo, acc, ldc, mc, nc, e->row_scale + m0, 0.0f, 0);
 }
 
 static void epi_gw(void *ctx, int64_t seg, int64_t m0, int64_t n0, int64_t mc, int64_t nc,
                    const int32_t *acc, int64_t ldc) {
   const ectx *e = ctx;
-  fast_scale_tile(e->out + m0 * e->ldo + n0, e->ldo, acc, ldc, mc, nc, NULL, e->seg_scale[seg],
-                  seg > 0, e->level);
+  e->k->e->scale_tile(e->out + m0 * e->ldo + n0, e->ldo, acc, ldc, mc, nc, NULL, e->seg_scale[seg],
+                  seg > 0);
 }
 
 /* ---- g_x by HQ ------------------------------------------------------------------------------ */
 
 /* q_w' (ref_hq_quant_w): RTN, per tensor, into codes qw and its scale *sw; wt (o_pad x I) and
  * ra (o_pad) are the caller's scratch. The row amax is taken by the transform's tasks. */
-static int hq_quant_w(const hot_layer_plan *pl, const void *w, hot_dtype dt, int threads, float *wt,
+static int hq_quant_w(const hot_layer_plan *pl, const void *w, hot_dtype dt, const fast_config *cf, float *wt,
                       float *ra, int8_t *qw, float *sw) {
   const int64_t I = pl->I, op = pl->hq.o_pad, wch = fast_cdiv(I, W_COLS);
   fast_prof_t t0 = fast_prof_now();
   atomic_int bad;
   atomic_init(&bad, 0);
-  tctx tw = {pl, w, dt, I, wt, NULL, fast_level_now(), 0, NULL, &bad, NULL};
+  tctx tw = {pl, w, dt, I, wt, NULL, cf->k, 0, NULL, &bad, NULL};
   if (!(tw.amax = malloc((size_t)(op * wch) * sizeof *tw.amax))) return HOT_REF_ENOMEM;
-  fast_parallel((op / pl->hq.block) * wch, threads, hq_w_task, &tw);
+  fast_parallel((op / pl->hq.block) * wch, cf->threads, hq_w_task, &tw);
   row_max(tw.amax, op, wch, ra);
   free(tw.amax);
   t0 = fast_prof_add(FAST_ST_HQ_W, t0);
@@ -380,17 +379,17 @@ static int hq_quant_w(const hot_layer_plan *pl, const void *w, hot_dtype dt, int
   q.round = HOT_ROUND_RTN;
   /* ref_quantize_groups' checks in its order: arguments, then finiteness */
   int rc = !quant_ok(&q) ? HOT_REF_EARG : atomic_load(&bad) ? HOT_REF_ENONFINITE : HOT_REF_OK;
-  if (!rc) rc = quantize_known(wt, op, I, op, &q, 0, 0, 0, ra, threads, qw, sw);
+  if (!rc) rc = quantize_known(wt, op, I, op, &q, 0, 0, 0, ra, cf, qw, sw);
   if (!rc) fast_prof_add(FAST_ST_HQ_WQ, t0);
   return rc;
 }
 
 /* g_x by HQ; with g_b not NULL, also the bias (ref_bias) from the same pass over g_y. */
 static int backward_gx(const hot_layer_plan *pl, const void *g_y, const void *w, hot_dtype dt,
-                       hot_gran gran, uint64_t seed, uint32_t step, int threads, float *g_x,
+                       hot_gran gran, uint64_t seed, uint32_t step, const fast_config *cf, float *g_x,
                        float *g_b) {
   const int64_t T = pl->T, I = pl->I, op = pl->hq.o_pad;
-  const int level = fast_level_now();
+  const fast_kernels *kern = cf->k;
   int rc = HOT_REF_ENOMEM;
   float *gt = fast_scratch((size_t)(T * op) * sizeof *gt);
   float *wt = fast_scratch((size_t)(op * I) * sizeof *wt);
@@ -402,7 +401,7 @@ static int backward_gx(const hot_layer_plan *pl, const void *g_y, const void *w,
   atomic_int bad;
   atomic_init(&bad, 0);
   const int64_t ncb = fast_cdiv(op, HQ_COLS), nch = fast_cdiv(T, HOT_REF_BIAS_CHUNK);
-  tctx tg = {pl, g_y, dt, op, gt, NULL, level, 0, NULL, &bad, NULL};
+  tctx tg = {pl, g_y, dt, op, gt, NULL, kern, 0, NULL, &bad, NULL};
   tg.amax = malloc((size_t)(T * ncb) * sizeof *tg.amax);
   if (g_b) tg.bias = malloc((size_t)(nch * pl->O) * sizeof *tg.bias);
   if (!tg.amax || (g_b && !tg.bias)) {
@@ -411,7 +410,7 @@ static int backward_gx(const hot_layer_plan *pl, const void *g_y, const void *w,
     rc = HOT_REF_ENOMEM;
     goto done;
   }
-  fast_parallel(nch * ncb, threads, hq_g_task, &tg);
+  fast_parallel(nch * ncb, cf->threads, hq_g_task, &tg);
   row_max(tg.amax, T, ncb, ra);
   for (int64_t o = 0; g_b && o < pl->O; ++o) { /* ref_bias: chunk partials in chunk order */
     float tot = 0.0f;
@@ -431,20 +430,20 @@ static int backward_gx(const hot_layer_plan *pl, const void *g_y, const void *w,
     rc = HOT_REF_EARG;
     goto done;
   }
-  rc = quantize_known(gt, T, op, group, &pl->hq.g, seed, tag, step, ra, threads, qg, sg);
+  rc = quantize_known(gt, T, op, group, &pl->hq.g, seed, tag, step, ra, cf, qg, sg);
   if (rc) goto done;
   for (int64_t t = T - 1; group > 1 && t >= 0; --t) sg[t] = sg[t / group];
   t0 = fast_prof_add(FAST_ST_HQ_GQ, t0);
   float sw = 0.0f;
-  if ((rc = hq_quant_w(pl, w, dt, threads, wt, ra, qw, &sw))) goto done;
+  if ((rc = hq_quant_w(pl, w, dt, cf, wt, ra, qw, &sw))) goto done;
   /* GEMM + epilogue (ref_gemm_gx) */
   const float c_w = HOT_DIV(sw, HOT_I2F(pl->hq.block));
   for (int64_t t = 0; t < T; ++t) sg[t] = HOT_MUL(sg[t], c_w);
-  ectx e = {sg, NULL, g_x, I, level};
+  ectx e = {sg, NULL, g_x, I, kern};
   const int8_t *a_seg[1] = {qg}, *b_seg[1] = {qw};
   fast_igemm_op g = {T, I, op, 1, a_seg, op, 1, b_seg, 1, I, hot_qmax(pl->hq.g.bits),
                      hot_qmax(pl->hq.w.bits), epi_gx, &e, FAST_ST_GX_PACK};
-  rc = fast_igemm(&g);
+  rc = fast_igemm(cf, &g);
 done:
   fast_unscratch(gt);
   fast_unscratch(wt);
@@ -458,7 +457,7 @@ done:
 /* ---- g_w by HLA ----------------------------------------------------------------------------- */
 
 static int backward_gw(const hot_layer_plan *pl, const hot_ref_saved *saved, const void *g_y,
-                       hot_dtype dt, uint64_t seed, uint32_t step, int threads, float *g_w) {
+                       hot_dtype dt, uint64_t seed, uint32_t step, const fast_config *cf, float *g_w) {
   const int64_t K = pl->hla.k, O = pl->O, I = pl->I, G = pl->hla.groups, gk = pl->hla.group_k;
   int rc = HOT_REF_ENOMEM;
   int8_t *qg = fast_scratch((size_t)(K * O)), *qx = NULL;
@@ -473,7 +472,7 @@ static int backward_gw(const hot_layer_plan *pl, const hot_ref_saved *saved, con
     sxo = malloc((size_t)G * sizeof *sxo);
     if (!qx || !sxo) goto done;
     const fast_prof_t t0 = fast_prof_now();
-    rc = hla_codes(pl, saved->x, HOT_DT_F32, I, &qxq, 0, 0, 0, threads, qx, sxo, -1);
+    rc = hla_codes(pl, saved->x, HOT_DT_F32, I, &qxq, 0, 0, 0, cf, qx, sxo, -1);
     fast_prof_add(FAST_ST_HLA_X, t0);
     if (rc) goto done;
     sx = sxo;
@@ -482,7 +481,7 @@ static int backward_gw(const hot_layer_plan *pl, const hot_ref_saved *saved, con
     goto done;
   }
   const uint32_t tag = (uint32_t)pl->layer_id * 16u + HOT_TENSOR_HLA_G;
-  rc = hla_codes(pl, g_y, dt, O, &pl->hla.g, seed, tag, step, threads, qg, sg, FAST_ST_HLA_G);
+  rc = hla_codes(pl, g_y, dt, O, &pl->hla.g, seed, tag, step, cf, qg, sg, FAST_ST_HLA_G);
   if (rc) goto done;
   const int64_t segs = pl->hla.gemm.segmented ? G : 1, seg_k = K / segs;
   for (int64_t j = 0; j < segs; ++j) {
@@ -491,11 +490,11 @@ static int backward_gw(const hot_layer_plan *pl, const hot_ref_saved *saved, con
     /* the saved codes: I rows of K, segment j at j * group_k (seg_k = group_k when segmented) */
     b_seg[j] = qx ? qx + j * seg_k * I : saved->q_x + j * gk;
   }
-  ectx e = {NULL, c, g_w, I, fast_level_now()};
+  ectx e = {NULL, c, g_w, I, cf->k};
   fast_igemm_op g = {O, I, seg_k, segs, a_seg, 1, O, b_seg, qx ? 1 : K,
                      qx ? I : 1, hot_qmax(pl->hla.g.bits), qx ? hot_qmax(pl->hla.x.bits) : 127,
                      epi_gw, &e, FAST_ST_GW_PACK};
-  rc = fast_igemm(&g);
+  rc = fast_igemm(cf, &g);
 done:
   fast_unscratch(qg);
   fast_unscratch(qx);
@@ -514,7 +513,7 @@ typedef struct {
   const void *g_y;
   hot_dtype dt;
   float *g_b;
-  int level;
+  const fast_kernels *k; /* the level's kernels (fast_config) */
   atomic_int bad;
 } bctx;
 
@@ -533,7 +532,7 @@ static void bias_task(void *ctx, int64_t i, int tid) {
       const float *v = tmp;
       if (x->dt == HOT_DT_F32) v = (const float *)x->g_y + t * O + o0;
       else fast_load_run(x->g_y, x->dt, t * O + o0, n, tmp);
-      good &= fast_add_run(part, v, n, x->level);
+      good &= x->k->e->add(part, v, n);
     }
     for (int64_t o = 0; o < n; ++o) tot[o] = HOT_ADD(tot[o], part[o]);
   }
@@ -541,11 +540,11 @@ static void bias_task(void *ctx, int64_t i, int tid) {
   memcpy(x->g_b + o0, tot, (size_t)n * sizeof *tot);
 }
 
-static int bias(const hot_layer_plan *pl, const void *g_y, hot_dtype dt, int threads, float *g_b) {
+static int bias(const hot_layer_plan *pl, const void *g_y, hot_dtype dt, const fast_config *cf, float *g_b) {
   bctx x;
   memset(&x, 0, sizeof x);
-  x.pl = pl, x.g_y = g_y, x.dt = dt, x.g_b = g_b, x.level = fast_level_now();
-  fast_parallel(fast_cdiv(pl->O, COLS_CHUNK), threads, bias_task, &x);
+  x.pl = pl, x.g_y = g_y, x.dt = dt, x.g_b = g_b, x.k = cf->k;
+  fast_parallel(fast_cdiv(pl->O, COLS_CHUNK), cf->threads, bias_task, &x);
   return atomic_load(&x.bad) ? HOT_REF_ENONFINITE : HOT_REF_OK;
 }
 
@@ -571,25 +570,25 @@ static void load_task(void *ctx, int64_t i, int tid) {
 }
 
 /* dst = n elements of src as fp32; with check, HOT_REF_ENONFINITE for a non-finite one. */
-static int load_all(const void *src, hot_dtype dt, int64_t n, int check, int threads, float *dst) {
+static int load_all(const void *src, hot_dtype dt, int64_t n, int check, const fast_config *cf, float *dst) {
   lctx x;
   memset(&x, 0, sizeof x);
   x.src = src, x.dt = dt, x.n = n, x.dst = dst, x.check = check;
-  fast_parallel(fast_cdiv(n, 65536), threads, load_task, &x);
+  fast_parallel(fast_cdiv(n, 65536), cf->threads, load_task, &x);
   return atomic_load(&x.bad) ? HOT_REF_ENONFINITE : HOT_REF_OK;
 }
 
 /* backward_plain of layer_ref.c: the fp64 product rounded to fp32. */
 static int backward_plain(const hot_layer_plan *pl, int gx, const void *g_y, const void *other,
-                          hot_dtype dt_other, hot_dtype dt, int threads, float *out) {
+                          hot_dtype dt_other, hot_dtype dt, const fast_config *cf, float *out) {
   const int64_t T = pl->T, O = pl->O, I = pl->I, n = gx ? T * I : O * I, nm = gx ? O * I : T * I;
   float *g = malloc((size_t)(T * O) * sizeof *g), *m = malloc((size_t)nm * sizeof *m);
   double *r = malloc((size_t)n * sizeof *r);
   int rc = HOT_REF_ENOMEM;
   if (g && m && r) {
-    load_all(g_y, dt, T * O, 0, threads, g);
-    load_all(other, dt_other, nm, 0, threads, m);
-    rc = gx ? fast_exact_gx(T, O, I, g, m, r) : fast_exact_gw(T, O, I, g, m, r);
+    load_all(g_y, dt, T * O, 0, cf, g);
+    load_all(other, dt_other, nm, 0, cf, m);
+    rc = gx ? fast_exact_gx(cf, T, O, I, g, m, r) : fast_exact_gw(cf, T, O, I, g, m, r);
     for (int64_t i = 0; i < n && !rc; ++i) {
       out[i] = (float)r[i];
       if (!isfinite(out[i])) rc = HOT_REF_ENONFINITE;
@@ -603,13 +602,14 @@ static int backward_plain(const hot_layer_plan *pl, int gx, const void *g_y, con
 
 /* ---- the API ---------------------------------------------------------------------------------- */
 
-int fast_layer_save(const hot_layer_plan *pl, const void *x, hot_dtype dt, hot_ref_saved *out) {
+static int layer_save_run(const fast_config *cf, const hot_layer_plan *pl, const void *x, hot_dtype dt, hot_ref_saved *out) {
   if (!out) return HOT_REF_EARG;
   memset(out, 0, sizeof *out);
   if (!pl || !x || !ref_dt_ok(dt)) return HOT_REF_EARG;
   int rc = ref_plan_check(pl);
   if (rc) return rc;
-  const int threads = fast_threads();
+  FAST_CONFIG_OR_DEFAULT(cf);
+  const int threads = cf->threads;
   if (pl->hla.enabled && pl->abc.enabled) {
     const int64_t I = pl->I, K = pl->hla.k;
     out->q_x = malloc((size_t)(I * K));
@@ -622,7 +622,7 @@ int fast_layer_save(const hot_layer_plan *pl, const void *x, hot_dtype dt, hot_r
     }
     hot_quant q = pl->hla.x;
     q.round = HOT_ROUND_RTN;
-    rc = hla_codes(pl, x, dt, I, &q, 0, 0, 0, threads, codes, out->s_x, -1);
+    rc = hla_codes(pl, x, dt, I, &q, 0, 0, 0, cf, codes, out->s_x, -1);
     if (!rc) {
       sctx s = {pl, codes, I, out->q_x};
       fast_parallel(fast_cdiv(I, 64), threads, store_task, &s);
@@ -632,14 +632,21 @@ int fast_layer_save(const hot_layer_plan *pl, const void *x, hot_dtype dt, hot_r
   } else {
     out->x = malloc((size_t)(pl->T * pl->I) * sizeof *out->x);
     if (!out->x) return HOT_REF_ENOMEM;
-    rc = load_all(x, dt, pl->T * pl->I, 1, threads, out->x);
+    rc = load_all(x, dt, pl->T * pl->I, 1, cf, out->x);
     out->bytes = plan_buffer_bytes(pl, HOT_BUF_SAVED);
   }
   if (rc) ref_saved_free(out);
   return rc;
 }
 
-int fast_layer_backward(const hot_layer_plan *pl, const hot_ref_saved *saved, const void *g_y,
+int fast_layer_save(const fast_config *cf, const hot_layer_plan *pl, const void *x, hot_dtype dt, hot_ref_saved *out) {
+  const fast_fpenv e = fast_fpenv_enter(); /* the twins' environment (fast_internal.h) */
+  const int rc = layer_save_run(cf, pl, x, dt, out);
+  fast_fpenv_leave(e);
+  return rc;
+}
+
+static int layer_backward_run(const fast_config *cf, const hot_layer_plan *pl, const hot_ref_saved *saved, const void *g_y,
                         const void *w, hot_dtype dt, hot_gran gran, uint64_t seed, uint32_t step,
                         float *g_x, float *g_w, float *g_b) {
   if (!pl || !saved || !g_y || !w || !g_x || !g_w || !ref_dt_ok(dt)) return HOT_REF_EARG;
@@ -649,24 +656,33 @@ int fast_layer_backward(const hot_layer_plan *pl, const hot_ref_saved *saved, co
     return HOT_REF_EARG;
   if (!saved->q_x && !saved->x) return HOT_REF_EARG;
   if (!pl->hla.enabled && !saved->x) return HOT_REF_ESHAPE;
-  const int threads = fast_threads();
+  FAST_CONFIG_OR_DEFAULT(cf);
   const fast_prof_t t0 = fast_prof_now();
   /* With HQ, the bias comes from HQ's pass over g_y (into gb, copied to g_b once all is done:
    * g_b is written only on success, as the twin's; its status is HQ's, which sees every
    * non-finite g_y value first) */
   float *gb = pl->hq.enabled && g_b ? malloc((size_t)pl->O * sizeof *gb) : NULL;
   if (pl->hq.enabled && g_b && !gb) return HOT_REF_ENOMEM;
-  rc = pl->hq.enabled ? backward_gx(pl, g_y, w, dt, gran, seed, step, threads, g_x, gb)
-                      : backward_plain(pl, 1, g_y, w, dt, dt, threads, g_x);
+  rc = pl->hq.enabled ? backward_gx(pl, g_y, w, dt, gran, seed, step, cf, g_x, gb)
+                      : backward_plain(pl, 1, g_y, w, dt, dt, cf, g_x);
   if (!rc)
-    rc = pl->hla.enabled ? backward_gw(pl, saved, g_y, dt, seed, step, threads, g_w)
-                         : backward_plain(pl, 0, g_y, saved->x, HOT_DT_F32, dt, threads, g_w);
+    rc = pl->hla.enabled ? backward_gw(pl, saved, g_y, dt, seed, step, cf, g_w)
+                         : backward_plain(pl, 0, g_y, saved->x, HOT_DT_F32, dt, cf, g_w);
   const fast_prof_t t1 = fast_prof_now();
   if (!rc && gb) memcpy(g_b, gb, (size_t)pl->O * sizeof *gb);
-  else if (!rc && g_b) rc = bias(pl, g_y, dt, threads, g_b);
+  else if (!rc && g_b) rc = bias(pl, g_y, dt, cf, g_b);
   free(gb);
   fast_prof_add(FAST_ST_BIAS, t1);
   fast_prof_add(FAST_ST_TOTAL, t0);
+  return rc;
+}
+
+int fast_layer_backward(const fast_config *cf, const hot_layer_plan *pl, const hot_ref_saved *saved, const void *g_y,
+                        const void *w, hot_dtype dt, hot_gran gran, uint64_t seed, uint32_t step,
+                        float *g_x, float *g_w, float *g_b) {
+  const fast_fpenv e = fast_fpenv_enter(); /* the twins' environment (fast_internal.h) */
+  const int rc = layer_backward_run(cf, pl, saved, g_y, w, dt, gran, seed, step, g_x, g_w, g_b);
+  fast_fpenv_leave(e);
   return rc;
 }
 
@@ -678,7 +694,7 @@ typedef struct {
   const float *s_row, *s_smp;
   hot_quant q;
   fast_rng rng;
-  int level;
+  const fast_kernels *k; /* the level's kernels (fast_config) */
   double *part; /* 2 per chunk: per-sample error, per-row error */
 } lqctx;
 
@@ -690,13 +706,11 @@ static void lqs_task(void *ctx, int64_t i, int tid) {
   const int qmax = hot_qmax(x->q.bits), sr = x->q.round == HOT_ROUND_SR;
   uint32_t words[HOT_REF_SUM_CHUNK];
   int8_t qt[HOT_REF_SUM_CHUNK], qr[HOT_REF_SUM_CHUNK];
-  if (sr) fast_philox_words(&x->rng, (uint64_t)e0, e1 - e0, words, x->level);
+  if (sr) x->k->e->philox(&x->rng, (uint64_t)e0, e1 - e0, words);
   for (int64_t e = e0; e < e1;) { /* codes, run by run within rows */
     const int64_t t = e / x->O, end = (t + 1) * x->O < e1 ? (t + 1) * x->O : e1;
-    fast_quant_run(x->v + e, end - e, x->s_smp[t / x->L], qmax, sr, words + (e - e0), qt + (e - e0),
-                   x->level);
-    fast_quant_run(x->v + e, end - e, x->s_row[t], qmax, sr, words + (e - e0), qr + (e - e0),
-                   x->level);
+    x->k->e->quant(x->v + e, end - e, x->s_smp[t / x->L], qmax, sr, words + (e - e0), qt + (e - e0));
+    x->k->e->quant(x->v + e, end - e, x->s_row[t], qmax, sr, words + (e - e0), qr + (e - e0));
     e = end;
   }
   double et = 0.0, er = 0.0;
@@ -713,7 +727,7 @@ static void lqs_task(void *ctx, int64_t i, int tid) {
   x->part[2 * i + 1] = er;
 }
 
-int fast_layer_calibrate(const hot_layer_plan *pl, const void *g_y, hot_dtype dt, uint64_t seed,
+static int layer_calibrate_run(const fast_config *cf, const hot_layer_plan *pl, const void *g_y, hot_dtype dt, uint64_t seed,
                          uint32_t step, hot_ref_lqs_result *out) {
   if (!pl || !g_y || !out || !ref_dt_ok(dt)) return HOT_REF_EARG;
   int rc = ref_plan_check(pl);
@@ -724,18 +738,19 @@ int fast_layer_calibrate(const hot_layer_plan *pl, const void *g_y, hot_dtype dt
   x.q.bits = pl->hq.g.bits, x.q.round = pl->hq.g.round;
   x.q.gran = HOT_GRAN_TENSOR, x.q.rule = HOT_RULE_ABSMAX;
   if (!quant_ok(&x.q)) return HOT_REF_EARG;
-  const int threads = fast_threads();
+  FAST_CONFIG_OR_DEFAULT(cf);
+  const int threads = cf->threads;
   float *v = malloc((size_t)n * sizeof *v), *ra = malloc((size_t)T * sizeof *ra);
   float *s_row = malloc((size_t)T * sizeof *s_row), *s_smp = malloc((size_t)pl->B * sizeof *s_smp);
   const int64_t chunks = fast_cdiv(n, HOT_REF_SUM_CHUNK);
   double *part = malloc((size_t)(2 * chunks) * sizeof *part);
   rc = HOT_REF_ENOMEM;
   if (!v || !ra || !s_row || !s_smp || !part) goto done;
-  load_all(g_y, dt, n, 0, threads, v);
+  load_all(g_y, dt, n, 0, cf, v);
   qctx st;
   memset(&st, 0, sizeof st);
-  st.v = v, st.rows = T, st.cols = O, st.row_amax = ra, st.level = fast_level_now();
-  if ((rc = row_stats(&st, threads))) goto done;
+  st.v = v, st.rows = T, st.cols = O, st.row_amax = ra, st.k = cf->k;
+  if ((rc = row_stats(&st, cf))) goto done;
   for (int64_t b = 0; b < pl->B; ++b) {
     float amax = 0.0f;
     for (int64_t t = b * L; t < (b + 1) * L; ++t) amax = ra[t] > amax ? ra[t] : amax;
@@ -744,7 +759,7 @@ int fast_layer_calibrate(const hot_layer_plan *pl, const void *g_y, hot_dtype dt
   for (int64_t t = 0; t < T; ++t) s_row[t] = hot_scale(ra[t], x.q.bits);
   x.v = v, x.T = T, x.O = O, x.L = L, x.s_row = s_row, x.s_smp = s_smp, x.part = part;
   x.rng.seed = seed, x.rng.tag = (uint32_t)pl->layer_id * 16u + HOT_TENSOR_LQS, x.rng.step = step;
-  x.level = fast_level_now();
+  x.k = cf->k;
   fast_parallel(chunks, threads, lqs_task, &x);
   double et = 0.0, er = 0.0;
   for (int64_t c = 0; c < chunks; ++c) {
@@ -761,5 +776,13 @@ done:
   free(s_row);
   free(s_smp);
   free(part);
+  return rc;
+}
+
+int fast_layer_calibrate(const fast_config *cf, const hot_layer_plan *pl, const void *g_y, hot_dtype dt, uint64_t seed,
+                         uint32_t step, hot_ref_lqs_result *out) {
+  const fast_fpenv e = fast_fpenv_enter(); /* the twins' environment (fast_internal.h) */
+  const int rc = layer_calibrate_run(cf, pl, g_y, dt, seed, step, out);
+  fast_fpenv_leave(e);
   return rc;
 }

@@ -1,4 +1,4 @@
-/* fast_pool.c — the settings of the fast CPU path (threads, dispatch level) and its thread pool:
+/* fast_pool.c — the thread pool of the fast CPU path:
  * workers created on first use and kept for the life of the process, one parallel region at a
  * time, tasks handed out by an atomic counter; or, when asked (fast_use_openmp), the same regions
  * on the workers of an OpenMP runtime loaded in the process. */
@@ -13,164 +13,7 @@
 
 #include "fast_internal.h"
 #include "utf8.h"
-#if defined(__x86_64__) || defined(__i386__)
-#include <cpuid.h>
-#endif
-#if FAST_HAVE_AMX
-#include <sys/syscall.h>
-#endif
 
-
-/* ---- settings ------------------------------------------------------------------------------ */
-
-static atomic_int g_threads;        /* 0: default */
-static atomic_int g_level_cap = -1; /* -1: none set here */
-
-void fast_set_threads(int n) { atomic_store(&g_threads, n > 0 ? n : 0); }
-
-/* A positive integer from the environment variable `name`, or 0. */
-static int env_int(const char *name) {
-  const char *s = getenv(name);
-  if (!s || !*s) return 0;
-  char *end = NULL;
-  long v = strtol(s, &end, 10);
-  return (*end == '\0' && v > 0 && v <= FAST_MAX_THREADS) ? (int)v : 0;
-}
-
-int fast_threads(void) {
-  int n = atomic_load(&g_threads);
-  if (n <= 0) n = env_int("HOT_CPU_THREADS");
-  if (n <= 0) {
-    long c = sysconf(_SC_NPROCESSORS_ONLN);
-    n = c > 0 ? (int)(c < FAST_MAX_THREADS ? c : FAST_MAX_THREADS) : 1;
-  }
-  return n < FAST_MAX_THREADS ? n : FAST_MAX_THREADS;
-}
-
-void fast_set_level(int max) {
-  atomic_store(&g_level_cap, max >= FAST_LEVEL_SCALAR && max < FAST_LEVELS ? max : -1);
-}
-
-#if FAST_HAVE_AMX && !defined(HOT_FAST_VNNI_EMU)
-/* AMX-INT8 can be used: CPUID.(7,0):EDX bits 24 (AMX-TILE) and 25 (AMX-INT8), the OS saves the
- * tile state (OSXSAVE, XCR0 bits 17 and 18), and Linux grants this process the tile data
- * (arch_prctl ARCH_REQ_XCOMP_PERM for XTILEDATA: process-wide, refused for instance when a thread
- * has a signal stack too small for the tile state; the level is then not offered). */
-static int amx_usable(void) {
-  unsigned a = 0, b = 0, c = 0, d = 0;
-  if (!__get_cpuid_count(7, 0, &a, &b, &c, &d) || !(d >> 24 & 1u) || !(d >> 25 & 1u)) return 0;
-  if (!__get_cpuid(1, &a, &b, &c, &d) || !(c >> 27 & 1u)) return 0;
-  unsigned lo = 0, hi = 0;
-  __asm__ volatile("xgetbv" : "=a"(lo), "=d"(hi) : "c"(0));
-  if ((lo >> 17 & 3u) != 3u) return 0;
-  return syscall(SYS_arch_prctl, 0x1023 /* ARCH_REQ_XCOMP_PERM */, 18 /* XTILEDATA */) == 0;
-}
-#endif
-
-/* 1 when this CPU can run `level` (level in [0, FAST_LEVELS)): asked of the CPU each time. */
-static int cpu_has(int level) {
-  if (level == FAST_LEVEL_SCALAR) return 1;
-#if defined(__x86_64__) || defined(__i386__)
-  __builtin_cpu_init();
-  const int avx2 = __builtin_cpu_supports("avx2");
-#ifdef HOT_FAST_VNNI_EMU /* a test build: the VNNI GEMM kernels in portable C (fast_gemm.c) */
-  return avx2;
-#else
-  if (level == FAST_LEVEL_AVX2) return avx2;
-#if FAST_HAVE_AVXVNNI
-  if (level == FAST_LEVEL_AVXVNNI) { /* CPUID leaf 7 subleaf 1, EAX bit 4 (not every compiler's
-                                        __builtin_cpu_supports knows "avxvnni") */
-    unsigned a = 0, b = 0, c = 0, d = 0;
-    return avx2 && __get_cpuid_count(7, 1, &a, &b, &c, &d) && (a >> 4 & 1u);
-  }
-#endif
-  if (level == FAST_LEVEL_AVX512)
-    return avx2 && __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
-           __builtin_cpu_supports("avx512vnni");
-#if FAST_HAVE_AMX
-  if (level == FAST_LEVEL_AMX) return avx2 && amx_usable();
-#endif
-#endif
-#endif
-  return 0;
-}
-
-int fast_cpu_avx512(void) {
-  static atomic_int has = -1;
-  int h = atomic_load(&has);
-  if (h < 0) {
-#if defined(__x86_64__) || defined(__i386__)
-    __builtin_cpu_init();
-    h = __builtin_cpu_supports("avx512f") != 0;
-#else
-    h = 0;
-#endif
-    atomic_store(&has, h);
-  }
-  return h;
-}
-
-_Static_assert(FAST_LEVEL_AMX == FAST_LEVELS - 1, "fast_level_has keeps AMX apart as the last level");
-
-int fast_level_has(int level) {
-  /* the levels this CPU has, one bit each, found once: fast_level_now runs at every stage, and
-   * CPUID traps to the hypervisor on virtual machines */
-  static atomic_int mask = -1;
-  /* AMX apart, and only when asked: its check asks Linux for the tile data (amx_usable), which a
-   * process capped below it (HOT_CPU_ISA, fast_set_level) never needs to do */
-  static atomic_int amx = -1;
-  if (level == FAST_LEVEL_AMX) {
-    int a = atomic_load(&amx);
-    if (a < 0) {
-      a = cpu_has(FAST_LEVEL_AMX) != 0;
-      atomic_store(&amx, a);
-    }
-    return a;
-  }
-  int m = atomic_load(&mask);
-  if (m < 0) {
-    m = 0;
-    for (int l = 0; l < FAST_LEVEL_AMX; ++l) m |= (cpu_has(l) != 0) << l;
-    atomic_store(&mask, m);
-  }
-  return level >= 0 && level < FAST_LEVELS && (m >> level & 1);
-}
-
-/* The highest level at most `cap` that this CPU has (scalar always is). */
-static fast_level best_up_to(int cap) {
-  int l = cap < FAST_LEVELS ? cap : FAST_LEVELS - 1;
-  while (l > FAST_LEVEL_SCALAR && !fast_level_has(l)) --l;
-  return (fast_level)l;
-}
-
-fast_level fast_level_cpu(void) { return best_up_to(FAST_LEVELS - 1); }
-
-fast_level fast_level_now(void) {
-  int cap = atomic_load(&g_level_cap);
-  if (cap < 0) {
-    cap = fast_level_by_name(getenv("HOT_CPU_ISA"));
-    if (cap < 0) cap = FAST_LEVELS - 1;
-  }
-  return best_up_to(cap);
-}
-
-int fast_level_by_name(const char *s) {
-  static const char *const short_names[FAST_LEVELS] = {"scalar", "avx2", "avxvnni", "avx512", "amx"};
-  for (int l = 0; s && l < FAST_LEVELS; ++l)
-    if (!strcmp(s, short_names[l]) || !strcmp(s, fast_level_name(l))) return l;
-  return -1;
-}
-
-const char *fast_level_name(int level) {
-  switch (level) {
-  case FAST_LEVEL_SCALAR: return "scalar";
-  case FAST_LEVEL_AVX2: return "avx2";
-  case FAST_LEVEL_AVXVNNI: return "avx-vnni";
-  case FAST_LEVEL_AVX512: return "avx512-vnni";
-  case FAST_LEVEL_AMX: return "amx-int8";
-  default: return "unknown level";
-  }
-}
 
 /* ---- scratch blocks ----------------------------------------------------------------------------- */
 
@@ -320,11 +163,13 @@ static _Thread_local int g_in_region; /* set on workers and on a caller inside i
 static void run_tasks(int64_t n, fast_task_fn fn, void *ctx, int tid) {
   const int was = g_in_region;
   g_in_region = 1;
+  const fast_fpenv env = fast_fpenv_enter(); /* every task in the one environment */
   for (;;) {
     long long i = atomic_fetch_add(&g_next, 1);
     if (i >= n) break;
     fn(ctx, (int64_t)i, tid);
   }
+  fast_fpenv_leave(env);
   g_in_region = was;
 }
 
@@ -424,12 +269,13 @@ int fast_openmp(char *buf, size_t cap) {
 
 void fast_parallel(int64_t n, int threads, fast_task_fn fn, void *ctx) {
   if (n <= 0) return;
-  if (threads <= 0) threads = fast_threads();
   if (threads > n) threads = (int)n;
   if (threads <= 1 || g_in_region) { /* single-threaded, or nested: inline on this thread */
     const int was = g_in_region;
     g_in_region = 1; /* a task is a task: what it may not do (fast_use_openmp) holds here too */
+    const fast_fpenv env = fast_fpenv_enter();
     for (int64_t i = 0; i < n; ++i) fn(ctx, i, 0);
+    fast_fpenv_leave(env);
     g_in_region = was;
     return;
   }
@@ -471,4 +317,41 @@ void fast_parallel(int64_t n, int threads, fast_task_fn fn, void *ctx) {
   while (g_active > 0) pthread_cond_wait(&g_done, &g_mu);
   pthread_mutex_unlock(&g_mu);
   pthread_mutex_unlock(&g_region);
+}
+
+/* ---- fork ------------------------------------------------------------------------------------ */
+
+/* The process-wide state of this file across fork(): the child has only the forking thread, so
+ * the pool's workers are gone. Before the fork every lock is taken (no region, scratch or
+ * OpenMP switch is half done, so the child inherits a consistent state); the parent releases
+ * them and keeps its workers; the child releases them too and forgets its workers (the next
+ * region creates new ones). A fork from inside a task leaves the region lock alone (its region
+ * holds it): that child then runs its regions inline (g_in_region stays set on its thread). */
+static _Thread_local int g_fork_region; /* prepare took g_region on this thread */
+
+static void fork_prepare(void) {
+  g_fork_region = !g_in_region;
+  if (g_fork_region) pthread_mutex_lock(&g_region);
+  pthread_mutex_lock(&g_omp_mu);
+  pthread_mutex_lock(&g_scr_mu);
+  pthread_mutex_lock(&g_mu);
+}
+
+static void fork_parent(void) {
+  pthread_mutex_unlock(&g_mu);
+  pthread_mutex_unlock(&g_scr_mu);
+  pthread_mutex_unlock(&g_omp_mu);
+  if (g_fork_region) pthread_mutex_unlock(&g_region);
+}
+
+static void fork_child(void) {
+  g_nworkers = 0; /* the workers did not come along */
+  g_active = 0;
+  pthread_cond_init(&g_work, NULL);
+  pthread_cond_init(&g_done, NULL);
+  fork_parent();
+}
+
+__attribute__((constructor)) static void fork_handlers(void) {
+  pthread_atfork(fork_prepare, fork_parent, fork_child);
 }

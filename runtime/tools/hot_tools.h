@@ -31,6 +31,7 @@
 
 #include "../cuda_api.h"
 #include "../env.h"
+#include "fast.h"
 #include "../cache.h"
 #include "../jit.h"
 #include "../tunedb.h"
@@ -59,5 +60,12 @@ typedef struct {
  * compiled, in plan order, into out[0..cap). Returns how many were written (0 for NULL
  * arguments, an uncompiled layer, or a layer whose kernels all came from a cache). */
 int tools_layer_jit_kernels(const hot_layer *layer, hot_tools_jit_kernel *out, int cap);
+
+/* The fast CPU path's config for hot's programs (their fp64 references, the threads of the
+ * seeded fills): HOT_CPU_THREADS and HOT_CPU_ISA parsed by env_read_cpu, the parser
+ * hot_ctx_create uses, once per process (static storage; never freed). NULL when a variable is
+ * bad: the message is then in err (when not NULL; errlen bytes), and hot_ctx_create refuses the
+ * same value by name. */
+const fast_config *tools_fast_config(char *err, size_t errlen);
 
 #endif

@@ -10,6 +10,7 @@
 #include <unistd.h>
 
 #include "hot_tooldata.h"
+#include "hot_tools.h"
 
 #include "hot_math.cuh"
 
@@ -44,14 +45,13 @@ static void *fill_thread(void *arg) {
   return NULL;
 }
 
-/* Threads of a large fill: HOT_CPU_THREADS when it is a positive integer (as the CPU backend),
- * else the online CPUs; at most FILL_MAX_THREADS. */
-#define FILL_MAX_THREADS 64
+/* Threads of a large fill: those of the programs' CPU config (HOT_CPU_THREADS as hot_ctx_create
+ * parses it, tools_fast_config), else the online CPUs; at most FILL_MAX_THREADS. The values do
+ * not depend on the split. */
+#define FILL_MAX_THREADS FAST_MAX_THREADS
 static int fill_threads(void) {
-  const char *e = getenv("HOT_CPU_THREADS");
-  char *end = NULL;
-  long v = e && *e ? strtol(e, &end, 10) : 0;
-  if (!(e && *e && *end == '\0' && v > 0)) v = sysconf(_SC_NPROCESSORS_ONLN);
+  const fast_config *c = tools_fast_config(NULL, 0);
+  long v = c ? c->threads : sysconf(_SC_NPROCESSORS_ONLN);
   return v < 1 ? 1 : v > FILL_MAX_THREADS ? FILL_MAX_THREADS : (int)v;
 }
 

@@ -3,6 +3,9 @@
  * hot.h's handles. */
 #include "hot_tools.h"
 
+#include <pthread.h>
+#include <stdio.h>
+
 #include "../hot_internal.h"
 
 hot_status tools_layer_create(hot_ctx *ctx, const hot_layer_spec *spec, int64_t batch,
@@ -27,4 +30,24 @@ int tools_layer_jit_kernels(const hot_layer *layer, hot_tools_jit_kernel *out, i
     o->ptxas_ms = b->ptxas_ms;
   }
   return n;
+}
+
+static struct {
+  pthread_once_t once;
+  int ok;
+  fast_config cfg;
+  char err[256];
+} g_fast = {PTHREAD_ONCE_INIT, 0, {0, FAST_LEVEL_SCALAR, NULL}, ""};
+
+static void fast_config_read(void) {
+  int threads = 0, isa = -1;
+  if (env_read_cpu(&threads, &isa, g_fast.err, sizeof g_fast.err) != RT_OK) return;
+  fast_config_init(&g_fast.cfg, threads, isa);
+  g_fast.ok = 1;
+}
+
+const fast_config *tools_fast_config(char *err, size_t errlen) {
+  pthread_once(&g_fast.once, fast_config_read);
+  if (!g_fast.ok && err && errlen) snprintf(err, errlen, "%s", g_fast.err);
+  return g_fast.ok ? &g_fast.cfg : NULL;
 }

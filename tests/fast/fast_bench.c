@@ -48,6 +48,13 @@
 #include "fast.h"
 #include "fast_internal.h"
 
+/* fast_igemm with the default config (fast_set_threads, fast_set_level). */
+static int igemm_default(const fast_igemm_op *op) {
+  fast_config c;
+  fast_config_default(&c);
+  return fast_igemm(&c, op);
+}
+
 static double now_s(void) {
   struct timespec ts;
   clock_gettime(CLOCK_MONOTONIC, &ts);
@@ -158,15 +165,15 @@ int hot_fast_bench_run(void *h, int path, double *wall, double *cpu) {
   }
   fast_set_threads(b->threads);
   if (b->saved) ref_saved_free(&b->s);
-  int rc = fast_layer_save(pl, b->x, HOT_DT_F32, &b->s);
+  int rc = fast_layer_save(NULL, pl, b->x, HOT_DT_F32, &b->s);
   b->saved = rc == 0;
   const double c0 = cpu_now(), t0 = now_s();
   if (!rc) switch (path) {
     case 0: rc = ref_layer_backward(pl, &b->s, b->g, b->w, HOT_DT_F32, HOT_GRAN_TENSOR, 1, 1, b->gx, b->gw, b->gb); break;
-    case 1: rc = fast_layer_backward(pl, &b->s, b->g, b->w, HOT_DT_F32, HOT_GRAN_TENSOR, 1, 1, b->gx, b->gw, b->gb); break;
+    case 1: rc = fast_layer_backward(NULL, pl, &b->s, b->g, b->w, HOT_DT_F32, HOT_GRAN_TENSOR, 1, 1, b->gx, b->gw, b->gb); break;
     case 2:
-      rc = fast_exact_gx(T, O, I, b->g, b->w, b->dx);
-      if (!rc) rc = fast_exact_gw(T, O, I, b->g, b->x, b->dw);
+      rc = fast_exact_gx(NULL, T, O, I, b->g, b->w, b->dx);
+      if (!rc) rc = fast_exact_gw(NULL, T, O, I, b->g, b->x, b->dw);
       break;
     default:
       rc = ref_exact_gx(T, O, I, b->g, b->w, b->dx);
@@ -254,11 +261,11 @@ int hot_fast_bench_stages(long long B, long long L, long long O, long long I, in
     for (int64_t i = 0; i < T * O; ++i) g[i] = 1e-3f * rnd();
     fast_set_threads(threads);
     hot_ref_saved s;
-    rc = fast_layer_save(&pl, x, HOT_DT_F32, &s);
-    if (!rc) rc = fast_layer_backward(&pl, &s, g, w, HOT_DT_F32, HOT_GRAN_TENSOR, 1, 1, gx, gw, gb);
+    rc = fast_layer_save(NULL, &pl, x, HOT_DT_F32, &s);
+    if (!rc) rc = fast_layer_backward(NULL, &pl, &s, g, w, HOT_DT_F32, HOT_GRAN_TENSOR, 1, 1, gx, gw, gb);
     fast_profile(1);
     for (int r = 0; r < reps && !rc; ++r)
-      rc = fast_layer_backward(&pl, &s, g, w, HOT_DT_F32, HOT_GRAN_TENSOR, 1, 1, gx, gw, gb);
+      rc = fast_layer_backward(NULL, &pl, &s, g, w, HOT_DT_F32, HOT_GRAN_TENSOR, 1, 1, gx, gw, gb);
     fast_profile_read(wall, cpu, n);
     fast_profile(0);
     for (int i = 0; i < n; ++i) wall[i] /= reps > 0 ? reps : 1, cpu[i] /= reps > 0 ? reps : 1;
@@ -305,7 +312,7 @@ int hot_fast_bench_gemm(long long M, long long N, long long K, int qa, int qb, i
   for (int r = 0; r < reps && !rc; ++r) {
     h = 0;
     const double w0 = now_s(), c0 = cpu_now();
-    rc = fast_igemm(&op);
+    rc = igemm_default(&op);
     const double c1 = cpu_now() - c0, w1 = now_s() - w0;
     bw = w1 < bw ? w1 : bw;
     bc = c1 < bc ? c1 : bc;
@@ -324,12 +331,13 @@ int hot_fast_bench_philox(long long n, int reps, double *best_s) {
   uint32_t *w = malloc((size_t)n * sizeof *w);
   if (!w) return -1;
   const fast_rng rng = {0x243F6A8885A308D3ull, 5u, 1u};
-  const int level = fast_level_now();
+  fast_config cf; /* the default config's level (hot_fast_bench_level) */
+  fast_config_default(&cf);
   double best = 1e30;
   for (int r = 0; r < reps; ++r) {
     const double t0 = now_s();
     for (long long i = 0; i < n; i += 1024)
-      fast_philox_words(&rng, (uint64_t)i, n - i < 1024 ? n - i : 1024, w + i, level);
+      cf.k->e->philox(&rng, (uint64_t)i, n - i < 1024 ? n - i : 1024, w + i);
     const double dt = now_s() - t0;
     best = dt < best ? dt : best;
   }

@@ -62,6 +62,13 @@ typedef struct {
   int mods;
 } fcase;
 
+/* fast_igemm with the default config (fast_set_threads, fast_set_level). */
+static int igemm_default(const fast_igemm_op *op) {
+  fast_config c;
+  fast_config_default(&c);
+  return fast_igemm(&c, op);
+}
+
 static const fcase k_cases[] = {
     {HOT_RECIPE_HOT, HOT_ARCH_SM80, 1, 1, 1, 1, HOT_DT_F32, 0},
     {HOT_RECIPE_HOT, HOT_ARCH_SM80, 1, 3, 3, 17, HOT_DT_F32, 0},
@@ -179,11 +186,11 @@ static void run_case(const fcase *c, int idx) {
         ck_assert_int_eq(fast_level_now(), level);
         g_levels_run[level] = 1;
         if (gi == 0) { /* save and calibration do not depend on the granularity */
-          ck_assert_int_eq(fast_layer_save(&pl, x, c->dt, &fs), HOT_REF_OK);
+          ck_assert_int_eq(fast_layer_save(NULL, &pl, x, c->dt, &fs), HOT_REF_OK);
           ck_assert_msg(same_saved(&pl, &rs, &fs), "case %d: saved buffer differs (%s, %d threads)",
                         idx, fast_level_name(level), th);
           ref_saved_free(&fs);
-          int flc = fast_layer_calibrate(&pl, g, c->dt, 77, 9, &fl);
+          int flc = fast_layer_calibrate(NULL, &pl, g, c->dt, 77, 9, &fl);
           ck_assert_int_eq(flc, rlc);
           if (!rlc) {
             ck_assert_msg(memcmp(&fl.e_tensor, &rl.e_tensor, sizeof(double)) == 0 &&
@@ -197,7 +204,7 @@ static void run_case(const fcase *c, int idx) {
         memset(fx, 0xff, (size_t)(T * I) * sizeof *fx);
         memset(fw, 0xff, (size_t)(O * I) * sizeof *fw);
         memset(fb, 0xff, (size_t)O * sizeof *fb);
-        ck_assert_int_eq(fast_layer_backward(&pl, &rs, g, w, c->dt, grans[gi], 77, 9 + (uint32_t)gi,
+        ck_assert_int_eq(fast_layer_backward(NULL, &pl, &rs, g, w, c->dt, grans[gi], 77, 9 + (uint32_t)gi,
                                              fx, fw, fb),
                          HOT_REF_OK);
         ck_assert_msg(memcmp(fx, rx, (size_t)(T * I) * sizeof *fx) == 0,
@@ -252,8 +259,8 @@ START_TEST(exact_bit_identical) {
       for (int th = 1; th <= 3; ++th) {
         fast_set_level(level);
         fast_set_threads(th);
-        ck_assert_int_eq(fast_exact_gx(T, O, I, g, w, b), 0);
-        ck_assert_int_eq(fast_exact_gw(T, O, I, g, x, b + T * I), 0);
+        ck_assert_int_eq(fast_exact_gx(NULL, T, O, I, g, w, b), 0);
+        ck_assert_int_eq(fast_exact_gw(NULL, T, O, I, g, x, b + T * I), 0);
         ck_assert_msg(memcmp(a, b, (size_t)(T * I + O * I) * sizeof *a) == 0,
                       "exact %lld x %lld x %lld differs (%s, %d threads)", (long long)T,
                       (long long)O, (long long)I, fast_level_name(level), th);
@@ -279,8 +286,8 @@ START_TEST(exact_bit_identical) {
     ck_assert_int_eq(ref_hla_gw_f64(&pl, g, x, a + T * I), 0);
     for (int th = 1; th <= 3; ++th) {
       fast_set_threads(th);
-      ck_assert_int_eq(fast_hq_gx_f64(&pl, g, w, b), 0);
-      ck_assert_int_eq(fast_hla_gw_f64(&pl, g, x, b + T * I), 0);
+      ck_assert_int_eq(fast_hq_gx_f64(NULL, &pl, g, w, b), 0);
+      ck_assert_int_eq(fast_hla_gw_f64(NULL, &pl, g, x, b + T * I), 0);
       ck_assert_msg(memcmp(a, b, (size_t)(T * I + O * I) * sizeof *a) == 0,
                     "case %d: HQ/HLA fp64 differs (%d threads)", ci, th);
     }
@@ -362,7 +369,7 @@ START_TEST(gemm_exact) {
             fast_set_level(level);
             fast_set_threads(th);
             memset(got, 0x5a, (size_t)(S * M * N) * sizeof *got);
-            ck_assert_int_eq(fast_igemm(&op), HOT_REF_OK);
+            ck_assert_int_eq(igemm_default(&op), HOT_REF_OK);
             ck_assert_msg(memcmp(got, want, (size_t)(S * M * N) * sizeof *got) == 0,
                           "GEMM %lld x %lld x %lld (%lld segments), q %d/%d, orientation %d "
                           "differs (%s, %d threads)",
@@ -404,7 +411,7 @@ START_TEST(gemm_wraps) {
       fast_set_level(level);
       fast_set_threads(2);
       memset(got, 0x5a, (size_t)(M * N) * sizeof *got);
-      ck_assert_int_eq(fast_igemm(&op), HOT_REF_OK);
+      ck_assert_int_eq(igemm_default(&op), HOT_REF_OK);
       ck_assert_msg(memcmp(got, want, (size_t)(M * N) * sizeof *got) == 0,
                     "sums past 2^31 differ at level %s", fast_level_name(level));
     }
@@ -426,15 +433,18 @@ START_TEST(philox_words_exact) {
   static const fast_rng rngs[] = {{0, 0, 0}, {0x243F6A8885A308D3ull, 0x13198A2Eu, 7u},
                                   {~0ull, 0xFFFFFFFFu, 0xFFFFFFFFu}};
   uint32_t got[1031];
-  for (int level = 0; level < FAST_LEVELS; ++level)
-      if (fast_level_has(level))
+  for (int level = 0; level < FAST_LEVELS; ++level) {
+    if (!fast_level_has(level)) continue;
+    fast_config cf; /* the level's table, as a config of that level picks it */
+    fast_config_init(&cf, 1, level);
+    ck_assert_int_eq(cf.level, level);
     for (size_t r = 0; r < sizeof rngs / sizeof rngs[0]; ++r)
       for (size_t i = 0; i < sizeof starts / sizeof starts[0]; ++i)
         for (size_t j = 0; j < sizeof lens / sizeof lens[0]; ++j) {
           const int64_t n = lens[j];
           if (starts[i] > ~0ull - (uint64_t)n) continue; /* the index would wrap */
           memset(got, 0xA5, sizeof got);
-          fast_philox_words(&rngs[r], starts[i], n, got, level);
+          cf.k->e->philox(&rngs[r], starts[i], n, got);
           for (int64_t e = 0; e < n; ++e) {
             const uint32_t want = hot_rand_word(rngs[r].seed, rngs[r].tag, rngs[r].step,
                                                 starts[i] + (uint64_t)e);
@@ -445,6 +455,7 @@ START_TEST(philox_words_exact) {
           }
           if (n < 1031) ck_assert_uint_eq(got[n], 0xA5A5A5A5u); /* nothing past n written */
         }
+  }
 }
 END_TEST
 
@@ -461,37 +472,37 @@ START_TEST(statuses_match) {
   hot_ref_saved s, f;
   hot_ref_lqs_result lq;
   /* bad arguments */
-  ck_assert_int_eq(fast_layer_save(NULL, x, HOT_DT_F32, &f), HOT_REF_EARG);
-  ck_assert_int_eq(fast_layer_save(&pl, x, (hot_dtype)7, &f), HOT_REF_EARG);
-  ck_assert_int_eq(fast_layer_save(&pl, x, HOT_DT_F32, NULL), HOT_REF_EARG);
+  ck_assert_int_eq(fast_layer_save(NULL, NULL, x, HOT_DT_F32, &f), HOT_REF_EARG);
+  ck_assert_int_eq(fast_layer_save(NULL, &pl, x, (hot_dtype)7, &f), HOT_REF_EARG);
+  ck_assert_int_eq(fast_layer_save(NULL, &pl, x, HOT_DT_F32, NULL), HOT_REF_EARG);
   ck_assert_int_eq(ref_layer_save(&pl, x, HOT_DT_F32, &s), HOT_REF_OK);
-  ck_assert_int_eq(fast_layer_backward(&pl, &s, g, w, HOT_DT_F32, HOT_GRAN_AUTO, 1, 1, gx, gw, gb),
+  ck_assert_int_eq(fast_layer_backward(NULL, &pl, &s, g, w, HOT_DT_F32, HOT_GRAN_AUTO, 1, 1, gx, gw, gb),
                    HOT_REF_EARG);
-  ck_assert_int_eq(fast_layer_backward(&pl, &s, g, w, HOT_DT_F32, HOT_GRAN_ROW, 1, 1, NULL, gw, gb),
+  ck_assert_int_eq(fast_layer_backward(NULL, &pl, &s, g, w, HOT_DT_F32, HOT_GRAN_ROW, 1, 1, NULL, gw, gb),
                    HOT_REF_EARG);
-  ck_assert_int_eq(fast_layer_calibrate(&pl, NULL, HOT_DT_F32, 1, 1, &lq), HOT_REF_EARG);
+  ck_assert_int_eq(fast_layer_calibrate(NULL, &pl, NULL, HOT_DT_F32, 1, 1, &lq), HOT_REF_EARG);
   hot_layer_plan bad = pl;
   bad.hq.o_pad += 1;
-  ck_assert_int_eq(fast_layer_backward(&bad, &s, g, w, HOT_DT_F32, HOT_GRAN_ROW, 1, 1, gx, gw, gb),
+  ck_assert_int_eq(fast_layer_backward(NULL, &bad, &s, g, w, HOT_DT_F32, HOT_GRAN_ROW, 1, 1, gx, gw, gb),
                    ref_layer_backward(&bad, &s, g, w, HOT_DT_F32, HOT_GRAN_ROW, 1, 1, gx, gw, gb));
   /* all-zero data: zero scales, zero outputs, like the twins */
   float *rx = malloc((size_t)(T * I) * sizeof *rx), *rw = malloc((size_t)(O * I) * sizeof *rw);
   ck_assert_int_eq(ref_layer_backward(&pl, &s, g, w, HOT_DT_F32, HOT_GRAN_ROW, 1, 1, rx, rw, NULL), 0);
-  ck_assert_int_eq(fast_layer_backward(&pl, &s, g, w, HOT_DT_F32, HOT_GRAN_ROW, 1, 1, gx, gw, NULL), 0);
+  ck_assert_int_eq(fast_layer_backward(NULL, &pl, &s, g, w, HOT_DT_F32, HOT_GRAN_ROW, 1, 1, gx, gw, NULL), 0);
   ck_assert_mem_eq(rx, gx, (size_t)(T * I) * sizeof *gx);
   ck_assert_mem_eq(rw, gw, (size_t)(O * I) * sizeof *gw);
   /* non-finite inputs: the twins' status from every entry point */
   g[5] = NAN;
-  ck_assert_int_eq(fast_layer_backward(&pl, &s, g, w, HOT_DT_F32, HOT_GRAN_ROW, 1, 1, gx, gw, gb),
+  ck_assert_int_eq(fast_layer_backward(NULL, &pl, &s, g, w, HOT_DT_F32, HOT_GRAN_ROW, 1, 1, gx, gw, gb),
                    HOT_REF_ENONFINITE);
-  ck_assert_int_eq(fast_layer_calibrate(&pl, g, HOT_DT_F32, 1, 1, &lq), HOT_REF_ENONFINITE);
+  ck_assert_int_eq(fast_layer_calibrate(NULL, &pl, g, HOT_DT_F32, 1, 1, &lq), HOT_REF_ENONFINITE);
   g[5] = 0.0f;
   w[3] = INFINITY;
-  ck_assert_int_eq(fast_layer_backward(&pl, &s, g, w, HOT_DT_F32, HOT_GRAN_ROW, 1, 1, gx, gw, gb),
+  ck_assert_int_eq(fast_layer_backward(NULL, &pl, &s, g, w, HOT_DT_F32, HOT_GRAN_ROW, 1, 1, gx, gw, gb),
                    HOT_REF_ENONFINITE);
   w[3] = 0.0f;
   x[7] = NAN;
-  ck_assert_int_eq(fast_layer_save(&pl, x, HOT_DT_F32, &f), HOT_REF_ENONFINITE);
+  ck_assert_int_eq(fast_layer_save(NULL, &pl, x, HOT_DT_F32, &f), HOT_REF_ENONFINITE);
   ck_assert_ptr_null(f.q_x);
   ref_saved_free(&s);
   free(x), free(w), free(g), free(gx), free(gw), free(gb), free(rx), free(rw);
@@ -585,30 +596,39 @@ END_TEST
 /* ---- settings ------------------------------------------------------------------------------- */
 
 START_TEST(settings) {
+  /* the fast path never reads the environment: HOT_CPU_* reach it through a config only */
   fast_set_threads(0);
   setenv("HOT_CPU_THREADS", "3", 1);
-  ck_assert_int_eq(fast_threads(), 3);
-  setenv("HOT_CPU_THREADS", "junk", 1);
-  ck_assert_int_ge(fast_threads(), 1);
+  setenv("HOT_CPU_ISA", "scalar", 1);
+  const long online = sysconf(_SC_NPROCESSORS_ONLN);
+  ck_assert_int_eq(fast_threads(), online < 1 ? 1 : online > FAST_MAX_THREADS ? FAST_MAX_THREADS
+                                                                              : (int)online);
+  ck_assert_int_eq(fast_level_now(), fast_level_cpu());
   unsetenv("HOT_CPU_THREADS");
+  unsetenv("HOT_CPU_ISA");
   fast_set_threads(5);
   ck_assert_int_eq(fast_threads(), 5);
   fast_set_threads(0);
   fast_set_level(FAST_LEVEL_SCALAR);
   ck_assert_int_eq(fast_level_now(), FAST_LEVEL_SCALAR);
   fast_set_level(-1);
-  setenv("HOT_CPU_ISA", "scalar", 1);
-  ck_assert_int_eq(fast_level_now(), FAST_LEVEL_SCALAR);
-  setenv("HOT_CPU_ISA", "avxvnni", 1);
-  ck_assert_int_le(fast_level_now(), FAST_LEVEL_AVXVNNI);
-  ck_assert(fast_level_has(fast_level_now()));
-  setenv("HOT_CPU_ISA", "avx512", 1);
-  ck_assert_int_le(fast_level_now(), FAST_LEVEL_AVX512);
-  ck_assert(fast_level_has(fast_level_now()));
-  setenv("HOT_CPU_ISA", "amx", 1);
   ck_assert_int_eq(fast_level_now(), fast_level_cpu());
-  unsetenv("HOT_CPU_ISA");
-  ck_assert_int_eq(fast_level_now(), fast_level_cpu());
+  /* a config: its threads (bounded), its level (the highest under the cap) and that table */
+  fast_config c;
+  fast_config_init(&c, 3, FAST_LEVEL_SCALAR);
+  ck_assert_int_eq(c.threads, 3);
+  ck_assert_int_eq(c.level, FAST_LEVEL_SCALAR);
+  ck_assert_ptr_nonnull(c.k);
+  fast_config_init(&c, 100000, FAST_LEVEL_AVX512);
+  ck_assert_int_eq(c.threads, FAST_MAX_THREADS);
+  ck_assert_int_le(c.level, FAST_LEVEL_AVX512);
+  ck_assert(fast_level_has(c.level));
+  fast_config_init(&c, 0, -1);
+  ck_assert_int_eq(c.level, fast_level_cpu());
+  ck_assert_int_eq(c.threads, fast_threads());
+  fast_config d;
+  fast_config_init(&d, 1, c.level);
+  ck_assert_ptr_eq(d.k, c.k); /* one table per level */
   /* a cap gives the highest level under it that the CPU has (AVX-512 VNNI without AVX-VNNI
    * exists, so a level's presence says nothing of the one below) */
   ck_assert(fast_level_has(FAST_LEVEL_SCALAR));
@@ -636,8 +656,9 @@ START_TEST(settings) {
 }
 END_TEST
 
-/* The AMX level asks Linux for the tile data only when it may be picked: a process capped below
- * it (HOT_CPU_ISA=avx512) runs its GEMMs without the request. Must run first in the process
+/* The AMX level asks Linux for the tile data only when it may be picked: a config capped below
+ * it (HOT_CPU_ISA=avx512, parsed into the config) runs its GEMMs without the request, whatever
+ * the environment says later. Must run first in the process
  * (the permission, once granted, stays); returns the number of failures. */
 static int amx_asked_only_when_uncapped(void) {
 #if FAST_HAVE_AMX && !defined(HOT_FAST_VNNI_EMU)
@@ -649,10 +670,12 @@ static int amx_asked_only_when_uncapped(void) {
   int32_t got[64 * 48];
   gemm_sink sink = {64, 48, got};
   fast_igemm_op op = {64, 48, 70, 1, as, 70, 1, bs, 70, 1, 7, 7, gemm_epi, &sink, -1};
-  const int rc = fast_igemm(&op);
+  fast_config cf;
+  fast_config_init(&cf, 2, FAST_LEVEL_AVX512);
+  unsetenv("HOT_CPU_ISA"); /* the config keeps its cap */
+  const int rc = fast_igemm(&cf, &op);
   unsigned long long perm = 0;
   const long g = syscall(SYS_arch_prctl, 0x1022 /* ARCH_GET_XCOMP_PERM */, &perm);
-  unsetenv("HOT_CPU_ISA");
   if (rc != HOT_REF_OK || (g == 0 && (perm >> 18 & 1u))) {
     printf("capped at avx512, a GEMM asked for the AMX tile data (or failed: %d)\n", rc);
     return 1;

@@ -4,7 +4,7 @@ runtime/, gen/, tune/ and bench/, and every place found must be one of the known
 listed here (with why it is safe). A new place fails the scan until it is made safe and listed.
 
 Usage: scan.py SOURCE_DIR CLASS   (CLASS: files, databases, messages, escaping, limits, captures,
-                                   nearest; or all)
+                                   nearest, environment; or all)
 """
 import os
 import re
@@ -95,6 +95,33 @@ OPEN_KNOWN = {
 
 def check_files(root):
     return compare("file opens", find(root, OPEN, keep_strings=False), OPEN_KNOWN)
+
+
+# ---- environment: the process environment is read in one place, runtime/env.c -------------------
+# (env_get; env_read / env_read_cpu parse it once, hot_ctx_create and the tools hand the values
+# down). The fast CPU path (runtime/cpu/) and the tools never call getenv themselves. Not
+# scanned: tests/ (fixtures name their own variables) and dev/ (the JIT-options lab tool, run
+# by hand, not built into libhot or the installed tools).
+ENV_DIRS = ("runtime", "gen", "tune", "bench", "base")
+ENV_KNOWN = {
+    "runtime/env.c": (1, "env_get: the one reader, behind env_read and env_read_cpu"),
+}
+
+
+def check_environment(root):
+    rx = re.compile(r"\b(getenv|secure_getenv|environ)\b")
+    got = {}
+    for d in ENV_DIRS:
+        for base, _, files in os.walk(os.path.join(root, d)):
+            for f in sorted(files):
+                if f.endswith((".c", ".h", ".cc", ".cpp")):
+                    p = os.path.join(base, f)
+                    text = strip_comments(open(p, encoding="utf-8", errors="replace").read(),
+                                          keep_strings=False)
+                    k = len(rx.findall(text))
+                    if k:
+                        got[os.path.relpath(p, root)] = k
+    return compare("environment reads", got, ENV_KNOWN)
 
 
 # ---- 2. databases: every connection to a file sees what a normal reader sees ------------------
@@ -227,7 +254,7 @@ def check_nearest(root):
 
 CHECKS = {"files": check_files, "databases": check_databases, "messages": check_messages,
           "escaping": check_escaping, "limits": check_limits, "captures": check_captures,
-          "nearest": check_nearest}
+          "nearest": check_nearest, "environment": check_environment}
 
 if __name__ == "__main__":
     root, what = sys.argv[1], sys.argv[2]
