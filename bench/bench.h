@@ -47,6 +47,7 @@ typedef struct {
   int gemm_paths;          /* --gemm-paths: the three sm_90 GEMM paths timed side by side */
   int precompile;          /* --precompile (with --gemm-paths): compile its kernels, no GPU */
   int memory;              /* --memory: saved bytes against the method's count, no timing */
+  int model;               /* --model: predicted kernel times on H100 / H200, no GPU */
 } bench_opts;
 
 /* ---- statistics of repeated timings ------------------------------------------------------ */
@@ -318,6 +319,11 @@ int bench_paper_diffs(const bench_run *run, const hot_model *model, FILE *f);
  * scale per group) and an fp32 x, and the backward's unpack traffic. Table on f; 0, 1 on a
  * failure (said on f), 2 when a saved buffer exceeds 1.05 x the method's count. */
 int bench_memory(const bench_run *run, const hot_model *model, FILE *f);
+/* --model (model.c): per kernel of every listed layer's save and backward, occupancy, waves and a
+ * roofline prediction on H100 SXM and H200, then the backward against cuBLAS BF16 / cuBLASLt FP8
+ * (predicted), as a table and one JSON line on f. Needs no GPU. Returns 0, or 1 when a layer
+ * cannot be planned (said on stderr). */
+int bench_model(const bench_run *run, const hot_model *model, FILE *f);
 
 /* ---- paths.c: --gemm-paths ----------------------------------------------------------------- */
 /* For every layer of run->layers: the layer planned three ways on a 9.0 device — mma_s8 (arch

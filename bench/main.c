@@ -18,7 +18,7 @@ static const char *usage =
     "usage: hot-bench SPEC [--layer NAME] [--backend auto|cuda|cpu] [--batch N] [--tokens N]\n"
     "                 [--iters N] [--warmup N] [--json] [--out FILE] [--arch ARCH] [--no-jit]\n"
     "                 [--full] [--check-macs N] [--scales] [--paper-diffs [--seeds N] [--gy-scale F]]\n"
-    "                 [--gemm-paths [--precompile]] [--memory] [--help]\n";
+    "                 [--gemm-paths [--precompile]] [--memory] [--model] [--help]\n";
 
 static const char *help_text =
     "Runs every layer of SPEC through libhot's public API (hot.h) on seeded Gaussian data and\n"
@@ -100,6 +100,9 @@ static const char *help_text =
     "                   exit 2 when a path cannot be planned, fails or gives other bits\n"
     "  --precompile     with --gemm-paths: compile every kernel it would launch into the kernel\n"
     "                   cache of $HOT_CACHE_DIR (no driver, no GPU) and exit\n"
+    "  --model          instead of the benchmark, no GPU: per kernel of each layer's save and\n"
+    "                   backward, occupancy, waves and a PREDICTED time on H100 SXM / H200\n"
+    "                   (roofline, docs/gpu-model.md); table and a JSON line\n"
     "  --memory         instead of the benchmark: per layer, under the spec's recipe and\n"
     "                   paper_code, at B = 1, 4 and the spec's batch (or --batch): a real save\n"
     "                   (CPU backend) into a buffer of exactly hot_layer_saved_bytes, against\n"
@@ -175,7 +178,8 @@ static int set_flag(bench_opts *o, const char *a) {
       {"--json", &o->json, 1},         {"--no-jit", &o->jit, 0},
       {"--full", &o->full, 1},         {"--scales", &o->scales, 1},
       {"--paper-diffs", &o->paper_diffs, 1}, {"--gemm-paths", &o->gemm_paths, 1},
-      {"--precompile", &o->precompile, 1},   {"--memory", &o->memory, 1}};
+      {"--precompile", &o->precompile, 1},   {"--memory", &o->memory, 1},
+      {"--model", &o->model, 1}};
   for (size_t i = 0; i < sizeof flags / sizeof flags[0]; ++i)
     if (!strcmp(a, flags[i].name)) {
       *flags[i].field = flags[i].value;
@@ -236,9 +240,9 @@ static int parse_args(int argc, char **argv, bench_opts *o) {
     fprintf(stderr, "hot-bench: --precompile is a part of --gemm-paths (add it)\n");
     return -1;
   }
-  const int modes = o->scales + o->paper_diffs + o->gemm_paths + o->memory;
+  const int modes = o->scales + o->paper_diffs + o->gemm_paths + o->memory + o->model;
   if (modes > 1) {
-    fprintf(stderr, "hot-bench: --scales, --paper-diffs, --gemm-paths and --memory are modes of "
+    fprintf(stderr, "hot-bench: --scales, --paper-diffs, --gemm-paths, --memory and --model are modes of "
             "their own: give one\n");
     return -1;
   }
@@ -464,6 +468,13 @@ int main(int argc, char **argv) {
   double t_start = bench_now_ms();
   bench_opts *o = &run.opt;
   if (load_layers(&run) != 0) return 1;
+
+  if (o->model) { /* predicted times from the plan (model.c): no backend at all */
+    int mrc = bench_model(&run, &g_model, stdout);
+    free(run.layers);
+    spec_model_free(&g_model);
+    return mrc;
+  }
 
   if (o->memory) { /* saved bytes of real saves: CPU backend, no timing */
     int mrc = bench_memory(&run, &g_model, stdout);

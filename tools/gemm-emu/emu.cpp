@@ -45,6 +45,20 @@
 #include <vector>
 
 #include "emu_sched.h"
+#include "memstat.h"
+// EMU_MEMSTAT builds (tools/memstat.sh, -O0 -fsanitize=thread): the site of an emulated PTX
+// instruction is the return address of its wrapper (frame 1 of the emulator function).
+#ifdef EMU_MEMSTAT
+#define EMU_SITE() ((uintptr_t)__builtin_return_address(1))
+#define EMU_PLAIN __attribute__((no_sanitize_thread)) // the emulator's own work: not counted
+#else
+#define EMU_PLAIN
+#endif
+#ifdef EMU_MEMSTAT
+#define EMU_VEC_ALIGN(n) alignas(n)
+#else
+#define EMU_VEC_ALIGN(n)
+#endif
 
 // ---- CUDA spellings on the host -------------------------------------------------------------
 #define __device__
@@ -54,7 +68,13 @@
 #define __align__(n)
 #define __restrict__ __restrict
 #define __shared__
-struct float2 { float x, y; };
+struct EMU_VEC_ALIGN(8) float2 {
+  float x, y;
+#ifdef EMU_MEMSTAT
+  float2(float a, float b) : x(a), y(b) {}
+  EMU_VEC_COPY(float2)
+#endif
+};
 static inline float2 make_float2(float a, float b) { return float2{a, b}; }
 
 #define HOT_STR2(x) #x
@@ -134,7 +154,7 @@ static emu_thr &me() { return g_thr[threadIdx.x]; }
 #ifdef EMU_WGMMA
 static void emu_mark_written(unsigned dst);
 #endif
-static void do_copy(const emu_copy &c) {
+EMU_PLAIN static void do_copy(const emu_copy &c) {
   if (c.dst % 16 || (size_t)c.dst + 16 > g_smem_bytes) die("cp.async destination outside smem");
   if ((uintptr_t)c.src % 16) die("cp.async source not 16-byte aligned");
   bool in = false;
@@ -147,6 +167,12 @@ static void do_copy(const emu_copy &c) {
 }
 static void emu_cp_async16(unsigned dst, const void *src, int bytes) {
   if (bytes != 0 && bytes != 16) die("cp.async src-size must be 0 or 16 here");
+#ifdef EMU_MEMSTAT
+  memstat::note(EMU_SITE(), memstat::S_SHARED, memstat::K_CP_ASYNC, dst, 16, (int)threadIdx.x);
+  if (bytes) // src-size 0 reads nothing
+    memstat::note(EMU_SITE(), memstat::S_GLOBAL, memstat::K_CP_ASYNC,
+                  (unsigned long long)(uintptr_t)src, 16, (int)threadIdx.x);
+#endif
   emu::yield();
   emu_copy c{me().group, dst, (const unsigned char *)src, bytes};
   if (g_cp_late) me().copies.push_back(c);
@@ -166,7 +192,7 @@ static void emu_cp_wait(int n) { // groups older than the n youngest committed o
 // ldmatrix.sync.aligned.m8n8.{x2,x4}.shared.b16 (PTX ISA 9.7.14.5.15): lanes 8j..8j+7 hold the
 // row addresses of matrix j (rows of 8 b16 = 16 bytes); lane l receives, of matrix j, row l/4,
 // b16 elements 2*(l%4) and 2*(l%4)+1, i.e. bytes 4*(l%4) .. 4*(l%4)+3 of that row.
-static void ldmatrix_complete(emu_warp &w) {
+EMU_PLAIN static void ldmatrix_complete(emu_warp &w) {
   const int num = w.kind[0] == COLL_LDMATRIX4 ? 4 : 2;
   for (int lane = 0; lane < 32; ++lane)
     for (int j = 0; j < num; ++j) {
@@ -180,6 +206,10 @@ static void emu_ldmatrix(unsigned addr, int num, unsigned *r0, unsigned *r1, uns
   int tid = (int)threadIdx.x, lane = tid & 31;
   emu::yield();
   emu_warp &w = g_warps[tid >> 5];
+#ifdef EMU_MEMSTAT
+  if (lane < 8 * num) // the lanes that give row addresses
+    memstat::note(EMU_SITE(), memstat::S_SHARED, memstat::K_LDMATRIX, addr, 16, tid);
+#endif
   w.addr[lane] = addr;
   emu_collective(w, num == 4 ? COLL_LDMATRIX4 : COLL_LDMATRIX2, ldmatrix_complete);
   unsigned *out[4] = {r0, r1, r2, r3};
@@ -189,7 +219,7 @@ static void emu_ldmatrix(unsigned addr, int num, unsigned *r0, unsigned *r1, uns
 // mma.sync.aligned.{m16n8k32 .s8, m16n8k64 .s4}.row.col.s32 (PTX ISA 9.7.14.5.x), element-wise
 // definitions of the fragment layouts, groupID g = lane >> 2, threadID_in_group t = lane % 4.
 // Scatter the warp's A and B fragments into full matrices (each element must be covered once).
-static void gather_ab(const unsigned (*a)[4], const unsigned (*b)[2], int (*Am)[64], int (*Bm)[8]) {
+EMU_PLAIN static void gather_ab(const unsigned (*a)[4], const unsigned (*b)[2], int (*Am)[64], int (*Bm)[8]) {
   int cov_a[16][64] = {}, cov_b[64][8] = {};
   for (int l = 0; l < 32; ++l) {
     int g = l >> 2, t = l & 3;
@@ -229,7 +259,7 @@ static void gather_ab(const unsigned (*a)[4], const unsigned (*b)[2], int (*Am)[
     for (int n = 0; n < 8; ++n)
       if (cov_b[k][n] != 1) die("B fragment layout does not cover the matrix once");
 }
-static void mma_complete(emu_warp &w) {
+EMU_PLAIN static void mma_complete(emu_warp &w) {
   const int K = HOT_CODES ? 64 : 32;
   static int Am[16][64], Bm[64][8];
   gather_ab(w.a, w.b, Am, Bm);
@@ -301,7 +331,7 @@ static unsigned desc_addr(unsigned long long desc, int r, int c) {
 
 // This thread's part of one m64nNk32 .s32.s8.s8 (D += A . B^T): register i of lane l in warp q
 // of the warpgroup is row 16q + l/4 + 8((i/2)%2), column 8(i/4) + 2(l%4) + i%2.
-static void wg_compute(const emu_wg_op &op) {
+EMU_PLAIN static void wg_compute(const emu_wg_op &op) {
   int tid = (int)threadIdx.x, lane = tid & 31, q = (tid >> 5) & 3;
   for (int i = 0; i < op.n; ++i) {
     int row = 16 * q + lane / 4 + 8 * ((i / 2) % 2), col = 8 * (i / 4) + 2 * (lane % 4) + (i % 2);
@@ -490,6 +520,10 @@ int main(int argc, char **argv) {
   int rc = 0;
   for (uint64_t seed : seeds) {
     emu::set_seed(seed);
+#ifdef EMU_MEMSTAT // counted under the first schedule only (the addresses do not depend on it)
+    memstat::set_shared_window(g_smem.data(), g_smem_bytes);
+    if (seed == seeds[0]) memstat::launch_begin(HOT_STR(HOT_KNAME));
+#endif
     std::fill(C.begin(), C.end(), NaNpat);
     g_range_flag = 0;
     for (long b : emu::block_order((long)gx * gy)) {
@@ -512,7 +546,13 @@ int main(int argc, char **argv) {
         g_block_bar.leave();
         g_warps[t >> 5].bar.leave();
       });
+#ifdef EMU_MEMSTAT
+      memstat::block_end();
+#endif
     }
+#ifdef EMU_MEMSTAT
+    memstat::launch_end();
+#endif
 
     long bad = 0;
     for (int m = 0; m < M; ++m)

@@ -44,18 +44,24 @@ def replace_body(src, name, body):
             depth += 1
         elif src[i] == "}":
             depth -= 1
-            if depth == 0:
-                return src[:start] + body + src[i + 1:]
+            if depth == 0: # the body's line breaks kept: sites keep their template lines
+                return src[:start] + body + "\n" * src.count("\n", start, i) + src[i + 1:]
     sys.exit("mkemu: unbalanced braces in %s" % name)
 
 
 def main():
     src = open(sys.argv[1]).read()
+    tname = "templates/" + os.path.basename(sys.argv[1])
     # the cp.async wrappers live in hot_gemm.cuh: inline it so that their bodies are replaced too
+    # (#line directives keep every line attributed to its template file)
     inc = '#include "hot_gemm.cuh"'
     if inc in src:
         tdir = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "templates")
-        src = src.replace(inc, open(os.path.join(tdir, "hot_gemm.cuh")).read(), 1)
+        after = src[:src.index(inc)].count("\n") + 2  # the line after the #include
+        src = src.replace(inc, '#line 1 "templates/hot_gemm.cuh"\n' +
+                          open(os.path.join(tdir, "hot_gemm.cuh")).read() +
+                          '#line %d "%s"' % (after, tname), 1)
+    src = '#line 1 "%s"\n' % tname + src
     for name, body in BODIES.items():
         src = replace_body(src, name, body)
     # the overflow flag (hot_math.cuh's HOT_RANGE_CHECK is a no-op off the device): every check
@@ -64,8 +70,10 @@ def main():
     math = '#include "hot_math.cuh"'
     if src.count(math) != 1:
         sys.exit("mkemu: %r not found once" % math)
+    after = src[:src.index(math)].count("\n") + 1  # the include's line, less the #line on top
     src = src.replace(math, math + "\n#undef HOT_RANGE_CHECK\n"
-                      "#define HOT_RANGE_CHECK(v) emu_range_check(v)", 1)
+                      "#define HOT_RANGE_CHECK(v) emu_range_check(v)\n"
+                      '#line %d "%s"' % (after, tname), 1)
     decl = re.search(r"extern __shared__ __align__\(\d+\) unsigned char hot_smem\[\];", src)
     if not decl:
         sys.exit("mkemu: shared declaration not found")

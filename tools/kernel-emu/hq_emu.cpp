@@ -9,8 +9,24 @@
 #include "kemu.h"
 
 // CUDA vector types the template uses (host stand-ins).
-struct float4 { float x, y, z, w; };
-struct uint4 { unsigned x, y, z, w; };
+#ifdef EMU_MEMSTAT
+#define EMU_VEC_ALIGN(n) alignas(n)
+#else
+#define EMU_VEC_ALIGN(n)
+#endif
+struct EMU_VEC_ALIGN(16) float4 {
+  float x, y, z, w;
+#ifdef EMU_MEMSTAT
+  float4(float a, float b, float c, float d) : x(a), y(b), z(c), w(d) {}
+  EMU_VEC_COPY(float4)
+#endif
+};
+struct EMU_VEC_ALIGN(16) uint4 {
+  unsigned x, y, z, w;
+#ifdef EMU_MEMSTAT
+  EMU_VEC_COPY(uint4)
+#endif
+};
 struct uint2 { unsigned x, y; };
 static inline float4 make_float4(float a, float b, float c, float d) { return {a, b, c, d}; }
 static inline uint2 make_uint2(unsigned a, unsigned b) { return {a, b}; }

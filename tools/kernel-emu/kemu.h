@@ -13,7 +13,9 @@
 //    under the schedules that run one thread or warp ahead — the same way on every run;
 //  - a barrier that can never complete (divergent __syncthreads) stops the run at once.
 // Not modelled: memory ordering beyond what the barriers give (the fibers see a coherent
-// memory), bank conflicts, timing. Numerics: the templates are compiled as host C++ without
+// memory), timing. Built with -DEMU_MEMSTAT (tools/memstat.sh), every shared and global access
+// of the template is counted by memstat.h (bank wavefronts, sectors; docs/gpu-model.md): each
+// __shared__ array is then placed on a 128-byte boundary of an emulated shared window. Numerics: the templates are compiled as host C++ without
 // __CUDACC__, so hot_math.cuh uses its host branch (the twins' macros): what this checks is the
 // kernels' indexing, padding, phase protocol, order of every rounding sum, and synchronization.
 //
@@ -32,6 +34,7 @@
 #include <vector>
 
 #include "emu_sched.h"
+#include "memstat.h"
 
 #define __device__
 #define __global__
@@ -39,7 +42,24 @@
 #define __launch_bounds__(...)
 #define __align__(n)
 #define __restrict__ __restrict
+#ifdef EMU_MEMSTAT
+#define __shared__ static __attribute__((section("emu_shared"), aligned(128)))
+extern "C" char __start_emu_shared[], __stop_emu_shared[];
+#ifndef EMU_MEMSTAT_NAME
+#define EMU_MEMSTAT_NAME "kernel"
+#endif
+#define EMU_NOTE_GLOBAL(p, kind)                                                                   \
+  memstat::note((uintptr_t)__builtin_return_address(0), memstat::S_GLOBAL, kind,                   \
+                (unsigned long long)(uintptr_t)(p), (int)sizeof *(p), (int)threadIdx.x)
+#else
 #define __shared__ static
+#define EMU_NOTE_GLOBAL(p, kind) ((void)0)
+#endif
+#ifdef EMU_MEMSTAT
+#define EMU_HOOK_FN __attribute__((noinline, no_sanitize_thread)) static
+#else
+#define EMU_HOOK_FN static inline
+#endif
 #define __constant__
 
 static void emu_die(const char *m) { emu_fatal(m); }
@@ -52,7 +72,9 @@ struct emu_warp {
 };
 static std::vector<emu_warp> g_warps(32);
 
-template <class T> static inline T __ldg(const T *p) {
+// (EMU_MEMSTAT: not inlined, so that the return address is the template's load site)
+template <class T> EMU_HOOK_FN T __ldg(const T *p) {
+  EMU_NOTE_GLOBAL(p, memstat::K_LD);
   emu::yield();
   return *p;
 }
@@ -91,7 +113,8 @@ template <class T> static T __shfl_xor_sync(unsigned mask, T v, int d) {
 }
 static unsigned __float_as_uint(float f) { unsigned u; std::memcpy(&u, &f, 4); return u; }
 static float __uint_as_float(unsigned u) { float f; std::memcpy(&f, &u, 4); return f; }
-static unsigned atomicMax(unsigned *a, unsigned v) {
+EMU_HOOK_FN unsigned atomicMax(unsigned *a, unsigned v) {
+  EMU_NOTE_GLOBAL(a, memstat::K_ATOM);
   emu::yield();
   unsigned old = *a;
   if (v > old) *a = v;
@@ -113,6 +136,10 @@ static void emu_launch(emu_dim3 grid, unsigned threads, const std::function<void
   gridDim = grid;
   blockDim = {threads, 1, 1};
   const long nblocks = (long)grid.x * grid.y * grid.z;
+#ifdef EMU_MEMSTAT
+  memstat::set_shared_window(__start_emu_shared, (size_t)(__stop_emu_shared - __start_emu_shared));
+  memstat::launch_begin(EMU_MEMSTAT_NAME);
+#endif
   for (long b : emu::block_order(nblocks)) {
     blockIdx = {(unsigned)(b % grid.x), (unsigned)((b / grid.x) % grid.y),
                 (unsigned)(b / ((long)grid.x * grid.y))};
@@ -122,7 +149,13 @@ static void emu_launch(emu_dim3 grid, unsigned threads, const std::function<void
       std::memset(g_warps[w].seq, 0, sizeof g_warps[w].seq);
     }
     emu::run_block((int)threads, kernel, emu_thread_exit);
+#ifdef EMU_MEMSTAT
+    memstat::block_end();
+#endif
   }
+#ifdef EMU_MEMSTAT
+  memstat::launch_end();
+#endif
   alarm(0);
 }
 

@@ -22,8 +22,14 @@
 // faults on the device, so it stops the run here
 struct uint4 {
   unsigned x, y, z, w;
+#ifdef EMU_MEMSTAT
+  __attribute__((noinline, no_sanitize_thread))
+#endif
   uint4 &operator=(const uint4 &o) {
     if ((uintptr_t)this & 15u) emu_die("16-byte store to an address not a multiple of 16");
+#ifdef EMU_MEMSTAT
+    memstat_plain((uintptr_t)__builtin_return_address(0), this, 16, true);
+#endif
     x = o.x, y = o.y, z = o.z, w = o.w;
     return *this;
   }
