@@ -10,6 +10,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "fileio.h"
+
 #include "bench.h"
 #include "cost.h"
 #include "kernel_desc.h"
@@ -37,8 +39,9 @@ enum { N_GPUS = 2, SMS = 132 };
 
 /* Registers of `name` on arch from the kernel-quality table; -1 when absent. */
 static int regs_of(const char *table, const char *arch, const char *name) {
-  FILE *f = table ? fopen(table, "r") : NULL;
-  if (!f) return -1;
+  char why[256];
+  FILE *f = table ? fileio_fopen(table, "r", why, sizeof why) : NULL;
+  if (!f) return -1; /* no table: the occupancy columns say "?" */
   char line[512], a[32], k[160];
   int r = -1, v;
   while (fgets(line, sizeof line, f))
@@ -182,7 +185,7 @@ static void call_total(const hot_layer_plan *pl, hot_call call, const char *tabl
 }
 
 int bench_model(const bench_run *run, const hot_model *m, FILE *f) {
-  const char *table = getenv("HOT_KERNEL_QUALITY");
+  const char *table = env_get("HOT_KERNEL_QUALITY");
   if (!table || !*table) table = HOT_KERNEL_QUALITY_DEFAULT;
   char *jbuf = NULL;
   size_t jlen = 0;

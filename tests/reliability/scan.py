@@ -10,7 +10,7 @@ import os
 import re
 import sys
 
-DIRS = ("runtime", "gen", "tune", "bench")
+DIRS = ("runtime", "gen", "tune", "bench", "base", "dev")
 
 
 def strip_comments(text, keep_strings=True):
@@ -83,6 +83,8 @@ OPEN_KNOWN = {
     "runtime/tunedb.c": (3, "sqlite3_open_v2 through the VFS hot-regular after open_precheck "
                             "(database, immutable reopen) and of :memory:"),
     "runtime/cache.c": (2, "opendir of the cache folder (listing; entries read via fileio)"),
+    "runtime/cpu/fast_pool.c": (1, "dlopen with RTLD_NOLOAD of an OpenMP runtime the process has "
+                                   "already loaded (fast_use_openmp): not a data file"),
     "runtime/cuda_api.c": (2, "dlopen of the CUDA driver (HOT_CUDA_DRIVER or the system's): not a data file"),
     "bench/cublas.c": (1, "dlopen of cuBLAS by library name"),
     "bench/cublaslt.c": (1, "dlopen of cuBLASLt by library name"),
