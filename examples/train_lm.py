@@ -39,8 +39,8 @@ hot_import.pick(REPO)
 
 
 KINDS = ("in_proj", "out_proj", "linear1", "linear2", "head")
-DEFAULT_EXACT = "head"
-DEFAULT_SELECTION = "full"
+DEFAULT_EXACT = "none"
+DEFAULT_SELECTION = "recipe"
 
 # The built-in ablation list (--ablate): each line the HOT options of one variant, applied on top
 # of the command line's. "off" runs hot's backward with that technique disabled: HQ off = the
@@ -78,11 +78,19 @@ ABLATIONS = {"all": """
 """}
 
 
-def add_hot_options(p, exact=None, selection=None):
+def add_hot_options(p, exact=None, selection=None, basis="auto"):
     """The options that choose what is converted and how (also the language of --ablate, whose
-    variants start from the recipe as it is: exact="none", selection="recipe")."""
+    variants start from the recipe as it is: exact="none", selection="recipe", basis="spec")."""
     exact = DEFAULT_EXACT if exact is None else exact
     selection = DEFAULT_SELECTION if selection is None else selection
+    p.add_argument("--hla-basis", default=basis, choices=["auto", "spec"],
+                   help="convert's hla_basis: auto (each module keeps HLA's rank cut only when "
+                        "its g_w error measured at the first backward is small, else the full "
+                        "basis; convert's default) or spec (the basis as given) "
+                        f"(default {basis})")
+    p.add_argument("--activations", default="on", choices=["on", "off"],
+                   help="convert's activations: ReLU/GELU before a converted linear map become "
+                        "HOTReLU/HOTGELU (default on)")
     p.add_argument("--recipe", default="hot", choices=["hot", "paper", "paper_code"],
                    help="hot's recipe of the converted layers (default hot)")
     p.add_argument("--exact", default=exact, metavar="KINDS",
@@ -107,7 +115,7 @@ def add_hot_options(p, exact=None, selection=None):
 
 def hot_config_parser():
     p = argparse.ArgumentParser(prog="--ablate variant", add_help=False, exit_on_error=False)
-    add_hot_options(p, exact="none", selection="recipe")
+    add_hot_options(p, exact="none", selection="recipe", basis="spec")
     return p
 
 
@@ -225,7 +233,8 @@ def convert_model(model, cfg):
         if k == "self_attn":
             return not {"in_proj", "out_proj"} <= exact
         return k not in exact
-    return ht.convert(model, spec=spec, recipe=cfg.recipe, include=include, return_report=True)
+    return ht.convert(model, spec=spec, recipe=cfg.recipe, include=include, return_report=True,
+                      hla_basis=cfg.hla_basis, activations=cfg.activations == "on")
 
 
 def describe(cfg):
@@ -240,6 +249,9 @@ def describe(cfg):
             parts.append(f"{opt.replace('_', '.', 1)} {getattr(cfg, opt)}")
     if cfg.hla_selection != "recipe":
         parts.append(f"hla.selection {cfg.hla_selection}")
+    parts.append(f"hla_basis {cfg.hla_basis}")
+    if cfg.activations == "off":
+        parts.append("activations off")
     return ", ".join(parts)
 
 
@@ -252,6 +264,10 @@ def parse_args():
     p.add_argument("--d-model", type=int, default=128, help="model width (default 128)")
     p.add_argument("--heads", type=int, default=4, help="attention heads (default 4)")
     p.add_argument("--layers", type=int, default=2, help="transformer layers (default 2)")
+    p.add_argument("--model", default="gelu", choices=["gelu", "relu"],
+                   help="the feed-forward activation of the transformer layers (default gelu)")
+    p.add_argument("--hot-dtype", default="bf16", choices=["bf16", "fp32"],
+                   help="HOT trains under bf16 autocast (default) or in fp32")
     p.add_argument("--lr", type=float, default=2e-3, help="AdamW peak learning rate")
     p.add_argument("--eval-every", type=int, default=10, help="steps between validations")
     p.add_argument("--eval-batches", type=int, default=8, help="validation batches (fixed)")
@@ -303,7 +319,8 @@ def build_model(args, torch, nn):
             self.tok = nn.Embedding(256, d)
             self.pos = nn.Embedding(args.seq, d)
             layer = nn.TransformerEncoderLayer(d, args.heads, 4 * d, dropout=0.0,
-                                               batch_first=True, norm_first=True)
+                                               batch_first=True, norm_first=True,
+                                               activation=args.model)
             self.blocks = nn.TransformerEncoder(layer, args.layers, enable_nested_tensor=False)
             self.norm = nn.LayerNorm(d)
             self.head = nn.Linear(d, 256)
@@ -319,22 +336,6 @@ def build_model(args, torch, nn):
     return CharLM()
 
 
-def saved_bytes_of(torch, params, fn):
-    """Runs fn() and returns the bytes of the distinct tensors autograd keeps for the backward
-    (parameters excluded): the activation memory of one training step."""
-    seen = {}
-    pids = {p.data_ptr() for p in params}
-
-    def pack(t):
-        if t.data_ptr() not in pids:
-            seen[(t.data_ptr(), t.dtype, tuple(t.shape))] = t.numel() * t.element_size()
-        return t
-
-    with torch.autograd.graph.saved_tensors_hooks(pack, lambda t: t):
-        out = fn()
-    return out, sum(seen.values())
-
-
 def run_seed(args, seed, data, n_train, dev, variants):
     """Trains the exact model and one HOT model per variant [(label, cfg)] from the same
     initial weights on the same batches; returns the histories, times and saved bytes."""
@@ -342,13 +343,19 @@ def run_seed(args, seed, data, n_train, dev, variants):
     import torch.nn as nn
     import torch.nn.functional as F
 
+    import hot.memory as hm
+
     torch.manual_seed(seed)
     base = build_model(args, torch, nn)
-    models = {"exact": copy.deepcopy(base).to(dev)}
+    # exact fp32, exact under bf16 autocast, and the HOT models (bf16 autocast unless
+    # --hot-dtype fp32); all from the same initial weights
+    models = {"exact": copy.deepcopy(base).to(dev), "bf16": copy.deepcopy(base).to(dev)}
+    autocast = {"exact": False, "bf16": True}
     reports = {}
     for label, cfg in variants:
         m, reports[label] = convert_model(copy.deepcopy(base), cfg)
         models[label] = m.to(dev)
+        autocast[label] = args.hot_dtype == "bf16"
     opts = {k: torch.optim.AdamW(m.parameters(), lr=args.lr, weight_decay=0.01)
             for k, m in models.items()}
     warm = max(1, args.steps // 10)
@@ -371,13 +378,15 @@ def run_seed(args, seed, data, n_train, dev, variants):
         idx = torch.stack([data[s:s + L + 1] for s in starts.tolist()]).to(dev)
         return idx[:, :-1], idx[:, 1:]
 
-    def val_loss(m):
+    def val_loss(m, ac):
         m.eval()
         with torch.no_grad():
             tot = 0.0
             for starts in val_starts:
                 x, y = batch(starts)
-                tot += float(F.cross_entropy(m(x).reshape(-1, 256), y.reshape(-1)))
+                with torch.autocast(dev.type, dtype=torch.bfloat16, enabled=ac):
+                    out = m(x)
+                tot += float(F.cross_entropy(out.float().reshape(-1, 256), y.reshape(-1)))
         m.train()
         return tot / len(val_starts)
 
@@ -389,17 +398,18 @@ def run_seed(args, seed, data, n_train, dev, variants):
         if step % args.eval_every == 0 or step == args.steps:
             for k, m in models.items():
                 hist[k]["step"].append(step)
-                hist[k]["val_loss"].append(val_loss(m))
+                hist[k]["val_loss"].append(val_loss(m, autocast[k]))
             e = hist["exact"]["val_loss"][-1]
-            if len(models) == 2:
+            b = hist["bf16"]["val_loss"][-1]
+            if len(models) == 3:
                 h = hist["hot"]["val_loss"][-1]
                 rel = f"HOT {h:.4f} ({100 * (h - e) / e:+.2f} %)"
             else:  # --ablate: the variants in their order
                 rel = "variants " + " ".join(
                     f"{100 * (hist[k]['val_loss'][-1] - e) / e:+.1f}"
-                    for k in models if k != "exact") + " %"
-            print(f"  seed {seed} step {step:4d}: validation loss exact {e:.4f}  {rel}",
-                  flush=True)
+                    for k in models if k not in ("exact", "bf16")) + " %"
+            print(f"  seed {seed} step {step:4d}: validation loss exact fp32 {e:.4f}  exact "
+                  f"bf16 {b:.4f}  {rel}", flush=True)
         if step == args.steps:
             break
         x, y = batch(train_starts[step])
@@ -411,9 +421,13 @@ def run_seed(args, seed, data, n_train, dev, variants):
             t0 = time.perf_counter()
 
             def fwd():
-                return F.cross_entropy(m(x).reshape(-1, 256), y.reshape(-1))
-            if step == 0:
-                loss, saved[k] = saved_bytes_of(torch, list(m.parameters()), fwd)
+                with torch.autocast(dev.type, dtype=torch.bfloat16, enabled=autocast[k]):
+                    out = m(x)
+                return F.cross_entropy(out.float().reshape(-1, 256), y.reshape(-1))
+            # saved activations by distinct storage (hot.memory), at step 1: step 0 is the
+            # step where HOT modules measure their HLA basis (they keep x for it)
+            if step == 1 or (step == 0 and args.steps == 1):
+                loss, saved[k] = hm.saved_bytes(fwd, exclude=m.parameters())
             else:
                 loss = fwd()
             opts[k].zero_grad(set_to_none=True)
@@ -452,6 +466,36 @@ def print_ablation(results, variants):
         print(f"| `{label}` | {describe(cfg)} | {cells}{mean}")
 
 
+def print_table(results, args):
+    """Exact fp32, exact bf16 autocast and HOT side by side: validation loss, ms/step, saved
+    activations (distinct storages, hot.memory), per seed and the mean."""
+    hot_name = "HOT (bf16 autocast)" if args.hot_dtype == "bf16" else "HOT (fp32)"
+    print(f"\nmodel: {args.model}; validation loss after {args.steps} steps; ms/step over steps "
+          "1.. (step 0 holds the setup); saved activations of one step by distinct storage "
+          "(parameters excluded), measured at step 1")
+    print(f"\n| seed | exact fp32 | exact bf16 | {hot_name} | HOT vs fp32 | HOT vs bf16 | "
+          "ms/step fp32 / bf16 / HOT | saved fp32 / bf16 / HOT | HOT saved / bf16 |")
+    print("|---|---|---|---|---|---|---|---|---|")
+    keys = ("exact", "bf16", "hot")
+    acc = {k: [] for k in ("rel_e", "rel_b", "ratio")}
+    for r in results:
+        v = [r["history"][k]["val_loss"][-1] for k in keys]
+        ms = [r["ms_per_step"][k] for k in keys]
+        sb = [r["saved_bytes"][k] for k in keys]
+        rel_e, rel_b, ratio = (v[2] - v[0]) / v[0], (v[2] - v[1]) / v[1], sb[2] / sb[1]
+        for k, x in zip(acc, (rel_e, rel_b, ratio)):
+            acc[k].append(x)
+        print(f"| {r['seed']} | {v[0]:.4f} | {v[1]:.4f} | {v[2]:.4f} | {100 * rel_e:+.2f} % | "
+              f"{100 * rel_b:+.2f} % | {ms[0]:.0f} / {ms[1]:.0f} / {ms[2]:.0f} | "
+              f"{sb[0] / 2**20:.2f} / {sb[1] / 2**20:.2f} / {sb[2] / 2**20:.2f} MiB | "
+              f"{ratio:.3f} |")
+    worst = max(max(acc["rel_e"]), max(acc["rel_b"]))
+    verdict = "within" if worst <= 0.01 else "NOT within"
+    print(f"\nHOT's final validation loss is {verdict} 1 % of exact fp32's and exact bf16's on "
+          f"every seed (worst {100 * worst:+.2f} %); saved activations {min(acc['ratio']):.3f}-"
+          f"{max(acc['ratio']):.3f} of exact bf16's")
+
+
 def main():
     args = parse_args()
     import torch
@@ -469,7 +513,7 @@ def main():
     data = torch.frombuffer(bytearray(text), dtype=torch.uint8).long()
     n_train = int(0.9 * len(data))
     print(f"text: {len(text)} bytes of {nfiles} .py files under {root} (90 % train, 10 % "
-          f"validation); model: {args.layers} x TransformerEncoderLayer(d={args.d_model}, "
+          f"validation); model: {args.layers} x TransformerEncoderLayer(d={args.d_model}, {args.model}, "
           f"{args.heads} heads, ff {4 * args.d_model}, pre-norm, causal), byte vocabulary 256; "
           f"batch {args.batch} x {args.seq}, AdamW lr {args.lr} (warm-up, cosine), {args.steps} "
           f"steps, device {dev}, libhot {hot.library_path()}", flush=True)
@@ -498,21 +542,7 @@ def main():
             json.dump({"args": vars(args), "results": results, "wall_s": wall}, f, indent=1)
         print(f"json: {js}")
         return
-    print(f"\n| seed | exact: val loss | HOT: val loss | HOT vs exact | exact ms/step | "
-          f"HOT ms/step | saved bytes exact | saved bytes HOT |")
-    print("|---|---|---|---|---|---|---|---|")
-    worst = 0.0
-    for r in results:
-        e = r["history"]["exact"]["val_loss"][-1]
-        h = r["history"]["hot"]["val_loss"][-1]
-        worst = max(worst, (h - e) / e)
-        print(f"| {r['seed']} | {e:.4f} | {h:.4f} | {100 * (h - e) / e:+.2f} % | "
-              f"{r['ms_per_step']['exact']:.0f} | {r['ms_per_step']['hot']:.0f} | "
-              f"{r['saved_bytes']['exact'] / 2**20:.2f} MiB | "
-              f"{r['saved_bytes']['hot'] / 2**20:.2f} MiB |")
-    verdict = "within" if worst <= 0.05 else "NOT within"
-    print(f"\nHOT's final validation loss is {verdict} 5 % of exact's on every seed (worst "
-          f"{100 * worst:+.2f} %) after {args.steps} steps")
+    print_table(results, args)
     os.makedirs(args.out_dir, exist_ok=True)
     js = os.path.join(args.out_dir, "train_lm.json")
     with open(js, "w") as f:
@@ -528,7 +558,8 @@ def main():
     fig, (a1, a2) = plt.subplots(1, 2, figsize=(11, 4))
     for i, r in enumerate(results):
         c = f"C{i}"
-        for k, style, label in (("exact", "-", "nn.Linear/MHA (exact)"), ("hot", "--", "HOT")):
+        for k, style, label in (("exact", "-", "exact fp32"), ("bf16", ":", "exact bf16"),
+                                ("hot", "--", "HOT")):
             hh = r["history"][k]
             a1.plot(hh["step"], hh["val_loss"], style, color=c, label=f"seed {r['seed']} {label}")
         e, h = r["history"]["exact"]["val_loss"], r["history"]["hot"]["val_loss"]
@@ -541,7 +572,7 @@ def main():
     a2.axhline(5, color="grey", lw=0.8, ls=":")
     a2.axhline(-5, color="grey", lw=0.8, ls=":")
     a2.set_xlabel("step")
-    a2.set_ylabel("HOT vs exact validation loss (%)")
+    a2.set_ylabel("HOT vs exact fp32 validation loss (%)")
     a2.set_title("relative difference (goal: within 5 %)")
     a2.legend(fontsize=7)
     fig.suptitle(f"HOT: {describe(args)}", fontsize=9)

@@ -80,7 +80,8 @@ import torch
 import torch.nn as nn
 import torch.nn.functional as F
 
-from . import _capture, _lib, api
+from . import _capture, _lib, api, memory
+from . import _memory_plan
 from ._lib import DType, Gran
 
 # torch brings GNU OpenMP: if libhot was loaded before torch was imported, attach the CPU backend
@@ -241,19 +242,33 @@ def _refuse_double_backward(module):
 
 class _HOTLinearFunction(torch.autograd.Function):
     @staticmethod
-    def forward(ctx, x, weight, bias, module):
-        y = F.linear(x, weight, bias)
+    def forward(ctx, x, weight, bias, module, cast=None, kept=None):
+        # cast: the autocast dtype (x is in it; weight and bias are the parameters, cast here
+        # and again in the backward, so no cast copy is kept); kept: what memory.kept_source
+        # found for x (a tensor autograd keeps anyway, and how x is rebuilt from it)
+        if cast is not None:
+            wc = weight.to(cast)
+            bc = bias.to(cast) if bias is not None else None
+        else:
+            wc, bc = weight, bias
+        y = F.linear(x, wc, bc)
         entry = module._hot_layer(x)
         layer = entry.layer
-        saved = _aligned_empty(layer.saved_bytes, x.device)
-        with _device_ctx(x.device):
-            xa = _aligned16(x)
-            layer.save_ptr(xa.data_ptr(), _DT[x.dtype], saved.data_ptr(), _stream(x.device))
         capture = module._hot_take_capture()
-        if capture is None:
+        keep = _keep_plan(module, x, layer, kept)
+        if keep is not None:  # no codes now: a reference, the codes are made in the backward
+            ctx.save_for_backward(weight, keep[0])
+            ctx.rebuild = keep[1]
+        elif capture is None:
+            saved = _aligned_empty(layer.saved_bytes, x.device)
+            with _device_ctx(x.device):
+                xa = _aligned16(x)
+                layer.save_ptr(xa.data_ptr(), _DT[x.dtype], saved.data_ptr(), _stream(x.device))
             ctx.save_for_backward(weight, saved)
-        else:  # x kept for this one backward (autograd's version check guards it)
-            ctx.save_for_backward(weight, saved, x)
+            ctx.rebuild = False
+        if capture is not None:  # x kept for this one backward (autograd's version check)
+            ctx.save_for_backward(weight, x)
+            ctx.rebuild = None
         ctx.hot = (module, entry, x.shape, x.dtype, bias is not None, capture)
         return y
 
@@ -261,42 +276,91 @@ class _HOTLinearFunction(torch.autograd.Function):
     def backward(ctx, g_y):
         module, entry, x_shape, x_dtype, has_bias, capture = ctx.hot
         _refuse_double_backward(module)
-        weight, saved = ctx.saved_tensors[:2]
-        layer = entry.layer
-        info = layer._info
+        weight, kept = ctx.saved_tensors[:2]
         dev = g_y.device
         if g_y.dtype != x_dtype:
             g_y = g_y.to(x_dtype)
         g_y = _aligned16(g_y.contiguous())
+        w = weight if weight.dtype == x_dtype else weight.to(x_dtype)
+        x = None
+        if ctx.rebuild is not False:  # x itself (or what rebuilds it) was kept
+            x = kept if ctx.rebuild is None else ctx.rebuild(kept)
+            x = _aligned16(x.contiguous())
         if capture is not None:  # before hot runs: the capture exists even if hot then fails
-            x = ctx.saved_tensors[2]
             B, L = _batch_tokens(tuple(x_shape))
             _capture.capture(capture, module.hot_spec.name, x.reshape(B, L, x_shape[-1]),
-                             weight, g_y.reshape(B, L, g_y.shape[-1]))
-        w = _aligned16(weight.contiguous())
-        dt = _DT[x_dtype]
+                             w, g_y.reshape(B, L, g_y.shape[-1]))
+        w = _aligned16(w.contiguous())
         step = module._hot_next_step()
-        g_x = torch.empty((info.T, info.I), dtype=torch.float32, device=dev)
-        g_w = torch.empty((info.O, info.I), dtype=torch.float32, device=dev)
-        g_b = torch.empty((info.O,), dtype=torch.float32, device=dev) if has_bias else None
         with _device_ctx(dev):
-            stream = _stream(dev)
-            if entry.needs_calibration:
-                layer.calibrate_ptr(g_y.data_ptr(), dt, step, stream)
-                entry.needs_calibration = False
-                module._hot_remember_calibration(entry)
-            layer.backward_ptr(g_y.data_ptr(), w.data_ptr(), dt, g_x.data_ptr(),
-                               g_w.data_ptr(), None if g_b is None else g_b.data_ptr(),
-                               saved.data_ptr(), step, stream)
+            if x is not None and module._hot_basis_undecided():
+                g_x, g_w, g_b = _choose_basis(module, entry, x, g_y, w, step, has_bias)
+            else:
+                saved = kept if x is None else _save_now(entry.layer, x)
+                g_x, g_w, g_b = _run_backward(module, entry, g_y, w, saved, step, has_bias)
         need_x, need_w, need_b = ctx.needs_input_grad[:3]
         gx = g_x.view(x_shape).to(x_dtype) if need_x else None
         gw = g_w.to(weight.dtype) if need_w else None
         gb = g_b.to(weight.dtype) if (need_b and g_b is not None) else None
-        return gx, gw, gb, None
+        return gx, gw, gb, None, None, None
 
 
-def _apply_hot(core, x, weight, bias):
-    return _HOTLinearFunction.apply(x, weight, bias, core)
+def _keep_plan(module, x, layer, kept):
+    """(tensor to keep, rebuild) when the forward keeps no codes, else None: x is kept by its
+    neighbour anyway (kept), or the codes would not be smaller than x itself (short sequences
+    padded to HLA's block: then x is kept, as nn.Linear keeps it), or the module still has to
+    measure its HLA basis (hla_basis="auto": x is kept for that one backward)."""
+    if kept is not None:
+        return kept
+    if module._hot_basis_undecided() or \
+            layer.saved_bytes >= x.numel() * x.element_size():
+        return (x, None)
+    return None
+
+
+def _save_now(layer, x):
+    """The codes of x (hot_layer_save) in a buffer of their own, made in the backward."""
+    saved = _aligned_empty(layer.saved_bytes, x.device)
+    layer.save_ptr(x.data_ptr(), _DT[x.dtype], saved.data_ptr(), _stream(x.device))
+    return saved
+
+
+def _run_backward(module, entry, g_y, w, saved, step, has_bias):
+    layer = entry.layer
+    info = layer._info
+    dev, dt = g_y.device, _DT[g_y.dtype]
+    stream = _stream(dev)
+    g_x = torch.empty((info.T, info.I), dtype=torch.float32, device=dev)
+    g_w = torch.empty((info.O, info.I), dtype=torch.float32, device=dev)
+    g_b = torch.empty((info.O,), dtype=torch.float32, device=dev) if has_bias else None
+    if entry.needs_calibration:
+        layer.calibrate_ptr(g_y.data_ptr(), dt, step, stream)
+        entry.needs_calibration = False
+        module._hot_remember_calibration(entry)
+    layer.backward_ptr(g_y.data_ptr(), w.data_ptr(), dt, g_x.data_ptr(), g_w.data_ptr(),
+                       None if g_b is None else g_b.data_ptr(), saved.data_ptr(), step, stream)
+    return g_x, g_w, g_b
+
+
+def _choose_basis(module, entry, x, g_y, w, step, has_bias):
+    """hla_basis="auto", the first backward: g_w with the spec's rank cut against the exact
+    fp32 product g_yᵀ·x of this batch (memory.choose_basis's rule); keeps the cut or switches
+    the module to the full basis, and returns the gradients of the basis chosen."""
+    g_x, g_w, g_b = _run_backward(module, entry, g_y, w, _save_now(entry.layer, x), step,
+                                  has_bias)
+    T = x.numel() // x.shape[-1]
+    exact = g_y.reshape(T, -1).float().t() @ x.reshape(T, -1).float()
+    err = float((g_w - exact).norm() / exact.norm().clamp_min(1e-30))
+    choice = memory.choose_basis(err)
+    module._hot_set_basis(choice, err)
+    if choice == "cut":
+        return g_x, g_w, g_b
+    entry = module._hot_layer(x)  # made again with the full basis
+    return _run_backward(module, entry, g_y, w, _save_now(entry.layer, x), step, has_bias)
+
+
+def _apply_hot(core, x, weight, bias, cast=None, kept=None):
+    return _HOTLinearFunction.apply(x, weight, bias, core, cast, kept)
 
 
 # torch.compile: dynamo cannot trace raw pointers and ctypes calls; the hot call runs eagerly
@@ -319,21 +383,32 @@ def _autocast_dtype(device_type):
 
 def _hot_linear(core, x, weight, bias):
     """y = F.linear(x, weight, bias) with hot's backward through `core` (a HOTLinear or an
-    attention projection); autocast casts as autocast's linear does."""
+    attention projection); autocast casts x as autocast's linear does, and weight and bias
+    inside the hot function (which keeps the parameters, not cast copies of them)."""
+    cast = None
     if isinstance(x, torch.Tensor) and x.device.type in ("cpu", "cuda") and \
             x.is_floating_point():
         cast = _autocast_dtype(x.device.type)
-        if cast is not None and cast in _DT:
-            x = x.to(cast)
+        cast = cast if cast in _DT else None
+    if cast is None:
+        core._hot_check(x, weight)
+        need = x.requires_grad or weight.requires_grad or \
+            (bias is not None and bias.requires_grad)
+        if not torch.is_grad_enabled() or not need:
+            return F.linear(x, weight, bias)
+        return _apply_hot(core, x, weight, bias, None, memory.kept_source(x))
+    need = x.requires_grad or weight.requires_grad or (bias is not None and bias.requires_grad)
+    kept = memory.kept_source(x) if torch.is_grad_enabled() and need else None
+    xc = x.to(cast)
+    if xc is not x:
+        kept = memory.cast_rebuild(kept, cast)
+    with torch.autocast(x.device.type, enabled=False):
+        if weight.dtype == cast or not torch.is_grad_enabled() or not need:
             weight = weight.to(cast)
             bias = bias.to(cast) if bias is not None else None
-            with torch.autocast(x.device.type, enabled=False):
-                return _hot_linear(core, x, weight, bias)
-    core._hot_check(x, weight)
-    need = x.requires_grad or weight.requires_grad or (bias is not None and bias.requires_grad)
-    if not torch.is_grad_enabled() or not need:
-        return F.linear(x, weight, bias)
-    return _apply_hot(core, x, weight, bias)
+            return _hot_linear(core, xc, weight, bias)
+        core._hot_check(xc, weight, cast)
+        return _apply_hot(core, xc, weight, bias, cast, kept)
 
 
 def _utf8_tail(text, max_bytes):
@@ -406,10 +481,10 @@ def _parse_hot_state(state, who):
     HOTMultiheadAttention."""
     if not isinstance(state, dict) or "hot_step" not in state:
         raise ValueError(f"{who}: not a hot state (a dict with hot_step; got {_short(state)})")
-    unknown = sorted(set(map(str, state)) - {"hot_step", "hot_calibration"})
+    unknown = sorted(set(map(str, state)) - {"hot_step", "hot_calibration", "hot_hla_basis"})
     if unknown:
         raise ValueError(f"{who}: unknown entries {', '.join(unknown)} (hot_step, "
-                         "hot_calibration)")
+                         "hot_calibration, hot_hla_basis)")
     step = _state_int(state["hot_step"], f"{who}['hot_step']", 0, _STEP_LIMIT)
     raw = state.get("hot_calibration", {})
     if not isinstance(raw, dict):
@@ -474,6 +549,7 @@ class _HotCore:
         self._hot_capture = None
         self._hot_calibration = {}
         self._hot_warn_untagged = tag is None
+        self.hot_hla_basis, self.hot_hla_choice, self.hot_hla_error = "spec", None, None
         self.hot_set_tag(tag if tag is not None else f"HOTLinear#{next(_untagged)}")
 
     # -- identity and state
@@ -493,15 +569,59 @@ class _HotCore:
 
     def _hot_state(self):
         with self._hot_lock:
-            return {"hot_step": int(self.hot_step),
-                    "hot_calibration": {k: int(v) for k, v in self._hot_calibration.items()}}
+            st = {"hot_step": int(self.hot_step),
+                  "hot_calibration": {k: int(v) for k, v in self._hot_calibration.items()}}
+            return self._hot_basis_state(st)
 
     def _hot_load_state(self, state, who):
         step, cal = _parse_hot_state(state, who)
+        basis = self._hot_basis_from_state(state, who)
         with self._hot_lock:
             self.hot_step = step
             self._hot_calibration = cal
+            if basis is not None:
+                self.hot_hla_choice, self.hot_hla_error = basis
             self._hot_layers.clear()  # rebuilt from the restored choices
+
+    # -- HLA basis chosen by measurement (hla_basis="auto"; memory.choose_basis)
+    def hot_set_hla_basis(self, mode):
+        """"spec": HLA's basis as the spec says; "auto": the first backward measures the
+        spec's rank cut against the exact g_w of that batch and keeps it or switches this module
+        to the full basis (memory.choose_basis); the choice is kept in the state dict."""
+        if mode not in ("spec", "auto"):
+            raise ValueError(f"HOTLinear({self.hot_spec.name}): hla_basis must be 'spec' or "
+                             f"'auto' (got {mode!r})")
+        self.hot_hla_basis = mode
+
+    def _hot_basis_undecided(self):
+        c = self.hot_spec.c
+        return self.hot_hla_basis == "auto" and self.hot_hla_choice is None and \
+            bool(c.hla.enabled) and c.hla.selection != int(api.Selection.FULL) and \
+            not memory.assuming_full()
+
+    def _hot_set_basis(self, choice, err):
+        with self._hot_lock:
+            self.hot_hla_choice, self.hot_hla_error = choice, float(err)
+            if choice == "full":
+                self._hot_layers.clear()  # made again with the full basis
+
+    def _hot_basis_state(self, st):
+        if self.hot_hla_choice is not None:
+            st["hot_hla_basis"] = [self.hot_hla_choice, float(self.hot_hla_error)]
+        return st
+
+    @staticmethod
+    def _hot_basis_from_state(state, who):
+        b = state.get("hot_hla_basis")
+        if b is None:
+            return None
+        bad = ValueError(f"{who}['hot_hla_basis'] = {_short(b)} is not ['cut' or 'full', "
+                         "a finite error >= 0]")
+        if not isinstance(b, (list, tuple)) or len(b) != 2 or b[0] not in ("cut", "full") or \
+                isinstance(b[1], bool) or not isinstance(b[1], (int, float)) or \
+                not math.isfinite(float(b[1])) or float(b[1]) < 0:
+            raise bad
+        return str(b[0]), float(b[1])
 
     def _hot_next_step(self):
         with self._hot_lock:
@@ -557,6 +677,10 @@ class _HotCore:
             if ctx.backend == "cuda" and ctx.device != _device_key(x.device)[1]:
                 raise ValueError(f"HOTLinear({self.hot_spec.name}): its hot context runs on CUDA "
                                  f"device {ctx.device}, the input is on {x.device}")
+            if self.hot_hla_choice == "full" or (memory.assuming_full() and
+                                                 self.hot_hla_basis == "auto" and
+                                                 self.hot_hla_choice is None):
+                spec.c.hla.selection = int(api.Selection.FULL)
             auto = bool(spec.c.hq.enabled) and spec.c.hq.g.gran == int(Gran.AUTO)
             known = self._hot_calibration.get(cal_key) if auto else None
             if known is not None:  # calibrated before (this shape, a checkpoint, ...)
@@ -580,16 +704,17 @@ class _HotCore:
             old.check()
         return e
 
-    def _hot_check(self, x, weight):
+    def _hot_check(self, x, weight, weight_dtype=None):
+        """weight_dtype: the dtype weight is cast to for the call (autocast), else its own."""
         who = f"HOTLinear({self.hot_spec.name})"
         if not isinstance(x, torch.Tensor):
             raise TypeError(f"{who}: input must be a torch.Tensor (got {type(x).__name__})")
         if x.dtype not in _DT:
             raise TypeError(f"{who}: input dtype {x.dtype} is not supported (float32, bfloat16, "
                             "float16)")
-        if x.dtype != weight.dtype:
+        if x.dtype != (weight_dtype or weight.dtype):
             raise TypeError(f"{who}: input dtype {x.dtype} differs from the weight's "
-                            f"{weight.dtype}")
+                            f"{weight_dtype or weight.dtype}")
         if x.dim() < 1 or x.shape[-1] != self.in_features:
             raise ValueError(f"{who}: input shape {tuple(x.shape)} must end in in_features = "
                              f"{self.in_features}")
@@ -786,6 +911,7 @@ class HOTMultiheadAttention(nn.MultiheadAttention):
                               max_cached_shapes=max_cached_shapes)
         self._hot_in = {}
         self._hot_in_pending = {}
+        self._hot_opts["hla_basis"] = "spec"
         out_spec = None
         if spec is not None:
             out_spec = spec.copy()
@@ -814,11 +940,19 @@ class HOTMultiheadAttention(nn.MultiheadAttention):
             name = f"{self.hot_tag}.in_proj.{role}"
             p = _HotProjection(in_features, out_features, has_bias, o["spec"], o["recipe"],
                                o["context"], name, name, o["max_cached_shapes"])
+            p.hot_set_hla_basis(o.get("hla_basis", "spec"))
             pending = self._hot_in_pending.pop(role, None)
             if pending is not None:  # restored from a state dict before the first use
                 p._hot_load_state(pending, f"HOTMultiheadAttention({self.hot_tag})")
             self._hot_in[role] = p
         return p
+
+    def hot_set_hla_basis(self, mode):
+        """HOTLinear.hot_set_hla_basis for every projection, out_proj included."""
+        self.out_proj.hot_set_hla_basis(mode)
+        self._hot_opts["hla_basis"] = mode
+        for p in self._hot_in.values():
+            p.hot_set_hla_basis(mode)
 
     def hot_projections(self):
         """{role: projection} of the in-projections made so far, plus "out_proj"."""
@@ -1149,6 +1283,9 @@ class ConvertReport:
     def __init__(self):
         self.converted = []
         self.skipped = []
+        self.keeps = []           # (name, what it keeps for the backward)
+        self.measured = []        # (name, bytes before, bytes after): convert(example=...)
+        self.measured_total = None
 
     def _add(self, done, name, what, detail):
         (self.converted if done else self.skipped).append((name or "(model)", what, detail))
@@ -1160,6 +1297,7 @@ class ConvertReport:
         for label, rows in (("converted", self.converted), ("skipped", self.skipped)):
             for n, what, detail in rows:
                 lines.append(f"  {label:<9}  {n:<{width}}  {what}: {detail}")
+        lines += _memory_plan.report_lines(self, width)
         return "\n".join(lines)
 
     def __repr__(self):
@@ -1219,8 +1357,9 @@ class _ConvertState:
     """convert()'s walk: one module at a time, what it converts (replace), what it reports, and
     the stream ids already taken."""
 
-    def __init__(self, model, spec, spec_file, recipe, context):
+    def __init__(self, model, spec, spec_file, recipe, context, hla_basis="spec"):
         self.model, self.spec, self.spec_file = model, spec, spec_file
+        self.hla_basis = hla_basis
         self.kw = dict(recipe=recipe, context=context)
         self.report = ConvertReport()
         self.used = set()
@@ -1310,6 +1449,7 @@ class _ConvertState:
             kw["spec"] = self.spec
         tag = _unique_tag(n or "linear", self.used)
         self.replace[n] = HOTLinear.from_linear(m, name=n or "linear", tag=tag, **kw)
+        self.replace[n].hot_set_hla_basis(self.hla_basis)
         note = "" if tag == (n or "linear") else f", stream tag {tag!r} (id collision)"
         self.report._add(True, n, f"{tname} -> HOTLinear",
                          f"{m.in_features} -> {m.out_features}{note}")
@@ -1330,6 +1470,7 @@ class _ConvertState:
             kw["spec"] = self.spec
         tag = _unique_attention_tag(n or "attention", self.used)
         new = HOTMultiheadAttention.from_mha(m, tag=tag, **kw)
+        new.hot_set_hla_basis(self.hla_basis)
         E = m.embed_dim
         how = (f"in_proj {E} -> {3 * E} (q, k, v packed)" if m._qkv_same_embed_dim else
                f"q/k/v_proj {E}/{m.kdim}/{m.vdim} -> {E}")
@@ -1340,7 +1481,7 @@ class _ConvertState:
 
 
 def convert(model, spec=None, recipe="hot", context=None, include=None, verbose=False,
-            return_report=False):
+            return_report=False, hla_basis="auto", activations=True, example=None):
     """Replaces in place the linear maps of `model` by HOT modules sharing their Parameters and
     returns the model (a new module when `model` itself is converted), or (model, report) with
     return_report=True; verbose=True prints the report (ConvertReport: what was converted and
@@ -1354,6 +1495,19 @@ def convert(model, spec=None, recipe="hot", context=None, include=None, verbose=
       recipe   "hot", "paper", "paper_code" (with spec=None)
       context  a hot.Context for all converted modules (default: the shared one per device)
       include  optional predicate include(name, module) -> bool choosing the modules
+      hla_basis  "auto" (default): each converted module measures HLA's rank cut at its first
+               backward against the exact g_w of that batch and keeps it only when the relative
+               error is <= hot.memory.BASIS_MAX_ERROR, else takes the full basis (the choice is
+               in the state dict); "spec": the spec's basis as it is
+      activations  True (default): a ReLU or GELU whose output only a converted linear map
+               reads (nn.ReLU / nn.GELU before it in an nn.Sequential, a transformer layer's
+               activation before its converted linear2) becomes hot.memory.HOTReLU (keeps a
+               1-bit mask, not its output) or HOTGELU (the linear map rebuilds its input from
+               GELU's), so the linear map's codes are not kept on top of a copy
+      example  optional callable example(model) running one forward: convert then measures
+               the saved activations (distinct storages, hot.memory) of the model before and
+               after, per converted module, and puts them in the report; a module that keeps
+               more than before is put back (reported)
 
     Converted: nn.Linear and its subclasses that keep nn.Linear's forward (HOTLinear);
     nn.MultiheadAttention and its subclasses that keep its forward (HOTMultiheadAttention: the
@@ -1370,7 +1524,11 @@ def convert(model, spec=None, recipe="hot", context=None, include=None, verbose=
     if spec_file is None and spec is not None and not isinstance(spec, api.LayerSpec):
         raise TypeError(f"spec must be None, a hot.LayerSpec or a spec file path (got "
                         f"{type(spec).__name__})")
-    st = _ConvertState(model, spec, spec_file, recipe, context)
+    if hla_basis not in ("auto", "spec"):
+        raise ValueError(f"hla_basis must be 'auto' or 'spec' (got {hla_basis!r})")
+    if example is not None and not callable(example):
+        raise TypeError("example must be a callable example(model) running one forward")
+    st = _ConvertState(model, spec, spec_file, recipe, context, hla_basis)
     # every registration, a module shared by several names (or parents) included: the first
     # name converts it, the others get the same converted object
     mods = list(model.named_modules(remove_duplicate=False))
@@ -1386,15 +1544,25 @@ def convert(model, spec=None, recipe="hot", context=None, include=None, verbose=
     if spec_file is not None and not replace:
         raise ValueError(f"spec {spec_file} names none of the model's nn.Linear modules "
                          f"({', '.join(linear_names) or 'none'})")
-    if verbose:
-        print(report)
+    acts = _memory_plan.activation_swaps(model, replace) if activations else {}
+    before = _memory_plan.measure(model, example, replace) if example is not None else None
     if "" in replace:  # the model itself is converted
         out = replace[""]
     else:
-        for n, new in list(replace.items()) + st.aliases:
-            parent_name, _, child = n.rpartition(".")
-            parent = model.get_submodule(parent_name) if parent_name else model
-            setattr(parent, child, new)
+        aliases = dict(st.aliases)
+        originals = {n: _memory_plan._get(model, n)
+                     for n in list(replace) + list(acts) + list(aliases)}
+        _memory_plan.install(model, replace)
+        _memory_plan.install(model, aliases)
+        _memory_plan.install(model, acts)
         out = model
+    _memory_plan.describe(report, replace, acts)
+    if before is not None and "" not in replace:
+        _memory_plan.check(model, example, replace, acts, originals, before, report)
+        for n, new in aliases.items():  # a module put back is put back under every name
+            if not any(v is new and _memory_plan._get(model, k) is new for k, v in replace.items()):
+                _memory_plan.install(model, {n: originals[n]})
+    if verbose:
+        print(report)
     return (out, report) if return_report else out
 

@@ -22,22 +22,26 @@ def env_for(hot):
                 OMP_NUM_THREADS="1")
 
 
-def test_train_lm_runs(hot, tmp_path):
+@pytest.mark.parametrize("model", ["gelu", "relu"])
+def test_train_lm_runs(hot, tmp_path, model):
     r = subprocess.run([sys.executable, os.path.join(REPO, "examples", "train_lm.py"),
                         "--steps", "3", "--eval-every", "3", "--eval-batches", "1", "--batch",
                         "2", "--seq", "64", "--d-model", "32", "--heads", "2", "--layers", "1",
-                        "--text-mb", "0.2", "--threads", "1", "--out-dir", str(tmp_path)],
+                        "--text-mb", "0.2", "--threads", "1", "--model", model, "--out-dir",
+                        str(tmp_path)],
                        env=env_for(hot), capture_output=True, text=True, timeout=600)
     assert r.returncode == 0, r.stdout + r.stderr
-    # the default keeps the output head exact (refused by convert's include=)
-    assert "hot.torch.convert: 3 converted, 1 skipped" in r.stdout
-    assert "head" in r.stdout and "refused by include()" in r.stdout
-    assert "| seed | exact: val loss | HOT: val loss |" in r.stdout
+    # the default is convert(model)'s: every linear map (the head too) and the activation
+    assert "hot.torch.convert: 5 converted, 0 skipped" in r.stdout
+    assert ("ReLU -> HOTReLU" if model == "relu" else "GELU -> HOTGELU") in r.stdout
+    assert "| seed | exact fp32 | exact bf16 | HOT (bf16 autocast) |" in r.stdout
     res = json.loads((tmp_path / "train_lm.json").read_text())["results"][0]
-    ex, hl = res["history"]["exact"]["val_loss"], res["history"]["hot"]["val_loss"]
-    assert ex[0] == hl[0], "both models must start from the same weights"
-    assert ex[-1] != hl[-1], "HOT trained exactly like nn.Linear: hot did not run"
-    assert res["saved_bytes"]["hot"] < res["saved_bytes"]["exact"]
+    h = res["history"]
+    assert h["exact"]["val_loss"][0] == h["hot"]["val_loss"][0] or \
+        h["bf16"]["val_loss"][0] == h["hot"]["val_loss"][0], "not the same initial weights"
+    assert h["bf16"]["val_loss"][-1] != h["hot"]["val_loss"][-1], "hot did not run"
+    sb = res["saved_bytes"]
+    assert sb["hot"] < sb["bf16"] < sb["exact"], sb
     try:
         import matplotlib  # noqa: F401
         assert (tmp_path / "train_lm.png").is_file()
@@ -59,10 +63,11 @@ def test_train_lm_ablation(hot, tmp_path):
     r = subprocess.run([sys.executable, script, "--ablate", str(variants)] + small,
                        env=env_for(hot), capture_output=True, text=True, timeout=600)
     assert r.returncode == 0, r.stdout + r.stderr
-    assert "| `--exact none --abc off` | recipe hot, exact: none, ABC off |" in r.stdout
+    assert "| `--exact none --abc off` | recipe hot, exact: none, ABC off, hla_basis spec |" \
+        in r.stdout
     res = json.loads((tmp_path / "train_lm_ablation.json").read_text())["results"][0]
     h = res["history"]
-    assert set(h) == {"exact", "--exact none", "--exact none --abc off",
+    assert set(h) == {"exact", "bf16", "--exact none", "--exact none --abc off",
                       "--exact in_proj,linear1,linear2,head --hla-selection full"}
     assert h["--exact none"]["val_loss"] == h["--exact none --abc off"]["val_loss"]
     assert h["--exact none"]["val_loss"][-1] != h["exact"]["val_loss"][-1]

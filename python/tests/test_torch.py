@@ -171,10 +171,16 @@ def test_bad_input_raises_clear_errors(hot, ht):
             m(torch.empty(4, 16, device="meta"))
         with pytest.raises(TypeError, match="torch.Tensor"):
             m(np.zeros((4, 16), np.float32))
-        bad = x.clone()
+        bad = torch.randn(128, 16)  # codes smaller than x: made in the forward
         bad[1, 2] = float("nan")
         with pytest.raises(hot.HotError) as e:
             m(bad)
+        assert e.value.status == hot.Status.ERR_NONFINITE and "hot_layer_save" in str(e.value)
+        bad = x.clone()  # 4 tokens: the codes (a 64-token block) are not smaller than x, so x is
+        bad[1, 2] = float("nan")  # kept and the codes are made in the backward
+        y = m(bad.requires_grad_())
+        with pytest.raises(hot.HotError) as e:
+            y.sum().backward()
         assert e.value.status == hot.Status.ERR_NONFINITE and "hot_layer_save" in str(e.value)
         y = m(x)
         with pytest.raises(hot.HotError) as e:

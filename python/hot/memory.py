@@ -1,0 +1,288 @@
+"""Saved activations, counted honestly, and what hot keeps instead of them.
+
+Counting. Autograd keeps tensors for the backward; several of them may share one storage (a
+tensor saved as itself and as a view, q/k/v as three views of one projection, ReLU's output
+which the next linear map saves again). Every figure of saved bytes in hot counts DISTINCT
+STORAGES: each tensor a pack hook of `torch.autograd.graph.saved_tensors_hooks` sees is keyed by
+`untyped_storage().data_ptr()`, and a storage counts once with all its bytes
+(`untyped_storage().nbytes()`: a view keeps its whole storage alive). Parameters are excluded.
+
+    loss, nbytes = hot.memory.saved_bytes(lambda: model(x).sum(), exclude=model.parameters())
+    loss, total, per_module = hot.memory.saved_by_module(model, lambda: model(x).sum())
+
+Keeping less. A HOT linear map keeps int8 codes of its input (ABC). Where the tensor it would
+compress is kept anyway by its neighbour, the codes would come on top of it; hot then keeps a
+reference to that tensor (no new storage) and makes the codes in the backward (the same codes:
+x is the same, the quantizer is round-to-nearest, so the same bits). `kept_source(x)` decides:
+
+  1. a tensor marked by a HOT module (`mark_rebuild`): HOTGELU's output is rebuilt from GELU's
+     input, which GELU keeps for its own backward;
+  2. a tensor (or the base of a view) whose producing operation keeps its output for its own
+     backward (`SAVES_OUTPUT`: ReLU, SDPA's fused kernels, sigmoid, tanh, softmax, ...): kept
+     as it is.
+
+The other way round, HOTReLU keeps a 1-bit mask of where its output is positive instead of the
+output itself, so the next HOT linear map's codes are the only copy of that input.
+"""
+
+import functools
+import threading
+
+import torch
+import torch.nn as nn
+import torch.nn.functional as F
+
+__all__ = ["saved_bytes", "saved_by_module", "SavedMeter", "kept_source", "mark_rebuild",
+           "HOTReLU", "HOTGELU", "SAVES_OUTPUT", "storage_key"]
+
+# autograd nodes that keep their own output (the tensor they returned) for the backward
+SAVES_OUTPUT = frozenset({
+    "ReluBackward0", "ReluBackward1", "ThresholdBackward0", "SigmoidBackward0",
+    "TanhBackward0", "SoftmaxBackward0", "LogSoftmaxBackward0", "ExpBackward0",
+    "EluBackward0", "HardtanhBackward0",
+    "ScaledDotProductFlashAttentionForCpuBackward0", "ScaledDotProductFlashAttentionBackward0",
+    "ScaledDotProductEfficientAttentionBackward0", "ScaledDotProductCudnnAttentionBackward0",
+})
+
+
+def storage_key(t):
+    """The key of t's storage: untyped_storage().data_ptr() (views share it)."""
+    return t.untyped_storage().data_ptr()
+
+
+class SavedMeter:
+    """A context manager counting the distinct storages autograd saves inside it (parameters
+    and `exclude` excluded). `.bytes` total, `.storages` {key: nbytes}, `.by_owner` {owner:
+    bytes} when `owner()` (a callable) names who is running at each save — a storage counts
+    for the first owner that saves it."""
+
+    def __init__(self, exclude=(), owner=None):
+        self._skip = {storage_key(p) for p in exclude}
+        self._owner = owner
+        self.storages = {}
+        self.by_owner = {}
+        self._hooks = None
+
+    def _pack(self, t):
+        if isinstance(t, torch.Tensor) and t.layout == torch.strided:
+            k = storage_key(t)
+            if k not in self._skip and k not in self.storages:
+                n = t.untyped_storage().nbytes()
+                self.storages[k] = n
+                if self._owner is not None:
+                    o = self._owner()
+                    self.by_owner[o] = self.by_owner.get(o, 0) + n
+        return t
+
+    def __enter__(self):
+        self._hooks = torch.autograd.graph.saved_tensors_hooks(self._pack, lambda t: t)
+        self._hooks.__enter__()
+        return self
+
+    def __exit__(self, *exc):
+        self._hooks.__exit__(*exc)
+        return False
+
+    @property
+    def bytes(self):
+        return sum(self.storages.values())
+
+
+def saved_bytes(fn, exclude=()):
+    """Runs fn() and returns (its result, the bytes of the distinct storages autograd saved
+    while it ran, `exclude` (e.g. model.parameters()) left out)."""
+    with SavedMeter(list(exclude)) as m:
+        out = fn()
+    return out, m.bytes
+
+
+def saved_by_module(model, fn, names=None):
+    """Runs fn() (a forward of `model`, or more) and returns (result, total bytes,
+    {module name: bytes}): each distinct storage counts once, for the module running when it was
+    first saved — the outermost of `names` (qualified names) when given, else the innermost
+    module; "" for saves outside every such module. Parameters excluded."""
+    stack = []
+    lock = threading.Lock()
+    wanted = set(names) if names is not None else None
+
+    def owner():
+        with lock:
+            if wanted is None:
+                return stack[-1] if stack else ""
+            for n in stack:
+                if n in wanted:
+                    return n
+            return ""
+
+    handles = []
+    for n, mod in model.named_modules():
+        def pre(_m, _a, n=n):
+            stack.append(n)
+
+        def post(_m, _a, _o, n=n):
+            if stack and stack[-1] == n:
+                stack.pop()
+        handles.append(mod.register_forward_pre_hook(pre))
+        handles.append(mod.register_forward_hook(post, always_call=True))
+    try:
+        with SavedMeter(list(model.parameters()), owner=owner) as m:
+            out = fn()
+    finally:
+        for h in handles:
+            h.remove()
+    return out, m.bytes, dict(m.by_owner)
+
+
+# ---- what a HOT linear map may keep instead of codes --------------------------------------------
+
+_REBUILD = "_hot_rebuild"
+
+
+def mark_rebuild(y, source, fn):
+    """Marks y (returned by a HOT module) as fn(source), where `source` is kept by autograd
+    anyway: a HOT linear map reading y keeps a reference to `source` and rebuilds y in its
+    backward. fn must give y's bits again from source."""
+    setattr(y, _REBUILD, (source, fn))
+    return y
+
+
+# convert(example=...) measures the steady state: a module still to choose its HLA basis is
+# counted with the full basis (the larger codes), not with the x it keeps for that one backward
+_assume_full = threading.local()
+
+
+def assuming_full():
+    return getattr(_assume_full, "on", False)
+
+
+class assume_full_basis:
+    """Inside it, modules that have not chosen their HLA basis yet act as if they chose full."""
+
+    def __enter__(self):
+        _assume_full.on = True
+
+    def __exit__(self, *exc):
+        _assume_full.on = False
+        return False
+
+
+def kept_source(x):
+    """(source, rebuild) when x is kept for the backward by its neighbour anyway (see the
+    module docstring): x == rebuild(source) (rebuild None: x is source); None otherwise."""
+    mark = getattr(x, _REBUILD, None)
+    if mark is not None:
+        return mark
+    base = x._base if x._base is not None else x
+    fn = base.grad_fn
+    if fn is not None and fn.name() in SAVES_OUTPUT:
+        return (x, None)
+    return None
+
+
+def cast_rebuild(mark, dtype):
+    """The mark of x.to(dtype) given x's mark."""
+    if mark is None:
+        return None
+    src, fn = mark
+    if fn is None:
+        return (src, functools.partial(_to, dtype=dtype))
+    return (src, functools.partial(_then_to, fn=fn, dtype=dtype))
+
+
+def _to(t, dtype):
+    return t.to(dtype)
+
+
+def _then_to(t, fn, dtype):
+    return fn(t).to(dtype)
+
+
+# ---- HOT activations ----------------------------------------------------------------------------
+
+_BITS = None
+
+
+def _bits(device):
+    global _BITS
+    if _BITS is None or _BITS.device != device:
+        _BITS = (1 << torch.arange(8, dtype=torch.uint8, device=device))
+    return _BITS
+
+
+def pack_mask(mask):
+    """A bool tensor -> uint8 with 8 elements a byte (element 8j + k in bit k of byte j)."""
+    flat = mask.reshape(-1)
+    pad = (-flat.numel()) % 8
+    if pad:
+        flat = torch.cat([flat, flat.new_zeros(pad)])
+    b = flat.view(-1, 8).to(torch.uint8) * _bits(flat.device)
+    return b.sum(dim=1, dtype=torch.uint8)
+
+
+def unpack_mask(packed, shape):
+    n = 1
+    for s in shape:
+        n *= s
+    bits = (packed.unsqueeze(1) & _bits(packed.device)) != 0
+    return bits.reshape(-1)[:n].view(shape)
+
+
+class _ReLUMask(torch.autograd.Function):
+    @staticmethod
+    def forward(ctx, x):
+        y = torch.relu(x)
+        ctx.save_for_backward(pack_mask(y > 0))
+        ctx.shape = y.shape
+        return y
+
+    @staticmethod
+    def backward(ctx, g):
+        (packed,) = ctx.saved_tensors
+        mask = unpack_mask(packed, ctx.shape)
+        # threshold_backward(g, y, 0): g where y > 0, else +0 (the same bits)
+        return torch.where(mask, g, torch.zeros((), dtype=g.dtype, device=g.device))
+
+
+class HOTReLU(nn.Module):
+    """ReLU that keeps a 1-bit mask of its positive outputs (T·n/8 bytes) for the backward
+    instead of its output; the gradient is the same bits as torch's ReLU. Put before a HOT
+    linear map, whose int8 codes then are the only copy of the activation. Without grad (or
+    for an input that needs none) it is torch.relu."""
+
+    def forward(self, x):
+        if torch.is_grad_enabled() and x.requires_grad:
+            return _ReLUMask.apply(x)
+        return torch.relu(x)
+
+
+class HOTGELU(nn.Module):
+    """GELU (torch's own; it keeps its input for the backward) whose output a HOT linear map
+    rebuilds from that input in its backward instead of keeping codes of it."""
+
+    def __init__(self, approximate="none"):
+        super().__init__()
+        self.approximate = approximate
+
+    def forward(self, x):
+        y = F.gelu(x, approximate=self.approximate)
+        if torch.is_grad_enabled() and x.requires_grad:
+            mark_rebuild(y, x, functools.partial(F.gelu, approximate=self.approximate))
+        return y
+
+    def extra_repr(self):
+        return f"approximate={self.approximate!r}"
+
+
+# ---- HLA basis chosen by measurement ------------------------------------------------------------
+
+# hla_basis="auto" (convert's default): the first backward of a HOT linear map measures the
+# relative Frobenius error of its g_w with the spec's rank cut (HLA tri or prefix, INT8) against
+# the exact fp32 product g_yᵀ·x of that batch; the cut is kept iff the error is at most this,
+# else the module switches to the full basis (every Walsh component, INT8: no rank cut).
+BASIS_MAX_ERROR = 0.25
+
+
+def choose_basis(err):
+    """"cut" when the measured relative g_w error of the rank cut is <= BASIS_MAX_ERROR (and
+    finite), else "full"."""
+    return "cut" if err == err and err <= BASIS_MAX_ERROR else "full"

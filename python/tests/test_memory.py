@@ -1,0 +1,152 @@
+"""hot.memory: saved bytes by distinct storage; HOT linear maps that keep a reference where a
+neighbour keeps their input (the same gradient bits as with codes made in the forward); HOTReLU
+and HOTGELU; the HLA basis chosen by measurement; convert(example=) never keeping more."""
+
+import copy
+
+import pytest
+
+torch = pytest.importorskip("torch", reason="torch is not installed (tools/install-python-deps.sh)")
+import torch.nn as nn  # noqa: E402
+import torch.nn.functional as F  # noqa: E402
+
+
+@pytest.fixture(scope="module")
+def ht(hot):
+    import hot.torch as ht_mod
+    return ht_mod
+
+
+@pytest.fixture(scope="module")
+def hm(hot):
+    import hot.memory as hm_mod
+    return hm_mod
+
+
+def bits(t):
+    return t.detach().contiguous().view(torch.int32) if t.dtype == torch.float32 else \
+        t.detach().contiguous().view(torch.int16)
+
+
+def test_saved_bytes_counts_distinct_storages(hm):
+    x = torch.randn(64, 32, requires_grad=True)
+
+    def fn():
+        y = x * 2
+        return (y * y.t().t()).sum() + (y[:32] * y[32:]).sum()  # y saved as itself and views
+    _o, n = hm.saved_bytes(fn, exclude=[x])
+    assert n == 64 * 32 * 4  # one storage
+    _o, n2 = hm.saved_bytes(lambda: (x * x.exp()).sum())  # x counts when not excluded
+    assert n2 == 2 * 64 * 32 * 4
+
+
+def test_hot_relu_same_bits_and_one_bit_mask(hm):
+    x = torch.randn(8, 100, 33, requires_grad=True)  # numel not a multiple of 8
+    x2 = x.detach().clone().requires_grad_()
+    g = torch.randn(8, 100, 33)
+    y, n = hm.saved_bytes(lambda: hm.HOTReLU()(x), exclude=[x])
+    y.backward(g)
+    torch.relu(x2).backward(g)
+    assert torch.equal(bits(x.grad), bits(x2.grad)) and torch.equal(y, torch.relu(x2))
+    assert n == (x.numel() + 7) // 8
+
+
+def _pair(ht, hot, ctx, prefix, x, build):
+    """g_x, g_w of one HOTLinear (fixed tag, fresh context seed) on x built by build(x)."""
+    torch.manual_seed(3)
+    m = ht.HOTLinear(x.shape[-1], 24, context=ctx, tag="t")
+    xx = x.detach().clone().requires_grad_()
+    inp, keep = build(xx)
+    out, n = prefix(lambda: m(inp), [m.weight, m.bias, xx])
+    out.backward(torch.randn(out.shape, generator=torch.Generator().manual_seed(1)))
+    return xx.grad, m.weight.grad, n, keep
+
+
+@pytest.mark.parametrize("kind", ["relu", "gelu", "sigmoid"])
+def test_reference_instead_of_codes_same_bits(hot, ht, hm, kind):
+    """A HOT linear map after a neighbour that keeps its input (ReLU keeps its output, HOTGELU's
+    output is rebuilt from GELU's input) keeps no codes: no storage beyond the neighbour's, and
+    the gradients are the bits of the codes made in the forward."""
+    x = torch.randn(4, 128, 32)
+    act = {"relu": torch.relu, "gelu": hm.HOTGELU(), "sigmoid": torch.sigmoid}[kind]
+    plain = {"relu": torch.relu, "gelu": F.gelu, "sigmoid": torch.sigmoid}[kind]
+
+    def kept(xx):
+        return act(xx), None
+
+    def fresh(xx):  # the same values, kept by nobody: the codes are made in the forward
+        return plain(xx).detach().clone().requires_grad_(), None
+    with hot.Context("cpu", seed=5) as c1, hot.Context("cpu", seed=5) as c2:
+        gx1, gw1, n1, _ = _pair(ht, hot, c1, hm.saved_bytes, x, kept)
+        _gx2, gw2, n2, _ = _pair(ht, hot, c2, hm.saved_bytes, x, fresh)
+    assert torch.equal(bits(gw1), bits(gw2))
+    # the linear map keeps what the activation keeps (ReLU, sigmoid: its output, measured
+    # here; GELU: its input xx, excluded), nothing on top of it
+    neighbour = 0 if kind == "gelu" else x.numel() * 4
+    assert n1 == neighbour, (n1, neighbour)
+    assert n2 < x.numel() * 4 / 3  # codes: about one byte per element
+
+
+def test_autocast_keeps_no_weight_copies(hot, ht, hm):
+    with hot.Context("cpu", seed=1) as ctx:
+        m = ht.HOTLinear(64, 64, context=ctx, tag="w")
+        x = torch.randn(2, 128, 64, requires_grad=True)
+        with torch.autocast("cpu", dtype=torch.bfloat16):
+            y, n = hm.saved_bytes(lambda: m(x), exclude=[x, m.weight, m.bias])
+        y.float().sum().backward()
+        assert n < x.numel()  # the codes (plus the cast of x is not kept), no bf16 weight copy
+        assert m.weight.grad.dtype == torch.float32
+
+
+def test_hla_basis_auto_by_measurement(hot, ht):
+    """Gaussian tokens: the rank cut's g_w error is about 0.66, the module takes the full basis;
+    tokens smooth along the sequence (random walks): the cut stays."""
+    torch.manual_seed(0)
+    with hot.Context("cpu", seed=1) as ctx:
+        out = {}
+        for kind in ("gaussian", "walk"):
+            m = ht.HOTLinear(32, 48, context=ctx, tag=kind)
+            m.hot_set_hla_basis("auto")
+            x = torch.randn(2, 128, 32)
+            if kind == "walk":
+                x = x.cumsum(1) / 8
+            g = torch.randn(2, 128, 48)
+            if kind == "walk":
+                g = g.cumsum(1) / 8
+            m(x.requires_grad_()).backward(g)
+            out[kind] = (m.hot_hla_choice, m.hot_hla_error)
+            assert "hot_hla_basis" in m.state_dict()["_extra_state"]
+        assert out["gaussian"][0] == "full" and out["gaussian"][1] > 0.4
+        assert out["walk"][0] == "cut" and out["walk"][1] < 0.25
+        with pytest.raises(ValueError, match="hla_basis"):
+            ht.convert(nn.Linear(3, 4), hla_basis="tri")
+
+
+def lm(act):
+    torch.manual_seed(0)
+    layer = nn.TransformerEncoderLayer(32, 2, 128, dropout=0.0, batch_first=True,
+                                       norm_first=True, activation=act)
+    return nn.Sequential(nn.TransformerEncoder(layer, 1, enable_nested_tensor=False),
+                         nn.Linear(32, 16))
+
+
+@pytest.mark.parametrize("act", ["relu", "gelu"])
+@pytest.mark.parametrize("bf16", [False, True])
+def test_convert_never_keeps_more(ht, hm, act, bf16):
+    x = torch.randn(2, 64, 32)
+
+    def example(m):
+        with torch.autocast("cpu", dtype=torch.bfloat16, enabled=bf16):
+            return m(x)
+    model = lm(act)
+    exact = copy.deepcopy(model)
+    _o, before = hm.saved_bytes(lambda: example(exact), exact.parameters())
+    model, rep = ht.convert(model, return_report=True, example=example)
+    b, a = rep.measured_total
+    assert b == before and a < 0.85 * b, str(rep)
+    assert all(after <= bb for _n, bb, after in rep.measured), str(rep)
+    assert "HOTReLU" in str(rep) if act == "relu" else "HOTGELU" in str(rep)
+    y = example(model)
+    y.float().sum().backward()  # the first backward chooses the basis
+    _o, steady = hm.saved_bytes(lambda: example(model), model.parameters())
+    assert steady <= a, (steady, a)
