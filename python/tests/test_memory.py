@@ -6,7 +6,9 @@ import copy
 
 import pytest
 
-torch = pytest.importorskip("torch", reason="torch is not installed (tools/install-python-deps.sh)")
+from conftest import need  # noqa: E402
+
+torch = need("torch")
 import torch.nn as nn  # noqa: E402
 import torch.nn.functional as F  # noqa: E402
 

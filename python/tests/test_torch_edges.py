@@ -41,7 +41,10 @@ def _autograd_functions():
             bw = [f for f in node.body if isinstance(f, ast.FunctionDef) and f.name == "backward"]
             calls = [ast.unparse(n.func) for n in ast.walk(bw[0]) if isinstance(n, ast.Call)] \
                 if bw else []
-            out.append((os.path.basename(path), node.name, calls))
+            ok = any(isinstance(n, ast.Assign) and any(getattr(t, "id", "") ==
+                                                       "differentiable_backward" for t in n.targets)
+                     and ast.unparse(n.value) == "True" for n in node.body)
+            out.append((os.path.basename(path), node.name, calls + (["<differentiable>"] if ok else [])))
     return out
 
 
@@ -49,8 +52,21 @@ def test_every_autograd_function_refuses_a_graph_of_its_gradient():
     found = _autograd_functions()
     assert found, "no torch.autograd.Function found in python/hot (the scan is broken)"
     for path, name, calls in found:
-        assert "_refuse_double_backward" in calls, \
-            f"{path}: {name}.backward does not call _refuse_double_backward"
+        assert "_refuse_double_backward" in calls or "<differentiable>" in calls, \
+            f"{path}: {name}.backward neither calls _refuse_double_backward nor declares " \
+            "differentiable_backward = True (a backward of differentiable ops)"
+
+
+def test_hot_relu_double_backward_equals_torch():
+    from hot import memory
+    torch.manual_seed(1)
+    x = torch.randn(6, 16, requires_grad=True)
+    ref = x.detach().clone().requires_grad_(True)
+    for f, inp in ((memory.HOTReLU(), x), (torch.nn.ReLU(), ref)):
+        y = (f(inp) ** 2 * torch.linspace(-1, 1, 16)).sum()
+        (g,) = torch.autograd.grad(y, inp, create_graph=True)
+        (g * g).sum().backward()
+    assert torch.equal(x.grad, ref.grad)
 
 
 def _sites(ht):
