@@ -43,7 +43,7 @@ struct hot_layer {
   struct hot_layer *next;    /* the context's list (live and dead handles) */
   hot_layer_spec spec;       /* own copy; plan->spec points here */
   hot_layer_plan *plan;      /* malloc'd (freed at destroy; the handle stays) */
-  uint64_t seed;
+  uint64_t seed;             /* the Philox key in use (named layers: derived, layer.c) */
   hot_gran gran;             /* in effect: TENSOR, ROW or SAMPLE */
   int gran_auto, calibrated;
   double lqs_e_tensor, lqs_e_token;

@@ -124,6 +124,19 @@ hot_status hot_layer_create(hot_ctx *ctx, const hot_layer_spec *spec, int64_t ba
   return st;
 }
 
+/* hot_layer_create's checks and recipe rule on a copy of *spec, then a layer with the given
+ * Philox layer id and key (the two public paths with a caller's stream identity below). */
+static hot_status create_with_stream(hot_ctx *ctx, const hot_layer_spec *spec, int64_t batch,
+                                     int64_t tokens, hot_recipe recipe, int layer_id,
+                                     uint64_t key, hot_layer **out) {
+  hot_layer_spec own = *spec;
+  utf8_cut(own.name, HOT_NAME_MAX);
+  hot_status st = check_enums(ctx, &own, recipe);
+  if (st != HOT_OK) return st;
+  apply_recipe(&own, recipe);
+  return layer_new(ctx, &own, batch, tokens, recipe, layer_id, key, out);
+}
+
 /* The public path to an explicit Philox layer id (hot.h): hot_layer_create's checks and recipe
  * rule, then the caller's id instead of the context's count, which does not advance. */
 hot_status hot_layer_create_with_id(hot_ctx *ctx, const hot_layer_spec *spec, int64_t batch,
@@ -138,11 +151,40 @@ hot_status hot_layer_create_with_id(hot_ctx *ctx, const hot_layer_spec *spec, in
     return ctx_fail(ctx, HOT_ERR_INVALID,
                     "hot_layer_create_with_id: layer_id %d is outside [0, 2^27) (the Philox tag "
                     "layer_id * 16 + tensor must fit 32 bits)", layer_id);
-  hot_layer_spec own = *spec;
-  utf8_cut(own.name, HOT_NAME_MAX);
-  if ((st = check_enums(ctx, &own, recipe)) != HOT_OK) return st;
-  apply_recipe(&own, recipe);
-  return layer_new(ctx, &own, batch, tokens, recipe, layer_id, ctx->seed, out);
+  return create_with_stream(ctx, spec, batch, tokens, recipe, layer_id, ctx->seed, out);
+}
+
+/* The stream of a named layer (hot.h hot_layer_create_named, templates/CONTRACT.md "Random
+ * stream"), the one place it is derived: h = FNV-1a 64 of the name's bytes; the layer id is h
+ * xor-folded to 27 bits; the Philox key is splitmix64's finaliser of seed ^ h (a bijection, so
+ * two names get one key under one seed only when their 64-bit hashes are equal). */
+static void stream_of_name(const char *name, uint64_t seed, int *layer_id, uint64_t *key) {
+  uint64_t h = 0xcbf29ce484222325ull;
+  for (const unsigned char *p = (const unsigned char *)name; *p; ++p)
+    h = (h ^ *p) * 0x100000001b3ull;
+  *layer_id = (int)((h ^ (h >> 27) ^ (h >> 54)) & ((1u << 27) - 1u));
+  uint64_t z = seed ^ h;
+  z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+  z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+  *key = z ^ (z >> 31);
+}
+
+hot_status hot_layer_create_named(hot_ctx *ctx, const hot_layer_spec *spec, int64_t batch,
+                                  int64_t tokens, hot_recipe recipe, const char *stream,
+                                  hot_layer **out) {
+  if (out) *out = NULL;
+  hot_status st = enter_ctx(ctx, "hot_layer_create_named");
+  if (st) return st;
+  if (!spec || !stream || !out)
+    return ctx_fail(ctx, HOT_ERR_INVALID, "hot_layer_create_named: NULL argument");
+  if (!*stream)
+    return ctx_fail(ctx, HOT_ERR_INVALID,
+                    "hot_layer_create_named: empty stream name (it names the layer's random "
+                    "stream; give the layer's stable name)");
+  int layer_id;
+  uint64_t key;
+  stream_of_name(stream, ctx->seed, &layer_id, &key);
+  return create_with_stream(ctx, spec, batch, tokens, recipe, layer_id, key, out);
 }
 
 hot_status layer_create_resolved(hot_ctx *ctx, const hot_layer_spec *spec, int64_t batch,

@@ -17,11 +17,13 @@ from ._lib import (Backend, DType, Gran, HotLibraryError, Layout, Recipe, Round,
                    Status, library_path)
 from ._capture import Capture, capture, read_capture
 from .api import (LAYER_ID_LIMIT, Context, HotError, KernelTime, Layer, LayerInfo, LayerSpec,
-                  Stats, cpu_openmp, cpu_use_openmp, layer_id_for, status_name)
+                  Stats, cpu_openmp, cpu_use_openmp, layer_id_for, status_name, stream_hash,
+                  stream_key)
 
 __version__ = "0.1.0"
 
 __all__ = ["Context", "Layer", "LayerSpec", "LayerInfo", "Stats", "KernelTime", "HotError",
            "HotLibraryError", "Status", "Backend", "DType", "Recipe", "Gran", "Round", "Rule",
            "Selection", "Layout", "status_name", "library_path", "capture", "read_capture",
-           "Capture", "layer_id_for", "LAYER_ID_LIMIT", "cpu_use_openmp", "cpu_openmp"]
+           "Capture", "layer_id_for", "stream_hash", "stream_key", "LAYER_ID_LIMIT",
+           "cpu_use_openmp", "cpu_openmp"]

@@ -332,6 +332,8 @@ _FUNCS = {
                                  c_int, ctypes.POINTER(c_void_p)]),
     "hot_layer_create_with_id": (c_int, [c_void_p, ctypes.POINTER(hot_layer_spec), c_int64,
                                          c_int64, c_int, c_int, ctypes.POINTER(c_void_p)]),
+    "hot_layer_create_named": (c_int, [c_void_p, ctypes.POINTER(hot_layer_spec), c_int64,
+                                       c_int64, c_int, c_char_p, ctypes.POINTER(c_void_p)]),
     "hot_layer_destroy": (None, [c_void_p]),
     "hot_layer_get_info": (c_int, [c_void_p, ctypes.POINTER(hot_layer_info)]),
     "hot_layer_get_plan": (c_void_p, [c_void_p]),

@@ -30,7 +30,7 @@ from . import _lib
 from ._lib import Backend, DType, Gran, Layout, Recipe, Round, Rule, Selection, Status
 
 __all__ = ["HotError", "Context", "Layer", "LayerSpec", "LayerInfo", "Stats", "KernelTime",
-           "status_name", "layer_id_for", "LAYER_ID_LIMIT", "cpu_use_openmp", "cpu_openmp", "Status", "Backend", "DType", "Recipe", "Gran", "Round", "Rule",
+           "status_name", "layer_id_for", "stream_hash", "stream_key", "LAYER_ID_LIMIT", "cpu_use_openmp", "cpu_openmp", "Status", "Backend", "DType", "Recipe", "Gran", "Round", "Rule",
            "Selection", "Layout"]
 
 
@@ -107,25 +107,52 @@ def as_recipe(v):
     raise ValueError(f"recipe must be one of hot, paper, paper_code (got {v!r})")
 
 
-# ---- stable Philox layer ids ----------------------------------------------------------------
+# ---- stable Philox streams --------------------------------------------------------------------
 
 LAYER_ID_LIMIT = 1 << 27  # hot_layer_create_with_id: ids in [0, 2^27) (tag = id * 16 + tensor)
+_M64 = (1 << 64) - 1
+
+
+def _stream_bytes(tag):
+    """The bytes hot_layer_create_named hashes for a stream tag (its UTF-8 encoding); ValueError
+    for what C cannot receive: not a str, empty, a NUL character, or not encodable."""
+    if not isinstance(tag, str) or not tag or "\0" in tag:
+        raise ValueError(f"tag must be a non-empty str without NUL characters (got {tag!r})")
+    try:
+        return tag.encode("utf-8")
+    except UnicodeEncodeError as e:
+        raise ValueError(f"tag {tag!r} cannot be encoded in UTF-8 ({e.reason})") from None
+
+
+def stream_hash(tag):
+    """The 64-bit identity of a stream tag: FNV-1a 64 of its UTF-8 bytes. Two tags share a
+    random stream (under one seed) exactly when their hashes are equal."""
+    h = 0xCBF29CE484222325
+    for b in _stream_bytes(tag):
+        h = ((h ^ b) * 0x100000001B3) & _M64
+    return h
 
 
 def layer_id_for(tag):
-    """The Philox layer id of a layer named `tag` (a str): the 64-bit FNV-1a hash of its UTF-8
-    bytes, xor-folded to 27 bits: h ^ (h >> 27) ^ (h >> 54), low 27 bits. The same tag gives the
-    same id in every process, on every machine and rank, whatever order layers are created in.
-    Two tags collide with probability 2^-27 per pair (about n^2 / 2^28 for n layers: 4e-5 for
-    100 layers, 0.4 % for 1000); colliding layers draw the same stochastic-rounding numbers at
-    the same element index and step, a correlation of their rounding noise, never a wrong
-    result. hot.torch.convert detects collisions within a model and resolves them."""
-    if not isinstance(tag, str) or not tag:
-        raise ValueError(f"tag must be a non-empty str (got {tag!r})")
-    h = 0xCBF29CE484222325
-    for b in tag.encode("utf-8"):
-        h = ((h ^ b) * 0x100000001B3) & 0xFFFFFFFFFFFFFFFF
+    """The Philox layer id of a layer named `tag` (a str): stream_hash(tag) xor-folded to 27
+    bits, h ^ (h >> 27) ^ (h >> 54), low 27 bits; the counter's tag is id * 16 + tensor. The
+    same in every process, on every machine and rank, whatever order layers are created in.
+    Ids of different tags collide (2^-27 per pair); a layer made with stream=tag is also keyed by
+    the tag (stream_key), so such layers still draw different numbers."""
+    h = stream_hash(tag)
     return (h ^ (h >> 27) ^ (h >> 54)) & (LAYER_ID_LIMIT - 1)
+
+
+def stream_key(tag, seed):
+    """The Philox key of a layer made with stream=tag (hot_layer_create_named) in a context of
+    seed `seed` (what its info().seed reports): splitmix64's finaliser of seed ^ stream_hash(tag).
+    """
+    if isinstance(seed, bool) or not isinstance(seed, int) or not 0 <= seed <= _M64:
+        raise ValueError(f"seed must be a 64-bit unsigned integer (got {seed!r})")
+    z = seed ^ stream_hash(tag)
+    z = ((z ^ (z >> 30)) * 0xBF58476D1CE4E5B9) & _M64
+    z = ((z ^ (z >> 27)) * 0x94D049BB133111EB) & _M64
+    return z ^ (z >> 31)
 
 
 # ---- plain records --------------------------------------------------------------------------
@@ -431,14 +458,15 @@ class Context:
 
     def create_layer(self, in_features=None, out_features=None, batch=1, tokens=1, *,
                      recipe="hot", spec=None, name="layer", bias=True, dtype="f32",
-                     layer_id=None):
+                     layer_id=None, stream=None):
         """hot_layer_create: a layer of T = batch * tokens rows. Either give the sizes (and
         optionally name, bias, dtype; the recipe's defaults for the rest) or a LayerSpec (then
-        the other description arguments must be left out). layer_id: None, the Philox layer id
-        from the context's creation count (hot_layer_create), or an int in [0, 2^27)
-        (hot_layer_create_with_id: a stream that does not depend on creation order; see
-        layer_id_for). Raises HotError (HOT_ERR_SHAPE, HOT_ERR_PLAN with the planner's reason,
-        ...)."""
+        the other description arguments must be left out). The random stream: by default the
+        context's creation count is the Philox layer id (hot_layer_create); stream="tag" keys
+        it by that name (hot_layer_create_named: id layer_id_for(tag), key stream_key(tag,
+        seed); what hot.torch uses); layer_id=N, an int in [0, 2^27), takes that id with the
+        context's seed as key (hot_layer_create_with_id). Not both. Raises HotError
+        (HOT_ERR_SHAPE, HOT_ERR_PLAN with the planner's reason, ...)."""
         if spec is None:
             if in_features is None or out_features is None:
                 raise ValueError("create_layer needs in_features and out_features, or spec=")
@@ -453,9 +481,18 @@ class Context:
                     not 0 <= layer_id < LAYER_ID_LIMIT:
                 raise ValueError(f"layer_id must be an int in [0, 2^27) (got {layer_id!r}); "
                                  "hot.layer_id_for(tag) makes one from a name")
+        if stream is not None:
+            if layer_id is not None:
+                raise ValueError("give stream= or layer_id=, not both")
+            stream = _stream_bytes(stream)
         h = ctypes.c_void_p()
         with self._lock:
-            if layer_id is None:
+            if stream is not None:
+                st = self._L.hot_layer_create_named(self._h(), ctypes.byref(spec.c), int(batch),
+                                                    int(tokens), int(spec.recipe), stream,
+                                                    ctypes.byref(h))
+                self._check(st, "hot_layer_create_named")
+            elif layer_id is None:
                 st = self._L.hot_layer_create(self._h(), ctypes.byref(spec.c), int(batch),
                                               int(tokens), int(spec.recipe), ctypes.byref(h))
                 self._check(st, "hot_layer_create")

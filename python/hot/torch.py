@@ -24,8 +24,8 @@ the forward is plain F.linear and hot is not called.
 - A hot layer is created per (device, dtype, B, L) and cached in the module (at most
   `max_cached_shapes`, least recently used dropped).
 - Random stream: every hot layer of a module draws its stochastic rounding from the Philox
-  stream of the module's tag (hot.layer_id_for(tag): a hash of the tag, hot.h
-  hot_layer_create_with_id), never from how many layers the process made before. convert() tags
+  stream of the module's tag (hot.h hot_layer_create_named: key and layer id from a 64-bit hash
+  of the tag and the seed), never from how many layers the process made before. convert() tags
   each module with its qualified name ("blocks.0.fc1"); HOTLinear(..., tag="...") sets one; a
   module made without a tag or a name takes "HOTLinear#k", k counting the HOTLinear modules this
   process made (stable only for a script that builds its modules in the same order every time;
@@ -101,7 +101,8 @@ _untagged = itertools.count()
 
 def stream_id(tag):
     """The Philox layer id hot uses for a module tagged `tag` (hot.layer_id_for: FNV-1a 64 of
-    the UTF-8 tag folded to 27 bits)."""
+    the UTF-8 tag folded to 27 bits). The stream's identity is the whole 64-bit hash
+    (hot.stream_hash, which keys it with the seed: hot.stream_key), not this id."""
     return api.layer_id_for(tag)
 
 
@@ -554,10 +555,11 @@ class _HotCore:
 
     # -- identity and state
     def hot_set_tag(self, tag):
-        """Names the module's random stream: its layers draw from Philox layer id
-        stream_id(tag) (layers made before keep theirs: they are dropped from the cache)."""
-        if not isinstance(tag, str) or not tag:
-            raise ValueError(f"tag must be a non-empty str (got {tag!r})")
+        """Names the module's random stream: its layers draw from the stream that
+        hot_layer_create_named gives this tag (Philox layer id stream_id(tag), key
+        hot.stream_key(tag, seed)); layers made before keep theirs: they are dropped from the
+        cache."""
+        api._stream_bytes(tag)  # a non-empty str C can receive, else ValueError
         self.hot_tag = tag
         self.hot_stream_id = stream_id(tag)
         if not tag.startswith("HOTLinear#"):
@@ -692,7 +694,7 @@ class _HotCore:
                               "a process that builds modules in another order draws other "
                               "numbers; pass tag= or use hot.torch.convert(model), which tags "
                               "modules by their qualified names", RuntimeWarning, stacklevel=4)
-            layer = ctx.create_layer(spec=spec, batch=B, tokens=L, layer_id=self.hot_stream_id)
+            layer = ctx.create_layer(spec=spec, batch=B, tokens=L, stream=self.hot_tag)
             e = _Entry(layer, cal_key, layer._info.gran_auto)
             self._hot_layers[key] = e
             evicted = []
@@ -767,9 +769,10 @@ class HOTLinear(_HotCore, nn.Linear):
       recipe    "hot" (default), "paper", "paper_code": defaults when spec is None
       context   a hot.Context for this module's layers (default: the shared one per device)
       name      the hot layer's name (messages); convert() uses the module's qualified name
-      tag       names the module's random stream (hot.layer_id_for(tag) is its Philox layer
-                id); default: `name` when given, else "HOTLinear#k" (k: HOTLinear modules made
-                before in this process). convert() uses the qualified name.
+      tag       names the module's random stream (its Philox key hot.stream_key(tag, seed),
+                layer id hot.layer_id_for(tag)); default: `name` when given, else
+                "HOTLinear#k" (k: HOTLinear modules made before in this process). convert() uses
+                the qualified name.
       max_cached_shapes  hot layers kept per module (one per input shape, dtype and device)
 
     State dict: nn.Linear's weight and bias, plus `_extra_state` holding hot_step and the LQS
@@ -900,8 +903,7 @@ class HOTMultiheadAttention(nn.MultiheadAttention):
 
     def _hot_mha_setup(self, spec, in_proj_spec, recipe, context, tag, max_cached_shapes):
         tag = tag if tag is not None else f"MultiheadAttention#{next(_untagged)}"
-        if not isinstance(tag, str) or not tag:
-            raise ValueError(f"tag must be a non-empty str (got {tag!r})")
+        api._stream_bytes(tag)  # a non-empty str C can receive, else ValueError
         if spec is not None and not isinstance(spec, api.LayerSpec):
             raise TypeError(f"HOTMultiheadAttention({tag}): spec must be None or a hot.LayerSpec "
                             f"(got {type(spec).__name__})")
@@ -925,8 +927,7 @@ class HOTMultiheadAttention(nn.MultiheadAttention):
 
     def hot_set_tag(self, tag):
         """Names the random streams: "<tag>.in_proj.<role>" and "<tag>.out_proj"."""
-        if not isinstance(tag, str) or not tag:
-            raise ValueError(f"tag must be a non-empty str (got {tag!r})")
+        api._stream_bytes(tag)  # a non-empty str C can receive, else ValueError
         self.hot_tag = tag
         for role, p in self._hot_in.items():
             p.hot_set_tag(f"{tag}.in_proj.{role}")
@@ -1322,13 +1323,14 @@ def _attention_stream_tags(tag):
 
 def _unique_attention_tag(name, used):
     """name, or name + "#k" with the smallest k for which none of the attention's stream tags
-    (_attention_stream_tags) has an id in `used`; those ids are then taken."""
+    (_attention_stream_tags) has a stream identity (api.stream_hash) in `used`; those are then
+    taken."""
     tag, k = name, 0
-    while len({stream_id(t) for t in _attention_stream_tags(tag)} | used) != \
+    while len({api.stream_hash(t) for t in _attention_stream_tags(tag)} | used) != \
             len(used) + len(_attention_stream_tags(tag)):
         k += 1
         tag = f"{name}#{k}"
-    used.update(stream_id(t) for t in _attention_stream_tags(tag))
+    used.update(api.stream_hash(t) for t in _attention_stream_tags(tag))
     return tag
 
 
@@ -1339,13 +1341,15 @@ def _uninitialized(m):
 
 
 def _unique_tag(name, used):
-    """name, or name + "#k" with the smallest k whose stream id is not used yet (stable: the
-    same model gives the same tags in every process)."""
+    """name, or name + "#k" with the smallest k whose stream identity (api.stream_hash) is not
+    used yet. Qualified names are unique in a model, so only a tag some module already holds
+    (a HOT module's own tag) or equal 64-bit hashes (about n^2 / 2^65) rename; the same model
+    gives the same tags in every process."""
     tag, k = name, 0
-    while stream_id(tag) in used:
+    while api.stream_hash(tag) in used:
         k += 1
         tag = f"{name}#{k}"
-    used.add(stream_id(tag))
+    used.add(api.stream_hash(tag))
     return tag
 
 
@@ -1355,7 +1359,7 @@ _NOT_CONVERTED_OUT_PROJ = ("its attention module is not converted (torch uses ou
 
 class _ConvertState:
     """convert()'s walk: one module at a time, what it converts (replace), what it reports, and
-    the stream ids already taken."""
+    the stream identities (api.stream_hash of the tags) already taken."""
 
     def __init__(self, model, spec, spec_file, recipe, context, hla_basis="spec"):
         self.model, self.spec, self.spec_file = model, spec, spec_file
@@ -1431,10 +1435,10 @@ class _ConvertState:
             self.report._add(False, n, tname, f"already HOT; random stream tagged {tag!r}")
         else:
             tags = _attention_stream_tags(m.hot_tag) if mha else [m.hot_tag]
-            shared = sorted(t for t in tags if stream_id(t) in self.used)
-            self.used.update(stream_id(t) for t in tags)
-            note = f"; stream id of {', '.join(shared)} shared with another module (id " \
-                "collision: change its tag)" if shared else ""
+            shared = sorted(t for t in tags if api.stream_hash(t) in self.used)
+            self.used.update(api.stream_hash(t) for t in tags)
+            note = f"; random stream of {', '.join(shared)} shared with another module (same " \
+                "tag: change it)" if shared else ""
             self.report._add(False, n, tname, f"already HOT (tag {m.hot_tag!r}){note}")
 
     def linear(self, n, m, tname):
@@ -1450,7 +1454,8 @@ class _ConvertState:
         tag = _unique_tag(n or "linear", self.used)
         self.replace[n] = HOTLinear.from_linear(m, name=n or "linear", tag=tag, **kw)
         self.replace[n].hot_set_hla_basis(self.hla_basis)
-        note = "" if tag == (n or "linear") else f", stream tag {tag!r} (id collision)"
+        note = "" if tag == (n or "linear") else \
+            f", stream tag {tag!r} (its name's stream is taken)"
         self.report._add(True, n, f"{tname} -> HOTLinear",
                          f"{m.in_features} -> {m.out_features}{note}")
 
@@ -1474,7 +1479,8 @@ class _ConvertState:
         E = m.embed_dim
         how = (f"in_proj {E} -> {3 * E} (q, k, v packed)" if m._qkv_same_embed_dim else
                f"q/k/v_proj {E}/{m.kdim}/{m.vdim} -> {E}")
-        note = "" if tag == (n or "attention") else f", stream tag {tag!r} (id collision)"
+        note = "" if tag == (n or "attention") else \
+            f", stream tag {tag!r} (its name's stream is taken)"
         self.report._add(True, n, f"{tname} -> HOTMultiheadAttention",
                          f"{how}, out_proj {E} -> {E}, {m.num_heads} heads{note}")
         self.replace[n] = new
@@ -1516,8 +1522,9 @@ def convert(model, spec=None, recipe="hot", context=None, include=None, verbose=
     known), the out_proj of an attention module left unconverted (torch uses its weight, never
     its forward), modules the spec file does not name or `include` refuses. HOT modules already
     in the model stay; each converted module's random stream is tagged with its qualified name
-    (a HOTLinear already present keeps an explicit tag, else takes its name too); names whose
-    stream ids collide get "#1", "#2", ... (reported)."""
+    (a HOTLinear already present keeps an explicit tag, else takes its name too); a name whose
+    stream another module of the model already holds (a HOT module tagged with that name, or
+    equal 64-bit hashes) gets "#1", "#2", ... (reported)."""
     if not isinstance(model, nn.Module):
         raise TypeError(f"model must be a torch.nn.Module (got {type(model).__name__})")
     spec_file = spec if isinstance(spec, str) else None

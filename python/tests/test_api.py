@@ -350,3 +350,116 @@ def test_missing_module_skips_name_the_interpreter():
                        capture_output=True, text=True, timeout=60)
     assert r.returncode == 77, r.stdout + r.stderr
     assert sys.executable in r.stdout and "-DPython3_EXECUTABLE=" in r.stdout, r.stdout
+
+
+# ---- named random streams (hot_layer_create_named) ------------------------------------------
+
+DEFAULT_SEED = 0x243F6A8885A308D3
+# (seed, name, 27-bit layer id, Philox key): the same table as tests/runtime/test_api_cpu.c
+# (named_kat); "fc67872285" and "att.in_proj.qkv" share a layer id.
+NAMED_KAT = [
+    (DEFAULT_SEED, "a", 41576353, 0x0FD241AE7EC49A2D),
+    (DEFAULT_SEED, "fc67872285", 80537823, 0xF6A20DDAE06D0664),
+    (DEFAULT_SEED, "att.in_proj.qkv", 80537823, 0xBB945FADA8D79C92),
+    (DEFAULT_SEED, "blocks.0.fc1", 89103491, 0x9C35486E283C698E),
+    (DEFAULT_SEED, "encoder.層.0.ß", 119246768, 0x79410C28649ABEFE),
+    (DEFAULT_SEED, "\U0001F600", 48424573, 0x66FB657361959EB1),
+    (42, "a", 41576353, 0x2C987FE0B5E27E11),
+    (42, "fc67872285", 80537823, 0x65762B991BA8D6BC),
+    (42, "att.in_proj.qkv", 80537823, 0x640A6C24CE3456AE),
+    (42, "blocks.0.fc1", 89103491, 0x12BA69159F298CB1),
+    (42, "encoder.層.0.ß", 119246768, 0x548100635E45A27C),
+    (42, "\U0001F600", 48424573, 0x87D381FB085F1226),
+]
+
+
+def _independent_stream(seed, name):
+    """The derivation written out again from the documentation (hot.h hot_layer_create_named):
+    FNV-1a 64 over the UTF-8 bytes, the 27-bit fold, splitmix64's finaliser of seed ^ hash."""
+    m = 2 ** 64
+    h = 14695981039346656037
+    for byte in name.encode("utf-8"):
+        h = ((h ^ byte) * 1099511628211) % m
+    z = seed ^ h
+    for shift, mul in ((30, 13787848793156543929), (27, 10723151780598845931)):
+        z = ((z ^ (z >> shift)) * mul) % m
+    return (h ^ (h >> 27) ^ (h >> 54)) % (1 << 27), z ^ (z >> 31)
+
+
+def test_stream_derivation_known_answers(hot):
+    # the components against their published values
+    assert hot.stream_hash("a") == 0xAF63DC4C8601EC8C
+    assert hot.stream_hash("foobar") == 0x85944171F73967E8
+    # splitmix64 from state 0: first output 0xe220a8397b1dcdaf = finaliser(0x9e3779b97f4a7c15)
+    assert hot.stream_key("a", 0x9E3779B97F4A7C15 ^ hot.stream_hash("a")) == 0xE220A8397B1DCDAF
+    for seed, name, lid, key in NAMED_KAT:
+        assert _independent_stream(seed, name) == (lid, key), name
+        assert (hot.layer_id_for(name), hot.stream_key(name, seed)) == (lid, key), name
+    # more names, long and non-ASCII, against the independent implementation
+    names = ["x" * 1000, "ß" * 40, "层.0", "a b", "\u00e9", "e\u0301", "#1", "A"]
+    for name in names:
+        for seed in (0, 1, DEFAULT_SEED, 2 ** 64 - 1):
+            assert _independent_stream(seed, name) == (hot.layer_id_for(name),
+                                                       hot.stream_key(name, seed)), name
+
+
+def _runtime_streams(hot, names, seed, first=()):
+    """(layer_id, key) of a layer made with stream=name, per name, as libhot reports them; the
+    layers of `first` (hot_layer_create, then other names) are made before."""
+    out = {}
+    with hot.Context("cpu", seed=seed) as ctx:
+        for extra in first:
+            ctx.create_layer(8, 4, 1, 8, stream=extra) if extra else ctx.create_layer(8, 4, 1, 8)
+        for name in names:
+            info = ctx.create_layer(8, 4, 1, 8, name="labels-only", stream=name).info()
+            out[name] = (info.layer_id, info.seed)
+    return out
+
+
+def test_runtime_derives_the_known_answers_in_any_order(hot):
+    for seed in (DEFAULT_SEED, 42):
+        names = [n for s, n, _, _ in NAMED_KAT if s == seed]
+        want = {n: (lid, key) for s, n, lid, key in NAMED_KAT if s == seed}
+        assert _runtime_streams(hot, names, seed) == want
+        assert _runtime_streams(hot, names[::-1], seed, first=("", "other", "")) == want
+    # the two names of one 27-bit id: one id, two keys
+    got = _runtime_streams(hot, ["fc67872285", "att.in_proj.qkv"], DEFAULT_SEED)
+    assert got["fc67872285"][0] == got["att.in_proj.qkv"][0]
+    assert got["fc67872285"][1] != got["att.in_proj.qkv"][1]
+
+
+def test_stream_keys_equal_in_another_process(hot):
+    """Another interpreter, which makes other layers first and the named ones in reverse order,
+    reports the keys this one does."""
+    names = [n for s, n, _, _ in NAMED_KAT if s == 42]
+    code = ("import sys, json, hot\n"
+            "names = json.loads(sys.argv[1])\n"
+            "with hot.Context('cpu', seed=42) as ctx:\n"
+            "    for _ in range(3):\n"
+            "        ctx.create_layer(8, 4, 1, 8)\n"
+            "    ctx.create_layer(8, 4, 1, 8, stream='zz')\n"
+            "    print(json.dumps([ctx.create_layer(8, 4, 1, 8, stream=n).info().seed\n"
+            "                      for n in names[::-1]][::-1]))\n")
+    import json
+    pkg_parent = os.path.dirname(os.path.dirname(os.path.abspath(hot.__file__)))
+    env = dict(os.environ, PYTHONPATH=pkg_parent + os.pathsep + os.environ.get("PYTHONPATH", ""),
+               HOT_LIBRARY=hot.library_path())
+    env.pop("HOT_SEED", None)
+    r = subprocess.run([sys.executable, "-c", code, json.dumps(names)], capture_output=True,
+                       text=True, env=env, timeout=120)
+    assert r.returncode == 0, r.stderr
+    other = json.loads(r.stdout.strip().splitlines()[-1])
+    mine = _runtime_streams(hot, names, 42)
+    assert other == [mine[n][1] for n in names] == [k for s, _, _, k in NAMED_KAT if s == 42]
+
+
+def test_stream_argument_errors(hot):
+    with hot.Context("cpu") as ctx:
+        for bad in ("", "a\0b", 3, b"fc", "\ud800"):
+            with pytest.raises(ValueError, match="tag"):
+                ctx.create_layer(8, 4, 1, 8, stream=bad)
+        with pytest.raises(ValueError, match="not both"):
+            ctx.create_layer(8, 4, 1, 8, stream="a", layer_id=3)
+        for bad in (-1, 2 ** 64, True, 1.0):
+            with pytest.raises(ValueError, match="seed"):
+                hot.stream_key("a", bad)

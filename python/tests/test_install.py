@@ -22,7 +22,7 @@ NETWORK_SIGNS = ("Could not find a version that satisfies", "No matching distrib
 CODE = """
 import sys, numpy as np, hot
 ctx = hot.Context("cpu", seed=7)
-layer = ctx.create_layer(24, 16, 2, 32, layer_id=hot.layer_id_for("fc"))
+layer = ctx.create_layer(24, 16, 2, 32, stream="fc")
 g = np.random.default_rng(3)
 x = g.standard_normal((64, 24), dtype=np.float32)
 w = g.standard_normal((16, 24), dtype=np.float32)

@@ -28,9 +28,9 @@ def new_ctx(hot):
     return hot.Context("cpu", seed=SEED)
 
 
-def api_grads(hot, x, w, gys, dtype, bias=True, layer_id=None):
+def api_grads(hot, x, w, gys, dtype, bias=True, stream=None):
     """The object API on the same inputs: a fresh context with the same seed and the module's
-    Philox layer id, calibrated on the first g_y, then save + backward per step."""
+    stream (its tag), calibrated on the first g_y, then save + backward per step."""
     npdt = {torch.float32: np.float32, torch.float16: np.float16, torch.bfloat16: np.uint16}[dtype]
     name = {torch.float32: "f32", torch.float16: "f16", torch.bfloat16: "bf16"}[dtype]
 
@@ -44,7 +44,7 @@ def api_grads(hot, x, w, gys, dtype, bias=True, layer_id=None):
     B, L = (int(np.prod(x.shape[:-2])), x.shape[-2]) if x.dim() >= 3 else (1, x.shape[0])
     out = []
     with new_ctx(hot) as ctx:
-        layer = ctx.create_layer(I, O, B, L, dtype=name, bias=bias, layer_id=layer_id)
+        layer = ctx.create_layer(I, O, B, L, dtype=name, bias=bias, stream=stream)
         for step, gy in enumerate(gys):
             g = arr(gy).reshape(B * L, O)
             if step == 0:
@@ -82,15 +82,17 @@ def test_grads_equal_api_bit_for_bit_two_steps(hot, ht, dtype):
             got.append((x.grad.clone(), m.weight.grad.clone(), m.bias.grad.clone()))
         assert m.hot_step == 2
         layer = m.hot_layers()[0]
-        assert layer.info().calibrated and layer.info().layer_id == hot.layer_id_for("fc")
-    want = api_grads(hot, x, m.weight, gys, dtype, layer_id=hot.layer_id_for("fc"))
+        info = layer.info()
+        assert info.calibrated and info.layer_id == hot.layer_id_for("fc")
+        assert info.seed == hot.stream_key("fc", SEED)
+    want = api_grads(hot, x, m.weight, gys, dtype, stream="fc")
     for step, ((gx, gw, gb), (ax, aw, ab)) in enumerate(zip(got, want)):
         ax = torch.from_numpy(ax).reshape(B, L, I).to(dtype)
         assert bits_equal(gx, ax), f"g_x differs from the API at step {step}"
         assert bits_equal(gw, torch.from_numpy(aw).to(dtype)), f"g_w differs at step {step}"
         assert bits_equal(gb, torch.from_numpy(ab).to(dtype)), f"g_b differs at step {step}"
     # The step counter matters: step 1 used new draws (not a replay of step 0's).
-    again = api_grads(hot, x, m.weight, [gys[1]], dtype, layer_id=hot.layer_id_for("fc"))[0]
+    again = api_grads(hot, x, m.weight, [gys[1]], dtype, stream="fc")[0]
     assert not np.array_equal(again[0], want[1][0])
 
 

@@ -337,12 +337,16 @@ def test_hot_library_relative_path_is_a_path(hot, tmp_path):
 
 # ---- stream identity ----------------------------------------------------------------------------
 
-# Brute-forced: "fc67872285" has the 27-bit stream id of "att.in_proj.qkv" (the FNV-1a 64 fold).
+# Brute-forced: "fc67872285" has the 27-bit layer id of "att.in_proj.qkv" (the FNV-1a 64 fold).
 COLLIDER = "fc67872285"
 
 
-def test_every_stream_tag_is_checked_for_collisions(hot, ht):
+def test_every_stream_tag_has_its_own_key(hot, ht):
+    """Two tags of one 27-bit id keep their names (no renaming) and draw from different Philox
+    keys: every projection's layer reports id stream_id(tag) and key stream_key(tag, seed), and
+    those keys are all different, whichever module comes first."""
     assert ht.stream_id(COLLIDER) == ht.stream_id("att.in_proj.qkv")
+    assert hot.stream_key(COLLIDER, 1) != hot.stream_key("att.in_proj.qkv", 1)
     tags = ht._attention_stream_tags("att")
     assert set(tags) == {f"att.in_proj.{r}" for r in ht._ROWS} | {"att.out_proj"}
     for order in ("linear_first", "attention_first"):
@@ -354,17 +358,31 @@ def test_every_stream_tag_is_checked_for_collisions(hot, ht):
             model.add_module(n, m)
         _, report = ht.convert(model, return_report=True)
         att, lin = model.att, getattr(model, COLLIDER)
+        assert lin.hot_tag == COLLIDER and att.hot_tag == "att", str(report)
         x = torch.randn(2, 3, 8, requires_grad=True)
         (att(x, x, x)[0].sum() + lin(x).sum()).backward()
-        ids = {}
+        keys = {}
+        # the context's seed: what a layer of hot_layer_create reports
+        seed = lin.hot_layers()[0]._ctx.create_layer(8, 4, 1, 8).info().seed
         for m in [lin, att.out_proj] + list(att._hot_in.values()):
-            ids.setdefault(m.hot_stream_id, []).append(m.hot_tag)
-            assert m.hot_layers()[0].info().layer_id == m.hot_stream_id
-        assert all(len(v) == 1 for v in ids.values()), (order, ids)
-        assert "(id collision)" in str(report), str(report)
-    # HOT modules already in the model: a shared id is reported (their tags are the user's)
+            info = m.hot_layers()[0].info()
+            assert info.layer_id == m.hot_stream_id == ht.stream_id(m.hot_tag)
+            assert info.seed == hot.stream_key(m.hot_tag, seed)
+            keys.setdefault(info.seed, []).append(m.hot_tag)
+        assert "att.in_proj.qkv" in sum(keys.values(), []), keys
+        assert all(len(v) == 1 for v in keys.values()), (order, keys)
+        assert "taken" not in str(report), str(report)
+    # HOT modules already in the model that hold one tag share a stream: reported
     model = nn.Sequential()
-    model.add_module("a", ht.HOTMultiheadAttention(8, 2, tag="att"))
-    model.add_module("b", ht.HOTLinear(8, 8, tag=COLLIDER))
+    model.add_module("a", ht.HOTLinear(8, 8, tag="same"))
+    model.add_module("b", ht.HOTLinear(8, 8, tag="same"))
     _, report = ht.convert(model, return_report=True)
-    assert f"stream id of {COLLIDER} shared with another module" in str(report), str(report)
+    assert "random stream of same shared with another module (same tag" in str(report), \
+        str(report)
+    # a module whose qualified name another module's tag already holds is renamed (reported)
+    model = nn.Sequential()
+    model.add_module("a", ht.HOTLinear(8, 8, tag="b"))
+    model.add_module("b", nn.Linear(8, 8))
+    _, report = ht.convert(model, return_report=True)
+    assert model.b.hot_tag == "b#1" and "stream tag 'b#1' (its name's stream is taken)" in \
+        str(report), str(report)

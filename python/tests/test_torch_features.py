@@ -175,13 +175,18 @@ def test_stream_ids_stable_and_collisions_resolved(hot, ht, monkeypatch):
     assert 0 <= hot.layer_id_for("x") < hot.LAYER_ID_LIMIT
     # FNV-1a 64 of "a" is 0xaf63dc4c8601ec8c; folded to 27 bits:
     h = 0xAF63DC4C8601EC8C
+    assert hot.stream_hash("a") == h
     assert hot.layer_id_for("a") == (h ^ (h >> 27) ^ (h >> 54)) & ((1 << 27) - 1)
-    with pytest.raises(ValueError):
-        hot.layer_id_for("")
-    # two names with one id: the second is tagged "name#1" (and reported)
-    monkeypatch.setattr(ht, "stream_id", lambda tag: 5 if tag in ("0", "1") else 7)
+    for bad in ("", "a\0b"):
+        with pytest.raises(ValueError):
+            hot.layer_id_for(bad)
+        with pytest.raises(ValueError, match="tag"):
+            ht.HOTLinear(4, 4, tag=bad)
+    # two names of one 64-bit stream identity: the second is tagged "name#1" (and reported)
+    real = hot.api.stream_hash
+    monkeypatch.setattr(hot.api, "stream_hash", lambda tag: 5 if tag in ("0", "1") else real(tag))
     _, report = ht.convert(nn.Sequential(nn.Linear(4, 4), nn.Linear(4, 4)), return_report=True)
-    assert "stream tag '1#1' (id collision)" in str(report)
+    assert "stream tag '1#1' (its name's stream is taken)" in str(report)
 
 
 def test_create_layer_with_id_refuses_bad_ids(hot):

@@ -283,7 +283,8 @@ HOT_API hot_status hot_layer_spec_defaults(hot_layer_spec *spec, hot_recipe reci
  * recipe R plan exactly like hot_layer_spec_defaults(&s, R) plus R (e.g. HOT_RECIPE_PAPER_CODE brings
  * SAWB scales, no padding and a derived HLA block), and a spec filled for R is left as it is.
  * The Philox layer id is the number of layers created by hot_layer_create in ctx before this one
- * (0, 1, ...), so it depends on creation order: hot_layer_create_with_id below takes a stable one.
+ * (0, 1, ...), so it depends on creation order: hot_layer_create_named (a name) and
+ * hot_layer_create_with_id (an id) below take a stable identity.
  * Same ownership as above.
  * Errors: HOT_ERR_INVALID (NULLs; an enum out of range, or a 0/1 flag that is neither, named:
  * "spec.hq.g.round = 7 is not a hot_round (0 .. 1)"), HOT_ERR_SHAPE (batch, tokens or a feature
@@ -295,15 +296,35 @@ HOT_API hot_status hot_layer_create(hot_ctx *ctx, const hot_layer_spec *spec, in
  * the layer's stochastic-rounding stream (tag = layer_id * 16 + tensor, templates/CONTRACT.md
  * "Random stream") then depends on (seed, layer_id, step) only, not on how many layers the
  * process made before, so a run reproduces across processes, restarts from a checkpoint and
- * data-parallel ranks whatever order they create layers in. Derive the id from a stable name of
- * the layer (hot.torch hashes the module's qualified name, docs/python.md). layer_id must lie in
- * [0, 2^27). Layers of one context may share an id: with the same seed and step they draw the
- * same numbers at the same element index (correlated rounding noise, never a wrong result). The
- * count of hot_layer_create does not advance. Same spec, recipe rule, ownership and errors as
- * hot_layer_create, and HOT_ERR_INVALID for an id outside [0, 2^27). */
+ * data-parallel ranks whatever order they create layers in. The key is the context's seed, so
+ * the whole identity of the stream is these 27 bits: layers of one context that share an id draw
+ * the same numbers at the same element index and step (correlated rounding noise, never a wrong
+ * result), and ids hashed from names collide with probability 2^-27 per pair. To key a layer by
+ * its name, use hot_layer_create_named below (64 bits of identity; what hot.torch uses).
+ * layer_id must lie in [0, 2^27). The count of hot_layer_create does not advance. Same spec,
+ * recipe rule, ownership and errors as hot_layer_create, and HOT_ERR_INVALID for an id outside
+ * [0, 2^27). */
 HOT_API hot_status hot_layer_create_with_id(hot_ctx *ctx, const hot_layer_spec *spec,
                                             int64_t batch, int64_t tokens, hot_recipe recipe,
                                             int layer_id, hot_layer **out);
+
+/* hot_layer_create with the layer's stochastic-rounding stream named by `stream`: a stable name
+ * of the layer (NUL-terminated, at least one byte, any length, any bytes; hot.torch passes the
+ * module's tag in UTF-8). With h = FNV-1a 64 of the name's bytes (offset 0xcbf29ce484222325,
+ * prime 0x100000001b3) and s = the context's seed:
+ *   layer_id = (h ^ (h >> 27) ^ (h >> 54)) & (2^27 - 1)            (the counter's tag, as before)
+ *   key      = mix(s ^ h), mix(z): z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9;
+ *                                   z = (z ^ (z >> 27)) * 0x94d049bb133111eb; z ^ (z >> 31)
+ * (templates/CONTRACT.md "Random stream"; the key, not the seed, is what hot_layer_get_info
+ * reports as `seed`). The stream is thus a function of (seed, name, step) alone: the same in every
+ * process, rank and creation order, and two different names share it only when their 64-bit
+ * hashes are equal (about n^2 / 2^65 for n names). The name is not the spec's `name` (which
+ * labels messages and captures and is cut to HOT_NAME_MAX - 1 bytes); it is read during the call
+ * only. The count of hot_layer_create does not advance. Same spec, recipe rule, ownership and
+ * errors as hot_layer_create, and HOT_ERR_INVALID for a NULL or empty `stream`. */
+HOT_API hot_status hot_layer_create_named(hot_ctx *ctx, const hot_layer_spec *spec,
+                                          int64_t batch, int64_t tokens, hot_recipe recipe,
+                                          const char *stream, hot_layer **out);
 
 /* Destroys a layer: frees its buffers (including a layer-owned saved buffer), unloads its
  * module (the context's workspace stays, for the other layers). NULL-safe and safe to repeat: the small handle stays known to its
@@ -330,7 +351,8 @@ typedef struct {
   int64_t fp32_bytes;          /* T * I * 4: what keeping x in fp32 would take */
   int compiled;                /* 1 once the kernels are compiled (or found in the cache) */
   char arch[16];               /* arch the layer is planned for */
-  uint64_t seed;               /* the Philox key in use */
+  uint64_t seed;               /* the Philox key in use: the seed (spec, context), or for a
+                                  layer of hot_layer_create_named the key derived from it */
   char tiles[256];             /* where the GEMM tiles came from: "tuned: <db> <date> <variant>
                                   (exact shape)" or "(nearest shape ...)", "spec", "default" or
                                   "default (why not tuned)" (docs/tuning.md) */

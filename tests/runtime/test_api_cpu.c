@@ -971,7 +971,8 @@ END_TEST
 
 /* Every place a name or message is bounded in bytes cuts at a UTF-8 character boundary:
  * utf8_complete on a table, a layer name of 32 "ß" (64 bytes, no NUL: cut to 31 of them) through
- * hot_layer_create and hot_layer_create_with_id, and a message longer than the buffer. */
+ * hot_layer_create, hot_layer_create_with_id and hot_layer_create_named, and a message longer
+ * than the buffer. */
 START_TEST(names_cut_at_character_boundaries) {
   static const struct {
     const char *s;
@@ -988,15 +989,16 @@ START_TEST(names_cut_at_character_boundaries) {
   o.backend = HOT_BACKEND_CPU;
   hot_ctx *ctx = NULL;
   ck_assert_int_eq(hot_ctx_create(&ctx, &o), HOT_OK);
-  for (int with_id = 0; with_id < 2; ++with_id) {
+  for (int path = 0; path < 3; ++path) {
     hot_layer_spec s;
     ck_assert_int_eq(hot_layer_spec_defaults(&s, HOT_RECIPE_HOT), HOT_OK);
     for (int i = 0; i < HOT_NAME_MAX / 2; ++i) memcpy(s.name + 2 * i, "\xc3\x9f", 2);
     s.in_features = 8;
     s.out_features = 4;
     hot_layer *l = NULL;
-    ck_assert_int_eq(with_id ? hot_layer_create_with_id(ctx, &s, 1, 8, HOT_RECIPE_HOT, 7, &l)
-                             : hot_layer_create(ctx, &s, 1, 8, HOT_RECIPE_HOT, &l),
+    ck_assert_int_eq(path == 2   ? hot_layer_create_named(ctx, &s, 1, 8, HOT_RECIPE_HOT, "n", &l)
+                     : path == 1 ? hot_layer_create_with_id(ctx, &s, 1, 8, HOT_RECIPE_HOT, 7, &l)
+                                 : hot_layer_create(ctx, &s, 1, 8, HOT_RECIPE_HOT, &l),
                      HOT_OK);
     hot_layer_info info;
     ck_assert_int_eq(hot_layer_get_info(l, &info), HOT_OK);
@@ -1118,6 +1120,150 @@ START_TEST(launch_signatures_and_geometry) {
 }
 END_TEST
 
+/* ---- named streams (hot_layer_create_named) ---------------------------------------------- */
+
+/* Known answers of the stream of a named layer, computed apart from the runtime (FNV-1a 64 of
+ * the name's bytes, then splitmix64's finaliser of seed ^ hash; python/tests/test_api.py holds
+ * the same table and checks the Python package's derivation against it). Its components are
+ * checked against their published values there too: FNV-1a 64("foobar") = 0x85944171f73967e8,
+ * splitmix64's first output from state 0 = 0xe220a8397b1dcdaf. The second and third names share
+ * a 27-bit layer id. */
+static const struct {
+  uint64_t seed;
+  const char *name;
+  int id;
+  uint64_t key;
+} named_kat[] = {
+    {HOT_DEFAULT_SEED, "a", 41576353, 0x0fd241ae7ec49a2dull},
+    {HOT_DEFAULT_SEED, "fc67872285", 80537823, 0xf6a20ddae06d0664ull},
+    {HOT_DEFAULT_SEED, "att.in_proj.qkv", 80537823, 0xbb945fada8d79c92ull},
+    {HOT_DEFAULT_SEED, "blocks.0.fc1", 89103491, 0x9c35486e283c698eull},
+    {HOT_DEFAULT_SEED, "encoder.\xe5\xb1\xa4.0.\xc3\x9f", 119246768, 0x79410c28649abefeull},
+    {HOT_DEFAULT_SEED, "\xf0\x9f\x98\x80", 48424573, 0x66fb657361959eb1ull},
+    {42, "a", 41576353, 0x2c987fe0b5e27e11ull},
+    {42, "fc67872285", 80537823, 0x65762b991ba8d6bcull},
+    {42, "att.in_proj.qkv", 80537823, 0x640a6c24ce3456aeull},
+    {42, "blocks.0.fc1", 89103491, 0x12ba69159f298cb1ull},
+    {42, "encoder.\xe5\xb1\xa4.0.\xc3\x9f", 119246768, 0x548100635e45a27cull},
+    {42, "\xf0\x9f\x98\x80", 48424573, 0x87d381fb085f1226ull},
+};
+
+static hot_ctx *seeded_cpu_ctx(uint64_t seed) {
+  hot_options o;
+  hot_options_init(&o);
+  o.backend = HOT_BACKEND_CPU;
+  o.seed_set = 1;
+  o.seed = seed;
+  hot_ctx *ctx = NULL;
+  ck_assert_int_eq(hot_ctx_create(&ctx, &o), HOT_OK);
+  return ctx;
+}
+
+static hot_layer *named_layer(hot_ctx *ctx, const char *stream, int64_t I, int64_t O,
+                              int64_t T) {
+  hot_layer_spec s;
+  ck_assert_int_eq(hot_layer_spec_defaults(&s, HOT_RECIPE_HOT), HOT_OK);
+  snprintf(s.name, sizeof s.name, "fc");
+  s.in_features = I;
+  s.out_features = O;
+  hot_layer *l = NULL;
+  hot_status st = hot_layer_create_named(ctx, &s, 1, T, HOT_RECIPE_HOT, stream, &l);
+  ck_assert_msg(st == HOT_OK, "%s: %s", hot_status_name(st), hot_errmsg(ctx));
+  return l;
+}
+
+/* The table through the runtime, in two contexts that create the layers in opposite orders
+ * (the second after other layers): every layer's id and key are the table's. */
+START_TEST(named_stream_known_answers) {
+  const int n = (int)(sizeof named_kat / sizeof named_kat[0]);
+  for (int order = 0; order < 2; ++order) {
+    hot_ctx *ctx[2] = {seeded_cpu_ctx(HOT_DEFAULT_SEED), seeded_cpu_ctx(42)};
+    if (order) /* layers of hot_layer_create and of another name first */
+      for (int c = 0; c < 2; ++c) {
+        named_layer(ctx[c], "other", 8, 4, 8);
+        hot_layer_spec s;
+        ck_assert_int_eq(hot_layer_spec_defaults(&s, HOT_RECIPE_HOT), HOT_OK);
+        s.in_features = 8, s.out_features = 4;
+        hot_layer *l = NULL;
+        ck_assert_int_eq(hot_layer_create(ctx[c], &s, 1, 8, HOT_RECIPE_HOT, &l), HOT_OK);
+      }
+    for (int k = 0; k < n; ++k) {
+      const int i = order ? n - 1 - k : k;
+      hot_ctx *c = ctx[named_kat[i].seed == 42];
+      hot_layer_info info;
+      ck_assert_int_eq(hot_layer_get_info(named_layer(c, named_kat[i].name, 8, 4, 8), &info),
+                       HOT_OK);
+      ck_assert_msg(info.layer_id == named_kat[i].id && info.seed == named_kat[i].key,
+                    "case %d (order %d): id %d key 0x%016llx", i, order, info.layer_id,
+                    (unsigned long long)info.seed);
+      ck_assert_str_eq(info.name, "fc"); /* the spec's name labels; the stream name keys */
+    }
+    /* hot_layer_create's count did not advance for named layers */
+    hot_layer_spec s;
+    ck_assert_int_eq(hot_layer_spec_defaults(&s, HOT_RECIPE_HOT), HOT_OK);
+    s.in_features = 8, s.out_features = 4;
+    hot_layer *l = NULL;
+    hot_layer_info info;
+    ck_assert_int_eq(hot_layer_create(ctx[0], &s, 1, 8, HOT_RECIPE_HOT, &l), HOT_OK);
+    ck_assert_int_eq(hot_layer_get_info(l, &info), HOT_OK);
+    ck_assert_int_eq(info.layer_id, order);
+    ck_assert_uint_eq(info.seed, HOT_DEFAULT_SEED);
+    hot_ctx_destroy(ctx[0]);
+    hot_ctx_destroy(ctx[1]);
+  }
+}
+END_TEST
+
+/* Two names with one 27-bit id: different keys, hence different SR codes (the backward of each
+ * equals the twins run with its reported key, and the two differ), where two layers given that
+ * id by hot_layer_create_with_id draw the same. Bad stream names are refused. */
+START_TEST(named_streams_separate_colliding_ids) {
+  hot_ctx *ctx = seeded_cpu_ctx(HOT_DEFAULT_SEED);
+  au_io io[2];
+  float *gw[2];
+  const char *names[2] = {"fc67872285", "att.in_proj.qkv"};
+  for (int v = 0; v < 4; ++v) { /* 0, 1: the two names; 2, 3: the shared id */
+    au_io_init(&io[v & 1], 64, 24, 40, 5);
+    hot_layer *l = NULL;
+    if (v < 2) {
+      l = named_layer(ctx, names[v], 40, 24, 64);
+    } else {
+      hot_layer_spec s;
+      ck_assert_int_eq(hot_layer_spec_defaults(&s, HOT_RECIPE_HOT), HOT_OK);
+      s.in_features = 40, s.out_features = 24;
+      ck_assert_int_eq(hot_layer_create_with_id(ctx, &s, 1, 64, HOT_RECIPE_HOT, 80537823, &l),
+                       HOT_OK);
+    }
+    hot_layer_info info;
+    ck_assert_int_eq(hot_layer_get_info(l, &info), HOT_OK);
+    ck_assert_int_eq(info.layer_id, 80537823);
+    compare_layer(ctx, l, &io[v & 1], 1, 3, 1); /* the backend uses the reported key */
+    gw[v & 1] = io[v & 1].gw;
+    if (v & 1) {
+      const int same = memcmp(gw[0], gw[1], (size_t)(24 * 40) * 4) == 0;
+      ck_assert_msg(same == (v == 3), "%s", v == 1 ? "two names drew the same SR codes"
+                                                  : "one id drew different SR codes");
+      au_io_free(&io[0]);
+      au_io_free(&io[1]);
+    }
+  }
+  hot_layer_spec s;
+  ck_assert_int_eq(hot_layer_spec_defaults(&s, HOT_RECIPE_HOT), HOT_OK);
+  s.in_features = 8, s.out_features = 4;
+  hot_layer *l = (hot_layer *)&s;
+  ck_assert_int_eq(hot_layer_create_named(ctx, &s, 1, 8, HOT_RECIPE_HOT, "", &l), HOT_ERR_INVALID);
+  ck_assert_ptr_null(l);
+  ck_assert_msg(strstr(hot_errmsg(ctx), "empty stream name"), "%s", hot_errmsg(ctx));
+  ck_assert_int_eq(hot_layer_create_named(ctx, &s, 1, 8, HOT_RECIPE_HOT, NULL, &l),
+                   HOT_ERR_INVALID);
+  ck_assert_int_eq(hot_layer_create_named(NULL, &s, 1, 8, HOT_RECIPE_HOT, "a", &l),
+                   HOT_ERR_INVALID);
+  s.in_features = 0; /* hot_layer_create's checks */
+  ck_assert_int_eq(hot_layer_create_named(ctx, &s, 1, 8, HOT_RECIPE_HOT, "a", &l), HOT_ERR_SHAPE);
+  hot_ctx_destroy(ctx);
+}
+END_TEST
+
 int main(void) {
   /* No driver, whatever the machine has: this suite tests the fallback. */
   setenv("HOT_CUDA_DRIVER", "/nonexistent/libcuda.so.1", 1);
@@ -1144,6 +1290,8 @@ int main(void) {
   tcase_add_test(tc, launch_signatures_and_geometry);
   tcase_add_test(tc, cpu_openmp_api);
   tcase_add_test(tc, names_cut_at_character_boundaries);
+  tcase_add_test(tc, named_stream_known_answers);
+  tcase_add_test(tc, named_streams_separate_colliding_ids);
   suite_add_tcase(s, tc);
   SRunner *sr = srunner_create(s);
   srunner_set_fork_status(sr, CK_FORK); /* tests set environment variables */
