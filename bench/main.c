@@ -4,6 +4,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -379,8 +380,15 @@ static void announce(bench_run *run) {
              run->fallback[0] ? " (no GPU: " : "", run->fallback, run->fallback[0] ? ")" : "");
   else
     snprintf(first, sizeof first, "hot-bench: CUDA backend on %s (%s)", run->device, run->arch);
-  diag_fprintf(stderr, "%s\n", first);
-  if (!run->opt.json) printf("%s\n", first);
+  /* once on the screen: on stderr (for long runs) unless stdout, which gets the report's first
+   * line, is the same file or terminal */
+  struct stat so, se;
+  int same = fstat(1, &so) == 0 && fstat(2, &se) == 0 && so.st_dev == se.st_dev && so.st_ino == se.st_ino;
+  if (run->opt.json || !same) diag_fprintf(stderr, "%s\n", first);
+  if (!run->opt.json) {
+    printf("%s\n", first);
+    fflush(stdout);
+  }
 }
 
 /* Every stage of one layer: plan figures, JIT, the CPU check, and on a GPU bit-exactness and

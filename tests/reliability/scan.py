@@ -105,15 +105,18 @@ STREAM_KNOWN = {
                       "loaded from the buffer under the file's name"),
 }
 REGULAR_KNOWN = {
-    "base/fileio.c": (4, "definitions and fileio_fopen's call of fileio_open"),
+    "base/fileio.c": (7, "definitions, fileio_fopen's call of fileio_open, fileio_mkdir_last's "
+                         "check"),
     "runtime/cache_file.c": (2, "kernel-cache entry: written (temp + rename), read by offset"),
     "runtime/capture.c": (3, "capture: written (temp + rename, target checked), read by offset"),
     "runtime/jit.c": (1, "HOT_JIT_DEBUG's source dump: written"),
     "runtime/pack.c": (3, "kernel pack: written (temp + rename, target checked), read by offset"),
     "runtime/tunedb.c": (2, "tuning database and its companions: random access (SQLite)"),
-    "gen/main.c": (2, "--emit / --dump-cubin / manifest outputs: written (temp + rename)"),
+    "gen/main.c": (5, "--emit / --dump-cubin / --pack checked before any work, the folders made "
+                      "(last component only), outputs written (temp + rename)"),
     "tune/plot.c": (2, "--plot output: written (temp + rename)"),
-    "bench/main.c": (2, "--out: written (checked before the run)"),
+    "tune/main.c": (3, "--db, show --plot, merge OUT: checked before any work"),
+    "bench/main.c": (2, "--out: checked before any work, written"),
     "bench/paths.c": (1, "--gemm-paths --out: written"),
 }
 
@@ -123,7 +126,8 @@ def check_files(root):
     bad += compare("stream opens (pipes allowed)",
                    find(root, r"\bfileio_fopen_stream\s*\(", keep_strings=False), STREAM_KNOWN)
     bad += compare("regular-only opens (random access or written)",
-                   find(root, r"\bfileio_(?:open|fopen|check_regular)\s*\(", keep_strings=False),
+                   find(root, r"\bfileio_(?:open|fopen|check_regular|check_output|mkdir_last)\s*\(",
+                        keep_strings=False),
                    REGULAR_KNOWN)
     return bad
 
