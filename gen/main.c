@@ -22,7 +22,7 @@
 #endif
 
 static const char *k_usage =
-    "usage: hot-gen SPEC [options]\n"
+    "usage: hot-gen SPEC [options]      (SPEC: a file, a pipe, or - for stdin)\n"
     "\n"
     "Validates a Lua spec, plans every layer, emits specialized CUDA sources and compiles them\n"
     "with NVRTC (no GPU needed). Without an action option, --plan is implied.\n"
