@@ -204,7 +204,7 @@ static int writable_dir(const char *dir, const char *what, char *why, size_t why
   }
   if (access(dir, W_OK | X_OK) != 0) {
     int e = errno;
-    if (why && whylen) snprintf(why, whylen, "%s %s: %s", what, dir, strerror(e));
+    if (why && whylen) snprintf(why, whylen, "%s %s: not writable (%s)", what, dir, strerror(e));
     errno = e;
     return -1;
   }
@@ -229,7 +229,7 @@ int fileio_check_output(const char *path, int is_dir, char *why, size_t whylen) 
     if (!S_ISREG(sb.st_mode)) return not_regular(sb.st_mode, why, whylen);
     if (access(path, W_OK) != 0) {
       int e = errno;
-      say(why, whylen, strerror(e));
+      if (why && whylen) snprintf(why, whylen, "not writable (%s)", strerror(e));
       errno = e;
       return -1;
     }
