@@ -124,6 +124,165 @@ FILE *fileio_fopen(const char *path, const char *mode, char *why, size_t whylen)
   return f;
 }
 
+FILE *fileio_fopen_stream(const char *path, char *why, size_t whylen) {
+  if (!path || !*path) {
+    say(why, whylen, "no file given");
+    errno = ENOENT;
+    return NULL;
+  }
+  int fd;
+  if (strcmp(path, "-") == 0) {
+    fd = fcntl(0, F_DUPFD_CLOEXEC, 3); /* stdin, read through a copy the caller closes */
+  } else {
+    struct stat sb;
+    /* a directory or a block device is not a stream (and opening a device may act) */
+    if (stat(path, &sb) == 0 && (S_ISDIR(sb.st_mode) || S_ISBLK(sb.st_mode))) {
+      if (why && whylen) snprintf(why, whylen, "not a stream (%s)", fileio_kind(sb.st_mode));
+      errno = EINVAL;
+      return NULL;
+    }
+    /* blocking: a FIFO's open waits for its writer, as cat's does */
+    fd = open(path, O_RDONLY | O_CLOEXEC);
+  }
+  if (fd < 0) {
+    int e = errno;
+    say(why, whylen, strerror(e));
+    errno = e;
+    return NULL;
+  }
+  struct stat sb;
+  if (fstat(fd, &sb) != 0 || S_ISDIR(sb.st_mode) || S_ISBLK(sb.st_mode)) {
+    int e = errno;
+    if (fstat(fd, &sb) == 0) {
+      if (why && whylen) snprintf(why, whylen, "not a stream (%s)", fileio_kind(sb.st_mode));
+      e = EINVAL;
+    } else {
+      say(why, whylen, strerror(e));
+    }
+    close(fd);
+    errno = e;
+    return NULL;
+  }
+  FILE *f = fdopen(fd, "rb");
+  if (!f) {
+    int e = errno;
+    close(fd);
+    say(why, whylen, strerror(e));
+    errno = e;
+  }
+  return f;
+}
+
+/* The folder that holds path (its text up to the last '/', trailing slashes ignored; "." when
+ * none) into buf. 0, or -1 when it does not fit. */
+static int parent_of(const char *path, char *buf, size_t n) {
+  size_t len = strlen(path);
+  while (len > 1 && path[len - 1] == '/') --len;
+  size_t cut = len;
+  while (cut > 0 && path[cut - 1] != '/') --cut;
+  if (cut == 0) return snprintf(buf, n, ".") < (int)n ? 0 : -1;
+  while (cut > 1 && path[cut - 1] == '/') --cut; /* "a//b" -> "a"; "/b" -> "/" */
+  if (cut >= n) return -1;
+  memcpy(buf, path, cut);
+  buf[cut] = '\0';
+  return 0;
+}
+
+/* 0 when dir is an existing folder this process may create files in; else -1 with why. */
+static int writable_dir(const char *dir, const char *what, char *why, size_t whylen) {
+  struct stat sb;
+  if (stat(dir, &sb) != 0) {
+    int e = errno;
+    if (why && whylen) snprintf(why, whylen, "%s %s: %s", what, dir, strerror(e));
+    errno = e;
+    return -1;
+  }
+  if (!S_ISDIR(sb.st_mode)) {
+    if (why && whylen) snprintf(why, whylen, "%s %s is not a directory (%s)", what, dir, fileio_kind(sb.st_mode));
+    errno = ENOTDIR;
+    return -1;
+  }
+  if (access(dir, W_OK | X_OK) != 0) {
+    int e = errno;
+    if (why && whylen) snprintf(why, whylen, "%s %s: not writable (%s)", what, dir, strerror(e));
+    errno = e;
+    return -1;
+  }
+  return 0;
+}
+
+int fileio_check_output(const char *path, int is_dir, char *why, size_t whylen) {
+  if (!path || !*path) {
+    say(why, whylen, "no file given");
+    errno = ENOENT;
+    return -1;
+  }
+  char parent[4096];
+  if (parent_of(path, parent, sizeof parent) != 0) {
+    say(why, whylen, strerror(ENAMETOOLONG));
+    errno = ENAMETOOLONG;
+    return -1;
+  }
+  struct stat sb;
+  if (stat(path, &sb) == 0) {
+    if (is_dir) return writable_dir(path, "directory", why, whylen);
+    if (!S_ISREG(sb.st_mode)) return not_regular(sb.st_mode, why, whylen);
+    if (access(path, W_OK) != 0) {
+      int e = errno;
+      if (why && whylen) snprintf(why, whylen, "not writable (%s)", strerror(e));
+      errno = e;
+      return -1;
+    }
+    return 0;
+  }
+  if (errno != ENOENT) {
+    int e = errno;
+    say(why, whylen, strerror(e));
+    errno = e;
+    return -1;
+  }
+  /* absent: created in its folder, which must exist (hot never creates more than the last part) */
+  return writable_dir(parent, "folder", why, whylen);
+}
+
+int fileio_mkdir_last(const char *dir, char *why, size_t whylen) {
+  if (fileio_check_output(dir, 1, why, whylen) != 0) return -1;
+  if (mkdir(dir, 0755) != 0 && errno != EEXIST) {
+    int e = errno;
+    say(why, whylen, strerror(e));
+    errno = e;
+    return -1;
+  }
+  return writable_dir(dir, "directory", why, whylen);
+}
+
+int fileio_mkdir_default(const char *dir, char *created, size_t n, char *why, size_t whylen) {
+  char buf[4096];
+  size_t len = dir ? strlen(dir) : 0;
+  if (created && n) created[0] = '\0';
+  if (len == 0 || len >= sizeof buf) {
+    say(why, whylen, strerror(ENAMETOOLONG));
+    errno = ENAMETOOLONG;
+    return -1;
+  }
+  memcpy(buf, dir, len + 1);
+  for (size_t i = 1; i <= len; i++) {
+    if (buf[i] != '/' && buf[i] != '\0') continue;
+    char c = buf[i];
+    buf[i] = '\0';
+    if (mkdir(buf, 0700) == 0) {
+      if (created && n && !created[0]) snprintf(created, n, "%s", buf);
+    } else if (errno != EEXIST) {
+      int e = errno;
+      if (why && whylen) snprintf(why, whylen, "cannot create %s: %s", buf, strerror(e));
+      errno = e;
+      return -1;
+    }
+    buf[i] = c;
+  }
+  return writable_dir(dir, "folder", why, whylen);
+}
+
 /* ---- messages ------------------------------------------------------------------------------ */
 
 static int is_cont(unsigned char c) { return (c & 0xC0) == 0x80; }

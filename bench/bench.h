@@ -20,6 +20,7 @@
 #include <stdint.h>
 #include <stdio.h>
 
+#include "diag.h" /* diag_fprintf, diag_names: bounded messages */
 #include "hot.h"
 #include "hot_tooldata.h"
 #include "hot_tools.h"

@@ -4,6 +4,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -123,7 +124,7 @@ static int parse_i64(const char *s, int64_t lo, int64_t *out) {
 
 #define NEED_VALUE                                                       \
   if (!v) {                                                              \
-    fprintf(stderr, "hot-bench: %s needs a value\n%s", a, usage);        \
+    diag_fprintf(stderr, "hot-bench: %s needs a value\n%s", a, usage);        \
     return -1;                                                           \
   }
 
@@ -132,7 +133,7 @@ static int parse_count(bench_opts *o, const char *a, const char *v) {
   int64_t k;
   int64_t lo = !strcmp(a, "--warmup") ? 0 : 1;
   if (parse_i64(v, lo, &k) != 0 || k > ((int64_t)1 << 40)) {
-    fprintf(stderr, "hot-bench: %s needs an integer >= %lld (got '%s')\n", a, (long long)lo, v);
+    diag_fprintf(stderr, "hot-bench: %s needs an integer >= %lld (got '%s')\n", a, (long long)lo, v);
     return -1;
   }
   if (!strcmp(a, "--batch")) o->batch = k;
@@ -150,14 +151,14 @@ static int parse_checked(bench_opts *o, const char *a, const char *v) {
     if (!strcmp(v, "auto")) o->backend = HOT_BACKEND_AUTO;
     else if (!strcmp(v, "cuda")) o->backend = HOT_BACKEND_CUDA;
     else if (!strcmp(v, "cpu")) o->backend = HOT_BACKEND_CPU;
-    else { fprintf(stderr, "hot-bench: --backend must be auto, cuda or cpu (got '%s')\n", v); return -1; }
+    else { diag_fprintf(stderr, "hot-bench: --backend must be auto, cuda or cpu (got '%s')\n", v); return -1; }
   } else if (!strcmp(a, "--arch")) {
     hot_arch ar;
-    if (plan_arch_parse(v, &ar) != 0) { fprintf(stderr, "hot-bench: unknown arch '%s' (sm_80 sm_86 sm_89 sm_90 sm_90a)\n", v); return -1; }
+    if (plan_arch_parse(v, &ar) != 0) { diag_fprintf(stderr, "hot-bench: unknown arch '%s' (sm_80 sm_86 sm_89 sm_90 sm_90a)\n", v); return -1; }
     o->arch = v;
   } else if (!strcmp(a, "--seeds")) {
     if (parse_i64(v, 1, &k) != 0 || k > 256) {
-      fprintf(stderr, "hot-bench: --seeds needs an integer in [1, 256] (got '%s')\n", v);
+      diag_fprintf(stderr, "hot-bench: --seeds needs an integer in [1, 256] (got '%s')\n", v);
       return -1;
     }
     o->seeds = (int)k;
@@ -165,7 +166,7 @@ static int parse_checked(bench_opts *o, const char *a, const char *v) {
     char *end;
     o->gy_scale = strtod(v, &end);
     if (!*v || *end || !(o->gy_scale >= 1e-30 && o->gy_scale <= 1e30)) {
-      fprintf(stderr, "hot-bench: --gy-scale needs a number in [1e-30, 1e30] (got '%s')\n", v);
+      diag_fprintf(stderr, "hot-bench: --gy-scale needs a number in [1e-30, 1e30] (got '%s')\n", v);
       return -1;
     }
   }
@@ -209,11 +210,11 @@ static int parse_one(bench_opts *o, const char *a, const char *v, int *used) {
     else return parse_count(o, a, v);
   } else if (set_flag(o, a)) { /* a switch without a value */
   } else if (a[0] == '-' && a[1]) {
-    fprintf(stderr, "hot-bench: unknown option %s\n%s", a, usage);
+    diag_fprintf(stderr, "hot-bench: unknown option %s\n%s", a, usage);
     return -1;
   } else if (!o->spec) { o->spec = a;
   } else {
-    fprintf(stderr, "hot-bench: one SPEC only (got '%s' and '%s')\n%s", o->spec, a, usage);
+    diag_fprintf(stderr, "hot-bench: one SPEC only (got '%s' and '%s')\n%s", o->spec, a, usage);
     return -1;
   }
   return 0;
@@ -233,16 +234,16 @@ static int parse_args(int argc, char **argv, bench_opts *o) {
     i += used;
   }
   if (!o->spec) {
-    fprintf(stderr, "hot-bench: no SPEC given\n%s", usage);
+    diag_fprintf(stderr, "hot-bench: no SPEC given\n%s", usage);
     return -1;
   }
   if (o->precompile && !o->gemm_paths) {
-    fprintf(stderr, "hot-bench: --precompile is a part of --gemm-paths (add it)\n");
+    diag_fprintf(stderr, "hot-bench: --precompile is a part of --gemm-paths (add it)\n");
     return -1;
   }
   const int modes = o->scales + o->paper_diffs + o->gemm_paths + o->memory + o->model;
   if (modes > 1) {
-    fprintf(stderr, "hot-bench: --scales, --paper-diffs, --gemm-paths, --memory and --model are modes of "
+    diag_fprintf(stderr, "hot-bench: --scales, --paper-diffs, --gemm-paths, --memory and --model are modes of "
             "their own: give one\n");
     return -1;
   }
@@ -295,8 +296,8 @@ static int load_layers(bench_run *run) {
   const bench_opts *o = &run->opt;
   hot_diag dg = {0};
   if (spec_load_file(o->spec, NULL, &g_model, &dg) != 0) {
-    for (int i = 0; i < dg.count; ++i) fprintf(stderr, "%s\n", dg.lines[i]);
-    if (!dg.count) fprintf(stderr, "hot-bench: %s: cannot load the spec\n", o->spec);
+    for (int i = 0; i < dg.count; ++i) diag_fprintf(stderr, "%s\n", dg.lines[i]);
+    if (!dg.count) diag_fprintf(stderr, "hot-bench: %s: cannot load the spec\n", o->spec);
     diag_free(&dg);
     return 1;
   }
@@ -325,9 +326,9 @@ static int load_layers(bench_run *run) {
     layer_sizes(o, bl, s);
   }
   if (!run->n) {
-    fprintf(stderr, "hot-bench: %s: no layer '%s' (layers:", o->spec, o->layer ? o->layer : "");
-    for (int i = 0; i < g_model.n_layers; ++i) fprintf(stderr, " %s", g_model.layers[i].name);
-    fprintf(stderr, ")\n");
+    char names[HOT_MSG_MAX];
+    diag_fprintf(stderr, "hot-bench: %s: no layer '%s' (layers: %s)\n", o->spec, o->layer ? o->layer : "",
+                 diag_names(names, sizeof names, g_model.n_layers, spec_layer_name, &g_model));
     return 1;
   }
   return 0;
@@ -343,10 +344,10 @@ static int open_backend(bench_run *run, hot_ctx **ctx, bench_gpu **gpu, const ch
   if (st != HOT_OK) {
     const char *eb = env_get("HOT_BACKEND");
     if (o->backend == HOT_BACKEND_DEFAULT)
-      fprintf(stderr, "hot-bench: HOT_BACKEND=%s: %s: %s\n", eb && *eb ? eb : "(unset: auto)",
+      diag_fprintf(stderr, "hot-bench: HOT_BACKEND=%s: %s: %s\n", eb && *eb ? eb : "(unset: auto)",
               hot_status_name(st), err);
     else
-      fprintf(stderr, "hot-bench: --backend %s: %s: %s\n", hot_backend_name(o->backend),
+      diag_fprintf(stderr, "hot-bench: --backend %s: %s: %s\n", hot_backend_name(o->backend),
               hot_status_name(st), err);
     hot_ctx_destroy(*ctx);
     return 1;
@@ -360,7 +361,7 @@ static int open_backend(bench_run *run, hot_ctx **ctx, bench_gpu **gpu, const ch
     snprintf(run->arch, sizeof run->arch, "%s", hs.arch);
     *gpu = bench_gpu_open(err, sizeof err);
     if (!*gpu) {
-      fprintf(stderr, "hot-bench: CUDA backend, but the benchmark's device setup failed: %s\n", err);
+      diag_fprintf(stderr, "hot-bench: CUDA backend, but the benchmark's device setup failed: %s\n", err);
       hot_ctx_destroy(*ctx);
       return 1;
     }
@@ -386,8 +387,15 @@ static void announce(bench_run *run) {
              run->fallback[0] ? " (no GPU: " : "", run->fallback, run->fallback[0] ? ")" : "");
   else
     snprintf(first, sizeof first, "hot-bench: CUDA backend on %s (%s)", run->device, run->arch);
-  fprintf(stderr, "%s\n", first);
-  if (!run->opt.json) printf("%s\n", first);
+  /* once on the screen: on stderr (for long runs) unless stdout, which gets the report's first
+   * line, is the same file or terminal */
+  struct stat so, se;
+  int same = fstat(1, &so) == 0 && fstat(2, &se) == 0 && so.st_dev == se.st_dev && so.st_ino == se.st_ino;
+  if (run->opt.json || !same) diag_fprintf(stderr, "%s\n", first);
+  if (!run->opt.json) {
+    printf("%s\n", first);
+    fflush(stdout);
+  }
 }
 
 /* Every stage of one layer: plan figures, JIT, the CPU check, and on a GPU bit-exactness and
@@ -396,43 +404,43 @@ static void bench_one(bench_run *run, hot_ctx *ctx, bench_gpu *gpu, const char *
   bench_layer *bl = &run->layers[li];
   char err[600];
   double t0 = bench_now_ms();
-  fprintf(stderr, "[%d/%d] %s: T=%lld O=%lld I=%lld", li + 1, run->n, bl->name, (long long)bl->T,
+  diag_fprintf(stderr, "[%d/%d] %s: T=%lld O=%lld I=%lld", li + 1, run->n, bl->name, (long long)bl->T,
           (long long)bl->O, (long long)bl->I);
   /* Plan figures at the benchmark size. */
   hot_layer *layer = NULL;
   hot_status st = bench_layer_open(ctx, run, bl, bl->B, bl->L, &layer, err, sizeof err);
   if (st != HOT_OK) {
     fileio_msgf(bl->status, sizeof bl->status, "layer: %s: %s", hot_status_name(st), err);
-    fprintf(stderr, " - %s\n", bl->status);
+    diag_fprintf(stderr, " - %s\n", bl->status);
     return;
   }
   plan_figures(bl, hot_layer_get_plan(layer));
   hot_layer_destroy(layer);
   if (run->opt.jit) {
-    fprintf(stderr, ", jit");
+    diag_fprintf(stderr, ", jit");
     bench_jit(run, bl, run->backend, jit_arch);
-    if (bl->have_jit) fprintf(stderr, " %.0f ms cold, %.1f ms warm", bl->jit_cold_ms, bl->jit_warm_ms);
+    if (bl->have_jit) diag_fprintf(stderr, " %.0f ms cold, %.1f ms warm", bl->jit_cold_ms, bl->jit_warm_ms);
   }
   /* Correctness at the check size. */
-  fprintf(stderr, ", cpu check T=%lld", (long long)bl->cT);
+  diag_fprintf(stderr, ", cpu check T=%lld", (long long)bl->cT);
   tooldata d;
   if (tooldata_make(&d, bl->cT, bl->O, bl->I, run->seed, bl->index, bl->dt) != 0) {
     snprintf(bl->status, sizeof bl->status, "out of host memory for T=%lld", (long long)bl->cT);
-    fprintf(stderr, " - %s\n", bl->status);
+    diag_fprintf(stderr, " - %s\n", bl->status);
     return;
   }
   bench_outputs ref;
   memset(&ref, 0, sizeof ref);
   int ok = bench_check_cpu(run, bl, &d, gpu ? run->arch : NULL, gpu ? &ref : NULL) == 0;
-  if (ok) fprintf(stderr, " (%.0f ms)", bl->cpu_ref_ms);
+  if (ok) diag_fprintf(stderr, " (%.0f ms)", bl->cpu_ref_ms);
   if (gpu) {
-    fprintf(stderr, ", gpu");
+    diag_fprintf(stderr, ", gpu");
     if (ok) bench_gpu_bitexact(gpu, run, bl, &d, &ref);
     bench_gpu_speed(gpu, ctx, run, bl);
   }
   bench_outputs_free(&ref);
   tooldata_free(&d);
-  fprintf(stderr, " - %s (%.1f s)\n", bl->status[0] ? bl->status : "ok", (bench_now_ms() - t0) / 1e3);
+  diag_fprintf(stderr, " - %s (%.1f s)\n", bl->status[0] ? bl->status : "ok", (bench_now_ms() - t0) / 1e3);
 }
 
 /* The report on stdout (table or JSON) and in --out. Returns 1 when --out cannot be written,
@@ -446,7 +454,7 @@ static int write_reports(const bench_run *run) {
     char why[128] = "";
     FILE *f = fileio_fopen(o->out, "wb", why, sizeof why); /* a FIFO is refused, not waited on */
     if (!f || bench_report_json(run, f) != 0) {
-      fprintf(stderr, "hot-bench: cannot write %s%s%s\n", o->out, *why ? ": " : "", why);
+      diag_fprintf(stderr, "hot-bench: cannot write %s%s%s\n", o->out, *why ? ": " : "", why);
       rc = 1;
     }
     if (f && fclose(f) != 0) rc = 1;
@@ -459,10 +467,10 @@ int main(int argc, char **argv) {
   memset(&run, 0, sizeof run);
   run.spec_model = &g_model;
   if (parse_args(argc, argv, &run.opt) != 0) return 1;
-  char owhy[128];
-  if (run.opt.out && fileio_check_regular(run.opt.out, 0, owhy, sizeof owhy) != 0 &&
-      errno == EINVAL) { /* said now, not after the whole run */
-    fprintf(stderr, "hot-bench: --out %s: %s\n", run.opt.out, owhy);
+  char owhy[256];
+  if (run.opt.out && fileio_check_output(run.opt.out, 0, owhy, sizeof owhy) != 0) {
+    /* said now, before any work, not after the whole run */
+    diag_fprintf(stderr, "hot-bench: --out %s: %s\n", run.opt.out, owhy);
     return 1;
   }
   double t_start = bench_now_ms();
@@ -513,11 +521,11 @@ int main(int argc, char **argv) {
   }
 
   if (gpu) {
-    fprintf(stderr, "hot-bench: ceilings (copy bandwidth, cuBLAS BF16/INT8 and cuBLASLt FP8 8192^3)...\n");
+    diag_fprintf(stderr, "hot-bench: ceilings (copy bandwidth, cuBLAS BF16/INT8 and cuBLASLt FP8 8192^3)...\n");
     bench_gpu_ceilings(gpu, &run);
   }
   if (o->jit) {
-    fprintf(stderr, "hot-bench: whole-spec cold JIT (%s)...\n", jit_arch ? jit_arch : run.arch);
+    diag_fprintf(stderr, "hot-bench: whole-spec cold JIT (%s)...\n", jit_arch ? jit_arch : run.arch);
     bench_jit_spec(&run, run.backend, jit_arch);
   }
   for (int li = 0; li < run.n; ++li) bench_one(&run, ctx, gpu, jit_arch, li);

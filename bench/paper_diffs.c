@@ -703,7 +703,7 @@ int bench_paper_diffs(const bench_run *run, const hot_model *model, FILE *f) {
   const bench_opts *o = &run->opt;
   const int seeds = o->seeds > 0 ? o->seeds : 8;
   if (seeds > 256) {
-    fprintf(stderr, "hot-bench: --seeds must be at most 256 (got %d)\n", seeds);
+    diag_fprintf(stderr, "hot-bench: --seeds must be at most 256 (got %d)\n", seeds);
     return 1;
   }
   const int64_t B = o->batch ? o->batch : 4;

@@ -802,7 +802,7 @@ static int reports(const bench_run *run, const layer_res *lr, const char *skippe
     char why[128] = "";
     FILE *f = fileio_fopen(run->opt.out, "wb", why, sizeof why);
     if (!f || json_all(run, lr, skipped, f) != 0) {
-      fprintf(stderr, "hot-bench: cannot write %s%s%s\n", run->opt.out, *why ? ": " : "", why);
+      diag_fprintf(stderr, "hot-bench: cannot write %s%s%s\n", run->opt.out, *why ? ": " : "", why);
       rc = 1;
     }
     if (f && fclose(f) != 0) rc = 1;
@@ -817,17 +817,17 @@ int bench_gemm_paths(bench_run *run, bench_gpu *gpu) {
   if (!gpu) {
     fileio_msgf(why, sizeof why, "no GPU (CPU backend%s%s): the three sm_90 GEMM paths need a 9.0 CUDA device",
                 run->fallback[0] ? ": " : "", run->fallback);
-    fprintf(stderr, "hot-bench: --gemm-paths: %s\n", why);
+    diag_fprintf(stderr, "hot-bench: --gemm-paths: %s\n", why);
     return reports(run, NULL, why);
   }
   bench_gpu_get_parts(gpu, &gp);
   if (gp.cc_major != 9 || gp.cc_minor != 0) {
     fileio_msgf(why, sizeof why, "%s is compute capability %d.%d, not 9.0: mma_s8 (sm_90), wgmma_s8 and "
                 "tma_s8 (sm_90a) need a 9.0 device", run->device, gp.cc_major, gp.cc_minor);
-    fprintf(stderr, "hot-bench: --gemm-paths: %s\n", why);
+    diag_fprintf(stderr, "hot-bench: --gemm-paths: %s\n", why);
     return reports(run, NULL, why);
   }
-  fprintf(stderr, "hot-bench: ceilings (copy bandwidth, cuBLAS BF16/INT8 and cuBLASLt FP8 8192^3)...\n");
+  diag_fprintf(stderr, "hot-bench: ceilings (copy bandwidth, cuBLAS BF16/INT8 and cuBLASLt FP8 8192^3)...\n");
   bench_gpu_ceilings(gpu, run);
   layer_res *lr = calloc((size_t)run->n, sizeof *lr);
   if (!lr) return 1;
@@ -835,14 +835,14 @@ int bench_gemm_paths(bench_run *run, bench_gpu *gpu) {
   for (int i = 0; i < run->n; ++i) {
     bench_layer *bl = &run->layers[i];
     double tl = bench_now_ms();
-    fprintf(stderr, "[%d/%d] %s: T=%lld O=%lld I=%lld, check T=%lld", i + 1, run->n, bl->name, (long long)bl->T,
+    diag_fprintf(stderr, "[%d/%d] %s: T=%lld O=%lld I=%lld, check T=%lld", i + 1, run->n, bl->name, (long long)bl->T,
             (long long)bl->O, (long long)bl->I, (long long)bl->cT);
     one_layer(&gp, run, bl, &lr[i]);
     int bad = lr[i].status[0] != 0;
     for (int p = 0; p < NPATHS; ++p)
       bad |= lr[i].p[p].status[0] || lr[i].p[p].same == 0 || lr[i].p[p].cpu == 0;
     if (bad) rc = 2;
-    fprintf(stderr, " - %s (%.1f s)\n", bad ? "not all paths ran and agreed" : "ok", (bench_now_ms() - tl) / 1e3);
+    diag_fprintf(stderr, " - %s (%.1f s)\n", bad ? "not all paths ran and agreed" : "ok", (bench_now_ms() - tl) / 1e3);
   }
   run->wall_s = (bench_now_ms() - t0) / 1e3;
   if (reports(run, lr, NULL) != 0) rc = 1;
@@ -859,7 +859,7 @@ static int compile_one(hot_ctx *c, const bench_run *run, const hot_layer_spec *s
   hot_status st = tools_layer_create(c, s, B, L, run->spec_model->recipe, id, &l);
   if (st == HOT_OK) st = hot_layer_compile(l);
   if (st != HOT_OK) {
-    fprintf(stderr, "hot-bench: --precompile: %s: %s: %s\n", what, hot_status_name(st), hot_errmsg(c));
+    diag_fprintf(stderr, "hot-bench: --precompile: %s: %s: %s\n", what, hot_status_name(st), hot_errmsg(c));
     hot_layer_destroy(l);
     return -1;
   }
@@ -871,7 +871,7 @@ static int compile_one(hot_ctx *c, const bench_run *run, const hot_layer_spec *s
 int bench_gemm_paths_precompile(bench_run *run) {
   const char *dir = env_get("HOT_CACHE_DIR");
   if (!dir || !*dir) {
-    fprintf(stderr, "hot-bench: --precompile needs HOT_CACHE_DIR (the kernel cache folder to fill)\n");
+    diag_fprintf(stderr, "hot-bench: --precompile needs HOT_CACHE_DIR (the kernel cache folder to fill)\n");
     return 1;
   }
   int rc = 0;
@@ -881,7 +881,7 @@ int bench_gemm_paths_precompile(bench_run *run) {
     char err[300];
     hot_layer_spec s;
     if (layer_spec(run, bl, &s, err, sizeof err) != 0) {
-      fprintf(stderr, "hot-bench: --precompile: %s: %s\n", bl->name, err);
+      diag_fprintf(stderr, "hot-bench: --precompile: %s: %s\n", bl->name, err);
       rc = 2;
       continue;
     }
@@ -893,7 +893,7 @@ int bench_gemm_paths_precompile(bench_run *run) {
       path_spec(&s, p, &sp);
       snprintf(what, sizeof what, "%s %s (%s)", bl->name, k_paths[p].name, k_paths[p].arch);
       if (bench_ctx_open(&c, run, HOT_BACKEND_CPU, k_paths[p].arch, 0, NULL, err, sizeof err) != HOT_OK) {
-        fprintf(stderr, "hot-bench: --precompile: %s: %s\n", what, err);
+        diag_fprintf(stderr, "hot-bench: --precompile: %s: %s\n", what, err);
         hot_ctx_destroy(c);
         rc = 2;
         continue;
@@ -904,7 +904,7 @@ int bench_gemm_paths_precompile(bench_run *run) {
         path_res r;
         memset(&r, 0, sizeof r);
         if (plan_gemms(hot_layer_get_plan(full), p, &r) != 0) {
-          fprintf(stderr, "hot-bench: --precompile: %s: %s\n", what, r.status);
+          diag_fprintf(stderr, "hot-bench: --precompile: %s: %s\n", what, r.status);
           rc = 2;
         } else if (bl->cT != bl->T) {
           check_spec(&sp, hot_layer_get_plan(full), &cs);
@@ -912,7 +912,7 @@ int bench_gemm_paths_precompile(bench_run *run) {
           hot_layer *l = NULL;
           if (tools_layer_create(c, &cs, bl->cB, bl->cL, run->spec_model->recipe, 0, &l) == HOT_OK &&
               hot_layer_compile(l) != HOT_OK) {
-            fprintf(stderr, "hot-bench: --precompile: %s at the check size: %s\n", what, hot_errmsg(c));
+            diag_fprintf(stderr, "hot-bench: --precompile: %s at the check size: %s\n", what, hot_errmsg(c));
             rc = 2;
           }
           hot_layer_destroy(l);

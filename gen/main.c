@@ -22,7 +22,7 @@
 #endif
 
 static const char *k_usage =
-    "usage: hot-gen SPEC [options]\n"
+    "usage: hot-gen SPEC [options]      (SPEC: a file, a pipe, or - for stdin)\n"
     "\n"
     "Validates a Lua spec, plans every layer, emits specialized CUDA sources and compiles them\n"
     "with NVRTC (no GPU needed). Without an action option, --plan is implied.\n"
@@ -76,9 +76,10 @@ typedef struct {
 } options;
 
 static int usage_error(const char *fmt, const char *arg) {
-  fprintf(stderr, "hot-gen: ");
-  fprintf(stderr, fmt, arg);
-  fprintf(stderr, "\n(try 'hot-gen --help')\n");
+  char line[HOT_MSG_MAX]; /* one line, "hot-gen: " included, within the bound */
+  int k = snprintf(line, sizeof line, "hot-gen: ");
+  fileio_msgf(line + k, sizeof line - (size_t)k, fmt, arg);
+  diag_fprintf(stderr, "%s\n(try 'hot-gen --help')\n", line);
   return 2;
 }
 
@@ -111,6 +112,17 @@ static int check_args(options *o) {
     return usage_error("%s", "--pack needs --compile (it packs the compiled kernels)");
   if (o->pack && !*o->pack) return usage_error("%s", "--pack needs a file name");
   if (!o->plan && !o->json && !o->emit_dir && !o->compile) o->plan = 1;
+  /* every output checked before any work: a folder hot-gen may create (the last component only)
+   * or a file it may write */
+  const struct { const char *opt, *path; int is_dir; } outs[] = {
+      {"--emit", o->emit_dir, 1}, {"--dump-cubin", o->dump_dir, 1}, {"--pack", o->pack, 0}};
+  for (size_t i = 0; i < sizeof outs / sizeof outs[0]; ++i) {
+    char why[256], line[HOT_MSG_MAX];
+    if (!outs[i].path || fileio_check_output(outs[i].path, outs[i].is_dir, why, sizeof why) == 0)
+      continue;
+    fileio_msgf(line, sizeof line, "%s %s: %s", outs[i].opt, outs[i].path, why);
+    return usage_error("%s", line);
+  }
   return 0;
 }
 
@@ -338,18 +350,6 @@ static void json_plan(hot_buf *b, const hot_layer_plan *p) {
 
 /* ---- emission ----------------------------------------------------------------------------- */
 
-static int mkdirs(const char *dir) {
-  char tmp[HOT_PATH_MAX];
-  if (snprintf(tmp, sizeof tmp, "%s", dir) >= (int)sizeof tmp) return -1;
-  for (char *q = tmp + 1; *q; ++q) {
-    if (*q != '/') continue;
-    *q = '\0';
-    if (mkdir(tmp, 0755) != 0 && errno != EEXIST) return -1;
-    *q = '/';
-  }
-  return (mkdir(tmp, 0755) != 0 && errno != EEXIST) ? -1 : 0;
-}
-
 /* Writes text to path through a temp file and rename (never a torn file). Regular files only:
  * a FIFO, device or directory at path (or at the temp file's name) is refused, not replaced. */
 static int write_file(const char *path, const char *text, size_t len, hot_diag *d) {
@@ -380,7 +380,7 @@ static int parse_archs(const char *list, const hot_model *m, hot_arch *archs, in
   *n = 0;
   char buf[256];
   if (snprintf(buf, sizeof buf, "%s", list) >= (int)sizeof buf) {
-    fprintf(stderr, "hot-gen: --compile list too long\n");
+    diag_fprintf(stderr, "hot-gen: --compile list too long\n");
     return -1;
   }
   for (char *save = NULL, *tok = strtok_r(buf, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
@@ -390,27 +390,27 @@ static int parse_archs(const char *list, const hot_model *m, hot_arch *archs, in
     }
     hot_arch a;
     if (plan_arch_parse(tok, &a) != 0) {
-      fprintf(stderr, "hot-gen: unknown arch '%s' (known: sm_80, sm_86, sm_89, sm_90, sm_90a)\n", tok);
+      diag_fprintf(stderr, "hot-gen: unknown arch '%s' (known: sm_80, sm_86, sm_89, sm_90, sm_90a)\n", tok);
       return -1;
     }
     if (*n < HOT_MAX_ARCHS) archs[(*n)++] = a;
   }
   if (*n == 0) {
-    fprintf(stderr, "hot-gen: --compile needs at least one arch\n");
+    diag_fprintf(stderr, "hot-gen: --compile needs at least one arch\n");
     return -1;
   }
   return 0;
 }
 
 static void print_diag(const hot_diag *d) {
-  for (int i = 0; i < d->count; ++i) fprintf(stderr, "%s\n", d->lines[i]);
-  if (d->oom) fprintf(stderr, "hot-gen: out of memory (some messages were lost)\n");
+  for (int i = 0; i < d->count; ++i) diag_fprintf(stderr, "%s\n", d->lines[i]);
+  if (d->oom) diag_fprintf(stderr, "hot-gen: out of memory (some messages were lost)\n");
 }
 
 /* Prints d's lines and the error count line; returns 1. */
 static int fail_with(const char *spec, hot_diag *d) {
   print_diag(d);
-  fprintf(stderr, "hot-gen: %s: %d error%s\n", spec, d->count, d->count == 1 ? "" : "s");
+  diag_fprintf(stderr, "hot-gen: %s: %d error%s\n", spec, d->count, d->count == 1 ? "" : "s");
   diag_free(d);
   return 1;
 }
@@ -436,14 +436,9 @@ static int load_model(const options *o, hot_model *m) {
   print_diag(&d); /* warnings */
   diag_free(&d);
   if (o->layer && spec_find_layer(m, o->layer) < 0) {
-    hot_buf names = {0}; /* every name, in spec order (no fixed room to cut them) */
-    for (int i = 0; i < m->n_layers; ++i) {
-      if (i) buf_puts(&names, ", ");
-      buf_puts(&names, m->layers[i].name);
-    }
-    fprintf(stderr, "hot-gen: %s has no layer '%s' (layers: %s)\n", o->spec, o->layer,
-            buf_ok(&names) && names.data ? names.data : m->n_layers ? "?" : "none");
-    buf_free(&names);
+    char names[HOT_MSG_MAX];
+    diag_fprintf(stderr, "hot-gen: %s has no layer '%s' (layers: %s)\n", o->spec, o->layer,
+                 diag_names(names, sizeof names, m->n_layers, spec_layer_name, m));
     return 2;
   }
   return 0;
@@ -461,7 +456,7 @@ static int resolve_archs(const options *o, const hot_model *m, arch_sets *as) {
   memset(as, 0, sizeof *as);
   if (o->arch) {
     if (plan_arch_parse(o->arch, &as->plan[0]) != 0) {
-      fprintf(stderr, "hot-gen: unknown arch '%s' (known: sm_80, sm_86, sm_89, sm_90, sm_90a)\n", o->arch);
+      diag_fprintf(stderr, "hot-gen: unknown arch '%s' (known: sm_80, sm_86, sm_89, sm_90, sm_90a)\n", o->arch);
       return 2;
     }
     as->n_plan = 1;
@@ -540,7 +535,7 @@ static int print_json(const options *o, const hot_model *m, const arch_sets *as,
   buf_puts(&b, "]}\n");
   int rc = 0;
   if (!buf_ok(&b)) {
-    fprintf(stderr, "hot-gen: out of memory\n");
+    diag_fprintf(stderr, "hot-gen: out of memory\n");
     rc = 1;
   } else {
     fputs(b.data, stdout);
@@ -576,8 +571,9 @@ static void manifest_entry(hot_buf *man, int first, const char *file, const char
 /* --emit DIR: a .cu per (arch, layer) and manifest.json, every path checked to stay in DIR.
  * Returns 0 or 1. */
 static int emit_sources(const options *o, const hot_model *m, hot_layer_plan *plan) {
-  if (mkdirs(o->emit_dir) != 0) {
-    fprintf(stderr, "hot-gen: %s: cannot create directory: %s\n", o->emit_dir, strerror(errno));
+  char why[256];
+  if (fileio_mkdir_last(o->emit_dir, why, sizeof why) != 0) {
+    diag_fprintf(stderr, "hot-gen: --emit %s: cannot create it: %s\n", o->emit_dir, why);
     return 1;
   }
   hot_diag d = {0};
@@ -596,7 +592,7 @@ static int emit_sources(const options *o, const hot_model *m, hot_layer_plan *pl
       hot_emitted e;
       char err[512];
       if (emit_layer(plan, &e, err, sizeof err) != 0) {
-        fprintf(stderr, "hot-gen: layer '%s' (%s): %s\n", m->layers[l].name, arch, err);
+        diag_fprintf(stderr, "hot-gen: layer '%s' (%s): %s\n", m->layers[l].name, arch, err);
         rc = 1;
         break;
       }
@@ -617,7 +613,7 @@ static int emit_sources(const options *o, const hot_model *m, hot_layer_plan *pl
     rc = 1;
   buf_free(&man);
   if (rc == 0)
-    fprintf(stderr, "hot-gen: wrote %d source%s and manifest.json to %s%s\n", nfiles,
+    diag_fprintf(stderr, "hot-gen: wrote %d source%s and manifest.json to %s%s\n", nfiles,
             nfiles == 1 ? "" : "s", o->emit_dir,
             nmissing ? " (some kernels have no template yet: see \"pending\" in the manifest)" : "");
   print_diag(&d);
@@ -656,7 +652,7 @@ static int write_pack(const char *path, const bin_list *b) {
   hot_pack_entry *e = calloc(b->n + 1, sizeof *e);
   if (!e || b->nomem) {
     free(e);
-    fprintf(stderr, "hot-gen: %s: out of memory\n", path);
+    diag_fprintf(stderr, "hot-gen: %s: out of memory\n", path);
     return 1;
   }
   for (size_t i = 0; i < b->n; ++i) {
@@ -667,10 +663,10 @@ static int write_pack(const char *path, const bin_list *b) {
   rt_status st = pack_write(path, e, b->n, err, sizeof err);
   free(e);
   if (st != RT_OK) {
-    fprintf(stderr, "hot-gen: %s\n", err);
+    diag_fprintf(stderr, "hot-gen: %s\n", err);
     return 1;
   }
-  fprintf(stderr, "hot-gen: wrote %zu kernel%s to the pack %s\n", b->n, b->n == 1 ? "" : "s", path);
+  diag_fprintf(stderr, "hot-gen: wrote %zu kernel%s to the pack %s\n", b->n, b->n == 1 ? "" : "s", path);
   return 0;
 }
 
@@ -683,8 +679,8 @@ static int compile_layer(const options *o, const hot_model *m, int l, hot_kcache
   hot_jit j;
   char *log = NULL;
   if (jit_layer(kc, plan, o->threads, &j, &log, err, sizeof err) != RT_OK) {
-    fprintf(stderr, "hot-gen: layer '%s' (%s): %s\n", lname, arch, err);
-    if (log && *log) fprintf(stderr, "%s\n", log);
+    diag_fprintf(stderr, "hot-gen: layer '%s' (%s): %s\n", lname, arch, err);
+    if (log && *log) diag_fprintf(stderr, "%s\n", log);
     free(log);
     return 1;
   }
@@ -709,15 +705,16 @@ static int compile_layer(const options *o, const hot_model *m, int l, hot_kcache
            bin->compile_ms, ph[0], ph[1], ph[2], kcache_origin_name(bin->origin),
            ki->registers, spills, ki->shared_bytes);
     if (spills > kp->max_spills) {
-      fprintf(stderr, "hot-gen: kernel %s spills %d bytes on %s (the plan allows %d)\n", ki->name,
+      diag_fprintf(stderr, "hot-gen: kernel %s spills %d bytes on %s (the plan allows %d)\n", ki->name,
               spills, arch, kp->max_spills);
       ++failures;
     }
     if (o->dump_dir && j.source[k]) { /* once per distinct kernel */
       char cname[256], cpath[HOT_PATH_MAX * 2];
       snprintf(cname, sizeof cname, "%s.%s.cubin", ki->name, arch);
-      if (mkdirs(o->dump_dir) != 0) {
-        diag_add(d, "%s: cannot create directory: %s", o->dump_dir, strerror(errno));
+      char dwhy[256];
+      if (fileio_mkdir_last(o->dump_dir, dwhy, sizeof dwhy) != 0) {
+        diag_add(d, "--dump-cubin %s: cannot create it: %s", o->dump_dir, dwhy);
         ++failures;
       } else if (safe_path(cpath, sizeof cpath, o->dump_dir, cname, d) != 0 ||
                  write_file(cpath, (const char *)bin->cubin, bin->cubin_size, d) != 0) {
@@ -740,7 +737,7 @@ static int compile_all(const options *o, const hot_model *m, const arch_sets *as
   hot_kcache *kc = NULL;
   char err[1024];
   if (kcache_open(&kc, &cfg, err, sizeof err) != RT_OK) {
-    fprintf(stderr, "hot-gen: %s\n", err);
+    diag_fprintf(stderr, "hot-gen: %s\n", err);
     return 1;
   }
   /* Every selected layer for every arch, planned first, then all their distinct kernels
@@ -751,7 +748,7 @@ static int compile_all(const options *o, const hot_model *m, const arch_sets *as
   const hot_layer_plan **pp = calloc((size_t)(as->n_compile * m->n_layers) + 1, sizeof *pp);
   lidx = calloc((size_t)(as->n_compile * m->n_layers) + 1, sizeof *lidx);
   if (!plans || !pp || !lidx) {
-    fprintf(stderr, "hot-gen: out of memory\n");
+    diag_fprintf(stderr, "hot-gen: out of memory\n");
     free(plans), free(pp), free(lidx);
     kcache_close(kc);
     return 1;
@@ -764,7 +761,7 @@ static int compile_all(const options *o, const hot_model *m, const arch_sets *as
       }
   hot_jit_batch batch;
   if (jit_prefetch(kc, pp, np, o->threads, &batch, err, sizeof err) != RT_OK) {
-    fprintf(stderr, "hot-gen: %s\n", err);
+    diag_fprintf(stderr, "hot-gen: %s\n", err);
     free(plans), free(pp), free(lidx);
     kcache_close(kc);
     return 1;
@@ -779,7 +776,7 @@ static int compile_all(const options *o, const hot_model *m, const arch_sets *as
   free(plans), free(pp), free(lidx);
   int pack_failed = 0;
   if (o->pack && !failures) pack_failed = write_pack(o->pack, &packed);
-  else if (o->pack) fprintf(stderr, "hot-gen: %s not written (compile failures)\n", o->pack);
+  else if (o->pack) diag_fprintf(stderr, "hot-gen: %s not written (compile failures)\n", o->pack);
   free(packed.v);
   printf("whole spec: %d layer plan%s, %d distinct program%s (%d compiled now), %d thread%s, "
          "%.1f ms wall\n", np, np == 1 ? "" : "s", batch.n_programs,
@@ -794,7 +791,7 @@ static int compile_all(const options *o, const hot_model *m, const arch_sets *as
   print_diag(&d);
   diag_free(&d);
   if (failures) {
-    fprintf(stderr, "hot-gen: %d compile failure%s\n", failures, failures == 1 ? "" : "s");
+    diag_fprintf(stderr, "hot-gen: %d compile failure%s\n", failures, failures == 1 ? "" : "s");
     return 1;
   }
   return pack_failed;
@@ -816,7 +813,7 @@ int main(int argc, char **argv) {
   hot_env ev;
   char eerr[512];
   if (env_read(&ev, 0, eerr, sizeof eerr) != RT_OK) {
-    fprintf(stderr, "hot-gen: %s\n", eerr);
+    diag_fprintf(stderr, "hot-gen: %s\n", eerr);
     spec_model_free(&m);
     return 1;
   }
@@ -833,12 +830,12 @@ int main(int argc, char **argv) {
   arch_sets as;
   hot_layer_plan *plan = NULL;
   if (!g_tune.specs || !g_tune.origin) {
-    fprintf(stderr, "hot-gen: out of memory\n");
+    diag_fprintf(stderr, "hot-gen: out of memory\n");
     rc = 1;
   } else if ((rc = resolve_archs(&o, &m, &as)) == 0) {
     plan = malloc(sizeof *plan);
     if (!plan) {
-      fprintf(stderr, "hot-gen: out of memory\n");
+      diag_fprintf(stderr, "hot-gen: out of memory\n");
       rc = 1;
     }
   }

@@ -255,7 +255,9 @@ int spec_load_file(const char *path, const spec_limits *limits, hot_model *out, 
   }
   memset(out, 0, sizeof *out);
   char why[128];
-  FILE *f = fileio_fopen(path, "rb", why, sizeof why); /* a FIFO is refused, never waited on */
+  /* a stream, read once (a pipe or "-" for stdin too), into memory with a size bound; then
+   * loaded from the buffer under the file's name ("stdin" for "-") for messages */
+  FILE *f = fileio_fopen_stream(path, why, sizeof why);
   if (!f) {
     diag_add(diag, "%s: cannot open: %s", path, why);
     return SPEC_ERR_SPEC;
@@ -295,7 +297,7 @@ int spec_load_file(const char *path, const spec_limits *limits, hot_model *out, 
     diag_add(diag, "%s: cannot read the file", path);
     return SPEC_ERR_SPEC;
   }
-  int rc = load_common(path, buf, len, limits, out, diag);
+  int rc = load_common(strcmp(path, "-") == 0 ? "stdin" : path, buf, len, limits, out, diag);
   free(buf);
   return rc;
 }
@@ -305,6 +307,11 @@ void spec_model_free(hot_model *m) {
   free(m->layers);
   free(m->sweep);
   memset(m, 0, sizeof *m);
+}
+
+const char *spec_layer_name(const void *m, int i) {
+  const hot_model *mm = m;
+  return mm && i >= 0 && i < mm->n_layers ? mm->layers[i].name : "?";
 }
 
 int spec_find_layer(const hot_model *m, const char *name) {

@@ -39,7 +39,9 @@ spec_limits spec_default_limits(void);
                                grow while under the spec's memory limit); a spec that exceeds
                                its own memory limit is a SPEC_ERR_SPEC */
 
-/* Loads and validates the spec file at `path` into *out (zeroed first).
+/* Loads and validates the spec file at `path` into *out (zeroed first). The file is a stream,
+ * read once from start to end (fileio_fopen_stream): a regular file, a pipe (`<(cmd)`,
+ * /dev/stdin) or "-" for standard input (named "stdin" in messages); at most 16 MiB.
  * Returns 0 on success; SPEC_ERR_SPEC or SPEC_ERR_NOMEM on an error, with every message appended
  * to *diag, each one line naming "path:line: ..." (a file that cannot be opened gives
  * "path: <reason>"). When a spec has errors, the layers without any are still planned for every
@@ -65,6 +67,9 @@ void spec_model_free(hot_model *m);
 char *spec_help_text(hot_diag *diag);
 
 /* The index of layer `name` in m, or -1. */
+/* The name of layer i of the model m (a const hot_model *), for diag_names. */
+const char *spec_layer_name(const void *m, int i);
+
 int spec_find_layer(const hot_model *m, const char *name);
 
 /* 1 when s is a valid model or layer name, else 0: [A-Za-z0-9_][A-Za-z0-9_.-]{0,62}, so a name

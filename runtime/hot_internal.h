@@ -22,6 +22,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "diag.h" /* HOT_MSG_MAX */
 #include "env.h"
 #include "hot.h"
 #include "jit.h"
@@ -32,7 +33,7 @@
 
 struct hot_backend_ops; /* backend.h */
 
-#define HOT_ERRMSG_MAX 1024
+#define HOT_ERRMSG_MAX HOT_MSG_MAX /* base/diag.h: the one bound of every message */
 #define HOT_DEFAULT_SEED 0x243F6A8885A308D3ull /* the spec loader's default: digits of pi */
 #define HOT_LAYER_LIVE 0x484f544cu /* "HOTL" */
 #define HOT_LAYER_DEAD 0x44454144u /* "DEAD" */

@@ -222,17 +222,8 @@ hot_status hot_layer_from_spec(hot_ctx *ctx, const char *path, const char *layer
   diag_free(&d);
   int idx = spec_find_layer(&m, layer_name);
   if (idx < 0) {
-    /* the names up to what the message holds, whole names only, then how many more */
-    char names[HOT_ERRMSG_MAX / 2] = "";
-    size_t o = 0;
-    int i = 0;
-    for (; i < m.n_layers; ++i) {
-      size_t need = strlen(m.layers[i].name) + (i ? 2 : 0);
-      if (o + need + 16 >= sizeof names) break;
-      o += (size_t)snprintf(names + o, sizeof names - o, "%s%s", i ? ", " : "", m.layers[i].name);
-    }
-    if (i < m.n_layers)
-      snprintf(names + o, sizeof names - o, "%s... %d more", i ? ", " : "", m.n_layers - i);
+    char names[HOT_MSG_MAX];
+    diag_names(names, sizeof names, m.n_layers, spec_layer_name, &m);
     st = ctx_fail(ctx, HOT_ERR_NOT_FOUND, "%s: no layer '%s' (layers: %s)", path, layer_name, names);
   } else {
     const hot_layer_spec *s = &m.layers[idx];

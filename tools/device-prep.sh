@@ -19,6 +19,10 @@
 #   - hot-bench specs/bench_large.lua --gemm-paths --precompile: the three GEMM paths of the
 #     device check's "gemm paths" step (mma_s8 on sm_90, wgmma_s8 and tma_s8 on sm_90a, at the
 #     benchmark and the check size), whatever --archs says (the step runs on 9.0 only).
+# First of all it checks every prerequisite (programs, the Lua/Check/SQLite development packages,
+# the Python modules numpy and torch, NVRTC, 2 GiB of free disk) and, when one is missing, stops
+# with one line naming each missing one and the command that provides it (tools/install-deps.sh,
+# tools/install-python-deps.sh --python-only, ...), before fetching or building anything.
 # Then every program is run again on the filled cache and must compile nothing (the check the
 # device repeats and counts). Prints the sizes of what travels (tree, .deps, cache; the limit
 # is 64 MiB).
@@ -47,6 +51,52 @@ cache=$root/.kcache-device
 say() { echo "device-prep: $*"; }
 die() { echo "device-prep: $*" >&2; [ -n "${new:-}" ] && rm -rf "$new"; exit 1; }
 t0=$(date +%s)
+
+# 0. every prerequisite, checked before any work; each missing one named with the command that
+# provides it, all in one line (then exit 1, nothing fetched, built or written)
+missing=()
+need() { missing+=("$1 ($2)"); }
+for p in cmake make git du; do
+  command -v "$p" >/dev/null 2>&1 || need "program $p" "tools/install-deps.sh"
+done
+command -v "${CC:-cc}" >/dev/null 2>&1 || command -v gcc >/dev/null 2>&1 || need "a C compiler" "tools/install-deps.sh"
+if [ $fetch = 1 ]; then
+  command -v apt-get >/dev/null 2>&1 || need "program apt-get (to fetch .deps/debs)" "a Debian machine, or --no-fetch"
+fi
+if command -v pkg-config >/dev/null 2>&1; then
+  for m in lua5.4 check sqlite3; do
+    pkg-config --exists "$m" 2>/dev/null || need "development package of $m" "tools/install-deps.sh"
+  done
+else
+  need "program pkg-config" "tools/install-deps.sh"
+fi
+if command -v python3 >/dev/null 2>&1; then
+  # python/tests/test_torch.py --precompile imports these
+  pymiss=$(python3 - numpy torch 2>/dev/null <<'PY'
+import importlib, sys
+miss = []
+for m in sys.argv[1:]:
+    try:
+        importlib.import_module(m)
+    except Exception:
+        miss.append(m)
+print(" ".join(miss))
+PY
+) || pymiss="numpy torch"
+  for m in $pymiss; do need "Python module $m" "tools/install-python-deps.sh --python-only"; done
+else
+  need "program python3" "tools/install-deps.sh --tests"
+fi
+cuda_home=${HOT_CUDA_HOME:-/usr/local/cuda}
+ls "$cuda_home"/lib64/libnvrtc.so* "$cuda_home"/lib/libnvrtc.so* >/dev/null 2>&1 ||
+  need "NVRTC (libnvrtc.so under $cuda_home)" "the CUDA toolkit: install it or set HOT_CUDA_HOME"
+free_kb=$(df -Pk "$root" 2>/dev/null | awk 'NR == 2 { print $4 }')
+[ -n "$free_kb" ] && [ "$free_kb" -lt $((2 * 1024 * 1024)) ] &&
+  need "2 GiB free disk at $root (has $((free_kb / 1024)) MiB)" "free some space"
+if [ ${#missing[@]} -gt 0 ]; then
+  echo "device-prep: missing before any work: $(IFS=';'; echo "${missing[*]}" | sed 's/;/; /g')" >&2
+  exit 1
+fi
 
 # 1. the packages
 if [ $fetch = 1 ]; then

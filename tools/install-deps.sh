@@ -5,7 +5,9 @@
 #   tools/install-deps.sh --tests   that, plus the tools only the test suite uses: g++ and python3
 #                                   (kernel emulators, label emu), python3-venv (the pip install
 #                                   test, label python), valgrind (label spec), slurm-wlm and munge
-#                                   (label slurm)
+#                                   (label slurm; system-wide services: the script says so
+#                                   before installing them), libclang-rt-14-dev where clang
+#                                   is installed (the libFuzzer build)
 # tools/install-python-deps.sh runs `tools/install-deps.sh --tests` first, so the README's test
 # command (install-deps.sh && install-python-deps.sh && cmake ... && ctest ...) installs all of it.
 # The CUDA toolkit (NVRTC) comes from the machine image and is not installed here.
@@ -21,6 +23,8 @@ test_pkgs=(
   valgrind                                             # memory check (label spec)
   slurm-wlm munge                                      # Slurm test (label slurm)
 )
+# with clang present, libFuzzer's runtime for the fuzz build (.ci/run, docs/testing.md)
+command -v clang >/dev/null 2>&1 && test_pkgs+=(libclang-rt-14-dev)
 case "${1:-}" in
   "") pkgs=("${run_pkgs[@]}") ;;
   --tests) pkgs=("${run_pkgs[@]}" "${test_pkgs[@]}") ;;
@@ -33,7 +37,12 @@ done
 if [ ${#missing[@]} -eq 0 ]; then
   echo "install-deps: all present (${pkgs[*]})"
 else
-  echo "install-deps: installing ${missing[*]}"
+  echo "install-deps: installing system-wide with apt-get: ${missing[*]}"
+  for p in "${missing[@]}"; do
+    case $p in
+      slurm-wlm|munge) echo "install-deps: note: $p is a system service (Slurm workload manager / munge authentication), installed system-wide for the slurm test label" ;;
+    esac
+  done
   if [ "$(id -u)" -eq 0 ]; then
     run=()
   elif command -v sudo >/dev/null 2>&1; then

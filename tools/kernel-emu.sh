@@ -3,7 +3,7 @@
 # in the CPU
 # SIMT model (tools/kernel-emu/kemu.h: every CUDA thread a fiber of the deterministic scheduler of
 # tools/kernel-emu/emu_sched.h; barriers, warp shuffles, shared memory, atomics) against their CPU
-# twins (templates/*_ref.c, compiled here from source), bit for bit, on awkward sizes
+# twins (templates/*_ref.c, the build's hot_ref library), bit for bit, on awkward sizes
 # (T = 197*3, O = 100, I = 137), both layouts, f32/bf16/f16, p = 1, 2, 8, 16, 64, 128, 512, 1024;
 # the HLA scale groups (g^ and x^ per sample, absmax and SAWB, SR and RTN; one per sample and the
 # other per tensor; B = 1; padded segments; group_k_pad > group_k and = group_k; x^ in the save's
@@ -31,18 +31,19 @@ work=$(mktemp -d "${TMPDIR:-/tmp}/hot-kemu.XXXXXX")
 fail=0
 CFL="-O2 -ffp-contract=off -I$here/base -I$here/gen -I$here/templates"
 
-# the twins, from source (no dependency on a build tree)
-for f in quant_ref hla_project_ref lqs_ref hadamard_quant_ref abc_unpack_ref; do
-  $CC -std=c11 $CFL -c "$here/templates/$f.c" -o "$work/$f.o" || { echo "FAIL: build $f.c"; exit 1; }
+# the twins (hot_ref) and the planner under them (hot_gen, hot_base): the libraries the build
+# made, named by CMake in hot-emu-libs.txt (HOT_EMU_LIBS_FILE; default: build/'s), so this
+# script lists no source file of theirs. Static archives: only the objects the emulators call are
+# linked (the planner's, not the Lua spec loader's).
+libs_file=${HOT_EMU_LIBS_FILE:-$here/build/hot-emu-libs.txt}
+if [ ! -r "$libs_file" ]; then
+  echo "FAIL: $libs_file not found: configure and build first (cmake -S . -B build && cmake --build build), or set HOT_EMU_LIBS_FILE"
+  exit 1
+fi
+read -r -a EMU_LIBS <"$libs_file"
+for l in "${EMU_LIBS[@]}"; do
+  [ -r "$l" ] || { echo "FAIL: $l (from $libs_file) not built: cmake --build ${libs_file%/*}"; exit 1; }
 done
-# the twins take buffer sizes from the planner (plan_buffer_bytes): the planner's files, every
-# gen/*.c except the spec loader (Lua), the embedded files and the CLI, every descriptor, and the
-# base library under them
-planner_srcs=$(cd "$here" && ls gen/*.c gen/kernels/*.c base/*.c | grep -v -E '^gen/(spec|embed|main)' | sed 's/\.c$//')
-for f in $planner_srcs; do
-  $CC -std=c11 $CFL -c "$here/$f.c" -o "$work/gen_${f##*/}.o" || { echo "FAIL: build $f.c"; exit 1; }
-done
-ar rcs "$work/libref.a" "$work"/*.o
 # basis rows of the planner (gen/basis.c) for a selection
 cat >"$work/rows.c" <<'C'
 #include <stdio.h>
@@ -56,7 +57,7 @@ int main(int argc, char **argv) {
   return r < 1;
 }
 C
-$CC -std=c11 $CFL "$work/rows.c" "$here/gen/basis.c" -o "$work/rows" -lm || { echo "FAIL: rows"; exit 1; }
+$CC -std=c11 $CFL "$work/rows.c" "${EMU_LIBS[@]}" -o "$work/rows" -lm || { echo "FAIL: rows"; exit 1; }
 
 # build_hla MODE DTYPE P SEL RANK [TEMPLATE_DIR] -> $work/hla (returns non-zero on failure)
 build_hla() {
@@ -80,7 +81,7 @@ build_hla() {
 #define HOT_ROWS $rows
 H
   $CXX -std=c++17 -O2 -I"$tdir" $CFL -I"$work" "$here/tools/kernel-emu/hla_emu.cpp" \
-    "$work/libref.a" -o "$work/hla" -lm 2>"$work/cc.log" || { head -30 "$work/cc.log"; return 1; }
+    "${EMU_LIBS[@]}" -o "$work/hla" -lm 2>"$work/cc.log" || { head -30 "$work/cc.log"; return 1; }
 }
 run() { "$@" || fail=1; }
 
@@ -161,7 +162,7 @@ for dt in 0 1 2 3; do
     [ -n "$quick" ] && [ $bits = 8 ] && continue
     rnd=1; d=$dt; [ $dt = 3 ] && { rnd=0; d=0; }
     if ! $CXX -std=c++17 -O2 $CFL -DHOT_GENERATED -DHOT_KNAME=emu_lqs -DHOT_ROUND=$rnd -DHOT_DTYPE=$d \
-        -DHOT_BITS=$bits "$here/tools/kernel-emu/lqs_emu.cpp" "$work/libref.a" -o "$work/lqs" -lm \
+        -DHOT_BITS=$bits "$here/tools/kernel-emu/lqs_emu.cpp" "${EMU_LIBS[@]}" -o "$work/lqs" -lm \
         2>"$work/cc.log"; then
       head -30 "$work/cc.log"; echo "FAIL build lqs dt=$d round=$rnd bits=$bits"; fail=1; continue
     fi
@@ -177,7 +178,7 @@ done
 # groups = 300 (phase 1's threads loop over groups t, t + 256)
 for bits in 4 8; do
   $CXX -std=c++17 -O2 $CFL -DHOT_GENERATED -DHOT_KNAME=emu_sawb -DHOT_BITS=$bits \
-    "$here/tools/kernel-emu/sawb_emu.cpp" "$work/libref.a" -o "$work/sawb" -lm || { fail=1; continue; }
+    "$here/tools/kernel-emu/sawb_emu.cpp" "${EMU_LIBS[@]}" -o "$work/sawb" -lm || { fail=1; continue; }
   for a in "1 0 0" "1023 0 0" "1024 0 0" "1025 0 0" "70001 0 0" "70001 0 2" "5000 1 0" \
     "1 0 0 3" "1000 0 0 3" "3000 0 1 3" "5000 1 0 3" "70001 0 0 3" "5 0 0 300"; do
     # shellcheck disable=SC2086
@@ -193,7 +194,7 @@ build_unpack() { # [TEMPLATE_DIR] -> $work/unpack (or $work/unpack_mut with a te
   local tdir=${1:-$here/templates} out=$work/unpack
   [ -n "${1:-}" ] && out=$work/unpack_mut
   $CXX -std=c++17 -O2 -I"$tdir" $CFL -DHOT_GENERATED -DHOT_KNAME=emu_abc_unpack \
-    "$here/tools/kernel-emu/unpack_emu.cpp" "$work/libref.a" -o "$out" -lm 2>"$work/cc.log" ||
+    "$here/tools/kernel-emu/unpack_emu.cpp" "${EMU_LIBS[@]}" -o "$out" -lm 2>"$work/cc.log" ||
     { head -30 "$work/cc.log"; return 1; }
 }
 if build_unpack; then
@@ -209,14 +210,10 @@ fi
 # HQ operand kernels (hadamard_quant.cu) with plans from the real planner: g' per row, per
 # sample (segmented amax, B = 3) and per tensor, w' absmax and SAWB (math tensor + scale_in), packed int4 (sm_80) and int8 (sm_90)
 # codes, b = 1 ... 256, O = 100 (padded), O = 1200 (longer than the register-cached chunks).
-for f in $planner_srcs; do
-  $CC -std=c11 $CFL -c "$here/$f.c" -o "$work/gen_${f##*/}.o" || { echo "FAIL: build $f.c"; exit 1; }
-done
-ar rcs "$work/libgen.a" "$work"/gen_*.o
 build_hq() { # OPERAND DTYPE B BITS CODES [ROUND (default: SR for g', RTN for w')]
   $CXX -std=c++17 -O2 $CFL -DHOT_GENERATED -DHOT_KNAME=emu_hq -DHOT_OPERAND=$1 \
     -DHOT_ROUND=${6:-$((1 - $1))} -DHOT_DTYPE=$2 -DHOT_B=$3 -DHOT_BITS=$4 -DHOT_CODES=$5 "$here/tools/kernel-emu/hq_emu.cpp" \
-    "$work/libref.a" "$work/libgen.a" -o "$work/hq" -lm 2>"$work/cc.log" ||
+    "${EMU_LIBS[@]}" -o "$work/hq" -lm 2>"$work/cc.log" ||
     { head -30 "$work/cc.log"; echo "FAIL build hq $*"; fail=1; return 1; }
 }
 HQ_SETS=("0 16 4 1 sm_80" "2 16 4 0 sm_90")
@@ -275,19 +272,19 @@ PY
 b_hla_g64() { build_hla 1 0 64 0 0 "$1"; }
 b_hq() { # g' (op 0) b = 32 int8 codes; w' (op 1) b = 16
   $CXX -std=c++17 -O2 -I"$1" $CFL -DHOT_GENERATED -DHOT_KNAME=emu_hq -DHOT_OPERAND=$2 -DHOT_ROUND=$((1 - $2)) -DHOT_DTYPE=0 \
-    -DHOT_B=$3 -DHOT_BITS=4 -DHOT_CODES=0 "$here/tools/kernel-emu/hq_emu.cpp" "$work/libref.a" \
-    "$work/libgen.a" -o "$work/hq_mut" -lm 2>"$work/cc.log" || { head -30 "$work/cc.log"; return 1; }
+    -DHOT_B=$3 -DHOT_BITS=4 -DHOT_CODES=0 "$here/tools/kernel-emu/hq_emu.cpp" "${EMU_LIBS[@]}" \
+    -o "$work/hq_mut" -lm 2>"$work/cc.log" || { head -30 "$work/cc.log"; return 1; }
 }
 b_hq_g() { b_hq "$1" 0 32; }
 b_hq_w() { b_hq "$1" 1 16; }
 b_lqs() {
   $CXX -std=c++17 -O2 -I"$1" $CFL -DHOT_GENERATED -DHOT_KNAME=emu_lqs -DHOT_ROUND=1 -DHOT_DTYPE=0 -DHOT_BITS=4 \
-    "$here/tools/kernel-emu/lqs_emu.cpp" "$work/libref.a" -o "$work/lqs_mut" -lm 2>"$work/cc.log" ||
+    "$here/tools/kernel-emu/lqs_emu.cpp" "${EMU_LIBS[@]}" -o "$work/lqs_mut" -lm 2>"$work/cc.log" ||
     { head -30 "$work/cc.log"; return 1; }
 }
 b_sawb() {
   $CXX -std=c++17 -O2 -I"$1" $CFL -DHOT_GENERATED -DHOT_KNAME=emu_sawb -DHOT_BITS=8 \
-    "$here/tools/kernel-emu/sawb_emu.cpp" "$work/libref.a" -o "$work/sawb_mut" -lm 2>"$work/cc.log" ||
+    "$here/tools/kernel-emu/sawb_emu.cpp" "${EMU_LIBS[@]}" -o "$work/sawb_mut" -lm 2>"$work/cc.log" ||
     { head -30 "$work/cc.log"; return 1; }
 }
 HLA_G=("$work/hla" 3 197 100 0 0 0 64 5 5 5)

@@ -75,9 +75,10 @@ static const char *k_usage =
     "130 interrupted (Ctrl-C): the rows written so far are complete; --resume continues.\n";
 
 static int usage_error(const char *fmt, const char *arg) {
-  fprintf(stderr, "hot-tune: ");
-  fprintf(stderr, fmt, arg);
-  fprintf(stderr, "\n(hot-tune --help for the options)\n");
+  char line[HOT_MSG_MAX]; /* one line, "hot-tune: " included, within the bound */
+  int k = snprintf(line, sizeof line, "hot-tune: ");
+  fileio_msgf(line + k, sizeof line - (size_t)k, fmt, arg);
+  diag_fprintf(stderr, "%s\n(hot-tune --help for the options)\n", line);
   return 2;
 }
 
@@ -93,8 +94,12 @@ static int parse_num(const char *opt, const char *s, double lo, double hi, int i
   errno = 0;
   double v = strtod(s, &end);
   if (!*s || *end || errno || !(v >= lo && v <= hi) || (integer && v != floor(v))) {
-    fprintf(stderr, "hot-tune: %s: bad value '%s' (expected %s in [%g, %g])\n", opt, s,
-            integer ? "an integer" : "a number", lo, hi);
+    if (integer) /* integer limits printed as integers, never as %g's 1.67772e+07 */
+      diag_fprintf(stderr, "hot-tune: %s: bad value '%s' (expected an integer in [%lld, %lld])\n", opt,
+                   s, (long long)lo, (long long)hi);
+    else
+      diag_fprintf(stderr, "hot-tune: %s: bad value '%s' (expected a number in [%g, %g])\n", opt, s,
+                   lo, hi);
     return -1;
   }
   *out = v;
@@ -127,14 +132,14 @@ static int probe_env(const tune_opts *o, const hot_model *m, tune_env *env) {
       snprintf(env->driver, sizeof env->driver, "%d", d->version);
       if (plan_arch_parse(s.arch, &env->arch) != 0) env->arch = m->archs[0];
     } else if (o->gpu == 1) {
-      fprintf(stderr, "hot-tune: --gpu: no usable GPU: %s\n", hot_errmsg(ctx));
+      diag_fprintf(stderr, "hot-tune: --gpu: no usable GPU: %s\n", hot_errmsg(ctx));
       hot_ctx_destroy(ctx);
       return -1;
     }
     hot_ctx_destroy(ctx);
   }
   if (o->arch && plan_arch_parse(o->arch, &env->arch) != 0) {
-    fprintf(stderr, "hot-tune: --arch: unknown arch '%s' (sm_80, sm_86, sm_89, sm_90, sm_90a)\n", o->arch);
+    diag_fprintf(stderr, "hot-tune: --arch: unknown arch '%s' (sm_80, sm_86, sm_89, sm_90, sm_90a)\n", o->arch);
     return -1;
   }
   const cuda_nvrtc *nv;
@@ -142,7 +147,7 @@ static int probe_env(const tune_opts *o, const hot_model *m, tune_env *env) {
   if (cuda_nvrtc_get(&nv, err, sizeof err) == RT_OK)
     snprintf(env->nvrtc, sizeof env->nvrtc, "nvrtc-%d.%d", nv->major, nv->minor);
   else if (o->kinds & TUNE_SPEED) {
-    fprintf(stderr, "hot-tune: speed variants need NVRTC: %s (use --kind accuracy without it)\n", err);
+    diag_fprintf(stderr, "hot-tune: speed variants need NVRTC: %s (use --kind accuracy without it)\n", err);
     return -1;
   }
   return 0;
@@ -225,7 +230,7 @@ static int check_environment(void) {
   hot_env ev;
   char eerr[600];
   if (env_read(&ev, 0, eerr, sizeof eerr) != RT_OK) {
-    fprintf(stderr, "hot-tune: %s\n", eerr);
+    diag_fprintf(stderr, "hot-tune: %s\n", eerr);
     return -1;
   }
   return 0;
@@ -236,7 +241,7 @@ static int check_environment(void) {
 static int load_capture(const tune_opts *o, const hot_model *m) {
   char cerr[1024];
   if (tune_accuracy_load_capture(o->capture, cerr, sizeof cerr) != 0) {
-    fprintf(stderr, "hot-tune: --capture: %s\n", cerr);
+    diag_fprintf(stderr, "hot-tune: --capture: %s\n", cerr);
     return -1;
   }
   const hot_capture *c = tune_accuracy_capture();
@@ -248,7 +253,7 @@ static int load_capture(const tune_opts *o, const hot_model *m) {
       else if (!*why) fileio_msgf(why, sizeof why, "%s", w);
     }
   if (!fits) {
-    fprintf(stderr, "hot-tune: --capture: %s (layer '%s', B x L x O x I = %lld x %lld x %lld x "
+    diag_fprintf(stderr, "hot-tune: --capture: %s (layer '%s', B x L x O x I = %lld x %lld x %lld x "
             "%lld) fits no layer being swept%s%s%s: %s\n", o->capture, c->name, (long long)c->B,
             (long long)c->L, (long long)c->O, (long long)c->I, o->layer ? " (--layer " : "",
             o->layer ? o->layer : "", o->layer ? ")" : "", why);
@@ -266,7 +271,7 @@ static int find_db_path(sweep_state *w) {
   }
   hot_env ev;
   if (env_read(&ev, 0, w->err, sizeof w->err) != RT_OK) {
-    fprintf(stderr, "hot-tune: %s\n", w->err);
+    diag_fprintf(stderr, "hot-tune: %s\n", w->err);
     return -1;
   }
   hot_tuned paths;
@@ -275,8 +280,20 @@ static int find_db_path(sweep_state *w) {
   snprintf(w->dbpath, sizeof w->dbpath, "%s", paths.user_path);
   tuned_close(&paths);
   if (!*w->dbpath) {
-    fprintf(stderr, "hot-tune: no user DB path (HOME unset): give --db FILE or set HOT_TUNE_DB\n");
+    diag_fprintf(stderr, "hot-tune: no user DB path (HOME unset): give --db FILE or set HOT_TUNE_DB\n");
     return -1;
+  }
+  /* the default DB lives in hot's cache folder, created as the kernel cache's is, and said */
+  char dir[sizeof w->dbpath], made[sizeof w->dbpath], why[512];
+  snprintf(dir, sizeof dir, "%s", w->dbpath);
+  char *slash = strrchr(dir, '/');
+  if (slash && slash != dir) {
+    *slash = '\0';
+    if (fileio_mkdir_default(dir, made, sizeof made, why, sizeof why) != 0) {
+      diag_fprintf(stderr, "hot-tune: the default tuning database %s: %s\n", w->dbpath, why);
+      return -1;
+    }
+    if (*made) diag_fprintf(stderr, "hot-tune: created %s for the default tuning database %s\n", made, w->dbpath);
   }
   return 0;
 }
@@ -289,14 +306,14 @@ static int select_variants(sweep_state *w) {
   w->todo = calloc((size_t)nv + 1, sizeof *w->todo);
   w->layers = calloc((size_t)nv + 1, sizeof *w->layers);
   if (!w->specs || !w->todo || !w->layers) {
-    fprintf(stderr, "hot-tune: out of memory\n");
+    diag_fprintf(stderr, "hot-tune: out of memory\n");
     return -1;
   }
   for (int i = 0; i < nv; ++i) {
     if (w->vars[i].index % w->o->shard_n != w->o->shard_i) continue;
     hot_layer_spec s;
     if (tune_variant_spec(&w->m, &w->vars[i], &s, w->err, sizeof w->err) != 0) {
-      fprintf(stderr, "hot-tune: %s\n", w->err);
+      diag_fprintf(stderr, "hot-tune: %s\n", w->err);
       return -1;
     }
     if (w->o->resume) {
@@ -304,7 +321,7 @@ static int select_variants(sweep_state *w) {
       row_key(&key, &w->env, &w->m, &w->vars[i], &s);
       int have = tunedb_get(w->db, &key, NULL, w->err, sizeof w->err);
       if (have < 0) {
-        fprintf(stderr, "hot-tune: %s\n", w->err);
+        diag_fprintf(stderr, "hot-tune: %s\n", w->err);
         return -1;
       }
       if (have) {
@@ -326,16 +343,15 @@ static int sweep_prepare(sweep_state *w) {
   if (probe_env(o, &w->m, &w->env) != 0) return -1;
   o->plan_arch = plan_arch_caps(w->env.arch)->name;
   if (tune_space(&w->m, o, w->env.arch, &w->vars, &w->nv, w->err, sizeof w->err) != 0) {
-    fprintf(stderr, "hot-tune: %s\n", w->err);
+    diag_fprintf(stderr, "hot-tune: %s\n", w->err);
     return -1;
   }
-  if (find_db_path(w) != 0) return -1;
   if (tunedb_open_write(&w->db, w->dbpath, w->err, sizeof w->err) != RT_OK) {
-    fprintf(stderr, "hot-tune: %s\n", w->err);
+    diag_fprintf(stderr, "hot-tune: %s\n", w->err);
     return -1;
   }
   if (select_variants(w) != 0) return -1;
-  fprintf(stderr, "hot-tune: %s: %d variant%s in all, %d in shard %d/%d, %d already recorded, %d to "
+  diag_fprintf(stderr, "hot-tune: %s: %d variant%s in all, %d in shard %d/%d, %d already recorded, %d to "
           "run; arch %s, %s; database %s\n", o->spec, w->nv, w->nv == 1 ? "" : "s",
           w->n_mine + w->n_skip, o->shard_i, o->shard_n, w->n_skip, w->n_mine,
           plan_arch_caps(w->env.arch)->name, w->env.have_gpu ? w->env.device : "no GPU",
@@ -345,7 +361,7 @@ static int sweep_prepare(sweep_state *w) {
   int n_speed = 0;
   for (int k = 0; k < w->n_mine; ++k) n_speed += w->vars[w->todo[k]].cls == HOT_FIELD_SPEED;
   if ((n_speed || w->env.have_gpu) && !(w->sp = tune_speed_open(o, &w->env, w->err, sizeof w->err))) {
-    fprintf(stderr, "hot-tune: %s\n", w->err);
+    diag_fprintf(stderr, "hot-tune: %s\n", w->err);
     return -1;
   }
   return 0;
@@ -422,7 +438,7 @@ static void run_variants(sweep_state *w, tune_progress *pr, double t0, sweep_sum
       bad = tunedb_put(w->db, &row, w->err, sizeof w->err) != RT_OK;
     }
     if (bad) {
-      fprintf(stderr, "%shot-tune: %s\n", pr->bar ? "\n" : "", w->err);
+      diag_fprintf(stderr, "%shot-tune: %s\n", pr->bar ? "\n" : "", w->err);
       *failed = 1;
       break;
     }
@@ -452,11 +468,11 @@ static void sweep_report(const sweep_state *w, const sweep_sum *sum, double wall
            sum->ok, sum->not_ok, sum->timed, left, g_stop ? "true" : "false",
            budget_hit ? "true" : "false", wall);
   }
-  fprintf(stderr, "hot-tune: %d variant%s recorded in %.1f s (%d ok, %d not ok, %d timed)%s\n",
+  diag_fprintf(stderr, "hot-tune: %d variant%s recorded in %.1f s (%d ok, %d not ok, %d timed)%s\n",
           sum->done, sum->done == 1 ? "" : "s", wall, sum->ok, sum->not_ok, sum->timed,
           w->env.have_gpu || !(o->kinds & TUNE_SPEED) ? "" : "; no GPU: speed variants compiled, not timed");
   if (left && !failed)
-    fprintf(stderr, "hot-tune: %s: %d variant%s left; run again with --resume to continue\n",
+    diag_fprintf(stderr, "hot-tune: %s: %d variant%s left; run again with --resume to continue\n",
             g_stop ? "interrupted" : "budget reached", left, left == 1 ? "" : "s");
 }
 
@@ -483,18 +499,30 @@ static int sweep_run(sweep_state *w) {
 
 static int sweep(tune_opts *o) {
   if (check_environment() != 0) return 1;
-  /* Variants are planned exactly as given: the contexts hot-tune opens must not replace the
-   * default tiles of the layer as written by a row of an earlier sweep. */
-  setenv("HOT_TUNE", "0", 1);
   sweep_state *w = calloc(1, sizeof *w);
   if (!w) {
-    fprintf(stderr, "hot-tune: out of memory\n");
+    diag_fprintf(stderr, "hot-tune: out of memory\n");
     return 1;
   }
   w->o = o;
+  /* The database to write, found and checked before any work, and while the tuning environment
+   * is still the user's (the default path is the planner's user DB). */
+  char owhy[256];
+  if (find_db_path(w) != 0) {
+    free(w);
+    return 1;
+  }
+  if (o->db && fileio_check_output(o->db, 0, owhy, sizeof owhy) != 0) {
+    diag_fprintf(stderr, "hot-tune: --db %s: %s\n", o->db, owhy);
+    free(w);
+    return 1;
+  }
+  /* Variants are planned exactly as given: the contexts hot-tune opens must not replace the
+   * default tiles of the layer as written by a row of an earlier sweep. */
+  setenv("HOT_TUNE", "0", 1);
   hot_diag d = {0};
   int rc = spec_load_file(o->spec, NULL, &w->m, &d);
-  for (int i = 0; i < d.count; ++i) fprintf(stderr, "%s\n", d.lines[i]);
+  for (int i = 0; i < d.count; ++i) diag_fprintf(stderr, "%s\n", d.lines[i]);
   diag_free(&d);
   int status = 1;
   if (rc == 0 && (!o->capture || !(o->kinds & TUNE_ACCURACY) || load_capture(o, &w->m) == 0)) {
@@ -518,16 +546,21 @@ static int merge(int argc, char **argv) {
   char err[1024];
   /* Every input is checked before OUT is opened (created): inputs that cannot be read are
    * reported and skipped; when none can, OUT is left as it was (not created). */
+  char owhy[256];
+  if (fileio_check_output(argv[0], 0, owhy, sizeof owhy) != 0) { /* OUT first: before any work */
+    diag_fprintf(stderr, "hot-tune: merge: %s: %s\n", argv[0], owhy);
+    return 1;
+  }
   int status = 0, usable = 0;
   char *ok = calloc((size_t)argc, 1);
   if (!ok) {
-    fprintf(stderr, "hot-tune: out of memory\n");
+    diag_fprintf(stderr, "hot-tune: out of memory\n");
     return 1;
   }
   for (int i = 1; i < argc; ++i) {
     hot_tunedb *src = NULL;
     if (tunedb_open(&src, argv[i], 1, err, sizeof err) != RT_OK) {
-      fprintf(stderr, "hot-tune: %s\n", err);
+      diag_fprintf(stderr, "hot-tune: %s\n", err);
       status = 1;
       continue;
     }
@@ -536,12 +569,12 @@ static int merge(int argc, char **argv) {
     ++usable;
   }
   if (!usable) {
-    fprintf(stderr, "hot-tune: merge: no input could be read; %s left as it was\n", argv[0]);
+    diag_fprintf(stderr, "hot-tune: merge: no input could be read; %s left as it was\n", argv[0]);
     free(ok);
     return 1;
   }
   if (tunedb_open_write(&db, argv[0], err, sizeof err) != RT_OK) {
-    fprintf(stderr, "hot-tune: %s\n", err);
+    diag_fprintf(stderr, "hot-tune: %s\n", err);
     free(ok);
     return 1;
   }
@@ -549,11 +582,11 @@ static int merge(int argc, char **argv) {
     if (!ok[i]) continue;
     int64_t n = 0;
     if (tunedb_merge(db, argv[i], &n, err, sizeof err) != RT_OK) {
-      fprintf(stderr, "hot-tune: %s\n", err);
+      diag_fprintf(stderr, "hot-tune: %s\n", err);
       status = 1;
       continue;
     }
-    fprintf(stderr, "hot-tune: merged %lld row%s from %s\n", (long long)n, n == 1 ? "" : "s", argv[i]);
+    diag_fprintf(stderr, "hot-tune: merged %lld row%s from %s\n", (long long)n, n == 1 ? "" : "s", argv[i]);
   }
   tunedb_close(db);
   free(ok);
@@ -578,6 +611,11 @@ static int show_main(int argc, char **argv) {
     else so.db = a;
   }
   if (!so.db) return usage_error("%s", "show needs a DB");
+  char owhy[256];
+  if (so.plot && fileio_check_output(so.plot, 0, owhy, sizeof owhy) != 0) {
+    diag_fprintf(stderr, "hot-tune: --plot %s: %s\n", so.plot, owhy);
+    return 2;
+  }
   return tune_show(&so, stdout);
 }
 
@@ -664,7 +702,7 @@ int main(int argc, char **argv) {
       if (i + 1 >= argc) return usage_error("%s needs a value", a);
       int rc = sweep_value(&o, a, argv[++i]);
       if (rc) return rc;
-    } else if (a[0] == '-') return usage_error("unknown option %s", a);
+    } else if (a[0] == '-' && a[1]) return usage_error("unknown option %s", a);
     else if (o.spec) return usage_error("more than one SPEC (%s)", a);
     else o.spec = a;
   }

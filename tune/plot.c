@@ -765,6 +765,14 @@ static int data_range(layout *L, const hot_plot_point *pts, int n, double lo[2],
   return 0;
 }
 
+/* The title's scale: one step above the text's (s + 1), or s when the title would not fit the
+ * width at s + 1 (then it is clipped only if it does not fit at s either). */
+static int title_scale(int W, int s, const char *title) {
+  int ts = s + 1;
+  if (title && ts > s && glyph_count(title) > W / (CELL_W * ts) - 2) ts = s;
+  return ts;
+}
+
 /* Computes the layout; returns 0 or -1 with a message. */
 static int do_layout(layout *L, const hot_plot_point *pts, int n, const hot_plot_opts *o, char *err,
                      size_t errlen) {
@@ -772,7 +780,7 @@ static int do_layout(layout *L, const hot_plot_point *pts, int n, const hot_plot
   if (data_range(L, pts, n, lo, hi, err, errlen) != 0) return -1;
   scale_layout(L);
   const int s = L->s;
-  int bs = s + 1; /* the title's scale */
+  int bs = title_scale(L->W, s, o ? o->title : NULL); /* the title's scale */
   int has_title = o && o->title && *o->title, has_xl = o && o->x_label && *o->x_label;
   int has_yl = o && o->y_label && *o->y_label;
   legend_layout(L, o);
@@ -870,8 +878,9 @@ static void draw_titles(canvas *c, const layout *L, const hot_plot_opts *o) {
     cv_text(c, L->pad, L->py0 - 4 * s - L->pad / 2 - GLYPH_H * s, A_START, s, C_FG, "ylabel", txt);
   }
   if (o && o->title && *o->title) {
-    clip_text(o->title, L->W / (CELL_W * (s + 1)) - 2, txt, sizeof txt);
-    cv_text(c, L->W / 2, L->pad, A_MIDDLE, s + 1, C_FG, "title", txt);
+    int ts = title_scale(L->W, s, o->title);
+    clip_text(o->title, L->W / (CELL_W * ts) - 2, txt, sizeof txt);
+    cv_text(c, L->W / 2, L->pad, A_MIDDLE, ts, C_FG, "title", txt);
   }
 }
 
@@ -963,7 +972,9 @@ static int label_place(const layout *L, const hot_plot_point *p, const char *txt
     for (int j = 0; j < np && !clash; ++j) clash = boxes_overlap(&cand[q], &placed[j]);
     if (!clash) pick = q;
   }
-  if (pick < 0 && p->chosen) pick = inside >= 0 ? inside : 0;
+  /* the first chosen point's label always; another one only where it overlaps nothing (its ring
+   * marks it), so labels never pile up when several layers' chosen points are close */
+  if (pick < 0 && p->chosen && np == 0) pick = inside >= 0 ? inside : 0;
   return pick;
 }
 

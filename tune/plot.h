@@ -7,7 +7,8 @@
  * marker, the Pareto front of each series as a step line through its points sorted by x
  * (horizontal then vertical: the boundary of the region those points dominate), and each chosen
  * point ringed and labelled. Labels of Pareto points are drawn where they do not collide with a
- * label already placed (the chosen point's label is placed first and always drawn).
+ * label already placed (the first chosen point's label is placed first and always drawn; other
+ * chosen points' labels, like Pareto ones, only where they collide with nothing).
  *
  * Formats (from the extension of the path, case-insensitive):
  *  - .svg: an SVG 1.1 document with a viewBox of width x height user units, integer pixel

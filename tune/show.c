@@ -388,7 +388,7 @@ static void show_accuracy(const show_opts *o, const row_list *l, int i, int j, a
 /* Writes the plot (--plot) and says so. Returns 0, or 1 on an error (said). */
 static int write_plot(const show_opts *o, const plot_points *p, FILE *out) {
   if (p->npp == 0) {
-    fprintf(stderr, "hot-tune: --plot: no accuracy rows with errors to draw in %s\n", o->db);
+    diag_fprintf(stderr, "hot-tune: --plot: no accuracy rows with errors to draw in %s\n", o->db);
     return 1;
   }
   char err[1024];
@@ -400,7 +400,7 @@ static int write_plot(const show_opts *o, const plot_points *p, FILE *out) {
   for (int s = 0; s < p->nseries; ++s) po.series_names[s] = p->series[s];
   po.n_series = p->nseries;
   if (hot_plot_write(o->plot, p->pp, p->npp, &po, err, sizeof err) != 0) {
-    fprintf(stderr, "hot-tune: --plot: %s\n", err);
+    diag_fprintf(stderr, "hot-tune: --plot: %s\n", err);
     return 1;
   }
   fprintf(out, "\nplot: %s (%d points, %d layer%s)\n", o->plot, p->npp, p->nseries, p->nseries == 1 ? "" : "s");
@@ -422,7 +422,7 @@ static int show_summary(const show_opts *o, const row_list *l, FILE *out) {
   const hot_tune_row **sp = calloc(nr, sizeof *sp);
   plot_points p = {calloc(nr, sizeof *p.pp), 0, 0, -1, 0, 0, {0}};
   if (!pts || !sp || !p.pp) {
-    fprintf(stderr, "hot-tune: out of memory\n");
+    diag_fprintf(stderr, "hot-tune: out of memory\n");
     free(pts), free(sp), free(p.pp);
     return 1;
   }
@@ -449,7 +449,7 @@ int tune_show(const show_opts *o, FILE *out) {
   hot_tunedb *db = NULL;
   char err[1024];
   if (tunedb_open(&db, o->db, 1, err, sizeof err) != RT_OK) {
-    fprintf(stderr, "hot-tune: %s\n", err);
+    diag_fprintf(stderr, "hot-tune: %s\n", err);
     return 1;
   }
   row_list l = {0};
@@ -457,20 +457,20 @@ int tune_show(const show_opts *o, FILE *out) {
   tunedb_close(db);
   int status = 0;
   if (n < 0 || n != l.n) {
-    fprintf(stderr, "hot-tune: %s\n", n < 0 ? err : "out of memory reading the rows");
+    diag_fprintf(stderr, "hot-tune: %s\n", n < 0 ? err : "out of memory reading the rows");
     status = 1;
   } else if (o->rows) {
     print_rows(&l, out);
   } else if (o->sql) {
     int n_sql = print_sql(&l, out);
-    fprintf(stderr, "hot-tune: %d row%s fit for the system DB (of %d)\n", n_sql, n_sql == 1 ? "" : "s", l.n);
+    diag_fprintf(stderr, "hot-tune: %d row%s fit for the system DB (of %d)\n", n_sql, n_sql == 1 ? "" : "s", l.n);
   } else if (o->json) {
     print_json(&l, out);
   } else if (l.n == 0) {
     fprintf(out, "%s: no rows%s%s\n", o->db, o->layer ? " of layer " : "", o->layer ? o->layer : "");
     status = o->plot ? 1 : 0;
   } else if (sort_groups(&l) != 0) {
-    fprintf(stderr, "hot-tune: out of memory\n");
+    diag_fprintf(stderr, "hot-tune: out of memory\n");
     status = 1;
   } else {
     status = show_summary(o, &l, out);

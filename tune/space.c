@@ -4,6 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "spec.h" /* spec_layer_name */
 #include "tune.h"
 
 /* Default spaces. Accuracy: what a user weighs against memory and speed — HQ block b, HLA keep
@@ -183,7 +184,7 @@ int tune_space(const hot_model *m, const tune_opts *o, hot_arch arch, tune_varia
     found = 1;
     int dup = duplicate_of(m, o, l);
     if (dup >= 0) {
-      fprintf(stderr, "hot-tune: layer %s has the shape and numerics of layer %s: its rows are %s's\n",
+      diag_fprintf(stderr, "hot-tune: layer %s has the shape and numerics of layer %s: its rows are %s's\n",
               m->layers[l].name, m->layers[dup].name, m->layers[dup].name);
       continue;
     }
@@ -195,14 +196,9 @@ int tune_space(const hot_model *m, const tune_opts *o, hot_arch arch, tune_varia
     }
   }
   if (!found) {
-    hot_buf names = {0}; /* every name; the message is cut at a name when err is full */
-    for (int l = 0; l < m->n_layers; ++l) {
-      if (l) buf_puts(&names, ", ");
-      buf_puts(&names, m->layers[l].name);
-    }
+    char names[HOT_MSG_MAX];
     fileio_msgf(err, errlen, "%s has no layer '%s' (layers: %s)", m->file, o->layer,
-             buf_ok(&names) && names.data ? names.data : "?");
-    buf_free(&names);
+                diag_names(names, sizeof names, m->n_layers, spec_layer_name, m));
     return -1;
   }
   if (*n == 0) {

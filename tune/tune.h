@@ -22,6 +22,7 @@
 #include "hot_tools.h" /* libhot's internals: capture files, the tuning DB, the JIT */
 #include "plan.h"
 #include "buf.h"
+#include "diag.h" /* diag_fprintf, diag_names: bounded messages */
 #include "escape.h"
 #include "fileio.h"
 #include "tunedb_write.h"

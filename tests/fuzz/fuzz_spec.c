@@ -18,6 +18,7 @@
 #include <string.h>
 #include <sys/stat.h>
 
+#include "diag.h"
 #include "emit.h"
 #include "plan.h"
 #include "spec.h"
@@ -46,9 +47,10 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
         if (emit_layer(&g_plan, &e, err, sizeof err) == 0) emit_free(&e);
       }
   }
-  /* Every message is one line naming the spec. */
+  /* Every message is one line naming the spec, within the bound of every message (diag.h). */
   for (int i = 0; i < d.count; ++i)
-    if (strchr(d.lines[i], '\n') || strncmp(d.lines[i], "fuzz.lua", 8) != 0) {
+    if (strchr(d.lines[i], '\n') || strncmp(d.lines[i], "fuzz.lua", 8) != 0 ||
+        strlen(d.lines[i]) >= HOT_MSG_MAX) {
       fprintf(stderr, "fuzz_spec: bad message: %s\n", d.lines[i]);
       abort();
     }

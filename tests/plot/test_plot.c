@@ -883,6 +883,49 @@ START_TEST(many_points) {
 }
 END_TEST
 
+/* hot-tune show's plot: its title whole at the default size (no '~' cut), and four layers whose
+ * chosen points ("as written") lie close together: their labels never overlap (the first one
+ * always drawn, the others only where there is room; every ring drawn). */
+START_TEST(tune_title_and_chosen_labels) {
+  hot_plot_point p[8];
+  memset(p, 0, sizeof p);
+  for (int i = 0; i < 8; ++i) {
+    p[i].x = 1.0 + (i % 4) * 0.001 + (i / 4);
+    p[i].y = 0.5 + (i % 4) * 0.001 + (i / 4) * 0.2;
+    p[i].series = i % 4;
+    p[i].pareto = 1;
+    p[i].chosen = i < 4; /* four layers, each its point as written, all at the same spot */
+    p[i].label = i < 4 ? "as written" : NULL;
+  }
+  hot_plot_opts o;
+  memset(&o, 0, sizeof o);
+  o.title = "hot-tune: error vs cost (ringed: the spec as written)"; /* tune/show.c's */
+  o.x_label = "bytes saved by the forward (ABC)";
+  o.y_label = "error (mean over data of sqrt((gx^2+gw^2)/2))";
+  o.n_series = 4;
+  const char *names[4] = {"qkv", "proj", "fc1", "fc2"};
+  for (int i = 0; i < 4; ++i) o.series_names[i] = names[i];
+  write_ok(in_dir("t.svg"), p, 8, &o);
+  char *svg = slurp_text(in_dir("t.svg"));
+  ck_assert_ptr_nonnull(strstr(svg, ">hot-tune: error vs cost (ringed: the spec as written)</text>"));
+  ck_assert_int_eq(count(svg, "<circle class=\"chosen\""), 4);
+  /* four places around one spot: at most one label each, so none overlaps another */
+  int labels = count(svg, "<text class=\"chosen-label\"");
+  ck_assert_int_ge(labels, 1);
+  ck_assert_int_le(labels, 4);
+  int xs[4], ys[4], k = 0;
+  for (const char *q = strstr(svg, "<text class=\"chosen-label\""); q && k < 4;
+       q = strstr(q + 1, "<text class=\"chosen-label\"")) {
+    ck_assert_int_eq(sscanf(strstr(q, "x=\""), "x=\"%d", &xs[k]), 1);
+    ck_assert_int_eq(sscanf(strstr(q, "y=\""), "y=\"%d", &ys[k]), 1);
+    ++k;
+  }
+  for (int i = 0; i < k; ++i)
+    for (int j = i + 1; j < k; ++j) ck_assert(xs[i] != xs[j] || ys[i] != ys[j]);
+  free(svg);
+}
+END_TEST
+
 int main(void) {
   Suite *su = suite_create("plot");
   TCase *tc = tcase_create("checkers");
@@ -903,6 +946,7 @@ int main(void) {
   tcase_add_test(tc, texts_inside_image);
   tcase_add_test(tc, extreme_values);
   tcase_add_test(tc, many_points);
+  tcase_add_test(tc, tune_title_and_chosen_labels);
   suite_add_tcase(su, tc);
   SRunner *sr = srunner_create(su);
   srunner_run_all(sr, CK_NORMAL);

@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
 """Source scans of docs/reliability.md: each class of failure is enumerated over the C sources of
-runtime/, gen/, tune/ and bench/, and every place found must be one of the known, checked places
+base/, runtime/, gen/, tune/, bench/ and dev/, and every place found must be one of the known, checked places
 listed here (with why it is safe). A new place fails the scan until it is made safe and listed.
 
 Usage: scan.py SOURCE_DIR CLASS   (CLASS: files, databases, messages, escaping, limits, captures,
@@ -10,7 +10,7 @@ import os
 import re
 import sys
 
-DIRS = ("runtime", "gen", "tune", "bench", "base", "dev")
+DIRS = ("base", "runtime", "gen", "tune", "bench", "dev")
 
 
 def strip_comments(text, keep_strings=True):
@@ -79,12 +79,13 @@ def compare(what, got, known):
 # ---- 1. files: every open of a file goes through base/fileio.c ----------------------------------
 OPEN = r"\b(fopen|freopen|fdopen|open|openat|creat|mkstemp|mkostemp|tmpfile|luaL_loadfilex?|luaL_dofile|dlopen|opendir|sqlite3_open(?:_v2)?)\s*\("
 OPEN_KNOWN = {
-    "base/fileio.c": (2, "the one home: open() with O_NONBLOCK + fstat S_ISREG, fdopen of it"),
+    "base/fileio.c": (4, "the one home: open() with O_NONBLOCK + fstat S_ISREG and fdopen of it "
+                         "(random access, writes); a blocking open() and fdopen of a stream"),
     "runtime/tunedb.c": (3, "sqlite3_open_v2 through the VFS hot-regular after open_precheck "
                             "(database, immutable reopen) and of :memory:"),
     "runtime/cache.c": (2, "opendir of the cache folder (listing; entries read via fileio)"),
-    "runtime/cpu/fast_pool.c": (1, "dlopen with RTLD_NOLOAD of an OpenMP runtime the process has "
-                                   "already loaded (fast_use_openmp): not a data file"),
+    "runtime/cpu/fast_pool.c": (1, "dlopen(RTLD_NOLOAD) of an OpenMP runtime the process has "
+                                   "loaded: not a data file"),
     "runtime/cuda_api.c": (2, "dlopen of the CUDA driver (HOT_CUDA_DRIVER or the system's): not a data file"),
     "bench/cublas.c": (1, "dlopen of cuBLAS by library name"),
     "bench/cublaslt.c": (1, "dlopen of cuBLASLt by library name"),
@@ -95,8 +96,40 @@ OPEN_KNOWN = {
 }
 
 
+# The two kinds of file (docs/reliability.md's table): streams, read once from start to end, may
+# be pipes ("-" is stdin): fileio_fopen_stream, for a spec only. Everything opened for random
+# access or written is regular-only: fileio_open, fileio_fopen, fileio_check_regular.
+STREAM_KNOWN = {
+    "base/fileio.c": (1, "its definition"),
+    "gen/spec.c": (1, "spec_load_file: the spec, read once into memory (16 MiB bound), then "
+                      "loaded from the buffer under the file's name"),
+}
+REGULAR_KNOWN = {
+    "base/fileio.c": (7, "definitions, fileio_fopen's call of fileio_open, fileio_mkdir_last's "
+                         "check"),
+    "runtime/cache_file.c": (2, "kernel-cache entry: written (temp + rename), read by offset"),
+    "runtime/capture.c": (3, "capture: written (temp + rename, target checked), read by offset"),
+    "runtime/jit.c": (1, "HOT_JIT_DEBUG's source dump: written"),
+    "runtime/pack.c": (3, "kernel pack: written (temp + rename, target checked), read by offset"),
+    "runtime/tunedb.c": (2, "tuning database and its companions: random access (SQLite)"),
+    "gen/main.c": (5, "--emit / --dump-cubin / --pack checked before any work, the folders made "
+                      "(last component only), outputs written (temp + rename)"),
+    "tune/plot.c": (2, "--plot output: written (temp + rename)"),
+    "tune/main.c": (3, "--db, show --plot, merge OUT: checked before any work"),
+    "bench/main.c": (2, "--out: checked before any work, written"),
+    "bench/paths.c": (1, "--gemm-paths --out: written"),
+}
+
+
 def check_files(root):
-    return compare("file opens", find(root, OPEN, keep_strings=False), OPEN_KNOWN)
+    bad = compare("file opens", find(root, OPEN, keep_strings=False), OPEN_KNOWN)
+    bad += compare("stream opens (pipes allowed)",
+                   find(root, r"\bfileio_fopen_stream\s*\(", keep_strings=False), STREAM_KNOWN)
+    bad += compare("regular-only opens (random access or written)",
+                   find(root, r"\bfileio_(?:open|fopen|check_regular|check_output|mkdir_last)\s*\(",
+                        keep_strings=False),
+                   REGULAR_KNOWN)
+    return bad
 
 
 # ---- environment: the process environment is read in one place, runtime/env.c -------------------

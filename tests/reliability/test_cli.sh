@@ -50,13 +50,21 @@ has o.txt "fifo.db: not a regular file (a FIFO)" "hot-tune merge FIFO IN"
 cp a.db w.db && mkfifo w.db-wal
 run o.txt "$TUNE" show w.db
 has o.txt "its companion w.db-wal is not a regular file (a FIFO)" "a FIFO as the -wal companion"
+# a spec is a stream: a FIFO is read once its writer writes (as cat reads it), - is stdin; a
+# directory is no stream
+(sleep 1; cat "$SPEC" >fifo.lua) &
 run o.txt "$GEN" fifo.lua --plan
-has o.txt "fifo.lua: cannot open: not a regular file (a FIFO)" "spec FIFO"
+wait
+has o.txt "model tune_tiny ($T/fifo.lua)\|model tune_tiny (fifo.lua)" "spec FIFO read as a stream"
+timeout 20 "$GEN" - --plan <"$SPEC" >o.txt 2>&1
+has o.txt "model tune_tiny (stdin)" "spec - read from stdin"
+run o.txt "$GEN" "$T" --plan
+has o.txt "cannot open: not a stream (a directory)" "spec directory refused"
 mkdir emit && mkfifo emit/manifest.json
 run o.txt "$GEN" "$SPEC" --emit emit
 has o.txt "manifest.json: cannot write: not a regular file (a FIFO)" "--emit over a FIFO"
 run o.txt "$TUNE" show a.db --plot fifo.svg
-has o.txt "plot: cannot write fifo.svg: not a regular file (a FIFO)" "--plot FIFO"
+has o.txt "hot-tune: --plot fifo.svg: not a regular file (a FIFO)" "--plot FIFO (checked before any work)"
 run o.txt "$BENCH" "$SPEC" --out fifo.json --no-jit --iters 1 --warmup 0
 has o.txt "hot-bench: --out fifo.json: not a regular file (a FIFO)" "hot-bench --out FIFO"
 run o.txt "$TUNE" "$SPEC" --layer a --kind accuracy --capture fifo.db --db cf.db

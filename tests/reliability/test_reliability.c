@@ -14,9 +14,12 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include "cache_file.h"
+#include "diag.h"
+#include "hot.h"
 #include "capture.h"
 #include "escape.h"
 #include "fileio.h"
@@ -74,6 +77,92 @@ START_TEST(fileio_regular_only) {
   char m[400];
   ck_assert_int_eq(fileio_check_regular(in_dir(m, sizeof m, "missing"), 0, why, sizeof why), 0);
   ck_assert_int_eq(fileio_check_regular(m, 1, why, sizeof why), -1);
+}
+END_TEST
+
+/* Streams and outputs (fileio.h): a spec may be a pipe or "-" (read once, blocking only until the
+ * writer writes); a directory is not a stream; an output in a missing folder fails its check and
+ * fileio_mkdir_last never creates more than the last component. */
+START_TEST(fileio_streams_and_outputs) {
+  char f[400], d[400], why[256], o[400];
+  fifo(in_dir(f, sizeof f, "spec.fifo"));
+  pid_t pid = fork();
+  ck_assert_int_ge(pid, 0);
+  if (pid == 0) { /* the writer, after a pause: the reader waits for it, as cat does */
+    usleep(200000);
+    int fd = open(f, O_WRONLY);
+    const char text[] = "return 1\n";
+    _exit(fd >= 0 && write(fd, text, sizeof text - 1) == (ssize_t)(sizeof text - 1) ? 0 : 1);
+  }
+  FILE *s = fileio_fopen_stream(f, why, sizeof why);
+  ck_assert_msg(s != NULL, "%s", why);
+  char buf[64] = "";
+  ck_assert_uint_eq(fread(buf, 1, sizeof buf - 1, s), 9);
+  ck_assert_str_eq(buf, "return 1\n");
+  fclose(s);
+  int status = 0;
+  ck_assert_int_eq(waitpid(pid, &status, 0), pid);
+  ck_assert_ptr_null(fileio_fopen_stream(g_dir, why, sizeof why));
+  ck_assert_str_eq(why, "not a stream (a directory)");
+  s = fileio_fopen_stream("-", why, sizeof why); /* stdin, through a copy */
+  ck_assert_ptr_nonnull(s);
+  fclose(s);
+  ck_assert_int_ne(fcntl(0, F_GETFD), -1); /* stdin itself still open */
+  /* outputs */
+  in_dir(d, sizeof d, "missing/deeper");
+  ck_assert_int_eq(fileio_check_output(d, 1, why, sizeof why), -1);
+  ck_assert_int_eq(fileio_mkdir_last(d, why, sizeof why), -1);
+  ck_assert_int_ne(access(in_dir(o, sizeof o, "missing"), F_OK), 0); /* nothing created */
+  ck_assert_int_eq(fileio_check_output(in_dir(o, sizeof o, "missing/out.json"), 0, why, sizeof why), -1);
+  ck_assert_ptr_nonnull(strstr(why, "missing"));
+  ck_assert_int_eq(fileio_check_output(f, 0, why, sizeof why), -1); /* a FIFO is no output */
+  ck_assert_str_eq(why, "not a regular file (a FIFO)");
+  ck_assert_int_eq(fileio_mkdir_last(in_dir(d, sizeof d, "made"), why, sizeof why), 0);
+  ck_assert_int_eq(fileio_check_output(in_dir(o, sizeof o, "made/out.json"), 0, why, sizeof why), 0);
+}
+END_TEST
+
+/* libhot's hot_errmsg within the one bound of every message (diag.h): a spec of 50 000 layers and
+ * a layer it lacks, named with a 100 000-byte name; a spec read from a FIFO. */
+static const char *nth_name(const void *ctx, int i) {
+  (void)ctx;
+  static char b[32];
+  snprintf(b, sizeof b, "n%d", i);
+  return b;
+}
+
+START_TEST(errmsg_bounded) {
+  char path[400];
+  FILE *w = fopen(in_dir(path, sizeof path, "big.lua"), "w");
+  fputs("local hot = require \"hot\"\nlocal L = {}\nfor i = 1, 50000 do L[i] = hot.linear { name = "
+        "string.format(\"layer_%06d\", i), in_features = 64, out_features = 64 } end\nreturn "
+        "hot.model { name = \"big\", batch = 1, tokens = 16, recipe = hot.recipe.hot, target = "
+        "hot.target { arch = \"sm_90\" }, layers = L }\n", w);
+  fclose(w);
+  alarm(300);
+  hot_options o;
+  hot_options_init(&o);
+  o.backend = HOT_BACKEND_CPU;
+  hot_ctx *ctx = NULL;
+  ck_assert_int_eq(hot_ctx_create(&ctx, &o), HOT_OK);
+  hot_layer *l = NULL;
+  char *name = malloc(100001);
+  memset(name, 'q', 100000);
+  name[100000] = '\0';
+  ck_assert_int_eq(hot_layer_from_spec(ctx, path, "nope", 0, &l), HOT_ERR_NOT_FOUND);
+  ck_assert_uint_lt(strlen(hot_errmsg(ctx)), HOT_MSG_MAX);
+  ck_assert_msg(strstr(hot_errmsg(ctx), "layer_000008, ... and 49992 more"), "%s", hot_errmsg(ctx));
+  ck_assert_int_eq(hot_layer_from_spec(ctx, path, name, 0, &l), HOT_ERR_NOT_FOUND);
+  ck_assert_uint_lt(strlen(hot_errmsg(ctx)), HOT_MSG_MAX);
+  free(name);
+  hot_ctx_destroy(ctx);
+  /* diag_names: at most HOT_MSG_NAMES names, cut at a word in a small buffer */
+  char b[HOT_MSG_MAX], small[40];
+  ck_assert_str_eq(diag_names(b, sizeof b, 10, nth_name, NULL), "n0, n1, n2, n3, n4, n5, n6, n7, ... and 2 more");
+  ck_assert_str_eq(diag_names(b, sizeof b, 0, nth_name, NULL), "none");
+  diag_names(small, sizeof small, 10, nth_name, NULL);
+  ck_assert_uint_lt(strlen(small), sizeof small);
+  ck_assert_ptr_nonnull(strstr(small, "..."));
 }
 END_TEST
 
@@ -349,6 +438,8 @@ int main(void) {
   tcase_add_checked_fixture(tc, setup, teardown);
   tcase_set_timeout(tc, 120);
   tcase_add_test(tc, fileio_regular_only);
+  tcase_add_test(tc, fileio_streams_and_outputs);
+  tcase_add_test(tc, errmsg_bounded);
   tcase_add_test(tc, tunedb_special_files);
   tcase_add_test(tc, tunedb_hot_journal);
   tcase_add_test(tc, messages_name_value_and_limit);

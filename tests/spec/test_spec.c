@@ -35,6 +35,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <signal.h>
 #include <sys/wait.h>
 #include <time.h>
@@ -871,6 +872,11 @@ START_TEST(hot_gen_stays_inside) {
   static char out[1 << 18];
   fmt(spec, sizeof spec, "%s/hostile.lua", root);
   fmt(emit, sizeof emit, "%s/a/b/out", root);
+  char ab[1200]; /* --emit creates its last component only: the folders above exist */
+  fmt(ab, sizeof ab, "%s/a", root);
+  ck_assert_int_eq(mkdir(ab, 0700), 0);
+  fmt(ab, sizeof ab, "%s/a/b", root);
+  ck_assert_int_eq(mkdir(ab, 0700), 0);
   FILE *f = fopen(spec, "w");
   ck_assert_ptr_nonnull(f);
   fputs("local hot = require \"hot\"\n"

@@ -31,6 +31,18 @@ rows "$T/a.db" | awk -F'\t' '$13 == "speed" && ($27 <= 0) { bad = 1 } END { exit
 rows "$T/a.db" | awk -F'\t' '$13 == "accuracy" && ($31 == "nan" || $35 == "nan") { bad = 1 } END { exit bad }' \
   && ok "accuracy rows have errors" || fail "an accuracy row without errors"
 
+# 1b. without --db: the default user DB under HOME (no HOT_TUNE_DB, HOT_CACHE_DIR or
+# XDG_CACHE_HOME), its folders created and said; then the planner reads that same DB
+mkdir -p "$T/home"
+env -u HOT_TUNE_DB -u HOT_CACHE_DIR -u XDG_CACHE_HOME HOME="$T/home" "$TUNE" "$SPEC" --kind accuracy \
+  --layer a --progress plain \
+  >"$T/home.log" 2>&1 || { cat "$T/home.log"; fail "sweep without --db: exit $?"; }
+if [ -f "$T/home/.cache/hot/tune.db" ] && grep -q "created $T/home/.cache" "$T/home.log"; then
+  ok "no --db: the default DB under HOME, its folder created and said"
+else
+  fail "no --db: no $T/home/.cache/hot/tune.db or no 'created' line:"; head -5 "$T/home.log"
+fi
+
 # 2. three shards, merged, equal the single process
 for i in 0 1 2; do
   "$TUNE" "$SPEC" --db "$T/s$i.db" --shard $i/3 --progress plain >"$T/s$i.log" 2>&1 || fail "shard $i exit"
