@@ -45,6 +45,17 @@ TINY = [  # --tiny: the same code paths on small layers (a smoke run that checks
 ]
 
 
+def numbers():
+    """hot's one parser of numbers (python/hot/_numbers.py), loaded by path (no libhot needed)."""
+    import importlib.util
+    path = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "python",
+                        "hot", "_numbers.py")
+    spec = importlib.util.spec_from_file_location("hot_numbers", path)
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    return mod
+
+
 def find_lib(arg):
     if arg:
         return arg
@@ -270,8 +281,9 @@ def stages(lib, threads, reps, shapes):
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--lib", help="path of libhot_fast_bench.so")
-    ap.add_argument("--threads", type=int, default=os.cpu_count() or 1)
-    ap.add_argument("--reps", type=int, default=3)
+    num = numbers()
+    ap.add_argument("--threads", type=num.arg_int(1, 256), default=os.cpu_count() or 1)
+    ap.add_argument("--reps", type=num.arg_int(1, 10**6), default=3)
     ap.add_argument("--api", action="store_true", help="also hot's Python API ($HOT_LIBRARY)")
     ap.add_argument("--exact", action="store_true", help="also the fp64 exact products (slow)")
     ap.add_argument("--own-threads", action="store_true",

@@ -10,6 +10,7 @@
 #include "bench.h"
 #include "cost.h"
 #include "plan.h"
+#include "num.h"
 
 #define ATTR_L2_CACHE_SIZE 38 /* CU_DEVICE_ATTRIBUTE_L2_CACHE_SIZE (cuda.h) */
 #define ATTR_CC_MAJOR 75      /* CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR */
@@ -46,7 +47,7 @@ bench_gpu *bench_gpu_open(char *err, size_t n) {
   }
   const char *dv = env_get("HOT_DEVICE"); /* the parser and range of hot_ctx_create (env.h) */
   uint64_t ordv = 0;
-  if (dv && env_parse_u64("HOT_DEVICE", dv, 0, 1024, &ordv, err, n)) {
+  if (dv && num_parse_u64("HOT_DEVICE", dv, 0, 1024, &ordv, err, n)) {
     free(g);
     return NULL;
   }

@@ -10,6 +10,7 @@
 
 #include "bench.h"
 #include "diag.h"
+#include "num.h"
 #include "fileio.h" /* --out: a regular file, opened without blocking */
 #include "spec.h"
 
@@ -114,11 +115,15 @@ static const char *help_text =
     "Exit status: 0 every layer ran; 2 a layer failed or is unsupported on this backend (the\n"
     "table says which and why); 1 bad arguments, a bad spec, or --backend cuda without CUDA.\n";
 
-static int parse_i64(const char *s, int64_t lo, int64_t *out) {
-  char *end;
-  long long v = strtoll(s, &end, 0);
-  if (!*s || *end || v < lo) return -1;
-  *out = v;
+/* An integer option in [lo, hi] (num.h: decimal or 0x hex). 0, or -1 (said). */
+static int parse_int_opt(const char *a, const char *v, uint64_t lo, uint64_t hi, int64_t *out) {
+  uint64_t k = 0;
+  char err[160];
+  if (num_parse_u64(a, v, lo, hi, &k, err, sizeof err) != 0) {
+    diag_fprintf(stderr, "hot-bench: %s\n", err);
+    return -1;
+  }
+  *out = (int64_t)k;
   return 0;
 }
 
@@ -131,11 +136,7 @@ static int parse_i64(const char *s, int64_t lo, int64_t *out) {
 /* --batch, --tokens, --iters, --warmup, --check-macs: an integer. 0, or -1 (said). */
 static int parse_count(bench_opts *o, const char *a, const char *v) {
   int64_t k;
-  int64_t lo = !strcmp(a, "--warmup") ? 0 : 1;
-  if (parse_i64(v, lo, &k) != 0 || k > ((int64_t)1 << 40)) {
-    diag_fprintf(stderr, "hot-bench: %s needs an integer >= %lld (got '%s')\n", a, (long long)lo, v);
-    return -1;
-  }
+  if (parse_int_opt(a, v, !strcmp(a, "--warmup") ? 0 : 1, (uint64_t)1 << 40, &k) != 0) return -1;
   if (!strcmp(a, "--batch")) o->batch = k;
   else if (!strcmp(a, "--tokens")) o->tokens = k;
   else if (!strcmp(a, "--iters")) o->iters = (int)(k > 100000 ? 100000 : k);
@@ -157,16 +158,12 @@ static int parse_checked(bench_opts *o, const char *a, const char *v) {
     if (plan_arch_parse(v, &ar) != 0) { diag_fprintf(stderr, "hot-bench: unknown arch '%s' (sm_80 sm_86 sm_89 sm_90 sm_90a)\n", v); return -1; }
     o->arch = v;
   } else if (!strcmp(a, "--seeds")) {
-    if (parse_i64(v, 1, &k) != 0 || k > 256) {
-      diag_fprintf(stderr, "hot-bench: --seeds needs an integer in [1, 256] (got '%s')\n", v);
-      return -1;
-    }
+    if (parse_int_opt(a, v, 1, 256, &k) != 0) return -1;
     o->seeds = (int)k;
   } else { /* --gy-scale */
-    char *end;
-    o->gy_scale = strtod(v, &end);
-    if (!*v || *end || !(o->gy_scale >= 1e-30 && o->gy_scale <= 1e30)) {
-      diag_fprintf(stderr, "hot-bench: --gy-scale needs a number in [1e-30, 1e30] (got '%s')\n", v);
+    char err[160];
+    if (num_parse_double(a, v, 1e-30, 1e30, &o->gy_scale, err, sizeof err) != 0) {
+      diag_fprintf(stderr, "hot-bench: %s\n", err);
       return -1;
     }
   }
@@ -308,7 +305,7 @@ static int load_layers(bench_run *run) {
   const char *se = env_get("HOT_SEED"); /* checked by hot_ctx_create (env.h): the same parser */
   uint64_t seed = 0;
   char serr[160];
-  if (se && env_parse_u64("HOT_SEED", se, 0, UINT64_MAX, &seed, serr, sizeof serr) == 0)
+  if (se && num_parse_u64("HOT_SEED", se, 0, UINT64_MAX, &seed, serr, sizeof serr) == 0)
     run->seed = seed;
 
   run->layers = calloc((size_t)g_model.n_layers + 1, sizeof *run->layers);

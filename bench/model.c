@@ -11,6 +11,7 @@
 #include <string.h>
 
 #include "fileio.h"
+#include "num.h"
 
 #include "bench.h"
 #include "cost.h"
@@ -42,13 +43,15 @@ static int regs_of(const char *table, const char *arch, const char *name) {
   char why[256];
   FILE *f = table ? fileio_fopen(table, "r", why, sizeof why) : NULL;
   if (!f) return -1; /* no table: the occupancy columns say "?" */
-  char line[512], a[32], k[160];
-  int r = -1, v;
-  while (fgets(line, sizeof line, f))
-    if (sscanf(line, "%31s %159s %d", a, k, &v) == 3 && !strcmp(a, arch) && !strcmp(k, name)) {
-      r = v;
-      break;
-    }
+  char line[512];
+  int r = -1;
+  while (r < 0 && fgets(line, sizeof line, f)) { /* "ARCH KERNEL REGISTERS ...": num.h's integer */
+    char *save = NULL, *a = strtok_r(line, " \t\n", &save), *k = strtok_r(NULL, " \t\n", &save);
+    const char *v = strtok_r(NULL, " \t\n", &save);
+    if (a && k && v && !strcmp(a, arch) && !strcmp(k, name) &&
+        num_parse_int("registers", v, 0, 255, &r, NULL, 0) != 0)
+      r = -1;
+  }
   fclose(f);
   return r;
 }

@@ -48,3 +48,14 @@ def pick(repo):
     print(f"hot: this checkout's python/ (the installed package is not usable: {why}), libhot "
           f"{hot2.library_path()}", flush=True)
     return hot2
+
+
+def numbers(repo):
+    """hot's one parser of numbers (python/hot/_numbers.py of this checkout), loaded by path: it
+    imports nothing of hot, so the options parse before libhot is looked for."""
+    import importlib.util
+    spec = importlib.util.spec_from_file_location(
+        "hot_numbers", os.path.join(repo, "python", "hot", "_numbers.py"))
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    return mod

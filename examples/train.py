@@ -25,16 +25,22 @@ import hot_import  # noqa: E402  the installed hot, else this checkout's (says w
 
 REPO = os.path.dirname(HERE)
 hot_import.pick(REPO)
+NUM = hot_import.numbers(REPO)  # the one parser of numbers (python/hot/_numbers.py)
 
 
 def parse_args():
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0],
                                 formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("--epochs", type=int, default=30, help="training epochs (default 30)")
-    p.add_argument("--batch", type=int, default=64, help="batch size = HLA token axis (default 64)")
-    p.add_argument("--hidden", type=int, default=256, help="hidden width of the MLP (default 256)")
-    p.add_argument("--lr", type=float, default=1e-3, help="Adam learning rate (default 1e-3)")
-    p.add_argument("--seed", type=int, default=0, help="seed of the weights, split and batch order")
+    p.add_argument("--epochs", type=NUM.arg_int(1, 10**6),
+                   default=30, help="training epochs (default 30)")
+    p.add_argument("--batch", type=NUM.arg_int(1, 1 << 16),
+                   default=64, help="batch size = HLA token axis (default 64)")
+    p.add_argument("--hidden", type=NUM.arg_int(1, 1 << 16),
+                   default=256, help="hidden width of the MLP (default 256)")
+    p.add_argument("--lr", type=NUM.arg_float(0, 10),
+                   default=1e-3, help="Adam learning rate (default 1e-3)")
+    p.add_argument("--seed", type=NUM.arg_int(0, 2**64 - 1),
+                   default=0, help="seed of the weights, split and batch order")
     p.add_argument("--recipe", default="hot", choices=["hot", "paper", "paper_code"],
                    help="hot recipe of the HOTLinear layers (default hot)")
     p.add_argument("--device", default="cpu", choices=["cpu", "cuda"],

@@ -36,6 +36,7 @@ if HERE not in sys.path:
 import hot_import  # noqa: E402  the installed hot, else this checkout's (says which)
 
 hot_import.pick(REPO)
+NUM = hot_import.numbers(REPO)  # the one parser of numbers (python/hot/_numbers.py)
 
 
 KINDS = ("in_proj", "out_proj", "linear1", "linear2", "head")
@@ -100,16 +101,16 @@ def add_hot_options(p, exact=None, selection=None, basis="auto"):
                        ("abc", "ABC (x kept as HLA's int8 codes)")):
         p.add_argument(f"--{part}", default="on", choices=["on", "off"],
                        help=f"{what} in the converted layers (default on)")
-    p.add_argument("--hla-block", type=int, default=0, metavar="P",
+    p.add_argument("--hla-block", type=NUM.arg_int(0, 1 << 20), default=0, metavar="P",
                    help="HLA block p along the sequence (0: the recipe's, 64)")
     p.add_argument("--hla-selection", default=selection,
                    choices=["recipe", "tri", "prefix", "full"],
                    help="HLA basis along the sequence: tri (the recipe's: keep percentage), "
                         "prefix (the --hla-rank lowest sequencies), full (no rank cut: INT8 "
                         f"g_w and x codes of every Walsh component) (default {selection})")
-    p.add_argument("--hla-keep", type=int, default=0, metavar="PCT",
+    p.add_argument("--hla-keep", type=NUM.arg_int(0, 50), default=0, metavar="PCT",
                    help="tri keep percentage 1..50 (0: the recipe's, 50)")
-    p.add_argument("--hla-rank", type=int, default=0, metavar="R",
+    p.add_argument("--hla-rank", type=NUM.arg_int(0, 1 << 20), default=0, metavar="R",
                    help="prefix rank (with --hla-selection prefix)")
 
 
@@ -258,21 +259,29 @@ def describe(cfg):
 def parse_args():
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0],
                                 formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("--steps", type=int, default=120, help="training steps (default 120)")
-    p.add_argument("--batch", type=int, default=8, help="sequences per batch (default 8)")
-    p.add_argument("--seq", type=int, default=128, help="characters per sequence (default 128)")
-    p.add_argument("--d-model", type=int, default=128, help="model width (default 128)")
-    p.add_argument("--heads", type=int, default=4, help="attention heads (default 4)")
-    p.add_argument("--layers", type=int, default=2, help="transformer layers (default 2)")
+    p.add_argument("--steps", type=NUM.arg_int(1, 10**9),
+                   default=120, help="training steps (default 120)")
+    p.add_argument("--batch", type=NUM.arg_int(1, 1 << 16),
+                   default=8, help="sequences per batch (default 8)")
+    p.add_argument("--seq", type=NUM.arg_int(1, 1 << 20),
+                   default=128, help="characters per sequence (default 128)")
+    p.add_argument("--d-model", type=NUM.arg_int(1, 1 << 16),
+                   default=128, help="model width (default 128)")
+    p.add_argument("--heads", type=NUM.arg_int(1, 1 << 10),
+                   default=4, help="attention heads (default 4)")
+    p.add_argument("--layers", type=NUM.arg_int(1, 1 << 10),
+                   default=2, help="transformer layers (default 2)")
     p.add_argument("--model", default="gelu", choices=["gelu", "relu"],
                    help="the feed-forward activation of the transformer layers (default gelu)")
     p.add_argument("--hot-dtype", default="bf16", choices=["bf16", "fp32"],
                    help="HOT trains under bf16 autocast (default) or in fp32")
-    p.add_argument("--lr", type=float, default=2e-3, help="AdamW peak learning rate")
-    p.add_argument("--eval-every", type=int, default=10, help="steps between validations")
-    p.add_argument("--eval-batches", type=int, default=8, help="validation batches (fixed)")
+    p.add_argument("--lr", type=NUM.arg_float(0, 10), default=2e-3, help="AdamW peak learning rate")
+    p.add_argument("--eval-every", type=NUM.arg_int(1, 10**9),
+                   default=10, help="steps between validations")
+    p.add_argument("--eval-batches", type=NUM.arg_int(1, 10**6),
+                   default=8, help="validation batches (fixed)")
     p.add_argument("--seeds", default="0", help="comma-separated seeds (default 0)")
-    p.add_argument("--text-mb", type=float, default=4.0,
+    p.add_argument("--text-mb", type=NUM.arg_float(0.001, 1e6), default=4.0,
                    help="MB of standard-library source to read (default 4)")
     add_hot_options(p)
     p.add_argument("--ablate", nargs="?", const="all", default=None, metavar="LIST",
@@ -285,7 +294,8 @@ def parse_args():
                         "--recipe applies); prints a table, one "
                         "row per variant, and writes train_lm_ablation.json")
     p.add_argument("--device", default="cpu", choices=["cpu", "cuda"])
-    p.add_argument("--threads", type=int, default=0, help="torch CPU threads (0: torch's)")
+    p.add_argument("--threads", type=NUM.arg_int(0, 1 << 10),
+                   default=0, help="torch CPU threads (0: torch's)")
     p.add_argument("--out-dir", default=os.path.join(REPO, "build", "examples", "train_lm"),
                    help="where the PNG and JSON go (default build/examples/train_lm)")
     return p.parse_args()
@@ -508,7 +518,10 @@ def main():
     if args.device == "cuda" and not torch.cuda.is_available():
         sys.exit("train_lm.py: --device cuda but torch sees no CUDA device")
     dev = torch.device(args.device)
-    seeds = [int(s) for s in args.seeds.split(",") if s.strip()]
+    try:
+        seeds = [NUM.parse_int("--seeds", s, 0, 2**64 - 1) for s in args.seeds.split(",")]
+    except ValueError as e:
+        sys.exit(f"train_lm.py: {e}")
     text, root, nfiles = load_text(int(args.text_mb * 1e6))
     data = torch.frombuffer(bytearray(text), dtype=torch.uint8).long()
     n_train = int(0.9 * len(data))

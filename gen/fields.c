@@ -1,7 +1,7 @@
 /* fields.c — the table of a layer's fields, built from field_list.h (fields.h). */
 #include "fields.h"
+#include "num.h"
 
-#include <errno.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -151,11 +151,8 @@ int fields_set(hot_layer_spec *s, const hot_field *f, const char *value, char *e
   } else if (f->kind == HOT_FK_ENUM) {
     if ((v = fields_enum_parse(f->en, value)) < 0) goto bad; /* any name: the plan checks */
   } else {
-    char *end;
-    errno = 0;
-    long long x = strtoll(value, &end, 10);
-    if (!*value || *end || errno || x < INT32_MIN || x > INT32_MAX) goto bad;
-    v = (int)x;
+    char why[160]; /* num.h: decimal or 0x hex, no sign (no field takes a negative value) */
+    if (num_parse_int(fields_path(f), value, 0, INT32_MAX, &v, why, sizeof why)) goto bad;
     if (!fields_value_ok(f, v, 1)) goto bad;
   }
   fields_store(s, f, v);

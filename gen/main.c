@@ -13,6 +13,7 @@
 #include "emit.h"
 #include "escape.h"
 #include "fileio.h"
+#include "num.h"
 #include "hot_tools.h" /* libhot's internals: the kernel cache, the JIT, the tuned planner */
 #include "plan.h"
 #include "spec.h"
@@ -101,10 +102,9 @@ static const char **value_slot(options *o, const char *a) {
 static int check_args(options *o) {
   if (!o->spec && !o->help_spec) return usage_error("%s", "no spec given");
   if (o->jobs) {
-    char *end;
-    long v = strtol(o->jobs, &end, 10);
-    if (*end || v < 1 || v > 64) return usage_error("--jobs must be in [1, 64] (got '%s')", o->jobs);
-    o->threads = (int)v;
+    char err[160];
+    if (num_parse_int("--jobs", o->jobs, 1, 64, &o->threads, err, sizeof err))
+      return usage_error("%s", err);
   }
   if (o->dump_dir && !o->compile)
     return usage_error("%s", "--dump-cubin needs --compile (it writes the compiled CUBINs)");

@@ -15,6 +15,7 @@
 #include <unistd.h>
 
 #include "cache.h" /* HOT_KCACHE_FORMAT */
+#include "num.h"
 
 static const char MAGIC[8] = {'H', 'O', 'T', 'K', 'C', 'A', 'C', 'H'};
 
@@ -113,6 +114,18 @@ static int make_record(const cache_file_id *id, const hot_kernel_source *src,
   return 0;
 }
 
+/* Reads "KEY0 V0 KEY1 V1 ..." from s (space-separated: exactly keys[0..n), in order) into v[],
+ * each value an integer in [0, hi] (num.h). 0, or -1. */
+static int read_keyed(char *s, const char *const *keys, int n, uint64_t hi, uint64_t *v) {
+  char *save = NULL;
+  for (int i = 0; i < n; ++i) {
+    char *k = strtok_r(i ? NULL : s, " ", &save), *x = strtok_r(NULL, " ", &save);
+    if (!k || !x || strcmp(k, keys[i]) != 0 || num_parse_u64(keys[i], x, 0, hi, &v[i], NULL, 0))
+      return -1;
+  }
+  return strtok_r(NULL, " ", &save) ? -1 : 0;
+}
+
 /* Parses "kernel NAME registers R stack S spill-stores A spill-loads B shared M" lines and
  * "compile-us N" from the record into res (kernels in the request's order). CF_OK, CF_REJECT or
  * CF_NOMEM. */
@@ -133,9 +146,16 @@ static int parse_record(const char *rec, size_t len, const hot_kernel_source *sr
   char *save = NULL;
   for (char *line = strtok_r(text, "\n", &save); line && rc == CF_OK;
        line = strtok_r(NULL, "\n", &save)) {
-    unsigned long long us;
-    if (sscanf(line, "compile-us %llu", &us) == 1) {
-      res->compile_ms = hot_us_to_ms(us);
+    static const char *const k_us[] = {"compile-us"},
+                             *const k_kern[] = {"registers", "stack", "spill-stores",
+                                                "spill-loads", "shared"};
+    uint64_t v[5];
+    if (strncmp(line, "compile-us ", 11) == 0) {
+      if (read_keyed(line, k_us, 1, UINT64_MAX, v) != 0) {
+        rc = CF_REJECT;
+        break;
+      }
+      res->compile_ms = hot_us_to_ms(v[0]);
     } else if (strncmp(line, "kernel ", 7) == 0) {
       char *name = line + 7;
       char *sp = strchr(name, ' ');
@@ -145,13 +165,12 @@ static int parse_record(const char *rec, size_t len, const hot_kernel_source *sr
       }
       *sp = '\0';
       hot_kernel_info *k = &res->kernels[nk];
-      if (strcmp(name, src->kernels[nk]) != 0 ||
-          sscanf(sp + 1, "registers %d stack %d spill-stores %d spill-loads %d shared %d",
-                 &k->registers, &k->stack_bytes, &k->spill_store_bytes, &k->spill_load_bytes,
-                 &k->shared_bytes) != 5) {
+      if (strcmp(name, src->kernels[nk]) != 0 || read_keyed(sp + 1, k_kern, 5, INT32_MAX, v) != 0) {
         rc = CF_REJECT;
         break;
       }
+      k->registers = (int)v[0], k->stack_bytes = (int)v[1], k->spill_store_bytes = (int)v[2];
+      k->spill_load_bytes = (int)v[3], k->shared_bytes = (int)v[4];
       if (!(k->name = strdup(name))) {
         rc = CF_NOMEM;
         break;

@@ -2,7 +2,6 @@
 #define _POSIX_C_SOURCE 200809L
 #include "env.h"
 
-#include <ctype.h>
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -13,28 +12,11 @@
 #include "cuda_api.h"
 #include "diag.h"
 #include "fast.h"
+#include "num.h"
 
 const char *env_get(const char *name) {
   const char *v = getenv(name);
   return v && *v ? v : NULL;
-}
-
-int env_parse_u64(const char *name, const char *s, uint64_t lo, uint64_t hi, uint64_t *out,
-                  char *err, size_t errlen) {
-  char *end = NULL;
-  errno = 0;
-  unsigned long long v = 0;
-  /* decimal (leading zeros are decimal: "010" is ten, never octal), or hex after 0x / 0X; no
-   * sign, no space (strtoull would accept both) */
-  const int hex = s && s[0] == '0' && (s[1] == 'x' || s[1] == 'X');
-  const char *d = hex ? s + 2 : s;
-  int ok = s && (hex ? isxdigit((unsigned char)*d) : (*d >= '0' && *d <= '9'));
-  if (ok) v = strtoull(d, &end, hex ? 16 : 10);
-  if (!ok || errno || !end || *end || v < lo || v > hi)
-    return diag_errf(err, errlen, "%s='%s': expected an integer in [%llu, %llu]", name,
-                    s ? s : "", (unsigned long long)lo, (unsigned long long)hi);
-  *out = (uint64_t)v;
-  return 0;
 }
 
 int env_parse_bool(const char *name, const char *s, int *out, char *err, size_t errlen) {
@@ -73,7 +55,7 @@ static rt_status env_read_selection(hot_env *o, unsigned skip, char *err, size_t
     o->backend = v;
   }
   if (!(skip & HOT_ENV_DEVICE) && (v = env_get("HOT_DEVICE"))) {
-    if (env_parse_u64("HOT_DEVICE", v, 0, 1024, &u, err, errlen)) return RT_ERR_INVALID;
+    if (num_parse_u64("HOT_DEVICE", v, 0, 1024, &u, err, errlen)) return RT_ERR_INVALID;
     o->device_set = 1;
     o->device = (int)u;
   }
@@ -87,12 +69,12 @@ static rt_status env_read_selection(hot_env *o, unsigned skip, char *err, size_t
     o->no_disk_set = 1;
   }
   if ((v = env_get("HOT_CACHE_MAX_MB"))) {
-    if (env_parse_u64("HOT_CACHE_MAX_MB", v, 1, 1ull << 40, &u, err, errlen))
+    if (num_parse_u64("HOT_CACHE_MAX_MB", v, 1, 1ull << 40, &u, err, errlen))
       return RT_ERR_INVALID;
     o->cache_max_bytes = u << 20;
   }
   if (!(skip & HOT_ENV_SEED) && (v = env_get("HOT_SEED"))) {
-    if (env_parse_u64("HOT_SEED", v, 0, UINT64_MAX, &o->seed, err, errlen)) return RT_ERR_INVALID;
+    if (num_parse_u64("HOT_SEED", v, 0, UINT64_MAX, &o->seed, err, errlen)) return RT_ERR_INVALID;
     o->seed_set = 1;
   }
   if (!(skip & HOT_ENV_JIT_DEBUG) && (v = env_get("HOT_JIT_DEBUG"))) {
@@ -120,7 +102,7 @@ static rt_status env_read_toolchain(hot_env *o, char *err, size_t errlen) {
     o->cuda_home = v;
   }
   if ((v = env_get("HOT_JIT_THREADS"))) {
-    if (env_parse_u64("HOT_JIT_THREADS", v, 1, 64, &u, err, errlen)) return RT_ERR_INVALID;
+    if (num_parse_u64("HOT_JIT_THREADS", v, 1, 64, &u, err, errlen)) return RT_ERR_INVALID;
     o->jit_threads = (int)u;
   }
   o->kernel_pack = env_get("HOT_KERNEL_PACK"); /* the loader names a missing or bad file */
@@ -148,7 +130,7 @@ rt_status env_read_cpu(int *threads, int *isa, char *err, size_t errlen) {
   uint64_t u = 0;
   *threads = 0, *isa = -1;
   if ((v = env_get("HOT_CPU_THREADS"))) {
-    if (env_parse_u64("HOT_CPU_THREADS", v, 1, FAST_MAX_THREADS, &u, err, errlen))
+    if (num_parse_u64("HOT_CPU_THREADS", v, 1, FAST_MAX_THREADS, &u, err, errlen))
       return RT_ERR_INVALID;
     *threads = (int)u;
   }

@@ -6,9 +6,9 @@
  * (cuda_api_configure). Tools that use the lower layers directly (hot-gen --compile) get the same
  * parse when they leave a setting to the environment (kcache_open with config.env NULL).
  *
- * Accepted forms: integers in decimal (leading zeros are decimal: "010" is 10; no octal) or hex
- * after 0x / 0X, without sign, space or trailing characters, inside the
- * documented range; booleans 0/1, true/false, yes/no, on/off; paths non-empty. An empty variable
+ * Accepted forms: integers as base/num.h's num_parse_u64 reads them (decimal, leading zeros
+ * still decimal: "010" is 10, no octal; hex only after 0x / 0X; no sign, space or trailing
+ * characters) inside the documented range; booleans 0/1, true/false, yes/no, on/off; paths non-empty. An empty variable
  * counts as unset. */
 #ifndef HOT_ENV_H
 #define HOT_ENV_H
@@ -67,10 +67,9 @@ rt_status env_read(hot_env *out, unsigned skip, char *err, size_t errlen);
  * even on failure, then NULL). RT_OK or RT_ERR_NOMEM. */
 rt_status env_dup(hot_env *dst, const hot_env *src, char **block);
 
-/* The single parsers behind env_read (exposed for the tools and tests). `name` is used in the
- * message only. Each returns 0, or -1 with the message in err. */
-int env_parse_u64(const char *name, const char *s, uint64_t lo, uint64_t hi, uint64_t *out,
-                  char *err, size_t errlen);
+/* The boolean parser behind env_read (exposed for the tools and tests); integers go through
+ * base/num.h's num_parse_u64. `name` is used in the message only. 0, or -1 with the message in
+ * err. */
 int env_parse_bool(const char *name, const char *s, int *out, char *err, size_t errlen);
 
 /* The CPU backend's variables, the one parser of them (env_read's, and the tools'): *threads =

@@ -15,6 +15,7 @@
 #include "emit.h"
 #include "fileio.h"
 #include "env.h"
+#include "num.h"
 
 int jit_default_threads(void) {
   long n = sysconf(_SC_NPROCESSORS_ONLN);
@@ -166,7 +167,7 @@ static int resolve_threads(int threads, char *err, size_t errlen) {
   if (threads > 0) return threads;
   const char *ev = env_get("HOT_JIT_THREADS");
   uint64_t v = 0;
-  if (ev && env_parse_u64("HOT_JIT_THREADS", ev, 1, 64, &v, err, errlen) != 0) return -1;
+  if (ev && num_parse_u64("HOT_JIT_THREADS", ev, 1, 64, &v, err, errlen) != 0) return -1;
   return ev ? (int)v : jit_default_threads();
 }
 

@@ -55,6 +55,7 @@
 set -uo pipefail
 cd "$(dirname "$0")/.."
 root=$PWD
+. "$root/tools/lib/num.sh"
 
 usage() {
   cat <<'EOF'
@@ -84,10 +85,10 @@ bdir=$root/build-device
 while [ $# -gt 0 ]; do
   case $1 in
     --deadline)
-      if [ $# -lt 2 ] || ! [[ $2 =~ ^[0-9]+$ ]]; then
-        echo "device-check: --deadline needs a whole number of seconds (got '${2:-}')" >&2; exit 2
-      fi
-      deadline=$2; shift 2 ;;
+      # tools/lib/num.sh: "08" is 8, never a bad octal number in the arithmetic below
+      deadline=$(num_parse --deadline "${2-}" 0 86400 2>&1) ||
+        { echo "device-check: $deadline (seconds)" >&2; exit 2; }
+      shift 2 ;;
     --rehearse) rehearse=1; shift ;;
     --selftest) selftest=1; shift ;;
     --cache)
@@ -244,6 +245,9 @@ if [ $selftest = 1 ]; then
   [ $rehearse = 1 ] && echo "device-check estimate: $(fint "$est_total") s on the device, $k_total kernels to compile there"
   exit 0
 fi
+# A self-test never goes on to the device steps, even when a command above was cut short (bash
+# drops the rest of a compound command after an expansion error and goes on with the next one).
+if [ $selftest = 1 ]; then echo "device-check: the selftest stopped early (see above)" >&2; exit 1; fi
 
 # ---- the kernel cache -----------------------------------------------------------------------
 if [ ! -d "$cache" ]; then

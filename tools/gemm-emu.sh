@@ -20,7 +20,9 @@ set -u
 here=$(cd "$(dirname "$0")/.." && pwd)
 CXX=${CXX:-g++}
 PY=${PYTHON:-python3}
-export EMU_SEEDS=${EMU_SEEDS:-0 1 2 3}
+. "$here/tools/lib/num.sh" # the one parser of numbers: the emulators get the seeds in decimal
+EMU_SEEDS=$(num_list EMU_SEEDS "${EMU_SEEDS:-0 1 2 3}" 0 1000000000000000000 2>&1) || { echo "gemm-emu: $EMU_SEEDS" >&2; exit 2; }
+export EMU_SEEDS
 work=$(mktemp -d "${TMPDIR:-/tmp}/hot-emu.XXXXXX")
 trap 'rm -rf "$work"' EXIT
 EMU_INC=(-I"$here/templates" -I"$here/tools/kernel-emu")

@@ -23,7 +23,9 @@ CC=${CC:-gcc}
 CXX=${CXX:-g++}
 PY=${PYTHON:-python3}
 quick=${1:-}
-export EMU_SEEDS=${EMU_SEEDS:-0 1 2 3}
+. "$here/tools/lib/num.sh" # the one parser of numbers: the emulators get the seeds in decimal
+EMU_SEEDS=$(num_list EMU_SEEDS "${EMU_SEEDS:-0 1 2 3}" 0 1000000000000000000 2>&1) || { echo "kernel-emu: $EMU_SEEDS" >&2; exit 2; }
+export EMU_SEEDS
 start=$SECONDS
 echo "kernel-emu: schedules EMU_SEEDS='$EMU_SEEDS'${quick:+ (quick)}"
 work=$(mktemp -d "${TMPDIR:-/tmp}/hot-kemu.XXXXXX")

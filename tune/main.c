@@ -11,6 +11,7 @@
 #include <unistd.h>
 
 #include "diag.h"
+#include "num.h"
 #include "spec.h"
 #include "tune.h"
 
@@ -88,21 +89,18 @@ static void on_sigint(int sig) {
   g_stop = 1;
 }
 
-/* Parses a positive number (integer when integer != 0). */
+/* An option's value through num.h: an integer in [lo, hi] (integer != 0; *out its value), else
+ * a number in [lo, hi]. 0, or -1 (said). */
 static int parse_num(const char *opt, const char *s, double lo, double hi, int integer, double *out) {
-  char *end;
-  errno = 0;
-  double v = strtod(s, &end);
-  if (!*s || *end || errno || !(v >= lo && v <= hi) || (integer && v != floor(v))) {
-    if (integer) /* integer limits printed as integers, never as %g's 1.67772e+07 */
-      diag_fprintf(stderr, "hot-tune: %s: bad value '%s' (expected an integer in [%lld, %lld])\n", opt,
-                   s, (long long)lo, (long long)hi);
-    else
-      diag_fprintf(stderr, "hot-tune: %s: bad value '%s' (expected a number in [%g, %g])\n", opt, s,
-                   lo, hi);
+  char err[160];
+  uint64_t u = 0;
+  const int rc = integer ? num_parse_u64(opt, s, (uint64_t)lo, (uint64_t)hi, &u, err, sizeof err)
+                         : num_parse_double(opt, s, lo, hi, out, err, sizeof err);
+  if (rc != 0) {
+    diag_fprintf(stderr, "hot-tune: %s\n", err);
     return -1;
   }
-  *out = v;
+  if (integer) *out = (double)u;
   return 0;
 }
 
@@ -627,9 +625,18 @@ static int sweep_word(tune_opts *o, const char *a, const char *val) {
     else if (!strcmp(val, "all")) o->kinds = TUNE_SPEED | TUNE_ACCURACY;
     else return usage_error("--kind: '%s' is not speed, accuracy or all", val);
   } else if (!strcmp(a, "--shard")) {
-    int si, sn, used = 0;
-    if (sscanf(val, "%d/%d%n", &si, &sn, &used) != 2 || val[used] || sn < 1 || si < 0 || si >= sn)
-      return usage_error("--shard: '%s' is not I/N with 0 <= I < N", val);
+    /* I and N through num.h (each an integer, N in [1, 1000000]) */
+    char part[32], err[160];
+    const char *slash = strchr(val, '/');
+    int si = -1, sn = 0;
+    if (slash && (size_t)(slash - val) < sizeof part) {
+      memcpy(part, val, (size_t)(slash - val));
+      part[slash - val] = '\0';
+      if (num_parse_int("--shard N", slash + 1, 1, 1000000, &sn, err, sizeof err) ||
+          num_parse_int("--shard I", part, 0, sn - 1, &si, err, sizeof err))
+        si = -1;
+    }
+    if (si < 0) return usage_error("--shard: '%s' is not I/N with 0 <= I < N", val);
     o->shard_i = si;
     o->shard_n = sn;
   } else {

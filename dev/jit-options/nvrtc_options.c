@@ -32,6 +32,8 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "num.h" /* base/: the one parser of numbers */
+
 #define MAX_PROGS 64
 #define MAX_VARIANTS 16
 #define MAX_OPTS 8
@@ -385,11 +387,19 @@ static int parse_args(int argc, char **argv, int *rounds, int *threads, const ch
                       const char **empty_arch) {
   int i = 1;
   for (; i < argc && argv[i][0] == '-'; ++i) {
-    if (!strcmp(argv[i], "--rounds") && i + 1 < argc) *rounds = atoi(argv[++i]);
+    if ((!strcmp(argv[i], "--rounds") || !strcmp(argv[i], "--batch")) && i + 1 < argc) {
+      char err[160]; /* base/num.h, as hot's programs */
+      const int r = !strcmp(argv[i], "--rounds");
+      if (num_parse_int(argv[i], argv[i + 1], r ? 1 : 0, r ? MAX_ROUNDS : 16, r ? rounds : threads,
+                        err, sizeof err)) {
+        fprintf(stderr, "nvrtc-options: %s\n", err);
+        return -1;
+      }
+      ++i;
+    }
     else if (!strcmp(argv[i], "--cuobjdump") && i + 1 < argc)
       snprintf(g_cuobjdump, sizeof g_cuobjdump, "%s", argv[++i]);
     else if (!strcmp(argv[i], "--only") && i + 1 < argc) *only = argv[++i];
-    else if (!strcmp(argv[i], "--batch") && i + 1 < argc) *threads = atoi(argv[++i]);
     else if (!strcmp(argv[i], "--empty") && i + 1 < argc) *empty_arch = argv[++i];
     else if (!strcmp(argv[i], "--variant") && i + 1 < argc) {
       if (add_variant(argv[++i])) {
@@ -402,14 +412,6 @@ static int parse_args(int argc, char **argv, int *rounds, int *threads, const ch
                       "DUMP.cu...\n");
       return -1;
     }
-  }
-  if (*threads < 0 || *threads > 16) {
-    fprintf(stderr, "nvrtc-options: --batch: expected 1..16 threads\n");
-    return -1;
-  }
-  if (*rounds < 1 || *rounds > MAX_ROUNDS) {
-    fprintf(stderr, "nvrtc-options: --rounds: expected 1..%d\n", MAX_ROUNDS);
-    return -1;
   }
   return i;
 }

@@ -21,12 +21,11 @@ their tensors (hot.torch uses them).
 
 import ctypes
 import dataclasses
-import os
 import threading
 import warnings
 import weakref
 
-from . import _lib
+from . import _lib, _numbers
 from ._lib import Backend, DType, Gran, Layout, Recipe, Round, Rule, Selection, Status
 
 __all__ = ["HotError", "Context", "Layer", "LayerSpec", "LayerInfo", "Stats", "KernelTime",
@@ -350,9 +349,8 @@ class Context:
         # strictly: a bad value failed it), None for the CPU backend
         self.device = None
         if self.backend == "cuda":
-            env = (os.environ.get("HOT_DEVICE") or "0").strip().lower()
             self.device = int(device) if device is not None else \
-                int(env, 16) if env.startswith("0x") else int(env)
+                _numbers.env_int("HOT_DEVICE", 0, 1024, 0)
 
     # -- lifetime
     def close(self):

@@ -24,7 +24,6 @@
 #endif
 
 #include "api_util.h"
-#include "env.h"
 #include "hot_internal.h"
 
 /* Threads of this process. */
@@ -206,57 +205,6 @@ START_TEST(ftz_daz_caller_gives_the_twins_bits) {
 }
 END_TEST
 
-/* ---- numbers: the C parser (env_parse_u64) on the one table, and HOT_CPU_THREADS through
- * hot_ctx_create with the thread count it gives ----------------------------------------------------- */
-
-static const struct {
-  const char *s;
-  long long want; /* -1: refused */
-} k_numbers[] = {
-    {"8", 8},   {"08", 8},    {"010", 10},   {"011", 11},  {"0x10", 16}, {"0X10", 16},
-    {"1e3", -1}, {" 5", -1},  {"5 ", -1},    {"+5", -1},   {"-1", -1},   {"", -1},
-    {"9999999999", -1},       {"0x", -1},    {"0", -1},    {"256", 256}, {"257", -1},
-    {"0x100", 256},           {"0o10", -1},  {"1.0", -1},
-};
-
-START_TEST(numbers_parsed_one_way) {
-  for (size_t i = 0; i < sizeof k_numbers / sizeof k_numbers[0]; ++i) {
-    uint64_t v = 0;
-    char err[200];
-    const int rc = env_parse_u64("HOT_CPU_THREADS", k_numbers[i].s, 1, 256, &v, err, sizeof err);
-    if (k_numbers[i].want < 0) {
-      ck_assert_msg(rc != 0, "'%s' accepted as %llu", k_numbers[i].s, (unsigned long long)v);
-      ck_assert_msg(strstr(err, "[1, 256]"), "'%s': %s", k_numbers[i].s, err); /* integer limits */
-    } else {
-      ck_assert_msg(rc == 0 && v == (uint64_t)k_numbers[i].want, "'%s': %s", k_numbers[i].s, err);
-    }
-  }
-  /* the call site: what hot_ctx_create accepts is the thread count the backward runs on */
-  static const struct {
-    const char *s;
-    int threads;
-  } site[] = {{"0x3", 3}, {"03", 3}, {"2", 2}};
-  for (size_t i = 0; i < sizeof site / sizeof site[0]; ++i) {
-    const pid_t pid = fork(); /* a fresh process: no workers yet */
-    ck_assert_int_ge(pid, 0);
-    if (pid == 0) {
-      setenv("HOT_CPU_THREADS", site[i].s, 1);
-      run_t r;
-      run_open(&r, 256, 512, 3);
-      const int ok = run_backward(&r) == HOT_OK && task_count() == site[i].threads;
-      _exit(ok ? 0 : 4);
-    }
-    ck_assert_msg(wait_bounded(pid, 60) == 0, "HOT_CPU_THREADS=%s: not %d threads", site[i].s,
-                  site[i].threads);
-  }
-  setenv("HOT_CPU_THREADS", "010x", 1);
-  hot_ctx *ctx = NULL;
-  ck_assert_int_eq(hot_ctx_create(&ctx, NULL), HOT_ERR_INVALID);
-  hot_ctx_destroy(ctx);
-  unsetenv("HOT_CPU_THREADS");
-}
-END_TEST
-
 int main(void) {
   setenv("HOT_CUDA_DRIVER", "/nonexistent/libcuda.so.1", 1);
   unsetenv("HOT_CPU_THREADS");
@@ -268,7 +216,6 @@ int main(void) {
   tcase_add_test(tc, isa_cap_fixed_at_creation);
   tcase_add_test(tc, fork_after_threaded_backward);
   tcase_add_test(tc, ftz_daz_caller_gives_the_twins_bits);
-  tcase_add_test(tc, numbers_parsed_one_way);
   suite_add_tcase(s, tc);
   SRunner *sr = srunner_create(s);
   srunner_set_fork_status(sr, CK_FORK);

@@ -75,7 +75,7 @@ rc=$?
   fail "missing spec: expected exit 1 naming it, got $rc: $out"
 out=$("$sweep" --tasks 0 "$HOT_TUNE_SPEC" "$t/x.db" 2>&1)
 rc=$?
-[ $rc -eq 2 ] && grep -q -- "--tasks '0'" <<<"$out" || fail "--tasks 0: expected exit 2, got $rc: $out"
+[ $rc -eq 2 ] && grep -qF -- "--tasks='0': expected an integer in [1, 10000]" <<<"$out" || fail "--tasks 0: expected exit 2, got $rc: $out"
 
 out=$(env -u SLURM_ARRAY_TASK_ID bash "$tools/hot-tune.sbatch" "$HOT_TUNE_SPEC" "$t/hand" 2>&1)
 rc=$?

@@ -27,6 +27,7 @@
 // is found at once: no fiber is runnable while some have not finished; the run stops with
 // "EMU ERROR: deadlock" naming the waiting threads.
 #pragma once
+#include <cerrno>
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
@@ -327,9 +328,13 @@ static std::vector<uint64_t> seeds_from_env(const char *def) {
   while (i < str.size()) {
     while (i < str.size() && (str[i] == ' ' || str[i] == ',')) ++i;
     if (i >= str.size()) break;
+    // decimal only: the scripts hand the seeds over through tools/lib/num.sh's num_list
     char *end;
-    unsigned long long v = std::strtoull(str.c_str() + i, &end, 0);
-    if (end == str.c_str() + i) emu_fatal("EMU_SEEDS: expected a list of numbers");
+    if (str[i] < '0' || str[i] > '9') emu_fatal("EMU_SEEDS: expected a list of decimal numbers");
+    errno = 0;
+    unsigned long long v = std::strtoull(str.c_str() + i, &end, 10);
+    if (errno || (*end && *end != ' ' && *end != ','))
+      emu_fatal("EMU_SEEDS: expected a list of decimal numbers");
     out.push_back(v);
     i = (size_t)(end - str.c_str());
   }

@@ -46,8 +46,9 @@ dir=$(cd -- "$2" && pwd -P)
 conf=$dir/slurm.conf
 mdir=$dir/munge
 sock=$mdir/munge.sock
-timeout_s=${HOT_SLURM_START_TIMEOUT:-60}
-case $timeout_s in ''|*[!0-9]*) die "HOT_SLURM_START_TIMEOUT='$timeout_s' is not a number of seconds" ;; esac
+. "$(cd -- "$(dirname -- "$0")/../lib" && pwd -P)/num.sh" # the one parser of numbers
+timeout_s=$(num_parse HOT_SLURM_START_TIMEOUT "${HOT_SLURM_START_TIMEOUT:-60}" 0 86400 2>&1) ||
+  die "$timeout_s (seconds)"
 
 # pid of daemon NAME when its pid file names a live process started for this DIR, else nothing.
 live_pid() {

@@ -59,10 +59,10 @@ while [ $# -gt 0 ]; do
 done
 [ ${#pos[@]} -eq 2 ] || bad_usage "expected SPEC and OUT.db, got ${#pos[@]} argument(s)"
 spec=${pos[0]} out=${pos[1]}
-case $poll in ''|*[!0-9]*|0) bad_usage "--poll '$poll': expected a positive number of seconds" ;; esac
-if [ -n "$tasks" ]; then
-  case $tasks in ''|*[!0-9]*|0*) bad_usage "--tasks '$tasks': expected a positive number" ;; esac
-fi
+numsh=$(cd -- "$(dirname -- "$0")/../lib" && pwd -P)/num.sh # the one parser of numbers
+. "$numsh"
+poll=$(num_parse --poll "$poll" 1 3600 2>&1) || bad_usage "$poll (seconds)"
+if [ -n "$tasks" ]; then tasks=$(num_parse --tasks "$tasks" 1 10000 2>&1) || bad_usage "$tasks"; fi
 
 [ -f "$spec" ] && [ -r "$spec" ] || die "spec $spec: no such file"
 spec=$(cd -- "$(dirname -- "$spec")" && pwd -P)/$(basename -- "$spec")
@@ -98,7 +98,7 @@ else
   [ -z "$tasks" ] || [ "$tasks" = "$prev_tasks" ] ||
     die "--resume: the sweep in $dir has $prev_tasks tasks, not $tasks (-n)"
   [ "$spec" = "$prev_spec" ] || die "--resume: the sweep in $dir ran $prev_spec, not $spec"
-  tasks=$prev_tasks
+  tasks=$(num_parse "$state: tasks" "$prev_tasks" 1 10000 2>&1) || die "$tasks"
   todo=()
   for ((i = 0; i < tasks; i++)); do
     [ "$(cat "$dir/shard-$i.rc" 2>/dev/null)" = 0 ] || todo+=("$i")
@@ -111,7 +111,7 @@ if [ ${#todo[@]} -gt 0 ]; then
   for i in "${todo[@]}"; do rm -f -- "$dir/shard-$i.rc"; done
   [ "$gpu" -eq 0 ] || sbatch_args+=(--gres=gpu:1)
   submit_err=$(mktemp)
-  if ! jobid=$(HOT_TUNE_EXE=$binpath HOT_TUNE_SHARDS=$tasks sbatch --parsable --array="$array" \
+  if ! jobid=$(HOT_TUNE_EXE=$binpath HOT_TUNE_SHARDS=$tasks HOT_NUM_SH=$numsh sbatch --parsable --array="$array" \
       --job-name=hot-tune --output="$dir/logs/task-%a-job%A.log" "${sbatch_args[@]}" \
       "$script" "$spec" "$dir" "${extra[@]}" 2>"$submit_err"); then
     msg=$(tr '\n' ' ' <"$submit_err"); rm -f "$submit_err"
