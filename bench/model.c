@@ -208,7 +208,7 @@ int bench_model(const bench_run *run, const hot_model *m, FILE *f) {
     char err[256];
     if (!pl || plan_layer(&s, m->batch, m->tokens, m->recipe, m->archs[0], run->layers[li].index,
                           pl, err, sizeof err) != 0) {
-      fprintf(stderr, "hot-bench --model: layer %s: %s\n", s.name, pl ? err : "out of memory");
+      diag_fprintf(stderr, "hot-bench --model: layer %s: %s\n", s.name, pl ? err : "out of memory");
       free(pl);
       rc = 1;
       continue;

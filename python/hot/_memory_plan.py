@@ -69,28 +69,25 @@ def _get(model, name):
     return getattr(parent, child)
 
 
-_KEEPS_LINEAR = ("int8 codes of x^ (HLA basis: {basis}), made in the forward; a reference to x "
-                 "instead (no new storage, codes made in the backward) where its neighbour keeps "
-                 "x anyway or the codes would not be smaller than x")
+_KEEPS_LINEAR = ("int8 codes of x^ (HLA basis {basis}), or a reference to x where a neighbour "
+                 "keeps x anyway or the codes would not be smaller")
 
 
 def describe(report, replace, acts):
     """What each converted module keeps, for the report."""
     from . import torch as ht
     for n, m in replace.items():
-        basis = {"auto": "the rank cut if its measured g_w error at the first backward is <= "
+        basis = {"auto": "measured: the cut if its g_w error <= "
                          f"{memory.BASIS_MAX_ERROR}, else full",
                  "spec": "as the spec says"}[m.hot_hla_basis if isinstance(m, ht.HOTLinear)
                                              else m._hot_opts.get("hla_basis", "spec")]
         what = _KEEPS_LINEAR.format(basis=basis)
         if isinstance(m, ht.HOTMultiheadAttention):
-            what = "projections: " + what + "; out_proj keeps a reference to the attention " \
-                   "output that SDPA keeps"
+            what = "projections: " + what + "; out_proj: a reference to SDPA's output"
         report.keeps.append((n or "(model)", what))
     for n, (new, reader) in acts.items():
         if isinstance(new, memory.HOTReLU):
-            what = f"a 1-bit mask of its positive outputs, not the output ({reader}'s codes are " \
-                   "the only copy of it)"
+            what = f"a 1-bit mask, not its output ({reader}'s codes are the only copy)"
             report._add(True, n, "ReLU -> HOTReLU", f"before {reader}")
         else:
             what = f"its input, as GELU does; {reader} rebuilds its own input from it (no codes)"
