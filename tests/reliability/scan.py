@@ -118,6 +118,7 @@ REGULAR_KNOWN = {
     "tune/main.c": (3, "--db, show --plot, merge OUT: checked before any work"),
     "bench/main.c": (2, "--out: checked before any work, written"),
     "bench/paths.c": (1, "--gemm-paths --out: written"),
+    "bench/model.c": (1, "--model's register table (HOT_KERNEL_QUALITY): read, regular file"),
 }
 
 
