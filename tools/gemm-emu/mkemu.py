@@ -51,11 +51,13 @@ def replace_body(src, name, body):
 
 def main():
     src = open(sys.argv[1]).read()
-    # the cp.async wrappers live in hot_gemm.cuh: inline it so that their bodies are replaced too
-    inc = '#include "hot_gemm.cuh"'
-    if inc in src:
-        tdir = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "templates")
-        src = src.replace(inc, open(os.path.join(tdir, "hot_gemm.cuh")).read(), 1)
+    # the cp.async wrappers live in hot_gemm.cuh, the wgmma ones in hot_sm90.inl.cuh: inline them
+    # so that their bodies are replaced too
+    tdir = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "templates")
+    for name in ("hot_gemm.cuh", "hot_sm90.inl.cuh"):
+        inc = '#include "%s"' % name
+        if inc in src:
+            src = src.replace(inc, open(os.path.join(tdir, name)).read(), 1)
     for name, body in BODIES.items():
         src = replace_body(src, name, body)
     # the overflow flag (hot_math.cuh's HOT_RANGE_CHECK is a no-op off the device): every check
