@@ -13,10 +13,13 @@
  *                      (runtime/launch.c turns them into the kernelParams array)
  *   tensor maps        tmaps(...)                 (TMA kernels only)
  *   cost               cost(plan, role, phase)    (gen/cost.c)
- *   step order         steps[]                    (runtime/cuda_backend.c runs them in seq order)
+ *   step order         steps[]                    (the step table of a call, in seq order)
+ *   scratch            scratch[], views[]         (the workspace pieces its launches use)
  *
+ * kernel_launch.c builds the per-layer tables from them once (kd_scratch_layout, kd_launch_list):
+ * the CUDA backend replays them; the reference path (templates/layer_ref.c) walks kd_steps.
  * plan.c, emit.c, cost.c, runtime/launch.c and runtime/cuda_backend.c iterate over the descriptors
- * (kernel_desc.c's registry) and switch on no role. Adding a kernel: docs/adding.md.
+ * (kernel_desc.c's registry) and switch on no role. Adding a kernel family: docs/adding.md.
  *
  * Pure C (no CUDA, no allocation): device addresses are uint64_t. */
 #ifndef HOT_KERNEL_DESC_H
