@@ -40,7 +40,15 @@ typedef struct {
   char defines[MAX_DEFINES][PARAM_LEN];
   int n_includes;
   char includes[MAX_INCLUDES][128];
+  int spliced[MAX_INCLUDES]; /* 1: a "*.inl.cuh" file, spliced in place into every instance */
 } templ_info;
+
+/* Whether an included file is spliced in place (it may use the kernel's parameters) rather than
+ * hoisted once above the kernels: its name ends in ".inl.cuh". */
+static int is_spliced(const char *name) {
+  const size_t n = strlen(name), k = strlen(".inl.cuh");
+  return n > k && strcmp(name + n - k, ".inl.cuh") == 0;
+}
 
 static int is_ident(char c) {
   return (c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '_';
@@ -126,7 +134,9 @@ static int parse_include(const char *path, int line, const char *d, const char *
                 line);
   if (t->n_includes >= MAX_INCLUDES)
     return diag_errf(err, n, "%s:%d: more than %d includes", path, line, MAX_INCLUDES);
-  snprintf(t->includes[t->n_includes++], 128, "templates/%.*s", (int)(r - q - 1), q + 1);
+  snprintf(t->includes[t->n_includes], 128, "templates/%.*s", (int)(r - q - 1), q + 1);
+  t->spliced[t->n_includes] = is_spliced(t->includes[t->n_includes]);
+  t->n_includes++;
   return 0;
 }
 
@@ -184,11 +194,23 @@ static int check_params(const templ_info *t, const params *p, const char *path, 
   return 0;
 }
 
-/* Appends the template body: #include lines become blank lines (the files are hoisted). */
+/* Appends the text of a spliced file (a "*.inl.cuh") in place of line `line` of template path,
+ * between #line directives that keep both files' line numbers. */
+static void add_spliced(hot_buf *b, const char *name, const char *path, int line) {
+  const hot_embedded_file *f = embed_find(name); /* parse_template checked it exists */
+  buf_printf(b, "#line 1 \"%s\"\n", name);
+  buf_add(b, f->data, f->size);
+  if (f->size && f->data[f->size - 1] != '\n') buf_add(b, "\n", 1);
+  buf_printf(b, "#line %d \"%s\"\n", line + 1, path);
+}
+
+/* Appends the template body: #include lines of hoisted files become blank lines, those of
+ * spliced files (is_spliced) their text. */
 static void add_body(hot_buf *b, const templ_info *t, const char *path) {
   buf_printf(b, "#line 1 \"%s\"\n", path);
   const char *s = t->file->data;
-  for (const char *l = s; *l;) {
+  int line = 1, inc = 0;
+  for (const char *l = s; *l; ++line) {
     const char *e = strchr(l, '\n');
     size_t len = e ? (size_t)(e - l) : strlen(l);
     const char *d = l;
@@ -199,8 +221,13 @@ static void add_body(hot_buf *b, const templ_info *t, const char *path) {
       while (*d == ' ' || *d == '\t') ++d;
       is_inc = strncmp(d, "include", 7) == 0;
     }
-    if (!is_inc) buf_add(b, l, len);
-    buf_add(b, "\n", 1);
+    if (is_inc && inc < t->n_includes && t->spliced[inc]) {
+      add_spliced(b, t->includes[inc], path, line);
+    } else {
+      if (!is_inc) buf_add(b, l, len);
+      buf_add(b, "\n", 1);
+    }
+    inc += is_inc;
     if (!e) break;
     l = e + 1;
   }
@@ -211,7 +238,7 @@ static void add_body(hot_buf *b, const templ_info *t, const char *path) {
  * when more than MAX_HOISTED distinct files would be needed. */
 static int add_includes(hot_buf *b, const templ_info *t, char done[][128], int *n_done) {
   for (int i = 0; i < t->n_includes; ++i) {
-    int seen = 0;
+    int seen = t->spliced[i]; /* spliced into the body instead */
     for (int j = 0; j < *n_done; ++j) seen |= strcmp(done[j], t->includes[i]) == 0;
     if (seen) continue;
     if (*n_done >= MAX_HOISTED) return -1;

@@ -6,7 +6,10 @@
  *   / * @hot-params: NAME NAME ... * /
  * listing every macro the generator must define, followed by an #ifndef HOT_GENERATED block of
  * stand-alone defaults. The generator defines HOT_GENERATED, hoists the templates' #include "x"
- * files to the top (once), and for each kernel writes its #defines, the template body inside
+ * files to the top (once) — except "x.inl.cuh" files, which may use the kernel's parameters and
+ * are spliced in place of their #include line into every instance, between #line directives
+ * (hot_sm90.inl.cuh, shared by the two sm_90a GEMMs) — and for each kernel writes its #defines,
+ * the template body inside
  * its own namespace (extern "C" keeps the entry name), and #undefs of every macro the template
  * defines. A parameter the plan does not provide, a parameter the template does not declare, or
  * any other @hot- marker is an error.

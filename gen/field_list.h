@@ -10,7 +10,7 @@
  *    the spec's checks follow the table too;
  *  - tests/spec (fields_everywhere) checks each row against python/hot/_lib.py (the ctypes
  *    mirror of hot_layer_spec and the enumerations) and the loader.
- * docs/adding-a-field.md says what to change for a new field.
+ * docs/adding.md ("Adding a field") says what to change for a new field.
  *
  * Enumerations: HOT_ENUM_<id>(V) lists V(C constant, spec name) in value order (the values are
  * part of the ABI: append only). HOT_ENUMS(E) lists E(id, C type).

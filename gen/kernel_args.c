@@ -47,9 +47,51 @@ void kd_f32(hot_argv *v, float x) {
   hot_arg *a = next(v, HOT_ARG_F32);
   if (a) a->f = x;
 }
-void kd_map(hot_argv *v, const void *map128) {
+void kd_map(hot_argv *v, const hot_launch_in *in, int i) {
   hot_arg *a = next(v, HOT_ARG_MAP);
   if (!a) return;
-  if (!map128) v->bad = 1;
-  a->map = map128;
+  if (i < 0 || i > 1 || !in->tmap[i]) {
+    v->bad = 1;
+    return;
+  }
+  a->map = in->tmap[i];
+  a->sym = HOT_SYM_MAP + i;
+}
+void kd_buf(hot_argv *v, const hot_launch_in *in, hot_lbuf b) {
+  hot_arg *a = next(v, HOT_ARG_PTR);
+  if (!a) return;
+  if ((int)b < 0 || b >= HOT_LB_COUNT) {
+    v->bad = 1;
+    return;
+  }
+  a->u = in->buf[b];
+  a->sym = HOT_SYM_BUF + (int)b;
+}
+void kd_buf_if(hot_argv *v, const hot_launch_in *in, int cond, hot_lbuf b) {
+  if (cond) kd_buf(v, in, b);
+  else kd_ptr(v, 0);
+}
+void kd_step(hot_argv *v, const hot_launch_in *in) {
+  hot_arg *a = next(v, HOT_ARG_U32);
+  if (!a) return;
+  a->u = in->step;
+  a->sym = HOT_SYM_STEP;
+}
+
+/* ---- amax words ------------------------------------------------------------------------------ */
+
+static int64_t hla_sample_words(const hot_layer_plan *p, const hot_quant *q) {
+  return p->hla.enabled && q->gran == HOT_GRAN_SAMPLE ? p->hla.groups : 0;
+}
+
+int64_t kd_amax_bytes(const hot_layer_plan *p) {
+  return 4 * (HOT_AMAX_WORDS + (p->hq.enabled ? p->B : 0) + hla_sample_words(p, &p->hla.x) +
+              hla_sample_words(p, &p->hla.g));
+}
+
+int64_t kd_amax_hla(const hot_layer_plan *p, int is_g) {
+  const hot_quant *q = is_g ? &p->hla.g : &p->hla.x;
+  if (q->gran != HOT_GRAN_SAMPLE) return 4 * (is_g ? HOT_AMAX_HLA_G : HOT_AMAX_ABC_X);
+  return 4 * (HOT_AMAX_WORDS + (p->hq.enabled ? p->B : 0) +
+              (is_g ? hla_sample_words(p, &p->hla.x) : 0));
 }

@@ -13,10 +13,13 @@
  *                      (runtime/launch.c turns them into the kernelParams array)
  *   tensor maps        tmaps(...)                 (TMA kernels only)
  *   cost               cost(plan, role, phase)    (gen/cost.c)
- *   step order         steps[]                    (runtime/cuda_backend.c runs them in seq order)
+ *   step order         steps[]                    (the step table of a call, in seq order)
+ *   scratch            scratch[], views[]         (the workspace pieces its launches use)
  *
+ * kernel_launch.c builds the per-layer tables from them once (kd_scratch_layout, kd_launch_list):
+ * the CUDA backend replays them; the reference path (templates/layer_ref.c) walks kd_steps.
  * plan.c, emit.c, cost.c, runtime/launch.c and runtime/cuda_backend.c iterate over the descriptors
- * (kernel_desc.c's registry) and switch on no role. Adding a kernel: docs/adding.md.
+ * (kernel_desc.c's registry) and switch on no role. Adding a kernel family: docs/adding.md.
  *
  * Pure C (no CUDA, no allocation): device addresses are uint64_t. */
 #ifndef HOT_KERNEL_DESC_H
@@ -60,6 +63,7 @@ typedef enum {
   HOT_LB_X = 0, HOT_LB_SAVED, HOT_LB_S_X,   /* x; saved buffer (q_x^), its s_x^ */
   HOT_LB_GY, HOT_LB_W, HOT_LB_GX, HOT_LB_GW, HOT_LB_GB,
   HOT_LB_Q_G, HOT_LB_S_G, HOT_LB_Q_W, HOT_LB_S_W, HOT_LB_Q_HG, HOT_LB_S_HG,
+  HOT_LB_AMAX,              /* every amax word of a call (the words below are views into it) */
   HOT_LB_AMAX_G,            /* g': the per-tensor word, or the B per-sample words */
   HOT_LB_AMAX_W, HOT_LB_AMAX_HG, HOT_LB_AMAX_X, /* w', g^, x^ (the group words when per sample) */
   HOT_LB_AMAX_LQS,          /* the B per-sample words LQS fills */
@@ -80,8 +84,14 @@ typedef struct {
 
 typedef enum { HOT_ARG_PTR = 0, HOT_ARG_I32, HOT_ARG_U32, HOT_ARG_I64, HOT_ARG_U64, HOT_ARG_F32,
                HOT_ARG_MAP } hot_arg_type;
+/* Where a value comes from when a launch is replayed with other buffers (kd_launch_list): 0 the
+ * value itself; HOT_SYM_BUF + b the call's buffer b; HOT_SYM_STEP the call's step;
+ * HOT_SYM_MAP + i the i-th encoded tensor map. */
+enum { HOT_SYM_VALUE = 0, HOT_SYM_BUF = 1, HOT_SYM_STEP = HOT_SYM_BUF + HOT_LB_COUNT,
+       HOT_SYM_MAP };
 typedef struct {
   hot_arg_type type;
+  int sym;                  /* HOT_SYM_* */
   uint64_t u;               /* PTR, U32, U64 */
   int64_t i;                /* I32, I64 */
   float f;                  /* F32 */
@@ -102,13 +112,20 @@ void kd_u32(hot_argv *v, uint64_t x);
 void kd_i64(hot_argv *v, int64_t x);
 void kd_u64(hot_argv *v, uint64_t x);
 void kd_f32(hot_argv *v, float x);
-void kd_map(hot_argv *v, const void *map128);
+/* The call's buffer b (its address now, and marked as buffer b for a replay); kd_buf_if: b when
+ * cond, else a NULL pointer. kd_step: the call's step (u32). kd_map: tensor map i of the launch
+ * (in->tmap[i], 128 bytes by value). */
+void kd_buf(hot_argv *v, const hot_launch_in *in, hot_lbuf b);
+void kd_buf_if(hot_argv *v, const hot_launch_in *in, int cond, hot_lbuf b);
+void kd_step(hot_argv *v, const hot_launch_in *in);
+void kd_map(hot_argv *v, const hot_launch_in *in, int i);
 
 /* A tensor map a TMA kernel needs: rank 2, uint8, globalDim {dims[0], dims[1]}, one stride
  * (bytes of a row), boxDim {box[0], box[1]}, 128B swizzle, zero fill (runtime/launch.c encodes
  * it with cuTensorMapEncodeTiled). */
 typedef struct {
   const char *what;         /* "A (q_g')" ... for messages */
+  hot_lbuf slot;            /* the buffer it maps (addr = that buffer's address in the call) */
   uint64_t addr;
   uint64_t dims[2];
   uint64_t stride;
@@ -134,6 +151,46 @@ typedef struct {
   int phase;
   hot_step_when when;
 } hot_step;
+
+/* ---- scratch: the device memory a family's launches use within one call ------------------- */
+
+/* A piece of the call's workspace a family declares: it backs buffer `slot`; its bytes follow
+ * from the plan (0: none in this plan; -1: overflow); 1 << hot_call bits say in which calls it is
+ * used (`calls`) and in which it is zeroed before the first launch (`zero`). Pieces carry nothing
+ * from one call to the next (the saved buffer is the caller's or the layer's, never scratch), so
+ * every layer's calls share one allocation (oneDNN's scratchpad): kd_scratch_layout merges the
+ * planned families' pieces (the largest request of a slot wins) and lays them out in hot_lbuf
+ * order, each at its alignment. */
+typedef struct {
+  hot_lbuf slot;
+  const char *name;         /* "q_g", "amax", ... (messages, tests) */
+  int64_t (*bytes)(const hot_layer_plan *p);
+  unsigned align;           /* a power of two */
+  unsigned calls;           /* bit per hot_call that uses it */
+  unsigned zero;            /* bit per hot_call that zeroes it first (whole 32-bit words) */
+} hot_scratch;
+
+/* A buffer that is a place inside another: slot = base + offset(p, per_sample_g) bytes (-1: the
+ * slot stays NULL). A piece of the slot's own wins over a view (q_x^: unpacked when planned, else
+ * the saved buffer in place). */
+typedef struct {
+  hot_lbuf slot, base;
+  int64_t (*offset)(const hot_layer_plan *p, int per_sample_g);
+} hot_view;
+
+/* The amax words of a call (piece HOT_LB_AMAX, zeroed by every call; kernel_args.c): one word
+ * per per-tensor amax (kd_amax_word), then B words for the per-sample amax of g' (HQ; LQS uses
+ * the same B words in a calibration), then hla.groups words each for x^ and g^ where they are
+ * per sample. */
+enum { HOT_AMAX_HQ_G = 0, HOT_AMAX_HQ_W, HOT_AMAX_HLA_G, HOT_AMAX_ABC_X, HOT_AMAX_WORDS = 8 };
+int64_t kd_amax_bytes(const hot_layer_plan *p);
+/* Byte offset in the amax piece of the first word of x^ (is_g 0) or g^ (is_g 1): the
+ * per-tensor word, or the group words. */
+int64_t kd_amax_hla(const hot_layer_plan *p, int is_g);
+
+#define HOT_CALL_BIT(c) (1u << (c))
+#define HOT_CALLS_ALL (HOT_CALL_BIT(HOT_CALL_SAVE) | HOT_CALL_BIT(HOT_CALL_BACKWARD) | \
+                       HOT_CALL_BIT(HOT_CALL_CALIBRATE))
 
 /* ---- the descriptor -------------------------------------------------------------------------- */
 
@@ -170,6 +227,11 @@ typedef struct hot_kernel_desc {
   const char *(*output)(hot_kernel_role role);
   const hot_step *steps;
   int n_steps;
+  /* The workspace pieces and the views its launches use (none: NULL, 0). */
+  const hot_scratch *scratch;
+  int n_scratch;
+  const hot_view *views;
+  int n_views;
 } hot_kernel_desc;
 
 /* ---- the registry (kernel_desc.c) ------------------------------------------------------------ */
@@ -190,5 +252,57 @@ const hot_kernel_role *kd_plan_order(void);
 int kd_steps(hot_call call, hot_step *out, int max);
 /* Number of names in a comma-joined signature ("a,b,c": 3; "": 0). */
 int kd_sig_count(const char *sig);
+
+/* ---- per-layer tables, built once when a layer is loaded (kernel_launch.c) ------------------ */
+
+/* Where every buffer of a call lies: a workspace piece (off >= 0, relative to the workspace), a
+ * view (base >= 0, view_off bytes past the base's address, for per_sample_g 0 / 1), or neither
+ * (the caller's pointer, or NULL). */
+typedef struct {
+  int64_t bytes;                        /* the workspace the layer needs */
+  int64_t off[HOT_LB_COUNT], size[HOT_LB_COUNT];  /* pieces: -1 / 0 where none */
+  unsigned zero[HOT_LB_COUNT];          /* bit per hot_call that zeroes the piece first */
+  int base[2][HOT_LB_COUNT];            /* views: the base slot, -1 where none */
+  int64_t view_off[2][HOT_LB_COUNT];
+} hot_scratch_layout;
+
+/* The layout of plan p's workspace from the planned families' pieces and views. Returns 0, or -1
+ * when a size overflows or a piece's alignment is not a power of two (err names it). */
+int kd_scratch_layout(const hot_layer_plan *p, hot_scratch_layout *out, char *err, size_t n);
+
+/* plan_kernel_grid (plan.h), defined here. */
+void kd_kernel_grid(const hot_layer_plan *pl, int k, int phase, unsigned grid[3]);
+
+/* One launch of a call, ready to replay: the plan's kernel, its geometry for the phase, its
+ * arguments (HOT_SYM_* marks what each call fills in) for per_sample_g 0 and 1, and the tensor
+ * maps it needs (addr unset: the call's buffer `slot`). kernel = -1: the step's role is not
+ * planned (the call fails naming role_name). */
+typedef struct {
+  int kernel;
+  hot_kernel_role role;
+  const char *role_name;
+  int phase;
+  hot_step_when when;
+  int ok;                               /* arguments built for both variants */
+  unsigned grid[3], block[3], smem;
+  int persistent;
+  int n_sig;                            /* the descriptor's parameter count */
+  hot_argv args[2];
+  int n_maps;
+  hot_tmap_req maps[2];
+} hot_launch;
+
+#define HOT_MAX_LAUNCHES 16
+typedef struct {
+  int n;
+  hot_launch l[HOT_MAX_LAUNCHES];
+} hot_launch_list;
+
+/* The launches of `call` for plan p with workspace layout L and Philox key seed, in step order:
+ * every step of the descriptors for that call but those whose role is not planned and that ask
+ * for nothing else (HOT_WHEN_PLANNED); the other `when`s are left to the call. Pure: no
+ * allocation. Returns 0, or -1 when more steps than HOT_MAX_LAUNCHES. */
+int kd_launch_list(const hot_layer_plan *p, const hot_scratch_layout *L, hot_call call,
+                   uint64_t seed, hot_launch_list *out);
 
 #endif

@@ -484,6 +484,8 @@ static int plan_check(const hot_arch_caps *caps, hot_layer_plan *p, char *err, s
       return diag_errf(err, n, "buffer %s: its size overflows int64 (T = %lld, O = %lld, I = %lld)",
                       plan_buffer_name((hot_buffer)b), (long long)p->T, (long long)p->O,
                       (long long)p->I);
+  hot_scratch_layout L; /* the families' scratch pieces (kernel_desc.h) against int64 */
+  if (kd_scratch_layout(p, &L, err, n)) return -1;
   p->abc.bytes = plan_buffer_bytes(p, HOT_BUF_SAVED);
   return 0;
 }
@@ -510,12 +512,5 @@ int plan_layer(const hot_layer_spec *s, int64_t batch, int64_t tokens, hot_recip
 }
 
 void plan_kernel_grid(const hot_layer_plan *pl, int k, int phase, unsigned grid[3]) {
-  grid[0] = grid[1] = grid[2] = 0;
-  if (!pl || k < 0 || k >= pl->n_kernels) return;
-  const hot_kernel_plan *kp = &pl->kernels[k];
-  const hot_kernel_desc *d = kd_of(kp);
-  const int one_block = d && d->one_block_phase >= 0 && phase == d->one_block_phase;
-  grid[0] = one_block ? 1u : kp->grid[0];
-  grid[1] = one_block ? 1u : kp->grid[1];
-  grid[2] = one_block ? 1u : kp->grid[2];
+  kd_kernel_grid(pl, k, phase, grid);
 }

@@ -245,8 +245,6 @@ typedef enum {
   HOT_BUF_Q_HX,     /* q_x^: I rows of hla.gemm.k_pad int8 (the GEMM reads whole k_pad rows) */
   HOT_BUF_SAVED,    /* the saved buffer: with ABC the saved codes, then s_x^ (fp32) at
                        plan_saved_scale_offset; else x as T x I fp32 */
-  HOT_BUF_MATH,     /* fp32 math tensor read by sawb.cu: the larger of the planned SAWB roles' */
-  HOT_BUF_PARTIALS, /* doubles: 2 per 1024-element chunk, the largest of SAWB roles and LQS */
   HOT_BUF_GY,       /* g_y: T x O in the layer's dtype */
   HOT_BUF_X,        /* x: T x I in the layer's dtype */
   HOT_BUF_W,        /* w: O x I in the layer's dtype */

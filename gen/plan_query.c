@@ -1,5 +1,6 @@
 /* plan_query.c — questions asked of a finished plan (plan.h): the names of its enumerations,
- * the bytes of every buffer, the sizes of the SAWB reductions, where a kernel role sits. The
+ * the bytes of every buffer the plan shapes (the scratch a family adds is its descriptor's), the
+ * sizes of the SAWB reductions, where a kernel role sits. The
  * kernel descriptors (gen/kernels/) and the runtime call these; nothing here calls back into
  * the planner or a descriptor, so the planner can call the descriptors without a cycle. Pure C:
  * no allocation, no I/O. */
@@ -34,8 +35,7 @@ NAME_FN(plan_codes_name, hot_codes, "s8", "s4_packed")
 #define HOT_ROLE_NAME_(c, name) name,
 NAME_FN(plan_role_name, hot_kernel_role, HOT_KERNEL_ROLES(HOT_ROLE_NAME_))
 #undef HOT_ROLE_NAME_
-NAME_FN(plan_buffer_name, hot_buffer, "q_g", "s_g", "q_w", "q_hg", "q_hx", "saved", "math",
-        "partials", "g_y", "x", "w", "g_x", "g_w", "saved_codes")
+NAME_FN(plan_buffer_name, hot_buffer, "q_g", "s_g", "q_w", "q_hg", "q_hx", "saved", "g_y", "x", "w", "g_x", "g_w", "saved_codes")
 #undef NAME_FN
 
 int64_t plan_code_bytes(hot_codes codes, int64_t k) {
@@ -48,8 +48,6 @@ static int64_t code_row_bytes(hot_codes codes, int64_t k_pad) {
   return codes == HOT_CODES_S4_PACKED ? k_pad / 2 : k_pad;
 }
 static int64_t dtype_size(hot_dtype d) { return d == HOT_DT_F32 ? 4 : 2; }
-/* Bytes of the chunk partials of an n-element reduction: 2 doubles per 1024 elements. */
-static int64_t partial_bytes(int64_t n) { return n < 0 ? -1 : mul3(2, cdiv(n, 1024), 8); }
 
 int64_t plan_sawb_elems(const hot_layer_plan *pl, hot_kernel_role role) {
   if (!pl) return 0;
@@ -82,31 +80,6 @@ int plan_saved_unpacked(const hot_layer_plan *pl) {
   return pl && pl->abc.enabled && pl->hla.enabled && pl->hla.gemm.k_pad != pl->hla.k;
 }
 
-/* HOT_BUF_MATH: fp32 room for the larger of the planned SAWB inputs; -1 on overflow. */
-static int64_t math_bytes(const hot_layer_plan *pl) {
-  int64_t nw = plan_kernel_index(pl, HOT_K_SAWB_W) >= 0 ? plan_sawb_elems(pl, HOT_K_SAWB_W) : 0;
-  int64_t nx = plan_kernel_index(pl, HOT_K_SAWB_X) >= 0 ? plan_sawb_elems(pl, HOT_K_SAWB_X) : 0;
-  if (nw < 0 || nx < 0) return -1;
-  return mul3(max64(nw, nx), 4, 1);
-}
-
-/* HOT_BUF_PARTIALS: the largest of the planned reductions' partials; -1 on overflow. */
-static int64_t partials_buffer_bytes(const hot_layer_plan *pl) {
-  const hot_kernel_role roles[] = {HOT_K_SAWB_W, HOT_K_SAWB_X, HOT_K_LQS};
-  int64_t r = 0;
-  for (size_t i = 0; i < sizeof roles / sizeof roles[0]; ++i) {
-    if (plan_kernel_index(pl, roles[i]) < 0) continue;
-    /* SAWB of x^ per sample: each group's chunks start at the group (CONTRACT.md 11) */
-    const int64_t groups = roles[i] == HOT_K_SAWB_X ? plan_sawb_groups(pl, roles[i]) : 1;
-    const int64_t elems =
-        roles[i] == HOT_K_LQS ? mul3(pl->T, pl->O, 1) : plan_sawb_elems(pl, roles[i]);
-    const int64_t bytes = groups < 1 || elems < 0 ? -1 : mul3(groups, partial_bytes(elems / groups), 1);
-    if (bytes < 0) return -1;
-    r = max64(r, bytes);
-  }
-  return r;
-}
-
 int64_t plan_abc_method_bytes(const hot_layer_plan *pl) {
   if (!pl || !pl->abc.enabled) return 0;
   int64_t codes = mul3(pl->hla.k, pl->I, 1), sc = mul3(pl->hla.groups, 4, 1), r;
@@ -129,8 +102,6 @@ int64_t plan_buffer_bytes(const hot_layer_plan *pl, hot_buffer b) {
     return pl->hla.enabled ? mul3(pl->I, pl->hla.gemm.k_pad, 1) : 0;
   case HOT_BUF_SAVED_CODES: return pl->abc.enabled ? mul3(pl->I, pl->hla.k, 1) : 0;
   case HOT_BUF_SAVED: return saved_bytes(pl);
-  case HOT_BUF_MATH: return math_bytes(pl);
-  case HOT_BUF_PARTIALS: return partials_buffer_bytes(pl);
   case HOT_BUF_GY: return mul3(pl->T, pl->O, ds);
   case HOT_BUF_X: return mul3(pl->T, pl->I, ds);
   case HOT_BUF_W: return mul3(pl->O, pl->I, ds);

@@ -166,80 +166,13 @@ static hot_status check_ptr(hot_layer *layer, const void *p, const char *what) {
   return HOT_OK;
 }
 
-/* amax words of a layer: the per-tensor words, then one per sample for g' (HQ), then one per
- * scale group for x^ and for g^ where they are per sample (HLA, CONTRACT.md 6). */
-static int64_t hla_sample_words(const hot_layer_plan *pl, const hot_quant *q) {
-  return pl->hla.enabled && q->gran == HOT_GRAN_SAMPLE ? pl->hla.groups : 0;
-}
-static int64_t amax_words(const hot_layer_plan *pl) {
-  return HOT_AMAX_WORDS + (pl->hq.enabled ? pl->B : 0) + hla_sample_words(pl, &pl->hla.x) +
-         hla_sample_words(pl, &pl->hla.g);
-}
-/* The first amax word of x^ (abc_x) and of g^ (hla_g): the per-tensor word, or the group words. */
-static CUdeviceptr amax_hla(const hot_layer *layer, int is_g) {
-  const hot_layer_plan *pl = layer->plan;
-  const hot_quant *q = is_g ? &pl->hla.g : &pl->hla.x;
-  if (q->gran != HOT_GRAN_SAMPLE)
-    return cuda_layer_of(layer)->amax + 4 * (CUdeviceptr)(is_g ? HOT_AMAX_HLA_G : HOT_AMAX_ABC_X);
-  int64_t w = HOT_AMAX_WORDS + (pl->hq.enabled ? pl->B : 0) + (is_g ? hla_sample_words(pl, &pl->hla.x) : 0);
-  return cuda_layer_of(layer)->amax + 4 * (CUdeviceptr)w;
-}
-
-/* Device scratch of the layer's calls, carved out of the context's workspace (each piece
- * 256-byte aligned):
- *   q_g, s_g      HQ g' codes (ref_hq_g_bytes) and T scales            (backward, HQ)
- *   q_w, s_w      HQ w' codes (ref_hq_w_bytes) and its scale           (backward, HQ)
- *   q_hg, s_hg    HLA g^ codes (ref_hla_g_bytes) and its hla.groups scales (backward, HLA)
- *   amax          HOT_AMAX_WORDS words, one per per-tensor amax, then B words for the
- *                 per-sample amax of g' (HQ), then hla.groups words each for x^ and g^ where
- *                 they are per sample (amax_hla)                          (every call)
- *   s_sawb        1 + hla.groups floats: SAWB scale of w', then of x^ (one, or one per group)
- *   math          fp32 math tensor read by sawb.cu: max(o_pad*I, K*I) of the planned SAWB roles
- *   partials      doubles: max(2 ceil(n/1024)) over the planned SAWB roles and LQS (n = T*O)
- *   lqs_rs, lqs_res, lqs_choice   T floats, 2 doubles, 1 int                (LQS)
- *   q_hx          the saved codes unpacked into the g_w GEMM's layout (HOT_BUF_Q_HX), when the
- *                 plan has abc_unpack (plan_saved_unpacked: K != k_pad); else the GEMM reads
- *                 the saved buffer in place                              (backward, ABC)
- * Pieces of roles the plan does not have get no room (their pointers stay 0). Every piece is
- * written by the call before it is read (the amax words are zeroed first), so nothing is carried
- * from one call to the next and layers can take turns in one allocation. */
-enum { N_PIECES = 14 };
-
-static void scratch_sizes(const hot_layer *layer, size_t sz[N_PIECES]) {
-  const hot_layer_plan *pl = layer->plan;
-  int sawb_w = plan_kernel_index(pl, HOT_K_SAWB_W) >= 0;
-  int sawb_x = plan_kernel_index(pl, HOT_K_SAWB_X) >= 0;
-  int lqs = plan_kernel_index(pl, HOT_K_LQS) >= 0;
-  int unpack = plan_kernel_index(pl, HOT_K_ABC_UNPACK) >= 0;
-  const size_t v[N_PIECES] = {
-      (size_t)plan_buffer_bytes(pl, HOT_BUF_Q_G),            /* q_g (the plan's sizes) */
-      (size_t)plan_buffer_bytes(pl, HOT_BUF_S_G),            /* s_g: T floats */
-      (size_t)plan_buffer_bytes(pl, HOT_BUF_Q_W),            /* q_w */
-      4,                                                     /* s_w */
-      (size_t)plan_buffer_bytes(pl, HOT_BUF_Q_HG),           /* q_g^ */
-      (size_t)pl->hla.groups * 4,                            /* s_g^: one per scale group */
-      (size_t)amax_words(pl) * 4,                            /* amax words */
-      (sawb_w || sawb_x) ? (size_t)(1 + pl->hla.groups) * 4 : 0, /* s_sawb */
-      (size_t)plan_buffer_bytes(pl, HOT_BUF_MATH),           /* math */
-      (size_t)plan_buffer_bytes(pl, HOT_BUF_PARTIALS),       /* partials */
-      lqs ? (size_t)pl->T * 4 : 0,                           /* lqs_rs */
-      lqs ? 2 * 8 : 0,                                       /* lqs_res */
-      lqs ? 4 : 0,                                           /* lqs_choice */
-      unpack ? (size_t)plan_buffer_bytes(pl, HOT_BUF_Q_HX) : 0}; /* q_hx */
-  memcpy(sz, v, sizeof v);
-}
-
-/* The layer's pieces: offsets and the bytes it needs of the workspace (at load). */
-static void scratch_layout(hot_layer *layer) {
-  hot_cuda_layer *cu = cuda_layer_of(layer);
-  size_t sz[N_PIECES], total = 0;
-  scratch_sizes(layer, sz);
-  for (int i = 0; i < N_PIECES; ++i) {
-    cu->scratch_off[i] = total;
-    total += ALIGN_UP(sz[i], 256); /* GEMM operands need 16 bytes; 256 keeps rows apart */
-  }
-  cu->scratch_bytes = total;
-}
+/* Device scratch of the layer's calls: the pieces the planned kernel families declare
+ * (gen/kernel_desc.h, hot_scratch: a buffer slot, its bytes from the plan, alignment, the calls
+ * that use and zero it), laid out once at load by kd_scratch_layout (cu->layout) and carved out
+ * of the context's workspace at every call; buffers that are places inside others (the amax
+ * words of each quantizer, s_x^ in the saved buffer, q_x^ read in place) are the families' views.
+ * Every piece is written by the call before it is read (the zeroed ones first), so nothing is
+ * carried from one call to the next and layers can take turns in one allocation. */
 
 /* Makes the context's workspace at least `need` bytes. Growing waits for the last call that used
  * it (ws_ev) before the old allocation is freed; on failure the workspace is empty (a later call
@@ -282,13 +215,7 @@ static hot_status scratch_bind(hot_layer *layer, CUstream stream) {
     CUresult r = c->drv->cuStreamWaitEvent(stream, c->ws_ev, 0);
     if (r != CUDA_SUCCESS) return cu_fail(layer->ctx, r, "cuStreamWaitEvent (workspace)");
   }
-  size_t sz[N_PIECES];
-  scratch_sizes(layer, sz);
-  CUdeviceptr *dst[N_PIECES] = {&cu->q_g,  &cu->s_g,  &cu->q_w,      &cu->s_w,    &cu->q_hg,
-                                &cu->s_hg, &cu->amax, &cu->s_sawb,   &cu->math,   &cu->partials,
-                                &cu->lqs_rs, &cu->lqs_res, &cu->lqs_choice, &cu->q_hx};
   cu->scratch = c->ws;
-  for (int i = 0; i < N_PIECES; ++i) *dst[i] = sz[i] ? c->ws + cu->scratch_off[i] : 0;
   return HOT_OK;
 }
 
@@ -307,6 +234,44 @@ static hot_status scratch_unbind(hot_layer *layer, hot_status st, CUstream strea
   CUresult w = c->drv->cuStreamSynchronize(stream);
   if (st != HOT_OK) return st;
   return w == CUDA_SUCCESS ? HOT_OK : cu_fail(layer->ctx, w, "cuStreamSynchronize (workspace)");
+}
+
+/* The layer's tables, once (gen/kernel_desc.h): the workspace layout and the launches of a save,
+ * a backward and a calibration, so that a call asks the generator nothing; and the saved
+ * buffer's gap between the codes and the scales (zeroed by a save). */
+static hot_status cuda_layer_tables(hot_layer *layer) {
+  hot_cuda_layer *cu = cuda_layer_of(layer);
+  const hot_layer_plan *pl = layer->plan;
+  char err[256];
+  if (kd_scratch_layout(pl, &cu->layout, err, sizeof err))
+    return ctx_fail(layer->ctx, HOT_ERR_PLAN, "layer '%s': %s", layer->spec.name, err);
+  cu->scratch_bytes = (size_t)cu->layout.bytes;
+  hot_launch_list *tmp = malloc(sizeof *tmp);
+  if (!tmp) return ctx_fail(layer->ctx, HOT_ERR_NOMEM, "layer '%s': out of memory", layer->spec.name);
+  hot_status st = HOT_OK;
+  for (int c = 0; c < HOT_CALLS && st == HOT_OK; ++c) {
+    if (kd_launch_list(pl, &cu->layout, (hot_call)c, layer->seed, tmp)) {
+      st = ctx_fail(layer->ctx, HOT_ERR_INTERNAL, "layer '%s': more than %d launches in one call",
+                    layer->spec.name, HOT_MAX_LAUNCHES);
+      break;
+    }
+    cu->launch[c] = malloc((size_t)(tmp->n ? tmp->n : 1) * sizeof *cu->launch[c]);
+    if (!cu->launch[c]) st = ctx_fail(layer->ctx, HOT_ERR_NOMEM, "layer '%s': out of memory",
+                                      layer->spec.name);
+    else memcpy(cu->launch[c], tmp->l, (size_t)tmp->n * sizeof *cu->launch[c]);
+    cu->n_launch[c] = tmp->n;
+  }
+  free(tmp);
+  const int64_t nc = plan_buffer_bytes(pl, HOT_BUF_SAVED_CODES), off = plan_saved_scale_offset(pl);
+  cu->saved_bytes = layer_saved_bytes(pl);
+  for (int k = 0; k < pl->n_kernels; ++k) { /* the outputs watched for overflow */
+    const hot_kernel_desc *kd = kd_of(&pl->kernels[k]);
+    cu->output[k] = kd && kd->output ? kd->output(pl->kernels[k].role) : NULL;
+  }
+  cu->lqs_coarse = plan_lqs_coarse(pl);
+  cu->gap_at = nc & ~(int64_t)3; /* whole words from the one holding the last code byte */
+  cu->gap_words = pl->abc.enabled && off > nc ? (off - cu->gap_at) / 4 : 0;
+  return st;
 }
 
 /* The binaries layer.c compiled (jit), loaded: modules, kernels by plan index, scratch. */
@@ -333,8 +298,8 @@ static hot_status cuda_layer_load(hot_layer *layer, const hot_jit *jit) {
     rt_status r = module_function(cu->modules[m], pl->kernels[i].name, &cu->fn[i], err, sizeof err);
     if (r != RT_OK) return ctx_fail(layer->ctx, ctx_rt(r), "layer '%s': %s", layer->spec.name, err);
   }
-  scratch_layout(layer);
-  hot_status st = ws_reserve(layer->ctx, cu->scratch_bytes); /* an allocation failure shows now */
+  hot_status st = cuda_layer_tables(layer);
+  if (st == HOT_OK) st = ws_reserve(layer->ctx, cu->scratch_bytes); /* a failure shows now */
   if (st == HOT_OK) cu->loaded = 1;
   return st;
 }
@@ -377,6 +342,7 @@ static void cuda_layer_free(hot_layer *layer) {
   for (int i = 0; i < cu->prof_events; ++i) d->cuEventDestroy(cu->prof_ev[i]);
   if (cu->saved) d->cuMemFree(cu->saved);
   for (int m = 0; m < cu->n_modules; ++m) module_unload(cu->modules[m]);
+  for (int c = 0; c < HOT_CALLS; ++c) free(cu->launch[c]);
   memset(cu, 0, sizeof *cu);
 }
 
@@ -395,128 +361,120 @@ static hot_status check_features(hot_layer *layer, int backward) {
 
 #define ROLE(r) (1u << (r))
 
-/* The device buffers of a call (kernel_desc.h's hot_launch_in): the caller's pointers, the
- * layer's scratch, and the amax words of each quantizer (per tensor or per sample, amax_hla). */
-static void call_buffers(hot_layer *layer, const void *x, const void *saved, const void *g_y,
-                         const void *w, float *g_x, float *g_w, float *g_b, uint32_t step,
-                         hot_launch_in *in) {
-  const hot_layer_plan *pl = layer->plan;
+/* The device buffers of a call: the caller's pointers (ext, by hot_lbuf; the saved buffer: the
+ * caller's or the layer's), the pieces of the workspace and the views into them (cu->layout). */
+static void call_buffers(const hot_layer *layer, const uint64_t ext[HOT_LB_COUNT], int ps,
+                         uint64_t buf[HOT_LB_COUNT]) {
   const hot_cuda_layer *cu = cuda_layer_of(layer);
-  memset(in, 0, sizeof *in);
-  uint64_t *b = in->buf;
-  const CUdeviceptr sv = saved ? (CUdeviceptr)(uintptr_t)saved : cu->saved;
-  b[HOT_LB_X] = (CUdeviceptr)(uintptr_t)x;
-  b[HOT_LB_SAVED] = sv;
-  b[HOT_LB_S_X] = sv && pl->abc.enabled ? sv + (CUdeviceptr)plan_saved_scale_offset(pl) : 0;
-  b[HOT_LB_Q_HX] = cu->q_hx ? cu->q_hx : sv; /* the g_w GEMM's q_x^: unpacked, or in place */
-  b[HOT_LB_GY] = (CUdeviceptr)(uintptr_t)g_y;
-  b[HOT_LB_W] = (CUdeviceptr)(uintptr_t)w;
-  b[HOT_LB_GX] = (CUdeviceptr)(uintptr_t)g_x;
-  b[HOT_LB_GW] = (CUdeviceptr)(uintptr_t)g_w;
-  b[HOT_LB_GB] = (CUdeviceptr)(uintptr_t)g_b;
-  b[HOT_LB_Q_G] = cu->q_g, b[HOT_LB_S_G] = cu->s_g, b[HOT_LB_Q_W] = cu->q_w, b[HOT_LB_S_W] = cu->s_w;
-  b[HOT_LB_Q_HG] = cu->q_hg, b[HOT_LB_S_HG] = cu->s_hg;
-  /* g': per sample = one amax word a sample (after the per-tensor words), else its own word */
-  in->per_sample_g = layer->gran == HOT_GRAN_SAMPLE;
-  b[HOT_LB_AMAX_G] = cu->amax + 4 * (CUdeviceptr)(in->per_sample_g ? HOT_AMAX_WORDS : HOT_AMAX_HQ_G);
-  b[HOT_LB_AMAX_W] = cu->amax + 4 * HOT_AMAX_HQ_W;
-  b[HOT_LB_AMAX_HG] = amax_hla(layer, 1);
-  b[HOT_LB_AMAX_X] = amax_hla(layer, 0);
-  b[HOT_LB_AMAX_LQS] = cu->amax + 4 * HOT_AMAX_WORDS;
-  b[HOT_LB_S_SAWB_W] = cu->s_sawb;
-  b[HOT_LB_S_SAWB_X] = cu->s_sawb ? cu->s_sawb + 4 : 0;
-  b[HOT_LB_MATH] = cu->math, b[HOT_LB_PARTIALS] = cu->partials;
-  b[HOT_LB_LQS_RS] = cu->lqs_rs, b[HOT_LB_LQS_RES] = cu->lqs_res;
-  b[HOT_LB_LQS_CHOICE] = cu->lqs_choice;
-  in->seed = layer->seed;
-  in->step = step;
+  const hot_scratch_layout *L = &cu->layout;
+  for (int b = 0; b < HOT_LB_COUNT; ++b)
+    buf[b] = L->off[b] >= 0 ? cu->scratch + (CUdeviceptr)L->off[b] : ext[b];
+  if (!buf[HOT_LB_SAVED]) buf[HOT_LB_SAVED] = cu->saved;
+  for (int b = 0; b < HOT_LB_COUNT; ++b) {
+    const int base = L->base[ps][b];
+    if (L->off[b] < 0 && base >= 0)
+      buf[b] = buf[base] ? buf[base] + (uint64_t)L->view_off[ps][b] : 0;
+  }
 }
 
-/* Whether a step runs in this call (g_b: the caller asked for the bias gradient). */
-static int step_runs(const hot_layer *layer, const hot_step *s, const void *g_b) {
-  switch (s->when) {
-  case HOT_WHEN_PLANNED: return plan_kernel_index(layer->plan, s->role) >= 0;
+/* Whether a launch runs in this call (g_b: the caller asked for the bias gradient). */
+static int launch_runs(const hot_layer *layer, const hot_launch *l, const void *g_b) {
+  switch (l->when) {
   case HOT_WHEN_GRAN_ROW: return layer->gran == HOT_GRAN_ROW;
   case HOT_WHEN_GRAN_NOT_ROW: return layer->gran != HOT_GRAN_ROW;
   case HOT_WHEN_BIAS: return g_b != NULL;
+  case HOT_WHEN_PLANNED: /* kept in the list only where planned (kd_launch_list) */
   case HOT_WHEN_ALWAYS: return 1;
   }
   return 0;
 }
 
-/* The steps of `call` that run, in order, into steps (n_out), and the roles they need. */
-static unsigned call_steps(const hot_layer *layer, hot_call call, const void *g_b, hot_step *steps,
-                           int *n_out) {
-  hot_step all[64];
-  const int n = kd_steps(call, all, 64);
+/* The launches of `call` that run, as indices into cu->launch[call] (run, *n_out), and the roles
+ * they need. */
+static unsigned call_runs(const hot_layer *layer, hot_call call, const void *g_b, int *run,
+                          int *n_out) {
+  const hot_cuda_layer *cu = cuda_layer_of(layer);
   unsigned need = 0;
   *n_out = 0;
-  for (int i = 0; i < n; ++i)
-    if (step_runs(layer, &all[i], g_b)) {
-      steps[(*n_out)++] = all[i];
-      need |= ROLE(all[i].role);
+  for (int i = 0; i < cu->n_launch[call]; ++i)
+    if (launch_runs(layer, &cu->launch[call][i], g_b)) {
+      run[(*n_out)++] = i;
+      need |= ROLE(cu->launch[call][i].role);
     }
   return need;
 }
 
 /* Nothing is launched unless every needed kernel is compiled and launchable. */
-static hot_status check_need(hot_layer *layer, unsigned need) {
+static hot_status check_need(hot_layer *layer, hot_call call, const int *run, int n,
+                             unsigned need) {
   hot_status st = launch_need_kernels(layer, need);
-  return st ? st : launch_check(layer, need);
+  for (int i = 0; i < n && !st; ++i) st = launch_check(layer, &cuda_layer_of(layer)->launch[call][run[i]]);
+  return st;
 }
 
-static hot_status run_steps(hot_layer *layer, const hot_step *steps, int n, const hot_launch_in *in,
-                            CUstream stream) {
+/* Zeroes the pieces `call` zeroes first (the amax words). */
+static hot_status zero_pieces(hot_layer *layer, hot_call call, const uint64_t *buf,
+                              CUstream stream) {
+  const hot_cuda_layer *cu = cuda_layer_of(layer);
   hot_status st = HOT_OK;
-  for (int i = 0; i < n && !st; ++i) st = launch_step(layer, steps[i].role, steps[i].phase, in, stream);
+  for (int b = 0; b < HOT_LB_COUNT && !st; ++b)
+    if (cu->layout.off[b] >= 0 && (cu->layout.zero[b] & HOT_CALL_BIT(call)))
+      st = launch_zero(layer, buf[b], (size_t)(cu->layout.size[b] / 4), stream);
+  return st;
+}
+
+/* The launches of `call` listed in run, in order. */
+static hot_status run_launches(hot_layer *layer, hot_call call, const int *run, int n,
+                               const uint64_t *buf, uint32_t step, int ps, CUstream stream) {
+  const hot_cuda_layer *cu = cuda_layer_of(layer);
+  hot_status st = HOT_OK;
+  for (int i = 0; i < n && !st; ++i)
+    st = launch_run(layer, &cu->launch[call][run[i]], buf, step, ps, stream);
   return st;
 }
 
 /* Forward (ABC): x -> the saved codes at dst (I rows of hla.k int8, unpadded), zero bytes up to
  * plan_saved_scale_offset and s_x^ (hla.groups floats) there, the CPU backend's layout:
- * memset(x^'s amax words) [memset of the words that hold the alignment gap, before the codes
- * that share its first word are written], then the save steps (abc_x 0 [sawb_x 0, 1] abc_x 1). */
+ * memset(amax words) [memset of the words that hold the alignment gap, before the codes that
+ * share its first word are written], then the save's launches (abc_x 0 [sawb_x 0, 1] abc_x 1). */
 static hot_status cuda_layer_save(hot_layer *layer, const void *x, void *saved, CUstream stream) {
-  const hot_layer_plan *pl = layer->plan;
-  hot_step steps[64];
-  int n = 0;
+  hot_cuda_layer *cu = cuda_layer_of(layer);
+  int run[HOT_MAX_LAUNCHES], n = 0;
   hot_status st = check_features(layer, 0);
-  const unsigned need = call_steps(layer, HOT_CALL_SAVE, NULL, steps, &n);
-  if (!st) st = check_need(layer, need);
+  const unsigned need = call_runs(layer, HOT_CALL_SAVE, NULL, run, &n);
+  if (!st) st = check_need(layer, HOT_CALL_SAVE, run, n, need);
   if (!st) st = check_ptr(layer, x, "x");
   if (!st && saved) st = check_ptr(layer, saved, "saved");
   if (st) return st;
-  if (!saved && !cuda_layer_of(layer)->saved) { /* the layer's own buffer, kept until destroy */
-    CUresult c = cuda_ctx_of(layer->ctx)->drv->cuMemAlloc(&cuda_layer_of(layer)->saved,
-                                                (size_t)layer_saved_bytes(pl));
+  if (!saved && !cu->saved) { /* the layer's own buffer, kept until destroy */
+    CUresult c = cuda_ctx_of(layer->ctx)->drv->cuMemAlloc(&cu->saved, (size_t)cu->saved_bytes);
     if (c != CUDA_SUCCESS) {
-      cuda_layer_of(layer)->saved = 0;
+      cu->saved = 0;
       return cu_fail(layer->ctx, c, "cuMemAlloc (saved activations)");
     }
   }
-  hot_launch_in in;
-  call_buffers(layer, x, saved, NULL, NULL, NULL, NULL, NULL, 0, &in);
-  st = launch_zero(layer, in.buf[HOT_LB_AMAX_X],
-                   (size_t)(pl->hla.x.gran == HOT_GRAN_SAMPLE ? pl->hla.groups : 1), stream);
-  const int64_t nc = plan_buffer_bytes(pl, HOT_BUF_SAVED_CODES), off = plan_saved_scale_offset(pl);
-  if (!st && off > nc) /* whole words from the one holding the last code byte to the scales */
-    st = launch_zero(layer, in.buf[HOT_LB_SAVED] + (CUdeviceptr)(nc & ~(int64_t)3),
-                     (size_t)((off - (nc & ~(int64_t)3)) / 4), stream);
-  return st ? st : run_steps(layer, steps, n, &in, stream);
+  uint64_t ext[HOT_LB_COUNT] = {0}, buf[HOT_LB_COUNT];
+  ext[HOT_LB_X] = (uint64_t)(uintptr_t)x;
+  ext[HOT_LB_SAVED] = (uint64_t)(uintptr_t)saved;
+  call_buffers(layer, ext, 0, buf);
+  st = zero_pieces(layer, HOT_CALL_SAVE, buf, stream);
+  if (!st && cu->gap_words)
+    st = launch_zero(layer, buf[HOT_LB_SAVED] + (CUdeviceptr)cu->gap_at, (size_t)cu->gap_words,
+                     stream);
+  return st ? st : run_launches(layer, HOT_CALL_SAVE, run, n, buf, 0, 0, stream);
 }
 
-/* Backward: memset(amax words), then the backward steps: HQ g' (per token: phase 2; per tensor /
- * sample: phases 0, 1) ; HQ w' phase 0 (SAWB: with math_out, then sawb_w phases 0, 1) and phase 1
- * (SAWB: scale_in) ; HLA g^ phases 0, 1 ; [abc_unpack: the saved codes into q_hx] ; GEMM g_x ;
- * GEMM g_w (q_x^ from q_hx or the saved buffer, s_x^ from the saved buffer) ; bias. */
-static hot_status cuda_layer_backward(hot_layer *layer, const void *g_y, const void *w, const void *saved,
-                               float *g_x, float *g_w, float *g_b, uint32_t step,
-                               CUstream stream) {
-  hot_step steps[64];
-  int n = 0;
+/* Backward: memset(amax words), then the backward's launches: HQ g' (per token: phase 2; per
+ * tensor / sample: phases 0, 1) ; HQ w' phase 0 (SAWB: with math_out, then sawb_w phases 0, 1)
+ * and phase 1 (SAWB: scale_in) ; HLA g^ phases 0, 1 ; [abc_unpack: the saved codes into q_hx] ;
+ * GEMM g_x ; GEMM g_w (q_x^ from q_hx or the saved buffer, s_x^ from the saved buffer) ; bias. */
+static hot_status cuda_layer_backward(hot_layer *layer, const void *g_y, const void *w,
+                                      const void *saved, float *g_x, float *g_w, float *g_b,
+                                      uint32_t step, CUstream stream) {
+  int run[HOT_MAX_LAUNCHES], n = 0;
   hot_status st = check_features(layer, 1);
-  const unsigned need = call_steps(layer, HOT_CALL_BACKWARD, g_b, steps, &n);
-  if (!st) st = check_need(layer, need); /* nothing is launched unless everything can be */
+  const unsigned need = call_runs(layer, HOT_CALL_BACKWARD, g_b, run, &n);
+  if (!st) st = check_need(layer, HOT_CALL_BACKWARD, run, n, need); /* nothing launched unless all can be */
   if (!st) st = check_ptr(layer, g_y, "g_y");
   if (!st) st = check_ptr(layer, w, "w");
   if (!st) st = check_ptr(layer, g_x, "g_x");
@@ -524,41 +482,47 @@ static hot_status cuda_layer_backward(hot_layer *layer, const void *g_y, const v
   if (!st && g_b) st = check_ptr(layer, g_b, "g_b");
   if (!st && saved) st = check_ptr(layer, saved, "saved");
   if (st) return st;
-  hot_launch_in in;
-  call_buffers(layer, NULL, saved, g_y, w, g_x, g_w, g_b, step, &in);
-  st = launch_zero(layer, cuda_layer_of(layer)->amax, (size_t)amax_words(layer->plan), stream);
-  return st ? st : run_steps(layer, steps, n, &in, stream);
+  uint64_t ext[HOT_LB_COUNT] = {0}, buf[HOT_LB_COUNT];
+  ext[HOT_LB_SAVED] = (uint64_t)(uintptr_t)saved;
+  ext[HOT_LB_GY] = (uint64_t)(uintptr_t)g_y;
+  ext[HOT_LB_W] = (uint64_t)(uintptr_t)w;
+  ext[HOT_LB_GX] = (uint64_t)(uintptr_t)g_x;
+  ext[HOT_LB_GW] = (uint64_t)(uintptr_t)g_w;
+  ext[HOT_LB_GB] = (uint64_t)(uintptr_t)g_b;
+  const int ps = layer->gran == HOT_GRAN_SAMPLE; /* g': one amax word and scale per sample */
+  call_buffers(layer, ext, ps, buf);
+  st = zero_pieces(layer, HOT_CALL_BACKWARD, buf, stream);
+  return st ? st : run_launches(layer, HOT_CALL_BACKWARD, run, n, buf, step, ps, stream);
 }
 
-/* Calibration (LQS): memset(the B per-sample amax words) ; lqs phases 0, 1, 2 ;
- * cuStreamSynchronize ; read back choice and both errors ; the layer's granularity = per token or
- * plan_lqs_coarse (ref_layer_calibrate's rule, evaluated on the device bit for bit). */
+/* Calibration (LQS): memset(amax words) ; lqs phases 0, 1, 2 ; cuStreamSynchronize ; read back
+ * choice and both errors ; the layer's granularity = per token or plan_lqs_coarse
+ * (ref_layer_calibrate's rule, evaluated on the device bit for bit). */
 static hot_status cuda_layer_calibrate(hot_layer *layer, const void *g_y, uint32_t step,
-                                CUstream stream) {
-  hot_step steps[64];
-  int n = 0;
-  const unsigned need = call_steps(layer, HOT_CALL_CALIBRATE, NULL, steps, &n);
-  hot_status st = check_need(layer, need);
+                                       CUstream stream) {
+  int run[HOT_MAX_LAUNCHES], n = 0;
+  const unsigned need = call_runs(layer, HOT_CALL_CALIBRATE, NULL, run, &n);
+  hot_status st = check_need(layer, HOT_CALL_CALIBRATE, run, n, need);
   if (!st) st = check_ptr(layer, g_y, "g_y");
   if (st) return st;
-  hot_cuda_layer *cu = cuda_layer_of(layer);
   const cuda_driver *d = cuda_ctx_of(layer->ctx)->drv;
-  hot_launch_in in;
-  call_buffers(layer, NULL, NULL, g_y, NULL, NULL, NULL, NULL, step, &in);
-  st = launch_zero(layer, in.buf[HOT_LB_AMAX_LQS], (size_t)layer->plan->B, stream);
-  if (!st) st = run_steps(layer, steps, n, &in, stream);
+  uint64_t ext[HOT_LB_COUNT] = {0}, buf[HOT_LB_COUNT];
+  ext[HOT_LB_GY] = (uint64_t)(uintptr_t)g_y;
+  call_buffers(layer, ext, 0, buf);
+  st = zero_pieces(layer, HOT_CALL_CALIBRATE, buf, stream);
+  if (!st) st = run_launches(layer, HOT_CALL_CALIBRATE, run, n, buf, step, 0, stream);
   if (st) return st;
   CUresult c = d->cuStreamSynchronize(stream);
   if (c != CUDA_SUCCESS) return cu_fail(layer->ctx, c, "cuStreamSynchronize (LQS)");
   double res[2];
   int choice = -1;
-  c = d->cuMemcpyDtoH(res, cu->lqs_res, sizeof res);
-  if (c == CUDA_SUCCESS) c = d->cuMemcpyDtoH(&choice, cu->lqs_choice, sizeof choice);
+  c = d->cuMemcpyDtoH(res, buf[HOT_LB_LQS_RES], sizeof res);
+  if (c == CUDA_SUCCESS) c = d->cuMemcpyDtoH(&choice, buf[HOT_LB_LQS_CHOICE], sizeof choice);
   if (c != CUDA_SUCCESS) return cu_fail(layer->ctx, c, "cuMemcpyDtoH (LQS result)");
   if (choice != 0 && choice != 1)
     return ctx_fail(layer->ctx, HOT_ERR_INTERNAL, "layer '%s': LQS kernel wrote choice %d",
                     layer->spec.name, choice);
-  layer->gran = choice ? HOT_GRAN_ROW : plan_lqs_coarse(layer->plan);
+  layer->gran = choice ? HOT_GRAN_ROW : cuda_layer_of(layer)->lqs_coarse;
   layer->lqs_e_tensor = res[0];
   layer->lqs_e_token = res[1];
   return HOT_OK;
@@ -576,8 +540,7 @@ static hot_status range_setup(hot_layer *layer) {
   char err[512];
   cu->n_range = 0;
   for (int k = 0; k < layer->plan->n_kernels && cu->n_range < 3; ++k) {
-    const hot_kernel_desc *kd = kd_of(&layer->plan->kernels[k]);
-    if (!kd || !kd->output || !kd->output(layer->plan->kernels[k].role)) continue;
+    if (!cu->output[k]) continue;
     int m = cu->module_of[k];
     if (m < 0) continue; /* no binary: template not in this build */
     size_t bytes = 0;
@@ -649,9 +612,9 @@ static hot_status range_poll(hot_layer *layer, int wait) {
   if (cu->report_more)
     snprintf(more, sizeof more, " (and %d later backward%s of this layer overflowed too)",
              cu->report_more, cu->report_more > 1 ? "s" : "");
-  const int rk = plan_kernel_index(layer->plan, cu->report_role);
-  const hot_kernel_desc *kd = rk >= 0 ? kd_of(&layer->plan->kernels[rk]) : NULL;
-  const char *out = kd && kd->output ? kd->output(cu->report_role) : NULL;
+  const char *out = NULL;
+  for (int k = 0; k < layer->plan->n_kernels; ++k)
+    if (layer->plan->kernels[k].role == cu->report_role) out = cu->output[k];
   return ctx_fail(layer->ctx, HOT_ERR_RANGE, "layer '%s': the backward of step %u overflowed "
                   "fp32: %s holds Inf/NaN (finite inputs too close to FLT_MAX); its outputs "
                   "must not be used%s", layer->spec.name, (unsigned)cu->report_step,

@@ -9,6 +9,7 @@
 #include "cuda_api.h"
 #include "hot_internal.h"
 #include "module.h"
+#include "kernel_desc.h" /* the layer's tables: hot_scratch_layout, hot_launch */
 #include "plan.h"     /* HOT_MAX_KERNELS */
 
 /* The CUDA side of a context (ctx->be). */
@@ -36,11 +37,15 @@ typedef struct {
  * all slots pending waits for the oldest (cuEventSynchronize) before it runs. */
 #define HOT_RANGE_SLOTS 8
 
-/* The CUDA side of a layer: module, kernels by plan index, device scratch (cuda_backend.c's
- * scratch_layout lists every piece and its size). Scratch carries nothing from one call to the
- * next (the saved buffer is the only state between a save and its backward), so it is not the
- * layer's own: every call carves it out of the context's workspace (hot_cuda_ctx.ws), and the
- * pointers below are valid during a call only. */
+/* The calls whose launches a layer keeps (hot_call: save, backward, calibrate). */
+#define HOT_CALLS 3
+
+/* The CUDA side of a layer: module, kernels by plan index, and the tables built once at load
+ * (gen/kernel_desc.h): the layout of its device scratch (the pieces its kernel families declare)
+ * and the launches of each call, so that a call asks the generator nothing. Scratch carries
+ * nothing from one call to the next (the saved buffer is the only state between a save and its
+ * backward), so it is not the layer's own: every call carves it out of the context's workspace
+ * (hot_cuda_ctx.ws); cuda_layer_buf gives a piece's address during (and after) a call. */
 typedef struct {
   hot_module *modules[HOT_MAX_KERNELS];  /* one per distinct binary (n_modules of them) */
   const hot_kernel_binary *module_bin[HOT_MAX_KERNELS]; /* the binary each module holds */
@@ -48,15 +53,16 @@ typedef struct {
   int loaded;                            /* modules loaded and kernels looked up */
   const hot_kfunc *fn[HOT_MAX_KERNELS];  /* by plan kernel index; NULL: not in this build */
   int module_of[HOT_MAX_KERNELS];        /* by plan kernel index: its module, -1: none */
-  CUdeviceptr scratch;                   /* the workspace during a call, carved below */
-  size_t scratch_bytes;                  /* what the layer needs of it (scratch_layout) */
-  size_t scratch_off[16];                /* each piece's offset, 0-sized pieces excluded */
-  CUdeviceptr q_g, s_g, q_w, s_w, q_hg, s_hg, amax; /* amax: HOT_AMAX_WORDS words */
-  CUdeviceptr s_sawb;                    /* 2 floats: SAWB scale of w' [0] and of x^ [1] */
-  CUdeviceptr math;                      /* SAWB: fp32 math tensor (o_pad x I or K x I); 0 without */
-  CUdeviceptr partials;                  /* SAWB / LQS chunk partials (doubles); 0 without */
-  CUdeviceptr lqs_rs, lqs_res, lqs_choice; /* LQS: T floats, 2 doubles, 1 int; 0 without */
-  CUdeviceptr q_hx;           /* the saved codes in the g_w GEMM's layout (abc_unpack); 0 without */
+  hot_scratch_layout layout;             /* where each buffer of a call lies (kd_scratch_layout) */
+  hot_launch *launch[HOT_CALLS];         /* each call's launches (kd_launch_list), malloc'ed */
+  int n_launch[HOT_CALLS];
+  int64_t saved_bytes;                   /* the saved buffer (layer_saved_bytes) */
+  int64_t gap_at, gap_words;             /* the saved buffer's words a save zeroes (ABC's gap) */
+  hot_gran lqs_coarse;                   /* plan_lqs_coarse: LQS's other candidate */
+  const char *output[HOT_MAX_KERNELS];   /* by plan kernel index: the output it stores and that
+                                            is watched for overflow ("g_x", ...), else NULL */
+  CUdeviceptr scratch;                   /* the workspace during a call, carved by layout */
+  size_t scratch_bytes;                  /* what the layer needs of it (layout.bytes) */
   CUdeviceptr saved;                     /* the layer-owned saved buffer (0 until first save) */
   /* Profiling (hot_ctx_set_profiling): a start and an end event per launch of the current call,
    * created on first need and kept until the layer is released; the launches of the last call. */
@@ -97,9 +103,10 @@ static inline hot_cuda_layer *cuda_layer_of(const hot_layer *layer) {
   return (hot_cuda_layer *)layer->be;
 }
 
-/* amax words of the per-tensor scales (zeroed before each phase-0 launch); B words follow them
- * for the per-sample amax of g' (backward) and of LQS (calibration). */
-enum { HOT_AMAX_HQ_G = 0, HOT_AMAX_HQ_W, HOT_AMAX_HLA_G, HOT_AMAX_ABC_X,
-       HOT_AMAX_WORDS = 8 };
+/* The address of workspace piece b of the layer's last call (0: no such piece); tests. */
+static inline CUdeviceptr cuda_layer_buf(const hot_layer *layer, hot_lbuf b) {
+  const hot_cuda_layer *cu = cuda_layer_of(layer);
+  return cu->layout.off[b] >= 0 && cu->scratch ? cu->scratch + (CUdeviceptr)cu->layout.off[b] : 0;
+}
 
 #endif

@@ -56,6 +56,8 @@ struct hot_layer {
   char tiles_origin[320];    /* where the GEMM tiles came from (tuned.h: "tuned: ...", "default") */
   int saved_valid;           /* the layer-owned buffer holds a save */
   int64_t last_saved_bytes;  /* bytes of the latest save (stats) */
+  int64_t saved_bytes;       /* layer_saved_bytes(plan), kept at creation: a call asks the
+                                generator nothing */
   uint64_t calls;            /* save / backward / calibrate calls begun (kernel times: a backend
                                 keeps the times of call number `calls` only) */
   void *be;                  /* the backend's state of the layer (backend.h layer_init; opaque) */

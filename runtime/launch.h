@@ -15,19 +15,19 @@
  * roles set in `need` (bit per hot_kernel_role); HOT_OK when none. */
 hot_status launch_need_kernels(hot_layer *layer, unsigned need);
 
-/* One launch of the plan's kernel of `role` with launch argument `phase`: its descriptor's
- * arguments from `in` (tensor maps encoded here, with cuTensorMapEncodeTiled, for a TMA kernel),
- * the plan's grid of that phase (a persistent kernel: at most the device's SM count), block and
- * dynamic shared memory, on `stream`. Errors (message set): HOT_ERR_INTERNAL (no such kernel,
- * arguments that cannot be built from the plan, a signature of another length), HOT_ERR_CUDA /
- * mapped statuses of a failed driver call (naming the operand of a refused tensor map). */
-hot_status launch_step(hot_layer *layer, hot_kernel_role role, int phase, const hot_launch_in *in,
-                       CUstream stream);
+/* One launch of a layer's launch list (gen/kernel_desc.h, built at load): its arguments with the
+ * call's buffers (buf, by hot_lbuf), step and tensor maps (encoded here, with
+ * cuTensorMapEncodeTiled, for a TMA kernel) filled in, for per_sample_g 0 / 1, on its geometry
+ * (a persistent kernel: at most the device's SM count), on `stream`. Asks the generator nothing.
+ * Errors (message set): launch_check's, HOT_ERR_CUDA / mapped statuses of a failed driver call
+ * (naming the operand of a refused tensor map). */
+hot_status launch_run(hot_layer *layer, const hot_launch *l, const uint64_t *buf, uint32_t step,
+                      int per_sample_g, CUstream stream);
 /* Elements of the math tensor a SAWB role reads: o_pad * I (w'), hla.k * I (x^); 0 otherwise. */
 int64_t launch_sawb_elems(const hot_layer_plan *pl, hot_kernel_role role);
-/* HOT_ERR_UNSUPPORTED / HOT_ERR_INTERNAL (message set) unless every role in `need` (bit per
- * hot_kernel_role) is in the plan and its descriptor has launch code. */
-hot_status launch_check(hot_layer *layer, unsigned need);
+/* HOT_ERR_INTERNAL (message set) when l's role is not planned or its arguments could not be built
+ * from the plan, HOT_ERR_UNSUPPORTED when its descriptor has no launch code; else HOT_OK. */
+hot_status launch_check(hot_layer *layer, const hot_launch *l);
 /* The comma-joined parameter names the launch of `role` passes, in order (static storage), on
  * the role's default path (the first descriptor listing it), or NULL for an unknown role; tests
  * compare it with the template's entry. launch_signature_of: those of plan kernel k. */

@@ -94,6 +94,7 @@ static hot_status layer_new(hot_ctx *ctx, const hot_layer_spec *spec, int64_t ba
   l->magic = HOT_LAYER_LIVE;
   l->ctx = ctx;
   l->plan = pl;
+  l->saved_bytes = layer_saved_bytes(pl);
   l->seed = seed;
   l->gran_auto = pl->hq.enabled && pl->hq.g.gran == HOT_GRAN_AUTO;
   /* auto: LQS's coarse candidate (per sample; per tensor when B = 1) until calibrated */
@@ -245,7 +246,7 @@ void hot_layer_destroy(hot_layer *layer) {
 
 size_t hot_layer_saved_bytes(const hot_layer *layer) {
   if (!layer || layer->magic != HOT_LAYER_LIVE) return 0;
-  return (size_t)layer_saved_bytes(layer->plan);
+  return (size_t)layer->saved_bytes;
 }
 
 const hot_layer_plan *hot_layer_get_plan(const hot_layer *layer) {
@@ -462,7 +463,7 @@ hot_status hot_layer_save(hot_layer *layer, const void *x, hot_dtype dtype, void
   st = ctx->ops->save(layer, x, saved, stream);
   if (st == HOT_OK) {
     ctx->saves++;
-    layer->last_saved_bytes = layer_saved_bytes(layer->plan);
+    layer->last_saved_bytes = layer->saved_bytes;
     if (!saved) layer->saved_valid = 1;
   }
   return st;

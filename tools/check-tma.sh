@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # check-tma.sh — compile templates/gemm_tma.cu (the TMA + warp-specialised + persistent INT8 GEMM)
 # with NVRTC to CUBIN for sm_90a, the way the runtime will: a program emitted like gen/emit.c's
-# (HOT_GENERATED, the included headers hoisted with #line, the @hot-params as #defines, the body
+# (HOT_GENERATED, the included headers hoisted with #line (a *.inl.cuh spliced in place), the @hot-params as #defines, the body
 # without its #include lines inside a namespace), NVRTC options -arch=sm_90a -std=c++17
 # --ptxas-options=-v -default-device. For each parameter set it checks ptxas' figures (no spill,
 # no stack frame; with two consumer warpgroups exactly 168 registers, which setmaxnreg's register
@@ -86,6 +86,8 @@ def emit(vals):
     out = ["// generated from templates/gemm_tma.cu by tools/check-tma.sh for sm_90a; do not edit",
            "#define HOT_GENERATED 1"]
     for inc in includes:
+        if inc.endswith(".inl.cuh"):
+            continue  # spliced into the body below
         out.append('#line 1 "%s"' % inc)
         out.append(open(os.path.join(tdir, inc)).read().rstrip("\n"))
     out.append("\n/* ---- %s from templates/gemm_tma.cu */" % vals["HOT_KNAME"])
@@ -96,7 +98,13 @@ def emit(vals):
         out.append("#define %s %s" % (p, vals[p]))
     out.append("namespace hot_k0 {")
     out.append('#line 1 "templates/gemm_tma.cu"')
-    for line in src_t.split("\n"):
+    for no, line in enumerate(src_t.split("\n"), 1):
+        m = re.match(r'^\s*#\s*include\s+"([^"]+\.inl\.cuh)"', line)
+        if m:  # a spliced file (gen/emit.h): its text in place, between #line directives
+            out.append('#line 1 "templates/%s"' % m.group(1))
+            out.append(open(os.path.join(tdir, m.group(1))).read().rstrip("\n"))
+            out.append('#line %d "templates/gemm_tma.cu"' % (no + 1))
+            continue
         out.append("" if re.match(r"^\s*#\s*include\b", line) else line)
     out.append("} /* namespace hot_k0 */")
     return "\n".join(out) + "\n"

@@ -204,10 +204,23 @@ wg_mutant() { # WHAT CP_LATE WG_LATE ANCHOR REPLACEMENT
 wg_seg_mutant() { # WHAT CP_LATE WG_LATE ANCHOR REPLACEMENT
   wg_mutant_run 1 "$@"
 }
+# SRC DST: SRC with templates/hot_sm90.inl.cuh (the wgmma wrappers) pasted in place of its
+# #include, so that an anchor may lie in either
+inline_sm90() {
+  "$PY" - "$1" "$2" "$here/templates/hot_sm90.inl.cuh" <<'PY'
+import sys
+s = open(sys.argv[1]).read()
+inc = '#include "hot_sm90.inl.cuh"'
+if s.count(inc) != 1:
+    sys.exit("gemm-emu: %r not found once in %s" % (inc, sys.argv[1]))
+open(sys.argv[2], "w").write(s.replace(inc, open(sys.argv[3]).read(), 1))
+PY
+}
 wg_mutant_run() { # SEGS WHAT CP_LATE WG_LATE ANCHOR REPLACEMENT
   local args
   mkdir -p "$work/wgm"
-  mutate "$here/templates/gemm_wgmma.cu" "$work/wgm/mut.cu" "$5" "$6" || return 1
+  inline_sm90 "$here/templates/gemm_wgmma.cu" "$work/wgm/src.cu" || return 1
+  mutate "$work/wgm/src.cu" "$work/wgm/mut.cu" "$5" "$6" || return 1
   "$PY" "$here/tools/gemm-emu/mkemu.py" "$work/wgm/mut.cu" "$work/wgm/kernel.inc" || return 1
   build_wg "$work/wgm" 128 128 4 "$1" || return 1
   if [ "$1" = 1 ]; then args="130 140 $((10 * 128)) 140 0 $3 $4 segs=5"

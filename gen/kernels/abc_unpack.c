@@ -43,13 +43,13 @@ static int unpack_args(const hot_layer_plan *p, hot_kernel_role r, int phase,
   (void)r;
   (void)phase;
   if (p->hla.gemm.k_pad % 16 || p->hla.group_k_pad % 16) return -1;
-  kd_ptr(v, in->buf[HOT_LB_SAVED]);
+  kd_buf(v, in, HOT_LB_SAVED);
   kd_i32(v, p->I);
   kd_i32(v, p->hla.k); /* k_real: the saved row stride */
   kd_i32(v, p->hla.group_k);
   kd_i32(v, p->hla.group_k_pad);
   kd_i32(v, p->hla.gemm.k_pad);
-  kd_ptr(v, in->buf[HOT_LB_Q_HX]);
+  kd_buf(v, in, HOT_LB_Q_HX);
   return v->bad ? -1 : 0;
 }
 
@@ -67,6 +67,10 @@ static const char *unpack_output(hot_kernel_role r) {
   (void)r;
   return NULL;
 }
+
+/* Scratch (backward): the saved codes in the g_w GEMM's layout. */
+static int64_t unpack_q_hx(const hot_layer_plan *p) { return plan_buffer_bytes(p, HOT_BUF_Q_HX); }
+static const hot_scratch unpack_scratch[] = {{HOT_LB_Q_HX, "q_hx", unpack_q_hx, 256, HOT_CALL_BIT(HOT_CALL_BACKWARD), 0}};
 
 static const hot_step unpack_steps[] = {
     {HOT_CALL_BACKWARD, 45, HOT_K_ABC_UNPACK, 0, HOT_WHEN_PLANNED}};
@@ -86,4 +90,6 @@ const hot_kernel_desc kd_abc_unpack = {
     .output = unpack_output,
     .steps = unpack_steps,
     .n_steps = 1,
+    .scratch = unpack_scratch,
+    .n_scratch = 1,
 };

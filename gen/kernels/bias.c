@@ -32,8 +32,8 @@ static int bias_args(const hot_layer_plan *p, hot_kernel_role r, int phase,
                      const hot_launch_in *in, hot_argv *v) {
   (void)r;
   (void)phase;
-  kd_ptr(v, in->buf[HOT_LB_GY]);
-  kd_ptr(v, in->buf[HOT_LB_GB]);
+  kd_buf(v, in, HOT_LB_GY);
+  kd_buf(v, in, HOT_LB_GB);
   kd_i32(v, p->T);
   kd_i32(v, p->O);
   return v->bad ? -1 : 0;

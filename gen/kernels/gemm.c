@@ -25,12 +25,12 @@ int kd_gemm_args(const hot_layer_plan *p, hot_kernel_role r, const hot_launch_in
   const int gx = r == HOT_K_GEMM_GX;
   const hot_gemm_plan *g = kd_gemm_plan(p, r);
   if (g->m != (gx ? p->T : p->O) || g->n != p->I) return -1;
-  kd_ptr(v, in->buf[gx ? HOT_LB_Q_G : HOT_LB_Q_HG]);
-  kd_ptr(v, in->buf[gx ? HOT_LB_Q_W : HOT_LB_Q_HX]);
-  kd_ptr(v, in->buf[gx ? HOT_LB_GX : HOT_LB_GW]);
-  kd_ptr(v, gx ? in->buf[HOT_LB_S_G] : 0);
-  kd_ptr(v, in->buf[gx ? HOT_LB_S_W : HOT_LB_S_HG]);
-  kd_ptr(v, gx ? 0 : in->buf[HOT_LB_S_X]);
+  kd_buf(v, in, gx ? HOT_LB_Q_G : HOT_LB_Q_HG);
+  kd_buf(v, in, gx ? HOT_LB_Q_W : HOT_LB_Q_HX);
+  kd_buf(v, in, gx ? HOT_LB_GX : HOT_LB_GW);
+  kd_buf_if(v, in, gx, HOT_LB_S_G);
+  kd_buf(v, in, gx ? HOT_LB_S_W : HOT_LB_S_HG);
+  kd_buf_if(v, in, !gx, HOT_LB_S_X);
   kd_f32(v, (float)(gx ? p->hq.block : p->hla.block));
   kd_i32(v, g->m);
   kd_i32(v, g->n);

@@ -51,8 +51,8 @@ static int tma_args(const hot_layer_plan *p, hot_kernel_role r, int phase, const
                     hot_argv *v) {
   (void)phase;
   if (kd_gemm_args(p, r, in, v)) return -1;
-  kd_map(v, in->tmap[0]);
-  kd_map(v, in->tmap[1]);
+  kd_map(v, in, 0);
+  kd_map(v, in, 1);
   return v->bad ? -1 : 0;
 }
 
@@ -64,14 +64,16 @@ static int tma_maps(const hot_layer_plan *p, hot_kernel_role r, const hot_launch
   const hot_gemm_plan *g = kd_gemm_plan(p, r);
   const uint64_t k = g->k_pad > 0 ? (uint64_t)g->k_pad : 16u;
   out[0].what = gx ? "A (q_g')" : "A (q_g^)";
-  out[0].addr = in->buf[gx ? HOT_LB_Q_G : HOT_LB_Q_HG];
+  out[0].slot = gx ? HOT_LB_Q_G : HOT_LB_Q_HG;
+  out[0].addr = in->buf[out[0].slot];
   out[0].dims[0] = k;
   out[0].dims[1] = g->k_pad > 0 ? (uint64_t)g->m : 1u;
   out[0].stride = k;
   out[0].box[0] = 128;
   out[0].box[1] = (uint32_t)g->tile_m;
   out[1].what = gx ? "B (q_w')" : "B (q_x^)";
-  out[1].addr = in->buf[gx ? HOT_LB_Q_W : HOT_LB_Q_HX];
+  out[1].slot = gx ? HOT_LB_Q_W : HOT_LB_Q_HX;
+  out[1].addr = in->buf[out[1].slot];
   out[1].dims[0] = k;
   out[1].dims[1] = g->k_pad > 0 ? (uint64_t)g->n : 1u;
   out[1].stride = k;

@@ -62,7 +62,7 @@ static int hla_args(const hot_layer_plan *p, hot_kernel_role r, int phase, const
   const int g = r == HOT_K_HLA_G;
   const int sawb = !g && plan_kernel_index(p, HOT_K_SAWB_X) >= 0;
   const int64_t cols = g ? p->O : p->I;
-  kd_ptr(v, in->buf[g ? HOT_LB_GY : HOT_LB_X]);
+  kd_buf(v, in, g ? HOT_LB_GY : HOT_LB_X);
   kd_i32(v, p->T);
   kd_i32(v, cols);
   kd_i32(v, cols); /* ld_src */
@@ -79,16 +79,16 @@ static int hla_args(const hot_layer_plan *p, hot_kernel_role r, int phase, const
   kd_i32(v, g ? p->hla.group_k_pad : p->hla.group_k);
   kd_i32(v, p->hla.groups);
   kd_i32(v, (g ? p->hla.g.gran : p->hla.x.gran) == HOT_GRAN_SAMPLE); /* per_sample */
-  kd_ptr(v, in->buf[g ? HOT_LB_Q_HG : HOT_LB_SAVED]);
+  kd_buf(v, in, g ? HOT_LB_Q_HG : HOT_LB_SAVED);
   kd_i32(v, k_pad); /* ld_codes */
-  kd_ptr(v, in->buf[g ? HOT_LB_S_HG : HOT_LB_S_X]);
-  kd_ptr(v, in->buf[g ? HOT_LB_AMAX_HG : HOT_LB_AMAX_X]);
-  kd_ptr(v, sawb && phase == 1 ? in->buf[HOT_LB_S_SAWB_X] : 0); /* scale_in */
-  kd_ptr(v, sawb && phase == 0 ? in->buf[HOT_LB_MATH] : 0);     /* math_out */
+  kd_buf(v, in, g ? HOT_LB_S_HG : HOT_LB_S_X);
+  kd_buf(v, in, g ? HOT_LB_AMAX_HG : HOT_LB_AMAX_X);
+  kd_buf_if(v, in, sawb && phase == 1, HOT_LB_S_SAWB_X); /* scale_in */
+  kd_buf_if(v, in, sawb && phase == 0, HOT_LB_MATH);     /* math_out */
   kd_i32(v, phase);
   kd_u64(v, in->seed);
   kd_u32(v, (uint32_t)((unsigned)p->layer_id * 16u + (g ? HOT_TENSOR_HLA_G : 0u))); /* x^: RTN */
-  kd_u32(v, in->step);
+  kd_step(v, in);
   return v->bad ? -1 : 0;
 }
 
@@ -115,6 +115,39 @@ static const char *no_output(hot_kernel_role r) {
   return NULL;
 }
 
+/* Scratch: the codes and scales of g^ (backward) and the amax words; views: the amax words of
+ * g^ and x^, s_x^ in the saved buffer, q_x^ in place (unless abc_unpack gives it a piece). */
+static int64_t hla_q_hg(const hot_layer_plan *p) { return plan_buffer_bytes(p, HOT_BUF_Q_HG); }
+static int64_t hla_s_hg(const hot_layer_plan *p) { return p->hla.groups * 4; }
+static const hot_scratch hla_scratch[] = {
+    {HOT_LB_Q_HG, "q_hg", hla_q_hg, 256, HOT_CALL_BIT(HOT_CALL_BACKWARD), 0},
+    {HOT_LB_S_HG, "s_hg", hla_s_hg, 256, HOT_CALL_BIT(HOT_CALL_BACKWARD), 0},
+    {HOT_LB_AMAX, "amax", kd_amax_bytes, 256, HOT_CALLS_ALL, HOT_CALLS_ALL},
+};
+static int64_t hla_amax_g(const hot_layer_plan *p, int ps) {
+  (void)ps;
+  return kd_amax_hla(p, 1);
+}
+static int64_t hla_amax_x(const hot_layer_plan *p, int ps) {
+  (void)ps;
+  return kd_amax_hla(p, 0);
+}
+static int64_t hla_s_x(const hot_layer_plan *p, int ps) {
+  (void)ps;
+  return p->abc.enabled ? plan_saved_scale_offset(p) : -1;
+}
+static int64_t hla_in_place(const hot_layer_plan *p, int ps) {
+  (void)p;
+  (void)ps;
+  return 0;
+}
+static const hot_view hla_views[] = {
+    {HOT_LB_AMAX_HG, HOT_LB_AMAX, hla_amax_g},
+    {HOT_LB_AMAX_X, HOT_LB_AMAX, hla_amax_x},
+    {HOT_LB_S_X, HOT_LB_SAVED, hla_s_x},
+    {HOT_LB_Q_HX, HOT_LB_SAVED, hla_in_place},
+};
+
 static const hot_step hla_steps[] = {
     {HOT_CALL_SAVE, 10, HOT_K_ABC_X, 0, HOT_WHEN_ALWAYS},
     {HOT_CALL_SAVE, 13, HOT_K_ABC_X, 1, HOT_WHEN_ALWAYS},
@@ -138,4 +171,8 @@ const hot_kernel_desc kd_hla = {
     .output = no_output,
     .steps = hla_steps,
     .n_steps = (int)(sizeof hla_steps / sizeof hla_steps[0]),
+    .scratch = hla_scratch,
+    .n_scratch = (int)(sizeof hla_scratch / sizeof hla_scratch[0]),
+    .views = hla_views,
+    .n_views = (int)(sizeof hla_views / sizeof hla_views[0]),
 };

@@ -50,23 +50,23 @@ static int hq_args(const hot_layer_plan *p, hot_kernel_role r, int phase, const 
   const int sawb = !g && plan_kernel_index(p, HOT_K_SAWB_W) >= 0;
   const int64_t rows = g ? p->T : p->O, cols = g ? p->O : p->I, k_pad = p->hq.gemm.k_pad;
   const int per_sample = g && phase != 2 && in->per_sample_g;
-  kd_ptr(v, in->buf[g ? HOT_LB_GY : HOT_LB_W]);
+  kd_buf(v, in, g ? HOT_LB_GY : HOT_LB_W);
   kd_i32(v, rows);
   kd_i32(v, cols);
   kd_i32(v, cols); /* ld_src */
   kd_i32(v, p->hq.o_pad);
   kd_i32(v, k_pad);
-  kd_ptr(v, in->buf[g ? HOT_LB_Q_G : HOT_LB_Q_W]);
+  kd_buf(v, in, g ? HOT_LB_Q_G : HOT_LB_Q_W);
   kd_i32(v, p->hq.codes == HOT_CODES_S4_PACKED ? k_pad / 2 : k_pad); /* ld_codes */
-  kd_ptr(v, in->buf[g ? HOT_LB_S_G : HOT_LB_S_W]);
-  kd_ptr(v, in->buf[g ? HOT_LB_AMAX_G : HOT_LB_AMAX_W]);
+  kd_buf(v, in, g ? HOT_LB_S_G : HOT_LB_S_W);
+  kd_buf(v, in, g ? HOT_LB_AMAX_G : HOT_LB_AMAX_W);
   kd_i32(v, per_sample ? p->L : rows); /* group_rows */
-  kd_ptr(v, sawb && phase == 1 ? in->buf[HOT_LB_S_SAWB_W] : 0); /* scale_in */
-  kd_ptr(v, sawb && phase == 0 ? in->buf[HOT_LB_MATH] : 0);     /* math_out */
+  kd_buf_if(v, in, sawb && phase == 1, HOT_LB_S_SAWB_W); /* scale_in */
+  kd_buf_if(v, in, sawb && phase == 0, HOT_LB_MATH);     /* math_out */
   kd_i32(v, phase);
   kd_u64(v, in->seed);
   kd_u32(v, (uint32_t)((unsigned)p->layer_id * 16u + (g ? HOT_TENSOR_HQ_G : 0u))); /* w': RTN */
-  kd_u32(v, in->step);
+  kd_step(v, in);
   return v->bad ? -1 : 0;
 }
 
@@ -93,6 +93,36 @@ static const char *no_output(hot_kernel_role r) {
   return NULL;
 }
 
+/* Scratch (backward): the codes and scales of g' and w', and the amax words. */
+static int64_t hq_q_g(const hot_layer_plan *p) { return plan_buffer_bytes(p, HOT_BUF_Q_G); }
+static int64_t hq_s_g(const hot_layer_plan *p) { return plan_buffer_bytes(p, HOT_BUF_S_G); }
+static int64_t hq_q_w(const hot_layer_plan *p) { return plan_buffer_bytes(p, HOT_BUF_Q_W); }
+static int64_t hq_s_w(const hot_layer_plan *p) {
+  (void)p;
+  return 4;
+}
+static const hot_scratch hq_scratch[] = {
+    {HOT_LB_Q_G, "q_g", hq_q_g, 256, HOT_CALL_BIT(HOT_CALL_BACKWARD), 0},
+    {HOT_LB_S_G, "s_g", hq_s_g, 256, HOT_CALL_BIT(HOT_CALL_BACKWARD), 0},
+    {HOT_LB_Q_W, "q_w", hq_q_w, 256, HOT_CALL_BIT(HOT_CALL_BACKWARD), 0},
+    {HOT_LB_S_W, "s_w", hq_s_w, 256, HOT_CALL_BIT(HOT_CALL_BACKWARD), 0},
+    {HOT_LB_AMAX, "amax", kd_amax_bytes, 256, HOT_CALLS_ALL, HOT_CALLS_ALL},
+};
+/* g': one word a sample after the per-tensor words when per sample, else its own word. */
+static int64_t hq_amax_g(const hot_layer_plan *p, int per_sample_g) {
+  (void)p;
+  return 4 * (per_sample_g ? HOT_AMAX_WORDS : HOT_AMAX_HQ_G);
+}
+static int64_t hq_amax_w(const hot_layer_plan *p, int per_sample_g) {
+  (void)p;
+  (void)per_sample_g;
+  return 4 * HOT_AMAX_HQ_W;
+}
+static const hot_view hq_views[] = {
+    {HOT_LB_AMAX_G, HOT_LB_AMAX, hq_amax_g},
+    {HOT_LB_AMAX_W, HOT_LB_AMAX, hq_amax_w},
+};
+
 static const hot_step hq_steps[] = {
     {HOT_CALL_BACKWARD, 20, HOT_K_HQ_G, 2, HOT_WHEN_GRAN_ROW},
     {HOT_CALL_BACKWARD, 21, HOT_K_HQ_G, 0, HOT_WHEN_GRAN_NOT_ROW},
@@ -117,4 +147,8 @@ const hot_kernel_desc kd_hq = {
     .output = no_output,
     .steps = hq_steps,
     .n_steps = (int)(sizeof hq_steps / sizeof hq_steps[0]),
+    .scratch = hq_scratch,
+    .n_scratch = (int)(sizeof hq_scratch / sizeof hq_scratch[0]),
+    .views = hq_views,
+    .n_views = (int)(sizeof hq_views / sizeof hq_views[0]),
 };

@@ -42,20 +42,20 @@ static int lqs_args(const hot_layer_plan *p, hot_kernel_role r, int phase, const
   if (!in->buf[HOT_LB_LQS_RS] || !in->buf[HOT_LB_PARTIALS] || !in->buf[HOT_LB_LQS_RES] ||
       !in->buf[HOT_LB_LQS_CHOICE])
     return -1; /* no LQS scratch */
-  kd_ptr(v, in->buf[HOT_LB_GY]);
+  kd_buf(v, in, HOT_LB_GY);
   kd_i32(v, p->T);
   kd_i32(v, p->O);
   kd_i32(v, p->O); /* ld_src */
-  kd_ptr(v, in->buf[HOT_LB_AMAX_LQS]);
+  kd_buf(v, in, HOT_LB_AMAX_LQS);
   kd_i32(v, p->L); /* group_rows */
-  kd_ptr(v, in->buf[HOT_LB_LQS_RS]);
-  kd_ptr(v, in->buf[HOT_LB_PARTIALS]);
-  kd_ptr(v, in->buf[HOT_LB_LQS_RES]);
-  kd_ptr(v, in->buf[HOT_LB_LQS_CHOICE]);
+  kd_buf(v, in, HOT_LB_LQS_RS);
+  kd_buf(v, in, HOT_LB_PARTIALS);
+  kd_buf(v, in, HOT_LB_LQS_RES);
+  kd_buf(v, in, HOT_LB_LQS_CHOICE);
   kd_i32(v, phase);
   kd_u64(v, in->seed);
   kd_u32(v, (uint32_t)((unsigned)p->layer_id * 16u + HOT_TENSOR_LQS));
-  kd_u32(v, in->step);
+  kd_step(v, in);
   return v->bad ? -1 : 0;
 }
 
@@ -77,6 +77,35 @@ static const char *no_output(hot_kernel_role r) {
   (void)r;
   return NULL;
 }
+
+/* Scratch: T row scales, both errors (2 doubles), the choice (int), the chunk partials of the
+ * T x O errors, the amax words (the B per-sample words of g'). */
+static int64_t lqs_rs(const hot_layer_plan *p) { return p->T * 4; }
+static int64_t lqs_res(const hot_layer_plan *p) {
+  (void)p;
+  return 16;
+}
+static int64_t lqs_choice(const hot_layer_plan *p) {
+  (void)p;
+  return 4;
+}
+static int64_t lqs_partials(const hot_layer_plan *p) {
+  const int64_t n = p->T * p->O; /* T, O < 2^31 */
+  return 2 * ((n + 1023) / 1024) * 8;
+}
+static const hot_scratch lqs_scratch[] = {
+    {HOT_LB_AMAX, "amax", kd_amax_bytes, 256, HOT_CALLS_ALL, HOT_CALLS_ALL},
+    {HOT_LB_PARTIALS, "partials", lqs_partials, 256, HOT_CALL_BIT(HOT_CALL_CALIBRATE), 0},
+    {HOT_LB_LQS_RS, "lqs_rs", lqs_rs, 256, HOT_CALL_BIT(HOT_CALL_CALIBRATE), 0},
+    {HOT_LB_LQS_RES, "lqs_res", lqs_res, 256, HOT_CALL_BIT(HOT_CALL_CALIBRATE), 0},
+    {HOT_LB_LQS_CHOICE, "lqs_choice", lqs_choice, 256, HOT_CALL_BIT(HOT_CALL_CALIBRATE), 0},
+};
+static int64_t lqs_amax(const hot_layer_plan *p, int ps) {
+  (void)p;
+  (void)ps;
+  return 4 * HOT_AMAX_WORDS;
+}
+static const hot_view lqs_views[] = {{HOT_LB_AMAX_LQS, HOT_LB_AMAX, lqs_amax}};
 
 static const hot_step lqs_steps[] = {
     {HOT_CALL_CALIBRATE, 70, HOT_K_LQS, 0, HOT_WHEN_ALWAYS},
@@ -100,4 +129,8 @@ const hot_kernel_desc kd_lqs = {
     .output = no_output,
     .steps = lqs_steps,
     .n_steps = 3,
+    .scratch = lqs_scratch,
+    .n_scratch = (int)(sizeof lqs_scratch / sizeof lqs_scratch[0]),
+    .views = lqs_views,
+    .n_views = 1,
 };

@@ -39,12 +39,12 @@ static int sawb_args(const hot_layer_plan *p, hot_kernel_role r, int phase,
   const int64_t total = plan_sawb_elems(p, r), g = plan_sawb_groups(p, r);
   if (total < 1 || g < 1 || total % g != 0) return -1;
   const int w = r == HOT_K_SAWB_W;
-  kd_ptr(v, in->buf[HOT_LB_MATH]);
+  kd_buf(v, in, HOT_LB_MATH);
   kd_i64(v, total / g); /* elements of one group */
   kd_i32(v, g);
-  kd_ptr(v, in->buf[HOT_LB_PARTIALS]);
-  kd_ptr(v, in->buf[w ? HOT_LB_AMAX_W : HOT_LB_AMAX_X]);
-  kd_ptr(v, in->buf[w ? HOT_LB_S_SAWB_W : HOT_LB_S_SAWB_X]);
+  kd_buf(v, in, HOT_LB_PARTIALS);
+  kd_buf(v, in, w ? HOT_LB_AMAX_W : HOT_LB_AMAX_X);
+  kd_buf(v, in, w ? HOT_LB_S_SAWB_W : HOT_LB_S_SAWB_X);
   kd_i32(v, phase);
   return v->bad ? -1 : 0;
 }
@@ -64,6 +64,40 @@ static const char *no_output(hot_kernel_role r) {
   (void)r;
   return NULL;
 }
+
+/* Scratch: the scales (w' first, then x^'s one per group), the fp32 math tensor of the larger
+ * planned role, the chunk partials (doubles: 2 per 1024 elements; x^ per sample: per group). */
+static int planned(const hot_layer_plan *p, hot_kernel_role r) { return plan_kernel_index(p, r) >= 0; }
+static int64_t sawb_scales(const hot_layer_plan *p) { return (1 + p->hla.groups) * 4; }
+static int64_t sawb_math(const hot_layer_plan *p) {
+  const int64_t nw = planned(p, HOT_K_SAWB_W) ? plan_sawb_elems(p, HOT_K_SAWB_W) : 0;
+  const int64_t nx = planned(p, HOT_K_SAWB_X) ? plan_sawb_elems(p, HOT_K_SAWB_X) : 0;
+  if (nw < 0 || nx < 0 || (nw > nx ? nw : nx) > INT64_MAX / 4) return -1;
+  return 4 * (nw > nx ? nw : nx);
+}
+static int64_t sawb_partials(const hot_layer_plan *p) {
+  int64_t r = 0;
+  for (int w = 0; w < 2; ++w) {
+    const hot_kernel_role role = w ? HOT_K_SAWB_W : HOT_K_SAWB_X;
+    if (!planned(p, role)) continue;
+    const int64_t g = plan_sawb_groups(p, role), n = plan_sawb_elems(p, role);
+    if (g < 1 || n < 0) return -1;
+    const int64_t b = g * 2 * cdiv(n / g, 1024) * 8;
+    if (b > r) r = b;
+  }
+  return r;
+}
+static const hot_scratch sawb_scratch[] = {
+    {HOT_LB_S_SAWB_W, "s_sawb", sawb_scales, 256, HOT_CALL_BIT(HOT_CALL_SAVE) | HOT_CALL_BIT(HOT_CALL_BACKWARD), 0},
+    {HOT_LB_MATH, "math", sawb_math, 256, HOT_CALL_BIT(HOT_CALL_SAVE) | HOT_CALL_BIT(HOT_CALL_BACKWARD), 0},
+    {HOT_LB_PARTIALS, "partials", sawb_partials, 256, HOT_CALL_BIT(HOT_CALL_SAVE) | HOT_CALL_BIT(HOT_CALL_BACKWARD), 0},
+};
+static int64_t sawb_x_scale(const hot_layer_plan *p, int ps) {
+  (void)p;
+  (void)ps;
+  return 4;
+}
+static const hot_view sawb_views[] = {{HOT_LB_S_SAWB_X, HOT_LB_S_SAWB_W, sawb_x_scale}};
 
 static const hot_step sawb_steps[] = {
     {HOT_CALL_SAVE, 11, HOT_K_SAWB_X, 0, HOT_WHEN_PLANNED},
@@ -87,4 +121,8 @@ const hot_kernel_desc kd_sawb = {
     .output = no_output,
     .steps = sawb_steps,
     .n_steps = (int)(sizeof sawb_steps / sizeof sawb_steps[0]),
+    .scratch = sawb_scratch,
+    .n_scratch = (int)(sizeof sawb_scratch / sizeof sawb_scratch[0]),
+    .views = sawb_views,
+    .n_views = 1,
 };

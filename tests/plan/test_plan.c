@@ -12,6 +12,14 @@
 #include "plan.h"
 #include "kernel_desc.h"
 
+/* Bytes of the workspace piece the planned families declare for buffer b (0: none). */
+static int64_t scratch_bytes(const hot_layer_plan *p, hot_lbuf b) {
+  hot_scratch_layout L;
+  char err[200];
+  ck_assert_msg(kd_scratch_layout(p, &L, err, sizeof err) == 0, "%s", err);
+  return L.size[b];
+}
+
 static hot_layer_plan g_plan, g_plan2; /* large: keep off the stack */
 
 static int ilog2i(int n) {
@@ -495,7 +503,7 @@ START_TEST(hla_scale_groups) {
   ck_assert_int_eq(plan_sawb_groups(p, HOT_K_SAWB_X), 5);
   ck_assert_int_eq(plan_sawb_groups(p, HOT_K_SAWB_W), 1);
   const int64_t per_group = p->hla.group_k * 96;
-  ck_assert_int_ge(plan_buffer_bytes(p, HOT_BUF_PARTIALS), 5 * 2 * ((per_group + 1023) / 1024) * 8);
+  ck_assert_int_ge(scratch_bytes(p, HOT_LB_PARTIALS), 5 * 2 * ((per_group + 1023) / 1024) * 8);
   /* the paper_code recipe scales g^ and x^ per sample */
   s = layer(HOT_RECIPE_PAPER_CODE, 96, 64);
   plan_ok(&s, 2, 256, HOT_RECIPE_PAPER_CODE, HOT_ARCH_SM90, p);
@@ -929,7 +937,7 @@ START_TEST(buffers_and_grids) {
     ck_assert_int_eq(c.bytes_written, plan_buffer_bytes(p, HOT_BUF_SAVED_CODES) + 4 * p->hla.groups);
     ck_assert_int_eq(c.bytes_read, plan_buffer_bytes(p, HOT_BUF_X));
     const int sawb = cs[i].r == HOT_RECIPE_PAPER_CODE;
-    ck_assert_int_eq(plan_buffer_bytes(p, HOT_BUF_MATH),
+    ck_assert_int_eq(scratch_bytes(p, HOT_LB_MATH),
                      sawb ? 4 * (p->hq.o_pad * p->I > p->hla.k * p->I ? p->hq.o_pad * p->I
                                                                        : p->hla.k * p->I) : 0);
     int64_t parts = 2 * ((p->T * p->O + 1023) / 1024) * 8; /* LQS (hq.g.gran auto) */
@@ -941,7 +949,7 @@ START_TEST(buffers_and_grids) {
       parts = parts > nw ? parts : nw;
       parts = parts > nx ? parts : nx;
     }
-    ck_assert_int_eq(plan_buffer_bytes(p, HOT_BUF_PARTIALS), parts);
+    ck_assert_int_eq(scratch_bytes(p, HOT_LB_PARTIALS), parts);
     /* grids: the plan's for every phase, sawb.cu's phase 1 one block */
     for (int k = 0; k < p->n_kernels; ++k)
       for (int ph = 0; ph < 3; ++ph) {

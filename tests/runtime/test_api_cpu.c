@@ -920,19 +920,28 @@ END_TEST
 
 /* ---- the CUDA launch code's safety net, checked on the CPU ---------------------------------- */
 
-/* Every role in the plan of l: OK from launch_check (argument names and the plan's geometry as
- * the template documents). Returns the mask checked. */
+/* Every launch of every call of l's plan (the tables a CUDA layer builds at load): OK from
+ * launch_check (planned, arguments built, launch code). Returns the mask of roles checked; every
+ * planned role is launched by some call. */
 static unsigned check_all_roles(hot_layer *l) {
   const hot_layer_plan *pl = hot_layer_get_plan(l);
-  unsigned all = 0;
-  for (int i = 0; i < pl->n_kernels; ++i) {
-    hot_kernel_role r = pl->kernels[i].role;
-    all |= 1u << r;
-    hot_status st = launch_check(l, 1u << r);
-    ck_assert_msg(st == HOT_OK, "%s: %s: %s", plan_role_name(r), hot_status_name(st),
-                  hot_errmsg(l->ctx));
+  hot_scratch_layout L;
+  char err[256];
+  ck_assert_msg(kd_scratch_layout(pl, &L, err, sizeof err) == 0, "%s", err);
+  static hot_launch_list list;
+  unsigned all = 0, planned = 0;
+  for (int c = 0; c < 3; ++c) {
+    ck_assert_int_eq(kd_launch_list(pl, &L, (hot_call)c, 1, &list), 0);
+    for (int i = 0; i < list.n; ++i) {
+      if (list.l[i].kernel < 0) continue; /* a step of a role this plan lacks: refused below */
+      all |= 1u << list.l[i].role;
+      hot_status st = launch_check(l, &list.l[i]);
+      ck_assert_msg(st == HOT_OK, "%s phase %d: %s: %s", list.l[i].role_name, list.l[i].phase,
+                    hot_status_name(st), hot_errmsg(l->ctx));
+    }
   }
-  ck_assert_int_eq(launch_check(l, all), HOT_OK);
+  for (int i = 0; i < pl->n_kernels; ++i) planned |= 1u << pl->kernels[i].role;
+  ck_assert_uint_eq(all, planned);
   return all;
 }
 
@@ -1065,8 +1074,13 @@ START_TEST(launch_signatures_and_geometry) {
     free(want_sig);
   }
   /* a role the plan lacks is refused, never launched */
-  ck_assert_int_eq(launch_check(l, 1u << HOT_K_SAWB_W), HOT_ERR_INTERNAL);
-  ck_assert_int_eq(launch_check(l, all), HOT_OK);
+  hot_launch lacking;
+  memset(&lacking, 0, sizeof lacking);
+  lacking.kernel = -1;
+  lacking.role = HOT_K_SAWB_W;
+  lacking.role_name = "sawb_w";
+  ck_assert_int_eq(launch_check(l, &lacking), HOT_ERR_INTERNAL);
+  ck_assert_uint_ne(all, 0);
 
   /* other blockings: p = 16 / 256 / 1024, both layouts, a prefix basis */
   const int ps[] = {16, 256, 1024};

@@ -141,7 +141,7 @@ static int64_t unpack_at(int i, const hot_layer *l, CUdeviceptr sv, int *launche
   ck_assert_int_eq(u->arg[3], pl->hla.group_k);
   ck_assert_int_eq(u->arg[4], pl->hla.group_k_pad);
   ck_assert_int_eq(u->arg[5], pl->hla.gemm.k_pad);
-  ck_assert_int_eq(u->arg[6], (int64_t)cuda_layer_of(l)->q_hx);
+  ck_assert_int_eq(u->arg[6], (int64_t)cuda_layer_buf(l, HOT_LB_Q_HX));
   in_scratch(l, u->arg[6], pl->I * pl->hla.gemm.k_pad);
   return u->arg[6];
 }
@@ -188,12 +188,12 @@ START_TEST(default_recipe_sequence) {
   g_reset();
   ck_assert_int_eq(hot_layer_save(l, vp(x), HOT_DT_F32, vp(sv), NULL), HOT_OK);
   /* the scratch of the call, carved out of the context's workspace */
-  ck_assert_ptr_nonnull((void *)(uintptr_t)cuda_layer_of(l)->lqs_res); /* auto: LQS scratch */
-  ck_assert(!cuda_layer_of(l)->math);                                   /* absmax: no SAWB scratch */
+  ck_assert_ptr_nonnull((void *)(uintptr_t)cuda_layer_buf(l, HOT_LB_LQS_RES)); /* auto: LQS scratch */
+  ck_assert(!cuda_layer_buf(l, HOT_LB_MATH));                                   /* absmax: no SAWB scratch */
   ck_assert_int_eq((int64_t)cuda_layer_of(l)->scratch, (int64_t)cuda_ctx_of(ctx)->ws);
   const fake_cuda_launch *m = at(0, "memset32", -1, 0);
-  ck_assert_int_eq(m->arg[0], (int64_t)(cuda_layer_of(l)->amax + 4 * HOT_AMAX_ABC_X));
-  ck_assert_int_eq(m->arg[1], 1);
+  ck_assert_int_eq(m->arg[0], (int64_t)cuda_layer_buf(l, HOT_LB_AMAX)); /* every amax word */
+  ck_assert_int_eq(m->arg[1], kd_amax_bytes(pl) / 4);
   const int gap = save_gap(pl, 1, sv);
   ck_assert_int_eq(gap, 1); /* I * K = 137 * 432 is no multiple of 16 */
   ck_assert_int_eq(g_log->n, 3 + gap);
@@ -203,7 +203,7 @@ START_TEST(default_recipe_sequence) {
     hla_args(k, l, 0, x);
     ck_assert_int_eq(k->arg[14], (int64_t)sv);      /* codes at the buffer's start */
     ck_assert_int_eq(k->arg[16], (int64_t)sv + xb); /* s_x^ after them */
-    ck_assert_int_eq(k->arg[17], m->arg[0]);
+    ck_assert_int_eq(k->arg[17], m->arg[0] + kd_amax_hla(pl, 0));
     ck_assert_int_eq(k->arg[18], 0);
     ck_assert_int_eq(k->arg[19], 0);
   }
@@ -216,7 +216,7 @@ START_TEST(default_recipe_sequence) {
   const int64_t qx = unpack_at(7, l, sv, &up);
   ck_assert_int_eq(g_log->n, 10 + up);
   m = at(0, "memset32", -1, 0);
-  ck_assert_int_eq(m->arg[0], (int64_t)cuda_layer_of(l)->amax);
+  ck_assert_int_eq(m->arg[0], (int64_t)cuda_layer_buf(l, HOT_LB_AMAX));
   ck_assert_int_eq(m->arg[1], HOT_AMAX_WORDS + pl->B); /* + one word a sample (g' per sample) */
   const fake_cuda_launch *g0 = at(1, "hot_hq_g_", 13, 0), *g1 = at(2, "hot_hq_g_", 13, 1);
   const fake_cuda_launch *w0 = at(3, "hot_hq_w_", 13, 0), *w1 = at(4, "hot_hq_w_", 13, 1);
@@ -233,7 +233,7 @@ START_TEST(default_recipe_sequence) {
   ck_assert_int_eq(g1->arg[15], pl->layer_id * 16 + HOT_TENSOR_HQ_G);
   ck_assert_int_eq(g1->arg[16], 7);
   /* auto, not calibrated: per sample (B = 3), B words after the per-tensor ones, groups of L */
-  ck_assert_int_eq(g0->arg[9], (int64_t)(cuda_layer_of(l)->amax + 4 * HOT_AMAX_WORDS));
+  ck_assert_int_eq(g0->arg[9], (int64_t)(cuda_layer_buf(l, HOT_LB_AMAX) + 4 * HOT_AMAX_WORDS));
   ck_assert_int_eq(g0->arg[10], pl->L);
   ck_assert_int_eq(g1->arg[10], pl->L);
   ck_assert_int_eq(w0->arg[11], 0); /* absmax: no scale_in, no math_out */
@@ -242,7 +242,7 @@ START_TEST(default_recipe_sequence) {
   hla_args(h0, l, 1, gy);
   hla_args(h1, l, 1, gy);
   ck_assert_int_eq(h1->arg[23], 7);
-  ck_assert_int_eq(h1->arg[17], (int64_t)(cuda_layer_of(l)->amax + 4 * HOT_AMAX_HLA_G));
+  ck_assert_int_eq(h1->arg[17], (int64_t)(cuda_layer_buf(l, HOT_LB_AMAX) + 4 * HOT_AMAX_HLA_G));
   ck_assert_int_eq(h1->arg[18], 0);
   in_scratch(l, h1->arg[14], ref_hla_g_bytes(pl));
   /* GEMM g_x: A = q_g', B = q_w', row_scale = s_g, alpha_a = s_w, div = b */
@@ -272,8 +272,8 @@ START_TEST(default_recipe_sequence) {
   ck_assert_int_eq(hot_layer_calibrate(l, vp(gy), HOT_DT_F32, 9, NULL), HOT_OK);
   ck_assert_int_eq(g_log->n, 4);
   m = at(0, "memset32", -1, 0);
-  ck_assert_int_eq(m->arg[0], (int64_t)(cuda_layer_of(l)->amax + 4 * HOT_AMAX_WORDS)); /* per sample */
-  ck_assert_int_eq(m->arg[1], pl->B);
+  ck_assert_int_eq(m->arg[0], (int64_t)cuda_layer_buf(l, HOT_LB_AMAX)); /* every amax word */
+  ck_assert_int_eq(m->arg[1], kd_amax_bytes(pl) / 4); /* the B per-sample ones among them */
   for (int ph = 0; ph < 3; ++ph) {
     const fake_cuda_launch *q = at(1 + ph, "hot_lqs_", 10, ph);
     plan_grid(q, pl, HOT_K_LQS);
@@ -281,7 +281,7 @@ START_TEST(default_recipe_sequence) {
     ck_assert_int_eq(q->arg[1], T);
     ck_assert_int_eq(q->arg[2], O);
     ck_assert_int_eq(q->arg[3], O);
-    ck_assert_int_eq(q->arg[4], m->arg[0]);
+    ck_assert_int_eq(q->arg[4], m->arg[0] + 4 * HOT_AMAX_WORDS); /* the B per-sample words */
     ck_assert_int_eq(q->arg[5], pl->L); /* groups of one sample */
     in_scratch(l, q->arg[6], T * 4);
     in_scratch(l, q->arg[7], 2 * ((T * O + 1023) / 1024) * 8);
@@ -330,7 +330,7 @@ START_TEST(default_recipe_sequence) {
   ck_assert_int_eq(hot_layer_backward(l, vp(gy), vp(w), HOT_DT_F32, NULL, vp(gx), vp(gw), NULL, 8,
                                       NULL), HOT_OK);
   ck_assert_int_eq(at(1, "hot_hq_g_", 13, 0)->arg[10], pl->L);
-  ck_assert_int_eq(at(2, "hot_hq_g_", 13, 1)->arg[9], (int64_t)(cuda_layer_of(l)->amax + 4 * HOT_AMAX_WORDS));
+  ck_assert_int_eq(at(2, "hot_hq_g_", 13, 1)->arg[9], (int64_t)(cuda_layer_buf(l, HOT_LB_AMAX) + 4 * HOT_AMAX_WORDS));
   g_set_lqs(1.0, 0.75, 7);
   ck_assert_int_eq(hot_layer_calibrate(l, vp(gy), HOT_DT_F32, 10, NULL), HOT_ERR_INTERNAL);
   ck_assert_int_eq(hot_layer_get_info(l, &info), HOT_OK);
@@ -403,13 +403,13 @@ START_TEST(per_sample_sequence) {
   ck_assert_int_eq(hot_layer_backward(l, vp(gy), vp(w), HOT_DT_F32, vp(sv), vp(gx), vp(gw), NULL,
                                       3, NULL), HOT_OK);
   const fake_cuda_launch *m = at(0, "memset32", -1, 0);
-  ck_assert_int_eq(m->arg[0], (int64_t)cuda_layer_of(l)->amax);
+  ck_assert_int_eq(m->arg[0], (int64_t)cuda_layer_buf(l, HOT_LB_AMAX));
   ck_assert_int_eq(m->arg[1], HOT_AMAX_WORDS + pl->B);
   in_scratch(l, m->arg[0], (HOT_AMAX_WORDS + pl->B) * 4);
   const fake_cuda_launch *g0 = at(1, "hot_hq_g_", 13, 0), *g1 = at(2, "hot_hq_g_", 13, 1);
   for (int i = 0; i < 2; ++i) {
     const fake_cuda_launch *g = i ? g1 : g0;
-    ck_assert_int_eq(g->arg[9], (int64_t)(cuda_layer_of(l)->amax + 4 * HOT_AMAX_WORDS));
+    ck_assert_int_eq(g->arg[9], (int64_t)(cuda_layer_buf(l, HOT_LB_AMAX) + 4 * HOT_AMAX_WORDS));
     ck_assert_int_eq(g->arg[10], pl->L);
     plan_grid(g, pl, HOT_K_HQ_G);
   }
@@ -451,14 +451,15 @@ START_TEST(hla_groups_sequence) {
   g_reset();
   ck_assert_int_eq(hot_layer_save(l, vp(x), HOT_DT_F32, vp(sv), NULL), HOT_OK);
   const fake_cuda_launch *m = at(0, "memset32", -1, 0);
-  ck_assert_int_eq(m->arg[1], pl->hla.groups); /* one amax word a group */
+  ck_assert_int_eq(m->arg[1], kd_amax_bytes(pl) / 4); /* every amax word: x^'s, one a group */
+  ck_assert_int_ge(kd_amax_bytes(pl) - kd_amax_hla(pl, 0), 4 * pl->hla.groups);
   const int gap = save_gap(pl, 1, sv);
   for (int ph = 0; ph < 2; ++ph) {
     const fake_cuda_launch *k = at(1 + gap + ph, "hot_hla_x_", 20, ph);
     hla_args(k, l, 0, x);
     ck_assert_int_eq(k->arg[13], 1);
     ck_assert_int_eq(k->arg[16], (int64_t)sv + xb); /* the groups' scales after the codes */
-    ck_assert_int_eq(k->arg[17], m->arg[0]);
+    ck_assert_int_eq(k->arg[17], m->arg[0] + kd_amax_hla(pl, 0));
     in_scratch(l, k->arg[17], 4 * pl->hla.groups);
   }
   g_reset();
@@ -469,8 +470,8 @@ START_TEST(hla_groups_sequence) {
     const fake_cuda_launch *k = &g_log->l[i];
     if (!strcmp(k->name, "hot_abc_unpack")) { /* the segmented GEMM's layout: groups padded */
       int up = 0;
-      ck_assert_int_eq(unpack_at(i, l, sv, &up), (int64_t)cuda_layer_of(l)->q_hx);
-      ck_assert_int_eq(g_log->l[i + 2].arg[1], (int64_t)cuda_layer_of(l)->q_hx); /* gemm_gw */
+      ck_assert_int_eq(unpack_at(i, l, sv, &up), (int64_t)cuda_layer_buf(l, HOT_LB_Q_HX));
+      ck_assert_int_eq(g_log->l[i + 2].arg[1], (int64_t)cuda_layer_buf(l, HOT_LB_Q_HX)); /* gemm_gw */
       unpacked += up;
     }
     if (strncmp(k->name, "hot_hla_g_", 10)) continue;
@@ -514,8 +515,8 @@ START_TEST(paper_code_sawb_sequence) {
   plan_grid(h0, pl, HOT_K_ABC_X);
   ck_assert_int_ne(h0->arg[19], 0);
   ck_assert_int_eq(h0->arg[18], 0);
-  sawb_launch(s0, l, HOT_K_SAWB_X, 0, h0->arg[19], m->arg[0]);
-  sawb_launch(s1, l, HOT_K_SAWB_X, 1, h0->arg[19], m->arg[0]);
+  sawb_launch(s0, l, HOT_K_SAWB_X, 0, h0->arg[19], m->arg[0] + kd_amax_hla(pl, 0));
+  sawb_launch(s1, l, HOT_K_SAWB_X, 1, h0->arg[19], m->arg[0] + kd_amax_hla(pl, 0));
   ck_assert_int_eq(s0->arg[5], s1->arg[5]);
   ck_assert_int_eq(h1->arg[18], s1->arg[5]); /* scale_in = the SAWB scale */
   ck_assert_int_eq(h1->arg[19], 0);
@@ -868,22 +869,21 @@ START_TEST(tma_gemms) {
   ck_assert_uint_eq(mx->smem, g->smem);
   ck_assert_uint_eq(mx->smem, (unsigned)(g->stages * (g->tile_m + g->tile_n) * 128 + 1152));
   ck_assert_int_ge(g_log->dyn_smem_max, (int)g->smem);
-  const hot_cuda_layer *cu = cuda_layer_of(l);
-  ck_assert_int_eq(mx->arg[0], (int64_t)cu->q_g);
-  ck_assert_int_eq(mx->arg[1], (int64_t)cu->q_w);
+  ck_assert_int_eq(mx->arg[0], (int64_t)cuda_layer_buf(l, HOT_LB_Q_G));
+  ck_assert_int_eq(mx->arg[1], (int64_t)cuda_layer_buf(l, HOT_LB_Q_W));
   ck_assert_int_eq(mx->arg[2], (int64_t)gx);
-  ck_assert_int_eq(mx->arg[3], (int64_t)cu->s_g);
+  ck_assert_int_eq(mx->arg[3], (int64_t)cuda_layer_buf(l, HOT_LB_S_G));
   ck_assert_int_eq(mx->arg[7], T);
   ck_assert_int_eq(mx->arg[8], I);
   ck_assert_int_eq(mx->arg[9], g->k_pad);
   ck_assert_int_eq(mx->arg[11], g->seg_k_pad);
-  tma_map(mx, 12, (int64_t)cu->q_g, g->k_pad, T, g->tile_m);
-  tma_map(mx, 13, (int64_t)cu->q_w, g->k_pad, I, g->tile_n);
-  ck_assert_int_eq(mw->arg[0], (int64_t)cu->q_hg);
+  tma_map(mx, 12, (int64_t)cuda_layer_buf(l, HOT_LB_Q_G), g->k_pad, T, g->tile_m);
+  tma_map(mx, 13, (int64_t)cuda_layer_buf(l, HOT_LB_Q_W), g->k_pad, I, g->tile_n);
+  ck_assert_int_eq(mw->arg[0], (int64_t)cuda_layer_buf(l, HOT_LB_Q_HG));
   ck_assert_int_eq(mw->arg[1], qx); /* the unpacked codes in the workspace (16-byte aligned) */
   ck_assert_int_eq(mw->arg[2], (int64_t)gw);
   ck_assert_int_eq(mw->arg[5], (int64_t)(sv + (CUdeviceptr)sx_off(pl)));
-  tma_map(mw, 12, (int64_t)cu->q_hg, pl->hla.gemm.k_pad, O, pl->hla.gemm.tile_m);
+  tma_map(mw, 12, (int64_t)cuda_layer_buf(l, HOT_LB_Q_HG), pl->hla.gemm.k_pad, O, pl->hla.gemm.tile_m);
   tma_map(mw, 13, qx, pl->hla.gemm.k_pad, I, pl->hla.gemm.tile_n);
   /* the driver table's encoder is the fake's, which refuses what the driver documents as
    * invalid: an operand that is not 16-byte aligned, a 128-byte box under the 64B swizzle */

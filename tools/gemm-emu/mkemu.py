@@ -52,15 +52,20 @@ def replace_body(src, name, body):
 def main():
     src = open(sys.argv[1]).read()
     tname = "templates/" + os.path.basename(sys.argv[1])
-    # the cp.async wrappers live in hot_gemm.cuh: inline it so that their bodies are replaced too
-    # (#line directives keep every line attributed to its template file)
-    inc = '#include "hot_gemm.cuh"'
-    if inc in src:
-        tdir = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "templates")
-        after = src[:src.index(inc)].count("\n") + 2  # the line after the #include
-        src = src.replace(inc, '#line 1 "templates/hot_gemm.cuh"\n' +
-                          open(os.path.join(tdir, "hot_gemm.cuh")).read() +
-                          '#line %d "%s"' % (after, tname), 1)
+    # the cp.async wrappers live in hot_gemm.cuh, the wgmma ones in hot_sm90.inl.cuh: inline them
+    # so that their bodies are replaced too (#line directives keep every line attributed to its
+    # template file)
+    tdir = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "templates")
+    orig = src
+    for name in ("hot_gemm.cuh", "hot_sm90.inl.cuh"):
+        inc = '#include "%s"' % name
+        if inc in src:
+            after = orig[:orig.index(inc)].count("\n") + 2  # the line after the #include
+            body = open(os.path.join(tdir, name)).read()
+            if not body.endswith("\n"):
+                body += "\n"
+            src = src.replace(inc, '#line 1 "templates/%s"\n' % name + body +
+                              '#line %d "%s"' % (after, tname), 1)
     src = '#line 1 "%s"\n' % tname + src
     for name, body in BODIES.items():
         src = replace_body(src, name, body)
