@@ -76,19 +76,18 @@ for cfg in "128 128 64 2 2 3 0" "128 128 64 2 2 3 1" "64 64 64 2 2 4 0"; do
 done
 
 if [ "$mode" = all ]; then
-  # the twins and the planner, as tools/kernel-emu.sh builds them
-  CFL="-O2 -ffp-contract=off -I$here/base -I$here/gen -I$here/templates"
-  for f in quant_ref hla_project_ref lqs_ref hadamard_quant_ref abc_unpack_ref; do
-    $CC -std=c11 $CFL -c "$here/templates/$f.c" -o "$work/$f.o" || exit 1
+  # the twins (hot_ref) and the planner under them (hot_gen, hot_base): the libraries the build
+  # made, named by CMake in hot-emu-libs.txt (as tools/kernel-emu.sh takes them)
+  libs_file=${HOT_EMU_LIBS_FILE:-$here/build/hot-emu-libs.txt}
+  [ -r "$libs_file" ] || { echo "FAIL: $libs_file not found: configure and build first, or set HOT_EMU_LIBS_FILE"; exit 1; }
+  read -r -a EMU_LIBS <"$libs_file"
+  for l in "${EMU_LIBS[@]}"; do
+    [ -r "$l" ] || { echo "FAIL: $l (from $libs_file) not built"; exit 1; }
   done
-  for f in $(cd "$here" && ls gen/*.c gen/kernels/*.c base/*.c | grep -v -E '^gen/(spec|embed|main)' | sed 's/\.c$//'); do
-    $CC -std=c11 $CFL -c "$here/$f.c" -o "$work/gen_${f##*/}.o" || exit 1
-  done
-  ar rcs "$work/libref.a" "$work"/*_ref.o "$work"/gen_*.o
   kb() { # NAME SOURCE DEFINES... -> $work/k
     local n=$1 src=$2; shift 2
     $CXX "${MS[@]}" -c -DHOT_GENERATED -DEMU_MEMSTAT_NAME="\"$n\"" "$@" "$src" -o "$work/k.o" \
-      2>"$work/cc.log" && $CXX -no-pie "$work/k.o" "$work/libref.a" -o "$work/k" -lm 2>>"$work/cc.log" ||
+      2>"$work/cc.log" && $CXX -no-pie "$work/k.o" "${EMU_LIBS[@]}" -o "$work/k" -lm 2>>"$work/cc.log" ||
       { head -20 "$work/cc.log"; echo "FAIL: build $n"; fail=1; return 1; }
   }
   for op in 0 1; do # HQ g' (SR, per token) and w' (RTN) of the sm_90 plans: b 16, 4 bits, int8

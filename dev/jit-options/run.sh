@@ -30,9 +30,8 @@ lib=$cuda/lib64
 [ -d "$lib" ] || lib=$cuda/lib
 work=$(mktemp -d "${TMPDIR:-/tmp}/hot-jit-options-XXXXXX")
 trap 'rm -rf "$work"' EXIT
-cc -O2 -std=c11 -o "$work/nvrtc-options" "$here/nvrtc_options.c" "$root/base/num.c" \
-  "$root/base/diag.c" "$root/base/fileio.c" -I"$root/base" -I"$cuda/include" -L"$lib" \
-  -lnvrtc -lpthread -Wl,-rpath,"$lib"
+cc -O2 -std=c11 -o "$work/nvrtc-options" "$here/nvrtc_options.c" "$build/base/libhot_base.a" \
+  -I"$root/base" -I"$cuda/include" -L"$lib" -lnvrtc -lpthread -Wl,-rpath,"$lib"
 HOT_JIT_DEBUG=1 HOT_JIT_DEBUG_DIR="$work/dump" "$build/gen/hot-gen" "$spec" --layer "$layer" \
   --compile "$arch" --no-disk-cache >/dev/null
 sass=()
