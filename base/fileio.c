@@ -103,6 +103,18 @@ int fileio_open(const char *path, int how, mode_t mode, char *why, size_t whylen
   return fd;
 }
 
+/* fdopen(fd, mode), or NULL with fd closed, errno kept and the reason in why. */
+static FILE *fdopen_or_close(int fd, const char *mode, char *why, size_t whylen) {
+  FILE *f = fdopen(fd, mode);
+  if (!f) {
+    int e = errno;
+    close(fd);
+    say(why, whylen, strerror(e));
+    errno = e;
+  }
+  return f;
+}
+
 FILE *fileio_fopen(const char *path, const char *mode, char *why, size_t whylen) {
   int how;
   if (mode && (!strcmp(mode, "rb") || !strcmp(mode, "r"))) how = HOT_FILE_READ;
@@ -114,14 +126,7 @@ FILE *fileio_fopen(const char *path, const char *mode, char *why, size_t whylen)
   }
   int fd = fileio_open(path, how, 0644, why, whylen);
   if (fd < 0) return NULL;
-  FILE *f = fdopen(fd, how == HOT_FILE_READ ? "rb" : "wb");
-  if (!f) {
-    int e = errno;
-    close(fd);
-    say(why, whylen, strerror(e));
-    errno = e;
-  }
-  return f;
+  return fdopen_or_close(fd, how == HOT_FILE_READ ? "rb" : "wb", why, whylen);
 }
 
 FILE *fileio_fopen_stream(const char *path, char *why, size_t whylen) {
@@ -163,14 +168,7 @@ FILE *fileio_fopen_stream(const char *path, char *why, size_t whylen) {
     errno = e;
     return NULL;
   }
-  FILE *f = fdopen(fd, "rb");
-  if (!f) {
-    int e = errno;
-    close(fd);
-    say(why, whylen, strerror(e));
-    errno = e;
-  }
-  return f;
+  return fdopen_or_close(fd, "rb", why, whylen);
 }
 
 /* The folder that holds path (its text up to the last '/', trailing slashes ignored; "." when
