@@ -140,6 +140,19 @@ int fast_layer_backward(const hot_layer_plan *pl, const hot_ref_saved *saved, co
                         const void *w, hot_dtype dt, hot_gran gran, uint64_t seed, uint32_t step,
                         float *g_x, float *g_w, float *g_b);
 
+/* fast_layer_backward, and on success *overflow (when not NULL; 0 on failure) = which outputs
+ * hold a value that is not finite, FAST_OVERFLOW_* bits: with finite inputs (the only ones the
+ * backward accepts) that is an fp32 overflow of the transforms or scales. Taken in the GEMM
+ * epilogues, where each value is in a register anyway (the g_b vector in one short loop), so a
+ * caller needs no pass of its own over g_x and g_w. */
+#define FAST_OVERFLOW_GX 1u
+#define FAST_OVERFLOW_GW 2u
+#define FAST_OVERFLOW_GB 4u
+int fast_layer_backward_check(const hot_layer_plan *pl, const hot_ref_saved *saved,
+                              const void *g_y, const void *w, hot_dtype dt, hot_gran gran,
+                              uint64_t seed, uint32_t step, float *g_x, float *g_w, float *g_b,
+                              unsigned *overflow);
+
 /* As ref_layer_calibrate (ref_lqs): the same errors and choice, bit for bit. */
 int fast_layer_calibrate(const hot_layer_plan *pl, const void *g_y, hot_dtype dt, uint64_t seed,
                          uint32_t step, hot_ref_lqs_result *out);

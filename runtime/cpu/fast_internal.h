@@ -135,9 +135,11 @@ int fast_add_run(float *acc, const float *v, int64_t n, int level);
 /* The GEMM epilogues' per-element steps on a rows x n tile: out[m][i] (row stride ldo) =
  * HOT_MUL(HOT_I2F(acc[m][i]), s_m) (add == 0) or HOT_ADD(out[m][i], that) (add != 0), acc with
  * row stride ldc, s_m = row_f[m] (row_f not NULL) or f. Stores to fresh rows may stream past the
- * caches; the tile is fenced before return, so the caller may hand it over at once. */
-void fast_scale_tile(float *out, int64_t ldo, const int32_t *acc, int64_t ldc, int64_t rows,
-                     int64_t n, const float *row_f, float f, int add, int level);
+ * caches; the tile is fenced before return, so the caller may hand it over at once. Returns 1
+ * when every value written is finite, else 0 (the output's overflow check, taken while the values
+ * are in registers instead of in a pass of its own). */
+int fast_scale_tile(float *out, int64_t ldo, const int32_t *acc, int64_t ldc, int64_t rows,
+                    int64_t n, const float *row_f, float f, int add, int level);
 
 /* dst[0..n) = elements off.. of a dtype-tagged array, as fp32 (exact, as ref_load). */
 void fast_load_run(const void *src, hot_dtype dt, int64_t off, int64_t n, float *dst);

@@ -519,29 +519,42 @@ int fast_add_run(float *acc, const float *v, int64_t n, int level) {
  * streaming stores: the epilogue's CPU time 0.33-0.47x of plain stores there. Rows that do not
  * (malloc's large blocks are 16-aligned) take plain stores: peeling the head to the boundary and
  * streaming the rest was slower than plain stores (docs/cpu-backend.md). */
-AVX2_FN static void scale_avx2(float *o, const int32_t *a, int64_t n, float f, int add) {
+AVX2_FN static int scale_avx2(float *o, const int32_t *a, int64_t n, float f, int add) {
   const __m256 vf = _mm256_set1_ps(f);
+  const __m256 absmask = _mm256_castsi256_ps(_mm256_set1_epi32(0x7fffffff));
+  const __m256 big = _mm256_set1_ps(3.40282347e+38f);
+  __m256 ok = _mm256_castsi256_ps(_mm256_set1_epi32(-1)); /* |p| <= FLT_MAX: false for Inf, NaN */
   int64_t i = 0;
   if (!add && ((uintptr_t)o & 31) == 0)
-    for (; i + 8 <= n; i += 8)
-      _mm256_stream_ps(o + i, _mm256_mul_ps(_mm256_cvtepi32_ps(_mm256_loadu_si256((const __m256i *)(a + i))), vf));
+    for (; i + 8 <= n; i += 8) {
+      const __m256 p = _mm256_mul_ps(_mm256_cvtepi32_ps(_mm256_loadu_si256((const __m256i *)(a + i))), vf);
+      ok = _mm256_and_ps(ok, _mm256_cmp_ps(_mm256_and_ps(p, absmask), big, _CMP_LE_OQ));
+      _mm256_stream_ps(o + i, p);
+    }
   for (; i + 8 <= n; i += 8) {
     __m256 p = _mm256_mul_ps(_mm256_cvtepi32_ps(_mm256_loadu_si256((const __m256i *)(a + i))), vf);
     if (add) p = _mm256_add_ps(_mm256_loadu_ps(o + i), p);
+    ok = _mm256_and_ps(ok, _mm256_cmp_ps(_mm256_and_ps(p, absmask), big, _CMP_LE_OQ));
     _mm256_storeu_ps(o + i, p);
   }
-  for (; i < n; ++i) o[i] = add ? HOT_ADD(o[i], HOT_MUL(HOT_I2F(a[i]), f)) : HOT_MUL(HOT_I2F(a[i]), f);
+  int good = _mm256_movemask_ps(ok) == 0xff;
+  for (; i < n; ++i) {
+    o[i] = add ? HOT_ADD(o[i], HOT_MUL(HOT_I2F(a[i]), f)) : HOT_MUL(HOT_I2F(a[i]), f);
+    good &= isfinite(o[i]) != 0;
+  }
+  return good;
 }
 #endif
 
-void fast_scale_tile(float *out, int64_t ldo, const int32_t *acc, int64_t ldc, int64_t rows,
-                     int64_t n, const float *row_f, float f, int add, int level) {
+int fast_scale_tile(float *out, int64_t ldo, const int32_t *acc, int64_t ldc, int64_t rows,
+                    int64_t n, const float *row_f, float f, int add, int level) {
+  int good = 1;
 #if FAST_X86
   if (level >= FAST_LEVEL_AVX2) {
     for (int64_t m = 0; m < rows; ++m)
-      scale_avx2(out + m * ldo, acc + m * ldc, n, row_f ? row_f[m] : f, add);
+      good &= scale_avx2(out + m * ldo, acc + m * ldc, n, row_f ? row_f[m] : f, add);
     _mm_sfence(); /* one fence per tile: the streaming stores are visible before the task ends */
-    return;
+    return good;
   }
 #endif
   (void)level;
@@ -549,11 +562,12 @@ void fast_scale_tile(float *out, int64_t ldo, const int32_t *acc, int64_t ldc, i
     float *o = out + m * ldo;
     const int32_t *a = acc + m * ldc;
     const float s = row_f ? row_f[m] : f;
-    if (add)
-      for (int64_t i = 0; i < n; ++i) o[i] = HOT_ADD(o[i], HOT_MUL(HOT_I2F(a[i]), s));
-    else
-      for (int64_t i = 0; i < n; ++i) o[i] = HOT_MUL(HOT_I2F(a[i]), s);
+    for (int64_t i = 0; i < n; ++i) {
+      o[i] = add ? HOT_ADD(o[i], HOT_MUL(HOT_I2F(a[i]), s)) : HOT_MUL(HOT_I2F(a[i]), s);
+      good &= isfinite(o[i]) != 0;
+    }
   }
+  return good;
 }
 
 /* ---- loads -------------------------------------------------------------------------------- */

@@ -343,21 +343,26 @@ typedef struct {
   float *out;
   int64_t ldo;
   int level;
+  int64_t last_seg;  /* the segment whose sums complete the output (g_w: segs - 1) */
+  atomic_int *inf;   /* set when a completed output value is not finite (an overflow) */
 } ectx;
 
 static void epi_gx(void *ctx, int64_t seg, int64_t m0, int64_t n0, int64_t mc, int64_t nc,
                    const int32_t *acc, int64_t ldc) {
   (void)seg;
   const ectx *e = ctx;
-  fast_scale_tile(e->out + m0 * e->ldo + n0, e->ldo, acc, ldc, mc, nc, e->row_scale + m0, 0.0f, 0,
-                  e->level);
+  if (!fast_scale_tile(e->out + m0 * e->ldo + n0, e->ldo, acc, ldc, mc, nc, e->row_scale + m0, 0.0f,
+                       0, e->level))
+    atomic_store(e->inf, 1);
 }
 
 static void epi_gw(void *ctx, int64_t seg, int64_t m0, int64_t n0, int64_t mc, int64_t nc,
                    const int32_t *acc, int64_t ldc) {
   const ectx *e = ctx;
-  fast_scale_tile(e->out + m0 * e->ldo + n0, e->ldo, acc, ldc, mc, nc, NULL, e->seg_scale[seg],
-                  seg > 0, e->level);
+  if (!fast_scale_tile(e->out + m0 * e->ldo + n0, e->ldo, acc, ldc, mc, nc, NULL, e->seg_scale[seg],
+                       seg > 0, e->level) &&
+      seg == e->last_seg)
+    atomic_store(e->inf, 1);
 }
 
 /* ---- g_x by HQ ------------------------------------------------------------------------------ */
@@ -388,7 +393,7 @@ static int hq_quant_w(const hot_layer_plan *pl, const void *w, hot_dtype dt, int
 /* g_x by HQ; with g_b not NULL, also the bias (ref_bias) from the same pass over g_y. */
 static int backward_gx(const hot_layer_plan *pl, const void *g_y, const void *w, hot_dtype dt,
                        hot_gran gran, uint64_t seed, uint32_t step, int threads, float *g_x,
-                       float *g_b) {
+                       float *g_b, atomic_int *inf) {
   const int64_t T = pl->T, I = pl->I, op = pl->hq.o_pad;
   const int level = fast_level_now();
   int rc = HOT_REF_ENOMEM;
@@ -440,7 +445,7 @@ static int backward_gx(const hot_layer_plan *pl, const void *g_y, const void *w,
   /* GEMM + epilogue (ref_gemm_gx) */
   const float c_w = HOT_DIV(sw, HOT_I2F(pl->hq.block));
   for (int64_t t = 0; t < T; ++t) sg[t] = HOT_MUL(sg[t], c_w);
-  ectx e = {sg, NULL, g_x, I, level};
+  ectx e = {sg, NULL, g_x, I, level, 0, inf};
   const int8_t *a_seg[1] = {qg}, *b_seg[1] = {qw};
   fast_igemm_op g = {T, I, op, 1, a_seg, op, 1, b_seg, 1, I, hot_qmax(pl->hq.g.bits),
                      hot_qmax(pl->hq.w.bits), epi_gx, &e, FAST_ST_GX_PACK};
@@ -458,7 +463,8 @@ done:
 /* ---- g_w by HLA ----------------------------------------------------------------------------- */
 
 static int backward_gw(const hot_layer_plan *pl, const hot_ref_saved *saved, const void *g_y,
-                       hot_dtype dt, uint64_t seed, uint32_t step, int threads, float *g_w) {
+                       hot_dtype dt, uint64_t seed, uint32_t step, int threads, float *g_w,
+                       atomic_int *inf) {
   const int64_t K = pl->hla.k, O = pl->O, I = pl->I, G = pl->hla.groups, gk = pl->hla.group_k;
   int rc = HOT_REF_ENOMEM;
   int8_t *qg = fast_scratch((size_t)(K * O)), *qx = NULL;
@@ -491,7 +497,7 @@ static int backward_gw(const hot_layer_plan *pl, const hot_ref_saved *saved, con
     /* the saved codes: I rows of K, segment j at j * group_k (seg_k = group_k when segmented) */
     b_seg[j] = qx ? qx + j * seg_k * I : saved->q_x + j * gk;
   }
-  ectx e = {NULL, c, g_w, I, fast_level_now()};
+  ectx e = {NULL, c, g_w, I, fast_level_now(), segs - 1, inf};
   fast_igemm_op g = {O, I, seg_k, segs, a_seg, 1, O, b_seg, qx ? 1 : K,
                      qx ? I : 1, hot_qmax(pl->hla.g.bits), qx ? hot_qmax(pl->hla.x.bits) : 127,
                      epi_gw, &e, FAST_ST_GW_PACK};
@@ -642,6 +648,14 @@ int fast_layer_save(const hot_layer_plan *pl, const void *x, hot_dtype dt, hot_r
 int fast_layer_backward(const hot_layer_plan *pl, const hot_ref_saved *saved, const void *g_y,
                         const void *w, hot_dtype dt, hot_gran gran, uint64_t seed, uint32_t step,
                         float *g_x, float *g_w, float *g_b) {
+  return fast_layer_backward_check(pl, saved, g_y, w, dt, gran, seed, step, g_x, g_w, g_b, NULL);
+}
+
+int fast_layer_backward_check(const hot_layer_plan *pl, const hot_ref_saved *saved,
+                              const void *g_y, const void *w, hot_dtype dt, hot_gran gran,
+                              uint64_t seed, uint32_t step, float *g_x, float *g_w, float *g_b,
+                              unsigned *overflow) {
+  if (overflow) *overflow = 0;
   if (!pl || !saved || !g_y || !w || !g_x || !g_w || !ref_dt_ok(dt)) return HOT_REF_EARG;
   int rc = ref_plan_check(pl);
   if (rc) return rc;
@@ -656,15 +670,25 @@ int fast_layer_backward(const hot_layer_plan *pl, const hot_ref_saved *saved, co
    * non-finite g_y value first) */
   float *gb = pl->hq.enabled && g_b ? malloc((size_t)pl->O * sizeof *gb) : NULL;
   if (pl->hq.enabled && g_b && !gb) return HOT_REF_ENOMEM;
-  rc = pl->hq.enabled ? backward_gx(pl, g_y, w, dt, gran, seed, step, threads, g_x, gb)
+  /* the epilogues' overflow flags (the plain products return HOT_REF_ENONFINITE themselves) */
+  atomic_int inf_x, inf_w;
+  atomic_init(&inf_x, 0);
+  atomic_init(&inf_w, 0);
+  rc = pl->hq.enabled ? backward_gx(pl, g_y, w, dt, gran, seed, step, threads, g_x, gb, &inf_x)
                       : backward_plain(pl, 1, g_y, w, dt, dt, threads, g_x);
   if (!rc)
-    rc = pl->hla.enabled ? backward_gw(pl, saved, g_y, dt, seed, step, threads, g_w)
+    rc = pl->hla.enabled ? backward_gw(pl, saved, g_y, dt, seed, step, threads, g_w, &inf_w)
                          : backward_plain(pl, 0, g_y, saved->x, HOT_DT_F32, dt, threads, g_w);
   const fast_prof_t t1 = fast_prof_now();
   if (!rc && gb) memcpy(g_b, gb, (size_t)pl->O * sizeof *gb);
   else if (!rc && g_b) rc = bias(pl, g_y, dt, threads, g_b);
   free(gb);
+  if (!rc && overflow) {
+    int bad_b = 0;
+    for (int64_t o = 0; g_b && o < pl->O; ++o) bad_b |= !isfinite(g_b[o]);
+    *overflow = (atomic_load(&inf_x) ? FAST_OVERFLOW_GX : 0u) |
+                (atomic_load(&inf_w) ? FAST_OVERFLOW_GW : 0u) | (bad_b ? FAST_OVERFLOW_GB : 0u);
+  }
   fast_prof_add(FAST_ST_BIAS, t1);
   fast_prof_add(FAST_ST_TOTAL, t0);
   return rc;
