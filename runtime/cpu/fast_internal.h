@@ -141,6 +141,10 @@ int fast_add_run(float *acc, const float *v, int64_t n, int level);
 int fast_scale_tile(float *out, int64_t ldo, const int32_t *acc, int64_t ldc, int64_t rows,
                     int64_t n, const float *row_f, float f, int add, int level);
 
+/* dst[c * ld + r] = src[r * ls + c] for r < rows, c < cols (a transpose of bytes). */
+void fast_transpose_bytes(const int8_t *src, int64_t rows, int64_t cols, int64_t ls, int8_t *dst,
+                          int64_t ld, int level);
+
 /* dst[0..n) = elements off.. of a dtype-tagged array, as fp32 (exact, as ref_load). */
 void fast_load_run(const void *src, hot_dtype dt, int64_t off, int64_t n, float *dst);
 

@@ -570,6 +570,41 @@ int fast_scale_tile(float *out, int64_t ldo, const int32_t *acc, int64_t ldc, in
   return good;
 }
 
+/* ---- byte transpose ---------------------------------------------------------------------- */
+
+#if FAST_X86
+/* A 16 x 16 block of bytes, transposed in registers: four rounds of interleaving row i with row
+ * i + 8 (bytes, then the same again on the results) put byte c of row r at byte r of row c. */
+AVX2_FN static void transpose16_sse(const int8_t *src, int64_t ls, int8_t *dst, int64_t ld) {
+  __m128i v[16], t[16];
+  for (int i = 0; i < 16; ++i) v[i] = _mm_loadu_si128((const __m128i *)(const void *)(src + i * ls));
+  for (int round = 0; round < 4; ++round) {
+    for (int i = 0; i < 8; ++i) {
+      t[2 * i] = _mm_unpacklo_epi8(v[i], v[i + 8]);
+      t[2 * i + 1] = _mm_unpackhi_epi8(v[i], v[i + 8]);
+    }
+    memcpy(v, t, sizeof v);
+  }
+  for (int i = 0; i < 16; ++i) _mm_storeu_si128((__m128i *)(void *)(dst + i * ld), v[i]);
+}
+#endif
+
+void fast_transpose_bytes(const int8_t *src, int64_t rows, int64_t cols, int64_t ls, int8_t *dst,
+                          int64_t ld, int level) {
+  int64_t r0 = 0, c0 = 0;
+#if FAST_X86
+  if (level >= FAST_LEVEL_AVX2) {
+    r0 = rows / 16 * 16, c0 = cols / 16 * 16;
+    for (int64_t c = 0; c < c0; c += 16)
+      for (int64_t r = 0; r < r0; r += 16) transpose16_sse(src + r * ls + c, ls, dst + c * ld + r, ld);
+  }
+#endif
+  (void)level;
+  for (int64_t c = 0; c < cols; ++c) /* what the blocks left: rows r0.. of columns below c0, */
+    for (int64_t r = c < c0 ? r0 : 0; r < rows; ++r) /* and whole columns from c0 on */
+      dst[c * ld + r] = src[r * ls + c];
+}
+
 /* ---- loads -------------------------------------------------------------------------------- */
 
 void fast_load_run(const void *src, hot_dtype dt, int64_t off, int64_t n, float *dst) {

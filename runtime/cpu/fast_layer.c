@@ -323,16 +323,14 @@ typedef struct {
   const int8_t *codes;
   int64_t cols;
   int8_t *dst;
+  int level;
 } sctx;
 
 static void store_task(void *ctx, int64_t i, int tid) {
   (void)tid;
   const sctx *x = ctx;
   const int64_t K = x->pl->hla.k, c0 = i * 64, c1 = c0 + 64 < x->cols ? c0 + 64 : x->cols;
-  for (int64_t kk = 0; kk < K; ++kk) {
-    const int8_t *src = x->codes + kk * x->cols;
-    for (int64_t c = c0; c < c1; ++c) x->dst[c * K + kk] = src[c];
-  }
+  fast_transpose_bytes(x->codes + c0, K, c1 - c0, x->cols, x->dst + c0 * K, K, x->level);
 }
 
 /* ---- GEMM epilogues (CONTRACT.md 14) ------------------------------------------------------- */
@@ -630,7 +628,7 @@ int fast_layer_save(const hot_layer_plan *pl, const void *x, hot_dtype dt, hot_r
     q.round = HOT_ROUND_RTN;
     rc = hla_codes(pl, x, dt, I, &q, 0, 0, 0, threads, codes, out->s_x, -1);
     if (!rc) {
-      sctx s = {pl, codes, I, out->q_x};
+      sctx s = {pl, codes, I, out->q_x, fast_level_now()};
       fast_parallel(fast_cdiv(I, 64), threads, store_task, &s);
     }
     free(codes);
