@@ -11,6 +11,7 @@
 
 #include "backend.h"
 #include "fast.h"
+#include "fast_internal.h"
 #include "ref.h"
 
 /* The CPU side of a layer (layer->be): the layer-owned saved buffer. */
@@ -131,6 +132,8 @@ hot_status hot_cpu_use_openmp(const char *runtime) {
 }
 
 int hot_cpu_openmp(char *buf, size_t cap) { return fast_openmp(cap ? buf : NULL, cap); }
+
+unsigned long long hot_cpu_regions(void) { return fast_regions(); }
 
 /* ---- the backend interface (backend.h) ------------------------------------------------------ */
 

@@ -43,6 +43,20 @@ typedef void (*fast_task_fn)(void *ctx, int64_t i, int tid);
  * regions). */
 void fast_parallel(int64_t n, int threads, fast_task_fn fn, void *ctx);
 
+/* Regions run on more than one thread since the process started (a counter for benchmarks). */
+unsigned long long fast_regions(void);
+
+/* The threads for a call whose stages touch about `elems` values in all (a GEMM counts its
+ * multiply-adds / 128): 1 below fast_inline_elems() (a region's start and end, a few
+ * microseconds with awake workers and tens when they sleep, would cost more than the second
+ * thread saves), else fast_threads(). */
+int fast_threads_for(int64_t elems);
+/* The bound of fast_threads_for: n >= 0 sets it (0: every call may use the pool, which the
+ * tests set so that small layers run on all their thread counts), n < 0 returns to the default
+ * FAST_INLINE_ELEMS. */
+void fast_set_inline_elems(int64_t n);
+#define FAST_INLINE_ELEMS ((int64_t)1 << 17)
+
 /* Ceil division and rounding up, for sizes. */
 static inline int64_t fast_cdiv(int64_t a, int64_t b) { return (a + b - 1) / b; }
 static inline int64_t fast_round_up(int64_t a, int64_t b) { return fast_cdiv(a, b) * b; }

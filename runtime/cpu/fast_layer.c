@@ -613,7 +613,7 @@ int fast_layer_save(const hot_layer_plan *pl, const void *x, hot_dtype dt, hot_r
   if (!pl || !x || !ref_dt_ok(dt)) return HOT_REF_EARG;
   int rc = ref_plan_check(pl);
   if (rc) return rc;
-  const int threads = fast_threads();
+  const int threads = fast_threads_for(pl->T * pl->I);
   if (pl->hla.enabled && pl->abc.enabled) {
     const int64_t I = pl->I, K = pl->hla.k;
     out->q_x = malloc((size_t)(I * K));
@@ -661,7 +661,7 @@ int fast_layer_backward_check(const hot_layer_plan *pl, const hot_ref_saved *sav
     return HOT_REF_EARG;
   if (!saved->q_x && !saved->x) return HOT_REF_EARG;
   if (!pl->hla.enabled && !saved->x) return HOT_REF_ESHAPE;
-  const int threads = fast_threads();
+  const int threads = fast_threads_for(pl->T * pl->O + pl->T * pl->I + pl->O * pl->I);
   const fast_prof_t t0 = fast_prof_now();
   /* With HQ, the bias comes from HQ's pass over g_y (into gb, copied to g_b once all is done:
    * g_b is written only on success, as the twin's; its status is HQ's, which sees every
@@ -746,7 +746,7 @@ int fast_layer_calibrate(const hot_layer_plan *pl, const void *g_y, hot_dtype dt
   x.q.bits = pl->hq.g.bits, x.q.round = pl->hq.g.round;
   x.q.gran = HOT_GRAN_TENSOR, x.q.rule = HOT_RULE_ABSMAX;
   if (!quant_ok(&x.q)) return HOT_REF_EARG;
-  const int threads = fast_threads();
+  const int threads = fast_threads_for(pl->T * pl->O);
   float *v = malloc((size_t)n * sizeof *v), *ra = malloc((size_t)T * sizeof *ra);
   float *s_row = malloc((size_t)T * sizeof *s_row), *s_smp = malloc((size_t)pl->B * sizeof *s_smp);
   const int64_t chunks = fast_cdiv(n, HOT_REF_SUM_CHUNK);

@@ -564,6 +564,54 @@ START_TEST(overflow_flags) {
 }
 END_TEST
 
+/* ---- small calls on the caller alone (fast_threads_for) ---------------------------------- */
+
+static void noop_epi(void *ctx, int64_t seg, int64_t m0, int64_t n0, int64_t mc, int64_t nc,
+                     const int32_t *acc, int64_t ldc) {
+  (void)ctx, (void)seg, (void)m0, (void)n0, (void)mc, (void)nc, (void)acc, (void)ldc;
+}
+
+/* With the default bound a small layer's save, backward and calibration start no region on 2
+ * threads, and the same calls with the bound 0 do; a large GEMM does either way. */
+START_TEST(inline_small_calls) {
+  hot_layer_spec sp;
+  hot_layer_plan pl;
+  make_plan(&k_cases[4], &sp, &pl);
+  const int64_t T = pl.T, O = pl.O, I = pl.I;
+  ck_assert_int_lt(T * O + T * I + O * I, FAST_INLINE_ELEMS);
+  tp_rng r;
+  tp_seed(&r, 5u);
+  float *tmp = malloc((size_t)((T * I > O * I ? T * I : O * I) + T * O) * sizeof *tmp);
+  float *x = make_input(&r, T * I, 1.0, HOT_DT_F32, tmp), *w = make_input(&r, O * I, 0.05, HOT_DT_F32, tmp);
+  float *g = make_input(&r, T * O, 1e-3, HOT_DT_F32, tmp);
+  float *gx = malloc((size_t)(T * I) * sizeof *gx), *gw = malloc((size_t)(O * I) * sizeof *gw);
+  float *gb = malloc((size_t)O * sizeof *gb);
+  fast_set_threads(2);
+  for (int pass = 0; pass < 2; ++pass) {
+    fast_set_inline_elems(pass ? 0 : -1);
+    const unsigned long long r0 = fast_regions();
+    hot_ref_saved s;
+    hot_ref_lqs_result lq;
+    ck_assert_int_eq(fast_layer_save(&pl, x, HOT_DT_F32, &s), HOT_REF_OK);
+    ck_assert_int_eq(fast_layer_calibrate(&pl, g, HOT_DT_F32, 1, 1, &lq), HOT_REF_OK);
+    ck_assert_int_eq(fast_layer_backward(&pl, &s, g, w, HOT_DT_F32, HOT_GRAN_ROW, 1, 1, gx, gw, gb), 0);
+    ref_saved_free(&s);
+    if (pass) ck_assert_uint_gt(fast_regions(), r0);
+    else ck_assert_uint_eq(fast_regions(), r0);
+  }
+  fast_set_inline_elems(-1);
+  const unsigned long long r0 = fast_regions();
+  int8_t *a = calloc(512 * 512, 1), *b = calloc(512 * 512, 1);
+  const int8_t *as[1] = {a}, *bs[1] = {b};
+  fast_igemm_op op = {512, 512, 512, 1, as, 512, 1, bs, 512, 1, 1, 1, noop_epi, NULL, -1};
+  ck_assert_int_eq(fast_igemm(&op), HOT_REF_OK);
+  ck_assert_uint_gt(fast_regions(), r0);
+  fast_set_inline_elems(0);
+  fast_set_threads(0);
+  free(a), free(b), free(tmp), free(x), free(w), free(g), free(gx), free(gw), free(gb);
+}
+END_TEST
+
 /* ---- parallel regions on an OpenMP runtime (test_fast_openmp) ----------------------------- */
 
 #ifdef HOT_FAST_TEST_OPENMP
@@ -744,6 +792,9 @@ int main(void) {
   }
   printf("parallel regions on %s\n", OMP_RT);
 #endif
+  /* every call of the suite on the pool, small layers included (fast_threads_for), so that each
+   * case runs on 1, 2 and 3 threads; inline_small_calls checks the default bound */
+  fast_set_inline_elems(0);
   Suite *s = suite_create("fast");
   TCase *tc = tcase_create("fast");
   tcase_set_timeout(tc, 600);
@@ -755,6 +806,7 @@ int main(void) {
   tcase_add_test(tc, philox_words_exact);
   tcase_add_test(tc, statuses_match);
   tcase_add_loop_test(tc, overflow_flags, 0, 20);
+  tcase_add_test(tc, inline_small_calls);
 #ifdef HOT_FAST_TEST_OPENMP
   tcase_add_test(tc, openmp_runtime);
 #endif
