@@ -350,6 +350,7 @@ _FUNCS = {
                                        ctypes.POINTER(c_int)]),
     "hot_cpu_use_openmp": (c_int, [c_char_p]),
     "hot_cpu_openmp": (c_int, [c_char_p, c_size_t]),
+    "hot_cpu_regions": (ctypes.c_ulonglong, []),
     "hot_capture_write": (c_int, [c_char_p, c_char_p, c_int64, c_int64, c_int64, c_int64, c_int,
                                   c_void_p, c_void_p, c_void_p, c_char_p, c_size_t]),
 }

@@ -500,41 +500,99 @@ static int add_scalar(float *acc, const float *v, int64_t n) {
  * streaming stores: the epilogue's CPU time 0.33-0.47x of plain stores there. Rows that do not
  * (malloc's large blocks are 16-aligned) take plain stores: peeling the head to the boundary and
  * streaming the rest was slower than plain stores (docs/cpu-backend.md). */
-AVX2_FN static void scale_avx2(float *o, const int32_t *a, int64_t n, float f, int add) {
+AVX2_FN static int scale_avx2(float *o, const int32_t *a, int64_t n, float f, int add) {
   const __m256 vf = _mm256_set1_ps(f);
+  const __m256 absmask = _mm256_castsi256_ps(_mm256_set1_epi32(0x7fffffff));
+  const __m256 big = _mm256_set1_ps(3.40282347e+38f);
+  __m256 ok = _mm256_castsi256_ps(_mm256_set1_epi32(-1)); /* |p| <= FLT_MAX: false for Inf, NaN */
   int64_t i = 0;
   if (!add && ((uintptr_t)o & 31) == 0)
-    for (; i + 8 <= n; i += 8)
-      _mm256_stream_ps(o + i, _mm256_mul_ps(_mm256_cvtepi32_ps(_mm256_loadu_si256((const __m256i *)(a + i))), vf));
+    for (; i + 8 <= n; i += 8) {
+      const __m256 p = _mm256_mul_ps(_mm256_cvtepi32_ps(_mm256_loadu_si256((const __m256i *)(a + i))), vf);
+      ok = _mm256_and_ps(ok, _mm256_cmp_ps(_mm256_and_ps(p, absmask), big, _CMP_LE_OQ));
+      _mm256_stream_ps(o + i, p);
+    }
   for (; i + 8 <= n; i += 8) {
     __m256 p = _mm256_mul_ps(_mm256_cvtepi32_ps(_mm256_loadu_si256((const __m256i *)(a + i))), vf);
     if (add) p = _mm256_add_ps(_mm256_loadu_ps(o + i), p);
+    ok = _mm256_and_ps(ok, _mm256_cmp_ps(_mm256_and_ps(p, absmask), big, _CMP_LE_OQ));
     _mm256_storeu_ps(o + i, p);
   }
-  for (; i < n; ++i) o[i] = add ? HOT_ADD(o[i], HOT_MUL(HOT_I2F(a[i]), f)) : HOT_MUL(HOT_I2F(a[i]), f);
+  int good = _mm256_movemask_ps(ok) == 0xff;
+  for (; i < n; ++i) {
+    o[i] = add ? HOT_ADD(o[i], HOT_MUL(HOT_I2F(a[i]), f)) : HOT_MUL(HOT_I2F(a[i]), f);
+    good &= isfinite(o[i]) != 0;
+  }
+  return good;
 }
 #endif
 
 #if FAST_X86
-static void scale_tile_avx2(float *out, int64_t ldo, const int32_t *acc, int64_t ldc, int64_t rows,
-                            int64_t n, const float *row_f, float f, int add) {
+static int scale_tile_avx2(float *out, int64_t ldo, const int32_t *acc, int64_t ldc, int64_t rows,
+                           int64_t n, const float *row_f, float f, int add) {
+  int good = 1;
   for (int64_t m = 0; m < rows; ++m)
-    scale_avx2(out + m * ldo, acc + m * ldc, n, row_f ? row_f[m] : f, add);
+    good &= scale_avx2(out + m * ldo, acc + m * ldc, n, row_f ? row_f[m] : f, add);
   _mm_sfence(); /* one fence per tile: the streaming stores are visible before the task ends */
+  return good;
 }
 #endif
 
-static void scale_tile_scalar(float *out, int64_t ldo, const int32_t *acc, int64_t ldc,
-                              int64_t rows, int64_t n, const float *row_f, float f, int add) {
+static int scale_tile_scalar(float *out, int64_t ldo, const int32_t *acc, int64_t ldc,
+                             int64_t rows, int64_t n, const float *row_f, float f, int add) {
+  int good = 1;
   for (int64_t m = 0; m < rows; ++m) {
     float *o = out + m * ldo;
     const int32_t *a = acc + m * ldc;
     const float s = row_f ? row_f[m] : f;
-    if (add)
-      for (int64_t i = 0; i < n; ++i) o[i] = HOT_ADD(o[i], HOT_MUL(HOT_I2F(a[i]), s));
-    else
-      for (int64_t i = 0; i < n; ++i) o[i] = HOT_MUL(HOT_I2F(a[i]), s);
+    for (int64_t i = 0; i < n; ++i) {
+      o[i] = add ? HOT_ADD(o[i], HOT_MUL(HOT_I2F(a[i]), s)) : HOT_MUL(HOT_I2F(a[i]), s);
+      good &= isfinite(o[i]) != 0;
+    }
   }
+  return good;
+}
+
+/* ---- byte transpose ---------------------------------------------------------------------- */
+
+#if FAST_X86
+/* A 16 x 16 block of bytes, transposed in registers: four rounds of interleaving row i with row
+ * i + 8 (bytes, then the same again on the results) put byte c of row r at byte r of row c. */
+AVX2_FN static void transpose16_sse(const int8_t *src, int64_t ls, int8_t *dst, int64_t ld) {
+  __m128i v[16], t[16];
+  for (int i = 0; i < 16; ++i) v[i] = _mm_loadu_si128((const __m128i *)(const void *)(src + i * ls));
+  for (int round = 0; round < 4; ++round) {
+    for (int i = 0; i < 8; ++i) {
+      t[2 * i] = _mm_unpacklo_epi8(v[i], v[i + 8]);
+      t[2 * i + 1] = _mm_unpackhi_epi8(v[i], v[i + 8]);
+    }
+    memcpy(v, t, sizeof v);
+  }
+  for (int i = 0; i < 16; ++i) _mm_storeu_si128((__m128i *)(void *)(dst + i * ld), v[i]);
+}
+#endif
+
+/* The bytes the 16 x 16 blocks left (rows r0.. of columns below c0, and whole columns from c0
+ * on), one at a time. */
+static void transpose_rest(const int8_t *src, int64_t rows, int64_t cols, int64_t ls, int8_t *dst,
+                           int64_t ld, int64_t r0, int64_t c0) {
+  for (int64_t c = 0; c < cols; ++c)
+    for (int64_t r = c < c0 ? r0 : 0; r < rows; ++r) dst[c * ld + r] = src[r * ls + c];
+}
+
+#if FAST_X86
+static void transpose_bytes_avx2(const int8_t *src, int64_t rows, int64_t cols, int64_t ls,
+                                 int8_t *dst, int64_t ld) {
+  const int64_t r0 = rows / 16 * 16, c0 = cols / 16 * 16;
+  for (int64_t c = 0; c < c0; c += 16)
+    for (int64_t r = 0; r < r0; r += 16) transpose16_sse(src + r * ls + c, ls, dst + c * ld + r, ld);
+  transpose_rest(src, rows, cols, ls, dst, ld, r0, c0);
+}
+#endif
+
+static void transpose_bytes_scalar(const int8_t *src, int64_t rows, int64_t cols, int64_t ls,
+                                   int8_t *dst, int64_t ld) {
+  transpose_rest(src, rows, cols, ls, dst, ld, 0, 0);
 }
 
 /* ---- loads -------------------------------------------------------------------------------- */
@@ -555,15 +613,15 @@ void fast_load_run(const void *src, hot_dtype dt, int64_t off, int64_t n, float 
 
 static const fast_elem_kernels elem_scalar = {philox_words_scalar, quant_scalar, amax_scalar,
                                               fwht_row_scalar, fwht_cols_scalar, add_scalar,
-                                              scale_tile_scalar};
+                                              scale_tile_scalar, transpose_bytes_scalar};
 #if FAST_X86
 static const fast_elem_kernels elem_avx2 = {philox_words_avx2, quant_avx2, amax_avx2,
                                             fwht_row_level_avx2, fwht_cols_level_avx2, add_avx2,
-                                            scale_tile_avx2};
+                                            scale_tile_avx2, transpose_bytes_avx2};
 /* the 512-bit Philox (fast_level.c gives a level whose CPU lacks AVX-512F the row below) */
 static const fast_elem_kernels elem_avx512 = {philox_words_avx512, quant_avx2, amax_avx2,
                                               fwht_row_level_avx2, fwht_cols_level_avx2, add_avx2,
-                                              scale_tile_avx2};
+                                              scale_tile_avx2, transpose_bytes_avx2};
 #endif
 
 const fast_elem_kernels *const fast_elem_by_level[FAST_LEVELS] = {
