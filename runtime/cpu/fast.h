@@ -35,9 +35,10 @@ typedef enum {
   FAST_LEVEL_SCALAR = 0,  /* portable C */
   FAST_LEVEL_AVX2 = 1,    /* AVX2: vpmaddubsw / vpmaddwd GEMMs, 8-wide transforms and quantizers */
   FAST_LEVEL_AVXVNNI = 2, /* AVX-VNNI: 256-bit vpdpbusd GEMMs (the rest as AVX2) */
-  FAST_LEVEL_AVX512 = 3,  /* AVX-512F/BW + VNNI: 512-bit vpdpbusd GEMMs (the rest as AVX2) */
+  FAST_LEVEL_AVX512 = 3,  /* AVX-512F/BW + VNNI: 512-bit vpdpbusd GEMMs, Philox, quantizer and
+                             column FWHT (the rest as AVX2) */
   FAST_LEVEL_AMX = 4      /* AMX-INT8 (Linux, with the kernel's permission): tdpbssd GEMMs on
-                             16 x 16 int32 tiles (the rest as AVX2) */
+                             16 x 16 int32 tiles (the rest as avx512-vnni) */
 } fast_level;
 #define FAST_LEVELS 5
 

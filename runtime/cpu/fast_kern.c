@@ -2,7 +2,9 @@
  * quantizer, amax, the FWHT along a row and down columns, dtype loads. Each has a scalar form
  * built from hot_math.cuh (the twins' own steps) and an AVX2 form that performs, per element,
  * the very same IEEE operations (vdivps, vaddps, vsubps, vmulps and vroundps round once, like the
- * scalar code built with -ffp-contract=off), so the two give the same bits. */
+ * scalar code built with -ffp-contract=off), so the two give the same bits; Philox, the
+ * quantizer and the column FWHT also have 512-bit forms (the same operations on 16 lanes) for
+ * the avx512-vnni and amx-int8 levels. */
 #include <string.h>
 
 #include "fast_internal.h"
@@ -243,6 +245,43 @@ AVX2_FN static void quant_avx2(const float *v, int64_t n, float s, int qmax, int
 #endif
 
 
+#if FAST_X86
+/* The quantizer at the 512-bit levels: quant8_avx2's operations on 16 lanes (vdivps, the two
+ * clamps as compare-and-blend, vrndscaleps for the floor and the nearest, the exact rho of the
+ * word's top 24 bits), the codes narrowed by vpmovsdb (they lie in [-qmax, qmax], so its
+ * saturation never acts, as the AVX2 form's packs). Half the instructions per code. */
+AVX512_FN static inline __m512i quant16_avx512(const float *v, __m512 s, __m512 q, __m512 nq,
+                                               int sr, const uint32_t *w) {
+  __m512 u = _mm512_div_ps(_mm512_loadu_ps(v), s);
+  u = _mm512_mask_blend_ps(_mm512_cmp_ps_mask(u, nq, _CMP_LT_OQ), u, nq);
+  u = _mm512_mask_blend_ps(_mm512_cmp_ps_mask(u, q, _CMP_GT_OQ), u, q);
+  if (!sr)
+    return _mm512_cvttps_epi32(_mm512_roundscale_ps(u, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC));
+  const __m512 f = _mm512_roundscale_ps(u, _MM_FROUND_TO_NEG_INF | _MM_FROUND_NO_EXC);
+  const __m512 frac = _mm512_sub_ps(u, f);
+  const __m512i word = _mm512_srli_epi32(_mm512_loadu_si512((const void *)w), 8);
+  const __m512 rho = _mm512_mul_ps(_mm512_cvtepi32_ps(word), _mm512_set1_ps(5.9604644775390625e-8f));
+  const __mmask16 up = _mm512_cmp_ps_mask(rho, frac, _CMP_LT_OQ);
+  const __m512i fi = _mm512_cvttps_epi32(f);
+  return _mm512_mask_add_epi32(fi, up, fi, _mm512_set1_epi32(1));
+}
+
+AVX512_FN static void quant_avx512(const float *v, int64_t n, float s, int qmax, int sr,
+                                   const uint32_t *w, int8_t *out) {
+  if (!(s > 0.0f)) { /* hot_scaled gives 0: every code is 0 (SR adds rho < 0, never) */
+    memset(out, 0, (size_t)n);
+    return;
+  }
+  const __m512 vs = _mm512_set1_ps(s), q = _mm512_set1_ps(HOT_I2F(qmax));
+  const __m512 nq = _mm512_set1_ps(-HOT_I2F(qmax));
+  int64_t i = 0;
+  for (; i + 16 <= n; i += 16)
+    _mm_storeu_si128((__m128i *)(void *)(out + i),
+                     _mm512_cvtsepi32_epi8(quant16_avx512(v + i, vs, q, nq, sr, sr ? w + i : NULL)));
+  quant_avx2(v + i, n - i, s, qmax, sr, sr ? w + i : NULL, out + i);
+}
+#endif
+
 /* ---- amax --------------------------------------------------------------------------------- */
 
 static int amax_scalar(const float *v, int64_t n, float *amax) {
@@ -352,9 +391,9 @@ AVX2_FN static void fwht_row_avx2(float *a, const float *src, int64_t n, int b) 
  * pass instead of one per stage). Rows come from src (NULL: +0.0) when src is not NULL, else
  * from m; each output is HOT_ADD / HOT_SUB of the same pair in the same stage order as
  * hot_fwht_stage, so the grouping does not change a bit. */
-#define FWHT_PASS(G)                                                                                \
-  AVX2_FN static void fwht_pass##G##_avx2(float *m, int p, int64_t cols, int64_t ld, int h,        \
-                                          const float *const *src) {                                \
+#define FWHT_PASS(G, SUF, FN, VT, W, LOAD, STORE, ZERO, ADD, SUB)                                  \
+  FN static void fwht_pass##G##_##SUF(float *m, int p, int64_t cols, int64_t ld, int h,             \
+                                      const float *const *src) {                                    \
     for (int blk = 0; blk < p; blk += G * h)                                                        \
       for (int o = 0; o < h; ++o) {                                                                 \
         float *row[G];                                                                              \
@@ -367,16 +406,16 @@ AVX2_FN static void fwht_row_avx2(float *a, const float *src, int64_t n, int b) 
         int64_t c = 0;                                                                              \
         int whole = 1; /* no row of zeros: loads without tests */                                   \
         for (int i = 0; i < G; ++i) whole &= in[i] != NULL;                                         \
-        for (; c + 8 <= cols; c += 8) {                                                             \
-          __m256 v[G];                                                                              \
+        for (; c + (W) <= cols; c += (W)) {                                                         \
+          VT v[G];                                                                                  \
           if (whole) {                                                                              \
-            _Pragma("GCC unroll 8") for (int i = 0; i < G; ++i) v[i] = _mm256_loadu_ps(in[i] + c);  \
+            _Pragma("GCC unroll 8") for (int i = 0; i < G; ++i) v[i] = LOAD(in[i] + c);             \
           } else {                                                                                  \
             _Pragma("GCC unroll 8") for (int i = 0; i < G; ++i)                                     \
-              v[i] = in[i] ? _mm256_loadu_ps(in[i] + c) : _mm256_setzero_ps();                      \
+              v[i] = in[i] ? LOAD(in[i] + c) : ZERO();                                              \
           }                                                                                         \
-          FWHT_STAGES(__m256, v, G, _mm256_add_ps, _mm256_sub_ps)                                 \
-          _Pragma("GCC unroll 8") for (int i = 0; i < G; ++i) _mm256_storeu_ps(row[i] + c, v[i]);   \
+          FWHT_STAGES(VT, v, G, ADD, SUB)                                                           \
+          _Pragma("GCC unroll 8") for (int i = 0; i < G; ++i) STORE(row[i] + c, v[i]);              \
         }                                                                                           \
         for (; c < cols; ++c) {                                                                     \
           float v[G];                                                                               \
@@ -386,21 +425,35 @@ AVX2_FN static void fwht_row_avx2(float *a, const float *src, int64_t n, int b) 
         }                                                                                           \
       }                                                                                             \
   }
-FWHT_PASS(2)
-FWHT_PASS(4)
-FWHT_PASS(8)
+#define FWHT_PASS_AVX2(G)                                                                           \
+  FWHT_PASS(G, avx2, AVX2_FN, __m256, 8, _mm256_loadu_ps, _mm256_storeu_ps, _mm256_setzero_ps,      \
+            _mm256_add_ps, _mm256_sub_ps)
+FWHT_PASS_AVX2(2)
+FWHT_PASS_AVX2(4)
+FWHT_PASS_AVX2(8)
+/* The same passes on 16 columns at a time (the 512-bit levels): the same pairs, stage order and
+ * IEEE operations per element, half the instructions. */
+#define FWHT_PASS_AVX512(G)                                                                         \
+  FWHT_PASS(G, avx512, AVX512_FN, __m512, 16, _mm512_loadu_ps, _mm512_storeu_ps,                   \
+            _mm512_setzero_ps, _mm512_add_ps, _mm512_sub_ps)
+FWHT_PASS_AVX512(2)
+FWHT_PASS_AVX512(4)
+FWHT_PASS_AVX512(8)
 
 /* The whole column FWHT of fast_fwht_cols_src: passes of three stages (two or one at the end),
  * the first one reading the sources. */
-AVX2_FN static void fwht_cols_src_avx2(float *m, int p, int64_t cols, int64_t ld,
-                                       const float *const *src) {
-  for (int h = 1; h < p; h *= 8) {
-    const float *const *in = h == 1 ? src : NULL;
-    if (8 * h <= p) fwht_pass8_avx2(m, p, cols, ld, h, in);
-    else if (4 * h <= p) fwht_pass4_avx2(m, p, cols, ld, h, in);
-    else fwht_pass2_avx2(m, p, cols, ld, h, in);
+#define FWHT_COLS(SUF, FN)                                                                          \
+  FN static void fwht_cols_src_##SUF(float *m, int p, int64_t cols, int64_t ld,                    \
+                                     const float *const *src) {                                     \
+    for (int h = 1; h < p; h *= 8) {                                                                \
+      const float *const *in = h == 1 ? src : NULL;                                                 \
+      if (8 * h <= p) fwht_pass8_##SUF(m, p, cols, ld, h, in);                                      \
+      else if (4 * h <= p) fwht_pass4_##SUF(m, p, cols, ld, h, in);                                 \
+      else fwht_pass2_##SUF(m, p, cols, ld, h, in);                                                 \
+    }                                                                                               \
   }
-}
+FWHT_COLS(avx2, AVX2_FN)
+FWHT_COLS(avx512, AVX512_FN)
 #endif
 
 static void fwht_row_scalar(float *a, const float *src, int64_t n, int b) {
@@ -443,6 +496,11 @@ static int fwht_cols_trivial(float *m, int p, int64_t cols, const float *const *
 #if FAST_X86
 static void fwht_cols_level_avx2(float *m, int p, int64_t cols, int64_t ld, const float *const *src) {
   if (!fwht_cols_trivial(m, p, cols, src)) fwht_cols_src_avx2(m, p, cols, ld, src);
+}
+
+static void fwht_cols_level_avx512(float *m, int p, int64_t cols, int64_t ld,
+                                   const float *const *src) {
+  if (!fwht_cols_trivial(m, p, cols, src)) fwht_cols_src_avx512(m, p, cols, ld, src);
 }
 #endif
 
@@ -618,9 +676,10 @@ static const fast_elem_kernels elem_scalar = {philox_words_scalar, quant_scalar,
 static const fast_elem_kernels elem_avx2 = {philox_words_avx2, quant_avx2, amax_avx2,
                                             fwht_row_level_avx2, fwht_cols_level_avx2, add_avx2,
                                             scale_tile_avx2, transpose_bytes_avx2};
-/* the 512-bit Philox (fast_level.c gives a level whose CPU lacks AVX-512F the row below) */
-static const fast_elem_kernels elem_avx512 = {philox_words_avx512, quant_avx2, amax_avx2,
-                                              fwht_row_level_avx2, fwht_cols_level_avx2, add_avx2,
+/* the 512-bit Philox, quantizer and column FWHT (fast_level.c gives a level whose CPU lacks
+ * AVX-512F the row below) */
+static const fast_elem_kernels elem_avx512 = {philox_words_avx512, quant_avx512, amax_avx2,
+                                              fwht_row_level_avx2, fwht_cols_level_avx512, add_avx2,
                                               scale_tile_avx2, transpose_bytes_avx2};
 #endif
 
