@@ -19,14 +19,22 @@ HOT_CPU_THREADS=N: the end-to-end figure of whatever the CPU backend runs. Every
 of R runs; "turns" is the median (and range) of the R torch / hot ratios of single turns, the
 figure least moved by a machine whose speed drifts; the load average is printed with each row.
 Threads: when torch has loaded GNU OpenMP (libgomp.so.1), hot's parallel regions run on its
-workers, as the Python package arranges in a torch program (hot_cpu_use_openmp; torch's workers
-spin for a few ms after each operator, and hot's own threads would share the CPUs with them);
---own-threads keeps hot on its own pool instead (what a program without OpenMP gets). --exact adds the fp64 exact products (ref_exact_gx + _gw and their fast twins) of
+workers, as the Python package arranges with HOT_CPU_OPENMP=auto (hot_cpu_use_openmp; torch's
+workers spin for a few ms after each operator, and hot's own threads would share the CPUs with
+them); --own-threads keeps hot on its own pool instead (the package's default, and what a program
+without OpenMP gets). --exact adds the fp64 exact products (ref_exact_gx + _gw and their fast twins) of
 an accuracy-row layer, 8192 tokens 4096 -> 4096 (slow: the twin takes minutes). --stages prints,
 instead of the table, where the fast backward's wall and process CPU time go, stage by stage (the mean of R
 profiled runs after one warm-up; fast_profile in runtime/cpu/fast.h), at N threads and at 1.
+--goals prints only the goal figures: the AMX-INT8 peak of a register-only tdpbssd loop (or "no
+AMX"), per shape the GEMMs' rate against it and their share of the backward (from the stage
+profile), then bench/cpu_layer.py (HOTLinear fwd+bwd through the Python API against nn.Linear in
+fp32 and under bf16 autocast, the tiny layer's fixed cost, regions per step, contention). The
+default run prints the table and then the goal figures; --tiny prints the table only.
 Benchmark only: nothing here is a test and nothing asserts a time.
 """
+import re
+import subprocess
 import argparse
 import ctypes
 import glob
@@ -38,6 +46,7 @@ SHAPES = [  # (label, B, L, O, I): T = B*L tokens, I -> O
     ("8x197 tok, 768->768", 8, 197, 768, 768),
     ("8x197 tok, 768->3072", 8, 197, 3072, 768),
     ("1x2048 tok, 2048->2048", 1, 2048, 2048, 2048),
+    ("8x128 tok, 512->2048", 8, 128, 2048, 512),
 ]
 TINY = [  # --tiny: the same code paths on small layers (a smoke run that checks the bits)
     ("2x17 tok, 48->40", 2, 17, 40, 48),
@@ -278,6 +287,51 @@ def stages(lib, threads, reps, shapes):
         sys.stdout.flush()
 
 
+def goals(lib, threads, reps, shapes):
+    """The AMX peak, the GEMMs' rate against it and their share of the backward, per shape."""
+    bind_stages(lib)
+    names = stage_names(lib)
+    n = len(names)
+    lib.hot_fast_bench_amx_peak.argtypes = [ctypes.c_int, ctypes.POINTER(ctypes.c_double)]
+    peak = ctypes.c_double(0.0)
+    has = lib.hot_fast_bench_amx_peak(5, ctypes.byref(peak)) == 0
+    print("\nGoal 2: the GEMMs against the AMX-INT8 peak, %d thread(s), mean of %d profiled "
+          "backwards" % (threads, reps))
+    if has:
+        print("  register-only tdpbssd loop: %.2f TMAC/s per thread (load %s)"
+              % (peak.value / 1e12, load()))
+    else:
+        print("  register-only tdpbssd loop: no AMX")
+    gemm_rows = [i for i, nm in enumerate(names) if nm.startswith("gemm")]
+    for s in shapes:
+        _, B, L, O, I = s
+        plan = ctypes.create_string_buffer(512)
+        wall, cpu = (ctypes.c_double * n)(), (ctypes.c_double * n)()
+        if lib.hot_fast_bench_stages(B, L, O, I, 0, threads, reps, wall, cpu, n, plan, 512):
+            sys.exit("cpu_backward.py: hot_fast_bench_stages failed")
+        dims = re.findall(r"GEMM (\d+)x(\d+)x(\d+)", plan.value.decode())
+        macs = sum(int(a) * int(b) * int(c) for a, b, c in dims)
+        g = sum(wall[i] for i in gemm_rows)
+        tiles = sum(wall[i] for i in gemm_rows if "tiles" in names[i])
+        total = wall[n - 1]
+        rate = macs / g if g > 0 else 0.0
+        pk = "%.0f %% of the peak (tiles alone %.0f %%)" % (
+            100 * rate / (peak.value * threads), 100 * macs / tiles / (peak.value * threads)) \
+            if has else "no AMX"
+        print("  %-24s GEMMs %.2f ms (pack + tiles) of %.2f ms: %.0f %% of the backward; "
+              "%.2f TMAC/s, %s (load %s)"
+              % (s[0], 1e3 * g, 1e3 * total, 100 * g / total, rate / 1e12, pk, load()))
+        sys.stdout.flush()
+
+
+def run_layer_bench(threads, reps, tiny=False):
+    """bench/cpu_layer.py in a process of its own (it sets HOT_CPU_THREADS before loading hot)."""
+    sys.stdout.flush()
+    here = os.path.dirname(os.path.abspath(__file__))
+    subprocess.call([sys.executable, os.path.join(here, "cpu_layer.py"), "--threads",
+                     str(threads), "--reps", str(max(reps, 3))] + (["--tiny"] if tiny else []))
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--lib", help="path of libhot_fast_bench.so")
@@ -295,6 +349,8 @@ def main():
                          "5 turns, and print per stage the best CPU ms of each and B / A")
     ap.add_argument("--philox", action="store_true",
                     help="time the quantizers' Philox words alone, at each level this CPU has")
+    ap.add_argument("--goals", action="store_true",
+                    help="only the goal figures (AMX peak, GEMM share, bench/cpu_layer.py)")
     ap.add_argument("--tiny", action="store_true",
                     help="small layers instead of the three shapes (a quick check that it runs)")
     a = ap.parse_args()
@@ -308,6 +364,10 @@ def main():
     lib = ctypes.CDLL(find_lib(a.lib))
     if a.philox:
         philox(lib, a.reps)
+        return
+    if a.goals:
+        goals(lib, a.threads, a.reps, TINY if a.tiny else SHAPES)
+        run_layer_bench(a.threads, a.reps, a.tiny)
         return
     if a.stages:
         print("hot fast CPU backward, per stage: mean of %d runs, %s"
@@ -358,6 +418,9 @@ def main():
         tr, cr = hot_time(lib, 3, s, a.threads, 1)
         print("%s: fast %.1f s (load %s), twin %.1f s (load %s), %.1fx (%s)"
               % (s[0], tf, lf, tr, load(), tr / tf, "bits equal" if cf == cr else "BITS DIFFER"))
+    if not a.tiny:
+        goals(lib, a.threads, a.reps, SHAPES)
+        run_layer_bench(a.threads, a.reps)
 
 
 if __name__ == "__main__":

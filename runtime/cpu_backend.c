@@ -41,12 +41,6 @@ static hot_status cpu_ref_status(hot_layer *layer, int rc, const char *what) {
   }
 }
 
-static int all_finite(const float *v, int64_t n) {
-  for (int64_t i = 0; i < n; ++i)
-    if (!isfinite(v[i])) return 0;
-  return 1;
-}
-
 /* Offset of s_x^ in an ABC buffer (the codes' bytes rounded up to 16). */
 static int64_t scale_offset(const hot_layer_plan *pl) { return plan_saved_scale_offset(pl); }
 
@@ -99,14 +93,16 @@ static hot_status cpu_layer_backward(hot_layer *layer, const void *g_y, const vo
     s.x = (float *)(uintptr_t)src;
   }
   s.bytes = layer_saved_bytes(pl);
-  int rc = fast_layer_backward(CFG(layer), pl, &s, g_y, w, layer->spec.dtype, layer->gran, layer->seed, step,
-                               g_x, g_w, g_b);
+  unsigned over = 0;
+  int rc = fast_layer_backward_check(CFG(layer), pl, &s, g_y, w, layer->spec.dtype, layer->gran,
+                                     layer->seed, step, g_x, g_w, g_b, &over);
   free(sx);
   if (rc) return cpu_ref_status(layer, rc, "backward");
-  /* The inputs were finite (the twins refuse others): a non-finite output is an overflow. */
-  const char *which = !all_finite(g_x, pl->T * pl->I) ? "g_x"
-                      : !all_finite(g_w, pl->O * pl->I) ? "g_w"
-                      : g_b && !all_finite(g_b, pl->O) ? "g_b" : NULL;
+  /* The inputs were finite (the twins refuse others): a non-finite output is an overflow, found
+   * by the fast path's GEMM epilogues while they wrote it. */
+  const char *which = over & FAST_OVERFLOW_GX ? "g_x"
+                      : over & FAST_OVERFLOW_GW ? "g_w"
+                      : over & FAST_OVERFLOW_GB ? "g_b" : NULL;
   if (which)
     return ctx_fail(layer->ctx, HOT_ERR_RANGE, "hot_layer_backward: layer '%s': %s overflowed "
                     "fp32 (finite inputs too close to FLT_MAX for the transforms and scales)",
@@ -139,6 +135,8 @@ hot_status hot_cpu_use_openmp(const char *runtime) {
 }
 
 int hot_cpu_openmp(char *buf, size_t cap) { return fast_openmp(cap ? buf : NULL, cap); }
+
+unsigned long long hot_cpu_regions(void) { return fast_regions(); }
 
 /* ---- the backend interface (backend.h) ------------------------------------------------------ */
 

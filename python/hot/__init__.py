@@ -3,7 +3,7 @@
 - hot.Context, hot.Layer, hot.LayerSpec: a thin object API over the C API (runtime/include/hot.h);
   errors are raised as hot.HotError carrying hot's status and one-line message.
 - hot.cpu_use_openmp(runtime) / hot.cpu_openmp(): the CPU backend on an OpenMP runtime's workers
-  (GNU OpenMP, attached by itself when loaded: HOT_CPU_OPENMP) or on hot's own threads.
+  (GNU OpenMP with HOT_CPU_OPENMP=auto) or on hot's own threads (the default).
 - hot.capture(path, layer_name, x, w, g_y) writes a layer capture (x, w, g_y of one backward;
   docs/capture.md), hot.read_capture(path) reads one back.
 - hot.torch (imported on demand: `import hot.torch`): HOTLinear, a drop-in for torch.nn.Linear

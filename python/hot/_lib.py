@@ -286,15 +286,20 @@ GNU_OPENMP = "libgomp.so.1"
 
 def _attach_openmp(lib_):
     """Where the CPU backend's parallel regions run (hot_cpu_use_openmp), from $HOT_CPU_OPENMP:
-    unset, "" or "auto": on GNU OpenMP's workers when the process has libgomp.so.1 loaded
-    (PyTorch's CPU operators run on it: its workers spin for a few ms after each operator, and
-    hot's own threads would share the CPUs with them), else on hot's own pool; "off", "0", "no"
-    or "none": hot's own pool; another value: that runtime (a RuntimeWarning when it cannot be
-    used, and hot's own pool). Same bits in every case."""
-    v = os.environ.get(OPENMP_ENV, "auto").strip()
-    if v.lower() in ("", "auto"):
+    unset, "", "off", "0", "no" or "none": hot's own pool (a region whose worker is descheduled
+    runs on the caller instead of waiting for it); "auto": on GNU OpenMP's workers when the
+    process has libgomp.so.1 loaded (PyTorch's CPU operators run on it: its workers spin for a
+    few ms after each operator), else hot's own pool; another value: that runtime (a
+    RuntimeWarning when it cannot be used, and hot's own pool). Same bits in every case. Not
+    attached by default: an OpenMP region waits at its end for every member of the team, so on
+    CPUs shared with other processes one descheduled worker costs a scheduler time slice per
+    region (docs/cpu-backend.md)."""
+    v = os.environ.get(OPENMP_ENV, "").strip()
+    if v.lower() == "auto":
         lib_.hot_cpu_use_openmp(GNU_OPENMP.encode())  # not loaded: the own pool stays
-    elif v.lower() not in ("off", "0", "no", "none"):
+    elif v.lower() in ("", "off", "0", "no", "none"):
+        lib_.hot_cpu_use_openmp(None)
+    else:
         st = lib_.hot_cpu_use_openmp(v.encode())
         if st != Status.OK:
             warnings.warn(f"{OPENMP_ENV}={v}: {Status(st).name}: not an OpenMP runtime loaded in "
@@ -352,6 +357,7 @@ _FUNCS = {
                                        ctypes.POINTER(c_int)]),
     "hot_cpu_use_openmp": (c_int, [c_char_p]),
     "hot_cpu_openmp": (c_int, [c_char_p, c_size_t]),
+    "hot_cpu_regions": (ctypes.c_ulonglong, []),
     "hot_capture_write": (c_int, [c_char_p, c_char_p, c_int64, c_int64, c_int64, c_int64, c_int,
                                   c_void_p, c_void_p, c_void_p, c_char_p, c_size_t]),
 }

@@ -56,7 +56,7 @@ def cpu_use_openmp(runtime):
     in this process ("libgomp.so.1": GNU OpenMP, which PyTorch's CPU operators use; LLVM's
     "libomp.so" or Intel's "libiomp5.so"), or on hot's own threads with None. Process-wide; the
     gradients are the same bits either way. The package does this by itself when it loads libhot
-    (HOT_CPU_OPENMP, docs/python.md). Raises HotError: HOT_ERR_NOT_FOUND (not loaded here, or not
+    with HOT_CPU_OPENMP set (docs/python.md). Raises HotError: HOT_ERR_NOT_FOUND (not loaded here, or not
     an OpenMP runtime), HOT_ERR_INVALID (an empty or too long name); TypeError for a non-string."""
     if runtime is not None and not isinstance(runtime, str):
         raise TypeError(f"cpu_use_openmp: runtime must be a str or None, not {type(runtime).__name__}")

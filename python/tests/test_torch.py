@@ -511,12 +511,15 @@ def _gomp_loaded():
 
 
 def test_cpu_backend_on_torchs_openmp_workers(hot, ht):
-    """With torch imported (GNU OpenMP loaded), the CPU backend runs on that runtime's workers by
-    itself; HOTLinear's gradients are the same bits there and on hot's own threads, at 1, 2 and 3
-    threads; bad runtime names raise and leave the setting alone."""
+    """With torch imported (GNU OpenMP loaded), the CPU backend stays on hot's own threads unless
+    HOT_CPU_OPENMP asks otherwise, and runs on that runtime's workers when attached; HOTLinear's
+    gradients are the same bits there and on hot's own threads, at 1, 2 and 3 threads; bad
+    runtime names raise and leave the setting alone."""
     if not _gomp_loaded():
         pytest.skip("this torch build does not load GNU OpenMP (libgomp): nothing to attach to")
-    assert hot.cpu_openmp() == "libgomp.so.1", "hot.torch must attach to torch's OpenMP"
+    want = "libgomp.so.1" if os.environ.get("HOT_CPU_OPENMP", "").strip().lower() == "auto" \
+        else None
+    assert hot.cpu_openmp() == want, "hot.torch follows HOT_CPU_OPENMP (default: own threads)"
     torch.manual_seed(3)
     B, L, I, O = 3, 70, 64, 96
     x = torch.randn(B, L, I).requires_grad_()
@@ -557,11 +560,13 @@ def test_cpu_backend_on_torchs_openmp_workers(hot, ht):
         hot.cpu_use_openmp("libgomp.so.1")
 
 
-@pytest.mark.parametrize("value,want,warns", [("off", None, False), ("auto", "libgomp.so.1", False),
+@pytest.mark.parametrize("value,want,warns", [(None, None, False), ("", None, False),
+                                              ("off", None, False), ("auto", "libgomp.so.1", False),
                                               ("libhot-no-such-runtime.so.9", None, True)])
 def test_hot_cpu_openmp_environment(hot, value, want, warns):
-    """HOT_CPU_OPENMP, read when libhot is loaded: off keeps hot's own threads, auto (the default)
-    attaches to GNU OpenMP when loaded, an unusable name warns and keeps hot's own threads."""
+    """HOT_CPU_OPENMP, read when libhot is loaded: unset (the default), empty or off keeps hot's
+    own threads, auto attaches to GNU OpenMP when loaded, an unusable name warns and keeps hot's
+    own threads."""
     import subprocess
     import sys
     if want and not _gomp_loaded():
@@ -572,7 +577,10 @@ def test_hot_cpu_openmp_environment(hot, value, want, warns):
             "    hot._lib.find_library()\n"
             "    hot._lib.reattach_openmp()\n"
             "print(hot.cpu_openmp(), any('HOT_CPU_OPENMP' in str(x.message) for x in w))\n")
-    env = dict(os.environ, HOT_CPU_OPENMP=value)
+    env = dict(os.environ)
+    env.pop("HOT_CPU_OPENMP", None)
+    if value is not None:
+        env["HOT_CPU_OPENMP"] = value
     r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env,
                        timeout=300)
     assert r.returncode == 0, r.stderr

@@ -35,9 +35,10 @@ typedef enum {
   FAST_LEVEL_SCALAR = 0,  /* portable C */
   FAST_LEVEL_AVX2 = 1,    /* AVX2: vpmaddubsw / vpmaddwd GEMMs, 8-wide transforms and quantizers */
   FAST_LEVEL_AVXVNNI = 2, /* AVX-VNNI: 256-bit vpdpbusd GEMMs (the rest as AVX2) */
-  FAST_LEVEL_AVX512 = 3,  /* AVX-512F/BW + VNNI: 512-bit vpdpbusd GEMMs (the rest as AVX2) */
+  FAST_LEVEL_AVX512 = 3,  /* AVX-512F/BW + VNNI: 512-bit vpdpbusd GEMMs, Philox, quantizer and
+                             column FWHT (the rest as AVX2) */
   FAST_LEVEL_AMX = 4      /* AMX-INT8 (Linux, with the kernel's permission): tdpbssd GEMMs on
-                             16 x 16 int32 tiles (the rest as AVX2) */
+                             16 x 16 int32 tiles (the rest as avx512-vnni) */
 } fast_level;
 #define FAST_LEVELS 5
 
@@ -48,19 +49,28 @@ typedef enum {
 typedef struct fast_kernels fast_kernels;
 
 /* What a call of the fast path runs with, fixed when it is built (fast_config_init): the thread
- * count of its parallel regions, the dispatch level and that level's kernel table. Nothing of
+ * count of its parallel regions, the bound below which a call runs on the caller alone, the
+ * dispatch level and that level's kernel table. Nothing of
  * it is read from the environment: HOT_CPU_THREADS and HOT_CPU_ISA are parsed once, by
  * runtime/env.c (env_read_cpu), which hot_ctx_create and the tools call, and their values are
  * handed to fast_config_init. A plain struct the caller owns; copying it is fine. */
 typedef struct {
   int threads;           /* 1 .. FAST_MAX_THREADS */
+  int64_t inline_elems;  /* calls on fewer values (a GEMM: multiply-adds / 128) run on the
+                            caller with no parallel region; FAST_INLINE_ELEMS by default, 0: every
+                            call may use the threads (a caller may set it after init) */
   fast_level level;      /* the level the kernels run at */
   const fast_kernels *k; /* that level's kernel table (static: never freed) */
 } fast_config;
 
+/* The default small-call bound of a config (2^17 values, 2^24 multiply-adds of a GEMM): below it
+ * a region's start and end (a few microseconds with awake workers, tens when they sleep) would
+ * cost more than a second thread saves. */
+#define FAST_INLINE_ELEMS ((int64_t)1 << 17)
+
 /* Builds *c: `threads` > 0 threads (at most FAST_MAX_THREADS), else the online CPUs (at most
  * FAST_MAX_THREADS); the highest level at most `cap` (FAST_LEVEL_*, or -1 for no cap) that the
- * CPU has, with its kernel table. Asks the CPU (and, for the amx-int8 level, Linux: only when
+ * CPU has, with its kernel table; inline_elems = FAST_INLINE_ELEMS. Asks the CPU (and, for the amx-int8 level, Linux: only when
  * cap allows it) once per process; never reads the environment. */
 void fast_config_init(fast_config *c, int threads, int cap);
 
@@ -75,6 +85,10 @@ void fast_config_default(fast_config *c);
 void fast_set_threads(int n);
 /* The default config's thread count (>= 1). */
 int fast_threads(void);
+/* The default config's small-call bound (fast_config.inline_elems): n >= 0 sets it (0: every
+ * call may use the pool, which the tests set so that small layers run on all their thread
+ * counts), n < 0 returns to FAST_INLINE_ELEMS. Process-wide; meant for tests and benchmarks. */
+void fast_set_inline_elems(int64_t n);
 
 /* Runs the parallel regions on the workers of an OpenMP runtime that is already loaded in the
  * process, instead of the fast path's own pool: `runtime` is the runtime's library as dlopen names
@@ -110,6 +124,10 @@ int fast_level_has(int level);
  * fast_level_name; -1 for NULL or any other string. */
 int fast_level_by_name(const char *s);
 const char *fast_level_name(int level);
+
+/* Parallel regions run on more than one thread since the process started, by any config (a
+ * counter for benchmarks and tests; a call that runs on the caller alone adds none). */
+unsigned long long fast_regions(void);
 
 /* Frees the scratch blocks the fast path keeps between calls (its large temporary buffers are
  * reused from one call to the next; at most FAST_SCRATCH_KEEP blocks, those of the last calls).
@@ -167,6 +185,19 @@ int fast_layer_save(const fast_config *cf, const hot_layer_plan *pl, const void 
 int fast_layer_backward(const fast_config *cf, const hot_layer_plan *pl, const hot_ref_saved *saved, const void *g_y,
                         const void *w, hot_dtype dt, hot_gran gran, uint64_t seed, uint32_t step,
                         float *g_x, float *g_w, float *g_b);
+
+/* fast_layer_backward, and on success *overflow (when not NULL; 0 on failure) = which outputs
+ * hold a value that is not finite, FAST_OVERFLOW_* bits: with finite inputs (the only ones the
+ * backward accepts) that is an fp32 overflow of the transforms or scales. Taken in the GEMM
+ * epilogues, where each value is in a register anyway (the g_b vector in one short loop), so a
+ * caller needs no pass of its own over g_x and g_w. */
+#define FAST_OVERFLOW_GX 1u
+#define FAST_OVERFLOW_GW 2u
+#define FAST_OVERFLOW_GB 4u
+int fast_layer_backward_check(const fast_config *cf, const hot_layer_plan *pl,
+                              const hot_ref_saved *saved, const void *g_y, const void *w,
+                              hot_dtype dt, hot_gran gran, uint64_t seed, uint32_t step,
+                              float *g_x, float *g_w, float *g_b, unsigned *overflow);
 
 /* As ref_layer_calibrate (ref_lqs): the same errors and choice, bit for bit. */
 int fast_layer_calibrate(const fast_config *cf, const hot_layer_plan *pl, const void *g_y, hot_dtype dt, uint64_t seed,

@@ -739,7 +739,9 @@ int fast_igemm(const fast_config *cf, const fast_igemm_op *op) {
   }
   g.apb = (size_t)(g.ksteps * g.mr * g.kstep) * esz;
   g.bpb = (size_t)(g.ksteps * NR * g.kstep) * esz;
-  const int threads = cf->threads;
+  /* a small product runs on the caller alone (at the default bound, 2^24 multiply-adds: about
+   * 16 us of AMX work, and as long as a small layer's other stages) */
+  const int threads = fast_threads_for(cf, op->M * op->N * op->seg_k * op->segs / 128);
   gctx x;
   memset(&x, 0, sizeof x);
   x.op = op;

@@ -89,6 +89,20 @@ typedef void (*fast_task_fn)(void *ctx, int64_t i, int tid);
  * regions). */
 void fast_parallel(int64_t n, int threads, fast_task_fn fn, void *ctx);
 
+/* The threads for a call of config cf whose stages touch about `elems` values in all (a GEMM
+ * counts its multiply-adds / 128): 1 below cf->inline_elems (a region's start and end, a few
+ * microseconds with awake workers and tens when they sleep, would cost more than the second
+ * thread saves), else cf->threads. */
+static inline int fast_threads_for(const fast_config *cf, int64_t elems) {
+  return elems < cf->inline_elems ? 1 : cf->threads;
+}
+/* *cf with the threads of fast_threads_for(cf, elems): what an entry point hands down. */
+static inline fast_config fast_config_for(const fast_config *cf, int64_t elems) {
+  fast_config c = *cf;
+  c.threads = fast_threads_for(cf, elems);
+  return c;
+}
+
 /* Ceil division and rounding up, for sizes. */
 static inline int64_t fast_cdiv(int64_t a, int64_t b) { return (a + b - 1) / b; }
 static inline int64_t fast_round_up(int64_t a, int64_t b) { return fast_cdiv(a, b) * b; }
@@ -178,7 +192,10 @@ typedef struct {
  *  scale_tile: the GEMM epilogues' step on a rows x n tile: out[m][i] (row stride ldo) =
  *    HOT_MUL(HOT_I2F(acc[m][i]), s_m) (add == 0) or HOT_ADD(out[m][i], that) (add != 0), acc with
  *    row stride ldc, s_m = row_f[m] (row_f not NULL) or f; stores to fresh rows may stream past
- *    the caches; the tile is fenced before return, so the caller may hand it over at once. */
+ *    the caches; the tile is fenced before return, so the caller may hand it over at once; returns 1 when
+ *    every value written is finite, else 0 (the output's overflow check, taken while the values
+ *    are in registers instead of in a pass of its own);
+ *  transpose_bytes: dst[c * ld + r] = src[r * ls + c] for r < rows, c < cols. */
 typedef struct {
   void (*philox)(const fast_rng *r, uint64_t idx0, int64_t n, uint32_t *words);
   void (*quant)(const float *v, int64_t n, float s, int qmax, int sr, const uint32_t *words,
@@ -187,8 +204,10 @@ typedef struct {
   void (*fwht_row)(float *a, const float *src, int64_t n, int b);
   void (*fwht_cols_src)(float *m, int p, int64_t cols, int64_t ld, const float *const *src);
   int (*add)(float *acc, const float *v, int64_t n);
-  void (*scale_tile)(float *out, int64_t ldo, const int32_t *acc, int64_t ldc, int64_t rows,
-                     int64_t n, const float *row_f, float f, int add);
+  int (*scale_tile)(float *out, int64_t ldo, const int32_t *acc, int64_t ldc, int64_t rows,
+                    int64_t n, const float *row_f, float f, int add);
+  void (*transpose_bytes)(const int8_t *src, int64_t rows, int64_t cols, int64_t ls, int8_t *dst,
+                          int64_t ld);
 } fast_elem_kernels;
 /* The per-element kernels of each level (fast_kern.c): NULL for a level that runs those of the
  * level below it. */

@@ -2,7 +2,9 @@
  * quantizer, amax, the FWHT along a row and down columns, dtype loads. Each has a scalar form
  * built from hot_math.cuh (the twins' own steps) and an AVX2 form that performs, per element,
  * the very same IEEE operations (vdivps, vaddps, vsubps, vmulps and vroundps round once, like the
- * scalar code built with -ffp-contract=off), so the two give the same bits. */
+ * scalar code built with -ffp-contract=off), so the two give the same bits; Philox, the
+ * quantizer and the column FWHT also have 512-bit forms (the same operations on 16 lanes) for
+ * the avx512-vnni and amx-int8 levels. */
 #include <string.h>
 
 #include "fast_internal.h"
@@ -193,10 +195,20 @@ static void philox_words_scalar(const fast_rng *r, uint64_t idx0, int64_t n, uin
 
 /* ---- quantizer ---------------------------------------------------------------------------- */
 
-static void quant_scalar(const float *v, int64_t n, float s, int qmax, int sr, const uint32_t *w,
-                         int8_t *out) {
+/* The scalar steps, inlined into every caller: the AVX forms' tails then run in their own
+ * encoding. A call from code that has used 512-bit registers into a function of legacy SSE
+ * instructions cost about 17 us per backward of a 16-token layer on this path (the tiny layer's
+ * backward 32 -> 15 us without it): such calls are kept out of the kernels (FAST_INLINE). */
+#define FAST_INLINE static inline __attribute__((always_inline))
+FAST_INLINE void quant_run(const float *v, int64_t n, float s, int qmax, int sr, const uint32_t *w,
+                           int8_t *out) {
   for (int64_t i = 0; i < n; ++i)
     out[i] = (int8_t)(sr ? hot_quant_sr(v[i], s, qmax, w[i]) : hot_quant_rtn(v[i], s, qmax));
+}
+
+static void quant_scalar(const float *v, int64_t n, float s, int qmax, int sr, const uint32_t *w,
+                         int8_t *out) {
+  quant_run(v, n, s, qmax, sr, w, out);
 }
 
 #if FAST_X86
@@ -238,14 +250,51 @@ AVX2_FN static void quant_avx2(const float *v, int64_t n, float s, int qmax, int
     _mm256_storeu_si256((__m256i *)t, quant8_avx2(v + i, vs, q, nq, sr, w + i));
     for (int j = 0; j < 8; ++j) out[i + j] = (int8_t)t[j];
   }
-  quant_scalar(v + i, n - i, s, qmax, sr, sr ? w + i : NULL, out + i);
+  quant_run(v + i, n - i, s, qmax, sr, sr ? w + i : NULL, out + i);
 }
 #endif
 
 
+#if FAST_X86
+/* The quantizer at the 512-bit levels: quant8_avx2's operations on 16 lanes (vdivps, the two
+ * clamps as compare-and-blend, vrndscaleps for the floor and the nearest, the exact rho of the
+ * word's top 24 bits), the codes narrowed by vpmovsdb (they lie in [-qmax, qmax], so its
+ * saturation never acts, as the AVX2 form's packs). Half the instructions per code. */
+AVX512_FN static inline __m512i quant16_avx512(const float *v, __m512 s, __m512 q, __m512 nq,
+                                               int sr, const uint32_t *w) {
+  __m512 u = _mm512_div_ps(_mm512_loadu_ps(v), s);
+  u = _mm512_mask_blend_ps(_mm512_cmp_ps_mask(u, nq, _CMP_LT_OQ), u, nq);
+  u = _mm512_mask_blend_ps(_mm512_cmp_ps_mask(u, q, _CMP_GT_OQ), u, q);
+  if (!sr)
+    return _mm512_cvttps_epi32(_mm512_roundscale_ps(u, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC));
+  const __m512 f = _mm512_roundscale_ps(u, _MM_FROUND_TO_NEG_INF | _MM_FROUND_NO_EXC);
+  const __m512 frac = _mm512_sub_ps(u, f);
+  const __m512i word = _mm512_srli_epi32(_mm512_loadu_si512((const void *)w), 8);
+  const __m512 rho = _mm512_mul_ps(_mm512_cvtepi32_ps(word), _mm512_set1_ps(5.9604644775390625e-8f));
+  const __mmask16 up = _mm512_cmp_ps_mask(rho, frac, _CMP_LT_OQ);
+  const __m512i fi = _mm512_cvttps_epi32(f);
+  return _mm512_mask_add_epi32(fi, up, fi, _mm512_set1_epi32(1));
+}
+
+AVX512_FN static void quant_avx512(const float *v, int64_t n, float s, int qmax, int sr,
+                                   const uint32_t *w, int8_t *out) {
+  if (!(s > 0.0f)) { /* hot_scaled gives 0: every code is 0 (SR adds rho < 0, never) */
+    memset(out, 0, (size_t)n);
+    return;
+  }
+  const __m512 vs = _mm512_set1_ps(s), q = _mm512_set1_ps(HOT_I2F(qmax));
+  const __m512 nq = _mm512_set1_ps(-HOT_I2F(qmax));
+  int64_t i = 0;
+  for (; i + 16 <= n; i += 16)
+    _mm_storeu_si128((__m128i *)(void *)(out + i),
+                     _mm512_cvtsepi32_epi8(quant16_avx512(v + i, vs, q, nq, sr, sr ? w + i : NULL)));
+  if (i < n) quant_avx2(v + i, n - i, s, qmax, sr, sr ? w + i : NULL, out + i);
+}
+#endif
+
 /* ---- amax --------------------------------------------------------------------------------- */
 
-static int amax_scalar(const float *v, int64_t n, float *amax) {
+FAST_INLINE int amax_run(const float *v, int64_t n, float *amax) {
   float m = *amax;
   for (int64_t i = 0; i < n; ++i) {
     if (!isfinite(v[i])) return 0;
@@ -255,6 +304,8 @@ static int amax_scalar(const float *v, int64_t n, float *amax) {
   *amax = m;
   return 1;
 }
+
+static int amax_scalar(const float *v, int64_t n, float *amax) { return amax_run(v, n, amax); }
 
 #if FAST_X86
 AVX2_FN static int amax_avx2(const float *v, int64_t n, float *amax) {
@@ -273,7 +324,7 @@ AVX2_FN static int amax_avx2(const float *v, int64_t n, float *amax) {
   float r = *amax;
   for (int j = 0; j < 8; ++j) r = t[j] > r ? t[j] : r; /* max is order-free on finite values */
   *amax = r;
-  return amax_scalar(v + i, n - i, amax);
+  return amax_run(v + i, n - i, amax);
 }
 #endif
 
@@ -352,9 +403,9 @@ AVX2_FN static void fwht_row_avx2(float *a, const float *src, int64_t n, int b) 
  * pass instead of one per stage). Rows come from src (NULL: +0.0) when src is not NULL, else
  * from m; each output is HOT_ADD / HOT_SUB of the same pair in the same stage order as
  * hot_fwht_stage, so the grouping does not change a bit. */
-#define FWHT_PASS(G)                                                                                \
-  AVX2_FN static void fwht_pass##G##_avx2(float *m, int p, int64_t cols, int64_t ld, int h,        \
-                                          const float *const *src) {                                \
+#define FWHT_PASS(G, SUF, FN, VT, W, LOAD, STORE, ZERO, ADD, SUB)                                  \
+  FN static void fwht_pass##G##_##SUF(float *m, int p, int64_t cols, int64_t ld, int h,             \
+                                      const float *const *src) {                                    \
     for (int blk = 0; blk < p; blk += G * h)                                                        \
       for (int o = 0; o < h; ++o) {                                                                 \
         float *row[G];                                                                              \
@@ -367,16 +418,16 @@ AVX2_FN static void fwht_row_avx2(float *a, const float *src, int64_t n, int b) 
         int64_t c = 0;                                                                              \
         int whole = 1; /* no row of zeros: loads without tests */                                   \
         for (int i = 0; i < G; ++i) whole &= in[i] != NULL;                                         \
-        for (; c + 8 <= cols; c += 8) {                                                             \
-          __m256 v[G];                                                                              \
+        for (; c + (W) <= cols; c += (W)) {                                                         \
+          VT v[G];                                                                                  \
           if (whole) {                                                                              \
-            _Pragma("GCC unroll 8") for (int i = 0; i < G; ++i) v[i] = _mm256_loadu_ps(in[i] + c);  \
+            _Pragma("GCC unroll 8") for (int i = 0; i < G; ++i) v[i] = LOAD(in[i] + c);             \
           } else {                                                                                  \
             _Pragma("GCC unroll 8") for (int i = 0; i < G; ++i)                                     \
-              v[i] = in[i] ? _mm256_loadu_ps(in[i] + c) : _mm256_setzero_ps();                      \
+              v[i] = in[i] ? LOAD(in[i] + c) : ZERO();                                              \
           }                                                                                         \
-          FWHT_STAGES(__m256, v, G, _mm256_add_ps, _mm256_sub_ps)                                 \
-          _Pragma("GCC unroll 8") for (int i = 0; i < G; ++i) _mm256_storeu_ps(row[i] + c, v[i]);   \
+          FWHT_STAGES(VT, v, G, ADD, SUB)                                                           \
+          _Pragma("GCC unroll 8") for (int i = 0; i < G; ++i) STORE(row[i] + c, v[i]);              \
         }                                                                                           \
         for (; c < cols; ++c) {                                                                     \
           float v[G];                                                                               \
@@ -386,21 +437,35 @@ AVX2_FN static void fwht_row_avx2(float *a, const float *src, int64_t n, int b) 
         }                                                                                           \
       }                                                                                             \
   }
-FWHT_PASS(2)
-FWHT_PASS(4)
-FWHT_PASS(8)
+#define FWHT_PASS_AVX2(G)                                                                           \
+  FWHT_PASS(G, avx2, AVX2_FN, __m256, 8, _mm256_loadu_ps, _mm256_storeu_ps, _mm256_setzero_ps,      \
+            _mm256_add_ps, _mm256_sub_ps)
+FWHT_PASS_AVX2(2)
+FWHT_PASS_AVX2(4)
+FWHT_PASS_AVX2(8)
+/* The same passes on 16 columns at a time (the 512-bit levels): the same pairs, stage order and
+ * IEEE operations per element, half the instructions. */
+#define FWHT_PASS_AVX512(G)                                                                         \
+  FWHT_PASS(G, avx512, AVX512_FN, __m512, 16, _mm512_loadu_ps, _mm512_storeu_ps,                   \
+            _mm512_setzero_ps, _mm512_add_ps, _mm512_sub_ps)
+FWHT_PASS_AVX512(2)
+FWHT_PASS_AVX512(4)
+FWHT_PASS_AVX512(8)
 
 /* The whole column FWHT of fast_fwht_cols_src: passes of three stages (two or one at the end),
  * the first one reading the sources. */
-AVX2_FN static void fwht_cols_src_avx2(float *m, int p, int64_t cols, int64_t ld,
-                                       const float *const *src) {
-  for (int h = 1; h < p; h *= 8) {
-    const float *const *in = h == 1 ? src : NULL;
-    if (8 * h <= p) fwht_pass8_avx2(m, p, cols, ld, h, in);
-    else if (4 * h <= p) fwht_pass4_avx2(m, p, cols, ld, h, in);
-    else fwht_pass2_avx2(m, p, cols, ld, h, in);
+#define FWHT_COLS(SUF, FN)                                                                          \
+  FN static void fwht_cols_src_##SUF(float *m, int p, int64_t cols, int64_t ld,                    \
+                                     const float *const *src) {                                     \
+    for (int h = 1; h < p; h *= 8) {                                                                \
+      const float *const *in = h == 1 ? src : NULL;                                                 \
+      if (8 * h <= p) fwht_pass8_##SUF(m, p, cols, ld, h, in);                                      \
+      else if (4 * h <= p) fwht_pass4_##SUF(m, p, cols, ld, h, in);                                 \
+      else fwht_pass2_##SUF(m, p, cols, ld, h, in);                                                 \
+    }                                                                                               \
   }
-}
+FWHT_COLS(avx2, AVX2_FN)
+FWHT_COLS(avx512, AVX512_FN)
 #endif
 
 static void fwht_row_scalar(float *a, const float *src, int64_t n, int b) {
@@ -443,6 +508,11 @@ static int fwht_cols_trivial(float *m, int p, int64_t cols, const float *const *
 #if FAST_X86
 static void fwht_cols_level_avx2(float *m, int p, int64_t cols, int64_t ld, const float *const *src) {
   if (!fwht_cols_trivial(m, p, cols, src)) fwht_cols_src_avx2(m, p, cols, ld, src);
+}
+
+static void fwht_cols_level_avx512(float *m, int p, int64_t cols, int64_t ld,
+                                   const float *const *src) {
+  if (!fwht_cols_trivial(m, p, cols, src)) fwht_cols_src_avx512(m, p, cols, ld, src);
 }
 #endif
 
@@ -500,41 +570,99 @@ static int add_scalar(float *acc, const float *v, int64_t n) {
  * streaming stores: the epilogue's CPU time 0.33-0.47x of plain stores there. Rows that do not
  * (malloc's large blocks are 16-aligned) take plain stores: peeling the head to the boundary and
  * streaming the rest was slower than plain stores (docs/cpu-backend.md). */
-AVX2_FN static void scale_avx2(float *o, const int32_t *a, int64_t n, float f, int add) {
+AVX2_FN static int scale_avx2(float *o, const int32_t *a, int64_t n, float f, int add) {
   const __m256 vf = _mm256_set1_ps(f);
+  const __m256 absmask = _mm256_castsi256_ps(_mm256_set1_epi32(0x7fffffff));
+  const __m256 big = _mm256_set1_ps(3.40282347e+38f);
+  __m256 ok = _mm256_castsi256_ps(_mm256_set1_epi32(-1)); /* |p| <= FLT_MAX: false for Inf, NaN */
   int64_t i = 0;
   if (!add && ((uintptr_t)o & 31) == 0)
-    for (; i + 8 <= n; i += 8)
-      _mm256_stream_ps(o + i, _mm256_mul_ps(_mm256_cvtepi32_ps(_mm256_loadu_si256((const __m256i *)(a + i))), vf));
+    for (; i + 8 <= n; i += 8) {
+      const __m256 p = _mm256_mul_ps(_mm256_cvtepi32_ps(_mm256_loadu_si256((const __m256i *)(a + i))), vf);
+      ok = _mm256_and_ps(ok, _mm256_cmp_ps(_mm256_and_ps(p, absmask), big, _CMP_LE_OQ));
+      _mm256_stream_ps(o + i, p);
+    }
   for (; i + 8 <= n; i += 8) {
     __m256 p = _mm256_mul_ps(_mm256_cvtepi32_ps(_mm256_loadu_si256((const __m256i *)(a + i))), vf);
     if (add) p = _mm256_add_ps(_mm256_loadu_ps(o + i), p);
+    ok = _mm256_and_ps(ok, _mm256_cmp_ps(_mm256_and_ps(p, absmask), big, _CMP_LE_OQ));
     _mm256_storeu_ps(o + i, p);
   }
-  for (; i < n; ++i) o[i] = add ? HOT_ADD(o[i], HOT_MUL(HOT_I2F(a[i]), f)) : HOT_MUL(HOT_I2F(a[i]), f);
+  int good = _mm256_movemask_ps(ok) == 0xff;
+  for (; i < n; ++i) {
+    o[i] = add ? HOT_ADD(o[i], HOT_MUL(HOT_I2F(a[i]), f)) : HOT_MUL(HOT_I2F(a[i]), f);
+    good &= isfinite(o[i]) != 0;
+  }
+  return good;
 }
 #endif
 
 #if FAST_X86
-static void scale_tile_avx2(float *out, int64_t ldo, const int32_t *acc, int64_t ldc, int64_t rows,
-                            int64_t n, const float *row_f, float f, int add) {
+static int scale_tile_avx2(float *out, int64_t ldo, const int32_t *acc, int64_t ldc, int64_t rows,
+                           int64_t n, const float *row_f, float f, int add) {
+  int good = 1;
   for (int64_t m = 0; m < rows; ++m)
-    scale_avx2(out + m * ldo, acc + m * ldc, n, row_f ? row_f[m] : f, add);
+    good &= scale_avx2(out + m * ldo, acc + m * ldc, n, row_f ? row_f[m] : f, add);
   _mm_sfence(); /* one fence per tile: the streaming stores are visible before the task ends */
+  return good;
 }
 #endif
 
-static void scale_tile_scalar(float *out, int64_t ldo, const int32_t *acc, int64_t ldc,
-                              int64_t rows, int64_t n, const float *row_f, float f, int add) {
+static int scale_tile_scalar(float *out, int64_t ldo, const int32_t *acc, int64_t ldc,
+                             int64_t rows, int64_t n, const float *row_f, float f, int add) {
+  int good = 1;
   for (int64_t m = 0; m < rows; ++m) {
     float *o = out + m * ldo;
     const int32_t *a = acc + m * ldc;
     const float s = row_f ? row_f[m] : f;
-    if (add)
-      for (int64_t i = 0; i < n; ++i) o[i] = HOT_ADD(o[i], HOT_MUL(HOT_I2F(a[i]), s));
-    else
-      for (int64_t i = 0; i < n; ++i) o[i] = HOT_MUL(HOT_I2F(a[i]), s);
+    for (int64_t i = 0; i < n; ++i) {
+      o[i] = add ? HOT_ADD(o[i], HOT_MUL(HOT_I2F(a[i]), s)) : HOT_MUL(HOT_I2F(a[i]), s);
+      good &= isfinite(o[i]) != 0;
+    }
   }
+  return good;
+}
+
+/* ---- byte transpose ---------------------------------------------------------------------- */
+
+#if FAST_X86
+/* A 16 x 16 block of bytes, transposed in registers: four rounds of interleaving row i with row
+ * i + 8 (bytes, then the same again on the results) put byte c of row r at byte r of row c. */
+AVX2_FN static void transpose16_sse(const int8_t *src, int64_t ls, int8_t *dst, int64_t ld) {
+  __m128i v[16], t[16];
+  for (int i = 0; i < 16; ++i) v[i] = _mm_loadu_si128((const __m128i *)(const void *)(src + i * ls));
+  for (int round = 0; round < 4; ++round) {
+    for (int i = 0; i < 8; ++i) {
+      t[2 * i] = _mm_unpacklo_epi8(v[i], v[i + 8]);
+      t[2 * i + 1] = _mm_unpackhi_epi8(v[i], v[i + 8]);
+    }
+    memcpy(v, t, sizeof v);
+  }
+  for (int i = 0; i < 16; ++i) _mm_storeu_si128((__m128i *)(void *)(dst + i * ld), v[i]);
+}
+#endif
+
+/* The bytes the 16 x 16 blocks left (rows r0.. of columns below c0, and whole columns from c0
+ * on), one at a time. */
+static void transpose_rest(const int8_t *src, int64_t rows, int64_t cols, int64_t ls, int8_t *dst,
+                           int64_t ld, int64_t r0, int64_t c0) {
+  for (int64_t c = 0; c < cols; ++c)
+    for (int64_t r = c < c0 ? r0 : 0; r < rows; ++r) dst[c * ld + r] = src[r * ls + c];
+}
+
+#if FAST_X86
+static void transpose_bytes_avx2(const int8_t *src, int64_t rows, int64_t cols, int64_t ls,
+                                 int8_t *dst, int64_t ld) {
+  const int64_t r0 = rows / 16 * 16, c0 = cols / 16 * 16;
+  for (int64_t c = 0; c < c0; c += 16)
+    for (int64_t r = 0; r < r0; r += 16) transpose16_sse(src + r * ls + c, ls, dst + c * ld + r, ld);
+  transpose_rest(src, rows, cols, ls, dst, ld, r0, c0);
+}
+#endif
+
+static void transpose_bytes_scalar(const int8_t *src, int64_t rows, int64_t cols, int64_t ls,
+                                   int8_t *dst, int64_t ld) {
+  transpose_rest(src, rows, cols, ls, dst, ld, 0, 0);
 }
 
 /* ---- loads -------------------------------------------------------------------------------- */
@@ -555,15 +683,16 @@ void fast_load_run(const void *src, hot_dtype dt, int64_t off, int64_t n, float 
 
 static const fast_elem_kernels elem_scalar = {philox_words_scalar, quant_scalar, amax_scalar,
                                               fwht_row_scalar, fwht_cols_scalar, add_scalar,
-                                              scale_tile_scalar};
+                                              scale_tile_scalar, transpose_bytes_scalar};
 #if FAST_X86
 static const fast_elem_kernels elem_avx2 = {philox_words_avx2, quant_avx2, amax_avx2,
                                             fwht_row_level_avx2, fwht_cols_level_avx2, add_avx2,
-                                            scale_tile_avx2};
-/* the 512-bit Philox (fast_level.c gives a level whose CPU lacks AVX-512F the row below) */
-static const fast_elem_kernels elem_avx512 = {philox_words_avx512, quant_avx2, amax_avx2,
-                                              fwht_row_level_avx2, fwht_cols_level_avx2, add_avx2,
-                                              scale_tile_avx2};
+                                            scale_tile_avx2, transpose_bytes_avx2};
+/* the 512-bit Philox, quantizer and column FWHT (fast_level.c gives a level whose CPU lacks
+ * AVX-512F the row below) */
+static const fast_elem_kernels elem_avx512 = {philox_words_avx512, quant_avx512, amax_avx2,
+                                              fwht_row_level_avx2, fwht_cols_level_avx512, add_avx2,
+                                              scale_tile_avx2, transpose_bytes_avx2};
 #endif
 
 const fast_elem_kernels *const fast_elem_by_level[FAST_LEVELS] = {

@@ -323,16 +323,14 @@ typedef struct {
   const int8_t *codes;
   int64_t cols;
   int8_t *dst;
+  const fast_kernels *k; /* the level's kernels (fast_config) */
 } sctx;
 
 static void store_task(void *ctx, int64_t i, int tid) {
   (void)tid;
   const sctx *x = ctx;
   const int64_t K = x->pl->hla.k, c0 = i * 64, c1 = c0 + 64 < x->cols ? c0 + 64 : x->cols;
-  for (int64_t kk = 0; kk < K; ++kk) {
-    const int8_t *src = x->codes + kk * x->cols;
-    for (int64_t c = c0; c < c1; ++c) x->dst[c * K + kk] = src[c];
-  }
+  x->k->e->transpose_bytes(x->codes + c0, K, c1 - c0, x->cols, x->dst + c0 * K, K);
 }
 
 /* ---- GEMM epilogues (CONTRACT.md 14) ------------------------------------------------------- */
@@ -343,20 +341,26 @@ typedef struct {
   float *out;
   int64_t ldo;
   const fast_kernels *k; /* the level's kernels (fast_config) */
+  int64_t last_seg;       /* the segment whose sums complete the output (g_w: segs - 1) */
+  atomic_int *inf;        /* set when a completed output value is not finite (an overflow) */
 } ectx;
 
 static void epi_gx(void *ctx, int64_t seg, int64_t m0, int64_t n0, int64_t mc, int64_t nc,
                    const int32_t *acc, int64_t ldc) {
   (void)seg;
   const ectx *e = ctx;
-  e->k->e->scale_tile(e->out + m0 * e->ldo + n0, e->ldo, acc, ldc, mc, nc, e->row_scale + m0, 0.0f, 0);
+  if (!e->k->e->scale_tile(e->out + m0 * e->ldo + n0, e->ldo, acc, ldc, mc, nc, e->row_scale + m0,
+                           0.0f, 0))
+    atomic_store(e->inf, 1);
 }
 
 static void epi_gw(void *ctx, int64_t seg, int64_t m0, int64_t n0, int64_t mc, int64_t nc,
                    const int32_t *acc, int64_t ldc) {
   const ectx *e = ctx;
-  e->k->e->scale_tile(e->out + m0 * e->ldo + n0, e->ldo, acc, ldc, mc, nc, NULL, e->seg_scale[seg],
-                  seg > 0);
+  if (!e->k->e->scale_tile(e->out + m0 * e->ldo + n0, e->ldo, acc, ldc, mc, nc, NULL,
+                           e->seg_scale[seg], seg > 0) &&
+      seg == e->last_seg)
+    atomic_store(e->inf, 1);
 }
 
 /* ---- g_x by HQ ------------------------------------------------------------------------------ */
@@ -386,8 +390,8 @@ static int hq_quant_w(const hot_layer_plan *pl, const void *w, hot_dtype dt, con
 
 /* g_x by HQ; with g_b not NULL, also the bias (ref_bias) from the same pass over g_y. */
 static int backward_gx(const hot_layer_plan *pl, const void *g_y, const void *w, hot_dtype dt,
-                       hot_gran gran, uint64_t seed, uint32_t step, const fast_config *cf, float *g_x,
-                       float *g_b) {
+                       hot_gran gran, uint64_t seed, uint32_t step, const fast_config *cf,
+                       float *g_x, float *g_b, atomic_int *inf) {
   const int64_t T = pl->T, I = pl->I, op = pl->hq.o_pad;
   const fast_kernels *kern = cf->k;
   int rc = HOT_REF_ENOMEM;
@@ -439,7 +443,7 @@ static int backward_gx(const hot_layer_plan *pl, const void *g_y, const void *w,
   /* GEMM + epilogue (ref_gemm_gx) */
   const float c_w = HOT_DIV(sw, HOT_I2F(pl->hq.block));
   for (int64_t t = 0; t < T; ++t) sg[t] = HOT_MUL(sg[t], c_w);
-  ectx e = {sg, NULL, g_x, I, kern};
+  ectx e = {sg, NULL, g_x, I, kern, 0, inf};
   const int8_t *a_seg[1] = {qg}, *b_seg[1] = {qw};
   fast_igemm_op g = {T, I, op, 1, a_seg, op, 1, b_seg, 1, I, hot_qmax(pl->hq.g.bits),
                      hot_qmax(pl->hq.w.bits), epi_gx, &e, FAST_ST_GX_PACK};
@@ -457,7 +461,8 @@ done:
 /* ---- g_w by HLA ----------------------------------------------------------------------------- */
 
 static int backward_gw(const hot_layer_plan *pl, const hot_ref_saved *saved, const void *g_y,
-                       hot_dtype dt, uint64_t seed, uint32_t step, const fast_config *cf, float *g_w) {
+                       hot_dtype dt, uint64_t seed, uint32_t step, const fast_config *cf,
+                       float *g_w, atomic_int *inf) {
   const int64_t K = pl->hla.k, O = pl->O, I = pl->I, G = pl->hla.groups, gk = pl->hla.group_k;
   int rc = HOT_REF_ENOMEM;
   int8_t *qg = fast_scratch((size_t)(K * O)), *qx = NULL;
@@ -490,7 +495,7 @@ static int backward_gw(const hot_layer_plan *pl, const hot_ref_saved *saved, con
     /* the saved codes: I rows of K, segment j at j * group_k (seg_k = group_k when segmented) */
     b_seg[j] = qx ? qx + j * seg_k * I : saved->q_x + j * gk;
   }
-  ectx e = {NULL, c, g_w, I, cf->k};
+  ectx e = {NULL, c, g_w, I, cf->k, segs - 1, inf};
   fast_igemm_op g = {O, I, seg_k, segs, a_seg, 1, O, b_seg, qx ? 1 : K,
                      qx ? I : 1, hot_qmax(pl->hla.g.bits), qx ? hot_qmax(pl->hla.x.bits) : 127,
                      epi_gw, &e, FAST_ST_GW_PACK};
@@ -609,6 +614,8 @@ static int layer_save_run(const fast_config *cf, const hot_layer_plan *pl, const
   int rc = ref_plan_check(pl);
   if (rc) return rc;
   FAST_CONFIG_OR_DEFAULT(cf);
+  const fast_config run = fast_config_for(cf, pl->T * pl->I); /* small calls on the caller */
+  cf = &run;
   const int threads = cf->threads;
   if (pl->hla.enabled && pl->abc.enabled) {
     const int64_t I = pl->I, K = pl->hla.k;
@@ -624,7 +631,7 @@ static int layer_save_run(const fast_config *cf, const hot_layer_plan *pl, const
     q.round = HOT_ROUND_RTN;
     rc = hla_codes(pl, x, dt, I, &q, 0, 0, 0, cf, codes, out->s_x, -1);
     if (!rc) {
-      sctx s = {pl, codes, I, out->q_x};
+      sctx s = {pl, codes, I, out->q_x, cf->k};
       fast_parallel(fast_cdiv(I, 64), threads, store_task, &s);
     }
     free(codes);
@@ -646,9 +653,10 @@ int fast_layer_save(const fast_config *cf, const hot_layer_plan *pl, const void 
   return rc;
 }
 
-static int layer_backward_run(const fast_config *cf, const hot_layer_plan *pl, const hot_ref_saved *saved, const void *g_y,
-                        const void *w, hot_dtype dt, hot_gran gran, uint64_t seed, uint32_t step,
-                        float *g_x, float *g_w, float *g_b) {
+static int layer_backward_run(const fast_config *cf, const hot_layer_plan *pl,
+                              const hot_ref_saved *saved, const void *g_y, const void *w,
+                              hot_dtype dt, hot_gran gran, uint64_t seed, uint32_t step,
+                              float *g_x, float *g_w, float *g_b, unsigned *overflow) {
   if (!pl || !saved || !g_y || !w || !g_x || !g_w || !ref_dt_ok(dt)) return HOT_REF_EARG;
   int rc = ref_plan_check(pl);
   if (rc) return rc;
@@ -657,21 +665,33 @@ static int layer_backward_run(const fast_config *cf, const hot_layer_plan *pl, c
   if (!saved->q_x && !saved->x) return HOT_REF_EARG;
   if (!pl->hla.enabled && !saved->x) return HOT_REF_ESHAPE;
   FAST_CONFIG_OR_DEFAULT(cf);
+  const fast_config run = fast_config_for(cf, pl->T * pl->O + pl->T * pl->I + pl->O * pl->I);
+  cf = &run; /* small calls on the caller */
   const fast_prof_t t0 = fast_prof_now();
   /* With HQ, the bias comes from HQ's pass over g_y (into gb, copied to g_b once all is done:
    * g_b is written only on success, as the twin's; its status is HQ's, which sees every
    * non-finite g_y value first) */
   float *gb = pl->hq.enabled && g_b ? malloc((size_t)pl->O * sizeof *gb) : NULL;
   if (pl->hq.enabled && g_b && !gb) return HOT_REF_ENOMEM;
-  rc = pl->hq.enabled ? backward_gx(pl, g_y, w, dt, gran, seed, step, cf, g_x, gb)
+  /* the epilogues' overflow flags (the plain products return HOT_REF_ENONFINITE themselves) */
+  atomic_int inf_x, inf_w;
+  atomic_init(&inf_x, 0);
+  atomic_init(&inf_w, 0);
+  rc = pl->hq.enabled ? backward_gx(pl, g_y, w, dt, gran, seed, step, cf, g_x, gb, &inf_x)
                       : backward_plain(pl, 1, g_y, w, dt, dt, cf, g_x);
   if (!rc)
-    rc = pl->hla.enabled ? backward_gw(pl, saved, g_y, dt, seed, step, cf, g_w)
+    rc = pl->hla.enabled ? backward_gw(pl, saved, g_y, dt, seed, step, cf, g_w, &inf_w)
                          : backward_plain(pl, 0, g_y, saved->x, HOT_DT_F32, dt, cf, g_w);
   const fast_prof_t t1 = fast_prof_now();
   if (!rc && gb) memcpy(g_b, gb, (size_t)pl->O * sizeof *gb);
   else if (!rc && g_b) rc = bias(pl, g_y, dt, cf, g_b);
   free(gb);
+  if (!rc && overflow) {
+    int bad_b = 0;
+    for (int64_t o = 0; g_b && o < pl->O; ++o) bad_b |= !isfinite(g_b[o]);
+    *overflow = (atomic_load(&inf_x) ? FAST_OVERFLOW_GX : 0u) |
+                (atomic_load(&inf_w) ? FAST_OVERFLOW_GW : 0u) | (bad_b ? FAST_OVERFLOW_GB : 0u);
+  }
   fast_prof_add(FAST_ST_BIAS, t1);
   fast_prof_add(FAST_ST_TOTAL, t0);
   return rc;
@@ -681,7 +701,20 @@ int fast_layer_backward(const fast_config *cf, const hot_layer_plan *pl, const h
                         const void *w, hot_dtype dt, hot_gran gran, uint64_t seed, uint32_t step,
                         float *g_x, float *g_w, float *g_b) {
   const fast_fpenv e = fast_fpenv_enter(); /* the twins' environment (fast_internal.h) */
-  const int rc = layer_backward_run(cf, pl, saved, g_y, w, dt, gran, seed, step, g_x, g_w, g_b);
+  const int rc = layer_backward_run(cf, pl, saved, g_y, w, dt, gran, seed, step, g_x, g_w, g_b,
+                                    NULL);
+  fast_fpenv_leave(e);
+  return rc;
+}
+
+int fast_layer_backward_check(const fast_config *cf, const hot_layer_plan *pl,
+                              const hot_ref_saved *saved, const void *g_y, const void *w,
+                              hot_dtype dt, hot_gran gran, uint64_t seed, uint32_t step,
+                              float *g_x, float *g_w, float *g_b, unsigned *overflow) {
+  if (overflow) *overflow = 0;
+  const fast_fpenv e = fast_fpenv_enter(); /* the twins' environment (fast_internal.h) */
+  const int rc = layer_backward_run(cf, pl, saved, g_y, w, dt, gran, seed, step, g_x, g_w, g_b,
+                                    overflow);
   fast_fpenv_leave(e);
   return rc;
 }
@@ -739,6 +772,8 @@ static int layer_calibrate_run(const fast_config *cf, const hot_layer_plan *pl, 
   x.q.gran = HOT_GRAN_TENSOR, x.q.rule = HOT_RULE_ABSMAX;
   if (!quant_ok(&x.q)) return HOT_REF_EARG;
   FAST_CONFIG_OR_DEFAULT(cf);
+  const fast_config run = fast_config_for(cf, pl->T * pl->O); /* small calls on the caller */
+  cf = &run;
   const int threads = cf->threads;
   float *v = malloc((size_t)n * sizeof *v), *ra = malloc((size_t)T * sizeof *ra);
   float *s_row = malloc((size_t)T * sizeof *s_row), *s_smp = malloc((size_t)pl->B * sizeof *s_smp);

@@ -25,8 +25,13 @@
 
 static atomic_int g_threads;        /* the default config's threads; 0: the online CPUs */
 static atomic_int g_level_cap = -1; /* the default config's level cap; -1: none */
+static atomic_llong g_inline_elems = FAST_INLINE_ELEMS; /* the default config's small-call bound */
 
 void fast_set_threads(int n) { atomic_store(&g_threads, n > 0 ? n : 0); }
+
+void fast_set_inline_elems(int64_t n) {
+  atomic_store(&g_inline_elems, n >= 0 ? (long long)n : FAST_INLINE_ELEMS);
+}
 
 /* The online CPUs, at most FAST_MAX_THREADS (1 when unknown). */
 static int online_cpus(void) {
@@ -200,10 +205,12 @@ static void tables_build(void) {
 void fast_config_init(fast_config *c, int threads, int cap) {
   pthread_once(&g_tables_once, tables_build);
   c->threads = threads > 0 ? (threads < FAST_MAX_THREADS ? threads : FAST_MAX_THREADS) : online_cpus();
+  c->inline_elems = FAST_INLINE_ELEMS;
   c->level = best_up_to(cap >= FAST_LEVEL_SCALAR && cap < FAST_LEVELS ? cap : FAST_LEVELS - 1);
   c->k = &g_tables[c->level];
 }
 
 void fast_config_default(fast_config *c) {
   fast_config_init(c, atomic_load(&g_threads), atomic_load(&g_level_cap));
+  c->inline_elems = (int64_t)atomic_load(&g_inline_elems);
 }

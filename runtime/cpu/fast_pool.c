@@ -149,14 +149,19 @@ static pthread_mutex_t g_mu = PTHREAD_MUTEX_INITIALIZER;
 static pthread_cond_t g_work = PTHREAD_COND_INITIALIZER, g_done = PTHREAD_COND_INITIALIZER;
 static int g_nworkers;          /* workers created (tids 1 .. g_nworkers) */
 static unsigned long g_gen;     /* region number, bumped to wake the workers */
-static int g_active;            /* workers of the current region not yet done */
+static atomic_ulong g_gen_seen; /* g_gen, for the workers' spin before they sleep */
+static int g_open;              /* the current region still takes workers */
+static int g_running;           /* workers inside the current region's tasks */
 static int g_job_threads;
 static int64_t g_job_n;
 static fast_task_fn g_job_fn;
 static void *g_job_ctx;
 static atomic_llong g_next;
+static atomic_ullong g_regions; /* regions run on more than one thread (fast_regions) */
 static unsigned long g_born[FAST_MAX_THREADS]; /* g_gen when worker tid was created */
 static _Thread_local int g_in_region; /* set on workers and on a caller inside its region */
+
+unsigned long long fast_regions(void) { return atomic_load(&g_regions); }
 
 /* Takes tasks of the current region until none is left; the thread counts as inside a region
  * meanwhile (a region inside a task runs inline; fast_use_openmp is refused). */
@@ -173,22 +178,46 @@ static void run_tasks(int64_t n, fast_task_fn fn, void *ctx, int tid) {
   g_in_region = was;
 }
 
+static inline void cpu_relax(void) {
+#if defined(__x86_64__) || defined(__i386__)
+  __builtin_ia32_pause();
+#endif
+}
+
+/* How long an idle worker watches for the next region before it sleeps: about 20-50 us (a
+ * pause is 10-140 cycles, by CPU), so that the regions of one backward, which follow each
+ * other within microseconds, find it awake, while a worker of an idle pool, or of a pool whose
+ * CPUs other processes want, gives its CPU back soon. */
+#define SPIN_PAUSES 2000
+
+/* Waking: a region is entered under g_mu while g_open; the caller closes it when its own tasks
+ * run out and then waits only for the workers inside (g_running). A worker that wakes after
+ * that (descheduled, or still spinning) sees the region closed and skips it, so the caller
+ * never waits for a worker that has not started: with more threads than free CPUs, a region
+ * costs the work, not a scheduler time slice. */
 static void *worker(void *arg) {
   const int tid = (int)(intptr_t)arg;
   g_in_region = 1;
-  pthread_mutex_lock(&g_mu);
   unsigned long seen = g_born[tid]; /* the region that created it is still to be run */
   for (;;) {
+    for (int i = 0; i < SPIN_PAUSES && atomic_load_explicit(&g_gen_seen, memory_order_acquire) == seen; ++i)
+      cpu_relax();
+    pthread_mutex_lock(&g_mu);
     while (g_gen == seen) pthread_cond_wait(&g_work, &g_mu);
     seen = g_gen;
-    if (tid >= g_job_threads) continue; /* not needed in this region */
+    if (tid >= g_job_threads || !g_open) { /* not needed in this region, or too late for it */
+      pthread_mutex_unlock(&g_mu);
+      continue;
+    }
+    ++g_running;
     const int64_t n = g_job_n;
     fast_task_fn fn = g_job_fn;
     void *ctx = g_job_ctx;
     pthread_mutex_unlock(&g_mu);
     run_tasks(n, fn, ctx, tid);
     pthread_mutex_lock(&g_mu);
-    if (--g_active == 0) pthread_cond_signal(&g_done);
+    if (--g_running == 0 && !g_open) pthread_cond_signal(&g_done);
+    pthread_mutex_unlock(&g_mu);
   }
   return NULL;
 }
@@ -280,6 +309,7 @@ void fast_parallel(int64_t n, int threads, fast_task_fn fn, void *ctx) {
     return;
   }
   pthread_mutex_lock(&g_region);
+  atomic_fetch_add(&g_regions, 1);
   if (g_omp.parallel) {
     omp_job j = {n, fn, ctx, threads, g_omp.thread_num};
     atomic_store(&g_next, 0);
@@ -308,13 +338,16 @@ void fast_parallel(int64_t n, int threads, fast_task_fn fn, void *ctx) {
   g_job_fn = fn;
   g_job_ctx = ctx;
   atomic_store(&g_next, 0);
-  g_active = threads - 1;
+  g_open = 1;
+  g_running = 0;
   ++g_gen;
+  atomic_store_explicit(&g_gen_seen, g_gen, memory_order_release);
   pthread_cond_broadcast(&g_work);
   pthread_mutex_unlock(&g_mu);
   run_tasks(n, fn, ctx, 0);
   pthread_mutex_lock(&g_mu);
-  while (g_active > 0) pthread_cond_wait(&g_done, &g_mu);
+  g_open = 0; /* no task is left to take: workers that have not entered stay out */
+  while (g_running > 0) pthread_cond_wait(&g_done, &g_mu);
   pthread_mutex_unlock(&g_mu);
   pthread_mutex_unlock(&g_region);
 }
@@ -346,7 +379,8 @@ static void fork_parent(void) {
 
 static void fork_child(void) {
   g_nworkers = 0; /* the workers did not come along */
-  g_active = 0;
+  g_open = 0;
+  g_running = 0;
   pthread_cond_init(&g_work, NULL);
   pthread_cond_init(&g_done, NULL);
   fork_parent();

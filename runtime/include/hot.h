@@ -529,6 +529,12 @@ HOT_API hot_status hot_cpu_use_openmp(const char *runtime);
  * when the own pool is. */
 HOT_API int hot_cpu_openmp(char *buf, size_t cap);
 
+/* The number of parallel regions the CPU backend has run on more than one thread since the
+ * process started (all contexts; a call small enough to run on the calling thread alone starts
+ * none). A counter for benchmarks and tests: the difference across a call is its regions. Never
+ * fails; safe from any thread. */
+HOT_API unsigned long long hot_cpu_regions(void);
+
 /* ---- captures ---------------------------------------------------------------------------------
  * A capture file holds the x (T x I), w (O x I) and g_y (T x O) of one backward of a linear layer,
  * in the layer's dtype, with its name and sizes, so that the error of hot's settings can be

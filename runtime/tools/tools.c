@@ -37,7 +37,7 @@ static struct {
   int ok;
   fast_config cfg;
   char err[256];
-} g_fast = {PTHREAD_ONCE_INIT, 0, {0, FAST_LEVEL_SCALAR, NULL}, ""};
+} g_fast = {PTHREAD_ONCE_INIT, 0, {0, 0, FAST_LEVEL_SCALAR, NULL}, ""};
 
 static void fast_config_read(void) {
   int threads = 0, isa = -1;

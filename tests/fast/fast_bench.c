@@ -356,3 +356,59 @@ void hot_fast_bench_level(int max) { fast_set_level(max); }
  * backend's hot_cpu_use_openmp / hot_cpu_openmp (0 or -1; 1 when a runtime is in use). */
 int hot_fast_bench_use_openmp(const char *runtime) { return fast_use_openmp(runtime); }
 int hot_fast_bench_openmp(char *buf, size_t cap) { return fast_openmp(buf, cap); }
+
+/* ---- the AMX-INT8 peak: tdpbssd on tiles held in registers ---------------------------------- */
+
+#if FAST_HAVE_AMX
+#include <immintrin.h>
+static const struct {
+  uint8_t palette, start_row, reserved[14];
+  uint16_t colsb[16];
+  uint8_t rows[16];
+} k_peak_cfg __attribute__((aligned(64))) = {1, 0, {0}, {64, 64, 64, 64, 64, 64, 64, 64},
+                                              {16, 16, 16, 16, 16, 16, 16, 16}};
+
+/* iters x 4 independent tdpbssd (accumulators tmm0-3, operands tmm4-7, never reloaded): 16384
+ * multiply-adds each, no memory traffic in the loop. */
+__attribute__((target("amx-tile,amx-int8"))) static void peak_loop(long long iters) {
+  static int8_t data[1024] __attribute__((aligned(64)));
+  _tile_loadconfig(&k_peak_cfg);
+  _tile_zero(0);
+  _tile_zero(1);
+  _tile_zero(2);
+  _tile_zero(3);
+  _tile_loadd(4, data, 64);
+  _tile_loadd(5, data, 64);
+  _tile_loadd(6, data, 64);
+  _tile_loadd(7, data, 64);
+  for (long long i = 0; i < iters; ++i) {
+    _tile_dpbssd(0, 4, 6);
+    _tile_dpbssd(1, 4, 7);
+    _tile_dpbssd(2, 5, 6);
+    _tile_dpbssd(3, 5, 7);
+  }
+  _tile_release();
+}
+#endif
+
+/* The AMX-INT8 rate of one thread on register-only tdpbssd (the peak a GEMM can reach on this
+ * core): the best multiply-adds per second of `reps` runs of about 10 ms each into *macs_s.
+ * 0; -1 when this CPU, OS or build cannot run AMX-INT8 (the caller prints "no AMX"). */
+int hot_fast_bench_amx_peak(int reps, double *macs_s) {
+  *macs_s = 0.0;
+#if FAST_HAVE_AMX
+  if (!fast_level_has(FAST_LEVEL_AMX)) return -1;
+  const long long iters = 200000; /* 4 x 16384 MACs each: 13 G MACs, about 4 ms at the peak */
+  peak_loop(1000);
+  for (int r = 0; r < reps; ++r) {
+    const double t0 = now_s();
+    peak_loop(iters);
+    const double dt = now_s() - t0, rate = (double)iters * 4.0 * 16384.0 / dt;
+    if (rate > *macs_s) *macs_s = rate;
+  }
+  return 0;
+#else
+  (void)reps;
+  return -1;
+#endif
+}

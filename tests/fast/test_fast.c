@@ -509,6 +509,129 @@ START_TEST(statuses_match) {
 }
 END_TEST
 
+/* ---- the epilogues' overflow flags (fast_layer_backward_check) ------------------------------ */
+
+static unsigned scan_overflow(const float *gx, int64_t nx, const float *gw, int64_t nw,
+                              const float *gb, int64_t nb) {
+  unsigned m = 0;
+  for (int64_t i = 0; i < nx; ++i) m |= isfinite(gx[i]) ? 0u : FAST_OVERFLOW_GX;
+  for (int64_t i = 0; i < nw; ++i) m |= isfinite(gw[i]) ? 0u : FAST_OVERFLOW_GW;
+  for (int64_t i = 0; i < nb; ++i) m |= isfinite(gb[i]) ? 0u : FAST_OVERFLOW_GB;
+  return m;
+}
+
+/* Finite inputs near FLT_MAX (none, in x, in w, in g_y; large w and g_y whose g_x overflows): at every level and thread count the
+ * flags equal a scan of the outputs, and the outputs equal the twins'; cases with per-sample
+ * HLA scales (a segmented g_w GEMM, whose flag only the last segment may set) and without HQ or
+ * HLA (the plain products, which refuse an overflow themselves) included. */
+START_TEST(overflow_flags) {
+  static const int cases[] = {6, 5, 19, 17};
+  const int ci = cases[_i % 4], where = _i / 4;
+  hot_layer_spec sp;
+  hot_layer_plan pl;
+  make_plan(&k_cases[ci], &sp, &pl);
+  const int64_t T = pl.T, O = pl.O, I = pl.I;
+  tp_rng r;
+  tp_seed(&r, 77u + (uint64_t)_i);
+  float *tmp = malloc((size_t)((T * I > O * I ? T * I : O * I) + T * O) * sizeof *tmp);
+  float *x = make_input(&r, T * I, 1.0, HOT_DT_F32, tmp), *w = make_input(&r, O * I, 0.05, HOT_DT_F32, tmp);
+  float *g = make_input(&r, T * O, 1e-3, HOT_DT_F32, tmp);
+  if (where == 1) x[5] = 3e38f, x[T * I - 1] = -3e38f;
+  if (where == 2) w[3] = 3e38f;
+  if (where == 3) g[2] = 3e38f;
+  if (where == 4)
+    for (int64_t i = 0; i < O * I; ++i) w[i] *= 1e24f, g[i % (T * O)] *= 1e16f;
+  float *rx = malloc((size_t)(T * I) * sizeof *rx), *rw = malloc((size_t)(O * I) * sizeof *rw);
+  float *fx = malloc((size_t)(T * I) * sizeof *fx), *fw = malloc((size_t)(O * I) * sizeof *fw);
+  float *rb = malloc((size_t)O * sizeof *rb), *fb = malloc((size_t)O * sizeof *fb);
+  hot_ref_saved rs;
+  const int src = ref_layer_save(&pl, x, HOT_DT_F32, &rs);
+  const int rrc = src ? src : ref_layer_backward(&pl, &rs, g, w, HOT_DT_F32, HOT_GRAN_ROW, 3, 4, rx, rw, rb);
+  for (int level = 0; level < FAST_LEVELS && !src; ++level)
+    for (int th = 1; th <= 3 && fast_level_has(level); ++th) {
+      fast_set_level(level);
+      fast_set_threads(th);
+      unsigned over = 99;
+      const int frc = fast_layer_backward_check(NULL, &pl, &rs, g, w, HOT_DT_F32, HOT_GRAN_ROW, 3, 4,
+                                                fx, fw, fb, &over);
+      ck_assert_int_eq(frc, rrc);
+      if (frc) {
+        ck_assert_uint_eq(over, 0);
+        continue;
+      }
+      ck_assert_mem_eq(fx, rx, (size_t)(T * I) * sizeof *fx);
+      ck_assert_mem_eq(fw, rw, (size_t)(O * I) * sizeof *fw);
+      ck_assert_mem_eq(fb, rb, (size_t)O * sizeof *fb);
+      ck_assert_msg(over == scan_overflow(fx, T * I, fw, O * I, fb, O),
+                    "case %d, input %d, %s, %d threads: flags %#x, outputs %#x", ci, where,
+                    fast_level_name(level), th, over, scan_overflow(fx, T * I, fw, O * I, fb, O));
+      if (where == 3 && pl.hla.enabled) ck_assert_uint_ne(over & FAST_OVERFLOW_GW, 0);
+      if (where == 4 && ci == 6) ck_assert_uint_ne(over & FAST_OVERFLOW_GX, 0);
+    }
+  if (!src) ref_saved_free(&rs);
+  fast_set_level(-1);
+  fast_set_threads(0);
+  free(tmp), free(x), free(w), free(g), free(rx), free(rw), free(fx), free(fw), free(rb), free(fb);
+}
+END_TEST
+
+/* ---- small calls on the caller alone (fast_threads_for) ---------------------------------- */
+
+static void noop_epi(void *ctx, int64_t seg, int64_t m0, int64_t n0, int64_t mc, int64_t nc,
+                     const int32_t *acc, int64_t ldc) {
+  (void)ctx, (void)seg, (void)m0, (void)n0, (void)mc, (void)nc, (void)acc, (void)ldc;
+}
+
+/* With a config's default bound (fast_config_init: FAST_INLINE_ELEMS) a small layer's save,
+ * backward and calibration start no region on 2 threads, and the same calls with the config's
+ * bound 0 do; a large GEMM does either way. The default config takes fast_set_inline_elems. */
+START_TEST(inline_small_calls) {
+  hot_layer_spec sp;
+  hot_layer_plan pl;
+  make_plan(&k_cases[4], &sp, &pl);
+  const int64_t T = pl.T, O = pl.O, I = pl.I;
+  ck_assert_int_lt(T * O + T * I + O * I, FAST_INLINE_ELEMS);
+  tp_rng r;
+  tp_seed(&r, 5u);
+  float *tmp = malloc((size_t)((T * I > O * I ? T * I : O * I) + T * O) * sizeof *tmp);
+  float *x = make_input(&r, T * I, 1.0, HOT_DT_F32, tmp), *w = make_input(&r, O * I, 0.05, HOT_DT_F32, tmp);
+  float *g = make_input(&r, T * O, 1e-3, HOT_DT_F32, tmp);
+  float *gx = malloc((size_t)(T * I) * sizeof *gx), *gw = malloc((size_t)(O * I) * sizeof *gw);
+  float *gb = malloc((size_t)O * sizeof *gb);
+  fast_config cf;
+  fast_config_init(&cf, 2, -1);
+  ck_assert_int_eq(cf.inline_elems, FAST_INLINE_ELEMS);
+  for (int pass = 0; pass < 2; ++pass) {
+    cf.inline_elems = pass ? 0 : FAST_INLINE_ELEMS;
+    const unsigned long long r0 = fast_regions();
+    hot_ref_saved s;
+    hot_ref_lqs_result lq;
+    ck_assert_int_eq(fast_layer_save(&cf, &pl, x, HOT_DT_F32, &s), HOT_REF_OK);
+    ck_assert_int_eq(fast_layer_calibrate(&cf, &pl, g, HOT_DT_F32, 1, 1, &lq), HOT_REF_OK);
+    ck_assert_int_eq(fast_layer_backward(&cf, &pl, &s, g, w, HOT_DT_F32, HOT_GRAN_ROW, 1, 1, gx, gw, gb), 0);
+    ref_saved_free(&s);
+    if (pass) ck_assert_uint_gt(fast_regions(), r0);
+    else ck_assert_uint_eq(fast_regions(), r0);
+  }
+  cf.inline_elems = FAST_INLINE_ELEMS;
+  const unsigned long long r0 = fast_regions();
+  int8_t *a = calloc(512 * 512, 1), *b = calloc(512 * 512, 1);
+  const int8_t *as[1] = {a}, *bs[1] = {b};
+  fast_igemm_op op = {512, 512, 512, 1, as, 512, 1, bs, 512, 1, 1, 1, noop_epi, NULL, -1};
+  ck_assert_int_eq(fast_igemm(&cf, &op), HOT_REF_OK);
+  ck_assert_uint_gt(fast_regions(), r0);
+  /* the default config's bound */
+  fast_config d;
+  fast_set_inline_elems(-1);
+  fast_config_default(&d);
+  ck_assert_int_eq(d.inline_elems, FAST_INLINE_ELEMS);
+  fast_set_inline_elems(0);
+  fast_config_default(&d);
+  ck_assert_int_eq(d.inline_elems, 0);
+  free(a), free(b), free(tmp), free(x), free(w), free(g), free(gx), free(gw), free(gb);
+}
+END_TEST
+
 /* ---- parallel regions on an OpenMP runtime (test_fast_openmp) ----------------------------- */
 
 #ifdef HOT_FAST_TEST_OPENMP
@@ -701,6 +824,9 @@ int main(void) {
   }
   printf("parallel regions on %s\n", OMP_RT);
 #endif
+  /* every call of the suite on the pool, small layers included (fast_threads_for), so that each
+   * case runs on 1, 2 and 3 threads; inline_small_calls checks the default bound */
+  fast_set_inline_elems(0);
   Suite *s = suite_create("fast");
   TCase *tc = tcase_create("fast");
   tcase_set_timeout(tc, 600);
@@ -711,6 +837,8 @@ int main(void) {
   tcase_add_test(tc, gemm_wraps);
   tcase_add_test(tc, philox_words_exact);
   tcase_add_test(tc, statuses_match);
+  tcase_add_loop_test(tc, overflow_flags, 0, 20);
+  tcase_add_test(tc, inline_small_calls);
 #ifdef HOT_FAST_TEST_OPENMP
   tcase_add_test(tc, openmp_runtime);
 #endif

@@ -1,0 +1,203 @@
+#!/usr/bin/env python3
+"""cpu_layer.py — HOTLinear through the Python API against nn.Linear on the CPU: the figures a
+user of the PyTorch bridge sees per layer, and the fast path's fixed costs.
+
+    python3 bench/cpu_layer.py [--threads N] [--reps R] [--tiny] [--only SECTIONS]
+
+Sections (all by default; --only takes a comma-separated subset):
+  layer       per shape, one training step of one layer (forward + backward, the loss gradient
+              given): HOTLinear in fp32 and under torch.autocast("cpu", torch.bfloat16) against
+              nn.Linear in fp32 and under the same autocast (oneDNN's AMX-BF16 kernels on a CPU
+              that has them); the four variants run in turns, step by step, and "turns" is the
+              median [range] of the per-turn ratios nn.Linear bf16 / the faster HOTLinear;
+  tiny        the fixed cost: the same on a layer so small (16 tokens, 64 -> 64) that nearly all
+              of a step is call overhead and the thread pool's wake-ups;
+  contention  the step of the middle shape with one competing CPU-bound process (a busy loop in
+              a child process) against the same step without it, for HOTLinear and nn.Linear
+              (a pool whose idle workers spin, or whose regions wait for a descheduled worker,
+              falls into a far slower mode there);
+  regions     parallel regions of the fast path per HOTLinear step (forward save + backward),
+              counted by the pool (hot_cpu_regions in libhot), per shape.
+
+libhot is the one $HOT_LIBRARY names, or the newest build*/runtime/libhot.so of this checkout.
+torch.set_num_threads(N) and HOT_CPU_THREADS=N (default: the online CPUs). Benchmark only:
+nothing here asserts a time.
+"""
+import argparse
+import glob
+import os
+import statistics
+import subprocess
+import sys
+import time
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+SHAPES = [  # (label, B, L, O, I)
+    ("8x197 tok, 768->768", 8, 197, 768, 768),
+    ("8x197 tok, 768->3072", 8, 197, 3072, 768),
+    ("1x2048 tok, 2048->2048", 1, 2048, 2048, 2048),
+    ("8x128 tok, 512->2048", 8, 128, 2048, 512),
+]
+TINY_SHAPE = ("1x16 tok, 64->64", 1, 16, 64, 64)
+TINY_SHAPES = [("2x17 tok, 48->40", 2, 17, 40, 48), ("1x70 tok, 64->96", 1, 70, 96, 64)]
+
+
+def setup_env(threads):
+    os.environ["HOT_CPU_THREADS"] = str(threads)
+    if not os.environ.get("HOT_LIBRARY"):
+        hits = sorted(glob.glob(os.path.join(ROOT, "build*", "runtime", "libhot.so")),
+                      key=os.path.getmtime, reverse=True)
+        if hits:
+            os.environ["HOT_LIBRARY"] = hits[0]
+    sys.path.insert(0, os.path.join(ROOT, "python"))
+
+
+def load():
+    return "%.2f" % os.getloadavg()[0]
+
+
+class Step:
+    """One layer and its data: run() is one forward + backward, returns wall seconds."""
+
+    def __init__(self, torch, shape, hot_mod, autocast):
+        _, B, L, O, I = shape
+        g = torch.Generator().manual_seed(0)
+        self.torch = torch
+        self.autocast = autocast
+        if hot_mod is None:
+            self.m = torch.nn.Linear(I, O)
+        else:
+            self.m = hot_mod.HOTLinear(I, O, tag="bench")
+        with torch.no_grad():
+            self.m.weight.copy_(0.05 * torch.randn(O, I, generator=g))
+            self.m.bias.zero_()
+        self.x = torch.randn(B, L, I, generator=g).requires_grad_()
+        gy = 1e-3 * torch.randn(B, L, O, generator=g)
+        self.gy = gy.to(torch.bfloat16) if autocast else gy
+        self.run()  # warm-up (also the hot layer's creation and calibration)
+        self.run()
+
+    def run(self):
+        torch = self.torch
+        self.x.grad = self.m.weight.grad = self.m.bias.grad = None
+        t0 = time.perf_counter()
+        if self.autocast:
+            with torch.autocast("cpu", torch.bfloat16):
+                y = self.m(self.x)
+        else:
+            y = self.m(self.x)
+        y.backward(self.gy)
+        return time.perf_counter() - t0
+
+
+VARIANTS = (("nn.Linear fp32", False, False), ("nn.Linear bf16", False, True),
+            ("HOTLinear fp32", True, False), ("HOTLinear bf16", True, True))
+
+
+def turns(torch, hot_mod, shape, reps):
+    """Best seconds per variant and the per-turn ratios nn.Linear bf16 / min(HOTLinear)."""
+    steps = [Step(torch, shape, hot_mod if h else None, ac) for _, h, ac in VARIANTS]
+    best = [1e30] * len(steps)
+    ratios = []
+    for _ in range(reps):
+        t = [s.run() for s in steps]
+        best = [min(b, x) for b, x in zip(best, t)]
+        ratios.append(t[1] / min(t[2], t[3]))
+    return best, sorted(ratios)
+
+
+def section_layer(torch, hot_mod, shapes, reps):
+    print("\nGoal 1: one layer's step (forward + backward), wall ms, best of %d turns; the "
+          "variants alternate step by step" % reps)
+    print("%-24s %10s %10s %10s %10s %12s %22s  %s" % (
+        "shape", "nn fp32", "nn bf16", "HOT fp32", "HOT bf16", "bf16 / HOT",
+        "turns: median [range]", "load"))
+    for s in shapes:
+        best, r = turns(torch, hot_mod, s, reps)
+        hot = min(best[2], best[3])
+        print("%-24s %10.2f %10.2f %10.2f %10.2f %11.2fx %9.2fx [%.2f-%.2f]  %s" % (
+            s[0], 1e3 * best[0], 1e3 * best[1], 1e3 * best[2], 1e3 * best[3], best[1] / hot,
+            r[len(r) // 2], r[0], r[-1], load()))
+        sys.stdout.flush()
+
+
+def section_tiny(torch, hot_mod, reps):
+    s = TINY_SHAPE
+    print("\nGoal 3a: fixed cost, %s: one step, wall us, best of %d turns" % (s[0], 5 * reps))
+    best, r = turns(torch, hot_mod, s, 5 * reps)
+    for (name, _, _), b in zip(VARIANTS, best):
+        print("  %-16s %9.1f us" % (name, 1e6 * b))
+    print("  HOTLinear fp32 / nn.Linear fp32: %.2fx (bound 2x); HOTLinear bf16 / nn.Linear bf16: "
+          "%.2fx (load %s)" % (best[2] / best[0], best[3] / best[1], load()))
+
+
+def busy_child():
+    return subprocess.Popen([sys.executable, "-c", "while True: pass"])
+
+
+def section_contention(torch, hot_mod, shape, reps):
+    print("\nGoal 3c: contention, %s, with one competing CPU-bound process; wall ms per step, "
+          "median of %d steps" % (shape[0], 2 * reps))
+    steps = [Step(torch, shape, hot_mod if h else None, ac) for _, h, ac in VARIANTS]
+
+    def med(st):
+        return statistics.median(st.run() for _ in range(2 * reps))
+    quiet = [med(st) for st in steps]
+    child = busy_child()
+    try:
+        time.sleep(0.2)
+        busy = [med(st) for st in steps]
+    finally:
+        child.kill()
+        child.wait()
+    for (name, _, _), q, b in zip(VARIANTS, quiet, busy):
+        print("  %-16s quiet %8.2f  contended %8.2f  ratio %5.2fx (bound 2x)"
+              % (name, 1e3 * q, 1e3 * b, b / q))
+    print("  (load %s)" % load())
+
+
+def section_regions(torch, hot_mod, shapes):
+    import ctypes
+    lib = ctypes.CDLL(os.environ["HOT_LIBRARY"])
+    if not hasattr(lib, "hot_cpu_regions"):
+        print("\nGoal 3b: parallel regions: this libhot does not count them (no hot_cpu_regions)")
+        return
+    lib.hot_cpu_regions.restype = ctypes.c_ulonglong
+    print("\nGoal 3b: parallel regions of the fast path per HOTLinear step (save + backward)")
+    for s in shapes:
+        for name, h, ac in VARIANTS[2:]:
+            st = Step(torch, s, hot_mod, ac)
+            r0 = lib.hot_cpu_regions()
+            st.run()
+            print("  %-24s %-16s %4d regions" % (s[0], name, lib.hot_cpu_regions() - r0))
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--threads", type=int, default=os.cpu_count() or 1)
+    ap.add_argument("--reps", type=int, default=7)
+    ap.add_argument("--tiny", action="store_true", help="small layers (a quick run)")
+    ap.add_argument("--only", default="layer,tiny,contention,regions")
+    a = ap.parse_args()
+    setup_env(a.threads)
+    import torch
+    import hot.torch as hot_mod
+    torch.set_num_threads(a.threads)
+    only = set(a.only.split(","))
+    shapes = TINY_SHAPES if a.tiny else SHAPES
+    print("HOTLinear vs nn.Linear, %d threads, libhot %s, torch %s, %s, load %s"
+          % (a.threads, os.environ.get("HOT_LIBRARY"), torch.__version__,
+             time.strftime("%Y-%m-%d %H:%M"), load()))
+    if "layer" in only:
+        section_layer(torch, hot_mod, shapes, a.reps)
+    if "tiny" in only:
+        section_tiny(torch, hot_mod, a.reps)
+    if "contention" in only:
+        section_contention(torch, hot_mod, shapes[-1], a.reps)
+    if "regions" in only:
+        section_regions(torch, hot_mod, shapes)
+
+
+if __name__ == "__main__":
+    main()
