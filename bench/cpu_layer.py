@@ -43,6 +43,17 @@ TINY_SHAPE = ("1x16 tok, 64->64", 1, 16, 64, 64)
 TINY_SHAPES = [("2x17 tok, 48->40", 2, 17, 40, 48), ("1x70 tok, 64->96", 1, 70, 96, 64)]
 
 
+
+def _numbers():
+    """hot's one parser of numbers (python/hot/_numbers.py), loaded by path (no libhot needed)."""
+    import importlib.util
+    path = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "python",
+                        "hot", "_numbers.py")
+    spec = importlib.util.spec_from_file_location("hot_numbers", path)
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    return mod
+
 def setup_env(threads):
     os.environ["HOT_CPU_THREADS"] = str(threads)
     if not os.environ.get("HOT_LIBRARY"):
@@ -175,8 +186,9 @@ def section_regions(torch, hot_mod, shapes):
 
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    ap.add_argument("--threads", type=int, default=os.cpu_count() or 1)
-    ap.add_argument("--reps", type=int, default=7)
+    num = _numbers()
+    ap.add_argument("--threads", type=num.arg_int(1, 256), default=os.cpu_count() or 1)
+    ap.add_argument("--reps", type=num.arg_int(1, 10**6), default=7)
     ap.add_argument("--tiny", action="store_true", help="small layers (a quick run)")
     ap.add_argument("--only", default="layer,tiny,contention,regions")
     a = ap.parse_args()

@@ -79,8 +79,8 @@ def compare(what, got, known):
 # ---- 1. files: every open of a file goes through base/fileio.c ----------------------------------
 OPEN = r"\b(fopen|freopen|fdopen|open|openat|creat|mkstemp|mkostemp|tmpfile|luaL_loadfilex?|luaL_dofile|dlopen|opendir|sqlite3_open(?:_v2)?)\s*\("
 OPEN_KNOWN = {
-    "base/fileio.c": (4, "the one home: open() with O_NONBLOCK + fstat S_ISREG and fdopen of it "
-                         "(random access, writes); a blocking open() and fdopen of a stream"),
+    "base/fileio.c": (3, "the one home: open() with O_NONBLOCK + fstat S_ISREG, a blocking open() of "
+                         "a stream, and one fdopen of either (fdopen_or_close)"),
     "runtime/tunedb.c": (3, "sqlite3_open_v2 through the VFS hot-regular after open_precheck "
                             "(database, immutable reopen) and of :memory:"),
     "runtime/cache.c": (2, "opendir of the cache folder (listing; entries read via fileio)"),
