@@ -52,11 +52,13 @@ static int emu_run(int argc, char **argv) {
   int choice = -1;
   const unsigned tag = (unsigned)layer * 16u + HOT_TENSOR_LQS;
   emu_dim3 grid = {(unsigned)(gx ? gx : (T + 7) / 8), 1, 1};
-  for (int phase = 0; phase < 3; ++phase)
+  for (int phase = 0; phase < 3; ++phase) {
+    EMU_PHASE(phase);
     emu_launch(grid, 256, [&] {
       HOT_KNAME(srck.data(), (int)T, O, ld, amax_bits.data(), (int)L, row_scale.data(), part.data(),
                 result, &choice, phase, seed, tag, step);
     });
+  }
   long bad = 0;
   if (std::memcmp(&result[0], &want.e_tensor, 8)) { bad++; std::printf("  e_tensor got %.17g want %.17g\n", result[0], want.e_tensor); }
   if (std::memcmp(&result[1], &want.e_token, 8)) { bad++; std::printf("  e_token got %.17g want %.17g\n", result[1], want.e_token); }

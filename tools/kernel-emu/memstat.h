@@ -147,6 +147,7 @@ struct state {
   std::map<std::string, long long> traffic;         // kernel -> sector bytes of all requests
   std::map<uintptr_t, std::string> where;           // pc -> "file:line" or "" (not a template)
   std::string kernel = "?";
+  int phase = 0;                                    // the launch's phase argument (set_phase)
   unsigned long long sh_lo = 0, sh_hi = 0;          // the emulated shared window
   int a2l_in = -1, a2l_out = -1;
 };
@@ -253,8 +254,12 @@ static void block_end() {
   s.block.clear();
 }
 
+// The phase argument of the next launches (kernels launched once per phase: hadamard_quant.cu,
+// hla_project.cu, lqs.cu, sawb.cu); counted per "KERNEL#PHASE".
+static void set_phase(int phase) { st().phase = phase; }
 static void launch_begin(const char *kernel) {
-  st().kernel = kernel;
+  busy_scope guard;
+  st().kernel = std::string(kernel) + "#" + std::to_string(st().phase);
   st().active = true;
 }
 static void launch_end() {
@@ -289,6 +294,22 @@ struct reporter { ~reporter() { report(); } };
 static reporter g_reporter;
 
 }  // namespace memstat
+
+// Buffers of 256 bytes or more on 256-byte boundaries, as cudaMalloc and the runtime's workspace
+// (runtime/cuda_backend.c) place them, so that a request's sectors are those of the GPU run and
+// not an artifact of malloc's 16-byte alignment. Smaller blocks (the recorder's own nodes) come
+// from malloc; both are released with free.
+__attribute__((no_sanitize_thread)) static inline void *memstat_alloc(std::size_t n) {
+  void *p = n >= 256 ? std::aligned_alloc(256, (n + 255) / 256 * 256) : std::malloc(n ? n : 1);
+  if (!p) { std::fprintf(stderr, "memstat: out of memory\n"); std::exit(3); }
+  return p;
+}
+void *operator new(std::size_t n) { return memstat_alloc(n); }
+void *operator new[](std::size_t n) { return memstat_alloc(n); }
+void operator delete(void *p) noexcept { std::free(p); }
+void operator delete[](void *p) noexcept { std::free(p); }
+void operator delete(void *p, std::size_t) noexcept { std::free(p); }
+void operator delete[](void *p, std::size_t) noexcept { std::free(p); }
 
 // ThreadSanitizer's instrumentation, without its runtime: every plain load / store of the code
 // compiled with -fsanitize=thread lands here. Fiber stacks (locals) are not memory traffic.
