@@ -145,6 +145,7 @@ struct state {
   std::map<std::string, site_total> sites;          // "kernel|file:line|space|kind"
   std::map<std::string, std::unordered_set<unsigned long long>> rd, wr; // kernel -> sectors
   std::map<std::string, long long> traffic;         // kernel -> sector bytes of all requests
+  std::map<std::string, long long> blocks;          // kernel -> blocks run
   std::map<uintptr_t, std::string> where;           // pc -> "file:line" or "" (not a template)
   std::string kernel = "?";
   int phase = 0;                                    // the launch's phase argument (set_phase)
@@ -223,8 +224,9 @@ static void note(uintptr_t pc, int space, int kind, unsigned long long a, int by
   p.reqs[(size_t)k].push_back(lane_access{lane, a, bytes});
 }
 
-// Counts the block's requests into the per-site totals.
-static void block_end() {
+// Counts the block's requests into the per-site totals; a_block: one block of the grid ended
+// (launch_end's final flush is not one).
+static void block_end(bool a_block = true) {
   busy_scope guard;
   state &s = st();
   for (auto &kv : s.block) {
@@ -252,6 +254,7 @@ static void block_end() {
     }
   }
   s.block.clear();
+  if (a_block) s.blocks[s.kernel]++;
 }
 
 // The phase argument of the next launches (kernels launched once per phase: hadamard_quant.cu,
@@ -263,14 +266,14 @@ static void launch_begin(const char *kernel) {
   st().active = true;
 }
 static void launch_end() {
-  block_end();
+  block_end(false);
   st().active = false;
 }
 
 // At exit: one line per site and per kernel into $EMU_MEMSTAT.
 //   site KERNEL FILE:LINE SPACE KIND requests units ideal worst_excess bytes
 //     (units: wavefronts for shared, sectors for global)
-//   kernel KERNEL traffic_bytes unique_read_bytes unique_written_bytes
+//   kernel KERNEL traffic_bytes unique_read_bytes unique_written_bytes blocks
 static void report() {
   busy_scope guard;
   const char *path = std::getenv("EMU_MEMSTAT");
@@ -286,8 +289,9 @@ static void report() {
                  t.worst, t.bytes);
   }
   for (auto &kv : s.traffic)
-    std::fprintf(f, "kernel %s %lld %lld %lld\n", kv.first.c_str(), kv.second,
-                 32LL * (long long)s.rd[kv.first].size(), 32LL * (long long)s.wr[kv.first].size());
+    std::fprintf(f, "kernel %s %lld %lld %lld %lld\n", kv.first.c_str(), kv.second,
+                 32LL * (long long)s.rd[kv.first].size(), 32LL * (long long)s.wr[kv.first].size(),
+                 s.blocks[kv.first]);
   std::fclose(f);
 }
 struct reporter { ~reporter() { report(); } };
