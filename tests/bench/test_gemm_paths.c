@@ -71,7 +71,7 @@ START_TEST(test_bad_arguments) {
   ck_assert_msg(st == 1 && strstr(o, "--precompile is a part of --gemm-paths"), "exit %d: %s", st, o);
   free(o);
   o = run(RUN_BENCH " --gemm-paths --scales 2>&1", &st);
-  ck_assert_msg(st == 1 && strstr(o, "--gemm-paths and --memory are modes of their own"), "exit %d: %s", st, o);
+  ck_assert_msg(st == 1 && strstr(o, "--gemm-paths, --memory and --model are modes of their own"), "exit %d: %s", st, o);
   free(o);
   o = run("env -u HOT_CACHE_DIR " RUN_BENCH " --gemm-paths --precompile 2>&1", &st);
   ck_assert_msg(st == 1 && strstr(o, "--precompile needs HOT_CACHE_DIR"), "exit %d: %s", st, o);
