@@ -1,9 +1,12 @@
-/* model.c — hot-bench --model: a predicted time for every kernel of a layer's forward save and
- * backward on H100 SXM and H200, from the plan alone (no GPU): occupancy from the registers
- * ptxas reported (the nvrtc tests' table, tests/nvrtc/kernel_quality.txt) and the planned shared
- * memory, waves on 132 SMs, and a roofline of the compulsory bytes (gen/cost.h), the GEMMs' L2
- * panel traffic and their integer operations. Every constant and its source: docs/gpu-model.md.
- * A prediction, never a measurement: tools/device-check.sh prints it beside the measured times. */
+/* model.c — hot-bench --model: a predicted time for every kernel of a layer's forward save,
+ * backward (and calibration) on H100 SXM and H200, from the plan alone (no GPU): occupancy from
+ * the registers and static shared memory ptxas reported (tests/nvrtc/kernel_quality.txt), the
+ * memory-access counts of the CPU emulators (bench/memstat_counts.txt, tools/memstat.sh), waves
+ * on 132 SMs, and a roofline of the compulsory bytes (gen/cost.h), the L2 -> SM sector traffic,
+ * the shared-memory wavefronts and the integer operations. Both tables are compiled in at build
+ * time (HOT_KERNEL_QUALITY / HOT_MEMSTAT_COUNTS name other files). Every constant and its source:
+ * docs/gpu-model.md. A prediction, never a measurement: tools/device-check.sh prints it beside
+ * the measured times (tools/model-check.py). */
 #define _POSIX_C_SOURCE 200809L /* open_memstream */
 #include <math.h>
 #include <stdio.h>
@@ -11,12 +14,16 @@
 #include <string.h>
 
 #include "fileio.h"
-#include "num.h"
 
 #include "bench.h"
 #include "cost.h"
+#include "embed.h"
+#include "escape.h"
 #include "kernel_desc.h"
 #include "plan.h"
+
+/* bench_embedded.c (cmake/embed.cmake at build time): kernel_quality.txt, memstat_counts.txt */
+extern const hot_embedded_file embed_bench_files[];
 
 typedef struct {
   const char *name;
@@ -25,35 +32,134 @@ typedef struct {
   double int8_tops; /* dense INT8 tensor-core peak, data sheet */
   double bf16_tf, fp8_tf;
   double l2_mb;
+  double clock_ghz; /* SM boost clock: the shared-memory term's cycles */
 } gpu_spec;
 
 static const gpu_spec k_gpus[] = {
-    {"H100 SXM", 3350.0, 5500.0, 1979.0, 989.0, 1979.0, 50.0},
-    {"H200", 4800.0, 5500.0, 1979.0, 989.0, 1979.0, 50.0},
+    {"H100 SXM", 3350.0, 5500.0, 1979.0, 989.0, 1979.0, 50.0, 1.98},
+    {"H200", 4800.0, 5500.0, 1979.0, 989.0, 1979.0, 50.0, 1.98},
 };
-enum { N_GPUS = 2, SMS = 132 };
+enum { N_GPUS = 2, SMS = 132, MAX_ROWS = 512 };
 /* attainable fractions (assumed until the device check measures them; docs/gpu-model.md) */
 #define EFF_MMA_SYNC 0.62 /* mma.sync on sm_90 against the wgmma-based peak */
+#define EFF_WGMMA 0.80    /* wgmma (sm_90a paths) against the peak */
 #define EFF_HBM 0.90      /* streaming kernels against the data-sheet bandwidth */
 #define EFF_CUBLAS 0.75   /* cuBLAS BF16 / cuBLASLt FP8 at these sizes against the peak */
 #define LAUNCH_US 2.0     /* floor of one launch (latency, ramp) */
+#define SMEM_WF_PER_CLK 1.0 /* shared-memory wavefronts one SM serves per cycle (128 B/clk) */
 
-/* Registers of `name` on arch from the kernel-quality table; -1 when absent. */
-static int regs_of(const char *table, const char *arch, const char *name) {
-  char why[256];
-  FILE *f = table ? fileio_fopen(table, "r", why, sizeof why) : NULL;
-  if (!f) return -1; /* no table: the occupancy columns say "?" */
-  char line[512];
-  int r = -1;
-  while (r < 0 && fgets(line, sizeof line, f)) { /* "ARCH KERNEL REGISTERS ...": num.h's integer */
-    char *save = NULL, *a = strtok_r(line, " \t\n", &save), *k = strtok_r(NULL, " \t\n", &save);
-    const char *v = strtok_r(NULL, " \t\n", &save);
-    if (a && k && v && !strcmp(a, arch) && !strcmp(k, name) &&
-        num_parse_int("registers", v, 0, 255, &r, NULL, 0) != 0)
-      r = -1;
+/* ---- the two tables ------------------------------------------------------------------------ */
+typedef struct {
+  char key[200];   /* kernel#phase (HLA: kernel@layout#phase) */
+  double sh_req, sh_wf, sh_ideal, wsh_wf, wsh_ideal; /* shared: totals, worst site per request */
+  double gl_req, gl_sect, gl_ideal, wgl_sect, wgl_ideal;
+  double traffic, unique, norm;
+  int norm_ops;    /* sh_wf scales with 2MNK (GEMM) rather than with the blocks run */
+} ms_row;
+
+typedef struct {
+  char *quality;   /* kernel_quality.txt's text */
+  ms_row *ms;      /* memstat_counts.txt's rows */
+  int n_ms;
+  char q_from[400], ms_from[400];
+} model_tables;
+
+/* The text of table `env` (a file it names) or of the embedded `rel`; *from says which. NULL
+ * (and *from says why) when neither is there. Caller frees. */
+static char *table_text(const char *env, const char *rel, char *from, size_t fn) {
+  const char *path = env_get(env);
+  if (path && *path) {
+    char why[256];
+    FILE *f = fileio_fopen(path, "r", why, sizeof why);
+    if (!f) {
+      snprintf(from, fn, "absent (%s: %s)", env, why);
+      return NULL;
+    }
+    char *buf = NULL;
+    size_t len = 0;
+    FILE *m = open_memstream(&buf, &len);
+    int c;
+    while (m && (c = fgetc(f)) != EOF) fputc(c, m);
+    fclose(f);
+    if (!m) return NULL;
+    fclose(m);
+    snprintf(from, fn, "%s", path);
+    return buf;
   }
-  fclose(f);
-  return r;
+  for (const hot_embedded_file *e = embed_bench_files; e->path; ++e)
+    if (!strcmp(e->path, rel)) {
+      snprintf(from, fn, "%s (compiled in)", rel);
+      return strdup(e->data);
+    }
+  snprintf(from, fn, "absent (not compiled in; set %s)", env);
+  return NULL;
+}
+
+static int tables_load(model_tables *t) {
+  memset(t, 0, sizeof *t);
+  t->quality = table_text("HOT_KERNEL_QUALITY", "tests/nvrtc/kernel_quality.txt", t->q_from,
+                          sizeof t->q_from);
+  char *ms = table_text("HOT_MEMSTAT_COUNTS", "bench/memstat_counts.txt", t->ms_from,
+                        sizeof t->ms_from);
+  if (!ms) return 0;
+  t->ms = calloc(MAX_ROWS, sizeof *t->ms);
+  if (!t->ms) {
+    free(ms);
+    return -1;
+  }
+  for (char *line = strtok(ms, "\n"); line && t->n_ms < MAX_ROWS; line = strtok(NULL, "\n")) {
+    ms_row *r = &t->ms[t->n_ms];
+    char kind[16];
+    if (line[0] == '#' ||
+        sscanf(line, "%199s %lf %lf %lf %lf %lf %lf %lf %lf %lf %lf %lf %lf %15s %lf", r->key,
+               &r->sh_req, &r->sh_wf, &r->sh_ideal, &r->wsh_wf, &r->wsh_ideal, &r->gl_req,
+               &r->gl_sect, &r->gl_ideal, &r->wgl_sect, &r->wgl_ideal, &r->traffic, &r->unique,
+               kind, &r->norm) != 15)
+      continue;
+    r->norm_ops = !strcmp(kind, "ops");
+    t->n_ms++;
+  }
+  free(ms);
+  return 0;
+}
+
+static void tables_free(model_tables *t) {
+  free(t->quality);
+  free(t->ms);
+}
+
+/* Registers and static shared memory of `name` on arch from the kernel-quality table; -1 when
+ * absent. */
+static int regs_of(const model_tables *t, const char *arch, const char *name, unsigned *smem) {
+  *smem = 0;
+  if (!t->quality) return -1; /* no table: the occupancy columns say "?" */
+  const char *p = t->quality;
+  while (*p) {
+    char a[32], k[160];
+    int v, st, ss, sl;
+    unsigned sm;
+    if (sscanf(p, "%31s %159s %d %d %d %d %u", a, k, &v, &st, &ss, &sl, &sm) == 7 &&
+        !strcmp(a, arch) && !strcmp(k, name)) {
+      *smem = sm;
+      return v;
+    }
+    const char *nl = strchr(p, '\n');
+    if (!nl) break;
+    p = nl + 1;
+  }
+  return -1;
+}
+
+/* The counts of a launch: kernel#phase, HLA kernels with their layout (@sample / @flat). */
+static const ms_row *counts_of(const model_tables *t, const hot_layer_plan *pl,
+                               const hot_kernel_plan *k, int phase) {
+  char key[200];
+  const int hla = k->role == HOT_K_ABC_X || k->role == HOT_K_HLA_G;
+  snprintf(key, sizeof key, "%s%s#%d", k->name,
+           hla ? (pl->hla.layout == HOT_LAYOUT_FLAT ? "@flat" : "@sample") : "", phase);
+  for (int i = 0; i < t->n_ms; ++i)
+    if (!strcmp(t->ms[i].key, key)) return &t->ms[i];
+  return NULL;
 }
 
 /* Blocks of a kernel resident on one SM (sm_90: 64K registers allocated per warp in units of
@@ -74,8 +180,19 @@ static int blocks_per_sm(int threads, int regs, unsigned smem, const char **lim)
   return b;
 }
 
+/* One launch as the model sees it. */
 typedef struct {
-  double us, t_cmp, t_hbm, t_l2, tail;
+  const hot_kernel_plan *kp;
+  int phase, regs, bps;
+  unsigned smem;      /* dynamic + static bytes per block */
+  const char *lim;
+  double blocks;
+  hot_kernel_cost c;
+  const ms_row *ms;   /* NULL: not counted */
+} launch;
+
+typedef struct {
+  double us, t_cmp, t_hbm, t_l2, t_smem, tail;
   const char *bound;
 } kpred;
 
@@ -93,24 +210,38 @@ static void gemm_bytes(const hot_gemm_plan *g, int64_t concurrent, double l2_mb,
   *hbm = a + (b <= l2_mb * 1e6 / 2 ? b : b * waves_rows) + (double)g->m * (double)g->n * 4.0;
 }
 
-static kpred predict(const gpu_spec *gs, const hot_layer_plan *pl, const hot_kernel_plan *k,
-                     const unsigned grid[3], int bps, const hot_kernel_cost *c) {
+/* Shared-memory wavefronts of the launch: the counted wavefronts per unit (a block of a fixed
+ * tile, or a GEMM's operation: its blocks loop over K) times the plan's units; 0 when not
+ * counted. */
+static double smem_wavefronts(const launch *l) {
+  if (!l->ms || l->ms->norm <= 0) return 0;
+  const double units = l->ms->norm_ops ? (double)l->c.int_ops : l->blocks;
+  return l->ms->sh_wf / l->ms->norm * units;
+}
+
+static kpred predict(const gpu_spec *gs, const hot_layer_plan *pl, const launch *l) {
   kpred p = {0};
-  const double blocks = (double)grid[0] * grid[1] * grid[2];
-  const double slots = (double)bps * SMS, waves = blocks / (slots > 0 ? slots : 1);
+  const double slots = (double)l->bps * SMS, waves = l->blocks / (slots > 0 ? slots : 1);
   p.tail = waves > 0 ? waves / ceil(waves) : 1.0;
-  double hbm = (double)(c->bytes_read + c->bytes_written), l2 = hbm;
-  const hot_gemm_plan *g = k->role == HOT_K_GEMM_GX ? &pl->hq.gemm
-                           : k->role == HOT_K_GEMM_GW ? &pl->hla.gemm : NULL;
-  if (g) gemm_bytes(g, (int64_t)(slots < blocks ? slots : blocks), gs->l2_mb, &l2, &hbm);
-  p.t_cmp = c->int_ops > 0 ? (double)c->int_ops / (gs->int8_tops * 1e12 * EFF_MMA_SYNC) * 1e6 : 0;
+  double hbm = (double)(l->c.bytes_read + l->c.bytes_written), l2 = hbm;
+  if (l->ms && l->ms->unique > 0) l2 = hbm * l->ms->traffic / l->ms->unique; /* sector traffic */
+  const hot_gemm_plan *g = l->kp->role == HOT_K_GEMM_GX ? &pl->hq.gemm
+                           : l->kp->role == HOT_K_GEMM_GW ? &pl->hla.gemm : NULL;
+  if (g) gemm_bytes(g, (int64_t)(slots < l->blocks ? slots : l->blocks), gs->l2_mb, &l2, &hbm);
+  const double eff = g && g->path != HOT_GEMM_MMA_S8 && g->path != HOT_GEMM_MMA_S4 ? EFF_WGMMA
+                                                                                 : EFF_MMA_SYNC;
+  p.t_cmp = l->c.int_ops > 0 ? (double)l->c.int_ops / (gs->int8_tops * 1e12 * eff) * 1e6 : 0;
   p.t_hbm = hbm / (gs->hbm_gbs * 1e9 * EFF_HBM) * 1e6;
   p.t_l2 = l2 / (gs->l2_gbs * 1e9) * 1e6;
+  const double sms = l->blocks < SMS ? l->blocks : SMS;
+  p.t_smem = sms > 0 ? smem_wavefronts(l) / (sms * SMEM_WF_PER_CLK * gs->clock_ghz * 1e3) : 0;
   double t = p.t_cmp;
   p.bound = "compute";
   if (p.t_hbm > t) t = p.t_hbm, p.bound = "HBM";
   if (p.t_l2 > t) t = p.t_l2, p.bound = "L2";
-  /* a partial last wave idles SMs: the work of full waves stretches by 1/tail */
+  if (p.t_smem > t) t = p.t_smem, p.bound = "shared memory";
+  /* a partial last wave idles SMs: the work of full waves stretches by 1/tail (the shared term
+   * already counts only the SMs the blocks occupy) */
   if (p.tail < 0.999 && waves < 8) {
     t /= p.tail;
     if (waves < 1) p.bound = "under one wave";
@@ -121,123 +252,194 @@ static kpred predict(const gpu_spec *gs, const hot_layer_plan *pl, const hot_ker
   return p;
 }
 
-/* One call's launches (save or backward) of a plan: rows of the table and their JSON. */
-static void model_call(FILE *f, FILE *js, const hot_layer_plan *pl, hot_call call, const char *table,
-                         const char *layer, int *first) {
+/* The launches of one call of a plan, in kd_steps order; returns their number. */
+static int call_launches(const hot_layer_plan *pl, hot_call call, const model_tables *t,
+                         const char *arch, launch *out, int max) {
   hot_step steps[64];
-  const int n = kd_steps(call, steps, 64);
-  for (int i = 0; i < n; ++i) {
+  const int n = kd_steps(call, steps, 64), row = pl->hq.g.gran == HOT_GRAN_ROW;
+  int m = 0;
+  for (int i = 0; i < n && m < max; ++i) {
     const hot_step *s = &steps[i];
     const int k = plan_kernel_index(pl, s->role);
-    if (k < 0) continue;
-    const int row = pl->hq.g.gran == HOT_GRAN_ROW;
-    if ((s->when == HOT_WHEN_GRAN_ROW && !row) || (s->when == HOT_WHEN_GRAN_NOT_ROW && row) ||
+    if (k < 0 || (s->when == HOT_WHEN_GRAN_ROW && !row) || (s->when == HOT_WHEN_GRAN_NOT_ROW && row) ||
         (s->when == HOT_WHEN_BIAS && !pl->spec->bias))
       continue;
-    const hot_kernel_plan *kp = &pl->kernels[k];
+    launch *l = &out[m++];
+    memset(l, 0, sizeof *l);
+    l->kp = &pl->kernels[k];
+    l->phase = s->phase;
     unsigned grid[3];
     plan_kernel_grid(pl, k, s->phase, grid);
-    if (kp->persistent && grid[0] > SMS) grid[0] = SMS;
-    hot_kernel_cost c;
-    if (plan_kernel_cost(pl, s->role, s->phase, row, &c) != 0) memset(&c, 0, sizeof c);
-    const int regs = regs_of(table, "sm_90", kp->name), threads = (int)kp->block[0];
-    const char *lim;
-    const int bps = blocks_per_sm(threads, regs, kp->smem, &lim);
-    const double blocks = (double)grid[0] * grid[1] * grid[2];
-    fprintf(f, "  %-8s %-46.46s %2d %9.0f %4d %4s %2d %-13s %6.2f", call ? "backward" : "save",
-            kp->name, s->phase, blocks, threads, regs > 0 ? "" : "?", bps, lim,
-            blocks / ((double)bps * SMS));
+    if (l->kp->persistent && grid[0] > SMS) grid[0] = SMS;
+    l->blocks = (double)grid[0] * grid[1] * grid[2];
+    if (plan_kernel_cost(pl, s->role, s->phase, row, &l->c) != 0) memset(&l->c, 0, sizeof l->c);
+    unsigned st;
+    l->regs = regs_of(t, arch, l->kp->name, &st);
+    l->smem = l->kp->smem + st;
+    l->bps = blocks_per_sm((int)l->kp->block[0], l->regs, l->smem, &l->lim);
+    l->ms = counts_of(t, pl, l->kp, s->phase);
+  }
+  return m;
+}
+
+static const char *call_name(hot_call c) {
+  return c == HOT_CALL_SAVE ? "save" : c == HOT_CALL_BACKWARD ? "backward" : "calibrate";
+}
+
+static void jstr(FILE *f, const char *s) { esc_fputs(f, esc_json, s); }
+
+/* One launch's JSON object for one GPU. */
+static void json_launch(FILE *js, const char *layer, hot_call call, const launch *l,
+                        const gpu_spec *g, const kpred *p, int *first) {
+  fprintf(js, "%s\n    {\"layer\": ", *first ? "" : ",");
+  jstr(js, layer);
+  fputs(", \"call\": ", js);
+  jstr(js, call_name(call));
+  fputs(", \"role\": ", js);
+  jstr(js, plan_role_name(l->kp->role));
+  fputs(", \"kernel\": ", js);
+  jstr(js, l->kp->name);
+  fprintf(js, ", \"phase\": %d, \"gpu\": ", l->phase);
+  jstr(js, g->name);
+  fprintf(js, ", \"blocks\": %.0f, \"threads\": %u, \"registers\": %d, \"smem\": %u, "
+              "\"blocks_per_sm\": %d, \"limit\": ",
+          l->blocks, l->kp->block[0], l->regs, l->smem, l->bps);
+  jstr(js, l->lim);
+  fprintf(js, ", \"waves\": %.3f", l->blocks / ((double)l->bps * SMS));
+  if (l->ms)
+    fprintf(js, ", \"smem_wavefronts_per_request\": %.3f, \"smem_ideal_per_request\": %.3f, "
+                "\"sectors_per_request\": %.3f, \"sectors_ideal_per_request\": %.3f, "
+                "\"bytes_per_unique\": %.3f, \"smem_wavefronts\": %.0f",
+            l->ms->wsh_wf, l->ms->wsh_ideal, l->ms->wgl_sect, l->ms->wgl_ideal,
+            l->ms->unique > 0 ? l->ms->traffic / l->ms->unique : 0.0, smem_wavefronts(l));
+  fprintf(js, ", \"us\": %.2f, \"compute_us\": %.2f, \"hbm_us\": %.2f, \"l2_us\": %.2f, "
+              "\"smem_us\": %.2f, \"bound\": ",
+          p->us, p->t_cmp, p->t_hbm, p->t_l2, p->t_smem);
+  jstr(js, p->bound);
+  fputc('}', js);
+  *first = 0;
+}
+
+/* One call's launches (save, backward or calibrate): table rows and JSON; *sum gets the
+ * predicted total per GPU. */
+static void model_call(FILE *f, FILE *js, const hot_layer_plan *pl, hot_call call,
+                       const model_tables *t, const char *arch, const char *layer, int *first,
+                       double sum[N_GPUS]) {
+  launch ls[64];
+  const int n = call_launches(pl, call, t, arch, ls, 64);
+  for (int gi = 0; gi < N_GPUS; ++gi) sum[gi] = 0;
+  for (int i = 0; i < n; ++i) {
+    const launch *l = &ls[i];
+    char shw[32] = "?", sec[32] = "?", byt[24] = "?", reg[16] = "?";
+    if (l->ms) {
+      if (l->ms->sh_req > 0) snprintf(shw, sizeof shw, "%.2f/%.2f", l->ms->wsh_wf, l->ms->wsh_ideal);
+      else snprintf(shw, sizeof shw, "-");
+      snprintf(sec, sizeof sec, "%.2f/%.2f", l->ms->wgl_sect, l->ms->wgl_ideal);
+      if (l->ms->unique > 0) snprintf(byt, sizeof byt, "%.2f", l->ms->traffic / l->ms->unique);
+    }
+    if (l->regs > 0) snprintf(reg, sizeof reg, "%d", l->regs);
+    fprintf(f, "  %-9s %-44.44s %2d %8.0f %4u %4s %2d %-13s %6.2f %11s %11s %5s",
+            call_name(call), l->kp->name, l->phase, l->blocks, l->kp->block[0], reg, l->bps,
+            l->lim, l->blocks / ((double)l->bps * SMS), shw, sec, byt);
     for (int gi = 0; gi < N_GPUS; ++gi) {
-      const kpred p = predict(&k_gpus[gi], pl, kp, grid, bps, &c);
+      const kpred p = predict(&k_gpus[gi], pl, l);
       fprintf(f, " %9.1f %-14s", p.us, p.bound);
-      fprintf(js, "%s\n    {\"layer\": \"%s\", \"call\": \"%s\", \"kernel\": \"%s\", \"phase\": %d, "
-              "\"gpu\": \"%s\", \"blocks\": %.0f, \"threads\": %d, \"registers\": %d, "
-              "\"blocks_per_sm\": %d, \"limit\": \"%s\", \"waves\": %.3f, \"us\": %.2f, "
-              "\"compute_us\": %.2f, \"hbm_us\": %.2f, \"l2_us\": %.2f, \"bound\": \"%s\"}",
-              *first ? "" : ",", layer, call ? "backward" : "save", kp->name, s->phase,
-              k_gpus[gi].name, blocks, threads, regs, bps, lim, blocks / ((double)bps * SMS), p.us,
-              p.t_cmp, p.t_hbm, p.t_l2, p.bound);
-      *first = 0;
+      json_launch(js, layer, call, l, &k_gpus[gi], &p, first);
+      sum[gi] += p.us;
     }
     fprintf(f, "\n");
   }
 }
 
-/* The backward's total per GPU (sum of its launches) for the comparison table. */
-static void call_total(const hot_layer_plan *pl, hot_call call, const char *table, double out[N_GPUS]) {
-  hot_step steps[64];
-  const int n = kd_steps(call, steps, 64);
-  for (int gi = 0; gi < N_GPUS; ++gi) out[gi] = 0;
-  for (int i = 0; i < n; ++i) {
-    const int k = plan_kernel_index(pl, steps[i].role);
-    const int row = pl->hq.g.gran == HOT_GRAN_ROW;
-    if (k < 0 || (steps[i].when == HOT_WHEN_GRAN_ROW && !row) ||
-        (steps[i].when == HOT_WHEN_GRAN_NOT_ROW && row) ||
-        (steps[i].when == HOT_WHEN_BIAS && !pl->spec->bias))
-      continue;
-    const hot_kernel_plan *kp = &pl->kernels[k];
-    unsigned grid[3];
-    plan_kernel_grid(pl, k, steps[i].phase, grid);
-    if (kp->persistent && grid[0] > SMS) grid[0] = SMS;
-    hot_kernel_cost c;
-    if (plan_kernel_cost(pl, steps[i].role, steps[i].phase, row, &c) != 0) memset(&c, 0, sizeof c);
-    const char *lim;
-    const int bps = blocks_per_sm((int)kp->block[0], regs_of(table, "sm_90", kp->name), kp->smem, &lim);
-    for (int gi = 0; gi < N_GPUS; ++gi) out[gi] += predict(&k_gpus[gi], pl, kp, grid, bps, &c).us;
+/* The arch the model plans for: --arch, else $HOT_ARCH (as the runtime), else the spec's first. */
+static int model_arch(const bench_run *run, const hot_model *m, hot_arch *a) {
+  const char *name = run->opt.arch ? run->opt.arch : env_get("HOT_ARCH");
+  if (!name || !*name) {
+    *a = m->archs[0];
+    return 0;
   }
+  if (plan_arch_parse(name, a) != 0) {
+    diag_fprintf(stderr, "hot-bench --model: unknown arch '%s' (--arch or HOT_ARCH)\n", name);
+    return -1;
+  }
+  return 0;
+}
+
+/* One layer: its plan, its three calls; adds its backward and the baselines to the totals. */
+static int model_layer(const bench_run *run, const hot_model *m, int li, hot_arch arch,
+                       const model_tables *t, FILE *f, FILE *js, int *first, double tot[3][N_GPUS]) {
+  hot_layer_spec s = m->layers[run->layers[li].index];
+  fields_apply_recipe(&s, m->recipe);
+  hot_layer_plan *pl = calloc(1, sizeof *pl);
+  char err[256];
+  if (!pl || plan_layer(&s, m->batch, m->tokens, m->recipe, arch, run->layers[li].index, pl, err,
+                        sizeof err) != 0) {
+    diag_fprintf(stderr, "hot-bench --model: layer %s: %s\n", s.name, pl ? err : "out of memory");
+    free(pl);
+    return 1;
+  }
+  const hot_arch_caps *caps = plan_arch_caps(pl->arch);
+  fputs(" layer ", f);
+  esc_fputs(f, esc_text, s.name);
+  fprintf(f, " (T %lld, O %lld, I %lld, %s)\n", (long long)pl->T, (long long)pl->O, (long long)pl->I,
+          caps ? caps->name : "?");
+  double sv[N_GPUS], bw[N_GPUS], cal[N_GPUS];
+  model_call(f, js, pl, HOT_CALL_SAVE, t, caps ? caps->name : "?", s.name, first, sv);
+  model_call(f, js, pl, HOT_CALL_BACKWARD, t, caps ? caps->name : "?", s.name, first, bw);
+  model_call(f, js, pl, HOT_CALL_CALIBRATE, t, caps ? caps->name : "?", s.name, first, cal);
+  const double flops = 2.0 * 2.0 * (double)pl->T * (double)pl->O * (double)pl->I; /* g_x + g_w */
+  for (int gi = 0; gi < N_GPUS; ++gi) {
+    tot[0][gi] += bw[gi];
+    tot[1][gi] += flops / (k_gpus[gi].bf16_tf * 1e12 * EFF_CUBLAS) * 1e6;
+    tot[2][gi] += flops / (k_gpus[gi].fp8_tf * 1e12 * EFF_CUBLAS) * 1e6;
+  }
+  free(pl);
+  return 0;
 }
 
 int bench_model(const bench_run *run, const hot_model *m, FILE *f) {
-  const char *table = env_get("HOT_KERNEL_QUALITY");
-  if (!table || !*table) table = HOT_KERNEL_QUALITY_DEFAULT;
+  model_tables t;
+  hot_arch arch;
+  if (model_arch(run, m, &arch) != 0) return 1;
+  if (tables_load(&t) != 0) return 1;
   char *jbuf = NULL;
   size_t jlen = 0;
   FILE *js = open_memstream(&jbuf, &jlen);
-  if (!js) return 1;
-  fprintf(f, "hot-bench --model %s: PREDICTED times (no GPU measured them), registers from %s\n",
-          m->name, table);
-  fprintf(f, "  %-8s %-46s %2s %9s %4s %4s %2s %-13s %6s %9s %-14s %9s %-14s\n", "call", "kernel",
-          "ph", "blocks", "thr", "", "/SM", "limit", "waves", "H100 us", "bound", "H200 us", "bound");
-  int first = 1, rc = 0;
-  fprintf(js, "{\"model\": \"%s\", \"kernels\": [", m->name);
-  double sum[N_GPUS] = {0}, bf16[N_GPUS] = {0}, fp8[N_GPUS] = {0};
-  for (int li = 0; li < run->n; ++li) {
-    hot_layer_spec s = m->layers[run->layers[li].index];
-    fields_apply_recipe(&s, m->recipe);
-    hot_layer_plan *pl = calloc(1, sizeof *pl);
-    char err[256];
-    if (!pl || plan_layer(&s, m->batch, m->tokens, m->recipe, m->archs[0], run->layers[li].index,
-                          pl, err, sizeof err) != 0) {
-      diag_fprintf(stderr, "hot-bench --model: layer %s: %s\n", s.name, pl ? err : "out of memory");
-      free(pl);
-      rc = 1;
-      continue;
-    }
-    fprintf(f, " layer %s (T %lld, O %lld, I %lld, %s)\n", s.name, (long long)pl->T, (long long)pl->O,
-            (long long)pl->I, plan_arch_caps(pl->arch) ? plan_arch_caps(pl->arch)->name : "?");
-    model_call(f, js, pl, HOT_CALL_SAVE, table, s.name, &first);
-    model_call(f, js, pl, HOT_CALL_BACKWARD, table, s.name, &first);
-    double bw[N_GPUS];
-    call_total(pl, HOT_CALL_BACKWARD, table, bw);
-    const double flops = 2.0 * 2.0 * (double)pl->T * (double)pl->O * (double)pl->I; /* g_x + g_w */
-    for (int gi = 0; gi < N_GPUS; ++gi) {
-      sum[gi] += bw[gi];
-      bf16[gi] += flops / (k_gpus[gi].bf16_tf * 1e12 * EFF_CUBLAS) * 1e6;
-      fp8[gi] += flops / (k_gpus[gi].fp8_tf * 1e12 * EFF_CUBLAS) * 1e6;
-    }
-    free(pl);
+  if (!js) {
+    tables_free(&t);
+    return 1;
   }
+  fputs("hot-bench --model ", f);
+  esc_fputs(f, esc_text, m->name);
+  fprintf(f, ": PREDICTED times (no GPU measured them)\n  registers: %s\n  access counts: %s\n",
+          t.q_from, t.ms_from);
+  fprintf(f, "  (shwf/req: shared wavefronts per request at the worst site / its ideal; sect/req: "
+             "32-byte sectors per global request at the worst site / ideal; B/uniq: sector "
+             "traffic / unique bytes; ?: not counted)\n");
+  fprintf(f, "  %-9s %-44s %2s %8s %4s %4s %2s %-13s %6s %11s %11s %5s %9s %-14s %9s %-14s\n",
+          "call", "kernel", "ph", "blocks", "thr", "regs", "/SM", "limit", "waves", "shwf/req",
+          "sect/req", "B/uniq", "H100 us", "bound", "H200 us", "bound");
+  int first = 1, rc = 0;
+  fputs("{\"model\": ", js);
+  jstr(js, m->name);
+  fputs(", \"kernels\": [", js);
+  double tot[3][N_GPUS] = {{0}};
+  for (int li = 0; li < run->n; ++li) rc |= model_layer(run, m, li, arch, &t, f, js, &first, tot);
   fprintf(js, "\n  ], \"backward\": [");
   fprintf(f, "\n backward of the listed layers (sum of launches), PREDICTED:\n");
   for (int gi = 0; gi < N_GPUS; ++gi) {
     fprintf(f, "  %-9s HOT %9.1f us   cuBLAS BF16 (2 GEMMs) %9.1f us (x%.2f)   cuBLASLt FP8 %9.1f us (x%.2f)\n",
-            k_gpus[gi].name, sum[gi], bf16[gi], bf16[gi] / sum[gi], fp8[gi], fp8[gi] / sum[gi]);
-    fprintf(js, "%s{\"gpu\": \"%s\", \"hot_us\": %.2f, \"cublas_bf16_us\": %.2f, \"cublaslt_fp8_us\": %.2f}",
-            gi ? ", " : "", k_gpus[gi].name, sum[gi], bf16[gi], fp8[gi]);
+            k_gpus[gi].name, tot[0][gi], tot[1][gi], tot[1][gi] / tot[0][gi], tot[2][gi],
+            tot[2][gi] / tot[0][gi]);
+    fprintf(js, "%s{\"gpu\": ", gi ? ", " : "");
+    jstr(js, k_gpus[gi].name);
+    fprintf(js, ", \"hot_us\": %.2f, \"cublas_bf16_us\": %.2f, \"cublaslt_fp8_us\": %.2f}",
+            tot[0][gi], tot[1][gi], tot[2][gi]);
   }
   fprintf(js, "]}\n");
   fclose(js);
   fprintf(f, "JSON %s", jbuf);
   free(jbuf);
+  tables_free(&t);
   return rc;
 }

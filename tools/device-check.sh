@@ -17,7 +17,9 @@
 #   torch       torch_hotlinear: HOTLinear on CUDA tensors (current stream, a non-default
 #               stream, a thread with no current context) against the CPU backend
 #   sass        IMMA / IGMMA in one GEMM per arch path (hot-gen --dump-cubin + cuobjdump)
-#   bench vit_b16, bench bench_large (sm_90a on 9.0)   hot-bench: bit-exactness and speed
+#   bench vit_b16, bench bench_large (sm_90a on 9.0)   hot-bench: bit-exactness and speed; then
+#               hot-bench --model and tools/model-check.py: every timed kernel's measured median
+#               beside its predicted time (measured / predicted, the model's error)
 #   gemm paths  hot-bench --gemm-paths on bench_large (9.0): the three GEMM paths (mma_s8,
 #               wgmma_s8, tma_s8) bit for bit against each other and the CPU backend, their
 #               GEMM kernels timed against cuBLAS BF16 and cuBLASLt FP8 and the INT8 ceiling
@@ -486,9 +488,25 @@ step_bench() {
     why=$(grep -o '"fp8_reason": "[^"]\+' "$keep/$o.json" | head -1 | cut -d'"' -f4 | cut -c1-60)
     det="$det; cuBLASLt FP8 timed on $n8 of $nl layer(s)${why:+ ($why)}"
   fi
+  model_check "$s" "${barch[@]}"
   [ ${#fake_env[@]} -gt 0 ] && det="$det; fake driver"
   cpu_since "$c0"
   dev_est=$(awk -v c="$CPU_D" -v n="${nl:-4}" 'BEGIN { printf "%.1f", c + 15 + 3 * n }')
+}
+# The GPU model beside the measurement: hot-bench SPEC --model (the same arch; no GPU, a second)
+# and tools/model-check.py against the bench JSON's per-kernel medians, for the device's GPU
+# (H100 / H200 column); keep/model-check-SPEC.txt, its last line in the step's details. A model
+# that matched no launch (fake driver, no per-kernel figures) is said, never a failure.
+model_check() {
+  local s=$1 m="$keep/model-$1.txt" o="$keep/bench-$1.json" mc="$keep/model-check-$1.txt" last
+  shift
+  if ! timeout 60 env "$@" "$bdir/bench/hot-bench" "$root/specs/$s.lua" --model >"$m" 2>"$m.log"; then
+    det="$det; model: hot-bench --model failed (keep/model-$s.txt.log)"; return
+  fi
+  if [ ! -s "$o" ]; then det="$det; model: no bench JSON to compare"; return; fi
+  python3 "$root/tools/model-check.py" "$m" "$o" "${gpu:-none}" --out "$mc" >/dev/null 2>"$mc.log"
+  last=$(tail -1 "$mc" 2>/dev/null | sed 's/^model error: //' | cut -c1-110)
+  det="$det; model: ${last:-model-check failed (keep/model-check-$s.txt.log)}"
 }
 run_step "bench vit_b16" 50 step_bench vit_b16
 run_step "bench bench_large" 90 step_bench bench_large
@@ -591,6 +609,12 @@ if [ $rehearse = 0 ]; then
     echo "== hot-bench specs/$s.lua =="
     head -1 "$o"
     awk '/^per kernel/ {on = 0} /^layers that did not run completely|^ceilings measured|^speed: not measured/ {on = 1} on' "$o"
+  done
+  for s in "${bench_specs[@]}"; do
+    [ -s "$keep/model-check-$s.txt" ] || continue
+    echo
+    echo "== predicted (hot-bench specs/$s.lua --model) beside measured =="
+    cat "$keep/model-check-$s.txt"
   done
   if [ -s "$keep/gemm-paths.txt" ]; then
     echo

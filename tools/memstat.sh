@@ -6,15 +6,24 @@
 # bytes touched. The emulators are built at -O0 with GCC's ThreadSanitizer instrumentation
 # (without its runtime: memstat.h's hooks) and -DEMU_MEMSTAT, and run under one schedule (the
 # addresses do not depend on it); the results must still be bit-exact.
-# Usage: tools/memstat.sh [selftest | gemm | all]
+# Usage: tools/memstat.sh [selftest | gemm | all | table | check]
 #   selftest: the rules on hand-made requests (tests/memstat/test_memstat.cpp), then gemm_int.cu's
 #             main loop with and without its XOR swizzle (the mutant must show ldmatrix conflicts,
 #             the template none) — ctest memstat, label emu;
 #   gemm:     gemm_int.cu at the sm_90 tiles of bench_large and vit_b16 (and segmented);
-#   all:      gemm, then hadamard_quant.cu (g', w'), hla_project.cu (g^, x^, p = 64), lqs.cu,
-#             abc_unpack.cu.
-# Output: the raw lines (site ... / kernel ...) in $OUT (default memstat.txt in the current
-# folder, replaced) and a table on stdout. Needs g++ (CXX), python3, addr2line.
+#   all:      gemm, then every other kernel of the sm_90 plans of specs/bench_large.lua and
+#             specs/vit_b16.lua: hadamard_quant.cu (g' per sample and per row, w'),
+#             hla_project.cu (x^, g^; both specs' layouts), abc_unpack.cu, lqs.cu, bias.cu, and
+#             sawb.cu (planned by neither spec);
+#   table:    the same runs, summarised per kernel#phase into bench/memstat_counts.txt (TABLE
+#             overrides), the table hot-bench --model embeds;
+#   check:    table into a temporary file, which must equal bench/memstat_counts.txt (ctest
+#             memstat_table, label emu).
+# Output: the raw lines (site ... / kernel ... / norm ...) in $OUT (default memstat.txt in the
+# current folder, replaced) and the tables on stdout (per site, then per kernel#phase: the worst
+# site's shared wavefronts and global sectors per request against their ideal, and the sector
+# traffic against the unique bytes). Buffers sit on 256-byte boundaries (memstat.h), as
+# cudaMalloc and the runtime's workspace place them. Needs g++ (CXX), python3, addr2line.
 set -u
 here=$(cd "$(dirname "$0")/.." && pwd)
 CXX=${CXX:-g++}
@@ -65,17 +74,31 @@ if [ "$mode" = selftest ]; then
   exit 0
 fi
 
+if [ "$mode" = check ]; then # bench/memstat_counts.txt is what `table` writes now
+  TABLE="$work/new.txt" OUT="$work/raw.txt" bash "$0" table >"$work/table.log" 2>&1 ||
+    { tail -20 "$work/table.log"; echo "FAIL: memstat table"; exit 1; }
+  if ! diff -u "$here/bench/memstat_counts.txt" "$work/new.txt"; then
+    echo "FAIL: bench/memstat_counts.txt is not current: run tools/memstat.sh table (and commit it)"
+    exit 1
+  fi
+  echo "memstat check: bench/memstat_counts.txt is current ($(grep -vc '^#' "$work/new.txt") kernel phases)"
+  exit 0
+fi
+
 rm -f "$out"
 # gemm_int.cu, the sm_90 tiles of the shipped specs: M, N two tiles each way, K three K tiles
 for cfg in "128 128 64 2 2 3 0" "128 128 64 2 2 3 1" "64 64 64 2 2 4 0"; do
   # shellcheck disable=SC2086
   set -- $cfg
   build_gemm "$here/templates/gemm_int.cu" "$@" || { fail=1; continue; }
-  if [ "$7" = 1 ]; then run "$work/gemm" $((2 * $1)) $((2 * $2)) $((4 * $3)) $((2 * $2)) 0 segs=2
-  else run "$work/gemm" $((2 * $1)) $((2 * $2)) $((3 * $3)) $((2 * $2)) 1; fi
+  name=hot_gemm_mma_s8_$1x$2x$3_w$4x$5_s$6$([ "$7" = 1 ] && echo _seg)
+  if [ "$7" = 1 ]; then k=$((4 * $3)); run "$work/gemm" $((2 * $1)) $((2 * $2)) $k $((2 * $2)) 0 segs=2
+  else k=$((3 * $3)); run "$work/gemm" $((2 * $1)) $((2 * $2)) $k $((2 * $2)) 1; fi
+  # the GEMMs' shared traffic scales with their operations (2 M N K), not with their bytes
+  echo "norm $name#0 ops $((2 * 2 * $1 * 2 * $2 * k))" >>"$out"
 done
 
-if [ "$mode" = all ]; then
+if [ "$mode" = all ] || [ "$mode" = table ]; then
   # the twins (hot_ref) and the planner under them (hot_gen, hot_base): the libraries the build
   # made, named by CMake in hot-emu-libs.txt (as tools/kernel-emu.sh takes them)
   libs_file=${HOT_EMU_LIBS_FILE:-$here/build/hot-emu-libs.txt}
@@ -86,34 +109,130 @@ if [ "$mode" = all ]; then
   done
   kb() { # NAME SOURCE DEFINES... -> $work/k
     local n=$1 src=$2; shift 2
-    $CXX "${MS[@]}" -c -DHOT_GENERATED -DEMU_MEMSTAT_NAME="\"$n\"" "$@" "$src" -o "$work/k.o" \
+    $CXX "${MS[@]}" -c -I"$work" -DHOT_GENERATED -DEMU_MEMSTAT_NAME="\"$n\"" "$@" "$src" -o "$work/k.o" \
       2>"$work/cc.log" && $CXX -no-pie "$work/k.o" "${EMU_LIBS[@]}" -o "$work/k" -lm 2>>"$work/cc.log" ||
       { head -20 "$work/cc.log"; echo "FAIL: build $n"; fail=1; return 1; }
   }
-  for op in 0 1; do # HQ g' (SR, per token) and w' (RTN) of the sm_90 plans: b 16, 4 bits, int8
-    n=$([ $op = 0 ] && echo hot_hq_g_f32_b16_k4_s8 || echo hot_hq_w_f32_b16_k4_s8)
-    kb $n "$here/tools/kernel-emu/hq_emu.cpp" -DHOT_KNAME=emu_hq -DHOT_OPERAND=$op \
-      -DHOT_ROUND=$((1 - op)) -DHOT_DTYPE=0 -DHOT_B=16 -DHOT_BITS=4 -DHOT_CODES=0 &&
-      if [ $op = 0 ]; then run "$work/k" 2 128 256 256 sm_90 2 0 0x1234abcd 7 5
-      else run "$work/k" 2 128 256 256 sm_90 0 0 0 0 5; fi
+  # The kernels of the sm_90 plans of specs/bench_large.lua and specs/vit_b16.lua (all f32; their
+  # names are those of the plans), at sizes the emulator runs in seconds with the plans' tiles,
+  # block sizes and layouts. HQ: b 16, 4 bits, int8 codes; g' SR per sample (phases 0, 1) and per
+  # row (phase 2), w' RTN absmax.
+  kb hot_hq_g_f32_b16_k4_s8 "$here/tools/kernel-emu/hq_emu.cpp" -DHOT_KNAME=emu_hq -DHOT_OPERAND=0 \
+    -DHOT_ROUND=1 -DHOT_DTYPE=0 -DHOT_B=16 -DHOT_BITS=4 -DHOT_CODES=0 &&
+    run "$work/k" 2 128 256 256 sm_90 2 0 0x1234abcd 7 5 && run "$work/k" 2 128 256 256 sm_90 1 0 0x1234abcd 7 5
+  kb hot_hq_w_f32_b16_k4_s8 "$here/tools/kernel-emu/hq_emu.cpp" -DHOT_KNAME=emu_hq -DHOT_OPERAND=1 \
+    -DHOT_ROUND=0 -DHOT_DTYPE=0 -DHOT_B=16 -DHOT_BITS=4 -DHOT_CODES=0 &&
+    run "$work/k" 2 128 256 256 sm_90 0 0 0 0 5
+  # HLA p 64, tri, keep 50 (r 36), 8 bits: x^ RTN (mode 0), g^ SR (mode 1); bench_large's layout
+  # (per sample, L = 1024: whole 64-token blocks; scales per sample) as NAME@sample, vit_b16's
+  # (flat, L = 197, per tensor) as NAME@flat
+  $CC -std=c11 $CFL -x c - "$here/gen/basis.c" -o "$work/rows" -lm <<'C' || exit 1
+#include <stdio.h>
+#include <stdlib.h>
+#include "basis.h"
+int main(int argc, char **argv) {
+  uint16_t rows[HOT_MAX_P];
+  int r = basis_select((hot_selection)atoi(argv[1]), atoi(argv[2]), 50, atoi(argv[3]), rows);
+  for (int i = 0; i < r; ++i) printf("%s%d", i ? "," : "", rows[i]);
+  printf("\n");
+  return r < 1;
+}
+C
+  rows=$("$work/rows" 0 64 0) || exit 1
+  nr=$(echo "$rows" | tr ',' '\n' | wc -l)
+  for hm in 0 1; do
+    op=$([ $hm = 0 ] && echo x || echo g)
+    n=hot_hla_${op}_f32_p64_r${nr}_tri_k8
+    cat >"$work/params.h" <<H
+#define HOT_GENERATED
+#define HOT_STR2(x) #x
+#define HOT_STR(x) HOT_STR2(x)
+#define HOT_KNAME_HLA emu_hla
+#define HOT_KNAME HOT_KNAME_HLA
+#define HOT_MODE $hm
+#define HOT_ROUND $hm
+#define HOT_DTYPE 0
+#define HOT_P 64
+#define HOT_R $nr
+#define HOT_BITS_VALUE 8
+#define HOT_BITS HOT_BITS_VALUE
+#define HLA_BITS_FOR_SAWB HOT_BITS_VALUE
+#define HOT_ROWS $rows
+H
+    #                         B L    cols layout rule ld+ kpad seed step layer self other
+    kb "$n@sample" "$here/tools/kernel-emu/hla_emu.cpp" && run "$work/k" 2 256 256 0 0 0 64 0x1234abcd 7 5 1 1
+    kb "$n@flat" "$here/tools/kernel-emu/hla_emu.cpp" && run "$work/k" 3 197 256 1 0 0 64 0x1234abcd 7 5 0 0
   done
+  # abc_unpack (vit_b16: K = 3564 codes a row, k_pad 3584, one group), 64 of its rows
+  kb hot_abc_unpack "$here/tools/kernel-emu/unpack_emu.cpp" -DHOT_KNAME=hot_abc_unpack &&
+    run "$work/k" 64 1 3564 3584 0
+  # LQS (g' scale "auto": the calibrate call), 4 bits, SR
+  kb hot_lqs_f32_k4 "$here/tools/kernel-emu/lqs_emu.cpp" -DHOT_KNAME=emu_lqs -DHOT_ROUND=1 -DHOT_DTYPE=0 \
+    -DHOT_BITS=4 && run "$work/k" 2 128 256 0 0 0x5eed 11 4 0
+  # SAWB (no layer of the two specs plans it: w' and x^ use absmax), 8 bits, one group
+  kb hot_sawb_k8 "$here/tools/kernel-emu/sawb_emu.cpp" -DHOT_KNAME=emu_sawb -DHOT_BITS=8 &&
+    run "$work/k" 65536 0 0
+  # bias (f32), T 512, O 256
+  kb hot_bias_f32 "$here/tools/kernel-emu/bias_count.cpp" -DHOT_KNAME=hot_bias_f32 -DHOT_DTYPE=0 &&
+    run "$work/k" 512 256
 fi
 
 [ -s "$out" ] || { echo "FAIL: no counts written"; exit 1; }
-"$PY" - "$out" <<'PY'
+[ "$fail" = 0 ] || { echo "FAIL: a build or run failed (above)"; exit 1; }
+"$PY" - "$out" "$mode" "${TABLE:-$here/bench/memstat_counts.txt}" <<'PY'
 import sys
-rows = [l.split() for l in open(sys.argv[1]) if l.startswith("site ")]
-print("%-34s %-30s %-6s %-9s %8s %9s %9s %6s" % ("kernel", "site", "space", "kind", "requests",
-      "units/req", "ideal/req", "worst+"))
+raw, mode, table = sys.argv[1], sys.argv[2], sys.argv[3]
+lines = [l.split() for l in open(raw)]
+rows = [l for l in lines if l[0] == "site"]
+if mode != "table":
+    print("%-40s %-30s %-6s %-9s %8s %9s %9s %6s" % ("kernel#phase", "site", "space", "kind",
+          "requests", "units/req", "ideal/req", "worst+"))
+    for r in rows:
+        k, site, sp, kind, req, units, ideal, worst = r[1], r[2], r[3], r[4], int(r[5]), int(r[6]), int(r[7]), int(r[8])
+        print("%-40s %-30s %-6s %-9s %8d %9.2f %9.2f %6d" % (k[:40], site, sp, kind, req, units / req,
+              ideal / req, worst))
+    print("(units: wavefronts for shared, 32-byte sectors for global; worst+: the largest excess of one request)")
+# per kernel#phase: totals, the worst site of each space (largest units / ideal, then units / request)
+agg = {}
 for r in rows:
-    k, site, sp, kind, req, units, ideal, worst = r[1], r[2], r[3], r[4], int(r[5]), int(r[6]), int(r[7]), int(r[8])
-    print("%-34s %-30s %-6s %-9s %8d %9.2f %9.2f %6d" % (k[:34], site, sp, kind, req, units / req,
-          ideal / req, worst))
-print("(units: wavefronts for shared, 32-byte sectors for global; worst+: the largest excess of one request)")
-for l in open(sys.argv[1]):
-    if l.startswith("kernel "):
-        _, k, t, r, w = l.split()
-        u = int(r) + int(w)
-        print("%-34s traffic %9d B, unique %9d B read + %9d B written: %.2fx" % (k[:34], int(t), int(r), int(w), int(t) / u if u else 0))
+    k, sp, req, units, ideal = r[1], r[3], int(r[5]), int(r[6]), int(r[7])
+    a = agg.setdefault(k, {"shared": [0, 0, 0, None], "global": [0, 0, 0, None]})[sp]
+    a[0] += req; a[1] += units; a[2] += ideal
+    key = (units / max(ideal, 1), units / req)
+    if a[3] is None or key > a[3][0]:
+        a[3] = (key, units / req, ideal / req, r[2])
+traffic = {l[1]: (int(l[2]), int(l[3]) + int(l[4])) for l in lines if l[0] == "kernel"}
+nblocks = {l[1]: int(l[5]) for l in lines if l[0] == "kernel"}
+norm = {l[1]: (l[2], int(l[3])) for l in lines if l[0] == "norm"}
+out = ["# generated by tools/memstat.sh table from the CPU emulators' counts (docs/gpu-model.md); "
+       "do not edit: the test memstat_table checks that it is current",
+       "# kernel#phase sh_requests sh_wavefronts sh_ideal worst_sh_wf_per_req worst_sh_ideal_per_req "
+       "gl_requests gl_sectors gl_ideal worst_gl_sectors_per_req worst_gl_ideal_per_req "
+       "traffic_bytes unique_bytes norm_kind norm   (norm: what sh_wavefronts scale with: the "
+       "blocks run (fixed tiles per block), or a GEMM's 2MNK ops)"]
+for k in sorted(agg):
+    sh, gl = agg[k]["shared"], agg[k]["global"]
+    t, u = traffic.get(k, (0, 0))
+    nk, nv = norm.get(k, ("blocks", nblocks.get(k, 0)))
+    out.append("%s %d %d %d %.3f %.3f %d %d %d %.3f %.3f %d %d %s %d" % (
+        k, sh[0], sh[1], sh[2], sh[3][1] if sh[3] else 0, sh[3][2] if sh[3] else 0,
+        gl[0], gl[1], gl[2], gl[3][1] if gl[3] else 0, gl[3][2] if gl[3] else 0, t, u, nk, nv))
+text = "\n".join(out) + "\n"
+if mode == "table":
+    open(table, "w").write(text)
+    print("memstat: %d kernel phases written to %s" % (len(agg), table))
+else:
+    print()
+    print("%-40s %14s %-28s %16s %-28s %9s" % ("kernel#phase", "shared wf/req", "(worst site)",
+          "sectors/req", "(worst site)", "bytes/uniq"))
+    for k in sorted(agg):
+        sh, gl = agg[k]["shared"], agg[k]["global"]
+        t, u = traffic.get(k, (0, 0))
+        print("%-40s %14s %-28s %16s %-28s %9s" % (k[:40],
+              "%.2f/%.2f" % (sh[3][1], sh[3][2]) if sh[3] else "-", sh[3][3][:28] if sh[3] else "",
+              "%.2f/%.2f" % (gl[3][1], gl[3][2]) if gl[3] else "-", gl[3][3][:28] if gl[3] else "",
+              "%.2f" % (t / u) if u else "-"))
+    print("(worst site: the largest units/ideal; shown as units per request / ideal per request;"
+          " bytes/uniq: sector traffic / unique bytes read and written)")
 PY
 exit $fail

@@ -233,7 +233,8 @@ def check_escaping(root):
     bad += compare("%s inside JSON/XML quotes", got, known)
     # the writers call the escaping functions
     for f, fn in (("tune/show.c", "esc_text"), ("tune/show.c", "esc_json"), ("tune/show.c", "esc_sql"),
-                  ("tune/plot.c", "esc_xml"), ("gen/main.c", "esc_json"), ("bench/report.c", "esc_json")):
+                  ("tune/plot.c", "esc_xml"), ("gen/main.c", "esc_json"), ("bench/report.c", "esc_json"),
+                  ("bench/paths.c", "esc_json"), ("bench/model.c", "esc_json")):
         if fn not in dict(sources(root)).get(f, ""):
             print("FAIL: escaping: %s does not use %s" % (f, fn))
             bad += 1

@@ -129,6 +129,7 @@ static int emu_run(int argc, char **argv) {
   const unsigned tag = (unsigned)layer * 16u + (HOT_MODE ? HOT_TENSOR_HLA_G : 0u);
   emu_dim3 grid = {(unsigned)pl.hla.blocks, (unsigned)((cols + HLA_COLS - 1) / HLA_COLS), 1};
   auto run = [&](int phase, const float *scale_in, float *math_out) {
+    EMU_PHASE(phase);
     emu_launch(grid, 256, [&] {
       k_hla::HOT_KNAME_HLA(srck.data(), (int)T, cols, ld_src, (int)L, layout, pl.hla.seg_len,
                            pl.hla.segments, (int)K, (int)k_pad, (int)pl.hla.group_k,

@@ -86,6 +86,7 @@ static int emu_run(int argc, char **argv) {
   int group_rows = gran == HOT_GRAN_SAMPLE ? (int)L : rows; // as launch_hq passes it
   emu_dim3 grid = {pl.kernels[plan_kernel_index(&pl, HOT_K_HQ_G)].grid[0], 1, 1};
   auto run = [&](int phase) {
+    EMU_PHASE(phase);
     emu_launch(grid, 256, [&] {
       HOT_KNAME(gy.data(), rows, cols, ld, op, kp, q_k.data(), ld_codes, s_k.data(), amax.data(),
                 group_rows, nullptr, nullptr, phase, seed, tag, step);
@@ -121,6 +122,7 @@ static int emu_run(int argc, char **argv) {
   float s_sawb = 0.0f;
   const float *scale_in = nullptr;
   if (sawb) math.assign((size_t)(o_pad * I), std::nanf(""));
+  EMU_PHASE(0);
   emu_launch(grid, 256, [&] {
     HOT_KNAME(w.data(), rows, cols, ld, op, kp, q_k.data(), ld_codes, &s_k, &amax, rows, nullptr,
               sawb ? math.data() : nullptr, 0, 0ull, 0u, 0u);
@@ -138,6 +140,7 @@ static int emu_run(int argc, char **argv) {
       emu_die("sawb rule failed");
     scale_in = &s_sawb;
   }
+  EMU_PHASE(1);
   emu_launch(grid, 256, [&] {
     HOT_KNAME(w.data(), rows, cols, ld, op, kp, q_k.data(), ld_codes, &s_k, &amax, rows, scale_in,
               nullptr, 1, 0ull, 0u, 0u);

@@ -44,15 +44,18 @@
 #define __restrict__ __restrict
 #ifdef EMU_MEMSTAT
 #define __shared__ static __attribute__((section("emu_shared"), aligned(128)))
-extern "C" char __start_emu_shared[], __stop_emu_shared[];
+// weak: a kernel without __shared__ arrays has no such section (an empty window)
+extern "C" char __start_emu_shared[] __attribute__((weak)), __stop_emu_shared[] __attribute__((weak));
 #ifndef EMU_MEMSTAT_NAME
 #define EMU_MEMSTAT_NAME "kernel"
 #endif
+#define EMU_PHASE(p) memstat::set_phase(p) /* counted per kernel and phase */
 #define EMU_NOTE_GLOBAL(p, kind)                                                                   \
   memstat::note((uintptr_t)__builtin_return_address(0), memstat::S_GLOBAL, kind,                   \
                 (unsigned long long)(uintptr_t)(p), (int)sizeof *(p), (int)threadIdx.x)
 #else
 #define __shared__ static
+#define EMU_PHASE(p) ((void)0)
 #define EMU_NOTE_GLOBAL(p, kind) ((void)0)
 #endif
 #ifdef EMU_MEMSTAT

@@ -48,15 +48,21 @@ static int emu_run(int argc, char **argv) {
   std::vector<float> row_scale((size_t)T, std::nanf("3"));
   long long nch = (T * O + 1023) / 1024;
   std::vector<double> part((size_t)(2 * nch), std::nan("4"));
-  double result[2] = {-1, -1};
-  int choice = -1;
+  // on the heap, not the stack: the counting build's sectors must not move with the stack's
+  // alignment (which depends on the environment's size)
+  std::vector<double> result_v(2, -1.0);
+  std::vector<int> choice_v(1, -1);
+  double *result = result_v.data();
+  int &choice = choice_v[0];
   const unsigned tag = (unsigned)layer * 16u + HOT_TENSOR_LQS;
   emu_dim3 grid = {(unsigned)(gx ? gx : (T + 7) / 8), 1, 1};
-  for (int phase = 0; phase < 3; ++phase)
+  for (int phase = 0; phase < 3; ++phase) {
+    EMU_PHASE(phase);
     emu_launch(grid, 256, [&] {
       HOT_KNAME(srck.data(), (int)T, O, ld, amax_bits.data(), (int)L, row_scale.data(), part.data(),
                 result, &choice, phase, seed, tag, step);
     });
+  }
   long bad = 0;
   if (std::memcmp(&result[0], &want.e_tensor, 8)) { bad++; std::printf("  e_tensor got %.17g want %.17g\n", result[0], want.e_tensor); }
   if (std::memcmp(&result[1], &want.e_token, 8)) { bad++; std::printf("  e_token got %.17g want %.17g\n", result[1], want.e_token); }

@@ -145,8 +145,10 @@ struct state {
   std::map<std::string, site_total> sites;          // "kernel|file:line|space|kind"
   std::map<std::string, std::unordered_set<unsigned long long>> rd, wr; // kernel -> sectors
   std::map<std::string, long long> traffic;         // kernel -> sector bytes of all requests
+  std::map<std::string, long long> blocks;          // kernel -> blocks run
   std::map<uintptr_t, std::string> where;           // pc -> "file:line" or "" (not a template)
   std::string kernel = "?";
+  int phase = 0;                                    // the launch's phase argument (set_phase)
   unsigned long long sh_lo = 0, sh_hi = 0;          // the emulated shared window
   int a2l_in = -1, a2l_out = -1;
 };
@@ -222,8 +224,9 @@ static void note(uintptr_t pc, int space, int kind, unsigned long long a, int by
   p.reqs[(size_t)k].push_back(lane_access{lane, a, bytes});
 }
 
-// Counts the block's requests into the per-site totals.
-static void block_end() {
+// Counts the block's requests into the per-site totals; a_block: one block of the grid ended
+// (launch_end's final flush is not one).
+static void block_end(bool a_block = true) {
   busy_scope guard;
   state &s = st();
   for (auto &kv : s.block) {
@@ -251,21 +254,26 @@ static void block_end() {
     }
   }
   s.block.clear();
+  if (a_block) s.blocks[s.kernel]++;
 }
 
+// The phase argument of the next launches (kernels launched once per phase: hadamard_quant.cu,
+// hla_project.cu, lqs.cu, sawb.cu); counted per "KERNEL#PHASE".
+static void set_phase(int phase) { st().phase = phase; }
 static void launch_begin(const char *kernel) {
-  st().kernel = kernel;
+  busy_scope guard;
+  st().kernel = std::string(kernel) + "#" + std::to_string(st().phase);
   st().active = true;
 }
 static void launch_end() {
-  block_end();
+  block_end(false);
   st().active = false;
 }
 
 // At exit: one line per site and per kernel into $EMU_MEMSTAT.
 //   site KERNEL FILE:LINE SPACE KIND requests units ideal worst_excess bytes
 //     (units: wavefronts for shared, sectors for global)
-//   kernel KERNEL traffic_bytes unique_read_bytes unique_written_bytes
+//   kernel KERNEL traffic_bytes unique_read_bytes unique_written_bytes blocks
 static void report() {
   busy_scope guard;
   const char *path = std::getenv("EMU_MEMSTAT");
@@ -281,14 +289,31 @@ static void report() {
                  t.worst, t.bytes);
   }
   for (auto &kv : s.traffic)
-    std::fprintf(f, "kernel %s %lld %lld %lld\n", kv.first.c_str(), kv.second,
-                 32LL * (long long)s.rd[kv.first].size(), 32LL * (long long)s.wr[kv.first].size());
+    std::fprintf(f, "kernel %s %lld %lld %lld %lld\n", kv.first.c_str(), kv.second,
+                 32LL * (long long)s.rd[kv.first].size(), 32LL * (long long)s.wr[kv.first].size(),
+                 s.blocks[kv.first]);
   std::fclose(f);
 }
 struct reporter { ~reporter() { report(); } };
 static reporter g_reporter;
 
 }  // namespace memstat
+
+// Buffers of 256 bytes or more on 256-byte boundaries, as cudaMalloc and the runtime's workspace
+// (runtime/cuda_backend.c) place them, so that a request's sectors are those of the GPU run and
+// not an artifact of malloc's 16-byte alignment. Smaller blocks (the recorder's own nodes) come
+// from malloc; both are released with free.
+__attribute__((no_sanitize_thread)) static inline void *memstat_alloc(std::size_t n) {
+  void *p = n >= 256 ? std::aligned_alloc(256, (n + 255) / 256 * 256) : std::malloc(n ? n : 1);
+  if (!p) { std::fprintf(stderr, "memstat: out of memory\n"); std::exit(3); }
+  return p;
+}
+void *operator new(std::size_t n) { return memstat_alloc(n); }
+void *operator new[](std::size_t n) { return memstat_alloc(n); }
+void operator delete(void *p) noexcept { std::free(p); }
+void operator delete[](void *p) noexcept { std::free(p); }
+void operator delete(void *p, std::size_t) noexcept { std::free(p); }
+void operator delete[](void *p, std::size_t) noexcept { std::free(p); }
 
 // ThreadSanitizer's instrumentation, without its runtime: every plain load / store of the code
 // compiled with -fsanitize=thread lands here. Fiber stacks (locals) are not memory traffic.

@@ -44,9 +44,11 @@ static int emu_run(int argc, char **argv) {
   std::vector<double> part((size_t)(2 * nch * groups), std::nan("5"));
   std::vector<float> got((size_t)groups + 1, -2.0f);
   std::memcpy(&got[(size_t)groups], &kGuardBits, 4);
+  EMU_PHASE(0);
   emu_launch({(unsigned)(gx ? gx : (nch * groups + 7) / 8), 1, 1}, 256, [&] {
     HOT_KNAME(v.data(), n, groups, part.data(), amax_bits.data(), got.data(), 0);
   });
+  EMU_PHASE(1);
   emu_launch({1, 1, 1}, 256, [&] {
     HOT_KNAME(v.data(), n, groups, part.data(), amax_bits.data(), got.data(), 1);
   });

@@ -12,7 +12,9 @@
 // 0xAB and framed by guard bytes (16 before, 4096 after) that must stay intact. A 16-byte store
 // to an address that is not a multiple of 16 (a fault on the device) stops the run.
 // Built by tools/kernel-emu.sh with -DHOT_GENERATED -DHOT_KNAME=<entry> (as the generator would).
-// Usage: unpack_emu rows groups
+// Usage: unpack_emu rows groups [group_k group_k_pad off]   (the last three: that one case only,
+// e.g. a plan's geometry for tools/memstat.sh; in its EMU_MEMSTAT build dst is 256-byte aligned,
+// as the runtime's workspace places it)
 #include "kemu.h"
 
 #define HOT_STR2(x) #x
@@ -78,9 +80,15 @@ static long one_case(int rows, int groups, int gk, int gkp, int off, long long *
   for (auto &b : srcb) b = (unsigned char)(1u + emu_rand() % 255u);
   const unsigned char *src = srcb.data() + off;
   // dst: 16-byte aligned, guards around it, garbage in it
-  std::vector<unsigned char> dstb(k_guard_before + n_dst + k_guard_after + 16);
-  unsigned char *base = dstb.data() + ((16 - ((uintptr_t)dstb.data() & 15u)) & 15u);
-  unsigned char *dst = base + k_guard_before;
+#ifdef EMU_MEMSTAT
+  const uintptr_t align = 256;
+#else
+  const uintptr_t align = 16;
+#endif
+  std::vector<unsigned char> dstb(k_guard_before + n_dst + k_guard_after + align);
+  unsigned char *dst = dstb.data() + k_guard_before;
+  dst += (align - ((uintptr_t)dst & (align - 1))) & (align - 1);
+  unsigned char *base = dst - k_guard_before;
   for (size_t i = 0; i < k_guard_before; ++i) base[i] = guard_byte(i + 1000);
   std::memset(dst, 0xAB, n_dst);
   for (size_t i = 0; i < k_guard_after; ++i) dst[n_dst + i] = guard_byte(i);
@@ -161,6 +169,14 @@ static int emu_run(int argc, char **argv) {
   long bad = 0;
   int cases = 0;
   long long bytes = 0;
+  if (argc >= 6) { // one case
+    const int gk = atoi(argv[3]), gkp = atoi(argv[4]), off = atoi(argv[5]);
+    if (gk < 1 || gkp < gk || gkp % 16 || off < 0) emu_die("unpack_emu: bad group_k, group_k_pad or off");
+    bad = one_case(rows, groups, gk, gkp, off, &bytes);
+    std::printf("%s rows=%d groups=%d group_k=%d group_k_pad=%d src+%d: %s\n", HOT_STR(HOT_KNAME),
+                rows, groups, gk, gkp, off, bad ? "FAIL" : "ok");
+    return bad ? 1 : 0;
+  }
   for (int gk : k_group_k) {
     int done[4], n_done = 0;
     for (int st : k_steps) {

@@ -1,0 +1,100 @@
+#!/usr/bin/env bash
+# test_model.sh HOT_BENCH SOURCE_DIR WORK_DIR — hot-bench SPEC --model (docs/gpu-model.md) and
+# tools/model-check.py (docs/device-check.md), without a GPU:
+#  1. bench_large and vit_b16 (sm_90 plans): every kernel row has registers, counts (shared
+#     wavefronts / ideal, sectors / ideal, bytes / unique: no "?"), waves and both GPUs' times;
+#     the tables are the compiled-in ones; the JSON parses, has every column per launch and GPU,
+#     and its totals agree with the text; the predicted backward vs cuBLAS BF16 and FP8 on both
+#     GPUs;
+#  2. tables named by HOT_KERNEL_QUALITY / HOT_MEMSTAT_COUNTS that do not exist: said ("absent"),
+#     the columns "?", still a prediction (spec names cannot hold a quote: the JSON's escaping
+#     is checked statically by reliability_escaping);
+#  3. model-check.py on a measurement made from the model (each backward launch measured at twice
+#     its H200 prediction, one launch left out): geomean 2.00, the left-out launch listed, exit
+#     0; an H100 name picks the H100 column; no matching launch exits 1; bad input exits 2.
+set -u
+hb=$1 src=$2 work=$3
+PY=${PYTHON:-python3}
+fail() { echo "FAIL: $*"; exit 1; }
+rm -rf "$work" && mkdir -p "$work" || fail "cannot create $work"
+
+# 1.
+for s in bench_large vit_b16; do
+  "$hb" "$src/specs/$s.lua" --model >"$work/$s.txt" 2>"$work/$s.err" || fail "$s --model exited $?: $(cat "$work/$s.err")"
+  grep -q 'registers: tests/nvrtc/kernel_quality.txt (compiled in)' "$work/$s.txt" || fail "$s: register table not the compiled-in one"
+  grep -q 'access counts: bench/memstat_counts.txt (compiled in)' "$work/$s.txt" || fail "$s: counts not the compiled-in ones"
+  rows=$(grep -cE '^  (save|backward|calibrate) ' "$work/$s.txt")
+  [ "$rows" -gt 10 ] || fail "$s: only $rows kernel rows"
+  bad=$(grep -E '^  (save|backward|calibrate) ' "$work/$s.txt" | grep -c '?')
+  [ "$bad" -eq 0 ] || fail "$s: $bad rows with a '?' (not counted or no registers):"$'\n'"$(grep -E '^  (save|backward|calibrate) ' "$work/$s.txt" | grep '?')"
+  for g in "H100 SXM" H200; do
+    grep -qE "^  $g +HOT +[0-9.]+ us +cuBLAS BF16 \(2 GEMMs\) +[0-9.]+ us \(x[0-9.]+\) +cuBLASLt FP8 +[0-9.]+ us" "$work/$s.txt" ||
+      fail "$s: no backward comparison for $g"
+  done
+  "$PY" - "$work/$s.txt" "$rows" <<'PY' || fail "$s: JSON"
+import json, sys
+t = open(sys.argv[1]).read()
+j = json.loads(t[t.index("\nJSON ") + 6:])
+ks = j["kernels"]
+assert len(ks) == 2 * int(sys.argv[2]), (len(ks), sys.argv[2])
+need = ("layer call role kernel phase gpu blocks threads registers smem blocks_per_sm limit waves "
+        "smem_wavefronts_per_request smem_ideal_per_request sectors_per_request "
+        "sectors_ideal_per_request bytes_per_unique smem_wavefronts us compute_us hbm_us l2_us "
+        "smem_us bound").split()
+for k in ks:
+    miss = [n for n in need if n not in k]
+    assert not miss, (k["kernel"], miss)
+    assert k["us"] >= 2.0 and k["registers"] > 0 and k["sectors_per_request"] >= k["sectors_ideal_per_request"] > 0
+for b in j["backward"]:
+    s = sum(k["us"] for k in ks if k["gpu"] == b["gpu"] and k["call"] == "backward")
+    assert abs(s - b["hot_us"]) < 0.01 * len(ks), (b, s)
+assert any(k["smem_us"] > 0 for k in ks if k["role"].startswith("gemm"))
+PY
+done
+echo "bench_large, vit_b16: every row counted, both GPUs, JSON complete"
+
+# 2.
+HOT_KERNEL_QUALITY=$work/none.txt HOT_MEMSTAT_COUNTS=$work/none2.txt "$hb" "$src/specs/vit_b16.lua" --model \
+  >"$work/absent.txt" 2>&1 || fail "absent tables: exit $?"
+grep -q "registers: absent (HOT_KERNEL_QUALITY: " "$work/absent.txt" || fail "absent register table not said"
+grep -q "access counts: absent (HOT_MEMSTAT_COUNTS: " "$work/absent.txt" || fail "absent counts not said"
+grep -qE '^  backward .* \? ' "$work/absent.txt" || fail "absent tables: no '?' columns"
+echo "absent tables said"
+
+# 3.
+mc=$src/tools/model-check.py
+"$PY" - "$work/vit_b16.txt" "$work/meas.json" <<'PY' || fail "cannot make the measurement"
+import json, sys
+t = open(sys.argv[1]).read()
+j = json.loads(t[t.index("\nJSON ") + 6:])
+layers = {}
+drop = True
+for k in j["kernels"]:
+    if k["gpu"] != "H200" or k["call"] != "backward":
+        continue
+    if drop:  # one launch the device did not time
+        drop = False
+        continue
+    layers.setdefault(k["layer"], []).append({"kernel": k["kernel"], "role": k["role"], "phase": k["phase"],
+                                              "call": "backward", "ms": 2 * k["us"] / 1e3})
+json.dump({"layers": [{"name": n, "kernels": ks, "hot_bwd": {"n": 30, "median": 0.5}}
+                      for n, ks in layers.items()]}, open(sys.argv[2], "w"))
+PY
+"$PY" "$mc" "$work/vit_b16.txt" "$work/meas.json" "NVIDIA H200, 570.00, 143771 MiB, 9.0" --out "$work/mc.txt" \
+  >"$work/mc.out" 2>&1 || fail "model-check exited $?: $(cat "$work/mc.out")"
+last=$(tail -1 "$work/mc.txt")
+[[ $last == "model error: "*" launches, geomean measured/predicted 2.00, median factor 2.00, worst factor 2.00 ("* ]] ||
+  fail "model-check summary: $last"
+grep -q 'model column H200$' "$work/mc.txt" || fail "H200 column not picked"
+grep -q 'without a counterpart: .*(predicted, not measured)' "$work/mc.txt" || fail "the left-out launch is not listed"
+grep -qE '^  qkv +backward: measured 500.0 us, predicted [0-9.]+ us' "$work/mc.txt" || fail "no backward total line"
+"$PY" "$mc" "$work/vit_b16.txt" "$work/meas.json" "NVIDIA H100 80GB HBM3" >"$work/mc1.txt" 2>&1 || fail "H100: exit $?"
+grep -q 'model column H100 SXM$' "$work/mc1.txt" || fail "H100 column not picked"
+echo '{"layers": []}' >"$work/empty.json"
+"$PY" "$mc" "$work/vit_b16.txt" "$work/empty.json" H200 >"$work/mc2.txt" 2>&1
+[ $? -eq 1 ] || fail "no matching launch did not exit 1"
+grep -q '^model error: 0 launches matched' "$work/mc2.txt" || fail "no-match summary"
+"$PY" "$mc" "$work/meas.json" "$work/meas.json" H200 >"$work/mc3.txt" 2>&1
+[ $? -eq 2 ] || fail "a file that is not --model output did not exit 2"
+echo "model-check: $last"
+echo PASS
