@@ -200,13 +200,16 @@ C_KNOWN = {
     "dev/jit-options/nvrtc_options.c": (4, "NVRTC's ptxas log and --time CSV, the arch and "
                                            "kernel names in the runtime's own dump (its options "
                                            "--rounds and --batch use num.h)"),
+    "bench/model.c": (2, "hot-bench --model's two tables, compiled in: written by tools/memstat.sh "
+                         "table and the nvrtc tests (a user's override file is read the same way)"),
     "tools/kernel-emu/emu_sched.h": (1, "EMU_SEEDS in decimal, as the emu scripts hand it over "
                                         "after tools/lib/num.sh's num_list"),
 }
 # The emulators' positional arguments are written by their scripts (tools/*-emu.sh), never by a
 # user: listed per file.
 for f, k in (("tools/gemm-emu/emu.cpp", 9), ("tools/gemm-emu/bias_emu.cpp", 2),
-             ("tools/kernel-emu/unpack_emu.cpp", 2), ("tools/kernel-emu/hla_emu.cpp", 12),
+             ("tools/kernel-emu/unpack_emu.cpp", 5), ("tools/kernel-emu/hla_emu.cpp", 12),
+             ("tools/kernel-emu/bias_count.cpp", 2),
              ("tools/kernel-emu/hq_emu.cpp", 9), ("tools/kernel-emu/lqs_emu.cpp", 9),
              ("tools/kernel-emu/sawb_emu.cpp", 4), ("tools/tma-emu/tma_emu.cpp", 11)):
     C_KNOWN[f] = (k, "an emulator's arguments, written by its script")
@@ -220,7 +223,7 @@ SH_KNOWN = {
                                "written in the script)"),
     "tools/gemm-emu.sh": (2, "arithmetic on its own functions' arguments"),
     "tools/tma-emu.sh": (1, "arithmetic on its own function's arguments (tile sizes)"),
-    "tools/memstat.sh": (8, "arithmetic on its own function's arguments (shapes written in the "
+    "tools/memstat.sh": (9, "arithmetic on its own function's arguments (shapes written in the "
                             "script)"),
 }
 PY_RX = re.compile(r"\b(?:int|float)\(\s*os\.(?:environ|getenv)|\btype\s*=\s*(?:int|float)\s*[,)]")
