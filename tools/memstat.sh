@@ -127,7 +127,7 @@ if [ "$mode" = all ] || [ "$mode" = table ]; then
   # HLA p 64, tri, keep 50 (r 36), 8 bits: x^ RTN (mode 0), g^ SR (mode 1); bench_large's layout
   # (per sample, L = 1024: whole 64-token blocks; scales per sample) as NAME@sample, vit_b16's
   # (flat, L = 197, per tensor) as NAME@flat
-  $CC -std=c11 $CFL -x c - "${EMU_LIBS[@]}" -o "$work/rows" -lm <<'C' || exit 1
+  $CC -std=c11 $CFL -x c - -x none "${EMU_LIBS[@]}" -o "$work/rows" -lm <<'C' || exit 1
 #include <stdio.h>
 #include <stdlib.h>
 #include "basis.h"
