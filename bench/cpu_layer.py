@@ -45,14 +45,10 @@ TINY_SHAPES = [("2x17 tok, 48->40", 2, 17, 40, 48), ("1x70 tok, 64->96", 1, 70, 
 
 
 def _numbers():
-    """hot's one parser of numbers (python/hot/_numbers.py), loaded by path (no libhot needed)."""
-    import importlib.util
-    path = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "python",
-                        "hot", "_numbers.py")
-    spec = importlib.util.spec_from_file_location("hot_numbers", path)
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
-    return mod
+    """hot's one parser of numbers, as bench/cpu_backward.py loads it (by path, no libhot)."""
+    sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+    from cpu_backward import numbers
+    return numbers()
 
 def setup_env(threads):
     os.environ["HOT_CPU_THREADS"] = str(threads)

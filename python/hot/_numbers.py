@@ -60,27 +60,24 @@ def env_int(name, lo, hi, default=None):
     return default if not v else parse_int(name, v, lo, hi)
 
 
-def arg_int(lo, hi):
-    """An argparse type= for an integer option in [lo, hi] (argparse names the option)."""
+def _arg(parse, lo, hi, kind):
+    """An argparse type= converting with parse(name, s, lo, hi); argparse names the option."""
     import argparse
 
     def conv(s):
         try:
-            return parse_int("value", s, lo, hi)
+            return parse("value", s, lo, hi)
         except ValueError as e:
             raise argparse.ArgumentTypeError(str(e).replace("value=", "", 1)) from None
-    conv.__name__ = "integer"
+    conv.__name__ = kind
     return conv
+
+
+def arg_int(lo, hi):
+    """An argparse type= for an integer option in [lo, hi] (argparse names the option)."""
+    return _arg(parse_int, lo, hi, "integer")
 
 
 def arg_float(lo, hi):
     """An argparse type= for a real-valued option in [lo, hi]."""
-    import argparse
-
-    def conv(s):
-        try:
-            return parse_float("value", s, lo, hi)
-        except ValueError as e:
-            raise argparse.ArgumentTypeError(str(e).replace("value=", "", 1)) from None
-    conv.__name__ = "number"
-    return conv
+    return _arg(parse_float, lo, hi, "number")

@@ -653,10 +653,10 @@ int fast_layer_save(const fast_config *cf, const hot_layer_plan *pl, const void 
   return rc;
 }
 
-static int layer_backward_run(const fast_config *cf, const hot_layer_plan *pl,
-                              const hot_ref_saved *saved, const void *g_y, const void *w,
-                              hot_dtype dt, hot_gran gran, uint64_t seed, uint32_t step,
-                              float *g_x, float *g_w, float *g_b, unsigned *overflow) {
+/* The backward's arguments as the twin checks them: 0, or the HOT_REF_* status. */
+static int backward_args_check(const hot_layer_plan *pl, const hot_ref_saved *saved,
+                               const void *g_y, const void *w, hot_dtype dt, hot_gran gran,
+                               const float *g_x, const float *g_w) {
   if (!pl || !saved || !g_y || !w || !g_x || !g_w || !ref_dt_ok(dt)) return HOT_REF_EARG;
   int rc = ref_plan_check(pl);
   if (rc) return rc;
@@ -664,6 +664,24 @@ static int layer_backward_run(const fast_config *cf, const hot_layer_plan *pl,
     return HOT_REF_EARG;
   if (!saved->q_x && !saved->x) return HOT_REF_EARG;
   if (!pl->hla.enabled && !saved->x) return HOT_REF_ESHAPE;
+  return 0;
+}
+
+/* FAST_OVERFLOW_* of a finished backward: the epilogues' flags of g_x and g_w, and g_b's values
+ * (O of them, when g_b is not NULL) looked at here, O being small. */
+static unsigned overflow_flags(int inf_x, int inf_w, const float *g_b, int64_t O) {
+  int bad_b = 0;
+  for (int64_t o = 0; g_b && o < O; ++o) bad_b |= !isfinite(g_b[o]);
+  return (inf_x ? FAST_OVERFLOW_GX : 0u) | (inf_w ? FAST_OVERFLOW_GW : 0u) |
+         (bad_b ? FAST_OVERFLOW_GB : 0u);
+}
+
+static int layer_backward_run(const fast_config *cf, const hot_layer_plan *pl,
+                              const hot_ref_saved *saved, const void *g_y, const void *w,
+                              hot_dtype dt, hot_gran gran, uint64_t seed, uint32_t step,
+                              float *g_x, float *g_w, float *g_b, unsigned *overflow) {
+  int rc = backward_args_check(pl, saved, g_y, w, dt, gran, g_x, g_w);
+  if (rc) return rc;
   FAST_CONFIG_OR_DEFAULT(cf);
   const fast_config run = fast_config_for(cf, pl->T * pl->O + pl->T * pl->I + pl->O * pl->I);
   cf = &run; /* small calls on the caller */
@@ -686,12 +704,8 @@ static int layer_backward_run(const fast_config *cf, const hot_layer_plan *pl,
   if (!rc && gb) memcpy(g_b, gb, (size_t)pl->O * sizeof *gb);
   else if (!rc && g_b) rc = bias(pl, g_y, dt, cf, g_b);
   free(gb);
-  if (!rc && overflow) {
-    int bad_b = 0;
-    for (int64_t o = 0; g_b && o < pl->O; ++o) bad_b |= !isfinite(g_b[o]);
-    *overflow = (atomic_load(&inf_x) ? FAST_OVERFLOW_GX : 0u) |
-                (atomic_load(&inf_w) ? FAST_OVERFLOW_GW : 0u) | (bad_b ? FAST_OVERFLOW_GB : 0u);
-  }
+  if (!rc && overflow)
+    *overflow = overflow_flags(atomic_load(&inf_x), atomic_load(&inf_w), g_b, pl->O);
   fast_prof_add(FAST_ST_BIAS, t1);
   fast_prof_add(FAST_ST_TOTAL, t0);
   return rc;
