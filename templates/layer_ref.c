@@ -27,12 +27,6 @@ void ref_saved_free(hot_ref_saved *s) {
 
 /* ---- the calls, driven by the step table ---------------------------------------------------- */
 
-void *ref_call_alloc(hot_ref_call *c, hot_lbuf s, int64_t bytes) {
-  free(c->buf[s]);
-  c->buf[s] = bytes > 0 ? malloc((size_t)bytes) : NULL;
-  return c->buf[s];
-}
-
 static void ref_call_free(hot_ref_call *c) {
   for (int s = 0; s < HOT_LB_COUNT; ++s) free(c->buf[s]);
 }

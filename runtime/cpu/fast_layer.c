@@ -1,7 +1,8 @@
 /* fast_layer.c — the threaded driver of the fast CPU path: the layer's save, backward and
- * calibration as in layer_ref.c, stage by stage, each stage split into independent tasks
- * (rows, token blocks x column chunks, 1024-term chunks, output tiles) whose elements see the
- * same operations as in the twins. See fast.h and docs/cpu-backend.md. */
+ * calibration as in layer_ref.c, driven by the same step table (kd_steps: fast_steps.h), each
+ * family's fast step function split into independent tasks (rows, token blocks x column chunks,
+ * 1024-term chunks, output tiles) whose elements see the same operations as in the twins. See
+ * fast.h and docs/cpu-backend.md; adding a family: docs/adding.md. */
 #include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
@@ -700,19 +701,6 @@ static int backward_plain(const hot_layer_plan *pl, int gx, const void *g_y, con
 }
 
 /* ---- the calls, driven by the step table ------------------------------------------------------ */
-
-void *fast_call_alloc(fast_call *c, hot_lbuf s, size_t bytes, int pooled) {
-  fast_call_release(c, s);
-  c->pooled[s] = (unsigned char)(pooled != 0);
-  c->buf[s] = pooled ? fast_scratch(bytes) : malloc(bytes ? bytes : 1);
-  return c->buf[s];
-}
-
-void fast_call_release(fast_call *c, hot_lbuf s) {
-  if (c->pooled[s]) fast_unscratch(c->buf[s]);
-  else free(c->buf[s]);
-  c->buf[s] = NULL;
-}
 
 static void fast_call_init(fast_call *c, hot_call call, const fast_config *cf,
                            const hot_layer_plan *pl) {

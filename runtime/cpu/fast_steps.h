@@ -9,8 +9,10 @@
 #define HOT_FAST_STEPS_H
 
 #include <stdatomic.h>
+#include <stdlib.h>
 
 #include "fast.h"
+#include "fast_internal.h"
 #include "hot_families.inc"
 #include "kernel_desc.h"
 
@@ -43,11 +45,23 @@ typedef struct fast_call {
   atomic_int inf_x, inf_w;      /* the GEMM epilogues' overflow flags */
 } fast_call;
 
-/* A buffer of `bytes` bytes for slot s of call c (any previous one released): from the pool of
- * large scratch blocks when pooled (fast_scratch), else malloc; NULL when out of memory. */
-void *fast_call_alloc(fast_call *c, hot_lbuf s, size_t bytes, int pooled);
 /* Releases slot s of call c (NULL: nothing). */
-void fast_call_release(fast_call *c, hot_lbuf s);
+static inline void fast_call_release(fast_call *c, hot_lbuf s) {
+  if (c->pooled[s]) fast_unscratch(c->buf[s]);
+  else free(c->buf[s]);
+  c->buf[s] = NULL;
+}
+
+/* A buffer of `bytes` bytes for slot s of call c (any previous one released): from the pool of
+ * large scratch blocks when pooled (fast_scratch), else malloc; NULL when out of memory. Inline,
+ * as fast_call_release: a family's fast step function calls nothing in fast_layer.c, which calls
+ * it (tests/layering). */
+static inline void *fast_call_alloc(fast_call *c, hot_lbuf s, size_t bytes, int pooled) {
+  fast_call_release(c, s);
+  c->pooled[s] = (unsigned char)(pooled != 0);
+  c->buf[s] = pooled ? fast_scratch(bytes) : malloc(bytes ? bytes : 1);
+  return c->buf[s];
+}
 
 /* The fast step function of each family: runs step s's role on call c, bit for bit as its twin
  * step function; returns a HOT_REF_* status. */
