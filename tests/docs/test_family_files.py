@@ -35,6 +35,11 @@ SHARED = {
     ("gen/kernels/gemm_tma.c", "HOT_K_GEMM_GX"): "the GEMM roles, declared by gemm.c",
     ("gen/kernels/gemm_tma.c", "HOT_K_GEMM_GW"): "the GEMM roles, declared by gemm.c",
 }
+# The role values released so far (ABI: hot_kernel_time.role, plan tables): each must keep its
+# value; a new role takes the next value, without a line here.
+RELEASED = {"HOT_K_ABC_X": 0, "HOT_K_HQ_G": 1, "HOT_K_HQ_W": 2, "HOT_K_HLA_G": 3,
+            "HOT_K_GEMM_GX": 4, "HOT_K_GEMM_GW": 5, "HOT_K_BIAS": 6, "HOT_K_LQS": 7,
+            "HOT_K_SAWB_W": 8, "HOT_K_SAWB_X": 9, "HOT_K_ABC_UNPACK": 10}
 # The CUDA backend: the buffers a caller hands over (and the calibration's results it reads back).
 BACKEND = ("runtime/cuda_backend.c", "runtime/cuda_backend.h", "runtime/launch.c",
            "runtime/launch.h")
@@ -97,6 +102,12 @@ def read_families(root, bad):
             if not os.path.isfile(os.path.join(root, t)):
                 bad.append("%s: template %s does not exist" % (rel, t))
         fams[fam] = info
+    for role, value in sorted(RELEASED.items(), key=lambda kv: kv[1]):
+        if role in by_role and (role, value) not in ((r, v) for v, r in by_value.items()):
+            bad.append("%s: released role %s must keep value %d (ABI: appended only)"
+                       % (by_role[role], role, value))
+        elif role not in by_role:
+            bad.append("released role %s is declared by no descriptor (ABI: never removed)" % role)
     missing = sorted(set(range(len(by_value))) - set(by_value))
     if missing:
         bad.append("role values must be 0..%d (ABI: appended only): %s declared by no descriptor"
@@ -261,6 +272,16 @@ def self_test():
         ("a walkthrough row dropped", {"docs/adding.md": good["docs/adding.md"].replace(
             "| 4 | `fast_step_foo` |\n", "")}, "the walkthrough table has 4 numbered rows"),
     ]
+    global RELEASED
+    released, RELEASED = RELEASED, {"HOT_K_FOO": 0}
+    bar = good["gen/kernels/foo.c"].replace("HOT_K_FOO", "HOT_K_BAR").replace("kd_foo", "kd_bar")
+    mutants += [
+        ("a released role renumbered", {"gen/kernels/foo.c": good["gen/kernels/foo.c"].replace(
+            "HOT_K_FOO 0", "HOT_K_FOO 1"), "gen/kernels/bar.c": bar},
+         "released role HOT_K_FOO must keep value 0"),
+        ("a released role removed", {"gen/kernels/foo.c": None, "gen/kernels/bar.c": bar},
+         "released role HOT_K_FOO is declared by no descriptor"),
+    ]
     with tempfile.TemporaryDirectory() as t:
         def write(tree):
             shutil.rmtree(t)
@@ -281,6 +302,7 @@ def self_test():
             got = quiet_check(t)
             if not any(want in b for b in got):
                 sys.exit("self-test: %s not reported (want '%s', got %s)" % (what, want, got))
+    RELEASED = released
     print("self-test: the well-formed tree passes; %d mutants reported" % len(mutants))
 
 
