@@ -1,19 +1,27 @@
 /* kernel_desc.c — the registry of kernel descriptors (kernel_desc.h); the argument appenders are
- * in kernel_args.c.
- * A new family file under gen/kernels/ adds one line to k_desc. */
+ * in kernel_args.c. The list of families is generated from the files present in gen/kernels/
+ * (hot_families.inc, cmake/families.cmake): a new family file adds no line here. */
 #include "kernel_desc.h"
 
 #include <string.h>
 
-/* The families, one per file gen/kernels/<family>.c. */
-extern const hot_kernel_desc kd_hla, kd_sawb, kd_hq, kd_gemm, kd_gemm_tma,
-    kd_bias, kd_lqs, kd_abc_unpack;
+#include "hot_families.inc"
 
-/* Every family; for a role served by two (the GEMMs: gemm, gemm_tma) the plan's choice decides
- * (planned()); the first listed is the default of hand-built plans. */
-static const hot_kernel_desc *const k_desc[] = {&kd_hla, &kd_sawb, &kd_hq,
-                                                &kd_gemm, &kd_gemm_tma, &kd_bias,
-                                                &kd_lqs, &kd_abc_unpack};
+/* The role values are ABI: each generated constant has the value its descriptor declares. */
+#define HOT_ROLE_VALUE_(c, v) _Static_assert((int)(c) == (v), #c " has the value its @hot-role says");
+HOT_KERNEL_ROLE_VALUES(HOT_ROLE_VALUE_)
+#undef HOT_ROLE_VALUE_
+
+/* The families, one per file gen/kernels/<family>.c. */
+#define HOT_FAMILY_DECL_(f, cpu) extern const hot_kernel_desc kd_##f;
+HOT_KERNEL_FAMILIES(HOT_FAMILY_DECL_)
+#undef HOT_FAMILY_DECL_
+
+/* Every family, in file-name order; for a role served by two (the GEMMs: gemm, gemm_tma) the
+ * plan's choice decides (planned()); the first by name is the default of hand-built plans. */
+#define HOT_FAMILY_PTR_(f, cpu) &kd_##f,
+static const hot_kernel_desc *const k_desc[] = {HOT_KERNEL_FAMILIES(HOT_FAMILY_PTR_)};
+#undef HOT_FAMILY_PTR_
 enum { N_DESC = (int)(sizeof k_desc / sizeof k_desc[0]) };
 
 const hot_kernel_desc *const *kd_all(int *n) {

@@ -17,9 +17,12 @@
  *   scratch            scratch[], views[]         (the workspace pieces its launches use)
  *
  * kernel_launch.c builds the per-layer tables from them once (kd_scratch_layout, kd_launch_list):
- * the CUDA backend replays them; the reference path (templates/layer_ref.c) walks kd_steps.
+ * the CUDA backend replays them; the CPU paths (templates/layer_ref.c, runtime/cpu/fast_layer.c)
+ * walk kd_steps through each family's step functions (ref_step_<family>, fast_step_<family>).
  * plan.c, emit.c, cost.c, runtime/launch.c and runtime/cuda_backend.c iterate over the descriptors
- * (kernel_desc.c's registry) and switch on no role. Adding a kernel family: docs/adding.md.
+ * (kernel_desc.c's registry, generated from the files of gen/kernels/ with the roles their
+ * "@hot-role" lines declare: cmake/families.cmake) and switch on no role. Adding a kernel family:
+ * docs/adding.md.
  *
  * Pure C (no CUDA, no allocation): device addresses are uint64_t. */
 #ifndef HOT_KERNEL_DESC_H

@@ -92,20 +92,10 @@ typedef struct {
 /* ---- the plan of one layer for one arch (plan.c; pure function of spec + arch) ----------- */
 
 /* Kernel roles: R(constant, name) in enumeration order (the values are the role numbers of
- * hot_kernel_time.role: append only). What implements each, and where it runs in a step: its
- * descriptor under gen/kernels/ (kernel_desc.h). */
-#define HOT_KERNEL_ROLES(R)                                                                        \
-  R(HOT_K_ABC_X, "abc_x")    /* forward: x -> HLA projection -> q_x^ (RTN int8) + s_x^ */          \
-  R(HOT_K_HQ_G, "hq_g")      /* backward: g_y -> block FWHT along O -> q_g' (SR) + s_g */          \
-  R(HOT_K_HQ_W, "hq_w")      /* backward: w -> block FWHT along O -> q_w' (RTN) + s_w */           \
-  R(HOT_K_HLA_G, "hla_g")    /* backward: g_y -> HLA projection -> q_g^ (SR int8) + s_g^ */        \
-  R(HOT_K_GEMM_GX, "gemm_gx") /* g_x = q_g' . q_w' with the HQ epilogue */                        \
-  R(HOT_K_GEMM_GW, "gemm_gw") /* g_w = q_g^T . q_x^ with the HLA epilogue */                      \
-  R(HOT_K_BIAS, "bias")      /* g_b = column sums of g_y */                                        \
-  R(HOT_K_LQS, "lqs")        /* calibration: both errors of CONTRACT.md section 6 */               \
-  R(HOT_K_SAWB_W, "sawb_w")  /* SAWB scale of w' (when hq.w.rule = sawb) from its fp32 tensor */   \
-  R(HOT_K_SAWB_X, "sawb_x")  /* SAWB scale of x^ (when hla.x.rule = sawb) */                     \
-  R(HOT_K_ABC_UNPACK, "abc_unpack") /* backward: saved codes -> the g_w GEMM's k_pad layout */
+ * hot_kernel_time.role: append only), generated from the "@hot-role" lines of the descriptors
+ * under gen/kernels/ (cmake/families.cmake), which say what implements each and where it runs in
+ * a step (kernel_desc.h). */
+#include "hot_roles.inc"
 #define HOT_ROLE_ENUM_(c, name) c,
 typedef enum { HOT_KERNEL_ROLES(HOT_ROLE_ENUM_) HOT_K_ROLE_COUNT } hot_kernel_role;
 #undef HOT_ROLE_ENUM_

@@ -135,7 +135,11 @@ rt_status env_read_cpu(int *threads, int *isa, char *err, size_t errlen) {
     *threads = (int)u;
   }
   if ((v = env_get("HOT_CPU_ISA")) && (*isa = fast_level_by_name(v)) < 0) {
-    diag_errf(err, errlen, "HOT_CPU_ISA='%s': expected scalar, avx2, avxvnni, avx512 or amx", v);
+    char names[256] = ""; /* the levels' names from fast_level.c: a new level is listed by itself */
+    for (int l = 0; l < FAST_LEVELS; ++l)
+      snprintf(names + strlen(names), sizeof names - strlen(names), "%s%s", l ? ", " : "",
+               fast_level_name(l));
+    diag_errf(err, errlen, "HOT_CPU_ISA='%s': expected one of %s", v, names);
     return RT_ERR_INVALID;
   }
   return RT_OK;

@@ -4,6 +4,7 @@
 #include <string.h>
 
 #include "ref.h"
+#include "ref_steps.h"
 
 /* The plan's saved layout is consistent: ABC on, K = groups * group_k, k_pad = groups *
  * group_k_pad, group_k <= group_k_pad. */
@@ -38,4 +39,13 @@ int ref_abc_unpack(const hot_layer_plan *pl, const int8_t *codes, int8_t *q_x) {
 
 int ref_abc_pack(const hot_layer_plan *pl, const int8_t *q_x, int8_t *codes) {
   return copy_codes(pl, q_x, codes, 0);
+}
+
+/* The abc_unpack family's step (ref_steps.h): the saved codes into the g_w GEMM's layout, q_x^. */
+int ref_step_abc_unpack(hot_ref_call *c, const hot_step *s) {
+  (void)s;
+  if (!c->saved || !c->saved->q_x) return HOT_REF_OK; /* no ABC: the g_w GEMM projects the kept x */
+  int8_t *qx = ref_call_alloc(c, HOT_LB_Q_HX, ref_hla_x_bytes(c->pl));
+  if (!qx) return HOT_REF_ENOMEM;
+  return ref_abc_unpack(c->pl, c->saved->q_x, qx);
 }

@@ -6,6 +6,7 @@
 
 #include "hot_math.cuh"
 #include "ref.h"
+#include "ref_steps.h"
 
 int ref_bias(const hot_layer_plan *pl, const void *g_y, hot_dtype dt, float *g_b) {
   if (!pl || !g_y || !g_b || !ref_dt_ok(dt)) return HOT_REF_EARG;
@@ -31,4 +32,10 @@ int ref_bias(const hot_layer_plan *pl, const void *g_y, hot_dtype dt, float *g_b
   }
   free(part);
   return HOT_REF_OK;
+}
+
+/* The bias family's step (ref_steps.h): g_b. */
+int ref_step_bias(hot_ref_call *c, const hot_step *s) {
+  (void)s;
+  return ref_bias(c->pl, c->g_y, c->dt, c->g_b);
 }

@@ -7,6 +7,7 @@
 
 #include "hot_math.cuh"
 #include "ref.h"
+#include "ref_steps.h"
 
 /* Unpacks `rows` stored rows of k_pad codes (int8 or packed nibbles) into int8. */
 static void unpack_rows(const void *src, int64_t rows, int64_t k_pad, int packed, int8_t *dst) {
@@ -131,4 +132,33 @@ int ref_gemm_gw(const hot_layer_plan *pl, const int8_t *q_g, const float *s_g,
   gemm_epilogue(q_g, pl->O, q_x, pl->I, pl->hla.gemm.k_pad, G, NULL, c, g_w);
   free(c);
   return HOT_REF_OK;
+}
+
+/* The gemm family's steps (ref_steps.h; gemm_tma's too): gemm_gx from q_g', s_g, q_w', s_w;
+ * gemm_gw from q_g^, s_g^ and q_x^ (unpacked, or the saved codes in place, or without ABC x
+ * projected now: abc_x's twin runs in the backward, the forward kept x). */
+int ref_step_gemm(hot_ref_call *c, const hot_step *s) {
+  const hot_layer_plan *pl = c->pl;
+  if (s->role == HOT_K_GEMM_GX) {
+    const float *sw = c->buf[HOT_LB_S_W];
+    if (!sw) return HOT_REF_EARG;
+    c->wrote |= 1u << HOT_LB_GX;
+    return ref_gemm_gx(pl, c->buf[HOT_LB_Q_G], c->buf[HOT_LB_S_G], c->buf[HOT_LB_Q_W], *sw, c->g_x);
+  }
+  if (s->role != HOT_K_GEMM_GW) return HOT_REF_EARG;
+  const int8_t *qx = c->buf[HOT_LB_Q_HX] ? c->buf[HOT_LB_Q_HX] : c->saved->q_x;
+  const float *sx = c->saved->s_x;
+  if (!c->saved->q_x) {
+    int8_t *q = ref_call_alloc(c, HOT_LB_Q_HX, ref_hla_x_bytes(pl));
+    float *so = ref_call_alloc(c, HOT_LB_S_X, pl->hla.groups * (int64_t)sizeof(float));
+    if (!q || !so) return HOT_REF_ENOMEM;
+    int rc = ref_hla_quant_x(pl, c->saved->x, HOT_DT_F32, q, so);
+    if (rc) return rc;
+    qx = q;
+    sx = so;
+  } else if (!sx) {
+    return HOT_REF_EARG;
+  }
+  c->wrote |= 1u << HOT_LB_GW;
+  return ref_gemm_gw(pl, c->buf[HOT_LB_Q_HG], c->buf[HOT_LB_S_HG], qx, sx, c->g_w);
 }

@@ -5,6 +5,7 @@
 
 #include "hot_math.cuh"
 #include "ref.h"
+#include "ref_steps.h"
 
 void ref_fwht_rows(float *m, int n, int64_t cols) {
   for (int h = 1; h < n; h <<= 1) {
@@ -111,4 +112,21 @@ done:
   free(w_t);
   free(codes);
   return rc;
+}
+
+/* The hq family's steps (ref_steps.h): hq_g, q_g' and s_g (T); hq_w, q_w' and s_w, with its SAWB
+ * scale when the rule is SAWB (the sawb_w steps are this twin's group_scale). */
+int ref_step_hq(hot_ref_call *c, const hot_step *s) {
+  const hot_layer_plan *pl = c->pl;
+  if (s->role == HOT_K_HQ_G) {
+    void *q = ref_call_alloc(c, HOT_LB_Q_G, ref_hq_g_bytes(pl));
+    float *sg = ref_call_alloc(c, HOT_LB_S_G, pl->T * (int64_t)sizeof(float));
+    if (!q || !sg) return HOT_REF_ENOMEM;
+    return ref_hq_quant_g(pl, c->g_y, c->dt, c->gran, c->seed, c->step, q, sg);
+  }
+  if (s->role != HOT_K_HQ_W) return HOT_REF_EARG;
+  void *q = ref_call_alloc(c, HOT_LB_Q_W, ref_hq_w_bytes(pl));
+  float *sw = ref_call_alloc(c, HOT_LB_S_W, (int64_t)sizeof(float));
+  if (!q || !sw) return HOT_REF_ENOMEM;
+  return ref_hq_quant_w(pl, c->w, c->dt, q, sw);
 }

@@ -6,6 +6,7 @@
 
 #include "hot_math.cuh"
 #include "ref.h"
+#include "ref_steps.h"
 
 static int hla_ready(const hot_layer_plan *pl) {
   int rc = ref_plan_check(pl);
@@ -107,4 +108,24 @@ int ref_hla_quant_g(const hot_layer_plan *pl, const void *g_y, hot_dtype dt, uin
   if (!pl || !g_y || !q_g || !s_g) return HOT_REF_EARG;
   uint32_t tag = (uint32_t)pl->layer_id * 16u + HOT_TENSOR_HLA_G;
   return project_quant(pl, g_y, dt, pl->O, &pl->hla.g, seed, tag, step, q_g, s_g);
+}
+
+/* The hla family's steps (ref_steps.h): abc_x (save), the saved layout's q_x^ codes and s_x^ into
+ * the call's saved buffer (the GEMM layout's codes, packed: ref_abc_pack); hla_g, q_g^ and s_g^. */
+int ref_step_hla(hot_ref_call *c, const hot_step *s) {
+  const hot_layer_plan *pl = c->pl;
+  if (s->role == HOT_K_HLA_G) {
+    int8_t *q = ref_call_alloc(c, HOT_LB_Q_HG, ref_hla_g_bytes(pl));
+    float *sg = ref_call_alloc(c, HOT_LB_S_HG, pl->hla.groups * (int64_t)sizeof(float));
+    if (!q || !sg) return HOT_REF_ENOMEM;
+    return ref_hla_quant_g(pl, c->g_y, c->dt, c->seed, c->step, q, sg);
+  }
+  if (s->role != HOT_K_ABC_X || !c->save_out) return HOT_REF_EARG;
+  hot_ref_saved *out = c->save_out;
+  int8_t *qx = ref_call_alloc(c, HOT_LB_Q_HX, ref_hla_x_bytes(pl));
+  out->q_x = malloc((size_t)(pl->I * pl->hla.k));
+  out->s_x = malloc((size_t)pl->hla.groups * sizeof *out->s_x);
+  if (!qx || !out->q_x || !out->s_x) return HOT_REF_ENOMEM; /* the caller frees out */
+  int rc = ref_hla_quant_x(pl, c->x, c->dt, qx, out->s_x);
+  return rc ? rc : ref_abc_pack(pl, qx, out->q_x);
 }

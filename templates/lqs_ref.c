@@ -7,6 +7,7 @@
 
 #include "hot_math.cuh"
 #include "ref.h"
+#include "ref_steps.h"
 
 /* Canonical fp64 sum of (v - s(row) * q)^2 over the T x O tensor, in linear index order; row t
  * has the scale s[t / group_rows]. */
@@ -58,4 +59,10 @@ done:
   free(qt);
   free(qr);
   return rc;
+}
+
+/* The lqs family's step (ref_steps.h): the calibration's errors and choice. */
+int ref_step_lqs(hot_ref_call *c, const hot_step *s) {
+  (void)s;
+  return ref_lqs(c->pl, c->g_y, c->dt, c->seed, c->step, c->lqs_out);
 }

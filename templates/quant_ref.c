@@ -6,6 +6,7 @@
 
 #include "hot_math.cuh"
 #include "ref.h"
+#include "ref_steps.h"
 
 const char *ref_status_name(int status) {
   switch (status) {
@@ -228,4 +229,14 @@ int ref_quantize(const float *v, int64_t rows, int64_t cols, const hot_quant *q,
   if (gran != HOT_GRAN_TENSOR && gran != HOT_GRAN_ROW) return HOT_REF_EARG;
   return ref_quantize_groups(v, rows, cols, gran == HOT_GRAN_ROW ? 1 : rows, q, seed, tag,
                                  step, codes, scales);
+}
+
+/* The sawb family's steps (ref_steps.h): the SAWB scales of w' (sawb_w) and x^ (sawb_x) are
+ * group_scale above, computed by the quantizer of hq_w's and abc_x's twins (ref_quantize_groups
+ * with rule SAWB) in their own pass, which the table runs first (seq 30 / 10 before 31 / 11): the
+ * step has nothing left to do. */
+int ref_step_sawb(hot_ref_call *c, const hot_step *s) {
+  (void)c;
+  (void)s;
+  return HOT_REF_OK;
 }

@@ -1,7 +1,11 @@
 /* kernels/abc_unpack.c — the saved codes of ABC into the g_w GEMM's operand layout (backward):
  * templates/abc_unpack.cu, twin templates/abc_unpack_ref.c (ref_abc_unpack). Planned only where
  * the layouts differ (plan_saved_unpacked: K != k_pad); elsewhere the GEMM reads the saved
- * buffer in place. */
+ * buffer in place.
+ *
+ * Roles (values are ABI: appended only; docs/adding.md):
+ *   @hot-role HOT_K_ABC_UNPACK 10 abc_unpack: backward: saved codes -> the g_w GEMM's k_pad layout
+ */
 #include <stdio.h>
 
 #include "kernel_desc.h"

@@ -1,4 +1,8 @@
-/* kernels/bias.c — g_b = column sums of g_y (bias): templates/bias.cu, twin templates/bias_ref.c. */
+/* kernels/bias.c — g_b = column sums of g_y (bias): templates/bias.cu, twin templates/bias_ref.c.
+ *
+ * Roles (values are ABI: appended only; docs/adding.md):
+ *   @hot-role HOT_K_BIAS 6 bias: g_b = column sums of g_y
+ */
 #include <stdio.h>
 
 #include "kernel_desc.h"

@@ -1,7 +1,12 @@
 /* kernels/gemm.c — the two integer GEMMs of a backward, g_x = q_g' . q_w' (gemm_gx, HQ epilogue)
  * and g_w = q_g^T . q_x^ (gemm_gw, HLA epilogue, segmented with per-sample scales), on the
  * cp.async paths: templates/gemm_int.cu (mma.sync, sm_80 .. sm_90) and templates/gemm_wgmma.cu
- * (wgmma, sm_90a); twin templates/gemm_ref.c. The TMA path is gemm_tma.c. */
+ * (wgmma, sm_90a); twin templates/gemm_ref.c. The TMA path is gemm_tma.c.
+ *
+ * Roles (values are ABI: appended only; docs/adding.md):
+ *   @hot-role HOT_K_GEMM_GX 4 gemm_gx: g_x = q_g' . q_w' with the HQ epilogue
+ *   @hot-role HOT_K_GEMM_GW 5 gemm_gw: g_w = q_g^T . q_x^ with the HLA epilogue
+ */
 #include <stdio.h>
 
 #include "gemm_common.h"

@@ -2,7 +2,11 @@
  * asked for with tile_gx / tile_gw .warps_n = 2): templates/gemm_tma.cu, the same contract, bits
  * and first twelve arguments as gemm_wgmma.cu (twin templates/gemm_ref.c), operands loaded by the
  * Tensor Memory Accelerator through two tensor maps passed by value, a persistent grid of
- * min(tiles, SMs) blocks (docs/gemm-tma.md). */
+ * min(tiles, SMs) blocks (docs/gemm-tma.md).
+ *
+ * Its roles are gemm.c's; its steps run gemm's CPU step functions:
+ *   @hot-cpu-steps gemm
+ */
 #include <stdio.h>
 
 #include "gemm_common.h"

@@ -1,5 +1,10 @@
 /* kernels/hla.c — the HLA projections of x^ (abc_x, forward, ABC) and g^ (hla_g, backward):
- * templates/hla_project.cu, twin templates/hla_project_ref.c (ref_hla_quant_x / _g). */
+ * templates/hla_project.cu, twin templates/hla_project_ref.c (ref_hla_quant_x / _g).
+ *
+ * Roles (values are ABI: appended only; docs/adding.md):
+ *   @hot-role HOT_K_ABC_X 0 abc_x: forward: x -> HLA projection -> q_x^ (RTN int8) + s_x^
+ *   @hot-role HOT_K_HLA_G 3 hla_g: backward: g_y -> HLA projection -> q_g^ (SR int8) + s_g^
+ */
 #include <stdio.h>
 #include <stdlib.h>
 

@@ -1,5 +1,10 @@
 /* kernels/hq.c — the HQ quantizers of g' (hq_g) and w' (hq_w): templates/hadamard_quant.cu, twin
- * templates/hadamard_quant_ref.c (hot_ref_hq_g / hot_ref_hq_w). */
+ * templates/hadamard_quant_ref.c (hot_ref_hq_g / hot_ref_hq_w).
+ *
+ * Roles (values are ABI: appended only; docs/adding.md):
+ *   @hot-role HOT_K_HQ_G 1 hq_g: backward: g_y -> block FWHT along O -> q_g' (SR) + s_g
+ *   @hot-role HOT_K_HQ_W 2 hq_w: backward: w -> block FWHT along O -> q_w' (RTN) + s_w
+ */
 #include <stdio.h>
 
 #include "hot_math.cuh" /* HOT_TENSOR_*: the Philox tags */

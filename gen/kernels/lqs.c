@@ -1,5 +1,9 @@
 /* kernels/lqs.c — calibration: both errors of CONTRACT.md section 6 for scale = "auto":
- * templates/lqs.cu, twin templates/lqs_ref.c. */
+ * templates/lqs.cu, twin templates/lqs_ref.c.
+ *
+ * Roles (values are ABI: appended only; docs/adding.md):
+ *   @hot-role HOT_K_LQS 7 lqs: calibration: both errors of CONTRACT.md section 6
+ */
 #include <stdio.h>
 
 #include "hot_math.cuh" /* HOT_TENSOR_LQS */

@@ -1,5 +1,10 @@
 /* kernels/sawb.c — the SAWB scales of w' (sawb_w, hq.w.rule = sawb) and x^ (sawb_x,
- * hla.x.rule = sawb): templates/sawb.cu, twin templates/quant_ref.c (group_scale). */
+ * hla.x.rule = sawb): templates/sawb.cu, twin templates/quant_ref.c (group_scale).
+ *
+ * Roles (values are ABI: appended only; docs/adding.md):
+ *   @hot-role HOT_K_SAWB_W 8 sawb_w: SAWB scale of w' (when hq.w.rule = sawb) from its fp32 tensor
+ *   @hot-role HOT_K_SAWB_X 9 sawb_x: SAWB scale of x^ (when hla.x.rule = sawb)
+ */
 #include <stdio.h>
 
 #include "kernel_desc.h"

@@ -1,12 +1,14 @@
 /* fast_layer.c — the threaded driver of the fast CPU path: the layer's save, backward and
- * calibration as in layer_ref.c, stage by stage, each stage split into independent tasks
- * (rows, token blocks x column chunks, 1024-term chunks, output tiles) whose elements see the
- * same operations as in the twins. See fast.h and docs/cpu-backend.md. */
+ * calibration as in layer_ref.c, driven by the same step table (kd_steps: fast_steps.h), each
+ * family's fast step function split into independent tasks (rows, token blocks x column chunks,
+ * 1024-term chunks, output tiles) whose elements see the same operations as in the twins. See
+ * fast.h and docs/cpu-backend.md; adding a family: docs/adding.md. */
 #include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "fast_internal.h"
+#include "fast_steps.h"
 #include "hot_math.cuh"
 
 #define COLS_CHUNK 256 /* columns of one task of the bias sums */
@@ -363,64 +365,43 @@ static void epi_gw(void *ctx, int64_t seg, int64_t m0, int64_t n0, int64_t mc, i
     atomic_store(e->inf, 1);
 }
 
-/* ---- g_x by HQ ------------------------------------------------------------------------------ */
+/* ---- the hq family: q_g' (hq_g) and q_w' (hq_w) -------------------------------------------- */
 
-/* q_w' (ref_hq_quant_w): RTN, per tensor, into codes qw and its scale *sw; wt (o_pad x I) and
- * ra (o_pad) are the caller's scratch. The row amax is taken by the transform's tasks. */
-static int hq_quant_w(const hot_layer_plan *pl, const void *w, hot_dtype dt, const fast_config *cf, float *wt,
-                      float *ra, int8_t *qw, float *sw) {
-  const int64_t I = pl->I, op = pl->hq.o_pad, wch = fast_cdiv(I, W_COLS);
-  fast_prof_t t0 = fast_prof_now();
-  atomic_int bad;
-  atomic_init(&bad, 0);
-  tctx tw = {pl, w, dt, I, wt, NULL, cf->k, 0, NULL, &bad, NULL};
-  if (!(tw.amax = malloc((size_t)(op * wch) * sizeof *tw.amax))) return HOT_REF_ENOMEM;
-  fast_parallel((op / pl->hq.block) * wch, cf->threads, hq_w_task, &tw);
-  row_max(tw.amax, op, wch, ra);
-  free(tw.amax);
-  t0 = fast_prof_add(FAST_ST_HQ_W, t0);
-  hot_quant q = pl->hq.w;
-  q.round = HOT_ROUND_RTN;
-  /* ref_quantize_groups' checks in its order: arguments, then finiteness */
-  int rc = !quant_ok(&q) ? HOT_REF_EARG : atomic_load(&bad) ? HOT_REF_ENONFINITE : HOT_REF_OK;
-  if (!rc) rc = quantize_known(wt, op, I, op, &q, 0, 0, 0, ra, cf, qw, sw);
-  if (!rc) fast_prof_add(FAST_ST_HQ_WQ, t0);
-  return rc;
-}
-
-/* g_x by HQ; with g_b not NULL, also the bias (ref_bias) from the same pass over g_y. */
-static int backward_gx(const hot_layer_plan *pl, const void *g_y, const void *w, hot_dtype dt,
-                       hot_gran gran, uint64_t seed, uint32_t step, const fast_config *cf,
-                       float *g_x, float *g_b, atomic_int *inf) {
-  const int64_t T = pl->T, I = pl->I, op = pl->hq.o_pad;
-  const fast_kernels *kern = cf->k;
+/* q_g' (ref_hq_quant_g) into Q_G, s_g (one per row, T) into S_G; when the bias step runs, its
+ * sums too (ref_bias' chunk partials, from the same pass over g_y) into GB: the bias step copies
+ * them out once every step before it has succeeded (g_b is written only on success, as the
+ * twin's; the status is this step's, which sees every non-finite g_y value first). */
+static int hq_g_step(fast_call *c) {
+  const hot_layer_plan *pl = c->pl;
+  const fast_config *cf = c->cf;
+  const int64_t T = pl->T, op = pl->hq.o_pad;
+  const int with_bias = (c->runs >> HOT_K_BIAS) & 1u;
+  float *gt = fast_scratch((size_t)(T * op) * sizeof *gt), *ra = malloc((size_t)T * sizeof *ra);
+  int8_t *qg = fast_call_alloc(c, HOT_LB_Q_G, (size_t)(T * op), 1);
+  float *sg = fast_call_alloc(c, HOT_LB_S_G, (size_t)T * sizeof *sg, 0);
+  float *gb = with_bias ? fast_call_alloc(c, HOT_LB_GB, (size_t)pl->O * sizeof *gb, 0) : NULL;
   int rc = HOT_REF_ENOMEM;
-  float *gt = fast_scratch((size_t)(T * op) * sizeof *gt);
-  float *wt = fast_scratch((size_t)(op * I) * sizeof *wt);
-  float *ra = malloc((size_t)(T > op ? T : op) * sizeof *ra), *sg = malloc((size_t)T * sizeof *sg);
-  int8_t *qg = fast_scratch((size_t)(T * op)), *qw = fast_scratch((size_t)(op * I));
-  if (!gt || !wt || !ra || !sg || !qg || !qw) goto done;
-  /* q_g' (ref_hq_quant_g) */
+  if (!gt || !ra || !qg || !sg || (with_bias && !gb)) goto done;
   fast_prof_t t0 = fast_prof_now();
   atomic_int bad;
   atomic_init(&bad, 0);
   const int64_t ncb = fast_cdiv(op, HQ_COLS), nch = fast_cdiv(T, HOT_REF_BIAS_CHUNK);
-  tctx tg = {pl, g_y, dt, op, gt, NULL, kern, 0, NULL, &bad, NULL};
+  tctx tg = {pl, c->g_y, c->dt, op, gt, NULL, cf->k, 0, NULL, &bad, NULL};
   tg.amax = malloc((size_t)(T * ncb) * sizeof *tg.amax);
-  if (g_b) tg.bias = malloc((size_t)(nch * pl->O) * sizeof *tg.bias);
-  if (!tg.amax || (g_b && !tg.bias)) {
+  if (gb) tg.bias = malloc((size_t)(nch * pl->O) * sizeof *tg.bias);
+  if (!tg.amax || (gb && !tg.bias)) {
     free(tg.amax);
     free(tg.bias);
-    rc = HOT_REF_ENOMEM;
     goto done;
   }
   fast_parallel(nch * ncb, cf->threads, hq_g_task, &tg);
   row_max(tg.amax, T, ncb, ra);
-  for (int64_t o = 0; g_b && o < pl->O; ++o) { /* ref_bias: chunk partials in chunk order */
+  for (int64_t o = 0; gb && o < pl->O; ++o) { /* ref_bias: chunk partials in chunk order */
     float tot = 0.0f;
-    for (int64_t c = 0; c < nch; ++c) tot = HOT_ADD(tot, tg.bias[c * pl->O + o]);
-    g_b[o] = tot;
+    for (int64_t ch = 0; ch < nch; ++ch) tot = HOT_ADD(tot, tg.bias[ch * pl->O + o]);
+    gb[o] = tot;
   }
+  if (gb) c->fused |= 1u << HOT_K_BIAS;
   free(tg.amax);
   free(tg.bias);
   t0 = fast_prof_add(FAST_ST_HQ_G, t0);
@@ -428,87 +409,189 @@ static int backward_gx(const hot_layer_plan *pl, const void *g_y, const void *w,
     rc = HOT_REF_ENONFINITE;
     goto done;
   }
-  const int64_t group = gran == HOT_GRAN_ROW ? 1 : gran == HOT_GRAN_SAMPLE ? pl->L : T;
+  const int64_t group = c->gran == HOT_GRAN_ROW ? 1 : c->gran == HOT_GRAN_SAMPLE ? pl->L : T;
   const uint32_t tag = (uint32_t)pl->layer_id * 16u + HOT_TENSOR_HQ_G;
   if (!quant_ok(&pl->hq.g)) {
     rc = HOT_REF_EARG;
     goto done;
   }
-  rc = quantize_known(gt, T, op, group, &pl->hq.g, seed, tag, step, ra, cf, qg, sg);
+  rc = quantize_known(gt, T, op, group, &pl->hq.g, c->seed, tag, c->step, ra, cf, qg, sg);
   if (rc) goto done;
   for (int64_t t = T - 1; group > 1 && t >= 0; --t) sg[t] = sg[t / group];
-  t0 = fast_prof_add(FAST_ST_HQ_GQ, t0);
-  float sw = 0.0f;
-  if ((rc = hq_quant_w(pl, w, dt, cf, wt, ra, qw, &sw))) goto done;
-  /* GEMM + epilogue (ref_gemm_gx) */
-  const float c_w = HOT_DIV(sw, HOT_I2F(pl->hq.block));
-  for (int64_t t = 0; t < T; ++t) sg[t] = HOT_MUL(sg[t], c_w);
-  ectx e = {sg, NULL, g_x, I, kern, 0, inf};
-  const int8_t *a_seg[1] = {qg}, *b_seg[1] = {qw};
-  fast_igemm_op g = {T, I, op, 1, a_seg, op, 1, b_seg, 1, I, hot_qmax(pl->hq.g.bits),
-                     hot_qmax(pl->hq.w.bits), epi_gx, &e, FAST_ST_GX_PACK};
-  rc = fast_igemm(cf, &g);
+  fast_prof_add(FAST_ST_HQ_GQ, t0);
 done:
   fast_unscratch(gt);
-  fast_unscratch(wt);
   free(ra);
-  free(sg);
-  fast_unscratch(qg);
-  fast_unscratch(qw);
   return rc;
 }
 
-/* ---- g_w by HLA ----------------------------------------------------------------------------- */
-
-static int backward_gw(const hot_layer_plan *pl, const hot_ref_saved *saved, const void *g_y,
-                       hot_dtype dt, uint64_t seed, uint32_t step, const fast_config *cf,
-                       float *g_w, atomic_int *inf) {
-  const int64_t K = pl->hla.k, O = pl->O, I = pl->I, G = pl->hla.groups, gk = pl->hla.group_k;
+/* q_w' (ref_hq_quant_w): RTN, per tensor, into Q_W and its scale into S_W, with its SAWB scale
+ * when the rule is SAWB (the sawb_w steps: quantize_known's SAWB sums). The row amax is taken by
+ * the transform's tasks. */
+static int hq_w_step(fast_call *c) {
+  const hot_layer_plan *pl = c->pl;
+  const fast_config *cf = c->cf;
+  const int64_t I = pl->I, op = pl->hq.o_pad, wch = fast_cdiv(I, W_COLS);
+  float *wt = fast_scratch((size_t)(op * I) * sizeof *wt), *ra = malloc((size_t)op * sizeof *ra);
+  int8_t *qw = fast_call_alloc(c, HOT_LB_Q_W, (size_t)(op * I), 1);
+  float *sw = fast_call_alloc(c, HOT_LB_S_W, sizeof *sw, 0);
   int rc = HOT_REF_ENOMEM;
-  int8_t *qg = fast_scratch((size_t)(K * O)), *qx = NULL;
-  float *sg = malloc((size_t)G * sizeof *sg), *sxo = NULL, *c = malloc((size_t)G * sizeof *c);
-  const float *sx = saved->s_x;
-  const int8_t **a_seg = malloc((size_t)G * sizeof *a_seg), **b_seg = malloc((size_t)G * sizeof *b_seg);
-  if (!qg || !sg || !c || !a_seg || !b_seg) goto done;
-  hot_quant qxq = pl->hla.x;
-  qxq.round = HOT_ROUND_RTN;
-  if (!saved->q_x) { /* no ABC: the x^ codes of the kept x, used in math layout */
-    qx = fast_scratch((size_t)(K * I));
-    sxo = malloc((size_t)G * sizeof *sxo);
-    if (!qx || !sxo) goto done;
-    const fast_prof_t t0 = fast_prof_now();
-    rc = hla_codes(pl, saved->x, HOT_DT_F32, I, &qxq, 0, 0, 0, cf, qx, sxo, -1);
-    fast_prof_add(FAST_ST_HLA_X, t0);
-    if (rc) goto done;
-    sx = sxo;
-  } else if (!sx) {
-    rc = HOT_REF_EARG;
+  fast_prof_t t0 = fast_prof_now();
+  atomic_int bad;
+  atomic_init(&bad, 0);
+  tctx tw = {pl, c->w, c->dt, I, wt, NULL, cf->k, 0, NULL, &bad, NULL};
+  if (!wt || !ra || !qw || !sw || !(tw.amax = malloc((size_t)(op * wch) * sizeof *tw.amax)))
     goto done;
-  }
-  const uint32_t tag = (uint32_t)pl->layer_id * 16u + HOT_TENSOR_HLA_G;
-  rc = hla_codes(pl, g_y, dt, O, &pl->hla.g, seed, tag, step, cf, qg, sg, FAST_ST_HLA_G);
-  if (rc) goto done;
-  const int64_t segs = pl->hla.gemm.segmented ? G : 1, seg_k = K / segs;
-  for (int64_t j = 0; j < segs; ++j) {
-    c[j] = HOT_DIV(HOT_MUL(sg[j], sx[j]), HOT_I2F(pl->hla.block));
-    a_seg[j] = qg + j * seg_k * O;
-    /* the saved codes: I rows of K, segment j at j * group_k (seg_k = group_k when segmented) */
-    b_seg[j] = qx ? qx + j * seg_k * I : saved->q_x + j * gk;
-  }
-  ectx e = {NULL, c, g_w, I, cf->k, segs - 1, inf};
-  fast_igemm_op g = {O, I, seg_k, segs, a_seg, 1, O, b_seg, qx ? 1 : K,
-                     qx ? I : 1, hot_qmax(pl->hla.g.bits), qx ? hot_qmax(pl->hla.x.bits) : 127,
-                     epi_gw, &e, FAST_ST_GW_PACK};
-  rc = fast_igemm(cf, &g);
+  fast_parallel((op / pl->hq.block) * wch, cf->threads, hq_w_task, &tw);
+  row_max(tw.amax, op, wch, ra);
+  free(tw.amax);
+  t0 = fast_prof_add(FAST_ST_HQ_W, t0);
+  hot_quant q = pl->hq.w;
+  q.round = HOT_ROUND_RTN;
+  /* ref_quantize_groups' checks in its order: arguments, then finiteness */
+  rc = !quant_ok(&q) ? HOT_REF_EARG : atomic_load(&bad) ? HOT_REF_ENONFINITE : HOT_REF_OK;
+  if (!rc) rc = quantize_known(wt, op, I, op, &q, 0, 0, 0, ra, cf, qw, sw);
+  if (!rc) fast_prof_add(FAST_ST_HQ_WQ, t0);
 done:
-  fast_unscratch(qg);
-  fast_unscratch(qx);
-  free(sg);
-  free(sxo);
-  free(c);
+  fast_unscratch(wt);
+  free(ra);
+  return rc;
+}
+
+int fast_step_hq(fast_call *c, const hot_step *s) {
+  return s->role == HOT_K_HQ_G ? hq_g_step(c) : s->role == HOT_K_HQ_W ? hq_w_step(c) : HOT_REF_EARG;
+}
+
+/* ---- the hla family: q_x^ (abc_x, save) and q_g^ (hla_g) ------------------------------------ */
+
+/* abc_x: the codes of x (RTN), stored transposed into the saved layout, and s_x^. */
+static int abc_x_step(fast_call *c) {
+  const hot_layer_plan *pl = c->pl;
+  hot_ref_saved *out = c->save_out;
+  const int64_t I = pl->I, K = pl->hla.k;
+  if (!out) return HOT_REF_EARG;
+  out->q_x = malloc((size_t)(I * K));
+  out->s_x = malloc((size_t)pl->hla.groups * sizeof *out->s_x);
+  int8_t *codes = fast_call_alloc(c, HOT_LB_Q_HX, (size_t)(K * I), 0);
+  if (!out->q_x || !out->s_x || !codes) return HOT_REF_ENOMEM; /* the caller frees out */
+  hot_quant q = pl->hla.x;
+  q.round = HOT_ROUND_RTN;
+  int rc = hla_codes(pl, c->x, c->dt, I, &q, 0, 0, 0, c->cf, codes, out->s_x, -1);
+  if (!rc) {
+    sctx s = {pl, codes, I, out->q_x, c->cf->k};
+    fast_parallel(fast_cdiv(I, 64), c->cf->threads, store_task, &s);
+  }
+  return rc;
+}
+
+/* hla_g: q_g^ (ref_hla_quant_g) into Q_HG, s_g^ (hla.groups) into S_HG. */
+static int hla_g_step(fast_call *c) {
+  const hot_layer_plan *pl = c->pl;
+  int8_t *qg = fast_call_alloc(c, HOT_LB_Q_HG, (size_t)(pl->hla.k * pl->O), 1);
+  float *sg = fast_call_alloc(c, HOT_LB_S_HG, (size_t)pl->hla.groups * sizeof *sg, 0);
+  if (!qg || !sg) return HOT_REF_ENOMEM;
+  const uint32_t tag = (uint32_t)pl->layer_id * 16u + HOT_TENSOR_HLA_G;
+  return hla_codes(pl, c->g_y, c->dt, pl->O, &pl->hla.g, c->seed, tag, c->step, c->cf, qg, sg,
+                   FAST_ST_HLA_G);
+}
+
+int fast_step_hla(fast_call *c, const hot_step *s) {
+  return s->role == HOT_K_HLA_G ? hla_g_step(c) : s->role == HOT_K_ABC_X ? abc_x_step(c)
+                                                                         : HOT_REF_EARG;
+}
+
+/* ---- the sawb and abc_unpack families: done by the passes around them ----------------------- */
+
+/* sawb_w / sawb_x: the SAWB scales are quantize_known's (the canonical chunk sums of
+ * ref_quantize_groups), computed in hq_w's and abc_x's own pass, which the table runs first. */
+int fast_step_sawb(fast_call *c, const hot_step *s) {
+  (void)c;
+  (void)s;
+  return HOT_REF_OK;
+}
+
+/* abc_unpack: the g_w GEMM's packing reads the saved codes in place (a strided B operand: code
+ * row c holds the K codes of column c), which is the layout change the unpack makes on the GPU. */
+int fast_step_abc_unpack(fast_call *c, const hot_step *s) {
+  (void)c;
+  (void)s;
+  return HOT_REF_OK;
+}
+
+/* ---- the gemm family: g_x (gemm_gx) and g_w (gemm_gw) -------------------------------------- */
+
+/* g_x = q_g' . q_w' with the HQ epilogue (ref_gemm_gx); releases q_g' and q_w'. */
+static int gemm_gx_step(fast_call *c) {
+  const hot_layer_plan *pl = c->pl;
+  const int64_t T = pl->T, I = pl->I, op = pl->hq.o_pad;
+  float *sg = c->buf[HOT_LB_S_G];
+  const float *sw = c->buf[HOT_LB_S_W];
+  const int8_t *qg = c->buf[HOT_LB_Q_G], *qw = c->buf[HOT_LB_Q_W];
+  if (!sg || !sw || !qg || !qw) return HOT_REF_EARG;
+  const float c_w = HOT_DIV(*sw, HOT_I2F(pl->hq.block));
+  for (int64_t t = 0; t < T; ++t) sg[t] = HOT_MUL(sg[t], c_w);
+  ectx e = {sg, NULL, c->g_x, I, c->cf->k, 0, &c->inf_x};
+  const int8_t *a_seg[1] = {qg}, *b_seg[1] = {qw};
+  fast_igemm_op g = {T, I, op, 1, a_seg, op, 1, b_seg, 1, I, hot_qmax(pl->hq.g.bits),
+                     hot_qmax(pl->hq.w.bits), epi_gx, &e, FAST_ST_GX_PACK};
+  c->wrote |= 1u << HOT_LB_GX;
+  const int rc = fast_igemm(c->cf, &g);
+  fast_call_release(c, HOT_LB_Q_G);
+  fast_call_release(c, HOT_LB_Q_W);
+  return rc;
+}
+
+/* g_w = q_g^T . q_x^ with the HLA epilogue (ref_gemm_gw): q_x^ the saved codes in place, or
+ * without ABC the codes of the kept x, projected now (abc_x's work in the backward). */
+static int gemm_gw_step(fast_call *c) {
+  const hot_layer_plan *pl = c->pl;
+  const hot_ref_saved *saved = c->saved;
+  const int64_t K = pl->hla.k, O = pl->O, I = pl->I, G = pl->hla.groups, gk = pl->hla.group_k;
+  const int8_t *qg = c->buf[HOT_LB_Q_HG], *qx = NULL;
+  const float *sg = c->buf[HOT_LB_S_HG], *sx = saved->s_x;
+  if (!qg || !sg) return HOT_REF_EARG;
+  if (!saved->q_x) { /* no ABC: the x^ codes of the kept x, used in math layout */
+    int8_t *q = fast_call_alloc(c, HOT_LB_Q_HX, (size_t)(K * I), 1);
+    float *so = fast_call_alloc(c, HOT_LB_S_X, (size_t)G * sizeof *so, 0);
+    if (!q || !so) return HOT_REF_ENOMEM;
+    hot_quant qxq = pl->hla.x;
+    qxq.round = HOT_ROUND_RTN;
+    const fast_prof_t t0 = fast_prof_now();
+    const int rc = hla_codes(pl, saved->x, HOT_DT_F32, I, &qxq, 0, 0, 0, c->cf, q, so, -1);
+    fast_prof_add(FAST_ST_HLA_X, t0);
+    if (rc) return rc;
+    qx = q;
+    sx = so;
+  } else if (!sx) {
+    return HOT_REF_EARG;
+  }
+  float *cs = malloc((size_t)G * sizeof *cs);
+  const int8_t **a_seg = malloc((size_t)G * sizeof *a_seg), **b_seg = malloc((size_t)G * sizeof *b_seg);
+  int rc = HOT_REF_ENOMEM;
+  if (cs && a_seg && b_seg) {
+    const int64_t segs = pl->hla.gemm.segmented ? G : 1, seg_k = K / segs;
+    for (int64_t j = 0; j < segs; ++j) {
+      cs[j] = HOT_DIV(HOT_MUL(sg[j], sx[j]), HOT_I2F(pl->hla.block));
+      a_seg[j] = qg + j * seg_k * O;
+      /* the saved codes: I rows of K, segment j at j * group_k (seg_k = group_k when segmented) */
+      b_seg[j] = qx ? qx + j * seg_k * I : saved->q_x + j * gk;
+    }
+    ectx e = {NULL, cs, c->g_w, I, c->cf->k, segs - 1, &c->inf_w};
+    fast_igemm_op g = {O, I, seg_k, segs, a_seg, 1, O, b_seg, qx ? 1 : K,
+                       qx ? I : 1, hot_qmax(pl->hla.g.bits), qx ? hot_qmax(pl->hla.x.bits) : 127,
+                       epi_gw, &e, FAST_ST_GW_PACK};
+    c->wrote |= 1u << HOT_LB_GW;
+    rc = fast_igemm(c->cf, &g);
+  }
+  free(cs);
   free(a_seg);
   free(b_seg);
   return rc;
+}
+
+int fast_step_gemm(fast_call *c, const hot_step *s) {
+  return s->role == HOT_K_GEMM_GX ? gemm_gx_step(c) : s->role == HOT_K_GEMM_GW ? gemm_gw_step(c)
+                                                                                : HOT_REF_EARG;
 }
 
 /* ---- g_b (ref_bias) ----------------------------------------------------------------------- */
@@ -551,6 +634,18 @@ static int bias(const hot_layer_plan *pl, const void *g_y, hot_dtype dt, const f
   x.pl = pl, x.g_y = g_y, x.dt = dt, x.g_b = g_b, x.k = cf->k;
   fast_parallel(fast_cdiv(pl->O, COLS_CHUNK), cf->threads, bias_task, &x);
   return atomic_load(&x.bad) ? HOT_REF_ENONFINITE : HOT_REF_OK;
+}
+
+/* g_b: the sums hq_g's pass took (when it ran), else ref_bias' own pass over g_y. */
+int fast_step_bias(fast_call *c, const hot_step *s) {
+  (void)s;
+  const fast_prof_t t0 = fast_prof_now();
+  int rc = HOT_REF_OK;
+  c->wrote |= 1u << HOT_LB_GB;
+  if ((c->fused >> HOT_K_BIAS) & 1u) memcpy(c->g_b, c->buf[HOT_LB_GB], (size_t)c->pl->O * sizeof *c->g_b);
+  else rc = bias(c->pl, c->g_y, c->dt, c->cf, c->g_b);
+  fast_prof_add(FAST_ST_BIAS, t0);
+  return rc;
 }
 
 /* ---- loads and the plain (fp64) products ------------------------------------------------------ */
@@ -605,7 +700,74 @@ static int backward_plain(const hot_layer_plan *pl, int gx, const void *g_y, con
   return rc;
 }
 
-/* ---- the API ---------------------------------------------------------------------------------- */
+/* ---- the calls, driven by the step table ------------------------------------------------------ */
+
+static void fast_call_init(fast_call *c, hot_call call, const fast_config *cf,
+                           const hot_layer_plan *pl) {
+  memset(c, 0, sizeof *c);
+  c->call = call, c->cf = cf, c->pl = pl;
+  atomic_init(&c->inf_x, 0);
+  atomic_init(&c->inf_w, 0);
+}
+
+static void fast_call_free(fast_call *c) {
+  for (int s = 0; s < HOT_LB_COUNT; ++s) fast_call_release(c, (hot_lbuf)s);
+}
+
+/* The fast step function of each family (the generated list; gemm_tma's steps are gemm's). */
+#define HOT_FAMILY_DECL_(f, cpu) extern const hot_kernel_desc kd_##f;
+HOT_KERNEL_FAMILIES(HOT_FAMILY_DECL_)
+#undef HOT_FAMILY_DECL_
+#define HOT_FAMILY_ROW_(f, cpu) {&kd_##f, fast_step_##cpu},
+static const struct {
+  const hot_kernel_desc *desc;
+  int (*run)(fast_call *, const hot_step *);
+} k_steps[] = {HOT_KERNEL_FAMILIES(HOT_FAMILY_ROW_)};
+#undef HOT_FAMILY_ROW_
+
+/* Step s's fast step function in call c, or NULL when the step does not run (kernel_desc.h's
+ * `when`; its role must be planned), as layer_ref.c decides. */
+static int (*step_fn(const fast_call *c, const hot_step *s))(fast_call *, const hot_step *) {
+  const int k = plan_kernel_index(c->pl, s->role);
+  const hot_kernel_desc *d = k >= 0 ? kd_of(&c->pl->kernels[k]) : NULL;
+  if (!d) return NULL;
+  switch (s->when) {
+  case HOT_WHEN_GRAN_ROW:
+    if (c->gran != HOT_GRAN_ROW) return NULL;
+    break;
+  case HOT_WHEN_GRAN_NOT_ROW:
+    if (c->gran == HOT_GRAN_ROW) return NULL;
+    break;
+  case HOT_WHEN_BIAS:
+    if (!c->g_b) return NULL;
+    break;
+  default: break;
+  }
+  for (size_t t = 0; t < sizeof k_steps / sizeof k_steps[0]; ++t)
+    if (k_steps[t].desc == d) return k_steps[t].run;
+  return NULL;
+}
+
+/* The call's step table (kd_steps: every family's steps in seq order): the steps that run, each
+ * role's fast step function once, at its first step that runs (as the twins). c->runs is set
+ * first, so that a step may do a later one's work in its own pass. *ran: the roles that ran. */
+static int run_steps(fast_call *c, unsigned *ran) {
+  hot_step st[64];
+  int (*fn[64])(fast_call *, const hot_step *);
+  const int n = kd_steps(c->call, st, 64);
+  for (int i = 0; i < n; ++i) {
+    fn[i] = (c->runs >> st[i].role) & 1u ? NULL : step_fn(c, &st[i]);
+    if (fn[i]) c->runs |= 1u << st[i].role;
+  }
+  int rc = HOT_REF_OK;
+  *ran = 0;
+  for (int i = 0; i < n && !rc; ++i)
+    if (fn[i]) {
+      *ran |= 1u << st[i].role;
+      rc = fn[i](c, &st[i]);
+    }
+  return rc;
+}
 
 static int layer_save_run(const fast_config *cf, const hot_layer_plan *pl, const void *x, hot_dtype dt, hot_ref_saved *out) {
   if (!out) return HOT_REF_EARG;
@@ -615,33 +777,18 @@ static int layer_save_run(const fast_config *cf, const hot_layer_plan *pl, const
   if (rc) return rc;
   FAST_CONFIG_OR_DEFAULT(cf);
   const fast_config run = fast_config_for(cf, pl->T * pl->I); /* small calls on the caller */
-  cf = &run;
-  const int threads = cf->threads;
-  if (pl->hla.enabled && pl->abc.enabled) {
-    const int64_t I = pl->I, K = pl->hla.k;
-    out->q_x = malloc((size_t)(I * K));
-    out->s_x = malloc((size_t)pl->hla.groups * sizeof *out->s_x);
-    int8_t *codes = malloc((size_t)(K * I));
-    if (!out->q_x || !out->s_x || !codes) {
-      free(codes);
-      ref_saved_free(out);
-      return HOT_REF_ENOMEM;
-    }
-    hot_quant q = pl->hla.x;
-    q.round = HOT_ROUND_RTN;
-    rc = hla_codes(pl, x, dt, I, &q, 0, 0, 0, cf, codes, out->s_x, -1);
-    if (!rc) {
-      sctx s = {pl, codes, I, out->q_x, cf->k};
-      fast_parallel(fast_cdiv(I, 64), threads, store_task, &s);
-    }
-    free(codes);
-    out->bytes = plan_buffer_bytes(pl, HOT_BUF_SAVED);
-  } else {
+  fast_call c;
+  fast_call_init(&c, HOT_CALL_SAVE, &run, pl);
+  c.x = x, c.dt = dt, c.save_out = out;
+  unsigned ran = 0;
+  rc = run_steps(&c, &ran);
+  fast_call_free(&c);
+  if (!rc && !ran) { /* no ABC: the forward keeps x (no kernel: not a step) */
     out->x = malloc((size_t)(pl->T * pl->I) * sizeof *out->x);
     if (!out->x) return HOT_REF_ENOMEM;
-    rc = load_all(x, dt, pl->T * pl->I, 1, cf, out->x);
-    out->bytes = plan_buffer_bytes(pl, HOT_BUF_SAVED);
+    rc = load_all(x, dt, pl->T * pl->I, 1, &run, out->x);
   }
+  out->bytes = plan_buffer_bytes(pl, HOT_BUF_SAVED);
   if (rc) ref_saved_free(out);
   return rc;
 }
@@ -684,29 +831,22 @@ static int layer_backward_run(const fast_config *cf, const hot_layer_plan *pl,
   if (rc) return rc;
   FAST_CONFIG_OR_DEFAULT(cf);
   const fast_config run = fast_config_for(cf, pl->T * pl->O + pl->T * pl->I + pl->O * pl->I);
-  cf = &run; /* small calls on the caller */
   const fast_prof_t t0 = fast_prof_now();
-  /* With HQ, the bias comes from HQ's pass over g_y (into gb, copied to g_b once all is done:
-   * g_b is written only on success, as the twin's; its status is HQ's, which sees every
-   * non-finite g_y value first) */
-  float *gb = pl->hq.enabled && g_b ? malloc((size_t)pl->O * sizeof *gb) : NULL;
-  if (pl->hq.enabled && g_b && !gb) return HOT_REF_ENOMEM;
-  /* the epilogues' overflow flags (the plain products return HOT_REF_ENONFINITE themselves) */
-  atomic_int inf_x, inf_w;
-  atomic_init(&inf_x, 0);
-  atomic_init(&inf_w, 0);
-  rc = pl->hq.enabled ? backward_gx(pl, g_y, w, dt, gran, seed, step, cf, g_x, gb, &inf_x)
-                      : backward_plain(pl, 1, g_y, w, dt, dt, cf, g_x);
-  if (!rc)
-    rc = pl->hla.enabled ? backward_gw(pl, saved, g_y, dt, seed, step, cf, g_w, &inf_w)
-                         : backward_plain(pl, 0, g_y, saved->x, HOT_DT_F32, dt, cf, g_w);
-  const fast_prof_t t1 = fast_prof_now();
-  if (!rc && gb) memcpy(g_b, gb, (size_t)pl->O * sizeof *gb);
-  else if (!rc && g_b) rc = bias(pl, g_y, dt, cf, g_b);
-  free(gb);
+  fast_call c; /* small calls on the caller (run) */
+  fast_call_init(&c, HOT_CALL_BACKWARD, &run, pl);
+  c.saved = saved, c.g_y = g_y, c.w = w, c.dt = dt, c.gran = gran, c.seed = seed, c.step = step;
+  c.g_x = g_x, c.g_w = g_w, c.g_b = g_b;
+  unsigned ran = 0;
+  rc = run_steps(&c, &ran);
+  fast_call_free(&c);
+  /* HQ / HLA disabled: the product without its GEMM is the fp32 one (no kernel: not a step; the
+   * plain products return HOT_REF_ENONFINITE themselves) */
+  if (!rc && !(c.wrote & (1u << HOT_LB_GX))) rc = backward_plain(pl, 1, g_y, w, dt, dt, &run, g_x);
+  if (!rc && !(c.wrote & (1u << HOT_LB_GW)))
+    rc = backward_plain(pl, 0, g_y, saved->x, HOT_DT_F32, dt, &run, g_w);
   if (!rc && overflow)
-    *overflow = overflow_flags(atomic_load(&inf_x), atomic_load(&inf_w), g_b, pl->O);
-  fast_prof_add(FAST_ST_BIAS, t1);
+    *overflow = overflow_flags(atomic_load(&c.inf_x), atomic_load(&c.inf_w),
+                               (c.wrote >> HOT_LB_GB) & 1u ? g_b : NULL, pl->O);
   fast_prof_add(FAST_ST_TOTAL, t0);
   return rc;
 }
@@ -774,28 +914,24 @@ static void lqs_task(void *ctx, int64_t i, int tid) {
   x->part[2 * i + 1] = er;
 }
 
-static int layer_calibrate_run(const fast_config *cf, const hot_layer_plan *pl, const void *g_y, hot_dtype dt, uint64_t seed,
-                         uint32_t step, hot_ref_lqs_result *out) {
-  if (!pl || !g_y || !out || !ref_dt_ok(dt)) return HOT_REF_EARG;
-  int rc = ref_plan_check(pl);
-  if (rc) return rc;
+/* The lqs family's step: the calibration's errors and choice (ref_lqs) into c->lqs_out. */
+static int lqs_run(fast_call *c) {
+  const hot_layer_plan *pl = c->pl;
+  const fast_config *cf = c->cf;
+  hot_ref_lqs_result *out = c->lqs_out;
   const int64_t T = pl->T, O = pl->O, L = pl->L, n = T * O;
   lqctx x;
   memset(&x, 0, sizeof x);
   x.q.bits = pl->hq.g.bits, x.q.round = pl->hq.g.round;
   x.q.gran = HOT_GRAN_TENSOR, x.q.rule = HOT_RULE_ABSMAX;
   if (!quant_ok(&x.q)) return HOT_REF_EARG;
-  FAST_CONFIG_OR_DEFAULT(cf);
-  const fast_config run = fast_config_for(cf, pl->T * pl->O); /* small calls on the caller */
-  cf = &run;
-  const int threads = cf->threads;
   float *v = malloc((size_t)n * sizeof *v), *ra = malloc((size_t)T * sizeof *ra);
   float *s_row = malloc((size_t)T * sizeof *s_row), *s_smp = malloc((size_t)pl->B * sizeof *s_smp);
   const int64_t chunks = fast_cdiv(n, HOT_REF_SUM_CHUNK);
   double *part = malloc((size_t)(2 * chunks) * sizeof *part);
-  rc = HOT_REF_ENOMEM;
+  int rc = HOT_REF_ENOMEM;
   if (!v || !ra || !s_row || !s_smp || !part) goto done;
-  load_all(g_y, dt, n, 0, cf, v);
+  load_all(c->g_y, c->dt, n, 0, cf, v);
   qctx st;
   memset(&st, 0, sizeof st);
   st.v = v, st.rows = T, st.cols = O, st.row_amax = ra, st.k = cf->k;
@@ -807,13 +943,14 @@ static int layer_calibrate_run(const fast_config *cf, const hot_layer_plan *pl, 
   }
   for (int64_t t = 0; t < T; ++t) s_row[t] = hot_scale(ra[t], x.q.bits);
   x.v = v, x.T = T, x.O = O, x.L = L, x.s_row = s_row, x.s_smp = s_smp, x.part = part;
-  x.rng.seed = seed, x.rng.tag = (uint32_t)pl->layer_id * 16u + HOT_TENSOR_LQS, x.rng.step = step;
+  x.rng.seed = c->seed, x.rng.tag = (uint32_t)pl->layer_id * 16u + HOT_TENSOR_LQS;
+  x.rng.step = c->step;
   x.k = cf->k;
-  fast_parallel(chunks, threads, lqs_task, &x);
+  fast_parallel(chunks, cf->threads, lqs_task, &x);
   double et = 0.0, er = 0.0;
-  for (int64_t c = 0; c < chunks; ++c) {
-    et = HOT_DADD(et, part[2 * c]);
-    er = HOT_DADD(er, part[2 * c + 1]);
+  for (int64_t ch = 0; ch < chunks; ++ch) {
+    et = HOT_DADD(et, part[2 * ch]);
+    er = HOT_DADD(er, part[2 * ch + 1]);
   }
   out->e_tensor = HOT_DSQRT(et);
   out->e_token = HOT_DSQRT(er);
@@ -825,6 +962,29 @@ done:
   free(s_row);
   free(s_smp);
   free(part);
+  return rc;
+}
+
+int fast_step_lqs(fast_call *c, const hot_step *s) {
+  (void)s;
+  return lqs_run(c);
+}
+
+static int layer_calibrate_run(const fast_config *cf, const hot_layer_plan *pl, const void *g_y, hot_dtype dt, uint64_t seed,
+                         uint32_t step, hot_ref_lqs_result *out) {
+  if (!pl || !g_y || !out || !ref_dt_ok(dt)) return HOT_REF_EARG;
+  int rc = ref_plan_check(pl);
+  if (rc) return rc;
+  FAST_CONFIG_OR_DEFAULT(cf);
+  const fast_config run = fast_config_for(cf, pl->T * pl->O); /* small calls on the caller */
+  fast_call c;
+  fast_call_init(&c, HOT_CALL_CALIBRATE, &run, pl);
+  c.g_y = g_y, c.dt = dt, c.seed = seed, c.step = step, c.lqs_out = out;
+  unsigned ran = 0;
+  rc = run_steps(&c, &ran);
+  /* a plan without an LQS kernel (g' granularity fixed): the CPU answers what no kernel asks */
+  if (!rc && !ran) rc = lqs_run(&c);
+  fast_call_free(&c);
   return rc;
 }
 
