@@ -329,6 +329,47 @@ AVX2_FN static int amax_avx2(const float *v, int64_t n, float *amax) {
 #endif
 
 
+#if FAST_X86
+/* amax on 512-bit vectors: for values >= 0 (the absolute values' bits) the float order is the
+ * unsigned integer order of the bits, and every Inf and NaN lies above FLT_MAX's 0x7f7fffff, so
+ * one vpmaxud per 16 values gives both the max and the finiteness test (a max is order-free; the
+ * result is the same float as amax_run's). The tail is a masked load (zeros add nothing). */
+#define FAST_FLT_MAX_BITS 0x7f7fffffu
+AVX512_FN static int amax_avx512(const float *v, int64_t n, float *amax) {
+  const __m512i absmask = _mm512_set1_epi32(0x7fffffff);
+  __m512i m0 = _mm512_setzero_si512(), m1 = _mm512_setzero_si512();
+  int64_t i = 0;
+  for (; i + 32 <= n; i += 32) {
+    m0 = _mm512_max_epu32(m0, _mm512_and_si512(_mm512_loadu_si512((const void *)(v + i)), absmask));
+    m1 = _mm512_max_epu32(m1, _mm512_and_si512(_mm512_loadu_si512((const void *)(v + i + 16)), absmask));
+  }
+  for (; i < n; i += 16) {
+    const __mmask16 k = n - i >= 16 ? (__mmask16)0xFFFF : (__mmask16)((1u << (n - i)) - 1u);
+    m0 = _mm512_max_epu32(m0, _mm512_and_si512(_mm512_maskz_loadu_epi32(k, v + i), absmask));
+  }
+  const uint32_t bits = _mm512_reduce_max_epu32(_mm512_max_epu32(m0, m1));
+  if (bits > FAST_FLT_MAX_BITS) return 0;
+  float t;
+  memcpy(&t, &bits, sizeof t);
+  if (t > *amax) *amax = t;
+  return 1;
+}
+
+/* add_avx2 on 16 lanes (vaddps per element as HOT_ADD), the finiteness of v by the bits' max. */
+AVX512_FN static int add_avx512(float *acc, const float *v, int64_t n) {
+  const __m512i absmask = _mm512_set1_epi32(0x7fffffff);
+  __m512i m = _mm512_setzero_si512();
+  int64_t i = 0;
+  for (; i < n; i += 16) {
+    const __mmask16 k = n - i >= 16 ? (__mmask16)0xFFFF : (__mmask16)((1u << (n - i)) - 1u);
+    const __m512 x = _mm512_maskz_loadu_ps(k, v + i);
+    m = _mm512_max_epu32(m, _mm512_and_si512(_mm512_castps_si512(x), absmask));
+    _mm512_mask_storeu_ps(acc + i, k, _mm512_add_ps(_mm512_maskz_loadu_ps(k, acc + i), x));
+  }
+  return _mm512_reduce_max_epu32(m) <= FAST_FLT_MAX_BITS;
+}
+#endif
+
 /* ---- FWHT --------------------------------------------------------------------------------- */
 
 #if FAST_X86
@@ -765,8 +806,8 @@ static const fast_elem_kernels elem_avx2 = {philox_words_avx2, quant_avx2, amax_
                                             scale_tile_avx2, transpose_bytes_avx2};
 /* the 512-bit Philox, quantizer and column FWHT (fast_level.c gives a level whose CPU lacks
  * AVX-512F the row below) */
-static const fast_elem_kernels elem_avx512 = {philox_words_avx512, quant_avx512, amax_avx2,
-                                              fwht_row_level_avx512, fwht_cols_level_avx512, add_avx2,
+static const fast_elem_kernels elem_avx512 = {philox_words_avx512, quant_avx512, amax_avx512,
+                                              fwht_row_level_avx512, fwht_cols_level_avx512, add_avx512,
                                               scale_tile_avx512, transpose_bytes_avx2};
 #endif
 
