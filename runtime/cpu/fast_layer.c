@@ -233,17 +233,21 @@ static void hq_g_task(void *ctx, int64_t i, int tid) {
 
 /* w' (o_pad x I): block of b rows i / chunks, columns chunk i % chunks (ref_hq_transform_w);
  * each row's amax over the chunk into amax[o * chunks + chunk] while the block is in cache (the
- * row_stats of ref_quantize_groups, and its finiteness check). */
+ * row_stats of ref_quantize_groups, and its finiteness check). With out NULL the block is
+ * transformed in the thread's scratch (b x W_COLS floats) and not stored (the fused quantizer's
+ * first pass); with codes, the pass after the scale is known: the same transform again, then the
+ * block's RTN codes under scales[0] (ref_quantize_groups' steps per element). */
 static void hq_w_task(void *ctx, int64_t i, int tid) {
-  (void)tid;
   const tctx *x = ctx;
   const hot_layer_plan *pl = x->pl;
   const int64_t I = pl->I, chunks = fast_cdiv(I, W_COLS), b = pl->hq.block;
   const int64_t o0 = (i / chunks) * b, c0 = (i % chunks) * W_COLS;
   const int64_t n = I - c0 < W_COLS ? I - c0 : W_COLS;
+  float *blk = x->out ? x->out + o0 * I + c0 : x->scratch[tid];
+  const int64_t ld = x->out ? I : n;
   const float *srcs[256] = {NULL}; /* hq.block <= 256 (plan.c) */
   for (int64_t o = o0; o < o0 + b; ++o) {
-    float *row = x->out + o * I + c0;
+    float *row = blk + (o - o0) * ld;
     if (o >= pl->O) srcs[o - o0] = NULL;
     else if (x->dt == HOT_DT_F32) srcs[o - o0] = (const float *)x->src + o * I + c0;
     else {
@@ -251,10 +255,15 @@ static void hq_w_task(void *ctx, int64_t i, int tid) {
       srcs[o - o0] = row;
     }
   }
-  x->k->e->fwht_cols_src(x->out + o0 * I + c0, (int)b, n, I, srcs);
+  x->k->e->fwht_cols_src(blk, (int)b, n, ld, srcs);
   for (int64_t o = o0; o < o0 + b; ++o) {
+    const float *row = blk + (o - o0) * ld;
+    if (x->codes) {
+      x->k->e->quant(row, n, x->scales[0], hot_qmax(x->q->bits), 0, NULL, x->codes + o * I + c0);
+      continue;
+    }
     float m = 0.0f;
-    if (!x->k->e->amax(x->out + o * I + c0, n, &m)) atomic_store(x->bad, 1);
+    if (!x->k->e->amax(row, n, &m)) atomic_store(x->bad, 1);
     x->amax[o * chunks + i % chunks] = m;
   }
 }
@@ -395,26 +404,45 @@ static void epi_gw(void *ctx, int64_t seg, int64_t m0, int64_t n0, int64_t mc, i
 
 /* ---- g_x by HQ ------------------------------------------------------------------------------ */
 
-/* q_w' (ref_hq_quant_w): RTN, per tensor, into codes qw and its scale *sw; wt (o_pad x I) and
- * ra (o_pad) are the caller's scratch. The row amax is taken by the transform's tasks. */
-static int hq_quant_w(const hot_layer_plan *pl, const void *w, hot_dtype dt, const fast_config *cf, float *wt,
+/* q_w' (ref_hq_quant_w): RTN, per tensor, into codes qw and its scale *sw; ra (o_pad) is the
+ * caller's scratch. The row amax is taken by the transform's tasks. With the absmax rule w' is
+ * never stored: the transform runs once for the amax and again, block by block in each thread's
+ * scratch, into the codes (hq_w_task; the same operations, so the same bits); SAWB's sums need
+ * the whole w', which is then stored and quantized as in the twin. */
+static int hq_quant_w(const hot_layer_plan *pl, const void *w, hot_dtype dt, const fast_config *cf,
                       float *ra, int8_t *qw, float *sw) {
-  const int64_t I = pl->I, op = pl->hq.o_pad, wch = fast_cdiv(I, W_COLS);
+  const int64_t I = pl->I, op = pl->hq.o_pad, wch = fast_cdiv(I, W_COLS), b = pl->hq.block;
+  const int fuse = pl->hq.w.rule == HOT_RULE_ABSMAX;
   fast_prof_t t0 = fast_prof_now();
   atomic_int bad;
   atomic_init(&bad, 0);
-  tctx tw = {pl, w, dt, I, wt, NULL, cf->k, 0, NULL, &bad, NULL, NULL, NULL, 0, NULL, {0, 0, 0}};
-  if (!(tw.amax = malloc((size_t)(op * wch) * sizeof *tw.amax))) return HOT_REF_ENOMEM;
-  fast_parallel((op / pl->hq.block) * wch, cf->threads, hq_w_task, &tw);
-  row_max(tw.amax, op, wch, ra);
+  float *wt = fuse ? NULL : fast_scratch((size_t)(op * I) * sizeof *wt);
+  float *scr = fuse ? fast_scratch((size_t)(cf->threads * b * W_COLS) * sizeof *scr) : NULL;
+  float **per = fuse ? malloc((size_t)cf->threads * sizeof *per) : NULL;
+  tctx tw = {pl, w, dt, I, wt, per, cf->k, 0, NULL, &bad, NULL, NULL, NULL, 0, NULL, {0, 0, 0}};
+  tw.amax = malloc((size_t)(op * wch) * sizeof *tw.amax);
+  int rc = tw.amax && (fuse ? scr && per : wt != NULL) ? HOT_REF_OK : HOT_REF_ENOMEM;
+  for (int t = 0; !rc && fuse && t < cf->threads; ++t) per[t] = scr + (int64_t)t * b * W_COLS;
+  if (!rc) {
+    fast_parallel((op / b) * wch, cf->threads, hq_w_task, &tw);
+    row_max(tw.amax, op, wch, ra);
+  }
   free(tw.amax);
   t0 = fast_prof_add(FAST_ST_HQ_W, t0);
   hot_quant q = pl->hq.w;
   q.round = HOT_ROUND_RTN;
   /* ref_quantize_groups' checks in its order: arguments, then finiteness */
-  int rc = !quant_ok(&q) ? HOT_REF_EARG : atomic_load(&bad) ? HOT_REF_ENONFINITE : HOT_REF_OK;
-  if (!rc) rc = quantize_known(wt, op, I, op, &q, 0, 0, 0, ra, cf, qw, sw);
+  if (!rc) rc = !quant_ok(&q) ? HOT_REF_EARG : atomic_load(&bad) ? HOT_REF_ENONFINITE : HOT_REF_OK;
+  if (!rc && !fuse) rc = quantize_known(wt, op, I, op, &q, 0, 0, 0, ra, cf, qw, sw);
+  if (!rc && fuse) {
+    *sw = hot_scale(group_amax(ra, 0, op), q.bits);
+    tw.amax = NULL, tw.codes = qw, tw.scales = sw, tw.q = &q;
+    fast_parallel((op / b) * wch, cf->threads, hq_w_task, &tw);
+  }
   if (!rc) fast_prof_add(FAST_ST_HQ_WQ, t0);
+  fast_unscratch(wt);
+  fast_unscratch(scr);
+  free(per);
   return rc;
 }
 
@@ -476,13 +504,12 @@ static int backward_gx(const hot_layer_plan *pl, const void *g_y, const void *w,
   const int64_t T = pl->T, I = pl->I, op = pl->hq.o_pad;
   const fast_kernels *kern = cf->k;
   int rc = HOT_REF_ENOMEM;
-  float *wt = fast_scratch((size_t)(op * I) * sizeof *wt);
   float *ra = malloc((size_t)(T > op ? T : op) * sizeof *ra), *sg = malloc((size_t)T * sizeof *sg);
   int8_t *qg = fast_scratch((size_t)(T * op)), *qw = fast_scratch((size_t)(op * I));
-  if (!wt || !ra || !sg || !qg || !qw) goto done;
+  if (!ra || !sg || !qg || !qw) goto done;
   if ((rc = hq_quant_g(pl, g_y, dt, gran, seed, step, cf, g_b, ra, qg, sg))) goto done;
   float sw = 0.0f;
-  if ((rc = hq_quant_w(pl, w, dt, cf, wt, ra, qw, &sw))) goto done;
+  if ((rc = hq_quant_w(pl, w, dt, cf, ra, qw, &sw))) goto done;
   /* GEMM + epilogue (ref_gemm_gx) */
   const float c_w = HOT_DIV(sw, HOT_I2F(pl->hq.block));
   for (int64_t t = 0; t < T; ++t) sg[t] = HOT_MUL(sg[t], c_w);
@@ -492,7 +519,6 @@ static int backward_gx(const hot_layer_plan *pl, const void *g_y, const void *w,
                      hot_qmax(pl->hq.w.bits), epi_gx, &e, FAST_ST_GX_PACK};
   rc = fast_igemm(cf, &g);
 done:
-  fast_unscratch(wt);
   free(ra);
   free(sg);
   fast_unscratch(qg);
