@@ -798,6 +798,17 @@ const fast_gemm_setup_fn fast_gemm_by_level[FAST_LEVELS] = {
 #endif
 };
 
+/* The panels of one packing task: four where the rows of A (columns of B) are contiguous and
+ * the panels are bytes of 4 k per step (every SIMD kind but w16; A panels of 16 rows). */
+static void pack_groups(gctx *x) {
+  const fast_igemm_op *op = x->op;
+  const gk_cfg *g = x->g;
+  const int bytes4 = g->simd && g->kstep == 4;
+  x->bgroup = bytes4 && op->b_sn == 1 && op->b_sk != 1 ? 4 : 1;
+  x->agroup = bytes4 && g->mr == 16 && op->a_sm == 1 && op->a_sk != 1 ? 4 : 1;
+  x->nbt = fast_cdiv(g->npb, x->bgroup);
+}
+
 int fast_igemm(const fast_config *cf, const fast_igemm_op *op) {
   gk_cfg g;
   memset(&g, 0, sizeof g);
@@ -838,10 +849,7 @@ int fast_igemm(const fast_config *cf, const fast_igemm_op *op) {
     if (!(x.scratch[t] = malloc((size_t)(MC * NCP * NR) * sizeof(int32_t)))) goto done;
   if (fast_prof_on && op->prof >= 0) x.epi_s = calloc((size_t)threads, sizeof *x.epi_s);
   fast_prof_t t0 = fast_prof_now();
-  /* B columns contiguous, byte panels of 4 k per step (every SIMD kind but w16): four panels a task */
-  x.bgroup = g.simd && g.kstep == 4 && op->b_sn == 1 && op->b_sk != 1 ? 4 : 1;
-  x.nbt = fast_cdiv(g.npb, x.bgroup);
-  x.agroup = g.simd && g.kstep == 4 && g.mr == 16 && op->a_sm == 1 && op->a_sk != 1 ? 4 : 1;
+  pack_groups(&x);
   fast_parallel(op->segs * (fast_cdiv(g.npa, x.agroup) + x.nbt), threads, pack_task, &x);
   t0 = fast_prof_add(op->prof, t0);
   fast_parallel(x.tiles_m * fast_cdiv(op->N, NCP * NR), threads, tile_task, &x);
