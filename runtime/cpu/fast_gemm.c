@@ -407,6 +407,9 @@ typedef struct {
   int32_t **scratch;
   double *epi_s; /* per thread: CPU seconds in the epilogue (profile), or NULL */
   int64_t tiles_m;
+  int agroup, bgroup; /* A, B panels per packing task: 4 where the rows of A (columns of B) are
+                         contiguous and the panels are 16 rows of 4-k steps (pack4_avx2) */
+  int64_t nbt; /* packing tasks of B per segment */
 } gctx;
 
 #if FAST_X86
@@ -470,6 +473,40 @@ AVX2_FN static int64_t pack_fast_avx2(const gk_cfg *g, const int8_t *src, int64_
     return kend;
   }
   return 0;
+}
+
+/* Four whole panels of 16 rows (64 rows) of bytes at once from a source whose rows are
+ * contiguous (sr == 1, k at stride sk), each byte v + off: per step of 4 k, each of the four
+ * 64-byte source runs is read once and split into the panels' steps (the layout of
+ * pack_fast_avx2's second case), so each source line is read whole instead of a quarter of it by
+ * each of four panels at different times (rows thousands of bytes apart defeat the prefetcher).
+ * The k tail and the fill to ksteps (the byte off, as pack_panel's) are written in plain C. */
+AVX2_FN static void pack4_avx2(const int8_t *src, int64_t sk, int64_t seg_k, int64_t ksteps,
+                               size_t bpb, int off, unsigned char *dst) {
+  const __m128i vo = _mm_set1_epi8((char)off);
+  const int64_t kend = seg_k / 4 * 4;
+  for (int64_t k = 0; k < kend; k += 4)
+    for (int q = 0; q < 4; ++q) {
+      const int8_t *sq = src + q * 16 + k * sk;
+      const __m128i k0 = _mm_add_epi8(_mm_loadu_si128((const __m128i *)sq), vo);
+      const __m128i k1 = _mm_add_epi8(_mm_loadu_si128((const __m128i *)(sq + sk)), vo);
+      const __m128i k2 = _mm_add_epi8(_mm_loadu_si128((const __m128i *)(sq + 2 * sk)), vo);
+      const __m128i k3 = _mm_add_epi8(_mm_loadu_si128((const __m128i *)(sq + 3 * sk)), vo);
+      const __m128i a = _mm_unpacklo_epi8(k0, k1), b = _mm_unpackhi_epi8(k0, k1);
+      const __m128i c = _mm_unpacklo_epi8(k2, k3), d = _mm_unpackhi_epi8(k2, k3);
+      unsigned char *o = dst + (size_t)q * bpb + k * 16;
+      _mm_storeu_si128((__m128i *)o, _mm_unpacklo_epi16(a, c));
+      _mm_storeu_si128((__m128i *)(o + 16), _mm_unpackhi_epi16(a, c));
+      _mm_storeu_si128((__m128i *)(o + 32), _mm_unpacklo_epi16(b, d));
+      _mm_storeu_si128((__m128i *)(o + 48), _mm_unpackhi_epi16(b, d));
+    }
+  for (int q = 0; q < 4; ++q) {
+    unsigned char *d = dst + (size_t)q * bpb;
+    memset(d + kend * 16, off, (size_t)((ksteps * 4 - kend) * 16));
+    for (int64_t k = kend; k < seg_k; ++k)
+      for (int n = 0; n < 16; ++n)
+        d[(k >> 2) * 64 + n * 4 + (k & 3)] = (unsigned char)(src[k * sk + q * 16 + n] + off);
+  }
 }
 
 /* sums[r] = sum over the steps of a packed u8 panel (off 0, 16 rows) of row r's codes. */
@@ -562,8 +599,12 @@ static void pack_a_rows_amx(const int8_t *src, int64_t sr, int64_t rows, int64_t
     for (int64_t r = 0; r < 16; ++r) {
       unsigned char *d = dst + j * 1024 + r * 64;
       const int64_t k0 = j * 64, n = r < rows && seg_k > k0 ? (seg_k - k0 < 64 ? seg_k - k0 : 64) : 0;
+      if (n == 64) { /* a copy of constant size, inlined (a library call per 64 bytes cost more than the copy) */
+        memcpy(d, src + r * sr + k0, 64);
+        continue;
+      }
       if (n) memcpy(d, src + r * sr + k0, (size_t)n);
-      if (n < 64) memset(d + n, 0, (size_t)(64 - n));
+      memset(d + n, 0, (size_t)(64 - n));
     }
 }
 
@@ -606,12 +647,52 @@ static void pack_b(const gctx *x, int64_t seg, int64_t p) {
     for (int n = 0; n < NR; ++n) x->corr[seg * g->npb * NR + p * NR + n] = (uint32_t)g->off * sum[n];
 }
 
+/* B panels p0 .. p0 + bgroup - 1 (those below npb): four whole ones at once by pack_b4_avx2,
+ * else one by one. */
+static void pack_b_group(const gctx *x, int64_t seg, int64_t p0) {
+  const fast_igemm_op *op = x->op;
+  const gk_cfg *g = x->g;
+  int64_t p1 = p0 + x->bgroup < g->npb ? p0 + x->bgroup : g->npb;
+#if FAST_X86
+  if (x->bgroup == 4 && p1 - p0 == 4 && (p0 + 4) * NR <= op->N) {
+    unsigned char *dst = x->pb + (size_t)(seg * g->npb + p0) * g->bpb;
+    pack4_avx2(op->b_seg[seg] + p0 * NR, op->b_sk, op->seg_k, g->ksteps, g->bpb, 0, dst);
+    for (int64_t p = p0; x->corr && p < p1; ++p) {
+      uint32_t sum[NR];
+      panel_sums_avx2(x->pb + (size_t)(seg * g->npb + p) * g->bpb, g->ksteps, sum);
+      for (int n = 0; n < NR; ++n) x->corr[seg * g->npb * NR + p * NR + n] = (uint32_t)g->off * sum[n];
+    }
+    return;
+  }
+#endif
+  for (int64_t p = p0; p < p1; ++p) pack_b(x, seg, p);
+}
+
+/* A panels p0 .. p0 + agroup - 1 (those below npa), as pack_b_group (the AMX ones then turned
+ * into tiles block by block). */
+static void pack_a_group(const gctx *x, int64_t seg, int64_t p0) {
+  const fast_igemm_op *op = x->op;
+  const gk_cfg *g = x->g;
+  int64_t p1 = p0 + x->agroup < g->npa ? p0 + x->agroup : g->npa;
+#if FAST_X86
+  if (x->agroup == 4 && p1 - p0 == 4 && (p0 + 4) * 16 <= op->M) {
+    unsigned char *dst = x->pa + (size_t)(seg * g->npa + p0) * g->apb;
+    pack4_avx2(op->a_seg[seg] + p0 * 16, op->a_sk, op->seg_k, g->ksteps, g->apb, g->off, dst);
+    for (int64_t p = 0; g->kind == K_AMX && p < 4; ++p)
+      transpose_blocks_amx(dst + (size_t)p * g->apb, g->ksteps / 16);
+    return;
+  }
+#endif
+  for (int64_t p = p0; p < p1; ++p) pack_a(x, seg, p);
+}
+
 static void pack_task(void *ctx, int64_t i, int tid) {
   (void)tid;
   const gctx *x = ctx;
-  const int64_t per = x->g->npa + x->g->npb, seg = i / per, j = i % per;
-  if (j < x->g->npa) pack_a(x, seg, j);
-  else pack_b(x, seg, j - x->g->npa);
+  const int64_t nat = fast_cdiv(x->g->npa, x->agroup);
+  const int64_t per = nat + x->nbt, seg = i / per, j = i % per;
+  if (j < nat) pack_a_group(x, seg, j * x->agroup);
+  else pack_b_group(x, seg, (j - nat) * x->bgroup);
 }
 
 /* ---- tiles ---------------------------------------------------------------------------------- */
@@ -717,6 +798,17 @@ const fast_gemm_setup_fn fast_gemm_by_level[FAST_LEVELS] = {
 #endif
 };
 
+/* The panels of one packing task: four where the rows of A (columns of B) are contiguous and
+ * the panels are bytes of 4 k per step (every SIMD kind but w16; A panels of 16 rows). */
+static void pack_groups(gctx *x) {
+  const fast_igemm_op *op = x->op;
+  const gk_cfg *g = x->g;
+  const int bytes4 = g->simd && g->kstep == 4;
+  x->bgroup = bytes4 && op->b_sn == 1 && op->b_sk != 1 ? 4 : 1;
+  x->agroup = bytes4 && g->mr == 16 && op->a_sm == 1 && op->a_sk != 1 ? 4 : 1;
+  x->nbt = fast_cdiv(g->npb, x->bgroup);
+}
+
 int fast_igemm(const fast_config *cf, const fast_igemm_op *op) {
   gk_cfg g;
   memset(&g, 0, sizeof g);
@@ -757,7 +849,8 @@ int fast_igemm(const fast_config *cf, const fast_igemm_op *op) {
     if (!(x.scratch[t] = malloc((size_t)(MC * NCP * NR) * sizeof(int32_t)))) goto done;
   if (fast_prof_on && op->prof >= 0) x.epi_s = calloc((size_t)threads, sizeof *x.epi_s);
   fast_prof_t t0 = fast_prof_now();
-  fast_parallel(op->segs * (g.npa + g.npb), threads, pack_task, &x);
+  pack_groups(&x);
+  fast_parallel(op->segs * (fast_cdiv(g.npa, x.agroup) + x.nbt), threads, pack_task, &x);
   t0 = fast_prof_add(op->prof, t0);
   fast_parallel(x.tiles_m * fast_cdiv(op->N, NCP * NR), threads, tile_task, &x);
   fast_prof_add(op->prof + 1, t0);

@@ -329,6 +329,47 @@ AVX2_FN static int amax_avx2(const float *v, int64_t n, float *amax) {
 #endif
 
 
+#if FAST_X86
+/* amax on 512-bit vectors: for values >= 0 (the absolute values' bits) the float order is the
+ * unsigned integer order of the bits, and every Inf and NaN lies above FLT_MAX's 0x7f7fffff, so
+ * one vpmaxud per 16 values gives both the max and the finiteness test (a max is order-free; the
+ * result is the same float as amax_run's). The tail is a masked load (zeros add nothing). */
+#define FAST_FLT_MAX_BITS 0x7f7fffffu
+AVX512_FN static int amax_avx512(const float *v, int64_t n, float *amax) {
+  const __m512i absmask = _mm512_set1_epi32(0x7fffffff);
+  __m512i m0 = _mm512_setzero_si512(), m1 = _mm512_setzero_si512();
+  int64_t i = 0;
+  for (; i + 32 <= n; i += 32) {
+    m0 = _mm512_max_epu32(m0, _mm512_and_si512(_mm512_loadu_si512((const void *)(v + i)), absmask));
+    m1 = _mm512_max_epu32(m1, _mm512_and_si512(_mm512_loadu_si512((const void *)(v + i + 16)), absmask));
+  }
+  for (; i < n; i += 16) {
+    const __mmask16 k = n - i >= 16 ? (__mmask16)0xFFFF : (__mmask16)((1u << (n - i)) - 1u);
+    m0 = _mm512_max_epu32(m0, _mm512_and_si512(_mm512_maskz_loadu_epi32(k, v + i), absmask));
+  }
+  const uint32_t bits = _mm512_reduce_max_epu32(_mm512_max_epu32(m0, m1));
+  if (bits > FAST_FLT_MAX_BITS) return 0;
+  float t;
+  memcpy(&t, &bits, sizeof t);
+  if (t > *amax) *amax = t;
+  return 1;
+}
+
+/* add_avx2 on 16 lanes (vaddps per element as HOT_ADD), the finiteness of v by the bits' max. */
+AVX512_FN static int add_avx512(float *acc, const float *v, int64_t n) {
+  const __m512i absmask = _mm512_set1_epi32(0x7fffffff);
+  __m512i m = _mm512_setzero_si512();
+  int64_t i = 0;
+  for (; i < n; i += 16) {
+    const __mmask16 k = n - i >= 16 ? (__mmask16)0xFFFF : (__mmask16)((1u << (n - i)) - 1u);
+    const __m512 x = _mm512_maskz_loadu_ps(k, v + i);
+    m = _mm512_max_epu32(m, _mm512_and_si512(_mm512_castps_si512(x), absmask));
+    _mm512_mask_storeu_ps(acc + i, k, _mm512_add_ps(_mm512_maskz_loadu_ps(k, acc + i), x));
+  }
+  return _mm512_reduce_max_epu32(m) <= FAST_FLT_MAX_BITS;
+}
+#endif
+
 /* ---- FWHT --------------------------------------------------------------------------------- */
 
 #if FAST_X86
@@ -466,6 +507,34 @@ FWHT_PASS_AVX512(8)
   }
 FWHT_COLS(avx2, AVX2_FN)
 FWHT_COLS(avx512, AVX512_FN)
+
+/* One stage h (1, 2, 4 or 8) inside a vector of 16 consecutive entries: sw holds each entry's
+ * partner, the first of a pair gets v + sw = x + y, the second (lanes in mask hi) sw - v = x - y;
+ * the same pair and operation per element as hot_fwht_stage (an IEEE sum does not depend on the
+ * order of its operands). Three instructions per stage where the AVX2 form takes five per 8. */
+#define FWHT16_STAGE(v, sw, hi) _mm512_mask_sub_ps(_mm512_add_ps(v, sw), (__mmask16)(hi), sw, v)
+AVX512_FN static inline __m512 fwht16_avx512(__m512 v) {
+  v = FWHT16_STAGE(v, _mm512_permute_ps(v, 0xB1), 0xAAAA);        /* h = 1 */
+  v = FWHT16_STAGE(v, _mm512_permute_ps(v, 0x4E), 0xCCCC);        /* h = 2 */
+  v = FWHT16_STAGE(v, _mm512_shuffle_f32x4(v, v, 0xB1), 0xF0F0);  /* h = 4 */
+  return FWHT16_STAGE(v, _mm512_shuffle_f32x4(v, v, 0x4E), 0xFF00); /* h = 8 */
+}
+
+/* Blocks of b = 16 G entries along a row on 512-bit vectors: h = 1 .. 8 inside each vector, then
+ * h = 16, 32 between them, all in registers (one load and one store per element). */
+#define FWHT_ROW_BLOCKS512(G)                                                                       \
+  AVX512_FN static void fwht_row##G##_avx512(float *a, const float *src, int64_t n) {              \
+    for (int64_t o = 0; o < n; o += 16 * G) {                                                       \
+      __m512 v[G];                                                                                  \
+      _Pragma("GCC unroll 4") for (int i = 0; i < G; ++i)                                           \
+        v[i] = fwht16_avx512(_mm512_loadu_ps(src + o + 16 * i));                                    \
+      FWHT_STAGES(__m512, v, G, _mm512_add_ps, _mm512_sub_ps)                                     \
+      _Pragma("GCC unroll 4") for (int i = 0; i < G; ++i) _mm512_storeu_ps(a + o + 16 * i, v[i]);  \
+    }                                                                                               \
+  }
+FWHT_ROW_BLOCKS512(1)
+FWHT_ROW_BLOCKS512(2)
+FWHT_ROW_BLOCKS512(4)
 #endif
 
 static void fwht_row_scalar(float *a, const float *src, int64_t n, int b) {
@@ -506,6 +575,14 @@ static int fwht_cols_trivial(float *m, int p, int64_t cols, const float *const *
 }
 
 #if FAST_X86
+/* The 512-bit levels' row FWHT: b = 16, 32, 64 on 512-bit vectors, the other sizes as AVX2. */
+static void fwht_row_level_avx512(float *a, const float *src, int64_t n, int b) {
+  if (b == 16) fwht_row1_avx512(a, src, n);
+  else if (b == 32) fwht_row2_avx512(a, src, n);
+  else if (b == 64) fwht_row4_avx512(a, src, n);
+  else fwht_row_level_avx2(a, src, n, b);
+}
+
 static void fwht_cols_level_avx2(float *m, int p, int64_t cols, int64_t ld, const float *const *src) {
   if (!fwht_cols_trivial(m, p, cols, src)) fwht_cols_src_avx2(m, p, cols, ld, src);
 }
@@ -608,6 +685,45 @@ static int scale_tile_avx2(float *out, int64_t ldo, const int32_t *acc, int64_t 
 }
 #endif
 
+#if FAST_X86
+/* scale_avx2's steps on 16 lanes (the 512-bit levels): vcvtdq2ps, vmulps (+ vaddps) round as the
+ * scalar code does; fresh rows that start on a 64-byte boundary take streaming stores; the
+ * overflow test is a compare into a mask. The segmented g_w GEMM runs this once per segment over
+ * its tile (out += c_j acc_j), so the epilogue was up to a fifth of a backward there. */
+AVX512_FN static int scale_avx512(float *o, const int32_t *a, int64_t n, float f, int add) {
+  const __m512 vf = _mm512_set1_ps(f), big = _mm512_set1_ps(3.40282347e+38f);
+  __mmask16 ok = 0xFFFF; /* |p| <= FLT_MAX: false for Inf, NaN */
+  int64_t i = 0;
+  if (!add && ((uintptr_t)o & 63) == 0)
+    for (; i + 16 <= n; i += 16) {
+      const __m512 p = _mm512_mul_ps(_mm512_cvtepi32_ps(_mm512_loadu_si512((const void *)(a + i))), vf);
+      ok &= _mm512_cmp_ps_mask(_mm512_abs_ps(p), big, _CMP_LE_OQ);
+      _mm512_stream_ps(o + i, p);
+    }
+  for (; i + 16 <= n; i += 16) {
+    __m512 p = _mm512_mul_ps(_mm512_cvtepi32_ps(_mm512_loadu_si512((const void *)(a + i))), vf);
+    if (add) p = _mm512_add_ps(_mm512_loadu_ps(o + i), p);
+    ok &= _mm512_cmp_ps_mask(_mm512_abs_ps(p), big, _CMP_LE_OQ);
+    _mm512_storeu_ps(o + i, p);
+  }
+  int good = ok == 0xFFFF;
+  for (; i < n; ++i) {
+    o[i] = add ? HOT_ADD(o[i], HOT_MUL(HOT_I2F(a[i]), f)) : HOT_MUL(HOT_I2F(a[i]), f);
+    good &= isfinite(o[i]) != 0;
+  }
+  return good;
+}
+
+static int scale_tile_avx512(float *out, int64_t ldo, const int32_t *acc, int64_t ldc,
+                             int64_t rows, int64_t n, const float *row_f, float f, int add) {
+  int good = 1;
+  for (int64_t m = 0; m < rows; ++m)
+    good &= scale_avx512(out + m * ldo, acc + m * ldc, n, row_f ? row_f[m] : f, add);
+  _mm_sfence(); /* one fence per tile: the streaming stores are visible before the task ends */
+  return good;
+}
+#endif
+
 static int scale_tile_scalar(float *out, int64_t ldo, const int32_t *acc, int64_t ldc,
                              int64_t rows, int64_t n, const float *row_f, float f, int add) {
   int good = 1;
@@ -667,11 +783,32 @@ static void transpose_bytes_scalar(const int8_t *src, int64_t rows, int64_t cols
 
 /* ---- loads -------------------------------------------------------------------------------- */
 
+#if FAST_X86
+/* bf16 to fp32 eight at a time: hot_bf16_to_f32's shift of the bits (a move, exact for every
+ * value, NaNs included), so any CPU with AVX2 runs it whatever the level (the bf16 inputs of a
+ * backward are read up to five times: g' twice, w' twice, the HLA projection once; the scalar
+ * loop took about a cycle per value). */
+AVX2_FN static void load_bf16_avx2(const unsigned short *s, int64_t n, float *dst) {
+  int64_t i = 0;
+  for (; i + 8 <= n; i += 8) {
+    const __m256i v = _mm256_cvtepu16_epi32(_mm_loadu_si128((const __m128i *)(const void *)(s + i)));
+    _mm256_storeu_si256((__m256i *)(void *)(dst + i), _mm256_slli_epi32(v, 16));
+  }
+  for (; i < n; ++i) dst[i] = hot_bf16_to_f32(s[i]);
+}
+#endif
+
 void fast_load_run(const void *src, hot_dtype dt, int64_t off, int64_t n, float *dst) {
   if (dt == HOT_DT_F32) {
     memcpy(dst, (const float *)src + off, (size_t)n * sizeof *dst);
   } else if (dt == HOT_DT_BF16) {
     const unsigned short *s = (const unsigned short *)src + off;
+#if FAST_X86
+    if (__builtin_cpu_supports("avx2")) {
+      load_bf16_avx2(s, n, dst);
+      return;
+    }
+#endif
     for (int64_t i = 0; i < n; ++i) dst[i] = hot_bf16_to_f32(s[i]);
   } else {
     const unsigned short *s = (const unsigned short *)src + off;
@@ -690,9 +827,9 @@ static const fast_elem_kernels elem_avx2 = {philox_words_avx2, quant_avx2, amax_
                                             scale_tile_avx2, transpose_bytes_avx2};
 /* the 512-bit Philox, quantizer and column FWHT (fast_level.c gives a level whose CPU lacks
  * AVX-512F the row below) */
-static const fast_elem_kernels elem_avx512 = {philox_words_avx512, quant_avx512, amax_avx2,
-                                              fwht_row_level_avx2, fwht_cols_level_avx512, add_avx2,
-                                              scale_tile_avx2, transpose_bytes_avx2};
+static const fast_elem_kernels elem_avx512 = {philox_words_avx512, quant_avx512, amax_avx512,
+                                              fwht_row_level_avx512, fwht_cols_level_avx512, add_avx512,
+                                              scale_tile_avx512, transpose_bytes_avx2};
 #endif
 
 const fast_elem_kernels *const fast_elem_by_level[FAST_LEVELS] = {

@@ -97,6 +97,14 @@ static int row_stats(qctx *x, const fast_config *cf) {
   return atomic_load(&x->bad) ? HOT_REF_ENONFINITE : HOT_REF_OK;
 }
 
+/* The amax of group g (rows g * group_rows ..) from the row amax (a max: order-free). */
+static float group_amax(const float *row_amax, int64_t g, int64_t group_rows) {
+  float amax = 0.0f;
+  for (int64_t r = g * group_rows; r < (g + 1) * group_rows; ++r)
+    amax = row_amax[r] > amax ? row_amax[r] : amax;
+  return amax;
+}
+
 /* ref_quantize_groups on a tensor whose row amax (row_amax, finite) is known: writes
  * scales[rows / group_rows] and codes[rows * cols]. */
 static int quantize_known(const float *v, int64_t rows, int64_t cols, int64_t group_rows,
@@ -115,9 +123,7 @@ static int quantize_known(const float *v, int64_t rows, int64_t cols, int64_t gr
     fast_parallel(groups * fast_cdiv(x.chunks, 4), cf->threads, sawb_task, &x);
   }
   for (int64_t g = 0; g < groups; ++g) {
-    float amax = 0.0f;
-    for (int64_t r = g * group_rows; r < (g + 1) * group_rows; ++r)
-      amax = row_amax[r] > amax ? row_amax[r] : amax;
+    const float amax = group_amax(row_amax, g, group_rows);
     if (q->rule == HOT_RULE_SAWB) {
       double s1 = 0.0, s2 = 0.0; /* the chunk partials in chunk order */
       for (int64_t c = 0; c < x.chunks; ++c) {
@@ -161,14 +167,40 @@ typedef struct {
                      chunks), computed while the row is in cache; NULL for w' */
   atomic_int *bad; /* set when an output value is not finite (with amax) */
   float *bias;     /* HQ g': the bias partial sums (token chunks x O), or NULL */
+  /* HQ g' with the quantizer fused (hq_g_fused): out is NULL, and the second pass transforms each
+   * row block again and writes its codes (codes not NULL) under scales[t / group] */
+  int8_t *codes;
+  const float *scales;
+  int64_t group;
+  const hot_quant *q;
+  fast_rng rng;
 } tctx;
 
 /* g' (ref_hq_transform_g): task i = token chunk i / ncb (HOT_REF_BIAS_CHUNK tokens) x column
  * block i % ncb (HQ_COLS columns, a multiple of every b): load, zero-pad to o_pad, H_b per block
  * of b; the block's amax per row into amax[t * ncb + j] (row_stats' amax and finiteness check,
  * while the row is in L1); with bias, the chunk's column sums of the raw g_y (ref_bias' partial
- * sums, tokens in order) into bias[chunk * O + o]. */
+ * sums, tokens in order) into bias[chunk * O + o]. With out NULL the transformed block stays in
+ * a buffer on the stack (the fused quantizer's first pass); with codes, the pass after the scales
+ * are known: the same transform again, then each row block's codes (ref_quantize_groups' steps
+ * per element: the Philox word of the element's own index, so any split gives the same codes). */
 #define HQ_COLS 256
+static void hq_g_row(const tctx *x, int64_t t, int64_t c0, int64_t w, int64_t real, float *row,
+                     float *part) {
+  const int64_t O = x->pl->O;
+  if (x->dt == HOT_DT_F32 && real == w) { /* no copy: the first stages read g_y */
+    const float *src = (const float *)x->src + t * O + c0;
+    if (part) x->k->e->add(part, src, real);
+    x->k->e->fwht_row(row, src, w, x->pl->hq.block);
+  } else {
+    /* real >= 1: o_pad is O rounded up to b, so no block of b columns is all padding */
+    fast_load_run(x->src, x->dt, t * O + c0, real, row);
+    if (part) x->k->e->add(part, row, real);
+    memset(row + real, 0, (size_t)(w - real) * sizeof *row);
+    x->k->e->fwht_row(row, row, w, x->pl->hq.block);
+  }
+}
+
 static void hq_g_task(void *ctx, int64_t i, int tid) {
   (void)tid;
   const tctx *x = ctx;
@@ -178,23 +210,21 @@ static void hq_g_task(void *ctx, int64_t i, int tid) {
   const int64_t w = op - c0 < HQ_COLS ? op - c0 : HQ_COLS, real = O - c0 < w ? O - c0 : w;
   const int64_t t0 = ch * HOT_REF_BIAS_CHUNK;
   const int64_t t1 = t0 + HOT_REF_BIAS_CHUNK < pl->T ? t0 + HOT_REF_BIAS_CHUNK : pl->T;
-  float part[HQ_COLS];
+  const int qmax = x->q ? hot_qmax(x->q->bits) : 0, sr = x->q && x->q->round == HOT_ROUND_SR;
+  float part[HQ_COLS], buf[HQ_COLS];
+  uint32_t words[HQ_COLS];
   if (x->bias) memset(part, 0, sizeof part);
   for (int64_t t = t0; t < t1; ++t) {
-    float *row = x->out + t * op + c0;
+    float *row = x->out ? x->out + t * op + c0 : buf;
     if (x->dt == HOT_DT_F32 && t + 2 < t1) /* a new page every row: help the prefetcher */
       for (int64_t c = 0; c < real; c += 16)
         __builtin_prefetch((const float *)x->src + (t + 2) * O + c0 + c);
-    if (x->dt == HOT_DT_F32 && real == w) { /* no copy: the first stages read g_y */
-      const float *src = (const float *)x->src + t * O + c0;
-      if (x->bias) x->k->e->add(part, src, real);
-      x->k->e->fwht_row(row, src, w, pl->hq.block);
-    } else {
-      /* real >= 1: o_pad is O rounded up to b, so no block of b columns is all padding */
-      fast_load_run(x->src, x->dt, t * O + c0, real, row);
-      if (x->bias) x->k->e->add(part, row, real);
-      memset(row + real, 0, (size_t)(w - real) * sizeof *row);
-      x->k->e->fwht_row(row, row, w, pl->hq.block);
+    hq_g_row(x, t, c0, w, real, row, x->bias ? part : NULL);
+    if (x->codes) {
+      const int64_t idx = t * op + c0;
+      if (sr) x->k->e->philox(&x->rng, (uint64_t)idx, w, words);
+      x->k->e->quant(row, w, x->scales[t / x->group], qmax, sr, words, x->codes + idx);
+      continue;
     }
     float m = 0.0f;
     if (!x->k->e->amax(row, w, &m)) atomic_store(x->bad, 1);
@@ -205,17 +235,21 @@ static void hq_g_task(void *ctx, int64_t i, int tid) {
 
 /* w' (o_pad x I): block of b rows i / chunks, columns chunk i % chunks (ref_hq_transform_w);
  * each row's amax over the chunk into amax[o * chunks + chunk] while the block is in cache (the
- * row_stats of ref_quantize_groups, and its finiteness check). */
+ * row_stats of ref_quantize_groups, and its finiteness check). With out NULL the block is
+ * transformed in the thread's scratch (b x W_COLS floats) and not stored (the fused quantizer's
+ * first pass); with codes, the pass after the scale is known: the same transform again, then the
+ * block's RTN codes under scales[0] (ref_quantize_groups' steps per element). */
 static void hq_w_task(void *ctx, int64_t i, int tid) {
-  (void)tid;
   const tctx *x = ctx;
   const hot_layer_plan *pl = x->pl;
   const int64_t I = pl->I, chunks = fast_cdiv(I, W_COLS), b = pl->hq.block;
   const int64_t o0 = (i / chunks) * b, c0 = (i % chunks) * W_COLS;
   const int64_t n = I - c0 < W_COLS ? I - c0 : W_COLS;
+  float *blk = x->out ? x->out + o0 * I + c0 : x->scratch[tid];
+  const int64_t ld = x->out ? I : n;
   const float *srcs[256] = {NULL}; /* hq.block <= 256 (plan.c) */
   for (int64_t o = o0; o < o0 + b; ++o) {
-    float *row = x->out + o * I + c0;
+    float *row = blk + (o - o0) * ld;
     if (o >= pl->O) srcs[o - o0] = NULL;
     else if (x->dt == HOT_DT_F32) srcs[o - o0] = (const float *)x->src + o * I + c0;
     else {
@@ -223,10 +257,15 @@ static void hq_w_task(void *ctx, int64_t i, int tid) {
       srcs[o - o0] = row;
     }
   }
-  x->k->e->fwht_cols_src(x->out + o0 * I + c0, (int)b, n, I, srcs);
+  x->k->e->fwht_cols_src(blk, (int)b, n, ld, srcs);
   for (int64_t o = o0; o < o0 + b; ++o) {
+    const float *row = blk + (o - o0) * ld;
+    if (x->codes) {
+      x->k->e->quant(row, n, x->scales[0], hot_qmax(x->q->bits), 0, NULL, x->codes + o * I + c0);
+      continue;
+    }
     float m = 0.0f;
-    if (!x->k->e->amax(x->out + o * I + c0, n, &m)) atomic_store(x->bad, 1);
+    if (!x->k->e->amax(row, n, &m)) atomic_store(x->bad, 1);
     x->amax[o * chunks + i % chunks] = m;
   }
 }
@@ -270,7 +309,7 @@ static int hla_transform(const hot_layer_plan *pl, const void *src, hot_dtype dt
                          const fast_config *cf, float *out, float *row_amax) {
   atomic_int bad;
   atomic_init(&bad, 0);
-  tctx x = {pl, src, dt, cols, out, NULL, cf->k, 0, NULL, &bad, NULL};
+  tctx x = {pl, src, dt, cols, out, NULL, cf->k, 0, NULL, &bad, NULL, NULL, NULL, 0, NULL, {0, 0, 0}};
   x.hcols = 16384 / pl->hla.block; /* 64 KB of floats per task (L2): runs of 1 KB of each
                                        source row with p = 64 (256 B, at 16 KB, were too short
                                        for the prefetcher on rows a page or more apart) */
@@ -367,93 +406,129 @@ static void epi_gw(void *ctx, int64_t seg, int64_t m0, int64_t n0, int64_t mc, i
 
 /* ---- the hq family: q_g' (hq_g) and q_w' (hq_w) -------------------------------------------- */
 
-/* q_g' (ref_hq_quant_g) into Q_G, s_g (one per row, T) into S_G; when the bias step runs, its
- * sums too (ref_bias' chunk partials, from the same pass over g_y) into GB: the bias step copies
- * them out once every step before it has succeeded (g_b is written only on success, as the
- * twin's; the status is this step's, which sees every non-finite g_y value first). */
-static int hq_g_step(fast_call *c) {
-  const hot_layer_plan *pl = c->pl;
-  const fast_config *cf = c->cf;
-  const int64_t T = pl->T, op = pl->hq.o_pad;
-  const int with_bias = (c->runs >> HOT_K_BIAS) & 1u;
-  float *gt = fast_scratch((size_t)(T * op) * sizeof *gt), *ra = malloc((size_t)T * sizeof *ra);
-  int8_t *qg = fast_call_alloc(c, HOT_LB_Q_G, (size_t)(T * op), 1);
-  float *sg = fast_call_alloc(c, HOT_LB_S_G, (size_t)T * sizeof *sg, 0);
-  float *gb = with_bias ? fast_call_alloc(c, HOT_LB_GB, (size_t)pl->O * sizeof *gb, 0) : NULL;
-  int rc = HOT_REF_ENOMEM;
-  if (!gt || !ra || !qg || !sg || (with_bias && !gb)) goto done;
+/* q_w' (ref_hq_quant_w): RTN, per tensor, into codes qw and its scale *sw; ra (o_pad) is the
+ * caller's scratch. The row amax is taken by the transform's tasks. With the absmax rule w' is
+ * never stored: the transform runs once for the amax and again, block by block in each thread's
+ * scratch, into the codes (hq_w_task; the same operations, so the same bits); SAWB's sums need
+ * the whole w', which is then stored and quantized as in the twin. */
+static int hq_quant_w(const hot_layer_plan *pl, const void *w, hot_dtype dt, const fast_config *cf,
+                      float *ra, int8_t *qw, float *sw) {
+  const int64_t I = pl->I, op = pl->hq.o_pad, wch = fast_cdiv(I, W_COLS), b = pl->hq.block;
+  const int fuse = pl->hq.w.rule == HOT_RULE_ABSMAX;
   fast_prof_t t0 = fast_prof_now();
   atomic_int bad;
   atomic_init(&bad, 0);
-  const int64_t ncb = fast_cdiv(op, HQ_COLS), nch = fast_cdiv(T, HOT_REF_BIAS_CHUNK);
-  tctx tg = {pl, c->g_y, c->dt, op, gt, NULL, cf->k, 0, NULL, &bad, NULL};
-  tg.amax = malloc((size_t)(T * ncb) * sizeof *tg.amax);
-  if (gb) tg.bias = malloc((size_t)(nch * pl->O) * sizeof *tg.bias);
-  if (!tg.amax || (gb && !tg.bias)) {
-    free(tg.amax);
-    free(tg.bias);
-    goto done;
+  float *wt = fuse ? NULL : fast_scratch((size_t)(op * I) * sizeof *wt);
+  float *scr = fuse ? fast_scratch((size_t)(cf->threads * b * W_COLS) * sizeof *scr) : NULL;
+  float **per = fuse ? malloc((size_t)cf->threads * sizeof *per) : NULL;
+  tctx tw = {pl, w, dt, I, wt, per, cf->k, 0, NULL, &bad, NULL, NULL, NULL, 0, NULL, {0, 0, 0}};
+  tw.amax = malloc((size_t)(op * wch) * sizeof *tw.amax);
+  int rc = tw.amax && (fuse ? scr && per : wt != NULL) ? HOT_REF_OK : HOT_REF_ENOMEM;
+  for (int t = 0; !rc && fuse && t < cf->threads; ++t) per[t] = scr + (int64_t)t * b * W_COLS;
+  if (!rc) {
+    fast_parallel((op / b) * wch, cf->threads, hq_w_task, &tw);
+    row_max(tw.amax, op, wch, ra);
   }
-  fast_parallel(nch * ncb, cf->threads, hq_g_task, &tg);
-  row_max(tg.amax, T, ncb, ra);
-  for (int64_t o = 0; gb && o < pl->O; ++o) { /* ref_bias: chunk partials in chunk order */
-    float tot = 0.0f;
-    for (int64_t ch = 0; ch < nch; ++ch) tot = HOT_ADD(tot, tg.bias[ch * pl->O + o]);
-    gb[o] = tot;
-  }
-  if (gb) c->fused |= 1u << HOT_K_BIAS;
-  free(tg.amax);
-  free(tg.bias);
-  t0 = fast_prof_add(FAST_ST_HQ_G, t0);
-  if (atomic_load(&bad)) {
-    rc = HOT_REF_ENONFINITE;
-    goto done;
-  }
-  const int64_t group = c->gran == HOT_GRAN_ROW ? 1 : c->gran == HOT_GRAN_SAMPLE ? pl->L : T;
-  const uint32_t tag = (uint32_t)pl->layer_id * 16u + HOT_TENSOR_HQ_G;
-  if (!quant_ok(&pl->hq.g)) {
-    rc = HOT_REF_EARG;
-    goto done;
-  }
-  rc = quantize_known(gt, T, op, group, &pl->hq.g, c->seed, tag, c->step, ra, cf, qg, sg);
-  if (rc) goto done;
-  for (int64_t t = T - 1; group > 1 && t >= 0; --t) sg[t] = sg[t / group];
-  fast_prof_add(FAST_ST_HQ_GQ, t0);
-done:
-  fast_unscratch(gt);
-  free(ra);
-  return rc;
-}
-
-/* q_w' (ref_hq_quant_w): RTN, per tensor, into Q_W and its scale into S_W, with its SAWB scale
- * when the rule is SAWB (the sawb_w steps: quantize_known's SAWB sums). The row amax is taken by
- * the transform's tasks. */
-static int hq_w_step(fast_call *c) {
-  const hot_layer_plan *pl = c->pl;
-  const fast_config *cf = c->cf;
-  const int64_t I = pl->I, op = pl->hq.o_pad, wch = fast_cdiv(I, W_COLS);
-  float *wt = fast_scratch((size_t)(op * I) * sizeof *wt), *ra = malloc((size_t)op * sizeof *ra);
-  int8_t *qw = fast_call_alloc(c, HOT_LB_Q_W, (size_t)(op * I), 1);
-  float *sw = fast_call_alloc(c, HOT_LB_S_W, sizeof *sw, 0);
-  int rc = HOT_REF_ENOMEM;
-  fast_prof_t t0 = fast_prof_now();
-  atomic_int bad;
-  atomic_init(&bad, 0);
-  tctx tw = {pl, c->w, c->dt, I, wt, NULL, cf->k, 0, NULL, &bad, NULL};
-  if (!wt || !ra || !qw || !sw || !(tw.amax = malloc((size_t)(op * wch) * sizeof *tw.amax)))
-    goto done;
-  fast_parallel((op / pl->hq.block) * wch, cf->threads, hq_w_task, &tw);
-  row_max(tw.amax, op, wch, ra);
   free(tw.amax);
   t0 = fast_prof_add(FAST_ST_HQ_W, t0);
   hot_quant q = pl->hq.w;
   q.round = HOT_ROUND_RTN;
   /* ref_quantize_groups' checks in its order: arguments, then finiteness */
-  rc = !quant_ok(&q) ? HOT_REF_EARG : atomic_load(&bad) ? HOT_REF_ENONFINITE : HOT_REF_OK;
-  if (!rc) rc = quantize_known(wt, op, I, op, &q, 0, 0, 0, ra, cf, qw, sw);
+  if (!rc) rc = !quant_ok(&q) ? HOT_REF_EARG : atomic_load(&bad) ? HOT_REF_ENONFINITE : HOT_REF_OK;
+  if (!rc && !fuse) rc = quantize_known(wt, op, I, op, &q, 0, 0, 0, ra, cf, qw, sw);
+  if (!rc && fuse) {
+    *sw = hot_scale(group_amax(ra, 0, op), q.bits);
+    tw.amax = NULL, tw.codes = qw, tw.scales = sw, tw.q = &q;
+    fast_parallel((op / b) * wch, cf->threads, hq_w_task, &tw);
+  }
   if (!rc) fast_prof_add(FAST_ST_HQ_WQ, t0);
-done:
   fast_unscratch(wt);
+  fast_unscratch(scr);
+  free(per);
+  return rc;
+}
+
+/* q_g' (ref_hq_quant_g) into codes qg and the per-token scales sg[T] (a group's scale repeated
+ * on its rows); with g_b not NULL, also the bias (ref_bias) from the same pass over g_y. ra (T)
+ * is the caller's scratch. With the absmax rule the transform runs twice and g' is never stored:
+ * once for the row amax (and the bias), and again, after the scales, block by block into the
+ * codes while the block is in L1 (hq_g_task; the same operations, so the same bits). SAWB's sums
+ * need the whole g', which is then stored and quantized as in the twin. */
+static int hq_quant_g(const hot_layer_plan *pl, const void *g_y, hot_dtype dt, hot_gran gran,
+                      uint64_t seed, uint32_t step, const fast_config *cf, float *g_b, float *ra,
+                      int8_t *qg, float *sg) {
+  const int64_t T = pl->T, op = pl->hq.o_pad;
+  const int fuse = pl->hq.g.rule == HOT_RULE_ABSMAX;
+  float *gt = fuse ? NULL : fast_scratch((size_t)(T * op) * sizeof *gt);
+  fast_prof_t t0 = fast_prof_now();
+  atomic_int bad;
+  atomic_init(&bad, 0);
+  const int64_t ncb = fast_cdiv(op, HQ_COLS), nch = fast_cdiv(T, HOT_REF_BIAS_CHUNK);
+  tctx tg = {pl, g_y, dt, op, gt, NULL, cf->k, 0, NULL, &bad, NULL, NULL, NULL, 0, NULL, {0, 0, 0}};
+  tg.amax = malloc((size_t)(T * ncb) * sizeof *tg.amax);
+  if (g_b) tg.bias = malloc((size_t)(nch * pl->O) * sizeof *tg.bias);
+  int rc = tg.amax && (!g_b || tg.bias) && (fuse || gt) ? HOT_REF_OK : HOT_REF_ENOMEM;
+  if (!rc) {
+    fast_parallel(nch * ncb, cf->threads, hq_g_task, &tg);
+    row_max(tg.amax, T, ncb, ra);
+  }
+  for (int64_t o = 0; !rc && g_b && o < pl->O; ++o) { /* ref_bias: chunk partials in chunk order */
+    float tot = 0.0f;
+    for (int64_t c = 0; c < nch; ++c) tot = HOT_ADD(tot, tg.bias[c * pl->O + o]);
+    g_b[o] = tot;
+  }
+  free(tg.amax);
+  free(tg.bias);
+  t0 = fast_prof_add(FAST_ST_HQ_G, t0);
+  if (!rc && atomic_load(&bad)) rc = HOT_REF_ENONFINITE;
+  const int64_t group = gran == HOT_GRAN_ROW ? 1 : gran == HOT_GRAN_SAMPLE ? pl->L : T;
+  const uint32_t tag = (uint32_t)pl->layer_id * 16u + HOT_TENSOR_HQ_G;
+  if (!rc && !quant_ok(&pl->hq.g)) rc = HOT_REF_EARG;
+  if (!rc && !fuse) rc = quantize_known(gt, T, op, group, &pl->hq.g, seed, tag, step, ra, cf, qg, sg);
+  if (!rc && fuse) {
+    for (int64_t g = 0; g < T / group; ++g) sg[g] = hot_scale(group_amax(ra, g, group), pl->hq.g.bits);
+    tg.amax = NULL, tg.bias = NULL;
+    tg.codes = qg, tg.scales = sg, tg.group = group, tg.q = &pl->hq.g;
+    tg.rng.seed = seed, tg.rng.tag = tag, tg.rng.step = step;
+    fast_parallel(nch * ncb, cf->threads, hq_g_task, &tg);
+  }
+  fast_unscratch(gt);
+  if (rc) return rc;
+  for (int64_t t = T - 1; group > 1 && t >= 0; --t) sg[t] = sg[t / group];
+  fast_prof_add(FAST_ST_HQ_GQ, t0);
+  return HOT_REF_OK;
+}
+
+/* q_g' (hq_quant_g) into Q_G, s_g (one per row, T) into S_G; when the bias step runs, its
+ * sums too (ref_bias' chunk partials, from the same pass over g_y) into GB: the bias step copies
+ * them out once every step before it has succeeded (g_b is written only on success, as the
+ * twin's; the status is this step's, which sees every non-finite g_y value first). */
+static int hq_g_step(fast_call *c) {
+  const hot_layer_plan *pl = c->pl;
+  const int64_t T = pl->T, op = pl->hq.o_pad;
+  const int with_bias = (c->runs >> HOT_K_BIAS) & 1u;
+  float *ra = malloc((size_t)T * sizeof *ra);
+  int8_t *qg = fast_call_alloc(c, HOT_LB_Q_G, (size_t)(T * op), 1);
+  float *sg = fast_call_alloc(c, HOT_LB_S_G, (size_t)T * sizeof *sg, 0);
+  float *gb = with_bias ? fast_call_alloc(c, HOT_LB_GB, (size_t)pl->O * sizeof *gb, 0) : NULL;
+  int rc = HOT_REF_ENOMEM;
+  if (ra && qg && sg && (!with_bias || gb)) {
+    rc = hq_quant_g(pl, c->g_y, c->dt, c->gran, c->seed, c->step, c->cf, gb, ra, qg, sg);
+    if (gb) c->fused |= 1u << HOT_K_BIAS;
+  }
+  free(ra);
+  return rc;
+}
+
+/* q_w' (hq_quant_w): RTN, per tensor, into Q_W and its scale into S_W, with its SAWB scale
+ * when the rule is SAWB (the sawb_w steps: quantize_known's SAWB sums). */
+static int hq_w_step(fast_call *c) {
+  const hot_layer_plan *pl = c->pl;
+  const int64_t I = pl->I, op = pl->hq.o_pad;
+  float *ra = malloc((size_t)op * sizeof *ra);
+  int8_t *qw = fast_call_alloc(c, HOT_LB_Q_W, (size_t)(op * I), 1);
+  float *sw = fast_call_alloc(c, HOT_LB_S_W, sizeof *sw, 0);
+  int rc = ra && qw && sw ? hq_quant_w(pl, c->w, c->dt, c->cf, ra, qw, sw) : HOT_REF_ENOMEM;
   free(ra);
   return rc;
 }
