@@ -44,6 +44,8 @@
 typedef enum {
   HOT_ARCH_SM80 = 0, HOT_ARCH_SM86, HOT_ARCH_SM89, HOT_ARCH_SM90, HOT_ARCH_SM90A, HOT_ARCH_COUNT
 } hot_arch;
+/* The target of a spec without hot.target. */
+#define HOT_ARCH_DEFAULT HOT_ARCH_SM90
 /* How a GEMM runs: INT4 mma.sync on packed nibbles, INT8 mma.sync, INT8 wgmma fed by cp.async, or
  * INT8 wgmma fed by the TMA, warp-specialised and persistent (asked for with tile_*.warps_n = 2;
  * docs/gemm-paths.md). One row each in the GEMM-path table (plan_gemm_path_info). */
