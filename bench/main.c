@@ -158,7 +158,11 @@ static int parse_checked(bench_opts *o, const char *a, const char *v) {
     else { diag_fprintf(stderr, "hot-bench: --backend must be auto, cuda or cpu (got '%s')\n", v); return -1; }
   } else if (!strcmp(a, "--arch")) {
     hot_arch ar;
-    if (plan_arch_parse(v, &ar) != 0) { diag_fprintf(stderr, "hot-bench: unknown arch '%s' (sm_80 sm_86 sm_89 sm_90 sm_90a)\n", v); return -1; }
+    if (plan_arch_parse(v, &ar) != 0) {
+      char known[128];
+      diag_fprintf(stderr, "hot-bench: unknown arch '%s' (%s)\n", v, plan_arch_list(known, sizeof known, " "));
+      return -1;
+    }
     o->arch = v;
   } else if (!strcmp(a, "--seeds")) {
     if (parse_int_opt(a, v, 1, 256, &k) != 0) return -1;
