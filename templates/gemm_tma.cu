@@ -213,7 +213,7 @@ static __device__ __forceinline__ void hot_setmaxnreg_inc(void) {
 
 #include "hot_sm90.inl.cuh"
 
-/* ---- schedule, barriers, epilogue ----------------------------------------------------------- */
+/* ---- schedule, barriers, segment ends ------------------------------------------------------- */
 
 /* Shared addresses of full[s] and empty[s] (bars = the first barrier, after the stages). */
 static __device__ __forceinline__ unsigned hot_full(unsigned bars, int s) {
@@ -240,40 +240,6 @@ static __device__ __forceinline__ void hot_tma_release(unsigned bars, int s, int
   if (lane == 0) hot_mbar_arrive(hot_empty(bars, s));
 }
 
-/* Converts this thread's accumulators into C with factor alpha (CONTRACT 14), gemm_wgmma.cu's
- * epilogue: register i of this thread (g = lane / 4, t = lane % 4) is output row mb + g + 8 *
- * ((i / 2) % 2), column n0 + 8 * (i / 4) + 2 * t + i % 2. */
-static __device__ __forceinline__ void hot_tma_epilogue(const int (&acc)[HOT_NREG], float *C,
-                                                        const float *row_scale, float alpha,
-                                                        int mb, int n0, int g, int t, int M, int N,
-                                                        int ldc, bool vec, bool add) {
-#pragma unroll
-  for (int h = 0; h < 2; ++h) {
-    const int m = mb + g + 8 * h;
-    if (m >= M) continue;
-    float *crow = C + (long long)m * ldc;
-    /* overflow check (CONTRACT 19): HOT_SEGS = 0 once for the row's stored columns
-     * (hot_row_range_check; columns past N hold acc = 0: the TMA's out-of-bounds fill gives
-     * zeros for their B rows), HOT_SEGS = 1 element by element in hot_store_or_add_pair */
-    if (HOT_SEGS) {
-#pragma unroll
-      for (int j = 0; j < HOT_TILE_N / 8; ++j)
-        hot_store_or_add_pair(crow, n0 + 8 * j + 2 * t, N, acc[4 * j + 2 * h],
-                              acc[4 * j + 2 * h + 1], alpha, vec, add);
-    } else {
-      const float factor = hot_row_factor(row_scale, m, alpha);
-      float amax = 0.0f;
-#pragma unroll
-      for (int j = 0; j < HOT_TILE_N / 8; ++j) {
-        hot_store_pair(crow, n0 + 8 * j + 2 * t, N, acc[4 * j + 2 * h], acc[4 * j + 2 * h + 1],
-                       factor, vec);
-        amax = hot_row_amax_pair(amax, acc[4 * j + 2 * h], acc[4 * j + 2 * h + 1]);
-      }
-      hot_row_range_check(amax, factor);
-    }
-  }
-}
-
 /* HOT_SEGS = 1, after the wgmmas of K tile kt were committed and the previous stage released:
  * when kt ends a segment and more tiles follow, waits for the wgmmas, releases their stage
  * (pend = -1 afterwards), C (+)= acc * c_seg, acc = 0, and the next segment begins. */
@@ -291,7 +257,7 @@ static __device__ __forceinline__ void hot_tma_seg_boundary(
   const float c = hot_epilogue_alpha(alpha_a + seg, alpha_b ? alpha_b + seg : nullptr, alpha_div);
   const bool vec = ((ldc & 1) == 0) && ((((unsigned long long)C) & 7ull) == 0);
   const int mb = m0 + ((warp >> 2) - 1) * 64 + (warp & 3) * 16;
-  hot_tma_epilogue(acc, C, nullptr, c, mb, n0, lane >> 2, lane & 3, M, N, ldc, vec, seg > 0);
+  hot_wg_epilogue(acc, C, nullptr, c, mb, n0, lane >> 2, lane & 3, M, N, ldc, vec, seg > 0);
 #pragma unroll
   for (int i = 0; i < HOT_NREG; ++i) acc[i] = 0;
   seg_end += seg_tiles;
@@ -393,12 +359,12 @@ extern "C" __global__ void __launch_bounds__(HOT_THREADS, 1)
     hot_acc_fence(acc);
     if (pend >= 0) hot_tma_release(bars, pend, lane);
 
-    /* epilogue (gemm_wgmma.cu's; HOT_SEGS = 1: the last segment's v added to C) */
+    /* epilogue (hot_sm90.inl.cuh's; HOT_SEGS = 1: the last segment's v added to C) */
     const int seg = HOT_SEGS && seg_kpad >= HOT_KB ? seg_end / (seg_kpad / HOT_KB) - 1 : 0;
     const float alpha =
         HOT_SEGS ? hot_epilogue_alpha(alpha_a + seg, alpha_b ? alpha_b + seg : nullptr, alpha_div)
                  : hot_epilogue_alpha(alpha_a, alpha_b, alpha_div);
-    hot_tma_epilogue(acc, C, HOT_SEGS ? nullptr : row_scale, alpha, m0 + cw * 64 + wq * 16, n0,
+    hot_wg_epilogue(acc, C, HOT_SEGS ? nullptr : row_scale, alpha, m0 + cw * 64 + wq * 16, n0,
                      lane >> 2, lane & 3, M, N, ldc, vec, HOT_SEGS && seg > 0);
   }
 }

@@ -153,41 +153,6 @@ static __device__ __forceinline__ void hot_wg_load_tile(const hot_wg_loader &x, 
   hot_wg_load<HOT_TILE_N>(x, st + HOT_A_BYTES, x.b_row, b0, x.b_left, koff);
 }
 
-/* Converts this thread's accumulators into C with factor alpha (CONTRACT 14): HOT_SEGS = 0 stores
- * HOT_MUL(HOT_I2F(acc), factor(m)); HOT_SEGS = 1 stores (add = false) or adds (add = true)
- * HOT_MUL(HOT_I2F(acc), alpha) of one segment. Register i of this thread (g = lane / 4, t =
- * lane % 4) is output row mb + g + 8 * ((i / 2) % 2), column n0 + 8 * (i / 4) + 2 * t + i % 2. */
-static __device__ __forceinline__ void hot_wg_epilogue(const int (&acc)[HOT_NREG], float *C,
-                                                       const float *row_scale, float alpha, int mb,
-                                                       int n0, int g, int t, int M, int N, int ldc,
-                                                       bool vec, bool add) {
-#pragma unroll
-  for (int h = 0; h < 2; ++h) {
-    const int m = mb + g + 8 * h;
-    if (m >= M) continue;
-    float *crow = C + (long long)m * ldc;
-    /* overflow check (CONTRACT 19): HOT_SEGS = 0 once for the row's stored columns
-     * (hot_row_range_check; columns past N hold acc = 0: cp.async zero-fills their B rows),
-     * HOT_SEGS = 1 element by element in hot_store_or_add_pair */
-    if (HOT_SEGS) {
-#pragma unroll
-      for (int j = 0; j < HOT_TILE_N / 8; ++j)
-        hot_store_or_add_pair(crow, n0 + 8 * j + 2 * t, N, acc[4 * j + 2 * h],
-                              acc[4 * j + 2 * h + 1], alpha, vec, add);
-    } else {
-      const float factor = hot_row_factor(row_scale, m, alpha);
-      float amax = 0.0f;
-#pragma unroll
-      for (int j = 0; j < HOT_TILE_N / 8; ++j) {
-        hot_store_pair(crow, n0 + 8 * j + 2 * t, N, acc[4 * j + 2 * h], acc[4 * j + 2 * h + 1],
-                       factor, vec);
-        amax = hot_row_amax_pair(amax, acc[4 * j + 2 * h], acc[4 * j + 2 * h + 1]);
-      }
-      hot_row_range_check(amax, factor);
-    }
-  }
-}
-
 /* HOT_SEGS = 1, after the wgmmas of K tile kt were committed: when kt ends a segment (kt + 1 ==
  * seg_end) and more tiles follow, waits for them, C (+)= acc * c_seg, acc = 0, and the next
  * segment begins; the last segment is converted after the loop. Only seg_end is kept across the

@@ -1,8 +1,9 @@
 /* hot_sm90.inl.cuh — the wgmma wrappers of the two sm_90a GEMM templates (gemm_wgmma.cu, fed by
  * cp.async, and gemm_tma.cu, fed by the TMA): fence, commit, wait, the accumulator register
  * fence, the shared-memory matrix descriptor and the m64nNk32 .s32.s8.s8 instruction for the
- * kernel's HOT_TILE_N. It uses the including kernel's parameters (HOT_TILE_N, and HOT_NREG =
- * HOT_TILE_N / 2 defined by the template), so the generator splices it into every kernel
+ * kernel's HOT_TILE_N, and the epilogue both write C with (hot_wg_epilogue). It uses the
+ * including kernel's parameters (HOT_TILE_N, HOT_SEGS, and HOT_NREG = HOT_TILE_N / 2 defined by
+ * the template; the store helpers of hot_gemm.cuh), so the generator splices it into every kernel
  * instance where the template includes it (a "*.inl.cuh" file: docs/emit rules in gen/emit.h)
  * instead of hoisting it once above the kernels; no include guard. The emulators replace the
  * bodies of these wrappers by name (tools/gemm-emu/mkemu.py). */
@@ -107,4 +108,41 @@ static __device__ __forceinline__ void hot_wgmma(int (&d)[HOT_NREG], unsigned lo
                : "l"(da), "l"(db)
                : "memory");
 #endif
+}
+
+/* The epilogue of both GEMMs: converts this thread's accumulators into C with factor alpha
+ * (CONTRACT 14): HOT_SEGS = 0 stores HOT_MUL(HOT_I2F(acc), factor(m)); HOT_SEGS = 1 stores
+ * (add = false) or adds (add = true) HOT_MUL(HOT_I2F(acc), alpha) of one segment. Register i of
+ * this thread (g = lane / 4, t = lane % 4) is output row mb + g + 8 * ((i / 2) % 2), column
+ * n0 + 8 * (i / 4) + 2 * t + i % 2. */
+static __device__ __forceinline__ void hot_wg_epilogue(const int (&acc)[HOT_NREG], float *C,
+                                                       const float *row_scale, float alpha, int mb,
+                                                       int n0, int g, int t, int M, int N, int ldc,
+                                                       bool vec, bool add) {
+#pragma unroll
+  for (int h = 0; h < 2; ++h) {
+    const int m = mb + g + 8 * h;
+    if (m >= M) continue;
+    float *crow = C + (long long)m * ldc;
+    /* overflow check (CONTRACT 19): HOT_SEGS = 0 once for the row's stored columns
+     * (hot_row_range_check; columns past N hold acc = 0: cp.async zero-fills their B rows, the
+     * TMA's out-of-bounds fill gives zeros for them), HOT_SEGS = 1 element by element in
+     * hot_store_or_add_pair */
+    if (HOT_SEGS) {
+#pragma unroll
+      for (int j = 0; j < HOT_TILE_N / 8; ++j)
+        hot_store_or_add_pair(crow, n0 + 8 * j + 2 * t, N, acc[4 * j + 2 * h],
+                              acc[4 * j + 2 * h + 1], alpha, vec, add);
+    } else {
+      const float factor = hot_row_factor(row_scale, m, alpha);
+      float amax = 0.0f;
+#pragma unroll
+      for (int j = 0; j < HOT_TILE_N / 8; ++j) {
+        hot_store_pair(crow, n0 + 8 * j + 2 * t, N, acc[4 * j + 2 * h], acc[4 * j + 2 * h + 1],
+                       factor, vec);
+        amax = hot_row_amax_pair(amax, acc[4 * j + 2 * h], acc[4 * j + 2 * h + 1]);
+      }
+      hot_row_range_check(amax, factor);
+    }
+  }
 }
