@@ -5,8 +5,8 @@ gen/plan_tables.c holds the arch table (k_caps: sm_80, ...), the operand-format 
 GEMM-path table (k_paths: mma_s8, ...). Every other product file asks those tables (plan_arch_list,
 plan_arch_parse, plan_gemm_path_name, spec_fields.archs, ...), so a new sm_XY or a new path is a
 row there plus its kernels. This scan enumerates the product files — the C, C++, Lua and Python
-sources under gen/, runtime/, tune/, tools/, base/, lua/, python/hot/ and templates/*.c, *.h (the
-CPU twins) — and fails on a string literal in code that spells an arch (sm_NN, sm_NNa,
+sources under gen/, runtime/, tune/, tools/, base/, bench/, lua/, python/hot/ and templates/*.c,
+*.h (the CPU twins) — and fails on a string literal in code that spells an arch (sm_NN, sm_NNa,
 compute_NN...) or a GEMM path name of the table. Comments and docstrings are documentation and
 are not read. The path names are read from the table itself, so a new row is covered at once.
 Not scanned: the CUDA templates (templates/*.cu, *.cuh: kernels written for the arch they
@@ -23,7 +23,7 @@ import sys
 import tokenize
 
 TABLE_FILES = ("gen/plan_tables.c",)
-SCAN_DIRS = ("gen", "runtime", "tune", "tools", "base", "lua", "python/hot")
+SCAN_DIRS = ("gen", "runtime", "tune", "tools", "base", "bench", "lua", "python/hot")
 C_EXT = (".c", ".h", ".cpp", ".hpp", ".cc")
 ARCH = re.compile(r"\b(?:sm|compute)_\d{2,3}[a-z]?\b")
 
