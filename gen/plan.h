@@ -46,6 +46,8 @@ typedef enum {
 } hot_arch;
 /* The target of a spec without hot.target. */
 #define HOT_ARCH_DEFAULT HOT_ARCH_SM90
+/* The storage layout of the CPU backend when no arch is forced (INT4 codes packed). */
+#define HOT_ARCH_CPU_STORAGE HOT_ARCH_SM80
 /* How a GEMM runs: INT4 mma.sync on packed nibbles, INT8 mma.sync, INT8 wgmma fed by cp.async, or
  * INT8 wgmma fed by the TMA, warp-specialised and persistent (asked for with tile_*.warps_n = 2;
  * docs/gemm-paths.md). One row each in the GEMM-path table (plan_gemm_path_info). */

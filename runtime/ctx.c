@@ -98,7 +98,7 @@ static hot_status resolve_device(hot_ctx *ctx, const hot_options *o) {
     ctx->arch_known = 1;
     ctx->arch_origin = o->arch ? "options.arch" : "HOT_ARCH";
   } else {
-    ctx->arch = HOT_ARCH_SM80; /* CPU storage layout until a device says otherwise */
+    ctx->arch = HOT_ARCH_CPU_STORAGE; /* until a device says otherwise */
   }
   return HOT_OK;
 }
