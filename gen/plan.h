@@ -91,7 +91,7 @@ typedef struct {
 /* How a GEMM path shapes its warps (the tile rules of plan.c). */
 typedef enum {
   HOT_WARPS_FREE = 0,     /* warps_m x warps_n as asked (default 2 x 2), each a grid of mma tiles */
-  HOT_WARPS_WARPGROUP     /* tile_m / 16 warps (4 per 64-row warpgroup) x warps_select */
+  HOT_WARPS_WARPGROUP     /* tile_m / 16 warps (4 per 64-row warpgroup) x the row's warps_n */
 } hot_warps_rule;
 
 /* One GEMM path (plan_gemm_path_info): its kernel, what it needs of the arch, and its tile rules

@@ -28,68 +28,64 @@ C_EXT = (".c", ".h", ".cpp", ".hpp", ".cc")
 ARCH = re.compile(r"\b(?:sm|compute)_\d{2,3}[a-z]?\b")
 
 
-def c_strings(text):
-    """(line, literal body) of every string or character literal of C/C++ text, comments skipped."""
-    i, n, line = 0, len(text), 1
-    while i < n:
-        c = text[i]
-        if c == "\n":
-            line += 1
-            i += 1
-        elif text.startswith("//", i):
-            j = text.find("\n", i)
-            i = n if j < 0 else j
-        elif text.startswith("/*", i):
-            j = text.find("*/", i + 2)
-            j = n if j < 0 else j + 2
-            line += text.count("\n", i, j)
-            i = j
-        elif c in "\"'":
-            j, start = i + 1, line
-            while j < n and text[j] != c and text[j] != "\n":
-                j += 2 if text[j] == "\\" else 1
-            yield start, text[i + 1:j]
-            i = j + 1
-        else:
-            i += 1
-
-
 LUA_LONG = re.compile(r"\[(=*)\[")
 
 
-def lua_strings(text):
-    """(line, literal body) of every Lua string (quoted or long bracket), comments skipped."""
-    i, n, line = 0, len(text), 1
-    while i < n:
-        c = text[i]
-        if c == "\n":
-            line += 1
+def quoted_end(text, i):
+    """End index (past the closing quote) of the quoted literal opening at text[i]."""
+    q, j = text[i], i + 1
+    while j < len(text) and text[j] != q and text[j] != "\n":
+        j += 2 if text[j] == "\\" else 1
+    return j + 1
+
+
+def c_skip(text, i):
+    """(end, literal body or None) of the comment or literal at text[i], else None (C/C++)."""
+    if text.startswith("//", i):
+        j = text.find("\n", i)
+        return (len(text) if j < 0 else j), None
+    if text.startswith("/*", i):
+        j = text.find("*/", i + 2)
+        return (len(text) if j < 0 else j + 2), None
+    if text[i] in "\"'":
+        j = quoted_end(text, i)
+        return j, text[i + 1:j - 1]
+    return None
+
+
+def lua_skip(text, i):
+    """(end, literal body or None) of the comment or literal at text[i], else None (Lua)."""
+    long_at = i + 2 if text.startswith("--", i) else i
+    m = LUA_LONG.match(text, long_at)
+    if m:
+        close = "]" + m.group(1) + "]"
+        j = text.find(close, m.end())
+        j = len(text) if j < 0 else j
+        return j + len(close), (None if long_at != i else text[m.end():j])
+    if text.startswith("--", i):
+        j = text.find("\n", i)
+        return (len(text) if j < 0 else j), None
+    if text[i] in "\"'":
+        j = quoted_end(text, i)
+        return j, text[i + 1:j - 1]
+    return None
+
+
+def literals(text, skip):
+    """(line, literal body) of every string literal of text, comments passed over (skip: c_skip or
+    lua_skip)."""
+    i, line = 0, 1
+    while i < len(text):
+        got = skip(text, i)
+        if got is None:
+            line += text[i] == "\n"
             i += 1
-        elif text.startswith("--", i):
-            m = LUA_LONG.match(text, i + 2)
-            if m:
-                j = text.find("]" + m.group(1) + "]", m.end())
-                j = n if j < 0 else j + len(m.group(1)) + 2
-            else:
-                j = text.find("\n", i)
-                j = n if j < 0 else j
-            line += text.count("\n", i, j)
-            i = j
-        elif c == "[" and LUA_LONG.match(text, i):
-            m = LUA_LONG.match(text, i)
-            j = text.find("]" + m.group(1) + "]", m.end())
-            j = n if j < 0 else j
-            yield line, text[m.end():j]
-            line += text.count("\n", i, j)
-            i = j + len(m.group(1)) + 2
-        elif c in "\"'":
-            j = i + 1
-            while j < n and text[j] != c and text[j] != "\n":
-                j += 2 if text[j] == "\\" else 1
-            yield line, text[i + 1:j]
-            i = j + 1
-        else:
-            i += 1
+            continue
+        end, body = got
+        if body is not None:
+            yield line, body
+        line += text.count("\n", i, end)
+        i = end
 
 
 def py_strings(text):
@@ -123,9 +119,9 @@ def path_names(root):
 
 def findings(rel, text, paths):
     if rel.endswith(C_EXT):
-        strings = c_strings(text)
+        strings = literals(text, c_skip)
     elif rel.endswith(".lua"):
-        strings = lua_strings(text)
+        strings = literals(text, lua_skip)
     elif rel.endswith(".py"):
         strings = py_strings(text)
     else:
