@@ -149,7 +149,8 @@ void bench_cublaslt_close(bench_cublaslt *c) {
 
 const char *bench_fp8_arch_reason(int major, int minor, char *buf, size_t n) {
   if (major > 8 || (major == 8 && minor >= 9)) return NULL;
-  snprintf(buf, n, "no FP8 tensor cores on sm_%d%d (cuBLASLt FP8 needs sm_89 or newer)", major, minor);
+  snprintf(buf, n, "no FP8 tensor cores on sm_%d%d (cuBLASLt FP8 needs compute capability 8.9 or newer)",
+           major, minor);
   return buf;
 }
 

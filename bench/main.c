@@ -39,13 +39,14 @@ static const char *help_text =
     "               over more than 2x the L2 size (cold L2); ceilings of the same run: a\n"
     "               device-to-device copy, 8192^3 BF16 and INT8 cuBLAS GEMMs and an 8192^3\n"
     "               cuBLASLt FP8 GEMM\n"
-    "  FP8 (GPU)    the same two products with cuBLASLt in FP8 (sm_89 and newer): e4m3 operands\n"
-    "               with per-tensor scales, fp32 accumulation, bf16 out, T, O, I rounded up to\n"
-    "               multiples of 16. Timed: the two GEMMs only, on operands already cast to e4m3\n"
-    "               and transposed into cuBLASLt's TN form (the amax, cast and transpose passes\n"
-    "               an FP8 pipeline also pays are not timed); 128 sampled entries of each output\n"
-    "               are checked against fp64. Without cuBLASLt, on an older GPU or on the CPU\n"
-    "               backend the FP8 figures are null with the reason (JSON fp8_reason)\n"
+    "  FP8 (GPU)    the same two products with cuBLASLt in FP8 (compute capability 8.9 and\n"
+    "               newer): e4m3 operands with per-tensor scales, fp32 accumulation, bf16 out,\n"
+    "               T, O, I rounded up to multiples of 16. Timed: the two GEMMs only, on\n"
+    "               operands already cast to e4m3 and transposed into cuBLASLt's TN form (the\n"
+    "               amax, cast and transpose passes an FP8 pipeline also pays are not timed);\n"
+    "               128 sampled entries of each output are checked against fp64. Without\n"
+    "               cuBLASLt, on an older GPU or on the CPU backend the FP8 figures are null\n"
+    "               with the reason (JSON fp8_reason)\n"
     "  per kernel   (GPU) each launch of up to 20 profiled saves and backwards: median ms and\n"
     "               the rate its compulsory bytes / integer ops imply (gen/cost.h), as GB/s of\n"
     "               the copy ceiling or TOP/s of the INT8 one\n"
@@ -66,7 +67,7 @@ static const char *help_text =
     "  --tokens N       tokens per sample (default: the spec's)\n"
     "  --iters N        timed runs per GPU measurement (default 50); --warmup N (default 5)\n"
     "  --json           JSON on stdout instead of the table; --out FILE also writes it to FILE\n"
-    "  --arch ARCH      JIT arch on the CPU backend (default $HOT_ARCH, else sm_90)\n"
+    "  --arch ARCH      JIT arch on the CPU backend (default $HOT_ARCH, else a spec's default)\n"
     "  --no-jit         skip the JIT figures\n"
     "  --full           correctness at the benchmark size (slow on large layers)\n"
     "  --check-macs N   cap of T*O*I for the correctness check (default 1073741824)\n"
@@ -89,9 +90,10 @@ static const char *help_text =
     "  --seeds N        seeds of --paper-diffs (default 8, at most 256)\n"
     "  --gy-scale F     --paper-diffs: g_y drawn as F * N(0, 1) (default 1; real gradients are\n"
     "                   small, which is where a + 1e-11 on the scales shows)\n"
-    "  --gemm-paths     instead of the benchmark (9.0 GPU): each layer planned three ways -\n"
-    "                   mma_s8 (arch sm_90), wgmma_s8 (sm_90a, tile_gx/tile_gw.warps_n = 1) and\n"
-    "                   tma_s8 (sm_90a, warps_n = 2) - and run on the same inputs: g_x and g_w\n"
+    "  --gemm-paths     instead of the benchmark (9.0 GPU): each layer planned on every GEMM\n"
+    "                   path of a 9.0 device (mma.sync on the portable arch; wgmma by cp.async\n"
+    "                   and by the TMA on the arch-specific one, tile_gx/tile_gw.warps_n = 1\n"
+    "                   and 2; --precompile names them) and run on the same inputs: g_x and g_w\n"
     "                   compared bit for bit across the paths and with the CPU backend (at the\n"
     "                   check size), the two GEMM launches of each path timed (profiling: CUDA\n"
     "                   events around each launch; --iters, --warmup), cuBLAS BF16 and cuBLASLt\n"
@@ -158,7 +160,11 @@ static int parse_checked(bench_opts *o, const char *a, const char *v) {
     else { diag_fprintf(stderr, "hot-bench: --backend must be auto, cuda or cpu (got '%s')\n", v); return -1; }
   } else if (!strcmp(a, "--arch")) {
     hot_arch ar;
-    if (plan_arch_parse(v, &ar) != 0) { diag_fprintf(stderr, "hot-bench: unknown arch '%s' (sm_80 sm_86 sm_89 sm_90 sm_90a)\n", v); return -1; }
+    if (plan_arch_parse(v, &ar) != 0) {
+      char known[128];
+      diag_fprintf(stderr, "hot-bench: unknown arch '%s' (%s)\n", v, plan_arch_list(known, sizeof known, " "));
+      return -1;
+    }
     o->arch = v;
   } else if (!strcmp(a, "--seeds")) {
     if (parse_int_opt(a, v, 1, 256, &k) != 0) return -1;
@@ -367,7 +373,7 @@ static int open_backend(bench_run *run, hot_ctx **ctx, bench_gpu **gpu, const ch
     }
   } else {
     const char *ea = env_get("HOT_ARCH");
-    *jit_arch = o->arch ? o->arch : (ea && *ea ? ea : "sm_90");
+    *jit_arch = o->arch ? o->arch : (ea && *ea ? ea : plan_arch_caps(HOT_ARCH_DEFAULT)->name);
     snprintf(run->arch, sizeof run->arch, "%s", *jit_arch);
   }
   return 0;
@@ -511,7 +517,7 @@ int main(int argc, char **argv) {
   const char *jit_arch = NULL;
   if (open_backend(&run, &ctx, &gpu, &jit_arch) != 0) return 1;
   announce(&run);
-  if (o->gemm_paths) { /* the three sm_90 GEMM paths side by side (paths.c) */
+  if (o->gemm_paths) { /* the GEMM paths of a 9.0 device side by side (paths.c) */
     int prc = bench_gemm_paths(&run, gpu);
     bench_gpu_close(gpu);
     hot_ctx_destroy(ctx);

@@ -228,7 +228,7 @@ static kpred predict(const gpu_spec *gs, const hot_layer_plan *pl, const launch 
   const hot_gemm_plan *g = l->kp->role == HOT_K_GEMM_GX ? &pl->hq.gemm
                            : l->kp->role == HOT_K_GEMM_GW ? &pl->hla.gemm : NULL;
   if (g) gemm_bytes(g, (int64_t)(slots < l->blocks ? slots : l->blocks), gs->l2_mb, &l2, &hbm);
-  const double eff = g && g->path != HOT_GEMM_MMA_S8 && g->path != HOT_GEMM_MMA_S4 ? EFF_WGMMA
+  const double eff = g && plan_gemm_path_info(g->path)->mma == HOT_MMA_WGMMA ? EFF_WGMMA
                                                                                  : EFF_MMA_SYNC;
   p.t_cmp = l->c.int_ops > 0 ? (double)l->c.int_ops / (gs->int8_tops * 1e12 * eff) * 1e6 : 0;
   p.t_hbm = hbm / (gs->hbm_gbs * 1e9 * EFF_HBM) * 1e6;

@@ -1,6 +1,7 @@
 /* paths.c — hot-bench --gemm-paths: on a 9.0 device the g_x (HQ) and g_w (HLA) GEMMs have three
- * implementations with the same bits (docs/gemm-paths.md): mma_s8 (gemm_int.cu, arch sm_90),
- * wgmma_s8 (gemm_wgmma.cu, sm_90a with tile warps_n 0/1) and tma_s8 (gemm_tma.cu, sm_90a with
+ * implementations with the same bits (docs/gemm-paths.md), the rows of the GEMM-path table an
+ * arch of compute capability 9.0 has (paths_init): mma_s8 (gemm_int.cu, arch sm_90), wgmma_s8
+ * (gemm_wgmma.cu, sm_90a with tile warps_n 0/1) and tma_s8 (gemm_tma.cu, sm_90a with
  * tile_gx.warps_n = tile_gw.warps_n = 2). This stage plans every layer of the spec those three
  * ways (the spec's tiles otherwise; the arch and warps_n are set here, the spec is not edited),
  * runs save + backward on the same seeded inputs, compares g_x and g_w of the three bit for bit
@@ -22,7 +23,7 @@
 #include "fileio.h"
 #include "plan.h"
 
-#define NPATHS 3
+#define NPATHS HOT_GEMM_PATH_COUNT /* at most; g_npaths of them run (paths_init) */
 #define DP(p) ((void *)(uintptr_t)(p))
 #define MAX_BUFS 32
 
@@ -33,11 +34,40 @@ typedef struct {
   hot_gemm_path want;    /* what the plan must give */
 } path_def;
 
-static const path_def k_paths[NPATHS] = {
-    {"mma_s8", "sm_90", -1, HOT_GEMM_MMA_S8},
-    {"wgmma_s8", "sm_90a", 1, HOT_GEMM_WGMMA_S8},
-    {"tma_s8", "sm_90a", 2, HOT_GEMM_TMA_S8},
-};
+static path_def k_paths[NPATHS];
+static int g_npaths;
+
+/* The paths of a 9.0 device, from the GEMM-path and arch tables (gen/plan_tables.c): every path
+ * whose operand format holds 8-bit codes, on the first arch of compute capability 9.0 where the
+ * planner chooses it for the tile warps_n that asks for it (its selector, else a warpgroup path's
+ * warps_n, else the spec's own). Today: mma_s8 (sm_90), wgmma_s8 (sm_90a, warps_n 1) and tma_s8
+ * (sm_90a, warps_n 2). Fills k_paths, g_npaths. */
+static void paths_init(void) {
+  g_npaths = 0;
+  for (int i = 0; i < HOT_GEMM_PATH_COUNT; ++i) {
+    const hot_gemm_path_info *g = plan_gemm_path_info((hot_gemm_path)i);
+    if (plan_codes_info(g->codes)->bits < 8) continue;
+    const int wn = g->warps_select ? g->warps_select : g->warps == HOT_WARPS_WARPGROUP ? g->warps_n : -1;
+    for (int a = 0; a < HOT_ARCH_COUNT; ++a) {
+      const hot_arch_caps *c = plan_arch_caps((hot_arch)a);
+      if (c->sm != 90 || plan_gemm_path_choose(c, wn < 0 ? 0 : wn, 8) != g->path) continue;
+      k_paths[g_npaths++] = (path_def){g->name, c->name, wn, g->path};
+      break;
+    }
+  }
+}
+
+/* "mma_s8 (sm_90), wgmma_s8 (sm_90a), ..." into buf. */
+static const char *paths_text(char *buf, size_t n) {
+  size_t used = 0;
+  buf[0] = '\0';
+  for (int p = 0; p < g_npaths && used < n; ++p) {
+    const int w = snprintf(buf + used, n - used, "%s%s (%s)", p ? ", " : "", k_paths[p].name,
+                           k_paths[p].arch);
+    used += w > 0 ? (size_t)w : 0;
+  }
+  return buf;
+}
 static const char *const k_products[2] = {"g_x", "g_w"};
 
 /* One path of one layer. */
@@ -433,7 +463,7 @@ static int cpu_reference(const bench_run *run, const bench_layer *bl, const hot_
   hot_ctx *c = NULL;
   hot_layer *l = NULL;
   float *gb = malloc((size_t)d->O * 4);
-  hot_status st = gb ? bench_ctx_open(&c, run, HOT_BACKEND_CPU, "sm_90", -1, NULL, msg, n) : HOT_ERR_NOMEM;
+  hot_status st = gb ? bench_ctx_open(&c, run, HOT_BACKEND_CPU, k_paths[0].arch, -1, NULL, msg, n) : HOT_ERR_NOMEM;
   if (st == HOT_OK)
     st = tools_layer_create(c, s, bl->cB, bl->cL, run->spec_model->recipe, check_layer_id(run, bl, bl->cL), &l);
   hot_layer_info info;
@@ -458,7 +488,7 @@ typedef struct {
 /* Contexts and full-size layers of the three paths; a path that cannot be had says why. */
 static void open_paths(const bench_run *run, const bench_layer *bl, const hot_layer_spec *s,
                        path_set *ps, layer_res *lr) {
-  for (int p = 0; p < NPATHS; ++p) {
+  for (int p = 0; p < g_npaths; ++p) {
     path_res *r = &lr->p[p];
     char err[300];
     hot_layer_spec sp;
@@ -483,7 +513,7 @@ static void open_paths(const bench_run *run, const bench_layer *bl, const hot_la
 }
 
 static void close_paths(path_set *ps) {
-  for (int p = 0; p < NPATHS; ++p) {
+  for (int p = 0; p < g_npaths; ++p) {
     hot_layer_destroy(ps->full[p]);
     hot_ctx_destroy(ps->ctx[p]);
   }
@@ -498,7 +528,7 @@ static void check_small(const bench_gpu_parts *gp, const bench_run *run, const b
   dev_io io;
   float *hx = malloc((size_t)(dc->T * dc->I) * 4), *hw = malloc((size_t)(dc->O * dc->I) * 4);
   io_make(&b, dc, bl->bias, &io);
-  for (int p = 0; p < NPATHS; ++p) {
+  for (int p = 0; p < g_npaths; ++p) {
     path_res *r = &lr->p[p];
     if (!ps->full[p]) continue;
     if (!hx || !hw || b.err[0]) {
@@ -542,7 +572,7 @@ static void run_full(const bench_gpu_parts *gp, const bench_run *run, const benc
   float *fx = malloc(nx * 4), *fw = malloc(nw * 4), *hx = malloc(nx * 4), *hw = malloc(nw * 4);
   io_make(b, d, bl->bias, &io);
   int first = -1;
-  for (int p = 0; p < NPATHS; ++p) {
+  for (int p = 0; p < g_npaths; ++p) {
     path_res *r = &lr->p[p];
     if (!ps->full[p]) continue;
     if (!fx || !fw || !hx || !hw || b->err[0]) {
@@ -572,7 +602,7 @@ static void one_layer(const bench_gpu_parts *gp, const bench_run *run, bench_lay
                       layer_res *lr) {
   char err[300] = "";
   hot_layer_spec s;
-  for (int p = 0; p < NPATHS; ++p) lr->p[p].same = lr->p[p].cpu = -1;
+  for (int p = 0; p < g_npaths; ++p) lr->p[p].same = lr->p[p].cpu = -1;
   if (layer_spec(run, bl, &s, err, sizeof err) != 0) {
     fileio_msgf(lr->status, sizeof lr->status, "spec: %s", err);
     return;
@@ -596,7 +626,7 @@ static void one_layer(const bench_gpu_parts *gp, const bench_run *run, bench_lay
     have_ref = cpu_reference(run, bl, &cs, &dc, rx, rw, err, sizeof err) == 0;
   }
   if (!have_ref)
-    for (int p = 0; p < NPATHS; ++p) fileio_msgf(lr->p[p].cpu_note, sizeof lr->p[p].cpu_note, "not checked: %s", err);
+    for (int p = 0; p < g_npaths; ++p) fileio_msgf(lr->p[p].cpu_note, sizeof lr->p[p].cpu_note, "not checked: %s", err);
   if (have_ref && capped) check_small(gp, run, bl, &s, &ps, &dc, rx, rw, lr);
   if (capped) tooldata_free(&dc);
   bufs b = {.d = gp->d, .s = gp->s};
@@ -650,7 +680,7 @@ static void table_layer(const bench_run *run, const bench_layer *bl, const layer
   fprintf(f, "%-7s %-12s %-46s %-20s %9s %9s %7s %7s %7s %9s %5s\n", "product", "path", "kernel", "M x N x K",
           "ms", "TOP/s", "%INT8", "xBF16", "xFP8", "identical", "CPU");
   for (int p = 0; p < 2; ++p) {
-    for (int i = 0; i < NPATHS; ++i) {
+    for (int i = 0; i < g_npaths; ++i) {
       const path_res *r = &lr->p[i];
       if (r->status[0] && !r->t[p].n) {
         fprintf(f, "%-7s %-12s %s\n", k_products[p], k_paths[i].name, r->status);
@@ -681,7 +711,7 @@ static void table_layer(const bench_run *run, const bench_layer *bl, const layer
               fmt(run->int8_tops > 0 ? 100 * fl / run->int8_tops : 0, "%.1f", c, sizeof c));
     }
   }
-  for (int i = 0; i < NPATHS; ++i) {
+  for (int i = 0; i < g_npaths; ++i) {
     const path_res *r = &lr->p[i];
     if (r->same == 0) fprintf(f, "  %s differs from the first path: %s\n", k_paths[i].name, r->diff);
     if (r->cpu_note[0]) fprintf(f, "  %s vs the CPU backend (T %lld): %s\n", k_paths[i].name, (long long)bl->cT, r->cpu_note);
@@ -760,7 +790,7 @@ static void json_layer(const bench_run *run, const bench_layer *bl, const layer_
     else
       fputs(", \"fp8_dims\": null", f);
     fputs(",\n        \"paths\": [", f);
-    for (int i = 0; i < NPATHS; ++i) {
+    for (int i = 0; i < g_npaths; ++i) {
       if (i) fputc(',', f);
       json_path(run, lr, i, p, f);
     }
@@ -812,18 +842,20 @@ static int reports(const bench_run *run, const layer_res *lr, const char *skippe
 
 int bench_gemm_paths(bench_run *run, bench_gpu *gpu) {
   double t0 = bench_now_ms();
-  char why[400];
+  char why[400], paths[160];
   bench_gpu_parts gp;
+  paths_init();
+  paths_text(paths, sizeof paths);
   if (!gpu) {
-    fileio_msgf(why, sizeof why, "no GPU (CPU backend%s%s): the three sm_90 GEMM paths need a 9.0 CUDA device",
-                run->fallback[0] ? ": " : "", run->fallback);
+    fileio_msgf(why, sizeof why, "no GPU (CPU backend%s%s): the GEMM paths %s need a 9.0 CUDA device",
+                run->fallback[0] ? ": " : "", run->fallback, paths);
     diag_fprintf(stderr, "hot-bench: --gemm-paths: %s\n", why);
     return reports(run, NULL, why);
   }
   bench_gpu_get_parts(gpu, &gp);
   if (gp.cc_major != 9 || gp.cc_minor != 0) {
-    fileio_msgf(why, sizeof why, "%s is compute capability %d.%d, not 9.0: mma_s8 (sm_90), wgmma_s8 and "
-                "tma_s8 (sm_90a) need a 9.0 device", run->device, gp.cc_major, gp.cc_minor);
+    fileio_msgf(why, sizeof why, "%s is compute capability %d.%d, not 9.0: %s need a 9.0 device",
+                run->device, gp.cc_major, gp.cc_minor, paths);
     diag_fprintf(stderr, "hot-bench: --gemm-paths: %s\n", why);
     return reports(run, NULL, why);
   }
@@ -839,7 +871,7 @@ int bench_gemm_paths(bench_run *run, bench_gpu *gpu) {
             (long long)bl->O, (long long)bl->I, (long long)bl->cT);
     one_layer(&gp, run, bl, &lr[i]);
     int bad = lr[i].status[0] != 0;
-    for (int p = 0; p < NPATHS; ++p)
+    for (int p = 0; p < g_npaths; ++p)
       bad |= lr[i].p[p].status[0] || lr[i].p[p].same == 0 || lr[i].p[p].cpu == 0;
     if (bad) rc = 2;
     diag_fprintf(stderr, " - %s (%.1f s)\n", bad ? "not all paths ran and agreed" : "ok", (bench_now_ms() - tl) / 1e3);
@@ -876,6 +908,9 @@ int bench_gemm_paths_precompile(bench_run *run) {
   }
   int rc = 0;
   uint64_t compiles = 0, hits = 0;
+  char paths[160];
+  paths_init();
+  paths_text(paths, sizeof paths);
   for (int i = 0; i < run->n; ++i) {
     const bench_layer *bl = &run->layers[i];
     char err[300];
@@ -885,7 +920,7 @@ int bench_gemm_paths_precompile(bench_run *run) {
       rc = 2;
       continue;
     }
-    for (int p = 0; p < NPATHS; ++p) {
+    for (int p = 0; p < g_npaths; ++p) {
       hot_ctx *c = NULL;
       hot_layer *full = NULL;
       hot_layer_spec sp, cs;
@@ -925,7 +960,7 @@ int bench_gemm_paths_precompile(bench_run *run) {
       hits += hs.disk_hits + hs.memory_hits;
       hot_ctx_destroy(c);
     }
-    printf("precompile %s: 3 paths (mma_s8 sm_90, wgmma_s8 and tma_s8 sm_90a)%s\n", bl->name,
+    printf("precompile %s: %d paths (%s)%s\n", bl->name, g_npaths, paths,
            bl->cT != bl->T ? ", benchmark and check sizes" : "");
   }
   printf("precompile: %llu compiled, %llu cache hits, into %s\n", (unsigned long long)compiles,

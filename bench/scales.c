@@ -127,7 +127,7 @@ static int scales_plans(const hot_model *model, const bench_layer *bl, int64_t B
   hot_layer_spec st = *s, ss = *s;
   st.hla.g.gran = st.hla.x.gran = HOT_GRAN_TENSOR;
   ss.hla.g.gran = ss.hla.x.gran = HOT_GRAN_SAMPLE;
-  if (plan_layer(&st, B, L, model->recipe, HOT_ARCH_SM90, bl->index, pl, err, sizeof err)) {
+  if (plan_layer(&st, B, L, model->recipe, HOT_ARCH_DEFAULT, bl->index, pl, err, sizeof err)) {
     fprintf(f, "%-16s %4lld %6lld %6lld %6lld  not planned: %s\n", bl->name, (long long)B,
             (long long)L, (long long)bl->O, (long long)bl->I, err);
     return 2;
@@ -135,14 +135,14 @@ static int scales_plans(const hot_model *model, const bench_layer *bl, int64_t B
   *moved = pl->hla.enabled && pl->hla.layout == HOT_LAYOUT_FLAT && B > 1;
   if (*moved) {
     ss.hla.layout = st.hla.layout = HOT_LAYOUT_SAMPLE;
-    if (plan_layer(&st, B, L, model->recipe, HOT_ARCH_SM90, bl->index, pl, err, sizeof err)) {
+    if (plan_layer(&st, B, L, model->recipe, HOT_ARCH_DEFAULT, bl->index, pl, err, sizeof err)) {
       fprintf(f, "%-16s %4lld %6lld %6lld %6lld  not planned under layout sample: %s\n",
               bl->name, (long long)B, (long long)L, (long long)bl->O, (long long)bl->I, err);
       return 2;
     }
   }
   *have_s = pl->hla.enabled &&
-            !plan_layer(&ss, B, L, model->recipe, HOT_ARCH_SM90, bl->index, pl_s, err, sizeof err);
+            !plan_layer(&ss, B, L, model->recipe, HOT_ARCH_DEFAULT, bl->index, pl_s, err, sizeof err);
   return 0;
 }
 

@@ -55,18 +55,18 @@
 #define HOT_TILE_FIELDS(F, g)                                                                      \
   F(#g ".tile_m", g.tile_m, NOALSO, INT, none, 0, 256, FL_SWEEP, 0, 0, 0,                            \
     "64, 128 or 256 (0 = planner's)",                                                              \
-    "GEMM block tile along M (64, 128 or 256; sm_90a wgmma: 64 or 128; 0 = planner's choice)")     \
+    "GEMM block tile along M (64, 128 or 256; wgmma paths: 64 or 128; 0 = planner's choice)")     \
   F(#g ".tile_n", g.tile_n, NOALSO, INT, none, 0, 256, FL_SWEEP, 0, 0, 0,                            \
     "64, 128 or 256 (0 = planner's)", "GEMM block tile along N (64, 128 or 256; 0 = planner's choice)") \
   F(#g ".tile_k", g.tile_k, NOALSO, INT, none, 0, 512, FL_SWEEP, 0, 0, 0,                            \
     "a multiple of the MMA's K (0 = default)",                                                     \
-    "GEMM block tile along K in elements (a multiple of the MMA's K; sm_90a wgmma: 128; 0 = default)") \
+    "GEMM block tile along K in elements (a multiple of the MMA's K; wgmma paths: 128; 0 = default)") \
   F(#g ".warps_m", g.warps_m, NOALSO, INT, none, 0, 8, FL_SWEEP, 0, 0, 0, "0..8 (0 = default)",      \
-    "warps per block along M (0 = default 2; sm_90a wgmma: tile_m / 16, the planner's)")           \
+    "warps per block along M (0 = default 2; wgmma paths: tile_m / 16, the planner's)")           \
   F(#g ".warps_n", g.warps_n, NOALSO, INT, none, 0, 8, FL_SWEEP, 0, 0, 0, "0..8 (0 = default)",      \
-    "warps per block along N (0 = default 2; sm_90a: 1 = wgmma via cp.async, 2 = the TMA GEMM)")    \
+    "warps per block along N (0 = default 2; with wgmma: 1 = wgmma via cp.async, 2 = the TMA GEMM)") \
   F(#g ".stages", g.stages, NOALSO, INT, none, 0, 6, FL_SWEEP, 0, 0, 0, "0..6 (0 = default)",        \
-    "cp.async pipeline stages (0 = default; 2..6; sm_90a wgmma: 3..6)")
+    "cp.async pipeline stages (0 = default; 2..6; wgmma via cp.async: 3..6)")
 
 #define HOT_FIELDS(F)                                                                              \
   /* ---- sweepable, in the tuning database's order: HQ, HLA, ABC, then the tiles ---- */          \

@@ -33,7 +33,7 @@ static const char *k_usage =
     "                       the spec, as a table (default action)\n"
     "  --json               the same plan as one JSON object on stdout (layers[]: one entry per\n"
     "                       arch and layer, each with its \"arch\")\n"
-    "  --arch ARCH          plan for ARCH only (sm_80, sm_86, sm_89, sm_90, sm_90a) instead of\n"
+    "  --arch ARCH          plan for ARCH only (one of the archs listed below) instead of\n"
     "                       the spec's target archs (--plan, --json)\n"
     "  --layer NAME         only this layer\n"
     "  --emit DIR           write one .cu per layer and arch (<model>.<layer>.<arch>.cu) plus\n"
@@ -132,7 +132,8 @@ static int parse_args(int argc, char **argv, options *o) {
     const char *a = argv[i];
     const char **slot = NULL;
     if (!strcmp(a, "-h") || !strcmp(a, "--help")) {
-      fputs(k_usage, stdout);
+      char archs[128];
+      printf("%s\narchs: %s\n", k_usage, plan_arch_list(archs, sizeof archs, ", "));
       exit(0);
     } else if (!strcmp(a, "--version")) {
       printf("hot-gen %s\n", HOT_VERSION);
@@ -390,7 +391,9 @@ static int parse_archs(const char *list, const hot_model *m, hot_arch *archs, in
     }
     hot_arch a;
     if (plan_arch_parse(tok, &a) != 0) {
-      diag_fprintf(stderr, "hot-gen: unknown arch '%s' (known: sm_80, sm_86, sm_89, sm_90, sm_90a)\n", tok);
+      char known[128];
+      diag_fprintf(stderr, "hot-gen: unknown arch '%s' (known: %s)\n", tok,
+                   plan_arch_list(known, sizeof known, ", "));
       return -1;
     }
     if (*n < HOT_MAX_ARCHS) archs[(*n)++] = a;
@@ -456,7 +459,9 @@ static int resolve_archs(const options *o, const hot_model *m, arch_sets *as) {
   memset(as, 0, sizeof *as);
   if (o->arch) {
     if (plan_arch_parse(o->arch, &as->plan[0]) != 0) {
-      diag_fprintf(stderr, "hot-gen: unknown arch '%s' (known: sm_80, sm_86, sm_89, sm_90, sm_90a)\n", o->arch);
+      char known[128];
+      diag_fprintf(stderr, "hot-gen: unknown arch '%s' (known: %s)\n", o->arch,
+                   plan_arch_list(known, sizeof known, ", "));
       return 2;
     }
     as->n_plan = 1;

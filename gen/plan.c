@@ -15,33 +15,6 @@
 #include "kernel_desc.h"
 #include "plan_arith.h"
 
-/* ---- arch capability table --------------------------------------------------------------- */
-
-/* Shared memory figures are the CUDA programming guide's per-arch limits (opt-in maximum per
- * block, and per SM). */
-static const hot_arch_caps k_caps[HOT_ARCH_COUNT] = {
-    {HOT_ARCH_SM80, "sm_80", 80, 1, 0, 1024, 166912, 167936, 255},
-    {HOT_ARCH_SM86, "sm_86", 86, 1, 0, 1024, 101376, 102400, 255},
-    {HOT_ARCH_SM89, "sm_89", 89, 1, 0, 1024, 101376, 102400, 255},
-    /* Hopper has no INT4 tensor cores: mma.sync .s4 compiles but is emulated (CONTRACT.md 7). */
-    {HOT_ARCH_SM90, "sm_90", 90, 0, 0, 1024, 232448, 233472, 255},
-    {HOT_ARCH_SM90A, "sm_90a", 90, 0, 1, 1024, 232448, 233472, 255},
-};
-
-const hot_arch_caps *plan_arch_caps(hot_arch arch) {
-  return ((int)arch >= 0 && arch < HOT_ARCH_COUNT) ? &k_caps[arch] : NULL;
-}
-
-int plan_arch_parse(const char *name, hot_arch *out) {
-  if (!name) return -1;
-  for (int a = 0; a < HOT_ARCH_COUNT; ++a)
-    if (strcmp(name, k_caps[a].name) == 0) {
-      *out = (hot_arch)a;
-      return 0;
-    }
-  return -1;
-}
-
 /* ---- defaults -------------------------------------------------------------------------- */
 
 /* The defaults of every recipe are the columns of field_list.h (fields_defaults). */
@@ -70,97 +43,134 @@ static int quant_ok(const hot_quant *q, const char *what, char *err, size_t n) {
 
 unsigned plan_gemm_smem(hot_gemm_path path, hot_codes codes, int tile_m, int tile_n, int tile_k,
                         int stages) {
-  if (path == HOT_GEMM_WGMMA_S8) /* templates/gemm_wgmma.cu: 128-byte rows, +1024 to align */
-    return (unsigned)((int64_t)stages * (tile_m + tile_n) * tile_k + 1024);
-  if (path == HOT_GEMM_TMA_S8) /* templates/gemm_tma.cu: + 1024 to align, + 128 of mbarriers */
-    return (unsigned)((int64_t)stages * (tile_m + tile_n) * tile_k + 1024 + 128);
-  /* templates/gemm_int.cu: per stage one A tile (tile_m rows) and one B tile (tile_n rows) of
-   * tile_k codes each, XOR-swizzled (no padding). */
-  int64_t row_bytes = codes == HOT_CODES_S4_PACKED ? tile_k / 2 : tile_k;
-  return (unsigned)((int64_t)stages * (tile_m + tile_n) * row_bytes);
+  /* Per stage one A tile (tile_m rows) and one B tile (tile_n rows) of tile_k codes each (the
+   * headers of the path's template), plus what the path adds (alignment, barriers). */
+  const hot_gemm_path_info *g = plan_gemm_path_info(path);
+  const hot_codes_info *c = plan_codes_info(codes);
+  if (!g || !c) return 0;
+  const int64_t row_bytes = tile_k / c->per_byte;
+  return (unsigned)((int64_t)stages * (tile_m + tile_n) * row_bytes + g->smem_extra);
 }
 
 /* Problems with fewer 128x128 tiles than about two waves of 100+ SMs use smaller tiles. */
 static int gemm_is_big(const hot_gemm_plan *g) { return cdiv(g->m, 128) * cdiv(g->n, 128) >= 200; }
 
-/* The wgmma paths of sm_90a: warpgroups of 64 rows, one 128-byte K slab per stage; warps follow
- * from tile_m (4 per warpgroup), so requests for them must agree. wgmma_s8 (templates/
- * gemm_wgmma.cu, cp.async): warps_n 1 (or 0), 3..8 stages; tma_s8 (templates/gemm_tma.cu, asked
- * for with warps_n = 2: the warps split into a producer warpgroup and the consumers): 2..8
- * stages. The shared memory of both is checked against the arch by plan_gemm. */
-static int plan_gemm_wgmma(hot_gemm_plan *g, const hot_tile *req, const char *what, char *err,
-                           size_t n) {
-  const int big = gemm_is_big(g), tma = g->path == HOT_GEMM_TMA_S8;
-  const char *pn = plan_gemm_path_name(g->path);
-  g->tile_m = req->tile_m ? req->tile_m : 128;
-  g->tile_n = req->tile_n ? req->tile_n : (big ? 256 : 128);
-  g->tile_k = req->tile_k ? req->tile_k : 128;
-  g->stages = req->stages ? req->stages : 4;
-  if (g->tile_m != 64 && g->tile_m != 128)
-    return diag_errf(err, n, "%s.tile_m must be 64 or 128 for %s (got %d)", what, pn, g->tile_m);
-  if (g->tile_n != 64 && g->tile_n != 128 && g->tile_n != 256)
-    return diag_errf(err, n, "%s.tile_n must be 64, 128 or 256 for %s (got %d)", what, pn,
-                    g->tile_n);
-  if (g->tile_k != 128)
-    return diag_errf(err, n, "%s.tile_k must be 128 for %s (one 128-byte swizzled slab; got "
-                    "%d)", what, pn, g->tile_k);
+/* Whether v is in the 0-terminated list `allowed`; writes the list as "64, 128 or 256". */
+static int tile_allowed(const int allowed[4], int v) {
+  for (int i = 0; i < 4 && allowed[i]; ++i)
+    if (allowed[i] == v) return 1;
+  return 0;
+}
+static const char *tile_list(const int allowed[4], char *buf, size_t n) {
+  int count = 0;
+  while (count < 4 && allowed[count]) ++count;
+  size_t used = 0;
+  buf[0] = '\0';
+  for (int i = 0; i < count && used < n; ++i) {
+    const char *sep = i == 0 ? "" : i == count - 1 ? " or " : ", ";
+    const int w = snprintf(buf + used, n - used, "%s%d", sep, allowed[i]);
+    used += w > 0 ? (size_t)w : 0;
+  }
+  return buf;
+}
+
+/* "warps_n 1: wgmma_s8, 2: tma_s8": the warpgroup paths by the warps_n they use. */
+static const char *warpgroup_list(char *buf, size_t n) {
+  size_t used = 0;
+  buf[0] = '\0';
+  for (int i = 0; i < HOT_GEMM_PATH_COUNT && used < n; ++i) {
+    const hot_gemm_path_info *g = plan_gemm_path_info((hot_gemm_path)i);
+    if (g->warps != HOT_WARPS_WARPGROUP) continue;
+    const int w = snprintf(buf + used, n - used, "%s%d: %s", used ? ", " : "warps_n ", g->warps_n,
+                           g->name);
+    used += w > 0 ? (size_t)w : 0;
+  }
+  return buf;
+}
+
+/* The tile of a warpgroup path (the table's row): warpgroups of 64 rows, one K slab per stage;
+ * warps follow from tile_m (4 per warpgroup) and the row's warps_n, so requests for them must
+ * agree. The shared memory is checked against the arch by plan_gemm. */
+static int plan_gemm_wgmma(hot_gemm_plan *g, const hot_tile *req, const hot_gemm_path_info *pi,
+                           const char *what, char *err, size_t n) {
+  const int big = gemm_is_big(g);
+  const char *pn = pi->name;
+  char list[64];
+  g->tile_m = req->tile_m ? req->tile_m : pi->tile_m_def[big];
+  g->tile_n = req->tile_n ? req->tile_n : pi->tile_n_def[big];
+  g->tile_k = req->tile_k ? req->tile_k : pi->tile_k_def;
+  g->stages = req->stages ? req->stages : pi->stages_def[big];
+  if (!tile_allowed(pi->tile_m, g->tile_m))
+    return diag_errf(err, n, "%s.tile_m must be %s for %s (got %d)", what,
+                    tile_list(pi->tile_m, list, sizeof list), pn, g->tile_m);
+  if (!tile_allowed(pi->tile_n, g->tile_n))
+    return diag_errf(err, n, "%s.tile_n must be %s for %s (got %d)", what,
+                    tile_list(pi->tile_n, list, sizeof list), pn, g->tile_n);
+  if (g->tile_k != pi->k_step)
+    return diag_errf(err, n, "%s.tile_k must be %d for %s (one %d-byte swizzled slab; got "
+                    "%d)", what, pi->k_step, pn, pi->k_step / plan_codes_info(pi->codes)->per_byte,
+                    g->tile_k);
   g->warps_m = g->tile_m / 16;
-  g->warps_n = tma ? 2 : 1;
+  g->warps_n = pi->warps_n;
   if ((req->warps_m && req->warps_m != g->warps_m) || (req->warps_n && req->warps_n != g->warps_n))
     return diag_errf(err, n, "%s: %s uses %d x %d warps for tile_m = %d (4 warps per 64-row "
-                    "warpgroup; warps_n 1: wgmma_s8, 2: tma_s8; got %d x %d)", what, pn,
-                    g->warps_m, g->warps_n, g->tile_m, req->warps_m, req->warps_n);
-  if (g->stages < (tma ? 2 : 3) || g->stages > 8)
-    return diag_errf(err, n, "%s.stages must be in [%d, 8] for %s (got %d)", what, tma ? 2 : 3, pn,
-                    g->stages);
+                    "warpgroup; %s; got %d x %d)", what, pn, g->warps_m, g->warps_n, g->tile_m,
+                    warpgroup_list(list, sizeof list), req->warps_m, req->warps_n);
+  if (g->stages < pi->stages_min || g->stages > pi->stages_max)
+    return diag_errf(err, n, "%s.stages must be in [%d, %d] for %s (got %d)", what, pi->stages_min,
+                    pi->stages_max, pn, g->stages);
   return 0;
 }
 
-/* The path of a GEMM on `caps` (CONTRACT.md 7): on sm_90a wgmma, fed by cp.async (wgmma_s8, the
- * default) or by the TMA (tma_s8, when the tile asks for warps_n = 2); INT4 mma.sync where the
- * tensor cores have it and both operands fit 4 bits (s4_ok); INT8 mma.sync otherwise. */
-static hot_gemm_path gemm_path(const hot_arch_caps *caps, const hot_tile *req, int s4_ok) {
-  if (caps->wgmma) return req->warps_n == 2 ? HOT_GEMM_TMA_S8 : HOT_GEMM_WGMMA_S8;
-  return caps->int4_mma && s4_ok ? HOT_GEMM_MMA_S4 : HOT_GEMM_MMA_S8;
+/* The path of a GEMM on `caps` (CONTRACT.md 7), from the GEMM-path table: the tile's warps_n may
+ * ask for a path (tma_s8: 2); codes of `bits` bits take the narrowest format that holds them. */
+static hot_gemm_path gemm_path(const hot_arch_caps *caps, const hot_tile *req, int bits) {
+  return plan_gemm_path_choose(caps, req->warps_n, bits);
 }
 
-/* Defaults and checks the tile of an mma.sync GEMM (INT8 or INT4 codes). */
-static int plan_gemm_mma(hot_gemm_plan *g, const hot_tile *req, hot_gemm_path path,
+/* Defaults and checks the tile of an mma.sync GEMM (the table's row: INT8 or INT4 codes); warps
+ * are free (default 2 x 2, at most 8), each a grid of 16 x 8 mma tiles. */
+static int plan_gemm_mma(hot_gemm_plan *g, const hot_tile *req, const hot_gemm_path_info *pi,
                          const char *what, char *err, size_t n) {
   const int big = gemm_is_big(g);
-  g->tile_m = req->tile_m ? req->tile_m : (big ? 128 : 64);
-  g->tile_n = req->tile_n ? req->tile_n : (big ? 128 : 64);
-  int k_step = path == HOT_GEMM_MMA_S4 ? 64 : 32; /* K of one mma instruction */
-  g->tile_k = req->tile_k ? req->tile_k : 2 * k_step;
+  char list[64];
+  g->tile_m = req->tile_m ? req->tile_m : pi->tile_m_def[big];
+  g->tile_n = req->tile_n ? req->tile_n : pi->tile_n_def[big];
+  const int k_step = pi->k_step, k_max = pi->k_max_steps * pi->k_step;
+  g->tile_k = req->tile_k ? req->tile_k : pi->tile_k_def;
   g->warps_m = req->warps_m ? req->warps_m : 2;
   g->warps_n = req->warps_n ? req->warps_n : 2;
-  g->stages = req->stages ? req->stages : (big ? 3 : 4);
-  if (g->tile_m != 64 && g->tile_m != 128 && g->tile_m != 256)
-    return diag_errf(err, n, "%s.tile_m must be 64, 128 or 256 (got %d)", what, g->tile_m);
-  if (g->tile_n != 64 && g->tile_n != 128 && g->tile_n != 256)
-    return diag_errf(err, n, "%s.tile_n must be 64, 128 or 256 (got %d)", what, g->tile_n);
-  if (g->tile_k % k_step != 0 || g->tile_k < k_step || g->tile_k > 4 * k_step)
+  g->stages = req->stages ? req->stages : pi->stages_def[big];
+  if (!tile_allowed(pi->tile_m, g->tile_m))
+    return diag_errf(err, n, "%s.tile_m must be %s (got %d)", what,
+                    tile_list(pi->tile_m, list, sizeof list), g->tile_m);
+  if (!tile_allowed(pi->tile_n, g->tile_n))
+    return diag_errf(err, n, "%s.tile_n must be %s (got %d)", what,
+                    tile_list(pi->tile_n, list, sizeof list), g->tile_n);
+  if (g->tile_k % k_step != 0 || g->tile_k < k_step || g->tile_k > k_max)
     return diag_errf(err, n, "%s.tile_k must be a multiple of %d in [%d, %d] for %s (got %d)",
-                    what, k_step, k_step, 4 * k_step, plan_gemm_path_name(path), g->tile_k);
+                    what, k_step, k_step, k_max, pi->name, g->tile_k);
   if (g->warps_m < 1 || g->warps_n < 1 || g->warps_m * g->warps_n > 8)
     return diag_errf(err, n, "%s: warps_m x warps_n must be in [1, 8] (got %d x %d)", what,
                     g->warps_m, g->warps_n);
   if (g->tile_m % (16 * g->warps_m) != 0 || g->tile_n % (8 * g->warps_n) != 0)
     return diag_errf(err, n, "%s: tile %dx%d does not split into %dx%d warps of mma tiles", what,
                     g->tile_m, g->tile_n, g->warps_m, g->warps_n);
-  if (g->stages < 2 || g->stages > 6)
-    return diag_errf(err, n, "%s.stages must be in [2, 6] (got %d)", what, g->stages);
+  if (g->stages < pi->stages_min || g->stages > pi->stages_max)
+    return diag_errf(err, n, "%s.stages must be in [%d, %d] (got %d)", what, pi->stages_min,
+                    pi->stages_max, g->stages);
   return 0;
 }
 
-/* Chooses and checks the tile configuration of one GEMM (m x n x k). */
+/* Chooses and checks the tile configuration of one GEMM (m x n x k) by its path's row. */
 static int plan_gemm(hot_gemm_plan *g, const hot_tile *req, const hot_arch_caps *caps,
                      hot_gemm_path path, const char *what, char *err, size_t n) {
+  const hot_gemm_path_info *pi = plan_gemm_path_info(path);
   g->path = path;
-  g->codes = path == HOT_GEMM_MMA_S4 ? HOT_CODES_S4_PACKED : HOT_CODES_S8;
-  if (path == HOT_GEMM_WGMMA_S8 || path == HOT_GEMM_TMA_S8) {
-    if (plan_gemm_wgmma(g, req, what, err, n)) return -1;
-  } else if (plan_gemm_mma(g, req, path, what, err, n)) {
+  g->codes = pi->codes;
+  if (pi->warps == HOT_WARPS_WARPGROUP) {
+    if (plan_gemm_wgmma(g, req, pi, what, err, n)) return -1;
+  } else if (plan_gemm_mma(g, req, pi, what, err, n)) {
     return -1;
   }
   g->k_pad = round_up(g->k, g->tile_k);
@@ -272,7 +282,7 @@ static int plan_hq(const hot_layer_spec *s, const hot_arch_caps *caps, hot_layer
   p->hq.o_pad = round_up(p->O, p->hq.block); /* O <= 2^31 - 1: no overflow */
   if (int_limit("hq o_pad (O rounded up to hq.block)", p->hq.o_pad, err, n)) return -1;
   const hot_gemm_path gx_path =
-      gemm_path(caps, &s->tile_gx, p->hq.g.bits <= 4 && p->hq.w.bits <= 4);
+      gemm_path(caps, &s->tile_gx, p->hq.g.bits > p->hq.w.bits ? p->hq.g.bits : p->hq.w.bits);
   p->hq.gemm.m = p->T;
   p->hq.gemm.n = p->I;
   p->hq.gemm.k = p->hq.o_pad;
@@ -392,7 +402,8 @@ static int plan_hla(const hot_layer_spec *s, const hot_arch_caps *caps, hot_laye
   p->hla.gemm.m = p->O;
   p->hla.gemm.n = p->I;
   p->hla.gemm.k = p->hla.k;
-  if (plan_gemm(&p->hla.gemm, &s->tile_gw, caps, gemm_path(caps, &s->tile_gw, 0), "tile_gw", err,
+  /* The g_w GEMM takes INT8 codes whatever hla.bits (CONTRACT.md 7). */
+  if (plan_gemm(&p->hla.gemm, &s->tile_gw, caps, gemm_path(caps, &s->tile_gw, 8), "tile_gw", err,
                 n))
     return -1;
   if (plan_hla_groups_k(p, err, n)) return -1;

@@ -44,25 +44,78 @@
 typedef enum {
   HOT_ARCH_SM80 = 0, HOT_ARCH_SM86, HOT_ARCH_SM89, HOT_ARCH_SM90, HOT_ARCH_SM90A, HOT_ARCH_COUNT
 } hot_arch;
-/* How a GEMM runs: INT4 mma.sync on packed nibbles, INT8 mma.sync, INT8 wgmma fed by cp.async
- * (sm_90a), or INT8 wgmma fed by the TMA, warp-specialised and persistent (sm_90a, asked for with
- * tile_*.warps_n = 2; docs/gemm-paths.md). */
-typedef enum { HOT_GEMM_MMA_S4 = 0, HOT_GEMM_MMA_S8, HOT_GEMM_WGMMA_S8, HOT_GEMM_TMA_S8 } hot_gemm_path;
-/* How codes are stored: one int8 per element, or two's-complement nibbles, two per byte. */
-typedef enum { HOT_CODES_S8 = 0, HOT_CODES_S4_PACKED } hot_codes;
+/* The target of a spec without hot.target. */
+#define HOT_ARCH_DEFAULT HOT_ARCH_SM90
+/* The storage layout of the CPU backend when no arch is forced (INT4 codes packed). */
+#define HOT_ARCH_CPU_STORAGE HOT_ARCH_SM80
+/* How a GEMM runs: INT4 mma.sync on packed nibbles, INT8 mma.sync, INT8 wgmma fed by cp.async, or
+ * INT8 wgmma fed by the TMA, warp-specialised and persistent (asked for with tile_*.warps_n = 2;
+ * docs/gemm-paths.md). One row each in the GEMM-path table (plan_gemm_path_info). */
+typedef enum {
+  HOT_GEMM_MMA_S4 = 0, HOT_GEMM_MMA_S8, HOT_GEMM_WGMMA_S8, HOT_GEMM_TMA_S8, HOT_GEMM_PATH_COUNT
+} hot_gemm_path;
+/* How codes are stored: one int8 per element, or two's-complement nibbles, two per byte. One row
+ * each in the operand-format table (plan_codes_info). */
+typedef enum { HOT_CODES_S8 = 0, HOT_CODES_S4_PACKED, HOT_CODES_COUNT } hot_codes;
+/* The tensor-core instruction families a GEMM path issues (bits of hot_codes_info.mma). */
+typedef enum { HOT_MMA_SYNC = 1, HOT_MMA_WGMMA = 2 } hot_mma_kind;
 
-/* What an architecture can do; one row per hot_arch (plan_arch_caps). */
+/* What an architecture can do; one row per hot_arch in the arch table (gen/plan_tables.c,
+ * plan_arch_caps). The table is the one list of archs: names, messages, the DSL's schema and the
+ * runtime's device match all come from it. */
 typedef struct {
   hot_arch arch;
-  const char *name;       /* "sm_80", ..., "sm_90a" */
-  int sm;                 /* 80, 86, 89, 90, 90 */
+  const char *name;       /* the sm_XY name specs, options and kernel caches use */
+  int sm;                 /* compute capability, major * 10 + minor */
   int int4_mma;           /* mma.sync .s4 runs natively on tensor cores */
-  int wgmma;              /* wgmma .s8 available (sm_90a only) */
+  int wgmma;              /* wgmma .s8 available */
   int max_threads;        /* threads per block */
   int max_smem_optin;     /* dynamic shared memory per block after opt-in, bytes */
   int smem_per_sm;        /* shared memory per SM, bytes */
   int regs_per_thread;    /* register ceiling per thread */
+  int tma;                /* the Tensor Memory Accelerator (cp.async.bulk.tensor) */
+  int arch_specific;      /* cubins run only on exactly this compute capability ("a" archs); else
+                             on the same major with a minor >= this one's */
+  int threads_per_sm;     /* resident threads per SM */
 } hot_arch_caps;
+
+/* One operand format of the integer GEMMs (plan_codes_info). */
+typedef struct {
+  hot_codes codes;
+  const char *name;       /* "s8", ... (plan_codes_name) */
+  int bits;               /* widest code it holds */
+  int per_byte;           /* elements per byte (2: packed nibbles, element 2j in the low one) */
+  unsigned mma;           /* hot_mma_kind bits of the instructions that take it */
+} hot_codes_info;
+
+/* How a GEMM path shapes its warps (the tile rules of plan.c). */
+typedef enum {
+  HOT_WARPS_FREE = 0,     /* warps_m x warps_n as asked (default 2 x 2), each a grid of mma tiles */
+  HOT_WARPS_WARPGROUP     /* tile_m / 16 warps (4 per 64-row warpgroup) x the row's warps_n */
+} hot_warps_rule;
+
+/* One GEMM path (plan_gemm_path_info): its kernel, what it needs of the arch, and its tile rules
+ * as plan.c applies them. Values lists end at the first 0. */
+typedef struct {
+  hot_gemm_path path;
+  const char *name;       /* kernel-name component and --gemm-paths label (plan_gemm_path_name) */
+  const char *templ;      /* its CUDA template (twin templates/gemm_ref.c) */
+  const char *emulator;   /* the emulator script that runs its template (tests label emu) */
+  hot_mma_kind mma;
+  hot_codes codes;        /* the operand format both operands use */
+  int need_int4_mma, need_wgmma, need_tma; /* hot_arch_caps fields it requires */
+  int warps_select;       /* 0: any tile warps_n request; else the warps_n value that asks for it */
+  int warps_n;            /* HOT_WARPS_WARPGROUP: the plan's warps_n (the kernel name's and the
+                             value a tile request must match) */
+  int preference;         /* the planner takes the available path with the highest */
+  int tile_m[4], tile_n[4];         /* allowed values */
+  int tile_m_def[2], tile_n_def[2]; /* defaults for {small, big} problems */
+  int k_step, k_max_steps;          /* tile_k: a multiple of k_step in [k_step, k_max_steps * k_step] */
+  int tile_k_def;
+  hot_warps_rule warps;
+  int stages_min, stages_max, stages_def[2];
+  unsigned smem_extra;    /* bytes beyond stages (tile_m + tile_n) rows of tile_k codes */
+} hot_gemm_path_info;
 
 /* hot_quant, hot_tile and hot_layer_spec (the model as written in the spec): hot_types.h */
 
@@ -187,10 +240,35 @@ typedef struct hot_layer_plan { /* tagged: hot.h declares it as an opaque type *
 
 /* ---- planner API (plan.c: pure C, no Lua, no allocation) --------------------------------- */
 
+/* ---- the arch, operand-format and GEMM-path tables (plan_tables.c; static storage) ------- */
+
 /* Capabilities of `arch` (static storage), or NULL for an out-of-range value. */
 const hot_arch_caps *plan_arch_caps(hot_arch arch);
-/* Parses "sm_80" ... "sm_90a" into *out. Returns 0, or -1 for an unknown name (*out untouched). */
+/* Parses an arch name of the table into *out. Returns 0, or -1 for an unknown name (*out
+ * untouched). */
 int plan_arch_parse(const char *name, hot_arch *out);
+/* Writes the table's arch names, separated by `sep` (", " when NULL), into buf (always
+ * terminated when n > 0; cut short when it does not fit). Returns buf, for use in messages. */
+const char *plan_arch_list(char *buf, size_t n, const char *sep);
+/* The arch whose cubins a device of compute capability major.minor runs by default: the
+ * portable (not arch_specific) row of that major with the highest minor <= `minor`. Returns 0, or
+ * -1 when no row fits (*out untouched). */
+int plan_arch_for_device(int major, int minor, hot_arch *out);
+/* Whether cubins for `arch` run on a device of compute capability major.minor: same major and a
+ * minor >= the arch's, or exactly it for an arch_specific row. 0 for an unknown arch. */
+int plan_arch_runs_on(hot_arch arch, int major, int minor);
+
+/* The operand format `codes` / the GEMM path `path` (static storage), or NULL out of range. */
+const hot_codes_info *plan_codes_info(hot_codes codes);
+const hot_gemm_path_info *plan_gemm_path_info(hot_gemm_path path);
+/* Parses a GEMM path name into *out. Returns 0, or -1 for an unknown name (*out untouched). */
+int plan_gemm_path_parse(const char *name, hot_gemm_path *out);
+/* Whether `caps` has everything `path` needs (its MMA kind, the TMA). */
+int plan_gemm_path_available(const hot_gemm_path_info *path, const hot_arch_caps *caps);
+/* The path a GEMM takes on `caps` when its tile asks for warps_n = `warps_n` and its codes need
+ * `bits` bits: of the available paths whose selector accepts warps_n and whose format holds
+ * `bits`, the one of highest preference (CONTRACT.md 7). Every arch has mma_s8, the fallback. */
+hot_gemm_path plan_gemm_path_choose(const hot_arch_caps *caps, int warps_n, int bits);
 
 /* Static names of enumeration values ("f32", "sr", "token", "sawb", "tri", "flat", ...); "?" out
  * of range. The spec's enumerations (dtype ... recipe) use field_list.h's one list of names. */

@@ -30,8 +30,6 @@ ENUM_NAME_FN(plan_recipe_name, hot_recipe, recipe)
     static const char *const names[] = {__VA_ARGS__};                       \
     return ((int)v >= 0 && (size_t)v < sizeof names / sizeof names[0]) ? names[v] : "?"; \
   }
-NAME_FN(plan_gemm_path_name, hot_gemm_path, "mma_s4", "mma_s8", "wgmma_s8", "tma_s8")
-NAME_FN(plan_codes_name, hot_codes, "s8", "s4_packed")
 #define HOT_ROLE_NAME_(c, name) name,
 NAME_FN(plan_role_name, hot_kernel_role, HOT_KERNEL_ROLES(HOT_ROLE_NAME_))
 #undef HOT_ROLE_NAME_
@@ -39,13 +37,16 @@ NAME_FN(plan_buffer_name, hot_buffer, "q_g", "s_g", "q_w", "q_hg", "q_hx", "save
 #undef NAME_FN
 
 int64_t plan_code_bytes(hot_codes codes, int64_t k) {
-  return codes == HOT_CODES_S4_PACKED ? (k + 1) / 2 : k;
+  const hot_codes_info *c = plan_codes_info(codes);
+  const int per = c ? c->per_byte : 1;
+  return (k + per - 1) / per;
 }
 
 /* ---- buffers -------------------------------------------------------------------------- */
 
 static int64_t code_row_bytes(hot_codes codes, int64_t k_pad) {
-  return codes == HOT_CODES_S4_PACKED ? k_pad / 2 : k_pad;
+  const hot_codes_info *c = plan_codes_info(codes);
+  return k_pad / (c ? c->per_byte : 1);
 }
 static int64_t dtype_size(hot_dtype d) { return d == HOT_DT_F32 ? 4 : 2; }
 

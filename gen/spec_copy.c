@@ -144,7 +144,7 @@ static void commit_model(lua_State *L, spec_copy *c) {
     }
   }
   lua_pop(L, 1);
-  if (out->n_archs == 0) out->archs[out->n_archs++] = HOT_ARCH_SM90;
+  if (out->n_archs == 0) out->archs[out->n_archs++] = HOT_ARCH_DEFAULT;
 }
 
 /* The nl layers (m.layers, m.layer_ok) into c. */
@@ -285,6 +285,15 @@ void spec_copy_push_fields(lua_State *L) {
   HOT_ENUMS(ENUM_)
 #undef ENUM_
   lua_setfield(L, -2, "enums");
+  /* The arch table's names (plan_tables.c), the schema's one list of target archs. */
+  lua_newtable(L);
+  for (int a = 0; a < HOT_ARCH_COUNT; ++a) {
+    lua_pushstring(L, plan_arch_caps((hot_arch)a)->name);
+    lua_rawseti(L, -2, a + 1);
+  }
+  lua_setfield(L, -2, "archs");
+  lua_pushstring(L, plan_arch_caps(HOT_ARCH_DEFAULT)->name);
+  lua_setfield(L, -2, "default_arch");
 }
 
 /* The checks after the spec (spec_internal.h). A value the DSL should have refused (c->internal)

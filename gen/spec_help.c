@@ -73,7 +73,7 @@ static void push_defaults(lua_State *L) {
   set_str(L, "seed", "0x243F6A8885A308D3");
   lua_setfield(L, d, "model");
   lua_newtable(L);
-  set_str(L, "arch", "sm_90");
+  set_str(L, "arch", plan_arch_caps(HOT_ARCH_DEFAULT)->name);
   lua_setfield(L, d, "target");
   lua_newtable(L);
   set_str(L, "tokens", "model's");

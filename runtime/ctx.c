@@ -90,13 +90,15 @@ static hot_status resolve_device(hot_ctx *ctx, const hot_options *o) {
   if (ctx->device < 0) ctx->device = e->device_set ? e->device : 0;
   const char *arch = o->arch ? o->arch : e->arch;
   if (arch) {
+    char known[128];
     if (plan_arch_parse(arch, &ctx->arch) != 0)
-      return ctx_fail(ctx, HOT_ERR_INVALID, "%s '%s': unknown arch (known: sm_80, sm_86, sm_89, "
-                      "sm_90, sm_90a)", o->arch ? "options.arch" : "HOT_ARCH", arch);
+      return ctx_fail(ctx, HOT_ERR_INVALID, "%s '%s': unknown arch (known: %s)",
+                      o->arch ? "options.arch" : "HOT_ARCH", arch,
+                      plan_arch_list(known, sizeof known, ", "));
     ctx->arch_known = 1;
     ctx->arch_origin = o->arch ? "options.arch" : "HOT_ARCH";
   } else {
-    ctx->arch = HOT_ARCH_SM80; /* CPU storage layout until a device says otherwise */
+    ctx->arch = HOT_ARCH_CPU_STORAGE; /* until a device says otherwise */
   }
   return HOT_OK;
 }

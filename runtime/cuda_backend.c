@@ -29,28 +29,6 @@ static hot_status cu_fail(hot_ctx *ctx, CUresult r, const char *what) {
   return ctx_fail(ctx, ctx_rt(s), "%s", err);
 }
 
-/* sm_XY cubins run on devices of the same major and a minor >= Y. */
-static int arch_of(int major, int minor, hot_arch *out) {
-  if (major == 8) {
-    *out = minor >= 9 ? HOT_ARCH_SM89 : minor >= 6 ? HOT_ARCH_SM86 : HOT_ARCH_SM80;
-    return 0;
-  }
-  if (major == 9) {
-    *out = HOT_ARCH_SM90; /* sm_90a (wgmma) only when forced: HOT_ARCH=sm_90a */
-    return 0;
-  }
-  return -1;
-}
-
-/* Whether cubins for `arch` run on a device of compute capability cc_major.cc_minor (hot.h,
- * HOT_ARCH): sm_XY on major X with minor >= Y; the arch-specific sm_90a on exactly 9.0. */
-static int arch_runs_on(hot_arch arch, int cc_major, int cc_minor) {
-  const hot_arch_caps *caps = plan_arch_caps(arch);
-  if (!caps) return 0;
-  const int a_major = caps->sm / 10, a_minor = caps->sm % 10;
-  if (caps->wgmma) return cc_major == a_major && cc_minor == a_minor; /* sm_90a: exactly 9.0 */
-  return cc_major == a_major && cc_minor >= a_minor;
-}
 
 /* Driver, device, compute capability and arch, primary context of ctx into *cu (backend.h
  * init's errors; nothing to release on failure). */
@@ -73,17 +51,21 @@ static hot_status cuda_ctx_setup(hot_ctx *ctx, hot_cuda_ctx *cu) {
   if (d->cuDeviceGetName(ctx->device_name, (int)sizeof ctx->device_name, cu->dev) != CUDA_SUCCESS)
     snprintf(ctx->device_name, sizeof ctx->device_name, "device %d", ctx->device);
   hot_arch dev_arch;
-  if (arch_of(cu->cc_major, cu->cc_minor, &dev_arch) != 0)
+  /* The device's arch from the arch table: sm_XY cubins run on the same major with a minor >= Y;
+   * an arch-specific row (wgmma) only when forced (HOT_ARCH, hot.h). */
+  if (plan_arch_for_device(cu->cc_major, cu->cc_minor, &dev_arch) != 0) {
+    char known[128];
     return ctx_fail(ctx, HOT_ERR_UNSUPPORTED, "CUDA device %d (%s) has compute capability %d.%d; "
-                    "hot generates kernels for 8.x and 9.0 (sm_80 ... sm_90a)", ctx->device,
-                    ctx->device_name, cu->cc_major, cu->cc_minor);
+                    "hot generates kernels for %s", ctx->device, ctx->device_name, cu->cc_major,
+                    cu->cc_minor, plan_arch_list(known, sizeof known, ", "));
+  }
   if (!ctx->arch_known) {
     ctx->arch = dev_arch;
     ctx->arch_known = 1;
-  } else if (!arch_runs_on(ctx->arch, cu->cc_major, cu->cc_minor)) {
+  } else if (!plan_arch_runs_on(ctx->arch, cu->cc_major, cu->cc_minor)) {
     const hot_arch_caps *caps = plan_arch_caps(ctx->arch);
     const int a_major = caps->sm / 10, a_minor = caps->sm % 10;
-    if (caps->wgmma)
+    if (caps->arch_specific)
       return ctx_fail(ctx, HOT_ERR_INVALID, "%s '%s' cannot run on CUDA device %d (%s, compute "
                       "capability %d.%d): an arch-specific %s cubin runs only on compute "
                       "capability %d.%d", ctx->arch_origin, caps->name, ctx->device,

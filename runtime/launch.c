@@ -131,10 +131,11 @@ static hot_status encode_maps(hot_layer *layer, const hot_launch *l, const uint6
                               CUtensorMap maps[2]) {
   const cuda_driver *drv = cuda_ctx_of(layer->ctx)->drv;
   if (l->n_maps > 0 && !drv->cuTensorMapEncodeTiled)
-    return ctx_fail(layer->ctx, HOT_ERR_UNSUPPORTED, "layer '%s': kernel %s (path tma_s8) needs "
+    return ctx_fail(layer->ctx, HOT_ERR_UNSUPPORTED, "layer '%s': kernel %s (path %s) needs "
                     "cuTensorMapEncodeTiled, which the CUDA driver %s lacks (CUDA 12.0 or newer); "
-                    "plan the GEMM without tile warps_n = 2", layer->spec.name, l->role_name,
-                    drv->path);
+                    "plan the GEMM without tile warps_n = %d", layer->spec.name, l->role_name,
+                    plan_gemm_path_name(HOT_GEMM_TMA_S8), drv->path,
+                    plan_gemm_path_info(HOT_GEMM_TMA_S8)->warps_select);
   for (int i = 0; i < l->n_maps && i < 2; ++i) {
     const hot_tmap_req *q = &l->maps[i];
     const uint64_t addr = buf[q->slot];

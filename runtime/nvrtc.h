@@ -28,7 +28,7 @@ typedef struct {
   const char *source;             /* the full CUDA source, NUL-terminated */
   const char *const *kernels;     /* extern "C" entry names (their lowered names are themselves) */
   size_t n_kernels;               /* 1 .. HOT_MAX_PROGRAM_KERNELS */
-  const char *arch;               /* "sm_80", "sm_86", "sm_89", "sm_90", "sm_90a", ... */
+  const char *arch;               /* an arch name of the arch table (gen/plan_tables.c) */
   const char *const *options;     /* extra compiler options, in order; NULL when n_options == 0 */
   size_t n_options;
 } hot_kernel_source;

@@ -13,7 +13,8 @@
  *
  * ==== Design note ===============================================================================
  *
- * Parameters (static_asserts below enforce them; the same set as gemm_wgmma.cu's):
+ * Parameters (static_asserts enforce them, those the two sm_90a GEMMs share in hot_sm90.inl.cuh;
+ * the same set as gemm_wgmma.cu's, with the same stand-alone defaults, hot_sm90_params.cuh):
  *   HOT_CODES 0; HOT_TILE_K 128 (one 128-byte K slab per stage: the 128B-swizzle atom width);
  *   HOT_TILE_M 64 or 128 (HOT_WGS = HOT_TILE_M / 64 consumer warpgroups, consumer c owns rows
  *   64c .. 64c+63 of the tile); HOT_TILE_N 64, 128 or 256 (the N of every wgmma: HOT_TILE_N / 2
@@ -93,16 +94,9 @@
  */
 #ifndef HOT_GENERATED
 #define HOT_KNAME hot_gemm_tma
-#define HOT_CODES 0
-#define HOT_TILE_M 128
-#define HOT_TILE_N 128
-#define HOT_TILE_K 128
-#define HOT_WARPS_M 8
-#define HOT_WARPS_N 1
-#define HOT_STAGES 4
-#define HOT_SEGS 0
 #endif
 
+#include "hot_sm90_params.cuh" /* the other parameters' stand-alone defaults */
 #include "hot_math.cuh"
 #include "hot_gemm.cuh"
 
@@ -129,16 +123,10 @@
 #define HOT_TMA_OOB_FILL 0    /* CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE: zeros */
 #define HOT_TMA_BOX_K HOT_KB  /* boxDim[0]; boxDim[1] = HOT_TILE_M (A), HOT_TILE_N (B) */
 
-static_assert(HOT_CODES == 0, "tma path: int8 codes only");
-static_assert(HOT_TILE_K == 128, "tma path: HOT_TILE_K must be 128 (one 128B-swizzle slab)");
-static_assert(HOT_TILE_M == 64 || HOT_TILE_M == 128, "tma path: HOT_TILE_M must be 64 or 128");
-static_assert(HOT_TILE_N == 64 || HOT_TILE_N == 128 || HOT_TILE_N == 256,
-              "tma path: HOT_TILE_N must be 64, 128 or 256");
-static_assert(HOT_WARPS_M == HOT_TILE_M / 16 && HOT_WARPS_N == 1,
-              "tma path: HOT_WARPS_M = HOT_TILE_M / 16, HOT_WARPS_N = 1 (4 warps per warpgroup)");
+#define HOT_WG_PATH "tma path" /* the shared rules' messages (hot_sm90.inl.cuh) */
+
 static_assert(HOT_STAGES >= 2 && HOT_STAGES <= 8, "tma path: HOT_STAGES must be in [2, 8]");
 static_assert(HOT_SMEM_BYTES <= 232448, "tma path: stages exceed the 227 KiB of an sm_90 block");
-static_assert(HOT_SEGS == 0 || HOT_SEGS == 1, "HOT_SEGS must be 0 (one K sum) or 1 (K segments)");
 static_assert(HOT_WGS == 1 || 128 * (HOT_REG_PRODUCER + HOT_WGS * HOT_REG_CONSUMER) <= 65536,
               "setmaxnreg: the consumers ask for more registers than the block holds");
 static_assert(HOT_TILE_M <= 256 && HOT_TILE_N <= 256, "a TMA box has at most 256 rows");
@@ -213,7 +201,7 @@ static __device__ __forceinline__ void hot_setmaxnreg_inc(void) {
 
 #include "hot_sm90.inl.cuh"
 
-/* ---- schedule, barriers, epilogue ----------------------------------------------------------- */
+/* ---- schedule, barriers, segment ends ------------------------------------------------------- */
 
 /* Shared addresses of full[s] and empty[s] (bars = the first barrier, after the stages). */
 static __device__ __forceinline__ unsigned hot_full(unsigned bars, int s) {
@@ -240,40 +228,6 @@ static __device__ __forceinline__ void hot_tma_release(unsigned bars, int s, int
   if (lane == 0) hot_mbar_arrive(hot_empty(bars, s));
 }
 
-/* Converts this thread's accumulators into C with factor alpha (CONTRACT 14), gemm_wgmma.cu's
- * epilogue: register i of this thread (g = lane / 4, t = lane % 4) is output row mb + g + 8 *
- * ((i / 2) % 2), column n0 + 8 * (i / 4) + 2 * t + i % 2. */
-static __device__ __forceinline__ void hot_tma_epilogue(const int (&acc)[HOT_NREG], float *C,
-                                                        const float *row_scale, float alpha,
-                                                        int mb, int n0, int g, int t, int M, int N,
-                                                        int ldc, bool vec, bool add) {
-#pragma unroll
-  for (int h = 0; h < 2; ++h) {
-    const int m = mb + g + 8 * h;
-    if (m >= M) continue;
-    float *crow = C + (long long)m * ldc;
-    /* overflow check (CONTRACT 19): HOT_SEGS = 0 once for the row's stored columns
-     * (hot_row_range_check; columns past N hold acc = 0: the TMA's out-of-bounds fill gives
-     * zeros for their B rows), HOT_SEGS = 1 element by element in hot_store_or_add_pair */
-    if (HOT_SEGS) {
-#pragma unroll
-      for (int j = 0; j < HOT_TILE_N / 8; ++j)
-        hot_store_or_add_pair(crow, n0 + 8 * j + 2 * t, N, acc[4 * j + 2 * h],
-                              acc[4 * j + 2 * h + 1], alpha, vec, add);
-    } else {
-      const float factor = hot_row_factor(row_scale, m, alpha);
-      float amax = 0.0f;
-#pragma unroll
-      for (int j = 0; j < HOT_TILE_N / 8; ++j) {
-        hot_store_pair(crow, n0 + 8 * j + 2 * t, N, acc[4 * j + 2 * h], acc[4 * j + 2 * h + 1],
-                       factor, vec);
-        amax = hot_row_amax_pair(amax, acc[4 * j + 2 * h], acc[4 * j + 2 * h + 1]);
-      }
-      hot_row_range_check(amax, factor);
-    }
-  }
-}
-
 /* HOT_SEGS = 1, after the wgmmas of K tile kt were committed and the previous stage released:
  * when kt ends a segment and more tiles follow, waits for the wgmmas, releases their stage
  * (pend = -1 afterwards), C (+)= acc * c_seg, acc = 0, and the next segment begins. */
@@ -291,10 +245,7 @@ static __device__ __forceinline__ void hot_tma_seg_boundary(
   const float c = hot_epilogue_alpha(alpha_a + seg, alpha_b ? alpha_b + seg : nullptr, alpha_div);
   const bool vec = ((ldc & 1) == 0) && ((((unsigned long long)C) & 7ull) == 0);
   const int mb = m0 + ((warp >> 2) - 1) * 64 + (warp & 3) * 16;
-  hot_tma_epilogue(acc, C, nullptr, c, mb, n0, lane >> 2, lane & 3, M, N, ldc, vec, seg > 0);
-#pragma unroll
-  for (int i = 0; i < HOT_NREG; ++i) acc[i] = 0;
-  seg_end += seg_tiles;
+  hot_wg_seg_flush(acc, seg_end, seg_tiles, seg, c, C, mb, n0, lane, M, N, ldc, vec);
 }
 
 extern "C" __global__ void __launch_bounds__(HOT_THREADS, 1)
@@ -373,11 +324,7 @@ extern "C" __global__ void __launch_bounds__(HOT_THREADS, 1)
       hot_mbar_wait(hot_full(bars, s), ph);
       const unsigned st = smem + (unsigned)s * HOT_STAGE_BYTES;
       const unsigned ta = st + (unsigned)(cw * 64 * HOT_KB), tb = st + HOT_A_BYTES;
-      hot_wgmma_fence();
-#pragma unroll
-      for (int k = 0; k < HOT_KB / 32; ++k)
-        hot_wgmma(acc, hot_wgmma_desc(ta + 32 * k), hot_wgmma_desc(tb + 32 * k));
-      hot_wgmma_commit();
+      hot_wg_mma_slab(acc, ta, tb);
       hot_wgmma_wait<1>();
       if (pend >= 0) hot_tma_release(bars, pend, lane);
       pend = s;
@@ -393,12 +340,12 @@ extern "C" __global__ void __launch_bounds__(HOT_THREADS, 1)
     hot_acc_fence(acc);
     if (pend >= 0) hot_tma_release(bars, pend, lane);
 
-    /* epilogue (gemm_wgmma.cu's; HOT_SEGS = 1: the last segment's v added to C) */
+    /* epilogue (hot_sm90.inl.cuh's; HOT_SEGS = 1: the last segment's v added to C) */
     const int seg = HOT_SEGS && seg_kpad >= HOT_KB ? seg_end / (seg_kpad / HOT_KB) - 1 : 0;
     const float alpha =
         HOT_SEGS ? hot_epilogue_alpha(alpha_a + seg, alpha_b ? alpha_b + seg : nullptr, alpha_div)
                  : hot_epilogue_alpha(alpha_a, alpha_b, alpha_div);
-    hot_tma_epilogue(acc, C, HOT_SEGS ? nullptr : row_scale, alpha, m0 + cw * 64 + wq * 16, n0,
+    hot_wg_epilogue(acc, C, HOT_SEGS ? nullptr : row_scale, alpha, m0 + cw * 64 + wq * 16, n0,
                      lane >> 2, lane & 3, M, N, ldc, vec, HOT_SEGS && seg > 0);
   }
 }

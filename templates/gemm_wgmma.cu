@@ -13,7 +13,8 @@
  *
  * ==== Design note ===============================================================================
  *
- * Parameters (the planner's hot_gemm_plan, path wgmma_s8; static_asserts below enforce them):
+ * Parameters (the planner's hot_gemm_plan, path wgmma_s8; static_asserts enforce them, those the
+ * two sm_90a GEMMs share in hot_sm90.inl.cuh; stand-alone defaults in hot_sm90_params.cuh):
  *   HOT_CODES 0 (int8 codes only: Hopper has no INT4 tensor cores)
  *   HOT_TILE_K 128 (one 128-byte K slab per stage: the 128B-swizzle atom)
  *   HOT_TILE_M 64 or 128: HOT_TILE_M / 64 warpgroups, warpgroup g owns rows 64g .. 64g+63
@@ -71,16 +72,9 @@
  */
 #ifndef HOT_GENERATED
 #define HOT_KNAME hot_gemm_wgmma
-#define HOT_CODES 0
-#define HOT_TILE_M 128
-#define HOT_TILE_N 128
-#define HOT_TILE_K 128
-#define HOT_WARPS_M 8
-#define HOT_WARPS_N 1
-#define HOT_STAGES 4
-#define HOT_SEGS 0
 #endif
 
+#include "hot_sm90_params.cuh" /* the other parameters' stand-alone defaults */
 #include "hot_math.cuh"
 #include "hot_gemm.cuh"
 
@@ -94,15 +88,9 @@
 #define HOT_RSTEP (HOT_THREADS / 8) /* rows one pass of the loader covers (8 chunks per row) */
 #define HOT_LEAD (HOT_STAGES - 2)
 
-static_assert(HOT_CODES == 0, "wgmma path: int8 codes only");
-static_assert(HOT_TILE_K == 128, "wgmma path: HOT_TILE_K must be 128 (one 128B-swizzle slab)");
-static_assert(HOT_TILE_M == 64 || HOT_TILE_M == 128, "wgmma path: HOT_TILE_M must be 64 or 128");
-static_assert(HOT_TILE_N == 64 || HOT_TILE_N == 128 || HOT_TILE_N == 256,
-              "wgmma path: HOT_TILE_N must be 64, 128 or 256");
-static_assert(HOT_WARPS_M == HOT_TILE_M / 16 && HOT_WARPS_N == 1,
-              "wgmma path: HOT_WARPS_M = HOT_TILE_M / 16, HOT_WARPS_N = 1 (4 warps per warpgroup)");
+#define HOT_WG_PATH "wgmma path" /* the shared rules' messages (hot_sm90.inl.cuh) */
+
 static_assert(HOT_STAGES >= 3 && HOT_STAGES <= 8, "wgmma path: HOT_STAGES must be in [3, 8]");
-static_assert(HOT_SEGS == 0 || HOT_SEGS == 1, "HOT_SEGS must be 0 (one K sum) or 1 (K segments)");
 static_assert(HOT_RSTEP % 8 == 0 && HOT_TILE_M % HOT_RSTEP == 0 && HOT_TILE_N % HOT_RSTEP == 0,
               "loader rows");
 
@@ -153,41 +141,6 @@ static __device__ __forceinline__ void hot_wg_load_tile(const hot_wg_loader &x, 
   hot_wg_load<HOT_TILE_N>(x, st + HOT_A_BYTES, x.b_row, b0, x.b_left, koff);
 }
 
-/* Converts this thread's accumulators into C with factor alpha (CONTRACT 14): HOT_SEGS = 0 stores
- * HOT_MUL(HOT_I2F(acc), factor(m)); HOT_SEGS = 1 stores (add = false) or adds (add = true)
- * HOT_MUL(HOT_I2F(acc), alpha) of one segment. Register i of this thread (g = lane / 4, t =
- * lane % 4) is output row mb + g + 8 * ((i / 2) % 2), column n0 + 8 * (i / 4) + 2 * t + i % 2. */
-static __device__ __forceinline__ void hot_wg_epilogue(const int (&acc)[HOT_NREG], float *C,
-                                                       const float *row_scale, float alpha, int mb,
-                                                       int n0, int g, int t, int M, int N, int ldc,
-                                                       bool vec, bool add) {
-#pragma unroll
-  for (int h = 0; h < 2; ++h) {
-    const int m = mb + g + 8 * h;
-    if (m >= M) continue;
-    float *crow = C + (long long)m * ldc;
-    /* overflow check (CONTRACT 19): HOT_SEGS = 0 once for the row's stored columns
-     * (hot_row_range_check; columns past N hold acc = 0: cp.async zero-fills their B rows),
-     * HOT_SEGS = 1 element by element in hot_store_or_add_pair */
-    if (HOT_SEGS) {
-#pragma unroll
-      for (int j = 0; j < HOT_TILE_N / 8; ++j)
-        hot_store_or_add_pair(crow, n0 + 8 * j + 2 * t, N, acc[4 * j + 2 * h],
-                              acc[4 * j + 2 * h + 1], alpha, vec, add);
-    } else {
-      const float factor = hot_row_factor(row_scale, m, alpha);
-      float amax = 0.0f;
-#pragma unroll
-      for (int j = 0; j < HOT_TILE_N / 8; ++j) {
-        hot_store_pair(crow, n0 + 8 * j + 2 * t, N, acc[4 * j + 2 * h], acc[4 * j + 2 * h + 1],
-                       factor, vec);
-        amax = hot_row_amax_pair(amax, acc[4 * j + 2 * h], acc[4 * j + 2 * h + 1]);
-      }
-      hot_row_range_check(amax, factor);
-    }
-  }
-}
-
 /* HOT_SEGS = 1, after the wgmmas of K tile kt were committed: when kt ends a segment (kt + 1 ==
  * seg_end) and more tiles follow, waits for them, C (+)= acc * c_seg, acc = 0, and the next
  * segment begins; the last segment is converted after the loop. Only seg_end is kept across the
@@ -205,11 +158,8 @@ static __device__ __forceinline__ void hot_wg_seg_boundary(int (&acc)[HOT_NREG],
   const bool vec = ((ldc & 1) == 0) && ((((unsigned long long)C) & 7ull) == 0);
   const int tid = hot_tid_opaque(), lane = tid & 31, warp = tid >> 5;
   const int mb = (int)blockIdx.y * HOT_TILE_M + (warp >> 2) * 64 + (warp & 3) * 16;
-  hot_wg_epilogue(acc, C, nullptr, c, mb, (int)blockIdx.x * HOT_TILE_N, lane >> 2, lane & 3, M, N,
-                  ldc, vec, seg > 0);
-#pragma unroll
-  for (int i = 0; i < HOT_NREG; ++i) acc[i] = 0;
-  seg_end += seg_tiles;
+  hot_wg_seg_flush(acc, seg_end, seg_tiles, seg, c, C, mb, (int)blockIdx.x * HOT_TILE_N, lane, M, N,
+                   ldc, vec);
 }
 
 extern "C" __global__ void __launch_bounds__(HOT_THREADS, 1)
@@ -261,11 +211,7 @@ extern "C" __global__ void __launch_bounds__(HOT_THREADS, 1)
     hot_cp_async_commit();
     wr = wr + HOT_STAGE_BYTES == smem_end ? smem : wr + HOT_STAGE_BYTES;
     const unsigned ta = rd + wg * 64 * HOT_KB, tb = rd + HOT_A_BYTES;
-    hot_wgmma_fence();
-#pragma unroll
-    for (int k = 0; k < HOT_KB / 32; ++k)
-      hot_wgmma(acc, hot_wgmma_desc(ta + 32 * k), hot_wgmma_desc(tb + 32 * k));
-    hot_wgmma_commit();
+    hot_wg_mma_slab(acc, ta, tb);
     hot_wgmma_wait<1>();
     rd = rd + HOT_STAGE_BYTES == smem_end ? smem : rd + HOT_STAGE_BYTES;
     if (HOT_SEGS)

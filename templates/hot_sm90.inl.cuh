@@ -1,8 +1,11 @@
 /* hot_sm90.inl.cuh — the wgmma wrappers of the two sm_90a GEMM templates (gemm_wgmma.cu, fed by
  * cp.async, and gemm_tma.cu, fed by the TMA): fence, commit, wait, the accumulator register
  * fence, the shared-memory matrix descriptor and the m64nNk32 .s32.s8.s8 instruction for the
- * kernel's HOT_TILE_N. It uses the including kernel's parameters (HOT_TILE_N, and HOT_NREG =
- * HOT_TILE_N / 2 defined by the template), so the generator splices it into every kernel
+ * kernel's HOT_TILE_N; and what the two kernels share beyond them: the tile rules they
+ * static_assert, one K slab of wgmmas (hot_wg_mma_slab), the epilogue that writes C
+ * (hot_wg_epilogue) and a segment's end (hot_wg_seg_flush). It uses the including kernel's
+ * parameters and the template's macros (HOT_TILE_*, HOT_WARPS_*, HOT_CODES, HOT_SEGS, HOT_KB,
+ * HOT_WG_PATH, and HOT_NREG = HOT_TILE_N / 2; the store helpers of hot_gemm.cuh), so the generator splices it into every kernel
  * instance where the template includes it (a "*.inl.cuh" file: docs/emit rules in gen/emit.h)
  * instead of hoisting it once above the kernels; no include guard. The emulators replace the
  * bodies of these wrappers by name (tools/gemm-emu/mkemu.py). */
@@ -107,4 +110,76 @@ static __device__ __forceinline__ void hot_wgmma(int (&d)[HOT_NREG], unsigned lo
                : "l"(da), "l"(db)
                : "memory");
 #endif
+}
+
+/* The tile rules both templates share (their rows of the GEMM-path table, gen/plan_tables.c);
+ * HOT_WG_PATH names the template in the messages. */
+static_assert(HOT_CODES == 0, HOT_WG_PATH ": int8 codes only");
+static_assert(HOT_TILE_K == 128, HOT_WG_PATH ": HOT_TILE_K must be 128 (one 128B-swizzle slab)");
+static_assert(HOT_TILE_M == 64 || HOT_TILE_M == 128, HOT_WG_PATH ": HOT_TILE_M must be 64 or 128");
+static_assert(HOT_TILE_N == 64 || HOT_TILE_N == 128 || HOT_TILE_N == 256,
+              HOT_WG_PATH ": HOT_TILE_N must be 64, 128 or 256");
+static_assert(HOT_WARPS_M == HOT_TILE_M / 16 && HOT_WARPS_N == 1,
+              HOT_WG_PATH ": HOT_WARPS_M = HOT_TILE_M / 16, HOT_WARPS_N = 1 (4 warps per warpgroup)");
+static_assert(HOT_SEGS == 0 || HOT_SEGS == 1, "HOT_SEGS must be 0 (one K sum) or 1 (K segments)");
+
+/* One K slab of a stage on this warpgroup's accumulators: A rows at shared address ta, B rows at
+ * tb, HOT_KB / 32 wgmmas of 32 bytes of K each between the fence and the commit. */
+static __device__ __forceinline__ void hot_wg_mma_slab(int (&acc)[HOT_NREG], unsigned ta,
+                                                       unsigned tb) {
+  hot_wgmma_fence();
+#pragma unroll
+  for (int k = 0; k < HOT_KB / 32; ++k)
+    hot_wgmma(acc, hot_wgmma_desc(ta + 32 * k), hot_wgmma_desc(tb + 32 * k));
+  hot_wgmma_commit();
+}
+
+/* The epilogue of both GEMMs: converts this thread's accumulators into C with factor alpha
+ * (CONTRACT 14): HOT_SEGS = 0 stores HOT_MUL(HOT_I2F(acc), factor(m)); HOT_SEGS = 1 stores
+ * (add = false) or adds (add = true) HOT_MUL(HOT_I2F(acc), alpha) of one segment. Register i of
+ * this thread (g = lane / 4, t = lane % 4) is output row mb + g + 8 * ((i / 2) % 2), column
+ * n0 + 8 * (i / 4) + 2 * t + i % 2. */
+static __device__ __forceinline__ void hot_wg_epilogue(const int (&acc)[HOT_NREG], float *C,
+                                                       const float *row_scale, float alpha, int mb,
+                                                       int n0, int g, int t, int M, int N, int ldc,
+                                                       bool vec, bool add) {
+#pragma unroll
+  for (int h = 0; h < 2; ++h) {
+    const int m = mb + g + 8 * h;
+    if (m >= M) continue;
+    float *crow = C + (long long)m * ldc;
+    /* overflow check (CONTRACT 19): HOT_SEGS = 0 once for the row's stored columns
+     * (hot_row_range_check; columns past N hold acc = 0: cp.async zero-fills their B rows, the
+     * TMA's out-of-bounds fill gives zeros for them), HOT_SEGS = 1 element by element in
+     * hot_store_or_add_pair */
+    if (HOT_SEGS) {
+#pragma unroll
+      for (int j = 0; j < HOT_TILE_N / 8; ++j)
+        hot_store_or_add_pair(crow, n0 + 8 * j + 2 * t, N, acc[4 * j + 2 * h],
+                              acc[4 * j + 2 * h + 1], alpha, vec, add);
+    } else {
+      const float factor = hot_row_factor(row_scale, m, alpha);
+      float amax = 0.0f;
+#pragma unroll
+      for (int j = 0; j < HOT_TILE_N / 8; ++j) {
+        hot_store_pair(crow, n0 + 8 * j + 2 * t, N, acc[4 * j + 2 * h], acc[4 * j + 2 * h + 1],
+                       factor, vec);
+        amax = hot_row_amax_pair(amax, acc[4 * j + 2 * h], acc[4 * j + 2 * h + 1]);
+      }
+      hot_row_range_check(amax, factor);
+    }
+  }
+}
+
+/* HOT_SEGS = 1, at the end of segment `seg` (seg_tiles K tiles; its wgmmas waited for): C (+)=
+ * acc * c for this thread's registers (rows from mb, columns from n0), acc = 0, and the next
+ * segment begins (seg_end advances). */
+static __device__ __forceinline__ void hot_wg_seg_flush(int (&acc)[HOT_NREG], int &seg_end,
+                                                        int seg_tiles, int seg, float c, float *C,
+                                                        int mb, int n0, int lane, int M, int N,
+                                                        int ldc, bool vec) {
+  hot_wg_epilogue(acc, C, nullptr, c, mb, n0, lane >> 2, lane & 3, M, N, ldc, vec, seg > 0);
+#pragma unroll
+  for (int i = 0; i < HOT_NREG; ++i) acc[i] = 0;
+  seg_end += seg_tiles;
 }

@@ -204,22 +204,10 @@ wg_mutant() { # WHAT CP_LATE WG_LATE ANCHOR REPLACEMENT
 wg_seg_mutant() { # WHAT CP_LATE WG_LATE ANCHOR REPLACEMENT
   wg_mutant_run 1 "$@"
 }
-# SRC DST: SRC with templates/hot_sm90.inl.cuh (the wgmma wrappers) pasted in place of its
-# #include, so that an anchor may lie in either
-inline_sm90() {
-  "$PY" - "$1" "$2" "$here/templates/hot_sm90.inl.cuh" <<'PY'
-import sys
-s = open(sys.argv[1]).read()
-inc = '#include "hot_sm90.inl.cuh"'
-if s.count(inc) != 1:
-    sys.exit("gemm-emu: %r not found once in %s" % (inc, sys.argv[1]))
-open(sys.argv[2], "w").write(s.replace(inc, open(sys.argv[3]).read(), 1))
-PY
-}
 wg_mutant_run() { # SEGS WHAT CP_LATE WG_LATE ANCHOR REPLACEMENT
   local args
   mkdir -p "$work/wgm"
-  inline_sm90 "$here/templates/gemm_wgmma.cu" "$work/wgm/src.cu" || return 1
+  inline_h "$here/templates/gemm_wgmma.cu" "$work/wgm/src.cu" hot_sm90.inl.cuh || return 1
   mutate "$work/wgm/src.cu" "$work/wgm/mut.cu" "$5" "$6" || return 1
   "$PY" "$here/tools/gemm-emu/mkemu.py" "$work/wgm/mut.cu" "$work/wgm/kernel.inc" || return 1
   build_wg "$work/wgm" 128 128 4 "$1" || return 1
@@ -359,22 +347,15 @@ gemm_seg_mutant "no segment end after the second tile of an odd-K-step pair" 96 
 # The overflow flag (CONTRACT 19): mutants of the epilogue's checks, each built from the template
 # with hot_gemm.cuh inlined (so that an anchor may lie in either) and run on an edge that must
 # fail: the flag not raised for an output that is not finite, or raised although all are finite.
-inline_gemm_h() { # SRC DST: SRC with hot_gemm.cuh pasted in place of its #include
-  "$PY" - "$1" "$2" "$here/templates/hot_gemm.cuh" <<'PY'
-import sys
-s = open(sys.argv[1]).read()
-inc = '#include "hot_gemm.cuh"'
-if s.count(inc) != 1:
-    sys.exit("gemm-emu: %r not found once in %s" % (inc, sys.argv[1]))
-open(sys.argv[2], "w").write(s.replace(inc, open(sys.argv[3]).read(), 1))
-PY
-}
 flag_mutant() { # int|wgmma SEGS WHAT RUN ANCHOR REPLACEMENT [ANCHOR REPLACEMENT ...]
   local kind=$1 segs=$2 what=$3 run=$4 src=$here/templates/gemm_int.cu
   shift 4
-  [ "$kind" = wgmma ] && src=$here/templates/gemm_wgmma.cu
   mkdir -p "$work/fm"
-  inline_gemm_h "$src" "$work/fm/inl.cu" || return 1
+  if [ "$kind" = wgmma ]; then # the epilogue is hot_sm90.inl.cuh's
+    inline_h "$here/templates/gemm_wgmma.cu" "$work/fm/src.cu" hot_sm90.inl.cuh || return 1
+    src=$work/fm/src.cu
+  fi
+  inline_h "$src" "$work/fm/inl.cu" hot_gemm.cuh || return 1
   mutate "$work/fm/inl.cu" "$work/fm/mut.cu" "$@" || return 1
   "$PY" "$here/tools/gemm-emu/mkemu.py" "$work/fm/mut.cu" "$work/fm/kernel.inc" || return 1
   if [ "$kind" = wgmma ]; then

@@ -120,7 +120,8 @@ PY
 # modes; caught when at least one of them fails (the modes that did are listed)
 mutant() {
   local segs=$1 what=$2 args mode caught_in="" log
-  mutate "$T" "$work/m/mut.cu" "$3" "$4" 2>"$work/m.err" || { cat "$work/m.err"; return 1; }
+  inline_h "$T" "$work/m/src.cu" hot_sm90.inl.cuh || return 1
+  mutate "$work/m/src.cu" "$work/m/mut.cu" "$3" "$4" 2>"$work/m.err" || { cat "$work/m.err"; return 1; }
   build "$work/m" "$work/m/mut.cu" 128 128 4 "$segs" || return 1
   if [ "$segs" = 1 ]; then args="130 140 $((10 * 128)) 140 0"; else args="197 137 $((10 * 128)) 139 1"; fi
   for mode in "0 1" "1 0" "1 1"; do
@@ -185,7 +186,8 @@ mutant 1 "segment end without wgmma.wait_group 0" \
 # overflow-flag mutants (CONTRACT 19): run once on an edge that must fail
 flag_mutant() { # SEGS WHAT RUN ANCHOR REPLACEMENT
   local segs=$1 what=$2 run=$3
-  mutate "$T" "$work/m/mut.cu" "$4" "$5" 2>"$work/m.err" || { cat "$work/m.err"; return 1; }
+  inline_h "$T" "$work/m/src.cu" hot_sm90.inl.cuh || return 1
+  mutate "$work/m/src.cu" "$work/m/mut.cu" "$4" "$5" 2>"$work/m.err" || { cat "$work/m.err"; return 1; }
   build "$work/m" "$work/m/mut.cu" 128 128 4 "$segs" || return 1
   # shellcheck disable=SC2086
   if "$work/m/emu" $run >"$work/m/log" 2>&1; then

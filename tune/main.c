@@ -137,7 +137,9 @@ static int probe_env(const tune_opts *o, const hot_model *m, tune_env *env) {
     hot_ctx_destroy(ctx);
   }
   if (o->arch && plan_arch_parse(o->arch, &env->arch) != 0) {
-    diag_fprintf(stderr, "hot-tune: --arch: unknown arch '%s' (sm_80, sm_86, sm_89, sm_90, sm_90a)\n", o->arch);
+    char known[128];
+    diag_fprintf(stderr, "hot-tune: --arch: unknown arch '%s' (%s)\n", o->arch,
+                 plan_arch_list(known, sizeof known, ", "));
     return -1;
   }
   const cuda_nvrtc *nv;

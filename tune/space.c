@@ -16,14 +16,29 @@ static const char *const acc_scale[] = {"tensor", "sample", "token"};
 static const char *const mn_small[] = {"64", "128"};
 static const char *const n_wide[] = {"128", "256"};
 static const char *const stages[] = {"3", "4"};
-/* sm_90a: warps_n 1 = the cp.async wgmma GEMM, 2 = the TMA GEMM (docs/gemm-paths.md) */
-static const char *const sm90a_path[] = {"1", "2"};
+/* The tile warps_n values as text (the path axis takes the GEMM-path table's values). */
+static const char *const k_small[] = {"0", "1", "2", "3", "4", "5", "6", "7", "8"};
 
 static void axis(tune_axis *a, const char *field, const char *const *v, int n) {
   memset(a, 0, sizeof *a);
   snprintf(a->field, sizeof a->field, "%s", field);
   a->n = n;
   for (int i = 0; i < n; ++i) a->values[i] = v[i];
+}
+
+/* The path axis of `arch`: the warps_n of each warpgroup path of the GEMM-path table the arch
+ * has (on an arch with wgmma and the TMA: 1 = the cp.async wgmma GEMM, 2 = the TMA GEMM;
+ * docs/gemm-paths.md). Returns how many (0: the arch has no warpgroup path). */
+static int path_axis(hot_arch arch, const char **v) {
+  const hot_arch_caps *caps = plan_arch_caps(arch);
+  int n = 0;
+  for (int i = 0; i < HOT_GEMM_PATH_COUNT; ++i) {
+    const hot_gemm_path_info *g = plan_gemm_path_info((hot_gemm_path)i);
+    if (g->warps == HOT_WARPS_WARPGROUP && plan_gemm_path_available(g, caps) && g->warps_n >= 0 &&
+        g->warps_n < (int)(sizeof k_small / sizeof k_small[0]))
+      v[n++] = k_small[g->warps_n];
+  }
+  return n;
 }
 
 int tune_axes(const hot_model *m, hot_field_class cls, hot_arch arch, tune_axis *axes, int *n,
@@ -44,17 +59,19 @@ int tune_axes(const hot_model *m, hot_field_class cls, hot_arch arch, tune_axis 
     for (int k = 0; k < a->n; ++k) a->values[k] = m->sweep[i].values[k];
   }
   if (*n) return 0;
+  const char *paths[HOT_GEMM_PATH_COUNT];
+  const int n_paths = cls == HOT_FIELD_ACCURACY ? 0 : path_axis(arch, paths);
   if (cls == HOT_FIELD_ACCURACY) {
     axis(&axes[(*n)++], "hq.block", acc_b, 4);
     axis(&axes[(*n)++], "hla.keep", acc_keep, 3);
     axis(&axes[(*n)++], "hq.scale", acc_scale, 3);
-  } else if (plan_arch_caps(arch) && plan_arch_caps(arch)->wgmma) {
+  } else if (n_paths > 0) {
     axis(&axes[(*n)++], "tile_gx.tile_m", mn_small, 2);
     axis(&axes[(*n)++], "tile_gx.tile_n", n_wide, 2);
     axis(&axes[(*n)++], "tile_gx.stages", stages, 2);
     axis(&axes[(*n)++], "tile_gw.tile_n", n_wide, 2);
-    axis(&axes[(*n)++], "tile_gx.warps_n", sm90a_path, 2);
-    axis(&axes[(*n)++], "tile_gw.warps_n", sm90a_path, 2);
+    axis(&axes[(*n)++], "tile_gx.warps_n", paths, n_paths);
+    axis(&axes[(*n)++], "tile_gw.warps_n", paths, n_paths);
   } else {
     axis(&axes[(*n)++], "tile_gx.tile_m", mn_small, 2);
     axis(&axes[(*n)++], "tile_gx.tile_n", mn_small, 2);

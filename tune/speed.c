@@ -27,7 +27,10 @@ struct tune_speed {
   size_t flush_bytes;
 };
 
-static int max_threads_per_sm(hot_arch a) { return a == HOT_ARCH_SM86 || a == HOT_ARCH_SM89 ? 1536 : 2048; }
+static int max_threads_per_sm(hot_arch a) {
+  const hot_arch_caps *c = plan_arch_caps(a);
+  return c ? c->threads_per_sm : 2048;
+}
 
 tune_speed *tune_speed_open(const tune_opts *o, const tune_env *env, char *err, size_t errlen) {
   tune_speed *sp = calloc(1, sizeof *sp);

@@ -1,7 +1,8 @@
 /* kernels/gemm.c — the two integer GEMMs of a backward, g_x = q_g' . q_w' (gemm_gx, HQ epilogue)
  * and g_w = q_g^T . q_x^ (gemm_gw, HLA epilogue, segmented with per-sample scales), on the
- * cp.async paths: templates/gemm_int.cu (mma.sync, sm_80 .. sm_90) and templates/gemm_wgmma.cu
- * (wgmma, sm_90a); twin templates/gemm_ref.c. The TMA path is gemm_tma.c.
+ * cp.async paths (the GEMM-path table's rows without the TMA, gen/plan_tables.c): templates/
+ * gemm_int.cu (mma.sync) and templates/gemm_wgmma.cu (wgmma); twin templates/gemm_ref.c. The TMA
+ * path is gemm_tma.c.
  *
  * Roles (values are ABI: appended only; docs/adding.md):
  *   @hot-role HOT_K_GEMM_GX 4 gemm_gx: g_x = q_g' . q_w' with the HQ epilogue
@@ -67,7 +68,7 @@ const char *kd_gemm_output(hot_kernel_role r) { return r == HOT_K_GEMM_GX ? "g_x
 
 static int gemm_planned(const hot_layer_spec *s, const hot_layer_plan *p, hot_kernel_role r) {
   (void)s;
-  return kd_gemm_enabled(p, r) && kd_gemm_plan(p, r)->path != HOT_GEMM_TMA_S8;
+  return kd_gemm_enabled(p, r) && !plan_gemm_path_info(kd_gemm_plan(p, r)->path)->need_tma;
 }
 
 /* x over N tiles, y over M tiles; the plan's warps, its pipeline buffers as dynamic smem. */
@@ -105,9 +106,9 @@ static int gemm_args(const hot_layer_plan *p, hot_kernel_role r, int phase, cons
   return kd_gemm_args(p, r, in, v);
 }
 
+/* The template of the plan's path (its row of the GEMM-path table). */
 static const char *gemm_templ(const hot_layer_plan *p, hot_kernel_role r) {
-  return kd_gemm_plan(p, r)->path == HOT_GEMM_WGMMA_S8 ? "templates/gemm_wgmma.cu"
-                                                       : "templates/gemm_int.cu";
+  return plan_gemm_path_info(kd_gemm_plan(p, r)->path)->templ;
 }
 
 static const hot_step gemm_steps[] = {
@@ -115,7 +116,8 @@ static const hot_step gemm_steps[] = {
     {HOT_CALL_BACKWARD, 51, HOT_K_GEMM_GW, 0, HOT_WHEN_ALWAYS},
 };
 
-/* The template follows the plan's path: mma.sync (gemm_int.cu) or wgmma (gemm_wgmma.cu). */
+/* The template follows the plan's path (every path of the table without the TMA): mma.sync
+ * (gemm_int.cu) or wgmma (gemm_wgmma.cu). */
 const hot_kernel_desc kd_gemm = {
     .family = "gemm",
     .roles = 1u << HOT_K_GEMM_GX | 1u << HOT_K_GEMM_GW,

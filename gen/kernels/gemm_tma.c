@@ -1,6 +1,6 @@
-/* kernels/gemm_tma.c — the GEMM roles (gemm_gx, gemm_gw) on the TMA path of sm_90a (path tma_s8,
- * asked for with tile_gx / tile_gw .warps_n = 2): templates/gemm_tma.cu, the same contract, bits
- * and first twelve arguments as gemm_wgmma.cu (twin templates/gemm_ref.c), operands loaded by the
+/* kernels/gemm_tma.c — the GEMM roles (gemm_gx, gemm_gw) on the TMA path (the GEMM-path table's
+ * row that needs the TMA, asked for with tile_gx / tile_gw .warps_n = 2): its template
+ * (templates/gemm_tma.cu), the same contract, bits and first twelve arguments as gemm_wgmma.cu (twin templates/gemm_ref.c), operands loaded by the
  * Tensor Memory Accelerator through two tensor maps passed by value, a persistent grid of
  * min(tiles, SMs) blocks (docs/gemm-tma.md).
  *
@@ -15,7 +15,7 @@ static int64_t cdiv(int64_t a, int64_t b) { return (a + b - 1) / b; }
 
 static int tma_planned(const hot_layer_spec *s, const hot_layer_plan *p, hot_kernel_role r) {
   (void)s;
-  return kd_gemm_enabled(p, r) && kd_gemm_plan(p, r)->path == HOT_GEMM_TMA_S8;
+  return kd_gemm_enabled(p, r) && plan_gemm_path_info(kd_gemm_plan(p, r)->path)->need_tma;
 }
 
 /* block = 128 (tile_m / 64 + 1): a producer warpgroup and the consumers; grid.x = the tile count,
@@ -86,6 +86,11 @@ static int tma_maps(const hot_layer_plan *p, hot_kernel_role r, const hot_launch
   return 2;
 }
 
+/* The template of the plan's path (its row of the GEMM-path table). */
+static const char *tma_templ(const hot_layer_plan *p, hot_kernel_role r) {
+  return plan_gemm_path_info(kd_gemm_plan(p, r)->path)->templ;
+}
+
 static const hot_step tma_steps[] = {
     {HOT_CALL_BACKWARD, 50, HOT_K_GEMM_GX, 0, HOT_WHEN_ALWAYS},
     {HOT_CALL_BACKWARD, 51, HOT_K_GEMM_GW, 0, HOT_WHEN_ALWAYS},
@@ -95,6 +100,7 @@ const hot_kernel_desc kd_gemm_tma = {
     .family = "gemm_tma",
     .roles = 1u << HOT_K_GEMM_GX | 1u << HOT_K_GEMM_GW,
     .templ = "templates/gemm_tma.cu",
+    .templ_for = tma_templ,
     .planned = tma_planned,
     .geom = tma_geom,
     .one_block_phase = -1,

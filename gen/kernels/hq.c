@@ -62,7 +62,7 @@ static int hq_args(const hot_layer_plan *p, hot_kernel_role r, int phase, const 
   kd_i32(v, p->hq.o_pad);
   kd_i32(v, k_pad);
   kd_buf(v, in, g ? HOT_LB_Q_G : HOT_LB_Q_W);
-  kd_i32(v, p->hq.codes == HOT_CODES_S4_PACKED ? k_pad / 2 : k_pad); /* ld_codes */
+  kd_i32(v, k_pad / plan_codes_info(p->hq.codes)->per_byte); /* ld_codes */
   kd_buf(v, in, g ? HOT_LB_S_G : HOT_LB_S_W);
   kd_buf(v, in, g ? HOT_LB_AMAX_G : HOT_LB_AMAX_W);
   kd_i32(v, per_sample ? p->L : rows); /* group_rows */

@@ -6,7 +6,7 @@
 -- Field kinds: int (optional min/max/pow2), bool, enum (values), string, list, table (sub-schema).
 
 local S = {}
-local sub, ipairs, error = string.sub, ipairs, error
+local sub, ipairs, error, concat = string.sub, ipairs, error, table.concat
 
 local function f(kind, doc, t)
   t = t or {}
@@ -14,7 +14,8 @@ local function f(kind, doc, t)
   return t
 end
 
-S.archs = { "sm_80", "sm_86", "sm_89", "sm_90", "sm_90a" }
+-- The target archs: the names of the C arch table (gen/plan_tables.c), handed over by the loader.
+S.archs = spec_fields.archs
 S.recipes = spec_fields.enums.recipe
 
 -- The fields of a layer come from the C table gen/field_list.h (the loader hands its rows over as
@@ -68,7 +69,7 @@ S.target = {
   order = { "arch" },
   required = { "arch" },
   fields = {
-    arch = f("list", "target archs: one name or a list of sm_80, sm_86, sm_89, sm_90, sm_90a", { values = S.archs }),
+    arch = f("list", "target archs: one name or a list of " .. concat(S.archs, ", "), { values = S.archs }),
   },
 }
 
@@ -81,7 +82,7 @@ S.model = {
     tokens = f("int", "L: tokens per sample (T = B * L)", { min = 1, max = 1 << 29 }),
     recipe = f("enum", "defaults: hot (project), paper (the contract's defaults), paper_code (the authors' code)", { values = S.recipes }),
     seed = f("int", "64-bit Philox key of the stochastic rounding", { min = 0 }),
-    target = f("table", "hot.target { arch = ... } (default sm_90)", { schema = S.target }),
+    target = f("table", "hot.target { arch = ... } (default " .. spec_fields.default_arch .. ")", { schema = S.target }),
     layers = f("layers", "list of hot.linear { ... }"),
     sweep = f("sweep", "hot.sweep { [\"field.path\"] = { values... } }: the search space of hot-tune (hq.*, hla.*, abc.* and tile_gx.* / tile_gw.* fields)"),
   },

@@ -291,7 +291,8 @@ class Context:
     Arguments (None = from the environment, as hot_options_init; see hot.h):
       backend    "auto", "cuda", "cpu" ($HOT_BACKEND, else auto)
       device     CUDA device index ($HOT_DEVICE, else 0)
-      arch       "sm_80" ... "sm_90a" ($HOT_ARCH, else the device's)
+      arch       an arch of hot's arch table, e.g. "sm_90" ($HOT_ARCH, else the device's;
+                 an unknown name raises HotError listing the known ones)
       cache_dir  kernel cache directory; disk_cache True/False
       seed       Philox key of stochastic rounding ($HOT_SEED, else the spec's, else the default)
       jit_debug  True/False; debug_dir

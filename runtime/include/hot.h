@@ -67,8 +67,8 @@
  *   | HOT_BACKEND         | auto (default), cuda, cpu   | auto: CUDA when a driver and device work, else |
  *   |                     |                             | the CPU reference (the reason is in the stats) |
  *   | HOT_DEVICE          | 0, 1, ... (default 0)       | CUDA device index                              |
- *   | HOT_ARCH            | sm_80 sm_86 sm_89 sm_90     | plan and compile for this arch instead of the  |
- *   |                     | sm_90a                      | device's (sm_90a: opt-in wgmma); on the CPU    |
+ *   | HOT_ARCH            | an sm_XY name of the arch   | plan and compile for this arch instead of the  |
+ *   |                     | table (hot-gen --help)      | device's (sm_90a: opt-in wgmma); on the CPU    |
  *   |                     |                             | backend it lets hot_layer_compile fill caches. |
  *   |                     |                             | On CUDA it must run on the device: sm_XY on    |
  *   |                     |                             | compute capability X.Y .. X.9 (cubins run on   |
@@ -190,7 +190,7 @@ typedef struct hot_layer hot_layer;
 
 /* Creates a context: reads the environment, resolves the options, picks the backend (for
  * CUDA: loads the driver, retains the device's primary context, maps its compute capability to
- * sm_80/86/89/90). opt NULL = hot_options_init. Does not load NVRTC or open the kernel cache
+ * the arch table's portable sm_XY of that major with the highest minor it reaches). opt NULL = hot_options_init. Does not load NVRTC or open the kernel cache
  * (both on first need).
  * On HOT_OK *out is a context the caller owns (hot_ctx_destroy). On an error *out is, like
  * sqlite3_open's handle, a FAILED context whose only uses are hot_errmsg and hot_ctx_destroy

@@ -348,6 +348,70 @@ START_TEST(gemm_paths_per_arch) {
 }
 END_TEST
 
+/* The arch table's queries: the list every message prints, the device match of the runtime. */
+START_TEST(arch_table_queries) {
+  char buf[128], want[128] = "";
+  for (int a = 0; a < HOT_ARCH_COUNT; ++a) {
+    strcat(want, a ? "|" : "");
+    strcat(want, plan_arch_caps((hot_arch)a)->name);
+    hot_arch back;
+    ck_assert_int_eq(plan_arch_parse(plan_arch_caps((hot_arch)a)->name, &back), 0);
+    ck_assert_int_eq(back, a);
+  }
+  ck_assert_str_eq(plan_arch_list(buf, sizeof buf, "|"), want);
+  ck_assert_uint_lt(strlen(plan_arch_list(buf, 8, NULL)), 8); /* cut short, terminated */
+  /* Every portable row is the default of its own compute capability and runs on later minors;
+   * an arch-specific row is nobody's default and runs on exactly its own. */
+  for (int a = 0; a < HOT_ARCH_COUNT; ++a) {
+    const hot_arch_caps *c = plan_arch_caps((hot_arch)a);
+    hot_arch d = HOT_ARCH_COUNT;
+    ck_assert_int_eq(plan_arch_for_device(c->sm / 10, c->sm % 10, &d), 0);
+    ck_assert_int_eq(d == (hot_arch)a, !c->arch_specific);
+    ck_assert(plan_arch_runs_on((hot_arch)a, c->sm / 10, c->sm % 10));
+    ck_assert_int_eq(plan_arch_runs_on((hot_arch)a, c->sm / 10, c->sm % 10 + 1), !c->arch_specific);
+    ck_assert(!plan_arch_runs_on((hot_arch)a, c->sm / 10 + 1, 0));
+  }
+  hot_arch d;
+  ck_assert_int_eq(plan_arch_for_device(8, 7, &d), 0);
+  ck_assert_int_eq(d, HOT_ARCH_SM86);
+  ck_assert_int_eq(plan_arch_for_device(7, 5, &d), -1);
+  ck_assert_int_eq(plan_arch_for_device(10, 0, &d), -1);
+}
+END_TEST
+
+/* The GEMM-path table chooses what the planner's rule was before the table: wgmma where the arch
+ * has it (the TMA path when warps_n asks for it), else INT4 mma.sync where the tensor cores have
+ * it and the codes fit 4 bits, else INT8 mma.sync; and every row names its template, emulator and
+ * a format that its MMA kind takes. */
+START_TEST(gemm_path_table) {
+  for (int a = 0; a < HOT_ARCH_COUNT; ++a) {
+    const hot_arch_caps *c = plan_arch_caps((hot_arch)a);
+    for (int wn = 0; wn <= 8; ++wn)
+      for (int bits = 2; bits <= 8; ++bits) {
+        const hot_gemm_path want = c->wgmma ? (wn == 2 ? HOT_GEMM_TMA_S8 : HOT_GEMM_WGMMA_S8)
+                                   : c->int4_mma && bits <= 4 ? HOT_GEMM_MMA_S4 : HOT_GEMM_MMA_S8;
+        ck_assert_int_eq(plan_gemm_path_choose(c, wn, bits), want);
+      }
+  }
+  for (int i = 0; i < HOT_GEMM_PATH_COUNT; ++i) {
+    const hot_gemm_path_info *g = plan_gemm_path_info((hot_gemm_path)i);
+    ck_assert_int_eq(g->path, i);
+    ck_assert_ptr_nonnull(g->templ);
+    ck_assert_ptr_nonnull(g->emulator);
+    ck_assert(plan_codes_info(g->codes)->mma & g->mma);
+    hot_gemm_path back;
+    ck_assert_int_eq(plan_gemm_path_parse(g->name, &back), 0);
+    ck_assert_int_eq(back, i);
+  }
+  hot_gemm_path x;
+  ck_assert_int_eq(plan_gemm_path_parse("nope", &x), -1);
+  ck_assert_ptr_null(plan_gemm_path_info(HOT_GEMM_PATH_COUNT));
+  ck_assert_ptr_null(plan_codes_info(HOT_CODES_COUNT));
+  for (int i = 0; i < HOT_CODES_COUNT; ++i)
+    ck_assert_int_eq(plan_codes_info((hot_codes)i)->codes, i);
+}
+END_TEST
+
 static void check_gemm(const hot_gemm_plan *g) {
   ck_assert_int_eq(g->k_pad % g->tile_k, 0);
   ck_assert_int_ge(g->k_pad, g->k);
@@ -1023,6 +1087,8 @@ int main(void) {
   tcase_add_test(tc, defaults_match_the_recipes);
   tcase_add_test(tc, padding_rules);
   tcase_add_test(tc, gemm_paths_per_arch);
+  tcase_add_test(tc, arch_table_queries);
+  tcase_add_test(tc, gemm_path_table);
   tcase_add_test(tc, k_pad_multiple_of_tile_k);
   tcase_add_test(tc, abc_bytes);
   tcase_add_test(tc, hla_scale_groups);

@@ -273,6 +273,45 @@ static void dump_diag(const hot_diag *d) {
   for (int i = 0; i < d->count; ++i) printf("  %s\n", d->lines[i]);
 }
 
+/* ---- the DSL's archs are the C arch table's ------------------------------------------------ */
+
+/* hot.target takes every arch of the table (in one list, in table order), a spec without a target
+ * plans for HOT_ARCH_DEFAULT, and the DSL's unknown-arch message lists exactly the table. */
+START_TEST(dsl_archs_are_the_table) {
+  char text[1024], list[256] = "", known[256], want[300];
+  for (int a = 0; a < HOT_ARCH_COUNT; ++a) {
+    char q[32];
+    snprintf(q, sizeof q, "%s\"%s\"", a ? ", " : "", plan_arch_caps((hot_arch)a)->name);
+    strcat(list, q);
+  }
+  const char *fmt_spec = "local hot = require \"hot\"\nreturn hot.model { name = \"m\", batch = 2, "
+                         "tokens = 64,%s layers = { hot.linear { name = \"fc\", in_features = 64, "
+                         "out_features = 64 } } }\n";
+  char target[300];
+  snprintf(target, sizeof target, " target = hot.target { arch = { %s } },", list);
+  snprintf(text, sizeof text, fmt_spec, target);
+  hot_model m;
+  hot_diag d = {0};
+  ck_assert_msg(load_string(text, &m, &d) == 0, "every arch of the table: %s", d.count ? d.lines[0] : "");
+  ck_assert_int_eq(m.n_archs, HOT_ARCH_COUNT);
+  for (int a = 0; a < HOT_ARCH_COUNT; ++a) ck_assert_int_eq(m.archs[a], a);
+  spec_model_free(&m);
+  diag_free(&d);
+  snprintf(text, sizeof text, fmt_spec, "");
+  ck_assert_int_eq(load_string(text, &m, &d), 0);
+  ck_assert_int_eq(m.n_archs, 1);
+  ck_assert_int_eq(m.archs[0], HOT_ARCH_DEFAULT);
+  spec_model_free(&m);
+  diag_free(&d);
+  snprintf(text, sizeof text, fmt_spec, " target = hot.target { arch = \"sm_00\" },");
+  ck_assert_int_ne(load_string(text, &m, &d), 0);
+  snprintf(want, sizeof want, "(known: %s)", plan_arch_list(known, sizeof known, ", "));
+  ck_assert_msg(d.count >= 1 && strstr(d.lines[0], want), "want \"%s\" in: %s", want,
+                d.count ? d.lines[0] : "(none)");
+  diag_free(&d);
+}
+END_TEST
+
 /* ---- shipped specs ------------------------------------------------------------------------ */
 
 START_TEST(shipped_specs_load_and_plan) {
@@ -1262,6 +1301,7 @@ static Suite *spec_suite(void) {
   Suite *s = suite_create("spec");
   TCase *tc = tcase_create("shipped");
   tcase_add_test(tc, shipped_specs_load_and_plan);
+  tcase_add_test(tc, dsl_archs_are_the_table);
   tcase_add_test(tc, shipped_spec_shapes);
   suite_add_tcase(s, tc);
   tc = tcase_create("fields");

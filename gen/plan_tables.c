@@ -1,0 +1,161 @@
+/* plan_tables.c — the arch table, the operand-format table and the GEMM-path table: the one place
+ * that names archs, operand formats and GEMM paths. The planner, the emitter's GEMM descriptors,
+ * the runtime's device match, hot-tune's search space and every message that lists them ask these
+ * tables (tests/layering/tables.py checks that no other product file spells an arch or a GEMM path
+ * out). A new sm_XY is a row of k_caps plus its kernels; a new operand format (FP8, say) a row of
+ * k_codes plus the GEMM path rows and templates that take it. Pure C: no allocation, no I/O. */
+#include <stdio.h>
+#include <string.h>
+
+#include "plan.h"
+
+/* ---- archs ------------------------------------------------------------------------------- */
+
+/* Shared memory figures are the CUDA programming guide's per-arch limits (opt-in maximum per
+ * block, and per SM); threads_per_sm its resident-thread limit. Rows in hot_arch order. */
+static const hot_arch_caps k_caps[HOT_ARCH_COUNT] = {
+    /* arch, name, sm, int4_mma, wgmma, max_threads, max_smem_optin, smem_per_sm, regs, tma,
+     * arch_specific, threads_per_sm */
+    {HOT_ARCH_SM80, "sm_80", 80, 1, 0, 1024, 166912, 167936, 255, 0, 0, 2048},
+    {HOT_ARCH_SM86, "sm_86", 86, 1, 0, 1024, 101376, 102400, 255, 0, 0, 1536},
+    {HOT_ARCH_SM89, "sm_89", 89, 1, 0, 1024, 101376, 102400, 255, 0, 0, 1536},
+    /* Hopper has no INT4 tensor cores: mma.sync .s4 compiles but is emulated (CONTRACT.md 7). */
+    {HOT_ARCH_SM90, "sm_90", 90, 0, 0, 1024, 232448, 233472, 255, 1, 0, 2048},
+    {HOT_ARCH_SM90A, "sm_90a", 90, 0, 1, 1024, 232448, 233472, 255, 1, 1, 2048},
+};
+
+const hot_arch_caps *plan_arch_caps(hot_arch arch) {
+  return ((int)arch >= 0 && arch < HOT_ARCH_COUNT) ? &k_caps[arch] : NULL;
+}
+
+int plan_arch_parse(const char *name, hot_arch *out) {
+  if (!name) return -1;
+  for (int a = 0; a < HOT_ARCH_COUNT; ++a)
+    if (strcmp(name, k_caps[a].name) == 0) {
+      *out = (hot_arch)a;
+      return 0;
+    }
+  return -1;
+}
+
+const char *plan_arch_list(char *buf, size_t n, const char *sep) {
+  if (!buf || n == 0) return buf;
+  buf[0] = '\0';
+  size_t used = 0;
+  for (int a = 0; a < HOT_ARCH_COUNT && used < n; ++a) {
+    const int w = snprintf(buf + used, n - used, "%s%s", a ? (sep ? sep : ", ") : "", k_caps[a].name);
+    if (w < 0) break;
+    used += (size_t)w;
+  }
+  return buf;
+}
+
+int plan_arch_for_device(int major, int minor, hot_arch *out) {
+  int best = -1;
+  for (int a = 0; a < HOT_ARCH_COUNT; ++a) {
+    const hot_arch_caps *c = &k_caps[a];
+    if (c->arch_specific || c->sm / 10 != major || c->sm % 10 > minor) continue;
+    if (best < 0 || c->sm > k_caps[best].sm) best = a;
+  }
+  if (best < 0) return -1;
+  *out = (hot_arch)best;
+  return 0;
+}
+
+int plan_arch_runs_on(hot_arch arch, int major, int minor) {
+  const hot_arch_caps *c = plan_arch_caps(arch);
+  if (!c || c->sm / 10 != major) return 0;
+  return c->arch_specific ? minor == c->sm % 10 : minor >= c->sm % 10;
+}
+
+/* ---- operand formats --------------------------------------------------------------------- */
+
+static const hot_codes_info k_codes[HOT_CODES_COUNT] = {
+    {HOT_CODES_S8, "s8", 8, 1, HOT_MMA_SYNC | HOT_MMA_WGMMA},
+    {HOT_CODES_S4_PACKED, "s4_packed", 4, 2, HOT_MMA_SYNC},
+};
+
+const hot_codes_info *plan_codes_info(hot_codes codes) {
+  return ((int)codes >= 0 && codes < HOT_CODES_COUNT) ? &k_codes[codes] : NULL;
+}
+
+const char *plan_codes_name(hot_codes v) {
+  const hot_codes_info *c = plan_codes_info(v);
+  return c ? c->name : "?";
+}
+
+/* ---- GEMM paths -------------------------------------------------------------------------- */
+
+/* Tile rules: mma.sync tiles of 64..256 rows, K a multiple of one instruction's K (32 INT8 codes,
+ * 64 INT4) up to four of them, 2..6 cp.async stages, 3 (big problems) or 4; the wgmma paths:
+ * warpgroups of 64 rows, one 128-byte swizzled K slab per stage, the warps following from tile_m
+ * (templates/gemm_wgmma.cu: +1024 bytes to align the window; templates/gemm_tma.cu: +1024 and
+ * 128 bytes of mbarriers). Rows in hot_gemm_path order. */
+static const hot_gemm_path_info k_paths[HOT_GEMM_PATH_COUNT] = {
+    {.path = HOT_GEMM_MMA_S4, .name = "mma_s4", .templ = "templates/gemm_int.cu",
+     .emulator = "tools/gemm-emu.sh", .mma = HOT_MMA_SYNC, .codes = HOT_CODES_S4_PACKED,
+     .need_int4_mma = 1, .preference = 1, .tile_m = {64, 128, 256}, .tile_n = {64, 128, 256},
+     .tile_m_def = {64, 128}, .tile_n_def = {64, 128}, .k_step = 64, .k_max_steps = 4,
+     .tile_k_def = 128, .warps = HOT_WARPS_FREE, .stages_min = 2, .stages_max = 6,
+     .stages_def = {4, 3}},
+    {.path = HOT_GEMM_MMA_S8, .name = "mma_s8", .templ = "templates/gemm_int.cu",
+     .emulator = "tools/gemm-emu.sh", .mma = HOT_MMA_SYNC, .codes = HOT_CODES_S8, .preference = 0,
+     .tile_m = {64, 128, 256}, .tile_n = {64, 128, 256}, .tile_m_def = {64, 128},
+     .tile_n_def = {64, 128}, .k_step = 32, .k_max_steps = 4, .tile_k_def = 64,
+     .warps = HOT_WARPS_FREE, .stages_min = 2, .stages_max = 6, .stages_def = {4, 3}},
+    {.path = HOT_GEMM_WGMMA_S8, .name = "wgmma_s8", .templ = "templates/gemm_wgmma.cu",
+     .emulator = "tools/gemm-emu.sh", .mma = HOT_MMA_WGMMA, .codes = HOT_CODES_S8, .need_wgmma = 1,
+     .warps_n = 1, .preference = 2, .tile_m = {64, 128}, .tile_n = {64, 128, 256},
+     .tile_m_def = {128, 128}, .tile_n_def = {128, 256}, .k_step = 128, .k_max_steps = 1,
+     .tile_k_def = 128, .warps = HOT_WARPS_WARPGROUP, .stages_min = 3, .stages_max = 8,
+     .stages_def = {4, 4}, .smem_extra = 1024},
+    {.path = HOT_GEMM_TMA_S8, .name = "tma_s8", .templ = "templates/gemm_tma.cu",
+     .emulator = "tools/tma-emu.sh", .mma = HOT_MMA_WGMMA, .codes = HOT_CODES_S8, .need_wgmma = 1,
+     .need_tma = 1, .warps_select = 2, .warps_n = 2, .preference = 3, .tile_m = {64, 128},
+     .tile_n = {64, 128, 256}, .tile_m_def = {128, 128}, .tile_n_def = {128, 256}, .k_step = 128,
+     .k_max_steps = 1, .tile_k_def = 128, .warps = HOT_WARPS_WARPGROUP, .stages_min = 2,
+     .stages_max = 8, .stages_def = {4, 4}, .smem_extra = 1024 + 128},
+};
+
+const hot_gemm_path_info *plan_gemm_path_info(hot_gemm_path path) {
+  return ((int)path >= 0 && path < HOT_GEMM_PATH_COUNT) ? &k_paths[path] : NULL;
+}
+
+const char *plan_gemm_path_name(hot_gemm_path v) {
+  const hot_gemm_path_info *g = plan_gemm_path_info(v);
+  return g ? g->name : "?";
+}
+
+int plan_gemm_path_parse(const char *name, hot_gemm_path *out) {
+  if (!name) return -1;
+  for (int i = 0; i < HOT_GEMM_PATH_COUNT; ++i)
+    if (strcmp(name, k_paths[i].name) == 0) {
+      *out = k_paths[i].path;
+      return 0;
+    }
+  return -1;
+}
+
+int plan_gemm_path_available(const hot_gemm_path_info *path, const hot_arch_caps *caps) {
+  if (!path || !caps) return 0;
+  return (!path->need_int4_mma || caps->int4_mma) && (!path->need_wgmma || caps->wgmma) &&
+         (!path->need_tma || caps->tma);
+}
+
+/* A path with a selector takes only that warps_n request; one without takes any request (the
+ * preference order lets a selected path win over it). */
+static int path_selected(const hot_gemm_path_info *g, int warps_n) {
+  return !g->warps_select || warps_n == g->warps_select;
+}
+
+hot_gemm_path plan_gemm_path_choose(const hot_arch_caps *caps, int warps_n, int bits) {
+  const hot_gemm_path_info *best = NULL;
+  for (int i = 0; i < HOT_GEMM_PATH_COUNT; ++i) {
+    const hot_gemm_path_info *g = &k_paths[i];
+    if (!plan_gemm_path_available(g, caps) || bits > k_codes[g->codes].bits ||
+        !path_selected(g, warps_n))
+      continue;
+    if (!best || g->preference > best->preference) best = g;
+  }
+  return best ? best->path : HOT_GEMM_MMA_S8;
+}
