@@ -362,22 +362,27 @@ kmutant "HQ: per-sample scale from sample 0" hadamard_quant.cu \
 b_unpack() { build_unpack "$1"; }
 UNP=("$work/unpack_mut" 3 3)
 kmutant "ABC unpack: zero tail not written (bytes past group_k copied)" abc_unpack.cu \
-  "if (off < group_k) v |=" "v |=" b_unpack "${UNP[@]}"
+  "const int vb = nv - 4 * j;" "const int vb = 16 - 4 * j;" b_unpack "${UNP[@]}"
 kmutant "ABC unpack: the group's source at grp * group_k_pad" abc_unpack.cu \
-  "(long long)grp * group_k;" "(long long)grp * group_k_pad;" b_unpack "${UNP[@]}"
-kmutant "ABC unpack: source row stride k_pad instead of k_real" abc_unpack.cu \
-  "src + row * (long long)k_real" "src + row * (long long)k_pad" b_unpack "${UNP[@]}"
+  "(long long)grp * group_k +" "(long long)grp * group_k_pad +" b_unpack "${UNP[@]}"
+kmutant "ABC unpack: source row stride k_real + 16" abc_unpack.cu \
+  "row * (long long)k_real +" "row * (long long)(k_real + 16) +" b_unpack "${UNP[@]}"
 kmutant "ABC unpack: the last span of every row skipped" abc_unpack.cu \
-  "  const int grp = pos0 / group_k_pad," "  if (pos0 + 16 == k_pad) return;\n  const int grp = pos0 / group_k_pad," \
+  "  const int off0 = pos0 -" "  if (pos0 + 16 == k_pad) return;\n  const int off0 = pos0 -" \
   b_unpack "${UNP[@]}"
 kmutant "ABC unpack: bound check one span late (writes past dst)" abc_unpack.cu \
-  "if (id >= (long long)rows * spans) return;" "if (id > (long long)rows * spans) return;" \
-  b_unpack "${UNP[@]}"
+  "if (id > id_last) return;" "if (id > id_last + 1) return;" b_unpack "${UNP[@]}"
 kmutant "ABC unpack: dst row stride k_real" abc_unpack.cu \
   "*(uint4 *)(dst + row * (long long)k_pad + pos0)" "*(uint4 *)(dst + row * (long long)k_real + pos0)" \
   b_unpack "${UNP[@]}"
-kmutant "ABC unpack: bytes of a word in reversed order" abc_unpack.cu \
-  "<< (8 * b);" "<< (8 * (3 - b));" b_unpack "${UNP[@]}"
+kmutant "ABC unpack: unaligned words shifted the wrong way" abc_unpack.cu \
+  "(x[j] >> sh) | (x[j + 1] << (32 - sh))" "(x[j] << sh) | (x[j + 1] >> (32 - sh))" \
+  b_unpack "${UNP[@]}"
+kmutant "ABC unpack: staged without the swizzle the gather applies" abc_unpack.cu \
+  "stage_b[UNPACK_SWZ(b >> 2) * 4" "stage_b[(b >> 2) * 4" b_unpack "${UNP[@]}"
+kmutant "ABC unpack: no barrier between the staging and the gather" abc_unpack.cu \
+  "  __syncthreads();\n  if (id > id_last) return;" "  if (id > id_last) return;" \
+  b_unpack "${UNP[@]}"
 
 echo "kernel-emu: $((SECONDS - start)) s"
 if [ $fail = 0 ]; then echo "kernel-emu: all OK"; else echo "kernel-emu: FAILED"; fi
