@@ -328,6 +328,12 @@ kmutant "HQ: shuffle butterfly sign" hadamard_quant.cu \
 kmutant "HQ w': no barrier after the transposing tile load" hadamard_quant.cu \
   "  __syncthreads();\n  float amax = 0.0f;" "  float amax = 0.0f;" b_hq_w \
   "$work/hq_mut" 1 8 100 70 sm_90 0 0 0 0 0
+kmutant "HQ w': tile read without the swizzle of its stores" hadamard_quant.cu \
+  "v[j] = tile[HQ_TILE(lc, lane * 8 + j)];" "v[j] = tile[lc * HQ_CHUNK + lane * 8 + j];" b_hq_w \
+  "$work/hq_mut" 1 8 100 70 sm_90 0 0 0 0 0
+kmutant "HQ g': coalesced halves shuffled from the wrong half" hadamard_quant.cu \
+  "const bool upper = lane >= 16;" "const bool upper = lane >= 8;" b_hq_g \
+  "$work/hq_mut" 1 40 100 64 sm_90 1 0 5 5 5
 kmutant "LQS: no __syncwarp between the terms and their sum" lqs.cu \
   "        __syncwarp();\n        if (lane == 0) {" "        if (lane == 0) {" b_lqs \
   "$work/lqs_mut" 3 197 100 0 0 0x5eed 11 4 0
