@@ -299,7 +299,7 @@ kmutant "HLA: no barrier between the code tile and its store" hla_project.cu \
 kmutant "HLA: stage order h = 2 before h = 1 in registers" hla_project.cu \
   "for (int h = 1; h < E; h <<= 1)" "for (int h = E / 2; h >= 1; h >>= 1)" b_hla_g64 "${HLA_G[@]}"
 kmutant "HLA: zero tail not written" hla_project.cu \
-  "if (col < cols) codes[(long long)col * ld_codes + t0 + kk] = 0;" ";" b_hla_g64 "${HLA_G[@]}"
+  "const int run = HOT_R + (kb + HOT_R == g_first + group_k ? gap : 0);" "const int run = HOT_R;" b_hla_g64 "${HLA_G[@]}"
 # scale groups: g^ per sample (B = 3, group_k 144 padded to 192), its scale replicated (x^ per
 # sample), x^ SAWB per sample
 HLA_GS=("$work/hla" 3 197 100 0 0 0 64 5 5 5 1 0)
@@ -314,7 +314,7 @@ kmutant "HLA per sample: scale written for the wrong group" hla_project.cu \
 kmutant "HLA per tensor, groups > 1: scale only in the amax word's entry" hla_project.cu \
   "tid == 0) scale[grp] = s;" "tid == 0) scale[word] = s;" b_hla_g64 "${HLA_GR[@]}"
 kmutant "HLA per sample: only the last group's tail zeroed" hla_project.cu \
-  "if (kb + HOT_R == g_first + group_k)" "if (kb + HOT_R == k_real)" b_hla_g64 "${HLA_GS[@]}"
+  "(kb + HOT_R == g_first + group_k ? gap : 0)" "(kb + HOT_R == k_real ? gap : 0)" b_hla_g64 "${HLA_GS[@]}"
 kmutant "HLA: codes at the math row, not the group's run" hla_project.cu \
   "const int kc0 = kb + grp * gap;" "const int kc0 = kb;" b_hla_g64 "${HLA_GR[@]}"
 b_hla_x64() { build_hla 0 0 64 0 0 "$1"; }
