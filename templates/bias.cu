@@ -9,16 +9,18 @@
  * T = 0 gives g_b = 0. Every add is a single-rounding __fadd_rn, so the bits match the twin.
  *
  * Parallel schedule (any schedule that keeps the order above gives the same bits): a block owns
- * HOT_BIAS_COLS = 4 consecutive columns, so O = 768 runs on 192 blocks (more than the SMs of any
- * supported device); its 256 threads are HOT_BIAS_SLOTS = 64 slots of 4 lanes (lane = column,
- * so a warp reads 8 rows of 4 consecutive elements at a time). In round j, slot s sums chunk
+ * HOT_BIAS_COLS consecutive columns, one 32-byte sector of a row (8 f32 or 16 bf16/f16 columns:
+ * a warp's request reads 4 or 2 rows of whole sectors; fewer columns per block would leave half
+ * of every sector to the next block); its HOT_BIAS_THREADS threads (512 or 1024) are
+ * HOT_BIAS_SLOTS = 64 slots of HOT_BIAS_COLS lanes (lane = column), so the threads of a layer
+ * are 64 O as with any width, O = 768 f32 on 96 blocks. In round j, slot s sums chunk
  * j*HOT_BIAS_SLOTS + s (loads unrolled HOT_BIAS_UNROLL deep for memory-level parallelism, the
  * adds stay in token order), writes its partial to shared memory, and after one barrier the
  * threads of slot 0 fold the round's partials into the running total in chunk order. Partials are
  * double-buffered so one barrier per round suffices.
  *
- * Launch: grid = (ceil(O / HOT_BIAS_COLS), 1, 1) (gen/plan.c), block = (HOT_BIAS_THREADS = 256,
- * 1, 1), no dynamic shared memory (2 KiB static). gy: T x O row-major, dtype HOT_DTYPE (0 f32,
+ * Launch: grid = (ceil(O / HOT_BIAS_COLS), 1, 1) (gen/kernels/bias.c), block = (HOT_BIAS_THREADS,
+ * 1, 1) = 512 (f32) or 1024 (bf16, f16), no dynamic shared memory (4 or 8 KiB static). gy: T x O row-major, dtype HOT_DTYPE (0 f32,
  * 1 bf16, 2 f16), 4-byte (f32) / 2-byte aligned; gb: O floats. T, O >= 0; T * O may exceed 2^31.
  */
 #ifndef HOT_GENERATED
@@ -29,9 +31,10 @@
 #include "hot_math.cuh"
 
 #define HOT_BIAS_CHUNK 256 /* tokens per partial sum: must equal HOT_REF_BIAS_CHUNK (ref.h) */
-#define HOT_BIAS_COLS 4     /* columns per block: the plan's grid is ceil(O / HOT_BIAS_COLS) */
-#define HOT_BIAS_THREADS 256
-#define HOT_BIAS_SLOTS (HOT_BIAS_THREADS / HOT_BIAS_COLS) /* chunks summed at once */
+/* columns per block, one 32-byte sector of a row: the plan's grid is ceil(O / HOT_BIAS_COLS) */
+#define HOT_BIAS_COLS (HOT_DTYPE == 0 ? 8 : 16)
+#define HOT_BIAS_SLOTS 64 /* chunks summed at once */
+#define HOT_BIAS_THREADS (HOT_BIAS_SLOTS * HOT_BIAS_COLS) /* the plan's block */
 #define HOT_BIAS_UNROLL 16 /* loads in flight per lane */
 
 static_assert(HOT_DTYPE >= 0 && HOT_DTYPE <= 2, "HOT_DTYPE must be 0 (f32), 1 (bf16) or 2 (f16)");

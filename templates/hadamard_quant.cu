@@ -21,9 +21,12 @@
  * the CPU twin's. Lines of up to 4 chunks (O <= 1024) stay in registers between the amax and the quantization
  * (one pass over memory); longer lines reload their chunks (L2 hits). The number of 256-element
  * chunks, ceil(k_pad / 256), is a run-time value: one kernel serves every O.
- *   operand 0: block 256 = 8 warps = 8 rows; grid.x = ceil(T / 8). 16-byte loads when aligned.
+ *   operand 0: block 256 = 8 warps = 8 rows; grid.x = ceil(T / 8). 16-byte loads when aligned,
+ *     consecutive float4s of the warp's lanes, shuffled into place (hq_load8).
  *   operand 1: block 256 handles 32 columns x one 256-row slab of w through a transposing shared
- *     tile (coalesced loads along I); grid = (ceil(I / 32), ceil(k_pad / 256)); a slab is a chunk.
+ *     tile (coalesced loads along I; XOR-swizzled, HQ_TILE, so that neither its stores nor the
+ *     transform's reads meet a bank conflict); grid = (ceil(I / 32), ceil(k_pad / 256)); a slab
+ *     is a chunk.
  *
  * Phases (argument `phase`): 0 = amax only (atomicMax of the float bits into the group's word
  * amax_bits[row / group_rows], which the caller zeroes first); 1 = quantize with the group's scale
@@ -54,7 +57,10 @@
 #define HQ_REG_CHUNKS 4 /* kept in registers: 64 registers per thread, a short NVRTC compile */
 #define HQ_QMAX ((1 << (HOT_BITS - 1)) - 1)
 #define HQ_TILE_COLS 32
-#define HQ_TILE_LD (HQ_CHUNK + 4) /* floats per shared row: +4 keeps 16-byte alignment, shifts banks */
+/* The w' tile: 32 columns of 256 floats; element (col, r) sits at HQ_TILE(col, r), r's low five
+ * bits XORed with col ^ (r / 8): the loads' stores (32 columns, one r) and the transform's reads
+ * (one column, lane l reading r = 8 l + j) each hit 32 distinct banks. */
+#define HQ_TILE(col, r) ((col) * HQ_CHUNK + ((r) ^ (((col) ^ ((r) >> 3)) & 31)))
 
 static_assert(HOT_B >= 1 && HOT_B <= 256 && (HOT_B & (HOT_B - 1)) == 0, "b must be a power of two in [1, 256] (1: the paper code's shrinking rule left no transform)");
 static_assert(HOT_BITS >= 2 && HOT_BITS <= 8, "bits in [2, 8]");
@@ -67,16 +73,42 @@ static __device__ __forceinline__ float hq_load1(const void *src, long long off)
   return hot_load_f32(src, off, HOT_DTYPE);
 }
 
-/* Eight consecutive elements [c, c + 8) of a row of length n starting at row_off. */
+/* Eight consecutive elements [c, c + 8) of a row of length n starting at row_off (0 beyond n),
+ * c = chunk start + lane * 8. A warp collective: every lane of the warp calls it for the same
+ * chunk. f32: the lanes load the chunk's two 128-element halves as consecutive float4s (lane l:
+ * elements 4 l .. 4 l + 3 of each half, 16 sectors per 512-byte request: a lane's own 32 bytes
+ * as two float4s would touch 32), then take elements 8 l .. 8 l + 7 (float4s 2 l and 2 l + 1 of
+ * the chunk, held by lanes 2 l and 2 l + 1 mod 32 in half l / 16) by shuffles. bf16/f16: one
+ * 16-byte load of the lane's own 8 elements (consecutive lanes, already coalesced). */
 static __device__ __forceinline__ void hq_load8(const void *src, long long row_off, int c, int n,
                                                 bool vec_ok, float v[8]) {
-  if (vec_ok && c + 8 <= n) {
 #if HOT_DTYPE == 0
-    const float4 *p = (const float4 *)((const float *)src + row_off + c);
-    float4 a = __ldg(p), b = __ldg(p + 1);
-    v[0] = a.x; v[1] = a.y; v[2] = a.z; v[3] = a.w;
-    v[4] = b.x; v[5] = b.y; v[6] = b.z; v[7] = b.w;
+  const int lane = threadIdx.x & 31;
+  float h[2][4];
+#pragma unroll
+  for (int half = 0; half < 2; ++half) {
+    const int q = c - lane * 8 + half * (HQ_CHUNK / 2) + lane * 4;
+    if (vec_ok && q + 4 <= n) {
+      const float4 a = __ldg((const float4 *)((const float *)src + row_off + q));
+      h[half][0] = a.x; h[half][1] = a.y; h[half][2] = a.z; h[half][3] = a.w;
+    } else {
+#pragma unroll
+      for (int i = 0; i < 4; ++i) h[half][i] = (q + i < n) ? hq_load1(src, row_off + q + i) : 0.0f;
+    }
+  }
+  const int s0 = (2 * lane) & 31;
+  const bool upper = lane >= 16;
+#pragma unroll
+  for (int i = 0; i < 4; ++i) {
+    const float a0 = __shfl_sync(0xffffffffu, h[0][i], s0);
+    const float a1 = __shfl_sync(0xffffffffu, h[1][i], s0);
+    const float b0 = __shfl_sync(0xffffffffu, h[0][i], s0 + 1);
+    const float b1 = __shfl_sync(0xffffffffu, h[1][i], s0 + 1);
+    v[i] = upper ? a1 : a0;
+    v[4 + i] = upper ? b1 : b0;
+  }
 #else
+  if (vec_ok && c + 8 <= n) {
     uint4 a = __ldg((const uint4 *)((const unsigned short *)src + row_off + c));
     unsigned w[4] = {a.x, a.y, a.z, a.w};
 #pragma unroll
@@ -89,11 +121,11 @@ static __device__ __forceinline__ void hq_load8(const void *src, long long row_o
       v[2 * i + 1] = hot_f16_to_f32((unsigned short)(w[i] >> 16));
 #endif
     }
-#endif
   } else {
 #pragma unroll
     for (int i = 0; i < 8; ++i) v[i] = (c + i < n) ? hq_load1(src, row_off + c + i) : 0.0f;
   }
+#endif
 }
 
 /* The block FWHT of one chunk held as 8 elements per lane, in CONTRACT.md stage order. */
@@ -253,14 +285,14 @@ HOT_KNAME(const void *__restrict__ src, int rows, int cols, int ld_src, int o_pa
           float *__restrict__ math_out, int phase, unsigned long long seed, unsigned tag,
           unsigned step) {
   (void)group_rows; /* w' has one scale */
-  __shared__ __align__(16) float tile[HQ_TILE_COLS][HQ_TILE_LD];
+  __shared__ float tile[HQ_TILE_COLS * HQ_CHUNK];
   const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
   const int col0 = blockIdx.x * HQ_TILE_COLS;
   const int row0 = blockIdx.y * HQ_CHUNK;
   /* Coalesced load of the 256 x 32 slab (rows row0.., columns col0..), transposed into tile. */
   for (int r = warp; r < HQ_CHUNK; r += 8) {
     const int o = row0 + r, i = col0 + lane;
-    tile[lane][r] = (o < rows && i < cols) ? hq_load1(src, (long long)o * ld_src + i) : 0.0f;
+    tile[HQ_TILE(lane, r)] = (o < rows && i < cols) ? hq_load1(src, (long long)o * ld_src + i) : 0.0f;
   }
   __syncthreads();
   float amax = 0.0f;
@@ -273,17 +305,14 @@ HOT_KNAME(const void *__restrict__ src, int rows, int cols, int ld_src, int o_pa
     const int lc = warp * (HQ_TILE_COLS / 8) + cc;
     const int i = col0 + lc;
     float v[8];
-    const float4 *p = (const float4 *)&tile[lc][lane * 8];
-    float4 a = p[0], b = p[1];
-    v[0] = a.x; v[1] = a.y; v[2] = a.z; v[3] = a.w;
-    v[4] = b.x; v[5] = b.y; v[6] = b.z; v[7] = b.w;
+#pragma unroll
+    for (int j = 0; j < 8; ++j) v[j] = tile[HQ_TILE(lc, lane * 8 + j)];
     hq_fwht_chunk(v, lane);
     if (phase == 0) {
       amax = fmaxf(amax, hq_chunk_amax(v));
-      if (math_out) { /* back into this warp's own tile row, stored coalesced below */
-        float4 *q = (float4 *)&tile[lc][lane * 8];
-        q[0] = make_float4(v[0], v[1], v[2], v[3]);
-        q[1] = make_float4(v[4], v[5], v[6], v[7]);
+      if (math_out) { /* back into this warp's own tile column, stored coalesced below */
+#pragma unroll
+        for (int j = 0; j < 8; ++j) tile[HQ_TILE(lc, lane * 8 + j)] = v[j];
       }
     } else if (i < cols) {
       const int c = row0 + lane * 8;
@@ -297,7 +326,7 @@ HOT_KNAME(const void *__restrict__ src, int rows, int cols, int ld_src, int o_pa
       __syncthreads();
       for (int r = warp; r < HQ_CHUNK; r += 8) {
         const int o = row0 + r, i = col0 + lane;
-        if (o < o_pad && i < cols) math_out[(long long)o * cols + i] = tile[lane][r];
+        if (o < o_pad && i < cols) math_out[(long long)o * cols + i] = tile[HQ_TILE(lane, r)];
       }
     }
   }

@@ -89,8 +89,10 @@
  * (bits 3-5, 6-8, 9) reads the 8 elements that differ in its three token bits from the shared
  * tile, runs its stages in registers and writes them back — stage order h = 1, 2, 4, ..., p/2
  * exactly as CONTRACT.md 2, so the bits equal the twin's. The gather reads the r selected rows; the
- * codes go through a small shared byte tile so that each column's r codes are stored as one
- * contiguous run of bytes.
+ * codes go through a small shared byte tile so that each column's r codes (and, in the group's
+ * last block, its zero tail) are stored as one contiguous run of bytes: one warp per column, one
+ * store request per 32-byte sector of the run (the run is not sector-aligned: a request that
+ * straddled two columns' runs touched up to 4 sectors for 32 bytes).
  */
 #ifndef HOT_GENERATED
 #define HOT_KNAME hot_hla_project
@@ -311,18 +313,21 @@ HOT_KNAME(const void *__restrict__ src, int T, int cols, int ld_src, int L, int 
   /* code position of math row k0: k0 + grp * (group_k_pad - group_k) */
   const int gap = group_k_pad - group_k;
   const int kc0 = kb + grp * gap;
-  for (int id = tid; id < HOT_R * HLA_COLS; id += HLA_THREADS) {
-    const int c = id / HOT_R, rho = id % HOT_R; /* rho fastest: contiguous bytes of a code row */
+  /* the last block of the group also zeroes the group's tail [group_k, group_k_pad), which
+   * follows its r codes: one run of bytes per column */
+  const int run = HOT_R + (kb + HOT_R == g_first + group_k ? gap : 0);
+  const int lane = tid & 31;
+  for (int c = tid >> 5; c < HLA_COLS; c += HLA_THREADS / 32) { /* one warp per column */
     const int col = col0 + c;
-    if (col < cols) codes[(long long)col * ld_codes + kc0 + rho] = qtile[id];
-  }
-  if (kb + HOT_R == g_first + group_k) { /* last block of the group: zero the group's tail */
-    const int tail = gap;                   /* [group_k, group_k_pad) of the group's run */
-    const int t0 = kc0 + HOT_R;             /* = grp * group_k_pad + group_k */
-    for (int id = tid; id < tail * HLA_COLS; id += HLA_THREADS) {
-      const int c = id / tail, kk = id % tail;
-      const int col = col0 + c;
-      if (col < cols) codes[(long long)col * ld_codes + t0 + kk] = 0;
+    if (col >= cols) break; /* warp-uniform */
+    unsigned char *dst = codes + (long long)col * ld_codes + kc0;
+    /* one request per 32-byte sector the run touches: lane l writes byte lo + l, lanes outside
+     * the run repeat its nearest byte of this sector (same address, same value) */
+    const int a = (int)((unsigned long long)dst & 31ull);
+    for (int lo = -a; lo < run; lo += 32) {
+      const int first = lo < 0 ? 0 : lo, last = lo + 31 < run ? lo + 31 : run - 1;
+      const int rho = lo + lane < first ? first : (lo + lane > last ? last : lo + lane);
+      dst[rho] = rho < HOT_R ? qtile[c * HOT_R + rho] : (unsigned char)0;
     }
   }
 }

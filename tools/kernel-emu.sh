@@ -301,7 +301,7 @@ kmutant "HLA: no barrier between the code tile and its store" hla_project.cu \
 kmutant "HLA: stage order h = 2 before h = 1 in registers" hla_project.cu \
   "for (int h = 1; h < E; h <<= 1)" "for (int h = E / 2; h >= 1; h >>= 1)" b_hla_g64 "${HLA_G[@]}"
 kmutant "HLA: zero tail not written" hla_project.cu \
-  "if (col < cols) codes[(long long)col * ld_codes + t0 + kk] = 0;" ";" b_hla_g64 "${HLA_G[@]}"
+  "const int run = HOT_R + (kb + HOT_R == g_first + group_k ? gap : 0);" "const int run = HOT_R;" b_hla_g64 "${HLA_G[@]}"
 # scale groups: g^ per sample (B = 3, group_k 144 padded to 192), its scale replicated (x^ per
 # sample), x^ SAWB per sample
 HLA_GS=("$work/hla" 3 197 100 0 0 0 64 5 5 5 1 0)
@@ -316,7 +316,7 @@ kmutant "HLA per sample: scale written for the wrong group" hla_project.cu \
 kmutant "HLA per tensor, groups > 1: scale only in the amax word's entry" hla_project.cu \
   "tid == 0) scale[grp] = s;" "tid == 0) scale[word] = s;" b_hla_g64 "${HLA_GR[@]}"
 kmutant "HLA per sample: only the last group's tail zeroed" hla_project.cu \
-  "if (kb + HOT_R == g_first + group_k)" "if (kb + HOT_R == k_real)" b_hla_g64 "${HLA_GS[@]}"
+  "(kb + HOT_R == g_first + group_k ? gap : 0)" "(kb + HOT_R == k_real ? gap : 0)" b_hla_g64 "${HLA_GS[@]}"
 kmutant "HLA: codes at the math row, not the group's run" hla_project.cu \
   "const int kc0 = kb + grp * gap;" "const int kc0 = kb;" b_hla_g64 "${HLA_GR[@]}"
 b_hla_x64() { build_hla 0 0 64 0 0 "$1"; }
@@ -330,6 +330,12 @@ kmutant "HQ: shuffle butterfly sign" hadamard_quant.cu \
 kmutant "HQ w': no barrier after the transposing tile load" hadamard_quant.cu \
   "  __syncthreads();\n  float amax = 0.0f;" "  float amax = 0.0f;" b_hq_w \
   "$work/hq_mut" 1 8 100 70 sm_90 0 0 0 0 0
+kmutant "HQ w': tile read without the swizzle of its stores" hadamard_quant.cu \
+  "v[j] = tile[HQ_TILE(lc, lane * 8 + j)];" "v[j] = tile[lc * HQ_CHUNK + lane * 8 + j];" b_hq_w \
+  "$work/hq_mut" 1 8 100 70 sm_90 0 0 0 0 0
+kmutant "HQ g': coalesced halves shuffled from the wrong half" hadamard_quant.cu \
+  "const bool upper = lane >= 16;" "const bool upper = lane >= 8;" b_hq_g \
+  "$work/hq_mut" 1 40 100 64 sm_90 1 0 5 5 5
 kmutant "LQS: no __syncwarp between the terms and their sum" lqs.cu \
   "        __syncwarp();\n        if (lane == 0) {" "        if (lane == 0) {" b_lqs \
   "$work/lqs_mut" 3 197 100 0 0 0x5eed 11 4 0
@@ -364,22 +370,27 @@ kmutant "HQ: per-sample scale from sample 0" hadamard_quant.cu \
 b_unpack() { build_unpack "$1"; }
 UNP=("$work/unpack_mut" 3 3)
 kmutant "ABC unpack: zero tail not written (bytes past group_k copied)" abc_unpack.cu \
-  "if (off < group_k) v |=" "v |=" b_unpack "${UNP[@]}"
+  "const int vb = nv - 4 * j;" "const int vb = 16 - 4 * j;" b_unpack "${UNP[@]}"
 kmutant "ABC unpack: the group's source at grp * group_k_pad" abc_unpack.cu \
-  "(long long)grp * group_k;" "(long long)grp * group_k_pad;" b_unpack "${UNP[@]}"
-kmutant "ABC unpack: source row stride k_pad instead of k_real" abc_unpack.cu \
-  "src + row * (long long)k_real" "src + row * (long long)k_pad" b_unpack "${UNP[@]}"
+  "(long long)grp * group_k +" "(long long)grp * group_k_pad +" b_unpack "${UNP[@]}"
+kmutant "ABC unpack: source row stride k_real + 16" abc_unpack.cu \
+  "row * (long long)k_real +" "row * (long long)(k_real + 16) +" b_unpack "${UNP[@]}"
 kmutant "ABC unpack: the last span of every row skipped" abc_unpack.cu \
-  "  const int grp = pos0 / group_k_pad," "  if (pos0 + 16 == k_pad) return;\n  const int grp = pos0 / group_k_pad," \
+  "  const int off0 = pos0 -" "  if (pos0 + 16 == k_pad) return;\n  const int off0 = pos0 -" \
   b_unpack "${UNP[@]}"
 kmutant "ABC unpack: bound check one span late (writes past dst)" abc_unpack.cu \
-  "if (id >= (long long)rows * spans) return;" "if (id > (long long)rows * spans) return;" \
-  b_unpack "${UNP[@]}"
+  "if (id > id_last) return;" "if (id > id_last + 1) return;" b_unpack "${UNP[@]}"
 kmutant "ABC unpack: dst row stride k_real" abc_unpack.cu \
   "*(uint4 *)(dst + row * (long long)k_pad + pos0)" "*(uint4 *)(dst + row * (long long)k_real + pos0)" \
   b_unpack "${UNP[@]}"
-kmutant "ABC unpack: bytes of a word in reversed order" abc_unpack.cu \
-  "<< (8 * b);" "<< (8 * (3 - b));" b_unpack "${UNP[@]}"
+kmutant "ABC unpack: unaligned words shifted the wrong way" abc_unpack.cu \
+  "(x[j] >> sh) | (x[j + 1] << (32 - sh))" "(x[j] << sh) | (x[j + 1] >> (32 - sh))" \
+  b_unpack "${UNP[@]}"
+kmutant "ABC unpack: staged without the swizzle the gather applies" abc_unpack.cu \
+  "stage_b[UNPACK_SWZ(b >> 2) * 4" "stage_b[(b >> 2) * 4" b_unpack "${UNP[@]}"
+kmutant "ABC unpack: no barrier between the staging and the gather" abc_unpack.cu \
+  "  __syncthreads();\n  if (id > id_last) return;" "  if (id > id_last) return;" \
+  b_unpack "${UNP[@]}"
 
 echo "kernel-emu: $((SECONDS - start)) s"
 if [ $fail = 0 ]; then echo "kernel-emu: all OK"; else echo "kernel-emu: FAILED"; fi

@@ -6,7 +6,7 @@
 # bytes touched. The emulators are built at -O0 with GCC's ThreadSanitizer instrumentation
 # (without its runtime: memstat.h's hooks) and -DEMU_MEMSTAT, and run under one schedule (the
 # addresses do not depend on it); the results must still be bit-exact.
-# Usage: tools/memstat.sh [selftest | gemm | all | table | check]
+# Usage: tools/memstat.sh [selftest | gemm | all | table | check | limits]
 #   selftest: the rules on hand-made requests (tests/memstat/test_memstat.cpp), then gemm_int.cu's
 #             main loop with and without its XOR swizzle (the mutant must show ldmatrix conflicts,
 #             the template none) — ctest memstat, label emu;
@@ -18,7 +18,11 @@
 #   table:    the same runs, summarised per kernel#phase into bench/memstat_counts.txt (TABLE
 #             overrides), the table hot-bench --model embeds;
 #   check:    table into a temporary file, which must equal bench/memstat_counts.txt (ctest
-#             memstat_table, label emu).
+#             memstat_table, label emu);
+#   limits:   every row of bench/memstat_counts.txt (TABLE overrides) against the access targets:
+#             the worst site's shared wavefronts and global sectors per request at their ideal,
+#             sector traffic <= 1.2x the unique bytes but for the listed exceptions (ctest
+#             memstat_limits, label bench: reads the table only).
 # Output: the raw lines (site ... / kernel ... / norm ...) in $OUT (default memstat.txt in the
 # current folder, replaced) and the tables on stdout (per site, then per kernel#phase: the worst
 # site's shared wavefronts and global sectors per request against their ideal, and the sector
@@ -33,7 +37,7 @@ mode=${1:-gemm}
 out=${OUT:-$PWD/memstat.txt}
 work=$(mktemp -d "${TMPDIR:-/tmp}/hot-memstat.XXXXXX")
 [ "${KEEP:-0}" = 1 ] || trap 'rm -rf "$work"' EXIT
-command -v addr2line >/dev/null || { echo "FAIL: memstat needs addr2line (binutils)"; exit 1; }
+[ "$mode" = limits ] || command -v addr2line >/dev/null || { echo "FAIL: memstat needs addr2line (binutils)"; exit 1; }
 MS=(-std=c++17 -O0 -g -fno-omit-frame-pointer -fno-pie -fsanitize=thread
   --param tsan-instrument-func-entry-exit=0 -DEMU_MEMSTAT -Wno-frame-address -ffp-contract=off
   -I"$here/templates" -I"$here/tools/kernel-emu" -I"$here/base" -I"$here/gen")
@@ -72,6 +76,54 @@ if [ "$mode" = selftest ]; then
     { echo "FAIL: memstat selftest"; exit 1; }
   echo "memstat selftest: ok"
   exit 0
+fi
+
+if [ "$mode" = limits ]; then # the checked-in table against the access targets (no emulator run)
+  "$PY" - "${TABLE:-$here/bench/memstat_counts.txt}" <<'PY'
+import sys
+# kernel#phase prefixes allowed above 1.2x sector traffic per unique byte, each with its reason;
+# a listed row that meets the target fails too, so the list cannot outlive its reasons
+EXCEPT = {
+    "hot_gemm_": "every block reads its A and B panels (re-read once per block column / row: the"
+                 " model's L2 term), not a per-request defect",
+    "hot_lqs_f32_k4#1": "every request also loads its row's scale and amax word (lqs.cu: one"
+                        " broadcast sector each, L1 hits on a GPU, counted as L2 sectors here)",
+    "hot_lqs_f32_k4#2": "a few 4-byte scales, one sector each (4 KiB in all)",
+    "hot_sawb_k8#1": "a few 4-byte scales, one sector each (4 KiB in all)",
+}
+bad = rows = 0
+for line in open(sys.argv[1]):
+    if line.startswith("#") or not line.strip():
+        continue
+    f = line.split()
+    k, sh_wf, sh_id, gl_se, gl_id = f[0], float(f[4]), float(f[5]), float(f[9]), float(f[10])
+    tr, un = int(f[11]), int(f[12])
+    rows += 1
+    if sh_wf > sh_id + 1e-6:
+        print("FAIL %s: %.3f shared wavefronts per request at its worst site, ideal %.3f (bank "
+              "conflicts)" % (k, sh_wf, sh_id))
+        bad += 1
+    if gl_se > gl_id + 1e-6:
+        print("FAIL %s: %.3f global sectors per request at its worst site, ideal %.3f (not "
+              "coalesced)" % (k, gl_se, gl_id))
+        bad += 1
+    ratio = tr / un if un else 0.0
+    why = next((v for e, v in EXCEPT.items() if k.startswith(e)), None)
+    if ratio > 1.2 and why is None:
+        print("FAIL %s: sector traffic %.2fx the unique bytes (target <= 1.2)" % (k, ratio))
+        bad += 1
+    elif ratio <= 1.2 and why is not None:
+        print("FAIL %s: meets the traffic target (%.2fx): drop its exception (%s)" % (k, ratio, why))
+        bad += 1
+    elif why is not None:
+        print("exception %s: traffic %.2fx the unique bytes: %s" % (k, ratio, why))
+if rows == 0:
+    print("FAIL: %s has no rows" % sys.argv[1])
+    bad += 1
+print("memstat limits: %d kernel phases, %d failure(s)" % (rows, bad))
+sys.exit(1 if bad else 0)
+PY
+  exit $?
 fi
 
 if [ "$mode" = check ]; then # bench/memstat_counts.txt is what `table` writes now

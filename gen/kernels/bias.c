@@ -13,12 +13,14 @@ static int bias_planned(const hot_layer_spec *s, const hot_layer_plan *p, hot_ke
   return s->bias;
 }
 
-/* 4 columns per block, 256 threads as 64 slots splitting the token chunks. */
+/* HOT_BIAS_COLS columns per block (one 32-byte sector of a row: 8 f32 or 16 bf16/f16), 64 slots
+ * of that many threads splitting the token chunks (bias.cu). */
 static int bias_geom(const hot_layer_plan *p, hot_kernel_role r, hot_kernel_geom *g) {
   (void)r;
-  g->grid_x = (p->O + 3) / 4;
+  const int cols = p->spec->dtype == HOT_DT_F32 ? 8 : 16;
+  g->grid_x = (p->O + cols - 1) / cols;
   g->grid_y = 1;
-  g->block = 256;
+  g->block = 64u * (unsigned)cols;
   return 0;
 }
 

@@ -3,7 +3,7 @@
 // fiber of the deterministic scheduler of emu_sched.h (one OS thread, a seeded schedule), the
 // blocks of a grid one after another. Modelled:
 //  - __syncthreads: a barrier over the block's threads that have not exited (as on sm_70+);
-//  - __syncwarp, __shfl_xor_sync: per-warp barriers and an exchange; a warp collective reached
+//  - __syncwarp, __shfl_xor_sync, __shfl_sync: per-warp barriers and an exchange; a warp collective reached
 //    while a lane of that warp has exited is reported as an error (undefined behaviour on a GPU);
 //  - __shared__ arrays: function-local statics, shared by the block's threads and left holding
 //    the previous block's data (stale, like real shared memory);
@@ -98,9 +98,9 @@ static void __syncwarp(unsigned mask = 0xffffffffu) {
 // One barrier per exchange: lane values go to the slot set of this collective's parity; a lane
 // can only write that set again two collectives later, after every lane has passed the next
 // collective, i.e. after every lane has read this one.
-template <class T> static T __shfl_xor_sync(unsigned mask, T v, int d) {
+// emu_shfl: lane `src` of the warp's values (CUDA's width 32: src taken modulo 32).
+template <class T> static T emu_shfl(T v, int src) {
   static_assert(sizeof(T) <= 8, "shuffle of a scalar");
-  if (mask != 0xffffffffu) emu_die("__shfl_xor_sync: only full masks are modelled");
   emu::yield();
   emu_warp &w = emu_my_warp();
   int lane = (int)(threadIdx.x & 31);
@@ -109,10 +109,18 @@ template <class T> static T __shfl_xor_sync(unsigned mask, T v, int d) {
   std::memcpy(&raw, &v, sizeof v);
   w.slot[par][lane] = raw;
   w.bar.wait();
-  raw = w.slot[par][lane ^ d];
+  raw = w.slot[par][src & 31];
   T out;
   std::memcpy(&out, &raw, sizeof out);
   return out;
+}
+template <class T> static T __shfl_xor_sync(unsigned mask, T v, int d) {
+  if (mask != 0xffffffffu) emu_die("__shfl_xor_sync: only full masks are modelled");
+  return emu_shfl(v, (int)(threadIdx.x & 31) ^ d);
+}
+template <class T> static T __shfl_sync(unsigned mask, T v, int src) {
+  if (mask != 0xffffffffu) emu_die("__shfl_sync: only full masks are modelled");
+  return emu_shfl(v, src);
 }
 static unsigned __float_as_uint(float f) { unsigned u; std::memcpy(&u, &f, 4); return u; }
 static float __uint_as_float(unsigned u) { float f; std::memcpy(&f, &u, 4); return f; }

@@ -460,8 +460,10 @@ namespace hot_k0 {
  * (bits 3-5, 6-8, 9) reads the 8 elements that differ in its three token bits from the shared
  * tile, runs its stages in registers and writes them back — stage order h = 1, 2, 4, ..., p/2
  * exactly as CONTRACT.md 2, so the bits equal the twin's. The gather reads the r selected rows; the
- * codes go through a small shared byte tile so that each column's r codes are stored as one
- * contiguous run of bytes.
+ * codes go through a small shared byte tile so that each column's r codes (and, in the group's
+ * last block, its zero tail) are stored as one contiguous run of bytes: one warp per column, one
+ * store request per 32-byte sector of the run (the run is not sector-aligned: a request that
+ * straddled two columns' runs touched up to 4 sectors for 32 bytes).
  */
 #ifndef HOT_GENERATED
 #define HOT_KNAME hot_hla_project
@@ -682,18 +684,21 @@ HOT_KNAME(const void *__restrict__ src, int T, int cols, int ld_src, int L, int 
   /* code position of math row k0: k0 + grp * (group_k_pad - group_k) */
   const int gap = group_k_pad - group_k;
   const int kc0 = kb + grp * gap;
-  for (int id = tid; id < HOT_R * HLA_COLS; id += HLA_THREADS) {
-    const int c = id / HOT_R, rho = id % HOT_R; /* rho fastest: contiguous bytes of a code row */
+  /* the last block of the group also zeroes the group's tail [group_k, group_k_pad), which
+   * follows its r codes: one run of bytes per column */
+  const int run = HOT_R + (kb + HOT_R == g_first + group_k ? gap : 0);
+  const int lane = tid & 31;
+  for (int c = tid >> 5; c < HLA_COLS; c += HLA_THREADS / 32) { /* one warp per column */
     const int col = col0 + c;
-    if (col < cols) codes[(long long)col * ld_codes + kc0 + rho] = qtile[id];
-  }
-  if (kb + HOT_R == g_first + group_k) { /* last block of the group: zero the group's tail */
-    const int tail = gap;                   /* [group_k, group_k_pad) of the group's run */
-    const int t0 = kc0 + HOT_R;             /* = grp * group_k_pad + group_k */
-    for (int id = tid; id < tail * HLA_COLS; id += HLA_THREADS) {
-      const int c = id / tail, kk = id % tail;
-      const int col = col0 + c;
-      if (col < cols) codes[(long long)col * ld_codes + t0 + kk] = 0;
+    if (col >= cols) break; /* warp-uniform */
+    unsigned char *dst = codes + (long long)col * ld_codes + kc0;
+    /* one request per 32-byte sector the run touches: lane l writes byte lo + l, lanes outside
+     * the run repeat its nearest byte of this sector (same address, same value) */
+    const int a = (int)((unsigned long long)dst & 31ull);
+    for (int lo = -a; lo < run; lo += 32) {
+      const int first = lo < 0 ? 0 : lo, last = lo + 31 < run ? lo + 31 : run - 1;
+      const int rho = lo + lane < first ? first : (lo + lane > last ? last : lo + lane);
+      dst[rho] = rho < HOT_R ? qtile[c * HOT_R + rho] : (unsigned char)0;
     }
   }
 }
@@ -749,9 +754,12 @@ namespace hot_k1 {
  * the CPU twin's. Lines of up to 4 chunks (O <= 1024) stay in registers between the amax and the quantization
  * (one pass over memory); longer lines reload their chunks (L2 hits). The number of 256-element
  * chunks, ceil(k_pad / 256), is a run-time value: one kernel serves every O.
- *   operand 0: block 256 = 8 warps = 8 rows; grid.x = ceil(T / 8). 16-byte loads when aligned.
+ *   operand 0: block 256 = 8 warps = 8 rows; grid.x = ceil(T / 8). 16-byte loads when aligned,
+ *     consecutive float4s of the warp's lanes, shuffled into place (hq_load8).
  *   operand 1: block 256 handles 32 columns x one 256-row slab of w through a transposing shared
- *     tile (coalesced loads along I); grid = (ceil(I / 32), ceil(k_pad / 256)); a slab is a chunk.
+ *     tile (coalesced loads along I; XOR-swizzled, HQ_TILE, so that neither its stores nor the
+ *     transform's reads meet a bank conflict); grid = (ceil(I / 32), ceil(k_pad / 256)); a slab
+ *     is a chunk.
  *
  * Phases (argument `phase`): 0 = amax only (atomicMax of the float bits into the group's word
  * amax_bits[row / group_rows], which the caller zeroes first); 1 = quantize with the group's scale
@@ -782,7 +790,10 @@ namespace hot_k1 {
 #define HQ_REG_CHUNKS 4 /* kept in registers: 64 registers per thread, a short NVRTC compile */
 #define HQ_QMAX ((1 << (HOT_BITS - 1)) - 1)
 #define HQ_TILE_COLS 32
-#define HQ_TILE_LD (HQ_CHUNK + 4) /* floats per shared row: +4 keeps 16-byte alignment, shifts banks */
+/* The w' tile: 32 columns of 256 floats; element (col, r) sits at HQ_TILE(col, r), r's low five
+ * bits XORed with col ^ (r / 8): the loads' stores (32 columns, one r) and the transform's reads
+ * (one column, lane l reading r = 8 l + j) each hit 32 distinct banks. */
+#define HQ_TILE(col, r) ((col) * HQ_CHUNK + ((r) ^ (((col) ^ ((r) >> 3)) & 31)))
 
 static_assert(HOT_B >= 1 && HOT_B <= 256 && (HOT_B & (HOT_B - 1)) == 0, "b must be a power of two in [1, 256] (1: the paper code's shrinking rule left no transform)");
 static_assert(HOT_BITS >= 2 && HOT_BITS <= 8, "bits in [2, 8]");
@@ -795,16 +806,42 @@ static __device__ __forceinline__ float hq_load1(const void *src, long long off)
   return hot_load_f32(src, off, HOT_DTYPE);
 }
 
-/* Eight consecutive elements [c, c + 8) of a row of length n starting at row_off. */
+/* Eight consecutive elements [c, c + 8) of a row of length n starting at row_off (0 beyond n),
+ * c = chunk start + lane * 8. A warp collective: every lane of the warp calls it for the same
+ * chunk. f32: the lanes load the chunk's two 128-element halves as consecutive float4s (lane l:
+ * elements 4 l .. 4 l + 3 of each half, 16 sectors per 512-byte request: a lane's own 32 bytes
+ * as two float4s would touch 32), then take elements 8 l .. 8 l + 7 (float4s 2 l and 2 l + 1 of
+ * the chunk, held by lanes 2 l and 2 l + 1 mod 32 in half l / 16) by shuffles. bf16/f16: one
+ * 16-byte load of the lane's own 8 elements (consecutive lanes, already coalesced). */
 static __device__ __forceinline__ void hq_load8(const void *src, long long row_off, int c, int n,
                                                 bool vec_ok, float v[8]) {
-  if (vec_ok && c + 8 <= n) {
 #if HOT_DTYPE == 0
-    const float4 *p = (const float4 *)((const float *)src + row_off + c);
-    float4 a = __ldg(p), b = __ldg(p + 1);
-    v[0] = a.x; v[1] = a.y; v[2] = a.z; v[3] = a.w;
-    v[4] = b.x; v[5] = b.y; v[6] = b.z; v[7] = b.w;
+  const int lane = threadIdx.x & 31;
+  float h[2][4];
+#pragma unroll
+  for (int half = 0; half < 2; ++half) {
+    const int q = c - lane * 8 + half * (HQ_CHUNK / 2) + lane * 4;
+    if (vec_ok && q + 4 <= n) {
+      const float4 a = __ldg((const float4 *)((const float *)src + row_off + q));
+      h[half][0] = a.x; h[half][1] = a.y; h[half][2] = a.z; h[half][3] = a.w;
+    } else {
+#pragma unroll
+      for (int i = 0; i < 4; ++i) h[half][i] = (q + i < n) ? hq_load1(src, row_off + q + i) : 0.0f;
+    }
+  }
+  const int s0 = (2 * lane) & 31;
+  const bool upper = lane >= 16;
+#pragma unroll
+  for (int i = 0; i < 4; ++i) {
+    const float a0 = __shfl_sync(0xffffffffu, h[0][i], s0);
+    const float a1 = __shfl_sync(0xffffffffu, h[1][i], s0);
+    const float b0 = __shfl_sync(0xffffffffu, h[0][i], s0 + 1);
+    const float b1 = __shfl_sync(0xffffffffu, h[1][i], s0 + 1);
+    v[i] = upper ? a1 : a0;
+    v[4 + i] = upper ? b1 : b0;
+  }
 #else
+  if (vec_ok && c + 8 <= n) {
     uint4 a = __ldg((const uint4 *)((const unsigned short *)src + row_off + c));
     unsigned w[4] = {a.x, a.y, a.z, a.w};
 #pragma unroll
@@ -817,11 +854,11 @@ static __device__ __forceinline__ void hq_load8(const void *src, long long row_o
       v[2 * i + 1] = hot_f16_to_f32((unsigned short)(w[i] >> 16));
 #endif
     }
-#endif
   } else {
 #pragma unroll
     for (int i = 0; i < 8; ++i) v[i] = (c + i < n) ? hq_load1(src, row_off + c + i) : 0.0f;
   }
+#endif
 }
 
 /* The block FWHT of one chunk held as 8 elements per lane, in CONTRACT.md stage order. */
@@ -981,14 +1018,14 @@ HOT_KNAME(const void *__restrict__ src, int rows, int cols, int ld_src, int o_pa
           float *__restrict__ math_out, int phase, unsigned long long seed, unsigned tag,
           unsigned step) {
   (void)group_rows; /* w' has one scale */
-  __shared__ __align__(16) float tile[HQ_TILE_COLS][HQ_TILE_LD];
+  __shared__ float tile[HQ_TILE_COLS * HQ_CHUNK];
   const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
   const int col0 = blockIdx.x * HQ_TILE_COLS;
   const int row0 = blockIdx.y * HQ_CHUNK;
   /* Coalesced load of the 256 x 32 slab (rows row0.., columns col0..), transposed into tile. */
   for (int r = warp; r < HQ_CHUNK; r += 8) {
     const int o = row0 + r, i = col0 + lane;
-    tile[lane][r] = (o < rows && i < cols) ? hq_load1(src, (long long)o * ld_src + i) : 0.0f;
+    tile[HQ_TILE(lane, r)] = (o < rows && i < cols) ? hq_load1(src, (long long)o * ld_src + i) : 0.0f;
   }
   __syncthreads();
   float amax = 0.0f;
@@ -1001,17 +1038,14 @@ HOT_KNAME(const void *__restrict__ src, int rows, int cols, int ld_src, int o_pa
     const int lc = warp * (HQ_TILE_COLS / 8) + cc;
     const int i = col0 + lc;
     float v[8];
-    const float4 *p = (const float4 *)&tile[lc][lane * 8];
-    float4 a = p[0], b = p[1];
-    v[0] = a.x; v[1] = a.y; v[2] = a.z; v[3] = a.w;
-    v[4] = b.x; v[5] = b.y; v[6] = b.z; v[7] = b.w;
+#pragma unroll
+    for (int j = 0; j < 8; ++j) v[j] = tile[HQ_TILE(lc, lane * 8 + j)];
     hq_fwht_chunk(v, lane);
     if (phase == 0) {
       amax = fmaxf(amax, hq_chunk_amax(v));
-      if (math_out) { /* back into this warp's own tile row, stored coalesced below */
-        float4 *q = (float4 *)&tile[lc][lane * 8];
-        q[0] = make_float4(v[0], v[1], v[2], v[3]);
-        q[1] = make_float4(v[4], v[5], v[6], v[7]);
+      if (math_out) { /* back into this warp's own tile column, stored coalesced below */
+#pragma unroll
+        for (int j = 0; j < 8; ++j) tile[HQ_TILE(lc, lane * 8 + j)] = v[j];
       }
     } else if (i < cols) {
       const int c = row0 + lane * 8;
@@ -1025,7 +1059,7 @@ HOT_KNAME(const void *__restrict__ src, int rows, int cols, int ld_src, int o_pa
       __syncthreads();
       for (int r = warp; r < HQ_CHUNK; r += 8) {
         const int o = row0 + r, i = col0 + lane;
-        if (o < o_pad && i < cols) math_out[(long long)o * cols + i] = tile[lane][r];
+        if (o < o_pad && i < cols) math_out[(long long)o * cols + i] = tile[HQ_TILE(lane, r)];
       }
     }
   }
@@ -1044,7 +1078,7 @@ HOT_KNAME(const void *__restrict__ src, int rows, int cols, int ld_src, int o_pa
 #undef HQ_REG_CHUNKS
 #undef HQ_QMAX
 #undef HQ_TILE_COLS
-#undef HQ_TILE_LD
+#undef HQ_TILE
 
 /* ---- hot_hq_w_f32_b16_k4_s8 from templates/hadamard_quant.cu */
 #define HOT_KNAME hot_hq_w_f32_b16_k4_s8
@@ -1079,9 +1113,12 @@ namespace hot_k2 {
  * the CPU twin's. Lines of up to 4 chunks (O <= 1024) stay in registers between the amax and the quantization
  * (one pass over memory); longer lines reload their chunks (L2 hits). The number of 256-element
  * chunks, ceil(k_pad / 256), is a run-time value: one kernel serves every O.
- *   operand 0: block 256 = 8 warps = 8 rows; grid.x = ceil(T / 8). 16-byte loads when aligned.
+ *   operand 0: block 256 = 8 warps = 8 rows; grid.x = ceil(T / 8). 16-byte loads when aligned,
+ *     consecutive float4s of the warp's lanes, shuffled into place (hq_load8).
  *   operand 1: block 256 handles 32 columns x one 256-row slab of w through a transposing shared
- *     tile (coalesced loads along I); grid = (ceil(I / 32), ceil(k_pad / 256)); a slab is a chunk.
+ *     tile (coalesced loads along I; XOR-swizzled, HQ_TILE, so that neither its stores nor the
+ *     transform's reads meet a bank conflict); grid = (ceil(I / 32), ceil(k_pad / 256)); a slab
+ *     is a chunk.
  *
  * Phases (argument `phase`): 0 = amax only (atomicMax of the float bits into the group's word
  * amax_bits[row / group_rows], which the caller zeroes first); 1 = quantize with the group's scale
@@ -1112,7 +1149,10 @@ namespace hot_k2 {
 #define HQ_REG_CHUNKS 4 /* kept in registers: 64 registers per thread, a short NVRTC compile */
 #define HQ_QMAX ((1 << (HOT_BITS - 1)) - 1)
 #define HQ_TILE_COLS 32
-#define HQ_TILE_LD (HQ_CHUNK + 4) /* floats per shared row: +4 keeps 16-byte alignment, shifts banks */
+/* The w' tile: 32 columns of 256 floats; element (col, r) sits at HQ_TILE(col, r), r's low five
+ * bits XORed with col ^ (r / 8): the loads' stores (32 columns, one r) and the transform's reads
+ * (one column, lane l reading r = 8 l + j) each hit 32 distinct banks. */
+#define HQ_TILE(col, r) ((col) * HQ_CHUNK + ((r) ^ (((col) ^ ((r) >> 3)) & 31)))
 
 static_assert(HOT_B >= 1 && HOT_B <= 256 && (HOT_B & (HOT_B - 1)) == 0, "b must be a power of two in [1, 256] (1: the paper code's shrinking rule left no transform)");
 static_assert(HOT_BITS >= 2 && HOT_BITS <= 8, "bits in [2, 8]");
@@ -1125,16 +1165,42 @@ static __device__ __forceinline__ float hq_load1(const void *src, long long off)
   return hot_load_f32(src, off, HOT_DTYPE);
 }
 
-/* Eight consecutive elements [c, c + 8) of a row of length n starting at row_off. */
+/* Eight consecutive elements [c, c + 8) of a row of length n starting at row_off (0 beyond n),
+ * c = chunk start + lane * 8. A warp collective: every lane of the warp calls it for the same
+ * chunk. f32: the lanes load the chunk's two 128-element halves as consecutive float4s (lane l:
+ * elements 4 l .. 4 l + 3 of each half, 16 sectors per 512-byte request: a lane's own 32 bytes
+ * as two float4s would touch 32), then take elements 8 l .. 8 l + 7 (float4s 2 l and 2 l + 1 of
+ * the chunk, held by lanes 2 l and 2 l + 1 mod 32 in half l / 16) by shuffles. bf16/f16: one
+ * 16-byte load of the lane's own 8 elements (consecutive lanes, already coalesced). */
 static __device__ __forceinline__ void hq_load8(const void *src, long long row_off, int c, int n,
                                                 bool vec_ok, float v[8]) {
-  if (vec_ok && c + 8 <= n) {
 #if HOT_DTYPE == 0
-    const float4 *p = (const float4 *)((const float *)src + row_off + c);
-    float4 a = __ldg(p), b = __ldg(p + 1);
-    v[0] = a.x; v[1] = a.y; v[2] = a.z; v[3] = a.w;
-    v[4] = b.x; v[5] = b.y; v[6] = b.z; v[7] = b.w;
+  const int lane = threadIdx.x & 31;
+  float h[2][4];
+#pragma unroll
+  for (int half = 0; half < 2; ++half) {
+    const int q = c - lane * 8 + half * (HQ_CHUNK / 2) + lane * 4;
+    if (vec_ok && q + 4 <= n) {
+      const float4 a = __ldg((const float4 *)((const float *)src + row_off + q));
+      h[half][0] = a.x; h[half][1] = a.y; h[half][2] = a.z; h[half][3] = a.w;
+    } else {
+#pragma unroll
+      for (int i = 0; i < 4; ++i) h[half][i] = (q + i < n) ? hq_load1(src, row_off + q + i) : 0.0f;
+    }
+  }
+  const int s0 = (2 * lane) & 31;
+  const bool upper = lane >= 16;
+#pragma unroll
+  for (int i = 0; i < 4; ++i) {
+    const float a0 = __shfl_sync(0xffffffffu, h[0][i], s0);
+    const float a1 = __shfl_sync(0xffffffffu, h[1][i], s0);
+    const float b0 = __shfl_sync(0xffffffffu, h[0][i], s0 + 1);
+    const float b1 = __shfl_sync(0xffffffffu, h[1][i], s0 + 1);
+    v[i] = upper ? a1 : a0;
+    v[4 + i] = upper ? b1 : b0;
+  }
 #else
+  if (vec_ok && c + 8 <= n) {
     uint4 a = __ldg((const uint4 *)((const unsigned short *)src + row_off + c));
     unsigned w[4] = {a.x, a.y, a.z, a.w};
 #pragma unroll
@@ -1147,11 +1213,11 @@ static __device__ __forceinline__ void hq_load8(const void *src, long long row_o
       v[2 * i + 1] = hot_f16_to_f32((unsigned short)(w[i] >> 16));
 #endif
     }
-#endif
   } else {
 #pragma unroll
     for (int i = 0; i < 8; ++i) v[i] = (c + i < n) ? hq_load1(src, row_off + c + i) : 0.0f;
   }
+#endif
 }
 
 /* The block FWHT of one chunk held as 8 elements per lane, in CONTRACT.md stage order. */
@@ -1311,14 +1377,14 @@ HOT_KNAME(const void *__restrict__ src, int rows, int cols, int ld_src, int o_pa
           float *__restrict__ math_out, int phase, unsigned long long seed, unsigned tag,
           unsigned step) {
   (void)group_rows; /* w' has one scale */
-  __shared__ __align__(16) float tile[HQ_TILE_COLS][HQ_TILE_LD];
+  __shared__ float tile[HQ_TILE_COLS * HQ_CHUNK];
   const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
   const int col0 = blockIdx.x * HQ_TILE_COLS;
   const int row0 = blockIdx.y * HQ_CHUNK;
   /* Coalesced load of the 256 x 32 slab (rows row0.., columns col0..), transposed into tile. */
   for (int r = warp; r < HQ_CHUNK; r += 8) {
     const int o = row0 + r, i = col0 + lane;
-    tile[lane][r] = (o < rows && i < cols) ? hq_load1(src, (long long)o * ld_src + i) : 0.0f;
+    tile[HQ_TILE(lane, r)] = (o < rows && i < cols) ? hq_load1(src, (long long)o * ld_src + i) : 0.0f;
   }
   __syncthreads();
   float amax = 0.0f;
@@ -1331,17 +1397,14 @@ HOT_KNAME(const void *__restrict__ src, int rows, int cols, int ld_src, int o_pa
     const int lc = warp * (HQ_TILE_COLS / 8) + cc;
     const int i = col0 + lc;
     float v[8];
-    const float4 *p = (const float4 *)&tile[lc][lane * 8];
-    float4 a = p[0], b = p[1];
-    v[0] = a.x; v[1] = a.y; v[2] = a.z; v[3] = a.w;
-    v[4] = b.x; v[5] = b.y; v[6] = b.z; v[7] = b.w;
+#pragma unroll
+    for (int j = 0; j < 8; ++j) v[j] = tile[HQ_TILE(lc, lane * 8 + j)];
     hq_fwht_chunk(v, lane);
     if (phase == 0) {
       amax = fmaxf(amax, hq_chunk_amax(v));
-      if (math_out) { /* back into this warp's own tile row, stored coalesced below */
-        float4 *q = (float4 *)&tile[lc][lane * 8];
-        q[0] = make_float4(v[0], v[1], v[2], v[3]);
-        q[1] = make_float4(v[4], v[5], v[6], v[7]);
+      if (math_out) { /* back into this warp's own tile column, stored coalesced below */
+#pragma unroll
+        for (int j = 0; j < 8; ++j) tile[HQ_TILE(lc, lane * 8 + j)] = v[j];
       }
     } else if (i < cols) {
       const int c = row0 + lane * 8;
@@ -1355,7 +1418,7 @@ HOT_KNAME(const void *__restrict__ src, int rows, int cols, int ld_src, int o_pa
       __syncthreads();
       for (int r = warp; r < HQ_CHUNK; r += 8) {
         const int o = row0 + r, i = col0 + lane;
-        if (o < o_pad && i < cols) math_out[(long long)o * cols + i] = tile[lane][r];
+        if (o < o_pad && i < cols) math_out[(long long)o * cols + i] = tile[HQ_TILE(lane, r)];
       }
     }
   }
@@ -1374,7 +1437,7 @@ HOT_KNAME(const void *__restrict__ src, int rows, int cols, int ld_src, int o_pa
 #undef HQ_REG_CHUNKS
 #undef HQ_QMAX
 #undef HQ_TILE_COLS
-#undef HQ_TILE_LD
+#undef HQ_TILE
 
 /* ---- hot_hla_g_f32_p64_r36_tri_k8 from templates/hla_project.cu */
 #define HOT_KNAME hot_hla_g_f32_p64_r36_tri_k8
@@ -1479,8 +1542,10 @@ namespace hot_k3 {
  * (bits 3-5, 6-8, 9) reads the 8 elements that differ in its three token bits from the shared
  * tile, runs its stages in registers and writes them back — stage order h = 1, 2, 4, ..., p/2
  * exactly as CONTRACT.md 2, so the bits equal the twin's. The gather reads the r selected rows; the
- * codes go through a small shared byte tile so that each column's r codes are stored as one
- * contiguous run of bytes.
+ * codes go through a small shared byte tile so that each column's r codes (and, in the group's
+ * last block, its zero tail) are stored as one contiguous run of bytes: one warp per column, one
+ * store request per 32-byte sector of the run (the run is not sector-aligned: a request that
+ * straddled two columns' runs touched up to 4 sectors for 32 bytes).
  */
 #ifndef HOT_GENERATED
 #define HOT_KNAME hot_hla_project
@@ -1701,18 +1766,21 @@ HOT_KNAME(const void *__restrict__ src, int T, int cols, int ld_src, int L, int 
   /* code position of math row k0: k0 + grp * (group_k_pad - group_k) */
   const int gap = group_k_pad - group_k;
   const int kc0 = kb + grp * gap;
-  for (int id = tid; id < HOT_R * HLA_COLS; id += HLA_THREADS) {
-    const int c = id / HOT_R, rho = id % HOT_R; /* rho fastest: contiguous bytes of a code row */
+  /* the last block of the group also zeroes the group's tail [group_k, group_k_pad), which
+   * follows its r codes: one run of bytes per column */
+  const int run = HOT_R + (kb + HOT_R == g_first + group_k ? gap : 0);
+  const int lane = tid & 31;
+  for (int c = tid >> 5; c < HLA_COLS; c += HLA_THREADS / 32) { /* one warp per column */
     const int col = col0 + c;
-    if (col < cols) codes[(long long)col * ld_codes + kc0 + rho] = qtile[id];
-  }
-  if (kb + HOT_R == g_first + group_k) { /* last block of the group: zero the group's tail */
-    const int tail = gap;                   /* [group_k, group_k_pad) of the group's run */
-    const int t0 = kc0 + HOT_R;             /* = grp * group_k_pad + group_k */
-    for (int id = tid; id < tail * HLA_COLS; id += HLA_THREADS) {
-      const int c = id / tail, kk = id % tail;
-      const int col = col0 + c;
-      if (col < cols) codes[(long long)col * ld_codes + t0 + kk] = 0;
+    if (col >= cols) break; /* warp-uniform */
+    unsigned char *dst = codes + (long long)col * ld_codes + kc0;
+    /* one request per 32-byte sector the run touches: lane l writes byte lo + l, lanes outside
+     * the run repeat its nearest byte of this sector (same address, same value) */
+    const int a = (int)((unsigned long long)dst & 31ull);
+    for (int lo = -a; lo < run; lo += 32) {
+      const int first = lo < 0 ? 0 : lo, last = lo + 31 < run ? lo + 31 : run - 1;
+      const int rho = lo + lane < first ? first : (lo + lane > last ? last : lo + lane);
+      dst[rho] = rho < HOT_R ? qtile[c * HOT_R + rho] : (unsigned char)0;
     }
   }
 }
@@ -1755,43 +1823,93 @@ namespace hot_k4 {
  *   Requires k_pad % 16 == 0 and group_k_pad % 16 == 0 (every GEMM tile_k is a multiple of 32;
  *   the descriptor refuses other plans), 1 <= group_k <= group_k_pad.
  *
- * Launch: grid = (ceil(rows * k_pad / 16 / 256), 1, 1), block = (256, 1, 1), no shared memory.
- * Thread id writes the 16 bytes [16 c, 16 c + 16) of dst row id / (k_pad / 16), c = id % (k_pad /
- * 16), as one 16-byte store; such a span never straddles two groups (group_k_pad % 16 == 0), and
- * consecutive threads read consecutive bytes of a row (coalesced byte loads).
+ * Launch: grid = (ceil(rows * k_pad / 16 / 256), 1, 1), block = (256, 1, 1), no dynamic shared
+ * memory (4160 bytes static). Thread id writes the 16 bytes [16 c, 16 c + 16) of dst row
+ * id / (k_pad / 16), c = id % (k_pad / 16), as one 16-byte store; such a span never straddles two
+ * groups (group_k_pad % 16 == 0). A block's 256 spans read at most 4096 consecutive source bytes
+ * (padding has no source bytes, so rows and groups follow each other): the block first stages
+ * them in shared memory, from the 32-byte boundary below the first, as byte loads of consecutive
+ * lanes (one 32-byte sector per warp request), then every thread gathers its span as five 4-byte
+ * words (funnel-shifted when the span is not 4-byte aligned) and zeroes the bytes past group_k.
+ * The staged words are XOR-swizzled (UNPACK_SWZ) so that the gather, whose lanes read words 4
+ * apart, and the staging stores meet no bank conflict.
  */
 #ifndef HOT_GENERATED
 #define HOT_KNAME hot_abc_unpack
 #endif
 
 #define UNPACK_THREADS 256
+/* the staged source bytes: a block's 256 spans come from at most 4096 consecutive source bytes,
+ * staged from the 32-byte boundary below the first (+31) with room for the last span's fifth
+ * word (+20), rounded up to whole 32-byte requests */
+#define UNPACK_SH_WORDS ((UNPACK_THREADS * 16 + 64) / 4)
+/* word w of the staged bytes sits at UNPACK_SWZ(w): the low two bits XORed with bits 5..6, so 32
+ * lanes reading words a + 4 * lane (any a) hit 32 distinct banks, and 32 consecutive bytes (8
+ * words in one 32-word line) stay in 8 distinct banks */
+#define UNPACK_SWZ(w) ((w) ^ (((w) >> 5) & 3))
+
+/* Source index of position `add` of span `id` (clamped to its group's real codes): every span's
+ * bytes lie in [unpack_src(id, 0), unpack_src(id, 16)), increasing with id. */
+static __device__ __forceinline__ long long unpack_src(long long id, long long spans, int k_real,
+                                                       int group_k, int group_k_pad, int add) {
+  const long long row = id / spans;
+  const int pos0 = (int)(id - row * spans) * 16;
+  const int grp = pos0 / group_k_pad, off = pos0 - grp * group_k_pad + add;
+  return row * (long long)k_real + (long long)grp * group_k + (off < group_k ? off : group_k);
+}
 
 extern "C" __global__ void __launch_bounds__(UNPACK_THREADS)
     HOT_KNAME(const unsigned char *__restrict__ src, int rows, int k_real, int group_k,
               int group_k_pad, int k_pad, unsigned char *__restrict__ dst) {
+  __shared__ __align__(16) unsigned stage[UNPACK_SH_WORDS];
   const long long spans = (long long)(k_pad / 16); /* 16-byte spans per row */
-  const long long id = (long long)blockIdx.x * UNPACK_THREADS + (long long)threadIdx.x;
-  if (id >= (long long)rows * spans) return;
+  const long long total = (long long)rows * spans;
+  const long long id0 = (long long)blockIdx.x * UNPACK_THREADS;
+  const long long id = id0 + (long long)threadIdx.x;
+  const long long id_last = (id0 + UNPACK_THREADS < total ? id0 + UNPACK_THREADS : total) - 1;
+  /* the block's source bytes [s_lo, s_hi), staged from a0 (32-byte aligned address) */
+  const long long s_lo = unpack_src(id0, spans, k_real, group_k, group_k_pad, 0);
+  const long long s_hi = unpack_src(id_last, spans, k_real, group_k, group_k_pad, 16);
+  const long long a0 = s_lo - (long long)(((unsigned long long)(src + s_lo)) & 31ull);
+  const int n_load = s_hi > s_lo ? (int)((s_hi - a0 + 31) & ~31ll) : 0; /* whole warps load */
+  const int n_fill = (int)((s_hi - a0 + 20 + 31) & ~31ll);
+  unsigned char *stage_b = (unsigned char *)stage;
+  for (int b = (int)threadIdx.x; b < n_fill; b += UNPACK_THREADS) {
+    const long long i = a0 + b;
+    unsigned char v = 0;
+    if (b < n_load) { /* every lane loads (one sector per request); bytes outside become 0 */
+      v = src[i < s_lo ? s_lo : (i >= s_hi ? s_hi - 1 : i)];
+      if (i < s_lo || i >= s_hi) v = 0;
+    }
+    stage_b[UNPACK_SWZ(b >> 2) * 4 + (b & 3)] = v;
+  }
+  __syncthreads();
+  if (id > id_last) return;
   const long long row = id / spans;
   const int pos0 = (int)(id - row * spans) * 16; /* first position of the span in its row */
-  const int grp = pos0 / group_k_pad, off0 = pos0 - grp * group_k_pad;
-  const unsigned char *s = src + row * (long long)k_real + (long long)grp * group_k;
-  unsigned w[4];
+  const int off0 = pos0 - pos0 / group_k_pad * group_k_pad;
+  const int nv = group_k - off0 < 0 ? 0 : (group_k - off0 > 16 ? 16 : group_k - off0);
+  unsigned w[4] = {0u, 0u, 0u, 0u};
+  if (nv > 0) {
+    const int r = (int)(unpack_src(id, spans, k_real, group_k, group_k_pad, 0) - a0);
+    const int w0 = r >> 2, sh = (r & 3) * 8;
+    unsigned x[5];
 #pragma unroll
-  for (int j = 0; j < 4; ++j) {
-    unsigned v = 0u;
+    for (int k = 0; k < 5; ++k) x[k] = stage[UNPACK_SWZ(w0 + k)];
 #pragma unroll
-    for (int b = 0; b < 4; ++b) {
-      const int off = off0 + 4 * j + b; /* position in the group's run */
-      if (off < group_k) v |= (unsigned)s[off] << (8 * b);
+    for (int j = 0; j < 4; ++j) {
+      const unsigned v = sh ? (x[j] >> sh) | (x[j + 1] << (32 - sh)) : x[j];
+      const int vb = nv - 4 * j; /* real bytes of this word; the rest are zeros */
+      w[j] = vb >= 4 ? v : (vb <= 0 ? 0u : v & ((1u << (8 * vb)) - 1u));
     }
-    w[j] = v;
   }
   *(uint4 *)(dst + row * (long long)k_pad + pos0) = make_uint4(w[0], w[1], w[2], w[3]);
 }
 } /* namespace hot_k4 */
 #undef HOT_KNAME
 #undef UNPACK_THREADS
+#undef UNPACK_SH_WORDS
+#undef UNPACK_SWZ
 
 /* ---- hot_gemm_mma_s8_128x128x64_w2x2_s3 from templates/gemm_int.cu */
 #define HOT_KNAME hot_gemm_mma_s8_128x128x64_w2x2_s3
@@ -2881,16 +2999,18 @@ namespace hot_k7 {
  * T = 0 gives g_b = 0. Every add is a single-rounding __fadd_rn, so the bits match the twin.
  *
  * Parallel schedule (any schedule that keeps the order above gives the same bits): a block owns
- * HOT_BIAS_COLS = 4 consecutive columns, so O = 768 runs on 192 blocks (more than the SMs of any
- * supported device); its 256 threads are HOT_BIAS_SLOTS = 64 slots of 4 lanes (lane = column,
- * so a warp reads 8 rows of 4 consecutive elements at a time). In round j, slot s sums chunk
+ * HOT_BIAS_COLS consecutive columns, one 32-byte sector of a row (8 f32 or 16 bf16/f16 columns:
+ * a warp's request reads 4 or 2 rows of whole sectors; fewer columns per block would leave half
+ * of every sector to the next block); its HOT_BIAS_THREADS threads (512 or 1024) are
+ * HOT_BIAS_SLOTS = 64 slots of HOT_BIAS_COLS lanes (lane = column), so the threads of a layer
+ * are 64 O as with any width, O = 768 f32 on 96 blocks. In round j, slot s sums chunk
  * j*HOT_BIAS_SLOTS + s (loads unrolled HOT_BIAS_UNROLL deep for memory-level parallelism, the
  * adds stay in token order), writes its partial to shared memory, and after one barrier the
  * threads of slot 0 fold the round's partials into the running total in chunk order. Partials are
  * double-buffered so one barrier per round suffices.
  *
- * Launch: grid = (ceil(O / HOT_BIAS_COLS), 1, 1) (gen/plan.c), block = (HOT_BIAS_THREADS = 256,
- * 1, 1), no dynamic shared memory (2 KiB static). gy: T x O row-major, dtype HOT_DTYPE (0 f32,
+ * Launch: grid = (ceil(O / HOT_BIAS_COLS), 1, 1) (gen/kernels/bias.c), block = (HOT_BIAS_THREADS,
+ * 1, 1) = 512 (f32) or 1024 (bf16, f16), no dynamic shared memory (4 or 8 KiB static). gy: T x O row-major, dtype HOT_DTYPE (0 f32,
  * 1 bf16, 2 f16), 4-byte (f32) / 2-byte aligned; gb: O floats. T, O >= 0; T * O may exceed 2^31.
  */
 #ifndef HOT_GENERATED
@@ -2901,9 +3021,10 @@ namespace hot_k7 {
 
 
 #define HOT_BIAS_CHUNK 256 /* tokens per partial sum: must equal HOT_REF_BIAS_CHUNK (ref.h) */
-#define HOT_BIAS_COLS 4     /* columns per block: the plan's grid is ceil(O / HOT_BIAS_COLS) */
-#define HOT_BIAS_THREADS 256
-#define HOT_BIAS_SLOTS (HOT_BIAS_THREADS / HOT_BIAS_COLS) /* chunks summed at once */
+/* columns per block, one 32-byte sector of a row: the plan's grid is ceil(O / HOT_BIAS_COLS) */
+#define HOT_BIAS_COLS (HOT_DTYPE == 0 ? 8 : 16)
+#define HOT_BIAS_SLOTS 64 /* chunks summed at once */
+#define HOT_BIAS_THREADS (HOT_BIAS_SLOTS * HOT_BIAS_COLS) /* the plan's block */
 #define HOT_BIAS_UNROLL 16 /* loads in flight per lane */
 
 static_assert(HOT_DTYPE >= 0 && HOT_DTYPE <= 2, "HOT_DTYPE must be 0 (f32), 1 (bf16) or 2 (f16)");
@@ -2964,8 +3085,8 @@ extern "C" __global__ void __launch_bounds__(HOT_BIAS_THREADS)
 #undef HOT_DTYPE
 #undef HOT_BIAS_CHUNK
 #undef HOT_BIAS_COLS
-#undef HOT_BIAS_THREADS
 #undef HOT_BIAS_SLOTS
+#undef HOT_BIAS_THREADS
 #undef HOT_BIAS_UNROLL
 
 /* ---- hot_lqs_f32_k4 from templates/lqs.cu */
