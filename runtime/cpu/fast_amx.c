@@ -70,11 +70,12 @@ AMX_FN static void amx_end(void) { _tile_release(); }
 #endif
 
 #if HAVE_AMX
-/* C (32 x 32 int32 at c, row stride ldc) = or += A panels a0, a1 (16 rows each) times B panels
+/* C (32 x 32 int32 at c, row stride GK_LDC) = or += A panels a0, a1 (16 rows each) times B panels
  * b0, b1 (16 columns each) over nb blocks of 64 k (1 KB per panel and block). */
 AMX_KERNEL_FN static void kern_amx(const unsigned char *a0, const unsigned char *a1,
                                    const unsigned char *b0, const unsigned char *b1, int64_t nb,
-                                   int32_t *c, int64_t ldc, int accum) {
+                                   int32_t *c, int accum) {
+  const int64_t ldc = GK_LDC;
   AMX_TILES;
   const int64_t cs = ldc * (int64_t)sizeof *c;
   if (accum) {

@@ -232,7 +232,8 @@ static const fast_elem_kernels elem_avx2 = {philox_words_avx2, quant_avx2, amax_
 
 #if FAST_X86
 AVX2_FN static void kern_w16_avx2(const gk_cfg *g, const void *ap, const void *bp, int64_t ns,
-                                  int32_t *c, int64_t ldc, int accum, const uint32_t *corr) {
+                                  int32_t *c, int accum, const uint32_t *corr) {
+  const int64_t ldc = GK_LDC;
   (void)g, (void)corr; /* no offset: corr is always NULL */
   const int16_t *a = ap, *b = bp;
 #define W16_INIT(m)                                                                                 \
@@ -266,7 +267,8 @@ AVX2_FN static inline void add16_in_place(__m256i *h, __m256i p) {
 }
 
 AVX2_FN static void kern_u8_avx2(const gk_cfg *g, const void *ap, const void *bp, int64_t ns,
-                                 int32_t *c, int64_t ldc, int accum, const uint32_t *corr) {
+                                 int32_t *c, int accum, const uint32_t *corr) {
+  const int64_t ldc = GK_LDC;
   const uint8_t *a = ap;
   const int8_t *b = bp;
   const __m256i ones = _mm256_set1_epi16(1);

@@ -255,7 +255,8 @@ typedef __m512i vn_vec;
 #endif
 
 VNNI_FN static void kern_vnni(const gk_cfg *g, const void *ap, const void *bp, int64_t ns,
-                              int32_t *c, int64_t ldc, int accum, const uint32_t *corr) {
+                              int32_t *c, int accum, const uint32_t *corr) {
+  const int64_t ldc = GK_LDC;
   (void)g;
   const uint8_t *a = ap;
   const int8_t *b = bp;

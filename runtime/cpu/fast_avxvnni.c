@@ -25,7 +25,8 @@ typedef __m256i va_vec;
 #if HAVE_VNNI256
 /* AVX-VNNI: four rows x 16 columns (two vectors), the u8 kernel's panels (steps of 4 k). */
 VNNI256_FN static void kern_vnni256(const gk_cfg *g, const void *ap, const void *bp, int64_t ns,
-                                    int32_t *c, int64_t ldc, int accum, const uint32_t *corr) {
+                                    int32_t *c, int accum, const uint32_t *corr) {
+  const int64_t ldc = GK_LDC;
   (void)g;
   const uint8_t *a = ap;
   const int8_t *b = bp;

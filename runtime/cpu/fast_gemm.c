@@ -32,7 +32,8 @@
  * 2^32 ------------------------------------------------------------------------------------------ */
 
 static void kern_scalar(const gk_cfg *g, const void *ap, const void *bp, int64_t ns, int32_t *c,
-                        int64_t ldc, int accum, const uint32_t *corr) {
+                        int accum, const uint32_t *corr) {
+  const int64_t ldc = GK_LDC;
   const int16_t *a = ap, *b = bp;
   const int mr = g->mr;
   uint32_t acc[16][NR];
@@ -215,7 +216,7 @@ static void tile_task(void *ctx, int64_t i, int tid) {
   const int64_t nc = op->N - n0 < NCP * NR ? op->N - n0 : NCP * NR;
   const int64_t pa0 = m0 / g->mr, pa1 = fast_cdiv(m0 + mc, g->mr);
   const int64_t pb0 = n0 / NR, pb1 = fast_cdiv(n0 + nc, NR);
-  const int64_t ldc = NCP * NR;
+  const int64_t ldc = GK_LDC;
   int32_t *c = x->scratch[tid];
   const size_t esz = g->kind == K_W16 ? 2 : 1;
   const size_t astep = (size_t)(g->mr * g->kstep) * esz, bstep = (size_t)(NR * g->kstep) * esz;
@@ -231,8 +232,8 @@ static void tile_task(void *ctx, int64_t i, int tid) {
         for (int64_t pa = pa0; pa < pa1; pa += pstep) {
           const unsigned char *ap = x->pa + (size_t)(seg * g->npa + pa) * g->apb + (size_t)s0 * astep;
           int32_t *cp = c + (pa - pa0) * g->mr * ldc + (pb - pb0) * NR;
-          if (amx) g->tiles(ap, ap + g->apb, bp, bp + g->bpb, ns / 16, cp, ldc, s0 > 0);
-          else g->kern(g, ap, bp, ns, cp, ldc, s0 > 0, cr);
+          if (amx) g->tiles(ap, ap + g->apb, bp, bp + g->bpb, ns / 16, cp, s0 > 0);
+          else g->kern(g, ap, bp, ns, cp, s0 > 0, cr);
         }
       }
     }

@@ -15,11 +15,16 @@ enum { K_W16 = 0, K_U8 = 1, K_VNNI = 2, K_VNNI256 = 3, K_AMX = 4 };
                   codes) stay in a 512 KB L2 for K up to 4096 (u8) or 2048 (w16) */
 
 struct fast_gk_cfg;
-/* One MR x 16 tile over steps [0, ns) of packed panels; c (row stride ldc) is overwritten
+/* The row stride of the int32 tile that the kernels write (tile_task's scratch: NCP panels of NR
+ * columns): a constant of every kernel, so its addressing folds into the instructions (a stride
+ * passed through the kernel pointer would be a register of every store). */
+#define GK_LDC ((int64_t)NCP * NR)
+
+/* One MR x 16 tile over steps [0, ns) of packed panels; c (row stride GK_LDC) is overwritten
  * (accum == 0) or added to (accum != 0), then, when corr is not NULL, corr[n] is subtracted from
  * column n (the offset correction, after a tile's last K block); all modulo 2^32. */
 typedef void (*gk_kern_fn)(const struct fast_gk_cfg *g, const void *ap, const void *bp, int64_t ns,
-                           int32_t *c, int64_t ldc, int accum, const uint32_t *corr);
+                           int32_t *c, int accum, const uint32_t *corr);
 
 typedef struct fast_gk_cfg {
   int kind, simd, mr, kstep, off, chunk; /* chunk: u8 steps between widenings */
@@ -39,7 +44,7 @@ typedef struct fast_gk_cfg {
    * panels, the tile state's start and end around a task's tiles, an A panel from rows along k,
    * and an A panel of the VNNI layout turned into tiles in place */
   void (*tiles)(const unsigned char *a0, const unsigned char *a1, const unsigned char *b0,
-                const unsigned char *b1, int64_t nb, int32_t *c, int64_t ldc, int accum);
+                const unsigned char *b1, int64_t nb, int32_t *c, int accum);
   void (*tiles_begin)(void);
   void (*tiles_end)(void);
   void (*a_rows)(const int8_t *src, int64_t sr, int64_t rows, int64_t seg_k, int64_t nblocks,
