@@ -173,8 +173,8 @@ def check_families(root, files, bad):
 
 
 def check_levels(files, bad):
-    """Every FAST_LEVEL_* but NONE: the files naming it against fast.h, fast_level.c and its
-    kernel files."""
+    """Every FAST_LEVEL_* but NONE and SCALAR: the files naming it against fast.h, fast_level.c
+    and its kernel file (the one that defines its fast_level_row), at most 3."""
     fast_h = files.get("runtime/cpu/fast.h", "")
     # NONE (no cap) and SCALAR (portable C: the level every build has, a default anywhere) are
     # not levels one adds
