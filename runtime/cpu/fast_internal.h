@@ -161,22 +161,22 @@ typedef struct {
  * HOT_REF_ENOMEM. */
 int fast_igemm(const fast_config *cf, const fast_igemm_op *op);
 
-/* The blocking and kernel of one GEMM (fast_gemm.c; opaque elsewhere), and the function of a
+/* The blocking and kernel of one GEMM (fast_gemm.h; opaque elsewhere), and the function of a
  * level that fills it for codes bounded by qa, qb. */
 struct fast_gk_cfg;
 typedef void (*fast_gemm_setup_fn)(struct fast_gk_cfg *g, int qa, int qb);
-/* The GEMM setup of each level (fast_gemm.c): NULL for a level that is never offered by this
- * build, or that runs the GEMM of the level below it. */
-extern const fast_gemm_setup_fn fast_gemm_by_level[FAST_LEVELS];
+/* The scalar level's setup (fast_gemm.c): the portable kernel. */
+void fast_gemm_setup_scalar(struct fast_gk_cfg *g, int qa, int qb);
 
-/* ---- per-element kernels (fast_kern.c) ---------------------------------------------------- */
+/* ---- per-element kernels (fast_kern.c and the level files) ----------------------------------- */
 
 typedef struct {
   uint64_t seed;
   uint32_t tag, step;
 } fast_rng;
 
-/* The per-element kernels of one level (fast_kern.c). Their contracts:
+/* The per-element kernels of one level (fast_kern.c: scalar; fast_avx2.c, fast_avx512.c). Their
+ * contracts:
  *  philox: words[i] = the Philox word of element idx0 + i, i < n (CONTRACT.md 6);
  *  quant: codes of n values v[0..n) under scale s (RTN when sr == 0, else SR with words[i]), as
  *    hot_quant_rtn / hot_quant_sr do;
@@ -209,9 +209,18 @@ typedef struct {
   void (*transpose_bytes)(const int8_t *src, int64_t rows, int64_t cols, int64_t ls, int8_t *dst,
                           int64_t ld);
 } fast_elem_kernels;
-/* The per-element kernels of each level (fast_kern.c): NULL for a level that runs those of the
- * level below it. */
-extern const fast_elem_kernels *const fast_elem_by_level[FAST_LEVELS];
+/* The scalar level's per-element kernels (fast_kern.c). */
+extern const fast_elem_kernels fast_elem_scalar;
+
+/* What the file of a level (fast_avx2.c, fast_avxvnni.c, fast_avx512.c, fast_amx.c) gives the
+ * level tables, as `const fast_level_row fast_row_<name>` (declared where fast_level.c lists the
+ * rows): its per-element kernels and its GEMM setup, each NULL where the level runs those of the
+ * level below it or where this build cannot run the level (fast_level_has never offers it). */
+typedef struct {
+  fast_level level;
+  const fast_elem_kernels *e;
+  fast_gemm_setup_fn gemm;
+} fast_level_row;
 
 /* ---- the kernel table of a level (fast_level.c) ---------------------------------------------- */
 

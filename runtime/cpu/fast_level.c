@@ -1,12 +1,13 @@
 /* fast_level.c — the dispatch levels of the fast CPU path: what the CPU (and Linux, for AMX)
  * offers, the names of the levels, and one kernel table per level (struct fast_kernels), put
- * together once from the rows that the kernel files give for the levels they implement
- * (fast_elem_by_level in fast_kern.c, fast_gemm_by_level in fast_gemm.c): a level without a row
- * in a file runs that file's kernels of the level below. A config (fast_config_init) points to
- * the table of its level, so the call sites never test a level.
+ * together once from the row that the file of each level gives (fast_level_row: fast_avx2.c,
+ * fast_avxvnni.c, fast_avx512.c, fast_amx.c; the scalar level's kernels are fast_kern.c's and
+ * fast_gemm.c's): a level without per-element kernels or without a GEMM runs those of the level
+ * below. A config (fast_config_init) points to the table of its level, so the call sites never
+ * test a level.
  *
- * A new level: its enum value in fast.h, its CPU test and names here, its kernels and their row
- * in the kernel file that implements them. */
+ * A new level: its enum value in fast.h, its CPU test, names and row in k_rows here, and its own
+ * file with its kernels and that row (docs/adding.md). */
 #define _GNU_SOURCE
 #include <pthread.h>
 #include <stdatomic.h>
@@ -71,7 +72,7 @@ static int cpu_has(int level) {
 #if defined(__x86_64__) || defined(__i386__)
   __builtin_cpu_init();
   const int avx2 = __builtin_cpu_supports("avx2");
-#ifdef HOT_FAST_VNNI_EMU /* a test build: the VNNI GEMM kernels in portable C (fast_gemm.c) */
+#ifdef HOT_FAST_VNNI_EMU /* a test build: the VNNI and AMX GEMM kernels in portable C */
   return avx2;
 #else
   if (level == FAST_LEVEL_AVX2) return avx2;
@@ -168,22 +169,26 @@ const char *fast_level_name(int level) {
 
 /* ---- the kernel tables ------------------------------------------------------------------------- */
 
+/* The rows of the levels' files, one per level above scalar. */
+extern const fast_level_row fast_row_avx2, fast_row_avxvnni, fast_row_avx512, fast_row_amx;
+static const fast_level_row *const k_rows[] = {&fast_row_avx2, &fast_row_avxvnni, &fast_row_avx512,
+                                               &fast_row_amx};
+
 static fast_kernels g_tables[FAST_LEVELS];
 static pthread_once_t g_tables_once = PTHREAD_ONCE_INIT;
 
-/* The per-element row of `level`: the highest row at or below it; a row of the 512-bit levels
+/* The per-element kernels of `level`: the highest at or below it; those of the 512-bit levels
  * only where the CPU runs AVX-512F (the emulated GEMM levels of HOT_FAST_VNNI_EMU run anywhere). */
-static const fast_elem_kernels *elem_row(int level) {
+static const fast_elem_kernels *elem_row(const fast_level_row *const *rows, int level) {
   for (int l = level; l > FAST_LEVEL_SCALAR; --l)
-    if (fast_elem_by_level[l] && (l < FAST_LEVEL_AVX512 || fast_cpu_avx512()))
-      return fast_elem_by_level[l];
-  return fast_elem_by_level[FAST_LEVEL_SCALAR];
+    if (rows[l] && rows[l]->e && (l < FAST_LEVEL_AVX512 || fast_cpu_avx512())) return rows[l]->e;
+  return &fast_elem_scalar;
 }
 
-static fast_gemm_setup_fn gemm_row(int level) {
-  int l = level;
-  while (l > FAST_LEVEL_SCALAR && !fast_gemm_by_level[l]) --l;
-  return fast_gemm_by_level[l];
+static fast_gemm_setup_fn gemm_row(const fast_level_row *const *rows, int level) {
+  for (int l = level; l > FAST_LEVEL_SCALAR; --l)
+    if (rows[l] && rows[l]->gemm) return rows[l]->gemm;
+  return fast_gemm_setup_scalar;
 }
 
 static void tables_build(void) {
@@ -192,11 +197,15 @@ static void tables_build(void) {
   __builtin_cpu_init();
   fma = __builtin_cpu_supports("fma") != 0;
 #endif
+  const fast_level_row *rows[FAST_LEVELS] = {NULL};
+  for (size_t i = 0; i < sizeof k_rows / sizeof k_rows[0]; ++i)
+    if (k_rows[i]->level > FAST_LEVEL_SCALAR && k_rows[i]->level < FAST_LEVELS)
+      rows[k_rows[i]->level] = k_rows[i];
   for (int l = 0; l < FAST_LEVELS; ++l) {
     fast_kernels *k = &g_tables[l];
     k->level = (fast_level)l;
-    k->e = elem_row(l);
-    k->gemm = gemm_row(l);
+    k->e = elem_row(rows, l);
+    k->gemm = gemm_row(rows, l);
     k->f64_avx2 = l >= FAST_LEVEL_AVX2; /* every level above scalar includes AVX2 (fast.h) */
     k->f64_fma = k->f64_avx2 && fma;
   }

@@ -7,7 +7,8 @@
  * and with 1, 2 and 3 threads. The integer GEMM is also checked alone against a plain int32 sum,
  * on every kernel's tails, both operand orientations, segments and saturating code bounds, and
  * the Philox words alone against hot_rand_word (block phases, counters past 2^32). Also bad
- * arguments and non-finite inputs give the twins' status.
+ * arguments and non-finite inputs give the twins' status, and every kernel-table entry that
+ * reports non-finite values (amax, add, scale_tile) reports them at every level.
  *
  * Built a second time as test_fast_openmp (HOT_FAST_TEST_OPENMP): the same tests with every
  * parallel region on GNU OpenMP's workers (fast_use_openmp("libgomp.so.1"), the runtime loaded
@@ -509,6 +510,151 @@ START_TEST(statuses_match) {
 }
 END_TEST
 
+/* ---- the kernels that report non-finite values ---------------------------------------------- */
+
+/* Every entry of the per-element table that reports a non-finite value (fast_internal.h: amax,
+ * add, scale_tile; the others return nothing), at every level: NaN, +Inf or -Inf at each position
+ * of lengths around the 8- and 16-lane bodies and their tails must give 0, finite data 1, and the
+ * values written must be the scalar level's (the non-finite element itself only as non-finite).
+ * A new entry changes the table's size and stops this build until it is sorted here. */
+_Static_assert(sizeof(fast_elem_kernels) == 8 * sizeof(void (*)(void)),
+               "fast_elem_kernels changed: list a new entry that reports non-finite values in "
+               "nonfinite_kernels");
+static int same_or_nonfinite(float a, float b) {
+  return isfinite(a) ? memcmp(&a, &b, sizeof a) == 0 : !isfinite(b);
+}
+
+START_TEST(nonfinite_kernels) {
+  static const int64_t lens[] = {1, 7, 8, 9, 15, 16, 17, 31, 32, 33, 47, 64, 70};
+  static const float bad[] = {NAN, INFINITY, -INFINITY};
+  enum { NMAX = 70, ROWS = 3 };
+  fast_config sc;
+  fast_config_init(&sc, 1, FAST_LEVEL_SCALAR);
+  int tested = 0;
+  for (int level = 0; level < FAST_LEVELS; ++level) {
+    if (!fast_level_has(level)) continue;
+    fast_config cf;
+    fast_config_init(&cf, 1, level);
+    ck_assert_int_eq(cf.level, level);
+    const fast_elem_kernels *e = cf.k->e, *s = sc.k->e;
+    for (size_t j = 0; j < sizeof lens / sizeof lens[0]; ++j) {
+      const int64_t n = lens[j];
+      float v[NMAX], acc[NMAX], want[NMAX];
+      for (int64_t i = 0; i < n; ++i) v[i] = (float)(i % 13) * 0.37f - 2.0f, acc[i] = 0.25f * (float)i;
+      for (int64_t p = -1; p < n; ++p)
+        for (size_t b = 0; b < (p < 0 ? 1u : 3u); ++b) {
+          const float keep = p >= 0 ? v[p] : 0.0f;
+          if (p >= 0) v[p] = bad[b];
+          const int ok = p < 0;
+          float m = 0.5f, mw = 0.5f;
+          ck_assert_msg(e->amax(v, n, &m) == ok, "%s amax n %lld, %g at %lld", fast_level_name(level),
+                        (long long)n, (double)(p >= 0 ? v[p] : 0.0f), (long long)p);
+          if (ok) {
+            ck_assert_int_eq(s->amax(v, n, &mw), 1);
+            ck_assert_float_eq(m, mw);
+          }
+          float got[NMAX];
+          memcpy(got, acc, sizeof got), memcpy(want, acc, sizeof want);
+          ck_assert_msg(e->add(got, v, n) == ok, "%s add n %lld, %g at %lld", fast_level_name(level),
+                        (long long)n, (double)(p >= 0 ? v[p] : 0.0f), (long long)p);
+          ck_assert_int_eq(s->add(want, v, n), ok);
+          for (int64_t i = 0; i < n; ++i)
+            ck_assert_msg(same_or_nonfinite(want[i], got[i]), "%s add n %lld: element %lld",
+                          fast_level_name(level), (long long)n, (long long)i);
+          if (p >= 0) v[p] = keep;
+          ++tested;
+        }
+      /* scale_tile: an int32 tile whose product overflows at one element (a huge scale on one
+       * row, or a value that adds up to Inf), fresh and accumulating, aligned or not */
+      int32_t a[ROWS * NMAX];
+      float out[ROWS * NMAX + 16] __attribute__((aligned(64))), ref[ROWS * NMAX + 16];
+      for (int64_t i = 0; i < ROWS * n; ++i) a[i] = (int32_t)(i * 7919 % 2001) - 1000;
+      for (int add = 0; add < 2; ++add)
+        for (int shift = 0; shift < 2; ++shift)
+          for (int64_t p = -1; p < ROWS * n; p += (p < 0 ? 1 : 5)) {
+            float rf[ROWS] = {1e-3f, 2e-3f, -3e-3f};
+            float *o = out + shift, *r = ref + shift;
+            for (int64_t i = 0; i < ROWS * n; ++i) o[i] = r[i] = 1.5f;
+            if (p >= 0) {
+              rf[p / n] = 3e38f;
+              a[p] = a[p] == 0 || a[p] == 1 || a[p] == -1 ? 2 : a[p];
+            }
+            const int ok = p < 0;
+            ck_assert_msg(e->scale_tile(o, n, a, n, ROWS, n, rf, 0.0f, add) == ok,
+                          "%s scale_tile n %lld, add %d, overflow at %lld", fast_level_name(level),
+                          (long long)n, add, (long long)p);
+            ck_assert_int_eq(s->scale_tile(r, n, a, n, ROWS, n, rf, 0.0f, add), ok);
+            for (int64_t i = 0; i < ROWS * n; ++i)
+              ck_assert_msg(same_or_nonfinite(r[i], o[i]), "%s scale_tile n %lld: element %lld",
+                            fast_level_name(level), (long long)n, (long long)i);
+          }
+    }
+  }
+  ck_assert_int_gt(tested, 0);
+}
+END_TEST
+
+/* A plan without HQ sums g_b in its own pass (fast_step_bias: the table's add), so a non-finite
+ * g_y must be reported there: plans with the bias as the only check of g_y before the products
+ * (no HQ; no HLA, or HLA too) with NaN, +Inf or -Inf in g_y at several places (inside the 8- and
+ * 16-lane bodies of a row, the tail, the last token), f32 and bf16, at every level and thread
+ * count: the status is the twin's. (g_b's contents are unspecified after an error, ref.h: the twin
+ * leaves the sums of the chunks before the first non-finite value, the fast path its own.) */
+START_TEST(nonfinite_bias_no_hq) {
+  static const fcase cases[] = {
+      {HOT_RECIPE_HOT, HOT_ARCH_SM80, 2, 17, 137, 17, HOT_DT_F32, M_NO_HQ | M_NO_HLA | M_NO_ABC},
+      {HOT_RECIPE_HOT, HOT_ARCH_SM80, 2, 17, 137, 17, HOT_DT_BF16, M_NO_HQ},
+      {HOT_RECIPE_HOT, HOT_ARCH_SM80, 1, 40, 50, 33, HOT_DT_F32, M_NO_HQ | M_NO_HLA}};
+  static const float bad[] = {NAN, INFINITY, -INFINITY};
+  const fcase *c = &cases[_i % 3];
+  hot_layer_spec sp;
+  hot_layer_plan pl;
+  make_plan(c, &sp, &pl);
+  const int64_t T = pl.T, O = pl.O, I = pl.I;
+  ck_assert(!pl.hq.enabled);
+  tp_rng r;
+  tp_seed(&r, 99u + (uint64_t)_i);
+  float *tmp = malloc((size_t)((T * I > O * I ? T * I : O * I) + T * O) * sizeof *tmp);
+  float *x = make_input(&r, T * I, 1.0, HOT_DT_F32, tmp);
+  void *w = make_input(&r, O * I, 0.05, c->dt, tmp);
+  float *gy = malloc((size_t)(T * O) * sizeof *gy);
+  tp_fill_normal(&r, gy, T * O, 1e-3);
+  const int64_t at[] = {3, O + 9, 2 * O + 17, O - 1, T * O - 1};
+  unsigned short *h = malloc((size_t)(T * O) * sizeof *h);
+  float *rx = malloc((size_t)(T * I) * sizeof *rx), *rw = malloc((size_t)(O * I) * sizeof *rw);
+  float *fx = malloc((size_t)(T * I) * sizeof *fx), *fw = malloc((size_t)(O * I) * sizeof *fw);
+  float *rb = malloc((size_t)O * sizeof *rb), *fb = malloc((size_t)O * sizeof *fb);
+  hot_ref_saved rs;
+  ck_assert_int_eq(ref_layer_save(&pl, x, HOT_DT_F32, &rs), HOT_REF_OK);
+  for (size_t k = 0; k < sizeof at / sizeof at[0]; ++k) {
+    const size_t b = k % 3;
+    const float keep = gy[at[k]];
+    gy[at[k]] = bad[b];
+    const void *g = gy;
+    if (c->dt == HOT_DT_BF16) {
+      for (int64_t i = 0; i < T * O; ++i) h[i] = tp_f32_to_bf16(gy[i]);
+      g = h;
+    }
+    const int rrc = ref_layer_backward(&pl, &rs, g, w, c->dt, HOT_GRAN_ROW, 3, 4, rx, rw, rb);
+    ck_assert_int_eq(rrc, HOT_REF_ENONFINITE);
+    for (int level = 0; level < FAST_LEVELS; ++level)
+      for (int th = 1; th <= 3 && fast_level_has(level); th += 2) {
+        fast_set_level(level);
+        fast_set_threads(th);
+        const int frc = fast_layer_backward(NULL, &pl, &rs, g, w, c->dt, HOT_GRAN_ROW, 3, 4, fx, fw, fb);
+        ck_assert_msg(frc == rrc, "case %d, %g at %lld, %s, %d threads: status %d, the twin's %d",
+                      _i % 3, (double)bad[b], (long long)at[k], fast_level_name(level), th, frc, rrc);
+      }
+    gy[at[k]] = keep;
+  }
+  ref_saved_free(&rs);
+  fast_set_level(-1);
+  fast_set_threads(0);
+  free(tmp), free(x), free(w), free(gy), free(h), free(rx), free(rw), free(fx), free(fw), free(rb),
+      free(fb);
+}
+END_TEST
+
 /* ---- the epilogues' overflow flags (fast_layer_backward_check) ------------------------------ */
 
 static unsigned scan_overflow(const float *gx, int64_t nx, const float *gw, int64_t nw,
@@ -837,6 +983,8 @@ int main(void) {
   tcase_add_test(tc, gemm_wraps);
   tcase_add_test(tc, philox_words_exact);
   tcase_add_test(tc, statuses_match);
+  tcase_add_test(tc, nonfinite_kernels);
+  tcase_add_loop_test(tc, nonfinite_bias_no_hq, 0, 3);
   tcase_add_loop_test(tc, overflow_flags, 0, 20);
   tcase_add_test(tc, inline_small_calls);
 #ifdef HOT_FAST_TEST_OPENMP
