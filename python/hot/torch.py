@@ -637,9 +637,10 @@ class _HotCore:
         self.hot_hla_basis = mode
 
     def _hot_basis_undecided(self):
+        if self.hot_hla_basis != "auto" or self.hot_hla_choice is not None:
+            return False  # (every call asks: the spec is looked at only while undecided)
         c = self.hot_spec.c
-        return self.hot_hla_basis == "auto" and self.hot_hla_choice is None and \
-            bool(c.hla.enabled) and c.hla.selection != int(api.Selection.FULL) and \
+        return bool(c.hla.enabled) and c.hla.selection != int(api.Selection.FULL) and \
             not memory.assuming_full()
 
     def _hot_set_basis(self, choice, err):
