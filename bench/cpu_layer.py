@@ -9,7 +9,8 @@ Sections (all by default; --only takes a comma-separated subset):
   layer       per shape, one training step of one layer (forward + backward, the loss gradient
               given): HOTLinear in fp32 and under torch.autocast("cpu", torch.bfloat16) against
               nn.Linear in fp32 and under the same autocast (oneDNN's AMX-BF16 kernels on a CPU
-              that has them); the four variants run in turns, step by step, and "turns" is the
+              that has them); the four variants run in turns, step by step (each turn's order
+              rotated by one, so that each variant follows each other one as often), and "turns" is the
               median [range] of the per-turn ratios nn.Linear bf16 / the faster HOTLinear;
   tiny        the fixed cost: the same on a layer so small (16 tokens, 64 -> 64) that nearly all
               of a step is call overhead and the thread pool's wake-ups;
@@ -110,12 +111,19 @@ VARIANTS = (("nn.Linear fp32", False, False), ("nn.Linear bf16", False, True),
 
 
 def turns(torch, hot_mod, shape, reps):
-    """Best seconds per variant and the per-turn ratios nn.Linear bf16 / min(HOTLinear)."""
+    """Best seconds per variant and the per-turn ratios nn.Linear bf16 / min(HOTLinear). The
+    turn's order rotates by one variant per turn, so that each variant follows each other one
+    equally often (a step right after a bf16 step shares the CPUs with torch's workers still
+    spinning from it)."""
     steps = [Step(torch, shape, hot_mod if h else None, ac) for _, h, ac in VARIANTS]
     best = [1e30] * len(steps)
     ratios = []
-    for _ in range(reps):
-        t = [s.run() for s in steps]
+    n = len(steps)
+    for r in range(reps):
+        t = [0.0] * n
+        for k in range(n):
+            i = (r + k) % n
+            t[i] = steps[i].run()
         best = [min(b, x) for b, x in zip(best, t)]
         ratios.append(t[1] / min(t[2], t[3]))
     return best, sorted(ratios)
