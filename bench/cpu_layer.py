@@ -3,12 +3,14 @@
 user of the PyTorch bridge sees per layer, and the fast path's fixed costs.
 
     python3 bench/cpu_layer.py [--threads N] [--reps R] [--tiny] [--only SECTIONS]
+                               [--versus DIR]
 
 Sections (all by default; --only takes a comma-separated subset):
   layer       per shape, one training step of one layer (forward + backward, the loss gradient
               given): HOTLinear in fp32 and under torch.autocast("cpu", torch.bfloat16) against
               nn.Linear in fp32 and under the same autocast (oneDNN's AMX-BF16 kernels on a CPU
-              that has them); the four variants run in turns, step by step, and "turns" is the
+              that has them); the four variants run in turns, step by step (each turn's order
+              rotated by one, so that each variant follows each other one as often), and "turns" is the
               median [range] of the per-turn ratios nn.Linear bf16 / the faster HOTLinear;
   tiny        the fixed cost: the same on a layer so small (16 tokens, 64 -> 64) that nearly all
               of a step is call overhead and the thread pool's wake-ups;
@@ -17,7 +19,13 @@ Sections (all by default; --only takes a comma-separated subset):
               (a pool whose idle workers spin, or whose regions wait for a descheduled worker,
               falls into a far slower mode there);
   regions     parallel regions of the fast path per HOTLinear step (forward save + backward),
-              counted by the pool (hot_cpu_regions in libhot), per shape.
+              counted by the pool (hot_cpu_regions in libhot), per shape;
+  versus      (only with --versus DIR, and then the only section unless --only names others)
+              the Python layer of this checkout against another one's, in one process on the
+              same libhot: DIR holds that hot package (DIR/hot/__init__.py, e.g. an exported
+              python/ of an older commit), loaded as the package hot_versus; per shape and dtype
+              (bf16 autocast, fp32) nn.Linear, that HOTLinear and this one take turns step by
+              step; best and median ms of each, and this / that.
 
 libhot is the one $HOT_LIBRARY names, or the newest build*/runtime/libhot.so of this checkout.
 torch.set_num_threads(N) and HOT_CPU_THREADS=N (default: the online CPUs). Benchmark only:
@@ -103,12 +111,19 @@ VARIANTS = (("nn.Linear fp32", False, False), ("nn.Linear bf16", False, True),
 
 
 def turns(torch, hot_mod, shape, reps):
-    """Best seconds per variant and the per-turn ratios nn.Linear bf16 / min(HOTLinear)."""
+    """Best seconds per variant and the per-turn ratios nn.Linear bf16 / min(HOTLinear). The
+    turn's order rotates by one variant per turn, so that each variant follows each other one
+    equally often (a step right after a bf16 step shares the CPUs with torch's workers still
+    spinning from it)."""
     steps = [Step(torch, shape, hot_mod if h else None, ac) for _, h, ac in VARIANTS]
     best = [1e30] * len(steps)
     ratios = []
-    for _ in range(reps):
-        t = [s.run() for s in steps]
+    n = len(steps)
+    for r in range(reps):
+        t = [0.0] * n
+        for k in range(n):
+            i = (r + k) % n
+            t[i] = steps[i].run()
         best = [min(b, x) for b, x in zip(best, t)]
         ratios.append(t[1] / min(t[2], t[3]))
     return best, sorted(ratios)
@@ -180,14 +195,57 @@ def section_regions(torch, hot_mod, shapes):
             print("  %-24s %-16s %4d regions" % (s[0], name, lib.hot_cpu_regions() - r0))
 
 
+def load_versus(d):
+    """The hot package in directory d (d/hot/__init__.py) as hot_versus; its torch module."""
+    import importlib
+    import importlib.util
+    pkg = os.path.join(os.path.abspath(d), "hot")
+    if not os.path.isfile(os.path.join(pkg, "__init__.py")):
+        sys.exit("cpu_layer.py: --versus %s: no hot/__init__.py there" % d)
+    spec = importlib.util.spec_from_file_location("hot_versus", os.path.join(pkg, "__init__.py"),
+                                                  submodule_search_locations=[pkg])
+    mod = importlib.util.module_from_spec(spec)
+    sys.modules["hot_versus"] = mod
+    spec.loader.exec_module(mod)
+    return importlib.import_module("hot_versus.torch")
+
+
+def section_versus(torch, hot_mod, other, shapes, reps):
+    print("\nversus: this Python layer against --versus's, the variants in turns step by step, "
+          "%d turns (tiny: %d); best / median, ms (tiny: us)" % (reps, 5 * reps))
+    print("%-24s %-5s %17s %17s %17s %14s  %s" % ("shape", "dtype", "nn.Linear", "versus", "this",
+                                                  "this / versus", "load"))
+    for s in shapes:
+        tiny = s == TINY_SHAPE or s in TINY_SHAPES
+        n = 5 * reps if tiny else reps
+        f = 1e6 if tiny else 1e3
+        for ac in (True, False):
+            steps = [Step(torch, s, m, ac) for m in (None, other, hot_mod)]
+            ts = [[] for _ in steps]
+            for _ in range(n):
+                for t, st in zip(ts, steps):
+                    t.append(st.run())
+            cells = ["%8.2f / %6.2f" % (f * min(t), f * statistics.median(t)) for t in ts]
+            print("%-24s %-5s %17s %17s %17s %6.2fx %5.2fx  %s" % (
+                s[0], "bf16" if ac else "fp32", cells[0], cells[1], cells[2],
+                min(ts[2]) / min(ts[1]), statistics.median(ts[2]) / statistics.median(ts[1]),
+                load()))
+            sys.stdout.flush()
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     num = _numbers()
     ap.add_argument("--threads", type=num.arg_int(1, 256), default=os.cpu_count() or 1)
     ap.add_argument("--reps", type=num.arg_int(1, 10**6), default=7)
     ap.add_argument("--tiny", action="store_true", help="small layers (a quick run)")
-    ap.add_argument("--only", default="layer,tiny,contention,regions")
+    ap.add_argument("--only", default=None)
+    ap.add_argument("--versus", metavar="DIR", help="another checkout's python/ directory")
     a = ap.parse_args()
+    if a.only is None:
+        a.only = "versus" if a.versus else "layer,tiny,contention,regions"
+    if "versus" in a.only.split(",") and not a.versus:
+        sys.exit("cpu_layer.py: --only versus needs --versus DIR")
     setup_env(a.threads)
     import torch
     import hot.torch as hot_mod
@@ -205,6 +263,8 @@ def main():
         section_contention(torch, hot_mod, shapes[-1], a.reps)
     if "regions" in only:
         section_regions(torch, hot_mod, shapes)
+    if "versus" in only:
+        section_versus(torch, hot_mod, load_versus(a.versus), shapes + [TINY_SHAPE], a.reps)
 
 
 if __name__ == "__main__":

@@ -15,8 +15,8 @@ the forward is plain F.linear and hot is not called.
   the CPU (hot's CPU backend) or a CUDA device (hot's CUDA backend, device pointers, the current
   stream: no copies, no synchronisation; only a view whose data is not 16-byte aligned is copied
   for the call). Under torch.autocast the input, weight and bias are cast to the autocast dtype
-  first (as autocast's linear does) and hot runs in that dtype; the gradients flow back through
-  the casts to the parameters' dtype.
+  first (as autocast's linear does) and hot runs in that dtype; hot's fp32 gradients go to the
+  input's and the parameters' own dtypes directly (no rounding to the autocast dtype between).
 - Rows: x of shape [..., L, I] (3 or more dimensions) is B = prod(leading) samples of L tokens;
   [N, I] is one sequence of N tokens (B = 1, L = N); [I] is one token. HLA blocks run along L,
   so the token axis must be the second to last (batch_first layouts). HOTMultiheadAttention
@@ -187,7 +187,12 @@ def _batch_tokens(shape):
 
 
 def _aligned_empty(nbytes, device):
-    """A uint8 tensor of nbytes whose data is 16-byte aligned (hot_layer_save's requirement)."""
+    """A uint8 tensor of nbytes whose data is 16-byte aligned (hot_layer_save's requirement):
+    torch's own allocation when it is (torch's CPU and CUDA allocators align to 64 bytes or
+    more), else a view into a slightly larger one."""
+    buf = torch.empty(nbytes, dtype=torch.uint8, device=device)
+    if buf.data_ptr() % 16 == 0:
+        return buf
     buf = torch.empty(nbytes + 16, dtype=torch.uint8, device=device)
     off = (-buf.data_ptr()) % 16
     return buf.narrow(0, off, nbytes)
@@ -199,13 +204,33 @@ def _aligned16(t):
     return t if t.data_ptr() % 16 == 0 else t.clone()
 
 
+class _Who:
+    """ "HOTLinear(name)" for error messages, formatted only when one is raised."""
+    __slots__ = ("core",)
+
+    def __init__(self, core):
+        self.core = core
+
+    def __format__(self, spec):
+        return format(f"HOTLinear({self.core.hot_spec.name})", spec)
+
+    def __str__(self):
+        return format(self, "")
+
+
 class _Entry:
-    __slots__ = ("layer", "needs_calibration", "key")
+    """A cached hot layer of one (device, dtype, B, L) with what every call needs of it, looked
+    up once: saved_bytes (hot_layer_saved_bytes, fixed per layer) and the output shapes."""
+    __slots__ = ("layer", "needs_calibration", "key", "saved_bytes", "gx_shape", "gw_shape")
 
     def __init__(self, layer, key, needs_calibration):
         self.layer = layer
         self.key = key
         self.needs_calibration = needs_calibration
+        self.saved_bytes = layer.saved_bytes
+        info = layer._info
+        self.gx_shape = (info.T, info.I)
+        self.gw_shape = (info.O, info.I)
 
 
 def _stream(device):
@@ -243,46 +268,51 @@ def _refuse_double_backward(module):
 
 class _HOTLinearFunction(torch.autograd.Function):
     @staticmethod
-    def forward(ctx, x, weight, bias, module, cast=None, kept=None):
-        # cast: the autocast dtype (x is in it; weight and bias are the parameters, cast here
-        # and again in the backward, so no cast copy is kept); kept: what memory.kept_source
-        # found for x (a tensor autograd keeps anyway, and how x is rebuilt from it)
+    def forward(ctx, x, weight, bias, module, cast=None, kept=None, xc=None):
+        # cast: the autocast dtype; xc: x cast to it (made without a graph by _hot_linear, so
+        # that g_x goes back to x's own dtype straight from hot's fp32 g_x, without a round trip
+        # through the autocast dtype); weight and bias are the parameters, cast here and again in
+        # the backward, so no cast copy is kept; kept: what memory.kept_source found for xc (a
+        # tensor autograd keeps anyway, and how xc is rebuilt from it)
         if cast is not None:
             wc = weight.to(cast)
             bc = bias.to(cast) if bias is not None else None
         else:
             wc, bc = weight, bias
-        y = F.linear(x, wc, bc)
-        entry = module._hot_layer(x)
+        if xc is None:
+            xc = x
+        y = F.linear(xc, wc, bc)
+        entry = module._hot_layer(xc)
         layer = entry.layer
         capture = module._hot_take_capture()
-        keep = _keep_plan(module, x, layer, kept)
+        keep = _keep_plan(module, xc, entry, kept)
         if keep is not None:  # no codes now: a reference, the codes are made in the backward
             ctx.save_for_backward(weight, keep[0])
             ctx.rebuild = keep[1]
         elif capture is None:
-            saved = _aligned_empty(layer.saved_bytes, x.device)
-            with _device_ctx(x.device):
-                xa = _aligned16(x)
-                layer.save_ptr(xa.data_ptr(), _DT[x.dtype], saved.data_ptr(), _stream(x.device))
+            saved = _aligned_empty(entry.saved_bytes, xc.device)
+            with _device_ctx(xc.device):
+                xa = _aligned16(xc)
+                layer.save_ptr(xa.data_ptr(), _DT[xc.dtype], saved.data_ptr(),
+                               _stream(xc.device))
             ctx.save_for_backward(weight, saved)
             ctx.rebuild = False
         if capture is not None:  # x kept for this one backward (autograd's version check)
-            ctx.save_for_backward(weight, x)
+            ctx.save_for_backward(weight, xc)
             ctx.rebuild = None
-        ctx.hot = (module, entry, x.shape, x.dtype, bias is not None, capture)
+        ctx.hot = (module, entry, xc.shape, xc.dtype, x.dtype, bias is not None, capture)
         return y
 
     @staticmethod
     def backward(ctx, g_y):
-        module, entry, x_shape, x_dtype, has_bias, capture = ctx.hot
+        module, entry, x_shape, x_dtype, in_dtype, has_bias, capture = ctx.hot
         _refuse_double_backward(module)
         weight, kept = ctx.saved_tensors[:2]
+        w = weight if weight.dtype == x_dtype else weight.to(x_dtype)
         dev = g_y.device
         if g_y.dtype != x_dtype:
             g_y = g_y.to(x_dtype)
         g_y = _aligned16(g_y.contiguous())
-        w = weight if weight.dtype == x_dtype else weight.to(x_dtype)
         x = None
         if ctx.rebuild is not False:  # x itself (or what rebuilds it) was kept
             x = kept if ctx.rebuild is None else ctx.rebuild(kept)
@@ -297,16 +327,16 @@ class _HOTLinearFunction(torch.autograd.Function):
             if x is not None and module._hot_basis_undecided():
                 g_x, g_w, g_b = _choose_basis(module, entry, x, g_y, w, step, has_bias)
             else:
-                saved = kept if x is None else _save_now(entry.layer, x)
+                saved = kept if x is None else _save_now(entry, x)
                 g_x, g_w, g_b = _run_backward(module, entry, g_y, w, saved, step, has_bias)
         need_x, need_w, need_b = ctx.needs_input_grad[:3]
-        gx = g_x.view(x_shape).to(x_dtype) if need_x else None
+        gx = g_x.view(x_shape).to(in_dtype) if need_x else None
         gw = g_w.to(weight.dtype) if need_w else None
         gb = g_b.to(weight.dtype) if (need_b and g_b is not None) else None
-        return gx, gw, gb, None, None, None
+        return gx, gw, gb, None, None, None, None
 
 
-def _keep_plan(module, x, layer, kept):
+def _keep_plan(module, x, entry, kept):
     """(tensor to keep, rebuild) when the forward keeps no codes, else None: x is kept by its
     neighbour anyway (kept), or the codes would not be smaller than x itself (short sequences
     padded to HLA's block: then x is kept, as nn.Linear keeps it), or the module still has to
@@ -314,26 +344,25 @@ def _keep_plan(module, x, layer, kept):
     if kept is not None:
         return kept
     if module._hot_basis_undecided() or \
-            layer.saved_bytes >= x.numel() * x.element_size():
+            entry.saved_bytes >= x.numel() * x.element_size():
         return (x, None)
     return None
 
 
-def _save_now(layer, x):
+def _save_now(entry, x):
     """The codes of x (hot_layer_save) in a buffer of their own, made in the backward."""
-    saved = _aligned_empty(layer.saved_bytes, x.device)
-    layer.save_ptr(x.data_ptr(), _DT[x.dtype], saved.data_ptr(), _stream(x.device))
+    saved = _aligned_empty(entry.saved_bytes, x.device)
+    entry.layer.save_ptr(x.data_ptr(), _DT[x.dtype], saved.data_ptr(), _stream(x.device))
     return saved
 
 
 def _run_backward(module, entry, g_y, w, saved, step, has_bias):
     layer = entry.layer
-    info = layer._info
     dev, dt = g_y.device, _DT[g_y.dtype]
     stream = _stream(dev)
-    g_x = torch.empty((info.T, info.I), dtype=torch.float32, device=dev)
-    g_w = torch.empty((info.O, info.I), dtype=torch.float32, device=dev)
-    g_b = torch.empty((info.O,), dtype=torch.float32, device=dev) if has_bias else None
+    g_x = torch.empty(entry.gx_shape, dtype=torch.float32, device=dev)
+    g_w = torch.empty(entry.gw_shape, dtype=torch.float32, device=dev)
+    g_b = torch.empty(entry.gw_shape[:1], dtype=torch.float32, device=dev) if has_bias else None
     if entry.needs_calibration:
         layer.calibrate_ptr(g_y.data_ptr(), dt, step, stream)
         entry.needs_calibration = False
@@ -347,7 +376,7 @@ def _choose_basis(module, entry, x, g_y, w, step, has_bias):
     """hla_basis="auto", the first backward: g_w with the spec's rank cut against the exact
     fp32 product g_yᵀ·x of this batch (memory.choose_basis's rule); keeps the cut or switches
     the module to the full basis, and returns the gradients of the basis chosen."""
-    g_x, g_w, g_b = _run_backward(module, entry, g_y, w, _save_now(entry.layer, x), step,
+    g_x, g_w, g_b = _run_backward(module, entry, g_y, w, _save_now(entry, x), step,
                                   has_bias)
     T = x.numel() // x.shape[-1]
     exact = g_y.reshape(T, -1).float().t() @ x.reshape(T, -1).float()
@@ -357,17 +386,28 @@ def _choose_basis(module, entry, x, g_y, w, step, has_bias):
     if choice == "cut":
         return g_x, g_w, g_b
     entry = module._hot_layer(x)  # made again with the full basis
-    return _run_backward(module, entry, g_y, w, _save_now(entry.layer, x), step, has_bias)
+    return _run_backward(module, entry, g_y, w, _save_now(entry, x), step, has_bias)
 
 
-def _apply_hot(core, x, weight, bias, cast=None, kept=None):
-    return _HOTLinearFunction.apply(x, weight, bias, core, cast, kept)
+def _apply_hot_eager(core, x, weight, bias, cast=None, kept=None, xc=None):
+    return _HOTLinearFunction.apply(x, weight, bias, core, cast, kept, xc)
 
 
 # torch.compile: dynamo cannot trace raw pointers and ctypes calls; the hot call runs eagerly
-# between compiled graphs (a graph break), the rest of the model stays compiled.
+# between compiled graphs (a graph break), the rest of the model stays compiled. The disabled
+# wrapper costs a few microseconds a call, so eager code (not being traced) calls the function
+# itself.
+_apply_hot_compiled = _apply_hot_eager
+_is_compiling = None
 if hasattr(torch, "compiler") and hasattr(torch.compiler, "disable"):
-    _apply_hot = torch.compiler.disable(_apply_hot)
+    _apply_hot_compiled = torch.compiler.disable(_apply_hot_eager)
+    _is_compiling = getattr(torch.compiler, "is_compiling", None)
+
+
+def _apply_hot(core, x, weight, bias, cast=None, kept=None, xc=None):
+    if _is_compiling is None or _is_compiling():
+        return _apply_hot_compiled(core, x, weight, bias, cast, kept, xc)
+    return _HOTLinearFunction.apply(x, weight, bias, core, cast, kept, xc)
 
 
 def _autocast_dtype(device_type):
@@ -400,16 +440,17 @@ def _hot_linear(core, x, weight, bias):
         return _apply_hot(core, x, weight, bias, None, memory.kept_source(x))
     need = x.requires_grad or weight.requires_grad or (bias is not None and bias.requires_grad)
     kept = memory.kept_source(x) if torch.is_grad_enabled() and need else None
-    xc = x.to(cast)
-    if xc is not x:
-        kept = memory.cast_rebuild(kept, cast)
     with torch.autocast(x.device.type, enabled=False):
         if weight.dtype == cast or not torch.is_grad_enabled() or not need:
             weight = weight.to(cast)
             bias = bias.to(cast) if bias is not None else None
-            return _hot_linear(core, xc, weight, bias)
+            return _hot_linear(core, x.to(cast), weight, bias)
+        with torch.no_grad():  # the cast belongs to the hot function: g_x goes to x's dtype
+            xc = x.to(cast)
+        if xc is not x:
+            kept = memory.cast_rebuild(kept, cast)
         core._hot_check(xc, weight, cast)
-        return _apply_hot(core, xc, weight, bias, cast, kept)
+        return _apply_hot(core, x, weight, bias, cast, kept, None if xc is x else xc)
 
 
 def _utf8_tail(text, max_bytes):
@@ -596,9 +637,10 @@ class _HotCore:
         self.hot_hla_basis = mode
 
     def _hot_basis_undecided(self):
+        if self.hot_hla_basis != "auto" or self.hot_hla_choice is not None:
+            return False  # (every call asks: the spec is looked at only while undecided)
         c = self.hot_spec.c
-        return self.hot_hla_basis == "auto" and self.hot_hla_choice is None and \
-            bool(c.hla.enabled) and c.hla.selection != int(api.Selection.FULL) and \
+        return bool(c.hla.enabled) and c.hla.selection != int(api.Selection.FULL) and \
             not memory.assuming_full()
 
     def _hot_set_basis(self, choice, err):
@@ -628,7 +670,9 @@ class _HotCore:
     def _hot_next_step(self):
         with self._hot_lock:
             s = self.hot_step
-            self.hot_step = (s + 1) % (1 << 32)
+            # a plain int attribute: object.__setattr__ is what nn.Module.__setattr__ ends in for
+            # one, without its checks (a few microseconds a call)
+            object.__setattr__(self, "hot_step", (s + 1) % (1 << 32))
             return s
 
     def _hot_remember_calibration(self, entry):
@@ -642,9 +686,11 @@ class _HotCore:
         return getattr(self, "_hot_capture", None)
 
     def _hot_take_capture(self):
+        if self.__dict__.get("_hot_capture") is None:  # nothing armed (a set now is seen next)
+            return None
         with self._hot_lock:
             path = getattr(self, "_hot_capture", None)
-            self._hot_capture = None
+            object.__setattr__(self, "_hot_capture", None)
             return path
 
     def hot_layers(self):
@@ -663,12 +709,12 @@ class _HotCore:
     def _hot_layer(self, x):
         B, L = _batch_tokens(tuple(x.shape))
         key = (x.device, x.dtype, B, L)
-        cal_key = f"{_DT_NAME[x.dtype]},{B},{L}"
         with self._hot_lock:
             e = self._hot_layers.get(key)
             if e is not None:
                 self._hot_layers.move_to_end(key)
                 return e
+            cal_key = f"{_DT_NAME[x.dtype]},{B},{L}"
             ctx = self.hot_context if self.hot_context is not None else context_for(x.device)
             want = "cpu" if x.device.type == "cpu" else "cuda"
             if ctx.backend != want:
@@ -708,7 +754,7 @@ class _HotCore:
 
     def _hot_check(self, x, weight, weight_dtype=None):
         """weight_dtype: the dtype weight is cast to for the call (autocast), else its own."""
-        who = f"HOTLinear({self.hot_spec.name})"
+        who = _Who(self)
         if not isinstance(x, torch.Tensor):
             raise TypeError(f"{who}: input must be a torch.Tensor (got {type(x).__name__})")
         if x.dtype not in _DT:

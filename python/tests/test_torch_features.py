@@ -293,6 +293,33 @@ def test_autocast_bf16(hot, ht):
             x16, h.weight.to(torch.bfloat16), h.bias.to(torch.bfloat16)).view(torch.int16).float())
 
 
+def test_autocast_gx_in_input_dtype(hot, ht):
+    """Under autocast an fp32 input's gradient is hot's fp32 g_x as it is (the cast of x is part
+    of the hot function), g_w and g_b the parameters' fp32 ones: the bits of hot's layer called
+    directly on the bf16 casts at the same step, g_x not rounded to bf16."""
+    torch.manual_seed(7)
+    x = torch.randn(2, 64, 32, requires_grad=True)
+    gy = torch.randn(2, 64, 16).to(torch.bfloat16)
+    with hot.Context("cpu", seed=1) as ctx:
+        m = ht.HOTLinear(32, 16, context=ctx, tag="gx")
+        with torch.autocast("cpu", dtype=torch.bfloat16):
+            y = m(x)
+        assert y.dtype == torch.bfloat16
+        y.backward(gy)
+        assert x.grad.dtype == m.weight.grad.dtype == m.bias.grad.dtype == torch.float32
+        (lay,) = m.hot_layers()
+        x16, w16 = x.detach().to(torch.bfloat16), m.weight.detach().to(torch.bfloat16)
+        saved = torch.empty(lay.saved_bytes + 16, dtype=torch.uint8)
+        saved = saved.narrow(0, (-saved.data_ptr()) % 16, lay.saved_bytes)
+        lay.save_ptr(x16.data_ptr(), hot.DType.BF16, saved.data_ptr())
+        gx, gw, gb = torch.empty(128, 32), torch.empty(16, 32), torch.empty(16)
+        lay.backward_ptr(gy.data_ptr(), w16.data_ptr(), hot.DType.BF16, gx.data_ptr(),
+                         gw.data_ptr(), gb.data_ptr(), saved.data_ptr(), 0)
+        assert torch.equal(x.grad.view(128, 32), gx)
+        assert torch.equal(m.weight.grad, gw) and torch.equal(m.bias.grad, gb)
+        assert not torch.equal(gx, gx.to(torch.bfloat16).float()), "g_x rounded to bf16"
+
+
 def test_activation_checkpointing_same_grads(hot, ht):
     from torch.utils.checkpoint import checkpoint
     x = torch.randn(2, 64, 32)
