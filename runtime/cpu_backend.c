@@ -13,8 +13,10 @@
 #include "fast.h"
 #include "ref.h"
 
-/* The CPU side of a layer (layer->be): the layer-owned saved buffer. */
+/* The CPU side of a layer (layer->be): its calls' steps, resolved once when the layer is created
+ * (a call asks the planner nothing), and the layer-owned saved buffer. */
 typedef struct {
+  fast_prepared prep;
   void *host_saved; /* allocated at the first save into the layer's own buffer */
 } cpu_layer;
 
@@ -60,7 +62,7 @@ static hot_status cpu_layer_save(hot_layer *layer, const void *x, void *saved) {
   void *dst = saved ? saved : own_buffer(layer);
   if (!dst) return ctx_fail(layer->ctx, HOT_ERR_NOMEM, "hot_layer_save: out of memory");
   hot_ref_saved s;
-  int rc = fast_layer_save(CFG(layer), pl, x, layer->spec.dtype, &s);
+  int rc = fast_prepared_save(CFG(layer), &CPU(layer)->prep, x, layer->spec.dtype, &s);
   if (rc) return cpu_ref_status(layer, rc, "save");
   if (s.q_x) {
     const int64_t nc = plan_buffer_bytes(pl, HOT_BUF_SAVED_CODES), off = scale_offset(pl);
@@ -94,7 +96,7 @@ static hot_status cpu_layer_backward(hot_layer *layer, const void *g_y, const vo
   }
   s.bytes = layer_saved_bytes(pl);
   unsigned over = 0;
-  int rc = fast_layer_backward_check(CFG(layer), pl, &s, g_y, w, layer->spec.dtype, layer->gran,
+  int rc = fast_prepared_backward_check(CFG(layer), &CPU(layer)->prep, &s, g_y, w, layer->spec.dtype, layer->gran,
                                      layer->seed, step, g_x, g_w, g_b, &over);
   free(sx);
   if (rc) return cpu_ref_status(layer, rc, "backward");
@@ -112,7 +114,7 @@ static hot_status cpu_layer_backward(hot_layer *layer, const void *g_y, const vo
 
 static hot_status cpu_layer_calibrate(hot_layer *layer, const void *g_y, uint32_t step) {
   hot_ref_lqs_result r;
-  int rc = fast_layer_calibrate(CFG(layer), layer->plan, g_y, layer->spec.dtype, layer->seed, step, &r);
+  int rc = fast_prepared_calibrate(CFG(layer), &CPU(layer)->prep, g_y, layer->spec.dtype, layer->seed, step, &r);
   if (rc) return cpu_ref_status(layer, rc, "calibrate");
   layer->gran = r.choice;
   layer->lqs_e_tensor = r.e_tensor;
@@ -158,8 +160,16 @@ static void ops_fini(hot_ctx *ctx) {
 }
 
 static hot_status ops_layer_init(hot_layer *layer) {
-  if (!(layer->be = calloc(1, sizeof(cpu_layer))))
+  cpu_layer *c = calloc(1, sizeof *c);
+  if (!(layer->be = c))
     return ctx_fail(layer->ctx, HOT_ERR_NOMEM, "layer '%s': out of memory", layer->spec.name);
+  if (fast_layer_prepare(layer->plan, &c->prep)) {
+    free(c);
+    layer->be = NULL;
+    return ctx_fail(layer->ctx, HOT_ERR_INTERNAL, "layer '%s': the planner's step table does not "
+                    "fit the CPU backend (more than %d steps in a call)", layer->spec.name,
+                    FAST_MAX_STEPS - 1);
+  }
   return HOT_OK;
 }
 

@@ -23,6 +23,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "kernel_desc.h"
 #include "ref.h"
 
 /* ---- settings ----------------------------------------------------------------------------- */
@@ -176,6 +177,33 @@ const char *fast_stage_name(int stage);
 
 /* Every function below takes the config it runs with first: its threads and its level's
  * kernels (NULL: fast_config_default). */
+
+/* A layer's calls prepared once: the steps of save, backward and calibrate from the planner's
+ * step table (kd_steps), each with the index of the family function that runs it for this plan
+ * (-1: its role is not planned). fast_layer_prepare fills *out (no allocation; the plan must
+ * outlive it) and returns 0, or HOT_REF_EARG for a NULL argument or a step table longer than
+ * FAST_MAX_STEPS. The fast_prepared_* calls then ask the planner nothing: the CPU backend
+ * prepares each layer when it is created. The fast_layer_* calls prepare on the stack per call. */
+#define FAST_MAX_STEPS 64
+#define FAST_CALLS 3 /* HOT_CALL_SAVE, HOT_CALL_BACKWARD, HOT_CALL_CALIBRATE */
+typedef struct fast_prepared {
+  const hot_layer_plan *pl;
+  int n[FAST_CALLS];
+  hot_step st[FAST_CALLS][FAST_MAX_STEPS];
+  signed char fam[FAST_CALLS][FAST_MAX_STEPS];
+} fast_prepared;
+int fast_layer_prepare(const hot_layer_plan *pl, fast_prepared *out);
+
+/* fast_layer_save, fast_layer_backward_check and fast_layer_calibrate on a prepared layer (p
+ * NULL: HOT_REF_EARG, with the outputs as those calls leave them on a bad argument). */
+int fast_prepared_save(const fast_config *cf, const fast_prepared *p, const void *x, hot_dtype dt,
+                       hot_ref_saved *out);
+int fast_prepared_backward_check(const fast_config *cf, const fast_prepared *p,
+                                 const hot_ref_saved *saved, const void *g_y, const void *w,
+                                 hot_dtype dt, hot_gran gran, uint64_t seed, uint32_t step,
+                                 float *g_x, float *g_w, float *g_b, unsigned *overflow);
+int fast_prepared_calibrate(const fast_config *cf, const fast_prepared *p, const void *g_y,
+                            hot_dtype dt, uint64_t seed, uint32_t step, hot_ref_lqs_result *out);
 
 /* As ref_layer_save: the saved buffer (q_x^ and s_x^ with ABC, else an fp32 copy of x)
  * with the same bytes; release it with ref_saved_free. */

@@ -778,9 +778,9 @@ static int backward_plain(const hot_layer_plan *pl, int gx, const void *g_y, con
 /* ---- the calls, driven by the step table ------------------------------------------------------ */
 
 static void fast_call_init(fast_call *c, hot_call call, const fast_config *cf,
-                           const hot_layer_plan *pl) {
+                           const fast_prepared *prep) {
   memset(c, 0, sizeof *c);
-  c->call = call, c->cf = cf, c->pl = pl;
+  c->call = call, c->cf = cf, c->pl = prep->pl, c->prep = prep;
   atomic_init(&c->inf_x, 0);
   atomic_init(&c->inf_w, 0);
 }
@@ -800,13 +800,38 @@ static const struct {
 } k_steps[] = {HOT_KERNEL_FAMILIES(HOT_FAMILY_ROW_)};
 #undef HOT_FAMILY_ROW_
 
-/* Step s's fast step function in call c, or NULL when the step does not run (kernel_desc.h's
- * `when`; its role must be planned), as layer_ref.c decides. */
-static int (*step_fn(const fast_call *c, const hot_step *s))(fast_call *, const hot_step *) {
-  const int k = plan_kernel_index(c->pl, s->role);
-  const hot_kernel_desc *d = k >= 0 ? kd_of(&c->pl->kernels[k]) : NULL;
-  if (!d) return NULL;
-  switch (s->when) {
+/* The index in k_steps of the family that runs step s of plan pl, or -1 when its role is not
+ * planned (as layer_ref.c decides). */
+static int family_of(const hot_layer_plan *pl, const hot_step *s) {
+  const int k = plan_kernel_index(pl, s->role);
+  const hot_kernel_desc *d = k >= 0 ? kd_of(&pl->kernels[k]) : NULL;
+  for (size_t t = 0; d && t < sizeof k_steps / sizeof k_steps[0]; ++t)
+    if (k_steps[t].desc == d) return (int)t;
+  return -1;
+}
+
+_Static_assert(FAST_CALLS == HOT_CALL_CALIBRATE + 1, "one prepared list per call");
+
+int fast_layer_prepare(const hot_layer_plan *pl, fast_prepared *out) {
+  if (!out) return HOT_REF_EARG;
+  memset(out, 0, sizeof *out);
+  if (!pl) return HOT_REF_EARG;
+  out->pl = pl;
+  for (int call = 0; call < FAST_CALLS; ++call) {
+    const int n = kd_steps((hot_call)call, out->st[call], FAST_MAX_STEPS);
+    if (n < 0 || n >= FAST_MAX_STEPS) return HOT_REF_EARG; /* the table outgrew the array */
+    out->n[call] = n;
+    for (int i = 0; i < n; ++i) out->fam[call][i] = (signed char)family_of(pl, &out->st[call][i]);
+  }
+  return HOT_REF_OK;
+}
+
+/* Step i of call c's prepared steps: its fast step function, or NULL when the step does not run
+ * (kernel_desc.h's `when`; its role must be planned). */
+static int (*step_fn(const fast_call *c, int i))(fast_call *, const hot_step *) {
+  const int fam = c->prep->fam[c->call][i];
+  if (fam < 0) return NULL;
+  switch (c->prep->st[c->call][i].when) {
   case HOT_WHEN_GRAN_ROW:
     if (c->gran != HOT_GRAN_ROW) return NULL;
     break;
@@ -818,20 +843,18 @@ static int (*step_fn(const fast_call *c, const hot_step *s))(fast_call *, const 
     break;
   default: break;
   }
-  for (size_t t = 0; t < sizeof k_steps / sizeof k_steps[0]; ++t)
-    if (k_steps[t].desc == d) return k_steps[t].run;
-  return NULL;
+  return k_steps[fam].run;
 }
 
-/* The call's step table (kd_steps: every family's steps in seq order): the steps that run, each
- * role's fast step function once, at its first step that runs (as the twins). c->runs is set
- * first, so that a step may do a later one's work in its own pass. *ran: the roles that ran. */
+/* The call's prepared steps (every family's steps in seq order): the steps that run, each role's
+ * fast step function once, at its first step that runs (as the twins). c->runs is set first, so
+ * that a step may do a later one's work in its own pass. *ran: the roles that ran. */
 static int run_steps(fast_call *c, unsigned *ran) {
-  hot_step st[64];
-  int (*fn[64])(fast_call *, const hot_step *);
-  const int n = kd_steps(c->call, st, 64);
+  const hot_step *st = c->prep->st[c->call];
+  int (*fn[FAST_MAX_STEPS])(fast_call *, const hot_step *);
+  const int n = c->prep->n[c->call];
   for (int i = 0; i < n; ++i) {
-    fn[i] = (c->runs >> st[i].role) & 1u ? NULL : step_fn(c, &st[i]);
+    fn[i] = (c->runs >> st[i].role) & 1u ? NULL : step_fn(c, i);
     if (fn[i]) c->runs |= 1u << st[i].role;
   }
   int rc = HOT_REF_OK;
@@ -844,8 +867,10 @@ static int run_steps(fast_call *c, unsigned *ran) {
   return rc;
 }
 
-static int layer_save_run(const fast_config *cf, const hot_layer_plan *pl, const void *x, hot_dtype dt, hot_ref_saved *out) {
+static int layer_save_run(const fast_config *cf, const fast_prepared *p, const void *x, hot_dtype dt,
+                          hot_ref_saved *out) {
   if (!out) return HOT_REF_EARG;
+  const hot_layer_plan *pl = p ? p->pl : NULL;
   memset(out, 0, sizeof *out);
   if (!pl || !x || !ref_dt_ok(dt)) return HOT_REF_EARG;
   int rc = ref_plan_check(pl);
@@ -853,7 +878,7 @@ static int layer_save_run(const fast_config *cf, const hot_layer_plan *pl, const
   FAST_CONFIG_OR_DEFAULT(cf);
   const fast_config run = fast_config_for(cf, pl->T * pl->I); /* small calls on the caller */
   fast_call c;
-  fast_call_init(&c, HOT_CALL_SAVE, &run, pl);
+  fast_call_init(&c, HOT_CALL_SAVE, &run, p);
   c.x = x, c.dt = dt, c.save_out = out;
   unsigned ran = 0;
   rc = run_steps(&c, &ran);
@@ -868,11 +893,17 @@ static int layer_save_run(const fast_config *cf, const hot_layer_plan *pl, const
   return rc;
 }
 
-int fast_layer_save(const fast_config *cf, const hot_layer_plan *pl, const void *x, hot_dtype dt, hot_ref_saved *out) {
+int fast_prepared_save(const fast_config *cf, const fast_prepared *p, const void *x, hot_dtype dt,
+                       hot_ref_saved *out) {
   const fast_fpenv e = fast_fpenv_enter(); /* the twins' environment (fast_internal.h) */
-  const int rc = layer_save_run(cf, pl, x, dt, out);
+  const int rc = layer_save_run(cf, p, x, dt, out);
   fast_fpenv_leave(e);
   return rc;
+}
+
+int fast_layer_save(const fast_config *cf, const hot_layer_plan *pl, const void *x, hot_dtype dt, hot_ref_saved *out) {
+  fast_prepared p;
+  return fast_prepared_save(cf, fast_layer_prepare(pl, &p) ? NULL : &p, x, dt, out);
 }
 
 /* The backward's arguments as the twin checks them: 0, or the HOT_REF_* status. */
@@ -898,17 +929,18 @@ static unsigned overflow_flags(int inf_x, int inf_w, const float *g_b, int64_t O
          (bad_b ? FAST_OVERFLOW_GB : 0u);
 }
 
-static int layer_backward_run(const fast_config *cf, const hot_layer_plan *pl,
+static int layer_backward_run(const fast_config *cf, const fast_prepared *p,
                               const hot_ref_saved *saved, const void *g_y, const void *w,
                               hot_dtype dt, hot_gran gran, uint64_t seed, uint32_t step,
                               float *g_x, float *g_w, float *g_b, unsigned *overflow) {
+  const hot_layer_plan *pl = p ? p->pl : NULL;
   int rc = backward_args_check(pl, saved, g_y, w, dt, gran, g_x, g_w);
   if (rc) return rc;
   FAST_CONFIG_OR_DEFAULT(cf);
   const fast_config run = fast_config_for(cf, pl->T * pl->O + pl->T * pl->I + pl->O * pl->I);
   const fast_prof_t t0 = fast_prof_now();
   fast_call c; /* small calls on the caller (run) */
-  fast_call_init(&c, HOT_CALL_BACKWARD, &run, pl);
+  fast_call_init(&c, HOT_CALL_BACKWARD, &run, p);
   c.saved = saved, c.g_y = g_y, c.w = w, c.dt = dt, c.gran = gran, c.seed = seed, c.step = step;
   c.g_x = g_x, c.g_w = g_w, c.g_b = g_b;
   unsigned ran = 0;
@@ -929,8 +961,10 @@ static int layer_backward_run(const fast_config *cf, const hot_layer_plan *pl,
 int fast_layer_backward(const fast_config *cf, const hot_layer_plan *pl, const hot_ref_saved *saved, const void *g_y,
                         const void *w, hot_dtype dt, hot_gran gran, uint64_t seed, uint32_t step,
                         float *g_x, float *g_w, float *g_b) {
+  fast_prepared p;
+  const fast_prepared *pp = fast_layer_prepare(pl, &p) ? NULL : &p;
   const fast_fpenv e = fast_fpenv_enter(); /* the twins' environment (fast_internal.h) */
-  const int rc = layer_backward_run(cf, pl, saved, g_y, w, dt, gran, seed, step, g_x, g_w, g_b,
+  const int rc = layer_backward_run(cf, pp, saved, g_y, w, dt, gran, seed, step, g_x, g_w, g_b,
                                     NULL);
   fast_fpenv_leave(e);
   return rc;
@@ -940,9 +974,18 @@ int fast_layer_backward_check(const fast_config *cf, const hot_layer_plan *pl,
                               const hot_ref_saved *saved, const void *g_y, const void *w,
                               hot_dtype dt, hot_gran gran, uint64_t seed, uint32_t step,
                               float *g_x, float *g_w, float *g_b, unsigned *overflow) {
+  fast_prepared p;
+  return fast_prepared_backward_check(cf, fast_layer_prepare(pl, &p) ? NULL : &p, saved, g_y, w,
+                                      dt, gran, seed, step, g_x, g_w, g_b, overflow);
+}
+
+int fast_prepared_backward_check(const fast_config *cf, const fast_prepared *p,
+                                 const hot_ref_saved *saved, const void *g_y, const void *w,
+                                 hot_dtype dt, hot_gran gran, uint64_t seed, uint32_t step,
+                                 float *g_x, float *g_w, float *g_b, unsigned *overflow) {
   if (overflow) *overflow = 0;
   const fast_fpenv e = fast_fpenv_enter(); /* the twins' environment (fast_internal.h) */
-  const int rc = layer_backward_run(cf, pl, saved, g_y, w, dt, gran, seed, step, g_x, g_w, g_b,
+  const int rc = layer_backward_run(cf, p, saved, g_y, w, dt, gran, seed, step, g_x, g_w, g_b,
                                     overflow);
   fast_fpenv_leave(e);
   return rc;
@@ -1045,15 +1088,16 @@ int fast_step_lqs(fast_call *c, const hot_step *s) {
   return lqs_run(c);
 }
 
-static int layer_calibrate_run(const fast_config *cf, const hot_layer_plan *pl, const void *g_y, hot_dtype dt, uint64_t seed,
-                         uint32_t step, hot_ref_lqs_result *out) {
+static int layer_calibrate_run(const fast_config *cf, const fast_prepared *p, const void *g_y,
+                               hot_dtype dt, uint64_t seed, uint32_t step, hot_ref_lqs_result *out) {
+  const hot_layer_plan *pl = p ? p->pl : NULL;
   if (!pl || !g_y || !out || !ref_dt_ok(dt)) return HOT_REF_EARG;
   int rc = ref_plan_check(pl);
   if (rc) return rc;
   FAST_CONFIG_OR_DEFAULT(cf);
   const fast_config run = fast_config_for(cf, pl->T * pl->O); /* small calls on the caller */
   fast_call c;
-  fast_call_init(&c, HOT_CALL_CALIBRATE, &run, pl);
+  fast_call_init(&c, HOT_CALL_CALIBRATE, &run, p);
   c.g_y = g_y, c.dt = dt, c.seed = seed, c.step = step, c.lqs_out = out;
   unsigned ran = 0;
   rc = run_steps(&c, &ran);
@@ -1065,8 +1109,15 @@ static int layer_calibrate_run(const fast_config *cf, const hot_layer_plan *pl, 
 
 int fast_layer_calibrate(const fast_config *cf, const hot_layer_plan *pl, const void *g_y, hot_dtype dt, uint64_t seed,
                          uint32_t step, hot_ref_lqs_result *out) {
+  fast_prepared p;
+  return fast_prepared_calibrate(cf, fast_layer_prepare(pl, &p) ? NULL : &p, g_y, dt, seed, step,
+                                 out);
+}
+
+int fast_prepared_calibrate(const fast_config *cf, const fast_prepared *p, const void *g_y,
+                            hot_dtype dt, uint64_t seed, uint32_t step, hot_ref_lqs_result *out) {
   const fast_fpenv e = fast_fpenv_enter(); /* the twins' environment (fast_internal.h) */
-  const int rc = layer_calibrate_run(cf, pl, g_y, dt, seed, step, out);
+  const int rc = layer_calibrate_run(cf, p, g_y, dt, seed, step, out);
   fast_fpenv_leave(e);
   return rc;
 }

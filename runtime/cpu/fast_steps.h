@@ -26,7 +26,8 @@ _Static_assert(HOT_LB_COUNT <= 32 && HOT_K_ROLE_COUNT <= 32, "one bit per slot a
 typedef struct fast_call {
   hot_call call;
   const fast_config *cf;        /* the run's (fast_config_for: small calls on the caller) */
-  const hot_layer_plan *pl;
+  const hot_layer_plan *pl;      /* prep->pl */
+  const fast_prepared *prep;    /* the layer's steps, resolved once (fast_layer_prepare) */
   const void *x;                /* save: the input */
   hot_ref_saved *save_out;      /* save: the result */
   const hot_ref_saved *saved;   /* backward: the saved buffer */
