@@ -2,17 +2,18 @@
 standard library's own source files (text every machine with Python has), twice per seed from the
 same initial weights and the same batch order: once exact (nn.Linear, nn.MultiheadAttention),
 once converted by hot.torch.convert (recipe hot: HQ 4-bit g_x with LQS, HLA INT8 g_w along the
-characters of each sequence, ABC) — by default every linear map but the output head (kept
-exact, as quantized training usually keeps the logits layer), the attention projections
-included, and with HLA's full Walsh basis (no rank cut: a character's gradient is not smooth
-along the sequence, and the recipe's low-rank basis costs about 20 % of validation loss here;
-docs/python.md has the ablation). Prints the validation loss every few steps for both, a table
-per seed (final validation loss, time per step, bytes autograd keeps for the backward), writes a
+characters of each sequence, ABC) with what convert(model) does by default: every linear map
+converted (the attention projections and the output head included) and HLA's basis chosen per
+module by measurement (hla_basis="auto": the recipe's rank cut only while its g_w error stays
+<= hot.memory.BASIS_MAX_ERROR, measured again as the model trains; a character's gradient is
+not smooth along the sequence, so the modules take the full Walsh basis here; docs/python.md
+has the ablation). Trains exact fp32, exact under bf16 autocast and HOT side by side; prints
+the validation loss every few steps for each, a table per seed (final validation loss, time per step, bytes autograd keeps for the backward), writes a
 PNG of the curves (when matplotlib is installed) and a JSON of everything.
 
     python3 examples/train_lm.py     # hot: the installed package, else this checkout's + build/
     ... examples/train_lm.py --seeds 0,1,2          # the table of docs/python.md
-    ... examples/train_lm.py --exact none --hla-selection recipe   # the recipe as it is
+    ... examples/train_lm.py --hla-basis spec       # the recipe's rank cut as it is
     ... examples/train_lm.py --ablate               # per layer kind / technique / HLA basis
     ... examples/train_lm.py --device cuda          # tensors on the GPU, hot's CUDA backend
 

@@ -78,7 +78,7 @@ def describe(report, replace, acts):
     from . import torch as ht
     for n, m in replace.items():
         basis = {"auto": "measured: the cut if its g_w error <= "
-                         f"{memory.BASIS_MAX_ERROR}, else full",
+                         f"{memory.BASIS_MAX_ERROR}, else full; a kept cut measured again as it trains",
                  "spec": "as the spec says"}[m.hot_hla_basis if isinstance(m, ht.HOTLinear)
                                              else m._hot_opts.get("hla_basis", "spec")]
         what = _KEEPS_LINEAR.format(basis=basis)

@@ -280,14 +280,25 @@ class HOTGELU(nn.Module):
 
 # ---- HLA basis chosen by measurement ------------------------------------------------------------
 
-# hla_basis="auto" (convert's default): the first backward of a HOT linear map measures the
-# relative Frobenius error of its g_w with the spec's rank cut (HLA tri or prefix, INT8) against
-# the exact fp32 product g_yᵀ·x of that batch; the cut is kept iff the error is at most this,
-# else the module switches to the full basis (every Walsh component, INT8: no rank cut).
-BASIS_MAX_ERROR = 0.25
+# hla_basis="auto" (convert's default): a HOT linear map's first backward measures the relative
+# Frobenius error of its g_w with the spec's rank cut (HLA tri or prefix, INT8) against the exact
+# fp32 product g_yᵀ·x of that batch; the cut is kept iff the error is at most BASIS_MAX_ERROR,
+# else the module switches to the full basis (every Walsh component, INT8: no rank cut). A kept
+# cut is measured again at the backwards BASIS_RECHECK names and then every BASIS_RECHECK_EVERY
+# (the forward before keeps x for it): what is smooth along the tokens at initialisation (causal
+# attention averaging its inputs) need not stay so as the model trains. The switch is one way.
+BASIS_MAX_ERROR = 0.05
+BASIS_RECHECK = (8, 16, 32, 64, 128, 256)
+BASIS_RECHECK_EVERY = 256
 
 
 def choose_basis(err):
     """"cut" when the measured relative g_w error of the rank cut is <= BASIS_MAX_ERROR (and
     finite), else "full"."""
     return "cut" if err == err and err <= BASIS_MAX_ERROR else "full"
+
+
+def basis_recheck_due(step):
+    """Whether a module that kept the rank cut measures it again in backward number `step`
+    (its hot_step, 0 the first)."""
+    return step in BASIS_RECHECK or (step > 0 and step % BASIS_RECHECK_EVERY == 0)

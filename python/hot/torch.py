@@ -324,7 +324,7 @@ class _HOTLinearFunction(torch.autograd.Function):
         w = _aligned16(w.contiguous())
         step = module._hot_next_step()
         with _device_ctx(dev):
-            if x is not None and module._hot_basis_undecided():
+            if x is not None and module._hot_basis_undecided(step):
                 g_x, g_w, g_b = _choose_basis(module, entry, x, g_y, w, step, has_bias)
             else:
                 saved = kept if x is None else _save_now(entry, x)
@@ -636,9 +636,14 @@ class _HotCore:
                              f"'auto' (got {mode!r})")
         self.hot_hla_basis = mode
 
-    def _hot_basis_undecided(self):
-        if self.hot_hla_basis != "auto" or self.hot_hla_choice is not None:
+    def _hot_basis_undecided(self, step=None):
+        """Whether the backward with Philox step `step` (default: the next one) measures the
+        basis: the first, and while the cut is kept, memory.basis_recheck_due's."""
+        if self.hot_hla_basis != "auto" or self.hot_hla_choice == "full":
             return False  # (every call asks: the spec is looked at only while undecided)
+        if self.hot_hla_choice == "cut" and \
+                not memory.basis_recheck_due(self.hot_step if step is None else step):
+            return False
         c = self.hot_spec.c
         return bool(c.hla.enabled) and c.hla.selection != int(api.Selection.FULL) and \
             not memory.assuming_full()
@@ -1549,8 +1554,10 @@ def convert(model, spec=None, recipe="hot", context=None, include=None, verbose=
       include  optional predicate include(name, module) -> bool choosing the modules
       hla_basis  "auto" (default): each converted module measures HLA's rank cut at its first
                backward against the exact g_w of that batch and keeps it only when the relative
-               error is <= hot.memory.BASIS_MAX_ERROR, else takes the full basis (the choice is
-               in the state dict); "spec": the spec's basis as it is
+               error is <= hot.memory.BASIS_MAX_ERROR, else takes the full basis; a kept cut is
+               measured again at hot.memory.BASIS_RECHECK's backwards and then every
+               BASIS_RECHECK_EVERY (the choice is in the state dict); "spec": the spec's basis
+               as it is
       activations  True (default): a ReLU or GELU whose output only a converted linear map
                reads (nn.ReLU / nn.GELU before it in an nn.Sequential, a transformer layer's
                activation before its converted linear2) becomes hot.memory.HOTReLU (keeps a
