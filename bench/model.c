@@ -42,7 +42,7 @@ static const gpu_spec k_gpus[] = {
 enum { N_GPUS = 2, SMS = 132, MAX_ROWS = 512 };
 /* attainable fractions (assumed until the device check measures them; docs/gpu-model.md) */
 #define EFF_MMA_SYNC 0.62 /* mma.sync on sm_90 against the wgmma-based peak */
-#define EFF_WGMMA 0.80    /* wgmma (sm_90a paths) against the peak */
+#define EFF_WGMMA 0.80    /* wgmma (the arch-specific 9.0 paths) against the peak */
 #define EFF_HBM 0.90      /* streaming kernels against the data-sheet bandwidth */
 #define EFF_CUBLAS 0.75   /* cuBLAS BF16 / cuBLASLt FP8 at these sizes against the peak */
 #define LAUNCH_US 2.0     /* floor of one launch (latency, ramp) */

@@ -1,7 +1,7 @@
 /* paths.c — hot-bench --gemm-paths: on a 9.0 device the g_x (HQ) and g_w (HLA) GEMMs have three
  * implementations with the same bits (docs/gemm-paths.md), the rows of the GEMM-path table an
  * arch of compute capability 9.0 has (paths_init): mma_s8 (gemm_int.cu, arch sm_90), wgmma_s8
- * (gemm_wgmma.cu, sm_90a with tile warps_n 0/1) and tma_s8 (gemm_tma.cu, sm_90a with
+ * (gemm_wgmma.cu, 9.0a with tile warps_n 0/1) and tma_s8 (gemm_tma.cu, 9.0a with
  * tile_gx.warps_n = tile_gw.warps_n = 2). This stage plans every layer of the spec those three
  * ways (the spec's tiles otherwise; the arch and warps_n are set here, the spec is not edited),
  * runs save + backward on the same seeded inputs, compares g_x and g_w of the three bit for bit
@@ -40,8 +40,8 @@ static int g_npaths;
 /* The paths of a 9.0 device, from the GEMM-path and arch tables (gen/plan_tables.c): every path
  * whose operand format holds 8-bit codes, on the first arch of compute capability 9.0 where the
  * planner chooses it for the tile warps_n that asks for it (its selector, else a warpgroup path's
- * warps_n, else the spec's own). Today: mma_s8 (sm_90), wgmma_s8 (sm_90a, warps_n 1) and tma_s8
- * (sm_90a, warps_n 2). Fills k_paths, g_npaths. */
+ * warps_n, else the spec's own). Today: mma_s8 (9.0), wgmma_s8 (9.0a, warps_n 1) and tma_s8
+ * (9.0a, warps_n 2). Fills k_paths, g_npaths. */
 static void paths_init(void) {
   g_npaths = 0;
   for (int i = 0; i < HOT_GEMM_PATH_COUNT; ++i) {
@@ -57,7 +57,7 @@ static void paths_init(void) {
   }
 }
 
-/* "mma_s8 (sm_90), wgmma_s8 (sm_90a), ..." into buf. */
+/* "mma_s8 (9.0), wgmma_s8 (9.0a), ..." into buf. */
 static const char *paths_text(char *buf, size_t n) {
   size_t used = 0;
   buf[0] = '\0';
