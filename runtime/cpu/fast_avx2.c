@@ -148,13 +148,14 @@ AVX2_FN static int add_avx2(float *acc, const float *v, int64_t n) {
  * streaming stores: the epilogue's CPU time 0.33-0.47x of plain stores there. Rows that do not
  * (malloc's large blocks are 16-aligned) take plain stores: peeling the head to the boundary and
  * streaming the rest was slower than plain stores (docs/cpu-backend.md). */
-AVX2_FN static int scale_avx2(float *o, const int32_t *a, int64_t n, float f, int add) {
+AVX2_FN static int scale_avx2(float *o, const int32_t *a, int64_t n, float f, int mode) {
+  const int add = mode & FAST_EPI_ADD;
   const __m256 vf = _mm256_set1_ps(f);
   const __m256 absmask = _mm256_castsi256_ps(_mm256_set1_epi32(0x7fffffff));
   const __m256 big = _mm256_set1_ps(3.40282347e+38f);
   __m256 ok = _mm256_castsi256_ps(_mm256_set1_epi32(-1)); /* |p| <= FLT_MAX: false for Inf, NaN */
   int64_t i = 0;
-  if (!add && ((uintptr_t)o & 31) == 0)
+  if (mode == 0 && ((uintptr_t)o & 31) == 0)
     for (; i + 8 <= n; i += 8) {
       const __m256 p = _mm256_mul_ps(_mm256_cvtepi32_ps(_mm256_loadu_si256((const __m256i *)(a + i))), vf);
       ok = _mm256_and_ps(ok, _mm256_cmp_ps(_mm256_and_ps(p, absmask), big, _CMP_LE_OQ));
@@ -175,10 +176,10 @@ AVX2_FN static int scale_avx2(float *o, const int32_t *a, int64_t n, float f, in
 }
 
 static int scale_tile_avx2(float *out, int64_t ldo, const int32_t *acc, int64_t ldc, int64_t rows,
-                           int64_t n, const float *row_f, float f, int add) {
+                           int64_t n, const float *row_f, float f, int mode) {
   int good = 1;
   for (int64_t m = 0; m < rows; ++m)
-    good &= scale_avx2(out + m * ldo, acc + m * ldc, n, row_f ? row_f[m] : f, add);
+    good &= scale_avx2(out + m * ldo, acc + m * ldc, n, row_f ? row_f[m] : f, mode);
   _mm_sfence(); /* one fence per tile: the streaming stores are visible before the task ends */
   return good;
 }

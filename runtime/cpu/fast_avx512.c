@@ -193,11 +193,12 @@ static void fwht_cols_level_avx512(float *m, int p, int64_t cols, int64_t ld,
  * scalar code does; fresh rows that start on a 64-byte boundary take streaming stores; the
  * overflow test is a compare into a mask. The segmented g_w GEMM runs this once per segment over
  * its tile (out += c_j acc_j), so the epilogue was up to a fifth of a backward there. */
-AVX512_FN static int scale_avx512(float *o, const int32_t *a, int64_t n, float f, int add) {
+AVX512_FN static int scale_avx512(float *o, const int32_t *a, int64_t n, float f, int mode) {
+  const int add = mode & FAST_EPI_ADD;
   const __m512 vf = _mm512_set1_ps(f), big = _mm512_set1_ps(3.40282347e+38f);
   __mmask16 ok = 0xFFFF; /* |p| <= FLT_MAX: false for Inf, NaN */
   int64_t i = 0;
-  if (!add && ((uintptr_t)o & 63) == 0)
+  if (mode == 0 && ((uintptr_t)o & 63) == 0)
     for (; i + 16 <= n; i += 16) {
       const __m512 p = _mm512_mul_ps(_mm512_cvtepi32_ps(_mm512_loadu_si512((const void *)(a + i))), vf);
       ok &= _mm512_cmp_ps_mask(_mm512_abs_ps(p), big, _CMP_LE_OQ);
@@ -218,10 +219,10 @@ AVX512_FN static int scale_avx512(float *o, const int32_t *a, int64_t n, float f
 }
 
 static int scale_tile_avx512(float *out, int64_t ldo, const int32_t *acc, int64_t ldc,
-                             int64_t rows, int64_t n, const float *row_f, float f, int add) {
+                             int64_t rows, int64_t n, const float *row_f, float f, int mode) {
   int good = 1;
   for (int64_t m = 0; m < rows; ++m)
-    good &= scale_avx512(out + m * ldo, acc + m * ldc, n, row_f ? row_f[m] : f, add);
+    good &= scale_avx512(out + m * ldo, acc + m * ldc, n, row_f ? row_f[m] : f, mode);
   _mm_sfence(); /* one fence per tile: the streaming stores are visible before the task ends */
   return good;
 }

@@ -64,7 +64,7 @@ typedef struct {
   unsigned char *pa, *pb;
   uint32_t *corr; /* segs x npb*16: off * sum_k b, or NULL */
   int32_t **scratch;
-  double *epi_s; /* per thread: CPU seconds in the epilogue (profile), or NULL */
+  double *epi_s; /* per thread: seconds in the epilogue (profile), or NULL */
   int64_t tiles_m;
   int agroup, bgroup; /* A, B panels per packing task: 4 where the rows of A (columns of B) are
                          contiguous and the panels are 16 rows of 4-k steps (pack4_avx2) */
@@ -206,6 +206,33 @@ static void pack_task(void *ctx, int64_t i, int tid) {
 
 /* ---- tiles ---------------------------------------------------------------------------------- */
 
+/* The K blocks of one kernel step (a pair of A and B panels on AMX, one of each elsewhere) of
+ * segment seg, into c. */
+static void tile_step(const gctx *x, int64_t seg, int64_t pa, int64_t pb, int32_t *c) {
+  const gk_cfg *g = x->g;
+  const size_t esz = g->kind == K_W16 ? 2 : 1;
+  const size_t astep = (size_t)(g->mr * g->kstep) * esz, bstep = (size_t)(NR * g->kstep) * esz;
+  const unsigned char *a = x->pa + (size_t)(seg * g->npa + pa) * g->apb;
+  const unsigned char *b = x->pb + (size_t)(seg * g->npb + pb) * g->bpb;
+  for (int64_t s0 = 0; s0 < g->ksteps; s0 += g->kc) { /* K blocks of g->kc steps */
+    const int64_t ns = g->ksteps - s0 < g->kc ? g->ksteps - s0 : g->kc;
+    const unsigned char *ap = a + (size_t)s0 * astep, *bp = b + (size_t)s0 * bstep;
+    if (g->tiles) {
+      g->tiles(ap, ap + g->apb, bp, bp + g->bpb, ns / 16, c, s0 > 0);
+    } else {
+      const int last = s0 + ns >= g->ksteps;
+      const uint32_t *cr = x->corr && last ? x->corr + (seg * g->npb + pb) * NR : NULL;
+      g->kern(g, ap, bp, ns, c, s0 > 0, cr);
+    }
+  }
+}
+
+/* One output tile (MC rows x NCP * NR columns). One segment: its K blocks outermost (a B
+ * panel's block is read by every A panel of the tile while it is in the caches), then the
+ * epilogue on the whole tile. Several segments (the per-sample g_w GEMM: each segment's sums
+ * scaled and added in turn): one kernel step's block at a time through all segments and their
+ * epilogues, so that its int32 sums and the output rows they add to stay in L1 between the
+ * segments' adds (a whole tile per segment went out to L2 and back once per segment). */
 static void tile_task(void *ctx, int64_t i, int tid) {
   const gctx *x = ctx;
   const fast_igemm_op *op = x->op;
@@ -218,30 +245,33 @@ static void tile_task(void *ctx, int64_t i, int tid) {
   const int64_t pb0 = n0 / NR, pb1 = fast_cdiv(n0 + nc, NR);
   const int64_t ldc = GK_LDC;
   int32_t *c = x->scratch[tid];
-  const size_t esz = g->kind == K_W16 ? 2 : 1;
-  const size_t astep = (size_t)(g->mr * g->kstep) * esz, bstep = (size_t)(NR * g->kstep) * esz;
   const int amx = g->tiles != NULL, pstep = amx ? 2 : 1; /* AMX: pairs of panels */
+  double epi = 0.0;
   if (amx) g->tiles_begin();
-  for (int64_t seg = 0; seg < op->segs; ++seg) {
-    for (int64_t s0 = 0; s0 < g->ksteps; s0 += g->kc) { /* K blocks of g->kc steps */
-      const int64_t ns = g->ksteps - s0 < g->kc ? g->ksteps - s0 : g->kc;
-      const int last = s0 + ns >= g->ksteps;
-      for (int64_t pb = pb0; pb < pb1; pb += pstep) {
-        const unsigned char *bp = x->pb + (size_t)(seg * g->npb + pb) * g->bpb + (size_t)s0 * bstep;
-        const uint32_t *cr = x->corr && last ? x->corr + (seg * g->npb + pb) * NR : NULL;
-        for (int64_t pa = pa0; pa < pa1; pa += pstep) {
-          const unsigned char *ap = x->pa + (size_t)(seg * g->npa + pa) * g->apb + (size_t)s0 * astep;
-          int32_t *cp = c + (pa - pa0) * g->mr * ldc + (pb - pb0) * NR;
-          if (amx) g->tiles(ap, ap + g->apb, bp, bp + g->bpb, ns / 16, cp, s0 > 0);
-          else g->kern(g, ap, bp, ns, cp, s0 > 0, cr);
+  if (op->segs == 1) {
+    for (int64_t pb = pb0; pb < pb1; pb += pstep)
+      for (int64_t pa = pa0; pa < pa1; pa += pstep)
+        tile_step(x, 0, pa, pb, c + (pa - pa0) * g->mr * ldc + (pb - pb0) * NR);
+    const double te = x->epi_s ? fast_prof_clock() : 0.0;
+    op->epi(op->ctx, 0, m0, n0, mc, nc, c, ldc);
+    if (x->epi_s) epi += fast_prof_clock() - te;
+  } else {
+    for (int64_t pb = pb0; pb < pb1; pb += pstep)
+      for (int64_t pa = pa0; pa < pa1; pa += pstep) {
+        const int64_t r0 = (pa - pa0) * g->mr, c0 = (pb - pb0) * NR;
+        const int64_t rows = mc - r0 < pstep * g->mr ? mc - r0 : pstep * g->mr;
+        const int64_t cols = nc - c0 < pstep * NR ? nc - c0 : pstep * NR;
+        int32_t *cp = c + r0 * ldc + c0;
+        for (int64_t seg = 0; seg < op->segs; ++seg) {
+          tile_step(x, seg, pa, pb, cp);
+          const double te = x->epi_s ? fast_prof_clock() : 0.0;
+          op->epi(op->ctx, seg, m0 + r0, n0 + c0, rows, cols, cp, ldc);
+          if (x->epi_s) epi += fast_prof_clock() - te;
         }
       }
-    }
-    const double te = x->epi_s ? fast_prof_thread_cpu() : 0.0;
-    op->epi(op->ctx, seg, m0, n0, mc, nc, c, ldc);
-    if (x->epi_s) x->epi_s[tid] += fast_prof_thread_cpu() - te;
   }
   if (amx) g->tiles_end();
+  if (x->epi_s) x->epi_s[tid] += epi;
 }
 
 /* ---- the scalar level's setup (fast_level.c) ------------------------------------------------------ */

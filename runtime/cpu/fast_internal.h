@@ -130,8 +130,10 @@ fast_prof_t fast_prof_now(void);
 /* Adds the wall and CPU time since t0 to stage st (nothing while the profile is off, or for
  * st < 0); returns now. */
 fast_prof_t fast_prof_add(int st, fast_prof_t t0);
-/* The calling thread's CPU seconds (0.0 while the profile is off). */
-double fast_prof_thread_cpu(void);
+/* The monotonic clock's seconds (0.0 while the profile is off): for spans inside one task,
+ * where a thread's wall time is its CPU time but for preemption, and too short and too many for
+ * the thread's CPU clock (a system call each, where the monotonic clock's read is not). */
+double fast_prof_clock(void);
 /* Adds s seconds of wall and of CPU time to stage st (nothing while the profile is off). */
 void fast_prof_sum(int st, double s);
 
@@ -190,12 +192,18 @@ typedef struct {
  *    src[0..p); p is a power of two; m must not overlap the sources unless src[j] is row j;
  *  add: acc[i] = HOT_ADD(acc[i], v[i]) for i < n; returns 0 when a v[i] is not finite;
  *  scale_tile: the GEMM epilogues' step on a rows x n tile: out[m][i] (row stride ldo) =
- *    HOT_MUL(HOT_I2F(acc[m][i]), s_m) (add == 0) or HOT_ADD(out[m][i], that) (add != 0), acc with
- *    row stride ldc, s_m = row_f[m] (row_f not NULL) or f; stores to fresh rows may stream past
- *    the caches; the tile is fenced before return, so the caller may hand it over at once; returns 1 when
+ *    HOT_MUL(HOT_I2F(acc[m][i]), s_m), or HOT_ADD(out[m][i], that) when mode has FAST_EPI_ADD,
+ *    acc with row stride ldc, s_m = row_f[m] (row_f not NULL) or f; stores to fresh rows of a
+ *    final tile (mode 0) may stream past the caches, a tile that later calls add to
+ *    (FAST_EPI_MORE: the segmented g_w GEMM's segments but the last) stays in the caches for
+ *    them; the tile is fenced before return, so the caller may hand it over at once; returns 1 when
  *    every value written is finite, else 0 (the output's overflow check, taken while the values
  *    are in registers instead of in a pass of its own);
  *  transpose_bytes: dst[c * ld + r] = src[r * ls + c] for r < rows, c < cols. */
+/* scale_tile's mode bits: add to the tile instead of writing it; more calls add to this tile
+ * later (so no store may bypass the caches). */
+enum { FAST_EPI_ADD = 1, FAST_EPI_MORE = 2 };
+
 typedef struct {
   void (*philox)(const fast_rng *r, uint64_t idx0, int64_t n, uint32_t *words);
   void (*quant)(const float *v, int64_t n, float s, int qmax, int sr, const uint32_t *words,
@@ -205,7 +213,7 @@ typedef struct {
   void (*fwht_cols_src)(float *m, int p, int64_t cols, int64_t ld, const float *const *src);
   int (*add)(float *acc, const float *v, int64_t n);
   int (*scale_tile)(float *out, int64_t ldo, const int32_t *acc, int64_t ldc, int64_t rows,
-                    int64_t n, const float *row_f, float f, int add);
+                    int64_t n, const float *row_f, float f, int mode);
   void (*transpose_bytes)(const int8_t *src, int64_t rows, int64_t cols, int64_t ls, int8_t *dst,
                           int64_t ld);
 } fast_elem_kernels;

@@ -81,7 +81,8 @@ static int add_scalar(float *acc, const float *v, int64_t n) {
 /* ---- GEMM epilogue ---------------------------------------------------------------------------- */
 
 static int scale_tile_scalar(float *out, int64_t ldo, const int32_t *acc, int64_t ldc,
-                             int64_t rows, int64_t n, const float *row_f, float f, int add) {
+                             int64_t rows, int64_t n, const float *row_f, float f, int mode) {
+  const int add = mode & FAST_EPI_ADD;
   int good = 1;
   for (int64_t m = 0; m < rows; ++m) {
     float *o = out + m * ldo;

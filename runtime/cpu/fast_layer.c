@@ -399,7 +399,8 @@ static void epi_gw(void *ctx, int64_t seg, int64_t m0, int64_t n0, int64_t mc, i
                    const int32_t *acc, int64_t ldc) {
   const ectx *e = ctx;
   if (!e->k->e->scale_tile(e->out + m0 * e->ldo + n0, e->ldo, acc, ldc, mc, nc, NULL,
-                           e->seg_scale[seg], seg > 0) &&
+                           e->seg_scale[seg],
+                           (seg > 0 ? FAST_EPI_ADD : 0) | (seg < e->last_seg ? FAST_EPI_MORE : 0)) &&
       seg == e->last_seg)
     atomic_store(e->inf, 1);
 }

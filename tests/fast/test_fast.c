@@ -565,11 +565,12 @@ START_TEST(nonfinite_kernels) {
           ++tested;
         }
       /* scale_tile: an int32 tile whose product overflows at one element (a huge scale on one
-       * row, or a value that adds up to Inf), fresh and accumulating, aligned or not */
+       * row, or a value that adds up to Inf), in every mode (fresh or accumulating, final or
+       * with more segments to come), aligned or not */
       int32_t a[ROWS * NMAX];
       float out[ROWS * NMAX + 16] __attribute__((aligned(64))), ref[ROWS * NMAX + 16];
       for (int64_t i = 0; i < ROWS * n; ++i) a[i] = (int32_t)(i * 7919 % 2001) - 1000;
-      for (int add = 0; add < 2; ++add)
+      for (int add = 0; add < 4; ++add) /* the mode bits FAST_EPI_ADD | FAST_EPI_MORE */
         for (int shift = 0; shift < 2; ++shift)
           for (int64_t p = -1; p < ROWS * n; p += (p < 0 ? 1 : 5)) {
             float rf[ROWS] = {1e-3f, 2e-3f, -3e-3f};
