@@ -3,15 +3,17 @@
 user of the PyTorch bridge sees per layer, and the fast path's fixed costs.
 
     python3 bench/cpu_layer.py [--threads N] [--reps R] [--tiny] [--only SECTIONS]
-                               [--versus DIR]
+                               [--versus DIR] [--isa-cap avx2]
 
 Sections (all by default; --only takes a comma-separated subset):
   layer       per shape, one training step of one layer (forward + backward, the loss gradient
               given): HOTLinear in fp32 and under torch.autocast("cpu", torch.bfloat16) against
               nn.Linear in fp32 and under the same autocast (oneDNN's AMX-BF16 kernels on a CPU
               that has them); the four variants run in turns, step by step (each turn's order
-              rotated by one, so that each variant follows each other one as often), and "turns" is the
-              median [range] of the per-turn ratios nn.Linear bf16 / the faster HOTLinear;
+              rotated by one, so that each variant follows each other one as often); "best nn /
+              HOT" is the faster nn.Linear (what a user of that CPU picks: bf16 autocast where
+              oneDNN has AMX or AVX-512 BF16, fp32 where it has not) over the faster HOTLinear,
+              and "turns" the median [range] of that ratio per turn;
   tiny        the fixed cost: the same on a layer so small (16 tokens, 64 -> 64) that nearly all
               of a step is call overhead and the thread pool's wake-ups;
   contention  the step of the middle shape with one competing CPU-bound process (a busy loop in
@@ -26,6 +28,12 @@ Sections (all by default; --only takes a comma-separated subset):
               python/ of an older commit), loaded as the package hot_versus; per shape and dtype
               (bf16 autocast, fp32) nn.Linear, that HOTLinear and this one take turns step by
               step; best and median ms of each, and this / that.
+
+--isa-cap avx2 runs every library of the process as on a CPU with AVX2 and FMA but no AVX-512:
+hot's fast path at its avx2 level (HOT_CPU_ISA), oneDNN capped at AVX2 (ONEDNN_MAX_CPU_ISA /
+DNNL_MAX_CPU_ISA: torch's bf16 linear then leaves oneDNN for its own kernels, as on such a CPU),
+MKL's sgemm at AVX2 (MKL_ENABLE_INSTRUCTIONS) and ATen's kernels at AVX2 (ATEN_CPU_CAPABILITY).
+The instruction sets are those of such a machine; its caches, memory and clock are this one's.
 
 libhot is the one $HOT_LIBRARY names, or the newest build*/runtime/libhot.so of this checkout.
 torch.set_num_threads(N) and HOT_CPU_THREADS=N (default: the online CPUs). Benchmark only:
@@ -58,7 +66,37 @@ def _numbers():
     from cpu_backward import numbers
     return numbers()
 
-def setup_env(threads):
+ISA_CAPS = {"avx2": {"HOT_CPU_ISA": "avx2", "ONEDNN_MAX_CPU_ISA": "AVX2",
+                     "DNNL_MAX_CPU_ISA": "AVX2", "MKL_ENABLE_INSTRUCTIONS": "AVX2",
+                     "ATEN_CPU_CAPABILITY": "avx2"}}
+
+
+def cpu_isa(cap):
+    """One line on what this CPU gives torch's bf16 linear and hot's GEMMs (or the cap)."""
+    if cap:
+        return "ISA capped at %s on this machine (%s)" % (
+            cap, ", ".join("%s=%s" % kv for kv in sorted(ISA_CAPS[cap].items())))
+    flags = set()
+    try:
+        with open("/proc/cpuinfo") as f:
+            for line in f:
+                if line.startswith("flags"):
+                    flags = set(line.split(":", 1)[1].split())
+                    break
+    except OSError:
+        return "ISA: unknown (no /proc/cpuinfo)"
+    if "amx_bf16" in flags:
+        return "ISA: AMX (torch's bf16 linear on oneDNN's AMX kernels; hot's GEMMs on AMX-INT8)"
+    if "avx512_bf16" in flags:
+        return "ISA: AVX-512 BF16, no AMX"
+    if "avx512f" in flags:
+        return "ISA: AVX-512 without BF16 (torch's bf16 linear converts to fp32)"
+    return "ISA: AVX2-only" if "avx2" in flags else "ISA: below AVX2"
+
+
+def setup_env(threads, cap=None):
+    for k, v in ISA_CAPS.get(cap, {}).items():
+        os.environ[k] = v
     os.environ["HOT_CPU_THREADS"] = str(threads)
     if not os.environ.get("HOT_LIBRARY"):
         hits = sorted(glob.glob(os.path.join(ROOT, "build*", "runtime", "libhot.so")),
@@ -111,7 +149,7 @@ VARIANTS = (("nn.Linear fp32", False, False), ("nn.Linear bf16", False, True),
 
 
 def turns(torch, hot_mod, shape, reps):
-    """Best seconds per variant and the per-turn ratios nn.Linear bf16 / min(HOTLinear). The
+    """Best seconds per variant and the per-turn ratios min(nn.Linear) / min(HOTLinear). The
     turn's order rotates by one variant per turn, so that each variant follows each other one
     equally often (a step right after a bf16 step shares the CPUs with torch's workers still
     spinning from it)."""
@@ -125,21 +163,21 @@ def turns(torch, hot_mod, shape, reps):
             i = (r + k) % n
             t[i] = steps[i].run()
         best = [min(b, x) for b, x in zip(best, t)]
-        ratios.append(t[1] / min(t[2], t[3]))
+        ratios.append(min(t[0], t[1]) / min(t[2], t[3]))
     return best, sorted(ratios)
 
 
 def section_layer(torch, hot_mod, shapes, reps):
     print("\nGoal 1: one layer's step (forward + backward), wall ms, best of %d turns; the "
           "variants alternate step by step" % reps)
-    print("%-24s %10s %10s %10s %10s %12s %22s  %s" % (
-        "shape", "nn fp32", "nn bf16", "HOT fp32", "HOT bf16", "bf16 / HOT",
+    print("%-24s %10s %10s %10s %10s %13s %22s  %s" % (
+        "shape", "nn fp32", "nn bf16", "HOT fp32", "HOT bf16", "best nn / HOT",
         "turns: median [range]", "load"))
     for s in shapes:
         best, r = turns(torch, hot_mod, s, reps)
-        hot = min(best[2], best[3])
-        print("%-24s %10.2f %10.2f %10.2f %10.2f %11.2fx %9.2fx [%.2f-%.2f]  %s" % (
-            s[0], 1e3 * best[0], 1e3 * best[1], 1e3 * best[2], 1e3 * best[3], best[1] / hot,
+        hot, nn = min(best[2], best[3]), min(best[0], best[1])
+        print("%-24s %10.2f %10.2f %10.2f %10.2f %12.2fx %9.2fx [%.2f-%.2f]  %s" % (
+            s[0], 1e3 * best[0], 1e3 * best[1], 1e3 * best[2], 1e3 * best[3], nn / hot,
             r[len(r) // 2], r[0], r[-1], load()))
         sys.stdout.flush()
 
@@ -241,12 +279,14 @@ def main():
     ap.add_argument("--tiny", action="store_true", help="small layers (a quick run)")
     ap.add_argument("--only", default=None)
     ap.add_argument("--versus", metavar="DIR", help="another checkout's python/ directory")
+    ap.add_argument("--isa-cap", choices=sorted(ISA_CAPS),
+                    help="run as on a CPU with only this instruction set (see above)")
     a = ap.parse_args()
     if a.only is None:
         a.only = "versus" if a.versus else "layer,tiny,contention,regions"
     if "versus" in a.only.split(",") and not a.versus:
         sys.exit("cpu_layer.py: --only versus needs --versus DIR")
-    setup_env(a.threads)
+    setup_env(a.threads, a.isa_cap)
     import torch
     import hot.torch as hot_mod
     torch.set_num_threads(a.threads)
@@ -255,6 +295,7 @@ def main():
     print("HOTLinear vs nn.Linear, %d threads, libhot %s, torch %s, %s, load %s"
           % (a.threads, os.environ.get("HOT_LIBRARY"), torch.__version__,
              time.strftime("%Y-%m-%d %H:%M"), load()))
+    print(cpu_isa(a.isa_cap))
     if "layer" in only:
         section_layer(torch, hot_mod, shapes, a.reps)
     if "tiny" in only:
