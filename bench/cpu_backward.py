@@ -321,7 +321,34 @@ def goals(lib, threads, reps, shapes):
         print("  %-24s GEMMs %.2f ms (pack + tiles) of %.2f ms: %.0f %% of the backward; "
               "%.2f TMAC/s, %s (load %s)"
               % (s[0], 1e3 * g, 1e3 * total, 100 * g / total, rate / 1e12, pk, load()))
+        if has:
+            gemm_alone(lib, dims, threads, reps, peak.value * threads)
         sys.stdout.flush()
+
+
+def gemm_alone(lib, dims, threads, reps, peak):
+    """The backward's GEMM shapes alone (hot_fast_bench_gemm_epi: one segment, 4-bit codes for
+    g_x and 8-bit for g_w, A row-major), against the peak of `threads` threads: the tiles
+    (kernel + epilogue, no packing) with no epilogue and with g_x's fp32 output epilogue, and
+    pack + tiles with that epilogue. What the GEMM's loop reaches by itself, what writing an fp32
+    output costs it, and (beside the in-backward figure above) what the other stages cost it."""
+    f = lib.hot_fast_bench_gemm_epi
+    f.argtypes = [ctypes.c_longlong] * 3 + [ctypes.c_int] * 6 + \
+        [ctypes.POINTER(ctypes.c_double)] * 2 + [ctypes.POINTER(ctypes.c_uint)]
+    f.restype = ctypes.c_int
+    for name, (m, n, k), q in zip(("g_x", "g_w"), dims, (7, 127)):
+        m, n, k = int(m), int(n), int(k)
+        rates = []
+        for epi in (1, 2):
+            w, t, h = ctypes.c_double(), ctypes.c_double(), ctypes.c_uint()
+            if f(m, n, k, q, q, 1, epi, threads, max(reps, 3), ctypes.byref(w), ctypes.byref(t),
+                 ctypes.byref(h)):
+                sys.exit("cpu_backward.py: hot_fast_bench_gemm_epi failed")
+            rates.append((m * n * k / t.value, m * n * k / w.value))
+        print("      alone, %s %dx%dx%d: tiles %.0f %% of the peak without an epilogue, %.0f %% "
+              "writing the fp32 output; with the packing %.0f %%"
+              % (name, m, n, k, 100 * rates[0][0] / peak, 100 * rates[1][0] / peak,
+                 100 * rates[1][1] / peak))
 
 
 def run_layer_bench(threads, reps, tiny=False):

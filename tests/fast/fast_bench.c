@@ -30,12 +30,16 @@
  * hot_fast_stage_name) and a one-line summary of the plan
  * (block sizes, bits, GEMM sizes) into plan[cap]. Returns 0, or -1 with a message on stderr.
  *
- *   int hot_fast_bench_gemm(long long M, long long N, long long K, int qa, int qb, int b_kmajor,
- *                           int threads, int reps, double *best_wall, double *best_cpu,
- *                           unsigned *checksum)
- * The integer GEMM alone (fast_igemm at the current level, random codes within qa and qb; B read
- * k-major when b_kmajor, as the g_x GEMM reads q_w'), with an epilogue that only folds the
- * int32 sums into a checksum: the best wall and process CPU seconds of `reps` runs.
+ *   int hot_fast_bench_gemm_epi(long long M, long long N, long long K, int qa, int qb,
+ *                               int b_kmajor, int epi, int threads, int reps, double *best_wall,
+ *                               double *best_tiles, unsigned *checksum)
+ * The integer GEMM alone (fast_igemm at the current level, one segment, random codes within qa
+ * and qb, A row-major; B read k-major when b_kmajor, as the g_x GEMM reads q_w'): the best wall
+ * seconds of `reps` runs, whole and of the tiles phase alone (the kernel's tiles and the
+ * epilogue, without the packing; the GEMM's profile stages). epi picks the epilogue: 0 one that
+ * folds the int32 sums into the checksum; 1 none (what the GEMM's own loop reaches); 2 the g_x
+ * GEMM's (the level's scale_tile: int32 to fp32 times a per-row scale, into a 64-byte aligned
+ * M x N fp32 output, as HOTLinear's g_x), the checksum then of the output's bits.
  *
  *   int hot_fast_bench_philox(long long n, int reps, double *best_s)
  * The Philox words of the stochastic quantizers alone (fast_philox_words, one thread). */
@@ -290,36 +294,69 @@ static void epi_fold(void *ctx, int64_t seg, int64_t m0, int64_t n0, int64_t mc,
 }
 
 
-int hot_fast_bench_gemm(long long M, long long N, long long K, int qa, int qb, int b_kmajor,
-                        int threads, int reps, double *best_wall, double *best_cpu,
-                        unsigned *checksum) {
+static void epi_none(void *ctx, int64_t seg, int64_t m0, int64_t n0, int64_t mc, int64_t nc,
+                     const int32_t *acc, int64_t ldc) {
+  (void)ctx, (void)seg, (void)m0, (void)n0, (void)mc, (void)nc, (void)acc, (void)ldc;
+}
+
+typedef struct {
+  const fast_elem_kernels *e;
+  float *out;
+  const float *row_f;
+  int64_t ldo;
+} epi_f32_ctx;
+
+static void epi_f32(void *ctx, int64_t seg, int64_t m0, int64_t n0, int64_t mc, int64_t nc,
+                    const int32_t *acc, int64_t ldc) {
+  (void)seg;
+  const epi_f32_ctx *x = ctx;
+  x->e->scale_tile(x->out + m0 * x->ldo + n0, x->ldo, acc, ldc, mc, nc, x->row_f + m0, 0.0f, 0);
+}
+
+int hot_fast_bench_gemm_epi(long long M, long long N, long long K, int qa, int qb, int b_kmajor,
+                            int epi, int threads, int reps, double *best_wall, double *best_tiles,
+                            unsigned *checksum) {
   int8_t *a = malloc((size_t)(M * K)), *b = malloc((size_t)(N * K));
-  if (!a || !b || qa < 1 || qa > 127 || qb < 1 || qb > 127) {
-    free(a), free(b);
-    fprintf(stderr, "hot_fast_bench_gemm: bad arguments or out of memory\n");
+  float *out = epi == 2 ? bench_alloc(M * N, sizeof(float)) : NULL;
+  float *row_f = epi == 2 ? malloc((size_t)M * sizeof(float)) : NULL;
+  if (!a || !b || qa < 1 || qa > 127 || qb < 1 || qb > 127 || epi < 0 || epi > 2 ||
+      (epi == 2 && (!out || !row_f))) {
+    free(a), free(b), free(out), free(row_f);
+    fprintf(stderr, "hot_fast_bench_gemm_epi: bad arguments or out of memory\n");
     return -1;
   }
   g_state = 0x13198A2E03707344ull;
   for (int64_t i = 0; i < M * K; ++i) a[i] = (int8_t)((int)(g_state = g_state * 6364136223846793005ull + 1442695040888963407ull, g_state >> 33) % (2 * qa + 1) - qa);
   for (int64_t i = 0; i < N * K; ++i) b[i] = (int8_t)((int)(g_state = g_state * 6364136223846793005ull + 1442695040888963407ull, g_state >> 33) % (2 * qb + 1) - qb);
+  for (int64_t m = 0; m < (epi == 2 ? M : 0); ++m) row_f[m] = 1.0f / (float)(m + 1);
+  fast_config cfg;
+  fast_config_default(&cfg);
+  epi_f32_ctx ef = {cfg.k->e, out, row_f, N};
   const int8_t *as[1] = {a}, *bs[1] = {b};
   unsigned h = 0;
+  const fast_epi_fn fns[3] = {epi_fold, epi_none, epi_f32};
+  void *ctxs[3] = {&h, NULL, &ef};
   fast_igemm_op op = {M, N, K, 1, as, K, 1, bs, b_kmajor ? 1 : K, b_kmajor ? N : 1, qa, qb,
-                      epi_fold, &h, -1};
+                      fns[epi], ctxs[epi], FAST_ST_GX_PACK};
   fast_set_threads(threads);
-  double bw = 1e30, bc = 1e30;
+  double bw = 1e30, bt = 1e30;
   int rc = 0;
   for (int r = 0; r < reps && !rc; ++r) {
     h = 0;
-    const double w0 = now_s(), c0 = cpu_now();
+    double pw[FAST_ST_COUNT], pc[FAST_ST_COUNT];
+    fast_profile(1);
+    const double w0 = now_s();
     rc = igemm_default(&op);
-    const double c1 = cpu_now() - c0, w1 = now_s() - w0;
+    const double w1 = now_s() - w0;
+    fast_profile_read(pw, pc, FAST_ST_COUNT);
+    fast_profile(0);
     bw = w1 < bw ? w1 : bw;
-    bc = c1 < bc ? c1 : bc;
+    bt = pw[FAST_ST_GX_PACK + 1] < bt ? pw[FAST_ST_GX_PACK + 1] : bt;
   }
   fast_set_threads(0);
-  *best_wall = bw, *best_cpu = bc, *checksum = h;
-  free(a), free(b);
+  if (epi == 2) h = fold(out, M * N);
+  *best_wall = bw, *best_tiles = bt, *checksum = h;
+  free(a), free(b), free(out), free(row_f);
   return rc ? -1 : 0;
 }
 
