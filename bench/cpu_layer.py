@@ -3,7 +3,7 @@
 user of the PyTorch bridge sees per layer, and the fast path's fixed costs.
 
     python3 bench/cpu_layer.py [--threads N] [--reps R] [--tiny] [--only SECTIONS]
-                               [--versus DIR] [--isa-cap avx2]
+                               [--versus DIR] [--isa-cap avx2] [--dtypes fp32,bf16]
 
 Sections (all by default; --only takes a comma-separated subset):
   layer       per shape, one training step of one layer (forward + backward, the loss gradient
@@ -148,36 +148,42 @@ VARIANTS = (("nn.Linear fp32", False, False), ("nn.Linear bf16", False, True),
             ("HOTLinear fp32", True, False), ("HOTLinear bf16", True, True))
 
 
-def turns(torch, hot_mod, shape, reps):
-    """Best seconds per variant and the per-turn ratios min(nn.Linear) / min(HOTLinear). The
-    turn's order rotates by one variant per turn, so that each variant follows each other one
-    equally often (a step right after a bf16 step shares the CPUs with torch's workers still
-    spinning from it)."""
-    steps = [Step(torch, shape, hot_mod if h else None, ac) for _, h, ac in VARIANTS]
-    best = [1e30] * len(steps)
+def turns(torch, hot_mod, shape, reps, dtypes=("fp32", "bf16")):
+    """Best seconds per variant (inf for a dtype not in dtypes: not run) and the per-turn ratios
+    min(nn.Linear) / min(HOTLinear). The turn's order rotates by one variant per turn, so that
+    each variant follows each other one equally often (a step right after a bf16 step shares the
+    CPUs with torch's workers still spinning from it)."""
+    run = [i for i, (_, _, ac) in enumerate(VARIANTS) if ("bf16" if ac else "fp32") in dtypes]
+    steps = {i: Step(torch, shape, hot_mod if VARIANTS[i][1] else None, VARIANTS[i][2])
+             for i in run}
+    best = [float("inf")] * len(VARIANTS)
     ratios = []
-    n = len(steps)
+    n = len(run)
     for r in range(reps):
-        t = [0.0] * n
+        t = [float("inf")] * len(VARIANTS)
         for k in range(n):
-            i = (r + k) % n
+            i = run[(r + k) % n]
             t[i] = steps[i].run()
         best = [min(b, x) for b, x in zip(best, t)]
         ratios.append(min(t[0], t[1]) / min(t[2], t[3]))
     return best, sorted(ratios)
 
 
-def section_layer(torch, hot_mod, shapes, reps):
+def _ms(v):
+    return "%10.2f" % (1e3 * v) if v != float("inf") else "%10s" % "-"
+
+
+def section_layer(torch, hot_mod, shapes, reps, dtypes=("fp32", "bf16")):
     print("\nGoal 1: one layer's step (forward + backward), wall ms, best of %d turns; the "
           "variants alternate step by step" % reps)
     print("%-24s %10s %10s %10s %10s %13s %22s  %s" % (
         "shape", "nn fp32", "nn bf16", "HOT fp32", "HOT bf16", "best nn / HOT",
         "turns: median [range]", "load"))
     for s in shapes:
-        best, r = turns(torch, hot_mod, s, reps)
+        best, r = turns(torch, hot_mod, s, reps, dtypes)
         hot, nn = min(best[2], best[3]), min(best[0], best[1])
-        print("%-24s %10.2f %10.2f %10.2f %10.2f %12.2fx %9.2fx [%.2f-%.2f]  %s" % (
-            s[0], 1e3 * best[0], 1e3 * best[1], 1e3 * best[2], 1e3 * best[3], nn / hot,
+        print("%-24s %s %s %s %s %12.2fx %9.2fx [%.2f-%.2f]  %s" % (
+            s[0], _ms(best[0]), _ms(best[1]), _ms(best[2]), _ms(best[3]), nn / hot,
             r[len(r) // 2], r[0], r[-1], load()))
         sys.stdout.flush()
 
@@ -279,9 +285,15 @@ def main():
     ap.add_argument("--tiny", action="store_true", help="small layers (a quick run)")
     ap.add_argument("--only", default=None)
     ap.add_argument("--versus", metavar="DIR", help="another checkout's python/ directory")
+    ap.add_argument("--dtypes", default="fp32,bf16",
+                    help="the layer section's dtypes: fp32, bf16 or both (default); under "
+                         "--isa-cap avx2 torch's bf16 linear takes seconds per step")
     ap.add_argument("--isa-cap", choices=sorted(ISA_CAPS),
                     help="run as on a CPU with only this instruction set (see above)")
     a = ap.parse_args()
+    dtypes = tuple(d for d in a.dtypes.split(",") if d)
+    if not dtypes or any(d not in ("fp32", "bf16") for d in dtypes):
+        sys.exit("cpu_layer.py: --dtypes %r: expected fp32, bf16 or fp32,bf16" % a.dtypes)
     if a.only is None:
         a.only = "versus" if a.versus else "layer,tiny,contention,regions"
     if "versus" in a.only.split(",") and not a.versus:
@@ -297,7 +309,7 @@ def main():
              time.strftime("%Y-%m-%d %H:%M"), load()))
     print(cpu_isa(a.isa_cap))
     if "layer" in only:
-        section_layer(torch, hot_mod, shapes, a.reps)
+        section_layer(torch, hot_mod, shapes, a.reps, dtypes)
     if "tiny" in only:
         section_tiny(torch, hot_mod, a.reps)
     if "contention" in only:
