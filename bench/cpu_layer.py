@@ -22,6 +22,11 @@ Sections (all by default; --only takes a comma-separated subset):
               falls into a far slower mode there);
   regions     parallel regions of the fast path per HOTLinear step (forward save + backward),
               counted by the pool (hot_cpu_regions in libhot), per shape;
+  parts       (not in the default set) where the bf16 autocast steps' time goes: per shape, each
+              piece of nn.Linear's and HOTLinear's step timed alone, process CPU ms (all
+              threads), median of 9 runs: x's and w's casts, the forward GEMM (the same in
+              both), nn.Linear's backward GEMMs g_y.w and g_y^T.x, hot's forward save and its
+              C backward; the sum of HOTLinear's pieces against torch's, and both whole steps;
   versus      (only with --versus DIR, and then the only section unless --only names others)
               the Python layer of this checkout against another one's, in one process on the
               same libhot: DIR holds that hot package (DIR/hot/__init__.py, e.g. an exported
@@ -198,6 +203,51 @@ def section_tiny(torch, hot_mod, reps):
           "%.2fx (load %s)" % (best[2] / best[0], best[3] / best[1], load()))
 
 
+def _cpu_ms(fn, n=9):
+    """Median process CPU ms of n calls of fn (after one untimed)."""
+    fn()
+    t = []
+    for _ in range(n):
+        t0 = time.process_time()
+        fn()
+        t.append(time.process_time() - t0)
+    return 1e3 * sorted(t)[n // 2]
+
+
+def section_parts(torch, hot_mod, shapes):
+    """Each piece of the two bf16 autocast steps alone (see the module's help)."""
+    import torch.nn.functional as F
+    ht = hot_mod
+    print("\nWhere the bf16 autocast steps' time goes: each piece alone, process CPU ms (all "
+          "threads), median of 9")
+    print("%-24s %7s %7s %7s %7s %7s | %7s %7s %8s %8s | %8s %8s" % (
+        "shape", "x cast", "w cast", "fwd mm", "nn g_x", "nn g_w", "save", "hot bwd",
+        "HOT sum", "nn sum", "nn step", "HOT step"))
+    for s in shapes:
+        hs, ns = Step(torch, s, hot_mod, True), Step(torch, s, None, True)
+        m, x = hs.m, hs.x.detach()
+        xc, wc, bc = x.to(torch.bfloat16), m.weight.to(torch.bfloat16), m.bias.to(torch.bfloat16)
+        entry = m._hot_layer(xc)
+        saved = ht._aligned_empty(entry.saved_bytes, x.device)
+        gy = hs.gy.reshape(-1, hs.gy.shape[-1]).contiguous()
+        x2 = xc.reshape(-1, xc.shape[-1])
+        dev = ht._stream(x.device)
+        p = {"xc": _cpu_ms(lambda: x.to(torch.bfloat16)),
+             "wc": _cpu_ms(lambda: m.weight.to(torch.bfloat16)),
+             "mm": _cpu_ms(lambda: F.linear(xc, wc, bc)),
+             "gx": _cpu_ms(lambda: gy @ wc), "gw": _cpu_ms(lambda: gy.t() @ x2),
+             "save": _cpu_ms(lambda: entry.layer.save_ptr(xc.data_ptr(), ht._DT[xc.dtype],
+                                                          saved.data_ptr(), dev)),
+             "bwd": _cpu_ms(lambda: ht._run_backward(m, entry, gy, wc, saved, 5, True)),
+             "ns": _cpu_ms(ns.run), "hs": _cpu_ms(hs.run)}
+        hot_sum = p["xc"] + 2 * p["wc"] + p["mm"] + p["save"] + p["bwd"]
+        nn_sum = p["xc"] + p["wc"] + p["mm"] + p["gx"] + p["gw"]
+        print("%-24s %7.2f %7.2f %7.2f %7.2f %7.2f | %7.2f %7.2f %8.2f %8.2f | %8.2f %8.2f  "
+              "load %s" % (s[0], p["xc"], p["wc"], p["mm"], p["gx"], p["gw"], p["save"],
+                           p["bwd"], hot_sum, nn_sum, p["ns"], p["hs"], load()))
+        sys.stdout.flush()
+
+
 def busy_child():
     return subprocess.Popen([sys.executable, "-c", "while True: pass"])
 
@@ -316,6 +366,8 @@ def main():
         section_contention(torch, hot_mod, shapes[-1], a.reps)
     if "regions" in only:
         section_regions(torch, hot_mod, shapes)
+    if "parts" in only:
+        section_parts(torch, hot_mod, shapes)
     if "versus" in only:
         section_versus(torch, hot_mod, load_versus(a.versus), shapes + [TINY_SHAPE], a.reps)
 
