@@ -196,11 +196,11 @@ HOT_FN float hot_scale_sawb(double s1, double s2, double n, float amax, int bits
   return clip > 0.0f ? HOT_DIV(clip, HOT_I2F(hot_qmax(bits))) : hot_scale(amax, bits);
 }
 
-#ifdef __cplusplus
+#if defined(__CUDACC__) || defined(HOT_HAVE_SYNCWARP)
 /* The ordered fp64 pass over n (S1, S2) partial pairs stored interleaved at p[0 .. 2n) (CONTRACT
  * 13's second level): s1 = sum of p[2j], s2 = sum of p[2j + 1], each sequentially in j from 0.0.
- * A warp collective (C++ only: the kernels and their emulators; every lane of the warp calls it
- * with the same arguments): the lanes load 64 consecutive doubles a round (two coalesced
+ * A warp collective (the kernels, and the SIMT emulator of tools/kernel-emu/kemu.h, which
+ * defines HOT_HAVE_SYNCWARP; every lane of the warp calls it with the same arguments): the lanes load 64 consecutive doubles a round (two coalesced
  * requests, 8 sectors each) into the warp's 64-double shared scratch t, and lane 0 adds them in
  * order, so one request moves 32 useful doubles instead of one. On return lane 0 holds the sums
  * (the other lanes' are unspecified). */
