@@ -345,9 +345,9 @@ static void json_launch(FILE *js, const char *layer, hot_call call, const launch
             l->ms->wsh_wf, l->ms->wsh_ideal, l->ms->wgl_sect, l->ms->wgl_ideal,
             l->ms->unique > 0 ? l->ms->traffic / l->ms->unique : 0.0, smem_wavefronts(l));
   fprintf(js, ", \"dram_bytes\": %.0f, \"compulsory_bytes\": %.0f, \"dram_per_compulsory\": %.3f, "
-              "\"dram_modelled\": \"%s\"",
-          p->dram, p->compulsory, p->compulsory > 0 ? p->dram / p->compulsory : 0.0,
-          p->dram_modelled ? "l2-lru" : "sectors");
+              "\"dram_modelled\": ",
+          p->dram, p->compulsory, p->compulsory > 0 ? p->dram / p->compulsory : 0.0);
+  jstr(js, p->dram_modelled ? "l2-lru" : "sectors");
   fprintf(js, ", \"us\": %.2f, \"compute_us\": %.2f, \"hbm_us\": %.2f, \"l2_us\": %.2f, "
               "\"smem_us\": %.2f, \"bound\": ",
           p->us, p->t_cmp, p->t_hbm, p->t_l2, p->t_smem);
