@@ -20,6 +20,7 @@
 #include "embed.h"
 #include "escape.h"
 #include "kernel_desc.h"
+#include "l2model.h"
 #include "plan.h"
 
 /* bench_embedded.c (cmake/embed.cmake at build time): kernel_quality.txt, memstat_counts.txt */
@@ -193,21 +194,39 @@ typedef struct {
 
 typedef struct {
   double us, t_cmp, t_hbm, t_l2, t_smem, tail;
+  double dram, compulsory; /* modelled DRAM bytes and the compulsory bytes (gen/cost.h) */
+  int dram_modelled;       /* 1: a GEMM's L2 simulation; 0: compulsory x B/uniq (no L2 reuse) */
   const char *bound;
 } kpred;
 
+/* gemm_tma.cu's tile order: groups of HOT_GROUP_M tile rows (the template's value) */
+#define TMA_GROUP_M 8
+
 /* The GEMM's L2 -> SM bytes: every block reads its A and B panels (tile_m + tile_n rows of k_pad
- * bytes); a segmented one rereads and rewrites its C tile at each segment end. HBM: A and the
- * output once, B once per wave of row panels unless B fits half the L2. */
-static void gemm_bytes(const hot_gemm_plan *g, int64_t concurrent, double l2_mb, double *l2,
-                       double *hbm) {
+ * codes); a segmented one rereads and rewrites its C tile at each segment end. DRAM (*hbm): the
+ * compulsory bytes plus what the tile order's LRU simulation (l2model.c) re-reads beyond them
+ * for `concurrent` tiles in flight and the GPU's L2; *extra gets those re-read bytes (0 when the
+ * simulation refuses the grid: then the compulsory bytes alone, and *modelled = 0). */
+static void gemm_bytes(const hot_gemm_plan *g, int64_t concurrent, double l2_mb, double compulsory,
+                       double *l2, double *hbm, double *extra, int *modelled) {
   const int64_t tm = (g->m + g->tile_m - 1) / g->tile_m, tn = (g->n + g->tile_n - 1) / g->tile_n;
-  *l2 = (double)(tm * tn) * (double)(g->tile_m + g->tile_n) * (double)g->k_pad;
+  const double code = g->codes == HOT_CODES_S4_PACKED ? 0.5 : 1.0;
+  *l2 = (double)(tm * tn) * (double)(g->tile_m + g->tile_n) * (double)g->k_pad * code;
   const double segs = g->segmented ? (double)(g->k_pad / g->seg_k_pad) : 1.0;
   *l2 += 2.0 * (segs - 1.0) * (double)g->m * (double)g->n * 4.0;
-  const double a = (double)g->m * (double)g->k_pad, b = (double)g->n * (double)g->k_pad;
-  const double waves_rows = ceil((double)(tm * tn) / (double)(concurrent > 0 ? concurrent : 1));
-  *hbm = a + (b <= l2_mb * 1e6 / 2 ? b : b * waves_rows) + (double)g->m * (double)g->n * 4.0;
+  const l2_gemm_grid grid = {
+      .tiles_m = tm, .tiles_n = tn, .ktiles = g->k_pad / g->tile_k,
+      .seg_ktiles = g->segmented ? g->seg_k_pad / g->tile_k : 0,
+      .a_bytes = (int64_t)((double)g->tile_m * g->tile_k * code),
+      .b_bytes = (int64_t)((double)g->tile_n * g->tile_k * code),
+      .c_bytes = (int64_t)g->tile_m * g->tile_n * 4,
+      .group_m = g->path == HOT_GEMM_TMA_S8 ? TMA_GROUP_M : 0,
+      .concurrent = concurrent > 0 ? concurrent : 1};
+  double out[3], comp[3];
+  *modelled = l2_gemm_dram(&grid, l2_mb * 1e6, out, comp) == 0;
+  *extra = *modelled ? (out[0] + out[1] + out[2]) - (comp[0] + comp[1] + comp[2]) : 0.0;
+  if (*extra < 0) *extra = 0;
+  *hbm = compulsory + *extra;
 }
 
 /* Shared-memory wavefronts of the launch: the counted wavefronts per unit (a block of a fixed
@@ -224,10 +243,22 @@ static kpred predict(const gpu_spec *gs, const hot_layer_plan *pl, const launch 
   const double slots = (double)l->bps * SMS, waves = l->blocks / (slots > 0 ? slots : 1);
   p.tail = waves > 0 ? waves / ceil(waves) : 1.0;
   double hbm = (double)(l->c.bytes_read + l->c.bytes_written), l2 = hbm;
+  p.compulsory = hbm;
   if (l->ms && l->ms->unique > 0) l2 = hbm * l->ms->traffic / l->ms->unique; /* sector traffic */
+  p.dram = l2; /* every sector from DRAM: no reuse in L2 assumed */
   const hot_gemm_plan *g = l->kp->role == HOT_K_GEMM_GX ? &pl->hq.gemm
                            : l->kp->role == HOT_K_GEMM_GW ? &pl->hla.gemm : NULL;
-  if (g) gemm_bytes(g, (int64_t)(slots < l->blocks ? slots : l->blocks), gs->l2_mb, &l2, &hbm);
+  if (g) {
+    /* compulsory: each input read once, C written once (gen/cost.h also counts a segmented
+     * GEMM's read-back and rewrite of C at every later segment end: the L2 simulation decides
+     * which of those reach DRAM) */
+    if (g->segmented && g->seg_k_pad > 0)
+      p.compulsory -= 2.0 * (double)(g->k_pad / g->seg_k_pad - 1) * (double)g->m * (double)g->n * 4.0;
+    double extra;
+    gemm_bytes(g, (int64_t)(slots < l->blocks ? slots : l->blocks), gs->l2_mb, p.compulsory, &l2,
+               &hbm, &extra, &p.dram_modelled);
+    p.dram = hbm;
+  }
   const double eff = g && plan_gemm_path_info(g->path)->mma == HOT_MMA_WGMMA ? EFF_WGMMA
                                                                                  : EFF_MMA_SYNC;
   p.t_cmp = l->c.int_ops > 0 ? (double)l->c.int_ops / (gs->int8_tops * 1e12 * eff) * 1e6 : 0;
@@ -305,13 +336,18 @@ static void json_launch(FILE *js, const char *layer, hot_call call, const launch
               "\"blocks_per_sm\": %d, \"limit\": ",
           l->blocks, l->kp->block[0], l->regs, l->smem, l->bps);
   jstr(js, l->lim);
-  fprintf(js, ", \"waves\": %.3f", l->blocks / ((double)l->bps * SMS));
+  fprintf(js, ", \"waves\": %.3f, \"persistent\": %d", l->blocks / ((double)l->bps * SMS),
+          l->kp->persistent ? 1 : 0);
   if (l->ms)
     fprintf(js, ", \"smem_wavefronts_per_request\": %.3f, \"smem_ideal_per_request\": %.3f, "
                 "\"sectors_per_request\": %.3f, \"sectors_ideal_per_request\": %.3f, "
                 "\"bytes_per_unique\": %.3f, \"smem_wavefronts\": %.0f",
             l->ms->wsh_wf, l->ms->wsh_ideal, l->ms->wgl_sect, l->ms->wgl_ideal,
             l->ms->unique > 0 ? l->ms->traffic / l->ms->unique : 0.0, smem_wavefronts(l));
+  fprintf(js, ", \"dram_bytes\": %.0f, \"compulsory_bytes\": %.0f, \"dram_per_compulsory\": %.3f, "
+              "\"dram_modelled\": ",
+          p->dram, p->compulsory, p->compulsory > 0 ? p->dram / p->compulsory : 0.0);
+  jstr(js, p->dram_modelled ? "l2-lru" : "sectors");
   fprintf(js, ", \"us\": %.2f, \"compute_us\": %.2f, \"hbm_us\": %.2f, \"l2_us\": %.2f, "
               "\"smem_us\": %.2f, \"bound\": ",
           p->us, p->t_cmp, p->t_hbm, p->t_l2, p->t_smem);
@@ -338,9 +374,11 @@ static void model_call(FILE *f, FILE *js, const hot_layer_plan *pl, hot_call cal
       if (l->ms->unique > 0) snprintf(byt, sizeof byt, "%.2f", l->ms->traffic / l->ms->unique);
     }
     if (l->regs > 0) snprintf(reg, sizeof reg, "%d", l->regs);
-    fprintf(f, "  %-9s %-44.44s %2d %8.0f %4u %4s %2d %-13s %6.2f %11s %11s %5s",
+    const kpred p0 = predict(&k_gpus[0], pl, l);
+    fprintf(f, "  %-9s %-44.44s %2d %8.0f %4u %4s %2d %-13s %6.2f %11s %11s %5s %5.2f%s",
             call_name(call), l->kp->name, l->phase, l->blocks, l->kp->block[0], reg, l->bps,
-            l->lim, l->blocks / ((double)l->bps * SMS), shw, sec, byt);
+            l->lim, l->blocks / ((double)l->bps * SMS), shw, sec, byt,
+            p0.compulsory > 0 ? p0.dram / p0.compulsory : 0.0, p0.dram_modelled ? "*" : " ");
     for (int gi = 0; gi < N_GPUS; ++gi) {
       const kpred p = predict(&k_gpus[gi], pl, l);
       fprintf(f, " %9.1f %-14s", p.us, p.bound);
@@ -416,9 +454,11 @@ int bench_model(const bench_run *run, const hot_model *m, FILE *f) {
   fprintf(f, "  (shwf/req: shared wavefronts per request at the worst site / its ideal; sect/req: "
              "32-byte sectors per global request at the worst site / ideal; B/uniq: sector "
              "traffic / unique bytes; ?: not counted)\n");
-  fprintf(f, "  %-9s %-44s %2s %8s %4s %4s %2s %-13s %6s %11s %11s %5s %9s %-14s %9s %-14s\n",
+  fprintf(f, "  (DRAM/c: DRAM bytes / compulsory bytes on the H100's L2; *: a GEMM's tile order through "
+             "the LRU L2 model, else B/uniq: every sector from DRAM)\n");
+  fprintf(f, "  %-9s %-44s %2s %8s %4s %4s %2s %-13s %6s %11s %11s %5s %6s %9s %-14s %9s %-14s\n",
           "call", "kernel", "ph", "blocks", "thr", "regs", "/SM", "limit", "waves", "shwf/req",
-          "sect/req", "B/uniq", "H100 us", "bound", "H200 us", "bound");
+          "sect/req", "B/uniq", "DRAM/c", "H100 us", "bound", "H200 us", "bound");
   int first = 1, rc = 0;
   fputs("{\"model\": ", js);
   jstr(js, m->name);

@@ -196,6 +196,35 @@ HOT_FN float hot_scale_sawb(double s1, double s2, double n, float amax, int bits
   return clip > 0.0f ? HOT_DIV(clip, HOT_I2F(hot_qmax(bits))) : hot_scale(amax, bits);
 }
 
+#if defined(__CUDACC__) || defined(HOT_HAVE_SYNCWARP)
+/* The ordered fp64 pass over n (S1, S2) partial pairs stored interleaved at p[0 .. 2n) (CONTRACT
+ * 13's second level): s1 = sum of p[2j], s2 = sum of p[2j + 1], each sequentially in j from 0.0.
+ * A warp collective (the kernels, and the SIMT emulator of tools/kernel-emu/kemu.h, which
+ * defines HOT_HAVE_SYNCWARP; every lane of the warp calls it with the same arguments): the lanes load 64 consecutive doubles a round (two coalesced
+ * requests, 8 sectors each) into the warp's 64-double shared scratch t, and lane 0 adds them in
+ * order, so one request moves 32 useful doubles instead of one. On return lane 0 holds the sums
+ * (the other lanes' are unspecified). */
+HOT_FN void hot_warp_pair_sum(const double *p, long long n, double *t, int lane, double &s1,
+                              double &s2) {
+  s1 = 0.0;
+  s2 = 0.0;
+  for (long long j0 = 0; j0 < n; j0 += 32) {
+    const long long e = 2 * j0 + lane, ne = 2 * n;
+    t[lane] = e < ne ? p[e] : 0.0;
+    t[32 + lane] = e + 32 < ne ? p[e + 32] : 0.0;
+    __syncwarp();
+    if (lane == 0) {
+      const int cnt = n - j0 < 32 ? (int)(n - j0) : 32;
+      for (int k = 0; k < cnt; ++k) {
+        s1 = HOT_DADD(s1, t[2 * k]);
+        s2 = HOT_DADD(s2, t[2 * k + 1]);
+      }
+    }
+    __syncwarp();
+  }
+}
+#endif
+
 /* Two's-complement nibble packing (CONTRACT.md 6): element 2j in the low nibble of byte j. */
 HOT_FN unsigned char hot_pack_s4(int lo, int hi) {
   return (unsigned char)((lo & 0xf) | ((hi & 0xf) << 4));

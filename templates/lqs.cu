@@ -30,10 +30,12 @@
  *      row (a group's amax = max of its row maxima);
  *   1: one warp per 1024-term chunk (grid-stride over chunks): in rounds of 32 consecutive
  *      idx, each lane computes its term's two squared errors (Philox word, both SR codes, both
- *      dequantizations) into shared memory, then lane 0 adds the 32 terms in idx order to its
+ *      dequantizations; the row's two scales loaded when the lane's row changes, not each round)
+ *      into shared memory, then lane 0 adds the 32 terms in idx order to its
  *      running chunk sums; lane 0 writes the chunk's two partials;
- *   2: thread 0 of block 0 sums the partials in chunk order, takes the square roots and writes
- *      result[0..1] and *choice. (Other threads do nothing; a 1-thread launch works too.)
+ *   2: warp 0 of block 0 loads the partials (64 doubles a round, coalesced: hot_warp_pair_sum)
+ *      and its lane 0 sums them in chunk order, takes the square roots and writes result[0..1]
+ *      and *choice. (Other warps and blocks do nothing; the block needs at least one full warp.)
  *
  * Launch geometry (the planner's, unchanged): grid = (ceil(T / 8), 1, 1), block = (256, 1, 1),
  * 4 KiB static shared memory. Phases 0 and 1 loop over rows / chunks with a grid stride, so any grid works
@@ -117,14 +119,19 @@ HOT_KNAME(const void *__restrict__ g_y, int T, int O, int ld_src,
       const long long i0 = j * LQS_CHUNK;
       const long long i1 = i0 + LQS_CHUNK < n ? i0 + LQS_CHUNK : n;
       double e_ten = 0.0, e_row = 0.0; /* lane 0's running chunk sums */
+      int t_have = -1;                 /* the row whose two scales the lane holds */
+      float s_row = 0.0f, s_ten = 0.0f;
       for (long long r0 = i0; r0 < i1; r0 += 32) {
         const long long idx = r0 + lane;
         double a = 0.0, b = 0.0;
         if (idx < i1) {
           const int t = (int)(idx / O), o = (int)(idx % O);
           const float v = lqs_load1(g_y, (long long)t * ld_src + o);
-          const float s_row = row_scale[t];
-          const float s_ten = hot_scale(__uint_as_float(amax_bits[t / group_rows]), HOT_BITS);
+          if (t != t_have) { /* once per row, not per round: the loads are the same words */
+            s_row = row_scale[t];
+            s_ten = hot_scale(__uint_as_float(amax_bits[t / group_rows]), HOT_BITS);
+            t_have = t;
+          }
 #if HOT_ROUND == 1
           const unsigned word = lqs_rand_word(seed, tag, step, (unsigned long long)idx);
           a = lqs_sq(v, hot_quant_sr(v, s_ten, LQS_QMAX, word), s_ten);
@@ -154,13 +161,12 @@ HOT_KNAME(const void *__restrict__ g_y, int T, int O, int ld_src,
     return;
   }
 
-  /* phase 2: the ordered pass over the partials */
-  if (blockIdx.x != 0 || threadIdx.x != 0) return;
-  double e_ten = 0.0, e_row = 0.0;
-  for (long long j = 0; j < nchunks; ++j) {
-    e_ten = HOT_DADD(e_ten, partials[2 * j]);
-    e_row = HOT_DADD(e_row, partials[2 * j + 1]);
-  }
+  /* phase 2: the ordered pass over the partials, loaded by warp 0 of block 0 (coalesced),
+   * summed by its lane 0 */
+  if (blockIdx.x != 0 || warp != 0) return;
+  double e_ten, e_row;
+  hot_warp_pair_sum(partials, nchunks, &terms[0][0][0], lane, e_ten, e_row);
+  if (lane != 0) return;
   const double et = HOT_DSQRT(e_ten), er = HOT_DSQRT(e_row);
   result[0] = et;
   result[1] = er;

@@ -30,8 +30,9 @@
  *      |v| and v*v of 32 consecutive elements into shared memory, lane 0 adds them in index
  *      order; lane 0 writes the chunk's two partials. A chunk never crosses a group boundary
  *      (a group's last chunk may be short).
- *   1: block 0 only; thread t handles groups t, t + 256, ...: sums the group's partials in
- *      chunk order and writes scale[g] (other blocks return at once).
+ *   1: block 0 only; warp w handles groups w, w + 8, ...: its lanes load the group's partials
+ *      (64 doubles a round, coalesced: hot_warp_pair_sum), lane 0 sums them in chunk order and
+ *      writes scale[g] (other blocks return at once).
  * Launch geometry: block = (256, 1, 1); phase 0 grid = (ceil(ceil(n*groups / 1024) / 8), 1, 1)
  * (any grid is correct), phase 1 grid = (1, 1, 1) (any grid works; only block 0 acts).
  * 4 KiB static shared memory.
@@ -94,13 +95,11 @@ HOT_KNAME(const float *__restrict__ v, long long n, int groups, double *__restri
   }
 
   if (blockIdx.x != 0) return;
-  for (int g = (int)threadIdx.x; g < groups; g += SAWB_THREADS) {
-    const double *pg = partials + 2 * (long long)g * nchunks;
-    double s1 = 0.0, s2 = 0.0;
-    for (long long j = 0; j < nchunks; ++j) {
-      s1 = HOT_DADD(s1, pg[2 * j]);
-      s2 = HOT_DADD(s2, pg[2 * j + 1]);
-    }
-    scale[g] = hot_scale_sawb(s1, s2, (double)n, __uint_as_float(amax_bits[g]), HOT_BITS);
+  for (int g = warp; g < groups; g += SAWB_WARPS) { /* warp-uniform: one warp per group */
+    double s1, s2;
+    hot_warp_pair_sum(partials + 2 * (long long)g * nchunks, nchunks, &terms[warp][0][0], lane, s1,
+                      s2);
+    if (lane == 0)
+      scale[g] = hot_scale_sawb(s1, s2, (double)n, __uint_as_float(amax_bits[g]), HOT_BITS);
   }
 }

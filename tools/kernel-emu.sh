@@ -179,7 +179,7 @@ done
 
 # SAWB alone: awkward n, the clip <= 0 fallback, grid-stride; groups = 3 (n elements each,
 # chunks from each group's start; n = 1, a group shorter than a chunk, several chunks) and
-# groups = 300 (phase 1's threads loop over groups t, t + 256)
+# groups = 300 (phase 1's warps loop over groups w, w + 8, ...)
 for bits in 4 8; do
   $CXX -std=c++17 -O2 $CFL -DHOT_GENERATED -DHOT_KNAME=emu_sawb -DHOT_BITS=$bits \
     "$here/tools/kernel-emu/sawb_emu.cpp" "${EMU_LIBS[@]}" -o "$work/sawb" -lm || { fail=1; continue; }
@@ -352,10 +352,23 @@ kmutant "SAWB groups: chunks started at the tensor instead of the group" sawb.cu
   "const long long i0 = g0 + (j - g * nchunks) * SAWB_CHUNK;" \
   "const long long i0 = j * SAWB_CHUNK;" b_sawb "$work/sawb_mut" 3000 0 0 3
 kmutant "SAWB groups: every group sums group 0's partials" sawb.cu \
-  "const double *pg = partials + 2 * (long long)g * nchunks;" "const double *pg = partials;" \
+  "hot_warp_pair_sum(partials + 2 * (long long)g * nchunks," "hot_warp_pair_sum(partials," \
   b_sawb "$work/sawb_mut" 3000 0 0 3
-kmutant "SAWB groups: phase 1 threads stride 512 (groups 256 ... 299 never written)" sawb.cu \
-  "g += SAWB_THREADS) {" "g += 2 * SAWB_THREADS) {" b_sawb "$work/sawb_mut" 5 0 0 300
+kmutant "SAWB groups: phase 1 warps stride 16 (groups 8 ... 15 of every 16 never written)" sawb.cu \
+  "g += SAWB_WARPS) {" "g += 2 * SAWB_WARPS) {" b_sawb "$work/sawb_mut" 5 0 0 300
+# the ordered pass over the partials (hot_math.cuh's hot_warp_pair_sum, SAWB phase 1 and LQS
+# phase 2): the mutated header shadows the original only beside a copy of the kernel
+b_sawb_math() { cp "$here/templates/sawb.cu" "$1/" && b_sawb "$1"; }
+b_lqs_math() { cp "$here/templates/lqs.cu" "$1/" && b_lqs "$1"; }
+kmutant "pair sum: no __syncwarp between the loads and lane 0's sum (SAWB)" hot_math.cuh \
+  "    __syncwarp();\n    if (lane == 0) {\n      const int cnt = n - j0" \
+  "    if (lane == 0) {\n      const int cnt = n - j0" b_sawb_math "$work/sawb_mut" 70001 0 0 3
+kmutant "pair sum: no __syncwarp before the next round's loads (LQS)" hot_math.cuh \
+  "      }\n    }\n    __syncwarp();\n  }\n}" "      }\n    }\n  }\n}" b_lqs_math \
+  "$work/lqs_mut" 2 700 33 1 0 99 2 1 3
+kmutant "pair sum: the round's second 32 doubles loaded from its first" hot_math.cuh \
+  "t[32 + lane] = e + 32 < ne ? p[e + 32] : 0.0;" "t[32 + lane] = e + 32 < ne ? p[e] : 0.0;" \
+  b_sawb_math "$work/sawb_mut" 70001 0 0 3
 kmutant "SAWB groups: the fallback from amax word 0" sawb.cu \
   "__uint_as_float(amax_bits[g])" "__uint_as_float(amax_bits[0])" b_sawb \
   "$work/sawb_mut" 5000 1 0 3

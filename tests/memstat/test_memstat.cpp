@@ -59,6 +59,25 @@ int main() {
   expect("ldmatrix.x4, KB 128, swizzled: conflict-free", w, 4);
   w = memstat::ldmatrix_wavefronts(ldm(128, false), &ideal);
   expect("ldmatrix.x4, KB 128, swizzle removed: 8-way", w, 32);
+  // wgmma core matrices (8 rows x 16 bytes) of a K-major operand with 128-byte rows, as
+  // gemm_wgmma.cu / gemm_tma.cu lay them out: with the 128-byte swizzle (address bits [7, 10)
+  // XORed into [4, 7)) row r's chunk c sits at chunk c ^ r, so the 8 rows fill all 32 banks
+  for (int c = 0; c < 8; ++c) {
+    std::vector<lane_access> swz, flat;
+    for (int r = 0; r < 8; ++r) {
+      swz.push_back(lane_access{r, 1024ull + 128ull * r + 16ull * (unsigned)(c ^ r), 16});
+      flat.push_back(lane_access{r, 1024ull + 128ull * r + 16ull * (unsigned)c, 16});
+    }
+    w = memstat::core_matrix_wavefronts(swz, &ideal);
+    expect("wgmma core matrix, 128B swizzle: conflict-free", w, 1);
+    expect("  ideal", ideal, 1);
+    w = memstat::core_matrix_wavefronts(flat, &ideal);
+    expect("wgmma core matrix, swizzle removed (rows 128 B apart): 8-way", w, 8);
+  }
+  // a TMA box row of 128 bytes written as 8 chunks of 16 (any permutation within the row, as
+  // the swizzle makes it): one wavefront
+  w = memstat::smem_wavefronts(warp(16, [](int l) { return 2048ull + 16ull * (unsigned)((l % 8) ^ 5); }), &ideal);
+  expect("32 x 16 B, each quarter warp one swizzled 128-byte row", w, 4);
   // global
   w = memstat::gmem_sectors(warp(4, [](int l) { return 4096ull + 4ull * l; }), &ideal);
   expect("coalesced 4 B loads: sectors", w, 4);

@@ -223,8 +223,8 @@ SH_KNOWN = {
                                "written in the script)"),
     "tools/gemm-emu.sh": (2, "arithmetic on its own functions' arguments"),
     "tools/tma-emu.sh": (1, "arithmetic on its own function's arguments (tile sizes)"),
-    "tools/memstat.sh": (9, "arithmetic on its own function's arguments (shapes written in the "
-                            "script)"),
+    "tools/memstat.sh": (21, "arithmetic on its own functions' arguments (shapes and tile sizes "
+                             "written in the script: gemm_int.cu, gemm_wgmma.cu, gemm_tma.cu)"),
 }
 PY_RX = re.compile(r"\b(?:int|float)\(\s*os\.(?:environ|getenv)|\btype\s*=\s*(?:int|float)\s*[,)]")
 PY_KNOWN = {

@@ -311,7 +311,7 @@ static std::vector<emu_wg> g_wgs(2);
 // layout this project uses is modelled — K-major, 128-byte swizzle (layout type 1), base offset
 // 0: rows of 128 bytes, 8-row groups SBO apart, then the swizzle on the address bits (bits
 // [7, 10) XORed into [4, 7)). Anything else stops the run.
-static unsigned desc_addr(unsigned long long desc, int r, int c) {
+EMU_PLAIN static unsigned desc_addr_of(unsigned long long desc, int r, int c) {
   unsigned start = (unsigned)(desc & 0x3FFF) << 4;
   unsigned sbo = (unsigned)((desc >> 32) & 0x3FFF) << 4;
   unsigned base_off = (unsigned)((desc >> 49) & 7);
@@ -323,6 +323,11 @@ static unsigned desc_addr(unsigned long long desc, int r, int c) {
   unsigned a = start + (unsigned)(r / 8) * sbo + (unsigned)(r % 8) * 128 + (unsigned)c;
   a ^= ((a >> 7) & 7) << 4;
   if ((size_t)a >= g_smem_bytes) die("wgmma operand outside shared memory");
+  return a;
+}
+// The same, for a read now: the bytes must have been fenced since written.
+EMU_PLAIN static unsigned desc_addr(unsigned long long desc, int r, int c) {
+  const unsigned a = desc_addr_of(desc, r, c);
   if (g_unfenced[a / 16])
     die("wgmma reads shared memory written after its writer's last fence.proxy.async (a missing "
         "fence, or a stage overwritten while a wgmma may still read it)");
@@ -345,6 +350,27 @@ EMU_PLAIN static void wg_compute(const emu_wg_op &op) {
 
 static void emu_wgmma_fence() { me().wg_fenced = true; }
 
+#ifdef EMU_MEMSTAT
+// The shared reads of one m64nNk32 (N = 2n) as the descriptors place them: every 8 x 16-byte core
+// matrix of A (64 rows) and B (N rows), each K step's two 16-byte halves, one request each
+// (docs/gpu-model.md: the 128-byte swizzle puts a core matrix's 8 rows in 8 different 16-byte
+// bank groups).
+EMU_PLAIN static void wg_note_reads(uintptr_t pc, int warp, unsigned long long da,
+                                    unsigned long long db, int n) {
+  for (int m = 0; m < 2; ++m) {
+    const unsigned long long desc = m ? db : da;
+    const int rows = m ? 2 * n : 64;
+    for (int r0 = 0; r0 < rows; r0 += 8)
+      for (int c = 0; c < 32; c += 16) {
+        std::vector<memstat::lane_access> req;
+        for (int j = 0; j < 8; ++j)
+          req.push_back(memstat::lane_access{j, desc_addr_of(desc, r0 + j, c), 16});
+        memstat::note_request(pc, memstat::S_SHARED, memstat::K_WGMMA, warp, req);
+      }
+  }
+}
+#endif
+
 // The warpgroup's 128 threads meet (the last to arrive checks that all gave the same
 // descriptors); each then computes its own part, at issue or at the wait_group retiring it.
 static void emu_wgmma(int *d, int n, unsigned long long da, unsigned long long db) {
@@ -358,6 +384,9 @@ static void emu_wgmma(int *d, int n, unsigned long long da, unsigned long long d
     if (w.bar.live != 128) die("wgmma with an exited thread in the warpgroup");
     for (int i = 0; i < 128; ++i)
       if (w.da[i] != da || w.db[i] != db) die("wgmma descriptors differ within the warpgroup");
+#ifdef EMU_MEMSTAT
+    wg_note_reads(EMU_SITE(), tid >> 5, da, db, n);
+#endif
   }
   w.bar.wait();
   emu_wg_op op{-1, da, db, d, n};

@@ -90,6 +90,8 @@ static emu_warp &emu_my_warp() {
   if (w.bar.exited) emu_die("warp collective with an exited lane");
   return w;
 }
+// templates/hot_math.cuh's warp collectives are compiled where __syncwarp exists
+#define HOT_HAVE_SYNCWARP 1
 static void __syncwarp(unsigned mask = 0xffffffffu) {
   if (mask != 0xffffffffu) emu_die("__syncwarp: only full masks are modelled");
   emu::yield();

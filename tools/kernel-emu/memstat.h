@@ -8,7 +8,7 @@
 //       for accesses of up to 4 bytes, half warps (16 lanes) for 8 bytes, quarter warps (8 lanes)
 //       for 16 bytes (CUDA C++ Programming Guide, "Shared Memory", compute capability 5.x+);
 //       ldmatrix: one phase per 8x8 matrix (the 8 row addresses of lanes 8j..8j+7, 16 bytes
-//       each). A phase takes as many wavefronts as the largest number of DISTINCT 4-byte words
+//       each); a wgmma's descriptor reads likewise, one phase per 8 x 16-byte core matrix. A phase takes as many wavefronts as the largest number of DISTINCT 4-byte words
 //       any one bank holds among its accesses (the same word is a broadcast). Ideal: the
 //       distinct words of the phase over 32, rounded up. bank conflicts = wavefronts - ideal,
 //       what Nsight Compute reports as l1tex__data_bank_conflicts_pipe_lsu_mem_shared_*.
@@ -107,8 +107,17 @@ static inline int gmem_sectors(const std::vector<lane_access> &req, int *ideal) 
   return (int)sec.size();
 }
 
-enum kind { K_LD = 0, K_ST, K_LDMATRIX, K_CP_ASYNC, K_TMA, K_ATOM, K_NKIND };
-static const char *const kind_name[K_NKIND] = {"ld", "st", "ldmatrix", "cp.async", "tma", "atom"};
+// K_WGMMA: one 8 x 16-byte core matrix a wgmma reads through its shared-memory descriptor, one
+// request (rows as lanes 0..7, served as one ldmatrix phase; docs/gpu-model.md)
+enum kind { K_LD = 0, K_ST, K_LDMATRIX, K_CP_ASYNC, K_TMA, K_ATOM, K_WGMMA, K_NKIND };
+static const char *const kind_name[K_NKIND] = {"ld", "st", "ldmatrix", "cp.async", "tma", "atom",
+                                               "wgmma"};
+
+// wgmma's reads of one 8 x 16-byte core matrix (row addresses, 16 bytes each): one phase, as an
+// ldmatrix matrix; *ideal = 1 (128 bytes).
+static inline int core_matrix_wavefronts(const std::vector<lane_access> &rows, int *ideal) {
+  return ldmatrix_wavefronts(rows, ideal);
+}
 enum space { S_SHARED = 0, S_GLOBAL };
 
 // Per-site totals over all requests.
@@ -224,6 +233,18 @@ static void note(uintptr_t pc, int space, int kind, unsigned long long a, int by
   p.reqs[(size_t)k].push_back(lane_access{lane, a, bytes});
 }
 
+// One whole request at once (an access the lanes do not each issue: a wgmma core matrix, a TMA
+// box row), by warp `warp` at code address pc.
+static void note_request(uintptr_t pc, int space, int kind, int warp,
+                         const std::vector<lane_access> &req) {
+  busy_scope guard;
+  state &s = st();
+  if (!s.active) return;
+  pending &p = s.block[key{pc, warp, space, kind}];
+  p.space = space, p.kind = kind;
+  p.reqs.push_back(req);
+}
+
 // Counts the block's requests into the per-site totals; a_block: one block of the grid ended
 // (launch_end's final flush is not one).
 static void block_end(bool a_block = true) {
@@ -246,7 +267,9 @@ static void block_end(bool a_block = true) {
         for (const lane_access &x : r)
           for (int b = 0; b < x.bytes; b += 1) set.insert((x.a + (unsigned long long)b) >> 5);
       } else {
-        u = p.kind == K_LDMATRIX ? ldmatrix_wavefronts(r, &ideal) : smem_wavefronts(r, &ideal);
+        u = p.kind == K_LDMATRIX ? ldmatrix_wavefronts(r, &ideal)
+            : p.kind == K_WGMMA  ? core_matrix_wavefronts(r, &ideal)
+                                 : smem_wavefronts(r, &ideal);
       }
       for (const lane_access &x : r) t.bytes += x.bytes;
       t.requests++, t.units += u, t.ideal += ideal;

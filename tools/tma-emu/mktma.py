@@ -11,8 +11,10 @@ Usage: mktma.py templates/gemm_tma.cu out.inc
 """
 import os
 import re
+import shutil
 import subprocess
 import sys
+import tempfile
 
 BODIES = {
     "hot_mbar_init": "{ emu_mbar_init(bar, count); }",
@@ -40,8 +42,8 @@ def replace_body(src, name, body):
             depth += 1
         elif src[i] == "}":
             depth -= 1
-            if depth == 0:
-                return src[:start] + body + src[i + 1:]
+            if depth == 0:  # the body's line breaks kept: sites keep their template lines
+                return src[:start] + body + "\n" * src[start:i].count("\n") + src[i + 1:]
     sys.exit("mktma: unbalanced braces in %s" % name)
 
 
@@ -51,12 +53,15 @@ def main():
     src = open(sys.argv[1]).read()
     for name, body in BODIES.items():
         src = replace_body(src, name, body)
-    mid = sys.argv[2] + ".pass1.cu"
+    # the first pass under the template's own name, so that mkemu.py's #line directives name it
+    # (templates/gemm_tma.cu: the sites of tools/memstat.sh)
+    tmp = tempfile.mkdtemp()
+    mid = os.path.join(tmp, os.path.basename(sys.argv[1]))
     open(mid, "w").write(src)
     here = os.path.dirname(os.path.abspath(__file__))
     mkemu = os.path.join(here, "..", "gemm-emu", "mkemu.py")
     rc = subprocess.call([sys.executable, mkemu, mid, sys.argv[2]])
-    os.remove(mid)
+    shutil.rmtree(tmp)
     sys.exit(rc)
 
 

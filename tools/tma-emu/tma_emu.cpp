@@ -59,6 +59,16 @@
 #include <vector>
 
 #include "emu_sched.h"
+#include "memstat.h"
+// EMU_MEMSTAT builds (tools/memstat.sh, -O0 -fsanitize=thread): the site of an emulated PTX
+// instruction is the return address of its wrapper (frame 1 of the emulator function); the
+// emulator's own work is not counted
+#ifdef EMU_MEMSTAT
+#define EMU_SITE() ((uintptr_t)__builtin_return_address(1))
+#define EMU_PLAIN __attribute__((no_sanitize_thread))
+#else
+#define EMU_PLAIN
+#endif
 
 // ---- CUDA spellings on the host -------------------------------------------------------------
 #define __device__
@@ -69,7 +79,16 @@
 #define __restrict__ __restrict
 #define __shared__
 #define __grid_constant__
+#ifdef EMU_MEMSTAT
+// one access of 8 bytes per copy (memstat.h's EMU_VEC_COPY), as the epilogue's float2 stores are
+struct alignas(8) float2 {
+  float x, y;
+  float2(float a, float b) : x(a), y(b) {}
+  EMU_VEC_COPY(float2)
+};
+#else
 struct float2 { float x, y; };
+#endif
 static inline float2 make_float2(float a, float b) { return float2{a, b}; }
 #define HOT_STR2(x) #x
 #define HOT_STR(x) HOT_STR2(x)
@@ -292,6 +311,8 @@ struct emu_tma_op {
   emu_tmap map;
   unsigned dst, bar;
   int k, row;
+  uintptr_t site; // EMU_MEMSTAT: the issuing instruction
+  int warp;       // and its warp
 };
 static std::vector<emu_tma_op> g_tma_q; // issued, not landed
 static bool g_engine_blocked = false;
@@ -299,8 +320,39 @@ static int g_engine_tid; // the TMA unit's fiber: HOT_THREADS (set in main)
 static int g_kernel_live = 0;
 static unsigned box_bytes(const emu_tmap &t) { return t.box[0] * t.box[1]; }
 
+#ifdef EMU_MEMSTAT
+// A landing box as requests (docs/gpu-model.md): each 128-byte-or-narrower box row is one shared
+// write of 16-byte chunks at their swizzled places, and one global read of its in-bounds bytes.
+EMU_PLAIN static void tma_note(const emu_tma_op &op) {
+  const emu_tmap &t = op.map;
+  const unsigned rowb = t.box[0];
+  for (unsigned r = 0; r < t.box[1]; ++r) {
+    std::vector<memstat::lane_access> sh, gl;
+    for (unsigned x = 0; x < rowb; x += 16) {
+      unsigned o = r * rowb + x;
+      if (t.swizzle == 3) o ^= ((o >> 7) & 7) << 4;
+      else if (t.swizzle == 2) o ^= ((o >> 7) & 3) << 4;
+      else if (t.swizzle == 1) o ^= ((o >> 7) & 1) << 4;
+      sh.push_back(memstat::lane_access{(int)(x / 16), op.dst + o, 16});
+      const long long gx = (long long)op.k + x, gy = (long long)op.row + r;
+      const long long in = gy < (long long)t.dim[1] && gx < (long long)t.dim[0]
+                               ? std::min<long long>(16, (long long)t.dim[0] - gx) : 0;
+      if (in > 0)
+        gl.push_back(memstat::lane_access{
+            (int)(x / 16), (unsigned long long)(uintptr_t)(t.addr + (uint64_t)gy * t.stride1 + (uint64_t)gx),
+            (int)in});
+    }
+    memstat::note_request(op.site, memstat::S_SHARED, memstat::K_TMA, op.warp, sh);
+    if (!gl.empty()) memstat::note_request(op.site, memstat::S_GLOBAL, memstat::K_TMA, op.warp, gl);
+  }
+}
+#endif
+
 // The box lands: bytes (zeros past globalDim) in swizzled order, then complete_tx.
-static void tma_land(const emu_tma_op &op) {
+EMU_PLAIN static void tma_land(const emu_tma_op &op) {
+#ifdef EMU_MEMSTAT
+  tma_note(op);
+#endif
   const emu_tmap &t = op.map;
   const unsigned n = box_bytes(t);
   for (unsigned c = op.dst / 16; c < (op.dst + n) / 16; ++c) {
@@ -326,7 +378,11 @@ static void tma_land(const emu_tma_op &op) {
 
 static void emu_tma_load_2d(unsigned dst, const void *map, int k, int row, unsigned bar) {
   emu::yield();
-  emu_tma_op op{tmap_decode(map), dst, bar, k, row};
+#ifdef EMU_MEMSTAT
+  emu_tma_op op{tmap_decode(map), dst, bar, k, row, EMU_SITE(), (int)threadIdx.x >> 5};
+#else
+  emu_tma_op op{tmap_decode(map), dst, bar, k, row, 0, 0};
+#endif
   const emu_tmap &t = op.map;
   if (t.placeholder) die("TMA load through the placeholder map (Kpad = 0 must issue no load)");
   if (dst % 128) die("cp.async.bulk.tensor: shared destination not 128-byte aligned");
@@ -423,7 +479,7 @@ static std::vector<emu_thr> g_thr; // per fiber
 // Address of element (row r, K byte c < 32) of a K-major 128B-swizzle descriptor (layout type 1,
 // base offset 0): rows of 128 bytes, 8-row groups SBO apart, address bits [7, 10) XORed into
 // [4, 7). Other layouts stop the run.
-static unsigned desc_addr(unsigned long long desc, int r, int c) {
+EMU_PLAIN static unsigned desc_addr(unsigned long long desc, int r, int c) {
   unsigned start = (unsigned)(desc & 0x3FFF) << 4, sbo = (unsigned)((desc >> 32) & 0x3FFF) << 4;
   if ((desc >> 62) != 1) die("wgmma descriptor: only the 128-byte swizzle (layout type 1) is modelled");
   if ((desc >> 49) & 7) die("wgmma descriptor: base offset must be 0 here");
@@ -436,7 +492,7 @@ static unsigned desc_addr(unsigned long long desc, int r, int c) {
 }
 // The 32 bytes of row r of a descriptor's matrix (one 128-byte row: the swizzle's XOR is the
 // same for all 32, since a K step starts 32-byte aligned inside its row).
-static void desc_row(unsigned long long desc, int r, signed char out[32]) {
+EMU_PLAIN static void desc_row(unsigned long long desc, int r, signed char out[32]) {
   const unsigned a0 = desc_addr(desc, r, 0);
   for (int c = 0; c < 32; ++c) {
     const unsigned a = desc_addr(desc, r, c);
@@ -445,7 +501,7 @@ static void desc_row(unsigned long long desc, int r, signed char out[32]) {
   }
 }
 // the lanes of warp wq (0..3) of op: accumulators += their rows of A . B^T, shared memory read now
-static void wg_warp(emu_wg_op &op, int wq) {
+EMU_PLAIN static void wg_warp(emu_wg_op &op, int wq) {
   static signed char Ar[16][32], Br[256][32];
   for (int r = 0; r < 16; ++r) desc_row(op.da, 16 * wq + r, Ar[r]);
   for (int r = 0; r < 2 * op.n; ++r) desc_row(op.db, r, Br[r]);
@@ -463,6 +519,25 @@ static void wg_warp(emu_wg_op &op, int wq) {
   }
 }
 static void emu_wgmma_fence() { g_thr[threadIdx.x].fenced = true; }
+#ifdef EMU_MEMSTAT
+// The shared reads of one m64nNk32 (N = 2n) as the descriptors place them: every 8 x 16-byte core
+// matrix of A (64 rows) and B (N rows), each K step's two 16-byte halves, one request each (as
+// tools/gemm-emu/emu.cpp counts gemm_wgmma.cu's).
+EMU_PLAIN static void wg_note_reads(uintptr_t pc, int warp, unsigned long long da,
+                                    unsigned long long db, int n) {
+  for (int m = 0; m < 2; ++m) {
+    const unsigned long long desc = m ? db : da;
+    const int rows = m ? 2 * n : 64;
+    for (int r0 = 0; r0 < rows; r0 += 8)
+      for (int c = 0; c < 32; c += 16) {
+        std::vector<memstat::lane_access> req;
+        for (int j = 0; j < 8; ++j)
+          req.push_back(memstat::lane_access{j, desc_addr(desc, r0 + j, c), 16});
+        memstat::note_request(pc, memstat::S_SHARED, memstat::K_WGMMA, warp, req);
+      }
+  }
+}
+#endif
 static void emu_wgmma(int *d, int n, unsigned long long da, unsigned long long db) {
   const int tid = (int)threadIdx.x, l = tid & 127;
   if (!g_thr[tid].fenced) die("wgmma.mma_async without a wgmma.fence since the last wait_group");
@@ -482,6 +557,9 @@ static void emu_wgmma(int *d, int n, unsigned long long da, unsigned long long d
       if (w.da[i] != da || w.db[i] != db) die("wgmma descriptors differ within the warpgroup");
       op.d[i] = w.d[i];
     }
+#ifdef EMU_MEMSTAT
+    wg_note_reads(EMU_SITE(), tid >> 5, da, db, n);
+#endif
     for (int r = 0; r < 64; ++r)
       for (int c = 0; c < 32; c += 16) op.chunks.push_back(desc_addr(da, r, c) / 16);
     for (int r = 0; r < 2 * n; ++r)
@@ -585,8 +663,14 @@ int main(int argc, char **argv) {
 
   // operands exactly as large as the matrices, 16-byte aligned (any stray read is caught)
   const size_t asz = (size_t)M * Kpad, bsz = (size_t)N * Kpad;
-  signed char *Ad = (signed char *)std::aligned_alloc(16, asz + 16);
-  signed char *Bd = (signed char *)std::aligned_alloc(16, bsz + 16);
+  // (EMU_MEMSTAT: on 256-byte boundaries, as cudaMalloc and the runtime's workspace place them)
+#ifdef EMU_MEMSTAT
+  const size_t al = 256;
+#else
+  const size_t al = 16;
+#endif
+  signed char *Ad = (signed char *)std::aligned_alloc(al, (asz + 16 + al - 1) / al * al);
+  signed char *Bd = (signed char *)std::aligned_alloc(al, (bsz + 16 + al - 1) / al * al);
   for (size_t i = 0; i < asz; ++i) Ad[i] = (signed char)((int)(rnd() % 255) - 127);
   for (size_t i = 0; i < bsz; ++i) Bd[i] = (signed char)((int)(rnd() % 255) - 127);
   const int m_edge = M / 2, n_edge = N - 1;
@@ -680,8 +764,14 @@ int main(int argc, char **argv) {
     g_range_flag = 0;
     std::fill(C.begin(), C.end(), NaNpat);
     gridDim = {(unsigned)grid, 1, 1};
+#ifdef EMU_MEMSTAT // counted under the first schedule only (the addresses do not depend on it)
+    if (seed == seeds[0]) memstat::launch_begin(HOT_STR(HOT_KNAME));
+#endif
     for (long b : emu::block_order(grid)) {
       g_smem.assign(g_smem_bytes, 0xCD); // stale garbage, like real shared memory
+#ifdef EMU_MEMSTAT
+      memstat::set_shared_window(g_smem.data(), g_smem_bytes);
+#endif
       g_tma_pending.assign(g_smem_bytes / 16 + 1, 0);
       g_wg_readers.assign(g_smem_bytes / 16 + 1, 0);
       g_bar_mem.assign(g_smem_bytes / 16 + 1, 0);
@@ -702,6 +792,9 @@ int main(int argc, char **argv) {
       for (auto &t : g_thr) t = emu_thr();
       blockIdx = {(unsigned)b, 0, 0};
       emu::run_block(HOT_THREADS + 1, kernel, thr_exit);
+#ifdef EMU_MEMSTAT
+      memstat::block_end();
+#endif
       if (!g_tma_q.empty()) die("TMA loads still in flight when the block ended");
       for (auto &kv : g_mbar)
         if (kv.second.pending != kv.second.count || kv.second.tx != 0)
@@ -710,6 +803,9 @@ int main(int argc, char **argv) {
               std::to_string(kv.second.count) + " arrivals, tx " + std::to_string(kv.second.tx) +
               "): unmatched arrivals or transaction bytes");
     }
+#ifdef EMU_MEMSTAT
+    memstat::launch_end();
+#endif
     long bad = 0;
     for (int m = 0; m < M; ++m)
       for (int n = 0; n < N; ++n) {
