@@ -329,44 +329,62 @@ static int tensor_quant(const float *v, int64_t rows, int64_t k, int mx, int sr,
   return rc;
 }
 
-/* g' (T x o_pad) and w' stored as I rows of o_pad, both transformed by H_16 along O. */
-static int hq_operands(const nvfp4_layer *ly, const float *g_y, const float *w, int64_t o_pad,
-                       float *gt, float *wt) {
-  const int64_t T = ly->B * ly->L, O = ly->O, I = ly->I;
-  memset(gt, 0, (size_t)(T * o_pad) * sizeof(float));
-  memset(wt, 0, (size_t)(I * o_pad) * sizeof(float));
+/* H_16 along each row of the rows x o_pad tensor m (zeros past O already in place); -4 when a
+ * value is not finite after the transform. */
+static int fwht16_rows(float *m, int64_t rows, int64_t o_pad) {
+  for (int64_t t = 0; t < rows; ++t)
+    for (int64_t b = 0; b < o_pad; b += 16) hot_fwht(m + t * o_pad + b, 16);
+  for (int64_t n = 0; n < rows * o_pad; ++n)
+    if (!isfinite(m[n])) return ST_ENONFINITE;
+  return ST_OK;
+}
+
+int64_t nvfp4_layer_o_pad(const nvfp4_layer *ly) { return layer_ok(ly) ? round_up(ly->O, 16) : 0; }
+
+int nvfp4_hq_quant_g(const nvfp4_layer *ly, const float *g_y, int sr, uint64_t seed,
+                     uint32_t step, uint8_t *codes, uint8_t *scales, float *s_t) {
+  if (!layer_ok(ly) || !g_y || !codes || !scales || !s_t) return ST_EARG;
+  const int64_t T = ly->B * ly->L, O = ly->O, o_pad = round_up(O, 16);
+  float *gt = calloc((size_t)(T * o_pad), sizeof(float));
+  if (!gt) return ST_ENOMEM;
   for (int64_t t = 0; t < T; ++t)
     for (int64_t o = 0; o < O; ++o) gt[t * o_pad + o] = g_y[t * O + o];
+  int rc = fwht16_rows(gt, T, o_pad);
+  const nvfp4_stream st = {seed, ly->layer_id * 16u + HOT_TENSOR_HQ_G, step, o_pad, 1};
+  if (!rc) rc = nvfp4_quantize(gt, T, o_pad, sr, sr ? &st : NULL, codes, scales, s_t);
+  free(gt);
+  return rc;
+}
+
+int nvfp4_hq_quant_w(const nvfp4_layer *ly, const float *w, uint8_t *codes, uint8_t *scales,
+                     float *s_t) {
+  if (!layer_ok(ly) || !w || !codes || !scales || !s_t) return ST_EARG;
+  const int64_t O = ly->O, I = ly->I, o_pad = round_up(O, 16);
+  float *wt = calloc((size_t)(I * o_pad), sizeof(float));
+  if (!wt) return ST_ENOMEM;
   for (int64_t o = 0; o < O; ++o)
     for (int64_t i = 0; i < I; ++i) wt[i * o_pad + o] = w[o * I + i];
-  for (int64_t t = 0; t < T; ++t)
-    for (int64_t b = 0; b < o_pad; b += 16) hot_fwht(gt + t * o_pad + b, 16);
-  for (int64_t i = 0; i < I; ++i)
-    for (int64_t b = 0; b < o_pad; b += 16) hot_fwht(wt + i * o_pad + b, 16);
-  for (int64_t n = 0; n < (T > I ? T : I) * o_pad; ++n)
-    if ((n < T * o_pad && !isfinite(gt[n])) || (n < I * o_pad && !isfinite(wt[n])))
-      return ST_ENONFINITE;
-  return ST_OK;
+  int rc = fwht16_rows(wt, I, o_pad);
+  if (!rc) rc = nvfp4_quantize(wt, I, o_pad, 0, NULL, codes, scales, s_t);
+  free(wt);
+  return rc;
 }
 
 int nvfp4_hq_gx(const nvfp4_layer *ly, const float *g_y, const float *w, uint64_t seed,
                 uint32_t step, float *g_x) {
   if (!layer_ok(ly) || !g_y || !w || !g_x) return ST_EARG;
   const int64_t T = ly->B * ly->L, o_pad = round_up(ly->O, 16);
-  float *gt = malloc((size_t)(T * o_pad) * sizeof(float));
-  float *wt = malloc((size_t)(ly->I * o_pad) * sizeof(float));
-  nvfp4_tensor qg = {0}, qw = {0};
-  int rc = gt && wt ? hq_operands(ly, g_y, w, o_pad, gt, wt) : ST_ENOMEM;
-  const nvfp4_stream st = {seed, ly->layer_id * 16u + HOT_TENSOR_HQ_G, step, o_pad, 1};
-  if (!rc) rc = tensor_quant(gt, T, o_pad, 0, 1, &st, &qg);
-  if (!rc) rc = tensor_quant(wt, ly->I, o_pad, 0, 0, NULL, &qw);
-  if (!rc)
-    rc = nvfp4_gemm(qg.codes, qg.scales, qg.s_t, qw.codes, qw.scales, qw.s_t, T, ly->I, o_pad, 16,
-                    g_x);
-  free(gt);
-  free(wt);
-  tensor_free(&qg);
-  tensor_free(&qw);
+  uint8_t *cg = malloc((size_t)(T * o_pad / 2)), *sg = malloc((size_t)(T * o_pad / 16));
+  uint8_t *cw = malloc((size_t)(ly->I * o_pad / 2)), *sw = malloc((size_t)(ly->I * o_pad / 16));
+  float tg = 0.0f, tw = 0.0f;
+  int rc = cg && sg && cw && sw ? ST_OK : ST_ENOMEM;
+  if (!rc) rc = nvfp4_hq_quant_g(ly, g_y, 1, seed, step, cg, sg, &tg);
+  if (!rc) rc = nvfp4_hq_quant_w(ly, w, cw, sw, &tw);
+  if (!rc) rc = nvfp4_gemm(cg, sg, tg, cw, sw, tw, T, ly->I, o_pad, 16, g_x);
+  free(cg);
+  free(sg);
+  free(cw);
+  free(sw);
   return rc;
 }
 
@@ -384,6 +402,23 @@ static int hla_operand(const nvfp4_layer *ly, const float *src, int64_t cols, in
   int rc = m && *out ? nvfp4_hla_project(ly, src, cols, m) : ST_ENOMEM;
   if (!rc) transpose(m, K, cols, *out);
   free(m);
+  return rc;
+}
+
+int nvfp4_hla_quant(const nvfp4_layer *ly, const float *src, int64_t cols, int is_g, int sr,
+                    uint64_t seed, uint32_t step, uint8_t *codes, uint8_t *scales, float *s_t) {
+  if (!layer_ok(ly) || !src || cols <= 0 || !codes || !scales || (!s_t && ly->hla_fmt != NVFP4_HLA_MXFP8))
+    return ST_EARG;
+  const int64_t K = nvfp4_layer_k(ly);
+  float *h = NULL;
+  int rc = hla_operand(ly, src, cols, K, &h);
+  /* g^ is stored cols x K; its draws are those of the K x cols math tensor: idx = kk * cols + o */
+  const nvfp4_stream st = {seed, ly->layer_id * 16u + (is_g ? HOT_TENSOR_HLA_G : 0u), step, 1, cols};
+  if (!rc)
+    rc = ly->hla_fmt == NVFP4_HLA_MXFP8
+             ? mxfp8_quantize(h, cols, K, sr, sr ? &st : NULL, codes, scales)
+             : nvfp4_quantize(h, cols, K, sr, sr ? &st : NULL, codes, scales, s_t);
+  free(h);
   return rc;
 }
 

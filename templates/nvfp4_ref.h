@@ -99,6 +99,26 @@ typedef struct {
 /* K = blocks * r of the layer (0 when the layer is invalid). */
 int64_t nvfp4_layer_k(const nvfp4_layer *ly);
 
+/* o_pad = O rounded up to 16 (0 when the layer is invalid). */
+int64_t nvfp4_layer_o_pad(const nvfp4_layer *ly);
+
+/* The HQ operands alone (what nvfp4_hq_gx quantises). g' = g_y (I (x) H_16), T x o_pad, NVFP4
+ * along O: SR (sr = 1; tag layer_id * 16 + 1, idx = t * o_pad + o) or RTN (sr = 0, no draw);
+ * codes[T * o_pad / 2], scales[T * o_pad / 16], *s_t. w' = (I (x) H_16) w stored as I rows of
+ * o_pad, NVFP4 RTN: codes[I * o_pad / 2], scales[I * o_pad / 16], *s_t. Errors: -1, -3, -4. */
+int nvfp4_hq_quant_g(const nvfp4_layer *ly, const float *g_y, int sr, uint64_t seed,
+                     uint32_t step, uint8_t *codes, uint8_t *scales, float *s_t);
+int nvfp4_hq_quant_w(const nvfp4_layer *ly, const float *w, uint8_t *codes, uint8_t *scales,
+                     float *s_t);
+
+/* An HLA operand alone (what nvfp4_hla_gw quantises): H_r src (src T x cols) stored transposed,
+ * cols rows of K, quantised along K in the layer's format (k_pad = K rounded up to the block):
+ * is_g = 1 draws with tag layer_id * 16 + 2 and idx = kk * cols + o when sr = 1. MXFP8:
+ * codes[cols * k_pad], scales[cols * k_pad / 32], s_t unused (may be NULL); NVFP4:
+ * codes[cols * k_pad / 2], scales[cols * k_pad / 16], *s_t. Errors: -1, -3, -4. */
+int nvfp4_hla_quant(const nvfp4_layer *ly, const float *src, int64_t cols, int is_g, int sr,
+                    uint64_t seed, uint32_t step, uint8_t *codes, uint8_t *scales, float *s_t);
+
 /* g_x[T * I] of HQ in NVFP4: g' = g_y (I (x) H_16) (O padded to o_pad = 16k) SR with tag
  * layer_id * 16 + 1 and idx = t * o_pad + o; w' = (I (x) H_16) w stored as I rows of o_pad, RTN;
  * nvfp4_gemm with div = 16. Errors: -1, -3, -4. */

@@ -52,4 +52,9 @@ static inline void *ref_call_alloc(hot_ref_call *c, hot_lbuf s, int64_t bytes) {
 HOT_KERNEL_FAMILIES(HOT_REF_STEP_DECL_)
 #undef HOT_REF_STEP_DECL_
 
+/* Recipe nvfp4 (plan fmt HOT_FMT_NVFP4, templates/CONTRACT.md 20.6): the hq, hla and gemm
+ * families' step functions hand their steps to this one (templates/nvfp4_steps_ref.c), which
+ * runs the NVFP4/MXFP8 twin of nvfp4_ref.c; returns a HOT_REF_* status. */
+int ref_step_nvfp4(hot_ref_call *c, const hot_step *s);
+
 #endif
