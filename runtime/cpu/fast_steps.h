@@ -70,4 +70,8 @@ static inline void *fast_call_alloc(fast_call *c, hot_lbuf s, size_t bytes, int 
 HOT_KERNEL_FAMILIES(HOT_FAST_STEP_DECL_)
 #undef HOT_FAST_STEP_DECL_
 
+/* Recipe nvfp4 (plan fmt HOT_FMT_NVFP4): the hq, hla and gemm families' fast step functions hand
+ * their steps to this one (fast_nvfp4.c), bit for bit as ref_step_nvfp4; a HOT_REF_* status. */
+int fast_step_nvfp4(fast_call *c, const hot_step *s);
+
 #endif

@@ -97,6 +97,14 @@ static const fcase k_cases[] = {
     {HOT_RECIPE_PAPER_CODE, HOT_ARCH_SM80, 2, 197, 260, 137, HOT_DT_F32, 0},
     {HOT_RECIPE_PAPER_CODE, HOT_ARCH_SM90, 1, 64, 137, 96, HOT_DT_F16, 0},
     {HOT_RECIPE_PAPER_CODE, HOT_ARCH_SM80, 3, 32, 100, 17, HOT_DT_F32, M_NO_ABC},
+    /* recipe nvfp4 (CONTRACT.md 20; planned by plan_layer_cpu, the arch is not read) */
+    {HOT_RECIPE_NVFP4, HOT_ARCH_SM80, 2, 17, 137, 33, HOT_DT_F32, 0},
+    {HOT_RECIPE_NVFP4, HOT_ARCH_SM80, 1, 70, 64, 96, HOT_DT_BF16, M_NO_ABC},
+    {HOT_RECIPE_NVFP4, HOT_ARCH_SM80, 3, 33, 100, 48, HOT_DT_F16, M_P64 | M_FLAT},
+    {HOT_RECIPE_NVFP4, HOT_ARCH_SM80, 2, 64, 17, 130, HOT_DT_F32, M_P64 | M_SAMPLE_LAY | M_RTN},
+    {HOT_RECIPE_NVFP4, HOT_ARCH_SM80, 1, 137, 260, 197, HOT_DT_F32, M_FULL},
+    {HOT_RECIPE_NVFP4, HOT_ARCH_SM80, 2, 17, 33, 17, HOT_DT_BF16, M_NO_HQ},
+    {HOT_RECIPE_NVFP4, HOT_ARCH_SM80, 2, 17, 33, 17, HOT_DT_F32, M_NO_HLA | M_NO_ABC},
 };
 
 static void make_plan(const fcase *c, hot_layer_spec *sp, hot_layer_plan *pl) {
@@ -122,7 +130,8 @@ static void make_plan(const fcase *c, hot_layer_spec *sp, hot_layer_plan *pl) {
   if (m & M_FULL) sp->hla.selection = HOT_SEL_FULL;
   if (m & M_B32) sp->hq.block = 32;
   if (m & M_B64) sp->hq.block = 64;
-  int rc = plan_layer(sp, c->B, c->L, c->rec, c->arch, 5, pl, err, sizeof err);
+  int rc = c->rec == HOT_RECIPE_NVFP4 ? plan_layer_cpu(sp, c->B, c->L, c->rec, 5, pl, err, sizeof err)
+                                       : plan_layer(sp, c->B, c->L, c->rec, c->arch, 5, pl, err, sizeof err);
   ck_assert_msg(rc == 0, "plan_layer: %s", err);
   ck_assert_int_eq(ref_plan_check(pl), HOT_REF_OK);
 }
@@ -145,6 +154,9 @@ static void *make_input(tp_rng *r, int64_t n, double sd, hot_dtype dt, float *f3
 
 static int same_saved(const hot_layer_plan *pl, const hot_ref_saved *a, const hot_ref_saved *b) {
   if (a->bytes != b->bytes || !a->q_x != !b->q_x || !a->x != !b->x) return 0;
+  if (a->q_x && pl->fmt == HOT_FMT_NVFP4) /* MXFP8 codes and scales, no fp32 scale */
+    return !a->s_x && !b->s_x &&
+           memcmp(a->q_x, b->q_x, (size_t)plan_buffer_bytes(pl, HOT_BUF_SAVED_CODES)) == 0;
   if (a->q_x)
     return memcmp(a->q_x, b->q_x, (size_t)plan_buffer_bytes(pl, HOT_BUF_SAVED_CODES)) == 0 &&
            memcmp(a->s_x, b->s_x, (size_t)pl->hla.groups * sizeof(float)) == 0;

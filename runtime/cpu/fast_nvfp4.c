@@ -1,0 +1,226 @@
+/* fast_nvfp4.c — recipe nvfp4 on the fast path (templates/CONTRACT.md 20): the hq, hla and gemm
+ * families' fast step functions hand a plan of fmt HOT_FMT_NVFP4 to fast_step_nvfp4, bit for bit
+ * as the twin's ref_step_nvfp4 (templates/nvfp4_steps_ref.c), buffers as nvfp4_plan.h lays them
+ * out. The quantisers are the twin's own functions (exact by construction); the two block-scaled
+ * GEMMs run here, threaded over output rows: each 16-value NVFP4 block's dot product is an exact
+ * integer of doubled E2M1 values (|S| <= 2304), each 32-value MXFP8 block's an exact int64 sum of
+ * E4M3 values in units of 2^-9, and the blocks' products are added in block order in fp32, the
+ * very operations and order of nvfp4_gemm / mxfp8_gemm (CONTRACT.md 20.5), whatever the thread
+ * count or ISA level. */
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "fast_steps.h"
+#include "hot_math.cuh"
+#include "nvfp4_plan.h"
+
+enum { ROWS_PER_TASK = 4 };
+
+/* ---- the block-scaled GEMMs ---------------------------------------------------------------- */
+
+/* One GEMM: out[m * N + n] for m < M, n < N from row-major code rows of k_pad values. a_val /
+ * b_val: the operands' values as integers (NVFP4: doubled E2M1 in int8 units of 1/2; MXFP8: E4M3
+ * in int32 units of 2^-9), a_sc / b_sc: their block scales (NVFP4: the decoded E4M3 floats;
+ * MXFP8: the E8M0 exponents e + 127). */
+typedef struct {
+  int64_t M, N, k_pad, nb;
+  int mx;                    /* 0: NVFP4 (block 16), 1: MXFP8 (block 32) */
+  const int8_t *a4, *b4;     /* NVFP4 values */
+  const int32_t *a8, *b8;    /* MXFP8 values */
+  const float *a_sf, *b_sf;  /* NVFP4 block scales */
+  const uint8_t *a_e, *b_e;  /* MXFP8 block exponents */
+  float c;                   /* NVFP4: (s_ta * s_tb) / (4 * div); MXFP8: div */
+  float *out;
+  atomic_int *inf;
+} bs_gemm;
+
+/* out[m, n] of NVFP4 x NVFP4: acc = 0; acc += (float)S_b * (sa_b * sb_b) per block in order;
+ * out = acc * c (nvfp4_gemm). */
+static float nv_dot(const bs_gemm *g, int64_t m, int64_t n) {
+  const int8_t *a = g->a4 + m * g->k_pad, *b = g->b4 + n * g->k_pad;
+  const float *sa = g->a_sf + m * g->nb, *sb = g->b_sf + n * g->nb;
+  float acc = 0.0f;
+  for (int64_t j = 0; j < g->nb; ++j) {
+    int S = 0;
+    for (int t = 0; t < NVFP4_BLOCK; ++t) S += a[j * NVFP4_BLOCK + t] * b[j * NVFP4_BLOCK + t];
+    acc = HOT_ADD(acc, HOT_MUL(HOT_I2F(S), HOT_MUL(sa[j], sb[j])));
+  }
+  return HOT_MUL(acc, g->c);
+}
+
+/* out[m, n] of MXFP8 x MXFP8: acc += ldexpf((float)S_b, ea + eb - 254 - 18) per block in order;
+ * out = acc / div (mxfp8_gemm). */
+static float mx_dot(const bs_gemm *g, int64_t m, int64_t n) {
+  const int32_t *a = g->a8 + m * g->k_pad, *b = g->b8 + n * g->k_pad;
+  const uint8_t *ea = g->a_e + m * g->nb, *eb = g->b_e + n * g->nb;
+  float acc = 0.0f;
+  for (int64_t j = 0; j < g->nb; ++j) {
+    int64_t S = 0;
+    for (int t = 0; t < MXFP8_BLOCK; ++t)
+      S += (int64_t)a[j * MXFP8_BLOCK + t] * (int64_t)b[j * MXFP8_BLOCK + t];
+    acc = HOT_ADD(acc, ldexpf((float)S, (int)ea[j] + (int)eb[j] - 254 - 18));
+  }
+  return HOT_DIV(acc, g->c);
+}
+
+static void bs_task(void *ctx, int64_t i, int tid) {
+  (void)tid;
+  const bs_gemm *g = ctx;
+  const int64_t m1 = (i + 1) * ROWS_PER_TASK < g->M ? (i + 1) * ROWS_PER_TASK : g->M;
+  int bad = 0;
+  for (int64_t m = i * ROWS_PER_TASK; m < m1; ++m)
+    for (int64_t n = 0; n < g->N; ++n) {
+      const float v = g->mx ? mx_dot(g, m, n) : nv_dot(g, m, n);
+      bad |= !isfinite(v);
+      g->out[m * g->N + n] = v;
+    }
+  if (bad) atomic_store(g->inf, 1);
+}
+
+/* Doubled E2M1 values of rows x k_pad packed codes (element 2j in the low nibble of byte j). */
+static void nv_unpack(const uint8_t *codes, int64_t n, int8_t *val) {
+  static const int8_t x2[16] = {0, 1, 2, 3, 4, 6, 8, 12, 0, -1, -2, -3, -4, -6, -8, -12};
+  for (int64_t t = 0; t < n; ++t) val[t] = x2[(codes[t >> 1] >> ((t & 1) * 4)) & 15u];
+}
+
+/* E4M3 values in units of 2^-9 (the NaN codes, never written by the quantisers, as 0). */
+static void mx_unpack(const uint8_t *codes, int64_t n, int32_t *val) {
+  int32_t tab[256];
+  for (unsigned c = 0; c < 256; ++c) {
+    const float v = nvfp4_e4m3_decode(c);
+    tab[c] = isnan(v) ? 0 : (int32_t)ldexpf(v, 9);
+  }
+  for (int64_t t = 0; t < n; ++t) val[t] = tab[codes[t]];
+}
+
+/* The E4M3 block scales as floats (nvfp4_e4m3_decode: exact). */
+static void sf_decode(const uint8_t *sc, int64_t n, float *out) {
+  for (int64_t t = 0; t < n; ++t) out[t] = nvfp4_e4m3_decode(sc[t]);
+}
+
+/* NVFP4 (mx = 0) or MXFP8 (mx = 1) GEMM of a (M rows) and b (N rows), each code rows then
+ * scale bytes (nvfp4_plan.h); c as bs_gemm's. */
+static int bs_run(fast_call *c, int mx, const uint8_t *a, const uint8_t *b, int64_t M, int64_t N,
+                  int64_t k_pad, float cf, float *out, atomic_int *inf) {
+  const int64_t nb = k_pad / (mx ? MXFP8_BLOCK : NVFP4_BLOCK);
+  const int64_t ca = mx ? mxfp8_codes_bytes(M, k_pad) : nvfp4_codes_bytes(M, k_pad);
+  const int64_t cb = mx ? mxfp8_codes_bytes(N, k_pad) : nvfp4_codes_bytes(N, k_pad);
+  const size_t vsz = mx ? sizeof(int32_t) : sizeof(int8_t);
+  void *av = malloc((size_t)(M * k_pad) * vsz), *bv = malloc((size_t)(N * k_pad) * vsz);
+  float *asf = mx ? NULL : malloc((size_t)(M * nb) * sizeof(float));
+  float *bsf = mx ? NULL : malloc((size_t)(N * nb) * sizeof(float));
+  int rc = HOT_REF_ENOMEM;
+  if (av && bv && (mx || (asf && bsf))) {
+    bs_gemm g = {M, N, k_pad, nb, mx, NULL, NULL, NULL, NULL, asf, bsf, a + ca, b + cb, cf, out, inf};
+    if (mx) {
+      mx_unpack(a, M * k_pad, av);
+      mx_unpack(b, N * k_pad, bv);
+      g.a8 = av, g.b8 = bv;
+    } else {
+      nv_unpack(a, M * k_pad, av);
+      nv_unpack(b, N * k_pad, bv);
+      sf_decode(a + ca, M * nb, asf);
+      sf_decode(b + cb, N * nb, bsf);
+      g.a4 = av, g.b4 = bv;
+    }
+    fast_parallel(fast_cdiv(M, ROWS_PER_TASK), c->cf->threads, bs_task, &g);
+    rc = HOT_REF_OK;
+  }
+  free(av);
+  free(bv);
+  free(asf);
+  free(bsf);
+  return rc;
+}
+
+/* ---- the steps ----------------------------------------------------------------------------- */
+
+/* A fresh fp32 copy of n elements of a dtype-tagged array (exact widening), or NULL. */
+static float *load_all(const void *src, hot_dtype dt, int64_t n) {
+  float *v = malloc((size_t)(n > 0 ? n : 1) * sizeof *v);
+  if (v)
+    for (int64_t i = 0; i < n; ++i) v[i] = ref_load(src, dt, i);
+  return v;
+}
+
+/* hq_g / hq_w: g' (SR unless hq.round = rtn) or w' (RTN) into Q_G, S_G / Q_W, S_W. */
+static int step_hq(fast_call *c, const nvfp4_layer *ly, int is_g) {
+  const hot_layer_plan *pl = c->pl;
+  const int64_t rows = is_g ? pl->T : pl->I, kp = pl->hq.gemm.k_pad;
+  uint8_t *q = fast_call_alloc(c, is_g ? HOT_LB_Q_G : HOT_LB_Q_W,
+                               (size_t)plan_buffer_bytes(pl, is_g ? HOT_BUF_Q_G : HOT_BUF_Q_W), 1);
+  float *st = fast_call_alloc(c, is_g ? HOT_LB_S_G : HOT_LB_S_W, sizeof(float), 0);
+  float *v = load_all(is_g ? c->g_y : c->w, c->dt, is_g ? pl->T * pl->O : pl->O * pl->I);
+  int rc = q && st && v ? HOT_REF_OK : HOT_REF_ENOMEM;
+  uint8_t *sc = q ? q + nvfp4_codes_bytes(rows, kp) : NULL;
+  if (!rc)
+    rc = is_g ? nvfp4_hq_quant_g(ly, v, pl->hq.g.round == HOT_ROUND_SR, c->seed, c->step, q, sc, st)
+              : nvfp4_hq_quant_w(ly, v, q, sc, st);
+  free(v);
+  return rc;
+}
+
+/* g^ (is_g, SR unless hla.round = rtn) or x^ (RTN) of src (T x cols, dtype dt) into dst, the
+ * layout of Q_HG / Q_HX. */
+static int hla_quant(const fast_call *c, const nvfp4_layer *ly, const void *src, hot_dtype dt,
+                     int is_g, uint8_t *dst) {
+  const hot_layer_plan *pl = c->pl;
+  const int64_t cols = is_g ? pl->O : pl->I;
+  float *v = load_all(src, dt, pl->T * cols);
+  if (!v) return HOT_REF_ENOMEM;
+  int rc = nvfp4_hla_quant(ly, v, cols, is_g, is_g && pl->hla.g.round == HOT_ROUND_SR, c->seed,
+                           c->step, dst, dst + mxfp8_codes_bytes(cols, pl->hla.gemm.k_pad), NULL);
+  free(v);
+  return rc;
+}
+
+static int step_gemm(fast_call *c, const nvfp4_layer *ly, int gx) {
+  const hot_layer_plan *pl = c->pl;
+  if (gx) {
+    const uint8_t *a = c->buf[HOT_LB_Q_G], *b = c->buf[HOT_LB_Q_W];
+    const float *ta = c->buf[HOT_LB_S_G], *tb = c->buf[HOT_LB_S_W];
+    if (!a || !b || !ta || !tb) return HOT_REF_EARG;
+    const float cf = HOT_DIV(HOT_MUL(*ta, *tb), (float)(4 * 16)); /* nvfp4_gemm's c, div 16 */
+    c->wrote |= 1u << HOT_LB_GX;
+    int rc = bs_run(c, 0, a, b, pl->T, pl->I, pl->hq.gemm.k_pad, cf, c->g_x, &c->inf_x);
+    fast_call_release(c, HOT_LB_Q_G);
+    fast_call_release(c, HOT_LB_Q_W);
+    return rc;
+  }
+  const uint8_t *a = c->buf[HOT_LB_Q_HG], *b = (const uint8_t *)c->saved->q_x;
+  if (!b) { /* no ABC: x^ of the kept x, projected now */
+    uint8_t *q = fast_call_alloc(c, HOT_LB_Q_HX, (size_t)plan_buffer_bytes(pl, HOT_BUF_Q_HX), 1);
+    if (!q) return HOT_REF_ENOMEM;
+    int rc = hla_quant(c, ly, c->saved->x, HOT_DT_F32, 0, q);
+    if (rc) return rc;
+    b = q;
+  }
+  if (!a) return HOT_REF_EARG;
+  c->wrote |= 1u << HOT_LB_GW;
+  return bs_run(c, 1, a, b, pl->O, pl->I, pl->hla.gemm.k_pad, (float)pl->hla.block, c->g_w,
+                &c->inf_w);
+}
+
+int fast_step_nvfp4(fast_call *c, const hot_step *s) {
+  if (!c || !s || c->pl->fmt != HOT_FMT_NVFP4) return HOT_REF_EARG;
+  nvfp4_plan_layer pl;
+  nvfp4_of_plan(c->pl, &pl);
+  switch (s->role) {
+  case HOT_K_HQ_G: return step_hq(c, &pl.ly, 1);
+  case HOT_K_HQ_W: return step_hq(c, &pl.ly, 0);
+  case HOT_K_HLA_G: {
+    uint8_t *q = fast_call_alloc(c, HOT_LB_Q_HG, (size_t)plan_buffer_bytes(c->pl, HOT_BUF_Q_HG), 1);
+    return q ? hla_quant(c, &pl.ly, c->g_y, c->dt, 1, q) : HOT_REF_ENOMEM;
+  }
+  case HOT_K_ABC_X: {
+    if (!c->save_out) return HOT_REF_EARG;
+    c->save_out->q_x = malloc((size_t)plan_buffer_bytes(c->pl, HOT_BUF_SAVED_CODES));
+    if (!c->save_out->q_x) return HOT_REF_ENOMEM; /* the caller frees out */
+    return hla_quant(c, &pl.ly, c->x, c->dt, 0, (uint8_t *)c->save_out->q_x);
+  }
+  case HOT_K_GEMM_GX: return step_gemm(c, &pl.ly, 1);
+  case HOT_K_GEMM_GW: return step_gemm(c, &pl.ly, 0);
+  default: return HOT_REF_EARG;
+  }
+}
