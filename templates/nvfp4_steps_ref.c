@@ -1,7 +1,8 @@
-/* nvfp4_steps_ref.c — recipe nvfp4's reference step function (templates/CONTRACT.md 20.6):
- * the layer walk of templates/layer_ref.c hands the hq, hla and gemm families' steps of a plan
- * whose fmt is HOT_FMT_NVFP4 to ref_step_nvfp4, which runs the twin of nvfp4_ref.c on them (the
- * bias step is the integer recipes' own). The buffers between steps: nvfp4_plan.h. */
+/* nvfp4_steps_ref.c — recipe nvfp4's reference steps (templates/CONTRACT.md 20.6): the layer
+ * walk of templates/layer_ref.c runs the step table as for every recipe, and the hq, hla and gemm
+ * families' step functions hand a plan whose fmt is HOT_FMT_NVFP4 to the entry points below,
+ * which run the twin of nvfp4_ref.c (the bias step is the integer recipes' own). The buffers
+ * between steps: nvfp4_plan.h. */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -85,20 +86,31 @@ static int step_gemm(hot_ref_call *c, const nvfp4_layer *ly, int gx) {
                     pl->I, kp, pl->hla.block, c->g_w);
 }
 
-int ref_step_nvfp4(hot_ref_call *c, const hot_step *s) {
-  if (!c || !s || c->pl->fmt != HOT_FMT_NVFP4) return HOT_REF_EARG;
+/* The entry points the hq, hla and gemm families' step functions call for a plan of fmt
+ * HOT_FMT_NVFP4 (ref_steps.h). */
+static int plan_of(const hot_ref_call *c, nvfp4_plan_layer *pl) {
+  if (!c || !c->pl || c->pl->fmt != HOT_FMT_NVFP4) return HOT_REF_EARG;
+  nvfp4_of_plan(c->pl, pl);
+  return HOT_REF_OK;
+}
+
+int ref_nvfp4_hq(hot_ref_call *c, int is_g) {
   nvfp4_plan_layer pl;
-  nvfp4_of_plan(c->pl, &pl);
-  switch (s->role) {
-  case HOT_K_HQ_G: return step_hq(c, &pl.ly, 1);
-  case HOT_K_HQ_W: return step_hq(c, &pl.ly, 0);
-  case HOT_K_HLA_G: {
-    uint8_t *q = ref_call_alloc(c, HOT_LB_Q_HG, plan_buffer_bytes(c->pl, HOT_BUF_Q_HG));
-    return q ? hla_quant(c, &pl.ly, c->g_y, c->dt, 1, q) : HOT_REF_ENOMEM;
-  }
-  case HOT_K_ABC_X: return step_abc(c, &pl.ly);
-  case HOT_K_GEMM_GX: return step_gemm(c, &pl.ly, 1);
-  case HOT_K_GEMM_GW: return step_gemm(c, &pl.ly, 0);
-  default: return HOT_REF_EARG;
-  }
+  int rc = plan_of(c, &pl);
+  return rc ? rc : step_hq(c, &pl.ly, is_g);
+}
+
+int ref_nvfp4_hla(hot_ref_call *c, int is_g) {
+  nvfp4_plan_layer pl;
+  int rc = plan_of(c, &pl);
+  if (rc) return rc;
+  if (!is_g) return step_abc(c, &pl.ly);
+  uint8_t *q = ref_call_alloc(c, HOT_LB_Q_HG, plan_buffer_bytes(c->pl, HOT_BUF_Q_HG));
+  return q ? hla_quant(c, &pl.ly, c->g_y, c->dt, 1, q) : HOT_REF_ENOMEM;
+}
+
+int ref_nvfp4_gemm(hot_ref_call *c, int gx) {
+  nvfp4_plan_layer pl;
+  int rc = plan_of(c, &pl);
+  return rc ? rc : step_gemm(c, &pl.ly, gx);
 }

@@ -53,8 +53,11 @@ HOT_KERNEL_FAMILIES(HOT_REF_STEP_DECL_)
 #undef HOT_REF_STEP_DECL_
 
 /* Recipe nvfp4 (plan fmt HOT_FMT_NVFP4, templates/CONTRACT.md 20.6): the hq, hla and gemm
- * families' step functions hand their steps to this one (templates/nvfp4_steps_ref.c), which
- * runs the NVFP4/MXFP8 twin of nvfp4_ref.c; returns a HOT_REF_* status. */
-int ref_step_nvfp4(hot_ref_call *c, const hot_step *s);
+ * families' step functions hand their steps to these (templates/nvfp4_steps_ref.c), which run the
+ * NVFP4/MXFP8 twin of nvfp4_ref.c: g' (is_g) or w'; g^ (is_g) or x^ into the saved result (the
+ * save); the g_x (gx) or g_w GEMM. Each returns a HOT_REF_* status. */
+int ref_nvfp4_hq(hot_ref_call *c, int is_g);
+int ref_nvfp4_hla(hot_ref_call *c, int is_g);
+int ref_nvfp4_gemm(hot_ref_call *c, int gx);
 
 #endif

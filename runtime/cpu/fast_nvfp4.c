@@ -1,8 +1,8 @@
 /* fast_nvfp4.c — recipe nvfp4 on the fast path (templates/CONTRACT.md 20): the hq, hla and gemm
- * families' fast step functions hand a plan of fmt HOT_FMT_NVFP4 to fast_step_nvfp4, bit for bit
- * as the twin's ref_step_nvfp4 (templates/nvfp4_steps_ref.c), buffers as nvfp4_plan.h lays them
- * out. The quantisers are the twin's own functions (exact by construction); the two block-scaled
- * GEMMs run here, threaded over output rows: each 16-value NVFP4 block's dot product is an exact
+ * families' fast step functions hand a plan of fmt HOT_FMT_NVFP4 to fast_nvfp4_hq / _hla / _gemm,
+ * bit for bit as the twin's ref_nvfp4_* (templates/nvfp4_steps_ref.c), buffers as nvfp4_plan.h
+ * lays them out. The quantisers are the twin's own functions (exact by construction); the two
+ * block-scaled GEMMs run here, threaded over output rows: each 16-value NVFP4 block's dot product is an exact
  * integer of doubled E2M1 values (|S| <= 2304), each 32-value MXFP8 block's an exact int64 sum of
  * E4M3 values in units of 2^-9, and the blocks' products are added in block order in fp32, the
  * very operations and order of nvfp4_gemm / mxfp8_gemm (CONTRACT.md 20.5), whatever the thread
@@ -202,25 +202,36 @@ static int step_gemm(fast_call *c, const nvfp4_layer *ly, int gx) {
                 &c->inf_w);
 }
 
-int fast_step_nvfp4(fast_call *c, const hot_step *s) {
-  if (!c || !s || c->pl->fmt != HOT_FMT_NVFP4) return HOT_REF_EARG;
+/* The entry points the hq, hla and gemm families' fast step functions call for a plan of fmt
+ * HOT_FMT_NVFP4 (fast_steps.h). */
+static int plan_of(const fast_call *c, nvfp4_plan_layer *pl) {
+  if (!c || !c->pl || c->pl->fmt != HOT_FMT_NVFP4) return HOT_REF_EARG;
+  nvfp4_of_plan(c->pl, pl);
+  return HOT_REF_OK;
+}
+
+int fast_nvfp4_hq(fast_call *c, int is_g) {
   nvfp4_plan_layer pl;
-  nvfp4_of_plan(c->pl, &pl);
-  switch (s->role) {
-  case HOT_K_HQ_G: return step_hq(c, &pl.ly, 1);
-  case HOT_K_HQ_W: return step_hq(c, &pl.ly, 0);
-  case HOT_K_HLA_G: {
+  int rc = plan_of(c, &pl);
+  return rc ? rc : step_hq(c, &pl.ly, is_g);
+}
+
+int fast_nvfp4_hla(fast_call *c, int is_g) {
+  nvfp4_plan_layer pl;
+  int rc = plan_of(c, &pl);
+  if (rc) return rc;
+  if (is_g) {
     uint8_t *q = fast_call_alloc(c, HOT_LB_Q_HG, (size_t)plan_buffer_bytes(c->pl, HOT_BUF_Q_HG), 1);
     return q ? hla_quant(c, &pl.ly, c->g_y, c->dt, 1, q) : HOT_REF_ENOMEM;
   }
-  case HOT_K_ABC_X: {
-    if (!c->save_out) return HOT_REF_EARG;
-    c->save_out->q_x = malloc((size_t)plan_buffer_bytes(c->pl, HOT_BUF_SAVED_CODES));
-    if (!c->save_out->q_x) return HOT_REF_ENOMEM; /* the caller frees out */
-    return hla_quant(c, &pl.ly, c->x, c->dt, 0, (uint8_t *)c->save_out->q_x);
-  }
-  case HOT_K_GEMM_GX: return step_gemm(c, &pl.ly, 1);
-  case HOT_K_GEMM_GW: return step_gemm(c, &pl.ly, 0);
-  default: return HOT_REF_EARG;
-  }
+  if (!c->save_out) return HOT_REF_EARG; /* x^ (abc_x, the save) */
+  c->save_out->q_x = malloc((size_t)plan_buffer_bytes(c->pl, HOT_BUF_SAVED_CODES));
+  if (!c->save_out->q_x) return HOT_REF_ENOMEM; /* the caller frees out */
+  return hla_quant(c, &pl.ly, c->x, c->dt, 0, (uint8_t *)c->save_out->q_x);
+}
+
+int fast_nvfp4_gemm(fast_call *c, int gx) {
+  nvfp4_plan_layer pl;
+  int rc = plan_of(c, &pl);
+  return rc ? rc : step_gemm(c, &pl.ly, gx);
 }
