@@ -95,7 +95,7 @@ static hot_status layer_new(hot_ctx *ctx, const hot_layer_spec *spec, int64_t ba
     free(l);
     free(pl);
     return ctx_fail(ctx, HOT_ERR_PLAN, "layer '%s': %s (planning for %s)", spec->name, err,
-                    plan_arch_caps(ctx->arch)->name);
+                    cpu_only ? "the CPU backend" : plan_arch_caps(ctx->arch)->name);
   }
   l->magic = HOT_LAYER_LIVE;
   l->ctx = ctx;

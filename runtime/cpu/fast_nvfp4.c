@@ -1,12 +1,13 @@
 /* fast_nvfp4.c — recipe nvfp4 on the fast path (templates/CONTRACT.md 20): the hq, hla and gemm
  * families' fast step functions hand a plan of fmt HOT_FMT_NVFP4 to fast_nvfp4_hq / _hla / _gemm,
  * bit for bit as the twin's ref_nvfp4_* (templates/nvfp4_steps_ref.c), buffers as nvfp4_plan.h
- * lays them out. The quantisers are the twin's own functions (exact by construction); the two
- * block-scaled GEMMs run here, threaded over output rows: each 16-value NVFP4 block's dot product is an exact
- * integer of doubled E2M1 values (|S| <= 2304), each 32-value MXFP8 block's an exact int64 sum of
- * E4M3 values in units of 2^-9, and the blocks' products are added in block order in fp32, the
- * very operations and order of nvfp4_gemm / mxfp8_gemm (CONTRACT.md 20.5), whatever the thread
- * count or ISA level. */
+ * lays them out. The quantisers are the twin's own functions (exact by construction). The NVFP4
+ * GEMM (g_x) runs on the level's integer GEMM (fast_igemm, with VNNI or AMX where the CPU has
+ * them) with one K segment per 16-value block: each block's dot product of doubled E2M1 values is
+ * an exact int (|S| <= 2304) whatever the kernel; the MXFP8 GEMM (g_w) is portable C, threaded
+ * over output rows, with exact int64 block sums of E4M3 values in units of 2^-9. Both add the
+ * blocks' products in block order in fp32 per output element, the very operations and order of
+ * nvfp4_gemm / mxfp8_gemm (CONTRACT.md 20.5), whatever the thread count or ISA level. */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -35,20 +36,6 @@ typedef struct {
   atomic_int *inf;
 } bs_gemm;
 
-/* out[m, n] of NVFP4 x NVFP4: acc = 0; acc += (float)S_b * (sa_b * sb_b) per block in order;
- * out = acc * c (nvfp4_gemm). */
-static float nv_dot(const bs_gemm *g, int64_t m, int64_t n) {
-  const int8_t *a = g->a4 + m * g->k_pad, *b = g->b4 + n * g->k_pad;
-  const float *sa = g->a_sf + m * g->nb, *sb = g->b_sf + n * g->nb;
-  float acc = 0.0f;
-  for (int64_t j = 0; j < g->nb; ++j) {
-    int S = 0;
-    for (int t = 0; t < NVFP4_BLOCK; ++t) S += a[j * NVFP4_BLOCK + t] * b[j * NVFP4_BLOCK + t];
-    acc = HOT_ADD(acc, HOT_MUL(HOT_I2F(S), HOT_MUL(sa[j], sb[j])));
-  }
-  return HOT_MUL(acc, g->c);
-}
-
 /* out[m, n] of MXFP8 x MXFP8: acc += ldexpf((float)S_b, ea + eb - 254 - 18) per block in order;
  * out = acc / div (mxfp8_gemm). */
 static float mx_dot(const bs_gemm *g, int64_t m, int64_t n) {
@@ -64,6 +51,59 @@ static float mx_dot(const bs_gemm *g, int64_t m, int64_t n) {
   return HOT_DIV(acc, g->c);
 }
 
+/* The NVFP4 GEMM on the level's integer GEMM (fast_igemm: VNNI / AMX where the CPU has them):
+ * one K segment per 16-value block, so each segment's int32 tile holds the blocks' exact sums
+ * S_b; the epilogue gets a tile's segments in block order from one thread and keeps the fp32
+ * accumulator in the output itself: out = 0 + P_0, out += P_b, then out *= c at the last block
+ * (nvfp4_gemm's operations, element by element: P_b = (float)S_b * (sa_b * sb_b)). */
+typedef struct {
+  const bs_gemm *g;
+  int64_t last;
+} nv_epi_ctx;
+
+static void nv_epi(void *ctx, int64_t seg, int64_t m0, int64_t n0, int64_t mc, int64_t nc,
+                   const int32_t *acc, int64_t ldc) {
+  const nv_epi_ctx *e = ctx;
+  const bs_gemm *g = e->g;
+  int bad = 0;
+  for (int64_t m = 0; m < mc; ++m) {
+    const float sa = g->a_sf[(m0 + m) * g->nb + seg];
+    float *o = g->out + (m0 + m) * g->N + n0;
+    const int32_t *s = acc + m * ldc;
+    for (int64_t n = 0; n < nc; ++n) {
+      const float p = HOT_MUL(HOT_I2F(s[n]), HOT_MUL(sa, g->b_sf[(n0 + n) * g->nb + seg]));
+      float v = HOT_ADD(seg ? o[n] : 0.0f, p);
+      if (seg == e->last) {
+        v = HOT_MUL(v, g->c);
+        bad |= !isfinite(v);
+      }
+      o[n] = v;
+    }
+  }
+  if (bad) atomic_store(g->inf, 1);
+}
+
+static int nv_igemm(fast_call *c, const bs_gemm *g) {
+  const int8_t **a_seg = malloc((size_t)g->nb * sizeof *a_seg);
+  const int8_t **b_seg = malloc((size_t)g->nb * sizeof *b_seg);
+  int rc = HOT_REF_ENOMEM;
+  if (a_seg && b_seg) {
+    for (int64_t j = 0; j < g->nb; ++j) {
+      a_seg[j] = g->a4 + j * NVFP4_BLOCK;
+      b_seg[j] = g->b4 + j * NVFP4_BLOCK;
+    }
+    nv_epi_ctx e = {g, g->nb - 1};
+    /* doubled E2M1 values: |v| <= 12 */
+    fast_igemm_op op = {g->M, g->N, NVFP4_BLOCK, g->nb, a_seg, g->k_pad, 1, b_seg, g->k_pad, 1,
+                        12, 12, nv_epi, &e, -1};
+    rc = fast_igemm(c->cf, &op);
+  }
+  free(a_seg);
+  free(b_seg);
+  return rc;
+}
+
+/* The MXFP8 GEMM: rows of output per task, scalar exact int64 block sums. */
 static void bs_task(void *ctx, int64_t i, int tid) {
   (void)tid;
   const bs_gemm *g = ctx;
@@ -71,7 +111,7 @@ static void bs_task(void *ctx, int64_t i, int tid) {
   int bad = 0;
   for (int64_t m = i * ROWS_PER_TASK; m < m1; ++m)
     for (int64_t n = 0; n < g->N; ++n) {
-      const float v = g->mx ? mx_dot(g, m, n) : nv_dot(g, m, n);
+      const float v = mx_dot(g, m, n);
       bad |= !isfinite(v);
       g->out[m * g->N + n] = v;
     }
@@ -124,8 +164,12 @@ static int bs_run(fast_call *c, int mx, const uint8_t *a, const uint8_t *b, int6
       sf_decode(b + cb, N * nb, bsf);
       g.a4 = av, g.b4 = bv;
     }
-    fast_parallel(fast_cdiv(M, ROWS_PER_TASK), c->cf->threads, bs_task, &g);
-    rc = HOT_REF_OK;
+    if (mx) {
+      fast_parallel(fast_cdiv(M, ROWS_PER_TASK), c->cf->threads, bs_task, &g);
+      rc = HOT_REF_OK;
+    } else {
+      rc = nv_igemm(c, &g);
+    }
   }
   free(av);
   free(bv);

@@ -272,6 +272,34 @@ START_TEST(cpu_nvfp4_equals_reference) {
   compare_layer(ctx, b, &io, 0, 4, 1);
   hot_ctx_destroy(ctx);
 
+  /* a spec of recipe nvfp4 (hot.recipe.nvfp4) on the CPU backend; a field it fixes, refused */
+  char dir[256], path[300];
+  ck_assert_ptr_nonnull(tmp_dir(dir));
+  for (int bad = 0; bad < 2; ++bad) {
+    snprintf(path, sizeof path, "%s/nv%d.lua", dir, bad);
+    FILE *f = fopen(path, "w");
+    ck_assert_ptr_nonnull(f);
+    fprintf(f, "local hot = require \"hot\"\nreturn hot.model { name = \"nv\", batch = 2, "
+               "tokens = 70, recipe = hot.recipe.nvfp4, layers = { hot.linear { name = \"fc\", "
+               "in_features = 45, out_features = 40%s } } }\n",
+            bad ? ", hq = hot.hq { block = 32 }" : "");
+    fclose(f);
+    ck_assert_int_eq(hot_ctx_create(&ctx, NULL), HOT_OK);
+    hot_status st = hot_layer_from_spec(ctx, path, "fc", 0, &a);
+    if (bad) {
+      ck_assert_int_eq(st, HOT_ERR_PLAN);
+      ck_assert_msg(strstr(hot_errmsg(ctx), "recipe nvfp4 needs hq.block = 16"), "%s",
+                    hot_errmsg(ctx));
+      printf("spec with hq.block 32: %s\n", hot_errmsg(ctx));
+    } else {
+      ck_assert_msg(st == HOT_OK, "%s", hot_errmsg(ctx));
+      ck_assert_int_eq(hot_layer_get_plan(a)->fmt, HOT_FMT_NVFP4);
+      compare_layer(ctx, a, &io, 0, 5, 1);
+    }
+    hot_ctx_destroy(ctx);
+  }
+  rm_tree(dir);
+
   hot_options o;
   hot_options_init(&o);
   o.backend = HOT_BACKEND_CPU;
