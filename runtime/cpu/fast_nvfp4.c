@@ -28,7 +28,8 @@ typedef struct {
   int64_t M, N, k_pad, nb;
   int mx;                    /* 0: NVFP4 (block 16), 1: MXFP8 (block 32) */
   const int8_t *a4, *b4;     /* NVFP4 values */
-  const int32_t *a8, *b8;    /* MXFP8 values */
+  const double *a8, *b8;     /* MXFP8 values (integers, exact in double) */
+  const double *p2;          /* MXFP8: p2[ea + eb] = 2^(ea + eb - 254 - 18) */
   const float *a_sf, *b_sf;  /* NVFP4 block scales */
   const uint8_t *a_e, *b_e;  /* MXFP8 block exponents */
   float c;                   /* NVFP4: (s_ta * s_tb) / (4 * div); MXFP8: div */
@@ -39,14 +40,22 @@ typedef struct {
 /* out[m, n] of MXFP8 x MXFP8: acc += ldexpf((float)S_b, ea + eb - 254 - 18) per block in order;
  * out = acc / div (mxfp8_gemm). */
 static float mx_dot(const bs_gemm *g, int64_t m, int64_t n) {
-  const int32_t *a = g->a8 + m * g->k_pad, *b = g->b8 + n * g->k_pad;
+  const double *a = g->a8 + m * g->k_pad, *b = g->b8 + n * g->k_pad;
   const uint8_t *ea = g->a_e + m * g->nb, *eb = g->b_e + n * g->nb;
   float acc = 0.0f;
-  for (int64_t j = 0; j < g->nb; ++j) {
-    int64_t S = 0;
-    for (int t = 0; t < MXFP8_BLOCK; ++t)
-      S += (int64_t)a[j * MXFP8_BLOCK + t] * (int64_t)b[j * MXFP8_BLOCK + t];
-    acc = HOT_ADD(acc, ldexpf((float)S, (int)ea[j] + (int)eb[j] - 254 - 18));
+  for (int64_t j = 0; j < g->nb; ++j, a += MXFP8_BLOCK, b += MXFP8_BLOCK) {
+    /* every product and partial sum is an integer below 2^41: exact in double in any order */
+    double s0 = 0.0, s1 = 0.0, s2 = 0.0, s3 = 0.0;
+    for (int t = 0; t < MXFP8_BLOCK; t += 4) {
+      s0 += a[t] * b[t];
+      s1 += a[t + 1] * b[t + 1];
+      s2 += a[t + 2] * b[t + 2];
+      s3 += a[t + 3] * b[t + 3];
+    }
+    /* (float)S_b, then S_b * 2^(ea + eb - 254 - 18) rounded once: ldexpf's result (both round the
+     * exact product of a float and a power of two once, to nearest even) */
+    const float fs = (float)((s0 + s1) + (s2 + s3));
+    acc = HOT_ADD(acc, (float)((double)fs * g->p2[ea[j] + eb[j]]));
   }
   return HOT_DIV(acc, g->c);
 }
@@ -124,12 +133,13 @@ static void nv_unpack(const uint8_t *codes, int64_t n, int8_t *val) {
   for (int64_t t = 0; t < n; ++t) val[t] = x2[(codes[t >> 1] >> ((t & 1) * 4)) & 15u];
 }
 
-/* E4M3 values in units of 2^-9 (the NaN codes, never written by the quantisers, as 0). */
-static void mx_unpack(const uint8_t *codes, int64_t n, int32_t *val) {
-  int32_t tab[256];
+/* E4M3 values in units of 2^-9, as doubles (the NaN codes, never written by the quantisers, as
+ * 0). */
+static void mx_unpack(const uint8_t *codes, int64_t n, double *val) {
+  double tab[256];
   for (unsigned c = 0; c < 256; ++c) {
     const float v = nvfp4_e4m3_decode(c);
-    tab[c] = isnan(v) ? 0 : (int32_t)ldexpf(v, 9);
+    tab[c] = isnan(v) ? 0.0 : (double)ldexpf(v, 9);
   }
   for (int64_t t = 0; t < n; ++t) val[t] = tab[codes[t]];
 }
@@ -146,28 +156,28 @@ static int bs_run(fast_call *c, int mx, const uint8_t *a, const uint8_t *b, int6
   const int64_t nb = k_pad / (mx ? MXFP8_BLOCK : NVFP4_BLOCK);
   const int64_t ca = mx ? mxfp8_codes_bytes(M, k_pad) : nvfp4_codes_bytes(M, k_pad);
   const int64_t cb = mx ? mxfp8_codes_bytes(N, k_pad) : nvfp4_codes_bytes(N, k_pad);
-  const size_t vsz = mx ? sizeof(int32_t) : sizeof(int8_t);
+  const size_t vsz = mx ? sizeof(double) : sizeof(int8_t);
   void *av = malloc((size_t)(M * k_pad) * vsz), *bv = malloc((size_t)(N * k_pad) * vsz);
   float *asf = mx ? NULL : malloc((size_t)(M * nb) * sizeof(float));
   float *bsf = mx ? NULL : malloc((size_t)(N * nb) * sizeof(float));
+  double p2[509];
   int rc = HOT_REF_ENOMEM;
   if (av && bv && (mx || (asf && bsf))) {
-    bs_gemm g = {M, N, k_pad, nb, mx, NULL, NULL, NULL, NULL, asf, bsf, a + ca, b + cb, cf, out, inf};
+    bs_gemm g = {M, N, k_pad, nb, mx, NULL, NULL, NULL, NULL, NULL, asf, bsf, a + ca, b + cb, cf,
+                 out, inf};
     if (mx) {
+      for (int k = 0; k < 509; ++k) p2[k] = ldexp(1.0, k - 254 - 18); /* E8M0 codes 0..254 */
       mx_unpack(a, M * k_pad, av);
       mx_unpack(b, N * k_pad, bv);
-      g.a8 = av, g.b8 = bv;
+      g.a8 = av, g.b8 = bv, g.p2 = p2;
+      fast_parallel(fast_cdiv(M, ROWS_PER_TASK), c->cf->threads, bs_task, &g);
+      rc = HOT_REF_OK;
     } else {
       nv_unpack(a, M * k_pad, av);
       nv_unpack(b, N * k_pad, bv);
       sf_decode(a + ca, M * nb, asf);
       sf_decode(b + cb, N * nb, bsf);
       g.a4 = av, g.b4 = bv;
-    }
-    if (mx) {
-      fast_parallel(fast_cdiv(M, ROWS_PER_TASK), c->cf->threads, bs_task, &g);
-      rc = HOT_REF_OK;
-    } else {
       rc = nv_igemm(c, &g);
     }
   }

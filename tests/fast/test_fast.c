@@ -52,7 +52,8 @@ enum {
   M_B4 = 4096,       /* hq.block = 4 */
   M_FULL = 8192,     /* hla.selection = full */
   M_B32 = 16384,     /* hq.block = 32 */
-  M_B64 = 32768      /* hq.block = 64 */
+  M_B64 = 32768,     /* hq.block = 64 */
+  M_TINY = 65536     /* f32 x and g_y scaled by 1e-17: block products near fp32's subnormals */
 };
 
 typedef struct {
@@ -105,6 +106,7 @@ static const fcase k_cases[] = {
     {HOT_RECIPE_NVFP4, HOT_ARCH_SM80, 1, 137, 260, 197, HOT_DT_F32, M_FULL},
     {HOT_RECIPE_NVFP4, HOT_ARCH_SM80, 2, 17, 33, 17, HOT_DT_BF16, M_NO_HQ},
     {HOT_RECIPE_NVFP4, HOT_ARCH_SM80, 2, 17, 33, 17, HOT_DT_F32, M_NO_HLA | M_NO_ABC},
+    {HOT_RECIPE_NVFP4, HOT_ARCH_SM80, 1, 64, 48, 40, HOT_DT_F32, M_TINY | M_FULL},
 };
 
 static void make_plan(const fcase *c, hot_layer_spec *sp, hot_layer_plan *pl) {
@@ -177,6 +179,11 @@ static void run_case(const fcase *c, int idx) {
   void *x = make_input(&r, T * I, 1.0, c->dt, tmp);
   void *w = make_input(&r, O * I, 0.05, c->dt, tmp);
   void *g = make_input(&r, T * O, 1e-3, c->dt, tmp);
+  if (c->mods & M_TINY) { /* f32 only: the MXFP8 g_w blocks' products round into subnormals */
+    ck_assert_int_eq(c->dt, HOT_DT_F32);
+    for (int64_t i = 0; i < T * I; ++i) ((float *)x)[i] *= 1e-17f;
+    for (int64_t i = 0; i < T * O; ++i) ((float *)g)[i] *= 1e-17f;
+  }
   float *rx = malloc((size_t)(T * I) * sizeof *rx), *rw = malloc((size_t)(O * I) * sizeof *rw);
   float *fx = malloc((size_t)(T * I) * sizeof *fx), *fw = malloc((size_t)(O * I) * sizeof *fw);
   float *rb = malloc((size_t)O * sizeof *rb), *fb = malloc((size_t)O * sizeof *fb);
@@ -191,6 +198,11 @@ static void run_case(const fcase *c, int idx) {
     ck_assert_int_eq(ref_layer_backward(&pl, &rs, g, w, c->dt, grans[gi], 77, 9 + (uint32_t)gi,
                                             rx, rw, rb),
                      HOT_REF_OK);
+    if (c->mods & M_TINY) { /* the case covers what it is for: subnormal g_w values */
+      int64_t sub = 0;
+      for (int64_t i = 0; i < O * I; ++i) sub += rw[i] != 0.0f && fabsf(rw[i]) < 1.17549435e-38f;
+      ck_assert_msg(sub > 0, "case %d: no subnormal g_w value", idx);
+    }
     for (int level = 0; level < FAST_LEVELS; ++level)
       if (fast_level_has(level))
       for (int th = 1; th <= 3; ++th) {
