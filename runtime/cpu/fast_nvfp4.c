@@ -16,6 +16,13 @@
 #include "hot_math.cuh"
 #include "nvfp4_plan.h"
 
+#if defined(__x86_64__) || defined(__i386__)
+#include <immintrin.h>
+#define FAST_NV_X86 1
+#else
+#define FAST_NV_X86 0
+#endif
+
 enum { ROWS_PER_TASK = 4 };
 
 /* ---- the block-scaled GEMMs ---------------------------------------------------------------- */
@@ -35,6 +42,7 @@ typedef struct {
   float c;                   /* NVFP4: (s_ta * s_tb) / (4 * div); MXFP8: div */
   float *out;
   atomic_int *inf;
+  const float *bt;           /* MXFP8 with AVX2: b in groups of 8 rows, per block t-major */
 } bs_gemm;
 
 /* out[m, n] of MXFP8 x MXFP8: acc += ldexpf((float)S_b, ea + eb - 254 - 18) per block in order;
@@ -112,13 +120,88 @@ static int nv_igemm(fast_call *c, const bs_gemm *g) {
   return rc;
 }
 
-/* The MXFP8 GEMM: rows of output per task, scalar exact int64 block sums. */
+#if FAST_NV_X86
+/* B of the MXFP8 GEMM for mx_dot4x8_avx2: rows in groups of 8 (the last one padded with zeros),
+ * each group block after block, each block value t of the 8 rows together, as floats (E4M3
+ * values in units of 2^-9 are integers below 2^18: exact):
+ * bt[((n / 8) * nb + j) * 256 + t * 8 + n % 8] = b[n * k_pad + j * 32 + t]. */
+static void mx_pack_b8(const double *b, int64_t N, int64_t k_pad, float *bt) {
+  const int64_t nb = k_pad / MXFP8_BLOCK, groups = (N + 7) / 8;
+  for (int64_t q = 0; q < groups; ++q)
+    for (int64_t j = 0; j < nb; ++j)
+      for (int t = 0; t < MXFP8_BLOCK; ++t)
+        for (int l = 0; l < 8; ++l) {
+          const int64_t n = q * 8 + l;
+          bt[((q * nb + j) * MXFP8_BLOCK + t) * 8 + l] =
+              n < N ? (float)b[n * k_pad + j * MXFP8_BLOCK + t] : 0.0f;
+        }
+}
+
+/* out[r][0 .. 8) = out[m0 + r, q * 8 ..) of MXFP8 x MXFP8 for r < 4 (rows m0 .. m0 + 3 exist;
+ * columns past N: zero operands, never stored), mx_dot's operations lane by lane: the block sums
+ * in double (exact: any order), (float) of the sum and the power-of-two scale in double then
+ * (float) (cvtpd_ps rounds to nearest even as the casts), the fp32 accumulator from +0 in block
+ * order, the division by p. */
+__attribute__((target("avx2"))) static void mx_dot4x8_avx2(const bs_gemm *g, int64_t m0, int64_t q,
+                                                           float out[4][8]) {
+  const int64_t kp = g->k_pad, nb = g->nb;
+  const float *bt = g->bt + q * nb * MXFP8_BLOCK * 8;
+  __m256 acc[4] = {_mm256_setzero_ps(), _mm256_setzero_ps(), _mm256_setzero_ps(),
+                   _mm256_setzero_ps()};
+  for (int64_t j = 0; j < nb; ++j, bt += MXFP8_BLOCK * 8) {
+    __m256d s[4][2];
+    for (int r = 0; r < 4; ++r) s[r][0] = s[r][1] = _mm256_setzero_pd();
+    const double *a = g->a8 + m0 * kp + j * MXFP8_BLOCK;
+    for (int t = 0; t < MXFP8_BLOCK; ++t) {
+      const __m256d b0 = _mm256_cvtps_pd(_mm_loadu_ps(bt + t * 8));
+      const __m256d b1 = _mm256_cvtps_pd(_mm_loadu_ps(bt + t * 8 + 4));
+      for (int r = 0; r < 4; ++r) {
+        const __m256d av = _mm256_broadcast_sd(a + r * kp + t);
+        s[r][0] = _mm256_add_pd(s[r][0], _mm256_mul_pd(av, b0));
+        s[r][1] = _mm256_add_pd(s[r][1], _mm256_mul_pd(av, b1));
+      }
+    }
+    double eb[8];
+    for (int l = 0; l < 8; ++l) { /* padded columns: scale 0 (their sums are 0 anyway) */
+      const int64_t n = q * 8 + l;
+      eb[l] = n < g->N ? (double)g->b_e[n * nb + j] : -1.0;
+    }
+    for (int r = 0; r < 4; ++r) {
+      const int ea = g->a_e[(m0 + r) * nb + j];
+      double p2[8];
+      for (int l = 0; l < 8; ++l) p2[l] = eb[l] < 0.0 ? 0.0 : g->p2[ea + (int)eb[l]];
+      const __m256d f0 = _mm256_cvtps_pd(_mm256_cvtpd_ps(s[r][0]));
+      const __m256d f1 = _mm256_cvtps_pd(_mm256_cvtpd_ps(s[r][1]));
+      const __m128 p0 = _mm256_cvtpd_ps(_mm256_mul_pd(f0, _mm256_loadu_pd(p2)));
+      const __m128 p1 = _mm256_cvtpd_ps(_mm256_mul_pd(f1, _mm256_loadu_pd(p2 + 4)));
+      acc[r] = _mm256_add_ps(acc[r], _mm256_set_m128(p1, p0));
+    }
+  }
+  for (int r = 0; r < 4; ++r) _mm256_storeu_ps(out[r], _mm256_div_ps(acc[r], _mm256_set1_ps(g->c)));
+}
+#endif
+
+/* The MXFP8 GEMM: ROWS_PER_TASK rows of output per task; 4 x 8 outputs at a time in AVX2 where
+ * the level has it (the config's f64_avx2, as fast_exact.c's), else mx_dot. */
 static void bs_task(void *ctx, int64_t i, int tid) {
   (void)tid;
   const bs_gemm *g = ctx;
-  const int64_t m1 = (i + 1) * ROWS_PER_TASK < g->M ? (i + 1) * ROWS_PER_TASK : g->M;
+  const int64_t m0 = i * ROWS_PER_TASK, m1 = m0 + ROWS_PER_TASK < g->M ? m0 + ROWS_PER_TASK : g->M;
   int bad = 0;
-  for (int64_t m = i * ROWS_PER_TASK; m < m1; ++m)
+  int64_t m = m0;
+#if FAST_NV_X86
+  for (; g->bt && m + 4 <= m1; m += 4)
+    for (int64_t q = 0; q * 8 < g->N; ++q) {
+      float v[4][8];
+      mx_dot4x8_avx2(g, m, q, v);
+      for (int r = 0; r < 4; ++r)
+        for (int l = 0; l < 8 && q * 8 + l < g->N; ++l) {
+          bad |= !isfinite(v[r][l]);
+          g->out[(m + r) * g->N + q * 8 + l] = v[r][l];
+        }
+    }
+#endif
+  for (; m < m1; ++m)
     for (int64_t n = 0; n < g->N; ++n) {
       const float v = mx_dot(g, m, n);
       bad |= !isfinite(v);
@@ -164,13 +247,20 @@ static int bs_run(fast_call *c, int mx, const uint8_t *a, const uint8_t *b, int6
   int rc = HOT_REF_ENOMEM;
   if (av && bv && (mx || (asf && bsf))) {
     bs_gemm g = {M, N, k_pad, nb, mx, NULL, NULL, NULL, NULL, NULL, asf, bsf, a + ca, b + cb, cf,
-                 out, inf};
+                 out, inf, NULL};
     if (mx) {
       for (int k = 0; k < 509; ++k) p2[k] = ldexp(1.0, k - 254 - 18); /* E8M0 codes 0..254 */
       mx_unpack(a, M * k_pad, av);
       mx_unpack(b, N * k_pad, bv);
       g.a8 = av, g.b8 = bv, g.p2 = p2;
+      float *bt = NULL;
+#if FAST_NV_X86
+      if (c->cf->k->f64_avx2 && (bt = malloc((size_t)((N + 7) / 8 * 8 * k_pad) * sizeof *bt)) != NULL)
+        mx_pack_b8(bv, N, k_pad, bt);
+#endif
+      g.bt = bt; /* NULL: the portable mx_dot (also when out of memory: the same bits) */
       fast_parallel(fast_cdiv(M, ROWS_PER_TASK), c->cf->threads, bs_task, &g);
+      free(bt);
       rc = HOT_REF_OK;
     } else {
       nv_unpack(a, M * k_pad, av);
