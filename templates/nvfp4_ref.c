@@ -133,21 +133,30 @@ static void nvfp4_block(const float *row, int64_t r, int64_t c0, int64_t k, floa
   }
 }
 
+float nvfp4_tensor_scale(float amax) {
+  return amax > 0.0f ? HOT_DIV(amax, NVFP4_TENSOR_DIV) : 0.0f;
+}
+
+void nvfp4_quantize_rows(const float *v, int64_t r0, int64_t r1, int64_t k, float s_t, int sr,
+                         const nvfp4_stream *st, uint8_t *codes, uint8_t *scales) {
+  const int64_t kp = round_up(k, NVFP4_BLOCK), nb = kp / NVFP4_BLOCK;
+  memset(codes + r0 * (kp / 2), 0, (size_t)((r1 - r0) * (kp / 2)));
+  memset(scales + r0 * nb, 0, (size_t)((r1 - r0) * nb));
+  if (!(s_t > 0.0f)) return; /* all codes and scales 0 */
+  for (int64_t r = r0; r < r1; ++r)
+    for (int64_t b = 0; b < nb; ++b)
+      nvfp4_block(v + r * k, r, b * NVFP4_BLOCK, k, s_t, sr, st, codes + r * (kp / 2),
+                  scales + r * nb + b);
+}
+
 int nvfp4_quantize(const float *v, int64_t rows, int64_t k, int sr, const nvfp4_stream *st,
                    uint8_t *codes, uint8_t *scales, float *s_t) {
   if (!v || !codes || !scales || !s_t || rows <= 0 || k <= 0 || (sr && !st)) return ST_EARG;
-  const int64_t kp = round_up(k, NVFP4_BLOCK), nb = kp / NVFP4_BLOCK;
   float amax;
   int rc = tensor_amax(v, rows * k, &amax);
   if (rc) return rc;
-  memset(codes, 0, (size_t)(rows * kp / 2));
-  memset(scales, 0, (size_t)(rows * nb));
-  *s_t = amax > 0.0f ? HOT_DIV(amax, NVFP4_TENSOR_DIV) : 0.0f;
-  if (!(amax > 0.0f)) return ST_OK; /* all codes and scales 0 */
-  for (int64_t r = 0; r < rows; ++r)
-    for (int64_t b = 0; b < nb; ++b)
-      nvfp4_block(v + r * k, r, b * NVFP4_BLOCK, k, *s_t, sr, st, codes + r * (kp / 2),
-                  scales + r * nb + b);
+  *s_t = nvfp4_tensor_scale(amax);
+  nvfp4_quantize_rows(v, 0, rows, k, *s_t, sr, st, codes, scales);
   return ST_OK;
 }
 
@@ -166,12 +175,18 @@ static int mx_exponent(float amax) {
 int mxfp8_quantize(const float *v, int64_t rows, int64_t k, int sr, const nvfp4_stream *st,
                    uint8_t *codes, uint8_t *scales) {
   if (!v || !codes || !scales || rows <= 0 || k <= 0 || (sr && !st)) return ST_EARG;
-  const int64_t kp = round_up(k, MXFP8_BLOCK), nb = kp / MXFP8_BLOCK;
   float amax_t;
   int rc = tensor_amax(v, rows * k, &amax_t);
   if (rc) return rc;
-  memset(codes, 0, (size_t)(rows * kp));
-  for (int64_t r = 0; r < rows; ++r) {
+  mxfp8_quantize_rows(v, 0, rows, k, sr, st, codes, scales);
+  return ST_OK;
+}
+
+void mxfp8_quantize_rows(const float *v, int64_t r0, int64_t r1, int64_t k, int sr,
+                         const nvfp4_stream *st, uint8_t *codes, uint8_t *scales) {
+  const int64_t kp = round_up(k, MXFP8_BLOCK), nb = kp / MXFP8_BLOCK;
+  memset(codes + r0 * kp, 0, (size_t)((r1 - r0) * kp));
+  for (int64_t r = r0; r < r1; ++r) {
     const float *row = v + r * k;
     for (int64_t b = 0; b < nb; ++b) {
       float amax = 0.0f;
@@ -187,7 +202,6 @@ int mxfp8_quantize(const float *v, int64_t rows, int64_t k, int sr, const nvfp4_
       }
     }
   }
-  return ST_OK;
 }
 
 /* ---- GEMMs ---------------------------------------------------------------------------------- */
@@ -276,27 +290,37 @@ int64_t nvfp4_layer_k(const nvfp4_layer *ly) {
   return seg_count(ly) * (seg_len(ly) / ly->p) * ly->r;
 }
 
+int64_t nvfp4_layer_blocks(const nvfp4_layer *ly) {
+  return layer_ok(ly) ? seg_count(ly) * (seg_len(ly) / ly->p) : 0;
+}
+
 int nvfp4_hla_project(const nvfp4_layer *ly, const float *src, int64_t cols, float *out) {
+  if (!layer_ok(ly) || !src || !out || cols <= 0) return ST_EARG;
+  return nvfp4_hla_project_blocks(ly, src, cols, 0, nvfp4_layer_blocks(ly), out);
+}
+
+int nvfp4_hla_project_blocks(const nvfp4_layer *ly, const float *src, int64_t cols, int64_t b0,
+                             int64_t b1, float *out) {
   if (!layer_ok(ly) || !src || !out || cols <= 0) return ST_EARG;
   const int p = ly->p;
   const int64_t real = ly->flat ? ly->B * ly->L : ly->L, per = seg_len(ly) / p;
   float *buf = malloc((size_t)p * sizeof(float));
   if (!buf) return ST_ENOMEM;
-  int64_t blk = 0;
-  for (int64_t s = 0; s < seg_count(ly); ++s)
-    for (int64_t q = 0; q < per; ++q, ++blk)
-      for (int64_t c = 0; c < cols; ++c) {
-        for (int j = 0; j < p; ++j) {
-          int64_t pos = q * p + j;
-          buf[j] = pos < real ? src[((ly->flat ? 0 : s * ly->L) + pos) * cols + c] : 0.0f;
-          if (!isfinite(buf[j])) {
-            free(buf);
-            return ST_ENONFINITE;
-          }
+  for (int64_t blk = b0; blk < b1; ++blk) {
+    const int64_t s = blk / per, q = blk % per;
+    for (int64_t c = 0; c < cols; ++c) {
+      for (int j = 0; j < p; ++j) {
+        int64_t pos = q * p + j;
+        buf[j] = pos < real ? src[((ly->flat ? 0 : s * ly->L) + pos) * cols + c] : 0.0f;
+        if (!isfinite(buf[j])) {
+          free(buf);
+          return ST_ENONFINITE;
         }
-        hot_fwht(buf, p);
-        for (int j = 0; j < ly->r; ++j) out[(blk * ly->r + j) * cols + c] = buf[ly->rows[j]];
       }
+      hot_fwht(buf, p);
+      for (int j = 0; j < ly->r; ++j) out[(blk * ly->r + j) * cols + c] = buf[ly->rows[j]];
+    }
+  }
   free(buf);
   return ST_OK;
 }

@@ -76,26 +76,28 @@ static float mx_dot(const bs_gemm *g, int64_t m, int64_t n) {
 typedef struct {
   const bs_gemm *g;
   int64_t last;
+  const float *sb_t; /* b's block scales transposed: sb_t[j * N + n] */
 } nv_epi_ctx;
 
 static void nv_epi(void *ctx, int64_t seg, int64_t m0, int64_t n0, int64_t mc, int64_t nc,
                    const int32_t *acc, int64_t ldc) {
   const nv_epi_ctx *e = ctx;
   const bs_gemm *g = e->g;
+  const float *restrict sb = e->sb_t + seg * g->N + n0; /* b's scales of this block, by column */
   int bad = 0;
   for (int64_t m = 0; m < mc; ++m) {
     const float sa = g->a_sf[(m0 + m) * g->nb + seg];
-    float *o = g->out + (m0 + m) * g->N + n0;
-    const int32_t *s = acc + m * ldc;
-    for (int64_t n = 0; n < nc; ++n) {
-      const float p = HOT_MUL(HOT_I2F(s[n]), HOT_MUL(sa, g->b_sf[(n0 + n) * g->nb + seg]));
-      float v = HOT_ADD(seg ? o[n] : 0.0f, p);
-      if (seg == e->last) {
-        v = HOT_MUL(v, g->c);
-        bad |= !isfinite(v);
+    float *restrict o = g->out + (m0 + m) * g->N + n0;
+    const int32_t *restrict s = acc + m * ldc;
+    if (seg == 0)
+      for (int64_t n = 0; n < nc; ++n) o[n] = HOT_ADD(0.0f, HOT_MUL(HOT_I2F(s[n]), HOT_MUL(sa, sb[n])));
+    else
+      for (int64_t n = 0; n < nc; ++n) o[n] = HOT_ADD(o[n], HOT_MUL(HOT_I2F(s[n]), HOT_MUL(sa, sb[n])));
+    if (seg == e->last)
+      for (int64_t n = 0; n < nc; ++n) {
+        o[n] = HOT_MUL(o[n], g->c);
+        bad |= !isfinite(o[n]);
       }
-      o[n] = v;
-    }
   }
   if (bad) atomic_store(g->inf, 1);
 }
@@ -103,13 +105,16 @@ static void nv_epi(void *ctx, int64_t seg, int64_t m0, int64_t n0, int64_t mc, i
 static int nv_igemm(fast_call *c, const bs_gemm *g) {
   const int8_t **a_seg = malloc((size_t)g->nb * sizeof *a_seg);
   const int8_t **b_seg = malloc((size_t)g->nb * sizeof *b_seg);
+  float *sb_t = malloc((size_t)(g->nb * g->N) * sizeof *sb_t);
   int rc = HOT_REF_ENOMEM;
-  if (a_seg && b_seg) {
+  if (a_seg && b_seg && sb_t) {
     for (int64_t j = 0; j < g->nb; ++j) {
       a_seg[j] = g->a4 + j * NVFP4_BLOCK;
       b_seg[j] = g->b4 + j * NVFP4_BLOCK;
     }
-    nv_epi_ctx e = {g, g->nb - 1};
+    for (int64_t n = 0; n < g->N; ++n)
+      for (int64_t j = 0; j < g->nb; ++j) sb_t[j * g->N + n] = g->b_sf[n * g->nb + j];
+    nv_epi_ctx e = {g, g->nb - 1, sb_t};
     /* doubled E2M1 values: |v| <= 12 */
     fast_igemm_op op = {g->M, g->N, NVFP4_BLOCK, g->nb, a_seg, g->k_pad, 1, b_seg, g->k_pad, 1,
                         12, 12, nv_epi, &e, -1};
@@ -117,6 +122,7 @@ static int nv_igemm(fast_call *c, const bs_gemm *g) {
   }
   free(a_seg);
   free(b_seg);
+  free(sb_t);
   return rc;
 }
 
@@ -280,42 +286,165 @@ static int bs_run(fast_call *c, int mx, const uint8_t *a, const uint8_t *b, int6
 
 /* ---- the steps ----------------------------------------------------------------------------- */
 
-/* A fresh fp32 copy of n elements of a dtype-tagged array (exact widening), or NULL. */
-static float *load_all(const void *src, hot_dtype dt, int64_t n) {
-  float *v = malloc((size_t)(n > 0 ? n : 1) * sizeof *v);
-  if (v)
-    for (int64_t i = 0; i < n; ++i) v[i] = ref_load(src, dt, i);
-  return v;
+/* ---- the quantisers, threaded over rows ---------------------------------------------------- */
+
+enum { QROWS = 16 }; /* rows per task */
+
+/* The state of one threaded operand: what the tasks read and write, and what they report. */
+typedef struct {
+  const nvfp4_layer *ly;
+  const void *src;           /* the caller's input (dtype dt) */
+  hot_dtype dt;
+  const float *in;           /* hla: src as fp32 (T x cols) */
+  int64_t rows, k, cols;     /* the quantised tensor: rows x k (hla: cols rows of K) */
+  int is_g, sr;
+  float *m;                  /* the fp32 tensor to quantise (rows x k), or hla's K x cols math */
+  float *mt;                 /* hla: m transposed (cols x K) */
+  float *amax;               /* hq: one per task */
+  float s_t;
+  nvfp4_stream st;
+  uint8_t *codes, *scales;
+  atomic_int bad;            /* a non-finite value (HOT_REF_ENONFINITE) */
+  atomic_int nomem;
+} qctx;
+
+static int64_t rows_end(int64_t i, int64_t per, int64_t n) { return (i + 1) * per < n ? (i + 1) * per : n; }
+
+/* hq: rows [i * QROWS, ..) of g' = g_y (I (x) H_16) or of w' = ((I (x) H_16) w)^T, O padded with
+ * zeros to k = o_pad (nvfp4_hq_quant_g / _w), and their amax (exact in any order). */
+static void hq_rows_task(void *ctx, int64_t i, int tid) {
+  (void)tid;
+  qctx *x = ctx;
+  const int64_t O = x->ly->O, I = x->ly->I, k = x->k, r1 = rows_end(i, QROWS, x->rows);
+  float amax = 0.0f;
+  int good = 1;
+  for (int64_t r = i * QROWS; r < r1; ++r) {
+    float *row = x->m + r * k;
+    memset(row, 0, (size_t)k * sizeof *row);
+    if (x->is_g) fast_load_run(x->src, x->dt, r * O, O, row);
+    else
+      for (int64_t o = 0; o < O; ++o) row[o] = ref_load(x->src, x->dt, o * I + r);
+    for (int64_t b = 0; b < k; b += 16) hot_fwht(row + b, 16);
+    for (int64_t c = 0; c < k; ++c) {
+      good &= isfinite(row[c]) != 0;
+      if (fabsf(row[c]) > amax) amax = fabsf(row[c]);
+    }
+  }
+  x->amax[i] = amax;
+  if (!good) atomic_store(&x->bad, 1);
 }
 
-/* hq_g / hq_w: g' (SR unless hq.round = rtn) or w' (RTN) into Q_G, S_G / Q_W, S_W. */
+static void nv_quant_task(void *ctx, int64_t i, int tid) {
+  (void)tid;
+  qctx *x = ctx;
+  nvfp4_quantize_rows(x->m, i * QROWS, rows_end(i, QROWS, x->rows), x->k, x->s_t, x->sr, &x->st,
+                      x->codes, x->scales);
+}
+
+/* hq_g / hq_w: g' (SR unless hq.round = rtn) or w' (RTN) into Q_G, S_G / Q_W, S_W: the tensor
+ * and its amax by row tasks, s_t, then the rows' codes by row tasks (nvfp4_hq_quant_g / _w). */
 static int step_hq(fast_call *c, const nvfp4_layer *ly, int is_g) {
   const hot_layer_plan *pl = c->pl;
-  const int64_t rows = is_g ? pl->T : pl->I, kp = pl->hq.gemm.k_pad;
+  const int64_t rows = is_g ? pl->T : pl->I, kp = pl->hq.gemm.k_pad, tasks = fast_cdiv(rows, QROWS);
   uint8_t *q = fast_call_alloc(c, is_g ? HOT_LB_Q_G : HOT_LB_Q_W,
                                (size_t)plan_buffer_bytes(pl, is_g ? HOT_BUF_Q_G : HOT_BUF_Q_W), 1);
   float *st = fast_call_alloc(c, is_g ? HOT_LB_S_G : HOT_LB_S_W, sizeof(float), 0);
-  float *v = load_all(is_g ? c->g_y : c->w, c->dt, is_g ? pl->T * pl->O : pl->O * pl->I);
-  int rc = q && st && v ? HOT_REF_OK : HOT_REF_ENOMEM;
-  uint8_t *sc = q ? q + nvfp4_codes_bytes(rows, kp) : NULL;
-  if (!rc)
-    rc = is_g ? nvfp4_hq_quant_g(ly, v, pl->hq.g.round == HOT_ROUND_SR, c->seed, c->step, q, sc, st)
-              : nvfp4_hq_quant_w(ly, v, q, sc, st);
-  free(v);
+  qctx x;
+  memset(&x, 0, sizeof x);
+  x.ly = ly, x.src = is_g ? c->g_y : c->w, x.dt = c->dt, x.rows = rows, x.k = kp, x.is_g = is_g;
+  x.sr = is_g && pl->hq.g.round == HOT_ROUND_SR;
+  x.st = (nvfp4_stream){c->seed, ly->layer_id * 16u + HOT_TENSOR_HQ_G, c->step, kp, 1};
+  x.m = malloc((size_t)(rows * kp) * sizeof *x.m);
+  x.amax = malloc((size_t)tasks * sizeof *x.amax);
+  atomic_init(&x.bad, 0);
+  atomic_init(&x.nomem, 0);
+  int rc = q && st && x.m && x.amax ? HOT_REF_OK : HOT_REF_ENOMEM;
+  if (!rc) {
+    fast_parallel(tasks, c->cf->threads, hq_rows_task, &x);
+    float amax = 0.0f;
+    for (int64_t t = 0; t < tasks; ++t) amax = x.amax[t] > amax ? x.amax[t] : amax;
+    if (atomic_load(&x.bad)) rc = HOT_REF_ENONFINITE;
+    if (!rc) {
+      *st = x.s_t = nvfp4_tensor_scale(amax);
+      x.codes = q, x.scales = q + nvfp4_codes_bytes(rows, kp);
+      fast_parallel(tasks, c->cf->threads, nv_quant_task, &x);
+    }
+  }
+  free(x.m);
+  free(x.amax);
   return rc;
 }
 
+/* hla: the fp32 copy of the input (rows of T x cols), exact widening. */
+static void load_task(void *ctx, int64_t i, int tid) {
+  (void)tid;
+  qctx *x = ctx;
+  const int64_t T = x->ly->B * x->ly->L, r1 = rows_end(i, QROWS, T);
+  fast_load_run(x->src, x->dt, i * QROWS * x->cols, (r1 - i * QROWS) * x->cols, (float *)x->in + i * QROWS * x->cols);
+}
+
+/* hla: token blocks [i * 4, ..) projected (nvfp4_hla_project_blocks). */
+static void project_task(void *ctx, int64_t i, int tid) {
+  (void)tid;
+  qctx *x = ctx;
+  const int rc = nvfp4_hla_project_blocks(x->ly, x->in, x->cols, i * 4,
+                                          rows_end(i, 4, nvfp4_layer_blocks(x->ly)), x->m);
+  if (rc == HOT_REF_ENOMEM) atomic_store(&x->nomem, 1);
+  else if (rc) atomic_store(&x->bad, 1);
+}
+
+/* hla: rows [i * QROWS, ..) of the transposed operand (cols rows of K), checked finite, then
+ * their MXFP8 codes (mxfp8_quantize_rows). */
+static void mx_rows_task(void *ctx, int64_t i, int tid) {
+  (void)tid;
+  qctx *x = ctx;
+  const int64_t K = x->k, r1 = rows_end(i, QROWS, x->rows);
+  int good = 1;
+  for (int64_t r = i * QROWS; r < r1; ++r)
+    for (int64_t kk = 0; kk < K; ++kk) {
+      const float v = x->m[kk * x->cols + r];
+      good &= isfinite(v) != 0;
+      x->mt[r * K + kk] = v;
+    }
+  if (!good) {
+    atomic_store(&x->bad, 1);
+    return;
+  }
+  mxfp8_quantize_rows(x->mt, i * QROWS, r1, K, x->sr, &x->st, x->codes, x->scales);
+}
+
 /* g^ (is_g, SR unless hla.round = rtn) or x^ (RTN) of src (T x cols, dtype dt) into dst, the
- * layout of Q_HG / Q_HX. */
+ * layout of Q_HG / Q_HX (nvfp4_hla_quant: the projection, its transpose, MXFP8 along K). */
 static int hla_quant(const fast_call *c, const nvfp4_layer *ly, const void *src, hot_dtype dt,
                      int is_g, uint8_t *dst) {
   const hot_layer_plan *pl = c->pl;
-  const int64_t cols = is_g ? pl->O : pl->I;
-  float *v = load_all(src, dt, pl->T * cols);
-  if (!v) return HOT_REF_ENOMEM;
-  int rc = nvfp4_hla_quant(ly, v, cols, is_g, is_g && pl->hla.g.round == HOT_ROUND_SR, c->seed,
-                           c->step, dst, dst + mxfp8_codes_bytes(cols, pl->hla.gemm.k_pad), NULL);
-  free(v);
+  const int64_t cols = is_g ? pl->O : pl->I, K = nvfp4_layer_k(ly), T = pl->T;
+  qctx x;
+  memset(&x, 0, sizeof x);
+  x.ly = ly, x.src = src, x.dt = dt, x.rows = cols, x.k = K, x.cols = cols, x.is_g = is_g;
+  x.sr = is_g && pl->hla.g.round == HOT_ROUND_SR;
+  x.st = (nvfp4_stream){c->seed, ly->layer_id * 16u + (is_g ? HOT_TENSOR_HLA_G : 0u), c->step, 1,
+                        cols};
+  x.codes = dst, x.scales = dst + mxfp8_codes_bytes(cols, pl->hla.gemm.k_pad);
+  float *in = malloc((size_t)(T * cols) * sizeof *in);
+  x.in = in;
+  x.m = malloc((size_t)(K * cols) * sizeof *x.m);
+  x.mt = malloc((size_t)(K * cols) * sizeof *x.mt);
+  atomic_init(&x.bad, 0);
+  atomic_init(&x.nomem, 0);
+  int rc = in && x.m && x.mt ? HOT_REF_OK : HOT_REF_ENOMEM;
+  if (!rc) {
+    fast_parallel(fast_cdiv(T, QROWS), c->cf->threads, load_task, &x);
+    fast_parallel(fast_cdiv(nvfp4_layer_blocks(ly), 4), c->cf->threads, project_task, &x);
+    rc = atomic_load(&x.nomem) ? HOT_REF_ENOMEM : atomic_load(&x.bad) ? HOT_REF_ENONFINITE : 0;
+  }
+  if (!rc) {
+    fast_parallel(fast_cdiv(cols, QROWS), c->cf->threads, mx_rows_task, &x);
+    if (atomic_load(&x.bad)) rc = HOT_REF_ENONFINITE;
+  }
+  free(in);
+  free(x.m);
+  free(x.mt);
   return rc;
 }
 
