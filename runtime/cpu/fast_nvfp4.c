@@ -1,13 +1,15 @@
 /* fast_nvfp4.c — recipe nvfp4 on the fast path (templates/CONTRACT.md 20): the hq, hla and gemm
  * families' fast step functions hand a plan of fmt HOT_FMT_NVFP4 to fast_nvfp4_hq / _hla / _gemm,
  * bit for bit as the twin's ref_nvfp4_* (templates/nvfp4_steps_ref.c), buffers as nvfp4_plan.h
- * lays them out. The quantisers are the twin's own functions (exact by construction). The NVFP4
- * GEMM (g_x) runs on the level's integer GEMM (fast_igemm, with VNNI or AMX where the CPU has
- * them) with one K segment per 16-value block: each block's dot product of doubled E2M1 values is
- * an exact int (|S| <= 2304) whatever the kernel; the MXFP8 GEMM (g_w) is portable C, threaded
- * over output rows, with exact int64 block sums of E4M3 values in units of 2^-9. Both add the
- * blocks' products in block order in fp32 per output element, the very operations and order of
- * nvfp4_gemm / mxfp8_gemm (CONTRACT.md 20.5), whatever the thread count or ISA level. */
+ * lays them out. The quantisers are the twin's own row functions (exact by construction), rows
+ * split among threads. The NVFP4 GEMM (g_x) runs on the level's integer GEMM (fast_igemm, with
+ * VNNI or AMX where the CPU has them) with one K segment per 16-value block: each block's dot
+ * product of doubled E2M1 values is an exact int (|S| <= 2304) whatever the kernel. The MXFP8
+ * GEMM (g_w) sums each 32-value block of E4M3 values (integers in units of 2^-9) in double, exact
+ * in any order, threaded over output rows, 4 x 8 outputs at a time in AVX2 where the level has it
+ * (the config's f64_avx2, as fast_exact.c's kernels), else portable C. Both add the blocks'
+ * products in block order in fp32 per output element, the very operations and order of
+ * nvfp4_gemm / mxfp8_gemm (CONTRACT.md 20.5, 20.8), whatever the thread count or ISA level. */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -27,10 +29,9 @@ enum { ROWS_PER_TASK = 4 };
 
 /* ---- the block-scaled GEMMs ---------------------------------------------------------------- */
 
-/* One GEMM: out[m * N + n] for m < M, n < N from row-major code rows of k_pad values. a_val /
- * b_val: the operands' values as integers (NVFP4: doubled E2M1 in int8 units of 1/2; MXFP8: E4M3
- * in int32 units of 2^-9), a_sc / b_sc: their block scales (NVFP4: the decoded E4M3 floats;
- * MXFP8: the E8M0 exponents e + 127). */
+/* One GEMM: out[m * N + n] for m < M, n < N from row-major rows of k_pad values: the operands'
+ * values as integers (NVFP4: doubled E2M1, int8; MXFP8: E4M3 in units of 2^-9, as doubles) and
+ * their block scales (NVFP4: the decoded E4M3 floats; MXFP8: the E8M0 exponents e + 127). */
 typedef struct {
   int64_t M, N, k_pad, nb;
   int mx;                    /* 0: NVFP4 (block 16), 1: MXFP8 (block 32) */

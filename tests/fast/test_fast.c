@@ -263,6 +263,54 @@ START_TEST(layers_bit_identical) {
 }
 END_TEST
 
+/* Recipe nvfp4 (k_cases 26 with ABC, 27 without): all-zero data (tensor scale 0, E8M0 exponent
+ * 0) gives the twins' bits, and a NaN or Inf in g_y, w or x the twins' status from the backward
+ * and the save, at every level. */
+START_TEST(nvfp4_statuses_match) {
+  const fcase *fc = &k_cases[26 + _i];
+  ck_assert_int_eq(fc->rec, HOT_RECIPE_NVFP4);
+  hot_layer_spec sp;
+  hot_layer_plan pl;
+  make_plan(fc, &sp, &pl);
+  const int64_t T = pl.T, O = pl.O, I = pl.I;
+  float *x = calloc((size_t)(T * I), sizeof *x), *w = calloc((size_t)(O * I), sizeof *w);
+  float *g = calloc((size_t)(T * O), sizeof *g), *gx = malloc((size_t)(T * I) * sizeof *gx);
+  float *gw = malloc((size_t)(O * I) * sizeof *gw), *rx = malloc((size_t)(T * I) * sizeof *rx);
+  float *rw = malloc((size_t)(O * I) * sizeof *rw);
+  hot_ref_saved s, f;
+  ck_assert_int_eq(ref_layer_save(&pl, x, HOT_DT_F32, &s), HOT_REF_OK);
+  ck_assert_int_eq(ref_layer_backward(&pl, &s, g, w, HOT_DT_F32, HOT_GRAN_TENSOR, 1, 1, rx, rw, NULL), 0);
+  for (int level = 0; level < FAST_LEVELS; ++level) {
+    if (!fast_level_has(level)) continue;
+    fast_set_level(level);
+    ck_assert_int_eq(fast_layer_save(NULL, &pl, x, HOT_DT_F32, &f), HOT_REF_OK);
+    ck_assert(same_saved(&pl, &s, &f));
+    ref_saved_free(&f);
+    ck_assert_int_eq(fast_layer_backward(NULL, &pl, &s, g, w, HOT_DT_F32, HOT_GRAN_TENSOR, 1, 1, gx, gw, NULL), 0);
+    ck_assert_mem_eq(rx, gx, (size_t)(T * I) * sizeof *gx);
+    ck_assert_mem_eq(rw, gw, (size_t)(O * I) * sizeof *gw);
+    g[5] = NAN;
+    ck_assert_int_eq(fast_layer_backward(NULL, &pl, &s, g, w, HOT_DT_F32, HOT_GRAN_TENSOR, 1, 1, gx, gw, NULL),
+                     ref_layer_backward(&pl, &s, g, w, HOT_DT_F32, HOT_GRAN_TENSOR, 1, 1, rx, rw, NULL));
+    ck_assert_int_eq(fast_layer_backward(NULL, &pl, &s, g, w, HOT_DT_F32, HOT_GRAN_TENSOR, 1, 1, gx, gw, NULL),
+                     HOT_REF_ENONFINITE);
+    g[5] = 0.0f;
+    w[3] = INFINITY;
+    ck_assert_int_eq(fast_layer_backward(NULL, &pl, &s, g, w, HOT_DT_F32, HOT_GRAN_TENSOR, 1, 1, gx, gw, NULL),
+                     HOT_REF_ENONFINITE);
+    w[3] = 0.0f;
+    x[7] = NAN;
+    ck_assert_int_eq(fast_layer_save(NULL, &pl, x, HOT_DT_F32, &f), HOT_REF_ENONFINITE);
+    ck_assert_ptr_null(f.q_x);
+    ck_assert_int_eq(ref_layer_save(&pl, x, HOT_DT_F32, &f), HOT_REF_ENONFINITE);
+    x[7] = 0.0f;
+  }
+  fast_set_level(-1);
+  ref_saved_free(&s);
+  free(x), free(w), free(g), free(gx), free(gw), free(rx), free(rw);
+}
+END_TEST
+
 /* ---- fp64 exact products ------------------------------------------------------------------ */
 
 START_TEST(exact_bit_identical) {
@@ -1007,6 +1055,7 @@ int main(void) {
   tcase_add_test(tc, gemm_wraps);
   tcase_add_test(tc, philox_words_exact);
   tcase_add_test(tc, statuses_match);
+  tcase_add_loop_test(tc, nvfp4_statuses_match, 0, 2);
   tcase_add_test(tc, nonfinite_kernels);
   tcase_add_loop_test(tc, nonfinite_bias_no_hq, 0, 3);
   tcase_add_loop_test(tc, overflow_flags, 0, 20);
