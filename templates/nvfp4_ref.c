@@ -102,6 +102,23 @@ static uint32_t draw(const nvfp4_stream *st, int64_t r, int64_t c) {
   return hot_rand_word(st->seed, st->tag, st->step, (hot_u64)(r * st->idx_row + c * st->idx_col));
 }
 
+/* draw() through the last Philox block (4 words): hot_rand_word's counter and word choice, so the
+ * same words (test_ref_nvfp4's sr_draws_known), one Philox evaluation per 4 consecutive indices. */
+typedef struct {
+  hot_u64 q; /* the cached block's counter idx >> 2; ~0: none (idx >> 2 < 2^62) */
+  hot_philox_out w;
+} draw_cache;
+
+static uint32_t draw_cached(const nvfp4_stream *st, int64_t r, int64_t c, draw_cache *dc) {
+  const hot_u64 idx = (hot_u64)(r * st->idx_row + c * st->idx_col), q = idx >> 2;
+  if (q != dc->q) {
+    dc->w = hot_philox4x32_10((hot_u32)(q & 0xffffffffu), (hot_u32)(q >> 32), st->tag, st->step,
+                              (hot_u32)(st->seed & 0xffffffffu), (hot_u32)(st->seed >> 32));
+    dc->q = q;
+  }
+  return dc->w.v[idx & 3u];
+}
+
 /* amax of the tensor; -4 for a non-finite value. */
 static int tensor_amax(const float *v, int64_t n, float *amax) {
   float m = 0.0f;
@@ -122,12 +139,13 @@ static void nvfp4_block(const float *row, int64_t r, int64_t c0, int64_t k, floa
   unsigned sc = nvfp4_e4m3_encode(d, NVFP4_ROUND_UP, 0);
   float sb = nvfp4_e4m3_decode(sc);
   *scode = (uint8_t)sc;
+  draw_cache dc = {~(hot_u64)0, {{0, 0, 0, 0}}};
   for (int64_t c = c0; c < c0 + NVFP4_BLOCK; ++c) {
     unsigned code = 0;
     if (c < k && sb > 0.0f) {
       float u = HOT_DIV(HOT_DIV(row[c], s_t), sb);
       u = fmaxf(-6.0f, fminf(6.0f, u));
-      code = sr ? nvfp4_e2m1_sr(u, draw(st, r, c)) : nvfp4_e2m1_rtn(u);
+      code = sr ? nvfp4_e2m1_sr(u, draw_cached(st, r, c, &dc)) : nvfp4_e2m1_rtn(u);
     }
     crow[c >> 1] = (uint8_t)(crow[c >> 1] | ((c & 1) ? code << 4 : code));
   }

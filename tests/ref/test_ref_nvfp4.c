@@ -353,6 +353,38 @@ START_TEST(layer_walk_is_the_twin) {
 }
 END_TEST
 
+/* The SR draws of both quantisers, element by element: code (r, c) is the codec's SR of its
+ * scaled value with Philox word idx = r * idx_row + c * idx_col of (seed, tag, step), written
+ * out here from hot_rand_word (CONTRACT.md 20.3, 20.4: g' idx = t * o_pad + o, g^ idx = kk * O + o
+ * of the K x O math tensor, stored transposed). */
+START_TEST(sr_draws_known) {
+  enum { R = 5, K = 40 };
+  static float v[R * K];
+  for (int i = 0; i < R * K; ++i) v[i] = normal() * (i % 7 == 0 ? 30.0f : 1.0f);
+  const nvfp4_stream st = {0x243F6A8885A308D3ull, 7u * 16u + 1u, 3u, 48, 1};
+  uint8_t c4[R * 24], s4[R * 3], c8[R * 64], s8[R * 2];
+  float s_t;
+  ck_assert_int_eq(nvfp4_quantize(v, R, K, 1, &st, c4, s4, &s_t), 0);
+  const nvfp4_stream sg = {0x243F6A8885A308D3ull, 7u * 16u + 2u, 3u, 1, R};
+  ck_assert_int_eq(mxfp8_quantize(v, R, K, 1, &sg, c8, s8), 0);
+  int n = 0;
+  for (int r = 0; r < R; ++r)
+    for (int c = 0; c < K; ++c, ++n) {
+      const float sb = nvfp4_e4m3_decode(s4[r * 3 + c / 16]);
+      const float u = fmaxf(-6.0f, fminf(6.0f, HOT_DIV(HOT_DIV(v[r * K + c], s_t), sb)));
+      const unsigned want4 = nvfp4_e2m1_sr(u, hot_rand_word(st.seed, st.tag, st.step,
+                                                            (hot_u64)(r * 48 + c)));
+      ck_assert_uint_eq((c4[r * 24 + c / 2] >> ((c & 1) * 4)) & 15u, want4);
+      const float X = ldexpf(1.0f, (int)s8[r * 2 + c / 32] - 127);
+      const unsigned want8 = nvfp4_e4m3_encode(HOT_DIV(v[r * K + c], X), NVFP4_ROUND_SR,
+                                               hot_rand_word(sg.seed, sg.tag, sg.step,
+                                                             (hot_u64)(r + c * R)));
+      ck_assert_uint_eq(c8[r * 64 + c], want8);
+    }
+  printf("  SR draws: %d NVFP4 and %d MXFP8 codes as hot_rand_word's words give them\n", n, n);
+}
+END_TEST
+
 START_TEST(bad_input) {
   float v[16] = {0};
   uint8_t c[8], s[1];
@@ -380,6 +412,7 @@ int main(void) {
   tcase_add_test(tc, mutants_caught);
   tcase_add_test(tc, layer_against_fp64);
   tcase_add_test(tc, layer_walk_is_the_twin);
+  tcase_add_test(tc, sr_draws_known);
   tcase_add_test(tc, bad_input);
   suite_add_tcase(s, tc);
   SRunner *sr = srunner_create(s);
