@@ -4,7 +4,9 @@
  *
  * The saved buffer holds what hot_ref_saved holds, flat: with ABC the saved codes (I rows of
  * hla.k int8, unpadded) followed by s_x^ (hla.groups fp32 scales) at plan_saved_scale_offset;
- * without ABC the fp32 copy of x (T * I floats). The same layout as the CUDA backend's. */
+ * without ABC the fp32 copy of x (T * I floats). The same layout as the CUDA backend's. Recipe
+ * nvfp4 (CPU only): with ABC x^'s MXFP8 codes and E8M0 scales as the g_w GEMM reads them
+ * (templates/nvfp4_plan.h, CONTRACT.md 20.6), nothing else. */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
