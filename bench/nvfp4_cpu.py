@@ -54,17 +54,32 @@ def run(hot, np, recipe, shape, reps):
     return 1e3 * min(ts), 1e3 * min(tb)
 
 
+def numbers():
+    """hot's one parser of numbers, as bench/cpu_backward.py loads it (by path, no libhot)."""
+    sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+    from cpu_backward import numbers as load_numbers
+    return load_numbers()
+
+
 def main():
+    num = numbers()
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--threads", type=int, default=2)
-    ap.add_argument("--reps", type=int, default=7)
+    ap.add_argument("--threads", type=num.arg_int(1, 256), default=2)
+    ap.add_argument("--reps", type=num.arg_int(1, 10**6), default=7)
     ap.add_argument("--tiny", action="store_true", help="one small layer (a smoke run)")
     ap.add_argument("--shape", default="4,256,512,512", help="B,L,O,I")
     a = ap.parse_args()
+    parts = a.shape.split(",")
+    if len(parts) != 4:
+        ap.error("--shape: expected B,L,O,I (got %r)" % a.shape)
+    try:
+        shape = (1, 70, 40, 48) if a.tiny else tuple(
+            num.parse_int("--shape " + n, v, 1, 2**31 - 1) for n, v in zip("BLOI", parts))
+    except ValueError as e:
+        ap.error(str(e))
     setup_env(a.threads)
     import numpy as np
     import hot
-    shape = (1, 70, 40, 48) if a.tiny else tuple(int(v) for v in a.shape.split(","))
     print("B=%d L=%d O=%d I=%d, %d thread(s), best of %d, load %.2f" % (
         shape + (a.threads, a.reps, os.getloadavg()[0])))
     print("%-8s %10s %12s" % ("recipe", "save ms", "backward ms"))
