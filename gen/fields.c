@@ -76,9 +76,9 @@ int fields_enum_parse(hot_enum_id e, const char *name) {
 
 #define ALSO(m) offsetof(hot_layer_spec, m)
 #define NOALSO 0
-#define ROW_(path, member, also, kind, en, min, max, flags, d_hot, d_paper, d_code, vdoc, doc)     \
+#define ROW_(path, member, also, kind, en, min, max, flags, d_hot, d_paper, d_code, d_nv, vdoc, doc)     \
   {path, #member, offsetof(hot_layer_spec, member), also, HOT_FK_##kind, HOT_E_##en, min, max,      \
-   flags, {d_hot, d_paper, d_code}, vdoc, doc},
+   flags, {d_hot, d_paper, d_code, d_nv}, vdoc, doc},
 static const hot_field table[] = {HOT_FIELDS(ROW_)};
 #undef ROW_
 #undef ALSO
@@ -87,7 +87,7 @@ static const hot_field table[] = {HOT_FIELDS(ROW_)};
 enum { N_ROWS = (int)(sizeof table / sizeof table[0]) };
 
 /* Sweepable rows come first (field_list.h; tests/spec checks that none follows another row). */
-#define COUNT_(path, member, also, kind, en, min, max, flags, d_hot, d_paper, d_code, vdoc, doc)   \
+#define COUNT_(path, member, also, kind, en, min, max, flags, d_hot, d_paper, d_code, d_nv, vdoc, doc)   \
   +(((flags) & FL_SWEEP) ? 1 : 0)
 enum { N_SWEEP = 0 HOT_FIELDS(COUNT_) };
 #undef COUNT_

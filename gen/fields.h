@@ -47,7 +47,7 @@ typedef struct hot_field {
   hot_enum_id en;       /* HOT_FK_ENUM: the enumeration */
   int min, max;         /* HOT_FK_INT: the range a spec may write */
   unsigned flags;       /* FL_* */
-  int dflt[3];          /* default per hot_recipe */
+  int dflt[4];          /* default per hot_recipe */
   const char *vdoc;     /* allowed values, one phrase; ENUM: the spec's names "a|b|c" */
   const char *doc;      /* one-line description (hot-gen --help-spec) */
 } hot_field;

@@ -282,7 +282,9 @@ static int plan_hq(const hot_layer_spec *s, const hot_arch_caps *caps, hot_layer
   p->hq.o_pad = round_up(p->O, p->hq.block); /* O <= 2^31 - 1: no overflow */
   if (int_limit("hq o_pad (O rounded up to hq.block)", p->hq.o_pad, err, n)) return -1;
   const hot_gemm_path gx_path =
-      gemm_path(caps, &s->tile_gx, p->hq.g.bits > p->hq.w.bits ? p->hq.g.bits : p->hq.w.bits);
+      p->fmt == HOT_FMT_NVFP4
+          ? HOT_GEMM_BS_NVFP4
+          : gemm_path(caps, &s->tile_gx, p->hq.g.bits > p->hq.w.bits ? p->hq.g.bits : p->hq.w.bits);
   p->hq.gemm.m = p->T;
   p->hq.gemm.n = p->I;
   p->hq.gemm.k = p->hq.o_pad;
@@ -402,10 +404,10 @@ static int plan_hla(const hot_layer_spec *s, const hot_arch_caps *caps, hot_laye
   p->hla.gemm.m = p->O;
   p->hla.gemm.n = p->I;
   p->hla.gemm.k = p->hla.k;
-  /* The g_w GEMM takes INT8 codes whatever hla.bits (CONTRACT.md 7). */
-  if (plan_gemm(&p->hla.gemm, &s->tile_gw, caps, gemm_path(caps, &s->tile_gw, 8), "tile_gw", err,
-                n))
-    return -1;
+  /* The g_w GEMM takes INT8 codes whatever hla.bits (CONTRACT.md 7); MXFP8 under nvfp4. */
+  const hot_gemm_path gw_path =
+      p->fmt == HOT_FMT_NVFP4 ? HOT_GEMM_BS_MXFP8 : gemm_path(caps, &s->tile_gw, 8);
+  if (plan_gemm(&p->hla.gemm, &s->tile_gw, caps, gw_path, "tile_gw", err, n)) return -1;
   if (plan_hla_groups_k(p, err, n)) return -1;
   p->hla.group_k_pad = p->hla.gemm.seg_k_pad;
   p->abc.enabled = s->abc.enabled && s->hla.enabled; /* ABC keeps x^: it needs HLA */
@@ -505,13 +507,60 @@ hot_gran plan_lqs_coarse(const hot_layer_plan *pl) {
   return pl && pl->B > 1 ? HOT_GRAN_SAMPLE : HOT_GRAN_TENSOR;
 }
 
-int plan_layer(const hot_layer_spec *s, int64_t batch, int64_t tokens, hot_recipe recipe,
-               hot_arch arch, int layer_id, hot_layer_plan *p, char *err, size_t n) {
+/* Recipe nvfp4 (CONTRACT.md 20) fixes what its block formats decide: HQ b = 16 (one Hadamard
+ * block is one scale block), 4-bit codes for g' and w' (E2M1), 8 bits for g^ and x^ (E4M3),
+ * absmax scales and per-tensor granularity (the fp32 tensor scale; the block scales are the
+ * format's). Anything else is refused, naming the field: nothing changes silently. */
+static int plan_nvfp4_check(const hot_layer_spec *s, char *err, size_t n) {
+  const struct { int bad; const char *what; } k[] = {
+      {s->hq.enabled && (s->hq.block != 16 || !s->hq.pad), "hq.block = 16 with hq.pad = true"},
+      {s->hq.g.bits != 4 || s->hq.w.bits != 4, "hq.bits = hq.w_bits = 4 (E2M1)"},
+      {s->hla.g.bits != 8 || s->hla.x.bits != 8, "hla.bits = hla.x_bits = 8 (E4M3)"},
+      {s->hq.g.rule != HOT_RULE_ABSMAX || s->hq.w.rule != HOT_RULE_ABSMAX ||
+           s->hla.g.rule != HOT_RULE_ABSMAX || s->hla.x.rule != HOT_RULE_ABSMAX,
+       "absmax scale rules (hq.w_scale, hla.x_scale)"},
+      {s->hq.g.gran != HOT_GRAN_TENSOR || s->hla.g.gran != HOT_GRAN_TENSOR ||
+           s->hla.x.gran != HOT_GRAN_TENSOR,
+       "hq.scale = hla.scale = \"tensor\" (the fp32 tensor scale; the block scales are the "
+       "format's)"},
+  };
+  for (size_t i = 0; i < sizeof k / sizeof k[0]; ++i)
+    if (k[i].bad)
+      return diag_errf(err, n, "recipe nvfp4 needs %s (templates/CONTRACT.md 20)", k[i].what);
+  return 0;
+}
+
+/* Whether `caps` has a GEMM path for every operand format of recipe nvfp4. */
+static int nvfp4_paths_on(const hot_arch_caps *caps) {
+  int nv = 0, mx = 0;
+  for (int i = 0; i < HOT_GEMM_PATH_COUNT; ++i) {
+    const hot_gemm_path_info *g = plan_gemm_path_info((hot_gemm_path)i);
+    if (!plan_gemm_path_available(g, caps)) continue;
+    nv |= g->codes == HOT_CODES_NVFP4;
+    mx |= g->codes == HOT_CODES_MXFP8;
+  }
+  return nv && mx;
+}
+
+/* Both planners: cpu = 1 plans for the CPU backend (the storage arch's tables; recipe nvfp4's
+ * block-scaled paths, which no arch has, run there). */
+static int plan_layer_for(const hot_layer_spec *s, int64_t batch, int64_t tokens,
+                          hot_recipe recipe, hot_arch arch, int cpu, int layer_id,
+                          hot_layer_plan *p, char *err, size_t n) {
   if (!s || !p) return diag_errf(err, n, "plan_layer: NULL argument");
   memset(p, 0, sizeof *p);
   const hot_arch_caps *caps = plan_arch_caps(arch);
   if (!caps) return diag_errf(err, n, "unknown arch %d", (int)arch);
-  (void)recipe; /* the recipe's defaults are already in the spec (plan_spec_defaults) */
+  /* the recipe's defaults are already in the spec (plan_spec_defaults); nvfp4 also sets the
+   * code format */
+  if (recipe == HOT_RECIPE_NVFP4) {
+    if (!cpu && !nvfp4_paths_on(caps))
+      return diag_errf(err, n, "recipe nvfp4 has no GPU path on %s: its NVFP4/MXFP8 GEMMs need a "
+                       "block-scaled MMA and hot has no kernels for one yet (no arch of its table "
+                       "has one); it runs on the CPU backend only", caps->name);
+    if (plan_nvfp4_check(s, err, n)) return -1;
+    p->fmt = HOT_FMT_NVFP4;
+  }
   p->spec = s;
   p->arch = arch;
   p->layer_id = layer_id;
@@ -520,6 +569,16 @@ int plan_layer(const hot_layer_spec *s, int64_t batch, int64_t tokens, hot_recip
       plan_check(caps, p, err, n) || name_kernels(p, err, n))
     return -1;
   return 0;
+}
+
+int plan_layer(const hot_layer_spec *s, int64_t batch, int64_t tokens, hot_recipe recipe,
+               hot_arch arch, int layer_id, hot_layer_plan *p, char *err, size_t n) {
+  return plan_layer_for(s, batch, tokens, recipe, arch, 0, layer_id, p, err, n);
+}
+
+int plan_layer_cpu(const hot_layer_spec *s, int64_t batch, int64_t tokens, hot_recipe recipe,
+                   int layer_id, hot_layer_plan *p, char *err, size_t n) {
+  return plan_layer_for(s, batch, tokens, recipe, HOT_ARCH_CPU_STORAGE, 1, layer_id, p, err, n);
 }
 
 void plan_kernel_grid(const hot_layer_plan *pl, int k, int phase, unsigned grid[3]) {

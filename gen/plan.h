@@ -51,14 +51,26 @@ typedef enum {
 /* How a GEMM runs: INT4 mma.sync on packed nibbles, INT8 mma.sync, INT8 wgmma fed by cp.async, or
  * INT8 wgmma fed by the TMA, warp-specialised and persistent (asked for with tile_*.warps_n = 2;
  * docs/gemm-paths.md). One row each in the GEMM-path table (plan_gemm_path_info). */
+/* The block-scaled paths of recipe nvfp4 (NVFP4 x NVFP4 for g_x, MXFP8 x MXFP8 for g_w,
+ * templates/CONTRACT.md 20.5) need a block-scaled MMA no arch of the table has: they have no
+ * template and run on the CPU backend only (plan_layer_cpu). */
 typedef enum {
-  HOT_GEMM_MMA_S4 = 0, HOT_GEMM_MMA_S8, HOT_GEMM_WGMMA_S8, HOT_GEMM_TMA_S8, HOT_GEMM_PATH_COUNT
+  HOT_GEMM_MMA_S4 = 0, HOT_GEMM_MMA_S8, HOT_GEMM_WGMMA_S8, HOT_GEMM_TMA_S8, HOT_GEMM_BS_NVFP4,
+  HOT_GEMM_BS_MXFP8, HOT_GEMM_PATH_COUNT
 } hot_gemm_path;
-/* How codes are stored: one int8 per element, or two's-complement nibbles, two per byte. One row
- * each in the operand-format table (plan_codes_info). */
-typedef enum { HOT_CODES_S8 = 0, HOT_CODES_S4_PACKED, HOT_CODES_COUNT } hot_codes;
-/* The tensor-core instruction families a GEMM path issues (bits of hot_codes_info.mma). */
-typedef enum { HOT_MMA_SYNC = 1, HOT_MMA_WGMMA = 2 } hot_mma_kind;
+/* How codes are stored: one int8 per element, or two's-complement nibbles, two per byte; NVFP4
+ * (E2M1 nibbles, element 2j in the low one, with an E4M3 scale byte per 16 and an fp32 tensor
+ * scale) and MXFP8 (E4M3 bytes with an E8M0 scale byte per 32). One row each in the
+ * operand-format table (plan_codes_info). */
+typedef enum {
+  HOT_CODES_S8 = 0, HOT_CODES_S4_PACKED, HOT_CODES_NVFP4, HOT_CODES_MXFP8, HOT_CODES_COUNT
+} hot_codes;
+/* The tensor-core instruction families a GEMM path issues (bits of hot_codes_info.mma):
+ * mma.sync, wgmma, and a block-scaled MMA (kind::mxf4nvf4 / mxf8f6f4; no arch of the table yet). */
+typedef enum { HOT_MMA_SYNC = 1, HOT_MMA_WGMMA = 2, HOT_MMA_BLOCK_SCALED = 4 } hot_mma_kind;
+/* The code format of a plan: the integer codes of Parts I-II of templates/CONTRACT.md, or the
+ * NVFP4 recipe's block formats (section 20: NVFP4 for HQ, MXFP8 for HLA and ABC). */
+typedef enum { HOT_FMT_INT = 0, HOT_FMT_NVFP4 } hot_fmt;
 
 /* What an architecture can do; one row per hot_arch in the arch table (gen/plan_tables.c,
  * plan_arch_caps). The table is the one list of archs: names, messages, the DSL's schema and the
@@ -77,6 +89,7 @@ typedef struct {
   int arch_specific;      /* cubins run only on exactly this compute capability ("a" archs); else
                              on the same major with a minor >= this one's */
   int threads_per_sm;     /* resident threads per SM */
+  int block_scaled_mma;   /* a block-scaled FP4/FP8 MMA hot has kernels for (none yet) */
 } hot_arch_caps;
 
 /* One operand format of the integer GEMMs (plan_codes_info). */
@@ -85,6 +98,7 @@ typedef struct {
   const char *name;       /* "s8", ... (plan_codes_name) */
   int bits;               /* widest code it holds */
   int per_byte;           /* elements per byte (2: packed nibbles, element 2j in the low one) */
+  int block;              /* values per block scale (0: none, the scales are fp32 per row/tensor) */
   unsigned mma;           /* hot_mma_kind bits of the instructions that take it */
 } hot_codes_info;
 
@@ -104,6 +118,7 @@ typedef struct {
   hot_mma_kind mma;
   hot_codes codes;        /* the operand format both operands use */
   int need_int4_mma, need_wgmma, need_tma; /* hot_arch_caps fields it requires */
+  int need_block_scaled;  /* hot_arch_caps.block_scaled_mma (no template: CPU only so far) */
   int warps_select;       /* 0: any tile warps_n request; else the warps_n value that asks for it */
   int warps_n;            /* HOT_WARPS_WARPGROUP: the plan's warps_n (the kernel name's and the
                              value a tile request must match) */
@@ -184,6 +199,7 @@ typedef struct hot_layer_plan { /* tagged: hot.h declares it as an opaque type *
   const hot_layer_spec *spec;  /* borrowed from the model */
   hot_arch arch;
   int layer_id;             /* index in the model; Philox tag = layer_id * 16 + tensor */
+  hot_fmt fmt;              /* HOT_FMT_NVFP4: recipe nvfp4 (plan_layer_cpu only) */
 
   int64_t T, L, B, O, I;    /* T = B * L */
 
@@ -300,9 +316,16 @@ void fields_apply_recipe(hot_layer_spec *s, hot_recipe recipe);
 
 /* Plans one layer for one arch. `spec` must outlive *out (out->spec borrows it).
  * Returns 0, or -1 with a one-line reason in err (an illegal request is an error, never a
- * silent change). */
+ * silent change; recipe nvfp4 on an arch without a block-scaled GEMM path, i.e. every arch of the
+ * table today, is refused naming the arch and the recipe: plan_layer_cpu plans it). */
 int plan_layer(const hot_layer_spec *spec, int64_t batch, int64_t tokens, hot_recipe recipe,
                hot_arch arch, int layer_id, hot_layer_plan *out, char *err, size_t errlen);
+
+/* Plans one layer for the CPU backend (no GPU kernel will run it): as plan_layer for the CPU's
+ * storage arch (HOT_ARCH_CPU_STORAGE), and recipe nvfp4 too (templates/CONTRACT.md 20), whose
+ * GEMMs have no GPU path. Same ownership, returns and errors as plan_layer. */
+int plan_layer_cpu(const hot_layer_spec *spec, int64_t batch, int64_t tokens, hot_recipe recipe,
+                   int layer_id, hot_layer_plan *out, char *err, size_t errlen);
 
 /* Buffers of a layer whose size the plan decides (plan_buffer_bytes). */
 typedef enum {

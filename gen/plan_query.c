@@ -44,9 +44,11 @@ int64_t plan_code_bytes(hot_codes codes, int64_t k) {
 
 /* ---- buffers -------------------------------------------------------------------------- */
 
+/* One code row of k_pad codes; a block format's rows are followed by their scale bytes, one per
+ * block (CONTRACT.md 20: NVFP4 E4M3, MXFP8 E8M0), so the row's share is counted with it. */
 static int64_t code_row_bytes(hot_codes codes, int64_t k_pad) {
   const hot_codes_info *c = plan_codes_info(codes);
-  return k_pad / (c ? c->per_byte : 1);
+  return k_pad / (c ? c->per_byte : 1) + (c && c->block ? k_pad / c->block : 0);
 }
 static int64_t dtype_size(hot_dtype d) { return d == HOT_DT_F32 ? 4 : 2; }
 
@@ -67,22 +69,26 @@ int64_t plan_sawb_groups(const hot_layer_plan *pl, hot_kernel_role role) {
  * padded), 16-byte alignment, then s_x^ (one fp32 scale per scale group); -1 on overflow. */
 static int64_t saved_bytes(const hot_layer_plan *pl) {
   if (!pl->abc.enabled) return mul3(pl->T, pl->I, 4);
+  if (pl->fmt == HOT_FMT_NVFP4) return plan_buffer_bytes(pl, HOT_BUF_SAVED_CODES); /* no fp32 */
   int64_t off = plan_saved_scale_offset(pl), sc = mul3(pl->hla.groups, 4, 1), r;
   return off < 0 || sc < 0 || add_ok(off, sc, &r) ? -1 : r;
 }
 
 int64_t plan_saved_scale_offset(const hot_layer_plan *pl) {
-  if (!pl || !pl->abc.enabled) return -1;
+  if (!pl || !pl->abc.enabled || pl->fmt == HOT_FMT_NVFP4) return -1;
   const int64_t codes = mul3(pl->I, pl->hla.k, 1);
   return codes < 0 || codes > INT64_MAX - 15 ? -1 : round_up(codes, 16);
 }
 
 int plan_saved_unpacked(const hot_layer_plan *pl) {
-  return pl && pl->abc.enabled && pl->hla.enabled && pl->hla.gemm.k_pad != pl->hla.k;
+  return pl && pl->abc.enabled && pl->hla.enabled && pl->fmt != HOT_FMT_NVFP4 &&
+         pl->hla.gemm.k_pad != pl->hla.k;
 }
 
 int64_t plan_abc_method_bytes(const hot_layer_plan *pl) {
   if (!pl || !pl->abc.enabled) return 0;
+  if (pl->fmt == HOT_FMT_NVFP4) /* MXFP8: K padded to the 32-value block, a scale byte each */
+    return plan_buffer_bytes(pl, HOT_BUF_SAVED_CODES);
   int64_t codes = mul3(pl->hla.k, pl->I, 1), sc = mul3(pl->hla.groups, 4, 1), r;
   return codes < 0 || sc < 0 || add_ok(codes, sc, &r) ? -1 : r;
 }
@@ -93,15 +99,19 @@ int64_t plan_buffer_bytes(const hot_layer_plan *pl, hot_buffer b) {
   switch (b) {
   case HOT_BUF_Q_G:
     return pl->hq.enabled ? mul3(pl->T, code_row_bytes(pl->hq.codes, pl->hq.gemm.k_pad), 1) : 0;
-  case HOT_BUF_S_G:
-    return pl->hq.enabled ? mul3(pl->T, 4, 1) : 0;
+  case HOT_BUF_S_G: /* NVFP4: the one fp32 tensor scale (the block scales follow the codes) */
+    return pl->hq.enabled ? (pl->fmt == HOT_FMT_NVFP4 ? 4 : mul3(pl->T, 4, 1)) : 0;
   case HOT_BUF_Q_W:
     return pl->hq.enabled ? mul3(pl->I, code_row_bytes(pl->hq.codes, pl->hq.gemm.k_pad), 1) : 0;
   case HOT_BUF_Q_HG:
-    return pl->hla.enabled ? mul3(pl->O, pl->hla.gemm.k_pad, 1) : 0;
+    return pl->hla.enabled ? mul3(pl->O, code_row_bytes(pl->hla.gemm.codes, pl->hla.gemm.k_pad), 1)
+                           : 0;
   case HOT_BUF_Q_HX:
-    return pl->hla.enabled ? mul3(pl->I, pl->hla.gemm.k_pad, 1) : 0;
-  case HOT_BUF_SAVED_CODES: return pl->abc.enabled ? mul3(pl->I, pl->hla.k, 1) : 0;
+    return pl->hla.enabled ? mul3(pl->I, code_row_bytes(pl->hla.gemm.codes, pl->hla.gemm.k_pad), 1)
+                           : 0;
+  case HOT_BUF_SAVED_CODES: /* NVFP4: q_x^ as the g_w GEMM reads it (MXFP8, K padded to 32) */
+    if (!pl->abc.enabled) return 0;
+    return pl->fmt == HOT_FMT_NVFP4 ? plan_buffer_bytes(pl, HOT_BUF_Q_HX) : mul3(pl->I, pl->hla.k, 1);
   case HOT_BUF_SAVED: return saved_bytes(pl);
   case HOT_BUF_GY: return mul3(pl->T, pl->O, ds);
   case HOT_BUF_X: return mul3(pl->T, pl->I, ds);

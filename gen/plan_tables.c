@@ -15,13 +15,13 @@
  * block, and per SM); threads_per_sm its resident-thread limit. Rows in hot_arch order. */
 static const hot_arch_caps k_caps[HOT_ARCH_COUNT] = {
     /* arch, name, sm, int4_mma, wgmma, max_threads, max_smem_optin, smem_per_sm, regs, tma,
-     * arch_specific, threads_per_sm */
-    {HOT_ARCH_SM80, "sm_80", 80, 1, 0, 1024, 166912, 167936, 255, 0, 0, 2048},
-    {HOT_ARCH_SM86, "sm_86", 86, 1, 0, 1024, 101376, 102400, 255, 0, 0, 1536},
-    {HOT_ARCH_SM89, "sm_89", 89, 1, 0, 1024, 101376, 102400, 255, 0, 0, 1536},
+     * arch_specific, threads_per_sm, block_scaled_mma */
+    {HOT_ARCH_SM80, "sm_80", 80, 1, 0, 1024, 166912, 167936, 255, 0, 0, 2048, 0},
+    {HOT_ARCH_SM86, "sm_86", 86, 1, 0, 1024, 101376, 102400, 255, 0, 0, 1536, 0},
+    {HOT_ARCH_SM89, "sm_89", 89, 1, 0, 1024, 101376, 102400, 255, 0, 0, 1536, 0},
     /* Hopper has no INT4 tensor cores: mma.sync .s4 compiles but is emulated (CONTRACT.md 7). */
-    {HOT_ARCH_SM90, "sm_90", 90, 0, 0, 1024, 232448, 233472, 255, 1, 0, 2048},
-    {HOT_ARCH_SM90A, "sm_90a", 90, 0, 1, 1024, 232448, 233472, 255, 1, 1, 2048},
+    {HOT_ARCH_SM90, "sm_90", 90, 0, 0, 1024, 232448, 233472, 255, 1, 0, 2048, 0},
+    {HOT_ARCH_SM90A, "sm_90a", 90, 0, 1, 1024, 232448, 233472, 255, 1, 1, 2048, 0},
 };
 
 const hot_arch_caps *plan_arch_caps(hot_arch arch) {
@@ -70,9 +70,13 @@ int plan_arch_runs_on(hot_arch arch, int major, int minor) {
 
 /* ---- operand formats --------------------------------------------------------------------- */
 
+/* Rows: codes, name, bits, per_byte, block (values per block scale), mma. NVFP4 and MXFP8 are
+ * recipe nvfp4's (templates/CONTRACT.md 20.1-20.4). */
 static const hot_codes_info k_codes[HOT_CODES_COUNT] = {
-    {HOT_CODES_S8, "s8", 8, 1, HOT_MMA_SYNC | HOT_MMA_WGMMA},
-    {HOT_CODES_S4_PACKED, "s4_packed", 4, 2, HOT_MMA_SYNC},
+    {HOT_CODES_S8, "s8", 8, 1, 0, HOT_MMA_SYNC | HOT_MMA_WGMMA},
+    {HOT_CODES_S4_PACKED, "s4_packed", 4, 2, 0, HOT_MMA_SYNC},
+    {HOT_CODES_NVFP4, "nvfp4", 4, 2, 16, HOT_MMA_BLOCK_SCALED},
+    {HOT_CODES_MXFP8, "mxfp8", 8, 1, 32, HOT_MMA_BLOCK_SCALED},
 };
 
 const hot_codes_info *plan_codes_info(hot_codes codes) {
@@ -115,6 +119,19 @@ static const hot_gemm_path_info k_paths[HOT_GEMM_PATH_COUNT] = {
      .tile_n = {64, 128, 256}, .tile_m_def = {128, 128}, .tile_n_def = {128, 256}, .k_step = 128,
      .k_max_steps = 1, .tile_k_def = 128, .warps = HOT_WARPS_WARPGROUP, .stages_min = 2,
      .stages_max = 8, .stages_def = {4, 4}, .smem_extra = 1024 + 128},
+    /* Recipe nvfp4's block-scaled GEMMs (CONTRACT.md 20.5): no arch has block_scaled_mma, so no
+     * GPU plan takes them and they have no template; the CPU backend runs them (plan_layer_cpu).
+     * K steps are one scale block, so k_pad is K rounded up to the block. */
+    {.path = HOT_GEMM_BS_NVFP4, .name = "bs_nvfp4", .mma = HOT_MMA_BLOCK_SCALED,
+     .codes = HOT_CODES_NVFP4, .need_block_scaled = 1, .preference = -1, .tile_m = {64, 128, 256},
+     .tile_n = {64, 128, 256}, .tile_m_def = {64, 128}, .tile_n_def = {64, 128}, .k_step = 16,
+     .k_max_steps = 1, .tile_k_def = 16, .warps = HOT_WARPS_FREE, .stages_min = 2,
+     .stages_max = 6, .stages_def = {4, 3}},
+    {.path = HOT_GEMM_BS_MXFP8, .name = "bs_mxfp8", .mma = HOT_MMA_BLOCK_SCALED,
+     .codes = HOT_CODES_MXFP8, .need_block_scaled = 1, .preference = -1, .tile_m = {64, 128, 256},
+     .tile_n = {64, 128, 256}, .tile_m_def = {64, 128}, .tile_n_def = {64, 128}, .k_step = 32,
+     .k_max_steps = 1, .tile_k_def = 32, .warps = HOT_WARPS_FREE, .stages_min = 2,
+     .stages_max = 6, .stages_def = {4, 3}},
 };
 
 const hot_gemm_path_info *plan_gemm_path_info(hot_gemm_path path) {
@@ -139,7 +156,7 @@ int plan_gemm_path_parse(const char *name, hot_gemm_path *out) {
 int plan_gemm_path_available(const hot_gemm_path_info *path, const hot_arch_caps *caps) {
   if (!path || !caps) return 0;
   return (!path->need_int4_mma || caps->int4_mma) && (!path->need_wgmma || caps->wgmma) &&
-         (!path->need_tma || caps->tma);
+         (!path->need_tma || caps->tma) && (!path->need_block_scaled || caps->block_scaled_mma);
 }
 
 /* A path with a selector takes only that warps_n request; one without takes any request (the
@@ -153,7 +170,7 @@ hot_gemm_path plan_gemm_path_choose(const hot_arch_caps *caps, int warps_n, int 
   for (int i = 0; i < HOT_GEMM_PATH_COUNT; ++i) {
     const hot_gemm_path_info *g = &k_paths[i];
     if (!plan_gemm_path_available(g, caps) || bits > k_codes[g->codes].bits ||
-        !path_selected(g, warps_n))
+        k_codes[g->codes].block || !path_selected(g, warps_n))
       continue;
     if (!best || g->preference > best->preference) best = g;
   }

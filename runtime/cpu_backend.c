@@ -4,7 +4,9 @@
  *
  * The saved buffer holds what hot_ref_saved holds, flat: with ABC the saved codes (I rows of
  * hla.k int8, unpadded) followed by s_x^ (hla.groups fp32 scales) at plan_saved_scale_offset;
- * without ABC the fp32 copy of x (T * I floats). The same layout as the CUDA backend's. */
+ * without ABC the fp32 copy of x (T * I floats). The same layout as the CUDA backend's. Recipe
+ * nvfp4 (CPU only): with ABC x^'s MXFP8 codes and E8M0 scales as the g_w GEMM reads them
+ * (templates/nvfp4_plan.h, CONTRACT.md 20.6), nothing else. */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -64,7 +66,9 @@ static hot_status cpu_layer_save(hot_layer *layer, const void *x, void *saved) {
   hot_ref_saved s;
   int rc = fast_prepared_save(CFG(layer), &CPU(layer)->prep, x, layer->spec.dtype, &s);
   if (rc) return cpu_ref_status(layer, rc, "save");
-  if (s.q_x) {
+  if (s.q_x && pl->fmt == HOT_FMT_NVFP4) { /* the MXFP8 codes and scales, no fp32 scale */
+    memcpy(dst, s.q_x, (size_t)plan_buffer_bytes(pl, HOT_BUF_SAVED_CODES));
+  } else if (s.q_x) {
     const int64_t nc = plan_buffer_bytes(pl, HOT_BUF_SAVED_CODES), off = scale_offset(pl);
     memcpy(dst, s.q_x, (size_t)nc);
     memset((char *)dst + nc, 0, (size_t)(off - nc)); /* the alignment gap: no stale bytes */
@@ -84,7 +88,9 @@ static hot_status cpu_layer_backward(hot_layer *layer, const void *g_y, const vo
   hot_ref_saved s;
   memset(&s, 0, sizeof s);
   float *sx = NULL; /* the scales, copied out: a caller's buffer need not be aligned for floats */
-  if (pl->hla.enabled && pl->abc.enabled) {
+  if (pl->hla.enabled && pl->abc.enabled && pl->fmt == HOT_FMT_NVFP4) {
+    s.q_x = (int8_t *)(uintptr_t)src; /* the MXFP8 codes and scales (templates/nvfp4_plan.h) */
+  } else if (pl->hla.enabled && pl->abc.enabled) {
     const size_t nb = (size_t)pl->hla.groups * sizeof *sx;
     sx = malloc(nb);
     if (!sx) return ctx_fail(layer->ctx, HOT_ERR_NOMEM, "hot_layer_backward: out of memory");

@@ -83,13 +83,19 @@ static hot_status layer_new(hot_ctx *ctx, const hot_layer_spec *spec, int64_t ba
     if (!ctx->env.tune_db && ctx->cache_dir) snprintf(db, sizeof db, "%s/tune.db", ctx->cache_dir);
     tuned_open(ctx->tuned, &ctx->env, *db ? db : NULL);
   }
-  if (tuned_plan_layer(ctx->tuned, ctx->device_name, &l->spec, batch, tokens, recipe, ctx->arch,
-                       layer_id, &l->spec, pl, l->tiles_origin, sizeof l->tiles_origin, err,
-                       sizeof err) != 0) {
+  /* recipe nvfp4 has no GPU arch: the CPU backend without a forced arch plans it for itself
+   * (plan_layer_cpu, no tuned tiles: they would tune no kernel) */
+  const int cpu_only = recipe == HOT_RECIPE_NVFP4 && ctx->backend == HOT_BACKEND_CPU &&
+                       !ctx->arch_known;
+  if (cpu_only) snprintf(l->tiles_origin, sizeof l->tiles_origin, "default");
+  if (cpu_only ? plan_layer_cpu(&l->spec, batch, tokens, recipe, layer_id, pl, err, sizeof err)
+               : tuned_plan_layer(ctx->tuned, ctx->device_name, &l->spec, batch, tokens, recipe,
+                                  ctx->arch, layer_id, &l->spec, pl, l->tiles_origin,
+                                  sizeof l->tiles_origin, err, sizeof err) != 0) {
     free(l);
     free(pl);
     return ctx_fail(ctx, HOT_ERR_PLAN, "layer '%s': %s (planning for %s)", spec->name, err,
-                    plan_arch_caps(ctx->arch)->name);
+                    cpu_only ? "the CPU backend" : plan_arch_caps(ctx->arch)->name);
   }
   l->magic = HOT_LAYER_LIVE;
   l->ctx = ctx;

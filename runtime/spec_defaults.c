@@ -5,7 +5,7 @@
 #include "plan.h"
 
 hot_status hot_layer_spec_defaults(hot_layer_spec *spec, hot_recipe recipe) {
-  if (!spec || (int)recipe < (int)HOT_RECIPE_HOT || (int)recipe > (int)HOT_RECIPE_PAPER_CODE)
+  if (!spec || (int)recipe < (int)HOT_RECIPE_HOT || (int)recipe > (int)HOT_RECIPE_NVFP4)
     return HOT_ERR_INVALID;
   plan_spec_defaults(spec, recipe);
   return HOT_OK;

@@ -139,6 +139,8 @@ int ref_gemm_gw(const hot_layer_plan *pl, const int8_t *q_g, const float *s_g,
  * projected now: abc_x's twin runs in the backward, the forward kept x). */
 int ref_step_gemm(hot_ref_call *c, const hot_step *s) {
   const hot_layer_plan *pl = c->pl;
+  if (pl->fmt == HOT_FMT_NVFP4) /* CONTRACT.md 20 */
+    return ref_nvfp4_gemm(c, s->role == HOT_K_GEMM_GX);
   if (s->role == HOT_K_GEMM_GX) {
     const float *sw = c->buf[HOT_LB_S_W];
     if (!sw) return HOT_REF_EARG;

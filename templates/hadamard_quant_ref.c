@@ -118,6 +118,8 @@ done:
  * scale when the rule is SAWB (the sawb_w steps are this twin's group_scale). */
 int ref_step_hq(hot_ref_call *c, const hot_step *s) {
   const hot_layer_plan *pl = c->pl;
+  if (pl->fmt == HOT_FMT_NVFP4) /* CONTRACT.md 20 */
+    return ref_nvfp4_hq(c, s->role == HOT_K_HQ_G);
   if (s->role == HOT_K_HQ_G) {
     void *q = ref_call_alloc(c, HOT_LB_Q_G, ref_hq_g_bytes(pl));
     float *sg = ref_call_alloc(c, HOT_LB_S_G, pl->T * (int64_t)sizeof(float));

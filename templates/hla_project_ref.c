@@ -114,6 +114,8 @@ int ref_hla_quant_g(const hot_layer_plan *pl, const void *g_y, hot_dtype dt, uin
  * the call's saved buffer (the GEMM layout's codes, packed: ref_abc_pack); hla_g, q_g^ and s_g^. */
 int ref_step_hla(hot_ref_call *c, const hot_step *s) {
   const hot_layer_plan *pl = c->pl;
+  if (pl->fmt == HOT_FMT_NVFP4) /* CONTRACT.md 20 */
+    return ref_nvfp4_hla(c, s->role == HOT_K_HLA_G);
   if (s->role == HOT_K_HLA_G) {
     int8_t *q = ref_call_alloc(c, HOT_LB_Q_HG, ref_hla_g_bytes(pl));
     float *sg = ref_call_alloc(c, HOT_LB_S_HG, pl->hla.groups * (int64_t)sizeof(float));

@@ -102,6 +102,23 @@ static uint32_t draw(const nvfp4_stream *st, int64_t r, int64_t c) {
   return hot_rand_word(st->seed, st->tag, st->step, (hot_u64)(r * st->idx_row + c * st->idx_col));
 }
 
+/* draw() through the last Philox block (4 words): hot_rand_word's counter and word choice, so the
+ * same words (test_ref_nvfp4's sr_draws_known), one Philox evaluation per 4 consecutive indices. */
+typedef struct {
+  hot_u64 q; /* the cached block's counter idx >> 2; ~0: none (idx >> 2 < 2^62) */
+  hot_philox_out w;
+} draw_cache;
+
+static uint32_t draw_cached(const nvfp4_stream *st, int64_t r, int64_t c, draw_cache *dc) {
+  const hot_u64 idx = (hot_u64)(r * st->idx_row + c * st->idx_col), q = idx >> 2;
+  if (q != dc->q) {
+    dc->w = hot_philox4x32_10((hot_u32)(q & 0xffffffffu), (hot_u32)(q >> 32), st->tag, st->step,
+                              (hot_u32)(st->seed & 0xffffffffu), (hot_u32)(st->seed >> 32));
+    dc->q = q;
+  }
+  return dc->w.v[idx & 3u];
+}
+
 /* amax of the tensor; -4 for a non-finite value. */
 static int tensor_amax(const float *v, int64_t n, float *amax) {
   float m = 0.0f;
@@ -122,32 +139,42 @@ static void nvfp4_block(const float *row, int64_t r, int64_t c0, int64_t k, floa
   unsigned sc = nvfp4_e4m3_encode(d, NVFP4_ROUND_UP, 0);
   float sb = nvfp4_e4m3_decode(sc);
   *scode = (uint8_t)sc;
+  draw_cache dc = {~(hot_u64)0, {{0, 0, 0, 0}}};
   for (int64_t c = c0; c < c0 + NVFP4_BLOCK; ++c) {
     unsigned code = 0;
     if (c < k && sb > 0.0f) {
       float u = HOT_DIV(HOT_DIV(row[c], s_t), sb);
       u = fmaxf(-6.0f, fminf(6.0f, u));
-      code = sr ? nvfp4_e2m1_sr(u, draw(st, r, c)) : nvfp4_e2m1_rtn(u);
+      code = sr ? nvfp4_e2m1_sr(u, draw_cached(st, r, c, &dc)) : nvfp4_e2m1_rtn(u);
     }
     crow[c >> 1] = (uint8_t)(crow[c >> 1] | ((c & 1) ? code << 4 : code));
   }
 }
 
+float nvfp4_tensor_scale(float amax) {
+  return amax > 0.0f ? HOT_DIV(amax, NVFP4_TENSOR_DIV) : 0.0f;
+}
+
+void nvfp4_quantize_rows(const float *v, int64_t r0, int64_t r1, int64_t k, float s_t, int sr,
+                         const nvfp4_stream *st, uint8_t *codes, uint8_t *scales) {
+  const int64_t kp = round_up(k, NVFP4_BLOCK), nb = kp / NVFP4_BLOCK;
+  memset(codes + r0 * (kp / 2), 0, (size_t)((r1 - r0) * (kp / 2)));
+  memset(scales + r0 * nb, 0, (size_t)((r1 - r0) * nb));
+  if (!(s_t > 0.0f)) return; /* all codes and scales 0 */
+  for (int64_t r = r0; r < r1; ++r)
+    for (int64_t b = 0; b < nb; ++b)
+      nvfp4_block(v + r * k, r, b * NVFP4_BLOCK, k, s_t, sr, st, codes + r * (kp / 2),
+                  scales + r * nb + b);
+}
+
 int nvfp4_quantize(const float *v, int64_t rows, int64_t k, int sr, const nvfp4_stream *st,
                    uint8_t *codes, uint8_t *scales, float *s_t) {
   if (!v || !codes || !scales || !s_t || rows <= 0 || k <= 0 || (sr && !st)) return ST_EARG;
-  const int64_t kp = round_up(k, NVFP4_BLOCK), nb = kp / NVFP4_BLOCK;
   float amax;
   int rc = tensor_amax(v, rows * k, &amax);
   if (rc) return rc;
-  memset(codes, 0, (size_t)(rows * kp / 2));
-  memset(scales, 0, (size_t)(rows * nb));
-  *s_t = amax > 0.0f ? HOT_DIV(amax, NVFP4_TENSOR_DIV) : 0.0f;
-  if (!(amax > 0.0f)) return ST_OK; /* all codes and scales 0 */
-  for (int64_t r = 0; r < rows; ++r)
-    for (int64_t b = 0; b < nb; ++b)
-      nvfp4_block(v + r * k, r, b * NVFP4_BLOCK, k, *s_t, sr, st, codes + r * (kp / 2),
-                  scales + r * nb + b);
+  *s_t = nvfp4_tensor_scale(amax);
+  nvfp4_quantize_rows(v, 0, rows, k, *s_t, sr, st, codes, scales);
   return ST_OK;
 }
 
@@ -166,12 +193,18 @@ static int mx_exponent(float amax) {
 int mxfp8_quantize(const float *v, int64_t rows, int64_t k, int sr, const nvfp4_stream *st,
                    uint8_t *codes, uint8_t *scales) {
   if (!v || !codes || !scales || rows <= 0 || k <= 0 || (sr && !st)) return ST_EARG;
-  const int64_t kp = round_up(k, MXFP8_BLOCK), nb = kp / MXFP8_BLOCK;
   float amax_t;
   int rc = tensor_amax(v, rows * k, &amax_t);
   if (rc) return rc;
-  memset(codes, 0, (size_t)(rows * kp));
-  for (int64_t r = 0; r < rows; ++r) {
+  mxfp8_quantize_rows(v, 0, rows, k, sr, st, codes, scales);
+  return ST_OK;
+}
+
+void mxfp8_quantize_rows(const float *v, int64_t r0, int64_t r1, int64_t k, int sr,
+                         const nvfp4_stream *st, uint8_t *codes, uint8_t *scales) {
+  const int64_t kp = round_up(k, MXFP8_BLOCK), nb = kp / MXFP8_BLOCK;
+  memset(codes + r0 * kp, 0, (size_t)((r1 - r0) * kp));
+  for (int64_t r = r0; r < r1; ++r) {
     const float *row = v + r * k;
     for (int64_t b = 0; b < nb; ++b) {
       float amax = 0.0f;
@@ -187,7 +220,6 @@ int mxfp8_quantize(const float *v, int64_t rows, int64_t k, int sr, const nvfp4_
       }
     }
   }
-  return ST_OK;
 }
 
 /* ---- GEMMs ---------------------------------------------------------------------------------- */
@@ -276,27 +308,37 @@ int64_t nvfp4_layer_k(const nvfp4_layer *ly) {
   return seg_count(ly) * (seg_len(ly) / ly->p) * ly->r;
 }
 
+int64_t nvfp4_layer_blocks(const nvfp4_layer *ly) {
+  return layer_ok(ly) ? seg_count(ly) * (seg_len(ly) / ly->p) : 0;
+}
+
 int nvfp4_hla_project(const nvfp4_layer *ly, const float *src, int64_t cols, float *out) {
+  if (!layer_ok(ly) || !src || !out || cols <= 0) return ST_EARG;
+  return nvfp4_hla_project_blocks(ly, src, cols, 0, nvfp4_layer_blocks(ly), out);
+}
+
+int nvfp4_hla_project_blocks(const nvfp4_layer *ly, const float *src, int64_t cols, int64_t b0,
+                             int64_t b1, float *out) {
   if (!layer_ok(ly) || !src || !out || cols <= 0) return ST_EARG;
   const int p = ly->p;
   const int64_t real = ly->flat ? ly->B * ly->L : ly->L, per = seg_len(ly) / p;
   float *buf = malloc((size_t)p * sizeof(float));
   if (!buf) return ST_ENOMEM;
-  int64_t blk = 0;
-  for (int64_t s = 0; s < seg_count(ly); ++s)
-    for (int64_t q = 0; q < per; ++q, ++blk)
-      for (int64_t c = 0; c < cols; ++c) {
-        for (int j = 0; j < p; ++j) {
-          int64_t pos = q * p + j;
-          buf[j] = pos < real ? src[((ly->flat ? 0 : s * ly->L) + pos) * cols + c] : 0.0f;
-          if (!isfinite(buf[j])) {
-            free(buf);
-            return ST_ENONFINITE;
-          }
+  for (int64_t blk = b0; blk < b1; ++blk) {
+    const int64_t s = blk / per, q = blk % per;
+    for (int64_t c = 0; c < cols; ++c) {
+      for (int j = 0; j < p; ++j) {
+        int64_t pos = q * p + j;
+        buf[j] = pos < real ? src[((ly->flat ? 0 : s * ly->L) + pos) * cols + c] : 0.0f;
+        if (!isfinite(buf[j])) {
+          free(buf);
+          return ST_ENONFINITE;
         }
-        hot_fwht(buf, p);
-        for (int j = 0; j < ly->r; ++j) out[(blk * ly->r + j) * cols + c] = buf[ly->rows[j]];
       }
+      hot_fwht(buf, p);
+      for (int j = 0; j < ly->r; ++j) out[(blk * ly->r + j) * cols + c] = buf[ly->rows[j]];
+    }
+  }
   free(buf);
   return ST_OK;
 }
@@ -329,44 +371,62 @@ static int tensor_quant(const float *v, int64_t rows, int64_t k, int mx, int sr,
   return rc;
 }
 
-/* g' (T x o_pad) and w' stored as I rows of o_pad, both transformed by H_16 along O. */
-static int hq_operands(const nvfp4_layer *ly, const float *g_y, const float *w, int64_t o_pad,
-                       float *gt, float *wt) {
-  const int64_t T = ly->B * ly->L, O = ly->O, I = ly->I;
-  memset(gt, 0, (size_t)(T * o_pad) * sizeof(float));
-  memset(wt, 0, (size_t)(I * o_pad) * sizeof(float));
+/* H_16 along each row of the rows x o_pad tensor m (zeros past O already in place); -4 when a
+ * value is not finite after the transform. */
+static int fwht16_rows(float *m, int64_t rows, int64_t o_pad) {
+  for (int64_t t = 0; t < rows; ++t)
+    for (int64_t b = 0; b < o_pad; b += 16) hot_fwht(m + t * o_pad + b, 16);
+  for (int64_t n = 0; n < rows * o_pad; ++n)
+    if (!isfinite(m[n])) return ST_ENONFINITE;
+  return ST_OK;
+}
+
+int64_t nvfp4_layer_o_pad(const nvfp4_layer *ly) { return layer_ok(ly) ? round_up(ly->O, 16) : 0; }
+
+int nvfp4_hq_quant_g(const nvfp4_layer *ly, const float *g_y, int sr, uint64_t seed,
+                     uint32_t step, uint8_t *codes, uint8_t *scales, float *s_t) {
+  if (!layer_ok(ly) || !g_y || !codes || !scales || !s_t) return ST_EARG;
+  const int64_t T = ly->B * ly->L, O = ly->O, o_pad = round_up(O, 16);
+  float *gt = calloc((size_t)(T * o_pad), sizeof(float));
+  if (!gt) return ST_ENOMEM;
   for (int64_t t = 0; t < T; ++t)
     for (int64_t o = 0; o < O; ++o) gt[t * o_pad + o] = g_y[t * O + o];
+  int rc = fwht16_rows(gt, T, o_pad);
+  const nvfp4_stream st = {seed, ly->layer_id * 16u + HOT_TENSOR_HQ_G, step, o_pad, 1};
+  if (!rc) rc = nvfp4_quantize(gt, T, o_pad, sr, sr ? &st : NULL, codes, scales, s_t);
+  free(gt);
+  return rc;
+}
+
+int nvfp4_hq_quant_w(const nvfp4_layer *ly, const float *w, uint8_t *codes, uint8_t *scales,
+                     float *s_t) {
+  if (!layer_ok(ly) || !w || !codes || !scales || !s_t) return ST_EARG;
+  const int64_t O = ly->O, I = ly->I, o_pad = round_up(O, 16);
+  float *wt = calloc((size_t)(I * o_pad), sizeof(float));
+  if (!wt) return ST_ENOMEM;
   for (int64_t o = 0; o < O; ++o)
     for (int64_t i = 0; i < I; ++i) wt[i * o_pad + o] = w[o * I + i];
-  for (int64_t t = 0; t < T; ++t)
-    for (int64_t b = 0; b < o_pad; b += 16) hot_fwht(gt + t * o_pad + b, 16);
-  for (int64_t i = 0; i < I; ++i)
-    for (int64_t b = 0; b < o_pad; b += 16) hot_fwht(wt + i * o_pad + b, 16);
-  for (int64_t n = 0; n < (T > I ? T : I) * o_pad; ++n)
-    if ((n < T * o_pad && !isfinite(gt[n])) || (n < I * o_pad && !isfinite(wt[n])))
-      return ST_ENONFINITE;
-  return ST_OK;
+  int rc = fwht16_rows(wt, I, o_pad);
+  if (!rc) rc = nvfp4_quantize(wt, I, o_pad, 0, NULL, codes, scales, s_t);
+  free(wt);
+  return rc;
 }
 
 int nvfp4_hq_gx(const nvfp4_layer *ly, const float *g_y, const float *w, uint64_t seed,
                 uint32_t step, float *g_x) {
   if (!layer_ok(ly) || !g_y || !w || !g_x) return ST_EARG;
   const int64_t T = ly->B * ly->L, o_pad = round_up(ly->O, 16);
-  float *gt = malloc((size_t)(T * o_pad) * sizeof(float));
-  float *wt = malloc((size_t)(ly->I * o_pad) * sizeof(float));
-  nvfp4_tensor qg = {0}, qw = {0};
-  int rc = gt && wt ? hq_operands(ly, g_y, w, o_pad, gt, wt) : ST_ENOMEM;
-  const nvfp4_stream st = {seed, ly->layer_id * 16u + HOT_TENSOR_HQ_G, step, o_pad, 1};
-  if (!rc) rc = tensor_quant(gt, T, o_pad, 0, 1, &st, &qg);
-  if (!rc) rc = tensor_quant(wt, ly->I, o_pad, 0, 0, NULL, &qw);
-  if (!rc)
-    rc = nvfp4_gemm(qg.codes, qg.scales, qg.s_t, qw.codes, qw.scales, qw.s_t, T, ly->I, o_pad, 16,
-                    g_x);
-  free(gt);
-  free(wt);
-  tensor_free(&qg);
-  tensor_free(&qw);
+  uint8_t *cg = malloc((size_t)(T * o_pad / 2)), *sg = malloc((size_t)(T * o_pad / 16));
+  uint8_t *cw = malloc((size_t)(ly->I * o_pad / 2)), *sw = malloc((size_t)(ly->I * o_pad / 16));
+  float tg = 0.0f, tw = 0.0f;
+  int rc = cg && sg && cw && sw ? ST_OK : ST_ENOMEM;
+  if (!rc) rc = nvfp4_hq_quant_g(ly, g_y, 1, seed, step, cg, sg, &tg);
+  if (!rc) rc = nvfp4_hq_quant_w(ly, w, cw, sw, &tw);
+  if (!rc) rc = nvfp4_gemm(cg, sg, tg, cw, sw, tw, T, ly->I, o_pad, 16, g_x);
+  free(cg);
+  free(sg);
+  free(cw);
+  free(sw);
   return rc;
 }
 
@@ -384,6 +444,23 @@ static int hla_operand(const nvfp4_layer *ly, const float *src, int64_t cols, in
   int rc = m && *out ? nvfp4_hla_project(ly, src, cols, m) : ST_ENOMEM;
   if (!rc) transpose(m, K, cols, *out);
   free(m);
+  return rc;
+}
+
+int nvfp4_hla_quant(const nvfp4_layer *ly, const float *src, int64_t cols, int is_g, int sr,
+                    uint64_t seed, uint32_t step, uint8_t *codes, uint8_t *scales, float *s_t) {
+  if (!layer_ok(ly) || !src || cols <= 0 || !codes || !scales || (!s_t && ly->hla_fmt != NVFP4_HLA_MXFP8))
+    return ST_EARG;
+  const int64_t K = nvfp4_layer_k(ly);
+  float *h = NULL;
+  int rc = hla_operand(ly, src, cols, K, &h);
+  /* g^ is stored cols x K; its draws are those of the K x cols math tensor: idx = kk * cols + o */
+  const nvfp4_stream st = {seed, ly->layer_id * 16u + (is_g ? HOT_TENSOR_HLA_G : 0u), step, 1, cols};
+  if (!rc)
+    rc = ly->hla_fmt == NVFP4_HLA_MXFP8
+             ? mxfp8_quantize(h, cols, K, sr, sr ? &st : NULL, codes, scales)
+             : nvfp4_quantize(h, cols, K, sr, sr ? &st : NULL, codes, scales, s_t);
+  free(h);
   return rc;
 }
 

@@ -58,11 +58,22 @@ typedef struct {
 int nvfp4_quantize(const float *v, int64_t rows, int64_t k, int sr, const nvfp4_stream *st,
                    uint8_t *codes, uint8_t *scales, float *s_t);
 
+/* The pieces of nvfp4_quantize, for callers that split the rows among threads (same bits):
+ * nvfp4_tensor_scale(amax_t) = s_t of 20.3 (0 for amax_t = 0); nvfp4_quantize_rows writes rows
+ * [r0, r1) of codes and scales given s_t (v finite; sr and st as nvfp4_quantize). */
+float nvfp4_tensor_scale(float amax);
+void nvfp4_quantize_rows(const float *v, int64_t r0, int64_t r1, int64_t k, float s_t, int sr,
+                         const nvfp4_stream *st, uint8_t *codes, uint8_t *scales);
+
 /* MXFP8 of the rows x k tensor v, blocks of 32 along k (k_pad = k rounded up to 32): codes[rows *
  * k_pad] (E4M3), scales[rows * k_pad / 32] (E8M0: the biased exponent e + 127 of X = 2^e), RTN
  * or SR as nvfp4_quantize. Errors as nvfp4_quantize. */
 int mxfp8_quantize(const float *v, int64_t rows, int64_t k, int sr, const nvfp4_stream *st,
                    uint8_t *codes, uint8_t *scales);
+
+/* Rows [r0, r1) of mxfp8_quantize (v finite; no tensor-wide state, so rows may be split). */
+void mxfp8_quantize_rows(const float *v, int64_t r0, int64_t r1, int64_t k, int sr,
+                         const nvfp4_stream *st, uint8_t *codes, uint8_t *scales);
 
 /* ---- block-scaled GEMMs (section 20.5) ---------------------------------------------------- */
 
@@ -99,6 +110,26 @@ typedef struct {
 /* K = blocks * r of the layer (0 when the layer is invalid). */
 int64_t nvfp4_layer_k(const nvfp4_layer *ly);
 
+/* o_pad = O rounded up to 16 (0 when the layer is invalid). */
+int64_t nvfp4_layer_o_pad(const nvfp4_layer *ly);
+
+/* The HQ operands alone (what nvfp4_hq_gx quantises). g' = g_y (I (x) H_16), T x o_pad, NVFP4
+ * along O: SR (sr = 1; tag layer_id * 16 + 1, idx = t * o_pad + o) or RTN (sr = 0, no draw);
+ * codes[T * o_pad / 2], scales[T * o_pad / 16], *s_t. w' = (I (x) H_16) w stored as I rows of
+ * o_pad, NVFP4 RTN: codes[I * o_pad / 2], scales[I * o_pad / 16], *s_t. Errors: -1, -3, -4. */
+int nvfp4_hq_quant_g(const nvfp4_layer *ly, const float *g_y, int sr, uint64_t seed,
+                     uint32_t step, uint8_t *codes, uint8_t *scales, float *s_t);
+int nvfp4_hq_quant_w(const nvfp4_layer *ly, const float *w, uint8_t *codes, uint8_t *scales,
+                     float *s_t);
+
+/* An HLA operand alone (what nvfp4_hla_gw quantises): H_r src (src T x cols) stored transposed,
+ * cols rows of K, quantised along K in the layer's format (k_pad = K rounded up to the block):
+ * is_g = 1 draws with tag layer_id * 16 + 2 and idx = kk * cols + o when sr = 1. MXFP8:
+ * codes[cols * k_pad], scales[cols * k_pad / 32], s_t unused (may be NULL); NVFP4:
+ * codes[cols * k_pad / 2], scales[cols * k_pad / 16], *s_t. Errors: -1, -3, -4. */
+int nvfp4_hla_quant(const nvfp4_layer *ly, const float *src, int64_t cols, int is_g, int sr,
+                    uint64_t seed, uint32_t step, uint8_t *codes, uint8_t *scales, float *s_t);
+
 /* g_x[T * I] of HQ in NVFP4: g' = g_y (I (x) H_16) (O padded to o_pad = 16k) SR with tag
  * layer_id * 16 + 1 and idx = t * o_pad + o; w' = (I (x) H_16) w stored as I rows of o_pad, RTN;
  * nvfp4_gemm with div = 16. Errors: -1, -3, -4. */
@@ -112,7 +143,12 @@ int nvfp4_hq_gx(const nvfp4_layer *ly, const float *g_y, const float *w, uint64_
 int nvfp4_hla_gw(const nvfp4_layer *ly, const float *g_y, const float *x, uint64_t seed,
                  uint32_t step, float *g_w);
 
-/* The projection alone: out[K * cols] = H_r src (src T x cols), block-major, r rows per block. */
+/* The projection alone: out[K * cols] = H_r src (src T x cols), block-major, r rows per block.
+ * nvfp4_hla_project_blocks: only token blocks [b0, b1) (rows b0 * r .. b1 * r of out), of
+ * nvfp4_layer_blocks(ly) in all. Errors: -1, -3, -4 (a non-finite input value). */
 int nvfp4_hla_project(const nvfp4_layer *ly, const float *src, int64_t cols, float *out);
+int nvfp4_hla_project_blocks(const nvfp4_layer *ly, const float *src, int64_t cols, int64_t b0,
+                             int64_t b1, float *out);
+int64_t nvfp4_layer_blocks(const nvfp4_layer *ly);
 
 #endif /* HOT_NVFP4_REF_H */

@@ -32,6 +32,9 @@ static int hq_plan_ok(const hot_layer_plan *pl) {
   int b = pl->hq.block;
   if (b < 1 || b > 256 || !is_pow2(b)) return 0;
   if (pl->hq.o_pad != round_up(pl->O, b) || pl->hq.gemm.k_pad < pl->hq.o_pad) return 0;
+  if (pl->fmt == HOT_FMT_NVFP4) /* CONTRACT.md 20.3: one H_16 block is one scale block */
+    return b == 16 && pl->hq.codes == HOT_CODES_NVFP4 && pl->hq.gemm.k_pad == pl->hq.o_pad &&
+           quant_ok(&pl->hq.g) && quant_ok(&pl->hq.w);
   if (pl->hq.codes != HOT_CODES_S8 && pl->hq.codes != HOT_CODES_S4_PACKED) return 0;
   if (!quant_ok(&pl->hq.g) || !quant_ok(&pl->hq.w)) return 0;
   if (pl->hq.codes == HOT_CODES_S4_PACKED &&
@@ -96,7 +99,12 @@ int ref_plan_check(const hot_layer_plan *pl) {
     if (!hla_rows_ok(pl) || !hla_layout_ok(pl)) return HOT_REF_ESHAPE;
     if (!quant_ok(&pl->hla.g) || !quant_ok(&pl->hla.x)) return HOT_REF_ESHAPE;
     if (!hla_groups_ok(pl)) return HOT_REF_ESHAPE;
+    if ((pl->fmt == HOT_FMT_NVFP4) != (pl->hla.gemm.codes == HOT_CODES_MXFP8)) return HOT_REF_ESHAPE;
+    if (pl->fmt == HOT_FMT_NVFP4 && /* CONTRACT.md 20.4: K padded to the 32-value block */
+        (pl->hla.groups != 1 || pl->hla.gemm.k_pad != round_up(pl->hla.k, 32)))
+      return HOT_REF_ESHAPE;
   }
+  if (pl->fmt != HOT_FMT_INT && pl->fmt != HOT_FMT_NVFP4) return HOT_REF_ESHAPE;
   return HOT_REF_OK;
 }
 

@@ -52,4 +52,12 @@ static inline void *ref_call_alloc(hot_ref_call *c, hot_lbuf s, int64_t bytes) {
 HOT_KERNEL_FAMILIES(HOT_REF_STEP_DECL_)
 #undef HOT_REF_STEP_DECL_
 
+/* Recipe nvfp4 (plan fmt HOT_FMT_NVFP4, templates/CONTRACT.md 20.6): the hq, hla and gemm
+ * families' step functions hand their steps to these (templates/nvfp4_steps_ref.c), which run the
+ * NVFP4/MXFP8 twin of nvfp4_ref.c: g' (is_g) or w'; g^ (is_g) or x^ into the saved result (the
+ * save); the g_x (gx) or g_w GEMM. Each returns a HOT_REF_* status. */
+int ref_nvfp4_hq(hot_ref_call *c, int is_g);
+int ref_nvfp4_hla(hot_ref_call *c, int is_g);
+int ref_nvfp4_gemm(hot_ref_call *c, int gx);
+
 #endif

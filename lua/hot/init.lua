@@ -590,7 +590,8 @@ function hot._help(defaults)
   out[#out + 1] = "Recipes: hot (project default: templates/CONTRACT.md, padding so HLA works for every L, layout auto),"
   out[#out + 1] = "         paper (the contract's defaults), paper_code (b shrinks to divide O, p = largest power of"
   out[#out + 1] = "         two dividing L without padding, refused where it exceeds 1024, SAWB scales, 4-bit g^,"
-  out[#out + 1] = "         per-sample scales of g^ and x^)."
+  out[#out + 1] = "         per-sample scales of g^ and x^), nvfp4 (hot's with NVFP4 codes for HQ and MXFP8 for HLA"
+  out[#out + 1] = "         and ABC, templates/CONTRACT.md 20: no GPU arch has its GEMMs, the CPU backend runs it)."
   for _, r in ipairs(S.recipes) do
     local d = defaults.recipes and defaults.recipes[r]
     if d then out[#out + 1] = fmt("  %-11s %s", r, d) end

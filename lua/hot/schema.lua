@@ -80,7 +80,7 @@ S.model = {
     name = f("string", "model name: [A-Za-z0-9_][A-Za-z0-9_.-]{0,62} (a file-name component)"),
     batch = f("int", "B: samples per step", { min = 1, max = 1 << 24 }),
     tokens = f("int", "L: tokens per sample (T = B * L)", { min = 1, max = 1 << 29 }),
-    recipe = f("enum", "defaults: hot (project), paper (the contract's defaults), paper_code (the authors' code)", { values = S.recipes }),
+    recipe = f("enum", "defaults: hot (project), paper (the contract's defaults), paper_code (the authors' code), nvfp4 (NVFP4/MXFP8 codes, CPU backend only)", { values = S.recipes }),
     seed = f("int", "64-bit Philox key of the stochastic rounding", { min = 0 }),
     target = f("table", "hot.target { arch = ... } (default " .. spec_fields.default_arch .. ")", { schema = S.target }),
     layers = f("layers", "list of hot.linear { ... }"),

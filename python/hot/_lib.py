@@ -110,6 +110,7 @@ class Recipe(enum.IntEnum):
     HOT = 0
     PAPER = 1
     PAPER_CODE = 2
+    NVFP4 = 3
 
 
 # C constant name -> value, for the ABI test.

@@ -79,7 +79,8 @@ def _str(b):
 
 _DTYPE_NAMES = {"f32": DType.F32, "float32": DType.F32, "bf16": DType.BF16,
                 "bfloat16": DType.BF16, "f16": DType.F16, "float16": DType.F16}
-_RECIPE_NAMES = {"hot": Recipe.HOT, "paper": Recipe.PAPER, "paper_code": Recipe.PAPER_CODE}
+_RECIPE_NAMES = {"hot": Recipe.HOT, "paper": Recipe.PAPER, "paper_code": Recipe.PAPER_CODE,
+                 "nvfp4": Recipe.NVFP4}
 _BACKEND_NAMES = {None: Backend.DEFAULT, "default": Backend.DEFAULT, "auto": Backend.AUTO,
                   "cuda": Backend.CUDA, "cpu": Backend.CPU}
 
@@ -90,20 +91,20 @@ def as_dtype(v, what="dtype"):
         return v
     if isinstance(v, str) and v.lower() in _DTYPE_NAMES:
         return _DTYPE_NAMES[v.lower()]
-    if isinstance(v, int) and not isinstance(v, bool) and v in (0, 1, 2):
+    if isinstance(v, int) and not isinstance(v, bool) and v in (0, 1, 2, 3):
         return DType(v)
     raise ValueError(f"{what} must be one of f32, bf16, f16 (got {v!r})")
 
 
 def as_recipe(v):
-    """Recipe from a Recipe, its value or a name ("hot", "paper", "paper_code")."""
+    """Recipe from a Recipe, its value or a name ("hot", "paper", "paper_code", "nvfp4")."""
     if isinstance(v, Recipe):
         return v
     if isinstance(v, str) and v in _RECIPE_NAMES:
         return _RECIPE_NAMES[v]
-    if isinstance(v, int) and not isinstance(v, bool) and v in (0, 1, 2):
+    if isinstance(v, int) and not isinstance(v, bool) and v in (0, 1, 2, 3):
         return Recipe(v)
-    raise ValueError(f"recipe must be one of hot, paper, paper_code (got {v!r})")
+    raise ValueError(f"recipe must be one of hot, paper, paper_code, nvfp4 (got {v!r})")
 
 
 # ---- stable Philox streams --------------------------------------------------------------------

@@ -535,6 +535,8 @@ static int hq_w_step(fast_call *c) {
 }
 
 int fast_step_hq(fast_call *c, const hot_step *s) {
+  if (c->pl->fmt == HOT_FMT_NVFP4) /* CONTRACT.md 20 */
+    return fast_nvfp4_hq(c, s->role == HOT_K_HQ_G);
   return s->role == HOT_K_HQ_G ? hq_g_step(c) : s->role == HOT_K_HQ_W ? hq_w_step(c) : HOT_REF_EARG;
 }
 
@@ -572,6 +574,8 @@ static int hla_g_step(fast_call *c) {
 }
 
 int fast_step_hla(fast_call *c, const hot_step *s) {
+  if (c->pl->fmt == HOT_FMT_NVFP4) /* CONTRACT.md 20 */
+    return fast_nvfp4_hla(c, s->role == HOT_K_HLA_G);
   return s->role == HOT_K_HLA_G ? hla_g_step(c) : s->role == HOT_K_ABC_X ? abc_x_step(c)
                                                                          : HOT_REF_EARG;
 }
@@ -666,6 +670,8 @@ static int gemm_gw_step(fast_call *c) {
 }
 
 int fast_step_gemm(fast_call *c, const hot_step *s) {
+  if (c->pl->fmt == HOT_FMT_NVFP4) /* CONTRACT.md 20 */
+    return fast_nvfp4_gemm(c, s->role == HOT_K_GEMM_GX);
   return s->role == HOT_K_GEMM_GX ? gemm_gx_step(c) : s->role == HOT_K_GEMM_GW ? gemm_gw_step(c)
                                                                                 : HOT_REF_EARG;
 }

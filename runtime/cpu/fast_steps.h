@@ -70,4 +70,11 @@ static inline void *fast_call_alloc(fast_call *c, hot_lbuf s, size_t bytes, int 
 HOT_KERNEL_FAMILIES(HOT_FAST_STEP_DECL_)
 #undef HOT_FAST_STEP_DECL_
 
+/* Recipe nvfp4 (plan fmt HOT_FMT_NVFP4): the hq, hla and gemm families' fast step functions hand
+ * their steps to these (fast_nvfp4.c), bit for bit as ref_nvfp4_hq / _hla / _gemm (ref_steps.h,
+ * the same arguments); each returns a HOT_REF_* status. */
+int fast_nvfp4_hq(fast_call *c, int is_g);
+int fast_nvfp4_hla(fast_call *c, int is_g);
+int fast_nvfp4_gemm(fast_call *c, int gx);
+
 #endif

@@ -282,6 +282,9 @@ HOT_API hot_status hot_layer_spec_defaults(hot_layer_spec *spec, hot_recipe reci
  * set to anything else is the caller's choice and is kept. So defaults of HOT_RECIPE_HOT plus
  * recipe R plan exactly like hot_layer_spec_defaults(&s, R) plus R (e.g. HOT_RECIPE_PAPER_CODE brings
  * SAWB scales, no padding and a derived HLA block), and a spec filled for R is left as it is.
+ * HOT_RECIPE_NVFP4 (NVFP4/MXFP8 codes, templates/CONTRACT.md 20) plans on the CPU backend of a
+ * context without a forced arch only: elsewhere HOT_ERR_PLAN names the arch ("recipe nvfp4 has
+ * no GPU path on sm_90: ..."), as it names a field the recipe fixes and the caller set otherwise.
  * The Philox layer id is the number of layers created by hot_layer_create in ctx before this one
  * (0, 1, ...), so it depends on creation order: hot_layer_create_named (a name) and
  * hot_layer_create_with_id (an id) below take a stable identity.

@@ -30,7 +30,11 @@ typedef enum { HOT_RULE_ABSMAX = 0, HOT_RULE_SAWB } hot_rule;
 typedef enum { HOT_SEL_TRI = 0, HOT_SEL_PREFIX, HOT_SEL_FULL } hot_selection;
 /* Token blocking of HLA. AUTO (spec only; the plan resolves it): sample when p divides L, else flat. */
 typedef enum { HOT_LAYOUT_SAMPLE = 0, HOT_LAYOUT_FLAT, HOT_LAYOUT_AUTO } hot_layout;
-typedef enum { HOT_RECIPE_HOT = 0, HOT_RECIPE_PAPER, HOT_RECIPE_PAPER_CODE } hot_recipe;
+/* The recipe: a layer's defaults, and for NVFP4 the code format. HOT_RECIPE_NVFP4 (appended): HQ's
+ * g' and w' as NVFP4 (E2M1 codes, an E4M3 scale per 16 values, an fp32 tensor scale), HLA's g^
+ * and x^ as MXFP8 (E4M3 codes, an E8M0 scale per 32), templates/CONTRACT.md 20. It runs on the CPU
+ * backend only: no GPU arch of the table has its GEMMs (planning it for one is an error). */
+typedef enum { HOT_RECIPE_HOT = 0, HOT_RECIPE_PAPER, HOT_RECIPE_PAPER_CODE, HOT_RECIPE_NVFP4 } hot_recipe;
 
 /* One quantizer: bits, rounding, scale granularity and scale rule. */
 typedef struct {

@@ -52,7 +52,8 @@ enum {
   M_B4 = 4096,       /* hq.block = 4 */
   M_FULL = 8192,     /* hla.selection = full */
   M_B32 = 16384,     /* hq.block = 32 */
-  M_B64 = 32768      /* hq.block = 64 */
+  M_B64 = 32768,     /* hq.block = 64 */
+  M_TINY = 65536     /* f32 x and g_y scaled by 1e-17: block products near fp32's subnormals */
 };
 
 typedef struct {
@@ -97,6 +98,15 @@ static const fcase k_cases[] = {
     {HOT_RECIPE_PAPER_CODE, HOT_ARCH_SM80, 2, 197, 260, 137, HOT_DT_F32, 0},
     {HOT_RECIPE_PAPER_CODE, HOT_ARCH_SM90, 1, 64, 137, 96, HOT_DT_F16, 0},
     {HOT_RECIPE_PAPER_CODE, HOT_ARCH_SM80, 3, 32, 100, 17, HOT_DT_F32, M_NO_ABC},
+    /* recipe nvfp4 (CONTRACT.md 20; planned by plan_layer_cpu, the arch is not read) */
+    {HOT_RECIPE_NVFP4, HOT_ARCH_SM80, 2, 17, 137, 33, HOT_DT_F32, 0},
+    {HOT_RECIPE_NVFP4, HOT_ARCH_SM80, 1, 70, 64, 96, HOT_DT_BF16, M_NO_ABC},
+    {HOT_RECIPE_NVFP4, HOT_ARCH_SM80, 3, 33, 100, 48, HOT_DT_F16, M_P64 | M_FLAT},
+    {HOT_RECIPE_NVFP4, HOT_ARCH_SM80, 2, 64, 17, 130, HOT_DT_F32, M_P64 | M_SAMPLE_LAY | M_RTN},
+    {HOT_RECIPE_NVFP4, HOT_ARCH_SM80, 1, 137, 260, 197, HOT_DT_F32, M_FULL},
+    {HOT_RECIPE_NVFP4, HOT_ARCH_SM80, 2, 17, 33, 17, HOT_DT_BF16, M_NO_HQ},
+    {HOT_RECIPE_NVFP4, HOT_ARCH_SM80, 2, 17, 33, 17, HOT_DT_F32, M_NO_HLA | M_NO_ABC},
+    {HOT_RECIPE_NVFP4, HOT_ARCH_SM80, 1, 64, 48, 40, HOT_DT_F32, M_TINY | M_FULL},
 };
 
 static void make_plan(const fcase *c, hot_layer_spec *sp, hot_layer_plan *pl) {
@@ -122,7 +132,8 @@ static void make_plan(const fcase *c, hot_layer_spec *sp, hot_layer_plan *pl) {
   if (m & M_FULL) sp->hla.selection = HOT_SEL_FULL;
   if (m & M_B32) sp->hq.block = 32;
   if (m & M_B64) sp->hq.block = 64;
-  int rc = plan_layer(sp, c->B, c->L, c->rec, c->arch, 5, pl, err, sizeof err);
+  int rc = c->rec == HOT_RECIPE_NVFP4 ? plan_layer_cpu(sp, c->B, c->L, c->rec, 5, pl, err, sizeof err)
+                                       : plan_layer(sp, c->B, c->L, c->rec, c->arch, 5, pl, err, sizeof err);
   ck_assert_msg(rc == 0, "plan_layer: %s", err);
   ck_assert_int_eq(ref_plan_check(pl), HOT_REF_OK);
 }
@@ -145,6 +156,9 @@ static void *make_input(tp_rng *r, int64_t n, double sd, hot_dtype dt, float *f3
 
 static int same_saved(const hot_layer_plan *pl, const hot_ref_saved *a, const hot_ref_saved *b) {
   if (a->bytes != b->bytes || !a->q_x != !b->q_x || !a->x != !b->x) return 0;
+  if (a->q_x && pl->fmt == HOT_FMT_NVFP4) /* MXFP8 codes and scales, no fp32 scale */
+    return !a->s_x && !b->s_x &&
+           memcmp(a->q_x, b->q_x, (size_t)plan_buffer_bytes(pl, HOT_BUF_SAVED_CODES)) == 0;
   if (a->q_x)
     return memcmp(a->q_x, b->q_x, (size_t)plan_buffer_bytes(pl, HOT_BUF_SAVED_CODES)) == 0 &&
            memcmp(a->s_x, b->s_x, (size_t)pl->hla.groups * sizeof(float)) == 0;
@@ -165,6 +179,11 @@ static void run_case(const fcase *c, int idx) {
   void *x = make_input(&r, T * I, 1.0, c->dt, tmp);
   void *w = make_input(&r, O * I, 0.05, c->dt, tmp);
   void *g = make_input(&r, T * O, 1e-3, c->dt, tmp);
+  if (c->mods & M_TINY) { /* f32 only: the MXFP8 g_w blocks' products round into subnormals */
+    ck_assert_int_eq(c->dt, HOT_DT_F32);
+    for (int64_t i = 0; i < T * I; ++i) ((float *)x)[i] *= 1e-17f;
+    for (int64_t i = 0; i < T * O; ++i) ((float *)g)[i] *= 1e-17f;
+  }
   float *rx = malloc((size_t)(T * I) * sizeof *rx), *rw = malloc((size_t)(O * I) * sizeof *rw);
   float *fx = malloc((size_t)(T * I) * sizeof *fx), *fw = malloc((size_t)(O * I) * sizeof *fw);
   float *rb = malloc((size_t)O * sizeof *rb), *fb = malloc((size_t)O * sizeof *fb);
@@ -179,6 +198,11 @@ static void run_case(const fcase *c, int idx) {
     ck_assert_int_eq(ref_layer_backward(&pl, &rs, g, w, c->dt, grans[gi], 77, 9 + (uint32_t)gi,
                                             rx, rw, rb),
                      HOT_REF_OK);
+    if (c->mods & M_TINY) { /* the case covers what it is for: subnormal g_w values */
+      int64_t sub = 0;
+      for (int64_t i = 0; i < O * I; ++i) sub += rw[i] != 0.0f && fabsf(rw[i]) < 1.17549435e-38f;
+      ck_assert_msg(sub > 0, "case %d: no subnormal g_w value", idx);
+    }
     for (int level = 0; level < FAST_LEVELS; ++level)
       if (fast_level_has(level))
       for (int th = 1; th <= 3; ++th) {
@@ -236,6 +260,54 @@ static void run_case(const fcase *c, int idx) {
 
 START_TEST(layers_bit_identical) {
   run_case(&k_cases[_i], _i);
+}
+END_TEST
+
+/* Recipe nvfp4 (k_cases 26 with ABC, 27 without): all-zero data (tensor scale 0, E8M0 exponent
+ * 0) gives the twins' bits, and a NaN or Inf in g_y, w or x the twins' status from the backward
+ * and the save, at every level. */
+START_TEST(nvfp4_statuses_match) {
+  const fcase *fc = &k_cases[26 + _i];
+  ck_assert_int_eq(fc->rec, HOT_RECIPE_NVFP4);
+  hot_layer_spec sp;
+  hot_layer_plan pl;
+  make_plan(fc, &sp, &pl);
+  const int64_t T = pl.T, O = pl.O, I = pl.I;
+  float *x = calloc((size_t)(T * I), sizeof *x), *w = calloc((size_t)(O * I), sizeof *w);
+  float *g = calloc((size_t)(T * O), sizeof *g), *gx = malloc((size_t)(T * I) * sizeof *gx);
+  float *gw = malloc((size_t)(O * I) * sizeof *gw), *rx = malloc((size_t)(T * I) * sizeof *rx);
+  float *rw = malloc((size_t)(O * I) * sizeof *rw);
+  hot_ref_saved s, f;
+  ck_assert_int_eq(ref_layer_save(&pl, x, HOT_DT_F32, &s), HOT_REF_OK);
+  ck_assert_int_eq(ref_layer_backward(&pl, &s, g, w, HOT_DT_F32, HOT_GRAN_TENSOR, 1, 1, rx, rw, NULL), 0);
+  for (int level = 0; level < FAST_LEVELS; ++level) {
+    if (!fast_level_has(level)) continue;
+    fast_set_level(level);
+    ck_assert_int_eq(fast_layer_save(NULL, &pl, x, HOT_DT_F32, &f), HOT_REF_OK);
+    ck_assert(same_saved(&pl, &s, &f));
+    ref_saved_free(&f);
+    ck_assert_int_eq(fast_layer_backward(NULL, &pl, &s, g, w, HOT_DT_F32, HOT_GRAN_TENSOR, 1, 1, gx, gw, NULL), 0);
+    ck_assert_mem_eq(rx, gx, (size_t)(T * I) * sizeof *gx);
+    ck_assert_mem_eq(rw, gw, (size_t)(O * I) * sizeof *gw);
+    g[5] = NAN;
+    ck_assert_int_eq(fast_layer_backward(NULL, &pl, &s, g, w, HOT_DT_F32, HOT_GRAN_TENSOR, 1, 1, gx, gw, NULL),
+                     ref_layer_backward(&pl, &s, g, w, HOT_DT_F32, HOT_GRAN_TENSOR, 1, 1, rx, rw, NULL));
+    ck_assert_int_eq(fast_layer_backward(NULL, &pl, &s, g, w, HOT_DT_F32, HOT_GRAN_TENSOR, 1, 1, gx, gw, NULL),
+                     HOT_REF_ENONFINITE);
+    g[5] = 0.0f;
+    w[3] = INFINITY;
+    ck_assert_int_eq(fast_layer_backward(NULL, &pl, &s, g, w, HOT_DT_F32, HOT_GRAN_TENSOR, 1, 1, gx, gw, NULL),
+                     HOT_REF_ENONFINITE);
+    w[3] = 0.0f;
+    x[7] = NAN;
+    ck_assert_int_eq(fast_layer_save(NULL, &pl, x, HOT_DT_F32, &f), HOT_REF_ENONFINITE);
+    ck_assert_ptr_null(f.q_x);
+    ck_assert_int_eq(ref_layer_save(&pl, x, HOT_DT_F32, &f), HOT_REF_ENONFINITE);
+    x[7] = 0.0f;
+  }
+  fast_set_level(-1);
+  ref_saved_free(&s);
+  free(x), free(w), free(g), free(gx), free(gw), free(rx), free(rw);
 }
 END_TEST
 
@@ -984,6 +1056,7 @@ int main(void) {
   tcase_add_test(tc, gemm_wraps);
   tcase_add_test(tc, philox_words_exact);
   tcase_add_test(tc, statuses_match);
+  tcase_add_loop_test(tc, nvfp4_statuses_match, 0, 2);
   tcase_add_test(tc, nonfinite_kernels);
   tcase_add_loop_test(tc, nonfinite_bias_no_hq, 0, 3);
   tcase_add_loop_test(tc, overflow_flags, 0, 20);

@@ -396,9 +396,11 @@ START_TEST(gemm_path_table) {
   for (int i = 0; i < HOT_GEMM_PATH_COUNT; ++i) {
     const hot_gemm_path_info *g = plan_gemm_path_info((hot_gemm_path)i);
     ck_assert_int_eq(g->path, i);
-    ck_assert_ptr_nonnull(g->templ);
-    ck_assert_ptr_nonnull(g->emulator);
     ck_assert(plan_codes_info(g->codes)->mma & g->mma);
+    /* a path without a template (recipe nvfp4's block-scaled GEMMs) runs on no arch */
+    ck_assert_int_eq(g->templ == NULL, g->emulator == NULL);
+    for (int a = 0; a < HOT_ARCH_COUNT && !g->templ; ++a)
+      ck_assert(!plan_gemm_path_available(g, plan_arch_caps((hot_arch)a)));
     hot_gemm_path back;
     ck_assert_int_eq(plan_gemm_path_parse(g->name, &back), 0);
     ck_assert_int_eq(back, i);
@@ -1055,6 +1057,9 @@ static void defaults_by_hand(hot_layer_spec *s, hot_recipe recipe) {
   if (recipe == HOT_RECIPE_HOT) {
     s->hla.layout = HOT_LAYOUT_AUTO;
     s->hla.g.gran = s->hla.x.gran = HOT_GRAN_AUTO;
+  } else if (recipe == HOT_RECIPE_NVFP4) { /* hot's, with the granularities the formats fix */
+    s->hla.layout = HOT_LAYOUT_AUTO;
+    s->hq.g.gran = HOT_GRAN_TENSOR;
   } else if (recipe == HOT_RECIPE_PAPER_CODE) {
     s->hq.pad = 0;
     s->hq.w.rule = HOT_RULE_SAWB;
@@ -1067,11 +1072,67 @@ static void defaults_by_hand(hot_layer_spec *s, hot_recipe recipe) {
 }
 
 START_TEST(defaults_match_the_recipes) {
-  for (int r = HOT_RECIPE_HOT; r <= HOT_RECIPE_PAPER_CODE; ++r) {
+  for (int r = HOT_RECIPE_HOT; r <= HOT_RECIPE_NVFP4; ++r) {
     hot_layer_spec a, b;
     plan_spec_defaults(&a, (hot_recipe)r);
     defaults_by_hand(&b, (hot_recipe)r);
     ck_assert_msg(memcmp(&a, &b, sizeof a) == 0, "defaults of recipe %s", plan_recipe_name((hot_recipe)r));
+  }
+}
+END_TEST
+
+/* Recipe nvfp4 (CONTRACT.md 20): every GPU arch of the table refuses it in one line naming the
+ * arch and the recipe; the CPU planner plans NVFP4 x NVFP4 for g_x (K = o_pad, a multiple of 16)
+ * and MXFP8 x MXFP8 for g_w (K rounded up to 32), the saved buffer holding the MXFP8 codes and
+ * E8M0 scales as the GEMM reads them; a field the formats fix, set otherwise, is refused. */
+START_TEST(nvfp4_recipe) {
+  hot_layer_spec s = layer(HOT_RECIPE_NVFP4, 40, 50);
+  hot_layer_plan p;
+  char err[512];
+  for (int a = 0; a < HOT_ARCH_COUNT; ++a) {
+    const char *an = plan_arch_caps((hot_arch)a)->name;
+    ck_assert_int_eq(plan_layer(&s, 2, 70, HOT_RECIPE_NVFP4, (hot_arch)a, 0, &p, err, sizeof err), -1);
+    ck_assert_msg(strstr(err, an) && strstr(err, "recipe nvfp4") && !strchr(err, '\n'), "%s", err);
+    printf("%s\n", err);
+  }
+  ck_assert_int_eq(plan_layer_cpu(&s, 2, 70, HOT_RECIPE_NVFP4, 3, &p, err, sizeof err), 0);
+  ck_assert_int_eq(p.fmt, HOT_FMT_NVFP4);
+  ck_assert_int_eq(p.hq.gemm.path, HOT_GEMM_BS_NVFP4);
+  ck_assert_int_eq(p.hq.codes, HOT_CODES_NVFP4);
+  ck_assert_int_eq(p.hq.o_pad, 64);
+  ck_assert_int_eq(p.hq.gemm.k_pad, 64);
+  ck_assert_int_eq(p.hla.gemm.path, HOT_GEMM_BS_MXFP8);
+  ck_assert_int_eq(p.hla.groups, 1);
+  ck_assert_int_eq(p.hla.gemm.k_pad, (p.hla.k + 31) / 32 * 32);
+  ck_assert_int_eq(plan_buffer_bytes(&p, HOT_BUF_Q_G), 2 * 70 * (32 + 4));
+  ck_assert_int_eq(plan_buffer_bytes(&p, HOT_BUF_S_G), 4);
+  ck_assert_int_eq(plan_buffer_bytes(&p, HOT_BUF_Q_HX), 40 * (p.hla.gemm.k_pad + p.hla.gemm.k_pad / 32));
+  ck_assert_int_eq(plan_buffer_bytes(&p, HOT_BUF_SAVED), plan_buffer_bytes(&p, HOT_BUF_Q_HX));
+  ck_assert_int_eq(plan_abc_method_bytes(&p), plan_buffer_bytes(&p, HOT_BUF_SAVED));
+  ck_assert_int_eq(plan_saved_unpacked(&p), 0);
+  ck_assert_int_eq(plan_saved_scale_offset(&p), -1);
+  ck_assert_int_lt(plan_kernel_index(&p, HOT_K_LQS), 0);
+  ck_assert_int_ge(plan_kernel_index(&p, HOT_K_GEMM_GX), 0);
+  /* the integer recipes plan on the CPU exactly as for its storage arch */
+  hot_layer_spec h = layer(HOT_RECIPE_HOT, 40, 50);
+  hot_layer_plan q1, q2;
+  ck_assert_int_eq(plan_layer_cpu(&h, 2, 70, HOT_RECIPE_HOT, 3, &q1, err, sizeof err), 0);
+  ck_assert_int_eq(plan_layer(&h, 2, 70, HOT_RECIPE_HOT, HOT_ARCH_CPU_STORAGE, 3, &q2, err, sizeof err), 0);
+  ck_assert_int_eq(memcmp(&q1, &q2, sizeof q1), 0);
+  /* what the formats fix */
+  const struct { const char *field; } bad[] = {
+      {"hq.block"}, {"hq.bits"}, {"hla.bits"}, {"absmax"}, {"hq.scale"},
+  };
+  for (int i = 0; i < 5; ++i) {
+    hot_layer_spec t = s;
+    if (i == 0) t.hq.block = 32;
+    if (i == 1) t.hq.g.bits = 3;
+    if (i == 2) t.hla.x.bits = 6;
+    if (i == 3) t.hq.w.rule = HOT_RULE_SAWB;
+    if (i == 4) t.hq.g.gran = HOT_GRAN_AUTO;
+    ck_assert_int_eq(plan_layer_cpu(&t, 2, 70, HOT_RECIPE_NVFP4, 0, &p, err, sizeof err), -1);
+    ck_assert_msg(strstr(err, bad[i].field) && strstr(err, "recipe nvfp4"), "%s", err);
+    printf("%s\n", err);
   }
 }
 END_TEST
@@ -1100,6 +1161,7 @@ int main(void) {
   tcase_add_test(tc, tma_tiles);
   tcase_add_test(tc, kernel_descriptors);
   tcase_add_test(tc, buffers_and_grids);
+  tcase_add_test(tc, nvfp4_recipe);
   suite_add_tcase(su, tc);
   SRunner *sr = srunner_create(su);
   srunner_run_all(sr, CK_NORMAL);

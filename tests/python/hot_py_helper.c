@@ -186,6 +186,7 @@ static void dump_abi(void) {
   CONST(HOT_RECIPE_HOT);
   CONST(HOT_RECIPE_PAPER);
   CONST(HOT_RECIPE_PAPER_CODE);
+  CONST(HOT_RECIPE_NVFP4);
 }
 
 static int fail(hot_status st, hot_ctx *ctx) {

@@ -11,6 +11,8 @@
 
 #include "hot_math.cuh"
 #include "nvfp4_ref.h"
+#include "plan.h"
+#include "ref.h"
 
 /* ---- the codecs under test, as a table of functions (the real ones or a mutant) ---------- */
 
@@ -302,6 +304,87 @@ START_TEST(layer_against_fp64) {
 }
 END_TEST
 
+/* Recipe nvfp4 through the layer walk (templates/layer_ref.c: the step table hands the hq, hla
+ * and gemm steps of a plan_layer_cpu plan to ref_step_nvfp4) gives the bits of the whole-layer
+ * twin nvfp4_hq_gx / nvfp4_hla_gw on the same layer, seed, step and id: save (ABC keeps the MXFP8
+ * codes of x^) and backward, with and without ABC, layouts sample and flat, padded O and K. */
+START_TEST(layer_walk_is_the_twin) {
+  static const struct { int64_t B, L, O, I; int abc; hot_layout lay; } k[] = {
+      {2, 70, 40, 24, 1, HOT_LAYOUT_AUTO}, {1, 64, 33, 17, 0, HOT_LAYOUT_SAMPLE},
+      {3, 20, 16, 50, 1, HOT_LAYOUT_FLAT}};
+  for (size_t c = 0; c < sizeof k / sizeof k[0]; ++c) {
+    hot_layer_spec sp;
+    plan_spec_defaults(&sp, HOT_RECIPE_NVFP4);
+    sp.in_features = k[c].I, sp.out_features = k[c].O, sp.abc.enabled = k[c].abc;
+    sp.hla.layout = k[c].lay, sp.bias = 0;
+    hot_layer_plan pl;
+    char err[256];
+    ck_assert_msg(plan_layer_cpu(&sp, k[c].B, k[c].L, HOT_RECIPE_NVFP4, 9, &pl, err, sizeof err) == 0,
+                  "%s", err);
+    const int64_t T = pl.T, O = pl.O, I = pl.I;
+    float *x = malloc((size_t)(T * I) * 4), *w = malloc((size_t)(O * I) * 4);
+    float *g = malloc((size_t)(T * O) * 4), *gx = malloc((size_t)(T * I) * 4);
+    float *gw = malloc((size_t)(O * I) * 4), *tx = malloc((size_t)(T * I) * 4);
+    float *tw = malloc((size_t)(O * I) * 4);
+    for (int64_t i = 0; i < T * I; ++i) x[i] = normal();
+    for (int64_t i = 0; i < O * I; ++i) w[i] = 0.05f * normal();
+    for (int64_t i = 0; i < T * O; ++i) g[i] = 1e-3f * normal();
+    hot_ref_saved sv;
+    ck_assert_int_eq(ref_layer_save(&pl, x, HOT_DT_F32, &sv), HOT_REF_OK);
+    ck_assert(k[c].abc ? sv.q_x && !sv.s_x && !sv.x : sv.x && !sv.q_x);
+    ck_assert_int_eq(sv.bytes, plan_buffer_bytes(&pl, HOT_BUF_SAVED));
+    ck_assert_int_eq(ref_layer_backward(&pl, &sv, g, w, HOT_DT_F32, HOT_GRAN_TENSOR, 0x1234, 7, gx,
+                                        gw, NULL), HOT_REF_OK);
+    int rows[HOT_MAX_P];
+    for (int j = 0; j < pl.hla.rank; ++j) rows[j] = pl.hla.rows[j];
+    nvfp4_layer ly = {pl.B, pl.L, O, I, pl.hla.block, pl.hla.rank, pl.hla.layout == HOT_LAYOUT_FLAT,
+                      rows, NVFP4_HLA_MXFP8, 9};
+    ck_assert_int_eq(nvfp4_hq_gx(&ly, g, w, 0x1234, 7, tx), 0);
+    ck_assert_int_eq(nvfp4_hla_gw(&ly, g, x, 0x1234, 7, tw), 0);
+    ck_assert_msg(memcmp(gx, tx, (size_t)(T * I) * 4) == 0, "case %zu: g_x differs", c);
+    ck_assert_msg(memcmp(gw, tw, (size_t)(O * I) * 4) == 0, "case %zu: g_w differs", c);
+    printf("  layer walk = twin: B=%lld L=%lld O=%lld I=%lld %s %s K=%lld k_pad=%lld, saved %lld "
+           "bytes\n", (long long)pl.B, (long long)pl.L, (long long)O, (long long)I,
+           k[c].abc ? "abc" : "no-abc", pl.hla.layout == HOT_LAYOUT_FLAT ? "flat" : "sample",
+           (long long)pl.hla.k, (long long)pl.hla.gemm.k_pad, (long long)sv.bytes);
+    ref_saved_free(&sv);
+    free(x), free(w), free(g), free(gx), free(gw), free(tx), free(tw);
+  }
+}
+END_TEST
+
+/* The SR draws of both quantisers, element by element: code (r, c) is the codec's SR of its
+ * scaled value with Philox word idx = r * idx_row + c * idx_col of (seed, tag, step), written
+ * out here from hot_rand_word (CONTRACT.md 20.3, 20.4: g' idx = t * o_pad + o, g^ idx = kk * O + o
+ * of the K x O math tensor, stored transposed). */
+START_TEST(sr_draws_known) {
+  enum { R = 5, K = 40 };
+  static float v[R * K];
+  for (int i = 0; i < R * K; ++i) v[i] = normal() * (i % 7 == 0 ? 30.0f : 1.0f);
+  const nvfp4_stream st = {0x243F6A8885A308D3ull, 7u * 16u + 1u, 3u, 48, 1};
+  uint8_t c4[R * 24], s4[R * 3], c8[R * 64], s8[R * 2];
+  float s_t;
+  ck_assert_int_eq(nvfp4_quantize(v, R, K, 1, &st, c4, s4, &s_t), 0);
+  const nvfp4_stream sg = {0x243F6A8885A308D3ull, 7u * 16u + 2u, 3u, 1, R};
+  ck_assert_int_eq(mxfp8_quantize(v, R, K, 1, &sg, c8, s8), 0);
+  int n = 0;
+  for (int r = 0; r < R; ++r)
+    for (int c = 0; c < K; ++c, ++n) {
+      const float sb = nvfp4_e4m3_decode(s4[r * 3 + c / 16]);
+      const float u = fmaxf(-6.0f, fminf(6.0f, HOT_DIV(HOT_DIV(v[r * K + c], s_t), sb)));
+      const unsigned want4 = nvfp4_e2m1_sr(u, hot_rand_word(st.seed, st.tag, st.step,
+                                                            (hot_u64)(r * 48 + c)));
+      ck_assert_uint_eq((c4[r * 24 + c / 2] >> ((c & 1) * 4)) & 15u, want4);
+      const float X = ldexpf(1.0f, (int)s8[r * 2 + c / 32] - 127);
+      const unsigned want8 = nvfp4_e4m3_encode(HOT_DIV(v[r * K + c], X), NVFP4_ROUND_SR,
+                                               hot_rand_word(sg.seed, sg.tag, sg.step,
+                                                             (hot_u64)(r + c * R)));
+      ck_assert_uint_eq(c8[r * 64 + c], want8);
+    }
+  printf("  SR draws: %d NVFP4 and %d MXFP8 codes as hot_rand_word's words give them\n", n, n);
+}
+END_TEST
+
 START_TEST(bad_input) {
   float v[16] = {0};
   uint8_t c[8], s[1];
@@ -328,6 +411,8 @@ int main(void) {
   tcase_add_test(tc, contract_passes);
   tcase_add_test(tc, mutants_caught);
   tcase_add_test(tc, layer_against_fp64);
+  tcase_add_test(tc, layer_walk_is_the_twin);
+  tcase_add_test(tc, sr_draws_known);
   tcase_add_test(tc, bad_input);
   suite_add_tcase(s, tc);
   SRunner *sr = srunner_create(s);

@@ -152,6 +152,7 @@ static int bad;
 /* One run; the cache directory is fresh per run (so compiles and disk writes happen). On the
  * CUDA backend (the fake driver) the tensors are device buffers of the fake. */
 static int g_cuda;
+static int g_nvfp4; /* recipe nvfp4 on the CPU backend (no forced arch: it has no GPU path) */
 static void run(const char *root, long n, const float *x, const float *w, const float *gy,
                 float *gx, float *gw, float *gb) {
   char dir[512];
@@ -160,9 +161,11 @@ static void run(const char *root, long n, const float *x, const float *w, const 
   hot_options_init(&o);
   o.backend = g_cuda ? HOT_BACKEND_CUDA : HOT_BACKEND_CPU;
   o.arch = g_cuda ? "sm_90" : "sm_80"; /* the fake device is 9.0: sm_80 cubins do not run there */
+  if (g_nvfp4) o.arch = NULL;
   o.cache_dir = dir;
+  const hot_recipe recipe = g_nvfp4 ? HOT_RECIPE_NVFP4 : HOT_RECIPE_HOT;
   hot_layer_spec s;
-  plan_spec_defaults(&s, HOT_RECIPE_HOT);
+  plan_spec_defaults(&s, recipe);
   snprintf(s.name, sizeof s.name, "nomem");
   s.in_features = 32;
   s.out_features = 16;
@@ -178,11 +181,11 @@ static void run(const char *root, long n, const float *x, const float *w, const 
     bad = 1;
   }
   if (st != HOT_OK) goto out;
-  CHECK(hot_layer_create(ctx, &s, 2, 32, HOT_RECIPE_HOT, &l));
-  CHECK(hot_layer_compile(l));
+  CHECK(hot_layer_create(ctx, &s, 2, 32, recipe, &l));
+  if (!g_nvfp4) CHECK(hot_layer_compile(l)); /* nvfp4: no kernel to compile */
   CHECK(hot_layer_save(l, x, HOT_DT_F32, NULL, NULL));
   CHECK(hot_layer_backward(l, gy, w, HOT_DT_F32, NULL, gx, gw, gb, 1, NULL));
-  if (!g_cuda) CHECK(hot_layer_calibrate(l, gy, HOT_DT_F32, 2, NULL)); /* auto scale: LQS */
+  if (!g_cuda && !g_nvfp4) CHECK(hot_layer_calibrate(l, gy, HOT_DT_F32, 2, NULL)); /* LQS */
   CHECK(hot_ctx_stats(ctx, &stats));
 out:
   hot_ctx_destroy(ctx);
@@ -223,6 +226,9 @@ int main(void) {
   au_fill(2, hw, 16 * 32);
   au_fill(3, hgy, 64 * 16);
   int failed = sweep(root, "cpu", hx, hw, hgy, hgx, hgw, hgb);
+  g_nvfp4 = 1;
+  failed |= sweep(root, "cpu, recipe nvfp4", hx, hw, hgy, hgx, hgw, hgb);
+  g_nvfp4 = 0;
   /* The CUDA backend's host code on the recording fake driver. */
   const cuda_driver *d = NULL;
   if (cuda_driver_get(&d, err, sizeof err) != RT_OK) {

@@ -109,7 +109,10 @@ static void compare_layer(hot_ctx *ctx, hot_layer *l, const au_io *io_in, int ow
   ck_assert_int_eq(ref_layer_save(pl, x, info.dtype, &rs), HOT_REF_OK);
   ck_assert_int_eq((int64_t)nb, rs.bytes);
   if (buf) { /* the caller's buffer holds exactly the twin's saved state */
-    if (rs.q_x) { /* the codes, zeros up to 16-byte alignment, one scale per scale group */
+    if (rs.q_x && pl->fmt == HOT_FMT_NVFP4) { /* MXFP8 codes and E8M0 scales, nothing more */
+      ck_assert_int_eq((int64_t)nb, plan_buffer_bytes(pl, HOT_BUF_SAVED_CODES));
+      ck_assert_int_eq(memcmp(buf, rs.q_x, nb), 0);
+    } else if (rs.q_x) { /* the codes, zeros up to 16-byte alignment, one scale per scale group */
       const size_t ns = 4 * (size_t)pl->hla.groups;
       const size_t nc = (size_t)(pl->I * pl->hla.k), off = (size_t)plan_saved_scale_offset(pl);
       ck_assert_uint_eq(off, (nc + 15) / 16 * 16);
@@ -240,6 +243,74 @@ START_TEST(cpu_equals_reference_variants) {
   au_io_free(&io);
   au_io_free(&io2);
   hot_ctx_destroy(ctx); /* destroys a, b, c */
+}
+END_TEST
+
+/* Recipe nvfp4 (CONTRACT.md 20) through the C API on the CPU backend: the twins' bits, the
+ * caller's and the layer's saved buffer, bf16, no ABC; no calibration (its scales are fixed); a
+ * context forced to a GPU arch refuses it in one line naming the arch and the recipe. */
+START_TEST(cpu_nvfp4_equals_reference) {
+  hot_ctx *ctx = NULL;
+  ck_assert_int_eq(hot_ctx_create(&ctx, NULL), HOT_OK);
+  au_io io;
+  au_io_init(&io, 2 * 70, 40, 45, 17);
+  hot_layer_spec s;
+  plan_spec_defaults(&s, HOT_RECIPE_HOT); /* the recipe merge turns it into nvfp4's */
+  s.in_features = 45;
+  s.out_features = 40;
+  hot_layer *a = NULL, *b = NULL;
+  ck_assert_int_eq(hot_layer_create(ctx, &s, 2, 70, HOT_RECIPE_NVFP4, &a), HOT_OK);
+  ck_assert_int_eq(hot_layer_get_plan(a)->fmt, HOT_FMT_NVFP4);
+  compare_layer(ctx, a, &io, 0, 1, 1);
+  compare_layer(ctx, a, &io, 1, 2, 1);
+  compare_layer(ctx, a, &io, 1, 3, 0);
+  ck_assert_int_eq(hot_layer_calibrate(a, io.gy, HOT_DT_F32, 3, NULL), HOT_ERR_MISUSE);
+  s.abc.enabled = 0;
+  s.dtype = HOT_DT_BF16;
+  ck_assert_int_eq(hot_layer_create(ctx, &s, 2, 70, HOT_RECIPE_NVFP4, &b), HOT_OK);
+  ck_assert_uint_eq(hot_layer_saved_bytes(b), 2 * 70 * 45 * 4);
+  compare_layer(ctx, b, &io, 0, 4, 1);
+  hot_ctx_destroy(ctx);
+
+  /* a spec of recipe nvfp4 (hot.recipe.nvfp4) on the CPU backend; a field it fixes, refused */
+  char dir[256], path[300];
+  ck_assert_ptr_nonnull(tmp_dir(dir));
+  for (int bad = 0; bad < 2; ++bad) {
+    snprintf(path, sizeof path, "%s/nv%d.lua", dir, bad);
+    FILE *f = fopen(path, "w");
+    ck_assert_ptr_nonnull(f);
+    fprintf(f, "local hot = require \"hot\"\nreturn hot.model { name = \"nv\", batch = 2, "
+               "tokens = 70, recipe = hot.recipe.nvfp4, layers = { hot.linear { name = \"fc\", "
+               "in_features = 45, out_features = 40%s } } }\n",
+            bad ? ", hq = hot.hq { block = 32 }" : "");
+    fclose(f);
+    ck_assert_int_eq(hot_ctx_create(&ctx, NULL), HOT_OK);
+    hot_status st = hot_layer_from_spec(ctx, path, "fc", 0, &a);
+    if (bad) {
+      ck_assert_int_eq(st, HOT_ERR_PLAN);
+      ck_assert_msg(strstr(hot_errmsg(ctx), "recipe nvfp4 needs hq.block = 16"), "%s",
+                    hot_errmsg(ctx));
+      printf("spec with hq.block 32: %s\n", hot_errmsg(ctx));
+    } else {
+      ck_assert_msg(st == HOT_OK, "%s", hot_errmsg(ctx));
+      ck_assert_int_eq(hot_layer_get_plan(a)->fmt, HOT_FMT_NVFP4);
+      compare_layer(ctx, a, &io, 0, 5, 1);
+    }
+    hot_ctx_destroy(ctx);
+  }
+  rm_tree(dir);
+
+  hot_options o;
+  hot_options_init(&o);
+  o.backend = HOT_BACKEND_CPU;
+  o.arch = "sm_90";
+  ck_assert_int_eq(hot_ctx_create(&ctx, &o), HOT_OK);
+  ck_assert_int_eq(hot_layer_create(ctx, &s, 2, 70, HOT_RECIPE_NVFP4, &a), HOT_ERR_PLAN);
+  const char *m = hot_errmsg(ctx);
+  ck_assert_msg(strstr(m, "recipe nvfp4") && strstr(m, "sm_90") && !strchr(m, '\n'), "%s", m);
+  printf("forced sm_90: %s\n", m);
+  hot_ctx_destroy(ctx);
+  au_io_free(&io);
 }
 END_TEST
 
@@ -450,11 +521,11 @@ START_TEST(layer_create_enums_and_recipe) {
   plan_spec_defaults(&s, HOT_RECIPE_HOT);
   s.in_features = 32;
   s.out_features = 16;
-  ck_assert_int_eq(hot_layer_create(ctx, &s, 1, 64, (hot_recipe)3, &l), HOT_ERR_INVALID);
-  ck_assert_msg(strstr(hot_errmsg(ctx), "recipe = 3"), "%s", hot_errmsg(ctx));
+  ck_assert_int_eq(hot_layer_create(ctx, &s, 1, 64, (hot_recipe)4, &l), HOT_ERR_INVALID);
+  ck_assert_msg(strstr(hot_errmsg(ctx), "recipe = 4"), "%s", hot_errmsg(ctx));
 
   /* the recipe: project defaults + R plan like R's defaults + R, for every R */
-  for (int r = HOT_RECIPE_HOT; r <= HOT_RECIPE_PAPER_CODE; ++r) {
+  for (int r = HOT_RECIPE_HOT; r <= HOT_RECIPE_NVFP4; ++r) {
     hot_layer_spec hs, rs;
     plan_spec_defaults(&hs, HOT_RECIPE_HOT);
     plan_spec_defaults(&rs, (hot_recipe)r);
@@ -475,6 +546,11 @@ START_TEST(layer_create_enums_and_recipe) {
       ck_assert_int_eq(pa->hla.x.rule, HOT_RULE_SAWB);
       ck_assert_int_eq(pa->hla.block, 8); /* largest power of two dividing L = 40, no padding */
       ck_assert_int_eq(pa->hla.g.bits, 4); /* g^ with the g_x bit width, as the authors' code */
+    }
+    if (r == HOT_RECIPE_NVFP4) { /* the block formats, one tensor scale for g' */
+      ck_assert_int_eq(pa->fmt, HOT_FMT_NVFP4);
+      ck_assert_int_eq(pa->hq.g.gran, HOT_GRAN_TENSOR);
+      ck_assert_int_eq(pa->hla.gemm.codes, HOT_CODES_MXFP8);
     }
     hot_layer_destroy(a);
     hot_layer_destroy(b);
@@ -1292,6 +1368,7 @@ int main(void) {
   tcase_add_test(tc, auto_falls_back_to_cpu);
   tcase_add_test(tc, cpu_equals_reference);
   tcase_add_test(tc, cpu_equals_reference_variants);
+  tcase_add_test(tc, cpu_nvfp4_equals_reference);
   tcase_add_test(tc, layer_from_spec);
   tcase_add_test(tc, bad_options_and_environment);
   tcase_add_test(tc, compile_with_fake_compiler);

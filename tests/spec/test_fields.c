@@ -238,8 +238,8 @@ START_TEST(c_api_checks_every_member) {
     }
   }
   hot_layer_spec s = sized(HOT_RECIPE_HOT);
-  ck_assert_int_eq(hot_layer_create(ctx, &s, 2, 64, (hot_recipe)3, &l), HOT_ERR_INVALID);
-  ck_assert_ptr_nonnull(strstr(hot_errmsg(ctx), "recipe = 3 is not a hot_recipe (0 .. 2)"));
+  ck_assert_int_eq(hot_layer_create(ctx, &s, 2, 64, (hot_recipe)4, &l), HOT_ERR_INVALID);
+  ck_assert_ptr_nonnull(strstr(hot_errmsg(ctx), "recipe = 4 is not a hot_recipe (0 .. 3)"));
   printf("%d out-of-range members refused by hot_layer_create\n", checked);
   hot_ctx_destroy(ctx);
 }
