@@ -11,23 +11,18 @@ or the newest build*/runtime/libhot.so of this checkout; HOT_CPU_THREADS=N (defa
 Benchmark only: nothing here asserts a time.
 """
 import argparse
-import glob
 import os
 import sys
 import time
 
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-
 
 def setup_env(threads):
-    os.environ["HOT_CPU_THREADS"] = str(threads)
+    """bench/cpu_layer.py's setup (HOT_CPU_THREADS, this checkout's libhot and python/), on the
+    CPU backend unless HOT_BACKEND says otherwise."""
     os.environ.setdefault("HOT_BACKEND", "cpu")
-    if not os.environ.get("HOT_LIBRARY"):
-        hits = sorted(glob.glob(os.path.join(ROOT, "build*", "runtime", "libhot.so")),
-                      key=os.path.getmtime, reverse=True)
-        if hits:
-            os.environ["HOT_LIBRARY"] = hits[0]
-    sys.path.insert(0, os.path.join(ROOT, "python"))
+    sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+    from cpu_layer import setup_env as layer_setup_env
+    layer_setup_env(threads)
 
 
 def run(hot, np, recipe, shape, reps):

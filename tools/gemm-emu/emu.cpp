@@ -351,23 +351,12 @@ EMU_PLAIN static void wg_compute(const emu_wg_op &op) {
 static void emu_wgmma_fence() { me().wg_fenced = true; }
 
 #ifdef EMU_MEMSTAT
-// The shared reads of one m64nNk32 (N = 2n) as the descriptors place them: every 8 x 16-byte core
-// matrix of A (64 rows) and B (N rows), each K step's two 16-byte halves, one request each
-// (docs/gpu-model.md: the 128-byte swizzle puts a core matrix's 8 rows in 8 different 16-byte
-// bank groups).
+// The shared reads of one m64nNk32 through its descriptors (memstat::note_wgmma_reads).
 EMU_PLAIN static void wg_note_reads(uintptr_t pc, int warp, unsigned long long da,
                                     unsigned long long db, int n) {
-  for (int m = 0; m < 2; ++m) {
-    const unsigned long long desc = m ? db : da;
-    const int rows = m ? 2 * n : 64;
-    for (int r0 = 0; r0 < rows; r0 += 8)
-      for (int c = 0; c < 32; c += 16) {
-        std::vector<memstat::lane_access> req;
-        for (int j = 0; j < 8; ++j)
-          req.push_back(memstat::lane_access{j, desc_addr_of(desc, r0 + j, c), 16});
-        memstat::note_request(pc, memstat::S_SHARED, memstat::K_WGMMA, warp, req);
-      }
-  }
+  memstat::note_wgmma_reads(pc, warp, da, db, n, [](unsigned long long d, int r, int c) {
+    return (unsigned long long)desc_addr_of(d, r, c);
+  });
 }
 #endif
 

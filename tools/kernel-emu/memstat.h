@@ -245,6 +245,26 @@ static void note_request(uintptr_t pc, int space, int kind, int warp,
   p.reqs.push_back(req);
 }
 
+// The shared reads of one wgmma m64nNk32 (N = 2n) as its descriptors place them: every 8 x 16-byte
+// core matrix of A (64 rows) and B (N rows), each K step's two 16-byte halves, one request each
+// (docs/gpu-model.md: the 128-byte swizzle puts a core matrix's 8 rows in 8 different 16-byte
+// bank groups). addr(desc, row, byte column) is the emulator's descriptor walk.
+template <class Addr>
+static void note_wgmma_reads(uintptr_t pc, int warp, unsigned long long da, unsigned long long db,
+                             int n, Addr addr) {
+  busy_scope guard;  // the walk's own work is not the kernel's traffic
+  for (int m = 0; m < 2; ++m) {
+    const unsigned long long desc = m ? db : da;
+    const int rows = m ? 2 * n : 64;
+    for (int r0 = 0; r0 < rows; r0 += 8)
+      for (int c = 0; c < 32; c += 16) {
+        std::vector<lane_access> req;
+        for (int j = 0; j < 8; ++j) req.push_back(lane_access{j, addr(desc, r0 + j, c), 16});
+        note_request(pc, S_SHARED, K_WGMMA, warp, req);
+      }
+  }
+}
+
 // Counts the block's requests into the per-site totals; a_block: one block of the grid ended
 // (launch_end's final flush is not one).
 static void block_end(bool a_block = true) {
