@@ -1,0 +1,111 @@
+#!/usr/bin/env bash
+# nvfp4-emu.sh — run templates/gemm_nvfp4.cu (recipe nvfp4's NVFP4 GEMM for sm_120a) in the CPU
+# SIMT emulator tools/gemm-emu/nvfp4_emu.cpp for several tile configurations and awkward sizes,
+# against the twin nvfp4_gemm (templates/nvfp4_ref.c, compiled here) bit for bit, under the
+# deterministic schedules of EMU_SEEDS (default "0 1 2 3"), then the mutants the emulator must
+# catch: a wrong scale-factor lane, a swapped E4M3 byte order in the scale word, the A fragment's
+# two K halves swapped, a missing K-tile barrier, and the epilogue's x4 dropped.
+# Only the template's one PTX wrapper (hot_mma_bs) is replaced (by the emulator's model of the
+# instruction); everything else is the template's code, compiled unchanged. What the emulator
+# cannot check is in nvfp4_emu.cpp's header.
+# Needs python3, a C11 and a C++17 compiler (CC, default gcc; CXX, default g++; PYTHON).
+# Usage: tools/nvfp4-emu.sh            (one line per configuration, size, data and schedule)
+set -u
+here=$(cd "$(dirname "$0")/.." && pwd)
+CC=${CC:-gcc}
+CXX=${CXX:-g++}
+PY=${PYTHON:-python3}
+. "$here/tools/lib/num.sh"
+EMU_SEEDS=$(num_list EMU_SEEDS "${EMU_SEEDS:-0 1 2 3}" 0 1000000000000000000 2>&1) || { echo "nvfp4-emu: $EMU_SEEDS" >&2; exit 2; }
+export EMU_SEEDS
+. "$here/tools/emu-common.sh"
+work=$(mktemp -d "${TMPDIR:-/tmp}/hot-nvfp4-emu.XXXXXX")
+trap 'rm -rf "$work"' EXIT
+echo "nvfp4-emu: schedules EMU_SEEDS='$EMU_SEEDS'"
+fail=0
+
+# SRC -> $work/kernel_nvfp4.inc: hot_mma_bs's body becomes the emulator's instruction; no other
+# inline asm may remain.
+mkinc() {
+  "$PY" - "$1" "$work/kernel_nvfp4.inc" <<'PY' || return 1
+import re, sys
+src = open(sys.argv[1]).read()
+m = re.search(r"\bhot_mma_bs\s*\(", src)
+if not m:
+    sys.exit("nvfp4-emu: hot_mma_bs not found")
+start = src.index("{", m.end())
+depth = 0
+for i in range(start, len(src)):
+    depth += {"{": 1, "}": -1}.get(src[i], 0)
+    if depth == 0:
+        break
+src = (src[:start] + "{ emu_mma_bs(d, a, b, sfa, sfb); }" + "\n" * src.count("\n", start, i) +
+       src[i + 1:])
+if "asm" in re.sub(r"/\*.*?\*/", "", src, flags=re.S):
+    sys.exit("nvfp4-emu: inline asm left outside hot_mma_bs")
+open(sys.argv[2], "w").write('#line 1 "templates/gemm_nvfp4.cu"\n' + src)
+PY
+}
+mutate() { # SRC DST ANCHOR REPLACEMENT
+  "$PY" - "$@" <<'PY'
+import sys
+s = open(sys.argv[1]).read()
+for a, r in zip(sys.argv[3::2], sys.argv[4::2]):
+    if s.count(a) != 1:
+        sys.exit("nvfp4-emu: mutation anchor found %d times, not once: %r" % (s.count(a), a))
+    s = s.replace(a, r, 1)
+open(sys.argv[2], "w").write(s)
+PY
+}
+"$CC" -std=c11 -O2 -c -I"$here/templates" "$here/templates/nvfp4_ref.c" -o "$work/nvfp4_ref.o" ||
+  { echo "FAIL build: nvfp4_ref.c"; exit 1; }
+build() { # "TM TN TK WM WN"
+  # shellcheck disable=SC2086
+  set -- $1
+  $CXX -std=c++17 -O2 -I"$work" -I"$here/templates" -I"$here/tools/kernel-emu" -DHOT_GENERATED \
+    -DHOT_KNAME=emu_nvfp4 -DHOT_TILE_M=$1 -DHOT_TILE_N=$2 -DHOT_TILE_K=$3 -DHOT_WARPS_M=$4 \
+    -DHOT_WARPS_N=$5 "$here/tools/gemm-emu/nvfp4_emu.cpp" "$work/nvfp4_ref.o" -o "$work/emu" \
+    2>"$work/cc.log" || { echo "FAIL build: $*"; head -30 "$work/cc.log"; return 1; }
+}
+mkinc "$here/templates/gemm_nvfp4.cu" || exit 1
+# tm tn tk wm wn: the planner's tiles (gen/plan_tables.c, path mma_nvfp4) and a spread of others
+CONFIGS=("64 64 128 2 2" "128 128 128 2 2" "128 128 64 2 4" "64 64 256 1 2" "32 16 64 2 2")
+for cfg in "${CONFIGS[@]}"; do
+  build "$cfg" || { fail=1; continue; }
+  # M N K ldc [div]: ragged M / N, K not a multiple of the tile (nor of 64), K of one block,
+  # ldc > N, several blocks in both directions, HLA's div
+  for run in "77 45 200 47" "130 70 512 70 64" "1 9 16 10" "19 130 1000 131 1"; do
+    # shellcheck disable=SC2086
+    "$work/emu" $run || fail=1
+  done
+done
+
+# The mutants, each on the 64x64x128 tile with 2x2 warps (two K steps a tile, K of several tiles).
+nv_mutant() { # WHAT ANCHOR REPLACEMENT
+  mutate "$here/templates/gemm_nvfp4.cu" "$work/mut.cu" "$2" "$3" || return 1
+  mkinc "$work/mut.cu" || return 1
+  build "64 64 128 2 2" || return 1
+  if "$work/emu" 77 45 400 47 >"$work/mut.log" 2>&1; then
+    echo "FAIL: the emulator did not detect the mutant: $1"; return 1
+  fi
+  echo "mutant detected, as it must be: $1 ($(caught "$work/mut.log"))"
+}
+nv_mutant "wrong scale-factor lane (SF_A row from t >> 1, not t & 1)" \
+  "sfa[mi] = hot_lds4(sa_scales, (r + 8 * (t & 1)) * HOT_SB + ks * 4);" \
+  "sfa[mi] = hot_lds4(sa_scales, (r + 8 * (t >> 1)) * HOT_SB + ks * 4);" || fail=1
+nv_mutant "E4M3 scale bytes of the word in swapped order" \
+  "        sfb[ni] = hot_lds4(sb_scales, r * HOT_SB + ks * 4);" \
+  "        sfb[ni] = __builtin_bswap32(hot_lds4(sb_scales, r * HOT_SB + ks * 4));" || fail=1
+nv_mutant "A fragment's K halves swapped" \
+  "        af[mi][2] = hot_lds4(sa_codes, r * HOT_KB + kb + 16);" \
+  "        af[mi][2] = hot_lds4(sa_codes, r * HOT_KB + kb);
+        af[mi][0] = hot_lds4(sa_codes, r * HOT_KB + kb + 16);" || fail=1
+nv_mutant "no barrier at the end of a K tile" \
+  "    }
+    __syncthreads();
+  }" "    }
+  }" || fail=1
+nv_mutant "epilogue without the x4 of the doubled E2M1 values" \
+  "HOT_MUL(HOT_MUL(acc[mi][ni][i], 4.0f), c)" "HOT_MUL(acc[mi][ni][i], c)" || fail=1
+[ $fail = 0 ] && echo "nvfp4-emu: all configurations equal the twin, every mutant caught"
+exit $fail
