@@ -9,7 +9,10 @@
 # instruction); everything else is the template's code, compiled unchanged. What the emulator
 # cannot check is in nvfp4_emu.cpp's header.
 # Needs python3, a C11 and a C++17 compiler (CC, default gcc; CXX, default g++; PYTHON).
+# First the layout test (nvfp4_emu --layout: the fragment and scale maps against CuTe's SM120
+# block-scaled MMA traits, with mutants of the maps).
 # Usage: tools/nvfp4-emu.sh            (one line per configuration, size, data and schedule)
+#        tools/nvfp4-emu.sh layout     (the layout test alone)
 set -u
 here=$(cd "$(dirname "$0")/.." && pwd)
 CC=${CC:-gcc}
@@ -68,6 +71,36 @@ build() { # "TM TN TK WM WN"
     2>"$work/cc.log" || { echo "FAIL build: $*"; head -30 "$work/cc.log"; return 1; }
 }
 mkinc "$here/templates/gemm_nvfp4.cu" || exit 1
+
+# The layout test: the MMA model's fragment and scale maps and the scale rows / columns the kernel
+# loads, against CuTe's SM120 block-scaled traits (nvfp4_emu --layout), then mutants of the maps
+# it must catch.
+layout_run() { # EMU_SRC -> 0 when the layout check passes
+  $CXX -std=c++17 -O2 -I"$work" -I"$here/templates" -I"$here/tools/kernel-emu" -DHOT_GENERATED \
+    -DHOT_KNAME=emu_nvfp4 -DHOT_TILE_M=64 -DHOT_TILE_N=64 -DHOT_TILE_K=128 -DHOT_WARPS_M=2 \
+    -DHOT_WARPS_N=2 "$1" "$work/nvfp4_ref.o" -o "$work/lay" 2>"$work/cc.log" ||
+    { echo "FAIL build: layout"; head -30 "$work/cc.log"; return 2; }
+  "$work/lay" --layout
+}
+layout_run "$here/tools/gemm-emu/nvfp4_emu.cpp" || fail=1
+lay_mutant() { # WHAT ANCHOR REPLACEMENT
+  mutate "$here/tools/gemm-emu/nvfp4_emu.cpp" "$work/lay_mut.cpp" "$2" "$3" || return 1
+  local rc=0
+  layout_run "$work/lay_mut.cpp" >"$work/lay.log" 2>&1 || rc=$?
+  if [ $rc = 0 ]; then echo "FAIL: the layout test did not detect the mutant: $1"; return 1; fi
+  [ $rc = 2 ] && { cat "$work/lay.log"; return 1; }
+  echo "layout mutant detected, as it must be: $1 ($(grep -m1 '^  ' "$work/lay.log" | sed 's/^ *//'))"
+}
+lay_mutant "kernel's SF_A row from t >> 1" "return (lane >> 2) + 8 * (lane & 1); }" \
+  "return (lane >> 2) + 8 * ((lane >> 1) & 1); }" || fail=1
+lay_mutant "scale bytes in reverse order" "x % 16, (x / 16) / 16);
+      if (sfa_row(l) >= 0)" "x % 16, 3 - (x / 16) / 16);
+      if (sfa_row(l) >= 0)" || fail=1
+lay_mutant "A's register pairs (rows g, g + 8) swapped" "*m = (lane >> 2) + ((i / 8) & 1) * 8;" \
+  "*m = (lane >> 2) + (((i / 8) & 1) ^ 1) * 8;" || fail=1
+lay_mutant "B's two registers swapped in K" "*k = 8 * (lane & 3) + (i & 7) + (i >= 8 ? 32 : 0);" \
+  "*k = 8 * (lane & 3) + (i & 7) + (i >= 8 ? 0 : 32);" || fail=1
+[ "${1:-}" = layout ] && exit $fail
 # tm tn tk wm wn: the planner's tiles (gen/plan_tables.c, path mma_nvfp4) and a spread of others
 CONFIGS=("64 64 128 2 2" "128 128 128 2 2" "128 128 64 2 4" "64 64 256 1 2" "32 16 64 2 2")
 for cfg in "${CONFIGS[@]}"; do

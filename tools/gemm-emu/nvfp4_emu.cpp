@@ -20,6 +20,7 @@
 // compares them with CuTe's SM120 traits; a GPU run is the final word).
 //
 // Usage: nvfp4_emu M N K ldc [div]    (div: a power of two, default 16)
+//        nvfp4_emu --layout           (the fragment and scale maps against CuTe's; see layout_check)
 #include <cmath>
 #include <cstdint>
 #include <cstdio>
@@ -93,28 +94,51 @@ static float ue4m3(unsigned code) {
   return nvfp4_e4m3_decode(code);
 }
 
+// The instruction's fragment maps, the one copy the model and the layout check (--layout) use;
+// g = lane >> 2, t = lane & 3. Element i of A (nibble i % 8 of register i / 8) is (m, k):
+static void a_elem(int lane, int i, int *m, int *k) {
+  *m = (lane >> 2) + ((i / 8) & 1) * 8;
+  *k = 8 * (lane & 3) + (i & 7) + (i >= 16 ? 32 : 0);
+}
+// element i of B (nibble i % 8 of register i / 8) is (k, n):
+static void b_elem(int lane, int i, int *k, int *n) {
+  *k = 8 * (lane & 3) + (i & 7) + (i >= 8 ? 32 : 0);
+  *n = lane >> 2;
+}
+// the row of A whose scales lane holds (-1: the hardware reads none of this lane's word, selector
+// thread-id-a 0), byte j of the word being block j of the K step; likewise the column of B
+static int sfa_row(int lane) { return (lane & 3) < 2 ? (lane >> 2) + 8 * (lane & 3) : -1; }
+static int sfb_col(int lane) { return (lane & 3) == 0 ? lane >> 2 : -1; }
+// accumulator i of lane is (m, n):
+static void c_elem(int lane, int i, int *m, int *n) {
+  *m = (lane >> 2) + (i >= 2 ? 8 : 0);
+  *n = 2 * (lane & 3) + (i & 1);
+}
+
 static void mma_bs_complete(emu_warp &w) {
   float Am[16][64], Bm[64][8], SA[16][4], SB[4][8];
   int cov_a[16][64] = {}, cov_b[64][8] = {}, cov_sa[16] = {}, cov_sb[8] = {};
   for (int l = 0; l < 32; ++l) {
-    const int g = l >> 2, t = l & 3;
-    for (int i = 0; i < 32; ++i) { // a_i = nibble i % 8 of register i / 8
-      const int r = g + ((i / 8) & 1) * 8, k = 8 * t + (i & 7) + (i >= 16 ? 32 : 0);
+    for (int i = 0; i < 32; ++i) {
+      int r, k;
+      a_elem(l, i, &r, &k);
       Am[r][k] = e2m1((w.a[l][i / 8] >> (4 * (i % 8))) & 15u);
       ++cov_a[r][k];
     }
-    for (int i = 0; i < 16; ++i) { // b_i: k = 8t + i % 8 (+32 for i >= 8), column g
-      const int k = 8 * t + (i & 7) + (i >= 8 ? 32 : 0);
-      Bm[k][g] = e2m1((w.b[l][i / 8] >> (4 * (i % 8))) & 15u);
-      ++cov_b[k][g];
+    for (int i = 0; i < 16; ++i) {
+      int k, n;
+      b_elem(l, i, &k, &n);
+      Bm[k][n] = e2m1((w.b[l][i / 8] >> (4 * (i % 8))) & 15u);
+      ++cov_b[k][n];
     }
-    if (t < 2) { // SF_A, thread-id-a 0: lane 4g + t holds row g + 8t
-      for (int i = 0; i < 4; ++i) SA[g + 8 * t][i] = ue4m3((w.sfa[l] >> (8 * i)) & 0xFFu);
-      ++cov_sa[g + 8 * t];
+    const int ra = sfa_row(l), cb = sfb_col(l);
+    if (ra >= 0) {
+      for (int i = 0; i < 4; ++i) SA[ra][i] = ue4m3((w.sfa[l] >> (8 * i)) & 0xFFu);
+      ++cov_sa[ra];
     }
-    if (t == 0) { // SF_B, thread-id-b 0: lane 4g holds column g
-      for (int i = 0; i < 4; ++i) SB[i][g] = ue4m3((w.sfb[l] >> (8 * i)) & 0xFFu);
-      ++cov_sb[g];
+    if (cb >= 0) {
+      for (int i = 0; i < 4; ++i) SB[i][cb] = ue4m3((w.sfb[l] >> (8 * i)) & 0xFFu);
+      ++cov_sb[cb];
     }
   }
   for (int r = 0; r < 16; ++r)
@@ -128,9 +152,9 @@ static void mma_bs_complete(emu_warp &w) {
   for (int n = 0; n < 8; ++n)
     if (cov_sb[n] != 1) emu_fatal("SF_B does not cover the columns once");
   for (int l = 0; l < 32; ++l) {
-    const int g = l >> 2, t = l & 3;
-    for (int i = 0; i < 4; ++i) { // C/D: row g (+8 for i >= 2), column 2t + (i & 1)
-      const int r = g + (i >= 2 ? 8 : 0), c = 2 * t + (i & 1);
+    for (int i = 0; i < 4; ++i) {
+      int r, c;
+      c_elem(l, i, &r, &c);
       float d = w.c[l][i];
       for (int blk = 0; blk < 4; ++blk) {
         double p = 0.0; // exact: 16 products of quarter-integers
@@ -162,6 +186,92 @@ static void emu_mma_bs(float *d, const unsigned *a, const unsigned *b, unsigned 
 }
 
 #include "kernel_nvfp4.inc"
+
+// ---- --layout: the maps above against CuTe's SM120 block-scaled MMA traits ------------------
+// CUTLASS include/cute/atom/mma_traits_sm120.hpp, MMA_Traits<SM120::BLOCKSCALED::
+// SM120_16x8x64_TN_VS<...>> (the m16n8k64 atom of kind::mxf4nvf4 with scale_vec::4X, VS = 16), and
+// SM80_16x8_Row (mma_traits_sm80.hpp) for C: each a CuTe layout (T32, V) -> index, the index
+// column-major in the operand ((M16,K64): m + 16k; (N8,K64): n + 8k; (M16,N8): m + 16n). They are
+// written here as their shapes and strides, evaluated the CuTe way (a flat coordinate split
+// colexicographically over a mode's shape, dotted with its strides).
+struct cute_mode {
+  int n, shape[3], stride[3];
+};
+struct cute_layout {
+  const char *name;
+  cute_mode t, v;
+};
+static int cute_eval(const cute_mode &md, int x) {
+  int idx = 0;
+  for (int i = 0; i < md.n; ++i) {
+    idx += (x % md.shape[i]) * md.stride[i];
+    x /= md.shape[i];
+  }
+  return idx;
+}
+static int cute_at(const cute_layout &L, int t, int v) { return cute_eval(L.t, t) + cute_eval(L.v, v); }
+static const cute_layout k_cute_a = {"ALayout (T32,V32)->(M16,K64)", {2, {4, 8}, {128, 1}}, {3, {8, 2, 2}, {16, 8, 512}}};
+static const cute_layout k_cute_b = {"BLayout (T32,V16)->(N8,K64)", {2, {4, 8}, {64, 1}}, {2, {8, 2}, {8, 256}}};
+static const cute_layout k_cute_sfa = {"SFALayout (T32,V64)->(M16,K64)", {3, {2, 2, 8}, {8, 0, 1}}, {1, {64}, {16}}};
+static const cute_layout k_cute_sfb = {"SFBLayout (T32,V64)->(N8,K64)", {2, {4, 8}, {0, 1}}, {1, {64}, {8}}};
+static const cute_layout k_cute_c = {"SM80_16x8_Row (T32,V4)->(M16,N8)", {2, {4, 8}, {32, 1}}, {2, {2, 2}, {16, 8}}};
+
+static long g_layout_bad = 0;
+static void layout_expect(const char *what, int lane, int v, int got0, int got1, int want0, int want1) {
+  if (got0 == want0 && got1 == want1) return;
+  if (g_layout_bad++ < 10)
+    std::printf("  %s: lane %d value %d: ours (%d, %d), CuTe's (%d, %d)\n", what, lane, v, got0, got1,
+                want0, want1);
+}
+// The scale word each lane of the kernel loads (templates/gemm_nvfp4.cu: every lane loads one,
+// read or not): A row g + 8 * (t & 1), B column g.
+static int kernel_sfa_row(int lane) { return (lane >> 2) + 8 * (lane & 1); }
+static int kernel_sfb_col(int lane) { return lane >> 2; }
+
+static int layout_check() {
+  for (int l = 0; l < 32; ++l) {
+    for (int i = 0; i < 32; ++i) { // A: value i of CuTe = nibble i % 8 of register i / 8
+      int m, k, x = cute_at(k_cute_a, l, i);
+      a_elem(l, i, &m, &k);
+      layout_expect(k_cute_a.name, l, i, m, k, x % 16, x / 16);
+    }
+    for (int i = 0; i < 16; ++i) {
+      int k, n, x = cute_at(k_cute_b, l, i);
+      b_elem(l, i, &k, &n);
+      layout_expect(k_cute_b.name, l, i, n, k, x % 8, x / 8);
+    }
+    for (int v = 0; v < 64; ++v) { // scales: value v is K element v, of byte v / 16 (VS = 16)
+      int x = cute_at(k_cute_sfa, l, v);
+      layout_expect("SFALayout (kernel's loaded row, byte)", l, v, kernel_sfa_row(l), v / 16,
+                    x % 16, (x / 16) / 16);
+      if (sfa_row(l) >= 0)
+        layout_expect("SFALayout (model's read row, byte)", l, v, sfa_row(l), v / 16, x % 16,
+                      (x / 16) / 16);
+      x = cute_at(k_cute_sfb, l, v);
+      layout_expect("SFBLayout (kernel's loaded column, byte)", l, v, kernel_sfb_col(l), v / 16,
+                    x % 8, (x / 8) / 16);
+      if (sfb_col(l) >= 0)
+        layout_expect("SFBLayout (model's read column, byte)", l, v, sfb_col(l), v / 16, x % 8,
+                      (x / 8) / 16);
+    }
+    for (int i = 0; i < 4; ++i) {
+      int m, n, x = cute_at(k_cute_c, l, i);
+      c_elem(l, i, &m, &n);
+      layout_expect(k_cute_c.name, l, i, m, n, x % 16, x / 16);
+    }
+  }
+  // the scale lanes the model reads are one per row / column (the stride-0 modes of CuTe's
+  // SFA / SFB layouts: lanes 4g + 2, 4g + 3 repeat 4g, 4g + 1; lanes 4g + 1..3 repeat 4g)
+  int rows = 0, cols = 0;
+  for (int l = 0; l < 32; ++l) rows += sfa_row(l) >= 0, cols += sfb_col(l) >= 0;
+  if (rows != 16 || cols != 8) {
+    std::printf("  the model reads %d SF_A words (16 rows) and %d SF_B words (8 columns)\n", rows, cols);
+    ++g_layout_bad;
+  }
+  std::printf("nvfp4 layout: A, B, SF_A, SF_B and C of the m16n8k64 block-scaled MMA against CuTe's "
+              "SM120 traits: %s\n", g_layout_bad ? "FAIL" : "ok");
+  return g_layout_bad ? 1 : 0;
+}
 
 static unsigned g_rng = 12345;
 static unsigned rnd() {
@@ -199,8 +309,9 @@ static void repitch(const std::vector<uint8_t> &src, int rows, int from, int to,
 }
 
 int main(int argc, char **argv) {
+  if (argc == 2 && std::strcmp(argv[1], "--layout") == 0) return layout_check();
   if (argc < 5) {
-    std::fprintf(stderr, "usage: nvfp4_emu M N K ldc [div]\n");
+    std::fprintf(stderr, "usage: nvfp4_emu M N K ldc [div] | nvfp4_emu --layout\n");
     return 2;
   }
   const int M = std::atoi(argv[1]), N = std::atoi(argv[2]), K = std::atoi(argv[3]);
