@@ -414,6 +414,31 @@ START_TEST(gemm_path_table) {
 }
 END_TEST
 
+/* The GPU path of a block-scaled GEMM per arch: NVFP4 takes mma_nvfp4 (templates/gemm_nvfp4.cu)
+ * exactly on the archs with the block-scaled mma.sync (sm_120a), MXFP8 none yet; a path the
+ * chooser names has a template and an emulator, takes the format asked and is available. */
+START_TEST(block_paths_per_arch) {
+  int nvfp4_archs = 0;
+  for (int a = 0; a < HOT_ARCH_COUNT; ++a) {
+    const hot_arch_caps *c = plan_arch_caps((hot_arch)a);
+    const hot_gemm_path nv = plan_block_path_choose(c, HOT_CODES_NVFP4);
+    ck_assert_int_eq(nv, c->mma_sync_nvfp4 ? HOT_GEMM_MMA_NVFP4 : HOT_GEMM_PATH_COUNT);
+    ck_assert_int_eq(plan_block_path_choose(c, HOT_CODES_MXFP8), HOT_GEMM_PATH_COUNT);
+    if (nv == HOT_GEMM_PATH_COUNT) continue;
+    const hot_gemm_path_info *g = plan_gemm_path_info(nv);
+    ck_assert(g->templ && g->emulator && g->codes == HOT_CODES_NVFP4);
+    ck_assert(plan_gemm_path_available(g, c) && c->arch_specific);
+    printf("%s: NVFP4 GEMM path %s (%s)\n", c->name, g->name, g->templ);
+    ++nvfp4_archs;
+  }
+  ck_assert_int_eq(nvfp4_archs, 1);
+  ck_assert_int_eq(plan_block_path_choose(plan_arch_caps(HOT_ARCH_SM120A), HOT_CODES_NVFP4),
+                   HOT_GEMM_MMA_NVFP4);
+  /* the INT chooser never takes a block format */
+  ck_assert_int_eq(plan_gemm_path_choose(plan_arch_caps(HOT_ARCH_SM120A), 0, 4), HOT_GEMM_MMA_S8);
+}
+END_TEST
+
 static void check_gemm(const hot_gemm_plan *g) {
   ck_assert_int_eq(g->k_pad % g->tile_k, 0);
   ck_assert_int_ge(g->k_pad, g->k);
@@ -1150,6 +1175,7 @@ int main(void) {
   tcase_add_test(tc, gemm_paths_per_arch);
   tcase_add_test(tc, arch_table_queries);
   tcase_add_test(tc, gemm_path_table);
+  tcase_add_test(tc, block_paths_per_arch);
   tcase_add_test(tc, k_pad_multiple_of_tile_k);
   tcase_add_test(tc, abc_bytes);
   tcase_add_test(tc, hla_scale_groups);
