@@ -42,8 +42,8 @@
 
 /* hot_dtype, hot_round, hot_gran, hot_rule, hot_selection, hot_layout, hot_recipe: hot_types.h */
 typedef enum {
-  HOT_ARCH_SM80 = 0, HOT_ARCH_SM86, HOT_ARCH_SM89, HOT_ARCH_SM90, HOT_ARCH_SM90A, HOT_ARCH_SM120,
-  HOT_ARCH_SM120A, HOT_ARCH_COUNT
+  HOT_ARCH_SM80 = 0, HOT_ARCH_SM86, HOT_ARCH_SM89, HOT_ARCH_SM90, HOT_ARCH_SM90A, HOT_ARCH_SM120A,
+  HOT_ARCH_COUNT
 } hot_arch;
 /* The target of a spec without hot.target. */
 #define HOT_ARCH_DEFAULT HOT_ARCH_SM90

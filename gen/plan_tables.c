@@ -23,9 +23,10 @@ static const hot_arch_caps k_caps[HOT_ARCH_COUNT] = {
     {HOT_ARCH_SM90, "sm_90", 90, 0, 0, 1024, 232448, 233472, 255, 1, 0, 2048, 0, 0},
     {HOT_ARCH_SM90A, "sm_90a", 90, 0, 1, 1024, 232448, 233472, 255, 1, 1, 2048, 0, 0},
     /* RTX 50-series / RTX PRO Blackwell: 99 KiB of shared memory per block, 1536 threads per SM;
-     * no wgmma; no INT4 mma.sync is assumed (INT8 mma.sync for recipe hot); the warp-level
-     * block-scaled mma.sync (kind::mxf4nvf4) compiles for the "a" target only. */
-    {HOT_ARCH_SM120, "sm_120", 120, 0, 0, 1024, 101376, 102400, 255, 1, 0, 1536, 0, 0},
+     * no wgmma; no INT4 mma.sync is assumed; the warp-level block-scaled mma.sync
+     * (kind::mxf4nvf4), which only the "a" target compiles. No portable sm_120 row: nothing hot
+     * runs there is verified on such a GPU, so a 12.x device stays unsupported (the CPU backend
+     * with a warning) and sm_120a is only ever asked for by name. */
     {HOT_ARCH_SM120A, "sm_120a", 120, 0, 0, 1024, 101376, 102400, 255, 1, 1, 1536, 0, 1},
 };
 

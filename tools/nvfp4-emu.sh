@@ -4,7 +4,9 @@
 # against the twin nvfp4_gemm (templates/nvfp4_ref.c, compiled here) bit for bit, under the
 # deterministic schedules of EMU_SEEDS (default "0 1 2 3"), then the mutants the emulator must
 # catch: a wrong scale-factor lane, a swapped E4M3 byte order in the scale word, the A fragment's
-# two K halves swapped, a missing K-tile barrier, and the epilogue's x4 dropped.
+# two K halves swapped, a missing K-tile barrier, and the epilogue's x4 dropped; then HQ's NVFP4
+# quantisers (templates/hq_nvfp4.cu: g' SR and RTN, w' RTN) against nvfp4_hq_quant_g / _w, with
+# their mutants (SR index, scale rounding, the transform, w's layout).
 # Only the template's one PTX wrapper (hot_mma_bs) is replaced (by the emulator's model of the
 # instruction); everything else is the template's code, compiled unchanged. What the emulator
 # cannot check is in nvfp4_emu.cpp's header.
@@ -140,5 +142,38 @@ nv_mutant "no barrier at the end of a K tile" \
   }" || fail=1
 nv_mutant "epilogue without the x4 of the doubled E2M1 values" \
   "HOT_MUL(HOT_MUL(acc[mi][ni][i], 4.0f), c)" "HOT_MUL(acc[mi][ni][i], c)" || fail=1
+# templates/hq_nvfp4.cu (HQ's NVFP4 quantisers, g' SR / RTN and w' RTN) against nvfp4_hq_quant_g
+# and nvfp4_hq_quant_w: codes, block scales, tensor scale, the non-finite flag.
+build_q() { # SRC OPERAND ROUND
+  cp "$1" "$work/kernel_hq_nvfp4.inc" || return 1
+  $CXX -std=c++17 -O2 -ffp-contract=off -I"$work" -I"$here/templates" -I"$here/tools/kernel-emu" \
+    -DHOT_GENERATED -DHOT_KNAME=emu_hq_nvfp4 -DHOT_OPERAND="$2" -DHOT_ROUND="$3" \
+    "$here/tools/gemm-emu/hq_nvfp4_emu.cpp" "$work/nvfp4_ref.o" -o "$work/hq" 2>"$work/cc.log" ||
+    { echo "FAIL build: hq_nvfp4 operand $2 round $3"; head -30 "$work/cc.log"; return 1; }
+}
+for q in "0 1" "0 0" "1 0"; do
+  # shellcheck disable=SC2086
+  build_q "$here/templates/hq_nvfp4.cu" $q || { fail=1; continue; }
+  # ROWS O DATA: O not a multiple of 16, O of one block, more threads than one CUDA block; all
+  # zero (s_t = 0); a NaN (the flag, the twin's -4)
+  for run in "37 100 0" "300 16 0" "5 1000 0" "9 40 1" "7 50 2"; do
+    # shellcheck disable=SC2086
+    "$work/hq" $run || fail=1
+  done
+done
+q_mutant() { # WHAT OPERAND ROUND ANCHOR REPLACEMENT
+  mutate "$here/templates/hq_nvfp4.cu" "$work/qmut.cu" "$4" "$5" || return 1
+  build_q "$work/qmut.cu" "$2" "$3" || return 1
+  if "$work/hq" 37 100 0 >"$work/qmut.log" 2>&1; then
+    echo "FAIL: the emulator did not detect the mutant: $1"; return 1
+  fi
+  echo "mutant detected, as it must be: $1 ($(caught "$work/qmut.log"))"
+}
+q_mutant "SR index over O, not o_pad" 0 1 "(hot_u64)(r * o_pad + j * 16) >> 2" \
+  "(hot_u64)(r * O + j * 16) >> 2" || fail=1
+q_mutant "block scale rounded to nearest, not up" 0 0 "ceilf(HOT_DIV(d, ulp))" \
+  "rintf(HOT_DIV(d, ulp))" || fail=1
+q_mutant "no Hadamard transform" 1 0 "  hot_fwht(v, 16);" "" || fail=1
+q_mutant "w' read row-major like g'" 1 0 ": src[(long long)o * rows + r];" ": src[r * O + o];" || fail=1
 [ $fail = 0 ] && echo "nvfp4-emu: all configurations equal the twin, every mutant caught"
 exit $fail
