@@ -556,8 +556,8 @@ static int plan_layer_for(const hot_layer_spec *s, int64_t batch, int64_t tokens
   if (recipe == HOT_RECIPE_NVFP4) {
     if (!cpu && !nvfp4_paths_on(caps))
       return diag_errf(err, n, "recipe nvfp4 has no GPU path on %s: its NVFP4/MXFP8 GEMMs need a "
-                       "block-scaled MMA and hot has no kernels for one yet (no arch of its table "
-                       "has one); it runs on the CPU backend only", caps->name);
+                       "block-scaled MMA and hot has not all of their kernels yet (one arch has the "
+                       "NVFP4 GEMM only); it runs on the CPU backend only", caps->name);
     if (plan_nvfp4_check(s, err, n)) return -1;
     p->fmt = HOT_FMT_NVFP4;
   }

@@ -42,7 +42,8 @@
 
 /* hot_dtype, hot_round, hot_gran, hot_rule, hot_selection, hot_layout, hot_recipe: hot_types.h */
 typedef enum {
-  HOT_ARCH_SM80 = 0, HOT_ARCH_SM86, HOT_ARCH_SM89, HOT_ARCH_SM90, HOT_ARCH_SM90A, HOT_ARCH_COUNT
+  HOT_ARCH_SM80 = 0, HOT_ARCH_SM86, HOT_ARCH_SM89, HOT_ARCH_SM90, HOT_ARCH_SM90A, HOT_ARCH_SM120A,
+  HOT_ARCH_COUNT
 } hot_arch;
 /* The target of a spec without hot.target. */
 #define HOT_ARCH_DEFAULT HOT_ARCH_SM90
@@ -53,10 +54,13 @@ typedef enum {
  * docs/gemm-paths.md). One row each in the GEMM-path table (plan_gemm_path_info). */
 /* The block-scaled paths of recipe nvfp4 (NVFP4 x NVFP4 for g_x, MXFP8 x MXFP8 for g_w,
  * templates/CONTRACT.md 20.5) need a block-scaled MMA no arch of the table has: they have no
- * template and run on the CPU backend only (plan_layer_cpu). */
+ * template and run on the CPU backend only (plan_layer_cpu). mma_nvfp4 is the NVFP4 GEMM on
+ * sm_120a's block-scaled mma.sync (templates/gemm_nvfp4.cu, CONTRACT.md 20.9); the recipe's other
+ * GPU kernels (the MXFP8 g_w GEMM, the NVFP4/MXFP8 quantisers) do not exist yet, so no plan
+ * takes it (plan_block_path_choose names it). */
 typedef enum {
   HOT_GEMM_MMA_S4 = 0, HOT_GEMM_MMA_S8, HOT_GEMM_WGMMA_S8, HOT_GEMM_TMA_S8, HOT_GEMM_BS_NVFP4,
-  HOT_GEMM_BS_MXFP8, HOT_GEMM_PATH_COUNT
+  HOT_GEMM_BS_MXFP8, HOT_GEMM_MMA_NVFP4, HOT_GEMM_PATH_COUNT
 } hot_gemm_path;
 /* How codes are stored: one int8 per element, or two's-complement nibbles, two per byte; NVFP4
  * (E2M1 nibbles, element 2j in the low one, with an E4M3 scale byte per 16 and an fp32 tensor
@@ -90,6 +94,7 @@ typedef struct {
                              on the same major with a minor >= this one's */
   int threads_per_sm;     /* resident threads per SM */
   int block_scaled_mma;   /* a block-scaled FP4/FP8 MMA hot has kernels for (none yet) */
+  int mma_sync_nvfp4;     /* warp-level mma.sync kind::mxf4nvf4 block_scale (sm_120a) */
 } hot_arch_caps;
 
 /* One operand format of the integer GEMMs (plan_codes_info). */
@@ -119,6 +124,7 @@ typedef struct {
   hot_codes codes;        /* the operand format both operands use */
   int need_int4_mma, need_wgmma, need_tma; /* hot_arch_caps fields it requires */
   int need_block_scaled;  /* hot_arch_caps.block_scaled_mma (no template: CPU only so far) */
+  int need_mma_sync_nvfp4; /* hot_arch_caps.mma_sync_nvfp4 */
   int warps_select;       /* 0: any tile warps_n request; else the warps_n value that asks for it */
   int warps_n;            /* HOT_WARPS_WARPGROUP: the plan's warps_n (the kernel name's and the
                              value a tile request must match) */
@@ -285,6 +291,11 @@ int plan_gemm_path_available(const hot_gemm_path_info *path, const hot_arch_caps
  * `bits` bits: of the available paths whose selector accepts warps_n and whose format holds
  * `bits`, the one of highest preference (CONTRACT.md 7). Every arch has mma_s8, the fallback. */
 hot_gemm_path plan_gemm_path_choose(const hot_arch_caps *caps, int warps_n, int bits);
+/* The GPU path of a block-scaled GEMM of operand format `codes` (HOT_CODES_NVFP4 / _MXFP8) on
+ * `caps`: of the available paths with a template taking that format, the one of highest
+ * preference; HOT_GEMM_PATH_COUNT when `caps` has none (sm_120a: mma_nvfp4 for NVFP4, none for
+ * MXFP8 yet). Pure: no allocation. */
+hot_gemm_path plan_block_path_choose(const hot_arch_caps *caps, hot_codes codes);
 
 /* Static names of enumeration values ("f32", "sr", "token", "sawb", "tri", "flat", ...); "?" out
  * of range. The spec's enumerations (dtype ... recipe) use field_list.h's one list of names. */

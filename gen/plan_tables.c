@@ -15,13 +15,19 @@
  * block, and per SM); threads_per_sm its resident-thread limit. Rows in hot_arch order. */
 static const hot_arch_caps k_caps[HOT_ARCH_COUNT] = {
     /* arch, name, sm, int4_mma, wgmma, max_threads, max_smem_optin, smem_per_sm, regs, tma,
-     * arch_specific, threads_per_sm, block_scaled_mma */
-    {HOT_ARCH_SM80, "sm_80", 80, 1, 0, 1024, 166912, 167936, 255, 0, 0, 2048, 0},
-    {HOT_ARCH_SM86, "sm_86", 86, 1, 0, 1024, 101376, 102400, 255, 0, 0, 1536, 0},
-    {HOT_ARCH_SM89, "sm_89", 89, 1, 0, 1024, 101376, 102400, 255, 0, 0, 1536, 0},
+     * arch_specific, threads_per_sm, block_scaled_mma, mma_sync_nvfp4 */
+    {HOT_ARCH_SM80, "sm_80", 80, 1, 0, 1024, 166912, 167936, 255, 0, 0, 2048, 0, 0},
+    {HOT_ARCH_SM86, "sm_86", 86, 1, 0, 1024, 101376, 102400, 255, 0, 0, 1536, 0, 0},
+    {HOT_ARCH_SM89, "sm_89", 89, 1, 0, 1024, 101376, 102400, 255, 0, 0, 1536, 0, 0},
     /* Hopper has no INT4 tensor cores: mma.sync .s4 compiles but is emulated (CONTRACT.md 7). */
-    {HOT_ARCH_SM90, "sm_90", 90, 0, 0, 1024, 232448, 233472, 255, 1, 0, 2048, 0},
-    {HOT_ARCH_SM90A, "sm_90a", 90, 0, 1, 1024, 232448, 233472, 255, 1, 1, 2048, 0},
+    {HOT_ARCH_SM90, "sm_90", 90, 0, 0, 1024, 232448, 233472, 255, 1, 0, 2048, 0, 0},
+    {HOT_ARCH_SM90A, "sm_90a", 90, 0, 1, 1024, 232448, 233472, 255, 1, 1, 2048, 0, 0},
+    /* RTX 50-series / RTX PRO Blackwell: 99 KiB of shared memory per block, 1536 threads per SM;
+     * no wgmma; no INT4 mma.sync is assumed; the warp-level block-scaled mma.sync
+     * (kind::mxf4nvf4), which only the "a" target compiles. No portable sm_120 row: nothing hot
+     * runs there is verified on such a GPU, so a 12.x device stays unsupported (the CPU backend
+     * with a warning) and sm_120a is only ever asked for by name. */
+    {HOT_ARCH_SM120A, "sm_120a", 120, 0, 0, 1024, 101376, 102400, 255, 1, 1, 1536, 0, 1},
 };
 
 const hot_arch_caps *plan_arch_caps(hot_arch arch) {
@@ -132,6 +138,15 @@ static const hot_gemm_path_info k_paths[HOT_GEMM_PATH_COUNT] = {
      .tile_n = {64, 128, 256}, .tile_m_def = {64, 128}, .tile_n_def = {64, 128}, .k_step = 32,
      .k_max_steps = 1, .tile_k_def = 32, .warps = HOT_WARPS_FREE, .stages_min = 2,
      .stages_max = 6, .stages_def = {4, 3}},
+    /* The NVFP4 GEMM on sm_120a's block-scaled mma.sync (templates/gemm_nvfp4.cu, CONTRACT.md
+     * 20.9): K steps of 64 (four scale blocks), K tiles of one or two of them, one shared-memory
+     * stage (static shared memory), warps free. */
+    {.path = HOT_GEMM_MMA_NVFP4, .name = "mma_nvfp4", .templ = "templates/gemm_nvfp4.cu",
+     .emulator = "tools/nvfp4-emu.sh", .mma = HOT_MMA_BLOCK_SCALED, .codes = HOT_CODES_NVFP4,
+     .need_mma_sync_nvfp4 = 1, .preference = 0, .tile_m = {64, 128}, .tile_n = {64, 128},
+     .tile_m_def = {64, 128}, .tile_n_def = {64, 128}, .k_step = 64, .k_max_steps = 2,
+     .tile_k_def = 128, .warps = HOT_WARPS_FREE, .stages_min = 1, .stages_max = 1,
+     .stages_def = {1, 1}},
 };
 
 const hot_gemm_path_info *plan_gemm_path_info(hot_gemm_path path) {
@@ -156,7 +171,8 @@ int plan_gemm_path_parse(const char *name, hot_gemm_path *out) {
 int plan_gemm_path_available(const hot_gemm_path_info *path, const hot_arch_caps *caps) {
   if (!path || !caps) return 0;
   return (!path->need_int4_mma || caps->int4_mma) && (!path->need_wgmma || caps->wgmma) &&
-         (!path->need_tma || caps->tma) && (!path->need_block_scaled || caps->block_scaled_mma);
+         (!path->need_tma || caps->tma) && (!path->need_block_scaled || caps->block_scaled_mma) &&
+         (!path->need_mma_sync_nvfp4 || caps->mma_sync_nvfp4);
 }
 
 /* A path with a selector takes only that warps_n request; one without takes any request (the
@@ -175,4 +191,14 @@ hot_gemm_path plan_gemm_path_choose(const hot_arch_caps *caps, int warps_n, int 
     if (!best || g->preference > best->preference) best = g;
   }
   return best ? best->path : HOT_GEMM_MMA_S8;
+}
+
+hot_gemm_path plan_block_path_choose(const hot_arch_caps *caps, hot_codes codes) {
+  const hot_gemm_path_info *best = NULL;
+  for (int i = 0; i < HOT_GEMM_PATH_COUNT; ++i) {
+    const hot_gemm_path_info *g = &k_paths[i];
+    if (g->codes != codes || !g->templ || !plan_gemm_path_available(g, caps)) continue;
+    if (!best || g->preference > best->preference) best = g;
+  }
+  return best ? best->path : HOT_GEMM_PATH_COUNT;
 }

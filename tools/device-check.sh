@@ -17,6 +17,9 @@
 #   torch       torch_hotlinear: HOTLinear on CUDA tensors (current stream, a non-default
 #               stream, a thread with no current context) against the CPU backend
 #   sass        IMMA / IGMMA in one GEMM per arch path (hot-gen --dump-cubin + cuobjdump)
+#   nvfp4 sm_120  recipe nvfp4's NVFP4 GEMM (templates/gemm_nvfp4.cu) against its twin on an
+#               sm_120 GPU: bit-identical outputs, the largest difference against CONTRACT.md
+#               20.9's bound, the accumulation probe; skipped (saying so) on any other GPU
 #   bench vit_b16, bench bench_large (sm_90a on 9.0)   hot-bench: bit-exactness and speed; then
 #               hot-bench --model and tools/model-check.py: every timed kernel's measured median
 #               beside its predicted time (measured / predicted, the model's error)
@@ -237,7 +240,7 @@ if [ $selftest = 1 ]; then
   mkdir -p "$HOT_CACHE_DIR"
   export HOT_CACHE_DIR
   st_step() { sleep 1; echo "selftest stand-in" >"$keep/selftest.txt"; det="stand-in"; dev_est=3; }
-  for s in deps build gpu "kernels sm_90" "kernels sm_90a" api torch sass "bench vit_b16" "bench bench_large" \
+  for s in deps build gpu "kernels sm_90" "kernels sm_90a" api torch sass "nvfp4 sm_120" "bench vit_b16" "bench bench_large" \
     "gemm paths" tune; do
     run_step "$s" 3 st_step
   done
@@ -447,6 +450,35 @@ step_sass() {
   cpu_since "$c0"; dev_est=$(fadd "$CPU_D" 2)
 }
 run_step sass 10 step_sass
+
+# ---- 7b. recipe nvfp4's NVFP4 GEMM on sm_120 (templates/gemm_nvfp4.cu, CONTRACT.md 20.9) ------
+# Only on an sm_120 GPU (compute capability 12.0): the kernel is sm_120a's. Elsewhere the row says
+# skipped, with the reason. The program (tests/gpu/nvfp4_gemm_check.cu, built here with nvcc)
+# prints how many outputs equal the twin bit for bit, the largest difference as a fraction of
+# 20.9's bound, and the probe of the instruction's accumulation order; it fails past the bound.
+step_nvfp4() {
+  if [ "$cc" != "12.0" ]; then # costs nothing: a rehearsal adds 1 s, not the 30 s of a run
+    dev_est=1; res=skipped; det="needs an sm_120 GPU (compute capability 12.0); this one: ${cc:-none}"; return
+  fi
+  local nvcc="" h
+  for h in "${HOT_CUDA_HOME:-}" "${CUDA_HOME:-}" "${CUDA_PATH:-}" /usr/local/cuda; do
+    [ -n "$h" ] && [ -x "$h/bin/nvcc" ] && { nvcc=$h/bin/nvcc; break; }
+  done
+  [ -z "$nvcc" ] && nvcc=$(command -v nvcc 2>/dev/null)
+  [ -z "$nvcc" ] && { res="not run"; det="no nvcc (CUDA toolkit) to build the check"; return; }
+  mkdir -p "$bdir/nvfp4"
+  runk nvfp4-build.txt sh -c "cc -std=c11 -O2 -c -I'$root/templates' '$root/templates/nvfp4_ref.c' \
+      -o '$bdir/nvfp4/ref.o' && '$nvcc' -gencode arch=compute_120a,code=sm_120a -std=c++17 -O2 \
+      -I'$root/templates' '$root/tests/gpu/nvfp4_gemm_check.cu' '$bdir/nvfp4/ref.o' -o '$bdir/nvfp4/check'" ||
+    { res=FAILED; det="build failed: $(tail -1 "$keep/nvfp4-build.txt" | cut -c1-80)"; return; }
+  runk nvfp4.txt "$bdir/nvfp4/check"
+  case $? in
+    0) det=$(grep -E '^nvfp4 (probe|gemm)' "$keep/nvfp4.txt" | sed -E 's/.*gives ([^ ]+).*/probe \1/; s/.*: ([0-9]+ of [0-9]+) outputs bit-identical.*= ([^,]+),.*/\1 identical, max\/bound \2/' | paste -sd';' -) ;;
+    77) res=skipped; det=$(grep -m1 '^SKIP' "$keep/nvfp4.txt" | cut -c7-90) ;;
+    *) res=FAILED; det="$(grep -m1 -E 'FAIL|error' "$keep/nvfp4.txt" | cut -c1-100)" ;;
+  esac
+}
+run_step "nvfp4 sm_120" 30 step_nvfp4
 
 # ---- 8. hot-bench: bit-exactness against the CPU backend and speed against cuBLAS -----------
 # A rehearsal runs the GPU path on the tests' recording fake driver and fake cuBLAS/cuBLASLt

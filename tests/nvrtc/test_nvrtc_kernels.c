@@ -1,7 +1,8 @@
 /* test_nvrtc_kernels — compiles, without a GPU, (1) the first template (hadamard_quant.cu) alone
  * over a grid of its parameters and (2) every distinct kernel of every shipped spec, for sm_80,
  * sm_86, sm_89, sm_90 and sm_90a, and on sm_90a once more with the GEMMs on the opt-in TMA path
- * (tile warps_n = 2: templates/gemm_tma.cu), to CUBIN through the kernel cache; asserts zero spills (the
+ * (tile warps_n = 2: templates/gemm_tma.cu), and recipe nvfp4's NVFP4 GEMM (templates/gemm_nvfp4.cu)
+ * at its path's tiles and HQ's NVFP4 quantisers (templates/hq_nvfp4.cu) for sm_120a, to CUBIN through the kernel cache; asserts zero spills (the
  * plans allow none) and that each kernel's registers, threads and shared memory fit the arch.
  * Prints per kernel: arch, name, ms, registers, spills. Compiles are cached in
  * $HOT_TEST_KCACHE (a build-tree folder), so reruns only recompile what changed.
@@ -455,6 +456,63 @@ static int seen(const char *arch, const char *name) {
   return 0;
 }
 
+/* Recipe nvfp4's NVFP4 GEMM (path mma_nvfp4, templates/gemm_nvfp4.cu) on every arch that has the
+ * path (sm_120a): no plan takes it yet (the recipe's other GPU kernels do not exist), so it is
+ * emitted from the path row's tiles — the defaults for small and large problems, each with 2x2
+ * warps and the default K tile (the row's largest) — and compiled through NVRTC with zero spills;
+ * its ptxas figures and SASS counts are baselines like the shipped kernels'. The same for HQ's
+ * NVFP4 quantisers (templates/hq_nvfp4.cu), which no plan takes yet either. */
+static void nvfp4_kernels(void) {
+  const hot_gemm_path_info *g = plan_gemm_path_info(HOT_GEMM_MMA_NVFP4);
+  const int tiles[][3] = {{g->tile_m_def[0], g->tile_n_def[0], g->tile_k_def},
+                          {g->tile_m_def[1], g->tile_n_def[1], g->tile_k_def}};
+  int n = 0;
+  for (int a = 0; a < HOT_ARCH_COUNT; ++a) {
+    const hot_arch_caps *c = plan_arch_caps((hot_arch)a);
+    if (!plan_gemm_path_available(g, c)) continue;
+    for (size_t t = 0; t < sizeof tiles / sizeof tiles[0]; ++t) {
+      char name[64], v[5][16];
+      snprintf(name, sizeof name, "hot_gemm_%s_%dx%dx%d_w2x2", g->name, tiles[t][0], tiles[t][1],
+               tiles[t][2]);
+      if (seen(c->name, name)) continue;
+      for (int j = 0; j < 3; ++j) snprintf(v[j], sizeof v[j], "%d", tiles[t][j]);
+      const char *names[] = {"HOT_KNAME", "HOT_TILE_M", "HOT_TILE_N", "HOT_TILE_K", "HOT_WARPS_M",
+                             "HOT_WARPS_N"};
+      const char *values[] = {name, v[0], v[1], v[2], "2", "2"};
+      char *src = NULL, err[256];
+      ck_assert_msg(emit_template(g->templ, names, values, 6, &src, err, sizeof err) == 0, "%s",
+                    err);
+      const char *kn[] = {name};
+      unsigned thr[] = {128}, smem[] = {0};
+      compile_check(src, kn, 1, (hot_arch)a, thr, smem);
+      free(src);
+      ++n;
+    }
+  }
+  /* HQ's NVFP4 quantisers (templates/hq_nvfp4.cu), the GEMM's operands: g' SR and RTN, w' RTN */
+  static const struct {
+    const char *name, *operand, *round;
+  } q[] = {{"hot_hq_nvfp4_g_sr", "0", "1"}, {"hot_hq_nvfp4_g_rtn", "0", "0"},
+           {"hot_hq_nvfp4_w", "1", "0"}};
+  for (int a = 0; a < HOT_ARCH_COUNT; ++a) {
+    if (!plan_gemm_path_available(g, plan_arch_caps((hot_arch)a))) continue;
+    for (size_t i = 0; i < sizeof q / sizeof q[0]; ++i) {
+      if (seen(plan_arch_caps((hot_arch)a)->name, q[i].name)) continue;
+      const char *names[] = {"HOT_KNAME", "HOT_OPERAND", "HOT_ROUND"};
+      const char *values[] = {q[i].name, q[i].operand, q[i].round};
+      char *src = NULL, err[256];
+      ck_assert_msg(emit_template("templates/hq_nvfp4.cu", names, values, 3, &src, err,
+                                  sizeof err) == 0, "%s", err);
+      const char *kn[] = {q[i].name};
+      unsigned thr[] = {256}, smem[] = {0};
+      compile_check(src, kn, 1, (hot_arch)a, thr, smem);
+      free(src);
+      ++n;
+    }
+  }
+  printf("%d NVFP4 kernels (GEMM path %s, HQ quantisers)\n", n, g->name);
+}
+
 START_TEST(every_shipped_kernel) {
   open_cache();
   g_record = 1;
@@ -510,6 +568,7 @@ START_TEST(every_shipped_kernel) {
     diag_free(&dg);
     free(names[s]);
   }
+  nvfp4_kernels();
   hot_kcache_stats st;
   kcache_stats_get(g_kc, &st);
   printf("%d distinct kernels from %d specs: %llu compiled (%.1f s), %llu from the disk cache\n",
