@@ -328,7 +328,7 @@ int bench_model(const bench_run *run, const hot_model *model, FILE *f);
 
 /* ---- paths.c: --gemm-paths ----------------------------------------------------------------- */
 /* For every layer of run->layers: the layer planned three ways on a 9.0 device — mma_s8 (arch
- * sm_90), wgmma_s8 (sm_90a, tile_gx/tile_gw.warps_n = 1) and tma_s8 (sm_90a, warps_n = 2) —
+ * sm_90), wgmma_s8 (the 9.0a target, tile_gx/tile_gw.warps_n = 1) and tma_s8 (9.0a, warps_n = 2) —
  * run on the same inputs (g_x and g_w compared bit for bit across the paths, and with the CPU
  * backend at the check size), the two GEMM kernels of each timed (per-kernel profiling), and
  * cuBLAS BF16 and cuBLASLt FP8 GEMMs of the same sizes timed beside them; TOP/s against the INT8

@@ -8,7 +8,7 @@
  * stand-alone defaults. The generator defines HOT_GENERATED, hoists the templates' #include "x"
  * files to the top (once) — except "x.inl.cuh" files, which may use the kernel's parameters and
  * are spliced in place of their #include line into every instance, between #line directives
- * (hot_sm90.inl.cuh, shared by the two sm_90a GEMMs) — and for each kernel writes its #defines,
+ * (hot_sm90.inl.cuh, shared by the two 9.0a wgmma GEMMs) — and for each kernel writes its #defines,
  * the template body inside
  * its own namespace (extern "C" keeps the entry name), and #undefs of every macro the template
  * defines. A parameter the plan does not provide, a parameter the template does not declare, or

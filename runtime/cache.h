@@ -94,7 +94,7 @@ typedef struct {
                                       by this cache object); 0: unknown (a disk or pack hit) */
   double front_ms, nvvm_ms, ptxas_ms; /* front end, NVVM, ptxas (nvrtc.h) */
   hot_kcache_origin origin;        /* how it entered this cache object: COMPILED, DISK or PACK */
-  char arch[16];                   /* e.g. "sm_90a" */
+  char arch[16];                   /* an arch name of the plan tables */
   char compiler[32];               /* e.g. "nvrtc-13.0"; "" when unknown */
   char key[65];                    /* hex SHA-256 key (without the compiler version) */
 } hot_kernel_binary;

@@ -14,7 +14,7 @@
  *     64       cache key, lower-case hex (cache.h: SHA-256 of generator version, the compiler's
  *              fixed options, arch, extra options, kernel names, program name and source)
  *     1 + n    compiler version ("nvrtc-13.0"), n <= 31, [A-Za-z0-9._-]
- *     1 + n    arch ("sm_90a"), n <= 15, valid per nvrtc_arch_valid
+ *     1 + n    arch (a plan-table name), n <= 15, valid per nvrtc_arch_valid
  *     4        kernel count K, 1 .. HOT_MAX_PROGRAM_KERNELS
  *     K times  2 + n name (n 1 .. 255), then 5 x int32: registers, stack, spill stores, spill
  *              loads, shared bytes (each >= -1)

@@ -44,7 +44,7 @@ typedef enum {
 typedef struct {
   /* ---- key ---- */
   char device[128];         /* CUDA device name; "" when nothing ran on a GPU */
-  char arch[16];            /* "sm_90", "sm_90a", ... */
+  char arch[16];            /* an arch name of the plan tables, e.g. "sm_90" */
   char driver[32];          /* CUDA driver version ("13000"), "" without a GPU */
   char nvrtc[32];           /* compiler that built the kernels ("nvrtc-13.0"), "" if none */
   char hot_version[16];     /* HOT_VERSION of the writer */
