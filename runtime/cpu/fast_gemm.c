@@ -227,9 +227,10 @@ static void tile_step(const gctx *x, int64_t seg, int64_t pa, int64_t pb, int32_
   }
 }
 
-/* One output tile (MC rows x NCP * NR columns). One segment: its K blocks outermost (a B
- * panel's block is read by every A panel of the tile while it is in the caches), then the
- * epilogue on the whole tile. Several segments (the per-sample g_w GEMM: each segment's sums
+/* One output tile (MC rows x NCP * NR columns). One segment: each kernel step over all its K
+ * blocks (one block up to 2048 k on AMX and the AVX2 kernels), B panels outer and A panels inner,
+ * then the epilogue on the whole tile (its fresh rows may stream past the caches). Several
+ * segments (the per-sample g_w GEMM: each segment's sums
  * scaled and added in turn): one kernel step's block at a time through all segments and their
  * epilogues, so that its int32 sums and the output rows they add to stay in L1 between the
  * segments' adds (a whole tile per segment went out to L2 and back once per segment). */
