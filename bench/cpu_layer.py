@@ -4,6 +4,7 @@ user of the PyTorch bridge sees per layer, and the fast path's fixed costs.
 
     python3 bench/cpu_layer.py [--threads N] [--reps R] [--tiny] [--only SECTIONS]
                                [--versus DIR] [--isa-cap avx2] [--dtypes fp32,bf16]
+                               [--malloc steady|glibc]
 
 Sections (all by default; --only takes a comma-separated subset):
   layer       per shape, one training step of one layer (forward + backward, the loss gradient
@@ -40,6 +41,16 @@ DNNL_MAX_CPU_ISA: torch's bf16 linear then leaves oneDNN for its own kernels, as
 MKL's sgemm at AVX2 (MKL_ENABLE_INSTRUCTIONS) and ATen's kernels at AVX2 (ATEN_CPU_CAPABILITY).
 The instruction sets are those of such a machine; its caches, memory and clock are this one's.
 
+--malloc steady (the default) runs the process with glibc's heap trimming and its dynamic mmap
+threshold turned off (GLIBC_TUNABLES trim_threshold and mmap_threshold at 1 GiB; the script
+starts itself again with them): glibc otherwise gives the top of its heap back to the kernel when
+more than twice the largest unmapped block lies free there, and whether a step's allocations
+then find their pages unmapped (each page faulted in and zeroed again, every step) depends on
+the order of the process's allocations — it can add half a step to either variant, by luck.
+hot's bridge keeps its own large buffers (python/hot/_host_pool.py) and does not depend on it;
+torch's allocations do. --malloc glibc keeps glibc's defaults. The layer section prints the page
+faults per step of each variant either way.
+
 libhot is the one $HOT_LIBRARY names, or the newest build*/runtime/libhot.so of this checkout.
 torch.set_num_threads(N) and HOT_CPU_THREADS=N (default: the online CPUs). Benchmark only:
 nothing here asserts a time.
@@ -47,6 +58,7 @@ nothing here asserts a time.
 import argparse
 import glob
 import os
+import resource
 import statistics
 import subprocess
 import sys
@@ -111,6 +123,20 @@ def setup_env(threads, cap=None):
     sys.path.insert(0, os.path.join(ROOT, "python"))
 
 
+STEADY_TUNABLES = "glibc.malloc.trim_threshold=1073741824:glibc.malloc.mmap_threshold=1073741824"
+
+
+def steady_malloc(mode):
+    """--malloc steady: starts this script again with glibc's heap trimming off (GLIBC_TUNABLES
+    is read when a process starts), unless it already runs so."""
+    have = os.environ.get("GLIBC_TUNABLES", "")
+    if mode != "steady" or STEADY_TUNABLES in have:
+        return
+    env = dict(os.environ, GLIBC_TUNABLES=(have + ":" if have else "") + STEADY_TUNABLES)
+    sys.stdout.flush()
+    os.execve(sys.executable, [sys.executable] + sys.argv, env)
+
+
 def load():
     return "%.2f" % os.getloadavg()[0]
 
@@ -136,9 +162,13 @@ class Step:
         self.run()  # warm-up (also the hot layer's creation and calibration)
         self.run()
 
+    faults = 0  # minor page faults of the process during this variant's timed steps
+    steps = 0
+
     def run(self):
         torch = self.torch
         self.x.grad = self.m.weight.grad = self.m.bias.grad = None
+        f0 = resource.getrusage(resource.RUSAGE_SELF).ru_minflt
         t0 = time.perf_counter()
         if self.autocast:
             with torch.autocast("cpu", torch.bfloat16):
@@ -146,7 +176,10 @@ class Step:
         else:
             y = self.m(self.x)
         y.backward(self.gy)
-        return time.perf_counter() - t0
+        t = time.perf_counter() - t0
+        self.faults += resource.getrusage(resource.RUSAGE_SELF).ru_minflt - f0
+        self.steps += 1
+        return t
 
 
 VARIANTS = (("nn.Linear fp32", False, False), ("nn.Linear bf16", False, True),
@@ -171,7 +204,9 @@ def turns(torch, hot_mod, shape, reps, dtypes=("fp32", "bf16")):
             t[i] = steps[i].run()
         best = [min(b, x) for b, x in zip(best, t)]
         ratios.append(min(t[0], t[1]) / min(t[2], t[3]))
-    return best, sorted(ratios)
+    faults = [steps[i].faults / max(1, steps[i].steps) if i in steps else None
+              for i in range(len(VARIANTS))]
+    return best, sorted(ratios), faults
 
 
 def _ms(v):
@@ -184,19 +219,25 @@ def section_layer(torch, hot_mod, shapes, reps, dtypes=("fp32", "bf16")):
     print("%-24s %10s %10s %10s %10s %13s %22s  %s" % (
         "shape", "nn fp32", "nn bf16", "HOT fp32", "HOT bf16", "best nn / HOT",
         "turns: median [range]", "load"))
+    faults = []
     for s in shapes:
-        best, r = turns(torch, hot_mod, s, reps, dtypes)
+        best, r, f = turns(torch, hot_mod, s, reps, dtypes)
         hot, nn = min(best[2], best[3]), min(best[0], best[1])
         print("%-24s %s %s %s %s %12.2fx %9.2fx [%.2f-%.2f]  %s" % (
             s[0], _ms(best[0]), _ms(best[1]), _ms(best[2]), _ms(best[3]), nn / hot,
             r[len(r) // 2], r[0], r[-1], load()))
+        faults.append((s[0], f))
         sys.stdout.flush()
+    print("page faults per step (minor, whole process; pages mapped and zeroed again):")
+    for name, f in faults:
+        print("%-24s %s" % (name, " ".join("%10s" % ("-" if v is None else "%.0f" % v)
+                                            for v in f)))
 
 
 def section_tiny(torch, hot_mod, reps):
     s = TINY_SHAPE
     print("\nGoal 3a: fixed cost, %s: one step, wall us, best of %d turns" % (s[0], 5 * reps))
-    best, r = turns(torch, hot_mod, s, 5 * reps)
+    best, r, _ = turns(torch, hot_mod, s, 5 * reps)
     for (name, _, _), b in zip(VARIANTS, best):
         print("  %-16s %9.1f us" % (name, 1e6 * b))
     print("  HOTLinear fp32 / nn.Linear fp32: %.2fx (bound 2x); HOTLinear bf16 / nn.Linear bf16: "
@@ -340,7 +381,10 @@ def main():
                          "--isa-cap avx2 torch's bf16 linear takes seconds per step")
     ap.add_argument("--isa-cap", choices=sorted(ISA_CAPS),
                     help="run as on a CPU with only this instruction set (see above)")
+    ap.add_argument("--malloc", choices=("steady", "glibc"), default="steady",
+                    help="steady: glibc's heap trimming off for the whole process (see above)")
     a = ap.parse_args()
+    steady_malloc(a.malloc)
     dtypes = tuple(d for d in a.dtypes.split(",") if d)
     if not dtypes or any(d not in ("fp32", "bf16") for d in dtypes):
         sys.exit("cpu_layer.py: --dtypes %r: expected fp32, bf16 or fp32,bf16" % a.dtypes)
@@ -358,6 +402,9 @@ def main():
           % (a.threads, os.environ.get("HOT_LIBRARY"), torch.__version__,
              time.strftime("%Y-%m-%d %H:%M"), load()))
     print(cpu_isa(a.isa_cap))
+    print("malloc: " + ("glibc's heap trimming and dynamic mmap threshold off (%s)"
+                        % os.environ.get("GLIBC_TUNABLES") if a.malloc == "steady"
+                        else "glibc's defaults (--malloc glibc)"))
     if "layer" in only:
         section_layer(torch, hot_mod, shapes, a.reps, dtypes)
     if "tiny" in only:

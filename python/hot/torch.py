@@ -81,12 +81,13 @@ import torch.nn as nn
 import torch.nn.functional as F
 
 from . import _capture, _lib, api, memory
-from . import _memory_plan
+from . import _host_pool, _memory_plan
 from ._lib import DType, Gran
 
 # torch brings GNU OpenMP: if libhot was loaded before torch was imported, attach the CPU backend
 # to it now (HOT_CPU_OPENMP; hot._lib._attach_openmp).
 _lib.reattach_openmp()
+_host_pool.limit_bytes()  # HOT_CPU_POOL_MB: a malformed value is refused here, not mid-backward
 
 __all__ = ["HOTLinear", "HOTMultiheadAttention", "convert", "ConvertReport", "context_for",
            "set_context", "spec_from_file", "capture_next_backward", "check", "stream_id"]
@@ -186,14 +187,22 @@ def _batch_tokens(shape):
     return math.prod(shape[:-2]), shape[-2]
 
 
+def _empty(shape, dtype, device):
+    """An uninitialised tensor for hot to write: on the CPU from the host pool (_host_pool: its
+    pages stay mapped from step to step), elsewhere torch.empty."""
+    if torch.device(device).type == "cpu":
+        return _host_pool.empty(tuple(shape), dtype)
+    return torch.empty(tuple(shape), dtype=dtype, device=device)
+
+
 def _aligned_empty(nbytes, device):
     """A uint8 tensor of nbytes whose data is 16-byte aligned (hot_layer_save's requirement):
     torch's own allocation when it is (torch's CPU and CUDA allocators align to 64 bytes or
     more), else a view into a slightly larger one."""
-    buf = torch.empty(nbytes, dtype=torch.uint8, device=device)
+    buf = _empty((nbytes,), torch.uint8, device)
     if buf.data_ptr() % 16 == 0:
         return buf
-    buf = torch.empty(nbytes + 16, dtype=torch.uint8, device=device)
+    buf = _empty((nbytes + 16,), torch.uint8, device)
     off = (-buf.data_ptr()) % 16
     return buf.narrow(0, off, nbytes)
 
@@ -360,9 +369,9 @@ def _run_backward(module, entry, g_y, w, saved, step, has_bias):
     layer = entry.layer
     dev, dt = g_y.device, _DT[g_y.dtype]
     stream = _stream(dev)
-    g_x = torch.empty(entry.gx_shape, dtype=torch.float32, device=dev)
-    g_w = torch.empty(entry.gw_shape, dtype=torch.float32, device=dev)
-    g_b = torch.empty(entry.gw_shape[:1], dtype=torch.float32, device=dev) if has_bias else None
+    g_x = _empty(entry.gx_shape, torch.float32, dev)
+    g_w = _empty(entry.gw_shape, torch.float32, dev)
+    g_b = _empty(entry.gw_shape[:1], torch.float32, dev) if has_bias else None
     if entry.needs_calibration:
         layer.calibrate_ptr(g_y.data_ptr(), dt, step, stream)
         entry.needs_calibration = False

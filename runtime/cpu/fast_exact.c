@@ -283,11 +283,13 @@ static int hq_gx_f64_run(const fast_config *cf, const hot_layer_plan *pl, const 
   if (!pl->hq.enabled) return HOT_REF_ESHAPE;
   const int b = pl->hq.block;
   const int64_t T = pl->T, O = pl->O, I = pl->I, op = pl->hq.o_pad;
-  double *gt = calloc((size_t)(op * T), sizeof *gt), *wt = calloc((size_t)(op * I), sizeof *wt);
+  double *gt = fast_scratch((size_t)(op * T) * sizeof *gt), *wt = fast_scratch((size_t)(op * I) * sizeof *wt);
   if (!gt || !wt) {
     rc = HOT_REF_ENOMEM;
     goto done;
   }
+  memset(gt, 0, (size_t)(op * T) * sizeof *gt); /* the padding rows O..op stay zero */
+  memset(wt, 0, (size_t)(op * I) * sizeof *wt);
   for (int64_t t = 0; t < T; ++t)
     for (int64_t o = 0; o < O; ++o) gt[o * T + t] = g_y[t * O + o];
   for (int64_t o = 0; o < O; ++o)
@@ -299,8 +301,8 @@ static int hq_gx_f64_run(const fast_config *cf, const hot_layer_plan *pl, const 
   rc = dgemm(&x);
   if (!rc) div_all(g_x, T * I, (double)b);
 done:
-  free(gt);
-  free(wt);
+  fast_unscratch(gt);
+  fast_unscratch(wt);
   return rc;
 }
 
@@ -361,7 +363,7 @@ static int hla_gw_f64_run(const fast_config *cf, const hot_layer_plan *pl, const
   if (rc) return rc;
   if (!pl->hla.enabled) return HOT_REF_ESHAPE;
   const int64_t K = pl->hla.k, O = pl->O, I = pl->I;
-  double *gh = malloc((size_t)(K * O) * sizeof *gh), *xh = malloc((size_t)(K * I) * sizeof *xh);
+  double *gh = fast_scratch((size_t)(K * O) * sizeof *gh), *xh = fast_scratch((size_t)(K * I) * sizeof *xh);
   rc = HOT_REF_ENOMEM;
   if (gh && xh) rc = project64(cf, pl, g_y, O, gh);
   if (!rc) rc = project64(cf, pl, x_, I, xh);
@@ -371,8 +373,8 @@ static int hla_gw_f64_run(const fast_config *cf, const hot_layer_plan *pl, const
     rc = dgemm(&x);
     if (!rc) div_all(g_w, O * I, (double)pl->hla.block);
   }
-  free(gh);
-  free(xh);
+  fast_unscratch(gh);
+  fast_unscratch(xh);
   return rc;
 }
 

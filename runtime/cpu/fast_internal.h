@@ -244,5 +244,9 @@ struct fast_kernels {
 
 /* dst[0..n) = elements off.. of a dtype-tagged array, as fp32 (exact, as ref_load). */
 void fast_load_run(const void *src, hot_dtype dt, int64_t off, int64_t n, float *dst);
+/* A prefetch hint for elements off..off+n of a dtype-tagged array (fp32 or 16-bit): the passes
+ * that walk a tensor a row chunk at a time, each row on a new page, ask for a later row while
+ * they work on this one (the hardware prefetcher does not follow a page-sized stride). */
+void fast_prefetch_run(const void *src, hot_dtype dt, int64_t off, int64_t n);
 
 #endif /* HOT_FAST_INTERNAL_H */

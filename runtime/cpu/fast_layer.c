@@ -216,9 +216,7 @@ static void hq_g_task(void *ctx, int64_t i, int tid) {
   if (x->bias) memset(part, 0, sizeof part);
   for (int64_t t = t0; t < t1; ++t) {
     float *row = x->out ? x->out + t * op + c0 : buf;
-    if (x->dt == HOT_DT_F32 && t + 2 < t1) /* a new page every row: help the prefetcher */
-      for (int64_t c = 0; c < real; c += 16)
-        __builtin_prefetch((const float *)x->src + (t + 2) * O + c0 + c);
+    if (t + 2 < t1) fast_prefetch_run(x->src, x->dt, (t + 2) * O + c0, real);
     hq_g_row(x, t, c0, w, real, row, x->bias ? part : NULL);
     if (x->codes) {
       const int64_t idx = t * op + c0;
@@ -253,6 +251,7 @@ static void hq_w_task(void *ctx, int64_t i, int tid) {
     if (o >= pl->O) srcs[o - o0] = NULL;
     else if (x->dt == HOT_DT_F32) srcs[o - o0] = (const float *)x->src + o * I + c0;
     else {
+      if (o + 2 < o0 + b && o + 2 < pl->O) fast_prefetch_run(x->src, x->dt, (o + 2) * I + c0, n);
       fast_load_run(x->src, x->dt, o * I + c0, n, row);
       srcs[o - o0] = row;
     }
@@ -288,6 +287,7 @@ static void hla_task(void *ctx, int64_t i, int tid) {
     if (pos >= seg_real) srcs[j] = NULL;
     else if (x->dt == HOT_DT_F32) srcs[j] = (const float *)x->src + (base + pos) * cols + c0;
     else {
+      if (j + 2 < p && pos + 2 < seg_real) fast_prefetch_run(x->src, x->dt, (base + pos + 2) * cols + c0, n);
       fast_load_run(x->src, x->dt, (base + pos) * cols + c0, n, row);
       srcs[j] = row;
     }
@@ -550,7 +550,7 @@ static int abc_x_step(fast_call *c) {
   if (!out) return HOT_REF_EARG;
   out->q_x = malloc((size_t)(I * K));
   out->s_x = malloc((size_t)pl->hla.groups * sizeof *out->s_x);
-  int8_t *codes = fast_call_alloc(c, HOT_LB_Q_HX, (size_t)(K * I), 0);
+  int8_t *codes = fast_call_alloc(c, HOT_LB_Q_HX, (size_t)(K * I), 1);
   if (!out->q_x || !out->s_x || !codes) return HOT_REF_ENOMEM; /* the caller frees out */
   hot_quant q = pl->hla.x;
   q.round = HOT_ROUND_RTN;
@@ -764,8 +764,8 @@ static int load_all(const void *src, hot_dtype dt, int64_t n, int check, const f
 static int backward_plain(const hot_layer_plan *pl, int gx, const void *g_y, const void *other,
                           hot_dtype dt_other, hot_dtype dt, const fast_config *cf, float *out) {
   const int64_t T = pl->T, O = pl->O, I = pl->I, n = gx ? T * I : O * I, nm = gx ? O * I : T * I;
-  float *g = malloc((size_t)(T * O) * sizeof *g), *m = malloc((size_t)nm * sizeof *m);
-  double *r = malloc((size_t)n * sizeof *r);
+  float *g = fast_scratch((size_t)(T * O) * sizeof *g), *m = fast_scratch((size_t)nm * sizeof *m);
+  double *r = fast_scratch((size_t)n * sizeof *r);
   int rc = HOT_REF_ENOMEM;
   if (g && m && r) {
     load_all(g_y, dt, T * O, 0, cf, g);
@@ -776,9 +776,9 @@ static int backward_plain(const hot_layer_plan *pl, int gx, const void *g_y, con
       if (!isfinite(out[i])) rc = HOT_REF_ENONFINITE;
     }
   }
-  free(g);
-  free(m);
-  free(r);
+  fast_unscratch(g);
+  fast_unscratch(m);
+  fast_unscratch(r);
   return rc;
 }
 
@@ -1050,7 +1050,7 @@ static int lqs_run(fast_call *c) {
   x.q.bits = pl->hq.g.bits, x.q.round = pl->hq.g.round;
   x.q.gran = HOT_GRAN_TENSOR, x.q.rule = HOT_RULE_ABSMAX;
   if (!quant_ok(&x.q)) return HOT_REF_EARG;
-  float *v = malloc((size_t)n * sizeof *v), *ra = malloc((size_t)T * sizeof *ra);
+  float *v = fast_scratch((size_t)n * sizeof *v), *ra = malloc((size_t)T * sizeof *ra);
   float *s_row = malloc((size_t)T * sizeof *s_row), *s_smp = malloc((size_t)pl->B * sizeof *s_smp);
   const int64_t chunks = fast_cdiv(n, HOT_REF_SUM_CHUNK);
   double *part = malloc((size_t)(2 * chunks) * sizeof *part);
@@ -1082,7 +1082,7 @@ static int lqs_run(fast_call *c) {
   out->choice = out->e_token < HOT_DMUL(0.5, out->e_tensor) ? HOT_GRAN_ROW : plan_lqs_coarse(pl);
   rc = HOT_REF_OK;
 done:
-  free(v);
+  fast_unscratch(v);
   free(ra);
   free(s_row);
   free(s_smp);

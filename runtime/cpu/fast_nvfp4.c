@@ -106,7 +106,7 @@ static void nv_epi(void *ctx, int64_t seg, int64_t m0, int64_t n0, int64_t mc, i
 static int nv_igemm(fast_call *c, const bs_gemm *g) {
   const int8_t **a_seg = malloc((size_t)g->nb * sizeof *a_seg);
   const int8_t **b_seg = malloc((size_t)g->nb * sizeof *b_seg);
-  float *sb_t = malloc((size_t)(g->nb * g->N) * sizeof *sb_t);
+  float *sb_t = fast_scratch((size_t)(g->nb * g->N) * sizeof *sb_t);
   int rc = HOT_REF_ENOMEM;
   if (a_seg && b_seg && sb_t) {
     for (int64_t j = 0; j < g->nb; ++j) {
@@ -123,7 +123,7 @@ static int nv_igemm(fast_call *c, const bs_gemm *g) {
   }
   free(a_seg);
   free(b_seg);
-  free(sb_t);
+  fast_unscratch(sb_t);
   return rc;
 }
 
@@ -247,9 +247,9 @@ static int bs_run(fast_call *c, int mx, const uint8_t *a, const uint8_t *b, int6
   const int64_t ca = mx ? mxfp8_codes_bytes(M, k_pad) : nvfp4_codes_bytes(M, k_pad);
   const int64_t cb = mx ? mxfp8_codes_bytes(N, k_pad) : nvfp4_codes_bytes(N, k_pad);
   const size_t vsz = mx ? sizeof(double) : sizeof(int8_t);
-  void *av = malloc((size_t)(M * k_pad) * vsz), *bv = malloc((size_t)(N * k_pad) * vsz);
-  float *asf = mx ? NULL : malloc((size_t)(M * nb) * sizeof(float));
-  float *bsf = mx ? NULL : malloc((size_t)(N * nb) * sizeof(float));
+  void *av = fast_scratch((size_t)(M * k_pad) * vsz), *bv = fast_scratch((size_t)(N * k_pad) * vsz);
+  float *asf = mx ? NULL : fast_scratch((size_t)(M * nb) * sizeof(float));
+  float *bsf = mx ? NULL : fast_scratch((size_t)(N * nb) * sizeof(float));
   double p2[509];
   int rc = HOT_REF_ENOMEM;
   if (av && bv && (mx || (asf && bsf))) {
@@ -262,12 +262,12 @@ static int bs_run(fast_call *c, int mx, const uint8_t *a, const uint8_t *b, int6
       g.a8 = av, g.b8 = bv, g.p2 = p2;
       float *bt = NULL;
 #if FAST_NV_X86
-      if (c->cf->k->f64_avx2 && (bt = malloc((size_t)((N + 7) / 8 * 8 * k_pad) * sizeof *bt)) != NULL)
+      if (c->cf->k->f64_avx2 && (bt = fast_scratch((size_t)((N + 7) / 8 * 8 * k_pad) * sizeof *bt)) != NULL)
         mx_pack_b8(bv, N, k_pad, bt);
 #endif
       g.bt = bt; /* NULL: the portable mx_dot (also when out of memory: the same bits) */
       fast_parallel(fast_cdiv(M, ROWS_PER_TASK), c->cf->threads, bs_task, &g);
-      free(bt);
+      fast_unscratch(bt);
       rc = HOT_REF_OK;
     } else {
       nv_unpack(a, M * k_pad, av);
@@ -278,10 +278,10 @@ static int bs_run(fast_call *c, int mx, const uint8_t *a, const uint8_t *b, int6
       rc = nv_igemm(c, &g);
     }
   }
-  free(av);
-  free(bv);
-  free(asf);
-  free(bsf);
+  fast_unscratch(av);
+  fast_unscratch(bv);
+  fast_unscratch(asf);
+  fast_unscratch(bsf);
   return rc;
 }
 
@@ -355,7 +355,7 @@ static int step_hq(fast_call *c, const nvfp4_layer *ly, int is_g) {
   x.ly = ly, x.src = is_g ? c->g_y : c->w, x.dt = c->dt, x.rows = rows, x.k = kp, x.is_g = is_g;
   x.sr = is_g && pl->hq.g.round == HOT_ROUND_SR;
   x.st = (nvfp4_stream){c->seed, ly->layer_id * 16u + HOT_TENSOR_HQ_G, c->step, kp, 1};
-  x.m = malloc((size_t)(rows * kp) * sizeof *x.m);
+  x.m = fast_scratch((size_t)(rows * kp) * sizeof *x.m);
   x.amax = malloc((size_t)tasks * sizeof *x.amax);
   atomic_init(&x.bad, 0);
   atomic_init(&x.nomem, 0);
@@ -371,7 +371,7 @@ static int step_hq(fast_call *c, const nvfp4_layer *ly, int is_g) {
       fast_parallel(tasks, c->cf->threads, nv_quant_task, &x);
     }
   }
-  free(x.m);
+  fast_unscratch(x.m);
   free(x.amax);
   return rc;
 }
@@ -427,10 +427,10 @@ static int hla_quant(const fast_call *c, const nvfp4_layer *ly, const void *src,
   x.st = (nvfp4_stream){c->seed, ly->layer_id * 16u + (is_g ? HOT_TENSOR_HLA_G : 0u), c->step, 1,
                         cols};
   x.codes = dst, x.scales = dst + mxfp8_codes_bytes(cols, pl->hla.gemm.k_pad);
-  float *in = malloc((size_t)(T * cols) * sizeof *in);
+  float *in = fast_scratch((size_t)(T * cols) * sizeof *in);
   x.in = in;
-  x.m = malloc((size_t)(K * cols) * sizeof *x.m);
-  x.mt = malloc((size_t)(K * cols) * sizeof *x.mt);
+  x.m = fast_scratch((size_t)(K * cols) * sizeof *x.m);
+  x.mt = fast_scratch((size_t)(K * cols) * sizeof *x.mt);
   atomic_init(&x.bad, 0);
   atomic_init(&x.nomem, 0);
   int rc = in && x.m && x.mt ? HOT_REF_OK : HOT_REF_ENOMEM;
@@ -443,9 +443,9 @@ static int hla_quant(const fast_call *c, const nvfp4_layer *ly, const void *src,
     fast_parallel(fast_cdiv(cols, QROWS), c->cf->threads, mx_rows_task, &x);
     if (atomic_load(&x.bad)) rc = HOT_REF_ENONFINITE;
   }
-  free(in);
-  free(x.m);
-  free(x.mt);
+  fast_unscratch(in);
+  fast_unscratch(x.m);
+  fast_unscratch(x.mt);
   return rc;
 }
 
