@@ -247,6 +247,10 @@ void fast_load_run(const void *src, hot_dtype dt, int64_t off, int64_t n, float 
 /* A prefetch hint for elements off..off+n of a dtype-tagged array (fp32 or 16-bit): the passes
  * that walk a tensor a row chunk at a time, each row on a new page, ask for a later row while
  * they work on this one (the hardware prefetcher does not follow a page-sized stride). */
-void fast_prefetch_run(const void *src, hot_dtype dt, int64_t off, int64_t n);
+static inline void fast_prefetch_run(const void *src, hot_dtype dt, int64_t off, int64_t n) {
+  const int64_t es = dt == HOT_DT_F32 ? 4 : 2;
+  const char *p = (const char *)src + off * es;
+  for (int64_t b = 0; b < n * es; b += 64) __builtin_prefetch(p + b);
+}
 
 #endif /* HOT_FAST_INTERNAL_H */

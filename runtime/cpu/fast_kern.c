@@ -105,12 +105,6 @@ static void transpose_bytes_scalar(const int8_t *src, int64_t rows, int64_t cols
 
 /* ---- loads -------------------------------------------------------------------------------- */
 
-void fast_prefetch_run(const void *src, hot_dtype dt, int64_t off, int64_t n) {
-  const int64_t es = dt == HOT_DT_F32 ? 4 : 2;
-  const char *p = (const char *)src + off * es;
-  for (int64_t b = 0; b < n * es; b += 64) __builtin_prefetch(p + b);
-}
-
 void fast_load_run(const void *src, hot_dtype dt, int64_t off, int64_t n, float *dst) {
   if (dt == HOT_DT_F32) {
     memcpy(dst, (const float *)src + off, (size_t)n * sizeof *dst);
