@@ -193,7 +193,8 @@ static void fwht_cols_level_avx512(float *m, int p, int64_t cols, int64_t ld,
  * scalar code does; fresh rows that start on a 64-byte boundary take streaming stores; the
  * overflow test is a compare into a mask. The segmented g_w GEMM runs this once per segment over
  * its tile (out += c_j acc_j), so the epilogue was up to a fifth of a backward there. */
-AVX512_FN static int scale_avx512(float *o, const int32_t *a, int64_t n, float f, int mode) {
+AVX512_FN static inline __attribute__((always_inline)) int scale_avx512(float *o, const int32_t *a, int64_t n,
+                                                                       float f, int mode) {
   const int add = mode & FAST_EPI_ADD;
   const __m512 vf = _mm512_set1_ps(f), big = _mm512_set1_ps(3.40282347e+38f);
   __mmask16 ok = 0xFFFF; /* |p| <= FLT_MAX: false for Inf, NaN */
@@ -218,7 +219,7 @@ AVX512_FN static int scale_avx512(float *o, const int32_t *a, int64_t n, float f
   return good;
 }
 
-static int scale_tile_avx512(float *out, int64_t ldo, const int32_t *acc, int64_t ldc,
+AVX512_FN static int scale_tile_avx512(float *out, int64_t ldo, const int32_t *acc, int64_t ldc,
                              int64_t rows, int64_t n, const float *row_f, float f, int mode) {
   int good = 1;
   for (int64_t m = 0; m < rows; ++m)
