@@ -148,7 +148,8 @@ AVX2_FN static int add_avx2(float *acc, const float *v, int64_t n) {
  * streaming stores: the epilogue's CPU time 0.33-0.47x of plain stores there. Rows that do not
  * (malloc's large blocks are 16-aligned) take plain stores: peeling the head to the boundary and
  * streaming the rest was slower than plain stores (docs/cpu-backend.md). */
-AVX2_FN static int scale_avx2(float *o, const int32_t *a, int64_t n, float f, int mode) {
+AVX2_FN static inline __attribute__((always_inline)) int scale_avx2(float *o, const int32_t *a, int64_t n,
+                                                                   float f, int mode) {
   const int add = mode & FAST_EPI_ADD;
   const __m256 vf = _mm256_set1_ps(f);
   const __m256 absmask = _mm256_castsi256_ps(_mm256_set1_epi32(0x7fffffff));
@@ -175,8 +176,8 @@ AVX2_FN static int scale_avx2(float *o, const int32_t *a, int64_t n, float f, in
   return good;
 }
 
-static int scale_tile_avx2(float *out, int64_t ldo, const int32_t *acc, int64_t ldc, int64_t rows,
-                           int64_t n, const float *row_f, float f, int mode) {
+AVX2_FN static int scale_tile_avx2(float *out, int64_t ldo, const int32_t *acc, int64_t ldc,
+                                   int64_t rows, int64_t n, const float *row_f, float f, int mode) {
   int good = 1;
   for (int64_t m = 0; m < rows; ++m)
     good &= scale_avx2(out + m * ldo, acc + m * ldc, n, row_f ? row_f[m] : f, mode);
