@@ -202,11 +202,18 @@ AVX2_FN static void transpose16_sse(const int8_t *src, int64_t ls, int8_t *dst, 
   for (int i = 0; i < 16; ++i) _mm_storeu_si128((__m128i *)(void *)(dst + i * ld), v[i]);
 }
 
+/* 64 x 64 byte squares, each as sixteen 16 x 16 blocks: a square's 64 source lines and 64
+ * destination lines stay in L1 while its blocks are done (a column strip of 16 bytes down all the
+ * rows, as before, read every source line four times from L2 and wrote every destination line in
+ * four visits). */
 void fast_transpose_bytes_avx2(const int8_t *src, int64_t rows, int64_t cols, int64_t ls,
                                int8_t *dst, int64_t ld) {
   const int64_t r0 = rows / 16 * 16, c0 = cols / 16 * 16;
-  for (int64_t c = 0; c < c0; c += 16)
-    for (int64_t r = 0; r < r0; r += 16) transpose16_sse(src + r * ls + c, ls, dst + c * ld + r, ld);
+  for (int64_t rs = 0; rs < r0; rs += 64) {
+    const int64_t re = rs + 64 < r0 ? rs + 64 : r0;
+    for (int64_t c = 0; c < c0; c += 16)
+      for (int64_t r = rs; r < re; r += 16) transpose16_sse(src + r * ls + c, ls, dst + c * ld + r, ld);
+  }
   transpose_rest(src, rows, cols, ls, dst, ld, r0, c0);
 }
 
