@@ -7,7 +7,7 @@ comes from the pool of large blocks (fast_scratch / fast_unscratch, or fast_call
 a fresh malloc of megabytes each call can be mapped, faulted in page by page, zeroed by the kernel
 and unmapped again on every step (runtime/cpu/fast.h, FAST_SCRATCH_KEEP). This scan lists every
 call of malloc, calloc, realloc, aligned_alloc and posix_memalign, and every fast_call_alloc with
-pooled 0, in runtime/cpu/*.c, keyed by file, enclosing function and size expression; each must be
+pooled 0, in the C files of runtime/cpu, keyed by file, enclosing function and size expression; each must be
 in ALLOWED below (small vectors: per row, per group, per task or per thread; results the caller
 owns and frees). A new or changed site fails until it is pooled or listed. Exit 0 when clean;
 one line per site otherwise. --selftest: the scan must find the sites of the sample below."""
