@@ -125,8 +125,9 @@ static const hot_gemm_path_info k_paths[HOT_GEMM_PATH_COUNT] = {
      .tile_n = {64, 128, 256}, .tile_m_def = {128, 128}, .tile_n_def = {128, 256}, .k_step = 128,
      .k_max_steps = 1, .tile_k_def = 128, .warps = HOT_WARPS_WARPGROUP, .stages_min = 2,
      .stages_max = 8, .stages_def = {4, 4}, .smem_extra = 1024 + 128},
-    /* Recipe nvfp4's block-scaled GEMMs (CONTRACT.md 20.5): no arch has block_scaled_mma, so no
-     * GPU plan takes them and they have no template; the CPU backend runs them (plan_layer_cpu).
+    /* Recipe nvfp4's block-scaled GEMMs (CONTRACT.md 20.5) as the CPU backend runs them
+     * (plan_layer_cpu): no arch has block_scaled_mma, so no GPU plan takes these rows and they
+     * have no template (sm_120a's kernels are the rows mma_nvfp4 and mma_mxfp8 below).
      * K steps are one scale block, so k_pad is K rounded up to the block. */
     {.path = HOT_GEMM_BS_NVFP4, .name = "bs_nvfp4", .mma = HOT_MMA_BLOCK_SCALED,
      .codes = HOT_CODES_NVFP4, .need_block_scaled = 1, .preference = -1, .tile_m = {64, 128, 256},
