@@ -530,18 +530,6 @@ static int plan_nvfp4_check(const hot_layer_spec *s, char *err, size_t n) {
   return 0;
 }
 
-/* Whether `caps` has a GEMM path for every operand format of recipe nvfp4. */
-static int nvfp4_paths_on(const hot_arch_caps *caps) {
-  int nv = 0, mx = 0;
-  for (int i = 0; i < HOT_GEMM_PATH_COUNT; ++i) {
-    const hot_gemm_path_info *g = plan_gemm_path_info((hot_gemm_path)i);
-    if (!plan_gemm_path_available(g, caps)) continue;
-    nv |= g->codes == HOT_CODES_NVFP4;
-    mx |= g->codes == HOT_CODES_MXFP8;
-  }
-  return nv && mx;
-}
-
 /* Both planners: cpu = 1 plans for the CPU backend (the storage arch's tables; recipe nvfp4's
  * block-scaled paths, which no arch has, run there). */
 static int plan_layer_for(const hot_layer_spec *s, int64_t batch, int64_t tokens,
@@ -554,10 +542,10 @@ static int plan_layer_for(const hot_layer_spec *s, int64_t batch, int64_t tokens
   /* the recipe's defaults are already in the spec (plan_spec_defaults); nvfp4 also sets the
    * code format */
   if (recipe == HOT_RECIPE_NVFP4) {
-    if (!cpu && !nvfp4_paths_on(caps))
-      return diag_errf(err, n, "recipe nvfp4 has no GPU path on %s: its NVFP4/MXFP8 GEMMs need a "
-                       "block-scaled MMA and hot has not all of their kernels yet (one arch has the "
-                       "NVFP4 GEMM only); it runs on the CPU backend only", caps->name);
+    char missing[256];
+    if (!cpu && plan_nvfp4_missing(caps, missing, sizeof missing)[0])
+      return diag_errf(err, n, "recipe nvfp4 has no GPU path on %s: not written for that arch yet: "
+                       "%s; it runs on the CPU backend only", caps->name, missing);
     if (plan_nvfp4_check(s, err, n)) return -1;
     p->fmt = HOT_FMT_NVFP4;
   }

@@ -55,12 +55,13 @@ typedef enum {
 /* The block-scaled paths of recipe nvfp4 (NVFP4 x NVFP4 for g_x, MXFP8 x MXFP8 for g_w,
  * templates/CONTRACT.md 20.5) need a block-scaled MMA no arch of the table has: they have no
  * template and run on the CPU backend only (plan_layer_cpu). mma_nvfp4 is the NVFP4 GEMM on
- * sm_120a's block-scaled mma.sync (templates/gemm_nvfp4.cu, CONTRACT.md 20.9); the recipe's other
- * GPU kernels (the MXFP8 g_w GEMM, the NVFP4/MXFP8 quantisers) do not exist yet, so no plan
- * takes it (plan_block_path_choose names it). */
+ * sm_120a's block-scaled mma.sync (templates/gemm_nvfp4.cu, CONTRACT.md 20.9), mma_mxfp8 the MXFP8
+ * g_w GEMM there (templates/gemm_mxfp8.cu, CONTRACT.md 20.10); the recipe's other GPU kernels
+ * (HLA's MXFP8 quantisers, ABC's unpack: plan_nvfp4_missing) do not exist yet, so no plan takes
+ * them (plan_block_path_choose names them). */
 typedef enum {
   HOT_GEMM_MMA_S4 = 0, HOT_GEMM_MMA_S8, HOT_GEMM_WGMMA_S8, HOT_GEMM_TMA_S8, HOT_GEMM_BS_NVFP4,
-  HOT_GEMM_BS_MXFP8, HOT_GEMM_MMA_NVFP4, HOT_GEMM_PATH_COUNT
+  HOT_GEMM_BS_MXFP8, HOT_GEMM_MMA_NVFP4, HOT_GEMM_MMA_MXFP8, HOT_GEMM_PATH_COUNT
 } hot_gemm_path;
 /* How codes are stored: one int8 per element, or two's-complement nibbles, two per byte; NVFP4
  * (E2M1 nibbles, element 2j in the low one, with an E4M3 scale byte per 16 and an fp32 tensor
@@ -94,7 +95,8 @@ typedef struct {
                              on the same major with a minor >= this one's */
   int threads_per_sm;     /* resident threads per SM */
   int block_scaled_mma;   /* a block-scaled FP4/FP8 MMA hot has kernels for (none yet) */
-  int mma_sync_nvfp4;     /* warp-level mma.sync kind::mxf4nvf4 block_scale (sm_120a) */
+  int mma_sync_nvfp4;     /* warp-level block-scaled mma.sync, kind::mxf4nvf4 and kind::mxf8f6f4
+                             (sm_120a) */
 } hot_arch_caps;
 
 /* One operand format of the integer GEMMs (plan_codes_info). */
@@ -293,9 +295,15 @@ int plan_gemm_path_available(const hot_gemm_path_info *path, const hot_arch_caps
 hot_gemm_path plan_gemm_path_choose(const hot_arch_caps *caps, int warps_n, int bits);
 /* The GPU path of a block-scaled GEMM of operand format `codes` (HOT_CODES_NVFP4 / _MXFP8) on
  * `caps`: of the available paths with a template taking that format, the one of highest
- * preference; HOT_GEMM_PATH_COUNT when `caps` has none (sm_120a: mma_nvfp4 for NVFP4, none for
- * MXFP8 yet). Pure: no allocation. */
+ * preference; HOT_GEMM_PATH_COUNT when `caps` has none (sm_120a: mma_nvfp4 for NVFP4, mma_mxfp8 for
+ * MXFP8; no other arch has one). Pure: no allocation. */
 hot_gemm_path plan_block_path_choose(const hot_arch_caps *caps, hot_codes codes);
+/* Recipe nvfp4's GPU kernels that `caps` lacks, as one line of text into buf (n bytes, n > 0;
+ * truncated to fit): its two block-scaled GEMM paths (plan_block_path_choose) and the recipe's
+ * other kernels of the table in gen/plan_tables.c (HQ's NVFP4 quantisers, HLA's MXFP8 quantisers,
+ * ABC's MXFP8 unpack), which exist only for the archs with the block-scaled mma.sync and only
+ * where a template is written. "" when nothing is missing. Returns buf. Pure: no allocation. */
+const char *plan_nvfp4_missing(const hot_arch_caps *caps, char *buf, size_t n);
 
 /* Static names of enumeration values ("f32", "sr", "token", "sawb", "tri", "flat", ...); "?" out
  * of range. The spec's enumerations (dtype ... recipe) use field_list.h's one list of names. */

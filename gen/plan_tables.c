@@ -125,8 +125,9 @@ static const hot_gemm_path_info k_paths[HOT_GEMM_PATH_COUNT] = {
      .tile_n = {64, 128, 256}, .tile_m_def = {128, 128}, .tile_n_def = {128, 256}, .k_step = 128,
      .k_max_steps = 1, .tile_k_def = 128, .warps = HOT_WARPS_WARPGROUP, .stages_min = 2,
      .stages_max = 8, .stages_def = {4, 4}, .smem_extra = 1024 + 128},
-    /* Recipe nvfp4's block-scaled GEMMs (CONTRACT.md 20.5): no arch has block_scaled_mma, so no
-     * GPU plan takes them and they have no template; the CPU backend runs them (plan_layer_cpu).
+    /* Recipe nvfp4's block-scaled GEMMs (CONTRACT.md 20.5) as the CPU backend runs them
+     * (plan_layer_cpu): no arch has block_scaled_mma, so no GPU plan takes these rows and they
+     * have no template (sm_120a's kernels are the rows mma_nvfp4 and mma_mxfp8 below).
      * K steps are one scale block, so k_pad is K rounded up to the block. */
     {.path = HOT_GEMM_BS_NVFP4, .name = "bs_nvfp4", .mma = HOT_MMA_BLOCK_SCALED,
      .codes = HOT_CODES_NVFP4, .need_block_scaled = 1, .preference = -1, .tile_m = {64, 128, 256},
@@ -145,6 +146,15 @@ static const hot_gemm_path_info k_paths[HOT_GEMM_PATH_COUNT] = {
      .emulator = "tools/nvfp4-emu.sh", .mma = HOT_MMA_BLOCK_SCALED, .codes = HOT_CODES_NVFP4,
      .need_mma_sync_nvfp4 = 1, .preference = 0, .tile_m = {64, 128}, .tile_n = {64, 128},
      .tile_m_def = {64, 128}, .tile_n_def = {64, 128}, .k_step = 64, .k_max_steps = 2,
+     .tile_k_def = 128, .warps = HOT_WARPS_FREE, .stages_min = 1, .stages_max = 1,
+     .stages_def = {1, 1}},
+    /* The MXFP8 g_w GEMM on the same arch's block-scaled mma.sync (kind::mxf8f6f4, one 32-value
+     * block per instruction; templates/gemm_mxfp8.cu, CONTRACT.md 20.10): K steps of 32, K tiles
+     * of one to four of them, one shared-memory stage, warps free. */
+    {.path = HOT_GEMM_MMA_MXFP8, .name = "mma_mxfp8", .templ = "templates/gemm_mxfp8.cu",
+     .emulator = "tools/nvfp4-emu.sh", .mma = HOT_MMA_BLOCK_SCALED, .codes = HOT_CODES_MXFP8,
+     .need_mma_sync_nvfp4 = 1, .preference = 0, .tile_m = {64, 128}, .tile_n = {64, 128},
+     .tile_m_def = {64, 128}, .tile_n_def = {64, 128}, .k_step = 32, .k_max_steps = 4,
      .tile_k_def = 128, .warps = HOT_WARPS_FREE, .stages_min = 1, .stages_max = 1,
      .stages_def = {1, 1}},
 };
@@ -201,4 +211,38 @@ hot_gemm_path plan_block_path_choose(const hot_arch_caps *caps, hot_codes codes)
     if (!best || g->preference > best->preference) best = g;
   }
   return best ? best->path : HOT_GEMM_PATH_COUNT;
+}
+
+/* ---- recipe nvfp4's other GPU kernels ------------------------------------------------------ */
+
+/* What a GPU plan of recipe nvfp4 runs besides its two GEMMs (CONTRACT.md 20.6), for the archs
+ * with the block-scaled mma.sync (the kernels are written and compiled for those only); a row
+ * without a template is not written yet, so no arch plans the recipe. */
+static const struct {
+  const char *what, *templ;
+} k_nvfp4_kernels[] = {
+    {"HQ's NVFP4 quantisers", "templates/hq_nvfp4.cu"},
+    {"HLA's MXFP8 quantisers", NULL},
+    {"ABC's MXFP8 unpack", NULL},
+};
+
+/* Appends item to the ", "-separated list in buf (used bytes so far in *used). */
+static void missing_add(char *buf, size_t n, size_t *used, const char *item) {
+  if (*used >= n) return;
+  const int w = snprintf(buf + *used, n - *used, "%s%s", *used ? ", " : "", item);
+  *used += w > 0 ? (size_t)w : 0;
+}
+
+const char *plan_nvfp4_missing(const hot_arch_caps *caps, char *buf, size_t n) {
+  if (!buf || n == 0) return buf;
+  buf[0] = '\0';
+  size_t used = 0;
+  if (plan_block_path_choose(caps, HOT_CODES_NVFP4) == HOT_GEMM_PATH_COUNT)
+    missing_add(buf, n, &used, "the NVFP4 g_x GEMM");
+  if (plan_block_path_choose(caps, HOT_CODES_MXFP8) == HOT_GEMM_PATH_COUNT)
+    missing_add(buf, n, &used, "the MXFP8 g_w GEMM");
+  for (size_t i = 0; i < sizeof k_nvfp4_kernels / sizeof k_nvfp4_kernels[0]; ++i)
+    if (!caps || !caps->mma_sync_nvfp4 || !k_nvfp4_kernels[i].templ)
+      missing_add(buf, n, &used, k_nvfp4_kernels[i].what);
+  return buf;
 }

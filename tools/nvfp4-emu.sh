@@ -1,20 +1,29 @@
 #!/usr/bin/env bash
-# nvfp4-emu.sh — run templates/gemm_nvfp4.cu (recipe nvfp4's NVFP4 GEMM for sm_120a) in the CPU
-# SIMT emulator tools/gemm-emu/nvfp4_emu.cpp for several tile configurations and awkward sizes,
-# against the twin nvfp4_gemm (templates/nvfp4_ref.c, compiled here) bit for bit, under the
-# deterministic schedules of EMU_SEEDS (default "0 1 2 3"), then the mutants the emulator must
-# catch: a wrong scale-factor lane, a swapped E4M3 byte order in the scale word, the A fragment's
-# two K halves swapped, a missing K-tile barrier, and the epilogue's x4 dropped; then HQ's NVFP4
-# quantisers (templates/hq_nvfp4.cu: g' SR and RTN, w' RTN) against nvfp4_hq_quant_g / _w, with
-# their mutants (SR index, scale rounding, the transform, w's layout).
-# Only the template's one PTX wrapper (hot_mma_bs) is replaced (by the emulator's model of the
-# instruction); everything else is the template's code, compiled unchanged. What the emulator
-# cannot check is in nvfp4_emu.cpp's header.
+# nvfp4-emu.sh — run recipe nvfp4's sm_120a kernels in the CPU SIMT emulators of tools/gemm-emu/
+# against their twins (templates/nvfp4_ref.c, compiled here) bit for bit, under the deterministic
+# schedules of EMU_SEEDS (default "0 1 2 3"), each followed by the mutants the emulator must
+# catch:
+# - templates/gemm_nvfp4.cu (the NVFP4 g_x GEMM, nvfp4_emu.cpp) against nvfp4_gemm for several
+#   tile configurations and awkward sizes; mutants: a wrong scale-factor lane, a swapped E4M3
+#   byte order in the scale word, the A fragment's two K halves swapped, a missing K-tile
+#   barrier, the epilogue's x4 dropped;
+# - templates/hq_nvfp4.cu (HQ's NVFP4 quantisers: g' SR and RTN, w' RTN) against
+#   nvfp4_hq_quant_g / _w, with their mutants (SR index, scale rounding, the transform, w's
+#   layout);
+# - templates/gemm_mxfp8.cu (the MXFP8 g_w GEMM, mxfp8_emu.cpp) against mxfp8_gemm (tiles, ragged
+#   sizes, raw, quantised and subnormal-product operands); mutants: a wrong scale-factor lane, the
+#   E4M3 bytes of a B register swapped, A's K halves swapped, a missing K-tile barrier, every K
+#   step taking its tile's first block scale.
+# Only each GEMM template's one PTX wrapper (hot_mma_bs, hot_mma_mx) is replaced (by the
+# emulator's model of the instruction); everything else is the template's code, compiled
+# unchanged. What the emulators cannot check is in their headers.
 # Needs python3, a C11 and a C++17 compiler (CC, default gcc; CXX, default g++; PYTHON).
-# First the layout test (nvfp4_emu --layout: the fragment and scale maps against CuTe's SM120
-# block-scaled MMA traits, with mutants of the maps).
-# Usage: tools/nvfp4-emu.sh            (one line per configuration, size, data and schedule)
-#        tools/nvfp4-emu.sh layout     (the layout test alone)
+# First the layout tests (nvfp4_emu --layout, mxfp8_emu --layout: the fragment and scale maps
+# against CuTe's SM120 block-scaled MMA traits, with mutants of the maps).
+# Usage: tools/nvfp4-emu.sh            (everything: layouts, NVFP4 GEMM, quantisers, MXFP8 GEMM)
+#        tools/nvfp4-emu.sh layout     (the two layout tests alone)
+#        tools/nvfp4-emu.sh nvfp4      (the NVFP4 GEMM and HQ's quantisers, without the layouts)
+#        tools/nvfp4-emu.sh mxfp8      (the MXFP8 GEMM, without the layouts)
 set -u
 here=$(cd "$(dirname "$0")/.." && pwd)
 CC=${CC:-gcc}
@@ -26,29 +35,39 @@ export EMU_SEEDS
 . "$here/tools/emu-common.sh"
 work=$(mktemp -d "${TMPDIR:-/tmp}/hot-nvfp4-emu.XXXXXX")
 trap 'rm -rf "$work"' EXIT
+mode=${1:-all}
+case $mode in
+  all | layout | nvfp4 | mxfp8) ;;
+  *) echo "nvfp4-emu: unknown argument '$mode' (none, layout, nvfp4 or mxfp8)" >&2; exit 2 ;;
+esac
+want() { [ "$mode" = all ] || [ "$mode" = "$1" ]; } # WHAT: run that part
 echo "nvfp4-emu: schedules EMU_SEEDS='$EMU_SEEDS'"
 fail=0
 
-# SRC -> $work/kernel_nvfp4.inc: hot_mma_bs's body becomes the emulator's instruction; no other
-# inline asm may remain.
+# SRC [FMT] -> $work/kernel_FMT.inc (FMT nvfp4, the default, or mxfp8): the body of the GEMM's MMA
+# wrapper (hot_mma_bs, hot_mma_mx) becomes the emulator's instruction (emu_mma_bs, emu_mma_mx); no
+# other inline asm may remain.
 mkinc() {
-  "$PY" - "$1" "$work/kernel_nvfp4.inc" <<'PY' || return 1
+  local fmt=${2:-nvfp4} fn=hot_mma_bs emu=emu_mma_bs
+  [ "$fmt" = mxfp8 ] && fn=hot_mma_mx emu=emu_mma_mx
+  "$PY" - "$1" "$work/kernel_$fmt.inc" "$fn" "$emu" "templates/gemm_$fmt.cu" <<'PY' || return 1
 import re, sys
 src = open(sys.argv[1]).read()
-m = re.search(r"\bhot_mma_bs\s*\(", src)
+fn, emu = sys.argv[3], sys.argv[4]
+m = re.search(r"\b%s\s*\(" % fn, src)
 if not m:
-    sys.exit("nvfp4-emu: hot_mma_bs not found")
+    sys.exit("nvfp4-emu: %s not found" % fn)
 start = src.index("{", m.end())
 depth = 0
 for i in range(start, len(src)):
     depth += {"{": 1, "}": -1}.get(src[i], 0)
     if depth == 0:
         break
-src = (src[:start] + "{ emu_mma_bs(d, a, b, sfa, sfb); }" + "\n" * src.count("\n", start, i) +
+src = (src[:start] + "{ %s(d, a, b, sfa, sfb); }" % emu + "\n" * src.count("\n", start, i) +
        src[i + 1:])
 if "asm" in re.sub(r"/\*.*?\*/", "", src, flags=re.S):
-    sys.exit("nvfp4-emu: inline asm left outside hot_mma_bs")
-open(sys.argv[2], "w").write('#line 1 "templates/gemm_nvfp4.cu"\n' + src)
+    sys.exit("nvfp4-emu: inline asm left outside %s" % fn)
+open(sys.argv[2], "w").write('#line 1 "%s"\n' % sys.argv[5] + src)
 PY
 }
 mutate() { # SRC DST ANCHOR REPLACEMENT
@@ -64,35 +83,40 @@ PY
 }
 "$CC" -std=c11 -O2 -c -I"$here/templates" "$here/templates/nvfp4_ref.c" -o "$work/nvfp4_ref.o" ||
   { echo "FAIL build: nvfp4_ref.c"; exit 1; }
-build() { # "TM TN TK WM WN"
+build() { # "TM TN TK WM WN" [FMT]: the emulator of FMT (nvfp4, the default, or mxfp8) -> $work/emu
+  local fmt=${2:-nvfp4}
   # shellcheck disable=SC2086
   set -- $1
   $CXX -std=c++17 -O2 -I"$work" -I"$here/templates" -I"$here/tools/kernel-emu" -DHOT_GENERATED \
-    -DHOT_KNAME=emu_nvfp4 -DHOT_TILE_M=$1 -DHOT_TILE_N=$2 -DHOT_TILE_K=$3 -DHOT_WARPS_M=$4 \
-    -DHOT_WARPS_N=$5 "$here/tools/gemm-emu/nvfp4_emu.cpp" "$work/nvfp4_ref.o" -o "$work/emu" \
-    2>"$work/cc.log" || { echo "FAIL build: $*"; head -30 "$work/cc.log"; return 1; }
+    -DHOT_KNAME=emu_$fmt -DHOT_TILE_M=$1 -DHOT_TILE_N=$2 -DHOT_TILE_K=$3 -DHOT_WARPS_M=$4 \
+    -DHOT_WARPS_N=$5 "$here/tools/gemm-emu/${fmt}_emu.cpp" "$work/nvfp4_ref.o" -o "$work/emu" \
+    2>"$work/cc.log" || { echo "FAIL build: $fmt $*"; head -30 "$work/cc.log"; return 1; }
 }
 mkinc "$here/templates/gemm_nvfp4.cu" || exit 1
+mkinc "$here/templates/gemm_mxfp8.cu" mxfp8 || exit 1
 
-# The layout test: the MMA model's fragment and scale maps and the scale rows / columns the kernel
-# loads, against CuTe's SM120 block-scaled traits (nvfp4_emu --layout), then mutants of the maps
-# it must catch.
-layout_run() { # EMU_SRC -> 0 when the layout check passes
+# The layout tests: each MMA model's fragment and scale maps and the scale rows / columns the
+# kernel loads, against CuTe's SM120 block-scaled traits (nvfp4_emu --layout, mxfp8_emu
+# --layout), then mutants of the maps they must catch.
+layout_run() { # EMU_SRC [FMT] -> 0 when the layout check passes
+  local fmt=${2:-nvfp4}
   $CXX -std=c++17 -O2 -I"$work" -I"$here/templates" -I"$here/tools/kernel-emu" -DHOT_GENERATED \
-    -DHOT_KNAME=emu_nvfp4 -DHOT_TILE_M=64 -DHOT_TILE_N=64 -DHOT_TILE_K=128 -DHOT_WARPS_M=2 \
+    -DHOT_KNAME=emu_$fmt -DHOT_TILE_M=64 -DHOT_TILE_N=64 -DHOT_TILE_K=128 -DHOT_WARPS_M=2 \
     -DHOT_WARPS_N=2 "$1" "$work/nvfp4_ref.o" -o "$work/lay" 2>"$work/cc.log" ||
-    { echo "FAIL build: layout"; head -30 "$work/cc.log"; return 2; }
+    { echo "FAIL build: $fmt layout"; head -30 "$work/cc.log"; return 2; }
   "$work/lay" --layout
 }
-layout_run "$here/tools/gemm-emu/nvfp4_emu.cpp" || fail=1
-lay_mutant() { # WHAT ANCHOR REPLACEMENT
-  mutate "$here/tools/gemm-emu/nvfp4_emu.cpp" "$work/lay_mut.cpp" "$2" "$3" || return 1
+lay_mutant() { # WHAT ANCHOR REPLACEMENT [FMT]
+  local fmt=${4:-nvfp4}
+  mutate "$here/tools/gemm-emu/${fmt}_emu.cpp" "$work/lay_mut.cpp" "$2" "$3" || return 1
   local rc=0
-  layout_run "$work/lay_mut.cpp" >"$work/lay.log" 2>&1 || rc=$?
+  layout_run "$work/lay_mut.cpp" "$fmt" >"$work/lay.log" 2>&1 || rc=$?
   if [ $rc = 0 ]; then echo "FAIL: the layout test did not detect the mutant: $1"; return 1; fi
   [ $rc = 2 ] && { cat "$work/lay.log"; return 1; }
-  echo "layout mutant detected, as it must be: $1 ($(grep -m1 '^  ' "$work/lay.log" | sed 's/^ *//'))"
+  echo "layout mutant detected, as it must be: $fmt: $1 ($(grep -m1 '^  ' "$work/lay.log" | sed 's/^ *//'))"
 }
+if want layout; then
+layout_run "$here/tools/gemm-emu/nvfp4_emu.cpp" || fail=1
 lay_mutant "kernel's SF_A row from t >> 1" "return (lane >> 2) + 8 * (lane & 1); }" \
   "return (lane >> 2) + 8 * ((lane >> 1) & 1); }" || fail=1
 lay_mutant "scale bytes in reverse order" "x % 16, (x / 16) / 16);
@@ -102,7 +126,22 @@ lay_mutant "A's register pairs (rows g, g + 8) swapped" "*m = (lane >> 2) + ((i 
   "*m = (lane >> 2) + (((i / 8) & 1) ^ 1) * 8;" || fail=1
 lay_mutant "B's two registers swapped in K" "*k = 8 * (lane & 3) + (i & 7) + (i >= 8 ? 32 : 0);" \
   "*k = 8 * (lane & 3) + (i & 7) + (i >= 8 ? 0 : 32);" || fail=1
-[ "${1:-}" = layout ] && exit $fail
+layout_run "$here/tools/gemm-emu/mxfp8_emu.cpp" mxfp8 || fail=1
+lay_mutant "kernel's SF_A row from t >> 1" "return (lane >> 2) + 8 * (lane & 1); }" \
+  "return (lane >> 2) + 8 * ((lane >> 1) & 1); }" mxfp8 || fail=1
+lay_mutant "A's register pairs (rows g, g + 8) swapped" "*m = (lane >> 2) + ((i / 4) & 1) * 8;" \
+  "*m = (lane >> 2) + (((i / 4) & 1) ^ 1) * 8;" mxfp8 || fail=1
+lay_mutant "A's bytes in reverse order within a register" \
+  "*k = 4 * (lane & 3) + (i & 3) + (i >= 8 ? 16 : 0);" \
+  "*k = 4 * (lane & 3) + 3 - (i & 3) + (i >= 8 ? 16 : 0);" mxfp8 || fail=1
+lay_mutant "B's two registers swapped in K" "*k = 4 * (lane & 3) + (i & 3) + (i >= 4 ? 16 : 0);" \
+  "*k = 4 * (lane & 3) + (i & 3) + (i >= 4 ? 0 : 16);" mxfp8 || fail=1
+lay_mutant "the model's SF_A rows of lanes t = 0 and t = 1 swapped" \
+  "return (lane & 3) < 2 ? (lane >> 2) + 8 * (lane & 3) : -1; }" \
+  "return (lane & 3) < 2 ? (lane >> 2) + 8 * (1 - (lane & 3)) : -1; }" mxfp8 || fail=1
+fi
+[ "$mode" = layout ] && exit $fail
+if want nvfp4; then
 # tm tn tk wm wn: the planner's tiles (gen/plan_tables.c, path mma_nvfp4) and a spread of others
 CONFIGS=("64 64 128 2 2" "128 128 128 2 2" "128 128 64 2 4" "64 64 256 1 2" "32 16 64 2 2")
 for cfg in "${CONFIGS[@]}"; do
@@ -175,5 +214,45 @@ q_mutant "block scale rounded to nearest, not up" 0 0 "ceilf(HOT_DIV(d, ulp))" \
   "rintf(HOT_DIV(d, ulp))" || fail=1
 q_mutant "no Hadamard transform" 1 0 "  hot_fwht(v, 16);" "" || fail=1
 q_mutant "w' read row-major like g'" 1 0 ": src[(long long)o * rows + r];" ": src[r * O + o];" || fail=1
+fi
+if want mxfp8; then
+# tm tn tk wm wn: the planner's tiles (gen/plan_tables.c, path mma_mxfp8) and a spread of others
+MX_CONFIGS=("64 64 128 2 2" "128 128 128 2 2" "128 128 64 2 4" "64 64 32 1 2" "32 16 64 2 2")
+for cfg in "${MX_CONFIGS[@]}"; do
+  build "$cfg" mxfp8 || { fail=1; continue; }
+  # M N K ldc [div]: ragged M / N, K not a multiple of the tile (nor of 32), K of one block,
+  # ldc > N, several blocks in both directions, div 1 .. 1024
+  for run in "77 45 200 47" "130 70 512 70 1024" "1 9 32 10" "19 130 1000 131 1"; do
+    # shellcheck disable=SC2086
+    "$work/emu" $run || fail=1
+  done
+done
+mx_mutant() { # WHAT ANCHOR REPLACEMENT
+  mutate "$here/templates/gemm_mxfp8.cu" "$work/mut.cu" "$2" "$3" || return 1
+  mkinc "$work/mut.cu" mxfp8 || return 1
+  build "64 64 128 2 2" mxfp8 || return 1
+  if "$work/emu" 77 45 400 47 >"$work/mut.log" 2>&1; then
+    echo "FAIL: the emulator did not detect the mutant: $1"; return 1
+  fi
+  echo "mutant detected, as it must be: $1 ($(caught "$work/mut.log"))"
+}
+mx_mutant "wrong scale-factor lane (SF_A row from t >> 1, not t & 1)" \
+  "sfa[mi] = sa_scales[(r + 8 * (t & 1)) * HOT_SB + ks];" \
+  "sfa[mi] = sa_scales[(r + 8 * (t >> 1)) * HOT_SB + ks];" || fail=1
+mx_mutant "E4M3 bytes of B's first register in swapped order" \
+  "        bf[ni][0] = hot_lds4(sb_codes, r * HOT_KB + kb);" \
+  "        bf[ni][0] = __builtin_bswap32(hot_lds4(sb_codes, r * HOT_KB + kb));" || fail=1
+mx_mutant "A fragment's K halves swapped" \
+  "        af[mi][2] = hot_lds4(sa_codes, r * HOT_KB + kb + 16);" \
+  "        af[mi][2] = hot_lds4(sa_codes, r * HOT_KB + kb);
+        af[mi][0] = hot_lds4(sa_codes, r * HOT_KB + kb + 16);" || fail=1
+mx_mutant "no barrier at the end of a K tile" \
+  "    }
+    __syncthreads();
+  }" "    }
+  }" || fail=1
+mx_mutant "every K step takes its tile's first block scale of B" \
+  "sfb[ni] = sb_scales[r * HOT_SB + ks];" "sfb[ni] = sb_scales[r * HOT_SB];" || fail=1
+fi
 [ $fail = 0 ] && echo "nvfp4-emu: all configurations equal the twin, every mutant caught"
 exit $fail

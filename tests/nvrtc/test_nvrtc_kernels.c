@@ -456,14 +456,14 @@ static int seen(const char *arch, const char *name) {
   return 0;
 }
 
-/* Recipe nvfp4's NVFP4 GEMM (path mma_nvfp4, templates/gemm_nvfp4.cu) on every arch that has the
- * path (sm_120a): no plan takes it yet (the recipe's other GPU kernels do not exist), so it is
- * emitted from the path row's tiles — the defaults for small and large problems, each with 2x2
- * warps and the default K tile (the row's largest) — and compiled through NVRTC with zero spills;
- * its ptxas figures and SASS counts are baselines like the shipped kernels'. The same for HQ's
- * NVFP4 quantisers (templates/hq_nvfp4.cu), which no plan takes yet either. */
-static void nvfp4_kernels(void) {
-  const hot_gemm_path_info *g = plan_gemm_path_info(HOT_GEMM_MMA_NVFP4);
+/* Recipe nvfp4's block-scaled GEMMs (paths mma_nvfp4 and mma_mxfp8, templates/gemm_nvfp4.cu and
+ * gemm_mxfp8.cu) on every arch that has the path (sm_120a): no plan takes them yet (the recipe's
+ * other GPU kernels do not all exist), so each is emitted from its path row's tiles — the
+ * defaults for small and large problems, each with 2x2 warps and the default K tile — and
+ * compiled through NVRTC with zero spills; their ptxas figures and SASS counts are baselines like
+ * the shipped kernels'. Returns how many were compiled. */
+static int block_gemm_kernels(hot_gemm_path path) {
+  const hot_gemm_path_info *g = plan_gemm_path_info(path);
   const int tiles[][3] = {{g->tile_m_def[0], g->tile_n_def[0], g->tile_k_def},
                           {g->tile_m_def[1], g->tile_n_def[1], g->tile_k_def}};
   int n = 0;
@@ -489,6 +489,14 @@ static void nvfp4_kernels(void) {
       ++n;
     }
   }
+  return n;
+}
+
+/* The block-scaled GEMMs (block_gemm_kernels) and HQ's NVFP4 quantisers (templates/hq_nvfp4.cu),
+ * which no plan takes yet either, compiled the same way. */
+static void nvfp4_kernels(void) {
+  const hot_gemm_path_info *g = plan_gemm_path_info(HOT_GEMM_MMA_NVFP4);
+  int n = block_gemm_kernels(HOT_GEMM_MMA_NVFP4) + block_gemm_kernels(HOT_GEMM_MMA_MXFP8);
   /* HQ's NVFP4 quantisers (templates/hq_nvfp4.cu), the GEMM's operands: g' SR and RTN, w' RTN */
   static const struct {
     const char *name, *operand, *round;
@@ -510,7 +518,8 @@ static void nvfp4_kernels(void) {
       ++n;
     }
   }
-  printf("%d NVFP4 kernels (GEMM path %s, HQ quantisers)\n", n, g->name);
+  printf("%d NVFP4 kernels (GEMM paths %s and %s, HQ quantisers)\n", n, g->name,
+         plan_gemm_path_info(HOT_GEMM_MMA_MXFP8)->name);
 }
 
 START_TEST(every_shipped_kernel) {

@@ -417,25 +417,31 @@ START_TEST(gemm_path_table) {
 END_TEST
 
 /* The GPU path of a block-scaled GEMM per arch: NVFP4 takes mma_nvfp4 (templates/gemm_nvfp4.cu)
- * exactly on the archs with the block-scaled mma.sync (sm_120a), MXFP8 none yet; a path the
- * chooser names has a template and an emulator, takes the format asked and is available. */
+ * and MXFP8 mma_mxfp8 (templates/gemm_mxfp8.cu) exactly on the archs with the block-scaled
+ * mma.sync (sm_120a), every other arch none; a path the chooser names has a template and an
+ * emulator, takes the format asked and is available. */
 START_TEST(block_paths_per_arch) {
-  int nvfp4_archs = 0;
+  int bs_archs = 0;
   for (int a = 0; a < HOT_ARCH_COUNT; ++a) {
     const hot_arch_caps *c = plan_arch_caps((hot_arch)a);
     const hot_gemm_path nv = plan_block_path_choose(c, HOT_CODES_NVFP4);
+    const hot_gemm_path mx = plan_block_path_choose(c, HOT_CODES_MXFP8);
     ck_assert_int_eq(nv, c->mma_sync_nvfp4 ? HOT_GEMM_MMA_NVFP4 : HOT_GEMM_PATH_COUNT);
-    ck_assert_int_eq(plan_block_path_choose(c, HOT_CODES_MXFP8), HOT_GEMM_PATH_COUNT);
+    ck_assert_int_eq(mx, c->mma_sync_nvfp4 ? HOT_GEMM_MMA_MXFP8 : HOT_GEMM_PATH_COUNT);
     if (nv == HOT_GEMM_PATH_COUNT) continue;
-    const hot_gemm_path_info *g = plan_gemm_path_info(nv);
+    const hot_gemm_path_info *g = plan_gemm_path_info(nv), *h = plan_gemm_path_info(mx);
     ck_assert(g->templ && g->emulator && g->codes == HOT_CODES_NVFP4);
-    ck_assert(plan_gemm_path_available(g, c) && c->arch_specific);
-    printf("%s: NVFP4 GEMM path %s (%s)\n", c->name, g->name, g->templ);
-    ++nvfp4_archs;
+    ck_assert(h->templ && h->emulator && h->codes == HOT_CODES_MXFP8);
+    ck_assert(plan_gemm_path_available(g, c) && plan_gemm_path_available(h, c) && c->arch_specific);
+    printf("%s: NVFP4 GEMM path %s (%s), MXFP8 GEMM path %s (%s)\n", c->name, g->name, g->templ,
+           h->name, h->templ);
+    ++bs_archs;
   }
-  ck_assert_int_eq(nvfp4_archs, 1);
+  ck_assert_int_eq(bs_archs, 1);
   ck_assert_int_eq(plan_block_path_choose(plan_arch_caps(HOT_ARCH_SM120A), HOT_CODES_NVFP4),
                    HOT_GEMM_MMA_NVFP4);
+  ck_assert_int_eq(plan_block_path_choose(plan_arch_caps(HOT_ARCH_SM120A), HOT_CODES_MXFP8),
+                   HOT_GEMM_MMA_MXFP8);
   /* the INT chooser never takes a block format */
   ck_assert_int_eq(plan_gemm_path_choose(plan_arch_caps(HOT_ARCH_SM120A), 0, 4), HOT_GEMM_MMA_S8);
 }
@@ -1117,11 +1123,21 @@ START_TEST(nvfp4_recipe) {
   hot_layer_plan p;
   char err[512];
   for (int a = 0; a < HOT_ARCH_COUNT; ++a) {
-    const char *an = plan_arch_caps((hot_arch)a)->name;
+    const hot_arch_caps *c = plan_arch_caps((hot_arch)a);
     ck_assert_int_eq(plan_layer(&s, 2, 70, HOT_RECIPE_NVFP4, (hot_arch)a, 0, &p, err, sizeof err), -1);
-    ck_assert_msg(strstr(err, an) && strstr(err, "recipe nvfp4") && !strchr(err, '\n'), "%s", err);
+    ck_assert_msg(strstr(err, c->name) && strstr(err, "recipe nvfp4") && !strchr(err, '\n'), "%s", err);
+    /* the message names what is missing: on the arch with the block-scaled mma.sync only the
+     * kernels not written yet (both GEMMs exist there), elsewhere the GEMMs as well */
+    char miss[256];
+    ck_assert(plan_nvfp4_missing(c, miss, sizeof miss)[0] && strstr(err, miss));
+    ck_assert(strstr(miss, "HLA's MXFP8 quantisers") && strstr(miss, "ABC's MXFP8 unpack"));
+    ck_assert_int_eq(strstr(miss, "GEMM") == NULL, c->mma_sync_nvfp4);
+    ck_assert_int_eq(strstr(miss, "HQ's NVFP4 quantisers") == NULL, c->mma_sync_nvfp4);
     printf("%s\n", err);
   }
+  /* a short buffer truncates, never overflows */
+  char tiny[8];
+  ck_assert_uint_eq(strlen(plan_nvfp4_missing(plan_arch_caps(HOT_ARCH_SM80), tiny, sizeof tiny)), 7);
   ck_assert_int_eq(plan_layer_cpu(&s, 2, 70, HOT_RECIPE_NVFP4, 3, &p, err, sizeof err), 0);
   ck_assert_int_eq(p.fmt, HOT_FMT_NVFP4);
   ck_assert_int_eq(p.hq.gemm.path, HOT_GEMM_BS_NVFP4);
