@@ -56,9 +56,9 @@ typedef enum {
  * templates/CONTRACT.md 20.5) need a block-scaled MMA no arch of the table has: they have no
  * template and run on the CPU backend only (plan_layer_cpu). mma_nvfp4 is the NVFP4 GEMM on
  * sm_120a's block-scaled mma.sync (templates/gemm_nvfp4.cu, CONTRACT.md 20.9), mma_mxfp8 the MXFP8
- * g_w GEMM there (templates/gemm_mxfp8.cu, CONTRACT.md 20.10); the recipe's other GPU kernels
- * (HLA's MXFP8 quantisers, ABC's unpack: plan_nvfp4_missing) do not exist yet, so no plan takes
- * them (plan_block_path_choose names them). */
+ * g_w GEMM there (templates/gemm_mxfp8.cu, CONTRACT.md 20.10); HQ's and HLA's quantisers exist
+ * there too, ABC's unpack (plan_nvfp4_missing) does not yet, so no plan takes them
+ * (plan_block_path_choose names them). */
 typedef enum {
   HOT_GEMM_MMA_S4 = 0, HOT_GEMM_MMA_S8, HOT_GEMM_WGMMA_S8, HOT_GEMM_TMA_S8, HOT_GEMM_BS_NVFP4,
   HOT_GEMM_BS_MXFP8, HOT_GEMM_MMA_NVFP4, HOT_GEMM_MMA_MXFP8, HOT_GEMM_PATH_COUNT

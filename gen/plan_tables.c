@@ -222,7 +222,7 @@ static const struct {
   const char *what, *templ;
 } k_nvfp4_kernels[] = {
     {"HQ's NVFP4 quantisers", "templates/hq_nvfp4.cu"},
-    {"HLA's MXFP8 quantisers", NULL},
+    {"HLA's MXFP8 quantisers", "templates/hla_mxfp8.cu"},
     {"ABC's MXFP8 unpack", NULL},
 };
 

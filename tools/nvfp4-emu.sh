@@ -13,7 +13,11 @@
 # - templates/gemm_mxfp8.cu (the MXFP8 g_w GEMM, mxfp8_emu.cpp) against mxfp8_gemm (tiles, ragged
 #   sizes, raw, quantised and subnormal-product operands); mutants: a wrong scale-factor lane, the
 #   E4M3 bytes of a B register swapped, A's K halves swapped, a missing K-tile barrier, every K
-#   step taking its tile's first block scale.
+#   step taking its tile's first block scale;
+# - templates/hla_mxfp8.cu (HLA's MXFP8 quantisers: x^ RTN, g^ SR and RTN, hla_mxfp8_emu.cpp)
+#   against nvfp4_hla_quant with hla_fmt MXFP8 for several bases, token layouts and awkward
+#   sizes; mutants: the SR index, the E8M0 exponent, the projection's rows, the codes' byte
+#   order, the per-sample token offset.
 # Only each GEMM template's one PTX wrapper (hot_mma_bs, hot_mma_mx) is replaced (by the
 # emulator's model of the instruction); everything else is the template's code, compiled
 # unchanged. What the emulators cannot check is in their headers.
@@ -24,6 +28,7 @@
 #        tools/nvfp4-emu.sh layout     (the two layout tests alone)
 #        tools/nvfp4-emu.sh nvfp4      (the NVFP4 GEMM and HQ's quantisers, without the layouts)
 #        tools/nvfp4-emu.sh mxfp8      (the MXFP8 GEMM, without the layouts)
+#        tools/nvfp4-emu.sh hla        (HLA's MXFP8 quantisers)
 set -u
 here=$(cd "$(dirname "$0")/.." && pwd)
 CC=${CC:-gcc}
@@ -37,8 +42,8 @@ work=$(mktemp -d "${TMPDIR:-/tmp}/hot-nvfp4-emu.XXXXXX")
 trap 'rm -rf "$work"' EXIT
 mode=${1:-all}
 case $mode in
-  all | layout | nvfp4 | mxfp8) ;;
-  *) echo "nvfp4-emu: unknown argument '$mode' (none, layout, nvfp4 or mxfp8)" >&2; exit 2 ;;
+  all | layout | nvfp4 | mxfp8 | hla) ;;
+  *) echo "nvfp4-emu: unknown argument '$mode' (none, layout, nvfp4, mxfp8 or hla)" >&2; exit 2 ;;
 esac
 want() { [ "$mode" = all ] || [ "$mode" = "$1" ]; } # WHAT: run that part
 echo "nvfp4-emu: schedules EMU_SEEDS='$EMU_SEEDS'"
@@ -253,6 +258,58 @@ mx_mutant "no barrier at the end of a K tile" \
   }" || fail=1
 mx_mutant "every K step takes its tile's first block scale of B" \
   "sfb[ni] = sb_scales[r * HOT_SB + ks];" "sfb[ni] = sb_scales[r * HOT_SB];" || fail=1
+fi
+if want hla; then
+# templates/hla_mxfp8.cu (HLA's MXFP8 quantisers) against nvfp4_hla_quant (hla_fmt MXFP8): codes,
+# E8M0 scales, nothing written past them, the non-finite flag.
+build_h() { # SRC MODE ROUND P R ROWS
+  cp "$1" "$work/kernel_hla_mxfp8.inc" || return 1
+  $CXX -std=c++17 -O2 -ffp-contract=off -I"$work" -I"$here/templates" -I"$here/tools/kernel-emu" \
+    -DHOT_GENERATED -DHOT_KNAME=emu_hla_mxfp8 -DHOT_MODE="$2" -DHOT_ROUND="$3" -DHOT_P="$4" \
+    -DHOT_R="$5" -DHOT_ROWS="$6" "$here/tools/gemm-emu/hla_mxfp8_emu.cpp" "$work/nvfp4_ref.o" \
+    -o "$work/hla" 2>"$work/cc.log" ||
+    { echo "FAIL build: hla_mxfp8 mode $2 round $3 p $4 r $5"; head -30 "$work/cc.log"; return 1; }
+}
+# MODE ROUND P R ROWS: g^ SR, g^ RTN, x^ RTN; bases with K = blocks * r not a multiple of 32,
+# r > 32, the identity (p = 1)
+H_CONFIGS=("1 1 16 10 0,8,12,4,14,10,2,3,11,1" "1 0 16 10 0,8,12,4,14,10,2,3,11,1"
+  "0 0 16 10 0,8,12,4,14,10,2,3,11,1" "1 1 64 40 $(seq -s, 0 39)" "0 0 4 3 0,2,3" "1 1 1 1 0")
+for cfg in "${H_CONFIGS[@]}"; do
+  # shellcheck disable=SC2086
+  build_h "$here/templates/hla_mxfp8.cu" $cfg || { fail=1; continue; }
+  # B L COLS FLAT DATA: L not a multiple of p per sample and flat, several CUDA blocks in both
+  # phases, one column; all zero; a NaN
+  for run in "3 37 70 0 0" "2 50 45 1 0" "1 300 1 0 0" "2 20 9 0 1" "2 30 17 1 2"; do
+    # shellcheck disable=SC2086
+    "$work/hla" $run || fail=1
+  done
+done
+h_mutant() { # WHAT "MODE ROUND P R ROWS" ANCHOR REPLACEMENT
+  mutate "$here/templates/hla_mxfp8.cu" "$work/hmut.cu" "$3" "$4" || return 1
+  # shellcheck disable=SC2086
+  build_h "$work/hmut.cu" $2 || return 1
+  if "$work/hla" 3 37 70 0 0 >"$work/hmut.log" 2>&1; then
+    echo "FAIL: the emulator did not detect the mutant: $1"; return 1
+  fi
+  echo "mutant detected, as it must be: $1 ($(caught "$work/hmut.log"))"
+}
+H_G="1 1 16 10 0,8,12,4,14,10,2,3,11,1"
+h_mutant "SR index over the stored layout (c * k_pad + kk), not kk * cols + c" "$H_G" \
+  "(unsigned long long)(kk * cols + c)" "(unsigned long long)(c * k_pad + kk)" || fail=1
+h_mutant "E8M0 exponent rounded down (no + 1 above 448 * 2^e)" "$H_G" \
+  "ex - 9 + (fr > 0.875f ? 1 : 0)" "ex - 9" || fail=1
+h_mutant "the projection's first r natural rows, not HOT_ROWS" "$H_G" \
+  "v[i] = work[(blk * HOT_P + hot_mx_rows[j])" "v[i] = work[(blk * HOT_P + j)" || fail=1
+h_mutant "codes in reverse byte order within each word" "0 0 16 10 0,8,12,4,14,10,2,3,11,1" \
+  "code << (8 * (i & 3))" "code << (8 * (3 - (i & 3)))" || fail=1
+h_mutant "per-sample token offset from the padded segment, not L" "0 0 16 10 0,8,12,4,14,10,2,3,11,1" \
+  "(flat ? 0 : s * L)" "(flat ? 0 : s * per * HOT_P)" || fail=1
+h_mutant "E4M3 RTN as truncation" "0 0 16 10 0,8,12,4,14,10,2,3,11,1" \
+  "q = HOT_RINT(q);" "q = HOT_FLOOR(q);" || fail=1
+h_mutant "-0.0 and negative values that round to 0 coded +0" "1 1 16 10 0,8,12,4,14,10,2,3,11,1" \
+  "  if (!(a > 0.0f)) return sign;" "  if (!(a > 0.0f)) return 0u;" || fail=1
+h_mutant "E8M0 exponent not clamped at -127" "1 1 16 10 0,8,12,4,14,10,2,3,11,1" \
+  "return e < -127 ? -127 : (e > 127 ? 127 : e);" "return e > 127 ? 127 : e;" || fail=1
 fi
 [ $fail = 0 ] && echo "nvfp4-emu: all configurations equal the twin, every mutant caught"
 exit $fail

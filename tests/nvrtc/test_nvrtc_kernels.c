@@ -2,7 +2,8 @@
  * over a grid of its parameters and (2) every distinct kernel of every shipped spec, for sm_80,
  * sm_86, sm_89, sm_90 and sm_90a, and on sm_90a once more with the GEMMs on the opt-in TMA path
  * (tile warps_n = 2: templates/gemm_tma.cu), and recipe nvfp4's NVFP4 GEMM (templates/gemm_nvfp4.cu)
- * at its path's tiles and HQ's NVFP4 quantisers (templates/hq_nvfp4.cu) for sm_120a, to CUBIN through the kernel cache; asserts zero spills (the
+ * at its path's tiles, HQ's NVFP4 quantisers (templates/hq_nvfp4.cu) and HLA's MXFP8 quantisers
+ * (templates/hla_mxfp8.cu) for sm_120a, to CUBIN through the kernel cache; asserts zero spills (the
  * plans allow none) and that each kernel's registers, threads and shared memory fit the arch.
  * Prints per kernel: arch, name, ms, registers, spills. Compiles are cached in
  * $HOT_TEST_KCACHE (a build-tree folder), so reruns only recompile what changed.
@@ -492,8 +493,39 @@ static int block_gemm_kernels(hot_gemm_path path) {
   return n;
 }
 
-/* The block-scaled GEMMs (block_gemm_kernels) and HQ's NVFP4 quantisers (templates/hq_nvfp4.cu),
- * which no plan takes yet either, compiled the same way. */
+/* HLA's MXFP8 quantisers (templates/hla_mxfp8.cu), the MXFP8 g_w GEMM's operands: g^ SR and
+ * RTN, x^ RTN, each on the basis p = 16, r = 10 (the loops over p and r are not unrolled, so the
+ * figures hardly depend on it), on every arch with path g (sm_120a). Returns how many were
+ * compiled. */
+static int hla_mxfp8_kernels(const hot_gemm_path_info *g) {
+  static const struct {
+    const char *name, *mode, *round;
+  } q[] = {{"hot_hla_mxfp8_g_sr", "1", "1"}, {"hot_hla_mxfp8_g_rtn", "1", "0"},
+           {"hot_hla_mxfp8_x", "0", "0"}};
+  int n = 0;
+  for (int a = 0; a < HOT_ARCH_COUNT; ++a) {
+    if (!plan_gemm_path_available(g, plan_arch_caps((hot_arch)a))) continue;
+    for (size_t i = 0; i < sizeof q / sizeof q[0]; ++i) {
+      if (seen(plan_arch_caps((hot_arch)a)->name, q[i].name)) continue;
+      const char *names[] = {"HOT_KNAME", "HOT_MODE", "HOT_ROUND", "HOT_P", "HOT_R", "HOT_ROWS"};
+      const char *values[] = {q[i].name, q[i].mode, q[i].round, "16", "10",
+                              "0, 8, 12, 4, 14, 10, 2, 3, 11, 1"};
+      char *src = NULL, err[256];
+      ck_assert_msg(emit_template("templates/hla_mxfp8.cu", names, values, 6, &src, err,
+                                  sizeof err) == 0, "%s", err);
+      const char *kn[] = {q[i].name};
+      unsigned thr[] = {256}, smem[] = {0};
+      compile_check(src, kn, 1, (hot_arch)a, thr, smem);
+      free(src);
+      ++n;
+    }
+  }
+  return n;
+}
+
+/* The block-scaled GEMMs (block_gemm_kernels), HQ's NVFP4 quantisers (templates/hq_nvfp4.cu) and
+ * HLA's MXFP8 quantisers (hla_mxfp8_kernels), which no plan takes yet either, compiled the same
+ * way. */
 static void nvfp4_kernels(void) {
   const hot_gemm_path_info *g = plan_gemm_path_info(HOT_GEMM_MMA_NVFP4);
   int n = block_gemm_kernels(HOT_GEMM_MMA_NVFP4) + block_gemm_kernels(HOT_GEMM_MMA_MXFP8);
@@ -518,7 +550,8 @@ static void nvfp4_kernels(void) {
       ++n;
     }
   }
-  printf("%d NVFP4 kernels (GEMM paths %s and %s, HQ quantisers)\n", n, g->name,
+  n += hla_mxfp8_kernels(g);
+  printf("%d NVFP4 kernels (GEMM paths %s and %s, HQ and HLA quantisers)\n", n, g->name,
          plan_gemm_path_info(HOT_GEMM_MMA_MXFP8)->name);
 }
 
