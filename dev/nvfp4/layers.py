@@ -102,7 +102,8 @@ class _FakeQuantLinear(torch.autograd.Function):
             saved = hla_quant(hla_operands(x2, sh), mod.hla_fmt, False)  # ABC: the codes of x^
             ctx.save_for_backward(saved, weight)
         else:
-            ctx.save_for_backward(x2, wq)
+            # NVIDIA's dgrad reads the forward's 16x16 codes of w, also under an fp32 fprop
+            ctx.save_for_backward(x2, wq if mod.fprop == "nvfp4" else q.nvfp4_quant_2d(weight))
         ctx.mod, ctx.sh, ctx.shp, ctx.has_bias = mod, sh, shp, bias is not None
         return y.reshape(*shp[:-1], weight.shape[0])
 
@@ -122,7 +123,9 @@ class _FakeQuantLinear(torch.autograd.Function):
 
 
 class FakeQuantLinear(nn.Linear):
-    """recipe: hot_nvfp4 or nvidia; fprop: nvfp4 (NVIDIA's 1x16 x, 16x16 w) or fp32."""
+    """recipe: hot_nvfp4 or nvidia; fprop: nvfp4 (NVIDIA's 1x16 x, 16x16 w) or fp32 (y as
+    nn.Linear computes it, as hot.torch's HOTLinear does; nvidia's dgrad still reads the 16x16
+    codes of w)."""
 
     def __init__(self, lin, recipe, fprop="nvfp4", hla_fmt="nvfp4", p=64, rows=None, gen=None):
         super().__init__(lin.in_features, lin.out_features, lin.bias is not None)
