@@ -511,7 +511,8 @@ hot_gran plan_lqs_coarse(const hot_layer_plan *pl) {
  * block is one scale block), 4-bit codes for g' and w' (E2M1), 8 bits for g^ and x^ (E4M3),
  * absmax scales and per-tensor granularity (the fp32 tensor scale; the block scales are the
  * format's). Anything else is refused, naming the field: nothing changes silently. */
-static int plan_nvfp4_check(const hot_layer_spec *s, char *err, size_t n) {
+int plan_nvfp4_check(const hot_layer_spec *s, char *err, size_t n) {
+  if (!s) return diag_errf(err, n, "plan_nvfp4_check: NULL spec");
   const struct { int bad; const char *what; } k[] = {
       {s->hq.enabled && (s->hq.block != 16 || !s->hq.pad), "hq.block = 16 with hq.pad = true"},
       {s->hq.g.bits != 4 || s->hq.w.bits != 4, "hq.bits = hq.w_bits = 4 (E2M1)"},

@@ -340,6 +340,13 @@ void fields_apply_recipe(hot_layer_spec *s, hot_recipe recipe);
 int plan_layer(const hot_layer_spec *spec, int64_t batch, int64_t tokens, hot_recipe recipe,
                hot_arch arch, int layer_id, hot_layer_plan *out, char *err, size_t errlen);
 
+/* The fields recipe nvfp4 fixes (templates/CONTRACT.md 20.8: hq.block 16 with padding, 4-bit
+ * g'/w', 8-bit g^/x^, absmax rules, per-tensor hq.scale and hla.scale) checked on *spec alone,
+ * as plan_layer and plan_layer_cpu check them for that recipe. Returns 0, or -1 with "recipe
+ * nvfp4 needs <field = value> (templates/CONTRACT.md 20)" in err (also for a NULL spec). Reads
+ * nothing else; owns nothing. */
+int plan_nvfp4_check(const hot_layer_spec *spec, char *err, size_t errlen);
+
 /* Plans one layer for the CPU backend (no GPU kernel will run it): as plan_layer for the CPU's
  * storage arch (HOT_ARCH_CPU_STORAGE), and recipe nvfp4 too (templates/CONTRACT.md 20), whose
  * GEMMs have no GPU path. Same ownership, returns and errors as plan_layer. */

@@ -6,6 +6,9 @@
  * result of a variant does not depend on which variants ran before it or in which process: a
  * sharded sweep records exactly what a single process records.
  *
+ * A recipe without a GPU path (nvfp4, o->cpu_plan) is planned for the CPU backend (plan_layer_cpu)
+ * and run in a context without a forced arch; the errors are those of its CPU twins all the same.
+ *
  * Size: B = --batch, else the spec's batch capped at 4, lowered (not below 1) until T*O*I fits
  * --check-macs; the tokens per sample stay the layer's (HLA's blocks depend on them). The fp64
  * products are computed once per layer and data kind and kept for the next variants, and so are
@@ -19,6 +22,14 @@
 #include "fast.h"
 #include "ref.h"
 #include "tune.h"
+
+int tune_plan(const hot_model *m, const tune_opts *o, const hot_layer_spec *s, int64_t B,
+              int64_t L, int layer, hot_layer_plan *pl, char *err, size_t errlen) {
+  if (o->cpu_plan) return plan_layer_cpu(s, B, L, m->recipe, layer, pl, err, errlen);
+  hot_arch arch = m->archs[0];
+  if (o->plan_arch) plan_arch_parse(o->plan_arch, &arch);
+  return plan_layer(s, B, L, m->recipe, arch, layer, pl, err, errlen);
+}
 
 /* The fp64 references of the last layer and size, per data kind. */
 static struct {
@@ -125,13 +136,11 @@ static void sizes(const hot_model *m, int layer, const tune_opts *o, int64_t *B,
   int64_t k = (cap < step ? 1 : cap / step);
   if (v < 11 && k % 2 == 0) --k;
   if (k < 1 || k * step >= *L) return;
-  hot_arch arch = m->archs[0];
-  if (o->plan_arch) plan_arch_parse(o->plan_arch, &arch);
   hot_layer_plan *p0 = malloc(sizeof *p0), *p1 = malloc(sizeof *p1);
   char err[256];
   const int64_t lc = k * step;
-  if (p0 && p1 && plan_layer(s, 1, *L, m->recipe, arch, layer, p0, err, sizeof err) == 0 &&
-      plan_layer(s, 1, lc, m->recipe, arch, layer, p1, err, sizeof err) == 0 &&
+  if (p0 && p1 && tune_plan(m, o, s, 1, *L, layer, p0, err, sizeof err) == 0 &&
+      tune_plan(m, o, s, 1, lc, layer, p1, err, sizeof err) == 0 &&
       p1->hla.enabled == p0->hla.enabled && p1->hla.block == p0->hla.block &&
       p1->hla.layout == p0->hla.layout && p1->hla.rank == p0->hla.rank &&
       p1->hq.block == p0->hq.block)
@@ -152,12 +161,10 @@ typedef struct {
 static int same_blocking(const hot_model *m, int layer, const tune_opts *o, int64_t B1, int64_t L1,
                          int64_t B2, int64_t L2) {
   const hot_layer_spec *s = &m->layers[layer];
-  hot_arch arch = m->archs[0];
-  if (o->plan_arch) plan_arch_parse(o->plan_arch, &arch);
   hot_layer_plan *p0 = malloc(sizeof *p0), *p1 = malloc(sizeof *p1);
   char err[256];
-  int same = p0 && p1 && plan_layer(s, B1, L1, m->recipe, arch, layer, p0, err, sizeof err) == 0 &&
-             plan_layer(s, B2, L2, m->recipe, arch, layer, p1, err, sizeof err) == 0 &&
+  int same = p0 && p1 && tune_plan(m, o, s, B1, L1, layer, p0, err, sizeof err) == 0 &&
+             tune_plan(m, o, s, B2, L2, layer, p1, err, sizeof err) == 0 &&
              p1->hla.enabled == p0->hla.enabled && p1->hla.block == p0->hla.block &&
              p1->hla.layout == p0->hla.layout && p1->hla.rank == p0->hla.rank &&
              p1->hq.block == p0->hq.block;
@@ -283,7 +290,9 @@ static int run_kind(const hot_model *m, int layer, const hot_layer_spec *s, cons
   hot_options opt;
   hot_options_init(&opt);
   opt.backend = HOT_BACKEND_CPU;
-  opt.arch = o->plan_arch; /* plans (and refusals) for the sweep's arch; nothing is compiled */
+  /* plans (and refusals) for the sweep's arch, nothing is compiled; a CPU-planned recipe
+   * (nvfp4) without a forced arch, so that the context plans it for the CPU backend */
+  opt.arch = o->cpu_plan ? NULL : o->plan_arch;
   opt.disk_cache = -1;
   opt.seed_set = 1;
   opt.seed = m->seed;

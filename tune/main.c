@@ -112,8 +112,33 @@ static void iso_now(char *buf, size_t n) {
 }
 
 /* ---- the machine ------------------------------------------------------------------------------ */
+const char *tune_env_arch_name(const tune_env *env) {
+  return env->cpu_plan ? "cpu" : plan_arch_caps(env->arch)->name;
+}
+
+/* Recipe nvfp4 has no GPU path (docs/nvfp4.md): its variants are planned for and measured on the
+ * CPU backend, and its rows say arch "cpu". What needs a GPU or an arch is refused in one line.
+ * 0 or -1 (said). */
+static int probe_cpu_recipe(const tune_opts *o, const hot_model *m, tune_env *env) {
+  const char *r = plan_recipe_name(m->recipe);
+  if (o->kinds & TUNE_SPEED) {
+    diag_fprintf(stderr, "hot-tune: %s: recipe %s runs on the CPU backend only, it has no GPU "
+                 "kernels to compile or time: sweep it with --kind accuracy\n", o->spec, r);
+    return -1;
+  }
+  if (o->arch || o->gpu == 1) {
+    diag_fprintf(stderr, "hot-tune: %s: recipe %s has no GPU path, its variants are planned for "
+                 "the CPU backend: leave out %s\n", o->spec, r, o->arch ? "--arch" : "--gpu");
+    return -1;
+  }
+  env->cpu_plan = 1;
+  env->arch = HOT_ARCH_CPU_STORAGE;
+  return 0;
+}
+
 static int probe_env(const tune_opts *o, const hot_model *m, tune_env *env) {
   memset(env, 0, sizeof *env);
+  if (m->recipe == HOT_RECIPE_NVFP4) return probe_cpu_recipe(o, m, env);
   env->arch = m->archs[0];
   if (o->gpu != 0) {
     hot_options opt;
@@ -159,7 +184,7 @@ static void row_key(hot_tune_row *r, const tune_env *env, const hot_model *m, co
   tunedb_row_init(r);
   const hot_layer_spec *l = &m->layers[v->layer];
   snprintf(r->device, sizeof r->device, "%s", env->have_gpu ? env->device : "");
-  snprintf(r->arch, sizeof r->arch, "%s", plan_arch_caps(env->arch)->name);
+  snprintf(r->arch, sizeof r->arch, "%s", tune_env_arch_name(env));
   snprintf(r->driver, sizeof r->driver, "%s", env->have_gpu ? env->driver : "");
   snprintf(r->nvrtc, sizeof r->nvrtc, "%s", v->cls == HOT_FIELD_SPEED || env->have_gpu ? env->nvrtc : "");
   snprintf(r->hot_version, sizeof r->hot_version, "%s", HOT_VERSION);
@@ -182,7 +207,8 @@ static int row_config(hot_tune_row *r, const hot_model *m, const tune_env *env, 
   hot_layer_plan pl;
   char e[300];
   const int64_t L = s->tokens ? s->tokens : m->tokens;
-  if (plan_layer(s, m->batch, L, m->recipe, env->arch, layer, &pl, e, sizeof e) != 0) {
+  if ((env->cpu_plan ? plan_layer_cpu(s, m->batch, L, m->recipe, layer, &pl, e, sizeof e)
+                     : plan_layer(s, m->batch, L, m->recipe, env->arch, layer, &pl, e, sizeof e)) != 0) {
     snprintf(r->status, sizeof r->status, "plan_refused");
     fileio_msgf(r->note, sizeof r->note, "%s", e);
     return -1;
@@ -342,6 +368,7 @@ static int sweep_prepare(sweep_state *w) {
   tune_opts *o = w->o;
   if (probe_env(o, &w->m, &w->env) != 0) return -1;
   o->plan_arch = plan_arch_caps(w->env.arch)->name;
+  o->cpu_plan = w->env.cpu_plan;
   if (tune_space(&w->m, o, w->env.arch, &w->vars, &w->nv, w->err, sizeof w->err) != 0) {
     diag_fprintf(stderr, "hot-tune: %s\n", w->err);
     return -1;
@@ -354,7 +381,7 @@ static int sweep_prepare(sweep_state *w) {
   diag_fprintf(stderr, "hot-tune: %s: %d variant%s in all, %d in shard %d/%d, %d already recorded, %d to "
           "run; arch %s, %s; database %s\n", o->spec, w->nv, w->nv == 1 ? "" : "s",
           w->n_mine + w->n_skip, o->shard_i, o->shard_n, w->n_skip, w->n_mine,
-          plan_arch_caps(w->env.arch)->name, w->env.have_gpu ? w->env.device : "no GPU",
+          tune_env_arch_name(&w->env), w->env.have_gpu ? w->env.device : "no GPU",
           w->dbpath);
   /* speed variants compile in one pool per chunk of PF_CHUNK (the run loop, below): distinct
    * kernels of a chunk compile in parallel, and --budget / Ctrl-C are seen between chunks */
@@ -464,7 +491,7 @@ static void sweep_report(const sweep_state *w, const sweep_sum *sum, double wall
     printf(",\"arch\":\"%s\",\"variants\":%d,\"shard\":\"%d/%d\",\"skipped\":%d,\"done\":%d,"
            "\"ok\":%d,\"not_ok\":%d,\"timed\":%d,\"left\":%d,\"interrupted\":%s,"
            "\"budget_reached\":%s,\"wall_s\":%.3f}\n",
-           plan_arch_caps(w->env.arch)->name, w->nv, o->shard_i, o->shard_n, w->n_skip, sum->done,
+           tune_env_arch_name(&w->env), w->nv, o->shard_i, o->shard_n, w->n_skip, sum->done,
            sum->ok, sum->not_ok, sum->timed, left, g_stop ? "true" : "false",
            budget_hit ? "true" : "false", wall);
   }

@@ -13,6 +13,9 @@
 static const char *const acc_b[] = {"8", "16", "32", "64"};
 static const char *const acc_keep[] = {"12", "25", "50"};
 static const char *const acc_scale[] = {"tensor", "sample", "token"};
+/* Recipe nvfp4 fixes HQ's block and every scale (CONTRACT.md 20.8): its default space is HLA's
+ * token block p x keep instead. */
+static const char *const acc_p[] = {"32", "64", "128"};
 static const char *const mn_small[] = {"64", "128"};
 static const char *const n_wide[] = {"128", "256"};
 static const char *const stages[] = {"3", "4"};
@@ -61,7 +64,10 @@ int tune_axes(const hot_model *m, hot_field_class cls, hot_arch arch, tune_axis 
   if (*n) return 0;
   const char *paths[HOT_GEMM_PATH_COUNT];
   const int n_paths = cls == HOT_FIELD_ACCURACY ? 0 : path_axis(arch, paths);
-  if (cls == HOT_FIELD_ACCURACY) {
+  if (cls == HOT_FIELD_ACCURACY && m->recipe == HOT_RECIPE_NVFP4) {
+    axis(&axes[(*n)++], "hla.block", acc_p, 3);
+    axis(&axes[(*n)++], "hla.keep", acc_keep, 3);
+  } else if (cls == HOT_FIELD_ACCURACY) {
     axis(&axes[(*n)++], "hq.block", acc_b, 4);
     axis(&axes[(*n)++], "hla.keep", acc_keep, 3);
     axis(&axes[(*n)++], "hq.scale", acc_scale, 3);
@@ -153,6 +159,26 @@ static int duplicate_of(const hot_model *m, const tune_opts *o, int l) {
   return -1;
 }
 
+/* Recipe nvfp4: every value of an accuracy axis applied alone to layer l must keep what the
+ * format fixes (plan_nvfp4_check); a sweep over such a knob could only record refusals, so it is
+ * one error naming the axis and value. Returns 0, or -1 with the message. */
+static int nvfp4_axes_check(const hot_model *m, int l, const tune_axis *axes, int na, char *err,
+                            size_t errlen) {
+  for (int a = 0; a < na; ++a)
+    for (int k = 0; k < axes[a].n; ++k) {
+      hot_layer_spec s = m->layers[l];
+      char assign[HOT_TUNE_TEXT], e[300];
+      fileio_msgf(assign, sizeof assign, "%s=%s", axes[a].field, axes[a].values[k]);
+      if (fields_apply(&s, assign, e, sizeof e) != 0) continue; /* tune_variant_spec says it */
+      if (plan_nvfp4_check(&s, e, sizeof e) != 0) {
+        fileio_msgf(err, errlen, "%s: sweep axis %s (layer %s): %s: the format fixes it, take "
+                    "it out of hot.sweep", m->file, assign, s.name, e);
+        return -1;
+      }
+    }
+  return 0;
+}
+
 /* Appends layer l's variants of the selected kinds to *out. The layer's count (both kinds) is
  * checked against TUNE_MAX_VARIANTS before a variant is built. Returns 0, or -1 with a message. */
 static int layer_variants(const hot_model *m, const tune_opts *o, hot_arch arch, int l,
@@ -168,6 +194,9 @@ static int layer_variants(const hot_model *m, const tune_opts *o, hot_arch arch,
     const hot_field_class cls = c == 0 ? HOT_FIELD_SPEED : HOT_FIELD_ACCURACY;
     if (!(o->kinds & (c == 0 ? TUNE_SPEED : TUNE_ACCURACY))) continue;
     if (tune_axes(m, cls, arch, axes[c], &na[c], err, errlen) != 0) return -1;
+    if (cls == HOT_FIELD_ACCURACY && m->recipe == HOT_RECIPE_NVFP4 &&
+        nvfp4_axes_check(m, l, axes[c], na[c], err, errlen) != 0)
+      return -1;
     total += space_size(axes[c], na[c]);
   }
   if (total > TUNE_MAX_VARIANTS) {

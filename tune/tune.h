@@ -37,6 +37,9 @@ typedef struct {
   const char *arch;         /* NULL: the device's on a GPU, else the spec's first target */
   const char *plan_arch;    /* set by the sweep: the arch it resolved (accuracy variants are
                                planned for it too, so refusals name the arch of the sweep) */
+  int cpu_plan;             /* set by the sweep: 1 when the recipe has no GPU path (nvfp4):
+                               variants are planned for the CPU backend (plan_layer_cpu) and
+                               run there without a forced arch; plan_arch is then unused */
   const char *capture;      /* captured tensors of the layer (docs/capture.md), or NULL */
   int shard_i, shard_n;     /* this process takes variants with index % shard_n == shard_i */
   int kinds;                /* TUNE_SPEED | TUNE_ACCURACY */
@@ -58,7 +61,11 @@ typedef struct {
   char nvrtc[32];           /* "nvrtc-13.0", "" when NVRTC cannot be loaded */
   hot_arch arch;
   int have_gpu;
+  int cpu_plan;             /* the recipe has no GPU path (nvfp4): CPU plans, rows say arch "cpu" */
 } tune_env;
+
+/* The arch a sweep's rows name: "cpu" for a CPU-planned recipe, else the arch's table name. */
+const char *tune_env_arch_name(const tune_env *env);
 
 /* ---- space.c ------------------------------------------------------------------------------ */
 /* Most variants of one layer (both kinds together, the layer as written included): a space
@@ -80,7 +87,8 @@ typedef struct {
 
 /* The axes of class `cls` for a layer planned for `arch`: the spec's sweep axes of that class,
  * or the default space when the spec declares none (tiles that suit the arch's GEMM path; HQ
- * block x HLA keep x g' scale). Fills axes[0..*n). Returns 0, or -1 with a message (an axis
+ * block x HLA keep x g' scale; recipe nvfp4, which fixes HQ's block and the scales: HLA block p
+ * x HLA keep). Fills axes[0..*n). Returns 0, or -1 with a message (an axis
  * whose field is unknown). */
 int tune_axes(const hot_model *m, hot_field_class cls, hot_arch arch, tune_axis *axes, int *n,
               char *err, size_t errlen);
@@ -98,6 +106,11 @@ int tune_variant_spec(const hot_model *m, const tune_variant *v, hot_layer_spec 
                       size_t errlen);
 
 /* ---- accuracy.c --------------------------------------------------------------------------- */
+/* Plans layer `layer` of m with spec s at B x L as the sweep plans it: for the CPU backend when
+ * o->cpu_plan, else for o->plan_arch (the model's first target when unset). Returns 0, or -1
+ * with the planner's one-line reason in err. *pl borrows s. */
+int tune_plan(const hot_model *m, const tune_opts *o, const hot_layer_spec *s, int64_t B,
+              int64_t L, int layer, hot_layer_plan *pl, char *err, size_t errlen);
 /* Errors of one variant (spec `s` of layer index `layer` of m) on the CPU twins against fp64:
  * g_x and g_w relative Frobenius errors on the seeded data kinds and the capture (when o->capture
  * is set). Fills row->gx_err/gw_err/capture, status "ok" or

@@ -6,9 +6,18 @@ backward against the fp64 products, on seeded data (x, w, g_y ~ N(0, 1); g_y wit
     PYTHONPATH=python HOT_LIBRARY=build/runtime/libhot.so \
         python3 dev/nvfp4/layer_errors.py --seeds 0,1,2 --batch 2 --json build/nvfp4/layers.json
 
-Variants: bf16 (operands and output rounded to bf16, fp32 accumulation), hot_int (libhot's CPU
-backend, recipe hot: HQ INT4 + LQS, HLA INT8 tri p = 64), hot_nvfp4 with HLA in NVFP4 or MXFP8
-(CONTRACT 20; same p and rows), nvidia (the port of NVIDIA's recipe, w from its 16x16 fprop codes).
+Variants (--variants, default all):
+  bf16                 operands and output rounded to bf16, fp32 accumulation
+  hot_int              libhot's CPU backend, recipe hot: HQ INT4 + LQS, HLA INT8 tri p = 64
+  hot_nvfp4_lib        libhot's CPU backend, recipe nvfp4 as its defaults give it (HQ NVFP4, HLA
+                       MXFP8 tri p = 64, ABC on)
+  hot_nvfp4_lib_full   the same with HLA's full basis (no rank cut)
+  hot_nvfp4/hla_mxfp8  fake-quant hot NVFP4 (layers.py), HLA MXFP8 tri: hot_nvfp4_lib's twin, SR
+                       from torch's generator (check_lib.py: equal with the same draws)
+  hot_nvfp4/hla_nvfp4  fake-quant, HLA in NVFP4
+  hot_nvfp4/hla_none   fake-quant, HLA unquantised (the rank cut alone)
+  nvidia               the port of NVIDIA's recipe, w from its 16x16 fprop codes
+Without libhot, --variants without the lib ones.
 """
 import argparse
 import json
@@ -51,30 +60,49 @@ def rel(a, ref):
     return float(torch.linalg.norm(a.double() - ref) / torch.linalg.norm(ref))
 
 
-def hot_int(ctx, x, w, gy, B, seed):
+LIB_VARIANTS = ("hot_int", "hot_nvfp4_lib", "hot_nvfp4_lib_full")
+VARIANTS = ("bf16",) + LIB_VARIANTS + ("hot_nvfp4/hla_mxfp8", "hot_nvfp4/hla_nvfp4",
+                                       "hot_nvfp4/hla_none", "nvidia")
+
+
+def lib_backward(ctx, variant, x, w, gy, B):
+    """One backward through libhot's CPU backend (Philox key: the context's seed, step 1)."""
     import hot
     lid = hot.layer_id_for("vit")
-    layer = ctx.create_layer(x.shape[1], w.shape[0], batch=B, tokens=L, layer_id=lid)
+    if variant == "hot_int":
+        layer = ctx.create_layer(x.shape[1], w.shape[0], batch=B, tokens=L, layer_id=lid)
+    else:
+        s = hot.LayerSpec(x.shape[1], w.shape[0], recipe="nvfp4")
+        if variant == "hot_nvfp4_lib_full":
+            s.c.hla.selection = int(hot.Selection.FULL)
+        layer = ctx.create_layer(spec=s, batch=B, tokens=L, layer_id=lid)
     gyn, xn, wn = gy.numpy(), x.numpy(), w.numpy()
-    layer.calibrate(gyn, step=1)
-    layer.save(xn)
+    if variant == "hot_int":
+        layer.calibrate(gyn, step=1)  # LQS (recipe nvfp4 has no calibration: scales are fixed)
+    layer.save(xn)  # ABC: the codes of x^ in the layer's own saved buffer
     g_x, g_w, _ = layer.backward(gyn, wn, step=1)
     layer.destroy()
     return torch.from_numpy(g_x), torch.from_numpy(g_w)
 
 
-def variants(x, w, gy, B, p, rows, gen, ctx):
+def variants(x, w, gy, B, p, rows, gen, ctx, want):
     sh = lay.Shape(B, L, p, rows, lay.hla_layout(L, p))
     out = {}
-    out["bf16"] = ((gy.bfloat16() @ w.bfloat16()).float(), (gy.t().bfloat16() @ x.bfloat16()).float())
-    if ctx is not None:
-        out["hot_int"] = hot_int(ctx, x, w, gy, B, 0)
-    gx = lay.hq_gx_nvfp4(gy, w, gen)
-    for fmt in ("nvfp4", "mxfp8", "none"):
+    if "bf16" in want:
+        out["bf16"] = ((gy.bfloat16() @ w.bfloat16()).float(),
+                       (gy.t().bfloat16() @ x.bfloat16()).float())
+    for v in LIB_VARIANTS:
+        if v in want:
+            out[v] = lib_backward(ctx, v, x, w, gy, B)
+    fmts = [f for f in ("nvfp4", "mxfp8", "none") if f"hot_nvfp4/hla_{f}" in want]
+    if fmts:
+        gx = lay.hq_gx_nvfp4(gy, w, gen)
+    for fmt in fmts:
         xq = lay.hla_quant(lay.hla_operands(x, sh), fmt, False)
         out[f"hot_nvfp4/hla_{fmt}"] = (gx, lay.hla_gw(gy, xq, sh, fmt, gen))
-    wq = q.nvfp4_quant_2d(w)
-    out["nvidia"] = (lay.nvidia_dgrad(gy, wq, gen), lay.nvidia_wgrad(gy, x, gen))
+    if "nvidia" in want:
+        wq = q.nvfp4_quant_2d(w)
+        out["nvidia"] = (lay.nvidia_dgrad(gy, wq, gen), lay.nvidia_wgrad(gy, x, gen))
     return out
 
 
@@ -83,12 +111,19 @@ def main():
     ap.add_argument("--seeds", default="0,1,2")
     ap.add_argument("--batch", type=int, default=2)
     ap.add_argument("--kinds", default="gaussian,channels,tokens,walks")
-    ap.add_argument("--no-hot", action="store_true", help="skip hot_int (no libhot)")
+    ap.add_argument("--variants", default=",".join(VARIANTS))
+    ap.add_argument("--threads", type=int, default=2)
     ap.add_argument("--json", default="")
     a = ap.parse_args()
-    torch.set_num_threads(2)
+    torch.set_num_threads(a.threads)
+    os.environ.setdefault("HOT_CPU_THREADS", str(a.threads))  # libhot's CPU backend
+    want = a.variants.split(",")
+    bad = set(want) - set(VARIANTS)
+    if bad:
+        sys.exit(f"layer_errors.py: --variants: unknown {', '.join(sorted(bad))} "
+                 f"(known: {', '.join(VARIANTS)})")
     ctx = None
-    if not a.no_hot:
+    if set(want) & set(LIB_VARIANTS):
         import hot
         ctx = hot.Context("cpu", seed=1)
     p = 64
@@ -102,7 +137,7 @@ def main():
                 ex = gy.double() @ w.double()
                 ew = gy.double().t() @ x.double()
                 gen = torch.Generator().manual_seed(seed)
-                for v, (gx, gw) in variants(x, w, gy, a.batch, p, rows, gen, ctx).items():
+                for v, (gx, gw) in variants(x, w, gy, a.batch, p, rows, gen, ctx, want).items():
                     res.append(dict(layer=name, kind=kind, seed=seed, variant=v,
                                     gx=rel(gx, ex), gw=rel(gw, ew)))
         print(f"{name}: done ({time.time() - t0:.0f} s)", flush=True)

@@ -22,16 +22,17 @@ def hla_layout(L, p):
 
 # ---- backward of each variant ----------------------------------------------------------------
 
-def hq_gx_nvfp4(g_y, w, gen=None):
-    """HQ in NVFP4 (CONTRACT 20): g' = g_y (I (x) H_16) along O, SR; w' = (I (x) H_16) w, RTN;
-    both 1x16 along O; g_x = Q(g') Q(w') / 16."""
+def hq_gx_nvfp4(g_y, w, gen=None, rho=None, sr=True):
+    """HQ in NVFP4 (CONTRACT 20): g' = g_y (I (x) H_16) along O, SR (RTN with sr=False); w' =
+    (I (x) H_16) w, RTN; both 1x16 along O; g_x = Q(g') Q(w') / 16. rho: the SR draws (T x o_pad,
+    e.g. libhot's Philox words), else torch's generator."""
     O = w.shape[0]
     o_pad = (O + 15) // 16 * 16
     gp = nn.functional.pad(g_y.float(), (0, o_pad - O))
     wt = nn.functional.pad(w.float().t(), (0, o_pad - O))  # I x o_pad
     g_t = q.fwht_last(gp, 16)
     w_t = q.fwht_last(wt, 16)
-    qg = q.nvfp4_quant(g_t, sr=True, gen=gen)
+    qg = q.nvfp4_quant(g_t, sr=sr, rho=rho, gen=gen)
     qw = q.nvfp4_quant(w_t, sr=False)
     return (qg @ qw.t()) / 16.0
 
@@ -41,19 +42,20 @@ def hla_operands(x_or_g, sh):
     return q.hla_project(x_or_g, sh.B, sh.L, sh.p, sh.rows, sh.layout).t().contiguous()
 
 
-def hla_quant(v, fmt, sr, gen=None):
+def hla_quant(v, fmt, sr, gen=None, rho=None):
     if fmt == "nvfp4":
-        return q.nvfp4_quant(v, sr=sr, gen=gen)
+        return q.nvfp4_quant(v, sr=sr, rho=rho, gen=gen)
     if fmt == "mxfp8":
-        return q.mxfp8_quant(v, sr=sr, gen=gen)
+        return q.mxfp8_quant(v, sr=sr, rho=rho, gen=gen)
     if fmt == "none":
         return v
     raise ValueError(fmt)
 
 
-def hla_gw(g_y, xq_t, sh, fmt, gen=None):
-    """g_w = Q(g^)^T Q(x^) / p, with xq_t the (already quantised) I x K x^."""
-    gh = hla_quant(hla_operands(g_y, sh), fmt, True, gen)
+def hla_gw(g_y, xq_t, sh, fmt, gen=None, rho=None, sr=True):
+    """g_w = Q(g^)^T Q(x^) / p, with xq_t the (already quantised) I x K x^; g^ SR (RTN with
+    sr=False), rho its draws (O x k_pad) or torch's generator."""
+    gh = hla_quant(hla_operands(g_y, sh), fmt, sr, gen, rho)
     return (gh @ xq_t.t()) / float(sh.p)
 
 
@@ -100,7 +102,8 @@ class _FakeQuantLinear(torch.autograd.Function):
             saved = hla_quant(hla_operands(x2, sh), mod.hla_fmt, False)  # ABC: the codes of x^
             ctx.save_for_backward(saved, weight)
         else:
-            ctx.save_for_backward(x2, wq)
+            # NVIDIA's dgrad reads the forward's 16x16 codes of w, also under an fp32 fprop
+            ctx.save_for_backward(x2, wq if mod.fprop == "nvfp4" else q.nvfp4_quant_2d(weight))
         ctx.mod, ctx.sh, ctx.shp, ctx.has_bias = mod, sh, shp, bias is not None
         return y.reshape(*shp[:-1], weight.shape[0])
 
@@ -120,7 +123,9 @@ class _FakeQuantLinear(torch.autograd.Function):
 
 
 class FakeQuantLinear(nn.Linear):
-    """recipe: hot_nvfp4 or nvidia; fprop: nvfp4 (NVIDIA's 1x16 x, 16x16 w) or fp32."""
+    """recipe: hot_nvfp4 or nvidia; fprop: nvfp4 (NVIDIA's 1x16 x, 16x16 w) or fp32 (y as
+    nn.Linear computes it, as hot.torch's HOTLinear does; nvidia's dgrad still reads the 16x16
+    codes of w)."""
 
     def __init__(self, lin, recipe, fprop="nvfp4", hla_fmt="nvfp4", p=64, rows=None, gen=None):
         super().__init__(lin.in_features, lin.out_features, lin.bias is not None)

@@ -4,12 +4,21 @@ every linear map but the head as one variant, from the same initial weights and 
     PYTHONPATH=python HOT_LIBRARY=build/runtime/libhot.so \
         python3 dev/nvfp4/train.py --seeds 0,1,2 --json build/nvfp4/lm.json
 
-Variants: exact (fp32), bf16 (CPU autocast), hot_int (hot.torch.convert, recipe hot with HLA's
-full basis as examples/train_lm.py trains it), nvidia (the NVFP4 port), hot_nvfp4 (HQ NVFP4, HLA
-MXFP8, same p and basis as hot_int) and hot_nvfp4_hla4 (HLA in NVFP4); both NVFP4 recipes share
-NVIDIA's fprop (x 1x16, w 16x16 RTN) so that they differ in the backward only. The model uses
-nn.Linear for q/k/v/o and the MLP (not nn.MultiheadAttention) so that every variant swaps the
-same maps.
+Variants (hot's recipes use HLA's full basis at p = 64, as examples/train_lm.py trains):
+  exact           fp32
+  bf16            CPU autocast
+  hot_int         hot.torch.convert, recipe hot, through libhot's CPU backend
+  hot_nvfp4_lib   hot.torch.convert, recipe nvfp4 (HQ NVFP4, HLA MXFP8), through libhot's CPU
+                  backend; fprop is torch's fp32 F.linear, as HOTLinear computes it
+  nvidia          fake-quant port of NVIDIA's NVFP4 recipe (fprop x 1x16, w 16x16 RTN)
+  nvidia_fp32     its backward alone: fprop in fp32, dgrad against the 16x16 codes of w
+  hot_nvfp4       fake-quant hot NVFP4 (HLA MXFP8) with NVIDIA's NVFP4 fprop
+  hot_nvfp4_fp32  fake-quant hot NVFP4 with an fp32 fprop: hot_nvfp4_lib's twin, SR drawn from
+                  torch's generator instead of libhot's Philox stream
+  hot_nvfp4_hla4  fake-quant hot NVFP4 with HLA in NVFP4, NVIDIA's fprop
+libhot's Philox key is 7919 + seed (a context per seed); the fake-quant variants draw from a torch
+generator seeded with 7919 + seed. The model uses nn.Linear for q/k/v/o and the MLP (not
+nn.MultiheadAttention) so that every variant swaps the same maps.
 """
 import argparse
 import copy
@@ -33,7 +42,9 @@ import layers as lay  # noqa: E402
 import nvfp4 as q  # noqa: E402
 from train_lm import load_text  # noqa: E402
 
-VARIANTS = ("exact", "bf16", "hot_int", "nvidia", "hot_nvfp4", "hot_nvfp4_hla4")
+VARIANTS = ("exact", "bf16", "hot_int", "hot_nvfp4_lib", "nvidia", "nvidia_fp32", "hot_nvfp4",
+            "hot_nvfp4_fp32", "hot_nvfp4_hla4")
+LIB = {"hot_int": "hot", "hot_nvfp4_lib": "nvfp4"}  # through libhot: the recipe
 
 
 class Block(nn.Module):
@@ -70,22 +81,25 @@ class CharLM(nn.Module):
 def convert(model, variant, seed):
     if variant in ("exact", "bf16"):
         return model
-    if variant == "hot_int":
+    if variant in LIB:
         import hot
         import hot.torch as ht
-        s = hot.LayerSpec(0, 0, recipe="hot")
+        s = hot.LayerSpec(0, 0, recipe=LIB[variant])
         s.c.hla.selection = int(hot.Selection.FULL)
-        return ht.convert(model, spec=s, recipe="hot", include=lambda n, m: n != "head")
+        ctx = hot.Context("cpu", seed=7919 + seed)
+        return ht.convert(model, spec=s, recipe=LIB[variant], context=ctx,
+                          include=lambda n, m: n != "head")
     gen = torch.Generator().manual_seed(7919 + seed)
     p = 64
+    fprop = "fp32" if variant.endswith("_fp32") else "nvfp4"
     for blk in model.blocks:
         for name in ("qkv", "out", "fc1", "fc2"):
             lin = getattr(blk, name)
-            if variant == "nvidia":
-                new = lay.FakeQuantLinear(lin, "nvidia", gen=gen)
+            if variant.startswith("nvidia"):
+                new = lay.FakeQuantLinear(lin, "nvidia", fprop=fprop, gen=gen)
             else:
                 fmt = "nvfp4" if variant == "hot_nvfp4_hla4" else "mxfp8"
-                new = lay.FakeQuantLinear(lin, "hot_nvfp4", hla_fmt=fmt, p=p,
+                new = lay.FakeQuantLinear(lin, "hot_nvfp4", fprop=fprop, hla_fmt=fmt, p=p,
                                           rows=q.prefix_rows(p, p), gen=gen)
             setattr(blk, name, new)
     return model
@@ -161,6 +175,7 @@ def main():
     ap.add_argument("--json", default="")
     a = ap.parse_args()
     torch.set_num_threads(a.threads)
+    os.environ.setdefault("HOT_CPU_THREADS", str(a.threads))  # libhot's CPU backend
     variants = a.variants.split(",")
     bad = set(variants) - set(VARIANTS)
     if bad:

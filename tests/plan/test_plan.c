@@ -1177,7 +1177,14 @@ START_TEST(nvfp4_recipe) {
     ck_assert_int_eq(plan_layer_cpu(&t, 2, 70, HOT_RECIPE_NVFP4, 0, &p, err, sizeof err), -1);
     ck_assert_msg(strstr(err, bad[i].field) && strstr(err, "recipe nvfp4"), "%s", err);
     printf("%s\n", err);
+    /* plan_nvfp4_check alone (what hot-tune asks of a sweep's values): the same line */
+    char e2[512];
+    ck_assert_int_eq(plan_nvfp4_check(&t, e2, sizeof e2), -1);
+    ck_assert_str_eq(e2, err);
   }
+  ck_assert_int_eq(plan_nvfp4_check(&s, err, sizeof err), 0);
+  ck_assert_int_eq(plan_nvfp4_check(NULL, err, sizeof err), -1);
+  ck_assert_msg(strstr(err, "NULL"), "%s", err);
 }
 END_TEST
 

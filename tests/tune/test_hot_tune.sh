@@ -272,6 +272,47 @@ EOF
     || fail "small-problem kernels: $(rows "$T/pc.db" | cut -f14,18,19 | head -2)"
 fi
 
+# 7d. recipe nvfp4 (no GPU path): accuracy variants planned for and run on the CPU backend, rows
+# say arch "cpu"; g_x in NVFP4's SR band (INT4 gives ~0.35 here), x^'s MXFP8 codes saved (ABC:
+# I * k_pad * 33/32 = 64 * 96 * 33/32 bytes as written, K = 2 blocks * r 36); what needs a GPU or
+# an arch, and a sweep over a knob the format fixes, refused in one line before any database
+NV=$(dirname "$SPEC")/nvfp4_sweep.lua
+"$TUNE" "$NV" --kind accuracy --db "$T/nv.db" --progress plain >"$T/nv.log" 2>&1 \
+  || { cat "$T/nv.log"; fail "nvfp4 accuracy sweep exit"; }
+rows "$T/nv.db" | awk -F'\t' '$2 != "cpu" || $11 != "nvfp4" || $18 != "ok" { bad = 1 }
+  $31 < 0.15 || $31 > 0.25 || $32 < 0.15 || $32 > 0.25 || $35 <= 0 || $35 >= 1 { bad = 1 }
+  $14 == "" && $40 != 6336 { bad = 1 } END { exit bad || NR != 5 }' \
+  && ok "nvfp4: 5 rows on the CPU backend (arch cpu), g_x in NVFP4's band, MXFP8 ABC bytes" \
+  || { rows "$T/nv.db" | cut -f2,11,14,18,19,31,35,40; fail "nvfp4 rows"; }
+"$TUNE" "$NV" --kind accuracy --db "$T/nv.db" --resume --progress plain 2>&1 | grep -q "5 already recorded, 0 to run" \
+  && ok "nvfp4: --resume finds its rows" || fail "nvfp4: --resume"
+nv_refused() { # what, expected text, hot-tune arguments...
+  local what=$1 want=$2; shift 2
+  rm -f "$T/nvx.db"
+  "$TUNE" "$@" --db "$T/nvx.db" >"$T/nvx.log" 2>&1; local st=$?
+  if [ $st -ne 0 ] && [ "$(wc -l <"$T/nvx.log")" -eq 1 ] && grep -qF -- "$want" "$T/nvx.log" && [ ! -e "$T/nvx.db" ]; then
+    ok "nvfp4: $what refused in one line"
+  else
+    fail "nvfp4: $what (exit $st):"; cat "$T/nvx.log"
+  fi
+}
+nv_refused "speed variants" "recipe nvfp4 runs on the CPU backend only" "$NV"
+nv_refused "--arch" "leave out --arch" "$NV" --kind accuracy --arch sm_90
+sed 's/\["hla.block"\] = { 32, 64 }/["hq.block"] = { 16, 32 }/' "$NV" >"$T/nvb.lua"
+nv_refused "a sweep of hq.block" "sweep axis hq.block=32 (layer a): recipe nvfp4 needs hq.block = 16" \
+  "$T/nvb.lua" --kind accuracy
+sed 's/\["hla.block"\] = { 32, 64 }/["hq.scale"] = { "tensor", "token" }/' "$NV" >"$T/nvs.lua"
+nv_refused "a sweep of hq.scale" "sweep axis hq.scale=token (layer a): recipe nvfp4 needs hq.scale = hla.scale" \
+  "$T/nvs.lua" --kind accuracy
+sed 's/\["hla.block"\] = { 32, 64 }/["hq.bits"] = { 4, 8 }/' "$NV" >"$T/nvq.lua"
+nv_refused "a sweep of hq.bits" "sweep axis hq.bits=8 (layer a): recipe nvfp4 needs hq.bits = hq.w_bits = 4" \
+  "$T/nvq.lua" --kind accuracy
+# without hot.sweep: the default space of the free knobs (HLA p x keep), every variant measured
+sed '/sweep = hot.sweep {/,/^  },/d' "$NV" >"$T/nvd.lua"
+"$TUNE" "$T/nvd.lua" --kind accuracy --db "$T/nvd.db" --progress plain >"$T/nvd.log" 2>&1 \
+  && [ "$(rows "$T/nvd.db" | awk -F'\t' '$18 == "ok" && $14 ~ /^(hla.block=[0-9]+;hla.keep=[0-9]+)?$/' | wc -l)" -eq 10 ] \
+  && ok "nvfp4: default space hla.block x hla.keep, 10 rows ok" || { tail -3 "$T/nvd.log"; fail "nvfp4 default space"; }
+
 # 8. the planner reads the DB: one speed row made timed and bit-exact is applied by hot-gen
 if command -v sqlite3 >/dev/null; then
   cp "$T/a.db" "$T/tuned.db"
