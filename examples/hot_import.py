@@ -31,8 +31,8 @@ def pick(repo):
     hot, why = _try()
     if hot is not None:
         where = "this checkout's python/" if os.path.dirname(os.path.dirname(
-            os.path.abspath(hot.__file__))) == os.path.abspath(checkout) else "installed"
-        print(f"hot: the {where} package {os.path.dirname(hot.__file__)}, libhot "
+            os.path.abspath(hot.__file__))) == os.path.abspath(checkout) else "the installed"
+        print(f"hot: {where} package {os.path.dirname(hot.__file__)}, libhot "
               f"{hot.library_path()}", flush=True)
         return hot
     _drop_hot()
