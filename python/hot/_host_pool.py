@@ -17,10 +17,11 @@ block is free when the pool holds the only reference. Blocks are matched by size
 (`_size_class`; a block up to 4 % larger serves a request too). Free blocks beyond `limit_bytes` (HOT_CPU_POOL_MB, default 2048 MiB; 0 turns
 the pool off) are dropped, oldest first; `release()` drops every free block. Requests under
 `MIN_BYTES` go to torch.empty (small allocations do not reach the heap top). Only for CPU
-tensors; the CUDA caching allocator already keeps its blocks. Runs under the GIL (every caller
-holds it), so the pool needs no lock of its own.
+tensors; the CUDA caching allocator already keeps its blocks. A lock makes the pool safe for
+backwards running in several threads (the check that a block is free and taking it are one step).
 """
 import sys
+import threading
 
 import torch
 
@@ -33,6 +34,7 @@ _DEFAULT_MB = 2048
 _SLACK = 1.04           # a free block up to 4 % larger than the request serves it
 
 _blocks = {}   # size class -> list of bytearrays, oldest first
+_lock = threading.Lock()
 _state = {"limit": None, "made": 0, "reused": 0}
 
 
@@ -84,12 +86,23 @@ def empty(shape, dtype):
     numel = 1
     for d in shape:
         numel *= int(d)
-    esize = torch.empty((), dtype=dtype).element_size()
+    esize = getattr(dtype, "itemsize", None) or torch.empty((), dtype=dtype).element_size()
     nbytes = numel * esize
     limit = limit_bytes()
     if nbytes < MIN_BYTES or limit == 0:
         return torch.empty(shape, dtype=dtype)
-    size = _size_class(nbytes)
+    with _lock:
+        block = _take(_size_class(nbytes))
+        off = (-torch.frombuffer(block, dtype=torch.uint8, count=1).data_ptr()) % _ALIGN
+        # the storage spans exactly the tensor's bytes (what a count of storages reports)
+        out = torch.frombuffer(block, dtype=dtype, count=numel, offset=off).view(shape)
+        del block
+        _trim(limit)
+    return out
+
+
+def _take(size):
+    """A free block of size class size, or one made now; kept in the pool (newest last)."""
     block = None
     # a free block of this class, else of a class at most _SLACK larger (classes are buckets:
     # two sizes close together can fall on either side of a boundary)
@@ -107,28 +120,26 @@ def empty(shape, dtype):
         block = bytearray(size)  # zero-filled: its pages are touched here, once
         _state["made"] += 1
     _blocks.setdefault(size, []).append(block)  # newest last: the oldest free go first
-    off = (-torch.frombuffer(block, dtype=torch.uint8, count=1).data_ptr()) % _ALIGN
-    # the storage spans exactly the tensor's bytes (what a count of storages reports)
-    out = torch.frombuffer(block, dtype=dtype, count=numel, offset=off).view(shape)
-    _trim(limit)
-    return out
+    return block
 
 
 def release():
     """Drops every free block (those still used by a tensor stay until it is gone)."""
-    _trim(0)
+    with _lock:
+        _trim(0)
 
 
 def stats():
     """{"blocks", "free_blocks", "bytes", "free_bytes", "made", "reused"}: the pool now, and how
     many blocks were made and handed out again since the process started."""
     n = nf = b = bf = 0
-    for size, lst in _blocks.items():
-        for i in range(len(lst)):
-            n += 1
-            b += size
-            if _is_free(lst, i):
-                nf += 1
-                bf += size
+    with _lock:
+        for size, lst in _blocks.items():
+            for i in range(len(lst)):
+                n += 1
+                b += size
+                if _is_free(lst, i):
+                    nf += 1
+                    bf += size
     return {"blocks": n, "free_blocks": nf, "bytes": b, "free_bytes": bf,
             "made": _state["made"], "reused": _state["reused"]}

@@ -78,6 +78,50 @@ def test_limit_and_release(pool, monkeypatch):
     assert pool.stats()["free_blocks"] == 0
 
 
+def test_threads_never_share_a_block(pool, monkeypatch):
+    """Backwards in several threads: a block is never handed to two live tensors. The check
+    that a block is free sleeps here (the GIL goes to another thread right there), so that
+    without the pool's lock two threads would take the same block within the run."""
+    import threading
+    import time
+    errors = []
+    is_free = pool._is_free
+
+    def slow_is_free(lst, i):
+        free = is_free(lst, i)
+        if free:  # the window between the check and the taking
+            time.sleep(0.0005)
+        return free
+    monkeypatch.setattr(pool, "_is_free", slow_is_free)
+
+    owners, mu = {}, threading.Lock()  # data pointer -> thread, of every live tensor
+
+    def work(k):
+        live = []
+        try:
+            for r in range(60):
+                t = pool.empty((300, 1024), torch.float32)
+                with mu:
+                    if t.data_ptr() in owners:
+                        errors.append("threads %d and %d got the same block"
+                                      % (owners[t.data_ptr()], k))
+                    owners[t.data_ptr()] = k
+                live.append(t)
+                while len(live) > (6 if r < 59 else 0):  # the last turn lets go of all
+                    old = live.pop(0)
+                    with mu:
+                        owners.pop(old.data_ptr(), None)
+                    del old
+        except Exception as e:  # noqa: BLE001 - an error in a thread fails the test
+            errors.append("thread %d: %r" % (k, e))
+    threads = [threading.Thread(target=work, args=(k,)) for k in range(6)]
+    for th in threads:
+        th.start()
+    for th in threads:
+        th.join()
+    assert not errors, errors[:3]
+
+
 def _env_run(value):
     code = ("import torch; from hot import _host_pool as p; "
             "t = p.empty((1024, 1024), torch.float32); print(p.stats()['made'])")
@@ -108,7 +152,8 @@ def test_bridge_allocates_through_pool():
                 if re.search(r"torch\.empty(_like|_strided)?\(|\.new_empty\(", line):
                     found.append((name, line.strip()))
     allowed = {("_host_pool.py", "return torch.empty(shape, dtype=dtype)"),
-               ("_host_pool.py", "esize = torch.empty((), dtype=dtype).element_size()"),
+               ("_host_pool.py", 'esize = getattr(dtype, "itemsize", None) or '
+                                 'torch.empty((), dtype=dtype).element_size()'),
                ("torch.py", "return torch.empty(tuple(shape), dtype=dtype, device=device)")}
     assert set(found) <= allowed, sorted(set(found) - allowed)
 
