@@ -545,8 +545,8 @@ static int plan_layer_for(const hot_layer_spec *s, int64_t batch, int64_t tokens
   if (recipe == HOT_RECIPE_NVFP4) {
     char missing[256];
     if (!cpu && plan_nvfp4_missing(caps, missing, sizeof missing)[0])
-      return diag_errf(err, n, "recipe nvfp4 has no GPU path on %s: not written for that arch yet: "
-                       "%s; it runs on the CPU backend only", caps->name, missing);
+      return diag_errf(err, n, "recipe nvfp4 has no GPU path on %s: %s; it runs on the CPU "
+                       "backend only", caps->name, missing);
     if (plan_nvfp4_check(s, err, n)) return -1;
     p->fmt = HOT_FMT_NVFP4;
   }

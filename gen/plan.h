@@ -56,9 +56,9 @@ typedef enum {
  * templates/CONTRACT.md 20.5) need a block-scaled MMA no arch of the table has: they have no
  * template and run on the CPU backend only (plan_layer_cpu). mma_nvfp4 is the NVFP4 GEMM on
  * sm_120a's block-scaled mma.sync (templates/gemm_nvfp4.cu, CONTRACT.md 20.9), mma_mxfp8 the MXFP8
- * g_w GEMM there (templates/gemm_mxfp8.cu, CONTRACT.md 20.10); HQ's and HLA's quantisers exist
- * there too, ABC's unpack (plan_nvfp4_missing) does not yet, so no plan takes them
- * (plan_block_path_choose names them). */
+ * g_w GEMM there (templates/gemm_mxfp8.cu, CONTRACT.md 20.10, reading ABC's saved x^ in place);
+ * HQ's and HLA's quantisers exist there too, but no kernel descriptor wires them into a plan yet
+ * (plan_nvfp4_missing), so no plan takes them (plan_block_path_choose names them). */
 typedef enum {
   HOT_GEMM_MMA_S4 = 0, HOT_GEMM_MMA_S8, HOT_GEMM_WGMMA_S8, HOT_GEMM_TMA_S8, HOT_GEMM_BS_NVFP4,
   HOT_GEMM_BS_MXFP8, HOT_GEMM_MMA_NVFP4, HOT_GEMM_MMA_MXFP8, HOT_GEMM_PATH_COUNT
@@ -298,11 +298,14 @@ hot_gemm_path plan_gemm_path_choose(const hot_arch_caps *caps, int warps_n, int 
  * preference; HOT_GEMM_PATH_COUNT when `caps` has none (sm_120a: mma_nvfp4 for NVFP4, mma_mxfp8 for
  * MXFP8; no other arch has one). Pure: no allocation. */
 hot_gemm_path plan_block_path_choose(const hot_arch_caps *caps, hot_codes codes);
-/* Recipe nvfp4's GPU kernels that `caps` lacks, as one line of text into buf (n bytes, n > 0;
- * truncated to fit): its two block-scaled GEMM paths (plan_block_path_choose) and the recipe's
- * other kernels of the table in gen/plan_tables.c (HQ's NVFP4 quantisers, HLA's MXFP8 quantisers,
- * ABC's MXFP8 unpack), which exist only for the archs with the block-scaled mma.sync and only
- * where a template is written. "" when nothing is missing. Returns buf. Pure: no allocation. */
+/* What recipe nvfp4's GPU plan on `caps` lacks, as one line of text into buf (n bytes, n > 0;
+ * truncated to fit): "not written for that arch yet: " and the kernels `caps` has none of (its
+ * two block-scaled GEMM paths, plan_block_path_choose, and the recipe's other kernels of the table
+ * in gen/plan_tables.c: HQ's NVFP4 quantisers, HLA's MXFP8 quantisers, which exist only for the
+ * archs with the block-scaled mma.sync), then, while no kernel descriptor plans those kernels,
+ * "its kernels are not wired into a GPU plan yet" (on every arch: today no arch plans the
+ * recipe). ABC needs no kernel (the MXFP8 g_w GEMM reads the saved x^ in place). "" when nothing
+ * is missing. Returns buf. Pure: no allocation. */
 const char *plan_nvfp4_missing(const hot_arch_caps *caps, char *buf, size_t n);
 
 /* Static names of enumeration values ("f32", "sr", "token", "sawb", "tri", "flat", ...); "?" out

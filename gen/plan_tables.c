@@ -217,32 +217,45 @@ hot_gemm_path plan_block_path_choose(const hot_arch_caps *caps, hot_codes codes)
 
 /* What a GPU plan of recipe nvfp4 runs besides its two GEMMs (CONTRACT.md 20.6), for the archs
  * with the block-scaled mma.sync (the kernels are written and compiled for those only); a row
- * without a template is not written yet, so no arch plans the recipe. */
+ * without a template would be a kernel not written yet. ABC needs no kernel of its own: the
+ * MXFP8 g_w GEMM reads the saved x^ in place (templates/gemm_mxfp8.cu takes any Kpad that is a
+ * multiple of 32, zero-filling its last K tile past Kpad). */
 static const struct {
   const char *what, *templ;
 } k_nvfp4_kernels[] = {
     {"HQ's NVFP4 quantisers", "templates/hq_nvfp4.cu"},
     {"HLA's MXFP8 quantisers", "templates/hla_mxfp8.cu"},
-    {"ABC's MXFP8 unpack", NULL},
 };
 
-/* Appends item to the ", "-separated list in buf (used bytes so far in *used). */
-static void missing_add(char *buf, size_t n, size_t *used, const char *item) {
+/* Whether a GPU plan runs the recipe's kernels: 0 while no kernel descriptor (gen/kernels/, whose
+ * families launch the INT recipes' kernels only) plans the block-scaled GEMMs and the quantisers
+ * above, so every arch refuses the recipe; set it where those descriptors are written. */
+static const int k_nvfp4_plan_wired = 0;
+
+/* Appends sep (when buf is not empty) and item to buf (used bytes so far in *used). */
+static void missing_add(char *buf, size_t n, size_t *used, const char *sep, const char *item) {
   if (*used >= n) return;
-  const int w = snprintf(buf + *used, n - *used, "%s%s", *used ? ", " : "", item);
+  const int w = snprintf(buf + *used, n - *used, "%s%s", *used ? sep : "", item);
   *used += w > 0 ? (size_t)w : 0;
 }
 
 const char *plan_nvfp4_missing(const hot_arch_caps *caps, char *buf, size_t n) {
   if (!buf || n == 0) return buf;
   buf[0] = '\0';
-  size_t used = 0;
+  const char *absent[2 + sizeof k_nvfp4_kernels / sizeof k_nvfp4_kernels[0]];
+  size_t na = 0, used = 0;
   if (plan_block_path_choose(caps, HOT_CODES_NVFP4) == HOT_GEMM_PATH_COUNT)
-    missing_add(buf, n, &used, "the NVFP4 g_x GEMM");
+    absent[na++] = "the NVFP4 g_x GEMM";
   if (plan_block_path_choose(caps, HOT_CODES_MXFP8) == HOT_GEMM_PATH_COUNT)
-    missing_add(buf, n, &used, "the MXFP8 g_w GEMM");
+    absent[na++] = "the MXFP8 g_w GEMM";
   for (size_t i = 0; i < sizeof k_nvfp4_kernels / sizeof k_nvfp4_kernels[0]; ++i)
     if (!caps || !caps->mma_sync_nvfp4 || !k_nvfp4_kernels[i].templ)
-      missing_add(buf, n, &used, k_nvfp4_kernels[i].what);
+      absent[na++] = k_nvfp4_kernels[i].what;
+  for (size_t i = 0; i < na; ++i) {
+    if (i == 0) missing_add(buf, n, &used, "", "not written for that arch yet: ");
+    missing_add(buf, n, &used, i ? ", " : "", absent[i]);
+  }
+  if (!k_nvfp4_plan_wired)
+    missing_add(buf, n, &used, "; ", "its kernels are not wired into a GPU plan yet");
   return buf;
 }

@@ -24,9 +24,12 @@
  * biased exponent e + 127, row pitch Kpad / 32 bytes); B, SB likewise with N rows (for HLA's g_w:
  * A = g^ (O rows), B = x^ (I rows), K = HLA's K). div: a power of two (p).
  *
- * Constraints (not checked at run time): Kpad % HOT_TILE_K == 0; codes and scales in
- * [k_real, Kpad) zero (a zero code makes its block's product +0, which leaves acc unchanged,
- * so padding K to the tile gives the twin's bits for any k_pad of the twin); no E4M3 NaN code
+ * Constraints (not checked at run time): Kpad % 32 == 0 (the MXFP8 block; Kpad need not be a
+ * multiple of HOT_TILE_K: the loader writes zero codes and zero scales for K >= Kpad in the last
+ * K tile and reads nothing there, so the kernel reads the twin's layout with the twin's own k_pad
+ * in place, e.g. ABC's saved x^); codes and scales in [k_real, Kpad) zero (as the quantisers
+ * write them). A zero code makes its block's product +0, which leaves acc unchanged, so the
+ * blocks past k_real and the loader's zero blocks past Kpad give the twin's bits; no E4M3 NaN code
  * (0x7F, 0xFF) and no E8M0 NaN scale (0xFF) — the quantisers write none, the twin would read a
  * NaN code as 0 where the hardware gives NaN; A, B 16-byte aligned (cudaMalloc gives 256; the
  * pitch Kpad is then a multiple of 16); M, N >= 0 arbitrary (rows past M or N are zero in shared
@@ -38,8 +41,10 @@
  *   static shared memory: (HOT_TILE_M + HOT_TILE_N) * (HOT_TILE_K + HOT_TILE_K / 32) bytes
  *   (one stage, no dynamic shared memory).
  *
- * Data movement (one stage, as gemm_nvfp4.cu): per K tile every thread copies 16-byte chunks of
- * codes and single scale bytes from global to shared memory (zeros past M / N), a barrier, then
+ * Data movement (one stage, as gemm_nvfp4.cu): per K tile (ceil(Kpad / HOT_TILE_K) of them)
+ * every thread copies 16-byte chunks of codes and single scale bytes from global to shared memory
+ * (zeros past M / N and past Kpad: Kpad is a multiple of 32, so a 16-byte chunk and a scale byte
+ * lie wholly below Kpad or wholly at or above it), a barrier, then
  * each warp reads its fragments from shared memory (32-bit loads for codes, byte loads for
  * scales), runs the MMAs (K steps in order; mi outer, ni inner) and a second barrier ends the
  * tile.
@@ -106,23 +111,24 @@ static __device__ __forceinline__ uint4 hot_ld16(const unsigned char *p) {
 }
 static __device__ __forceinline__ unsigned char hot_ld1(const unsigned char *p) { return __ldg(p); }
 
-/* ---- the tile loader: codes and scales of K tile kt into shared memory (zeros past M / N) --- */
+/* ---- the tile loader: codes and scales of K tile kt into shared memory (zeros past M / N and
+ * past Kpad; kleft = Kpad - kt * HOT_TILE_K, the bytes of K from the tile's start to Kpad) ---- */
 static __device__ __forceinline__ void hot_load_rows(unsigned char *s_codes,
                                                      unsigned char *s_scales,
                                                      const unsigned char *codes,
                                                      const unsigned char *scales, int rows,
                                                      int left, long long cpitch, long long spitch,
-                                                     int kt, int tid) {
+                                                     int kt, int kleft, int tid) {
   for (int i = tid; i < rows * HOT_CPR; i += HOT_THREADS) {
     const int r = i / HOT_CPR, c = i % HOT_CPR;
     uint4 v = make_uint4(0u, 0u, 0u, 0u);
-    if (r < left) v = hot_ld16(codes + r * cpitch + (long long)kt * HOT_KB + c * 16);
+    if (r < left && c * 16 < kleft) v = hot_ld16(codes + r * cpitch + (long long)kt * HOT_KB + c * 16);
     *(uint4 *)(s_codes + r * HOT_KB + c * 16) = v;
   }
   for (int i = tid; i < rows * HOT_SB; i += HOT_THREADS) {
     const int r = i / HOT_SB, c = i % HOT_SB;
     unsigned char v = 0;
-    if (r < left) v = hot_ld1(scales + r * spitch + (long long)kt * HOT_SB + c);
+    if (r < left && c * 32 < kleft) v = hot_ld1(scales + r * spitch + (long long)kt * HOT_SB + c);
     s_scales[r * HOT_SB + c] = v;
   }
 }
@@ -156,12 +162,13 @@ extern "C" __global__ void __launch_bounds__(HOT_THREADS, 1)
 #pragma unroll
       for (int i = 0; i < 4; ++i) acc[mi][ni][i] = 0.0f;
 
-  const int ktiles = Kpad / HOT_TILE_K;
+  const int ktiles = (Kpad + HOT_TILE_K - 1) / HOT_TILE_K;
   for (int kt = 0; kt < ktiles; ++kt) {
+    const int kleft = Kpad - kt * HOT_TILE_K;
     hot_load_rows(sa_codes, sa_scales, a_tile, sa_tile, HOT_TILE_M, M - m0, cpitch, spitch, kt,
-                  tid);
+                  kleft, tid);
     hot_load_rows(sb_codes, sb_scales, b_tile, sb_tile, HOT_TILE_N, N - n0, cpitch, spitch, kt,
-                  tid);
+                  kleft, tid);
     __syncthreads();
 #pragma unroll
     for (int ks = 0; ks < HOT_KSTEPS; ++ks) {

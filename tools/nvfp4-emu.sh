@@ -11,9 +11,11 @@
 #   nvfp4_hq_quant_g / _w, with their mutants (SR index, scale rounding, the transform, w's
 #   layout);
 # - templates/gemm_mxfp8.cu (the MXFP8 g_w GEMM, mxfp8_emu.cpp) against mxfp8_gemm (tiles, ragged
-#   sizes, raw, quantised and subnormal-product operands); mutants: a wrong scale-factor lane, the
-#   E4M3 bytes of a B register swapped, A's K halves swapped, a missing K-tile barrier, every K
-#   step taking its tile's first block scale;
+#   sizes, raw, quantised and subnormal-product operands; K padded to the tile, and the twin's
+#   own buffers with Kpad a multiple of 32 but not of the tile, nonzero bytes past them); mutants:
+#   a wrong scale-factor lane, the E4M3 bytes of a B register swapped, A's K halves swapped, a
+#   missing K-tile barrier, every K step taking its tile's first block scale, the last K tile
+#   loading past Kpad instead of zeros;
 # - templates/hla_mxfp8.cu (HLA's MXFP8 quantisers: x^ RTN, g^ SR and RTN, hla_mxfp8_emu.cpp)
 #   against nvfp4_hla_quant with hla_fmt MXFP8 for several bases, token layouts and awkward
 #   sizes; mutants: the SR index, the E8M0 exponent, the projection's rows, the codes' byte
@@ -231,33 +233,47 @@ for cfg in "${MX_CONFIGS[@]}"; do
     # shellcheck disable=SC2086
     "$work/emu" $run || fail=1
   done
+  # "block": the twin's buffers in place, Kpad = K rounded up to 32 (224, 32, 352, 96: not a
+  # multiple of 64 or 128, so the last K tile reaches past Kpad; every Kpad is one of 32)
+  for run in "77 45 200 47 64 block" "1 9 32 10 64 block" "19 130 330 131 1 block" \
+    "130 70 96 70 1024 block"; do
+    # shellcheck disable=SC2086
+    "$work/emu" $run || fail=1
+  done
 done
-mx_mutant() { # WHAT ANCHOR REPLACEMENT
-  mutate "$here/templates/gemm_mxfp8.cu" "$work/mut.cu" "$2" "$3" || return 1
+mx_mutant() { # WHAT "RUN" ANCHOR REPLACEMENT [ANCHOR REPLACEMENT...]
+  local what=$1 run=$2
+  shift 2
+  mutate "$here/templates/gemm_mxfp8.cu" "$work/mut.cu" "$@" || return 1
   mkinc "$work/mut.cu" mxfp8 || return 1
   build "64 64 128 2 2" mxfp8 || return 1
-  if "$work/emu" 77 45 400 47 >"$work/mut.log" 2>&1; then
-    echo "FAIL: the emulator did not detect the mutant: $1"; return 1
+  # shellcheck disable=SC2086
+  if "$work/emu" $run >"$work/mut.log" 2>&1; then
+    echo "FAIL: the emulator did not detect the mutant: $what"; return 1
   fi
-  echo "mutant detected, as it must be: $1 ($(caught "$work/mut.log"))"
+  echo "mutant detected, as it must be: $what ($(caught "$work/mut.log"))"
 }
-mx_mutant "wrong scale-factor lane (SF_A row from t >> 1, not t & 1)" \
+MX_RUN="77 45 400 47"
+mx_mutant "wrong scale-factor lane (SF_A row from t >> 1, not t & 1)" "$MX_RUN" \
   "sfa[mi] = sa_scales[(r + 8 * (t & 1)) * HOT_SB + ks];" \
   "sfa[mi] = sa_scales[(r + 8 * (t >> 1)) * HOT_SB + ks];" || fail=1
-mx_mutant "E4M3 bytes of B's first register in swapped order" \
+mx_mutant "E4M3 bytes of B's first register in swapped order" "$MX_RUN" \
   "        bf[ni][0] = hot_lds4(sb_codes, r * HOT_KB + kb);" \
   "        bf[ni][0] = __builtin_bswap32(hot_lds4(sb_codes, r * HOT_KB + kb));" || fail=1
-mx_mutant "A fragment's K halves swapped" \
+mx_mutant "A fragment's K halves swapped" "$MX_RUN" \
   "        af[mi][2] = hot_lds4(sa_codes, r * HOT_KB + kb + 16);" \
   "        af[mi][2] = hot_lds4(sa_codes, r * HOT_KB + kb);
         af[mi][0] = hot_lds4(sa_codes, r * HOT_KB + kb + 16);" || fail=1
-mx_mutant "no barrier at the end of a K tile" \
+mx_mutant "no barrier at the end of a K tile" "$MX_RUN" \
   "    }
     __syncthreads();
   }" "    }
   }" || fail=1
-mx_mutant "every K step takes its tile's first block scale of B" \
+mx_mutant "every K step takes its tile's first block scale of B" "$MX_RUN" \
   "sfb[ni] = sb_scales[r * HOT_SB + ks];" "sfb[ni] = sb_scales[r * HOT_SB];" || fail=1
+mx_mutant "the last K tile loads codes and scales past Kpad (no zero-fill)" "77 45 200 47 64 block" \
+  "if (r < left && c * 16 < kleft)" "if (r < left)" \
+  "if (r < left && c * 32 < kleft)" "if (r < left)" || fail=1
 fi
 if want hla; then
 # templates/hla_mxfp8.cu (HLA's MXFP8 quantisers) against nvfp4_hla_quant (hla_fmt MXFP8): codes,

@@ -5,7 +5,10 @@
 // 9.7.14.3 and the m16n8k32 fragment layouts of 8-bit types), independently of the kernel. The
 // result is compared bit for bit with the twin, mxfp8_gemm of templates/nvfp4_ref.c (linked in,
 // not re-implemented), on the twin's own layout (k_pad = K rounded up to 32) while the kernel
-// gets K padded to its tile.
+// gets K padded to its tile, or (pad "block") the twin's buffers themselves with Kpad = the
+// twin's k_pad, which need not be a multiple of the tile: the kernel's last K tile then reaches
+// past Kpad, and the memory past each operand's end is filled with nonzero codes and scales (and
+// is legal to read), so a kernel that loads past Kpad instead of writing zeros gets wrong bits.
 //
 // The MMA model (what "the block-scaled MMA's definition" means here, CONTRACT.md 20.10):
 //   A 16x32 and B 32x8 E4M3 values from the fragments (byte i of a register = K element 4t + i of
@@ -24,7 +27,8 @@
 // (the PTX ISA does not say; CONTRACT.md 20.10), or that these layouts are the hardware's (the
 // layout test compares them with CuTe's SM120 traits; a GPU run is the final word).
 //
-// Usage: mxfp8_emu M N K ldc [div]    (div: a power of two, default 64)
+// Usage: mxfp8_emu M N K ldc [div [pad]]  (div: a power of two, default 64; pad: "tile", the
+//                                          default, or "block")
 //        mxfp8_emu --layout           (the fragment and scale maps against CuTe's; see layout_check)
 #include <cmath>
 #include <cstdint>
@@ -311,15 +315,40 @@ static void repitch(const std::vector<uint8_t> &src, int rows, int from, int to,
 
 static const char *const k_mode_name[3] = {"raw codes", "quantised", "subnormal products"};
 
+// Appends the bytes past an operand's end: `zeros` zero bytes (the tile padding's slack, never
+// read), or (block padding) `tail` nonzero bytes the kernel may legally address but must not
+// use: codes random non-NaN E4M3 (code = true), scales 2^0 .. 2^15 (biased 127 .. 142).
+static void add_tail(std::vector<uint8_t> &v, bool block, size_t zeros, size_t tail, bool code) {
+  if (!block) {
+    v.resize(v.size() + zeros);
+    return;
+  }
+  for (size_t i = 0; i < tail; ++i) {
+    unsigned c;
+    if (code)
+      do c = rnd() & 0xFFu; while ((c & 0x7Fu) == 0x7Fu || c == 0u);
+    else
+      c = 127u + rnd() % 16u;
+    v.push_back((uint8_t)c);
+  }
+}
+
 int main(int argc, char **argv) {
   if (argc == 2 && std::strcmp(argv[1], "--layout") == 0) return layout_check();
   if (argc < 5) {
-    std::fprintf(stderr, "usage: mxfp8_emu M N K ldc [div] | mxfp8_emu --layout\n");
+    std::fprintf(stderr, "usage: mxfp8_emu M N K ldc [div [tile|block]] | mxfp8_emu --layout\n");
     return 2;
   }
   const int M = std::atoi(argv[1]), N = std::atoi(argv[2]), K = std::atoi(argv[3]);
   const int ldc = std::atoi(argv[4]), div = argc > 5 ? std::atoi(argv[5]) : 64;
-  const int kp = (K + 31) / 32 * 32, Kpad = (K + HOT_TILE_K - 1) / HOT_TILE_K * HOT_TILE_K;
+  const char *pad = argc > 6 ? argv[6] : "tile";
+  if (std::strcmp(pad, "tile") != 0 && std::strcmp(pad, "block") != 0) {
+    std::fprintf(stderr, "mxfp8_emu: pad '%s' is neither tile nor block\n", pad);
+    return 2;
+  }
+  const bool block = pad[0] == 'b';
+  const int kp = (K + 31) / 32 * 32;
+  const int Kpad = block ? kp : (K + HOT_TILE_K - 1) / HOT_TILE_K * HOT_TILE_K;
   long bad = 0;
   for (int mode = 0; mode < 3; ++mode) {
     std::vector<uint8_t> a, sa, b, sb, ka, ksa, kb, ksb;
@@ -334,10 +363,12 @@ int main(int argc, char **argv) {
     repitch(sa, M, kp / 32, Kpad / 32, ksa);
     repitch(b, N, kp, Kpad, kb);
     repitch(sb, N, kp / 32, Kpad / 32, ksb);
-    ka.resize(ka.size() + 16); // never empty, even for M = 0 or Kpad = 0
-    kb.resize(kb.size() + 16);
-    ksa.resize(ksa.size() + 4);
-    ksb.resize(ksb.size() + 4);
+    // never empty, even for M = 0 or Kpad = 0; with block padding, the last row's last K tile
+    // reaches up to HOT_TILE_K - 32 code bytes and HOT_TILE_K / 32 - 1 scale bytes past the end
+    add_tail(ka, block, 16, HOT_TILE_K, true);
+    add_tail(kb, block, 16, HOT_TILE_K, true);
+    add_tail(ksa, block, 4, HOT_TILE_K / 32, false);
+    add_tail(ksb, block, 4, HOT_TILE_K / 32, false);
     const std::vector<uint8_t> *ops[4] = {&ka, &ksa, &kb, &ksb};
     for (int i = 0; i < 4; ++i) g_lo[i] = ops[i]->data(), g_hi[i] = ops[i]->data() + ops[i]->size();
     std::vector<float> C((size_t)(M > 0 ? M : 1) * ldc + 1);
@@ -370,10 +401,11 @@ int main(int argc, char **argv) {
                         want[(size_t)m * N + n]);
         }
       if (C[(size_t)(M > 0 ? M : 1) * ldc] != -7.0f) { std::printf("  wrote past C\n"); ++bad1; }
-      std::printf("mxfp8 %dx%dx%d_w%dx%d M=%d N=%d K=%d (Kpad %d, twin k_pad %d) ldc=%d div=%d %s "
+      std::printf("mxfp8 %dx%dx%d_w%dx%d M=%d N=%d K=%d (Kpad %d%s, twin k_pad %d) ldc=%d div=%d %s "
                   "(%ld subnormal outputs) schedule %llu (%s): %s, trace %016llx\n",
-                  HOT_TILE_M, HOT_TILE_N, HOT_TILE_K, HOT_WARPS_M, HOT_WARPS_N, M, N, K, Kpad, kp,
-                  ldc, div, k_mode_name[mode], subnormal, (unsigned long long)seed,
+                  HOT_TILE_M, HOT_TILE_N, HOT_TILE_K, HOT_WARPS_M, HOT_WARPS_N, M, N, K, Kpad,
+                  block ? " = the twin's buffers, nonzero bytes past them" : "", kp, ldc, div,
+                  k_mode_name[mode], subnormal, (unsigned long long)seed,
                   emu::policy_name(), bad1 ? "FAIL" : "ok", (unsigned long long)emu::trace());
       std::fflush(stdout);
       bad += bad1;
