@@ -38,7 +38,8 @@ Comparison, after normalising both sides the same way, line by line:
 In the expected text a line `...` stands for any number of lines, and a line ending in ` ...`
 for any line that begins with what precedes it (abridged quotes).
 
-Besides, the README's test command is checked to be the line .ci/run runs.
+Besides, the README's test command is checked to be the line .ci/run runs, and .ci/run to fail
+when any command of that && list fails (set -e alone stops only at its last command).
 Exit 0 when every run block succeeded and every quote matched; 1 otherwise.
 """
 import os
@@ -254,6 +255,15 @@ def check_ci_line(src):
     if len(ci_cmd) != 1 or len(doc_cmd) != 1 or ci_cmd[0] != doc_cmd[0]:
         return ('FAIL README.md: its test command is not the line .ci/run runs:\n'
                 f'  README: {doc_cmd}\n  .ci/run: {ci_cmd}')
+    # set -e does not stop at a failure before the last command of an && list: .ci/run must
+    # read the list's status on the next command and exit with it
+    lines = [l.strip() for l in open(ci)]
+    after = [l for l in lines[lines.index(ci_cmd[0]) + 1:] if l and not l.startswith('#')]
+    if len(after) < 3 or after[0] != 'readme_status=$?' or \
+            not any(l == 'exit "$readme_status"' for l in after[1:4]):
+        return ('FAIL .ci/run: the README\'s test command is an && list, and set -e does not stop '
+                'at a failure before its last command: the next command must be '
+                '`readme_status=$?`, then exit "$readme_status" when it is not 0')
     return None
 
 

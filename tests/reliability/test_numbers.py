@@ -212,7 +212,8 @@ for f, k in (("tools/gemm-emu/emu.cpp", 9), ("tools/gemm-emu/bias_emu.cpp", 2),
              ("tools/kernel-emu/bias_count.cpp", 2),
              ("tools/kernel-emu/hq_emu.cpp", 9), ("tools/kernel-emu/lqs_emu.cpp", 9),
              ("tools/kernel-emu/sawb_emu.cpp", 4), ("tools/tma-emu/tma_emu.cpp", 11),
-             ("tools/gemm-emu/nvfp4_emu.cpp", 5), ("tools/gemm-emu/hq_nvfp4_emu.cpp", 3)):
+             ("tools/gemm-emu/nvfp4_emu.cpp", 5), ("tools/gemm-emu/hq_nvfp4_emu.cpp", 3),
+             ("tools/gemm-emu/mxfp8_emu.cpp", 5), ("tools/gemm-emu/hla_mxfp8_emu.cpp", 5)):
     C_KNOWN[f] = (k, "an emulator's arguments, written by its script")
 
 SH_RX = re.compile(r"=~ *\^?\[0-9\]|\*\[!0-9\]\*|\b(?:10|16)#|\$\(\([^)]*\$\{?[0-9]")
