@@ -94,7 +94,7 @@ build() { # "TM TN TK WM WN" [FMT]: the emulator of FMT (nvfp4, the default, or 
   local fmt=${2:-nvfp4}
   # shellcheck disable=SC2086
   set -- $1
-  $CXX -std=c++17 -O2 -I"$work" -I"$here/templates" -I"$here/tools/kernel-emu" -DHOT_GENERATED \
+  $CXX -std=c++17 -O2 -I"$work" -I"$here/templates" -I"$here/tools/kernel-emu" -I"$here/tools/gemm-emu" -DHOT_GENERATED \
     -DHOT_KNAME=emu_$fmt -DHOT_TILE_M=$1 -DHOT_TILE_N=$2 -DHOT_TILE_K=$3 -DHOT_WARPS_M=$4 \
     -DHOT_WARPS_N=$5 "$here/tools/gemm-emu/${fmt}_emu.cpp" "$work/nvfp4_ref.o" -o "$work/emu" \
     2>"$work/cc.log" || { echo "FAIL build: $fmt $*"; head -30 "$work/cc.log"; return 1; }
@@ -107,7 +107,7 @@ mkinc "$here/templates/gemm_mxfp8.cu" mxfp8 || exit 1
 # --layout), then mutants of the maps they must catch.
 layout_run() { # EMU_SRC [FMT] -> 0 when the layout check passes
   local fmt=${2:-nvfp4}
-  $CXX -std=c++17 -O2 -I"$work" -I"$here/templates" -I"$here/tools/kernel-emu" -DHOT_GENERATED \
+  $CXX -std=c++17 -O2 -I"$work" -I"$here/templates" -I"$here/tools/kernel-emu" -I"$here/tools/gemm-emu" -DHOT_GENERATED \
     -DHOT_KNAME=emu_$fmt -DHOT_TILE_M=64 -DHOT_TILE_N=64 -DHOT_TILE_K=128 -DHOT_WARPS_M=2 \
     -DHOT_WARPS_N=2 "$1" "$work/nvfp4_ref.o" -o "$work/lay" 2>"$work/cc.log" ||
     { echo "FAIL build: $fmt layout"; head -30 "$work/cc.log"; return 2; }

@@ -38,6 +38,7 @@
 #include <functional>
 #include <vector>
 
+#include "cute_layout.h"
 #include "emu_sched.h"
 
 extern "C" {
@@ -193,35 +194,12 @@ static void emu_mma_mx(float *d, const unsigned *a, const unsigned *b, unsigned 
 // index, the index column-major in the operand ((M16,K32): m + 16k; (N8,K32): n + 8k; (M16,N8):
 // m + 16n). They are written here as their shapes and strides, evaluated the CuTe way (a flat
 // coordinate split colexicographically over a mode's shape, dotted with its strides).
-struct cute_mode {
-  int n, shape[3], stride[3];
-};
-struct cute_layout {
-  const char *name;
-  cute_mode t, v;
-};
-static int cute_eval(const cute_mode &md, int x) {
-  int idx = 0;
-  for (int i = 0; i < md.n; ++i) {
-    idx += (x % md.shape[i]) * md.stride[i];
-    x /= md.shape[i];
-  }
-  return idx;
-}
-static int cute_at(const cute_layout &L, int t, int v) { return cute_eval(L.t, t) + cute_eval(L.v, v); }
 static const cute_layout k_cute_a = {"ALayout (T32,V16)->(M16,K32)", {2, {4, 8}, {64, 1}}, {3, {4, 2, 2}, {16, 8, 256}}};
 static const cute_layout k_cute_b = {"BLayout (T32,V8)->(N8,K32)", {2, {4, 8}, {32, 1}}, {2, {4, 2}, {8, 128}}};
 static const cute_layout k_cute_sfa = {"SFALayout (T32,V32)->(M16,K32)", {3, {2, 2, 8}, {8, 0, 1}}, {1, {32}, {16}}};
 static const cute_layout k_cute_sfb = {"SFBLayout (T32,V32)->(N8,K32)", {2, {4, 8}, {0, 1}}, {1, {32}, {8}}};
 static const cute_layout k_cute_c = {"SM80_16x8_Row (T32,V4)->(M16,N8)", {2, {4, 8}, {32, 1}}, {2, {2, 2}, {16, 8}}};
 
-static long g_layout_bad = 0;
-static void layout_expect(const char *what, int lane, int v, int got0, int got1, int want0, int want1) {
-  if (got0 == want0 && got1 == want1) return;
-  if (g_layout_bad++ < 10)
-    std::printf("  %s: lane %d value %d: ours (%d, %d), CuTe's (%d, %d)\n", what, lane, v, got0, got1,
-                want0, want1);
-}
 // The scale byte each lane of the kernel loads (templates/gemm_mxfp8.cu: every lane loads one,
 // read or not): A row g + 8 * (t & 1), B column g.
 static int kernel_sfa_row(int lane) { return (lane >> 2) + 8 * (lane & 1); }

@@ -29,6 +29,7 @@
 #include <functional>
 #include <vector>
 
+#include "cute_layout.h"
 #include "emu_sched.h"
 
 extern "C" {
@@ -194,35 +195,12 @@ static void emu_mma_bs(float *d, const unsigned *a, const unsigned *b, unsigned 
 // column-major in the operand ((M16,K64): m + 16k; (N8,K64): n + 8k; (M16,N8): m + 16n). They are
 // written here as their shapes and strides, evaluated the CuTe way (a flat coordinate split
 // colexicographically over a mode's shape, dotted with its strides).
-struct cute_mode {
-  int n, shape[3], stride[3];
-};
-struct cute_layout {
-  const char *name;
-  cute_mode t, v;
-};
-static int cute_eval(const cute_mode &md, int x) {
-  int idx = 0;
-  for (int i = 0; i < md.n; ++i) {
-    idx += (x % md.shape[i]) * md.stride[i];
-    x /= md.shape[i];
-  }
-  return idx;
-}
-static int cute_at(const cute_layout &L, int t, int v) { return cute_eval(L.t, t) + cute_eval(L.v, v); }
 static const cute_layout k_cute_a = {"ALayout (T32,V32)->(M16,K64)", {2, {4, 8}, {128, 1}}, {3, {8, 2, 2}, {16, 8, 512}}};
 static const cute_layout k_cute_b = {"BLayout (T32,V16)->(N8,K64)", {2, {4, 8}, {64, 1}}, {2, {8, 2}, {8, 256}}};
 static const cute_layout k_cute_sfa = {"SFALayout (T32,V64)->(M16,K64)", {3, {2, 2, 8}, {8, 0, 1}}, {1, {64}, {16}}};
 static const cute_layout k_cute_sfb = {"SFBLayout (T32,V64)->(N8,K64)", {2, {4, 8}, {0, 1}}, {1, {64}, {8}}};
 static const cute_layout k_cute_c = {"SM80_16x8_Row (T32,V4)->(M16,N8)", {2, {4, 8}, {32, 1}}, {2, {2, 2}, {16, 8}}};
 
-static long g_layout_bad = 0;
-static void layout_expect(const char *what, int lane, int v, int got0, int got1, int want0, int want1) {
-  if (got0 == want0 && got1 == want1) return;
-  if (g_layout_bad++ < 10)
-    std::printf("  %s: lane %d value %d: ours (%d, %d), CuTe's (%d, %d)\n", what, lane, v, got0, got1,
-                want0, want1);
-}
 // The scale word each lane of the kernel loads (templates/gemm_nvfp4.cu: every lane loads one,
 // read or not): A row g + 8 * (t & 1), B column g.
 static int kernel_sfa_row(int lane) { return (lane >> 2) + 8 * (lane & 1); }
