@@ -69,6 +69,7 @@ typedef struct {
   int agroup, bgroup; /* A, B panels per packing task: 4 where the rows of A (columns of B) are
                          contiguous and the panels are 16 rows of 4-k steps (pack4_avx2) */
   int64_t nbt; /* packing tasks of B per segment */
+  int64_t tiles_n, cgroup; /* tile columns; tile columns of one task (tile_task) */
 } gctx;
 
 
@@ -227,28 +228,25 @@ static void tile_step(const gctx *x, int64_t seg, int64_t pa, int64_t pb, int32_
   }
 }
 
-/* One output tile (MC rows x NCP * NR columns). One segment: each kernel step over all its K
- * blocks (one block up to 2048 k on AMX and the AVX2 kernels), B panels outer and A panels inner,
- * then the epilogue on the whole tile (its fresh rows may stream past the caches). Several
- * segments (the per-sample g_w GEMM: each segment's sums
- * scaled and added in turn): one kernel step's block at a time through all segments and their
- * epilogues, so that its int32 sums and the output rows they add to stay in L1 between the
- * segments' adds (a whole tile per segment went out to L2 and back once per segment). */
-static void tile_task(void *ctx, int64_t i, int tid) {
-  const gctx *x = ctx;
+/* One output tile (MC rows x NCP * NR columns, tile tm down, tn across) into the thread's
+ * scratch c, then its epilogue. One segment: each kernel step over all its K blocks (one block
+ * up to 2048 k on AMX and the AVX2 kernels), B panels outer and A panels inner, then the
+ * epilogue on the whole tile (its fresh rows may stream past the caches). Several segments (the
+ * per-sample g_w GEMM: each segment's sums scaled and added in turn): one kernel step's block at
+ * a time through all segments and their epilogues, so that its int32 sums and the output rows
+ * they add to stay in L1 between the segments' adds (a whole tile per segment went out to L2 and
+ * back once per segment). Returns the seconds spent in the epilogue when profiling (else 0). */
+static double tile_one(const gctx *x, int64_t tm, int64_t tn, int32_t *c) {
   const fast_igemm_op *op = x->op;
   const gk_cfg *g = x->g;
-  const int64_t tm = i % x->tiles_m, tn = i / x->tiles_m; /* down a column of tiles: same B */
   const int64_t m0 = tm * MC, n0 = tn * NCP * NR;
   const int64_t mc = op->M - m0 < MC ? op->M - m0 : MC;
   const int64_t nc = op->N - n0 < NCP * NR ? op->N - n0 : NCP * NR;
   const int64_t pa0 = m0 / g->mr, pa1 = fast_cdiv(m0 + mc, g->mr);
   const int64_t pb0 = n0 / NR, pb1 = fast_cdiv(n0 + nc, NR);
   const int64_t ldc = GK_LDC;
-  int32_t *c = x->scratch[tid];
-  const int amx = g->tiles != NULL, pstep = amx ? 2 : 1; /* AMX: pairs of panels */
+  const int pstep = g->tiles ? 2 : 1; /* AMX: pairs of panels */
   double epi = 0.0;
-  if (amx) g->tiles_begin();
   if (op->segs == 1) {
     for (int64_t pb = pb0; pb < pb1; pb += pstep)
       for (int64_t pa = pa0; pa < pa1; pa += pstep)
@@ -256,23 +254,56 @@ static void tile_task(void *ctx, int64_t i, int tid) {
     const double te = x->epi_s ? fast_prof_clock() : 0.0;
     op->epi(op->ctx, 0, m0, n0, mc, nc, c, ldc);
     if (x->epi_s) epi += fast_prof_clock() - te;
-  } else {
-    for (int64_t pb = pb0; pb < pb1; pb += pstep)
-      for (int64_t pa = pa0; pa < pa1; pa += pstep) {
-        const int64_t r0 = (pa - pa0) * g->mr, c0 = (pb - pb0) * NR;
-        const int64_t rows = mc - r0 < pstep * g->mr ? mc - r0 : pstep * g->mr;
-        const int64_t cols = nc - c0 < pstep * NR ? nc - c0 : pstep * NR;
-        int32_t *cp = c + r0 * ldc + c0;
-        for (int64_t seg = 0; seg < op->segs; ++seg) {
-          tile_step(x, seg, pa, pb, cp);
-          const double te = x->epi_s ? fast_prof_clock() : 0.0;
-          op->epi(op->ctx, seg, m0 + r0, n0 + c0, rows, cols, cp, ldc);
-          if (x->epi_s) epi += fast_prof_clock() - te;
-        }
-      }
+    return epi;
   }
-  if (amx) g->tiles_end();
+  for (int64_t pb = pb0; pb < pb1; pb += pstep)
+    for (int64_t pa = pa0; pa < pa1; pa += pstep) {
+      const int64_t r0 = (pa - pa0) * g->mr, c0 = (pb - pb0) * NR;
+      const int64_t rows = mc - r0 < pstep * g->mr ? mc - r0 : pstep * g->mr;
+      const int64_t cols = nc - c0 < pstep * NR ? nc - c0 : pstep * NR;
+      int32_t *cp = c + r0 * ldc + c0;
+      for (int64_t seg = 0; seg < op->segs; ++seg) {
+        tile_step(x, seg, pa, pb, cp);
+        const double te = x->epi_s ? fast_prof_clock() : 0.0;
+        op->epi(op->ctx, seg, m0 + r0, n0 + c0, rows, cols, cp, ldc);
+        if (x->epi_s) epi += fast_prof_clock() - te;
+      }
+    }
+  return epi;
+}
+
+/* Task i: the tiles of row block tm = i % tiles_m in the tile columns of group i / tiles_m
+ * (cgroup columns of tiles; the tasks of a group go down its rows: same B panels). The group's
+ * B panels stay in the L2 while each row block's A panels, read from memory once per group
+ * rather than once per tile column, serve all its columns from the L2. */
+static void tile_task(void *ctx, int64_t i, int tid) {
+  const gctx *x = ctx;
+  const gk_cfg *g = x->g;
+  const int64_t tm = i % x->tiles_m, q = i / x->tiles_m;
+  const int64_t tn1 = (q + 1) * x->cgroup < x->tiles_n ? (q + 1) * x->cgroup : x->tiles_n;
+  double epi = 0.0;
+  if (g->tiles) g->tiles_begin();
+  for (int64_t tn = q * x->cgroup; tn < tn1; ++tn) epi += tile_one(x, tm, tn, x->scratch[tid]);
+  if (g->tiles) g->tiles_end();
   if (x->epi_s) x->epi_s[tid] += epi;
+}
+
+/* Tile columns per task (tile_task): as many as keep their B panels (all segments) within 1 MB,
+ * half a core's 2 MB L2 on the Xeons measured (the rest holds the row block's A panels, the
+ * tile and its output rows), at least one. Beyond the L2 this machine's memory delivered about
+ * 30 GB/s to one core, which an AMX tile pair outruns by 8x (a register-only tdpbssd loop did
+ * 3.4 TMAC/s; from L1 2.8, from L2 2.2, from memory 0.47); one tile column per task read every
+ * A panel from memory once per 128 output columns. Fewer columns where the tasks would not give
+ * each of `threads` threads four. GEMMs alone, AMX, 1 and 2 threads: the tiles 3-25 % faster on
+ * the backward's shapes (docs/cpu-backend.md); bits unchanged (int32 sums modulo 2^32, each
+ * tile's epilogue as before). */
+static int64_t tile_cgroup(const gk_cfg *g, int64_t segs, int64_t tiles_m, int64_t tiles_n,
+                           int threads) {
+  const size_t col = (size_t)segs * NCP * g->bpb; /* B panels of one tile column */
+  int64_t n = col ? (int64_t)(((size_t)1 << 20) / col) : 1;
+  n = n < 1 ? 1 : n > tiles_n ? tiles_n : n;
+  while (n > 1 && tiles_m * fast_cdiv(tiles_n, n) < 4 * (int64_t)threads) --n;
+  return n;
 }
 
 /* ---- the scalar level's setup (fast_level.c) ------------------------------------------------------ */
@@ -323,6 +354,8 @@ int fast_igemm(const fast_config *cf, const fast_igemm_op *op) {
   x.op = op;
   x.g = &g;
   x.tiles_m = fast_cdiv(op->M, MC);
+  x.tiles_n = fast_cdiv(op->N, NCP * NR);
+  x.cgroup = tile_cgroup(&g, op->segs, x.tiles_m, x.tiles_n, threads);
   int rc = HOT_REF_ENOMEM;
   x.pa = fast_scratch((size_t)(op->segs * g.npa) * g.apb + 64);
   x.pb = fast_scratch((size_t)(op->segs * g.npb) * g.bpb + 64);
@@ -336,7 +369,7 @@ int fast_igemm(const fast_config *cf, const fast_igemm_op *op) {
   pack_groups(&x);
   fast_parallel(op->segs * (fast_cdiv(g.npa, x.agroup) + x.nbt), threads, pack_task, &x);
   t0 = fast_prof_add(op->prof, t0);
-  fast_parallel(x.tiles_m * fast_cdiv(op->N, NCP * NR), threads, tile_task, &x);
+  fast_parallel(x.tiles_m * fast_cdiv(x.tiles_n, x.cgroup), threads, tile_task, &x);
   fast_prof_add(op->prof + 1, t0);
   if (x.epi_s) {
     for (int t = 0; t < threads; ++t) fast_prof_sum(op->prof + 2, x.epi_s[t]);

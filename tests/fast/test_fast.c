@@ -399,13 +399,15 @@ static int8_t gemm_code(tp_rng *r, int q) {
  * K tails of every kernel (MR 4 and 16, NR 16, K steps of 2 and 4, K blocks of 64 steps (VNNI)
  * and 512 steps (AVX2: the last two shapes cross them, the u8 one several times), tiles of
  * 64 x 128), both operand orientations, K segments, code bounds picking each kernel (u8: 4-bit,
- * w16: 8-bit or mixed), at every level and with 1 to 3 threads. */
+ * w16: 8-bit or mixed), at every level and with 1 to 3 threads. 130 x 600 x 2100: tasks of
+ * several tile columns (B panels of 1 MB) with a shorter last group (fast_gemm.c's
+ * tile_cgroup). */
 START_TEST(gemm_exact) {
   static const int64_t dims[][4] = {/* M, N, seg_k, segs */
                                     {1, 1, 1, 1},      {5, 17, 3, 1},     {4, 16, 16, 1},
                                     {49, 257, 257, 1}, {67, 300, 700, 1}, {16, 33, 130, 3},
                                     {100, 31, 9, 2},   {3, 530, 513, 1},  {130, 18, 1023, 1},
-                                    {37, 21, 4500, 1}, {9, 20, 2100, 2}};
+                                    {37, 21, 4500, 1}, {9, 20, 2100, 2},   {130, 600, 2100, 1}};
   static const int qs[][2] = {{7, 7}, {127, 127}, {7, 127}, {1, 3}, {3, 7}};
   for (size_t d = 0; d < sizeof dims / sizeof dims[0]; ++d)
     for (size_t qi = 0; qi < sizeof qs / sizeof qs[0]; ++qi)
