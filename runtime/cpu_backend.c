@@ -64,13 +64,13 @@ static hot_status cpu_layer_save(hot_layer *layer, const void *x, void *saved) {
   void *dst = saved ? saved : own_buffer(layer);
   if (!dst) return ctx_fail(layer->ctx, HOT_ERR_NOMEM, "hot_layer_save: out of memory");
   hot_ref_saved s;
-  int rc = fast_prepared_save(CFG(layer), &CPU(layer)->prep, x, layer->spec.dtype, &s);
+  /* INT codes go straight into dst (no copy); recipe nvfp4's come back in s.q_x */
+  int rc = fast_prepared_save_into(CFG(layer), &CPU(layer)->prep, x, layer->spec.dtype, dst, &s);
   if (rc) return cpu_ref_status(layer, rc, "save");
   if (s.q_x && pl->fmt == HOT_FMT_NVFP4) { /* the MXFP8 codes and scales, no fp32 scale */
     memcpy(dst, s.q_x, (size_t)plan_buffer_bytes(pl, HOT_BUF_SAVED_CODES));
-  } else if (s.q_x) {
+  } else if (s.s_x) { /* the codes are in dst already */
     const int64_t nc = plan_buffer_bytes(pl, HOT_BUF_SAVED_CODES), off = scale_offset(pl);
-    memcpy(dst, s.q_x, (size_t)nc);
     memset((char *)dst + nc, 0, (size_t)(off - nc)); /* the alignment gap: no stale bytes */
     memcpy((char *)dst + off, s.s_x, (size_t)pl->hla.groups * sizeof *s.s_x);
   } else {

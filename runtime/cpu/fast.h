@@ -198,6 +198,14 @@ int fast_layer_prepare(const hot_layer_plan *pl, fast_prepared *out);
  * NULL: HOT_REF_EARG, with the outputs as those calls leave them on a bad argument). */
 int fast_prepared_save(const fast_config *cf, const fast_prepared *p, const void *x, hot_dtype dt,
                        hot_ref_saved *out);
+/* fast_prepared_save writing the x^ codes of an INT plan with ABC (not recipe nvfp4) straight
+ * into codes (caller-owned, plan_buffer_bytes(pl, HOT_BUF_SAVED_CODES) = I * hla.k bytes, the
+ * saved layout) instead of a malloc'd out->q_x, which stays NULL; out->s_x (owned by out, release
+ * with ref_saved_free) holds the scales. Any other plan (codes unused, may be NULL): as
+ * fast_prepared_save. On an error nothing is written to codes (the
+ * codes are stored last, once every check has passed). Errors: as fast_prepared_save. */
+int fast_prepared_save_into(const fast_config *cf, const fast_prepared *p, const void *x,
+                            hot_dtype dt, int8_t *codes, hot_ref_saved *out);
 int fast_prepared_backward_check(const fast_config *cf, const fast_prepared *p,
                                  const hot_ref_saved *saved, const void *g_y, const void *w,
                                  hot_dtype dt, hot_gran gran, uint64_t seed, uint32_t step,

@@ -189,29 +189,59 @@ AVX2_FN static int scale_tile_avx2(float *out, int64_t ldo, const int32_t *acc, 
 
 /* A 16 x 16 block of bytes, transposed in registers: four rounds of interleaving row i with row
  * i + 8 (bytes, then the same again on the results) put byte c of row r at byte r of row c. */
-AVX2_FN static void transpose16_sse(const int8_t *src, int64_t ls, int8_t *dst, int64_t ld) {
-  __m128i v[16], t[16];
-  for (int i = 0; i < 16; ++i) v[i] = _mm_loadu_si128((const __m128i *)(const void *)(src + i * ls));
-  for (int round = 0; round < 4; ++round) {
-    for (int i = 0; i < 8; ++i) {
-      t[2 * i] = _mm_unpacklo_epi8(v[i], v[i + 8]);
-      t[2 * i + 1] = _mm_unpackhi_epi8(v[i], v[i + 8]);
-    }
-    memcpy(v, t, sizeof v);
+/* One round of the 16 x 16 byte transpose: out[2i], out[2i + 1] interleave the bytes of v[i]
+ * and v[i + 8] (per 128-bit lane); four rounds transpose each lane's 16 x 16 block. Inlined with
+ * constant indices, so the 16 rows stay in registers (a loop over rounds copying through an
+ * array kept them on the stack: 38 of its 70 instructions were loads and stores there). */
+#define TR_ROUND(T, LO, HI, out, v)                                                                 \
+  _Pragma("GCC unroll 8") for (int i = 0; i < 8; ++i) {                                             \
+    out[2 * i] = LO(v[i], v[i + 8]);                                                                \
+    out[2 * i + 1] = HI(v[i], v[i + 8]);                                                            \
   }
-  for (int i = 0; i < 16; ++i) _mm_storeu_si128((__m128i *)(void *)(dst + i * ld), v[i]);
+
+AVX2_FN static inline void transpose16_sse(const int8_t *src, int64_t ls, int8_t *dst, int64_t ld) {
+  __m128i v[16], t[16];
+  _Pragma("GCC unroll 16") for (int i = 0; i < 16; ++i)
+    v[i] = _mm_loadu_si128((const __m128i *)(const void *)(src + i * ls));
+  TR_ROUND(__m128i, _mm_unpacklo_epi8, _mm_unpackhi_epi8, t, v)
+  TR_ROUND(__m128i, _mm_unpacklo_epi8, _mm_unpackhi_epi8, v, t)
+  TR_ROUND(__m128i, _mm_unpacklo_epi8, _mm_unpackhi_epi8, t, v)
+  TR_ROUND(__m128i, _mm_unpacklo_epi8, _mm_unpackhi_epi8, v, t)
+  _Pragma("GCC unroll 16") for (int i = 0; i < 16; ++i)
+    _mm_storeu_si128((__m128i *)(void *)(dst + i * ld), v[i]);
 }
 
-/* 64 x 64 byte squares, each as sixteen 16 x 16 blocks: a square's 64 source lines and 64
- * destination lines stay in L1 while its blocks are done (a column strip of 16 bytes down all the
- * rows, as before, read every source line four times from L2 and wrote every destination line in
- * four visits). */
+/* Two 16 x 16 blocks side by side (source columns c .. c + 31) at once: the unpacks work per
+ * 128-bit lane, so row i's 32 bytes in one register transpose both blocks; each result's low
+ * lane is a column of the first block, its high lane the same column of the second. */
+AVX2_FN static inline void transpose16x2_avx2(const int8_t *src, int64_t ls, int8_t *dst, int64_t ld) {
+  __m256i v[16], t[16];
+  _Pragma("GCC unroll 16") for (int i = 0; i < 16; ++i)
+    v[i] = _mm256_loadu_si256((const __m256i *)(const void *)(src + i * ls));
+  TR_ROUND(__m256i, _mm256_unpacklo_epi8, _mm256_unpackhi_epi8, t, v)
+  TR_ROUND(__m256i, _mm256_unpacklo_epi8, _mm256_unpackhi_epi8, v, t)
+  TR_ROUND(__m256i, _mm256_unpacklo_epi8, _mm256_unpackhi_epi8, t, v)
+  TR_ROUND(__m256i, _mm256_unpacklo_epi8, _mm256_unpackhi_epi8, v, t)
+  _Pragma("GCC unroll 16") for (int i = 0; i < 16; ++i) {
+    _mm_storeu_si128((__m128i *)(void *)(dst + i * ld), _mm256_castsi256_si128(v[i]));
+    _mm_storeu_si128((__m128i *)(void *)(dst + (16 + i) * ld), _mm256_extracti128_si256(v[i], 1));
+  }
+}
+#undef TR_ROUND
+
+/* 64 x 64 byte squares, each as 16 x 16 blocks (two side by side where the columns allow): a
+ * square's 64 source lines and 64 destination lines stay in L1 while its blocks are done (a
+ * column strip of 16 bytes down all the rows read every source line four times from L2 and
+ * wrote every destination line in four visits). */
 void fast_transpose_bytes_avx2(const int8_t *src, int64_t rows, int64_t cols, int64_t ls,
                                int8_t *dst, int64_t ld) {
   const int64_t r0 = rows / 16 * 16, c0 = cols / 16 * 16;
   for (int64_t rs = 0; rs < r0; rs += 64) {
     const int64_t re = rs + 64 < r0 ? rs + 64 : r0;
-    for (int64_t c = 0; c < c0; c += 16)
+    int64_t c = 0;
+    for (; c + 32 <= c0; c += 32)
+      for (int64_t r = rs; r < re; r += 16) transpose16x2_avx2(src + r * ls + c, ls, dst + c * ld + r, ld);
+    for (; c < c0; c += 16)
       for (int64_t r = rs; r < re; r += 16) transpose16_sse(src + r * ls + c, ls, dst + c * ld + r, ld);
   }
   transpose_rest(src, rows, cols, ls, dst, ld, r0, c0);

@@ -548,15 +548,15 @@ static int abc_x_step(fast_call *c) {
   hot_ref_saved *out = c->save_out;
   const int64_t I = pl->I, K = pl->hla.k;
   if (!out) return HOT_REF_EARG;
-  out->q_x = malloc((size_t)(I * K));
+  int8_t *dst = c->save_codes ? c->save_codes : (out->q_x = malloc((size_t)(I * K)));
   out->s_x = malloc((size_t)pl->hla.groups * sizeof *out->s_x);
   int8_t *codes = fast_call_alloc(c, HOT_LB_Q_HX, (size_t)(K * I), 1);
-  if (!out->q_x || !out->s_x || !codes) return HOT_REF_ENOMEM; /* the caller frees out */
+  if (!dst || !out->s_x || !codes) return HOT_REF_ENOMEM; /* the caller frees out */
   hot_quant q = pl->hla.x;
   q.round = HOT_ROUND_RTN;
   int rc = hla_codes(pl, c->x, c->dt, I, &q, 0, 0, 0, c->cf, codes, out->s_x, -1);
   if (!rc) {
-    sctx s = {pl, codes, I, out->q_x, c->cf->k};
+    sctx s = {pl, codes, I, dst, c->cf->k};
     fast_parallel(fast_cdiv(I, 64), c->cf->threads, store_task, &s);
   }
   return rc;
@@ -875,7 +875,7 @@ static int run_steps(fast_call *c, unsigned *ran) {
 }
 
 static int layer_save_run(const fast_config *cf, const fast_prepared *p, const void *x, hot_dtype dt,
-                          hot_ref_saved *out) {
+                          int8_t *codes, hot_ref_saved *out) {
   if (!out) return HOT_REF_EARG;
   const hot_layer_plan *pl = p ? p->pl : NULL;
   memset(out, 0, sizeof *out);
@@ -887,6 +887,7 @@ static int layer_save_run(const fast_config *cf, const fast_prepared *p, const v
   fast_call c;
   fast_call_init(&c, HOT_CALL_SAVE, &run, p);
   c.x = x, c.dt = dt, c.save_out = out;
+  c.save_codes = pl->fmt == HOT_FMT_NVFP4 ? NULL : codes; /* the INT ABC step's codes only */
   unsigned ran = 0;
   rc = run_steps(&c, &ran);
   fast_call_free(&c);
@@ -903,7 +904,15 @@ static int layer_save_run(const fast_config *cf, const fast_prepared *p, const v
 int fast_prepared_save(const fast_config *cf, const fast_prepared *p, const void *x, hot_dtype dt,
                        hot_ref_saved *out) {
   const fast_fpenv e = fast_fpenv_enter(); /* the twins' environment (fast_internal.h) */
-  const int rc = layer_save_run(cf, p, x, dt, out);
+  const int rc = layer_save_run(cf, p, x, dt, NULL, out);
+  fast_fpenv_leave(e);
+  return rc;
+}
+
+int fast_prepared_save_into(const fast_config *cf, const fast_prepared *p, const void *x,
+                            hot_dtype dt, int8_t *codes, hot_ref_saved *out) {
+  const fast_fpenv e = fast_fpenv_enter();
+  const int rc = layer_save_run(cf, p, x, dt, codes, out);
   fast_fpenv_leave(e);
   return rc;
 }

@@ -30,6 +30,8 @@ typedef struct fast_call {
   const fast_prepared *prep;    /* the layer's steps, resolved once (fast_layer_prepare) */
   const void *x;                /* save: the input */
   hot_ref_saved *save_out;      /* save: the result */
+  int8_t *save_codes;           /* save: where the x^ codes go (the caller's, I x K bytes), or
+                                   NULL: into save_out->q_x (malloc) */
   const hot_ref_saved *saved;   /* backward: the saved buffer */
   const void *g_y, *w;
   hot_dtype dt;

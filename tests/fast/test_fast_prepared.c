@@ -99,6 +99,42 @@ START_TEST(prepared_calls_ask_gen_nothing) {
 }
 END_TEST
 
+/* fast_prepared_save_into: the same code bytes and scales as fast_prepared_save's q_x and s_x,
+ * written into the caller's buffer (out->q_x NULL); a non-finite x writes no byte of it. */
+START_TEST(save_into_caller_buffer) {
+  hot_layer_spec sp;
+  hot_layer_plan pl;
+  char err[256] = "";
+  plan_spec_defaults(&sp, HOT_RECIPE_HOT);
+  strcpy(sp.name, "p");
+  sp.in_features = 96, sp.out_features = 160;
+  ck_assert_msg(plan_layer(&sp, 2, 64, HOT_RECIPE_HOT, HOT_ARCH_SM90, 5, &pl, err, sizeof err) == 0,
+                "%s", err);
+  ck_assert(pl.abc.enabled && pl.hla.enabled);
+  const int64_t nc = plan_buffer_bytes(&pl, HOT_BUF_SAVED_CODES);
+  ck_assert_int_eq(nc, pl.I * pl.hla.k);
+  float *x = fill(pl.T * pl.I, 1);
+  fast_prepared p;
+  ck_assert_int_eq(fast_layer_prepare(&pl, &p), HOT_REF_OK);
+  hot_ref_saved a, b;
+  int8_t *codes = malloc((size_t)nc);
+  memset(codes, 0x5a, (size_t)nc);
+  ck_assert_int_eq(fast_prepared_save(NULL, &p, x, HOT_DT_F32, &a), HOT_REF_OK);
+  ck_assert_int_eq(fast_prepared_save_into(NULL, &p, x, HOT_DT_F32, codes, &b), HOT_REF_OK);
+  ck_assert_ptr_null(b.q_x);
+  ck_assert_ptr_nonnull(a.q_x);
+  ck_assert_int_eq(memcmp(a.q_x, codes, (size_t)nc), 0);
+  ck_assert_int_eq(memcmp(a.s_x, b.s_x, (size_t)pl.hla.groups * sizeof *a.s_x), 0);
+  ref_saved_free(&b);
+  memset(codes, 0x5a, (size_t)nc);
+  x[pl.I + 3] = 1.0f / 0.0f;
+  ck_assert_int_eq(fast_prepared_save_into(NULL, &p, x, HOT_DT_F32, codes, &b), HOT_REF_ENONFINITE);
+  for (int64_t i = 0; i < nc; ++i) ck_assert_int_eq(codes[i], 0x5a);
+  ref_saved_free(&a);
+  free(codes), free(x);
+}
+END_TEST
+
 START_TEST(prepare_refuses_null) {
   fast_prepared p;
   ck_assert_int_eq(fast_layer_prepare(NULL, &p), HOT_REF_EARG);
@@ -113,6 +149,7 @@ int main(void) {
   TCase *tc = tcase_create("prepared");
   tcase_add_test(tc, prepared_calls_ask_gen_nothing);
   tcase_add_test(tc, prepare_refuses_null);
+  tcase_add_test(tc, save_into_caller_buffer);
   suite_add_tcase(su, tc);
   SRunner *sr = srunner_create(su);
   srunner_run_all(sr, CK_NORMAL);
