@@ -53,7 +53,10 @@ enum {
   M_FULL = 8192,     /* hla.selection = full */
   M_B32 = 16384,     /* hq.block = 32 */
   M_B64 = 32768,     /* hq.block = 64 */
-  M_TINY = 65536     /* f32 x and g_y scaled by 1e-17: block products near fp32's subnormals */
+  M_TINY = 65536,    /* f32 x and g_y scaled by 1e-17: block products near fp32's subnormals */
+  M_P32 = 131072,    /* hla.block = 32 (the column FWHT's last pass of 4 rows) */
+  M_P8 = 262144,     /* hla.block = 8 (one pass from the sources to the kept rows) */
+  M_P2 = 524288      /* hla.block = 2 (one pass of 2 rows) */
 };
 
 typedef struct {
@@ -107,6 +110,10 @@ static const fcase k_cases[] = {
     {HOT_RECIPE_NVFP4, HOT_ARCH_SM80, 2, 17, 33, 17, HOT_DT_BF16, M_NO_HQ},
     {HOT_RECIPE_NVFP4, HOT_ARCH_SM80, 2, 17, 33, 17, HOT_DT_F32, M_NO_HLA | M_NO_ABC},
     {HOT_RECIPE_NVFP4, HOT_ARCH_SM80, 1, 64, 48, 40, HOT_DT_F32, M_TINY | M_FULL},
+    /* HLA blocks whose column FWHT ends in a pass of 4 rows (32), is one pass (8, 2) */
+    {HOT_RECIPE_HOT, HOT_ARCH_SM80, 2, 97, 130, 70, HOT_DT_BF16, M_P32},
+    {HOT_RECIPE_HOT, HOT_ARCH_SM80, 1, 40, 64, 33, HOT_DT_F32, M_P8 | M_FLAT},
+    {HOT_RECIPE_HOT, HOT_ARCH_SM80, 2, 9, 20, 18, HOT_DT_F32, M_P2},
 };
 
 static void make_plan(const fcase *c, hot_layer_spec *sp, hot_layer_plan *pl) {
@@ -128,6 +135,9 @@ static void make_plan(const fcase *c, hot_layer_spec *sp, hot_layer_plan *pl) {
   if (m & M_BITS8) sp->hq.g.bits = sp->hq.w.bits = 8;
   if (m & M_BITS3) sp->hq.g.bits = 3, sp->hla.g.bits = 6, sp->hla.x.bits = 5;
   if (m & M_P64) sp->hla.block = 64;
+  if (m & M_P32) sp->hla.block = 32;
+  if (m & M_P8) sp->hla.block = 8;
+  if (m & M_P2) sp->hla.block = 2;
   if (m & M_B4) sp->hq.block = 4;
   if (m & M_FULL) sp->hla.selection = HOT_SEL_FULL;
   if (m & M_B32) sp->hq.block = 32;
