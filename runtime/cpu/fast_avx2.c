@@ -188,45 +188,44 @@ AVX2_FN static int scale_tile_avx2(float *out, int64_t ldo, const int32_t *acc, 
 /* ---- byte transpose ---------------------------------------------------------------------- */
 
 /* A 16 x 16 block of bytes, transposed in registers: four rounds of interleaving row i with row
- * i + 8 (bytes, then the same again on the results) put byte c of row r at byte r of row c. */
-/* One round of the 16 x 16 byte transpose: out[2i], out[2i + 1] interleave the bytes of v[i]
- * and v[i + 8] (per 128-bit lane); four rounds transpose each lane's 16 x 16 block. Inlined with
- * constant indices, so the 16 rows stay in registers (a loop over rounds copying through an
- * array kept them on the stack: 38 of its 70 instructions were loads and stores there). */
-#define TR_ROUND(T, LO, HI, out, v)                                                                 \
+ * i + 8 (bytes, then the same again on the results) put byte c of row r at byte r of row c. One
+ * round: out[2i], out[2i + 1] interleave the bytes of v[i] and v[i + 8] (per 128-bit lane).
+ * Spelled with constant indices, so the 16 rows stay in registers (a loop over rounds copying
+ * through an array kept them on the stack: 38 of its 70 instructions were loads and stores). */
+#define TR_ROUND(LO, HI, out, v)                                                                 \
   _Pragma("GCC unroll 8") for (int i = 0; i < 8; ++i) {                                             \
     out[2 * i] = LO(v[i], v[i + 8]);                                                                \
     out[2 * i + 1] = HI(v[i], v[i + 8]);                                                            \
   }
 
-AVX2_FN static inline void transpose16_sse(const int8_t *src, int64_t ls, int8_t *dst, int64_t ld) {
-  __m128i v[16], t[16];
-  _Pragma("GCC unroll 16") for (int i = 0; i < 16; ++i)
-    v[i] = _mm_loadu_si128((const __m128i *)(const void *)(src + i * ls));
-  TR_ROUND(__m128i, _mm_unpacklo_epi8, _mm_unpackhi_epi8, t, v)
-  TR_ROUND(__m128i, _mm_unpacklo_epi8, _mm_unpackhi_epi8, v, t)
-  TR_ROUND(__m128i, _mm_unpacklo_epi8, _mm_unpackhi_epi8, t, v)
-  TR_ROUND(__m128i, _mm_unpacklo_epi8, _mm_unpackhi_epi8, v, t)
-  _Pragma("GCC unroll 16") for (int i = 0; i < 16; ++i)
-    _mm_storeu_si128((__m128i *)(void *)(dst + i * ld), v[i]);
-}
-
-/* Two 16 x 16 blocks side by side (source columns c .. c + 31) at once: the unpacks work per
- * 128-bit lane, so row i's 32 bytes in one register transpose both blocks; each result's low
- * lane is a column of the first block, its high lane the same column of the second. */
-AVX2_FN static inline void transpose16x2_avx2(const int8_t *src, int64_t ls, int8_t *dst, int64_t ld) {
-  __m256i v[16], t[16];
-  _Pragma("GCC unroll 16") for (int i = 0; i < 16; ++i)
-    v[i] = _mm256_loadu_si256((const __m256i *)(const void *)(src + i * ls));
-  TR_ROUND(__m256i, _mm256_unpacklo_epi8, _mm256_unpackhi_epi8, t, v)
-  TR_ROUND(__m256i, _mm256_unpacklo_epi8, _mm256_unpackhi_epi8, v, t)
-  TR_ROUND(__m256i, _mm256_unpacklo_epi8, _mm256_unpackhi_epi8, t, v)
-  TR_ROUND(__m256i, _mm256_unpacklo_epi8, _mm256_unpackhi_epi8, v, t)
-  _Pragma("GCC unroll 16") for (int i = 0; i < 16; ++i) {
-    _mm_storeu_si128((__m128i *)(void *)(dst + i * ld), _mm256_castsi256_si128(v[i]));
-    _mm_storeu_si128((__m128i *)(void *)(dst + (16 + i) * ld), _mm256_extracti128_si256(v[i], 1));
+/* A 16 x 16 byte transpose per 128-bit lane of VT: sixteen rows loaded, four rounds, each
+ * result row stored by STORE(dst, ld, i, v) (its column i). */
+#define TRANSPOSE16(NAME, VT, LOAD, LO, HI, STORE)                                                \
+  AVX2_FN static inline void NAME(const int8_t *src, int64_t ls, int8_t *dst, int64_t ld) {       \
+    VT v[16], t[16];                                                                              \
+    _Pragma("GCC unroll 16") for (int i = 0; i < 16; ++i)                                         \
+      v[i] = LOAD((const VT *)(const void *)(src + i * ls));                                      \
+    TR_ROUND(LO, HI, t, v)                                                                    \
+    TR_ROUND(LO, HI, v, t)                                                                    \
+    TR_ROUND(LO, HI, t, v)                                                                    \
+    TR_ROUND(LO, HI, v, t)                                                                    \
+    _Pragma("GCC unroll 16") for (int i = 0; i < 16; ++i) STORE(dst, ld, i, v[i]);                \
   }
-}
+#define STORE_SSE(dst, ld, i, v) _mm_storeu_si128((__m128i *)(void *)((dst) + (i) * (ld)), v)
+/* two blocks side by side: the low lane is a column of the first, the high lane of the second */
+#define STORE_2X(dst, ld, i, v)                                                                   \
+  do {                                                                                            \
+    STORE_SSE(dst, ld, i, _mm256_castsi256_si128(v));                                             \
+    STORE_SSE(dst, ld, (i) + 16, _mm256_extracti128_si256(v, 1));                                 \
+  } while (0)
+TRANSPOSE16(transpose16_sse, __m128i, _mm_loadu_si128, _mm_unpacklo_epi8, _mm_unpackhi_epi8, STORE_SSE)
+/* Two 16 x 16 blocks side by side (source columns c .. c + 31) at once: the unpacks work per
+ * 128-bit lane, so row i's 32 bytes in one register transpose both blocks. */
+TRANSPOSE16(transpose16x2_avx2, __m256i, _mm256_loadu_si256, _mm256_unpacklo_epi8,
+            _mm256_unpackhi_epi8, STORE_2X)
+#undef TRANSPOSE16
+#undef STORE_2X
+#undef STORE_SSE
 #undef TR_ROUND
 
 /* 64 x 64 byte squares, each as 16 x 16 blocks (two side by side where the columns allow): a
