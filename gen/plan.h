@@ -138,6 +138,9 @@ typedef struct {
   hot_warps_rule warps;
   int stages_min, stages_max, stages_def[2];
   unsigned smem_extra;    /* bytes beyond stages (tile_m + tile_n) rows of tile_k codes */
+  int k_ragged;           /* 1: the template takes any K padded to its format's block (its last
+                             K tile zero-filled), so k_pad is K rounded up to the block; 0: k_pad
+                             is K rounded up to tile_k */
 } hot_gemm_path_info;
 
 /* hot_quant, hot_tile and hot_layer_spec (the model as written in the spec): hot_types.h */
