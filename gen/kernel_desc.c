@@ -93,11 +93,6 @@ int kd_steps(hot_call call, hot_step *out, int max) {
   return n;
 }
 
-int kd_block_gpu(const hot_layer_plan *p) {
-  const hot_gemm_path_info *g = p ? plan_gemm_path_info(p->hq.gemm.path) : NULL;
-  return p && p->fmt == HOT_FMT_NVFP4 && g && g->templ != NULL;
-}
-
 int kd_sig_count(const char *sig) {
   if (!sig || !*sig) return 0;
   int n = 1;

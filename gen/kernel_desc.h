@@ -1,10 +1,12 @@
 /* kernel_desc.h — one descriptor per kernel family: everything the generator and the CUDA backend
  * know about a kernel role, kept together in one file under gen/kernels/ (hq.c, hla.c, sawb.c,
- * gemm.c, gemm_tma.c, bias.c, lqs.c, abc_unpack.c):
+ * gemm.c, gemm_tma.c, bias.c, lqs.c, abc_unpack.c; recipe nvfp4 on sm_120a: hq_nvfp4.c,
+ * hla_mxfp8.c, gemm_nvfp4.c, gemm_mxfp8.c):
  *
  *   template file      templ
  *   whether planned    planned(spec, plan, role)  (the first descriptor that says yes implements
- *                      the role: gemm.c and gemm_tma.c split the GEMM roles by path)
+ *                      the role: gemm.c and gemm_tma.c split the GEMM roles by path; the
+ *                      nvfp4 families take their roles where kd_block_gpu(plan))
  *   launch geometry    geom(plan, role)           (plan.c checks it against CUDA's limits)
  *   entry-point name   name(plan, role)           (encodes every parameter of the code)
  *   #defines           params(plan, role)         (emit.c writes them; the template checks the

@@ -150,7 +150,8 @@ static const hot_gemm_path_info k_paths[HOT_GEMM_PATH_COUNT] = {
      .stages_def = {1, 1}},
     /* The MXFP8 g_w GEMM on the same arch's block-scaled mma.sync (kind::mxf8f6f4, one 32-value
      * block per instruction; templates/gemm_mxfp8.cu, CONTRACT.md 20.10): K steps of 32, K tiles
-     * of one to four of them, one shared-memory stage, warps free. */
+     * of one to four of them, one shared-memory stage, warps free; K padded to the 32-value block
+     * only (k_ragged: the last K tile zero-filled), so it reads the saved x^ in place. */
     {.path = HOT_GEMM_MMA_MXFP8, .name = "mma_mxfp8", .templ = "templates/gemm_mxfp8.cu",
      .emulator = "tools/nvfp4-emu.sh", .mma = HOT_MMA_BLOCK_SCALED, .codes = HOT_CODES_MXFP8,
      .need_mma_sync_nvfp4 = 1, .preference = 0, .tile_m = {64, 128}, .tile_n = {64, 128},
