@@ -195,11 +195,14 @@ typedef struct {
 
 typedef struct {
   int64_t m, n, k;          /* logical sizes */
-  int64_t k_pad;            /* k rounded up to the tile's K step (zero codes beyond k); for a
-                               segmented GEMM segments * (segment K rounded up to tile_k) */
+  int64_t k_pad;            /* k rounded up to tile_k (zero codes beyond k), or on a k_ragged
+                               path to its format's block (recipe nvfp4's MXFP8 g_w GEMM: the
+                               template zero-fills its last K tile); for a segmented GEMM
+                               segments * (segment K rounded up to tile_k) */
   int segmented;            /* 0: one int32 sum over all of K; 1: K is cut into k_pad / seg_k_pad
                                segments with a scale each (HOT_SEGS, the HLA scale groups) */
-  int64_t seg_k_pad;        /* K of one segment, a multiple of tile_k (= k_pad when not segmented) */
+  int64_t seg_k_pad;        /* K of one segment, a multiple of tile_k when segmented (= k_pad
+                               when not) */
   hot_gemm_path path;
   hot_codes codes;
   int tile_m, tile_n, tile_k, warps_m, warps_n, stages;

@@ -1379,6 +1379,23 @@ START_TEST(nvfp4_gpu_plan) {
   nvfp4_gpu_case(1, 64, 256, 256, 1, HOT_LAYOUT_AUTO, 128);  /* whole tiles, bias */
   nvfp4_gpu_case(3, 33, 129, 250, 1, HOT_LAYOUT_FLAT, 128);  /* ragged everything, flat HLA */
   nvfp4_gpu_case(5, 17, 7, 950, 0, HOT_LAYOUT_SAMPLE, 64);   /* o_pad 960 = 64 x 15 */
+  /* the HLA bases at the planner's limits plan too: the MXFP8 quantiser takes p in [1, 1024] and
+   * any r <= p, the MXFP8 GEMM any K (padded to 32) — p = 1 (the authors' rule for an odd L) and
+   * the full basis of p = 1024 */
+  char err[512];
+  hot_layer_spec s = layer(HOT_RECIPE_NVFP4, 40, 64);
+  s.hla.block = 0;
+  ck_assert_msg(plan_layer(&s, 2, 35, HOT_RECIPE_NVFP4, HOT_ARCH_SM120A, 0, &g_plan, err,
+                           sizeof err) == 0, "%s", err);
+  ck_assert_str_eq(g_plan.kernels[0].name, "hot_hla_mxfp8_x_p1_r1_tri");
+  ck_assert_int_eq(g_plan.hla.gemm.k_pad, (70 + 31) / 32 * 32);
+  s.hla.block = 1024;
+  s.hla.selection = HOT_SEL_FULL;
+  ck_assert_msg(plan_layer(&s, 2, 35, HOT_RECIPE_NVFP4, HOT_ARCH_SM120A, 0, &g_plan, err,
+                           sizeof err) == 0, "%s", err);
+  ck_assert_int_eq(g_plan.hla.rank, 1024);
+  ck_assert_str_eq(g_plan.kernels[0].name, "hot_hla_mxfp8_x_p1024_r1024_full");
+  ck_assert_int_eq(g_plan.hla.gemm.k_pad, g_plan.hla.k);
 }
 END_TEST
 
