@@ -1,7 +1,8 @@
 /* kernel_args.c — the argument appenders of kernel_desc.h (kd_ptr, kd_i32, ...): each appends one
  * typed argument to a kernel's argument vector, or marks the vector bad (too many arguments, a
- * value out of its type's range, a missing tensor map). Called by the descriptors
- * (gen/kernels/); calls nothing of the generator. */
+ * value out of its type's range, a missing tensor map); the amax words' layout; kd_block_gpu.
+ * Called by the descriptors (gen/kernels/); calls nothing of the generator but the GEMM-path
+ * table (plan_tables.c). */
 #include <string.h>
 
 #include "kernel_desc.h"
@@ -94,4 +95,11 @@ int64_t kd_amax_hla(const hot_layer_plan *p, int is_g) {
   if (q->gran != HOT_GRAN_SAMPLE) return 4 * (is_g ? HOT_AMAX_HLA_G : HOT_AMAX_ABC_X);
   return 4 * (HOT_AMAX_WORDS + (p->hq.enabled ? p->B : 0) +
               (is_g ? hla_sample_words(p, &p->hla.x) : 0));
+}
+
+/* ---- recipe nvfp4 on the GPU ------------------------------------------------------------- */
+
+int kd_block_gpu(const hot_layer_plan *p) {
+  const hot_gemm_path_info *g = p ? plan_gemm_path_info(p->hq.gemm.path) : NULL;
+  return p && p->fmt == HOT_FMT_NVFP4 && g && g->templ != NULL;
 }

@@ -1,10 +1,12 @@
 /* kernel_desc.h — one descriptor per kernel family: everything the generator and the CUDA backend
  * know about a kernel role, kept together in one file under gen/kernels/ (hq.c, hla.c, sawb.c,
- * gemm.c, gemm_tma.c, bias.c, lqs.c, abc_unpack.c):
+ * gemm.c, gemm_tma.c, bias.c, lqs.c, abc_unpack.c; recipe nvfp4 on sm_120a: hq_nvfp4.c,
+ * hla_mxfp8.c, gemm_nvfp4.c, gemm_mxfp8.c):
  *
  *   template file      templ
  *   whether planned    planned(spec, plan, role)  (the first descriptor that says yes implements
- *                      the role: gemm.c and gemm_tma.c split the GEMM roles by path)
+ *                      the role: gemm.c and gemm_tma.c split the GEMM roles by path; the
+ *                      nvfp4 families take their roles where kd_block_gpu(plan))
  *   launch geometry    geom(plan, role)           (plan.c checks it against CUDA's limits)
  *   entry-point name   name(plan, role)           (encodes every parameter of the code)
  *   #defines           params(plan, role)         (emit.c writes them; the template checks the
@@ -74,6 +76,10 @@ typedef enum {
   HOT_LB_MATH, HOT_LB_PARTIALS, HOT_LB_LQS_RS, HOT_LB_LQS_RES, HOT_LB_LQS_CHOICE,
   HOT_LB_Q_HX,              /* q_x^ in the g_w GEMM's layout: abc_unpack's output, or the saved
                                buffer itself when the plan has no abc_unpack */
+  HOT_LB_SF_G, HOT_LB_SF_W, /* recipe nvfp4 on the GPU: the E4M3 block scales of g' and w' (views
+                               into Q_G and Q_W past their codes, templates/nvfp4_plan.h) */
+  HOT_LB_BAD,               /* recipe nvfp4 on the GPU: the word its quantisers set when an input
+                               or transformed value is not finite (a view into the amax words) */
   HOT_LB_COUNT
 } hot_lbuf;
 
@@ -185,7 +191,8 @@ typedef struct {
  * per per-tensor amax (kd_amax_word), then B words for the per-sample amax of g' (HQ; LQS uses
  * the same B words in a calibration), then hla.groups words each for x^ and g^ where they are
  * per sample. */
-enum { HOT_AMAX_HQ_G = 0, HOT_AMAX_HQ_W, HOT_AMAX_HLA_G, HOT_AMAX_ABC_X, HOT_AMAX_WORDS = 8 };
+enum { HOT_AMAX_HQ_G = 0, HOT_AMAX_HQ_W, HOT_AMAX_HLA_G, HOT_AMAX_ABC_X, HOT_AMAX_BAD,
+       HOT_AMAX_WORDS = 8 };
 int64_t kd_amax_bytes(const hot_layer_plan *p);
 /* Byte offset in the amax piece of the first word of x^ (is_g 0) or g^ (is_g 1): the
  * per-tensor word, or the group words. */
@@ -253,6 +260,11 @@ const hot_kernel_role *kd_plan_order(void);
 /* The steps of `call` from every descriptor, sorted by seq, into out (max entries); returns how
  * many (at most max). */
 int kd_steps(hot_call call, hot_step *out, int max);
+/* 1 when plan p runs recipe nvfp4's sm_120a kernels (fmt NVFP4 and a g_x GEMM path with a
+ * template: mma_nvfp4), so the families hq_nvfp4, hla_mxfp8, gemm_nvfp4 and gemm_mxfp8 implement
+ * its roles; 0 for every other plan, the CPU backend's plans of recipe nvfp4 included (their
+ * block-scaled paths have no template: the hq, hla and gemm families keep them). */
+int kd_block_gpu(const hot_layer_plan *p);
 /* Number of names in a comma-joined signature ("a,b,c": 3; "": 0). */
 int kd_sig_count(const char *sig);
 

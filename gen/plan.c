@@ -173,7 +173,10 @@ static int plan_gemm(hot_gemm_plan *g, const hot_tile *req, const hot_arch_caps 
   } else if (plan_gemm_mma(g, req, pi, what, err, n)) {
     return -1;
   }
-  g->k_pad = round_up(g->k, g->tile_k);
+  /* a path that zero-fills its last K tile reads K padded to its format's block only (recipe
+   * nvfp4's MXFP8 g_w GEMM: the quantisers' layout, read in place) */
+  const int kb = plan_codes_info(g->codes)->block;
+  g->k_pad = round_up(g->k, pi->k_ragged && kb > 0 ? kb : g->tile_k);
   g->segmented = 0;
   g->seg_k_pad = g->k_pad;
   g->smem = plan_gemm_smem(path, g->codes, g->tile_m, g->tile_n, g->tile_k, g->stages);
@@ -253,6 +256,43 @@ static int quant_round_ok(const hot_quant *q, int sr_allowed, const char *what, 
   return 0;
 }
 
+/* Recipe nvfp4's GEMM path for `codes` on caps: the arch's block-scaled path with a template
+ * (sm_120a: mma_nvfp4 / mma_mxfp8), else the CPU backend's row `cpu` (plan_layer refuses the
+ * recipe on a GPU arch without one before this). */
+static hot_gemm_path block_path(const hot_arch_caps *caps, hot_codes codes, hot_gemm_path cpu) {
+  const hot_gemm_path g = plan_block_path_choose(caps, codes);
+  return g == HOT_GEMM_PATH_COUNT ? cpu : g;
+}
+
+/* The K tile of recipe nvfp4's g_x GEMM on a path that reads K in whole tiles (mma_nvfp4): the
+ * GEMM reads the codes of g' and w' in the quantisers' layout, rows of o_pad = O rounded up to 16
+ * (the SR index of g' is t * o_pad + o: CONTRACT.md 20.3), so its K tile must divide o_pad. An
+ * unset tile_k takes the path's default, halved while it does not divide o_pad (down to the K
+ * step); a set one, or o_pad that no allowed K tile divides, is refused naming both. */
+static int nvfp4_gx_tile_k(hot_gemm_path path, const hot_layer_plan *p, const char *arch,
+                           hot_tile *req, char *err, size_t n) {
+  const hot_gemm_path_info *pi = plan_gemm_path_info(path);
+  const int64_t o_pad = p->hq.o_pad;
+  if (pi->k_step <= plan_codes_info(pi->codes)->block) return 0; /* one block per K step */
+  if (req->tile_k) {
+    if (o_pad % req->tile_k == 0) return 0;
+    return diag_errf(err, n, "tile_gx.tile_k = %d does not divide o_pad = %lld (out_features %lld "
+                     "rounded up to 16): recipe nvfp4's g_x GEMM (%s) reads the rows of g' and "
+                     "w' in whole K tiles", req->tile_k, (long long)o_pad, (long long)p->O,
+                     pi->name);
+  }
+  for (int t = pi->tile_k_def; t >= pi->k_step; t /= 2)
+    if (o_pad % t == 0) {
+      req->tile_k = t;
+      return 0;
+    }
+  return diag_errf(err, n, "recipe nvfp4 on %s needs out_features rounded up to 16 to be a "
+                   "multiple of %d (got out_features %lld, o_pad %lld): its g_x GEMM (%s) reads "
+                   "the rows of g' and w' in whole K tiles of %d to %d values", arch, pi->k_step,
+                   (long long)p->O, (long long)o_pad, pi->name, pi->k_step,
+                   pi->k_step * pi->k_max_steps);
+}
+
 /* Stage 2: HQ (CONTRACT.md 3): block, padding, quantizers, the g_x GEMM. */
 static int plan_hq(const hot_layer_spec *s, const hot_arch_caps *caps, hot_layer_plan *p,
                    char *err, size_t n) {
@@ -283,12 +323,16 @@ static int plan_hq(const hot_layer_spec *s, const hot_arch_caps *caps, hot_layer
   if (int_limit("hq o_pad (O rounded up to hq.block)", p->hq.o_pad, err, n)) return -1;
   const hot_gemm_path gx_path =
       p->fmt == HOT_FMT_NVFP4
-          ? HOT_GEMM_BS_NVFP4
+          ? block_path(caps, HOT_CODES_NVFP4, HOT_GEMM_BS_NVFP4)
           : gemm_path(caps, &s->tile_gx, p->hq.g.bits > p->hq.w.bits ? p->hq.g.bits : p->hq.w.bits);
   p->hq.gemm.m = p->T;
   p->hq.gemm.n = p->I;
   p->hq.gemm.k = p->hq.o_pad;
-  if (plan_gemm(&p->hq.gemm, &s->tile_gx, caps, gx_path, "tile_gx", err, n)) return -1;
+  hot_tile req = s->tile_gx;
+  if (p->fmt == HOT_FMT_NVFP4 && p->hq.enabled &&
+      nvfp4_gx_tile_k(gx_path, p, caps->name, &req, err, n))
+    return -1;
+  if (plan_gemm(&p->hq.gemm, &req, caps, gx_path, "tile_gx", err, n)) return -1;
   p->hq.codes = p->hq.gemm.codes;
   return int_limit("hq k_pad (g_x GEMM K)", p->hq.gemm.k_pad, err, n);
 }
@@ -405,8 +449,9 @@ static int plan_hla(const hot_layer_spec *s, const hot_arch_caps *caps, hot_laye
   p->hla.gemm.n = p->I;
   p->hla.gemm.k = p->hla.k;
   /* The g_w GEMM takes INT8 codes whatever hla.bits (CONTRACT.md 7); MXFP8 under nvfp4. */
-  const hot_gemm_path gw_path =
-      p->fmt == HOT_FMT_NVFP4 ? HOT_GEMM_BS_MXFP8 : gemm_path(caps, &s->tile_gw, 8);
+  const hot_gemm_path gw_path = p->fmt == HOT_FMT_NVFP4
+                                     ? block_path(caps, HOT_CODES_MXFP8, HOT_GEMM_BS_MXFP8)
+                                     : gemm_path(caps, &s->tile_gw, 8);
   if (plan_gemm(&p->hla.gemm, &s->tile_gw, caps, gw_path, "tile_gw", err, n)) return -1;
   if (plan_hla_groups_k(p, err, n)) return -1;
   p->hla.group_k_pad = p->hla.gemm.seg_k_pad;
@@ -548,6 +593,10 @@ static int plan_layer_for(const hot_layer_spec *s, int64_t batch, int64_t tokens
       return diag_errf(err, n, "recipe nvfp4 has no GPU path on %s: %s; it runs on the CPU "
                        "backend only", caps->name, missing);
     if (plan_nvfp4_check(s, err, n)) return -1;
+    if (!cpu && s->dtype != HOT_DT_F32)
+      return diag_errf(err, n, "recipe nvfp4 on %s takes dtype f32 only (got %s): its GPU "
+                       "quantisers (templates/hq_nvfp4.cu, hla_mxfp8.cu) read fp32; the CPU "
+                       "backend takes every dtype", caps->name, plan_dtype_name(s->dtype));
     p->fmt = HOT_FMT_NVFP4;
   }
   p->spec = s;

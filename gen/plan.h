@@ -57,8 +57,8 @@ typedef enum {
  * template and run on the CPU backend only (plan_layer_cpu). mma_nvfp4 is the NVFP4 GEMM on
  * sm_120a's block-scaled mma.sync (templates/gemm_nvfp4.cu, CONTRACT.md 20.9), mma_mxfp8 the MXFP8
  * g_w GEMM there (templates/gemm_mxfp8.cu, CONTRACT.md 20.10, reading ABC's saved x^ in place);
- * HQ's and HLA's quantisers exist there too, but no kernel descriptor wires them into a plan yet
- * (plan_nvfp4_missing), so no plan takes them (plan_block_path_choose names them). */
+ * plan_layer takes them on sm_120a (plan_block_path_choose names them) with HQ's and HLA's
+ * quantisers (gen/kernels/hq_nvfp4.c, hla_mxfp8.c, gemm_nvfp4.c, gemm_mxfp8.c). */
 typedef enum {
   HOT_GEMM_MMA_S4 = 0, HOT_GEMM_MMA_S8, HOT_GEMM_WGMMA_S8, HOT_GEMM_TMA_S8, HOT_GEMM_BS_NVFP4,
   HOT_GEMM_BS_MXFP8, HOT_GEMM_MMA_NVFP4, HOT_GEMM_MMA_MXFP8, HOT_GEMM_PATH_COUNT
@@ -138,6 +138,9 @@ typedef struct {
   hot_warps_rule warps;
   int stages_min, stages_max, stages_def[2];
   unsigned smem_extra;    /* bytes beyond stages (tile_m + tile_n) rows of tile_k codes */
+  int k_ragged;           /* 1: the template takes any K padded to its format's block (its last
+                             K tile zero-filled), so k_pad is K rounded up to the block; 0: k_pad
+                             is K rounded up to tile_k */
 } hot_gemm_path_info;
 
 /* hot_quant, hot_tile and hot_layer_spec (the model as written in the spec): hot_types.h */
@@ -192,11 +195,14 @@ typedef struct {
 
 typedef struct {
   int64_t m, n, k;          /* logical sizes */
-  int64_t k_pad;            /* k rounded up to the tile's K step (zero codes beyond k); for a
-                               segmented GEMM segments * (segment K rounded up to tile_k) */
+  int64_t k_pad;            /* k rounded up to tile_k (zero codes beyond k), or on a k_ragged
+                               path to its format's block (recipe nvfp4's MXFP8 g_w GEMM: the
+                               template zero-fills its last K tile); for a segmented GEMM
+                               segments * (segment K rounded up to tile_k) */
   int segmented;            /* 0: one int32 sum over all of K; 1: K is cut into k_pad / seg_k_pad
                                segments with a scale each (HOT_SEGS, the HLA scale groups) */
-  int64_t seg_k_pad;        /* K of one segment, a multiple of tile_k (= k_pad when not segmented) */
+  int64_t seg_k_pad;        /* K of one segment, a multiple of tile_k when segmented (= k_pad
+                               when not) */
   hot_gemm_path path;
   hot_codes codes;
   int tile_m, tile_n, tile_k, warps_m, warps_n, stages;
@@ -207,7 +213,7 @@ typedef struct hot_layer_plan { /* tagged: hot.h declares it as an opaque type *
   const hot_layer_spec *spec;  /* borrowed from the model */
   hot_arch arch;
   int layer_id;             /* index in the model; Philox tag = layer_id * 16 + tensor */
-  hot_fmt fmt;              /* HOT_FMT_NVFP4: recipe nvfp4 (plan_layer_cpu only) */
+  hot_fmt fmt;              /* HOT_FMT_NVFP4: recipe nvfp4 (plan_layer_cpu, plan_layer on sm_120a) */
 
   int64_t T, L, B, O, I;    /* T = B * L */
 
@@ -302,10 +308,10 @@ hot_gemm_path plan_block_path_choose(const hot_arch_caps *caps, hot_codes codes)
  * truncated to fit): "not written for that arch yet: " and the kernels `caps` has none of (its
  * two block-scaled GEMM paths, plan_block_path_choose, and the recipe's other kernels of the table
  * in gen/plan_tables.c: HQ's NVFP4 quantisers, HLA's MXFP8 quantisers, which exist only for the
- * archs with the block-scaled mma.sync), then, while no kernel descriptor plans those kernels,
- * "its kernels are not wired into a GPU plan yet" (on every arch: today no arch plans the
- * recipe). ABC needs no kernel (the MXFP8 g_w GEMM reads the saved x^ in place). "" when nothing
- * is missing. Returns buf. Pure: no allocation. */
+ * archs with the block-scaled mma.sync), then, were the descriptors of those kernels not wired
+ * (k_nvfp4_plan_wired), "its kernels are not wired into a GPU plan yet". ABC needs no kernel
+ * (the MXFP8 g_w GEMM reads the saved x^ in place). "" when nothing is missing (sm_120a).
+ * Returns buf. Pure: no allocation. */
 const char *plan_nvfp4_missing(const hot_arch_caps *caps, char *buf, size_t n);
 
 /* Static names of enumeration values ("f32", "sr", "token", "sawb", "tri", "flat", ...); "?" out
@@ -338,8 +344,10 @@ void fields_apply_recipe(hot_layer_spec *s, hot_recipe recipe);
 
 /* Plans one layer for one arch. `spec` must outlive *out (out->spec borrows it).
  * Returns 0, or -1 with a one-line reason in err (an illegal request is an error, never a
- * silent change; recipe nvfp4 on an arch without a block-scaled GEMM path, i.e. every arch of the
- * table today, is refused naming the arch and the recipe: plan_layer_cpu plans it). */
+ * silent change; recipe nvfp4 on an arch without its kernels, i.e. every arch of the table but
+ * sm_120a, is refused naming the arch, the recipe and what the arch lacks (plan_layer_cpu plans
+ * it); on sm_120a a layer its kernels cannot take is refused naming why: dtype other than f32,
+ * out_features rounded up to 16 not a multiple of 64, a tile_gx.tile_k that does not divide it). */
 int plan_layer(const hot_layer_spec *spec, int64_t batch, int64_t tokens, hot_recipe recipe,
                hot_arch arch, int layer_id, hot_layer_plan *out, char *err, size_t errlen);
 
@@ -351,8 +359,9 @@ int plan_layer(const hot_layer_spec *spec, int64_t batch, int64_t tokens, hot_re
 int plan_nvfp4_check(const hot_layer_spec *spec, char *err, size_t errlen);
 
 /* Plans one layer for the CPU backend (no GPU kernel will run it): as plan_layer for the CPU's
- * storage arch (HOT_ARCH_CPU_STORAGE), and recipe nvfp4 too (templates/CONTRACT.md 20), whose
- * GEMMs have no GPU path. Same ownership, returns and errors as plan_layer. */
+ * storage arch (HOT_ARCH_CPU_STORAGE), and recipe nvfp4 too (templates/CONTRACT.md 20) with the
+ * block-scaled paths without a template (bs_nvfp4, bs_mxfp8) and every dtype. Same ownership,
+ * returns and errors as plan_layer. */
 int plan_layer_cpu(const hot_layer_spec *spec, int64_t batch, int64_t tokens, hot_recipe recipe,
                    int layer_id, hot_layer_plan *out, char *err, size_t errlen);
 

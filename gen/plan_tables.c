@@ -150,13 +150,14 @@ static const hot_gemm_path_info k_paths[HOT_GEMM_PATH_COUNT] = {
      .stages_def = {1, 1}},
     /* The MXFP8 g_w GEMM on the same arch's block-scaled mma.sync (kind::mxf8f6f4, one 32-value
      * block per instruction; templates/gemm_mxfp8.cu, CONTRACT.md 20.10): K steps of 32, K tiles
-     * of one to four of them, one shared-memory stage, warps free. */
+     * of one to four of them, one shared-memory stage, warps free; K padded to the 32-value block
+     * only (k_ragged: the last K tile zero-filled), so it reads the saved x^ in place. */
     {.path = HOT_GEMM_MMA_MXFP8, .name = "mma_mxfp8", .templ = "templates/gemm_mxfp8.cu",
      .emulator = "tools/nvfp4-emu.sh", .mma = HOT_MMA_BLOCK_SCALED, .codes = HOT_CODES_MXFP8,
      .need_mma_sync_nvfp4 = 1, .preference = 0, .tile_m = {64, 128}, .tile_n = {64, 128},
      .tile_m_def = {64, 128}, .tile_n_def = {64, 128}, .k_step = 32, .k_max_steps = 4,
      .tile_k_def = 128, .warps = HOT_WARPS_FREE, .stages_min = 1, .stages_max = 1,
-     .stages_def = {1, 1}},
+     .stages_def = {1, 1}, .k_ragged = 1},
 };
 
 const hot_gemm_path_info *plan_gemm_path_info(hot_gemm_path path) {
@@ -227,10 +228,10 @@ static const struct {
     {"HLA's MXFP8 quantisers", "templates/hla_mxfp8.cu"},
 };
 
-/* Whether a GPU plan runs the recipe's kernels: 0 while no kernel descriptor (gen/kernels/, whose
- * families launch the INT recipes' kernels only) plans the block-scaled GEMMs and the quantisers
- * above, so every arch refuses the recipe; set it where those descriptors are written. */
-static const int k_nvfp4_plan_wired = 0;
+/* Whether a GPU plan runs the recipe's kernels: the descriptors gen/kernels/hq_nvfp4.c,
+ * hla_mxfp8.c, gemm_nvfp4.c and gemm_mxfp8.c plan them on every arch that has the paths and the
+ * kernels above (sm_120a); the other archs refuse the recipe naming what they lack. */
+static const int k_nvfp4_plan_wired = 1;
 
 /* Appends sep (when buf is not empty) and item to buf (used bytes so far in *used). */
 static void missing_add(char *buf, size_t n, size_t *used, const char *sep, const char *item) {

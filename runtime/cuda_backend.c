@@ -50,10 +50,13 @@ static hot_status cuda_ctx_setup(hot_ctx *ctx, hot_cuda_ctx *cu) {
   if (c != CUDA_SUCCESS) return cu_fail(ctx, c, "cuDeviceGetAttribute (multiprocessor count)");
   if (d->cuDeviceGetName(ctx->device_name, (int)sizeof ctx->device_name, cu->dev) != CUDA_SUCCESS)
     snprintf(ctx->device_name, sizeof ctx->device_name, "device %d", ctx->device);
-  hot_arch dev_arch;
+  hot_arch dev_arch = HOT_ARCH_SM80; /* set by plan_arch_for_device wherever it is read */
   /* The device's arch from the arch table: sm_XY cubins run on the same major with a minor >= Y;
-   * an arch-specific row (wgmma) only when forced (HOT_ARCH, hot.h). */
-  if (plan_arch_for_device(cu->cc_major, cu->cc_minor, &dev_arch) != 0) {
+   * an arch-specific row (wgmma, sm_120a) only when forced (HOT_ARCH, hot.h) — also on a device
+   * no portable row takes (12.x: sm_120a named, its cubins run there). */
+  const int forced_runs =
+      ctx->arch_known && plan_arch_runs_on(ctx->arch, cu->cc_major, cu->cc_minor);
+  if (plan_arch_for_device(cu->cc_major, cu->cc_minor, &dev_arch) != 0 && !forced_runs) {
     char known[128];
     return ctx_fail(ctx, HOT_ERR_UNSUPPORTED, "CUDA device %d (%s) has compute capability %d.%d; "
                     "hot generates kernels for %s", ctx->device, ctx->device_name, cu->cc_major,

@@ -83,8 +83,9 @@ static hot_status layer_new(hot_ctx *ctx, const hot_layer_spec *spec, int64_t ba
     if (!ctx->env.tune_db && ctx->cache_dir) snprintf(db, sizeof db, "%s/tune.db", ctx->cache_dir);
     tuned_open(ctx->tuned, &ctx->env, *db ? db : NULL);
   }
-  /* recipe nvfp4 has no GPU arch: the CPU backend without a forced arch plans it for itself
-   * (plan_layer_cpu, no tuned tiles: they would tune no kernel) */
+  /* recipe nvfp4 has GPU kernels for sm_120a only: the CPU backend without a forced arch plans
+   * it for itself (plan_layer_cpu, no tuned tiles: they would tune no kernel); a forced arch plans
+   * its GPU plan, which the CPU backend runs with the same bits */
   const int cpu_only = recipe == HOT_RECIPE_NVFP4 && ctx->backend == HOT_BACKEND_CPU &&
                        !ctx->arch_known;
   if (cpu_only) snprintf(l->tiles_origin, sizeof l->tiles_origin, "default");

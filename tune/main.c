@@ -116,9 +116,9 @@ const char *tune_env_arch_name(const tune_env *env) {
   return env->cpu_plan ? "cpu" : plan_arch_caps(env->arch)->name;
 }
 
-/* Recipe nvfp4 has no GPU path (docs/nvfp4.md): its variants are planned for and measured on the
- * CPU backend, and its rows say arch "cpu". What needs a GPU or an arch is refused in one line.
- * 0 or -1 (said). */
+/* Recipe nvfp4 is tuned on the CPU backend only (its sm_120a plan is not verified on a GPU:
+ * docs/nvfp4-gpu.md): its variants are planned for and measured there, and its rows say arch
+ * "cpu". What needs a GPU or an arch is refused in one line. 0 or -1 (said). */
 static int probe_cpu_recipe(const tune_opts *o, const hot_model *m, tune_env *env) {
   const char *r = plan_recipe_name(m->recipe);
   if (o->kinds & TUNE_SPEED) {
@@ -127,8 +127,8 @@ static int probe_cpu_recipe(const tune_opts *o, const hot_model *m, tune_env *en
     return -1;
   }
   if (o->arch || o->gpu == 1) {
-    diag_fprintf(stderr, "hot-tune: %s: recipe %s has no GPU path, its variants are planned for "
-                 "the CPU backend: leave out %s\n", o->spec, r, o->arch ? "--arch" : "--gpu");
+    diag_fprintf(stderr, "hot-tune: %s: recipe %s is tuned on the CPU backend only, its variants "
+                 "are planned for it: leave out %s\n", o->spec, r, o->arch ? "--arch" : "--gpu");
     return -1;
   }
   env->cpu_plan = 1;

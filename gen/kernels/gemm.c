@@ -68,7 +68,8 @@ const char *kd_gemm_output(hot_kernel_role r) { return r == HOT_K_GEMM_GX ? "g_x
 
 static int gemm_planned(const hot_layer_spec *s, const hot_layer_plan *p, hot_kernel_role r) {
   (void)s;
-  return kd_gemm_enabled(p, r) && !plan_gemm_path_info(kd_gemm_plan(p, r)->path)->need_tma;
+  return kd_gemm_enabled(p, r) && !plan_gemm_path_info(kd_gemm_plan(p, r)->path)->need_tma &&
+         !kd_block_gpu(p); /* recipe nvfp4 on sm_120a: gemm_nvfp4.c, gemm_mxfp8.c */
 }
 
 /* x over N tiles, y over M tiles; the plan's warps, its pipeline buffers as dynamic smem. */

@@ -20,6 +20,7 @@ static int64_t hla_cols(int p) { return p <= 32 ? 256 : 8192 / p; }
 
 static int hla_planned(const hot_layer_spec *s, const hot_layer_plan *p, hot_kernel_role r) {
   (void)s;
+  if (kd_block_gpu(p)) return 0; /* recipe nvfp4 on sm_120a: hla_mxfp8.c */
   return r == HOT_K_ABC_X ? p->abc.enabled : p->hla.enabled;
 }
 

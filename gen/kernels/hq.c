@@ -15,7 +15,7 @@ static int64_t cdiv(int64_t a, int64_t b) { return (a + b - 1) / b; }
 static int hq_planned(const hot_layer_spec *s, const hot_layer_plan *p, hot_kernel_role r) {
   (void)s;
   (void)r;
-  return p->hq.enabled;
+  return p->hq.enabled && !kd_block_gpu(p); /* recipe nvfp4 on sm_120a: hq_nvfp4.c */
 }
 
 /* g': one warp per row of g_y, 8 rows per block; w': 32 columns of w x one 256-row chunk of k_pad

@@ -826,7 +826,8 @@ class HOTLinear(_HotCore, nn.Linear):
       spec      None (the recipe's defaults), a hot.LayerSpec (its HQ/HLA/ABC settings; sizes,
                 bias and dtype come from the module and the input), or the path of a spec file
                 together with spec_layer (the name of the layer in it)
-      recipe    "hot" (default), "paper", "paper_code", "nvfp4" (CPU backend only; docs/nvfp4.md):
+      recipe    "hot" (default), "paper", "paper_code", "nvfp4" (the CPU backend; on a GPU planned
+                for sm_120a only, not verified there: docs/nvfp4.md):
                 defaults when spec is None
       context   a hot.Context for this module's layers (default: the shared one per device)
       name      the hot layer's name (messages); convert() uses the module's qualified name
@@ -1559,7 +1560,8 @@ def convert(model, spec=None, recipe="hot", context=None, include=None, verbose=
                name ("encoder.0.fc1") is a layer of the spec, each with that layer's settings —
                an attention module "a" needs layers "a.in_proj" and "a.out_proj" — (ValueError
                when the spec names none of them)
-      recipe   "hot", "paper", "paper_code", "nvfp4" (CPU backend only) (with spec=None)
+      recipe   "hot", "paper", "paper_code", "nvfp4" (the CPU backend; sm_120a unverified) (with
+               spec=None)
       context  a hot.Context for all converted modules (default: the shared one per device)
       include  optional predicate include(name, module) -> bool choosing the modules
       hla_basis  "auto" (default): each converted module measures HLA's rank cut at its first

@@ -3,7 +3,8 @@
  * sm_86, sm_89, sm_90 and sm_90a, and on sm_90a once more with the GEMMs on the opt-in TMA path
  * (tile warps_n = 2: templates/gemm_tma.cu), and recipe nvfp4's NVFP4 GEMM (templates/gemm_nvfp4.cu)
  * at its path's tiles, HQ's NVFP4 quantisers (templates/hq_nvfp4.cu) and HLA's MXFP8 quantisers
- * (templates/hla_mxfp8.cu) for sm_120a, to CUBIN through the kernel cache; asserts zero spills (the
+ * (templates/hla_mxfp8.cu) for sm_120a, and every kernel of the recipe nvfp4 plans of
+ * tests/specs/nvfp4_sm120a.lua on sm_120a, to CUBIN through the kernel cache; asserts zero spills (the
  * plans allow none) and that each kernel's registers, threads and shared memory fit the arch.
  * Prints per kernel: arch, name, ms, registers, spills. Compiles are cached in
  * $HOT_TEST_KCACHE (a build-tree folder), so reruns only recompile what changed.
@@ -457,11 +458,33 @@ static int seen(const char *arch, const char *name) {
   return 0;
 }
 
+/* Emits and compiles every kernel of plan p for arch not compiled yet (the same module source
+ * the runtime compiles: emit_layer_select); returns how many were compiled. */
+static int compile_plan(const hot_layer_plan *p, hot_arch arch) {
+  int n = 0;
+  char err[512];
+  for (int k = 0; k < p->n_kernels; ++k) {
+    if (seen(plan_arch_caps(arch)->name, p->kernels[k].name)) continue;
+    hot_emitted e;
+    ck_assert_msg(emit_layer_select(p, 1u << k, &e, err, sizeof err) == 0, "%s", err);
+    if (e.n_kernels == 1) {
+      unsigned thr[] = {p->kernels[k].block[0] * p->kernels[k].block[1] * p->kernels[k].block[2]};
+      unsigned smem[] = {p->kernels[k].smem};
+      compile_check(e.source, e.kernels, 1, arch, thr, smem);
+      ++n;
+    } else {
+      printf("%-6s %-46s pending (no template yet)\n", plan_arch_caps(arch)->name,
+             p->kernels[k].name);
+    }
+    emit_free(&e);
+  }
+  return n;
+}
+
 /* Recipe nvfp4's block-scaled GEMMs (paths mma_nvfp4 and mma_mxfp8, templates/gemm_nvfp4.cu and
- * gemm_mxfp8.cu) on every arch that has the path (sm_120a): no plan takes them yet (the recipe's
- * other GPU kernels do not all exist), so each is emitted from its path row's tiles — the
- * defaults for small and large problems, each with 2x2 warps and the default K tile — and
- * compiled through NVRTC with zero spills; their ptxas figures and SASS counts are baselines like
+ * gemm_mxfp8.cu) on every arch that has the path (sm_120a), emitted from the path row's tiles
+ * besides those a plan takes (nvfp4_spec_kernels) — the defaults for small and large problems,
+ * each with 2x2 warps and the default K tile — and compiled through NVRTC with zero spills; their ptxas figures and SASS counts are baselines like
  * the shipped kernels'. Returns how many were compiled. */
 static int block_gemm_kernels(hot_gemm_path path) {
   const hot_gemm_path_info *g = plan_gemm_path_info(path);
@@ -523,9 +546,47 @@ static int hla_mxfp8_kernels(const hot_gemm_path_info *g) {
   return n;
 }
 
+/* The layers of tests/specs/nvfp4_sm120a.lua (recipe nvfp4), planned by plan_layer for every arch
+ * with the block-scaled mma.sync (sm_120a) and their kernels compiled as the runtime would emit
+ * them; every other arch refuses the recipe in one line naming it. Returns how many kernels were
+ * compiled (those not compiled yet under the same name). */
+static int nvfp4_spec_kernels(void) {
+  char path[1200];
+  const char *root = getenv("HOT_SOURCE_DIR");
+  snprintf(path, sizeof path, "%s/tests/specs/nvfp4_sm120a.lua", root ? root : ".");
+  hot_model m;
+  hot_diag dg = {0};
+  ck_assert_msg(spec_load_file(path, NULL, &m, &dg) == 0, "%s", dg.count ? dg.lines[0] : path);
+  ck_assert_int_eq(m.recipe, HOT_RECIPE_NVFP4);
+  int n = 0, archs = 0;
+  for (int a = 0; a < HOT_ARCH_COUNT; ++a) {
+    const hot_arch_caps *c = plan_arch_caps((hot_arch)a);
+    for (int l = 0; l < m.n_layers; ++l) {
+      hot_layer_plan p;
+      char err[512];
+      const int64_t tokens = m.layers[l].tokens ? m.layers[l].tokens : m.tokens;
+      const int rc = plan_layer(&m.layers[l], m.batch, tokens, m.recipe, (hot_arch)a, l, &p, err,
+                                sizeof err);
+      if (!c->mma_sync_nvfp4) {
+        ck_assert_msg(rc == -1 && strstr(err, "recipe nvfp4 has no GPU path") && strstr(err, c->name),
+                      "%s: %s", c->name, err);
+        continue;
+      }
+      ck_assert_msg(rc == 0, "%s layer %s: %s", c->name, m.layers[l].name, err);
+      n += compile_plan(&p, (hot_arch)a);
+    }
+    archs += c->mma_sync_nvfp4;
+  }
+  ck_assert_int_ge(archs, 1);
+  spec_model_free(&m);
+  diag_free(&dg);
+  return n;
+}
+
 /* The block-scaled GEMMs (block_gemm_kernels), HQ's NVFP4 quantisers (templates/hq_nvfp4.cu) and
- * HLA's MXFP8 quantisers (hla_mxfp8_kernels), which no plan takes yet either, compiled the same
- * way. */
+ * HLA's MXFP8 quantisers (hla_mxfp8_kernels) from their parameters, then the planned kernels of
+ * tests/specs/nvfp4_sm120a.lua (nvfp4_spec_kernels; a planned kernel of the same name as one
+ * above is that kernel: its name encodes every parameter). */
 static void nvfp4_kernels(void) {
   const hot_gemm_path_info *g = plan_gemm_path_info(HOT_GEMM_MMA_NVFP4);
   int n = block_gemm_kernels(HOT_GEMM_MMA_NVFP4) + block_gemm_kernels(HOT_GEMM_MMA_MXFP8);
@@ -551,8 +612,10 @@ static void nvfp4_kernels(void) {
     }
   }
   n += hla_mxfp8_kernels(g);
-  printf("%d NVFP4 kernels (GEMM paths %s and %s, HQ and HLA quantisers)\n", n, g->name,
-         plan_gemm_path_info(HOT_GEMM_MMA_MXFP8)->name);
+  const int planned = nvfp4_spec_kernels();
+  printf("%d NVFP4 kernels (GEMM paths %s and %s, HQ and HLA quantisers), %d of them planned from "
+         "tests/specs/nvfp4_sm120a.lua\n", n + planned, g->name,
+         plan_gemm_path_info(HOT_GEMM_MMA_MXFP8)->name, planned);
 }
 
 START_TEST(every_shipped_kernel) {
@@ -590,21 +653,7 @@ START_TEST(every_shipped_kernel) {
         int64_t tokens = ls.tokens ? ls.tokens : m.tokens;
         ck_assert_msg(plan_layer(&ls, m.batch, tokens, m.recipe, arch, l, &p, err, sizeof err) == 0,
                       "%s layer %s: %s", names[s], ls.name, err);
-        for (int k = 0; k < p.n_kernels; ++k) {
-          if (seen(plan_arch_caps(arch)->name, p.kernels[k].name)) continue;
-          hot_emitted e;
-          ck_assert_msg(emit_layer_select(&p, 1u << k, &e, err, sizeof err) == 0, "%s", err);
-          if (e.n_kernels == 1) {
-            unsigned thr[] = {p.kernels[k].block[0] * p.kernels[k].block[1] * p.kernels[k].block[2]};
-            unsigned smem[] = {p.kernels[k].smem};
-            compile_check(e.source, e.kernels, 1, arch, thr, smem);
-            ++kernels;
-          } else {
-            printf("%-6s %-46s pending (no template yet)\n", plan_arch_caps(arch)->name,
-                   p.kernels[k].name);
-          }
-          emit_free(&e);
-        }
+        kernels += compile_plan(&p, arch);
       }
     spec_model_free(&m);
     diag_free(&dg);

@@ -1114,31 +1114,42 @@ START_TEST(defaults_match_the_recipes) {
 }
 END_TEST
 
-/* Recipe nvfp4 (CONTRACT.md 20): every GPU arch of the table refuses it in one line naming the
- * arch and the recipe; the CPU planner plans NVFP4 x NVFP4 for g_x (K = o_pad, a multiple of 16)
- * and MXFP8 x MXFP8 for g_w (K rounded up to 32), the saved buffer holding the MXFP8 codes and
- * E8M0 scales as the GEMM reads them; a field the formats fix, set otherwise, is refused. */
+/* Recipe nvfp4 (CONTRACT.md 20): sm_120a (the arch with the block-scaled mma.sync) plans it on
+ * the GPU (nvfp4_gpu_plan checks that plan); every other GPU arch of the table refuses it in one
+ * line naming the arch, the recipe and the kernels it lacks; the CPU planner plans NVFP4 x NVFP4
+ * for g_x (K = o_pad, a multiple of 16) and MXFP8 x MXFP8 for g_w (K rounded up to 32), the saved
+ * buffer holding the MXFP8 codes and E8M0 scales as the GEMM reads them; a field the formats fix,
+ * set otherwise, is refused. */
 START_TEST(nvfp4_recipe) {
   hot_layer_spec s = layer(HOT_RECIPE_NVFP4, 40, 50);
   hot_layer_plan p;
   char err[512];
+  int planned = 0;
   for (int a = 0; a < HOT_ARCH_COUNT; ++a) {
     const hot_arch_caps *c = plan_arch_caps((hot_arch)a);
-    ck_assert_int_eq(plan_layer(&s, 2, 70, HOT_RECIPE_NVFP4, (hot_arch)a, 0, &p, err, sizeof err), -1);
-    ck_assert_msg(strstr(err, c->name) && strstr(err, "recipe nvfp4") && !strchr(err, '\n'), "%s", err);
-    /* the message names what is missing: on the arch with the block-scaled mma.sync every kernel
-     * is written (both GEMMs, both quantisers; ABC needs none: the g_w GEMM reads the saved x^ in
-     * place) and only the plan's wiring is missing; elsewhere the kernels as well */
     char miss[256];
-    ck_assert(plan_nvfp4_missing(c, miss, sizeof miss)[0] && strstr(err, miss));
-    ck_assert_msg(strstr(miss, "its kernels are not wired into a GPU plan yet") != NULL, "%s", miss);
-    ck_assert_msg(strstr(miss, "unpack") == NULL, "%s", miss);
-    ck_assert_int_eq(strstr(miss, "not written for that arch yet: ") == NULL, c->mma_sync_nvfp4);
-    ck_assert_int_eq(strstr(miss, "GEMM") == NULL, c->mma_sync_nvfp4);
-    ck_assert_int_eq(strstr(miss, "HQ's NVFP4 quantisers") == NULL, c->mma_sync_nvfp4);
-    ck_assert_int_eq(strstr(miss, "HLA's MXFP8 quantisers") == NULL, c->mma_sync_nvfp4);
+    plan_nvfp4_missing(c, miss, sizeof miss);
+    const int rc = plan_layer(&s, 2, 70, HOT_RECIPE_NVFP4, (hot_arch)a, 0, &p, err, sizeof err);
+    /* the arch with the block-scaled mma.sync has every kernel (both GEMMs, both quantisers; ABC
+     * needs none: the g_w GEMM reads the saved x^ in place) and plans the recipe; elsewhere the
+     * message names the kernels that arch lacks */
+    ck_assert_int_eq(miss[0] == '\0', c->mma_sync_nvfp4);
+    ck_assert_msg(strstr(miss, "not wired") == NULL && strstr(miss, "unpack") == NULL, "%s", miss);
+    if (c->mma_sync_nvfp4) {
+      ck_assert_msg(rc == 0, "%s: %s", c->name, err);
+      ck_assert_int_eq(p.fmt, HOT_FMT_NVFP4);
+      ++planned;
+      continue;
+    }
+    ck_assert_int_eq(rc, -1);
+    ck_assert_msg(strstr(err, c->name) && strstr(err, "recipe nvfp4") && !strchr(err, '\n'), "%s", err);
+    ck_assert(strstr(err, miss) != NULL);
+    ck_assert_msg(strstr(miss, "not written for that arch yet: the NVFP4 g_x GEMM, the MXFP8 g_w "
+                               "GEMM, HQ's NVFP4 quantisers, HLA's MXFP8 quantisers") != NULL,
+                  "%s", miss);
     printf("%s\n", err);
   }
+  ck_assert_int_eq(planned, 1);
   /* a short buffer truncates, never overflows */
   char tiny[8];
   ck_assert_uint_eq(strlen(plan_nvfp4_missing(plan_arch_caps(HOT_ARCH_SM80), tiny, sizeof tiny)), 7);
@@ -1191,6 +1202,245 @@ START_TEST(nvfp4_recipe) {
 }
 END_TEST
 
+/* One GPU plan of recipe nvfp4 on sm_120a against the CPU planner's plan of the same layer: the
+ * kernels (families, templates, names) in step order, the block-scaled GEMM paths and K tiles, the
+ * workspace pieces and views, every launch's geometry and buffer arguments, the costs, and the
+ * byte layout of every buffer both backends hold (q_g', q_w', q_g^, the saved x^) the same. */
+static void nvfp4_gpu_case(int64_t B, int64_t L, int64_t I, int64_t O, int bias, hot_layout layout,
+                           int want_tile_k) {
+  hot_layer_spec s = layer(HOT_RECIPE_NVFP4, I, O);
+  s.bias = bias;
+  s.hla.layout = layout;
+  char err[512];
+  ck_assert_msg(plan_layer(&s, B, L, HOT_RECIPE_NVFP4, HOT_ARCH_SM120A, 2, &g_plan, err,
+                           sizeof err) == 0, "%s", err);
+  ck_assert_int_eq(plan_layer_cpu(&s, B, L, HOT_RECIPE_NVFP4, 2, &g_plan2, err, sizeof err), 0);
+  const hot_layer_plan *p = &g_plan, *c = &g_plan2;
+  const int64_t T = B * L, o_pad = (O + 15) / 16 * 16, kp = (p->hla.k + 31) / 32 * 32;
+  /* the kernels in step order: GPU families, and the CPU plan's unchanged */
+  static const struct { hot_kernel_role r; const char *gpu, *cpu, *templ; } k[] = {
+      {HOT_K_ABC_X, "hla_mxfp8", "hla", "templates/hla_mxfp8.cu"},
+      {HOT_K_HQ_G, "hq_nvfp4", "hq", "templates/hq_nvfp4.cu"},
+      {HOT_K_HQ_W, "hq_nvfp4", "hq", "templates/hq_nvfp4.cu"},
+      {HOT_K_HLA_G, "hla_mxfp8", "hla", "templates/hla_mxfp8.cu"},
+      {HOT_K_GEMM_GX, "gemm_nvfp4", "gemm", "templates/gemm_nvfp4.cu"},
+      {HOT_K_GEMM_GW, "gemm_mxfp8", "gemm", "templates/gemm_mxfp8.cu"},
+      {HOT_K_BIAS, "bias", "bias", "templates/bias.cu"},
+  };
+  const int nk = bias ? 7 : 6;
+  ck_assert_int_eq(p->n_kernels, nk);
+  ck_assert_int_eq(c->n_kernels, nk);
+  for (int i = 0; i < nk; ++i) {
+    ck_assert_int_eq(p->kernels[i].role, k[i].r);
+    ck_assert_str_eq(kd_of(&p->kernels[i])->family, k[i].gpu);
+    ck_assert_str_eq(p->kernels[i].templ, k[i].templ);
+    ck_assert_int_eq(c->kernels[i].role, k[i].r);
+    ck_assert_str_eq(kd_of(&c->kernels[i])->family, k[i].cpu);
+  }
+  char want[128];
+  const char *sel = plan_selection_name(p->hla.selection);
+  snprintf(want, sizeof want, "hot_hla_mxfp8_x_p%d_r%d_%s", p->hla.block, p->hla.rank, sel);
+  ck_assert_str_eq(p->kernels[0].name, want);
+  ck_assert_str_eq(p->kernels[1].name, "hot_hq_nvfp4_g_sr");
+  ck_assert_str_eq(p->kernels[2].name, "hot_hq_nvfp4_w");
+  snprintf(want, sizeof want, "hot_hla_mxfp8_g_sr_p%d_r%d_%s", p->hla.block, p->hla.rank, sel);
+  ck_assert_str_eq(p->kernels[3].name, want);
+  snprintf(want, sizeof want, "hot_gemm_mma_nvfp4_%dx%dx%d_w2x2", p->hq.gemm.tile_m,
+           p->hq.gemm.tile_n, want_tile_k);
+  ck_assert_str_eq(p->kernels[4].name, want);
+  snprintf(want, sizeof want, "hot_gemm_mma_mxfp8_%dx%dx128_w2x2", p->hla.gemm.tile_m,
+           p->hla.gemm.tile_n);
+  ck_assert_str_eq(p->kernels[5].name, want);
+  /* paths, K tiles, and the layout of every buffer the CPU backend lays out the same way */
+  ck_assert_int_eq(p->hq.gemm.path, HOT_GEMM_MMA_NVFP4);
+  ck_assert_int_eq(p->hla.gemm.path, HOT_GEMM_MMA_MXFP8);
+  ck_assert_int_eq(p->hq.gemm.tile_k, want_tile_k);
+  ck_assert_int_eq(p->hq.gemm.k_pad, o_pad);
+  ck_assert_int_eq(c->hq.gemm.k_pad, o_pad);
+  ck_assert_int_eq(p->hla.gemm.k_pad, kp);
+  ck_assert_int_eq(c->hla.gemm.k_pad, kp);
+  for (int b = 0; b < HOT_BUF_COUNT; ++b)
+    ck_assert_int_eq(plan_buffer_bytes(p, (hot_buffer)b), plan_buffer_bytes(c, (hot_buffer)b));
+  ck_assert_int_eq(plan_buffer_bytes(p, HOT_BUF_SAVED), I * (kp + kp / 32));
+  /* the workspace: pieces and views */
+  hot_scratch_layout S;
+  ck_assert_int_eq(kd_scratch_layout(p, &S, err, sizeof err), 0);
+  const int64_t work = p->hla.segments * p->hla.seg_len * (I > O ? I : O) * 4;
+  const struct { hot_lbuf b; int64_t bytes; } piece[] = {
+      {HOT_LB_Q_G, T * (o_pad / 2 + o_pad / 16)}, {HOT_LB_S_G, 4},
+      {HOT_LB_Q_W, I * (o_pad / 2 + o_pad / 16)}, {HOT_LB_S_W, 4},
+      {HOT_LB_Q_HG, O * (kp + kp / 32)},          {HOT_LB_MATH, work},
+      {HOT_LB_AMAX, 4 * (HOT_AMAX_WORDS + B)},
+  };
+  int64_t sum = 0;
+  for (size_t i = 0; i < sizeof piece / sizeof piece[0]; ++i) {
+    ck_assert_msg(S.size[piece[i].b] == piece[i].bytes, "piece %d: %lld bytes, expected %lld",
+                  (int)piece[i].b, (long long)S.size[piece[i].b], (long long)piece[i].bytes);
+    ck_assert_int_eq(S.off[piece[i].b] % 256, 0);
+    sum += (piece[i].bytes + 255) / 256 * 256;
+  }
+  ck_assert_int_eq(S.bytes, sum); /* nothing else */
+  ck_assert_uint_eq(S.zero[HOT_LB_AMAX], HOT_CALLS_ALL);
+  const struct { hot_lbuf b, base; int64_t off; } view[] = {
+      {HOT_LB_SF_G, HOT_LB_Q_G, T * (o_pad / 2)}, {HOT_LB_SF_W, HOT_LB_Q_W, I * (o_pad / 2)},
+      {HOT_LB_S_HG, HOT_LB_Q_HG, O * kp},         {HOT_LB_S_X, HOT_LB_SAVED, I * kp},
+      {HOT_LB_Q_HX, HOT_LB_SAVED, 0},             {HOT_LB_AMAX_G, HOT_LB_AMAX, 0},
+      {HOT_LB_AMAX_W, HOT_LB_AMAX, 4},            {HOT_LB_BAD, HOT_LB_AMAX, 4 * HOT_AMAX_BAD},
+  };
+  for (size_t i = 0; i < sizeof view / sizeof view[0]; ++i)
+    for (int ps = 0; ps < 2; ++ps) {
+      ck_assert_int_eq(S.base[ps][view[i].b], (int)view[i].base);
+      ck_assert_int_eq(S.view_off[ps][view[i].b], view[i].off);
+    }
+  /* the launches: save = x^ (2 phases); backward = g' (2), w' (2), g^ (2), g_x, g_w (+ g_b) */
+  static hot_launch_list ll;
+  ck_assert_int_eq(kd_launch_list(p, &S, HOT_CALL_SAVE, 7, &ll), 0);
+  ck_assert_int_eq(ll.n, 2);
+  const int64_t mx_x = (I * p->hla.blocks > I * (kp / 32) ? I * p->hla.blocks : I * (kp / 32));
+  for (int i = 0; i < 2; ++i) {
+    const hot_launch *l = &ll.l[i];
+    ck_assert(l->ok && l->role == HOT_K_ABC_X && l->phase == i && l->n_sig == 14);
+    ck_assert_uint_eq(l->grid[0], (unsigned)((mx_x + 255) / 256));
+    ck_assert_uint_eq(l->block[0], 256);
+    ck_assert_int_eq(l->args[0].a[0].sym, HOT_SYM_BUF + HOT_LB_X);
+    ck_assert_int_eq(l->args[0].a[5].i, kp);
+    ck_assert_int_eq(l->args[0].a[6].i, i);
+    ck_assert_int_eq(l->args[0].a[7].sym, HOT_SYM_BUF + HOT_LB_MATH);
+    ck_assert_int_eq(l->args[0].a[8].sym, HOT_SYM_BUF + HOT_LB_BAD);
+    ck_assert_int_eq(l->args[0].a[9].sym, HOT_SYM_BUF + HOT_LB_SAVED);
+    ck_assert_int_eq(l->args[0].a[10].sym, HOT_SYM_BUF + HOT_LB_S_X);
+  }
+  ck_assert_int_eq(kd_launch_list(p, &S, HOT_CALL_BACKWARD, 7, &ll), 0);
+  static const struct { hot_kernel_role r; int phase; } run[] = {
+      {HOT_K_HQ_G, 0}, {HOT_K_HQ_G, 1}, {HOT_K_HQ_W, 0}, {HOT_K_HQ_W, 1}, {HOT_K_HLA_G, 0},
+      {HOT_K_HLA_G, 1}, {HOT_K_GEMM_GX, 0}, {HOT_K_GEMM_GW, 0}, {HOT_K_BIAS, 0}};
+  int nr = 0;
+  for (int i = 0; i < ll.n; ++i) {
+    const hot_launch *l = &ll.l[i];
+    if (l->when == HOT_WHEN_GRAN_ROW) { /* g' per row: never (one tensor scale), never built */
+      ck_assert(l->role == HOT_K_HQ_G && l->phase == 2 && !l->ok);
+      continue;
+    }
+    if (l->role == HOT_K_BIAS && !bias) {
+      ck_assert_int_lt(l->kernel, 0);
+      continue;
+    }
+    ck_assert_int_lt(nr, bias ? 9 : 8);
+    ck_assert_msg(l->ok && l->role == run[nr].r && l->phase == run[nr].phase, "launch %d: %s %d",
+                  i, l->role_name, l->phase);
+    ++nr;
+  }
+  ck_assert_int_eq(nr, bias ? 9 : 8);
+  const hot_launch *gx = NULL, *gw = NULL, *hg = NULL;
+  for (int i = 0; i < ll.n; ++i) {
+    if (ll.l[i].role == HOT_K_GEMM_GX) gx = &ll.l[i];
+    if (ll.l[i].role == HOT_K_GEMM_GW) gw = &ll.l[i];
+    if (ll.l[i].role == HOT_K_HQ_G && ll.l[i].phase == 1) hg = &ll.l[i];
+  }
+  ck_assert(gx && gw && hg);
+  static const hot_lbuf gx_buf[] = {HOT_LB_Q_G, HOT_LB_SF_G, HOT_LB_S_G, HOT_LB_Q_W, HOT_LB_SF_W,
+                                    HOT_LB_S_W};
+  for (int i = 0; i < 6; ++i) ck_assert_int_eq(gx->args[0].a[i].sym, HOT_SYM_BUF + gx_buf[i]);
+  ck_assert_int_eq(gx->args[0].a[6].i, 16);
+  ck_assert_int_eq(gx->args[0].a[7].sym, HOT_SYM_BUF + HOT_LB_GX);
+  ck_assert_int_eq(gx->args[0].a[8].i, T);
+  ck_assert_int_eq(gx->args[0].a[9].i, I);
+  ck_assert_int_eq(gx->args[0].a[10].i, o_pad);
+  ck_assert_int_eq(gx->args[0].a[11].i, I);
+  ck_assert_uint_eq(gx->grid[0], (unsigned)((I + p->hq.gemm.tile_n - 1) / p->hq.gemm.tile_n));
+  ck_assert_uint_eq(gx->grid[1], (unsigned)((T + p->hq.gemm.tile_m - 1) / p->hq.gemm.tile_m));
+  ck_assert_uint_eq(gx->block[0], 128);
+  ck_assert_uint_eq(gx->smem, 0);
+  static const hot_lbuf gw_buf[] = {HOT_LB_Q_HG, HOT_LB_S_HG, HOT_LB_Q_HX, HOT_LB_S_X};
+  for (int i = 0; i < 4; ++i) ck_assert_int_eq(gw->args[0].a[i].sym, HOT_SYM_BUF + gw_buf[i]);
+  ck_assert_int_eq(gw->args[0].a[4].i, p->hla.block);
+  ck_assert_int_eq(gw->args[0].a[5].sym, HOT_SYM_BUF + HOT_LB_GW);
+  ck_assert_int_eq(gw->args[0].a[6].i, O);
+  ck_assert_int_eq(gw->args[0].a[8].i, kp);
+  ck_assert_uint_eq(hg->grid[0], (unsigned)((T * (o_pad / 16) + 255) / 256));
+  ck_assert_int_eq(hg->args[0].a[3].i, o_pad);
+  ck_assert_int_eq(hg->args[0].a[5].sym, HOT_SYM_BUF + HOT_LB_AMAX_G);
+  ck_assert_int_eq(hg->args[0].a[8].sym, HOT_SYM_BUF + HOT_LB_SF_G);
+  ck_assert_uint_eq(hg->args[0].a[11].u, 2u * 16u + 1u); /* layer 2's g' Philox tag */
+  /* costs: every launched phase has one; the GEMMs count 2 m n k_pad */
+  for (int i = 0; i < nr; ++i) {
+    hot_kernel_cost kc;
+    ck_assert_int_eq(plan_kernel_cost(p, run[i].r, run[i].phase, 0, &kc), 0);
+    if (run[i].r == HOT_K_GEMM_GX) ck_assert_int_eq(kc.int_ops, 2 * T * I * o_pad);
+    if (run[i].r == HOT_K_GEMM_GW) ck_assert_int_eq(kc.int_ops, 2 * O * I * kp);
+  }
+  printf("nvfp4 sm_120a B %lld L %lld I %lld O %lld: %d kernels, g_x K tile %d, workspace %lld "
+         "bytes\n", (long long)B, (long long)L, (long long)I, (long long)O, p->n_kernels,
+         p->hq.gemm.tile_k, (long long)S.bytes);
+}
+
+START_TEST(nvfp4_gpu_plan) {
+  nvfp4_gpu_case(2, 70, 40, 50, 0, HOT_LAYOUT_AUTO, 64);     /* ragged T, I, O; o_pad 64 */
+  nvfp4_gpu_case(1, 64, 256, 256, 1, HOT_LAYOUT_AUTO, 128);  /* whole tiles, bias */
+  nvfp4_gpu_case(3, 33, 129, 250, 1, HOT_LAYOUT_FLAT, 128);  /* ragged everything, flat HLA */
+  nvfp4_gpu_case(5, 17, 7, 950, 0, HOT_LAYOUT_SAMPLE, 64);   /* o_pad 960 = 64 x 15 */
+  /* the HLA bases at the planner's limits plan too: the MXFP8 quantiser takes p in [1, 1024] and
+   * any r <= p, the MXFP8 GEMM any K (padded to 32) — p = 1 (the authors' rule for an odd L) and
+   * the full basis of p = 1024 */
+  char err[512];
+  hot_layer_spec s = layer(HOT_RECIPE_NVFP4, 40, 64);
+  s.hla.block = 0;
+  ck_assert_msg(plan_layer(&s, 2, 35, HOT_RECIPE_NVFP4, HOT_ARCH_SM120A, 0, &g_plan, err,
+                           sizeof err) == 0, "%s", err);
+  ck_assert_str_eq(g_plan.kernels[0].name, "hot_hla_mxfp8_x_p1_r1_tri");
+  ck_assert_int_eq(g_plan.hla.gemm.k_pad, (70 + 31) / 32 * 32);
+  s.hla.block = 1024;
+  s.hla.selection = HOT_SEL_FULL;
+  ck_assert_msg(plan_layer(&s, 2, 35, HOT_RECIPE_NVFP4, HOT_ARCH_SM120A, 0, &g_plan, err,
+                           sizeof err) == 0, "%s", err);
+  ck_assert_int_eq(g_plan.hla.rank, 1024);
+  ck_assert_str_eq(g_plan.kernels[0].name, "hot_hla_mxfp8_x_p1024_r1024_full");
+  ck_assert_int_eq(g_plan.hla.gemm.k_pad, g_plan.hla.k);
+}
+END_TEST
+
+/* What sm_120a's kernels cannot take, refused in one line naming the field or the size: an
+ * o_pad (out_features rounded up to 16) no K tile of the NVFP4 GEMM divides, a tile_k that does
+ * not divide it, a 16-bit dtype (the GPU quantisers read fp32), the block-scaled paths' tile
+ * limits. Each layer still plans on the CPU backend where the refusal is the GPU's alone. */
+START_TEST(nvfp4_gpu_refusals) {
+  static const struct {
+    int64_t O;
+    int tile_k_gx, tile_k_gw, stages_gx, tile_m_gw;
+    hot_dtype dt;
+    int cpu_plans;
+    const char *want;
+  } bad[] = {
+      {100, 0, 0, 0, 0, HOT_DT_F32, 1,
+       "recipe nvfp4 on sm_120a needs out_features rounded up to 16 to be a multiple of 64 (got "
+       "out_features 100, o_pad 112)"},
+      {50, 128, 0, 0, 0, HOT_DT_F32, 0, "tile_gx.tile_k = 128 does not divide o_pad = 64"},
+      {50, 0, 0, 0, 0, HOT_DT_BF16, 1, "recipe nvfp4 on sm_120a takes dtype f32 only (got bf16)"},
+      {50, 0, 256, 0, 0, HOT_DT_F32, 0, "tile_gw.tile_k must be a multiple of 32 in [32, 128]"},
+      {50, 0, 0, 2, 0, HOT_DT_F32, 0, "tile_gx.stages must be in [1, 1]"},
+      {50, 0, 0, 0, 256, HOT_DT_F32, 1, "tile_gw.tile_m must be 64 or 128"},
+  };
+  char err[512];
+  for (size_t i = 0; i < sizeof bad / sizeof bad[0]; ++i) {
+    hot_layer_spec s = layer(HOT_RECIPE_NVFP4, 40, bad[i].O);
+    s.tile_gx.tile_k = bad[i].tile_k_gx;
+    s.tile_gw.tile_k = bad[i].tile_k_gw;
+    s.tile_gx.stages = bad[i].stages_gx;
+    s.tile_gw.tile_m = bad[i].tile_m_gw;
+    s.dtype = bad[i].dt;
+    ck_assert_int_eq(plan_layer(&s, 2, 70, HOT_RECIPE_NVFP4, HOT_ARCH_SM120A, 0, &g_plan, err,
+                                sizeof err), -1);
+    printf("sm_120a: %s\n", err);
+    ck_assert_msg(strstr(err, bad[i].want) && !strchr(err, '\n'), "%s", err);
+    if (bad[i].cpu_plans) { /* the CPU backend's plan of the same layer */
+      ck_assert_msg(plan_layer_cpu(&s, 2, 70, HOT_RECIPE_NVFP4, 0, &g_plan2, err, sizeof err) == 0,
+                    "%s", err);
+      ck_assert_int_eq(g_plan2.hq.gemm.path, HOT_GEMM_BS_NVFP4);
+    }
+  }
+}
+END_TEST
+
 int main(void) {
   Suite *su = suite_create("plan");
   TCase *tc = tcase_create("basis");
@@ -1217,6 +1467,8 @@ int main(void) {
   tcase_add_test(tc, kernel_descriptors);
   tcase_add_test(tc, buffers_and_grids);
   tcase_add_test(tc, nvfp4_recipe);
+  tcase_add_test(tc, nvfp4_gpu_plan);
+  tcase_add_test(tc, nvfp4_gpu_refusals);
   suite_add_tcase(su, tc);
   SRunner *sr = srunner_create(su);
   srunner_run_all(sr, CK_NORMAL);

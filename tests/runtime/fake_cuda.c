@@ -179,6 +179,11 @@ EXPORT CUresult cuFuncSetAttribute(void *f, int a, int v) {
  * u unsigned, f float. */
 static const char *sig_of(const char *name) {
   if (!strncmp(name, "hot_gemm_tma_", 13)) return "ppppppfiiiii" "mm";
+  /* recipe nvfp4 on sm_120a (gen/kernels/hq_nvfp4.c, hla_mxfp8.c, gemm_nvfp4.c, gemm_mxfp8.c) */
+  if (!strncmp(name, "hot_hq_nvfp4_", 13)) return "piiiippppp" "luu";
+  if (!strncmp(name, "hot_hla_mxfp8_", 14)) return "pilliiipppp" "luu";
+  if (!strncmp(name, "hot_gemm_mma_nvfp4_", 19)) return "ppppppipiiii";
+  if (!strncmp(name, "hot_gemm_mma_mxfp8_", 19)) return "ppppipiiii";
   if (!strncmp(name, "hot_hq_", 7)) return "piiiiipipp" "ipp" "iluu";
   if (!strncmp(name, "hot_hla_", 8)) return "piiiiilliiiiiipipppp" "iluu";
   if (!strncmp(name, "hot_gemm_", 9)) return "ppppppfiiii";

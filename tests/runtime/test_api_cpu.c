@@ -248,7 +248,8 @@ END_TEST
 
 /* Recipe nvfp4 (CONTRACT.md 20) through the C API on the CPU backend: the twins' bits, the
  * caller's and the layer's saved buffer, bf16, no ABC; no calibration (its scales are fixed); a
- * context forced to a GPU arch refuses it in one line naming the arch and the recipe. */
+ * context forced to a GPU arch without its kernels refuses it in one line naming the arch and the
+ * recipe; one forced to sm_120a runs its GPU plan with the CPU plan's bits. */
 START_TEST(cpu_nvfp4_equals_reference) {
   hot_ctx *ctx = NULL;
   ck_assert_int_eq(hot_ctx_create(&ctx, NULL), HOT_OK);
@@ -310,6 +311,40 @@ START_TEST(cpu_nvfp4_equals_reference) {
   ck_assert_msg(strstr(m, "recipe nvfp4") && strstr(m, "sm_90") && !strchr(m, '\n'), "%s", m);
   printf("forced sm_90: %s\n", m);
   hot_ctx_destroy(ctx);
+  au_io_free(&io);
+
+  /* forced sm_120a: the GPU plan of the recipe (the families hq_nvfp4, hla_mxfp8, gemm_nvfp4,
+   * gemm_mxfp8, whose steps run the hq, hla and gemm step functions) gives on the CPU backend the
+   * twin's bits and the bits of the CPU backend's own plan (the same buffer layouts) */
+  au_io_init(&io, 2 * 70, 50, 45, 19);
+  s.abc.enabled = 1;
+  s.dtype = HOT_DT_F32;
+  s.out_features = 50;
+  const size_t ngx = (size_t)(io.T * io.I) * 4, ngw = (size_t)(io.O * io.I) * 4;
+  float *gx = malloc(ngx), *gw = malloc(ngw);
+  ck_assert(gx && gw);
+  for (int forced = 0; forced < 2; ++forced) {
+    o.arch = forced ? "sm_120a" : NULL;
+    ck_assert_int_eq(hot_ctx_create(&ctx, forced ? &o : NULL), HOT_OK);
+    ck_assert_int_eq(hot_layer_create(ctx, &s, 2, 70, HOT_RECIPE_NVFP4, &a), HOT_OK);
+    const hot_layer_plan *pl = hot_layer_get_plan(a);
+    ck_assert_int_eq(pl->hq.gemm.path, forced ? HOT_GEMM_MMA_NVFP4 : HOT_GEMM_BS_NVFP4);
+    ck_assert_int_eq(pl->hla.gemm.path, forced ? HOT_GEMM_MMA_MXFP8 : HOT_GEMM_BS_MXFP8);
+    ck_assert_str_eq(pl->kernels[1].name, forced ? "hot_hq_nvfp4_g_sr" : "hot_hq_g_f32_b16_k4_nvfp4");
+    compare_layer(ctx, a, &io, 0, 6, 1);
+    if (!forced) {
+      memcpy(gx, io.gx, ngx);
+      memcpy(gw, io.gw, ngw);
+    } else {
+      ck_assert_int_eq(memcmp(gx, io.gx, ngx), 0);
+      ck_assert_int_eq(memcmp(gw, io.gw, ngw), 0);
+      printf("forced sm_120a: %s ... %s: g_x and g_w equal the CPU plan's bits\n",
+             pl->kernels[0].name, pl->kernels[5].name);
+    }
+    hot_ctx_destroy(ctx);
+  }
+  free(gx);
+  free(gw);
   au_io_free(&io);
 }
 END_TEST

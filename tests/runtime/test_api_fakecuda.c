@@ -1214,12 +1214,21 @@ START_TEST(forced_arch_vs_device) {
   static const struct { int maj, min; const char *arch; int ok; } rule[] = {
       {8, 6, "sm_80", 1}, {8, 6, "sm_86", 1}, {8, 6, "sm_89", 0}, {8, 9, "sm_86", 1},
       {8, 9, "sm_89", 1}, {8, 9, "sm_90", 0}, {9, 0, "sm_89", 0}, {9, 0, "sm_80", 0},
-      {9, 0, "sm_90", 1}, {9, 0, "sm_90a", 1}, {8, 9, "sm_90a", 0}};
+      {9, 0, "sm_90", 1}, {9, 0, "sm_90a", 1}, {8, 9, "sm_90a", 0}, {12, 0, "sm_120a", 1},
+      {9, 0, "sm_120a", 0}};
   void *h = dlopen(HOT_FAKE_CUDA, RTLD_NOW | RTLD_NOLOAD);
   fake_cuda_configure_fn cfg = (fake_cuda_configure_fn)dlsym(h, "fake_cuda_configure");
   for (size_t i = 0; i < sizeof rule / sizeof rule[0]; ++i) {
     cfg(1, rule[i].maj, rule[i].min, 13000);
     ctx = ctx_on(HOT_BACKEND_CUDA, 0, rule[i].arch, rule[i].ok ? HOT_OK : HOT_ERR_INVALID);
+    hot_ctx_destroy(ctx);
+  }
+  /* a 12.x device runs hot's kernels only with sm_120a named (and 12.0 only: arch-specific) */
+  static const struct { int min; const char *arch; } none[] = {{0, "sm_90"}, {1, "sm_120a"}};
+  for (size_t i = 0; i < sizeof none / sizeof none[0]; ++i) {
+    cfg(1, 12, none[i].min, 13000);
+    ctx = ctx_on(HOT_BACKEND_CUDA, 0, none[i].arch, HOT_ERR_UNSUPPORTED);
+    ck_assert_msg(strstr(hot_errmsg(ctx), "compute capability 12."), "%s", hot_errmsg(ctx));
     hot_ctx_destroy(ctx);
   }
 }
@@ -1253,6 +1262,108 @@ START_TEST(unsupported_device_warns) {
   hot_ctx_destroy(ctx);
   ctx = ctx_on(HOT_BACKEND_AUTO, 5, NULL, HOT_OK); /* no such device: a plain fallback */
   ck_assert_str_eq(hot_errmsg(ctx), "");
+  hot_ctx_destroy(ctx);
+}
+END_TEST
+
+/* Recipe nvfp4 on a compute capability 12.0 device with sm_120a named: the save and the backward
+ * launch the sm_120a plan's kernels (gen/kernels/hq_nvfp4.c, hla_mxfp8.c, gemm_nvfp4.c,
+ * gemm_mxfp8.c) in step order with the plan's buffers: codes then block scales in one piece
+ * (templates/nvfp4_plan.h), the saved x^ written and then read in place by the g_w GEMM with its
+ * E8M0 scales after the codes, the tensor amax and the non-finite flag in the amax words zeroed
+ * by each call. The kernels do not run here and have not run on a GPU. */
+START_TEST(nvfp4_sm120a_sequence) {
+  boot(1, 12, 0, 13000);
+  hot_ctx *ctx = ctx_on(HOT_BACKEND_CUDA, 0, "sm_120a", HOT_OK);
+  hot_layer_spec s;
+  plan_spec_defaults(&s, HOT_RECIPE_NVFP4);
+  snprintf(s.name, sizeof s.name, "nv");
+  s.in_features = 137;
+  s.out_features = 250; /* o_pad 256 */
+  hot_layer *l = NULL;
+  ck_assert_msg(hot_layer_create(ctx, &s, 3, 70, HOT_RECIPE_NVFP4, &l) == HOT_OK, "%s",
+                hot_errmsg(ctx));
+  ck_assert_msg(hot_layer_compile(l) == HOT_OK, "%s", hot_errmsg(ctx));
+  const hot_layer_plan *pl = l->plan;
+  ck_assert_int_eq(pl->arch, HOT_ARCH_SM120A);
+  const int64_t T = pl->T, O = pl->O, I = pl->I, op = pl->hq.o_pad, kp = pl->hla.gemm.k_pad;
+  ck_assert_int_eq(op, 256);
+  ck_assert_int_eq(kp, (pl->hla.k + 31) / 32 * 32);
+  const size_t nb = hot_layer_saved_bytes(l);
+  ck_assert_int_eq((int64_t)nb, I * (kp + kp / 32)); /* the CPU backend's saved layout */
+  CUdeviceptr x = dalloc((size_t)(T * I) * 4), w = dalloc((size_t)(O * I) * 4),
+              gy = dalloc((size_t)(T * O) * 4), gx = dalloc((size_t)(T * I) * 4),
+              gw = dalloc((size_t)(O * I) * 4), sv = dalloc(nb);
+  /* save: memset(amax) ; x^ phase 0 (projection into the work buffer) ; phase 1 (codes, scales) */
+  g_reset();
+  ck_assert_int_eq(hot_layer_save(l, vp(x), HOT_DT_F32, vp(sv), NULL), HOT_OK);
+  ck_assert_int_eq(g_log->n, 3);
+  const int64_t amax = (int64_t)cuda_layer_buf(l, HOT_LB_AMAX);
+  const fake_cuda_launch *m = at(0, "memset32", -1, 0);
+  ck_assert_int_eq(m->arg[0], amax);
+  ck_assert_int_eq(m->arg[1], kd_amax_bytes(pl) / 4);
+  const int64_t work = pl->hla.segments * pl->hla.seg_len * (I > O ? I : O) * 4;
+  for (int ph = 0; ph < 2; ++ph) { /* src cols L B flat k_pad phase work bad codes scales .. tag */
+    const fake_cuda_launch *k = at(1 + ph, "hot_hla_mxfp8_x_", 6, ph);
+    plan_grid(k, pl, HOT_K_ABC_X);
+    const int64_t want[] = {(int64_t)x, I, pl->L, pl->B, pl->hla.layout == HOT_LAYOUT_FLAT, kp};
+    for (int i = 0; i < 6; ++i) ck_assert_int_eq(k->arg[i], want[i]);
+    in_scratch(l, k->arg[7], work);
+    ck_assert_int_eq(k->arg[8], amax + 4 * HOT_AMAX_BAD);
+    ck_assert_int_eq(k->arg[9], (int64_t)sv);
+    ck_assert_int_eq(k->arg[10], (int64_t)sv + I * kp);
+    ck_assert_int_eq(k->arg[12], pl->layer_id * 16);
+  }
+  /* backward: memset ; g' 0, 1 ; w' 0, 1 ; g^ 0, 1 ; g_x (NVFP4) ; g_w (MXFP8, saved x^ in place) */
+  g_reset();
+  ck_assert_int_eq(hot_layer_backward(l, vp(gy), vp(w), HOT_DT_F32, vp(sv), vp(gx), vp(gw), NULL,
+                                      5, NULL), HOT_OK);
+  ck_assert_int_eq(g_log->n, 9);
+  ck_assert_int_eq(at(0, "memset32", -1, 0)->arg[0], amax);
+  static const char *q_name[2] = {"hot_hq_nvfp4_g_sr", "hot_hq_nvfp4_w"};
+  int64_t codes[2], sc[2], st[2];
+  for (int q = 0; q < 2; ++q) /* src rows O o_pad phase amax bad codes scales s_t seed tag step */
+    for (int ph = 0; ph < 2; ++ph) {
+      const fake_cuda_launch *k = at(1 + 2 * q + ph, q_name[q], 4, ph);
+      plan_grid(k, pl, q ? HOT_K_HQ_W : HOT_K_HQ_G);
+      const int64_t rows = q ? I : T;
+      ck_assert_int_eq(k->arg[0], (int64_t)(q ? w : gy));
+      ck_assert_int_eq(k->arg[1], rows);
+      ck_assert_int_eq(k->arg[2], O);
+      ck_assert_int_eq(k->arg[3], op);
+      ck_assert_int_eq(k->arg[5], amax + 4 * (q ? HOT_AMAX_HQ_W : HOT_AMAX_HQ_G));
+      ck_assert_int_eq(k->arg[6], amax + 4 * HOT_AMAX_BAD);
+      in_scratch(l, k->arg[7], rows * (op / 2 + op / 16));
+      ck_assert_int_eq(k->arg[8], k->arg[7] + rows * (op / 2));
+      in_scratch(l, k->arg[9], 4);
+      ck_assert_int_eq(k->arg[11], q ? 0 : pl->layer_id * 16 + HOT_TENSOR_HQ_G);
+      ck_assert_int_eq(k->arg[12], 5);
+      codes[q] = k->arg[7], sc[q] = k->arg[8], st[q] = k->arg[9];
+    }
+  int64_t qhg = 0;
+  for (int ph = 0; ph < 2; ++ph) {
+    const fake_cuda_launch *k = at(5 + ph, "hot_hla_mxfp8_g_sr_", 6, ph);
+    plan_grid(k, pl, HOT_K_HLA_G);
+    ck_assert_int_eq(k->arg[0], (int64_t)gy);
+    ck_assert_int_eq(k->arg[1], O);
+    in_scratch(l, k->arg[7], work);
+    in_scratch(l, k->arg[9], O * (kp + kp / 32));
+    ck_assert_int_eq(k->arg[10], k->arg[9] + O * kp);
+    ck_assert_int_eq(k->arg[12], pl->layer_id * 16 + HOT_TENSOR_HLA_G);
+    qhg = k->arg[9];
+  }
+  const fake_cuda_launch *mx = at(7, "hot_gemm_mma_nvfp4_", -1, 0);
+  plan_grid(mx, pl, HOT_K_GEMM_GX);
+  const int64_t wx[] = {codes[0], sc[0], st[0], codes[1], sc[1], st[1], 16, (int64_t)gx, T, I, op, I};
+  for (int i = 0; i < 12; ++i) ck_assert_int_eq(mx->arg[i], wx[i]);
+  ck_assert_uint_eq(mx->smem, 0); /* static shared memory only */
+  const fake_cuda_launch *mw = at(8, "hot_gemm_mma_mxfp8_", -1, 0);
+  plan_grid(mw, pl, HOT_K_GEMM_GW);
+  const int64_t ww[] = {qhg, qhg + O * kp, (int64_t)sv, (int64_t)sv + I * kp, pl->hla.block,
+                        (int64_t)gw, O, I, kp, I};
+  for (int i = 0; i < 10; ++i) ck_assert_int_eq(mw->arg[i], ww[i]);
+  printf("nvfp4 sm_120a (fake driver): save %s x2, backward %d launches, workspace %lld bytes\n",
+         pl->kernels[0].name, g_log->n, (long long)cuda_layer_of(l)->scratch_bytes);
   hot_ctx_destroy(ctx);
 }
 END_TEST
@@ -1410,6 +1521,7 @@ int main(void) {
   tcase_add_test(tm, device_ordinals);
   tcase_add_test(tm, forced_arch_vs_device);
   tcase_add_test(tm, unsupported_device_warns);
+  tcase_add_test(tm, nvfp4_sm120a_sequence);
   tcase_add_test(tm, nvrtc_vs_driver);
   suite_add_tcase(su, tm);
   SRunner *sr = srunner_create(su);

@@ -272,7 +272,7 @@ EOF
     || fail "small-problem kernels: $(rows "$T/pc.db" | cut -f14,18,19 | head -2)"
 fi
 
-# 7d. recipe nvfp4 (no GPU path): accuracy variants planned for and run on the CPU backend, rows
+# 7d. recipe nvfp4 (tuned on the CPU only): accuracy variants planned for and run on the CPU backend, rows
 # say arch "cpu"; g_x in NVFP4's SR band (INT4 gives ~0.35 here), x^'s MXFP8 codes saved (ABC:
 # I * k_pad * 33/32 = 64 * 96 * 33/32 bytes as written, K = 2 blocks * r 36); what needs a GPU or
 # an arch, and a sweep over a knob the format fixes, refused in one line before any database
