@@ -15,6 +15,8 @@
  * every step and the output is the twin's bits. The PTX ISA does not specify the precision of the
  * product nor whether it is rounded before the addition: CONTRACT.md 20.10 states what GPU = CPU
  * means for this path.
+ * Every stored C value that is not finite raises hot_range_flag (hot_math.cuh, CONTRACT.md 19;
+ * the CUDA backend watches it for g_x / g_w); the stored bits are the twin's either way.
  *
  * Entry:
  *   HOT_KNAME (const unsigned char *A, const unsigned char *SA, const unsigned char *B,
@@ -200,6 +202,12 @@ extern "C" __global__ void __launch_bounds__(HOT_THREADS, 1)
   }
 
   /* ---- epilogue: the twin's division by the power of two div (exact unless subnormal) ------ */
+  /* The overflow check (CONTRACT.md 19): nf = the sum of v * 0 over the values this thread
+   * stores, each product and sum rounded once; v * 0 is +-0 for a finite v and NaN for +-inf or
+   * NaN, and NaN stays NaN, so nf is NaN exactly when some stored v is not finite, and one
+   * HOT_RANGE_CHECK(nf) raises hot_range_flag exactly then. The stored values are unchanged; two
+   * flops a value instead of a compare and a flag store each (a smaller kernel). */
+  float nf = 0.0f;
 #pragma unroll
   for (int mi = 0; mi < HOT_MI; ++mi)
 #pragma unroll
@@ -208,6 +216,11 @@ extern "C" __global__ void __launch_bounds__(HOT_THREADS, 1)
       for (int i = 0; i < 4; ++i) {
         const int m = m0 + wm * HOT_WM + mi * 16 + g + (i >= 2 ? 8 : 0);
         const int n = n0 + wn * HOT_WN + ni * 8 + 2 * t + (i & 1);
-        if (m < M && n < N) C[(long long)m * ldc + n] = HOT_DIV(acc[mi][ni][i], (float)div);
+        if (m < M && n < N) {
+          const float v = HOT_DIV(acc[mi][ni][i], (float)div);
+          nf = HOT_ADD(nf, HOT_MUL(v, 0.0f));
+          C[(long long)m * ldc + n] = v;
+        }
       }
+  HOT_RANGE_CHECK(nf);
 }

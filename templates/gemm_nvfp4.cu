@@ -16,6 +16,8 @@
  * x4 in the epilogue restores the twin's bits exactly. The PTX ISA does not specify the order or
  * precision of the accumulation inside the instruction: CONTRACT.md 20.9 states what GPU = CPU
  * means for this path and what the device check measures.
+ * Every stored C value that is not finite raises hot_range_flag (hot_math.cuh, CONTRACT.md 19;
+ * the CUDA backend watches it for g_x / g_w); the stored bits are the twin's either way.
  *
  * Entry:
  *   HOT_KNAME (const unsigned char *A, const unsigned char *SA, const float *s_ta,
@@ -200,6 +202,12 @@ extern "C" __global__ void __launch_bounds__(HOT_THREADS, 1)
 
   /* ---- epilogue: x4 (exact) then the twin's constant, one rounding each --------------------- */
   const float c = HOT_DIV(HOT_MUL(*s_ta, *s_tb), (float)(4 * div));
+  /* The overflow check (CONTRACT.md 19): nf = the sum of v * 0 over the values this thread
+   * stores, each product and sum rounded once; v * 0 is +-0 for a finite v and NaN for +-inf or
+   * NaN, and NaN stays NaN, so nf is NaN exactly when some stored v is not finite, and one
+   * HOT_RANGE_CHECK(nf) raises hot_range_flag exactly then. The stored values are unchanged; two
+   * flops a value instead of a compare and a flag store each (a smaller kernel). */
+  float nf = 0.0f;
 #pragma unroll
   for (int mi = 0; mi < HOT_MI; ++mi)
 #pragma unroll
@@ -208,7 +216,11 @@ extern "C" __global__ void __launch_bounds__(HOT_THREADS, 1)
       for (int i = 0; i < 4; ++i) {
         const int m = m0 + wm * HOT_WM + mi * 16 + g + (i >= 2 ? 8 : 0);
         const int n = n0 + wn * HOT_WN + ni * 8 + 2 * t + (i & 1);
-        if (m < M && n < N)
-          C[(long long)m * ldc + n] = HOT_MUL(HOT_MUL(acc[mi][ni][i], 4.0f), c);
+        if (m < M && n < N) {
+          const float v = HOT_MUL(HOT_MUL(acc[mi][ni][i], 4.0f), c);
+          nf = HOT_ADD(nf, HOT_MUL(v, 0.0f));
+          C[(long long)m * ldc + n] = v;
+        }
       }
+  HOT_RANGE_CHECK(nf);
 }

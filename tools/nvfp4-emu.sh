@@ -6,7 +6,7 @@
 # - templates/gemm_nvfp4.cu (the NVFP4 g_x GEMM, nvfp4_emu.cpp) against nvfp4_gemm for several
 #   tile configurations and awkward sizes; mutants: a wrong scale-factor lane, a swapped E4M3
 #   byte order in the scale word, the A fragment's two K halves swapped, a missing K-tile
-#   barrier, the epilogue's x4 dropped;
+#   barrier, the epilogue's x4 dropped, the overflow flag never raised;
 # - templates/hq_nvfp4.cu (HQ's NVFP4 quantisers: g' SR and RTN, w' RTN) against
 #   nvfp4_hq_quant_g / _w, with their mutants (SR index, scale rounding, the transform, w's
 #   layout);
@@ -15,14 +15,17 @@
 #   own buffers with Kpad a multiple of 32 but not of the tile, nonzero bytes past them); mutants:
 #   a wrong scale-factor lane, the E4M3 bytes of a B register swapped, A's K halves swapped, a
 #   missing K-tile barrier, every K step taking its tile's first block scale, the last K tile
-#   loading past Kpad instead of zeros;
+#   loading past Kpad instead of zeros, the overflow flag never raised;
 # - templates/hla_mxfp8.cu (HLA's MXFP8 quantisers: x^ RTN, g^ SR and RTN, hla_mxfp8_emu.cpp)
 #   against nvfp4_hla_quant with hla_fmt MXFP8 for several bases, token layouts and awkward
 #   sizes; mutants: the SR index, the E8M0 exponent, the projection's rows, the codes' byte
 #   order, the per-sample token offset.
 # Only each GEMM template's one PTX wrapper (hot_mma_bs, hot_mma_mx) is replaced (by the
-# emulator's model of the instruction); everything else is the template's code, compiled
-# unchanged. What the emulators cannot check is in their headers.
+# emulator's model of the instruction) and its overflow check HOT_RANGE_CHECK redirected to the
+# emulator's flag word (tools/gemm-emu/range_edge.h); everything else is the template's code,
+# compiled unchanged. Every GEMM run compares that flag with "some output of the twin is not
+# finite", with a mode whose finite inputs overflow fp32 (huge scales) among the runs. What the
+# emulators cannot check is in their headers.
 # Needs python3, a C11 and a C++17 compiler (CC, default gcc; CXX, default g++; PYTHON).
 # First the layout tests (nvfp4_emu --layout, mxfp8_emu --layout: the fragment and scale maps
 # against CuTe's SM120 block-scaled MMA traits, with mutants of the maps).
@@ -74,6 +77,16 @@ src = (src[:start] + "{ %s(d, a, b, sfa, sfb); }" % emu + "\n" * src.count("\n",
        src[i + 1:])
 if "asm" in re.sub(r"/\*.*?\*/", "", src, flags=re.S):
     sys.exit("nvfp4-emu: inline asm left outside %s" % fn)
+# the overflow flag (hot_math.cuh's HOT_RANGE_CHECK is a no-op off the device): every check the
+# kernel makes raises the emulator's flag word (range_edge.h), which the driver compares with
+# "some output of the twin is not finite"
+math = '#include "hot_math.cuh"'
+if src.count(math) != 1:
+    sys.exit("nvfp4-emu: %r not found once" % math)
+after = src[:src.index(math)].count("\n") + 2  # the line after the include
+src = src.replace(math, math + "\n#undef HOT_RANGE_CHECK\n"
+                  "#define HOT_RANGE_CHECK(v) emu_range_check(v)\n"
+                  '#line %d "%s"' % (after, sys.argv[5]), 1)
 open(sys.argv[2], "w").write('#line 1 "%s"\n' % sys.argv[5] + src)
 PY
 }
@@ -188,6 +201,9 @@ nv_mutant "no barrier at the end of a K tile" \
   }" || fail=1
 nv_mutant "epilogue without the x4 of the doubled E2M1 values" \
   "HOT_MUL(HOT_MUL(acc[mi][ni][i], 4.0f), c)" "HOT_MUL(acc[mi][ni][i], c)" || fail=1
+nv_mutant "overflow flag never raised (no range check of the stored values)" \
+  "  HOT_RANGE_CHECK(nf);
+}" "}" || fail=1
 # templates/hq_nvfp4.cu (HQ's NVFP4 quantisers, g' SR / RTN and w' RTN) against nvfp4_hq_quant_g
 # and nvfp4_hq_quant_w: codes, block scales, tensor scale, the non-finite flag.
 build_q() { # SRC OPERAND ROUND
@@ -274,6 +290,9 @@ mx_mutant "every K step takes its tile's first block scale of B" "$MX_RUN" \
 mx_mutant "the last K tile loads codes and scales past Kpad (no zero-fill)" "77 45 200 47 64 block" \
   "if (r < left && c * 16 < kleft)" "if (r < left)" \
   "if (r < left && c * 32 < kleft)" "if (r < left)" || fail=1
+mx_mutant "overflow flag never raised (no range check of the stored values)" "$MX_RUN" \
+  "  HOT_RANGE_CHECK(nf);
+}" "}" || fail=1
 fi
 if want hla; then
 # templates/hla_mxfp8.cu (HLA's MXFP8 quantisers) against nvfp4_hla_quant (hla_fmt MXFP8): codes,

@@ -23,6 +23,11 @@
 // Every A and B element and every read scale is checked to come from exactly one lane and
 // register (the layouts cover the operands once).
 //
+// The overflow flag: nvfp4-emu.sh turns the kernel's HOT_RANGE_CHECK(v) into emu_range_check(v)
+// (range_edge.h); after every run the flag must equal "some output of the twin is not finite".
+// Mode "overflowing" (scales 2^53 .. 2^78) makes many outputs overflow fp32 from finite inputs; the
+// other modes' outputs are finite, so there the flag must stay clear.
+//
 // What it cannot check: that the hardware rounds the block product to fp32 before adding it
 // (the PTX ISA does not say; CONTRACT.md 20.10), or that these layouts are the hardware's (the
 // layout test compares them with CuTe's SM120 traits; a GPU run is the final word).
@@ -184,6 +189,8 @@ static void emu_mma_mx(float *d, const unsigned *a, const unsigned *b, unsigned 
   for (int i = 0; i < 4; ++i) d[i] = w.out[lane][i];
 }
 
+#include "range_edge.h"
+
 #include "kernel_mxfp8.inc"
 
 // ---- --layout: the maps above against CuTe's SM120 block-scaled MMA traits ------------------
@@ -260,7 +267,9 @@ static unsigned rnd() {
 // codes (every E4M3 code but the NaNs) in the first K, zeros after, scales 2^-27 .. 2^27 around
 // 127; mode 1: the twin's own quantiser on random fp32 data (RTN; realistic scales and signs);
 // mode 2: random codes with scales near 2^-85 (biased 30 .. 55), so that block products land in
-// fp32's subnormal range or underflow (the twin's ldexpf rounds there a second time).
+// fp32's subnormal range or underflow (the twin's ldexpf rounds there a second time); mode 3:
+// random codes with scales 2^53 .. 2^78 (biased 180 .. 205), so that most block products, and so
+// the outputs, overflow fp32 (+-inf, NaN where infinities of both signs meet).
 static void make_operand(int mode, int rows, int K, int kp, std::vector<uint8_t> &codes,
                          std::vector<uint8_t> &scales) {
   codes.assign((size_t)rows * kp, 0);
@@ -281,7 +290,9 @@ static void make_operand(int mode, int rows, int K, int kp, std::vector<uint8_t>
   for (int r = 0; r < rows; ++r)
     for (int j = 0; j < (K + 31) / 32; ++j)
       scales[(size_t)r * kp / 32 + j] =
-          (uint8_t)(mode == 0 ? 100u + rnd() % 55u : 30u + rnd() % 26u);
+          (uint8_t)(mode == 0   ? 100u + rnd() % 55u
+                    : mode == 2 ? 30u + rnd() % 26u
+                                : 180u + rnd() % 26u);
 }
 
 // The same operand with rows of `to` bytes (kernel layout; zeros past `from`).
@@ -291,7 +302,8 @@ static void repitch(const std::vector<uint8_t> &src, int rows, int from, int to,
   for (int r = 0; r < rows; ++r) std::memcpy(&dst[(size_t)r * to], &src[(size_t)r * from], (size_t)from);
 }
 
-static const char *const k_mode_name[3] = {"raw codes", "quantised", "subnormal products"};
+static const char *const k_mode_name[4] = {"raw codes", "quantised", "subnormal products",
+                                           "overflowing"};
 
 // Appends the bytes past an operand's end: `zeros` zero bytes (the tile padding's slack, never
 // read), or (block padding) `tail` nonzero bytes the kernel may legally address but must not
@@ -328,7 +340,7 @@ int main(int argc, char **argv) {
   const int kp = (K + 31) / 32 * 32;
   const int Kpad = block ? kp : (K + HOT_TILE_K - 1) / HOT_TILE_K * HOT_TILE_K;
   long bad = 0;
-  for (int mode = 0; mode < 3; ++mode) {
+  for (int mode = 0; mode < 4; ++mode) {
     std::vector<uint8_t> a, sa, b, sb, ka, ksa, kb, ksb;
     make_operand(mode, M, K, kp, a, sa);
     make_operand(mode, N, K, kp, b, sb);
@@ -337,6 +349,9 @@ int main(int argc, char **argv) {
       emu_fatal("mxfp8_gemm failed");
     long subnormal = 0;
     for (float x : want) subnormal += x != 0.0f && std::fabs(x) < 1.17549435e-38f;
+    long overflow = 0;
+    for (float x : want) overflow += !std::isfinite(x);
+    const unsigned want_flag = overflow ? 1u : 0u;
     repitch(a, M, kp, Kpad, ka);
     repitch(sa, M, kp / 32, Kpad / 32, ksa);
     repitch(b, N, kp, Kpad, kb);
@@ -357,6 +372,7 @@ int main(int argc, char **argv) {
     for (uint64_t seed : emu::seeds_from_env("0 1 2 3")) {
       emu::set_seed(seed);
       std::fill(C.begin(), C.end(), -7.0f);
+      g_range_flag = 0;
       for (long blk : emu::block_order((long)gx * gy)) {
         blockIdx = {(unsigned)(blk % gx), (unsigned)(blk / gx), 0};
         g_block_bar.init(HOT_THREADS, "__syncthreads");
@@ -379,11 +395,15 @@ int main(int argc, char **argv) {
                         want[(size_t)m * N + n]);
         }
       if (C[(size_t)(M > 0 ? M : 1) * ldc] != -7.0f) { std::printf("  wrote past C\n"); ++bad1; }
+      if (g_range_flag != want_flag && bad1++ < 5)
+        std::printf("  overflow flag %u, want %u (%ld outputs not finite)\n", g_range_flag,
+                    want_flag, overflow);
       std::printf("mxfp8 %dx%dx%d_w%dx%d M=%d N=%d K=%d (Kpad %d%s, twin k_pad %d) ldc=%d div=%d %s "
-                  "(%ld subnormal outputs) schedule %llu (%s): %s, trace %016llx\n",
+                  "(%ld subnormal outputs, %ld not finite, flag %u) schedule %llu (%s): %s, "
+                  "trace %016llx\n",
                   HOT_TILE_M, HOT_TILE_N, HOT_TILE_K, HOT_WARPS_M, HOT_WARPS_N, M, N, K, Kpad,
                   block ? " = the twin's buffers, nonzero bytes past them" : "", kp, ldc, div,
-                  k_mode_name[mode], subnormal, (unsigned long long)seed,
+                  k_mode_name[mode], subnormal, overflow, g_range_flag, (unsigned long long)seed,
                   emu::policy_name(), bad1 ? "FAIL" : "ok", (unsigned long long)emu::trace());
       std::fflush(stdout);
       bad += bad1;

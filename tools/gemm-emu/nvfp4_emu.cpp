@@ -15,6 +15,11 @@
 // Every A and B element and every read scale is checked to come from exactly one lane and
 // register (the layouts cover the operands once).
 //
+// The overflow flag: nvfp4-emu.sh turns the kernel's HOT_RANGE_CHECK(v) into emu_range_check(v)
+// (range_edge.h); after every run the flag must equal "some output of the twin is not finite".
+// Mode "overflowing" (raw codes with tensor scales of 2^63) makes many outputs overflow fp32 from
+// finite inputs; the other modes' outputs are finite, so there the flag must stay clear.
+//
 // What it cannot check: that the hardware accumulates in that order with fp32 rounding (the PTX
 // ISA does not say; CONTRACT.md 20.9), or that these layouts are the hardware's (the layout test
 // compares them with CuTe's SM120 traits; a GPU run is the final word).
@@ -186,6 +191,8 @@ static void emu_mma_bs(float *d, const unsigned *a, const unsigned *b, unsigned 
   for (int i = 0; i < 4; ++i) d[i] = w.out[lane][i];
 }
 
+#include "range_edge.h"
+
 #include "kernel_nvfp4.inc"
 
 // ---- --layout: the maps above against CuTe's SM120 block-scaled MMA traits ------------------
@@ -259,7 +266,8 @@ static unsigned rnd() {
 
 // An operand as the twin lays it out (rows x kp codes, kp = K rounded up to 16): random codes and
 // scales (every E2M1 code, ue4m3 scales 0 .. 0x7E) in the first K, zeros after; mode 1 instead
-// quantises random fp32 data with the twin's own quantiser (realistic scales and signs).
+// quantises random fp32 data with the twin's own quantiser (realistic scales and signs); mode 2
+// is mode 0 with the tensor scale 2^63, so that c = 2^126 / (4 div) and most outputs overflow.
 static void make_operand(int mode, int rows, int K, int kp, std::vector<uint8_t> &codes,
                          std::vector<uint8_t> &scales, float *s_t) {
   codes.assign((size_t)rows * kp / 2, 0);
@@ -276,8 +284,10 @@ static void make_operand(int mode, int rows, int K, int kp, std::vector<uint8_t>
       codes[(size_t)r * kp / 2 + k / 2] |= (uint8_t)((rnd() & 15u) << (4 * (k & 1)));
   for (int r = 0; r < rows; ++r)
     for (int j = 0; j < (K + 15) / 16; ++j) scales[(size_t)r * kp / 16 + j] = (uint8_t)(rnd() % 0x7F);
-  *s_t = 0.75f + (float)(rnd() % 1000) / 512.0f;
+  *s_t = mode == 2 ? 0x1p63f : 0.75f + (float)(rnd() % 1000) / 512.0f;
 }
+
+static const char *const k_mode_name[3] = {"raw codes", "quantised", "overflowing"};
 
 // The same operand with rows of Kpad codes (kernel layout; zeros past kp).
 static void repitch(const std::vector<uint8_t> &src, int rows, int from, int to,
@@ -296,7 +306,7 @@ int main(int argc, char **argv) {
   const int ldc = std::atoi(argv[4]), div = argc > 5 ? std::atoi(argv[5]) : 16;
   const int kp = (K + 15) / 16 * 16, Kpad = (K + HOT_TILE_K - 1) / HOT_TILE_K * HOT_TILE_K;
   long bad = 0;
-  for (int mode = 0; mode < 2; ++mode) {
+  for (int mode = 0; mode < 3; ++mode) {
     std::vector<uint8_t> a, sa, b, sb, ka, ksa, kb, ksb;
     float s_ta = 1.0f, s_tb = 1.0f;
     make_operand(mode, M, K, kp, a, sa, &s_ta);
@@ -304,6 +314,9 @@ int main(int argc, char **argv) {
     std::vector<float> want((size_t)M * N);
     if (nvfp4_gemm(a.data(), sa.data(), s_ta, b.data(), sb.data(), s_tb, M, N, kp, div, want.data()))
       emu_fatal("nvfp4_gemm failed");
+    long overflow = 0;
+    for (float x : want) overflow += !std::isfinite(x);
+    const unsigned want_flag = overflow ? 1u : 0u;
     repitch(a, M, kp / 2, Kpad / 2, ka);
     repitch(sa, M, kp / 16, Kpad / 16, ksa);
     repitch(b, N, kp / 2, Kpad / 2, kb);
@@ -323,6 +336,7 @@ int main(int argc, char **argv) {
     for (uint64_t seed : emu::seeds_from_env("0 1 2 3")) {
       emu::set_seed(seed);
       std::fill(C.begin(), C.end(), -7.0f);
+      g_range_flag = 0;
       for (long blk : emu::block_order((long)gx * gy)) {
         blockIdx = {(unsigned)(blk % gx), (unsigned)(blk / gx), 0};
         g_block_bar.init(HOT_THREADS, "__syncthreads");
@@ -345,10 +359,13 @@ int main(int argc, char **argv) {
                         want[(size_t)m * N + n]);
         }
       if (C[(size_t)(M > 0 ? M : 1) * ldc] != -7.0f) { std::printf("  wrote past C\n"); ++bad1; }
+      if (g_range_flag != want_flag && bad1++ < 5)
+        std::printf("  overflow flag %u, want %u (%ld outputs not finite)\n", g_range_flag,
+                    want_flag, overflow);
       std::printf("nvfp4 %dx%dx%d_w%dx%d M=%d N=%d K=%d (Kpad %d, twin k_pad %d) ldc=%d div=%d %s "
-                  "schedule %llu (%s): %s, trace %016llx\n",
+                  "(%ld outputs not finite, flag %u) schedule %llu (%s): %s, trace %016llx\n",
                   HOT_TILE_M, HOT_TILE_N, HOT_TILE_K, HOT_WARPS_M, HOT_WARPS_N, M, N, K, Kpad, kp,
-                  ldc, div, mode ? "quantised" : "raw codes", (unsigned long long)seed,
+                  ldc, div, k_mode_name[mode], overflow, g_range_flag, (unsigned long long)seed,
                   emu::policy_name(), bad1 ? "FAIL" : "ok", (unsigned long long)emu::trace());
       std::fflush(stdout);
       bad += bad1;
