@@ -1,6 +1,7 @@
 /* kernel_args.c — the argument appenders of kernel_desc.h (kd_ptr, kd_i32, ...): each appends one
  * typed argument to a kernel's argument vector, or marks the vector bad (too many arguments, a
- * value out of its type's range, a missing tensor map); the amax words' layout; kd_block_gpu.
+ * value out of its type's range, a missing tensor map); the amax words' layout; kd_block_gpu;
+ * kd_no_output.
  * Called by the descriptors (gen/kernels/); calls nothing of the generator but the GEMM-path
  * table (plan_tables.c). */
 #include <string.h>
@@ -102,4 +103,9 @@ int64_t kd_amax_hla(const hot_layer_plan *p, int is_g) {
 int kd_block_gpu(const hot_layer_plan *p) {
   const hot_gemm_path_info *g = p ? plan_gemm_path_info(p->hq.gemm.path) : NULL;
   return p && p->fmt == HOT_FMT_NVFP4 && g && g->templ != NULL;
+}
+
+const char *kd_no_output(hot_kernel_role role) {
+  (void)role;
+  return NULL;
 }

@@ -265,6 +265,8 @@ int kd_steps(hot_call call, hot_step *out, int max);
  * its roles; 0 for every other plan, the CPU backend's plans of recipe nvfp4 included (their
  * block-scaled paths have no template: the hq, hla and gemm families keep them). */
 int kd_block_gpu(const hot_layer_plan *p);
+/* The output of a family that stores none the backend watches (every role): NULL. */
+const char *kd_no_output(hot_kernel_role role);
 /* Number of names in a comma-joined signature ("a,b,c": 3; "": 0). */
 int kd_sig_count(const char *sig);
 

@@ -67,11 +67,6 @@ static int unpack_cost(const hot_layer_plan *p, hot_kernel_role r, int phase, in
   return 0;
 }
 
-static const char *unpack_output(hot_kernel_role r) {
-  (void)r;
-  return NULL;
-}
-
 /* Scratch (backward): the saved codes in the g_w GEMM's layout. */
 static int64_t unpack_q_hx(const hot_layer_plan *p) { return plan_buffer_bytes(p, HOT_BUF_Q_HX); }
 static const hot_scratch unpack_scratch[] = {{HOT_LB_Q_HX, "q_hx", unpack_q_hx, 256, HOT_CALL_BIT(HOT_CALL_BACKWARD), 0}};
@@ -91,7 +86,7 @@ const hot_kernel_desc kd_abc_unpack = {
     .sig = "src,rows,k_real,group_k,group_k_pad,k_pad,dst",
     .args = unpack_args,
     .cost = unpack_cost,
-    .output = unpack_output,
+    .output = kd_no_output,
     .steps = unpack_steps,
     .n_steps = 1,
     .scratch = unpack_scratch,

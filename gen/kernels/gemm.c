@@ -107,9 +107,43 @@ static int gemm_args(const hot_layer_plan *p, hot_kernel_role r, int phase, cons
   return kd_gemm_args(p, r, in, v);
 }
 
-/* The template of the plan's path (its row of the GEMM-path table). */
-static const char *gemm_templ(const hot_layer_plan *p, hot_kernel_role r) {
+const char *kd_gemm_templ(const hot_layer_plan *p, hot_kernel_role r) {
   return plan_gemm_path_info(kd_gemm_plan(p, r)->path)->templ;
+}
+
+int kd_gemm_block_geom(const hot_layer_plan *p, hot_kernel_role r, hot_kernel_geom *geo) {
+  const hot_gemm_plan *g = kd_gemm_plan(p, r);
+  geo->grid_x = cdiv(g->n, g->tile_n);
+  geo->grid_y = cdiv(g->m, g->tile_m);
+  geo->block = (unsigned)(32 * g->warps_m * g->warps_n);
+  geo->smem = 0;
+  return 0;
+}
+
+int kd_gemm_block_name(const hot_layer_plan *p, hot_kernel_role r, char *out, size_t n) {
+  const hot_gemm_plan *g = kd_gemm_plan(p, r);
+  return snprintf(out, n, "hot_gemm_%s_%dx%dx%d_w%dx%d", plan_gemm_path_name(g->path), g->tile_m,
+                  g->tile_n, g->tile_k, g->warps_m, g->warps_n);
+}
+
+void kd_gemm_block_params(const hot_layer_plan *p, hot_kernel_role r, hot_params *o) {
+  const hot_gemm_plan *g = kd_gemm_plan(p, r);
+  kd_param(o, "HOT_TILE_M", "%d", g->tile_m);
+  kd_param(o, "HOT_TILE_N", "%d", g->tile_n);
+  kd_param(o, "HOT_TILE_K", "%d", g->tile_k);
+  kd_param(o, "HOT_WARPS_M", "%d", g->warps_m);
+  kd_param(o, "HOT_WARPS_N", "%d", g->warps_n);
+}
+
+int kd_gemm_block_cost(const hot_layer_plan *p, hot_kernel_role r, int phase, int64_t bytes_read,
+                       hot_kernel_cost *c) {
+  if (phase != 0) return -1;
+  const hot_gemm_plan *g = kd_gemm_plan(p, r);
+  c->bytes_read = bytes_read;
+  c->bytes_written = g->m * g->n * 4;
+  c->int_ops = 2 * g->m * g->n * g->k_pad;
+  c->bound = 1;
+  return 0;
 }
 
 static const hot_step gemm_steps[] = {
@@ -123,7 +157,7 @@ const hot_kernel_desc kd_gemm = {
     .family = "gemm",
     .roles = 1u << HOT_K_GEMM_GX | 1u << HOT_K_GEMM_GW,
     .templ = "templates/gemm_int.cu",
-    .templ_for = gemm_templ,
+    .templ_for = kd_gemm_templ,
     .planned = gemm_planned,
     .geom = gemm_geom,
     .one_block_phase = -1,

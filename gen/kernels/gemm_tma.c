@@ -86,11 +86,6 @@ static int tma_maps(const hot_layer_plan *p, hot_kernel_role r, const hot_launch
   return 2;
 }
 
-/* The template of the plan's path (its row of the GEMM-path table). */
-static const char *tma_templ(const hot_layer_plan *p, hot_kernel_role r) {
-  return plan_gemm_path_info(kd_gemm_plan(p, r)->path)->templ;
-}
-
 static const hot_step tma_steps[] = {
     {HOT_CALL_BACKWARD, 50, HOT_K_GEMM_GX, 0, HOT_WHEN_ALWAYS},
     {HOT_CALL_BACKWARD, 51, HOT_K_GEMM_GW, 0, HOT_WHEN_ALWAYS},
@@ -100,7 +95,7 @@ const hot_kernel_desc kd_gemm_tma = {
     .family = "gemm_tma",
     .roles = 1u << HOT_K_GEMM_GX | 1u << HOT_K_GEMM_GW,
     .templ = "templates/gemm_tma.cu",
-    .templ_for = tma_templ,
+    .templ_for = kd_gemm_templ,
     .planned = tma_planned,
     .geom = tma_geom,
     .one_block_phase = -1,

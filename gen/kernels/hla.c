@@ -10,7 +10,7 @@
 
 #include "buf.h"
 #include "hot_math.cuh" /* HOT_TENSOR_*: the Philox tags */
-#include "kernel_desc.h"
+#include "hla_common.h"
 
 static int64_t cdiv(int64_t a, int64_t b) { return (a + b - 1) / b; }
 
@@ -50,12 +50,7 @@ static void hla_params(const hot_layer_plan *p, hot_kernel_role r, hot_params *o
   kd_param(o, "HOT_R", "%d", p->hla.rank);
   kd_param(o, "HOT_BITS", "%d", q->bits);
   kd_param(o, "HOT_ROUND", "%d", q->round == HOT_ROUND_SR); /* 0: RTN, 1: SR */
-  hot_buf b = {0}; /* HOT_ROWS: the rank's rows, "r0,r1,..." */
-  for (int i = 0; i < p->hla.rank; ++i) buf_printf(&b, "%s%d", i ? "," : "", p->hla.rows[i]);
-  char *rows = buf_take(&b);
-  if (rows) kd_param(o, "HOT_ROWS", "%s", rows);
-  else kd_param_oom(o);
-  free(rows);
+  kd_hla_rows_param(p, o);
   kd_param(o, "HOT_COLS", "%lld", (long long)hla_cols(p->hla.block));
 }
 
@@ -92,9 +87,7 @@ static int hla_args(const hot_layer_plan *p, hot_kernel_role r, int phase, const
   kd_buf_if(v, in, sawb && phase == 1, HOT_LB_S_SAWB_X); /* scale_in */
   kd_buf_if(v, in, sawb && phase == 0, HOT_LB_MATH);     /* math_out */
   kd_i32(v, phase);
-  kd_u64(v, in->seed);
-  kd_u32(v, (uint32_t)((unsigned)p->layer_id * 16u + (g ? HOT_TENSOR_HLA_G : 0u))); /* x^: RTN */
-  kd_step(v, in);
+  kd_hla_rng_args(p, r, in, v);
   return v->bad ? -1 : 0;
 }
 
@@ -114,11 +107,6 @@ static int hla_cost(const hot_layer_plan *p, hot_kernel_role r, int phase, int g
   else
     return -1;
   return 0;
-}
-
-static const char *no_output(hot_kernel_role r) {
-  (void)r;
-  return NULL;
 }
 
 /* Scratch: the codes and scales of g^ (backward) and the amax words; views: the amax words of
@@ -154,12 +142,29 @@ static const hot_view hla_views[] = {
     {HOT_LB_Q_HX, HOT_LB_SAVED, hla_in_place},
 };
 
-static const hot_step hla_steps[] = {
+const hot_step kd_hla_steps[KD_HLA_N_STEPS] = {
     {HOT_CALL_SAVE, 10, HOT_K_ABC_X, 0, HOT_WHEN_ALWAYS},
     {HOT_CALL_SAVE, 13, HOT_K_ABC_X, 1, HOT_WHEN_ALWAYS},
     {HOT_CALL_BACKWARD, 40, HOT_K_HLA_G, 0, HOT_WHEN_ALWAYS},
     {HOT_CALL_BACKWARD, 41, HOT_K_HLA_G, 1, HOT_WHEN_ALWAYS},
 };
+
+void kd_hla_rows_param(const hot_layer_plan *p, hot_params *o) {
+  hot_buf b = {0}; /* HOT_ROWS: the rank's rows, "r0,r1,..." */
+  for (int i = 0; i < p->hla.rank; ++i) buf_printf(&b, "%s%d", i ? "," : "", p->hla.rows[i]);
+  char *rows = buf_take(&b);
+  if (rows) kd_param(o, "HOT_ROWS", "%s", rows);
+  else kd_param_oom(o);
+  free(rows);
+}
+
+void kd_hla_rng_args(const hot_layer_plan *p, hot_kernel_role r, const hot_launch_in *in,
+                     hot_argv *v) {
+  const int g = r == HOT_K_HLA_G;
+  kd_u64(v, in->seed);
+  kd_u32(v, (uint32_t)((unsigned)p->layer_id * 16u + (g ? HOT_TENSOR_HLA_G : 0u))); /* x^: RTN */
+  kd_step(v, in);
+}
 
 const hot_kernel_desc kd_hla = {
     .family = "hla",
@@ -174,9 +179,9 @@ const hot_kernel_desc kd_hla = {
            "per_sample,codes,ld_codes,scale,amax_bits,scale_in,math_out,phase,seed,tag,step",
     .args = hla_args,
     .cost = hla_cost,
-    .output = no_output,
-    .steps = hla_steps,
-    .n_steps = (int)(sizeof hla_steps / sizeof hla_steps[0]),
+    .output = kd_no_output,
+    .steps = kd_hla_steps,
+    .n_steps = KD_HLA_N_STEPS,
     .scratch = hla_scratch,
     .n_scratch = (int)(sizeof hla_scratch / sizeof hla_scratch[0]),
     .views = hla_views,

@@ -9,15 +9,13 @@
  * saved buffer, its scales at S_X (a view past the codes): the saved buffer is the CPU backend's
  * byte for byte, and the g_w GEMM reads it in place (Q_HX is the saved buffer).
  *
- * Its roles are hla.c's; its steps run hla's CPU step functions (which take recipe nvfp4):
+ * Its roles, its steps, HOT_ROWS and the last arguments (seed, tag, step) are hla.c's
+ * (hla_common.h); its steps run hla's CPU step functions (which take recipe nvfp4):
  *   @hot-cpu-steps hla
  */
 #include <stdio.h>
-#include <stdlib.h>
 
-#include "buf.h"
-#include "hot_math.cuh" /* HOT_TENSOR_*: the Philox tags */
-#include "kernel_desc.h"
+#include "hla_common.h"
 
 #define MX_THREADS 256 /* the template's HOT_MXTHREADS */
 
@@ -52,12 +50,7 @@ static void mx_params(const hot_layer_plan *p, hot_kernel_role r, hot_params *o)
   kd_param(o, "HOT_ROUND", "%d", g && p->hla.g.round == HOT_ROUND_SR);
   kd_param(o, "HOT_P", "%d", p->hla.block);
   kd_param(o, "HOT_R", "%d", p->hla.rank);
-  hot_buf b = {0}; /* HOT_ROWS: the rank's rows, "r0,r1,..." */
-  for (int i = 0; i < p->hla.rank; ++i) buf_printf(&b, "%s%d", i ? "," : "", p->hla.rows[i]);
-  char *rows = buf_take(&b);
-  if (rows) kd_param(o, "HOT_ROWS", "%s", rows);
-  else kd_param_oom(o);
-  free(rows);
+  kd_hla_rows_param(p, o);
 }
 
 /* x^ (abc_x): x (T x I) into the saved buffer; g^ (hla_g): g_y (T x O) into Q_HG. Phase 0: the
@@ -78,9 +71,7 @@ static int mx_args(const hot_layer_plan *p, hot_kernel_role r, int phase, const 
   kd_buf(v, in, HOT_LB_BAD);
   kd_buf(v, in, g ? HOT_LB_Q_HG : HOT_LB_SAVED);
   kd_buf(v, in, g ? HOT_LB_S_HG : HOT_LB_S_X);
-  kd_u64(v, in->seed);
-  kd_u32(v, (uint32_t)((unsigned)p->layer_id * 16u + (g ? HOT_TENSOR_HLA_G : 0u))); /* x^: RTN */
-  kd_step(v, in);
+  kd_hla_rng_args(p, r, in, v);
   return v->bad ? -1 : 0;
 }
 
@@ -106,11 +97,6 @@ static int mx_cost(const hot_layer_plan *p, hot_kernel_role r, int phase, int gr
     return -1;
   }
   return 0;
-}
-
-static const char *no_output(hot_kernel_role r) {
-  (void)r;
-  return NULL;
 }
 
 /* Scratch: codes + scales of g^ (backward), the work buffer (save: I columns; backward: O), the
@@ -150,12 +136,6 @@ static const hot_view mx_views[] = {
     {HOT_LB_BAD, HOT_LB_AMAX, mx_bad},
 };
 
-static const hot_step mx_steps[] = {
-    {HOT_CALL_SAVE, 10, HOT_K_ABC_X, 0, HOT_WHEN_ALWAYS},
-    {HOT_CALL_SAVE, 13, HOT_K_ABC_X, 1, HOT_WHEN_ALWAYS},
-    {HOT_CALL_BACKWARD, 40, HOT_K_HLA_G, 0, HOT_WHEN_ALWAYS},
-    {HOT_CALL_BACKWARD, 41, HOT_K_HLA_G, 1, HOT_WHEN_ALWAYS},
-};
 
 const hot_kernel_desc kd_hla_mxfp8 = {
     .family = "hla_mxfp8",
@@ -169,9 +149,9 @@ const hot_kernel_desc kd_hla_mxfp8 = {
     .sig = "src,cols,L,B,flat,k_pad,phase,work,bad,codes,scales,seed,tag,step",
     .args = mx_args,
     .cost = mx_cost,
-    .output = no_output,
-    .steps = mx_steps,
-    .n_steps = (int)(sizeof mx_steps / sizeof mx_steps[0]),
+    .output = kd_no_output,
+    .steps = kd_hla_steps,
+    .n_steps = KD_HLA_N_STEPS,
     .scratch = mx_scratch,
     .n_scratch = (int)(sizeof mx_scratch / sizeof mx_scratch[0]),
     .views = mx_views,

@@ -93,11 +93,6 @@ static int hq_cost(const hot_layer_plan *p, hot_kernel_role r, int phase, int gr
   return 0;
 }
 
-static const char *no_output(hot_kernel_role r) {
-  (void)r;
-  return NULL;
-}
-
 /* Scratch (backward): the codes and scales of g' and w', and the amax words. */
 static int64_t hq_q_g(const hot_layer_plan *p) { return plan_buffer_bytes(p, HOT_BUF_Q_G); }
 static int64_t hq_s_g(const hot_layer_plan *p) { return plan_buffer_bytes(p, HOT_BUF_S_G); }
@@ -149,7 +144,7 @@ const hot_kernel_desc kd_hq = {
            "math_out,phase,seed,tag,step",
     .args = hq_args,
     .cost = hq_cost,
-    .output = no_output,
+    .output = kd_no_output,
     .steps = hq_steps,
     .n_steps = (int)(sizeof hq_steps / sizeof hq_steps[0]),
     .scratch = hq_scratch,

@@ -77,11 +77,6 @@ static int hq4_cost(const hot_layer_plan *p, hot_kernel_role r, int phase, int g
   return 0;
 }
 
-static const char *no_output(hot_kernel_role r) {
-  (void)r;
-  return NULL;
-}
-
 /* Scratch (backward): codes + block scales of g' and w', their tensor scales, the amax words. */
 static int64_t hq4_q_g(const hot_layer_plan *p) { return plan_buffer_bytes(p, HOT_BUF_Q_G); }
 static int64_t hq4_q_w(const hot_layer_plan *p) { return plan_buffer_bytes(p, HOT_BUF_Q_W); }
@@ -146,7 +141,7 @@ const hot_kernel_desc kd_hq_nvfp4 = {
     .sig = "src,rows,O,o_pad,phase,amax_word,bad,codes,scales,s_t,seed,tag,step",
     .args = hq4_args,
     .cost = hq4_cost,
-    .output = no_output,
+    .output = kd_no_output,
     .steps = hq4_steps,
     .n_steps = (int)(sizeof hq4_steps / sizeof hq4_steps[0]),
     .scratch = hq4_scratch,

@@ -77,11 +77,6 @@ static int lqs_cost(const hot_layer_plan *p, hot_kernel_role r, int phase, int g
   return 0;
 }
 
-static const char *no_output(hot_kernel_role r) {
-  (void)r;
-  return NULL;
-}
-
 /* Scratch: T row scales, both errors (2 doubles), the choice (int), the chunk partials of the
  * T x O errors, the amax words (the B per-sample words of g'). */
 static int64_t lqs_rs(const hot_layer_plan *p) { return p->T * 4; }
@@ -130,7 +125,7 @@ const hot_kernel_desc kd_lqs = {
            "step",
     .args = lqs_args,
     .cost = lqs_cost,
-    .output = no_output,
+    .output = kd_no_output,
     .steps = lqs_steps,
     .n_steps = 3,
     .scratch = lqs_scratch,

@@ -65,11 +65,6 @@ static int sawb_cost(const hot_layer_plan *p, hot_kernel_role r, int phase, int 
   return 0;
 }
 
-static const char *no_output(hot_kernel_role r) {
-  (void)r;
-  return NULL;
-}
-
 /* Scratch: the scales (w' first, then x^'s one per group), the fp32 math tensor of the larger
  * planned role, the chunk partials (doubles: 2 per 1024 elements; x^ per sample: per group). */
 static int planned(const hot_layer_plan *p, hot_kernel_role r) { return plan_kernel_index(p, r) >= 0; }
@@ -123,7 +118,7 @@ const hot_kernel_desc kd_sawb = {
     .sig = "v,n,groups,partials,amax_bits,scale,phase",
     .args = sawb_args,
     .cost = sawb_cost,
-    .output = no_output,
+    .output = kd_no_output,
     .steps = sawb_steps,
     .n_steps = (int)(sizeof sawb_steps / sizeof sawb_steps[0]),
     .scratch = sawb_scratch,
