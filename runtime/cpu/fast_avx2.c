@@ -181,7 +181,8 @@ AVX2_FN static int scale_tile_avx2(float *out, int64_t ldo, const int32_t *acc, 
   int good = 1;
   for (int64_t m = 0; m < rows; ++m)
     good &= scale_avx2(out + m * ldo, acc + m * ldc, n, row_f ? row_f[m] : f, mode);
-  _mm_sfence(); /* one fence per tile: the streaming stores are visible before the task ends */
+  if (mode == 0) /* only mode 0 streams: one fence per such tile, so that its streaming stores */
+    _mm_sfence(); /* are visible before the task ends (the segmented adds issue none: no fence) */
   return good;
 }
 
