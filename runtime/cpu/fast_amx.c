@@ -70,11 +70,13 @@ AMX_FN static void amx_end(void) { _tile_release(); }
 #endif
 
 #if HAVE_AMX
-/* C (32 x 32 int32 at c, row stride GK_LDC) = or += A panels a0, a1 (16 rows each) times B panels
- * b0, b1 (16 columns each) over nb blocks of 64 k (1 KB per panel and block). */
-AMX_KERNEL_FN static void kern_amx(const unsigned char *a0, const unsigned char *a1,
-                                   const unsigned char *b0, const unsigned char *b1, int64_t nb,
-                                   int32_t *c, int accum) {
+/* C (32 x 32 int32 at c, row stride GK_LDC) = or += A tiles at a0, a1 (16 rows each, row stride
+ * a_ld, block j at j * a_step: 64 and 1024 for packed panels, the source's row stride and 64 for
+ * A read in place) times B panels b0, b1 (16 columns each) over nb blocks of 64 k (1 KB per B
+ * panel and block). */
+AMX_KERNEL_FN static void kern_amx(const unsigned char *a0, const unsigned char *a1, int64_t a_ld,
+                                   int64_t a_step, const unsigned char *b0, const unsigned char *b1,
+                                   int64_t nb, int32_t *c, int accum) {
   const int64_t ldc = GK_LDC;
   AMX_TILES;
   const int64_t cs = ldc * (int64_t)sizeof *c;
@@ -90,12 +92,12 @@ AMX_KERNEL_FN static void kern_amx(const unsigned char *a0, const unsigned char 
     TILE_ZERO(3);
   }
   for (int64_t j = 0; j < nb; ++j) {
-    TILE_LOAD(4, a0 + j * 1024, 64);
+    TILE_LOAD(4, a0 + j * a_step, a_ld);
     TILE_LOAD(6, b0 + j * 1024, 64);
     TILE_DP(0, 4, 6);
     TILE_LOAD(7, b1 + j * 1024, 64);
     TILE_DP(1, 4, 7);
-    TILE_LOAD(5, a1 + j * 1024, 64);
+    TILE_LOAD(5, a1 + j * a_step, a_ld);
     TILE_DP(2, 5, 6);
     TILE_DP(3, 5, 7);
   }

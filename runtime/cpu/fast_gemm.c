@@ -70,6 +70,7 @@ typedef struct {
                          contiguous and the panels are 16 rows of 4-k steps (pack4_avx2) */
   int64_t nbt; /* packing tasks of B per segment */
   int64_t tiles_n, cgroup; /* tile columns; tile columns of one task (tile_task) */
+  int64_t a_direct; /* AMX: A panels below this read in place (not packed) */
 } gctx;
 
 
@@ -199,11 +200,13 @@ static void pack_a_group(const gctx *x, int64_t seg, int64_t p0) {
 static void pack_task(void *ctx, int64_t i, int tid) {
   (void)tid;
   const gctx *x = ctx;
-  const int64_t nat = fast_cdiv(x->g->npa, x->agroup);
+  const int64_t nat = fast_cdiv(x->g->npa - x->a_direct, x->agroup);
   const int64_t per = nat + x->nbt, seg = i / per, j = i % per;
-  if (j < nat) pack_a_group(x, seg, j * x->agroup);
+  if (j < nat) pack_a_group(x, seg, x->a_direct + j * x->agroup);
   else pack_b_group(x, seg, (j - nat) * x->bgroup);
 }
+
+int fast_amx_pack_all = 0;
 
 /* ---- tiles ---------------------------------------------------------------------------------- */
 
@@ -218,8 +221,12 @@ static void tile_step(const gctx *x, int64_t seg, int64_t pa, int64_t pb, int32_
   for (int64_t s0 = 0; s0 < g->ksteps; s0 += g->kc) { /* K blocks of g->kc steps */
     const int64_t ns = g->ksteps - s0 < g->kc ? g->ksteps - s0 : g->kc;
     const unsigned char *ap = a + (size_t)s0 * astep, *bp = b + (size_t)s0 * bstep;
-    if (g->tiles) {
-      g->tiles(ap, ap + g->apb, bp, bp + g->bpb, ns / 16, c, s0 > 0);
+    if (g->tiles && pa < x->a_direct) { /* A's tiles straight from its rows (a_sk == 1) */
+      const fast_igemm_op *op = x->op;
+      const unsigned char *ad = (const unsigned char *)op->a_seg[seg] + pa * 16 * op->a_sm + s0 * 4;
+      g->tiles(ad, ad + 16 * op->a_sm, op->a_sm, 64, bp, bp + g->bpb, ns / 16, c, s0 > 0);
+    } else if (g->tiles) {
+      g->tiles(ap, ap + g->apb, 64, 1024, bp, bp + g->bpb, ns / 16, c, s0 > 0);
     } else {
       const int last = s0 + ns >= g->ksteps;
       const uint32_t *cr = x->corr && last ? x->corr + (seg * g->npb + pb) * NR : NULL;
@@ -367,7 +374,11 @@ int fast_igemm(const fast_config *cf, const fast_igemm_op *op) {
   if (fast_prof_on && op->prof >= 0) x.epi_s = calloc((size_t)threads, sizeof *x.epi_s);
   fast_prof_t t0 = fast_prof_now();
   pack_groups(&x);
-  fast_parallel(op->segs * (fast_cdiv(g.npa, x.agroup) + x.nbt), threads, pack_task, &x);
+  /* AMX reads A's tiles in place where its rows run along k in whole 64-k blocks: every full
+   * pair of 16-row panels (the last rows, if any, are packed with their zero fill) */
+  if (g.kind == K_AMX && op->a_sk == 1 && op->seg_k % 64 == 0 && !fast_amx_pack_all)
+    x.a_direct = op->M / 32 * 2;
+  fast_parallel(op->segs * (fast_cdiv(g.npa - x.a_direct, x.agroup) + x.nbt), threads, pack_task, &x);
   t0 = fast_prof_add(op->prof, t0);
   fast_parallel(x.tiles_m * fast_cdiv(x.tiles_n, x.cgroup), threads, tile_task, &x);
   fast_prof_add(op->prof + 1, t0);

@@ -43,8 +43,8 @@ typedef struct fast_gk_cfg {
   /* K_AMX (fast_amx.c): the 32 x 32 tile kernel over nb blocks of 64 k of two A and two B
    * panels, the tile state's start and end around a task's tiles, an A panel from rows along k,
    * and an A panel of the VNNI layout turned into tiles in place */
-  void (*tiles)(const unsigned char *a0, const unsigned char *a1, const unsigned char *b0,
-                const unsigned char *b1, int64_t nb, int32_t *c, int accum);
+  void (*tiles)(const unsigned char *a0, const unsigned char *a1, int64_t a_ld, int64_t a_step,
+                const unsigned char *b0, const unsigned char *b1, int64_t nb, int32_t *c, int accum);
   void (*tiles_begin)(void);
   void (*tiles_end)(void);
   void (*a_rows)(const int8_t *src, int64_t sr, int64_t rows, int64_t seg_k, int64_t nblocks,
@@ -61,6 +61,9 @@ static inline int32_t ld32(const void *p) {
 /* Four rows, two accumulators each, spelled out so that they stay in registers (with six, GCC
  * spills the accumulators). */
 #define ROWS4(X) X(0) X(1) X(2) X(3)
+
+/* Test and benchmark switch: 1 packs every AMX A panel (no A tile read in place). */
+extern int fast_amx_pack_all;
 
 #if FAST_X86
 /* The AVX2 packing (fast_avx2.c) into g's pointers: every SIMD kind packs with it. */

@@ -51,6 +51,7 @@
 
 #include "fast.h"
 #include "fast_internal.h"
+#include "fast_gemm.h"
 
 /* fast_igemm with the default config (fast_set_threads, fast_set_level). */
 static int igemm_default(const fast_igemm_op *op) {
@@ -449,3 +450,7 @@ int hot_fast_bench_amx_peak(int reps, double *macs_s) {
   return -1;
 #endif
 }
+
+/* 1: every AMX A panel packed (fast_amx_pack_all), 0: A's tiles read in place where they can be;
+ * for comparing the two in one process. */
+void hot_fast_bench_amx_pack_all(int on) { fast_amx_pack_all = on != 0; }

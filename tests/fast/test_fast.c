@@ -30,6 +30,7 @@
 #include "hot_math.cuh" /* hot_rand_word, the definition of a Philox word */
 #include "ref/ref_util.h"
 #if FAST_HAVE_AMX
+#include <sys/mman.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 #endif
@@ -411,13 +412,32 @@ static int8_t gemm_code(tp_rng *r, int q) {
  * 64 x 128), both operand orientations, K segments, code bounds picking each kernel (u8: 4-bit,
  * w16: 8-bit or mixed), at every level and with 1 to 3 threads. 130 x 600 x 2100: tasks of
  * several tile columns (B panels of 1 MB) with a shorter last group (fast_gemm.c's
- * tile_cgroup). */
+ * tile_cgroup). K a multiple of 64 with A along k (the last three): AMX reads A's full pairs of
+ * 16-row panels in place and packs only the rows past them (none at M = 64, all at M = 31).
+ * Both operands end at an inaccessible page: a read past either faults. */
+/* n bytes that end where an inaccessible page begins, so that a read past them faults (the
+ * GEMM reads its operands in place where it can); release with guard_free. */
+typedef struct {
+  void *base;
+  size_t len;
+} guarded;
+static int8_t *guard_alloc(size_t n, guarded *g) {
+  const size_t page = (size_t)sysconf(_SC_PAGESIZE), body = (n + page - 1) / page * page;
+  g->len = body + page;
+  g->base = mmap(NULL, g->len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+  ck_assert(g->base != MAP_FAILED);
+  ck_assert_int_eq(mprotect((char *)g->base + body, page, PROT_NONE), 0);
+  return (int8_t *)g->base + body - n;
+}
+static void guard_free(guarded *g) { munmap(g->base, g->len); }
+
 START_TEST(gemm_exact) {
   static const int64_t dims[][4] = {/* M, N, seg_k, segs */
                                     {1, 1, 1, 1},      {5, 17, 3, 1},     {4, 16, 16, 1},
                                     {49, 257, 257, 1}, {67, 300, 700, 1}, {16, 33, 130, 3},
                                     {100, 31, 9, 2},   {3, 530, 513, 1},  {130, 18, 1023, 1},
-                                    {37, 21, 4500, 1}, {9, 20, 2100, 2},   {130, 600, 2100, 1}};
+                                    {37, 21, 4500, 1}, {9, 20, 2100, 2},   {130, 600, 2100, 1},
+                                    {100, 40, 192, 1}, {64, 33, 128, 1},   {31, 17, 64, 1}};
   static const int qs[][2] = {{7, 7}, {127, 127}, {7, 127}, {1, 3}, {3, 7}};
   for (size_t d = 0; d < sizeof dims / sizeof dims[0]; ++d)
     for (size_t qi = 0; qi < sizeof qs / sizeof qs[0]; ++qi)
@@ -427,7 +447,8 @@ START_TEST(gemm_exact) {
         const int a_kmaj = orient & 1, b_kmaj = (orient >> 1) & 1; /* (r, k) at k*rows + r */
         tp_rng r;
         tp_seed(&r, 700u + 31u * d + 7u * qi + (uint64_t)orient);
-        int8_t *a = malloc((size_t)(S * M * K)), *b = malloc((size_t)(S * N * K));
+        guarded ga, gb; /* a read past either operand faults */
+        int8_t *a = guard_alloc((size_t)(S * M * K), &ga), *b = guard_alloc((size_t)(S * N * K), &gb);
         for (int64_t i = 0; i < S * M * K; ++i) a[i] = gemm_code(&r, qa);
         for (int64_t i = 0; i < S * N * K; ++i) b[i] = gemm_code(&r, qb);
         uint32_t *want = malloc((size_t)(S * M * N) * sizeof *want);
@@ -462,7 +483,8 @@ START_TEST(gemm_exact) {
                           fast_level_name(level), th);
           }
         if (d % 3 == 0) fast_release_scratch(); /* kept blocks and fresh ones give the same sums */
-        free(a), free(b), free(want), free(got), free(as), free(bs);
+        guard_free(&ga), guard_free(&gb);
+        free(want), free(got), free(as), free(bs);
       }
   fast_set_level(-1);
   fast_set_threads(0);
