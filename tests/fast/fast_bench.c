@@ -41,6 +41,10 @@
  * GEMM's (the level's scale_tile: int32 to fp32 times a per-row scale, into a 64-byte aligned
  * M x N fp32 output, as HOTLinear's g_x), the checksum then of the output's bits.
  *
+ *   void hot_fast_bench_amx_pack_all(int on)
+ * 1: the AMX GEMM packs every A panel (fast_amx_pack_all); 0 (default): it reads A's tiles in
+ * place where A runs along k in whole 64-k blocks. For comparing the two in one process.
+ *
  *   int hot_fast_bench_philox(long long n, int reps, double *best_s)
  * The Philox words of the stochastic quantizers alone (fast_philox_words, one thread). */
 #define _POSIX_C_SOURCE 200809L
