@@ -3,6 +3,8 @@
  * IEEE operations per element as the scalar forms, so the same bits; fast_level.c gives the
  * level the AVX2 row where the CPU lacks AVX-512F) and the 512-bit vpdpbusd GEMM kernel, and
  * its row of the level tables at the end. */
+#include <math.h>
+
 #include "fast_gemm.h"
 
 #if FAST_X86
@@ -229,11 +231,222 @@ AVX512_FN static int scale_tile_avx512(float *out, int64_t ldo, const int32_t *a
   return good;
 }
 
-/* the 512-bit Philox, quantizer, amax, sums, FWHT and epilogue (fast_level.c gives a level whose
- * CPU lacks AVX-512F the row below) */
+/* ---- the NVFP4 / MXFP8 element quantisers (templates/nvfp4_ref.c) ---------------------------- */
+
+/* E4M3 codes of 16 values in int32 lanes, nvfp4_e4m3_encode's bits: for 0 < a = |v| <= 448,
+ * e = max(floor(log2 a), -6) (vgetexpps: exact, subnormals included), t = a * 2^(3 - e) (exact:
+ * the twin's a / ulp), q = t rounded (RTN: nearest even; UP: ceiling; SR: floor + (rho < frac)),
+ * code = min(8 e + 48 + q, 0x7E) (q = 16 is the next binade's q = 8; e = -6 holds the
+ * subnormals, code q; a = 0 gives q = 0, code 0); a > 448 (Inf too): 0x7E; the sign bit of v
+ * (-0 too) on top; NaN: 0x7F. *val (when val is not NULL) = the code's value, decode(code):
+ * min(q 2^(e - 3), 448) signed, 448 past it, NaN for NaN. */
+AVX512_FN static inline __m512i e4m3_16_avx512(__m512 v, nvfp4_round mode, __m512i w, __m512 *val) {
+  const __m512 a = _mm512_abs_ps(v);
+  const __m512 e = _mm512_max_ps(_mm512_getexp_ps(a), _mm512_set1_ps(-6.0f)); /* getexp(0) = -Inf */
+  const __m512i ei = _mm512_min_epi32(_mm512_cvttps_epi32(e), _mm512_set1_epi32(8));
+  const __m512 up2 = _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_sub_epi32(_mm512_set1_epi32(130), ei), 23));
+  const __m512 t = _mm512_mul_ps(a, up2);
+  __m512 q;
+  if (mode == NVFP4_ROUND_RTN) {
+    q = _mm512_roundscale_ps(t, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+  } else if (mode == NVFP4_ROUND_UP) {
+    q = _mm512_roundscale_ps(t, _MM_FROUND_TO_POS_INF | _MM_FROUND_NO_EXC);
+  } else {
+    const __m512 f = _mm512_roundscale_ps(t, _MM_FROUND_TO_NEG_INF | _MM_FROUND_NO_EXC);
+    const __m512 rho = _mm512_mul_ps(_mm512_cvtepi32_ps(_mm512_srli_epi32(w, 8)),
+                                     _mm512_set1_ps(5.9604644775390625e-8f));
+    const __mmask16 inc = _mm512_cmp_ps_mask(rho, _mm512_sub_ps(t, f), _CMP_LT_OQ);
+    q = _mm512_mask_add_ps(f, inc, f, _mm512_set1_ps(1.0f));
+  }
+  const __mmask16 big = _mm512_cmp_ps_mask(a, _mm512_set1_ps(448.0f), _CMP_GT_OQ);
+  const __mmask16 nan = _mm512_cmp_ps_mask(v, v, _CMP_UNORD_Q);
+  __m512i code = _mm512_add_epi32(_mm512_slli_epi32(ei, 3), _mm512_cvttps_epi32(q));
+  code = _mm512_min_epi32(_mm512_add_epi32(code, _mm512_set1_epi32(48)), _mm512_set1_epi32(0x7E));
+  code = _mm512_mask_mov_epi32(code, big, _mm512_set1_epi32(0x7E));
+  const __m512i sign = _mm512_and_si512(_mm512_srli_epi32(_mm512_castps_si512(v), 24),
+                                        _mm512_set1_epi32(0x80));
+  code = _mm512_mask_mov_epi32(_mm512_or_si512(code, sign), nan, _mm512_set1_epi32(0x7F));
+  if (val) {
+    const __m512 ulp = _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_add_epi32(ei, _mm512_set1_epi32(124)), 23));
+    __m512 r = _mm512_min_ps(_mm512_mul_ps(q, ulp), _mm512_set1_ps(448.0f));
+    r = _mm512_mask_mov_ps(r, big, _mm512_set1_ps(448.0f));
+    r = _mm512_castsi512_ps(_mm512_or_si512(_mm512_castps_si512(r), _mm512_slli_epi32(sign, 24)));
+    *val = _mm512_mask_mov_ps(r, nan, v);
+  }
+  return code;
+}
+
+/* E2M1 codes of 16 values in int32 lanes, nvfp4_e2m1_rtn / _sr's bits: m = min(|u|, 6) (NaN: 6,
+ * as fminf), t = m times 2, 1 or 1/2 on [0, 2), [2, 4), [4, 6] (the twin's exact division by the
+ * step), q its nearest even (RTN) or floor + (rho < frac) (SR), the code q + 0, 2 or 4, and the
+ * sign (u < 0, code not 0). */
+AVX512_FN static inline __m512i e2m1_16_avx512(__m512 u, int sr, const uint32_t *w) {
+  const __m512 m = _mm512_min_ps(_mm512_abs_ps(u), _mm512_set1_ps(6.0f));
+  const __mmask16 lt2 = _mm512_cmp_ps_mask(m, _mm512_set1_ps(2.0f), _CMP_LT_OQ);
+  const __mmask16 lt4 = _mm512_cmp_ps_mask(m, _mm512_set1_ps(4.0f), _CMP_LT_OQ);
+  __m512 mul = _mm512_mask_mov_ps(_mm512_set1_ps(0.5f), lt4, _mm512_set1_ps(1.0f));
+  mul = _mm512_mask_mov_ps(mul, lt2, _mm512_set1_ps(2.0f));
+  __m512i off = _mm512_mask_mov_epi32(_mm512_set1_epi32(4), lt4, _mm512_set1_epi32(2));
+  off = _mm512_mask_mov_epi32(off, lt2, _mm512_setzero_si512());
+  const __m512 t = _mm512_mul_ps(m, mul);
+  __m512i code;
+  if (!sr) {
+    code = _mm512_cvttps_epi32(_mm512_roundscale_ps(t, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC));
+  } else {
+    const __m512 f = _mm512_roundscale_ps(t, _MM_FROUND_TO_NEG_INF | _MM_FROUND_NO_EXC);
+    const __m512i word = _mm512_srli_epi32(_mm512_loadu_si512((const void *)w), 8);
+    const __m512 rho = _mm512_mul_ps(_mm512_cvtepi32_ps(word), _mm512_set1_ps(5.9604644775390625e-8f));
+    const __mmask16 inc = _mm512_cmp_ps_mask(rho, _mm512_sub_ps(t, f), _CMP_LT_OQ);
+    code = _mm512_cvttps_epi32(f);
+    code = _mm512_mask_add_epi32(code, inc, code, _mm512_set1_epi32(1));
+  }
+  code = _mm512_add_epi32(code, off);
+  const __mmask16 neg = (__mmask16)(_mm512_cmp_ps_mask(u, _mm512_setzero_ps(), _CMP_LT_OQ) &
+                                    _mm512_test_epi32_mask(code, code));
+  return _mm512_mask_or_epi32(code, neg, code, _mm512_set1_epi32(8));
+}
+
+AVX512_FN static void e4m3_avx512(const float *v, int64_t n, nvfp4_round mode, const uint32_t *words,
+                                  uint8_t *codes) {
+  const int sr = mode == NVFP4_ROUND_SR && words;
+  for (int64_t i = 0; i < n; i += 16) {
+    const __mmask16 k = n - i >= 16 ? (__mmask16)0xFFFF : (__mmask16)((1u << (n - i)) - 1u);
+    const __m512i w = sr ? _mm512_maskz_loadu_epi32(k, words + i) : _mm512_setzero_si512();
+    const __m512i c = e4m3_16_avx512(_mm512_maskz_loadu_ps(k, v + i), mode, w, NULL);
+    _mm512_mask_cvtepi32_storeu_epi8(codes + i, k, c);
+  }
+}
+
+AVX512_FN static void e2m1_avx512(const float *u, int64_t n, int sr, const uint32_t *words,
+                                  uint8_t *codes) {
+  int64_t i = 0;
+  for (; i + 16 <= n; i += 16)
+    _mm512_mask_cvtepi32_storeu_epi8(codes + i, 0xFFFF, e2m1_16_avx512(_mm512_loadu_ps(u + i), sr,
+                                                                       sr ? words + i : NULL));
+  if (i < n) fast_e2m1_scalar(u + i, n - i, sr, sr ? words + i : NULL, codes + i);
+}
+
+/* 16 E2M1 codes (int32 lanes) packed two a byte, element 2j in the low nibble of byte j. */
+AVX512_FN static inline void e2m1_pack_store(__m512i c, uint8_t *dst) {
+  const __m512i lo = _mm512_and_si512(c, _mm512_set1_epi64(0xF));
+  const __m512i hi = _mm512_slli_epi64(_mm512_srli_epi64(c, 32), 4);
+  _mm_storel_epi64((__m128i *)(void *)dst, _mm512_cvtepi64_epi8(_mm512_or_si512(lo, hi)));
+}
+
+/* Up to 16 blocks [b0, b0 + nbc) of row `row` (16 values each): the amax of each (fmaxf from +0:
+ * NaN lanes ignored as fmaxf does), their scales (d = amax / s_t / 6 rounded UP in E4M3, the
+ * value sb its decode), then each block's codes from u = row / s_t / sb clamped to [-6, 6]
+ * (fminf, fmaxf: NaN gives 6), all 0 where !(sb > 0): nvfp4_block's operations. */
+AVX512_FN static void nv_blocks_avx512(const float *row, int64_t b0, int nbc, float s_t, int sr,
+                                       const uint32_t *words, uint8_t *crow, uint8_t *srow) {
+  float amax[16] = {0.0f}, sb[16];
+  const __m512 zero = _mm512_setzero_ps();
+  for (int j = 0; j < nbc; ++j)
+    amax[j] = _mm512_reduce_max_ps(
+        _mm512_max_ps(_mm512_abs_ps(_mm512_loadu_ps(row + (b0 + j) * 16)), zero));
+  const __m512 st = _mm512_set1_ps(s_t);
+  const __m512 d = _mm512_div_ps(_mm512_div_ps(_mm512_loadu_ps(amax), st), _mm512_set1_ps(6.0f));
+  __m512 sbv;
+  const __m512i sc = e4m3_16_avx512(d, NVFP4_ROUND_UP, _mm512_setzero_si512(), &sbv);
+  _mm512_mask_cvtepi32_storeu_epi8(srow + b0, (__mmask16)((1u << nbc) - 1u), sc);
+  _mm512_storeu_ps(sb, sbv);
+  const __m512 six = _mm512_set1_ps(6.0f), nsix = _mm512_set1_ps(-6.0f);
+  for (int j = 0; j < nbc; ++j) {
+    uint8_t *dst = crow + (b0 + j) * 8;
+    if (!(sb[j] > 0.0f)) {
+      memset(dst, 0, 8);
+      continue;
+    }
+    __m512 u = _mm512_div_ps(_mm512_div_ps(_mm512_loadu_ps(row + (b0 + j) * 16), st),
+                             _mm512_set1_ps(sb[j]));
+    u = _mm512_max_ps(_mm512_min_ps(u, six), nsix);
+    e2m1_pack_store(e2m1_16_avx512(u, sr, sr ? words + j * 16 : NULL), dst);
+  }
+}
+
+/* nvfp4_quantize_rows at 16 lanes: 16 blocks at a time, their SR words by the 512-bit Philox
+ * (the stream's words r * idx_row + c, so idx_col = 1: the hq tensors'); other strides, a k that
+ * is not a multiple of 16, or s_t not > 0 go to the twin's function. */
+static void nvfp4_rows_avx512(const float *v, int64_t r0, int64_t r1, int64_t k, float s_t, int sr,
+                              const nvfp4_stream *st, uint8_t *codes, uint8_t *scales) {
+  if (k % NVFP4_BLOCK || !(s_t > 0.0f) || (sr && (!st || st->idx_col != 1))) {
+    nvfp4_quantize_rows(v, r0, r1, k, s_t, sr, st, codes, scales);
+    return;
+  }
+  const int64_t nb = k / NVFP4_BLOCK;
+  const fast_rng rng = {st ? st->seed : 0u, st ? st->tag : 0u, st ? st->step : 0u};
+  uint32_t words[256];
+  for (int64_t r = r0; r < r1; ++r)
+    for (int64_t b0 = 0; b0 < nb; b0 += 16) {
+      const int nbc = nb - b0 < 16 ? (int)(nb - b0) : 16;
+      if (sr)
+        philox_words_avx512(&rng, (uint64_t)(r * st->idx_row + b0 * NVFP4_BLOCK), nbc * NVFP4_BLOCK, words);
+      nv_blocks_avx512(v + r * k, b0, nbc, s_t, sr, words, codes + r * (k / 2), scales + r * nb);
+    }
+}
+
+/* mx_exponent of nvfp4_ref.c: the smallest e with amax <= 448 * 2^e, clamped to [-127, 127]. */
+static int mx_exponent_avx512(float amax) {
+  if (!(amax > 0.0f)) return 0;
+  int ex;
+  const float fr = frexpf(amax, &ex);
+  const int e = ex - 9 + (fr > 0.875f ? 1 : 0);
+  return e < -127 ? -127 : (e > 127 ? 127 : e);
+}
+
+/* One row of mxfp8_quantize_rows: per 32-value block the amax (fmaxf from +0), the E8M0 exponent,
+ * u = v / 2^e (vdivps, as the twin's division), its E4M3 codes (RTN, or SR with the stream's
+ * words: idx_col = 1 by the 512-bit Philox, else word by word). */
+AVX512_FN static void mx_row_avx512(const float *row, int64_t r, int64_t k, int sr,
+                                    const nvfp4_stream *st, uint8_t *crow, uint8_t *srow) {
+  const int64_t nb = fast_cdiv(k, MXFP8_BLOCK);
+  const fast_rng rng = {st ? st->seed : 0u, st ? st->tag : 0u, st ? st->step : 0u};
+  uint32_t w[MXFP8_BLOCK];
+  for (int64_t b = 0; b < nb; ++b) {
+    const int64_t c0 = b * MXFP8_BLOCK, n = k - c0 < MXFP8_BLOCK ? k - c0 : MXFP8_BLOCK;
+    const __mmask16 k0 = n >= 16 ? (__mmask16)0xFFFF : (__mmask16)((1u << n) - 1u);
+    const __mmask16 k1 = n >= 32 ? (__mmask16)0xFFFF : n > 16 ? (__mmask16)((1u << (n - 16)) - 1u) : 0;
+    const __m512 x0 = _mm512_maskz_loadu_ps(k0, row + c0), x1 = _mm512_maskz_loadu_ps(k1, row + c0 + 16);
+    const __m512 zero = _mm512_setzero_ps();
+    const float amax = _mm512_reduce_max_ps(_mm512_max_ps(
+        _mm512_abs_ps(x0), _mm512_max_ps(_mm512_abs_ps(x1), zero)));
+    const int e = mx_exponent_avx512(amax);
+    srow[b] = (uint8_t)(e + 127);
+    const __m512 X = _mm512_set1_ps(ldexpf(1.0f, e));
+    __m512i w0 = _mm512_setzero_si512(), w1 = _mm512_setzero_si512();
+    if (sr) {
+      if (st->idx_col == 1)
+        philox_words_avx512(&rng, (uint64_t)(r * st->idx_row + c0), n, w);
+      else
+        for (int64_t c = 0; c < n; ++c)
+          w[c] = hot_rand_word(st->seed, st->tag, st->step, (hot_u64)(r * st->idx_row + (c0 + c) * st->idx_col));
+      w0 = _mm512_maskz_loadu_epi32(k0, w), w1 = _mm512_maskz_loadu_epi32(k1, w + 16);
+    }
+    const nvfp4_round md = sr ? NVFP4_ROUND_SR : NVFP4_ROUND_RTN;
+    _mm512_mask_cvtepi32_storeu_epi8(crow + c0, k0, e4m3_16_avx512(_mm512_div_ps(x0, X), md, w0, NULL));
+    _mm512_mask_cvtepi32_storeu_epi8(crow + c0 + 16, k1, e4m3_16_avx512(_mm512_div_ps(x1, X), md, w1, NULL));
+  }
+}
+
+/* mxfp8_quantize_rows at 16 lanes (row by row, mx_row_avx512). */
+static void mxfp8_rows_avx512(const float *v, int64_t r0, int64_t r1, int64_t k, int sr,
+                              const nvfp4_stream *st, uint8_t *codes, uint8_t *scales) {
+  if (sr && !st) {
+    mxfp8_quantize_rows(v, r0, r1, k, sr, st, codes, scales);
+    return;
+  }
+  const int64_t kp = fast_round_up(k, MXFP8_BLOCK), nb = kp / MXFP8_BLOCK;
+  memset(codes + r0 * kp, 0, (size_t)((r1 - r0) * kp));
+  for (int64_t r = r0; r < r1; ++r) mx_row_avx512(v + r * k, r, k, sr, st, codes + r * kp, scales + r * nb);
+}
+
+/* the 512-bit Philox, quantizer, amax, sums, FWHT, epilogue and NVFP4 / MXFP8 quantisers
+ * (fast_level.c gives a level whose CPU lacks AVX-512F the row below) */
 static const fast_elem_kernels elem_avx512 = {philox_words_avx512, quant_avx512, amax_avx512,
                                               fwht_row_level_avx512, fwht_cols_level_avx512, add_avx512,
-                                              scale_tile_avx512, fast_transpose_bytes_avx2};
+                                              scale_tile_avx512, fast_transpose_bytes_avx2,
+                                              e4m3_avx512, e2m1_avx512, nvfp4_rows_avx512,
+                                              mxfp8_rows_avx512};
 #endif
 
 /* ---- the GEMM kernel: 512-bit vpdpbusd, MR 16 ------------------------------------------------ */

@@ -8,6 +8,7 @@
 #include <stdint.h>
 
 #include "fast.h"
+#include "nvfp4_ref.h"
 
 /* Whether this compiler can emit AVX-VNNI (the VEX-encoded 256-bit vpdpbusd): GCC 11 and clang 12
  * on. Without it the avx-vnni level is never offered (fast_level_has). */
@@ -199,7 +200,12 @@ typedef struct {
  *    them; the tile is fenced before return, so the caller may hand it over at once; returns 1 when
  *    every value written is finite, else 0 (the output's overflow check, taken while the values
  *    are in registers instead of in a pass of its own);
- *  transpose_bytes: dst[c * ld + r] = src[r * ls + c] for r < rows, c < cols. */
+ *  transpose_bytes: dst[c * ld + r] = src[r * ls + c] for r < rows, c < cols;
+ *  e4m3: codes[i] = nvfp4_e4m3_encode(v[i], mode, words ? words[i] : 0) for i < n (words read
+ *    by NVFP4_ROUND_SR only);
+ *  e2m1: codes[i] = nvfp4_e2m1_sr(u[i], words[i]) (sr) or nvfp4_e2m1_rtn(u[i]), one code a byte;
+ *  nvfp4_rows, mxfp8_rows: nvfp4_quantize_rows / mxfp8_quantize_rows (templates/nvfp4_ref.h),
+ *    the same arguments and bits (the scalar level: those functions themselves). */
 /* scale_tile's mode bits: add to the tile instead of writing it; more calls add to this tile
  * later (so no store may bypass the caches). */
 enum { FAST_EPI_ADD = 1, FAST_EPI_MORE = 2 };
@@ -216,7 +222,18 @@ typedef struct {
                     int64_t n, const float *row_f, float f, int mode);
   void (*transpose_bytes)(const int8_t *src, int64_t rows, int64_t cols, int64_t ls, int8_t *dst,
                           int64_t ld);
+  void (*e4m3)(const float *v, int64_t n, nvfp4_round mode, const uint32_t *words, uint8_t *codes);
+  void (*e2m1)(const float *u, int64_t n, int sr, const uint32_t *words, uint8_t *codes);
+  void (*nvfp4_rows)(const float *v, int64_t r0, int64_t r1, int64_t k, float s_t, int sr,
+                     const nvfp4_stream *st, uint8_t *codes, uint8_t *scales);
+  void (*mxfp8_rows)(const float *v, int64_t r0, int64_t r1, int64_t k, int sr,
+                     const nvfp4_stream *st, uint8_t *codes, uint8_t *scales);
 } fast_elem_kernels;
+/* The scalar level's e4m3 and e2m1 (fast_kern.c: loops over the twin's element functions), which
+ * the levels without their own forms take too. */
+void fast_e4m3_scalar(const float *v, int64_t n, nvfp4_round mode, const uint32_t *words,
+                      uint8_t *codes);
+void fast_e2m1_scalar(const float *u, int64_t n, int sr, const uint32_t *words, uint8_t *codes);
 /* The scalar level's per-element kernels (fast_kern.c). */
 extern const fast_elem_kernels fast_elem_scalar;
 

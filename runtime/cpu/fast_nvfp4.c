@@ -1,8 +1,9 @@
 /* fast_nvfp4.c — recipe nvfp4 on the fast path (templates/CONTRACT.md 20): the hq, hla and gemm
  * families' fast step functions hand a plan of fmt HOT_FMT_NVFP4 to fast_nvfp4_hq / _hla / _gemm,
  * bit for bit as the twin's ref_nvfp4_* (templates/nvfp4_steps_ref.c), buffers as nvfp4_plan.h
- * lays them out. The quantisers are the twin's own row functions (exact by construction), rows
- * split among threads. The NVFP4 GEMM (g_x) runs on the level's integer GEMM (fast_igemm, with
+ * lays them out. The quantisers are the level's nvfp4_rows / mxfp8_rows (fast_internal.h: the
+ * twin's own row functions at the scalar and AVX2 levels, 16-lane forms at the 512-bit ones, the
+ * same bits), rows split among threads. The NVFP4 GEMM (g_x) runs on the level's integer GEMM (fast_igemm, with
  * VNNI or AMX where the CPU has them) with one K segment per 16-value block: each block's dot
  * product of doubled E2M1 values is an exact int (|S| <= 2304) whatever the kernel. The MXFP8
  * GEMM (g_w) sums each 32-value block of E4M3 values (integers in units of 2^-9) in double, exact
@@ -307,6 +308,7 @@ typedef struct {
   uint8_t *codes, *scales;
   atomic_int bad;            /* a non-finite value (HOT_REF_ENONFINITE) */
   atomic_int nomem;
+  const fast_elem_kernels *e; /* the level's quantisers (nvfp4_rows, mxfp8_rows) */
 } qctx;
 
 static int64_t rows_end(int64_t i, int64_t per, int64_t n) { return (i + 1) * per < n ? (i + 1) * per : n; }
@@ -338,8 +340,8 @@ static void hq_rows_task(void *ctx, int64_t i, int tid) {
 static void nv_quant_task(void *ctx, int64_t i, int tid) {
   (void)tid;
   qctx *x = ctx;
-  nvfp4_quantize_rows(x->m, i * QROWS, rows_end(i, QROWS, x->rows), x->k, x->s_t, x->sr, &x->st,
-                      x->codes, x->scales);
+  x->e->nvfp4_rows(x->m, i * QROWS, rows_end(i, QROWS, x->rows), x->k, x->s_t, x->sr, &x->st,
+                   x->codes, x->scales);
 }
 
 /* hq_g / hq_w: g' (SR unless hq.round = rtn) or w' (RTN) into Q_G, S_G / Q_W, S_W: the tensor
@@ -353,6 +355,7 @@ static int step_hq(fast_call *c, const nvfp4_layer *ly, int is_g) {
   qctx x;
   memset(&x, 0, sizeof x);
   x.ly = ly, x.src = is_g ? c->g_y : c->w, x.dt = c->dt, x.rows = rows, x.k = kp, x.is_g = is_g;
+  x.e = c->cf->k->e;
   x.sr = is_g && pl->hq.g.round == HOT_ROUND_SR;
   x.st = (nvfp4_stream){c->seed, ly->layer_id * 16u + HOT_TENSOR_HQ_G, c->step, kp, 1};
   x.m = fast_scratch((size_t)(rows * kp) * sizeof *x.m);
@@ -411,7 +414,7 @@ static void mx_rows_task(void *ctx, int64_t i, int tid) {
     atomic_store(&x->bad, 1);
     return;
   }
-  mxfp8_quantize_rows(x->mt, i * QROWS, r1, K, x->sr, &x->st, x->codes, x->scales);
+  x->e->mxfp8_rows(x->mt, i * QROWS, r1, K, x->sr, &x->st, x->codes, x->scales);
 }
 
 /* g^ (is_g, SR unless hla.round = rtn) or x^ (RTN) of src (T x cols, dtype dt) into dst, the
@@ -423,6 +426,7 @@ static int hla_quant(const fast_call *c, const nvfp4_layer *ly, const void *src,
   qctx x;
   memset(&x, 0, sizeof x);
   x.ly = ly, x.src = src, x.dt = dt, x.rows = cols, x.k = K, x.cols = cols, x.is_g = is_g;
+  x.e = c->cf->k->e;
   x.sr = is_g && pl->hla.g.round == HOT_ROUND_SR;
   x.st = (nvfp4_stream){c->seed, ly->layer_id * 16u + (is_g ? HOT_TENSOR_HLA_G : 0u), c->step, 1,
                         cols};

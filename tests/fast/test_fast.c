@@ -619,11 +619,12 @@ END_TEST
 /* ---- the kernels that report non-finite values ---------------------------------------------- */
 
 /* Every entry of the per-element table that reports a non-finite value (fast_internal.h: amax,
- * add, scale_tile; the others return nothing), at every level: NaN, +Inf or -Inf at each position
+ * add, scale_tile; the others return nothing: the NVFP4 / MXFP8 quantisers' classes are
+ * test_fast_nvfp4_kernels'), at every level: NaN, +Inf or -Inf at each position
  * of lengths around the 8- and 16-lane bodies and their tails must give 0, finite data 1, and the
  * values written must be the scalar level's (the non-finite element itself only as non-finite).
  * A new entry changes the table's size and stops this build until it is sorted here. */
-_Static_assert(sizeof(fast_elem_kernels) == 8 * sizeof(void (*)(void)),
+_Static_assert(sizeof(fast_elem_kernels) == 12 * sizeof(void (*)(void)),
                "fast_elem_kernels changed: list a new entry that reports non-finite values in "
                "nonfinite_kernels");
 static int same_or_nonfinite(float a, float b) {
