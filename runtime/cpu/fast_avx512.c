@@ -58,6 +58,44 @@ static void philox_words_avx512(const fast_rng *r, uint64_t idx0, int64_t n, uin
   fill_words(idx0, n, words, 128, philox_block_avx512, r);
 }
 
+/* words[i] = hot_rand_word(seed, tag, step, idx0 + i * stride) for i < 32 (indices modulo 2^64):
+ * philox32_avx512's rounds on each index's own counter idx >> 2, then its word idx & 3 (the low
+ * halves of the four state lanes hold words 0 .. 3). */
+AVX512_FN static void philox_strided32_avx512(const fast_rng *r, uint64_t idx0, uint64_t stride,
+                                              uint32_t *out) {
+  const __m512i m0 = _mm512_set1_epi64(0xD2511F53ll), m1 = _mm512_set1_epi64(0xCD9E8D57ll);
+  __m512i x0[4], x1[4], x2[4], x3[4], sel[4];
+  for (int g = 0; g < 4; ++g) {
+    uint64_t idx[8];
+    for (int l = 0; l < 8; ++l) idx[l] = idx0 + stride * (uint64_t)(8 * g + l);
+    const __m512i iv = _mm512_loadu_si512((const void *)idx), q = _mm512_srli_epi64(iv, 2);
+    sel[g] = _mm512_and_si512(iv, _mm512_set1_epi64(3));
+    x0[g] = q, x1[g] = _mm512_srli_epi64(q, 32);
+    x2[g] = _mm512_set1_epi64((long long)r->tag), x3[g] = _mm512_set1_epi64((long long)r->step);
+  }
+  uint32_t k0 = (uint32_t)(r->seed & 0xffffffffu), k1 = (uint32_t)(r->seed >> 32);
+#pragma GCC unroll 10
+  for (int round = 0; round < 10; ++round) {
+    const __m512i kk0 = _mm512_set1_epi64((long long)k0), kk1 = _mm512_set1_epi64((long long)k1);
+#pragma GCC unroll 4
+    for (int g = 0; g < 4; ++g) {
+      const __m512i p0 = _mm512_mul_epu32(x0[g], m0), p1 = _mm512_mul_epu32(x2[g], m1);
+      x0[g] = _mm512_ternarylogic_epi64(_mm512_srli_epi64(p1, 32), x1[g], kk0, 0x96);
+      x2[g] = _mm512_ternarylogic_epi64(_mm512_srli_epi64(p0, 32), x3[g], kk1, 0x96);
+      x1[g] = p1, x3[g] = p0;
+    }
+    k0 += 0x9E3779B9u;
+    k1 += 0xBB67AE85u;
+  }
+  for (int g = 0; g < 4; ++g) {
+    __m512i w = x0[g];
+    w = _mm512_mask_mov_epi64(w, _mm512_cmpeq_epi64_mask(sel[g], _mm512_set1_epi64(1)), x1[g]);
+    w = _mm512_mask_mov_epi64(w, _mm512_cmpeq_epi64_mask(sel[g], _mm512_set1_epi64(2)), x2[g]);
+    w = _mm512_mask_mov_epi64(w, _mm512_cmpeq_epi64_mask(sel[g], _mm512_set1_epi64(3)), x3[g]);
+    _mm256_storeu_si256((__m256i *)(void *)(out + 8 * g), _mm512_cvtepi64_epi32(w));
+  }
+}
+
 /* ---- quantizer ---------------------------------------------------------------------------- */
 
 /* The quantizer at the 512-bit levels: quant8_avx2's operations on 16 lanes (vdivps, the two
@@ -396,7 +434,7 @@ static int mx_exponent_avx512(float amax) {
 
 /* One row of mxfp8_quantize_rows: per 32-value block the amax (fmaxf from +0), the E8M0 exponent,
  * u = v / 2^e (vdivps, as the twin's division), its E4M3 codes (RTN, or SR with the stream's
- * words: idx_col = 1 by the 512-bit Philox, else word by word). */
+ * words: idx_col = 1 by the 512-bit Philox, other strides 32 counters at a time). */
 AVX512_FN static void mx_row_avx512(const float *row, int64_t r, int64_t k, int sr,
                                     const nvfp4_stream *st, uint8_t *crow, uint8_t *srow) {
   const int64_t nb = fast_cdiv(k, MXFP8_BLOCK);
@@ -418,8 +456,8 @@ AVX512_FN static void mx_row_avx512(const float *row, int64_t r, int64_t k, int 
       if (st->idx_col == 1)
         philox_words_avx512(&rng, (uint64_t)(r * st->idx_row + c0), n, w);
       else
-        for (int64_t c = 0; c < n; ++c)
-          w[c] = hot_rand_word(st->seed, st->tag, st->step, (hot_u64)(r * st->idx_row + (c0 + c) * st->idx_col));
+        philox_strided32_avx512(&rng, (uint64_t)(r * st->idx_row + c0 * st->idx_col),
+                                (uint64_t)st->idx_col, w);
       w0 = _mm512_maskz_loadu_epi32(k0, w), w1 = _mm512_maskz_loadu_epi32(k1, w + 16);
     }
     const nvfp4_round md = sr ? NVFP4_ROUND_SR : NVFP4_ROUND_RTN;

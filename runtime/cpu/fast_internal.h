@@ -257,6 +257,8 @@ struct fast_kernels {
   fast_gemm_setup_fn gemm;
   int f64_avx2; /* fast_exact.c: the AVX2 kernels */
   int f64_fma;  /* fast_exact.c: the fused kernel (with f64_avx2 and a CPU with FMA) */
+  int avx512;   /* fast_nvfp4.c: its 512-bit GEMM tile and epilogue (the 512-bit levels on a CPU
+                   with AVX-512F, as their per-element kernels) */
 };
 
 /* dst[0..n) = elements off.. of a dtype-tagged array, as fp32 (exact, as ref_load). */

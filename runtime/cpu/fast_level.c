@@ -208,6 +208,7 @@ static void tables_build(void) {
     k->gemm = gemm_row(rows, l);
     k->f64_avx2 = l >= FAST_LEVEL_AVX2; /* every level above scalar includes AVX2 (fast.h) */
     k->f64_fma = k->f64_avx2 && fma;
+    k->avx512 = l >= FAST_LEVEL_AVX512 && fast_cpu_avx512();
   }
 }
 

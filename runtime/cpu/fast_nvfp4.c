@@ -7,8 +7,9 @@
  * VNNI or AMX where the CPU has them) with one K segment per 16-value block: each block's dot
  * product of doubled E2M1 values is an exact int (|S| <= 2304) whatever the kernel. The MXFP8
  * GEMM (g_w) sums each 32-value block of E4M3 values (integers in units of 2^-9) in double, exact
- * in any order, threaded over output rows, 4 x 8 outputs at a time in AVX2 where the level has it
- * (the config's f64_avx2, as fast_exact.c's kernels), else portable C. Both add the blocks'
+ * in any order, threaded over output rows, 4 x 16 outputs at a time in AVX-512 (with exact FMAs)
+ * at the 512-bit levels, 4 x 8 in AVX2 where the level has it (the config's f64_avx2, as
+ * fast_exact.c's kernels), else portable C. Both add the blocks'
  * products in block order in fp32 per output element, the very operations and order of
  * nvfp4_gemm / mxfp8_gemm (CONTRACT.md 20.5, 20.8), whatever the thread count or ISA level. */
 #include <math.h>
@@ -44,7 +45,9 @@ typedef struct {
   float c;                   /* NVFP4: (s_ta * s_tb) / (4 * div); MXFP8: div */
   float *out;
   atomic_int *inf;
-  const float *bt;           /* MXFP8 with AVX2: b in groups of 8 rows, per block t-major */
+  const float *bt;           /* MXFP8 with AVX2: b in groups of bw rows, per block t-major */
+  int bw;                    /* 8 (AVX2) or 16 (AVX-512: then bte too) */
+  const uint8_t *bte;        /* AVX-512: b's block exponents the same way, bte[(q * nb + j) * 16 + l] */
 } bs_gemm;
 
 /* out[m, n] of MXFP8 x MXFP8: acc += ldexpf((float)S_b, ea + eb - 254 - 18) per block in order;
@@ -79,29 +82,88 @@ typedef struct {
   const bs_gemm *g;
   int64_t last;
   const float *sb_t; /* b's block scales transposed: sb_t[j * N + n] */
+  int simd;          /* 2: the AVX-512 row step, 1: the AVX2 one, 0: portable C */
 } nv_epi_ctx;
+
+/* One row of a tile: o[n] = HOT_ADD(first ? 0 : o[n], HOT_MUL(HOT_I2F(s[n]), HOT_MUL(sa, sb[n])))
+ * for n < nc, then at the last block o[n] = HOT_MUL(o[n], c); returns 0 when a value of the last
+ * block's is not finite, else 1. */
+static int nv_epi_row(float *restrict o, const int32_t *restrict s, const float *restrict sb,
+                      int64_t nc, float sa, int first, int last, float c) {
+  int good = 1;
+  for (int64_t n = 0; n < nc; ++n) {
+    float v = HOT_ADD(first ? 0.0f : o[n], HOT_MUL(HOT_I2F(s[n]), HOT_MUL(sa, sb[n])));
+    if (last) {
+      v = HOT_MUL(v, c);
+      good &= isfinite(v) != 0;
+    }
+    o[n] = v;
+  }
+  return good;
+}
+
+#if FAST_NV_X86
+/* nv_epi_row on 16 lanes (the tail masked): the same operations, lane by lane (vcvtdq2ps is
+ * exact on |S| <= 2304; the first block adds to +0 as the twin's 0.0f + P). */
+__attribute__((target("avx2,avx512f"))) static int nv_epi_row_avx512(
+    float *o, const int32_t *s, const float *sb, int64_t nc, float sa, int first, int last, float c) {
+  const __m512 vsa = _mm512_set1_ps(sa), vc = _mm512_set1_ps(c), inf = _mm512_set1_ps(INFINITY);
+  __mmask16 bad = 0;
+  for (int64_t n = 0; n < nc; n += 16) {
+    const __mmask16 k = nc - n >= 16 ? (__mmask16)0xFFFF : (__mmask16)((1u << (nc - n)) - 1u);
+    const __m512 p = _mm512_mul_ps(_mm512_cvtepi32_ps(_mm512_maskz_loadu_epi32(k, s + n)),
+                                   _mm512_mul_ps(vsa, _mm512_maskz_loadu_ps(k, sb + n)));
+    __m512 v = _mm512_add_ps(first ? _mm512_setzero_ps() : _mm512_maskz_loadu_ps(k, o + n), p);
+    if (last) {
+      v = _mm512_mul_ps(v, vc);
+      bad |= (__mmask16)(k & ~_mm512_cmp_ps_mask(_mm512_abs_ps(v), inf, _CMP_LT_OQ));
+    }
+    _mm512_mask_storeu_ps(o + n, k, v);
+  }
+  return bad == 0;
+}
+
+/* nv_epi_row on 8 lanes, the tail in portable C. */
+__attribute__((target("avx2"))) static int nv_epi_row_avx2(float *o, const int32_t *s, const float *sb,
+                                                          int64_t nc, float sa, int first, int last,
+                                                          float c) {
+  const __m256 vsa = _mm256_set1_ps(sa), vc = _mm256_set1_ps(c), inf = _mm256_set1_ps(INFINITY);
+  const __m256 absm = _mm256_castsi256_ps(_mm256_set1_epi32(0x7fffffff));
+  int good = 1;
+  int64_t n = 0;
+  for (; n + 8 <= nc; n += 8) {
+    const __m256 p = _mm256_mul_ps(_mm256_cvtepi32_ps(_mm256_loadu_si256((const __m256i *)(const void *)(s + n))),
+                                   _mm256_mul_ps(vsa, _mm256_loadu_ps(sb + n)));
+    __m256 v = _mm256_add_ps(first ? _mm256_setzero_ps() : _mm256_loadu_ps(o + n), p);
+    if (last) {
+      v = _mm256_mul_ps(v, vc);
+      good &= _mm256_movemask_ps(_mm256_cmp_ps(_mm256_and_ps(v, absm), inf, _CMP_LT_OQ)) == 0xFF;
+    }
+    _mm256_storeu_ps(o + n, v);
+  }
+  return nv_epi_row(o + n, s + n, sb + n, nc - n, sa, first, last, c) & good;
+}
+#endif
 
 static void nv_epi(void *ctx, int64_t seg, int64_t m0, int64_t n0, int64_t mc, int64_t nc,
                    const int32_t *acc, int64_t ldc) {
   const nv_epi_ctx *e = ctx;
   const bs_gemm *g = e->g;
-  const float *restrict sb = e->sb_t + seg * g->N + n0; /* b's scales of this block, by column */
-  int bad = 0;
+  const float *sb = e->sb_t + seg * g->N + n0; /* b's scales of this block, by column */
+  const int first = seg == 0, last = seg == e->last;
+  int good = 1;
   for (int64_t m = 0; m < mc; ++m) {
     const float sa = g->a_sf[(m0 + m) * g->nb + seg];
-    float *restrict o = g->out + (m0 + m) * g->N + n0;
-    const int32_t *restrict s = acc + m * ldc;
-    if (seg == 0)
-      for (int64_t n = 0; n < nc; ++n) o[n] = HOT_ADD(0.0f, HOT_MUL(HOT_I2F(s[n]), HOT_MUL(sa, sb[n])));
+    float *o = g->out + (m0 + m) * g->N + n0;
+    const int32_t *s = acc + m * ldc;
+#if FAST_NV_X86
+    if (e->simd == 2) good &= nv_epi_row_avx512(o, s, sb, nc, sa, first, last, g->c);
+    else if (e->simd == 1) good &= nv_epi_row_avx2(o, s, sb, nc, sa, first, last, g->c);
     else
-      for (int64_t n = 0; n < nc; ++n) o[n] = HOT_ADD(o[n], HOT_MUL(HOT_I2F(s[n]), HOT_MUL(sa, sb[n])));
-    if (seg == e->last)
-      for (int64_t n = 0; n < nc; ++n) {
-        o[n] = HOT_MUL(o[n], g->c);
-        bad |= !isfinite(o[n]);
-      }
+#endif
+      good &= nv_epi_row(o, s, sb, nc, sa, first, last, g->c);
   }
-  if (bad) atomic_store(g->inf, 1);
+  if (!good) atomic_store(g->inf, 1);
 }
 
 static int nv_igemm(fast_call *c, const bs_gemm *g) {
@@ -116,7 +178,7 @@ static int nv_igemm(fast_call *c, const bs_gemm *g) {
     }
     for (int64_t n = 0; n < g->N; ++n)
       for (int64_t j = 0; j < g->nb; ++j) sb_t[j * g->N + n] = g->b_sf[n * g->nb + j];
-    nv_epi_ctx e = {g, g->nb - 1, sb_t};
+    nv_epi_ctx e = {g, g->nb - 1, sb_t, c->cf->k->avx512 ? 2 : c->cf->k->f64_avx2 ? 1 : 0};
     /* doubled E2M1 values: |v| <= 12 */
     fast_igemm_op op = {g->M, g->N, NVFP4_BLOCK, g->nb, a_seg, g->k_pad, 1, b_seg, g->k_pad, 1,
                         12, 12, nv_epi, &e, -1};
@@ -129,20 +191,71 @@ static int nv_igemm(fast_call *c, const bs_gemm *g) {
 }
 
 #if FAST_NV_X86
-/* B of the MXFP8 GEMM for mx_dot4x8_avx2: rows in groups of 8 (the last one padded with zeros),
- * each group block after block, each block value t of the 8 rows together, as floats (E4M3
- * values in units of 2^-9 are integers below 2^18: exact):
- * bt[((n / 8) * nb + j) * 256 + t * 8 + n % 8] = b[n * k_pad + j * 32 + t]. */
-static void mx_pack_b8(const double *b, int64_t N, int64_t k_pad, float *bt) {
-  const int64_t nb = k_pad / MXFP8_BLOCK, groups = (N + 7) / 8;
+/* B of the MXFP8 GEMM for mx_dot4x8_avx2 (bw 8) and mx_dot4x16_avx512 (bw 16): rows in groups of
+ * bw (the last one padded with zeros), each group block after block, each block value t of the
+ * bw rows together, as floats (E4M3 values in units of 2^-9 are integers below 2^18: exact):
+ * bt[((n / bw) * nb + j) * 32 * bw + t * bw + n % bw] = b[n * k_pad + j * 32 + t]. */
+static void mx_pack_b(const double *b, int64_t N, int64_t k_pad, int bw, float *bt) {
+  const int64_t nb = k_pad / MXFP8_BLOCK, groups = (N + bw - 1) / bw;
   for (int64_t q = 0; q < groups; ++q)
     for (int64_t j = 0; j < nb; ++j)
       for (int t = 0; t < MXFP8_BLOCK; ++t)
-        for (int l = 0; l < 8; ++l) {
-          const int64_t n = q * 8 + l;
-          bt[((q * nb + j) * MXFP8_BLOCK + t) * 8 + l] =
+        for (int l = 0; l < bw; ++l) {
+          const int64_t n = q * bw + l;
+          bt[((q * nb + j) * MXFP8_BLOCK + t) * bw + l] =
               n < N ? (float)b[n * k_pad + j * MXFP8_BLOCK + t] : 0.0f;
         }
+}
+
+/* b's block exponents in the groups of 16 of mx_pack_b: bte[(q * nb + j) * 16 + l] = b_e[n * nb
+ * + j], n = q * 16 + l (0 past N: those columns' sums are 0). */
+static void mx_pack_e16(const uint8_t *b_e, int64_t N, int64_t nb, uint8_t *bte) {
+  for (int64_t q = 0; q < (N + 15) / 16; ++q)
+    for (int64_t j = 0; j < nb; ++j)
+      for (int l = 0; l < 16; ++l) {
+        const int64_t n = q * 16 + l;
+        bte[(q * nb + j) * 16 + l] = n < N ? b_e[n * nb + j] : 0u;
+      }
+}
+
+/* out[r][0 .. 16) = out[m0 + r, q * 16 ..) for r < 4: mx_dot4x8_avx2's operations on 16 columns
+ * in 512-bit vectors, the block sums by FMA (each product and partial sum an integer below 2^41:
+ * the fused step is exact, as the separate ones), the power of two 2^(ea + eb - 254 - 18) built
+ * from its exponent bits (a normal double for every pair of E8M0 codes 0..254). */
+__attribute__((target("avx2,avx512f"))) static void mx_dot4x16_avx512(const bs_gemm *g, int64_t m0,
+                                                                     int64_t q, float out[4][16]) {
+  const int64_t kp = g->k_pad, nb = g->nb;
+  const float *bt = g->bt + q * nb * MXFP8_BLOCK * 16;
+  const uint8_t *bte = g->bte + q * nb * 16;
+  __m512 acc[4] = {_mm512_setzero_ps(), _mm512_setzero_ps(), _mm512_setzero_ps(),
+                   _mm512_setzero_ps()};
+  for (int64_t j = 0; j < nb; ++j, bt += MXFP8_BLOCK * 16) {
+    __m512d s[4][2];
+    for (int r = 0; r < 4; ++r) s[r][0] = s[r][1] = _mm512_setzero_pd();
+    const double *a = g->a8 + m0 * kp + j * MXFP8_BLOCK;
+    for (int t = 0; t < MXFP8_BLOCK; ++t) {
+      const __m512d b0 = _mm512_cvtps_pd(_mm256_loadu_ps(bt + t * 16));
+      const __m512d b1 = _mm512_cvtps_pd(_mm256_loadu_ps(bt + t * 16 + 8));
+      for (int r = 0; r < 4; ++r) {
+        const __m512d av = _mm512_set1_pd(a[r * kp + t]);
+        s[r][0] = _mm512_fmadd_pd(av, b0, s[r][0]);
+        s[r][1] = _mm512_fmadd_pd(av, b1, s[r][1]);
+      }
+    }
+    const __m128i eb = _mm_loadu_si128((const __m128i *)(const void *)(bte + j * 16));
+    const __m512i e0 = _mm512_cvtepu8_epi64(eb), e1 = _mm512_cvtepu8_epi64(_mm_srli_si128(eb, 8));
+    for (int r = 0; r < 4; ++r) {
+      const __m512i base = _mm512_set1_epi64((long long)g->a_e[(m0 + r) * nb + j] + 1023 - 254 - 18);
+      const __m512d p0 = _mm512_castsi512_pd(_mm512_slli_epi64(_mm512_add_epi64(e0, base), 52));
+      const __m512d p1 = _mm512_castsi512_pd(_mm512_slli_epi64(_mm512_add_epi64(e1, base), 52));
+      const __m256 q0 = _mm512_cvtpd_ps(_mm512_mul_pd(_mm512_cvtps_pd(_mm512_cvtpd_ps(s[r][0])), p0));
+      const __m256 q1 = _mm512_cvtpd_ps(_mm512_mul_pd(_mm512_cvtps_pd(_mm512_cvtpd_ps(s[r][1])), p1));
+      const __m512 prod = _mm512_castpd_ps(_mm512_insertf64x4(
+          _mm512_castpd256_pd512(_mm256_castps_pd(q0)), _mm256_castps_pd(q1), 1));
+      acc[r] = _mm512_add_ps(acc[r], prod);
+    }
+  }
+  for (int r = 0; r < 4; ++r) _mm512_storeu_ps(out[r], _mm512_div_ps(acc[r], _mm512_set1_ps(g->c)));
 }
 
 /* out[r][0 .. 8) = out[m0 + r, q * 8 ..) of MXFP8 x MXFP8 for r < 4 (rows m0 .. m0 + 3 exist;
@@ -189,8 +302,8 @@ __attribute__((target("avx2"))) static void mx_dot4x8_avx2(const bs_gemm *g, int
 }
 #endif
 
-/* The MXFP8 GEMM: ROWS_PER_TASK rows of output per task; 4 x 8 outputs at a time in AVX2 where
- * the level has it (the config's f64_avx2, as fast_exact.c's), else mx_dot. */
+/* The MXFP8 GEMM: ROWS_PER_TASK rows of output per task; 4 x 16 outputs at a time in AVX-512
+ * (bw 16: the config's avx512), 4 x 8 in AVX2 (bw 8: f64_avx2, as fast_exact.c's), else mx_dot. */
 static void bs_task(void *ctx, int64_t i, int tid) {
   (void)tid;
   const bs_gemm *g = ctx;
@@ -198,7 +311,17 @@ static void bs_task(void *ctx, int64_t i, int tid) {
   int bad = 0;
   int64_t m = m0;
 #if FAST_NV_X86
-  for (; g->bt && m + 4 <= m1; m += 4)
+  for (; g->bt && g->bw == 16 && m + 4 <= m1; m += 4)
+    for (int64_t q = 0; q * 16 < g->N; ++q) {
+      float v[4][16];
+      mx_dot4x16_avx512(g, m, q, v);
+      for (int r = 0; r < 4; ++r)
+        for (int l = 0; l < 16 && q * 16 + l < g->N; ++l) {
+          bad |= !isfinite(v[r][l]);
+          g->out[(m + r) * g->N + q * 16 + l] = v[r][l];
+        }
+    }
+  for (; g->bt && g->bw == 8 && m + 4 <= m1; m += 4)
     for (int64_t q = 0; q * 8 < g->N; ++q) {
       float v[4][8];
       mx_dot4x8_avx2(g, m, q, v);
@@ -255,20 +378,26 @@ static int bs_run(fast_call *c, int mx, const uint8_t *a, const uint8_t *b, int6
   int rc = HOT_REF_ENOMEM;
   if (av && bv && (mx || (asf && bsf))) {
     bs_gemm g = {M, N, k_pad, nb, mx, NULL, NULL, NULL, NULL, NULL, asf, bsf, a + ca, b + cb, cf,
-                 out, inf, NULL};
+                 out, inf, NULL, 8, NULL};
     if (mx) {
       for (int k = 0; k < 509; ++k) p2[k] = ldexp(1.0, k - 254 - 18); /* E8M0 codes 0..254 */
       mx_unpack(a, M * k_pad, av);
       mx_unpack(b, N * k_pad, bv);
       g.a8 = av, g.b8 = bv, g.p2 = p2;
       float *bt = NULL;
+      uint8_t *bte = NULL;
 #if FAST_NV_X86
-      if (c->cf->k->f64_avx2 && (bt = fast_scratch((size_t)((N + 7) / 8 * 8 * k_pad) * sizeof *bt)) != NULL)
-        mx_pack_b8(bv, N, k_pad, bt);
+      g.bw = c->cf->k->avx512 ? 16 : 8;
+      if (g.bw == 16 && (bte = fast_scratch((size_t)(fast_round_up(N, 16) * nb))) == NULL) g.bw = 8;
+      if (c->cf->k->f64_avx2 &&
+          (bt = fast_scratch((size_t)(fast_round_up(N, g.bw) * k_pad) * sizeof *bt)) != NULL)
+        mx_pack_b(bv, N, k_pad, g.bw, bt);
+      if (bte) mx_pack_e16(g.b_e, N, nb, bte);
 #endif
-      g.bt = bt; /* NULL: the portable mx_dot (also when out of memory: the same bits) */
+      g.bt = bt, g.bte = bte; /* bt NULL: the portable mx_dot (also when out of memory: the same bits) */
       fast_parallel(fast_cdiv(M, ROWS_PER_TASK), c->cf->threads, bs_task, &g);
       fast_unscratch(bt);
+      fast_unscratch(bte);
       rc = HOT_REF_OK;
     } else {
       nv_unpack(a, M * k_pad, av);
@@ -387,14 +516,36 @@ static void load_task(void *ctx, int64_t i, int tid) {
   fast_load_run(x->src, x->dt, i * QROWS * x->cols, (r1 - i * QROWS) * x->cols, (float *)x->in + i * QROWS * x->cols);
 }
 
-/* hla: token blocks [i * 4, ..) projected (nvfp4_hla_project_blocks). */
+/* hla: token blocks [i * 4, ..) projected: nvfp4_hla_project_blocks' values, by the level's
+ * fwht_cols_src (per column the operations of hot_fwht, as ref_fwht_rows: the same bits) on the
+ * block's p token rows (NULL past the segment's real tokens: the twin's zeros), the selected rows
+ * copied out. The twin's error for a non-finite input is reported by mx_rows_task: a NaN or Inf
+ * input makes every value of its column's transform non-finite (a sum or difference of all p
+ * inputs), which that task checks. */
 static void project_task(void *ctx, int64_t i, int tid) {
   (void)tid;
   qctx *x = ctx;
-  const int rc = nvfp4_hla_project_blocks(x->ly, x->in, x->cols, i * 4,
-                                          rows_end(i, 4, nvfp4_layer_blocks(x->ly)), x->m);
-  if (rc == HOT_REF_ENOMEM) atomic_store(&x->nomem, 1);
-  else if (rc) atomic_store(&x->bad, 1);
+  const nvfp4_layer *ly = x->ly;
+  const int p = ly->p;
+  const int64_t cols = x->cols, real = ly->flat ? ly->B * ly->L : ly->L;
+  const int64_t per = fast_round_up(real, p) / p, b1 = rows_end(i, 4, nvfp4_layer_blocks(ly));
+  float *buf = malloc((size_t)(p * cols) * sizeof *buf);
+  const float **srcs = malloc((size_t)p * sizeof *srcs);
+  if (!buf || !srcs) {
+    atomic_store(&x->nomem, 1);
+  } else {
+    for (int64_t blk = i * 4; blk < b1; ++blk) {
+      const int64_t seg = blk / per, q = blk % per, base = ly->flat ? 0 : seg * ly->L;
+      for (int j = 0; j < p; ++j)
+        srcs[j] = q * p + j < real ? x->in + (base + q * p + j) * cols : NULL;
+      x->e->fwht_cols_src(buf, p, cols, cols, srcs);
+      for (int j = 0; j < ly->r; ++j)
+        memcpy(x->m + (blk * ly->r + j) * cols, buf + (int64_t)ly->rows[j] * cols,
+               (size_t)cols * sizeof *buf);
+    }
+  }
+  free(buf);
+  free((void *)srcs);
 }
 
 /* hla: rows [i * QROWS, ..) of the transposed operand (cols rows of K), checked finite, then
