@@ -265,7 +265,7 @@ AVX2_FN void fast_load_bf16_avx2(const unsigned short *s, int64_t n, float *dst)
 static const fast_elem_kernels elem_avx2 = {philox_words_avx2, quant_avx2, amax_avx2,
                                             fwht_row_level_avx2, fwht_cols_level_avx2, add_avx2,
                                             scale_tile_avx2, fast_transpose_bytes_avx2,
-                                            fast_e4m3_scalar, fast_e2m1_scalar,
+                                            e4m3_codes_twin, e2m1_codes_twin,
                                             nvfp4_quantize_rows, mxfp8_quantize_rows};
 #endif
 

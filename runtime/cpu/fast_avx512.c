@@ -361,7 +361,7 @@ AVX512_FN static void e2m1_avx512(const float *u, int64_t n, int sr, const uint3
   for (; i + 16 <= n; i += 16)
     _mm512_mask_cvtepi32_storeu_epi8(codes + i, 0xFFFF, e2m1_16_avx512(_mm512_loadu_ps(u + i), sr,
                                                                        sr ? words + i : NULL));
-  if (i < n) fast_e2m1_scalar(u + i, n - i, sr, sr ? words + i : NULL, codes + i);
+  if (i < n) e2m1_codes_twin(u + i, n - i, sr, sr ? words + i : NULL, codes + i);
 }
 
 /* 16 E2M1 codes (int32 lanes) packed two a byte, element 2j in the low nibble of byte j. */

@@ -229,11 +229,7 @@ typedef struct {
   void (*mxfp8_rows)(const float *v, int64_t r0, int64_t r1, int64_t k, int sr,
                      const nvfp4_stream *st, uint8_t *codes, uint8_t *scales);
 } fast_elem_kernels;
-/* The scalar level's e4m3 and e2m1 (fast_kern.c: loops over the twin's element functions), which
- * the levels without their own forms take too. */
-void fast_e4m3_scalar(const float *v, int64_t n, nvfp4_round mode, const uint32_t *words,
-                      uint8_t *codes);
-void fast_e2m1_scalar(const float *u, int64_t n, int sr, const uint32_t *words, uint8_t *codes);
+
 /* The scalar level's per-element kernels (fast_kern.c). */
 extern const fast_elem_kernels fast_elem_scalar;
 

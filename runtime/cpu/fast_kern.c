@@ -125,19 +125,8 @@ void fast_load_run(const void *src, hot_dtype dt, int64_t off, int64_t n, float 
 
 /* ---- the scalar level's row (fast_level.c) ------------------------------------------------------ */
 
-void fast_e4m3_scalar(const float *v, int64_t n, nvfp4_round mode, const uint32_t *words,
-                      uint8_t *codes) {
-  for (int64_t i = 0; i < n; ++i)
-    codes[i] = (uint8_t)nvfp4_e4m3_encode(v[i], mode, words && mode == NVFP4_ROUND_SR ? words[i] : 0u);
-}
-
-void fast_e2m1_scalar(const float *u, int64_t n, int sr, const uint32_t *words, uint8_t *codes) {
-  for (int64_t i = 0; i < n; ++i)
-    codes[i] = (uint8_t)(sr ? nvfp4_e2m1_sr(u[i], words[i]) : nvfp4_e2m1_rtn(u[i]));
-}
-
 const fast_elem_kernels fast_elem_scalar = {philox_words_scalar, quant_scalar, amax_scalar,
                                             fwht_row_scalar, fwht_cols_scalar, add_scalar,
                                             scale_tile_scalar, transpose_bytes_scalar,
-                                            fast_e4m3_scalar, fast_e2m1_scalar,
+                                            e4m3_codes_twin, e2m1_codes_twin,
                                             nvfp4_quantize_rows, mxfp8_quantize_rows};

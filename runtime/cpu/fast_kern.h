@@ -24,6 +24,19 @@
 /* A helper of several files: static in each, and no warning where one does not use it. */
 #define FAST_SHARED static __attribute__((unused))
 
+/* The e4m3 and e2m1 entries of the level table as loops over the twin's element functions
+ * (templates/nvfp4_ref.c): the scalar and avx2 levels' forms, and the 16-lane forms' tails. */
+FAST_SHARED void e4m3_codes_twin(const float *v, int64_t n, nvfp4_round mode, const uint32_t *words,
+                                 uint8_t *codes) {
+  for (int64_t i = 0; i < n; ++i)
+    codes[i] = (uint8_t)nvfp4_e4m3_encode(v[i], mode, words && mode == NVFP4_ROUND_SR ? words[i] : 0u);
+}
+FAST_SHARED void e2m1_codes_twin(const float *u, int64_t n, int sr, const uint32_t *words,
+                                 uint8_t *codes) {
+  for (int64_t i = 0; i < n; ++i)
+    codes[i] = (uint8_t)(sr ? nvfp4_e2m1_sr(u[i], words[i]) : nvfp4_e2m1_rtn(u[i]));
+}
+
 /* The Philox words of a counter-based stream made in blocks (fast_kern.c, the level files). */
 /* words[i] = word idx0 + i of a counter-based stream made in blocks of `bw` words (bw / 4
  * counters from q, a multiple of 4, at most 128): whole aligned blocks go straight into words,

@@ -438,6 +438,8 @@ typedef struct {
   atomic_int bad;            /* a non-finite value (HOT_REF_ENONFINITE) */
   atomic_int nomem;
   const fast_elem_kernels *e; /* the level's quantisers (nvfp4_rows, mxfp8_rows) */
+  float *pbuf;                /* hla: p x cols floats per thread (the projection's blocks) */
+  const float **psrc;         /* hla: p source rows per thread */
 } qctx;
 
 static int64_t rows_end(int64_t i, int64_t per, int64_t n) { return (i + 1) * per < n ? (i + 1) * per : n; }
@@ -523,29 +525,21 @@ static void load_task(void *ctx, int64_t i, int tid) {
  * input makes every value of its column's transform non-finite (a sum or difference of all p
  * inputs), which that task checks. */
 static void project_task(void *ctx, int64_t i, int tid) {
-  (void)tid;
   qctx *x = ctx;
   const nvfp4_layer *ly = x->ly;
   const int p = ly->p;
   const int64_t cols = x->cols, real = ly->flat ? ly->B * ly->L : ly->L;
   const int64_t per = fast_round_up(real, p) / p, b1 = rows_end(i, 4, nvfp4_layer_blocks(ly));
-  float *buf = malloc((size_t)(p * cols) * sizeof *buf);
-  const float **srcs = malloc((size_t)p * sizeof *srcs);
-  if (!buf || !srcs) {
-    atomic_store(&x->nomem, 1);
-  } else {
-    for (int64_t blk = i * 4; blk < b1; ++blk) {
-      const int64_t seg = blk / per, q = blk % per, base = ly->flat ? 0 : seg * ly->L;
-      for (int j = 0; j < p; ++j)
-        srcs[j] = q * p + j < real ? x->in + (base + q * p + j) * cols : NULL;
-      x->e->fwht_cols_src(buf, p, cols, cols, srcs);
-      for (int j = 0; j < ly->r; ++j)
-        memcpy(x->m + (blk * ly->r + j) * cols, buf + (int64_t)ly->rows[j] * cols,
-               (size_t)cols * sizeof *buf);
-    }
+  float *buf = x->pbuf + (int64_t)tid * p * cols;
+  const float **srcs = x->psrc + (int64_t)tid * p;
+  for (int64_t blk = i * 4; blk < b1; ++blk) {
+    const int64_t seg = blk / per, q = blk % per, base = ly->flat ? 0 : seg * ly->L;
+    for (int j = 0; j < p; ++j) srcs[j] = q * p + j < real ? x->in + (base + q * p + j) * cols : NULL;
+    x->e->fwht_cols_src(buf, p, cols, cols, srcs);
+    for (int j = 0; j < ly->r; ++j)
+      memcpy(x->m + (blk * ly->r + j) * cols, buf + (int64_t)ly->rows[j] * cols,
+             (size_t)cols * sizeof *buf);
   }
-  free(buf);
-  free((void *)srcs);
 }
 
 /* hla: rows [i * QROWS, ..) of the transposed operand (cols rows of K), checked finite, then
@@ -586,9 +580,12 @@ static int hla_quant(const fast_call *c, const nvfp4_layer *ly, const void *src,
   x.in = in;
   x.m = fast_scratch((size_t)(K * cols) * sizeof *x.m);
   x.mt = fast_scratch((size_t)(K * cols) * sizeof *x.mt);
+  const int threads = c->cf->threads > 0 ? c->cf->threads : 1;
+  x.pbuf = fast_scratch((size_t)((int64_t)threads * ly->p * cols) * sizeof *x.pbuf);
+  x.psrc = malloc((size_t)threads * (size_t)ly->p * sizeof *x.psrc);
   atomic_init(&x.bad, 0);
   atomic_init(&x.nomem, 0);
-  int rc = in && x.m && x.mt ? HOT_REF_OK : HOT_REF_ENOMEM;
+  int rc = in && x.m && x.mt && x.pbuf && x.psrc ? HOT_REF_OK : HOT_REF_ENOMEM;
   if (!rc) {
     fast_parallel(fast_cdiv(T, QROWS), c->cf->threads, load_task, &x);
     fast_parallel(fast_cdiv(nvfp4_layer_blocks(ly), 4), c->cf->threads, project_task, &x);
@@ -601,6 +598,8 @@ static int hla_quant(const fast_call *c, const nvfp4_layer *ly, const void *src,
   fast_unscratch(in);
   fast_unscratch(x.m);
   fast_unscratch(x.mt);
+  fast_unscratch(x.pbuf);
+  free((void *)x.psrc);
   return rc;
 }
 

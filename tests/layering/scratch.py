@@ -72,6 +72,8 @@ ALLOWED = {
     ("fast_nvfp4.c", "nv_igemm", "(size_t)g->nb*sizeof*a_seg"): "one pointer per block",
     ("fast_nvfp4.c", "nv_igemm", "(size_t)g->nb*sizeof*b_seg"): "one pointer per block",
     ("fast_nvfp4.c", "step_hq", "(size_t)tasks*sizeof*x.amax"): "one amax per task",
+    ("fast_nvfp4.c", "hla_quant", "(size_t)threads*(size_t)ly->p*sizeof*x.psrc"):
+        "per-thread pointers (one per token row of a block)",
     ("fast_nvfp4.c", "step_hq", "is_g?HOT_LB_S_G:HOT_LB_S_W,sizeof(float),0"): "one scale",
     ("fast_nvfp4.c", "fast_nvfp4_hla", "(size_t)plan_buffer_bytes(c->pl,HOT_BUF_SAVED_CODES)"):
         "the save's result (hot_ref_saved.q_x): the caller owns and frees it",
