@@ -445,7 +445,8 @@ typedef struct {
 static int64_t rows_end(int64_t i, int64_t per, int64_t n) { return (i + 1) * per < n ? (i + 1) * per : n; }
 
 /* hq: rows [i * QROWS, ..) of g' = g_y (I (x) H_16) or of w' = ((I (x) H_16) w)^T, O padded with
- * zeros to k = o_pad (nvfp4_hq_quant_g / _w), and their amax (exact in any order). */
+ * zeros to k = o_pad (nvfp4_hq_quant_g / _w), by the level's row FWHT, and their amax (exact in
+ * any order) and finiteness by the level's amax. */
 static void hq_rows_task(void *ctx, int64_t i, int tid) {
   (void)tid;
   qctx *x = ctx;
@@ -458,11 +459,8 @@ static void hq_rows_task(void *ctx, int64_t i, int tid) {
     if (x->is_g) fast_load_run(x->src, x->dt, r * O, O, row);
     else
       for (int64_t o = 0; o < O; ++o) row[o] = ref_load(x->src, x->dt, o * I + r);
-    for (int64_t b = 0; b < k; b += 16) hot_fwht(row + b, 16);
-    for (int64_t c = 0; c < k; ++c) {
-      good &= isfinite(row[c]) != 0;
-      if (fabsf(row[c]) > amax) amax = fabsf(row[c]);
-    }
+    x->e->fwht_row(row, row, k, 16); /* hot_fwht(row + b, 16) per block, the same operations */
+    good &= x->e->amax(row, k, &amax) != 0;
   }
   x->amax[i] = amax;
   if (!good) atomic_store(&x->bad, 1);
