@@ -262,11 +262,173 @@ AVX2_FN void fast_load_bf16_avx2(const unsigned short *s, int64_t n, float *dst)
   for (; i < n; ++i) dst[i] = hot_bf16_to_f32(s[i]);
 }
 
+/* ---- the NVFP4 / MXFP8 element quantisers (templates/nvfp4_ref.c) ---------------------------- */
+
+/* E4M3 codes of 8 values in int32 lanes, nvfp4_e4m3_encode's bits: fast_avx512.c's
+ * e4m3_16_avx512 with e = max(floor(log2 a), -6) from the exponent field (a below 2^-6, the
+ * subnormals and 0 included, has e = -6: its field is below 121), the rest the same steps:
+ * t = a * 2^(3 - e) (exact), q rounded per mode, code = min(8 e + 48 + q, 0x7E), 0x7E past 448,
+ * the sign bit of v, 0x7F for NaN; *val (val not NULL) the code's value. */
+AVX2_FN static inline __m256i e4m3_8_avx2(__m256 v, nvfp4_round mode, __m256i w, __m256 *val) {
+  const __m256 a = _mm256_and_ps(v, _mm256_castsi256_ps(_mm256_set1_epi32(0x7fffffff)));
+  __m256i ei = _mm256_sub_epi32(_mm256_srli_epi32(_mm256_castps_si256(a), 23), _mm256_set1_epi32(127));
+  ei = _mm256_min_epi32(_mm256_max_epi32(ei, _mm256_set1_epi32(-6)), _mm256_set1_epi32(8));
+  const __m256 up2 = _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_sub_epi32(_mm256_set1_epi32(130), ei), 23));
+  const __m256 t = _mm256_mul_ps(a, up2);
+  __m256 q;
+  if (mode == NVFP4_ROUND_RTN) {
+    q = _mm256_round_ps(t, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+  } else if (mode == NVFP4_ROUND_UP) {
+    q = _mm256_round_ps(t, _MM_FROUND_TO_POS_INF | _MM_FROUND_NO_EXC);
+  } else {
+    const __m256 f = _mm256_round_ps(t, _MM_FROUND_TO_NEG_INF | _MM_FROUND_NO_EXC);
+    const __m256 rho = _mm256_mul_ps(_mm256_cvtepi32_ps(_mm256_srli_epi32(w, 8)),
+                                     _mm256_set1_ps(5.9604644775390625e-8f));
+    const __m256 inc = _mm256_cmp_ps(rho, _mm256_sub_ps(t, f), _CMP_LT_OQ);
+    q = _mm256_add_ps(f, _mm256_and_ps(inc, _mm256_set1_ps(1.0f)));
+  }
+  const __m256i big = _mm256_castps_si256(_mm256_cmp_ps(a, _mm256_set1_ps(448.0f), _CMP_GT_OQ));
+  const __m256i nan = _mm256_castps_si256(_mm256_cmp_ps(v, v, _CMP_UNORD_Q));
+  __m256i code = _mm256_add_epi32(_mm256_slli_epi32(ei, 3), _mm256_cvttps_epi32(q));
+  code = _mm256_min_epi32(_mm256_add_epi32(code, _mm256_set1_epi32(48)), _mm256_set1_epi32(0x7E));
+  code = _mm256_blendv_epi8(code, _mm256_set1_epi32(0x7E), big);
+  const __m256i sign = _mm256_and_si256(_mm256_srli_epi32(_mm256_castps_si256(v), 24),
+                                        _mm256_set1_epi32(0x80));
+  code = _mm256_blendv_epi8(_mm256_or_si256(code, sign), _mm256_set1_epi32(0x7F), nan);
+  if (val) {
+    const __m256 ulp = _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_add_epi32(ei, _mm256_set1_epi32(124)), 23));
+    __m256 r = _mm256_min_ps(_mm256_mul_ps(q, ulp), _mm256_set1_ps(448.0f));
+    r = _mm256_blendv_ps(r, _mm256_set1_ps(448.0f), _mm256_castsi256_ps(big));
+    r = _mm256_or_ps(r, _mm256_castsi256_ps(_mm256_slli_epi32(sign, 24)));
+    *val = _mm256_blendv_ps(r, v, _mm256_castsi256_ps(nan));
+  }
+  return code;
+}
+
+/* E2M1 codes of 8 values in int32 lanes, nvfp4_e2m1_rtn / _sr's bits (fast_avx512.c's
+ * e2m1_16_avx512 on 8 lanes). */
+AVX2_FN static inline __m256i e2m1_8_avx2(__m256 u, int sr, const uint32_t *w) {
+  const __m256 m = _mm256_min_ps(_mm256_and_ps(u, _mm256_castsi256_ps(_mm256_set1_epi32(0x7fffffff))),
+                                 _mm256_set1_ps(6.0f));
+  const __m256 lt2 = _mm256_cmp_ps(m, _mm256_set1_ps(2.0f), _CMP_LT_OQ);
+  const __m256 lt4 = _mm256_cmp_ps(m, _mm256_set1_ps(4.0f), _CMP_LT_OQ);
+  const __m256 mul = _mm256_blendv_ps(_mm256_blendv_ps(_mm256_set1_ps(0.5f), _mm256_set1_ps(1.0f), lt4),
+                                      _mm256_set1_ps(2.0f), lt2);
+  const __m256i off = _mm256_blendv_epi8(
+      _mm256_blendv_epi8(_mm256_set1_epi32(4), _mm256_set1_epi32(2), _mm256_castps_si256(lt4)),
+      _mm256_setzero_si256(), _mm256_castps_si256(lt2));
+  const __m256 t = _mm256_mul_ps(m, mul);
+  __m256i code;
+  if (!sr) {
+    code = _mm256_cvttps_epi32(_mm256_round_ps(t, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC));
+  } else {
+    const __m256 f = _mm256_round_ps(t, _MM_FROUND_TO_NEG_INF | _MM_FROUND_NO_EXC);
+    const __m256i word = _mm256_srli_epi32(_mm256_loadu_si256((const __m256i *)(const void *)w), 8);
+    const __m256 rho = _mm256_mul_ps(_mm256_cvtepi32_ps(word), _mm256_set1_ps(5.9604644775390625e-8f));
+    const __m256 inc = _mm256_cmp_ps(rho, _mm256_sub_ps(t, f), _CMP_LT_OQ);
+    code = _mm256_sub_epi32(_mm256_cvttps_epi32(f), _mm256_castps_si256(inc)); /* inc: -1 */
+  }
+  code = _mm256_add_epi32(code, off);
+  const __m256i neg = _mm256_andnot_si256(_mm256_cmpeq_epi32(code, _mm256_setzero_si256()),
+                                          _mm256_castps_si256(_mm256_cmp_ps(u, _mm256_setzero_ps(), _CMP_LT_OQ)));
+  return _mm256_or_si256(code, _mm256_and_si256(neg, _mm256_set1_epi32(8)));
+}
+
+/* The low bytes of 8 int32 lanes. */
+AVX2_FN static inline void bytes8_avx2(__m256i c, uint8_t *dst) {
+  int32_t t[8];
+  _mm256_storeu_si256((__m256i *)(void *)t, c);
+  for (int l = 0; l < 8; ++l) dst[l] = (uint8_t)t[l];
+}
+
+AVX2_FN static void e4m3_avx2(const float *v, int64_t n, nvfp4_round mode, const uint32_t *words,
+                              uint8_t *codes) {
+  const int sr = mode == NVFP4_ROUND_SR && words;
+  int64_t i = 0;
+  for (; i + 8 <= n; i += 8) {
+    const __m256i w = sr ? _mm256_loadu_si256((const __m256i *)(const void *)(words + i)) : _mm256_setzero_si256();
+    bytes8_avx2(e4m3_8_avx2(_mm256_loadu_ps(v + i), mode, w, NULL), codes + i);
+  }
+  if (i < n) e4m3_codes_twin(v + i, n - i, mode, words ? words + i : NULL, codes + i);
+}
+
+AVX2_FN static void e2m1_avx2(const float *u, int64_t n, int sr, const uint32_t *words, uint8_t *codes) {
+  int64_t i = 0;
+  for (; i + 8 <= n; i += 8) bytes8_avx2(e2m1_8_avx2(_mm256_loadu_ps(u + i), sr, sr ? words + i : NULL), codes + i);
+  if (i < n) e2m1_codes_twin(u + i, n - i, sr, sr ? words + i : NULL, codes + i);
+}
+
+/* The max of 8 non-negative lanes. */
+AVX2_FN static inline float hmax8_avx2(__m256 x) {
+  __m128 m = _mm_max_ps(_mm256_castps256_ps128(x), _mm256_extractf128_ps(x, 1));
+  m = _mm_max_ps(m, _mm_movehl_ps(m, m));
+  m = _mm_max_ss(m, _mm_shuffle_ps(m, m, 1));
+  return _mm_cvtss_f32(m);
+}
+
+/* Up to 8 NVFP4 blocks [b0, b0 + nbc) of a row: fast_avx512.c's nv_blocks_avx512 on 8 lanes (the
+ * amax from +0 with NaN lanes ignored, the 8 scales at once, each block's 16 codes as two
+ * vectors, nibbles packed in C). */
+AVX2_FN static void nv_blocks_avx2(const float *row, int64_t b0, int nbc, float s_t, int sr,
+                                   const uint32_t *words, uint8_t *crow, uint8_t *srow) {
+  const __m256 absm = _mm256_castsi256_ps(_mm256_set1_epi32(0x7fffffff)), zero = _mm256_setzero_ps();
+  float amax[8] = {0.0f}, sb[8];
+  for (int j = 0; j < nbc; ++j) {
+    const float *x = row + (b0 + j) * 16;
+    amax[j] = hmax8_avx2(_mm256_max_ps(_mm256_and_ps(_mm256_loadu_ps(x), absm),
+                                       _mm256_max_ps(_mm256_and_ps(_mm256_loadu_ps(x + 8), absm), zero)));
+  }
+  const __m256 st = _mm256_set1_ps(s_t);
+  const __m256 d = _mm256_div_ps(_mm256_div_ps(_mm256_loadu_ps(amax), st), _mm256_set1_ps(6.0f));
+  __m256 sbv;
+  uint8_t sc[8];
+  bytes8_avx2(e4m3_8_avx2(d, NVFP4_ROUND_UP, _mm256_setzero_si256(), &sbv), sc);
+  memcpy(srow + b0, sc, (size_t)nbc);
+  _mm256_storeu_ps(sb, sbv);
+  const __m256 six = _mm256_set1_ps(6.0f), nsix = _mm256_set1_ps(-6.0f);
+  for (int j = 0; j < nbc; ++j) {
+    uint8_t *dst = crow + (b0 + j) * 8;
+    if (!(sb[j] > 0.0f)) {
+      memset(dst, 0, 8);
+      continue;
+    }
+    int32_t c[16];
+    for (int h = 0; h < 2; ++h) {
+      __m256 u = _mm256_div_ps(_mm256_div_ps(_mm256_loadu_ps(row + (b0 + j) * 16 + 8 * h), st),
+                               _mm256_set1_ps(sb[j]));
+      u = _mm256_max_ps(_mm256_min_ps(u, six), nsix);
+      _mm256_storeu_si256((__m256i *)(void *)(c + 8 * h),
+                          e2m1_8_avx2(u, sr, sr ? words + j * 16 + 8 * h : NULL));
+    }
+    for (int l = 0; l < 8; ++l) dst[l] = (uint8_t)(c[2 * l] | (c[2 * l + 1] << 4));
+  }
+}
+
+/* nvfp4_quantize_rows on 8 lanes: fast_avx512.c's nvfp4_rows_avx512 with 8 blocks at a time and
+ * the AVX2 Philox (the same fallbacks to the twin's function). */
+static void nvfp4_rows_avx2(const float *v, int64_t r0, int64_t r1, int64_t k, float s_t, int sr,
+                            const nvfp4_stream *st, uint8_t *codes, uint8_t *scales) {
+  if (k % NVFP4_BLOCK || !(s_t > 0.0f) || (sr && (!st || st->idx_col != 1))) {
+    nvfp4_quantize_rows(v, r0, r1, k, s_t, sr, st, codes, scales);
+    return;
+  }
+  const int64_t nb = k / NVFP4_BLOCK;
+  const fast_rng rng = {st ? st->seed : 0u, st ? st->tag : 0u, st ? st->step : 0u};
+  uint32_t words[128];
+  for (int64_t r = r0; r < r1; ++r)
+    for (int64_t b0 = 0; b0 < nb; b0 += 8) {
+      const int nbc = nb - b0 < 8 ? (int)(nb - b0) : 8;
+      if (sr)
+        philox_words_avx2(&rng, (uint64_t)(r * st->idx_row + b0 * NVFP4_BLOCK), nbc * NVFP4_BLOCK, words);
+      nv_blocks_avx2(v + r * k, b0, nbc, s_t, sr, words, codes + r * (k / 2), scales + r * nb);
+    }
+}
+
 static const fast_elem_kernels elem_avx2 = {philox_words_avx2, quant_avx2, amax_avx2,
                                             fwht_row_level_avx2, fwht_cols_level_avx2, add_avx2,
                                             scale_tile_avx2, fast_transpose_bytes_avx2,
-                                            e4m3_codes_twin, e2m1_codes_twin,
-                                            nvfp4_quantize_rows, mxfp8_quantize_rows};
+                                            e4m3_avx2, e2m1_avx2, nvfp4_rows_avx2,
+                                            mxfp8_quantize_rows};
 #endif
 
 /* ---- the GEMM kernels: AVX2 "w16" and "u8" (fast_gemm.c's header comment) ---------------------- */

@@ -293,14 +293,14 @@ START_TEST(mxfp8_rows_every_scale) {
 END_TEST
 
 /* Which levels ran (visible in the log: on a CPU without AVX-512F the 512-bit levels' table
- * holds the AVX2 row's functions, the twin's). */
+ * holds the AVX2 row's functions). */
 START_TEST(levels_reported) {
   for (int level = 0; level < FAST_LEVELS; ++level)
     if (fast_level_has(level)) {
       fast_config cf;
       fast_config_init(&cf, 1, level);
       printf("nvfp4 element kernels checked at level %s (%s forms)\n", fast_level_name(level),
-             cf.k->e->nvfp4_rows == nvfp4_quantize_rows ? "the twin's" : "16-lane");
+             cf.k->e->nvfp4_rows == nvfp4_quantize_rows ? "the twin's" : "SIMD");
     }
   ck_assert_int_ne(levels_checked, 0);
 }
