@@ -82,7 +82,7 @@ typedef struct {
   const bs_gemm *g;
   int64_t last;
   const float *sb_t; /* b's block scales transposed: sb_t[j * N + n] */
-  int simd;          /* 2: the AVX-512 row step, 1: the AVX2 one, 0: portable C */
+  int simd;          /* 2: the AVX-512 row step, 0: portable C (an AVX2 form was slower here) */
 } nv_epi_ctx;
 
 /* One row of a tile: o[n] = HOT_ADD(first ? 0 : o[n], HOT_MUL(HOT_I2F(s[n]), HOT_MUL(sa, sb[n])))
@@ -123,26 +123,6 @@ __attribute__((target("avx2,avx512f"))) static int nv_epi_row_avx512(
   return bad == 0;
 }
 
-/* nv_epi_row on 8 lanes, the tail in portable C. */
-__attribute__((target("avx2"))) static int nv_epi_row_avx2(float *o, const int32_t *s, const float *sb,
-                                                          int64_t nc, float sa, int first, int last,
-                                                          float c) {
-  const __m256 vsa = _mm256_set1_ps(sa), vc = _mm256_set1_ps(c), inf = _mm256_set1_ps(INFINITY);
-  const __m256 absm = _mm256_castsi256_ps(_mm256_set1_epi32(0x7fffffff));
-  int good = 1;
-  int64_t n = 0;
-  for (; n + 8 <= nc; n += 8) {
-    const __m256 p = _mm256_mul_ps(_mm256_cvtepi32_ps(_mm256_loadu_si256((const __m256i *)(const void *)(s + n))),
-                                   _mm256_mul_ps(vsa, _mm256_loadu_ps(sb + n)));
-    __m256 v = _mm256_add_ps(first ? _mm256_setzero_ps() : _mm256_loadu_ps(o + n), p);
-    if (last) {
-      v = _mm256_mul_ps(v, vc);
-      good &= _mm256_movemask_ps(_mm256_cmp_ps(_mm256_and_ps(v, absm), inf, _CMP_LT_OQ)) == 0xFF;
-    }
-    _mm256_storeu_ps(o + n, v);
-  }
-  return nv_epi_row(o + n, s + n, sb + n, nc - n, sa, first, last, c) & good;
-}
 #endif
 
 static void nv_epi(void *ctx, int64_t seg, int64_t m0, int64_t n0, int64_t mc, int64_t nc,
@@ -158,7 +138,6 @@ static void nv_epi(void *ctx, int64_t seg, int64_t m0, int64_t n0, int64_t mc, i
     const int32_t *s = acc + m * ldc;
 #if FAST_NV_X86
     if (e->simd == 2) good &= nv_epi_row_avx512(o, s, sb, nc, sa, first, last, g->c);
-    else if (e->simd == 1) good &= nv_epi_row_avx2(o, s, sb, nc, sa, first, last, g->c);
     else
 #endif
       good &= nv_epi_row(o, s, sb, nc, sa, first, last, g->c);
@@ -178,7 +157,7 @@ static int nv_igemm(fast_call *c, const bs_gemm *g) {
     }
     for (int64_t n = 0; n < g->N; ++n)
       for (int64_t j = 0; j < g->nb; ++j) sb_t[j * g->N + n] = g->b_sf[n * g->nb + j];
-    nv_epi_ctx e = {g, g->nb - 1, sb_t, c->cf->k->avx512 ? 2 : c->cf->k->f64_avx2 ? 1 : 0};
+    nv_epi_ctx e = {g, g->nb - 1, sb_t, c->cf->k->avx512 ? 2 : 0};
     /* doubled E2M1 values: |v| <= 12 */
     fast_igemm_op op = {g->M, g->N, NVFP4_BLOCK, g->nb, a_seg, g->k_pad, 1, b_seg, g->k_pad, 1,
                         12, 12, nv_epi, &e, -1};
