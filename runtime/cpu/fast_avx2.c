@@ -1,5 +1,6 @@
 /* fast_avx2.c — the per-element kernels of the avx2 level (Philox, amax, column sums, column
- * FWHT, the GEMM epilogue, the byte transpose, and its quantizer and row FWHT from fast_kern.h)
+ * FWHT, the GEMM epilogue, the byte transpose, the E4M3 / E2M1 / NVFP4-row quantisers of recipe
+ * nvfp4, and its quantizer and row FWHT from fast_kern.h)
  * and the bf16 load that any CPU with AVX2 runs: the scalar forms' IEEE operations per element
  * on 8 lanes (vdivps, vaddps, vsubps, vmulps and vroundps round once, like the scalar code built
  * with -ffp-contract=off), so the bits are the scalar level's. Its GEMM kernels follow

@@ -1,5 +1,6 @@
 /* fast_avx512.c — the kernels of the avx512-vnni level: the per-element kernels on 16 lanes
- * (Philox, the quantizer, amax, column sums, the row and column FWHT, the GEMM epilogue; the same
+ * (Philox, the quantizer, amax, column sums, the row and column FWHT, the GEMM epilogue, the
+ * E4M3 / E2M1 / NVFP4-row / MXFP8-row quantisers of recipe nvfp4; the same
  * IEEE operations per element as the scalar forms, so the same bits; fast_level.c gives the
  * level the AVX2 row where the CPU lacks AVX-512F) and the 512-bit vpdpbusd GEMM kernel, and
  * its row of the level tables at the end. */

@@ -2,16 +2,17 @@
  * families' fast step functions hand a plan of fmt HOT_FMT_NVFP4 to fast_nvfp4_hq / _hla / _gemm,
  * bit for bit as the twin's ref_nvfp4_* (templates/nvfp4_steps_ref.c), buffers as nvfp4_plan.h
  * lays them out. The quantisers are the level's nvfp4_rows / mxfp8_rows (fast_internal.h: the
- * twin's own row functions at the scalar and AVX2 levels, 16-lane forms at the 512-bit ones, the
- * same bits), rows split among threads. The NVFP4 GEMM (g_x) runs on the level's integer GEMM (fast_igemm, with
- * VNNI or AMX where the CPU has them) with one K segment per 16-value block: each block's dot
- * product of doubled E2M1 values is an exact int (|S| <= 2304) whatever the kernel. The MXFP8
+ * twin's own row functions at the scalar level, SIMD forms above it, the same bits), rows split
+ * among threads; the tensors' FWHTs are the level's kernels too. The NVFP4 GEMM (g_x) runs on the
+ * level's integer GEMM (fast_igemm, with VNNI or AMX where the CPU has them) with one K segment
+ * per 16-value block: each block's dot product of doubled E2M1 values is an exact int
+ * (|S| <= 2304) whatever the kernel; its epilogue runs 16 lanes at the 512-bit levels. The MXFP8
  * GEMM (g_w) sums each 32-value block of E4M3 values (integers in units of 2^-9) in double, exact
  * in any order, threaded over output rows, 4 x 16 outputs at a time in AVX-512 (with exact FMAs)
  * at the 512-bit levels, 4 x 8 in AVX2 where the level has it (the config's f64_avx2, as
- * fast_exact.c's kernels), else portable C. Both add the blocks'
- * products in block order in fp32 per output element, the very operations and order of
- * nvfp4_gemm / mxfp8_gemm (CONTRACT.md 20.5, 20.8), whatever the thread count or ISA level. */
+ * fast_exact.c's kernels), else portable C. Both add the blocks' products in block order in fp32
+ * per output element, the very operations and order of nvfp4_gemm / mxfp8_gemm (CONTRACT.md
+ * 20.5, 20.8), whatever the thread count or ISA level. */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
