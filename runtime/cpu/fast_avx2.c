@@ -405,25 +405,8 @@ AVX2_FN static void nv_blocks_avx2(const float *row, int64_t b0, int nbc, float 
   }
 }
 
-/* nvfp4_quantize_rows on 8 lanes: fast_avx512.c's nvfp4_rows_avx512 with 8 blocks at a time and
- * the AVX2 Philox (the same fallbacks to the twin's function). */
-static void nvfp4_rows_avx2(const float *v, int64_t r0, int64_t r1, int64_t k, float s_t, int sr,
-                            const nvfp4_stream *st, uint8_t *codes, uint8_t *scales) {
-  if (k % NVFP4_BLOCK || !(s_t > 0.0f) || (sr && (!st || st->idx_col != 1))) {
-    nvfp4_quantize_rows(v, r0, r1, k, s_t, sr, st, codes, scales);
-    return;
-  }
-  const int64_t nb = k / NVFP4_BLOCK;
-  const fast_rng rng = {st ? st->seed : 0u, st ? st->tag : 0u, st ? st->step : 0u};
-  uint32_t words[128];
-  for (int64_t r = r0; r < r1; ++r)
-    for (int64_t b0 = 0; b0 < nb; b0 += 8) {
-      const int nbc = nb - b0 < 8 ? (int)(nb - b0) : 8;
-      if (sr)
-        philox_words_avx2(&rng, (uint64_t)(r * st->idx_row + b0 * NVFP4_BLOCK), nbc * NVFP4_BLOCK, words);
-      nv_blocks_avx2(v + r * k, b0, nbc, s_t, sr, words, codes + r * (k / 2), scales + r * nb);
-    }
-}
+/* nvfp4_quantize_rows on 8 lanes: 8 blocks at a time and the AVX2 Philox (NVFP4_ROWS). */
+NVFP4_ROWS(nvfp4_rows_avx2, 8, philox_words_avx2, nv_blocks_avx2)
 
 static const fast_elem_kernels elem_avx2 = {philox_words_avx2, quant_avx2, amax_avx2,
                                             fwht_row_level_avx2, fwht_cols_level_avx2, add_avx2,

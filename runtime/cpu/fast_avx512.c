@@ -11,19 +11,12 @@
 #if FAST_X86
 /* ---- Philox ------------------------------------------------------------------------------- */
 
-/* Thirty-two Philox calls (counters q0 .. q0+31) at once: 128 words in element order. The AVX2
- * scheme on 512-bit vectors (eight counters per group, one per 64-bit lane), four independent
- * groups (32 registers hold their states), and the two XORs of each half-round as one
- * vpternlogq. */
-AVX512_FN static void philox32_avx512(const fast_rng *r, uint64_t q0, uint32_t *out) {
+/* The ten Philox-4x32 rounds on four groups of eight counters (one per 64-bit lane: x0..x3 the
+ * state words, low halves), keyed by r's seed; the two XORs of each half-round as one
+ * vpternlogq. Inlined, so the 16 state vectors stay in registers. */
+AVX512_FN static inline __attribute__((always_inline)) void philox_rounds_avx512(
+    const fast_rng *r, __m512i x0[4], __m512i x1[4], __m512i x2[4], __m512i x3[4]) {
   const __m512i m0 = _mm512_set1_epi64(0xD2511F53ll), m1 = _mm512_set1_epi64(0xCD9E8D57ll);
-  const __m512i lanes = _mm512_setr_epi64(0, 1, 2, 3, 4, 5, 6, 7);
-  __m512i x0[4], x1[4], x2[4], x3[4];
-  for (int g = 0; g < 4; ++g) {
-    const __m512i q = _mm512_add_epi64(_mm512_set1_epi64((long long)(q0 + 8u * (unsigned)g)), lanes);
-    x0[g] = q, x1[g] = _mm512_srli_epi64(q, 32);
-    x2[g] = _mm512_set1_epi64((long long)r->tag), x3[g] = _mm512_set1_epi64((long long)r->step);
-  }
   uint32_t k0 = (uint32_t)(r->seed & 0xffffffffu), k1 = (uint32_t)(r->seed >> 32);
 #pragma GCC unroll 10
   for (int round = 0; round < 10; ++round) {
@@ -38,6 +31,21 @@ AVX512_FN static void philox32_avx512(const fast_rng *r, uint64_t q0, uint32_t *
     k0 += 0x9E3779B9u;
     k1 += 0xBB67AE85u;
   }
+}
+
+/* Thirty-two Philox calls (counters q0 .. q0+31) at once: 128 words in element order. The AVX2
+ * scheme on 512-bit vectors (eight counters per group, one per 64-bit lane), four independent
+ * groups (32 registers hold their states), and the two XORs of each half-round as one
+ * vpternlogq. */
+AVX512_FN static void philox32_avx512(const fast_rng *r, uint64_t q0, uint32_t *out) {
+  const __m512i lanes = _mm512_setr_epi64(0, 1, 2, 3, 4, 5, 6, 7);
+  __m512i x0[4], x1[4], x2[4], x3[4];
+  for (int g = 0; g < 4; ++g) {
+    const __m512i q = _mm512_add_epi64(_mm512_set1_epi64((long long)(q0 + 8u * (unsigned)g)), lanes);
+    x0[g] = q, x1[g] = _mm512_srli_epi64(q, 32);
+    x2[g] = _mm512_set1_epi64((long long)r->tag), x3[g] = _mm512_set1_epi64((long long)r->step);
+  }
+  philox_rounds_avx512(r, x0, x1, x2, x3);
   /* per counter the 64-bit pairs (w0, w1), (w2, w3); unpacking gives counters 0, 2, 4, 6 (lo)
    * and 1, 3, 5, 7 (hi) in the four 128-bit lanes, which two permutes put in order */
   const __m512i i0 = _mm512_setr_epi64(0, 1, 8, 9, 2, 3, 10, 11);
@@ -64,7 +72,6 @@ static void philox_words_avx512(const fast_rng *r, uint64_t idx0, int64_t n, uin
  * halves of the four state lanes hold words 0 .. 3). */
 AVX512_FN static void philox_strided32_avx512(const fast_rng *r, uint64_t idx0, uint64_t stride,
                                               uint32_t *out) {
-  const __m512i m0 = _mm512_set1_epi64(0xD2511F53ll), m1 = _mm512_set1_epi64(0xCD9E8D57ll);
   __m512i x0[4], x1[4], x2[4], x3[4], sel[4];
   for (int g = 0; g < 4; ++g) {
     uint64_t idx[8];
@@ -74,20 +81,7 @@ AVX512_FN static void philox_strided32_avx512(const fast_rng *r, uint64_t idx0, 
     x0[g] = q, x1[g] = _mm512_srli_epi64(q, 32);
     x2[g] = _mm512_set1_epi64((long long)r->tag), x3[g] = _mm512_set1_epi64((long long)r->step);
   }
-  uint32_t k0 = (uint32_t)(r->seed & 0xffffffffu), k1 = (uint32_t)(r->seed >> 32);
-#pragma GCC unroll 10
-  for (int round = 0; round < 10; ++round) {
-    const __m512i kk0 = _mm512_set1_epi64((long long)k0), kk1 = _mm512_set1_epi64((long long)k1);
-#pragma GCC unroll 4
-    for (int g = 0; g < 4; ++g) {
-      const __m512i p0 = _mm512_mul_epu32(x0[g], m0), p1 = _mm512_mul_epu32(x2[g], m1);
-      x0[g] = _mm512_ternarylogic_epi64(_mm512_srli_epi64(p1, 32), x1[g], kk0, 0x96);
-      x2[g] = _mm512_ternarylogic_epi64(_mm512_srli_epi64(p0, 32), x3[g], kk1, 0x96);
-      x1[g] = p1, x3[g] = p0;
-    }
-    k0 += 0x9E3779B9u;
-    k1 += 0xBB67AE85u;
-  }
+  philox_rounds_avx512(r, x0, x1, x2, x3);
   for (int g = 0; g < 4; ++g) {
     __m512i w = x0[g];
     w = _mm512_mask_mov_epi64(w, _mm512_cmpeq_epi64_mask(sel[g], _mm512_set1_epi64(1)), x1[g]);
@@ -403,26 +397,8 @@ AVX512_FN static void nv_blocks_avx512(const float *row, int64_t b0, int nbc, fl
   }
 }
 
-/* nvfp4_quantize_rows at 16 lanes: 16 blocks at a time, their SR words by the 512-bit Philox
- * (the stream's words r * idx_row + c, so idx_col = 1: the hq tensors'); other strides, a k that
- * is not a multiple of 16, or s_t not > 0 go to the twin's function. */
-static void nvfp4_rows_avx512(const float *v, int64_t r0, int64_t r1, int64_t k, float s_t, int sr,
-                              const nvfp4_stream *st, uint8_t *codes, uint8_t *scales) {
-  if (k % NVFP4_BLOCK || !(s_t > 0.0f) || (sr && (!st || st->idx_col != 1))) {
-    nvfp4_quantize_rows(v, r0, r1, k, s_t, sr, st, codes, scales);
-    return;
-  }
-  const int64_t nb = k / NVFP4_BLOCK;
-  const fast_rng rng = {st ? st->seed : 0u, st ? st->tag : 0u, st ? st->step : 0u};
-  uint32_t words[256];
-  for (int64_t r = r0; r < r1; ++r)
-    for (int64_t b0 = 0; b0 < nb; b0 += 16) {
-      const int nbc = nb - b0 < 16 ? (int)(nb - b0) : 16;
-      if (sr)
-        philox_words_avx512(&rng, (uint64_t)(r * st->idx_row + b0 * NVFP4_BLOCK), nbc * NVFP4_BLOCK, words);
-      nv_blocks_avx512(v + r * k, b0, nbc, s_t, sr, words, codes + r * (k / 2), scales + r * nb);
-    }
-}
+/* nvfp4_quantize_rows at 16 lanes: 16 blocks at a time and the 512-bit Philox (NVFP4_ROWS). */
+NVFP4_ROWS(nvfp4_rows_avx512, 16, philox_words_avx512, nv_blocks_avx512)
 
 /* mx_exponent of nvfp4_ref.c: the smallest e with amax <= 448 * 2^e, clamped to [-127, 127]. */
 static int mx_exponent_avx512(float amax) {

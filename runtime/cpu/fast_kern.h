@@ -286,4 +286,29 @@ void fast_transpose_bytes_avx2(const int8_t *src, int64_t rows, int64_t cols, in
 void fast_load_bf16_avx2(const unsigned short *s, int64_t n, float *dst);
 #endif
 
+
+/* nvfp4_quantize_rows (templates/nvfp4_ref.c) on SIMD block kernels: per row, BPV blocks of 16
+ * values at a time by BLOCKS (v row, first block, blocks, s_t, sr, words, codes row, scales
+ * row), their SR words by PHILOX (the stream's words r * idx_row + c, so idx_col = 1: the hq
+ * tensors'); other strides, a k that is not a multiple of 16, or s_t not > 0 go to the twin's
+ * function. Expanded in the level files, where nvfp4_ref.h and the kernels are declared. */
+#define NVFP4_ROWS(NAME, BPV, PHILOX, BLOCKS)                                                       \
+  static void NAME(const float *v, int64_t r0, int64_t r1, int64_t k, float s_t, int sr,           \
+                   const nvfp4_stream *st, uint8_t *codes, uint8_t *scales) {                       \
+    if (k % NVFP4_BLOCK || !(s_t > 0.0f) || (sr && (!st || st->idx_col != 1))) {                   \
+      nvfp4_quantize_rows(v, r0, r1, k, s_t, sr, st, codes, scales);                               \
+      return;                                                                                      \
+    }                                                                                              \
+    const int64_t nb = k / NVFP4_BLOCK;                                                            \
+    const fast_rng rng = {st ? st->seed : 0u, st ? st->tag : 0u, st ? st->step : 0u};              \
+    uint32_t words[(BPV) * NVFP4_BLOCK];                                                           \
+    for (int64_t r = r0; r < r1; ++r)                                                              \
+      for (int64_t b0 = 0; b0 < nb; b0 += (BPV)) {                                                 \
+        const int nbc = nb - b0 < (BPV) ? (int)(nb - b0) : (BPV);                                  \
+        if (sr)                                                                                    \
+          PHILOX(&rng, (uint64_t)(r * st->idx_row + b0 * NVFP4_BLOCK), nbc * NVFP4_BLOCK, words);  \
+        BLOCKS(v + r * k, b0, nbc, s_t, sr, words, codes + r * (k / 2), scales + r * nb);          \
+      }                                                                                            \
+  }
+
 #endif /* HOT_FAST_KERN_H */
