@@ -126,10 +126,37 @@ static int levels_checked;
 
 /* ---- e4m3 and e2m1 ---------------------------------------------------------------------------- */
 
-START_TEST(e4m3_every_value) {
-  vlist l = {0};
-  push_e4m3_grid(&l);
-  const int64_t n = l.n;
+/* One element kernel under test: the twin's code of v (mode: e4m3's nvfp4_round, or e2m1's sr),
+ * the level's codes of v[0..n), the word fraction that places SR's thresholds, and the modes. */
+typedef struct {
+  const char *name;
+  int modes, sr_mode; /* modes 0 .. modes - 1; the one that takes words */
+  unsigned (*twin)(float v, int mode, uint32_t w);
+  void (*level)(const fast_elem_kernels *e, const float *v, int64_t n, int mode, const uint32_t *w,
+                uint8_t *codes);
+  float (*frac)(float v);
+} elem_case;
+
+static unsigned twin_e4m3(float v, int mode, uint32_t w) {
+  return nvfp4_e4m3_encode(v, (nvfp4_round)mode, w);
+}
+static void level_e4m3(const fast_elem_kernels *e, const float *v, int64_t n, int mode,
+                       const uint32_t *w, uint8_t *codes) {
+  e->e4m3(v, n, (nvfp4_round)mode, mode == NVFP4_ROUND_SR ? w : NULL, codes);
+}
+static unsigned twin_e2m1(float v, int sr, uint32_t w) {
+  return sr ? nvfp4_e2m1_sr(v, w) : nvfp4_e2m1_rtn(v);
+}
+static void level_e2m1(const fast_elem_kernels *e, const float *v, int64_t n, int sr,
+                       const uint32_t *w, uint8_t *codes) {
+  e->e2m1(v, n, sr, w, codes);
+}
+
+/* Every value of l through c at every level this CPU has, every mode, SR with each of the
+ * NWORDS words around each value's threshold, for the first 40 lengths and the whole list (the
+ * byte past the length untouched). */
+static void check_elem(const elem_case *c, vlist *l) {
+  const int64_t n = l->n;
   uint8_t *got = malloc((size_t)n), *want = malloc((size_t)n);
   uint32_t *w = malloc((size_t)n * sizeof *w);
   ck_assert(got && want && w);
@@ -137,59 +164,40 @@ START_TEST(e4m3_every_value) {
     if (!fast_level_has(level)) continue;
     fast_config cf;
     fast_config_init(&cf, 1, level);
-    const fast_elem_kernels *e = cf.k->e;
-    for (int mode = NVFP4_ROUND_RTN; mode <= NVFP4_ROUND_SR; ++mode)
-      for (int j = 0; j < (mode == NVFP4_ROUND_SR ? NWORDS : 1); ++j) {
+    for (int mode = 0; mode < c->modes; ++mode)
+      for (int j = 0; j < (mode == c->sr_mode ? NWORDS : 1); ++j) {
         for (int64_t i = 0; i < n; ++i) {
-          w[i] = word_of(e4m3_frac(l.v[i]), j);
-          want[i] = (uint8_t)nvfp4_e4m3_encode(l.v[i], (nvfp4_round)mode, w[i]);
+          w[i] = word_of(c->frac(l->v[i]), j);
+          want[i] = (uint8_t)c->twin(l->v[i], mode, w[i]);
         }
-        /* every length's tail: the first 40 lengths, then the whole list */
         for (int64_t len = 1; len <= n; len = len < 40 ? len + 1 : (len == n ? n + 1 : n)) {
           memset(got, 0xAB, (size_t)n);
-          e->e4m3(l.v, len, (nvfp4_round)mode, mode == NVFP4_ROUND_SR ? w : NULL, got);
+          c->level(cf.k->e, l->v, len, mode, w, got);
           for (int64_t i = 0; i < len; ++i)
-            ck_assert_msg(got[i] == want[i], "%s e4m3 mode %d word %08x: %a -> %02x, twin %02x",
-                          fast_level_name(level), mode, w[i], (double)l.v[i], got[i], want[i]);
+            ck_assert_msg(got[i] == want[i], "%s %s mode %d word %08x: %a -> %02x, twin %02x",
+                          fast_level_name(level), c->name, mode, w[i], (double)l->v[i], got[i],
+                          want[i]);
           if (len < n) ck_assert_uint_eq(got[len], 0xAB);
         }
       }
     levels_checked |= 1 << level;
   }
-  free(got), free(want), free(w), free(l.v);
+  free(got), free(want), free(w), free(l->v);
+}
+
+START_TEST(e4m3_every_value) {
+  vlist l = {0};
+  push_e4m3_grid(&l);
+  const elem_case c = {"e4m3", NVFP4_ROUND_SR + 1, NVFP4_ROUND_SR, twin_e4m3, level_e4m3, e4m3_frac};
+  check_elem(&c, &l);
 }
 END_TEST
 
 START_TEST(e2m1_every_value) {
   vlist l = {0};
   push_e2m1_grid(&l);
-  const int64_t n = l.n;
-  uint8_t *got = malloc((size_t)n), *want = malloc((size_t)n);
-  uint32_t *w = malloc((size_t)n * sizeof *w);
-  ck_assert(got && want && w);
-  for (int level = 0; level < FAST_LEVELS; ++level) {
-    if (!fast_level_has(level)) continue;
-    fast_config cf;
-    fast_config_init(&cf, 1, level);
-    const fast_elem_kernels *e = cf.k->e;
-    for (int sr = 0; sr < 2; ++sr)
-      for (int j = 0; j < (sr ? NWORDS : 1); ++j) {
-        for (int64_t i = 0; i < n; ++i) {
-          w[i] = word_of(e2m1_frac(l.v[i]), j);
-          want[i] = (uint8_t)(sr ? nvfp4_e2m1_sr(l.v[i], w[i]) : nvfp4_e2m1_rtn(l.v[i]));
-        }
-        for (int64_t len = 1; len <= n; len = len < 40 ? len + 1 : (len == n ? n + 1 : n)) {
-          memset(got, 0xAB, (size_t)n);
-          e->e2m1(l.v, len, sr, w, got);
-          for (int64_t i = 0; i < len; ++i)
-            ck_assert_msg(got[i] == want[i], "%s e2m1 sr %d word %08x: %a -> %x, twin %x",
-                          fast_level_name(level), sr, w[i], (double)l.v[i], got[i], want[i]);
-          if (len < n) ck_assert_uint_eq(got[len], 0xAB);
-        }
-      }
-    levels_checked |= 1 << level;
-  }
-  free(got), free(want), free(w), free(l.v);
+  const elem_case c = {"e2m1", 2, 1, twin_e2m1, level_e2m1, e2m1_frac};
+  check_elem(&c, &l);
 }
 END_TEST
 
