@@ -566,6 +566,95 @@ START_TEST(philox_words_exact) {
 }
 END_TEST
 
+/* ---- the quantizer's division --------------------------------------------------------------- */
+
+/* A float from a 64-bit LCG state: sign, an exponent in [elo, ehi] and 23 random mantissa bits. */
+static float rand_float(uint64_t *st, int elo, int ehi) {
+  *st = *st * 6364136223846793005ull + 1442695040888963407ull;
+  const uint32_t h = (uint32_t)(*st >> 32);
+  const int e = elo + (int)(h % (uint32_t)(ehi - elo + 1));
+  *st = *st * 6364136223846793005ull + 1442695040888963407ull;
+  const uint32_t m = (uint32_t)(*st >> 41), sign = (uint32_t)(*st >> 40) & 1u;
+  const uint32_t bits = sign << 31 | (uint32_t)(e + 127) << 23 | m;
+  float f;
+  memcpy(&f, &bits, sizeof f);
+  return f;
+}
+
+static float ulps_from(float f, int k) { /* f moved k units in the last place (same sign) */
+  uint32_t b;
+  memcpy(&b, &f, sizeof b);
+  b = (uint32_t)((int64_t)b + k);
+  memcpy(&f, &b, sizeof f);
+  return f;
+}
+
+/* The values a quantizer's division is checked on under scale s: near each integer and each
+ * half-integer multiple of s (the floor's and the nearest's edges) and a few ulps around them,
+ * random quotients from 2^-110 to 2^110, binade edges,
+ * +-0, subnormals, the largest finite values, Inf and NaN. n = 4096. */
+static void division_values(float s, uint64_t *st, float *v) {
+  int64_t i = 0;
+  for (int k = -128; k <= 128; ++k) /* 2570 values */
+    for (int half = 0; half < 2; ++half)
+      for (int d = -2; d <= 2; ++d) v[i++] = ulps_from(((float)k + 0.5f * (float)half) * s, d);
+  while (i < 3900) v[i] = rand_float(st, -110, 110) * s, ++i;
+  static const float edge[] = {0.0f, -0.0f, 0x1p-149f, -0x1p-149f, 0x1p-126f, 0x1.fffffcp-127f,
+                               0x1p-100f, 0x1.fffffep-101f, 0x1p100f, 0x1.fffffep127f,
+                               -0x1.fffffep127f, INFINITY, -INFINITY, NAN, 1.0f, -1.0f};
+  for (int r = 0; i < 4096; ++r) v[i++] = edge[r % 16] * (r >= 16 ? s : 1.0f);
+}
+
+
+/* The quantizers' division v / s is the IEEE quotient at every level (never a multiplication by
+ * a rounded reciprocal, which differs in the last bit for some v): every level's quantizer (RTN
+ * and SR, 4- and 8-bit codes; not on NaN, which the amax pass refuses first) against the scalar
+ * level, with SR words whose rho sits just below, at and above each value's own fraction (a
+ * quotient one ulp off changes the code). Scales: the ends of the exponent range, a subnormal,
+ * the largest float, and 400 random ones. */
+START_TEST(quant_division_exact) {
+  enum { N = 4096, NS = 416 };
+  static float v[N], scales[NS];
+  static uint32_t words[N];
+  static int8_t got[N], want[N];
+  static const float fixed[] = {0x1p-125f, 0x1p125f, 0x1.fffffep-126f, 0x1.000002p125f, 1e-39f,
+                                0x1.fffffep127f, 1.0f, 0x1.fffffep-1f, 0x1.000002p0f, 1.0f / 7.0f,
+                                1.0f / 127.0f, 3.3e-5f, 12345.678f, 0x1p-100f, 0x1p100f, 0.5f};
+  uint64_t st = 0x9E3779B97F4A7C15ull;
+  for (int i = 0; i < NS; ++i) scales[i] = i < 16 ? fixed[i] : fabsf(rand_float(&st, -124, 124));
+  fast_config sc;
+  fast_config_init(&sc, 1, FAST_LEVEL_SCALAR);
+  for (int k = 0; k < NS; ++k) {
+    const float s = scales[k];
+    division_values(s, &st, v);
+    for (int qi = 0; qi < 2; ++qi) {
+      const int qmax = qi ? 127 : 7;
+      for (int64_t i = 0; i < N; ++i) { /* rho = frac + (i % 3 - 1) * 2^-24, clamped */
+        const float u = hot_scaled(v[i], s, qmax);
+        const float frac = isfinite(u) ? u - floorf(u) : 0.0f;
+        int64_t t = (int64_t)(frac * 0x1p24f) + i % 3 - 1;
+        t = t < 0 ? 0 : (t > 0xFFFFFF ? 0xFFFFFF : t);
+        words[i] = (uint32_t)t << 8 | (uint32_t)(i & 0xFF);
+      }
+      for (int sr = 0; sr < 2; ++sr) {
+        sc.k->e->quant(v, N, s, qmax, sr, sr ? words : NULL, want);
+        for (int level = 1; level < FAST_LEVELS; ++level) {
+          if (!fast_level_has(level)) continue;
+          fast_config cf;
+          fast_config_init(&cf, 1, level);
+          memset(got, 0x5A, sizeof got);
+          cf.k->e->quant(v, N, s, qmax, sr, sr ? words : NULL, got);
+          for (int64_t i = 0; i < N; ++i) /* NaN: no quantizer sees one (amax refuses it) */
+            ck_assert_msg(got[i] == want[i] || isnan(v[i]), "level %s, %s, qmax %d: %a / %a gives %d, want %d",
+                          fast_level_name(level), sr ? "SR" : "RTN", qmax, (double)v[i], (double)s,
+                          got[i], want[i]);
+        }
+      }
+    }
+  }
+}
+END_TEST
+
 /* ---- statuses ------------------------------------------------------------------------------- */
 
 START_TEST(statuses_match) {
@@ -1090,6 +1179,7 @@ int main(void) {
   tcase_add_test(tc, gemm_exact);
   tcase_add_test(tc, gemm_wraps);
   tcase_add_test(tc, philox_words_exact);
+  tcase_add_test(tc, quant_division_exact);
   tcase_add_test(tc, statuses_match);
   tcase_add_loop_test(tc, nvfp4_statuses_match, 0, 2);
   tcase_add_test(tc, nonfinite_kernels);
