@@ -296,7 +296,8 @@ def parse_args():
                         "row per variant, and writes train_lm_ablation.json")
     p.add_argument("--device", default="cpu", choices=["cpu", "cuda"])
     p.add_argument("--threads", type=NUM.arg_int(0, 1 << 10),
-                   default=0, help="torch CPU threads (0: torch's)")
+                   default=0, help="CPU threads of torch and of hot's CPU backend, which "
+                   "follows torch's count (0: torch's default)")
     p.add_argument("--out-dir", default=os.path.join(REPO, "build", "examples", "train_lm"),
                    help="where the PNG and JSON go (default build/examples/train_lm)")
     return p.parse_args()

@@ -53,6 +53,10 @@ typedef struct hot_backend_ops {
   /* hot_stats.workspace_bytes: device memory the context's layers share for their calls. NULL:
    * none (the CPU). */
   int64_t (*workspace_bytes)(const hot_ctx *ctx);
+  /* hot_ctx_set_cpu_threads / hot_ctx_cpu_threads: with n >= 0 (checked by the caller: at most
+   * HOT_MAX_CPU_THREADS) sets the threads of the context's later calls (0: the count it started
+   * with); returns the count in use. NULL: the backend runs no CPU threads (CUDA). */
+  int (*cpu_threads)(hot_ctx *ctx, int n);
 } hot_backend_ops;
 
 extern const hot_backend_ops cpu_backend_ops;

@@ -165,6 +165,20 @@ static void ops_fini(hot_ctx *ctx) {
   fast_release_scratch();
 }
 
+_Static_assert(HOT_MAX_CPU_THREADS == FAST_MAX_THREADS, "hot.h's thread bound is the fast path's");
+
+/* hot_ctx_set_cpu_threads: the context's config takes n threads (0: HOT_CPU_THREADS as read at
+ * creation, else the online CPUs, as ops_init set it); fast_config_init clamps and resolves. */
+static int ops_cpu_threads(hot_ctx *ctx, int n) {
+  fast_config *c = ctx->be;
+  if (n >= 0) {
+    fast_config t;
+    fast_config_init(&t, n > 0 ? n : ctx->env.cpu_threads, ctx->env.cpu_isa);
+    c->threads = t.threads;
+  }
+  return c->threads;
+}
+
 static hot_status ops_layer_init(hot_layer *layer) {
   cpu_layer *c = calloc(1, sizeof *c);
   if (!(layer->be = c))
@@ -214,4 +228,4 @@ static void ops_release(hot_layer *layer) {
 const hot_backend_ops cpu_backend_ops = {
     .kind = HOT_BACKEND_CPU, .init = ops_init, .fini = ops_fini, .layer_init = ops_layer_init,
     .load = NULL, .save = ops_save, .backward = ops_backward, .calibrate = ops_calibrate,
-    .check = ops_check, .times = NULL, .release = ops_release};
+    .check = ops_check, .times = NULL, .release = ops_release, .cpu_threads = ops_cpu_threads};

@@ -556,6 +556,26 @@ hot_status hot_ctx_set_profiling(hot_ctx *ctx, int on) {
   return HOT_OK;
 }
 
+hot_status hot_ctx_set_cpu_threads(hot_ctx *ctx, int n) {
+  hot_status st = enter_ctx(ctx, "hot_ctx_set_cpu_threads");
+  if (st) return st;
+  if (n < 0 || n > HOT_MAX_CPU_THREADS)
+    return ctx_fail(ctx, HOT_ERR_INVALID, "hot_ctx_set_cpu_threads: n = %d is not in [0, %d] (0: "
+                    "the count the context started with)", n, HOT_MAX_CPU_THREADS);
+  if (!ctx->ops->cpu_threads)
+    return ctx_fail(ctx, HOT_ERR_UNSUPPORTED, "hot_ctx_set_cpu_threads: this context runs on a "
+                    "GPU (the CUDA backend has no CPU threads to set)");
+  ctx->ops->cpu_threads(ctx, n);
+  return HOT_OK;
+}
+
+int hot_ctx_cpu_threads(const hot_ctx *ctx, int *pinned) {
+  if (pinned) *pinned = 0;
+  if (!ctx || ctx->failed || !ctx->ops->cpu_threads) return 0;
+  if (pinned) *pinned = ctx->env.cpu_threads > 0;
+  return ctx->ops->cpu_threads((hot_ctx *)ctx, -1);
+}
+
 hot_status hot_layer_kernel_times(const hot_layer *layer, hot_kernel_time *out, int max, int *n) {
   hot_status st = enter(layer, "hot_layer_kernel_times");
   if (st) return st;

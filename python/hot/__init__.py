@@ -3,7 +3,9 @@
 - hot.Context, hot.Layer, hot.LayerSpec: a thin object API over the C API (runtime/include/hot.h);
   errors are raised as hot.HotError carrying hot's status and one-line message.
 - hot.cpu_use_openmp(runtime) / hot.cpu_openmp(): the CPU backend on an OpenMP runtime's workers
-  (GNU OpenMP with HOT_CPU_OPENMP=auto) or on hot's own threads (the default).
+  (GNU OpenMP with HOT_CPU_OPENMP=auto) or on hot's own threads (the default);
+  hot.cpu_regions() counts its parallel regions; Context.set_cpu_threads(n) / .cpu_threads its
+  threads (hot.torch follows torch.get_num_threads() unless HOT_CPU_THREADS is set).
 - hot.capture(path, layer_name, x, w, g_y) writes a layer capture (x, w, g_y of one backward;
   docs/capture.md), hot.read_capture(path) reads one back.
 - hot.torch (imported on demand: `import hot.torch`): HOTLinear, a drop-in for torch.nn.Linear
@@ -17,7 +19,7 @@ from ._lib import (Backend, DType, Gran, HotLibraryError, Layout, Recipe, Round,
                    Status, library_path)
 from ._capture import Capture, capture, read_capture
 from .api import (LAYER_ID_LIMIT, Context, HotError, KernelTime, Layer, LayerInfo, LayerSpec,
-                  Stats, cpu_openmp, cpu_use_openmp, layer_id_for, status_name, stream_hash,
+                  Stats, cpu_openmp, cpu_regions, cpu_use_openmp, layer_id_for, status_name, stream_hash,
                   stream_key)
 
 __version__ = "0.1.0"
@@ -26,4 +28,4 @@ __all__ = ["Context", "Layer", "LayerSpec", "LayerInfo", "Stats", "KernelTime", 
            "HotLibraryError", "Status", "Backend", "DType", "Recipe", "Gran", "Round", "Rule",
            "Selection", "Layout", "status_name", "library_path", "capture", "read_capture",
            "Capture", "layer_id_for", "stream_hash", "stream_key", "LAYER_ID_LIMIT",
-           "cpu_use_openmp", "cpu_openmp"]
+           "cpu_use_openmp", "cpu_openmp", "cpu_regions"]

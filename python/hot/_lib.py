@@ -35,6 +35,7 @@ c_float_p = ctypes.POINTER(ctypes.c_float)
 
 HOT_NAME_MAX = 64
 HOT_MAX_KERNEL_TIMES = 32
+HOT_MAX_CPU_THREADS = 256
 
 
 # ---- enumerations (values as in hot.h / plan.h) ------------------------------------------------
@@ -114,7 +115,8 @@ class Recipe(enum.IntEnum):
 
 
 # C constant name -> value, for the ABI test.
-C_CONSTANTS = {"HOT_NAME_MAX": HOT_NAME_MAX, "HOT_MAX_KERNEL_TIMES": HOT_MAX_KERNEL_TIMES}
+C_CONSTANTS = {"HOT_NAME_MAX": HOT_NAME_MAX, "HOT_MAX_KERNEL_TIMES": HOT_MAX_KERNEL_TIMES,
+               "HOT_MAX_CPU_THREADS": HOT_MAX_CPU_THREADS}
 for _s in Status:
     C_CONSTANTS["HOT_STATUS_COUNT" if _s is Status.COUNT else "HOT_" + _s.name] = int(_s)
 for _prefix, _enum in (("HOT_BACKEND_", Backend), ("HOT_DT_", DType), ("HOT_ROUND_", Round),
@@ -359,6 +361,8 @@ _FUNCS = {
     "hot_cpu_use_openmp": (c_int, [c_char_p]),
     "hot_cpu_openmp": (c_int, [c_char_p, c_size_t]),
     "hot_cpu_regions": (ctypes.c_ulonglong, []),
+    "hot_ctx_set_cpu_threads": (c_int, [c_void_p, c_int]),
+    "hot_ctx_cpu_threads": (c_int, [c_void_p, ctypes.POINTER(c_int)]),
     "hot_capture_write": (c_int, [c_char_p, c_char_p, c_int64, c_int64, c_int64, c_int64, c_int,
                                   c_void_p, c_void_p, c_void_p, c_char_p, c_size_t]),
 }

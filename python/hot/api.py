@@ -73,6 +73,12 @@ def cpu_openmp():
     return buf.value.decode() if _lib.lib().hot_cpu_openmp(buf, len(buf)) else None
 
 
+def cpu_regions():
+    """hot_cpu_regions: the parallel regions the CPU backend has run on more than one thread in
+    this process (a counter for benchmarks and tests: the difference across a call)."""
+    return int(_lib.lib().hot_cpu_regions())
+
+
 def _str(b):
     return b.decode("utf-8", "replace") if isinstance(b, bytes) else str(b)
 
@@ -310,6 +316,8 @@ class Context:
         self._lock = threading.RLock()
         self._handle = None
         self._layers = weakref.WeakSet()
+        self._threads_followed = None  # _follow_threads' last count
+        self._threads_pinned = None
         if backend not in _BACKEND_NAMES and not isinstance(backend, Backend):
             raise ValueError(f"backend must be one of auto, cuda, cpu (got {backend!r})")
         o = _lib.hot_options()
@@ -440,6 +448,50 @@ class Context:
         with self._lock:
             self._check(self._L.hot_ctx_set_profiling(self._h(), 1 if on else 0),
                         "hot_ctx_set_profiling")
+
+    # -- the CPU backend's threads
+    @property
+    def cpu_threads(self):
+        """hot_ctx_cpu_threads: the threads (the caller's included) this context's CPU calls run
+        on now; 0 for a CUDA context."""
+        with self._lock:
+            return int(self._L.hot_ctx_cpu_threads(self._h(), None))
+
+    @property
+    def cpu_threads_pinned(self):
+        """True when HOT_CPU_THREADS gave the count this context started with (hot.torch then
+        leaves the count alone; docs/python.md)."""
+        pinned = ctypes.c_int(0)
+        with self._lock:
+            self._L.hot_ctx_cpu_threads(self._h(), ctypes.byref(pinned))
+        return bool(pinned.value)
+
+    def set_cpu_threads(self, n):
+        """hot_ctx_set_cpu_threads: the later CPU calls run on n threads (1 ... 256), or on the
+        count the context started with (n = 0). Same bits for any count. Raises HotError
+        (HOT_ERR_UNSUPPORTED on a CUDA context), ValueError for n out of range, TypeError for a
+        non-integer."""
+        if isinstance(n, bool) or not isinstance(n, int):
+            raise TypeError(f"set_cpu_threads: n must be an int (got {type(n).__name__})")
+        if not 0 <= n <= _lib.HOT_MAX_CPU_THREADS:
+            raise ValueError(f"set_cpu_threads: n = {n} is not in [0, {_lib.HOT_MAX_CPU_THREADS}] "
+                             "(0: the count the context started with)")
+        with self._lock:
+            self._check(self._L.hot_ctx_set_cpu_threads(self._h(), n), "hot_ctx_set_cpu_threads")
+
+    def _follow_threads(self, n):
+        """hot.torch's rule before each CPU call: the call runs on n threads (torch's count),
+        unless HOT_CPU_THREADS pinned this context's own. A C call only when n changed."""
+        if n == self._threads_followed:
+            return
+        with self._lock:
+            if self._threads_pinned is None:
+                pinned = ctypes.c_int(0)
+                cpu = self._L.hot_ctx_cpu_threads(self._h(), ctypes.byref(pinned)) > 0
+                self._threads_pinned = bool(pinned.value) or not cpu
+            if not self._threads_pinned:
+                self.set_cpu_threads(max(1, min(int(n), _lib.HOT_MAX_CPU_THREADS)))
+            self._threads_followed = n
 
     # -- layers
     def layer_from_spec(self, path, layer_name, batch=0):

@@ -256,6 +256,14 @@ class _nullctx:
         return False
 
 
+def _follow_torch_threads(layer, dev):
+    """Before a CPU call: hot's parallel regions take as many threads as torch's operators
+    (torch.get_num_threads(), what torch.set_num_threads set), unless HOT_CPU_THREADS pins the
+    context's count (docs/python.md). The bits do not depend on it."""
+    if dev.type == "cpu":
+        layer._ctx._follow_threads(torch.get_num_threads())
+
+
 def _device_ctx(dev):
     return torch.cuda.device(dev) if dev.type == "cuda" else _nullctx()
 
@@ -302,6 +310,7 @@ class _HOTLinearFunction(torch.autograd.Function):
             saved = _aligned_empty(entry.saved_bytes, xc.device)
             with _device_ctx(xc.device):
                 xa = _aligned16(xc)
+                _follow_torch_threads(layer, xc.device)
                 layer.save_ptr(xa.data_ptr(), _DT[xc.dtype], saved.data_ptr(),
                                _stream(xc.device))
             ctx.save_for_backward(weight, saved)
@@ -361,6 +370,7 @@ def _keep_plan(module, x, entry, kept):
 def _save_now(entry, x):
     """The codes of x (hot_layer_save) in a buffer of their own, made in the backward."""
     saved = _aligned_empty(entry.saved_bytes, x.device)
+    _follow_torch_threads(entry.layer, x.device)
     entry.layer.save_ptr(x.data_ptr(), _DT[x.dtype], saved.data_ptr(), _stream(x.device))
     return saved
 
@@ -372,6 +382,7 @@ def _run_backward(module, entry, g_y, w, saved, step, has_bias):
     g_x = _empty(entry.gx_shape, torch.float32, dev)
     g_w = _empty(entry.gw_shape, torch.float32, dev)
     g_b = _empty(entry.gw_shape[:1], torch.float32, dev) if has_bias else None
+    _follow_torch_threads(layer, dev)
     if entry.needs_calibration:
         layer.calibrate_ptr(g_y.data_ptr(), dt, step, stream)
         entry.needs_calibration = False

@@ -560,6 +560,58 @@ def test_cpu_backend_on_torchs_openmp_workers(hot, ht):
         hot.cpu_use_openmp("libgomp.so.1")
 
 
+def test_cpu_threads_follow_torch(hot, ht, monkeypatch):
+    """hot.torch's CPU calls take torch's thread count (torch.set_num_threads) unless
+    HOT_CPU_THREADS pins the context's: at 1 thread a backward of 2^19 values runs no parallel
+    region, at 2 it does, and both give the same bits (fresh contexts with the same seed, so the
+    same step and draws); pinned, torch's count is not followed. The setter's bounds and types."""
+    monkeypatch.delenv("HOT_CPU_THREADS", raising=False)
+    torch.manual_seed(5)
+    B, L, I, O = 8, 128, 128, 256
+    x = torch.randn(B, L, I).requires_grad_()
+    gy = torch.randn(B, L, O)
+    w = torch.randn(O, I) * 0.05
+    old = torch.get_num_threads()
+
+    def one_backward(ctx):
+        m = ht.HOTLinear(I, O, context=ctx, tag="threads")
+        with torch.no_grad():
+            m.weight.copy_(w)
+        x.grad = None
+        r0 = hot.cpu_regions()
+        m(x).backward(gy)
+        return hot.cpu_regions() - r0, (x.grad.clone(), m.weight.grad.clone(), m.bias.grad.clone())
+
+    got = {}
+    try:
+        for n in (1, 2):
+            torch.set_num_threads(n)
+            with new_ctx(hot) as ctx:
+                start = ctx.cpu_threads
+                assert start >= 1 and not ctx.cpu_threads_pinned
+                regions, got[n] = one_backward(ctx)
+                assert ctx.cpu_threads == n
+                assert (regions == 0) if n == 1 else (regions > 0), (n, regions)
+                with pytest.raises(ValueError):
+                    ctx.set_cpu_threads(-1)
+                with pytest.raises(ValueError):
+                    ctx.set_cpu_threads(hot._lib.HOT_MAX_CPU_THREADS + 1)
+                with pytest.raises(TypeError):
+                    ctx.set_cpu_threads(True)
+                ctx.set_cpu_threads(0)
+                assert ctx.cpu_threads == start
+        for a, b, what in zip(got[1], got[2], ("g_x", "g_w", "g_b")):
+            assert bits_equal(a, b), f"{what} differs between 1 and 2 threads"
+        monkeypatch.setenv("HOT_CPU_THREADS", "1")
+        torch.set_num_threads(2)
+        with new_ctx(hot) as ctx:
+            assert ctx.cpu_threads == 1 and ctx.cpu_threads_pinned
+            regions, _ = one_backward(ctx)
+            assert regions == 0 and ctx.cpu_threads == 1
+    finally:
+        torch.set_num_threads(old)
+
+
 @pytest.mark.parametrize("value,want,warns", [(None, None, False), ("", None, False),
                                               ("off", None, False), ("auto", "libgomp.so.1", False),
                                               ("libhot-no-such-runtime.so.9", None, True)])

@@ -532,6 +532,23 @@ HOT_API hot_status hot_cpu_use_openmp(const char *runtime);
  * when the own pool is. */
 HOT_API int hot_cpu_openmp(char *buf, size_t cap);
 
+/* The largest thread count of the CPU backend (HOT_CPU_THREADS, hot_ctx_set_cpu_threads). */
+#define HOT_MAX_CPU_THREADS 256
+
+/* Sets the number of threads (the caller's included) that ctx's later CPU-backend calls run on:
+ * n in [1, HOT_MAX_CPU_THREADS], or 0 for the count the context started with (HOT_CPU_THREADS,
+ * else the online CPUs). The Python package sets it before each call to torch.get_num_threads()
+ * unless HOT_CPU_THREADS is set (docs/python.md). The results are the same bits for any count.
+ * Like every call on ctx, not while another thread uses ctx or its layers. Errors: HOT_ERR_INVALID
+ * (NULL ctx, n out of range), HOT_ERR_MISUSE (failed context), HOT_ERR_UNSUPPORTED (a CUDA
+ * context); the count is then unchanged. */
+HOT_API hot_status hot_ctx_set_cpu_threads(hot_ctx *ctx, int n);
+
+/* The number of threads ctx's CPU-backend calls run on now (>= 1); 0 for NULL, a failed or a
+ * CUDA context. *pinned (may be NULL) is set to 1 when HOT_CPU_THREADS gave the count the context
+ * started with, else 0. Never fails. */
+HOT_API int hot_ctx_cpu_threads(const hot_ctx *ctx, int *pinned);
+
 /* The number of parallel regions the CPU backend has run on more than one thread since the
  * process started (all contexts; a call small enough to run on the calling thread alone starts
  * none). A counter for benchmarks and tests: the difference across a call is its regions. Never

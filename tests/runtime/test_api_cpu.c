@@ -1089,6 +1089,76 @@ START_TEST(cpu_openmp_api) {
 }
 END_TEST
 
+/* hot_ctx_set_cpu_threads / hot_ctx_cpu_threads: the count a context starts with (the online
+ * CPUs, or HOT_CPU_THREADS, then pinned), what the setter takes and refuses (the count unchanged
+ * and a message naming the argument), 0 going back to the start, and the count in effect: one
+ * thread runs a backward of 2^19 values without a parallel region, two run it with regions, and
+ * the bits are the same. A CUDA context has no CPU threads (test_api_fakecuda). */
+START_TEST(cpu_threads_api) {
+  unsetenv("HOT_CPU_THREADS");
+  hot_ctx *ctx = NULL;
+  ck_assert_int_eq(hot_ctx_create(&ctx, NULL), HOT_OK);
+  int pinned = -1;
+  const long online = sysconf(_SC_NPROCESSORS_ONLN);
+  const int start = hot_ctx_cpu_threads(ctx, &pinned);
+  ck_assert_int_eq(start, online < 1 ? 1 : online > HOT_MAX_CPU_THREADS ? HOT_MAX_CPU_THREADS : (int)online);
+  ck_assert_int_eq(pinned, 0);
+  ck_assert_int_eq(hot_ctx_cpu_threads(NULL, &pinned), 0);
+  ck_assert_int_eq(pinned, 0);
+  ck_assert_int_eq(hot_ctx_set_cpu_threads(NULL, 1), HOT_ERR_INVALID);
+  static const int bad[] = {-1, HOT_MAX_CPU_THREADS + 1, -2147483647 - 1};
+  for (size_t i = 0; i < sizeof bad / sizeof bad[0]; ++i) {
+    ck_assert_int_eq(hot_ctx_set_cpu_threads(ctx, bad[i]), HOT_ERR_INVALID);
+    ck_assert_ptr_nonnull(strstr(hot_errmsg(ctx), "hot_ctx_set_cpu_threads: n = "));
+    ck_assert_int_eq(hot_ctx_cpu_threads(ctx, NULL), start);
+  }
+  ck_assert_int_eq(hot_ctx_set_cpu_threads(ctx, HOT_MAX_CPU_THREADS), HOT_OK);
+  ck_assert_int_eq(hot_ctx_cpu_threads(ctx, NULL), HOT_MAX_CPU_THREADS);
+  ck_assert_int_eq(hot_ctx_set_cpu_threads(ctx, 0), HOT_OK);
+  ck_assert_int_eq(hot_ctx_cpu_threads(ctx, NULL), start);
+
+  /* the count in effect: T*O + T*I + O*I = 2^19 values (over the small-call bound, 2^17) */
+  au_io io;
+  au_io_init(&io, 1024, 256, 128, 77);
+  hot_layer_spec s;
+  plan_spec_defaults(&s, HOT_RECIPE_HOT);
+  snprintf(s.name, sizeof s.name, "threads");
+  s.in_features = 128;
+  s.out_features = 256;
+  hot_layer *l = NULL;
+  ck_assert_int_eq(hot_layer_create(ctx, &s, 8, 128, HOT_RECIPE_HOT, &l), HOT_OK);
+  float *gx1 = malloc(sizeof(float) * 1024 * 128), *gw1 = malloc(sizeof(float) * 256 * 128);
+  for (int n = 1; n <= 2; ++n) {
+    ck_assert_int_eq(hot_ctx_set_cpu_threads(ctx, n), HOT_OK);
+    const unsigned long long before = hot_cpu_regions();
+    ck_assert_int_eq(hot_layer_save(l, io.x, HOT_DT_F32, NULL, NULL), HOT_OK);
+    ck_assert_int_eq(hot_layer_backward(l, io.gy, io.w, HOT_DT_F32, NULL, n == 1 ? gx1 : io.gx,
+                                        n == 1 ? gw1 : io.gw, NULL, 1, NULL), HOT_OK);
+    const unsigned long long regions = hot_cpu_regions() - before;
+    if (n == 1) ck_assert_uint_eq(regions, 0);
+    else ck_assert_uint_gt(regions, 0);
+  }
+  ck_assert_mem_eq(gx1, io.gx, sizeof(float) * 1024 * 128);
+  ck_assert_mem_eq(gw1, io.gw, sizeof(float) * 256 * 128);
+  free(gx1), free(gw1);
+  hot_layer_destroy(l);
+  au_io_free(&io);
+  hot_ctx_destroy(ctx);
+
+  /* HOT_CPU_THREADS pins the start; the setter still sets, 0 goes back to it */
+  setenv("HOT_CPU_THREADS", "3", 1);
+  ck_assert_int_eq(hot_ctx_create(&ctx, NULL), HOT_OK);
+  ck_assert_int_eq(hot_ctx_cpu_threads(ctx, &pinned), 3);
+  ck_assert_int_eq(pinned, 1);
+  ck_assert_int_eq(hot_ctx_set_cpu_threads(ctx, 1), HOT_OK);
+  ck_assert_int_eq(hot_ctx_cpu_threads(ctx, NULL), 1);
+  ck_assert_int_eq(hot_ctx_set_cpu_threads(ctx, 0), HOT_OK);
+  ck_assert_int_eq(hot_ctx_cpu_threads(ctx, NULL), 3);
+  hot_ctx_destroy(ctx);
+  unsetenv("HOT_CPU_THREADS");
+}
+END_TEST
+
 /* Every place a name or message is bounded in bytes cuts at a UTF-8 character boundary:
  * utf8_complete on a table, a layer name of 32 "ß" (64 bytes, no NUL: cut to 31 of them) through
  * hot_layer_create, hot_layer_create_with_id and hot_layer_create_named, and a message longer
@@ -1415,6 +1485,7 @@ int main(void) {
   tcase_add_test(tc, layer_create_enums_and_recipe);
   tcase_add_test(tc, launch_signatures_and_geometry);
   tcase_add_test(tc, cpu_openmp_api);
+  tcase_add_test(tc, cpu_threads_api);
   tcase_add_test(tc, names_cut_at_character_boundaries);
   tcase_add_test(tc, named_stream_known_answers);
   tcase_add_test(tc, named_streams_separate_colliding_ids);

@@ -699,6 +699,12 @@ START_TEST(profiling) {
   ck_assert_int_eq(hot_layer_kernel_times(l, t, -1, &n), HOT_ERR_INVALID);
   ck_assert_int_eq(hot_layer_kernel_times(NULL, t, 1, &n), HOT_ERR_INVALID);
   ck_assert_int_eq(hot_ctx_set_profiling(NULL, 1), HOT_ERR_INVALID);
+  /* a CUDA context has no CPU threads: refused by name, read as 0 */
+  ck_assert_int_eq(hot_ctx_set_cpu_threads(ctx, 2), HOT_ERR_UNSUPPORTED);
+  ck_assert_ptr_nonnull(strstr(hot_errmsg(ctx), "hot_ctx_set_cpu_threads: this context runs on a GPU"));
+  int pinned = -1;
+  ck_assert_int_eq(hot_ctx_cpu_threads(ctx, &pinned), 0);
+  ck_assert_int_eq(pinned, 0);
   g_reset();
   hot_layer_destroy(l);
   ck_assert_int_eq(g_log->events_destroyed, 20);
