@@ -19,10 +19,10 @@ HOT_CPU_THREADS=N: the end-to-end figure of whatever the CPU backend runs. Every
 of R runs; "turns" is the median (and range) of the R torch / hot ratios of single turns, the
 figure least moved by a machine whose speed drifts; the load average is printed with each row.
 Threads: when torch has loaded GNU OpenMP (libgomp.so.1), hot's parallel regions run on its
-workers, as the Python package arranges with HOT_CPU_OPENMP=auto (hot_cpu_use_openmp; torch's
-workers spin for a few ms after each operator, and hot's own threads would share the CPUs with
-them); --own-threads keeps hot on its own pool instead (the package's default, and what a program
-without OpenMP gets). --exact adds the fp64 exact products (ref_exact_gx + _gw and their fast twins) of
+workers, as the Python package arranges by default (hot_cpu_use_openmp; torch's workers spin
+for a few ms after each operator, and hot's own threads would share the CPUs with them);
+--own-threads keeps hot on its own pool instead (HOT_CPU_OPENMP=off in the package, and what a
+program without OpenMP gets). --exact adds the fp64 exact products (ref_exact_gx + _gw and their fast twins) of
 an accuracy-row layer, 8192 tokens 4096 -> 4096 (slow: the twin takes minutes). --stages prints,
 instead of the table, where the fast backward's wall and process CPU time go, stage by stage (the mean of R
 profiled runs after one warm-up; fast_profile in runtime/cpu/fast.h), at N threads and at 1.

@@ -3,7 +3,8 @@
 - hot.Context, hot.Layer, hot.LayerSpec: a thin object API over the C API (runtime/include/hot.h);
   errors are raised as hot.HotError carrying hot's status and one-line message.
 - hot.cpu_use_openmp(runtime) / hot.cpu_openmp(): the CPU backend on an OpenMP runtime's workers
-  (GNU OpenMP with HOT_CPU_OPENMP=auto) or on hot's own threads (the default);
+  (GNU OpenMP when the process has it loaded, the default) or on hot's own threads
+  (HOT_CPU_OPENMP=off);
   hot.cpu_regions() counts its parallel regions; Context.set_cpu_threads(n) / .cpu_threads its
   threads (hot.torch follows torch.get_num_threads() unless HOT_CPU_THREADS is set).
 - hot.capture(path, layer_name, x, w, g_y) writes a layer capture (x, w, g_y of one backward;

@@ -289,18 +289,18 @@ GNU_OPENMP = "libgomp.so.1"
 
 def _attach_openmp(lib_):
     """Where the CPU backend's parallel regions run (hot_cpu_use_openmp), from $HOT_CPU_OPENMP:
-    unset, "", "off", "0", "no" or "none": hot's own pool (a region whose worker is descheduled
-    runs on the caller instead of waiting for it); "auto": on GNU OpenMP's workers when the
-    process has libgomp.so.1 loaded (PyTorch's CPU operators run on it: its workers spin for a
-    few ms after each operator), else hot's own pool; another value: that runtime (a
-    RuntimeWarning when it cannot be used, and hot's own pool). Same bits in every case. Not
-    attached by default: an OpenMP region waits at its end for every member of the team, so on
-    CPUs shared with other processes one descheduled worker costs a scheduler time slice per
-    region (docs/cpu-backend.md)."""
+    unset, "" or "auto" (the default): on GNU OpenMP's workers when the process has libgomp.so.1
+    loaded (PyTorch's CPU operators run on it: its workers spin for a few ms after each operator
+    and take hot's tasks at once), else hot's own pool; "off", "0", "no" or "none": hot's own
+    pool; another value: that runtime (a RuntimeWarning when it cannot be used, and hot's own
+    pool). Same bits in every case. While attached, a region one of whose workers starts late
+    (descheduled: other processes on the CPUs) sends the regions of the next second to hot's own
+    pool, which runs a late worker's tasks on the caller instead of waiting a scheduler time
+    slice for it at the region's end (docs/cpu-backend.md)."""
     v = os.environ.get(OPENMP_ENV, "").strip()
-    if v.lower() == "auto":
+    if v.lower() in ("", "auto"):
         lib_.hot_cpu_use_openmp(GNU_OPENMP.encode())  # not loaded: the own pool stays
-    elif v.lower() in ("", "off", "0", "no", "none"):
+    elif v.lower() in ("off", "0", "no", "none"):
         lib_.hot_cpu_use_openmp(None)
     else:
         st = lib_.hot_cpu_use_openmp(v.encode())

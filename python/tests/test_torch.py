@@ -511,15 +511,15 @@ def _gomp_loaded():
 
 
 def test_cpu_backend_on_torchs_openmp_workers(hot, ht):
-    """With torch imported (GNU OpenMP loaded), the CPU backend stays on hot's own threads unless
-    HOT_CPU_OPENMP asks otherwise, and runs on that runtime's workers when attached; HOTLinear's
+    """With torch imported (GNU OpenMP loaded), the CPU backend runs on that runtime's workers
+    unless HOT_CPU_OPENMP=off keeps hot's own threads; HOTLinear's
     gradients are the same bits there and on hot's own threads, at 1, 2 and 3 threads; bad
     runtime names raise and leave the setting alone."""
     if not _gomp_loaded():
         pytest.skip("this torch build does not load GNU OpenMP (libgomp): nothing to attach to")
-    want = "libgomp.so.1" if os.environ.get("HOT_CPU_OPENMP", "").strip().lower() == "auto" \
+    want = "libgomp.so.1" if os.environ.get("HOT_CPU_OPENMP", "").strip().lower() in ("", "auto") \
         else None
-    assert hot.cpu_openmp() == want, "hot.torch follows HOT_CPU_OPENMP (default: own threads)"
+    assert hot.cpu_openmp() == want, "hot.torch follows HOT_CPU_OPENMP (default: GNU OpenMP)"
     torch.manual_seed(3)
     B, L, I, O = 3, 70, 64, 96
     x = torch.randn(B, L, I).requires_grad_()
@@ -612,12 +612,13 @@ def test_cpu_threads_follow_torch(hot, ht, monkeypatch):
         torch.set_num_threads(old)
 
 
-@pytest.mark.parametrize("value,want,warns", [(None, None, False), ("", None, False),
+@pytest.mark.parametrize("value,want,warns", [(None, "libgomp.so.1", False),
+                                              ("", "libgomp.so.1", False),
                                               ("off", None, False), ("auto", "libgomp.so.1", False),
                                               ("libhot-no-such-runtime.so.9", None, True)])
 def test_hot_cpu_openmp_environment(hot, value, want, warns):
-    """HOT_CPU_OPENMP, read when libhot is loaded: unset (the default), empty or off keeps hot's
-    own threads, auto attaches to GNU OpenMP when loaded, an unusable name warns and keeps hot's
+    """HOT_CPU_OPENMP, read when libhot is loaded: unset (the default), empty or auto attaches to
+    GNU OpenMP when loaded, off keeps hot's own threads, an unusable name warns and keeps hot's
     own threads."""
     import subprocess
     import sys

@@ -242,15 +242,46 @@ typedef struct {
   void *ctx;
   int threads;
   omp_thread_num_fn thread_num;
+  int64_t t0;        /* when the caller started the team (fast_now_ns) */
+  atomic_int late;   /* a member entered more than g_omp_late_ns after t0 */
 } omp_job;
+
+/* Attached, but not while others use the CPUs: an OpenMP region ends with a barrier that waits
+ * for every member of its team, so where a member has been descheduled (other processes on the
+ * CPUs) each region costs a scheduler time slice, several milliseconds, where the own pool
+ * closes the region and runs that member's tasks on the caller. A member that enters a region
+ * more than g_omp_late_ns after its start marks it; the regions of the next g_omp_backoff_ns run
+ * on the own pool, after which the runtime is tried again (one late region per back-off at
+ * worst). Waking a sleeping worker takes tens of microseconds, a descheduled one a time slice:
+ * 500 us between the two. The bits do not depend on which threads run the tasks. */
+static atomic_llong g_omp_late_ns = 500000;
+static atomic_llong g_omp_backoff_ns = 1000000000;
+static atomic_llong g_omp_own_until;  /* fast_now_ns before which regions use the own pool */
+static atomic_ullong g_omp_fallbacks; /* back-offs since the process started */
+
+static int64_t fast_now_ns(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
+}
+
+void fast_openmp_fallback(int64_t late_ns, int64_t backoff_ns) {
+  atomic_store(&g_omp_late_ns, late_ns);
+  atomic_store(&g_omp_backoff_ns, backoff_ns);
+  atomic_store(&g_omp_own_until, 0);
+}
+
+unsigned long long fast_openmp_fallbacks(void) { return atomic_load(&g_omp_fallbacks); }
 
 /* The body every thread of the OpenMP team runs. A team has at most `threads` members, numbered
  * from 0; a member whose number is out of range (a misbehaving runtime) takes no task, so no two
  * threads ever share a tid (and its per-thread scratch); the caller, member 0, runs whatever is
  * left. */
 static void omp_body(void *p) {
-  const omp_job *j = p;
+  omp_job *j = p;
   const int tid = j->thread_num();
+  if (tid > 0 && fast_now_ns() - j->t0 > atomic_load_explicit(&g_omp_late_ns, memory_order_relaxed))
+    atomic_store_explicit(&j->late, 1, memory_order_relaxed);
   if (tid >= 0 && tid < j->threads) run_tasks(j->n, j->fn, j->ctx, tid);
 }
 
@@ -310,13 +341,17 @@ void fast_parallel(int64_t n, int threads, fast_task_fn fn, void *ctx) {
   }
   pthread_mutex_lock(&g_region);
   atomic_fetch_add(&g_regions, 1);
-  if (g_omp.parallel) {
-    omp_job j = {n, fn, ctx, threads, g_omp.thread_num};
+  if (g_omp.parallel && fast_now_ns() >= atomic_load(&g_omp_own_until)) {
+    omp_job j = {n, fn, ctx, threads, g_omp.thread_num, fast_now_ns(), 0};
     atomic_store(&g_next, 0);
     g_omp.parallel(omp_body, &j, (unsigned)threads, 0);
     /* the caller is member 0 of its team (or, nested in a region of the runtime, the whole team
      * of one): whatever a team left undone runs here */
     run_tasks(n, fn, ctx, 0);
+    if (atomic_load(&j.late)) { /* the CPUs are shared: the own pool for a while */
+      atomic_store(&g_omp_own_until, fast_now_ns() + atomic_load(&g_omp_backoff_ns));
+      atomic_fetch_add(&g_omp_fallbacks, 1);
+    }
     pthread_mutex_unlock(&g_region);
     return;
   }

@@ -514,8 +514,11 @@ HOT_API hot_status hot_layer_kernel_times(const hot_layer *layer, hot_kernel_tim
  * CPU operators run on GNU OpenMP), that runtime's workers keep spinning for a few milliseconds
  * after each of its regions, so a backward that starts right after such work shares the CPUs with
  * them. hot_cpu_use_openmp runs hot's regions on that runtime's workers instead (the Python
- * package does this by itself when it finds GNU OpenMP loaded: docs/python.md). Process-wide, for
- * every context; the results are the same bits either way. */
+ * package does this by itself when it finds GNU OpenMP loaded: docs/python.md). While attached,
+ * a region that one of the runtime's workers enters late (descheduled: other processes use the
+ * CPUs, and the region's closing barrier would wait a scheduler time slice for it) sends the
+ * regions of the next second to hot's own pool (docs/cpu-backend.md). Process-wide, for every
+ * context; the results are the same bits either way. */
 
 /* Runs the CPU backend's parallel regions on the workers of the OpenMP runtime `runtime`, which
  * must already be loaded in the process (nothing is loaded; it is kept loaded while in use),

@@ -1017,6 +1017,7 @@ static void probe_task(void *ctx, int64_t i, int tid) {
 }
 
 START_TEST(openmp_runtime) {
+  fast_openmp_fallback(INT64_MAX, 1000000000); /* every region on the runtime, however late */
   char name[64];
   ck_assert_int_eq(fast_openmp(name, sizeof name), 1);
   ck_assert_str_eq(name, OMP_RT);
@@ -1055,6 +1056,55 @@ START_TEST(openmp_runtime) {
   ck_assert_str_eq(name, "");
   ck_assert_int_eq(fast_use_openmp(OMP_RT), 0);
   ck_assert_int_eq(fast_openmp(NULL, 0), 1);
+  fast_openmp_fallback(500000, 1000000000); /* the defaults */
+}
+END_TEST
+
+/* The fall-back to the own pool while the CPUs are shared (fast_openmp_fallback): with a late
+ * bound of 0 every region attached to the runtime marks itself late (its second member enters
+ * after its start), so the fall-back counter tells which regions ran attached: the first, not
+ * the ones within the back-off, the first after it again, none with the bound above any region.
+ * A task of an attached region never runs on an own-pool worker, nor one of a region within the
+ * back-off on a member of the runtime's team; the tasks all run once either way. */
+typedef struct {
+  atomic_int done[40];
+  atomic_int on_team, on_pool; /* tasks run by a thread other than the caller: whose */
+} where_probe;
+
+static void where_task(void *ctx, int64_t i, int tid) {
+  where_probe *w = ctx;
+  atomic_fetch_add(&w->done[i], 1);
+  const struct timespec nap = {0, 100000};
+  nanosleep(&nap, NULL); /* long enough for the other thread to take some */
+  if (tid == 0) return;
+  if (g_omp_num() == tid) atomic_fetch_add(&w->on_team, 1);
+  else atomic_fetch_add(&w->on_pool, 1);
+}
+
+static unsigned long long where_region(int expect_attached) {
+  static where_probe w;
+  memset(&w, 0, sizeof w);
+  const unsigned long long f0 = fast_openmp_fallbacks();
+  fast_parallel(40, 2, where_task, &w);
+  for (int i = 0; i < 40; ++i) ck_assert_int_eq(atomic_load(&w.done[i]), 1);
+  if (expect_attached) ck_assert_int_eq(atomic_load(&w.on_pool), 0);
+  else ck_assert_int_eq(atomic_load(&w.on_team), 0);
+  return fast_openmp_fallbacks() - f0;
+}
+
+START_TEST(openmp_fallback) {
+  ck_assert_int_eq(fast_openmp(NULL, 0), 1);
+  fast_openmp_fallback(0, 300000000); /* every attached region late; 300 ms on the own pool */
+  ck_assert_uint_eq(where_region(1), 1); /* attached, late: the back-off starts */
+  ck_assert_uint_eq(where_region(0), 0); /* within it: the own pool */
+  ck_assert_uint_eq(where_region(0), 0);
+  const struct timespec wait = {0, 350000000};
+  nanosleep(&wait, NULL);
+  ck_assert_uint_eq(where_region(1), 1); /* after it: the runtime again */
+  fast_openmp_fallback(INT64_MAX, 1000000000); /* never late: attached, no back-off */
+  ck_assert_uint_eq(where_region(1), 0);
+  ck_assert_uint_eq(where_region(1), 0);
+  fast_openmp_fallback(500000, 1000000000); /* the defaults */
 }
 END_TEST
 #endif
@@ -1188,6 +1238,7 @@ int main(void) {
   tcase_add_test(tc, inline_small_calls);
 #ifdef HOT_FAST_TEST_OPENMP
   tcase_add_test(tc, openmp_runtime);
+  tcase_add_test(tc, openmp_fallback);
 #endif
   suite_add_tcase(s, tc);
   SRunner *sr = srunner_create(s);
