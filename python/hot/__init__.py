@@ -20,8 +20,8 @@ from ._lib import (Backend, DType, Gran, HotLibraryError, Layout, Recipe, Round,
                    Status, library_path)
 from ._capture import Capture, capture, read_capture
 from .api import (LAYER_ID_LIMIT, Context, HotError, KernelTime, Layer, LayerInfo, LayerSpec,
-                  Stats, cpu_openmp, cpu_regions, cpu_use_openmp, layer_id_for, status_name, stream_hash,
-                  stream_key)
+                  Stats, cpu_openmp, cpu_regions, cpu_use_openmp, layer_id_for, status_name,
+                  stream_hash, stream_key)
 
 __version__ = "0.1.0"
 
