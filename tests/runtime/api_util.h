@@ -13,6 +13,15 @@
 #include "hot.h"
 #include "ref.h"
 
+/* A layer description: recipe r's defaults (plan_spec_defaults), the name and the sizes. */
+static inline void au_spec(hot_layer_spec *s, hot_recipe r, const char *name, int64_t in,
+                           int64_t out) {
+  plan_spec_defaults(s, r);
+  snprintf(s->name, sizeof s->name, "%s", name);
+  s->in_features = in;
+  s->out_features = out;
+}
+
 /* splitmix64 -> uniform in [-1, 1) -> approximately normal (sum of 4). */
 static inline uint64_t au_next(uint64_t *s) {
   uint64_t z = (*s += 0x9E3779B97F4A7C15ull);

@@ -165,10 +165,7 @@ static void run(const char *root, long n, const float *x, const float *w, const 
   o.cache_dir = dir;
   const hot_recipe recipe = g_nvfp4 ? HOT_RECIPE_NVFP4 : HOT_RECIPE_HOT;
   hot_layer_spec s;
-  plan_spec_defaults(&s, recipe);
-  snprintf(s.name, sizeof s.name, "nomem");
-  s.in_features = 32;
-  s.out_features = 16;
+  au_spec(&s, recipe, "nomem", 32, 16);
   hot_ctx *ctx = NULL;
   hot_layer *l = NULL;
   hot_stats stats;

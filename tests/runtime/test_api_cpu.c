@@ -148,10 +148,7 @@ START_TEST(cpu_equals_reference) {
   au_io io;
   au_io_init(&io, 3 * 197, 100, 137, 42);
   hot_layer_spec s;
-  plan_spec_defaults(&s, HOT_RECIPE_HOT);
-  snprintf(s.name, sizeof s.name, "awkward");
-  s.in_features = 137;
-  s.out_features = 100;
+  au_spec(&s, HOT_RECIPE_HOT, "awkward", 137, 100);
   hot_layer *l = NULL;
   ck_assert_int_eq(hot_layer_create(ctx, &s, 3, 197, HOT_RECIPE_HOT, &l), HOT_OK);
   hot_layer_info info;
@@ -543,10 +540,7 @@ START_TEST(layer_create_enums_and_recipe) {
       {"spec.abc.enabled", offsetof(hot_layer_spec, abc.enabled), 5},
   };
   for (size_t i = 0; i < sizeof e / sizeof *e; ++i) {
-    plan_spec_defaults(&s, HOT_RECIPE_HOT);
-    snprintf(s.name, sizeof s.name, "en");
-    s.in_features = 32;
-    s.out_features = 16;
+    au_spec(&s, HOT_RECIPE_HOT, "en", 32, 16);
     int v = e[i].bad;
     memcpy((char *)&s + e[i].off, &v, sizeof v); /* every enum and flag is int-sized */
     ck_assert_int_eq(hot_layer_create(ctx, &s, 1, 64, HOT_RECIPE_HOT, &l), HOT_ERR_INVALID);
@@ -609,10 +603,7 @@ START_TEST(huge_finite_inputs) {
   hot_ctx *ctx = NULL;
   ck_assert_int_eq(hot_ctx_create(&ctx, NULL), HOT_OK);
   hot_layer_spec s;
-  plan_spec_defaults(&s, HOT_RECIPE_HOT);
-  snprintf(s.name, sizeof s.name, "huge");
-  s.in_features = 32;
-  s.out_features = 16;
+  au_spec(&s, HOT_RECIPE_HOT, "huge", 32, 16);
   hot_layer *l = NULL;
   ck_assert_int_eq(hot_layer_create(ctx, &s, 2, 32, HOT_RECIPE_HOT, &l), HOT_OK);
   enum { T = 64, I = 32, O = 16 };
@@ -725,10 +716,7 @@ START_TEST(kernel_pack_api) {
   o.disk_cache = -1;
   o.arch = "sm_90";
   hot_layer_spec s;
-  plan_spec_defaults(&s, HOT_RECIPE_HOT);
-  snprintf(s.name, sizeof s.name, "fc");
-  s.in_features = 64;
-  s.out_features = 32;
+  au_spec(&s, HOT_RECIPE_HOT, "fc", 64, 32);
   hot_ctx *ctx = NULL;
   hot_layer *a = NULL;
   ck_assert_int_eq(ctx_create_with_compiler(&ctx, &o, &cc), HOT_OK);
@@ -901,10 +889,7 @@ START_TEST(misuse) {
   ck_assert_int_eq(hot_ctx_create(&ctx, NULL), HOT_OK);
   ck_assert_int_eq(hot_ctx_create(&other, NULL), HOT_OK);
   hot_layer_spec s;
-  plan_spec_defaults(&s, HOT_RECIPE_HOT);
-  snprintf(s.name, sizeof s.name, "m");
-  s.in_features = 40;
-  s.out_features = 24;
+  au_spec(&s, HOT_RECIPE_HOT, "m", 40, 24);
   hot_layer *l = NULL, *x_l = NULL;
   float x[64 * 40] = {0}, w[24 * 40] = {0}, gy[64 * 24] = {0}, gx[64 * 40], gw[24 * 40], gb[24];
 
@@ -1121,10 +1106,7 @@ START_TEST(cpu_threads_api) {
   au_io io;
   au_io_init(&io, 1024, 256, 128, 77);
   hot_layer_spec s;
-  plan_spec_defaults(&s, HOT_RECIPE_HOT);
-  snprintf(s.name, sizeof s.name, "threads");
-  s.in_features = 128;
-  s.out_features = 256;
+  au_spec(&s, HOT_RECIPE_HOT, "threads", 128, 256);
   hot_layer *l = NULL;
   ck_assert_int_eq(hot_layer_create(ctx, &s, 8, 128, HOT_RECIPE_HOT, &l), HOT_OK);
   float *gx1 = malloc(sizeof(float) * 1024 * 128), *gw1 = malloc(sizeof(float) * 256 * 128);
@@ -1216,10 +1198,7 @@ START_TEST(launch_signatures_and_geometry) {
   hot_ctx *ctx = NULL;
   ck_assert_int_eq(hot_ctx_create(&ctx, &o), HOT_OK);
   hot_layer_spec s;
-  plan_spec_defaults(&s, HOT_RECIPE_HOT);
-  snprintf(s.name, sizeof s.name, "sig");
-  s.in_features = 137;
-  s.out_features = 100;
+  au_spec(&s, HOT_RECIPE_HOT, "sig", 137, 100);
   hot_layer *l = NULL;
   ck_assert_int_eq(hot_layer_create(ctx, &s, 3, 197, HOT_RECIPE_HOT, &l), HOT_OK);
   /* the default recipe: abc_x, hq_g, hq_w, hla_g, both GEMMs, bias and lqs all have launch code
@@ -1282,10 +1261,7 @@ START_TEST(launch_signatures_and_geometry) {
 
   /* paper_code on L = 197: p = 1 (identity projection), b = 4, SAWB scales for w' and x^ */
   hot_layer_spec pc;
-  plan_spec_defaults(&pc, HOT_RECIPE_PAPER_CODE);
-  snprintf(pc.name, sizeof pc.name, "sig_pc");
-  pc.in_features = 137;
-  pc.out_features = 100;
+  au_spec(&pc, HOT_RECIPE_PAPER_CODE, "sig_pc", 137, 100);
   hot_layer *lp = NULL;
   ck_assert_int_eq(hot_layer_create(ctx, &pc, 3, 197, HOT_RECIPE_PAPER_CODE, &lp), HOT_OK);
   pl = hot_layer_get_plan(lp);

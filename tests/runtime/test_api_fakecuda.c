@@ -379,10 +379,7 @@ static void sawb_launch(const fake_cuda_launch *k, const hot_layer *l, hot_kerne
 START_TEST(per_sample_sequence) {
   hot_ctx *ctx = cuda_ctx();
   hot_layer_spec s;
-  plan_spec_defaults(&s, HOT_RECIPE_HOT);
-  snprintf(s.name, sizeof s.name, "ps");
-  s.in_features = 137;
-  s.out_features = 100;
+  au_spec(&s, HOT_RECIPE_HOT, "ps", 137, 100);
   s.hq.g.gran = HOT_GRAN_SAMPLE;
   hot_layer *l = NULL;
   ck_assert_msg(hot_layer_create(ctx, &s, 3, 197, HOT_RECIPE_HOT, &l) == HOT_OK, "%s",
@@ -427,10 +424,7 @@ END_TEST
 START_TEST(hla_groups_sequence) {
   hot_ctx *ctx = cuda_ctx();
   hot_layer_spec s;
-  plan_spec_defaults(&s, HOT_RECIPE_HOT);
-  snprintf(s.name, sizeof s.name, "hg");
-  s.in_features = 137;
-  s.out_features = 100;
+  au_spec(&s, HOT_RECIPE_HOT, "hg", 137, 100);
   s.hla.layout = HOT_LAYOUT_SAMPLE;
   s.hla.x.gran = HOT_GRAN_AUTO; /* per sample under layout sample */
   s.hla.g.gran = HOT_GRAN_TENSOR;
@@ -557,10 +551,7 @@ END_TEST
 START_TEST(refusals) {
   hot_ctx *ctx = cuda_ctx();
   hot_layer_spec s;
-  plan_spec_defaults(&s, HOT_RECIPE_HOT);
-  snprintf(s.name, sizeof s.name, "nohq");
-  s.in_features = 64;
-  s.out_features = 32;
+  au_spec(&s, HOT_RECIPE_HOT, "nohq", 64, 32);
   s.hq.enabled = 0;
   hot_layer *l = NULL;
   ck_assert_int_eq(hot_layer_create(ctx, &s, 2, 64, HOT_RECIPE_HOT, &l), HOT_OK);
@@ -724,10 +715,7 @@ START_TEST(profiling) {
   ck_assert_ptr_nonnull(strstr(hot_errmsg(cpu), "CUDA backend"));
   ck_assert_int_eq(hot_ctx_set_profiling(cpu, 0), HOT_OK);
   hot_layer_spec s;
-  plan_spec_defaults(&s, HOT_RECIPE_HOT);
-  snprintf(s.name, sizeof s.name, "cpu");
-  s.in_features = 64;
-  s.out_features = 32;
+  au_spec(&s, HOT_RECIPE_HOT, "cpu", 64, 32);
   hot_layer *c = NULL;
   ck_assert_int_eq(hot_layer_create(cpu, &s, 1, 16, HOT_RECIPE_HOT, &c), HOT_OK);
   ck_assert_int_eq(hot_layer_kernel_times(c, t, HOT_MAX_KERNEL_TIMES, &n), HOT_ERR_UNSUPPORTED);
@@ -828,10 +816,7 @@ START_TEST(tma_gemms) {
   g_reset();
   ck_assert_msg(ctx_create_with_compiler(&ctx, &o, &g_cc) == HOT_OK, "%s", hot_errmsg(ctx));
   hot_layer_spec s;
-  plan_spec_defaults(&s, HOT_RECIPE_HOT);
-  snprintf(s.name, sizeof s.name, "tma");
-  s.in_features = 4096;
-  s.out_features = 100;
+  au_spec(&s, HOT_RECIPE_HOT, "tma", 4096, 100);
   s.tile_gx.warps_n = 2;
   s.tile_gw.warps_n = 2;
   hot_layer *l = NULL;
