@@ -42,15 +42,27 @@ def test_saved_bytes_counts_distinct_storages(hm):
     assert n2 == 2 * 64 * 32 * 4
 
 
-def test_hot_relu_same_bits_and_one_bit_mask(hm):
-    x = torch.randn(8, 100, 33, requires_grad=True)  # numel not a multiple of 8
+@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16])
+def test_hot_relu_same_bits_and_one_bit_mask(hm, dtype):
+    """HOTReLU's gradient is torch's ReLU's bit for bit (a NaN and signed zeros among the inputs,
+    a NaN in the gradient) and it keeps one bit an element; the mask round-trips for a bool
+    tensor that is a view at an odd offset."""
+    torch.manual_seed(4)
+    x = torch.randn(8, 100, 33, dtype=dtype)  # numel not a multiple of 8
+    x.view(-1)[:4] = torch.tensor([float("nan"), -0.0, 0.0, -1.0], dtype=dtype)
+    x.requires_grad_()
     x2 = x.detach().clone().requires_grad_()
-    g = torch.randn(8, 100, 33)
+    g = torch.randn(8, 100, 33, dtype=dtype)
+    g.view(-1)[0] = float("nan")
     y, n = hm.saved_bytes(lambda: hm.HOTReLU()(x), exclude=[x])
     y.backward(g)
     torch.relu(x2).backward(g)
-    assert torch.equal(bits(x.grad), bits(x2.grad)) and torch.equal(y, torch.relu(x2))
+    assert torch.equal(bits(x.grad), bits(x2.grad))
+    assert torch.equal(bits(y), bits(torch.relu(x2)))
     assert n == (x.numel() + 7) // 8
+    m = torch.randn(101) > 0
+    for v in (m, m[3:90], m[:1]):
+        assert torch.equal(hm.unpack_mask(hm.pack_mask(v), v.shape), v)
 
 
 def _pair(ht, hot, ctx, prefix, x, build):
