@@ -341,8 +341,9 @@ void fast_parallel(int64_t n, int threads, fast_task_fn fn, void *ctx) {
   }
   pthread_mutex_lock(&g_region);
   atomic_fetch_add(&g_regions, 1);
-  if (g_omp.parallel && fast_now_ns() >= atomic_load(&g_omp_own_until)) {
-    omp_job j = {n, fn, ctx, threads, g_omp.thread_num, fast_now_ns(), 0};
+  const int64_t now = g_omp.parallel ? fast_now_ns() : 0;
+  if (g_omp.parallel && now >= atomic_load(&g_omp_own_until)) {
+    omp_job j = {n, fn, ctx, threads, g_omp.thread_num, now, 0};
     atomic_store(&g_next, 0);
     g_omp.parallel(omp_body, &j, (unsigned)threads, 0);
     /* the caller is member 0 of its team (or, nested in a region of the runtime, the whole team

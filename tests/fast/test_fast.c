@@ -1094,11 +1094,11 @@ static unsigned long long where_region(int expect_attached) {
 
 START_TEST(openmp_fallback) {
   ck_assert_int_eq(fast_openmp(NULL, 0), 1);
-  fast_openmp_fallback(0, 300000000); /* every attached region late; 300 ms on the own pool */
+  fast_openmp_fallback(0, 1000000000); /* every attached region late; 1 s on the own pool */
   ck_assert_uint_eq(where_region(1), 1); /* attached, late: the back-off starts */
   ck_assert_uint_eq(where_region(0), 0); /* within it: the own pool */
   ck_assert_uint_eq(where_region(0), 0);
-  const struct timespec wait = {0, 350000000};
+  const struct timespec wait = {1, 100000000};
   nanosleep(&wait, NULL);
   ck_assert_uint_eq(where_region(1), 1); /* after it: the runtime again */
   fast_openmp_fallback(INT64_MAX, 1000000000); /* never late: attached, no back-off */

@@ -227,76 +227,80 @@ static void fill_rows(float *v, int64_t rows, int64_t k, int kind) {
     }
 }
 
-START_TEST(nvfp4_rows_every_scale) {
-  static const int64_t ks[] = {16, 32, 48, 256, 272, 512, 20};
-  enum { ROWS = 40 };
+/* One case of the row quantisers' checks: the level's table e, K columns, the input kind, SR
+ * or RTN, and a strided or contiguous SR word stream. */
+typedef void (*rows_case_fn)(const fast_elem_kernels *e, int level, int64_t k, int kind, int sr,
+                             int stride);
+
+/* Every level the CPU has x every K of ks x kinds input kinds x SR/RTN x both word strides. */
+static void rows_cases(const int64_t *ks, size_t nk, int kinds, rows_case_fn fn) {
   for (int level = 0; level < FAST_LEVELS; ++level) {
     if (!fast_level_has(level)) continue;
     fast_config cf;
     fast_config_init(&cf, 1, level);
-    const fast_elem_kernels *e = cf.k->e;
-    for (size_t ki = 0; ki < sizeof ks / sizeof ks[0]; ++ki)
-      for (int kind = 0; kind < 2; ++kind)
+    for (size_t ki = 0; ki < nk; ++ki)
+      for (int kind = 0; kind < kinds; ++kind)
         for (int sr = 0; sr < 2; ++sr)
-          for (int stride = 0; stride < 2; ++stride) {
-            const int64_t k = ks[ki], kp = (k + 15) / 16 * 16, cb = ROWS * kp / 2, sb = ROWS * kp / 16;
-            float *v = malloc((size_t)(ROWS * k) * sizeof *v);
-            uint8_t *got = malloc((size_t)(cb + sb)), *want = malloc((size_t)(cb + sb));
-            ck_assert(v && got && want);
-            fill_rows(v, ROWS, k, kind);
-            const nvfp4_stream st = {0x1234567890ABCDEFull + (uint64_t)k, 77u, 5u,
-                                     stride ? 1 : kp, stride ? ROWS : 1};
-            const float s_ts[] = {1.0f, 0.75f, 3e-3f, 0.0f};
-            for (size_t si = 0; si < sizeof s_ts / sizeof s_ts[0]; ++si) {
-              memset(got, 0x5A, (size_t)(cb + sb)), memset(want, 0x5A, (size_t)(cb + sb));
-              nvfp4_quantize_rows(v, 3, ROWS, k, s_ts[si], sr, &st, want, want + cb);
-              e->nvfp4_rows(v, 3, ROWS, k, s_ts[si], sr, &st, got, got + cb);
-              for (int64_t i = 0; i < cb + sb; ++i)
-                ck_assert_msg(got[i] == want[i], "%s nvfp4_rows k %lld kind %d sr %d stride %d s_t %g: "
-                              "byte %lld (%s) %02x, twin %02x", fast_level_name(level), (long long)k,
-                              kind, sr, stride, (double)s_ts[si], (long long)(i < cb ? i : i - cb),
-                              i < cb ? "codes" : "scales", got[i], want[i]);
-            }
-            free(v), free(got), free(want);
-          }
+          for (int stride = 0; stride < 2; ++stride) fn(cf.k->e, level, ks[ki], kind, sr, stride);
     levels_checked |= 1 << level;
   }
 }
+
+enum { NV_ROWS = 40, MX_ROWS = 24 };
+
+static void nvfp4_rows_case(const fast_elem_kernels *e, int level, int64_t k, int kind, int sr,
+                            int stride) {
+  const int64_t kp = (k + 15) / 16 * 16, cb = NV_ROWS * kp / 2, sb = NV_ROWS * kp / 16;
+  float *v = malloc((size_t)(NV_ROWS * k) * sizeof *v);
+  uint8_t *got = malloc((size_t)(cb + sb)), *want = malloc((size_t)(cb + sb));
+  ck_assert(v && got && want);
+  fill_rows(v, NV_ROWS, k, kind);
+  const nvfp4_stream st = {0x1234567890ABCDEFull + (uint64_t)k, 77u, 5u, stride ? 1 : kp,
+                           stride ? NV_ROWS : 1};
+  const float s_ts[] = {1.0f, 0.75f, 3e-3f, 0.0f};
+  for (size_t si = 0; si < sizeof s_ts / sizeof s_ts[0]; ++si) {
+    memset(got, 0x5A, (size_t)(cb + sb)), memset(want, 0x5A, (size_t)(cb + sb));
+    nvfp4_quantize_rows(v, 3, NV_ROWS, k, s_ts[si], sr, &st, want, want + cb);
+    e->nvfp4_rows(v, 3, NV_ROWS, k, s_ts[si], sr, &st, got, got + cb);
+    for (int64_t i = 0; i < cb + sb; ++i)
+      ck_assert_msg(got[i] == want[i], "%s nvfp4_rows k %lld kind %d sr %d stride %d s_t %g: "
+                    "byte %lld (%s) %02x, twin %02x", fast_level_name(level), (long long)k, kind,
+                    sr, stride, (double)s_ts[si], (long long)(i < cb ? i : i - cb),
+                    i < cb ? "codes" : "scales", got[i], want[i]);
+  }
+  free(v), free(got), free(want);
+}
+
+START_TEST(nvfp4_rows_every_scale) {
+  static const int64_t ks[] = {16, 32, 48, 256, 272, 512, 20};
+  rows_cases(ks, sizeof ks / sizeof ks[0], 2, nvfp4_rows_case);
+}
 END_TEST
+
+static void mxfp8_rows_case(const fast_elem_kernels *e, int level, int64_t k, int kind, int sr,
+                            int stride) {
+  const int64_t kp = (k + 31) / 32 * 32, cb = MX_ROWS * kp, sb = MX_ROWS * kp / 32;
+  float *v = malloc((size_t)(MX_ROWS * k) * sizeof *v);
+  uint8_t *got = malloc((size_t)(cb + sb)), *want = malloc((size_t)(cb + sb));
+  ck_assert(v && got && want);
+  fill_rows(v, MX_ROWS, k, kind == 1);
+  if (kind == 2) /* block amax from 2^-149 to 2^127: the E8M0 clamps */
+    for (int64_t i = 0; i < MX_ROWS * k; ++i) v[i] = rnd_at((int)((i / 32) % 277) - 149);
+  const nvfp4_stream st = {0xFEDCBA0987654321ull + (uint64_t)k, 3u, 9u, stride ? 1 : k,
+                           stride ? MX_ROWS : 1};
+  memset(got, 0x5A, (size_t)(cb + sb)), memset(want, 0x5A, (size_t)(cb + sb));
+  mxfp8_quantize_rows(v, 2, MX_ROWS, k, sr, &st, want, want + cb);
+  e->mxfp8_rows(v, 2, MX_ROWS, k, sr, &st, got, got + cb);
+  for (int64_t i = 0; i < cb + sb; ++i)
+    ck_assert_msg(got[i] == want[i], "%s mxfp8_rows k %lld kind %d sr %d stride %d: byte %lld "
+                  "(%s) %02x, twin %02x", fast_level_name(level), (long long)k, kind, sr, stride,
+                  (long long)(i < cb ? i : i - cb), i < cb ? "codes" : "scales", got[i], want[i]);
+  free(v), free(got), free(want);
+}
 
 START_TEST(mxfp8_rows_every_scale) {
   static const int64_t ks[] = {32, 64, 96, 512, 17, 40, 70};
-  enum { ROWS = 24 };
-  for (int level = 0; level < FAST_LEVELS; ++level) {
-    if (!fast_level_has(level)) continue;
-    fast_config cf;
-    fast_config_init(&cf, 1, level);
-    const fast_elem_kernels *e = cf.k->e;
-    for (size_t ki = 0; ki < sizeof ks / sizeof ks[0]; ++ki)
-      for (int kind = 0; kind < 3; ++kind)
-        for (int sr = 0; sr < 2; ++sr)
-          for (int stride = 0; stride < 2; ++stride) {
-            const int64_t k = ks[ki], kp = (k + 31) / 32 * 32, cb = ROWS * kp, sb = ROWS * kp / 32;
-            float *v = malloc((size_t)(ROWS * k) * sizeof *v);
-            uint8_t *got = malloc((size_t)(cb + sb)), *want = malloc((size_t)(cb + sb));
-            ck_assert(v && got && want);
-            fill_rows(v, ROWS, k, kind == 1);
-            if (kind == 2) /* block amax from 2^-149 to 2^127: the E8M0 clamps */
-              for (int64_t i = 0; i < ROWS * k; ++i) v[i] = rnd_at((int)((i / 32) % 277) - 149);
-            const nvfp4_stream st = {0xFEDCBA0987654321ull + (uint64_t)k, 3u, 9u, stride ? 1 : k,
-                                     stride ? ROWS : 1};
-            memset(got, 0x5A, (size_t)(cb + sb)), memset(want, 0x5A, (size_t)(cb + sb));
-            mxfp8_quantize_rows(v, 2, ROWS, k, sr, &st, want, want + cb);
-            e->mxfp8_rows(v, 2, ROWS, k, sr, &st, got, got + cb);
-            for (int64_t i = 0; i < cb + sb; ++i)
-              ck_assert_msg(got[i] == want[i], "%s mxfp8_rows k %lld kind %d sr %d stride %d: byte "
-                            "%lld (%s) %02x, twin %02x", fast_level_name(level), (long long)k, kind,
-                            sr, stride, (long long)(i < cb ? i : i - cb), i < cb ? "codes" : "scales",
-                            got[i], want[i]);
-            free(v), free(got), free(want);
-          }
-    levels_checked |= 1 << level;
-  }
+  rows_cases(ks, sizeof ks / sizeof ks[0], 3, mxfp8_rows_case);
 }
 END_TEST
 
