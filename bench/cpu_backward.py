@@ -231,12 +231,26 @@ def stage_names(lib):
     return names
 
 
-def versus(paths, threads, reps, rounds, shapes):
+def set_hla_fuse(lib, n):
+    """--hla-fuse-bytes on a bench library (None: the library's default; a library built before
+    the knob existed has only that)."""
+    if n is None:
+        return
+    f = getattr(lib, "hot_fast_bench_hla_fuse_bytes", None)
+    if f is None:
+        sys.exit("cpu_backward.py: --hla-fuse-bytes: this libhot_fast_bench.so has no such knob")
+    f.argtypes = [ctypes.c_longlong]
+    f(n)
+
+
+def versus(paths, threads, reps, rounds, shapes, fuse=None):
     """Two builds of the library, A and B, alternated: per shape, `rounds` turns of A's then B's
     stage profile (each the mean of `reps` backwards at `threads` threads), and per stage the
     best CPU ms of each build and B / A. For deciding a kernel change on a machine whose speed
     drifts: the turns see the same drift, and the best of each is compared."""
     libs = [ctypes.CDLL(p) for p in paths]
+    for lib in libs:
+        set_hla_fuse(lib, fuse)
     for lib in libs:
         bind_stages(lib)
     names = stage_names(libs[0])
@@ -300,6 +314,7 @@ def goals(lib, threads, reps, shapes):
     if has:
         print("  register-only tdpbssd loop: %.2f TMAC/s per thread (load %s)"
               % (peak.value / 1e12, load()))
+        amx_levels(lib, peak.value)
     else:
         print("  register-only tdpbssd loop: no AMX")
     gemm_rows = [i for i, nm in enumerate(names) if nm.startswith("gemm")]
@@ -324,6 +339,37 @@ def goals(lib, threads, reps, shapes):
         if has:
             gemm_alone(lib, dims, threads, reps, peak.value * threads)
         sys.stdout.flush()
+
+
+AMX_LEVELS = (  # (label, K, A pairs, B pairs): where hot_fast_bench_amx_kernel's operands live
+    ("L1 (A and B 32 KB)", 512, 1, 1),
+    ("B in L1, A from L2 (256 KB)", 512, 16, 1),
+    ("L2 (A and B 1 MB)", 2048, 4, 4),
+    ("beyond L2 (A and B 16 MB)", 2048, 64, 64),
+)
+
+
+def amx_levels(lib, peak):
+    """The AMX GEMM's 2 x 2 tile step alone (two A and two B tiles loaded per four tile products,
+    dense data, one thread) on operands at each level of the memory, int8 and bf16: the ceiling a
+    GEMM with this blocking meets where its operands come from there, and how INT8 compares with
+    the BF16 tiles of torch's oneDNN kernels at the same level."""
+    f = lib.hot_fast_bench_amx_kernel
+    f.argtypes = [ctypes.c_int] + [ctypes.c_longlong] * 4 + [ctypes.c_int,
+                                                             ctypes.POINTER(ctypes.c_double)]
+    f.restype = ctypes.c_int
+    print("  the 2 x 2 tile step alone (dense data), int8 / bf16 TMAC/s per thread:")
+    for label, k, na, nb in AMX_LEVELS:
+        r = []
+        for bf16 in (0, 1):
+            v = ctypes.c_double(0.0)
+            ok = f(bf16, k, na, nb, max(64, (1 << 26) // (k * 1024)), 5, ctypes.byref(v)) == 0
+            r.append(v.value if ok else None)
+        if r[0] is None:
+            continue
+        bf = "%.2f (int8 %.2fx)" % (r[1] / 1e12, r[0] / r[1]) if r[1] else "no AMX-BF16"
+        print("    %-30s int8 %.2f (%.0f %% of the peak), bf16 %s"
+              % (label, r[0] / 1e12, 100 * r[0] / peak, bf))
 
 
 def gemm_alone(lib, dims, threads, reps, peak):
@@ -378,6 +424,10 @@ def main():
                     help="time the quantizers' Philox words alone, at each level this CPU has")
     ap.add_argument("--goals", action="store_true",
                     help="only the goal figures (AMX peak, GEMM share, bench/cpu_layer.py)")
+    ap.add_argument("--hla-fuse-bytes", type=num.arg_int(0, 1 << 62), default=None, metavar="N",
+                    help="the fast path's bound for fusing HLA's quantizer into its transform "
+                         "(fast_set_hla_fuse_bytes: projections above N bytes are transformed "
+                         "twice instead of stored; 0: all; default 4 MiB)")
     ap.add_argument("--tiny", action="store_true",
                     help="small layers instead of the three shapes (a quick check that it runs)")
     a = ap.parse_args()
@@ -386,9 +436,11 @@ def main():
             sys.exit("cpu_backward.py: --versus goes with --stages")
         if not os.path.isfile(a.versus):
             sys.exit("cpu_backward.py: --versus %s: no such file (a libhot_fast_bench.so)" % a.versus)
-        versus([find_lib(a.lib), a.versus], a.threads, a.reps, 5, TINY if a.tiny else SHAPES)
+        versus([find_lib(a.lib), a.versus], a.threads, a.reps, 5, TINY if a.tiny else SHAPES,
+               a.hla_fuse_bytes)
         return
     lib = ctypes.CDLL(find_lib(a.lib))
+    set_hla_fuse(lib, a.hla_fuse_bytes)
     if a.philox:
         philox(lib, a.reps)
         return

@@ -21,6 +21,11 @@ Sections (all by default; --only takes a comma-separated subset):
               a child process) against the same step without it, for HOTLinear and nn.Linear
               (a pool whose idle workers spin, or whose regions wait for a descheduled worker,
               falls into a far slower mode there);
+  widths      (not in the default set) the layer section's figures at 8 x 128 tokens for the
+              widths of small models, d -> d and d -> 4 d for d = 128 .. 1024 and 2048 -> 2048:
+              where on this CPU a HOTLinear step starts to pay against the faster nn.Linear
+              (the work HOT adds grows with the tensors, T (I + O) + I O values, the GEMM work it
+              saves with T I O multiply-adds, so it pays only from some width on);
   regions     parallel regions of the fast path per HOTLinear step (forward save + backward),
               counted by the pool (hot_cpu_regions in libhot), per shape;
   parts       (not in the default set) where the bf16 autocast steps' time goes: per shape, each
@@ -72,6 +77,9 @@ SHAPES = [  # (label, B, L, O, I)
     ("1x2048 tok, 2048->2048", 1, 2048, 2048, 2048),
     ("8x128 tok, 512->2048", 8, 128, 2048, 512),
 ]
+WIDTHS = [("8x128 tok, %d->%d" % (i, o), 8, 128, o, i)  # the widths section: d -> d, d -> 4d
+          for d in (128, 256, 512, 1024) for i, o in ((d, d), (d, 4 * d))] + \
+         [("8x128 tok, 2048->2048", 8, 128, 2048, 2048)]
 TINY_SHAPE = ("1x16 tok, 64->64", 1, 16, 64, 64)
 TINY_SHAPES = [("2x17 tok, 48->40", 2, 17, 40, 48), ("1x70 tok, 64->96", 1, 70, 96, 64)]
 
@@ -407,6 +415,8 @@ def main():
                         else "glibc's defaults (--malloc glibc)"))
     if "layer" in only:
         section_layer(torch, hot_mod, shapes, a.reps, dtypes)
+    if "widths" in only:
+        section_layer(torch, hot_mod, WIDTHS, a.reps, dtypes)
     if "tiny" in only:
         section_tiny(torch, hot_mod, a.reps)
     if "contention" in only:

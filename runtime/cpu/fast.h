@@ -91,6 +91,14 @@ int fast_threads(void);
  * counts), n < 0 returns to FAST_INLINE_ELEMS. Process-wide; meant for tests and benchmarks. */
 void fast_set_inline_elems(int64_t n);
 
+/* Above this many bytes of an HLA projection (hla.k x cols fp32) the fast path does not store
+ * it: with the absmax rule it transforms twice, once for the row amax and again into the codes
+ * (the same bits either way). */
+#define FAST_HLA_FUSE_BYTES ((long long)4 << 20)
+/* n >= 0 sets that bound (0: every projection fused), n < 0 returns to FAST_HLA_FUSE_BYTES.
+ * Process-wide; meant for tests and benchmarks. */
+void fast_set_hla_fuse_bytes(int64_t n);
+
 /* Runs the parallel regions on the workers of an OpenMP runtime that is already loaded in the
  * process, instead of the fast path's own pool: `runtime` is the runtime's library as dlopen names
  * it ("libgomp.so.1", "libomp.so", "libiomp5.so"), NULL to return to the own pool. The runtime is

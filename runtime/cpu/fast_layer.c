@@ -269,7 +269,12 @@ static void hq_w_task(void *ctx, int64_t i, int tid) {
   }
 }
 
-/* HLA: token block i / chunks, column chunk i % chunks (ref_hla_transform). */
+/* HLA: token block i / chunks, column chunk i % chunks (ref_hla_transform): the block's p x n
+ * transform in the thread's scratch, then each kept row (math row kb + j) either stored into out
+ * with its amax (x->amax), or, with out NULL, its amax only (the fused quantizer's first pass),
+ * or, with codes, its codes under scales[row / group] (the second pass, after the scales: the
+ * same transform again, then ref_quantize_groups' steps per element, the Philox word of the
+ * element's own index, so the split does not matter). */
 static void hla_task(void *ctx, int64_t i, int tid) {
   const tctx *x = ctx;
   const hot_layer_plan *pl = x->pl;
@@ -294,9 +299,21 @@ static void hla_task(void *ctx, int64_t i, int tid) {
   }
   x->k->e->fwht_cols_src(buf, p, n, hc, srcs);
   const int64_t kb = blk * r;
+  const int qmax = x->q ? hot_qmax(x->q->bits) : 0, sr = x->q && x->q->round == HOT_ROUND_SR;
+  uint32_t words[1024];
   for (int j = 0; j < r; ++j) {
     const float *row = buf + (int64_t)pl->hla.rows[j] * hc;
-    memcpy(x->out + (kb + j) * cols + c0, row, (size_t)n * sizeof *x->out);
+    const int64_t idx = (kb + j) * cols + c0;
+    if (x->codes) { /* the fused quantizer's second pass: the row's codes */
+      const float s = x->scales[(kb + j) / x->group];
+      for (int64_t e0 = 0; e0 < n; e0 += 1024) {
+        const int64_t m = n - e0 < 1024 ? n - e0 : 1024;
+        if (sr) x->k->e->philox(&x->rng, (uint64_t)(idx + e0), m, words);
+        x->k->e->quant(row + e0, m, s, qmax, sr, words, x->codes + idx + e0);
+      }
+      continue;
+    }
+    if (x->out) memcpy(x->out + idx, row, (size_t)n * sizeof *x->out);
     float m = 0.0f;
     if (!x->k->e->amax(row, n, &m)) atomic_store(x->bad, 1);
     x->amax[(kb + j) * chunks + i % chunks] = m;
@@ -304,31 +321,46 @@ static void hla_task(void *ctx, int64_t i, int tid) {
 }
 
 /* The HLA projection of src (T x cols) into out (hla.k x cols), with the row amax of out in
- * row_amax[hla.k]: HOT_REF_ENONFINITE when a value of out is not finite. */
+ * row_amax[hla.k]: HOT_REF_ENONFINITE when a value of out is not finite. With out NULL, the row
+ * amax only. With fq not NULL (out NULL, row_amax unused), the fused quantizer's second pass:
+ * fq's codes under its scales, its rng and group set (hla_task). */
 static int hla_transform(const hot_layer_plan *pl, const void *src, hot_dtype dt, int64_t cols,
-                         const fast_config *cf, float *out, float *row_amax) {
+                         const fast_config *cf, float *out, float *row_amax, const tctx *fq) {
   atomic_int bad;
   atomic_init(&bad, 0);
   tctx x = {pl, src, dt, cols, out, NULL, cf->k, 0, NULL, &bad, NULL, NULL, NULL, 0, NULL, {0, 0, 0}};
+  if (fq) x.codes = fq->codes, x.scales = fq->scales, x.group = fq->group, x.q = fq->q, x.rng = fq->rng;
   x.hcols = 16384 / pl->hla.block; /* 64 KB of floats per task (L2): runs of 1 KB of each
                                        source row with p = 64 (256 B, at 16 KB, were too short
                                        for the prefetcher on rows a page or more apart) */
   if (x.hcols < 8) x.hcols = 8;
   const int64_t K = pl->hla.k, chunks = fast_cdiv(cols, x.hcols);
-  x.amax = malloc((size_t)(K * chunks) * sizeof *x.amax);
+  x.amax = fq ? NULL : malloc((size_t)(K * chunks) * sizeof *x.amax);
   x.scratch = calloc((size_t)cf->threads, sizeof *x.scratch);
-  int rc = x.scratch && x.amax ? HOT_REF_OK : HOT_REF_ENOMEM;
+  int rc = x.scratch && (fq || x.amax) ? HOT_REF_OK : HOT_REF_ENOMEM;
   for (int t = 0; t < cf->threads && !rc; ++t)
     if (!(x.scratch[t] = malloc((size_t)(pl->hla.block * x.hcols) * sizeof(float))))
       rc = HOT_REF_ENOMEM;
   if (!rc) fast_parallel(pl->hla.blocks * chunks, cf->threads, hla_task, &x);
   if (!rc && atomic_load(&bad)) rc = HOT_REF_ENONFINITE;
-  if (!rc) row_max(x.amax, K, chunks, row_amax);
+  if (!rc && !fq) row_max(x.amax, K, chunks, row_amax);
   if (x.scratch)
     for (int t = 0; t < cf->threads; ++t) free(x.scratch[t]);
   free(x.scratch);
   free(x.amax);
   return rc;
+}
+
+/* Above this many bytes of the projection (hla.k x cols fp32) hla_codes does not store it: with
+ * the absmax rule it runs the transform twice, once for the row amax and again into the codes
+ * (hla_task), as hq_quant_g does for g'. A stored projection that large goes out to memory and
+ * back (on the Xeon measured, its stores alone cost as much as the transform: the stage 3.75 ms,
+ * 1.9 without them, at 900 x 3072); a smaller one is read back from the caches and costs less
+ * than a second transform. fast_set_hla_fuse_bytes (fast.h) moves the bound (benchmarks, tests). */
+static atomic_llong g_hla_fuse_bytes = FAST_HLA_FUSE_BYTES;
+static int64_t hla_fuse_bytes(void) { return (int64_t)atomic_load(&g_hla_fuse_bytes); }
+void fast_set_hla_fuse_bytes(int64_t n) {
+  atomic_store(&g_hla_fuse_bytes, n >= 0 ? (long long)n : FAST_HLA_FUSE_BYTES);
 }
 
 /* project_quant of hla_project_ref.c up to the codes: the K x cols math codes and the
@@ -339,16 +371,26 @@ static int hla_codes(const hot_layer_plan *pl, const void *src, hot_dtype dt, in
   const int64_t K = pl->hla.k, G = pl->hla.groups, gk = pl->hla.group_k;
   const int sample = q->gran == HOT_GRAN_SAMPLE;
   if (q->gran != HOT_GRAN_TENSOR && !sample) return HOT_REF_ESHAPE;
-  float *t = fast_scratch((size_t)(K * cols) * sizeof *t), *ra = malloc((size_t)K * sizeof *ra);
-  int rc = t && ra ? HOT_REF_OK : HOT_REF_ENOMEM;
+  const int fuse = q->rule == HOT_RULE_ABSMAX && K * cols * (int64_t)sizeof(float) > hla_fuse_bytes();
+  float *t = fuse ? NULL : fast_scratch((size_t)(K * cols) * sizeof *t);
+  float *ra = malloc((size_t)K * sizeof *ra);
+  int rc = (fuse || t) && ra ? HOT_REF_OK : HOT_REF_ENOMEM;
   fast_prof_t t0 = fast_prof_now();
-  if (!rc) rc = hla_transform(pl, src, dt, cols, cf, t, ra); /* also the row amax */
+  if (!rc) rc = hla_transform(pl, src, dt, cols, cf, t, ra, NULL); /* also the row amax */
   if (prof >= 0) t0 = fast_prof_add(prof, t0);
   const int64_t group = sample ? gk : K;
   /* ref_quantize_groups' checks in its order: arguments, then finiteness (hla_transform's) */
   if ((!rc || rc == HOT_REF_ENONFINITE) && (!quant_ok(q) || group <= 0 || K % group))
     rc = HOT_REF_EARG;
-  if (!rc) rc = quantize_known(t, K, cols, group, q, seed, tag, step, ra, cf, codes, scale);
+  if (!rc && !fuse) rc = quantize_known(t, K, cols, group, q, seed, tag, step, ra, cf, codes, scale);
+  if (!rc && fuse) { /* absmax scales from the row amax (quantize_known's), then the codes */
+    for (int64_t g = 0; g < K / group; ++g) scale[g] = hot_scale(group_amax(ra, g, group), q->bits);
+    tctx fq;
+    memset(&fq, 0, sizeof fq);
+    fq.codes = codes, fq.scales = scale, fq.group = group, fq.q = q;
+    fq.rng.seed = seed, fq.rng.tag = tag, fq.rng.step = step;
+    rc = hla_transform(pl, src, dt, cols, cf, NULL, NULL, &fq);
+  }
   if (prof >= 0) fast_prof_add(prof + 1, t0);
   if (!rc)
     for (int64_t j = sample ? G : 1; j < G; ++j) scale[j] = scale[0];

@@ -458,3 +458,90 @@ int hot_fast_bench_amx_peak(int reps, double *macs_s) {
 /* 1: every AMX A panel packed (fast_amx_pack_all), 0: A's tiles read in place where they can be;
  * for comparing the two in one process. */
 void hot_fast_bench_amx_pack_all(int on) { fast_amx_pack_all = on != 0; }
+
+/* The 2 x 2 tile step of the AMX GEMM (fast_amx.c's kern_amx: two A and two B tiles loaded per
+ * 64 k, four tdpbssd, or tdpbf16ps for bf16) on operands that come from a chosen level of the
+ * memory: `calls` kernel calls over blocks of K bytes of k, each call on the next of na A pairs
+ * and nb_pairs B pairs (1 KB tiles, contiguous), its four accumulators zeroed first and stored
+ * after. With na = nb_pairs = 1 and 32 x K small, everything stays in the L1; with K 2048 and a
+ * few pairs, in the L2; with more, beyond it. Data: dense pseudo-random bytes (AMX draws more
+ * power on such data than on zeros, and the core may clock lower: the register-only peak loop
+ * runs on zeros). The multiply-adds per second of the best of reps into *macs_s: the rate a GEMM
+ * whose operands live at that level can reach with this blocking, for int8 and for the bf16
+ * that torch's oneDNN kernels run (a 64-byte row holds 64 int8 or 32 bf16 values, and both
+ * instructions take the same time per tile). 0; -1 without AMX-INT8 / AMX-BF16 or memory. */
+#if FAST_HAVE_AMX
+#define AMX_STEPS(DP)                                                                               \
+  for (long long i = 0; i < calls; ++i) {                                                           \
+    const unsigned char *ap = a + (i % na) * 2 * nb * 1024, *bp = b + (i % nbp) * 2 * nb * 1024;    \
+    _tile_zero(0);                                                                                  \
+    _tile_zero(1);                                                                                  \
+    _tile_zero(2);                                                                                  \
+    _tile_zero(3);                                                                                  \
+    for (long long j = 0; j < nb; ++j) {                                                            \
+      _tile_loadd(4, ap + j * 1024, 64);                                                            \
+      _tile_loadd(6, bp + j * 1024, 64);                                                            \
+      DP(0, 4, 6);                                                                                  \
+      _tile_loadd(7, bp + (nb + j) * 1024, 64);                                                     \
+      DP(1, 4, 7);                                                                                  \
+      _tile_loadd(5, ap + (nb + j) * 1024, 64);                                                     \
+      DP(2, 5, 6);                                                                                  \
+      DP(3, 5, 7);                                                                                  \
+    }                                                                                               \
+    _tile_stored(0, c, 64);                                                                         \
+    _tile_stored(1, c + 256, 64);                                                                   \
+    _tile_stored(2, c + 512, 64);                                                                   \
+    _tile_stored(3, c + 768, 64);                                                                   \
+  }
+__attribute__((target("amx-tile,amx-int8,amx-bf16"))) static void amx_steps(
+    int bf16, const unsigned char *a, const unsigned char *b, long long na, long long nbp,
+    long long nb, long long calls, int32_t *c) {
+  _tile_loadconfig(&k_peak_cfg);
+  if (bf16) {
+    AMX_STEPS(_tile_dpbf16ps)
+  } else {
+    AMX_STEPS(_tile_dpbssd)
+  }
+  _tile_release();
+}
+#endif
+
+int hot_fast_bench_amx_kernel(int bf16, long long K, long long na, long long nb_pairs,
+                              long long calls, int reps, double *macs_s) {
+  *macs_s = 0.0;
+#if FAST_HAVE_AMX
+  if (!fast_level_has(FAST_LEVEL_AMX) || K < 64 || K % 64 || na < 1 || nb_pairs < 1 || calls < 1)
+    return -1;
+  if (bf16 && !__builtin_cpu_supports("amx-bf16")) return -1;
+  const long long nb = K / 64;
+  const size_t abytes = (size_t)(2 * na * nb * 1024), bbytes = (size_t)(2 * nb_pairs * nb * 1024);
+  unsigned char *a = aligned_alloc(64, abytes), *b = aligned_alloc(64, bbytes);
+  int32_t *c = aligned_alloc(64, 4096);
+  if (!a || !b || !c) {
+    free(a), free(b), free(c);
+    return -1;
+  }
+  /* bf16: finite values (bits 0x3f.. / 0xbf..: exponents near 1), int8: any bytes */
+  uint32_t h = 0x9E3779B9u;
+  for (size_t i = 0; i < abytes; ++i) h = h * 1664525u + 1013904223u, a[i] = (unsigned char)(h >> 24);
+  for (size_t i = 0; i < bbytes; ++i) h = h * 1664525u + 1013904223u, b[i] = (unsigned char)(h >> 24);
+  for (size_t i = 1; bf16 && i < abytes; i += 2) a[i] = (unsigned char)((a[i] & 0x80) | 0x3f);
+  for (size_t i = 1; bf16 && i < bbytes; i += 2) b[i] = (unsigned char)((b[i] & 0x80) | 0x3f);
+  amx_steps(bf16, a, b, na, nb_pairs, nb, calls / 8 + 1, c); /* warm: pages, caches, clocks */
+  for (int r = 0; r < reps; ++r) {
+    const double t0 = now_s();
+    amx_steps(bf16, a, b, na, nb_pairs, nb, calls, c);
+    const double dt = now_s() - t0;
+    const double rate = (double)calls * 32.0 * 32.0 * (double)K / (bf16 ? 2.0 : 1.0) / dt;
+    if (rate > *macs_s) *macs_s = rate;
+  }
+  free(a), free(b), free(c);
+  return 0;
+#else
+  (void)bf16, (void)K, (void)na, (void)nb_pairs, (void)calls, (void)reps;
+  return -1;
+#endif
+}
+
+/* fast_set_hla_fuse_bytes (fast.h): n >= 0 the bound, n < 0 the default. */
+void hot_fast_bench_hla_fuse_bytes(long long n) { fast_set_hla_fuse_bytes(n); }

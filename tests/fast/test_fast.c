@@ -219,6 +219,7 @@ static void run_case(const fcase *c, int idx) {
       for (int th = 1; th <= 3; ++th) {
         fast_set_level(level);
         fast_set_threads(th);
+        fast_set_hla_fuse_bytes(th == 2 ? 0 : -1); /* 2 threads: every HLA projection fused */
         ck_assert_int_eq(fast_level_now(), level);
         g_levels_run[level] = 1;
         if (gi == 0) { /* save and calibration do not depend on the granularity */
@@ -267,6 +268,7 @@ static void run_case(const fcase *c, int idx) {
   free(tmp), free(x), free(w), free(g), free(rx), free(rw), free(fx), free(fw), free(rb), free(fb);
   fast_set_level(-1);
   fast_set_threads(0);
+  fast_set_hla_fuse_bytes(-1);
 }
 
 START_TEST(layers_bit_identical) {
@@ -698,8 +700,12 @@ START_TEST(statuses_match) {
                    HOT_REF_ENONFINITE);
   w[3] = 0.0f;
   x[7] = NAN;
-  ck_assert_int_eq(fast_layer_save(NULL, &pl, x, HOT_DT_F32, &f), HOT_REF_ENONFINITE);
-  ck_assert_ptr_null(f.q_x);
+  for (int fuse = 0; fuse < 2; ++fuse) { /* the HLA projection stored, then fused */
+    fast_set_hla_fuse_bytes(fuse ? 0 : -1);
+    ck_assert_int_eq(fast_layer_save(NULL, &pl, x, HOT_DT_F32, &f), HOT_REF_ENONFINITE);
+    ck_assert_ptr_null(f.q_x);
+  }
+  fast_set_hla_fuse_bytes(-1);
   ref_saved_free(&s);
   free(x), free(w), free(g), free(gx), free(gw), free(gb), free(rx), free(rw);
 }
@@ -838,6 +844,7 @@ START_TEST(nonfinite_bias_no_hq) {
       for (int th = 1; th <= 3 && fast_level_has(level); th += 2) {
         fast_set_level(level);
         fast_set_threads(th);
+        fast_set_hla_fuse_bytes(th == 3 ? 0 : -1); /* the HLA projection fused, and not */
         const int frc = fast_layer_backward(NULL, &pl, &rs, g, w, c->dt, HOT_GRAN_ROW, 3, 4, fx, fw, fb);
         ck_assert_msg(frc == rrc, "case %d, %g at %lld, %s, %d threads: status %d, the twin's %d",
                       _i % 3, (double)bad[b], (long long)at[k], fast_level_name(level), th, frc, rrc);
@@ -847,6 +854,7 @@ START_TEST(nonfinite_bias_no_hq) {
   ref_saved_free(&rs);
   fast_set_level(-1);
   fast_set_threads(0);
+  fast_set_hla_fuse_bytes(-1);
   free(tmp), free(x), free(w), free(gy), free(h), free(rx), free(rw), free(fx), free(fw), free(rb),
       free(fb);
 }
