@@ -243,7 +243,18 @@ def set_hla_fuse(lib, n):
     f(n)
 
 
-def versus(paths, threads, reps, rounds, shapes, fuse=None):
+def set_gran(lib, gran):
+    """--gran on a bench library (one built before the knob existed times per tensor only)."""
+    f = getattr(lib, "hot_fast_bench_gran", None)
+    if f is None:
+        if gran != "tensor":
+            sys.exit("cpu_backward.py: --gran: this libhot_fast_bench.so has no such knob")
+        return
+    f.argtypes = [ctypes.c_int]
+    f(("tensor", "token", "sample").index(gran))
+
+
+def versus(paths, threads, reps, rounds, shapes, fuse=None, gran="tensor"):
     """Two builds of the library, A and B, alternated: per shape, `rounds` turns of A's then B's
     stage profile (each the mean of `reps` backwards at `threads` threads), and per stage the
     best CPU ms of each build and B / A. For deciding a kernel change on a machine whose speed
@@ -251,6 +262,7 @@ def versus(paths, threads, reps, rounds, shapes, fuse=None):
     libs = [ctypes.CDLL(p) for p in paths]
     for lib in libs:
         set_hla_fuse(lib, fuse)
+        set_gran(lib, gran)
     for lib in libs:
         bind_stages(lib)
     names = stage_names(libs[0])
@@ -428,6 +440,9 @@ def main():
                     help="the fast path's bound for fusing HLA's quantizer into its transform "
                          "(fast_set_hla_fuse_bytes: projections above N bytes are transformed "
                          "twice instead of stored; 0: all; default 4 MiB)")
+    ap.add_argument("--gran", choices=("tensor", "token", "sample"), default="tensor",
+                    help="the granularity of g''s HQ scales in hot's timed backwards (LQS picks "
+                         "per token or per sample in a model; default tensor)")
     ap.add_argument("--tiny", action="store_true",
                     help="small layers instead of the three shapes (a quick check that it runs)")
     a = ap.parse_args()
@@ -437,10 +452,11 @@ def main():
         if not os.path.isfile(a.versus):
             sys.exit("cpu_backward.py: --versus %s: no such file (a libhot_fast_bench.so)" % a.versus)
         versus([find_lib(a.lib), a.versus], a.threads, a.reps, 5, TINY if a.tiny else SHAPES,
-               a.hla_fuse_bytes)
+               a.hla_fuse_bytes, a.gran)
         return
     lib = ctypes.CDLL(find_lib(a.lib))
     set_hla_fuse(lib, a.hla_fuse_bytes)
+    set_gran(lib, a.gran)
     if a.philox:
         philox(lib, a.reps)
         return

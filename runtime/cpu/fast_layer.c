@@ -162,7 +162,8 @@ typedef struct {
   float *out;
   float **scratch; /* per thread: p x hcols floats (HLA) */
   const fast_kernels *k; /* the level's kernels (fast_config) */
-  int64_t hcols; /* HLA: columns of one task (its p x hcols block: 64 KB) */
+  int64_t hcols; /* HLA: columns of one task (its p x hcols block: 64 KB); g' in one pass
+                    (hq_g_group_task): tokens of one task */
   float *amax;    /* the amax of every output row's column block (HQ g': T x ncb, HLA: K x
                      chunks), computed while the row is in cache; NULL for w' */
   atomic_int *bad; /* set when an output value is not finite (with amax) */
@@ -170,7 +171,7 @@ typedef struct {
   /* HQ g' with the quantizer fused (hq_g_fused): out is NULL, and the second pass transforms each
    * row block again and writes its codes (codes not NULL) under scales[t / group] */
   int8_t *codes;
-  const float *scales;
+  float *scales; /* read by the second passes; hq_g_group_task writes its groups' */
   int64_t group;
   const hot_quant *q;
   fast_rng rng;
@@ -229,6 +230,49 @@ static void hq_g_task(void *ctx, int64_t i, int tid) {
     x->amax[t * ncb + j] = m;
   }
   if (x->bias) memcpy(x->bias + ch * O + c0, part, (size_t)real * sizeof *part);
+}
+
+/* g' in one pass (hq_quant_g, where a task can own whole scale groups): task i = tokens
+ * [i * span, (i + 1) * span), span a multiple of the group and of HOT_REF_BIAS_CHUNK; each
+ * group's rows loaded, transformed (hq_g_row over the whole padded row, the bias partials of
+ * their chunk added in token order) and their amax taken into the thread's scratch (group x o_pad
+ * floats, then O for the partials), then the group's scale (hot_scale of its amax, as the twin),
+ * then its codes from the scratch while it is in the L1 or L2: the same operations per element as
+ * the two passes, one load and one transform of g_y instead of two. A group with a value that is
+ * not finite sets bad and gets no codes (the step fails with the twin's status). */
+static void hq_g_group_task(void *ctx, int64_t i, int tid) {
+  const tctx *x = ctx;
+  const hot_layer_plan *pl = x->pl;
+  const int64_t O = pl->O, op = pl->hq.o_pad, T = pl->T, span = x->hcols, group = x->group;
+  const int64_t t0 = i * span, t1 = t0 + span < T ? t0 + span : T;
+  const int qmax = hot_qmax(x->q->bits), sr = x->q->round == HOT_ROUND_SR;
+  float *scr = x->scratch[tid], *part = x->bias ? scr + group * op : NULL;
+  uint32_t words[1024];
+  for (int64_t g0 = t0; g0 < t1; g0 += group) {
+    float amax = 0.0f;
+    int ok = 1;
+    for (int64_t t = g0; t < g0 + group; ++t) {
+      float *row = scr + (t - g0) * op;
+      if (part && t % HOT_REF_BIAS_CHUNK == 0) memset(part, 0, (size_t)O * sizeof *part);
+      if (t + 2 < t1) fast_prefetch_run(x->src, x->dt, (t + 2) * O, O);
+      hq_g_row(x, t, 0, op, O, row, part);
+      if (part && ((t + 1) % HOT_REF_BIAS_CHUNK == 0 || t + 1 == T))
+        memcpy(x->bias + (t / HOT_REF_BIAS_CHUNK) * O, part, (size_t)O * sizeof *part);
+      ok &= x->k->e->amax(row, op, &amax);
+    }
+    if (!ok) {
+      atomic_store(x->bad, 1);
+      continue;
+    }
+    const float s = hot_scale(amax, x->q->bits);
+    x->scales[g0 / group] = s;
+    for (int64_t t = g0; t < g0 + group; ++t)
+      for (int64_t c0 = 0; c0 < op; c0 += 1024) {
+        const int64_t n = op - c0 < 1024 ? op - c0 : 1024, idx = t * op + c0;
+        if (sr) x->k->e->philox(&x->rng, (uint64_t)idx, n, words);
+        x->k->e->quant(scr + (t - g0) * op + c0, n, s, qmax, sr, words, x->codes + idx);
+      }
+  }
 }
 
 /* w' (o_pad x I): block of b rows i / chunks, columns chunk i % chunks (ref_hq_transform_w);
@@ -491,6 +535,62 @@ static int hq_quant_w(const hot_layer_plan *pl, const void *w, hot_dtype dt, con
   return rc;
 }
 
+/* hq_quant_g in one pass (hq_g_group_task) when tasks can own whole groups: a span of tokens
+ * that is a multiple of the group and of HOT_REF_BIAS_CHUNK (so that each bias partial is one
+ * task's), at most 4096 tokens, with a group's transformed rows within 1.5 MB (of the 2 MB L2 of
+ * the Xeons measured: 128 tokens of 2048 columns fit) and at least two spans per thread (else the
+ * two passes' finer split is the better one). Per token (ROW) every span qualifies; per sample
+ * when lcm(L, 256) <= 4096 (L = 128, not 197) and a sample's rows fit; per tensor only in small
+ * layers. Returns HQ_G_TWO_PASSES when it does not apply (nothing written), else the status:
+ * OK, HOT_REF_ENONFINITE (some value of g' not finite), HOT_REF_ENOMEM. */
+#define HQ_G_TWO_PASSES 1000
+static int64_t gcd64(int64_t a, int64_t b) {
+  while (b) {
+    const int64_t t = a % b;
+    a = b, b = t;
+  }
+  return a;
+}
+static int hq_quant_g_groups(const hot_layer_plan *pl, const void *g_y, hot_dtype dt, int64_t group,
+                             uint64_t seed, uint32_t tag, uint32_t step, const fast_config *cf,
+                             float *g_b, int8_t *qg, float *sg) {
+  const int64_t T = pl->T, O = pl->O, op = pl->hq.o_pad, ch = HOT_REF_BIAS_CHUNK;
+  if (group <= 0 || T % group) return HQ_G_TWO_PASSES;
+  const int64_t span = group / gcd64(group, ch) * ch; /* lcm(group, ch) */
+  const int64_t per = group * op + O;                 /* scratch floats per thread */
+  if (span > 4096 || per * (int64_t)sizeof(float) > ((int64_t)3 << 19) ||
+      (cf->threads > 1 && fast_cdiv(T, span) < 2 * cf->threads))
+    return HQ_G_TWO_PASSES;
+  fast_prof_t t0 = fast_prof_now();
+  atomic_int bad;
+  atomic_init(&bad, 0);
+  const int64_t nch = fast_cdiv(T, ch);
+  tctx x = {pl, g_y, dt, op, NULL, NULL, cf->k, span, NULL, &bad, NULL, NULL, NULL, 0, NULL, {0, 0, 0}};
+  float *scr = fast_scratch((size_t)(cf->threads * per) * sizeof *scr);
+  x.scratch = malloc((size_t)cf->threads * sizeof *x.scratch);
+  if (g_b) x.bias = malloc((size_t)(nch * O) * sizeof *x.bias);
+  int rc = scr && x.scratch && (!g_b || x.bias) ? HOT_REF_OK : HOT_REF_ENOMEM;
+  if (!rc) {
+    for (int t = 0; t < cf->threads; ++t) x.scratch[t] = scr + t * per;
+    x.codes = qg, x.scales = sg, x.group = group, x.q = &pl->hq.g;
+    x.rng.seed = seed, x.rng.tag = tag, x.rng.step = step;
+    fast_parallel(fast_cdiv(T, span), cf->threads, hq_g_group_task, &x);
+    if (atomic_load(&bad)) rc = HOT_REF_ENONFINITE;
+  }
+  for (int64_t o = 0; !rc && g_b && o < O; ++o) { /* ref_bias: chunk partials in chunk order */
+    float tot = 0.0f;
+    for (int64_t c = 0; c < nch; ++c) tot = HOT_ADD(tot, x.bias[c * O + o]);
+    g_b[o] = tot;
+  }
+  free(x.bias);
+  free(x.scratch);
+  fast_unscratch(scr);
+  if (rc) return rc;
+  for (int64_t t = T - 1; group > 1 && t >= 0; --t) sg[t] = sg[t / group];
+  fast_prof_add(FAST_ST_HQ_GQ, t0);
+  return HOT_REF_OK;
+}
+
 /* q_g' (ref_hq_quant_g) into codes qg and the per-token scales sg[T] (a group's scale repeated
  * on its rows); with g_b not NULL, also the bias (ref_bias) from the same pass over g_y. ra (T)
  * is the caller's scratch. With the absmax rule the transform runs twice and g' is never stored:
@@ -502,6 +602,12 @@ static int hq_quant_g(const hot_layer_plan *pl, const void *g_y, hot_dtype dt, h
                       int8_t *qg, float *sg) {
   const int64_t T = pl->T, op = pl->hq.o_pad;
   const int fuse = pl->hq.g.rule == HOT_RULE_ABSMAX;
+  const int64_t group = gran == HOT_GRAN_ROW ? 1 : gran == HOT_GRAN_SAMPLE ? pl->L : T;
+  const uint32_t tag = (uint32_t)pl->layer_id * 16u + HOT_TENSOR_HQ_G;
+  if (fuse && quant_ok(&pl->hq.g)) { /* one pass where tasks can own whole groups */
+    const int rc = hq_quant_g_groups(pl, g_y, dt, group, seed, tag, step, cf, g_b, qg, sg);
+    if (rc != HQ_G_TWO_PASSES) return rc;
+  }
   float *gt = fuse ? NULL : fast_scratch((size_t)(T * op) * sizeof *gt);
   fast_prof_t t0 = fast_prof_now();
   atomic_int bad;
@@ -524,8 +630,6 @@ static int hq_quant_g(const hot_layer_plan *pl, const void *g_y, hot_dtype dt, h
   free(tg.bias);
   t0 = fast_prof_add(FAST_ST_HQ_G, t0);
   if (!rc && atomic_load(&bad)) rc = HOT_REF_ENONFINITE;
-  const int64_t group = gran == HOT_GRAN_ROW ? 1 : gran == HOT_GRAN_SAMPLE ? pl->L : T;
-  const uint32_t tag = (uint32_t)pl->layer_id * 16u + HOT_TENSOR_HQ_G;
   if (!rc && !quant_ok(&pl->hq.g)) rc = HOT_REF_EARG;
   if (!rc && !fuse) rc = quantize_known(gt, T, op, group, &pl->hq.g, seed, tag, step, ra, cf, qg, sg);
   if (!rc && fuse) {

@@ -71,6 +71,9 @@ static double now_s(void) {
 }
 
 static uint64_t g_state;
+/* The granularity of g''s scales in the timed backwards (hot_fast_bench_gran): HQ's per-tensor
+ * scale by default, as before the knob; LQS picks per token (ROW) or per sample in a model. */
+static hot_gran g_bench_gran = HOT_GRAN_TENSOR;
 static float rnd(void) { /* uniform in [-1, 1): xorshift64* */
   g_state ^= g_state >> 12;
   g_state ^= g_state << 25;
@@ -178,8 +181,8 @@ int hot_fast_bench_run(void *h, int path, double *wall, double *cpu) {
   b->saved = rc == 0;
   const double c0 = cpu_now(), t0 = now_s();
   if (!rc) switch (path) {
-    case 0: rc = ref_layer_backward(pl, &b->s, b->g, b->w, HOT_DT_F32, HOT_GRAN_TENSOR, 1, 1, b->gx, b->gw, b->gb); break;
-    case 1: rc = fast_layer_backward(NULL, pl, &b->s, b->g, b->w, HOT_DT_F32, HOT_GRAN_TENSOR, 1, 1, b->gx, b->gw, b->gb); break;
+    case 0: rc = ref_layer_backward(pl, &b->s, b->g, b->w, HOT_DT_F32, g_bench_gran, 1, 1, b->gx, b->gw, b->gb); break;
+    case 1: rc = fast_layer_backward(NULL, pl, &b->s, b->g, b->w, HOT_DT_F32, g_bench_gran, 1, 1, b->gx, b->gw, b->gb); break;
     case 2:
       rc = fast_exact_gx(NULL, T, O, I, b->g, b->w, b->dx);
       if (!rc) rc = fast_exact_gw(NULL, T, O, I, b->g, b->x, b->dw);
@@ -271,10 +274,10 @@ int hot_fast_bench_stages(long long B, long long L, long long O, long long I, in
     fast_set_threads(threads);
     hot_ref_saved s;
     rc = fast_layer_save(NULL, &pl, x, HOT_DT_F32, &s);
-    if (!rc) rc = fast_layer_backward(NULL, &pl, &s, g, w, HOT_DT_F32, HOT_GRAN_TENSOR, 1, 1, gx, gw, gb);
+    if (!rc) rc = fast_layer_backward(NULL, &pl, &s, g, w, HOT_DT_F32, g_bench_gran, 1, 1, gx, gw, gb);
     fast_profile(1);
     for (int r = 0; r < reps && !rc; ++r)
-      rc = fast_layer_backward(NULL, &pl, &s, g, w, HOT_DT_F32, HOT_GRAN_TENSOR, 1, 1, gx, gw, gb);
+      rc = fast_layer_backward(NULL, &pl, &s, g, w, HOT_DT_F32, g_bench_gran, 1, 1, gx, gw, gb);
     fast_profile_read(wall, cpu, n);
     fast_profile(0);
     for (int i = 0; i < n; ++i) wall[i] /= reps > 0 ? reps : 1, cpu[i] /= reps > 0 ? reps : 1;
@@ -545,3 +548,12 @@ int hot_fast_bench_amx_kernel(int bf16, long long K, long long na, long long nb_
 
 /* fast_set_hla_fuse_bytes (fast.h): n >= 0 the bound, n < 0 the default. */
 void hot_fast_bench_hla_fuse_bytes(long long n) { fast_set_hla_fuse_bytes(n); }
+
+/* The granularity of the timed backwards' g' scales: 0 per tensor (the default), 1 per token, 2
+ * per sample (LQS's choices); -1 when g is not one of them. */
+int hot_fast_bench_gran(int g) {
+  static const hot_gran k[3] = {HOT_GRAN_TENSOR, HOT_GRAN_ROW, HOT_GRAN_SAMPLE};
+  if (g < 0 || g > 2) return -1;
+  g_bench_gran = k[g];
+  return 0;
+}

@@ -115,6 +115,9 @@ static const fcase k_cases[] = {
     {HOT_RECIPE_HOT, HOT_ARCH_SM80, 2, 97, 130, 70, HOT_DT_BF16, M_P32},
     {HOT_RECIPE_HOT, HOT_ARCH_SM80, 1, 40, 64, 33, HOT_DT_F32, M_P8 | M_FLAT},
     {HOT_RECIPE_HOT, HOT_ARCH_SM80, 2, 9, 20, 18, HOT_DT_F32, M_P2},
+    /* 2048 tokens of 128: g' in one pass (hq_g_group_task) at every thread count for the ROW and
+     * SAMPLE granularities (spans of 256 tokens, eight of them), the bias partials per span */
+    {HOT_RECIPE_HOT, HOT_ARCH_SM80, 16, 128, 40, 24, HOT_DT_BF16, 0},
 };
 
 static void make_plan(const fcase *c, hot_layer_spec *sp, hot_layer_plan *pl) {

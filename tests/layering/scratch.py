@@ -48,6 +48,10 @@ ALLOWED = {
         "one amax per token and 256-column chunk (a vector)",
     ("fast_layer.c", "hq_quant_g", "(size_t)(nch*pl->O)*sizeof*tg.bias"):
         "g_b's partial sums per 256-token chunk (a vector per chunk)",
+    ("fast_layer.c", "hq_quant_g_groups", "(size_t)cf->threads*sizeof*x.scratch"):
+        "per-thread pointers",
+    ("fast_layer.c", "hq_quant_g_groups", "(size_t)(nch*O)*sizeof*x.bias"):
+        "g_b's partial sums per 256-token chunk (a vector per chunk)",
     ("fast_layer.c", "hq_g_step", "(size_t)T*sizeof*ra"): "one amax per token (a vector)",
     ("fast_layer.c", "hq_g_step", "HOT_LB_S_G,(size_t)T*sizeof*sg,0"): "one scale per token",
     ("fast_layer.c", "hq_g_step", "HOT_LB_GB,(size_t)pl->O*sizeof*gb,0"): "g_b (a vector)",
