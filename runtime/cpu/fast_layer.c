@@ -319,16 +319,14 @@ static void hq_w_task(void *ctx, int64_t i, int tid) {
  * or, with codes, its codes under scales[row / group] (the second pass, after the scales: the
  * same transform again, then ref_quantize_groups' steps per element, the Philox word of the
  * element's own index, so the split does not matter). */
-static void hla_task(void *ctx, int64_t i, int tid) {
-  const tctx *x = ctx;
+/* Token block blk's p rows at columns [c0, c0 + n) of src, transformed down the block
+ * (ref_hla_transform) into buf (p x n, row stride x->hcols). */
+static void hla_block(const tctx *x, int64_t blk, int64_t c0, int64_t n, float *buf) {
   const hot_layer_plan *pl = x->pl;
-  const int p = pl->hla.block, r = pl->hla.rank, flat = pl->hla.layout == HOT_LAYOUT_FLAT;
-  const int64_t cols = x->cols, hc = x->hcols, chunks = fast_cdiv(cols, hc);
-  const int64_t blk = i / chunks, c0 = (i % chunks) * hc;
-  const int64_t n = cols - c0 < hc ? cols - c0 : hc;
+  const int p = pl->hla.block, flat = pl->hla.layout == HOT_LAYOUT_FLAT;
+  const int64_t cols = x->cols, hc = x->hcols;
   const int64_t per_seg = pl->hla.seg_len / p, seg = blk / per_seg, b = blk % per_seg;
   const int64_t seg_real = flat ? pl->T : pl->L, base = flat ? 0 : seg * pl->L;
-  float *buf = x->scratch[tid];
   const float *srcs[HOT_MAX_P];
   for (int j = 0; j < p; ++j) {
     const int64_t pos = b * p + j;
@@ -342,6 +340,17 @@ static void hla_task(void *ctx, int64_t i, int tid) {
     }
   }
   x->k->e->fwht_cols_src(buf, p, n, hc, srcs);
+}
+
+static void hla_task(void *ctx, int64_t i, int tid) {
+  const tctx *x = ctx;
+  const hot_layer_plan *pl = x->pl;
+  const int r = pl->hla.rank;
+  const int64_t cols = x->cols, hc = x->hcols, chunks = fast_cdiv(cols, hc);
+  const int64_t blk = i / chunks, c0 = (i % chunks) * hc;
+  const int64_t n = cols - c0 < hc ? cols - c0 : hc;
+  float *buf = x->scratch[tid];
+  hla_block(x, blk, c0, n, buf);
   const int64_t kb = blk * r;
   const int qmax = x->q ? hot_qmax(x->q->bits) : 0, sr = x->q && x->q->round == HOT_ROUND_SR;
   uint32_t words[1024];
@@ -362,6 +371,79 @@ static void hla_task(void *ctx, int64_t i, int tid) {
     if (!x->k->e->amax(row, n, &m)) atomic_store(x->bad, 1);
     x->amax[(kb + j) * chunks + i % chunks] = m;
   }
+}
+
+/* HLA per sample in one pass (hla_codes, per-sample scales on the sample layout): task i =
+ * sample i, whose group_k projected rows (its blocks' kept rows) are transformed block by block
+ * (hla_block, in column chunks) into the thread's scratch with their amax, then the sample's
+ * scale, then its codes from the scratch while it is in the L2 (ref_quantize_groups' steps per
+ * element, the Philox word of the element's own index). A sample with a value that is not finite
+ * sets bad and gets no codes. Scratch per thread: group_k x cols floats, then p x hcols. */
+static void hla_group_task(void *ctx, int64_t i, int tid) {
+  const tctx *x = ctx;
+  const hot_layer_plan *pl = x->pl;
+  const int p = pl->hla.block, r = pl->hla.rank;
+  const int64_t cols = x->cols, hc = x->hcols, gk = pl->hla.group_k, per_seg = pl->hla.seg_len / p;
+  const int qmax = hot_qmax(x->q->bits), sr = x->q->round == HOT_ROUND_SR;
+  float *rows = x->scratch[tid], *buf = rows + gk * cols;
+  float amax = 0.0f;
+  int ok = 1;
+  for (int64_t b = 0; b < per_seg; ++b)
+    for (int64_t c0 = 0; c0 < cols; c0 += hc) {
+      const int64_t n = cols - c0 < hc ? cols - c0 : hc;
+      hla_block(x, i * per_seg + b, c0, n, buf);
+      for (int j = 0; j < r; ++j) {
+        const float *row = buf + (int64_t)pl->hla.rows[j] * hc;
+        memcpy(rows + (b * r + j) * cols + c0, row, (size_t)n * sizeof *row);
+        ok &= x->k->e->amax(row, n, &amax);
+      }
+    }
+  if (!ok) {
+    atomic_store(x->bad, 1);
+    return;
+  }
+  const float s = hot_scale(amax, x->q->bits);
+  x->scales[i] = s;
+  uint32_t words[1024];
+  for (int64_t e0 = 0; e0 < gk * cols; e0 += 1024) { /* the sample's rows are contiguous */
+    const int64_t m = gk * cols - e0 < 1024 ? gk * cols - e0 : 1024, idx = i * gk * cols + e0;
+    if (sr) x->k->e->philox(&x->rng, (uint64_t)idx, m, words);
+    x->k->e->quant(rows + e0, m, s, qmax, sr, words, x->codes + idx);
+  }
+}
+
+/* hla_codes in one pass per sample (hla_group_task) when its scales are per sample on the
+ * sample layout, the rule is absmax, a sample's projected rows fit 1.5 MB and there are at least
+ * two samples per thread: no projection stored, one transform. Returns HLA_TWO_PASSES when it
+ * does not apply (nothing written), else the status (OK, HOT_REF_ENONFINITE, HOT_REF_ENOMEM). */
+#define HLA_TWO_PASSES 1000
+static int hla_codes_samples(const hot_layer_plan *pl, const void *src, hot_dtype dt, int64_t cols,
+                             const hot_quant *q, uint64_t seed, uint32_t tag, uint32_t step,
+                             const fast_config *cf, int8_t *codes, float *scale) {
+  const int64_t G = pl->hla.groups, gk = pl->hla.group_k;
+  int64_t hc = 16384 / pl->hla.block; /* hla_transform's column chunk */
+  if (hc < 8) hc = 8;
+  const int64_t per = gk * cols + pl->hla.block * hc; /* scratch floats per thread */
+  if (q->gran != HOT_GRAN_SAMPLE || q->rule != HOT_RULE_ABSMAX || !quant_ok(q) ||
+      pl->hla.layout != HOT_LAYOUT_SAMPLE || G != pl->B || G * gk != pl->hla.k ||
+      per * (int64_t)sizeof(float) > ((int64_t)3 << 19) || (cf->threads > 1 && G < 2 * cf->threads))
+    return HLA_TWO_PASSES;
+  atomic_int bad;
+  atomic_init(&bad, 0);
+  tctx x = {pl, src, dt, cols, NULL, NULL, cf->k, hc, NULL, &bad, NULL, NULL, NULL, 0, NULL, {0, 0, 0}};
+  float *scr = fast_scratch((size_t)(cf->threads * per) * sizeof *scr);
+  x.scratch = malloc((size_t)cf->threads * sizeof *x.scratch);
+  int rc = scr && x.scratch ? HOT_REF_OK : HOT_REF_ENOMEM;
+  if (!rc) {
+    for (int t = 0; t < cf->threads; ++t) x.scratch[t] = scr + t * per;
+    x.codes = codes, x.scales = scale, x.q = q;
+    x.rng.seed = seed, x.rng.tag = tag, x.rng.step = step;
+    fast_parallel(G, cf->threads, hla_group_task, &x);
+    if (atomic_load(&bad)) rc = HOT_REF_ENONFINITE;
+  }
+  free(x.scratch);
+  fast_unscratch(scr);
+  return rc;
 }
 
 /* The HLA projection of src (T x cols) into out (hla.k x cols), with the row amax of out in
@@ -415,6 +497,14 @@ static int hla_codes(const hot_layer_plan *pl, const void *src, hot_dtype dt, in
   const int64_t K = pl->hla.k, G = pl->hla.groups, gk = pl->hla.group_k;
   const int sample = q->gran == HOT_GRAN_SAMPLE;
   if (q->gran != HOT_GRAN_TENSOR && !sample) return HOT_REF_ESHAPE;
+  if (sample) { /* one pass per sample where a task can own a whole sample */
+    const fast_prof_t ts = fast_prof_now();
+    const int rc = hla_codes_samples(pl, src, dt, cols, q, seed, tag, step, cf, codes, scale);
+    if (rc != HLA_TWO_PASSES) {
+      if (prof >= 0) fast_prof_add(prof + 1, ts);
+      return rc;
+    }
+  }
   const int fuse = q->rule == HOT_RULE_ABSMAX && K * cols * (int64_t)sizeof(float) > hla_fuse_bytes();
   float *t = fuse ? NULL : fast_scratch((size_t)(K * cols) * sizeof *t);
   float *ra = malloc((size_t)K * sizeof *ra);

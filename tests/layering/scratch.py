@@ -41,6 +41,8 @@ ALLOWED = {
     ("fast_layer.c", "hla_transform", "(size_t)(pl->hla.block*x.hcols)*sizeof(float)"):
         "per-thread block of p x hcols (64 KB)",
     ("fast_layer.c", "hla_codes", "(size_t)K*sizeof*ra"): "one amax per row (a vector)",
+    ("fast_layer.c", "hla_codes_samples", "(size_t)cf->threads*sizeof*x.scratch"):
+        "per-thread pointers",
     ("fast_layer.c", "hq_quant_w", "(size_t)cf->threads*sizeof*per"): "per-thread pointers",
     ("fast_layer.c", "hq_quant_w", "(size_t)(op*wch)*sizeof*tw.amax"):
         "one amax per row and 256-column chunk (a vector)",
