@@ -231,27 +231,22 @@ def stage_names(lib):
     return names
 
 
-def set_hla_fuse(lib, n):
-    """--hla-fuse-bytes on a bench library (None: the library's default; a library built before
-    the knob existed has only that)."""
-    if n is None:
+def set_knob(lib, name, value, default, option):
+    """A bench library's setter `name` (one int argument) called with value, unless value is the
+    default; a library built before the setter existed has only the default."""
+    if value == default:
         return
-    f = getattr(lib, "hot_fast_bench_hla_fuse_bytes", None)
+    f = getattr(lib, name, None)
     if f is None:
-        sys.exit("cpu_backward.py: --hla-fuse-bytes: this libhot_fast_bench.so has no such knob")
+        sys.exit("cpu_backward.py: %s: this libhot_fast_bench.so has no such knob" % option)
     f.argtypes = [ctypes.c_longlong]
-    f(n)
+    f(value)
 
 
-def set_gran(lib, gran):
-    """--gran on a bench library (one built before the knob existed times per tensor only)."""
-    f = getattr(lib, "hot_fast_bench_gran", None)
-    if f is None:
-        if gran != "tensor":
-            sys.exit("cpu_backward.py: --gran: this libhot_fast_bench.so has no such knob")
-        return
-    f.argtypes = [ctypes.c_int]
-    f(("tensor", "token", "sample").index(gran))
+def set_knobs(lib, fuse, gran):
+    """--hla-fuse-bytes (None: the library's bound) and --gran on a bench library."""
+    set_knob(lib, "hot_fast_bench_hla_fuse_bytes", fuse, None, "--hla-fuse-bytes")
+    set_knob(lib, "hot_fast_bench_gran", ("tensor", "token", "sample").index(gran), 0, "--gran")
 
 
 def versus(paths, threads, reps, rounds, shapes, fuse=None, gran="tensor"):
@@ -261,8 +256,7 @@ def versus(paths, threads, reps, rounds, shapes, fuse=None, gran="tensor"):
     drifts: the turns see the same drift, and the best of each is compared."""
     libs = [ctypes.CDLL(p) for p in paths]
     for lib in libs:
-        set_hla_fuse(lib, fuse)
-        set_gran(lib, gran)
+        set_knobs(lib, fuse, gran)
     for lib in libs:
         bind_stages(lib)
     names = stage_names(libs[0])
@@ -455,8 +449,7 @@ def main():
                a.hla_fuse_bytes, a.gran)
         return
     lib = ctypes.CDLL(find_lib(a.lib))
-    set_hla_fuse(lib, a.hla_fuse_bytes)
-    set_gran(lib, a.gran)
+    set_knobs(lib, a.hla_fuse_bytes, a.gran)
     if a.philox:
         philox(lib, a.reps)
         return

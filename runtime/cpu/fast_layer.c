@@ -26,6 +26,20 @@ static int64_t rows_per_task(int64_t cols) {
   return r > 0 ? r : 1;
 }
 
+/* The codes of the n values v of the elements idx .. idx + n - 1 under scale s
+ * (ref_quantize_groups' steps per element: RTN, or SR with the Philox word of each element's own
+ * index, so any split of a tensor into runs gives the same codes) into codes[0 .. n). */
+static void quant_run(const fast_kernels *k, const fast_rng *rng, const hot_quant *q, float s,
+                      const float *v, int64_t idx, int64_t n, int8_t *codes) {
+  const int qmax = hot_qmax(q->bits), sr = q->round == HOT_ROUND_SR;
+  uint32_t words[1024];
+  for (int64_t e0 = 0; e0 < n; e0 += 1024) {
+    const int64_t m = n - e0 < 1024 ? n - e0 : 1024;
+    if (sr) k->e->philox(rng, (uint64_t)(idx + e0), m, words);
+    k->e->quant(v + e0, m, s, qmax, sr, words, codes + e0);
+  }
+}
+
 /* ---- the grouped quantizer (ref_quantize_groups, CONTRACT.md 6 and 11) ----------------- */
 
 typedef struct {
@@ -77,17 +91,10 @@ static void sawb_task(void *ctx, int64_t i, int tid) {
 static void quant_task(void *ctx, int64_t i, int tid) {
   (void)tid;
   qctx *x = ctx;
-  const int qmax = hot_qmax(x->q->bits), sr = x->q->round == HOT_ROUND_SR;
   const int64_t rpt = rows_per_task(x->cols), r1 = (i + 1) * rpt < x->rows ? (i + 1) * rpt : x->rows;
-  uint32_t words[1024];
-  for (int64_t r = i * rpt; r < r1; ++r) {
-    const float s = x->scales[r / x->group_rows];
-    for (int64_t c0 = 0; c0 < x->cols; c0 += 1024) {
-      const int64_t n = x->cols - c0 < 1024 ? x->cols - c0 : 1024, idx = r * x->cols + c0;
-      if (sr) x->k->e->philox(&x->rng, (uint64_t)idx, n, words);
-      x->k->e->quant(x->v + idx, n, s, qmax, sr, words, x->codes + idx);
-    }
-  }
+  for (int64_t r = i * rpt; r < r1; ++r)
+    quant_run(x->k, &x->rng, x->q, x->scales[r / x->group_rows], x->v + r * x->cols, r * x->cols,
+              x->cols, x->codes + r * x->cols);
 }
 
 /* Row amax of the rows x cols tensor v (and the finiteness check): HOT_REF_ENONFINITE or OK. */
@@ -211,18 +218,15 @@ static void hq_g_task(void *ctx, int64_t i, int tid) {
   const int64_t w = op - c0 < HQ_COLS ? op - c0 : HQ_COLS, real = O - c0 < w ? O - c0 : w;
   const int64_t t0 = ch * HOT_REF_BIAS_CHUNK;
   const int64_t t1 = t0 + HOT_REF_BIAS_CHUNK < pl->T ? t0 + HOT_REF_BIAS_CHUNK : pl->T;
-  const int qmax = x->q ? hot_qmax(x->q->bits) : 0, sr = x->q && x->q->round == HOT_ROUND_SR;
   float part[HQ_COLS], buf[HQ_COLS];
-  uint32_t words[HQ_COLS];
   if (x->bias) memset(part, 0, sizeof part);
   for (int64_t t = t0; t < t1; ++t) {
     float *row = x->out ? x->out + t * op + c0 : buf;
     if (t + 2 < t1) fast_prefetch_run(x->src, x->dt, (t + 2) * O + c0, real);
     hq_g_row(x, t, c0, w, real, row, x->bias ? part : NULL);
     if (x->codes) {
-      const int64_t idx = t * op + c0;
-      if (sr) x->k->e->philox(&x->rng, (uint64_t)idx, w, words);
-      x->k->e->quant(row, w, x->scales[t / x->group], qmax, sr, words, x->codes + idx);
+      quant_run(x->k, &x->rng, x->q, x->scales[t / x->group], row, t * op + c0, w,
+                x->codes + t * op + c0);
       continue;
     }
     float m = 0.0f;
@@ -245,9 +249,7 @@ static void hq_g_group_task(void *ctx, int64_t i, int tid) {
   const hot_layer_plan *pl = x->pl;
   const int64_t O = pl->O, op = pl->hq.o_pad, T = pl->T, span = x->hcols, group = x->group;
   const int64_t t0 = i * span, t1 = t0 + span < T ? t0 + span : T;
-  const int qmax = hot_qmax(x->q->bits), sr = x->q->round == HOT_ROUND_SR;
   float *scr = x->scratch[tid], *part = x->bias ? scr + group * op : NULL;
-  uint32_t words[1024];
   for (int64_t g0 = t0; g0 < t1; g0 += group) {
     float amax = 0.0f;
     int ok = 1;
@@ -266,12 +268,8 @@ static void hq_g_group_task(void *ctx, int64_t i, int tid) {
     }
     const float s = hot_scale(amax, x->q->bits);
     x->scales[g0 / group] = s;
-    for (int64_t t = g0; t < g0 + group; ++t)
-      for (int64_t c0 = 0; c0 < op; c0 += 1024) {
-        const int64_t n = op - c0 < 1024 ? op - c0 : 1024, idx = t * op + c0;
-        if (sr) x->k->e->philox(&x->rng, (uint64_t)idx, n, words);
-        x->k->e->quant(scr + (t - g0) * op + c0, n, s, qmax, sr, words, x->codes + idx);
-      }
+    /* the group's rows are contiguous, in the scratch and in the codes */
+    quant_run(x->k, &x->rng, x->q, s, scr, g0 * op, group * op, x->codes + g0 * op);
   }
 }
 
@@ -352,18 +350,11 @@ static void hla_task(void *ctx, int64_t i, int tid) {
   float *buf = x->scratch[tid];
   hla_block(x, blk, c0, n, buf);
   const int64_t kb = blk * r;
-  const int qmax = x->q ? hot_qmax(x->q->bits) : 0, sr = x->q && x->q->round == HOT_ROUND_SR;
-  uint32_t words[1024];
   for (int j = 0; j < r; ++j) {
     const float *row = buf + (int64_t)pl->hla.rows[j] * hc;
     const int64_t idx = (kb + j) * cols + c0;
     if (x->codes) { /* the fused quantizer's second pass: the row's codes */
-      const float s = x->scales[(kb + j) / x->group];
-      for (int64_t e0 = 0; e0 < n; e0 += 1024) {
-        const int64_t m = n - e0 < 1024 ? n - e0 : 1024;
-        if (sr) x->k->e->philox(&x->rng, (uint64_t)(idx + e0), m, words);
-        x->k->e->quant(row + e0, m, s, qmax, sr, words, x->codes + idx + e0);
-      }
+      quant_run(x->k, &x->rng, x->q, x->scales[(kb + j) / x->group], row, idx, n, x->codes + idx);
       continue;
     }
     if (x->out) memcpy(x->out + idx, row, (size_t)n * sizeof *x->out);
@@ -371,6 +362,25 @@ static void hla_task(void *ctx, int64_t i, int tid) {
     if (!x->k->e->amax(row, n, &m)) atomic_store(x->bad, 1);
     x->amax[(kb + j) * chunks + i % chunks] = m;
   }
+}
+
+/* The one-pass drivers' common part (hq_quant_g_groups, hla_codes_samples): n tasks of fn on x,
+ * each thread with its own scratch of `per` floats (x->scratch, set here and cleared after):
+ * HOT_REF_OK, HOT_REF_ENONFINITE when a task set x->bad, or HOT_REF_ENOMEM. */
+static int run_with_scratch(tctx *x, const fast_config *cf, int64_t per, int64_t n,
+                            fast_task_fn fn) {
+  float *scr = fast_scratch((size_t)(cf->threads * per) * sizeof *scr);
+  x->scratch = malloc((size_t)cf->threads * sizeof *x->scratch);
+  int rc = scr && x->scratch ? HOT_REF_OK : HOT_REF_ENOMEM;
+  if (!rc) {
+    for (int t = 0; t < cf->threads; ++t) x->scratch[t] = scr + t * per;
+    fast_parallel(n, cf->threads, fn, x);
+    if (atomic_load(x->bad)) rc = HOT_REF_ENONFINITE;
+  }
+  free(x->scratch);
+  x->scratch = NULL;
+  fast_unscratch(scr);
+  return rc;
 }
 
 /* HLA per sample in one pass (hla_codes, per-sample scales on the sample layout): task i =
@@ -384,7 +394,6 @@ static void hla_group_task(void *ctx, int64_t i, int tid) {
   const hot_layer_plan *pl = x->pl;
   const int p = pl->hla.block, r = pl->hla.rank;
   const int64_t cols = x->cols, hc = x->hcols, gk = pl->hla.group_k, per_seg = pl->hla.seg_len / p;
-  const int qmax = hot_qmax(x->q->bits), sr = x->q->round == HOT_ROUND_SR;
   float *rows = x->scratch[tid], *buf = rows + gk * cols;
   float amax = 0.0f;
   int ok = 1;
@@ -402,14 +411,10 @@ static void hla_group_task(void *ctx, int64_t i, int tid) {
     atomic_store(x->bad, 1);
     return;
   }
-  const float s = hot_scale(amax, x->q->bits);
-  x->scales[i] = s;
-  uint32_t words[1024];
-  for (int64_t e0 = 0; e0 < gk * cols; e0 += 1024) { /* the sample's rows are contiguous */
-    const int64_t m = gk * cols - e0 < 1024 ? gk * cols - e0 : 1024, idx = i * gk * cols + e0;
-    if (sr) x->k->e->philox(&x->rng, (uint64_t)idx, m, words);
-    x->k->e->quant(rows + e0, m, s, qmax, sr, words, x->codes + idx);
-  }
+  x->scales[i] = hot_scale(amax, x->q->bits);
+  /* the sample's rows are contiguous, in the scratch and in the codes */
+  quant_run(x->k, &x->rng, x->q, x->scales[i], rows, i * gk * cols, gk * cols,
+            x->codes + i * gk * cols);
 }
 
 /* hla_codes in one pass per sample (hla_group_task) when its scales are per sample on the
@@ -431,19 +436,9 @@ static int hla_codes_samples(const hot_layer_plan *pl, const void *src, hot_dtyp
   atomic_int bad;
   atomic_init(&bad, 0);
   tctx x = {pl, src, dt, cols, NULL, NULL, cf->k, hc, NULL, &bad, NULL, NULL, NULL, 0, NULL, {0, 0, 0}};
-  float *scr = fast_scratch((size_t)(cf->threads * per) * sizeof *scr);
-  x.scratch = malloc((size_t)cf->threads * sizeof *x.scratch);
-  int rc = scr && x.scratch ? HOT_REF_OK : HOT_REF_ENOMEM;
-  if (!rc) {
-    for (int t = 0; t < cf->threads; ++t) x.scratch[t] = scr + t * per;
-    x.codes = codes, x.scales = scale, x.q = q;
-    x.rng.seed = seed, x.rng.tag = tag, x.rng.step = step;
-    fast_parallel(G, cf->threads, hla_group_task, &x);
-    if (atomic_load(&bad)) rc = HOT_REF_ENONFINITE;
-  }
-  free(x.scratch);
-  fast_unscratch(scr);
-  return rc;
+  x.codes = codes, x.scales = scale, x.q = q;
+  x.rng.seed = seed, x.rng.tag = tag, x.rng.step = step;
+  return run_with_scratch(&x, cf, per, G, hla_group_task);
 }
 
 /* The HLA projection of src (T x cols) into out (hla.k x cols), with the row amax of out in
@@ -656,25 +651,17 @@ static int hq_quant_g_groups(const hot_layer_plan *pl, const void *g_y, hot_dtyp
   atomic_init(&bad, 0);
   const int64_t nch = fast_cdiv(T, ch);
   tctx x = {pl, g_y, dt, op, NULL, NULL, cf->k, span, NULL, &bad, NULL, NULL, NULL, 0, NULL, {0, 0, 0}};
-  float *scr = fast_scratch((size_t)(cf->threads * per) * sizeof *scr);
-  x.scratch = malloc((size_t)cf->threads * sizeof *x.scratch);
   if (g_b) x.bias = malloc((size_t)(nch * O) * sizeof *x.bias);
-  int rc = scr && x.scratch && (!g_b || x.bias) ? HOT_REF_OK : HOT_REF_ENOMEM;
-  if (!rc) {
-    for (int t = 0; t < cf->threads; ++t) x.scratch[t] = scr + t * per;
-    x.codes = qg, x.scales = sg, x.group = group, x.q = &pl->hq.g;
-    x.rng.seed = seed, x.rng.tag = tag, x.rng.step = step;
-    fast_parallel(fast_cdiv(T, span), cf->threads, hq_g_group_task, &x);
-    if (atomic_load(&bad)) rc = HOT_REF_ENONFINITE;
-  }
+  x.codes = qg, x.scales = sg, x.group = group, x.q = &pl->hq.g;
+  x.rng.seed = seed, x.rng.tag = tag, x.rng.step = step;
+  int rc = !g_b || x.bias ? run_with_scratch(&x, cf, per, fast_cdiv(T, span), hq_g_group_task)
+                          : HOT_REF_ENOMEM;
   for (int64_t o = 0; !rc && g_b && o < O; ++o) { /* ref_bias: chunk partials in chunk order */
     float tot = 0.0f;
     for (int64_t c = 0; c < nch; ++c) tot = HOT_ADD(tot, x.bias[c * O + o]);
     g_b[o] = tot;
   }
   free(x.bias);
-  free(x.scratch);
-  fast_unscratch(scr);
   if (rc) return rc;
   for (int64_t t = T - 1; group > 1 && t >= 0; --t) sg[t] = sg[t / group];
   fast_prof_add(FAST_ST_HQ_GQ, t0);

@@ -551,7 +551,7 @@ void hot_fast_bench_hla_fuse_bytes(long long n) { fast_set_hla_fuse_bytes(n); }
 
 /* The granularity of the timed backwards' g' scales: 0 per tensor (the default), 1 per token, 2
  * per sample (LQS's choices); -1 when g is not one of them. */
-int hot_fast_bench_gran(int g) {
+int hot_fast_bench_gran(long long g) {
   static const hot_gran k[3] = {HOT_GRAN_TENSOR, HOT_GRAN_ROW, HOT_GRAN_SAMPLE};
   if (g < 0 || g > 2) return -1;
   g_bench_gran = k[g];

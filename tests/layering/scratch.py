@@ -41,8 +41,6 @@ ALLOWED = {
     ("fast_layer.c", "hla_transform", "(size_t)(pl->hla.block*x.hcols)*sizeof(float)"):
         "per-thread block of p x hcols (64 KB)",
     ("fast_layer.c", "hla_codes", "(size_t)K*sizeof*ra"): "one amax per row (a vector)",
-    ("fast_layer.c", "hla_codes_samples", "(size_t)cf->threads*sizeof*x.scratch"):
-        "per-thread pointers",
     ("fast_layer.c", "hq_quant_w", "(size_t)cf->threads*sizeof*per"): "per-thread pointers",
     ("fast_layer.c", "hq_quant_w", "(size_t)(op*wch)*sizeof*tw.amax"):
         "one amax per row and 256-column chunk (a vector)",
@@ -50,7 +48,7 @@ ALLOWED = {
         "one amax per token and 256-column chunk (a vector)",
     ("fast_layer.c", "hq_quant_g", "(size_t)(nch*pl->O)*sizeof*tg.bias"):
         "g_b's partial sums per 256-token chunk (a vector per chunk)",
-    ("fast_layer.c", "hq_quant_g_groups", "(size_t)cf->threads*sizeof*x.scratch"):
+    ("fast_layer.c", "run_with_scratch", "(size_t)cf->threads*sizeof*x->scratch"):
         "per-thread pointers",
     ("fast_layer.c", "hq_quant_g_groups", "(size_t)(nch*O)*sizeof*x.bias"):
         "g_b's partial sums per 256-token chunk (a vector per chunk)",
