@@ -156,7 +156,46 @@ static int g_job_threads;
 static int64_t g_job_n;
 static fast_task_fn g_job_fn;
 static void *g_job_ctx;
+/* The tasks of a region, dealt in contiguous ranges: thread t owns tasks [n t / T, n (t + 1) / T)
+ * and takes them from the front; a thread whose range is empty takes the others' from their
+ * back. So a thread mostly runs the same part of the data in consecutive regions (the stages of
+ * a backward split tokens and columns alike), which then stays in its own caches, while a thread
+ * that comes late or runs slow loses its tasks to the others. A range is one word, next in the
+ * low and end in the high 32 bits, changed by compare-and-swap; regions of more than 2^31 tasks
+ * (none in this library) take one shared counter instead. */
+typedef struct {
+  _Alignas(64) atomic_ullong r;
+} task_range;
+static task_range g_ranges[FAST_MAX_THREADS];
+static int g_nranges; /* ranges dealt for the current region (its threads), 0: the shared counter */
 static atomic_llong g_next;
+
+static void deal_tasks(int64_t n, int threads) {
+  atomic_store(&g_next, 0);
+  if (n > INT32_MAX || threads < 2 || threads > FAST_MAX_THREADS) {
+    g_nranges = 0;
+    return;
+  }
+  for (int t = 0; t < threads; ++t) {
+    const unsigned long long lo = (unsigned long long)(n * t / threads);
+    const unsigned long long hi = (unsigned long long)(n * (t + 1) / threads);
+    atomic_store_explicit(&g_ranges[t].r, lo | hi << 32, memory_order_relaxed);
+  }
+  g_nranges = threads;
+}
+
+/* One task of range t: from its front (front != 0) or back; -1 when the range is empty. */
+static int64_t take_task(int t, int front) {
+  unsigned long long v = atomic_load_explicit(&g_ranges[t].r, memory_order_relaxed);
+  for (;;) {
+    const unsigned long long lo = v & 0xffffffffu, hi = v >> 32;
+    if (lo >= hi) return -1;
+    const unsigned long long nv = front ? (lo + 1) | hi << 32 : lo | (hi - 1) << 32;
+    if (atomic_compare_exchange_weak_explicit(&g_ranges[t].r, &v, nv, memory_order_acq_rel,
+                                              memory_order_relaxed))
+      return (int64_t)(front ? lo : hi - 1);
+  }
+}
 static atomic_ullong g_regions; /* regions run on more than one thread (fast_regions) */
 static unsigned long g_born[FAST_MAX_THREADS]; /* g_gen when worker tid was created */
 static _Thread_local int g_in_region; /* set on workers and on a caller inside its region */
@@ -169,10 +208,18 @@ static void run_tasks(int64_t n, fast_task_fn fn, void *ctx, int tid) {
   const int was = g_in_region;
   g_in_region = 1;
   const fast_fpenv env = fast_fpenv_enter(); /* every task in the one environment */
-  for (;;) {
-    long long i = atomic_fetch_add(&g_next, 1);
-    if (i >= n) break;
-    fn(ctx, (int64_t)i, tid);
+  const int nr = g_nranges;
+  if (nr == 0) {
+    for (;;) {
+      long long i = atomic_fetch_add(&g_next, 1);
+      if (i >= n) break;
+      fn(ctx, (int64_t)i, tid);
+    }
+  } else {
+    for (int k = 0; k < nr; ++k) { /* its own range first, then the others' from their back */
+      const int t = (tid + k) % nr;
+      for (int64_t i; (i = take_task(t, k == 0)) >= 0;) fn(ctx, i, tid);
+    }
   }
   fast_fpenv_leave(env);
   g_in_region = was;
@@ -344,7 +391,7 @@ void fast_parallel(int64_t n, int threads, fast_task_fn fn, void *ctx) {
   const int64_t now = g_omp.parallel ? fast_now_ns() : 0;
   if (g_omp.parallel && now >= atomic_load(&g_omp_own_until)) {
     omp_job j = {n, fn, ctx, threads, g_omp.thread_num, now, 0};
-    atomic_store(&g_next, 0);
+    deal_tasks(n, threads);
     g_omp.parallel(omp_body, &j, (unsigned)threads, 0);
     /* the caller is member 0 of its team (or, nested in a region of the runtime, the whole team
      * of one): whatever a team left undone runs here */
@@ -373,7 +420,7 @@ void fast_parallel(int64_t n, int threads, fast_task_fn fn, void *ctx) {
   g_job_n = n;
   g_job_fn = fn;
   g_job_ctx = ctx;
-  atomic_store(&g_next, 0);
+  deal_tasks(n, threads);
   g_open = 1;
   g_running = 0;
   ++g_gen;

@@ -986,6 +986,81 @@ START_TEST(inline_small_calls) {
 }
 END_TEST
 
+/* ---- how a region deals its tasks --------------------------------------------------------- */
+
+/* Every task of a region runs once, on a thread numbered below the region's threads, for task
+ * counts below, at and above the thread count. With two threads and 16 tasks, thread 1 owns
+ * 8..15: it takes them from the front (8, 9, ...), and thread 0, its own 0..7 done, takes them
+ * from the back (15, 14, ...). Task 8 on thread 1 waits until thread 0 has taken one, so that the
+ * back-taking happens in every run (with a thread that never comes, thread 0 takes all of them,
+ * from the back too). */
+enum { DEAL_MAX = 997 };
+typedef struct {
+  atomic_int done[DEAL_MAX], tid_of[DEAL_MAX], seq_of[DEAL_MAX];
+  atomic_int bad_tid, seq, stolen, waited_out;
+  int threads;
+  int64_t n;
+  int block; /* task 8 waits for a steal */
+} deal_probe;
+
+static void deal_task(void *ctx, int64_t i, int tid) {
+  deal_probe *d = ctx;
+  atomic_fetch_add(&d->done[i], 1);
+  atomic_store(&d->tid_of[i], tid);
+  atomic_store(&d->seq_of[i], atomic_fetch_add(&d->seq, 1));
+  if (tid < 0 || tid >= d->threads) atomic_store(&d->bad_tid, 1);
+  if (!d->block) return;
+  if (i > 8 && tid == 0) atomic_store(&d->stolen, 1);
+  if (i == 8 && tid != 0) {
+    for (int k = 0; k < 20000 && !atomic_load(&d->stolen); ++k) {
+      const struct timespec nap = {0, 100000};
+      nanosleep(&nap, NULL);
+    }
+    if (!atomic_load(&d->stolen)) atomic_store(&d->waited_out, 1);
+  }
+}
+
+START_TEST(pool_deals_ranges) {
+  static deal_probe d;
+  const int64_t ns[] = {1, 2, 3, 5, 8, 64, DEAL_MAX};
+  for (int th = 1; th <= 5; ++th)
+    for (size_t k = 0; k < sizeof ns / sizeof ns[0]; ++k) {
+      memset(&d, 0, sizeof d);
+      d.threads = th, d.n = ns[k];
+      fast_parallel(d.n, th, deal_task, &d);
+      for (int64_t i = 0; i < d.n; ++i)
+        ck_assert_msg(atomic_load(&d.done[i]) == 1, "%d threads, %lld tasks: task %lld ran %d times",
+                      th, (long long)d.n, (long long)i, atomic_load(&d.done[i]));
+      ck_assert_msg(!atomic_load(&d.bad_tid), "%d threads, %lld tasks: a tid out of range", th,
+                    (long long)d.n);
+    }
+  memset(&d, 0, sizeof d);
+  d.threads = 2, d.n = 16, d.block = 1;
+  fast_parallel(d.n, 2, deal_task, &d);
+  ck_assert_msg(!atomic_load(&d.waited_out), "no thread took the tasks left in another's range");
+  int order[8]; /* the tasks 8..15 in the order they started */
+  for (int k = 0; k < 8; ++k) {
+    int j = k;
+    for (; j > 0 && atomic_load(&d.seq_of[order[j - 1]]) > atomic_load(&d.seq_of[8 + k]); --j)
+      order[j] = order[j - 1];
+    order[j] = 8 + k;
+  }
+  int last0 = 16, last1 = 7; /* per thread, the last of them it took */
+  for (int k = 0; k < 8; ++k) {
+    const int i = order[k];
+    if (atomic_load(&d.tid_of[i]) == 0) {
+      ck_assert_msg(i == last0 - 1, "thread 0 took task %d of thread 1's range after %d", i, last0);
+      last0 = i;
+    } else {
+      ck_assert_msg(i == last1 + 1, "thread 1 took task %d of its range after %d", i, last1);
+      last1 = i;
+    }
+  }
+  ck_assert_int_lt(last0, 16); /* thread 0 took at least one */
+  for (int64_t i = 0; i < d.n; ++i) ck_assert_int_eq(atomic_load(&d.done[i]), 1);
+}
+END_TEST
+
 /* ---- parallel regions on an OpenMP runtime (test_fast_openmp) ----------------------------- */
 
 #ifdef HOT_FAST_TEST_OPENMP
@@ -1247,6 +1322,7 @@ int main(void) {
   tcase_add_loop_test(tc, nonfinite_bias_no_hq, 0, 3);
   tcase_add_loop_test(tc, overflow_flags, 0, 20);
   tcase_add_test(tc, inline_small_calls);
+  tcase_add_test(tc, pool_deals_ranges);
 #ifdef HOT_FAST_TEST_OPENMP
   tcase_add_test(tc, openmp_runtime);
   tcase_add_test(tc, openmp_fallback);
