@@ -378,7 +378,12 @@ int fast_igemm(const fast_config *cf, const fast_igemm_op *op) {
    * pair of 16-row panels (the last rows, if any, are packed with their zero fill) */
   if (g.kind == K_AMX && op->a_sk == 1 && op->seg_k % 64 == 0 && !fast_amx_pack_all)
     x.a_direct = op->M / 32 * 2;
-  fast_parallel(op->segs * (fast_cdiv(g.npa - x.a_direct, x.agroup) + x.nbt), threads, pack_task, &x);
+  /* the packing on one thread when it moves fewer bytes than the config's inline bound: its tasks
+   * are few and unequal (an A group, a B group), and a second thread reads its part across cores */
+  const int64_t pack_bytes =
+      op->segs * ((g.npa - x.a_direct) * (int64_t)g.apb + g.npb * (int64_t)g.bpb);
+  const int pth = threads == 1 ? 1 : fast_threads_for(cf, pack_bytes);
+  fast_parallel(op->segs * (fast_cdiv(g.npa - x.a_direct, x.agroup) + x.nbt), pth, pack_task, &x);
   t0 = fast_prof_add(op->prof, t0);
   fast_parallel(x.tiles_m * fast_cdiv(x.tiles_n, x.cgroup), threads, tile_task, &x);
   fast_prof_add(op->prof + 1, t0);

@@ -583,9 +583,14 @@ static void epi_gw(void *ctx, int64_t seg, int64_t m0, int64_t n0, int64_t mc, i
  * never stored: the transform runs once for the amax and again, block by block in each thread's
  * scratch, into the codes (hq_w_task; the same operations, so the same bits); SAWB's sums need
  * the whole w', which is then stored and quantized as in the twin. */
-static int hq_quant_w(const hot_layer_plan *pl, const void *w, hot_dtype dt, const fast_config *cf,
-                      float *ra, int8_t *qw, float *sw) {
+static int hq_quant_w(const hot_layer_plan *pl, const void *w, hot_dtype dt,
+                      const fast_config *call_cf, float *ra, int8_t *qw, float *sw) {
   const int64_t I = pl->I, op = pl->hq.o_pad, wch = fast_cdiv(I, W_COLS), b = pl->hq.block;
+  /* w' is small beside g' in most layers: on one thread when it touches fewer values than the
+   * config's inline bound, even where the call runs on the pool (a second thread would leave
+   * half of w' in its own caches, which the GEMM's packing of w' then reads across cores: at
+   * 512 x 128 that took 45 us more than the 10 us the second thread saved) */
+  const fast_config w_cf = fast_config_for(call_cf, op * I), *cf = &w_cf;
   const int fuse = pl->hq.w.rule == HOT_RULE_ABSMAX;
   fast_prof_t t0 = fast_prof_now();
   atomic_int bad;

@@ -27,6 +27,7 @@
 
 #include "fast.h"
 #include "fast_internal.h"
+#include "fast_gemm.h" /* gk_cfg: which levels pack 16-bit values */
 #include "hot_math.cuh" /* hot_rand_word, the definition of a Philox word */
 #include "ref/ref_util.h"
 #if FAST_HAVE_AMX
@@ -986,6 +987,69 @@ START_TEST(inline_small_calls) {
 }
 END_TEST
 
+/* A call large enough for the pool still keeps its small stages on the caller: w' (O I values)
+ * and a GEMM's packing below the config's inline bound start no region. The 2048-token layer of
+ * width 24 -> 40 (per-token scales) then starts two regions, g' and HLA's projection of g_y (each
+ * T O values), where w''s two passes and the GEMMs (tiles below the bound too) would add their
+ * own; with the bound 0 every stage starts one; the bits are the same. */
+START_TEST(small_stages_inline) {
+  size_t k = 0;
+  while (k < sizeof k_cases / sizeof k_cases[0] && !(k_cases[k].B == 16 && k_cases[k].L == 128)) ++k;
+  ck_assert_uint_lt(k, sizeof k_cases / sizeof k_cases[0]);
+  hot_layer_spec sp;
+  hot_layer_plan pl;
+  make_plan(&k_cases[k], &sp, &pl);
+  const int64_t T = pl.T, O = pl.O, I = pl.I;
+  ck_assert_int_ge(T * O + T * I + O * I, FAST_INLINE_ELEMS); /* the call: on the pool */
+  ck_assert_int_lt(O * I, FAST_INLINE_ELEMS);                 /* w': on the caller */
+  tp_rng r;
+  tp_seed(&r, 11u);
+  float *tmp = malloc((size_t)(T * I + T * O) * sizeof *tmp);
+  float *x = make_input(&r, T * I, 1.0, HOT_DT_F32, tmp), *w = make_input(&r, O * I, 0.05, HOT_DT_F32, tmp);
+  float *g = make_input(&r, T * O, 1e-3, HOT_DT_F32, tmp);
+  float *out[2];
+  unsigned long long regions[2];
+  for (int pass = 0; pass < 2; ++pass) {
+    fast_config cf;
+    fast_config_init(&cf, 2, -1);
+    cf.inline_elems = pass ? 0 : FAST_INLINE_ELEMS;
+    out[pass] = calloc((size_t)(T * I + O * I + O), sizeof(float));
+    hot_ref_saved s;
+    ck_assert_int_eq(fast_layer_save(&cf, &pl, x, HOT_DT_F32, &s), HOT_REF_OK);
+    const unsigned long long r0 = fast_regions();
+    ck_assert_int_eq(fast_layer_backward(&cf, &pl, &s, g, w, HOT_DT_F32, HOT_GRAN_ROW, 1, 1, out[pass],
+                                         out[pass] + T * I, out[pass] + T * I + O * I), 0);
+    regions[pass] = fast_regions() - r0;
+    ref_saved_free(&s);
+  }
+  ck_assert_msg(regions[0] == 2 && regions[1] > regions[0],
+                "regions: %llu with the default bound (want 2), %llu with 0", regions[0], regions[1]);
+  ck_assert_int_eq(memcmp(out[0], out[1], (size_t)(T * I + O * I + O) * sizeof(float)), 0);
+  free(out[0]), free(out[1]), free(tmp), free(x), free(w), free(g);
+  /* a GEMM on the pool (512 x 256 x 128: multiply-adds / 128 at the bound) whose packing moves
+   * at most 96 KiB of bytes: its tiles start a region, its packing none (with the bound 0, both),
+   * at every level this CPU has; the levels that pack 16-bit values (192 KiB) pack on the pool */
+  int8_t *a = calloc(512 * 128, 1), *b = calloc(256 * 128, 1);
+  const int8_t *as[1] = {a}, *bs[1] = {b};
+  const fast_igemm_op op = {512, 256, 128, 1, as, 128, 1, bs, 128, 1, 1, 1, noop_epi, NULL, -1};
+  for (int level = 0; level < FAST_LEVELS; ++level)
+    for (int pass = 0; pass < 2 && fast_level_has(level); ++pass) {
+      fast_config cf;
+      fast_config_init(&cf, 2, level);
+      cf.inline_elems = pass ? 0 : FAST_INLINE_ELEMS;
+      const unsigned long long r0 = fast_regions();
+      ck_assert_int_eq(fast_igemm(&cf, &op), HOT_REF_OK);
+      gk_cfg gk;
+      memset(&gk, 0, sizeof gk);
+      cf.k->gemm(&gk, 1, 1);
+      const unsigned long long want = pass || gk.kind == K_W16 ? 2u : 1u;
+      ck_assert_msg(fast_regions() - r0 == want, "level %s, bound %lld: %llu regions",
+                    fast_level_name(level), (long long)cf.inline_elems, fast_regions() - r0);
+    }
+  free(a), free(b);
+}
+END_TEST
+
 /* ---- how a region deals its tasks --------------------------------------------------------- */
 
 /* Every task of a region runs once, on a thread numbered below the region's threads, for task
@@ -1322,6 +1386,7 @@ int main(void) {
   tcase_add_loop_test(tc, nonfinite_bias_no_hq, 0, 3);
   tcase_add_loop_test(tc, overflow_flags, 0, 20);
   tcase_add_test(tc, inline_small_calls);
+  tcase_add_test(tc, small_stages_inline);
   tcase_add_test(tc, pool_deals_ranges);
 #ifdef HOT_FAST_TEST_OPENMP
   tcase_add_test(tc, openmp_runtime);
