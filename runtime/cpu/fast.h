@@ -117,11 +117,13 @@ int fast_use_openmp(const char *runtime);
  * own pool is in use. Safe anywhere, also inside a task. */
 int fast_openmp(char *buf, size_t cap);
 /* While attached: a region one of whose team members entered more than late_ns after its start
- * (a member descheduled: other processes use the CPUs) sends the regions of the next backoff_ns
- * to the own pool, after which the runtime is tried again (defaults 500 us and 1 s, fast_pool.c).
- * Sets both and ends a back-off in progress; meant for tests (a late_ns above any region's
- * length turns the fall-back off, 0 makes every region of more than one thread fall back). */
-void fast_openmp_fallback(int64_t late_ns, int64_t backoff_ns);
+ * (a member descheduled: other processes use the CPUs) is late; a late region within window_ns
+ * of the previous late one sends the regions of the next backoff_ns to the own pool, after which
+ * the runtime is tried again (defaults 500 us, 100 ms and 1 s, fast_pool.c). Sets the three,
+ * ends a back-off in progress and forgets the last late region; meant for tests (a late_ns above
+ * any region's length turns the fall-back off, 0 makes every region of more than one thread late;
+ * a window of 0 never falls back on lateness that is not simultaneous). */
+void fast_openmp_fallback(int64_t late_ns, int64_t window_ns, int64_t backoff_ns);
 /* Back-offs to the own pool since the process started (a counter for tests and benchmarks). */
 unsigned long long fast_openmp_fallbacks(void);
 

@@ -313,19 +313,42 @@ typedef struct {
  * for every member of its team, so where a member has been descheduled (other processes on the
  * CPUs) each region costs a scheduler time slice, several milliseconds, where the own pool
  * closes the region and runs that member's tasks on the caller. A member that enters a region
- * more than g_omp_late_ns after its start marks it; the regions of the next g_omp_backoff_ns run
- * on the own pool, after which the runtime is tried again (one late region per back-off at
- * worst). Waking a sleeping worker takes tens of microseconds, a descheduled one a time slice:
- * 500 us between the two. The bits do not depend on which threads run the tasks. */
+ * more than g_omp_late_ns after its start marks it late; a late region within g_omp_window_ns of
+ * the previous late one sends the regions of the next g_omp_backoff_ns to the own pool, after
+ * which the runtime is tried again (two late regions per back-off at worst). Waking a sleeping
+ * worker takes tens of microseconds, a descheduled one a time slice: 500 us between the two.
+ * One late region alone is a hiccup (a page fault, the hypervisor taking the CPU for a moment),
+ * not shared CPUs: falling back on it cost a torch training step a second on the own pool,
+ * whose workers there compete with the runtime's spinning ones (hot's calls 1.4x slower); under
+ * a competing process late regions come every few milliseconds, within the 100 ms window. The
+ * bits do not depend on which threads run the tasks. */
 static atomic_llong g_omp_late_ns = 500000;
+static atomic_llong g_omp_window_ns = 100000000;
 static atomic_llong g_omp_backoff_ns = 1000000000;
 static atomic_llong g_omp_own_until;  /* fast_now_ns before which regions use the own pool */
+static atomic_llong g_omp_last_late = INT64_MIN; /* fast_now_ns of the last late region, if
+                                                    not followed by a back-off */
 static atomic_ullong g_omp_fallbacks; /* back-offs since the process started */
 
-void fast_openmp_fallback(int64_t late_ns, int64_t backoff_ns) {
+void fast_openmp_fallback(int64_t late_ns, int64_t window_ns, int64_t backoff_ns) {
   atomic_store(&g_omp_late_ns, late_ns);
+  atomic_store(&g_omp_window_ns, window_ns);
   atomic_store(&g_omp_backoff_ns, backoff_ns);
   atomic_store(&g_omp_own_until, 0);
+  atomic_store(&g_omp_last_late, INT64_MIN);
+}
+
+/* A late region at fast_now_ns `now` (under g_region): the back-off when the previous late one
+ * lies within the window, else only remembered. */
+static void omp_late(int64_t now) {
+  const int64_t last = atomic_load(&g_omp_last_late);
+  if (last != INT64_MIN && now - last <= atomic_load(&g_omp_window_ns)) {
+    atomic_store(&g_omp_own_until, now + atomic_load(&g_omp_backoff_ns));
+    atomic_fetch_add(&g_omp_fallbacks, 1);
+    atomic_store(&g_omp_last_late, INT64_MIN);
+  } else {
+    atomic_store(&g_omp_last_late, now);
+  }
 }
 
 unsigned long long fast_openmp_fallbacks(void) { return atomic_load(&g_omp_fallbacks); }
@@ -406,10 +429,7 @@ void fast_parallel(int64_t n, int threads, fast_task_fn fn, void *ctx) {
     /* the caller is member 0 of its team (or, nested in a region of the runtime, the whole team
      * of one): whatever a team left undone runs here */
     run_tasks(n, fn, ctx, 0);
-    if (atomic_load(&j.late)) { /* the CPUs are shared: the own pool for a while */
-      atomic_store(&g_omp_own_until, fast_now_ns() + atomic_load(&g_omp_backoff_ns));
-      atomic_fetch_add(&g_omp_fallbacks, 1);
-    }
+    if (atomic_load(&j.late)) omp_late(fast_now_ns()); /* shared CPUs, or a hiccup */
     pthread_mutex_unlock(&g_region);
     return;
   }

@@ -1167,7 +1167,7 @@ static void probe_task(void *ctx, int64_t i, int tid) {
 }
 
 START_TEST(openmp_runtime) {
-  fast_openmp_fallback(INT64_MAX, 1000000000); /* every region on the runtime, however late */
+  fast_openmp_fallback(INT64_MAX, 100000000, 1000000000); /* every region on the runtime, however late */
   char name[64];
   ck_assert_int_eq(fast_openmp(name, sizeof name), 1);
   ck_assert_str_eq(name, OMP_RT);
@@ -1206,16 +1206,19 @@ START_TEST(openmp_runtime) {
   ck_assert_str_eq(name, "");
   ck_assert_int_eq(fast_use_openmp(OMP_RT), 0);
   ck_assert_int_eq(fast_openmp(NULL, 0), 1);
-  fast_openmp_fallback(500000, 1000000000); /* the defaults */
+  fast_openmp_fallback(500000, 100000000, 1000000000); /* the defaults */
 }
 END_TEST
 
 /* The fall-back to the own pool while the CPUs are shared (fast_openmp_fallback): with a late
  * bound of 0 every region attached to the runtime marks itself late (its second member enters
- * after its start), so the fall-back counter tells which regions ran attached: the first, not
- * the ones within the back-off, the first after it again, none with the bound above any region.
- * A task of an attached region never runs on an own-pool worker, nor one of a region within the
- * back-off on a member of the runtime's team; the tasks all run once either way. */
+ * after its start), so the fall-back counter tells which regions ran attached and fell back:
+ * the first late region is only remembered, the second (within the window) starts the back-off,
+ * the regions within it run on the own pool, after it the runtime is tried again and again needs
+ * two late regions; with a window of 0 late regions never fall back (none are simultaneous), nor
+ * any with the bound above any region. A task of an attached region never runs on an own-pool
+ * worker, nor one of a region within the back-off on a member of the runtime's team; the tasks
+ * all run once either way. */
 typedef struct {
   atomic_int done[40];
   atomic_int on_team, on_pool; /* tasks run by a thread other than the caller: whose */
@@ -1244,17 +1247,23 @@ static unsigned long long where_region(int expect_attached) {
 
 START_TEST(openmp_fallback) {
   ck_assert_int_eq(fast_openmp(NULL, 0), 1);
-  fast_openmp_fallback(0, 1000000000); /* every attached region late; 1 s on the own pool */
-  ck_assert_uint_eq(where_region(1), 1); /* attached, late: the back-off starts */
+  /* every attached region late, any two within the window; 1 s on the own pool */
+  fast_openmp_fallback(0, INT64_MAX, 1000000000);
+  ck_assert_uint_eq(where_region(1), 0); /* attached, late: remembered */
+  ck_assert_uint_eq(where_region(1), 1); /* attached, late again: the back-off starts */
   ck_assert_uint_eq(where_region(0), 0); /* within it: the own pool */
   ck_assert_uint_eq(where_region(0), 0);
   const struct timespec wait = {1, 100000000};
   nanosleep(&wait, NULL);
-  ck_assert_uint_eq(where_region(1), 1); /* after it: the runtime again */
-  fast_openmp_fallback(INT64_MAX, 1000000000); /* never late: attached, no back-off */
+  ck_assert_uint_eq(where_region(1), 0); /* after it: the runtime again, one late region */
+  ck_assert_uint_eq(where_region(1), 1); /* and a second one */
+  ck_assert_uint_eq(where_region(0), 0);
+  fast_openmp_fallback(0, 0, 1000000000); /* late regions, none within 0 ns of another */
+  for (int i = 0; i < 3; ++i) ck_assert_uint_eq(where_region(1), 0);
+  fast_openmp_fallback(INT64_MAX, INT64_MAX, 1000000000); /* never late: attached, no back-off */
   ck_assert_uint_eq(where_region(1), 0);
   ck_assert_uint_eq(where_region(1), 0);
-  fast_openmp_fallback(500000, 1000000000); /* the defaults */
+  fast_openmp_fallback(500000, 100000000, 1000000000); /* the defaults */
 }
 END_TEST
 #endif
