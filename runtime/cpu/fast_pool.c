@@ -1,7 +1,8 @@
 /* fast_pool.c — the thread pool of the fast CPU path:
  * workers created on first use and kept for the life of the process, one parallel region at a
- * time, tasks handed out by an atomic counter; or, when asked (fast_use_openmp), the same regions
- * on the workers of an OpenMP runtime loaded in the process. */
+ * time, its tasks dealt in contiguous ranges per thread (taken from the back by a thread whose
+ * range is done); or, when asked (fast_use_openmp), the same regions on the workers of an OpenMP
+ * runtime loaded in the process. */
 #define _GNU_SOURCE /* RTLD_NOLOAD */
 #include <dlfcn.h>
 #include <pthread.h>
