@@ -237,8 +237,12 @@ static inline void cpu_relax(void) {
  * microseconds, but a worker is idle from when its own tasks end until the next region opens,
  * which is the caller's remaining tasks plus the gap: at 22 us of watching, a worker slept in
  * about half of a small layer's regions and took 20-35 us to wake in the next. A worker of an
- * idle pool, or of a pool whose CPUs other processes want, still gives its CPU back soon. */
+ * idle pool still gives its CPU back soon. While an OpenMP runtime is attached the own pool runs
+ * only in a back-off, that is while other processes want the CPUs, beside the runtime's own
+ * spinning workers: there a worker watches 20 us. */
 #define SPIN_NS 100000
+#define SPIN_SHARED_NS 20000
+static atomic_int g_attached; /* an OpenMP runtime is attached (fast_use_openmp) */
 
 static int64_t fast_now_ns(void) {
   struct timespec ts;
@@ -249,9 +253,11 @@ static int64_t fast_now_ns(void) {
 /* Returns when the region after `seen` has opened or SPIN_NS have passed. */
 static void watch_for_region(unsigned long seen) {
   const int64_t t0 = fast_now_ns();
+  const int64_t limit = atomic_load_explicit(&g_attached, memory_order_relaxed) ? SPIN_SHARED_NS
+                                                                                : SPIN_NS;
   for (unsigned i = 1; atomic_load_explicit(&g_gen_seen, memory_order_acquire) == seen; ++i) {
     cpu_relax();
-    if (i % 64 == 0 && fast_now_ns() - t0 > SPIN_NS) return;
+    if (i % 64 == 0 && fast_now_ns() - t0 > limit) return;
   }
 }
 
@@ -387,6 +393,7 @@ int fast_use_openmp(const char *runtime) {
   pthread_mutex_lock(&g_omp_mu);
   void *old = g_omp.handle;
   g_omp.handle = h, g_omp.parallel = par, g_omp.thread_num = num;
+  atomic_store(&g_attached, par != NULL);
   memset(g_omp.name, 0, sizeof g_omp.name);
   if (runtime) memcpy(g_omp.name, runtime, strlen(runtime));
   pthread_mutex_unlock(&g_omp_mu);
