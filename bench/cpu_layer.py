@@ -306,8 +306,15 @@ def section_contention(torch, hot_mod, shape, reps):
           "median of %d steps" % (shape[0], 2 * reps))
     steps = [Step(torch, shape, hot_mod if h else None, ac) for _, h, ac in VARIANTS]
 
+    # hot's package (hot_mod is its torch module); the counter is absent from older packages
+    counts = getattr(sys.modules.get(hot_mod.__name__.rpartition(".")[0]), "cpu_openmp_fallbacks",
+                     None)
+
     def med(st):
-        return statistics.median(st.run() for _ in range(2 * reps))
+        """(median step, hot's fall-backs from OpenMP's workers to its own during the steps)"""
+        f0 = counts() if counts else 0
+        m = statistics.median(st.run() for _ in range(2 * reps))
+        return m, (counts() - f0 if counts else None)
     quiet = [med(st) for st in steps]
     child = busy_child()
     try:
@@ -316,9 +323,10 @@ def section_contention(torch, hot_mod, shape, reps):
     finally:
         child.kill()
         child.wait()
-    for (name, _, _), q, b in zip(VARIANTS, quiet, busy):
-        print("  %-16s quiet %8.2f  contended %8.2f  ratio %5.2fx (bound 2x)"
-              % (name, 1e3 * q, 1e3 * b, b / q))
+    for (name, h, _), (q, fq), (b, fb) in zip(VARIANTS, quiet, busy):
+        falls = "  fall-backs to hot's threads %d / %d" % (fq, fb) if h and fq is not None else ""
+        print("  %-16s quiet %8.2f  contended %8.2f  ratio %5.2fx (bound 2x)%s"
+              % (name, 1e3 * q, 1e3 * b, b / q, falls))
     print("  (load %s)" % load())
 
 

@@ -146,6 +146,8 @@ int hot_cpu_openmp(char *buf, size_t cap) { return fast_openmp(cap ? buf : NULL,
 
 unsigned long long hot_cpu_regions(void) { return fast_regions(); }
 
+unsigned long long hot_cpu_openmp_fallbacks(void) { return fast_openmp_fallbacks(); }
+
 /* ---- the backend interface (backend.h) ------------------------------------------------------ */
 
 static hot_status ops_init(hot_ctx *ctx) {

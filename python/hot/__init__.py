@@ -5,7 +5,8 @@
 - hot.cpu_use_openmp(runtime) / hot.cpu_openmp(): the CPU backend on an OpenMP runtime's workers
   (GNU OpenMP when the process has it loaded, the default) or on hot's own threads
   (HOT_CPU_OPENMP=off);
-  hot.cpu_regions() counts its parallel regions; Context.set_cpu_threads(n) / .cpu_threads its
+  hot.cpu_regions() counts its parallel regions, hot.cpu_openmp_fallbacks() its fall-backs from
+  the OpenMP runtime to its own threads (CPUs shared with other processes); Context.set_cpu_threads(n) / .cpu_threads its
   threads (hot.torch follows torch.get_num_threads() unless HOT_CPU_THREADS is set).
 - hot.capture(path, layer_name, x, w, g_y) writes a layer capture (x, w, g_y of one backward;
   docs/capture.md), hot.read_capture(path) reads one back.
@@ -20,7 +21,7 @@ from ._lib import (Backend, DType, Gran, HotLibraryError, Layout, Recipe, Round,
                    Status, library_path)
 from ._capture import Capture, capture, read_capture
 from .api import (LAYER_ID_LIMIT, Context, HotError, KernelTime, Layer, LayerInfo, LayerSpec,
-                  Stats, cpu_openmp, cpu_regions, cpu_use_openmp, layer_id_for, status_name,
+                  Stats, cpu_openmp, cpu_openmp_fallbacks, cpu_regions, cpu_use_openmp, layer_id_for, status_name,
                   stream_hash, stream_key)
 
 __version__ = "0.1.0"
@@ -29,4 +30,5 @@ __all__ = ["Context", "Layer", "LayerSpec", "LayerInfo", "Stats", "KernelTime", 
            "HotLibraryError", "Status", "Backend", "DType", "Recipe", "Gran", "Round", "Rule",
            "Selection", "Layout", "status_name", "library_path", "capture", "read_capture",
            "Capture", "layer_id_for", "stream_hash", "stream_key", "LAYER_ID_LIMIT",
-           "cpu_use_openmp", "cpu_openmp", "cpu_regions"]
+           "cpu_use_openmp", "cpu_openmp", "cpu_regions",
+           "cpu_openmp_fallbacks"]

@@ -361,6 +361,7 @@ _FUNCS = {
     "hot_cpu_use_openmp": (c_int, [c_char_p]),
     "hot_cpu_openmp": (c_int, [c_char_p, c_size_t]),
     "hot_cpu_regions": (ctypes.c_ulonglong, []),
+    "hot_cpu_openmp_fallbacks": (ctypes.c_ulonglong, []),
     "hot_ctx_set_cpu_threads": (c_int, [c_void_p, c_int]),
     "hot_ctx_cpu_threads": (c_int, [c_void_p, ctypes.POINTER(c_int)]),
     "hot_capture_write": (c_int, [c_char_p, c_char_p, c_int64, c_int64, c_int64, c_int64, c_int,

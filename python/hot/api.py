@@ -79,6 +79,13 @@ def cpu_regions():
     return int(_lib.lib().hot_cpu_regions())
 
 
+def cpu_openmp_fallbacks():
+    """hot_cpu_openmp_fallbacks: how often the CPU backend, on an OpenMP runtime's workers, has
+    fallen back to its own threads for a second (late regions: CPUs shared with other processes)
+    in this process (a counter for benchmarks: the difference across a step)."""
+    return int(_lib.lib().hot_cpu_openmp_fallbacks())
+
+
 def _str(b):
     return b.decode("utf-8", "replace") if isinstance(b, bytes) else str(b)
 

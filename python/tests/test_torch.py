@@ -555,6 +555,8 @@ def test_cpu_backend_on_torchs_openmp_workers(hot, ht):
         with pytest.raises(TypeError):
             hot.cpu_use_openmp(7)
         assert hot.cpu_openmp() is None  # unchanged by the refused names
+        falls = hot.cpu_openmp_fallbacks()  # a counter of the process: an int, never negative
+        assert isinstance(falls, int) and falls >= 0
     finally:
         os.environ.pop("HOT_CPU_THREADS", None)
         hot.cpu_use_openmp("libgomp.so.1")

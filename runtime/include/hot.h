@@ -558,6 +558,13 @@ HOT_API int hot_ctx_cpu_threads(const hot_ctx *ctx, int *pinned);
  * fails; safe from any thread. */
 HOT_API unsigned long long hot_cpu_regions(void);
 
+/* The number of times the CPU backend, while on an OpenMP runtime (hot_cpu_use_openmp), has
+ * fallen back to its own threads for a second since the process started: two regions within
+ * 100 ms whose team members entered more than 500 us late, the sign of CPUs shared with other
+ * processes (docs/cpu-backend.md, Threads). A counter for benchmarks: a step whose difference is
+ * not 0 ran partly on hot's own threads. Never fails; safe from any thread. */
+HOT_API unsigned long long hot_cpu_openmp_fallbacks(void);
+
 /* ---- captures ---------------------------------------------------------------------------------
  * A capture file holds the x (T x I), w (O x I) and g_y (T x O) of one backward of a linear layer,
  * in the layer's dtype, with its name and sizes, so that the error of hot's settings can be

@@ -1045,6 +1045,8 @@ static unsigned check_all_roles(hot_layer *l) {
  * switch to a loaded GNU OpenMP and back (the results on it: test_fast_openmp, torch_hotlinear). */
 START_TEST(cpu_openmp_api) {
   char buf[64];
+  const unsigned long long fallbacks = hot_cpu_openmp_fallbacks(); /* never attached: none */
+  ck_assert_uint_eq(fallbacks, 0);
   ck_assert_int_eq(hot_cpu_openmp(NULL, 0), 0);
   ck_assert_int_eq(hot_cpu_openmp(buf, sizeof buf), 0);
   ck_assert_str_eq(buf, "");
@@ -1070,6 +1072,7 @@ START_TEST(cpu_openmp_api) {
   ck_assert_str_eq(buf, "lib");
   ck_assert_int_eq(hot_cpu_use_openmp(NULL), HOT_OK);
   ck_assert_int_eq(hot_cpu_openmp(buf, sizeof buf), 0);
+  ck_assert_uint_eq(hot_cpu_openmp_fallbacks(), 0); /* no region ran attached */
   dlclose(gomp);
 }
 END_TEST
