@@ -6,8 +6,9 @@
   (GNU OpenMP when the process has it loaded, the default) or on hot's own threads
   (HOT_CPU_OPENMP=off);
   hot.cpu_regions() counts its parallel regions, hot.cpu_openmp_fallbacks() its fall-backs from
-  the OpenMP runtime to its own threads (CPUs shared with other processes); Context.set_cpu_threads(n) / .cpu_threads its
-  threads (hot.torch follows torch.get_num_threads() unless HOT_CPU_THREADS is set).
+  the OpenMP runtime to its own threads (CPUs shared with other processes);
+  Context.set_cpu_threads(n) / .cpu_threads its threads (hot.torch follows
+  torch.get_num_threads() unless HOT_CPU_THREADS is set).
 - hot.capture(path, layer_name, x, w, g_y) writes a layer capture (x, w, g_y of one backward;
   docs/capture.md), hot.read_capture(path) reads one back.
 - hot.torch (imported on demand: `import hot.torch`): HOTLinear, a drop-in for torch.nn.Linear
@@ -21,8 +22,8 @@ from ._lib import (Backend, DType, Gran, HotLibraryError, Layout, Recipe, Round,
                    Status, library_path)
 from ._capture import Capture, capture, read_capture
 from .api import (LAYER_ID_LIMIT, Context, HotError, KernelTime, Layer, LayerInfo, LayerSpec,
-                  Stats, cpu_openmp, cpu_openmp_fallbacks, cpu_regions, cpu_use_openmp, layer_id_for, status_name,
-                  stream_hash, stream_key)
+                  Stats, cpu_openmp, cpu_openmp_fallbacks, cpu_regions, cpu_use_openmp,
+                  layer_id_for, status_name, stream_hash, stream_key)
 
 __version__ = "0.1.0"
 
