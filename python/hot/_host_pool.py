@@ -35,7 +35,7 @@ _SLACK = 1.04           # a free block up to 4 % larger than the request serves 
 
 _blocks = {}   # size class -> list of bytearrays, oldest first
 _lock = threading.Lock()
-_state = {"limit": None, "made": 0, "reused": 0}
+_state = {"limit": None, "made": 0, "reused": 0, "bytes": 0}  # bytes: of every block, free or not
 
 
 def _size_class(nbytes):
@@ -74,6 +74,7 @@ def _trim(limit):
     for size, idx in drop.items():
         lst = _blocks[size]
         lst[:] = [b for i, b in enumerate(lst) if i not in idx]
+        _state["bytes"] -= size * len(idx)
         if not lst:
             del _blocks[size]
 
@@ -97,7 +98,8 @@ def empty(shape, dtype):
         # the storage spans exactly the tensor's bytes (what a count of storages reports)
         out = torch.frombuffer(block, dtype=dtype, count=numel, offset=off).view(shape)
         del block
-        _trim(limit)
+        if _state["bytes"] > limit:  # else the free blocks, a part of all, are within the limit
+            _trim(limit)
     return out
 
 
@@ -119,6 +121,7 @@ def _take(size):
     if block is None:
         block = bytearray(size)  # zero-filled: its pages are touched here, once
         _state["made"] += 1
+        _state["bytes"] += size
     _blocks.setdefault(size, []).append(block)  # newest last: the oldest free go first
     return block
 

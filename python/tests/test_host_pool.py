@@ -73,9 +73,19 @@ def test_limit_and_release(pool, monkeypatch):
     del keep
     t = pool.empty((1 << 20,), torch.uint8)  # a call trims the free ones to the limit
     assert pool.stats()["free_bytes"] <= 3 << 20 and pool.stats()["free_blocks"] == 2
+    assert pool._state["bytes"] == pool.stats()["bytes"]  # the running total a call checks
     del t
     pool.release()
     assert pool.stats()["free_blocks"] == 0
+    assert pool._state["bytes"] == pool.stats()["bytes"]
+    # under the limit in all (free or not) a call trims nothing: both blocks stay, one free
+    u = pool.empty((1 << 20,), torch.uint8)
+    v = pool.empty((1 << 20,), torch.uint8)
+    del u
+    w = pool.empty((1 << 19,), torch.uint8)  # another size class: a new block, no trim
+    st = pool.stats()
+    assert st["blocks"] == 3 and st["free_blocks"] == 1 and pool._state["bytes"] == st["bytes"]
+    del v, w
 
 
 def test_threads_never_share_a_block(pool, monkeypatch):
