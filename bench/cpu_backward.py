@@ -26,9 +26,10 @@ program without OpenMP gets). --exact adds the fp64 exact products (ref_exact_gx
 an accuracy-row layer, 8192 tokens 4096 -> 4096 (slow: the twin takes minutes). --stages prints,
 instead of the table, where the fast backward's wall and process CPU time go, stage by stage (the mean of R
 profiled runs after one warm-up; fast_profile in runtime/cpu/fast.h), at N threads and at 1.
---goals prints only the goal figures: the AMX-INT8 peak of a register-only tdpbssd loop (or "no
-AMX"), per shape the GEMMs' rate against it and their share of the backward (from the stage
-profile), then bench/cpu_layer.py (HOTLinear fwd+bwd through the Python API against nn.Linear in
+--goals prints only the goal figures: the integer peak of a register-only loop of the level's
+GEMM instruction (tdpbssd with AMX, then the tile step at each level of the memory; 512-bit
+vpdpbusd on AVX-512 VNNI; 256-bit vpdpbusd on AVX-VNNI; vpmaddubsw on AVX2), per shape the
+GEMMs' rate against it and their share of the backward (from the stage profile), then bench/cpu_layer.py (HOTLinear fwd+bwd through the Python API against nn.Linear in
 fp32 and under bf16 autocast, the tiny layer's fixed cost, regions per step, contention). The
 default run prints the table and then the goal figures; --tiny prints the table only.
 Benchmark only: nothing here is a test and nothing asserts a time.
@@ -213,6 +214,27 @@ def philox(lib, reps):
     lib.hot_fast_bench_level(-1)
 
 
+def int8_peak(lib, reps):
+    """The register-only integer multiply-add rate of one thread on the GEMM instruction of each
+    dispatch level this CPU has (tdpbssd, 512- and 256-bit vpdpbusd, vpmaddubsw): the peaks
+    goal 2 measures the GEMMs against, and how the levels compare on this core."""
+    lib.hot_fast_bench_int8_peak.argtypes = [ctypes.c_int, ctypes.POINTER(ctypes.c_double),
+                                             ctypes.c_char_p, ctypes.c_int]
+    lib.hot_fast_bench_level.argtypes = [ctypes.c_int]
+    lib.hot_fast_bench_level_has.argtypes = [ctypes.c_int]
+    for level in (4, 3, 2, 1):
+        if not lib.hot_fast_bench_level_has(level):
+            continue
+        lib.hot_fast_bench_level(level)
+        peak = ctypes.c_double(0.0)
+        instr = ctypes.create_string_buffer(64)
+        if lib.hot_fast_bench_int8_peak(reps, ctypes.byref(peak), instr, 64) != 0:
+            sys.exit("cpu_backward.py: hot_fast_bench_int8_peak failed at level %d" % level)
+        print("register-only %s loop: %.3f TMAC/s per thread (best of %d, load %s)"
+              % (instr.value.decode(), peak.value / 1e12, reps, load()))
+    lib.hot_fast_bench_level(-1)
+
+
 def bind_stages(lib):
     lib.hot_fast_bench_stages.argtypes = [ctypes.c_longlong] * 4 + [ctypes.c_int] * 3 + \
         [ctypes.POINTER(ctypes.c_double)] * 2 + [ctypes.c_int, ctypes.c_char_p, ctypes.c_int]
@@ -308,21 +330,28 @@ def stages(lib, threads, reps, shapes):
 
 
 def goals(lib, threads, reps, shapes):
-    """The AMX peak, the GEMMs' rate against it and their share of the backward, per shape."""
+    """The integer peak of the level's GEMM instruction, the GEMMs' rate against it and their
+    share of the backward, per shape."""
     bind_stages(lib)
     names = stage_names(lib)
     n = len(names)
-    lib.hot_fast_bench_amx_peak.argtypes = [ctypes.c_int, ctypes.POINTER(ctypes.c_double)]
+    lib.hot_fast_bench_int8_peak.argtypes = [ctypes.c_int, ctypes.POINTER(ctypes.c_double),
+                                             ctypes.c_char_p, ctypes.c_int]
     peak = ctypes.c_double(0.0)
-    has = lib.hot_fast_bench_amx_peak(5, ctypes.byref(peak)) == 0
-    print("\nGoal 2: the GEMMs against the AMX-INT8 peak, %d thread(s), mean of %d profiled "
-          "backwards" % (threads, reps))
+    instr = ctypes.create_string_buffer(64)
+    has = lib.hot_fast_bench_int8_peak(5, ctypes.byref(peak), instr, 64) == 0
+    has_amx = instr.value.startswith(b"tdpbssd")
+    print("\nGoal 2: the GEMMs against the integer peak of the level's GEMM instruction, %d "
+          "thread(s), mean of %d profiled backwards" % (threads, reps))
     if has:
-        print("  register-only tdpbssd loop: %.2f TMAC/s per thread (load %s)"
-              % (peak.value / 1e12, load()))
-        amx_levels(lib, peak.value)
+        print("  register-only %s loop: %.3f TMAC/s per thread (load %s)"
+              % (instr.value.decode(), peak.value / 1e12, load()))
+        if has_amx:
+            amx_levels(lib, peak.value)
+        else:
+            print("  (no AMX tiles at this level: the GEMMs run on that instruction)")
     else:
-        print("  register-only tdpbssd loop: no AMX")
+        print("  register-only loop: no integer GEMM instruction at this level (scalar)")
     gemm_rows = [i for i, nm in enumerate(names) if nm.startswith("gemm")]
     for s in shapes:
         _, B, L, O, I = s
@@ -338,7 +367,7 @@ def goals(lib, threads, reps, shapes):
         rate = macs / g if g > 0 else 0.0
         pk = "%.0f %% of the peak (tiles alone %.0f %%)" % (
             100 * rate / (peak.value * threads), 100 * macs / tiles / (peak.value * threads)) \
-            if has else "no AMX"
+            if has else "no peak"
         print("  %-24s GEMMs %.2f ms (pack + tiles) of %.2f ms: %.0f %% of the backward; "
               "%.2f TMAC/s, %s (load %s)"
               % (s[0], 1e3 * g, 1e3 * total, 100 * g / total, rate / 1e12, pk, load()))
@@ -428,8 +457,11 @@ def main():
                          "5 turns, and print per stage the best CPU ms of each and B / A")
     ap.add_argument("--philox", action="store_true",
                     help="time the quantizers' Philox words alone, at each level this CPU has")
+    ap.add_argument("--peak", action="store_true",
+                    help="time a register-only loop of each level's integer GEMM instruction "
+                         "alone, at each level this CPU has (the peaks of goal 2)")
     ap.add_argument("--goals", action="store_true",
-                    help="only the goal figures (AMX peak, GEMM share, bench/cpu_layer.py)")
+                    help="only the goal figures (the integer peak, GEMM share, bench/cpu_layer.py)")
     ap.add_argument("--hla-fuse-bytes", type=num.arg_int(0, 1 << 62), default=None, metavar="N",
                     help="the fast path's bound for fusing HLA's quantizer into its transform "
                          "(fast_set_hla_fuse_bytes: projections above N bytes are transformed "
@@ -452,6 +484,9 @@ def main():
     set_knobs(lib, a.hla_fuse_bytes, a.gran)
     if a.philox:
         philox(lib, a.reps)
+        return
+    if a.peak:
+        int8_peak(lib, a.reps)
         return
     if a.goals:
         goals(lib, a.threads, a.reps, TINY if a.tiny else SHAPES)

@@ -45,6 +45,11 @@
  * 1: the AMX GEMM packs every A panel (fast_amx_pack_all); 0 (default): it reads A's tiles in
  * place where A runs along k in whole 64-k blocks. For comparing the two in one process.
  *
+ *   int hot_fast_bench_int8_peak(int reps, double *macs_s, char *name, int cap)
+ * The register-only integer multiply-add rate of one thread on the GEMM instruction of the
+ * current level (tdpbssd, 512- or 256-bit vpdpbusd, vpmaddubsw): the peak goal 2 measures the
+ * GEMMs against.
+ *
  *   int hot_fast_bench_philox(long long n, int reps, double *best_s)
  * The Philox words of the stochastic quantizers alone (fast_philox_words, one thread). */
 #define _POSIX_C_SOURCE 200809L
@@ -451,6 +456,88 @@ int hot_fast_bench_amx_peak(int reps, double *macs_s) {
     const double dt = now_s() - t0, rate = (double)iters * 4.0 * 16384.0 / dt;
     if (rate > *macs_s) *macs_s = rate;
   }
+  return 0;
+#else
+  (void)reps;
+  return -1;
+#endif
+}
+
+/* ---- the integer peak of the levels without tiles: register-only multiply-adds ------------- */
+
+#if defined(__x86_64__)
+#include <immintrin.h>
+/* A register-only loop of twelve independent chains of one multiply-add instruction OP(c, a, b)
+ * on vectors of type V: the chains cover the instruction's latency on two ports, and the empty
+ * asm keeps every accumulator live in a register (no chain folded or spilled). */
+#define PEAK_LOOP(name, tgt, V, set1, OP, cons)                                                     \
+  __attribute__((target(tgt))) static void name(long long iters) {                                    \
+    const V a = set1(0x01020304), b = set1(0x05060708);                                             \
+    V c0 = set1(0), c1 = set1(1), c2 = set1(2), c3 = set1(3), c4 = set1(4), c5 = set1(5);           \
+    V c6 = set1(6), c7 = set1(7), c8 = set1(8), c9 = set1(9), c10 = set1(10), c11 = set1(11);       \
+    for (long long i = 0; i < iters; ++i) {                                                         \
+      c0 = OP(c0, a, b), c1 = OP(c1, a, b), c2 = OP(c2, a, b), c3 = OP(c3, a, b);                   \
+      c4 = OP(c4, a, b), c5 = OP(c5, a, b), c6 = OP(c6, a, b), c7 = OP(c7, a, b);                   \
+      c8 = OP(c8, a, b), c9 = OP(c9, a, b), c10 = OP(c10, a, b), c11 = OP(c11, a, b);               \
+      __asm__ volatile("" : cons(c0), cons(c1), cons(c2), cons(c3), cons(c4), cons(c5));            \
+      __asm__ volatile("" : cons(c6), cons(c7), cons(c8), cons(c9), cons(c10), cons(c11));          \
+    }                                                                                               \
+    __asm__ volatile("" ::"x"(c0), "x"(c1), "x"(c2), "x"(c3), "x"(c4), "x"(c5), "x"(c6), "x"(c7),  \
+                     "x"(c8), "x"(c9), "x"(c10), "x"(c11));                                         \
+  }
+#define PEAK_CONS_Z(c) "+v"(c)
+#define PEAK_CONS_Y(c) "+x"(c)
+#define PEAK_AVX2(c, a, b) _mm256_add_epi16((c), _mm256_maddubs_epi16((a), (b)))
+/* 512-bit vpdpbusd: 64 multiply-adds an instruction */
+PEAK_LOOP(peak_vnni512, "avx512f,avx512bw,avx512vnni", __m512i, _mm512_set1_epi32,
+          _mm512_dpbusd_epi32, PEAK_CONS_Z)
+#if FAST_HAVE_AVXVNNI
+/* 256-bit AVX-VNNI vpdpbusd: 32 */
+PEAK_LOOP(peak_vnni256, "avx2,avxvnni", __m256i, _mm256_set1_epi32, _mm256_dpbusd_avx_epi32,
+          PEAK_CONS_Y)
+#endif
+/* AVX2's pair as the u8 kernel runs it (vpmaddubsw, then vpaddw into 16-bit sums; the kernel's
+ * occasional widening left out): 32 a pair */
+PEAK_LOOP(peak_avx2, "avx2", __m256i, _mm256_set1_epi32, PEAK_AVX2, PEAK_CONS_Y)
+#endif
+
+/* The integer multiply-add rate of one thread on the GEMM instruction of the fast path's current
+ * level (fast_level_now), in registers: tdpbssd (amx-int8), 512-bit vpdpbusd (avx512-vnni),
+ * 256-bit vpdpbusd (avx-vnni), vpmaddubsw + vpaddw (avx2). The best of `reps` runs of about
+ * 10 ms into *macs_s and the instruction's name into name[cap]. 0; -1 at the scalar level or
+ * where the level cannot run (the caller prints "no peak"). */
+int hot_fast_bench_int8_peak(int reps, double *macs_s, char *name, int cap) {
+  *macs_s = 0.0;
+  if (cap > 0) name[0] = 0;
+  const int level = fast_level_now();
+  if (level == FAST_LEVEL_AMX) {
+    if (hot_fast_bench_amx_peak(reps, macs_s)) return -1;
+    snprintf(name, (size_t)cap, "tdpbssd (amx-int8)");
+    return 0;
+  }
+#if defined(__x86_64__)
+  void (*loop)(long long) = NULL;
+  double per = 0.0; /* multiply-adds per iteration */
+  const char *nm = "";
+  if (level == FAST_LEVEL_AVX512 && fast_cpu_avx512()) {
+    loop = peak_vnni512, per = 12.0 * 64.0, nm = "512-bit vpdpbusd (avx512-vnni)";
+#if FAST_HAVE_AVXVNNI
+  } else if (level == FAST_LEVEL_AVXVNNI) {
+    loop = peak_vnni256, per = 12.0 * 32.0, nm = "256-bit vpdpbusd (avx-vnni)";
+#endif
+  } else if (level == FAST_LEVEL_AVX2 || level == FAST_LEVEL_AVX512) {
+    loop = peak_avx2, per = 12.0 * 32.0, nm = "vpmaddubsw + vpaddw (avx2)";
+  }
+  if (!loop) return -1;
+  const long long iters = 2000000; /* about 10 ms at one instruction a cycle per chain */
+  loop(iters); /* warm-up: the core reaches the clock it holds under this load */
+  for (int r = 0; r < reps; ++r) {
+    const double t0 = now_s();
+    loop(iters);
+    const double dt = now_s() - t0, rate = (double)iters * per / dt;
+    if (rate > *macs_s) *macs_s = rate;
+  }
+  snprintf(name, (size_t)cap, "%s", nm);
   return 0;
 #else
   (void)reps;
