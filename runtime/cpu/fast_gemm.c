@@ -340,9 +340,12 @@ int fast_igemm(const fast_config *cf, const fast_igemm_op *op) {
    * B panels (128 columns) stay within 256 KB, half the L2, and the kernel's calls (zeroing,
    * widening, storing its tile) come once per 512 steps; measured 1.03-1.18x faster than 64-step
    * blocks (docs/cpu-backend.md). The AMX kernel takes 512 too (32 of its 64-k tile blocks per
-   * call, the tile accumulators stored once per call); the VNNI kernels keep 64 (512 made no
-   * difference beyond the noise for the 512-bit one, GEMMs alone, alternated). */
-  g.kc = g.kind == K_U8 || g.kind == K_W16 || g.kind == K_AMX ? 512 : 64;
+   * call, the tile accumulators stored once per call), and so does the 512-bit VNNI kernel: on
+   * a Xeon without AMX, where the GEMMs run on it, the backward's GEMMs alone were 1-11 % faster
+   * at 2 threads than with 64 steps (alternated in one process; at 1 thread 0-9 %; on the AMX
+   * Xeon it made no difference beyond the noise). The 256-bit VNNI kernel keeps 64 (the same
+   * within 1 % there). */
+  g.kc = g.kind == K_VNNI256 ? 64 : 512;
   g.ksteps = fast_cdiv(op->seg_k, g.kstep);
   g.npa = fast_cdiv(op->M, g.mr);
   g.npb = fast_cdiv(op->N, NR);
