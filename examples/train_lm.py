@@ -121,6 +121,17 @@ def hot_config_parser():
     return p
 
 
+def hot_dtypes(args):
+    """[(model key, dtype)] of the HOT models one seed trains beside the exact ones: "hot" under
+    bf16 autocast (or in fp32 with --hot-dtype fp32), and "hot_fp32" too with both."""
+    if args.hot_dtype == "both":
+        return [("hot", "bf16"), ("hot_fp32", "fp32")]
+    return [("hot", args.hot_dtype)]
+
+
+HOT_NAMES = {"bf16": "HOT (bf16 autocast)", "fp32": "HOT (fp32)"}
+
+
 def hot_variants(args):
     """[(label, namespace of HOT options)]: the command line's, or each --ablate variant
     parsed on top of them."""
@@ -274,8 +285,11 @@ def parse_args():
                    default=2, help="transformer layers (default 2)")
     p.add_argument("--model", default="gelu", choices=["gelu", "relu"],
                    help="the feed-forward activation of the transformer layers (default gelu)")
-    p.add_argument("--hot-dtype", default="bf16", choices=["bf16", "fp32"],
-                   help="HOT trains under bf16 autocast (default) or in fp32")
+    p.add_argument("--hot-dtype", default="both", choices=["both", "bf16", "fp32"],
+                   help="HOT trains under bf16 autocast, in fp32, or both side by side (default: "
+                        "both, each against both exact runs: which dtype is faster depends on "
+                        "the CPU and the width; --ablate trains its variants under bf16 "
+                        "autocast unless this says fp32)")
     p.add_argument("--lr", type=NUM.arg_float(0, 10), default=2e-3, help="AdamW peak learning rate")
     p.add_argument("--eval-every", type=NUM.arg_int(1, 10**9),
                    default=10, help="steps between validations")
@@ -364,10 +378,16 @@ def run_seed(args, seed, data, n_train, dev, variants):
     models = {"exact": copy.deepcopy(base).to(dev), "bf16": copy.deepcopy(base).to(dev)}
     autocast = {"exact": False, "bf16": True}
     reports = {}
-    for label, cfg in variants:
-        m, reports[label] = convert_model(copy.deepcopy(base), cfg)
-        models[label] = m.to(dev)
-        autocast[label] = args.hot_dtype == "bf16"
+    if args.ablate is None:  # the command line's HOT model, in each dtype asked
+        for key, dtype in hot_dtypes(args):
+            m, reports[key] = convert_model(copy.deepcopy(base), variants[0][1])
+            models[key] = m.to(dev)
+            autocast[key] = dtype == "bf16"
+    else:
+        for label, cfg in variants:
+            m, reports[label] = convert_model(copy.deepcopy(base), cfg)
+            models[label] = m.to(dev)
+            autocast[label] = args.hot_dtype != "fp32"
     opts = {k: torch.optim.AdamW(m.parameters(), lr=args.lr, weight_decay=0.01)
             for k, m in models.items()}
     warm = max(1, args.steps // 10)
@@ -413,9 +433,11 @@ def run_seed(args, seed, data, n_train, dev, variants):
                 hist[k]["val_loss"].append(val_loss(m, autocast[k]))
             e = hist["exact"]["val_loss"][-1]
             b = hist["bf16"]["val_loss"][-1]
-            if len(models) == 3:
-                h = hist["hot"]["val_loss"][-1]
-                rel = f"HOT {h:.4f} ({100 * (h - e) / e:+.2f} %)"
+            if args.ablate is None:
+                rel = "  ".join(
+                    f"HOT {dtype} {hist[k]['val_loss'][-1]:.4f} "
+                    f"({100 * (hist[k]['val_loss'][-1] - e) / e:+.2f} %)"
+                    for k, dtype in hot_dtypes(args))
             else:  # --ablate: the variants in their order
                 rel = "variants " + " ".join(
                     f"{100 * (hist[k]['val_loss'][-1] - e) / e:+.1f}"
@@ -479,33 +501,44 @@ def print_ablation(results, variants):
 
 
 def print_table(results, args):
-    """Exact fp32, exact bf16 autocast and HOT side by side: validation loss, ms/step, saved
-    activations (distinct storages, hot.memory), per seed and the mean."""
-    hot_name = "HOT (bf16 autocast)" if args.hot_dtype == "bf16" else "HOT (fp32)"
+    """Exact fp32, exact bf16 autocast and HOT side by side, a row per seed and HOT dtype:
+    validation loss, ms/step, saved activations (distinct storages, hot.memory)."""
+    runs = hot_dtypes(args)
     print(f"\nmodel: {args.model}; validation loss after {args.steps} steps; ms/step over steps "
           "1.. (step 0 holds the setup); saved activations of one step by distinct storage "
           "(parameters excluded), measured at step 1")
-    print(f"\n| seed | exact fp32 | exact bf16 | {hot_name} | HOT vs fp32 | HOT vs bf16 | "
-          "ms/step fp32 / bf16 / HOT | saved fp32 / bf16 / HOT | HOT saved / bf16 |")
-    print("|---|---|---|---|---|---|---|---|---|")
-    keys = ("exact", "bf16", "hot")
+    print("\n| seed | HOT | exact fp32 | exact bf16 | HOT | HOT vs fp32 | HOT vs bf16 | "
+          "ms/step fp32 / bf16 / HOT | saved fp32 / bf16 / HOT | HOT saved / exact's in its "
+          "dtype |")
+    print("|---|---|---|---|---|---|---|---|---|---|")
     acc = {k: [] for k in ("rel_e", "rel_b", "ratio")}
+    speed = {dtype: [] for _, dtype in runs}
     for r in results:
-        v = [r["history"][k]["val_loss"][-1] for k in keys]
-        ms = [r["ms_per_step"][k] for k in keys]
-        sb = [r["saved_bytes"][k] for k in keys]
-        rel_e, rel_b, ratio = (v[2] - v[0]) / v[0], (v[2] - v[1]) / v[1], sb[2] / sb[1]
-        for k, x in zip(acc, (rel_e, rel_b, ratio)):
-            acc[k].append(x)
-        print(f"| {r['seed']} | {v[0]:.4f} | {v[1]:.4f} | {v[2]:.4f} | {100 * rel_e:+.2f} % | "
-              f"{100 * rel_b:+.2f} % | {ms[0]:.0f} / {ms[1]:.0f} / {ms[2]:.0f} | "
-              f"{sb[0] / 2**20:.2f} / {sb[1] / 2**20:.2f} / {sb[2] / 2**20:.2f} MiB | "
-              f"{ratio:.3f} |")
+        for key, dtype in runs:
+            keys = ("exact", "bf16", key)
+            v = [r["history"][k]["val_loss"][-1] for k in keys]
+            ms = [r["ms_per_step"][k] for k in keys]
+            sb = [r["saved_bytes"][k] for k in keys]
+            # saved bytes against the exact run in HOT's own dtype (fp32 codes and tensors
+            # against fp32's, bf16 autocast against bf16 autocast's)
+            same = sb[1] if dtype == "bf16" else sb[0]
+            rel_e, rel_b, ratio = (v[2] - v[0]) / v[0], (v[2] - v[1]) / v[1], sb[2] / same
+            for k, x in zip(acc, (rel_e, rel_b, ratio)):
+                acc[k].append(x)
+            speed[dtype].append((ms[2] / ms[1], ms[2] / min(ms[0], ms[1])))
+            print(f"| {r['seed']} | {HOT_NAMES[dtype]} | {v[0]:.4f} | {v[1]:.4f} | {v[2]:.4f} | "
+                  f"{100 * rel_e:+.2f} % | {100 * rel_b:+.2f} % | {ms[0]:.0f} / {ms[1]:.0f} / "
+                  f"{ms[2]:.0f} | {sb[0] / 2**20:.2f} / {sb[1] / 2**20:.2f} / "
+                  f"{sb[2] / 2**20:.2f} MiB | {ratio:.3f} |")
     worst = max(max(acc["rel_e"]), max(acc["rel_b"]))
     verdict = "within" if worst <= 0.01 else "NOT within"
     print(f"\nHOT's final validation loss is {verdict} 1 % of exact fp32's and exact bf16's on "
           f"every seed (worst {100 * worst:+.2f} %); saved activations {min(acc['ratio']):.3f}-"
-          f"{max(acc['ratio']):.3f} of exact bf16's")
+          f"{max(acc['ratio']):.3f} of the exact run's in HOT's dtype")
+    for dtype, v in speed.items():
+        print(f"{HOT_NAMES[dtype]}: time per step {min(x for x, _ in v):.2f}-"
+              f"{max(x for x, _ in v):.2f}x exact bf16 autocast's, {min(y for _, y in v):.2f}-"
+              f"{max(y for _, y in v):.2f}x the faster exact run's")
 
 
 def main():
@@ -543,7 +576,8 @@ def main():
         r = run_seed(args, seed, data, n_train, dev, variants)
         if seed == seeds[0]:
             for label, rep in r["report"].items():
-                print(rep if label == "hot" else f"{label}: {rep.splitlines()[0]}")
+                if label != "hot_fp32":  # the same conversion as "hot"'s
+                    print(rep if label == "hot" else f"{label}: {rep.splitlines()[0]}")
         results.append(r)
     wall = time.time() - t0
     st = ht.context_for(dev).stats()
@@ -573,13 +607,16 @@ def main():
     fig, (a1, a2) = plt.subplots(1, 2, figsize=(11, 4))
     for i, r in enumerate(results):
         c = f"C{i}"
-        for k, style, label in (("exact", "-", "exact fp32"), ("bf16", ":", "exact bf16"),
-                                ("hot", "--", "HOT")):
+        hots = [(k, "--" if dtype == "bf16" else "-.", f"HOT {dtype}")
+                for k, dtype in hot_dtypes(args)]
+        for k, style, label in [("exact", "-", "exact fp32"), ("bf16", ":", "exact bf16")] + hots:
             hh = r["history"][k]
             a1.plot(hh["step"], hh["val_loss"], style, color=c, label=f"seed {r['seed']} {label}")
-        e, h = r["history"]["exact"]["val_loss"], r["history"]["hot"]["val_loss"]
-        a2.plot(r["history"]["hot"]["step"], [100 * (b - a) / a for a, b in zip(e, h)], "-",
-                color=c, label=f"seed {r['seed']}")
+        e = r["history"]["exact"]["val_loss"]
+        for k, style, label in hots:
+            h = r["history"][k]["val_loss"]
+            a2.plot(r["history"][k]["step"], [100 * (b - a) / a for a, b in zip(e, h)], style,
+                    color=c, label=f"seed {r['seed']} {label}")
     a1.set_xlabel("step")
     a1.set_ylabel("validation cross-entropy (nats/char)")
     a1.set_title(f"char LM, {args.layers} layers d={args.d_model}, seq {args.seq}")

@@ -34,14 +34,20 @@ def test_train_lm_runs(hot, tmp_path, model):
     # the default is convert(model)'s: every linear map (the head too) and the activation
     assert "hot.torch.convert: 5 converted, 0 skipped" in r.stdout
     assert ("ReLU -> HOTReLU" if model == "relu" else "GELU -> HOTGELU") in r.stdout
-    assert "| seed | exact fp32 | exact bf16 | HOT (bf16 autocast) |" in r.stdout
+    # the default trains HOT in both dtypes, each a row against both exact runs
+    assert "| seed | HOT | exact fp32 | exact bf16 | HOT |" in r.stdout
+    assert "| 0 | HOT (bf16 autocast) |" in r.stdout and "| 0 | HOT (fp32) |" in r.stdout
+    assert "HOT (fp32): time per step" in r.stdout
     res = json.loads((tmp_path / "train_lm.json").read_text())["results"][0]
     h = res["history"]
     assert h["exact"]["val_loss"][0] == h["hot"]["val_loss"][0] or \
         h["bf16"]["val_loss"][0] == h["hot"]["val_loss"][0], "not the same initial weights"
+    assert h["exact"]["val_loss"][0] == h["hot_fp32"]["val_loss"][0], "fp32: not the same start"
     assert h["bf16"]["val_loss"][-1] != h["hot"]["val_loss"][-1], "hot did not run"
+    assert h["exact"]["val_loss"][-1] != h["hot_fp32"]["val_loss"][-1], "hot fp32 did not run"
     sb = res["saved_bytes"]
     assert sb["hot"] < sb["bf16"] < sb["exact"], sb
+    assert sb["hot_fp32"] < sb["exact"], sb
     try:
         import matplotlib  # noqa: F401
         assert (tmp_path / "train_lm.png").is_file()
