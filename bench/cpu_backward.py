@@ -469,15 +469,27 @@ def main():
     ap.add_argument("--gran", choices=("tensor", "token", "sample"), default="tensor",
                     help="the granularity of g''s HQ scales in hot's timed backwards (LQS picks "
                          "per token or per sample in a model; default tensor)")
+    ap.add_argument("--shape", action="append", default=None, metavar="B,L,O,I",
+                    help="time this layer (B samples of L tokens, I -> O) instead of the "
+                         "benchmark's shapes; may be given more than once")
     ap.add_argument("--tiny", action="store_true",
                     help="small layers instead of the three shapes (a quick check that it runs)")
     a = ap.parse_args()
+    shapes = TINY if a.tiny else SHAPES
+    if a.shape:
+        shapes = []
+        for text in a.shape:
+            try:
+                B, L, O, I = (num.parse_int("--shape", v, 1, 1 << 24) for v in text.split(","))
+            except ValueError as e:
+                sys.exit("cpu_backward.py: --shape %s: %s (expected B,L,O,I)" % (text, e))
+            shapes.append(("%dx%d tok, %d->%d" % (B, L, I, O), B, L, O, I))
     if a.versus:
         if not a.stages:
             sys.exit("cpu_backward.py: --versus goes with --stages")
         if not os.path.isfile(a.versus):
             sys.exit("cpu_backward.py: --versus %s: no such file (a libhot_fast_bench.so)" % a.versus)
-        versus([find_lib(a.lib), a.versus], a.threads, a.reps, 5, TINY if a.tiny else SHAPES,
+        versus([find_lib(a.lib), a.versus], a.threads, a.reps, 5, shapes,
                a.hla_fuse_bytes, a.gran)
         return
     lib = ctypes.CDLL(find_lib(a.lib))
@@ -489,13 +501,13 @@ def main():
         int8_peak(lib, a.reps)
         return
     if a.goals:
-        goals(lib, a.threads, a.reps, TINY if a.tiny else SHAPES)
+        goals(lib, a.threads, a.reps, shapes)
         run_layer_bench(a.threads, a.reps, a.tiny)
         return
     if a.stages:
         print("hot fast CPU backward, per stage: mean of %d runs, %s"
               % (a.reps, time.strftime("%Y-%m-%d %H:%M")))
-        stages(lib, a.threads, a.reps, TINY if a.tiny else SHAPES)
+        stages(lib, a.threads, a.reps, shapes)
         return
     lib.hot_fast_bench_cpu.argtypes = [ctypes.c_int] + [ctypes.c_longlong] * 4 + \
         [ctypes.c_int] * 3 + [ctypes.POINTER(ctypes.c_double), ctypes.POINTER(ctypes.c_uint),
@@ -518,7 +530,7 @@ def main():
     print("%-24s %20s %10s %20s %10s %14s %24s  %s"
           % ("shape", "hot fast [CPU]", "hot twin", "torch [CPU]", "twin/fast", "torch/fast [CPU]",
              "turns: median [min-max]", "load (1 min)"))
-    for s in TINY if a.tiny else SHAPES:
+    for s in shapes:
         tf, cfast, cf, tt, ct, pairs = fast_vs_torch(lib, s, a.threads, a.reps)
         lf = load()
         tr, cr = hot_time(lib, 0, s, a.threads, a.reps)

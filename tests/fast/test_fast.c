@@ -443,7 +443,10 @@ START_TEST(gemm_exact) {
                                     {49, 257, 257, 1}, {67, 300, 700, 1}, {16, 33, 130, 3},
                                     {100, 31, 9, 2},   {3, 530, 513, 1},  {130, 18, 1023, 1},
                                     {37, 21, 4500, 1}, {9, 20, 2100, 2},   {130, 600, 2100, 1},
-                                    {100, 40, 192, 1}, {64, 33, 128, 1},   {31, 17, 64, 1}};
+                                    {100, 40, 192, 1}, {64, 33, 128, 1},   {31, 17, 64, 1},
+                                    /* segments over several groups of 64 columns, the last
+                                       one partial (tile_one's SEG_PANELS) */
+                                    {70, 150, 40, 3},  {65, 97, 300, 2}};
   static const int qs[][2] = {{7, 7}, {127, 127}, {7, 127}, {1, 3}, {3, 7}};
   for (size_t d = 0; d < sizeof dims / sizeof dims[0]; ++d)
     for (size_t qi = 0; qi < sizeof qs / sizeof qs[0]; ++qi)
