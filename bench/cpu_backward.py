@@ -32,6 +32,9 @@ vpdpbusd on AVX-512 VNNI; 256-bit vpdpbusd on AVX-VNNI; vpmaddubsw on AVX2), per
 GEMMs' rate against it and their share of the backward (from the stage profile), then bench/cpu_layer.py (HOTLinear fwd+bwd through the Python API against nn.Linear in
 fp32 and under bf16 autocast, the tiny layer's fixed cost, regions per step, contention). The
 default run prints the table and then the goal figures; --tiny prints the table only.
+--shape B,L,O,I (repeatable) puts that layer (B samples of L tokens, I -> O) in place of the
+benchmark's shapes in the table, --stages, --versus and goal 2; --peak prints the integer peak of
+every level this CPU has.
 Benchmark only: nothing here is a test and nothing asserts a time.
 """
 import re
@@ -440,7 +443,20 @@ def run_layer_bench(threads, reps, tiny=False):
                      str(threads), "--reps", str(max(reps, 3))] + (["--tiny"] if tiny else []))
 
 
-def main():
+def parse_shapes(texts, num):
+    """--shape's B,L,O,I strings as the benchmark's shape tuples; exits with a one-line error."""
+    shapes = []
+    for text in texts:
+        try:
+            B, L, O, I = (num.parse_int("--shape", v, 1, 1 << 24) for v in text.split(","))
+        except ValueError as e:
+            sys.exit("cpu_backward.py: --shape %s: %s (expected B,L,O,I)" % (text, e))
+        shapes.append(("%dx%d tok, %d->%d" % (B, L, I, O), B, L, O, I))
+    return shapes
+
+
+def parse_args():
+    """The command line, its shapes resolved (--shape, --tiny or the benchmark's) into a.shapes."""
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--lib", help="path of libhot_fast_bench.so")
     num = numbers()
@@ -475,15 +491,13 @@ def main():
     ap.add_argument("--tiny", action="store_true",
                     help="small layers instead of the three shapes (a quick check that it runs)")
     a = ap.parse_args()
-    shapes = TINY if a.tiny else SHAPES
-    if a.shape:
-        shapes = []
-        for text in a.shape:
-            try:
-                B, L, O, I = (num.parse_int("--shape", v, 1, 1 << 24) for v in text.split(","))
-            except ValueError as e:
-                sys.exit("cpu_backward.py: --shape %s: %s (expected B,L,O,I)" % (text, e))
-            shapes.append(("%dx%d tok, %d->%d" % (B, L, I, O), B, L, O, I))
+    a.shapes = parse_shapes(a.shape, num) if a.shape else TINY if a.tiny else SHAPES
+    return a
+
+
+def main():
+    a = parse_args()
+    shapes = a.shapes
     if a.versus:
         if not a.stages:
             sys.exit("cpu_backward.py: --versus goes with --stages")

@@ -362,19 +362,10 @@ def build_model(args, torch, nn):
     return CharLM()
 
 
-def run_seed(args, seed, data, n_train, dev, variants):
-    """Trains the exact model and one HOT model per variant [(label, cfg)] from the same
-    initial weights on the same batches; returns the histories, times and saved bytes."""
-    import torch
-    import torch.nn as nn
-    import torch.nn.functional as F
-
-    import hot.memory as hm
-
-    torch.manual_seed(seed)
-    base = build_model(args, torch, nn)
-    # exact fp32, exact under bf16 autocast, and the HOT models (bf16 autocast unless
-    # --hot-dtype fp32); all from the same initial weights
+def build_models(args, base, variants, dev):
+    """The models of one seed, all copies of base: exact fp32, exact under bf16 autocast, and
+    the HOT ones (the command line's in each dtype asked, or one per --ablate variant); with
+    each one's autocast flag and each HOT one's convert() report."""
     models = {"exact": copy.deepcopy(base).to(dev), "bf16": copy.deepcopy(base).to(dev)}
     autocast = {"exact": False, "bf16": True}
     reports = {}
@@ -388,6 +379,23 @@ def run_seed(args, seed, data, n_train, dev, variants):
             m, reports[label] = convert_model(copy.deepcopy(base), cfg)
             models[label] = m.to(dev)
             autocast[label] = args.hot_dtype != "fp32"
+    return models, autocast, reports
+
+
+def run_seed(args, seed, data, n_train, dev, variants):
+    """Trains the exact model and one HOT model per variant [(label, cfg)] from the same
+    initial weights on the same batches; returns the histories, times and saved bytes."""
+    import torch
+    import torch.nn as nn
+    import torch.nn.functional as F
+
+    import hot.memory as hm
+
+    torch.manual_seed(seed)
+    base = build_model(args, torch, nn)
+    # exact fp32, exact under bf16 autocast, and the HOT models (bf16 autocast unless
+    # --hot-dtype fp32); all from the same initial weights
+    models, autocast, reports = build_models(args, base, variants, dev)
     opts = {k: torch.optim.AdamW(m.parameters(), lr=args.lr, weight_decay=0.01)
             for k, m in models.items()}
     warm = max(1, args.steps // 10)
