@@ -382,6 +382,22 @@ def build_models(args, base, variants, dev):
     return models, autocast, reports
 
 
+def print_validation(args, seed, step, hist):
+    """One line of the latest validation losses: exact fp32 and bf16, then each HOT model's (or
+    each --ablate variant's, relative to exact fp32)."""
+    e = hist["exact"]["val_loss"][-1]
+    b = hist["bf16"]["val_loss"][-1]
+    if args.ablate is None:
+        rel = "  ".join(f"HOT {dtype} {hist[k]['val_loss'][-1]:.4f} "
+                        f"({100 * (hist[k]['val_loss'][-1] - e) / e:+.2f} %)"
+                        for k, dtype in hot_dtypes(args))
+    else:  # --ablate: the variants in their order
+        rel = "variants " + " ".join(f"{100 * (hist[k]['val_loss'][-1] - e) / e:+.1f}"
+                                     for k in hist if k not in ("exact", "bf16")) + " %"
+    print(f"  seed {seed} step {step:4d}: validation loss exact fp32 {e:.4f}  exact "
+          f"bf16 {b:.4f}  {rel}", flush=True)
+
+
 def run_seed(args, seed, data, n_train, dev, variants):
     """Trains the exact model and one HOT model per variant [(label, cfg)] from the same
     initial weights on the same batches; returns the histories, times and saved bytes."""
@@ -439,19 +455,7 @@ def run_seed(args, seed, data, n_train, dev, variants):
             for k, m in models.items():
                 hist[k]["step"].append(step)
                 hist[k]["val_loss"].append(val_loss(m, autocast[k]))
-            e = hist["exact"]["val_loss"][-1]
-            b = hist["bf16"]["val_loss"][-1]
-            if args.ablate is None:
-                rel = "  ".join(
-                    f"HOT {dtype} {hist[k]['val_loss'][-1]:.4f} "
-                    f"({100 * (hist[k]['val_loss'][-1] - e) / e:+.2f} %)"
-                    for k, dtype in hot_dtypes(args))
-            else:  # --ablate: the variants in their order
-                rel = "variants " + " ".join(
-                    f"{100 * (hist[k]['val_loss'][-1] - e) / e:+.1f}"
-                    for k in models if k not in ("exact", "bf16")) + " %"
-            print(f"  seed {seed} step {step:4d}: validation loss exact fp32 {e:.4f}  exact "
-                  f"bf16 {b:.4f}  {rel}", flush=True)
+            print_validation(args, seed, step, hist)
         if step == args.steps:
             break
         x, y = batch(train_starts[step])
