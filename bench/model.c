@@ -194,6 +194,7 @@ typedef struct {
 
 typedef struct {
   double us, t_cmp, t_hbm, t_l2, t_smem, tail;
+  double us_full; /* the same without the wave-fill stretch (as if every wave were full) */
   double dram, compulsory; /* modelled DRAM bytes and the compulsory bytes (gen/cost.h) */
   int dram_modelled;       /* 1: a GEMM's L2 simulation; 0: compulsory x B/uniq (no L2 reuse) */
   const char *bound;
@@ -273,6 +274,7 @@ static kpred predict(const gpu_spec *gs, const hot_layer_plan *pl, const launch 
   if (p.t_smem > t) t = p.t_smem, p.bound = "shared memory";
   /* a partial last wave idles SMs: the work of full waves stretches by 1/tail (the shared term
    * already counts only the SMs the blocks occupy) */
+  p.us_full = t < LAUNCH_US ? LAUNCH_US : t;
   if (p.tail < 0.999 && waves < 8) {
     t /= p.tail;
     if (waves < 1) p.bound = "under one wave";
@@ -356,14 +358,20 @@ static void json_launch(FILE *js, const char *layer, hot_call call, const launch
   *first = 0;
 }
 
-/* One call's launches (save, backward or calibrate): table rows and JSON; *sum gets the
- * predicted total per GPU. */
+/* A call's predicted time on one GPU: in all, in the two GEMMs (roles gemm_gx, gemm_gw), and in
+ * the other kernels as if every wave were full (kpred.us_full). */
+typedef struct {
+  double us, gemm, other_full;
+} call_sum;
+
+/* One call's launches (save, backward or calibrate): table rows and JSON; sum gets its totals
+ * per GPU. */
 static void model_call(FILE *f, FILE *js, const hot_layer_plan *pl, hot_call call,
                        const model_tables *t, const char *arch, const char *layer, int *first,
-                       double sum[N_GPUS]) {
+                       call_sum sum[N_GPUS]) {
   launch ls[64];
   const int n = call_launches(pl, call, t, arch, ls, 64);
-  for (int gi = 0; gi < N_GPUS; ++gi) sum[gi] = 0;
+  memset(sum, 0, N_GPUS * sizeof *sum);
   for (int i = 0; i < n; ++i) {
     const launch *l = &ls[i];
     char shw[32] = "?", sec[32] = "?", byt[24] = "?", reg[16] = "?";
@@ -383,7 +391,9 @@ static void model_call(FILE *f, FILE *js, const hot_layer_plan *pl, hot_call cal
       const kpred p = predict(&k_gpus[gi], pl, l);
       fprintf(f, " %9.1f %-14s", p.us, p.bound);
       json_launch(js, layer, call, l, &k_gpus[gi], &p, first);
-      sum[gi] += p.us;
+      sum[gi].us += p.us;
+      if (l->kp->role == HOT_K_GEMM_GX || l->kp->role == HOT_K_GEMM_GW) sum[gi].gemm += p.us;
+      else sum[gi].other_full += p.us_full;
     }
     fprintf(f, "\n");
   }
@@ -403,9 +413,15 @@ static int model_arch(const bench_run *run, const hot_model *m, hot_arch *a) {
   return 0;
 }
 
-/* One layer: its plan, its three calls; adds its backward and the baselines to the totals. */
+/* Totals over the layers, per GPU: HOT's backward, its GEMMs, its other kernels at full waves,
+ * cuBLAS BF16's and cuBLASLt FP8's two GEMMs. */
+enum { TOT_HOT, TOT_HOT_GEMM, TOT_OTHER_FULL, TOT_BF16, TOT_FP8, N_TOT };
+
+/* One layer: its plan, its three calls, a line per GPU splitting its predicted backward into the
+ * GEMMs and the other kernels beside cuBLAS BF16's two GEMMs; adds them to the totals. */
 static int model_layer(const bench_run *run, const hot_model *m, int li, hot_arch arch,
-                       const model_tables *t, FILE *f, FILE *js, int *first, double tot[3][N_GPUS]) {
+                       const model_tables *t, FILE *f, FILE *js, int *first,
+                       double tot[N_TOT][N_GPUS]) {
   hot_layer_spec s = m->layers[run->layers[li].index];
   fields_apply_recipe(&s, m->recipe);
   hot_layer_plan *pl = calloc(1, sizeof *pl);
@@ -421,15 +437,22 @@ static int model_layer(const bench_run *run, const hot_model *m, int li, hot_arc
   esc_fputs(f, esc_text, s.name);
   fprintf(f, " (T %lld, O %lld, I %lld, %s)\n", (long long)pl->T, (long long)pl->O, (long long)pl->I,
           caps ? caps->name : "?");
-  double sv[N_GPUS], bw[N_GPUS], cal[N_GPUS];
+  call_sum sv[N_GPUS], b[N_GPUS], cal[N_GPUS];
   model_call(f, js, pl, HOT_CALL_SAVE, t, caps ? caps->name : "?", s.name, first, sv);
-  model_call(f, js, pl, HOT_CALL_BACKWARD, t, caps ? caps->name : "?", s.name, first, bw);
+  model_call(f, js, pl, HOT_CALL_BACKWARD, t, caps ? caps->name : "?", s.name, first, b);
   model_call(f, js, pl, HOT_CALL_CALIBRATE, t, caps ? caps->name : "?", s.name, first, cal);
   const double flops = 2.0 * 2.0 * (double)pl->T * (double)pl->O * (double)pl->I; /* g_x + g_w */
   for (int gi = 0; gi < N_GPUS; ++gi) {
-    tot[0][gi] += bw[gi];
-    tot[1][gi] += flops / (k_gpus[gi].bf16_tf * 1e12 * EFF_CUBLAS) * 1e6;
-    tot[2][gi] += flops / (k_gpus[gi].fp8_tf * 1e12 * EFF_CUBLAS) * 1e6;
+    const double bf16 = flops / (k_gpus[gi].bf16_tf * 1e12 * EFF_CUBLAS) * 1e6;
+    fprintf(f, "  = backward on %-8s %8.1f us: GEMMs %8.1f us, other kernels %8.1f us (%.1f at full "
+               "waves); cuBLAS BF16 %8.1f us (x%.2f)\n",
+            k_gpus[gi].name, b[gi].us, b[gi].gemm, b[gi].us - b[gi].gemm, b[gi].other_full, bf16,
+            b[gi].us > 0 ? bf16 / b[gi].us : 0.0);
+    tot[TOT_HOT][gi] += b[gi].us;
+    tot[TOT_HOT_GEMM][gi] += b[gi].gemm;
+    tot[TOT_OTHER_FULL][gi] += b[gi].other_full;
+    tot[TOT_BF16][gi] += bf16;
+    tot[TOT_FP8][gi] += flops / (k_gpus[gi].fp8_tf * 1e12 * EFF_CUBLAS) * 1e6;
   }
   free(pl);
   return 0;
@@ -463,18 +486,22 @@ int bench_model(const bench_run *run, const hot_model *m, FILE *f) {
   fputs("{\"model\": ", js);
   jstr(js, m->name);
   fputs(", \"kernels\": [", js);
-  double tot[3][N_GPUS] = {{0}};
+  double tot[N_TOT][N_GPUS] = {{0}};
   for (int li = 0; li < run->n; ++li) rc |= model_layer(run, m, li, arch, &t, f, js, &first, tot);
   fprintf(js, "\n  ], \"backward\": [");
   fprintf(f, "\n backward of the listed layers (sum of launches), PREDICTED:\n");
   for (int gi = 0; gi < N_GPUS; ++gi) {
-    fprintf(f, "  %-9s HOT %9.1f us   cuBLAS BF16 (2 GEMMs) %9.1f us (x%.2f)   cuBLASLt FP8 %9.1f us (x%.2f)\n",
-            k_gpus[gi].name, tot[0][gi], tot[1][gi], tot[1][gi] / tot[0][gi], tot[2][gi],
-            tot[2][gi] / tot[0][gi]);
+    const double h = tot[TOT_HOT][gi], hg = tot[TOT_HOT_GEMM][gi], of = tot[TOT_OTHER_FULL][gi],
+                 b = tot[TOT_BF16][gi], e = tot[TOT_FP8][gi];
+    fprintf(f, "  %-9s HOT %9.1f us   cuBLAS BF16 (2 GEMMs) %9.1f us (x%.2f)   cuBLASLt FP8 %9.1f us "
+               "(x%.2f)   HOT's GEMMs %.1f us, its other kernels %.1f us (%.1f at full waves)\n",
+            k_gpus[gi].name, h, b, b / h, e, e / h, hg, h - hg, of);
     fprintf(js, "%s{\"gpu\": ", gi ? ", " : "");
     jstr(js, k_gpus[gi].name);
-    fprintf(js, ", \"hot_us\": %.2f, \"cublas_bf16_us\": %.2f, \"cublaslt_fp8_us\": %.2f}",
-            tot[0][gi], tot[1][gi], tot[2][gi]);
+    fprintf(js, ", \"hot_us\": %.2f, \"hot_gemm_us\": %.2f, \"hot_other_us\": %.2f, "
+                "\"hot_other_full_waves_us\": %.2f, \"cublas_bf16_us\": %.2f, "
+                "\"cublaslt_fp8_us\": %.2f}",
+            h, hg, h - hg, of, b, e);
   }
   fprintf(js, "]}\n");
   fclose(js);

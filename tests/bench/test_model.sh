@@ -5,7 +5,8 @@
 #     wavefronts / ideal, sectors / ideal, bytes / unique: no "?"), waves and both GPUs' times;
 #     the tables are the compiled-in ones; the JSON parses, has every column per launch and GPU,
 #     and its totals agree with the text; the predicted backward vs cuBLAS BF16 and FP8 on both
-#     GPUs;
+#     GPUs, split into HOT's GEMMs and its other kernels (per layer in the text, in total in the
+#     JSON, each agreeing with the rows; the other kernels at full waves never above them);
 #  2. tables named by HOT_KERNEL_QUALITY / HOT_MEMSTAT_COUNTS that do not exist: said ("absent"),
 #     the columns "?", still a prediction (spec names cannot hold a quote: the JSON's escaping
 #     is checked statically by reliability_escaping);
@@ -48,6 +49,18 @@ for k in ks:
 for b in j["backward"]:
     s = sum(k["us"] for k in ks if k["gpu"] == b["gpu"] and k["call"] == "backward")
     assert abs(s - b["hot_us"]) < 0.01 * len(ks), (b, s)
+    g = sum(k["us"] for k in ks if k["gpu"] == b["gpu"] and k["call"] == "backward" and k["role"].startswith("gemm"))
+    assert 0 < g < s and abs(g - b["hot_gemm_us"]) < 0.01 * len(ks), (b, g)
+    assert abs(b["hot_gemm_us"] + b["hot_other_us"] - b["hot_us"]) < 0.02, b
+    assert 0 < b["hot_other_full_waves_us"] <= b["hot_other_us"] + 0.01, b
+# a split line per layer and GPU, whose parts add up to its backward
+layers = sorted({k["layer"] for k in ks})
+split = [l for l in t.splitlines() if l.startswith("  = backward on ")]
+assert len(split) == 2 * len(layers), (len(split), layers)
+for l in split:
+    w = l.replace(",", " ").replace(";", " ").replace(":", " ").split()
+    tot, gemm, other = float(w[w.index("us") - 1]), float(w[w.index("GEMMs") + 1]), float(w[w.index("kernels") + 1])
+    assert abs(gemm + other - tot) < 0.15, l
 assert any(k["smem_us"] > 0 for k in ks if k["role"].startswith("gemm"))
 PY
 done
