@@ -34,7 +34,7 @@ fp32 and under bf16 autocast, the tiny layer's fixed cost, regions per step, con
 default run prints the table and then the goal figures; --tiny prints the table only.
 --shape B,L,O,I (repeatable) puts that layer (B samples of L tokens, I -> O) in place of the
 benchmark's shapes in the table, --stages, --versus and goal 2; --peak prints the integer peak of
-every level this CPU has.
+every level this CPU has. --philox, --peak, --goals and --stages exclude each other.
 Benchmark only: nothing here is a test and nothing asserts a time.
 """
 import re
@@ -231,7 +231,8 @@ def int8_peak(lib, reps):
         lib.hot_fast_bench_level(level)
         peak = ctypes.c_double(0.0)
         instr = ctypes.create_string_buffer(64)
-        if lib.hot_fast_bench_int8_peak(reps, ctypes.byref(peak), instr, 64) != 0:
+        if lib.hot_fast_bench_int8_peak(reps, ctypes.byref(peak), instr, 64) != 0 or \
+                not peak.value > 0:
             sys.exit("cpu_backward.py: hot_fast_bench_int8_peak failed at level %d" % level)
         print("register-only %s loop: %.3f TMAC/s per thread (best of %d, load %s)"
               % (instr.value.decode(), peak.value / 1e12, reps, load()))
@@ -491,6 +492,11 @@ def parse_args():
     ap.add_argument("--tiny", action="store_true",
                     help="small layers instead of the three shapes (a quick check that it runs)")
     a = ap.parse_args()
+    modes = [m for m in ("philox", "peak", "goals", "stages") if getattr(a, m)]
+    if len(modes) > 1:
+        ap.error("--%s: choose one of --philox, --peak, --goals and --stages" % " and --".join(modes))
+    if a.peak and (a.shape or a.tiny):
+        ap.error("--peak times registers alone: --shape and --tiny do not apply")
     a.shapes = parse_shapes(a.shape, num) if a.shape else TINY if a.tiny else SHAPES
     return a
 
@@ -568,7 +574,7 @@ def main():
         print("%s: fast %.1f s (load %s), twin %.1f s (load %s), %.1fx (%s)"
               % (s[0], tf, lf, tr, load(), tr / tf, "bits equal" if cf == cr else "BITS DIFFER"))
     if not a.tiny:
-        goals(lib, a.threads, a.reps, SHAPES)
+        goals(lib, a.threads, a.reps, shapes)
         run_layer_bench(a.threads, a.reps)
 
 

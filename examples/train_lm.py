@@ -537,7 +537,8 @@ def print_table(results, args):
             rel_e, rel_b, ratio = (v[2] - v[0]) / v[0], (v[2] - v[1]) / v[1], sb[2] / same
             for k, x in zip(acc, (rel_e, rel_b, ratio)):
                 acc[k].append(x)
-            speed[dtype].append((ms[2] / ms[1], ms[2] / min(ms[0], ms[1])))
+            if min(ms) > 0:  # with --steps 1 no step is timed (step 0 holds the setup)
+                speed[dtype].append((ms[2] / ms[1], ms[2] / min(ms[0], ms[1])))
             print(f"| {r['seed']} | {HOT_NAMES[dtype]} | {v[0]:.4f} | {v[1]:.4f} | {v[2]:.4f} | "
                   f"{100 * rel_e:+.2f} % | {100 * rel_b:+.2f} % | {ms[0]:.0f} / {ms[1]:.0f} / "
                   f"{ms[2]:.0f} | {sb[0] / 2**20:.2f} / {sb[1] / 2**20:.2f} / "
@@ -548,6 +549,9 @@ def print_table(results, args):
           f"every seed (worst {100 * worst:+.2f} %); saved activations {min(acc['ratio']):.3f}-"
           f"{max(acc['ratio']):.3f} of the exact run's in HOT's dtype")
     for dtype, v in speed.items():
+        if not v:
+            print(f"{HOT_NAMES[dtype]}: time per step not measured (--steps 1 times no step)")
+            continue
         print(f"{HOT_NAMES[dtype]}: time per step {min(x for x, _ in v):.2f}-"
               f"{max(x for x, _ in v):.2f}x exact bf16 autocast's, {min(y for _, y in v):.2f}-"
               f"{max(y for _, y in v):.2f}x the faster exact run's")

@@ -55,6 +55,19 @@ def test_train_lm_runs(hot, tmp_path, model):
         assert "plot: skipped, matplotlib is not installed" in r.stdout
 
 
+def test_train_lm_one_step(hot, tmp_path):
+    """--steps 1 times no step (step 0 holds the setup): the table says so instead of dividing
+    by a zero time."""
+    r = subprocess.run([sys.executable, os.path.join(REPO, "examples", "train_lm.py"),
+                        "--steps", "1", "--eval-every", "1", "--eval-batches", "1", "--batch",
+                        "2", "--seq", "32", "--d-model", "16", "--heads", "2", "--layers", "1",
+                        "--text-mb", "0.1", "--threads", "1", "--out-dir", str(tmp_path)],
+                       env=env_for(hot), capture_output=True, text=True, timeout=600)
+    assert r.returncode == 0, r.stdout + r.stderr
+    for name in ("HOT (bf16 autocast)", "HOT (fp32)"):
+        assert f"{name}: time per step not measured (--steps 1 times no step)" in r.stdout, r.stdout
+
+
 def test_train_lm_ablation(hot, tmp_path):
     """--ablate FILE: one exact model and one HOT model per line; ABC changes what is kept, not
     the gradients (the same losses bit for bit); a bad line stops before training."""

@@ -53,14 +53,27 @@ for b in j["backward"]:
     assert 0 < g < s and abs(g - b["hot_gemm_us"]) < 0.01 * len(ks), (b, g)
     assert abs(b["hot_gemm_us"] + b["hot_other_us"] - b["hot_us"]) < 0.02, b
     assert 0 < b["hot_other_full_waves_us"] <= b["hot_other_us"] + 0.01, b
-# a split line per layer and GPU, whose parts add up to its backward
+# a split line per layer and GPU after the layer's rows: its backward, GEMMs and other kernels
+# each the sum of that layer's JSON rows on that GPU, the other kernels at full waves not above
+# the other kernels
 layers = sorted({k["layer"] for k in ks})
-split = [l for l in t.splitlines() if l.startswith("  = backward on ")]
-assert len(split) == 2 * len(layers), (len(split), layers)
-for l in split:
-    w = l.replace(",", " ").replace(";", " ").replace(":", " ").split()
-    tot, gemm, other = float(w[w.index("us") - 1]), float(w[w.index("GEMMs") + 1]), float(w[w.index("kernels") + 1])
-    assert abs(gemm + other - tot) < 0.15, l
+layer, seen = None, 0
+for l in t.splitlines():
+    if l.startswith(" layer "):
+        layer = l.split()[1]
+    if not l.startswith("  = backward on "):
+        continue
+    seen += 1
+    gpu = "H100 SXM" if l.startswith("  = backward on H100 SXM") else l.split()[3]
+    w = l.replace(",", " ").replace(";", " ").replace(":", " ").replace("(", " ").split()
+    tot, gemm = float(w[w.index("us") - 1]), float(w[w.index("GEMMs") + 1])
+    other, full = float(w[w.index("kernels") + 1]), float(w[w.index("kernels") + 3])
+    rows = [k for k in ks if k["layer"] == layer and k["gpu"] == gpu and k["call"] == "backward"]
+    want_g = sum(k["us"] for k in rows if k["role"].startswith("gemm"))
+    want_t = sum(k["us"] for k in rows)
+    assert rows and abs(tot - want_t) < 0.1 and abs(gemm - want_g) < 0.1, (l, want_t, want_g)
+    assert abs(other - (want_t - want_g)) < 0.15 and 0 < full <= other + 0.05, l
+assert seen == 2 * len(layers), (seen, layers)
 assert any(k["smem_us"] > 0 for k in ks if k["role"].startswith("gemm"))
 PY
 done
