@@ -272,9 +272,9 @@ static kpred predict(const gpu_spec *gs, const hot_layer_plan *pl, const launch 
   if (p.t_hbm > t) t = p.t_hbm, p.bound = "HBM";
   if (p.t_l2 > t) t = p.t_l2, p.bound = "L2";
   if (p.t_smem > t) t = p.t_smem, p.bound = "shared memory";
+  p.us_full = t < LAUNCH_US ? LAUNCH_US : t;
   /* a partial last wave idles SMs: the work of full waves stretches by 1/tail (the shared term
    * already counts only the SMs the blocks occupy) */
-  p.us_full = t < LAUNCH_US ? LAUNCH_US : t;
   if (p.tail < 0.999 && waves < 8) {
     t /= p.tail;
     if (waves < 1) p.bound = "under one wave";

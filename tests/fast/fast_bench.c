@@ -513,7 +513,7 @@ PEAK_LOOP(peak_avx2, "avx2", __m256i, _mm256_set1_epi32, PEAK_AVX2, PEAK_CONS_Y)
 
 /* The integer multiply-add rate of one thread on the GEMM instruction of the fast path's current
  * level (fast_level_now), in registers: tdpbssd (amx-int8), 512-bit vpdpbusd (avx512-vnni),
- * 256-bit vpdpbusd (avx-vnni), vpmaddubsw + vpaddw (avx2). The best of `reps` runs of 4-12 ms
+ * 256-bit vpdpbusd (avx-vnni), vpmaddubsw + vpaddw (avx2). The best of `reps` runs of 4-6 ms
  * into *macs_s and the instruction's name into name[cap] (cap > 0). 0; -1 at the scalar level,
  * where the level cannot run (the caller prints "no peak") or without a name buffer. */
 int hot_fast_bench_int8_peak(int reps, double *macs_s, char *name, int cap) {
@@ -540,8 +540,8 @@ int hot_fast_bench_int8_peak(int reps, double *macs_s, char *name, int cap) {
     loop = peak_avx2, per = 12.0 * 32.0, nm = "vpmaddubsw + vpaddw (avx2)";
   }
   if (!loop) return -1;
-  const long long iters = 2000000; /* 1.5 G multiply-adds (768 an iteration at 512 bits): about
-                                     * 4 ms at 0.36 TMAC/s, 6-12 ms for the narrower loops */
+  const long long iters = 2000000; /* 768 multiply-adds an iteration at 512 bits, 384 at 256: 4-6
+                                     * ms a run on the Xeons measured (0.36, 0.19, 0.135 TMAC/s) */
   loop(iters); /* warm-up: the core reaches the clock it holds under this load */
   for (int r = 0; r < reps; ++r) {
     const double t0 = now_s();
