@@ -86,6 +86,10 @@ static hot_status resolve_backend(hot_ctx *ctx, const hot_options *o, hot_backen
 /* The device and the arch (options first, then HOT_DEVICE / HOT_ARCH). */
 static hot_status resolve_device(hot_ctx *ctx, const hot_options *o) {
   const hot_env *e = &ctx->env;
+  if (o->device < -1)
+    return ctx_fail(ctx, HOT_ERR_INVALID,
+                    "options.device = %d: expected -1 ($HOT_DEVICE, else 0) or a device index",
+                    o->device);
   ctx->device = o->device;
   if (ctx->device < 0) ctx->device = e->device_set ? e->device : 0;
   const char *arch = o->arch ? o->arch : e->arch;
@@ -113,6 +117,8 @@ static hot_status resolve_cache_seed(hot_ctx *ctx, const hot_options *o) {
     return ctx_fail(ctx, HOT_ERR_INVALID, "options.disk_cache = %d: expected -1, 0 or 1",
                     o->disk_cache);
   ctx->disk_cache = o->disk_cache ? o->disk_cache : (e->no_disk_set && e->no_disk ? -1 : 1);
+  if (o->seed_set != 0 && o->seed_set != 1)
+    return ctx_fail(ctx, HOT_ERR_INVALID, "options.seed_set = %d: expected 0 or 1", o->seed_set);
   ctx->seed_set = 0;
   ctx->seed = HOT_DEFAULT_SEED;
   if (o->seed_set) {
@@ -274,6 +280,7 @@ hot_status ctx_kcache(hot_ctx *ctx, hot_kcache **out) {
 
 hot_status hot_ctx_stats(hot_ctx *ctx, hot_stats *out) {
   if (!ctx || !out) return ctx_fail(ctx, HOT_ERR_INVALID, "hot_ctx_stats: NULL argument");
+  if (!ctx->failed) ctx_clear(ctx); /* a failed context keeps its reason (hot_errmsg) */
   memset(out, 0, sizeof *out);
   out->backend = ctx->failed ? HOT_BACKEND_DEFAULT : ctx->backend;
   out->fell_back = ctx->fell_back;

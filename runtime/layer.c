@@ -216,6 +216,14 @@ hot_status hot_layer_from_spec(hot_ctx *ctx, const char *path, const char *layer
   if (batch_override < 0)
     return ctx_fail(ctx, HOT_ERR_SHAPE, "hot_layer_from_spec: batch_override %lld < 0",
                     (long long)batch_override);
+  /* a regular file: "-" (standard input) and pipes are the tools' (hot-gen), not a library's,
+   * whose process may be reading its stdin or would block on a FIFO without a writer */
+  struct stat sb;
+  const char *bad = NULL;
+  if (strcmp(path, "-") == 0) bad = "standard input is not a spec file here (a path)";
+  else if (stat(path, &sb) != 0) bad = strerror(errno);
+  else if (!S_ISREG(sb.st_mode)) bad = "not a regular file";
+  if (bad) return ctx_fail(ctx, HOT_ERR_IO, "hot_layer_from_spec: %s: %s", path, bad);
   hot_model m;
   hot_diag d = {0};
   int lrc = spec_load_file(path, NULL, &m, &d);

@@ -171,7 +171,7 @@ local function int_range(fd)
   if fd.pow2 then
     return (fd.zero_ok and "0 or " or "") .. "a power of two in " .. fmt("[%d, %d]", math.max(lo, 2), hi)
   end
-  return "in " .. (hi and fmt("[%d, %d]", lo, hi) or fmt(">= %d", lo))
+  return hi and fmt("in [%d, %d]", lo, hi) or fmt(">= %d", lo)
 end
 
 function CHECK.int(v, fd, path, at)

@@ -37,14 +37,15 @@ def _plain_activation(new):
 def activation_swaps(model, replace):
     """{qualified name: HOT activation} for every ReLU/GELU whose output a converted linear
     map reads: a transformer layer's activation when its linear2 is converted, and an
-    nn.ReLU/nn.GELU followed by a converted linear map in an nn.Sequential."""
+    nn.ReLU/nn.GELU followed by a converted linear map in an nn.Sequential (one that keeps
+    nn.Sequential's forward: a forward of its own may do anything between the two)."""
     swaps = {}
     for n, m in model.named_modules():
         if isinstance(m, _LAYERS) and _joined(n, "linear2") in replace:
             new = _hot_activation(getattr(m, "activation", None))
             if new is not None:
                 swaps[_joined(n, "activation")] = (new, _joined(n, "linear2"))
-        elif isinstance(m, nn.Sequential):
+        elif isinstance(m, nn.Sequential) and type(m).forward is nn.Sequential.forward:
             kids = list(m.named_children())
             for (a, ma), (b, _mb) in zip(kids, kids[1:]):
                 if _joined(n, b) in replace:

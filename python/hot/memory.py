@@ -143,8 +143,9 @@ _REBUILD = "_hot_rebuild"
 def mark_rebuild(y, source, fn):
     """Marks y (returned by a HOT module) as fn(source), where `source` is kept by autograd
     anyway: a HOT linear map reading y keeps a reference to `source` and rebuilds y in its
-    backward. fn must give y's bits again from source."""
-    setattr(y, _REBUILD, (source, fn))
+    backward. fn must give y's bits again from source. The mark holds while y is unchanged:
+    an in-place change of y (its version counter moves) voids it."""
+    setattr(y, _REBUILD, (source, fn, y._version))
     return y
 
 
@@ -172,8 +173,8 @@ def kept_source(x):
     """(source, rebuild) when x is kept for the backward by its neighbour anyway (see the
     module docstring): x == rebuild(source) (rebuild None: x is source); None otherwise."""
     mark = getattr(x, _REBUILD, None)
-    if mark is not None:
-        return mark
+    if mark is not None and mark[2] == x._version:
+        return mark[:2]
     base = x._base if x._base is not None else x
     fn = base.grad_fn
     if fn is not None and fn.name() in SAVES_OUTPUT:

@@ -11,10 +11,10 @@ kept for the backward. Backward: g_x, g_w and g_b from hot (HQ 4-bit g_x, HLA IN
 fp32 g_b) through a torch.autograd.Function. Without grad mode, or when nothing needs a gradient,
 the forward is plain F.linear and hot is not called.
 
-- Inputs [..., I] of float32, bfloat16 or float16, the same dtype as the weight, C-contiguous, on
-  the CPU (hot's CPU backend) or a CUDA device (hot's CUDA backend, device pointers, the current
-  stream: no copies, no synchronisation; only a view whose data is not 16-byte aligned is copied
-  for the call). Under torch.autocast the input, weight and bias are cast to the autocast dtype
+- Inputs [..., I] of float32, bfloat16 or float16, the same dtype as the weight, on the CPU
+  (hot's CPU backend) or a CUDA device (hot's CUDA backend, device pointers, the current stream:
+  no copies, no synchronisation; a non-contiguous input is made contiguous first, in the graph,
+  as F.linear takes it, and a view whose data is not 16-byte aligned is copied for the call). Under torch.autocast the input, weight and bias are cast to the autocast dtype
   first (as autocast's linear does) and hot runs in that dtype; hot's fp32 gradients go to the
   input's and the parameters' own dtypes directly (no rounding to the autocast dtype between).
 - Rows: x of shape [..., L, I] (3 or more dimensions) is B = prod(leading) samples of L tokens;
@@ -45,8 +45,9 @@ the forward is plain F.linear and hot is not called.
 - torch.compile: the hot calls are excluded from compilation (torch.compiler.disable: a graph
   break around each); activation checkpointing (torch.utils.checkpoint) recomputes the forward,
   which saves the compressed activation again (same bits).
-- Errors: wrong dtype/shape/device or a non-contiguous tensor raise TypeError / ValueError naming
-  the module and the argument (also a CUDA tensor on another device than its hot context's);
+- An empty input (no token: an expert nothing was routed to) runs F.linear and torch's backward.
+- Errors: wrong dtype/shape/device raise TypeError / ValueError naming the module and the
+  argument (when hot runs: in grad mode, with something needing a gradient) (also a CUDA tensor on another device than its hot context's);
   hot's errors (NaN/Inf on the CPU backend: HOT_ERR_NONFINITE) raise hot.HotError with hot's
   message. The CUDA backend does not check for NaN (see hot.h).
 - Overflow (finite inputs near FLT_MAX whose g_x, g_w or g_b overflowed fp32: HOT_ERR_RANGE) always
@@ -90,7 +91,8 @@ _lib.reattach_openmp()
 _host_pool.limit_bytes()  # HOT_CPU_POOL_MB: a malformed value is refused here, not mid-backward
 
 __all__ = ["HOTLinear", "HOTMultiheadAttention", "convert", "ConvertReport", "context_for",
-           "set_context", "spec_from_file", "capture_next_backward", "check", "stream_id"]
+           "set_context", "spec_from_file", "capture_next_backward", "check", "stream_id",
+           "plain_state_dict"]
 
 _DT = {torch.float32: DType.F32, torch.bfloat16: DType.BF16, torch.float16: DType.F16}
 _DT_NAME = {torch.float32: "f32", torch.bfloat16: "bf16", torch.float16: "f16"}
@@ -446,22 +448,29 @@ def _hot_linear(core, x, weight, bias):
     """y = F.linear(x, weight, bias) with hot's backward through `core` (a HOTLinear or an
     attention projection); autocast casts x as autocast's linear does, and weight and bias
     inside the hot function (which keeps the parameters, not cast copies of them)."""
+    if not isinstance(x, torch.Tensor):
+        core._hot_check(x, weight)  # raises, naming the module
     cast = None
-    if isinstance(x, torch.Tensor) and x.device.type in ("cpu", "cuda") and \
-            x.is_floating_point():
+    if x.device.type in ("cpu", "cuda") and x.is_floating_point():
         cast = _autocast_dtype(x.device.type)
         cast = cast if cast in _DT else None
+    need = torch.is_grad_enabled() and x.numel() > 0 and \
+        (x.requires_grad or weight.requires_grad or (bias is not None and bias.requires_grad))
+    if not need:  # no backward, or no token (an expert no token was routed to): torch's linear
+        # map and its backward alone (hot is not called, nothing checked; g_w, g_b are zeros)
+        if cast is None:
+            return F.linear(x, weight, bias)
+        with torch.autocast(x.device.type, enabled=False):
+            return F.linear(x.to(cast), weight.to(cast), bias.to(cast) if bias is not None
+                            else None)
+    if not x.is_contiguous():  # hot reads rows of x: a copy, in the graph (as F.linear takes it)
+        x = x.contiguous()
     if cast is None:
         core._hot_check(x, weight)
-        need = x.requires_grad or weight.requires_grad or \
-            (bias is not None and bias.requires_grad)
-        if not torch.is_grad_enabled() or not need:
-            return F.linear(x, weight, bias)
         return _apply_hot(core, x, weight, bias, None, memory.kept_source(x))
-    need = x.requires_grad or weight.requires_grad or (bias is not None and bias.requires_grad)
-    kept = memory.kept_source(x) if torch.is_grad_enabled() and need else None
+    kept = memory.kept_source(x)
     with torch.autocast(x.device.type, enabled=False):
-        if weight.dtype == cast or not torch.is_grad_enabled() or not need:
+        if weight.dtype == cast:
             weight = weight.to(cast)
             bias = bias.to(cast) if bias is not None else None
             return _hot_linear(core, x.to(cast), weight, bias)
@@ -577,6 +586,15 @@ class _HotCore:
 
     def _hot_setup(self, spec, spec_layer, recipe, context, name, max_cached_shapes, tag,
                    has_bias):
+        if not isinstance(name, str):
+            raise TypeError(f"HOTLinear: name must be a str (got {type(name).__name__})")
+        if tag is not None and not isinstance(tag, str):
+            raise TypeError(f"HOTLinear({name}): tag must be a str (got {type(tag).__name__})")
+        if isinstance(max_cached_shapes, bool) or not isinstance(max_cached_shapes, numbers.Integral):
+            raise TypeError(f"HOTLinear({name}): max_cached_shapes must be an int (got "
+                            f"{_short(max_cached_shapes)})")
+        if isinstance(spec, os.PathLike):
+            spec = os.fspath(spec)
         if isinstance(spec, str):
             if not spec_layer:
                 raise ValueError(f"HOTLinear({name}): spec={spec!r} needs spec_layer= (the "
@@ -791,17 +809,10 @@ class _HotCore:
         if x.dim() < 1 or x.shape[-1] != self.in_features:
             raise ValueError(f"{who}: input shape {tuple(x.shape)} must end in in_features = "
                              f"{self.in_features}")
-        if x.numel() == 0:
-            raise ValueError(f"{who}: input shape {tuple(x.shape)} is empty")
         if x.device != weight.device:
             raise ValueError(f"{who}: input on {x.device}, weight on {weight.device}")
         if x.device.type not in ("cpu", "cuda"):
             raise ValueError(f"{who}: input on {x.device}: hot runs on cpu and cuda tensors")
-        if not x.is_contiguous():
-            raise ValueError(f"{who}: input is not contiguous (shape {tuple(x.shape)}, strides "
-                             f"{x.stride()}); call .contiguous() first")
-        if not weight.is_contiguous():
-            raise ValueError(f"{who}: weight is not contiguous (strides {weight.stride()})")
 
     def _hot_getstate(self, state):
         # copy.deepcopy / pickle: the hot layers are a per-object cache (rebuilt on demand), the
@@ -866,17 +877,27 @@ class HOTLinear(_HotCore, nn.Linear):
 
     @classmethod
     def from_linear(cls, linear, **kwargs):
-        """A HOTLinear sharing `linear`'s weight and bias Parameters (no copy). ValueError for
-        an uninitialised lazy module (nn.LazyLinear before its first forward)."""
+        """A HOTLinear sharing `linear`'s weight and bias Parameters (no copy) and its forward
+        and backward hooks. TypeError when `linear` is not an nn.Linear; ValueError for an
+        uninitialised lazy module (nn.LazyLinear before its first forward) and for one whose
+        computation a HOTLinear cannot take over (a parametrized or computed weight, parameters
+        or submodules of its own)."""
+        if not isinstance(linear, nn.Linear):
+            raise TypeError(f"HOTLinear.from_linear: linear must be a torch.nn.Linear (got "
+                            f"{type(linear).__name__})")
         if _uninitialized(linear):
             raise ValueError(f"HOTLinear.from_linear: {type(linear).__name__} is an "
                              "uninitialised lazy module (its sizes are known after its first "
                              "forward); run it once first")
+        why = _not_taken_over(linear)
+        if why is not None:
+            raise ValueError(f"HOTLinear.from_linear: {type(linear).__name__}: {why}")
         m = cls.__new__(cls)
         nn.Module.__init__(m)
         m.in_features, m.out_features = linear.in_features, linear.out_features
         m.weight = linear.weight
         m.bias = linear.bias
+        _share_hooks(m, linear)
         name = kwargs.pop("name", None)
         tag = kwargs.pop("tag", None)
         m._hot_setup(kwargs.pop("spec", None), kwargs.pop("spec_layer", None),
@@ -965,12 +986,21 @@ class HOTMultiheadAttention(nn.MultiheadAttention):
     @classmethod
     def from_mha(cls, mha, *, spec=None, in_proj_spec=None, recipe="hot", context=None, tag=None,
                  max_cached_shapes=8):
-        """A HOTMultiheadAttention sharing `mha`'s Parameters (no copy); its out_proj becomes a
-        HOTLinear sharing out_proj's. in_proj_spec: settings of the in-projections when they
-        differ from `spec` (convert with a spec file)."""
+        """A HOTMultiheadAttention sharing `mha`'s Parameters (no copy) and hooks; its out_proj
+        becomes a HOTLinear sharing out_proj's. in_proj_spec: settings of the in-projections
+        when they differ from `spec` (convert with a spec file). TypeError when `mha` is not an
+        nn.MultiheadAttention; ValueError when a HOT module cannot take over its computation
+        (a parametrized or computed weight, parameters or submodules of its own)."""
+        if not isinstance(mha, nn.MultiheadAttention):
+            raise TypeError(f"HOTMultiheadAttention.from_mha: mha must be a "
+                            f"torch.nn.MultiheadAttention (got {type(mha).__name__})")
+        why = _not_taken_over(mha)
+        if why is not None:
+            raise ValueError(f"HOTMultiheadAttention.from_mha: {type(mha).__name__}: {why}")
         m = cls.__new__(cls)
         m.__dict__.update({k: (v.copy() if isinstance(v, dict) else v)
                            for k, v in mha.__dict__.items()})
+        _share_hooks(m, mha)
         m._hot_mha_setup(spec, in_proj_spec, recipe, context, tag, max_cached_shapes)
         return m
 
@@ -1041,6 +1071,8 @@ class HOTMultiheadAttention(nn.MultiheadAttention):
     def hot_check(self):
         for p in list(self._hot_in.values()):
             p.hot_check()
+        if isinstance(self.out_proj, HOTLinear):
+            self.out_proj.hot_check()
 
     def get_extra_state(self):
         st = {r: s for r, s in self._hot_in_pending.items()}
@@ -1060,9 +1092,12 @@ class HOTMultiheadAttention(nn.MultiheadAttention):
             if role not in _ROWS:
                 raise ValueError(f"{where}['in_proj']: unknown projection {_short(role)} "
                                  f"({', '.join(_ROWS)})")
-            parsed[role] = _parse_hot_state(s, f"{where}['in_proj'][{role!r}]")
-        for role, (step, cal) in parsed.items():  # all checked before any is applied
+            who = f"{where}['in_proj'][{role!r}]"
+            parsed[role] = _parse_hot_state(s, who) + (_HotCore._hot_basis_from_state(s, who),)
+        for role, (step, cal, basis) in parsed.items():  # all checked before any is applied
             state_ok = {"hot_step": step, "hot_calibration": cal}
+            if basis is not None:  # the HLA basis the projection chose (hla_basis="auto")
+                state_ok["hot_hla_basis"] = list(basis)
             if role in self._hot_in:
                 self._hot_in[role]._hot_load_state(state_ok, where)
             else:
@@ -1319,11 +1354,27 @@ def check(model):
     in-projection of its HOTMultiheadAttention modules: waits for their backwards in flight and
     raises hot.HotError (ERR_RANGE) for the first overflow not reported yet. Returns the number
     checked."""
+    if not isinstance(model, nn.Module):
+        raise TypeError(f"check: model must be a torch.nn.Module (got {type(model).__name__})")
     n = 0
     for m in _hot_modules(model):
         m.hot_check()
         n += 1
     return n
+
+
+def plain_state_dict(model):
+    """model.state_dict() without hot's entries (`<module>._extra_state` of its HOTLinear and
+    HOTMultiheadAttention modules: the Philox step, LQS and HLA-basis choices): what the model
+    before convert() loads with strict=True (for inference or training without hot). A new
+    dict; the tensors are the state dict's (shared with the parameters, as state_dict's)."""
+    if not isinstance(model, nn.Module):
+        raise TypeError(f"plain_state_dict: model must be a torch.nn.Module (got "
+                        f"{type(model).__name__})")
+    hot_keys = {(n + "." if n else "") + "_extra_state" for n, m in model.named_modules()
+                if isinstance(m, (HOTLinear, HOTMultiheadAttention))}
+    sd = model.state_dict()
+    return type(sd)((k, v) for k, v in sd.items() if k not in hot_keys)
 
 
 def capture_next_backward(module, path):
@@ -1381,6 +1432,46 @@ class ConvertReport:
 def _plain_linear(m):
     return isinstance(m, nn.Linear) and not isinstance(m, HOTLinear) and \
         type(m).forward is nn.Linear.forward
+
+
+_OWN_PARAMS = {nn.Linear: ("weight", "bias"),
+               nn.MultiheadAttention: ("in_proj_weight", "in_proj_bias", "q_proj_weight",
+                                       "k_proj_weight", "v_proj_weight", "bias_k", "bias_v")}
+
+
+def _not_taken_over(m):
+    """Why a HOT module cannot take over m's computation, or None: a parametrized weight
+    (torch.nn.utils.parametrize: weight_norm, spectral_norm, a parametrized adapter: the weight
+    is computed from other parameters at every forward), a weight that is not a Parameter (the
+    older weight_norm / spectral_norm compute it in a forward pre-hook from parameters of their
+    own) or parameters or submodules beyond the module's own (an adapter added to it). A HOT
+    module shares the module's weight Parameter and reads it as it is: it would train a frozen
+    copy of a computed weight and drop the other parameters."""
+    base = nn.Linear if isinstance(m, nn.Linear) else nn.MultiheadAttention
+    if torch.nn.utils.parametrize.is_parametrized(m):
+        return "its weight is parametrized (torch.nn.utils.parametrize: weight_norm, " \
+            "spectral_norm, an adapter): hot would read a copy of the computed weight; remove " \
+            "the parametrization first or wrap the linear map in HOTLinear yourself"
+    names = ("weight",) if base is nn.Linear else ("in_proj_weight", "q_proj_weight")
+    w = next((getattr(m, n) for n in names if getattr(m, n, None) is not None), None)
+    if w is not None and not isinstance(w, nn.Parameter):
+        return "its weight is not a Parameter (computed by a hook, e.g. the older weight_norm " \
+            "or spectral_norm): hot would train a frozen copy of it"
+    extra = sorted(set(n for n, _ in m.named_parameters(recurse=False)) - set(_OWN_PARAMS[base]))
+    kids = sorted(n for n, _ in m.named_children() if not (base is nn.MultiheadAttention and
+                                                            n == "out_proj"))
+    if extra or kids:
+        return "it has parameters or submodules of its own (" + ", ".join(extra + kids) + \
+            "): hot computes only the linear map"
+    return None
+
+
+def _share_hooks(dst, src):
+    """dst uses src's hook tables (the same dicts: handles made on src remove them from dst)."""
+    for k, v in vars(src).items():
+        if "hook" in k and k not in ("_state_dict_hooks", "_load_state_dict_pre_hooks",
+                                     "_load_state_dict_post_hooks", "_state_dict_pre_hooks"):
+            object.__setattr__(dst, k, v)
 
 
 def _plain_mha(m):
@@ -1474,6 +1565,16 @@ class _ConvertState:
         if (is_lin or is_mha) and _uninitialized(m):
             self.report._add(False, n, tname, "an uninitialised lazy module (its sizes are known "
                              "after its first forward): run the model once before convert()")
+            return
+        why = _not_taken_over(m) if is_lin or is_mha else None
+        if why is None and is_mha and isinstance(m.out_proj, nn.Linear):
+            why = _not_taken_over(m.out_proj)
+            why = why and f"its out_proj: {why}"
+        if why is not None:
+            self.report._add(False, n, tname, why)
+            if is_mha:
+                self.report._add(False, f"{n}.out_proj", type(m.out_proj).__name__,
+                                 _NOT_CONVERTED_OUT_PROJ)
             return
         if not is_lin and not is_mha:
             if isinstance(m, (nn.Linear, nn.MultiheadAttention)):
@@ -1603,6 +1704,13 @@ def convert(model, spec=None, recipe="hot", context=None, include=None, verbose=
     equal 64-bit hashes) gets "#1", "#2", ... (reported)."""
     if not isinstance(model, nn.Module):
         raise TypeError(f"model must be a torch.nn.Module (got {type(model).__name__})")
+    if isinstance(spec, os.PathLike):
+        spec = os.fspath(spec)
+    if include is not None and not callable(include):
+        raise TypeError(f"include must be None or a callable include(name, module) -> bool (got "
+                        f"{type(include).__name__})")
+    if not isinstance(activations, bool):
+        raise TypeError(f"activations must be True or False (got {activations!r})")
     spec_file = spec if isinstance(spec, str) else None
     if spec_file is None and spec is not None and not isinstance(spec, api.LayerSpec):
         raise TypeError(f"spec must be None, a hot.LayerSpec or a spec file path (got "

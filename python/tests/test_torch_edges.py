@@ -1,7 +1,9 @@
 """hot.torch at its edges: a graph of the gradient requested through a hot op (refused, never
 dropped), convert() on shared modules, lazy modules and long non-ASCII names, the Philox stream
 identity of every tag, the state dict's hot entries validated one by one, and HOT_LIBRARY
-resolved as a path."""
+resolved as a path; what convert() cannot take over (parametrized or computed weights, extra
+parameters) and the hooks it keeps, an activation's output changed in place, an attention's
+basis choice through a state dict, plain_state_dict, the no-grad forward, arguments by name."""
 
 import ast
 import glob
@@ -386,3 +388,135 @@ def test_every_stream_tag_has_its_own_key(hot, ht):
     _, report = ht.convert(model, return_report=True)
     assert model.b.hot_tag == "b#1" and "stream tag 'b#1' (its name's stream is taken)" in \
         str(report), str(report)
+
+
+# ---- what convert() cannot take over; hooks; in-place changes; resumed bases; arguments --------
+
+def _exact_spec(hot):
+    s = hot.LayerSpec(recipe="hot")
+    s.c.hq.enabled = s.c.hla.enabled = s.c.abc.enabled = 0
+    return s
+
+
+def test_convert_skips_what_hot_cannot_compute_and_keeps_hooks(hot, ht):
+    """A parametrized weight (weight_norm, spectral_norm, adapters), a weight computed by a hook
+    or extra parameters: convert() skips the module with the reason and from_linear refuses it
+    (a HOTLinear would train a frozen copy of a computed weight); forward hooks of a converted
+    module keep running, and their handles still remove them."""
+    from torch.nn.utils import parametrizations
+    torch.manual_seed(0)
+    model = nn.Sequential(parametrizations.weight_norm(nn.Linear(8, 8)), nn.Linear(8, 4))
+    extra = nn.Linear(4, 4)
+    extra.register_parameter("lora_a", nn.Parameter(torch.zeros(2, 4)))
+    model.append(extra)
+    calls = []
+    handle = model[1].register_forward_hook(lambda m, i, o: calls.append(type(m).__name__))
+    out, rep = ht.convert(model, activations=False, return_report=True)
+    assert isinstance(out[0], nn.Linear) and not isinstance(out[0], ht.HOTLinear)
+    assert isinstance(out[1], ht.HOTLinear) and not isinstance(out[2], ht.HOTLinear)
+    text = str(rep)
+    assert "parametrized" in text and "lora_a" in text, text
+    assert any(n.startswith("0.parametrizations") for n, _ in out.named_parameters())
+    out(torch.randn(3, 8, requires_grad=True)).sum().backward()
+    assert calls == ["HOTLinear"]
+    handle.remove()
+    out(torch.randn(3, 8))
+    assert calls == ["HOTLinear"], "the handle made on nn.Linear no longer removes the hook"
+    with pytest.raises(ValueError, match="parametrized"):
+        ht.HOTLinear.from_linear(parametrizations.spectral_norm(nn.Linear(4, 4)))
+    with pytest.raises(TypeError, match="must be a torch.nn.Linear"):
+        ht.HOTLinear.from_linear(nn.ReLU())
+    mha = parametrizations.weight_norm(nn.MultiheadAttention(8, 2), name="in_proj_weight")
+    out, rep = ht.convert(nn.Sequential(mha), return_report=True)
+    assert not isinstance(out[0], ht.HOTMultiheadAttention) and "parametrized" in str(rep)
+
+
+def test_hot_gelu_output_changed_in_place_is_not_rebuilt(hot, ht):
+    """linear2 rebuilds its input from GELU's only while GELU's output is unchanged: an in-place
+    change before linear2 reads it voids the mark (the codes are kept), so the gradients are
+    exact ones (HQ, HLA off: nn.Linear's up to the order of the fp32 sums; the rebuilt input
+    of before was off by the change itself)."""
+    from hot.memory import HOTGELU
+    torch.manual_seed(0)
+    lin = ht.HOTLinear(16, 4, spec=_exact_spec(hot), tag="inplace")
+    ref = nn.Linear(16, 4)
+    with torch.no_grad():
+        ref.weight.copy_(lin.weight)
+        ref.bias.copy_(lin.bias)
+    x = torch.randn(2, 8, 16)
+    for act, layer in ((nn.GELU(), ref), (HOTGELU(), lin)):
+        y = act(x.requires_grad_())
+        y.mul_(2.0)
+        layer(y).square().sum().backward()
+    assert torch.allclose(ref.weight.grad, lin.weight.grad, rtol=1e-5, atol=1e-5), \
+        float((ref.weight.grad - lin.weight.grad).abs().max())
+
+
+def test_custom_sequential_forward_keeps_its_activations(hot, ht):
+    """An nn.Sequential with a forward of its own may do anything between an activation and the
+    next linear map: convert() leaves its GELU a GELU."""
+    class Block(nn.Sequential):
+        def forward(self, x):
+            return self[2](self[1](self[0](x)) * 2)
+    out = ht.convert(Block(nn.Linear(8, 16), nn.GELU(), nn.Linear(16, 4)))
+    assert type(out[1]) is nn.GELU and isinstance(out[2], ht.HOTLinear)
+
+
+def test_attention_basis_choice_survives_a_state_dict_round_trip(hot, ht):
+    """hla_basis="auto": the basis an attention's in-projection chose is in its state dict and
+    comes back with load_state_dict (a resumed run does not measure again)."""
+    def make():
+        torch.manual_seed(0)
+        return ht.convert(nn.Sequential(nn.MultiheadAttention(32, 4, batch_first=True)))
+    torch.manual_seed(1)
+    x = torch.randn(2, 64, 32)
+    a, b = make(), make()
+    a[0](x, x, x, need_weights=False)[0].square().sum().backward()
+    chosen = {k: p.hot_hla_choice for k, p in a[0].hot_projections().items()}
+    assert chosen and all(v in ("cut", "full") for v in chosen.values()), chosen
+    b.load_state_dict(a.state_dict())
+    b[0](x, x, x, need_weights=False)  # makes the projections, which take the pending state
+    got = {k: p.hot_hla_choice for k, p in b[0].hot_projections().items()}
+    assert got == chosen
+
+
+def test_plain_state_dict_loads_strictly_into_the_unconverted_model(hot, ht):
+    torch.manual_seed(0)
+    plain = nn.Sequential(nn.Linear(8, 8), nn.MultiheadAttention(8, 2))
+    conv = ht.convert(nn.Sequential(nn.Linear(8, 8), nn.MultiheadAttention(8, 2)))
+    with pytest.raises(RuntimeError, match="_extra_state"):
+        plain.load_state_dict(conv.state_dict())
+    plain.load_state_dict(ht.plain_state_dict(conv))  # strict
+    assert torch.equal(plain[0].weight, conv[0].weight)
+    with pytest.raises(TypeError, match="plain_state_dict: model must be"):
+        ht.plain_state_dict({})
+
+
+def test_no_grad_forward_is_plain_linear(hot, ht):
+    """Without a backward hot is not called, so nothing of it is checked: what F.linear takes
+    (float64 here) works in evaluation; in training the same input is refused by name."""
+    m = ht.HOTLinear(4, 2, tag="nograd").double()
+    x = torch.randn(3, 4, dtype=torch.float64)
+    with torch.no_grad():
+        assert torch.equal(m(x), nn.functional.linear(x, m.weight, m.bias))
+    with pytest.raises(TypeError, match=r"HOTLinear\(linear\): input dtype torch.float64"):
+        m(x)
+
+
+def test_arguments_are_checked_by_name(hot, ht):
+    with pytest.raises(TypeError, match="include must be None or a callable"):
+        ht.convert(nn.Linear(4, 4), include=5)
+    with pytest.raises(TypeError, match="activations must be True or False"):
+        ht.convert(nn.Linear(4, 4), activations="no")
+    with pytest.raises(TypeError, match="max_cached_shapes must be an int"):
+        ht.HOTLinear(4, 4, max_cached_shapes="x")
+    with pytest.raises(TypeError, match="name must be a str"):
+        ht.HOTLinear(4, 4, name=5)
+    with pytest.raises(TypeError, match="tag must be a str"):
+        ht.HOTLinear(4, 4, name="a", tag=5)
+    with pytest.raises(TypeError, match="check: model must be"):
+        ht.check(None)
+    import pathlib
+    with pytest.raises(Exception) as e:  # a path object is a spec file path, like a str
+        ht.convert(nn.Linear(4, 4), spec=pathlib.Path("/nonexistent/spec.lua"))
+    assert "PosixPath" not in str(e.value) and "spec.lua" in str(e.value)

@@ -171,12 +171,13 @@ HOT_API const char *hot_backend_name(hot_backend b);
  * hot_ctx_create; the struct may be discarded after the call. */
 typedef struct {
   hot_backend backend;      /* HOT_BACKEND_DEFAULT: $HOT_BACKEND, else auto */
-  int device;               /* -1: $HOT_DEVICE, else 0 */
+  int device;               /* -1: $HOT_DEVICE, else 0; >= 0: that device (< -1: INVALID) */
   const char *arch;         /* NULL: $HOT_ARCH, else the device's arch (CPU: none, plans use
                                sm_80's storage and hot_layer_compile does nothing) */
   const char *cache_dir;    /* NULL: $HOT_CACHE_DIR, else $XDG_CACHE_HOME/hot, ~/.cache/hot */
   int disk_cache;           /* 0: on unless HOT_NO_DISK_CACHE=1; 1: on; -1: off */
-  int seed_set;             /* 1: use `seed`; 0: $HOT_SEED, else the spec's, else the default */
+  int seed_set;             /* 1: use `seed`; 0: $HOT_SEED, else the spec's, else the default
+                               (any other value: INVALID) */
   uint64_t seed;
   int jit_debug;            /* 0: $HOT_JIT_DEBUG; 1: on; -1: off */
   const char *debug_dir;    /* NULL: $HOT_JIT_DEBUG_DIR, else <cache dir>/debug or ./hot-debug */
@@ -251,7 +252,8 @@ typedef struct {
 } hot_stats;
 
 /* Copies the statistics of ctx into *out. HOT_ERR_INVALID on NULL arguments. Works on a
- * failed context too (backend DEFAULT, reason = the error). */
+ * failed context too (backend DEFAULT, reason = the error; hot_errmsg keeps the error); on a
+ * live one it clears hot_errmsg, as every successful call does. */
 HOT_API hot_status hot_ctx_stats(hot_ctx *ctx, hot_stats *out);
 
 /* ---- layers -------------------------------------------------------------------------------- */
@@ -261,8 +263,10 @@ HOT_API hot_status hot_ctx_stats(hot_ctx *ctx, hot_stats *out);
  * (unless the context sets one) and the layer's index as its Philox layer id, and plans it for
  * the context's arch. The spec is read during the call only.
  * On HOT_OK *out is a layer owned by the caller (hot_layer_destroy) and by ctx (destroyed with
- * it). Errors (*out = NULL): HOT_ERR_INVALID (NULL arguments), HOT_ERR_SPEC (load/validation:
- * "file:line: ..."), HOT_ERR_NOT_FOUND (no such layer; the message lists the spec's layers),
+ * it). Errors (*out = NULL): HOT_ERR_INVALID (NULL arguments), HOT_ERR_IO (`path` is not a
+ * regular file that exists: "-" and pipes, which hot-gen reads, are refused here, so that a
+ * library never reads its process's standard input or waits on a FIFO), HOT_ERR_SPEC
+ * (load/validation: "file:line: ..."), HOT_ERR_NOT_FOUND (no such layer; the message lists the spec's layers),
  * HOT_ERR_SHAPE (batch_override < 0), HOT_ERR_PLAN, HOT_ERR_MISUSE (failed ctx), HOT_ERR_NOMEM.
  * Kernels are compiled at the first use or by hot_layer_compile. */
 HOT_API hot_status hot_layer_from_spec(hot_ctx *ctx, const char *path, const char *layer_name,

@@ -431,6 +431,17 @@ START_TEST(bad_options_and_environment) {
   o.backend = (hot_backend)9;
   ck_assert_int_eq(hot_ctx_create(&ctx, &o), HOT_ERR_INVALID);
   hot_ctx_destroy(ctx);
+  o.backend = HOT_BACKEND_CPU;
+  o.device = -5; /* -1 (the environment's, else 0) or an index */
+  ck_assert_int_eq(hot_ctx_create(&ctx, &o), HOT_ERR_INVALID);
+  ck_assert_msg(strstr(hot_errmsg(ctx), "options.device = -5"), "%s", hot_errmsg(ctx));
+  hot_ctx_destroy(ctx);
+  o.device = -1;
+  o.seed_set = 7; /* 0 or 1 */
+  ck_assert_int_eq(hot_ctx_create(&ctx, &o), HOT_ERR_INVALID);
+  ck_assert_msg(strstr(hot_errmsg(ctx), "options.seed_set = 7"), "%s", hot_errmsg(ctx));
+  hot_ctx_destroy(ctx);
+  o.seed_set = 0;
   ck_assert_int_eq(hot_ctx_create(NULL, NULL), HOT_ERR_INVALID);
   /* every variable strictly: a bad value is refused, naming it (these were ignored) */
   const struct { const char *var, *val; } bad[] = {
@@ -911,6 +922,9 @@ START_TEST(misuse) {
   s.hq.block = 16;
   s.dtype = (hot_dtype)7;
   ck_assert_int_eq(hot_layer_create(ctx, &s, 1, 64, HOT_RECIPE_HOT, &l), HOT_ERR_INVALID);
+  hot_stats stats;
+  ck_assert_int_eq(hot_ctx_stats(ctx, &stats), HOT_OK);
+  ck_assert_str_eq(hot_errmsg(ctx), ""); /* hot_ctx_stats succeeds: cleared as by any success */
   s.dtype = HOT_DT_F32;
   ck_assert_int_eq(hot_layer_create(ctx, &s, 1, 64, HOT_RECIPE_HOT, &l), HOT_OK);
   ck_assert_str_eq(hot_errmsg(ctx), ""); /* cleared by the success */
@@ -919,8 +933,14 @@ START_TEST(misuse) {
   ck_assert_int_eq(hot_layer_from_spec(ctx, path, "nope", 0, &x_l), HOT_ERR_NOT_FOUND);
   ck_assert_msg(strstr(hot_errmsg(ctx), "no layer 'nope' (layers: fc, proj)"), "%s", hot_errmsg(ctx));
   ck_assert_ptr_null(x_l);
-  ck_assert_int_eq(hot_layer_from_spec(ctx, "/nonexistent/x.lua", "fc", 0, &x_l), HOT_ERR_SPEC);
-  ck_assert_msg(strstr(hot_errmsg(ctx), "/nonexistent/x.lua"), "%s", hot_errmsg(ctx));
+  ck_assert_int_eq(hot_layer_from_spec(ctx, "/nonexistent/x.lua", "fc", 0, &x_l), HOT_ERR_IO);
+  ck_assert_ptr_nonnull(strstr(hot_errmsg(ctx), "/nonexistent/x.lua: No such file"));
+  /* a library reads no standard input and waits on no FIFO: regular files only */
+  ck_assert_int_eq(hot_layer_from_spec(ctx, "-", "fc", 0, &x_l), HOT_ERR_IO);
+  ck_assert_ptr_nonnull(strstr(hot_errmsg(ctx), "standard input"));
+  ck_assert_int_eq(hot_layer_from_spec(ctx, "/dev/null", "fc", 0, &x_l), HOT_ERR_IO);
+  ck_assert_ptr_nonnull(strstr(hot_errmsg(ctx), "not a regular file"));
+  ck_assert_ptr_null(x_l);
   ck_assert_int_eq(hot_layer_from_spec(ctx, NULL, "fc", 0, &x_l), HOT_ERR_INVALID);
   ck_assert_int_eq(hot_layer_from_spec(ctx, path, "fc", -1, &x_l), HOT_ERR_SHAPE);
 
