@@ -1696,8 +1696,10 @@ def convert(model, spec=None, recipe="hot", context=None, include=None, verbose=
     nn.MultiheadAttention and its subclasses that keep its forward (HOTMultiheadAttention: the
     in-projections and out_proj through hot; its out_proj is converted with it). Skipped, with
     the reason in the report: subclasses with a forward of their own (what they compute is not
-    known), the out_proj of an attention module left unconverted (torch uses its weight, never
-    its forward), modules the spec file does not name or `include` refuses. HOT modules already
+    known), modules whose weight is parametrized or computed or that carry parameters of their
+    own (an adapter: a HOT module would read a frozen copy of the weight), the out_proj of an
+    attention module left unconverted (torch uses its weight, never its forward), modules the
+    spec file does not name or `include` refuses. Converted modules keep the originals' hooks. HOT modules already
     in the model stay; each converted module's random stream is tagged with its qualified name
     (a HOTLinear already present keeps an explicit tag, else takes its name too); a name whose
     stream another module of the model already holds (a HOT module tagged with that name, or
