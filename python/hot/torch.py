@@ -1660,6 +1660,28 @@ class _ConvertState:
         self.replace[n] = new
 
 
+def _convert_args(model, spec, include, hla_basis, activations, example):
+    """convert()'s arguments checked, each error naming its argument; returns spec (a path
+    object as its str)."""
+    if not isinstance(model, nn.Module):
+        raise TypeError(f"model must be a torch.nn.Module (got {type(model).__name__})")
+    if isinstance(spec, os.PathLike):
+        spec = os.fspath(spec)
+    if include is not None and not callable(include):
+        raise TypeError(f"include must be None or a callable include(name, module) -> bool (got "
+                        f"{type(include).__name__})")
+    if not isinstance(activations, bool):
+        raise TypeError(f"activations must be True or False (got {activations!r})")
+    if spec is not None and not isinstance(spec, (str, api.LayerSpec)):
+        raise TypeError(f"spec must be None, a hot.LayerSpec or a spec file path (got "
+                        f"{type(spec).__name__})")
+    if hla_basis not in ("auto", "spec"):
+        raise ValueError(f"hla_basis must be 'auto' or 'spec' (got {hla_basis!r})")
+    if example is not None and not callable(example):
+        raise TypeError("example must be a callable example(model) running one forward")
+    return spec
+
+
 def convert(model, spec=None, recipe="hot", context=None, include=None, verbose=False,
             return_report=False, hla_basis="auto", activations=True, example=None):
     """Replaces in place the linear maps of `model` by HOT modules sharing their Parameters and
@@ -1704,23 +1726,8 @@ def convert(model, spec=None, recipe="hot", context=None, include=None, verbose=
     (a HOTLinear already present keeps an explicit tag, else takes its name too); a name whose
     stream another module of the model already holds (a HOT module tagged with that name, or
     equal 64-bit hashes) gets "#1", "#2", ... (reported)."""
-    if not isinstance(model, nn.Module):
-        raise TypeError(f"model must be a torch.nn.Module (got {type(model).__name__})")
-    if isinstance(spec, os.PathLike):
-        spec = os.fspath(spec)
-    if include is not None and not callable(include):
-        raise TypeError(f"include must be None or a callable include(name, module) -> bool (got "
-                        f"{type(include).__name__})")
-    if not isinstance(activations, bool):
-        raise TypeError(f"activations must be True or False (got {activations!r})")
+    spec = _convert_args(model, spec, include, hla_basis, activations, example)
     spec_file = spec if isinstance(spec, str) else None
-    if spec_file is None and spec is not None and not isinstance(spec, api.LayerSpec):
-        raise TypeError(f"spec must be None, a hot.LayerSpec or a spec file path (got "
-                        f"{type(spec).__name__})")
-    if hla_basis not in ("auto", "spec"):
-        raise ValueError(f"hla_basis must be 'auto' or 'spec' (got {hla_basis!r})")
-    if example is not None and not callable(example):
-        raise TypeError("example must be a callable example(model) running one forward")
     st = _ConvertState(model, spec, spec_file, recipe, context, hla_basis)
     # every registration, a module shared by several names (or parents) included: the first
     # name converts it, the others get the same converted object
