@@ -11,9 +11,10 @@ wrapper instead:
 
 runs COMMAND, echoes its output (stdout and stderr, merged), and exits 0 only when its exit
 status is the one asked for (default 0; `nonzero`: any failure, for a test whose command must
-reject its input), every --expect expression is found in the output (Python `re.search` with `.` matching
-newlines too, as in CTest's expressions) and no --forbid expression is. Otherwise it prints one line saying which condition
-failed and exits 1. A command that cannot start exits 1 with the reason.
+reject its input), every --expect expression is found in the output (Python `re.search` with
+`.` matching newlines too, as in CTest's expressions) and no --forbid expression is. Otherwise
+it prints one line saying which condition failed and exits 1. A command that cannot start exits
+1 with the reason.
 
     expect_output.py --scan SOURCE_DIR
 
@@ -111,7 +112,8 @@ def run(argv):
     if why:
         print("expect_output.py: FAIL: %s" % why)
         return 1
-    print("expect_output.py: ok (exit %d, %d expected line(s) found)" % (r.returncode, len(expects)))
+    print("expect_output.py: ok (exit %d, %d expected line(s) found)"
+          % (r.returncode, len(expects)))
     return 0
 
 

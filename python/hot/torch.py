@@ -14,8 +14,9 @@ the forward is plain F.linear and hot is not called.
 - Inputs [..., I] of float32, bfloat16 or float16, the same dtype as the weight, on the CPU
   (hot's CPU backend) or a CUDA device (hot's CUDA backend, device pointers, the current stream:
   no copies, no synchronisation; a non-contiguous input is made contiguous first, in the graph,
-  as F.linear takes it, and a view whose data is not 16-byte aligned is copied for the call). Under torch.autocast the input, weight and bias are cast to the autocast dtype
-  first (as autocast's linear does) and hot runs in that dtype; hot's fp32 gradients go to the
+  as F.linear takes it, and a view whose data is not 16-byte aligned is copied for the call).
+  Under torch.autocast the input, weight and bias are cast to the autocast dtype first (as
+  autocast's linear does) and hot runs in that dtype; hot's fp32 gradients go to the
   input's and the parameters' own dtypes directly (no rounding to the autocast dtype between).
 - Rows: x of shape [..., L, I] (3 or more dimensions) is B = prod(leading) samples of L tokens;
   [N, I] is one sequence of N tokens (B = 1, L = N); [I] is one token. HLA blocks run along L,
@@ -47,7 +48,8 @@ the forward is plain F.linear and hot is not called.
   which saves the compressed activation again (same bits).
 - An empty input (no token: an expert nothing was routed to) runs F.linear and torch's backward.
 - Errors: wrong dtype/shape/device raise TypeError / ValueError naming the module and the
-  argument (when hot runs: in grad mode, with something needing a gradient) (also a CUDA tensor on another device than its hot context's);
+  argument when hot runs (grad mode, something needing a gradient), also a CUDA tensor on another
+  device than its hot context's;
   hot's errors (NaN/Inf on the CPU backend: HOT_ERR_NONFINITE) raise hot.HotError with hot's
   message. The CUDA backend does not check for NaN (see hot.h).
 - Overflow (finite inputs near FLT_MAX whose g_x, g_w or g_b overflowed fp32: HOT_ERR_RANGE) always
@@ -590,7 +592,8 @@ class _HotCore:
             raise TypeError(f"HOTLinear: name must be a str (got {type(name).__name__})")
         if tag is not None and not isinstance(tag, str):
             raise TypeError(f"HOTLinear({name}): tag must be a str (got {type(tag).__name__})")
-        if isinstance(max_cached_shapes, bool) or not isinstance(max_cached_shapes, numbers.Integral):
+        if isinstance(max_cached_shapes, bool) or \
+                not isinstance(max_cached_shapes, numbers.Integral):
             raise TypeError(f"HOTLinear({name}): max_cached_shapes must be an int (got "
                             f"{_short(max_cached_shapes)})")
         if isinstance(spec, os.PathLike):
@@ -1721,11 +1724,11 @@ def convert(model, spec=None, recipe="hot", context=None, include=None, verbose=
     known), modules whose weight is parametrized or computed or that carry parameters of their
     own (an adapter: a HOT module would read a frozen copy of the weight), the out_proj of an
     attention module left unconverted (torch uses its weight, never its forward), modules the
-    spec file does not name or `include` refuses. Converted modules keep the originals' hooks. HOT modules already
-    in the model stay; each converted module's random stream is tagged with its qualified name
-    (a HOTLinear already present keeps an explicit tag, else takes its name too); a name whose
-    stream another module of the model already holds (a HOT module tagged with that name, or
-    equal 64-bit hashes) gets "#1", "#2", ... (reported)."""
+    spec file does not name or `include` refuses. Converted modules keep the originals' hooks. HOT
+    modules already in the model stay; each converted module's random stream is tagged with its
+    qualified name (a HOTLinear already present keeps an explicit tag, else takes its name too); a
+    name whose stream another module of the model already holds (a HOT module tagged with that name,
+    or equal 64-bit hashes) gets "#1", "#2", ... (reported)."""
     spec = _convert_args(model, spec, include, hla_basis, activations, example)
     spec_file = spec if isinstance(spec, str) else None
     st = _ConvertState(model, spec, spec_file, recipe, context, hla_basis)
