@@ -11,6 +11,7 @@
 #include <sys/stat.h>
 
 #include "backend.h"
+#include "fileio.h"
 #include "hot_internal.h"
 #include "spec.h"
 
@@ -219,11 +220,14 @@ hot_status hot_layer_from_spec(hot_ctx *ctx, const char *path, const char *layer
   /* a regular file: "-" (standard input) and pipes are the tools' (hot-gen), not a library's,
    * whose process may be reading its stdin or would block on a FIFO without a writer */
   struct stat sb;
-  const char *bad = NULL;
-  if (strcmp(path, "-") == 0) bad = "standard input is not a spec file here (a path)";
-  else if (stat(path, &sb) != 0) bad = strerror(errno);
-  else if (!S_ISREG(sb.st_mode)) bad = "not a regular file";
-  if (bad) return ctx_fail(ctx, HOT_ERR_IO, "hot_layer_from_spec: %s: %s", path, bad);
+  if (strcmp(path, "-") == 0)
+    return ctx_fail(ctx, HOT_ERR_IO, "hot_layer_from_spec: -: standard input is not a spec file "
+                    "here (a path)");
+  if (stat(path, &sb) != 0)
+    return ctx_fail(ctx, HOT_ERR_IO, "hot_layer_from_spec: %s: %s", path, strerror(errno));
+  if (!S_ISREG(sb.st_mode))
+    return ctx_fail(ctx, HOT_ERR_IO, "hot_layer_from_spec: %s: not a regular file (%s)", path,
+                    fileio_kind(sb.st_mode));
   hot_model m;
   hot_diag d = {0};
   int lrc = spec_load_file(path, NULL, &m, &d);

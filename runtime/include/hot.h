@@ -266,8 +266,9 @@ HOT_API hot_status hot_ctx_stats(hot_ctx *ctx, hot_stats *out);
  * it). Errors (*out = NULL): HOT_ERR_INVALID (NULL arguments), HOT_ERR_IO (`path` is not a
  * regular file that exists: "-" and pipes, which hot-gen reads, are refused here, so that a
  * library never reads its process's standard input or waits on a FIFO), HOT_ERR_SPEC
- * (load/validation: "file:line: ..."), HOT_ERR_NOT_FOUND (no such layer; the message lists the spec's layers),
- * HOT_ERR_SHAPE (batch_override < 0), HOT_ERR_PLAN, HOT_ERR_MISUSE (failed ctx), HOT_ERR_NOMEM.
+ * (load/validation: "file:line: ..."), HOT_ERR_NOT_FOUND (no such layer; the message lists the
+ * spec's layers), HOT_ERR_SHAPE (batch_override < 0), HOT_ERR_PLAN, HOT_ERR_MISUSE (failed
+ * ctx), HOT_ERR_NOMEM.
  * Kernels are compiled at the first use or by hot_layer_compile. */
 HOT_API hot_status hot_layer_from_spec(hot_ctx *ctx, const char *path, const char *layer_name,
                                        int64_t batch_override, hot_layer **out);
