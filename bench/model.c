@@ -47,6 +47,10 @@ enum { N_GPUS = 2, SMS = 132, MAX_ROWS = 512 };
 #define EFF_HBM 0.90      /* streaming kernels against the data-sheet bandwidth */
 #define EFF_CUBLAS 0.75   /* cuBLAS BF16 / cuBLASLt FP8 at these sizes against the peak */
 #define LAUNCH_US 2.0     /* floor of one launch (latency, ramp) */
+/* the baseline's tile for the L2 check (CUTLASS's Hopper tile for large GEMMs; cuBLAS's own
+ * choice is not public): BF16 operands, 2 bytes */
+#define BASE_TILE_M 128.0
+#define BASE_TILE_N 256.0
 #define SMEM_WF_PER_CLK 1.0 /* shared-memory wavefronts one SM serves per cycle (128 B/clk) */
 
 /* ---- the two tables ------------------------------------------------------------------------ */
@@ -195,6 +199,10 @@ typedef struct {
 typedef struct {
   double us, t_cmp, t_hbm, t_l2, t_smem, tail;
   double us_full; /* the same without the wave-fill stretch (as if every wave were full) */
+  /* what-if, not built: a wgmma GEMM in clusters of two CTAs along M whose B panel is loaded once
+   * by TMA multicast (per CTA tile_m + tile_n / 2 rows of L2 -> SM bytes); other launches and
+   * mma.sync GEMMs (no TMA multicast): the same as t_l2 and us */
+  double t_l2_mc, us_mc;
   double dram, compulsory; /* modelled DRAM bytes and the compulsory bytes (gen/cost.h) */
   int dram_modelled;       /* 1: a GEMM's L2 simulation; 0: compulsory x B/uniq (no L2 reuse) */
   const char *bound;
@@ -204,17 +212,22 @@ typedef struct {
 #define TMA_GROUP_M 8
 
 /* The GEMM's L2 -> SM bytes: every block reads its A and B panels (tile_m + tile_n rows of k_pad
- * codes); a segmented one rereads and rewrites its C tile at each segment end. DRAM (*hbm): the
+ * codes); a segmented one rereads and rewrites its C tile at each segment end. *l2_mc: the same
+ * if pairs of blocks along M loaded their common B panel once by TMA multicast (tile_m +
+ * tile_n / 2 rows per block; the what-if of kpred.t_l2_mc). DRAM (*hbm): the
  * compulsory bytes plus what the tile order's LRU simulation (l2model.c) re-reads beyond them
  * for `concurrent` tiles in flight and the GPU's L2; *extra gets those re-read bytes (0 when the
  * simulation refuses the grid: then the compulsory bytes alone, and *modelled = 0). */
 static void gemm_bytes(const hot_gemm_plan *g, int64_t concurrent, double l2_mb, double compulsory,
-                       double *l2, double *hbm, double *extra, int *modelled) {
+                       double *l2, double *l2_mc, double *hbm, double *extra, int *modelled) {
   const int64_t tm = (g->m + g->tile_m - 1) / g->tile_m, tn = (g->n + g->tile_n - 1) / g->tile_n;
   const double code = g->codes == HOT_CODES_S4_PACKED ? 0.5 : 1.0;
-  *l2 = (double)(tm * tn) * (double)(g->tile_m + g->tile_n) * (double)g->k_pad * code;
+  const double panel = (double)(tm * tn) * (double)g->k_pad * code; /* bytes per panel row */
+  *l2 = panel * (double)(g->tile_m + g->tile_n);
+  *l2_mc = panel * ((double)g->tile_m + (double)g->tile_n / 2.0);
   const double segs = g->segmented ? (double)(g->k_pad / g->seg_k_pad) : 1.0;
   *l2 += 2.0 * (segs - 1.0) * (double)g->m * (double)g->n * 4.0;
+  *l2_mc += 2.0 * (segs - 1.0) * (double)g->m * (double)g->n * 4.0;
   const l2_gemm_grid grid = {
       .tiles_m = tm, .tiles_n = tn, .ktiles = g->k_pad / g->tile_k,
       .seg_ktiles = g->segmented ? g->seg_k_pad / g->tile_k : 0,
@@ -239,6 +252,27 @@ static double smem_wavefronts(const launch *l) {
   return l->ms->sh_wf / l->ms->norm * units;
 }
 
+/* The time of one launch from its terms: the largest, stretched by a partial last wave (under 8
+ * waves), at least LAUNCH_US; *bound names what sets it, *full gets it without the stretch. */
+static double bound_time(double t_cmp, double t_hbm, double t_l2, double t_smem, double tail,
+                         double waves, const char **bound, double *full) {
+  double t = t_cmp;
+  *bound = "compute";
+  if (t_hbm > t) t = t_hbm, *bound = "HBM";
+  if (t_l2 > t) t = t_l2, *bound = "L2";
+  if (t_smem > t) t = t_smem, *bound = "shared memory";
+  *full = t < LAUNCH_US ? LAUNCH_US : t;
+  /* a partial last wave idles SMs: the work of full waves stretches by 1/tail (the shared term
+   * already counts only the SMs the blocks occupy) */
+  if (tail < 0.999 && waves < 8) {
+    t /= tail;
+    if (waves < 1) *bound = "under one wave";
+    else if (tail < 0.8) *bound = "tail wave";
+  }
+  if (t < LAUNCH_US) t = LAUNCH_US, *bound = "launch";
+  return t;
+}
+
 static kpred predict(const gpu_spec *gs, const hot_layer_plan *pl, const launch *l) {
   kpred p = {0};
   const double slots = (double)l->bps * SMS, waves = l->blocks / (slots > 0 ? slots : 1);
@@ -246,9 +280,11 @@ static kpred predict(const gpu_spec *gs, const hot_layer_plan *pl, const launch 
   double hbm = (double)(l->c.bytes_read + l->c.bytes_written), l2 = hbm;
   p.compulsory = hbm;
   if (l->ms && l->ms->unique > 0) l2 = hbm * l->ms->traffic / l->ms->unique; /* sector traffic */
+  double l2_mc = l2;
   p.dram = l2; /* every sector from DRAM: no reuse in L2 assumed */
   const hot_gemm_plan *g = l->kp->role == HOT_K_GEMM_GX ? &pl->hq.gemm
                            : l->kp->role == HOT_K_GEMM_GW ? &pl->hla.gemm : NULL;
+  const int wgmma = g && plan_gemm_path_info(g->path)->mma == HOT_MMA_WGMMA;
   if (g) {
     /* compulsory: each input read once, C written once (gen/cost.h also counts a segmented
      * GEMM's read-back and rewrite of C at every later segment end: the L2 simulation decides
@@ -257,31 +293,21 @@ static kpred predict(const gpu_spec *gs, const hot_layer_plan *pl, const launch 
       p.compulsory -= 2.0 * (double)(g->k_pad / g->seg_k_pad - 1) * (double)g->m * (double)g->n * 4.0;
     double extra;
     gemm_bytes(g, (int64_t)(slots < l->blocks ? slots : l->blocks), gs->l2_mb, p.compulsory, &l2,
-               &hbm, &extra, &p.dram_modelled);
+               &l2_mc, &hbm, &extra, &p.dram_modelled);
+    if (!wgmma) l2_mc = l2; /* mma.sync paths load with cp.async: no multicast */
     p.dram = hbm;
   }
-  const double eff = g && plan_gemm_path_info(g->path)->mma == HOT_MMA_WGMMA ? EFF_WGMMA
-                                                                                 : EFF_MMA_SYNC;
+  const double eff = wgmma ? EFF_WGMMA : EFF_MMA_SYNC;
   p.t_cmp = l->c.int_ops > 0 ? (double)l->c.int_ops / (gs->int8_tops * 1e12 * eff) * 1e6 : 0;
   p.t_hbm = hbm / (gs->hbm_gbs * 1e9 * EFF_HBM) * 1e6;
   p.t_l2 = l2 / (gs->l2_gbs * 1e9) * 1e6;
+  p.t_l2_mc = l2_mc / (gs->l2_gbs * 1e9) * 1e6;
   const double sms = l->blocks < SMS ? l->blocks : SMS;
   p.t_smem = sms > 0 ? smem_wavefronts(l) / (sms * SMEM_WF_PER_CLK * gs->clock_ghz * 1e3) : 0;
-  double t = p.t_cmp;
-  p.bound = "compute";
-  if (p.t_hbm > t) t = p.t_hbm, p.bound = "HBM";
-  if (p.t_l2 > t) t = p.t_l2, p.bound = "L2";
-  if (p.t_smem > t) t = p.t_smem, p.bound = "shared memory";
-  p.us_full = t < LAUNCH_US ? LAUNCH_US : t;
-  /* a partial last wave idles SMs: the work of full waves stretches by 1/tail (the shared term
-   * already counts only the SMs the blocks occupy) */
-  if (p.tail < 0.999 && waves < 8) {
-    t /= p.tail;
-    if (waves < 1) p.bound = "under one wave";
-    else if (p.tail < 0.8) p.bound = "tail wave";
-  }
-  if (t < LAUNCH_US) t = LAUNCH_US, p.bound = "launch";
-  p.us = t;
+  p.us = bound_time(p.t_cmp, p.t_hbm, p.t_l2, p.t_smem, p.tail, waves, &p.bound, &p.us_full);
+  const char *b_mc;
+  double full_mc;
+  p.us_mc = bound_time(p.t_cmp, p.t_hbm, p.t_l2_mc, p.t_smem, p.tail, waves, &b_mc, &full_mc);
   return p;
 }
 
@@ -351,8 +377,8 @@ static void json_launch(FILE *js, const char *layer, hot_call call, const launch
           p->dram, p->compulsory, p->compulsory > 0 ? p->dram / p->compulsory : 0.0);
   jstr(js, p->dram_modelled ? "l2-lru" : "sectors");
   fprintf(js, ", \"us\": %.2f, \"compute_us\": %.2f, \"hbm_us\": %.2f, \"l2_us\": %.2f, "
-              "\"smem_us\": %.2f, \"bound\": ",
-          p->us, p->t_cmp, p->t_hbm, p->t_l2, p->t_smem);
+              "\"smem_us\": %.2f, \"l2_multicast_us\": %.2f, \"us_multicast\": %.2f, \"bound\": ",
+          p->us, p->t_cmp, p->t_hbm, p->t_l2, p->t_smem, p->t_l2_mc, p->us_mc);
   jstr(js, p->bound);
   fputc('}', js);
   *first = 0;
@@ -362,6 +388,7 @@ static void json_launch(FILE *js, const char *layer, hot_call call, const launch
  * the other kernels as if every wave were full (kpred.us_full). */
 typedef struct {
   double us, gemm, other_full;
+  double gemm_mc; /* the GEMMs with the multicast what-if (kpred.us_mc) */
 } call_sum;
 
 /* One call's launches (save, backward or calibrate): table rows and JSON; sum gets its totals
@@ -392,8 +419,12 @@ static void model_call(FILE *f, FILE *js, const hot_layer_plan *pl, hot_call cal
       fprintf(f, " %9.1f %-14s", p.us, p.bound);
       json_launch(js, layer, call, l, &k_gpus[gi], &p, first);
       sum[gi].us += p.us;
-      if (l->kp->role == HOT_K_GEMM_GX || l->kp->role == HOT_K_GEMM_GW) sum[gi].gemm += p.us;
-      else sum[gi].other_full += p.us_full;
+      if (l->kp->role == HOT_K_GEMM_GX || l->kp->role == HOT_K_GEMM_GW) {
+        sum[gi].gemm += p.us;
+        sum[gi].gemm_mc += p.us_mc;
+      } else {
+        sum[gi].other_full += p.us_full;
+      }
     }
     fprintf(f, "\n");
   }
@@ -415,7 +446,7 @@ static int model_arch(const bench_run *run, const hot_model *m, hot_arch *a) {
 
 /* Totals over the layers, per GPU: HOT's backward, its GEMMs, its other kernels at full waves,
  * cuBLAS BF16's and cuBLASLt FP8's two GEMMs. */
-enum { TOT_HOT, TOT_HOT_GEMM, TOT_OTHER_FULL, TOT_BF16, TOT_FP8, N_TOT };
+enum { TOT_HOT, TOT_HOT_GEMM, TOT_OTHER_FULL, TOT_BF16, TOT_FP8, TOT_HOT_GEMM_MC, N_TOT };
 
 /* One layer: its plan, its three calls, a line per GPU splitting its predicted backward into the
  * GEMMs and the other kernels beside cuBLAS BF16's two GEMMs; adds them to the totals. */
@@ -450,12 +481,23 @@ static int model_layer(const bench_run *run, const hot_model *m, int li, hot_arc
             b[gi].us > 0 ? bf16 / b[gi].us : 0.0);
     tot[TOT_HOT][gi] += b[gi].us;
     tot[TOT_HOT_GEMM][gi] += b[gi].gemm;
+    tot[TOT_HOT_GEMM_MC][gi] += b[gi].gemm_mc;
     tot[TOT_OTHER_FULL][gi] += b[gi].other_full;
     tot[TOT_BF16][gi] += bf16;
     tot[TOT_FP8][gi] += flops / (k_gpus[gi].fp8_tf * 1e12 * EFF_CUBLAS) * 1e6;
   }
   free(pl);
   return 0;
+}
+
+/* The L2 -> SM bandwidth (TB/s) cuBLAS BF16 needs to run at EFF_CUBLAS of its peak with
+ * BASE_TILE_M x BASE_TILE_N tiles: each tile's K step reads its A and B panels (2-byte codes) for
+ * 2 tile_m tile_n flops; with `multicast`, pairs of tiles along M share one load of B. The
+ * model's own L2 term applied to the baseline, whose efficiency is otherwise an assumption. */
+static double l2_need_tbs(const gpu_spec *g, int multicast) {
+  const double rows = BASE_TILE_M + (multicast ? BASE_TILE_N / 2.0 : BASE_TILE_N);
+  const double flop_per_byte = 2.0 * BASE_TILE_M * BASE_TILE_N / (rows * 2.0);
+  return g->bf16_tf * EFF_CUBLAS / flop_per_byte; /* TFLOP/s / (flop/B) = TB/s */
 }
 
 int bench_model(const bench_run *run, const hot_model *m, FILE *f) {
@@ -496,12 +538,26 @@ int bench_model(const bench_run *run, const hot_model *m, FILE *f) {
     fprintf(f, "  %-9s HOT %9.1f us   cuBLAS BF16 (2 GEMMs) %9.1f us (x%.2f)   cuBLASLt FP8 %9.1f us "
                "(x%.2f)   HOT's GEMMs %.1f us, its other kernels %.1f us (%.1f at full waves)\n",
             k_gpus[gi].name, h, b, b / h, e, e / h, hg, h - hg, of);
+    const double hm = tot[TOT_HOT_GEMM_MC][gi] + (h - hg), need = l2_need_tbs(&k_gpus[gi], 0),
+                 need_mc = l2_need_tbs(&k_gpus[gi], 1);
+    fprintf(f, "  %-9s what-if, not built: the wgmma GEMMs in 2-CTA clusters with TMA multicast of "
+               "B: HOT's GEMMs %.1f us, backward %.1f us (cuBLAS BF16 x%.2f)%s\n",
+            k_gpus[gi].name, tot[TOT_HOT_GEMM_MC][gi], hm, hm > 0 ? b / hm : 0.0,
+            tot[TOT_HOT_GEMM_MC][gi] < hg - 0.05 ? ""
+                                                 : "; no change: these plans' GEMMs are mma.sync "
+                                                   "(no TMA) or not bound by L2");
+    fprintf(f, "  %-9s L2 check: cuBLAS BF16 at %.2f of its peak with %.0fx%.0f tiles needs %.2f TB/s "
+               "of L2 -> SM, %.2f with a 2-CTA multicast of B; the model's L2: %.2f TB/s\n",
+            k_gpus[gi].name, EFF_CUBLAS, BASE_TILE_M, BASE_TILE_N, need, need_mc,
+            k_gpus[gi].l2_gbs / 1e3);
     fprintf(js, "%s{\"gpu\": ", gi ? ", " : "");
     jstr(js, k_gpus[gi].name);
     fprintf(js, ", \"hot_us\": %.2f, \"hot_gemm_us\": %.2f, \"hot_other_us\": %.2f, "
                 "\"hot_other_full_waves_us\": %.2f, \"cublas_bf16_us\": %.2f, "
-                "\"cublaslt_fp8_us\": %.2f}",
-            h, hg, h - hg, of, b, e);
+                "\"cublaslt_fp8_us\": %.2f, \"hot_gemm_multicast_us\": %.2f, "
+                "\"hot_multicast_us\": %.2f, \"cublas_bf16_l2_need_tbs\": %.3f, "
+                "\"cublas_bf16_l2_need_multicast_tbs\": %.3f}",
+            h, hg, h - hg, of, b, e, tot[TOT_HOT_GEMM_MC][gi], hm, need, need_mc);
   }
   fprintf(js, "]}\n");
   fclose(js);

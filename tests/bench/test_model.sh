@@ -6,7 +6,10 @@
 #     the tables are the compiled-in ones; the JSON parses, has every column per launch and GPU,
 #     and its totals agree with the text; the predicted backward vs cuBLAS BF16 and FP8 on both
 #     GPUs, split into HOT's GEMMs and its other kernels (per layer in the text, in total in the
-#     JSON, each agreeing with the rows; the other kernels at full waves never above them);
+#     JSON, each agreeing with the rows; the other kernels at full waves never above them); the
+#     multicast what-if (never above the GEMMs as planned; equal on the sm_90 plans, whose
+#     mma.sync GEMMs have no TMA; lower for bench_large's sm_90a GEMMs, which are L2-bound) and
+#     the L2 check (the closed form at the model's constants: 8.69 and 5.79 TB/s);
 #  2. tables named by HOT_KERNEL_QUALITY / HOT_MEMSTAT_COUNTS that do not exist: said ("absent"),
 #     the columns "?", still a prediction (spec names cannot hold a quote: the JSON's escaping
 #     is checked statically by reliability_escaping);
@@ -20,8 +23,10 @@ fail() { echo "FAIL: $*"; exit 1; }
 rm -rf "$work" && mkdir -p "$work" || fail "cannot create $work"
 
 # 1.
-for s in bench_large vit_b16; do
-  "$hb" "$src/specs/$s.lua" --model >"$work/$s.txt" 2>"$work/$s.err" || fail "$s --model exited $?: $(cat "$work/$s.err")"
+for s in bench_large vit_b16 bench_large@sm_90a; do
+  arch=()
+  [[ $s == *@* ]] && arch=(--arch "${s#*@}")
+  "$hb" "$src/specs/${s%@*}.lua" --model "${arch[@]}" >"$work/$s.txt" 2>"$work/$s.err" || fail "$s --model exited $?: $(cat "$work/$s.err")"
   grep -q 'registers: tests/nvrtc/kernel_quality.txt (compiled in)' "$work/$s.txt" || fail "$s: register table not the compiled-in one"
   grep -q 'access counts: bench/memstat_counts.txt (compiled in)' "$work/$s.txt" || fail "$s: counts not the compiled-in ones"
   rows=$(grep -cE '^  (save|backward|calibrate) ' "$work/$s.txt")
@@ -31,8 +36,17 @@ for s in bench_large vit_b16; do
   for g in "H100 SXM" H200; do
     grep -qE "^  $g +HOT +[0-9.]+ us +cuBLAS BF16 \(2 GEMMs\) +[0-9.]+ us \(x[0-9.]+\) +cuBLASLt FP8 +[0-9.]+ us" "$work/$s.txt" ||
       fail "$s: no backward comparison for $g"
+    grep -qE "^  $g +what-if, not built: .*HOT's GEMMs [0-9.]+ us, backward [0-9.]+ us \(cuBLAS BF16 x[0-9.]+\)(; no change: .*)?$" "$work/$s.txt" ||
+      fail "$s: no multicast what-if for $g"
+    if [[ $s == *@sm_90a ]]; then
+      ! grep -qE "^  $g +what-if.*; no change" "$work/$s.txt" || fail "$s: what-if says no change on wgmma plans"
+    else
+      grep -qE "^  $g +what-if.*; no change: these plans' GEMMs are mma.sync" "$work/$s.txt" || fail "$s: what-if does not say why it is unchanged"
+    fi
+    grep -qE "^  $g +L2 check: cuBLAS BF16 at 0.75 of its peak with 128x256 tiles needs 8.69 TB/s of L2 -> SM, 5.79 with a 2-CTA multicast of B; the model's L2: 5.50 TB/s$" "$work/$s.txt" ||
+      fail "$s: no L2 check for $g (or not the closed form)"
   done
-  "$PY" - "$work/$s.txt" "$rows" <<'PY' || fail "$s: JSON"
+  "$PY" - "$work/$s.txt" "$rows" "$s" <<'PY' || fail "$s: JSON"
 import json, sys
 t = open(sys.argv[1]).read()
 j = json.loads(t[t.index("\nJSON ") + 6:])
@@ -53,6 +67,18 @@ for b in j["backward"]:
     assert 0 < g < s and abs(g - b["hot_gemm_us"]) < 0.01 * len(ks), (b, g)
     assert abs(b["hot_gemm_us"] + b["hot_other_us"] - b["hot_us"]) < 0.02, b
     assert 0 < b["hot_other_full_waves_us"] <= b["hot_other_us"] + 0.01, b
+    # the what-if: the rows' us_multicast summed; never above the GEMMs as planned; the sm_90
+    # plans' mma.sync GEMMs unchanged, bench_large's L2-bound wgmma GEMMs lower
+    gm = sum(k["us_multicast"] for k in ks if k["gpu"] == b["gpu"] and k["call"] == "backward" and k["role"].startswith("gemm"))
+    assert abs(gm - b["hot_gemm_multicast_us"]) < 0.01 * len(ks), (b, gm)
+    assert abs(b["hot_multicast_us"] - (b["hot_gemm_multicast_us"] + b["hot_other_us"])) < 0.02, b
+    assert all(k["us_multicast"] <= k["us"] + 1e-9 and k["l2_multicast_us"] <= k["l2_us"] + 1e-9 for k in ks), b
+    assert all(k["us_multicast"] == k["us"] for k in ks if not k["role"].startswith("gemm")), b
+    if sys.argv[3].endswith("@sm_90a"):
+        assert b["hot_gemm_multicast_us"] < 0.9 * b["hot_gemm_us"], b
+    else:
+        assert abs(b["hot_gemm_multicast_us"] - b["hot_gemm_us"]) < 0.01, b
+    assert abs(b["cublas_bf16_l2_need_tbs"] - 8.69) < 0.01 and abs(b["cublas_bf16_l2_need_multicast_tbs"] - 5.79) < 0.01, b
 # a split line per layer and GPU after the layer's rows: its backward, GEMMs and other kernels
 # each the sum of that layer's JSON rows on that GPU, the other kernels at full waves not above
 # the other kernels
@@ -77,7 +103,7 @@ assert seen == 2 * len(layers), (seen, layers)
 assert any(k["smem_us"] > 0 for k in ks if k["role"].startswith("gemm"))
 PY
 done
-echo "bench_large, vit_b16: every row counted, both GPUs, JSON complete"
+echo "bench_large, vit_b16, bench_large at sm_90a: every row counted, both GPUs, JSON complete"
 
 # 2.
 HOT_KERNEL_QUALITY=$work/none.txt HOT_MEMSTAT_COUNTS=$work/none2.txt "$hb" "$src/specs/vit_b16.lua" --model \
