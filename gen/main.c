@@ -40,7 +40,8 @@ static const char *k_usage =
     "                       manifest.json into DIR; nothing is ever written outside DIR\n"
     "  --compile ARCHS      compile every emitted kernel to CUBIN for each arch of the\n"
     "                       comma-separated list ('target' = the spec's archs) through the kernel\n"
-    "                       cache, and report time, registers and spills per kernel\n"
+    "                       cache, and report time, registers and spills per kernel (no item\n"
+    "                       empty or listed twice; an arch 'target' also gives is compiled once)\n"
     "  --cache-dir DIR      kernel cache directory (default: $HOT_CACHE_DIR, else\n"
     "                       $XDG_CACHE_HOME/hot, else ~/.cache/hot)\n"
     "  --no-disk-cache      keep compiled kernels in memory only (as HOT_NO_DISK_CACHE=1)\n"
@@ -84,6 +85,8 @@ static int usage_error(const char *fmt, const char *arg) {
   return 2;
 }
 
+static int check_compile_list(const char *list);
+
 /* The option that takes a value, named a: the field that receives it, or NULL. */
 static const char **value_slot(options *o, const char *a) {
   static const char *const k_names[] = {"--tune-db", "--device", "--arch", "--layer", "--emit",
@@ -106,6 +109,7 @@ static int check_args(options *o) {
     if (num_parse_int("--jobs", o->jobs, 1, 64, &o->threads, err, sizeof err))
       return usage_error("%s", err);
   }
+  if (o->compile && check_compile_list(o->compile) != 0) return 2;
   if (o->dump_dir && !o->compile)
     return usage_error("%s", "--dump-cubin needs --compile (it writes the compiled CUBINs)");
   if (o->pack && !o->compile)
@@ -376,33 +380,63 @@ static int write_file(const char *path, const char *text, size_t len, hot_diag *
 
 /* ---- the steps of main ------------------------------------------------------------------- */
 
-/* Parses the --compile list into archs; "target" = the spec's archs. */
-static int parse_archs(const char *list, const hot_model *m, hot_arch *archs, int *n) {
-  *n = 0;
-  char buf[256];
-  if (snprintf(buf, sizeof buf, "%s", list) >= (int)sizeof buf) {
-    diag_fprintf(stderr, "hot-gen: --compile list too long\n");
-    return -1;
+/* Item i of the comma-separated --compile list into item (n bytes; cut when longer). Returns
+ * the item's length in the list, or -1 when the list has fewer items. */
+static int compile_item(const char *list, int i, char *item, size_t n) {
+  const char *p = list;
+  for (int k = 0; k < i; ++k) {
+    p += strcspn(p, ",");
+    if (!*p++) return -1;
   }
-  for (char *save = NULL, *tok = strtok_r(buf, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
-    if (!strcmp(tok, "target")) {
-      for (int i = 0; i < m->n_archs && *n < HOT_MAX_ARCHS; ++i) archs[(*n)++] = m->archs[i];
-      continue;
-    }
+  int len = (int)strcspn(p, ",");
+  snprintf(item, n, "%.*s", len, p);
+  return len;
+}
+
+/* Checks the --compile list before any work: comma-separated items, each an arch name or
+ * "target", none empty and none listed twice. 0, or usage_error's status. */
+static int check_compile_list(const char *list) {
+  char item[32], other[32], known[128], line[HOT_MSG_MAX];
+  int len;
+  for (int i = 0; (len = compile_item(list, i, item, sizeof item)) >= 0; ++i) {
     hot_arch a;
-    if (plan_arch_parse(tok, &a) != 0) {
-      char known[128];
-      diag_fprintf(stderr, "hot-gen: unknown arch '%s' (known: %s)\n", tok,
-                   plan_arch_list(known, sizeof known, ", "));
-      return -1;
+    if (len == 0)
+      fileio_msgf(line, sizeof line, "--compile '%s': item %d is empty (expected comma-separated "
+                  "archs or 'target', e.g. sm_80,sm_90)", list, i + 1);
+    else if ((size_t)len >= sizeof item || (strcmp(item, "target") && plan_arch_parse(item, &a)))
+      fileio_msgf(line, sizeof line, "--compile: unknown arch '%s%s' (known: %s, or 'target')",
+                  item, (size_t)len >= sizeof item ? "..." : "",
+                  plan_arch_list(known, sizeof known, ", "));
+    else {
+      int dup = 0;
+      for (int j = 0; j < i && !dup; ++j) dup = compile_item(list, j, other, sizeof other) == len &&
+                                              !strcmp(other, item);
+      if (!dup) continue;
+      fileio_msgf(line, sizeof line, "--compile '%s': '%s' is listed twice", list, item);
     }
-    if (*n < HOT_MAX_ARCHS) archs[(*n)++] = a;
-  }
-  if (*n == 0) {
-    diag_fprintf(stderr, "hot-gen: --compile needs at least one arch\n");
-    return -1;
+    return usage_error("%s", line);
   }
   return 0;
+}
+
+/* The --compile list (checked by check_compile_list) as archs: "target" = the spec's archs; an
+ * arch that "target" gives too is compiled once. */
+static void parse_archs(const char *list, const hot_model *m, hot_arch *archs, int *n) {
+  char item[32];
+  *n = 0;
+  for (int i = 0; compile_item(list, i, item, sizeof item) >= 0; ++i) {
+    hot_arch add[HOT_MAX_ARCHS];
+    int na = 0;
+    if (!strcmp(item, "target"))
+      for (; na < m->n_archs && na < HOT_MAX_ARCHS; ++na) add[na] = m->archs[na];
+    else if (plan_arch_parse(item, &add[0]) == 0)
+      na = 1;
+    for (int k = 0; k < na; ++k) {
+      int dup = 0;
+      for (int j = 0; j < *n; ++j) dup |= archs[j] == add[k];
+      if (!dup && *n < HOT_MAX_ARCHS) archs[(*n)++] = add[k];
+    }
+  }
 }
 
 static void print_diag(const hot_diag *d) {
@@ -468,7 +502,7 @@ static int resolve_archs(const options *o, const hot_model *m, arch_sets *as) {
   } else {
     for (int i = 0; i < m->n_archs; ++i) as->plan[as->n_plan++] = m->archs[i];
   }
-  if (o->compile && parse_archs(o->compile, m, as->compile, &as->n_compile) != 0) return 2;
+  if (o->compile) parse_archs(o->compile, m, as->compile, &as->n_compile);
   return 0;
 }
 
