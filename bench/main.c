@@ -136,10 +136,11 @@ static int parse_int_opt(const char *a, const char *v, uint64_t lo, uint64_t hi,
   return 0;
 }
 
-#define NEED_VALUE                                                       \
-  if (!v) {                                                              \
-    diag_fprintf(stderr, "hot-bench: %s needs a value\n%s", a, usage);        \
-    return -1;                                                           \
+#define NEED_VALUE                                                                   \
+  if (!v || !*v) {                                                                   \
+    diag_fprintf(stderr, "hot-bench: %s needs a value%s\n%s", a,                      \
+                 v ? " (got an empty one)" : "", usage);                             \
+    return -1;                                                                       \
   }
 
 /* --batch, --tokens, --iters, --warmup, --check-macs: an integer. 0, or -1 (said). */
@@ -238,9 +239,20 @@ static int parse_args(int argc, char **argv, bench_opts *o) {
   o->warmup = 5;
   o->jit = 1;
   o->check_macs = 1073741824.0;
+  const char *seen[16]; /* the value options given so far: each at most once */
+  int n_seen = 0;
   for (int i = 1; i < argc; ++i) {
     int used;
-    if (parse_one(o, argv[i], i + 1 < argc ? argv[i + 1] : NULL, &used) != 0) return -1;
+    const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
+    if (parse_one(o, a, v, &used) != 0) return -1;
+    if (used) {
+      for (int k = 0; k < n_seen; ++k)
+        if (!strcmp(seen[k], a)) {
+          diag_fprintf(stderr, "hot-bench: %s given twice\n", a);
+          return -1;
+        }
+      if (n_seen < (int)(sizeof seen / sizeof seen[0])) seen[n_seen++] = a;
+    }
     i += used;
   }
   if (!o->spec) {

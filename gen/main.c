@@ -149,6 +149,8 @@ static int parse_args(int argc, char **argv, options *o) {
     else if (!strcmp(a, "--no-tune")) o->no_tune = 1;
     else if ((slot = value_slot(o, a)) != NULL) {
       if (i + 1 >= argc) return usage_error("option '%s' needs a value", a);
+      if (*slot) return usage_error("option '%s' given twice", a);
+      if (!*argv[i + 1]) return usage_error("option '%s' needs a value (got an empty one)", a);
       *slot = argv[++i];
     } else if (a[0] == '-' && a[1]) return usage_error("unknown option '%s'", a);
     else if (!o->spec) o->spec = a;

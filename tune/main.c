@@ -568,6 +568,14 @@ static int sweep(tune_opts *o) {
 
 /* ---- merge ------------------------------------------------------------------------------------ */
 static int merge(int argc, char **argv) {
+  for (int i = 0; i < argc; ++i) { /* no options but --help: a database named -x is ./-x */
+    if (!strcmp(argv[i], "-h") || !strcmp(argv[i], "--help")) {
+      fputs(k_usage, stdout);
+      exit(0);
+    }
+    if (argv[i][0] == '-') return usage_error("merge: unknown option %s", argv[i]);
+    if (!argv[i][0]) return usage_error("%s", "merge: an empty database path");
+  }
   if (argc < 2) return usage_error("%s", "merge needs OUT.db and at least one IN.db");
   hot_tunedb *db = NULL;
   char err[1024];
@@ -626,13 +634,18 @@ static int show_main(int argc, char **argv) {
   memset(&so, 0, sizeof so);
   for (int i = 0; i < argc; ++i) {
     const char *a = argv[i];
-    if (!strcmp(a, "--rows")) so.rows = 1;
+    if (!strcmp(a, "-h") || !strcmp(a, "--help")) {
+      fputs(k_usage, stdout);
+      exit(0);
+    } else if (!strcmp(a, "--rows")) so.rows = 1;
     else if (!strcmp(a, "--json")) so.json = 1;
     else if (!strcmp(a, "--sql")) so.sql = 1;
     else if (!strcmp(a, "--layer") || !strcmp(a, "--plot")) {
+      const char **slot = !strcmp(a, "--layer") ? &so.layer : &so.plot;
       if (i + 1 >= argc) return usage_error("%s needs a value", a);
-      if (!strcmp(a, "--layer")) so.layer = argv[++i];
-      else so.plot = argv[++i];
+      if (*slot) return usage_error("%s given twice", a);
+      if (!*argv[i + 1]) return usage_error("%s needs a value (got an empty one)", a);
+      *slot = argv[++i];
     } else if (a[0] == '-') return usage_error("show: unknown option %s", a);
     else if (so.db) return usage_error("show: more than one DB (%s)", a);
     else so.db = a;
@@ -675,6 +688,18 @@ static int sweep_word(tune_opts *o, const char *a, const char *val) {
     else return usage_error("--progress: '%s' is not bar, plain or auto", val);
   }
   return 0;
+}
+
+/* The sweep options that take a value (sweep_value reads each). */
+static const char *const k_sweep_values[] = {"--layer", "--db", "--arch", "--capture", "--kind",
+                                             "--shard", "--progress", "--budget", "--batch",
+                                             "--check-macs", "--repeats", "--jobs"};
+
+/* The index of a in k_sweep_values, or -1. */
+static int sweep_value_index(const char *a) {
+  for (int k = 0; k < (int)(sizeof k_sweep_values / sizeof *k_sweep_values); ++k)
+    if (!strcmp(a, k_sweep_values[k])) return k;
+  return -1;
 }
 
 /* One sweep option with its value. 0, or 2 (said). */
@@ -728,14 +753,27 @@ int main(int argc, char **argv) {
   o.repeats = 20;
   o.progress = -1;
   o.gpu = -1;
+  unsigned given = 0; /* the value options seen (bit k: k_sweep_values[k]): each at most once */
   for (int i = 1; i < argc; ++i) {
     const char *a = argv[i];
-    if (!strcmp(a, "--resume")) o.resume = 1;
+    int k;
+    if (!strcmp(a, "-h") || !strcmp(a, "--help")) {
+      fputs(k_usage, stdout);
+      return 0;
+    } else if (!strcmp(a, "--version")) {
+      printf("hot-tune %s\n", HOT_VERSION);
+      return 0;
+    } else if (!strcmp(a, "--resume")) o.resume = 1;
     else if (!strcmp(a, "--json")) o.json = 1;
-    else if (!strcmp(a, "--no-gpu")) o.gpu = 0;
-    else if (!strcmp(a, "--gpu")) o.gpu = 1;
-    else if (a[0] == '-' && a[1] == '-') {
+    else if (!strcmp(a, "--no-gpu") || !strcmp(a, "--gpu")) {
+      const int gpu = !strcmp(a, "--gpu");
+      if (o.gpu == !gpu) return usage_error("%s", "--gpu and --no-gpu contradict each other");
+      o.gpu = gpu;
+    } else if ((k = sweep_value_index(a)) >= 0) {
       if (i + 1 >= argc) return usage_error("%s needs a value", a);
+      if (given & 1u << k) return usage_error("%s given twice", a);
+      if (!*argv[i + 1]) return usage_error("%s needs a value (got an empty one)", a);
+      given |= 1u << k;
       int rc = sweep_value(&o, a, argv[++i]);
       if (rc) return rc;
     } else if (a[0] == '-' && a[1]) return usage_error("unknown option %s", a);
