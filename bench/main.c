@@ -63,9 +63,10 @@ static const char *help_text =
     "  --layer NAME     only this layer\n"
     "  --backend B      auto (CUDA when a driver and a device work, else CPU), cuda (fail\n"
     "                   when CUDA is unusable), cpu; default: $HOT_BACKEND, else auto\n"
-    "  --batch N        samples per step (default: the spec's)\n"
-    "  --tokens N       tokens per sample (default: the spec's)\n"
-    "  --iters N        timed runs per GPU measurement (default 50); --warmup N (default 5)\n"
+    "  --batch N        samples per step (default: the spec's; at most 16777216)\n"
+    "  --tokens N       tokens per sample (default: the spec's; at most 536870912)\n"
+    "  --iters N        timed runs per GPU measurement (default 50, at most 100000); --warmup N\n"
+    "                   (default 5, at most 1000)\n"
     "  --json           JSON on stdout instead of the table; --out FILE also writes it to FILE\n"
     "  --arch ARCH      JIT arch on the CPU backend (default $HOT_ARCH, else a spec's default)\n"
     "  --no-jit         skip the JIT figures\n"
@@ -143,14 +144,21 @@ static int parse_int_opt(const char *a, const char *v, uint64_t lo, uint64_t hi,
     return -1;                                                                       \
   }
 
-/* --batch, --tokens, --iters, --warmup, --check-macs: an integer. 0, or -1 (said). */
+/* --batch, --tokens, --iters, --warmup, --check-macs: an integer in its range (--batch and
+ * --tokens: the spec's own ranges, so B * L never overflows). 0, or -1 (said). */
 static int parse_count(bench_opts *o, const char *a, const char *v) {
+  static const struct { const char *name; uint64_t lo, hi; } k_counts[] = {
+      {"--batch", 1, (uint64_t)1 << 24}, {"--tokens", 1, (uint64_t)1 << 29},
+      {"--iters", 1, 100000},           {"--warmup", 0, 1000},
+      {"--check-macs", 1, (uint64_t)1 << 40}};
+  size_t c = 0;
+  while (strcmp(a, k_counts[c].name)) ++c; /* parse_one calls it for these names only */
   int64_t k;
-  if (parse_int_opt(a, v, !strcmp(a, "--warmup") ? 0 : 1, (uint64_t)1 << 40, &k) != 0) return -1;
-  if (!strcmp(a, "--batch")) o->batch = k;
-  else if (!strcmp(a, "--tokens")) o->tokens = k;
-  else if (!strcmp(a, "--iters")) o->iters = (int)(k > 100000 ? 100000 : k);
-  else if (!strcmp(a, "--warmup")) o->warmup = (int)(k > 1000 ? 1000 : k);
+  if (parse_int_opt(a, v, k_counts[c].lo, k_counts[c].hi, &k) != 0) return -1;
+  if (c == 0) o->batch = k;
+  else if (c == 1) o->tokens = k;
+  else if (c == 2) o->iters = (int)k;
+  else if (c == 3) o->warmup = (int)k;
   else o->check_macs = (double)k;
   return 0;
 }
@@ -334,7 +342,10 @@ static int load_layers(bench_run *run) {
     run->seed = seed;
 
   run->layers = calloc((size_t)g_model.n_layers + 1, sizeof *run->layers);
-  if (!run->layers) return 1;
+  if (!run->layers) {
+    diag_fprintf(stderr, "hot-bench: out of memory\n");
+    return 1;
+  }
   for (int i = 0; i < g_model.n_layers; ++i) {
     const hot_layer_spec *s = &g_model.layers[i];
     if (o->layer && strcmp(o->layer, s->name) != 0) continue;
@@ -497,7 +508,11 @@ int main(int argc, char **argv) {
   }
   double t_start = bench_now_ms();
   bench_opts *o = &run.opt;
-  if (load_layers(&run) != 0) return 1;
+  if (load_layers(&run) != 0) {
+    free(run.layers);
+    spec_model_free(&g_model);
+    return 1;
+  }
 
   if (o->model) { /* predicted times from the plan (model.c): no backend at all */
     int mrc = bench_model(&run, &g_model, stdout);
@@ -531,7 +546,11 @@ int main(int argc, char **argv) {
   hot_ctx *ctx = NULL;
   bench_gpu *gpu = NULL;
   const char *jit_arch = NULL;
-  if (open_backend(&run, &ctx, &gpu, &jit_arch) != 0) return 1;
+  if (open_backend(&run, &ctx, &gpu, &jit_arch) != 0) {
+    free(run.layers);
+    spec_model_free(&g_model);
+    return 1;
+  }
   announce(&run);
   if (o->gemm_paths) { /* the GEMM paths of a 9.0 device side by side (paths.c) */
     int prc = bench_gemm_paths(&run, gpu);

@@ -46,9 +46,11 @@ INTEGERS = [  # (program, arguments, the limits as the message must print them)
     ("hot-tune", ["{F}", "--repeats", "0"], "[1, 10000]"),
     ("hot-tune", ["{F}", "--jobs", "65"], "[1, 64]"),
     ("hot-gen", ["{F}", "--jobs", "65"], "[1, 64]"),
-    ("hot-bench", ["{F}", "--batch", "0"], "[1, 1099511627776]"),
-    ("hot-bench", ["{F}", "--iters", "0"], "[1, 1099511627776]"),
-    ("hot-bench", ["{F}", "--tokens", "0"], "[1, 1099511627776]"),
+    ("hot-bench", ["{F}", "--batch", "0"], "[1, 16777216]"),
+    ("hot-bench", ["{F}", "--iters", "0"], "[1, 100000]"),
+    ("hot-bench", ["{F}", "--tokens", "0"], "[1, 536870912]"),
+    ("hot-bench", ["{F}", "--warmup", "1001"], "[0, 1000]"),
+    ("hot-bench", ["{F}", "--check-macs", "0"], "[1, 1099511627776]"),
 ]
 
 BOUNDS = [  # (program, arguments, a text the message must hold or None)
