@@ -12,6 +12,7 @@
 #include <lualib.h>
 
 #include "embed.h"
+#include "num.h"
 #include "spec_internal.h"
 
 #define HOOK_EVERY 1000     /* VM instructions between two hook calls */
@@ -116,6 +117,24 @@ static int l_spec_layers(lua_State *L) {
     if (want > sb->limit && !sb->refused) sb->limit = want;
   }
   return 0;
+}
+
+/* spec_key(name, text) for the DSL: text parsed as HOT_SEED is (num.h) into an integer in
+ * [0, 2^64 - 1], returned as the Lua integer with the same 64 bits (2^63 and above negative);
+ * nil and num.h's one-line message ("name='text': expected an integer in [0, ...]") when it is
+ * not one. */
+static int l_spec_key(lua_State *L) {
+  const char *name = luaL_checkstring(L, 1), *text = luaL_checkstring(L, 2);
+  uint64_t v = 0;
+  char err[200];
+  if (num_parse_u64(name, text, 0, UINT64_MAX, &v, err, sizeof err) != 0) {
+    lua_pushnil(L);
+    lua_pushstring(L, err);
+    return 2;
+  }
+  lua_pushinteger(L, v <= (uint64_t)LUA_MAXINTEGER ? (lua_Integer)v
+                                                    : -(lua_Integer)(UINT64_MAX - v) - 1);
+  return 1;
 }
 
 size_t sandbox_location_prefix(const sandbox *sb, const char *msg, int *line) {
@@ -307,6 +326,8 @@ void sandbox_build_envs(lua_State *L) {
   lua_setfield(L, -2, "spec_layers");
   lua_pushcfunction(L, l_spec_quiet);
   lua_setfield(L, -2, "spec_quiet");
+  lua_pushcfunction(L, l_spec_key);
+  lua_setfield(L, -2, "spec_key");
   spec_copy_push_fields(L);
   lua_setfield(L, -2, "spec_fields");
   lua_pushvalue(L, -1);

@@ -25,7 +25,7 @@ local fmt, concat, sort = string.format, table.concat, table.sort
 local match, sub = string.match, string.sub
 local setmetatable, spec_line, spec_commit = setmetatable, spec_line, spec_commit
 local spec_field_line, spec_layers, spec_fields = spec_field_line, spec_layers, spec_fields
-local spec_quiet = spec_quiet
+local spec_quiet, spec_key = spec_quiet, spec_key
 local unpack = table.unpack
 local byte, char = string.byte, string.char
 local tointeger, mtype = math.tointeger, math.type
@@ -87,6 +87,7 @@ end
 local function show(v)
   if type(v) == "string" then return '"' .. printable(v) .. '"' end
   if type(v) == "table" then return "a table" end
+  if v ~= v then return "nan" end -- not the C library's "-nan" for 0/0
   if mtype(v) == "float" then return fmt("%.14g", v) end
   if type(v) == "number" or type(v) == "boolean" or v == nil then return tostring(v) end
   return "a " .. type(v)
@@ -188,6 +189,23 @@ function CHECK.int(v, fd, path, at)
   if fd.pow2 and not (fd.zero_ok and iv == 0) and not is_pow2(iv) then bad = true end
   if bad then report(at(), fmt("%s must be %s (got %d)", path, int_range(fd), iv)); return nil end
   return iv
+end
+
+-- A 64-bit key (the seed): the full range [0, 2^64 - 1] that HOT_SEED takes. A Lua integer holds
+-- at most 2^63 - 1 (a hex literal above it wraps to a negative number), so a larger key is written
+-- as a string, parsed as HOT_SEED is (decimal or 0x hex: gen/spec_sandbox.c, base/num.h).
+local KEY_MAX = "18446744073709551615"
+function CHECK.key(v, _, path, at)
+  if type(v) == "string" then
+    local iv, err = spec_key(path, v)
+    if iv == nil then report(at(), err) end
+    return iv
+  end
+  local iv = as_int(v)
+  if iv and iv >= 0 then return iv end
+  report(at(), fmt("%s must be an integer in [0, %d], or a string for the whole 64-bit range [0, %s] "
+                   .. "(e.g. \"0xFFFFFFFFFFFFFFFF\") (got %s)", path, math.maxinteger, KEY_MAX, show(v)))
+  return nil
 end
 
 function CHECK.bool(v, _, path, at)
@@ -558,6 +576,8 @@ function hot._help(defaults)
     if fd.kind == "int" then
       local r = fd.max and fmt("%d..%d", fd.min, fd.max) or fmt(">=%d", fd.min)
       return fd.pow2 and ("2^k " .. r) or r
+    elseif fd.kind == "key" then
+      return "0.." .. KEY_MAX
     elseif fd.kind == "enum" or fd.kind == "list" then
       return concat(fd.values, "|")
     end
@@ -584,7 +604,8 @@ function hot._help(defaults)
   section("hot.tile (tile_gx, tile_gw)", S.tile, "tile.", defaults.tile)
   out[#out + 1] = "Rules: names (model, layers) are [A-Za-z0-9_][A-Za-z0-9_.-]{0,62}, never \"\", \".\" or \"..\": they"
   out[#out + 1] = "       name the files hot-gen --emit writes. Lists (layers, target.arch, sweep values) are 1..n"
-  out[#out + 1] = "       without holes. Integers must fit in 64 bits (1e300 and 2^63 are out of range)."
+  out[#out + 1] = "       without holes. Integers must fit in 64 bits (1e300 and 2^63 are out of range); a"
+  out[#out + 1] = "       seed above 2^63 - 1 is a string, as HOT_SEED takes it (\"0xFFFFFFFFFFFFFFFF\")."
   out[#out + 1] = "       hla.keep is read with selection tri only, hla.rank with prefix only; writing either"
   out[#out + 1] = "       for another selection is an error. sweep: the space hot-tune searches."
   out[#out + 1] = "Recipes: hot (project default: templates/CONTRACT.md, padding so HLA works for every L, layout auto),"

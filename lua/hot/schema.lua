@@ -3,7 +3,8 @@
 -- ranges, docs and defaults come from gen/field_list.h (see below); `hot-gen --help-spec` prints
 -- them. What is written here: the model, its target and the layer's sizes and sub-tables.
 --
--- Field kinds: int (optional min/max/pow2), bool, enum (values), string, list, table (sub-schema).
+-- Field kinds: int (optional min/max/pow2), key (a 64-bit unsigned integer: the seed), bool, enum
+-- (values), string, list, table (sub-schema).
 
 local S = {}
 local sub, ipairs, error, concat = string.sub, ipairs, error, table.concat
@@ -81,7 +82,7 @@ S.model = {
     batch = f("int", "B: samples per step", { min = 1, max = 1 << 24 }),
     tokens = f("int", "L: tokens per sample (T = B * L)", { min = 1, max = 1 << 29 }),
     recipe = f("enum", "defaults: hot (project), paper (the contract's defaults), paper_code (the authors' code), nvfp4 (NVFP4/MXFP8 codes, CPU backend only)", { values = S.recipes }),
-    seed = f("int", "64-bit Philox key of the stochastic rounding", { min = 0 }),
+    seed = f("key", "64-bit Philox key of the stochastic rounding (above 2^63 - 1: a string, \"0x...\" or decimal)"),
     target = f("table", "hot.target { arch = ... } (default " .. spec_fields.default_arch .. ")", { schema = S.target }),
     layers = f("layers", "list of hot.linear { ... }"),
     sweep = f("sweep", "hot.sweep { [\"field.path\"] = { values... } }: the search space of hot-tune (hq.*, hla.*, abc.* and tile_gx.* / tile_gw.* fields)"),

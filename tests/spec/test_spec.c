@@ -41,6 +41,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "env.h"
 #include "hot.h"
 #include "plan.h"
 #include "spec.h"
@@ -1072,6 +1073,85 @@ START_TEST(runtime_nomem) {
 }
 END_TEST
 
+/* The spec's seed takes HOT_SEED's range and syntax: [0, 2^64 - 1], a string parsed as HOT_SEED
+ * is (num.h) where a Lua integer cannot hold the value; each text below is accepted or refused by
+ * both paths alike, with the same value. A layer from a spec file keeps the whole 64-bit key. */
+START_TEST(seed_range_is_hot_seeds) {
+  static const struct { const char *text; int ok; uint64_t value; } cases[] = {
+      {"0", 1, 0},
+      {"9223372036854775807", 1, 9223372036854775807ull},
+      {"9223372036854775808", 1, 9223372036854775808ull},
+      {"0xC000000000000000", 1, 0xC000000000000000ull},
+      {"18446744073709551615", 1, UINT64_MAX},
+      {"0xFFFFFFFFFFFFFFFF", 1, UINT64_MAX},
+      {"18446744073709551616", 0, 0},
+      {"0x10000000000000000", 0, 0},
+      {"-1", 0, 0},
+      {"12x", 0, 0},
+      {"1e3", 0, 0},
+  };
+  for (size_t i = 0; i < sizeof cases / sizeof *cases; ++i) {
+    char text[512];
+    fmt(text, sizeof text, "local hot = require \"hot\"\nreturn hot.model { name = \"m\", batch = 1, "
+        "tokens = 16, seed = \"%s\",\n  layers = { hot.linear { name = \"fc\", in_features = 16, "
+        "out_features = 16 } } }\n", cases[i].text);
+    hot_model m;
+    hot_diag d = {0};
+    int rc = load_string(text, &m, &d);
+    dump_diag(&d);
+    setenv("HOT_SEED", cases[i].text, 1);
+    hot_env ev;
+    char err[256] = "";
+    rt_status st = env_read(&ev, 0, err, sizeof err);
+    unsetenv("HOT_SEED");
+    printf("seed \"%s\": spec %s, HOT_SEED %s %s\n", cases[i].text, rc ? "refused" : "accepted",
+           st == RT_OK ? "accepted" : "refused", err);
+    ck_assert_msg((rc == 0) == cases[i].ok, "spec seed \"%s\"", cases[i].text);
+    ck_assert_msg((st == RT_OK) == cases[i].ok, "HOT_SEED=%s", cases[i].text);
+    if (cases[i].ok) {
+      ck_assert(m.seed == cases[i].value);
+      ck_assert(ev.seed == cases[i].value);
+    } else {
+      char want[160]; /* one message, HOT_SEED's words, with the field's name */
+      fmt(want, sizeof want, "inline.lua:2: model: seed='%s': expected an integer in [0, "
+          "18446744073709551615]", cases[i].text);
+      ck_assert_int_eq(d.count, 1);
+      ck_assert_str_eq(d.lines[0], want);
+      ck_assert_ptr_nonnull(strstr(err, "expected an integer in [0, 18446744073709551615]"));
+    }
+    spec_model_free(&m);
+    diag_free(&d);
+  }
+
+  /* through libhot: the spec's key, then HOT_SEED's, both the largest */
+  char dir[] = "/tmp/hot-seed-XXXXXX", path[128];
+  ck_assert_ptr_nonnull(mkdtemp(dir));
+  fmt(path, sizeof path, "%s/s.lua", dir);
+  FILE *f = fopen(path, "w");
+  ck_assert_ptr_nonnull(f);
+  fputs("local hot = require \"hot\"\nreturn hot.model { name = \"m\", batch = 1, tokens = 16, "
+        "seed = \"0xFFFFFFFFFFFFFFFF\",\n  layers = { hot.linear { name = \"fc\", in_features = 16, "
+        "out_features = 16 } } }\n", f);
+  ck_assert_int_eq(fclose(f), 0);
+  setenv("HOT_BACKEND", "cpu", 1);
+  setenv("HOT_NO_DISK_CACHE", "1", 1);
+  for (int env = 0; env < 2; ++env) {
+    if (env) setenv("HOT_SEED", "18446744073709551614", 1);
+    hot_ctx *ctx = NULL;
+    ck_assert_int_eq(hot_ctx_create(&ctx, NULL), HOT_OK);
+    hot_layer *l = NULL;
+    ck_assert_int_eq(hot_layer_from_spec(ctx, path, "fc", 0, &l), HOT_OK);
+    hot_layer_info info;
+    ck_assert_int_eq(hot_layer_get_info(l, &info), HOT_OK);
+    ck_assert(info.seed == (env ? UINT64_MAX - 1 : UINT64_MAX));
+    hot_ctx_destroy(ctx);
+  }
+  unsetenv("HOT_SEED");
+  unlink(path);
+  rmdir(dir);
+}
+END_TEST
+
 /* ---- limits ------------------------------------------------------------------------------ */
 
 static double now(void) {
@@ -1319,6 +1399,7 @@ static Suite *spec_suite(void) {
   tcase_add_test(tc, long_path_in_messages);
   tcase_add_test(tc, sweep_axes_of_every_kind);
   tcase_add_test(tc, sweep_refusals);
+  tcase_add_test(tc, seed_range_is_hot_seeds);
   suite_add_tcase(s, tc);
   tc = tcase_create("final");
   tcase_set_timeout(tc, 120);
