@@ -137,11 +137,10 @@ static int parse_int_opt(const char *a, const char *v, uint64_t lo, uint64_t hi,
   return 0;
 }
 
-#define NEED_VALUE                                                                   \
-  if (!v || !*v) {                                                                   \
-    diag_fprintf(stderr, "hot-bench: %s needs a value%s\n%s", a,                      \
-                 v ? " (got an empty one)" : "", usage);                             \
-    return -1;                                                                       \
+#define NEED_VALUE                                                       \
+  if (!v) {                                                              \
+    diag_fprintf(stderr, "hot-bench: %s needs a value\n%s", a, usage);        \
+    return -1;                                                           \
   }
 
 /* --batch, --tokens, --iters, --warmup, --check-macs: an integer in its range (--batch and
@@ -175,7 +174,8 @@ static int parse_checked(bench_opts *o, const char *a, const char *v) {
     hot_arch ar;
     if (plan_arch_parse(v, &ar) != 0) {
       char known[128];
-      diag_fprintf(stderr, "hot-bench: unknown arch '%s' (%s)\n", v, plan_arch_list(known, sizeof known, " "));
+      diag_fprintf(stderr, "hot-bench: --arch: unknown arch '%s' (known: %s)\n", v,
+                   plan_arch_list(known, sizeof known, ", "));
       return -1;
     }
     o->arch = v;
@@ -221,6 +221,10 @@ static int parse_one(bench_opts *o, const char *a, const char *v, int *used) {
       !strcmp(a, "--seeds") || !strcmp(a, "--gy-scale")) {
     NEED_VALUE
     *used = 1;
+    if (!*v && !strcmp(a, "--layer")) { /* the others' parsers name an empty value */
+      diag_fprintf(stderr, "hot-bench: --layer needs a value (got an empty one)\n");
+      return -1;
+    }
     if (!strcmp(a, "--layer")) o->layer = v;
     else if (!strcmp(a, "--out")) o->out = v;
     else if (!strcmp(a, "--backend") || !strcmp(a, "--arch") || !strcmp(a, "--seeds") ||

@@ -150,7 +150,8 @@ static int parse_args(int argc, char **argv, options *o) {
     else if ((slot = value_slot(o, a)) != NULL) {
       if (i + 1 >= argc) return usage_error("option '%s' needs a value", a);
       if (*slot) return usage_error("option '%s' given twice", a);
-      if (!*argv[i + 1]) return usage_error("option '%s' needs a value (got an empty one)", a);
+      if (!*argv[i + 1] && slot != &o->jobs) /* --jobs: num.h's message (numbers.tsv) */
+        return usage_error("option '%s' needs a value (got an empty one)", a);
       *slot = argv[++i];
     } else if (a[0] == '-' && a[1]) return usage_error("unknown option '%s'", a);
     else if (!o->spec) o->spec = a;
@@ -496,7 +497,7 @@ static int resolve_archs(const options *o, const hot_model *m, arch_sets *as) {
   if (o->arch) {
     if (plan_arch_parse(o->arch, &as->plan[0]) != 0) {
       char known[128];
-      diag_fprintf(stderr, "hot-gen: unknown arch '%s' (known: %s)\n", o->arch,
+      diag_fprintf(stderr, "hot-gen: --arch: unknown arch '%s' (known: %s)\n", o->arch,
                    plan_arch_list(known, sizeof known, ", "));
       return 2;
     }

@@ -705,6 +705,9 @@ static int sweep_value_index(const char *a) {
 /* One sweep option with its value. 0, or 2 (said). */
 static int sweep_value(tune_opts *o, const char *a, const char *val) {
   double v;
+  if (!*val && (!strcmp(a, "--layer") || !strcmp(a, "--db") || !strcmp(a, "--arch") ||
+                !strcmp(a, "--capture"))) /* the other options' parsers name an empty value */
+    return usage_error("%s needs a value (got an empty one)", a);
   if (!strcmp(a, "--layer")) o->layer = val;
   else if (!strcmp(a, "--db")) o->db = val;
   else if (!strcmp(a, "--arch")) o->arch = val;
@@ -772,7 +775,6 @@ int main(int argc, char **argv) {
     } else if ((k = sweep_value_index(a)) >= 0) {
       if (i + 1 >= argc) return usage_error("%s needs a value", a);
       if (given & 1u << k) return usage_error("%s given twice", a);
-      if (!*argv[i + 1]) return usage_error("%s needs a value (got an empty one)", a);
       given |= 1u << k;
       int rc = sweep_value(&o, a, argv[++i]);
       if (rc) return rc;
