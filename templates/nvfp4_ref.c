@@ -244,8 +244,8 @@ int nvfp4_gemm(const uint8_t *a, const uint8_t *sa, float s_ta, const uint8_t *b
       for (int64_t j = 0; j < nb; ++j) {
         int S = 0; /* |S| <= 16 * 144 */
         for (int64_t t = j * NVFP4_BLOCK; t < (j + 1) * NVFP4_BLOCK; ++t) {
-          unsigned ca = (a[m * rb + (t >> 1)] >> ((t & 1) * 4)) & 15u;
-          unsigned cb = (b[n * rb + (t >> 1)] >> ((t & 1) * 4)) & 15u;
+          unsigned ca = ((unsigned)a[m * rb + (t >> 1)] >> ((t & 1) * 4)) & 15u;
+          unsigned cb = ((unsigned)b[n * rb + (t >> 1)] >> ((t & 1) * 4)) & 15u;
           S += e2m1_x2(ca) * e2m1_x2(cb);
         }
         float ss = HOT_MUL(nvfp4_e4m3_decode(sa[m * nb + j]), nvfp4_e4m3_decode(sb[n * nb + j]));
