@@ -244,6 +244,33 @@ static int parse_one(bench_opts *o, const char *a, const char *v, int *used) {
 }
 #undef NEED_VALUE
 
+/* An option the chosen mode would not read is refused, not ignored: --seeds and --gy-scale
+ * belong to --paper-diffs; --model reads SPEC, --layer and --arch only (it plans the spec's
+ * batch and tokens, at which the access counts were taken). seen: the value options given.
+ * 0, or -1 (said). */
+static int unread_option(const bench_opts *o, const char *const *seen, int n_seen) {
+  for (int k = 0; k < n_seen; ++k) {
+    const char *a = seen[k];
+    const int model_reads = !strcmp(a, "--layer") || !strcmp(a, "--arch");
+    if (o->model && !model_reads) {
+      diag_fprintf(stderr, "hot-bench: --model does not read %s (it plans the spec's batch and "
+                   "tokens; it reads --layer and --arch)\n", a);
+      return -1;
+    }
+    if (!o->paper_diffs && (!strcmp(a, "--seeds") || !strcmp(a, "--gy-scale"))) {
+      diag_fprintf(stderr, "hot-bench: %s is an option of --paper-diffs (not given)\n", a);
+      return -1;
+    }
+  }
+  if (o->model && (o->json || o->full || !o->jit)) {
+    diag_fprintf(stderr, "hot-bench: --model does not read %s (%s)\n",
+                 o->json ? "--json" : o->full ? "--full" : "--no-jit",
+                 o->json ? "its table ends with a JSON line" : "an option of the benchmark");
+    return -1;
+  }
+  return 0;
+}
+
 static int parse_args(int argc, char **argv, bench_opts *o) {
   memset(o, 0, sizeof *o);
   o->backend = HOT_BACKEND_DEFAULT; /* $HOT_BACKEND, else auto */
@@ -281,7 +308,7 @@ static int parse_args(int argc, char **argv, bench_opts *o) {
             "their own: give one\n");
     return -1;
   }
-  return 0;
+  return unread_option(o, seen, n_seen);
 }
 
 /* Sizes of one layer: the benchmark's (B, L) and the correctness check's (cB, cL). */

@@ -77,7 +77,7 @@ START_TEST(test_bad_arguments) {
   ck_assert_msg(st == 1 && strstr(o, "--precompile needs HOT_CACHE_DIR"), "exit %d: %s", st, o);
   free(o);
   o = run(RUN_BENCH " --gemm-paths --iters 0 2>&1", &st);
-  ck_assert_msg(st == 1 && strstr(o, "--iters='0': expected an integer in [1, 1099511627776]"), "exit %d: %s", st, o);
+  ck_assert_msg(st == 1 && strstr(o, "--iters='0': expected an integer in [1, 100000]"), "exit %d: %s", st, o);
   free(o);
 }
 END_TEST
