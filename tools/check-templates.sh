@@ -13,6 +13,13 @@ set -u
 here=$(cd "$(dirname "$0")/.." && pwd)
 tdir="$here/templates"
 NVCC=${NVCC:-$(command -v nvcc || echo /usr/local/cuda/bin/nvcc)}
+for a in "$@"; do
+  case $a in
+    --help | -h) sed -n '2,/^[^#]/s/^# \{0,1\}//p' "$0"; exit 0 ;;
+    [0-9][0-9] | [0-9][0-9]a) ;;
+    *) echo "check-templates: '$a' is not an arch (80, 86, 89, 90, 90a; see --help)" >&2; exit 2 ;;
+  esac
+done
 archs=${*:-"80 86 89 90 90a"}
 work=$(mktemp -d "${TMPDIR:-/tmp}/hot-check.XXXXXX")
 [ "${KEEP:-0}" = 1 ] || trap 'rm -rf "$work"' EXIT

@@ -16,6 +16,11 @@
 #      KEEP=1 keeps the work folder (sources, logs, CUBINs, SASS).
 # Usage: tools/check-tma.sh
 set -u
+case "${1:-}" in
+  "") ;;
+  --help | -h) sed -n '2,/^[^#]/s/^# \{0,1\}//p' "$0"; exit 0 ;;
+  *) echo "check-tma: unknown argument '$1' (it takes none; see --help)" >&2; exit 2 ;;
+esac
 here=$(cd "$(dirname "$0")/.." && pwd)
 PY=${PYTHON:-python3}
 if ! command -v "$PY" >/dev/null 2>&1; then

@@ -6,6 +6,11 @@
 # (docs/device-check.md).
 # Usage: tools/fetch-deps.sh
 set -euo pipefail
+case "${1:-}" in
+  "") ;;
+  --help | -h) sed -n '2,/^[^#]/s/^# \{0,1\}//p' "$0"; exit 0 ;;
+  *) echo "fetch-deps: unknown argument '$1' (it takes none; see --help)" >&2; exit 2 ;;
+esac
 cd "$(dirname "$0")/.."
 mkdir -p .deps/debs
 cd .deps/debs

@@ -12,6 +12,7 @@
 set -uo pipefail
 case "${1:-}" in
   cuobjdump | nvdisasm) tool=$1 ;;
+  --help | -h) sed -n '2,/^[^#]/s/^# \{0,1\}//p' "$0"; exit 0 ;;
   *)
     echo "usage: tools/find-cuda-tool.sh cuobjdump|nvdisasm" >&2
     exit 2

@@ -17,6 +17,11 @@
 # Needs python3 and a C++17 compiler (CXX, default g++; PYTHON, default python3). One build at a time.
 # Usage: tools/gemm-emu.sh            (prints one line per configuration and schedule, flushed)
 set -u
+case "${1:-}" in
+  "") ;;
+  --help | -h) sed -n '2,/^[^#]/s/^# \{0,1\}//p' "$0"; exit 0 ;;
+  *) echo "gemm-emu: unknown argument '$1' (it takes none; see --help)" >&2; exit 2 ;;
+esac
 here=$(cd "$(dirname "$0")/.." && pwd)
 CXX=${CXX:-g++}
 PY=${PYTHON:-python3}

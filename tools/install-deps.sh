@@ -28,6 +28,7 @@ command -v clang >/dev/null 2>&1 && test_pkgs+=(libclang-rt-14-dev)
 case "${1:-}" in
   "") pkgs=("${run_pkgs[@]}") ;;
   --tests) pkgs=("${run_pkgs[@]}" "${test_pkgs[@]}") ;;
+  --help | -h) sed -n '2,/^[^#]/s/^# \{0,1\}//p' "$0"; exit 0 ;;
   *) echo "usage: tools/install-deps.sh [--tests]" >&2; exit 2 ;;
 esac
 missing=()

@@ -13,9 +13,9 @@
 # Usage: tools/install-python-deps.sh [--demo] [--python-only]   (PYTHON=... picks the
 #        interpreter; default: python3, the one CMake's find_package(Python3) normally finds first)
 #
-# Exit status: 1 when the system tools could not be installed (as tools/install-deps.sh), else
-# 0, so that the C test suite still runs when pip fails: it says so loudly, and the Python tests
-# then report SKIP (counted as skipped by CTest) with the missing module named.
+# Exit status: 2 for a bad argument; 1 when the system tools could not be installed (as
+# tools/install-deps.sh), else 0, so that the C test suite still runs when pip fails: it says so
+# loudly, and the Python tests then report SKIP (counted as skipped by CTest) with the missing module named.
 set -uo pipefail
 py="${PYTHON:-python3}"
 here=$(cd "$(dirname "$0")" && pwd)
@@ -31,7 +31,8 @@ for arg in "$@"; do
   case "$arg" in
     --demo) mods+=(sklearn matplotlib); pkgs+=(scikit-learn matplotlib) ;;
     --python-only) system=0 ;;
-    *) echo "usage: tools/install-python-deps.sh [--demo] [--python-only]" >&2; exit 0 ;;
+    --help | -h) sed -n '2,/^[^#]/s/^# \{0,1\}//p' "$0"; exit 0 ;;
+    *) echo "install-python-deps: unknown argument '$arg'; usage: tools/install-python-deps.sh [--demo] [--python-only]" >&2; exit 2 ;;
   esac
 done
 if [ $system -eq 1 ]; then

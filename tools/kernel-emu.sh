@@ -22,7 +22,11 @@ here=$(cd "$(dirname "$0")/.." && pwd)
 CC=${CC:-gcc}
 CXX=${CXX:-g++}
 PY=${PYTHON:-python3}
-quick=${1:-}
+case "${1:-}" in
+  "" | quick) quick=${1:-} ;;
+  --help | -h) sed -n '2,/^[^#]/s/^# \{0,1\}//p' "$0"; exit 0 ;;
+  *) echo "kernel-emu: unknown argument '$1' (none or quick; see --help)" >&2; exit 2 ;;
+esac
 . "$here/tools/lib/num.sh" # the one parser of numbers: the emulators get the seeds in decimal
 EMU_SEEDS=$(num_list EMU_SEEDS "${EMU_SEEDS:-0 1 2 3}" 0 1000000000000000000 2>&1) || { echo "kernel-emu: $EMU_SEEDS" >&2; exit 2; }
 export EMU_SEEDS

@@ -38,6 +38,11 @@ CXX=${CXX:-g++}
 CC=${CC:-gcc}
 PY=${PYTHON:-python3}
 mode=${1:-gemm}
+case $mode in
+  selftest | gemm | all | table | check | limits) ;;
+  --help | -h) sed -n '2,/^[^#]/s/^# \{0,1\}//p' "$0"; exit 0 ;;
+  *) echo "memstat: unknown mode '$mode' (selftest, gemm, all, table, check or limits; see --help)" >&2; exit 2 ;;
+esac
 out=${OUT:-$PWD/memstat.txt}
 work=$(mktemp -d "${TMPDIR:-/tmp}/hot-memstat.XXXXXX")
 [ "${KEEP:-0}" = 1 ] || trap 'rm -rf "$work"' EXIT

@@ -48,6 +48,7 @@ trap 'rm -rf "$work"' EXIT
 mode=${1:-all}
 case $mode in
   all | layout | nvfp4 | mxfp8 | hla) ;;
+  --help | -h) sed -n '2,/^[^#]/s/^# \{0,1\}//p' "$0"; exit 0 ;;
   *) echo "nvfp4-emu: unknown argument '$mode' (none, layout, nvfp4, mxfp8 or hla)" >&2; exit 2 ;;
 esac
 want() { [ "$mode" = all ] || [ "$mode" = "$1" ]; } # WHAT: run that part
