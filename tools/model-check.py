@@ -39,6 +39,9 @@ def pick_gpu(name):
 
 
 def main(argv):
+    if any(a in ("-h", "--help") for a in argv[1:]):
+        print(__doc__.strip())
+        return 0
     args = [a for a in argv[1:] if a != "--out"]
     out = None
     if "--out" in argv:
@@ -55,15 +58,34 @@ def main(argv):
         model = load_model(args[0])
         with open(args[1], encoding="utf-8") as f:
             bench = json.load(f)
+        text, matched = report(model, bench, args[2])
+        if out:
+            with open(out, "w", encoding="utf-8") as f:
+                f.write(text)
     except (OSError, ValueError) as e:
         print("model-check: %s" % e, file=sys.stderr)
         return 2
-    gpu, note = pick_gpu(args[2])
+    sys.stdout.write(text)
+    return 0 if matched else 1
+
+
+def report(model, bench, gpu_name):
+    """The report's text and whether any launch matched; ValueError naming what is malformed
+    when the inputs are JSON of another shape."""
+    try:
+        return compare(model, bench, gpu_name)
+    except (AttributeError, KeyError, TypeError, ZeroDivisionError) as e:
+        raise ValueError("the inputs are not hot-bench --model output and a hot-bench --out file "
+                         "(%s: %s)" % (type(e).__name__, e)) from None
+
+
+def compare(model, bench, gpu_name):
+    gpu, note = pick_gpu(gpu_name)
     pred = {}
     for k in model.get("kernels", []):
         if k.get("gpu") == gpu:
             pred[(k["layer"], k["call"], k["role"], k["phase"])] = k
-    lines = ["model vs measured on %s, model column %s%s" % (args[2], gpu, note),
+    lines = ["model vs measured on %s, model column %s%s" % (gpu_name, gpu, note),
              "%-10s %-9s %-10s %2s %-42s %10s %10s %7s  %s" % (
                  "layer", "call", "role", "ph", "kernel", "meas us", "pred us", "m/p", "bound")]
     ratios, seen, missing = [], set(), []
@@ -102,12 +124,7 @@ def main(argv):
                      "worst factor %.2f (%s)" % (len(ratios), g, med, fac[-1][0], fac[-1][1]))
     else:
         lines.append("model error: 0 launches matched (no per-kernel measurement to test the model)")
-    text = "\n".join(lines) + "\n"
-    sys.stdout.write(text)
-    if out:
-        with open(out, "w", encoding="utf-8") as f:
-            f.write(text)
-    return 0 if ratios else 1
+    return "\n".join(lines) + "\n", bool(ratios)
 
 
 if __name__ == "__main__":

@@ -204,6 +204,9 @@ def selftest():
 
 
 def main(argv):
+    if len(argv) == 2 and argv[1] in ("-h", "--help"):
+        print(__doc__.strip())
+        return 0
     if len(argv) == 2 and argv[1] == "--selftest":
         return selftest()
     if len(argv) != 3:

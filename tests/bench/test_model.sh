@@ -15,7 +15,8 @@
 #     is checked statically by reliability_escaping);
 #  3. model-check.py on a measurement made from the model (each backward launch measured at twice
 #     its H200 prediction, one launch left out): geomean 2.00, the left-out launch listed, exit
-#     0; an H100 name picks the H100 column; no matching launch exits 1; bad input exits 2.
+#     0; an H100 name picks the H100 column; no matching launch exits 1; bad input (JSON of
+#     another shape, --out in a missing folder) exits 2 with one line; --help prints the usage.
 set -u
 hb=$1 src=$2 work=$3
 PY=${PYTHON:-python3}
@@ -148,5 +149,15 @@ echo '{"layers": []}' >"$work/empty.json"
 grep -q '^model error: 0 launches matched' "$work/mc2.txt" || fail "no-match summary"
 "$PY" "$mc" "$work/meas.json" "$work/meas.json" H200 >"$work/mc3.txt" 2>&1
 [ $? -eq 2 ] || fail "a file that is not --model output did not exit 2"
+# JSON of another shape: one line and exit 2, no traceback; an --out in a missing folder likewise
+echo '[1]' >"$work/list.json"
+"$PY" "$mc" "$work/vit_b16.txt" "$work/list.json" H200 >"$work/mc4.txt" 2>&1
+[ $? -eq 2 ] && [ "$(wc -l <"$work/mc4.txt")" -eq 1 ] && ! grep -q Traceback "$work/mc4.txt" ||
+  fail "a measurement that is a JSON list: $(cat "$work/mc4.txt")"
+"$PY" "$mc" "$work/vit_b16.txt" "$work/meas.json" H200 --out "$work/none/mc.txt" >"$work/mc5.txt" 2>&1
+[ $? -eq 2 ] && [ "$(wc -l <"$work/mc5.txt")" -eq 1 ] && ! grep -q Traceback "$work/mc5.txt" ||
+  fail "--out in a missing folder: $(cat "$work/mc5.txt")"
+"$PY" "$mc" --help >"$work/mc6.txt" 2>&1 && grep -q '^Usage: tools/model-check.py MODEL' "$work/mc6.txt" ||
+  fail "model-check --help"
 echo "model-check: $last"
 echo PASS
