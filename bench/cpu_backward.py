@@ -83,6 +83,18 @@ def find_lib(arg):
     return hits[0]
 
 
+def open_lib(path, what="--lib"):
+    """The benchmark module at path; exits with one line when it is not one."""
+    try:
+        lib = ctypes.CDLL(path)
+    except OSError as e:
+        sys.exit("cpu_backward.py: %s %s: cannot load it (%s)" % (what, path, e))
+    if not hasattr(lib, "hot_fast_bench_cpu"):
+        sys.exit("cpu_backward.py: %s %s: not a libhot_fast_bench.so (no hot_fast_bench_cpu)"
+                 % (what, path))
+    return lib
+
+
 def load():
     return "%.2f" % os.getloadavg()[0]
 
@@ -280,7 +292,7 @@ def versus(paths, threads, reps, rounds, shapes, fuse=None, gran="tensor"):
     stage profile (each the mean of `reps` backwards at `threads` threads), and per stage the
     best CPU ms of each build and B / A. For deciding a kernel change on a machine whose speed
     drifts: the turns see the same drift, and the best of each is compared."""
-    libs = [ctypes.CDLL(p) for p in paths]
+    libs = [open_lib(p, w) for p, w in zip(paths, ("--lib", "--versus"))]
     for lib in libs:
         set_knobs(lib, fuse, gran)
     for lib in libs:
@@ -448,21 +460,28 @@ def parse_shapes(texts, num):
     """--shape's B,L,O,I strings as the benchmark's shape tuples; exits with a one-line error."""
     shapes = []
     for text in texts:
+        parts = text.split(",")
+        if len(parts) != 4:
+            sys.exit("cpu_backward.py: --shape %s: %d values, expected 4: B,L,O,I" % (text, len(parts)))
         try:
-            B, L, O, I = (num.parse_int("--shape", v, 1, 1 << 24) for v in text.split(","))
+            B, L, O, I = (num.parse_int("--shape " + n, v, 1, 1 << 24) for n, v in zip("BLOI", parts))
         except ValueError as e:
-            sys.exit("cpu_backward.py: --shape %s: %s (expected B,L,O,I)" % (text, e))
+            sys.exit("cpu_backward.py: %s (expected B,L,O,I)" % e)
         shapes.append(("%dx%d tok, %d->%d" % (B, L, I, O), B, L, O, I))
     return shapes
 
 
 def parse_args():
     """The command line, its shapes resolved (--shape, --tiny or the benchmark's) into a.shapes."""
-    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    ap.add_argument("--lib", help="path of libhot_fast_bench.so")
+    ap = argparse.ArgumentParser(description=__doc__,
+                                 formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--lib", help="path of libhot_fast_bench.so (default: $HOT_FAST_BENCH_LIB, "
+                                  "else the newest build*/tests/fast/ of this checkout)")
     num = numbers()
-    ap.add_argument("--threads", type=num.arg_int(1, 256), default=os.cpu_count() or 1)
-    ap.add_argument("--reps", type=num.arg_int(1, 10**6), default=3)
+    ap.add_argument("--threads", type=num.arg_int(1, 256), default=os.cpu_count() or 1,
+                    help="threads of hot and of torch (default: the online CPUs)")
+    ap.add_argument("--reps", type=num.arg_int(1, 10**6), default=3,
+                    help="timed runs per figure; each time is the best of them (default 3)")
     ap.add_argument("--api", action="store_true", help="also hot's Python API ($HOT_LIBRARY)")
     ap.add_argument("--exact", action="store_true", help="also the fp64 exact products (slow)")
     ap.add_argument("--own-threads", action="store_true",
@@ -497,6 +516,13 @@ def parse_args():
         ap.error("--%s: choose one of --philox, --peak, --goals and --stages" % " and --".join(modes))
     if a.peak and (a.shape or a.tiny):
         ap.error("--peak times registers alone: --shape and --tiny do not apply")
+    if a.philox and (a.shape or a.tiny):
+        ap.error("--philox times the 768 -> 768 g' quantizer's words: --shape and --tiny do not "
+                 "apply")
+    table_only = [o for o in ("api", "exact", "own_threads") if getattr(a, o)]
+    if modes and table_only:
+        ap.error("--%s: for the table only, not with --%s"
+                 % (" and --".join(o.replace("_", "-") for o in table_only), modes[0]))
     a.shapes = parse_shapes(a.shape, num) if a.shape else TINY if a.tiny else SHAPES
     return a
 
@@ -512,7 +538,7 @@ def main():
         versus([find_lib(a.lib), a.versus], a.threads, a.reps, 5, shapes,
                a.hla_fuse_bytes, a.gran)
         return
-    lib = ctypes.CDLL(find_lib(a.lib))
+    lib = open_lib(find_lib(a.lib))
     set_knobs(lib, a.hla_fuse_bytes, a.gran)
     if a.philox:
         philox(lib, a.reps)

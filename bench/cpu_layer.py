@@ -81,6 +81,7 @@ WIDTHS = [("8x128 tok, %d->%d" % (i, o), 8, 128, o, i)  # the widths section: d 
           for d in (128, 256, 512, 1024) for i, o in ((d, d), (d, 4 * d))] + \
          [("8x128 tok, 2048->2048", 8, 128, 2048, 2048)]
 TINY_SHAPE = ("1x16 tok, 64->64", 1, 16, 64, 64)
+SECTIONS = ("layer", "tiny", "contention", "widths", "regions", "parts", "versus")  # --only
 TINY_SHAPES = [("2x17 tok, 48->40", 2, 17, 40, 48), ("1x70 tok, 64->96", 1, 70, 96, 64)]
 
 
@@ -385,12 +386,17 @@ def section_versus(torch, hot_mod, other, shapes, reps):
 
 
 def main():
-    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap = argparse.ArgumentParser(description=__doc__,
+                                 formatter_class=argparse.RawDescriptionHelpFormatter)
     num = _numbers()
-    ap.add_argument("--threads", type=num.arg_int(1, 256), default=os.cpu_count() or 1)
-    ap.add_argument("--reps", type=num.arg_int(1, 10**6), default=7)
+    ap.add_argument("--threads", type=num.arg_int(1, 256), default=os.cpu_count() or 1,
+                    help="torch's threads and HOT_CPU_THREADS (default: the online CPUs)")
+    ap.add_argument("--reps", type=num.arg_int(1, 10**6), default=7,
+                    help="repetitions behind each figure (default 7)")
     ap.add_argument("--tiny", action="store_true", help="small layers (a quick run)")
-    ap.add_argument("--only", default=None)
+    ap.add_argument("--only", default=None, metavar="SECTIONS",
+                    help="comma-separated sections: %s (default layer,tiny,contention,regions; "
+                         "versus alone with --versus)" % ", ".join(SECTIONS))
     ap.add_argument("--versus", metavar="DIR", help="another checkout's python/ directory")
     ap.add_argument("--dtypes", default="fp32,bf16",
                     help="the layer section's dtypes: fp32, bf16 or both (default); under "
@@ -400,14 +406,21 @@ def main():
     ap.add_argument("--malloc", choices=("steady", "glibc"), default="steady",
                     help="steady: glibc's heap trimming off for the whole process (see above)")
     a = ap.parse_args()
-    steady_malloc(a.malloc)
-    dtypes = tuple(d for d in a.dtypes.split(",") if d)
-    if not dtypes or any(d not in ("fp32", "bf16") for d in dtypes):
+    dtypes = tuple(a.dtypes.split(","))
+    if any(d not in ("fp32", "bf16") for d in dtypes) or len(set(dtypes)) != len(dtypes):
         sys.exit("cpu_layer.py: --dtypes %r: expected fp32, bf16 or fp32,bf16" % a.dtypes)
     if a.only is None:
         a.only = "versus" if a.versus else "layer,tiny,contention,regions"
+    unknown = [s for s in a.only.split(",") if s not in SECTIONS]
+    if unknown:
+        sys.exit("cpu_layer.py: --only %r: unknown section %r (sections: %s)"
+                 % (a.only, unknown[0], ", ".join(SECTIONS)))
     if "versus" in a.only.split(",") and not a.versus:
         sys.exit("cpu_layer.py: --only versus needs --versus DIR")
+    if a.versus and "versus" not in a.only.split(","):
+        sys.exit("cpu_layer.py: --versus %s: --only %s leaves out the versus section"
+                 % (a.versus, a.only))
+    steady_malloc(a.malloc)
     setup_env(a.threads, a.isa_cap)
     import torch
     import hot.torch as hot_mod

@@ -58,13 +58,20 @@ def numbers():
 
 def main():
     num = numbers()
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--threads", type=num.arg_int(1, 256), default=2)
-    ap.add_argument("--reps", type=num.arg_int(1, 10**6), default=7)
-    ap.add_argument("--tiny", action="store_true", help="one small layer (a smoke run)")
-    ap.add_argument("--shape", default="4,256,512,512", help="B,L,O,I")
+    ap = argparse.ArgumentParser(description=__doc__,
+                                 formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--threads", type=num.arg_int(1, 256), default=2,
+                    help="HOT_CPU_THREADS (default 2)")
+    ap.add_argument("--reps", type=num.arg_int(1, 10**6), default=7,
+                    help="timed calls; each time is the best of them (default 7)")
+    ap.add_argument("--tiny", action="store_true",
+                    help="one small layer, 1,70,40,48 (a smoke run)")
+    ap.add_argument("--shape", default=None, metavar="B,L,O,I",
+                    help="the layer: B samples of L tokens, I -> O (default 4,256,512,512)")
     a = ap.parse_args()
-    parts = a.shape.split(",")
+    if a.tiny and a.shape:
+        ap.error("--tiny and --shape: choose one layer")
+    parts = (a.shape or "4,256,512,512").split(",")
     if len(parts) != 4:
         ap.error("--shape: expected B,L,O,I (got %r)" % a.shape)
     try:
