@@ -462,9 +462,11 @@ def parse_shapes(texts, num):
     for text in texts:
         parts = text.split(",")
         if len(parts) != 4:
-            sys.exit("cpu_backward.py: --shape %s: %d values, expected 4: B,L,O,I" % (text, len(parts)))
+            sys.exit("cpu_backward.py: --shape %s: %d values, expected 4: B,L,O,I"
+                     % (text, len(parts)))
         try:
-            B, L, O, I = (num.parse_int("--shape " + n, v, 1, 1 << 24) for n, v in zip("BLOI", parts))
+            B, L, O, I = (num.parse_int("--shape " + n, v, 1, 1 << 24)
+                          for n, v in zip("BLOI", parts))
         except ValueError as e:
             sys.exit("cpu_backward.py: %s (expected B,L,O,I)" % e)
         shapes.append(("%dx%d tok, %d->%d" % (B, L, I, O), B, L, O, I))

@@ -15,7 +15,8 @@
 #
 # Exit status: 2 for a bad argument; 1 when the system tools could not be installed (as
 # tools/install-deps.sh), else 0, so that the C test suite still runs when pip fails: it says so
-# loudly, and the Python tests then report SKIP (counted as skipped by CTest) with the missing module named.
+# loudly, and the Python tests then report SKIP (counted as skipped by CTest) with the missing
+# module named.
 set -uo pipefail
 py="${PYTHON:-python3}"
 here=$(cd "$(dirname "$0")" && pwd)
@@ -32,7 +33,8 @@ for arg in "$@"; do
     --demo) mods+=(sklearn matplotlib); pkgs+=(scikit-learn matplotlib) ;;
     --python-only) system=0 ;;
     --help | -h) sed -n '2,/^[^#]/s/^# \{0,1\}//p' "$0"; exit 0 ;;
-    *) echo "install-python-deps: unknown argument '$arg'; usage: tools/install-python-deps.sh [--demo] [--python-only]" >&2; exit 2 ;;
+    *) echo "install-python-deps: unknown argument '$arg' (--demo, --python-only; see --help)" >&2
+       exit 2 ;;
   esac
 done
 if [ $system -eq 1 ]; then
