@@ -50,6 +50,27 @@ def pick(repo):
     return hot2
 
 
+def output_problem(path, folder=False):
+    """Why `path` cannot be written (a file, or with folder=True a folder, made with its missing
+    parents), or None: checked before any training, so that a run does not end in a traceback."""
+    path = os.path.abspath(path)
+    if folder:
+        if os.path.exists(path) and not os.path.isdir(path):
+            return "exists and is not a folder"
+        parent = path
+    else:
+        if os.path.isdir(path) or path.endswith(os.sep):
+            return "is a folder; name a file"
+        parent = os.path.dirname(path)
+    while not os.path.exists(parent):
+        parent = os.path.dirname(parent)
+    if not os.path.isdir(parent):
+        return f"{parent} is not a folder"
+    if not os.access(parent, os.W_OK | os.X_OK):
+        return f"{parent} is not writable"
+    return None
+
+
 def numbers(repo):
     """hot's one parser of numbers (python/hot/_numbers.py of this checkout), loaded by path: it
     imports nothing of hot, so the options parse before libhot is looked for."""

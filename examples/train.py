@@ -39,7 +39,7 @@ def parse_args():
                    default=256, help="hidden width of the MLP (default 256)")
     p.add_argument("--lr", type=NUM.arg_float(0, 10),
                    default=1e-3, help="Adam learning rate (default 1e-3)")
-    p.add_argument("--seed", type=NUM.arg_int(0, 2**64 - 1),
+    p.add_argument("--seed", type=NUM.arg_int(0, 2**32 - 1),
                    default=0, help="seed of the weights, split and batch order")
     p.add_argument("--recipe", default="hot", choices=["hot", "paper", "paper_code"],
                    help="hot recipe of the HOTLinear layers (default hot)")
@@ -50,7 +50,12 @@ def parse_args():
                    help="PNG of the loss curves (default build/examples/train_digits.png; "
                         "docs/train_digits.png is the published one: --out it on purpose)")
     p.add_argument("--json", default=None, help="also write the per-epoch figures as JSON here")
-    return p.parse_args()
+    args = p.parse_args()
+    for opt, path in (("--out", args.out), ("--json", args.json)):
+        why = path is not None and hot_import.output_problem(path)
+        if why:
+            p.error(f"{opt} {path}: {why}")
+    return args
 
 
 def load_data(args, dev):
@@ -191,6 +196,7 @@ def main():
     report(models, hist, wall, dev)
     plot(args, hist)
     if args.json:
+        os.makedirs(os.path.dirname(os.path.abspath(args.json)), exist_ok=True)
         with open(args.json, "w") as f:
             json.dump({"args": vars(args), "history": hist, "wall_s": wall}, f, indent=1)
 

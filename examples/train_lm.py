@@ -167,13 +167,15 @@ def hot_variants(args):
 
 
 def exact_kinds(cfg):
-    kinds = {k.strip() for k in cfg.exact.split(",") if k.strip()}
+    kinds = {k.strip() for k in cfg.exact.split(",")}
     if kinds == {"none"}:
         return set()
+    if "none" in kinds:
+        sys.exit(f"train_lm.py: --exact {cfg.exact}: none goes alone")
     bad = kinds - set(KINDS)
     if bad:
-        sys.exit(f"train_lm.py: --exact {cfg.exact}: unknown kind {', '.join(sorted(bad))} "
-                 f"(kinds: {', '.join(KINDS)}, none)")
+        sys.exit(f"train_lm.py: --exact {cfg.exact}: unknown kind "
+                 f"{', '.join(repr(k) for k in sorted(bad))} (kinds: {', '.join(KINDS)}, none)")
     return kinds
 
 
@@ -314,7 +316,13 @@ def parse_args():
                    "follows torch's count (0: torch's default)")
     p.add_argument("--out-dir", default=os.path.join(REPO, "build", "examples", "train_lm"),
                    help="where the PNG and JSON go (default build/examples/train_lm)")
-    return p.parse_args()
+    args = p.parse_args()
+    if args.d_model % args.heads:
+        p.error(f"--d-model {args.d_model} is not a multiple of --heads {args.heads}")
+    why = hot_import.output_problem(args.out_dir, folder=True)
+    if why:
+        p.error(f"--out-dir {args.out_dir}: {why}")
+    return args
 
 
 def load_text(limit_bytes):
@@ -576,6 +584,9 @@ def main():
     text, root, nfiles = load_text(int(args.text_mb * 1e6))
     data = torch.frombuffer(bytearray(text), dtype=torch.uint8).long()
     n_train = int(0.9 * len(data))
+    if len(data) - n_train < args.seq + 2:  # a validation sequence and its next character
+        sys.exit(f"train_lm.py: --seq {args.seq} is longer than the {len(data) - n_train} bytes of "
+                 f"validation text (10 % of {len(data)}); raise --text-mb or lower --seq")
     print(f"text: {len(text)} bytes of {nfiles} .py files under {root} (90 % train, 10 % "
           f"validation); model: {args.layers} x TransformerEncoderLayer(d={args.d_model}, {args.model}, "
           f"{args.heads} heads, ff {4 * args.d_model}, pre-norm, causal), byte vocabulary 256; "

@@ -141,3 +141,41 @@ def test_examples_prefer_the_installed_package_and_say_which(hot, tmp_path, scri
     if not first.startswith("hot: the installed package"):  # none installed for this python
         assert first.startswith("hot: this checkout's python/ (the installed package is not "
                                 "usable: "), first
+
+
+@pytest.mark.parametrize("script,args,message", [
+    ("train.py", ["--seed", "4294967296"], "expected an integer in [0, 4294967295]"),
+    ("train.py", ["--out", "{tmp}/"], "--out {tmp}/: is a folder; name a file"),
+    ("train.py", ["--out", "{file}/x.png"], "--out {file}/x.png: {file} is not a folder"),
+    ("train.py", ["--json", "{file}/x.json"], "--json {file}/x.json: {file} is not a folder"),
+    ("train_lm.py", ["--d-model", "30", "--heads", "4"],
+     "--d-model 30 is not a multiple of --heads 4"),
+    ("train_lm.py", ["--out-dir", "{file}"], "--out-dir {file}: exists and is not a folder"),
+    ("train_lm.py", ["--exact", "head,,linear1"], "unknown kind ''"),
+    ("train_lm.py", ["--exact", "none,head"], "none goes alone"),
+    ("train_lm.py", ["--text-mb", "0.001", "--seq", "2000"],
+     "--seq 2000 is longer than the 100 bytes of validation text"),
+])
+def test_examples_refuse_bad_arguments_before_training(hot, tmp_path, script, args, message):
+    """A bad argument (a seed scikit-learn refuses, an output that cannot be written, heads that
+    do not divide the width, a malformed list, a sequence longer than the text) stops the run
+    before any training with a one-line message, never a traceback at the end."""
+    plain = tmp_path / "plain"
+    plain.write_text("")
+    sub = {"{tmp}": str(tmp_path), "{file}": str(plain)}
+
+    def fill(s):
+        for k, v in sub.items():
+            s = s.replace(k, v)
+        return s
+    small = {"train.py": ["--epochs", "1", "--hidden", "8", "--out", str(tmp_path / "d.png")],
+             "train_lm.py": ["--steps", "1", "--batch", "1", "--seq", "16", "--d-model", "8",
+                             "--heads", "2", "--layers", "1", "--text-mb", "0.05", "--threads",
+                             "1", "--out-dir", str(tmp_path / "lm")]}[script]
+    r = subprocess.run([sys.executable, os.path.join(REPO, "examples", script)] + small +
+                       [fill(a) for a in args], env=env_for(hot), capture_output=True, text=True,
+                       timeout=300)
+    assert r.returncode != 0, r.stdout
+    assert "Traceback" not in r.stderr, r.stderr
+    assert fill(message) in r.stderr.splitlines()[-1], r.stderr
+    assert "epoch" not in r.stdout and "validation loss" not in r.stdout, r.stdout
