@@ -86,6 +86,21 @@ def cpu_openmp_fallbacks():
     return int(_lib.lib().hot_cpu_openmp_fallbacks())
 
 
+_I64 = (-(1 << 63), (1 << 63) - 1)
+
+
+def _c_int(name, v, lo, hi):
+    """v as the int a C integer argument or field receives, in [lo, hi]: TypeError for what is
+    not an integer (a float, a str, a bool), ValueError outside the range (ctypes would pass the
+    value cut to the C type's bits: batch=2**64 + 16 as 16)."""
+    if isinstance(v, bool) or not hasattr(type(v), "__index__"):
+        raise TypeError(f"{name} must be an int (got {type(v).__name__} {v!r})")
+    v = v.__index__()
+    if not lo <= v <= hi:
+        raise ValueError(f"{name} = {v} is not in [{lo}, {hi}]")
+    return v
+
+
 def _str(b):
     return b.decode("utf-8", "replace") if isinstance(b, bytes) else str(b)
 
@@ -245,8 +260,8 @@ class LayerSpec:
         self.c = _lib.hot_layer_spec()
         _lib.spec_defaults(self.c, self.recipe)
         self.name = name
-        self.c.in_features = int(in_features)
-        self.c.out_features = int(out_features)
+        self.c.in_features = _c_int("in_features", in_features, *_I64)
+        self.c.out_features = _c_int("out_features", out_features, *_I64)
         self.c.bias = 1 if bias else 0
         self.c.dtype = int(as_dtype(dtype))
 
@@ -331,9 +346,9 @@ class Context:
         L.hot_options_init(ctypes.byref(o))
         o.backend = int(backend) if isinstance(backend, Backend) else int(_BACKEND_NAMES[backend])
         if device is not None:
-            if int(device) < 0:
+            if _c_int("device", device, -(1 << 31), (1 << 31) - 1) < 0:
                 raise ValueError(f"device must be >= 0 (got {device})")
-            o.device = int(device)
+            o.device = device
         self._keep = []  # the option strings must live until hot_ctx_create returns
         for field, v in (("arch", arch), ("cache_dir", cache_dir), ("debug_dir", debug_dir)):
             if v is not None:
@@ -345,7 +360,7 @@ class Context:
         if jit_debug is not None:
             o.jit_debug = 1 if jit_debug else -1
         if seed is not None:
-            s = int(seed)
+            s = _c_int("seed", seed, -(1 << 64), 1 << 64)  # the range below says more
             if s < 0 or s >= 1 << 64:
                 raise ValueError(f"seed must be a 64-bit unsigned integer (got {seed})")
             o.seed_set, o.seed = 1, s
@@ -505,7 +520,8 @@ class Context:
         """hot_layer_from_spec: layer `layer_name` of the spec file `path` (batch > 0 overrides
         the spec's batch). Raises HotError (HOT_ERR_SPEC with "file:line: ...",
         HOT_ERR_NOT_FOUND listing the spec's layers, ...)."""
-        if int(batch) < 0:
+        batch = _c_int("batch", batch, *_I64)
+        if batch < 0:
             raise ValueError(f"batch must be >= 0 (got {batch})")
         h = ctypes.c_void_p()
         with self._lock:
@@ -544,6 +560,7 @@ class Context:
             if layer_id is not None:
                 raise ValueError("give stream= or layer_id=, not both")
             stream = _stream_bytes(stream)
+        batch, tokens = _c_int("batch", batch, *_I64), _c_int("tokens", tokens, *_I64)
         h = ctypes.c_void_p()
         with self._lock:
             if stream is not None:
@@ -807,7 +824,7 @@ class Layer:
 
 
 def _check_step(step):
-    s = int(step)
+    s = _c_int("step", step, -(1 << 64), 1 << 64)  # the range below says more
     if s < 0 or s >= 1 << 32:
         raise ValueError(f"step must be in [0, 2^32) (got {step})")
     return s

@@ -165,6 +165,35 @@ def test_errors_carry_status_and_message(hot):
         layer.save(x)
 
 
+def test_integer_arguments_are_never_cut_to_the_c_type(hot):
+    """A size, count, seed or step that ctypes would cut to the C type's bits (batch=2**64 + 16
+    as 16) is refused, as is one that is not an integer (1.5 would become 1); numpy integers
+    are integers."""
+    with hot.Context("cpu") as ctx:
+        for kw in ({"batch": 2**64 + 16}, {"tokens": 2**64 + 16}):
+            with pytest.raises(ValueError, match="is not in"):
+                ctx.create_layer(16, 8, **kw)
+        for kw in ({"batch": 1.5}, {"tokens": "4"}, {"batch": True}):
+            with pytest.raises(TypeError, match="must be an int"):
+                ctx.create_layer(16, 8, **kw)
+        with pytest.raises(ValueError, match="in_features = 18446744073709551632 is not in"):
+            hot.LayerSpec(2**64 + 16, 8)
+        with pytest.raises(TypeError, match="out_features must be an int"):
+            hot.LayerSpec(16, 8.0)
+        with pytest.raises(ValueError, match="batch = 18446744073709551617 is not in"):
+            ctx.layer_from_spec("nowhere.lua", "a", batch=2**64 + 1)
+        layer = ctx.create_layer(np.int64(16), np.int32(8), np.int64(1), 32)
+        assert (layer.info().T, layer.info().I, layer.info().O) == (32, 16, 8)
+        x, w, gy = make_inputs(0, 32, 8, 16)
+        layer.save(x)
+        with pytest.raises(TypeError, match="step must be an int"):
+            layer.backward(gy, w, step=1.5)
+    with pytest.raises(ValueError, match="device = 4294967296 is not in"):
+        hot.Context("cpu", device=2**32)
+    with pytest.raises(TypeError, match="seed must be an int"):
+        hot.Context("cpu", seed=1.5)
+
+
 def test_context_options_and_stats(hot, tmp_path):
     with hot.Context("cpu", seed=42, cache_dir=tmp_path, disk_cache=False) as ctx:
         st = ctx.stats()
