@@ -144,7 +144,7 @@ AVX512_FN static int amax_avx512(const float *v, int64_t n, float *amax) {
     m1 = _mm512_max_epu32(m1, _mm512_and_si512(_mm512_loadu_si512((const void *)(v + i + 16)), absmask));
   }
   for (; i < n; i += 16) {
-    const __mmask16 k = n - i >= 16 ? (__mmask16)0xFFFF : (__mmask16)((1u << (n - i)) - 1u);
+    const __mmask16 k = fast_lanes16(n - i);
     m0 = _mm512_max_epu32(m0, _mm512_and_si512(_mm512_maskz_loadu_epi32(k, v + i), absmask));
   }
   const uint32_t bits = _mm512_reduce_max_epu32(_mm512_max_epu32(m0, m1));
@@ -161,7 +161,7 @@ AVX512_FN static int add_avx512(float *acc, const float *v, int64_t n) {
   __m512i m = _mm512_setzero_si512();
   int64_t i = 0;
   for (; i < n; i += 16) {
-    const __mmask16 k = n - i >= 16 ? (__mmask16)0xFFFF : (__mmask16)((1u << (n - i)) - 1u);
+    const __mmask16 k = fast_lanes16(n - i);
     const __m512 x = _mm512_maskz_loadu_ps(k, v + i);
     m = _mm512_max_epu32(m, _mm512_and_si512(_mm512_castps_si512(x), absmask));
     _mm512_mask_storeu_ps(acc + i, k, _mm512_add_ps(_mm512_maskz_loadu_ps(k, acc + i), x));
@@ -343,7 +343,7 @@ AVX512_FN static void e4m3_avx512(const float *v, int64_t n, nvfp4_round mode, c
                                   uint8_t *codes) {
   const int sr = mode == NVFP4_ROUND_SR && words;
   for (int64_t i = 0; i < n; i += 16) {
-    const __mmask16 k = n - i >= 16 ? (__mmask16)0xFFFF : (__mmask16)((1u << (n - i)) - 1u);
+    const __mmask16 k = fast_lanes16(n - i);
     const __m512i w = sr ? _mm512_maskz_loadu_epi32(k, words + i) : _mm512_setzero_si512();
     const __m512i c = e4m3_16_avx512(_mm512_maskz_loadu_ps(k, v + i), mode, w, NULL);
     _mm512_mask_cvtepi32_storeu_epi8(codes + i, k, c);
@@ -419,8 +419,8 @@ AVX512_FN static void mx_row_avx512(const float *row, int64_t r, int64_t k, int 
   uint32_t w[MXFP8_BLOCK];
   for (int64_t b = 0; b < nb; ++b) {
     const int64_t c0 = b * MXFP8_BLOCK, n = k - c0 < MXFP8_BLOCK ? k - c0 : MXFP8_BLOCK;
-    const __mmask16 k0 = n >= 16 ? (__mmask16)0xFFFF : (__mmask16)((1u << n) - 1u);
-    const __mmask16 k1 = n >= 32 ? (__mmask16)0xFFFF : n > 16 ? (__mmask16)((1u << (n - 16)) - 1u) : 0;
+    const __mmask16 k0 = fast_lanes16(n);
+    const __mmask16 k1 = fast_lanes16(n - 16);
     const __m512 x0 = _mm512_maskz_loadu_ps(k0, row + c0), x1 = _mm512_maskz_loadu_ps(k1, row + c0 + 16);
     const __m512 zero = _mm512_setzero_ps();
     const float amax = _mm512_reduce_max_ps(_mm512_max_ps(

@@ -90,6 +90,14 @@ typedef void (*fast_task_fn)(void *ctx, int64_t i, int tid);
  * regions). */
 void fast_parallel(int64_t n, int threads, fast_task_fn fn, void *ctx);
 
+/* The AVX-512 mask (a __mmask16's bits) of the first min(n, 16) lanes; 0 when n <= 0. One
+ * conversion for every tail of a 16-lane loop, so no conditional of two masks is promoted to
+ * int and narrowed again. */
+static inline unsigned short fast_lanes16(int64_t n) {
+  return n >= 16 ? (unsigned short)0xFFFFu : n <= 0 ? (unsigned short)0u
+                                                    : (unsigned short)((1u << n) - 1u);
+}
+
 /* The threads for a call of config cf whose stages touch about `elems` values in all (a GEMM
  * counts its multiply-adds / 128): 1 below cf->inline_elems (a region's start and end, a few
  * microseconds with awake workers and tens when they sleep, would cost more than the second

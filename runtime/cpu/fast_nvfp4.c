@@ -111,7 +111,7 @@ __attribute__((target("avx2,avx512f"))) static int nv_epi_row_avx512(
   const __m512 vsa = _mm512_set1_ps(sa), vc = _mm512_set1_ps(c), inf = _mm512_set1_ps(INFINITY);
   __mmask16 bad = 0;
   for (int64_t n = 0; n < nc; n += 16) {
-    const __mmask16 k = nc - n >= 16 ? (__mmask16)0xFFFF : (__mmask16)((1u << (nc - n)) - 1u);
+    const __mmask16 k = fast_lanes16(nc - n);
     const __m512 p = _mm512_mul_ps(_mm512_cvtepi32_ps(_mm512_maskz_loadu_epi32(k, s + n)),
                                    _mm512_mul_ps(vsa, _mm512_maskz_loadu_ps(k, sb + n)));
     __m512 v = _mm512_add_ps(first ? _mm512_setzero_ps() : _mm512_maskz_loadu_ps(k, o + n), p);
