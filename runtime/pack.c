@@ -236,13 +236,27 @@ static int take_u(cur *c, int bytes, uint64_t *v) {
   return 0;
 }
 
-/* A length-prefixed string into buf (cap bytes with the NUL): 0, or -1 (truncated/too long). */
+#define TRUNCATED (-2) /* a field the body ends inside (take_str, take_blob) */
+
+/* A length-prefixed string into buf (cap bytes with the NUL): 0; TRUNCATED when the body ends
+ * inside its length or its bytes; -1 when it is longer than its field. */
 static int take_str(cur *c, int lenbytes, char *buf, size_t cap) {
   uint64_t n;
   const unsigned char *q;
-  if (take_u(c, lenbytes, &n) || n >= cap || take(c, (size_t)n, &q)) return -1;
+  if (take_u(c, lenbytes, &n)) return TRUNCATED;
+  if (n >= cap) return -1;
+  if (take(c, (size_t)n, &q)) return TRUNCATED;
   memcpy(buf, q, (size_t)n);
   buf[n] = '\0';
+  return 0;
+}
+
+/* A length-prefixed blob at c (*q its *n bytes): 0; TRUNCATED when the body ends inside its
+ * length or its bytes; -1 when the length exceeds HOT_PACK_MAX_BYTES (no writer makes that). */
+static int take_blob(cur *c, const unsigned char **q, uint64_t *n) {
+  if (take_u(c, 8, n)) return TRUNCATED;
+  if (*n > HOT_PACK_MAX_BYTES) return -1;
+  if (*n > (uint64_t)(c->end - c->p) || take(c, (size_t)*n, q)) return TRUNCATED;
   return 0;
 }
 
@@ -261,25 +275,31 @@ void pack_free(hot_pack *p) {
   free(p);
 }
 
-/* Parses entry i at c into *e. NULL, or what is wrong (static text). NOMEM: "out of memory". */
+/* Parses entry i at c into *e. NULL, or what is wrong (static text): "truncated ..." when the
+ * body ends inside the entry (a pack cut short, its header rewritten to match), another text
+ * for a field whose value is wrong. NOMEM: "out of memory". */
 static const char *parse_entry(cur *c, pentry *e) {
   const unsigned char *q;
   uint64_t v;
   char name[256];
+  int r;
   if (take(c, 64, &q)) return "truncated key";
   memcpy(e->key, q, 64);
   e->key[64] = '\0';
   if (!hex_ok(e->key)) return "key is not hex";
-  if (take_str(c, 1, e->compiler, sizeof e->compiler) || !ident_ok(e->compiler, 31))
-    return "bad compiler version";
-  if (take_str(c, 1, e->arch, sizeof e->arch) || !nvrtc_arch_valid(e->arch)) return "bad arch";
+  if ((r = take_str(c, 1, e->compiler, sizeof e->compiler)) == TRUNCATED)
+    return "truncated compiler version";
+  if (r || !ident_ok(e->compiler, 31)) return "bad compiler version";
+  if ((r = take_str(c, 1, e->arch, sizeof e->arch)) == TRUNCATED) return "truncated arch";
+  if (r || !nvrtc_arch_valid(e->arch)) return "bad arch";
   if (take_u(c, 4, &v)) return "truncated kernel count";
   if (v == 0 || v > HOT_MAX_PROGRAM_KERNELS) return "kernel count not in 1..64";
   e->kernels = calloc((size_t)v, sizeof *e->kernels);
   if (!e->kernels) return "out of memory";
   for (uint64_t k = 0; k < v; ++k) {
     hot_kernel_info *ki = &e->kernels[k];
-    if (take_str(c, 2, name, sizeof name) || !name[0]) return "bad kernel name";
+    if ((r = take_str(c, 2, name, sizeof name)) == TRUNCATED) return "truncated kernel name";
+    if (r || !name[0]) return "bad kernel name";
     if (!(ki->name = strdup(name))) return "out of memory";
     e->n_kernels = (size_t)k + 1;
     int *f[5] = {&ki->registers, &ki->stack_bytes, &ki->spill_store_bytes, &ki->spill_load_bytes,
@@ -295,12 +315,12 @@ static const char *parse_entry(cur *c, pentry *e) {
   }
   if (take_u(c, 8, &v)) return "truncated compile time";
   e->compile_ms = hot_us_to_ms(v);
-  if (take_u(c, 8, &v) || v == 0 || v > (uint64_t)(c->end - c->p) || take(c, (size_t)v, &q))
-    return "bad CUBIN length";
+  if ((r = take_blob(c, &q, &v)) == TRUNCATED) return "truncated CUBIN";
+  if (r || v == 0) return "bad CUBIN length";
   e->cubin = q;
   e->cubin_size = (size_t)v;
-  if (take_u(c, 8, &v) || v > (uint64_t)(c->end - c->p) || take(c, (size_t)v, &q))
-    return "bad log length";
+  if ((r = take_blob(c, &q, &v)) == TRUNCATED) return "truncated compile log";
+  if (r) return "bad compile log length";
   e->log = (const char *)q;
   e->log_size = (size_t)v;
   return NULL;
@@ -314,9 +334,17 @@ rt_status pack_parse(const unsigned char *data, size_t size, const char *name, h
     fileio_msgf(err, errlen, "%s: NULL argument", name);
     return RT_ERR_INVALID;
   }
-  if (size < HOT_PACK_HEADER_BYTES || memcmp(data, MAGIC, 8) != 0) {
-    fileio_msgf(err, errlen, "%s: not a kernel pack (%s)", name,
-             size < HOT_PACK_HEADER_BYTES ? "shorter than its header" : "wrong magic");
+  if (size == 0) {
+    fileio_msgf(err, errlen, "%s: not a kernel pack (an empty file)", name);
+    return RT_ERR_INVALID;
+  }
+  if (memcmp(data, MAGIC, size < 8 ? size : 8) != 0) {
+    fileio_msgf(err, errlen, "%s: not a kernel pack (wrong magic)", name);
+    return RT_ERR_INVALID;
+  }
+  if (size < HOT_PACK_HEADER_BYTES) {
+    fileio_msgf(err, errlen, "%s: truncated kernel pack (%zu bytes, its header alone has %d)", name,
+             size, HOT_PACK_HEADER_BYTES);
     return RT_ERR_INVALID;
   }
   uint64_t ver = hot_le_get(data + 8, 4), n = hot_le_get(data + 12, 4), body = hot_le_get(data + 16, 8);

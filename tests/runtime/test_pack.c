@@ -1,13 +1,14 @@
 /* test_pack.c — kernel packs (pack.h): round trip, duplicates, every kind of damage (truncation
- * at every byte, each byte flipped, lengths broken under a valid checksum), files that are not
- * packs, and the kernel cache serving a pack: hits without compiles, key and compiler mismatches
- * are misses. */
+ * at every byte, each byte flipped, lengths broken under a valid checksum), truncation told
+ * apart from corruption in every field, files that are not packs, and the kernel cache serving
+ * a pack: hits without compiles, key and compiler mismatches are misses. */
 #include "rt_util.h"
 
 #include <check.h>
 #include <sys/stat.h>
 
 #include "cache.h"
+#include "le.h"
 #include "pack.h"
 
 static const char *SRC_A = "extern \"C\" __global__ void ka(float *x) { x[0] = 1.f; }\n";
@@ -215,6 +216,92 @@ START_TEST(damaged_packs) {
 }
 END_TEST
 
+/* The pack's body cut at byte `len` under a header rewritten to match (its size and checksum;
+ * the entry count kept): what a reader meets when an entry ends early. */
+static rt_status parse_cut(const unsigned char *d, size_t len, char *err, size_t errlen) {
+  unsigned char *c = malloc(HOT_PACK_HEADER_BYTES + len + 1);
+  memcpy(c, d, HOT_PACK_HEADER_BYTES + len);
+  hot_le_put(c + 16, len, 8);
+  hash_sha256_digest(c + HOT_PACK_HEADER_BYTES, len, c + 24);
+  hot_pack *p = NULL;
+  rt_status st = pack_parse(c, HOT_PACK_HEADER_BYTES + len, "k.hotpack", &p, err, errlen);
+  ck_assert_ptr_null(p);
+  free(c);
+  return st;
+}
+
+/* Truncation is reported as truncation, in every field of an entry and in the header, and a
+ * field whose value is wrong as corruption: never one for the other. */
+START_TEST(truncation_named) {
+  char dir[256], path[400], err[512];
+  ck_assert_ptr_nonnull(tmp_dir(dir));
+  snprintf(path, sizeof path, "%s/k.hotpack", dir);
+  make_pack(path, "fake-1.0");
+  size_t n;
+  unsigned char *d = read_all(path, &n);
+  const size_t body = n - HOT_PACK_HEADER_BYTES;
+  /* every field of an entry, each met by some cut */
+  static const char *const field[] = {"truncated key", "truncated compiler version",
+                                      "truncated arch", "truncated kernel count",
+                                      "truncated kernel name", "truncated kernel figures",
+                                      "truncated compile time", "truncated CUBIN",
+                                      "truncated compile log"};
+  enum { NF = sizeof field / sizeof field[0] };
+  int seen[NF] = {0};
+  for (size_t len = 0; len < body; ++len) {
+    ck_assert_int_eq(parse_cut(d, len, err, sizeof err), RT_ERR_INVALID);
+    ck_assert_msg(strncmp(err, "k.hotpack: kernel pack entry ", 29) == 0, "cut at %zu: %s", len,
+                  err);
+    int which = -1;
+    for (int f = 0; f < NF; ++f)
+      if (strstr(err, field[f]) && (which < 0 || strlen(field[f]) > strlen(field[which])))
+        which = f;
+    ck_assert_msg(which >= 0 && !strstr(err, "bad"), "cut at %zu: %s", len, err);
+    seen[which]++;
+  }
+  for (int f = 0; f < NF; ++f) ck_assert_msg(seen[f] > 0, "no cut met '%s'", field[f]);
+  /* the header cut short: an empty file, then every prefix of it */
+  hot_pack *p = NULL;
+  ck_assert_int_eq(pack_parse(d, 0, "k.hotpack", &p, err, sizeof err), RT_ERR_INVALID);
+  ck_assert_msg(strstr(err, "empty file"), "%s", err);
+  for (size_t len = 1; len < HOT_PACK_HEADER_BYTES; ++len) {
+    ck_assert_int_eq(pack_parse(d, len, "k.hotpack", &p, err, sizeof err), RT_ERR_INVALID);
+    ck_assert_msg(strstr(err, "k.hotpack: truncated kernel pack"), "%zu bytes: %s", len, err);
+  }
+  /* the file cut short, its header as written */
+  ck_assert_int_eq(pack_parse(d, n - 1, "k.hotpack", &p, err, sizeof err), RT_ERR_INVALID);
+  ck_assert_msg(strstr(err, "truncated"), "%s", err);
+  /* a foreign file of any length from its first byte unlike the magic: not a pack, never
+   * "truncated" */
+  static const char foreign[] = "HOTPACX and more than fifty-six bytes of something else entirely";
+  for (size_t len = 7; len < sizeof foreign; ++len) {
+    ck_assert_int_eq(pack_parse((const unsigned char *)foreign, len, "k.hotpack", &p, err,
+                                sizeof err), RT_ERR_INVALID);
+    ck_assert_msg(strstr(err, "not a kernel pack (wrong magic)"), "%zu bytes: %s", len, err);
+  }
+  /* corrupt values under a valid checksum: "bad ...", never "truncated" */
+  const size_t at_comp = HOT_PACK_HEADER_BYTES + 64, at_arch = at_comp + 1 + d[at_comp],
+               at_count = at_arch + 1 + d[at_arch], at_name = at_count + 4;
+  const size_t at_time = at_name + 2 + (d[at_name] | (size_t)d[at_name + 1] << 8) + 20,
+               at_cubin = at_time + 8;
+  const struct { size_t at; int bytes; uint64_t v; const char *want; } bad[] = {
+      {at_comp, 1, 200, "bad compiler version"}, {at_arch, 1, 200, "bad arch"},
+      {at_name, 2, 0, "bad kernel name"}, {at_name, 2, 300, "bad kernel name"},
+      {at_cubin, 8, 0, "bad CUBIN length"}, {at_cubin, 8, (uint64_t)1 << 40, "bad CUBIN length"}};
+  for (size_t i = 0; i < sizeof bad / sizeof bad[0]; ++i) {
+    unsigned char *c = malloc(n);
+    memcpy(c, d, n);
+    hot_le_put(c + bad[i].at, bad[i].v, bad[i].bytes);
+    hash_sha256_digest(c + HOT_PACK_HEADER_BYTES, body, c + 24);
+    ck_assert_int_eq(pack_parse(c, n, "k.hotpack", &p, err, sizeof err), RT_ERR_INVALID);
+    ck_assert_msg(strstr(err, bad[i].want) && !strstr(err, "truncated"), "case %zu: %s", i, err);
+    free(c);
+  }
+  free(d);
+  rm_tree(dir);
+}
+END_TEST
+
 START_TEST(cache_serves_pack) {
   char dir[256], path[400], err[512];
   ck_assert_ptr_nonnull(tmp_dir(dir));
@@ -308,6 +395,7 @@ int main(void) {
   tcase_add_test(t, round_trip);
   tcase_add_test(t, bad_entries_refused);
   tcase_add_test(t, damaged_packs);
+  tcase_add_test(t, truncation_named);
   tcase_add_test(t, cache_serves_pack);
   suite_add_tcase(s, t);
   SRunner *sr = srunner_create(s);
