@@ -139,17 +139,25 @@ static unsigned char *put_entry(unsigned char *p, const hot_pack_entry *e) {
   return put_blob(p, e->log ? e->log : "", e->log ? strlen(e->log) : 0);
 }
 
-/* Writes the total bytes of img to path through a temporary file and a rename; the caller
- * keeps img. */
+static unsigned long tmp_counter;
+
+/* Writes the total bytes of img to path through a temporary file of its own (a new name per
+ * writer: process and call, created exclusively, so concurrent writers of one pack never share
+ * one and a link planted in its place is never followed) and a rename; the caller keeps img. */
 static rt_status write_image(const char *path, const unsigned char *img, size_t total, char *err,
                              size_t errlen) {
   char tmp[4200];
-  if (snprintf(tmp, sizeof tmp, "%s.tmp-%ld", path, (long)getpid()) >= (int)sizeof tmp) {
-    fileio_msgf(err, errlen, "pack %s: path too long", path);
-    return RT_ERR_IO;
-  }
   char why[128] = "";
-  int fd = fileio_open(tmp, HOT_FILE_WRITE, 0644, why, sizeof why);
+  int fd = -1;
+  for (int attempt = 0; fd < 0 && attempt < 16; ++attempt) { /* a stale name: take the next */
+    unsigned long c = __atomic_fetch_add(&tmp_counter, 1, __ATOMIC_RELAXED);
+    if (snprintf(tmp, sizeof tmp, "%s.tmp-%ld-%lu", path, (long)getpid(), c) >= (int)sizeof tmp) {
+      fileio_msgf(err, errlen, "pack %s: path too long", path);
+      return RT_ERR_IO;
+    }
+    fd = fileio_open(tmp, HOT_FILE_WRITE_NEW | HOT_FILE_NOFOLLOW, 0644, why, sizeof why);
+    if (fd < 0 && errno != EEXIST) break;
+  }
   size_t done = 0;
   while (fd >= 0 && done < total) {
     ssize_t w = write(fd, img + done, total - done);
@@ -162,7 +170,7 @@ static rt_status write_image(const char *path, const unsigned char *img, size_t 
   if (fd >= 0 && close(fd) != 0) ok = 0, e = errno;
   if (ok && rename(tmp, path) != 0) ok = 0, e = errno;
   if (!ok) {
-    unlink(tmp);
+    if (fd >= 0) unlink(tmp); /* only a file this call made */
     fileio_msgf(err, errlen, "pack %s: cannot write: %s", path, fd < 0 && *why ? why : strerror(e));
     return RT_ERR_IO;
   }

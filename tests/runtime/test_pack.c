@@ -1,10 +1,13 @@
 /* test_pack.c — kernel packs (pack.h): round trip, duplicates, every kind of damage (truncation
  * at every byte, each byte flipped, lengths broken under a valid checksum), truncation told
- * apart from corruption in every field, files that are not packs, and the kernel cache serving
- * a pack: hits without compiles, key and compiler mismatches are misses. */
+ * apart from corruption in every field, files that are not packs, concurrent writers of one
+ * pack, and the kernel cache serving a pack: hits without compiles, key and compiler mismatches
+ * are misses. */
 #include "rt_util.h"
 
 #include <check.h>
+#include <dirent.h>
+#include <pthread.h>
 #include <sys/stat.h>
 
 #include "cache.h"
@@ -302,6 +305,65 @@ START_TEST(truncation_named) {
 }
 END_TEST
 
+/* Writers of one pack at once (threads here; processes alike): each writes through a file of its
+ * own renamed into place, so every write succeeds, the pack is always one writer's whole image,
+ * and no temporary file is left. Even threads write both entries, odd ones the second alone. */
+enum { WRITERS = 4, WRITES = 25 };
+typedef struct {
+  const char *path;
+  hot_pack_entry e[2];
+  int t, failed;
+  char err[512];
+} pack_writer;
+
+static void *write_many(void *arg) {
+  pack_writer *w = arg;
+  for (int i = 0; i < WRITES && !w->failed; ++i)
+    w->failed = pack_write(w->path, w->t % 2 ? &w->e[1] : w->e, w->t % 2 ? 1 : 2, w->err,
+                           sizeof w->err) != RT_OK;
+  return NULL;
+}
+
+START_TEST(concurrent_writers) {
+  char dir[256], path[400], err[512];
+  ck_assert_ptr_nonnull(tmp_dir(dir));
+  snprintf(path, sizeof path, "%s/k.hotpack", dir);
+  make_pack(path, "fake-1.0");
+  hot_pack *src = NULL;
+  ck_assert_msg(pack_load(path, &src, err, sizeof err) == RT_OK, "%s", err);
+  pack_writer w[WRITERS];
+  pthread_t th[WRITERS];
+  for (int t = 0; t < WRITERS; ++t) {
+    memset(&w[t], 0, sizeof w[t]);
+    w[t].path = path;
+    w[t].t = t;
+    pack_entry(src, 0, &w[t].e[0]);
+    pack_entry(src, 1, &w[t].e[1]);
+    ck_assert_int_eq(pthread_create(&th[t], NULL, write_many, &w[t]), 0);
+  }
+  for (int t = 0; t < WRITERS; ++t) {
+    pthread_join(th[t], NULL);
+    ck_assert_msg(!w[t].failed, "writer %d: %s", t, w[t].err);
+  }
+  hot_pack *p = NULL;
+  ck_assert_msg(pack_load(path, &p, err, sizeof err) == RT_OK, "%s", err);
+  ck_assert(pack_count(p) == 1 || pack_count(p) == 2);
+  pack_free(p);
+  pack_free(src);
+  DIR *d = opendir(dir);
+  ck_assert_ptr_nonnull(d);
+  int files = 0;
+  for (struct dirent *de; (de = readdir(d)) != NULL;)
+    if (de->d_name[0] != '.') {
+      ck_assert_msg(strcmp(de->d_name, "k.hotpack") == 0, "left behind: %s", de->d_name);
+      ++files;
+    }
+  closedir(d);
+  ck_assert_int_eq(files, 1);
+  rm_tree(dir);
+}
+END_TEST
+
 START_TEST(cache_serves_pack) {
   char dir[256], path[400], err[512];
   ck_assert_ptr_nonnull(tmp_dir(dir));
@@ -396,6 +458,7 @@ int main(void) {
   tcase_add_test(t, bad_entries_refused);
   tcase_add_test(t, damaged_packs);
   tcase_add_test(t, truncation_named);
+  tcase_add_test(t, concurrent_writers);
   tcase_add_test(t, cache_serves_pack);
   suite_add_tcase(s, t);
   SRunner *sr = srunner_create(s);
