@@ -109,11 +109,49 @@ void tunedb_one_line(char *err, size_t errlen) {
     if (*p == '\n' || *p == '\r') *p = *(p + 1) ? ';' : '\0';
 }
 
-/* "<path>: <what>: <SQLite's message>" */
+static uint32_t be32(const unsigned char *p) {
+  return (uint32_t)p[0] << 24 | (uint32_t)p[1] << 16 | (uint32_t)p[2] << 8 | p[3];
+}
+
+/* An SQLite file cut short, told apart from other damage once SQLite has refused it: shorter
+ * than the 100-byte header that it starts like, or than the pages that header counts (read only
+ * when valid: its version-valid-for number equals its change counter). 1 with "tuning database
+ * PATH: truncated: ..." in err; 0 (err untouched) for anything else. */
+static int truncated_db(const char *path, char *err, size_t errlen) {
+  static const unsigned char magic[16] = "SQLite format 3";
+  unsigned char h[100];
+  struct stat sb;
+  int fd = fileio_open(path, HOT_FILE_READ, 0, NULL, 0);
+  if (fd < 0) return 0;
+  ssize_t got = fstat(fd, &sb) == 0 && S_ISREG(sb.st_mode) ? pread(fd, h, sizeof h, 0) : -1;
+  close(fd);
+  if (got <= 0 || memcmp(h, magic, (size_t)got < sizeof magic ? (size_t)got : sizeof magic) != 0)
+    return 0;
+  if ((size_t)got < sizeof h) {
+    fileio_msgf(err, errlen, "tuning database %s: truncated: %lld bytes, shorter than an SQLite "
+                "file's %zu-byte header", path, (long long)sb.st_size, sizeof h);
+    return 1;
+  }
+  const unsigned page = (unsigned)h[16] << 8 | h[17], size = page == 1 ? 65536u : page;
+  const uint64_t pages = be32(h + 28);
+  if (size < 512 || (size & (size - 1)) || !pages || be32(h + 92) != be32(h + 24) ||
+      (uint64_t)sb.st_size >= pages * size)
+    return 0;
+  fileio_msgf(err, errlen, "tuning database %s: truncated: %lld bytes, its header counts %llu "
+              "pages of %u bytes (%llu bytes)", path, (long long)sb.st_size,
+              (unsigned long long)pages, size, (unsigned long long)(pages * size));
+  return 1;
+}
+
+/* "<path>: <what>: <SQLite's message>"; for a file SQLite finds corrupt that is an SQLite file
+ * cut short, "<path>: truncated: ..." (truncated_db). */
 rt_status tunedb_fail(sqlite3 *db, const char *path, const char *what, char *err, size_t errlen) {
   int rc = db ? sqlite3_extended_errcode(db) : SQLITE_NOMEM;
   const char *msg = db ? sqlite3_errmsg(db) : "out of memory";
   int sys = db ? sqlite3_system_errno(db) : 0;
+  if (((rc & 0xff) == SQLITE_CORRUPT || (rc & 0xff) == SQLITE_NOTADB) && path &&
+      truncated_db(path, err, errlen))
+    return RT_ERR_IO;
   if (sys && (rc & 0xff) == SQLITE_CANTOPEN)
     fileio_msgf(err, errlen, "tuning database %s: %s: %s (%s)", path, what, msg, strerror(sys));
   else
@@ -338,7 +376,7 @@ static rt_status check_file(hot_tunedb *t, char *err, size_t errlen) {
   }
   const unsigned char *v = sqlite3_column_text(st, 0);
   ok = v && strcmp((const char *)v, "ok") == 0;
-  if (!ok) {
+  if (!ok && !truncated_db(t->path, err, errlen)) {
     fileio_msgf(err, errlen, "tuning database %s: database disk image is malformed (%s)", t->path,
              v ? (const char *)v : "?");
     tunedb_one_line(err, errlen);

@@ -59,8 +59,10 @@ void tunedb_sql_cols(tunedb_sql *b, const char *prefix, int keys_only, const cha
 void tunedb_sql_select(tunedb_sql *b);
 
 /* ---- errors ---------------------------------------------------------------------------------- */
-/* Writes "tuning database <path>: <what>: <SQLite's message>" (one line) into err; returns
- * RT_ERR_NOMEM for SQLite's out-of-memory, else RT_ERR_IO. db may be NULL (out of memory). */
+/* Writes "tuning database <path>: <what>: <SQLite's message>" (one line) into err, or, where
+ * SQLite found the file corrupt and it is an SQLite file cut short, "tuning database <path>:
+ * truncated: <its size and what its header counts>"; returns RT_ERR_NOMEM for SQLite's
+ * out-of-memory, else RT_ERR_IO. db may be NULL (out of memory). */
 rt_status tunedb_fail(sqlite3 *db, const char *path, const char *what, char *err, size_t errlen);
 /* Joins a multi-line SQLite report in err into one line. */
 void tunedb_one_line(char *err, size_t errlen);

@@ -1,7 +1,7 @@
 /* test_tunedb.c — the tuning database (runtime/tunedb.h): every field through a round trip, keys
  * and replacement, the walk order, merge, the planner's lookup and its tie-breaks, broken files of
- * every kind (RT_ERR_IO naming the path, never a crash), concurrent writer processes and a writer
- * killed mid-run, the embedded system DB. */
+ * every kind (RT_ERR_IO naming the path, never a crash; a file cut short said to be truncated),
+ * concurrent writer processes and a writer killed mid-run, the embedded system DB. */
 #define _GNU_SOURCE
 #include <check.h>
 #include <errno.h>
@@ -723,7 +723,9 @@ END_TEST
 
 /* ---- broken files --------------------------------------------------------------------------- */
 
-static void expect_io(const char *path, int ro, const char *what) {
+/* tunedb_open refuses path (RT_ERR_IO, one line naming it); with cut 1 the message says the
+ * file is truncated, with 0 it does not, with -1 either. */
+static void expect_refused(const char *path, int ro, const char *what, int cut) {
   char err[1024] = "";
   hot_tunedb *db = (hot_tunedb *)&err; /* must be reset to NULL */
   rt_status s = tunedb_open(&db, path, ro, err, sizeof err);
@@ -731,6 +733,12 @@ static void expect_io(const char *path, int ro, const char *what) {
   ck_assert_ptr_null(db);
   ck_assert_msg(strstr(err, path) != NULL, "%s: message does not name the path: %s", what, err);
   ck_assert_msg(strchr(err, '\n') == NULL, "%s: not one line: %s", what, err);
+  if (cut >= 0)
+    ck_assert_msg(!strstr(err, ": truncated: ") == !cut, "%s (%s): %s", what, ro ? "ro" : "rw", err);
+}
+
+static void expect_io(const char *path, int ro, const char *what) {
+  expect_refused(path, ro, what, -1);
 }
 
 START_TEST(broken_files) {
@@ -740,7 +748,7 @@ START_TEST(broken_files) {
   srand(11);
   for (size_t i = 0; i < sizeof junk; i++) junk[i] = (unsigned char)rand();
   write_file(in_dir(path, sizeof path, "random.db"), junk, sizeof junk);
-  for (int ro = 0; ro < 2; ro++) expect_io(path, ro, "random bytes");
+  for (int ro = 0; ro < 2; ro++) expect_refused(path, ro, "random bytes", 0);
   size_t n = 0;
   char *after = read_file(path, &n);
   ck_assert_uint_eq(n, sizeof junk);
@@ -749,7 +757,7 @@ START_TEST(broken_files) {
   /* a text file */
   const char *text = "device,arch\nH200,sm_90\n";
   write_file(in_dir(path, sizeof path, "text.db"), text, strlen(text));
-  for (int ro = 0; ro < 2; ro++) expect_io(path, ro, "text file");
+  for (int ro = 0; ro < 2; ro++) expect_refused(path, ro, "text file", 0);
   after = read_file(path, &n);
   ck_assert_str_eq(after, text);
   free(after);
@@ -769,15 +777,19 @@ START_TEST(broken_files) {
   char *bytes = read_file(full, &n);
   ck_assert_ptr_nonnull(bytes);
   ck_assert_uint_gt(n, 200 * 2000);
-  write_file(in_dir(path, sizeof path, "truncated.db"), bytes, n / 2);
-  for (int ro = 0; ro < 2; ro++) expect_io(path, ro, "truncated");
+  /* cut anywhere: inside SQLite's magic, inside its header, after it, after the first page, in
+   * the middle, before the last page: said to be truncated (not merely "malformed") */
+  const size_t cuts[] = {10, 60, 100, 4096, n / 2, n - 4096};
+  for (size_t c = 0; c < sizeof cuts / sizeof cuts[0]; c++) {
+    char what[64];
+    snprintf(what, sizeof what, "cut at %zu of %zu bytes", cuts[c], n);
+    write_file(in_dir(path, sizeof path, "truncated.db"), bytes, cuts[c]);
+    for (int ro = 0; ro < 2; ro++) expect_refused(path, ro, what, 1);
+  }
   /* pages in the middle overwritten (the schema pages intact: only the check at open finds it) */
   for (size_t i = n / 3; i < n / 3 + 3 * 4096; i++) bytes[i] = (char)(i * 31 + 7);
   write_file(in_dir(path, sizeof path, "overwritten.db"), bytes, n);
-  for (int ro = 0; ro < 2; ro++) expect_io(path, ro, "overwritten pages");
-  /* cut inside the header */
-  write_file(in_dir(path, sizeof path, "header.db"), bytes, 60);
-  for (int ro = 0; ro < 2; ro++) expect_io(path, ro, "cut header");
+  for (int ro = 0; ro < 2; ro++) expect_refused(path, ro, "overwritten pages", 0);
   free(bytes);
   /* schema version 2 */
   db = open_ok(in_dir(path, sizeof path, "v2.db"), 0);
