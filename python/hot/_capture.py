@@ -168,6 +168,8 @@ def read_capture(path):
             bad(f"truncated: {size} bytes, a capture has at least {HEADER_BYTES + SUM_BYTES}")
         if head[:8] != MAGIC:
             bad("not a capture file (wrong magic, bytes 0..7)")
+        if len(head) < HEADER_BYTES:
+            bad("file shrank while reading")
         (_, ver, hb, dt, esz, B, L, O, I, payload, nlen, name) = _HEADER.unpack(head)
         if ver != VERSION:
             bad(f"format version {ver} (byte 8), this reader reads {VERSION}")

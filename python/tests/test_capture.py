@@ -1,7 +1,7 @@
 """hot.capture / hot.read_capture: captures written from numpy through libhot's
 hot_capture_write read back by the C reader (hot_py_helper capture) and by the Python reader of
 the documented format, value for value, in f32, bf16 and f16, 2-D and 3-D; damaged files refused
-by both with a message naming the file; bad arguments."""
+by both with a message naming the file (a file that shrinks while read too); bad arguments."""
 
 import os
 import struct
@@ -124,6 +124,28 @@ def test_damaged_files_refused_by_both_readers(hot, helper, tmp_path):
         hot.read_capture(fifo)
     with pytest.raises(OSError, match="not a regular file"):
         hot.read_capture(str(tmp_path))
+
+
+def test_file_shrinking_while_read(hot, tmp_path, monkeypatch):
+    """A capture that shrinks between fstat and the read (another process rewriting it in place)
+    is refused with the reader's ValueError naming the file, in the header as in the body."""
+    import types
+    from hot import _capture
+    path = str(tmp_path / "s.hotcap")
+    hot.capture(path, "fc", np.ones((2, 3), np.float32), np.ones((2, 3), np.float32),
+                np.ones((2, 2), np.float32))
+    good = open(path, "rb").read()
+    real = os.fstat
+
+    def grown(fd):  # the size the file had when fstat ran
+        st = real(fd)
+        return types.SimpleNamespace(st_mode=st.st_mode, st_size=len(good))
+    monkeypatch.setattr(_capture.os, "fstat", grown)
+    for n in (100, _capture.HEADER_BYTES, len(good) - 1):
+        with open(path, "wb") as f:
+            f.write(good[:n])
+        with pytest.raises(ValueError, match=f"^capture {path}: file shrank while reading"):
+            hot.read_capture(path)
 
 
 def test_bad_arguments(hot, tmp_path):
