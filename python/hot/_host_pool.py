@@ -14,11 +14,13 @@ mapped, so a step touches no new page.
 How: a block is a bytearray (pages touched once, when it is made); a tensor over it is made by
 torch.frombuffer, whose storage holds a reference to the bytearray for as long as it lives. A
 block is free when the pool holds the only reference. Blocks are matched by size class
-(`_size_class`; a block up to 4 % larger serves a request too). Free blocks beyond `limit_bytes` (HOT_CPU_POOL_MB, default 2048 MiB; 0 turns
-the pool off) are dropped, oldest first; `release()` drops every free block. Requests under
-`MIN_BYTES` go to torch.empty (small allocations do not reach the heap top). Only for CPU
-tensors; the CUDA caching allocator already keeps its blocks. A lock makes the pool safe for
-backwards running in several threads (the check that a block is free and taking it are one step).
+(`_size_class`; a block up to 4 % larger serves a request too). Free blocks beyond
+`limit_bytes` (HOT_CPU_POOL_MB, default 2048 MiB; 0 turns the pool off) are dropped, least
+recently handed out first, whatever their size class; `release()` drops every free block.
+Requests under `MIN_BYTES` go to torch.empty (small allocations do not reach the heap top).
+Only for CPU tensors; the CUDA caching allocator already keeps its blocks. A lock makes the
+pool safe for backwards running in several threads (the check that a block is free and taking it
+are one step).
 """
 import sys
 import threading
@@ -34,8 +36,10 @@ _DEFAULT_MB = 2048
 _SLACK = 1.04           # a free block up to 4 % larger than the request serves it
 
 _blocks = {}   # size class -> list of bytearrays, oldest first
+_used = {}     # id(block) -> when it was last handed out (_state["clock"]), for every block kept
 _lock = threading.Lock()
-_state = {"limit": None, "made": 0, "reused": 0, "bytes": 0}  # bytes: of every block, free or not
+_state = {"limit": None, "made": 0, "reused": 0, "bytes": 0,  # bytes: of every block, free or not
+          "clock": 0}                                          # blocks handed out so far
 
 
 def _size_class(nbytes):
@@ -61,9 +65,11 @@ def _is_free(lst, i):
 
 
 def _trim(limit):
-    """Drops free blocks, oldest first, until the free ones hold at most limit bytes."""
+    """Drops free blocks, least recently handed out first (whatever their size class), until
+    the free ones hold at most limit bytes."""
     free = [(size, lst, i) for size, lst in _blocks.items() for i in range(len(lst))
             if _is_free(lst, i)]
+    free.sort(key=lambda f: _used[id(f[1][f[2]])])
     total = sum(size for size, _, _ in free)
     drop = {}
     for size, lst, i in free:
@@ -73,6 +79,8 @@ def _trim(limit):
         total -= size
     for size, idx in drop.items():
         lst = _blocks[size]
+        for i in idx:
+            del _used[id(lst[i])]
         lst[:] = [b for i, b in enumerate(lst) if i not in idx]
         _state["bytes"] -= size * len(idx)
         if not lst:
@@ -122,7 +130,9 @@ def _take(size):
         block = bytearray(size)  # zero-filled: its pages are touched here, once
         _state["made"] += 1
         _state["bytes"] += size
-    _blocks.setdefault(size, []).append(block)  # newest last: the oldest free go first
+    _blocks.setdefault(size, []).append(block)  # newest last
+    _state["clock"] += 1
+    _used[id(block)] = _state["clock"]
     return block
 
 

@@ -1,5 +1,6 @@
 """hot's host-memory pool (python/hot/_host_pool.py): blocks handed out again once no tensor uses
-them, never while one does; aligned; storages of the tensor's own size; the limit and release;
+them, never while one does; aligned; storages of the tensor's own size; the limit and release
+(least recently used blocks dropped first, across size classes);
 the environment knob's errors; every large CPU allocation of the bridge going through it; and a
 HOTLinear's steps reusing their buffers with the same gradient bits as without the pool."""
 
@@ -86,6 +87,24 @@ def test_limit_and_release(pool, monkeypatch):
     st = pool.stats()
     assert st["blocks"] == 3 and st["free_blocks"] == 1 and pool._state["bytes"] == st["bytes"]
     del v, w
+
+
+def test_trim_least_recently_used_first(pool):
+    """Over the limit the free block handed out longest ago goes first, whatever its size class:
+    not the blocks of the class that was made first."""
+    a = pool.empty((1 << 20,), torch.uint8)  # class A, made first
+    b = pool.empty((3 << 19,), torch.uint8)  # class B, 1.5 MiB
+    del a, b
+    a = pool.empty((1 << 20,), torch.uint8)  # A's block handed out again: the newest now
+    del a
+    keep = pool._size_class(1 << 20)
+    with pool._lock:
+        pool._trim(keep)  # room for one free block: B's goes
+    st = pool.stats()
+    assert st["free_blocks"] == 1 and st["free_bytes"] == keep, st
+    assert pool._state["bytes"] == st["bytes"] and len(pool._used) == st["blocks"]
+    pool.release()
+    assert not pool._used
 
 
 def test_threads_never_share_a_block(pool, monkeypatch):
