@@ -648,6 +648,12 @@ rt_status kcache_get(hot_kcache *kc, const hot_kernel_source *src,
   if (e) kc->st.memory_hits++;
   pthread_mutex_unlock(&kc->mu);
   if (e) {
+    if (kc->dir && !kc->read_only) { /* LRU: a memory hit is a use of the disk entry too */
+      char path[4096];
+      entry_path(kc, h, e->pub.compiler, path, sizeof path);
+      /* none there (a pack's entry, a failed write): nothing; a link's target is never touched */
+      utimensat(AT_FDCWD, path, NULL, AT_SYMLINK_NOFOLLOW);
+    }
     *out = &e->pub;
     if (origin) *origin = HOT_KCACHE_MEMORY;
     return RT_OK;

@@ -1,6 +1,7 @@
 /* test_cache.c — the kernel cache: real NVRTC round trip (compile -> memory -> disk in a fresh
  * cache object with zero compiles), corrupt/truncated/wrong-format entries, concurrent fill by
- * forked processes, LRU eviction, HOT_NO_DISK_CACHE, key sensitivity, forced failures. */
+ * forked processes, LRU eviction (a memory hit refreshes the entry too), HOT_NO_DISK_CACHE, key
+ * sensitivity, forced failures. */
 #include "rt_util.h"
 
 #include <check.h>
@@ -381,6 +382,42 @@ START_TEST(lru_eviction) {
   ck_assert_int_eq(kcache_get(kc, &src[1], &b, &o, NULL, err, sizeof err), RT_OK);
   ck_assert_int_eq(o, HOT_KCACHE_COMPILED);
   ck_assert_int_eq(f.compiles, before + 1);
+  kcache_close(kc);
+  rm_tree(dir);
+}
+END_TEST
+
+/* A memory hit is a use too: in the process that holds A in memory, a hit on A refreshes its
+ * entry on disk, so adding D evicts B, not A. */
+START_TEST(lru_memory_hit) {
+  char dir[256], err[512], path[4][4096];
+  ck_assert_ptr_nonnull(tmp_dir(dir));
+  fake_cc f = {.version = "fake-1", .size = 100000};
+  hot_compiler cc = FAKE_COMPILER(f);
+  const uint64_t bound = 350000; /* three entries fit, four do not */
+  hot_kernel_source src[4];
+  const char *texts[4] = {"mem A", "mem B", "mem C", "mem D"};
+  hot_kcache *kc = open_fake(dir, &f, &cc, bound);
+  const hot_kernel_binary *b;
+  for (int i = 0; i < 3; i++) {
+    src[i] = fake_src(texts[i]);
+    ck_assert_int_eq(kcache_get(kc, &src[i], &b, NULL, NULL, err, sizeof err), RT_OK);
+    ck_assert_int_eq(kcache_entry_path(kc, &src[i], path[i], sizeof path[i], err, sizeof err),
+                     RT_OK);
+    struct timespec ts[2] = {{1000000 + i * 10, 0}, {1000000 + i * 10, 0}}; /* A oldest */
+    ck_assert_int_eq(utimensat(AT_FDCWD, path[i], ts, 0), 0);
+  }
+  hot_kcache_origin o;
+  ck_assert_int_eq(kcache_get(kc, &src[0], &b, &o, NULL, err, sizeof err), RT_OK);
+  ck_assert_int_eq(o, HOT_KCACHE_MEMORY);
+  src[3] = fake_src(texts[3]);
+  ck_assert_int_eq(kcache_get(kc, &src[3], &b, NULL, NULL, err, sizeof err), RT_OK);
+  ck_assert_int_eq(kcache_entry_path(kc, &src[3], path[3], sizeof path[3], err, sizeof err),
+                   RT_OK);
+  ck_assert_msg(access(path[0], F_OK) == 0, "A, used a moment ago, was evicted");
+  ck_assert_int_ne(access(path[1], F_OK), 0);
+  ck_assert_int_eq(access(path[2], F_OK), 0);
+  ck_assert_int_eq(access(path[3], F_OK), 0);
   kcache_close(kc);
   rm_tree(dir);
 }
@@ -866,6 +903,7 @@ int main(void) {
   tcase_add_test(tc, concurrent_fill);
   tcase_add_test(tc, threads_share_a_cache);
   tcase_add_test(tc, lru_eviction);
+  tcase_add_test(tc, lru_memory_hit);
   tcase_add_test(tc, env_max_mb);
   tcase_add_test(tc, no_disk_cache_env);
   tcase_add_test(tc, directory_from_env);
