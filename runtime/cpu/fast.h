@@ -149,8 +149,9 @@ const char *fast_level_name(int level);
 unsigned long long fast_regions(void);
 
 /* Frees the scratch blocks the fast path keeps between calls (its large temporary buffers are
- * reused from one call to the next; at most FAST_SCRATCH_KEEP blocks, those of the last calls).
- * Safe at any time; later calls allocate again. */
+ * reused from one call to the next; at most FAST_SCRATCH_KEEP blocks, the largest handed back:
+ * with every slot taken a block handed back replaces the smallest kept one if it is larger, else
+ * is freed; fast_internal.h). Safe at any time; later calls allocate again. */
 void fast_release_scratch(void);
 #define FAST_SCRATCH_KEEP 12
 

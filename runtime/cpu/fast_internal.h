@@ -122,9 +122,15 @@ static inline int64_t fast_round_up(int64_t a, int64_t b) { return fast_cdiv(a, 
  * fast_unscratch kept: large scratch buffers are reused from call to call instead of being
  * mapped, faulted in and unmapped every time. The block is aligned to 64 bytes. */
 void *fast_scratch(size_t bytes);
-/* Like free(p) for a block of fast_scratch (NULL is ignored): keeps up to a few large blocks
- * for later calls (fast_release_scratch frees them). */
+/* Like free(p) for a block of fast_scratch (NULL is ignored): keeps up to FAST_SCRATCH_KEEP
+ * blocks for later calls (fast_release_scratch frees them), the largest handed back: with every
+ * slot taken, p replaces the smallest kept block if it is larger, else it is freed. By size, not
+ * by recency: a miss costs the page faults of its bytes, and the layers of a training step cycle
+ * through more blocks than are kept, where keeping the last ones handed back would fault in the
+ * large ones every step (docs/cpu-backend.md). */
 void fast_unscratch(void *p);
+/* The blocks kept now and their usable bytes (either pointer may be NULL); for tests. */
+void fast_scratch_kept(int *blocks, size_t *bytes);
 
 /* ---- stage profile (fast_pool.c) ------------------------------------------------------------ */
 

@@ -78,6 +78,17 @@ void fast_unscratch(void *p) {
   free(h);
 }
 
+void fast_scratch_kept(int *blocks, size_t *bytes) {
+  int n = 0;
+  size_t b = 0;
+  pthread_mutex_lock(&g_scr_mu);
+  for (int i = 0; i < FAST_SCRATCH_KEEP; ++i)
+    if (g_scr[i]) ++n, b += scr_size(g_scr[i]);
+  pthread_mutex_unlock(&g_scr_mu);
+  if (blocks) *blocks = n;
+  if (bytes) *bytes = b;
+}
+
 void fast_release_scratch(void) {
   pthread_mutex_lock(&g_scr_mu);
   for (int i = 0; i < FAST_SCRATCH_KEEP; ++i) {

@@ -6,9 +6,10 @@
  * switched off; each at every dispatch level this CPU has (scalar, AVX2, AVX-VNNI, AVX-512 VNNI)
  * and with 1, 2 and 3 threads. The integer GEMM is also checked alone against a plain int32 sum,
  * on every kernel's tails, both operand orientations, segments and saturating code bounds, and
- * the Philox words alone against hot_rand_word (block phases, counters past 2^32). Also bad
- * arguments and non-finite inputs give the twins' status, and every kernel-table entry that
- * reports non-finite values (amax, add, scale_tile) reports them at every level.
+ * the Philox words alone against hot_rand_word (block phases, counters past 2^32); the scratch
+ * blocks kept between calls are the largest handed back. Also bad arguments and non-finite
+ * inputs give the twins' status, and every kernel-table entry that reports non-finite values
+ * (amax, add, scale_tile) reports them at every level.
  *
  * Built a second time as test_fast_openmp (HOT_FAST_TEST_OPENMP): the same tests with every
  * parallel region on GNU OpenMP's workers (fast_use_openmp("libgomp.so.1"), the runtime loaded
@@ -1128,6 +1129,48 @@ START_TEST(pool_deals_ranges) {
 }
 END_TEST
 
+/* The scratch blocks kept between calls are the largest handed back (fast_internal.h): a free
+ * slot keeps any block; with every slot taken a block smaller than all kept is freed, a larger
+ * one replaces the smallest. Sizes 1 .. FAST_SCRATCH_KEEP quarter MiB, all different, so the
+ * bytes kept tell which blocks stay. */
+START_TEST(scratch_keeps_largest) {
+  enum { Q = 1 << 18, SMALL = 1 << 16 };
+  fast_release_scratch();
+  void *b[FAST_SCRATCH_KEEP];
+  size_t sum = 0, bytes;
+  int n;
+  for (int i = 0; i < FAST_SCRATCH_KEEP; ++i) {
+    ck_assert_ptr_nonnull(b[i] = fast_scratch((size_t)(i + 1) * Q));
+    sum += (size_t)(i + 1) * Q;
+  }
+  for (int i = 0; i < FAST_SCRATCH_KEEP; ++i) fast_unscratch(b[i]);
+  fast_scratch_kept(&n, &bytes);
+  ck_assert_int_eq(n, FAST_SCRATCH_KEEP);
+  ck_assert_uint_eq(bytes, sum);
+  fast_unscratch(fast_scratch(SMALL)); /* smaller than all kept: freed */
+  fast_scratch_kept(&n, &bytes);
+  ck_assert_uint_eq(bytes, sum);
+  fast_unscratch(fast_scratch((size_t)(FAST_SCRATCH_KEEP + 1) * Q)); /* replaces the 1 Q block */
+  sum += (size_t)FAST_SCRATCH_KEEP * Q;
+  fast_scratch_kept(&n, &bytes);
+  ck_assert_int_eq(n, FAST_SCRATCH_KEEP);
+  ck_assert_uint_eq(bytes, sum);
+  void *two = fast_scratch(2 * (size_t)Q); /* the kept 2 Q block, a slot free */
+  ck_assert_ptr_eq(two, b[1]);
+  fast_unscratch(fast_scratch(SMALL)); /* a free slot keeps it */
+  fast_scratch_kept(&n, &bytes);
+  ck_assert_int_eq(n, FAST_SCRATCH_KEEP);
+  ck_assert_uint_eq(bytes, sum - 2 * (size_t)Q + SMALL);
+  fast_unscratch(two); /* larger than the small one: replaces it */
+  fast_scratch_kept(&n, &bytes);
+  ck_assert_uint_eq(bytes, sum);
+  fast_release_scratch();
+  fast_scratch_kept(&n, &bytes);
+  ck_assert_int_eq(n, 0);
+  ck_assert_uint_eq(bytes, 0);
+}
+END_TEST
+
 /* ---- parallel regions on an OpenMP runtime (test_fast_openmp) ----------------------------- */
 
 #ifdef HOT_FAST_TEST_OPENMP
@@ -1400,6 +1443,7 @@ int main(void) {
   tcase_add_test(tc, inline_small_calls);
   tcase_add_test(tc, small_stages_inline);
   tcase_add_test(tc, pool_deals_ranges);
+  tcase_add_test(tc, scratch_keeps_largest);
 #ifdef HOT_FAST_TEST_OPENMP
   tcase_add_test(tc, openmp_runtime);
   tcase_add_test(tc, openmp_fallback);
