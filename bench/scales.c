@@ -118,31 +118,32 @@ typedef struct {
 /* Plans the g_w columns: x^ and g^ per tensor (layout as planned) into pl and per sample into
  * pl_s (*have_s), both under the layout per sample needs (*moved: the layer is planned flat),
  * so that they differ only in the scales (the g_x columns do not depend on the HLA layout).
- * Returns 0, or 2 (said). */
+ * Their specs go into *st and *ss, which the plans borrow (the caller keeps them as long as
+ * the plans). Returns 0, or 2 (said). */
 static int scales_plans(const hot_model *model, const bench_layer *bl, int64_t B, int64_t L,
-                        hot_layer_plan *pl, hot_layer_plan *pl_s, int *moved, int *have_s,
-                        FILE *f) {
+                        hot_layer_plan *pl, hot_layer_plan *pl_s, hot_layer_spec *st,
+                        hot_layer_spec *ss, int *moved, int *have_s, FILE *f) {
   const hot_layer_spec *s = &model->layers[bl->index];
   char err[512];
-  hot_layer_spec st = *s, ss = *s;
-  st.hla.g.gran = st.hla.x.gran = HOT_GRAN_TENSOR;
-  ss.hla.g.gran = ss.hla.x.gran = HOT_GRAN_SAMPLE;
-  if (plan_layer(&st, B, L, model->recipe, HOT_ARCH_DEFAULT, bl->index, pl, err, sizeof err)) {
+  *st = *s, *ss = *s;
+  st->hla.g.gran = st->hla.x.gran = HOT_GRAN_TENSOR;
+  ss->hla.g.gran = ss->hla.x.gran = HOT_GRAN_SAMPLE;
+  if (plan_layer(st, B, L, model->recipe, HOT_ARCH_DEFAULT, bl->index, pl, err, sizeof err)) {
     fprintf(f, "%-16s %4lld %6lld %6lld %6lld  not planned: %s\n", bl->name, (long long)B,
             (long long)L, (long long)bl->O, (long long)bl->I, err);
     return 2;
   }
   *moved = pl->hla.enabled && pl->hla.layout == HOT_LAYOUT_FLAT && B > 1;
   if (*moved) {
-    ss.hla.layout = st.hla.layout = HOT_LAYOUT_SAMPLE;
-    if (plan_layer(&st, B, L, model->recipe, HOT_ARCH_DEFAULT, bl->index, pl, err, sizeof err)) {
+    ss->hla.layout = st->hla.layout = HOT_LAYOUT_SAMPLE;
+    if (plan_layer(st, B, L, model->recipe, HOT_ARCH_DEFAULT, bl->index, pl, err, sizeof err)) {
       fprintf(f, "%-16s %4lld %6lld %6lld %6lld  not planned under layout sample: %s\n",
               bl->name, (long long)B, (long long)L, (long long)bl->O, (long long)bl->I, err);
       return 2;
     }
   }
   *have_s = pl->hla.enabled &&
-            !plan_layer(&ss, B, L, model->recipe, HOT_ARCH_DEFAULT, bl->index, pl_s, err, sizeof err);
+            !plan_layer(ss, B, L, model->recipe, HOT_ARCH_DEFAULT, bl->index, pl_s, err, sizeof err);
   return 0;
 }
 
@@ -168,7 +169,8 @@ static int scales_layer(const bench_run *run, const hot_model *model, const benc
   int64_t B, L;
   scale_sizes(&run->opt, bl, &B, &L);
   int moved = 0, have_s = 0, rc = 0;
-  if (scales_plans(model, bl, B, L, pl, pl_s, &moved, &have_s, f) != 0) return 2;
+  hot_layer_spec st, ss; /* borrowed by pl and pl_s */
+  if (scales_plans(model, bl, B, L, pl, pl_s, &st, &ss, &moved, &have_s, f) != 0) return 2;
   const int64_t T = pl->T, O = pl->O, I = pl->I;
   float *w = malloc((size_t)(O * I) * sizeof *w), *x = malloc((size_t)(T * I) * sizeof *x);
   if (!w || !x) {

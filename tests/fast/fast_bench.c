@@ -97,15 +97,16 @@ static unsigned fold(const float *v, int64_t n) {
   return h;
 }
 
+/* Plans the layer into *pl, its spec into *sp (the plan borrows it: the caller keeps it as long
+ * as the plan). 0, or -1 with a message on stderr. */
 static int bench_plan(long long B, long long L, long long O, long long I, int recipe,
-                      hot_layer_plan *pl) {
-  hot_layer_spec sp;
+                      hot_layer_spec *sp, hot_layer_plan *pl) {
   char err[256] = "";
-  plan_spec_defaults(&sp, (hot_recipe)recipe);
-  snprintf(sp.name, sizeof sp.name, "bench");
-  sp.in_features = I;
-  sp.out_features = O;
-  if (plan_layer(&sp, B, L, (hot_recipe)recipe, HOT_ARCH_SM80, 0, pl, err, sizeof err)) {
+  plan_spec_defaults(sp, (hot_recipe)recipe);
+  snprintf(sp->name, sizeof sp->name, "bench");
+  sp->in_features = I;
+  sp->out_features = O;
+  if (plan_layer(sp, B, L, (hot_recipe)recipe, HOT_ARCH_SM80, 0, pl, err, sizeof err)) {
     fprintf(stderr, "hot_fast_bench: plan_layer: %s\n", err);
     return -1;
   }
@@ -122,6 +123,7 @@ static double cpu_now(void) {
  * activations, so that a run times the backward alone, as a training step sees it (its buffers
  * and the fast path's kept scratch blocks already in use), and not the setup of a fresh layer. */
 typedef struct {
+  hot_layer_spec sp; /* borrowed by pl */
   hot_layer_plan pl;
   float *x, *w, *g, *gx, *gw, *gb;
   double *dx, *dw;
@@ -145,7 +147,7 @@ void *hot_fast_bench_open(long long B, long long L, long long O, long long I, in
                           int threads) {
   bench_layer *b = calloc(1, sizeof *b);
   if (!b) return NULL;
-  if (bench_plan(B, L, O, I, recipe, &b->pl)) {
+  if (bench_plan(B, L, O, I, recipe, &b->sp, &b->pl)) {
     free(b);
     return NULL;
   }
@@ -257,8 +259,9 @@ const char *hot_fast_stage_name(int stage) { return fast_stage_name(stage); }
 int hot_fast_bench_stages(long long B, long long L, long long O, long long I, int recipe,
                           int threads, int reps, double *wall, double *cpu, int n, char *plan,
                           int cap) {
+  hot_layer_spec sp; /* borrowed by pl */
   hot_layer_plan pl;
-  if (bench_plan(B, L, O, I, recipe, &pl)) return -1;
+  if (bench_plan(B, L, O, I, recipe, &sp, &pl)) return -1;
   snprintf(plan, (size_t)cap,
            "T=%lld; HQ b=%d o_pad=%lld g %d-bit w %d-bit, GEMM %lldx%lldx%lld; HLA p=%d r=%d "
            "k=%lld groups=%lld g %d-bit x %d-bit, GEMM %lldx%lldx%lld",

@@ -44,19 +44,20 @@ static float *fill(int64_t n, unsigned seed) {
   return v;
 }
 
-/* Recipe rec's layer 96 -> 160 over 2 x 64 tokens (sm_90's tables) into *pl. */
-static void plan_test_layer(hot_recipe rec, hot_layer_plan *pl) {
-  hot_layer_spec sp;
+/* Recipe rec's layer 96 -> 160 over 2 x 64 tokens (sm_90's tables): its spec into *sp, which
+ * the plan *pl borrows (the caller keeps it as long as the plan). */
+static void plan_test_layer(hot_recipe rec, hot_layer_spec *sp, hot_layer_plan *pl) {
   char err[256] = "";
-  plan_spec_defaults(&sp, rec);
-  strcpy(sp.name, "p");
-  sp.in_features = 96, sp.out_features = 160;
-  ck_assert_msg(plan_layer(&sp, 2, 64, rec, HOT_ARCH_SM90, 5, pl, err, sizeof err) == 0, "%s", err);
+  plan_spec_defaults(sp, rec);
+  strcpy(sp->name, "p");
+  sp->in_features = 96, sp->out_features = 160;
+  ck_assert_msg(plan_layer(sp, 2, 64, rec, HOT_ARCH_SM90, 5, pl, err, sizeof err) == 0, "%s", err);
 }
 
 static void check_recipe(hot_recipe rec) {
+  hot_layer_spec sp; /* the plan borrows it */
   hot_layer_plan pl;
-  plan_test_layer(rec, &pl);
+  plan_test_layer(rec, &sp, &pl);
   const int64_t T = pl.T, I = pl.I, O = pl.O;
   float *x = fill(T * I, 1), *g_y = fill(T * O, 2), *w = fill(O * I, 3);
   float *gx[2], *gw[2], *gb[2];
@@ -107,8 +108,9 @@ END_TEST
 /* fast_prepared_save_into: the same code bytes and scales as fast_prepared_save's q_x and s_x,
  * written into the caller's buffer (out->q_x NULL); a non-finite x writes no byte of it. */
 START_TEST(save_into_caller_buffer) {
+  hot_layer_spec sp; /* the plan borrows it */
   hot_layer_plan pl;
-  plan_test_layer(HOT_RECIPE_HOT, &pl);
+  plan_test_layer(HOT_RECIPE_HOT, &sp, &pl);
   ck_assert(pl.abc.enabled && pl.hla.enabled);
   const int64_t nc = plan_buffer_bytes(&pl, HOT_BUF_SAVED_CODES);
   ck_assert_int_eq(nc, pl.I * pl.hla.k);
