@@ -104,6 +104,7 @@ static hot_status run_backward(fixture *f, int a, int b, size_t shift, const cha
       total = off[b] + ((sz[b] + 63) & ~(size_t)63);
     }
   }
+  total = (total + 63) & ~(size_t)63; /* aligned_alloc: a multiple of the alignment */
   unsigned char *arena = aligned_alloc(64, total + 64);
   memset(arena, 0, total + 64);
   void *p[A_N];
