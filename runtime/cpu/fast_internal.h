@@ -91,11 +91,12 @@ typedef void (*fast_task_fn)(void *ctx, int64_t i, int tid);
 void fast_parallel(int64_t n, int threads, fast_task_fn fn, void *ctx);
 
 /* The AVX-512 mask (a __mmask16's bits) of the first min(n, 16) lanes; 0 when n <= 0. One
- * conversion for every tail of a 16-lane loop, so no conditional of two masks is promoted to
- * int and narrowed again. */
+ * function for every tail of a 16-lane loop: a conditional of two masks is promoted to int and
+ * narrowed again (-Wconversion). */
 static inline unsigned short fast_lanes16(int64_t n) {
-  return n >= 16 ? (unsigned short)0xFFFFu : n <= 0 ? (unsigned short)0u
-                                                    : (unsigned short)((1u << n) - 1u);
+  if (n >= 16) return (unsigned short)0xFFFFu;
+  if (n <= 0) return (unsigned short)0u;
+  return (unsigned short)((1u << n) - 1u);
 }
 
 /* The threads for a call of config cf whose stages touch about `elems` values in all (a GEMM
