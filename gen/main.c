@@ -405,7 +405,7 @@ static int check_compile_list(const char *list) {
     hot_arch a;
     if (len == 0)
       fileio_msgf(line, sizeof line, "--compile '%s': item %d is empty (expected comma-separated "
-                  "archs or 'target', e.g. sm_80,sm_90)", list, i + 1);
+                  "archs, %s, or 'target')", list, i + 1, plan_arch_list(known, sizeof known, ", "));
     else if ((size_t)len >= sizeof item || (strcmp(item, "target") && plan_arch_parse(item, &a)))
       fileio_msgf(line, sizeof line, "--compile: unknown arch '%s%s' (known: %s, or 'target')",
                   item, (size_t)len >= sizeof item ? "..." : "",
