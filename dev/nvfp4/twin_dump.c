@@ -20,7 +20,7 @@ int main(void) {
     if (nvfp4_quantize(v, rows, k, sr, &st, c, s, &s_t)) return 3;
     for (long long r = 0; r < rows; ++r)
       for (long long j = 0; j < k; ++j) {
-        unsigned code = (c[r * (k / 2) + j / 2] >> ((j & 1) * 4)) & 15u;
+        unsigned code = ((unsigned)c[r * (k / 2) + j / 2] >> ((j & 1) * 4)) & 15u;
         o[r * k + j] = nvfp4_e2m1_decode(code);
       }
     fwrite(o, 4, (size_t)(rows * k), stdout);

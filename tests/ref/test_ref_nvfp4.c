@@ -374,7 +374,7 @@ START_TEST(sr_draws_known) {
       const float u = fmaxf(-6.0f, fminf(6.0f, HOT_DIV(HOT_DIV(v[r * K + c], s_t), sb)));
       const unsigned want4 = nvfp4_e2m1_sr(u, hot_rand_word(st.seed, st.tag, st.step,
                                                             (hot_u64)(r * 48 + c)));
-      ck_assert_uint_eq((c4[r * 24 + c / 2] >> ((c & 1) * 4)) & 15u, want4);
+      ck_assert_uint_eq(((unsigned)c4[r * 24 + c / 2] >> ((c & 1) * 4)) & 15u, want4);
       const float X = ldexpf(1.0f, (int)s8[r * 2 + c / 32] - 127);
       const unsigned want8 = nvfp4_e4m3_encode(HOT_DIV(v[r * K + c], X), NVFP4_ROUND_SR,
                                                hot_rand_word(sg.seed, sg.tag, sg.step,

@@ -111,7 +111,8 @@ REGULAR_KNOWN = {
     "runtime/capture.c": (3, "capture: written (temp + rename, target checked), read by offset"),
     "runtime/jit.c": (1, "HOT_JIT_DEBUG's source dump: written"),
     "runtime/pack.c": (3, "kernel pack: written (temp + rename, target checked), read by offset"),
-    "runtime/tunedb.c": (2, "tuning database and its companions: random access (SQLite)"),
+    "runtime/tunedb.c": (3, "tuning database and its companions: random access (SQLite); "
+                            "truncated_db: the header read by offset to name a cut file"),
     "gen/main.c": (5, "--emit / --dump-cubin / --pack checked before any work, the folders made "
                       "(last component only), outputs written (temp + rename)"),
     "tune/plot.c": (2, "--plot output: written (temp + rename)"),
