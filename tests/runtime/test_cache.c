@@ -338,89 +338,70 @@ START_TEST(threads_share_a_cache) {
 END_TEST
 
 /* ---- LRU ---------------------------------------------------------------------------------- */
-START_TEST(lru_eviction) {
-  char dir[256], err[512], path[4][4096];
-  ck_assert_ptr_nonnull(tmp_dir(dir));
-  fake_cc f = {.version = "fake-1", .size = 100000};
-  hot_compiler cc = FAKE_COMPILER(f);
-  const uint64_t bound = 350000;  /* three entries fit, four do not */
-  hot_kernel_source src[4];
-  const char *texts[4] = {"lru A", "lru B", "lru C", "lru D"};
-  hot_kcache *kc = open_fake(dir, &f, &cc, bound);
+/* Adds texts[0..2] as entries A, B, C (src, their paths) and ages them explicitly, A oldest, so
+ * the LRU order does not depend on the file system's timestamp resolution. */
+static void add_aged(hot_kcache *kc, hot_kernel_source src[4], const char *const texts[4],
+                     char path[4][4096]) {
+  char err[512];
   const hot_kernel_binary *b;
   for (int i = 0; i < 3; i++) {
     src[i] = fake_src(texts[i]);
     ck_assert_int_eq(kcache_get(kc, &src[i], &b, NULL, NULL, err, sizeof err), RT_OK);
     ck_assert_int_eq(kcache_entry_path(kc, &src[i], path[i], sizeof path[i], err, sizeof err),
                      RT_OK);
-    /* Age them explicitly (A oldest) so the order does not depend on timestamp resolution. */
     struct timespec ts[2] = {{1000000 + i * 10, 0}, {1000000 + i * 10, 0}};
     ck_assert_int_eq(utimensat(AT_FDCWD, path[i], ts, 0), 0);
   }
-  kcache_close(kc);
-  ck_assert_int_eq(count_files(dir, ".hotk"), 3);
-
-  /* A hit on A (from a fresh cache: a disk hit) makes it the most recent ... */
-  kc = open_fake(dir, &f, &cc, bound);
-  hot_kcache_origin o;
-  ck_assert_int_eq(kcache_get(kc, &src[0], &b, &o, NULL, err, sizeof err), RT_OK);
-  ck_assert_int_eq(o, HOT_KCACHE_DISK);
-  /* ... so adding D evicts B, the least recently used. */
-  src[3] = fake_src(texts[3]);
-  ck_assert_int_eq(kcache_get(kc, &src[3], &b, NULL, NULL, err, sizeof err), RT_OK);
-  ck_assert_int_eq(kcache_entry_path(kc, &src[3], path[3], sizeof path[3], err, sizeof err),
-                   RT_OK);
-  ck_assert_int_eq(access(path[0], F_OK), 0);
-  ck_assert_int_ne(access(path[1], F_OK), 0);
-  ck_assert_int_eq(access(path[2], F_OK), 0);
-  ck_assert_int_eq(access(path[3], F_OK), 0);
-  hot_kcache_stats st;
-  kcache_stats_get(kc, &st);
-  ck_assert_uint_eq(st.evictions, 1);
-  /* B is gone from the disk: asking for it again compiles it. */
-  int before = f.compiles;
-  ck_assert_int_eq(kcache_get(kc, &src[1], &b, &o, NULL, err, sizeof err), RT_OK);
-  ck_assert_int_eq(o, HOT_KCACHE_COMPILED);
-  ck_assert_int_eq(f.compiles, before + 1);
-  kcache_close(kc);
-  rm_tree(dir);
 }
-END_TEST
 
-/* A memory hit is a use too: in the process that holds A in memory, a hit on A refreshes its
- * entry on disk, so adding D evicts B, not A. */
-START_TEST(lru_memory_hit) {
+/* A, B, C added and aged (A oldest), then A hit — from a fresh cache (reopen: a disk hit) or in
+ * the process that holds it in memory (a memory hit refreshes its entry on disk too) — makes A
+ * the most recent, so adding D evicts B, the least recently used; asking for B again compiles
+ * it. */
+static void lru_case(int reopen) {
   char dir[256], err[512], path[4][4096];
   ck_assert_ptr_nonnull(tmp_dir(dir));
   fake_cc f = {.version = "fake-1", .size = 100000};
   hot_compiler cc = FAKE_COMPILER(f);
   const uint64_t bound = 350000; /* three entries fit, four do not */
   hot_kernel_source src[4];
-  const char *texts[4] = {"mem A", "mem B", "mem C", "mem D"};
+  const char *texts[4] = {"lru A", "lru B", "lru C", "lru D"};
   hot_kcache *kc = open_fake(dir, &f, &cc, bound);
   const hot_kernel_binary *b;
-  for (int i = 0; i < 3; i++) {
-    src[i] = fake_src(texts[i]);
-    ck_assert_int_eq(kcache_get(kc, &src[i], &b, NULL, NULL, err, sizeof err), RT_OK);
-    ck_assert_int_eq(kcache_entry_path(kc, &src[i], path[i], sizeof path[i], err, sizeof err),
-                     RT_OK);
-    struct timespec ts[2] = {{1000000 + i * 10, 0}, {1000000 + i * 10, 0}}; /* A oldest */
-    ck_assert_int_eq(utimensat(AT_FDCWD, path[i], ts, 0), 0);
+  add_aged(kc, src, texts, path);
+  if (reopen) {
+    kcache_close(kc);
+    ck_assert_int_eq(count_files(dir, ".hotk"), 3);
+    kc = open_fake(dir, &f, &cc, bound);
   }
   hot_kcache_origin o;
   ck_assert_int_eq(kcache_get(kc, &src[0], &b, &o, NULL, err, sizeof err), RT_OK);
-  ck_assert_int_eq(o, HOT_KCACHE_MEMORY);
+  ck_assert_int_eq(o, reopen ? HOT_KCACHE_DISK : HOT_KCACHE_MEMORY);
   src[3] = fake_src(texts[3]);
   ck_assert_int_eq(kcache_get(kc, &src[3], &b, NULL, NULL, err, sizeof err), RT_OK);
   ck_assert_int_eq(kcache_entry_path(kc, &src[3], path[3], sizeof path[3], err, sizeof err),
                    RT_OK);
-  ck_assert_msg(access(path[0], F_OK) == 0, "A, used a moment ago, was evicted");
+  ck_assert_msg(access(path[0], F_OK) == 0, "A, used a moment ago, was evicted (reopen %d)", reopen);
   ck_assert_int_ne(access(path[1], F_OK), 0);
   ck_assert_int_eq(access(path[2], F_OK), 0);
   ck_assert_int_eq(access(path[3], F_OK), 0);
+  hot_kcache_stats st;
+  kcache_stats_get(kc, &st);
+  ck_assert_uint_eq(st.evictions, 1);
+  if (reopen) { /* B is gone from the disk (and was never in this cache's memory): compiled */
+    int before = f.compiles;
+    ck_assert_int_eq(kcache_get(kc, &src[1], &b, &o, NULL, err, sizeof err), RT_OK);
+    ck_assert_int_eq(o, HOT_KCACHE_COMPILED);
+    ck_assert_int_eq(f.compiles, before + 1);
+  }
   kcache_close(kc);
   rm_tree(dir);
 }
+
+START_TEST(lru_eviction) { lru_case(1); }
+END_TEST
+
+START_TEST(lru_memory_hit) { lru_case(0); }
 END_TEST
 
 START_TEST(env_max_mb) {

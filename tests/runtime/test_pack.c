@@ -52,6 +52,13 @@ static void make_pack(const char *path, const char *version) {
   kcache_close(kc);
 }
 
+/* A fresh folder (dir, 256 bytes) holding a pack made by make_pack at path ("DIR/k.hotpack"). */
+static void new_pack(char *dir, char *path, size_t n) {
+  ck_assert_ptr_nonnull(tmp_dir(dir));
+  snprintf(path, n, "%s/k.hotpack", dir);
+  make_pack(path, "fake-1.0");
+}
+
 static unsigned char *read_all(const char *path, size_t *n) {
   FILE *fp = fopen(path, "rb");
   ck_assert_ptr_nonnull(fp);
@@ -67,9 +74,7 @@ static unsigned char *read_all(const char *path, size_t *n) {
 
 START_TEST(round_trip) {
   char dir[256], path[400];
-  ck_assert_ptr_nonnull(tmp_dir(dir));
-  snprintf(path, sizeof path, "%s/k.hotpack", dir);
-  make_pack(path, "fake-1.0");
+  new_pack(dir, path, sizeof path);
   hot_pack *p = NULL;
   char err[512];
   ck_assert_msg(pack_load(path, &p, err, sizeof err) == RT_OK, "%s", err);
@@ -147,9 +152,7 @@ END_TEST
 
 START_TEST(damaged_packs) {
   char dir[256], path[400], err[512];
-  ck_assert_ptr_nonnull(tmp_dir(dir));
-  snprintf(path, sizeof path, "%s/k.hotpack", dir);
-  make_pack(path, "fake-1.0");
+  new_pack(dir, path, sizeof path);
   size_t n;
   unsigned char *d = read_all(path, &n);
   hot_pack *p = NULL;
@@ -237,9 +240,7 @@ static rt_status parse_cut(const unsigned char *d, size_t len, char *err, size_t
  * field whose value is wrong as corruption: never one for the other. */
 START_TEST(truncation_named) {
   char dir[256], path[400], err[512];
-  ck_assert_ptr_nonnull(tmp_dir(dir));
-  snprintf(path, sizeof path, "%s/k.hotpack", dir);
-  make_pack(path, "fake-1.0");
+  new_pack(dir, path, sizeof path);
   size_t n;
   unsigned char *d = read_all(path, &n);
   const size_t body = n - HOT_PACK_HEADER_BYTES;
@@ -326,9 +327,7 @@ static void *write_many(void *arg) {
 
 START_TEST(concurrent_writers) {
   char dir[256], path[400], err[512];
-  ck_assert_ptr_nonnull(tmp_dir(dir));
-  snprintf(path, sizeof path, "%s/k.hotpack", dir);
-  make_pack(path, "fake-1.0");
+  new_pack(dir, path, sizeof path);
   hot_pack *src = NULL;
   ck_assert_msg(pack_load(path, &src, err, sizeof err) == RT_OK, "%s", err);
   pack_writer w[WRITERS];
@@ -366,9 +365,7 @@ END_TEST
 
 START_TEST(cache_serves_pack) {
   char dir[256], path[400], err[512];
-  ck_assert_ptr_nonnull(tmp_dir(dir));
-  snprintf(path, sizeof path, "%s/k.hotpack", dir);
-  make_pack(path, "fake-1.0");
+  new_pack(dir, path, sizeof path);
   hot_kernel_source a = {"hot.cu", SRC_A, NAME_A, 1, "sm_90", NULL, 0};
   hot_kernel_source b = {"hot.cu", SRC_B, NAME_B, 1, "sm_90", NULL, 0};
   hot_kernel_source a80 = {"hot.cu", SRC_A, NAME_A, 1, "sm_80", NULL, 0}; /* not in the pack */
