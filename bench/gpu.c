@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "fileio.h"
 #include "bench.h"
 #include "cost.h"
 #include "plan.h"
@@ -646,7 +647,7 @@ static void time_hot(bench_gpu *g, hot_ctx *ctx, speed_arg *s, bench_layer *bl, 
   if (rc > 0) set_status(bl, (hot_status)rc, ctx, "save (timed)");
   rc = rc ? rc : bench_time(g->d, g->s, warm, iters, run_backward, s, &bl->hot_bwd, err, sizeof err);
   if (rc > 0) set_status(bl, (hot_status)rc, ctx, "backward (timed)");
-  if (rc < 0 && !bl->status[0]) snprintf(bl->status, sizeof bl->status, "timing: %s", err);
+  if (rc < 0 && !bl->status[0]) fileio_msgf(bl->status, sizeof bl->status, "timing: %s", err);
   if (!rc) profile_kernels(ctx, s, bl, iters < 20 ? iters : 20);
 }
 
@@ -664,7 +665,7 @@ static void time_cublas(bench_gpu *g, speed_arg *s, bench_layer *bl, int warm, i
     err[0] = 0;
     int rc = bench_time(g->d, g->s, warm, iters, run_blas, s, out[p], err, sizeof err);
     if (rc && !bl->status[0])
-      snprintf(bl->status, sizeof bl->status, "cuBLAS %s: status %d %s", p == 0 ? "bf16" : p == 1 ? "fp32" : "tf32", rc, err);
+      fileio_msgf(bl->status, sizeof bl->status, "cuBLAS %s: status %d %s", p == 0 ? "bf16" : p == 1 ? "fp32" : "tf32", rc, err);
   }
 }
 
@@ -752,11 +753,11 @@ void bench_gpu_speed(bench_gpu *g, hot_ctx *ctx, const bench_run *run, bench_lay
   speed_buffers(&a, s, sb, es);
   hb = malloc((bx > bg ? (bx > bw ? bx : bw) : (bg > bw ? bg : bw)) * 2);
   if (a.err[0] || !hb) {
-    snprintf(bl->status, sizeof bl->status, "speed buffers: %s", a.err[0] ? a.err : "out of host memory");
+    fileio_msgf(bl->status, sizeof bl->status, "speed buffers: %s", a.err[0] ? a.err : "out of host memory");
     goto done;
   }
   if (speed_upload(&a, s, &dt, es, hb)) {
-    snprintf(bl->status, sizeof bl->status, "speed: %s", a.err);
+    fileio_msgf(bl->status, sizeof bl->status, "speed: %s", a.err);
     goto done;
   }
   fp8_operands(g, &a, s, &dt, bl, &h8, &sm);

@@ -324,7 +324,7 @@ static void bs_task(void *ctx, int64_t i, int tid) {
 /* Doubled E2M1 values of rows x k_pad packed codes (element 2j in the low nibble of byte j). */
 static void nv_unpack(const uint8_t *codes, int64_t n, int8_t *val) {
   static const int8_t x2[16] = {0, 1, 2, 3, 4, 6, 8, 12, 0, -1, -2, -3, -4, -6, -8, -12};
-  for (int64_t t = 0; t < n; ++t) val[t] = x2[(codes[t >> 1] >> ((t & 1) * 4)) & 15u];
+  for (int64_t t = 0; t < n; ++t) val[t] = x2[((unsigned)codes[t >> 1] >> ((t & 1) * 4)) & 15u];
 }
 
 /* E4M3 values in units of 2^-9, as doubles (the NaN codes, never written by the quantisers, as
