@@ -136,7 +136,18 @@ typedef struct {
   const char *text;
   size_t len, pos;
   int line;                 /* line of the last piece handed out (1-based) */
+  int comment_first;        /* the first line starts with '#': handed out as its newline only */
 } line_reader;
+
+/* A reader of text as the lua interpreter reads a file: a UTF-8 byte-order mark skipped, a first
+ * line starting with '#' (e.g. "#!/usr/bin/env hot-gen") read as an empty line, so that the
+ * other lines keep their numbers. */
+static line_reader line_reader_of(const char *text, size_t len) {
+  line_reader r = {text, len, 0, 0, 0};
+  if (len >= 3 && memcmp(text, "\xEF\xBB\xBF", 3) == 0) r.pos = 3;
+  r.comment_first = r.pos < len && text[r.pos] == '#';
+  return r;
+}
 
 static const char *read_line(lua_State *L, void *ud, size_t *size) {
   (void)L;
@@ -148,6 +159,13 @@ static const char *read_line(lua_State *L, void *ud, size_t *size) {
   const char *start = r->text + r->pos;
   const char *nl = memchr(start, '\n', r->len - r->pos);
   size_t n = nl ? (size_t)(nl - start) + 1 : r->len - r->pos;
+  if (r->comment_first) { /* the '#' line: its newline only (none when it is the whole text) */
+    r->comment_first = 0;
+    r->pos += n;
+    r->line++;
+    *size = nl ? 1 : 0;
+    return "\n";
+  }
   r->pos += n;
   r->line++;
   *size = n;
@@ -180,7 +198,7 @@ static int l_load_main(lua_State *L) {
   sb->spec_file = j->file;
   sb->text = j->text;
   sb->text_len = j->len;
-  line_reader rd = {j->text, j->len, 0, 0};
+  line_reader rd = line_reader_of(j->text, j->len);
   int st = lua_load(L, read_line, &rd, j->chunk, "t");
   if (st == LUA_OK) {
     j->rc = run_spec(L, sb, j->file, j->out, j->diag);

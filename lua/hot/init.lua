@@ -426,6 +426,9 @@ local function check_sweep(t, ctx)
   if type(t) ~= "table" then report(ctx, fmt("sweep must be hot.sweep { ... } (got %s)", show(t))); return axes end
   local keys = {}
   for key in pairs(t) do keys[#keys + 1] = key end
+  if #keys == 0 then
+    report(ctx, "sweep: hot.sweep {} names no field (give at least one axis, or leave sweep out)")
+  end
   sort_keys(keys)
   for _, key in ipairs(keys) do
     local fd, path = nil, type(key) == "string" and printable(key) or show(key)

@@ -792,6 +792,44 @@ START_TEST(long_path_in_messages) {
 }
 END_TEST
 
+/* A spec file is read as the lua interpreter reads one: a UTF-8 byte-order mark is skipped and a
+ * first line starting with '#' is a comment (a "#!" line), the other lines keeping their numbers;
+ * '#' on any later line is Lua's syntax error. */
+START_TEST(bom_and_first_line_comment) {
+  static const char model[] = "local hot = require \"hot\"\n"
+                              "return hot.model { name = \"m\", batch = 2, tokens = 64, layers = {\n"
+                              "  hot.linear { name = \"fc\", in_features = 8, out_features = 8 } } }\n";
+  const char *heads[] = {"", "\xEF\xBB\xBF", "#!/usr/bin/env hot-gen\n", "\xEF\xBB\xBF# a spec\n"};
+  for (int i = 0; i < 4; ++i) {
+    char text[512];
+    fmt(text, sizeof text, "%s%s", heads[i], model);
+    hot_model m;
+    hot_diag d = {0};
+    int rc = load_string(text, &m, &d);
+    dump_diag(&d);
+    ck_assert_msg(rc == 0 && m.n_layers == 1, "head %d: rc %d", i, rc);
+    spec_model_free(&m);
+    diag_free(&d);
+  }
+  /* an error keeps its line: line 3 of the file, after the '#' line */
+  const char *bad[] = {"#!/usr/bin/env hot-gen\nlocal hot = require \"hot\"\nlocal x = nil + 1\n",
+                       "\xEF\xBB\xBF#!x\nlocal hot = require \"hot\"\nlocal x = nil + 1\n",
+                       "local hot = require \"hot\"\n#!x\n", "#"};
+  const char *want[] = {"inline.lua:3: ", "inline.lua:3: ", "inline.lua:2: ", NULL};
+  for (int i = 0; i < 4; ++i) {
+    hot_model m;
+    hot_diag d = {0};
+    int rc = load_string(bad[i], &m, &d);
+    dump_diag(&d);
+    ck_assert_msg(rc != 0 && d.count >= 1, "bad %d loaded", i);
+    if (want[i])
+      ck_assert_msg(strncmp(d.lines[0], want[i], strlen(want[i])) == 0, "bad %d: want '%s', got '%s'",
+                    i, want[i], d.lines[0]);
+    diag_free(&d);
+  }
+}
+END_TEST
+
 START_TEST(sweep_axes_of_every_kind) {
   /* int, enum and bool fields of every group, as their spec text; no warning (hot-tune reads it);
    * every axis names a field of gen/fields.c */
@@ -1397,6 +1435,7 @@ static Suite *spec_suite(void) {
   tcase_add_test(tc, missing_file);
   tcase_add_test(tc, errors_reported_together);
   tcase_add_test(tc, long_path_in_messages);
+  tcase_add_test(tc, bom_and_first_line_comment);
   tcase_add_test(tc, sweep_axes_of_every_kind);
   tcase_add_test(tc, sweep_refusals);
   tcase_add_test(tc, seed_range_is_hot_seeds);
