@@ -86,7 +86,10 @@ def main():
         shape + (a.threads, a.reps, os.getloadavg()[0])))
     print("%-8s %10s %12s" % ("recipe", "save ms", "backward ms"))
     for recipe in ("hot", "nvfp4"):
-        s, b = run(hot, np, recipe, shape, a.reps)
+        try:
+            s, b = run(hot, np, recipe, shape, a.reps)
+        except MemoryError as e:  # numpy's allocation of the layer's data: one line, not a traceback
+            sys.exit(f"nvfp4_cpu.py: --shape {','.join(map(str, shape))}: out of memory ({e})")
         print("%-8s %10.2f %12.2f" % (recipe, s, b))
 
 

@@ -4,6 +4,7 @@
 # argument with a message on stderr and a non-zero exit within seconds, before any work: no
 # Python traceback, nothing on stdout but a line naming the hot package an example uses.
 # tools/emu-common.sh (sourced) and examples/hot_import.py (a module) are no scripts.
+# Also: bench/nvfp4_cpu.py with a --shape whose data cannot be allocated says so in one line.
 set -u
 src=$1
 export HOT_LIBRARY=$2 PYTHONPATH=$src/python
@@ -31,5 +32,13 @@ for s in "$src"/tools/*.sh "$src"/tools/*.py "$src"/bench/*.py "$src"/examples/*
     fail=1
   fi
 done
-[ $fail = 0 ] && echo "script arguments: $n scripts, all answer --help and refuse an unknown argument"
+# a shape whose data cannot be allocated: one line and exit 1, not numpy's traceback
+(cd "$work" && timeout 60 "$PY" "$src/bench/nvfp4_cpu.py" --shape 100000,100000,1000,1000 \
+  >"$work/out" 2>"$work/err")
+rc=$?
+if [ $rc -ne 1 ] || grep -q Traceback "$work/err" || ! grep -q "^nvfp4_cpu.py: --shape .*: out of memory" "$work/err"; then
+  echo "FAIL: nvfp4_cpu.py with a shape out of memory: exit $rc, stderr: $(head -c 300 "$work/err")"
+  fail=1
+fi
+[ $fail = 0 ] && echo "script arguments: $n scripts, all answer --help and refuse an unknown argument; a shape out of memory said in one line"
 exit $fail
