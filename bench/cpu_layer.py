@@ -17,10 +17,12 @@ Sections (all by default; --only takes a comma-separated subset):
               and "turns" the median [range] of that ratio per turn;
   tiny        the fixed cost: the same on a layer so small (16 tokens, 64 -> 64) that nearly all
               of a step is call overhead and the thread pool's wake-ups;
-  contention  the step of the middle shape with one competing CPU-bound process (a busy loop in
-              a child process) against the same step without it, for HOTLinear and nn.Linear
-              (a pool whose idle workers spin, or whose regions wait for a descheduled worker,
-              falls into a far slower mode there);
+  contention  the step of the last shape with one competing CPU-bound process (a busy loop in
+              a child process) against the same step without it, for HOTLinear and nn.Linear,
+              in --reps rounds of a quiet and a contended phase (a pool whose idle workers spin,
+              or whose regions wait for a descheduled worker, falls into a far slower mode
+              there); beside the times, the process's CPU ms per step and CPUs in use, which
+              show whether a variant wastes CPU time or gets less than its share of the CPUs;
   widths      (not in the default set) the layer section's figures at 8 x 128 tokens for the
               widths of small models, d -> d and d -> 4 d for d = 128 .. 1024 and 2048 -> 2048:
               where on this CPU a HOTLinear step starts to pay against the faster nn.Linear
@@ -302,32 +304,65 @@ def busy_child():
     return subprocess.Popen([sys.executable, "-c", "while True: pass"])
 
 
+CONTENTION_STEPS = 8  # steps per variant per phase of the contention section
+
+
 def section_contention(torch, hot_mod, shape, reps):
-    print("\nGoal 3c: contention, %s, with one competing CPU-bound process; wall ms per step, "
-          "median of %d steps" % (shape[0], 2 * reps))
+    """Quiet and contended phases alternate, reps rounds of each (a busy loop started for each
+    contended phase and killed after it); in a phase the variants take turns step by step. Per
+    variant: the median wall ms of each condition, their ratio and the range of the rounds'
+    ratios; and the process's CPU ms per step and CPUs in use (CPU time over wall time, all
+    threads): a pool that spins or waits where it should work shows as CPU time that grows under
+    contention, a scheduler that gives the process less than its share as fewer CPUs in use."""
+    n = CONTENTION_STEPS
+    print("\nGoal 3c: contention, %s, with one competing CPU-bound process; %d rounds of a quiet "
+          "and a contended phase, %d steps per variant each; wall ms per step (median), the "
+          "process's CPU ms per step and CPUs in use (CPU time / wall time)" % (shape[0], reps, n))
     steps = [Step(torch, shape, hot_mod if h else None, ac) for _, h, ac in VARIANTS]
 
     # hot's package (hot_mod is its torch module); the counter is absent from older packages
     counts = getattr(sys.modules.get(hot_mod.__name__.rpartition(".")[0]), "cpu_openmp_fallbacks",
                      None)
-
-    def med(st):
-        """(median step, hot's fall-backs from OpenMP's workers to its own during the steps)"""
-        f0 = counts() if counts else 0
-        m = statistics.median(st.run() for _ in range(2 * reps))
-        return m, (counts() - f0 if counts else None)
-    quiet = [med(st) for st in steps]
-    child = busy_child()
-    try:
-        time.sleep(0.2)
-        busy = [med(st) for st in steps]
-    finally:
-        child.kill()
-        child.wait()
-    for (name, h, _), (q, fq), (b, fb) in zip(VARIANTS, quiet, busy):
-        falls = "  fall-backs to hot's threads %d / %d" % (fq, fb) if h and fq is not None else ""
-        print("  %-16s quiet %8.2f  contended %8.2f  ratio %5.2fx (bound 2x)%s"
-              % (name, 1e3 * q, 1e3 * b, b / q, falls))
+    nv = len(VARIANTS)
+    wall = [[[], []] for _ in range(nv)]  # [variant][contended] -> wall s per step
+    cpu = [[0.0, 0.0] for _ in range(nv)]  # CPU s in all
+    tot = [[0.0, 0.0] for _ in range(nv)]  # wall s in all
+    falls = [[0, 0] for _ in range(nv)]
+    per_round = [[] for _ in range(nv)]  # the rounds' contended / quiet medians
+    for r in range(reps):
+        meds = [[0.0, 0.0] for _ in range(nv)]
+        for busy in (0, 1):
+            child = busy_child() if busy else None
+            try:
+                if child:
+                    time.sleep(0.1)
+                got = [[] for _ in range(nv)]
+                for k in range(n * nv):
+                    i = (r + k) % nv
+                    f0 = counts() if counts else 0
+                    c0 = time.process_time()
+                    t = steps[i].run()
+                    cpu[i][busy] += time.process_time() - c0
+                    tot[i][busy] += t
+                    falls[i][busy] += (counts() - f0) if counts else 0
+                    got[i].append(t)
+            finally:
+                if child:
+                    child.kill()
+                    child.wait()
+            for i in range(nv):
+                wall[i][busy] += got[i]
+                meds[i][busy] = statistics.median(got[i])
+        for i in range(nv):
+            per_round[i].append(meds[i][1] / meds[i][0])
+    for i, (name, h, _) in enumerate(VARIANTS):
+        q, b = (statistics.median(w) for w in wall[i])
+        fb = "  fall-backs to hot's threads %d / %d" % tuple(falls[i]) if h and counts else ""
+        print("  %-16s quiet %7.2f  contended %7.2f  ratio %5.2fx [%.2f-%.2f] (bound 2x)  "
+              "CPU ms %6.2f / %6.2f  CPUs %4.2f / %4.2f%s"
+              % (name, 1e3 * q, 1e3 * b, b / q, min(per_round[i]), max(per_round[i]),
+                 1e3 * cpu[i][0] / len(wall[i][0]), 1e3 * cpu[i][1] / len(wall[i][1]),
+                 cpu[i][0] / tot[i][0], cpu[i][1] / tot[i][1], fb))
     print("  (load %s)" % load())
 
 
