@@ -21,13 +21,16 @@ Outputs go to build/examples/train_lm/ (--out-dir). Needs torch; matplotlib for 
 """
 
 import argparse
+import contextlib
 import copy
 import glob
 import json
 import math
 import os
+import re
 import sys
 import sysconfig
+import tempfile
 import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
@@ -314,6 +317,11 @@ def parse_args():
     p.add_argument("--threads", type=NUM.arg_int(0, 1 << 10),
                    default=0, help="CPU threads of torch and of hot's CPU backend, which "
                    "follows torch's count (0: torch's default)")
+    p.add_argument("--profile", type=NUM.arg_int(0, 10**6), default=0, metavar="STEPS",
+                   help="after the first seed's training, run STEPS more steps of each model "
+                        "under torch.profiler and print where a step's time goes: the operators "
+                        "with the most time on the calling thread per step (HOT's linear "
+                        "layers are _HOTLinearFunction forward and backward; 0: off, default)")
     p.add_argument("--out-dir", default=os.path.join(REPO, "build", "examples", "train_lm"),
                    help="where the PNG and JSON go (default build/examples/train_lm)")
     args = p.parse_args()
@@ -493,11 +501,80 @@ def run_seed(args, seed, data, n_train, dev, variants):
             if step > 0:  # step 0 holds the first calls' setup (layers, calibration)
                 times[k] += time.perf_counter() - t0
             train_loss[k].append(float(loss.detach()))
+    if args.profile:
+        profile_steps(args, models, autocast, opts, lambda: batch(train_starts[-1]), dev)
     n_timed = max(1, args.steps - 1)
     return {"seed": seed, "history": hist, "train_loss": train_loss,
             "ms_per_step": {k: 1000 * v / n_timed for k, v in times.items()},
             "saved_bytes": saved, "report": {k: str(r) for k, r in reports.items()},
             "variants": {label: describe(cfg) for label, cfg in variants}}
+
+
+PROFILE_TOP = 8  # operators printed per model by --profile
+# the lines torch's profiler library writes to stderr at every start and stop (and, on a
+# machine without a GPU, that it found none): left out of --profile's output, the rest kept
+PROFILER_NOISE = re.compile(r"^(USDT|STAGE|INFO):|gpuGetDeviceCount failed")
+
+
+@contextlib.contextmanager
+def quiet_profiler_log():
+    """Runs the block with file descriptor 2 in a temporary file, then writes its lines back to
+    stderr without the profiler library's own (PROFILER_NOISE)."""
+    sys.stderr.flush()
+    saved = os.dup(2)
+    with tempfile.TemporaryFile(mode="w+b") as tmp:
+        os.dup2(tmp.fileno(), 2)
+        try:
+            yield
+        finally:
+            sys.stderr.flush()
+            os.dup2(saved, 2)
+            os.close(saved)
+            tmp.seek(0)
+            for line in tmp.read().decode(errors="replace").splitlines():
+                if not PROFILER_NOISE.search(line):
+                    print(line, file=sys.stderr)
+
+
+def profile_steps(args, models, autocast, opts, next_batch, dev):
+    """--profile: args.profile training steps of each model under torch.profiler (CPU
+    activity), after the training whose figures are reported; prints per model its time per
+    step and the PROFILE_TOP operators with the most self time on the calling thread per step
+    (wall time there: an operator that runs on several threads counts its wall time once)."""
+    import torch
+    import torch.nn.functional as F
+    from torch.profiler import ProfilerActivity, profile
+
+    names = {"exact": "exact fp32", "bf16": "exact bf16"}
+    if args.ablate is None:
+        names.update((k, f"HOT {dtype}") for k, dtype in hot_dtypes(args))
+    x, y = next_batch()
+    print(f"\nwhere a step's time goes (--profile {args.profile}: torch.profiler, self time on "
+          f"the calling thread, ms per step; forward, backward and AdamW)")
+    for k, m in models.items():
+        def step():
+            with torch.autocast(dev.type, dtype=torch.bfloat16, enabled=autocast[k]):
+                out = m(x)
+            loss = F.cross_entropy(out.float().reshape(-1, 256), y.reshape(-1))
+            opts[k].zero_grad(set_to_none=True)
+            loss.backward()
+            opts[k].step()
+        step()  # warm
+        t0 = time.perf_counter()
+        with quiet_profiler_log():
+            with profile(activities=[ProfilerActivity.CPU]) as prof:
+                for _ in range(args.profile):
+                    step()
+        wall = 1e3 * (time.perf_counter() - t0) / args.profile
+        ops = sorted(prof.key_averages(), key=lambda e: e.self_cpu_time_total, reverse=True)
+        tot = sum(e.self_cpu_time_total for e in ops) / 1e3 / args.profile
+        top = ops[:PROFILE_TOP]
+        rest = tot - sum(e.self_cpu_time_total for e in top) / 1e3 / args.profile
+        print(f"  {names.get(k, k)}: {wall:.2f} ms a step under the profiler, {tot:.2f} in "
+              f"operators")
+        for e in top:
+            print(f"    {e.self_cpu_time_total / 1e3 / args.profile:7.2f}  {e.key}")
+        print(f"    {rest:7.2f}  the other operators", flush=True)
 
 
 def print_ablation(results, variants):

@@ -5,6 +5,7 @@ default, never over the tracked docs/train_digits.png."""
 
 import json
 import os
+import re
 import subprocess
 import sys
 
@@ -66,6 +67,25 @@ def test_train_lm_one_step(hot, tmp_path):
     assert r.returncode == 0, r.stdout + r.stderr
     for name in ("HOT (bf16 autocast)", "HOT (fp32)"):
         assert f"{name}: time per step not measured (--steps 1 times no step)" in r.stdout, r.stdout
+
+
+def test_train_lm_profile(hot, tmp_path):
+    """--profile N: after training, each of the four models gets a block naming its operators
+    with the most time per step; HOT's linear layers appear as their autograd functions."""
+    r = subprocess.run([sys.executable, os.path.join(REPO, "examples", "train_lm.py"),
+                        "--steps", "2", "--eval-every", "2", "--eval-batches", "1", "--batch",
+                        "2", "--seq", "32", "--d-model", "16", "--heads", "2", "--layers", "1",
+                        "--text-mb", "0.1", "--threads", "1", "--profile", "2",
+                        "--out-dir", str(tmp_path)],
+                       env=env_for(hot), capture_output=True, text=True, timeout=600)
+    assert r.returncode == 0, r.stdout + r.stderr
+    out = r.stdout
+    assert "where a step's time goes (--profile 2" in out, out
+    for name in ("exact fp32", "exact bf16", "HOT bf16", "HOT fp32"):
+        assert re.search(r"^  %s: [0-9.]+ ms a step under the profiler, [0-9.]+ in operators$"
+                         % name, out, re.M), out
+    assert re.search(r"^ +[0-9.]+  _HOTLinearFunctionBackward$", out, re.M), out
+    assert "USDT" not in r.stderr and "profiler_start" not in r.stderr, r.stderr
 
 
 def test_train_lm_ablation(hot, tmp_path):
