@@ -279,7 +279,7 @@ hot_status ctx_kcache(hot_ctx *ctx, hot_kcache **out) {
 }
 
 hot_status hot_ctx_stats(hot_ctx *ctx, hot_stats *out) {
-  if (!ctx || !out) return ctx_fail(ctx, HOT_ERR_INVALID, "hot_ctx_stats: NULL argument");
+  if (!ctx || !out) return ctx_fail(ctx, HOT_ERR_INVALID, "hot_ctx_stats: out is NULL");
   if (!ctx->failed) ctx_clear(ctx); /* a failed context keeps its reason (hot_errmsg) */
   memset(out, 0, sizeof *out);
   out->backend = ctx->failed ? HOT_BACKEND_DEFAULT : ctx->backend;

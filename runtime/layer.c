@@ -123,7 +123,8 @@ hot_status hot_layer_create(hot_ctx *ctx, const hot_layer_spec *spec, int64_t ba
   if (out) *out = NULL;
   hot_status st = enter_ctx(ctx, "hot_layer_create");
   if (st) return st;
-  if (!spec || !out) return ctx_fail(ctx, HOT_ERR_INVALID, "hot_layer_create: NULL argument");
+  if (!spec || !out)
+    return ctx_fail(ctx, HOT_ERR_INVALID, "hot_layer_create: %s is NULL", !spec ? "spec" : "out");
   hot_layer_spec own = *spec;
   utf8_cut(own.name, HOT_NAME_MAX);
   if ((st = check_enums(ctx, &own, recipe)) != HOT_OK) return st;
@@ -155,7 +156,8 @@ hot_status hot_layer_create_with_id(hot_ctx *ctx, const hot_layer_spec *spec, in
   hot_status st = enter_ctx(ctx, "hot_layer_create_with_id");
   if (st) return st;
   if (!spec || !out)
-    return ctx_fail(ctx, HOT_ERR_INVALID, "hot_layer_create_with_id: NULL argument");
+    return ctx_fail(ctx, HOT_ERR_INVALID, "hot_layer_create_with_id: %s is NULL",
+                    !spec ? "spec" : "out");
   if (layer_id < 0 || layer_id >= (1 << 27))
     return ctx_fail(ctx, HOT_ERR_INVALID,
                     "hot_layer_create_with_id: layer_id %d is outside [0, 2^27) (the Philox tag "
@@ -185,7 +187,8 @@ hot_status hot_layer_create_named(hot_ctx *ctx, const hot_layer_spec *spec, int6
   hot_status st = enter_ctx(ctx, "hot_layer_create_named");
   if (st) return st;
   if (!spec || !stream || !out)
-    return ctx_fail(ctx, HOT_ERR_INVALID, "hot_layer_create_named: NULL argument");
+    return ctx_fail(ctx, HOT_ERR_INVALID, "hot_layer_create_named: %s is NULL",
+                    !spec ? "spec" : !stream ? "stream" : "out");
   if (!*stream)
     return ctx_fail(ctx, HOT_ERR_INVALID,
                     "hot_layer_create_named: empty stream name (it names the layer's random "
@@ -213,13 +216,15 @@ hot_status hot_layer_from_spec(hot_ctx *ctx, const char *path, const char *layer
   hot_status st = enter_ctx(ctx, "hot_layer_from_spec");
   if (st) return st;
   if (!path || !layer_name || !out)
-    return ctx_fail(ctx, HOT_ERR_INVALID, "hot_layer_from_spec: NULL argument");
+    return ctx_fail(ctx, HOT_ERR_INVALID, "hot_layer_from_spec: %s is NULL",
+                    !path ? "path" : !layer_name ? "layer_name" : "out");
   if (batch_override < 0)
     return ctx_fail(ctx, HOT_ERR_SHAPE, "hot_layer_from_spec: batch_override %lld < 0",
                     (long long)batch_override);
   /* a regular file: "-" (standard input) and pipes are the tools' (hot-gen), not a library's,
    * whose process may be reading its stdin or would block on a FIFO without a writer */
   struct stat sb;
+  if (!*path) return ctx_fail(ctx, HOT_ERR_IO, "hot_layer_from_spec: path is empty (no spec file)");
   if (strcmp(path, "-") == 0)
     return ctx_fail(ctx, HOT_ERR_IO, "hot_layer_from_spec: -: standard input is not a spec file "
                     "here (a path)");
@@ -275,7 +280,7 @@ const hot_layer_plan *hot_layer_get_plan(const hot_layer *layer) {
 hot_status hot_layer_get_spec(const hot_layer *layer, hot_layer_spec *out) {
   hot_status st = enter(layer, "hot_layer_get_spec");
   if (st) return st;
-  if (!out) return ctx_fail(layer->ctx, HOT_ERR_INVALID, "hot_layer_get_spec: NULL output");
+  if (!out) return ctx_fail(layer->ctx, HOT_ERR_INVALID, "hot_layer_get_spec: out is NULL");
   *out = *layer->plan->spec;
   return HOT_OK;
 }
@@ -283,7 +288,7 @@ hot_status hot_layer_get_spec(const hot_layer *layer, hot_layer_spec *out) {
 hot_status hot_layer_get_info(const hot_layer *layer, hot_layer_info *out) {
   hot_status st = enter(layer, "hot_layer_get_info");
   if (st) return st;
-  if (!out) return ctx_fail(layer->ctx, HOT_ERR_INVALID, "hot_layer_get_info: NULL output");
+  if (!out) return ctx_fail(layer->ctx, HOT_ERR_INVALID, "hot_layer_get_info: out is NULL");
   const hot_layer_plan *p = layer->plan;
   memset(out, 0, sizeof *out);
   snprintf(out->name, sizeof out->name, "%s", layer->spec.name);
