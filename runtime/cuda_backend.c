@@ -125,7 +125,9 @@ static void cuda_pop(hot_ctx *ctx) {
   cuda_ctx_of(ctx)->drv->cuCtxPopCurrent(&prev);
 }
 
-/* p must be device (or managed) memory, of the context's device (managed memory of any). */
+/* p must be device (or managed) memory, 16-byte aligned (hot.h: a misaligned access of a kernel
+ * would fault the device context, so it is refused before anything is launched), of the
+ * context's device (managed memory of any). */
 static hot_status check_ptr(hot_layer *layer, const void *p, const char *what) {
   unsigned int type = 0;
   CUresult c = cuda_ctx_of(layer->ctx)->drv->cuPointerGetAttribute(&type, CU_POINTER_ATTRIBUTE_MEMORY_TYPE,
@@ -134,6 +136,10 @@ static hot_status check_ptr(hot_layer *layer, const void *p, const char *what) {
     return ctx_fail(layer->ctx, HOT_ERR_INVALID, "layer '%s': %s (%p) is host memory: the CUDA "
                     "backend expects device pointers", layer->spec.name, what, p);
   if (c != CUDA_SUCCESS) return cu_fail(layer->ctx, c, "cuPointerGetAttribute");
+  if ((uintptr_t)p & 15u)
+    return ctx_fail(layer->ctx, HOT_ERR_INVALID, "layer '%s': %s (%p) is not 16-byte aligned: the "
+                    "CUDA backend's kernels need 16-byte aligned tensors", layer->spec.name, what,
+                    p);
   const cuda_driver *d = cuda_ctx_of(layer->ctx)->drv;
   int ordinal = -1;
   c = d->cuPointerGetAttribute(&ordinal, CU_POINTER_ATTRIBUTE_DEVICE_ORDINAL,

@@ -32,9 +32,9 @@
  *  - Pointers to tensors are DEVICE pointers on the CUDA backend (cuMemAlloc / cudaMalloc /
  *    managed memory, 16-byte aligned) and HOST pointers on the CPU backend; hot_ctx_stats (or
  *    hot_ctx_backend) says which backend a context runs. The CUDA backend checks each pointer
- *    with cuPointerGetAttribute and refuses host memory and memory of another device than the
- *    context's (HOT_ERR_INVALID naming the argument and both devices; managed memory is
- *    accepted from any device); the CPU backend can only check NULL.
+ *    with cuPointerGetAttribute and refuses host memory, pointers not 16-byte aligned and memory
+ *    of another device than the context's (HOT_ERR_INVALID naming the argument, and both devices;
+ *    managed memory is accepted from any device); the CPU backend can only check NULL.
  *  - `stream` is a CUstream (as void *) of the device's primary context (the one the CUDA runtime
  *    uses); NULL is the default stream. Calls on the CUDA backend are asynchronous like kernel
  *    launches: results are ready when the stream is. The CPU backend ignores `stream` and returns
@@ -440,10 +440,11 @@ HOT_API hot_status hot_layer_save(hot_layer *layer, const void *x, hot_dtype dty
  * arguments): in place (g_x = g_y when I = O) is not supported, as its result would depend on
  * the order the backend reads and writes.
  * Errors: HOT_ERR_INVALID (NULLs, dtype, g_b given for a layer whose spec has bias = false,
- * overlapping buffers), HOT_ERR_MISUSE (saved NULL before any save), HOT_ERR_NONFINITE (CPU), HOT_ERR_RANGE (finite
- * inputs, an output overflowed fp32: see "Overflow" below), HOT_ERR_UNSUPPORTED (CUDA: a kernel
- * not in this build, or a layer without HQ or without ABC: only the CPU backend computes their
- * fp32 products), compile and CUDA errors. */
+ * overlapping buffers, a misaligned or host buffer on CUDA), HOT_ERR_MISUSE (saved NULL before
+ * any save), HOT_ERR_NONFINITE (CPU), HOT_ERR_RANGE (finite inputs, an output overflowed fp32:
+ * see "Overflow" below), HOT_ERR_UNSUPPORTED (CUDA: a kernel not in this build, or a layer
+ * without HQ or without ABC: only the CPU backend computes their fp32 products), compile and
+ * CUDA errors. */
 HOT_API hot_status hot_layer_backward(hot_layer *layer, const void *g_y, const void *w,
                                       hot_dtype dtype, const void *saved, float *g_x, float *g_w,
                                       float *g_b, uint32_t step, void *stream);
@@ -454,8 +455,9 @@ HOT_API hot_status hot_layer_backward(hot_layer *layer, const void *g_y, const v
  * per tensor when B = 1). Only for layers whose spec says scale = "auto"; until calibrated they
  * run per sample. May be repeated (the latest result holds). Synchronous on the CUDA backend
  * (the stream is synchronised and the choice and both errors are read back; the same bits as the
- * CPU backend's). Errors: HOT_ERR_INVALID, HOT_ERR_MISUSE (granularity fixed by the
- * spec), HOT_ERR_NONFINITE, HOT_ERR_UNSUPPORTED (CUDA: LQS kernel not in this build). */
+ * CPU backend's). Errors: HOT_ERR_INVALID (NULL g_y, dtype, a misaligned or host buffer on
+ * CUDA), HOT_ERR_MISUSE (granularity fixed by the spec), HOT_ERR_NONFINITE,
+ * HOT_ERR_UNSUPPORTED (CUDA: LQS kernel not in this build). */
 HOT_API hot_status hot_layer_calibrate(hot_layer *layer, const void *g_y, hot_dtype dtype,
                                        uint32_t step, void *stream);
 
