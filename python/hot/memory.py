@@ -37,11 +37,12 @@ import torch.nn.functional as F
 __all__ = ["saved_bytes", "saved_by_module", "SavedMeter", "kept_source", "mark_rebuild",
            "HOTReLU", "HOTGELU", "SAVES_OUTPUT", "storage_key"]
 
-# autograd nodes that keep their own output (the tensor they returned) for the backward
+# autograd nodes that keep their own output (the tensor they returned) for the backward; not
+# threshold, hardtanh (ReLU6) and the out-of-place ELU, which keep their input
 SAVES_OUTPUT = frozenset({
-    "ReluBackward0", "ReluBackward1", "ThresholdBackward0", "SigmoidBackward0",
+    "ReluBackward0", "ReluBackward1", "SigmoidBackward0",
     "TanhBackward0", "SoftmaxBackward0", "LogSoftmaxBackward0", "ExpBackward0",
-    "EluBackward0", "HardtanhBackward0",
+    "EluBackward1",
     "ScaledDotProductFlashAttentionForCpuBackward0", "ScaledDotProductFlashAttentionBackward0",
     "ScaledDotProductEfficientAttentionBackward0", "ScaledDotProductCudnnAttentionBackward0",
 })

@@ -101,6 +101,28 @@ def test_reference_instead_of_codes_same_bits(hot, ht, hm, kind):
     assert n2 < x.numel() * 4 / 3  # codes: about one byte per element
 
 
+
+def test_only_nodes_keeping_their_output_are_references(hot, ht, hm):
+    """SAVES_OUTPUT names nodes that keep their output (torch's `_saved_result`); threshold,
+    hardtanh (ReLU6) and ELU keep their input, so a HOT linear map after them keeps codes, not
+    a reference to an output nobody else keeps."""
+    x = torch.randn(4, 128, 32, requires_grad=True)
+    keeps_output = [torch.relu(x), torch.sigmoid(x), torch.tanh(x), torch.exp(x),
+                    F.softmax(x, -1), F.log_softmax(x, -1), F.elu(x.clone(), inplace=True)]
+    for y in keeps_output:
+        assert y.grad_fn.name() in hm.SAVES_OUTPUT and hasattr(y.grad_fn, "_saved_result")
+        assert hm.kept_source(y) is not None
+    keeps_input = [F.threshold(x, 0.1, 0.0), F.hardtanh(x), F.relu6(x), F.elu(x)]
+    for y in keeps_input:
+        assert not hasattr(y.grad_fn, "_saved_result"), y.grad_fn.name()
+        assert hm.kept_source(y) is None, y.grad_fn.name()
+    with hot.Context("cpu", seed=5) as ctx:
+        m = ht.HOTLinear(32, 24, context=ctx, tag="t")
+        for op in (F.elu, F.relu6):
+            out, n = hm.saved_bytes(lambda: m(op(x)), exclude=[x, m.weight, m.bias])
+            out.sum().backward()
+            assert n < x.numel() * 4 / 3, (op.__name__, n)  # codes; the activation keeps x
+
 def test_autocast_keeps_no_weight_copies(hot, ht, hm):
     with hot.Context("cpu", seed=1) as ctx:
         m = ht.HOTLinear(64, 64, context=ctx, tag="w")
