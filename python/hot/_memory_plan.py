@@ -97,8 +97,22 @@ def describe(report, replace, acts):
 
 
 def _measure(model, example, names):
-    with torch.enable_grad():
-        _out, total, per = memory.saved_by_module(model, lambda: example(model), names)
+    """The example's saved bytes; the model's buffers (batch norm statistics, ...) and torch's
+    random streams (dropout) are as they were before it ran."""
+    kept = [(m, k, b.detach().clone()) for m in model.modules()
+            for k, b in m._buffers.items() if b is not None]
+    devices = list(range(torch.cuda.device_count())) if torch.cuda.is_initialized() else []
+    try:
+        with torch.random.fork_rng(devices=devices), torch.enable_grad():
+            _out, total, per = memory.saved_by_module(model, lambda: example(model), names)
+    finally:
+        with torch.no_grad():
+            for m, k, b in kept:
+                cur = m._buffers.get(k)
+                if cur is not None and cur.shape == b.shape and cur.dtype == b.dtype:
+                    cur.copy_(b)
+                else:
+                    m._buffers[k] = b
     return total, per
 
 

@@ -1715,7 +1715,8 @@ def convert(model, spec=None, recipe="hot", context=None, include=None, verbose=
       example  optional callable example(model) running one forward: convert then measures
                the saved activations (distinct storages, hot.memory) of the model before and
                after, per converted module, and puts them in the report; a module that keeps
-               more than before is put back (reported)
+               more than before is put back (reported); the model's buffers and torch's random
+               streams are restored after each run of the example
 
     Converted: nn.Linear and its subclasses that keep nn.Linear's forward (HOTLinear);
     nn.MultiheadAttention and its subclasses that keep its forward (HOTMultiheadAttention: the

@@ -208,3 +208,18 @@ def test_convert_never_keeps_more(ht, hm, act, bf16):
     y.float().sum().backward()  # the first backward chooses the basis
     _o, steady = hm.saved_bytes(lambda: example(model), model.parameters())
     assert steady <= a, (steady, a)
+
+
+def test_convert_example_leaves_buffers_and_random_streams(ht):
+    """convert(example=) runs the example several times to measure; batch norm's running
+    statistics and torch's random stream (dropout) are as before convert."""
+    torch.manual_seed(0)
+    model = nn.Sequential(nn.Linear(16, 32), nn.BatchNorm1d(32), nn.ReLU(), nn.Dropout(0.5),
+                          nn.Linear(32, 8))
+    x = torch.randn(64, 16)
+    bn = {k: v.clone() for k, v in model[1].state_dict().items()}
+    rng = torch.get_rng_state()
+    model, rep = ht.convert(model, return_report=True, example=lambda m: m(x).sum())
+    assert rep.measured_total is not None
+    assert all(torch.equal(v, model[1].state_dict()[k]) for k, v in bn.items())
+    assert torch.equal(rng, torch.get_rng_state())
