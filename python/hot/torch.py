@@ -453,7 +453,10 @@ def _hot_linear(core, x, weight, bias):
     if not isinstance(x, torch.Tensor):
         core._hot_check(x, weight)  # raises, naming the module
     cast = None
-    if x.device.type in ("cpu", "cuda") and x.is_floating_point():
+    if x.device.type in ("cpu", "cuda") and x.is_floating_point() and \
+            torch.float64 not in (x.dtype, weight.dtype, bias.dtype if bias is not None else None):
+        # autocast leaves float64 tensors as they are: then F.linear under autocast (no
+        # backward) or the dtype check (hot) decides, as for nn.Linear
         cast = _autocast_dtype(x.device.type)
         cast = cast if cast in _DT else None
     need = torch.is_grad_enabled() and x.numel() > 0 and \

@@ -503,6 +503,27 @@ def test_no_grad_forward_is_plain_linear(hot, ht):
         m(x)
 
 
+
+def test_autocast_leaves_float64_alone(hot, ht):
+    """Autocast casts no float64 tensor, so nn.Linear under it refuses a float64 input with a
+    float32 weight (and a float32 input with a float64 weight); HOTLinear does the same instead of
+    casting the float64 tensor to bf16, with and without a backward."""
+    for xd, wd in ((torch.float64, torch.float32), (torch.float32, torch.float64)):
+        plain = nn.Linear(4, 2).to(wd)
+        m = ht.HOTLinear(4, 2, tag="f64").to(wd)
+        x = torch.randn(3, 4, dtype=xd)
+        with torch.autocast("cpu", dtype=torch.bfloat16):
+            with pytest.raises(RuntimeError):
+                plain(x)
+            with torch.no_grad(), pytest.raises(RuntimeError):
+                m(x)
+            with pytest.raises(TypeError, match=r"HOTLinear\(linear\): input dtype"):
+                m(x)
+    m = ht.HOTLinear(4, 2, tag="f64").double()  # all float64: autocast casts nothing
+    x = torch.randn(3, 4, dtype=torch.float64)
+    with torch.autocast("cpu", dtype=torch.bfloat16), torch.no_grad():
+        assert torch.equal(m(x), nn.functional.linear(x, m.weight, m.bias))
+
 def test_arguments_are_checked_by_name(hot, ht):
     with pytest.raises(TypeError, match="include must be None or a callable"):
         ht.convert(nn.Linear(4, 4), include=5)
