@@ -303,7 +303,7 @@ class _HOTLinearFunction(torch.autograd.Function):
         if xc is None:
             xc = x
         y = F.linear(xc, wc, bc)
-        entry = module._hot_layer(xc)
+        entry = module._hot_layer(xc, bias is not None)
         layer = entry.layer
         capture = module._hot_take_capture()
         keep = _keep_plan(module, xc, entry, kept)
@@ -409,7 +409,7 @@ def _choose_basis(module, entry, x, g_y, w, step, has_bias):
     module._hot_set_basis(choice, err)
     if choice == "cut":
         return g_x, g_w, g_b
-    entry = module._hot_layer(x)  # made again with the full basis
+    entry = module._hot_layer(x, has_bias)  # made again with the full basis
     return _run_backward(module, entry, g_y, w, _save_now(entry, x), step, has_bias)
 
 
@@ -755,9 +755,14 @@ class _HotCore:
         for layer in self.hot_layers():
             layer.check()
 
-    def _hot_layer(self, x):
+    def _hot_layer(self, x, has_bias=None):
+        """The cached hot layer of x's (device, dtype, B, L) computing g_b iff has_bias (the
+        module's bias as it is now: a bias set or removed after construction; None: as the
+        module was made)."""
+        if has_bias is None:
+            has_bias = bool(self.hot_spec.c.bias)
         B, L = _batch_tokens(tuple(x.shape))
-        key = (x.device, x.dtype, B, L)
+        key = (x.device, x.dtype, B, L, has_bias)
         with self._hot_lock:
             e = self._hot_layers.get(key)
             if e is not None:
@@ -771,6 +776,7 @@ class _HotCore:
                                  f"{ctx.backend} backend, the input is on {x.device}")
             spec = self.hot_spec.copy()
             spec.c.dtype = int(_DT[x.dtype])
+            spec.c.bias = 1 if has_bias else 0
             if ctx.backend == "cuda" and ctx.device != _device_key(x.device)[1]:
                 raise ValueError(f"HOTLinear({self.hot_spec.name}): its hot context runs on CUDA "
                                  f"device {ctx.device}, the input is on {x.device}")

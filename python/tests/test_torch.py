@@ -261,6 +261,22 @@ def test_layers_cached_per_shape(hot, ht):
         assert ctx.stats().layers <= 3  # evicted layers are destroyed once no graph holds them
 
 
+
+def test_bias_set_or_removed_after_construction(hot, ht):
+    """A bias Parameter given to a HOTLinear made without one (or a bias removed) is what the
+    backward computes: g_b is g_y summed over the rows, as nn.Linear's, and no step is lost."""
+    with new_ctx(hot) as ctx:
+        m = ht.HOTLinear(16, 8, bias=False, context=ctx, tag="late")
+        x = torch.randn(3, 5, 16, requires_grad=True)
+        g = torch.randn(3, 5, 8)
+        m(x).backward(g)
+        m.bias = nn.Parameter(torch.zeros(8))
+        m(x).backward(g)
+        assert torch.allclose(m.bias.grad, g.sum((0, 1)), atol=1e-5)
+        m.bias = None
+        m(x).backward(g)
+        assert m.hot_step == 3 and m.bias is None
+
 def test_convert_swaps_linear_modules(hot, ht, tmp_path):
     torch.manual_seed(3)
     model = nn.Sequential(nn.Linear(32, 48), nn.ReLU(),
