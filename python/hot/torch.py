@@ -46,7 +46,8 @@ the forward is plain F.linear and hot is not called.
 - torch.compile: the hot calls are excluded from compilation (torch.compiler.disable: a graph
   break around each); activation checkpointing (torch.utils.checkpoint) recomputes the forward,
   which saves the compressed activation again (same bits).
-- An empty input (no token: an expert nothing was routed to) runs F.linear and torch's backward.
+- An empty input (no token: an expert nothing was routed to) and a module with out_features = 0
+  run F.linear and torch's backward.
 - Errors: wrong dtype/shape/device raise TypeError / ValueError naming the module and the
   argument when hot runs (grad mode, something needing a gradient), also a CUDA tensor on another
   device than its hot context's;
@@ -459,10 +460,11 @@ def _hot_linear(core, x, weight, bias):
         # backward) or the dtype check (hot) decides, as for nn.Linear
         cast = _autocast_dtype(x.device.type)
         cast = cast if cast in _DT else None
-    need = torch.is_grad_enabled() and x.numel() > 0 and \
+    need = torch.is_grad_enabled() and x.numel() > 0 and weight.numel() > 0 and \
         (x.requires_grad or weight.requires_grad or (bias is not None and bias.requires_grad))
-    if not need:  # no backward, or no token (an expert no token was routed to): torch's linear
-        # map and its backward alone (hot is not called, nothing checked; g_w, g_b are zeros)
+    if not need:  # no backward, or no token (an expert no token was routed to) or no output
+        # feature: torch's linear map and its backward alone (hot is not called, nothing
+        # checked; g_w, g_b are zeros)
         if cast is None:
             return F.linear(x, weight, bias)
         with torch.autocast(x.device.type, enabled=False):

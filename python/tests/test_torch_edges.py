@@ -504,6 +504,17 @@ def test_no_grad_forward_is_plain_linear(hot, ht):
 
 
 
+
+def test_no_output_feature_is_plain_linear(hot, ht):
+    """out_features = 0 (nothing to compute, as an empty input): torch's linear map and its
+    backward, as nn.Linear (hot cannot make a layer without outputs)."""
+    m = ht.HOTLinear(4, 0, tag="none")
+    x = torch.randn(2, 3, 4, requires_grad=True)
+    y = m(x)
+    assert y.shape == (2, 3, 0)
+    y.sum().backward()
+    assert torch.equal(x.grad, torch.zeros_like(x)) and m.hot_step == 0
+
 def test_autocast_leaves_float64_alone(hot, ht):
     """Autocast casts no float64 tensor, so nn.Linear under it refuses a float64 input with a
     float32 weight (and a float32 input with a float64 weight); HOTLinear does the same instead of
