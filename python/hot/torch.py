@@ -1385,8 +1385,9 @@ def plain_state_dict(model):
     if not isinstance(model, nn.Module):
         raise TypeError(f"plain_state_dict: model must be a torch.nn.Module (got "
                         f"{type(model).__name__})")
-    hot_keys = {(n + "." if n else "") + "_extra_state" for n, m in model.named_modules()
-                if isinstance(m, (HOTLinear, HOTMultiheadAttention))}
+    hot_keys = {(n + "." if n else "") + "_extra_state"
+                for n, m in model.named_modules(remove_duplicate=False)
+                if isinstance(m, (HOTLinear, HOTMultiheadAttention))}  # every name of a shared one
     sd = model.state_dict()
     return type(sd)((k, v) for k, v in sd.items() if k not in hot_keys)
 

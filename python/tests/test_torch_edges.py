@@ -492,6 +492,18 @@ def test_plain_state_dict_loads_strictly_into_the_unconverted_model(hot, ht):
         ht.plain_state_dict({})
 
 
+def test_plain_state_dict_of_a_shared_module(hot, ht):
+    """A module registered under two names has its entries under both in the state dict: both
+    hot entries go."""
+    def build():
+        m = nn.Sequential(nn.Linear(4, 4))
+        m.add_module("again", m[0])
+        return m
+    plain, conv = build(), ht.convert(build())
+    assert {"0._extra_state", "again._extra_state"} <= set(conv.state_dict())
+    plain.load_state_dict(ht.plain_state_dict(conv))  # strict
+
+
 def test_no_grad_forward_is_plain_linear(hot, ht):
     """Without a backward hot is not called, so nothing of it is checked: what F.linear takes
     (float64 here) works in evaluation; in training the same input is refused by name."""
