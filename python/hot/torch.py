@@ -324,6 +324,7 @@ class _HOTLinearFunction(torch.autograd.Function):
             ctx.save_for_backward(weight, xc)
             ctx.rebuild = None
         ctx.hot = (module, entry, xc.shape, xc.dtype, x.dtype, bias is not None, capture)
+        ctx.bias_dtype = bias.dtype if bias is not None else None  # g_b in the bias's own dtype
         return y
 
     @staticmethod
@@ -355,7 +356,7 @@ class _HOTLinearFunction(torch.autograd.Function):
         need_x, need_w, need_b = ctx.needs_input_grad[:3]
         gx = g_x.view(x_shape).to(in_dtype) if need_x else None
         gw = g_w.to(weight.dtype) if need_w else None
-        gb = g_b.to(weight.dtype) if (need_b and g_b is not None) else None
+        gb = g_b.to(ctx.bias_dtype) if (need_b and g_b is not None) else None
         return gx, gw, gb, None, None, None, None
 
 

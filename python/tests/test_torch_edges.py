@@ -564,3 +564,18 @@ def test_arguments_are_checked_by_name(hot, ht):
     with pytest.raises(Exception) as e:  # a path object is a spec file path, like a str
         ht.convert(nn.Linear(4, 4), spec=pathlib.Path("/nonexistent/spec.lua"))
     assert "PosixPath" not in str(e.value) and "spec.lua" in str(e.value)
+
+
+def test_bias_gradient_in_the_bias_dtype(hot, ht):
+    """g_b goes back in the bias's own dtype, not through the weight's: a float16 weight beside a
+    float32 bias under bf16 autocast keeps a bias gradient above float16's range finite."""
+    m = ht.HOTLinear(4, 2, tag="gbdtype")
+    m.weight.data = m.weight.data.half()
+    x = torch.randn(16, 4, requires_grad=True)
+    g = torch.full((16, 2), 1e4)
+    with torch.autocast("cpu", dtype=torch.bfloat16):
+        y = m(x)
+    y.backward(g.to(y.dtype))
+    assert m.bias.grad.dtype == torch.float32
+    want = g.to(torch.bfloat16).float().sum(0)
+    assert torch.isfinite(m.bias.grad).all() and torch.equal(m.bias.grad, want), m.bias.grad
