@@ -51,8 +51,10 @@ the forward is plain F.linear and hot is not called.
 - Errors: wrong dtype/shape/device raise TypeError / ValueError naming the module and the
   argument when hot runs (grad mode, something needing a gradient), also a CUDA tensor on another
   device than its hot context's;
-  hot's errors (NaN/Inf on the CPU backend: HOT_ERR_NONFINITE) raise hot.HotError with hot's
-  message. The CUDA backend does not check for NaN (see hot.h).
+  hot's errors raise hot.HotError with hot's message, but for NaN/Inf in x or g_y on the CPU
+  backend (HOT_ERR_NONFINITE), which give NaN gradients as torch's linear map gives non-finite
+  ones (so that torch.amp.GradScaler skips the step), unless torch.autograd.set_detect_anomaly
+  is on: then hot.HotError. The CUDA backend does not check for NaN (see hot.h).
 - Overflow (finite inputs near FLT_MAX whose g_x, g_w or g_b overflowed fp32: HOT_ERR_RANGE) always
   raises hot.HotError with status ERR_RANGE naming the step and the output. On the CPU backend the
   backward raises it. On CUDA the backward runs asynchronously and its overflow is known only
@@ -288,6 +290,19 @@ def _refuse_double_backward(module):
             "or call the backward without create_graph")
 
 
+class _NonFinite(Exception):
+    """The forward's x held NaN or Inf (its save was refused): the backward's gradients are
+    NaN."""
+
+
+def _nonfinite_propagates(e):
+    """Whether hot's refusal of a NaN or Inf (HOT_ERR_NONFINITE, CPU backend) becomes NaN
+    gradients, as torch's own linear map propagates them (what torch.amp.GradScaler needs to
+    skip a step whose scaled gradients overflowed): always, but under
+    torch.autograd.set_detect_anomaly(True), where the error is raised with hot's message."""
+    return e.status == _lib.Status.ERR_NONFINITE and not torch.is_anomaly_enabled()
+
+
 class _HOTLinearFunction(torch.autograd.Function):
     @staticmethod
     def forward(ctx, x, weight, bias, module, cast=None, kept=None, xc=None):
@@ -316,8 +331,13 @@ class _HOTLinearFunction(torch.autograd.Function):
             with _device_ctx(xc.device):
                 xa = _aligned16(xc)
                 _follow_torch_threads(layer, xc.device)
-                layer.save_ptr(xa.data_ptr(), _DT[xc.dtype], saved.data_ptr(),
-                               _stream(xc.device))
+                try:
+                    layer.save_ptr(xa.data_ptr(), _DT[xc.dtype], saved.data_ptr(),
+                                   _stream(xc.device))
+                except api.HotError as e:
+                    if not _nonfinite_propagates(e):
+                        raise
+                    saved = None  # x not finite: the backward returns NaN gradients
             ctx.save_for_backward(weight, saved)
             ctx.rebuild = False
         if capture is not None:  # x kept for this one backward (autograd's version check)
@@ -347,13 +367,24 @@ class _HOTLinearFunction(torch.autograd.Function):
                              w, g_y.reshape(B, L, g_y.shape[-1]))
         w = _aligned16(w.contiguous())
         step = module._hot_next_step()
-        with _device_ctx(dev):
-            if x is not None and module._hot_basis_undecided(step):
-                g_x, g_w, g_b = _choose_basis(module, entry, x, g_y, w, step, has_bias)
-            else:
-                saved = kept if x is None else _save_now(entry, x)
-                g_x, g_w, g_b = _run_backward(module, entry, g_y, w, saved, step, has_bias)
         need_x, need_w, need_b = ctx.needs_input_grad[:3]
+        try:
+            if ctx.rebuild is False and kept is None:  # the forward's x was not finite
+                raise _NonFinite()
+            with _device_ctx(dev):
+                if x is not None and module._hot_basis_undecided(step):
+                    g_x, g_w, g_b = _choose_basis(module, entry, x, g_y, w, step, has_bias)
+                else:
+                    saved = kept if x is None else _save_now(entry, x)
+                    g_x, g_w, g_b = _run_backward(module, entry, g_y, w, saved, step, has_bias)
+        except (api.HotError, _NonFinite) as e:
+            if not isinstance(e, _NonFinite) and not _nonfinite_propagates(e):
+                raise
+            nan = float("nan")  # as torch's GEMMs would give: non-finite gradients
+            return (torch.full(x_shape, nan, dtype=in_dtype, device=dev) if need_x else None,
+                    torch.full_like(weight, nan) if need_w else None,
+                    torch.full(weight.shape[:1], nan, dtype=ctx.bias_dtype, device=dev)
+                    if (need_b and has_bias) else None, None, None, None, None)
         gx = g_x.view(x_shape).to(in_dtype) if need_x else None
         gw = g_w.to(weight.dtype) if need_w else None
         gb = g_b.to(ctx.bias_dtype) if (need_b and g_b is not None) else None

@@ -184,21 +184,35 @@ def test_bad_input_raises_clear_errors(hot, ht):
             m(torch.empty(4, 16, device="meta"))
         with pytest.raises(TypeError, match="torch.Tensor"):
             m(np.zeros((4, 16), np.float32))
+        # NaN or Inf in x or g_y: NaN gradients, as torch's own linear map gives non-finite ones
+        # (torch.amp.GradScaler then skips the step); under anomaly detection hot's error
         bad = torch.randn(128, 16)  # codes smaller than x: made in the forward
         bad[1, 2] = float("nan")
-        with pytest.raises(hot.HotError) as e:
+        with torch.autograd.set_detect_anomaly(True), pytest.raises(hot.HotError) as e:
             m(bad)
         assert e.value.status == hot.Status.ERR_NONFINITE and "hot_layer_save" in str(e.value)
-        bad = x.clone()  # 4 tokens: the codes (a 64-token block) are not smaller than x, so x is
-        bad[1, 2] = float("nan")  # kept and the codes are made in the backward
-        y = m(bad.requires_grad_())
-        with pytest.raises(hot.HotError) as e:
+        bad_kept = x.clone()  # 4 tokens: the codes (a 64-token block) are not smaller than x, so
+        bad_kept[1, 2] = float("nan")  # x is kept and the codes are made in the backward
+        y = m(bad_kept.clone().requires_grad_())
+        with torch.autograd.set_detect_anomaly(True), pytest.raises(hot.HotError) as e:
             y.sum().backward()
         assert e.value.status == hot.Status.ERR_NONFINITE and "hot_layer_save" in str(e.value)
         y = m(x)
-        with pytest.raises(hot.HotError) as e:
+        with torch.autograd.set_detect_anomaly(True), pytest.raises(hot.HotError) as e:
             y.backward(torch.full_like(y, float("inf")))
         assert e.value.status == hot.Status.ERR_NONFINITE
+        for inp, gy in ((bad, None), (bad_kept, None), (x, float("inf")), (x, float("nan"))):
+            m.zero_grad()
+            xi = inp.clone().requires_grad_()
+            y = m(xi)
+            step = m.hot_step
+            y.backward(torch.ones_like(y) if gy is None else torch.full_like(y, gy))
+            assert m.hot_step == step + 1  # the step is used, as by a backward that ran
+            for g in (xi.grad, m.weight.grad, m.bias.grad):
+                assert g is not None and g.dtype == torch.float32 and torch.isnan(g).all()
+        m.zero_grad()
+        m(x).sum().backward()  # and the next backward runs as before
+        assert torch.isfinite(m.weight.grad).all()
         with pytest.raises(TypeError, match="spec must be"):
             ht.HOTLinear(16, 8, spec=3)
         with pytest.raises(ValueError, match="spec describes 32 -> 8"):
@@ -669,3 +683,29 @@ def test_hot_cpu_openmp_environment(hot, value, want, warns):
     runtime, warned = r.stdout.split()
     assert runtime == str(want), r.stdout
     assert warned == str(warns), r.stdout + r.stderr
+
+
+def test_grad_scaler_skips_an_overflowed_step(hot, ht):
+    """torch.amp.GradScaler's dynamic loss scaling: a scale so large that the scaled gradient
+    overflows gives non-finite gradients (NaN from hot, as non-finite ones from nn.Linear), the
+    scaler skips that optimizer step and lowers its scale, and the next step trains."""
+    torch.manual_seed(3)
+    m = ht.HOTLinear(16, 8, tag="scaler")
+    opt = torch.optim.SGD(m.parameters(), lr=0.1)
+    scaler = torch.amp.GradScaler("cpu", init_scale=2.0 ** 127, growth_interval=1000)
+    x = torch.randn(128, 16)
+    w0 = m.weight.detach().clone()
+    for _ in range(2):
+        opt.zero_grad()
+        scaler.scale(m(x).square().sum()).backward()
+        scaler.step(opt)
+        scaler.update()
+        if scaler.get_scale() < 2.0 ** 127:
+            break
+    assert scaler.get_scale() < 2.0 ** 127 and torch.equal(m.weight, w0)  # skipped, scale lowered
+    scaler = torch.amp.GradScaler("cpu", init_scale=1.0)
+    opt.zero_grad()
+    scaler.scale(m(x).square().sum()).backward()
+    scaler.step(opt)
+    scaler.update()
+    assert torch.isfinite(m.weight).all() and not torch.equal(m.weight, w0)
