@@ -67,7 +67,8 @@ the forward is plain F.linear and hot is not called.
 
 Captures: capture_next_backward(module, path) makes the module's next forward (with grad) keep
 x, and the backward of that forward write x, w and g_y (as hot receives them) to a capture file
-(docs/capture.md) before running hot; once, then the module is back to normal.
+(docs/capture.md) before running hot; once (a graph run backward again with retain_graph writes nothing more),
+then the module is back to normal.
 
 Contexts: one hot.Context per device, shared by all modules in the process (created on first use
 with options from the environment, backend forced to cpu or cuda); `set_context(device, ctx)`
@@ -361,7 +362,10 @@ class _HOTLinearFunction(torch.autograd.Function):
         if ctx.rebuild is not False:  # x itself (or what rebuilds it) was kept
             x = kept if ctx.rebuild is None else ctx.rebuild(kept)
             x = _aligned16(x.contiguous())
-        if capture is not None:  # before hot runs: the capture exists even if hot then fails
+        if capture is not None and not getattr(ctx, "captured", False):
+            # before hot runs: the capture exists even if hot then fails; once per forward (a
+            # graph run backward again with retain_graph writes nothing more)
+            ctx.captured = True
             B, L = _batch_tokens(tuple(x_shape))
             _capture.capture(capture, module.hot_spec.name, x.reshape(B, L, x_shape[-1]),
                              w, g_y.reshape(B, L, g_y.shape[-1]))

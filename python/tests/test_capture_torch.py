@@ -83,6 +83,13 @@ def test_capture_next_backward(hot, ht, helper, tmp_path, dtype, shape):
     os.remove(path)
     m(x).backward(gy)
     assert not os.path.exists(path)
+    # once per forward: the same graph run backward a second time (retain_graph) writes nothing
+    ht.capture_next_backward(m, path)
+    y = m(x)
+    y.backward(gy, retain_graph=True)
+    os.remove(path)
+    y.backward(2 * gy)
+    assert not os.path.exists(path)
 
 
 def test_capture_in_a_converted_model(hot, ht, tmp_path):
