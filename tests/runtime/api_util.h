@@ -13,6 +13,16 @@
 #include "hot.h"
 #include "ref.h"
 
+/* A suite's environment: HOT_CUDA_DRIVER = driver (the fake one, or a path that does not exist:
+ * no driver whatever the machine has), and none of the HOT_* variables a context reads that would
+ * change what the suite tests (backend, arch, seed, JIT debug output, a kernel pack). */
+static inline void au_suite_env(const char *driver) {
+  setenv("HOT_CUDA_DRIVER", driver, 1);
+  static const char *const unset[] = {"HOT_BACKEND", "HOT_ARCH", "HOT_SEED", "HOT_JIT_DEBUG",
+                                      "HOT_KERNEL_PACK"};
+  for (size_t i = 0; i < sizeof unset / sizeof unset[0]; ++i) unsetenv(unset[i]);
+}
+
 /* A layer description: recipe r's defaults (plan_spec_defaults), the name and the sizes. */
 static inline void au_spec(hot_layer_spec *s, hot_recipe r, const char *name, int64_t in,
                            int64_t out) {

@@ -1267,12 +1267,7 @@ START_TEST(bad_arguments) {
 END_TEST
 
 int main(void) {
-  setenv("HOT_CUDA_DRIVER", HOT_FAKE_CUDA, 1);
-  unsetenv("HOT_BACKEND");
-  unsetenv("HOT_ARCH");
-  unsetenv("HOT_SEED");
-  unsetenv("HOT_JIT_DEBUG");
-  unsetenv("HOT_KERNEL_PACK");
+  au_suite_env(HOT_FAKE_CUDA);
   Suite *su = suite_create("runtime_api_args");
   TCase *tc = tcase_create("api");
   tcase_set_timeout(tc, 120);

@@ -1460,11 +1460,7 @@ END_TEST
 
 int main(void) {
   /* No driver, whatever the machine has: this suite tests the fallback. */
-  setenv("HOT_CUDA_DRIVER", "/nonexistent/libcuda.so.1", 1);
-  unsetenv("HOT_BACKEND");
-  unsetenv("HOT_ARCH");
-  unsetenv("HOT_SEED");
-  unsetenv("HOT_JIT_DEBUG");
+  au_suite_env("/nonexistent/libcuda.so.1");
   Suite *s = suite_create("runtime_api_cpu");
   TCase *tc = tcase_create("api");
   tcase_set_timeout(tc, 120);

@@ -1485,11 +1485,7 @@ START_TEST(shared_workspace) {
 END_TEST
 
 int main(void) {
-  setenv("HOT_CUDA_DRIVER", HOT_FAKE_CUDA, 1);
-  unsetenv("HOT_BACKEND");
-  unsetenv("HOT_ARCH");
-  unsetenv("HOT_SEED");
-  unsetenv("HOT_JIT_DEBUG");
+  au_suite_env(HOT_FAKE_CUDA);
   Suite *su = suite_create("runtime_api_fakecuda");
   TCase *tc = tcase_create("fake driver");
   tcase_set_timeout(tc, 120);

@@ -12,6 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "api_util.h"
 #include "hot.h"
 #include "plan.h"
 
@@ -207,9 +208,7 @@ START_TEST(save_x_and_saved) {
 END_TEST
 
 int main(void) {
-  setenv("HOT_CUDA_DRIVER", "/nonexistent/libcuda.so.1", 1);
-  unsetenv("HOT_BACKEND");
-  unsetenv("HOT_ARCH");
+  au_suite_env("/nonexistent/libcuda.so.1");
   Suite *s = suite_create("runtime_api_overlap");
   TCase *tc = tcase_create("overlap");
   tcase_set_timeout(tc, 120);
