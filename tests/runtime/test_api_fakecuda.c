@@ -27,14 +27,7 @@ static fake_cuda_raise_range_fn g_raise_range;
 static const cuda_driver *d;
 static fake_cc g_fcc = {0, 0, 0, "fake-1", 0};
 
-/* rt_util.h's fake compiler with an ELF magic, so module_load takes the "cubin" to the driver. */
-static rt_status elf_compile(void *user, const hot_kernel_source *src, hot_compile_result *out,
-                             char *err, size_t errlen) {
-  rt_status r = fake_compile(user, src, out, err, errlen);
-  if (r == RT_OK) memcpy(out->cubin, "\177ELF", 4);
-  return r;
-}
-static hot_compiler g_cc = {&g_fcc, fake_version, "fake-options", elf_compile};
+static hot_compiler g_cc = FAKE_ELF_COMPILER(g_fcc);
 
 static void setup(void) {
   char err[512];
@@ -1365,8 +1358,8 @@ END_TEST
 START_TEST(nvrtc_vs_driver) {
   boot(1, 9, 0, 12040);
   fake_cc nv13 = {0, 0, 0, "nvrtc-13.0", 0}, nv12 = {0, 0, 0, "nvrtc-12.8", 0};
-  hot_compiler c13 = {&nv13, fake_version, "fake-options", elf_compile};
-  hot_compiler c12 = {&nv12, fake_version, "fake-options", elf_compile};
+  hot_compiler c13 = FAKE_ELF_COMPILER(nv13);
+  hot_compiler c12 = FAKE_ELF_COMPILER(nv12);
   const hot_compiler *ccs[3] = {&c13, &c12, &g_cc};
   for (int i = 0; i < 3; ++i) {
     hot_options o;
