@@ -291,42 +291,21 @@ static void set_arch_utf8(hot_options *o) { o->arch = "sm_\xff\xfe\n9"; }
 static void set_disk(hot_options *o) { o->disk_cache = 2; }
 static void set_seed(hot_options *o) { o->seed_set = -1; }
 static void set_jit_debug(hot_options *o) { o->jit_debug = 5; }
-static void create_backend(fx *f, got *g) {
-  (void)f;
-  create_with(g, set_backend);
-}
-static void create_backend_neg(fx *f, got *g) {
-  (void)f;
-  create_with(g, set_backend_neg);
-}
-static void create_device(fx *f, got *g) {
-  (void)f;
-  create_with(g, set_device);
-}
-static void create_arch(fx *f, got *g) {
-  (void)f;
-  create_with(g, set_arch);
-}
-static void create_arch_long(fx *f, got *g) {
-  (void)f;
-  create_with(g, set_arch_long);
-}
-static void create_arch_utf8(fx *f, got *g) {
-  (void)f;
-  create_with(g, set_arch_utf8);
-}
-static void create_disk(fx *f, got *g) {
-  (void)f;
-  create_with(g, set_disk);
-}
-static void create_seed(fx *f, got *g) {
-  (void)f;
-  create_with(g, set_seed);
-}
-static void create_jit_debug(fx *f, got *g) {
-  (void)f;
-  create_with(g, set_jit_debug);
-}
+/* create_NAME: hot_ctx_create with set_NAME's bad option */
+#define CREATE_CASE(NAME)                                                                         \
+  static void create_##NAME(fx *f, got *g) {                                                     \
+    (void)f;                                                                                     \
+    create_with(g, set_##NAME);                                                                  \
+  }
+CREATE_CASE(backend)
+CREATE_CASE(backend_neg)
+CREATE_CASE(device)
+CREATE_CASE(arch)
+CREATE_CASE(arch_long)
+CREATE_CASE(arch_utf8)
+CREATE_CASE(disk)
+CREATE_CASE(seed)
+CREATE_CASE(jit_debug)
 
 static void destroy_null(fx *f, got *g) {
   (void)f;
