@@ -379,6 +379,8 @@ class _HOTLinearFunction(torch.autograd.Function):
                 if x is not None and module._hot_basis_undecided(step):
                     g_x, g_w, g_b = _choose_basis(module, entry, x, g_y, w, step, has_bias)
                 else:
+                    if x is not None:  # codes made now: by the module's layer as it is now (a
+                        entry = module._hot_layer(x, has_bias)  # basis chosen since the forward)
                     saved = kept if x is None else _save_now(entry, x)
                     g_x, g_w, g_b = _run_backward(module, entry, g_y, w, saved, step, has_bias)
         except (api.HotError, _NonFinite) as e:

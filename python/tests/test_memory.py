@@ -223,3 +223,27 @@ def test_convert_example_leaves_buffers_and_random_streams(ht):
     assert rep.measured_total is not None
     assert all(torch.equal(v, model[1].state_dict()[k]) for k, v in bn.items())
     assert torch.equal(rng, torch.get_rng_state())
+
+
+def test_hla_basis_chosen_by_one_use_serves_the_other(hot, ht):
+    """A module used twice in one forward (shared weights) with hla_basis="auto": the backward
+    of the second use measures the basis and takes the full one; the first use's backward, which
+    runs after it in the same graph, uses the full basis too (the gradients of a module whose
+    choice was full from the start, at the same steps)."""
+    torch.manual_seed(0)
+    x1, x2 = torch.randn(2, 128, 32), torch.randn(2, 128, 32)
+    g = torch.randn(2, 128, 48)
+    grads = []
+    for decided in (False, True):
+        with hot.Context("cpu", seed=1) as ctx:  # one each: the same tag, the same stream
+            torch.manual_seed(1)  # the same weights
+            m = ht.HOTLinear(32, 48, context=ctx, tag="shared")
+            m.hot_set_hla_basis("auto")
+            if decided:
+                m.hot_hla_choice, m.hot_hla_error = "full", 1.0
+            a, b = x1.clone().requires_grad_(), x2.clone().requires_grad_()
+            (m(a) * g + m(b) * g).sum().backward()
+            assert m.hot_hla_choice == "full" and m.hot_step == 2
+            grads.append((a.grad, b.grad, m.weight.grad, m.bias.grad))
+    for u, v in zip(*grads):
+        assert torch.equal(u, v)
