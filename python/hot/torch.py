@@ -67,8 +67,8 @@ the forward is plain F.linear and hot is not called.
 
 Captures: capture_next_backward(module, path) makes the module's next forward (with grad) keep
 x, and the backward of that forward write x, w and g_y (as hot receives them) to a capture file
-(docs/capture.md) before running hot; once (a graph run backward again with retain_graph writes nothing more),
-then the module is back to normal.
+(docs/capture.md) before running hot; once (a graph run backward again with retain_graph
+writes nothing more), then the module is back to normal.
 
 Contexts: one hot.Context per device, shared by all modules in the process (created on first use
 with options from the environment, backend forced to cpu or cuda); `set_context(device, ctx)`
