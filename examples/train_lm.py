@@ -414,7 +414,7 @@ def print_validation(args, seed, step, hist):
           f"bf16 {b:.4f}  {rel}", flush=True)
 
 
-def run_seed(args, seed, data, n_train, dev, variants):
+def run_seed(args, seed, data, n_train, dev, variants, profile=False):
     """Trains the exact model and one HOT model per variant [(label, cfg)] from the same
     initial weights on the same batches; returns the histories, times and saved bytes."""
     import torch
@@ -501,7 +501,7 @@ def run_seed(args, seed, data, n_train, dev, variants):
             if step > 0:  # step 0 holds the first calls' setup (layers, calibration)
                 times[k] += time.perf_counter() - t0
             train_loss[k].append(float(loss.detach()))
-    if args.profile:
+    if profile:  # --profile, after the first seed's training
         profile_steps(args, models, autocast, opts, lambda: batch(train_starts[-1]), dev)
     n_timed = max(1, args.steps - 1)
     return {"seed": seed, "history": hist, "train_loss": train_loss,
@@ -677,7 +677,8 @@ def main():
     results = []
     t0 = time.time()
     for seed in seeds:
-        r = run_seed(args, seed, data, n_train, dev, variants)
+        r = run_seed(args, seed, data, n_train, dev, variants,
+                     profile=bool(args.profile) and seed == seeds[0])
         if seed == seeds[0]:
             for label, rep in r["report"].items():
                 if label != "hot_fp32":  # the same conversion as "hot"'s
