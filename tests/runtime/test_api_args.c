@@ -390,10 +390,7 @@ static void spec_defaults_recipe_neg(fx *f, got *g) {
 
 static hot_layer_spec good_spec(void) {
   hot_layer_spec s;
-  hot_layer_spec_defaults(&s, HOT_RECIPE_HOT);
-  snprintf(s.name, sizeof s.name, "bad");
-  s.in_features = I;
-  s.out_features = O;
+  au_spec(&s, HOT_RECIPE_HOT, "bad", I, O);
   return s;
 }
 
