@@ -320,9 +320,9 @@ static int call_launches(const hot_layer_plan *pl, hot_call call, const model_ta
   for (int i = 0; i < n && m < max; ++i) {
     const hot_step *s = &steps[i];
     const int k = plan_kernel_index(pl, s->role);
-    if (k < 0 || (s->when == HOT_WHEN_GRAN_ROW && !row) || (s->when == HOT_WHEN_GRAN_NOT_ROW && row) ||
-        (s->when == HOT_WHEN_BIAS && !pl->spec->bias))
-      continue;
+    /* every output of a training step: g_x, g_w, and g_b where the layer has a bias */
+    const unsigned outputs = HOT_OUT_GX | HOT_OUT_GW | (pl->spec->bias ? HOT_OUT_GB : 0u);
+    if (k < 0 || !kd_step_runs(s->when, s->out, row, outputs)) continue;
     launch *l = &out[m++];
     memset(l, 0, sizeof *l);
     l->kp = &pl->kernels[k];

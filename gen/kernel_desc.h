@@ -145,9 +145,13 @@ typedef struct {
 
 typedef enum { HOT_CALL_SAVE = 0, HOT_CALL_BACKWARD, HOT_CALL_CALIBRATE } hot_call;
 /* When a step runs: always (the role must be planned), when its role is planned, when g' is per
- * token / not per token in this backward, when the caller asked for g_b. */
-typedef enum { HOT_WHEN_ALWAYS = 0, HOT_WHEN_PLANNED, HOT_WHEN_GRAN_ROW, HOT_WHEN_GRAN_NOT_ROW,
-               HOT_WHEN_BIAS } hot_step_when;
+ * token / not per token in this backward. */
+typedef enum { HOT_WHEN_ALWAYS = 0, HOT_WHEN_PLANNED, HOT_WHEN_GRAN_ROW, HOT_WHEN_GRAN_NOT_ROW
+} hot_step_when;
+/* The outputs of a backward (hot_layer_backward's g_x, g_w, g_b): a backward step names the one
+ * its work ends in, and runs only when the caller asked for that output (a NULL pointer asks for
+ * none: a frozen weight needs no g_w, an input that needs no gradient no g_x). */
+enum { HOT_OUT_GX = 1u, HOT_OUT_GW = 2u, HOT_OUT_GB = 4u, HOT_OUT_ALL = 7u };
 /* One launch of a call. seq orders the launches of a call across descriptors (and the kernels of
  * a plan: a role's place is its smallest seq):
  *   save 10 abc_x 0, 11-12 sawb_x 0/1, 13 abc_x 1;
@@ -159,7 +163,24 @@ typedef struct {
   hot_kernel_role role;
   int phase;
   hot_step_when when;
+  unsigned out;             /* backward: the output its work ends in (one HOT_OUT_* bit); save
+                               and calibrate steps: 0 (they serve every later backward) */
 } hot_step;
+
+/* Whether a step runs in a call, given its role is planned (the callers check that): its `when`
+ * against the call's g' granularity (gran_row: per token in this backward) and its `out`
+ * against the outputs the caller asked for (HOT_OUT_* bits; a step with out 0 runs in any call).
+ * The one rule of the reference path, the fast CPU path and the CUDA backend. */
+static inline int kd_step_runs(hot_step_when when, unsigned out, int gran_row, unsigned outputs) {
+  if (out && !(out & outputs)) return 0;
+  switch (when) {
+  case HOT_WHEN_GRAN_ROW: return gran_row != 0;
+  case HOT_WHEN_GRAN_NOT_ROW: return gran_row == 0;
+  case HOT_WHEN_ALWAYS:
+  case HOT_WHEN_PLANNED: return 1;
+  }
+  return 0;
+}
 
 /* ---- scratch: the device memory a family's launches use within one call ------------------- */
 
@@ -300,6 +321,7 @@ typedef struct {
   const char *role_name;
   int phase;
   hot_step_when when;
+  unsigned out;                         /* the step's (HOT_OUT_*) */
   int ok;                               /* arguments built for both variants */
   unsigned grid[3], block[3], smem;
   int persistent;

@@ -134,6 +134,7 @@ static void build_launch(const hot_layer_plan *p, const hot_scratch_layout *L, c
   l->role_name = plan_role_name(s->role);
   l->phase = s->phase;
   l->when = s->when;
+  l->out = s->out;
   l->kernel = plan_kernel_index(p, s->role);
   if (l->kernel < 0) return;
   const hot_kernel_plan *kp = &p->kernels[l->kernel];

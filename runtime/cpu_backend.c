@@ -88,7 +88,9 @@ static hot_status cpu_layer_backward(hot_layer *layer, const void *g_y, const vo
   hot_ref_saved s;
   memset(&s, 0, sizeof s);
   float *sx = NULL; /* the scales, copied out: a caller's buffer need not be aligned for floats */
-  if (pl->hla.enabled && pl->abc.enabled && pl->fmt == HOT_FMT_NVFP4) {
+  if (!g_w) {
+    /* no g_w: the saved activations are not read (there may be none) */
+  } else if (pl->hla.enabled && pl->abc.enabled && pl->fmt == HOT_FMT_NVFP4) {
     s.q_x = (int8_t *)(uintptr_t)src; /* the MXFP8 codes and scales (templates/nvfp4_plan.h) */
   } else if (pl->hla.enabled && pl->abc.enabled) {
     const size_t nb = (size_t)pl->hla.groups * sizeof *sx;

@@ -340,11 +340,14 @@ static void cuda_layer_free(hot_layer *layer) {
 /* What the CUDA backend cannot run (the CPU backend runs it): layers whose save keeps an fp32
  * copy of x (abc or hla disabled: the plan then has no abc_x kernel, and g_w would be an fp32
  * product), and g_x without HQ (an fp32 product). Every planned kernel role has launch code. */
-static hot_status check_features(hot_layer *layer, int backward) {
+/* outputs: the HOT_OUT_* bits a backward computes; a save passes HOT_OUT_ALL (it keeps x for a
+ * later g_w). */
+static hot_status check_features(hot_layer *layer, int backward, unsigned outputs) {
   const hot_layer_plan *pl = layer->plan;
   const char *why = NULL;
-  if (!pl->abc.enabled) why = "saving x without ABC (abc or hla disabled)";
-  else if (backward && !pl->hq.enabled) why = "g_x without HQ (an fp32 product)";
+  if (!pl->abc.enabled && (outputs & HOT_OUT_GW)) why = "saving x without ABC (abc or hla disabled)";
+  else if (backward && !pl->hq.enabled && (outputs & HOT_OUT_GX))
+    why = "g_x without HQ (an fp32 product)";
   if (!why) return HOT_OK;
   return ctx_fail(layer->ctx, HOT_ERR_UNSUPPORTED, "layer '%s': %s is not implemented on the CUDA "
                   "backend (the CPU backend runs it)", layer->spec.name, why);
@@ -368,27 +371,22 @@ static void call_buffers(const hot_layer *layer, const uint64_t ext[HOT_LB_COUNT
   }
 }
 
-/* Whether a launch runs in this call (g_b: the caller asked for the bias gradient). */
-static int launch_runs(const hot_layer *layer, const hot_launch *l, const void *g_b) {
-  switch (l->when) {
-  case HOT_WHEN_GRAN_ROW: return layer->gran == HOT_GRAN_ROW;
-  case HOT_WHEN_GRAN_NOT_ROW: return layer->gran != HOT_GRAN_ROW;
-  case HOT_WHEN_BIAS: return g_b != NULL;
-  case HOT_WHEN_PLANNED: /* kept in the list only where planned (kd_launch_list) */
-  case HOT_WHEN_ALWAYS: return 1;
-  }
-  return 0;
+/* Whether a launch runs in this call (outputs: the HOT_OUT_* bits the caller asked for; a
+ * HOT_WHEN_PLANNED launch is in the list only where planned, kd_launch_list). */
+static int launch_runs(const hot_layer *layer, const hot_launch *l, unsigned outputs) {
+  return kd_step_runs(l->when, l->out, layer->gran == HOT_GRAN_ROW, outputs);
 }
 
-/* The launches of `call` that run, as indices into cu->launch[call] (run, *n_out), and the roles
- * they need. */
-static unsigned call_runs(const hot_layer *layer, hot_call call, const void *g_b, int *run,
+/* The launches of `call` that run (outputs: the backward's HOT_OUT_* bits; HOT_OUT_ALL for a
+ * save or a calibration), as indices into cu->launch[call] (run, *n_out), and the roles they
+ * need. */
+static unsigned call_runs(const hot_layer *layer, hot_call call, unsigned outputs, int *run,
                           int *n_out) {
   const hot_cuda_layer *cu = cuda_layer_of(layer);
   unsigned need = 0;
   *n_out = 0;
   for (int i = 0; i < cu->n_launch[call]; ++i)
-    if (launch_runs(layer, &cu->launch[call][i], g_b)) {
+    if (launch_runs(layer, &cu->launch[call][i], outputs)) {
       run[(*n_out)++] = i;
       need |= ROLE(cu->launch[call][i].role);
     }
@@ -431,8 +429,8 @@ static hot_status run_launches(hot_layer *layer, hot_call call, const int *run, 
 static hot_status cuda_layer_save(hot_layer *layer, const void *x, void *saved, CUstream stream) {
   hot_cuda_layer *cu = cuda_layer_of(layer);
   int run[HOT_MAX_LAUNCHES], n = 0;
-  hot_status st = check_features(layer, 0);
-  const unsigned need = call_runs(layer, HOT_CALL_SAVE, NULL, run, &n);
+  hot_status st = check_features(layer, 0, HOT_OUT_ALL);
+  const unsigned need = call_runs(layer, HOT_CALL_SAVE, HOT_OUT_ALL, run, &n);
   if (!st) st = check_need(layer, HOT_CALL_SAVE, run, n, need);
   if (!st) st = check_ptr(layer, x, "x");
   if (!st && saved) st = check_ptr(layer, saved, "saved");
@@ -463,15 +461,17 @@ static hot_status cuda_layer_backward(hot_layer *layer, const void *g_y, const v
                                       const void *saved, float *g_x, float *g_w, float *g_b,
                                       uint32_t step, CUstream stream) {
   int run[HOT_MAX_LAUNCHES], n = 0;
-  hot_status st = check_features(layer, 1);
-  const unsigned need = call_runs(layer, HOT_CALL_BACKWARD, g_b, run, &n);
+  const unsigned outputs = (g_x ? HOT_OUT_GX : 0u) | (g_w ? HOT_OUT_GW : 0u) |
+                           (g_b ? HOT_OUT_GB : 0u);
+  hot_status st = check_features(layer, 1, outputs);
+  const unsigned need = call_runs(layer, HOT_CALL_BACKWARD, outputs, run, &n);
   if (!st) st = check_need(layer, HOT_CALL_BACKWARD, run, n, need); /* nothing launched unless all can be */
   if (!st) st = check_ptr(layer, g_y, "g_y");
   if (!st) st = check_ptr(layer, w, "w");
-  if (!st) st = check_ptr(layer, g_x, "g_x");
-  if (!st) st = check_ptr(layer, g_w, "g_w");
+  if (!st && g_x) st = check_ptr(layer, g_x, "g_x");
+  if (!st && g_w) st = check_ptr(layer, g_w, "g_w");
   if (!st && g_b) st = check_ptr(layer, g_b, "g_b");
-  if (!st && saved) st = check_ptr(layer, saved, "saved");
+  if (!st && saved && g_w) st = check_ptr(layer, saved, "saved");
   if (st) return st;
   uint64_t ext[HOT_LB_COUNT] = {0}, buf[HOT_LB_COUNT];
   ext[HOT_LB_SAVED] = (uint64_t)(uintptr_t)saved;
@@ -492,7 +492,7 @@ static hot_status cuda_layer_backward(hot_layer *layer, const void *g_y, const v
 static hot_status cuda_layer_calibrate(hot_layer *layer, const void *g_y, uint32_t step,
                                        CUstream stream) {
   int run[HOT_MAX_LAUNCHES], n = 0;
-  const unsigned need = call_runs(layer, HOT_CALL_CALIBRATE, NULL, run, &n);
+  const unsigned need = call_runs(layer, HOT_CALL_CALIBRATE, HOT_OUT_ALL, run, &n);
   hot_status st = check_need(layer, HOT_CALL_CALIBRATE, run, n, need);
   if (!st) st = check_ptr(layer, g_y, "g_y");
   if (st) return st;

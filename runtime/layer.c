@@ -500,9 +500,11 @@ hot_status hot_layer_backward(hot_layer *layer, const void *g_y, const void *w, 
   if (st) return st;
   hot_ctx *ctx = layer->ctx;
   layer->calls++; /* kernel times: the backend keeps this call's only, when it succeeds */
-  if (!g_y || !w || !g_x || !g_w)
-    return ctx_fail(ctx, HOT_ERR_INVALID, "hot_layer_backward: %s is NULL",
-                    !g_y ? "g_y" : !w ? "w" : !g_x ? "g_x" : "g_w");
+  if (!g_y || !w)
+    return ctx_fail(ctx, HOT_ERR_INVALID, "hot_layer_backward: %s is NULL", !g_y ? "g_y" : "w");
+  if (!g_x && !g_w && !g_b)
+    return ctx_fail(ctx, HOT_ERR_INVALID, "hot_layer_backward: g_x, g_w and g_b are all NULL "
+                    "(nothing to compute)");
   if ((st = check_dtype(layer, dtype, "hot_layer_backward"))) return st;
   if (g_b && !layer->spec.bias)
     return ctx_fail(ctx, HOT_ERR_INVALID, "hot_layer_backward: g_b given but layer '%s' has no "
@@ -519,7 +521,7 @@ hot_status hot_layer_backward(hot_layer *layer, const void *g_y, const void *w, 
                     {"g_b", g_b, O * 4, 1}};
     if ((st = check_overlap(ctx, "hot_layer_backward", a, 6)) != HOT_OK) return st;
   }
-  if (!saved && !layer->saved_valid)
+  if (g_w && !saved && !layer->saved_valid) /* only g_w reads the saved activations */
     return ctx_fail(ctx, HOT_ERR_MISUSE, "hot_layer_backward: layer '%s' has no saved activations "
                     "(call hot_layer_save with saved = NULL first, or pass the caller's buffer)",
                     layer->spec.name);

@@ -42,17 +42,18 @@ static const struct {
 } k_steps[] = {HOT_KERNEL_FAMILIES(HOT_FAMILY_ROW_)};
 #undef HOT_FAMILY_ROW_
 
+/* The outputs call c asks for (HOT_OUT_*; a save or a calibration: all). */
+static unsigned ref_call_outputs(const hot_ref_call *c) {
+  if (c->call != HOT_CALL_BACKWARD) return HOT_OUT_ALL;
+  return (c->g_x ? HOT_OUT_GX : 0u) | (c->g_w ? HOT_OUT_GW : 0u) | (c->g_b ? HOT_OUT_GB : 0u);
+}
+
 /* Whether step s runs in call c (kernel_desc.h's `when`; its role must be planned), and its
  * family's descriptor into *d. */
 static int step_runs(const hot_ref_call *c, const hot_step *s, const hot_kernel_desc **d) {
   const int k = plan_kernel_index(c->pl, s->role);
   if (k < 0 || !(*d = kd_of(&c->pl->kernels[k]))) return 0;
-  switch (s->when) {
-  case HOT_WHEN_GRAN_ROW: return c->gran == HOT_GRAN_ROW;
-  case HOT_WHEN_GRAN_NOT_ROW: return c->gran != HOT_GRAN_ROW;
-  case HOT_WHEN_BIAS: return c->g_b != NULL;
-  default: return 1;
-  }
+  return kd_step_runs(s->when, s->out, c->gran == HOT_GRAN_ROW, ref_call_outputs(c));
 }
 
 /* The call's step table (kd_steps: every family's steps in seq order), each role's twin step
@@ -120,13 +121,13 @@ static int backward_plain(const hot_layer_plan *pl, int gx, const void *g_y, con
 int ref_layer_backward(const hot_layer_plan *pl, const hot_ref_saved *saved, const void *g_y,
                            const void *w, hot_dtype dt, hot_gran gran, uint64_t seed,
                            uint32_t step, float *g_x, float *g_w, float *g_b) {
-  if (!pl || !saved || !g_y || !w || !g_x || !g_w || !ref_dt_ok(dt)) return HOT_REF_EARG;
+  if (!pl || !saved || !g_y || !w || (!g_x && !g_w && !g_b) || !ref_dt_ok(dt)) return HOT_REF_EARG;
   int rc = ref_plan_check(pl);
   if (rc) return rc;
   if (pl->hq.enabled && gran != HOT_GRAN_TENSOR && gran != HOT_GRAN_ROW && gran != HOT_GRAN_SAMPLE)
     return HOT_REF_EARG;
-  if (!saved->q_x && !saved->x) return HOT_REF_EARG;
-  if (!pl->hla.enabled && !saved->x) return HOT_REF_ESHAPE; /* codes cannot give g_y^T x */
+  if (g_w && !saved->q_x && !saved->x) return HOT_REF_EARG; /* only g_w reads saved */
+  if (g_w && !pl->hla.enabled && !saved->x) return HOT_REF_ESHAPE; /* codes cannot give g_y^T x */
   hot_ref_call c;
   memset(&c, 0, sizeof c);
   c.call = HOT_CALL_BACKWARD, c.pl = pl, c.saved = saved, c.g_y = g_y, c.w = w, c.dt = dt;
@@ -134,8 +135,8 @@ int ref_layer_backward(const hot_layer_plan *pl, const hot_ref_saved *saved, con
   unsigned ran = 0;
   rc = run_steps(&c, &ran);
   /* HQ / HLA disabled: the product without its GEMM is the fp32 one (no kernel: not a step) */
-  if (!rc && !(c.wrote & (1u << HOT_LB_GX))) rc = backward_plain(pl, 1, g_y, w, dt, dt, g_x);
-  if (!rc && !(c.wrote & (1u << HOT_LB_GW)))
+  if (!rc && g_x && !(c.wrote & (1u << HOT_LB_GX))) rc = backward_plain(pl, 1, g_y, w, dt, dt, g_x);
+  if (!rc && g_w && !(c.wrote & (1u << HOT_LB_GW)))
     rc = backward_plain(pl, 0, g_y, saved->x, HOT_DT_F32, dt, g_w);
   ref_call_free(&c);
   return rc;

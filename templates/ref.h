@@ -212,8 +212,10 @@ void ref_saved_free(hot_ref_saved *s);
 /* Backward of one layer: g_x[T*I] (HQ: quant g' with granularity `gran` — TENSOR or ROW —
  * and w', GEMM; HQ disabled: fp64 product rounded to fp32), g_w[O*I] (HLA: q_g^ and the saved
  * or freshly projected q_x^, GEMM; HLA disabled: fp64 g_y^T x rounded to fp32, which needs a
- * saved x), and g_b[O] when g_b is not NULL. g_x and g_w must not be NULL. x, w and g_y share
- * dtype dt (the saved buffer is already fp32/int8). */
+ * saved x), and g_b[O], each only when its pointer is not NULL (at least one must be): the
+ * steps of an output not asked for do not run (kernel_desc.h's `out`), and `saved` is read only
+ * for g_w (it may then be empty). Each output's bits do not depend on which others are asked
+ * for. x, w and g_y share dtype dt (the saved buffer is already fp32/int8). */
 int ref_layer_backward(const hot_layer_plan *pl, const hot_ref_saved *saved, const void *g_y,
                            const void *w, hot_dtype dt, hot_gran gran, uint64_t seed,
                            uint32_t step, float *g_x, float *g_w, float *g_b);

@@ -72,7 +72,7 @@ static int64_t unpack_q_hx(const hot_layer_plan *p) { return plan_buffer_bytes(p
 static const hot_scratch unpack_scratch[] = {{HOT_LB_Q_HX, "q_hx", unpack_q_hx, 256, HOT_CALL_BIT(HOT_CALL_BACKWARD), 0}};
 
 static const hot_step unpack_steps[] = {
-    {HOT_CALL_BACKWARD, 45, HOT_K_ABC_UNPACK, 0, HOT_WHEN_PLANNED}};
+    {HOT_CALL_BACKWARD, 45, HOT_K_ABC_UNPACK, 0, HOT_WHEN_PLANNED, HOT_OUT_GW}};
 
 const hot_kernel_desc kd_abc_unpack = {
     .family = "abc_unpack",

@@ -60,7 +60,8 @@ static const char *bias_output(hot_kernel_role r) {
   return "g_b";
 }
 
-static const hot_step bias_steps[] = {{HOT_CALL_BACKWARD, 60, HOT_K_BIAS, 0, HOT_WHEN_BIAS}};
+static const hot_step bias_steps[] = {
+    {HOT_CALL_BACKWARD, 60, HOT_K_BIAS, 0, HOT_WHEN_ALWAYS, HOT_OUT_GB}};
 
 const hot_kernel_desc kd_bias = {
     .family = "bias",

@@ -147,8 +147,8 @@ int kd_gemm_block_cost(const hot_layer_plan *p, hot_kernel_role r, int phase, in
 }
 
 static const hot_step gemm_steps[] = {
-    {HOT_CALL_BACKWARD, 50, HOT_K_GEMM_GX, 0, HOT_WHEN_ALWAYS},
-    {HOT_CALL_BACKWARD, 51, HOT_K_GEMM_GW, 0, HOT_WHEN_ALWAYS},
+    {HOT_CALL_BACKWARD, 50, HOT_K_GEMM_GX, 0, HOT_WHEN_ALWAYS, HOT_OUT_GX},
+    {HOT_CALL_BACKWARD, 51, HOT_K_GEMM_GW, 0, HOT_WHEN_ALWAYS, HOT_OUT_GW},
 };
 
 /* The template follows the plan's path (every path of the table without the TMA): mma.sync

@@ -47,7 +47,8 @@ static int mx8_cost(const hot_layer_plan *p, hot_kernel_role r, int phase, int g
   return kd_gemm_block_cost(p, r, phase, read, c);
 }
 
-static const hot_step mx8_steps[] = {{HOT_CALL_BACKWARD, 51, HOT_K_GEMM_GW, 0, HOT_WHEN_ALWAYS}};
+static const hot_step mx8_steps[] = {
+    {HOT_CALL_BACKWARD, 51, HOT_K_GEMM_GW, 0, HOT_WHEN_ALWAYS, HOT_OUT_GW}};
 
 const hot_kernel_desc kd_gemm_mxfp8 = {
     .family = "gemm_mxfp8",

@@ -47,7 +47,8 @@ static int nv_cost(const hot_layer_plan *p, hot_kernel_role r, int phase, int gr
   return kd_gemm_block_cost(p, r, phase, read, c);
 }
 
-static const hot_step nv_steps[] = {{HOT_CALL_BACKWARD, 50, HOT_K_GEMM_GX, 0, HOT_WHEN_ALWAYS}};
+static const hot_step nv_steps[] = {
+    {HOT_CALL_BACKWARD, 50, HOT_K_GEMM_GX, 0, HOT_WHEN_ALWAYS, HOT_OUT_GX}};
 
 const hot_kernel_desc kd_gemm_nvfp4 = {
     .family = "gemm_nvfp4",

@@ -87,8 +87,8 @@ static int tma_maps(const hot_layer_plan *p, hot_kernel_role r, const hot_launch
 }
 
 static const hot_step tma_steps[] = {
-    {HOT_CALL_BACKWARD, 50, HOT_K_GEMM_GX, 0, HOT_WHEN_ALWAYS},
-    {HOT_CALL_BACKWARD, 51, HOT_K_GEMM_GW, 0, HOT_WHEN_ALWAYS},
+    {HOT_CALL_BACKWARD, 50, HOT_K_GEMM_GX, 0, HOT_WHEN_ALWAYS, HOT_OUT_GX},
+    {HOT_CALL_BACKWARD, 51, HOT_K_GEMM_GW, 0, HOT_WHEN_ALWAYS, HOT_OUT_GW},
 };
 
 const hot_kernel_desc kd_gemm_tma = {

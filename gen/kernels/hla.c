@@ -143,10 +143,10 @@ static const hot_view hla_views[] = {
 };
 
 const hot_step kd_hla_steps[KD_HLA_N_STEPS] = {
-    {HOT_CALL_SAVE, 10, HOT_K_ABC_X, 0, HOT_WHEN_ALWAYS},
-    {HOT_CALL_SAVE, 13, HOT_K_ABC_X, 1, HOT_WHEN_ALWAYS},
-    {HOT_CALL_BACKWARD, 40, HOT_K_HLA_G, 0, HOT_WHEN_ALWAYS},
-    {HOT_CALL_BACKWARD, 41, HOT_K_HLA_G, 1, HOT_WHEN_ALWAYS},
+    {HOT_CALL_SAVE, 10, HOT_K_ABC_X, 0, HOT_WHEN_ALWAYS, 0},
+    {HOT_CALL_SAVE, 13, HOT_K_ABC_X, 1, HOT_WHEN_ALWAYS, 0},
+    {HOT_CALL_BACKWARD, 40, HOT_K_HLA_G, 0, HOT_WHEN_ALWAYS, HOT_OUT_GW},
+    {HOT_CALL_BACKWARD, 41, HOT_K_HLA_G, 1, HOT_WHEN_ALWAYS, HOT_OUT_GW},
 };
 
 void kd_hla_rows_param(const hot_layer_plan *p, hot_params *o) {

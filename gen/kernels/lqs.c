@@ -107,9 +107,9 @@ static int64_t lqs_amax(const hot_layer_plan *p, int ps) {
 static const hot_view lqs_views[] = {{HOT_LB_AMAX_LQS, HOT_LB_AMAX, lqs_amax}};
 
 static const hot_step lqs_steps[] = {
-    {HOT_CALL_CALIBRATE, 70, HOT_K_LQS, 0, HOT_WHEN_ALWAYS},
-    {HOT_CALL_CALIBRATE, 71, HOT_K_LQS, 1, HOT_WHEN_ALWAYS},
-    {HOT_CALL_CALIBRATE, 72, HOT_K_LQS, 2, HOT_WHEN_ALWAYS},
+    {HOT_CALL_CALIBRATE, 70, HOT_K_LQS, 0, HOT_WHEN_ALWAYS, 0},
+    {HOT_CALL_CALIBRATE, 71, HOT_K_LQS, 1, HOT_WHEN_ALWAYS, 0},
+    {HOT_CALL_CALIBRATE, 72, HOT_K_LQS, 2, HOT_WHEN_ALWAYS, 0},
 };
 
 const hot_kernel_desc kd_lqs = {

@@ -100,10 +100,10 @@ static int64_t sawb_x_scale(const hot_layer_plan *p, int ps) {
 static const hot_view sawb_views[] = {{HOT_LB_S_SAWB_X, HOT_LB_S_SAWB_W, sawb_x_scale}};
 
 static const hot_step sawb_steps[] = {
-    {HOT_CALL_SAVE, 11, HOT_K_SAWB_X, 0, HOT_WHEN_PLANNED},
-    {HOT_CALL_SAVE, 12, HOT_K_SAWB_X, 1, HOT_WHEN_PLANNED},
-    {HOT_CALL_BACKWARD, 31, HOT_K_SAWB_W, 0, HOT_WHEN_PLANNED},
-    {HOT_CALL_BACKWARD, 32, HOT_K_SAWB_W, 1, HOT_WHEN_PLANNED},
+    {HOT_CALL_SAVE, 11, HOT_K_SAWB_X, 0, HOT_WHEN_PLANNED, 0},
+    {HOT_CALL_SAVE, 12, HOT_K_SAWB_X, 1, HOT_WHEN_PLANNED, 0},
+    {HOT_CALL_BACKWARD, 31, HOT_K_SAWB_W, 0, HOT_WHEN_PLANNED, HOT_OUT_GX},
+    {HOT_CALL_BACKWARD, 32, HOT_K_SAWB_W, 1, HOT_WHEN_PLANNED, HOT_OUT_GX},
 };
 
 const hot_kernel_desc kd_sawb = {

@@ -236,7 +236,7 @@ int fast_prepared_calibrate(const fast_config *cf, const fast_prepared *p, const
  * with the same bytes; release it with ref_saved_free. */
 int fast_layer_save(const fast_config *cf, const hot_layer_plan *pl, const void *x, hot_dtype dt, hot_ref_saved *out);
 
-/* As ref_layer_backward: g_x[T*I], g_w[O*I] and g_b[O] (when not NULL), bit for bit. */
+/* As ref_layer_backward: g_x[T*I], g_w[O*I] and g_b[O], each when not NULL, bit for bit. */
 int fast_layer_backward(const fast_config *cf, const hot_layer_plan *pl, const hot_ref_saved *saved, const void *g_y,
                         const void *w, hot_dtype dt, hot_gran gran, uint64_t seed, uint32_t step,
                         float *g_x, float *g_w, float *g_b);

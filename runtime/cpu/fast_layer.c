@@ -1066,19 +1066,10 @@ int fast_layer_prepare(const hot_layer_plan *pl, fast_prepared *out) {
 static int (*step_fn(const fast_call *c, int i))(fast_call *, const hot_step *) {
   const int fam = c->prep->fam[c->call][i];
   if (fam < 0) return NULL;
-  switch (c->prep->st[c->call][i].when) {
-  case HOT_WHEN_GRAN_ROW:
-    if (c->gran != HOT_GRAN_ROW) return NULL;
-    break;
-  case HOT_WHEN_GRAN_NOT_ROW:
-    if (c->gran == HOT_GRAN_ROW) return NULL;
-    break;
-  case HOT_WHEN_BIAS:
-    if (!c->g_b) return NULL;
-    break;
-  default: break;
-  }
-  return k_steps[fam].run;
+  const hot_step *s = &c->prep->st[c->call][i];
+  const unsigned outputs = (c->g_x ? HOT_OUT_GX : 0u) | (c->g_w ? HOT_OUT_GW : 0u) |
+                           (c->g_b ? HOT_OUT_GB : 0u);
+  return kd_step_runs(s->when, s->out, c->gran == HOT_GRAN_ROW, outputs) ? k_steps[fam].run : NULL;
 }
 
 /* The call's prepared steps (every family's steps in seq order): the steps that run, each role's
@@ -1153,14 +1144,14 @@ int fast_layer_save(const fast_config *cf, const hot_layer_plan *pl, const void 
 /* The backward's arguments as the twin checks them: 0, or the HOT_REF_* status. */
 static int backward_args_check(const hot_layer_plan *pl, const hot_ref_saved *saved,
                                const void *g_y, const void *w, hot_dtype dt, hot_gran gran,
-                               const float *g_x, const float *g_w) {
-  if (!pl || !saved || !g_y || !w || !g_x || !g_w || !ref_dt_ok(dt)) return HOT_REF_EARG;
+                               const float *g_x, const float *g_w, const float *g_b) {
+  if (!pl || !saved || !g_y || !w || (!g_x && !g_w && !g_b) || !ref_dt_ok(dt)) return HOT_REF_EARG;
   int rc = ref_plan_check(pl);
   if (rc) return rc;
   if (pl->hq.enabled && gran != HOT_GRAN_TENSOR && gran != HOT_GRAN_ROW && gran != HOT_GRAN_SAMPLE)
     return HOT_REF_EARG;
-  if (!saved->q_x && !saved->x) return HOT_REF_EARG;
-  if (!pl->hla.enabled && !saved->x) return HOT_REF_ESHAPE;
+  if (g_w && !saved->q_x && !saved->x) return HOT_REF_EARG; /* only g_w reads saved */
+  if (g_w && !pl->hla.enabled && !saved->x) return HOT_REF_ESHAPE;
   return 0;
 }
 
@@ -1178,7 +1169,7 @@ static int layer_backward_run(const fast_config *cf, const fast_prepared *p,
                               hot_dtype dt, hot_gran gran, uint64_t seed, uint32_t step,
                               float *g_x, float *g_w, float *g_b, unsigned *overflow) {
   const hot_layer_plan *pl = p ? p->pl : NULL;
-  int rc = backward_args_check(pl, saved, g_y, w, dt, gran, g_x, g_w);
+  int rc = backward_args_check(pl, saved, g_y, w, dt, gran, g_x, g_w, g_b);
   if (rc) return rc;
   FAST_CONFIG_OR_DEFAULT(cf);
   const fast_config run = fast_config_for(cf, pl->T * pl->O + pl->T * pl->I + pl->O * pl->I);
@@ -1192,8 +1183,8 @@ static int layer_backward_run(const fast_config *cf, const fast_prepared *p,
   fast_call_free(&c);
   /* HQ / HLA disabled: the product without its GEMM is the fp32 one (no kernel: not a step; the
    * plain products return HOT_REF_ENONFINITE themselves) */
-  if (!rc && !(c.wrote & (1u << HOT_LB_GX))) rc = backward_plain(pl, 1, g_y, w, dt, dt, &run, g_x);
-  if (!rc && !(c.wrote & (1u << HOT_LB_GW)))
+  if (!rc && g_x && !(c.wrote & (1u << HOT_LB_GX))) rc = backward_plain(pl, 1, g_y, w, dt, dt, &run, g_x);
+  if (!rc && g_w && !(c.wrote & (1u << HOT_LB_GW)))
     rc = backward_plain(pl, 0, g_y, saved->x, HOT_DT_F32, dt, &run, g_w);
   if (!rc && overflow)
     *overflow = overflow_flags(atomic_load(&c.inf_x), atomic_load(&c.inf_w),

@@ -183,6 +183,43 @@ static int same_saved(const hot_layer_plan *pl, const hot_ref_saved *a, const ho
 
 static int g_levels_run[FAST_LEVELS];
 
+/* The backward with only some outputs asked for (hot.h: a NULL output is not computed): for
+ * each proper non-empty subset of g_x, g_w, g_b (g_b only where the plan has it), the outputs
+ * asked for equal the full call's bits (rx, rw, rb) and the others keep the 0xff bytes they were
+ * given; `fast` picks fast_layer_backward (at the level and threads set) or the twin; the saved
+ * activations are passed empty when g_w is not asked for (they are not read). Returns the calls
+ * made. */
+static int check_subsets(const hot_layer_plan *pl, const hot_ref_saved *rs, const void *g,
+                         const void *w, hot_dtype dt, hot_gran gran, uint32_t step, const float *rx,
+                         const float *rw, const float *rb, int fast, int idx, const char *where) {
+  const int64_t T = pl->T, O = pl->O, I = pl->I;
+  const size_t nx = (size_t)(T * I) * sizeof(float), nw = (size_t)(O * I) * sizeof(float),
+               nb = (size_t)O * sizeof(float);
+  float *ox = malloc(nx), *ow = malloc(nw), *ob = malloc(nb);
+  unsigned char *ff = malloc(nx > nw ? nx : nw);
+  memset(ff, 0xff, nx > nw ? nx : nw);
+  hot_ref_saved empty;
+  memset(&empty, 0, sizeof empty);
+  int calls = 0;
+  for (unsigned m = 1; m < 7u; ++m) { /* bit 0 g_x, bit 1 g_w, bit 2 g_b */
+    memset(ox, 0xff, nx), memset(ow, 0xff, nw), memset(ob, 0xff, nb);
+    float *ax = m & 1u ? ox : NULL, *aw = m & 2u ? ow : NULL, *ab = m & 4u ? ob : NULL;
+    const hot_ref_saved *sv = aw ? rs : &empty;
+    const int rc = fast ? fast_layer_backward(NULL, pl, sv, g, w, dt, gran, 77, step, ax, aw, ab)
+                        : ref_layer_backward(pl, sv, g, w, dt, gran, 77, step, ax, aw, ab);
+    ck_assert_msg(rc == HOT_REF_OK, "case %d: outputs %#x: status %d (%s)", idx, m, rc, where);
+    ck_assert_msg(!memcmp(ox, ax ? (const void *)rx : ff, nx), "case %d: outputs %#x: g_x %s (%s)",
+                  idx, m, ax ? "differs" : "written", where);
+    ck_assert_msg(!memcmp(ow, aw ? (const void *)rw : ff, nw), "case %d: outputs %#x: g_w %s (%s)",
+                  idx, m, aw ? "differs" : "written", where);
+    ck_assert_msg(!memcmp(ob, ab ? (const void *)rb : ff, nb), "case %d: outputs %#x: g_b %s (%s)",
+                  idx, m, ab ? "differs" : "written", where);
+    ++calls;
+  }
+  free(ox), free(ow), free(ob), free(ff);
+  return calls;
+}
+
 /* One case: the twins once per granularity, the fast path at every level and thread count. */
 static void run_case(const fcase *c, int idx) {
   hot_layer_spec sp;
@@ -214,6 +251,8 @@ static void run_case(const fcase *c, int idx) {
     ck_assert_int_eq(ref_layer_backward(&pl, &rs, g, w, c->dt, grans[gi], 77, 9 + (uint32_t)gi,
                                             rx, rw, rb),
                      HOT_REF_OK);
+    int subsets = check_subsets(&pl, &rs, g, w, c->dt, grans[gi], 9 + (uint32_t)gi, rx, rw, rb, 0,
+                                idx, "twin");
     if (c->mods & M_TINY) { /* the case covers what it is for: subnormal g_w values */
       int64_t sub = 0;
       for (int64_t i = 0; i < O * I; ++i) sub += rw[i] != 0.0f && fabsf(rw[i]) < 1.17549435e-38f;
@@ -259,7 +298,11 @@ static void run_case(const fcase *c, int idx) {
                       "case %d: g_b differs (gran %d, %s, %d threads)", idx, gi,
                       fast_level_name(level), th);
         ++runs;
+        if (th == 2) /* the outputs one by one: at each level, projections fused */
+          subsets += check_subsets(&pl, &rs, g, w, c->dt, grans[gi], 9 + (uint32_t)gi, rx, rw, rb,
+                                   1, idx, fast_level_name(level));
       }
+    ck_assert_int_gt(subsets, 0);
   }
   printf("case %2d %-10s %-6s B=%lld L=%lld O=%lld I=%lld %s mods=%#x: hq b=%d o_pad=%lld %s | "
          "hla %s p=%d r=%d %s groups=%lld K=%lld | %d fast runs bit-identical\n",
@@ -684,7 +727,10 @@ START_TEST(statuses_match) {
   ck_assert_int_eq(ref_layer_save(&pl, x, HOT_DT_F32, &s), HOT_REF_OK);
   ck_assert_int_eq(fast_layer_backward(NULL, &pl, &s, g, w, HOT_DT_F32, HOT_GRAN_AUTO, 1, 1, gx, gw, gb),
                    HOT_REF_EARG);
-  ck_assert_int_eq(fast_layer_backward(NULL, &pl, &s, g, w, HOT_DT_F32, HOT_GRAN_ROW, 1, 1, NULL, gw, gb),
+  ck_assert_int_eq(fast_layer_backward(NULL, &pl, &s, g, w, HOT_DT_F32, HOT_GRAN_ROW, 1, 1, NULL, NULL,
+                                       NULL),
+                   HOT_REF_EARG); /* no output asked for */
+  ck_assert_int_eq(ref_layer_backward(&pl, &s, g, w, HOT_DT_F32, HOT_GRAN_ROW, 1, 1, NULL, NULL, NULL),
                    HOT_REF_EARG);
   ck_assert_int_eq(fast_layer_calibrate(NULL, &pl, NULL, HOT_DT_F32, 1, 1, &lq), HOT_REF_EARG);
   hot_layer_plan bad = pl;

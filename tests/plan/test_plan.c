@@ -964,18 +964,41 @@ START_TEST(kernel_descriptors) {
                   plan_role_name(order[i]), plan_role_name(want[i]));
   int n = 0;
   const hot_kernel_desc *const *all = kd_all(&n);
-  unsigned roles = 0, stepped = 0;
+  unsigned roles = 0, stepped = 0, outs = 0, role_out[HOT_K_ROLE_COUNT] = {0};
   for (int i = 0; i < n; ++i) {
     roles |= all[i]->roles;
     for (int s = 0; s < all[i]->n_steps; ++s) {
-      ck_assert_msg(all[i]->roles & (1u << all[i]->steps[s].role), "%s: step of %s",
-                    all[i]->family, plan_role_name(all[i]->steps[s].role));
-      stepped |= 1u << all[i]->steps[s].role;
+      const hot_step *st = &all[i]->steps[s];
+      ck_assert_msg(all[i]->roles & (1u << st->role), "%s: step of %s",
+                    all[i]->family, plan_role_name(st->role));
+      stepped |= 1u << st->role;
+      /* a backward step names the one output its work ends in (and every step of a role the
+       * same one, in every family that implements it); a save or calibration step none */
+      if (st->call == HOT_CALL_BACKWARD)
+        ck_assert_msg(st->out == HOT_OUT_GX || st->out == HOT_OUT_GW || st->out == HOT_OUT_GB,
+                      "%s: backward step %d of %s names output %#x", all[i]->family, st->seq,
+                      plan_role_name(st->role), st->out);
+      else
+        ck_assert_msg(st->out == 0, "%s: step %d of %s (not a backward) names output %#x",
+                      all[i]->family, st->seq, plan_role_name(st->role), st->out);
+      ck_assert_msg(!role_out[st->role] || role_out[st->role] == st->out,
+                    "%s: role %s ends in outputs %#x and %#x", all[i]->family,
+                    plan_role_name(st->role), role_out[st->role], st->out);
+      role_out[st->role] = st->out;
+      outs |= st->out;
     }
     ck_assert_int_gt(kd_sig_count(all[i]->sig), 0);
   }
   ck_assert_uint_eq(roles, (1u << HOT_K_ROLE_COUNT) - 1);
   ck_assert_uint_eq(stepped, (1u << HOT_K_ROLE_COUNT) - 1);
+  ck_assert_uint_eq(outs, HOT_OUT_ALL);
+  /* the rule every walker shares: an output not asked for stops its steps, `when` the rest */
+  ck_assert(!kd_step_runs(HOT_WHEN_ALWAYS, HOT_OUT_GW, 0, HOT_OUT_GX | HOT_OUT_GB));
+  ck_assert(kd_step_runs(HOT_WHEN_ALWAYS, HOT_OUT_GW, 0, HOT_OUT_GW));
+  ck_assert(kd_step_runs(HOT_WHEN_ALWAYS, 0, 0, 0));
+  ck_assert(!kd_step_runs(HOT_WHEN_GRAN_ROW, HOT_OUT_GX, 0, HOT_OUT_ALL));
+  ck_assert(kd_step_runs(HOT_WHEN_GRAN_ROW, HOT_OUT_GX, 1, HOT_OUT_GX));
+  ck_assert(!kd_step_runs(HOT_WHEN_GRAN_NOT_ROW, HOT_OUT_GX, 1, HOT_OUT_ALL));
   hot_step st[64];
   const int nb = kd_steps(HOT_CALL_BACKWARD, st, 64);
   ck_assert_int_eq(nb, 13); /* hq_g 2, 0, 1, hq_w 0, sawb_w 0,1, hq_w 1, hla_g 0,1, abc_unpack,

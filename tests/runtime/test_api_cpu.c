@@ -961,7 +961,8 @@ START_TEST(misuse) {
   ck_assert_int_eq(hot_layer_save(l, x, HOT_DT_F32, NULL, NULL), HOT_OK);
   ck_assert_int_eq(hot_layer_backward(l, NULL, w, HOT_DT_F32, NULL, gx, gw, gb, 0, NULL), HOT_ERR_INVALID);
   ck_assert_msg(strstr(hot_errmsg(ctx), "g_y is NULL"), "%s", hot_errmsg(ctx));
-  ck_assert_int_eq(hot_layer_backward(l, gy, w, HOT_DT_F32, NULL, gx, NULL, gb, 0, NULL), HOT_ERR_INVALID);
+  ck_assert_int_eq(hot_layer_backward(l, gy, w, HOT_DT_F32, NULL, NULL, NULL, NULL, 0, NULL), HOT_ERR_INVALID);
+  ck_assert_msg(strstr(hot_errmsg(ctx), "nothing to compute"), "%s", hot_errmsg(ctx));
   ck_assert_int_eq(hot_layer_backward(l, gy, w, HOT_DT_F16, NULL, gx, gw, gb, 0, NULL), HOT_ERR_INVALID);
   ck_assert_int_eq(hot_layer_backward(l, gy, w, HOT_DT_F32, NULL, gx, gw, gb, 0, NULL), HOT_OK);
   ck_assert_int_eq(hot_layer_calibrate(l, NULL, HOT_DT_F32, 0, NULL), HOT_ERR_INVALID);

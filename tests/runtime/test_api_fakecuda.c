@@ -569,6 +569,88 @@ START_TEST(refusals) {
 }
 END_TEST
 
+/* Each kernel launch of the last call (memsets excluded) by its name's prefix, in order, against
+ * want (NULL-terminated prefixes). */
+static void launches_are(const char *const *want, const char *what) {
+  int j = 0;
+  for (int i = 0; i < g_log->n; ++i) {
+    const char *nm = g_log->l[i].name;
+    if (!strcmp(nm, "memset32")) continue;
+    ck_assert_msg(want[j] != NULL, "%s: launch %d (%s) not expected", what, i, nm);
+    ck_assert_msg(!strncmp(nm, want[j], strlen(want[j])), "%s: launch %d is %s, expected %s*", what,
+                  i, nm, want[j]);
+    ++j;
+  }
+  ck_assert_msg(want[j] == NULL, "%s: %s* not launched", what, want[j]);
+}
+
+/* hot_layer_backward with only some outputs (hot.h: a NULL output is not computed): the
+ * launches of the others are not made, the saved activations are needed only for g_w (a layer
+ * never saved runs g_x and g_b), and the features a skipped output would need are not asked
+ * for (no HQ: g_w and g_b run, g_x is refused). */
+START_TEST(output_subsets_sequence) {
+  hot_ctx *ctx = cuda_ctx();
+  hot_layer *l = layer(ctx, HOT_RECIPE_HOT, "fc");
+  const hot_layer_plan *pl = l->plan;
+  const int64_t T = pl->T, O = pl->O, I = pl->I;
+  CUdeviceptr x = dalloc((size_t)(T * I) * 4), w = dalloc((size_t)(O * I) * 4),
+              gy = dalloc((size_t)(T * O) * 4), gx = dalloc((size_t)(T * I) * 4),
+              gw = dalloc((size_t)(O * I) * 4), gb = dalloc((size_t)O * 4);
+  const char *const gx_b[] = {"hot_hq_g_", "hot_hq_g_", "hot_hq_w_", "hot_hq_w_", "hot_gemm_",
+                              "hot_bias_", NULL};
+  const char *const gx_only[] = {"hot_hq_g_", "hot_hq_g_", "hot_hq_w_", "hot_hq_w_", "hot_gemm_",
+                                 NULL};
+  const char *const gb_only[] = {"hot_bias_", NULL};
+  /* no save yet: g_x and g_b run (the save is read only for g_w), g_w is refused */
+  g_reset();
+  ck_assert_int_eq(hot_layer_backward(l, vp(gy), vp(w), HOT_DT_F32, NULL, vp(gx), NULL, vp(gb), 3,
+                                      NULL), HOT_OK);
+  launches_are(gx_b, "g_x, g_b before a save");
+  ck_assert_int_eq(at(5, "hot_gemm_", -1, 0)->arg[2], (int64_t)gx);
+  g_reset();
+  ck_assert_int_eq(hot_layer_backward(l, vp(gy), vp(w), HOT_DT_F32, NULL, vp(gx), NULL, NULL, 3,
+                                      NULL), HOT_OK);
+  launches_are(gx_only, "g_x alone");
+  g_reset();
+  ck_assert_int_eq(hot_layer_backward(l, vp(gy), vp(w), HOT_DT_F32, NULL, NULL, NULL, vp(gb), 3,
+                                      NULL), HOT_OK);
+  launches_are(gb_only, "g_b alone");
+  ck_assert_int_eq(hot_layer_backward(l, vp(gy), vp(w), HOT_DT_F32, NULL, NULL, vp(gw), NULL, 3,
+                                      NULL), HOT_ERR_MISUSE);
+  ck_assert_int_eq(hot_layer_backward(l, vp(gy), vp(w), HOT_DT_F32, NULL, NULL, NULL, NULL, 3,
+                                      NULL), HOT_ERR_INVALID);
+  /* after a save: g_w alone is HLA, [abc_unpack,] the g_w GEMM */
+  ck_assert_int_eq(hot_layer_save(l, vp(x), HOT_DT_F32, NULL, NULL), HOT_OK);
+  g_reset();
+  ck_assert_int_eq(hot_layer_backward(l, vp(gy), vp(w), HOT_DT_F32, NULL, NULL, vp(gw), NULL, 3,
+                                      NULL), HOT_OK);
+  const int up = plan_saved_unpacked(pl);
+  const char *const gw_only[] = {"hot_hla_g_", "hot_hla_g_", up ? "hot_abc_unpack" : "hot_gemm_",
+                                 up ? "hot_gemm_" : NULL, NULL};
+  launches_are(gw_only, "g_w alone");
+  ck_assert_int_eq(at(g_log->n - 1, "hot_gemm_", -1, 0)->arg[2], (int64_t)gw);
+
+  /* no HQ: g_w and g_b run on the device; g_x (an fp32 product) only on the CPU backend */
+  hot_layer_spec s;
+  au_spec(&s, HOT_RECIPE_HOT, "nohq", 64, 32);
+  s.hq.enabled = 0;
+  hot_layer *n = NULL;
+  ck_assert_int_eq(hot_layer_create(ctx, &s, 2, 64, HOT_RECIPE_HOT, &n), HOT_OK);
+  ck_assert_int_eq(hot_layer_save(n, vp(x), HOT_DT_F32, NULL, NULL), HOT_OK);
+  g_reset();
+  ck_assert_int_eq(hot_layer_backward(n, vp(gy), vp(w), HOT_DT_F32, NULL, NULL, vp(gw), vp(gb), 3,
+                                      NULL), HOT_OK);
+  for (int i = 0; i < g_log->n; ++i)
+    ck_assert_msg(strncmp(g_log->l[i].name, "hot_hq_", 7), "no HQ kernel: %s", g_log->l[i].name);
+  ck_assert_int_eq(hot_layer_backward(n, vp(gy), vp(w), HOT_DT_F32, NULL, vp(gx), NULL, NULL, 3,
+                                      NULL), HOT_ERR_UNSUPPORTED);
+  ck_assert_msg(strstr(hot_errmsg(ctx), "g_x without HQ"), "%s", hot_errmsg(ctx));
+  CUdeviceptr all[] = {x, w, gy, gx, gw, gb};
+  for (size_t i = 0; i < sizeof all / sizeof all[0]; ++i) d->cuMemFree(all[i]);
+  hot_ctx_destroy(ctx);
+}
+END_TEST
+
 /* The phase argument of a recorded launch, by the template's argument list (0: no phases). */
 static int64_t rec_phase(const fake_cuda_launch *l) {
   if (!strncmp(l->name, "hot_hq_", 7)) return l->arg[13];
@@ -1488,6 +1570,7 @@ int main(void) {
   tcase_add_test(tc, per_sample_sequence);
   tcase_add_test(tc, hla_groups_sequence);
   tcase_add_test(tc, refusals);
+  tcase_add_test(tc, output_subsets_sequence);
   tcase_add_test(tc, profiling);
   tcase_add_test(tc, wgmma_gemms);
   tcase_add_test(tc, tma_gemms);
