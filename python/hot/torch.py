@@ -323,8 +323,13 @@ class _HOTLinearFunction(torch.autograd.Function):
         entry = module._hot_layer(xc, bias is not None)
         layer = entry.layer
         capture = module._hot_take_capture()
-        keep = _keep_plan(module, xc, entry, kept)
-        if keep is not None:  # no codes now: a reference, the codes are made in the backward
+        # a frozen weight (no g_w): nothing of x is kept, as torch's linear map keeps nothing
+        ctx.no_gw = not ctx.needs_input_grad[1]
+        keep = None if ctx.no_gw else _keep_plan(module, xc, entry, kept)
+        if ctx.no_gw and capture is None:
+            ctx.save_for_backward(weight, None)
+            ctx.rebuild = False
+        elif keep is not None:  # no codes now: a reference, the codes are made in the backward
             ctx.save_for_backward(weight, keep[0])
             ctx.rebuild = keep[1]
         elif capture is None:
@@ -353,14 +358,22 @@ class _HOTLinearFunction(torch.autograd.Function):
         module, entry, x_shape, x_dtype, in_dtype, has_bias, capture = ctx.hot
         _refuse_double_backward(module)
         weight, kept = ctx.saved_tensors[:2]
-        w = weight if weight.dtype == x_dtype else weight.to(x_dtype)
+        # hot computes only the gradients autograd asks for (hot_layer_backward: NULL outputs):
+        # no g_x for an input that needs none, no g_w for a frozen weight (x was not kept)
+        need_x, need_w, need_b = ctx.needs_input_grad[:3]
+        need_w = need_w and not ctx.no_gw
+        need_b = need_b and has_bias
+        if not (need_x or need_w or need_b):
+            return None, None, None, None, None, None, None
+        w = weight if weight.dtype == x_dtype or not (need_x or capture is not None) \
+            else weight.to(x_dtype)  # (w is read for g_x only; a capture writes it)
         dev = g_y.device
         if g_y.dtype != x_dtype:
             g_y = g_y.to(x_dtype)
         g_y = _aligned16(g_y.contiguous())
         x = None
-        if ctx.rebuild is not False:  # x itself (or what rebuilds it) was kept
-            x = kept if ctx.rebuild is None else ctx.rebuild(kept)
+        if ctx.rebuild is not False and (need_w or capture is not None):  # x (or what
+            x = kept if ctx.rebuild is None else ctx.rebuild(kept)  # rebuilds it) was kept
             x = _aligned16(x.contiguous())
         if capture is not None and not getattr(ctx, "captured", False):
             # before hot runs: the capture exists even if hot then fails; once per forward (a
@@ -369,20 +382,21 @@ class _HOTLinearFunction(torch.autograd.Function):
             B, L = _batch_tokens(tuple(x_shape))
             _capture.capture(capture, module.hot_spec.name, x.reshape(B, L, x_shape[-1]),
                              w, g_y.reshape(B, L, g_y.shape[-1]))
-        w = _aligned16(w.contiguous())
+        w = _aligned16(w.contiguous()) if need_x else w
         step = module._hot_next_step()
-        need_x, need_w, need_b = ctx.needs_input_grad[:3]
+        need = (need_x, need_w, need_b)
         try:
-            if ctx.rebuild is False and kept is None:  # the forward's x was not finite
+            if need_w and ctx.rebuild is False and kept is None:  # the forward's x was not finite
                 raise _NonFinite()
             with _device_ctx(dev):
-                if x is not None and module._hot_basis_undecided(step):
-                    g_x, g_w, g_b = _choose_basis(module, entry, x, g_y, w, step, has_bias)
+                if need_w and x is not None and module._hot_basis_undecided(step):
+                    g_x, g_w, g_b = _choose_basis(module, entry, x, g_y, w, step, has_bias,
+                                                  need)
                 else:
-                    if x is not None:  # codes made now: by the module's layer as it is now (a
-                        entry = module._hot_layer(x, has_bias)  # basis chosen since the forward)
-                    saved = kept if x is None else _save_now(entry, x)
-                    g_x, g_w, g_b = _run_backward(module, entry, g_y, w, saved, step, has_bias)
+                    if need_w and x is not None:  # codes made now: by the module's layer as it
+                        entry = module._hot_layer(x, has_bias)  # is now (a basis chosen since)
+                    saved = None if not need_w else kept if x is None else _save_now(entry, x)
+                    g_x, g_w, g_b = _run_backward(module, entry, g_y, w, saved, step, need)
         except (api.HotError, _NonFinite) as e:
             if not isinstance(e, _NonFinite) and not _nonfinite_propagates(e):
                 raise
@@ -390,10 +404,10 @@ class _HOTLinearFunction(torch.autograd.Function):
             return (torch.full(x_shape, nan, dtype=in_dtype, device=dev) if need_x else None,
                     torch.full_like(weight, nan) if need_w else None,
                     torch.full(weight.shape[:1], nan, dtype=ctx.bias_dtype, device=dev)
-                    if (need_b and has_bias) else None, None, None, None, None)
+                    if need_b else None, None, None, None, None)
         gx = g_x.view(x_shape).to(in_dtype) if need_x else None
         gw = g_w.to(weight.dtype) if need_w else None
-        gb = g_b.to(ctx.bias_dtype) if (need_b and g_b is not None) else None
+        gb = g_b.to(ctx.bias_dtype) if need_b else None
         return gx, gw, gb, None, None, None, None
 
 
@@ -418,29 +432,33 @@ def _save_now(entry, x):
     return saved
 
 
-def _run_backward(module, entry, g_y, w, saved, step, has_bias):
+def _run_backward(module, entry, g_y, w, saved, step, need):
+    """hot's backward of the gradients `need` asks for (g_x, g_w, g_b: bools; saved is read
+    only for g_w); the others come back None."""
     layer = entry.layer
     dev, dt = g_y.device, _DT[g_y.dtype]
     stream = _stream(dev)
-    g_x = _empty(entry.gx_shape, torch.float32, dev)
-    g_w = _empty(entry.gw_shape, torch.float32, dev)
-    g_b = _empty(entry.gw_shape[:1], torch.float32, dev) if has_bias else None
+    g_x = _empty(entry.gx_shape, torch.float32, dev) if need[0] else None
+    g_w = _empty(entry.gw_shape, torch.float32, dev) if need[1] else None
+    g_b = _empty(entry.gw_shape[:1], torch.float32, dev) if need[2] else None
     _follow_torch_threads(layer, dev)
     if entry.needs_calibration:
         layer.calibrate_ptr(g_y.data_ptr(), dt, step, stream)
         entry.needs_calibration = False
         module._hot_remember_calibration(entry)
-    layer.backward_ptr(g_y.data_ptr(), w.data_ptr(), dt, g_x.data_ptr(), g_w.data_ptr(),
-                       None if g_b is None else g_b.data_ptr(), saved.data_ptr(), step, stream)
+    def ptr(t):
+        return None if t is None else t.data_ptr()
+    layer.backward_ptr(g_y.data_ptr(), w.data_ptr(), dt, ptr(g_x), ptr(g_w), ptr(g_b), ptr(saved),
+                       step, stream)
     return g_x, g_w, g_b
 
 
-def _choose_basis(module, entry, x, g_y, w, step, has_bias):
-    """hla_basis="auto", the first backward: g_w with the spec's rank cut against the exact
-    fp32 product g_yᵀ·x of this batch (memory.choose_basis's rule); keeps the cut or switches
-    the module to the full basis, and returns the gradients of the basis chosen."""
-    g_x, g_w, g_b = _run_backward(module, entry, g_y, w, _save_now(entry, x), step,
-                                  has_bias)
+def _choose_basis(module, entry, x, g_y, w, step, has_bias, need):
+    """hla_basis="auto", the first backward with a g_w: g_w with the spec's rank cut against the
+    exact fp32 product g_yᵀ·x of this batch (memory.choose_basis's rule); keeps the cut or
+    switches the module to the full basis, and returns the gradients (of `need`) of the basis
+    chosen."""
+    g_x, g_w, g_b = _run_backward(module, entry, g_y, w, _save_now(entry, x), step, need)
     T = x.numel() // x.shape[-1]
     exact = g_y.reshape(T, -1).float().t() @ x.reshape(T, -1).float()
     err = float((g_w - exact).norm() / exact.norm().clamp_min(1e-30))
@@ -449,7 +467,7 @@ def _choose_basis(module, entry, x, g_y, w, step, has_bias):
     if choice == "cut":
         return g_x, g_w, g_b
     entry = module._hot_layer(x, has_bias)  # made again with the full basis
-    return _run_backward(module, entry, g_y, w, _save_now(entry, x), step, has_bias)
+    return _run_backward(module, entry, g_y, w, _save_now(entry, x), step, need)
 
 
 def _apply_hot_eager(core, x, weight, bias, cast=None, kept=None, xc=None):

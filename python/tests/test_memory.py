@@ -247,3 +247,99 @@ def test_hla_basis_chosen_by_one_use_serves_the_other(hot, ht):
             grads.append((a.grad, b.grad, m.weight.grad, m.bias.grad))
     for u, v in zip(*grads):
         assert torch.equal(u, v)
+
+
+def _grads_of(ht, hot, freeze, x_grad, dtype=torch.float32, attention=False):
+    """One forward and backward of a fresh HOTLinear (or HOTMultiheadAttention) on fixed data,
+    with its parameters frozen where `freeze` says ("weight", "bias", "all") and x requiring a
+    gradient or not; returns (x.grad, {name: grad}, saved bytes, the backward calls' outputs
+    asked of hot: (g_x, g_w, g_b) given or None)."""
+    torch.manual_seed(11)
+    with hot.Context("cpu", seed=7) as ctx:
+        if attention:
+            m = ht.HOTMultiheadAttention(32, 4, batch_first=True, context=ctx, tag="a")
+        else:
+            m = ht.HOTLinear(32, 24, context=ctx, tag="t")
+        for name, p in m.named_parameters():
+            if freeze == "all" or name.endswith(freeze or "-"):
+                p.requires_grad_(False)
+        x = torch.randn(2, 128, 32, generator=torch.Generator().manual_seed(2)).requires_grad_(x_grad)
+        asked = []
+        real = hot.api.Layer.backward_ptr
+
+        def spy(self, g_y, w, dt, g_x, g_w, g_b=None, saved=None, step=0, stream=None):
+            asked.append((g_x is not None, g_w is not None, g_b is not None))
+            return real(self, g_y, w, dt, g_x, g_w, g_b, saved, step, stream)
+        hot.api.Layer.backward_ptr = spy
+        try:
+            with torch.autocast("cpu", dtype=torch.bfloat16, enabled=dtype != torch.float32):
+                y, n = hm_saved(lambda: m(x, x, x, need_weights=False)[0] if attention else m(x),
+                                [x] + list(m.parameters()))
+            y.float().backward(torch.randn(y.shape, generator=torch.Generator().manual_seed(3)))
+        finally:
+            hot.api.Layer.backward_ptr = real
+        grads = {name: p.grad for name, p in m.named_parameters()}
+        return x.grad, grads, n, asked
+
+
+def hm_saved(fn, exclude):
+    import hot.memory as hm_mod
+    return hm_mod.saved_bytes(fn, exclude=exclude)
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16])
+def test_frozen_weight_keeps_nothing_and_computes_only_g_x(hot, ht, dtype):
+    """A frozen weight (fine-tuning: torch keeps nothing of x for it) keeps nothing of x either:
+    no codes, no reference; hot is asked for g_x alone (and g_b where the bias trains), and g_x
+    is the bits of the same layer trained whole."""
+    gx_all, g_all, n_all, asked_all = _grads_of(ht, hot, None, True, dtype)
+    gx_fw, g_fw, n_fw, asked_fw = _grads_of(ht, hot, "weight", True, dtype)
+    gx_fr, g_fr, n_fr, asked_fr = _grads_of(ht, hot, "all", True, dtype)
+    assert n_all > 0 and n_fw == 0 and n_fr == 0, (n_all, n_fw, n_fr)
+    assert asked_all == [(True, True, True)]
+    assert asked_fw == [(True, False, True)] and asked_fr == [(True, False, False)]
+    for gx in (gx_fw, gx_fr):
+        assert torch.equal(bits(gx), bits(gx_all))
+    assert g_fw["weight"] is None and torch.equal(bits(g_fw["bias"]), bits(g_all["bias"]))
+    assert g_fr["weight"] is None and g_fr["bias"] is None
+
+
+def test_input_without_gradient_computes_no_g_x(hot, ht):
+    """An input that needs no gradient (the first layer on data): hot is not asked for g_x, and
+    g_w, g_b are the bits of the call that computes all three."""
+    _gx, g_all, _n, _a = _grads_of(ht, hot, None, True)
+    gx, g_nx, _n2, asked = _grads_of(ht, hot, None, False)
+    assert gx is None and asked == [(False, True, True)]
+    for name in ("weight", "bias"):
+        assert torch.equal(bits(g_nx[name]), bits(g_all[name])), name
+
+
+def test_frozen_attention_projections(hot, ht):
+    """HOTMultiheadAttention frozen (adapters trained around it): no projection keeps codes of
+    its input and hot computes g_x only; the input's gradient is the bits of the trained one."""
+    gx_all, _g, n_all, asked_all = _grads_of(ht, hot, None, True, attention=True)
+    gx_fr, g_fr, n_fr, asked_fr = _grads_of(ht, hot, "all", True, attention=True)
+    assert all(a == (True, True, True) for a in asked_all) and len(asked_all) >= 2
+    assert all(a == (True, False, False) for a in asked_fr) and len(asked_fr) == len(asked_all)
+    assert all(v is None for v in g_fr.values())
+    assert n_fr < n_all
+    assert torch.equal(bits(gx_fr), bits(gx_all))
+
+
+def test_frozen_weight_defers_the_basis_measurement(hot, ht):
+    """hla_basis="auto" measures g_w's error: a frozen weight has none to measure, so nothing of
+    x is kept for it; the first backward after the weight is unfrozen measures."""
+    torch.manual_seed(0)
+    with hot.Context("cpu", seed=1) as ctx:
+        m = ht.HOTLinear(32, 48, context=ctx, tag="f")
+        m.hot_set_hla_basis("auto")
+        m.weight.requires_grad_(False)
+        x = torch.randn(2, 128, 32, requires_grad=True)
+        import hot.memory as hm_mod
+        for _ in range(2):
+            y, n = hm_mod.saved_bytes(lambda: m(x), exclude=[x, m.weight, m.bias])
+            y.backward(torch.randn(2, 128, 48))
+            assert n == 0 and m.hot_hla_choice is None
+        m.weight.requires_grad_(True)
+        m(x).backward(torch.randn(2, 128, 48))
+        assert m.hot_hla_choice in ("cut", "full") and m.weight.grad is not None
