@@ -23,6 +23,10 @@ Sections (all by default; --only takes a comma-separated subset):
               or whose regions wait for a descheduled worker, falls into a far slower mode
               there); beside the times, the process's CPU ms per step and CPUs in use, which
               show whether a variant wastes CPU time or gets less than its share of the CPUs;
+  frozen      (not in the default set) the layer section's step when only some gradients are
+              wanted: weight and bias frozen (g_x only: fine-tuning around a frozen layer) and
+              an input without gradient (g_w, g_b only: a first layer on data), with the bytes
+              each variant keeps for the backward (distinct storages);
   widths      (not in the default set) the layer section's figures at 8 x 128 tokens for the
               widths of small models, d -> d and d -> 4 d for d = 128 .. 1024 and 2048 -> 2048:
               where on this CPU a HOTLinear step starts to pay against the faster nn.Linear
@@ -83,7 +87,8 @@ WIDTHS = [("8x128 tok, %d->%d" % (i, o), 8, 128, o, i)  # the widths section: d 
           for d in (128, 256, 512, 1024) for i, o in ((d, d), (d, 4 * d))] + \
          [("8x128 tok, 2048->2048", 8, 128, 2048, 2048)]
 TINY_SHAPE = ("1x16 tok, 64->64", 1, 16, 64, 64)
-SECTIONS = ("layer", "tiny", "contention", "widths", "regions", "parts", "versus")  # --only
+SECTIONS = ("layer", "tiny", "contention", "widths", "frozen", "regions", "parts",
+            "versus")  # --only
 TINY_SHAPES = [("2x17 tok, 48->40", 2, 17, 40, 48), ("1x70 tok, 64->96", 1, 70, 96, 64)]
 
 
@@ -155,7 +160,7 @@ def load():
 class Step:
     """One layer and its data: run() is one forward + backward, returns wall seconds."""
 
-    def __init__(self, torch, shape, hot_mod, autocast):
+    def __init__(self, torch, shape, hot_mod, autocast, grads="all"):
         _, B, L, O, I = shape
         g = torch.Generator().manual_seed(0)
         self.torch = torch
@@ -167,7 +172,11 @@ class Step:
         with torch.no_grad():
             self.m.weight.copy_(0.05 * torch.randn(O, I, generator=g))
             self.m.bias.zero_()
-        self.x = torch.randn(B, L, I, generator=g).requires_grad_()
+        # grads: "all"; "frozen" (weight and bias need no gradient: fine-tuning around a frozen
+        # layer, only g_x); "input" (x needs none: a first layer on data, only g_w and g_b)
+        self.m.weight.requires_grad_(grads != "frozen")
+        self.m.bias.requires_grad_(grads != "frozen")
+        self.x = torch.randn(B, L, I, generator=g).requires_grad_(grads != "input")
         gy = 1e-3 * torch.randn(B, L, O, generator=g)
         self.gy = gy.to(torch.bfloat16) if autocast else gy
         self.run()  # warm-up (also the hot layer's creation and calibration)
@@ -197,13 +206,13 @@ VARIANTS = (("nn.Linear fp32", False, False), ("nn.Linear bf16", False, True),
             ("HOTLinear fp32", True, False), ("HOTLinear bf16", True, True))
 
 
-def turns(torch, hot_mod, shape, reps, dtypes=("fp32", "bf16")):
+def turns(torch, hot_mod, shape, reps, dtypes=("fp32", "bf16"), grads="all"):
     """Best seconds per variant (inf for a dtype not in dtypes: not run) and the per-turn ratios
     min(nn.Linear) / min(HOTLinear). The turn's order rotates by one variant per turn, so that
     each variant follows each other one equally often (a step right after a bf16 step shares the
     CPUs with torch's workers still spinning from it)."""
     run = [i for i, (_, _, ac) in enumerate(VARIANTS) if ("bf16" if ac else "fp32") in dtypes]
-    steps = {i: Step(torch, shape, hot_mod if VARIANTS[i][1] else None, VARIANTS[i][2])
+    steps = {i: Step(torch, shape, hot_mod if VARIANTS[i][1] else None, VARIANTS[i][2], grads)
              for i in run}
     best = [float("inf")] * len(VARIANTS)
     ratios = []
@@ -243,6 +252,42 @@ def section_layer(torch, hot_mod, shapes, reps, dtypes=("fp32", "bf16")):
     for name, f in faults:
         print("%-24s %s" % (name, " ".join("%10s" % ("-" if v is None else "%.0f" % v)
                                             for v in f)))
+
+
+def section_frozen(torch, hot_mod, shapes, reps, dtypes=("fp32", "bf16")):
+    """The step when only some gradients are wanted: a frozen layer (weight and bias need none;
+    fine-tuning adapters around it) and a first layer (its input needs none). hot computes only
+    what autograd asks for; with a frozen weight nothing of x is kept (torch keeps nothing
+    either), so the saved bytes (distinct storages, parameters and x excluded) are printed too."""
+    import hot.memory as hm
+    for grads, what in (("frozen", "frozen weight and bias: g_x only"),
+                        ("input", "input without gradient: g_w and g_b only")):
+        print("\nOnly the gradients asked for, %s: one step, wall ms, best of %d turns" %
+              (what, reps))
+        print("%-24s %10s %10s %10s %10s %13s %22s  %s" % (
+            "shape", "nn fp32", "nn bf16", "HOT fp32", "HOT bf16", "best nn / HOT",
+            "turns: median [range]", "load"))
+        saved = []
+        for sh in shapes:
+            best, r, _ = turns(torch, hot_mod, sh, reps, dtypes, grads)
+            hot, nn = min(best[2], best[3]), min(best[0], best[1])
+            print("%-24s %s %s %s %s %12.2fx %9.2fx [%.2f-%.2f]  %s" % (
+                sh[0], _ms(best[0]), _ms(best[1]), _ms(best[2]), _ms(best[3]), nn / hot,
+                r[len(r) // 2], r[0], r[-1], load()))
+            row = []
+            for _, is_hot, ac in VARIANTS:
+                st = Step(torch, sh, hot_mod if is_hot else None, ac, grads)
+
+                def fwd(st=st, ac=ac):
+                    with torch.autocast("cpu", torch.bfloat16, enabled=ac):
+                        return st.m(st.x)
+                _, n = hm.saved_bytes(fwd, exclude=[st.x, st.m.weight, st.m.bias])
+                row.append(n)
+            saved.append((sh[0], row))
+            sys.stdout.flush()
+        print("saved for the backward, MiB (distinct storages; parameters and x excluded):")
+        for name, row in saved:
+            print("%-24s %s" % (name, " ".join("%10.2f" % (v / 2**20) for v in row)))
 
 
 def section_tiny(torch, hot_mod, reps):
@@ -473,6 +518,8 @@ def main():
         section_layer(torch, hot_mod, shapes, a.reps, dtypes)
     if "widths" in only:
         section_layer(torch, hot_mod, WIDTHS, a.reps, dtypes)
+    if "frozen" in only:
+        section_frozen(torch, hot_mod, shapes, a.reps, dtypes)
     if "tiny" in only:
         section_tiny(torch, hot_mod, a.reps)
     if "contention" in only:
