@@ -775,25 +775,40 @@ class Layer:
             raise ValueError("saved must be 16-byte aligned (new_saved_buffer())")
         return saved.ctypes.data
 
-    def backward(self, g_y, w, step=0, saved=None, out=None):
+    def backward(self, g_y, w, step=0, saved=None, out=None, outputs=None):
         """Backward: g_y (T x O), w (O x I), both of the layer's dtype -> (g_x (T x I), g_w
         (O x I), g_b (O) or None when the layer has no bias), numpy float32. `step`: the
         training step (Philox counter of the stochastic rounding; new value each step).
-        out: optional (g_x, g_w, g_b) float32 arrays to write into."""
+        out: optional (g_x, g_w, g_b) float32 arrays to write into. outputs: the gradients to
+        compute, a subset of ("g_x", "g_w", "g_b") (default: all the layer has); the others come
+        back None and cost nothing (without "g_w" the saved activations are not read, and no
+        save is needed first). Each one computed has the bits it has when all are."""
         self._host_only()
         np = _np()
         i = self._info
+        if outputs is None:
+            outputs = ("g_x", "g_w", "g_b") if i.bias else ("g_x", "g_w")
+        outputs = tuple(outputs) if not isinstance(outputs, str) else (outputs,)
+        bad = [o for o in outputs if o not in ("g_x", "g_w", "g_b")]
+        if bad or not outputs:
+            raise ValueError(f"outputs must be a non-empty subset of ('g_x', 'g_w', 'g_b'), got "
+                             f"{outputs!r}")
+        if "g_b" in outputs and not i.bias:
+            raise ValueError("outputs: 'g_b' asked of a layer without bias")
         g_y = self._array(g_y, "g_y", i.T, i.O)
         w = self._array(w, "w", i.O, i.I)
         if out is None:
-            gx = np.empty((i.T, i.I), np.float32)
-            gw = np.empty((i.O, i.I), np.float32)
-            gb = np.empty((i.O,), np.float32) if i.bias else None
+            gx = np.empty((i.T, i.I), np.float32) if "g_x" in outputs else None
+            gw = np.empty((i.O, i.I), np.float32) if "g_w" in outputs else None
+            gb = np.empty((i.O,), np.float32) if "g_b" in outputs else None
         else:
             gx, gw, gb = out
-            for a, nm, n in ((gx, "out[0]", i.T * i.I), (gw, "out[1]", i.O * i.I),
-                             (gb, "out[2]", i.O)):
-                if a is None and nm == "out[2]":
+            gx = gx if "g_x" in outputs else None
+            gw = gw if "g_w" in outputs else None
+            gb = gb if "g_b" in outputs else None
+            for a, nm, n, name in ((gx, "out[0]", i.T * i.I, "g_x"),
+                                   (gw, "out[1]", i.O * i.I, "g_w"), (gb, "out[2]", i.O, "g_b")):
+                if a is None and (nm == "out[2]" or name not in outputs):
                     continue
                 if not isinstance(a, np.ndarray) or a.dtype != np.float32 or a.size != n or \
                         not a.flags.c_contiguous or not a.flags.writeable:
@@ -802,8 +817,11 @@ class Layer:
             if gb is not None and not i.bias:
                 raise ValueError("out[2] (g_b) given for a layer without bias")
         sp = self._saved_arg(saved)
-        self.backward_ptr(g_y.ctypes.data, w.ctypes.data, i.dtype, gx.ctypes.data,
-                          gw.ctypes.data, None if gb is None else gb.ctypes.data, sp, step)
+
+        def ptr(a):
+            return None if a is None else a.ctypes.data
+        self.backward_ptr(g_y.ctypes.data, w.ctypes.data, i.dtype, ptr(gx), ptr(gw), ptr(gb), sp,
+                          step)
         return gx, gw, gb
 
     def calibrate(self, g_y, step=0):

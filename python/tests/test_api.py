@@ -91,6 +91,35 @@ def test_own_buffer_and_out_arrays(hot):
         np.testing.assert_allclose(a[2], gy.sum(0), rtol=1e-5, atol=1e-5)
 
 
+def test_backward_outputs_subsets(hot):
+    """Layer.backward(outputs=...): every non-empty subset gives the bits of the full call for
+    what it asks and None for the rest; without g_w no save is needed first; bad subsets are
+    refused by name."""
+    with hot.Context("cpu", seed=1) as ctx:
+        layer = ctx.create_layer(24, 16, 1, 64)
+        x, w, gy = make_inputs(0, 64, 16, 24)
+        fresh = ctx.create_layer(24, 16, 1, 64, layer_id=1)
+        gx0, _gw0, gb0 = fresh.backward(gy, w, step=5, outputs=("g_x", "g_b"))  # no save
+        with pytest.raises(hot.HotError, match="no saved activations"):
+            fresh.backward(gy, w, step=5, outputs="g_w")
+        layer.save(x)
+        full = layer.backward(gy, w, step=5)
+        names = ("g_x", "g_w", "g_b")
+        for m in range(1, 8):
+            want = tuple(n for k, n in enumerate(names) if m >> k & 1)
+            got = layer.backward(gy, w, step=5, outputs=want)
+            for n, a, f in zip(names, got, full):
+                assert (a is None) == (n not in want), (want, n)
+                if a is not None:
+                    assert np.array_equal(a.view(np.int32), f.view(np.int32)), (want, n)
+        for bad in ((), ("g_y",), "gx"):
+            with pytest.raises(ValueError, match="outputs must be"):
+                layer.backward(gy, w, step=5, outputs=bad)
+        nob = ctx.create_layer(24, 16, 1, 64, bias=False, layer_id=2)
+        with pytest.raises(ValueError, match="without bias"):
+            nob.backward(gy, w, outputs=("g_b",))
+
+
 def test_layer_spec_from_recipe_and_fields(hot):
     s = hot.LayerSpec(64, 32, recipe="paper_code", name="fc")
     assert s.c.hq.pad == 0 and s.c.hla.block == 0 and s.c.hq.w.rule == hot.Rule.SAWB
