@@ -321,7 +321,8 @@ def parse_args():
                    help="after the first seed's training, run STEPS more steps of each model "
                         "under torch.profiler and print where a step's time goes: the operators "
                         "with the most time on the calling thread per step (HOT's linear "
-                        "layers are _HOTLinearFunction forward and backward; 0: off, default)")
+                        "layers are _HOTLinearFunction forward and backward; on a GPU also "
+                        "the operators with the most kernel time; 0: off, default)")
     p.add_argument("--out-dir", default=os.path.join(REPO, "build", "examples", "train_lm"),
                    help="where the PNG and JSON go (default build/examples/train_lm)")
     args = p.parse_args()
@@ -536,11 +537,20 @@ def quiet_profiler_log():
                     print(line, file=sys.stderr)
 
 
+def _device_self_us(e):
+    """An operator's self time on the GPU, microseconds (torch renamed the field in 2.4)."""
+    v = getattr(e, "self_device_time_total", None)
+    return getattr(e, "self_cuda_time_total", 0.0) if v is None else v
+
+
 def profile_steps(args, models, autocast, opts, next_batch, dev):
     """--profile: args.profile training steps of each model under torch.profiler (CPU
-    activity), after the training whose figures are reported; prints per model its time per
-    step and the PROFILE_TOP operators with the most self time on the calling thread per step
-    (wall time there: an operator that runs on several threads counts its wall time once)."""
+    activity, and CUDA's on a GPU), after the training whose figures are reported; prints per
+    model its time per step and the PROFILE_TOP operators with the most self time on the
+    calling thread per step (wall time there: an operator that runs on several threads counts
+    its wall time once); on a GPU also those with the most self time on the device, and the
+    steps are timed from a synchronised start to a synchronised end (kernels run after the
+    calls that launch them)."""
     import torch
     import torch.nn.functional as F
     from torch.profiler import ProfilerActivity, profile
@@ -560,11 +570,17 @@ def profile_steps(args, models, autocast, opts, next_batch, dev):
             loss.backward()
             opts[k].step()
         step()  # warm
+        gpu = dev.type == "cuda"
+        acts = [ProfilerActivity.CPU] + ([ProfilerActivity.CUDA] if gpu else [])
+        if gpu:
+            torch.cuda.synchronize()
         t0 = time.perf_counter()
         with quiet_profiler_log():
-            with profile(activities=[ProfilerActivity.CPU]) as prof:
+            with profile(activities=acts) as prof:
                 for _ in range(args.profile):
                     step()
+                if gpu:
+                    torch.cuda.synchronize()
         wall = 1e3 * (time.perf_counter() - t0) / args.profile
         ops = sorted(prof.key_averages(), key=lambda e: e.self_cpu_time_total, reverse=True)
         tot = sum(e.self_cpu_time_total for e in ops) / 1e3 / args.profile
@@ -575,6 +591,12 @@ def profile_steps(args, models, autocast, opts, next_batch, dev):
         for e in top:
             print(f"    {e.self_cpu_time_total / 1e3 / args.profile:7.2f}  {e.key}")
         print(f"    {rest:7.2f}  the other operators", flush=True)
+        if gpu:
+            dops = sorted(ops, key=_device_self_us, reverse=True)
+            dtot = sum(_device_self_us(e) for e in dops) / 1e3 / args.profile
+            print(f"  {names.get(k, k)} on the GPU: {dtot:.2f} ms a step of kernel time")
+            for e in dops[:PROFILE_TOP]:
+                print(f"    {_device_self_us(e) / 1e3 / args.profile:7.2f}  {e.key}")
 
 
 def print_ablation(results, variants):
