@@ -30,7 +30,8 @@ profiled runs after one warm-up; fast_profile in runtime/cpu/fast.h), at N threa
 GEMM instruction (tdpbssd with AMX, then the tile step at each level of the memory; 512-bit
 vpdpbusd on AVX-512 VNNI; 256-bit vpdpbusd on AVX-VNNI; vpmaddubsw on AVX2), per shape the
 GEMMs' rate against it and their share of the backward (from the stage profile), then bench/cpu_layer.py (HOTLinear fwd+bwd through the Python API against nn.Linear in
-fp32 and under bf16 autocast, the tiny layer's fixed cost, regions per step, contention). The
+fp32 and under bf16 autocast, the tiny layer's fixed cost, regions per step, contention; the
+contention again with OMP_WAIT_POLICY=PASSIVE, cpu_layer.py --wait-policy passive). The
 default run prints the table and then the goal figures; --tiny prints the table only.
 --shape B,L,O,I (repeatable) puts that layer (B samples of L tokens, I -> O) in place of the
 benchmark's shapes in the table, --stages, --versus and goal 2; --peak prints the integer peak of
@@ -452,8 +453,13 @@ def run_layer_bench(threads, reps, tiny=False):
     """bench/cpu_layer.py in a process of its own (it sets HOT_CPU_THREADS before loading hot)."""
     sys.stdout.flush()
     here = os.path.dirname(os.path.abspath(__file__))
-    subprocess.call([sys.executable, os.path.join(here, "cpu_layer.py"), "--threads",
-                     str(threads), "--reps", str(max(reps, 3))] + (["--tiny"] if tiny else []))
+    cmd = [sys.executable, os.path.join(here, "cpu_layer.py"), "--threads", str(threads),
+           "--reps", str(max(reps, 3))] + (["--tiny"] if tiny else [])
+    subprocess.call(cmd)
+    # goal 3c again with torch's OpenMP workers told not to spin (the setting the docs recommend
+    # on shared CPUs; GNU OpenMP reads it once, at start, hence a process of its own)
+    sys.stdout.flush()
+    subprocess.call(cmd + ["--only", "contention", "--wait-policy", "passive"])
 
 
 def parse_shapes(texts, num):

@@ -4,7 +4,7 @@ user of the PyTorch bridge sees per layer, and the fast path's fixed costs.
 
     python3 bench/cpu_layer.py [--threads N] [--reps R] [--tiny] [--only SECTIONS]
                                [--versus DIR] [--isa-cap avx2] [--dtypes fp32,bf16]
-                               [--malloc steady|glibc]
+                               [--malloc steady|glibc] [--wait-policy default|passive]
 
 Sections (all by default; --only takes a comma-separated subset):
   layer       per shape, one training step of one layer (forward + backward, the loss gradient
@@ -127,9 +127,11 @@ def cpu_isa(cap):
     return "ISA: AVX2-only" if "avx2" in flags else "ISA: below AVX2"
 
 
-def setup_env(threads, cap=None):
+def setup_env(threads, cap=None, wait_policy=None):
     for k, v in ISA_CAPS.get(cap, {}).items():
         os.environ[k] = v
+    if wait_policy == "passive":  # read by GNU OpenMP once, when torch loads it
+        os.environ["OMP_WAIT_POLICY"] = "PASSIVE"
     os.environ["HOT_CPU_THREADS"] = str(threads)
     if not os.environ.get("HOT_LIBRARY"):
         hits = sorted(glob.glob(os.path.join(ROOT, "build*", "runtime", "libhot.so")),
@@ -483,6 +485,11 @@ def main():
                          "--isa-cap avx2 torch's bf16 linear takes seconds per step")
     ap.add_argument("--isa-cap", choices=sorted(ISA_CAPS),
                     help="run as on a CPU with only this instruction set (see above)")
+    ap.add_argument("--wait-policy", choices=("default", "passive"), default="default",
+                    help="passive: OMP_WAIT_POLICY=PASSIVE for this process (torch's OpenMP "
+                         "workers sleep at once after each operator instead of spinning: the "
+                         "setting docs/python.md recommends on CPUs shared with other work); "
+                         "default: the environment's")
     ap.add_argument("--malloc", choices=("steady", "glibc"), default="steady",
                     help="steady: glibc's heap trimming off for the whole process (see above)")
     a = ap.parse_args()
@@ -501,7 +508,7 @@ def main():
         sys.exit("cpu_layer.py: --versus %s: --only %s leaves out the versus section"
                  % (a.versus, a.only))
     steady_malloc(a.malloc)
-    setup_env(a.threads, a.isa_cap)
+    setup_env(a.threads, a.isa_cap, a.wait_policy)
     import torch
     import hot.torch as hot_mod
     torch.set_num_threads(a.threads)
@@ -511,6 +518,8 @@ def main():
           % (a.threads, os.environ.get("HOT_LIBRARY"), torch.__version__,
              time.strftime("%Y-%m-%d %H:%M"), load()))
     print(cpu_isa(a.isa_cap))
+    print("OpenMP wait policy: %s" % (os.environ.get("OMP_WAIT_POLICY") or
+                                     "GNU OpenMP's default (workers spin after each region)"))
     print("malloc: " + ("glibc's heap trimming and dynamic mmap threshold off (%s)"
                         % os.environ.get("GLIBC_TUNABLES") if a.malloc == "steady"
                         else "glibc's defaults (--malloc glibc)"))
