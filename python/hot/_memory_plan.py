@@ -85,6 +85,9 @@ def describe(report, replace, acts):
         what = _KEEPS_LINEAR.format(basis=basis)
         if isinstance(m, ht.HOTMultiheadAttention):
             what = "projections: " + what + "; out_proj: a reference to SDPA's output"
+        if isinstance(m, ht.HOTLinear) and not m.weight.requires_grad:
+            what = ("nothing while its weight is frozen (no g_w: hot computes g_x alone); once "
+                    "it trains, " + what)
         report.keeps.append((n or "(model)", what))
     for n, (new, reader) in acts.items():
         if isinstance(new, memory.HOTReLU):

@@ -343,3 +343,12 @@ def test_frozen_weight_defers_the_basis_measurement(hot, ht):
         m.weight.requires_grad_(True)
         m(x).backward(torch.randn(2, 128, 48))
         assert m.hot_hla_choice in ("cut", "full") and m.weight.grad is not None
+
+
+def test_convert_report_says_a_frozen_layer_keeps_nothing(ht):
+    m = nn.Sequential(nn.Linear(8, 8), nn.ReLU(), nn.Linear(8, 4))
+    m[0].weight.requires_grad_(False)
+    _m, report = ht.convert(m, return_report=True)
+    keeps = dict(report.keeps)
+    assert keeps["0"].startswith("nothing while its weight is frozen")
+    assert keeps["2"].startswith("int8 codes of x^")
