@@ -384,6 +384,8 @@ class _HOTLinearFunction(torch.autograd.Function):
                              w, g_y.reshape(B, L, g_y.shape[-1]))
         w = _aligned16(w.contiguous()) if need_x else w
         step = module._hot_next_step()
+        if not need_w and module._hot_basis_undecided(step):
+            module._hot_missed_recheck()  # no g_w to measure: the next backward with one does
         need = (need_x, need_w, need_b)
         try:
             if need_w and ctx.rebuild is False and kept is None:  # the forward's x was not finite
@@ -694,6 +696,7 @@ class _HotCore:
         self._hot_calibration = {}
         self._hot_warn_untagged = tag is None
         self.hot_hla_basis, self.hot_hla_choice, self.hot_hla_error = "spec", None, None
+        self._hot_recheck_missed = False
         self.hot_set_tag(tag if tag is not None else f"HOTLinear#{next(_untagged)}")
 
     # -- identity and state
@@ -726,6 +729,7 @@ class _HotCore:
             self._hot_calibration = cal
             if basis is not None:
                 self.hot_hla_choice, self.hot_hla_error = basis
+            self._hot_recheck_missed = False
             self._hot_layers.clear()  # rebuilt from the restored choices
 
     # -- HLA basis chosen by measurement (hla_basis="auto"; memory.choose_basis)
@@ -740,19 +744,28 @@ class _HotCore:
 
     def _hot_basis_undecided(self, step=None):
         """Whether the backward with Philox step `step` (default: the next one) measures the
-        basis: the first, and while the cut is kept, memory.basis_recheck_due's."""
+        basis: the first, and while the cut is kept, memory.basis_recheck_due's (or the first
+        with a g_w after one of those ran without: _hot_missed_recheck)."""
         if self.hot_hla_basis != "auto" or self.hot_hla_choice == "full":
             return False  # (every call asks: the spec is looked at only while undecided)
-        if self.hot_hla_choice == "cut" and \
+        if self.hot_hla_choice == "cut" and not getattr(self, "_hot_recheck_missed", False) and \
                 not memory.basis_recheck_due(self.hot_step if step is None else step):
             return False
         c = self.hot_spec.c
         return bool(c.hla.enabled) and c.hla.selection != int(api.Selection.FULL) and \
             not memory.assuming_full()
 
+    def _hot_missed_recheck(self):
+        """The backward due to measure the kept cut computed no g_w (a frozen weight): the next
+        backward with a g_w measures instead (its forward keeps x for it)."""
+        with self._hot_lock:
+            if self.hot_hla_choice == "cut":
+                self._hot_recheck_missed = True
+
     def _hot_set_basis(self, choice, err):
         with self._hot_lock:
             self.hot_hla_choice, self.hot_hla_error = choice, float(err)
+            self._hot_recheck_missed = False
             if choice == "full":
                 self._hot_layers.clear()  # made again with the full basis
 

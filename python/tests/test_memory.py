@@ -352,3 +352,24 @@ def test_convert_report_says_a_frozen_layer_keeps_nothing(ht):
     keeps = dict(report.keeps)
     assert keeps["0"].startswith("nothing while its weight is frozen")
     assert keeps["2"].startswith("int8 codes of x^")
+
+
+def test_frozen_weight_defers_the_basis_recheck(hot, ht, hm):
+    """A re-check of a kept cut that falls on a backward without g_w (the weight frozen for that
+    step) is made at the next backward with a g_w, not skipped until the next re-check: a
+    weight trained every other step (frozen at every even backward, where BASIS_RECHECK's steps
+    fall) is still measured again, and Gaussian tokens switch it to the full basis."""
+    torch.manual_seed(0)
+    first = hm.BASIS_RECHECK[0]
+    with hot.Context("cpu", seed=1) as ctx:
+        m = ht.HOTLinear(32, 48, context=ctx, tag="recheck")
+        m.hot_set_hla_basis("auto")
+        walk = torch.randn(2, 128, 32).cumsum(1) / 8, torch.randn(2, 128, 48).cumsum(1) / 8
+        rough = torch.randn(2, 128, 32), torch.randn(2, 128, 48)
+        for step in range(first + 2):
+            x, g = rough if step >= first else walk
+            m.weight.requires_grad_(step == 0 or step % 2 == 1)
+            m(x.clone().requires_grad_()).backward(g)
+            want = "full" if step > first else "cut"
+            assert m.hot_hla_choice == want, (step, m.hot_hla_choice, m.hot_hla_error)
+        assert m.hot_hla_error > 0.4
