@@ -467,7 +467,7 @@ static hot_status cuda_layer_backward(hot_layer *layer, const void *g_y, const v
   const unsigned need = call_runs(layer, HOT_CALL_BACKWARD, outputs, run, &n);
   if (!st) st = check_need(layer, HOT_CALL_BACKWARD, run, n, need); /* nothing launched unless all can be */
   if (!st) st = check_ptr(layer, g_y, "g_y");
-  if (!st) st = check_ptr(layer, w, "w");
+  if (!st && g_x) st = check_ptr(layer, w, "w"); /* read by HQ's w' only, for g_x */
   if (!st && g_x) st = check_ptr(layer, g_x, "g_x");
   if (!st && g_w) st = check_ptr(layer, g_w, "g_w");
   if (!st && g_b) st = check_ptr(layer, g_b, "g_b");

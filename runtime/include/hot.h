@@ -434,20 +434,22 @@ HOT_API hot_status hot_layer_save(hot_layer *layer, const void *x, hot_dtype dty
  * the caller owns. Each output is computed only when its pointer is not NULL (at least one must
  * be): g_x NULL skips HQ and the g_x GEMM (an input that needs no gradient), g_w NULL skips HLA
  * and the g_w GEMM and reads no saved activations (a frozen weight: no hot_layer_save is needed
- * before such a call); each output's bits are the same whichever others are asked for. `step` is the training step (Philox counter of the
- * stochastic rounding: use a new value each step). g' uses the layer's granularity in effect
- * (hot_layer_get_info: a spec's auto is per sample until hot_layer_calibrate).
+ * before such a call); each output's bits are the same whichever others are asked for. `step`
+ * is the training step (Philox counter of the stochastic rounding: use a new value each step).
+ * g' uses the layer's granularity in effect (hot_layer_get_info: a spec's auto is per sample
+ * until hot_layer_calibrate).
  * Overlap: g_x, g_w and g_b (written) may share no byte with each other nor with g_y, w or
  * saved (g_y T*O, w O*I elements of dtype; saved hot_layer_saved_bytes); inputs may overlap
  * each other. An overlapping call is refused before any work (HOT_ERR_INVALID naming both
  * arguments): in place (g_x = g_y when I = O) is not supported, as its result would depend on
  * the order the backend reads and writes.
  * Errors: HOT_ERR_INVALID (g_y or w NULL, g_x, g_w and g_b all NULL, dtype, g_b given for a
- * layer whose spec has bias = false, overlapping buffers, a misaligned or host buffer on CUDA),
- * HOT_ERR_MISUSE (g_w asked for with saved NULL before any save), HOT_ERR_NONFINITE (CPU), HOT_ERR_RANGE (finite inputs, an output overflowed fp32:
- * see "Overflow" below), HOT_ERR_UNSUPPORTED (CUDA: a kernel not in this build, or g_x of a
- * layer without HQ or g_w of one without ABC: only the CPU backend computes their fp32
- * products), compile and CUDA errors. */
+ * layer whose spec has bias = false, overlapping buffers, a misaligned or host buffer on CUDA:
+ * w is looked at there only with g_x, which alone reads it), HOT_ERR_MISUSE (g_w asked for with
+ * saved NULL before any save), HOT_ERR_NONFINITE (CPU), HOT_ERR_RANGE (finite inputs, an output
+ * overflowed fp32: see "Overflow" below), HOT_ERR_UNSUPPORTED (CUDA: a kernel not in this
+ * build, or g_x of a layer without HQ or g_w of one without ABC: only the CPU backend computes
+ * their fp32 products), compile and CUDA errors. */
 HOT_API hot_status hot_layer_backward(hot_layer *layer, const void *g_y, const void *w,
                                       hot_dtype dtype, const void *saved, float *g_x, float *g_w,
                                       float *g_b, uint32_t step, void *stream);

@@ -615,6 +615,16 @@ START_TEST(output_subsets_sequence) {
   ck_assert_int_eq(hot_layer_backward(l, vp(gy), vp(w), HOT_DT_F32, NULL, NULL, NULL, vp(gb), 3,
                                       NULL), HOT_OK);
   launches_are(gb_only, "g_b alone");
+  /* w is read for g_x only: without g_x, a w that is not 16-byte aligned (a weight that is a
+   * view into a larger tensor) is not refused; with g_x it is */
+  g_reset();
+  ck_assert_int_eq(hot_layer_backward(l, vp(gy), vp(w + 4), HOT_DT_F32, NULL, NULL, NULL, vp(gb),
+                                      3, NULL), HOT_OK);
+  launches_are(gb_only, "g_b alone, w not aligned");
+  ck_assert_int_eq(hot_layer_backward(l, vp(gy), vp(w + 4), HOT_DT_F32, NULL, vp(gx), NULL, NULL,
+                                      3, NULL), HOT_ERR_INVALID);
+  ck_assert_msg(strstr(hot_errmsg(ctx), "w (") && strstr(hot_errmsg(ctx), "aligned"), "%s",
+                hot_errmsg(ctx));
   ck_assert_int_eq(hot_layer_backward(l, vp(gy), vp(w), HOT_DT_F32, NULL, NULL, vp(gw), NULL, 3,
                                       NULL), HOT_ERR_MISUSE);
   ck_assert_int_eq(hot_layer_backward(l, vp(gy), vp(w), HOT_DT_F32, NULL, NULL, NULL, NULL, 3,
