@@ -786,6 +786,7 @@ class Layer:
         self._host_only()
         np = _np()
         i = self._info
+        named = outputs is not None  # out[2] None then drops g_b only where not named
         if outputs is None:
             outputs = ("g_x", "g_w", "g_b") if i.bias else ("g_x", "g_w")
         outputs = tuple(outputs) if not isinstance(outputs, str) else (outputs,)
@@ -808,7 +809,7 @@ class Layer:
             gb = gb if "g_b" in outputs else None
             for a, nm, n, name in ((gx, "out[0]", i.T * i.I, "g_x"),
                                    (gw, "out[1]", i.O * i.I, "g_w"), (gb, "out[2]", i.O, "g_b")):
-                if a is None and (nm == "out[2]" or name not in outputs):
+                if a is None and ((nm == "out[2]" and not named) or name not in outputs):
                     continue
                 if not isinstance(a, np.ndarray) or a.dtype != np.float32 or a.size != n or \
                         not a.flags.c_contiguous or not a.flags.writeable:

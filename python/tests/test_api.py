@@ -118,6 +118,12 @@ def test_backward_outputs_subsets(hot):
         nob = ctx.create_layer(24, 16, 1, 64, bias=False, layer_id=2)
         with pytest.raises(ValueError, match="without bias"):
             nob.backward(gy, w, outputs=("g_b",))
+        # g_b named with out[2] None: refused (not left out as when outputs is not given)
+        gx, gw = np.empty((64, 24), np.float32), np.empty((16, 24), np.float32)
+        assert layer.backward(gy, w, step=5, out=(gx, gw, None))[2] is None
+        for want in (("g_x", "g_b"), ("g_b",)):
+            with pytest.raises(ValueError, match=r"out\[2\]"):
+                layer.backward(gy, w, step=5, out=(gx, gw, None), outputs=want)
 
 
 def test_layer_spec_from_recipe_and_fields(hot):
