@@ -373,3 +373,22 @@ def test_frozen_weight_defers_the_basis_recheck(hot, ht, hm):
             want = "full" if step > first else "cut"
             assert m.hot_hla_choice == want, (step, m.hot_hla_choice, m.hot_hla_error)
         assert m.hot_hla_error > 0.4
+
+
+def test_frozen_weight_nan_in_x_leaves_g_x_finite(hot, ht):
+    """A frozen weight: x is neither kept nor read, so a NaN in x gives the g_x and g_b of the
+    same step without it (torch's linear map gives finite ones too), not NaN gradients."""
+    out = []
+    for bad in (False, True):
+        with hot.Context("cpu", seed=7) as ctx:
+            torch.manual_seed(1)
+            m = ht.HOTLinear(32, 24, context=ctx, tag="n")
+            m.weight.requires_grad_(False)
+            x = torch.randn(2, 128, 32, generator=torch.Generator().manual_seed(2))
+            if bad:
+                x[1, 5, 3] = float("nan")
+            x.requires_grad_()
+            m(x).backward(torch.randn(2, 128, 24, generator=torch.Generator().manual_seed(3)))
+            out.append((x.grad, m.bias.grad))
+    for u, v in zip(*out):
+        assert torch.isfinite(v).all() and torch.equal(bits(u), bits(v))
