@@ -158,10 +158,13 @@ def test_hla_basis_auto_by_measurement(hot, ht):
             ht.convert(nn.Linear(3, 4), hla_basis="tri")
 
 
-def test_hla_basis_cut_measured_again(hot, ht, hm):
+@pytest.mark.parametrize("frozen_even", [False, True])
+def test_hla_basis_cut_measured_again(hot, ht, hm, frozen_even):
     """A kept cut is measured again at hm.BASIS_RECHECK's backwards (x kept by the forward
     before each, codes otherwise): tokens smooth along the sequence keep it, then Gaussian
-    tokens at the first re-check switch the module to the full basis, for good."""
+    tokens at the first re-check switch the module to the full basis, for good. frozen_even:
+    the weight is frozen at every even backward but the first (where BASIS_RECHECK's steps
+    fall): a re-check due at a backward without g_w is made at the next one with a g_w."""
     torch.manual_seed(0)
     first = hm.BASIS_RECHECK[0]
     assert [s for s in range(first + 1) if hm.basis_recheck_due(s)] == [first]
@@ -173,10 +176,13 @@ def test_hla_basis_cut_measured_again(hot, ht, hm):
         rough = torch.randn(2, 128, 32), torch.randn(2, 128, 48)
         for step in range(first + 2):
             x, g = rough if step >= first else walk
+            if frozen_even:
+                m.weight.requires_grad_(step == 0 or step % 2 == 1)
             m(x.clone().requires_grad_()).backward(g)
-            want = "full" if step >= first else "cut"
+            want = "full" if step >= first + frozen_even else "cut"
             assert m.hot_hla_choice == want, (step, m.hot_hla_choice, m.hot_hla_error)
-            assert m._hot_basis_undecided() == (m.hot_step == first and want == "cut")
+            if not frozen_even:
+                assert m._hot_basis_undecided() == (m.hot_step == first and want == "cut")
         assert m.hot_hla_error > 0.4
 
 
@@ -352,27 +358,6 @@ def test_convert_report_says_a_frozen_layer_keeps_nothing(ht):
     keeps = dict(report.keeps)
     assert keeps["0"].startswith("nothing while its weight is frozen")
     assert keeps["2"].startswith("int8 codes of x^")
-
-
-def test_frozen_weight_defers_the_basis_recheck(hot, ht, hm):
-    """A re-check of a kept cut that falls on a backward without g_w (the weight frozen for that
-    step) is made at the next backward with a g_w, not skipped until the next re-check: a
-    weight trained every other step (frozen at every even backward, where BASIS_RECHECK's steps
-    fall) is still measured again, and Gaussian tokens switch it to the full basis."""
-    torch.manual_seed(0)
-    first = hm.BASIS_RECHECK[0]
-    with hot.Context("cpu", seed=1) as ctx:
-        m = ht.HOTLinear(32, 48, context=ctx, tag="recheck")
-        m.hot_set_hla_basis("auto")
-        walk = torch.randn(2, 128, 32).cumsum(1) / 8, torch.randn(2, 128, 48).cumsum(1) / 8
-        rough = torch.randn(2, 128, 32), torch.randn(2, 128, 48)
-        for step in range(first + 2):
-            x, g = rough if step >= first else walk
-            m.weight.requires_grad_(step == 0 or step % 2 == 1)
-            m(x.clone().requires_grad_()).backward(g)
-            want = "full" if step > first else "cut"
-            assert m.hot_hla_choice == want, (step, m.hot_hla_choice, m.hot_hla_error)
-        assert m.hot_hla_error > 0.4
 
 
 def test_frozen_weight_nan_in_x_leaves_g_x_finite(hot, ht):
