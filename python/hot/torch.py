@@ -358,23 +358,17 @@ class _HOTLinearFunction(torch.autograd.Function):
         module, entry, x_shape, x_dtype, in_dtype, has_bias, capture = ctx.hot
         _refuse_double_backward(module)
         weight, kept = ctx.saved_tensors[:2]
-        # hot computes only the gradients autograd asks for (hot_layer_backward: NULL outputs):
-        # no g_x for an input that needs none, no g_w for a frozen weight (x was not kept)
-        need_x, need_w, need_b = ctx.needs_input_grad[:3]
-        need_w = need_w and not ctx.no_gw
-        need_b = need_b and has_bias
-        if not (need_x or need_w or need_b):
+        need = _needed(ctx, has_bias)
+        if not any(need):
             return None, None, None, None, None, None, None
+        need_x, need_w, need_b = need
         w = weight if weight.dtype == x_dtype or not (need_x or capture is not None) \
             else weight.to(x_dtype)  # (w is read for g_x only; a capture writes it)
         dev = g_y.device
-        if g_y.dtype != x_dtype:
-            g_y = g_y.to(x_dtype)
-        g_y = _aligned16(g_y.contiguous())
+        g_y = _aligned16((g_y if g_y.dtype == x_dtype else g_y.to(x_dtype)).contiguous())
         x = None
         if ctx.rebuild is not False and (need_w or capture is not None):  # x (or what
-            x = kept if ctx.rebuild is None else ctx.rebuild(kept)  # rebuilds it) was kept
-            x = _aligned16(x.contiguous())
+            x = _aligned16((kept if ctx.rebuild is None else ctx.rebuild(kept)).contiguous())
         if capture is not None and not getattr(ctx, "captured", False):
             # before hot runs: the capture exists even if hot then fails; once per forward (a
             # graph run backward again with retain_graph writes nothing more)
@@ -386,19 +380,12 @@ class _HOTLinearFunction(torch.autograd.Function):
         step = module._hot_next_step()
         if not need_w and module._hot_basis_undecided(step):
             module._hot_missed_recheck()  # no g_w to measure: the next backward with one does
-        need = (need_x, need_w, need_b)
         try:
             if need_w and ctx.rebuild is False and kept is None:  # the forward's x was not finite
                 raise _NonFinite()
             with _device_ctx(dev):
-                if need_w and x is not None and module._hot_basis_undecided(step):
-                    g_x, g_w, g_b = _choose_basis(module, entry, x, g_y, w, step, has_bias,
-                                                  need)
-                else:
-                    if need_w and x is not None:  # codes made now: by the module's layer as it
-                        entry = module._hot_layer(x, has_bias)  # is now (a basis chosen since)
-                    saved = None if not need_w else kept if x is None else _save_now(entry, x)
-                    g_x, g_w, g_b = _run_backward(module, entry, g_y, w, saved, step, need)
+                g_x, g_w, g_b = _backward_products(module, entry, g_y, w, x, kept, step,
+                                                   has_bias, need)
         except (api.HotError, _NonFinite) as e:
             if not isinstance(e, _NonFinite) and not _nonfinite_propagates(e):
                 raise
@@ -411,6 +398,27 @@ class _HOTLinearFunction(torch.autograd.Function):
         gw = g_w.to(weight.dtype) if need_w else None
         gb = g_b.to(ctx.bias_dtype) if need_b else None
         return gx, gw, gb, None, None, None, None
+
+
+def _needed(ctx, has_bias):
+    """(g_x, g_w, g_b): the gradients autograd asks for, which are all hot computes
+    (hot_layer_backward's NULL outputs): no g_x for an input that needs none, no g_w for a
+    frozen weight (whose forward kept nothing of x), no g_b without a trained bias."""
+    need_x, need_w, need_b = ctx.needs_input_grad[:3]
+    return bool(need_x), bool(need_w and not ctx.no_gw), bool(need_b and has_bias)
+
+
+def _backward_products(module, entry, g_y, w, x, kept, step, has_bias, need):
+    """hot's backward of one call: the basis measured first where it is due, else the codes of
+    x made now (x kept or rebuilt: by the module's layer as it is now, a basis chosen since the
+    forward) or the codes the forward saved (kept); without g_w nothing saved is read."""
+    need_w = need[1]
+    if need_w and x is not None and module._hot_basis_undecided(step):
+        return _choose_basis(module, entry, x, g_y, w, step, has_bias, need)
+    if need_w and x is not None:
+        entry = module._hot_layer(x, has_bias)
+    saved = None if not need_w else kept if x is None else _save_now(entry, x)
+    return _run_backward(module, entry, g_y, w, saved, step, need)
 
 
 def _keep_plan(module, x, entry, kept):
