@@ -456,6 +456,7 @@ def _run_backward(module, entry, g_y, w, saved, step, need):
         layer.calibrate_ptr(g_y.data_ptr(), dt, step, stream)
         entry.needs_calibration = False
         module._hot_remember_calibration(entry)
+
     def ptr(t):
         return None if t is None else t.data_ptr()
     layer.backward_ptr(g_y.data_ptr(), w.data_ptr(), dt, ptr(g_x), ptr(g_w), ptr(g_b), ptr(saved),
