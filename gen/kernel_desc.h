@@ -167,6 +167,11 @@ typedef struct {
                                and calibrate steps: 0 (they serve every later backward) */
 } hot_step;
 
+/* The HOT_OUT_* bits of a backward's output pointers: each that is not NULL is asked for. */
+static inline unsigned kd_outputs(const void *g_x, const void *g_w, const void *g_b) {
+  return (g_x ? HOT_OUT_GX : 0u) | (g_w ? HOT_OUT_GW : 0u) | (g_b ? HOT_OUT_GB : 0u);
+}
+
 /* Whether a step runs in a call, given its role is planned (the callers check that): its `when`
  * against the call's g' granularity (gran_row: per token in this backward) and its `out`
  * against the outputs the caller asked for (HOT_OUT_* bits; a step with out 0 runs in any call).

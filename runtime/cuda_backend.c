@@ -339,8 +339,8 @@ static void cuda_layer_free(hot_layer *layer) {
 
 /* What the CUDA backend cannot run (the CPU backend runs it): layers whose save keeps an fp32
  * copy of x (abc or hla disabled: the plan then has no abc_x kernel, and g_w would be an fp32
- * product), and g_x without HQ (an fp32 product). Every planned kernel role has launch code. */
-/* outputs: the HOT_OUT_* bits a backward computes; a save passes HOT_OUT_ALL (it keeps x for a
+ * product), and g_x without HQ (an fp32 product). Every planned kernel role has launch code.
+ * outputs: the HOT_OUT_* bits a backward computes; a save passes HOT_OUT_ALL (it keeps x for a
  * later g_w). */
 static hot_status check_features(hot_layer *layer, int backward, unsigned outputs) {
   const hot_layer_plan *pl = layer->plan;
@@ -461,8 +461,7 @@ static hot_status cuda_layer_backward(hot_layer *layer, const void *g_y, const v
                                       const void *saved, float *g_x, float *g_w, float *g_b,
                                       uint32_t step, CUstream stream) {
   int run[HOT_MAX_LAUNCHES], n = 0;
-  const unsigned outputs = (g_x ? HOT_OUT_GX : 0u) | (g_w ? HOT_OUT_GW : 0u) |
-                           (g_b ? HOT_OUT_GB : 0u);
+  const unsigned outputs = kd_outputs(g_x, g_w, g_b);
   hot_status st = check_features(layer, 1, outputs);
   const unsigned need = call_runs(layer, HOT_CALL_BACKWARD, outputs, run, &n);
   if (!st) st = check_need(layer, HOT_CALL_BACKWARD, run, n, need); /* nothing launched unless all can be */

@@ -45,7 +45,7 @@ static const struct {
 /* The outputs call c asks for (HOT_OUT_*; a save or a calibration: all). */
 static unsigned ref_call_outputs(const hot_ref_call *c) {
   if (c->call != HOT_CALL_BACKWARD) return HOT_OUT_ALL;
-  return (c->g_x ? HOT_OUT_GX : 0u) | (c->g_w ? HOT_OUT_GW : 0u) | (c->g_b ? HOT_OUT_GB : 0u);
+  return kd_outputs(c->g_x, c->g_w, c->g_b);
 }
 
 /* Whether step s runs in call c (kernel_desc.h's `when`; its role must be planned), and its

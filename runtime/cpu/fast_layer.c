@@ -1062,13 +1062,12 @@ int fast_layer_prepare(const hot_layer_plan *pl, fast_prepared *out) {
 }
 
 /* Step i of call c's prepared steps: its fast step function, or NULL when the step does not run
- * (kernel_desc.h's `when`; its role must be planned). */
-static int (*step_fn(const fast_call *c, int i))(fast_call *, const hot_step *) {
+ * (kd_step_runs: its `when`, and its `out` against `outputs`, the call's kd_outputs; its role
+ * must be planned). */
+static int (*step_fn(const fast_call *c, int i, unsigned outputs))(fast_call *, const hot_step *) {
   const int fam = c->prep->fam[c->call][i];
   if (fam < 0) return NULL;
   const hot_step *s = &c->prep->st[c->call][i];
-  const unsigned outputs = (c->g_x ? HOT_OUT_GX : 0u) | (c->g_w ? HOT_OUT_GW : 0u) |
-                           (c->g_b ? HOT_OUT_GB : 0u);
   return kd_step_runs(s->when, s->out, c->gran == HOT_GRAN_ROW, outputs) ? k_steps[fam].run : NULL;
 }
 
@@ -1079,8 +1078,9 @@ static int run_steps(fast_call *c, unsigned *ran) {
   const hot_step *st = c->prep->st[c->call];
   int (*fn[FAST_MAX_STEPS])(fast_call *, const hot_step *);
   const int n = c->prep->n[c->call];
+  const unsigned outputs = kd_outputs(c->g_x, c->g_w, c->g_b); /* (save, calibrate: 0) */
   for (int i = 0; i < n; ++i) {
-    fn[i] = (c->runs >> st[i].role) & 1u ? NULL : step_fn(c, i);
+    fn[i] = (c->runs >> st[i].role) & 1u ? NULL : step_fn(c, i, outputs);
     if (fn[i]) c->runs |= 1u << st[i].role;
   }
   int rc = HOT_REF_OK;
