@@ -444,8 +444,9 @@ HOT_API hot_status hot_layer_save(hot_layer *layer, const void *x, hot_dtype dty
  * arguments): in place (g_x = g_y when I = O) is not supported, as its result would depend on
  * the order the backend reads and writes.
  * Errors: HOT_ERR_INVALID (g_y or w NULL, g_x, g_w and g_b all NULL, dtype, g_b given for a
- * layer whose spec has bias = false, overlapping buffers, a misaligned or host buffer on CUDA:
- * w is looked at there only with g_x, which alone reads it), HOT_ERR_MISUSE (g_w asked for with
+ * layer whose spec has bias = false, overlapping buffers, a caller's saved not 16-byte aligned
+ * (looked at only with g_w, which alone reads it), a misaligned or host buffer on CUDA: w is
+ * looked at there only with g_x, which alone reads it), HOT_ERR_MISUSE (g_w asked for with
  * saved NULL before any save), HOT_ERR_NONFINITE (CPU), HOT_ERR_RANGE (finite inputs, an output
  * overflowed fp32: see "Overflow" below), HOT_ERR_UNSUPPORTED (CUDA: a kernel not in this
  * build, or g_x of a layer without HQ or g_w of one without ABC: only the CPU backend computes

@@ -678,6 +678,11 @@ static void bwd_gb_nobias(fx *f, got *g) {
 static void bwd_saved_misaligned(fx *f, got *g) {
   BWD(f->l, f->gy, f->w, HOT_DT_F32, misaligned(f), f->gx, f->gw, f->gb);
 }
+/* saved is read by g_w alone: without g_w a misaligned one is not looked at (accepted) */
+static void bwd_saved_misaligned_nogw(fx *f, got *g) {
+  NOMSG(hot_layer_backward(f->l, f->gy, f->w, HOT_DT_F32, misaligned(f), f->gx, NULL, f->gb, 0,
+                           NULL));
+}
 static void bwd_gx_overlap(fx *f, got *g) {
   float *buf = calloc((size_t)T * I + (size_t)T * O, 4);
   BWD(f->l, buf, f->w, HOT_DT_F32, NULL, buf + T * O - 1, f->gw, f->gb);
@@ -1069,6 +1074,7 @@ static const api_case k_cases[] = {
     {"hot_layer_backward", "dtype", HOT_ERR_INVALID, NULL, bwd_dtype_other},
     {"hot_layer_backward", "g_b", HOT_ERR_INVALID, NULL, bwd_gb_nobias},
     {"hot_layer_backward", "saved", HOT_ERR_INVALID, NULL, bwd_saved_misaligned},
+    {"hot_layer_backward", "saved", HOT_OK, NO_MSG, bwd_saved_misaligned_nogw},
     {"hot_layer_backward", "g_x", HOT_ERR_INVALID, NULL, bwd_gx_overlap},
     {"hot_layer_backward", "g_b", HOT_ERR_INVALID, NULL, bwd_gb_overlap},
     {"hot_layer_backward", "saved", HOT_ERR_MISUSE, NULL, bwd_before_save},
