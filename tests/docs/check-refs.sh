@@ -12,6 +12,7 @@ set -u
 if [ "${1:-}" = "--self-test" ]; then
   t=$(mktemp -d "${TMPDIR:-/tmp}/hot-refs.XXXXXX") || exit 1
   trap 'rm -rf "$t"' EXIT
+  trap 'exit 129' HUP; trap 'exit 130' INT; trap 'exit 141' PIPE; trap 'exit 143' TERM
   mkdir -p "$t/good/docs" "$t/bad1" "$t/bad2" "$t/bad3"
   sib="../""shared" # a sibling folder, spelled so that this script does not name one itself
   echo "see docs/GUIDE.md, GUIDE.md section 2 and README.md" >"$t/good/a.c"
@@ -25,8 +26,23 @@ if [ "${1:-}" = "--self-test" ]; then
   for b in bad1 bad2 bad3; do
     if sh "$0" "$t/$b" >"$t/out" 2>&1; then echo "self-test: $b was not rejected"; exit 1; fi
   done
-  sh "$0" "$t/bad2" 2>&1 | grep -q "b.h:2:" || { echo "self-test: the report does not name file:line"; exit 1; }
-  echo "check-refs self-test: ok (a clean tree passes, three planted outside references fail)"
+  sh "$0" "$t/bad2" >"$t/out" 2>&1
+  grep -q "b.h:2:" "$t/out" || { echo "self-test: the report does not name file:line"; exit 1; }
+  # its scratch file goes also when the run ends by a signal: a reader that closes the pipe
+  # at once (SIGPIPE), then a hang-up and a termination mid-run (SIGINT alike, but sh starts a
+  # background command with SIGINT ignored, so it is not sent here)
+  mkdir "$t/tmp"
+  TMPDIR="$t/tmp" sh "$0" "$t/bad2" 2>&1 | head -c 1 >/dev/null
+  for sig in HUP TERM; do
+    TMPDIR="$t/tmp" HOT_REFS_STALL=1 sh "$0" "$t/good" >/dev/null 2>&1 &
+    pid=$!
+    n=0
+    while [ -z "$(ls "$t/tmp")" ] && [ "$n" -lt 100 ]; do sleep 0.05; n=$((n + 1)); done
+    kill -s "$sig" "$pid"
+    wait "$pid"
+  done
+  [ -z "$(ls "$t/tmp")" ] || { echo "self-test: scratch files left behind: $(ls "$t/tmp")"; exit 1; }
+  echo "check-refs self-test: ok (a clean tree passes, three planted outside references fail, no scratch file outlives a signal)"
   exit 0
 fi
 src=${1:?usage: check-refs.sh SRC [BUILD_DIR]}
@@ -34,7 +50,11 @@ bld=${2:-}
 cd "$src" || exit 1
 root=$(pwd -P)
 list=$(mktemp "${TMPDIR:-/tmp}/hot-refs-list.XXXXXX") || exit 1
-trap 'rm -f "$list"' EXIT
+# sh runs an EXIT trap on exit and `exit`, not when a signal ends it: each signal exits
+trap 'rm -f "$list" "$list.out"' EXIT
+trap 'exit 129' HUP; trap 'exit 130' INT; trap 'exit 141' PIPE; trap 'exit 143' TERM
+# the self-test's signal case: waits (at most 20 s) for the signal
+[ -z "${HOT_REFS_STALL:-}" ] || for _ in 1 2 3 4 5 6 7 8 9 10 11 12 13 14 15 16 17 18 19 20; do sleep 1; done
 if [ -d .git ] || [ -f .git ]; then
   git ls-files --cached --others --exclude-standard >"$list" 2>/dev/null || rm -f "$list"
 fi

@@ -11,7 +11,6 @@ Usage: mktma.py templates/gemm_tma.cu out.inc
 """
 import os
 import re
-import shutil
 import subprocess
 import sys
 import tempfile
@@ -55,13 +54,13 @@ def main():
         src = replace_body(src, name, body)
     # the first pass under the template's own name, so that mkemu.py's #line directives name it
     # (templates/gemm_tma.cu: the sites of tools/memstat.sh)
-    tmp = tempfile.mkdtemp()
-    mid = os.path.join(tmp, os.path.basename(sys.argv[1]))
-    open(mid, "w").write(src)
     here = os.path.dirname(os.path.abspath(__file__))
     mkemu = os.path.join(here, "..", "gemm-emu", "mkemu.py")
-    rc = subprocess.call([sys.executable, mkemu, mid, sys.argv[2]])
-    shutil.rmtree(tmp)
+    with tempfile.TemporaryDirectory() as tmp:  # removed on every way out, errors included
+        mid = os.path.join(tmp, os.path.basename(sys.argv[1]))
+        with open(mid, "w") as f:
+            f.write(src)
+        rc = subprocess.call([sys.executable, mkemu, mid, sys.argv[2]])
     sys.exit(rc)
 
 
