@@ -235,21 +235,28 @@ def _ms(v):
     return "%10.2f" % (1e3 * v) if v != float("inf") else "%10s" % "-"
 
 
+_STEP_HEAD = "%-24s %10s %10s %10s %10s %13s %22s  %s" % (
+    "shape", "nn fp32", "nn bf16", "HOT fp32", "HOT bf16", "best nn / HOT",
+    "turns: median [range]", "load")
+
+
+def step_row(torch, hot_mod, shape, reps, dtypes, grads="all"):
+    """Runs turns() on one shape and prints its row of the step table (_STEP_HEAD); returns the
+    page faults per step of each variant."""
+    best, r, f = turns(torch, hot_mod, shape, reps, dtypes, grads)
+    hot, nn = min(best[2], best[3]), min(best[0], best[1])
+    print("%-24s %s %s %s %s %12.2fx %9.2fx [%.2f-%.2f]  %s" % (
+        shape[0], _ms(best[0]), _ms(best[1]), _ms(best[2]), _ms(best[3]), nn / hot,
+        r[len(r) // 2], r[0], r[-1], load()))
+    sys.stdout.flush()
+    return f
+
+
 def section_layer(torch, hot_mod, shapes, reps, dtypes=("fp32", "bf16")):
     print("\nGoal 1: one layer's step (forward + backward), wall ms, best of %d turns; the "
           "variants alternate step by step" % reps)
-    print("%-24s %10s %10s %10s %10s %13s %22s  %s" % (
-        "shape", "nn fp32", "nn bf16", "HOT fp32", "HOT bf16", "best nn / HOT",
-        "turns: median [range]", "load"))
-    faults = []
-    for s in shapes:
-        best, r, f = turns(torch, hot_mod, s, reps, dtypes)
-        hot, nn = min(best[2], best[3]), min(best[0], best[1])
-        print("%-24s %s %s %s %s %12.2fx %9.2fx [%.2f-%.2f]  %s" % (
-            s[0], _ms(best[0]), _ms(best[1]), _ms(best[2]), _ms(best[3]), nn / hot,
-            r[len(r) // 2], r[0], r[-1], load()))
-        faults.append((s[0], f))
-        sys.stdout.flush()
+    print(_STEP_HEAD)
+    faults = [(s[0], step_row(torch, hot_mod, s, reps, dtypes)) for s in shapes]
     print("page faults per step (minor, whole process; pages mapped and zeroed again):")
     for name, f in faults:
         print("%-24s %s" % (name, " ".join("%10s" % ("-" if v is None else "%.0f" % v)
@@ -266,16 +273,10 @@ def section_frozen(torch, hot_mod, shapes, reps, dtypes=("fp32", "bf16")):
                         ("input", "input without gradient: g_w and g_b only")):
         print("\nOnly the gradients asked for, %s: one step, wall ms, best of %d turns" %
               (what, reps))
-        print("%-24s %10s %10s %10s %10s %13s %22s  %s" % (
-            "shape", "nn fp32", "nn bf16", "HOT fp32", "HOT bf16", "best nn / HOT",
-            "turns: median [range]", "load"))
+        print(_STEP_HEAD)
         saved = []
         for sh in shapes:
-            best, r, _ = turns(torch, hot_mod, sh, reps, dtypes, grads)
-            hot, nn = min(best[2], best[3]), min(best[0], best[1])
-            print("%-24s %s %s %s %s %12.2fx %9.2fx [%.2f-%.2f]  %s" % (
-                sh[0], _ms(best[0]), _ms(best[1]), _ms(best[2]), _ms(best[3]), nn / hot,
-                r[len(r) // 2], r[0], r[-1], load()))
+            step_row(torch, hot_mod, sh, reps, dtypes, grads)
             row = []
             for _, is_hot, ac in VARIANTS:
                 st = Step(torch, sh, hot_mod if is_hot else None, ac, grads)
@@ -286,7 +287,6 @@ def section_frozen(torch, hot_mod, shapes, reps, dtypes=("fp32", "bf16")):
                 _, n = hm.saved_bytes(fwd, exclude=[st.x, st.m.weight, st.m.bias])
                 row.append(n)
             saved.append((sh[0], row))
-            sys.stdout.flush()
         print("saved for the backward, MiB (distinct storages; parameters and x excluded):")
         for name, row in saved:
             print("%-24s %s" % (name, " ".join("%10.2f" % (v / 2**20) for v in row)))
