@@ -626,10 +626,11 @@ def _parse_hot_state(state, who):
     HOTMultiheadAttention."""
     if not isinstance(state, dict) or "hot_step" not in state:
         raise ValueError(f"{who}: not a hot state (a dict with hot_step; got {_short(state)})")
-    unknown = sorted(set(map(str, state)) - {"hot_step", "hot_calibration", "hot_hla_basis"})
+    unknown = sorted(set(map(str, state)) - {"hot_step", "hot_calibration", "hot_hla_basis",
+                                             "hot_hla_recheck"})
     if unknown:
         raise ValueError(f"{who}: unknown entries {', '.join(unknown)} (hot_step, "
-                         "hot_calibration, hot_hla_basis)")
+                         "hot_calibration, hot_hla_basis, hot_hla_recheck)")
     step = _state_int(state["hot_step"], f"{who}['hot_step']", 0, _STEP_LIMIT)
     raw = state.get("hot_calibration", {})
     if not isinstance(raw, dict):
@@ -737,8 +738,9 @@ class _HotCore:
             self.hot_step = step
             self._hot_calibration = cal
             if basis is not None:
-                self.hot_hla_choice, self.hot_hla_error = basis
-            self._hot_recheck_missed = False
+                self.hot_hla_choice, self.hot_hla_error, self._hot_recheck_missed = basis
+            else:
+                self._hot_recheck_missed = False
             self._hot_layers.clear()  # rebuilt from the restored choices
 
     # -- HLA basis chosen by measurement (hla_basis="auto"; memory.choose_basis)
@@ -781,12 +783,21 @@ class _HotCore:
     def _hot_basis_state(self, st):
         if self.hot_hla_choice is not None:
             st["hot_hla_basis"] = [self.hot_hla_choice, float(self.hot_hla_error)]
+        if self.hot_hla_choice == "cut" and getattr(self, "_hot_recheck_missed", False):
+            st["hot_hla_recheck"] = True  # a re-check passed on, made at the next g_w
         return st
 
     @staticmethod
     def _hot_basis_from_state(state, who):
+        """(choice, error, whether a re-check was passed on) of the state's HLA basis, or
+        None."""
         b = state.get("hot_hla_basis")
+        r = state.get("hot_hla_recheck", False)
+        bad_r = ValueError(f"{who}['hot_hla_recheck'] = {_short(r)} is not true with "
+                           "hot_hla_basis 'cut'")
         if b is None:
+            if r is not False:
+                raise bad_r
             return None
         bad = ValueError(f"{who}['hot_hla_basis'] = {_short(b)} is not ['cut' or 'full', "
                          "a finite error >= 0]")
@@ -794,7 +805,9 @@ class _HotCore:
                 isinstance(b[1], bool) or not isinstance(b[1], (int, float)) or \
                 not math.isfinite(float(b[1])) or float(b[1]) < 0:
             raise bad
-        return str(b[0]), float(b[1])
+        if r is not False and (r is not True or b[0] != "cut"):  # passed on by a kept cut only
+            raise bad_r
+        return str(b[0]), float(b[1]), r
 
     def _hot_next_step(self):
         with self._hot_lock:
@@ -1189,7 +1202,9 @@ class HOTMultiheadAttention(nn.MultiheadAttention):
         for role, (step, cal, basis) in parsed.items():  # all checked before any is applied
             state_ok = {"hot_step": step, "hot_calibration": cal}
             if basis is not None:  # the HLA basis the projection chose (hla_basis="auto")
-                state_ok["hot_hla_basis"] = list(basis)
+                state_ok["hot_hla_basis"] = list(basis[:2])
+                if basis[2]:
+                    state_ok["hot_hla_recheck"] = True
             if role in self._hot_in:
                 self._hot_in[role]._hot_load_state(state_ok, where)
             else:

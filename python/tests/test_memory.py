@@ -186,6 +186,65 @@ def test_hla_basis_cut_measured_again(hot, ht, hm, frozen_even):
         assert m.hot_hla_error > 0.4
 
 
+
+def test_hla_basis_recheck_passed_on_survives_the_state_dict(hot, ht, hm):
+    """A re-check passed on (due at a backward without g_w) is part of the state dict: a run
+    saved and restored at that point measures at its next backward with a g_w, as the run that
+    went on does (here: switches to the full basis, with the same gradients); an attention
+    carries it for each in-projection, made or not yet made; a bad value is refused."""
+    torch.manual_seed(0)
+    first = hm.BASIS_RECHECK[0]
+    walk = torch.randn(2, 128, 32).cumsum(1) / 8, torch.randn(2, 128, 48).cumsum(1) / 8
+    rough = torch.randn(2, 128, 32), torch.randn(2, 128, 48)
+
+    def make(ctx):
+        torch.manual_seed(1)
+        m = ht.HOTLinear(32, 48, context=ctx, tag="resume")
+        m.hot_set_hla_basis("auto")
+        return m
+    runs = []
+    for resume in (False, True):
+        with hot.Context("cpu", seed=1) as ctx:
+            m = make(ctx)
+            for step in range(first + 2):
+                x, g = rough if step >= first else walk
+                m.weight.requires_grad_(step != first)  # the re-check's backward has no g_w
+                m.weight.grad = None
+                m(x.clone().requires_grad_()).backward(g)
+                if resume and step == first:
+                    sd = copy.deepcopy(m.state_dict())
+                    assert sd["_extra_state"]["hot_hla_recheck"] is True
+                    m = make(ctx)
+                    m.load_state_dict(sd)
+            assert m.hot_hla_choice == "full" and "hot_hla_recheck" not in \
+                m.state_dict()["_extra_state"], (resume, m.hot_hla_choice)
+            runs.append(m.weight.grad)
+    assert torch.equal(runs[0], runs[1])
+    with pytest.raises(ValueError, match="hot_hla_recheck"):
+        m.load_state_dict(dict(sd, _extra_state=dict(sd["_extra_state"], hot_hla_recheck=1)))
+    with pytest.raises(ValueError, match="hot_hla_recheck"):
+        m.load_state_dict(dict(sd, _extra_state={"hot_step": 1, "hot_hla_recheck": True,
+                                                 "hot_hla_basis": ["full", 0.5]}))
+    att = ht.HOTMultiheadAttention(32, 4, batch_first=True, tag="a")
+    att.hot_set_hla_basis("auto")
+    x = torch.randn(2, 128, 32)
+    att(x, x, x, need_weights=False)[0].sum().backward()
+    p = att.hot_projections()["in_proj.qkv"]
+    p.hot_hla_choice, p._hot_recheck_missed = "cut", True
+    sd = att.state_dict()
+    assert sd["_extra_state"]["in_proj"]["qkv"]["hot_hla_recheck"] is True
+    for made in (True, False):
+        other = ht.HOTMultiheadAttention(32, 4, batch_first=True, tag="a")
+        if made:
+            other(x, x, x, need_weights=False)[0].sum().backward()
+        other.load_state_dict(sd)
+        assert other.state_dict()["_extra_state"] == sd["_extra_state"], made
+        if not made:
+            other(x, x, x, need_weights=False)
+            q = other.hot_projections()["in_proj.qkv"]
+            assert q.hot_hla_choice == "cut" and q._hot_recheck_missed
+
+
 def lm(act):
     torch.manual_seed(0)
     layer = nn.TransformerEncoderLayer(32, 2, 128, dropout=0.0, batch_first=True,
