@@ -378,8 +378,8 @@ class _HOTLinearFunction(torch.autograd.Function):
                              w, g_y.reshape(B, L, g_y.shape[-1]))
         w = _aligned16(w.contiguous()) if need_x else w
         step = module._hot_next_step()
-        if not need_w and module._hot_basis_undecided(step):
-            module._hot_missed_recheck()  # no g_w to measure: the next backward with one does
+        if (not need_w or x is None) and module._hot_basis_undecided(step):
+            module._hot_missed_recheck()  # no g_w or no x to measure: the next backward does
         try:
             if need_w and ctx.rebuild is False and kept is None:  # the forward's x was not finite
                 raise _NonFinite()
@@ -767,8 +767,10 @@ class _HotCore:
             not memory.assuming_full()
 
     def _hot_missed_recheck(self):
-        """The backward due to measure the kept cut computed no g_w (a frozen weight): the next
-        backward with a g_w measures instead (its forward keeps x for it)."""
+        """The backward due to measure the kept cut computed no g_w (a frozen weight) or has no
+        x (its forward ran before the re-check came due and kept codes: a module called several
+        times before its backwards): the next backward with a g_w measures instead (its forward
+        keeps x for it)."""
         with self._hot_lock:
             if self.hot_hla_choice == "cut":
                 self._hot_recheck_missed = True

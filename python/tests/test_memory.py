@@ -187,6 +187,28 @@ def test_hla_basis_cut_measured_again(hot, ht, hm, frozen_even):
 
 
 
+def test_hla_basis_recheck_due_at_a_backward_without_x(hot, ht, hm):
+    """A module called three times a step: its forwards run at one hot_step, its backwards use
+    three, so the re-check can fall on a backward whose forward kept codes (no x to measure
+    with); it is passed on to the next backward with a g_w, whose forward keeps x for it, rather
+    than skipped (it was skipped at every re-check up to step 768)."""
+    torch.manual_seed(0)
+    first = hm.BASIS_RECHECK[0]
+    assert first % 3 == 2  # the re-check falls on the third backward of a step
+    walk = torch.randn(2, 128, 32).cumsum(1) / 8, torch.randn(2, 128, 48).cumsum(1) / 8
+    rough = torch.randn(2, 128, 32), torch.randn(2, 128, 48)
+    with hot.Context("cpu", seed=1) as ctx:
+        m = ht.HOTLinear(32, 48, context=ctx, tag="thrice")
+        m.hot_set_hla_basis("auto")
+        while m.hot_step <= first + 3:
+            x, g = rough if m.hot_step + 2 >= first else walk
+            before = m.hot_step
+            sum((m(x.clone().requires_grad_()) * g).sum() for _ in range(3)).backward()
+            want = "full" if before > first else "cut"
+            assert m.hot_hla_choice == want, (m.hot_step, m.hot_hla_choice, m.hot_hla_error)
+        assert m.hot_hla_error > 0.4
+
+
 def test_hla_basis_recheck_passed_on_survives_the_state_dict(hot, ht, hm):
     """A re-check passed on (due at a backward without g_w) is part of the state dict: a run
     saved and restored at that point measures at its next backward with a g_w, as the run that
