@@ -377,6 +377,7 @@ class _HOTLinearFunction(torch.autograd.Function):
             _capture.capture(capture, module.hot_spec.name, x.reshape(B, L, x_shape[-1]),
                              w, g_y.reshape(B, L, g_y.shape[-1]))
         w = _aligned16(w.contiguous()) if need_x else w
+        module._hot_keeps_x()  # fixes, at this graph task's first call, what a recompute keeps
         step = module._hot_next_step()
         if (not need_w or x is None) and module._hot_basis_undecided(step):
             module._hot_missed_recheck()  # no g_w or no x to measure: the next backward does
@@ -398,6 +399,13 @@ class _HOTLinearFunction(torch.autograd.Function):
         gw = g_w.to(weight.dtype) if need_w else None
         gb = g_b.to(ctx.bias_dtype) if need_b else None
         return gx, gw, gb, None, None, None, None
+
+
+def _graph_task():
+    """The id of the autograd graph task running on this thread (a backward), or -1 outside
+    one (torch._C._current_graph_task_id, which torch.utils.checkpoint itself reads)."""
+    f = getattr(torch._C, "_current_graph_task_id", None)
+    return f() if f is not None else -1
 
 
 def _needed(ctx, has_bias):
@@ -428,8 +436,7 @@ def _keep_plan(module, x, entry, kept):
     measure its HLA basis (hla_basis="auto": x is kept for that one backward)."""
     if kept is not None:
         return kept
-    if module._hot_basis_undecided() or \
-            entry.saved_bytes >= x.numel() * x.element_size():
+    if module._hot_keeps_x() or entry.saved_bytes >= x.numel() * x.element_size():
         return (x, None)
     return None
 
@@ -765,6 +772,24 @@ class _HotCore:
         c = self.hot_spec.c
         return bool(c.hla.enabled) and c.hla.selection != int(api.Selection.FULL) and \
             not memory.assuming_full()
+
+    def _hot_keeps_x(self):
+        """Whether a forward keeps x for a basis measurement (_hot_basis_undecided as the
+        forwards of this step saw it). A forward run inside a backward is a recomputation
+        (torch.utils.checkpoint, non-reentrant: the tensors it saves must be those the first
+        forward saved) and answers as the forwards before that backward did: what the module
+        answered at the first forward or backward of that backward's graph task, before any of
+        its backwards there changed the answer (a module called in two checkpointed regions: the
+        first region's backward measures, or passes a re-check on, before the second region is
+        recomputed). Outside a backward: the module's answer now."""
+        task = _graph_task()
+        if task < 0:
+            return self._hot_basis_undecided()
+        with self._hot_lock:
+            seen = getattr(self, "_hot_task_keeps_x", None)
+            if seen is None or seen[0] != task:
+                seen = self._hot_task_keeps_x = (task, self._hot_basis_undecided())
+            return seen[1]
 
     def _hot_missed_recheck(self):
         """The backward due to measure the kept cut computed no g_w (a frozen weight) or has no

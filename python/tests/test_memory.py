@@ -267,6 +267,47 @@ def test_hla_basis_recheck_passed_on_survives_the_state_dict(hot, ht, hm):
             assert q.hot_hla_choice == "cut" and q._hot_recheck_missed
 
 
+@pytest.mark.parametrize("odd", [False, True])
+def test_hla_basis_checkpointed_twice_a_step(hot, ht, hm, odd):
+    """A module called in two non-reentrant checkpointed regions of one step: the second
+    region's backward measures the basis (the first step), or makes a re-check, or passes one
+    on, before the first region is recomputed; the recomputation keeps what its first forward
+    kept (torch refuses other tensors: CheckpointError), and every gradient has the bits of the
+    same run without checkpointing, through the measurement at step 0, the re-checks (the
+    choice turning to full on rough data) and the steps between. odd: one call before the
+    first step, so that the forwards run at odd hot_steps and a re-check falls due between the
+    second region's backward and the first region's recomputation (which still keeps codes)."""
+    from torch.utils.checkpoint import checkpoint
+    torch.manual_seed(0)
+    first = hm.BASIS_RECHECK[0]
+    walk = [torch.randn(2, 128, 32).cumsum(1) / 8 for _ in range(2)] + \
+        [torch.randn(2, 128, 48).cumsum(1) / 8]
+    rough = [torch.randn(2, 128, 32) for _ in range(2)] + [torch.randn(2, 128, 48)]
+    runs = []
+    for ckpt in (False, True):
+        with hot.Context("cpu", seed=1) as ctx:
+            torch.manual_seed(1)
+            m = ht.HOTLinear(32, 48, context=ctx, tag="twice")
+            m.hot_set_hla_basis("auto")
+            grads, choices = [], []
+            if odd:
+                (m(walk[0].clone().requires_grad_()) * walk[2]).sum().backward()
+            while m.hot_step <= first + 4:
+                data = rough if m.hot_step + 2 >= first else walk
+                xs, g = [x.clone().requires_grad_() for x in data[:2]], data[2]
+                ys = [checkpoint(m, x, use_reentrant=False) if ckpt else m(x) for x in xs]
+                m.weight.grad = None
+                ((ys[0] + ys[1]) * g).sum().backward()
+                grads.append([bits(t.grad) for t in (xs[0], xs[1], m.weight, m.bias)])
+                choices.append(m.hot_hla_choice)
+            runs.append((grads, choices))
+    assert runs[0][1][0] == "cut" and runs[0][1][-1] == "full", runs[0][1]
+    assert runs[1][1] == runs[0][1]
+    for step, (a, b) in enumerate(zip(runs[0][0], runs[1][0])):
+        for name, u, v in zip(("g_x0", "g_x1", "g_w", "g_b"), a, b):
+            assert torch.equal(u, v), (step, name)
+
+
 def lm(act):
     torch.manual_seed(0)
     layer = nn.TransformerEncoderLayer(32, 2, 128, dropout=0.0, batch_first=True,
