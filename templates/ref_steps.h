@@ -31,7 +31,7 @@ typedef struct hot_ref_call {
   hot_gran gran;                /* backward: g' granularity */
   uint64_t seed;
   uint32_t step;
-  float *g_x, *g_w, *g_b;       /* backward: the outputs (g_b may be NULL) */
+  float *g_x, *g_w, *g_b;       /* backward: the outputs (each NULL when not asked for) */
   hot_ref_lqs_result *lqs_out;  /* calibrate: the result */
   void *buf[HOT_LB_COUNT];      /* the call's host buffers by slot (owned; NULL: none) */
   unsigned wrote;               /* bit per hot_lbuf output a step wrote (HOT_LB_GX, HOT_LB_GW) */

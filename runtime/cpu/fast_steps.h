@@ -38,7 +38,7 @@ typedef struct fast_call {
   hot_gran gran;
   uint64_t seed;
   uint32_t step;
-  float *g_x, *g_w, *g_b;       /* backward: the outputs (g_b may be NULL) */
+  float *g_x, *g_w, *g_b;       /* backward: the outputs (each NULL when not asked for) */
   hot_ref_lqs_result *lqs_out;  /* calibrate: the result */
   void *buf[HOT_LB_COUNT];      /* the call's host buffers by slot (NULL: none) */
   unsigned char pooled[HOT_LB_COUNT]; /* 1: a fast_scratch block, 0: malloc */

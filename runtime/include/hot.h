@@ -450,7 +450,8 @@ HOT_API hot_status hot_layer_save(hot_layer *layer, const void *x, hot_dtype dty
  * saved NULL before any save), HOT_ERR_NONFINITE (CPU), HOT_ERR_RANGE (finite inputs, an output
  * overflowed fp32: see "Overflow" below), HOT_ERR_UNSUPPORTED (CUDA: a kernel not in this
  * build, or g_x of a layer without HQ or g_w of one without ABC: only the CPU backend computes
- * their fp32 products), compile and CUDA errors. */
+ * their fp32 products), compile and CUDA errors. After an error the outputs asked for hold
+ * unspecified values (one may have been written before a later step failed). */
 HOT_API hot_status hot_layer_backward(hot_layer *layer, const void *g_y, const void *w,
                                       hot_dtype dtype, const void *saved, float *g_x, float *g_w,
                                       float *g_b, uint32_t step, void *stream);
