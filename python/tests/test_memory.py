@@ -499,3 +499,44 @@ def test_frozen_weight_nan_in_x_leaves_g_x_finite(hot, ht):
             out.append((x.grad, m.bias.grad))
     for u, v in zip(*out):
         assert torch.isfinite(v).all() and torch.equal(bits(u), bits(v))
+
+
+# Every attribute of a hot module that names hot: either carried by the state dict (the key that
+# carries it), or set by construction and convert() alike in the model that loads it, or of one
+# process or call only. A new piece of state must be put in one of the three, so that a run
+# restored from a checkpoint goes on as the uninterrupted one does.
+_STATE_SAVED = {"hot_step": "hot_step", "_hot_calibration": "hot_calibration",
+                "hot_hla_choice": "hot_hla_basis", "hot_hla_error": "hot_hla_basis",
+                "_hot_recheck_missed": "hot_hla_recheck"}
+_STATE_CONFIG = {"hot_spec", "hot_context", "hot_tag", "hot_stream_id", "hot_hla_basis",
+                 "_hot_warn_untagged", "_hot_opts", "_hot_in"}
+_STATE_TRANSIENT = {"_hot_layers",        # compiled layers, made again on use
+                    "_hot_lock",          # this process's lock
+                    "_hot_capture",       # armed for the next forward only
+                    "_hot_task_keeps_x",  # within one backward's graph task
+                    "_hot_in_pending"}    # a loaded state waiting for its projection
+
+
+def test_module_state_is_saved_configured_or_transient(hot, ht):
+    """Each hot attribute of HOTLinear, an attention projection and HOTMultiheadAttention, after
+    a forward and backward with the measured basis, is classified above; the saved ones round
+    trip through the state dict into a fresh module."""
+    x = torch.randn(2, 128, 32, requires_grad=True)
+    m = ht.HOTLinear(32, 48, tag="state")
+    m.hot_set_hla_basis("auto")
+    m(x).sum().backward()
+    att = ht.HOTMultiheadAttention(32, 4, batch_first=True, tag="state-att")
+    att.hot_set_hla_basis("auto")
+    att(x, x, x, need_weights=False)[0].sum().backward()
+    known = set(_STATE_SAVED) | _STATE_CONFIG | _STATE_TRANSIENT
+    for mod in (m, att, att.hot_projections()["in_proj.qkv"]):
+        names = {k for k in vars(mod) if "hot" in k}
+        assert names <= known, (type(mod).__name__, sorted(names - known))
+    m.hot_hla_choice, m._hot_recheck_missed = "cut", True
+    sd = m.state_dict()
+    assert set(_STATE_SAVED.values()) <= set(sd["_extra_state"]), sd["_extra_state"]
+    other = ht.HOTLinear(32, 48, tag="state")
+    other.hot_set_hla_basis("auto")
+    other.load_state_dict(sd)
+    for attr in _STATE_SAVED:
+        assert getattr(other, attr) == getattr(m, attr), attr
