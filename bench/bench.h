@@ -177,6 +177,10 @@ hot_status bench_ctx_open(hot_ctx **out, const bench_run *run, hot_backend backe
                           size_t n);
 /* Milliseconds of a monotonic clock. */
 double bench_now_ms(void);
+/* --out: what write(f, arg) writes (0, or non-zero when it failed) into path, through
+ * "<path>.tmp.<pid>" and a rename: on a failure (said in one line naming --out and the path) an
+ * existing file at path is left as it was and no partial file stays. Returns 0, or 1. */
+int bench_write_out(const char *path, int (*write)(FILE *f, const void *arg), const void *arg);
 
 /* ---- check.c ------------------------------------------------------------------------------- */
 /* The CPU reference at the check size: save, calibrate (scale auto), backward at step 1 on the

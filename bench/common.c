@@ -2,11 +2,16 @@
  * cache settings, and a layer of the spec at a given size. Called by main.c and the stages
  * (check.c, gpu.c, jit.c, scales.c, paper_diffs.c, memory.c); calls only libhot's public API. */
 #define _POSIX_C_SOURCE 200809L
+#include <errno.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "bench.h"
+#include "diag.h"
+#include "fileio.h" /* --out: a regular file, opened without blocking */
 
 double bench_now_ms(void) {
   struct timespec ts;
@@ -58,4 +63,31 @@ void bench_paper_spec(const hot_model *m, int index, hot_layer_spec *s) {
     s->bias = src->bias;
   }
   s->dtype = HOT_DT_F32;
+}
+
+int bench_write_out(const char *path, int (*write)(FILE *f, const void *arg), const void *arg) {
+  size_t pl = strlen(path);
+  char *tmp = malloc(pl + 32), why[128] = "";
+  int bad = 1, e = 0;
+  if (tmp) {
+    snprintf(tmp, pl + 32, "%s.tmp.%ld", path, (long)getpid());
+    FILE *f = NULL; /* regular files only: a FIFO at path or at tmp is refused, not waited on */
+    if (fileio_check_regular(path, 0, why, sizeof why) == 0)
+      f = fileio_fopen(tmp, "wb", why, sizeof why);
+    if (f) {
+      bad = write(f, arg) != 0;
+      e = errno;
+      if (fclose(f) != 0 && !bad) bad = 1, e = errno;
+      if (!bad && rename(tmp, path) != 0) bad = 1, e = errno;
+      if (bad) {
+        snprintf(why, sizeof why, "%s", strerror(e ? e : EIO));
+        remove(tmp);
+      }
+    }
+  } else {
+    snprintf(why, sizeof why, "out of memory");
+  }
+  if (bad) diag_fprintf(stderr, "hot-bench: --out %s: cannot write: %s\n", path, why);
+  free(tmp);
+  return bad;
 }

@@ -507,6 +507,8 @@ static void bench_one(bench_run *run, hot_ctx *ctx, bench_gpu *gpu, const char *
   diag_fprintf(stderr, " - %s (%.1f s)\n", bl->status[0] ? bl->status : "ok", (bench_now_ms() - t0) / 1e3);
 }
 
+static int write_json(FILE *f, const void *run) { return bench_report_json(run, f); }
+
 /* The report on stdout (table or JSON) and in --out. Returns 1 when --out cannot be written,
  * else 0. */
 static int write_reports(const bench_run *run) {
@@ -514,15 +516,7 @@ static int write_reports(const bench_run *run) {
   int rc = 0;
   if (o->json) bench_report_json(run, stdout);
   else bench_report_table(run, stdout);
-  if (o->out) {
-    char why[128] = "";
-    FILE *f = fileio_fopen(o->out, "wb", why, sizeof why); /* a FIFO is refused, not waited on */
-    if (!f || bench_report_json(run, f) != 0) {
-      diag_fprintf(stderr, "hot-bench: cannot write %s%s%s\n", o->out, *why ? ": " : "", why);
-      rc = 1;
-    }
-    if (f && fclose(f) != 0) rc = 1;
-  }
+  if (o->out) rc = bench_write_out(o->out, write_json, run);
   return rc;
 }
 

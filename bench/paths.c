@@ -799,6 +799,19 @@ static void json_layer(const bench_run *run, const bench_layer *bl, const layer_
   fputs("]}", f);
 }
 
+static int json_all(const bench_run *run, const layer_res *lr, const char *skipped, FILE *f);
+
+typedef struct {
+  const bench_run *run;
+  const layer_res *lr;
+  const char *skipped;
+} json_args;
+
+static int write_json(FILE *f, const void *arg) {
+  const json_args *a = arg;
+  return json_all(a->run, a->lr, a->skipped, f);
+}
+
 static int json_all(const bench_run *run, const layer_res *lr, const char *skipped, FILE *f) {
   bench_report_json_head(run, f);
   for (int i = 0; lr && i < run->n; ++i) {
@@ -829,13 +842,8 @@ static int reports(const bench_run *run, const layer_res *lr, const char *skippe
     for (int i = 0; i < run->n; ++i) table_layer(run, &run->layers[i], &lr[i], stdout);
   }
   if (run->opt.out) {
-    char why[128] = "";
-    FILE *f = fileio_fopen(run->opt.out, "wb", why, sizeof why);
-    if (!f || json_all(run, lr, skipped, f) != 0) {
-      diag_fprintf(stderr, "hot-bench: cannot write %s%s%s\n", run->opt.out, *why ? ": " : "", why);
-      rc = 1;
-    }
-    if (f && fclose(f) != 0) rc = 1;
+    const json_args ja = {run, lr, skipped};
+    if (bench_write_out(run->opt.out, write_json, &ja) != 0) rc = 1;
   }
   return rc;
 }

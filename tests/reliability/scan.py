@@ -117,8 +117,8 @@ REGULAR_KNOWN = {
                       "(last component only), outputs written (temp + rename)"),
     "tune/plot.c": (2, "--plot output: written (temp + rename)"),
     "tune/main.c": (3, "--db, show --plot, merge OUT: checked before any work"),
-    "bench/main.c": (2, "--out: checked before any work, written"),
-    "bench/paths.c": (1, "--gemm-paths --out: written"),
+    "bench/main.c": (1, "--out: checked before any work"),
+    "bench/common.c": (2, "--out: written (temp + rename, target checked)"),
     "bench/model.c": (1, "--model's register table (HOT_KERNEL_QUALITY): read, regular file"),
 }
 

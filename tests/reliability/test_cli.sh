@@ -172,6 +172,17 @@ run o.txt "$TUNE" "$SPEC" --layer a --kind accuracy --capture a64.cap --db c64.d
 [ "$(sqlite3 c64.db "SELECT count(*) FROM results WHERE note LIKE '%capture B=1 L=64%' AND gx_err_capture IS NOT NULL")" = 9 ] \
   && ok "capture B=1 L=64: used, its shape in every row's note" || fail "capture of the same blocking: $(sqlite3 c64.db 'SELECT note FROM results LIMIT 1')"
 
+# ---- 7. a write that fails keeps the file it would replace, leaves no torn one ----------------
+# (the file-size limit makes the write fail with EFBIG: SIGXFSZ ignored, as the limit's shell does)
+printf '{"kept": 1}\n' >keep.json
+(trap '' XFSZ; ulimit -f 1; timeout 60 "$BENCH" "$SPEC" --layer a --no-jit --out keep.json >/dev/null 2>o.txt)
+st=$?
+[ $st -ne 0 ] && ok "hot-bench --out: a failed write fails the run" || fail "hot-bench --out: exit 0 on a failed write"
+has o.txt "^hot-bench: --out keep.json: cannot write: File too large" "hot-bench --out: the failed write said in one line"
+[ "$(cat keep.json)" = '{"kept": 1}' ] && ok "hot-bench --out: the file before the run kept" \
+  || fail "hot-bench --out: the file before the run clobbered: $(head -c 100 keep.json)"
+ls keep.json.tmp.* >/dev/null 2>&1 && fail "hot-bench --out: a temporary file left" || ok "hot-bench --out: no temporary file left"
+
 # ---- 8. nearest shape: a cut-off, and how far ------------------------------------------------
 cp s.db far.db && sqlite3 far.db "UPDATE results SET batch = 4611686018427387904, tokens = 4611686018427387904 WHERE kind = 'speed'"
 run o.txt "$GEN" "$SPEC" --tune-db far.db --plan
