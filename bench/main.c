@@ -68,6 +68,7 @@ static const char *help_text =
     "  --iters N        timed runs per GPU measurement (default 50, at most 100000); --warmup N\n"
     "                   (default 5, at most 1000)\n"
     "  --json           JSON on stdout instead of the table; --out FILE also writes it to FILE\n"
+    "                   (the benchmark and --gemm-paths; the other modes print their table)\n"
     "  --arch ARCH      JIT arch on the CPU backend (default $HOT_ARCH, else a spec's default)\n"
     "  --no-jit         skip the JIT figures\n"
     "  --full           correctness at the benchmark size (slow on large layers)\n"
@@ -244,11 +245,26 @@ static int parse_one(bench_opts *o, const char *a, const char *v, int *used) {
 }
 #undef NEED_VALUE
 
+/* 1 when the option a is one of the list ("--a, --b and --c"), else 0. */
+static int option_listed(const char *list, const char *a) {
+  size_t n = strlen(a);
+  for (const char *p = strstr(list, a); p; p = strstr(p + 1, a))
+    if ((p == list || p[-1] == ' ') && (p[n] == ',' || p[n] == ' ' || !p[n])) return 1;
+  return 0;
+}
+
 /* An option the chosen mode would not read is refused, not ignored: --seeds and --gy-scale
  * belong to --paper-diffs; --model reads SPEC, --layer and --arch only (it plans the spec's
- * batch and tokens, at which the access counts were taken). seen: the value options given.
+ * batch and tokens, at which the access counts were taken); --scales, --paper-diffs and
+ * --memory the lists below; --precompile writes no report. seen: the value options given.
  * 0, or -1 (said). */
 static int unread_option(const bench_opts *o, const char *const *seen, int n_seen) {
+  /* --scales, --paper-diffs and --memory print their own table on stdout (no --json, no --out)
+   * from the CPU twins: no backend, no timing, no JIT; the value options each reads */
+  const char *mode = o->scales ? "--scales" : o->paper_diffs ? "--paper-diffs" : o->memory ? "--memory" : NULL;
+  const char *reads = o->scales        ? "--layer, --batch, --tokens and --check-macs"
+                      : o->paper_diffs ? "--layer, --batch, --tokens, --seeds and --gy-scale"
+                                       : "--layer, --batch and --tokens";
   for (int k = 0; k < n_seen; ++k) {
     const char *a = seen[k];
     const int model_reads = !strcmp(a, "--layer") || !strcmp(a, "--arch");
@@ -261,11 +277,25 @@ static int unread_option(const bench_opts *o, const char *const *seen, int n_see
       diag_fprintf(stderr, "hot-bench: %s is an option of --paper-diffs (not given)\n", a);
       return -1;
     }
+    if (mode && !option_listed(reads, a)) {
+      diag_fprintf(stderr, "hot-bench: %s does not read %s (it reads %s)\n", mode, a, reads);
+      return -1;
+    }
   }
   if (o->model && (o->json || o->full || !o->jit)) {
     diag_fprintf(stderr, "hot-bench: --model does not read %s (%s)\n",
                  o->json ? "--json" : o->full ? "--full" : "--no-jit",
                  o->json ? "its table ends with a JSON line" : "an option of the benchmark");
+    return -1;
+  }
+  if (mode && (o->json || o->full || !o->jit)) {
+    diag_fprintf(stderr, "hot-bench: %s does not read %s (it reads %s)\n", mode,
+                 o->json ? "--json" : o->full ? "--full" : "--no-jit", reads);
+    return -1;
+  }
+  if (o->precompile && (o->out || o->json)) {
+    diag_fprintf(stderr, "hot-bench: --precompile does not read %s (it fills the kernel cache and "
+                 "writes no report)\n", o->json ? "--json" : "--out");
     return -1;
   }
   return 0;

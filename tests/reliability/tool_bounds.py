@@ -37,7 +37,6 @@ OUTPUTS = {  # (program, option): the arguments of a run that names a missing fo
 }
 EXTRA_OUTPUT_RUNS = [  # the same option in another mode
     ("hot-bench", "--out", ["{S}", "--gemm-paths", "--out", "{M}/b.json"]),
-    ("hot-bench", "--out", ["{S}", "--memory", "--out", "{M}/b.json"]),
 ]
 INPUTS = {("hot-gen", "--cache-dir"), ("hot-gen", "--tune-db"), ("hot-tune", "--capture")}
 
