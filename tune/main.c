@@ -71,6 +71,7 @@ static const char *k_usage =
     "  --json             the rows as JSON\n"
     "  --sql              the rows fit for the system DB (speed, ok, timed, bit-exact) as the\n"
     "                     INSERT statements of tune/system.sql\n"
+    "  (--rows, --json and --sql: one of them, without --plot, instead of the summary)\n"
     "\n"
     "exit status: 0 success; 1 a failure (message on stderr); 2 bad command line;\n"
     "130 interrupted (Ctrl-C): the rows written so far are complete; --resume continues.\n";
@@ -651,6 +652,13 @@ static int show_main(int argc, char **argv) {
     else so.db = a;
   }
   if (!so.db) return usage_error("%s", "show needs a DB");
+  /* one output: the rows in one format, or the summary (with its plot) */
+  if (so.rows + so.json + so.sql > 1)
+    return usage_error("show: --rows, --json and --sql are formats of the rows: give one (got %s)",
+                       so.rows && so.json ? "--rows and --json" : so.sql && so.json ? "--json and --sql" : "--rows and --sql");
+  if (so.plot && (so.rows || so.json || so.sql))
+    return usage_error("show: --plot draws the summary, not the rows of %s (give it alone)",
+                       so.rows ? "--rows" : so.json ? "--json" : "--sql");
   char owhy[256];
   if (so.plot && fileio_check_output(so.plot, 0, owhy, sizeof owhy) != 0) {
     diag_fprintf(stderr, "hot-tune: --plot %s: %s\n", so.plot, owhy);
