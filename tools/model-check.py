@@ -26,7 +26,24 @@ def load_model(path):
     at = 0 if text.startswith("JSON ") else text.find("\nJSON ") + 1
     if at <= 0 and not text.startswith("JSON "):
         raise ValueError("%s: no line starting with 'JSON ' (not hot-bench --model output)" % path)
-    return json.loads(text[at + 5:])  # the JSON object runs to the end of the output
+    return parse_json(path, text[at + 5:])  # the JSON object runs to the end of the output
+
+
+def parse_json(path, text):
+    try:
+        return json.loads(text)
+    except ValueError as e:
+        raise ValueError("%s: not JSON (%s)" % (path, e)) from None
+
+
+def load_bench(path):
+    with open(path, "rb") as f:
+        data = f.read()
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError as e:
+        raise ValueError("%s: not UTF-8 (byte 0x%02x at offset %d)" % (path, data[e.start], e.start)) from None
+    return parse_json(path, text)
 
 
 def pick_gpu(name):
@@ -56,8 +73,7 @@ def main(argv):
         return 2
     try:
         model = load_model(args[0])
-        with open(args[1], encoding="utf-8") as f:
-            bench = json.load(f)
+        bench = load_bench(args[1])
         text, matched = report(model, bench, args[2])
         if out:
             with open(out, "w", encoding="utf-8") as f:

@@ -157,6 +157,18 @@ echo '[1]' >"$work/list.json"
 "$PY" "$mc" "$work/vit_b16.txt" "$work/meas.json" H200 --out "$work/none/mc.txt" >"$work/mc5.txt" 2>&1
 [ $? -eq 2 ] && [ "$(wc -l <"$work/mc5.txt")" -eq 1 ] && ! grep -q Traceback "$work/mc5.txt" ||
   fail "--out in a missing folder: $(cat "$work/mc5.txt")"
+# input that is no JSON (cut short, not UTF-8): one line naming the file, exit 2
+printf '{"layers": [' >"$work/cut.json"
+printf '{"layers": "\xff"}' >"$work/bytes.json"
+printf 'JSON {"kernels": [' >"$work/cut.txt"
+for pair in "vit_b16.txt cut.json" "vit_b16.txt bytes.json" "cut.txt meas.json"; do
+  set -- $pair
+  "$PY" "$mc" "$work/$1" "$work/$2" H200 >"$work/mc7.txt" 2>&1
+  rc=$?
+  bad=$([ "$1" = cut.txt ] && echo "$1" || echo "$2")
+  [ $rc -eq 2 ] && [ "$(wc -l <"$work/mc7.txt")" -eq 1 ] && grep -q "^model-check: $work/$bad: not " "$work/mc7.txt" ||
+    fail "$bad, no JSON: the message does not name it: $(cat "$work/mc7.txt")"
+done
 "$PY" "$mc" --help >"$work/mc6.txt" 2>&1 && grep -q '^Usage: tools/model-check.py MODEL' "$work/mc6.txt" ||
   fail "model-check --help"
 echo "model-check: $last"
