@@ -12,6 +12,7 @@
 
 #include "diag.h"
 #include "num.h"
+#include "plot.h" /* hot_plot_format: show --plot checked before any work */
 #include "spec.h"
 #include "tune.h"
 
@@ -660,6 +661,8 @@ static int show_main(int argc, char **argv) {
     return usage_error("show: --plot draws the summary, not the rows of %s (give it alone)",
                        so.rows ? "--rows" : so.json ? "--json" : "--sql");
   char owhy[256];
+  if (so.plot && hot_plot_format(so.plot, owhy, sizeof owhy) < 0)
+    return usage_error("--%s", owhy); /* "plot: FILE: unsupported extension ..." */
   if (so.plot && fileio_check_output(so.plot, 0, owhy, sizeof owhy) != 0) {
     diag_fprintf(stderr, "hot-tune: --plot %s: %s\n", so.plot, owhy);
     return 2;

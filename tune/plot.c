@@ -1216,6 +1216,10 @@ static int output_kind(const char *path, char *err, size_t errlen) {
   return svg;
 }
 
+int hot_plot_format(const char *path, char *err, size_t errlen) {
+  return output_kind(path, err, errlen);
+}
+
 /* Every point: a series in range, and positive coordinates on a log axis; at least one finite.
  * Returns 0, or -1 with a message naming the point. */
 static int check_points(const hot_plot_point *pts, int n, const hot_plot_opts *o, char *err,

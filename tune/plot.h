@@ -71,4 +71,9 @@ typedef struct {
 int hot_plot_write(const char *path, const hot_plot_point *pts, int n, const hot_plot_opts *opts,
                    char *err, size_t errlen);
 
+/* The format hot_plot_write would write at path: 1 for .svg, 0 for .png; -1 with its one-line
+ * message in err for a NULL or empty path or another extension (a caller checks its output
+ * before any work). */
+int hot_plot_format(const char *path, char *err, size_t errlen);
+
 #endif
