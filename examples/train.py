@@ -142,6 +142,7 @@ def report(models, hist, wall, dev):
 
 def plot(args, hist):
     """Loss and test accuracy per epoch for both models, into args.out."""
+    from hot.files import replace_file
     import matplotlib
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
@@ -164,7 +165,7 @@ def plot(args, hist):
     a2.set_title(f"final: exact {100 * fe:.2f}%, HOT {100 * fh:.2f}%")
     fig.tight_layout()
     os.makedirs(os.path.dirname(os.path.abspath(args.out)), exist_ok=True)
-    fig.savefig(args.out, dpi=100)
+    replace_file(args.out, lambda tmp: fig.savefig(tmp, dpi=100))
     print(f"plot: {args.out}")
 
 
@@ -175,6 +176,7 @@ def main():
 
     import hot
     import hot.torch as ht
+    from hot.files import replace_text
 
     if args.device == "cuda" and not torch.cuda.is_available():
         sys.exit("train.py: --device cuda but torch sees no CUDA device")
@@ -197,8 +199,8 @@ def main():
     plot(args, hist)
     if args.json:
         os.makedirs(os.path.dirname(os.path.abspath(args.json)), exist_ok=True)
-        with open(args.json, "w") as f:
-            json.dump({"args": vars(args), "history": hist, "wall_s": wall}, f, indent=1)
+        replace_text(args.json, json.dumps({"args": vars(args), "history": hist,
+                                            "wall_s": wall}, indent=1))
 
 
 if __name__ == "__main__":

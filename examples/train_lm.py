@@ -670,6 +670,7 @@ def main():
 
     import hot
     import hot.torch as ht
+    from hot.files import replace_file, replace_text
 
     if args.threads > 0:
         torch.set_num_threads(args.threads)
@@ -714,15 +715,15 @@ def main():
         print_ablation(results, variants)
         os.makedirs(args.out_dir, exist_ok=True)
         js = os.path.join(args.out_dir, "train_lm_ablation.json")
-        with open(js, "w") as f:
-            json.dump({"args": vars(args), "results": results, "wall_s": wall}, f, indent=1)
+        replace_text(js, json.dumps({"args": vars(args), "results": results, "wall_s": wall},
+                                    indent=1))
         print(f"json: {js}")
         return
     print_table(results, args)
     os.makedirs(args.out_dir, exist_ok=True)
     js = os.path.join(args.out_dir, "train_lm.json")
-    with open(js, "w") as f:
-        json.dump({"args": vars(args), "results": results, "wall_s": wall}, f, indent=1)
+    replace_text(js, json.dumps({"args": vars(args), "results": results, "wall_s": wall},
+                                indent=1))
     print(f"json: {js}")
     try:
         import matplotlib
@@ -757,7 +758,7 @@ def main():
     fig.suptitle(f"HOT: {describe(args)}", fontsize=9)
     fig.tight_layout()
     png = os.path.join(args.out_dir, "train_lm.png")
-    fig.savefig(png, dpi=100)
+    replace_file(png, lambda tmp: fig.savefig(tmp, dpi=100))
     print(f"plot: {png}")
 
 

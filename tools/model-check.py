@@ -17,7 +17,11 @@ Exit status 0 when at least one launch matched, 1 when none did (nothing tested 
 """
 import json
 import math
+import os
 import sys
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "python"))
+from hot.files import replace_text  # noqa: E402  (this checkout's package: no libhot needed)
 
 
 def load_model(path):
@@ -75,9 +79,11 @@ def main(argv):
         model = load_model(args[0])
         bench = load_bench(args[1])
         text, matched = report(model, bench, args[2])
-        if out:
-            with open(out, "w", encoding="utf-8") as f:
-                f.write(text)
+        if out:  # whole or not at all: a failed write leaves an earlier report as it was
+            try:
+                replace_text(out, text)
+            except OSError as e:
+                raise ValueError("--out %s: cannot write: %s" % (out, e.strerror or e)) from None
     except (OSError, ValueError) as e:
         print("model-check: %s" % e, file=sys.stderr)
         return 2

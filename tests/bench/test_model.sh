@@ -169,6 +169,15 @@ for pair in "vit_b16.txt cut.json" "vit_b16.txt bytes.json" "cut.txt meas.json";
   [ $rc -eq 2 ] && [ "$(wc -l <"$work/mc7.txt")" -eq 1 ] && grep -q "^model-check: $work/$bad: not " "$work/mc7.txt" ||
     fail "$bad, no JSON: the message does not name it: $(cat "$work/mc7.txt")"
 done
+# --out whole or not at all: a write that fails (past a file-size limit) leaves the earlier
+# report as it was and no partial file, with one line naming --out
+mkdir "$work/out" && echo "earlier report" >"$work/out/mc.txt"
+(trap '' XFSZ; ulimit -f 1; "$PY" "$mc" "$work/vit_b16.txt" "$work/meas.json" H200 --out "$work/out/mc.txt" \
+  >"$work/mc8.txt" 2>&1)
+[ $? -eq 2 ] && grep -q "^model-check: --out $work/out/mc.txt: cannot write" "$work/mc8.txt" ||
+  fail "a failed --out write: $(tail -1 "$work/mc8.txt")"
+[ "$(cat "$work/out/mc.txt")" = "earlier report" ] && [ "$(ls -A "$work/out")" = mc.txt ] ||
+  fail "a failed --out write changed the folder: $(ls -A "$work/out")"
 "$PY" "$mc" --help >"$work/mc6.txt" 2>&1 && grep -q '^Usage: tools/model-check.py MODEL' "$work/mc6.txt" ||
   fail "model-check --help"
 echo "model-check: $last"

@@ -4,7 +4,7 @@ base/, runtime/, gen/, tune/, bench/ and dev/, and every place found must be one
 listed here (with why it is safe). A new place fails the scan until it is made safe and listed.
 
 Usage: scan.py SOURCE_DIR CLASS   (CLASS: files, databases, messages, escaping, limits, captures,
-                                   nearest, environment; or all)
+                                   nearest, environment, py_outputs; or all)
 """
 import os
 import re
@@ -132,6 +132,36 @@ def check_files(root):
                         keep_strings=False),
                    REGULAR_KNOWN)
     return bad
+
+
+# ---- the Python tools' and examples' outputs: written whole or not at all ------------------------
+# An output a user keeps (a report, a JSON of results, a plot) goes through hot.files
+# (replace_file / replace_text: a new file beside the target, renamed over it once complete), so
+# that a failed write leaves the earlier file as it was. Every place that opens a file for
+# writing or saves a figure in tools/, python/hot/, bench/ and examples/ is listed.
+PY_DIRS = ("tools", "python/hot", "bench", "examples")
+PY_WRITE = r"""\bopen\s*\([^)\n]*,\s*["'][wax]|\.savefig\s*\(|\bjson\.dump\s*\("""
+PY_WRITE_KNOWN = {
+    "python/hot/files.py": (1, "replace_text's write of the new file, which replace_file renames"),
+    "tools/gemm-emu/mkemu.py": (1, "a build step's generated source (CMake remakes it when it fails)"),
+    "tools/tma-emu/mktma.py": (1, "its intermediate source, in its own temporary folder"),
+    "examples/train.py": (1, "the plot, written by replace_file into its new file"),
+    "examples/train_lm.py": (1, "the plot, written by replace_file into its new file"),
+}
+
+
+def check_py_outputs(root):
+    rx = re.compile(PY_WRITE)
+    got = {}
+    for d in PY_DIRS:
+        for base, _, files in os.walk(os.path.join(root, d)):
+            for f in sorted(files):
+                if f.endswith(".py"):
+                    p = os.path.join(base, f)
+                    k = len(rx.findall(open(p, encoding="utf-8", errors="replace").read()))
+                    if k:
+                        got[os.path.relpath(p, root)] = k
+    return compare("Python outputs written in place", got, PY_WRITE_KNOWN)
 
 
 # ---- environment: the process environment is read in one place, runtime/env.c -------------------
@@ -294,7 +324,8 @@ def check_nearest(root):
 
 CHECKS = {"files": check_files, "databases": check_databases, "messages": check_messages,
           "escaping": check_escaping, "limits": check_limits, "captures": check_captures,
-          "nearest": check_nearest, "environment": check_environment}
+          "nearest": check_nearest, "environment": check_environment,
+          "py_outputs": check_py_outputs}
 
 if __name__ == "__main__":
     root, what = sys.argv[1], sys.argv[2]
