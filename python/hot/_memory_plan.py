@@ -17,14 +17,21 @@ def _joined(parent, child):
 
 
 def _hot_activation(act):
-    """The HOT twin of a ReLU or GELU (function or plain module), else None."""
+    """The HOT twin of a ReLU or GELU (function or plain module), else None; the twin of a
+    module keeps its hooks (the same tables: a handle made on the original still removes its
+    hook), as a converted linear map does."""
     if act is F.relu or act is torch.relu or type(act) is nn.ReLU:
-        return memory.HOTReLU()
-    if act is F.gelu:
-        return memory.HOTGELU()
-    if type(act) is nn.GELU:
-        return memory.HOTGELU(act.approximate)
-    return None
+        new = memory.HOTReLU()
+    elif act is F.gelu:
+        new = memory.HOTGELU()
+    elif type(act) is nn.GELU:
+        new = memory.HOTGELU(act.approximate)
+    else:
+        return None
+    if isinstance(act, nn.Module):
+        from .torch import _share_hooks
+        _share_hooks(new, act)
+    return new
 
 
 def _plain_activation(new):

@@ -540,3 +540,22 @@ def test_module_state_is_saved_configured_or_transient(hot, ht):
     other.load_state_dict(sd)
     for attr in _STATE_SAVED:
         assert getattr(other, attr) == getattr(m, attr), attr
+
+def test_convert_keeps_the_hooks_of_an_activation(ht, hm):
+    """An activation turned into HOTReLU / HOTGELU keeps the original's hooks, as a converted
+    linear map does: a forward hook (collecting activations) and a full backward hook keep
+    running, and a handle made on the original still removes its hook."""
+    torch.manual_seed(0)
+    model = nn.Sequential(nn.Linear(16, 32), nn.ReLU(), nn.Linear(32, 16), nn.GELU(),
+                          nn.Linear(16, 4))
+    seen, grads = [], []
+    handles = [model[i].register_forward_hook(lambda m, i, o: seen.append(type(m).__name__))
+               for i in (1, 3)]
+    model[3].register_full_backward_hook(lambda m, gi, go: grads.append(type(m).__name__))
+    model = ht.convert(model)
+    assert isinstance(model[1], hm.HOTReLU) and isinstance(model[3], hm.HOTGELU)
+    model(torch.randn(2, 64, 16, requires_grad=True)).sum().backward()
+    assert seen == ["HOTReLU", "HOTGELU"] and grads == ["HOTGELU"], (seen, grads)
+    handles[0].remove()
+    model(torch.randn(2, 64, 16))
+    assert seen == ["HOTReLU", "HOTGELU", "HOTGELU"], seen
