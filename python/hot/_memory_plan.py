@@ -16,10 +16,11 @@ def _joined(parent, child):
     return f"{parent}.{child}" if parent else child
 
 
-def _hot_activation(act):
-    """The HOT twin of a ReLU or GELU (function or plain module), else None; the twin of a
-    module keeps its hooks (the same tables: a handle made on the original still removes its
-    hook), as a converted linear map does."""
+def _hot_activation(act, owner):
+    """The HOT twin of a ReLU or GELU (function or plain module) called by module `owner`, else
+    None; the twin of a module keeps its hooks (the same tables: a handle made on the original
+    still removes its hook), as a converted linear map does, and its training flag (the
+    owner's for a function)."""
     if act is F.relu or act is torch.relu or type(act) is nn.ReLU:
         new = memory.HOTReLU()
     elif act is F.gelu:
@@ -31,6 +32,7 @@ def _hot_activation(act):
     if isinstance(act, nn.Module):
         from .torch import _share_hooks
         _share_hooks(new, act)
+    new.train((act if isinstance(act, nn.Module) else owner).training)
     return new
 
 
@@ -49,14 +51,14 @@ def activation_swaps(model, replace):
     swaps = {}
     for n, m in model.named_modules():
         if isinstance(m, _LAYERS) and _joined(n, "linear2") in replace:
-            new = _hot_activation(getattr(m, "activation", None))
+            new = _hot_activation(getattr(m, "activation", None), m)
             if new is not None:
                 swaps[_joined(n, "activation")] = (new, _joined(n, "linear2"))
         elif isinstance(m, nn.Sequential) and type(m).forward is nn.Sequential.forward:
             kids = list(m.named_children())
             for (a, ma), (b, _mb) in zip(kids, kids[1:]):
                 if _joined(n, b) in replace:
-                    new = _hot_activation(ma)
+                    new = _hot_activation(ma, m)
                     if new is not None:
                         swaps[_joined(n, a)] = (new, _joined(n, b))
     return swaps

@@ -1009,11 +1009,11 @@ class HOTLinear(_HotCore, nn.Linear):
 
     @classmethod
     def from_linear(cls, linear, **kwargs):
-        """A HOTLinear sharing `linear`'s weight and bias Parameters (no copy) and its forward
-        and backward hooks. TypeError when `linear` is not an nn.Linear; ValueError for an
-        uninitialised lazy module (nn.LazyLinear before its first forward) and for one whose
-        computation a HOTLinear cannot take over (a parametrized or computed weight, parameters
-        or submodules of its own)."""
+        """A HOTLinear sharing `linear`'s weight and bias Parameters (no copy), its forward
+        and backward hooks and its training flag. TypeError when `linear` is not an nn.Linear;
+        ValueError for an uninitialised lazy module (nn.LazyLinear before its first forward) and
+        for one whose computation a HOTLinear cannot take over (a parametrized or computed
+        weight, parameters or submodules of its own)."""
         if not isinstance(linear, nn.Linear):
             raise TypeError(f"HOTLinear.from_linear: linear must be a torch.nn.Linear (got "
                             f"{type(linear).__name__})")
@@ -1026,6 +1026,7 @@ class HOTLinear(_HotCore, nn.Linear):
             raise ValueError(f"HOTLinear.from_linear: {type(linear).__name__}: {why}")
         m = cls.__new__(cls)
         nn.Module.__init__(m)
+        m.training = linear.training
         m.in_features, m.out_features = linear.in_features, linear.out_features
         m.weight = linear.weight
         m.bias = linear.bias

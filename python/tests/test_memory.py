@@ -559,3 +559,19 @@ def test_convert_keeps_the_hooks_of_an_activation(ht, hm):
     handles[0].remove()
     model(torch.randn(2, 64, 16))
     assert seen == ["HOTReLU", "HOTGELU", "HOTGELU"], seen
+
+
+def test_convert_keeps_the_training_flag(ht, hm):
+    """convert() of a model in eval mode gives modules in eval mode (HOTLinear, out_proj,
+    HOTReLU / HOTGELU), as the modules they replace were; train() afterwards reaches them all."""
+    torch.manual_seed(0)
+    model = nn.Sequential(nn.Linear(16, 32), nn.ReLU(), nn.Linear(32, 16),
+                          nn.TransformerEncoderLayer(16, 2, 32, activation="gelu",
+                                                     batch_first=True))
+    model.eval()
+    model = ht.convert(model)
+    assert isinstance(model[0], ht.HOTLinear) and isinstance(model[1], hm.HOTReLU)
+    assert isinstance(model[3].activation, hm.HOTGELU)
+    assert [n for n, m in model.named_modules() if m.training] == []
+    model.train()
+    assert all(m.training for m in model.modules())
