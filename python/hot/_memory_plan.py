@@ -65,11 +65,14 @@ def activation_swaps(model, replace):
 
 
 def install(model, mapping):
-    """setattr of every {qualified name: module or (module, ...)} into model."""
+    """setattr of every {qualified name: module or (module, ...)} into model; a function (a
+    transformer layer's F.relu / F.gelu put back) replaces the module standing in its place."""
     for n, new in mapping.items():
         new = new[0] if isinstance(new, tuple) else new
         parent_name, _, child = n.rpartition(".")
         parent = model.get_submodule(parent_name) if parent_name else model
+        if not isinstance(new, nn.Module) and child in parent._modules:
+            delattr(parent, child)  # nn.Module refuses a function where a child module is
         setattr(parent, child, new)
 
 

@@ -575,3 +575,24 @@ def test_convert_keeps_the_training_flag(ht, hm):
     assert [n for n, m in model.named_modules() if m.training] == []
     model.train()
     assert all(m.training for m in model.modules())
+
+
+def test_convert_example_puts_back_an_activation_function(ht, hm):
+    """A transformer layer's activation given as a function (activation="relu", the default,
+    or "gelu": F.relu / F.gelu, no module) that would keep more converted (a sequence shorter
+    than HLA's block: linear2 keeps x itself, HOTReLU's mask comes on top) is put back as that
+    function, not refused by nn.Module's setattr halfway through convert()."""
+    for act, fn in (("relu", F.relu), ("gelu", F.gelu)):
+        torch.manual_seed(0)
+        layer = nn.TransformerEncoderLayer(32, 4, 64, dropout=0.0, activation=act,
+                                           batch_first=True)
+        exact = copy.deepcopy(layer)
+        x = torch.randn(2, 8, 32)
+        layer, rep = ht.convert(layer, example=lambda m: m(x), return_report=True)
+        assert isinstance(layer.linear2, ht.HOTLinear), str(rep)
+        if layer.activation is fn:  # put back: a function again, no module left in its place
+            assert "activation" not in dict(layer.named_children()), str(rep)
+            assert "activation put back" in str(rep), str(rep)
+        assert act == "gelu" or layer.activation is fn, str(rep)  # the mask comes on top
+        assert torch.equal(layer(x), exact(x))
+        layer(x.requires_grad_()).sum().backward()
