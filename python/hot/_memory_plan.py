@@ -140,7 +140,9 @@ def measure(model, example, replace):
 def check(model, example, replace, acts, originals, before, report):
     """Measures the converted model (modules still choosing their HLA basis counted with the
     full basis, the larger), puts back swapped activations and converted modules whose group
-    keeps more than before, and writes the figures into the report."""
+    keeps more than before, and writes the figures into the report. Returns the names of the
+    converted modules that keep more ("": the model itself, converted as a whole: the caller
+    returns the original)."""
     names = list(replace) + list(acts)
     from . import torch as ht
     with memory.assume_full_basis():
@@ -163,15 +165,20 @@ def check(model, example, replace, acts, originals, before, report):
             install(model, {n: originals[n]})
             report.skipped.append((n, "activation put back", f"keeps {a} bytes with it against "
                                    f"{b} without"))
+    put_back = []
     for n in replace:
         if n in readers:
             continue
         b, a = before_per.get(n, 0), after.get(n, 0)
-        report.measured.append((n, b, a))
+        report.measured.append((n or "(model)", b, a))
         if a > b:
-            install(model, {n: originals[n]})
-            report.skipped.append((n, "put back", f"keeps {a} bytes converted against {b}"))
+            if n:
+                install(model, {n: originals[n]})
+            put_back.append(n)
+            report.skipped.append((n or "(model)", "put back",
+                                   f"keeps {a} bytes converted against {b}"))
     report.measured_total = (total_before, total_after)
+    return put_back
 
 
 def _act_before(model, example, name, new):

@@ -1848,7 +1848,8 @@ def convert(model, spec=None, recipe="hot", context=None, include=None, verbose=
       example  optional callable example(model) running one forward: convert then measures
                the saved activations (distinct storages, hot.memory) of the model before and
                after, per converted module, and puts them in the report; a module that keeps
-               more than before is put back (reported); the model's buffers and torch's random
+               more than before is put back (reported; the model itself, when it is the
+               module converted, is returned as it was); the model's buffers and torch's random
                streams are restored after each run of the example
 
     Converted: nn.Linear and its subclasses that keep nn.Linear's forward (HOTLinear);
@@ -1883,10 +1884,11 @@ def convert(model, spec=None, recipe="hot", context=None, include=None, verbose=
                          f"({', '.join(linear_names) or 'none'})")
     acts = _memory_plan.activation_swaps(model, replace) if activations else {}
     before = _memory_plan.measure(model, example, replace) if example is not None else None
+    aliases = dict(st.aliases)
     if "" in replace:  # the model itself is converted
         out = replace[""]
+        originals = {"": model}
     else:
-        aliases = dict(st.aliases)
         originals = {n: _memory_plan._get(model, n)
                      for n in list(replace) + list(acts) + list(aliases)}
         _memory_plan.install(model, replace)
@@ -1894,8 +1896,9 @@ def convert(model, spec=None, recipe="hot", context=None, include=None, verbose=
         _memory_plan.install(model, acts)
         out = model
     _memory_plan.describe(report, replace, acts)
-    if before is not None and "" not in replace:
-        _memory_plan.check(model, example, replace, acts, originals, before, report)
+    if before is not None:
+        if "" in _memory_plan.check(out, example, replace, acts, originals, before, report):
+            out = model  # the model itself keeps more converted: it stays as it was
         for n, new in aliases.items():  # a module put back is put back under every name
             if not any(v is new and _memory_plan._get(model, k) is new for k, v in replace.items()):
                 _memory_plan.install(model, {n: originals[n]})

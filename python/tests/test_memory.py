@@ -596,3 +596,23 @@ def test_convert_example_puts_back_an_activation_function(ht, hm):
         assert act == "gelu" or layer.activation is fn, str(rep)  # the mask comes on top
         assert torch.equal(layer(x), exact(x))
         layer(x.requires_grad_()).sum().backward()
+
+
+def test_convert_example_measures_a_model_that_is_itself_converted(ht, hm):
+    """convert(m, example=) where m itself is converted (an nn.MultiheadAttention or nn.Linear
+    passed as the model) measures it as it measures a submodule: an attention module that keeps
+    more converted (a sequence shorter than HLA's block) is returned as it was, reported."""
+    torch.manual_seed(0)
+    mha = nn.MultiheadAttention(32, 4, batch_first=True)
+    x = torch.randn(2, 8, 32)
+
+    def example(m):
+        return m(x, x, x, need_weights=False)[0]
+    out, rep = ht.convert(mha, example=example, return_report=True)
+    assert rep.measured_total is not None and rep.measured, str(rep)
+    assert out is mha and "put back" in str(rep), str(rep)
+    lin = nn.Linear(32, 32)
+    out, rep = ht.convert(lin, example=lambda m: m(torch.randn(2, 256, 32)), return_report=True)
+    assert isinstance(out, ht.HOTLinear), str(rep)
+    b, a = rep.measured_total
+    assert a < b and rep.measured == [("(model)", b, a)], str(rep)
