@@ -163,6 +163,7 @@ def check(model, example, replace, acts, originals, before, report):
         report.measured.append((f"{n} + {reader}", b, a))
         if a > b:
             install(model, {n: originals[n]})
+            _unreport(report, n)
             report.skipped.append((n, "activation put back", f"keeps {a} bytes with it against "
                                    f"{b} without"))
     put_back = []
@@ -174,11 +175,22 @@ def check(model, example, replace, acts, originals, before, report):
         if a > b:
             if n:
                 install(model, {n: originals[n]})
+            _unreport(report, n)
             put_back.append(n)
             report.skipped.append((n or "(model)", "put back",
                                    f"keeps {a} bytes converted against {b}"))
     report.measured_total = (total_before, total_after)
     return put_back
+
+
+def _unreport(report, name):
+    """A module put back is no longer converted and keeps what it kept before: its lines (and
+    those of modules converted with it, under its name; every line for the model itself, "")
+    leave the report's converted and keeps lists."""
+    def ours(n):
+        return not name or n == name or n.startswith(name + ".")
+    report.converted = [r for r in report.converted if not ours(r[0])]
+    report.keeps = [r for r in report.keeps if not ours(r[0])]
 
 
 def _act_before(model, example, name, new):

@@ -593,6 +593,7 @@ def test_convert_example_puts_back_an_activation_function(ht, hm):
         if layer.activation is fn:  # put back: a function again, no module left in its place
             assert "activation" not in dict(layer.named_children()), str(rep)
             assert "activation put back" in str(rep), str(rep)
+            assert all(n != "activation" for n, *_ in rep.converted + rep.keeps), str(rep)
         assert act == "gelu" or layer.activation is fn, str(rep)  # the mask comes on top
         assert torch.equal(layer(x), exact(x))
         layer(x.requires_grad_()).sum().backward()
@@ -611,6 +612,7 @@ def test_convert_example_measures_a_model_that_is_itself_converted(ht, hm):
     out, rep = ht.convert(mha, example=example, return_report=True)
     assert rep.measured_total is not None and rep.measured, str(rep)
     assert out is mha and "put back" in str(rep), str(rep)
+    assert not rep.converted and not rep.keeps, str(rep)  # nothing left converted
     lin = nn.Linear(32, 32)
     out, rep = ht.convert(lin, example=lambda m: m(torch.randn(2, 256, 32)), return_report=True)
     assert isinstance(out, ht.HOTLinear), str(rep)
