@@ -103,7 +103,26 @@ static hot_status run(hot_ctx *ctx, const float *x, const float *w, const float 
   return st;
 }
 
-int main(void) {
+static const char k_usage[] =
+    "Usage: hot-embed [--help]\n"
+    "One HOT layer (T = 2 x 197 tokens, O = 128, I = 96) saved and back-propagated through\n"
+    "libhot's C API on the backend the machine has, with g_x's and g_w's relative errors\n"
+    "against the exact fp64 products. It takes no options; the environment chooses:\n"
+    "  HOT_BACKEND=cpu|cuda|auto  the backend (default auto: CUDA when a driver and a device\n"
+    "                             work, else the CPU)\n"
+    "  HOT_CPU_THREADS=N          the CPU backend's threads\n"
+    "  HOT_JIT_DEBUG=1            every emitted source and compile log written (default\n"
+    "                             <cache>/debug, or HOT_JIT_DEBUG_DIR)\n";
+
+int main(int argc, char **argv) {
+  if (argc > 1) {
+    if (argc == 2 && (!strcmp(argv[1], "--help") || !strcmp(argv[1], "-h"))) {
+      fputs(k_usage, stdout);
+      return 0;
+    }
+    fprintf(stderr, "hot-embed: unexpected argument '%s' (it takes none but --help)\n", argv[1]);
+    return 2;
+  }
   float *x = malloc(T * I * 4), *w = malloc(O * I * 4), *gy = malloc(T * O * 4);
   float *gx = malloc(T * I * 4), *gw = malloc(O * I * 4), *gb = malloc(O * 4);
   double *ex = malloc(T * I * 8), *ew = malloc(O * I * 8);
