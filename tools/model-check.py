@@ -106,7 +106,12 @@ def compare(model, bench, gpu_name):
     pred = {}
     for k in model.get("kernels", []):
         if k.get("gpu") == gpu:
-            pred[(k["layer"], k["call"], k["role"], k["phase"])] = k
+            key = (k["layer"], k["call"], k["role"], k["phase"])
+            if isinstance(k["us"], bool) or not isinstance(k["us"], (int, float)) or \
+                    not k["us"] > 0 or k["us"] == float("inf"):
+                raise ValueError("the model's launch %s %s %s %s predicts %r us (not a positive "
+                                 "time)" % (key + (k["us"],)))
+            pred[key] = k
     lines = ["model vs measured on %s, model column %s%s" % (gpu_name, gpu, note),
              "%-10s %-9s %-10s %2s %-42s %10s %10s %7s  %s" % (
                  "layer", "call", "role", "ph", "kernel", "meas us", "pred us", "m/p", "bound")]

@@ -169,6 +169,17 @@ for pair in "vit_b16.txt cut.json" "vit_b16.txt bytes.json" "cut.txt meas.json";
   [ $rc -eq 2 ] && [ "$(wc -l <"$work/mc7.txt")" -eq 1 ] && grep -q "^model-check: $work/$bad: not " "$work/mc7.txt" ||
     fail "$bad, no JSON: the message does not name it: $(cat "$work/mc7.txt")"
 done
+# a model whose predicted time is not positive: one line naming the launch, exit 2
+"$PY" - "$work/vit_b16.txt" "$work/neg.txt" <<'PY' || fail "cannot make the bad model"
+import json, sys
+t = open(sys.argv[1]).read()
+j = json.loads(t[t.index("\nJSON ") + 6:])
+next(k for k in j["kernels"] if k["gpu"] == "H200")["us"] = -1.0
+open(sys.argv[2], "w").write("JSON " + json.dumps(j))
+PY
+"$PY" "$mc" "$work/neg.txt" "$work/meas.json" H200 >"$work/mc9.txt" 2>&1
+[ $? -eq 2 ] && [ "$(wc -l <"$work/mc9.txt")" -eq 1 ] && grep -q "predicts -1.0 us (not a positive time)" "$work/mc9.txt" ||
+  fail "a negative predicted time: $(cat "$work/mc9.txt")"
 # --out whole or not at all: a write that fails (past a file-size limit) leaves the earlier
 # report as it was and no partial file, with one line naming --out
 mkdir "$work/out" && echo "earlier report" >"$work/out/mc.txt"
