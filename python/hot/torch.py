@@ -1010,7 +1010,8 @@ class HOTLinear(_HotCore, nn.Linear):
     @classmethod
     def from_linear(cls, linear, **kwargs):
         """A HOTLinear sharing `linear`'s weight and bias Parameters (no copy), its forward
-        and backward hooks and its training flag. TypeError when `linear` is not an nn.Linear;
+        and backward hooks, its training flag and the attributes set on it beyond nn.Linear's
+        own (a user's flags and markers). TypeError when `linear` is not an nn.Linear;
         ValueError for an uninitialised lazy module (nn.LazyLinear before its first forward) and
         for one whose computation a HOTLinear cannot take over (a parametrized or computed
         weight, parameters or submodules of its own)."""
@@ -1031,6 +1032,9 @@ class HOTLinear(_HotCore, nn.Linear):
         m.weight = linear.weight
         m.bias = linear.bias
         _share_hooks(m, linear)
+        for k, v in vars(linear).items():  # attributes of the user's own (flags, markers)
+            if k not in vars(m) and k not in _MODULE_INTERNALS:
+                object.__setattr__(m, k, v)
         name = kwargs.pop("name", None)
         tag = kwargs.pop("tag", None)
         m._hot_setup(kwargs.pop("spec", None), kwargs.pop("spec_layer", None),
@@ -1600,6 +1604,10 @@ def _not_taken_over(m):
         return "it has parameters or submodules of its own (" + ", ".join(extra + kids) + \
             "): hot computes only the linear map"
     return None
+
+
+# What nn.Module.__init__ puts in every module's __dict__ (its tables, hooks and flags).
+_MODULE_INTERNALS = frozenset(vars(nn.Module()))
 
 
 def _share_hooks(dst, src):

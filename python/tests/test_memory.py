@@ -618,3 +618,16 @@ def test_convert_example_measures_a_model_that_is_itself_converted(ht, hm):
     assert isinstance(out, ht.HOTLinear), str(rep)
     b, a = rep.measured_total
     assert a < b and rep.measured == [("(model)", b, a)], str(rep)
+
+
+def test_convert_keeps_a_linear_maps_own_attributes(ht):
+    """Attributes set on an nn.Linear beyond its own (a user's flag, a library's marker) are on
+    the HOTLinear that replaces it, as an attention module's are on its HOT module; nn.Module's
+    own tables are the HOTLinear's, not the replaced module's."""
+    lin = nn.Linear(16, 8)
+    lin.my_flag, lin._is_marked = 7, True
+    model = ht.convert(nn.Sequential(lin))
+    m = model[0]
+    assert isinstance(m, ht.HOTLinear) and m.my_flag == 7 and m._is_marked is True
+    assert m._parameters is not lin._parameters and m._modules is not lin._modules
+
