@@ -755,14 +755,15 @@ class Layer:
 
     def save(self, x, saved=None):
         """Forward (ABC): x (T x I numpy array of the layer's dtype). saved: None (the layer's
-        own buffer) or an array from new_saved_buffer(), kept until the matching backward."""
+        own buffer) or a writable array from new_saved_buffer(), kept until the matching
+        backward (which only reads it)."""
         self._host_only()
         i = self._info
         x = self._array(x, "x", i.T, i.I)
-        sp = self._saved_arg(saved)
+        sp = self._saved_arg(saved, write=True)
         self.save_ptr(x.ctypes.data, i.dtype, sp)
 
-    def _saved_arg(self, saved):
+    def _saved_arg(self, saved, write=False):
         if saved is None:
             return None
         np = _np()
@@ -773,6 +774,9 @@ class Layer:
                              "(new_saved_buffer())")
         if saved.ctypes.data % 16:
             raise ValueError("saved must be 16-byte aligned (new_saved_buffer())")
+        if write and not saved.flags.writeable:
+            raise ValueError("saved must be writable: save() writes the activations into it "
+                             "(new_saved_buffer())")
         return saved.ctypes.data
 
     def backward(self, g_y, w, step=0, saved=None, out=None, outputs=None):

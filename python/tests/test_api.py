@@ -527,3 +527,27 @@ def test_stream_argument_errors(hot):
         for bad in (-1, 2 ** 64, True, 1.0):
             with pytest.raises(ValueError, match="seed"):
                 hot.stream_key("a", bad)
+
+
+def test_save_refuses_a_read_only_saved_buffer(hot):
+    """save(saved=...) writes the buffer: a read-only array (one over a bytes object, or made
+    read-only) is refused by name before libhot writes into it; backward only reads it."""
+    with hot.Context("cpu", seed=1) as ctx:
+        layer = ctx.create_layer(24, 16, 1, 64)
+        x, w, gy = make_inputs(0, 64, 16, 24)
+        n = layer.saved_bytes
+        raw = bytes(n + 16)
+        view = np.frombuffer(raw, np.uint8)
+        off = (-view.ctypes.data) % 16
+        with pytest.raises(ValueError, match="saved must be writable"):
+            layer.save(x, saved=view[off:off + n])
+        assert not any(raw), "save wrote into an immutable bytes object"
+        buf = layer.new_saved_buffer()
+        layer.save(x, saved=buf)
+        buf.setflags(write=False)
+        with pytest.raises(ValueError, match="saved must be writable"):
+            layer.save(x, saved=buf)
+        a = layer.backward(gy, w, step=5, saved=buf)  # read only: accepted
+        layer.save(x)
+        b = layer.backward(gy, w, step=5)
+        assert all(np.array_equal(p, q) for p, q in zip(a, b))
