@@ -101,6 +101,24 @@ def _c_int(name, v, lo, hi):
     return v
 
 
+def _addr(call, name, v):
+    """v as a pointer argument (an address, or a CUstream) of `call`: None (NULL) or an int in
+    [0, 2^64). ctypes would pass 2**64 + p as p, -1 as 0xffff..., True as address 1 and a str
+    or bytes as the address of its own characters: TypeError / ValueError naming the argument."""
+    if v is None:
+        return None
+    try:
+        if isinstance(v, bool):
+            raise TypeError
+        v = v.__index__()  # an int, a numpy integer (arrays have __index__ too, and raise)
+    except (TypeError, AttributeError):
+        raise TypeError(f"{call}: {name} must be an address (int) or None "
+                        f"(got {type(v).__name__})") from None
+    if not 0 <= v < 1 << 64:
+        raise ValueError(f"{call}: {name} = {v} is not an address (0 .. 2^64 - 1)")
+    return v
+
+
 def _str(b):
     return b.decode("utf-8", "replace") if isinstance(b, bytes) else str(b)
 
@@ -696,10 +714,13 @@ class Layer:
                              "hot_layer_kernel_times")
             return [KernelTime(_str(k.name), k.role, k.phase, k.ms) for k in arr[:n.value]]
 
-    # -- raw-pointer calls (framework level)
+    # -- raw-pointer calls (framework level): addresses and the stream are ints (or None for
+    # NULL) in [0, 2^64), refused by name otherwise
     def save_ptr(self, x, dtype, saved=None, stream=None):
         """hot_layer_save on raw addresses: x (T x I of dtype), saved (None: the layer's own
         buffer, else saved_bytes bytes, 16-byte aligned), stream (CUstream as int, or None)."""
+        c = "save_ptr"
+        x, saved, stream = _addr(c, "x", x), _addr(c, "saved", saved), _addr(c, "stream", stream)
         with self._ctx._lock:
             st = self._ctx._L.hot_layer_save(self._h(), x, int(as_dtype(dtype)), saved, stream)
             self._ctx._check(st, "hot_layer_save")
@@ -707,6 +728,10 @@ class Layer:
     def backward_ptr(self, g_y, w, dtype, g_x, g_w, g_b=None, saved=None, step=0, stream=None):
         """hot_layer_backward on raw addresses (g_x, g_w, g_b: fp32 outputs)."""
         step = _check_step(step)
+        c = "backward_ptr"
+        g_y, w, g_x, g_w, g_b, saved, stream = (
+            _addr(c, n, v) for n, v in (("g_y", g_y), ("w", w), ("g_x", g_x), ("g_w", g_w),
+                                        ("g_b", g_b), ("saved", saved), ("stream", stream)))
         with self._ctx._lock:
             st = self._ctx._L.hot_layer_backward(self._h(), g_y, w, int(as_dtype(dtype)), saved,
                                                  g_x, g_w, g_b, step, stream)
@@ -715,6 +740,7 @@ class Layer:
     def calibrate_ptr(self, g_y, dtype, step=0, stream=None):
         """hot_layer_calibrate on a raw address (synchronous on CUDA)."""
         step = _check_step(step)
+        g_y, stream = _addr("calibrate_ptr", "g_y", g_y), _addr("calibrate_ptr", "stream", stream)
         with self._ctx._lock:
             st = self._ctx._L.hot_layer_calibrate(self._h(), g_y, int(as_dtype(dtype)), step,
                                                   stream)

@@ -551,3 +551,34 @@ def test_save_refuses_a_read_only_saved_buffer(hot):
         layer.save(x)
         b = layer.backward(gy, w, step=5)
         assert all(np.array_equal(p, q) for p, q in zip(a, b))
+
+
+def test_raw_addresses_are_never_cut_to_the_c_type(hot):
+    """save_ptr, backward_ptr and calibrate_ptr take addresses and a stream as int or None:
+    ctypes would pass 2**64 + p as p, -1 as 0xffff... and a bool as address 1, and a str as the
+    address of its own bytes; each is refused naming the argument before anything reaches C."""
+    with hot.Context("cpu", seed=1) as ctx:
+        layer = ctx.create_layer(24, 16, 1, 64)
+        x, w, gy = make_inputs(0, 64, 16, 24)
+        px = x.ctypes.data
+        for bad in (2**64 + px, -1):
+            with pytest.raises(ValueError, match=r"save_ptr: x = -?\d+ is not an address"):
+                layer.save_ptr(bad, "f32")
+        for bad in (True, 1.5, "abc", x):
+            with pytest.raises(TypeError, match="save_ptr: x must be"):
+                layer.save_ptr(bad, "f32")
+        with pytest.raises(TypeError, match="save_ptr: stream must be"):
+            layer.save_ptr(px, "f32", stream="abc")
+        with pytest.raises(ValueError, match="save_ptr: saved = "):
+            layer.save_ptr(px, "f32", saved=2**64)
+        gx = np.empty((64, 24), np.float32)
+        with pytest.raises(ValueError, match="backward_ptr: g_x = "):
+            layer.backward_ptr(gy.ctypes.data, w.ctypes.data, "f32", 2**64 + gx.ctypes.data,
+                               None)
+        with pytest.raises(TypeError, match="backward_ptr: w must be"):
+            layer.backward_ptr(gy.ctypes.data, False, "f32", gx.ctypes.data, None)
+        with pytest.raises(TypeError, match="calibrate_ptr: g_y must be"):
+            layer.calibrate_ptr(gy, "f32")
+        layer.save_ptr(np.uint64(px), "f32", stream=0)  # numpy integers are integers
+        layer.backward_ptr(gy.ctypes.data, w.ctypes.data, "f32", gx.ctypes.data, None, step=1)
+        assert np.array_equal(gx, layer.backward(gy, w, step=1, outputs="g_x")[0])
