@@ -21,6 +21,7 @@ their tensors (hot.torch uses them).
 
 import ctypes
 import dataclasses
+import os
 import threading
 import warnings
 import weakref
@@ -117,6 +118,33 @@ def _addr(call, name, v):
     if not 0 <= v < 1 << 64:
         raise ValueError(f"{call}: {name} = {v} is not an address (0 .. 2^64 - 1)")
     return v
+
+
+def _c_path(what, v):
+    """A path argument as the bytes C receives: str, bytes or os.PathLike, encoded as the file
+    system does (os.fsencode: names that are not UTF-8 round-trip). TypeError for another type
+    (str() of bytes or None would name another file), ValueError for a NUL (C would stop there)."""
+    try:
+        b = os.fsencode(v)
+    except TypeError:
+        raise TypeError(f"{what} must be a str, bytes or os.PathLike path "
+                        f"(got {type(v).__name__})") from None
+    if b"\0" in b:
+        raise ValueError(f"{what} {v!r} contains a NUL character (C would end the path there)")
+    return b
+
+
+def _c_text(what, v):
+    """A name argument (a layer name, an arch) as the UTF-8 bytes C receives: a str without
+    NUL characters (TypeError / ValueError naming the argument)."""
+    if not isinstance(v, str):
+        raise TypeError(f"{what} must be a str (got {type(v).__name__})")
+    if "\0" in v:
+        raise ValueError(f"{what} {v!r} contains a NUL character (C would end the name there)")
+    try:
+        return v.encode("utf-8")
+    except UnicodeEncodeError as e:
+        raise ValueError(f"{what} {v!r} cannot be encoded in UTF-8 ({e.reason})") from None
 
 
 def _str(b):
@@ -301,7 +329,7 @@ class LayerSpec:
 
     @name.setter
     def name(self, v):
-        b = str(v).encode()
+        b = _c_text("name", str(v))
         if len(b) >= _lib.HOT_NAME_MAX:
             raise ValueError(f"name must be shorter than {_lib.HOT_NAME_MAX} bytes (got {v!r})")
         self.c.name = b
@@ -370,7 +398,7 @@ class Context:
         self._keep = []  # the option strings must live until hot_ctx_create returns
         for field, v in (("arch", arch), ("cache_dir", cache_dir), ("debug_dir", debug_dir)):
             if v is not None:
-                b = str(v).encode()
+                b = _c_text(field, v) if field == "arch" else _c_path(field, v)
                 self._keep.append(b)
                 setattr(o, field, b)
         if disk_cache is not None:
@@ -541,10 +569,11 @@ class Context:
         batch = _c_int("batch", batch, *_I64)
         if batch < 0:
             raise ValueError(f"batch must be >= 0 (got {batch})")
+        path = _c_path("layer_from_spec: path", path)
+        layer_name = _c_text("layer_from_spec: layer_name", layer_name)
         h = ctypes.c_void_p()
         with self._lock:
-            st = self._L.hot_layer_from_spec(self._h(), str(path).encode(),
-                                             str(layer_name).encode(), int(batch),
+            st = self._L.hot_layer_from_spec(self._h(), path, layer_name, int(batch),
                                              ctypes.byref(h))
             self._check(st, "hot_layer_from_spec")
             return Layer(self, h)

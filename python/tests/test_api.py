@@ -582,3 +582,45 @@ def test_raw_addresses_are_never_cut_to_the_c_type(hot):
         layer.save_ptr(np.uint64(px), "f32", stream=0)  # numpy integers are integers
         layer.backward_ptr(gy.ctypes.data, w.ctypes.data, "f32", gx.ctypes.data, None, step=1)
         assert np.array_equal(gx, layer.backward(gy, w, step=1, outputs="g_x")[0])
+
+
+def test_paths_and_names_reach_c_whole(hot, tmp_path):
+    """Paths (spec file, cache_dir, debug_dir) are str, bytes or os.PathLike, passed as the file
+    system's bytes (os.fsencode: a non-UTF-8 name works); names (layer_name, arch, a spec's name)
+    are str. A NUL, which C would take as the end (a spec path, layer name or cache directory
+    silently cut short), and any other type (bytes became "b'...'", None became "None") are
+    refused naming the argument."""
+    import shutil
+    src = os.path.join(SOURCE_DIR, "specs", "vit_b16.lua")
+    odd = os.path.join(os.fsencode(str(tmp_path)), b"d\xff")
+    os.mkdir(odd)
+    shutil.copy(src, os.path.join(odd, b"v.lua"))
+    with hot.Context("cpu") as ctx:
+        for p in (src.encode(), os.path.join(odd, b"v.lua"),
+                  os.fsdecode(os.path.join(odd, b"v.lua"))):
+            assert ctx.layer_from_spec(p, "fc1", batch=1).info().name == "fc1"
+        with pytest.raises(ValueError, match="layer_from_spec: path .* NUL"):
+            ctx.layer_from_spec(src + "\0junk", "fc1")
+        with pytest.raises(ValueError, match="layer_from_spec: layer_name .* NUL"):
+            ctx.layer_from_spec(src, "fc1\0junk")
+        with pytest.raises(TypeError, match="layer_from_spec: layer_name must be a str"):
+            ctx.layer_from_spec(src, None)
+        with pytest.raises(TypeError, match="layer_from_spec: path must be"):
+            ctx.layer_from_spec(None, "fc1")
+        with pytest.raises(ValueError, match="name .* NUL"):
+            ctx.create_layer(16, 8, name="fc\0x")
+    with pytest.raises(ValueError, match="cache_dir .* NUL"):
+        hot.Context("cpu", cache_dir=str(tmp_path) + "\0x")
+    with pytest.raises(ValueError, match="arch .* NUL"):
+        hot.Context("cpu", arch="sm_80\0x")
+    with pytest.raises(TypeError, match="debug_dir must be"):
+        hot.Context("cpu", debug_dir=1)
+    cd = os.path.join(os.fsencode(str(tmp_path)), b"cache")
+    with hot.Context("cpu", arch="sm_80", cache_dir=cd, disk_cache=True) as ctx:
+        try:
+            ctx.create_layer(16, 8).compile()  # a forced arch fills the cache on the CPU
+        except hot.HotError as e:
+            if e.status != hot.Status.ERR_NO_NVRTC:
+                raise
+        else:
+            assert os.fsencode(ctx.stats().cache_dir) == cd
