@@ -75,9 +75,12 @@ def capture(path, layer_name, x, w, g_y, batch=None):
     float16, bfloat16; CUDA tensors are copied to the host), all three of one dtype. Raises
     TypeError / ValueError for bad Python arguments and hot.HotError (HOT_ERR_INVALID,
     HOT_ERR_SHAPE, HOT_ERR_NONFINITE for a NaN or Inf, HOT_ERR_IO, ...) with libhot's message."""
-    from .api import HotError
+    from .api import HotError, _c_int, _c_path, _c_text
     if not isinstance(layer_name, str):
         raise TypeError(f"layer_name must be a str (got {type(layer_name).__name__})")
+    c_path, c_name = _c_path("path", path), _c_text("layer_name", layer_name)
+    if batch is not None:
+        batch = _c_int("batch", batch, -(1 << 63), (1 << 63) - 1)
     px, dx, sx, kx = _host_tensor(x, "x")
     pw, dw, sw, kw = _host_tensor(w, "w")
     pg, dg, sg, kg = _host_tensor(g_y, "g_y")
@@ -89,11 +92,11 @@ def capture(path, layer_name, x, w, g_y, batch=None):
     O, I = sw
     if len(sx) == 3:
         B, L = sx[0], sx[1]
-        if batch is not None and int(batch) != B:
+        if batch is not None and batch != B:
             raise ValueError(f"batch={batch} disagrees with x of shape {sx} (B = {B})")
     elif len(sx) == 2:
         T = sx[0]
-        B = 1 if batch is None else int(batch)
+        B = 1 if batch is None else batch
         if B < 1 or T % B:
             raise ValueError(f"batch={batch} must be >= 1 and divide the {T} rows of x")
         L = T // B
@@ -105,7 +108,7 @@ def capture(path, layer_name, x, w, g_y, batch=None):
     if tuple(sg) != want:
         raise ValueError(f"g_y must have shape {want} for x {sx} and w {sw} (got {sg})")
     err = ctypes.create_string_buffer(1024)
-    st = _lib.lib().hot_capture_write(os.fsencode(path), layer_name.encode("utf-8"), B, L, O, I,
+    st = _lib.lib().hot_capture_write(c_path, c_name, B, L, O, I,
                                       int(dx), px, pw, pg, err, len(err))
     del kx, kw, kg
     if st != 0:

@@ -189,3 +189,23 @@ def test_bad_arguments(hot, tmp_path):
     xt = np.zeros((3, 4), np.float32).T
     hot.capture(path, "fc", xt, w, gy)
     assert hot.read_capture(path).x.shape == (4, 3)
+
+
+def test_arguments_reach_c_whole(hot, tmp_path):
+    """A NUL in the path or layer_name, which C would take as the end (the capture written to
+    another file, or under a shorter name), and a batch that is not an integer (2.7 became 2,
+    True became 1) are refused by name, and nothing is written."""
+    path = str(tmp_path / "c.hotcap")
+    x, w, gy = np.zeros((4, 3), np.float32), np.zeros((2, 3), np.float32), np.zeros((4, 2), np.float32)
+    with pytest.raises(ValueError, match="path .* NUL"):
+        hot.capture(path + "\0.bak", "fc", x, w, gy)
+    with pytest.raises(ValueError, match="layer_name .* NUL"):
+        hot.capture(path, "fc\0x", x, w, gy)
+    for bad in (2.7, True, "2"):
+        with pytest.raises(TypeError, match="batch must be an int"):
+            hot.capture(path, "fc", x, w, gy, batch=bad)
+    with pytest.raises(TypeError, match="batch must be an int"):
+        hot.capture(path, "fc", x.reshape(2, 2, 3), w, gy.reshape(2, 2, 2), batch=2.0)
+    assert os.listdir(tmp_path) == []
+    hot.capture(os.fsencode(path), "fc", x, w, gy, batch=np.int64(2))
+    assert hot.read_capture(path).batch == 2
