@@ -278,6 +278,7 @@ class LayerInfo:
     compiled: bool
     arch: str
     seed: int
+    tiles: str  # where the GEMM tiles came from: "tuned: ...", "spec", "default (...)"
 
 
 @dataclasses.dataclass(frozen=True)
@@ -701,7 +702,8 @@ class Layer:
                          gran_auto=bool(i.gran_auto), calibrated=bool(i.calibrated),
                          lqs_e_tensor=i.lqs_e_tensor, lqs_e_token=i.lqs_e_token,
                          saved_bytes=i.saved_bytes, fp32_bytes=i.fp32_bytes,
-                         compiled=bool(i.compiled), arch=_str(i.arch), seed=i.seed)
+                         compiled=bool(i.compiled), arch=_str(i.arch), seed=i.seed,
+                         tiles=_str(i.tiles))
 
     def spec(self):
         """A LayerSpec copy of the description the layer was planned from (for a spec-file

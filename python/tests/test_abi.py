@@ -93,3 +93,15 @@ def test_every_public_function_is_declared(hot):
             problems.append(f"{name}: {n} parameters in hot.h, {len(_lib._FUNCS[name][1])} "
                             "in _lib._FUNCS")
     assert not problems, "; ".join(problems)
+
+
+def test_records_carry_every_field_of_their_struct(hot):
+    """Layer.info() and Context.stats() give every field of hot_layer_info and hot_stats (the
+    records are the structs' Python face: a field hot.h adds must reach them too)."""
+    import dataclasses
+    from hot import _lib
+    for rec, struct in ((hot.LayerInfo, _lib.hot_layer_info), (hot.Stats, _lib.hot_stats)):
+        mine = [f.name for f in dataclasses.fields(rec)]
+        assert mine == [n for n, _ in struct._fields_], (rec.__name__, struct.__name__)
+    with hot.Context("cpu") as ctx:
+        assert ctx.create_layer(16, 8).info().tiles.startswith(("default", "tuned", "spec"))
