@@ -1319,7 +1319,8 @@ class HOTMultiheadAttention(nn.MultiheadAttention):
                                        attn_mask, average_attn_weights, is_causal)
         if self.batch_first and is_batched:
             return out.transpose(1, 0), weights
-        return out, weights
+        # [L, N, E] contiguous, as torch's (out is a transposed view of out_proj's [N, L, E])
+        return out.contiguous(), weights
 
     def _attention(self, query, key, value, key_padding_mask, need_weights, attn_mask,
                    average_attn_weights, is_causal):

@@ -113,6 +113,24 @@ def test_attention_forward_equals_torch_and_backward_runs_hot(hot, ht, case):
             assert bits_equal(y2, y0) and ctx.stats().saves == saves
 
 
+@pytest.mark.parametrize("batch_first", [False, True])
+@pytest.mark.parametrize("need_weights", [False, True])
+def test_attention_output_contiguous_as_torch(hot, ht, batch_first, need_weights):
+    """Sequence first, nn.MultiheadAttention's output is contiguous (code reshapes it with
+    .view); the HOT forward gives the same layout, not a transposed view of [N, L, E]."""
+    torch.manual_seed(5)
+    ref = nn.MultiheadAttention(16, 2, batch_first=batch_first)
+    with hot.Context("cpu") as ctx:
+        m = ht.convert(copy.deepcopy(ref), context=ctx)
+        x = torch.randn(7, 3, 16, requires_grad=True)
+        y0, _ = ref(x, x, x, need_weights=need_weights)
+        y1, _ = m(x, x, x, need_weights=need_weights)
+        assert bits_equal(y1, y0)
+        if y0.is_contiguous():
+            assert y1.is_contiguous(), (y0.stride(), y1.stride())
+            y1.view(-1, 16).sum().backward()
+
+
 def test_transformer_layer_converted_fully(hot, ht):
     torch.manual_seed(1)
     layer = nn.TransformerEncoderLayer(32, 4, 64, dropout=0.0, batch_first=True)
