@@ -1386,12 +1386,26 @@ class HOTMultiheadAttention(nn.MultiheadAttention):
         return key_padding_mask, attn_mask, is_causal
 
     def _check_shapes(self, key, value, embed_dim):
+        """F.multi_head_attention_forward's checks, with its kind of error (AssertionError)."""
+        who = f"HOTMultiheadAttention({self.hot_tag})"
         if embed_dim != self.embed_dim:
-            raise ValueError(f"HOTMultiheadAttention({self.hot_tag}): embedding dimension "
-                             f"{embed_dim}, expected {self.embed_dim}")
-        if self._qkv_same_embed_dim and key.shape != value.shape:
-            raise ValueError(f"HOTMultiheadAttention({self.hot_tag}): key shape {tuple(key.shape)}"
-                             f" does not match value shape {tuple(value.shape)}")
+            raise AssertionError(f"{who}: embedding dimension {embed_dim}, expected "
+                                 f"{self.embed_dim}")
+        if self._qkv_same_embed_dim:
+            if key.shape != value.shape:
+                raise AssertionError(f"{who}: key shape {tuple(key.shape)} does not match value "
+                                     f"shape {tuple(value.shape)}")
+            if key.shape[-1] != embed_dim:  # torch's F.linear on the packed weight refuses it
+                raise RuntimeError(f"{who}: key and value embedding dimension {key.shape[-1]}, "
+                                   f"expected {embed_dim} (the packed in_proj_weight)")
+            return
+        if key.shape[:2] != value.shape[:2]:
+            raise AssertionError(f"{who}: key's sequence and batch dims {tuple(key.shape[:2])} do "
+                                 f"not match value's {tuple(value.shape[:2])}")
+        for what, t, w in (("key", key, self.k_proj_weight), ("value", value, self.v_proj_weight)):
+            if t.shape[-1] != w.shape[1]:
+                raise AssertionError(f"{who}: {what} embedding dimension {t.shape[-1]}, expected "
+                                     f"{w.shape[1]}")
 
     def _checked_attn_mask(self, attn_mask, tgt_len, src_len, bsz):
         """A 2-D mask gains the batch axis; a 3-D one must be (bsz * heads, tgt, src)."""
@@ -1422,8 +1436,8 @@ class HOTMultiheadAttention(nn.MultiheadAttention):
         if key_padding_mask is None:
             return attn_mask
         if key_padding_mask.shape != (bsz, src_len):
-            raise RuntimeError(f"expecting key_padding_mask shape of {(bsz, src_len)}, but "
-                               f"got {key_padding_mask.shape}")
+            raise AssertionError(f"expecting key_padding_mask shape of {(bsz, src_len)}, but "
+                                 f"got {tuple(key_padding_mask.shape)}")
         key_padding_mask = key_padding_mask.view(bsz, 1, 1, src_len) \
             .expand(-1, self.num_heads, -1, -1).reshape(bsz * self.num_heads, 1, src_len)
         return key_padding_mask if attn_mask is None else attn_mask + key_padding_mask

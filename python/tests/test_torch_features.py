@@ -131,6 +131,39 @@ def test_attention_output_contiguous_as_torch(hot, ht, batch_first, need_weights
             y1.view(-1, 16).sum().backward()
 
 
+BAD_ATTENTION_CALLS = {
+    # name: (constructor kwargs, query, key, value shapes, call kwargs)
+    "embed_dim": (dict(), (5, 2, 16), (5, 2, 16), (5, 2, 16), dict()),
+    "key_value_shapes": (dict(), (5, 2, 32), (5, 2, 32), (6, 2, 32), dict()),
+    "packed_key_dim": (dict(), (5, 2, 32), (5, 2, 16), (5, 2, 16), dict()),
+    "separate_key_value_lengths": (dict(kdim=12, vdim=20), (5, 2, 32), (5, 2, 12), (6, 2, 20),
+                                   dict()),
+    "separate_key_value_batch": (dict(kdim=12, vdim=20), (5, 2, 32), (5, 2, 12), (5, 3, 20),
+                                 dict()),
+    "kdim": (dict(kdim=12, vdim=20), (5, 2, 32), (5, 2, 13), (5, 2, 20), dict()),
+    "vdim": (dict(kdim=12, vdim=20), (5, 2, 32), (5, 2, 12), (5, 2, 21), dict()),
+    "key_padding_mask": (dict(), (5, 2, 32), (6, 2, 32), (6, 2, 32),
+                         dict(key_padding_mask=torch.zeros(2, 7, dtype=torch.bool))),
+}
+
+
+@pytest.mark.parametrize("case", list(BAD_ATTENTION_CALLS))
+def test_attention_bad_arguments_refused_as_torch(hot, ht, case):
+    """A call nn.MultiheadAttention refuses raises the same kind of error (AssertionError from
+    F.multi_head_attention_forward's checks, RuntimeError from its F.linear on the packed
+    weight)."""
+    ctor, qs, ks, vs, call = BAD_ATTENTION_CALLS[case]
+    torch.manual_seed(2)
+    ref = nn.MultiheadAttention(32, 4, **ctor)
+    with hot.Context("cpu") as ctx:
+        m = ht.convert(copy.deepcopy(ref), context=ctx)
+        q, k, v = (torch.randn(s, requires_grad=True) for s in (qs, ks, vs))
+        with pytest.raises(Exception) as want:
+            ref(q, k, v, **call)
+        with pytest.raises(type(want.value)):
+            m(q, k, v, **call)
+
+
 def test_transformer_layer_converted_fully(hot, ht):
     torch.manual_seed(1)
     layer = nn.TransformerEncoderLayer(32, 4, 64, dropout=0.0, batch_first=True)
