@@ -1461,7 +1461,7 @@ class HOTMultiheadAttention(nn.MultiheadAttention):
         out = torch.bmm(w, v)  # [bsz * heads, tgt, head_dim]
         out = out.view(bsz, num_heads, tgt_len, head_dim).permute(0, 2, 1, 3) \
             .reshape(bsz, tgt_len, embed_dim).contiguous()
-        out = self.out_proj(out).transpose(0, 1)  # [tgt, bsz, E]
+        out = self._out_proj(out).transpose(0, 1)  # [tgt, bsz, E]
         w = w.view(bsz, num_heads, tgt_len, src_len)
         if average:
             w = w.mean(dim=1)
@@ -1481,7 +1481,14 @@ class HOTMultiheadAttention(nn.MultiheadAttention):
         v = v.view(bsz, num_heads, src_len, head_dim)
         out = F.scaled_dot_product_attention(q, k, v, attn_mask, dropout_p, is_causal)
         out = out.permute(0, 2, 1, 3).reshape(bsz, tgt_len, embed_dim).contiguous()
-        return self.out_proj(out).transpose(0, 1)  # [tgt, bsz, E]
+        return self._out_proj(out).transpose(0, 1)  # [tgt, bsz, E]
+
+    def _out_proj(self, x):
+        """out_proj's linear map through hot, as torch's F.linear(x, out_proj.weight,
+        out_proj.bias): out_proj itself is not called, so its hooks run as they do under
+        nn.MultiheadAttention (never)."""
+        p = self.out_proj
+        return _hot_linear(p, x, p.weight, p.bias)
 
 
 def _pad_masks(attn_mask, key_padding_mask):

@@ -164,6 +164,35 @@ def test_attention_bad_arguments_refused_as_torch(hot, ht, case):
             m(q, k, v, **call)
 
 
+@pytest.mark.parametrize("need_weights", [False, True])
+def test_attention_out_proj_hooks_as_torch(hot, ht, need_weights):
+    """nn.MultiheadAttention reads out_proj's weight and bias (F.linear), never calls out_proj:
+    hooks on it do not run. The HOT forward runs out_proj's hot linear map the same way, so a
+    hook on out_proj neither runs nor changes the output, with grad as without."""
+    torch.manual_seed(6)
+    ref = nn.MultiheadAttention(16, 2, batch_first=True)
+    calls = []
+
+    def pre(mod, args):
+        calls.append("pre")
+
+    def post(mod, args, out):
+        calls.append("post")
+        return out * 2
+
+    ref.out_proj.register_forward_pre_hook(pre)
+    ref.out_proj.register_forward_hook(post)
+    with hot.Context("cpu") as ctx:
+        m = ht.convert(copy.deepcopy(ref), context=ctx)
+        x = torch.randn(3, 7, 16, requires_grad=True)
+        y0, _ = ref(x, x, x, need_weights=need_weights)
+        assert calls == []
+        y1, _ = m(x, x, x, need_weights=need_weights)
+        assert calls == [] and bits_equal(y1, y0)
+        y1.sum().backward()
+        assert m.out_proj.weight.grad is not None and m.out_proj.hot_step == 1
+
+
 def test_transformer_layer_converted_fully(hot, ht):
     torch.manual_seed(1)
     layer = nn.TransformerEncoderLayer(32, 4, 64, dropout=0.0, batch_first=True)
