@@ -256,41 +256,35 @@ static int option_listed(const char *list, const char *a) {
 /* An option the chosen mode would not read is refused, not ignored: --seeds and --gy-scale
  * belong to --paper-diffs; --model reads SPEC, --layer and --arch only (it plans the spec's
  * batch and tokens, at which the access counts were taken); --scales, --paper-diffs and
- * --memory the lists below; --precompile writes no report. seen: the value options given.
- * 0, or -1 (said). */
-static int unread_option(const bench_opts *o, const char *const *seen, int n_seen) {
-  /* --scales, --paper-diffs and --memory print their own table on stdout (no --json, no --out)
-   * from the CPU twins: no backend, no timing, no JIT; the value options each reads */
-  const char *mode = o->scales ? "--scales" : o->paper_diffs ? "--paper-diffs" : o->memory ? "--memory" : NULL;
-  const char *reads = o->scales        ? "--layer, --batch, --tokens and --check-macs"
-                      : o->paper_diffs ? "--layer, --batch, --tokens, --seeds and --gy-scale"
-                                       : "--layer, --batch and --tokens";
-  for (int k = 0; k < n_seen; ++k) {
-    const char *a = seen[k];
-    const int model_reads = !strcmp(a, "--layer") || !strcmp(a, "--arch");
-    if (o->model && !model_reads) {
-      diag_fprintf(stderr, "hot-bench: --model does not read %s (it plans the spec's batch and "
-                   "tokens; it reads --layer and --arch)\n", a);
-      return -1;
-    }
-    if (!o->paper_diffs && (!strcmp(a, "--seeds") || !strcmp(a, "--gy-scale"))) {
-      diag_fprintf(stderr, "hot-bench: %s is an option of --paper-diffs (not given)\n", a);
-      return -1;
-    }
-    if (mode && !option_listed(reads, a)) {
-      diag_fprintf(stderr, "hot-bench: %s does not read %s (it reads %s)\n", mode, a, reads);
-      return -1;
-    }
+ * --memory the lists of unread_option; --precompile writes no report. mode, reads: the table
+ * mode given and the value options it reads (NULL: none given). 0, or -1 (said). */
+static int unread_value(const bench_opts *o, const char *a, const char *mode, const char *reads) {
+  if (o->model && strcmp(a, "--layer") && strcmp(a, "--arch")) {
+    diag_fprintf(stderr, "hot-bench: --model does not read %s (it plans the spec's batch and "
+                 "tokens; it reads --layer and --arch)\n", a);
+    return -1;
   }
-  if (o->model && (o->json || o->full || !o->jit)) {
-    diag_fprintf(stderr, "hot-bench: --model does not read %s (%s)\n",
-                 o->json ? "--json" : o->full ? "--full" : "--no-jit",
+  if (!o->paper_diffs && (!strcmp(a, "--seeds") || !strcmp(a, "--gy-scale"))) {
+    diag_fprintf(stderr, "hot-bench: %s is an option of --paper-diffs (not given)\n", a);
+    return -1;
+  }
+  if (mode && !option_listed(reads, a)) {
+    diag_fprintf(stderr, "hot-bench: %s does not read %s (it reads %s)\n", mode, a, reads);
+    return -1;
+  }
+  return 0;
+}
+
+/* The flags (--json, --full, --no-jit; --out for --precompile) under the same rules. */
+static int unread_flag(const bench_opts *o, const char *mode, const char *reads) {
+  const char *flag = o->json ? "--json" : o->full ? "--full" : !o->jit ? "--no-jit" : NULL;
+  if (o->model && flag) {
+    diag_fprintf(stderr, "hot-bench: --model does not read %s (%s)\n", flag,
                  o->json ? "its table ends with a JSON line" : "an option of the benchmark");
     return -1;
   }
-  if (mode && (o->json || o->full || !o->jit)) {
-    diag_fprintf(stderr, "hot-bench: %s does not read %s (it reads %s)\n", mode,
-                 o->json ? "--json" : o->full ? "--full" : "--no-jit", reads);
+  if (mode && flag) {
+    diag_fprintf(stderr, "hot-bench: %s does not read %s (it reads %s)\n", mode, flag, reads);
     return -1;
   }
   if (o->precompile && (o->out || o->json)) {
@@ -299,6 +293,19 @@ static int unread_option(const bench_opts *o, const char *const *seen, int n_see
     return -1;
   }
   return 0;
+}
+
+/* unread_value for each value option given (seen), then unread_flag. --scales, --paper-diffs
+ * and --memory print their own table on stdout (no --json, no --out) from the CPU twins: no
+ * backend, no timing, no JIT. 0, or -1 (said). */
+static int unread_option(const bench_opts *o, const char *const *seen, int n_seen) {
+  const char *mode = o->scales ? "--scales" : o->paper_diffs ? "--paper-diffs" : o->memory ? "--memory" : NULL;
+  const char *reads = o->scales        ? "--layer, --batch, --tokens and --check-macs"
+                      : o->paper_diffs ? "--layer, --batch, --tokens, --seeds and --gy-scale"
+                                       : "--layer, --batch and --tokens";
+  for (int k = 0; k < n_seen; ++k)
+    if (unread_value(o, seen[k], mode, reads)) return -1;
+  return unread_flag(o, mode, reads);
 }
 
 static int parse_args(int argc, char **argv, bench_opts *o) {

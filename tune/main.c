@@ -630,6 +630,20 @@ static int merge(int argc, char **argv) {
   return status;
 }
 
+/* show's one output: the rows in one format (--rows, --json, --sql), or the summary with its
+ * plot (--plot). 0, or 2 (said). */
+static int show_outputs_clash(const show_opts *so) {
+  if (so->rows + so->json + so->sql > 1)
+    return usage_error("show: --rows, --json and --sql are formats of the rows: give one (got %s)",
+                       so->rows && so->json  ? "--rows and --json"
+                       : so->sql && so->json ? "--json and --sql"
+                                             : "--rows and --sql");
+  if (so->plot && (so->rows || so->json || so->sql))
+    return usage_error("show: --plot draws the summary, not the rows of %s (give it alone)",
+                       so->rows ? "--rows" : so->json ? "--json" : "--sql");
+  return 0;
+}
+
 /* hot-tune show [options] DB: argv[0] is the first argument after "show". */
 static int show_main(int argc, char **argv) {
   show_opts so;
@@ -653,13 +667,7 @@ static int show_main(int argc, char **argv) {
     else so.db = a;
   }
   if (!so.db) return usage_error("%s", "show needs a DB");
-  /* one output: the rows in one format, or the summary (with its plot) */
-  if (so.rows + so.json + so.sql > 1)
-    return usage_error("show: --rows, --json and --sql are formats of the rows: give one (got %s)",
-                       so.rows && so.json ? "--rows and --json" : so.sql && so.json ? "--json and --sql" : "--rows and --sql");
-  if (so.plot && (so.rows || so.json || so.sql))
-    return usage_error("show: --plot draws the summary, not the rows of %s (give it alone)",
-                       so.rows ? "--rows" : so.json ? "--json" : "--sql");
+  if (show_outputs_clash(&so)) return 2;
   char owhy[256];
   if (so.plot && hot_plot_format(so.plot, owhy, sizeof owhy) < 0)
     return usage_error("--%s", owhy); /* "plot: FILE: unsupported extension ..." */

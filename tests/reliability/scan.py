@@ -42,14 +42,19 @@ def strip_comments(text, keep_strings=True):
     return "".join(out)
 
 
-def sources(root, keep_strings=True):
-    for d in DIRS:
+def walk(root, dirs, ext):
+    """(path relative to root, text) of every file ending in ext under the folders dirs."""
+    for d in dirs:
         for base, _, files in os.walk(os.path.join(root, d)):
             for f in sorted(files):
-                if f.endswith(".c"):
+                if f.endswith(ext):
                     p = os.path.join(base, f)
-                    text = open(p, encoding="utf-8", errors="replace").read()
-                    yield os.path.relpath(p, root), strip_comments(text, keep_strings)
+                    yield os.path.relpath(p, root), open(p, encoding="utf-8", errors="replace").read()
+
+
+def sources(root, keep_strings=True):
+    for rel, text in walk(root, DIRS, ".c"):
+        yield rel, strip_comments(text, keep_strings)
 
 
 def find(root, pattern, keep_strings=True):
@@ -152,16 +157,9 @@ PY_WRITE_KNOWN = {
 
 def check_py_outputs(root):
     rx = re.compile(PY_WRITE)
-    got = {}
-    for d in PY_DIRS:
-        for base, _, files in os.walk(os.path.join(root, d)):
-            for f in sorted(files):
-                if f.endswith(".py"):
-                    p = os.path.join(base, f)
-                    k = len(rx.findall(open(p, encoding="utf-8", errors="replace").read()))
-                    if k:
-                        got[os.path.relpath(p, root)] = k
-    return compare("Python outputs written in place", got, PY_WRITE_KNOWN)
+    got = {rel: len(rx.findall(text)) for rel, text in walk(root, PY_DIRS, ".py")}
+    return compare("Python outputs written in place", {f: k for f, k in got.items() if k},
+                   PY_WRITE_KNOWN)
 
 
 # ---- environment: the process environment is read in one place, runtime/env.c -------------------
@@ -177,18 +175,9 @@ ENV_KNOWN = {
 
 def check_environment(root):
     rx = re.compile(r"\b(getenv|secure_getenv|environ)\b")
-    got = {}
-    for d in ENV_DIRS:
-        for base, _, files in os.walk(os.path.join(root, d)):
-            for f in sorted(files):
-                if f.endswith((".c", ".h", ".cc", ".cpp")):
-                    p = os.path.join(base, f)
-                    text = strip_comments(open(p, encoding="utf-8", errors="replace").read(),
-                                          keep_strings=False)
-                    k = len(rx.findall(text))
-                    if k:
-                        got[os.path.relpath(p, root)] = k
-    return compare("environment reads", got, ENV_KNOWN)
+    got = {rel: len(rx.findall(strip_comments(text, keep_strings=False)))
+           for rel, text in walk(root, ENV_DIRS, (".c", ".h", ".cc", ".cpp"))}
+    return compare("environment reads", {f: k for f, k in got.items() if k}, ENV_KNOWN)
 
 
 # ---- 2. databases: every connection to a file sees what a normal reader sees ------------------
