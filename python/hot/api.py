@@ -147,6 +147,16 @@ def _c_text(what, v):
         raise ValueError(f"{what} {v!r} cannot be encoded in UTF-8 ({e.reason})") from None
 
 
+def _describe_array(a):
+    """What an argument that should be an array is, for a message."""
+    if not hasattr(a, "shape") or not hasattr(a, "dtype"):
+        return type(a).__name__
+    flags = getattr(a, "flags", None)
+    extra = "" if flags is None else ("" if flags.c_contiguous else ", not C-contiguous") + \
+        ("" if flags.writeable else ", read-only")
+    return f"{a.dtype} of shape {tuple(a.shape)}{extra}"
+
+
 def _str(b):
     return b.decode("utf-8", "replace") if isinstance(b, bytes) else str(b)
 
@@ -868,14 +878,18 @@ class Layer:
             gx = gx if "g_x" in outputs else None
             gw = gw if "g_w" in outputs else None
             gb = gb if "g_b" in outputs else None
-            for a, nm, n, name in ((gx, "out[0]", i.T * i.I, "g_x"),
-                                   (gw, "out[1]", i.O * i.I, "g_w"), (gb, "out[2]", i.O, "g_b")):
+            # the inputs' rule (_array): the elements of the matrix, its rows' length last
+            for a, nm, rows, cols, name in ((gx, "out[0]", i.T, i.I, "g_x"),
+                                            (gw, "out[1]", i.O, i.I, "g_w"),
+                                            (gb, "out[2]", 1, i.O, "g_b")):
                 if a is None and ((nm == "out[2]" and not named) or name not in outputs):
                     continue
-                if not isinstance(a, np.ndarray) or a.dtype != np.float32 or a.size != n or \
+                if not isinstance(a, np.ndarray) or a.dtype != np.float32 or \
+                        a.size != rows * cols or a.ndim < 1 or a.shape[-1] != cols or \
                         not a.flags.c_contiguous or not a.flags.writeable:
-                    raise ValueError(f"{nm} must be a writable C-contiguous float32 array of "
-                                     f"{n} elements")
+                    raise ValueError(f"{nm} ({name}) must be a writable C-contiguous float32 "
+                                     f"array of {rows} x {cols} elements, last axis {cols} (got "
+                                     f"{_describe_array(a)})")
             if gb is not None and not i.bias:
                 raise ValueError("out[2] (g_b) given for a layer without bias")
         sp = self._saved_arg(saved)

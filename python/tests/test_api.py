@@ -124,6 +124,18 @@ def test_backward_outputs_subsets(hot):
         for want in (("g_x", "g_b"), ("g_b",)):
             with pytest.raises(ValueError, match=r"out\[2\]"):
                 layer.backward(gy, w, step=5, out=(gx, gw, None), outputs=want)
+        # out arrays by the inputs' rule: the matrix's elements with its rows' length last (a
+        # transposed g_x of as many elements would be filled in the wrong order)
+        gb = np.empty((16,), np.float32)
+        for k, bad in ((0, np.empty((24, 64), np.float32)), (1, np.empty((24, 16), np.float32)),
+                       (2, np.empty((16, 1), np.float32)), (0, np.empty((64, 24), np.float64)),
+                       (1, np.empty((24, 16), np.float32).T), (0, np.float32(0))):
+            arrays = [gx, gw, gb]
+            arrays[k] = bad
+            with pytest.raises(ValueError, match=r"out\[%d\] \(g_[xwb]\) must be" % k):
+                layer.backward(gy, w, step=5, out=tuple(arrays))
+        assert layer.backward(gy, w, step=5, out=(gx.reshape(1, 64, 24), gw, gb))[0].shape == \
+            (1, 64, 24)
 
 
 def test_layer_spec_from_recipe_and_fields(hot):
