@@ -128,7 +128,34 @@ for _prefix, _enum in (("HOT_BACKEND_", Backend), ("HOT_DT_", DType), ("HOT_ROUN
 
 # ---- structures ---------------------------------------------------------------------------------
 
-class hot_options(ctypes.Structure):
+_INT_RANGES = {t: (-(1 << (8 * ctypes.sizeof(t) - 1)), (1 << (8 * ctypes.sizeof(t) - 1)) - 1)
+               for t in (ctypes.c_int8, ctypes.c_int16, ctypes.c_int32, ctypes.c_int64)}
+_INT_RANGES.update({t: (0, (1 << (8 * ctypes.sizeof(t))) - 1)
+                    for t in (ctypes.c_uint8, ctypes.c_uint16, ctypes.c_uint32, ctypes.c_uint64)})
+
+
+class _Checked(ctypes.Structure):
+    """A structure whose integer fields refuse what ctypes would store cut to the C type (2**40
+    into an int as 0, -1 into a uint64 as 2**64 - 1, 2.5 as a TypeError of ctypes' own): a
+    ValueError or TypeError naming the field and its range. What LayerSpec.c's users write."""
+
+    def __setattr__(self, name, value):
+        t = dict(getattr(type(self), "_fields_", ())).get(name)
+        lo_hi = _INT_RANGES.get(t)
+        if lo_hi is not None:
+            try:
+                v = value.__index__()  # an int, a bool, a numpy integer
+            except (AttributeError, TypeError):
+                raise TypeError(f"{type(self).__name__}.{name} must be an int (got "
+                                f"{type(value).__name__})") from None
+            if not lo_hi[0] <= v <= lo_hi[1]:
+                raise ValueError(f"{type(self).__name__}.{name} = {v} does not fit its C type "
+                                 f"({lo_hi[0]} .. {lo_hi[1]})")
+            value = v
+        super().__setattr__(name, value)
+
+
+class hot_options(_Checked):
     _fields_ = [("backend", c_int), ("device", c_int), ("arch", c_char_p),
                 ("cache_dir", c_char_p), ("disk_cache", c_int), ("seed_set", c_int),
                 ("seed", c_uint64), ("jit_debug", c_int), ("debug_dir", c_char_p)]
@@ -160,31 +187,31 @@ class hot_kernel_time(ctypes.Structure):
     _fields_ = [("name", c_char_p), ("role", c_int), ("phase", c_int), ("ms", c_double)]
 
 
-class hot_quant(ctypes.Structure):
+class hot_quant(_Checked):
     _fields_ = [("bits", c_int), ("round", c_int), ("gran", c_int), ("rule", c_int)]
 
 
-class hot_tile(ctypes.Structure):
+class hot_tile(_Checked):
     _fields_ = [("tile_m", c_int), ("tile_n", c_int), ("tile_k", c_int),
                 ("warps_m", c_int), ("warps_n", c_int), ("stages", c_int)]
 
 
-class hot_spec_hq(ctypes.Structure):
+class hot_spec_hq(_Checked):
     _fields_ = [("enabled", c_int), ("block", c_int), ("g", hot_quant), ("w", hot_quant),
                 ("pad", c_int)]
 
 
-class hot_spec_hla(ctypes.Structure):
+class hot_spec_hla(_Checked):
     _fields_ = [("enabled", c_int), ("block", c_int), ("selection", c_int), ("keep", c_int),
                 ("rank", c_int), ("layout", c_int), ("pad", c_int), ("g", hot_quant),
                 ("x", hot_quant)]
 
 
-class hot_spec_abc(ctypes.Structure):
+class hot_spec_abc(_Checked):
     _fields_ = [("enabled", c_int)]
 
 
-class hot_layer_spec(ctypes.Structure):
+class hot_layer_spec(_Checked):
     _fields_ = [("name", ctypes.c_char * HOT_NAME_MAX), ("line", c_int), ("tokens", c_int64),
                 ("in_features", c_int64), ("out_features", c_int64), ("bias", c_int),
                 ("dtype", c_int), ("hq", hot_spec_hq), ("hla", hot_spec_hla),

@@ -154,6 +154,25 @@ def test_layer_spec_from_recipe_and_fields(hot):
         assert e.value.status == hot.Status.ERR_MISUSE
 
 
+def test_layer_spec_fields_refuse_what_c_would_cut(hot):
+    """LayerSpec.c's integer fields, nested ones included, refuse a value their C type cannot
+    hold (ctypes would store 2**40 in an int as 0) and a non-integer, naming the field; values
+    that fit, enums and numpy integers are stored as given."""
+    s = hot.LayerSpec(32, 16)
+    s.c.hq.block, s.c.hla.keep, s.c.tokens = 32, np.int64(25), 2**40
+    s.c.hq.g.gran = hot.Gran.ROW
+    assert (s.c.hq.block, s.c.hla.keep, s.c.tokens, s.c.hq.g.gran) == (32, 25, 2**40, 1)
+    for obj, field, bad, err in ((s.c.hq, "block", 2**40, ValueError),
+                                 (s.c.hla, "keep", -2**31 - 1, ValueError),
+                                 (s.c.hq.g, "bits", 2.5, TypeError),
+                                 (s.c.tile_gx, "stages", "3", TypeError),
+                                 (s.c, "in_features", 2**63, ValueError)):
+        before = getattr(obj, field)
+        with pytest.raises(err, match=r"\.%s" % field):
+            setattr(obj, field, bad)
+        assert getattr(obj, field) == before
+
+
 def test_layer_from_spec_file(hot):
     path = os.path.join(SOURCE_DIR, "specs", "vit_b16.lua")
     with hot.Context("cpu") as ctx:
