@@ -550,8 +550,9 @@ class Context:
         count the context started with (n = 0). Same bits for any count. Raises HotError
         (HOT_ERR_UNSUPPORTED on a CUDA context), ValueError for n out of range, TypeError for a
         non-integer."""
-        if isinstance(n, bool) or not isinstance(n, int):
+        if isinstance(n, bool) or not hasattr(type(n), "__index__"):  # numpy integers too
             raise TypeError(f"set_cpu_threads: n must be an int (got {type(n).__name__})")
+        n = n.__index__()
         if not 0 <= n <= _lib.HOT_MAX_CPU_THREADS:
             raise ValueError(f"set_cpu_threads: n = {n} is not in [0, {_lib.HOT_MAX_CPU_THREADS}] "
                              "(0: the count the context started with)")

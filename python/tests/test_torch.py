@@ -641,6 +641,10 @@ def test_cpu_threads_follow_torch(hot, ht, monkeypatch):
                     ctx.set_cpu_threads(hot._lib.HOT_MAX_CPU_THREADS + 1)
                 with pytest.raises(TypeError):
                     ctx.set_cpu_threads(True)
+                with pytest.raises(TypeError):
+                    ctx.set_cpu_threads(1.0)
+                ctx.set_cpu_threads(np.int64(1))  # an integer of numpy's, as everywhere else
+                assert ctx.cpu_threads == 1
                 ctx.set_cpu_threads(0)
                 assert ctx.cpu_threads == start
         for a, b, what in zip(got[1], got[2], ("g_x", "g_w", "g_b")):
