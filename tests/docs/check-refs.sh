@@ -34,10 +34,11 @@ if [ "${1:-}" = "--self-test" ]; then
   mkdir "$t/tmp"
   TMPDIR="$t/tmp" sh "$0" "$t/bad2" 2>&1 | head -c 1 >/dev/null
   for sig in HUP TERM; do
-    TMPDIR="$t/tmp" HOT_REFS_STALL=1 sh "$0" "$t/good" >/dev/null 2>&1 &
+    rm -f "$t/ready"
+    TMPDIR="$t/tmp" HOT_REFS_STALL="$t/ready" sh "$0" "$t/good" >/dev/null 2>&1 &
     pid=$!
-    n=0
-    while [ -z "$(ls "$t/tmp")" ] && [ "$n" -lt 100 ]; do sleep 0.05; n=$((n + 1)); done
+    n=0 # until the run has its scratch file and its traps (it says so in $t/ready)
+    while [ ! -e "$t/ready" ] && [ "$n" -lt 400 ]; do sleep 0.05; n=$((n + 1)); done
     kill -s "$sig" "$pid"
     wait "$pid"
   done
@@ -49,12 +50,14 @@ src=${1:?usage: check-refs.sh SRC [BUILD_DIR]}
 bld=${2:-}
 cd "$src" || exit 1
 root=$(pwd -P)
-list=$(mktemp "${TMPDIR:-/tmp}/hot-refs-list.XXXXXX") || exit 1
-# sh runs an EXIT trap on exit and `exit`, not when a signal ends it: each signal exits
-trap 'rm -f "$list" "$list.out"' EXIT
+# sh runs an EXIT trap on exit and `exit`, not when a signal ends it: each signal exits (the
+# traps come first, so that no signal after the scratch file's creation can skip them)
+list=""
+trap '[ -z "$list" ] || rm -f "$list" "$list.out"' EXIT
 trap 'exit 129' HUP; trap 'exit 130' INT; trap 'exit 141' PIPE; trap 'exit 143' TERM
-# the self-test's signal case: waits (at most 20 s) for the signal
-[ -z "${HOT_REFS_STALL:-}" ] || for _ in 1 2 3 4 5 6 7 8 9 10 11 12 13 14 15 16 17 18 19 20; do sleep 1; done
+list=$(mktemp "${TMPDIR:-/tmp}/hot-refs-list.XXXXXX") || exit 1
+# the self-test's signal case: says it is set up, then waits (at most 20 s) for the signal
+[ -z "${HOT_REFS_STALL:-}" ] || { : >"$HOT_REFS_STALL"; for _ in 1 2 3 4 5 6 7 8 9 10 11 12 13 14 15 16 17 18 19 20; do sleep 1; done; }
 if [ -d .git ] || [ -f .git ]; then
   git ls-files --cached --others --exclude-standard >"$list" 2>/dev/null || rm -f "$list"
 fi
