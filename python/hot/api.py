@@ -175,7 +175,7 @@ def as_dtype(v, what="dtype"):
         return v
     if isinstance(v, str) and v.lower() in _DTYPE_NAMES:
         return _DTYPE_NAMES[v.lower()]
-    if isinstance(v, int) and not isinstance(v, bool) and v in (0, 1, 2, 3):
+    if isinstance(v, int) and not isinstance(v, bool) and v in {int(d) for d in DType}:
         return DType(v)
     raise ValueError(f"{what} must be one of f32, bf16, f16 (got {v!r})")
 

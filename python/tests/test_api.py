@@ -154,6 +154,16 @@ def test_layer_spec_from_recipe_and_fields(hot):
         assert e.value.status == hot.Status.ERR_MISUSE
 
 
+def test_dtype_arguments(hot):
+    """as_dtype: a DType, its value or a name; anything else (a value no DType has, a bool, an
+    unknown name) is a ValueError naming the argument and the choices."""
+    assert [hot.api.as_dtype(v) for v in (0, "bf16", hot.DType.F16, "float32")] == \
+        [hot.DType.F32, hot.DType.BF16, hot.DType.F16, hot.DType.F32]
+    for bad in (3, -1, True, "f64", None):
+        with pytest.raises(ValueError, match=r"^dtype must be one of f32, bf16, f16"):
+            hot.api.as_dtype(bad)
+
+
 def test_layer_spec_fields_refuse_what_c_would_cut(hot):
     """LayerSpec.c's integer fields, nested ones included, refuse a value their C type cannot
     hold (ctypes would store 2**40 in an int as 0) and a non-integer, naming the field; values
