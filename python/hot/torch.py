@@ -326,13 +326,13 @@ class _HOTLinearFunction(torch.autograd.Function):
         # a frozen weight (no g_w): nothing of x is kept, as torch's linear map keeps nothing
         ctx.no_gw = not ctx.needs_input_grad[1]
         keep = None if ctx.no_gw else _keep_plan(module, xc, entry, kept)
-        if ctx.no_gw and capture is None:
+        if ctx.no_gw:
             ctx.save_for_backward(weight, None)
             ctx.rebuild = False
         elif keep is not None:  # no codes now: a reference, the codes are made in the backward
             ctx.save_for_backward(weight, keep[0])
             ctx.rebuild = keep[1]
-        elif capture is None:
+        else:
             saved = _aligned_empty(entry.saved_bytes, xc.device)
             with _device_ctx(xc.device):
                 xa = _aligned16(xc)
@@ -346,9 +346,10 @@ class _HOTLinearFunction(torch.autograd.Function):
                     saved = None  # x not finite: the backward returns NaN gradients
             ctx.save_for_backward(weight, saved)
             ctx.rebuild = False
-        if capture is not None:  # x kept for this one backward (autograd's version check)
-            ctx.save_for_backward(weight, xc)
-            ctx.rebuild = None
+        if capture is not None:  # x for the capture, beside what the forward saves anyway, so
+            # that a recomputation (non-reentrant checkpoint: no capture armed then) saves the
+            # same tensors; its version is checked in the backward, as autograd's would be
+            ctx.capture_x = (xc, xc._version)
         ctx.hot = (module, entry, xc.shape, xc.dtype, x.dtype, bias is not None, capture)
         ctx.bias_dtype = bias.dtype if bias is not None else None  # g_b in the bias's own dtype
         return y
@@ -367,14 +368,20 @@ class _HOTLinearFunction(torch.autograd.Function):
         dev = g_y.device
         g_y = _aligned16((g_y if g_y.dtype == x_dtype else g_y.to(x_dtype)).contiguous())
         x = None
-        if ctx.rebuild is not False and (need_w or capture is not None):  # x (or what
+        if ctx.rebuild is not False and need_w:  # x (or what rebuilds it) kept by the forward
             x = _aligned16((kept if ctx.rebuild is None else ctx.rebuild(kept)).contiguous())
         if capture is not None and not getattr(ctx, "captured", False):
             # before hot runs: the capture exists even if hot then fails; once per forward (a
             # graph run backward again with retain_graph writes nothing more)
+            cx, version = ctx.capture_x
+            if cx._version != version:
+                raise RuntimeError(f"HOTLinear({module.hot_spec.name}): the input captured for "
+                                   "this backward (capture_next_backward) was modified in place "
+                                   "after the forward")
             ctx.captured = True
             B, L = _batch_tokens(tuple(x_shape))
-            _capture.capture(capture, module.hot_spec.name, x.reshape(B, L, x_shape[-1]),
+            _capture.capture(capture, module.hot_spec.name,
+                             _aligned16(cx.contiguous()).reshape(B, L, x_shape[-1]),
                              w, g_y.reshape(B, L, g_y.shape[-1]))
         w = _aligned16(w.contiguous()) if need_x else w
         module._hot_keeps_x()  # fixes, at this graph task's first call, what a recompute keeps
