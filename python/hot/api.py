@@ -202,10 +202,7 @@ def _stream_bytes(tag):
     for what C cannot receive: not a str, empty, a NUL character, or not encodable."""
     if not isinstance(tag, str) or not tag or "\0" in tag:
         raise ValueError(f"tag must be a non-empty str without NUL characters (got {tag!r})")
-    try:
-        return tag.encode("utf-8")
-    except UnicodeEncodeError as e:
-        raise ValueError(f"tag {tag!r} cannot be encoded in UTF-8 ({e.reason})") from None
+    return _c_text("tag", tag)
 
 
 def stream_hash(tag):
@@ -856,7 +853,6 @@ class Layer:
         back None and cost nothing (without "g_w" the saved activations are not read, and no
         save is needed first). Each one computed has the bits it has when all are."""
         self._host_only()
-        np = _np()
         i = self._info
         named = outputs is not None  # out[2] None then drops g_b only where not named
         if outputs is None:
@@ -870,29 +866,7 @@ class Layer:
             raise ValueError("outputs: 'g_b' asked of a layer without bias")
         g_y = self._array(g_y, "g_y", i.T, i.O)
         w = self._array(w, "w", i.O, i.I)
-        if out is None:
-            gx = np.empty((i.T, i.I), np.float32) if "g_x" in outputs else None
-            gw = np.empty((i.O, i.I), np.float32) if "g_w" in outputs else None
-            gb = np.empty((i.O,), np.float32) if "g_b" in outputs else None
-        else:
-            gx, gw, gb = out
-            gx = gx if "g_x" in outputs else None
-            gw = gw if "g_w" in outputs else None
-            gb = gb if "g_b" in outputs else None
-            # the inputs' rule (_array): the elements of the matrix, its rows' length last
-            for a, nm, rows, cols, name in ((gx, "out[0]", i.T, i.I, "g_x"),
-                                            (gw, "out[1]", i.O, i.I, "g_w"),
-                                            (gb, "out[2]", 1, i.O, "g_b")):
-                if a is None and ((nm == "out[2]" and not named) or name not in outputs):
-                    continue
-                if not isinstance(a, np.ndarray) or a.dtype != np.float32 or \
-                        a.size != rows * cols or a.ndim < 1 or a.shape[-1] != cols or \
-                        not a.flags.c_contiguous or not a.flags.writeable:
-                    raise ValueError(f"{nm} ({name}) must be a writable C-contiguous float32 "
-                                     f"array of {rows} x {cols} elements, last axis {cols} (got "
-                                     f"{_describe_array(a)})")
-            if gb is not None and not i.bias:
-                raise ValueError("out[2] (g_b) given for a layer without bias")
+        gx, gw, gb = self._out_arrays(out, outputs, named)
         sp = self._saved_arg(saved)
 
         def ptr(a):
@@ -900,6 +874,35 @@ class Layer:
         self.backward_ptr(g_y.ctypes.data, w.ctypes.data, i.dtype, ptr(gx), ptr(gw), ptr(gb), sp,
                           step)
         return gx, gw, gb
+
+    def _out_arrays(self, out, outputs, named):
+        """backward's (g_x, g_w, g_b): new float32 arrays for the outputs asked for, or the
+        caller's `out` checked by the inputs' rule (_array: the elements of the matrix, its rows'
+        length last; writable, C-contiguous float32); None for the others. named: outputs was
+        given (out[2] None then drops g_b only where g_b is not named)."""
+        np = _np()
+        i = self._info
+        shapes = {"g_x": (i.T, i.I), "g_w": (i.O, i.I), "g_b": (1, i.O)}
+        if out is None:
+            return tuple(np.empty((r, c) if n != "g_b" else (c,), np.float32)
+                         if n in outputs else None for n, (r, c) in shapes.items())
+        if not isinstance(out, (tuple, list)) or len(out) != 3:
+            raise ValueError(f"out must be a tuple (g_x, g_w, g_b) of arrays or None (got "
+                             f"{type(out).__name__}"
+                             f"{' of %d' % len(out) if isinstance(out, (tuple, list)) else ''})")
+        got = tuple(a if n in outputs else None for n, a in zip(shapes, out))
+        for k, (a, (name, (rows, cols))) in enumerate(zip(got, shapes.items())):
+            if a is None and ((k == 2 and not named) or name not in outputs):
+                continue
+            if not isinstance(a, np.ndarray) or a.dtype != np.float32 or \
+                    a.size != rows * cols or a.ndim < 1 or a.shape[-1] != cols or \
+                    not a.flags.c_contiguous or not a.flags.writeable:
+                raise ValueError(f"out[{k}] ({name}) must be a writable C-contiguous float32 "
+                                 f"array of {rows} x {cols} elements, last axis {cols} (got "
+                                 f"{_describe_array(a)})")
+        if got[2] is not None and not i.bias:
+            raise ValueError("out[2] (g_b) given for a layer without bias")
+        return got
 
     def calibrate(self, g_y, step=0):
         """LQS calibration on g_y (T x O, the layer's dtype); fixes the g' granularity of a

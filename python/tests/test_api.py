@@ -136,6 +136,9 @@ def test_backward_outputs_subsets(hot):
                 layer.backward(gy, w, step=5, out=tuple(arrays))
         assert layer.backward(gy, w, step=5, out=(gx.reshape(1, 64, 24), gw, gb))[0].shape == \
             (1, 64, 24)
+        for bad in ((gx, gw), (gx, gw, gb, gb), gx):
+            with pytest.raises(ValueError, match=r"^out must be a tuple \(g_x, g_w, g_b\)"):
+                layer.backward(gy, w, step=5, out=bad)
 
 
 def test_layer_spec_from_recipe_and_fields(hot):
