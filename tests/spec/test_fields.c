@@ -275,11 +275,16 @@ END_TEST
 
 /* ---- python/hot/_lib.py --------------------------------------------------------------------- */
 
-/* The text of `_fields_ = [...]` of ctypes class cls in py (NUL-terminated copy in buf). */
+/* The text of `_fields_ = [...]` of ctypes class cls in py (NUL-terminated copy in buf): the
+ * class whose base is ctypes.Structure or _lib.py's checked subclass of it, _Checked. */
 static int py_fields(const char *py, const char *cls, char *buf, size_t n) {
   char head[96];
   snprintf(head, sizeof head, "class %s(ctypes.Structure):", cls);
   const char *c = strstr(py, head);
+  if (!c) {
+    snprintf(head, sizeof head, "class %s(_Checked):", cls);
+    c = strstr(py, head);
+  }
   if (!c) return -1;
   const char *a = strstr(c, "_fields_ = [");
   const char *b = a ? strstr(a, "]\n") : NULL;
